@@ -1,0 +1,675 @@
+/* conf: table-driven configuration (file, environment, command line, printing). */
+#include "common/conf.h"
+#include "common/error.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <jansson.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { T_INT, T_U64, T_DOUBLE, T_BOOL, T_STR, T_ENUM, T_BYTES, T_RATE } ctype_t;
+
+typedef struct {
+    const char *section;
+    const char *name;
+    ctype_t type;
+    size_t off;
+    size_t size; /* for strings: buffer size */
+    const char *def;
+    double min, max;
+    const char *choices; /* T_ENUM: "a|b|c" mapping to 0,1,2 */
+    const char *help;
+} key_t_;
+
+#define OFF(f) offsetof(ordo_conf_t, f)
+#define SZ(f) sizeof(((ordo_conf_t *)0)->f)
+#define BIG 1e18
+
+static const key_t_ keys[] = {
+    {"cluster", "scheduler", T_STR, OFF(scheduler), SZ(scheduler), "tcp://127.0.0.1:9100", 0, 0, NULL,
+     "scheduler endpoint every node connects to"},
+    {"cluster", "servers", T_INT, OFF(servers), 0, "1", 1, 1024, NULL, "number of servers"},
+    {"cluster", "workers", T_INT, OFF(workers), 0, "1", 1, 4096, NULL, "number of workers"},
+    {"cluster", "token", T_STR, OFF(token), SZ(token), "ordo", 0, 0, NULL,
+     "shared secret a node must present to register"},
+    {"cluster", "host", T_STR, OFF(host), SZ(host), "127.0.0.1", 0, 0, NULL,
+     "address this node binds and advertises"},
+    {"cluster", "port", T_INT, OFF(port), 0, "0", 0, 65535, NULL,
+     "server bind port (0 = any free port)"},
+    {"cluster", "rank", T_INT, OFF(rank), 0, "-1", -1, 4095, NULL,
+     "requested rank (-1 = assigned by the scheduler)"},
+    {"model", "file", T_STR, OFF(model_file), SZ(model_file), "", 0, 0, NULL,
+     "ordo-model/1 profile for trainer = profile"},
+    {"model", "trainer", T_STR, OFF(trainer), SZ(trainer), "synthetic", 0, 0, NULL,
+     "synthetic | profile | mlp | cnn"},
+    {"model", "tensors", T_STR, OFF(tensors), SZ(tensors), "4KiB,256KiB,1MiB,6MiB", 0, 0, NULL,
+     "synthetic job: comma-separated tensor sizes in bytes (suffixes KiB, MiB)"},
+    {"model", "compute", T_ENUM, OFF(compute), 0, "emulate", 0, 0, "emulate|cpu|cuda",
+     "compute backend"},
+    {"model", "compute_scale", T_DOUBLE, OFF(compute_scale), 0, "1.0", 0, 1000, NULL,
+     "multiplier on profiled op times (emulate)"},
+    {"model", "iterations", T_INT, OFF(iterations), 0, "20", 0, 100000000, NULL,
+     "iterations to run (0 = as many as epochs need)"},
+    {"model", "epochs", T_INT, OFF(epochs), 0, "0", 0, 100000, NULL,
+     "epochs to train (trainers mlp, cnn; 0 = use iterations)"},
+    {"model", "batch", T_INT, OFF(batch), 0, "0", 0, 1000000, NULL,
+     "per-worker batch (0 = the model's own)"},
+    {"model", "warmup", T_INT, OFF(warmup), 0, "2", 0, 1000000, NULL,
+     "iterations left out of throughput figures"},
+    {"model", "seed", T_U64, OFF(seed), 0, "1", 0, BIG, NULL, "random seed"},
+    {"model", "forward_only", T_BOOL, OFF(forward_only), 0, "false", 0, 0, NULL,
+     "run only the forward pass (ordering experiments)"},
+    {"model", "data_dir", T_STR, OFF(data_dir), SZ(data_dir), "/usr/share/datasets/fashion-mnist",
+     0, 0, NULL, "Fashion-MNIST IDX files"},
+    {"order", "policy", T_STR, OFF(policy), SZ(policy), "fifo", 0, 0, NULL,
+     "none | fifo | tio | tao | search | file:PATH"},
+    {"order", "enforce", T_ENUM, OFF(enforce), 0, "strict", 0, 0, "strict|greedy",
+     "how servers release ordered transfers"},
+    {"order", "partition_bytes", T_BYTES, OFF(partition_bytes), 0, "4MiB", 1024, 1LL << 32, NULL,
+     "tensors above this are split into chunks"},
+    {"order", "search_budget_ms", T_INT, OFF(search_budget_ms), 0, "2000", 0, 3600000, NULL,
+     "time budget of the search policy"},
+    {"order", "oracle", T_STR, OFF(oracle), SZ(oracle), "", 0, 0, NULL,
+     "measured per-op time file for planning (empty = the profile's times)"},
+    {"push", "mode", T_ENUM, OFF(push_mode), 0, "dense", 0, 0, "dense|merged|sparse",
+     "how gradients are pushed"},
+    {"push", "merge", T_STR, OFF(merge), SZ(merge), "optimal", 0, 0, NULL,
+     "optimal | mgwfbp | wfbp | all | bytes:N (merged mode)"},
+    {"push", "density", T_DOUBLE, OFF(density), 0, "0.01", 1e-9, 1.0, NULL,
+     "fraction of entries pushed in sparse mode"},
+    {"push", "threshold_period", T_INT, OFF(threshold_period), 0, "32", 1, 1000000, NULL,
+     "iterations between exact top-k threshold selections"},
+    {"push", "repartition_period", T_INT, OFF(repartition_period), 0, "64", 1, 1000000, NULL,
+     "iterations between sparse region re-balancing"},
+    {"optimizer", "lr", T_DOUBLE, OFF(lr), 0, "0.01", 0, 1e6, NULL, "learning rate"},
+    {"optimizer", "momentum", T_DOUBLE, OFF(momentum), 0, "0", 0, 1, NULL, "SGD momentum"},
+    {"optimizer", "weight_decay", T_DOUBLE, OFF(weight_decay), 0, "0", 0, 1, NULL,
+     "L2 weight decay"},
+    {"optimizer", "aggregate", T_ENUM, OFF(aggregate), 0, "mean", 0, 0, "mean|sum",
+     "mean: the update uses the sum of pushes / workers; sum: the plain sum"},
+    {"net", "bandwidth", T_RATE, OFF(bandwidth_bps), 0, "0", 0, 1e13, NULL,
+     "emulated egress rate per process, tc style (1gbit); 0 = no emulation"},
+    {"net", "latency_us", T_DOUBLE, OFF(latency_us), 0, "0", 0, 1e7, NULL,
+     "emulated one-way latency per message"},
+    {"output", "dir", T_STR, OFF(out_dir), SZ(out_dir), "runs", 0, 0, NULL,
+     "parent folder of run folders"},
+    {"output", "run", T_STR, OFF(run_name), SZ(run_name), "", 0, 0, NULL,
+     "run folder name (empty = time stamp)"},
+    {"output", "trace", T_BOOL, OFF(trace), 0, "false", 0, 0, NULL,
+     "write Chrome trace-event JSON per process"},
+    {"output", "log_level", T_STR, OFF(log_level), SZ(log_level), "info", 0, 0, NULL,
+     "debug | info | warn | error"},
+    {"output", "progress_every", T_INT, OFF(progress_every), 0, "50", 0, 1000000, NULL,
+     "iterations between progress lines (0 = none)"},
+    {"fault", "timeout_ms", T_INT, OFF(timeout_ms), 0, "5000", 50, 3600000, NULL,
+     "a peer silent this long is declared dead"},
+    {"fault", "heartbeat_ms", T_INT, OFF(heartbeat_ms), 0, "500", 10, 600000, NULL,
+     "interval between heartbeats"},
+    {"fault", "checkpoint_every", T_INT, OFF(checkpoint_every), 0, "0", 0, 100000000, NULL,
+     "iterations between server checkpoints (0 = none)"},
+    {"fault", "checkpoint_dir", T_STR, OFF(checkpoint_dir), SZ(checkpoint_dir), "", 0, 0, NULL,
+     "where checkpoints go (empty = the run folder)"},
+};
+#define NKEYS (sizeof keys / sizeof keys[0])
+
+/* ---- value parsing ------------------------------------------------------------------ */
+
+int ordo_conf_parse_bytes(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || v < 0) return ORDO_EINVAL;
+    while (isspace((unsigned char)*end)) end++;
+    double mul = 1;
+    if (*end) {
+        static const struct { const char *suf; double mul; } sufs[] = {
+            {"b", 1}, {"B", 1}, {"k", 1024}, {"K", 1024}, {"KiB", 1024}, {"KB", 1000},
+            {"m", 1048576}, {"M", 1048576}, {"MiB", 1048576}, {"MB", 1e6},
+            {"g", 1073741824.0}, {"G", 1073741824.0}, {"GiB", 1073741824.0}, {"GB", 1e9}};
+        size_t i;
+        for (i = 0; i < sizeof sufs / sizeof sufs[0]; i++)
+            if (strcmp(end, sufs[i].suf) == 0) break;
+        if (i == sizeof sufs / sizeof sufs[0]) return ORDO_EINVAL;
+        mul = sufs[i].mul;
+    }
+    double b = v * mul;
+    if (b > 9.0e18 || b != floor(b)) return ORDO_EINVAL;
+    *out = (int64_t)b;
+    return 0;
+}
+
+int ordo_conf_parse_rate(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || v < 0 || !isfinite(v)) return ORDO_EINVAL;
+    double mul;
+    if (*end == '\0' || strcmp(end, "bit") == 0 || strcmp(end, "bps") == 0)
+        mul = (*end == '\0' && v != 0) ? -1 : 1;
+    else if (strcmp(end, "kbit") == 0) mul = 1e3;
+    else if (strcmp(end, "mbit") == 0) mul = 1e6;
+    else if (strcmp(end, "gbit") == 0) mul = 1e9;
+    else if (strcmp(end, "tbit") == 0) mul = 1e12;
+    else return ORDO_EINVAL;
+    if (mul < 0) return ORDO_EINVAL; /* a bare non-zero number has no unit: ambiguous */
+    *out = v * mul;
+    return 0;
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+    if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "on") || !strcmp(s, "1")) {
+        *out = true;
+        return 0;
+    }
+    if (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "off") || !strcmp(s, "0")) {
+        *out = false;
+        return 0;
+    }
+    return ORDO_EINVAL;
+}
+
+static int enum_index(const char *choices, const char *s)
+{
+    size_t len = strlen(s);
+    int idx = 0;
+    const char *p = choices;
+    while (*p) {
+        const char *bar = strchr(p, '|');
+        size_t n = bar ? (size_t)(bar - p) : strlen(p);
+        if (n == len && strncmp(p, s, n) == 0) return idx;
+        idx++;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return -1;
+}
+
+static const char *enum_name(const char *choices, int idx, char *buf, size_t size)
+{
+    const char *p = choices;
+    for (int i = 0; i < idx && p; i++) {
+        p = strchr(p, '|');
+        if (p) p++;
+    }
+    if (!p) return "?";
+    const char *bar = strchr(p, '|');
+    size_t n = bar ? (size_t)(bar - p) : strlen(p);
+    if (n >= size) n = size - 1;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* set_value parses s for key k into conf; on failure writes the reason into why. */
+static int set_value(ordo_conf_t *conf, const key_t_ *k, const char *s, char *why,
+                     size_t wsz)
+{
+    char *field = (char *)conf + k->off;
+    char *end;
+    switch (k->type) {
+    case T_INT: {
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (end == s || *end || errno) {
+            snprintf(why, wsz, "'%s' is not an integer", s);
+            return ORDO_EINVAL;
+        }
+        if (v < k->min || v > k->max) {
+            snprintf(why, wsz, "%ld is out of range [%.0f, %.0f]", v, k->min, k->max);
+            return ORDO_ERANGE;
+        }
+        *(int *)field = (int)v;
+        return 0;
+    }
+    case T_U64: {
+        errno = 0;
+        if (*s == '-') {
+            snprintf(why, wsz, "'%s' must not be negative", s);
+            return ORDO_EINVAL;
+        }
+        unsigned long long v = strtoull(s, &end, 10);
+        if (end == s || *end || errno) {
+            snprintf(why, wsz, "'%s' is not a non-negative integer", s);
+            return ORDO_EINVAL;
+        }
+        *(uint64_t *)field = v;
+        return 0;
+    }
+    case T_DOUBLE: {
+        errno = 0;
+        double v = strtod(s, &end);
+        if (end == s || *end || errno || !isfinite(v)) {
+            snprintf(why, wsz, "'%s' is not a number", s);
+            return ORDO_EINVAL;
+        }
+        if (v < k->min || v > k->max) {
+            snprintf(why, wsz, "%g is out of range [%g, %g]", v, k->min, k->max);
+            return ORDO_ERANGE;
+        }
+        *(double *)field = v;
+        return 0;
+    }
+    case T_BOOL:
+        if (parse_bool(s, (bool *)field) != 0) {
+            snprintf(why, wsz, "'%s' is not a boolean (true/false)", s);
+            return ORDO_EINVAL;
+        }
+        return 0;
+    case T_STR:
+        if (strlen(s) >= k->size) {
+            snprintf(why, wsz, "value is longer than %zu characters", k->size - 1);
+            return ORDO_ERANGE;
+        }
+        strcpy(field, s);
+        return 0;
+    case T_ENUM: {
+        int idx = enum_index(k->choices, s);
+        if (idx < 0) {
+            snprintf(why, wsz, "'%s' is not one of %s", s, k->choices);
+            return ORDO_EINVAL;
+        }
+        *(int *)field = idx;
+        return 0;
+    }
+    case T_BYTES: {
+        int64_t v;
+        if (ordo_conf_parse_bytes(s, &v) != 0) {
+            snprintf(why, wsz, "'%s' is not a size in bytes (e.g. 4MiB)", s);
+            return ORDO_EINVAL;
+        }
+        if (v < k->min || v > k->max) {
+            snprintf(why, wsz, "%lld bytes is out of range [%.0f, %.0f]", (long long)v, k->min,
+                     k->max);
+            return ORDO_ERANGE;
+        }
+        *(int64_t *)field = v;
+        return 0;
+    }
+    case T_RATE: {
+        double v;
+        if (ordo_conf_parse_rate(s, &v) != 0) {
+            snprintf(why, wsz, "'%s' is not a rate (e.g. 100mbit, 1gbit, 0)", s);
+            return ORDO_EINVAL;
+        }
+        if (v > k->max) {
+            snprintf(why, wsz, "rate %g bit/s is out of range", v);
+            return ORDO_ERANGE;
+        }
+        *(double *)field = v;
+        return 0;
+    }
+    }
+    return ORDO_EINVAL;
+}
+
+/* derived fields and per-key checks that need more than a range */
+static int check_key(ordo_conf_t *conf, const key_t_ *k, char *why, size_t wsz)
+{
+    if (k->off == OFF(policy)) {
+        static const char *names[] = {"none", "fifo", "tio", "tao", "search"};
+        for (int i = 0; i < 5; i++)
+            if (strcmp(conf->policy, names[i]) == 0) {
+                conf->policy_kind = i;
+                return 0;
+            }
+        if (strncmp(conf->policy, "file:", 5) == 0 && conf->policy[5]) {
+            conf->policy_kind = ORDO_POLICY_FILE;
+            return 0;
+        }
+        snprintf(why, wsz, "'%s' is not one of none|fifo|tio|tao|search|file:PATH", conf->policy);
+        return ORDO_EINVAL;
+    }
+    if (k->off == OFF(trainer)) {
+        const char *t = conf->trainer;
+        if (strcmp(t, "synthetic") && strcmp(t, "profile") && strcmp(t, "mlp") && strcmp(t, "cnn")) {
+            snprintf(why, wsz, "'%s' is not one of synthetic|profile|mlp|cnn", t);
+            return ORDO_EINVAL;
+        }
+    }
+    if (k->off == OFF(merge)) {
+        const char *m = conf->merge;
+        int64_t n;
+        if (strcmp(m, "optimal") && strcmp(m, "mgwfbp") && strcmp(m, "wfbp") && strcmp(m, "all") &&
+            !(strncmp(m, "bytes:", 6) == 0 && ordo_conf_parse_bytes(m + 6, &n) == 0 && n > 0)) {
+            snprintf(why, wsz, "'%s' is not one of optimal|mgwfbp|wfbp|all|bytes:N", m);
+            return ORDO_EINVAL;
+        }
+    }
+    if (k->off == OFF(log_level)) {
+        const char *l = conf->log_level;
+        if (strcmp(l, "debug") && strcmp(l, "info") && strcmp(l, "warn") && strcmp(l, "error")) {
+            snprintf(why, wsz, "'%s' is not one of debug|info|warn|error", l);
+            return ORDO_EINVAL;
+        }
+    }
+    if (k->off == OFF(scheduler) && strncmp(conf->scheduler, "tcp://", 6) != 0) {
+        snprintf(why, wsz, "'%s' is not a tcp://host:port endpoint", conf->scheduler);
+        return ORDO_EINVAL;
+    }
+    return 0;
+}
+
+static const key_t_ *find_key(const char *section, const char *name)
+{
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0)
+            return &keys[i];
+    return NULL;
+}
+
+static bool known_section(const char *section)
+{
+    for (size_t i = 0; i < NKEYS; i++)
+        if (strcmp(keys[i].section, section) == 0) return true;
+    return false;
+}
+
+void ordo_conf_defaults(ordo_conf_t *conf)
+{
+    char why[ORDO_CONF_PATH + 256];
+    memset(conf, 0, sizeof *conf);
+    for (size_t i = 0; i < NKEYS; i++) {
+        int rc = set_value(conf, &keys[i], keys[i].def, why, sizeof why);
+        ORDO_ASSERT(rc == 0);
+        rc = check_key(conf, &keys[i], why, sizeof why);
+        ORDO_ASSERT(rc == 0);
+    }
+}
+
+/* ---- INI files ---------------------------------------------------------------------- */
+
+typedef struct {
+    ordo_conf_t *conf;
+    const char *name;
+    int line;
+    int section_line; /* line of the latest [section] header */
+    int rc;
+    /* stream source: a FILE or a string cursor */
+    FILE *fp;
+    const char *cursor;
+} parse_ctx_t;
+
+/* inih's handler gets no line number; our reader counts the lines it hands out. */
+static void note_line(parse_ctx_t *ctx, const char *str)
+{
+    ctx->line++;
+    while (isspace((unsigned char)*str)) str++;
+    if (*str == '[') ctx->section_line = ctx->line;
+}
+
+static char *reader(char *str, int num, void *stream)
+{
+    parse_ctx_t *ctx = stream;
+    if (ctx->fp) {
+        char *r = fgets(str, num, ctx->fp);
+        if (r) note_line(ctx, r);
+        return r;
+    }
+    if (!*ctx->cursor) return NULL;
+    const char *nl = strchr(ctx->cursor, '\n');
+    size_t n = nl ? (size_t)(nl - ctx->cursor + 1) : strlen(ctx->cursor);
+    if (n > (size_t)num - 1) n = (size_t)num - 1;
+    memcpy(str, ctx->cursor, n);
+    str[n] = '\0';
+    ctx->cursor += n;
+    note_line(ctx, str);
+    return str;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+    parse_ctx_t *ctx = user;
+    char why[ORDO_CONF_PATH + 256];
+    if (ctx->rc) return 0;
+    if (!name) return 1; /* a section header alone (inih >= 50 calls with NULL name) */
+    if (!known_section(section)) {
+        ctx->rc = ordo_error_set(ORDO_EFORMAT, "%s:%d: unknown section [%s]", ctx->name,
+                                 ctx->section_line, section);
+        return 0;
+    }
+    const key_t_ *k = find_key(section, name);
+    if (!k) {
+        ctx->rc = ordo_error_set(ORDO_EFORMAT, "%s:%d: unknown key '%s' in [%s]", ctx->name,
+                                 ctx->line, name, section);
+        return 0;
+    }
+    if (set_value(ctx->conf, k, value, why, sizeof why) != 0 ||
+        check_key(ctx->conf, k, why, sizeof why) != 0) {
+        ctx->rc = ordo_error_set(ORDO_EFORMAT, "%s:%d: %s.%s: %s", ctx->name, ctx->line, section,
+                                 name, why);
+        return 0;
+    }
+    return 1;
+}
+
+static int parse(parse_ctx_t *ctx)
+{
+    int r = ini_parse_stream(reader, ctx, handler, ctx);
+    if (ctx->rc) return ctx->rc;
+    if (r > 0)
+        return ordo_error_set(ORDO_EFORMAT, "%s:%d: syntax error (expected [section] or key = value)",
+                              ctx->name, r);
+    if (r < 0) return ordo_error_set(ORDO_EIO, "%s: cannot read", ctx->name);
+    return 0;
+}
+
+int ordo_conf_load_file(ordo_conf_t *conf, const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) return ordo_error_set(ORDO_ENOTFOUND, "%s: %s", path, strerror(errno));
+    parse_ctx_t ctx = {.conf = conf, .name = path, .fp = fp};
+    int rc = parse(&ctx);
+    fclose(fp);
+    return rc;
+}
+
+int ordo_conf_load_string(ordo_conf_t *conf, const char *text, const char *name)
+{
+    parse_ctx_t ctx = {.conf = conf, .name = name, .cursor = text};
+    return parse(&ctx);
+}
+
+/* ---- overrides ---------------------------------------------------------------------- */
+
+int ordo_conf_set(ordo_conf_t *conf, const char *key, const char *value, const char *origin)
+{
+    const key_t_ *k = NULL;
+    const char *dot = strchr(key, '.');
+    if (dot) {
+        char section[64];
+        size_t n = (size_t)(dot - key);
+        if (n >= sizeof section) n = sizeof section - 1;
+        memcpy(section, key, n);
+        section[n] = '\0';
+        k = find_key(section, dot + 1);
+    } else {
+        int found = 0;
+        for (size_t i = 0; i < NKEYS; i++)
+            if (strcmp(keys[i].name, key) == 0) {
+                k = &keys[i];
+                found++;
+            }
+        if (found > 1)
+            return ordo_error_set(ORDO_EINVAL, "%s: key '%s' is ambiguous; write section.%s",
+                                  origin, key, key);
+    }
+    if (!k) return ordo_error_set(ORDO_EINVAL, "%s: unknown key '%s'", origin, key);
+    char why[ORDO_CONF_PATH + 256];
+    if (set_value(conf, k, value, why, sizeof why) != 0 || check_key(conf, k, why, sizeof why) != 0)
+        return ordo_error_set(ORDO_EINVAL, "%s: %s.%s: %s", origin, k->section, k->name, why);
+    return 0;
+}
+
+int ordo_conf_apply_env(ordo_conf_t *conf)
+{
+    for (size_t i = 0; i < NKEYS; i++) {
+        char var[128];
+        int n = snprintf(var, sizeof var, "ORDO_%s_%s", keys[i].section, keys[i].name);
+        for (int j = 0; j < n; j++) var[j] = (char)toupper((unsigned char)var[j]);
+        const char *v = getenv(var);
+        if (!v) continue;
+        char key[128];
+        snprintf(key, sizeof key, "%s.%s", keys[i].section, keys[i].name);
+        int rc = ordo_conf_set(conf, key, v, var);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int ordo_conf_validate(const ordo_conf_t *conf)
+{
+    if (conf->heartbeat_ms * 2 > conf->timeout_ms)
+        return ordo_error_set(ORDO_EINVAL,
+                              "fault.heartbeat_ms (%d) must be at most half of fault.timeout_ms (%d)",
+                              conf->heartbeat_ms, conf->timeout_ms);
+    if (!strcmp(conf->trainer, "profile") && !conf->model_file[0])
+        return ordo_error_set(ORDO_EINVAL, "model.trainer = profile needs model.file");
+    if (conf->compute == ORDO_COMPUTE_EMULATE && (!strcmp(conf->trainer, "mlp") ||
+                                                  !strcmp(conf->trainer, "cnn")))
+        return ordo_error_set(ORDO_EINVAL, "model.trainer = %s needs model.compute = cpu or cuda",
+                              conf->trainer);
+    if (conf->warmup >= conf->iterations && conf->iterations > 0 && conf->epochs == 0)
+        return ordo_error_set(ORDO_EINVAL, "model.warmup (%d) must be below model.iterations (%d)",
+                              conf->warmup, conf->iterations);
+    return 0;
+}
+
+/* ---- printing ----------------------------------------------------------------------- */
+
+static void format_value(const ordo_conf_t *conf, const key_t_ *k, char *buf, size_t size)
+{
+    const char *field = (const char *)conf + k->off;
+    switch (k->type) {
+    case T_INT: snprintf(buf, size, "%d", *(const int *)field); break;
+    case T_U64: snprintf(buf, size, "%llu", (unsigned long long)*(const uint64_t *)field); break;
+    case T_DOUBLE: snprintf(buf, size, "%.17g", *(const double *)field); break;
+    case T_BOOL: snprintf(buf, size, "%s", *(const bool *)field ? "true" : "false"); break;
+    case T_STR: snprintf(buf, size, "%s", field); break;
+    case T_ENUM: enum_name(k->choices, *(const int *)field, buf, size); break;
+    case T_BYTES: snprintf(buf, size, "%lld", (long long)*(const int64_t *)field); break;
+    case T_RATE: {
+        double v = *(const double *)field;
+        if (v == 0) snprintf(buf, size, "0");
+        else if (fmod(v, 1e9) == 0) snprintf(buf, size, "%.0fgbit", v / 1e9);
+        else if (fmod(v, 1e6) == 0) snprintf(buf, size, "%.0fmbit", v / 1e6);
+        else snprintf(buf, size, "%.0fbit", v);
+        break;
+    }
+    }
+}
+
+void ordo_conf_print(const ordo_conf_t *conf, FILE *out, bool with_help)
+{
+    const char *section = "";
+    char buf[ORDO_CONF_PATH + 32];
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (strcmp(section, keys[i].section) != 0) {
+            section = keys[i].section;
+            fprintf(out, "%s[%s]\n", i ? "\n" : "", section);
+        }
+        if (with_help) fprintf(out, "; %s (default %s)\n", keys[i].help, keys[i].def);
+        format_value(conf, &keys[i], buf, sizeof buf);
+        fprintf(out, "%s = %s\n", keys[i].name, buf);
+    }
+}
+
+char *ordo_conf_to_json(const ordo_conf_t *conf)
+{
+    json_t *root = json_object();
+    char buf[ORDO_CONF_PATH + 32];
+    for (size_t i = 0; i < NKEYS; i++) {
+        json_t *sec = json_object_get(root, keys[i].section);
+        if (!sec) {
+            sec = json_object();
+            json_object_set_new(root, keys[i].section, sec);
+        }
+        const char *field = (const char *)conf + keys[i].off;
+        json_t *v;
+        switch (keys[i].type) {
+        case T_INT: v = json_integer(*(const int *)field); break;
+        case T_U64: v = json_integer((json_int_t) * (const uint64_t *)field); break;
+        case T_DOUBLE: v = json_real(*(const double *)field); break;
+        case T_BOOL: v = json_boolean(*(const bool *)field); break;
+        case T_BYTES: v = json_integer(*(const int64_t *)field); break;
+        default:
+            format_value(conf, &keys[i], buf, sizeof buf);
+            v = json_string(buf);
+        }
+        json_object_set_new(sec, keys[i].name, v);
+    }
+    char *s = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    return s;
+}
+
+/* ---- command line ------------------------------------------------------------------- */
+
+int ordo_conf_cli(ordo_conf_t *conf, int argc, char **argv, const char *prog, const char *usage)
+{
+    const char *file = NULL;
+    bool print = false;
+    ordo_conf_defaults(conf);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("usage: %s %s\n\n"
+                   "  -c FILE              conf file (INI); see docs/conf.md\n"
+                   "  --section.key=VALUE  override one conf key (also ORDO_SECTION_KEY=VALUE)\n"
+                   "  --print-conf         print the effective conf and exit\n"
+                   "  --help, --version\n",
+                   prog, usage);
+            return 1;
+        }
+        if (!strcmp(a, "--version")) {
+            printf("%s %s\n", prog, ORDO_VERSION);
+            return 1;
+        }
+    }
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-c")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "%s: -c needs a file\n", prog);
+                return ORDO_EINVAL;
+            }
+            file = argv[++i];
+        } else if (!strcmp(argv[i], "--print-conf")) {
+            print = true;
+        } else if (strncmp(argv[i], "--", 2) != 0 || !strchr(argv[i], '=')) {
+            fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", prog, argv[i]);
+            return ORDO_EINVAL;
+        }
+    }
+    int rc;
+    if (file && (rc = ordo_conf_load_file(conf, file)) != 0) goto fail;
+    if ((rc = ordo_conf_apply_env(conf)) != 0) goto fail;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-c")) {
+            i++;
+            continue;
+        }
+        if (!strcmp(argv[i], "--print-conf")) continue;
+        char key[256];
+        const char *eq = strchr(argv[i], '=');
+        size_t n = (size_t)(eq - argv[i] - 2);
+        if (n >= sizeof key) n = sizeof key - 1;
+        memcpy(key, argv[i] + 2, n);
+        key[n] = '\0';
+        if ((rc = ordo_conf_set(conf, key, eq + 1, argv[i])) != 0) goto fail;
+    }
+    if ((rc = ordo_conf_validate(conf)) != 0) goto fail;
+    if (print) {
+        ordo_conf_print(conf, stdout, true);
+        return 1;
+    }
+    return 0;
+fail:
+    fprintf(stderr, "%s: %s\n", prog, ordo_error_text(rc));
+    return rc;
+}

@@ -1,0 +1,118 @@
+/* conf: the run configuration. One table declares every key (section, name, type, default,
+ * bounds, help); it drives the INI file parser, --section.key=value command-line overrides,
+ * ORDO_SECTION_KEY environment overrides and --print-conf. Errors name file:line and why. */
+#ifndef ORDO_CONF_H
+#define ORDO_CONF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define ORDO_CONF_STR 256
+#define ORDO_CONF_PATH 1024
+
+typedef enum { ORDO_POLICY_NONE, ORDO_POLICY_FIFO, ORDO_POLICY_TIO, ORDO_POLICY_TAO,
+               ORDO_POLICY_SEARCH, ORDO_POLICY_FILE } ordo_policy_t;
+typedef enum { ORDO_ENFORCE_STRICT, ORDO_ENFORCE_GREEDY } ordo_enforce_t;
+typedef enum { ORDO_PUSH_DENSE, ORDO_PUSH_MERGED, ORDO_PUSH_SPARSE } ordo_push_mode_t;
+typedef enum { ORDO_COMPUTE_EMULATE, ORDO_COMPUTE_CPU, ORDO_COMPUTE_CUDA } ordo_compute_t;
+typedef enum { ORDO_AGG_MEAN, ORDO_AGG_SUM } ordo_aggregate_t;
+
+typedef struct ordo_conf {
+    /* [cluster] */
+    char scheduler[ORDO_CONF_STR]; /* tcp://host:port of the scheduler */
+    int servers;
+    int workers;
+    char token[ORDO_CONF_STR];
+    char host[ORDO_CONF_STR]; /* address this node binds and advertises */
+    int port;                 /* server/scheduler bind port; 0 = any free port */
+    int rank;                 /* requested rank, -1 = assigned by the scheduler */
+    /* [model] */
+    char model_file[ORDO_CONF_PATH]; /* ordo-model/1 profile */
+    char trainer[ORDO_CONF_STR];     /* synthetic | profile | mlp | cnn */
+    char tensors[ORDO_CONF_PATH];    /* synthetic job: comma list of tensor sizes */
+    int compute;                     /* ordo_compute_t */
+    double compute_scale;
+    int iterations;
+    int epochs;
+    int batch;
+    int warmup;
+    uint64_t seed;
+    bool forward_only;
+    char data_dir[ORDO_CONF_PATH];
+    /* [order] */
+    char policy[ORDO_CONF_PATH]; /* none|fifo|tio|tao|search|file:PATH */
+    int policy_kind;             /* ordo_policy_t, derived from policy */
+    int enforce;                 /* ordo_enforce_t */
+    int64_t partition_bytes;
+    int search_budget_ms;
+    char oracle[ORDO_CONF_PATH];
+    /* [push] */
+    int push_mode; /* ordo_push_mode_t */
+    char merge[ORDO_CONF_STR];
+    double density;
+    int threshold_period;
+    int repartition_period;
+    /* [optimizer] */
+    double lr;
+    double momentum;
+    double weight_decay;
+    int aggregate; /* ordo_aggregate_t */
+    /* [net] */
+    double bandwidth_bps; /* 0 = no link emulation */
+    double latency_us;
+    /* [output] */
+    char out_dir[ORDO_CONF_PATH];
+    char run_name[ORDO_CONF_STR];
+    bool trace;
+    char log_level[16];
+    int progress_every;
+    /* [fault] */
+    int timeout_ms;
+    int heartbeat_ms;
+    int checkpoint_every;
+    char checkpoint_dir[ORDO_CONF_PATH];
+} ordo_conf_t;
+
+/* ordo_conf_defaults fills conf with every key's documented default. */
+void ordo_conf_defaults(ordo_conf_t *conf);
+
+/* ordo_conf_load_file reads an INI file over conf's current values; on a bad section, key
+ * or value it returns ORDO_EFORMAT with "file:line: reason" in ordo_error_detail(). */
+int ordo_conf_load_file(ordo_conf_t *conf, const char *path);
+
+/* ordo_conf_load_string parses INI text (name is used in messages, e.g. "<string>"). */
+int ordo_conf_load_string(ordo_conf_t *conf, const char *text, const char *name);
+
+/* ordo_conf_set sets one key "section.key" (or a key name unique across sections) from a
+ * string; origin names where it came from in error messages ("--flag", "ORDO_X"). */
+int ordo_conf_set(ordo_conf_t *conf, const char *key, const char *value, const char *origin);
+
+/* ordo_conf_apply_env applies every ORDO_SECTION_KEY variable that names a known key. */
+int ordo_conf_apply_env(ordo_conf_t *conf);
+
+/* ordo_conf_validate checks cross-key rules (e.g. workers >= 1, density in (0,1]). */
+int ordo_conf_validate(const ordo_conf_t *conf);
+
+/* ordo_conf_print writes the effective conf as INI (with each key's help as a comment when
+ * with_help is set). */
+void ordo_conf_print(const ordo_conf_t *conf, FILE *out, bool with_help);
+
+/* ordo_conf_to_json returns the effective conf as a JSON object text; caller frees. */
+char *ordo_conf_to_json(const ordo_conf_t *conf);
+
+/* ordo_conf_parse_bytes parses "4MiB", "64k", "1000" into bytes. */
+int ordo_conf_parse_bytes(const char *s, int64_t *out);
+
+/* ordo_conf_parse_rate parses a tc-style rate ("100mbit", "1gbit", "10gbit", "0") into
+ * bits per second. */
+int ordo_conf_parse_rate(const char *s, double *out);
+
+/* ordo_conf_cli parses argv for a daemon: -c FILE, --section.key=value, --print-conf,
+ * --help, --version. Order: defaults, file, environment, flags. Returns 0 to run, 1 when
+ * it printed help/version/conf and the program should exit 0, or a negative code after
+ * printing one clear line to stderr (exit 2). */
+int ordo_conf_cli(ordo_conf_t *conf, int argc, char **argv, const char *prog,
+                  const char *usage);
+
+#endif

@@ -1,0 +1,56 @@
+/* error: ordo's error codes, their text, and a per-thread detail message that says where
+ * and why the last failure happened (file:line, JSON path, peer). Every fallible function
+ * returns 0 or a negative ORDO_E* code. */
+#ifndef ORDO_ERROR_H
+#define ORDO_ERROR_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+enum {
+    ORDO_OK = 0,
+    ORDO_EINVAL = -1,    /* bad argument or value */
+    ORDO_ENOMEM = -2,    /* out of memory */
+    ORDO_EPROTO = -3,    /* malformed or unexpected message */
+    ORDO_EIO = -4,       /* system call or socket failure */
+    ORDO_ETIMEDOUT = -5, /* a bounded wait ran out */
+    ORDO_ECLOSED = -6,   /* the object or cluster was shut down */
+    ORDO_ENOTFOUND = -7, /* no such file, key or name */
+    ORDO_EPEERDEAD = -8, /* a peer stopped answering */
+    ORDO_EAUTH = -9,     /* wrong cluster token */
+    ORDO_ERANGE = -10,   /* value out of range */
+    ORDO_EFORMAT = -11,  /* malformed file (conf, model, order, data set) */
+    ORDO_EAGAIN = -12,   /* nothing ready yet, try again */
+    ORDO_EFULL = -13,    /* a bounded queue is full */
+    ORDO_ENOTSUP = -14,  /* not supported in this build or mode */
+    ORDO_EABORT = -15,   /* the cluster aborted the run */
+};
+
+/* ordo_strerror returns a static text for code rc. */
+const char *ordo_strerror(int rc);
+
+/* ordo_error_set stores a formatted detail for the calling thread and returns rc, so a
+ * failing path can `return ordo_error_set(ORDO_EFORMAT, "%s: ...", path)`. */
+int ordo_error_set(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ordo_error_detail returns the calling thread's last detail ("" if none); the text stays
+ * valid until the thread's next ordo_error_set or ordo_error_clear. */
+const char *ordo_error_detail(void);
+
+/* ordo_error_clear forgets the calling thread's detail. */
+void ordo_error_clear(void);
+
+/* ordo_error_text returns the detail when there is one, else ordo_strerror(rc). */
+const char *ordo_error_text(int rc);
+
+/* ORDO_ASSERT checks an invariant of ordo's own code (never untrusted input) and aborts
+ * with file:line when it fails. */
+#define ORDO_ASSERT(cond)                                                                  \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #cond);   \
+            abort();                                                                       \
+        }                                                                                  \
+    } while (0)
+
+#endif

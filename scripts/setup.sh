@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# setup.sh: install ordo's build and run dependencies from Debian's packages.
+# Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config git
+      libzmq3-dev libmsgpack-dev check libinih-dev libjansson-dev
+      libopenblas-dev zlib1g-dev dataset-fashion-mnist
+      gnuplot-nox iproute2 python3 procps)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all dependencies present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# test.sh: install dependencies, build, and run the whole default test suite with ctest.
+# Longer runs carry the ctest label "long": run them with  scripts/test.sh -L long
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh
+cd build
+if [ $# -eq 0 ]; then
+  set -- -LE long
+fi
+ctest --output-on-failure --timeout 900 "$@"

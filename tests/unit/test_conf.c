@@ -1,0 +1,170 @@
+/* Tests of common/conf: defaults, file parsing, file:line errors, overrides. */
+#include "common/conf.h"
+#include "ordo_check.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+START_TEST(defaults_are_documented_values)
+{
+    ordo_conf_t c;
+    ordo_conf_defaults(&c);
+    ck_assert_int_eq(c.servers, 1);
+    ck_assert_int_eq(c.partition_bytes, 4 << 20);
+    ck_assert_int_eq(c.policy_kind, ORDO_POLICY_FIFO);
+    ck_assert_int_eq(c.enforce, ORDO_ENFORCE_STRICT);
+    ck_assert_str_eq(c.scheduler, "tcp://127.0.0.1:9100");
+    ck_assert(c.bandwidth_bps == 0);
+    ORDO_CK_OK(ordo_conf_validate(&c));
+}
+END_TEST
+
+START_TEST(file_values_are_parsed)
+{
+    ordo_conf_t c;
+    ordo_conf_defaults(&c);
+    const char *text = "; comment\n[cluster]\nservers = 2\nworkers = 3\n"
+                       "[order]\npolicy = tao\nenforce = greedy\npartition_bytes = 1MiB\n"
+                       "[net]\nbandwidth = 1gbit\nlatency_us = 50\n"
+                       "[model]\nforward_only = true\n";
+    ORDO_CK_OK(ordo_conf_load_string(&c, text, "t.ini"));
+    ck_assert_int_eq(c.servers, 2);
+    ck_assert_int_eq(c.workers, 3);
+    ck_assert_int_eq(c.policy_kind, ORDO_POLICY_TAO);
+    ck_assert_int_eq(c.enforce, ORDO_ENFORCE_GREEDY);
+    ck_assert_int_eq(c.partition_bytes, 1 << 20);
+    ck_assert_double_eq(c.bandwidth_bps, 1e9);
+    ck_assert_double_eq(c.latency_us, 50);
+    ck_assert(c.forward_only);
+}
+END_TEST
+
+static void expect_error(const char *text, const char *want)
+{
+    ordo_conf_t c;
+    ordo_conf_defaults(&c);
+    ORDO_CK_ERR(ordo_conf_load_string(&c, text, "bad.ini"), ORDO_EFORMAT);
+    ck_assert_msg(strstr(ordo_error_detail(), want) != NULL, "detail '%s' lacks '%s'",
+                  ordo_error_detail(), want);
+}
+
+START_TEST(errors_name_file_and_line)
+{
+    expect_error("[cluster]\nservers = 2\n\n[bogus]\nx = 1\n", "bad.ini:4: unknown section [bogus]");
+    expect_error("[cluster]\nservers = 2\nserverz = 3\n", "bad.ini:3: unknown key 'serverz'");
+    expect_error("[cluster]\nworkers = many\n", "bad.ini:2: cluster.workers: 'many' is not an integer");
+    expect_error("[cluster]\nworkers = 0\n", "bad.ini:2: cluster.workers: 0 is out of range");
+    expect_error("[order]\n\npolicy = best\n", "bad.ini:3: order.policy: 'best' is not one of");
+    expect_error("[net]\nbandwidth = fast\n", "bad.ini:2: net.bandwidth:");
+    expect_error("[order]\nenforce = maybe\n", "bad.ini:2: order.enforce: 'maybe' is not one of strict|greedy");
+    expect_error("[push]\nmerge = bytes:lots\n", "bad.ini:2: push.merge:");
+    expect_error("[cluster]\nthis line has no equals sign\n", "bad.ini:2: syntax error");
+}
+END_TEST
+
+START_TEST(missing_file_is_reported)
+{
+    ordo_conf_t c;
+    ordo_conf_defaults(&c);
+    ORDO_CK_ERR(ordo_conf_load_file(&c, "/nonexistent/x.ini"), ORDO_ENOTFOUND);
+    ck_assert(strstr(ordo_error_detail(), "/nonexistent/x.ini") != NULL);
+}
+END_TEST
+
+START_TEST(overrides_from_flags_and_env)
+{
+    ordo_conf_t c;
+    ordo_conf_defaults(&c);
+    ORDO_CK_OK(ordo_conf_set(&c, "cluster.workers", "7", "--cluster.workers"));
+    ck_assert_int_eq(c.workers, 7);
+    ORDO_CK_OK(ordo_conf_set(&c, "lr", "0.5", "--lr"));
+    ck_assert_double_eq(c.lr, 0.5);
+    ORDO_CK_ERR(ordo_conf_set(&c, "nope", "1", "--nope"), ORDO_EINVAL);
+    ck_assert(strstr(ordo_error_detail(), "unknown key 'nope'"));
+    setenv("ORDO_CLUSTER_SERVERS", "5", 1);
+    ORDO_CK_OK(ordo_conf_apply_env(&c));
+    ck_assert_int_eq(c.servers, 5);
+    setenv("ORDO_CLUSTER_SERVERS", "-5", 1);
+    ORDO_CK_ERR(ordo_conf_apply_env(&c), ORDO_EINVAL);
+    ck_assert(strstr(ordo_error_detail(), "ORDO_CLUSTER_SERVERS"));
+    unsetenv("ORDO_CLUSTER_SERVERS");
+}
+END_TEST
+
+START_TEST(cli_order_is_defaults_file_env_flags)
+{
+    char path[] = "/tmp/ordo-conf-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *fp = fdopen(fd, "w");
+    fputs("[cluster]\nworkers = 2\nservers = 2\n", fp);
+    fclose(fp);
+    setenv("ORDO_CLUSTER_SERVERS", "3", 1);
+    char *argv[] = {"prog", "-c", path, "--cluster.workers=4", NULL};
+    ordo_conf_t c;
+    ORDO_CK_OK(ordo_conf_cli(&c, 4, argv, "prog", "-c CONF"));
+    ck_assert_int_eq(c.workers, 4);
+    ck_assert_int_eq(c.servers, 3);
+    unsetenv("ORDO_CLUSTER_SERVERS");
+    char *bad[] = {"prog", "stray", NULL};
+    ck_assert_int_lt(ordo_conf_cli(&c, 2, bad, "prog", "-c CONF"), 0);
+    unlink(path);
+}
+END_TEST
+
+START_TEST(units_parse)
+{
+    int64_t b;
+    double r;
+    ORDO_CK_OK(ordo_conf_parse_bytes("25MiB", &b));
+    ck_assert_int_eq(b, 25 << 20);
+    ORDO_CK_OK(ordo_conf_parse_bytes("64k", &b));
+    ck_assert_int_eq(b, 65536);
+    ORDO_CK_ERR(ordo_conf_parse_bytes("1.5", &b), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_conf_parse_bytes("-3", &b), ORDO_EINVAL);
+    ORDO_CK_OK(ordo_conf_parse_rate("100mbit", &r));
+    ck_assert_double_eq(r, 1e8);
+    ORDO_CK_OK(ordo_conf_parse_rate("10gbit", &r));
+    ck_assert_double_eq(r, 1e10);
+    ORDO_CK_ERR(ordo_conf_parse_rate("100", &r), ORDO_EINVAL);
+}
+END_TEST
+
+START_TEST(json_dump_has_every_section)
+{
+    ordo_conf_t c;
+    ordo_conf_defaults(&c);
+    char *s = ordo_conf_to_json(&c);
+    ck_assert_ptr_nonnull(s);
+    ck_assert(strstr(s, "\"cluster\":{"));
+    ck_assert(strstr(s, "\"policy\":\"fifo\""));
+    ck_assert(strstr(s, "\"fault\":{"));
+    free(s);
+}
+END_TEST
+
+static Suite *conf_suite(void)
+{
+    Suite *s = suite_create("conf");
+    TCase *tc = tcase_create("defaults");
+    tcase_add_test(tc, defaults_are_documented_values);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("file");
+    tcase_add_test(tc, file_values_are_parsed);
+    tcase_add_test(tc, errors_name_file_and_line);
+    tcase_add_test(tc, missing_file_is_reported);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("overrides");
+    tcase_add_test(tc, overrides_from_flags_and_env);
+    tcase_add_test(tc, cli_order_is_defaults_file_env_flags);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("units");
+    tcase_add_test(tc, units_parse);
+    tcase_add_test(tc, json_dump_has_every_section);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+ORDO_CK_MAIN(conf_suite)
