@@ -1,0 +1,91 @@
+/* model: the model graph of an ordo-model/1 profile (DESIGN.md §4): parameters with their
+ * shapes and bytes, ops in forward topological order with their inputs, parameters and
+ * profiled forward/backward times. Loading validates everything and names the file, the
+ * JSON path and the reason of any rejection. The planners, the simulator and the worker's
+ * executor all read this structure; it is immutable once loaded. */
+#ifndef ORDO_MODEL_H
+#define ORDO_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ORDO_MODEL_MAX_DIMS 8
+
+typedef struct ordo_model_param {
+    char *name;
+    int ndim;
+    int64_t shape[ORDO_MODEL_MAX_DIMS];
+    int64_t numel; /* product of shape */
+    int64_t bytes; /* numel * dtype size */
+    int first_op;  /* index of the first op (forward order) that reads it */
+} ordo_model_param_t;
+
+typedef struct ordo_model_op {
+    char *name;
+    int n_inputs;
+    int *inputs; /* indices of earlier ops */
+    int n_params;
+    int *params; /* indices into model->params */
+    double fwd_us;
+    double bwd_us;
+} ordo_model_op_t;
+
+typedef struct ordo_model {
+    char *name;
+    int batch;
+    char dtype[16];    /* "float32", "float16", "float64", "bfloat16" */
+    size_t dtype_size; /* bytes per element */
+    int n_params;
+    ordo_model_param_t *params;
+    int n_ops;
+    ordo_model_op_t *ops;
+} ordo_model_t;
+
+/* ordo_model_load_file reads and validates an ordo-model/1 JSON file; on success *out owns a
+ * new model (free with ordo_model_destroy). On failure returns ORDO_EFORMAT (or
+ * ORDO_ENOTFOUND) and ordo_error_detail() reads "FILE: $.ops[3].inputs[0]: reason". */
+int ordo_model_load_file(const char *path, ordo_model_t **out);
+
+/* ordo_model_load_string is ordo_model_load_file over JSON text; name stands for the file
+ * in messages. */
+int ordo_model_load_string(const char *json, const char *name, ordo_model_t **out);
+
+/* ordo_model_new starts an empty model for building in code (tests, synthetic jobs); dtype
+ * NULL means "float32". Returns NULL when out of memory. */
+ordo_model_t *ordo_model_new(const char *name, int batch, const char *dtype);
+
+/* ordo_model_add_param appends a parameter; returns its index or a negative error. */
+int ordo_model_add_param(ordo_model_t *m, const char *name, int ndim, const int64_t *shape);
+
+/* ordo_model_add_op appends an op reading the named earlier ops and parameters; returns its
+ * index or a negative error (unknown or duplicate names, negative times). */
+int ordo_model_add_op(ordo_model_t *m, const char *name, int n_inputs, const char *const *inputs,
+                      int n_params, const char *const *params, double fwd_us, double bwd_us);
+
+/* ordo_model_check validates a built model (every parameter used by some op, at least one
+ * op) and fills derived fields (first_op); loading calls it. */
+int ordo_model_check(ordo_model_t *m);
+
+/* ordo_model_from_sizes builds the synthetic job's model: tensor i of bytes[i] bytes
+ * (rounded up to whole float32 elements) read by op i, ops in a chain, zero times. */
+int ordo_model_from_sizes(const int64_t *bytes, int n, ordo_model_t **out);
+
+/* ordo_model_param_index returns the index of the named parameter, or -1. */
+int ordo_model_param_index(const ordo_model_t *m, const char *name);
+
+/* ordo_model_op_index returns the index of the named op, or -1. */
+int ordo_model_op_index(const ordo_model_t *m, const char *name);
+
+/* ordo_model_total_numel returns the number of parameter elements. */
+int64_t ordo_model_total_numel(const ordo_model_t *m);
+
+/* ordo_model_total_bytes returns the bytes of all parameters. */
+int64_t ordo_model_total_bytes(const ordo_model_t *m);
+
+/* ordo_model_total_us returns the sum of forward (and, when with_bwd, backward) op times. */
+double ordo_model_total_us(const ordo_model_t *m, int with_bwd);
+
+/* ordo_model_destroy frees *m and sets *m = NULL; NULL-safe. */
+void ordo_model_destroy(ordo_model_t **m);
+
+#endif
