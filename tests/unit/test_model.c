@@ -3,7 +3,10 @@
 #include "scheduler/model.h"
 #include "ordo_check.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void expect_detail(const char *want)
 {
@@ -147,6 +150,264 @@ START_TEST(from_sizes_builds_a_chain)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- loader */
+
+static const char toy[] =
+    "{\"format\": \"ordo-model/1\", \"name\": \"toy\", \"batch\": 32, \"dtype\": \"float32\",\n"
+    " \"params\": [{\"name\": \"fc1.w\", \"shape\": [256, 784]}, {\"name\": \"fc1.b\", "
+    "\"shape\": [256]},\n"
+    "             {\"name\": \"fc2.w\", \"shape\": [10, 256]}],\n"
+    " \"ops\": [\n"
+    "  {\"name\": \"fc1\", \"inputs\": [], \"params\": [\"fc1.w\", \"fc1.b\"], \"fwd_us\": 120.0, "
+    "\"bwd_us\": 240.0},\n"
+    "  {\"name\": \"relu\", \"inputs\": [\"fc1\"], \"params\": [], \"fwd_us\": 5, \"bwd_us\": 5},\n"
+    "  {\"name\": \"fc2\", \"inputs\": [\"relu\"], \"params\": [\"fc2.w\"], \"fwd_us\": 10, "
+    "\"bwd_us\": 20}]}\n";
+
+#define HEAD_JSON "{\"format\": \"ordo-model/1\", \"name\": \"t\", \"batch\": 1, "
+
+START_TEST(loader_reads_a_valid_file)
+{
+    ordo_model_t *m = NULL;
+    ORDO_CK_OK(ordo_model_load_string(toy, "toy.json", &m));
+    ck_assert_str_eq(m->name, "toy");
+    ck_assert_int_eq(m->batch, 32);
+    ck_assert_str_eq(m->dtype, "float32");
+    ck_assert_int_eq(m->n_params, 3);
+    ck_assert_int_eq(m->n_ops, 3);
+    ck_assert_int_eq(m->params[0].ndim, 2);
+    ck_assert_int_eq(m->params[0].shape[1], 784);
+    ck_assert_int_eq(m->params[2].first_op, 2);
+    ck_assert_int_eq(m->ops[2].inputs[0], 1);
+    ck_assert_int_eq(m->ops[0].n_params, 2);
+    ck_assert_int_eq(m->ops[0].params[1], 1);
+    ck_assert_double_eq(m->ops[0].bwd_us, 240);
+    ck_assert_int_eq(ordo_model_total_numel(m), 256 * 784 + 256 + 2560);
+    ck_assert_double_eq(ordo_model_total_us(m, 1), 400);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+/* replace returns toy with the first occurrence of from replaced by to (caller frees). */
+static char *replace(const char *from, const char *to)
+{
+    const char *at = strstr(toy, from);
+    ck_assert_msg(at != NULL, "'%s' not in toy", from);
+    size_t n = strlen(toy) - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+    ck_assert_ptr_nonnull(out);
+    snprintf(out, n, "%.*s%s%s", (int)(at - toy), toy, to, at + strlen(from));
+    return out;
+}
+
+static void expect_bad(const char *from, const char *to, const char *want)
+{
+    char *text = replace(from, to);
+    ordo_model_t *m = NULL;
+    ORDO_CK_ERR(ordo_model_load_string(text, "bad.json", &m), ORDO_EFORMAT);
+    ck_assert_ptr_null(m);
+    expect_detail(want);
+    free(text);
+}
+
+START_TEST(loader_rejects_invalid_json)
+{
+    expect_bad("\"batch\": 32,", "\"batch\": 32,,", "bad.json:1:");
+    expect_bad("\"batch\": 32,", "\"batch\": 32,,", "invalid JSON");
+    expect_bad("\"fwd_us\": 5,", "\"fwd_us\": 5 \"x\": 1,", "bad.json:6:");
+    expect_bad("\"batch\": 32,", "\"batch\": 32, \"batch\": 2,", "duplicate object key");
+    ordo_model_t *m = NULL;
+    ORDO_CK_ERR(ordo_model_load_string("", "empty.json", &m), ORDO_EFORMAT);
+    expect_detail("empty.json:");
+    ORDO_CK_ERR(ordo_model_load_string("[1, 2]", "arr.json", &m), ORDO_EFORMAT);
+    expect_detail("arr.json: $: must be an object");
+}
+END_TEST
+
+START_TEST(loader_rejects_unknown_format)
+{
+    expect_bad("\"ordo-model/1\"", "\"ordo-model/2\"",
+               "bad.json: $.format: unknown format 'ordo-model/2'");
+    expect_bad("\"ordo-model/1\"", "1", "bad.json: $.format: unknown format (not a string)");
+    expect_bad("\"format\": \"ordo-model/1\",", "", "bad.json: $: missing 'format'");
+}
+END_TEST
+
+START_TEST(loader_rejects_missing_and_mistyped_fields)
+{
+    expect_bad("\"name\": \"toy\",", "", "bad.json: $: missing 'name'");
+    expect_bad("\"name\": \"toy\"", "\"name\": 7", "bad.json: $.name: must be a string");
+    expect_bad("\"name\": \"toy\"", "\"name\": \"\"", "bad.json: $.name: must not be empty");
+    expect_bad("\"batch\": 32,", "", "bad.json: $: missing 'batch'");
+    expect_bad("\"batch\": 32", "\"batch\": \"32\"",
+               "bad.json: $.batch: must be a positive integer");
+    expect_bad("\"batch\": 32", "\"batch\": 0", "bad.json: $.batch: must be a positive integer");
+    expect_bad("\"batch\": 32", "\"batch\": -4", "bad.json: $.batch: must be a positive integer");
+    expect_bad("\"batch\": 32", "\"batch\": 32.5", "bad.json: $.batch: must be a positive integer");
+    expect_bad("\"dtype\": \"float32\"", "\"dtype\": \"int8\"",
+               "bad.json: $.dtype: unknown dtype 'int8'");
+    expect_bad("\"dtype\": \"float32\"", "\"dtype\": 4", "bad.json: $.dtype: must be a string");
+    expect_bad("\"batch\": 32,", "\"batch\": 32, \"bogus\": 1,", "bad.json: $.bogus: unknown key");
+    expect_bad("{\"name\": \"fc1.w\", \"shape\": [256, 784]}", "[]",
+               "bad.json: $.params[0]: must be an object");
+    expect_bad("{\"name\": \"fc1.w\", ", "{", "bad.json: $.params[0]: missing 'name'");
+    ordo_model_t *m = NULL;
+    ORDO_CK_ERR(ordo_model_load_string(HEAD_JSON "\"params\": {}, \"ops\": []}", "bad.json", &m),
+                ORDO_EFORMAT);
+    expect_detail("bad.json: $.params: must be an array");
+    ORDO_CK_ERR(ordo_model_load_string(HEAD_JSON "\"params\": []}", "bad.json", &m), ORDO_EFORMAT);
+    expect_detail("bad.json: $: missing 'ops'");
+    ck_assert_ptr_null(m);
+    expect_bad("\"shape\": [256]", "\"shape\": 256",
+               "bad.json: $.params[1].shape: must be an array");
+    expect_bad("\"shape\": [256]", "\"shape\": [256], \"dims\": 1",
+               "bad.json: $.params[1].dims: unknown key");
+    expect_bad("\"inputs\": [\"fc1\"]", "\"inputs\": \"fc1\"",
+               "bad.json: $.ops[1].inputs: must be an array");
+    expect_bad("\"inputs\": [\"fc1\"], ", "", "bad.json: $.ops[1]: missing 'inputs'");
+    expect_bad("\"params\": [], ", "", "bad.json: $.ops[1]: missing 'params'");
+    expect_bad("\"inputs\": [\"fc1\"]", "\"inputs\": [3]",
+               "bad.json: $.ops[1].inputs[0]: must be a string");
+    expect_bad("\"params\": [\"fc2.w\"]", "\"params\": [null]",
+               "bad.json: $.ops[2].params[0]: must be a string");
+    expect_bad("\"fwd_us\": 5,", "\"fwd_ms\": 5,", "bad.json: $.ops[1].fwd_ms: unknown key");
+    expect_bad("{\"name\": \"relu\", ", "{\"name\": \"relu\", \"kind\": \"relu\", ",
+               "bad.json: $.ops[1].kind: unknown key");
+    expect_bad("\"ops\": [\n", "\"ops\": [ 1,\n", "bad.json: $.ops[0]: must be an object");
+}
+END_TEST
+
+START_TEST(loader_rejects_unknown_and_duplicate_names)
+{
+    expect_bad("{\"name\": \"fc2.w\"", "{\"name\": \"fc1.w\"",
+               "bad.json: $.params[2].name: duplicate parameter name 'fc1.w' (first at "
+               "$.params[0])");
+    expect_bad("{\"name\": \"fc2\"", "{\"name\": \"fc1\"",
+               "bad.json: $.ops[2].name: duplicate op name 'fc1' (first at $.ops[0])");
+    expect_bad("\"params\": [\"fc2.w\"]", "\"params\": [\"fc3.w\"]",
+               "bad.json: $.ops[2].params[0]: unknown parameter 'fc3.w'");
+    expect_bad("\"params\": [\"fc1.w\", \"fc1.b\"]", "\"params\": [\"fc1.w\", \"fc1.w\"]",
+               "bad.json: $.ops[0].params[1]: 'fc1.w' is listed twice");
+    expect_bad("\"inputs\": [\"relu\"]", "\"inputs\": [\"relu\", \"fc1\", \"relu\"]",
+               "bad.json: $.ops[2].inputs[2]: 'relu' is listed twice");
+}
+END_TEST
+
+START_TEST(loader_rejects_inputs_not_earlier)
+{
+    expect_bad("\"inputs\": [\"relu\"]", "\"inputs\": [\"fc9\"]",
+               "bad.json: $.ops[2].inputs[0]: 'fc9' is not an earlier op");
+    expect_bad("\"inputs\": [\"fc1\"]", "\"inputs\": [\"fc2\"]",
+               "bad.json: $.ops[1].inputs[0]: 'fc2' is not an earlier op (it is $.ops[2])");
+    expect_bad("\"inputs\": [\"fc1\"]", "\"inputs\": [\"relu\"]",
+               "bad.json: $.ops[1].inputs[0]: 'relu' is not an earlier op (it is $.ops[1])");
+}
+END_TEST
+
+START_TEST(loader_rejects_unused_parameters)
+{
+    expect_bad("\"params\": [\"fc2.w\"]", "\"params\": []",
+               "bad.json: $.params[2]: parameter 'fc2.w' is read by no op");
+    ordo_model_t *m = NULL;
+    ORDO_CK_ERR(ordo_model_load_string(HEAD_JSON "\"params\": [], \"ops\": []}", "bad.json", &m),
+                ORDO_EFORMAT);
+    expect_detail("bad.json: $.ops: no ops");
+}
+END_TEST
+
+START_TEST(loader_rejects_bad_times)
+{
+    expect_bad("\"fwd_us\": 5,", "\"fwd_us\": -1,", "bad.json: $.ops[1].fwd_us: -1 is negative");
+    expect_bad("\"bwd_us\": 20", "\"bwd_us\": -0.5", "bad.json: $.ops[2].bwd_us: -0.5 is negative");
+    expect_bad("\"fwd_us\": 5,", "", "bad.json: $.ops[1]: missing 'fwd_us'");
+    expect_bad(", \"bwd_us\": 20", "", "bad.json: $.ops[2]: missing 'bwd_us'");
+    expect_bad("\"fwd_us\": 5,", "\"fwd_us\": \"5\",",
+               "bad.json: $.ops[1].fwd_us: must be a number");
+}
+END_TEST
+
+START_TEST(loader_rejects_bad_shapes)
+{
+    expect_bad("\"shape\": [256]", "\"shape\": []", "bad.json: $.params[1].shape: empty shape");
+    expect_bad("\"shape\": [256]", "\"shape\": [0]",
+               "bad.json: $.params[1].shape[0]: must be a positive integer");
+    expect_bad("\"shape\": [256, 784]", "\"shape\": [256, -784]",
+               "bad.json: $.params[0].shape[1]: must be a positive integer");
+    expect_bad("\"shape\": [256]", "\"shape\": [2.5]",
+               "bad.json: $.params[1].shape[0]: must be a positive integer");
+    expect_bad("\"shape\": [256]", "\"shape\": [1,1,1,1,1,1,1,1,1]",
+               "bad.json: $.params[1].shape: 9 dims, at most 8");
+    expect_bad("\"shape\": [256]", "\"shape\": [4294967296, 4294967296]",
+               "bad.json: $.params[1].shape: too many elements");
+}
+END_TEST
+
+START_TEST(loader_reads_files)
+{
+    ordo_model_t *m = NULL;
+    ORDO_CK_ERR(ordo_model_load_file("/nonexistent/dir/m.json", &m), ORDO_ENOTFOUND);
+    expect_detail("/nonexistent/dir/m.json");
+    ck_assert_ptr_null(m);
+    char path[] = "/tmp/ordo_test_model_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(toy, f);
+    fclose(f);
+    ORDO_CK_OK(ordo_model_load_file(path, &m));
+    ck_assert_int_eq(m->n_ops, 3);
+    ordo_model_destroy(&m);
+    f = fopen(path, "w");
+    fputs("{\"format\": \"ordo-model/1\",\n \"name\": 3}", f);
+    fclose(f);
+    ORDO_CK_ERR(ordo_model_load_file(path, &m), ORDO_EFORMAT);
+    char want[128];
+    snprintf(want, sizeof want, "%s: $.name: must be a string", path);
+    expect_detail(want);
+    unlink(path);
+}
+END_TEST
+
+/* Every truncation and many single-byte mangles of a valid file either load or fail with
+ * ORDO_EFORMAT; none crashes (the suite also runs under ASan/UBSan). */
+START_TEST(loader_survives_mangled_input)
+{
+    size_t n = strlen(toy);
+    char *buf = malloc(n + 1);
+    ck_assert_ptr_nonnull(buf);
+    static const char mangles[] = {'\0', '"', '[', '}', '-', '9', ',', 'x', ':', '\\', '\xff'};
+    int loaded = 0, rejected = 0;
+    for (size_t cut = 0; cut < n - 1; cut++) /* the last byte is a newline */ {
+        ordo_model_t *m = NULL;
+        int rc = ordo_model_load_buffer(toy, cut, "cut.json", &m);
+        ck_assert_int_eq(rc, ORDO_EFORMAT);
+        ck_assert_ptr_null(m);
+        rejected++;
+    }
+    for (size_t at = 0; at < n; at++)
+        for (size_t k = 0; k < sizeof mangles; k++) {
+            memcpy(buf, toy, n + 1);
+            buf[at] = mangles[k];
+            ordo_model_t *m = NULL;
+            int rc = ordo_model_load_buffer(buf, n, "mangled.json", &m);
+            ck_assert_msg(rc == 0 || rc == ORDO_EFORMAT, "rc %d at %zu", rc, at);
+            ck_assert_msg((rc == 0) == (m != NULL), "out set on failure");
+            if (rc == 0) {
+                ORDO_CK_OK(ordo_model_check(m));
+                loaded++;
+            } else {
+                ck_assert_msg(strstr(ordo_error_detail(), "mangled.json") != NULL, "%s",
+                              ordo_error_detail());
+                rejected++;
+            }
+            ordo_model_destroy(&m);
+        }
+    ck_assert_int_gt(loaded, 0);   /* e.g. a digit inside a shape */
+    ck_assert_int_gt(rejected, n); /* every truncation and most mangles */
+    free(buf);
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -158,6 +419,17 @@ static Suite *model_suite(void)
         {"builder_grow", builder_many_entries_grow},
         {"builder_errors", builder_rejects_bad_calls},
         {"from_sizes", from_sizes_builds_a_chain},
+        {"load_valid", loader_reads_a_valid_file},
+        {"load_invalid_json", loader_rejects_invalid_json},
+        {"load_unknown_format", loader_rejects_unknown_format},
+        {"load_fields", loader_rejects_missing_and_mistyped_fields},
+        {"load_names", loader_rejects_unknown_and_duplicate_names},
+        {"load_inputs_earlier", loader_rejects_inputs_not_earlier},
+        {"load_unused_params", loader_rejects_unused_parameters},
+        {"load_times", loader_rejects_bad_times},
+        {"load_shapes", loader_rejects_bad_shapes},
+        {"load_files", loader_reads_files},
+        {"load_mangled", loader_survives_mangled_input},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
