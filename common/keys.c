@@ -1,0 +1,200 @@
+/* keys: tensor chunking and byte-balanced assignment of slices to servers. */
+#include "common/keys.h"
+#include "common/error.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ordo_keys_t *alloc_keys(int n_keys, int n_slices, int n_servers)
+{
+    ordo_keys_t *k = calloc(1, sizeof *k);
+    if (!k) return NULL;
+    k->n_keys = n_keys;
+    k->n_servers = n_servers;
+    k->n_slices = n_slices;
+    k->numel = calloc((size_t)n_keys + 1, sizeof *k->numel);
+    k->first_slice = calloc((size_t)n_keys + 1, sizeof *k->first_slice);
+    k->n_chunks = calloc((size_t)n_keys + 1, sizeof *k->n_chunks);
+    k->slices = calloc((size_t)n_slices + 1, sizeof *k->slices);
+    k->server_bytes = calloc((size_t)n_servers + 1, sizeof *k->server_bytes);
+    if (!k->numel || !k->first_slice || !k->n_chunks || !k->slices || !k->server_bytes)
+        ordo_keys_destroy(&k);
+    return k;
+}
+
+void ordo_keys_destroy(ordo_keys_t **kp)
+{
+    ordo_keys_t *k = *kp;
+    if (!k) return;
+    free(k->numel);
+    free(k->first_slice);
+    free(k->n_chunks);
+    free(k->slices);
+    free(k->server_bytes);
+    free(k);
+    *kp = NULL;
+}
+
+static const ordo_slice_t *sort_base;
+
+static int by_size_desc(const void *a, const void *b)
+{
+    const ordo_slice_t *x = &sort_base[*(const int *)a], *y = &sort_base[*(const int *)b];
+    if (x->numel != y->numel) return x->numel > y->numel ? -1 : 1;
+    return *(const int *)a - *(const int *)b; /* key-major order: stable */
+}
+
+int ordo_keys_partition(const int64_t *numel, int n_keys, size_t elem_size,
+                        int64_t partition_bytes, int n_servers, ordo_keys_t **out)
+{
+    if (n_keys < 0 || n_servers < 1 || elem_size == 0 || partition_bytes < (int64_t)elem_size)
+        return ordo_error_set(ORDO_EINVAL, "keys: bad partition arguments");
+    int64_t per_chunk = partition_bytes / (int64_t)elem_size;
+    int64_t total = 0;
+    for (int i = 0; i < n_keys; i++) {
+        if (numel[i] <= 0) return ordo_error_set(ORDO_EINVAL, "keys: tensor %d is empty", i);
+        total += (numel[i] + per_chunk - 1) / per_chunk;
+        if (total > INT32_MAX) return ordo_error_set(ORDO_ERANGE, "keys: too many chunks");
+    }
+    ordo_keys_t *k = alloc_keys(n_keys, (int)total, n_servers);
+    if (!k) return ORDO_ENOMEM;
+    k->elem_size = elem_size;
+    int s = 0;
+    for (int i = 0; i < n_keys; i++) {
+        int64_t nc = (numel[i] + per_chunk - 1) / per_chunk;
+        k->numel[i] = numel[i];
+        k->first_slice[i] = s;
+        k->n_chunks[i] = (int)nc;
+        int64_t base = numel[i] / nc, extra = numel[i] % nc, off = 0;
+        for (int64_t c = 0; c < nc; c++) {
+            ordo_slice_t *sl = &k->slices[s++];
+            sl->key = (uint32_t)i;
+            sl->chunk = (uint32_t)c;
+            sl->offset = off;
+            sl->numel = base + (c < extra ? 1 : 0);
+            off += sl->numel;
+        }
+    }
+    int *idx = malloc(sizeof *idx * ((size_t)k->n_slices + 1));
+    if (!idx) {
+        ordo_keys_destroy(&k);
+        return ORDO_ENOMEM;
+    }
+    for (int i = 0; i < k->n_slices; i++) idx[i] = i;
+    sort_base = k->slices;
+    qsort(idx, (size_t)k->n_slices, sizeof *idx, by_size_desc);
+    for (int i = 0; i < k->n_slices; i++) {
+        int best = 0;
+        for (int srv = 1; srv < n_servers; srv++)
+            if (k->server_bytes[srv] < k->server_bytes[best]) best = srv;
+        k->slices[idx[i]].server = best;
+        k->server_bytes[best] += k->slices[idx[i]].numel * (int64_t)elem_size;
+    }
+    free(idx);
+    *out = k;
+    return 0;
+}
+
+int ordo_keys_slice(const ordo_keys_t *k, uint32_t key, uint32_t chunk)
+{
+    if (key >= (uint32_t)k->n_keys || chunk >= (uint32_t)k->n_chunks[key]) return -1;
+    return k->first_slice[key] + (int)chunk;
+}
+
+char *ordo_keys_to_json(const ordo_keys_t *k)
+{
+    json_t *root = json_object(), *numel = json_array(), *slices = json_array();
+    json_object_set_new(root, "servers", json_integer(k->n_servers));
+    json_object_set_new(root, "elem", json_integer((json_int_t)k->elem_size));
+    for (int i = 0; i < k->n_keys; i++) json_array_append_new(numel, json_integer(k->numel[i]));
+    for (int i = 0; i < k->n_slices; i++) {
+        const ordo_slice_t *s = &k->slices[i];
+        json_array_append_new(slices, json_pack("[IIIII]", (json_int_t)s->key,
+                                                (json_int_t)s->chunk, (json_int_t)s->offset,
+                                                (json_int_t)s->numel, (json_int_t)s->server));
+    }
+    json_object_set_new(root, "numel", numel);
+    json_object_set_new(root, "slices", slices);
+    char *text = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    return text;
+}
+
+int ordo_keys_from_json(const char *text, ordo_keys_t **out)
+{
+    json_error_t jerr;
+    ordo_keys_t *k = NULL;
+    int rc = ORDO_EPROTO;
+    json_t *root = json_loads(text, 0, &jerr);
+    if (!root) return ordo_error_set(ORDO_EPROTO, "key map: invalid JSON: %s", jerr.text);
+    json_t *numel = json_object_get(root, "numel"), *slices = json_object_get(root, "slices");
+    json_t *servers = json_object_get(root, "servers"), *elem = json_object_get(root, "elem");
+    if (!json_is_array(numel) || !json_is_array(slices) || !json_is_integer(servers) ||
+        !json_is_integer(elem) || json_integer_value(servers) < 1 ||
+        json_integer_value(servers) > 65536 || json_integer_value(elem) < 1 ||
+        json_integer_value(elem) > 16) {
+        rc = ordo_error_set(ORDO_EPROTO, "key map: missing or bad servers/elem/numel/slices");
+        goto done;
+    }
+    int nk = (int)json_array_size(numel), ns = (int)json_array_size(slices);
+    k = alloc_keys(nk, ns, (int)json_integer_value(servers));
+    if (!k) {
+        rc = ORDO_ENOMEM;
+        goto done;
+    }
+    k->elem_size = (size_t)json_integer_value(elem);
+    for (int i = 0; i < nk; i++) {
+        json_t *v = json_array_get(numel, (size_t)i);
+        if (!json_is_integer(v) || json_integer_value(v) <= 0) {
+            rc = ordo_error_set(ORDO_EPROTO, "key map: numel[%d] is not a positive integer", i);
+            goto done;
+        }
+        k->numel[i] = json_integer_value(v);
+        k->first_slice[i] = -1;
+    }
+    int64_t next_off = 0;
+    int cur = -1;
+    for (int i = 0; i < ns; i++) {
+        json_int_t key, chunk, off, n, srv;
+        if (json_unpack(json_array_get(slices, (size_t)i), "[IIIII]", &key, &chunk, &off, &n,
+                        &srv) != 0) {
+            rc = ordo_error_set(ORDO_EPROTO, "key map: slices[%d] is not [key,chunk,offset,numel,server]", i);
+            goto done;
+        }
+        int ok = key >= 0 && key < nk && srv >= 0 && srv < k->n_servers && n > 0;
+        if (ok && key != cur) { /* a new key must start at chunk 0, offset 0, after the last */
+            ok = key == cur + 1 && chunk == 0 && off == 0 && (cur < 0 || next_off == k->numel[cur]);
+            if (ok) {
+                cur = (int)key;
+                k->first_slice[cur] = i;
+                next_off = 0;
+            }
+        }
+        ok = ok && chunk == k->n_chunks[cur] && off == next_off && off + n <= k->numel[cur];
+        if (!ok) {
+            rc = ordo_error_set(ORDO_EPROTO, "key map: slices[%d] does not tile the tensors", i);
+            goto done;
+        }
+        k->n_chunks[cur]++;
+        next_off += n;
+        ordo_slice_t *s = &k->slices[i];
+        s->key = (uint32_t)key;
+        s->chunk = (uint32_t)chunk;
+        s->offset = off;
+        s->numel = n;
+        s->server = (int)srv;
+        k->server_bytes[srv] += n * (int64_t)k->elem_size;
+    }
+    if (cur != nk - 1 || (nk > 0 && next_off != k->numel[cur])) {
+        rc = ordo_error_set(ORDO_EPROTO, "key map: slices do not cover every tensor");
+        goto done;
+    }
+    *out = k;
+    k = NULL;
+    rc = 0;
+done:
+    ordo_keys_destroy(&k);
+    json_decref(root);
+    return rc;
+}

@@ -1,0 +1,49 @@
+/* keys: how tensors map onto servers. A tensor (key) larger than partition_bytes is split
+ * into equal chunks; chunks and small tensors ("slices") are spread over the servers by
+ * bytes, largest first onto the least-loaded server (ties: lowest server index, then key
+ * and chunk order). Deterministic: every node computing it gets the same map. */
+#ifndef ORDO_KEYS_H
+#define ORDO_KEYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ordo_slice {
+    uint32_t key;
+    uint32_t chunk;
+    int64_t offset; /* first element of the tensor in this slice */
+    int64_t numel;
+    int server;
+} ordo_slice_t;
+
+typedef struct ordo_keys {
+    int n_keys;
+    int n_servers;
+    size_t elem_size;
+    int64_t *numel;       /* per key */
+    int *first_slice;     /* per key: index of chunk 0 in slices */
+    int *n_chunks;        /* per key */
+    int n_slices;
+    ordo_slice_t *slices; /* key-major, chunk order */
+    int64_t *server_bytes;
+} ordo_keys_t;
+
+/* ordo_keys_partition builds the map for n_keys tensors of numel[k] elements. */
+int ordo_keys_partition(const int64_t *numel, int n_keys, size_t elem_size,
+                        int64_t partition_bytes, int n_servers, ordo_keys_t **out);
+
+/* ordo_keys_slice returns the slice index of (key, chunk), or -1 when it does not exist. */
+int ordo_keys_slice(const ordo_keys_t *k, uint32_t key, uint32_t chunk);
+
+/* ordo_keys_to_json returns the map as compact JSON text (caller frees):
+ * {"servers":S,"elem":4,"numel":[...],"slices":[[key,chunk,offset,numel,server],...]} */
+char *ordo_keys_to_json(const ordo_keys_t *k);
+
+/* ordo_keys_from_json parses and validates a map sent by the scheduler: slices must tile
+ * every key exactly, in key-major chunk order, with servers in range. */
+int ordo_keys_from_json(const char *json, ordo_keys_t **out);
+
+/* ordo_keys_destroy frees *k and sets it to NULL; NULL-safe. */
+void ordo_keys_destroy(ordo_keys_t **k);
+
+#endif

@@ -1,0 +1,608 @@
+/* transport: the I/O thread, its queues, heartbeats and the emulated egress link. */
+#include "common/transport.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#define MAX_SOCKS 256
+#define RECV_BATCH 64
+
+typedef enum { CMD_NONE, CMD_BIND, CMD_CONNECT, CMD_HEARTBEAT } cmd_kind_t;
+
+typedef struct {
+    void *z;
+    bool router, data;
+    int64_t last_in_ns;
+    int hb_interval_ms, hb_timeout_ms;
+    int64_t next_hb_ns;
+    bool dead_reported;
+} sock_t;
+
+/* a ring of messages */
+typedef struct {
+    ordo_msg_t *items;
+    int64_t *when; /* link FIFO only: hand-over time */
+    int cap, head, count;
+} ring_t;
+
+struct ordo_transport {
+    ordo_transport_opts_t opts;
+    void *ctx;
+    pthread_t io;
+    bool io_started;
+    int evfd, tfd;
+    pthread_mutex_t mu;
+    pthread_cond_t in_cv, out_cv, cmd_cv;
+    ring_t in, out;
+    /* one synchronous command at a time, under mu */
+    cmd_kind_t cmd;
+    const char *cmd_endpoint;
+    int cmd_data, cmd_sock, cmd_interval, cmd_timeout, cmd_result;
+    char *cmd_actual;
+    size_t cmd_size;
+    char cmd_err[512];
+    bool cmd_done;
+    bool stopping;
+    int linger_ms;
+    bool in_full; /* the I/O thread stopped reading because the inbound ring was full */
+    /* I/O thread only */
+    sock_t socks[MAX_SOCKS];
+    int nsocks;
+    ring_t link;
+    _Atomic int64_t link_free_ns;
+    _Atomic int link_pending;
+    _Atomic uint64_t msgs_in, msgs_out, bytes_in, bytes_out, malformed;
+};
+
+/* ---- rings -------------------------------------------------------------------------- */
+
+static int ring_init(ring_t *r, int cap, bool timed)
+{
+    r->items = calloc((size_t)cap, sizeof *r->items);
+    r->when = timed ? calloc((size_t)cap, sizeof *r->when) : NULL;
+    r->cap = cap;
+    r->head = r->count = 0;
+    return (!r->items || (timed && !r->when)) ? ORDO_ENOMEM : 0;
+}
+
+static void ring_free(ring_t *r)
+{
+    for (int i = 0; i < r->count; i++) ordo_msg_close(&r->items[(r->head + i) % r->cap]);
+    free(r->items);
+    free(r->when);
+    r->items = NULL;
+    r->when = NULL;
+}
+
+static int ring_grow(ring_t *r)
+{
+    int cap = r->cap * 2;
+    ordo_msg_t *items = calloc((size_t)cap, sizeof *items);
+    int64_t *when = r->when ? calloc((size_t)cap, sizeof *when) : NULL;
+    if (!items || (r->when && !when)) {
+        free(items);
+        free(when);
+        return ORDO_ENOMEM;
+    }
+    for (int i = 0; i < r->count; i++) {
+        int j = (r->head + i) % r->cap;
+        ordo_msg_move(&items[i], &r->items[j]);
+        if (when) when[i] = r->when[j];
+    }
+    free(r->items);
+    free(r->when);
+    r->items = items;
+    r->when = when;
+    r->cap = cap;
+    r->head = 0;
+    return 0;
+}
+
+static void ring_push(ring_t *r, ordo_msg_t *m, int64_t when)
+{
+    int j = (r->head + r->count) % r->cap;
+    ordo_msg_move(&r->items[j], m);
+    if (r->when) r->when[j] = when;
+    r->count++;
+}
+
+static void ring_pop(ring_t *r, ordo_msg_t *m)
+{
+    ordo_msg_move(m, &r->items[r->head]);
+    r->head = (r->head + 1) % r->cap;
+    r->count--;
+}
+
+static void wake(ordo_transport_t *t)
+{
+    uint64_t one = 1;
+    ssize_t n = write(t->evfd, &one, sizeof one);
+    (void)n;
+}
+
+/* ---- I/O thread --------------------------------------------------------------------- */
+
+static size_t msg_bytes(const ordo_msg_t *m)
+{
+    size_t b = 64; /* header and framing, roughly */
+    for (int i = 0; i < m->nframes; i++) b += zmq_msg_size((zmq_msg_t *)&m->frames[i]);
+    return b;
+}
+
+static void put_inbound(ordo_transport_t *t, ordo_msg_t *m)
+{
+    pthread_mutex_lock(&t->mu);
+    if (t->in.count == t->in.cap && ring_grow(&t->in) != 0) {
+        /* Only local events can exceed the ring (reads stop when it is full). */
+        pthread_mutex_unlock(&t->mu);
+        ordo_msg_close(m);
+        return;
+    }
+    ring_push(&t->in, m, 0);
+    pthread_cond_signal(&t->in_cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static void send_now(ordo_transport_t *t, ordo_msg_t *m)
+{
+    if (m->sock < 0 || m->sock >= t->nsocks) {
+        ORDO_WARN("transport: send %s on unknown socket %d dropped",
+                  ordo_wire_type_name(m->hdr.type), m->sock);
+        ordo_msg_close(m);
+        return;
+    }
+    sock_t *s = &t->socks[m->sock];
+    size_t bytes = msg_bytes(m);
+    int rc = ordo_wire_send(s->z, s->router, m, ZMQ_DONTWAIT);
+    if (rc != 0) {
+        ORDO_WARN("transport: send %s failed: %s", ordo_wire_type_name(m->hdr.type),
+                  ordo_error_text(rc));
+        ordo_msg_close(m);
+        return;
+    }
+    atomic_fetch_add(&t->msgs_out, 1);
+    atomic_fetch_add(&t->bytes_out, bytes);
+}
+
+/* hand a message to its socket, or to the emulated link when it is a paced data socket */
+static void dispatch(ordo_transport_t *t, ordo_msg_t *m)
+{
+    bool paced = t->opts.bandwidth_bps > 0 && m->sock >= 0 && m->sock < t->nsocks &&
+                 t->socks[m->sock].data;
+    if (!paced) {
+        send_now(t, m);
+        return;
+    }
+    int64_t now = ordo_clock_ns();
+    int64_t start = atomic_load(&t->link_free_ns);
+    if (start < now) start = now;
+    int64_t ser = (int64_t)((double)msg_bytes(m) * 8e9 / t->opts.bandwidth_bps);
+    int64_t done = start + ser;
+    atomic_store(&t->link_free_ns, done);
+    if (t->link.count == t->link.cap && ring_grow(&t->link) != 0) {
+        ORDO_ERROR("transport: out of memory on the emulated link; message dropped");
+        ordo_msg_close(m);
+        return;
+    }
+    ring_push(&t->link, m, done + (int64_t)(t->opts.latency_us * 1e3));
+    atomic_fetch_add(&t->link_pending, 1);
+}
+
+static void flush_link(ordo_transport_t *t, bool all)
+{
+    int64_t now = ordo_clock_ns();
+    ordo_msg_t m;
+    while (t->link.count > 0 && (all || t->link.when[t->link.head] <= now)) {
+        ring_pop(&t->link, &m);
+        atomic_fetch_sub(&t->link_pending, 1);
+        send_now(t, &m);
+    }
+}
+
+static void run_command(ordo_transport_t *t)
+{
+    int rc = 0;
+    if (t->cmd == CMD_HEARTBEAT) {
+        if (t->cmd_sock < 0 || t->cmd_sock >= t->nsocks) {
+            rc = ordo_error_set(ORDO_EINVAL, "heartbeat: no socket %d", t->cmd_sock);
+        } else {
+            sock_t *s = &t->socks[t->cmd_sock];
+            s->hb_interval_ms = t->cmd_interval;
+            s->hb_timeout_ms = t->cmd_timeout;
+            s->last_in_ns = ordo_clock_ns();
+            s->next_hb_ns = s->last_in_ns;
+        }
+        goto done;
+    }
+    if (t->nsocks >= MAX_SOCKS) {
+        rc = ordo_error_set(ORDO_EFULL, "transport: more than %d sockets", MAX_SOCKS);
+        goto done;
+    }
+    bool router = t->cmd == CMD_BIND;
+    void *z = zmq_socket(t->ctx, router ? ZMQ_ROUTER : ZMQ_DEALER);
+    if (!z) {
+        rc = ordo_error_set(ORDO_EIO, "zmq_socket: %s", zmq_strerror(errno));
+        goto done;
+    }
+    int zero = 0, one = 1, linger = 0;
+    int64_t maxmsg = (int64_t)1 << 31;
+    zmq_setsockopt(z, ZMQ_SNDHWM, &zero, sizeof zero);
+    zmq_setsockopt(z, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(z, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (router) {
+        zmq_setsockopt(z, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+        if (zmq_bind(z, t->cmd_endpoint) != 0) {
+            rc = ordo_error_set(ORDO_EIO, "bind %s: %s", t->cmd_endpoint, zmq_strerror(errno));
+            zmq_close(z);
+            goto done;
+        }
+        size_t sz = t->cmd_size;
+        if (t->cmd_actual && zmq_getsockopt(z, ZMQ_LAST_ENDPOINT, t->cmd_actual, &sz) != 0)
+            t->cmd_actual[0] = '\0';
+    } else {
+        int ivl = 100;
+        zmq_setsockopt(z, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+        if (zmq_connect(z, t->cmd_endpoint) != 0) {
+            rc = ordo_error_set(ORDO_EIO, "connect %s: %s", t->cmd_endpoint, zmq_strerror(errno));
+            zmq_close(z);
+            goto done;
+        }
+    }
+    sock_t *s = &t->socks[t->nsocks];
+    memset(s, 0, sizeof *s);
+    s->z = z;
+    s->router = router;
+    s->data = t->cmd_data != 0;
+    s->last_in_ns = ordo_clock_ns();
+    rc = t->nsocks++;
+done:
+    if (rc < 0) snprintf(t->cmd_err, sizeof t->cmd_err, "%s", ordo_error_text(rc));
+    t->cmd_result = rc;
+    t->cmd_done = true;
+    t->cmd = CMD_NONE;
+    pthread_cond_broadcast(&t->cmd_cv);
+}
+
+static void send_heartbeats(ordo_transport_t *t, int64_t now)
+{
+    for (int i = 0; i < t->nsocks; i++) {
+        sock_t *s = &t->socks[i];
+        if (!s->hb_interval_ms) continue;
+        if (!s->dead_reported && now - s->last_in_ns > (int64_t)s->hb_timeout_ms * 1000000) {
+            s->dead_reported = true;
+            ordo_msg_t m;
+            ordo_msg_init(&m, ORDO_MSG_PEER_DEAD);
+            m.sock = i;
+            m.hdr.key = (uint32_t)i;
+            m.hdr.iter = (now - s->last_in_ns) / 1000000;
+            put_inbound(t, &m);
+        }
+        if (now >= s->next_hb_ns) {
+            ordo_msg_t m;
+            ordo_msg_init(&m, ORDO_MSG_HEARTBEAT);
+            m.sock = i;
+            m.hdr.role = (uint8_t)t->opts.role;
+            m.hdr.rank = t->opts.rank;
+            send_now(t, &m);
+            s->next_hb_ns = now + (int64_t)s->hb_interval_ms * 1000000;
+        }
+    }
+}
+
+static int64_t next_timer(ordo_transport_t *t)
+{
+    int64_t next = INT64_MAX;
+    for (int i = 0; i < t->nsocks; i++) {
+        sock_t *s = &t->socks[i];
+        if (!s->hb_interval_ms) continue;
+        if (s->next_hb_ns < next) next = s->next_hb_ns;
+        int64_t dead = s->last_in_ns + (int64_t)s->hb_timeout_ms * 1000000;
+        if (!s->dead_reported && dead < next) next = dead;
+    }
+    if (t->link.count > 0 && t->link.when[t->link.head] < next) next = t->link.when[t->link.head];
+    return next;
+}
+
+static void arm_timer(ordo_transport_t *t, int64_t at)
+{
+    struct itimerspec its = {0};
+    if (at != INT64_MAX) {
+        if (at <= 0) at = 1;
+        its.it_value.tv_sec = at / 1000000000;
+        its.it_value.tv_nsec = at % 1000000000;
+    }
+    timerfd_settime(t->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void receive(ordo_transport_t *t, int i)
+{
+    sock_t *s = &t->socks[i];
+    for (int n = 0; n < RECV_BATCH; n++) {
+        pthread_mutex_lock(&t->mu);
+        bool full = t->in.count >= t->in.cap;
+        if (full) t->in_full = true;
+        pthread_mutex_unlock(&t->mu);
+        if (full) return;
+        ordo_msg_t m;
+        int rc = ordo_wire_recv(s->z, s->router, &m, ZMQ_DONTWAIT);
+        if (rc == ORDO_EAGAIN || rc == ORDO_ECLOSED) return;
+        s->last_in_ns = ordo_clock_ns();
+        if (rc != 0) {
+            atomic_fetch_add(&t->malformed, 1);
+            ORDO_WARN("transport: dropped a malformed message: %s", ordo_error_text(rc));
+            continue;
+        }
+        m.sock = i;
+        atomic_fetch_add(&t->msgs_in, 1);
+        atomic_fetch_add(&t->bytes_in, msg_bytes(&m));
+        if (m.hdr.type == ORDO_MSG_HEARTBEAT_ACK) {
+            ordo_msg_close(&m);
+            continue;
+        }
+        put_inbound(t, &m);
+    }
+}
+
+static void *io_main(void *arg)
+{
+    ordo_transport_t *t = arg;
+    zmq_pollitem_t items[MAX_SOCKS + 2];
+    for (;;) {
+        /* commands and outbound messages */
+        pthread_mutex_lock(&t->mu);
+        if (t->cmd != CMD_NONE) run_command(t);
+        bool stopping = t->stopping;
+        int batch = 0;
+        ordo_msg_t m;
+        while (t->out.count > 0 && batch < 256) {
+            ring_pop(&t->out, &m);
+            pthread_cond_signal(&t->out_cv);
+            pthread_mutex_unlock(&t->mu);
+            dispatch(t, &m);
+            batch++;
+            pthread_mutex_lock(&t->mu);
+        }
+        bool more_out = t->out.count > 0;
+        bool in_room = t->in.count < t->in.cap;
+        if (in_room) t->in_full = false;
+        pthread_mutex_unlock(&t->mu);
+        if (stopping) {
+            flush_link(t, true);
+            break;
+        }
+        flush_link(t, false);
+        int64_t now = ordo_clock_ns();
+        send_heartbeats(t, now);
+        arm_timer(t, next_timer(t));
+
+        int n = 0;
+        items[n++] = (zmq_pollitem_t){.fd = t->evfd, .events = ZMQ_POLLIN};
+        items[n++] = (zmq_pollitem_t){.fd = t->tfd, .events = ZMQ_POLLIN};
+        for (int i = 0; i < t->nsocks; i++)
+            items[n++] = (zmq_pollitem_t){.socket = t->socks[i].z, .events = in_room ? ZMQ_POLLIN : 0};
+        int pr = zmq_poll(items, n, more_out ? 0 : -1);
+        if (pr < 0) {
+            if (errno == EINTR) continue;
+            if (errno == ETERM) break;
+            ORDO_ERROR("transport: zmq_poll: %s", zmq_strerror(errno));
+            break;
+        }
+        uint64_t v;
+        if (items[0].revents & ZMQ_POLLIN) {
+            ssize_t r = read(t->evfd, &v, sizeof v);
+            (void)r;
+        }
+        if (items[1].revents & ZMQ_POLLIN) {
+            ssize_t r = read(t->tfd, &v, sizeof v);
+            (void)r;
+        }
+        for (int i = 0; i < t->nsocks; i++)
+            if (items[i + 2].revents & ZMQ_POLLIN) receive(t, i);
+    }
+    /* final flush of what the application queued before stopping */
+    pthread_mutex_lock(&t->mu);
+    ordo_msg_t m;
+    while (t->out.count > 0) {
+        ring_pop(&t->out, &m);
+        pthread_mutex_unlock(&t->mu);
+        send_now(t, &m);
+        pthread_mutex_lock(&t->mu);
+    }
+    pthread_mutex_unlock(&t->mu);
+    for (int i = 0; i < t->nsocks; i++) {
+        zmq_setsockopt(t->socks[i].z, ZMQ_LINGER, &t->linger_ms, sizeof t->linger_ms);
+        zmq_close(t->socks[i].z);
+    }
+    t->nsocks = 0;
+    return NULL;
+}
+
+/* ---- public ------------------------------------------------------------------------- */
+
+int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out)
+{
+    int rc = ORDO_ENOMEM;
+    ordo_transport_t *t = calloc(1, sizeof *t);
+    if (!t) return ORDO_ENOMEM;
+    if (opts) t->opts = *opts;
+    if (t->opts.inbound_capacity <= 0) t->opts.inbound_capacity = 4096;
+    if (t->opts.outbound_capacity <= 0) t->opts.outbound_capacity = 4096;
+    t->evfd = t->tfd = -1;
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->in_cv, NULL);
+    pthread_cond_init(&t->out_cv, NULL);
+    pthread_cond_init(&t->cmd_cv, NULL);
+    if (ring_init(&t->in, t->opts.inbound_capacity, false) ||
+        ring_init(&t->out, t->opts.outbound_capacity, false) || ring_init(&t->link, 256, true))
+        goto fail;
+    t->ctx = zmq_ctx_new();
+    if (!t->ctx) {
+        rc = ordo_error_set(ORDO_EIO, "zmq_ctx_new: %s", zmq_strerror(errno));
+        goto fail;
+    }
+    t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    t->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (t->evfd < 0 || t->tfd < 0) {
+        rc = ordo_error_set(ORDO_EIO, "eventfd/timerfd: %s", strerror(errno));
+        goto fail;
+    }
+    if (pthread_create(&t->io, NULL, io_main, t) != 0) {
+        rc = ordo_error_set(ORDO_EIO, "pthread_create failed");
+        goto fail;
+    }
+    t->io_started = true;
+    *out = t;
+    return 0;
+fail:
+    ordo_transport_destroy(&t, 0);
+    return rc;
+}
+
+void ordo_transport_destroy(ordo_transport_t **tp, int linger_ms)
+{
+    ordo_transport_t *t = *tp;
+    if (!t) return;
+    if (t->io_started) {
+        pthread_mutex_lock(&t->mu);
+        t->stopping = true;
+        t->linger_ms = linger_ms;
+        pthread_mutex_unlock(&t->mu);
+        wake(t);
+        pthread_join(t->io, NULL);
+    }
+    if (t->ctx) zmq_ctx_term(t->ctx);
+    ring_free(&t->in);
+    ring_free(&t->out);
+    ring_free(&t->link);
+    if (t->evfd >= 0) close(t->evfd);
+    if (t->tfd >= 0) close(t->tfd);
+    pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->in_cv);
+    pthread_cond_destroy(&t->out_cv);
+    pthread_cond_destroy(&t->cmd_cv);
+    free(t);
+    *tp = NULL;
+}
+
+static int command(ordo_transport_t *t, cmd_kind_t kind, const char *endpoint, int data,
+                   char *actual, size_t size, int sock, int interval, int timeout)
+{
+    pthread_mutex_lock(&t->mu);
+    while (t->cmd != CMD_NONE) pthread_cond_wait(&t->cmd_cv, &t->mu);
+    t->cmd = kind;
+    t->cmd_endpoint = endpoint;
+    t->cmd_data = data;
+    t->cmd_actual = actual;
+    t->cmd_size = size;
+    t->cmd_sock = sock;
+    t->cmd_interval = interval;
+    t->cmd_timeout = timeout;
+    t->cmd_done = false;
+    wake(t);
+    while (!t->cmd_done) pthread_cond_wait(&t->cmd_cv, &t->mu);
+    int rc = t->cmd_result;
+    /* the detail was written on the I/O thread; repeat it on the caller's */
+    if (rc < 0) ordo_error_set(rc, "%s", t->cmd_err);
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+int ordo_transport_bind(ordo_transport_t *t, const char *endpoint, int data, char *actual,
+                        size_t size)
+{
+    return command(t, CMD_BIND, endpoint, data, actual, size, 0, 0, 0);
+}
+
+int ordo_transport_connect(ordo_transport_t *t, const char *endpoint, int data)
+{
+    return command(t, CMD_CONNECT, endpoint, data, NULL, 0, 0, 0, 0);
+}
+
+int ordo_transport_heartbeat(ordo_transport_t *t, int sock, int interval_ms, int timeout_ms)
+{
+    return command(t, CMD_HEARTBEAT, NULL, 0, NULL, 0, sock, interval_ms, timeout_ms);
+}
+
+int ordo_transport_send(ordo_transport_t *t, ordo_msg_t *m)
+{
+    pthread_mutex_lock(&t->mu);
+    while (t->out.count == t->out.cap && !t->stopping) pthread_cond_wait(&t->out_cv, &t->mu);
+    if (t->stopping) {
+        pthread_mutex_unlock(&t->mu);
+        ordo_msg_close(m);
+        return ORDO_ECLOSED;
+    }
+    bool was_empty = t->out.count == 0;
+    ring_push(&t->out, m, 0);
+    pthread_mutex_unlock(&t->mu);
+    if (was_empty) wake(t);
+    return 0;
+}
+
+int ordo_transport_recv(ordo_transport_t *t, ordo_msg_t *m, int timeout_ms)
+{
+    struct timespec ts;
+    if (timeout_ms > 0) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = ts.tv_nsec + (int64_t)timeout_ms * 1000000;
+        ts.tv_sec += ns / 1000000000;
+        ts.tv_nsec = ns % 1000000000;
+    }
+    pthread_mutex_lock(&t->mu);
+    while (t->in.count == 0) {
+        if (timeout_ms == 0) goto timeout;
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&t->in_cv, &t->mu);
+        } else if (pthread_cond_timedwait(&t->in_cv, &t->mu, &ts) == ETIMEDOUT) {
+            if (t->in.count == 0) goto timeout;
+        }
+    }
+    ring_pop(&t->in, m);
+    bool resume = t->in_full;
+    t->in_full = false;
+    pthread_mutex_unlock(&t->mu);
+    if (resume) wake(t);
+    return 0;
+timeout:
+    pthread_mutex_unlock(&t->mu);
+    return ORDO_ETIMEDOUT;
+}
+
+int64_t ordo_transport_link_free_ns(ordo_transport_t *t)
+{
+    return atomic_load(&t->link_free_ns);
+}
+
+int ordo_transport_outbound(ordo_transport_t *t)
+{
+    pthread_mutex_lock(&t->mu);
+    int n = t->out.count;
+    pthread_mutex_unlock(&t->mu);
+    return n + atomic_load(&t->link_pending);
+}
+
+void ordo_transport_get_stats(ordo_transport_t *t, ordo_transport_stats_t *out)
+{
+    out->msgs_in = atomic_load(&t->msgs_in);
+    out->msgs_out = atomic_load(&t->msgs_out);
+    out->bytes_in = atomic_load(&t->bytes_in);
+    out->bytes_out = atomic_load(&t->bytes_out);
+    out->malformed = atomic_load(&t->malformed);
+}
+
+void *ordo_transport_zmq_ctx(ordo_transport_t *t)
+{
+    return t->ctx;
+}

@@ -1,0 +1,72 @@
+/* transport: ordo's ZeroMQ layer. One I/O thread per process owns every socket (ROUTER
+ * where a process serves, DEALER towards each peer), sends what the application queues,
+ * receives whole validated messages into a bounded inbound queue, keeps heartbeats to
+ * the scheduler and reports a silent peer as a local PEER_DEAD message. With link
+ * emulation on, data sockets share one paced egress link of the configured rate and
+ * latency. Application threads only touch the queues. */
+#ifndef ORDO_TRANSPORT_H
+#define ORDO_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/wire.h"
+
+typedef struct ordo_transport ordo_transport_t;
+
+typedef struct ordo_transport_opts {
+    int inbound_capacity;  /* messages; default 4096 */
+    int outbound_capacity; /* messages; default 4096 */
+    double bandwidth_bps;  /* emulated egress rate of data sockets; 0 = none */
+    double latency_us;     /* emulated one-way latency of data sockets */
+    int role, rank;        /* stamped on heartbeats */
+} ordo_transport_opts_t;
+
+typedef struct ordo_transport_stats {
+    uint64_t msgs_in, msgs_out, bytes_in, bytes_out, malformed;
+} ordo_transport_stats_t;
+
+/* ordo_transport_new creates a transport and starts its I/O thread; opts may be NULL. */
+int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out);
+
+/* ordo_transport_destroy stops the I/O thread (unsent messages get up to linger_ms to
+ * leave) and frees everything; NULL-safe, sets *t = NULL. */
+void ordo_transport_destroy(ordo_transport_t **t, int linger_ms);
+
+/* ordo_transport_bind opens a ROUTER socket on endpoint ("tcp://127.0.0.1:0" picks a free
+ * port); writes the bound endpoint to actual; data marks it as paced by link emulation.
+ * Returns the socket index (>= 0) or a negative error. */
+int ordo_transport_bind(ordo_transport_t *t, const char *endpoint, int data, char *actual,
+                        size_t size);
+
+/* ordo_transport_connect opens a DEALER socket to endpoint; returns its socket index. */
+int ordo_transport_connect(ordo_transport_t *t, const char *endpoint, int data);
+
+/* ordo_transport_heartbeat makes the I/O thread send HEARTBEAT on sock every interval_ms
+ * and queue a PEER_DEAD message (hdr.key = sock) when nothing arrived on sock for
+ * timeout_ms. HEARTBEAT_ACKs are consumed by the I/O thread. */
+int ordo_transport_heartbeat(ordo_transport_t *t, int sock, int interval_ms, int timeout_ms);
+
+/* ordo_transport_send queues m for sending on m->sock (to m->rid on a ROUTER). The frames
+ * move into the queue and m is left empty. Blocks while the outbound queue is full. */
+int ordo_transport_send(ordo_transport_t *t, ordo_msg_t *m);
+
+/* ordo_transport_recv takes the next inbound message into m (which the caller closes);
+ * waits up to timeout_ms (-1 = forever, 0 = poll). ORDO_ETIMEDOUT when none came. */
+int ordo_transport_recv(ordo_transport_t *t, ordo_msg_t *m, int timeout_ms);
+
+/* ordo_transport_link_free_ns returns the monotonic time at which the emulated egress
+ * link finishes what it was given (0 when emulation is off). */
+int64_t ordo_transport_link_free_ns(ordo_transport_t *t);
+
+/* ordo_transport_outbound returns how many messages wait in the outbound queue or on the
+ * emulated link (not yet handed to ZeroMQ). */
+int ordo_transport_outbound(ordo_transport_t *t);
+
+/* ordo_transport_stats copies the counters. */
+void ordo_transport_get_stats(ordo_transport_t *t, ordo_transport_stats_t *out);
+
+/* ordo_transport_zmq_ctx returns the ZeroMQ context (for tests that open raw sockets). */
+void *ordo_transport_zmq_ctx(ordo_transport_t *t);
+
+#endif

@@ -1,0 +1,126 @@
+/* wire: ordo's message format. A message is a ZeroMQ multipart message: one header frame
+ * encoded with msgpack (protocol version, type, sender role and rank, request id,
+ * iteration, key, chunk, priority, flags, dtype, payload lengths) followed by raw payload
+ * frames that are never re-encoded. Decoding checks every type and length and rejects
+ * anything malformed with ORDO_EPROTO and a detail; it never trusts the sender. */
+#ifndef ORDO_WIRE_H
+#define ORDO_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zmq.h>
+
+#define ORDO_WIRE_VERSION 1
+#define ORDO_WIRE_MAX_FRAMES 4
+#define ORDO_WIRE_MAX_HDR 256
+#define ORDO_WIRE_MAX_RID 64
+/* a payload frame larger than this is refused (a single tensor chunk is far smaller) */
+#define ORDO_WIRE_MAX_PAYLOAD ((uint64_t)1 << 32)
+
+typedef enum {
+    ORDO_MSG_REGISTER = 1,   /* node -> scheduler: JSON {role, endpoint, token, rank} */
+    ORDO_MSG_WELCOME,        /* scheduler -> node: JSON cluster map, key map, plan */
+    ORDO_MSG_REJECT,         /* scheduler -> node: text reason */
+    ORDO_MSG_BARRIER,        /* node -> scheduler: iter = barrier id */
+    ORDO_MSG_BARRIER_DONE,   /* scheduler -> node */
+    ORDO_MSG_HEARTBEAT,      /* node -> scheduler */
+    ORDO_MSG_HEARTBEAT_ACK,  /* scheduler -> node */
+    ORDO_MSG_SHUTDOWN,       /* scheduler -> node: orderly end */
+    ORDO_MSG_ABORT,          /* scheduler -> node: text reason; exit non-zero */
+    ORDO_MSG_DONE,           /* node -> scheduler: finished; JSON final stats */
+    ORDO_MSG_STATS,          /* worker -> scheduler: JSON metrics of one iteration */
+    ORDO_MSG_HELLO,          /* worker -> server: introduces rank on a data connection */
+    ORDO_MSG_INIT,           /* worker -> server: initial value of (key, chunk) */
+    ORDO_MSG_PUSH,           /* worker -> server: gradient of (key, chunk) for iter */
+    ORDO_MSG_PUSH_ACK,       /* server -> worker */
+    ORDO_MSG_PULL,           /* worker -> server: value of (key, chunk) for iter */
+    ORDO_MSG_PULL_RESP,      /* server -> worker: payload = value */
+    ORDO_MSG_PLAN,           /* scheduler -> node: JSON plan (order, merge, regions) */
+    ORDO_MSG_ERROR,          /* any -> peer: text reason of a refused request */
+    ORDO_MSG_PEER_DEAD,      /* local only: the transport lost a peer (never on the wire) */
+    ORDO_MSG_TYPE_MAX
+} ordo_msg_type_t;
+
+typedef enum { ORDO_ROLE_SCHEDULER = 0, ORDO_ROLE_SERVER = 1, ORDO_ROLE_WORKER = 2 } ordo_role_t;
+
+typedef enum { ORDO_DTYPE_NONE = 0, ORDO_DTYPE_F32 = 1, ORDO_DTYPE_BYTES = 2, ORDO_DTYPE_COO = 3,
+               ORDO_DTYPE_JSON = 4, ORDO_DTYPE_MAX } ordo_dtype_t;
+
+/* flags */
+#define ORDO_FLAG_LAST_CHUNK 0x1u /* the last chunk of a tensor */
+#define ORDO_FLAG_GROUP 0x2u      /* a merged group: payload holds several keys */
+
+typedef struct ordo_wire_hdr {
+    uint8_t type;  /* ordo_msg_type_t */
+    uint8_t role;  /* sender's ordo_role_t */
+    int32_t rank;  /* sender's rank, -1 before assignment */
+    uint64_t req;  /* request id, echoed in the answer */
+    int64_t iter;
+    uint32_t key;
+    uint32_t chunk;
+    int32_t priority;
+    uint32_t flags;
+    uint8_t dtype; /* ordo_dtype_t of the payload */
+    uint32_t nframes;
+    uint64_t lens[ORDO_WIRE_MAX_FRAMES];
+} ordo_wire_hdr_t;
+
+/* A received or outgoing message: header, payload frames and, on a ROUTER socket, the
+ * routing id of the peer. */
+typedef struct ordo_msg {
+    int sock;                        /* transport socket index it came on / goes to */
+    uint8_t rid[ORDO_WIRE_MAX_RID];  /* ROUTER routing id of the peer */
+    size_t rid_len;
+    ordo_wire_hdr_t hdr;
+    int nframes;
+    zmq_msg_t frames[ORDO_WIRE_MAX_FRAMES];
+} ordo_msg_t;
+
+/* ordo_wire_type_name returns a message type's name ("PUSH") or "?" */
+const char *ordo_wire_type_name(int type);
+
+/* ordo_wire_role_name returns "scheduler", "server", "worker" or "?" */
+const char *ordo_wire_role_name(int role);
+
+/* ordo_wire_encode_hdr writes hdr as msgpack into buf (cap bytes) and sets *len. */
+int ordo_wire_encode_hdr(const ordo_wire_hdr_t *hdr, void *buf, size_t cap, size_t *len);
+
+/* ordo_wire_decode_hdr parses a header frame; rejects wrong version, unknown type, wrong
+ * field types, out-of-range values and trailing bytes with ORDO_EPROTO and a detail. */
+int ordo_wire_decode_hdr(const void *buf, size_t len, ordo_wire_hdr_t *hdr);
+
+/* ordo_msg_init makes an empty message of the given type (no frames). */
+void ordo_msg_init(ordo_msg_t *m, int type);
+
+/* ordo_msg_add_copy appends a payload frame holding a copy of data. */
+int ordo_msg_add_copy(ordo_msg_t *m, const void *data, size_t len);
+
+/* ordo_msg_add_ref appends a zero-copy payload frame over data; free_fn(data, hint) runs
+ * once ZeroMQ no longer needs the memory (the caller keeps data alive until then). */
+int ordo_msg_add_ref(ordo_msg_t *m, void *data, size_t len, zmq_free_fn *free_fn, void *hint);
+
+/* ordo_msg_add_text appends a copy of a NUL-terminated string (JSON bodies, reasons). */
+int ordo_msg_add_text(ordo_msg_t *m, const char *text);
+
+/* ordo_msg_data returns frame i's bytes and sets *len; NULL when i is out of range. */
+void *ordo_msg_data(ordo_msg_t *m, int i, size_t *len);
+
+/* ordo_msg_text copies frame i as a NUL-terminated string into buf (truncating). */
+const char *ordo_msg_text(ordo_msg_t *m, int i, char *buf, size_t size);
+
+/* ordo_msg_close releases the frames; the message may be reused after ordo_msg_init. */
+void ordo_msg_close(ordo_msg_t *m);
+
+/* ordo_msg_move moves src into dst (dst must be closed or fresh); src is left empty. */
+void ordo_msg_move(ordo_msg_t *dst, ordo_msg_t *src);
+
+/* ordo_wire_send sends m on a socket (with rid first when router is set); on success the
+ * frames are consumed and m is left empty; flags are ZMQ send flags (ZMQ_DONTWAIT). On
+ * ORDO_EAGAIN nothing was sent and m is intact. */
+int ordo_wire_send(void *sock, int router, ordo_msg_t *m, int flags);
+
+/* ordo_wire_recv receives one whole multipart message; a malformed one is drained and
+ * rejected with ORDO_EPROTO (detail says why), leaving no frames behind. */
+int ordo_wire_recv(void *sock, int router, ordo_msg_t *m, int flags);
+
+#endif
