@@ -3,6 +3,7 @@
 #include "scheduler/model.h"
 #include "ordo_check.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -408,6 +409,167 @@ START_TEST(loader_survives_mangled_input)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- profiles */
+
+/* load_profile loads conf/models/NAME.json from the source tree. */
+static ordo_model_t *load_profile(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/conf/models/%s.json", ordo_ck_source_dir(), name);
+    ordo_model_t *m = NULL;
+    ORDO_CK_OK(ordo_model_load_file(path, &m));
+    ck_assert_str_eq(m->name, name);
+    return m;
+}
+
+START_TEST(every_profile_loads)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/conf/models", ordo_ck_source_dir());
+    DIR *d = opendir(dir);
+    ck_assert_msg(d != NULL, "cannot open %s", dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        ordo_model_t *m = NULL;
+        ORDO_CK_OK(ordo_model_load_file(path, &m));
+        ck_assert_int_gt(m->n_params, 0);
+        ck_assert_int_gt(ordo_model_total_us(m, 1), 0);
+        for (int o = 0; o < m->n_ops; o++) /* the format says bwd = 2 x fwd for profiles */
+            ck_assert_msg(m->ops[o].bwd_us >= m->ops[o].fwd_us, "%s: op %s", path, m->ops[o].name);
+        ordo_model_destroy(&m);
+        n++;
+    }
+    closedir(d);
+    ck_assert_int_ge(n, 9);
+}
+END_TEST
+
+/* Published parameter counts of the reference definitions (see docs/models.md). */
+static const struct {
+    const char *name;
+    int tensors;
+    int64_t numel;
+    int ops;
+    int batch;
+} published[] = {
+    {"alexnet", 16, 61100840, 21, 32},    {"vgg16", 32, 138357544, 39, 32},
+    {"googlenet", 173, 6624904, 196, 32}, {"inception_v2", 278, 11295240, 231, 32},
+    {"resnet50", 161, 25557032, 174, 32}, {"densenet121", 364, 7978856, 426, 32},
+    {"par32", 32, 32 * 524288, 33, 1},    {"seq32", 32, 32 * 524288, 32, 1},
+    {"smallmany", 160, 4835456, 160, 32},
+};
+
+START_TEST(profile_counts_match_published)
+{
+    ordo_model_t *m = load_profile(published[_i].name);
+    ck_assert_int_eq(m->n_params, published[_i].tensors);
+    ck_assert_int_eq(ordo_model_total_numel(m), published[_i].numel);
+    ck_assert_int_eq(ordo_model_total_bytes(m), published[_i].numel * 4);
+    ck_assert_int_eq(m->n_ops, published[_i].ops);
+    ck_assert_int_eq(m->batch, published[_i].batch);
+    ck_assert_str_eq(m->dtype, "float32");
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+/* op_input asserts that op `op` of m reads exactly the listed earlier ops. */
+static void expect_inputs(const ordo_model_t *m, const char *op, int n, const char *const *in)
+{
+    int o = ordo_model_op_index(m, op);
+    ck_assert_msg(o >= 0, "no op %s", op);
+    ck_assert_int_eq(m->ops[o].n_inputs, n);
+    for (int i = 0; i < n; i++)
+        ck_assert_str_eq(m->ops[m->ops[o].inputs[i]].name, in[i]);
+}
+
+START_TEST(profiles_are_real_dags)
+{
+    ordo_model_t *m = load_profile("resnet50");
+    const char *add[2] = {"layer1.0.bn3", "layer1.0.downsample.1"};
+    const char *add2[2] = {"layer1.1.bn3", "layer1.0.relu3"};
+    expect_inputs(m, "layer1.0.add", 2, add);
+    expect_inputs(m, "layer1.1.add", 2, add2);
+    ck_assert_int_eq(m->ops[0].n_inputs, 0);
+    ck_assert_int_eq(m->params[ordo_model_param_index(m, "fc.weight")].shape[1], 2048);
+    ordo_model_destroy(&m);
+
+    m = load_profile("googlenet");
+    const char *cat[4] = {"inception3a.branch1.relu", "inception3a.branch2.1.relu",
+                          "inception3a.branch3.1.relu", "inception3a.branch4.1.relu"};
+    expect_inputs(m, "inception3a.concat", 4, cat);
+    ordo_model_destroy(&m);
+
+    m = load_profile("inception_v2");
+    const char *cat3c[3] = {"inception_3c_3x3_relu", "inception_3c_double_3x3_2_relu",
+                            "inception_3c_pool"};
+    expect_inputs(m, "inception_3c_output", 3, cat3c);
+    ordo_model_destroy(&m);
+
+    m = load_profile("densenet121");
+    int o = ordo_model_op_index(m, "features.denseblock4.concat");
+    ck_assert_int_eq(m->ops[o].n_inputs, 17); /* the transition output and 16 layers */
+    const char *l3[3] = {"features.pool0", "features.denseblock1.denselayer1.conv2",
+                         "features.denseblock1.denselayer2.conv2"};
+    expect_inputs(m, "features.denseblock1.denselayer3.concat", 3, l3);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+START_TEST(par32_and_seq32_structure)
+{
+    ordo_model_t *par = load_profile("par32"), *seq = load_profile("seq32");
+    for (int i = 0; i < 32; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "p%d", i);
+        ck_assert_str_eq(par->params[i].name, name);
+        ck_assert_int_eq(par->params[i].ndim, 1);
+        ck_assert_int_eq(par->params[i].shape[0], 524288);
+        ck_assert_int_eq(par->params[i].bytes, 2 << 20);
+        ck_assert_int_eq(par->params[i].first_op, i);
+        ck_assert_int_eq(par->ops[i].n_inputs, 0);
+        ck_assert_int_eq(par->ops[i].n_params, 1);
+        ck_assert_int_eq(par->ops[i].params[0], i);
+        ck_assert_double_eq(par->ops[i].fwd_us, 1000);
+        ck_assert_double_eq(par->ops[i].bwd_us, 2000);
+
+        ck_assert_str_eq(seq->params[i].name, name);
+        ck_assert_int_eq(seq->params[i].bytes, 2 << 20);
+        ck_assert_int_eq(seq->ops[i].n_params, 1);
+        ck_assert_int_eq(seq->ops[i].params[0], i);
+        ck_assert_int_eq(seq->ops[i].n_inputs, i > 0);
+        if (i > 0) ck_assert_int_eq(seq->ops[i].inputs[0], i - 1);
+        ck_assert_double_eq(seq->ops[i].bwd_us, 2000);
+    }
+    ordo_model_op_t *sum = &par->ops[32];
+    ck_assert_str_eq(sum->name, "sum");
+    ck_assert_int_eq(sum->n_params, 0);
+    ck_assert_int_eq(sum->n_inputs, 32);
+    for (int i = 0; i < 32; i++)
+        ck_assert_int_eq(sum->inputs[i], i);
+    ck_assert_double_eq(ordo_model_total_us(seq, 0), 32000);
+    ordo_model_destroy(&par);
+    ordo_model_destroy(&seq);
+}
+END_TEST
+
+START_TEST(smallmany_has_small_tensors)
+{
+    ordo_model_t *m = load_profile("smallmany");
+    for (int i = 0; i < m->n_params; i++) {
+        ck_assert_int_ge(m->params[i].numel, 10000);
+        ck_assert_int_le(m->params[i].numel, 50000);
+        ck_assert_int_eq(m->ops[i].n_inputs, i > 0);
+    }
+    ck_assert_double_eq(ordo_model_total_us(m, 1), 160 * 150);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -430,12 +592,20 @@ static Suite *model_suite(void)
         {"load_shapes", loader_rejects_bad_shapes},
         {"load_files", loader_reads_files},
         {"load_mangled", loader_survives_mangled_input},
+        {"profiles_load", every_profile_loads},
+        {"profiles_dag", profiles_are_real_dags},
+        {"profiles_par_seq", par32_and_seq32_structure},
+        {"profiles_smallmany", smallmany_has_small_tensors},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
         tcase_add_test(tc, cases[i].test);
         suite_add_tcase(s, tc);
     }
+    TCase *tc = tcase_create("profile_counts");
+    tcase_add_loop_test(tc, profile_counts_match_published, 0,
+                        (int)(sizeof published / sizeof published[0]));
+    suite_add_tcase(s, tc);
     return s;
 }
 
