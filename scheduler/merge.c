@@ -1,0 +1,393 @@
+/* merge: the merged-gradient planner. Derives a model's layers and backward timeline,
+ * evaluates groupings under the cost model a + b * bytes, computes groupings (wfbp, all,
+ * the paper's Algorithm 1, the exact dynamic program) and fits a and b. Plans (computing
+ * them for a model, reading and writing ordo-merge/1) live in merge_plan.c. */
+#include "scheduler/merge.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/conf.h"
+#include "common/error.h"
+
+/* ======================================================================================= */
+/* timeline                                                                                */
+/* ======================================================================================= */
+
+void ordo_merge_timeline_destroy(ordo_merge_timeline_t **pt)
+{
+    if (!pt || !*pt) return;
+    ordo_merge_timeline_t *t = *pt;
+    free(t->layer_op);
+    free(t->tb_s);
+    free(t->ready_s);
+    free(t->layer_bytes);
+    free(t->order);
+    free(t->layer_first);
+    free(t->layer_of_param);
+    free(t);
+    *pt = NULL;
+}
+
+int ordo_merge_timeline_new(const ordo_model_t *m, ordo_merge_timeline_t **out)
+{
+    if (!m || !out) return ordo_error_set(ORDO_EINVAL, "ordo_merge_timeline_new: no model");
+    int rc = ORDO_ENOMEM;
+    int P = m->n_params, O = m->n_ops;
+    int *owner = malloc(((size_t)P + 1) * sizeof *owner);
+    ordo_merge_timeline_t *t = calloc(1, sizeof *t);
+    if (!owner || !t) goto fail;
+
+    /* A parameter's gradient is complete when the backward of its first reader (forward
+     * order) ends: that op owns it. */
+    for (int p = 0; p < P; p++)
+        owner[p] = -1;
+    for (int o = 0; o < O; o++)
+        for (int k = 0; k < m->ops[o].n_params; k++) {
+            int p = m->ops[o].params[k];
+            if (p < 0 || p >= P) {
+                rc = ordo_error_set(ORDO_EINVAL, "model '%s': op '%s' names parameter %d of %d",
+                                    m->name, m->ops[o].name, p, P);
+                goto fail;
+            }
+            if (owner[p] < 0) owner[p] = o;
+        }
+    for (int p = 0; p < P; p++)
+        if (owner[p] < 0) {
+            rc = ordo_error_set(ORDO_EINVAL, "model '%s': parameter '%s' is read by no op", m->name,
+                                m->params[p].name);
+            goto fail;
+        }
+
+    t->n_params = P;
+    t->layer_op = malloc(((size_t)O + 1) * sizeof *t->layer_op);
+    t->tb_s = malloc(((size_t)O + 1) * sizeof *t->tb_s);
+    t->ready_s = malloc(((size_t)O + 1) * sizeof *t->ready_s);
+    t->layer_bytes = calloc((size_t)O + 1, sizeof *t->layer_bytes);
+    t->order = malloc(((size_t)P + 1) * sizeof *t->order);
+    t->layer_first = malloc(((size_t)O + 2) * sizeof *t->layer_first);
+    t->layer_of_param = malloc(((size_t)P + 1) * sizeof *t->layer_of_param);
+    if (!t->layer_op || !t->tb_s || !t->ready_s || !t->layer_bytes || !t->order ||
+        !t->layer_first || !t->layer_of_param)
+        goto fail;
+
+    /* Walk backward (reverse forward order); ops owning nothing add their time to the
+     * next layer. */
+    double pending_us = 0, clock_s = 0;
+    int L = 0, np = 0;
+    for (int o = O - 1; o >= 0; o--) {
+        const ordo_model_op_t *op = &m->ops[o];
+        int owns = 0;
+        for (int k = 0; k < op->n_params; k++)
+            if (owner[op->params[k]] == o) owns = 1;
+        if (!owns) {
+            pending_us += op->bwd_us;
+            continue;
+        }
+        double tb = (pending_us + op->bwd_us) * 1e-6;
+        pending_us = 0;
+        clock_s += tb;
+        t->layer_op[L] = o;
+        t->tb_s[L] = tb;
+        t->ready_s[L] = clock_s;
+        t->layer_first[L] = np;
+        for (int k = 0; k < op->n_params; k++) {
+            int p = op->params[k];
+            if (owner[p] != o) continue;
+            t->order[np++] = p;
+            t->layer_of_param[p] = L;
+            t->layer_bytes[L] += m->params[p].bytes;
+        }
+        L++;
+    }
+    ORDO_ASSERT(np == P);
+    t->layer_first[L] = np;
+    t->n_layers = L;
+    free(owner);
+    *out = t;
+    return 0;
+fail:
+    if (rc == ORDO_ENOMEM) ordo_error_set(rc, "model '%s': out of memory", m->name);
+    free(owner);
+    ordo_merge_timeline_destroy(&t);
+    return rc;
+}
+
+/* ======================================================================================= */
+/* cost model                                                                              */
+/* ======================================================================================= */
+
+int ordo_merge_grouping_valid(int n, const int *group_of)
+{
+    if (n < 0 || (n > 0 && !group_of)) return 0;
+    for (int i = 0; i < n; i++) {
+        int prev = i ? group_of[i - 1] : -1;
+        if (i == 0 ? group_of[0] != 0 : (group_of[i] != prev && group_of[i] != prev + 1)) return 0;
+    }
+    return 1;
+}
+
+double ordo_merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
+                             const int *group_of, double a, double b, double *start_s,
+                             double *end_s)
+{
+    ORDO_ASSERT(ordo_merge_grouping_valid(n, group_of));
+    double end = 0;
+    int i = 0;
+    while (i < n) {
+        int g = group_of[i];
+        double ready = 0;
+        int64_t sum = 0;
+        for (; i < n && group_of[i] == g; i++) {
+            if (ready_s[i] > ready) ready = ready_s[i];
+            sum += bytes[i];
+        }
+        double start = end > ready ? end : ready;
+        end = start + a + b * (double)sum;
+        if (start_s) start_s[g] = start;
+        if (end_s) end_s[g] = end;
+    }
+    return end;
+}
+
+static int check_cost(double a, double b)
+{
+    if (!isfinite(a) || !isfinite(b) || a < 0 || b < 0)
+        return ordo_error_set(ORDO_EINVAL,
+                              "cost model a=%g s, b=%g s/byte: both must be finite "
+                              "and >= 0",
+                              a, b);
+    return 0;
+}
+
+/* ======================================================================================= */
+/* algorithms                                                                              */
+/* ======================================================================================= */
+
+/* calc_comm_start is the paper's CalculateCommStart (1-based, layer L first). */
+static void calc_comm_start(int L, const double *tc, const double *tb, const double *taub,
+                            double *tauc)
+{
+    tauc[L] = taub[L] + tb[L];
+    for (int l = L - 1; l >= 1; l--) {
+        double x = tauc[l + 1] + tc[l + 1], y = taub[l] + tb[l];
+        tauc[l] = x > y ? x : y;
+    }
+}
+
+int ordo_merge_mgwfbp(int L, const double *tb_s, const int64_t *bytes, double a, double b,
+                      int *layer_group)
+{
+    int rc = check_cost(a, b);
+    if (rc) return rc;
+    if (L < 0 || (L > 0 && (!tb_s || !bytes || !layer_group)))
+        return ordo_error_set(ORDO_EINVAL, "ordo_merge_mgwfbp: bad arguments");
+    if (L == 0) return 0;
+    /* The paper's arrays, 1-based: layer l of the paper is our layer L - l. */
+    size_t n = (size_t)L + 1;
+    double *tb = malloc(n * sizeof *tb), *tc = malloc(n * sizeof *tc);
+    double *taub = malloc(n * sizeof *taub), *tauc = malloc(n * sizeof *tauc);
+    int64_t *p = malloc(n * sizeof *p);
+    char *merged = calloc(n, 1);
+    rc = ORDO_ENOMEM;
+    if (!tb || !tc || !taub || !tauc || !p || !merged) goto fail;
+    for (int l = 1; l <= L; l++) {
+        tb[l] = tb_s[L - l];
+        p[l] = bytes[L - l];
+        tc[l] = a + b * (double)p[l]; /* line 5 */
+    }
+    taub[L] = 0; /* line 6 */
+    for (int l = L - 1; l >= 1; l--)
+        taub[l] = taub[l + 1] + tb[l + 1];           /* line 8 */
+    calc_comm_start(L, tc, tb, taub, tauc);          /* line 9 */
+    for (int l = L; l >= 2; l--) {                   /* line 10 */
+        if (taub[l - 1] + tb[l - 1] - tauc[l] < a) { /* line 11, Eq. (38) */
+            tc[l] = 0;                               /* Merge: lines 17-19 */
+            p[l - 1] += p[l];
+            tc[l - 1] = a + b * (double)p[l - 1];
+            calc_comm_start(L, tc, tb, taub, tauc); /* line 13 */
+            merged[l] = 1;                          /* line 14 */
+        }
+    }
+    /* A merged layer l travels with layer l - 1; a normal one closes its group. */
+    int g = 0;
+    for (int l = L; l >= 1; l--) {
+        layer_group[L - l] = g;
+        if (!merged[l]) g++;
+    }
+    rc = g;
+fail:
+    if (rc == ORDO_ENOMEM) ordo_error_set(rc, "ordo_merge_mgwfbp: out of memory");
+    free(tb);
+    free(tc);
+    free(taub);
+    free(tauc);
+    free(p);
+    free(merged);
+    return rc;
+}
+
+int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b,
+                       int *layer_group)
+{
+    int rc = check_cost(a, b);
+    if (rc) return rc;
+    if (L < 0 || (L > 0 && (!tb_s || !bytes || !layer_group)))
+        return ordo_error_set(ORDO_EINVAL, "ordo_merge_optimal: bad arguments");
+    if (L == 0) return 0;
+    size_t n = (size_t)L + 1;
+    /* best[i]: the earliest end of the last message over groupings of layers 0..i-1;
+     * from[i]: the first layer of that grouping's last group. */
+    double *best = malloc(n * sizeof *best), *ready = malloc(n * sizeof *ready);
+    int64_t *cum = malloc(n * sizeof *cum);
+    int *from = malloc(n * sizeof *from);
+    rc = ORDO_ENOMEM;
+    if (!best || !ready || !cum || !from) goto fail;
+    double clock = 0;
+    cum[0] = 0;
+    for (int i = 0; i < L; i++) {
+        clock += tb_s[i];
+        ready[i] = clock;
+        cum[i + 1] = cum[i] + bytes[i];
+    }
+    best[0] = 0;
+    for (int i = 1; i <= L; i++) {
+        double r = ready[i - 1];
+        best[i] = INFINITY;
+        from[i] = 0;
+        for (int j = 0; j < i; j++) { /* last group = layers j..i-1 */
+            double start = best[j] > r ? best[j] : r;
+            double end = start + a + b * (double)(cum[i] - cum[j]);
+            if (end < best[i]) {
+                best[i] = end;
+                from[i] = j;
+            }
+        }
+    }
+    /* Walk the choices back to count the groups, then number them front to back. */
+    int groups = 0;
+    for (int i = L; i > 0; i = from[i])
+        groups++;
+    int g = groups;
+    for (int i = L; i > 0; i = from[i]) {
+        g--;
+        for (int k = from[i]; k < i; k++)
+            layer_group[k] = g;
+    }
+    rc = groups;
+fail:
+    if (rc == ORDO_ENOMEM) ordo_error_set(rc, "ordo_merge_optimal: out of memory");
+    free(best);
+    free(ready);
+    free(cum);
+    free(from);
+    return rc;
+}
+
+/* ======================================================================================= */
+/* algorithm names                                                                         */
+/* ======================================================================================= */
+
+int ordo_merge_algo_parse(const char *text, ordo_merge_algo_t *algo, int64_t *bucket_bytes)
+{
+    if (!text || !algo || !bucket_bytes)
+        return ordo_error_set(ORDO_EINVAL, "ordo_merge_algo_parse: missing argument");
+    static const struct {
+        const char *name;
+        ordo_merge_algo_t algo;
+    } names[] = {{"wfbp", ORDO_MERGE_WFBP},
+                 {"none", ORDO_MERGE_WFBP},
+                 {"all", ORDO_MERGE_ALL},
+                 {"mgwfbp", ORDO_MERGE_MGWFBP},
+                 {"optimal", ORDO_MERGE_OPTIMAL}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(text, names[i].name) == 0) {
+            *algo = names[i].algo;
+            *bucket_bytes = 0;
+            return 0;
+        }
+    int64_t n;
+    if (strncmp(text, "bytes:", 6) == 0 && ordo_conf_parse_bytes(text + 6, &n) == 0 && n > 0) {
+        *algo = ORDO_MERGE_BYTES;
+        *bucket_bytes = n;
+        return 0;
+    }
+    return ordo_error_set(ORDO_EINVAL, "'%s' is not one of optimal|mgwfbp|wfbp|all|bytes:N", text);
+}
+
+const char *ordo_merge_algo_name(ordo_merge_algo_t algo)
+{
+    switch (algo) {
+    case ORDO_MERGE_WFBP:
+        return "wfbp";
+    case ORDO_MERGE_ALL:
+        return "all";
+    case ORDO_MERGE_MGWFBP:
+        return "mgwfbp";
+    case ORDO_MERGE_OPTIMAL:
+        return "optimal";
+    case ORDO_MERGE_BYTES:
+        return "bytes";
+    }
+    return "?";
+}
+
+/* ======================================================================================= */
+/* calibration                                                                             */
+/* ======================================================================================= */
+
+int ordo_merge_fit_cost(const double *bytes, const double *secs, int n, double *a, double *b)
+{
+    if (!bytes || !secs || !a || !b)
+        return ordo_error_set(ORDO_EINVAL, "ordo_merge_fit_cost: missing argument");
+    if (n < 2) return ordo_error_set(ORDO_EINVAL, "fit needs at least 2 measurements, got %d", n);
+    double mx = 0, my = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(bytes[i]) || !isfinite(secs[i]) || bytes[i] < 0 || secs[i] < 0)
+            return ordo_error_set(ORDO_EINVAL,
+                                  "measurement %d (%g bytes, %g s): values must be finite and "
+                                  ">= 0",
+                                  i, bytes[i], secs[i]);
+        mx += bytes[i];
+        my += secs[i];
+    }
+    mx /= n;
+    my /= n;
+    /* Centred sums keep the fit accurate when sizes are large and times small. */
+    double sxx = 0, sxy = 0;
+    for (int i = 0; i < n; i++) {
+        sxx += (bytes[i] - mx) * (bytes[i] - mx);
+        sxy += (bytes[i] - mx) * (secs[i] - my);
+    }
+    if (!(sxx > 0))
+        return ordo_error_set(ORDO_EINVAL,
+                              "fit needs at least 2 distinct sizes (all %d are %g "
+                              "bytes)",
+                              n, bytes[0]);
+    double fb = sxy / sxx, fa = my - fb * mx;
+    if (fa < 0 || fb < 0) {
+        /* The free fit breaks a >= 0 or b >= 0, so the constrained optimum lies on an edge:
+         * b = 0 (a is the mean) or a = 0 (a fit through the origin). Take the better. */
+        double sx2 = 0, sxy0 = 0;
+        for (int i = 0; i < n; i++) {
+            sx2 += bytes[i] * bytes[i];
+            sxy0 += bytes[i] * secs[i];
+        }
+        double b0 = sxy0 / sx2, sse_a = 0, sse_b = 0;
+        for (int i = 0; i < n; i++) {
+            sse_a += (secs[i] - my) * (secs[i] - my);
+            sse_b += (secs[i] - b0 * bytes[i]) * (secs[i] - b0 * bytes[i]);
+        }
+        if (sse_a <= sse_b) {
+            fa = my;
+            fb = 0;
+        } else {
+            fa = 0;
+            fb = b0;
+        }
+    }
+    *a = fa;
+    *b = fb;
+    return 0;
+}

@@ -1,0 +1,138 @@
+/* merge: the merged-gradient planner (MG-WFBP, Shi, Chu and Li). It derives the layers of a
+ * model and their backward timeline, evaluates the iteration time of any grouping of
+ * consecutive layers' gradients into messages under the cost model a + b * bytes, computes
+ * groupings (wfbp, all, the paper's Algorithm 1 "mgwfbp", the exact dynamic program
+ * "optimal", fixed buffers "bytes:N"), reads and writes ordo-merge/1 plans, and fits a and b
+ * from measured round trips. Times are in seconds, sizes in bytes. docs/merging.md explains
+ * the model and the algorithms. */
+#ifndef ORDO_MERGE_H
+#define ORDO_MERGE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "scheduler/model.h"
+
+/* ---- the timeline of a model ---------------------------------------------------------- */
+
+/* The layers of MG-WFBP are the ops that own parameters, in backward order (layer 0 runs
+ * first in backward). A parameter read by several ops is owned by the first of them in
+ * forward order, whose backward completes its gradient. t_b of a layer is its op's bwd_us
+ * plus the bwd_us of the ops without owned parameters that run between the previous layer's
+ * op and it in backward order; for layer 0 that is every op after it in forward order (a
+ * loss, say). Ops before the last layer's op in forward order run after every gradient is
+ * ready and delay no push; they are not part of the model. Read-only for callers. */
+typedef struct ordo_merge_timeline {
+    int n_layers;
+    int *layer_op;        /* [n_layers] op index of each layer */
+    double *tb_s;         /* [n_layers] t_b of each layer */
+    double *ready_s;      /* [n_layers] when its gradients are ready (tau_b + t_b) */
+    int64_t *layer_bytes; /* [n_layers] bytes of the parameters it owns */
+    int n_params;         /* = model->n_params */
+    int *order;           /* [n_params] param indices in push order (backward order) */
+    int *layer_first;     /* [n_layers + 1] offsets of each layer's params in order */
+    int *layer_of_param;  /* [n_params] layer owning each param (by param index) */
+} ordo_merge_timeline_t;
+
+/* ordo_merge_timeline_new derives the layers of m; *out is the caller's (free with
+ * ordo_merge_timeline_destroy). m must have passed ordo_model_check. */
+int ordo_merge_timeline_new(const ordo_model_t *m, ordo_merge_timeline_t **out);
+
+/* ordo_merge_timeline_destroy frees *t and sets *t = NULL; NULL-safe. */
+void ordo_merge_timeline_destroy(ordo_merge_timeline_t **t);
+
+/* ---- the cost model over plain arrays ------------------------------------------------- */
+
+/* ordo_merge_comm_times evaluates a grouping of n items (layers or parameters) in push
+ * order: ready_s[i] (non-decreasing) is when item i's gradients are ready, bytes[i] its
+ * size, group_of[i] its group (0 for the first item, then equal or one more than the
+ * previous item's). A group's message starts at max(end of the previous message, ready time
+ * of its last item) and takes a + b * its bytes. Fills start_s and end_s (per group, either
+ * may be NULL) and returns the end of the last message (0 when n == 0). */
+double ordo_merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
+                             const int *group_of, double a, double b, double *start_s,
+                             double *end_s);
+
+/* ordo_merge_grouping_valid reports (1 or 0) whether group_of[0..n) is a valid grouping. */
+int ordo_merge_grouping_valid(int n, const int *group_of);
+
+/* ordo_merge_mgwfbp runs the paper's Algorithm 1 (journal version) over L layers given in
+ * backward order (tb_s[0] is the paper's layer L): layer l merges into l-1 when
+ * tau_b(l-1) + t_b(l-1) - tau_c(l) < a, start times recomputed after each merge. Writes
+ * layer_group[0..L) and returns the number of groups, or a negative error. */
+int ordo_merge_mgwfbp(int L, const double *tb_s, const int64_t *bytes, double a, double b,
+                      int *layer_group);
+
+/* ordo_merge_optimal finds a grouping of L layers (backward order) with the least iteration
+ * time by the O(L^2) dynamic program over the earliest end of each prefix. Writes
+ * layer_group[0..L) and returns the number of groups, or a negative error. */
+int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b,
+                       int *layer_group);
+
+/* ---- plans ---------------------------------------------------------------------------- */
+
+typedef enum ordo_merge_algo {
+    ORDO_MERGE_WFBP,    /* one message per layer, as soon as it is ready */
+    ORDO_MERGE_ALL,     /* one message after backward (SyncEASGD, "single layer") */
+    ORDO_MERGE_MGWFBP,  /* the paper's Algorithm 1 */
+    ORDO_MERGE_OPTIMAL, /* the exact dynamic program */
+    ORDO_MERGE_BYTES,   /* fixed fusion buffer of N bytes (PyTorch DDP, Horovod) */
+} ordo_merge_algo_t;
+
+/* ordo_merge_algo_parse reads "wfbp" (or "none"), "all", "mgwfbp", "optimal" or "bytes:N"
+ * (N as ordo_conf_parse_bytes reads it, > 0); *bucket_bytes is N for bytes:N, else 0. */
+int ordo_merge_algo_parse(const char *text, ordo_merge_algo_t *algo, int64_t *bucket_bytes);
+
+/* ordo_merge_algo_name returns the static name of algo ("optimal", "bytes", ...). */
+const char *ordo_merge_algo_name(ordo_merge_algo_t algo);
+
+/* A merge plan: which parameters travel together, in push order. */
+typedef struct ordo_merge_plan {
+    char *model;             /* model name */
+    double a, b;             /* the cost model the plan was made for */
+    double predicted_iter_s; /* end of the last push after backward starts, under a, b */
+    int n_params;
+    int n_groups;
+    int *order;          /* [n_params] param indices in push order */
+    int *group_start;    /* [n_groups + 1] offsets of each group in order */
+    int *group_of_param; /* [n_params] group of each param (by param index) */
+} ordo_merge_plan_t;
+
+/* ordo_merge_plan_compute plans m's pushes with algo (bucket_bytes for ORDO_MERGE_BYTES)
+ * under cost a + b * bytes (a, b >= 0, finite); *out is the caller's. */
+int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64_t bucket_bytes,
+                            double a, double b, ordo_merge_plan_t **out);
+
+/* ordo_merge_plan_iter_s returns the iteration time of plan p's grouping for model m under
+ * cost a + b * bytes (p's own a and b need not be these). */
+double ordo_merge_plan_iter_s(const ordo_merge_plan_t *p, const ordo_model_t *m, double a,
+                              double b);
+
+/* ordo_merge_plan_destroy frees *p and sets *p = NULL; NULL-safe. */
+void ordo_merge_plan_destroy(ordo_merge_plan_t **p);
+
+/* ordo_merge_plan_to_json writes p as ordo-merge/1 text (one group per line) into a new
+ * string *out that the caller frees. */
+int ordo_merge_plan_to_json(const ordo_merge_plan_t *p, const ordo_model_t *m, char **out);
+
+/* ordo_merge_plan_load_string reads an ordo-merge/1 plan for model m and validates it: the
+ * plan's model name is m's, every parameter appears exactly once, groups are non-empty and
+ * follow backward order (a parameter's layer never comes before the previous one's; the
+ * parameters of one layer may be split between adjacent groups), a and b are finite and
+ * >= 0. predicted_iter_s is recomputed from a, b and m. Errors read "NAME: $.groups[2][0]:
+ * reason". *out is the caller's. */
+int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_model_t *m,
+                                ordo_merge_plan_t **out);
+
+/* ordo_merge_plan_load_file is ordo_merge_plan_load_string over the file at path. */
+int ordo_merge_plan_load_file(const char *path, const ordo_model_t *m, ordo_merge_plan_t **out);
+
+/* ---- calibration ---------------------------------------------------------------------- */
+
+/* ordo_merge_fit_cost fits secs ~ a + b * bytes by least squares over n >= 2 measurements
+ * (finite, >= 0, at least two distinct sizes; repeated sizes are fine). The fit is
+ * constrained to a >= 0 and b >= 0: when the free fit breaks one, the other is refitted
+ * alone. Writes *a and *b on success. */
+int ordo_merge_fit_cost(const double *bytes, const double *secs, int n, double *a, double *b);
+
+#endif

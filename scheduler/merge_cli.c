@@ -1,0 +1,155 @@
+/* merge_cli: `ordo-plan merge`: parses the command line, loads the model, computes the plan
+ * with scheduler/merge and prints it as ordo-merge/1 JSON, or a comparison table. */
+#include "scheduler/merge_cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "scheduler/merge.h"
+#include "scheduler/model.h"
+
+static const char usage_text[] =
+    "usage: ordo-plan merge [--algo ALGO] --a SEC --b SEC_PER_BYTE [--compare] MODEL.json\n"
+    "\n"
+    "Plans which gradients are pushed together (MG-WFBP, docs/merging.md) and writes the\n"
+    "ordo-merge/1 plan to stdout. Pushing b bytes costs a + b_coef * bytes seconds.\n"
+    "\n"
+    "  --algo ALGO        optimal (default) | mgwfbp | wfbp | all | bytes:N (e.g. bytes:25MB)\n"
+    "  --a SEC            start-up cost of one message, seconds (>= 0)\n"
+    "  --b SEC_PER_BYTE   cost per byte, seconds (>= 0)\n"
+    "  --compare          print a table of every algorithm's predicted time instead\n"
+    "  -h, --help         this text\n";
+
+/* parse_cost reads a finite number >= 0 for option opt. */
+static int parse_cost(const char *opt, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v) || v < 0) {
+        fprintf(stderr, "ordo-plan merge: %s '%s' is not a number >= 0\n", opt, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* compare prints the predicted time of every algorithm (bytes:N with the given N, or 25 MB
+ * as PyTorch DDP's default when none was asked for). */
+static int compare(const ordo_model_t *m, double a, double b, int64_t bucket)
+{
+    static const ordo_merge_algo_t algos[] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL, ORDO_MERGE_BYTES,
+                                              ORDO_MERGE_MGWFBP, ORDO_MERGE_OPTIMAL};
+    if (bucket <= 0) bucket = 25 * 1024 * 1024;
+    double wfbp = 0;
+    printf("model %s: %d params, %lld bytes, a = %g s, b = %g s/byte\n", m->name, m->n_params,
+           (long long)ordo_model_total_bytes(m), a, b);
+    printf("%-16s %7s %18s %9s\n", "algo", "groups", "predicted_iter_s", "vs_wfbp");
+    for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
+        ordo_merge_plan_t *p = NULL;
+        int rc = ordo_merge_plan_compute(m, algos[i], bucket, a, b, &p);
+        if (rc) {
+            fprintf(stderr, "ordo-plan merge: %s\n", ordo_error_text(rc));
+            return 1;
+        }
+        if (algos[i] == ORDO_MERGE_WFBP) wfbp = p->predicted_iter_s;
+        char name[48];
+        if (algos[i] == ORDO_MERGE_BYTES)
+            snprintf(name, sizeof name, "bytes:%lld", (long long)bucket);
+        else
+            snprintf(name, sizeof name, "%s", ordo_merge_algo_name(algos[i]));
+        printf("%-16s %7d %18.6f %8.3fx\n", name, p->n_groups, p->predicted_iter_s,
+               p->predicted_iter_s > 0 ? wfbp / p->predicted_iter_s : 1.0);
+        ordo_merge_plan_destroy(&p);
+    }
+    return 0;
+}
+
+int ordo_merge_cli(int argc, char **argv)
+{
+    const char *algo_text = "optimal", *path = NULL;
+    double a = NAN, b = NAN;
+    int want_compare = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *val = NULL;
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+        if (strcmp(arg, "--compare") == 0) {
+            want_compare = 1;
+            continue;
+        }
+        if (arg[0] == '-' && arg[1]) {
+            /* --opt VALUE or --opt=VALUE */
+            const char *eq = strchr(arg, '=');
+            size_t klen = eq ? (size_t)(eq - arg) : strlen(arg);
+            static const char *const keys[] = {"--algo", "--a", "--b"};
+            int which = -1;
+            for (int k = 0; k < 3; k++)
+                if (strlen(keys[k]) == klen && strncmp(arg, keys[k], klen) == 0) which = k;
+            if (which < 0) {
+                fprintf(stderr, "ordo-plan merge: unknown option '%s' (see --help)\n", arg);
+                return 2;
+            }
+            if (eq)
+                val = eq + 1;
+            else if (i + 1 < argc)
+                val = argv[++i];
+            else {
+                fprintf(stderr, "ordo-plan merge: %s needs a value\n", keys[which]);
+                return 2;
+            }
+            if (which == 0)
+                algo_text = val;
+            else if (parse_cost(keys[which], val, which == 1 ? &a : &b))
+                return 2;
+            continue;
+        }
+        if (path) {
+            fprintf(stderr, "ordo-plan merge: one model file only ('%s' and '%s')\n", path, arg);
+            return 2;
+        }
+        path = arg;
+    }
+    ordo_merge_algo_t algo;
+    int64_t bucket;
+    if (ordo_merge_algo_parse(algo_text, &algo, &bucket)) {
+        fprintf(stderr, "ordo-plan merge: --algo %s\n", ordo_error_detail());
+        return 2;
+    }
+    if (!path || isnan(a) || isnan(b)) {
+        fprintf(stderr, "ordo-plan merge: %s (see --help)\n",
+                !path ? "no MODEL.json given" : "--a and --b are required");
+        return 2;
+    }
+
+    ordo_model_t *m = NULL;
+    ordo_merge_plan_t *p = NULL;
+    char *json = NULL;
+    int status = 1, rc = ordo_model_load_file(path, &m);
+    if (rc) {
+        fprintf(stderr, "ordo-plan merge: %s\n", ordo_error_text(rc));
+        goto done;
+    }
+    if (want_compare) {
+        status = compare(m, a, b, algo == ORDO_MERGE_BYTES ? bucket : 0);
+        goto done;
+    }
+    if ((rc = ordo_merge_plan_compute(m, algo, bucket, a, b, &p)) ||
+        (rc = ordo_merge_plan_to_json(p, m, &json))) {
+        fprintf(stderr, "ordo-plan merge: %s: %s\n", path, ordo_error_text(rc));
+        goto done;
+    }
+    fputs(json, stdout);
+    status = fflush(stdout) == 0 ? 0 : 1;
+done:
+    free(json);
+    ordo_merge_plan_destroy(&p);
+    ordo_model_destroy(&m);
+    return status;
+}
