@@ -109,6 +109,8 @@ static const key_t_ keys[] = {
      "a peer silent this long is declared dead"},
     {"fault", "heartbeat_ms", T_INT, OFF(heartbeat_ms), 0, "500", 10, 600000, NULL,
      "interval between heartbeats"},
+    {"fault", "startup_ms", T_INT, OFF(startup_ms), 0, "60000", 100, 3600000, NULL,
+     "how long the scheduler waits for every node to register (and nodes for WELCOME)"},
     {"fault", "checkpoint_every", T_INT, OFF(checkpoint_every), 0, "0", 0, 100000000, NULL,
      "iterations between server checkpoints (0 = none)"},
     {"fault", "checkpoint_dir", T_STR, OFF(checkpoint_dir), SZ(checkpoint_dir), "", 0, 0, NULL,

@@ -1,0 +1,146 @@
+/* node: registration with the scheduler and the cluster map it returns. */
+#include "common/node.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/log.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int parse_welcome(ordo_node_t *node, const char *text)
+{
+    json_error_t jerr;
+    int rc = ORDO_EPROTO;
+    json_t *root = json_loads(text, 0, &jerr);
+    if (!root) return ordo_error_set(ORDO_EPROTO, "WELCOME: invalid JSON: %s", jerr.text);
+    json_t *rank = json_object_get(root, "rank"), *servers = json_object_get(root, "servers");
+    json_t *workers = json_object_get(root, "workers"), *keys = json_object_get(root, "keys");
+    json_t *run_dir = json_object_get(root, "run_dir"), *plan = json_object_get(root, "plan");
+    if (!json_is_integer(rank) || !json_is_array(servers) || !json_is_integer(workers) ||
+        !json_is_object(keys) || json_integer_value(rank) < 0 ||
+        json_integer_value(workers) < 1 || json_array_size(servers) < 1) {
+        rc = ordo_error_set(ORDO_EPROTO, "WELCOME: missing or bad rank/servers/workers/keys");
+        goto done;
+    }
+    node->rank = (int)json_integer_value(rank);
+    node->n_workers = (int)json_integer_value(workers);
+    node->n_servers = (int)json_array_size(servers);
+    node->server_endpoints = calloc((size_t)node->n_servers, sizeof(char *));
+    if (!node->server_endpoints) {
+        rc = ORDO_ENOMEM;
+        goto done;
+    }
+    for (int i = 0; i < node->n_servers; i++) {
+        const char *ep = json_string_value(json_array_get(servers, (size_t)i));
+        if (!ep || strncmp(ep, "tcp://", 6) != 0) {
+            rc = ordo_error_set(ORDO_EPROTO, "WELCOME: servers[%d] is not a tcp endpoint", i);
+            goto done;
+        }
+        node->server_endpoints[i] = strdup(ep);
+    }
+    char *kt = json_dumps(keys, JSON_COMPACT);
+    rc = ordo_keys_from_json(kt, &node->keys);
+    free(kt);
+    if (rc) goto done;
+    if (node->keys->n_servers != node->n_servers) {
+        rc = ordo_error_set(ORDO_EPROTO, "WELCOME: key map has %d servers, cluster %d",
+                            node->keys->n_servers, node->n_servers);
+        goto done;
+    }
+    if (json_is_string(run_dir))
+        snprintf(node->run_dir, sizeof node->run_dir, "%s", json_string_value(run_dir));
+    if (json_is_object(plan)) node->plan_json = json_dumps(plan, JSON_COMPACT);
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
+
+int ordo_node_send_ctl(ordo_node_t *node, ordo_msg_t *m)
+{
+    m->sock = node->sched_sock;
+    m->hdr.role = (uint8_t)node->role;
+    m->hdr.rank = node->rank;
+    return ordo_transport_send(node->tp, m);
+}
+
+int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const char *endpoint)
+{
+    int rc;
+    node->role = role;
+    node->rank = -1;
+    rc = ordo_transport_connect(node->tp, conf->scheduler, 0);
+    if (rc < 0) return rc;
+    node->sched_sock = rc;
+
+    json_t *reg = json_pack("{s:s, s:s, s:i, s:i}", "role", ordo_wire_role_name(role), "token",
+                            conf->token, "rank", conf->rank, "pid", (int)getpid());
+    if (endpoint) json_object_set_new(reg, "endpoint", json_string(endpoint));
+    char *text = json_dumps(reg, JSON_COMPACT);
+    json_decref(reg);
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_REGISTER);
+    m.hdr.dtype = ORDO_DTYPE_JSON;
+    ordo_msg_add_text(&m, text);
+    free(text);
+    if ((rc = ordo_node_send_ctl(node, &m)) != 0) return rc;
+    /* heartbeats start now, so a scheduler that vanishes during start-up is noticed */
+    rc = ordo_transport_heartbeat(node->tp, node->sched_sock, conf->heartbeat_ms,
+                                  conf->startup_ms);
+    if (rc < 0) return rc;
+
+    int64_t deadline = ordo_clock_ns() + (int64_t)conf->startup_ms * 1000000;
+    for (;;) {
+        int64_t left = (deadline - ordo_clock_ns()) / 1000000;
+        if (left <= 0)
+            return ordo_error_set(ORDO_ETIMEDOUT, "no WELCOME from the scheduler at %s within %d ms",
+                                  conf->scheduler, conf->startup_ms);
+        rc = ordo_transport_recv(node->tp, &m, (int)left);
+        if (rc == ORDO_ETIMEDOUT) continue;
+        if (rc) return rc;
+        char buf[512];
+        switch (m.hdr.type) {
+        case ORDO_MSG_WELCOME: {
+            size_t len;
+            char *d = ordo_msg_data(&m, 0, &len);
+            char *js = d ? strndup(d, len) : NULL;
+            ordo_msg_close(&m);
+            if (!js) return ordo_error_set(ORDO_EPROTO, "WELCOME without a body");
+            rc = parse_welcome(node, js);
+            free(js);
+            if (rc) return rc;
+            /* from now on the scheduler must answer within the run's timeout */
+            return ordo_transport_heartbeat(node->tp, node->sched_sock, conf->heartbeat_ms,
+                                            conf->timeout_ms) < 0 ? ORDO_EIO : 0;
+        }
+        case ORDO_MSG_REJECT:
+            ordo_msg_text(&m, 0, buf, sizeof buf);
+            ordo_msg_close(&m);
+            return ordo_error_set(ORDO_EAUTH, "the scheduler refused registration: %s", buf);
+        case ORDO_MSG_ABORT:
+            ordo_msg_text(&m, 0, buf, sizeof buf);
+            ordo_msg_close(&m);
+            return ordo_error_set(ORDO_EABORT, "cluster aborted: %s", buf);
+        case ORDO_MSG_PEER_DEAD:
+            ordo_msg_close(&m);
+            return ordo_error_set(ORDO_EPEERDEAD, "the scheduler at %s does not answer",
+                                  conf->scheduler);
+        default:
+            ORDO_DEBUG("ignoring %s while joining", ordo_wire_type_name(m.hdr.type));
+            ordo_msg_close(&m);
+        }
+    }
+}
+
+void ordo_node_fini(ordo_node_t *node)
+{
+    if (node->server_endpoints)
+        for (int i = 0; i < node->n_servers; i++) free(node->server_endpoints[i]);
+    free(node->server_endpoints);
+    node->server_endpoints = NULL;
+    ordo_keys_destroy(&node->keys);
+    free(node->plan_json);
+    node->plan_json = NULL;
+}

@@ -1,0 +1,36 @@
+/* node: what servers and workers share about joining a cluster: connect to the scheduler,
+ * register with role, endpoint and token, wait (bounded) for the WELCOME with the rank,
+ * the server endpoints and the key map, and keep heartbeats going. The scheduler's
+ * answers are validated like any other untrusted input. */
+#ifndef ORDO_NODE_H
+#define ORDO_NODE_H
+
+#include "common/conf.h"
+#include "common/keys.h"
+#include "common/transport.h"
+
+typedef struct ordo_node {
+    ordo_transport_t *tp;
+    int sched_sock; /* DEALER to the scheduler */
+    int role;
+    int rank;
+    int n_servers, n_workers;
+    char **server_endpoints; /* n_servers strings */
+    ordo_keys_t *keys;
+    char run_dir[ORDO_CONF_PATH];
+    char *plan_json; /* the scheduler's plan (order, merge, ...) or NULL */
+} ordo_node_t;
+
+/* ordo_node_join connects node (whose tp the caller created) to the scheduler named in
+ * conf, registers with the given role and data endpoint (servers; NULL for workers) and
+ * waits up to conf->startup_ms for the WELCOME. ORDO_EAUTH when the token was refused,
+ * ORDO_ETIMEDOUT when no answer came, ORDO_EABORT when the cluster aborted. */
+int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const char *endpoint);
+
+/* ordo_node_send_ctl sends a message to the scheduler stamped with the node's role/rank. */
+int ordo_node_send_ctl(ordo_node_t *node, ordo_msg_t *m);
+
+/* ordo_node_fini frees what ordo_node_join filled (not the transport). */
+void ordo_node_fini(ordo_node_t *node);
+
+#endif

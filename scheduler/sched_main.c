@@ -1,0 +1,414 @@
+/* ordo-scheduler: rendezvous, heartbeats, dead-peer detection, run statistics and the
+ * orderly end of a run. Nodes register with role, endpoint and the cluster token; once the
+ * conf's numbers of servers and workers are in, each gets a rank, the cluster map and the
+ * key map. It then records every worker's per-iteration stats and, when every worker is
+ * done, shuts the cluster down and writes summary.json. A node silent for fault.timeout_ms
+ * aborts the run: every other node is told, and every process exits non-zero. */
+#include "common/clock.h"
+#include "common/conf.h"
+#include "common/error.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "common/transport.h"
+#include "scheduler/job.h"
+#include "scheduler/runplan.h"
+#include "scheduler/runlog.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_ABORT 3
+
+typedef struct {
+    uint8_t rid[ORDO_WIRE_MAX_RID];
+    size_t rid_len;
+    int role;
+    int want_rank;
+    int rank;
+    int pid;
+    char endpoint[256];
+    int64_t last_seen_ns;
+    bool done;
+} member_t;
+
+typedef struct {
+    ordo_conf_t conf;
+    ordo_transport_t *tp;
+    int sock;
+    member_t *members;
+    int n_members, n_servers, n_workers;
+    bool welcomed;
+    int n_done;
+    ordo_runlog_t *log;
+    ordo_model_t *model;
+    ordo_keys_t *keys;
+    char run_dir[ORDO_CONF_PATH + ORDO_CONF_STR + 64];
+} sched_t;
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+static const char *member_name(const member_t *m, char *buf, size_t size)
+{
+    if (m->rank >= 0)
+        snprintf(buf, size, "%s %d (pid %d%s%s)", ordo_wire_role_name(m->role), m->rank, m->pid,
+                 m->endpoint[0] ? ", " : "", m->endpoint);
+    else
+        snprintf(buf, size, "unranked %s (pid %d)", ordo_wire_role_name(m->role), m->pid);
+    return buf;
+}
+
+static void reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type, const char *text)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, type);
+    m.sock = s->sock;
+    memcpy(m.rid, rid, rid_len);
+    m.rid_len = rid_len;
+    m.hdr.role = ORDO_ROLE_SCHEDULER;
+    m.hdr.rank = 0;
+    if (text) {
+        m.hdr.dtype = ORDO_DTYPE_JSON;
+        ordo_msg_add_text(&m, text);
+    }
+    ordo_transport_send(s->tp, &m);
+}
+
+static void broadcast(sched_t *s, int type, const char *text)
+{
+    for (int i = 0; i < s->n_members; i++)
+        reply(s, s->members[i].rid, s->members[i].rid_len, type, text);
+}
+
+static member_t *find_member(sched_t *s, const ordo_msg_t *m)
+{
+    for (int i = 0; i < s->n_members; i++)
+        if (s->members[i].rid_len == m->rid_len &&
+            memcmp(s->members[i].rid, m->rid, m->rid_len) == 0)
+            return &s->members[i];
+    return NULL;
+}
+
+/* ---- registration ------------------------------------------------------------------- */
+
+static void assign_ranks(sched_t *s, int role, int count)
+{
+    bool *taken = calloc((size_t)count, 1);
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *m = &s->members[i];
+        if (m->role == role && m->want_rank >= 0 && m->want_rank < count && !taken[m->want_rank]) {
+            m->rank = m->want_rank;
+            taken[m->rank] = true;
+        }
+    }
+    int next = 0;
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *m = &s->members[i];
+        if (m->role != role || m->rank >= 0) continue;
+        while (taken[next]) next++;
+        m->rank = next;
+        taken[next] = true;
+    }
+    free(taken);
+}
+
+static int send_welcome(sched_t *s)
+{
+    assign_ranks(s, ORDO_ROLE_SERVER, s->conf.servers);
+    assign_ranks(s, ORDO_ROLE_WORKER, s->conf.workers);
+    json_t *servers = json_array();
+    for (int r = 0; r < s->conf.servers; r++)
+        for (int i = 0; i < s->n_members; i++)
+            if (s->members[i].role == ORDO_ROLE_SERVER && s->members[i].rank == r)
+                json_array_append_new(servers, json_string(s->members[i].endpoint));
+    char *keys_text = ordo_keys_to_json(s->keys);
+    json_t *keys = json_loads(keys_text, 0, NULL);
+    free(keys_text);
+    json_t *plan = NULL;
+    int rc = ordo_runplan_make(&s->conf, s->model, s->keys, &plan);
+    if (rc) {
+        json_decref(servers);
+        json_decref(keys);
+        return rc;
+    }
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *m = &s->members[i];
+        json_t *w = json_object();
+        json_object_set_new(w, "rank", json_integer(m->rank));
+        json_object_set(w, "servers", servers);
+        json_object_set_new(w, "workers", json_integer(s->conf.workers));
+        json_object_set(w, "keys", keys);
+        json_object_set_new(w, "run_dir", json_string(s->run_dir));
+        if (plan) json_object_set(w, "plan", plan);
+        char *text = json_dumps(w, JSON_COMPACT);
+        reply(s, m->rid, m->rid_len, ORDO_MSG_WELCOME, text);
+        free(text);
+        json_decref(w);
+        m->last_seen_ns = ordo_clock_ns();
+        char name[320];
+        ORDO_DEBUG("welcomed %s", member_name(m, name, sizeof name));
+    }
+    json_decref(servers);
+    json_decref(keys);
+    json_decref(plan);
+    s->welcomed = true;
+    ORDO_INFO("cluster complete: %d servers, %d workers, %d keys in %d slices; run folder %s",
+              s->conf.servers, s->conf.workers, s->keys->n_keys, s->keys->n_slices, s->run_dir);
+    return 0;
+}
+
+static void on_register(sched_t *s, ordo_msg_t *m)
+{
+    char body[2048];
+    ordo_msg_text(m, 0, body, sizeof body);
+    json_t *o = json_loads(body, 0, NULL);
+    const char *role = json_string_value(json_object_get(o, "role"));
+    const char *token = json_string_value(json_object_get(o, "token"));
+    const char *ep = json_string_value(json_object_get(o, "endpoint"));
+    json_t *rank = json_object_get(o, "rank"), *pid = json_object_get(o, "pid");
+    int r = !role ? -1 : !strcmp(role, "server") ? ORDO_ROLE_SERVER
+                       : !strcmp(role, "worker") ? ORDO_ROLE_WORKER : -1;
+    if (!o || r < 0 || !token || !json_is_integer(rank) || !json_is_integer(pid) ||
+        (r == ORDO_ROLE_SERVER && (!ep || strncmp(ep, "tcp://", 6) != 0 || strlen(ep) > 255))) {
+        ORDO_WARN("refused a malformed registration");
+        reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "malformed registration");
+        goto done;
+    }
+    if (strcmp(token, s->conf.token) != 0) {
+        ORDO_WARN("refused registration of a %s (pid %lld): wrong cluster token", role,
+                  (long long)json_integer_value(pid));
+        reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "wrong cluster token");
+        goto done;
+    }
+    if (find_member(s, m)) {
+        reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "already registered");
+        goto done;
+    }
+    int *count = r == ORDO_ROLE_SERVER ? &s->n_servers : &s->n_workers;
+    int limit = r == ORDO_ROLE_SERVER ? s->conf.servers : s->conf.workers;
+    if (s->welcomed || *count >= limit) {
+        ORDO_WARN("refused registration of a %s: the cluster already has %d", role, limit);
+        reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "cluster is full");
+        goto done;
+    }
+    member_t *mb = &s->members[s->n_members++];
+    memset(mb, 0, sizeof *mb);
+    memcpy(mb->rid, m->rid, m->rid_len);
+    mb->rid_len = m->rid_len;
+    mb->role = r;
+    mb->want_rank = (int)json_integer_value(rank);
+    mb->rank = -1;
+    mb->pid = (int)json_integer_value(pid);
+    if (ep) snprintf(mb->endpoint, sizeof mb->endpoint, "%s", ep);
+    mb->last_seen_ns = ordo_clock_ns();
+    (*count)++;
+    ORDO_INFO("registered %s pid %d%s%s (%d/%d servers, %d/%d workers)", role, mb->pid,
+              ep ? " at " : "", ep ? ep : "", s->n_servers, s->conf.servers, s->n_workers,
+              s->conf.workers);
+    if (s->n_servers == s->conf.servers && s->n_workers == s->conf.workers) {
+        int rc = send_welcome(s);
+        if (rc) {
+            ORDO_ERROR("cannot plan the run: %s", ordo_error_text(rc));
+            broadcast(s, ORDO_MSG_ABORT, "the scheduler cannot plan the run");
+            exit(EXIT_ABORT);
+        }
+    }
+done:
+    json_decref(o);
+}
+
+/* ---- run ---------------------------------------------------------------------------- */
+
+static void abort_run(sched_t *s, const char *why)
+{
+    ORDO_ERROR("aborting the run: %s", why);
+    broadcast(s, ORDO_MSG_ABORT, why);
+    ordo_transport_destroy(&s->tp, 1000);
+    if (s->log) {
+        ordo_runlog_write_summary(s->log, NULL);
+        ordo_runlog_destroy(&s->log);
+    }
+    exit(EXIT_ABORT);
+}
+
+static void check_liveness(sched_t *s)
+{
+    int64_t now = ordo_clock_ns();
+    if (!s->welcomed) {
+        return;
+    }
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *m = &s->members[i];
+        int64_t silent_ms = (now - m->last_seen_ns) / 1000000;
+        if (silent_ms > s->conf.timeout_ms) {
+            char name[320], why[512];
+            snprintf(why, sizeof why, "%s is dead: no heartbeat for %lld ms (timeout %d ms)",
+                     member_name(m, name, sizeof name), (long long)silent_ms, s->conf.timeout_ms);
+            abort_run(s, why);
+        }
+    }
+}
+
+static bool handle(sched_t *s, ordo_msg_t *m)
+{
+    member_t *mb = find_member(s, m);
+    char name[320];
+    if (m->hdr.type == ORDO_MSG_REGISTER) {
+        on_register(s, m);
+        return false;
+    }
+    if (!mb) {
+        ORDO_WARN("dropped %s from an unregistered peer", ordo_wire_type_name(m->hdr.type));
+        return false;
+    }
+    mb->last_seen_ns = ordo_clock_ns();
+    switch (m->hdr.type) {
+    case ORDO_MSG_HEARTBEAT:
+        reply(s, mb->rid, mb->rid_len, ORDO_MSG_HEARTBEAT_ACK, NULL);
+        break;
+    case ORDO_MSG_STATS: {
+        char body[4096];
+        ordo_iter_stats_t st;
+        ordo_msg_text(m, 0, body, sizeof body);
+        int rc = ordo_runlog_parse_stats(body, s->conf.workers, &st);
+        if (rc == 0 && st.worker != mb->rank)
+            rc = ordo_error_set(ORDO_EPROTO, "STATS names worker %d", st.worker);
+        if (rc) ORDO_WARN("dropped stats of %s: %s", member_name(mb, name, sizeof name), ordo_error_text(rc));
+        else if (s->log) ordo_runlog_add(s->log, &st);
+        break;
+    }
+    case ORDO_MSG_DONE: {
+        if (mb->role != ORDO_ROLE_WORKER || mb->done) break;
+        char body[4096];
+        ordo_msg_text(m, 0, body, sizeof body);
+        if (m->nframes && s->log && ordo_runlog_final(s->log, mb->rank, body) != 0)
+            ORDO_WARN("bad DONE body from %s", member_name(mb, name, sizeof name));
+        mb->done = true;
+        s->n_done++;
+        ORDO_INFO("%s finished (%d/%d)", member_name(mb, name, sizeof name), s->n_done,
+                  s->conf.workers);
+        return s->n_done == s->conf.workers;
+    }
+    case ORDO_MSG_ABORT: {
+        char why[600], body[400];
+        snprintf(why, sizeof why, "%s gave up: %s", member_name(mb, name, sizeof name),
+                 ordo_msg_text(m, 0, body, sizeof body));
+        abort_run(s, why);
+        break;
+    }
+    default:
+        ORDO_WARN("dropped unexpected %s from %s", ordo_wire_type_name(m->hdr.type),
+                  member_name(mb, name, sizeof name));
+    }
+    return false;
+}
+
+static void make_run_dir(sched_t *s)
+{
+    if (s->conf.run_name[0]) {
+        snprintf(s->run_dir, sizeof s->run_dir, "%s/%s", s->conf.out_dir, s->conf.run_name);
+    } else {
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        char stamp[64];
+        strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+        snprintf(s->run_dir, sizeof s->run_dir, "%s/%s-%d", s->conf.out_dir, stamp, (int)getpid());
+    }
+}
+
+int main(int argc, char **argv)
+{
+    sched_t s = {0};
+    int rc = ordo_conf_cli(&s.conf, argc, argv, "ordo-scheduler", "-c CONF [--section.key=VALUE ...]");
+    if (rc) return rc > 0 ? 0 : 2;
+    ordo_log_level_t lvl;
+    ordo_log_parse_level(s.conf.log_level, &lvl);
+    ordo_log_set_level(lvl);
+    ordo_log_set_role("scheduler", -1);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+
+    if ((rc = ordo_job_model(&s.conf, &s.model)) != 0) {
+        fprintf(stderr, "ordo-scheduler: %s\n", ordo_error_text(rc));
+        return 1;
+    }
+    int64_t *numel = malloc(sizeof *numel * (size_t)s.model->n_params);
+    for (int i = 0; i < s.model->n_params; i++) numel[i] = s.model->params[i].numel;
+    rc = ordo_keys_partition(numel, s.model->n_params, s.model->dtype_size,
+                             s.conf.partition_bytes, s.conf.servers, &s.keys);
+    free(numel);
+    if (rc) {
+        fprintf(stderr, "ordo-scheduler: %s\n", ordo_error_text(rc));
+        return 1;
+    }
+    make_run_dir(&s);
+    if ((rc = ordo_runlog_new(s.run_dir, &s.conf, s.conf.workers, &s.log)) != 0) {
+        fprintf(stderr, "ordo-scheduler: %s\n", ordo_error_text(rc));
+        return 1;
+    }
+    s.members = calloc((size_t)(s.conf.servers + s.conf.workers), sizeof *s.members);
+    ordo_transport_opts_t opts = {.role = ORDO_ROLE_SCHEDULER, .rank = 0};
+    if ((rc = ordo_transport_new(&opts, &s.tp)) != 0) {
+        fprintf(stderr, "ordo-scheduler: %s\n", ordo_error_text(rc));
+        return 1;
+    }
+    char actual[256];
+    rc = ordo_transport_bind(s.tp, s.conf.scheduler, 0, actual, sizeof actual);
+    if (rc < 0) {
+        fprintf(stderr, "ordo-scheduler: cannot listen on %s: %s\n", s.conf.scheduler,
+                ordo_error_text(rc));
+        return 1;
+    }
+    s.sock = rc;
+    printf("READY %s\n", actual);
+    fflush(stdout);
+    ORDO_INFO("listening on %s for %d servers and %d workers (model %s, %d tensors, %.1f MiB)",
+              actual, s.conf.servers, s.conf.workers, s.model->name, s.model->n_params,
+              (double)ordo_model_total_bytes(s.model) / 1048576.0);
+
+    int64_t start = ordo_clock_ns();
+    bool finished = false;
+    while (!finished) {
+        if (stop_signal) abort_run(&s, "the scheduler was interrupted");
+        ordo_msg_t m;
+        rc = ordo_transport_recv(s.tp, &m, s.conf.heartbeat_ms / 2 + 1);
+        if (rc == 0) {
+            finished = handle(&s, &m);
+            ordo_msg_close(&m);
+        }
+        if (!s.welcomed && (ordo_clock_ns() - start) / 1000000 > s.conf.startup_ms) {
+            char why[256];
+            snprintf(why, sizeof why,
+                     "only %d/%d servers and %d/%d workers registered within %d ms",
+                     s.n_servers, s.conf.servers, s.n_workers, s.conf.workers, s.conf.startup_ms);
+            abort_run(&s, why);
+        }
+        check_liveness(&s);
+    }
+    broadcast(&s, ORDO_MSG_SHUTDOWN, NULL);
+    char *summary = NULL;
+    rc = ordo_runlog_write_summary(s.log, &summary);
+    if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
+    ORDO_INFO("run complete; summary in %s/summary.json", s.run_dir);
+    printf("SUMMARY %s\n", summary ? summary : "{}");
+    fflush(stdout);
+    free(summary);
+    ordo_runlog_destroy(&s.log);
+    ordo_transport_destroy(&s.tp, 2000);
+    ordo_keys_destroy(&s.keys);
+    ordo_model_destroy(&s.model);
+    free(s.members);
+    return rc ? 1 : 0;
+}

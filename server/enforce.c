@@ -1,0 +1,170 @@
+/* enforce: priority release of ready pull responses. */
+#include "server/enforce.h"
+#include "common/conf.h"
+#include "common/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int slice;
+    int prio;
+    uint64_t seq; /* arrival order */
+    ordo_msg_t msg;
+} item_t;
+
+typedef struct {
+    item_t *items;
+    int n, cap;
+    int64_t iter;  /* current iteration of this worker */
+    int64_t count; /* transfers handed over in that iteration */
+} wq_t;
+
+struct ordo_enforce {
+    int mode;
+    int n_workers, n_slices;
+    int *prio;
+    wq_t *w;
+    uint64_t seq;
+    int pending;
+    int rr; /* round-robin start among workers for fifo/strict fairness */
+};
+
+int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio,
+                     ordo_enforce_t **out)
+{
+    ordo_enforce_t *e = calloc(1, sizeof *e);
+    if (!e) return ORDO_ENOMEM;
+    e->mode = mode;
+    e->n_workers = n_workers;
+    e->n_slices = n_slices;
+    e->prio = calloc((size_t)n_slices + 1, sizeof *e->prio);
+    e->w = calloc((size_t)n_workers, sizeof *e->w);
+    if (!e->prio || !e->w) {
+        ordo_enforce_destroy(&e);
+        return ORDO_ENOMEM;
+    }
+    if (norm_prio) memcpy(e->prio, norm_prio, sizeof *e->prio * (size_t)n_slices);
+    for (int i = 0; i < n_workers; i++) e->w[i].iter = -1;
+    *out = e;
+    return 0;
+}
+
+void ordo_enforce_destroy(ordo_enforce_t **ep)
+{
+    ordo_enforce_t *e = *ep;
+    if (!e) return;
+    if (e->w)
+        for (int i = 0; i < e->n_workers; i++) {
+            for (int j = 0; j < e->w[i].n; j++) ordo_msg_close(&e->w[i].items[j].msg);
+            free(e->w[i].items);
+        }
+    free(e->w);
+    free(e->prio);
+    free(e);
+    *ep = NULL;
+}
+
+int ordo_enforce_add(ordo_enforce_t *e, int worker, int64_t iter, int slice, ordo_msg_t *m)
+{
+    if (worker < 0 || worker >= e->n_workers || slice < 0 || slice >= e->n_slices)
+        return ordo_error_set(ORDO_EINVAL, "enforce: bad worker %d or slice %d", worker, slice);
+    wq_t *q = &e->w[worker];
+    if (q->n == q->cap) {
+        int cap = q->cap ? q->cap * 2 : 16;
+        item_t *p = realloc(q->items, sizeof *p * (size_t)cap);
+        if (!p) return ORDO_ENOMEM;
+        q->items = p;
+        q->cap = cap;
+    }
+    if (iter > q->iter) { /* a new iteration of this worker starts its own count */
+        q->iter = iter;
+        q->count = 0;
+    }
+    item_t *it = &q->items[q->n++];
+    it->slice = slice;
+    it->prio = e->prio[slice];
+    it->seq = e->seq++;
+    ordo_msg_move(&it->msg, m);
+    e->pending++;
+    return 0;
+}
+
+static void take(ordo_enforce_t *e, wq_t *q, int idx, ordo_msg_t *out)
+{
+    ordo_msg_move(out, &q->items[idx].msg);
+    q->items[idx] = q->items[--q->n];
+    q->count++;
+    e->pending--;
+}
+
+/* best item of a worker queue: smallest priority, then arrival */
+static int best_of(const wq_t *q, bool by_prio)
+{
+    int best = -1;
+    for (int i = 0; i < q->n; i++) {
+        const item_t *a = &q->items[i];
+        if (best < 0) {
+            best = i;
+            continue;
+        }
+        const item_t *b = &q->items[best];
+        if ((by_prio && a->prio < b->prio) || ((!by_prio || a->prio == b->prio) && a->seq < b->seq))
+            best = i;
+    }
+    return best;
+}
+
+int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out)
+{
+    if (e->pending == 0) return ORDO_EAGAIN;
+    if (e->mode == ORDO_ENFORCE_GREEDY) {
+        if (!link_free) return ORDO_EAGAIN;
+        int bw = -1, bi = -1;
+        for (int k = 0; k < e->n_workers; k++) {
+            int w = (e->rr + k) % e->n_workers;
+            int i = best_of(&e->w[w], true);
+            if (i < 0) continue;
+            if (bw < 0 || e->w[w].items[i].prio < e->w[bw].items[bi].prio) {
+                bw = w;
+                bi = i;
+            }
+        }
+        e->rr = (bw + 1) % e->n_workers;
+        take(e, &e->w[bw], bi, out);
+        return 0;
+    }
+    /* fifo and strict: take from workers in turn so one worker cannot starve another */
+    for (int k = 0; k < e->n_workers; k++) {
+        int w = (e->rr + k) % e->n_workers;
+        wq_t *q = &e->w[w];
+        if (q->n == 0) continue;
+        int i;
+        if (e->mode == ORDO_ENFORCE_STRICT) {
+            i = best_of(q, true);
+            if (q->items[i].prio > q->count) continue; /* its turn has not come */
+        } else {
+            i = best_of(q, false);
+        }
+        e->rr = (w + 1) % e->n_workers;
+        take(e, q, i, out);
+        return 0;
+    }
+    return ORDO_EAGAIN;
+}
+
+int ordo_enforce_pending(const ordo_enforce_t *e)
+{
+    return e->pending;
+}
+
+void ordo_enforce_normalize(const int *prio_of_slice, const int *server_of_slice, int n_slices,
+                            int server, int *out)
+{
+    for (int s = 0; s < n_slices; s++) {
+        int c = 0;
+        for (int t = 0; t < n_slices; t++)
+            if (server_of_slice[t] == server && prio_of_slice[t] < prio_of_slice[s]) c++;
+        out[s] = c;
+    }
+}

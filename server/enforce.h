@@ -1,0 +1,48 @@
+/* enforce: the server's enforcement module, which decides when a ready pull response is
+ * handed to the network. Per worker it keeps the ready responses of that worker's current
+ * iteration and a counter of the transfers already handed over in it.
+ * - fifo: responses leave in the order they became ready (no plan).
+ * - strict: a response whose normalized priority is p leaves only once the counter has
+ *   reached p (TicTac's enforcement); equal p may leave in any order.
+ * - greedy: whenever the egress link is free, the ready response with the smallest
+ *   priority (over all workers) leaves; the link never idles while one is ready.
+ * Normalized priority (DESIGN.md §3): the number of this server's slices with a strictly
+ * smaller plan priority. */
+#ifndef ORDO_ENFORCE_H
+#define ORDO_ENFORCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/wire.h"
+
+typedef enum { ORDO_ENFORCE_MODE_FIFO = -1 } ordo_enforce_fifo_t;
+
+typedef struct ordo_enforce ordo_enforce_t;
+
+/* ordo_enforce_new: mode is ORDO_ENFORCE_MODE_FIFO, ORDO_ENFORCE_STRICT or
+ * ORDO_ENFORCE_GREEDY (common/conf.h); norm_prio gives each slice's normalized priority
+ * (indexed by slice; only this server's slices are used; may be NULL for fifo). */
+int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio,
+                     ordo_enforce_t **out);
+
+/* ordo_enforce_destroy frees the module and closes messages it still holds. */
+void ordo_enforce_destroy(ordo_enforce_t **e);
+
+/* ordo_enforce_add hands over a ready response of worker for slice in iteration iter; the
+ * module takes m's frames (m is left empty). */
+int ordo_enforce_add(ordo_enforce_t *e, int worker, int64_t iter, int slice, ordo_msg_t *m);
+
+/* ordo_enforce_next releases the next response allowed to go now into out (link_free: the
+ * egress link can take a message now). Returns 0 with a message, ORDO_EAGAIN with none. */
+int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out);
+
+/* ordo_enforce_pending counts responses held back. */
+int ordo_enforce_pending(const ordo_enforce_t *e);
+
+/* ordo_enforce_normalize computes normalized priorities for one server: out[s] = number of
+ * slices on `server` whose priority (prio_of_slice) is strictly smaller than slice s's. */
+void ordo_enforce_normalize(const int *prio_of_slice, const int *server_of_slice, int n_slices,
+                            int server, int *out);
+
+#endif

@@ -1,0 +1,22 @@
+/* optim: the server's optimizer, SGD with momentum and weight decay in PyTorch's form:
+ *   g = scale * sum_of_pushes + weight_decay * w;   v = momentum * v + g;   w -= lr * v
+ * (without momentum, w -= lr * g). scale is 1/W for [optimizer] aggregate = mean. */
+#ifndef ORDO_OPTIM_H
+#define ORDO_OPTIM_H
+
+#include <stdint.h>
+
+typedef struct ordo_optim {
+    float lr, momentum, weight_decay;
+} ordo_optim_t;
+
+/* ordo_optim_step updates n weights out_w from w (they may alias) with the summed gradient
+ * g times scale; mom (n floats, NULL when momentum is 0) holds the velocity. Contiguous,
+ * branch-free loops the compiler vectorizes. */
+void ordo_optim_step(const ordo_optim_t *o, float *out_w, const float *w, float *mom,
+                     const float *g, float scale, int64_t n);
+
+/* ordo_optim_sum adds n floats of src into acc (acc += src). */
+void ordo_optim_sum(float *restrict acc, const float *restrict src, int64_t n);
+
+#endif

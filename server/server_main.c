@@ -1,0 +1,354 @@
+/* ordo-server: holds a shard of the parameters, sums the W workers' pushes of each
+ * iteration, applies the optimizer and answers pulls once the value for the requested
+ * iteration is ready, handing ready responses to the network through the enforcement
+ * module in the plan's priority order. Malformed or out-of-place messages are logged and
+ * dropped (with an ERROR answer when the sender can be told); they never stop the server. */
+#include "common/clock.h"
+#include "common/conf.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/node.h"
+#include "common/transport.h"
+#include "server/enforce.h"
+#include "server/store.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXIT_ABORT 3
+
+typedef struct {
+    int worker;
+    int64_t iter;
+    uint64_t req;
+    uint8_t rid[ORDO_WIRE_MAX_RID];
+    size_t rid_len;
+} waiter_t;
+
+typedef struct {
+    waiter_t *w;
+    int n, cap;
+} waitlist_t;
+
+typedef struct {
+    ordo_conf_t conf;
+    ordo_node_t node;
+    int data_sock;
+    ordo_store_t *store;
+    ordo_enforce_t *enforce;
+    waitlist_t *waiting; /* per slice */
+    int *prio;           /* plan priority per slice (for response headers) */
+    uint64_t n_push, n_pull, n_dropped;
+} server_t;
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+static void answer_error(server_t *s, const ordo_msg_t *m, const char *why)
+{
+    s->n_dropped++;
+    ORDO_WARN("dropped %s (key %u chunk %u iter %lld) from %s %d: %s",
+              ordo_wire_type_name(m->hdr.type), m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter,
+              ordo_wire_role_name(m->hdr.role), m->hdr.rank, why);
+    ordo_msg_t e;
+    ordo_msg_init(&e, ORDO_MSG_ERROR);
+    e.sock = s->data_sock;
+    memcpy(e.rid, m->rid, m->rid_len);
+    e.rid_len = m->rid_len;
+    e.hdr.role = ORDO_ROLE_SERVER;
+    e.hdr.rank = s->node.rank;
+    e.hdr.req = m->hdr.req;
+    e.hdr.key = m->hdr.key;
+    e.hdr.chunk = m->hdr.chunk;
+    e.hdr.iter = m->hdr.iter;
+    ordo_msg_add_text(&e, why);
+    ordo_transport_send(s->node.tp, &e);
+}
+
+/* a pull that can be answered now becomes a response held by the enforcement module */
+static void make_ready(server_t *s, int slice, const waiter_t *w)
+{
+    const ordo_slice_t *sl = &s->node.keys->slices[slice];
+    ordo_msg_t r;
+    ordo_msg_init(&r, ORDO_MSG_PULL_RESP);
+    r.sock = s->data_sock;
+    memcpy(r.rid, w->rid, w->rid_len);
+    r.rid_len = w->rid_len;
+    r.hdr.role = ORDO_ROLE_SERVER;
+    r.hdr.rank = s->node.rank;
+    r.hdr.req = w->req;
+    r.hdr.iter = w->iter;
+    r.hdr.key = sl->key;
+    r.hdr.chunk = sl->chunk;
+    r.hdr.priority = s->prio ? s->prio[slice] : 0;
+    r.hdr.dtype = ORDO_DTYPE_F32;
+    void *data, *hint;
+    size_t bytes;
+    ordo_store_ref(s->store, slice, &data, &bytes, &hint);
+    if (ordo_msg_add_ref(&r, data, bytes, ordo_store_unref_cb, hint) != 0) {
+        ordo_store_unref_cb(data, hint);
+        ORDO_ERROR("out of memory answering a pull");
+        return;
+    }
+    int rc = ordo_enforce_add(s->enforce, w->worker, w->iter, slice, &r);
+    if (rc) {
+        ORDO_ERROR("enforce: %s", ordo_error_text(rc));
+        ordo_msg_close(&r);
+    }
+}
+
+static void wake_waiters(server_t *s, int slice)
+{
+    waitlist_t *wl = &s->waiting[slice];
+    int64_t v = ordo_store_version(s->store, slice);
+    int keep = 0;
+    for (int i = 0; i < wl->n; i++) {
+        if (wl->w[i].iter == v)
+            make_ready(s, slice, &wl->w[i]);
+        else
+            wl->w[keep++] = wl->w[i];
+    }
+    wl->n = keep;
+}
+
+static int slice_of(server_t *s, const ordo_msg_t *m, char *why, size_t size)
+{
+    int slice = ordo_keys_slice(s->node.keys, m->hdr.key, m->hdr.chunk);
+    if (slice < 0) {
+        snprintf(why, size, "no key %u chunk %u", m->hdr.key, m->hdr.chunk);
+        return -1;
+    }
+    if (!ordo_store_owns(s->store, slice)) {
+        snprintf(why, size, "key %u chunk %u lives on server %d", m->hdr.key, m->hdr.chunk,
+                 s->node.keys->slices[slice].server);
+        return -1;
+    }
+    return slice;
+}
+
+static void on_data(server_t *s, ordo_msg_t *m)
+{
+    char why[256];
+    if (m->hdr.role != ORDO_ROLE_WORKER || m->hdr.rank < 0 || m->hdr.rank >= s->node.n_workers) {
+        answer_error(s, m, "sender is not a worker of this cluster");
+        return;
+    }
+    if (m->hdr.type == ORDO_MSG_HELLO) return;
+    int slice = slice_of(s, m, why, sizeof why);
+    if (slice < 0) {
+        answer_error(s, m, why);
+        return;
+    }
+    size_t len = 0;
+    void *data = ordo_msg_data(m, 0, &len);
+    switch (m->hdr.type) {
+    case ORDO_MSG_INIT: {
+        bool ignored;
+        if (!data || m->nframes != 1) {
+            answer_error(s, m, "INIT needs one payload frame");
+            return;
+        }
+        int rc = ordo_store_init(s->store, slice, data, len, &ignored);
+        if (rc) answer_error(s, m, ordo_error_text(rc));
+        else if (!ignored) wake_waiters(s, slice);
+        return;
+    }
+    case ORDO_MSG_PUSH: {
+        bool updated;
+        if (!data || m->nframes != 1 || m->hdr.dtype != ORDO_DTYPE_F32) {
+            answer_error(s, m, "PUSH needs one float32 payload frame");
+            return;
+        }
+        int rc = ordo_store_push(s->store, slice, m->hdr.rank, m->hdr.iter, data, len, &updated);
+        if (rc) {
+            answer_error(s, m, ordo_error_text(rc));
+            return;
+        }
+        s->n_push++;
+        ordo_msg_t ack;
+        ordo_msg_init(&ack, ORDO_MSG_PUSH_ACK);
+        ack.sock = s->data_sock;
+        memcpy(ack.rid, m->rid, m->rid_len);
+        ack.rid_len = m->rid_len;
+        ack.hdr.role = ORDO_ROLE_SERVER;
+        ack.hdr.rank = s->node.rank;
+        ack.hdr.req = m->hdr.req;
+        ack.hdr.key = m->hdr.key;
+        ack.hdr.chunk = m->hdr.chunk;
+        ack.hdr.iter = m->hdr.iter;
+        ordo_transport_send(s->node.tp, &ack);
+        if (updated) wake_waiters(s, slice);
+        return;
+    }
+    case ORDO_MSG_PULL: {
+        int64_t v = ordo_store_version(s->store, slice);
+        if (m->hdr.iter < 0 || (v >= 0 && m->hdr.iter < v)) {
+            snprintf(why, sizeof why, "pull of iteration %lld, the value is at %lld",
+                     (long long)m->hdr.iter, (long long)v);
+            answer_error(s, m, why);
+            return;
+        }
+        s->n_pull++;
+        waiter_t w = {.worker = m->hdr.rank, .iter = m->hdr.iter, .req = m->hdr.req,
+                      .rid_len = m->rid_len};
+        memcpy(w.rid, m->rid, m->rid_len);
+        if (v == m->hdr.iter) {
+            make_ready(s, slice, &w);
+            return;
+        }
+        waitlist_t *wl = &s->waiting[slice];
+        if (wl->n >= 4 * s->node.n_workers) {
+            answer_error(s, m, "too many pulls waiting for this slice");
+            return;
+        }
+        if (wl->n == wl->cap) {
+            int cap = wl->cap ? wl->cap * 2 : 4;
+            waiter_t *p = realloc(wl->w, sizeof *p * (size_t)cap);
+            if (!p) return;
+            wl->w = p;
+            wl->cap = cap;
+        }
+        wl->w[wl->n++] = w;
+        return;
+    }
+    default:
+        answer_error(s, m, "unexpected message type on the data port");
+    }
+}
+
+static void release(server_t *s)
+{
+    ordo_msg_t r;
+    for (;;) {
+        bool link_free = s->conf.bandwidth_bps <= 0 ||
+                         ordo_transport_link_free_ns(s->node.tp) <= ordo_clock_ns();
+        if (ordo_enforce_next(s->enforce, link_free, &r) != 0) break;
+        ordo_transport_send(s->node.tp, &r);
+    }
+}
+
+/* plan priorities per slice (chunks share their key's priority), normalized for us */
+static int setup_enforcement(server_t *s)
+{
+    const ordo_keys_t *k = s->node.keys;
+    int mode = ORDO_ENFORCE_MODE_FIFO;
+    int *norm = NULL, *srv = NULL;
+    json_t *plan = s->node.plan_json ? json_loads(s->node.plan_json, 0, NULL) : NULL;
+    json_t *pr = plan ? json_object_get(plan, "priorities") : NULL;
+    if (json_is_array(pr) && (int)json_array_size(pr) == k->n_keys) {
+        mode = s->conf.enforce;
+        s->prio = malloc(sizeof *s->prio * (size_t)k->n_slices);
+        norm = malloc(sizeof *norm * (size_t)k->n_slices);
+        srv = malloc(sizeof *srv * (size_t)k->n_slices);
+        for (int i = 0; i < k->n_slices; i++) {
+            json_t *p = json_array_get(pr, k->slices[i].key);
+            s->prio[i] = json_is_integer(p) ? (int)json_integer_value(p) : 0;
+            srv[i] = k->slices[i].server;
+        }
+        ordo_enforce_normalize(s->prio, srv, k->n_slices, s->node.rank, norm);
+    }
+    json_decref(plan);
+    int rc = ordo_enforce_new(mode, s->node.n_workers, k->n_slices, norm, &s->enforce);
+    free(norm);
+    free(srv);
+    ORDO_INFO("enforcement: %s", mode == ORDO_ENFORCE_MODE_FIFO ? "fifo (no priority plan)"
+                                 : mode == ORDO_ENFORCE_STRICT ? "strict" : "greedy");
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    server_t s = {0};
+    int rc = ordo_conf_cli(&s.conf, argc, argv, "ordo-server", "-c CONF [--section.key=VALUE ...]");
+    if (rc) return rc > 0 ? 0 : 2;
+    ordo_log_level_t lvl;
+    ordo_log_parse_level(s.conf.log_level, &lvl);
+    ordo_log_set_level(lvl);
+    ordo_log_set_role("server", -1);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+
+    ordo_transport_opts_t opts = {.bandwidth_bps = s.conf.bandwidth_bps,
+                                  .latency_us = s.conf.latency_us, .role = ORDO_ROLE_SERVER,
+                                  .rank = -1};
+    if ((rc = ordo_transport_new(&opts, &s.node.tp)) != 0) goto fail;
+    char want[300], actual[300];
+    snprintf(want, sizeof want, "tcp://%s:%d", s.conf.host, s.conf.port);
+    rc = ordo_transport_bind(s.node.tp, want, 1, actual, sizeof actual);
+    if (rc < 0) goto fail;
+    s.data_sock = rc;
+    if ((rc = ordo_node_join(&s.node, &s.conf, ORDO_ROLE_SERVER, actual)) != 0) goto fail;
+    ordo_log_set_role("server", s.node.rank);
+    ordo_optim_t opt = {.lr = (float)s.conf.lr, .momentum = (float)s.conf.momentum,
+                        .weight_decay = (float)s.conf.weight_decay};
+    float scale = s.conf.aggregate == ORDO_AGG_MEAN ? 1.0f / (float)s.node.n_workers : 1.0f;
+    if ((rc = ordo_store_new(s.node.keys, s.node.rank, s.node.n_workers, &opt, scale, &s.store)))
+        goto fail;
+    s.waiting = calloc((size_t)s.node.keys->n_slices, sizeof *s.waiting);
+    if ((rc = setup_enforcement(&s)) != 0) goto fail;
+    ORDO_INFO("serving %.1f MiB on %s", (double)ordo_store_bytes(s.store) / 1048576.0, actual);
+    printf("READY %s\n", actual);
+    fflush(stdout);
+
+    int code = 0;
+    for (;;) {
+        if (stop_signal) {
+            ORDO_WARN("interrupted");
+            code = EXIT_ABORT;
+            break;
+        }
+        int timeout = s.conf.heartbeat_ms;
+        if (ordo_enforce_pending(s.enforce) && s.conf.bandwidth_bps > 0) {
+            int64_t wait = ordo_transport_link_free_ns(s.node.tp) - ordo_clock_ns();
+            timeout = wait <= 0 ? 0 : (int)(wait / 1000000) + 1;
+            if (timeout > s.conf.heartbeat_ms) timeout = s.conf.heartbeat_ms;
+        }
+        ordo_msg_t m;
+        rc = ordo_transport_recv(s.node.tp, &m, timeout);
+        if (rc == 0) {
+            char buf[512];
+            bool stop = false;
+            if (m.sock == s.data_sock) {
+                on_data(&s, &m);
+            } else if (m.hdr.type == ORDO_MSG_SHUTDOWN) {
+                ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped", (unsigned long long)s.n_push,
+                          (unsigned long long)s.n_pull, (unsigned long long)s.n_dropped);
+                stop = true;
+            } else if (m.hdr.type == ORDO_MSG_ABORT) {
+                ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(&m, 0, buf, sizeof buf));
+                code = EXIT_ABORT;
+                stop = true;
+            } else if (m.hdr.type == ORDO_MSG_PEER_DEAD) {
+                ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m.hdr.iter);
+                code = EXIT_ABORT;
+                stop = true;
+            }
+            ordo_msg_close(&m);
+            if (stop) break;
+        }
+        release(&s);
+    }
+    ordo_enforce_destroy(&s.enforce);
+    ordo_transport_destroy(&s.node.tp, code ? 0 : 1000);
+    if (s.waiting)
+        for (int i = 0; i < s.node.keys->n_slices; i++) free(s.waiting[i].w);
+    free(s.waiting);
+    free(s.prio);
+    ordo_store_destroy(&s.store);
+    ordo_node_fini(&s.node);
+    return code;
+fail:
+    fprintf(stderr, "ordo-server: %s\n", ordo_error_text(rc));
+    ordo_transport_destroy(&s.node.tp, 0);
+    ordo_node_fini(&s.node);
+    return rc == ORDO_EABORT || rc == ORDO_EPEERDEAD ? EXIT_ABORT : 1;
+}

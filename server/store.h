@@ -1,0 +1,59 @@
+/* store: a server's shard of the parameters. For every slice the key map gives this
+ * server it keeps the current value (in a reference-counted buffer, so a pull response
+ * can go out zero-copy while the next update writes a fresh buffer), the sum of the
+ * current iteration's pushes, which workers pushed, the optimizer state and the version
+ * (the iteration whose value it holds). Values become ready for iteration t+1 when all W
+ * pushes of iteration t are summed and the optimizer has run. */
+#ifndef ORDO_STORE_H
+#define ORDO_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/keys.h"
+#include "server/optim.h"
+
+typedef struct ordo_store ordo_store_t;
+
+/* A value buffer shared with in-flight sends. */
+typedef struct ordo_vbuf ordo_vbuf_t;
+
+/* ordo_store_new makes the shard of server `rank` for n_workers workers. */
+int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_optim_t *opt,
+                   float scale, ordo_store_t **out);
+
+/* ordo_store_destroy frees the store; buffers still held by sends live until released. */
+void ordo_store_destroy(ordo_store_t **s);
+
+/* ordo_store_owns tells whether slice (an index into keys->slices) lives here. */
+bool ordo_store_owns(const ordo_store_t *s, int slice);
+
+/* ordo_store_init sets the initial value (version 0) of a slice; a second init of an
+ * initialized slice is ignored (returns 0 and sets *ignored). bytes must equal numel*4. */
+int ordo_store_init(ordo_store_t *s, int slice, const void *data, size_t bytes, bool *ignored);
+
+/* ordo_store_push adds one worker's gradient for iteration iter. Rejects (ORDO_EPROTO /
+ * ORDO_EINVAL with a detail) a wrong size, a stale or future iteration, a duplicate push of
+ * the same worker, an uninitialized slice. Sets *updated when this push completed the
+ * iteration and the value advanced to version iter+1. */
+int ordo_store_push(ordo_store_t *s, int slice, int worker, int64_t iter, const void *data,
+                    size_t bytes, bool *updated);
+
+/* ordo_store_version returns the version of the slice's value (-1 before init). */
+int64_t ordo_store_version(const ordo_store_t *s, int slice);
+
+/* ordo_store_ref takes a reference on the slice's current value for a zero-copy send:
+ * data and bytes describe it; pass ordo_store_unref_cb and *hint to zmq_msg_init_data. */
+void ordo_store_ref(ordo_store_t *s, int slice, void **data, size_t *bytes, void **hint);
+
+/* ordo_store_unref_cb releases a reference taken by ordo_store_ref (ZeroMQ free fn). */
+void ordo_store_unref_cb(void *data, void *hint);
+
+/* ordo_store_copy_value copies the slice's current value to dst (tests, checkpoints). */
+void ordo_store_copy_value(const ordo_store_t *s, int slice, float *dst);
+
+/* ordo_store_bytes returns the bytes of values held (for logs). */
+int64_t ordo_store_bytes(const ordo_store_t *s);
+
+#endif

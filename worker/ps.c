@@ -1,0 +1,390 @@
+/* ps: asynchronous push/pull of chunked tensors against the servers. */
+#include "worker/ps.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/node.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    float *pull_dst;
+    int64_t pull_iter;
+    int pull_left; /* chunks still to come; 0 = no pull outstanding */
+    int push_left; /* chunks still to be acknowledged */
+    int64_t push_iter;
+} keystate_t;
+
+typedef struct {
+    int slice;
+    int priority;
+    uint64_t seq;
+    int64_t iter;
+    const float *src;
+} queued_push_t;
+
+struct ordo_worker {
+    ordo_conf_t conf;
+    ordo_node_t node;
+    int *server_sock; /* per server rank */
+    keystate_t *ks;
+    uint8_t *got;     /* per slice: chunk of the current pull arrived */
+    queued_push_t *pq;
+    int pq_n, pq_cap;
+    uint64_t seq, req;
+    ordo_worker_event_t *ev;
+    int ev_head, ev_n, ev_cap;
+    int outstanding;
+    int64_t bytes_push, bytes_pull;
+    bool aborted;
+};
+
+int ordo_worker_rank(const ordo_worker_t *w)
+{
+    return w->node.rank;
+}
+
+int ordo_worker_n_workers(const ordo_worker_t *w)
+{
+    return w->node.n_workers;
+}
+
+const ordo_keys_t *ordo_worker_keys(const ordo_worker_t *w)
+{
+    return w->node.keys;
+}
+
+const char *ordo_worker_plan(const ordo_worker_t *w)
+{
+    return w->node.plan_json;
+}
+
+const char *ordo_worker_run_dir(const ordo_worker_t *w)
+{
+    return w->node.run_dir;
+}
+
+void ordo_worker_bytes(const ordo_worker_t *w, int64_t *pushed, int64_t *pulled)
+{
+    *pushed = w->bytes_push;
+    *pulled = w->bytes_pull;
+}
+
+int ordo_worker_outstanding(const ordo_worker_t *w)
+{
+    return w->outstanding;
+}
+
+int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out)
+{
+    int rc;
+    ordo_worker_t *w = calloc(1, sizeof *w);
+    if (!w) return ORDO_ENOMEM;
+    w->conf = *conf;
+    ordo_transport_opts_t opts = {.bandwidth_bps = conf->bandwidth_bps,
+                                  .latency_us = conf->latency_us, .role = ORDO_ROLE_WORKER,
+                                  .rank = -1};
+    if ((rc = ordo_transport_new(&opts, &w->node.tp)) != 0) goto fail;
+    if ((rc = ordo_node_join(&w->node, conf, ORDO_ROLE_WORKER, NULL)) != 0) goto fail;
+    const ordo_keys_t *k = w->node.keys;
+    w->server_sock = calloc((size_t)w->node.n_servers, sizeof *w->server_sock);
+    w->ks = calloc((size_t)k->n_keys + 1, sizeof *w->ks);
+    w->got = calloc((size_t)k->n_slices + 1, 1);
+    if (!w->server_sock || !w->ks || !w->got) {
+        rc = ORDO_ENOMEM;
+        goto fail;
+    }
+    for (int s = 0; s < w->node.n_servers; s++) {
+        rc = ordo_transport_connect(w->node.tp, w->node.server_endpoints[s], 1);
+        if (rc < 0) goto fail;
+        w->server_sock[s] = rc;
+        ordo_msg_t m;
+        ordo_msg_init(&m, ORDO_MSG_HELLO);
+        m.sock = rc;
+        m.hdr.role = ORDO_ROLE_WORKER;
+        m.hdr.rank = w->node.rank;
+        if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) goto fail;
+    }
+    *out = w;
+    return 0;
+fail:
+    ordo_worker_destroy(&w);
+    return rc;
+}
+
+void ordo_worker_destroy(ordo_worker_t **wp)
+{
+    ordo_worker_t *w = *wp;
+    if (!w) return;
+    ordo_transport_destroy(&w->node.tp, w->aborted ? 0 : 1000);
+    ordo_node_fini(&w->node);
+    free(w->server_sock);
+    free(w->ks);
+    free(w->got);
+    free(w->pq);
+    free(w->ev);
+    free(w);
+    *wp = NULL;
+}
+
+static void data_msg(ordo_worker_t *w, ordo_msg_t *m, int type, int slice, int64_t iter, int prio)
+{
+    const ordo_slice_t *sl = &w->node.keys->slices[slice];
+    ordo_msg_init(m, type);
+    m->sock = w->server_sock[sl->server];
+    m->hdr.role = ORDO_ROLE_WORKER;
+    m->hdr.rank = w->node.rank;
+    m->hdr.req = ++w->req;
+    m->hdr.iter = iter;
+    m->hdr.key = sl->key;
+    m->hdr.chunk = sl->chunk;
+    m->hdr.priority = prio;
+    m->hdr.dtype = ORDO_DTYPE_F32;
+    if (sl->chunk + 1 == (uint32_t)w->node.keys->n_chunks[sl->key]) m->hdr.flags |= ORDO_FLAG_LAST_CHUNK;
+}
+
+static int check_key(const ordo_worker_t *w, int key)
+{
+    if (key < 0 || key >= w->node.keys->n_keys)
+        return ordo_error_set(ORDO_EINVAL, "no key %d (the model has %d)", key, w->node.keys->n_keys);
+    return 0;
+}
+
+int ordo_worker_init(ordo_worker_t *w, int key, const float *values)
+{
+    int rc = check_key(w, key);
+    if (rc) return rc;
+    const ordo_keys_t *k = w->node.keys;
+    for (int c = 0; c < k->n_chunks[key]; c++) {
+        int s = k->first_slice[key] + c;
+        ordo_msg_t m;
+        data_msg(w, &m, ORDO_MSG_INIT, s, 0, 0);
+        rc = ordo_msg_add_copy(&m, values + k->slices[s].offset, (size_t)k->slices[s].numel * 4);
+        if (!rc) rc = ordo_transport_send(w->node.tp, &m);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int priority)
+{
+    int rc = check_key(w, key);
+    if (rc) return rc;
+    keystate_t *ks = &w->ks[key];
+    if (ks->pull_left) return ordo_error_set(ORDO_EINVAL, "key %d already has a pull outstanding", key);
+    const ordo_keys_t *k = w->node.keys;
+    ks->pull_dst = dst;
+    ks->pull_iter = iter;
+    ks->pull_left = k->n_chunks[key];
+    w->outstanding++;
+    for (int c = 0; c < k->n_chunks[key]; c++) {
+        int s = k->first_slice[key] + c;
+        w->got[s] = 0;
+        ordo_msg_t m;
+        data_msg(w, &m, ORDO_MSG_PULL, s, iter, priority);
+        if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) return rc;
+    }
+    return 0;
+}
+
+/* hand queued pushes to the transport, smallest priority first, while the link is free */
+static void pump(ordo_worker_t *w)
+{
+    while (w->pq_n > 0) {
+        if (w->conf.bandwidth_bps > 0 && ordo_transport_link_free_ns(w->node.tp) > ordo_clock_ns())
+            return;
+        int best = 0;
+        for (int i = 1; i < w->pq_n; i++) {
+            const queued_push_t *a = &w->pq[i], *b = &w->pq[best];
+            if (a->priority < b->priority || (a->priority == b->priority && a->seq < b->seq)) best = i;
+        }
+        queued_push_t q = w->pq[best];
+        w->pq[best] = w->pq[--w->pq_n];
+        const ordo_slice_t *sl = &w->node.keys->slices[q.slice];
+        ordo_msg_t m;
+        data_msg(w, &m, ORDO_MSG_PUSH, q.slice, q.iter, q.priority);
+        /* zero-copy: the caller keeps src until PUSH_DONE */
+        ordo_msg_add_ref(&m, (void *)(q.src + sl->offset), (size_t)sl->numel * 4, NULL, NULL);
+        w->bytes_push += sl->numel * 4;
+        ordo_transport_send(w->node.tp, &m);
+    }
+}
+
+int ordo_worker_push(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority)
+{
+    int rc = check_key(w, key);
+    if (rc) return rc;
+    keystate_t *ks = &w->ks[key];
+    if (ks->push_left) return ordo_error_set(ORDO_EINVAL, "key %d already has a push outstanding", key);
+    const ordo_keys_t *k = w->node.keys;
+    if (w->pq_n + k->n_chunks[key] > w->pq_cap) {
+        int cap = (w->pq_n + k->n_chunks[key]) * 2;
+        queued_push_t *p = realloc(w->pq, sizeof *p * (size_t)cap);
+        if (!p) return ORDO_ENOMEM;
+        w->pq = p;
+        w->pq_cap = cap;
+    }
+    ks->push_left = k->n_chunks[key];
+    ks->push_iter = iter;
+    w->outstanding++;
+    for (int c = 0; c < k->n_chunks[key]; c++)
+        w->pq[w->pq_n++] = (queued_push_t){.slice = k->first_slice[key] + c, .priority = priority,
+                                           .seq = w->seq++, .iter = iter, .src = src};
+    pump(w);
+    return 0;
+}
+
+static void add_event(ordo_worker_t *w, int kind, int key, int64_t iter)
+{
+    if (w->ev_n == w->ev_cap) {
+        int cap = w->ev_cap ? w->ev_cap * 2 : 64;
+        ordo_worker_event_t *p = malloc(sizeof *p * (size_t)cap);
+        if (!p) return;
+        for (int i = 0; i < w->ev_n; i++) p[i] = w->ev[(w->ev_head + i) % w->ev_cap];
+        free(w->ev);
+        w->ev = p;
+        w->ev_cap = cap;
+        w->ev_head = 0;
+    }
+    w->ev[(w->ev_head + w->ev_n++) % w->ev_cap] =
+        (ordo_worker_event_t){.kind = kind, .key = key, .iter = iter, .t_ns = ordo_clock_ns()};
+    w->outstanding--;
+}
+
+/* handle one inbound message; returns 0 or a fatal error */
+static int handle(ordo_worker_t *w, ordo_msg_t *m)
+{
+    char buf[512];
+    const ordo_keys_t *k = w->node.keys;
+    switch (m->hdr.type) {
+    case ORDO_MSG_PULL_RESP: {
+        int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
+        keystate_t *ks = s >= 0 ? &w->ks[m->hdr.key] : NULL;
+        size_t len = 0;
+        void *d = ordo_msg_data(m, 0, &len);
+        if (!ks || !ks->pull_left || ks->pull_iter != m->hdr.iter || w->got[s] || !d ||
+            len != (size_t)k->slices[s].numel * 4) {
+            ORDO_WARN("dropped an unexpected PULL_RESP (key %u chunk %u iter %lld)", m->hdr.key,
+                      m->hdr.chunk, (long long)m->hdr.iter);
+            return 0;
+        }
+        memcpy(ks->pull_dst + k->slices[s].offset, d, len);
+        w->got[s] = 1;
+        w->bytes_pull += (int64_t)len;
+        if (--ks->pull_left == 0) add_event(w, ORDO_EV_PULL_DONE, (int)m->hdr.key, m->hdr.iter);
+        return 0;
+    }
+    case ORDO_MSG_PUSH_ACK: {
+        int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
+        keystate_t *ks = s >= 0 ? &w->ks[m->hdr.key] : NULL;
+        if (!ks || !ks->push_left || ks->push_iter != m->hdr.iter) {
+            ORDO_WARN("dropped an unexpected PUSH_ACK (key %u)", m->hdr.key);
+            return 0;
+        }
+        if (--ks->push_left == 0) add_event(w, ORDO_EV_PUSH_DONE, (int)m->hdr.key, m->hdr.iter);
+        return 0;
+    }
+    case ORDO_MSG_ERROR:
+        return ordo_error_set(ORDO_EPROTO, "server %d refused %s key %u chunk %u: %s", m->hdr.rank,
+                              "a request for", m->hdr.key, m->hdr.chunk,
+                              ordo_msg_text(m, 0, buf, sizeof buf));
+    case ORDO_MSG_ABORT:
+        w->aborted = true;
+        return ordo_error_set(ORDO_EABORT, "run aborted: %s", ordo_msg_text(m, 0, buf, sizeof buf));
+    case ORDO_MSG_PEER_DEAD:
+        w->aborted = true;
+        return ordo_error_set(ORDO_EPEERDEAD, "the scheduler has been silent for %lld ms",
+                              (long long)m->hdr.iter);
+    case ORDO_MSG_SHUTDOWN:
+        return ordo_error_set(ORDO_ECLOSED, "the scheduler shut the run down");
+    default:
+        ORDO_DEBUG("ignored %s", ordo_wire_type_name(m->hdr.type));
+        return 0;
+    }
+}
+
+int ordo_worker_poll(ordo_worker_t *w, int timeout_ms, ordo_worker_event_t *ev)
+{
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
+    for (;;) {
+        pump(w);
+        if (w->ev_n > 0) {
+            *ev = w->ev[w->ev_head];
+            w->ev_head = (w->ev_head + 1) % w->ev_cap;
+            w->ev_n--;
+            return 0;
+        }
+        int64_t now = ordo_clock_ns();
+        if (now >= deadline) return ORDO_ETIMEDOUT;
+        int64_t until = deadline;
+        if (w->pq_n > 0) { /* wake when the link frees up for the next push */
+            int64_t lf = ordo_transport_link_free_ns(w->node.tp);
+            if (lf < until) until = lf;
+        }
+        int wait_ms = until == INT64_MAX ? -1 : (int)((until - now + 999999) / 1000000);
+        if (wait_ms < 0 && until != INT64_MAX) wait_ms = 0;
+        ordo_msg_t m;
+        int rc = ordo_transport_recv(w->node.tp, &m, wait_ms);
+        if (rc == ORDO_ETIMEDOUT) continue;
+        if (rc) return rc;
+        rc = handle(w, &m);
+        ordo_msg_close(&m);
+        if (rc) return rc;
+    }
+}
+
+int ordo_worker_wait_all(ordo_worker_t *w, int timeout_ms)
+{
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
+    ordo_worker_event_t ev;
+    while (w->outstanding > 0 || w->ev_n > 0) {
+        int64_t left = deadline == INT64_MAX ? -1 : (deadline - ordo_clock_ns()) / 1000000;
+        if (deadline != INT64_MAX && left <= 0) return ORDO_ETIMEDOUT;
+        int rc = ordo_worker_poll(w, (int)left, &ev);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int send_ctl(ordo_worker_t *w, int type, const char *text)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, type);
+    m.hdr.dtype = ORDO_DTYPE_JSON;
+    if (text) ordo_msg_add_text(&m, text);
+    return ordo_node_send_ctl(&w->node, &m);
+}
+
+int ordo_worker_report(ordo_worker_t *w, const char *json)
+{
+    return send_ctl(w, ORDO_MSG_STATS, json);
+}
+
+void ordo_worker_abort(ordo_worker_t *w, const char *reason)
+{
+    send_ctl(w, ORDO_MSG_ABORT, reason);
+    w->aborted = true;
+}
+
+int ordo_worker_finish(ordo_worker_t *w, const char *final_json)
+{
+    int rc = send_ctl(w, ORDO_MSG_DONE, final_json ? final_json : "{}");
+    if (rc) return rc;
+    int64_t deadline = ordo_clock_ns() + (int64_t)w->conf.timeout_ms * 1000000 * 4;
+    for (;;) {
+        int64_t left = (deadline - ordo_clock_ns()) / 1000000;
+        if (left <= 0)
+            return ordo_error_set(ORDO_ETIMEDOUT, "no SHUTDOWN from the scheduler after DONE");
+        ordo_msg_t m;
+        rc = ordo_transport_recv(w->node.tp, &m, (int)left);
+        if (rc == ORDO_ETIMEDOUT) continue;
+        if (rc) return rc;
+        rc = handle(w, &m);
+        ordo_msg_close(&m);
+        if (rc == ORDO_ECLOSED) return 0;
+        if (rc) return rc;
+    }
+}

@@ -1,0 +1,76 @@
+/* ps: the worker's side of the parameter server (ordo_worker_*): join the cluster, connect
+ * to every server, and push and pull tensors asynchronously. A tensor (key) is sent as the
+ * chunks of the key map; a pull completes when every chunk arrived, a push when every
+ * chunk was acknowledged. Queued pushes leave in priority order (smallest first) as the
+ * egress link frees up. Completions are reported as events by ordo_worker_poll. */
+#ifndef ORDO_PS_H
+#define ORDO_PS_H
+
+#include <stdint.h>
+
+#include "common/conf.h"
+#include "common/keys.h"
+
+typedef struct ordo_worker ordo_worker_t;
+
+typedef enum { ORDO_EV_PULL_DONE = 1, ORDO_EV_PUSH_DONE = 2 } ordo_worker_ev_kind_t;
+
+typedef struct ordo_worker_event {
+    int kind;
+    int key;
+    int64_t iter;
+    int64_t t_ns; /* monotonic time of completion */
+} ordo_worker_event_t;
+
+/* ordo_worker_new joins the cluster described by conf (registration, WELCOME, data
+ * connections to every server). Fails with ORDO_EAUTH, ORDO_ETIMEDOUT, ORDO_EABORT. */
+int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out);
+
+/* ordo_worker_destroy leaves and frees; NULL-safe. */
+void ordo_worker_destroy(ordo_worker_t **w);
+
+int ordo_worker_rank(const ordo_worker_t *w);
+int ordo_worker_n_workers(const ordo_worker_t *w);
+const ordo_keys_t *ordo_worker_keys(const ordo_worker_t *w);
+/* ordo_worker_plan returns the scheduler's plan JSON text (or NULL). */
+const char *ordo_worker_plan(const ordo_worker_t *w);
+/* ordo_worker_run_dir returns the run folder the scheduler named. */
+const char *ordo_worker_run_dir(const ordo_worker_t *w);
+
+/* ordo_worker_init sends key's initial value (copied) to its servers; servers keep the
+ * first init of a slice and ignore later ones. */
+int ordo_worker_init(ordo_worker_t *w, int key, const float *values);
+
+/* ordo_worker_pull asks for key's value of iteration iter, to be written into dst (numel
+ * floats, owned by the caller, untouched until the PULL_DONE event). */
+int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int priority);
+
+/* ordo_worker_push queues key's gradient of iteration iter. src is sent zero-copy: the
+ * caller keeps it unchanged until the PUSH_DONE event. */
+int ordo_worker_push(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority);
+
+/* ordo_worker_poll waits up to timeout_ms (-1 forever) for the next completion. Returns
+ * ORDO_ETIMEDOUT when none came, ORDO_EABORT when the cluster aborted, ORDO_EPEERDEAD when
+ * the scheduler went silent, ORDO_EPROTO when a server refused a request (detail says). */
+int ordo_worker_poll(ordo_worker_t *w, int timeout_ms, ordo_worker_event_t *ev);
+
+/* ordo_worker_outstanding counts pulls and pushes not yet complete. */
+int ordo_worker_outstanding(const ordo_worker_t *w);
+
+/* ordo_worker_wait_all polls until nothing is outstanding, discarding the events. */
+int ordo_worker_wait_all(ordo_worker_t *w, int timeout_ms);
+
+/* ordo_worker_report sends one iteration's stats (a JSON object) to the scheduler. */
+int ordo_worker_report(ordo_worker_t *w, const char *json);
+
+/* ordo_worker_abort tells the scheduler this worker gives up (reason), so the run ends. */
+void ordo_worker_abort(ordo_worker_t *w, const char *reason);
+
+/* ordo_worker_finish tells the scheduler this worker is done (final JSON or NULL) and waits
+ * (bounded by the fault timeout) for the SHUTDOWN. */
+int ordo_worker_finish(ordo_worker_t *w, const char *final_json);
+
+/* ordo_worker_bytes returns payload bytes pushed and pulled so far. */
+void ordo_worker_bytes(const ordo_worker_t *w, int64_t *pushed, int64_t *pulled);
+
+#endif
