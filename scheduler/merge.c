@@ -228,6 +228,57 @@ fail:
     return rc;
 }
 
+/* fewest_groups finds, among the groupings of layers 0..L-1 whose last message ends by
+ * t_star (up to rounding), one with the fewest messages: F_c[i], the earliest end of layers
+ * 0..i-1 sent in exactly c messages, follows the same recurrence as the main program, for
+ * c = 1, 2, ... up to max_groups. Writes layer_group and returns the count, 0 when none was
+ * found, or ORDO_ENOMEM. */
+static int fewest_groups(int L, const double *ready, const int64_t *cum, double a, double b,
+                         double t_star, int max_groups, int *layer_group)
+{
+    size_t n = (size_t)L + 1;
+    double *prev = malloc(n * sizeof *prev), *cur = malloc(n * sizeof *cur);
+    int *from = malloc((size_t)max_groups * n * sizeof *from);
+    int rc = ORDO_ENOMEM;
+    if (!prev || !cur || !from) goto done;
+    rc = 0;
+    for (size_t i = 0; i < n; i++)
+        prev[i] = i ? INFINITY : 0; /* F_0 */
+    for (int c = 1; c <= max_groups && rc == 0; c++) {
+        int *fc = from + (size_t)(c - 1) * n;
+        for (int i = 0; i <= L; i++) {
+            cur[i] = INFINITY;
+            fc[i] = -1;
+            for (int j = c - 1; j < i; j++) { /* message c = layers j..i-1 */
+                if (prev[j] == INFINITY) continue;
+                double start = prev[j] > ready[i - 1] ? prev[j] : ready[i - 1];
+                double end = start + a + b * (double)(cum[i] - cum[j]);
+                if (end < cur[i]) {
+                    cur[i] = end;
+                    fc[i] = j;
+                }
+            }
+        }
+        if (cur[L] <= t_star * (1 + 1e-13)) {
+            for (int k = c, i = L; k >= 1; k--) {
+                int j = from[(size_t)(k - 1) * n + i];
+                for (int x = j; x < i; x++)
+                    layer_group[x] = k - 1;
+                i = j;
+            }
+            rc = c;
+        }
+        double *t = prev;
+        prev = cur;
+        cur = t;
+    }
+done:
+    free(prev);
+    free(cur);
+    free(from);
+    return rc;
+}
+
 int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b,
                        int *layer_group)
 {
@@ -238,7 +289,9 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
     if (L == 0) return 0;
     size_t n = (size_t)L + 1;
     /* best[i]: the earliest end of the last message over groupings of layers 0..i-1;
-     * from[i]: the first layer of that grouping's last group. */
+     * from[i]: the first layer of that grouping's last group. A later message starts at
+     * max(previous end, its ready time), which never grows when the previous end shrinks,
+     * so the best grouping of 0..i-1 extends the best grouping of some prefix 0..j-1. */
     double *best = malloc(n * sizeof *best), *ready = malloc(n * sizeof *ready);
     int64_t *cum = malloc(n * sizeof *cum);
     int *from = malloc(n * sizeof *from);
@@ -276,6 +329,14 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
             layer_group[k] = g;
     }
     rc = groups;
+    /* Many groupings often tie (the last layer's message bounds the time and earlier ones
+     * have slack): among them, send the fewest messages. O(L^2) per message count tried;
+     * skipped for very deep models. */
+    if (groups > 1 && L <= ORDO_MERGE_FEWEST_MAX_LAYERS) {
+        int c = fewest_groups(L, ready, cum, a, b, best[L], groups, layer_group);
+        if (c < 0) goto fail;
+        if (c > 0) rc = c;
+    }
 fail:
     if (rc == ORDO_ENOMEM) ordo_error_set(rc, "ordo_merge_optimal: out of memory");
     free(best);

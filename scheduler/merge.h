@@ -64,8 +64,11 @@ int ordo_merge_mgwfbp(int L, const double *tb_s, const int64_t *bytes, double a,
                       int *layer_group);
 
 /* ordo_merge_optimal finds a grouping of L layers (backward order) with the least iteration
- * time by the O(L^2) dynamic program over the earliest end of each prefix. Writes
- * layer_group[0..L) and returns the number of groups, or a negative error. */
+ * time by the O(L^2) dynamic program over the earliest end of each prefix; among groupings
+ * with that time it then picks one with the fewest messages (O(L^2) per count tried, for
+ * L <= ORDO_MERGE_FEWEST_MAX_LAYERS). Writes layer_group[0..L) and returns the number of
+ * groups, or a negative error. */
+#define ORDO_MERGE_FEWEST_MAX_LAYERS 4096
 int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b,
                        int *layer_group);
 
@@ -118,9 +121,9 @@ int ordo_merge_plan_to_json(const ordo_merge_plan_t *p, const ordo_model_t *m, c
 /* ordo_merge_plan_load_string reads an ordo-merge/1 plan for model m and validates it: the
  * plan's model name is m's, every parameter appears exactly once, groups are non-empty and
  * follow backward order (a parameter's layer never comes before the previous one's; the
- * parameters of one layer may be split between adjacent groups), a and b are finite and
- * >= 0. predicted_iter_s is recomputed from a, b and m. Errors read "NAME: $.groups[2][0]:
- * reason". *out is the caller's. */
+ * parameters of one layer may be split between adjacent groups), a and b (0 when absent)
+ * are finite and >= 0. predicted_iter_s is recomputed from a, b and m. Unknown keys are
+ * ignored. Errors read "NAME: $.groups[2][0]: reason". *out is the caller's. */
 int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_model_t *m,
                                 ordo_merge_plan_t **out);
 
