@@ -58,6 +58,32 @@ done:
     return rc;
 }
 
+/* keep a data message that came before the WELCOME (a peer may be a step ahead of us) */
+static int stash(ordo_node_t *node, ordo_msg_t *m)
+{
+    if (node->n_early == node->cap_early) {
+        int cap = node->cap_early ? node->cap_early * 2 : 16;
+        if (cap > 65536) return ORDO_EFULL;
+        ordo_msg_t *p = malloc(sizeof *p * (size_t)cap);
+        if (!p) return ORDO_ENOMEM;
+        for (int i = 0; i < node->n_early; i++) ordo_msg_move(&p[i], &node->early[i]);
+        free(node->early);
+        node->early = p;
+        node->cap_early = cap;
+    }
+    ordo_msg_move(&node->early[node->n_early++], m);
+    return 0;
+}
+
+int ordo_node_take_early(ordo_node_t *node, ordo_msg_t *m)
+{
+    if (node->n_early == 0) return ORDO_EAGAIN;
+    ordo_msg_move(m, &node->early[0]);
+    for (int i = 1; i < node->n_early; i++) ordo_msg_move(&node->early[i - 1], &node->early[i]);
+    node->n_early--;
+    return 0;
+}
+
 int ordo_node_send_ctl(ordo_node_t *node, ordo_msg_t *m)
 {
     m->sock = node->sched_sock;
@@ -128,6 +154,7 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
             return ordo_error_set(ORDO_EPEERDEAD, "the scheduler at %s does not answer",
                                   conf->scheduler);
         default:
+            if (m.sock != node->sched_sock && stash(node, &m) == 0) break;
             ORDO_DEBUG("ignoring %s while joining", ordo_wire_type_name(m.hdr.type));
             ordo_msg_close(&m);
         }
@@ -143,4 +170,8 @@ void ordo_node_fini(ordo_node_t *node)
     ordo_keys_destroy(&node->keys);
     free(node->plan_json);
     node->plan_json = NULL;
+    for (int i = 0; i < node->n_early; i++) ordo_msg_close(&node->early[i]);
+    free(node->early);
+    node->early = NULL;
+    node->n_early = node->cap_early = 0;
 }

@@ -19,6 +19,8 @@ typedef struct ordo_node {
     ordo_keys_t *keys;
     char run_dir[ORDO_CONF_PATH];
     char *plan_json; /* the scheduler's plan (order, merge, ...) or NULL */
+    ordo_msg_t *early; /* data messages that arrived before the WELCOME, in order */
+    int n_early, cap_early;
 } ordo_node_t;
 
 /* ordo_node_join connects node (whose tp the caller created) to the scheduler named in
@@ -29,6 +31,10 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
 
 /* ordo_node_send_ctl sends a message to the scheduler stamped with the node's role/rank. */
 int ordo_node_send_ctl(ordo_node_t *node, ordo_msg_t *m);
+
+/* ordo_node_take_early moves the oldest data message that arrived while joining into m;
+ * returns 0, or ORDO_EAGAIN when there is none left. */
+int ordo_node_take_early(ordo_node_t *node, ordo_msg_t *m);
 
 /* ordo_node_fini frees what ordo_node_join filled (not the transport). */
 void ordo_node_fini(ordo_node_t *node);

@@ -286,6 +286,8 @@ int main(int argc, char **argv)
     rc = ordo_transport_bind(s.node.tp, want, 1, actual, sizeof actual);
     if (rc < 0) goto fail;
     s.data_sock = rc;
+    printf("READY %s\n", actual); /* listening; the WELCOME comes once everyone registered */
+    fflush(stdout);
     if ((rc = ordo_node_join(&s.node, &s.conf, ORDO_ROLE_SERVER, actual)) != 0) goto fail;
     ordo_log_set_role("server", s.node.rank);
     ordo_optim_t opt = {.lr = (float)s.conf.lr, .momentum = (float)s.conf.momentum,
@@ -296,10 +298,14 @@ int main(int argc, char **argv)
     s.waiting = calloc((size_t)s.node.keys->n_slices, sizeof *s.waiting);
     if ((rc = setup_enforcement(&s)) != 0) goto fail;
     ORDO_INFO("serving %.1f MiB on %s", (double)ordo_store_bytes(s.store) / 1048576.0, actual);
-    printf("READY %s\n", actual);
-    fflush(stdout);
 
     int code = 0;
+    ordo_msg_t early;
+    while (ordo_node_take_early(&s.node, &early) == 0) {
+        on_data(&s, &early);
+        ordo_msg_close(&early);
+    }
+    release(&s);
     for (;;) {
         if (stop_signal) {
             ORDO_WARN("interrupted");
