@@ -16,6 +16,11 @@ typedef struct ordo_optim {
 void ordo_optim_step(const ordo_optim_t *o, float *out_w, const float *w, float *mom,
                      const float *g, float scale, int64_t n);
 
+/* ordo_optim_step_sum is ordo_optim_step with the gradient acc + g (acc may be NULL for
+ * g alone): the last push of an iteration is summed and applied in one pass. */
+void ordo_optim_step_sum(const ordo_optim_t *o, float *out_w, const float *w, float *mom,
+                         const float *acc, const float *g, float scale, int64_t n);
+
 /* ordo_optim_sum adds n floats of src into acc (acc += src). */
 void ordo_optim_sum(float *restrict acc, const float *restrict src, int64_t n);
 

@@ -167,7 +167,8 @@ static void on_data(server_t *s, ordo_msg_t *m)
             answer_error(s, m, "PUSH needs one float32 payload frame");
             return;
         }
-        int rc = ordo_store_push(s->store, slice, m->hdr.rank, m->hdr.iter, data, len, &updated);
+        int rc = ordo_store_push_frame(s->store, slice, m->hdr.rank, m->hdr.iter, &m->frames[0],
+                                       &updated);
         if (rc) {
             answer_error(s, m, ordo_error_text(rc));
             return;

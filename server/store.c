@@ -16,6 +16,8 @@ typedef struct {
     int64_t numel;
     ordo_vbuf_t *value;
     float *acc, *mom;
+    zmq_msg_t acc_msg; /* the first push's frame, used as the running sum */
+    bool acc_in_msg;
     int64_t version; /* -1 before init */
     int pushes;
     uint8_t *pushed; /* per worker, for the current version */
@@ -100,6 +102,7 @@ void ordo_store_destroy(ordo_store_t **sp)
     ordo_store_t *s = *sp;
     if (!s) return;
     for (int i = 0; i < s->n_slots; i++) {
+        if (s->slots[i].acc_in_msg) zmq_msg_close(&s->slots[i].acc_msg);
         vbuf_unref(s->slots[i].value);
         free(s->slots[i].acc);
         free(s->slots[i].mom);
@@ -137,10 +140,9 @@ int ordo_store_init(ordo_store_t *s, int slice, const void *data, size_t bytes, 
     return 0;
 }
 
-int ordo_store_push(ordo_store_t *s, int slice, int worker, int64_t iter, const void *data,
-                    size_t bytes, bool *updated)
+static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, size_t bytes,
+                       slot_t **out)
 {
-    *updated = false;
     if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_EINVAL, "slice %d is not here", slice);
     slot_t *sl = &s->slots[s->slot_of[slice]];
     int rc = check_size(sl, slice, bytes);
@@ -155,29 +157,82 @@ int ordo_store_push(ordo_store_t *s, int slice, int worker, int64_t iter, const 
     if (sl->pushed[worker])
         return ordo_error_set(ORDO_EPROTO, "worker %d pushed slice %d twice in iteration %lld",
                               worker, slice, (long long)iter);
-    sl->pushed[worker] = 1;
-    if (sl->pushes++ == 0)
-        memcpy(sl->acc, data, bytes);
-    else
-        ordo_optim_sum(sl->acc, data, sl->numel);
-    if (sl->pushes < s->n_workers) return 0;
+    *out = sl;
+    return 0;
+}
 
-    /* Every worker pushed: update. A value still referenced by a send in flight is left to
-     * that send; the new value goes into a fresh buffer. */
+/* the last push of an iteration: value <- step(value, acc + g), acc NULL when W = 1 */
+static int apply(ordo_store_t *s, slot_t *sl, const float *acc, const float *g)
+{
+    /* A value still referenced by a send in flight is left to that send; the new value
+     * goes into a fresh buffer. */
     ordo_vbuf_t *cur = sl->value;
     if (atomic_load(&cur->refs) == 1) {
-        ordo_optim_step(&s->opt, cur->data, cur->data, sl->mom, sl->acc, s->scale, sl->numel);
+        ordo_optim_step_sum(&s->opt, cur->data, cur->data, sl->mom, acc, g, s->scale, sl->numel);
     } else {
         ordo_vbuf_t *nb = vbuf_new(sl->numel);
         if (!nb) return ORDO_ENOMEM;
-        ordo_optim_step(&s->opt, nb->data, cur->data, sl->mom, sl->acc, s->scale, sl->numel);
+        ordo_optim_step_sum(&s->opt, nb->data, cur->data, sl->mom, acc, g, s->scale, sl->numel);
         sl->value = nb;
         vbuf_unref(cur);
+    }
+    if (sl->acc_in_msg) {
+        zmq_msg_close(&sl->acc_msg);
+        sl->acc_in_msg = false;
     }
     sl->version++;
     sl->pushes = 0;
     memset(sl->pushed, 0, (size_t)s->n_workers);
-    *updated = true;
+    return 0;
+}
+
+static float *acc_of(slot_t *sl)
+{
+    return sl->acc_in_msg ? zmq_msg_data(&sl->acc_msg) : sl->acc;
+}
+
+int ordo_store_push(ordo_store_t *s, int slice, int worker, int64_t iter, const void *data,
+                    size_t bytes, bool *updated)
+{
+    slot_t *sl;
+    *updated = false;
+    int rc = push_checks(s, slice, worker, iter, bytes, &sl);
+    if (rc) return rc;
+    sl->pushed[worker] = 1;
+    if (sl->pushes + 1 == s->n_workers) {
+        rc = apply(s, sl, sl->pushes ? acc_of(sl) : NULL, data);
+        *updated = rc == 0;
+        return rc;
+    }
+    if (sl->pushes++ == 0)
+        memcpy(sl->acc, data, bytes);
+    else
+        ordo_optim_sum(acc_of(sl), data, sl->numel);
+    return 0;
+}
+
+int ordo_store_push_frame(ordo_store_t *s, int slice, int worker, int64_t iter,
+                          zmq_msg_t *frame, bool *updated)
+{
+    slot_t *sl;
+    *updated = false;
+    size_t bytes = zmq_msg_size(frame);
+    int rc = push_checks(s, slice, worker, iter, bytes, &sl);
+    if (rc) return rc;
+    const float *data = zmq_msg_data(frame);
+    sl->pushed[worker] = 1;
+    if (sl->pushes + 1 == s->n_workers) {
+        rc = apply(s, sl, sl->pushes ? acc_of(sl) : NULL, data);
+        *updated = rc == 0;
+        return rc;
+    }
+    if (sl->pushes++ == 0) {
+        zmq_msg_init(&sl->acc_msg);
+        zmq_msg_move(&sl->acc_msg, frame);
+        sl->acc_in_msg = true;
+    } else {
+        ordo_optim_sum(acc_of(sl), data, sl->numel);
+    }
     return 0;
 }
 

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <zmq.h>
+
 #include "common/keys.h"
 #include "server/optim.h"
 
@@ -39,6 +41,12 @@ int ordo_store_init(ordo_store_t *s, int slice, const void *data, size_t bytes, 
  * iteration and the value advanced to version iter+1. */
 int ordo_store_push(ordo_store_t *s, int slice, int worker, int64_t iter, const void *data,
                     size_t bytes, bool *updated);
+
+/* ordo_store_push_frame is ordo_store_push over a received ZeroMQ frame. The first push of
+ * an iteration keeps the frame itself as the running sum (the frame is moved out of
+ * *frame; no copy), later ones add into it, and the last is summed and applied in one pass. */
+int ordo_store_push_frame(ordo_store_t *s, int slice, int worker, int64_t iter,
+                          zmq_msg_t *frame, bool *updated);
 
 /* ordo_store_version returns the version of the slice's value (-1 before init). */
 int64_t ordo_store_version(const ordo_store_t *s, int slice);

@@ -1,0 +1,329 @@
+/* bench_pushpull: ordo push/pull against raw ZeroMQ, side by side in one run. */
+#include "worker/bench_pushpull.h"
+#include "common/clock.h"
+#include "common/conf.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "worker/ps.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+/* ---- child daemons ------------------------------------------------------------------ */
+
+typedef struct {
+    pid_t pid;
+    char ready[640];
+} child_t;
+
+static void sibling(const char *name, char *out, size_t size)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(self, '/');
+    if (slash) *slash = '\0';
+    snprintf(out, size, "%s/%s", slash ? self : ".", name);
+}
+
+static int spawn(child_t *c, const char *name, char **args)
+{
+    char path[PATH_MAX + 64];
+    sibling(name, path, sizeof path);
+    int fds[2];
+    if (pipe(fds) != 0) return ORDO_EIO;
+    c->pid = fork();
+    if (c->pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        args[0] = path;
+        execv(path, args);
+        perror(path);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[600];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "READY ", 6) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(c->ready, sizeof c->ready, "%s", line + 6);
+            /* keep reading in the background would need a thread; the daemons print little */
+            return 0;
+        }
+    }
+    return ordo_error_set(ORDO_EIO, "%s did not start", path);
+}
+
+static void reap(child_t *c)
+{
+    int st;
+    for (int i = 0; i < 300; i++) {
+        if (waitpid(c->pid, &st, WNOHANG) == c->pid) return;
+        ordo_clock_sleep_ns(10000000);
+    }
+    kill(c->pid, SIGKILL);
+    waitpid(c->pid, &st, 0);
+}
+
+/* ---- raw ZeroMQ echo ---------------------------------------------------------------- */
+
+typedef struct {
+    void *ctx;
+    char endpoint[256];
+    volatile int stop;
+} echo_t;
+
+static void *echo_main(void *arg)
+{
+    echo_t *e = arg;
+    void *s = zmq_socket(e->ctx, ZMQ_ROUTER);
+    int to = 100;
+    zmq_setsockopt(s, ZMQ_RCVTIMEO, &to, sizeof to);
+    zmq_bind(s, "tcp://127.0.0.1:0");
+    size_t sz = sizeof e->endpoint;
+    zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, e->endpoint, &sz);
+    __atomic_store_n(&e->stop, 2, __ATOMIC_RELEASE); /* bound */
+    while (__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE) != 1) {
+        zmq_msg_t id, body;
+        zmq_msg_init(&id);
+        if (zmq_msg_recv(&id, s, 0) < 0) {
+            zmq_msg_close(&id);
+            continue;
+        }
+        zmq_msg_init(&body);
+        zmq_msg_recv(&body, s, 0);
+        zmq_msg_send(&id, s, ZMQ_SNDMORE);
+        zmq_msg_send(&body, s, 0);
+    }
+    int zero = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_close(s);
+    return NULL;
+}
+
+/* seconds per round trip of one message of n bytes out and back */
+static double raw_rtt(void *ctx, const char *ep, size_t n, int reps)
+{
+    void *s = zmq_socket(ctx, ZMQ_DEALER);
+    zmq_connect(s, ep);
+    char *buf = malloc(n);
+    memset(buf, 1, n);
+    double best = 1e30;
+    for (int r = -1; r < reps; r++) { /* r = -1 warms up */
+        int64_t t0 = ordo_clock_ns();
+        zmq_msg_t m;
+        zmq_msg_init_size(&m, n);
+        memcpy(zmq_msg_data(&m), buf, n);
+        zmq_msg_send(&m, s, 0);
+        zmq_msg_init(&m);
+        zmq_msg_recv(&m, s, 0);
+        zmq_msg_close(&m);
+        double dt = (double)(ordo_clock_ns() - t0) / 1e9;
+        if (r >= 0 && dt < best) best = dt;
+    }
+    free(buf);
+    int zero = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_close(s);
+    return best;
+}
+
+/* ---- ordo push+pull ----------------------------------------------------------------- */
+
+typedef struct {
+    double push_pull_s; /* best time of one push followed by the pull of the new value */
+    double push_s, pull_s;
+} ordo_times_t;
+
+static int ordo_rtt(ordo_worker_t *w, int key, float *val, float *grad, int64_t *iter, int reps,
+                    ordo_times_t *out)
+{
+    int rc;
+    out->push_pull_s = out->push_s = out->pull_s = 1e30;
+    for (int r = -1; r < reps; r++) {
+        int64_t t0 = ordo_clock_ns();
+        /* the pull of the next iteration goes out with the push: the server answers it as
+         * soon as the push is applied, so one round trip carries both */
+        if ((rc = ordo_worker_push(w, key, grad, *iter, 0)) != 0) return rc;
+        if ((rc = ordo_worker_pull(w, key, val, *iter + 1, 0)) != 0) return rc;
+        ordo_worker_event_t ev;
+        int64_t t_push = 0, t_pull = 0;
+        for (int k = 0; k < 2; k++) {
+            if ((rc = ordo_worker_poll(w, 60000, &ev)) != 0) return rc;
+            if (ev.kind == ORDO_EV_PUSH_DONE) t_push = ev.t_ns;
+            else t_pull = ev.t_ns;
+        }
+        (*iter)++;
+        if (r < 0) continue;
+        double dt = (double)((t_pull > t_push ? t_pull : t_push) - t0) / 1e9;
+        if (dt < out->push_pull_s) out->push_pull_s = dt;
+        if ((double)(t_push - t0) / 1e9 < out->push_s) out->push_s = (double)(t_push - t0) / 1e9;
+        if ((double)(t_pull - t0) / 1e9 < out->pull_s) out->pull_s = (double)(t_pull - t0) / 1e9;
+    }
+    return 0;
+}
+
+typedef struct {
+    int json;
+    int reps;
+    int64_t min_bytes, max_bytes;
+    int64_t partition;
+    double bandwidth_bps, latency_us;
+} opts_t;
+
+static int parse_opts(int argc, char **argv, opts_t *o, const char *usage)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = strchr(a, '=');
+        v = v ? v + 1 : (i + 1 < argc ? argv[i + 1] : "");
+        int inl = strchr(a, '=') != NULL;
+        if (!strcmp(a, "--json")) {
+            o->json = 1;
+            continue;
+        }
+        if (!strcmp(a, "--help")) {
+            printf("usage: ordo-bench %s %s\n", argv[0], usage);
+            return 1;
+        }
+        int ok = 1;
+        if (!strncmp(a, "--reps", 6)) o->reps = atoi(v);
+        else if (!strncmp(a, "--min", 5)) ok = ordo_conf_parse_bytes(v, &o->min_bytes) == 0;
+        else if (!strncmp(a, "--max", 5)) ok = ordo_conf_parse_bytes(v, &o->max_bytes) == 0;
+        else if (!strncmp(a, "--partition", 11)) ok = ordo_conf_parse_bytes(v, &o->partition) == 0;
+        else if (!strncmp(a, "--bandwidth", 11)) ok = ordo_conf_parse_rate(v, &o->bandwidth_bps) == 0;
+        else if (!strncmp(a, "--latency-us", 12)) o->latency_us = atof(v);
+        else {
+            fprintf(stderr, "ordo-bench %s: unknown option %s\n", argv[0], a);
+            return -2;
+        }
+        if (!ok || o->reps < 1 || o->min_bytes < 4 || o->max_bytes < o->min_bytes) {
+            fprintf(stderr, "ordo-bench %s: bad value in %s\n", argv[0], a);
+            return -2;
+        }
+        if (!inl) i++;
+    }
+    return 0;
+}
+
+/* start a scheduler and one server for a job whose tensors are the given sizes, and join
+ * as its only worker */
+static int start_cluster(const int64_t *sizes, int n, const opts_t *o, child_t *sched,
+                         child_t *srv, ordo_worker_t **w)
+{
+    char tensors[4096] = "", targ[4200], parg[64], barg[64], larg[64];
+    for (int i = 0; i < n; i++)
+        snprintf(tensors + strlen(tensors), sizeof tensors - strlen(tensors), "%s%lld",
+                 i ? "," : "", (long long)sizes[i]);
+    snprintf(targ, sizeof targ, "--model.tensors=%s", tensors);
+    snprintf(parg, sizeof parg, "--order.partition_bytes=%lld", (long long)o->partition);
+    snprintf(barg, sizeof barg, "--net.bandwidth=%.0fbit", o->bandwidth_bps);
+    snprintf(larg, sizeof larg, "--net.latency_us=%g", o->latency_us);
+    char *sargs[] = {NULL, "--cluster.scheduler=tcp://127.0.0.1:0", targ, parg,
+                     "--output.dir=/tmp/ordo-bench-runs", "--output.log_level=warn",
+                     "--model.iterations=1000000", "--optimizer.lr=0", NULL};
+    int rc = spawn(sched, "ordo-scheduler", sargs);
+    if (rc) return rc;
+    char sarg[700];
+    snprintf(sarg, sizeof sarg, "--cluster.scheduler=%s", sched->ready);
+    char *vargs[] = {NULL, sarg, "--output.log_level=warn", "--optimizer.lr=0", barg, larg, NULL};
+    if ((rc = spawn(srv, "ordo-server", vargs)) != 0) return rc;
+    ordo_conf_t conf;
+    ordo_conf_defaults(&conf);
+    snprintf(conf.scheduler, sizeof conf.scheduler, "%.*s", (int)sizeof conf.scheduler - 1, sched->ready);
+    conf.bandwidth_bps = o->bandwidth_bps;
+    conf.latency_us = o->latency_us;
+    ordo_log_set_level(ORDO_LOG_WARN);
+    return ordo_worker_new(&conf, w);
+}
+
+static void stop_cluster(child_t *sched, child_t *srv, ordo_worker_t **w)
+{
+    if (*w) {
+        ordo_worker_finish(*w, NULL);
+        ordo_worker_destroy(w);
+    }
+    reap(sched);
+    reap(srv);
+}
+
+int ordo_bench_pushpull(int argc, char **argv)
+{
+    opts_t o = {.reps = 10, .min_bytes = 4096, .max_bytes = 64 << 20, .partition = 4 << 20};
+    int rc = parse_opts(argc, argv, &o,
+                        "[--json] [--reps N] [--min BYTES] [--max BYTES] [--partition BYTES]");
+    if (rc) return rc > 0 ? 0 : 2;
+    int64_t sizes[32];
+    int n = 0;
+    for (int64_t b = o.min_bytes; b <= o.max_bytes && n < 32; b *= 4) sizes[n++] = b;
+    child_t sched = {0}, srv = {0};
+    ordo_worker_t *w = NULL;
+    if ((rc = start_cluster(sizes, n, &o, &sched, &srv, &w)) != 0) {
+        fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
+        stop_cluster(&sched, &srv, &w);
+        return 1;
+    }
+    echo_t echo = {.ctx = zmq_ctx_new()};
+    pthread_t th;
+    pthread_create(&th, NULL, echo_main, &echo);
+    while (__atomic_load_n(&echo.stop, __ATOMIC_ACQUIRE) != 2) ordo_clock_sleep_ns(1000000);
+
+    if (!o.json) {
+        printf("ordo push+pull vs raw ZeroMQ round trip, 1 server + 1 worker on loopback, "
+               "partition_bytes %lld, best of %d\n",
+               (long long)o.partition, o.reps);
+        printf("%10s %12s %12s %12s %12s %12s %8s\n", "bytes", "push_us", "pull_us",
+               "push+pull_us", "ordo_GB/s", "raw_GB/s", "ordo/raw");
+    }
+    int64_t iter = 0;
+    double best_raw = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        float *val = malloc((size_t)sizes[i]), *grad = calloc(1, (size_t)sizes[i]);
+        ordo_worker_init(w, i, grad);
+        iter = 0;
+        ordo_times_t t;
+        rc = ordo_rtt(w, i, val, grad, &iter, o.reps, &t);
+        double raw = raw_rtt(echo.ctx, echo.endpoint, (size_t)sizes[i], o.reps);
+        free(val);
+        free(grad);
+        if (rc) break;
+        double og = 2.0 * (double)sizes[i] / t.push_pull_s / 1e9, rg = 2.0 * (double)sizes[i] / raw / 1e9;
+        if (rg > best_raw) best_raw = rg;
+        if (o.json)
+            printf("{\"bytes\":%lld,\"ordo_gbps\":%.4f,\"raw_gbps\":%.4f,\"push_us\":%.1f,"
+                   "\"pull_us\":%.1f,\"push_pull_us\":%.1f,\"raw_rtt_us\":%.1f}\n",
+                   (long long)sizes[i], og, rg, t.push_s * 1e6, t.pull_s * 1e6,
+                   t.push_pull_s * 1e6, raw * 1e6);
+        else
+            printf("%10lld %12.1f %12.1f %12.1f %12.3f %12.3f %8.2f\n", (long long)sizes[i],
+                   t.push_s * 1e6, t.pull_s * 1e6, t.push_pull_s * 1e6, og, rg, og / rg);
+        fflush(stdout);
+    }
+    if (!o.json && rc == 0)
+        printf("raw ZeroMQ best goodput %.3f GB/s (goodput counts the bytes pushed plus the "
+               "bytes pulled)\n", best_raw);
+    __atomic_store_n(&echo.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    zmq_ctx_term(echo.ctx);
+    if (rc) fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
+    stop_cluster(&sched, &srv, &w);
+    return rc ? 1 : 0;
+}
+
+int ordo_bench_calibrate(int argc, char **argv)
+{
+    (void)argc;
+    fprintf(stderr, "ordo-bench %s: not built yet\n", argv[0]);
+    return 1;
+}
