@@ -330,11 +330,14 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
     }
     rc = groups;
     /* Many groupings often tie (the last layer's message bounds the time and earlier ones
-     * have slack): among them, send the fewest messages. O(L^2) per message count tried;
-     * skipped for very deep models. */
-    if (groups > 1 && L <= ORDO_MERGE_FEWEST_MAX_LAYERS) {
-        int c = fewest_groups(L, ready, cum, a, b, best[L], groups, layer_group);
-        if (c < 0) goto fail;
+     * have slack): among them, send the fewest messages. Each count tried costs about
+     * L^2 / 2 steps; the counts tried stop at a budget of 2e9 steps, past which the grouping
+     * above stays. */
+    double budget = 4e9 / ((double)L * (double)L);
+    int max_c = budget < groups ? (int)budget : groups;
+    if (groups > 1 && max_c >= 1) {
+        /* out of memory there leaves the grouping above, which is as fast */
+        int c = fewest_groups(L, ready, cum, a, b, best[L], max_c, layer_group);
         if (c > 0) rc = c;
     }
 fail:

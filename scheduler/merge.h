@@ -65,10 +65,9 @@ int ordo_merge_mgwfbp(int L, const double *tb_s, const int64_t *bytes, double a,
 
 /* ordo_merge_optimal finds a grouping of L layers (backward order) with the least iteration
  * time by the O(L^2) dynamic program over the earliest end of each prefix; among groupings
- * with that time it then picks one with the fewest messages (O(L^2) per count tried, for
- * L <= ORDO_MERGE_FEWEST_MAX_LAYERS). Writes layer_group[0..L) and returns the number of
- * groups, or a negative error. */
-#define ORDO_MERGE_FEWEST_MAX_LAYERS 4096
+ * with that time it then picks one with the fewest messages (O(L^2) per count tried, within
+ * a budget of about 2e9 steps). Writes layer_group[0..L) and returns the number of groups,
+ * or a negative error. */
 int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b,
                        int *layer_group);
 
