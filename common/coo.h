@@ -40,8 +40,8 @@ int ordo_coo_check(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, siz
 /* ordo_coo_decode validates like ordo_coo_check and copies the entries to out, which holds
  * cap entries (ORDO_ERANGE when too small). Nothing is written to out on a rejected
  * payload. */
-int ordo_coo_decode(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi,
-                    ordo_coo_entry_t *out, size_t cap, size_t *count);
+int ordo_coo_decode(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, ordo_coo_entry_t *out,
+                    size_t cap, size_t *count);
 
 /* ordo_coo_patch validates like ordo_coo_check and then sets dst[index] = value for every
  * entry (dst is the whole tensor, indexed absolutely). A rejected payload changes nothing. */

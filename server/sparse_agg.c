@@ -137,7 +137,8 @@ static void radix_sort_pairs(uint32_t *k, float *v, uint32_t *tk, float *tv, siz
     if (n < 2) return;
     for (int shift = 0; shift < 32; shift += 11) {
         size_t cnt[2048] = {0};
-        for (size_t i = 0; i < n; i++) cnt[(sk[i] >> shift) & 2047]++;
+        for (size_t i = 0; i < n; i++)
+            cnt[(sk[i] >> shift) & 2047]++;
         if (cnt[(sk[0] >> shift) & 2047] == n) continue;
         size_t pos = 0;
         for (int d = 0; d < 2048; d++) {
@@ -167,7 +168,8 @@ static int reserve_candidates(ordo_sparse_agg_t *agg, size_t n)
 {
     if (n <= agg->ccap) return 0;
     size_t cap = agg->ccap ? agg->ccap : 1024;
-    while (cap < n) cap *= 2;
+    while (cap < n)
+        cap *= 2;
     uint32_t *p1 = realloc(agg->cidx, cap * sizeof *p1);
     if (p1) agg->cidx = p1;
     uint32_t *p2 = realloc(agg->tidx, cap * sizeof *p2);
@@ -234,8 +236,7 @@ int ordo_sparse_agg_new(ordo_sparse_agg_t **out, uint32_t lo, uint32_t hi, int w
     if (kind != ORDO_SPARSE_AGG_DENSE && kind != ORDO_SPARSE_AGG_HASH)
         return ordo_error_set(ORDO_EINVAL, "sparse_agg: unknown kind %d", (int)kind);
     if (threshold_period < 1)
-        return ordo_error_set(ORDO_EINVAL, "sparse_agg: threshold_period %d < 1",
-                              threshold_period);
+        return ordo_error_set(ORDO_EINVAL, "sparse_agg: threshold_period %d < 1", threshold_period);
     int rc = ORDO_ENOMEM;
     ordo_sparse_agg_t *agg = calloc(1, sizeof *agg);
     if (!agg) return ordo_error_set(ORDO_ENOMEM, "sparse_agg: no memory");
@@ -333,7 +334,8 @@ int ordo_sparse_agg_push(ordo_sparse_agg_t *agg, int worker, const ordo_coo_entr
                                   worker, i);
     }
     if (agg->kind == ORDO_SPARSE_AGG_DENSE) {
-        for (size_t i = 0; i < count; i++) dense_add(agg, e[i].index, e[i].value);
+        for (size_t i = 0; i < count; i++)
+            dense_add(agg, e[i].index, e[i].value);
     } else {
         if ((rc = hash_reserve(agg, count)) < 0) return rc;
         for (size_t i = 0; i < count; i++)
@@ -359,8 +361,7 @@ int ordo_sparse_agg_push_coo(ordo_sparse_agg_t *agg, int worker, const uint8_t *
         if ((rc = hash_reserve(agg, count)) < 0) return rc;
         for (size_t i = 0; i < count; i++) {
             ordo_coo_entry_t e = ordo_coo_get(buf, i);
-            hash_put(agg->hkey, agg->hval, agg->hcap, agg->hbits, e.index, e.value,
-                     &agg->touched);
+            hash_put(agg->hkey, agg->hval, agg->hcap, agg->hbits, e.index, e.value, &agg->touched);
         }
     }
     push_done(agg, worker);
@@ -409,7 +410,8 @@ int ordo_sparse_agg_maghist(ordo_sparse_agg_t *agg, uint64_t *bins)
 /* Turns selected candidate positions into (index, sum) entries. */
 static void finish_select(ordo_sparse_agg_t *agg, size_t nsel, bool fresh)
 {
-    for (size_t j = 0; j < nsel; j++) agg->sel[j].index = agg->cidx[agg->sel[j].index];
+    for (size_t j = 0; j < nsel; j++)
+        agg->sel[j].index = agg->cidx[agg->sel[j].index];
     agg->nsel = nsel;
     agg->selected = true;
     if (fresh)
@@ -505,8 +507,8 @@ size_t ordo_sparse_agg_changed_size(const ordo_sparse_agg_t *agg)
     return ordo_coo_size(agg->selected ? agg->nsel : 0);
 }
 
-int ordo_sparse_agg_encode_changed(const ordo_sparse_agg_t *agg, const float *params,
-                                   uint8_t *buf, size_t cap, size_t *len)
+int ordo_sparse_agg_encode_changed(const ordo_sparse_agg_t *agg, const float *params, uint8_t *buf,
+                                   size_t cap, size_t *len)
 {
     size_t need = ordo_sparse_agg_changed_size(agg);
     if (need > cap)

@@ -65,8 +65,7 @@ int ordo_sparse_agg_push(ordo_sparse_agg_t *agg, int worker, const ordo_coo_entr
 
 /* ordo_sparse_agg_push_coo is ordo_sparse_agg_push for a COO payload (see common/coo.h),
  * read in place. */
-int ordo_sparse_agg_push_coo(ordo_sparse_agg_t *agg, int worker, const uint8_t *buf,
-                             size_t len);
+int ordo_sparse_agg_push_coo(ordo_sparse_agg_t *agg, int worker, const uint8_t *buf, size_t len);
 
 /* ordo_sparse_agg_pushed returns how many workers have pushed in this iteration. */
 int ordo_sparse_agg_pushed(const ordo_sparse_agg_t *agg);
@@ -116,8 +115,8 @@ size_t ordo_sparse_agg_changed_size(const ordo_sparse_agg_t *agg);
 
 /* ordo_sparse_agg_encode_changed writes the pull answer into buf (cap bytes): a COO payload
  * of (index, params[index - lo]) for every selected entry; params is the region's array. */
-int ordo_sparse_agg_encode_changed(const ordo_sparse_agg_t *agg, const float *params,
-                                   uint8_t *buf, size_t cap, size_t *len);
+int ordo_sparse_agg_encode_changed(const ordo_sparse_agg_t *agg, const float *params, uint8_t *buf,
+                                   size_t cap, size_t *len);
 
 /* ordo_sparse_agg_next ends the iteration: discards its sums (also when it was not
  * selected) and counts one more iteration. */
