@@ -27,9 +27,12 @@ struct ordo_order_graph {
     int timed;       /* built with a time oracle */
 };
 
+/* to_ticks rounds a time to whole nanoseconds, capped at 1e14 ns (about 28 hours) so that
+ * sums over thousands of recvs stay far from overflow. */
 static int64_t to_ticks(double us)
 {
-    return (int64_t)llround(us * 1000.0);
+    double ns = us * 1000.0;
+    return ns >= 1e14 ? (int64_t)1e14 : (int64_t)llround(ns);
 }
 
 void ordo_order_graph_destroy(ordo_order_graph_t **pg)
@@ -337,11 +340,19 @@ int ordo_order_tio(const ordo_order_graph_t *g, int *priority)
     /* priority = rank of M+ among the distinct values (infinity ranks last) */
     memcpy(sorted, s.mplus, (size_t)g->n_params * sizeof *sorted);
     qsort(sorted, (size_t)g->n_params, sizeof *sorted, cmp_i64);
+    int n_distinct = 0;
+    for (int k = 0; k < g->n_params; k++)
+        if (k == 0 || sorted[k] != sorted[n_distinct - 1]) sorted[n_distinct++] = sorted[k];
     for (int r = 0; r < g->n_params; r++) {
-        int rank = 0;
-        for (int k = 1; k < g->n_params && sorted[k] <= s.mplus[r]; k++)
-            if (sorted[k] != sorted[k - 1]) rank++;
-        priority[r] = rank;
+        int lo = 0, hi = n_distinct - 1; /* sorted[lo..hi] holds mplus[r] */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (sorted[mid] < s.mplus[r])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        priority[r] = lo;
     }
     rc = 0;
 fail:

@@ -14,6 +14,7 @@
 #endif
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,7 @@ typedef struct {
     int servers;
     int backward;
     int verbose;
+    int budget_given;
     ordo_order_opts_t opts;
 } args_t;
 
@@ -133,11 +135,10 @@ static int parse_args(int argc, char **argv, args_t *a)
         } else if (!strcmp(arg, "--budget-ms")) {
             if (parse_long(val, 0, 3600000, &v)) return usage_error("bad --budget-ms", val);
             a->opts.search_budget_ms = (int)v;
+            a->budget_given = 1;
         } else if (!strcmp(arg, "--evals")) {
             if (parse_long(val, 0, 1000000000, &v)) return usage_error("bad --evals", val);
             a->opts.search_evals = v;
-            if (v > 0 && a->opts.search_budget_ms == ORDO_ORDER_SEARCH_BUDGET_MS)
-                a->opts.search_budget_ms = 0; /* a cap alone: deterministic */
         } else if (!strcmp(arg, "--seed")) {
             if (parse_long(val, 0, 2147483647, &v)) return usage_error("bad --seed", val);
             a->opts.seed = (uint64_t)v;
@@ -154,6 +155,8 @@ static int parse_args(int argc, char **argv, args_t *a)
         }
     }
     if (!a->model_path) return usage_error("missing MODEL.json", NULL);
+    /* --evals alone caps the search without a clock, so the result is reproducible */
+    if (a->opts.search_evals > 0 && !a->budget_given) a->opts.search_budget_ms = 0;
     return 0;
 }
 
@@ -200,20 +203,37 @@ static int load_inputs(const args_t *a, inputs_t *in)
     return ordo_sim_new(in->m, in->times, in->channel, a->servers, a->backward, &in->sim);
 }
 
-/* plan runs policy p into in->priority, reporting search figures when asked. */
+/* plan runs policy p into in->priority; verbose reports the simulated result (and, for
+ * search, TAO's for comparison) on stderr. */
 static int plan(const args_t *a, inputs_t *in, ordo_policy_t p)
 {
     ordo_order_opts_t o = a->opts;
     o.oracle = in->oracle;
-    int rc = ordo_order_plan_ex(in->m, in->channel, a->servers, a->bandwidth_bps, a->latency_us, p,
-                                &o, in->priority);
-    if (rc == 0 && a->verbose) {
-        ordo_sim_result_t r;
-        if (ordo_sim_run(in->sim, in->priority, &r) == 0)
-            fprintf(stderr, "ordo-plan: %s: %s: simulated makespan %.1f us, E %.4f\n", in->m->name,
-                    ordo_order_policy_name(p), r.makespan_us, r.efficiency);
+    ordo_sim_result_t r;
+    int rc;
+    if (a->verbose && p == ORDO_POLICY_SEARCH) {
+        rc = ordo_order_plan_ex(in->m, in->channel, a->servers, a->bandwidth_bps, a->latency_us,
+                                ORDO_POLICY_TAO, &o, in->priority);
+        if (rc == 0 && ordo_sim_run(in->sim, in->priority, &r) == 0)
+            fprintf(stderr, "ordo-plan: %s: tao: simulated makespan %.3f us, E %.6f\n", in->m->name,
+                    r.makespan_us, r.efficiency);
     }
+    rc = ordo_order_plan_ex(in->m, in->channel, a->servers, a->bandwidth_bps, a->latency_us, p, &o,
+                            in->priority);
+    if (rc == 0 && a->verbose && ordo_sim_run(in->sim, in->priority, &r) == 0)
+        fprintf(stderr, "ordo-plan: %s: %s: simulated makespan %.3f us, E %.6f\n", in->m->name,
+                ordo_order_policy_name(p), r.makespan_us, r.efficiency);
     return rc;
+}
+
+/* put_str prints s as a JSON string. */
+static void put_str(const char *s)
+{
+    json_t *j = json_string(s);
+    char *txt = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+    fputs(txt ? txt : "null", stdout);
+    free(txt);
+    json_decref(j);
 }
 
 static int cmd_order(const args_t *a)
@@ -243,9 +263,12 @@ static int cmd_simulate(const args_t *a)
     ordo_sim_result_t r;
     if (!rc) rc = ordo_sim_run(in.sim, in.priority, &r);
     if (!rc) {
-        printf("{\"model\": \"%s\", \"order\": \"%s\", \"servers\": %d, \"backward\": %s, "
-               "\"makespan_us\": %.3f, \"U_us\": %.3f, \"L_us\": %.3f, \"E\": %.6f}\n",
-               in.m->name, a->order_path ? a->order_path : ordo_order_policy_name(a->policy),
+        printf("{\"model\": ");
+        put_str(in.m->name);
+        printf(", \"order\": ");
+        put_str(a->order_path ? a->order_path : ordo_order_policy_name(a->policy));
+        printf(", \"servers\": %d, \"backward\": %s, \"makespan_us\": %.3f, \"U_us\": %.3f, "
+               "\"L_us\": %.3f, \"E\": %.6f}\n",
                a->servers, a->backward ? "true" : "false", r.makespan_us, r.upper_us, r.lower_us,
                r.efficiency);
     }
@@ -272,10 +295,11 @@ static int cmd_bounds(const args_t *a)
         rc = ordo_search_bounds(in.sim, in.priority, &so, &b, NULL, NULL);
     }
     if (!rc) {
-        printf("{\"model\": \"%s\", \"recvs\": %d, \"servers\": %d, \"backward\": %s, "
-               "\"method\": \"%s\", \"best_us\": %.3f, \"worst_us\": %.3f, \"U_us\": %.3f, "
-               "\"L_us\": %.3f, ",
-               in.m->name, in.m->n_params, a->servers, a->backward ? "true" : "false",
+        printf("{\"model\": ");
+        put_str(in.m->name);
+        printf(", \"recvs\": %d, \"servers\": %d, \"backward\": %s, \"method\": \"%s\", "
+               "\"best_us\": %.3f, \"worst_us\": %.3f, \"U_us\": %.3f, \"L_us\": %.3f, ",
+               in.m->n_params, a->servers, a->backward ? "true" : "false",
                b.exhaustive ? "exhaustive" : "search", b.best_us, b.worst_us, tao.upper_us,
                tao.lower_us);
         print_result("tio", &tio, ", ");
