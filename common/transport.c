@@ -580,6 +580,11 @@ timeout:
     return ORDO_ETIMEDOUT;
 }
 
+void ordo_transport_post(ordo_transport_t *t, ordo_msg_t *m)
+{
+    put_inbound(t, m);
+}
+
 int64_t ordo_transport_link_free_ns(ordo_transport_t *t)
 {
     return atomic_load(&t->link_free_ns);

@@ -55,6 +55,10 @@ int ordo_transport_send(ordo_transport_t *t, ordo_msg_t *m);
  * waits up to timeout_ms (-1 = forever, 0 = poll). ORDO_ETIMEDOUT when none came. */
 int ordo_transport_recv(ordo_transport_t *t, ordo_msg_t *m, int timeout_ms);
 
+/* ordo_transport_post puts a local message (e.g. WAKE) into the inbound queue, so a thread
+ * blocked in ordo_transport_recv wakes up; thread-safe. m is left empty. */
+void ordo_transport_post(ordo_transport_t *t, ordo_msg_t *m);
+
 /* ordo_transport_link_free_ns returns the monotonic time at which the emulated egress
  * link finishes what it was given (0 when emulation is off). */
 int64_t ordo_transport_link_free_ns(ordo_transport_t *t);

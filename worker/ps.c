@@ -237,6 +237,13 @@ int ordo_worker_push(ordo_worker_t *w, int key, const float *src, int64_t iter, 
     return 0;
 }
 
+void ordo_worker_wake(ordo_worker_t *w)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_WAKE);
+    ordo_transport_post(w->node.tp, &m);
+}
+
 static void add_event(ordo_worker_t *w, int kind, int key, int64_t iter)
 {
     if (w->ev_n == w->ev_cap) {
@@ -251,7 +258,7 @@ static void add_event(ordo_worker_t *w, int kind, int key, int64_t iter)
     }
     w->ev[(w->ev_head + w->ev_n++) % w->ev_cap] =
         (ordo_worker_event_t){.kind = kind, .key = key, .iter = iter, .t_ns = ordo_clock_ns()};
-    w->outstanding--;
+    if (kind != ORDO_EV_WAKE) w->outstanding--;
 }
 
 /* handle one inbound message; returns 0 or a fatal error */
@@ -300,6 +307,9 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
                               (long long)m->hdr.iter);
     case ORDO_MSG_SHUTDOWN:
         return ordo_error_set(ORDO_ECLOSED, "the scheduler shut the run down");
+    case ORDO_MSG_WAKE:
+        add_event(w, ORDO_EV_WAKE, -1, -1);
+        return 0;
     default:
         ORDO_DEBUG("ignored %s", ordo_wire_type_name(m->hdr.type));
         return 0;

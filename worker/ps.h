@@ -13,7 +13,7 @@
 
 typedef struct ordo_worker ordo_worker_t;
 
-typedef enum { ORDO_EV_PULL_DONE = 1, ORDO_EV_PUSH_DONE = 2 } ordo_worker_ev_kind_t;
+typedef enum { ORDO_EV_PULL_DONE = 1, ORDO_EV_PUSH_DONE = 2, ORDO_EV_WAKE = 3 } ordo_worker_ev_kind_t;
 
 typedef struct ordo_worker_event {
     int kind;
@@ -53,6 +53,10 @@ int ordo_worker_push(ordo_worker_t *w, int key, const float *src, int64_t iter, 
  * ORDO_ETIMEDOUT when none came, ORDO_EABORT when the cluster aborted, ORDO_EPEERDEAD when
  * the scheduler went silent, ORDO_EPROTO when a server refused a request (detail says). */
 int ordo_worker_poll(ordo_worker_t *w, int timeout_ms, ordo_worker_event_t *ev);
+
+/* ordo_worker_wake makes a thread blocked in ordo_worker_poll return an ORDO_EV_WAKE event;
+ * the only call that other threads may make. */
+void ordo_worker_wake(ordo_worker_t *w);
 
 /* ordo_worker_outstanding counts pulls and pushes not yet complete. */
 int ordo_worker_outstanding(const ordo_worker_t *w);

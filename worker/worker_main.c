@@ -7,7 +7,16 @@
 #include "common/conf.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "scheduler/job.h"
+#include "worker/compute.h"
+#include "worker/dataset.h"
+#include "worker/executor.h"
+#include "worker/nn.h"
 #include "worker/ps.h"
+#include "worker/train.h"
+
+#include <jansson.h>
+#include <unistd.h>
 
 #include <math.h>
 #include <signal.h>
@@ -98,6 +107,199 @@ done:
     return rc;
 }
 
+/* ---- model jobs: profiles (emulated compute) and the built-in trainers ---------------- */
+
+/* per-key plan priorities from the scheduler's WELCOME, or NULL for listed order */
+static int *plan_priorities(ordo_worker_t *w, int n_keys)
+{
+    const char *plan = ordo_worker_plan(w);
+    json_t *root = plan ? json_loads(plan, 0, NULL) : NULL;
+    json_t *pr = root ? json_object_get(root, "priorities") : NULL;
+    int *out = NULL;
+    if (json_is_array(pr) && (int)json_array_size(pr) == n_keys) {
+        out = malloc(sizeof *out * (size_t)n_keys);
+        for (int i = 0; i < n_keys; i++) out[i] = (int)json_integer_value(json_array_get(pr, (size_t)i));
+    }
+    json_decref(root);
+    return out;
+}
+
+/* ordering efficiency of a forward pass on an emulated link (DESIGN.md 4): U = all op
+ * times (compute measured, transfers from the link model), L = the busiest resource */
+static double efficiency(const ordo_model_t *m, const ordo_keys_t *k, const ordo_conf_t *c,
+                         double compute_ms, double makespan_ms)
+{
+    if (c->bandwidth_bps <= 0) return NAN;
+    double *chan = calloc((size_t)k->n_servers, sizeof *chan), sum = 0;
+    for (int i = 0; i < k->n_slices; i++) {
+        double ms = (c->latency_us + (double)k->slices[i].numel * 4 * 8e6 / c->bandwidth_bps) / 1e3;
+        chan[k->slices[i].server] += ms;
+        sum += ms;
+    }
+    double L = compute_ms;
+    for (int s = 0; s < k->n_servers; s++)
+        if (chan[s] > L) L = chan[s];
+    free(chan);
+    (void)m;
+    double U = compute_ms + sum;
+    if (U - L <= 0) return NAN;
+    double e = (U - makespan_ms) / (U - L);
+    return e < 0 ? 0 : e > 1 ? 1 : e;
+}
+
+static void progress(const ordo_conf_t *conf, int64_t t, int64_t total, int64_t per_epoch,
+                     double loss, double acc, double sps, double eta_s, bool final)
+{
+    char line[256];
+    snprintf(line, sizeof line, "epoch %lld  iter %lld/%lld  loss %.4f  train acc %.3f  %.0f samples/s  ETA %.0fs",
+             (long long)(per_epoch ? (t - 1) / per_epoch + 1 : 1), (long long)t, (long long)total, loss,
+             acc, sps, eta_s);
+    if (isatty(2)) {
+        fprintf(stderr, "\r%-100s%s", line, final ? "\n" : "");
+        fflush(stderr);
+    } else {
+        ORDO_INFO("%s", line);
+    }
+    (void)conf;
+}
+
+static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
+{
+    int rank = ordo_worker_rank(w), W = ordo_worker_n_workers(w);
+    bool training = !strcmp(conf->trainer, "mlp") || !strcmp(conf->trainer, "cnn");
+    ordo_model_t *m = NULL;
+    ordo_compute_ctx_t *cc = NULL;
+    ordo_exec_t *ex = NULL;
+    ordo_dataset_t *train = NULL, *test = NULL;
+    ordo_dataset_iter_t *it = NULL;
+    ordo_trace_t *trace = NULL;
+    float **init = NULL;
+    int *prio = NULL;
+    int rc;
+    if ((rc = ordo_job_model(conf, &m)) != 0) goto done;
+    if (m->n_params != ordo_worker_keys(w)->n_keys) {
+        rc = ordo_error_set(ORDO_EPROTO, "the scheduler's key map has %d keys, the model %d",
+                            ordo_worker_keys(w)->n_keys, m->n_params);
+        goto done;
+    }
+    int kind = training ? (conf->compute == ORDO_COMPUTE_EMULATE ? ORDO_COMPUTE_CPU : conf->compute)
+                        : conf->compute;
+    if ((rc = ordo_compute_new(kind, m, conf->compute_scale, &cc)) != 0) goto done;
+    if (conf->trace) {
+        char name[64];
+        snprintf(name, sizeof name, "worker %d", rank);
+        if ((rc = ordo_trace_new(name, 1000 + rank, &trace)) != 0) goto done;
+    }
+    prio = plan_priorities(w, m->n_params);
+    ordo_exec_opts_t eo = {.ps = w, .model = m, .compute = cc, .priority = prio,
+                           .shuffle_pulls = conf->policy_kind == ORDO_POLICY_NONE,
+                           .seed = conf->seed, .forward_only = conf->forward_only && !training,
+                           .trace = trace};
+    if ((rc = ordo_exec_new(&eo, &ex)) != 0) goto done;
+
+    int64_t iterations = conf->iterations, per_epoch = 0;
+    int batch = m->batch;
+    if (training) {
+        if ((rc = ordo_dataset_load(conf->data_dir, ORDO_DATASET_TRAIN, &train)) != 0) goto done;
+        if ((rc = ordo_dataset_iter_new(train, rank, W, batch, conf->seed, &it)) != 0) goto done;
+        /* every worker must run the same number of iterations: the smallest shard decides */
+        int64_t n = ordo_dataset_count(train), smallest = INT64_MAX;
+        for (int r = 0; r < W; r++) {
+            int64_t b, e;
+            ordo_dataset_shard(n, r, W, &b, &e);
+            if (e - b < smallest) smallest = e - b;
+        }
+        per_epoch = smallest / batch;
+        if (conf->epochs > 0) iterations = conf->epochs * per_epoch;
+    }
+    if (rank == 0) {
+        /* rank 0 gives the servers the initial values */
+        init = calloc((size_t)m->n_params, sizeof *init);
+        for (int i = 0; i < m->n_params; i++) init[i] = calloc((size_t)m->params[i].numel, sizeof(float));
+        if (training) ordo_nn_init(m, conf->seed, init);
+        if ((rc = ordo_exec_init(ex, init)) != 0) goto done;
+    }
+    ORDO_INFO("running %s: %lld iterations, batch %d, %d tensors (%.1f MiB), compute %s",
+              m->name, (long long)iterations, batch, m->n_params,
+              (double)ordo_model_total_bytes(m) / 1048576.0, ordo_compute_kind_name(kind));
+    int64_t t_begin = ordo_clock_ns();
+    double loss_sum = 0, last_loss = NAN;
+    int correct_sum = 0, seen = 0;
+    for (int64_t t = 0; t < iterations; t++) {
+        const float *x = NULL;
+        const int *labels = NULL;
+        if (it && (rc = ordo_dataset_iter_next(it, &x, &labels)) < 0) goto done;
+        ordo_exec_stats_t st;
+        if ((rc = ordo_exec_iteration(ex, t, x, labels, training ? batch : 0, &st)) != 0) goto done;
+        double makespan = eo.forward_only ? (double)(st.t_forward_end_ns - st.t_start_ns) / 1e6 : st.step_ms;
+        double eff = eo.forward_only ? efficiency(m, ordo_worker_keys(w), conf, st.compute_ms, makespan) : NAN;
+        char js[1024], effs[32], losss[48];
+        if (isnan(eff)) snprintf(effs, sizeof effs, "null");
+        else snprintf(effs, sizeof effs, "%.4f", eff);
+        if (training) snprintf(losss, sizeof losss, ",\"loss\":%.6f", st.loss);
+        else losss[0] = '\0';
+        snprintf(js, sizeof js,
+                 "{\"worker\":%d,\"iter\":%lld,\"step_ms\":%.4f,\"wait_ms\":%.4f,\"compute_ms\":%.4f,"
+                 "\"bytes_push\":%lld,\"bytes_pull\":%lld,\"efficiency\":%s%s,\"samples\":%d,"
+                 "\"forward_ms\":%.4f,\"t_start_ns\":%lld,\"t_push_done_ns\":%lld,\"t_end_ns\":%lld}",
+                 rank, (long long)t, st.step_ms, st.wait_ms, st.compute_ms, (long long)st.bytes_push,
+                 (long long)st.bytes_pull, effs, losss, batch,
+                 (double)(st.t_forward_end_ns - st.t_start_ns) / 1e6, (long long)st.t_start_ns,
+                 (long long)st.t_push_done_ns, (long long)st.t_end_ns);
+        ordo_worker_report(w, js);
+        loss_sum += st.loss;
+        last_loss = st.loss;
+        correct_sum += st.correct;
+        seen += batch;
+        if (rank == 0 && conf->progress_every &&
+            ((t + 1) % conf->progress_every == 0 || t + 1 == iterations)) {
+            double secs = (double)(ordo_clock_ns() - t_begin) / 1e9;
+            double sps = (double)(t + 1) * batch * W / secs;
+            int k = (int)((t + 1) % conf->progress_every ? (t + 1) % conf->progress_every : conf->progress_every);
+            progress(conf, t + 1, iterations, per_epoch, loss_sum / k,
+                     training ? (double)correct_sum / seen : 0, sps,
+                     secs / (double)(t + 1) * (double)(iterations - t - 1), t + 1 == iterations);
+            loss_sum = 0;
+            correct_sum = 0;
+            seen = 0;
+        }
+    }
+    char final[256] = "{}";
+    if (training && rank == 0 && iterations > 0) {
+        /* the trained model: the servers' values after the last update */
+        if ((rc = ordo_exec_pull_all(ex, iterations)) != 0) goto done;
+        double test_loss, acc;
+        if ((rc = ordo_dataset_load(conf->data_dir, ORDO_DATASET_TEST, &test)) != 0) goto done;
+        if ((rc = ordo_train_evaluate(cc, m, test, &test_loss, &acc)) != 0) goto done;
+        ORDO_INFO("test accuracy %.4f (test loss %.4f) after %lld iterations", acc, test_loss,
+                  (long long)iterations);
+        snprintf(final, sizeof final, "{\"final_loss\":%.6f,\"test_loss\":%.6f,\"test_accuracy\":%.6f}",
+                 last_loss, test_loss, acc);
+    } else if (training) {
+        snprintf(final, sizeof final, "{\"final_loss\":%.6f}", last_loss);
+    }
+    if (trace) {
+        char path[ORDO_CONF_PATH + 64];
+        snprintf(path, sizeof path, "%s/trace-worker-%d.json", ordo_worker_run_dir(w), rank);
+        if ((rc = ordo_trace_write(trace, path)) != 0) goto done;
+    }
+    ordo_exec_destroy(&ex);
+    rc = ordo_worker_finish(w, final);
+done:
+    ordo_exec_destroy(&ex);
+    if (init)
+        for (int i = 0; i < m->n_params; i++) free(init[i]);
+    free(init);
+    free(prio);
+    ordo_trace_destroy(&trace);
+    ordo_dataset_iter_destroy(&it);
+    ordo_dataset_destroy(&train);
+    ordo_dataset_destroy(&test);
+    ordo_compute_destroy(&cc);
+    ordo_model_destroy(&m);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     ordo_conf_t conf;
@@ -117,12 +319,11 @@ int main(int argc, char **argv)
     ordo_log_set_role("worker", ordo_worker_rank(w));
     if (!strcmp(conf.trainer, "synthetic")) {
         rc = run_synthetic(w, &conf);
+        if (rc == 0) rc = ordo_worker_finish(w, NULL);
     } else {
-        rc = ordo_error_set(ORDO_ENOTSUP, "model.trainer = %s: not in this build yet", conf.trainer);
+        rc = run_model(w, &conf);
     }
-    if (rc == 0) {
-        rc = ordo_worker_finish(w, NULL);
-    } else if (rc != ORDO_EABORT && rc != ORDO_EPEERDEAD) {
+    if (rc != 0 && rc != ORDO_EABORT && rc != ORDO_EPEERDEAD) {
         char why[600];
         snprintf(why, sizeof why, "worker %d: %s", ordo_worker_rank(w), ordo_error_text(rc));
         ordo_worker_abort(w, why);

@@ -1,0 +1,29 @@
+/* trace: Chrome trace-event JSON (opens in Perfetto and chrome://tracing). A process
+ * records complete events (name, category, track, start, duration) into a memory buffer
+ * and writes {"traceEvents":[...]} at the end, so tracing costs no I/O while running. */
+#ifndef ORDO_TRACE_H
+#define ORDO_TRACE_H
+
+#include <stdint.h>
+
+typedef struct ordo_trace ordo_trace_t;
+
+/* ordo_trace_new starts a trace of process `name` (e.g. "worker 1"), pid shown as pid. */
+int ordo_trace_new(const char *name, int pid, ordo_trace_t **out);
+
+/* ordo_trace_complete records an event on track tid (0 compute, 1 pulls, 2 pushes ...)
+ * from monotonic start_ns lasting dur_ns; args_json is NULL or a JSON object text.
+ * Thread-safe. */
+void ordo_trace_complete(ordo_trace_t *t, const char *name, const char *cat, int tid,
+                         int64_t start_ns, int64_t dur_ns, const char *args_json);
+
+/* ordo_trace_name_track names track tid in the viewer. */
+void ordo_trace_name_track(ordo_trace_t *t, int tid, const char *name);
+
+/* ordo_trace_write writes the trace file; returns 0 or ORDO_EIO with the path. */
+int ordo_trace_write(ordo_trace_t *t, const char *path);
+
+/* ordo_trace_destroy frees; NULL-safe. */
+void ordo_trace_destroy(ordo_trace_t **t);
+
+#endif

@@ -1,0 +1,360 @@
+/* executor: the compute thread / communication thread pair of a worker. */
+#include "worker/executor.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { CMD_START, CMD_PUSH, CMD_STOP, CMD_PULL_ALL } cmd_kind_t;
+
+typedef struct {
+    cmd_kind_t kind;
+    int key;
+    int64_t iter;
+} cmd_t;
+
+struct ordo_exec {
+    ordo_exec_opts_t o;
+    int n;          /* parameters = keys */
+    float **params, **grads;
+    int *order;     /* pull request order */
+    uint64_t rng;
+    pthread_t comm;
+    bool comm_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* compute thread waits here */
+    /* shared state, under mu */
+    cmd_t *q;
+    int q_head, q_n, q_cap;
+    int64_t *ready_iter; /* per key: iteration whose value arrived (-1 none) */
+    int64_t *pull_start_ns;
+    int pushes_left;
+    int pulls_left;
+    int fatal;
+    int64_t cur_iter;
+};
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void post(ordo_exec_t *e, cmd_kind_t kind, int key, int64_t iter)
+{
+    pthread_mutex_lock(&e->mu);
+    if (e->q_n == e->q_cap) {
+        int cap = e->q_cap ? e->q_cap * 2 : 64;
+        cmd_t *p = malloc(sizeof *p * (size_t)cap);
+        ORDO_ASSERT(p != NULL);
+        for (int i = 0; i < e->q_n; i++) p[i] = e->q[(e->q_head + i) % e->q_cap];
+        free(e->q);
+        e->q = p;
+        e->q_cap = cap;
+        e->q_head = 0;
+    }
+    e->q[(e->q_head + e->q_n++) % e->q_cap] = (cmd_t){kind, key, iter};
+    pthread_mutex_unlock(&e->mu);
+    ordo_worker_wake(e->o.ps);
+}
+
+static int prio_of(const ordo_exec_t *e, int key)
+{
+    return e->o.priority ? e->o.priority[key] : key;
+}
+
+static const ordo_exec_t *sort_ctx;
+
+static int by_priority(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    int px = prio_of(sort_ctx, x), py = prio_of(sort_ctx, y);
+    if (px != py) return px < py ? -1 : 1;
+    return x - y;
+}
+
+/* ---- communication thread ----------------------------------------------------------- */
+
+static void issue_pulls(ordo_exec_t *e, int64_t iter)
+{
+    if (e->o.shuffle_pulls) {
+        for (int i = e->n - 1; i > 0; i--) {
+            int j = (int)(splitmix(&e->rng) % (uint64_t)(i + 1));
+            int t = e->order[i];
+            e->order[i] = e->order[j];
+            e->order[j] = t;
+        }
+    }
+    int64_t now = ordo_clock_ns();
+    for (int i = 0; i < e->n; i++) {
+        int key = e->order[i];
+        e->pull_start_ns[key] = now;
+        /* under `none` the request order is the only order there is */
+        int prio = e->o.shuffle_pulls ? i : prio_of(e, key);
+        int rc = ordo_worker_pull(e->o.ps, key, e->params[key], iter, prio);
+        if (rc) {
+            pthread_mutex_lock(&e->mu);
+            e->fatal = rc;
+            pthread_cond_broadcast(&e->cv);
+            pthread_mutex_unlock(&e->mu);
+            return;
+        }
+    }
+}
+
+static void *comm_main(void *arg)
+{
+    ordo_exec_t *e = arg;
+    char args[128];
+    for (;;) {
+        ordo_worker_event_t ev;
+        int rc = ordo_worker_poll(e->o.ps, -1, &ev);
+        if (rc) {
+            ORDO_ERROR("%s", ordo_error_text(rc));
+            pthread_mutex_lock(&e->mu);
+            e->fatal = rc;
+            pthread_cond_broadcast(&e->cv);
+            pthread_mutex_unlock(&e->mu);
+            return NULL;
+        }
+        if (ev.kind == ORDO_EV_PULL_DONE) {
+            if (e->o.trace) {
+                snprintf(args, sizeof args, "{\"iter\":%lld}", (long long)ev.iter);
+                ordo_trace_complete(e->o.trace, e->o.model->params[ev.key].name, "pull", 1,
+                                    e->pull_start_ns[ev.key], ev.t_ns - e->pull_start_ns[ev.key],
+                                    args);
+            }
+            pthread_mutex_lock(&e->mu);
+            e->ready_iter[ev.key] = ev.iter;
+            e->pulls_left--;
+            pthread_cond_broadcast(&e->cv);
+            pthread_mutex_unlock(&e->mu);
+            continue;
+        }
+        if (ev.kind == ORDO_EV_PUSH_DONE) {
+            pthread_mutex_lock(&e->mu);
+            if (--e->pushes_left == 0) pthread_cond_broadcast(&e->cv);
+            pthread_mutex_unlock(&e->mu);
+            continue;
+        }
+        /* WAKE: drain the command queue */
+        for (;;) {
+            pthread_mutex_lock(&e->mu);
+            if (e->q_n == 0) {
+                pthread_mutex_unlock(&e->mu);
+                break;
+            }
+            cmd_t c = e->q[e->q_head];
+            e->q_head = (e->q_head + 1) % e->q_cap;
+            e->q_n--;
+            pthread_mutex_unlock(&e->mu);
+            if (c.kind == CMD_STOP) return NULL;
+            if (c.kind == CMD_START || c.kind == CMD_PULL_ALL) {
+                issue_pulls(e, c.iter);
+            } else {
+                rc = ordo_worker_push(e->o.ps, c.key, e->grads[c.key], c.iter, prio_of(e, c.key));
+                if (rc) {
+                    pthread_mutex_lock(&e->mu);
+                    e->fatal = rc;
+                    pthread_cond_broadcast(&e->cv);
+                    pthread_mutex_unlock(&e->mu);
+                }
+            }
+        }
+    }
+}
+
+/* ---- public ------------------------------------------------------------------------- */
+
+int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
+{
+    ordo_exec_t *e = calloc(1, sizeof *e);
+    if (!e) return ORDO_ENOMEM;
+    e->o = *o;
+    e->n = o->model->n_params;
+    e->rng = o->seed * 0x100000001b3ull + (uint64_t)ordo_worker_rank(o->ps) + 1;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    e->params = calloc((size_t)e->n, sizeof *e->params);
+    e->grads = calloc((size_t)e->n, sizeof *e->grads);
+    e->order = calloc((size_t)e->n, sizeof *e->order);
+    e->ready_iter = calloc((size_t)e->n, sizeof *e->ready_iter);
+    e->pull_start_ns = calloc((size_t)e->n, sizeof *e->pull_start_ns);
+    if (!e->params || !e->grads || !e->order || !e->ready_iter || !e->pull_start_ns) goto nomem;
+    for (int i = 0; i < e->n; i++) {
+        size_t bytes = (size_t)o->model->params[i].numel * sizeof(float);
+        e->params[i] = calloc(1, bytes);
+        e->grads[i] = calloc(1, bytes);
+        if (!e->params[i] || !e->grads[i]) goto nomem;
+        e->order[i] = i;
+        e->ready_iter[i] = -1;
+    }
+    sort_ctx = e;
+    qsort(e->order, (size_t)e->n, sizeof *e->order, by_priority);
+    int rc = ordo_compute_bind(o->compute, e->params, e->grads);
+    if (rc) {
+        ordo_exec_destroy(&e);
+        return rc;
+    }
+    if (pthread_create(&e->comm, NULL, comm_main, e) != 0) {
+        ordo_exec_destroy(&e);
+        return ordo_error_set(ORDO_EIO, "cannot start the communication thread");
+    }
+    e->comm_started = true;
+    if (o->trace) {
+        ordo_trace_name_track(o->trace, 0, "compute");
+        ordo_trace_name_track(o->trace, 1, "pulls");
+        ordo_trace_name_track(o->trace, 2, "waits");
+        ordo_trace_name_track(o->trace, 3, "pushes");
+    }
+    *out = e;
+    return 0;
+nomem:
+    ordo_exec_destroy(&e);
+    return ORDO_ENOMEM;
+}
+
+void ordo_exec_destroy(ordo_exec_t **ep)
+{
+    ordo_exec_t *e = *ep;
+    if (!e) return;
+    if (e->comm_started) {
+        post(e, CMD_STOP, 0, 0);
+        pthread_join(e->comm, NULL);
+    }
+    for (int i = 0; i < e->n; i++) {
+        if (e->params) free(e->params[i]);
+        if (e->grads) free(e->grads[i]);
+    }
+    free(e->params);
+    free(e->grads);
+    free(e->order);
+    free(e->ready_iter);
+    free(e->pull_start_ns);
+    free(e->q);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e);
+    *ep = NULL;
+}
+
+float *const *ordo_exec_params(const ordo_exec_t *e)
+{
+    return e->params;
+}
+
+int ordo_exec_init(ordo_exec_t *e, float *const *params)
+{
+    /* the comm thread is idle until the first START, and init only sends */
+    for (int i = 0; i < e->n; i++) {
+        int rc = ordo_worker_init(e->o.ps, i, params[i]);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* wait (compute thread) until key's value for iter is in; returns 0 or the fatal error */
+static int wait_param(ordo_exec_t *e, int key, int64_t iter, int64_t *waited_ns)
+{
+    pthread_mutex_lock(&e->mu);
+    int64_t t0 = 0;
+    while (e->ready_iter[key] != iter && !e->fatal) {
+        if (!t0) t0 = ordo_clock_ns();
+        pthread_cond_wait(&e->cv, &e->mu);
+    }
+    int rc = e->fatal;
+    pthread_mutex_unlock(&e->mu);
+    if (t0) {
+        int64_t now = ordo_clock_ns();
+        *waited_ns += now - t0;
+        if (e->o.trace)
+            ordo_trace_complete(e->o.trace, e->o.model->params[key].name, "wait", 2, t0, now - t0, NULL);
+    }
+    return rc;
+}
+
+int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *labels, int n,
+                        ordo_exec_stats_t *st)
+{
+    const ordo_model_t *m = e->o.model;
+    int rc;
+    int64_t pull_iter = e->o.forward_only ? 0 : t;
+    memset(st, 0, sizeof *st);
+    st->t_start_ns = ordo_clock_ns();
+    pthread_mutex_lock(&e->mu);
+    e->cur_iter = t;
+    e->pulls_left = e->n;
+    e->pushes_left = e->o.forward_only ? 0 : e->n;
+    for (int i = 0; i < e->n; i++) e->ready_iter[i] = -1;
+    pthread_mutex_unlock(&e->mu);
+    post(e, CMD_START, 0, pull_iter);
+
+    if (x && (rc = ordo_compute_set_batch(e->o.compute, x, labels, n)) != 0) return rc;
+    int64_t waited = 0, computing = 0;
+    for (int op = 0; op < m->n_ops; op++) {
+        for (int j = 0; j < m->ops[op].n_params; j++)
+            if ((rc = wait_param(e, m->ops[op].params[j], pull_iter, &waited)) != 0) return rc;
+        int64_t c0 = ordo_clock_ns();
+        if ((rc = ordo_compute_forward(e->o.compute, op)) != 0) return rc;
+        int64_t c1 = ordo_clock_ns();
+        computing += c1 - c0;
+        if (e->o.trace) ordo_trace_complete(e->o.trace, m->ops[op].name, "forward", 0, c0, c1 - c0, NULL);
+    }
+    st->t_forward_end_ns = ordo_clock_ns();
+    if (!e->o.forward_only) {
+        for (int op = m->n_ops - 1; op >= 0; op--) {
+            int64_t c0 = ordo_clock_ns();
+            if ((rc = ordo_compute_backward(e->o.compute, op)) != 0) return rc;
+            int64_t c1 = ordo_clock_ns();
+            computing += c1 - c0;
+            if (e->o.trace)
+                ordo_trace_complete(e->o.trace, m->ops[op].name, "backward", 0, c0, c1 - c0, NULL);
+            for (int j = 0; j < m->ops[op].n_params; j++) post(e, CMD_PUSH, m->ops[op].params[j], t);
+        }
+    }
+    double loss = 0;
+    int correct = 0;
+    ordo_compute_loss(e->o.compute, &loss, &correct);
+    /* the iteration ends when every push is acknowledged (the gradient buffers are free
+     * again) and every pull of it arrived */
+    int64_t w0 = ordo_clock_ns();
+    pthread_mutex_lock(&e->mu);
+    while ((e->pushes_left > 0 || e->pulls_left > 0) && !e->fatal) pthread_cond_wait(&e->cv, &e->mu);
+    rc = e->fatal;
+    pthread_mutex_unlock(&e->mu);
+    if (rc) return rc;
+    st->t_push_done_ns = st->t_end_ns = ordo_clock_ns();
+    if (e->o.trace && !e->o.forward_only)
+        ordo_trace_complete(e->o.trace, "pushes", "push", 3, w0, st->t_end_ns - w0, NULL);
+    int64_t bytes = ordo_model_total_bytes(m);
+    st->bytes_pull = bytes;
+    st->bytes_push = e->o.forward_only ? 0 : bytes;
+    st->step_ms = (double)(st->t_end_ns - st->t_start_ns) / 1e6;
+    st->wait_ms = (double)waited / 1e6;
+    st->compute_ms = (double)computing / 1e6;
+    st->loss = loss;
+    st->correct = correct;
+    return 0;
+}
+
+int ordo_exec_pull_all(ordo_exec_t *e, int64_t t)
+{
+    pthread_mutex_lock(&e->mu);
+    e->pulls_left = e->n;
+    for (int i = 0; i < e->n; i++) e->ready_iter[i] = -1;
+    pthread_mutex_unlock(&e->mu);
+    post(e, CMD_PULL_ALL, 0, t);
+    pthread_mutex_lock(&e->mu);
+    while (e->pulls_left > 0 && !e->fatal) pthread_cond_wait(&e->cv, &e->mu);
+    int rc = e->fatal;
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}

@@ -1,0 +1,63 @@
+/* executor: runs one worker's iterations over a model graph. The calling thread is the
+ * compute thread; a communication thread owns the push/pull library. At the start of
+ * iteration t every parameter's pull is requested at once (in the plan's priority order);
+ * a forward op starts as soon as its inputs are done and its parameters have arrived;
+ * backward runs the ops in reverse listed order and each parameter's gradient is handed
+ * to the push engine the moment its op's backward ends. The two threads meet through a
+ * mutex-protected queue and condition variables; nothing polls or sleeps to wait. */
+#ifndef ORDO_EXECUTOR_H
+#define ORDO_EXECUTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/trace.h"
+#include "scheduler/model.h"
+#include "worker/compute.h"
+#include "worker/ps.h"
+
+typedef struct ordo_exec ordo_exec_t;
+
+typedef struct ordo_exec_opts {
+    ordo_worker_t *ps;            /* the worker's push/pull library (borrowed) */
+    const ordo_model_t *model;    /* its parameters are the keys, in order */
+    ordo_compute_ctx_t *compute;  /* bound to params/grads by the executor */
+    const int *priority;          /* per parameter, 0 first; NULL = listed order */
+    bool shuffle_pulls;           /* policy none: a seeded random request order per iteration */
+    uint64_t seed;
+    bool forward_only;            /* no backward, no pushes: every iteration reads version 0 */
+    ordo_trace_t *trace;          /* NULL = no trace */
+} ordo_exec_opts_t;
+
+typedef struct ordo_exec_stats {
+    int64_t t_start_ns, t_forward_end_ns, t_push_done_ns, t_end_ns;
+    double step_ms;    /* iteration start to the last push acknowledged (or forward end) */
+    double wait_ms;    /* compute thread blocked waiting for parameters */
+    double compute_ms; /* time in forward and backward ops */
+    int64_t bytes_push, bytes_pull;
+    double loss;
+    int correct;
+} ordo_exec_stats_t;
+
+/* ordo_exec_new allocates the parameter and gradient buffers and starts the communication
+ * thread. */
+int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out);
+
+/* ordo_exec_params returns the parameter buffers (model order; the latest pulled values). */
+float *const *ordo_exec_params(const ordo_exec_t *e);
+
+/* ordo_exec_init sends every parameter's initial value (from params) to the servers. */
+int ordo_exec_init(ordo_exec_t *e, float *const *params);
+
+/* ordo_exec_iteration runs iteration t on a batch (x, labels, n; NULL for emulation). */
+int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *labels, int n,
+                        ordo_exec_stats_t *st);
+
+/* ordo_exec_pull_all pulls every parameter's value of iteration t into the buffers
+ * (the final model after the last iteration). */
+int ordo_exec_pull_all(ordo_exec_t *e, int64_t t);
+
+/* ordo_exec_destroy stops the communication thread and frees; NULL-safe. */
+void ordo_exec_destroy(ordo_exec_t **e);
+
+#endif
