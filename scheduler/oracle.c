@@ -206,7 +206,7 @@ int ordo_oracle_write(const ordo_oracle_t *o, FILE *out)
         json_object_set(root, "ops", ops) || json_object_set(root, "params", params))
         goto fail;
     rc = ORDO_EIO;
-    if (json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10)) ||
+    if (json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) ||
         fputc('\n', out) == EOF)
         goto fail;
     rc = 0;
