@@ -129,6 +129,10 @@ void ordo_regions_maghist_add(uint64_t *bins, const float *x, size_t n)
 float ordo_regions_maghist_threshold(const uint64_t *bins, uint64_t k)
 {
     if (k == 0) return INFINITY;
+    uint64_t total = 0;
+    for (size_t b = 0; b < ORDO_REGIONS_MAGHIST_BINS; b++)
+        total += bins[b];
+    if (k >= total) return 0.0f;
     uint64_t cum = 0; /* count in bins above b */
     for (size_t b = ORDO_REGIONS_MAGHIST_BINS; b-- > 0;) {
         if (bins[b] == 0 || cum + bins[b] < k) {
