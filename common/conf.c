@@ -111,10 +111,6 @@ static const key_t_ keys[] = {
      "interval between heartbeats"},
     {"fault", "startup_ms", T_INT, OFF(startup_ms), 0, "60000", 100, 3600000, NULL,
      "how long the scheduler waits for every node to register (and nodes for WELCOME)"},
-    {"fault", "checkpoint_every", T_INT, OFF(checkpoint_every), 0, "0", 0, 100000000, NULL,
-     "iterations between server checkpoints (0 = none)"},
-    {"fault", "checkpoint_dir", T_STR, OFF(checkpoint_dir), SZ(checkpoint_dir), "", 0, 0, NULL,
-     "where checkpoints go (empty = the run folder)"},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -537,6 +533,10 @@ int ordo_conf_validate(const ordo_conf_t *conf)
                                                   !strcmp(conf->trainer, "cnn")))
         return ordo_error_set(ORDO_EINVAL, "model.trainer = %s needs model.compute = cpu or cuda",
                               conf->trainer);
+    if (conf->push_mode != ORDO_PUSH_DENSE)
+        return ordo_error_set(ORDO_ENOTSUP, "push.mode = %s is not available in this build yet "
+                              "(only dense pushes run end to end)",
+                              conf->push_mode == ORDO_PUSH_MERGED ? "merged" : "sparse");
     if (conf->warmup >= conf->iterations && conf->iterations > 0 && conf->epochs == 0)
         return ordo_error_set(ORDO_EINVAL, "model.warmup (%d) must be below model.iterations (%d)",
                               conf->warmup, conf->iterations);
@@ -579,6 +579,41 @@ void ordo_conf_print(const ordo_conf_t *conf, FILE *out, bool with_help)
         if (with_help) fprintf(out, "; %s (default %s)\n", keys[i].help, keys[i].def);
         format_value(conf, &keys[i], buf, sizeof buf);
         fprintf(out, "%s = %s\n", keys[i].name, buf);
+    }
+}
+
+static const char *type_name(const key_t_ *k)
+{
+    switch (k->type) {
+    case T_INT: return "integer";
+    case T_U64: return "integer";
+    case T_DOUBLE: return "number";
+    case T_BOOL: return "boolean";
+    case T_STR: return "string";
+    case T_ENUM: return "choice";
+    case T_BYTES: return "size";
+    case T_RATE: return "rate";
+    }
+    return "?";
+}
+
+void ordo_conf_reference(FILE *out)
+{
+    const char *section = "";
+    for (size_t i = 0; i < NKEYS; i++) {
+        const key_t_ *k = &keys[i];
+        if (strcmp(section, k->section) != 0) {
+            section = k->section;
+            fprintf(out, "%s### [%s]\n\n| key | type | default | range / choices | meaning |\n"
+                         "|---|---|---|---|---|\n",
+                    i ? "\n" : "", section);
+        }
+        char range[128] = "";
+        if (k->type == T_ENUM) snprintf(range, sizeof range, "%s", k->choices);
+        else if (k->type == T_INT || k->type == T_DOUBLE || k->type == T_BYTES)
+            snprintf(range, sizeof range, "%g .. %g", k->min, k->max);
+        fprintf(out, "| `%s` | %s | `%s` | %s | %s |\n", k->name, type_name(k), k->def, range,
+                k->help);
     }
 }
 
@@ -631,6 +666,10 @@ int ordo_conf_cli(ordo_conf_t *conf, int argc, char **argv, const char *prog, co
         }
         if (!strcmp(a, "--version")) {
             printf("%s %s\n", prog, ORDO_VERSION);
+            return 1;
+        }
+        if (!strcmp(a, "--conf-reference")) {
+            ordo_conf_reference(stdout);
             return 1;
         }
     }

@@ -71,8 +71,6 @@ typedef struct ordo_conf {
     int timeout_ms;
     int heartbeat_ms;
     int startup_ms;
-    int checkpoint_every;
-    char checkpoint_dir[ORDO_CONF_PATH];
 } ordo_conf_t;
 
 /* ordo_conf_defaults fills conf with every key's documented default. */
@@ -98,6 +96,9 @@ int ordo_conf_validate(const ordo_conf_t *conf);
 /* ordo_conf_print writes the effective conf as INI (with each key's help as a comment when
  * with_help is set). */
 void ordo_conf_print(const ordo_conf_t *conf, FILE *out, bool with_help);
+
+/* ordo_conf_reference writes the key table as Markdown (docs/conf.md is made from it). */
+void ordo_conf_reference(FILE *out);
 
 /* ordo_conf_to_json returns the effective conf as a JSON object text; caller frees. */
 char *ordo_conf_to_json(const ordo_conf_t *conf);
