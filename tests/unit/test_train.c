@@ -1,0 +1,157 @@
+/* Tests of worker/train: the local reference trainer learns Fashion-MNIST with the cpu
+ * backend (mlp: >= 75% after 300 iterations, >= 84% after one epoch with 2 workers; cnn,
+ * in the "long" case: >= 86% after two epochs with 2 workers), is deterministic for a seed,
+ * and refuses bad options. Prints the measured figures. Skips when the data set package is
+ * not installed. */
+#include "ordo_check.h"
+#include "worker/nn.h"
+#include "worker/train.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
+
+static bool have_fmnist(void)
+{
+    if (access(FMNIST_DIR "/train-images-idx3-ubyte.gz", R_OK) == 0 &&
+        access(FMNIST_DIR "/t10k-images-idx3-ubyte.gz", R_OK) == 0)
+        return true;
+    printf("dataset-fashion-mnist not installed (%s): skipping\n", FMNIST_DIR);
+    return false;
+}
+
+static ordo_train_opts_t opts(const char *net, int workers, int epochs, long iterations)
+{
+    return (ordo_train_opts_t){.network = net,
+                               .data_dir = FMNIST_DIR,
+                               .kind = ORDO_COMPUTE_CPU,
+                               .workers = workers,
+                               .batch = 64,
+                               .epochs = epochs,
+                               .iterations = iterations,
+                               .seed = 1,
+                               .lr = 0.01,
+                               .momentum = 0.9,
+                               .weight_decay = 0.0};
+}
+
+static void report(const char *what, const ordo_train_opts_t *o, const ordo_train_result_t *r)
+{
+    printf("%s: %s, %d worker(s) x batch %d, %ld iterations: last loss %.4f, test loss %.4f, "
+           "test accuracy %.4f, %.1f s, %.0f samples/s\n",
+           what, o->network, o->workers, o->batch, r->iterations, r->last_loss, r->test_loss,
+           r->test_accuracy, r->train_seconds, r->samples_per_s);
+}
+
+START_TEST(mlp_learns_in_300_iterations)
+{
+    if (!have_fmnist()) return;
+    ordo_train_opts_t o = opts("mlp", 1, 0, 300);
+    ordo_train_result_t r;
+    ORDO_CK_OK(ordo_train_local(&o, &r));
+    report("short", &o, &r);
+    ck_assert_int_eq(r.iterations, 300);
+    ck_assert_double_ge(r.test_accuracy, 0.75);
+    ck_assert_double_lt(r.test_loss, 0.8);
+}
+END_TEST
+
+START_TEST(mlp_reaches_84_percent_in_one_epoch_with_two_workers)
+{
+    if (!have_fmnist()) return;
+    ordo_train_opts_t o = opts("mlp", 2, 1, 0);
+    ordo_train_result_t r;
+    ORDO_CK_OK(ordo_train_local(&o, &r));
+    report("one epoch", &o, &r);
+    ck_assert_int_eq(r.iterations, (60000 / 2) / 64); /* 468 global iterations */
+    ck_assert_double_ge(r.test_accuracy, 0.84);
+}
+END_TEST
+
+START_TEST(training_is_deterministic_for_a_seed)
+{
+    if (!have_fmnist()) return;
+    ordo_train_opts_t o = opts("mlp", 2, 0, 3);
+    ordo_train_t *a = NULL, *b = NULL, *c = NULL;
+    ORDO_CK_OK(ordo_train_new(&o, &a));
+    ORDO_CK_OK(ordo_train_new(&o, &b));
+    o.seed = 2;
+    ORDO_CK_OK(ordo_train_new(&o, &c));
+    ck_assert_int_eq(ordo_train_iterations_per_epoch(a), 468);
+    for (int i = 0; i < 3; i++) {
+        double la, lb, lc;
+        ORDO_CK_OK(ordo_train_step(a, &la));
+        ORDO_CK_OK(ordo_train_step(b, &lb));
+        ORDO_CK_OK(ordo_train_step(c, &lc));
+        ck_assert_double_eq(la, lb);
+        ck_assert(la > 0.1 && la < 5);
+    }
+    const ordo_model_t *m = ordo_train_model(a);
+    int differ = 0;
+    for (int p = 0; p < m->n_params; p++) {
+        size_t bytes = sizeof(float) * (size_t)m->params[p].numel;
+        ck_assert_mem_eq(ordo_train_params(a)[p], ordo_train_params(b)[p], bytes);
+        differ += memcmp(ordo_train_params(a)[p], ordo_train_params(c)[p], bytes) != 0;
+    }
+    ck_assert_int_eq(differ, m->n_params);
+    ordo_train_destroy(&a);
+    ordo_train_destroy(&b);
+    ordo_train_destroy(&c);
+    ck_assert_ptr_null(a);
+}
+END_TEST
+
+START_TEST(bad_options_are_refused)
+{
+    ordo_train_t *t = NULL;
+    ordo_train_opts_t o = opts("mlp", 0, 1, 0);
+    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_EINVAL);
+    o = opts("mlp", 1, 0, 0);
+    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_EINVAL);
+    o = opts("vgg", 1, 1, 0);
+    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_ENOTFOUND);
+    o = opts("mlp", 1, 1, 0);
+    o.data_dir = "/nonexistent";
+    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_ENOTFOUND);
+    ck_assert(strstr(ordo_error_detail(), "/nonexistent/train-images-idx3-ubyte.gz"));
+    ck_assert_ptr_null(t);
+}
+END_TEST
+
+START_TEST(cnn_reaches_86_percent_in_two_epochs_with_two_workers)
+{
+    if (!have_fmnist()) return;
+    ordo_train_opts_t o = opts("cnn", 2, 2, 0);
+    o.lr = 0.02;
+    ordo_train_result_t r;
+    ORDO_CK_OK(ordo_train_local(&o, &r));
+    report("two epochs", &o, &r);
+    ck_assert_int_eq(r.iterations, 2 * 468);
+    ck_assert_double_ge(r.test_accuracy, 0.86);
+}
+END_TEST
+
+static Suite *train_suite(void)
+{
+    Suite *s = suite_create("train");
+    TCase *t = tcase_create("mlp");
+    tcase_set_timeout(t, 240);
+    tcase_add_test(t, mlp_learns_in_300_iterations);
+    tcase_add_test(t, mlp_reaches_84_percent_in_one_epoch_with_two_workers);
+    tcase_add_test(t, training_is_deterministic_for_a_seed);
+    tcase_add_test(t, bad_options_are_refused);
+    suite_add_tcase(s, t);
+    /* Tagged "long": ctest's unit.train excludes it (CK_EXCLUDE_TAGS=long) and
+     * unit.train_long (label long) runs it alone (CK_INCLUDE_TAGS=long); minutes on 2 cores. */
+    t = tcase_create("long");
+    tcase_set_tags(t, "long");
+    tcase_set_timeout(t, 1200);
+    tcase_add_test(t, cnn_reaches_86_percent_in_two_epochs_with_two_workers);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+ORDO_CK_MAIN(train_suite)

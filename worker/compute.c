@@ -1,0 +1,182 @@
+/* compute: picks the backend, checks every call's arguments once for all backends, counts
+ * calls and forwards them through the backend's vtable. */
+#include "worker/compute.h"
+
+#include "common/error.h"
+#include "worker/compute_backend.h"
+
+#include <stdlib.h>
+
+struct ordo_compute_ctx {
+    int kind;
+    const ordo_model_t *m;
+    void *impl;
+    const ordo__compute_ops_t *ops;
+    bool bound;
+    bool have_batch;
+    long n_forward, n_backward;
+};
+
+const char *ordo_compute_kind_name(int kind)
+{
+    switch (kind) {
+    case ORDO_COMPUTE_EMULATE:
+        return "emulate";
+    case ORDO_COMPUTE_CPU:
+        return "cpu";
+    case ORDO_COMPUTE_CUDA:
+        return "cuda";
+    default:
+        return "unknown";
+    }
+}
+
+bool ordo_compute_cuda_available(const char **why)
+{
+#ifdef ORDO_HAVE_CUDA
+    return ordo__compute_cuda_probe(why) == 1;
+#else
+    if (why) *why = "the cuda backend is not built (no CUDA toolkit at configure time)";
+    return false;
+#endif
+}
+
+int ordo_compute_new(int kind, const ordo_model_t *m, double compute_scale,
+                     ordo_compute_ctx_t **out)
+{
+    if (!m || !out || !(compute_scale > 0))
+        return ordo_error_set(ORDO_EINVAL, "compute: missing model or compute_scale %g <= 0",
+                              compute_scale);
+    ordo_compute_ctx_t *c = calloc(1, sizeof *c);
+    if (!c) return ordo_error_set(ORDO_ENOMEM, "compute: out of memory");
+    c->kind = kind;
+    c->m = m;
+    int rc;
+    switch (kind) {
+    case ORDO_COMPUTE_EMULATE:
+        rc = ordo__compute_emulate_new(m, compute_scale, &c->impl, &c->ops);
+        break;
+    case ORDO_COMPUTE_CPU:
+        rc = ordo__compute_cpu_new(m, &c->impl, &c->ops);
+        break;
+    case ORDO_COMPUTE_CUDA: {
+#ifdef ORDO_HAVE_CUDA
+        const char *why = NULL;
+        if (ordo__compute_cuda_probe(&why) != 1)
+            rc = ordo_error_set(ORDO_ENOTSUP, "compute cuda: %s", why);
+        else
+            rc = ordo__compute_cuda_new(m, &c->impl, &c->ops);
+#else
+        rc = ordo_error_set(ORDO_ENOTSUP, "compute cuda: not built (no CUDA toolkit when "
+                                          "ordo was configured)");
+#endif
+        break;
+    }
+    default:
+        rc = ordo_error_set(ORDO_EINVAL, "compute: unknown backend kind %d", kind);
+        break;
+    }
+    if (rc < 0) {
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+int ordo_compute_bind(ordo_compute_ctx_t *c, float *const *params, float *const *grads)
+{
+    if (c->kind != ORDO_COMPUTE_EMULATE) {
+        if (!params || !grads)
+            return ordo_error_set(ORDO_EINVAL, "compute %s: bind needs params and grads",
+                                  ordo_compute_kind_name(c->kind));
+        for (int p = 0; p < c->m->n_params; p++)
+            if (!params[p] || !grads[p])
+                return ordo_error_set(ORDO_EINVAL, "compute %s: no buffer for parameter '%s'",
+                                      ordo_compute_kind_name(c->kind), c->m->params[p].name);
+    }
+    int rc = c->ops->bind(c->impl, params, grads);
+    if (rc < 0) return rc;
+    c->bound = true;
+    return 0;
+}
+
+int ordo_compute_set_batch(ordo_compute_ctx_t *c, const float *x, const int *labels, int n)
+{
+    if (n < 1 || n > c->m->batch)
+        return ordo_error_set(ORDO_EINVAL, "compute: batch of %d samples, model %s takes 1..%d", n,
+                              c->m->name, c->m->batch);
+    if (c->kind != ORDO_COMPUTE_EMULATE) {
+        if (!x || !labels)
+            return ordo_error_set(ORDO_EINVAL, "compute: set_batch needs x and labels");
+        for (int i = 0; i < n; i++)
+            if (labels[i] < 0 || labels[i] >= 10)
+                return ordo_error_set(ORDO_EINVAL,
+                                      "compute: label %d of sample %d is not in "
+                                      "[0, 10)",
+                                      labels[i], i);
+    }
+    int rc = c->ops->set_batch(c->impl, x, labels, n);
+    if (rc < 0) return rc;
+    c->have_batch = true;
+    return 0;
+}
+
+/* ready checks what forward and backward need: a valid op, bound buffers and a batch. */
+static int ready(const ordo_compute_ctx_t *c, int op, const char *what)
+{
+    if (op < 0 || op >= c->m->n_ops)
+        return ordo_error_set(ORDO_EINVAL, "compute: %s of op %d, model %s has %d ops", what, op,
+                              c->m->name, c->m->n_ops);
+    if (c->kind != ORDO_COMPUTE_EMULATE && (!c->bound || !c->have_batch))
+        return ordo_error_set(ORDO_EINVAL, "compute %s: %s of op '%s' before %s",
+                              ordo_compute_kind_name(c->kind), what, c->m->ops[op].name,
+                              c->bound ? "set_batch" : "bind");
+    return 0;
+}
+
+int ordo_compute_forward(ordo_compute_ctx_t *c, int op)
+{
+    int rc = ready(c, op, "forward");
+    if (rc < 0 || (rc = c->ops->forward(c->impl, op)) < 0) return rc;
+    c->n_forward++;
+    return 0;
+}
+
+int ordo_compute_backward(ordo_compute_ctx_t *c, int op)
+{
+    int rc = ready(c, op, "backward");
+    if (rc < 0 || (rc = c->ops->backward(c->impl, op)) < 0) return rc;
+    c->n_backward++;
+    return 0;
+}
+
+int ordo_compute_loss(ordo_compute_ctx_t *c, double *loss, int *correct)
+{
+    double l = 0;
+    int k = 0;
+    int rc = c->ops->loss(c->impl, &l, &k);
+    if (rc < 0) return rc;
+    *loss = l;
+    *correct = k;
+    return 0;
+}
+
+int ordo_compute_kind(const ordo_compute_ctx_t *c)
+{
+    return c->kind;
+}
+
+void ordo_compute_calls(const ordo_compute_ctx_t *c, long *forward, long *backward)
+{
+    *forward = c->n_forward;
+    *backward = c->n_backward;
+}
+
+void ordo_compute_destroy(ordo_compute_ctx_t **c)
+{
+    if (!c || !*c) return;
+    if ((*c)->ops) (*c)->ops->destroy((*c)->impl);
+    free(*c);
+    *c = NULL;
+}

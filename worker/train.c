@@ -1,0 +1,233 @@
+/* train: the local reference trainer (W simulated workers, one process) and evaluation. */
+#include "worker/train.h"
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "worker/nn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct ordo_train {
+    ordo_train_opts_t o;
+    ordo_model_t *m;
+    ordo_dataset_t *train;
+    ordo_dataset_iter_t **iters; /* one per simulated worker */
+    ordo_compute_ctx_t *c;
+    float **params, **velocity, **grads, **acc; /* per model parameter */
+    long per_epoch;
+    long done;
+};
+
+static int check_input(const ordo_dataset_t *ds, const char *what)
+{
+    if (ordo_dataset_rows(ds) != ORDO_NN_IN_H || ordo_dataset_cols(ds) != ORDO_NN_IN_W)
+        return ordo_error_set(ORDO_EFORMAT, "%s: images are %dx%d, the networks read %dx%d", what,
+                              ordo_dataset_rows(ds), ordo_dataset_cols(ds), ORDO_NN_IN_H,
+                              ORDO_NN_IN_W);
+    return 0;
+}
+
+static float **alloc_set(const ordo_model_t *m)
+{
+    float **set = calloc((size_t)m->n_params, sizeof *set);
+    if (!set) return NULL;
+    for (int p = 0; p < m->n_params; p++) {
+        if (!(set[p] = calloc((size_t)m->params[p].numel, sizeof(float)))) {
+            for (int q = 0; q < p; q++)
+                free(set[q]);
+            free(set);
+            return NULL;
+        }
+    }
+    return set;
+}
+
+static void free_set(const ordo_model_t *m, float **set)
+{
+    for (int p = 0; set && p < m->n_params; p++)
+        free(set[p]);
+    free(set);
+}
+
+void ordo_train_destroy(ordo_train_t **tp)
+{
+    if (!tp || !*tp) return;
+    ordo_train_t *t = *tp;
+    ordo_compute_destroy(&t->c);
+    for (int w = 0; t->iters && w < t->o.workers; w++)
+        ordo_dataset_iter_destroy(&t->iters[w]);
+    free(t->iters);
+    if (t->m) {
+        free_set(t->m, t->params);
+        free_set(t->m, t->velocity);
+        free_set(t->m, t->grads);
+        free_set(t->m, t->acc);
+    }
+    ordo_dataset_destroy(&t->train);
+    ordo_model_destroy(&t->m);
+    free(t);
+    *tp = NULL;
+}
+
+int ordo_train_new(const ordo_train_opts_t *o, ordo_train_t **out)
+{
+    int rc;
+    if (!o || !o->network || !o->data_dir || o->workers < 1 || o->batch < 1 ||
+        (o->iterations <= 0 && o->epochs <= 0) || !(o->lr > 0) || o->momentum < 0 ||
+        o->weight_decay < 0)
+        return ordo_error_set(ORDO_EINVAL, "train: bad options (network, data_dir, workers >= 1, "
+                                           "batch >= 1, iterations or epochs, lr > 0)");
+    ordo_train_t *t = calloc(1, sizeof *t);
+    if (!t) return ordo_error_set(ORDO_ENOMEM, "train: out of memory");
+    t->o = *o;
+    if ((rc = ordo_nn_model(o->network, o->batch, &t->m)) < 0 ||
+        (rc = ordo_dataset_load(o->data_dir, ORDO_DATASET_TRAIN, &t->train)) < 0 ||
+        (rc = check_input(t->train, o->data_dir)) < 0)
+        goto fail;
+    t->iters = calloc((size_t)o->workers, sizeof *t->iters);
+    t->params = alloc_set(t->m);
+    t->velocity = alloc_set(t->m);
+    t->grads = alloc_set(t->m);
+    t->acc = alloc_set(t->m);
+    if (!t->iters || !t->params || !t->velocity || !t->grads || !t->acc) {
+        rc = ordo_error_set(ORDO_ENOMEM, "train: out of memory for %s", o->network);
+        goto fail;
+    }
+    for (int w = 0; w < o->workers; w++)
+        if ((rc = ordo_dataset_iter_new(t->train, w, o->workers, o->batch, o->seed, &t->iters[w])) <
+            0)
+            goto fail;
+    t->per_epoch = (long)ordo_dataset_iter_batches_per_epoch(t->iters[0]);
+    if ((rc = ordo_compute_new(o->kind, t->m, 1.0, &t->c)) < 0 ||
+        (rc = ordo_compute_bind(t->c, t->params, t->grads)) < 0)
+        goto fail;
+    ordo_nn_init(t->m, o->seed, t->params);
+    *out = t;
+    return 0;
+fail:
+    ordo_train_destroy(&t);
+    return rc;
+}
+
+int ordo_train_step(ordo_train_t *t, double *loss)
+{
+    const ordo_model_t *m = t->m;
+    const int W = t->o.workers;
+    double loss_sum = 0;
+    int rc;
+    for (int p = 0; p < m->n_params; p++)
+        memset(t->acc[p], 0, sizeof(float) * (size_t)m->params[p].numel);
+    for (int w = 0; w < W; w++) {
+        const float *x;
+        const int *y;
+        int n = ordo_dataset_iter_next(t->iters[w], &x, &y);
+        if ((rc = ordo_compute_set_batch(t->c, x, y, n)) < 0) return rc;
+        for (int op = 0; op < m->n_ops; op++)
+            if ((rc = ordo_compute_forward(t->c, op)) < 0) return rc;
+        double l;
+        int correct;
+        if ((rc = ordo_compute_loss(t->c, &l, &correct)) < 0) return rc;
+        loss_sum += l;
+        for (int op = m->n_ops - 1; op >= 0; op--)
+            if ((rc = ordo_compute_backward(t->c, op)) < 0) return rc;
+        /* What a server does with the W pushes: sum them in arrival order (here worker
+         * order) into a zeroed float accumulator. */
+        for (int p = 0; p < m->n_params; p++) {
+            float *restrict a = t->acc[p];
+            const float *restrict g = t->grads[p];
+            for (int64_t i = 0; i < m->params[p].numel; i++)
+                a[i] += g[i];
+        }
+    }
+    for (int p = 0; p < m->n_params; p++) {
+        float *restrict a = t->acc[p];
+        for (int64_t i = 0; i < m->params[p].numel; i++)
+            a[i] /= (float)W;
+        ordo_nn_sgd_update(m->params[p].numel, t->params[p], t->velocity[p], a, (float)t->o.lr,
+                           (float)t->o.momentum, (float)t->o.weight_decay);
+    }
+    t->done++;
+    if (loss) *loss = loss_sum / W;
+    return 0;
+}
+
+const ordo_model_t *ordo_train_model(const ordo_train_t *t)
+{
+    return t->m;
+}
+
+float *const *ordo_train_params(const ordo_train_t *t)
+{
+    return t->params;
+}
+
+long ordo_train_iterations_per_epoch(const ordo_train_t *t)
+{
+    return t->per_epoch;
+}
+
+int ordo_train_evaluate(ordo_compute_ctx_t *c, const ordo_model_t *m, const ordo_dataset_t *ds,
+                        double *loss, double *accuracy)
+{
+    int rc = check_input(ds, "evaluation set");
+    if (rc < 0) return rc;
+    const int64_t count = ordo_dataset_count(ds);
+    float *x = malloc(sizeof(float) * (size_t)m->batch * ORDO_NN_IN_H * ORDO_NN_IN_W);
+    int *y = malloc(sizeof(int) * (size_t)m->batch);
+    if (!x || !y) {
+        rc = ordo_error_set(ORDO_ENOMEM, "evaluate: out of memory");
+        goto done;
+    }
+    double loss_sum = 0;
+    int64_t right = 0;
+    for (int64_t first = 0; first < count; first += m->batch) {
+        int n = count - first < m->batch ? (int)(count - first) : m->batch;
+        ordo_dataset_get(ds, first, n, x, y);
+        if ((rc = ordo_compute_set_batch(c, x, y, n)) < 0) goto done;
+        for (int op = 0; op < m->n_ops; op++)
+            if ((rc = ordo_compute_forward(c, op)) < 0) goto done;
+        double l;
+        int k;
+        if ((rc = ordo_compute_loss(c, &l, &k)) < 0) goto done;
+        loss_sum += l * n;
+        right += k;
+    }
+    *loss = count ? loss_sum / (double)count : 0.0;
+    *accuracy = count ? (double)right / (double)count : 0.0;
+done:
+    free(x);
+    free(y);
+    return rc;
+}
+
+int ordo_train_test(ordo_train_t *t, double *loss, double *accuracy)
+{
+    ordo_dataset_t *test = NULL;
+    int rc = ordo_dataset_load(t->o.data_dir, ORDO_DATASET_TEST, &test);
+    if (rc < 0) return rc;
+    rc = ordo_train_evaluate(t->c, t->m, test, loss, accuracy);
+    ordo_dataset_destroy(&test);
+    return rc;
+}
+
+int ordo_train_local(const ordo_train_opts_t *o, ordo_train_result_t *res)
+{
+    ordo_train_t *t = NULL;
+    int rc = ordo_train_new(o, &t);
+    if (rc < 0) return rc;
+    ordo_train_result_t r = {0};
+    long total = o->iterations > 0 ? o->iterations : (long)o->epochs * t->per_epoch;
+    int64_t start = ordo_clock_ns();
+    for (long i = 0; i < total; i++)
+        if ((rc = ordo_train_step(t, &r.last_loss)) < 0) goto done;
+    r.train_seconds = (double)(ordo_clock_ns() - start) * 1e-9;
+    r.iterations = total;
+    r.samples_per_s =
+        r.train_seconds > 0 ? (double)total * o->workers * o->batch / r.train_seconds : 0.0;
+    if ((rc = ordo_train_test(t, &r.test_loss, &r.test_accuracy)) < 0) goto done;
+    *res = r;
+done:
+    ordo_train_destroy(&t);
+    return rc;
+}
