@@ -95,6 +95,8 @@ static const key_t_ keys[] = {
      "emulated egress rate per process, tc style (1gbit); 0 = no emulation"},
     {"net", "latency_us", T_DOUBLE, OFF(latency_us), 0, "0", 0, 1e7, NULL,
      "emulated one-way latency per message"},
+    {"net", "io_thread", T_BOOL, OFF(io_thread), 0, "false", 0, 0, NULL,
+     "a dedicated I/O thread per process (false: the thread that owns the transport does the I/O)"},
     {"output", "dir", T_STR, OFF(out_dir), SZ(out_dir), "runs", 0, 0, NULL,
      "parent folder of run folders"},
     {"output", "run", T_STR, OFF(run_name), SZ(run_name), "", 0, 0, NULL,

@@ -61,6 +61,7 @@ typedef struct ordo_conf {
     /* [net] */
     double bandwidth_bps; /* 0 = no link emulation */
     double latency_us;
+    bool io_thread;
     /* [output] */
     char out_dir[ORDO_CONF_PATH];
     char run_name[ORDO_CONF_STR];

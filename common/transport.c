@@ -355,63 +355,67 @@ static void receive(ordo_transport_t *t, int i)
     }
 }
 
-static void *io_main(void *arg)
+/* io_cycle: one turn of the I/O loop: commands and queued sends (threaded mode), paced
+ * sends that are due, heartbeats, then a poll of every socket, the wake-up eventfd and the
+ * timerfd for at most wait_ms (-1 = until something happens). Returns false when the
+ * transport must stop. */
+static bool io_cycle(ordo_transport_t *t, int wait_ms)
 {
-    ordo_transport_t *t = arg;
     zmq_pollitem_t items[MAX_SOCKS + 2];
-    for (;;) {
-        /* commands and outbound messages */
-        pthread_mutex_lock(&t->mu);
-        if (t->cmd != CMD_NONE) run_command(t);
-        bool stopping = t->stopping;
-        int batch = 0;
-        ordo_msg_t m;
-        while (t->out.count > 0 && batch < 256) {
-            ring_pop(&t->out, &m);
-            pthread_cond_signal(&t->out_cv);
-            pthread_mutex_unlock(&t->mu);
-            dispatch(t, &m);
-            batch++;
-            pthread_mutex_lock(&t->mu);
-        }
-        bool more_out = t->out.count > 0;
-        bool in_room = t->in.count < t->in.cap;
-        if (in_room) t->in_full = false;
+    pthread_mutex_lock(&t->mu);
+    if (t->cmd != CMD_NONE) run_command(t);
+    bool stopping = t->stopping;
+    int batch = 0;
+    ordo_msg_t m;
+    while (t->out.count > 0 && batch < 256) {
+        ring_pop(&t->out, &m);
+        pthread_cond_signal(&t->out_cv);
         pthread_mutex_unlock(&t->mu);
-        if (stopping) {
-            flush_link(t, true);
-            break;
-        }
-        flush_link(t, false);
-        int64_t now = ordo_clock_ns();
-        send_heartbeats(t, now);
-        arm_timer(t, next_timer(t));
-
-        int n = 0;
-        items[n++] = (zmq_pollitem_t){.fd = t->evfd, .events = ZMQ_POLLIN};
-        items[n++] = (zmq_pollitem_t){.fd = t->tfd, .events = ZMQ_POLLIN};
-        for (int i = 0; i < t->nsocks; i++)
-            items[n++] = (zmq_pollitem_t){.socket = t->socks[i].z, .events = in_room ? ZMQ_POLLIN : 0};
-        int pr = zmq_poll(items, n, more_out ? 0 : -1);
-        if (pr < 0) {
-            if (errno == EINTR) continue;
-            if (errno == ETERM) break;
-            ORDO_ERROR("transport: zmq_poll: %s", zmq_strerror(errno));
-            break;
-        }
-        uint64_t v;
-        if (items[0].revents & ZMQ_POLLIN) {
-            ssize_t r = read(t->evfd, &v, sizeof v);
-            (void)r;
-        }
-        if (items[1].revents & ZMQ_POLLIN) {
-            ssize_t r = read(t->tfd, &v, sizeof v);
-            (void)r;
-        }
-        for (int i = 0; i < t->nsocks; i++)
-            if (items[i + 2].revents & ZMQ_POLLIN) receive(t, i);
+        dispatch(t, &m);
+        batch++;
+        pthread_mutex_lock(&t->mu);
     }
-    /* final flush of what the application queued before stopping */
+    bool more_out = t->out.count > 0;
+    bool in_room = t->in.count < t->in.cap;
+    if (in_room) t->in_full = false;
+    if (t->in.count > 0 && t->opts.inline_io) wait_ms = 0; /* something is ready already */
+    pthread_mutex_unlock(&t->mu);
+    if (stopping) return false;
+    flush_link(t, false);
+    int64_t now = ordo_clock_ns();
+    send_heartbeats(t, now);
+    arm_timer(t, next_timer(t));
+
+    int n = 0;
+    items[n++] = (zmq_pollitem_t){.fd = t->evfd, .events = ZMQ_POLLIN};
+    items[n++] = (zmq_pollitem_t){.fd = t->tfd, .events = ZMQ_POLLIN};
+    for (int i = 0; i < t->nsocks; i++)
+        items[n++] = (zmq_pollitem_t){.socket = t->socks[i].z, .events = in_room ? ZMQ_POLLIN : 0};
+    int pr = zmq_poll(items, n, more_out ? 0 : wait_ms);
+    if (pr < 0) {
+        if (errno == EINTR) return true;
+        if (errno == ETERM) return false;
+        ORDO_ERROR("transport: zmq_poll: %s", zmq_strerror(errno));
+        return false;
+    }
+    uint64_t v;
+    if (items[0].revents & ZMQ_POLLIN) {
+        ssize_t r = read(t->evfd, &v, sizeof v);
+        (void)r;
+    }
+    if (items[1].revents & ZMQ_POLLIN) {
+        ssize_t r = read(t->tfd, &v, sizeof v);
+        (void)r;
+    }
+    for (int i = 0; i < t->nsocks; i++)
+        if (items[i + 2].revents & ZMQ_POLLIN) receive(t, i);
+    return true;
+}
+
+/* close down: what the application queued and what is on the emulated link still goes */
+static void io_close(ordo_transport_t *t)
+{
+    flush_link(t, true);
     pthread_mutex_lock(&t->mu);
     ordo_msg_t m;
     while (t->out.count > 0) {
@@ -426,6 +430,14 @@ static void *io_main(void *arg)
         zmq_close(t->socks[i].z);
     }
     t->nsocks = 0;
+}
+
+static void *io_main(void *arg)
+{
+    ordo_transport_t *t = arg;
+    while (io_cycle(t, -1)) {
+    }
+    io_close(t);
     return NULL;
 }
 
@@ -458,11 +470,13 @@ int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out
         rc = ordo_error_set(ORDO_EIO, "eventfd/timerfd: %s", strerror(errno));
         goto fail;
     }
-    if (pthread_create(&t->io, NULL, io_main, t) != 0) {
-        rc = ordo_error_set(ORDO_EIO, "pthread_create failed");
-        goto fail;
+    if (!t->opts.inline_io) {
+        if (pthread_create(&t->io, NULL, io_main, t) != 0) {
+            rc = ordo_error_set(ORDO_EIO, "pthread_create failed");
+            goto fail;
+        }
+        t->io_started = true;
     }
-    t->io_started = true;
     *out = t;
     return 0;
 fail:
@@ -481,6 +495,9 @@ void ordo_transport_destroy(ordo_transport_t **tp, int linger_ms)
         pthread_mutex_unlock(&t->mu);
         wake(t);
         pthread_join(t->io, NULL);
+    } else if (t->ctx) {
+        t->linger_ms = linger_ms;
+        io_close(t);
     }
     if (t->ctx) zmq_ctx_term(t->ctx);
     ring_free(&t->in);
@@ -501,6 +518,21 @@ static int command(ordo_transport_t *t, cmd_kind_t kind, const char *endpoint, i
 {
     pthread_mutex_lock(&t->mu);
     while (t->cmd != CMD_NONE) pthread_cond_wait(&t->cmd_cv, &t->mu);
+    if (t->opts.inline_io) { /* the caller is the I/O thread */
+        t->cmd = kind;
+        t->cmd_endpoint = endpoint;
+        t->cmd_data = data;
+        t->cmd_actual = actual;
+        t->cmd_size = size;
+        t->cmd_sock = sock;
+        t->cmd_interval = interval;
+        t->cmd_timeout = timeout;
+        run_command(t);
+        int rc = t->cmd_result;
+        if (rc < 0) ordo_error_set(rc, "%s", t->cmd_err);
+        pthread_mutex_unlock(&t->mu);
+        return rc;
+    }
     t->cmd = kind;
     t->cmd_endpoint = endpoint;
     t->cmd_data = data;
@@ -537,6 +569,10 @@ int ordo_transport_heartbeat(ordo_transport_t *t, int sock, int interval_ms, int
 
 int ordo_transport_send(ordo_transport_t *t, ordo_msg_t *m)
 {
+    if (t->opts.inline_io) { /* the caller is the I/O thread: straight to the socket */
+        dispatch(t, m);
+        return 0;
+    }
     pthread_mutex_lock(&t->mu);
     while (t->out.count == t->out.cap && !t->stopping) pthread_cond_wait(&t->out_cv, &t->mu);
     if (t->stopping) {
@@ -551,8 +587,34 @@ int ordo_transport_send(ordo_transport_t *t, ordo_msg_t *m)
     return 0;
 }
 
+static int recv_inline(ordo_transport_t *t, ordo_msg_t *m, int timeout_ms)
+{
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
+    for (;;) {
+        pthread_mutex_lock(&t->mu);
+        if (t->in.count > 0) {
+            ring_pop(&t->in, m);
+            pthread_mutex_unlock(&t->mu);
+            return 0;
+        }
+        pthread_mutex_unlock(&t->mu);
+        int64_t now = ordo_clock_ns();
+        if (now >= deadline && timeout_ms >= 0) {
+            if (!io_cycle(t, 0)) return ORDO_ECLOSED;
+            pthread_mutex_lock(&t->mu);
+            int got = t->in.count > 0;
+            if (got) ring_pop(&t->in, m);
+            pthread_mutex_unlock(&t->mu);
+            return got ? 0 : ORDO_ETIMEDOUT;
+        }
+        int wait_ms = deadline == INT64_MAX ? -1 : (int)((deadline - now + 999999) / 1000000);
+        if (!io_cycle(t, wait_ms)) return ORDO_ECLOSED;
+    }
+}
+
 int ordo_transport_recv(ordo_transport_t *t, ordo_msg_t *m, int timeout_ms)
 {
+    if (t->opts.inline_io) return recv_inline(t, m, timeout_ms);
     struct timespec ts;
     if (timeout_ms > 0) {
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -583,6 +645,7 @@ timeout:
 void ordo_transport_post(ordo_transport_t *t, ordo_msg_t *m)
 {
     put_inbound(t, m);
+    if (t->opts.inline_io) wake(t); /* the owner may be blocked in zmq_poll */
 }
 
 int64_t ordo_transport_link_free_ns(ordo_transport_t *t)

@@ -7,6 +7,7 @@
 #ifndef ORDO_TRANSPORT_H
 #define ORDO_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,8 @@ typedef struct ordo_transport_opts {
     double bandwidth_bps;  /* emulated egress rate of data sockets; 0 = none */
     double latency_us;     /* emulated one-way latency of data sockets */
     int role, rank;        /* stamped on heartbeats */
+    bool inline_io;        /* no I/O thread: the one thread that calls send/recv does the I/O
+                            * inside recv (other threads may only call ordo_transport_post) */
 } ordo_transport_opts_t;
 
 typedef struct ordo_transport_stats {

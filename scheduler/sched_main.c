@@ -359,7 +359,8 @@ int main(int argc, char **argv)
         return 1;
     }
     s.members = calloc((size_t)(s.conf.servers + s.conf.workers), sizeof *s.members);
-    ordo_transport_opts_t opts = {.role = ORDO_ROLE_SCHEDULER, .rank = 0};
+    ordo_transport_opts_t opts = {.role = ORDO_ROLE_SCHEDULER, .rank = 0,
+                                  .inline_io = !s.conf.io_thread};
     if ((rc = ordo_transport_new(&opts, &s.tp)) != 0) {
         fprintf(stderr, "ordo-scheduler: %s\n", ordo_error_text(rc));
         return 1;

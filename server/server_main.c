@@ -280,7 +280,7 @@ int main(int argc, char **argv)
 
     ordo_transport_opts_t opts = {.bandwidth_bps = s.conf.bandwidth_bps,
                                   .latency_us = s.conf.latency_us, .role = ORDO_ROLE_SERVER,
-                                  .rank = -1};
+                                  .rank = -1, .inline_io = !s.conf.io_thread};
     if ((rc = ordo_transport_new(&opts, &s.node.tp)) != 0) goto fail;
     char want[300], actual[300];
     snprintf(want, sizeof want, "tcp://%s:%d", s.conf.host, s.conf.port);

@@ -180,6 +180,7 @@ typedef struct {
     int64_t min_bytes, max_bytes;
     int64_t partition;
     double bandwidth_bps, latency_us;
+    int io_thread;
 } opts_t;
 
 static int parse_opts(int argc, char **argv, opts_t *o, const char *usage)
@@ -191,6 +192,10 @@ static int parse_opts(int argc, char **argv, opts_t *o, const char *usage)
         int inl = strchr(a, '=') != NULL;
         if (!strcmp(a, "--json")) {
             o->json = 1;
+            continue;
+        }
+        if (!strcmp(a, "--io-thread")) {
+            o->io_thread = 1;
             continue;
         }
         if (!strcmp(a, "--help")) {
@@ -230,6 +235,8 @@ static int start_cluster(const int64_t *sizes, int n, const opts_t *o, child_t *
     snprintf(parg, sizeof parg, "--order.partition_bytes=%lld", (long long)o->partition);
     snprintf(barg, sizeof barg, "--net.bandwidth=%.0fbit", o->bandwidth_bps);
     snprintf(larg, sizeof larg, "--net.latency_us=%g", o->latency_us);
+    char iarg[64];
+    snprintf(iarg, sizeof iarg, "--net.io_thread=%s", o->io_thread ? "true" : "false");
     char *sargs[] = {NULL, "--cluster.scheduler=tcp://127.0.0.1:0", targ, parg,
                      "--output.dir=/tmp/ordo-bench-runs", "--output.log_level=warn",
                      "--model.iterations=1000000", "--optimizer.lr=0", NULL};
@@ -237,13 +244,14 @@ static int start_cluster(const int64_t *sizes, int n, const opts_t *o, child_t *
     if (rc) return rc;
     char sarg[700];
     snprintf(sarg, sizeof sarg, "--cluster.scheduler=%s", sched->ready);
-    char *vargs[] = {NULL, sarg, "--output.log_level=warn", "--optimizer.lr=0", barg, larg, NULL};
+    char *vargs[] = {NULL, sarg, "--output.log_level=warn", "--optimizer.lr=0", barg, larg, iarg, NULL};
     if ((rc = spawn(srv, "ordo-server", vargs)) != 0) return rc;
     ordo_conf_t conf;
     ordo_conf_defaults(&conf);
     snprintf(conf.scheduler, sizeof conf.scheduler, "%.*s", (int)sizeof conf.scheduler - 1, sched->ready);
     conf.bandwidth_bps = o->bandwidth_bps;
     conf.latency_us = o->latency_us;
+    conf.io_thread = o->io_thread;
     ordo_log_set_level(ORDO_LOG_WARN);
     return ordo_worker_new(&conf, w);
 }
@@ -262,7 +270,7 @@ int ordo_bench_pushpull(int argc, char **argv)
 {
     opts_t o = {.reps = 10, .min_bytes = 4096, .max_bytes = 64 << 20, .partition = 4 << 20};
     int rc = parse_opts(argc, argv, &o,
-                        "[--json] [--reps N] [--min BYTES] [--max BYTES] [--partition BYTES]");
+                        "[--json] [--reps N] [--min BYTES] [--max BYTES] [--partition BYTES] [--io-thread]");
     if (rc) return rc > 0 ? 0 : 2;
     int64_t sizes[32];
     int n = 0;

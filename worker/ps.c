@@ -86,7 +86,7 @@ int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out)
     w->conf = *conf;
     ordo_transport_opts_t opts = {.bandwidth_bps = conf->bandwidth_bps,
                                   .latency_us = conf->latency_us, .role = ORDO_ROLE_WORKER,
-                                  .rank = -1};
+                                  .rank = -1, .inline_io = !conf->io_thread};
     if ((rc = ordo_transport_new(&opts, &w->node.tp)) != 0) goto fail;
     if ((rc = ordo_node_join(&w->node, conf, ORDO_ROLE_WORKER, NULL)) != 0) goto fail;
     const ordo_keys_t *k = w->node.keys;
