@@ -1,5 +1,6 @@
-/* sparsify: exact and threshold top-k selection, and the per-tensor residual state. */
-#include "worker/sparsify.h"
+/* sparsify: the per-tensor state of sparse pushes (residual, cached threshold, packing,
+ * pull-side residual rule); the selection primitives are in sparsify_select.c. */
+#include "worker/sparsify_internal.h"
 
 #include "common/error.h"
 #include "scheduler/regions.h"
@@ -7,292 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
-/* ==== selection primitives ============================================================ */
-
-#define MAG_NONFINITE 0x7f800000u /* magnitude bits at or above this: Inf or NaN */
-
-static uint32_t float_bits(float f)
-{
-    uint32_t b;
-    memcpy(&b, &f, 4);
-    return b;
-}
-
-static float bits_float(uint32_t b)
-{
-    float f;
-    memcpy(&f, &b, 4);
-    return f;
-}
-
-static int report_nonfinite(const float *x, size_t n, const char *what)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i]))
-            return ordo_error_set(ORDO_EINVAL, "%s entry %zu is %s", what, i,
-                                  isnan(x[i]) ? "NaN" : "infinite");
-    return 0;
-}
-
-int ordo_sparsify_check_finite(const float *x, size_t n, const char *what)
-{
-    /* Bit 31 of (|x| bits + 2^23) is set exactly for Inf/NaN: a branch-free OR-reduction. */
-    uint32_t bad = 0;
-    for (size_t i = 0; i < n; i++)
-        bad |= (float_bits(x[i]) & 0x7fffffffu) + 0x00800000u;
-    if (!(bad & 0x80000000u)) return 0;
-    return report_nonfinite(x, n, what);
-}
-
-int ordo_sparsify_magnitudes(const float *x, size_t n, uint32_t *m)
-{
-    uint32_t bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t b = float_bits(x[i]) & 0x7fffffffu;
-        m[i] = b;
-        bad |= b + 0x00800000u;
-    }
-    if (!(bad & 0x80000000u)) return 0;
-    return report_nonfinite(x, n, "input");
-}
-
-static void swap_u32(uint32_t *a, ptrdiff_t i, ptrdiff_t j)
-{
-    uint32_t t = a[i];
-    a[i] = a[j];
-    a[j] = t;
-}
-
-static void sift_down(uint32_t *a, size_t root, size_t n)
-{
-    for (;;) {
-        size_t c = 2 * root + 1;
-        if (c >= n) return;
-        if (c + 1 < n && a[c + 1] > a[c]) c++;
-        if (a[root] >= a[c]) return;
-        swap_u32(a, (ptrdiff_t)root, (ptrdiff_t)c);
-        root = c;
-    }
-}
-
-static void heapsort_u32(uint32_t *a, size_t n)
-{
-    for (size_t i = n / 2; i-- > 0;)
-        sift_down(a, i, n);
-    for (size_t end = n; end-- > 1;) {
-        swap_u32(a, 0, (ptrdiff_t)end);
-        sift_down(a, 0, end);
-    }
-}
-
-/* Floyd & Rivest, "Algorithm 489: SELECT" (CACM 1975): partition around a pivot that a
- * recursive selection on a small sample around rank k makes nearly exact, so each round
- * keeps only a sliver of the range. The algorithm assumes the sample is random; gradients
- * are not (layers of different scales sit side by side), so the sample positions are first
- * filled with randomly chosen elements. Each call may run 16 + 2 log2(range) rounds; past
- * that it heapsorts what is left (introselect's idea), so no input makes it quadratic. */
-static void fr_select(uint32_t *a, ptrdiff_t left, ptrdiff_t right, ptrdiff_t k, uint64_t *rng)
-{
-    int budget = 16;
-    for (ptrdiff_t m = right - left; m > 1; m >>= 1)
-        budget += 2;
-    while (right > left) {
-        if (--budget < 0) {
-            heapsort_u32(a + left, (size_t)(right - left + 1));
-            return;
-        }
-        if (right - left > 600) {
-            double n = (double)(right - left + 1), i = (double)(k - left + 1);
-            double z = log(n), s = 0.5 * exp(2.0 * z / 3.0);
-            double sd = 0.5 * sqrt(z * s * (n - s) / n) * (i - n / 2 < 0 ? -1 : 1);
-            ptrdiff_t nl = (ptrdiff_t)((double)k - i * s / n + sd);
-            ptrdiff_t nr = (ptrdiff_t)((double)k + (n - i) * s / n + sd);
-            nl = nl > left ? nl : left;
-            nr = nr < right ? nr : right;
-            for (ptrdiff_t p = nl; p <= nr; p++) {
-                *rng ^= *rng << 13; /* xorshift64 */
-                *rng ^= *rng >> 7;
-                *rng ^= *rng << 17;
-                swap_u32(a, p, left + (ptrdiff_t)(*rng % (uint64_t)(right - left + 1)));
-            }
-            fr_select(a, nl, nr, k, rng);
-        }
-        uint32_t t = a[k];
-        ptrdiff_t i = left, j = right;
-        swap_u32(a, left, k);
-        if (a[right] > t) swap_u32(a, right, left);
-        while (i < j) {
-            swap_u32(a, i, j);
-            i++;
-            j--;
-            while (a[i] < t)
-                i++;
-            while (a[j] > t)
-                j--;
-        }
-        if (a[left] == t)
-            swap_u32(a, left, j);
-        else {
-            j++;
-            swap_u32(a, j, right);
-        }
-        if (j <= k) left = j + 1;
-        if (k <= j) right = j - 1;
-    }
-}
-
-void ordo_sparsify_select_u32(uint32_t *a, size_t n, size_t r)
-{
-    ORDO_ASSERT(r < n);
-    uint64_t rng = 0x9E3779B97F4A7C15ull; /* fixed seed: results are reproducible */
-    fr_select(a, 0, (ptrdiff_t)n - 1, (ptrdiff_t)r, &rng);
-}
-
-static int kth_bits(const float *x, size_t n, size_t k, uint32_t *scratch, uint32_t *out)
-{
-    uint32_t *m = scratch ? scratch : malloc(n * sizeof *m);
-    if (!m) return ordo_error_set(ORDO_ENOMEM, "sparsify: no memory for %zu magnitudes", n);
-    int rc = ordo_sparsify_magnitudes(x, n, m);
-    if (rc == 0) {
-        ordo_sparsify_select_u32(m, n, n - k);
-        *out = m[n - k];
-    }
-    if (!scratch) free(m);
-    return rc;
-}
-
-int ordo_sparsify_kth_magnitude(const float *x, size_t n, size_t k, uint32_t *scratch, float *thr)
-{
-    if (k < 1 || k > n)
-        return ordo_error_set(ORDO_EINVAL, "sparsify: k = %zu outside [1, %zu]", k, n);
-    uint32_t b;
-    int rc = kth_bits(x, n, k, scratch, &b);
-    if (rc < 0) return rc;
-    *thr = bits_float(b);
-    return 0;
-}
-
-/* Writes exactly k entries: magnitude bits above tb, then equal ones in index order. Two
- * plain passes; used when ties at the threshold are too many for the scan's buffer. */
-static size_t take_exact(const float *x, size_t n, size_t k, uint32_t tb, ordo_coo_entry_t *out)
-{
-    size_t above = 0;
-    for (size_t i = 0; i < n; i++)
-        above += (float_bits(x[i]) & 0x7fffffffu) > tb;
-    size_t equal_left = k - above, w = 0;
-    for (size_t i = 0; i < n && w < k; i++) {
-        uint32_t b = float_bits(x[i]) & 0x7fffffffu;
-        if (b > tb || (b == tb && equal_left > 0)) {
-            equal_left -= b == tb;
-            out[w].index = (uint32_t)i;
-            out[w].value = x[i];
-            w++;
-        }
-    }
-    ORDO_ASSERT(w == k);
-    return w;
-}
-
-/* Selects exactly the top k of x given tb, the k-th largest magnitude's bits, into out (cap
- * >= k entries): one threshold scan, then, only when several entries tie at tb, a trim that
- * keeps the lowest-indexed ties. */
-static size_t take_topk(const float *x, size_t n, size_t k, uint32_t tb, ordo_coo_entry_t *out,
-                        size_t cap)
-{
-    size_t c = ordo_sparsify_scan(x, n, bits_float(tb), out, cap);
-    if (c == k) return k;
-    if (c > cap) return take_exact(x, n, k, tb, out);
-    size_t above = 0, w = 0;
-    for (size_t j = 0; j < c; j++)
-        above += (float_bits(out[j].value) & 0x7fffffffu) > tb;
-    size_t equal_left = k - above;
-    for (size_t j = 0; j < c; j++) {
-        uint32_t b = float_bits(out[j].value) & 0x7fffffffu;
-        if (b > tb || equal_left > 0) {
-            equal_left -= b == tb;
-            out[w++] = out[j];
-        }
-    }
-    ORDO_ASSERT(w == k);
-    return w;
-}
-
-int ordo_sparsify_topk(const float *x, size_t n, size_t k, uint32_t *scratch, ordo_coo_entry_t *out,
-                       float *thr)
-{
-    if (k > n) return ordo_error_set(ORDO_EINVAL, "sparsify: k = %zu exceeds n = %zu", k, n);
-    if (k == 0) {
-        int rc = ordo_sparsify_check_finite(x, n, "input");
-        if (rc == 0) *thr = INFINITY;
-        return rc;
-    }
-    uint32_t tb;
-    int rc = kth_bits(x, n, k, scratch, &tb); /* rejects NaN/Inf while copying magnitudes */
-    if (rc < 0) return rc;
-    take_topk(x, n, k, tb, out, k);
-    *thr = bits_float(tb);
-    return 0;
-}
-
-/* The scan takes blocks of 32: a mask of the qualifying lanes is built with vector compares
- * (SSE2 movemask where available; a vectorizable count otherwise), blocks with none are
- * skipped, and the hits are written without a data-dependent branch per element. */
-enum { SCAN_BLOCK = 32 };
-
-size_t ordo_sparsify_scan(const float *restrict x, size_t n, float thr,
-                          ordo_coo_entry_t *restrict out, size_t cap)
-{
-    size_t w = 0, i = 0;
-#if defined(__SSE2__)
-    const __m128 t4 = _mm_set1_ps(thr), abs4 = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
-    for (; i + SCAN_BLOCK <= n; i += SCAN_BLOCK) {
-        uint32_t m = 0;
-        for (int j = 0; j < SCAN_BLOCK; j += 4) {
-            __m128 v = _mm_and_ps(_mm_loadu_ps(x + i + j), abs4);
-            m |= (uint32_t)_mm_movemask_ps(_mm_cmpge_ps(v, t4)) << j;
-        }
-        while (m) {
-            size_t j = i + (size_t)__builtin_ctz(m);
-            m &= m - 1;
-            if (w < cap) out[w] = (ordo_coo_entry_t){(uint32_t)j, x[j]};
-            w++;
-        }
-    }
-#else
-    for (; i + SCAN_BLOCK <= n; i += SCAN_BLOCK) {
-        unsigned c = 0;
-        for (int j = 0; j < SCAN_BLOCK; j++)
-            c += fabsf(x[i + j]) >= thr;
-        if (c == 0) continue;
-        if (w + SCAN_BLOCK <= cap) {
-            /* Predicated stores: every entry is written, only qualifying ones advance w. */
-            for (int j = 0; j < SCAN_BLOCK; j++) {
-                out[w].index = (uint32_t)(i + j);
-                out[w].value = x[i + j];
-                w += fabsf(x[i + j]) >= thr;
-            }
-            continue;
-        }
-        for (int j = 0; j < SCAN_BLOCK; j++) {
-            if (fabsf(x[i + j]) >= thr) {
-                if (w < cap) out[w] = (ordo_coo_entry_t){(uint32_t)(i + j), x[i + j]};
-                w++;
-            }
-        }
-    }
-#endif
-    for (; i < n; i++) {
-        if (fabsf(x[i]) >= thr) {
-            if (w < cap) out[w] = (ordo_coo_entry_t){(uint32_t)i, x[i]};
-            w++;
-        }
-    }
-    return w;
-}
 
 /* ==== per-tensor state ================================================================ */
 
@@ -359,7 +74,7 @@ static int check_acc(const float *res, const float *g, size_t n)
 {
     uint32_t bad = 0;
     for (size_t i = 0; i < n; i++)
-        bad |= (float_bits(res[i] + g[i]) & 0x7fffffffu) + 0x00800000u;
+        bad |= (ordo__float_bits(res[i] + g[i]) & 0x7fffffffu) + 0x00800000u;
     if (!(bad & 0x80000000u)) return 0;
     int rc = ordo_sparsify_check_finite(g, n, "gradient");
     if (rc < 0) return rc;
@@ -379,10 +94,10 @@ static int select_exact(ordo_sparsify_t *sp)
             return ordo_error_set(ORDO_ENOMEM, "sparsify: no memory for %zu magnitudes", sp->n);
     }
     uint32_t tb;
-    int rc = kth_bits(sp->residual, sp->n, sp->k, sp->scratch, &tb);
+    int rc = ordo__sparsify_kth_bits(sp->residual, sp->n, sp->k, sp->scratch, &tb);
     if (rc < 0) return rc;
-    sp->nsel = take_topk(sp->residual, sp->n, sp->k, tb, sp->sel, sp->cap);
-    sp->thr = bits_float(tb);
+    sp->nsel = ordo__sparsify_take_topk(sp->residual, sp->n, sp->k, tb, sp->sel, sp->cap);
+    sp->thr = ordo__bits_float(tb);
     sp->reuse_left = sp->period - 1;
     sp->last_exact = true;
     return 0;

@@ -3,6 +3,7 @@
 #include "worker/sparsify.h"
 #include "ordo_check.h"
 #include "scheduler/regions.h"
+#include "worker/sparsify_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -220,6 +221,18 @@ START_TEST(scan_selects_by_threshold)
     ordo_coo_entry_t few[3];
     ck_assert_uint_eq(ordo_sparsify_scan(x, n, 9.0f, few, 3), want);
     ck_assert_mem_eq(few, out, sizeof few);
+    /* The portable loop (used off x86) agrees with the vector paths, caps included. */
+    ordo_coo_entry_t *alt = malloc(n * sizeof *alt);
+    size_t caps[] = {0, 1, 5, want, n};
+    for (size_t j = 0; j < 5; j++) {
+        for (size_t len = n - 130; len <= n; len += 13) {
+            size_t a = ordo_sparsify_scan(x, len, 7.5f, out, caps[j]);
+            size_t b = ordo__sparsify_scan_portable(x, len, 7.5f, alt, caps[j]);
+            ck_assert_uint_eq(a, b);
+            ck_assert_mem_eq(out, alt, (a < caps[j] ? a : caps[j]) * sizeof *out);
+        }
+    }
+    free(alt);
     /* Threshold 0 selects everything, zeros included; +inf selects nothing. */
     x[0] = -0.0f;
     ck_assert_uint_eq(ordo_sparsify_scan(x, n, 0.0f, out, n), n);
