@@ -9,19 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { CMD_START, CMD_PUSH, CMD_STOP, CMD_PULL_ALL } cmd_kind_t;
+typedef enum { CMD_START, CMD_PUSH, CMD_STOP, CMD_PULL_ALL, CMD_INIT, CMD_REPORT } cmd_kind_t;
 
 typedef struct {
     cmd_kind_t kind;
     int key;
     int64_t iter;
+    char *text; /* CMD_REPORT: owned by the command */
 } cmd_t;
 
 struct ordo_exec {
     ordo_exec_opts_t o;
-    int n;          /* parameters = keys */
+    int n; /* parameters = keys */
     float **params, **grads;
-    int *order;     /* pull request order */
+    int *order; /* pull request order */
     uint64_t rng;
     pthread_t comm;
     bool comm_started;
@@ -36,6 +37,8 @@ struct ordo_exec {
     int pulls_left;
     int fatal;
     int64_t cur_iter;
+    float *const *init_values; /* CMD_INIT: what to send */
+    bool init_done;
 };
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -48,22 +51,28 @@ static uint64_t splitmix(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static void post(ordo_exec_t *e, cmd_kind_t kind, int key, int64_t iter)
+static void post_text(ordo_exec_t *e, cmd_kind_t kind, int key, int64_t iter, char *text)
 {
     pthread_mutex_lock(&e->mu);
     if (e->q_n == e->q_cap) {
         int cap = e->q_cap ? e->q_cap * 2 : 64;
         cmd_t *p = malloc(sizeof *p * (size_t)cap);
         ORDO_ASSERT(p != NULL);
-        for (int i = 0; i < e->q_n; i++) p[i] = e->q[(e->q_head + i) % e->q_cap];
+        for (int i = 0; i < e->q_n; i++)
+            p[i] = e->q[(e->q_head + i) % e->q_cap];
         free(e->q);
         e->q = p;
         e->q_cap = cap;
         e->q_head = 0;
     }
-    e->q[(e->q_head + e->q_n++) % e->q_cap] = (cmd_t){kind, key, iter};
+    e->q[(e->q_head + e->q_n++) % e->q_cap] = (cmd_t){kind, key, iter, text};
     pthread_mutex_unlock(&e->mu);
     ordo_worker_wake(e->o.ps);
+}
+
+static void post(ordo_exec_t *e, cmd_kind_t kind, int key, int64_t iter)
+{
+    post_text(e, kind, key, iter, NULL);
 }
 
 static int prio_of(const ordo_exec_t *e, int key)
@@ -157,6 +166,22 @@ static void *comm_main(void *arg)
             e->q_n--;
             pthread_mutex_unlock(&e->mu);
             if (c.kind == CMD_STOP) return NULL;
+            if (c.kind == CMD_REPORT) {
+                ordo_worker_report(e->o.ps, c.text);
+                free(c.text);
+                continue;
+            }
+            if (c.kind == CMD_INIT) {
+                /* only this thread may touch the sockets */
+                for (int i = 0; i < e->n && rc == 0; i++)
+                    rc = ordo_worker_init(e->o.ps, i, e->init_values[i]);
+                pthread_mutex_lock(&e->mu);
+                if (rc) e->fatal = rc;
+                e->init_done = true;
+                pthread_cond_broadcast(&e->cv);
+                pthread_mutex_unlock(&e->mu);
+                continue;
+            }
             if (c.kind == CMD_START || c.kind == CMD_PULL_ALL) {
                 issue_pulls(e, c.iter);
             } else {
@@ -239,6 +264,8 @@ void ordo_exec_destroy(ordo_exec_t **ep)
     free(e->order);
     free(e->ready_iter);
     free(e->pull_start_ns);
+    for (int i = 0; i < e->q_n; i++)
+        free(e->q[(e->q_head + i) % e->q_cap].text);
     free(e->q);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
@@ -253,12 +280,17 @@ float *const *ordo_exec_params(const ordo_exec_t *e)
 
 int ordo_exec_init(ordo_exec_t *e, float *const *params)
 {
-    /* the comm thread is idle until the first START, and init only sends */
-    for (int i = 0; i < e->n; i++) {
-        int rc = ordo_worker_init(e->o.ps, i, params[i]);
-        if (rc) return rc;
-    }
-    return 0;
+    pthread_mutex_lock(&e->mu);
+    e->init_values = params;
+    e->init_done = false;
+    pthread_mutex_unlock(&e->mu);
+    post(e, CMD_INIT, 0, 0);
+    pthread_mutex_lock(&e->mu);
+    while (!e->init_done && !e->fatal)
+        pthread_cond_wait(&e->cv, &e->mu);
+    int rc = e->fatal;
+    pthread_mutex_unlock(&e->mu);
+    return rc;
 }
 
 /* wait (compute thread) until key's value for iter is in; returns 0 or the fatal error */
@@ -276,7 +308,8 @@ static int wait_param(ordo_exec_t *e, int key, int64_t iter, int64_t *waited_ns)
         int64_t now = ordo_clock_ns();
         *waited_ns += now - t0;
         if (e->o.trace)
-            ordo_trace_complete(e->o.trace, e->o.model->params[key].name, "wait", 2, t0, now - t0, NULL);
+            ordo_trace_complete(e->o.trace, e->o.model->params[key].name, "wait", 2, t0, now - t0,
+                                NULL);
     }
     return rc;
 }
@@ -293,7 +326,8 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     e->cur_iter = t;
     e->pulls_left = e->n;
     e->pushes_left = e->o.forward_only ? 0 : e->n;
-    for (int i = 0; i < e->n; i++) e->ready_iter[i] = -1;
+    for (int i = 0; i < e->n; i++)
+        e->ready_iter[i] = -1;
     pthread_mutex_unlock(&e->mu);
     post(e, CMD_START, 0, pull_iter);
 
@@ -306,7 +340,8 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
         if ((rc = ordo_compute_forward(e->o.compute, op)) != 0) return rc;
         int64_t c1 = ordo_clock_ns();
         computing += c1 - c0;
-        if (e->o.trace) ordo_trace_complete(e->o.trace, m->ops[op].name, "forward", 0, c0, c1 - c0, NULL);
+        if (e->o.trace)
+            ordo_trace_complete(e->o.trace, m->ops[op].name, "forward", 0, c0, c1 - c0, NULL);
     }
     st->t_forward_end_ns = ordo_clock_ns();
     if (!e->o.forward_only) {
@@ -317,7 +352,8 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
             computing += c1 - c0;
             if (e->o.trace)
                 ordo_trace_complete(e->o.trace, m->ops[op].name, "backward", 0, c0, c1 - c0, NULL);
-            for (int j = 0; j < m->ops[op].n_params; j++) post(e, CMD_PUSH, m->ops[op].params[j], t);
+            for (int j = 0; j < m->ops[op].n_params; j++)
+                post(e, CMD_PUSH, m->ops[op].params[j], t);
         }
     }
     double loss = 0;
@@ -327,7 +363,8 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
      * again) and every pull of it arrived */
     int64_t w0 = ordo_clock_ns();
     pthread_mutex_lock(&e->mu);
-    while ((e->pushes_left > 0 || e->pulls_left > 0) && !e->fatal) pthread_cond_wait(&e->cv, &e->mu);
+    while ((e->pushes_left > 0 || e->pulls_left > 0) && !e->fatal)
+        pthread_cond_wait(&e->cv, &e->mu);
     rc = e->fatal;
     pthread_mutex_unlock(&e->mu);
     if (rc) return rc;
@@ -349,12 +386,20 @@ int ordo_exec_pull_all(ordo_exec_t *e, int64_t t)
 {
     pthread_mutex_lock(&e->mu);
     e->pulls_left = e->n;
-    for (int i = 0; i < e->n; i++) e->ready_iter[i] = -1;
+    for (int i = 0; i < e->n; i++)
+        e->ready_iter[i] = -1;
     pthread_mutex_unlock(&e->mu);
     post(e, CMD_PULL_ALL, 0, t);
     pthread_mutex_lock(&e->mu);
-    while (e->pulls_left > 0 && !e->fatal) pthread_cond_wait(&e->cv, &e->mu);
+    while (e->pulls_left > 0 && !e->fatal)
+        pthread_cond_wait(&e->cv, &e->mu);
     int rc = e->fatal;
     pthread_mutex_unlock(&e->mu);
     return rc;
+}
+
+void ordo_exec_report(ordo_exec_t *e, const char *json)
+{
+    char *copy = strdup(json);
+    if (copy) post_text(e, CMD_REPORT, 0, 0, copy);
 }

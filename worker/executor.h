@@ -57,6 +57,10 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
  * (the final model after the last iteration). */
 int ordo_exec_pull_all(ordo_exec_t *e, int64_t t);
 
+/* ordo_exec_report sends one iteration's stats (JSON) to the scheduler through the
+ * communication thread (the only thread that may use the sockets). */
+void ordo_exec_report(ordo_exec_t *e, const char *json);
+
 /* ordo_exec_destroy stops the communication thread and frees; NULL-safe. */
 void ordo_exec_destroy(ordo_exec_t **e);
 

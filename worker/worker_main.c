@@ -47,7 +47,8 @@ static int run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
             goto done;
         }
         if (rank == 0) {
-            for (int64_t i = 0; i < k->numel[key]; i++) val[key][i] = synth_init(key, i);
+            for (int64_t i = 0; i < k->numel[key]; i++)
+                val[key][i] = synth_init(key, i);
             if ((rc = ordo_worker_init(w, key, val[key])) != 0) goto done;
         }
     }
@@ -72,7 +73,8 @@ static int run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
             }
         float g = (float)((rank + 1) * (t + 1));
         for (int key = 0; key < k->n_keys; key++) {
-            for (int64_t i = 0; i < k->numel[key]; i++) grad[key][i] = g;
+            for (int64_t i = 0; i < k->numel[key]; i++)
+                grad[key][i] = g;
             if ((rc = ordo_worker_push(w, key, grad[key], t, key)) != 0) goto done;
         }
         if ((rc = ordo_worker_wait_all(w, -1)) != 0) goto done;
@@ -118,7 +120,8 @@ static int *plan_priorities(ordo_worker_t *w, int n_keys)
     int *out = NULL;
     if (json_is_array(pr) && (int)json_array_size(pr) == n_keys) {
         out = malloc(sizeof *out * (size_t)n_keys);
-        for (int i = 0; i < n_keys; i++) out[i] = (int)json_integer_value(json_array_get(pr, (size_t)i));
+        for (int i = 0; i < n_keys; i++)
+            out[i] = (int)json_integer_value(json_array_get(pr, (size_t)i));
     }
     json_decref(root);
     return out;
@@ -151,9 +154,10 @@ static void progress(const ordo_conf_t *conf, int64_t t, int64_t total, int64_t 
                      double loss, double acc, double sps, double eta_s, bool final)
 {
     char line[256];
-    snprintf(line, sizeof line, "epoch %lld  iter %lld/%lld  loss %.4f  train acc %.3f  %.0f samples/s  ETA %.0fs",
-             (long long)(per_epoch ? (t - 1) / per_epoch + 1 : 1), (long long)t, (long long)total, loss,
-             acc, sps, eta_s);
+    snprintf(line, sizeof line,
+             "epoch %lld  iter %lld/%lld  loss %.4f  train acc %.3f  %.0f samples/s  ETA %.0fs",
+             (long long)(per_epoch ? (t - 1) / per_epoch + 1 : 1), (long long)t, (long long)total,
+             loss, acc, sps, eta_s);
     if (isatty(2)) {
         fprintf(stderr, "\r%-100s%s", line, final ? "\n" : "");
         fflush(stderr);
@@ -191,9 +195,13 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         if ((rc = ordo_trace_new(name, 1000 + rank, &trace)) != 0) goto done;
     }
     prio = plan_priorities(w, m->n_params);
-    ordo_exec_opts_t eo = {.ps = w, .model = m, .compute = cc, .priority = prio,
+    ordo_exec_opts_t eo = {.ps = w,
+                           .model = m,
+                           .compute = cc,
+                           .priority = prio,
                            .shuffle_pulls = conf->policy_kind == ORDO_POLICY_NONE,
-                           .seed = conf->seed, .forward_only = conf->forward_only && !training,
+                           .seed = conf->seed,
+                           .forward_only = conf->forward_only && !training,
                            .trace = trace};
     if ((rc = ordo_exec_new(&eo, &ex)) != 0) goto done;
 
@@ -215,12 +223,13 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
     if (rank == 0) {
         /* rank 0 gives the servers the initial values */
         init = calloc((size_t)m->n_params, sizeof *init);
-        for (int i = 0; i < m->n_params; i++) init[i] = calloc((size_t)m->params[i].numel, sizeof(float));
+        for (int i = 0; i < m->n_params; i++)
+            init[i] = calloc((size_t)m->params[i].numel, sizeof(float));
         if (training) ordo_nn_init(m, conf->seed, init);
         if ((rc = ordo_exec_init(ex, init)) != 0) goto done;
     }
-    ORDO_INFO("running %s: %lld iterations, batch %d, %d tensors (%.1f MiB), compute %s",
-              m->name, (long long)iterations, batch, m->n_params,
+    ORDO_INFO("running %s: %lld iterations, batch %d, %d tensors (%.1f MiB), compute %s", m->name,
+              (long long)iterations, batch, m->n_params,
               (double)ordo_model_total_bytes(m) / 1048576.0, ordo_compute_kind_name(kind));
     int64_t t_begin = ordo_clock_ns();
     double loss_sum = 0, last_loss = NAN;
@@ -231,22 +240,30 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         if (it && (rc = ordo_dataset_iter_next(it, &x, &labels)) < 0) goto done;
         ordo_exec_stats_t st;
         if ((rc = ordo_exec_iteration(ex, t, x, labels, training ? batch : 0, &st)) != 0) goto done;
-        double makespan = eo.forward_only ? (double)(st.t_forward_end_ns - st.t_start_ns) / 1e6 : st.step_ms;
-        double eff = eo.forward_only ? efficiency(m, ordo_worker_keys(w), conf, st.compute_ms, makespan) : NAN;
+        double makespan =
+            eo.forward_only ? (double)(st.t_forward_end_ns - st.t_start_ns) / 1e6 : st.step_ms;
+        double eff = eo.forward_only
+                         ? efficiency(m, ordo_worker_keys(w), conf, st.compute_ms, makespan)
+                         : NAN;
         char js[1024], effs[32], losss[48];
-        if (isnan(eff)) snprintf(effs, sizeof effs, "null");
-        else snprintf(effs, sizeof effs, "%.4f", eff);
-        if (training) snprintf(losss, sizeof losss, ",\"loss\":%.6f", st.loss);
-        else losss[0] = '\0';
-        snprintf(js, sizeof js,
-                 "{\"worker\":%d,\"iter\":%lld,\"step_ms\":%.4f,\"wait_ms\":%.4f,\"compute_ms\":%.4f,"
-                 "\"bytes_push\":%lld,\"bytes_pull\":%lld,\"efficiency\":%s%s,\"samples\":%d,"
-                 "\"forward_ms\":%.4f,\"t_start_ns\":%lld,\"t_push_done_ns\":%lld,\"t_end_ns\":%lld}",
-                 rank, (long long)t, st.step_ms, st.wait_ms, st.compute_ms, (long long)st.bytes_push,
-                 (long long)st.bytes_pull, effs, losss, batch,
-                 (double)(st.t_forward_end_ns - st.t_start_ns) / 1e6, (long long)st.t_start_ns,
-                 (long long)st.t_push_done_ns, (long long)st.t_end_ns);
-        ordo_worker_report(w, js);
+        if (isnan(eff))
+            snprintf(effs, sizeof effs, "null");
+        else
+            snprintf(effs, sizeof effs, "%.4f", eff);
+        if (training)
+            snprintf(losss, sizeof losss, ",\"loss\":%.6f", st.loss);
+        else
+            losss[0] = '\0';
+        snprintf(
+            js, sizeof js,
+            "{\"worker\":%d,\"iter\":%lld,\"step_ms\":%.4f,\"wait_ms\":%.4f,\"compute_ms\":%.4f,"
+            "\"bytes_push\":%lld,\"bytes_pull\":%lld,\"efficiency\":%s%s,\"samples\":%d,"
+            "\"forward_ms\":%.4f,\"t_start_ns\":%lld,\"t_push_done_ns\":%lld,\"t_end_ns\":%lld}",
+            rank, (long long)t, st.step_ms, st.wait_ms, st.compute_ms, (long long)st.bytes_push,
+            (long long)st.bytes_pull, effs, losss, batch,
+            (double)(st.t_forward_end_ns - st.t_start_ns) / 1e6, (long long)st.t_start_ns,
+            (long long)st.t_push_done_ns, (long long)st.t_end_ns);
+        ordo_exec_report(ex, js);
         loss_sum += st.loss;
         last_loss = st.loss;
         correct_sum += st.correct;
@@ -255,7 +272,8 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
             ((t + 1) % conf->progress_every == 0 || t + 1 == iterations)) {
             double secs = (double)(ordo_clock_ns() - t_begin) / 1e9;
             double sps = (double)(t + 1) * batch * W / secs;
-            int k = (int)((t + 1) % conf->progress_every ? (t + 1) % conf->progress_every : conf->progress_every);
+            int k = (int)((t + 1) % conf->progress_every ? (t + 1) % conf->progress_every
+                                                         : conf->progress_every);
             progress(conf, t + 1, iterations, per_epoch, loss_sum / k,
                      training ? (double)correct_sum / seen : 0, sps,
                      secs / (double)(t + 1) * (double)(iterations - t - 1), t + 1 == iterations);
@@ -273,8 +291,9 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         if ((rc = ordo_train_evaluate(cc, m, test, &test_loss, &acc)) != 0) goto done;
         ORDO_INFO("test accuracy %.4f (test loss %.4f) after %lld iterations", acc, test_loss,
                   (long long)iterations);
-        snprintf(final, sizeof final, "{\"final_loss\":%.6f,\"test_loss\":%.6f,\"test_accuracy\":%.6f}",
-                 last_loss, test_loss, acc);
+        snprintf(final, sizeof final,
+                 "{\"final_loss\":%.6f,\"test_loss\":%.6f,\"test_accuracy\":%.6f}", last_loss,
+                 test_loss, acc);
     } else if (training) {
         snprintf(final, sizeof final, "{\"final_loss\":%.6f}", last_loss);
     }
@@ -288,7 +307,8 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
 done:
     ordo_exec_destroy(&ex);
     if (init)
-        for (int i = 0; i < m->n_params; i++) free(init[i]);
+        for (int i = 0; i < m->n_params; i++)
+            free(init[i]);
     free(init);
     free(prio);
     ordo_trace_destroy(&trace);
