@@ -1,15 +1,170 @@
 /* runplan: the run's plan from the conf, the model and the key map. */
 #include "scheduler/runplan.h"
 #include "common/error.h"
+#include "common/log.h"
+#include "scheduler/oracle.h"
+#include "scheduler/order.h"
+#include "scheduler/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ordo_runplan_channels(const ordo_keys_t *keys, int *channel)
+{
+    int64_t *bytes = calloc((size_t)keys->n_servers, sizeof *bytes);
+    for (int k = 0; k < keys->n_keys; k++) {
+        int first = keys->first_slice[k];
+        int best = keys->slices[first].server;
+        if (bytes && keys->n_chunks[k] > 1) {
+            memset(bytes, 0, sizeof *bytes * (size_t)keys->n_servers);
+            for (int c = 0; c < keys->n_chunks[k]; c++)
+                bytes[keys->slices[first + c].server] += keys->slices[first + c].numel;
+            for (int c = 0; c < keys->n_chunks[k]; c++) {
+                int s = keys->slices[first + c].server;
+                if (bytes[s] > bytes[best]) best = s;
+            }
+        }
+        channel[k] = best;
+    }
+    free(bytes);
+}
+
+/* prefix the current error detail with what was being read (the detail is copied first:
+ * it lives in the buffer ordo_error_set writes) */
+static int with_context(int rc, const char *what)
+{
+    char why[1024];
+    snprintf(why, sizeof why, "%s", ordo_error_text(rc));
+    return ordo_error_set(rc, "%s: %s", what, why);
+}
+
+/* the oracle planning uses: the conf's measured file, or the profile's op times scaled by
+ * compute_scale when the run emulates compute at another scale, or none */
+static int planning_oracle(const ordo_conf_t *conf, const ordo_model_t *m, ordo_oracle_t **out)
+{
+    *out = NULL;
+    if (conf->oracle[0]) {
+        int rc = ordo_oracle_load_file(conf->oracle, m, out);
+        if (rc) return with_context(rc, "order.oracle");
+        return 0;
+    }
+    if (conf->compute != ORDO_COMPUTE_EMULATE || conf->compute_scale == 1.0) return 0;
+    ordo_oracle_t *o = NULL;
+    int rc = ordo_oracle_new(m, &o);
+    if (rc) return rc;
+    for (int op = 0; op < m->n_ops; op++)
+        ordo_oracle_observe_op(o, op, m->ops[op].fwd_us * conf->compute_scale,
+                               m->ops[op].bwd_us * conf->compute_scale);
+    *out = o;
+    return 0;
+}
+
+/* simulate one worker's forward pass under priority (NULL: listed order) */
+static int simulate(const ordo_model_t *m, const int *channel, int n_channels, double bps,
+                    double lat_us, const ordo_oracle_t *oracle, const int *priority,
+                    ordo_sim_result_t *res)
+{
+    ordo_oracle_times_t *t = NULL;
+    ordo_sim_t *sim = NULL;
+    int *listed = NULL;
+    int rc = ordo_oracle_times_new(m, bps, lat_us, oracle, &t);
+    if (!rc) rc = ordo_sim_new(m, t, channel, n_channels, 0, &sim);
+    if (!rc && !priority) {
+        listed = malloc(sizeof *listed * (size_t)m->n_params);
+        if (!listed) rc = ORDO_ENOMEM;
+        for (int p = 0; !rc && p < m->n_params; p++)
+            listed[p] = p;
+        priority = listed;
+    }
+    if (!rc) rc = ordo_sim_run(sim, priority, res);
+    free(listed);
+    ordo_sim_destroy(&sim);
+    ordo_oracle_times_destroy(&t);
+    return rc;
+}
 
 int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_keys_t *keys,
                       json_t **out)
 {
-    (void)m;
-    (void)keys;
-    json_t *plan = json_object();
-    json_object_set_new(plan, "policy", json_string(conf->policy));
-    json_object_set_new(plan, "priorities", json_null());
+    int n = m->n_params, rc = 0;
+    if (keys->n_keys != n)
+        return ordo_error_set(ORDO_EINVAL, "runplan: the key map has %d keys, the model %d",
+                              keys->n_keys, n);
+    ordo_policy_t policy = (ordo_policy_t)conf->policy_kind;
+    int *channel = malloc(sizeof *channel * (size_t)n);
+    int *prio = malloc(sizeof *prio * (size_t)n);
+    ordo_oracle_t *oracle = NULL;
+    json_t *plan = json_object(), *sim_js = json_null();
+    if (!channel || !prio || !plan) {
+        rc = ORDO_ENOMEM;
+        goto fail;
+    }
+    ordo_runplan_channels(keys, channel);
+    double bps = conf->bandwidth_bps > 0 ? conf->bandwidth_bps : ORDO_RUNPLAN_DEFAULT_BPS;
+    bool ordered = policy == ORDO_POLICY_TIO || policy == ORDO_POLICY_TAO ||
+                   policy == ORDO_POLICY_SEARCH || policy == ORDO_POLICY_FILE;
+    if (ordered && (rc = planning_oracle(conf, m, &oracle)) != 0) goto fail;
+    if (policy == ORDO_POLICY_FILE) {
+        const char *path = conf->policy + 5;
+        if ((rc = ordo_order_read_file(path, m, prio)) != 0) {
+            rc = with_context(rc, "order.policy");
+            goto fail;
+        }
+    } else if (ordered) {
+        ordo_order_opts_t opts;
+        ordo_order_opts_default(&opts);
+        opts.oracle = oracle;
+        opts.search_budget_ms = conf->search_budget_ms;
+        opts.seed = conf->seed;
+        if ((rc = ordo_order_plan_ex(m, channel, keys->n_servers, bps, conf->latency_us, policy,
+                                     &opts, prio)) != 0)
+            goto fail;
+    }
+    if (ordered && conf->bandwidth_bps <= 0)
+        ORDO_INFO("order: no [net] bandwidth set; planning assumes %.0f gbit/s",
+                  ORDO_RUNPLAN_DEFAULT_BPS / 1e9);
+    if (policy != ORDO_POLICY_NONE) {
+        ordo_sim_result_t res;
+        if ((rc = simulate(m, channel, keys->n_servers, bps, conf->latency_us, oracle,
+                           ordered ? prio : NULL, &res)) != 0)
+            goto fail;
+        json_decref(sim_js);
+        sim_js = json_pack("{s:f,s:f,s:f,s:f,s:f}", "forward_us", res.makespan_us, "E",
+                           isfinite(res.efficiency) ? res.efficiency : 1.0, "bandwidth_bps", bps,
+                           "latency_us", conf->latency_us, "lower_us", res.lower_us);
+        ORDO_INFO("order: policy %s, enforce %s; simulated forward makespan %.3f ms (lower "
+                  "bound %.3f ms, E %.4f) at %.3g gbit/s, %.0f us latency, %d channel%s",
+                  conf->policy, conf->enforce == ORDO_ENFORCE_GREEDY ? "greedy" : "strict",
+                  res.makespan_us / 1e3, res.lower_us / 1e3, res.efficiency, bps / 1e9,
+                  conf->latency_us, keys->n_servers, keys->n_servers == 1 ? "" : "s");
+    } else {
+        ORDO_INFO("order: policy none: every worker requests its pulls in a seeded random order "
+                  "that changes every iteration; servers release in arrival order");
+    }
+    json_t *names = json_array();
+    for (int p = 0; p < n; p++)
+        json_array_append_new(names, json_string(m->params[p].name));
+    json_t *pr = json_null();
+    if (ordered) {
+        json_decref(pr);
+        pr = json_array();
+        for (int p = 0; p < n; p++)
+            json_array_append_new(pr, json_integer(prio[p]));
+    }
+    json_object_set_new(plan, "policy",
+                        json_string(policy == ORDO_POLICY_FILE ? "file" : conf->policy));
+    json_object_set_new(plan, "priorities", pr);
+    json_object_set_new(plan, "params", names);
+    json_object_set(plan, "simulated", sim_js);
     *out = plan;
-    return 0;
+    plan = NULL;
+fail:
+    json_decref(sim_js);
+    json_decref(plan);
+    ordo_oracle_destroy(&oracle);
+    free(prio);
+    free(channel);
+    return rc;
 }

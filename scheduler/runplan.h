@@ -1,6 +1,7 @@
 /* runplan: the plan the scheduler computes once at start-up and hands every node in its
- * WELCOME: the transfer priority of every parameter (from [order] policy), and, later, the
- * merge groups and sparse regions. */
+ * WELCOME: the transfer priority of every parameter (from [order] policy, planned with the
+ * ordering library on the run's model, link and key map), and, later, the merge groups and
+ * sparse regions. */
 #ifndef ORDO_RUNPLAN_H
 #define ORDO_RUNPLAN_H
 
@@ -10,9 +11,25 @@
 #include "common/keys.h"
 #include "scheduler/model.h"
 
+/* The link rate the planners assume when [net] bandwidth is 0 (no emulation): 10gbit. */
+#define ORDO_RUNPLAN_DEFAULT_BPS 10e9
+
 /* ordo_runplan_make computes the run's plan as a JSON object (*out, caller decrefs):
- * {"policy": NAME, "priorities": [p per key] or null}. */
+ * {"policy": NAME, "priorities": [p per key] or null, "params": [name per key],
+ *  "simulated": {"forward_us", "E", "bandwidth_bps", "latency_us"} or null}.
+ * priorities is null for none and fifo (servers release in arrival order; under none each
+ * worker also shuffles its requests per iteration), computed by TIO, TAO or search, or read
+ * from an ordo-order/1 file for file:PATH. Planning uses [net] bandwidth and latency_us
+ * (ORDO_RUNPLAN_DEFAULT_BPS when bandwidth is 0), one channel per server (a key's channel is
+ * the server holding most of its bytes), the [order] oracle file when set, else the
+ * profile's op times times [model] compute_scale. It logs the policy and the simulated
+ * forward makespan. Fails (ORDO_EFORMAT, ORDO_ENOTFOUND, ...) with a detail naming the file
+ * and the reason when the order or oracle file is missing or does not fit the model. */
 int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_keys_t *keys,
                       json_t **out);
+
+/* ordo_runplan_channels writes each key's planning channel into channel[n_keys]: the
+ * server holding most of its bytes (ties: the server of its lowest chunk). */
+void ordo_runplan_channels(const ordo_keys_t *keys, int *channel);
 
 #endif

@@ -48,6 +48,9 @@ typedef struct {
     ordo_runlog_t *log;
     ordo_model_t *model;
     ordo_keys_t *keys;
+    json_t *plan;           /* computed once at start-up, sent in every WELCOME */
+    int64_t barrier_id;     /* the barrier workers are gathering at (-1: none) */
+    int barrier_n;          /* workers arrived at it */
     char run_dir[ORDO_CONF_PATH + ORDO_CONF_STR + 64];
 } sched_t;
 
@@ -134,13 +137,7 @@ static int send_welcome(sched_t *s)
     char *keys_text = ordo_keys_to_json(s->keys);
     json_t *keys = json_loads(keys_text, 0, NULL);
     free(keys_text);
-    json_t *plan = NULL;
-    int rc = ordo_runplan_make(&s->conf, s->model, s->keys, &plan);
-    if (rc) {
-        json_decref(servers);
-        json_decref(keys);
-        return rc;
-    }
+    json_t *plan = s->plan;
     for (int i = 0; i < s->n_members; i++) {
         member_t *m = &s->members[i];
         json_t *w = json_object();
@@ -160,7 +157,6 @@ static int send_welcome(sched_t *s)
     }
     json_decref(servers);
     json_decref(keys);
-    json_decref(plan);
     s->welcomed = true;
     ORDO_INFO("cluster complete: %d servers, %d workers, %d keys in %d slices; run folder %s",
               s->conf.servers, s->conf.workers, s->keys->n_keys, s->keys->n_slices, s->run_dir);
@@ -259,6 +255,32 @@ static void check_liveness(sched_t *s)
     }
 }
 
+/* workers gather at barrier `id` (forward-only runs keep their iterations aligned this
+ * way); when all are in, each gets BARRIER_DONE */
+static void on_barrier(sched_t *s, member_t *mb, int64_t id)
+{
+    char name[320];
+    if (mb->role != ORDO_ROLE_WORKER || id < 0 || (s->barrier_n > 0 && id != s->barrier_id)) {
+        ORDO_WARN("dropped BARRIER %lld from %s (workers are gathering at %lld)", (long long)id,
+                  member_name(mb, name, sizeof name), (long long)s->barrier_id);
+        return;
+    }
+    s->barrier_id = id;
+    if (++s->barrier_n < s->conf.workers) return;
+    s->barrier_n = 0;
+    for (int i = 0; i < s->n_members; i++) {
+        if (s->members[i].role != ORDO_ROLE_WORKER) continue;
+        ordo_msg_t d;
+        ordo_msg_init(&d, ORDO_MSG_BARRIER_DONE);
+        d.sock = s->sock;
+        memcpy(d.rid, s->members[i].rid, s->members[i].rid_len);
+        d.rid_len = s->members[i].rid_len;
+        d.hdr.role = ORDO_ROLE_SCHEDULER;
+        d.hdr.iter = id;
+        ordo_transport_send(s->tp, &d);
+    }
+}
+
 static bool handle(sched_t *s, ordo_msg_t *m)
 {
     member_t *mb = find_member(s, m);
@@ -299,6 +321,9 @@ static bool handle(sched_t *s, ordo_msg_t *m)
                   s->conf.workers);
         return s->n_done == s->conf.workers;
     }
+    case ORDO_MSG_BARRIER:
+        on_barrier(s, mb, m->hdr.iter);
+        break;
     case ORDO_MSG_ABORT: {
         char why[600], body[400];
         snprintf(why, sizeof why, "%s gave up: %s", member_name(mb, name, sizeof name),
@@ -353,6 +378,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "ordo-scheduler: %s\n", ordo_error_text(rc));
         return 1;
     }
+    /* the plan is made before anyone registers, so a bad order or oracle file stops the
+     * start-up with its reason */
+    if ((rc = ordo_runplan_make(&s.conf, s.model, s.keys, &s.plan)) != 0) {
+        fprintf(stderr, "ordo-scheduler: cannot plan the run: %s\n", ordo_error_text(rc));
+        return 1;
+    }
+    s.barrier_id = -1;
     make_run_dir(&s);
     if ((rc = ordo_runlog_new(s.run_dir, &s.conf, s.conf.workers, &s.log)) != 0) {
         fprintf(stderr, "ordo-scheduler: %s\n", ordo_error_text(rc));
@@ -410,6 +442,7 @@ int main(int argc, char **argv)
     ordo_transport_destroy(&s.tp, 2000);
     ordo_keys_destroy(&s.keys);
     ordo_model_destroy(&s.model);
+    json_decref(s.plan);
     free(s.members);
     return rc ? 1 : 0;
 }
