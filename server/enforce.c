@@ -1,5 +1,6 @@
 /* enforce: priority release of ready pull responses. */
 #include "server/enforce.h"
+#include "common/clock.h"
 #include "common/conf.h"
 #include "common/error.h"
 
@@ -10,6 +11,8 @@ typedef struct {
     int slice;
     int prio;
     uint64_t seq; /* arrival order */
+    int64_t iter;
+    int64_t ready_ns;
     ordo_msg_t msg;
 } item_t;
 
@@ -22,7 +25,7 @@ typedef struct {
 
 struct ordo_enforce {
     int mode;
-    int n_workers, n_slices;
+    int n_workers, n_slices, round;
     int *prio;
     wq_t *w;
     uint64_t seq;
@@ -30,14 +33,20 @@ struct ordo_enforce {
     int rr; /* round-robin start among workers for fifo/strict fairness */
 };
 
-int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio,
+int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio, int round,
                      ordo_enforce_t **out)
 {
+    if (n_workers < 1 || n_slices < 1 || round < 0 ||
+        (mode != ORDO_ENFORCE_MODE_FIFO && mode != ORDO_ENFORCE_STRICT &&
+         mode != ORDO_ENFORCE_GREEDY))
+        return ordo_error_set(ORDO_EINVAL, "enforce: bad mode %d, %d workers, %d slices", mode,
+                              n_workers, n_slices);
     ordo_enforce_t *e = calloc(1, sizeof *e);
     if (!e) return ORDO_ENOMEM;
     e->mode = mode;
     e->n_workers = n_workers;
     e->n_slices = n_slices;
+    e->round = round;
     e->prio = calloc((size_t)n_slices + 1, sizeof *e->prio);
     e->w = calloc((size_t)n_workers, sizeof *e->w);
     if (!e->prio || !e->w) {
@@ -45,7 +54,8 @@ int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio
         return ORDO_ENOMEM;
     }
     if (norm_prio) memcpy(e->prio, norm_prio, sizeof *e->prio * (size_t)n_slices);
-    for (int i = 0; i < n_workers; i++) e->w[i].iter = -1;
+    for (int i = 0; i < n_workers; i++)
+        e->w[i].iter = -1;
     *out = e;
     return 0;
 }
@@ -56,7 +66,8 @@ void ordo_enforce_destroy(ordo_enforce_t **ep)
     if (!e) return;
     if (e->w)
         for (int i = 0; i < e->n_workers; i++) {
-            for (int j = 0; j < e->w[i].n; j++) ordo_msg_close(&e->w[i].items[j].msg);
+            for (int j = 0; j < e->w[i].n; j++)
+                ordo_msg_close(&e->w[i].items[j].msg);
             free(e->w[i].items);
         }
     free(e->w);
@@ -85,20 +96,34 @@ int ordo_enforce_add(ordo_enforce_t *e, int worker, int64_t iter, int slice, ord
     it->slice = slice;
     it->prio = e->prio[slice];
     it->seq = e->seq++;
+    it->iter = iter;
+    it->ready_ns = ordo_clock_ns();
     ordo_msg_move(&it->msg, m);
     e->pending++;
     return 0;
 }
 
-static void take(ordo_enforce_t *e, wq_t *q, int idx, ordo_msg_t *out)
+static void take(ordo_enforce_t *e, int worker, int idx, ordo_msg_t *out,
+                 ordo_enforce_release_t *info)
 {
+    wq_t *q = &e->w[worker];
+    item_t it = q->items[idx];
     ordo_msg_move(out, &q->items[idx].msg);
     q->items[idx] = q->items[--q->n];
-    q->count++;
     e->pending--;
+    if (info)
+        *info = (ordo_enforce_release_t){.worker = worker,
+                                         .iter = it.iter,
+                                         .slice = it.slice,
+                                         .norm = it.prio,
+                                         .counter = q->count,
+                                         .held = e->pending,
+                                         .ready_ns = it.ready_ns};
+    /* every transfer of the round handed over: the next round counts from 0 again */
+    if (++q->count == e->round) q->count = 0;
 }
 
-/* best item of a worker queue: smallest priority, then arrival */
+/* best item of a worker queue: smallest priority (when by_prio), then arrival */
 static int best_of(const wq_t *q, bool by_prio)
 {
     int best = -1;
@@ -115,23 +140,30 @@ static int best_of(const wq_t *q, bool by_prio)
     return best;
 }
 
-int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out)
+int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out,
+                      ordo_enforce_release_t *info)
 {
     if (e->pending == 0) return ORDO_EAGAIN;
     if (e->mode == ORDO_ENFORCE_GREEDY) {
         if (!link_free) return ORDO_EAGAIN;
+        /* smallest normalized priority; ties to the worker that has had fewer transfers
+         * of its iteration, then in turn */
         int bw = -1, bi = -1;
         for (int k = 0; k < e->n_workers; k++) {
             int w = (e->rr + k) % e->n_workers;
             int i = best_of(&e->w[w], true);
             if (i < 0) continue;
-            if (bw < 0 || e->w[w].items[i].prio < e->w[bw].items[bi].prio) {
-                bw = w;
-                bi = i;
+            const item_t *a = &e->w[w].items[i];
+            if (bw >= 0) {
+                const item_t *b = &e->w[bw].items[bi];
+                if (a->prio > b->prio || (a->prio == b->prio && e->w[w].count >= e->w[bw].count))
+                    continue;
             }
+            bw = w;
+            bi = i;
         }
         e->rr = (bw + 1) % e->n_workers;
-        take(e, &e->w[bw], bi, out);
+        take(e, bw, bi, out, info);
         return 0;
     }
     /* fifo and strict: take from workers in turn so one worker cannot starve another */
@@ -147,7 +179,7 @@ int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out)
             i = best_of(q, false);
         }
         e->rr = (w + 1) % e->n_workers;
-        take(e, q, i, out);
+        take(e, w, i, out, info);
         return 0;
     }
     return ORDO_EAGAIN;

@@ -2,10 +2,14 @@
  * handed to the network. Per worker it keeps the ready responses of that worker's current
  * iteration and a counter of the transfers already handed over in it.
  * - fifo: responses leave in the order they became ready (no plan).
- * - strict: a response whose normalized priority is p leaves only once the counter has
- *   reached p (TicTac's enforcement); equal p may leave in any order.
+ * - strict: a response whose normalized priority is p leaves only once the worker's counter
+ *   has reached p (TicTac's enforcement); equal p may leave in any order.
  * - greedy: whenever the egress link is free, the ready response with the smallest
- *   priority (over all workers) leaves; the link never idles while one is ready.
+ *   normalized priority (over all workers) leaves; the link never idles while one is held.
+ * The counter of (worker, iteration) starts at 0 when the worker's first response of a new
+ * iteration arrives, and also when it reaches `round` (every transfer of this server to the
+ * worker in one iteration handed over), so that runs that pull the same version every
+ * iteration (forward only) start each iteration afresh.
  * Normalized priority (DESIGN.md §3): the number of this server's slices with a strictly
  * smaller plan priority. */
 #ifndef ORDO_ENFORCE_H
@@ -20,10 +24,22 @@ typedef enum { ORDO_ENFORCE_MODE_FIFO = -1 } ordo_enforce_fifo_t;
 
 typedef struct ordo_enforce ordo_enforce_t;
 
+/* What ordo_enforce_next tells about a release (for the server's trace). */
+typedef struct ordo_enforce_release {
+    int worker;
+    int64_t iter;
+    int slice;
+    int norm;         /* its normalized priority (0 under fifo) */
+    int64_t counter;  /* the worker's counter when it was released (before counting it) */
+    int held;         /* responses still held after this release, all workers */
+    int64_t ready_ns; /* when it was handed to the module (ordo_clock_ns) */
+} ordo_enforce_release_t;
+
 /* ordo_enforce_new: mode is ORDO_ENFORCE_MODE_FIFO, ORDO_ENFORCE_STRICT or
  * ORDO_ENFORCE_GREEDY (common/conf.h); norm_prio gives each slice's normalized priority
- * (indexed by slice; only this server's slices are used; may be NULL for fifo). */
-int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio,
+ * (indexed by slice; only this server's slices are used; may be NULL for fifo); round is
+ * the number of this server's slices (transfers per worker per iteration; 0 = unknown). */
+int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio, int round,
                      ordo_enforce_t **out);
 
 /* ordo_enforce_destroy frees the module and closes messages it still holds. */
@@ -34,8 +50,10 @@ void ordo_enforce_destroy(ordo_enforce_t **e);
 int ordo_enforce_add(ordo_enforce_t *e, int worker, int64_t iter, int slice, ordo_msg_t *m);
 
 /* ordo_enforce_next releases the next response allowed to go now into out (link_free: the
- * egress link can take a message now). Returns 0 with a message, ORDO_EAGAIN with none. */
-int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out);
+ * egress link can take a message now; only greedy looks at it). Returns 0 with a message
+ * (and, when info is not NULL, what was released), ORDO_EAGAIN with none. */
+int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out,
+                      ordo_enforce_release_t *info);
 
 /* ordo_enforce_pending counts responses held back. */
 int ordo_enforce_pending(const ordo_enforce_t *e);

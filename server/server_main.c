@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/node.h"
 #include "common/transport.h"
+#include "common/trace.h"
 #include "server/enforce.h"
 #include "server/store.h"
 
@@ -20,6 +21,11 @@
 #include <string.h>
 
 #define EXIT_ABORT 3
+
+/* greedy: the link counts as free once what it was given ends within this time, so the
+ * next response is handed over before the link falls idle (the loop wakes with millisecond
+ * timeouts); a later higher-priority response can still overtake all but this much */
+#define GREEDY_LOOKAHEAD_NS 2000000
 
 typedef struct {
     int worker;
@@ -43,6 +49,10 @@ typedef struct {
     waitlist_t *waiting; /* per slice */
     int *prio;           /* plan priority per slice (for response headers) */
     uint64_t n_push, n_pull, n_dropped;
+    int64_t link_end_ns; /* when the emulated link finishes what was released so far */
+    uint64_t n_released;
+    ordo_trace_t *trace; /* [output] trace: one event per released response */
+    char **names;        /* parameter name per key, from the plan (NULL: "key K") */
 } server_t;
 
 static volatile sig_atomic_t stop_signal;
@@ -225,13 +235,57 @@ static void on_data(server_t *s, ordo_msg_t *m)
     }
 }
 
+/* record a release: on track 0 the response's time on the (emulated) link, on track 1 how
+ * long the enforcement module held it */
+static void trace_release(server_t *s, const ordo_enforce_release_t *r, int64_t now,
+                          int64_t start, int64_t end)
+{
+    const ordo_slice_t *sl = &s->node.keys->slices[r->slice];
+    char name[300], args[640];
+    if (s->names && s->names[sl->key])
+        snprintf(name, sizeof name, "%s", s->names[sl->key]);
+    else
+        snprintf(name, sizeof name, "key %u", sl->key);
+    if (s->node.keys->n_chunks[sl->key] > 1)
+        snprintf(name + strlen(name), sizeof name - strlen(name), " [%u]", sl->chunk);
+    snprintf(args, sizeof args,
+             "{\"seq\":%llu,\"worker\":%d,\"iter\":%lld,\"key\":%u,\"chunk\":%u,"
+             "\"priority\":%d,\"norm\":%d,\"counter\":%lld,\"held\":%d,"
+             "\"bytes\":%lld,\"t_ready_ns\":%lld,\"t_release_ns\":%lld,"
+             "\"link_start_ns\":%lld,\"link_end_ns\":%lld}",
+             (unsigned long long)s->n_released, r->worker, (long long)r->iter, sl->key, sl->chunk,
+             s->prio ? s->prio[r->slice] : 0, r->norm, (long long)r->counter, r->held,
+             (long long)sl->numel * 4, (long long)r->ready_ns, (long long)now, (long long)start,
+             (long long)end);
+    ordo_trace_complete(s->trace, name, "release", 0, start, end - start, args);
+    if (now - r->ready_ns >= 1000) {
+        snprintf(args, sizeof args, "{\"worker\":%d,\"iter\":%lld,\"norm\":%d}", r->worker,
+                 (long long)r->iter, r->norm);
+        ordo_trace_complete(s->trace, name, "enforce_wait", 1, r->ready_ns, now - r->ready_ns,
+                            args);
+    }
+}
+
 static void release(server_t *s)
 {
     ordo_msg_t r;
+    ordo_enforce_release_t info;
+    double bps = s->conf.bandwidth_bps;
     for (;;) {
-        bool link_free = s->conf.bandwidth_bps <= 0 ||
-                         ordo_transport_link_free_ns(s->node.tp) <= ordo_clock_ns();
-        if (ordo_enforce_next(s->enforce, link_free, &r) != 0) break;
+        int64_t now = ordo_clock_ns();
+        /* the transport's own figure, or ours when it has not seen the last send yet */
+        int64_t busy = ordo_transport_link_free_ns(s->node.tp);
+        if (busy < s->link_end_ns) busy = s->link_end_ns;
+        bool link_free = bps <= 0 || busy - now <= GREEDY_LOOKAHEAD_NS;
+        if (ordo_enforce_next(s->enforce, link_free, &r, &info) != 0) break;
+        /* the link model of the transport: header and framing count 64 bytes */
+        size_t bytes = 64;
+        for (int i = 0; i < r.nframes; i++) bytes += zmq_msg_size(&r.frames[i]);
+        int64_t start = busy > now ? busy : now;
+        int64_t end = bps > 0 ? start + (int64_t)((double)bytes * 8e9 / bps) : start;
+        if (bps > 0) s->link_end_ns = end;
+        if (s->trace) trace_release(s, &info, now, start, end);
+        s->n_released++;
         ordo_transport_send(s->node.tp, &r);
     }
 }
@@ -240,10 +294,19 @@ static void release(server_t *s)
 static int setup_enforcement(server_t *s)
 {
     const ordo_keys_t *k = s->node.keys;
-    int mode = ORDO_ENFORCE_MODE_FIFO;
+    int mode = ORDO_ENFORCE_MODE_FIFO, round = 0;
     int *norm = NULL, *srv = NULL;
     json_t *plan = s->node.plan_json ? json_loads(s->node.plan_json, 0, NULL) : NULL;
     json_t *pr = plan ? json_object_get(plan, "priorities") : NULL;
+    json_t *names = plan ? json_object_get(plan, "params") : NULL;
+    for (int i = 0; i < k->n_slices; i++) round += k->slices[i].server == s->node.rank;
+    if (json_is_array(names) && (int)json_array_size(names) == k->n_keys) {
+        s->names = calloc((size_t)k->n_keys, sizeof *s->names);
+        for (int i = 0; s->names && i < k->n_keys; i++) {
+            const char *n = json_string_value(json_array_get(names, (size_t)i));
+            s->names[i] = n ? strdup(n) : NULL;
+        }
+    }
     if (json_is_array(pr) && (int)json_array_size(pr) == k->n_keys) {
         mode = s->conf.enforce;
         s->prio = malloc(sizeof *s->prio * (size_t)k->n_slices);
@@ -257,7 +320,7 @@ static int setup_enforcement(server_t *s)
         ordo_enforce_normalize(s->prio, srv, k->n_slices, s->node.rank, norm);
     }
     json_decref(plan);
-    int rc = ordo_enforce_new(mode, s->node.n_workers, k->n_slices, norm, &s->enforce);
+    int rc = ordo_enforce_new(mode, s->node.n_workers, k->n_slices, norm, round, &s->enforce);
     free(norm);
     free(srv);
     ORDO_INFO("enforcement: %s", mode == ORDO_ENFORCE_MODE_FIFO ? "fifo (no priority plan)"
@@ -298,6 +361,13 @@ int main(int argc, char **argv)
         goto fail;
     s.waiting = calloc((size_t)s.node.keys->n_slices, sizeof *s.waiting);
     if ((rc = setup_enforcement(&s)) != 0) goto fail;
+    if (s.conf.trace) {
+        char name[64];
+        snprintf(name, sizeof name, "server %d", s.node.rank);
+        if ((rc = ordo_trace_new(name, 100 + s.node.rank, &s.trace)) != 0) goto fail;
+        ordo_trace_name_track(s.trace, 0, "released pull responses (on the link)");
+        ordo_trace_name_track(s.trace, 1, "enforcement waits");
+    }
     ORDO_INFO("serving %.1f MiB on %s", (double)ordo_store_bytes(s.store) / 1048576.0, actual);
 
     int code = 0;
@@ -315,7 +385,9 @@ int main(int argc, char **argv)
         }
         int timeout = s.conf.heartbeat_ms;
         if (ordo_enforce_pending(s.enforce) && s.conf.bandwidth_bps > 0) {
-            int64_t wait = ordo_transport_link_free_ns(s.node.tp) - ordo_clock_ns();
+            int64_t busy = ordo_transport_link_free_ns(s.node.tp);
+            if (busy < s.link_end_ns) busy = s.link_end_ns;
+            int64_t wait = busy - GREEDY_LOOKAHEAD_NS - ordo_clock_ns();
             timeout = wait <= 0 ? 0 : (int)(wait / 1000000) + 1;
             if (timeout > s.conf.heartbeat_ms) timeout = s.conf.heartbeat_ms;
         }
@@ -344,6 +416,15 @@ int main(int argc, char **argv)
         }
         release(&s);
     }
+    if (s.trace) {
+        char path[ORDO_CONF_PATH + 64];
+        snprintf(path, sizeof path, "%s/trace-server-%d.json", s.node.run_dir, s.node.rank);
+        if ((rc = ordo_trace_write(s.trace, path)) != 0) ORDO_ERROR("%s", ordo_error_text(rc));
+    }
+    ordo_trace_destroy(&s.trace);
+    if (s.names)
+        for (int i = 0; i < s.node.keys->n_keys; i++) free(s.names[i]);
+    free(s.names);
     ordo_enforce_destroy(&s.enforce);
     ordo_transport_destroy(&s.node.tp, code ? 0 : 1000);
     if (s.waiting)
