@@ -76,19 +76,74 @@ int ordo_wire_encode_hdr(const ordo_wire_hdr_t *h, void *buf, size_t cap, size_t
     return 0;
 }
 
-/* get_int reads field i as an integer within [lo, hi]. */
-static int get_int(const msgpack_object *o, const char *what, int64_t lo, int64_t hi,
-                   int64_t *out)
+/* The header is decoded by hand rather than with msgpack_unpack_next: a hostile header can
+ * announce an array or string of billions of elements, and msgpack-c allocates for the
+ * announced size before it looks at the input. Here every size is checked against the
+ * bytes actually present, and only the types a header may hold are accepted. */
+typedef struct {
+    const uint8_t *p, *end;
+} rd_t;
+
+/* rd_int reads one msgpack integer of any width; 0, or -1 when the bytes are not one */
+static int rd_int(rd_t *r, int64_t *v, uint64_t *u, int *is_unsigned)
 {
-    int64_t v;
-    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        if (o->via.u64 > (uint64_t)INT64_MAX)
-            return ordo_error_set(ORDO_EPROTO, "header: %s out of range", what);
-        v = (int64_t)o->via.u64;
-    } else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-        v = o->via.i64;
+    if (r->p >= r->end) return -2;
+    uint8_t c = *r->p++;
+    size_t n = 0;
+    int sign = 0;
+    if (c <= 0x7f) {
+        *u = c;
+        *is_unsigned = 1;
+        return 0;
+    }
+    if (c >= 0xe0) {
+        *v = (int8_t)c;
+        *is_unsigned = 0;
+        return 0;
+    }
+    switch (c) {
+    case 0xcc: n = 1; break;
+    case 0xcd: n = 2; break;
+    case 0xce: n = 4; break;
+    case 0xcf: n = 8; break;
+    case 0xd0: n = 1; sign = 1; break;
+    case 0xd1: n = 2; sign = 1; break;
+    case 0xd2: n = 4; sign = 1; break;
+    case 0xd3: n = 8; sign = 1; break;
+    default: r->p--; return -1;
+    }
+    if ((size_t)(r->end - r->p) < n) return -2; /* truncated */
+    uint64_t x = 0;
+    for (size_t i = 0; i < n; i++) x = (x << 8) | r->p[i];
+    r->p += n;
+    if (!sign) {
+        *u = x;
+        *is_unsigned = 1;
     } else {
-        return ordo_error_set(ORDO_EPROTO, "header: %s is not an integer", what);
+        int64_t sx = n == 1 ? (int8_t)x : n == 2 ? (int16_t)x : n == 4 ? (int32_t)x : (int64_t)x;
+        if (sx >= 0) {
+            *u = (uint64_t)sx;
+            *is_unsigned = 1;
+        } else {
+            *v = sx;
+            *is_unsigned = 0;
+        }
+    }
+    return 0;
+}
+
+/* get_int reads the next field as an integer within [lo, hi] */
+static int get_int(rd_t *r, const char *what, int64_t lo, int64_t hi, int64_t *out)
+{
+    int64_t v = 0;
+    uint64_t u = 0;
+    int uns = 0;
+    int rc = rd_int(r, &v, &u, &uns);
+    if (rc == -2) return ordo_error_set(ORDO_EPROTO, "header: not valid msgpack (truncated)");
+    if (rc) return ordo_error_set(ORDO_EPROTO, "header: %s is not an integer", what);
+    if (uns) {
+        if (u > (uint64_t)INT64_MAX) return ordo_error_set(ORDO_EPROTO, "header: %s out of range", what);
+        v = (int64_t)u;
     }
     if (v < lo || v > hi)
         return ordo_error_set(ORDO_EPROTO, "header: %s = %lld out of range [%lld, %lld]", what,
@@ -99,77 +154,62 @@ static int get_int(const msgpack_object *o, const char *what, int64_t lo, int64_
 
 int ordo_wire_decode_hdr(const void *buf, size_t len, ordo_wire_hdr_t *out)
 {
-    msgpack_unpacked up;
-    size_t off = 0;
-    int rc = 0;
     ordo_wire_hdr_t h;
     memset(&h, 0, sizeof h);
     if (len == 0 || len > ORDO_WIRE_MAX_HDR)
         return ordo_error_set(ORDO_EPROTO, "header: %zu bytes (expected 1..%d)", len,
                               ORDO_WIRE_MAX_HDR);
-    msgpack_unpacked_init(&up);
-    msgpack_unpack_return ur = msgpack_unpack_next(&up, buf, len, &off);
-    if (ur != MSGPACK_UNPACK_SUCCESS) {
-        rc = ordo_error_set(ORDO_EPROTO, "header: not valid msgpack (%s)",
-                            ur == MSGPACK_UNPACK_CONTINUE ? "truncated" : "parse error");
-        goto done;
-    }
-    if (off != len) {
-        rc = ordo_error_set(ORDO_EPROTO, "header: %zu trailing bytes", len - off);
-        goto done;
-    }
-    const msgpack_object *o = &up.data;
-    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != HDR_FIELDS) {
-        rc = ordo_error_set(ORDO_EPROTO, "header: not an array of %d fields", HDR_FIELDS);
-        goto done;
-    }
-    const msgpack_object *f = o->via.array.ptr;
+    rd_t r = {.p = buf, .end = (const uint8_t *)buf + len};
+    if (r.p[0] != (0x90 | HDR_FIELDS))
+        return ordo_error_set(ORDO_EPROTO, "header: not an array of %d fields", HDR_FIELDS);
+    r.p++;
     int64_t v;
-    if ((rc = get_int(&f[0], "version", 0, 255, &v))) goto done;
-    if (v != ORDO_WIRE_VERSION) {
-        rc = ordo_error_set(ORDO_EPROTO, "header: protocol version %lld (this build speaks %d)",
-                            (long long)v, ORDO_WIRE_VERSION);
-        goto done;
-    }
-    if ((rc = get_int(&f[1], "type", 1, ORDO_MSG_PEER_DEAD - 1, &v))) goto done;
+    int rc;
+    if ((rc = get_int(&r, "version", 0, 255, &v))) return rc;
+    if (v != ORDO_WIRE_VERSION)
+        return ordo_error_set(ORDO_EPROTO, "header: protocol version %lld (this build speaks %d)",
+                              (long long)v, ORDO_WIRE_VERSION);
+    if ((rc = get_int(&r, "type", 1, ORDO_MSG_PEER_DEAD - 1, &v))) return rc;
     h.type = (uint8_t)v;
-    if ((rc = get_int(&f[2], "role", 0, ORDO_ROLE_WORKER, &v))) goto done;
+    if ((rc = get_int(&r, "role", 0, ORDO_ROLE_WORKER, &v))) return rc;
     h.role = (uint8_t)v;
-    if ((rc = get_int(&f[3], "rank", -1, INT32_MAX, &v))) goto done;
+    if ((rc = get_int(&r, "rank", -1, INT32_MAX, &v))) return rc;
     h.rank = (int32_t)v;
-    if (f[4].type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        rc = ordo_error_set(ORDO_EPROTO, "header: request id is not an unsigned integer");
-        goto done;
+    {
+        uint64_t u = 0;
+        int uns = 0;
+        int rr = rd_int(&r, &v, &u, &uns);
+        if (rr == -2) return ordo_error_set(ORDO_EPROTO, "header: not valid msgpack (truncated)");
+        if (rr || !uns)
+            return ordo_error_set(ORDO_EPROTO, "header: request id is not an unsigned integer");
+        h.req = u;
     }
-    h.req = f[4].via.u64;
-    if ((rc = get_int(&f[5], "iter", -1, INT64_MAX, &v))) goto done;
+    if ((rc = get_int(&r, "iter", -1, INT64_MAX, &v))) return rc;
     h.iter = v;
-    if ((rc = get_int(&f[6], "key", 0, UINT32_MAX, &v))) goto done;
+    if ((rc = get_int(&r, "key", 0, UINT32_MAX, &v))) return rc;
     h.key = (uint32_t)v;
-    if ((rc = get_int(&f[7], "chunk", 0, UINT32_MAX, &v))) goto done;
+    if ((rc = get_int(&r, "chunk", 0, UINT32_MAX, &v))) return rc;
     h.chunk = (uint32_t)v;
-    if ((rc = get_int(&f[8], "priority", INT32_MIN, INT32_MAX, &v))) goto done;
+    if ((rc = get_int(&r, "priority", INT32_MIN, INT32_MAX, &v))) return rc;
     h.priority = (int32_t)v;
-    if ((rc = get_int(&f[9], "flags", 0, UINT32_MAX, &v))) goto done;
+    if ((rc = get_int(&r, "flags", 0, UINT32_MAX, &v))) return rc;
     h.flags = (uint32_t)v;
-    if ((rc = get_int(&f[10], "dtype", 0, ORDO_DTYPE_MAX - 1, &v))) goto done;
+    if ((rc = get_int(&r, "dtype", 0, ORDO_DTYPE_MAX - 1, &v))) return rc;
     h.dtype = (uint8_t)v;
-    if (f[11].type != MSGPACK_OBJECT_ARRAY || f[11].via.array.size > ORDO_WIRE_MAX_FRAMES) {
-        rc = ordo_error_set(ORDO_EPROTO, "header: lengths is not an array of at most %d sizes",
-                            ORDO_WIRE_MAX_FRAMES);
-        goto done;
-    }
-    h.nframes = f[11].via.array.size;
+    if (r.p >= r.end) return ordo_error_set(ORDO_EPROTO, "header: not valid msgpack (truncated)");
+    if ((*r.p & 0xf0) != 0x90 || (*r.p & 0x0f) > ORDO_WIRE_MAX_FRAMES)
+        return ordo_error_set(ORDO_EPROTO,
+                              "header: lengths is not an array of at most %d sizes",
+                              ORDO_WIRE_MAX_FRAMES);
+    h.nframes = *r.p++ & 0x0f;
     for (uint32_t i = 0; i < h.nframes; i++) {
-        if ((rc = get_int(&f[11].via.array.ptr[i], "length", 0, (int64_t)ORDO_WIRE_MAX_PAYLOAD,
-                          &v)))
-            goto done;
+        if ((rc = get_int(&r, "length", 0, (int64_t)ORDO_WIRE_MAX_PAYLOAD, &v))) return rc;
         h.lens[i] = (uint64_t)v;
     }
+    if (r.p != r.end)
+        return ordo_error_set(ORDO_EPROTO, "header: %zu trailing bytes", (size_t)(r.end - r.p));
     *out = h;
-done:
-    msgpack_unpacked_destroy(&up);
-    return rc;
+    return 0;
 }
 
 /* ---- messages ----------------------------------------------------------------------- */

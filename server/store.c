@@ -3,6 +3,7 @@
 #include "common/error.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,7 @@ struct ordo_store {
     ordo_optim_t opt;
     float scale;
     int *slot_of; /* per slice: local slot or -1 */
+    float *scratch; /* aligned copy of a push whose frame is not float-aligned */
     slot_t *slots;
     int n_slots;
 };
@@ -75,6 +77,11 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
     s->slot_of = malloc(sizeof *s->slot_of * ((size_t)keys->n_slices + 1));
     s->slots = calloc((size_t)keys->n_slices + 1, sizeof *s->slots);
     if (!s->slot_of || !s->slots) goto nomem;
+    int64_t largest = 1;
+    for (int i = 0; i < keys->n_slices; i++)
+        if (keys->slices[i].server == rank && keys->slices[i].numel > largest) largest = keys->slices[i].numel;
+    s->scratch = aligned_alloc(64, ((size_t)largest * 4 + 63) & ~(size_t)63);
+    if (!s->scratch) goto nomem;
     for (int i = 0; i < keys->n_slices; i++) {
         if (keys->slices[i].server != rank) {
             s->slot_of[i] = -1;
@@ -110,6 +117,7 @@ void ordo_store_destroy(ordo_store_t **sp)
     }
     free(s->slots);
     free(s->slot_of);
+    free(s->scratch);
     free(s);
     *sp = NULL;
 }
@@ -220,6 +228,11 @@ int ordo_store_push_frame(ordo_store_t *s, int slice, int worker, int64_t iter,
     int rc = push_checks(s, slice, worker, iter, bytes, &sl);
     if (rc) return rc;
     const float *data = zmq_msg_data(frame);
+    if ((uintptr_t)data % _Alignof(float) != 0) {
+        /* small frames can sit anywhere in ZeroMQ's receive buffer: work on an aligned copy */
+        memcpy(s->scratch, data, bytes);
+        return ordo_store_push(s, slice, worker, iter, s->scratch, bytes, updated);
+    }
     sl->pushed[worker] = 1;
     if (sl->pushes + 1 == s->n_workers) {
         rc = apply(s, sl, sl->pushes ? acc_of(sl) : NULL, data);

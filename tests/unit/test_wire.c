@@ -134,7 +134,11 @@ START_TEST(malformed_frames_rejected)
     expect_reject(f, 1, "truncated");
 
     frame_of(&f[0], "\xc1\xc1\xc1", 3);
-    expect_reject(f, 1, "not valid msgpack");
+    expect_reject(f, 1, "not an array of 12 fields");
+
+    /* an array header announcing 2^32-1 elements: rejected without allocating for them */
+    frame_of(&f[0], "\x9c\x01\xdd\xff\xff\xff\xff", 7);
+    expect_reject(f, 1, "type is not an integer");
 
     char bad[ORDO_WIRE_MAX_HDR];
     memcpy(bad, buf, n);
