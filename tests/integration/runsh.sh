@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The README's main command: scripts/run.sh must end with a printed result and exit 0.
+source "$(dirname "$0")/lib.sh"
+root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+out="$T/run.out"
+if ! (cd "$root" && bash scripts/run.sh --output.dir="$T/runs") > "$out" 2>&1; then
+  tail -30 "$out"
+  fail "scripts/run.sh exited non-zero"
+fi
+grep -q "ordo run complete" "$out" || fail "no result printed"
+acc=$(grep -o 'test accuracy: *[0-9.]*' "$out" | grep -o '[0-9.]*$')
+[ -n "$acc" ] || fail "no test accuracy printed"
+ok "scripts/run.sh printed a result: test accuracy $acc %"
+ls "$T"/runs/*/summary.json > /dev/null || fail "no summary.json"
+echo "1 passed, 0 failed"
