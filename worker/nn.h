@@ -18,6 +18,8 @@ extern "C" {
 #define ORDO_NN_IN_H    28
 #define ORDO_NN_IN_W    28
 #define ORDO_NN_CLASSES 10
+/* The per-worker batch of mlp and cnn when the conf leaves model.batch at 0. */
+#define ORDO_NN_DEFAULT_BATCH 64
 
 /* An op's kind comes from its name's prefix: "fc" (dense), "conv", "relu", "pool" (2x2
  * max-pool, stride 2), "loss" (softmax cross-entropy, the last op). */
