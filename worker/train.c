@@ -140,10 +140,12 @@ int ordo_train_step(ordo_train_t *t, double *loss)
                 a[i] += g[i];
         }
     }
+    /* The mean as the servers form it (server/optim.c): the sum times 1/W, in float. */
+    const float scale = 1.0f / (float)W;
     for (int p = 0; p < m->n_params; p++) {
         float *restrict a = t->acc[p];
         for (int64_t i = 0; i < m->params[p].numel; i++)
-            a[i] /= (float)W;
+            a[i] *= scale;
         ordo_nn_sgd_update(m->params[p].numel, t->params[p], t->velocity[p], a, (float)t->o.lr,
                            (float)t->o.momentum, (float)t->o.weight_decay);
     }

@@ -2,8 +2,8 @@
  * networks. The trainer simulates W data-parallel workers in one process exactly as a
  * cluster computes them: worker w takes its next batch from its own shard iterator
  * (worker/dataset.h, same seed), computes its mean-over-batch gradient with a compute
- * backend, the gradients are averaged over workers (summed in worker order, then divided
- * by W, in float) and one SGD-with-momentum step (ordo_nn_sgd_update) is applied. With
+ * backend, the gradients are averaged over workers (summed in worker order, then multiplied
+ * by 1/W, in float) and one SGD-with-momentum step (ordo_nn_sgd_update) is applied. With
  * the same seed, a distributed run's parameters match these. */
 #ifndef ORDO_TRAIN_H
 #define ORDO_TRAIN_H
