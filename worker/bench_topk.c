@@ -313,12 +313,14 @@ int ordo_bench_topk(int argc, char **argv)
     }
     if (prc) return prc;
     bool any = false;
+    for (size_t d = 0; d < sizeof dists / sizeof *dists; d++)
+        any |= !o.dist || strcmp(o.dist, dists[d]) == 0;
+    if (!any) return usage(argv[0], "unknown --dist (gaussian|laplace|layered|sparse)");
     if (!o.json)
         printf("%-9s %9s %7s %9s %8s %8s %9s %9s %10s %8s\n", "dist", "n", "k", "sort_ms",
                "qsel_ms", "scan_ms", "qsel/scan", "sort/scan", "(qsel_thr", "sort_thr)");
     for (size_t d = 0; d < sizeof dists / sizeof *dists; d++) {
         if (o.dist && strcmp(o.dist, dists[d]) != 0) continue;
-        any = true;
         topk_row_t row = {0};
         if (topk_one(&o, dists[d], &row) < 0) return 1;
         size_t k = ordo_sparsify_k_for(o.n, o.density);
@@ -332,7 +334,6 @@ int ordo_bench_topk(int argc, char **argv)
                    row.sort_ms / row.scan_ms, row.qsel_thr_ms, row.sort_thr_ms);
         fflush(stdout);
     }
-    if (!any) return usage(argv[0], "unknown --dist (gaussian|laplace|layered|sparse)");
     return 0;
 }
 
