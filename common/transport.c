@@ -63,6 +63,7 @@ struct ordo_transport {
     ring_t link;
     _Atomic int64_t link_free_ns;
     _Atomic int link_pending;
+    int64_t armed_at; /* what the timerfd is set to (INT64_MAX: disarmed) */
     _Atomic uint64_t msgs_in, msgs_out, bytes_in, bytes_out, malformed;
 };
 
@@ -241,6 +242,11 @@ static void run_command(ordo_transport_t *t)
     zmq_setsockopt(z, ZMQ_SNDHWM, &zero, sizeof zero);
     zmq_setsockopt(z, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(z, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (t->cmd_data) { /* bulk tensors: larger kernel socket buffers keep the pipe full */
+        int buf = 4 << 20;
+        zmq_setsockopt(z, ZMQ_SNDBUF, &buf, sizeof buf);
+        zmq_setsockopt(z, ZMQ_RCVBUF, &buf, sizeof buf);
+    }
     if (router) {
         zmq_setsockopt(z, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
         if (zmq_bind(z, t->cmd_endpoint) != 0) {
@@ -317,6 +323,8 @@ static int64_t next_timer(ordo_transport_t *t)
 
 static void arm_timer(ordo_transport_t *t, int64_t at)
 {
+    if (at == t->armed_at) return; /* unchanged: spare the system call */
+    t->armed_at = at;
     struct itimerspec its = {0};
     if (at != INT64_MAX) {
         if (at <= 0) at = 1;
@@ -452,6 +460,7 @@ int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out
     if (t->opts.inbound_capacity <= 0) t->opts.inbound_capacity = 4096;
     if (t->opts.outbound_capacity <= 0) t->opts.outbound_capacity = 4096;
     t->evfd = t->tfd = -1;
+    t->armed_at = INT64_MAX;
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->in_cv, NULL);
     pthread_cond_init(&t->out_cv, NULL);
