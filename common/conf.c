@@ -103,6 +103,8 @@ static const key_t_ keys[] = {
      "run folder name (empty = time stamp)"},
     {"output", "trace", T_BOOL, OFF(trace), 0, "false", 0, 0, NULL,
      "write Chrome trace-event JSON per process"},
+    {"output", "save_params", T_BOOL, OFF(save_params), 0, "false", 0, 0, NULL,
+     "model jobs: worker 0 writes the final parameters to params.bin in the run folder"},
     {"output", "log_level", T_STR, OFF(log_level), SZ(log_level), "info", 0, 0, NULL,
      "debug | info | warn | error"},
     {"output", "progress_every", T_INT, OFF(progress_every), 0, "50", 0, 1000000, NULL,

@@ -66,6 +66,7 @@ typedef struct ordo_conf {
     char out_dir[ORDO_CONF_PATH];
     char run_name[ORDO_CONF_STR];
     bool trace;
+    bool save_params; /* worker 0 writes the final parameters to RUN/params.bin */
     char log_level[16];
     int progress_every;
     /* [fault] */

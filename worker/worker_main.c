@@ -12,6 +12,7 @@
 #include "worker/dataset.h"
 #include "worker/executor.h"
 #include "worker/nn.h"
+#include "worker/paramfile.h"
 #include "worker/ps.h"
 #include "worker/train.h"
 
@@ -150,21 +151,32 @@ static double efficiency(const ordo_model_t *m, const ordo_keys_t *k, const ordo
     return e < 0 ? 0 : e > 1 ? 1 : e;
 }
 
-static void progress(const ordo_conf_t *conf, int64_t t, int64_t total, int64_t per_epoch,
-                     double loss, double acc, double sps, double eta_s, bool final)
+/* progress prints worker 0's progress: a live line rewritten in place when stderr is a
+ * terminal, a plain log line per report otherwise. Training jobs show the epoch, the mean
+ * loss and train accuracy of worker 0's batches since the last report; every job shows the
+ * samples per second over all workers since the start and the estimated time left. */
+static void progress(int64_t t, int64_t total, int64_t per_epoch, bool training, double loss,
+                     double acc, double step_ms, double sps, double eta_s)
 {
     char line[256];
-    snprintf(line, sizeof line,
-             "epoch %lld  iter %lld/%lld  loss %.4f  train acc %.3f  %.0f samples/s  ETA %.0fs",
-             (long long)(per_epoch ? (t - 1) / per_epoch + 1 : 1), (long long)t, (long long)total,
-             loss, acc, sps, eta_s);
+    int n = 0;
+    if (training && per_epoch > 0)
+        n = snprintf(line, sizeof line, "epoch %lld/%lld  ", (long long)((t - 1) / per_epoch + 1),
+                     (long long)((total + per_epoch - 1) / per_epoch));
+    n += snprintf(line + n, sizeof line - (size_t)n, "iter %lld/%lld  ", (long long)t,
+                  (long long)total);
+    if (training)
+        n += snprintf(line + n, sizeof line - (size_t)n, "loss %.4f  train acc %.3f  ", loss, acc);
+    else
+        n += snprintf(line + n, sizeof line - (size_t)n, "step %.1f ms  ", step_ms);
+    snprintf(line + n, sizeof line - (size_t)n, "%.0f samples/s  ETA %.0fs", sps, eta_s);
     if (isatty(2)) {
-        fprintf(stderr, "\r%-100s%s", line, final ? "\n" : "");
+        /* \033[K clears what a longer earlier line left; the last report ends the line */
+        fprintf(stderr, "\r%s\033[K%s", line, t == total ? "\n" : "");
         fflush(stderr);
     } else {
         ORDO_INFO("%s", line);
     }
-    (void)conf;
 }
 
 static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
@@ -232,7 +244,7 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
               (long long)iterations, batch, m->n_params,
               (double)ordo_model_total_bytes(m) / 1048576.0, ordo_compute_kind_name(kind));
     int64_t t_begin = ordo_clock_ns();
-    double loss_sum = 0, last_loss = NAN;
+    double loss_sum = 0, step_sum = 0, last_loss = NAN;
     int correct_sum = 0, seen = 0;
     for (int64_t t = 0; t < iterations; t++) {
         const float *x = NULL;
@@ -265,6 +277,7 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
             (long long)st.t_push_done_ns, (long long)st.t_end_ns);
         ordo_exec_report(ex, js);
         loss_sum += st.loss;
+        step_sum += st.step_ms;
         last_loss = st.loss;
         correct_sum += st.correct;
         seen += batch;
@@ -274,18 +287,29 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
             double sps = (double)(t + 1) * batch * W / secs;
             int k = (int)((t + 1) % conf->progress_every ? (t + 1) % conf->progress_every
                                                          : conf->progress_every);
-            progress(conf, t + 1, iterations, per_epoch, loss_sum / k,
-                     training ? (double)correct_sum / seen : 0, sps,
-                     secs / (double)(t + 1) * (double)(iterations - t - 1), t + 1 == iterations);
+            progress(t + 1, iterations, per_epoch, training, loss_sum / k,
+                     seen ? (double)correct_sum / seen : 0, step_sum / k, sps,
+                     secs / (double)(t + 1) * (double)(iterations - t - 1));
             loss_sum = 0;
+            step_sum = 0;
             correct_sum = 0;
             seen = 0;
         }
     }
     char final[256] = "{}";
+    if (rank == 0 && ((training && iterations > 0) || conf->save_params)) {
+        /* the trained model: the servers' values after the last update (forward-only runs
+         * never update them) */
+        int64_t version = eo.forward_only ? 0 : iterations;
+        if ((rc = ordo_exec_pull_all(ex, version)) != 0) goto done;
+        if (conf->save_params) {
+            char path[ORDO_CONF_PATH + 64];
+            snprintf(path, sizeof path, "%s/params.bin", ordo_worker_run_dir(w));
+            if ((rc = ordo_paramfile_write(path, m, ordo_exec_params(ex), version)) != 0) goto done;
+            ORDO_INFO("wrote the parameters after %lld updates to %s", (long long)version, path);
+        }
+    }
     if (training && rank == 0 && iterations > 0) {
-        /* the trained model: the servers' values after the last update */
-        if ((rc = ordo_exec_pull_all(ex, iterations)) != 0) goto done;
         double test_loss, acc;
         if ((rc = ordo_dataset_load(conf->data_dir, ORDO_DATASET_TEST, &test)) != 0) goto done;
         if ((rc = ordo_train_evaluate(cc, m, test, &test_loss, &acc)) != 0) goto done;
