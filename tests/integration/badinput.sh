@@ -3,7 +3,7 @@
 # scheduler's TCP ports, and malformed ZeroMQ messages leave the cluster running; the run
 # then completes with every pulled value right.
 source "$(dirname "$0")/lib.sh"
-common=(--model.trainer=synthetic "--model.tensors=4KiB,1MiB" --model.iterations=150
+common=(--model.trainer=synthetic "--model.tensors=4KiB,1MiB" --model.iterations=2000
         --cluster.servers=1 --cluster.workers=2 --fault.timeout_ms=3000 --fault.heartbeat_ms=200
         --output.dir="$T" --output.run=bad --output.progress_every=0)
 start scheduler "$BIN/ordo-scheduler" "${common[@]}" --cluster.scheduler=tcp://127.0.0.1:0
