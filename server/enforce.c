@@ -13,6 +13,7 @@ typedef struct {
     uint64_t seq; /* arrival order */
     int64_t iter;
     int64_t ready_ns;
+    int64_t bytes;
     ordo_msg_t msg;
 } item_t;
 
@@ -21,6 +22,7 @@ typedef struct {
     int n, cap;
     int64_t iter;  /* current iteration of this worker */
     int64_t count; /* transfers handed over in that iteration */
+    int64_t bytes; /* bytes handed over in that iteration */
 } wq_t;
 
 struct ordo_enforce {
@@ -30,7 +32,7 @@ struct ordo_enforce {
     wq_t *w;
     uint64_t seq;
     int pending;
-    int rr; /* round-robin start among workers for fifo/strict fairness */
+    int rr; /* where the turn starts among workers with equal claims */
 };
 
 int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio, int round,
@@ -91,6 +93,7 @@ int ordo_enforce_add(ordo_enforce_t *e, int worker, int64_t iter, int slice, ord
     if (iter > q->iter) { /* a new iteration of this worker starts its own count */
         q->iter = iter;
         q->count = 0;
+        q->bytes = 0;
     }
     item_t *it = &q->items[q->n++];
     it->slice = slice;
@@ -98,6 +101,9 @@ int ordo_enforce_add(ordo_enforce_t *e, int worker, int64_t iter, int slice, ord
     it->seq = e->seq++;
     it->iter = iter;
     it->ready_ns = ordo_clock_ns();
+    it->bytes = 0;
+    for (int i = 0; i < m->nframes; i++)
+        it->bytes += (int64_t)zmq_msg_size(&m->frames[i]);
     ordo_msg_move(&it->msg, m);
     e->pending++;
     return 0;
@@ -119,8 +125,12 @@ static void take(ordo_enforce_t *e, int worker, int idx, ordo_msg_t *out,
                                          .counter = q->count,
                                          .held = e->pending,
                                          .ready_ns = it.ready_ns};
+    q->bytes += it.bytes;
     /* every transfer of the round handed over: the next round counts from 0 again */
-    if (++q->count == e->round) q->count = 0;
+    if (++q->count == e->round) {
+        q->count = 0;
+        q->bytes = 0;
+    }
 }
 
 /* best item of a worker queue: smallest priority (when by_prio), then arrival */
@@ -143,46 +153,34 @@ static int best_of(const wq_t *q, bool by_prio)
 int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out,
                       ordo_enforce_release_t *info)
 {
-    if (e->pending == 0) return ORDO_EAGAIN;
-    if (e->mode == ORDO_ENFORCE_GREEDY) {
-        if (!link_free) return ORDO_EAGAIN;
-        /* smallest normalized priority; ties to the worker that has had fewer transfers
-         * of its iteration, then in turn */
-        int bw = -1, bi = -1;
-        for (int k = 0; k < e->n_workers; k++) {
-            int w = (e->rr + k) % e->n_workers;
-            int i = best_of(&e->w[w], true);
-            if (i < 0) continue;
-            const item_t *a = &e->w[w].items[i];
-            if (bw >= 0) {
-                const item_t *b = &e->w[bw].items[bi];
-                if (a->prio > b->prio || (a->prio == b->prio && e->w[w].count >= e->w[bw].count))
-                    continue;
-            }
-            bw = w;
-            bi = i;
-        }
-        e->rr = (bw + 1) % e->n_workers;
-        take(e, bw, bi, out, info);
-        return 0;
-    }
-    /* fifo and strict: take from workers in turn so one worker cannot starve another */
+    if (e->pending == 0 || !link_free) return ORDO_EAGAIN;
+    /* Each worker offers its candidate: greedy its smallest normalized priority, strict the
+     * same but only once the counter allows it, fifo its oldest. Among the workers the
+     * smallest priority goes (greedy), then the worker with the fewest bytes handed over in
+     * its iteration, as connections share a link byte-fairly, then the turn. */
+    int bw = -1, bi = -1;
     for (int k = 0; k < e->n_workers; k++) {
         int w = (e->rr + k) % e->n_workers;
         wq_t *q = &e->w[w];
         if (q->n == 0) continue;
-        int i;
-        if (e->mode == ORDO_ENFORCE_STRICT) {
-            i = best_of(q, true);
-            if (q->items[i].prio > q->count) continue; /* its turn has not come */
-        } else {
-            i = best_of(q, false);
+        int i = best_of(q, e->mode != ORDO_ENFORCE_MODE_FIFO);
+        if (e->mode == ORDO_ENFORCE_STRICT && q->items[i].prio > q->count)
+            continue; /* its turn has not come */
+        if (bw >= 0) {
+            int pa = q->items[i].prio, pb = e->w[bw].items[bi].prio;
+            if (e->mode == ORDO_ENFORCE_GREEDY && pa != pb) {
+                if (pa > pb) continue;
+            } else if (q->bytes >= e->w[bw].bytes) {
+                continue;
+            }
         }
-        e->rr = (w + 1) % e->n_workers;
-        take(e, w, i, out, info);
-        return 0;
+        bw = w;
+        bi = i;
     }
-    return ORDO_EAGAIN;
+    if (bw < 0) return ORDO_EAGAIN;
+    e->rr = (bw + 1) % e->n_workers;
+    take(e, bw, bi, out, info);
+    return 0;
 }
 
 int ordo_enforce_pending(const ordo_enforce_t *e)

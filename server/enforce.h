@@ -10,6 +10,10 @@
  * iteration arrives, and also when it reaches `round` (every transfer of this server to the
  * worker in one iteration handed over), so that runs that pull the same version every
  * iteration (forward only) start each iteration afresh.
+ * In every mode a response is handed to the network only while the egress link is free (or
+ * about to be), and the workers share it byte-fairly (the worker with the fewest bytes
+ * handed over in its iteration goes first), as separate connections share a NIC, instead of
+ * one worker's whole iteration queueing ahead of the others' in the link's FIFO.
  * Normalized priority (DESIGN.md §3): the number of this server's slices with a strictly
  * smaller plan priority. */
 #ifndef ORDO_ENFORCE_H
@@ -50,7 +54,7 @@ void ordo_enforce_destroy(ordo_enforce_t **e);
 int ordo_enforce_add(ordo_enforce_t *e, int worker, int64_t iter, int slice, ordo_msg_t *m);
 
 /* ordo_enforce_next releases the next response allowed to go now into out (link_free: the
- * egress link can take a message now; only greedy looks at it). Returns 0 with a message
+ * egress link can take a message now; without it nothing goes). Returns 0 with a message
  * (and, when info is not NULL, what was released), ORDO_EAGAIN with none. */
 int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out,
                       ordo_enforce_release_t *info);

@@ -9,7 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { CMD_START, CMD_PUSH, CMD_STOP, CMD_PULL_ALL, CMD_INIT, CMD_REPORT } cmd_kind_t;
+typedef enum {
+    CMD_START,
+    CMD_PUSH,
+    CMD_STOP,
+    CMD_PULL_ALL,
+    CMD_INIT,
+    CMD_REPORT,
+    CMD_BARRIER
+} cmd_kind_t;
 
 typedef struct {
     cmd_kind_t kind;
@@ -33,12 +41,14 @@ struct ordo_exec {
     int q_head, q_n, q_cap;
     int64_t *ready_iter; /* per key: iteration whose value arrived (-1 none) */
     int64_t *pull_start_ns;
+    int64_t *push_start_ns; /* when each gradient was handed over (trace) */
     int pushes_left;
     int pulls_left;
     int fatal;
     int64_t cur_iter;
     float *const *init_values; /* CMD_INIT: what to send */
     bool init_done;
+    int64_t barrier_done; /* the last barrier every worker reached (-1 none) */
 };
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -149,8 +159,21 @@ static void *comm_main(void *arg)
             continue;
         }
         if (ev.kind == ORDO_EV_PUSH_DONE) {
+            if (e->o.trace) {
+                snprintf(args, sizeof args, "{\"iter\":%lld}", (long long)ev.iter);
+                ordo_trace_complete(e->o.trace, e->o.model->params[ev.key].name, "push", 3,
+                                    e->push_start_ns[ev.key], ev.t_ns - e->push_start_ns[ev.key],
+                                    args);
+            }
             pthread_mutex_lock(&e->mu);
             if (--e->pushes_left == 0) pthread_cond_broadcast(&e->cv);
+            pthread_mutex_unlock(&e->mu);
+            continue;
+        }
+        if (ev.kind == ORDO_EV_BARRIER) {
+            pthread_mutex_lock(&e->mu);
+            e->barrier_done = ev.iter;
+            pthread_cond_broadcast(&e->cv);
             pthread_mutex_unlock(&e->mu);
             continue;
         }
@@ -185,7 +208,12 @@ static void *comm_main(void *arg)
             if (c.kind == CMD_START || c.kind == CMD_PULL_ALL) {
                 issue_pulls(e, c.iter);
             } else {
-                rc = ordo_worker_push(e->o.ps, c.key, e->grads[c.key], c.iter, prio_of(e, c.key));
+                /* pushes: the plan's order; without a plan, the order they became ready */
+                if (c.kind == CMD_BARRIER)
+                    rc = ordo_worker_barrier(e->o.ps, c.iter);
+                else
+                    rc = ordo_worker_push(e->o.ps, c.key, e->grads[c.key], c.iter,
+                                          e->o.priority ? e->o.priority[c.key] : 0);
                 if (rc) {
                     pthread_mutex_lock(&e->mu);
                     e->fatal = rc;
@@ -206,6 +234,7 @@ int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
     e->o = *o;
     e->n = o->model->n_params;
     e->rng = o->seed * 0x100000001b3ull + (uint64_t)ordo_worker_rank(o->ps) + 1;
+    e->barrier_done = -1;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     e->params = calloc((size_t)e->n, sizeof *e->params);
@@ -213,7 +242,10 @@ int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
     e->order = calloc((size_t)e->n, sizeof *e->order);
     e->ready_iter = calloc((size_t)e->n, sizeof *e->ready_iter);
     e->pull_start_ns = calloc((size_t)e->n, sizeof *e->pull_start_ns);
-    if (!e->params || !e->grads || !e->order || !e->ready_iter || !e->pull_start_ns) goto nomem;
+    e->push_start_ns = calloc((size_t)e->n, sizeof *e->push_start_ns);
+    if (!e->params || !e->grads || !e->order || !e->ready_iter || !e->pull_start_ns ||
+        !e->push_start_ns)
+        goto nomem;
     for (int i = 0; i < e->n; i++) {
         size_t bytes = (size_t)o->model->params[i].numel * sizeof(float);
         e->params[i] = calloc(1, bytes);
@@ -264,6 +296,7 @@ void ordo_exec_destroy(ordo_exec_t **ep)
     free(e->order);
     free(e->ready_iter);
     free(e->pull_start_ns);
+    free(e->push_start_ns);
     for (int i = 0; i < e->q_n; i++)
         free(e->q[(e->q_head + i) % e->q_cap].text);
     free(e->q);
@@ -321,6 +354,16 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     int rc;
     int64_t pull_iter = e->o.forward_only ? 0 : t;
     memset(st, 0, sizeof *st);
+    if (e->o.forward_only && ordo_worker_n_workers(e->o.ps) > 1) {
+        /* nothing else keeps forward-only workers in step (no pushes, no new versions):
+         * iteration t starts when every worker has reached it */
+        post(e, CMD_BARRIER, 0, t);
+        pthread_mutex_lock(&e->mu);
+        while (e->barrier_done < t && !e->fatal) pthread_cond_wait(&e->cv, &e->mu);
+        rc = e->fatal;
+        pthread_mutex_unlock(&e->mu);
+        if (rc) return rc;
+    }
     st->t_start_ns = ordo_clock_ns();
     pthread_mutex_lock(&e->mu);
     e->cur_iter = t;
@@ -352,8 +395,11 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
             computing += c1 - c0;
             if (e->o.trace)
                 ordo_trace_complete(e->o.trace, m->ops[op].name, "backward", 0, c0, c1 - c0, NULL);
-            for (int j = 0; j < m->ops[op].n_params; j++)
+            for (int j = 0; j < m->ops[op].n_params; j++) {
+                /* read by the communication thread after it takes the command */
+                e->push_start_ns[m->ops[op].params[j]] = ordo_clock_ns();
                 post(e, CMD_PUSH, m->ops[op].params[j], t);
+            }
         }
     }
     double loss = 0;
@@ -370,7 +416,8 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     if (rc) return rc;
     st->t_push_done_ns = st->t_end_ns = ordo_clock_ns();
     if (e->o.trace && !e->o.forward_only)
-        ordo_trace_complete(e->o.trace, "pushes", "push", 3, w0, st->t_end_ns - w0, NULL);
+        ordo_trace_complete(e->o.trace, "pushes to finish", "wait", 2, w0, st->t_end_ns - w0,
+                            NULL);
     int64_t bytes = ordo_model_total_bytes(m);
     st->bytes_pull = bytes;
     st->bytes_push = e->o.forward_only ? 0 : bytes;

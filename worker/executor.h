@@ -25,7 +25,8 @@ typedef struct ordo_exec_opts {
     const int *priority;          /* per parameter, 0 first; NULL = listed order */
     bool shuffle_pulls;           /* policy none: a seeded random request order per iteration */
     uint64_t seed;
-    bool forward_only;            /* no backward, no pushes: every iteration reads version 0 */
+    bool forward_only;            /* no backward, no pushes: every iteration reads version 0;
+                                     with several workers, iterations start at a barrier */
     ordo_trace_t *trace;          /* NULL = no trace */
 } ordo_exec_opts_t;
 

@@ -310,6 +310,9 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
     case ORDO_MSG_WAKE:
         add_event(w, ORDO_EV_WAKE, -1, -1);
         return 0;
+    case ORDO_MSG_BARRIER_DONE:
+        add_event(w, ORDO_EV_BARRIER, -1, m->hdr.iter);
+        return 0;
     default:
         ORDO_DEBUG("ignored %s", ordo_wire_type_name(m->hdr.type));
         return 0;
@@ -371,6 +374,16 @@ static int send_ctl(ordo_worker_t *w, int type, const char *text)
 int ordo_worker_report(ordo_worker_t *w, const char *json)
 {
     return send_ctl(w, ORDO_MSG_STATS, json);
+}
+
+int ordo_worker_barrier(ordo_worker_t *w, int64_t id)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_BARRIER);
+    m.hdr.iter = id;
+    int rc = ordo_node_send_ctl(&w->node, &m);
+    if (rc == 0) w->outstanding++; /* until its ORDO_EV_BARRIER */
+    return rc;
 }
 
 void ordo_worker_abort(ordo_worker_t *w, const char *reason)

@@ -13,7 +13,12 @@
 
 typedef struct ordo_worker ordo_worker_t;
 
-typedef enum { ORDO_EV_PULL_DONE = 1, ORDO_EV_PUSH_DONE = 2, ORDO_EV_WAKE = 3 } ordo_worker_ev_kind_t;
+typedef enum {
+    ORDO_EV_PULL_DONE = 1,
+    ORDO_EV_PUSH_DONE = 2,
+    ORDO_EV_WAKE = 3,
+    ORDO_EV_BARRIER = 4 /* every worker reached barrier ev.iter */
+} ordo_worker_ev_kind_t;
 
 typedef struct ordo_worker_event {
     int kind;
@@ -46,7 +51,11 @@ int ordo_worker_init(ordo_worker_t *w, int key, const float *values);
 int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int priority);
 
 /* ordo_worker_push queues key's gradient of iteration iter. src is sent zero-copy: the
- * caller keeps it unchanged until the PUSH_DONE event. */
+ * caller keeps it unchanged until the PUSH_DONE event. When the scheduler's plan has a merge
+ * member ([push] mode = merged) the gradient is copied into its group's merge buffer (or, for
+ * a message holding one slice, sent from src), the group leaves as one message per server
+ * once all its keys were pushed, and each of its keys gets its PUSH_DONE when the whole
+ * group is acknowledged: every key of a group must then be pushed, in the same iteration. */
 int ordo_worker_push(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority);
 
 /* ordo_worker_poll waits up to timeout_ms (-1 forever) for the next completion. Returns
@@ -66,6 +75,10 @@ int ordo_worker_wait_all(ordo_worker_t *w, int timeout_ms);
 
 /* ordo_worker_report sends one iteration's stats (a JSON object) to the scheduler. */
 int ordo_worker_report(ordo_worker_t *w, const char *json);
+
+/* ordo_worker_barrier tells the scheduler this worker reached barrier id (ids increase);
+ * ordo_worker_poll reports ORDO_EV_BARRIER with iter = id once every worker has. */
+int ordo_worker_barrier(ordo_worker_t *w, int64_t id);
 
 /* ordo_worker_abort tells the scheduler this worker gives up (reason), so the run ends. */
 void ordo_worker_abort(ordo_worker_t *w, const char *reason);
