@@ -60,8 +60,8 @@ int ordo_sparsify_topk(const float *x, size_t n, size_t k, uint32_t *scratch, or
 
 /* ordo_sparsify_scan selects, in index order, the entries with |x| >= thr (thr >= 0),
  * writing at most cap of them to out; it returns how many qualify (which may exceed cap).
- * Branch-light: blocks are counted with vectorized compares and written with predicated
- * stores. NaN entries never qualify. */
+ * out[count..cap) may be overwritten. Branch-light: vector compares build lane masks, the
+ * hits are compressed or walked from the mask, no branch per element. NaN never qualifies. */
 size_t ordo_sparsify_scan(const float *x, size_t n, float thr, ordo_coo_entry_t *out, size_t cap);
 
 /* ---- per-tensor state ---------------------------------------------------------------- */

@@ -247,14 +247,34 @@ static inline size_t emit_mask(const float *x, size_t i, uint64_t m, ordo_coo_en
 #include <immintrin.h>
 #define SCAN_X86 1
 
-__attribute__((target("avx512f"))) static size_t
+/* AVX-512: while 16 free slots remain, the hits among 16 lanes are compressed into
+ * registers (indices and values), interleaved into (index, value) pairs and stored as 16
+ * entries at once; the count advances by the number of hits and the next store overwrites
+ * the unused rest. Near the capacity it goes on with 64-entry masks and checked writes. */
+__attribute__((target("avx512f,popcnt"))) static size_t
 scan_avx512(const float *x, size_t n, float thr, ordo_coo_entry_t *out, size_t cap, size_t *done)
 {
     const __m512 t = _mm512_set1_ps(thr);
     const __m512i abs = _mm512_set1_epi32(0x7fffffff);
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi =
+        _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
     size_t w = 0, i = 0;
-    for (; i + SCAN_BLOCK <= n; i += SCAN_BLOCK) {
+    for (; i + 16 <= n && w + 16 <= cap; i += 16) {
         if (i + SCAN_PREFETCH < n) __builtin_prefetch(x + i + SCAN_PREFETCH);
+        __m512i raw = _mm512_loadu_si512(x + i);
+        __mmask16 k =
+            _mm512_cmp_ps_mask(_mm512_castsi512_ps(_mm512_and_si512(raw, abs)), t, _CMP_GE_OQ);
+        if (!k) continue;
+        __m512i ix = _mm512_maskz_compress_epi32(
+            k, _mm512_add_epi32(iota, _mm512_set1_epi32((int)(uint32_t)i)));
+        __m512i vv = _mm512_maskz_compress_epi32(k, raw);
+        _mm512_storeu_si512(out + w, _mm512_permutex2var_epi32(ix, lo, vv));
+        _mm512_storeu_si512(out + w + 8, _mm512_permutex2var_epi32(ix, hi, vv));
+        w += (size_t)__builtin_popcount(k);
+    }
+    for (; i + SCAN_BLOCK <= n; i += SCAN_BLOCK) {
         uint64_t m = 0;
         for (int j = 0; j < SCAN_BLOCK; j += 16) {
             __m512i v = _mm512_and_si512(_mm512_loadu_si512(x + i + j), abs);
