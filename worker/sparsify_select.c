@@ -343,20 +343,39 @@ static size_t scan_portable(const float *restrict x, size_t n, float thr,
     return w;
 }
 
-size_t ordo_sparsify_scan(const float *restrict x, size_t n, float thr,
-                          ordo_coo_entry_t *restrict out, size_t cap)
+/* The best path this CPU has: 3 AVX-512, 2 AVX2, 1 SSE2, 0 portable. */
+static int scan_best(void)
+{
+#if SCAN_X86
+    if (__builtin_cpu_supports("avx512f")) return 3;
+    if (__builtin_cpu_supports("avx2")) return 2;
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+size_t ordo__sparsify_scan_with(const float *x, size_t n, float thr, ordo_coo_entry_t *out,
+                                size_t cap, int path)
 {
     size_t i, w;
+    if (path > scan_best()) return SIZE_MAX;
+    switch (path) {
 #if SCAN_X86
-    if (__builtin_cpu_supports("avx512f"))
+    case 3:
         w = scan_avx512(x, n, thr, out, cap, &i);
-    else if (__builtin_cpu_supports("avx2"))
+        break;
+    case 2:
         w = scan_avx2(x, n, thr, out, cap, &i);
-    else
+        break;
+    case 1:
         w = scan_sse2(x, n, thr, out, cap, &i);
-#else
-    w = scan_portable(x, n, thr, out, cap, &i);
+        break;
 #endif
+    default:
+        w = scan_portable(x, n, thr, out, cap, &i);
+        break;
+    }
     for (; i < n; i++) {
         if (fabsf(x[i]) >= thr) {
             if (w < cap) out[w] = (ordo_coo_entry_t){(uint32_t)i, x[i]};
@@ -366,16 +385,8 @@ size_t ordo_sparsify_scan(const float *restrict x, size_t n, float thr,
     return w;
 }
 
-/* ordo__sparsify_scan_portable is the fallback loop, exposed so tests check it everywhere. */
-size_t ordo__sparsify_scan_portable(const float *x, size_t n, float thr, ordo_coo_entry_t *out,
-                                    size_t cap)
+size_t ordo_sparsify_scan(const float *restrict x, size_t n, float thr,
+                          ordo_coo_entry_t *restrict out, size_t cap)
 {
-    size_t i, w = scan_portable(x, n, thr, out, cap, &i);
-    for (; i < n; i++) {
-        if (fabsf(x[i]) >= thr) {
-            if (w < cap) out[w] = (ordo_coo_entry_t){(uint32_t)i, x[i]};
-            w++;
-        }
-    }
-    return w;
+    return ordo__sparsify_scan_with(x, n, thr, out, cap, scan_best());
 }

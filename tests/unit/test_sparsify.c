@@ -221,18 +221,30 @@ START_TEST(scan_selects_by_threshold)
     ordo_coo_entry_t few[3];
     ck_assert_uint_eq(ordo_sparsify_scan(x, n, 9.0f, few, 3), want);
     ck_assert_mem_eq(few, out, sizeof few);
-    /* The portable loop (used off x86) agrees with the vector paths, caps included. */
-    ordo_coo_entry_t *alt = malloc(n * sizeof *alt);
-    size_t caps[] = {0, 1, 5, want, n};
-    for (size_t j = 0; j < 5; j++) {
-        for (size_t len = n - 130; len <= n; len += 13) {
-            size_t a = ordo_sparsify_scan(x, len, 7.5f, out, caps[j]);
-            size_t b = ordo__sparsify_scan_portable(x, len, 7.5f, alt, caps[j]);
-            ck_assert_uint_eq(a, b);
-            ck_assert_mem_eq(out, alt, (a < caps[j] ? a : caps[j]) * sizeof *out);
-        }
-    }
+    /* Every vector path this CPU has, and the portable loop, agree, capacities included. */
+    ordo_coo_entry_t *alt = malloc(n * sizeof *alt), *ref = malloc(n * sizeof *ref);
+    size_t caps[] = {0, 1, 5, 17, want, n};
+    float thrs[] = {7.5f, 0.0f, 0.5f};
+    int paths = 0;
+    for (size_t t = 0; t < 3; t++)
+        for (size_t j = 0; j < 6; j++)
+            for (size_t len = n - 130; len <= n; len += 13) {
+                size_t a = ordo__sparsify_scan_with(x, len, thrs[t], ref, caps[j], 0);
+                for (int path = 1; path <= 3; path++) {
+                    size_t b = ordo__sparsify_scan_with(x, len, thrs[t], alt, caps[j], path);
+                    if (b == SIZE_MAX) continue;
+                    paths += t == 0 && j == 0 && len == n - 130;
+                    ck_assert_uint_eq(a, b);
+                    ck_assert_mem_eq(ref, alt, (a < caps[j] ? a : caps[j]) * sizeof *out);
+                }
+            }
+    ck_assert_uint_eq(ordo_sparsify_scan(x, n, 7.5f, alt, n),
+                      ordo__sparsify_scan_with(x, n, 7.5f, ref, n, 0));
     free(alt);
+    free(ref);
+#if defined(__x86_64__)
+    ck_assert_int_ge(paths, 1); /* SSE2 at least */
+#endif
     /* Threshold 0 selects everything, zeros included; +inf selects nothing. */
     x[0] = -0.0f;
     ck_assert_uint_eq(ordo_sparsify_scan(x, n, 0.0f, out, n), n);
