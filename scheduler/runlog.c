@@ -193,6 +193,18 @@ static json_t *num(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* {"mean", "p50", "p95"} of n sorted values */
+static json_t *distribution(const double *sorted, int n)
+{
+    double mean = 0;
+    for (int i = 0; i < n; i++) mean += sorted[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "mean", num(n ? mean / n : NAN));
+    json_object_set_new(o, "p50", num(pct(sorted, n, 0.5)));
+    json_object_set_new(o, "p95", num(pct(sorted, n, 0.95)));
+    return o;
+}
+
 int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
 {
     int warm = r->conf.warmup;
@@ -201,7 +213,14 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
         if (r->recs[i].iter > max_iter) max_iter = r->recs[i].iter;
     if (warm > max_iter) warm = 0; /* too short a run to leave anything out */
     double *steps = malloc(sizeof *steps * ((size_t)r->n + 1));
-    if (!steps) return ORDO_ENOMEM;
+    double *computes = malloc(sizeof *computes * ((size_t)r->n + 1));
+    double *waits = malloc(sizeof *waits * ((size_t)r->n + 1));
+    if (!steps || !computes || !waits) {
+        free(steps);
+        free(computes);
+        free(waits);
+        return ORDO_ENOMEM;
+    }
     int ns = 0;
     double eff_sum = 0, bytes_sum = 0;
     int eff_n = 0;
@@ -209,6 +228,8 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
     for (int i = 0; i < r->n; i++) {
         const ordo_iter_stats_t *s = &r->recs[i];
         if (s->iter < warm) continue;
+        computes[ns] = s->compute_ms;
+        waits[ns] = s->wait_ms;
         steps[ns++] = s->step_ms;
         if (!isnan(s->efficiency)) {
             eff_sum += s->efficiency;
@@ -220,9 +241,8 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
         if (s->t_end_ns > t1) t1 = s->t_end_ns;
     }
     qsort(steps, (size_t)ns, sizeof *steps, cmp_double);
-    double mean = 0;
-    for (int i = 0; i < ns; i++) mean += steps[i];
-    mean = ns ? mean / ns : NAN;
+    qsort(computes, (size_t)ns, sizeof *computes, cmp_double);
+    qsort(waits, (size_t)ns, sizeof *waits, cmp_double);
 
     /* straggler effect: per iteration, the longest wait of a worker for the last one to
      * finish pushing, over the iteration time; averaged over iterations */
@@ -258,11 +278,9 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
     json_object_set_new(root, "warmup", json_integer(warm));
     double secs = t1 > t0 ? (double)(t1 - t0) / 1e9 : NAN;
     json_object_set_new(root, "throughput_samples_per_s", num((double)samples / secs));
-    json_t *step = json_object();
-    json_object_set_new(step, "mean", num(mean));
-    json_object_set_new(step, "p50", num(pct(steps, ns, 0.5)));
-    json_object_set_new(step, "p95", num(pct(steps, ns, 0.95)));
-    json_object_set_new(root, "step_ms", step);
+    json_object_set_new(root, "step_ms", distribution(steps, ns));
+    json_object_set_new(root, "compute_ms", distribution(computes, ns));
+    json_object_set_new(root, "wait_ms", distribution(waits, ns));
     json_object_set_new(root, "straggler_effect", num(strag_n ? strag_sum / strag_n : NAN));
     json_object_set_new(root, "efficiency_mean", num(eff_n ? eff_sum / eff_n : NAN));
     json_object_set_new(root, "bytes_per_iter", num(ns ? bytes_sum / ns : NAN));
@@ -281,6 +299,8 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
         if (cnt) json_object_set_new(root, finals[f], json_real(sum / cnt));
     }
     free(steps);
+    free(computes);
+    free(waits);
     char path[ORDO_CONF_PATH + 32];
     snprintf(path, sizeof path, "%s/summary.json", r->dir);
     int rc = 0;

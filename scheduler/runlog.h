@@ -1,7 +1,7 @@
 /* runlog: the run's record on the scheduler. It takes each worker's per-iteration stats,
  * appends them to runs/RUN/metrics.jsonl, and at the end computes and writes summary.json
- * (throughput, step-time mean/p50/p95, straggler effect, efficiency, bytes per iteration,
- * final loss and test accuracy when training). */
+ * (throughput, step, compute and wait time mean/p50/p95, straggler effect, efficiency, bytes
+ * per iteration, final loss and test accuracy when training). */
 #ifndef ORDO_RUNLOG_H
 #define ORDO_RUNLOG_H
 

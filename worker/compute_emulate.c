@@ -1,6 +1,9 @@
-/* compute_emulate: the emulated backend. Each op sleeps its profiled fwd_us or bwd_us times
- * compute_scale with ordo_clock_sleep_ns (kernel sleep then a short spin, ~µs precision);
- * data buffers are ignored, so it runs any model, profiles of real networks included. */
+/* compute_emulate: the emulated backend. Each op takes its profiled fwd_us or bwd_us times
+ * compute_scale, slept with ordo_clock_sleep_until (kernel sleep, then a short spin). The
+ * emulated device keeps its own timeline: when the OS wakes the thread late (a loaded host
+ * can be milliseconds late), the overshoot is taken off the following ops, so the time over
+ * a pass, and the compute_ms the executor measures around the ops, matches the profile while
+ * single ops may come out shorter. Data buffers are ignored, so it runs any model. */
 #include "common/clock.h"
 #include "common/error.h"
 #include "worker/compute_backend.h"
@@ -10,6 +13,8 @@
 typedef struct emulate {
     const ordo_model_t *m;
     double scale;
+    int64_t late_ns; /* how much longer than asked the ops so far took (>= 0) */
+    int64_t cap_ns;  /* at most one whole pass is owed */
 } emulate_t;
 
 static int em_bind(void *impl, float *const *params, float *const *grads)
@@ -22,10 +27,14 @@ static int em_set_batch(void *impl, const float *x, const int *labels, int n)
     return 0;
 }
 
-static void sleep_us(const emulate_t *e, double us)
+static void sleep_us(emulate_t *e, double us)
 {
-    double ns = us * e->scale * 1e3;
-    if (ns >= 1.0) ordo_clock_sleep_ns((int64_t)(ns + 0.5));
+    int64_t want = (int64_t)(us * e->scale * 1e3 + 0.5);
+    int64_t t0 = ordo_clock_ns();
+    if (want - e->late_ns > 0) ordo_clock_sleep_until(t0 + want - e->late_ns);
+    e->late_ns += ordo_clock_ns() - t0 - want;
+    if (e->late_ns < 0) e->late_ns = 0;
+    if (e->late_ns > e->cap_ns) e->late_ns = e->cap_ns;
 }
 
 static int em_forward(void *impl, int op)
@@ -70,6 +79,10 @@ int ordo__compute_emulate_new(const ordo_model_t *m, double compute_scale, void 
     if (!e) return ordo_error_set(ORDO_ENOMEM, "compute emulate: out of memory");
     e->m = m;
     e->scale = compute_scale;
+    double pass_us = 0;
+    for (int i = 0; i < m->n_ops; i++)
+        pass_us += m->ops[i].fwd_us + m->ops[i].bwd_us;
+    e->cap_ns = (int64_t)(pass_us * compute_scale * 1e3);
     *impl = e;
     *ops = &emulate_ops;
     return 0;

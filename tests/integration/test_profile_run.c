@@ -1,0 +1,132 @@
+/* Integration test: an emulated profile run. ResNet-50 (conf/models/resnet50.json) with
+ * 1 server and 2 workers for 20 iterations, compute = emulate. The run folder must hold one
+ * metrics line per worker per iteration whose compute time is, on average, within 5% of the
+ * profile's total forward + backward time (the emulated ops' own accuracy: compute_ms is
+ * measured by the executor around each op), whose bytes are the model's, and a summary with
+ * every documented field holding a sane value. */
+#include "run_util.h"
+#include "scheduler/model.h"
+#include "tests/unit/ordo_check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define W     2
+#define ITERS 20
+
+static void check_distribution(const json_t *sum, const char *key)
+{
+    json_t *d = json_object_get(sum, key);
+    ck_assert_msg(json_is_object(d), "summary has no %s", key);
+    double mean = it_num(d, "mean"), p50 = it_num(d, "p50"), p95 = it_num(d, "p95");
+    ck_assert_msg(mean >= 0 && p50 >= 0 && p95 >= p50, "%s: mean %g p50 %g p95 %g", key, mean, p50,
+                  p95);
+}
+
+START_TEST(resnet50_emulated_one_server_two_workers)
+{
+    char model_path[1024], conf[2048];
+    snprintf(model_path, sizeof model_path, "%s/conf/models/resnet50.json", ordo_ck_source_dir());
+    ordo_model_t *m = NULL;
+    ORDO_CK_OK(ordo_model_load_file(model_path, &m));
+    double profile_ms = 0;
+    for (int i = 0; i < m->n_ops; i++)
+        profile_ms += (m->ops[i].fwd_us + m->ops[i].bwd_us) / 1e3;
+    int64_t bytes = ordo_model_total_bytes(m);
+    snprintf(conf, sizeof conf,
+             "[cluster]\nservers = 1\nworkers = %d\n"
+             "[model]\ntrainer = profile\nfile = %s\ncompute = emulate\niterations = %d\n"
+             "[output]\nprogress_every = 5\n",
+             W, model_path, ITERS);
+    it_run_t run;
+    ck_assert_int_eq(it_run_launch(&run, conf, 240, NULL), 0);
+
+    /* metrics.jsonl */
+    json_t *metrics = it_run_metrics(&run);
+    ck_assert_ptr_nonnull(metrics);
+    ck_assert_int_eq(json_array_size(metrics), W * ITERS);
+    int seen[W][ITERS] = {{0}};
+    double compute_sum = 0, lo = INFINITY, hi = 0;
+    size_t i;
+    json_t *l;
+    json_array_foreach(metrics, i, l)
+    {
+        int w = (int)it_num(l, "worker"), it = (int)it_num(l, "iter");
+        ck_assert(w >= 0 && w < W && it >= 0 && it < ITERS);
+        seen[w][it]++;
+        double c = it_num(l, "compute_ms");
+        compute_sum += c;
+        lo = c < lo ? c : lo;
+        hi = c > hi ? c : hi;
+        ck_assert(it_num(l, "step_ms") >= c);
+        ck_assert(it_num(l, "wait_ms") >= 0);
+        ck_assert_int_eq((int64_t)it_num(l, "bytes_push"), bytes);
+        ck_assert_int_eq((int64_t)it_num(l, "bytes_pull"), bytes);
+        ck_assert(json_object_get(l, "loss") == NULL); /* not training */
+    }
+    for (int w = 0; w < W; w++)
+        for (int it = 0; it < ITERS; it++)
+            ck_assert_int_eq(seen[w][it], 1);
+    double compute_mean = compute_sum / (W * ITERS);
+    printf("resnet50 emulated: profile fwd+bwd %.3f ms, measured compute per iteration %.3f ms "
+           "(%+.2f%%; single iterations %.1f to %.1f ms)\n",
+           profile_ms, compute_mean, 100 * (compute_mean / profile_ms - 1), lo, hi);
+    ck_assert_msg(fabs(compute_mean / profile_ms - 1) <= 0.05,
+                  "compute %.3f ms per iteration, the profile says %.3f ms", compute_mean,
+                  profile_ms);
+    json_decref(metrics);
+
+    /* summary.json */
+    json_t *sum = it_run_summary(&run);
+    ck_assert_ptr_nonnull(sum);
+    json_t *c = json_object_get(sum, "conf");
+    ck_assert(json_is_object(c));
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(c, "model"), "trainer")),
+                     "profile");
+    ck_assert_int_eq((int)it_num(sum, "workers"), W);
+    ck_assert_int_eq((int)it_num(sum, "iterations"), ITERS);
+    ck_assert_int_eq((int)it_num(sum, "warmup"), 2);
+    check_distribution(sum, "step_ms");
+    check_distribution(sum, "compute_ms");
+    check_distribution(sum, "wait_ms");
+    double summary_compute = it_num(json_object_get(sum, "compute_ms"), "mean");
+    ck_assert_msg(fabs(summary_compute / profile_ms - 1) <= 0.05, "summary compute_ms %.3f",
+                  summary_compute);
+    /* BSP: a step holds its compute, so the throughput cannot beat compute alone */
+    ck_assert(it_num(json_object_get(sum, "step_ms"), "mean") >= summary_compute);
+    double tput = it_num(sum, "throughput_samples_per_s");
+    ck_assert_msg(tput > 0 && tput <= W * m->batch / (0.95 * profile_ms / 1e3),
+                  "throughput %g samples/s", tput);
+    double strag = it_num(sum, "straggler_effect");
+    ck_assert_msg(strag >= 0 && strag <= 1, "straggler effect %g", strag);
+    ck_assert(json_is_null(json_object_get(sum, "efficiency_mean"))); /* forward_only only */
+    ck_assert_int_eq((int64_t)it_num(sum, "bytes_per_iter"), 2 * bytes);
+    ck_assert_ptr_null(json_object_get(sum, "test_accuracy"));
+    ck_assert_ptr_null(json_object_get(sum, "final_loss"));
+    printf("summary: %.1f samples/s, step mean %.1f ms (p50 %.1f, p95 %.1f), straggler effect "
+           "%.3f\n",
+           tput, it_num(json_object_get(sum, "step_ms"), "mean"),
+           it_num(json_object_get(sum, "step_ms"), "p50"),
+           it_num(json_object_get(sum, "step_ms"), "p95"), strag);
+    json_decref(sum);
+
+    /* a profile job's progress line has no loss or accuracy */
+    ck_assert(it_run_log_has(&run, "iter 20/20  step "));
+    ck_assert(!it_run_log_has(&run, "train acc"));
+    it_run_destroy(&run);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+static Suite *profile_suite(void)
+{
+    Suite *s = suite_create("profile_run");
+    TCase *t = tcase_create("resnet50");
+    tcase_set_timeout(t, 280);
+    tcase_add_test(t, resnet50_emulated_one_server_two_workers);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+ORDO_CK_MAIN(profile_suite)
