@@ -40,6 +40,8 @@ struct ordo_exec {
     cmd_t *q;
     int q_head, q_n, q_cap;
     int64_t *ready_iter; /* per key: iteration whose value arrived (-1 none) */
+    int64_t *arrive_ns;  /* per key: when that value arrived */
+    int64_t *op_end_ns;  /* per op: end of its forward in this iteration (0 = not run) */
     int64_t *pull_start_ns;
     int64_t *push_start_ns; /* when each gradient was handed over (trace) */
     int pushes_left;
@@ -153,6 +155,7 @@ static void *comm_main(void *arg)
             }
             pthread_mutex_lock(&e->mu);
             e->ready_iter[ev.key] = ev.iter;
+            e->arrive_ns[ev.key] = ev.t_ns;
             e->pulls_left--;
             pthread_cond_broadcast(&e->cv);
             pthread_mutex_unlock(&e->mu);
@@ -241,6 +244,9 @@ int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
     e->grads = calloc((size_t)e->n, sizeof *e->grads);
     e->order = calloc((size_t)e->n, sizeof *e->order);
     e->ready_iter = calloc((size_t)e->n, sizeof *e->ready_iter);
+    e->arrive_ns = calloc((size_t)e->n + 1, sizeof *e->arrive_ns);
+    e->op_end_ns = calloc((size_t)o->model->n_ops + 1, sizeof *e->op_end_ns);
+    if (!e->arrive_ns || !e->op_end_ns) goto nomem;
     e->pull_start_ns = calloc((size_t)e->n, sizeof *e->pull_start_ns);
     e->push_start_ns = calloc((size_t)e->n, sizeof *e->push_start_ns);
     if (!e->params || !e->grads || !e->order || !e->ready_iter || !e->pull_start_ns ||
@@ -295,6 +301,8 @@ void ordo_exec_destroy(ordo_exec_t **ep)
     free(e->grads);
     free(e->order);
     free(e->ready_iter);
+    free(e->arrive_ns);
+    free(e->op_end_ns);
     free(e->pull_start_ns);
     free(e->push_start_ns);
     for (int i = 0; i < e->q_n; i++)
@@ -326,12 +334,38 @@ int ordo_exec_init(ordo_exec_t *e, float *const *params)
     return rc;
 }
 
-/* wait (compute thread) until key's value for iter is in; returns 0 or the fatal error */
-static int wait_param(ordo_exec_t *e, int key, int64_t iter, int64_t *waited_ns)
+/* the next forward op to run (compute thread): among the ops not run yet whose inputs have
+ * ended and whose parameters of iteration iter have arrived, the one that became ready
+ * first (ties: listed order), as the simulator's rule (DESIGN.md §4); waits while none is
+ * ready. Returns the op, or the fatal error. */
+static int next_op(ordo_exec_t *e, int64_t iter, int64_t *waited_ns)
 {
-    pthread_mutex_lock(&e->mu);
+    const ordo_model_t *m = e->o.model;
     int64_t t0 = 0;
-    while (e->ready_iter[key] != iter && !e->fatal) {
+    int best = -1;
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        int64_t best_ready = INT64_MAX;
+        for (int op = 0; op < m->n_ops; op++) {
+            if (e->op_end_ns[op]) continue;
+            int64_t ready = 0;
+            bool ok = true;
+            for (int i = 0; ok && i < m->ops[op].n_inputs; i++) {
+                int64_t end = e->op_end_ns[m->ops[op].inputs[i]];
+                ok = end != 0;
+                if (end > ready) ready = end;
+            }
+            for (int j = 0; ok && j < m->ops[op].n_params; j++) {
+                int p = m->ops[op].params[j];
+                ok = e->ready_iter[p] == iter;
+                if (ok && e->arrive_ns[p] > ready) ready = e->arrive_ns[p];
+            }
+            if (ok && ready < best_ready) {
+                best = op;
+                best_ready = ready;
+            }
+        }
+        if (best >= 0 || e->fatal) break;
         if (!t0) t0 = ordo_clock_ns();
         pthread_cond_wait(&e->cv, &e->mu);
     }
@@ -340,11 +374,10 @@ static int wait_param(ordo_exec_t *e, int key, int64_t iter, int64_t *waited_ns)
     if (t0) {
         int64_t now = ordo_clock_ns();
         *waited_ns += now - t0;
-        if (e->o.trace)
-            ordo_trace_complete(e->o.trace, e->o.model->params[key].name, "wait", 2, t0, now - t0,
-                                NULL);
+        if (e->o.trace && best >= 0)
+            ordo_trace_complete(e->o.trace, m->ops[best].name, "wait", 2, t0, now - t0, NULL);
     }
-    return rc;
+    return rc ? rc : best;
 }
 
 int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *labels, int n,
@@ -359,7 +392,8 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
          * iteration t starts when every worker has reached it */
         post(e, CMD_BARRIER, 0, t);
         pthread_mutex_lock(&e->mu);
-        while (e->barrier_done < t && !e->fatal) pthread_cond_wait(&e->cv, &e->mu);
+        while (e->barrier_done < t && !e->fatal)
+            pthread_cond_wait(&e->cv, &e->mu);
         rc = e->fatal;
         pthread_mutex_unlock(&e->mu);
         if (rc) return rc;
@@ -376,12 +410,14 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
 
     if (x && (rc = ordo_compute_set_batch(e->o.compute, x, labels, n)) != 0) return rc;
     int64_t waited = 0, computing = 0;
-    for (int op = 0; op < m->n_ops; op++) {
-        for (int j = 0; j < m->ops[op].n_params; j++)
-            if ((rc = wait_param(e, m->ops[op].params[j], pull_iter, &waited)) != 0) return rc;
+    memset(e->op_end_ns, 0, sizeof *e->op_end_ns * (size_t)m->n_ops);
+    for (int k = 0; k < m->n_ops; k++) {
+        int op = next_op(e, pull_iter, &waited);
+        if (op < 0) return op;
         int64_t c0 = ordo_clock_ns();
         if ((rc = ordo_compute_forward(e->o.compute, op)) != 0) return rc;
         int64_t c1 = ordo_clock_ns();
+        e->op_end_ns[op] = c1; /* only this thread reads it after the pass starts */
         computing += c1 - c0;
         if (e->o.trace)
             ordo_trace_complete(e->o.trace, m->ops[op].name, "forward", 0, c0, c1 - c0, NULL);
@@ -416,8 +452,7 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     if (rc) return rc;
     st->t_push_done_ns = st->t_end_ns = ordo_clock_ns();
     if (e->o.trace && !e->o.forward_only)
-        ordo_trace_complete(e->o.trace, "pushes to finish", "wait", 2, w0, st->t_end_ns - w0,
-                            NULL);
+        ordo_trace_complete(e->o.trace, "pushes to finish", "wait", 2, w0, st->t_end_ns - w0, NULL);
     int64_t bytes = ordo_model_total_bytes(m);
     st->bytes_pull = bytes;
     st->bytes_push = e->o.forward_only ? 0 : bytes;
