@@ -432,6 +432,9 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
             if (e->o.trace)
                 ordo_trace_complete(e->o.trace, m->ops[op].name, "backward", 0, c0, c1 - c0, NULL);
             for (int j = 0; j < m->ops[op].n_params; j++) {
+                /* a shared parameter's gradient is complete after the backward of the first op
+                 * reading it, which runs last: push it once, then */
+                if (m->params[m->ops[op].params[j]].first_op != op) continue;
                 /* read by the communication thread after it takes the command */
                 e->push_start_ns[m->ops[op].params[j]] = ordo_clock_ns();
                 post(e, CMD_PUSH, m->ops[op].params[j], t);

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define W     2
 #define ITERS 20
@@ -119,12 +120,64 @@ START_TEST(resnet50_emulated_one_server_two_workers)
 }
 END_TEST
 
+/* weight sharing: "w" is read by two ops; its gradient is pushed once per iteration, after
+ * the backward of the first op reading it (a second push would be refused by the server) */
+START_TEST(shared_weight_profile_pushes_once)
+{
+    static const char model[] =
+        "{\"format\":\"ordo-model/1\",\"name\":\"shared\",\"batch\":8,\"dtype\":\"float32\","
+        "\"params\":[{\"name\":\"w\",\"shape\":[64,64]},{\"name\":\"b\",\"shape\":[64]}],"
+        "\"ops\":[{\"name\":\"a\",\"inputs\":[],\"params\":[\"w\"],\"fwd_us\":50,\"bwd_us\":100},"
+        "{\"name\":\"c\",\"inputs\":[\"a\"],\"params\":[\"w\",\"b\"],\"fwd_us\":50,\"bwd_us\":100}]"
+        "}";
+    char dir[] = "/tmp/ordo-shared-XXXXXX", path[64], conf[512];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/shared.json", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(model, f);
+    fclose(f);
+    snprintf(conf, sizeof conf,
+             "[cluster]\nservers = 1\nworkers = 2\n"
+             "[model]\ntrainer = profile\nfile = %s\ncompute = emulate\niterations = 5\n"
+             "[output]\ntrace = true\n",
+             path);
+    it_run_t run;
+    ck_assert_int_eq(it_run_launch(&run, conf, 120, NULL), 0);
+    json_t *metrics = it_run_metrics(&run);
+    ck_assert_ptr_nonnull(metrics);
+    ck_assert_int_eq(json_array_size(metrics), 2 * 5);
+    json_decref(metrics);
+    /* one push per parameter per iteration, w's after op a's backward */
+    json_t *trace = json_load_file(it_run_path(&run, "trace-worker-1.json"), 0, NULL);
+    ck_assert_ptr_nonnull(trace);
+    size_t i;
+    json_t *e;
+    int pushes_w = 0, pushes_b = 0;
+    json_array_foreach(json_object_get(trace, "traceEvents"), i, e)
+    {
+        const char *cat = json_string_value(json_object_get(e, "cat"));
+        const char *name = json_string_value(json_object_get(e, "name"));
+        if (!cat || strcmp(cat, "push")) continue;
+        pushes_w += !strcmp(name, "w");
+        pushes_b += !strcmp(name, "b");
+    }
+    ck_assert_int_eq(pushes_w, 5);
+    ck_assert_int_eq(pushes_b, 5);
+    json_decref(trace);
+    it_run_destroy(&run);
+    ck_assert_int_eq(remove(path), 0);
+    ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 static Suite *profile_suite(void)
 {
     Suite *s = suite_create("profile_run");
     TCase *t = tcase_create("resnet50");
     tcase_set_timeout(t, 280);
     tcase_add_test(t, resnet50_emulated_one_server_two_workers);
+    tcase_add_test(t, shared_weight_profile_pushes_once);
     suite_add_tcase(s, t);
     return s;
 }
