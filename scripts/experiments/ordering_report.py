@@ -107,19 +107,20 @@ def value(m, pol, ps, key):
 def bars(name, key, ps, ylabel, title):
     dat = os.path.join(a.out, name + ".dat")
     with open(dat, "w") as f:
-        f.write("model " + " ".join(policies) + "\n")
+        f.write("# model " + " ".join(policies) + "\n")
         for m in models:
             f.write(m + " " + " ".join(str(value(m, p, ps, key)) for p in policies) + "\n")
     cols = ", ".join("'%s' using %d:xtic(1) title '%s'" % (dat, i + 2, p)
                      for i, p in enumerate(policies))
-    return """set terminal pngcairo size 900,480 noenhanced
+    return """reset
+set terminal pngcairo size 900,480 noenhanced
 set output '%s'
 set title '%s'
 set ylabel '%s'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
-set key top left
+set key outside right top
 set grid ytics
 set yrange [0:*]
 plot %s
@@ -149,7 +150,8 @@ if "forward" in passes:
                     f.write("%.5f %.5f\n" % (x, (k + 1) / len(xs)))
                 f.write("\n\n")
                 plots.append("'%s' index %d using 1:2 with steps lw 2 title '%s'" % (dat, i, pol))
-        scripts.append("""set terminal pngcairo size 640,440 noenhanced
+        scripts.append("""reset
+set terminal pngcairo size 640,440 noenhanced
 set output '%s'
 set title '%s forward pass: step time CDF'
 set xlabel 'step time / simulated best makespan'
