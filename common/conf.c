@@ -79,6 +79,12 @@ static const key_t_ keys[] = {
      "how gradients are pushed"},
     {"push", "merge", T_STR, OFF(merge), SZ(merge), "optimal", 0, 0, NULL,
      "optimal | mgwfbp | wfbp | all | bytes:N (merged mode)"},
+    {"push", "merge_a_us", T_DOUBLE, OFF(merge_a_us), 0, "20", 0, 1e7, NULL,
+     "merge planner: cost a of one more pipelined push beyond its bytes, in us (ordo-bench "
+     "calibrate measures it)"},
+    {"push", "merge_b_ns", T_DOUBLE, OFF(merge_b_ns), 0, "0", 0, 1e7, NULL,
+     "merge planner: cost b per byte pushed, in ns (0 = 8 / [net] bandwidth, 10gbit's when "
+     "not emulated)"},
     {"push", "density", T_DOUBLE, OFF(density), 0, "0.01", 1e-9, 1.0, NULL,
      "fraction of entries pushed in sparse mode"},
     {"push", "threshold_period", T_INT, OFF(threshold_period), 0, "32", 1, 1000000, NULL,
@@ -537,10 +543,9 @@ int ordo_conf_validate(const ordo_conf_t *conf)
                                                   !strcmp(conf->trainer, "cnn")))
         return ordo_error_set(ORDO_EINVAL, "model.trainer = %s needs model.compute = cpu or cuda",
                               conf->trainer);
-    if (conf->push_mode != ORDO_PUSH_DENSE)
-        return ordo_error_set(ORDO_ENOTSUP, "push.mode = %s is not available in this build yet "
-                              "(only dense pushes run end to end)",
-                              conf->push_mode == ORDO_PUSH_MERGED ? "merged" : "sparse");
+    if (conf->push_mode == ORDO_PUSH_SPARSE && !strcmp(conf->trainer, "synthetic"))
+        return ordo_error_set(ORDO_EINVAL, "push.mode = sparse needs a model job (model.trainer = "
+                              "profile, mlp or cnn); the synthetic job checks dense values");
     if (conf->warmup >= conf->iterations && conf->iterations > 0 && conf->epochs == 0)
         return ordo_error_set(ORDO_EINVAL, "model.warmup (%d) must be below model.iterations (%d)",
                               conf->warmup, conf->iterations);

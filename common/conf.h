@@ -50,6 +50,8 @@ typedef struct ordo_conf {
     /* [push] */
     int push_mode; /* ordo_push_mode_t */
     char merge[ORDO_CONF_STR];
+    double merge_a_us; /* merge planner's cost model a + b * bytes */
+    double merge_b_ns; /* 0 = from [net] bandwidth */
     double density;
     int threshold_period;
     int repartition_period;

@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "scheduler/oracle.h"
 #include "scheduler/order.h"
+#include "scheduler/runplan_merge.h"
 #include "scheduler/sim.h"
 
 #include <math.h>
@@ -161,6 +162,7 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
     json_object_set_new(plan, "priorities", pr);
     json_object_set_new(plan, "params", names);
     json_object_set(plan, "simulated", sim_js);
+    if ((rc = ordo_runplan_merge(conf, m, plan)) != 0) goto fail;
     *out = plan;
     plan = NULL;
 fail:

@@ -11,6 +11,7 @@
 #include "common/transport.h"
 #include "common/trace.h"
 #include "server/enforce.h"
+#include "server/groups.h"
 #include "server/store.h"
 
 #include <jansson.h>
@@ -45,6 +46,7 @@ typedef struct {
     ordo_node_t node;
     int data_sock;
     ordo_store_t *store;
+    ordo_groups_t *groups; /* checks merged pushes */
     ordo_enforce_t *enforce;
     waitlist_t *waiting; /* per slice */
     int *prio;           /* plan priority per slice (for response headers) */
@@ -144,6 +146,66 @@ static int slice_of(server_t *s, const ordo_msg_t *m, char *why, size_t size)
     return slice;
 }
 
+/* a merged push ([push] mode = merged, server/groups.h): several slices in one message,
+ * checked as a whole, then added to the store from the received frame (no copy); one ack */
+static void on_group_push(server_t *s, ordo_msg_t *m)
+{
+    size_t len = 0, ilen = 0;
+    int n, rc, worker = m->hdr.rank;
+    const void *index = ordo_msg_data(m, 1, &ilen);
+    if (!ordo_msg_data(m, 0, &len) || m->nframes != 2 || m->hdr.dtype != ORDO_DTYPE_F32) {
+        answer_error(s, m, "a merged PUSH needs a float32 payload frame and an index frame");
+        return;
+    }
+    if ((rc = ordo_groups_split(s->groups, index, ilen, len, &n)) != 0) {
+        answer_error(s, m, ordo_error_text(rc));
+        return;
+    }
+    const ordo_slice_t *slices = s->node.keys->slices;
+    for (int i = 0; i < n; i++) {
+        int sl = ordo_groups_slice(s->groups, i);
+        rc = ordo_store_check_push(s->store, sl, worker, m->hdr.iter,
+                                   (size_t)slices[sl].numel * sizeof(float));
+        if (rc) {
+            answer_error(s, m, ordo_error_text(rc));
+            return;
+        }
+    }
+    ordo_store_frame_t *f = ordo_store_frame_wrap(&m->frames[0]);
+    if (!f) {
+        ORDO_ERROR("out of memory taking a merged push");
+        return;
+    }
+    const char *base = ordo_store_frame_data(f, &len);
+    for (int i = 0; i < n; i++) {
+        int sl = ordo_groups_slice(s->groups, i);
+        bool updated;
+        rc = ordo_store_push_ref(s->store, sl, worker, m->hdr.iter,
+                                 (const float *)(base + ordo_groups_offset(s->groups, i)),
+                                 (size_t)slices[sl].numel * sizeof(float), f, &updated);
+        if (rc) ORDO_ERROR("merged push, slice %d: %s", sl, ordo_error_text(rc));
+    }
+    ordo_store_frame_unref(f);
+    s->n_push++;
+    ordo_msg_t ack;
+    ordo_msg_init(&ack, ORDO_MSG_PUSH_ACK);
+    ack.sock = s->data_sock;
+    memcpy(ack.rid, m->rid, m->rid_len);
+    ack.rid_len = m->rid_len;
+    ack.hdr.role = ORDO_ROLE_SERVER;
+    ack.hdr.rank = s->node.rank;
+    ack.hdr.req = m->hdr.req;
+    ack.hdr.key = m->hdr.key;
+    ack.hdr.chunk = m->hdr.chunk;
+    ack.hdr.iter = m->hdr.iter;
+    ack.hdr.flags = ORDO_FLAG_GROUP;
+    ordo_transport_send(s->node.tp, &ack);
+    for (int i = 0; i < n; i++) { /* the slices this push completed answer their pulls */
+        int sl = ordo_groups_slice(s->groups, i);
+        if (ordo_store_version(s->store, sl) == m->hdr.iter + 1) wake_waiters(s, sl);
+    }
+}
+
 static void on_data(server_t *s, ordo_msg_t *m)
 {
     char why[256];
@@ -152,6 +214,10 @@ static void on_data(server_t *s, ordo_msg_t *m)
         return;
     }
     if (m->hdr.type == ORDO_MSG_HELLO) return;
+    if (m->hdr.type == ORDO_MSG_PUSH && (m->hdr.flags & ORDO_FLAG_GROUP)) {
+        on_group_push(s, m);
+        return;
+    }
     int slice = slice_of(s, m, why, sizeof why);
     if (slice < 0) {
         answer_error(s, m, why);
@@ -359,6 +425,7 @@ int main(int argc, char **argv)
     float scale = s.conf.aggregate == ORDO_AGG_MEAN ? 1.0f / (float)s.node.n_workers : 1.0f;
     if ((rc = ordo_store_new(s.node.keys, s.node.rank, s.node.n_workers, &opt, scale, &s.store)))
         goto fail;
+    if ((rc = ordo_groups_new(s.node.keys, s.node.rank, &s.groups)) != 0) goto fail;
     s.waiting = calloc((size_t)s.node.keys->n_slices, sizeof *s.waiting);
     if ((rc = setup_enforcement(&s)) != 0) goto fail;
     if (s.conf.trace) {
@@ -431,6 +498,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < s.node.keys->n_slices; i++) free(s.waiting[i].w);
     free(s.waiting);
     free(s.prio);
+    ordo_groups_destroy(&s.groups);
     ordo_store_destroy(&s.store);
     ordo_node_fini(&s.node);
     return code;

@@ -13,15 +13,32 @@ struct ordo_vbuf {
     float *data; /* 64-byte aligned */
 };
 
+/* A received payload the store may keep past the call that handed it over: a ZeroMQ frame
+ * (or an aligned copy of one), shared by the slices of a merged push. Only the server's
+ * main thread touches it, so the count is plain. */
+struct ordo_store_frame {
+    int refs;
+    bool is_msg;
+    zmq_msg_t msg;
+    void *buf; /* !is_msg: 64-byte aligned copy */
+    size_t len;
+};
+
+typedef struct {
+    const float *data;
+    ordo_store_frame_t *owner; /* NULL: no push held for this worker */
+} held_t;
+
 typedef struct {
     int64_t numel;
     ordo_vbuf_t *value;
     float *acc, *mom;
-    zmq_msg_t acc_msg; /* the first push's frame, used as the running sum */
-    bool acc_in_msg;
-    int64_t version; /* -1 before init */
-    int pushes;
-    uint8_t *pushed; /* per worker, for the current version */
+    float *sum;                    /* the running sum: acc, or inside sum_owner; NULL if none */
+    ordo_store_frame_t *sum_owner; /* the first push's frame, kept as the running sum */
+    int next;                      /* the worker whose push is added next (rank order) */
+    held_t *held;                  /* per worker: a push that came before its turn */
+    int64_t version;               /* -1 before init */
+    uint8_t *pushed;               /* per worker, for the current version */
 } slot_t;
 
 struct ordo_store {
@@ -30,7 +47,6 @@ struct ordo_store {
     ordo_optim_t opt;
     float scale;
     int *slot_of; /* per slice: local slot or -1 */
-    float *scratch; /* aligned copy of a push whose frame is not float-aligned */
     slot_t *slots;
     int n_slots;
 };
@@ -77,11 +93,6 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
     s->slot_of = malloc(sizeof *s->slot_of * ((size_t)keys->n_slices + 1));
     s->slots = calloc((size_t)keys->n_slices + 1, sizeof *s->slots);
     if (!s->slot_of || !s->slots) goto nomem;
-    int64_t largest = 1;
-    for (int i = 0; i < keys->n_slices; i++)
-        if (keys->slices[i].server == rank && keys->slices[i].numel > largest) largest = keys->slices[i].numel;
-    s->scratch = aligned_alloc(64, ((size_t)largest * 4 + 63) & ~(size_t)63);
-    if (!s->scratch) goto nomem;
     for (int i = 0; i < keys->n_slices; i++) {
         if (keys->slices[i].server != rank) {
             s->slot_of[i] = -1;
@@ -94,8 +105,10 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
         sl->value = vbuf_new(sl->numel);
         sl->acc = aligned_alloc(64, ((size_t)sl->numel * 4 + 63) & ~(size_t)63);
         sl->pushed = calloc((size_t)n_workers, 1);
+        sl->held = calloc((size_t)n_workers, sizeof *sl->held);
         if (opt->momentum > 0) sl->mom = calloc((size_t)sl->numel, sizeof(float));
-        if (!sl->value || !sl->acc || !sl->pushed || (opt->momentum > 0 && !sl->mom)) goto nomem;
+        if (!sl->value || !sl->acc || !sl->pushed || !sl->held || (opt->momentum > 0 && !sl->mom))
+            goto nomem;
     }
     *out = s;
     return 0;
@@ -109,7 +122,10 @@ void ordo_store_destroy(ordo_store_t **sp)
     ordo_store_t *s = *sp;
     if (!s) return;
     for (int i = 0; i < s->n_slots; i++) {
-        if (s->slots[i].acc_in_msg) zmq_msg_close(&s->slots[i].acc_msg);
+        ordo_store_frame_unref(s->slots[i].sum_owner);
+        for (int w = 0; s->slots[i].held && w < s->n_workers; w++)
+            ordo_store_frame_unref(s->slots[i].held[w].owner);
+        free(s->slots[i].held);
         vbuf_unref(s->slots[i].value);
         free(s->slots[i].acc);
         free(s->slots[i].mom);
@@ -117,7 +133,6 @@ void ordo_store_destroy(ordo_store_t **sp)
     }
     free(s->slots);
     free(s->slot_of);
-    free(s->scratch);
     free(s);
     *sp = NULL;
 }
@@ -169,6 +184,70 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
     return 0;
 }
 
+int ordo_store_check_push(ordo_store_t *s, int slice, int worker, int64_t iter, size_t bytes)
+{
+    slot_t *sl;
+    return push_checks(s, slice, worker, iter, bytes, &sl);
+}
+
+/* ---- shared frames -------------------------------------------------------------------- */
+
+static ordo_store_frame_t *frame_copy(const void *data, size_t len)
+{
+    ordo_store_frame_t *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    size_t size = (len + 63) & ~(size_t)63;
+    f->buf = aligned_alloc(64, size ? size : 64);
+    if (!f->buf) {
+        free(f);
+        return NULL;
+    }
+    memcpy(f->buf, data, len);
+    f->len = len;
+    f->refs = 1;
+    return f;
+}
+
+ordo_store_frame_t *ordo_store_frame_wrap(zmq_msg_t *frame)
+{
+    const void *data = zmq_msg_data(frame);
+    if ((uintptr_t)data % _Alignof(float) != 0) {
+        /* small frames can sit anywhere in ZeroMQ's receive buffer: keep an aligned copy */
+        ordo_store_frame_t *f = frame_copy(data, zmq_msg_size(frame));
+        if (f) {
+            zmq_msg_close(frame);
+            zmq_msg_init(frame);
+        }
+        return f;
+    }
+    ordo_store_frame_t *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    zmq_msg_init(&f->msg);
+    zmq_msg_move(&f->msg, frame);
+    f->is_msg = true;
+    f->len = zmq_msg_size(&f->msg);
+    f->refs = 1;
+    return f;
+}
+
+const void *ordo_store_frame_data(ordo_store_frame_t *f, size_t *len)
+{
+    *len = f->len;
+    return f->is_msg ? zmq_msg_data(&f->msg) : f->buf;
+}
+
+void ordo_store_frame_unref(ordo_store_frame_t *f)
+{
+    if (!f || --f->refs > 0) return;
+    if (f->is_msg)
+        zmq_msg_close(&f->msg);
+    else
+        free(f->buf);
+    free(f);
+}
+
+/* ---- aggregation ---------------------------------------------------------------------- */
+
 /* the last push of an iteration: value <- step(value, acc + g), acc NULL when W = 1 */
 static int apply(ordo_store_t *s, slot_t *sl, const float *acc, const float *g)
 {
@@ -184,69 +263,92 @@ static int apply(ordo_store_t *s, slot_t *sl, const float *acc, const float *g)
         sl->value = nb;
         vbuf_unref(cur);
     }
-    if (sl->acc_in_msg) {
-        zmq_msg_close(&sl->acc_msg);
-        sl->acc_in_msg = false;
-    }
+    ordo_store_frame_unref(sl->sum_owner);
+    sl->sum_owner = NULL;
+    sl->sum = NULL;
+    sl->next = 0;
     sl->version++;
-    sl->pushes = 0;
     memset(sl->pushed, 0, (size_t)s->n_workers);
     return 0;
 }
 
-static float *acc_of(slot_t *sl)
+/* add the push of worker sl->next (data, kept alive by owner when not NULL) to the sum; the
+ * last worker's is summed and applied in one pass */
+static int fold(ordo_store_t *s, slot_t *sl, const float *data, ordo_store_frame_t *owner,
+                bool *updated)
 {
-    return sl->acc_in_msg ? zmq_msg_data(&sl->acc_msg) : sl->acc;
+    if (sl->next + 1 == s->n_workers) {
+        int rc = apply(s, sl, sl->sum, data);
+        *updated = rc == 0;
+        return rc;
+    }
+    if (sl->next == 0 && owner) { /* the frame itself becomes the running sum: no copy */
+        owner->refs++;
+        sl->sum_owner = owner;
+        sl->sum = (float *)data;
+    } else if (sl->next == 0) {
+        memcpy(sl->acc, data, (size_t)sl->numel * sizeof(float));
+        sl->sum = sl->acc;
+    } else {
+        ordo_optim_sum(sl->sum, data, sl->numel);
+    }
+    sl->next++;
+    return 0;
+}
+
+int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, const float *data,
+                        size_t bytes, ordo_store_frame_t *owner, bool *updated)
+{
+    slot_t *sl;
+    *updated = false;
+    int rc = push_checks(s, slice, worker, iter, bytes, &sl);
+    if (rc) return rc;
+    ordo_store_frame_t *copy = NULL;
+    if ((uintptr_t)data % _Alignof(float) != 0 || (!owner && worker != sl->next)) {
+        /* keep a copy: the caller's memory is borrowed for this call only, or unaligned */
+        if (!(copy = frame_copy(data, bytes))) return ORDO_ENOMEM;
+        owner = copy;
+        data = copy->buf;
+    }
+    sl->pushed[worker] = 1;
+    if (worker != sl->next) {
+        /* pushes are summed in worker order, whatever order they arrive in, so the sum (and
+         * so the model) is the same bit for bit in every run and every push mode */
+        owner->refs++;
+        sl->held[worker] = (held_t){data, owner};
+        ordo_store_frame_unref(copy);
+        return 0;
+    }
+    rc = fold(s, sl, data, owner, updated);
+    while (rc == 0 && !*updated && sl->held[sl->next].owner) {
+        held_t h = sl->held[sl->next];
+        sl->held[sl->next] = (held_t){NULL, NULL};
+        rc = fold(s, sl, h.data, h.owner, updated);
+        ordo_store_frame_unref(h.owner);
+    }
+    ordo_store_frame_unref(copy);
+    return rc;
 }
 
 int ordo_store_push(ordo_store_t *s, int slice, int worker, int64_t iter, const void *data,
                     size_t bytes, bool *updated)
 {
-    slot_t *sl;
-    *updated = false;
-    int rc = push_checks(s, slice, worker, iter, bytes, &sl);
-    if (rc) return rc;
-    sl->pushed[worker] = 1;
-    if (sl->pushes + 1 == s->n_workers) {
-        rc = apply(s, sl, sl->pushes ? acc_of(sl) : NULL, data);
-        *updated = rc == 0;
-        return rc;
-    }
-    if (sl->pushes++ == 0)
-        memcpy(sl->acc, data, bytes);
-    else
-        ordo_optim_sum(acc_of(sl), data, sl->numel);
-    return 0;
+    return ordo_store_push_ref(s, slice, worker, iter, data, bytes, NULL, updated);
 }
 
 int ordo_store_push_frame(ordo_store_t *s, int slice, int worker, int64_t iter,
                           zmq_msg_t *frame, bool *updated)
 {
-    slot_t *sl;
     *updated = false;
-    size_t bytes = zmq_msg_size(frame);
-    int rc = push_checks(s, slice, worker, iter, bytes, &sl);
+    int rc = ordo_store_check_push(s, slice, worker, iter, zmq_msg_size(frame));
     if (rc) return rc;
-    const float *data = zmq_msg_data(frame);
-    if ((uintptr_t)data % _Alignof(float) != 0) {
-        /* small frames can sit anywhere in ZeroMQ's receive buffer: work on an aligned copy */
-        memcpy(s->scratch, data, bytes);
-        return ordo_store_push(s, slice, worker, iter, s->scratch, bytes, updated);
-    }
-    sl->pushed[worker] = 1;
-    if (sl->pushes + 1 == s->n_workers) {
-        rc = apply(s, sl, sl->pushes ? acc_of(sl) : NULL, data);
-        *updated = rc == 0;
-        return rc;
-    }
-    if (sl->pushes++ == 0) {
-        zmq_msg_init(&sl->acc_msg);
-        zmq_msg_move(&sl->acc_msg, frame);
-        sl->acc_in_msg = true;
-    } else {
-        ordo_optim_sum(acc_of(sl), data, sl->numel);
-    }
-    return 0;
+    ordo_store_frame_t *f = ordo_store_frame_wrap(frame);
+    if (!f) return ORDO_ENOMEM;
+    size_t len;
+    const float *data = ordo_store_frame_data(f, &len);
+    rc = ordo_store_push_ref(s, slice, worker, iter, data, len, f, updated);
+    ordo_store_frame_unref(f);
+    return rc;
 }
 
 int64_t ordo_store_version(const ordo_store_t *s, int slice)

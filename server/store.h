@@ -42,11 +42,38 @@ int ordo_store_init(ordo_store_t *s, int slice, const void *data, size_t bytes, 
 int ordo_store_push(ordo_store_t *s, int slice, int worker, int64_t iter, const void *data,
                     size_t bytes, bool *updated);
 
-/* ordo_store_push_frame is ordo_store_push over a received ZeroMQ frame. The first push of
- * an iteration keeps the frame itself as the running sum (the frame is moved out of
- * *frame; no copy), later ones add into it, and the last is summed and applied in one pass. */
+/* ordo_store_push_frame is ordo_store_push over a received ZeroMQ frame, which it moves
+ * out of *frame (on success and on failures after the checks). Pushes are summed in worker
+ * rank order whatever order they arrive in (a push that comes before its turn is held,
+ * uncopied, until the ones before it are in), so the sum is the same bit for bit in every
+ * run and every push mode: worker 0's frame itself becomes the running sum (no copy), the
+ * others add into it in turn, and the last is summed and applied in one pass. */
 int ordo_store_push_frame(ordo_store_t *s, int slice, int worker, int64_t iter,
                           zmq_msg_t *frame, bool *updated);
+
+/* A received payload the store can keep past a call (shared by the slices of a merged push):
+ * reference counted, used by the server's main thread only. */
+typedef struct ordo_store_frame ordo_store_frame_t;
+
+/* ordo_store_frame_wrap moves frame into a new shared frame (one reference, the caller's);
+ * when its bytes are not float-aligned it keeps an aligned copy instead. NULL when out of
+ * memory. */
+ordo_store_frame_t *ordo_store_frame_wrap(zmq_msg_t *frame);
+
+/* ordo_store_frame_data returns the frame's (float-aligned) bytes and sets *len. */
+const void *ordo_store_frame_data(ordo_store_frame_t *f, size_t *len);
+
+/* ordo_store_frame_unref drops one reference; the last frees the frame. NULL-safe. */
+void ordo_store_frame_unref(ordo_store_frame_t *f);
+
+/* ordo_store_check_push runs ordo_store_push's checks without pushing (a merged push checks
+ * all its slices before adding any). */
+int ordo_store_check_push(ordo_store_t *s, int slice, int worker, int64_t iter, size_t bytes);
+
+/* ordo_store_push_ref is ordo_store_push for data inside owner (NULL: data is borrowed for
+ * the call only); the store takes its own references on owner for what it keeps. */
+int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, const float *data,
+                        size_t bytes, ordo_store_frame_t *owner, bool *updated);
 
 /* ordo_store_version returns the version of the slice's value (-1 before init). */
 int64_t ordo_store_version(const ordo_store_t *s, int slice);

@@ -4,6 +4,7 @@
 #include "common/conf.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "scheduler/merge.h"
 #include "worker/ps.h"
 
 #include <errno.h>
@@ -161,8 +162,10 @@ static int ordo_rtt(ordo_worker_t *w, int key, float *val, float *grad, int64_t 
         int64_t t_push = 0, t_pull = 0;
         for (int k = 0; k < 2; k++) {
             if ((rc = ordo_worker_poll(w, 60000, &ev)) != 0) return rc;
-            if (ev.kind == ORDO_EV_PUSH_DONE) t_push = ev.t_ns;
-            else t_pull = ev.t_ns;
+            if (ev.kind == ORDO_EV_PUSH_DONE)
+                t_push = ev.t_ns;
+            else
+                t_pull = ev.t_ns;
         }
         (*iter)++;
         if (r < 0) continue;
@@ -203,12 +206,18 @@ static int parse_opts(int argc, char **argv, opts_t *o, const char *usage)
             return 1;
         }
         int ok = 1;
-        if (!strncmp(a, "--reps", 6)) o->reps = atoi(v);
-        else if (!strncmp(a, "--min", 5)) ok = ordo_conf_parse_bytes(v, &o->min_bytes) == 0;
-        else if (!strncmp(a, "--max", 5)) ok = ordo_conf_parse_bytes(v, &o->max_bytes) == 0;
-        else if (!strncmp(a, "--partition", 11)) ok = ordo_conf_parse_bytes(v, &o->partition) == 0;
-        else if (!strncmp(a, "--bandwidth", 11)) ok = ordo_conf_parse_rate(v, &o->bandwidth_bps) == 0;
-        else if (!strncmp(a, "--latency-us", 12)) o->latency_us = atof(v);
+        if (!strncmp(a, "--reps", 6))
+            o->reps = atoi(v);
+        else if (!strncmp(a, "--min", 5))
+            ok = ordo_conf_parse_bytes(v, &o->min_bytes) == 0;
+        else if (!strncmp(a, "--max", 5))
+            ok = ordo_conf_parse_bytes(v, &o->max_bytes) == 0;
+        else if (!strncmp(a, "--partition", 11))
+            ok = ordo_conf_parse_bytes(v, &o->partition) == 0;
+        else if (!strncmp(a, "--bandwidth", 11))
+            ok = ordo_conf_parse_rate(v, &o->bandwidth_bps) == 0;
+        else if (!strncmp(a, "--latency-us", 12))
+            o->latency_us = atof(v);
         else {
             fprintf(stderr, "ordo-bench %s: unknown option %s\n", argv[0], a);
             return -2;
@@ -224,8 +233,8 @@ static int parse_opts(int argc, char **argv, opts_t *o, const char *usage)
 
 /* start a scheduler and one server for a job whose tensors are the given sizes, and join
  * as its only worker */
-static int start_cluster(const int64_t *sizes, int n, const opts_t *o, child_t *sched,
-                         child_t *srv, ordo_worker_t **w)
+static int start_cluster(const int64_t *sizes, int n, const opts_t *o, child_t *sched, child_t *srv,
+                         ordo_worker_t **w)
 {
     char tensors[4096] = "", targ[4200], parg[64], barg[64], larg[64];
     for (int i = 0; i < n; i++)
@@ -237,18 +246,26 @@ static int start_cluster(const int64_t *sizes, int n, const opts_t *o, child_t *
     snprintf(larg, sizeof larg, "--net.latency_us=%g", o->latency_us);
     char iarg[64];
     snprintf(iarg, sizeof iarg, "--net.io_thread=%s", o->io_thread ? "true" : "false");
-    char *sargs[] = {NULL, "--cluster.scheduler=tcp://127.0.0.1:0", targ, parg,
-                     "--output.dir=/tmp/ordo-bench-runs", "--output.log_level=warn",
-                     "--model.iterations=1000000", "--optimizer.lr=0", NULL};
+    char *sargs[] = {NULL,
+                     "--cluster.scheduler=tcp://127.0.0.1:0",
+                     targ,
+                     parg,
+                     "--output.dir=/tmp/ordo-bench-runs",
+                     "--output.log_level=warn",
+                     "--model.iterations=1000000",
+                     "--optimizer.lr=0",
+                     NULL};
     int rc = spawn(sched, "ordo-scheduler", sargs);
     if (rc) return rc;
     char sarg[700];
     snprintf(sarg, sizeof sarg, "--cluster.scheduler=%s", sched->ready);
-    char *vargs[] = {NULL, sarg, "--output.log_level=warn", "--optimizer.lr=0", barg, larg, iarg, NULL};
+    char *vargs[] = {NULL, sarg, "--output.log_level=warn", "--optimizer.lr=0", barg, larg,
+                     iarg, NULL};
     if ((rc = spawn(srv, "ordo-server", vargs)) != 0) return rc;
     ordo_conf_t conf;
     ordo_conf_defaults(&conf);
-    snprintf(conf.scheduler, sizeof conf.scheduler, "%.*s", (int)sizeof conf.scheduler - 1, sched->ready);
+    snprintf(conf.scheduler, sizeof conf.scheduler, "%.*s", (int)sizeof conf.scheduler - 1,
+             sched->ready);
     conf.bandwidth_bps = o->bandwidth_bps;
     conf.latency_us = o->latency_us;
     conf.io_thread = o->io_thread;
@@ -269,12 +286,14 @@ static void stop_cluster(child_t *sched, child_t *srv, ordo_worker_t **w)
 int ordo_bench_pushpull(int argc, char **argv)
 {
     opts_t o = {.reps = 10, .min_bytes = 4096, .max_bytes = 64 << 20, .partition = 4 << 20};
-    int rc = parse_opts(argc, argv, &o,
-                        "[--json] [--reps N] [--min BYTES] [--max BYTES] [--partition BYTES] [--io-thread]");
+    int rc = parse_opts(
+        argc, argv, &o,
+        "[--json] [--reps N] [--min BYTES] [--max BYTES] [--partition BYTES] [--io-thread]");
     if (rc) return rc > 0 ? 0 : 2;
     int64_t sizes[32];
     int n = 0;
-    for (int64_t b = o.min_bytes; b <= o.max_bytes && n < 32; b *= 4) sizes[n++] = b;
+    for (int64_t b = o.min_bytes; b <= o.max_bytes && n < 32; b *= 4)
+        sizes[n++] = b;
     child_t sched = {0}, srv = {0};
     ordo_worker_t *w = NULL;
     if ((rc = start_cluster(sizes, n, &o, &sched, &srv, &w)) != 0) {
@@ -285,14 +304,15 @@ int ordo_bench_pushpull(int argc, char **argv)
     echo_t echo = {.ctx = zmq_ctx_new()};
     pthread_t th;
     pthread_create(&th, NULL, echo_main, &echo);
-    while (__atomic_load_n(&echo.stop, __ATOMIC_ACQUIRE) != 2) ordo_clock_sleep_ns(1000000);
+    while (__atomic_load_n(&echo.stop, __ATOMIC_ACQUIRE) != 2)
+        ordo_clock_sleep_ns(1000000);
 
     if (!o.json) {
         printf("ordo push+pull vs raw ZeroMQ round trip, 1 server + 1 worker on loopback, "
                "partition_bytes %lld, best of %d\n",
                (long long)o.partition, o.reps);
-        printf("%10s %12s %12s %12s %12s %12s %8s\n", "bytes", "push_us", "pull_us",
-               "push+pull_us", "ordo_GB/s", "raw_GB/s", "ordo/raw");
+        printf("%10s %12s %12s %12s %12s %12s %8s\n", "bytes", "push_us", "pull_us", "push+pull_us",
+               "ordo_GB/s", "raw_GB/s", "ordo/raw");
     }
     int64_t iter = 0;
     double best_raw = 0;
@@ -306,13 +326,14 @@ int ordo_bench_pushpull(int argc, char **argv)
         free(val);
         free(grad);
         if (rc) break;
-        double og = 2.0 * (double)sizes[i] / t.push_pull_s / 1e9, rg = 2.0 * (double)sizes[i] / raw / 1e9;
+        double og = 2.0 * (double)sizes[i] / t.push_pull_s / 1e9,
+               rg = 2.0 * (double)sizes[i] / raw / 1e9;
         if (rg > best_raw) best_raw = rg;
         if (o.json)
             printf("{\"bytes\":%lld,\"ordo_gbps\":%.4f,\"raw_gbps\":%.4f,\"push_us\":%.1f,"
                    "\"pull_us\":%.1f,\"push_pull_us\":%.1f,\"raw_rtt_us\":%.1f}\n",
-                   (long long)sizes[i], og, rg, t.push_s * 1e6, t.pull_s * 1e6,
-                   t.push_pull_s * 1e6, raw * 1e6);
+                   (long long)sizes[i], og, rg, t.push_s * 1e6, t.pull_s * 1e6, t.push_pull_s * 1e6,
+                   raw * 1e6);
         else
             printf("%10lld %12.1f %12.1f %12.1f %12.3f %12.3f %8.2f\n", (long long)sizes[i],
                    t.push_s * 1e6, t.pull_s * 1e6, t.push_pull_s * 1e6, og, rg, og / rg);
@@ -320,7 +341,8 @@ int ordo_bench_pushpull(int argc, char **argv)
     }
     if (!o.json && rc == 0)
         printf("raw ZeroMQ best goodput %.3f GB/s (goodput counts the bytes pushed plus the "
-               "bytes pulled)\n", best_raw);
+               "bytes pulled)\n",
+               best_raw);
     __atomic_store_n(&echo.stop, 1, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
     zmq_ctx_term(echo.ctx);
@@ -329,9 +351,137 @@ int ordo_bench_pushpull(int argc, char **argv)
     return rc ? 1 : 0;
 }
 
+/* ---- calibrate ---------------------------------------------------------------------- */
+
+#define CAL_BURST 8 /* pushes in flight at once for the per-message (pipelined) figures */
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, by_value);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* seconds from pushing keys[0..n) (at once) to the last PUSH_DONE */
+static int push_burst(ordo_worker_t *w, const int *keys, int n, float *grad, int64_t *iter,
+                      double *secs)
+{
+    int rc;
+    int64_t t0 = ordo_clock_ns(), last = t0;
+    for (int i = 0; i < n; i++)
+        if ((rc = ordo_worker_push(w, keys[i], grad, iter[keys[i]], 0)) != 0) return rc;
+    for (int got = 0; got < n;) {
+        ordo_worker_event_t ev;
+        if ((rc = ordo_worker_poll(w, 60000, &ev)) != 0) return rc;
+        if (ev.kind != ORDO_EV_PUSH_DONE) continue;
+        iter[ev.key]++;
+        last = ev.t_ns;
+        got++;
+    }
+    *secs = (double)(last - t0) / 1e9;
+    return 0;
+}
+
 int ordo_bench_calibrate(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "ordo-bench %s: not built yet\n", argv[0]);
-    return 1;
+    opts_t o = {.reps = 9, .min_bytes = 1024, .max_bytes = 1 << 20, .partition = 1 << 30};
+    int rc = parse_opts(argc, argv, &o,
+                        "[--json] [--reps N] [--min BYTES] [--max BYTES] [--bandwidth RATE] "
+                        "[--latency-us US] [--io-thread]");
+    if (rc) return rc > 0 ? 0 : 2;
+    /* keys: one per round-trip size (min, 2 min, 4 min, ... max), then CAL_BURST per
+     * burst size (every other round-trip size) */
+    int64_t sizes[256];
+    int n_rt = 0, n_burst = 0, burst_of[32];
+    for (int64_t b = o.min_bytes; b <= o.max_bytes && n_rt < 24; b *= 2)
+        sizes[n_rt++] = b;
+    int n = n_rt;
+    for (int i = 0; i < n_rt; i += 2) {
+        burst_of[n_burst++] = n;
+        for (int j = 0; j < CAL_BURST; j++)
+            sizes[n++] = sizes[i];
+    }
+    child_t sched = {0}, srv = {0};
+    ordo_worker_t *w = NULL;
+    int64_t *iter = calloc((size_t)n, sizeof *iter);
+    float *val = calloc((size_t)o.max_bytes / 4 + 1, sizeof(float));
+    float *grad = calloc((size_t)o.max_bytes / 4 + 1, sizeof(float));
+    double *t = malloc(sizeof *t * (size_t)o.reps);
+    double rt_x[24], rt_y[24], msg_x[12], msg_y[12], a_rt, b_rt, a_msg, b_msg;
+    if (!iter || !val || !grad || !t) {
+        rc = ORDO_ENOMEM;
+        goto done;
+    }
+    if ((rc = start_cluster(sizes, n, &o, &sched, &srv, &w)) != 0) goto done;
+    for (int i = 0; i < n; i++)
+        if ((rc = ordo_worker_init(w, i, val)) != 0) goto done;
+    if (!o.json)
+        printf("ordo push+pull calibration, 1 server + 1 worker on loopback, link %s%.3g gbit/s, "
+               "latency %g us, median of %d\n%10s %14s %14s\n",
+               o.bandwidth_bps > 0 ? "" : "unpaced ", o.bandwidth_bps / 1e9, o.latency_us,
+               o.reps, "bytes", "round_trip_us", "per_msg_us");
+    for (int i = 0; i < n_rt; i++) {
+        /* one round trip: the push, and the pull of the value it makes (the server answers
+         * the pull once the push is applied, so both travel in one round trip) */
+        ordo_times_t rt;
+        for (int r = -1; r < o.reps; r++) {
+            if ((rc = ordo_rtt(w, i, val, grad, &iter[i], 1, &rt)) != 0) goto done;
+            if (r >= 0) t[r] = rt.push_pull_s; /* a warm-up and one measured round trip */
+        }
+        rt_x[i] = (double)sizes[i];
+        rt_y[i] = median(t, o.reps);
+        double per_msg = -1;
+        if (i % 2 == 0) {
+            /* a burst of CAL_BURST pushes in flight against one push: the difference is what
+             * each further message costs when pushes are pipelined (latency paid once) */
+            int k = i / 2, keys[CAL_BURST];
+            for (int j = 0; j < CAL_BURST; j++)
+                keys[j] = burst_of[k] + j;
+            double one, many;
+            for (int r = -1; r < o.reps; r++) {
+                if ((rc = push_burst(w, keys, 1, grad, iter, &one)) != 0) goto done;
+                if ((rc = push_burst(w, keys, CAL_BURST, grad, iter, &many)) != 0) goto done;
+                if (r >= 0) t[r] = (many - one) / (CAL_BURST - 1);
+            }
+            msg_x[k] = (double)sizes[i];
+            msg_y[k] = per_msg = median(t, o.reps);
+        }
+        char pm[32] = "null";
+        if (per_msg >= 0) snprintf(pm, sizeof pm, "%.2f", per_msg * 1e6);
+        if (o.json)
+            printf("{\"bytes\":%lld,\"round_trip_us\":%.2f,\"per_msg_us\":%s}\n",
+                   (long long)sizes[i], rt_y[i] * 1e6, pm);
+        else if (per_msg >= 0)
+            printf("%10lld %14.1f %14.1f\n", (long long)sizes[i], rt_y[i] * 1e6, per_msg * 1e6);
+        else
+            printf("%10lld %14.1f %14s\n", (long long)sizes[i], rt_y[i] * 1e6, "");
+    }
+    if ((rc = ordo_merge_fit_cost(rt_x, rt_y, n_rt, &a_rt, &b_rt)) != 0) goto done;
+    if ((rc = ordo_merge_fit_cost(msg_x, msg_y, n_burst, &a_msg, &b_msg)) != 0) goto done;
+    if (o.json) {
+        printf("{\"fit\":\"round_trip\",\"a_s\":%.9g,\"b_s_per_byte\":%.9g}\n", a_rt, b_rt);
+        printf("{\"fit\":\"per_message\",\"a_s\":%.9g,\"b_s_per_byte\":%.9g,"
+               "\"merge_a_us\":%.4g,\"merge_b_ns\":%.4g}\n",
+               a_msg, b_msg, a_msg * 1e6, b_msg * 1e9);
+    } else {
+        printf("round trip (push + pull):    a = %.1f us, b = %.4g ns/byte\n", a_rt * 1e6,
+               b_rt * 1e9);
+        printf("per message (pipelined):     a = %.1f us, b = %.4g ns/byte\n", a_msg * 1e6,
+               b_msg * 1e9);
+        printf("for the merge planner: [push] merge_a_us = %.4g, merge_b_ns = %.4g\n",
+               a_msg * 1e6, b_msg * 1e9);
+    }
+done:
+    if (rc) fprintf(stderr, "ordo-bench calibrate: %s\n", ordo_error_text(rc));
+    stop_cluster(&sched, &srv, &w);
+    free(iter);
+    free(val);
+    free(grad);
+    free(t);
+    return rc ? 1 : 0;
 }

@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/node.h"
+#include "worker/merge_buf.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,7 +20,8 @@ typedef struct {
 } keystate_t;
 
 typedef struct {
-    int slice;
+    int slice; /* -1: part `part` of merged group `group` */
+    int group, part;
     int priority;
     uint64_t seq;
     int64_t iter;
@@ -31,13 +33,18 @@ struct ordo_worker {
     ordo_node_t node;
     int *server_sock; /* per server rank */
     keystate_t *ks;
-    uint8_t *got;     /* per slice: chunk of the current pull arrived */
+    uint8_t *got; /* per slice: chunk of the current pull arrived */
     queued_push_t *pq;
     int pq_n, pq_cap;
     uint64_t seq, req;
     ordo_worker_event_t *ev;
     int ev_head, ev_n, ev_cap;
     int outstanding;
+    /* merged pushes (the plan has a merge member): buffers, and per group the iteration
+     * being filled (-1 none), its priority, the iteration in flight and acks still due */
+    ordo_merge_buf_t *mb;
+    int64_t *group_iter, *group_sent_iter;
+    int *group_prio, *group_left;
     int64_t bytes_push, bytes_pull;
     bool aborted;
 };
@@ -78,6 +85,35 @@ int ordo_worker_outstanding(const ordo_worker_t *w)
     return w->outstanding;
 }
 
+/* merged pushes when the scheduler's plan has a merge member (it decides for everyone) */
+static int setup_merge(ordo_worker_t *w)
+{
+    const ordo_keys_t *k = w->node.keys;
+    int ng = 0, *start = NULL, *order = NULL;
+    int rc = ordo_merge_buf_groups_from_plan(w->node.plan_json, k->n_keys, &ng, &start, &order);
+    if (rc == ORDO_ENOTFOUND) return 0;
+    if (rc) return rc;
+    rc = ordo_merge_buf_new(k, ng, start, order, &w->mb);
+    free(start);
+    free(order);
+    if (rc) return rc;
+    w->group_iter = malloc(sizeof *w->group_iter * (size_t)ng);
+    w->group_sent_iter = malloc(sizeof *w->group_sent_iter * (size_t)ng);
+    w->group_prio = calloc((size_t)ng, sizeof *w->group_prio);
+    w->group_left = calloc((size_t)ng, sizeof *w->group_left);
+    if (!w->group_iter || !w->group_sent_iter || !w->group_prio || !w->group_left)
+        return ORDO_ENOMEM;
+    int msgs = 0;
+    for (int g = 0; g < ng; g++) {
+        w->group_iter[g] = w->group_sent_iter[g] = -1;
+        msgs += ordo_merge_buf_n_parts(w->mb, g);
+    }
+    ORDO_INFO("merged pushes: %d keys in %d groups, %d messages per iteration, %.1f MiB of "
+              "merge buffers",
+              k->n_keys, ng, msgs, (double)ordo_merge_buf_bytes(w->mb) / 1048576.0);
+    return 0;
+}
+
 int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out)
 {
     int rc;
@@ -85,8 +121,10 @@ int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out)
     if (!w) return ORDO_ENOMEM;
     w->conf = *conf;
     ordo_transport_opts_t opts = {.bandwidth_bps = conf->bandwidth_bps,
-                                  .latency_us = conf->latency_us, .role = ORDO_ROLE_WORKER,
-                                  .rank = -1, .inline_io = !conf->io_thread};
+                                  .latency_us = conf->latency_us,
+                                  .role = ORDO_ROLE_WORKER,
+                                  .rank = -1,
+                                  .inline_io = !conf->io_thread};
     if ((rc = ordo_transport_new(&opts, &w->node.tp)) != 0) goto fail;
     if ((rc = ordo_node_join(&w->node, conf, ORDO_ROLE_WORKER, NULL)) != 0) goto fail;
     const ordo_keys_t *k = w->node.keys;
@@ -97,6 +135,7 @@ int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out)
         rc = ORDO_ENOMEM;
         goto fail;
     }
+    if ((rc = setup_merge(w)) != 0) goto fail;
     for (int s = 0; s < w->node.n_servers; s++) {
         rc = ordo_transport_connect(w->node.tp, w->node.server_endpoints[s], 1);
         if (rc < 0) goto fail;
@@ -126,6 +165,11 @@ void ordo_worker_destroy(ordo_worker_t **wp)
     free(w->got);
     free(w->pq);
     free(w->ev);
+    ordo_merge_buf_destroy(&w->mb);
+    free(w->group_iter);
+    free(w->group_sent_iter);
+    free(w->group_prio);
+    free(w->group_left);
     free(w);
     *wp = NULL;
 }
@@ -143,13 +187,15 @@ static void data_msg(ordo_worker_t *w, ordo_msg_t *m, int type, int slice, int64
     m->hdr.chunk = sl->chunk;
     m->hdr.priority = prio;
     m->hdr.dtype = ORDO_DTYPE_F32;
-    if (sl->chunk + 1 == (uint32_t)w->node.keys->n_chunks[sl->key]) m->hdr.flags |= ORDO_FLAG_LAST_CHUNK;
+    if (sl->chunk + 1 == (uint32_t)w->node.keys->n_chunks[sl->key])
+        m->hdr.flags |= ORDO_FLAG_LAST_CHUNK;
 }
 
 static int check_key(const ordo_worker_t *w, int key)
 {
     if (key < 0 || key >= w->node.keys->n_keys)
-        return ordo_error_set(ORDO_EINVAL, "no key %d (the model has %d)", key, w->node.keys->n_keys);
+        return ordo_error_set(ORDO_EINVAL, "no key %d (the model has %d)", key,
+                              w->node.keys->n_keys);
     return 0;
 }
 
@@ -174,7 +220,8 @@ int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int pr
     int rc = check_key(w, key);
     if (rc) return rc;
     keystate_t *ks = &w->ks[key];
-    if (ks->pull_left) return ordo_error_set(ORDO_EINVAL, "key %d already has a pull outstanding", key);
+    if (ks->pull_left)
+        return ordo_error_set(ORDO_EINVAL, "key %d already has a pull outstanding", key);
     const ordo_keys_t *k = w->node.keys;
     ks->pull_dst = dst;
     ks->pull_iter = iter;
@@ -190,19 +237,54 @@ int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int pr
     return 0;
 }
 
+/* send one part of a merged group: payload and index go zero-copy from the merge buffer */
+static void send_part(ordo_worker_t *w, const queued_push_t *q)
+{
+    const ordo_merge_part_t *pt = ordo_merge_buf_part(w->mb, q->group, q->part);
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_PUSH);
+    m.sock = w->server_sock[pt->server];
+    m.hdr.role = ORDO_ROLE_WORKER;
+    m.hdr.rank = w->node.rank;
+    m.hdr.req = ++w->req;
+    m.hdr.iter = q->iter;
+    m.hdr.key = (uint32_t)q->group;
+    m.hdr.chunk = (uint32_t)q->part;
+    m.hdr.priority = q->priority;
+    m.hdr.dtype = ORDO_DTYPE_F32;
+    m.hdr.flags = ORDO_FLAG_GROUP;
+    float *payload = (float *)ordo_merge_buf_payload(w->mb, q->group, q->part);
+    ordo_msg_add_ref(&m, payload, (size_t)pt->numel * sizeof(float), NULL, NULL);
+    ordo_msg_add_ref(&m, (void *)pt->slices, (size_t)pt->n_slices * sizeof(uint32_t), NULL, NULL);
+    w->bytes_push += pt->numel * (int64_t)sizeof(float);
+    ordo_transport_send(w->node.tp, &m);
+}
+
+/* Queued pushes go to the emulated link this long before it frees up: waits in
+ * ordo_worker_poll are whole milliseconds, and without it the link would idle up to 1 ms (or
+ * until the next ack) after every push. A push handed over early can no longer be overtaken,
+ * so priority order is kept up to 1 ms of link time. */
+#define PUSH_LOOKAHEAD_NS 1000000
+
 /* hand queued pushes to the transport, smallest priority first, while the link is free */
 static void pump(ordo_worker_t *w)
 {
     while (w->pq_n > 0) {
-        if (w->conf.bandwidth_bps > 0 && ordo_transport_link_free_ns(w->node.tp) > ordo_clock_ns())
+        if (w->conf.bandwidth_bps > 0 &&
+            ordo_transport_link_free_ns(w->node.tp) > ordo_clock_ns() + PUSH_LOOKAHEAD_NS)
             return;
         int best = 0;
         for (int i = 1; i < w->pq_n; i++) {
             const queued_push_t *a = &w->pq[i], *b = &w->pq[best];
-            if (a->priority < b->priority || (a->priority == b->priority && a->seq < b->seq)) best = i;
+            if (a->priority < b->priority || (a->priority == b->priority && a->seq < b->seq))
+                best = i;
         }
         queued_push_t q = w->pq[best];
         w->pq[best] = w->pq[--w->pq_n];
+        if (q.slice < 0) {
+            send_part(w, &q);
+            continue;
+        }
         const ordo_slice_t *sl = &w->node.keys->slices[q.slice];
         ordo_msg_t m;
         data_msg(w, &m, ORDO_MSG_PUSH, q.slice, q.iter, q.priority);
@@ -213,12 +295,60 @@ static void pump(ordo_worker_t *w)
     }
 }
 
+static int grow_queue(ordo_worker_t *w, int more)
+{
+    if (w->pq_n + more <= w->pq_cap) return 0;
+    int cap = (w->pq_n + more) * 2;
+    queued_push_t *p = realloc(w->pq, sizeof *p * (size_t)cap);
+    if (!p) return ORDO_ENOMEM;
+    w->pq = p;
+    w->pq_cap = cap;
+    return 0;
+}
+
+/* merged mode: copy the gradient into its group; a complete group queues its parts, with
+ * the smallest priority of its keys */
+static int push_merged(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority)
+{
+    int g = ordo_merge_buf_group_of(w->mb, key), n_parts = ordo_merge_buf_n_parts(w->mb, g);
+    if (w->group_iter[g] >= 0 && w->group_iter[g] != iter)
+        return ordo_error_set(ORDO_EINVAL,
+                              "key %d of iteration %lld joins merge group %d of iteration %lld",
+                              key, (long long)iter, g, (long long)w->group_iter[g]);
+    int rc = grow_queue(w, n_parts);
+    if (rc) return rc;
+    if ((rc = ordo_merge_buf_put(w->mb, key, src, &g)) < 0) return rc;
+    keystate_t *ks = &w->ks[key];
+    ks->push_left = 1;
+    ks->push_iter = iter;
+    w->outstanding++;
+    if (w->group_iter[g] < 0 || priority < w->group_prio[g]) w->group_prio[g] = priority;
+    w->group_iter[g] = iter;
+    if (rc == 1) { /* complete: it leaves when the link frees up, in priority order */
+        for (int p = 0; p < n_parts; p++)
+            w->pq[w->pq_n++] = (queued_push_t){.slice = -1,
+                                               .group = g,
+                                               .part = p,
+                                               .priority = w->group_prio[g],
+                                               .seq = w->seq++,
+                                               .iter = iter};
+        w->group_left[g] = n_parts;
+        w->group_sent_iter[g] = iter;
+        w->group_iter[g] = -1;
+        ordo_merge_buf_reset(w->mb, g);
+        pump(w);
+    }
+    return 0;
+}
+
 int ordo_worker_push(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority)
 {
     int rc = check_key(w, key);
     if (rc) return rc;
     keystate_t *ks = &w->ks[key];
-    if (ks->push_left) return ordo_error_set(ORDO_EINVAL, "key %d already has a push outstanding", key);
+    if (ks->push_left)
+        return ordo_error_set(ORDO_EINVAL, "key %d already has a push outstanding", key);
+    if (w->mb) return push_merged(w, key, src, iter, priority);
     const ordo_keys_t *k = w->node.keys;
     if (w->pq_n + k->n_chunks[key] > w->pq_cap) {
         int cap = (w->pq_n + k->n_chunks[key]) * 2;
@@ -231,8 +361,11 @@ int ordo_worker_push(ordo_worker_t *w, int key, const float *src, int64_t iter, 
     ks->push_iter = iter;
     w->outstanding++;
     for (int c = 0; c < k->n_chunks[key]; c++)
-        w->pq[w->pq_n++] = (queued_push_t){.slice = k->first_slice[key] + c, .priority = priority,
-                                           .seq = w->seq++, .iter = iter, .src = src};
+        w->pq[w->pq_n++] = (queued_push_t){.slice = k->first_slice[key] + c,
+                                           .priority = priority,
+                                           .seq = w->seq++,
+                                           .iter = iter,
+                                           .src = src};
     pump(w);
     return 0;
 }
@@ -250,7 +383,8 @@ static void add_event(ordo_worker_t *w, int kind, int key, int64_t iter)
         int cap = w->ev_cap ? w->ev_cap * 2 : 64;
         ordo_worker_event_t *p = malloc(sizeof *p * (size_t)cap);
         if (!p) return;
-        for (int i = 0; i < w->ev_n; i++) p[i] = w->ev[(w->ev_head + i) % w->ev_cap];
+        for (int i = 0; i < w->ev_n; i++)
+            p[i] = w->ev[(w->ev_head + i) % w->ev_cap];
         free(w->ev);
         w->ev = p;
         w->ev_cap = cap;
@@ -259,6 +393,27 @@ static void add_event(ordo_worker_t *w, int kind, int key, int64_t iter)
     w->ev[(w->ev_head + w->ev_n++) % w->ev_cap] =
         (ordo_worker_event_t){.kind = kind, .key = key, .iter = iter, .t_ns = ordo_clock_ns()};
     if (kind != ORDO_EV_WAKE) w->outstanding--;
+}
+
+/* the ack of one part of a merged group; the last one completes every key of the group */
+static int group_ack(ordo_worker_t *w, const ordo_msg_t *m)
+{
+    int g = (int)m->hdr.key;
+    if (!w->mb || m->hdr.key >= (uint32_t)ordo_merge_buf_n_groups(w->mb) || !w->group_left[g] ||
+        w->group_sent_iter[g] != m->hdr.iter ||
+        m->hdr.chunk >= (uint32_t)ordo_merge_buf_n_parts(w->mb, g)) {
+        ORDO_WARN("dropped an unexpected merged PUSH_ACK (group %u part %u iter %lld)",
+                  m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter);
+        return 0;
+    }
+    if (--w->group_left[g] > 0) return 0;
+    int n;
+    const int *keys = ordo_merge_buf_group_keys(w->mb, g, &n);
+    for (int i = 0; i < n; i++) {
+        w->ks[keys[i]].push_left = 0;
+        add_event(w, ORDO_EV_PUSH_DONE, keys[i], m->hdr.iter);
+    }
+    return 0;
 }
 
 /* handle one inbound message; returns 0 or a fatal error */
@@ -285,6 +440,7 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         return 0;
     }
     case ORDO_MSG_PUSH_ACK: {
+        if (m->hdr.flags & ORDO_FLAG_GROUP) return group_ack(w, m);
         int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
         keystate_t *ks = s >= 0 ? &w->ks[m->hdr.key] : NULL;
         if (!ks || !ks->push_left || ks->push_iter != m->hdr.iter) {
@@ -334,7 +490,7 @@ int ordo_worker_poll(ordo_worker_t *w, int timeout_ms, ordo_worker_event_t *ev)
         if (now >= deadline) return ORDO_ETIMEDOUT;
         int64_t until = deadline;
         if (w->pq_n > 0) { /* wake when the link frees up for the next push */
-            int64_t lf = ordo_transport_link_free_ns(w->node.tp);
+            int64_t lf = ordo_transport_link_free_ns(w->node.tp) - PUSH_LOOKAHEAD_NS;
             if (lf < until) until = lf;
         }
         int wait_ms = until == INT64_MAX ? -1 : (int)((until - now + 999999) / 1000000);

@@ -1,0 +1,21 @@
+/* runplan_merge: the merge part of the run's plan ([push] mode = merged). The scheduler
+ * computes the groups once at start-up with the merge planner (scheduler/merge.h) and sends
+ * them to every node in the plan's "merge" member; the plan decides for everyone, so workers
+ * push merged exactly when it is there. */
+#ifndef ORDO_RUNPLAN_MERGE_H
+#define ORDO_RUNPLAN_MERGE_H
+
+#include <jansson.h>
+
+#include "common/conf.h"
+#include "scheduler/model.h"
+
+/* ordo_runplan_merge adds the member "merge" to plan when conf's push.mode is merged (and
+ * does nothing otherwise): {"algo": push.merge, "a": s, "b": s/byte, "groups": [[key, ...],
+ * ...] in push order, "messages_per_worker": groups, "predicted_iter_s": backward start to
+ * last push end}. The cost model is a = push.merge_a_us, b = push.merge_b_ns (0: 8 / [net]
+ * bandwidth, or 10gbit's when bandwidth is 0); op times are the profile's times
+ * compute_scale (emulated compute). Keys are m's parameters in order. */
+int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *plan);
+
+#endif

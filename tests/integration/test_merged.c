@@ -1,0 +1,114 @@
+/* Integration test: merged pushes change timing, never values. A real cluster (1 scheduler,
+ * 2 servers, 3 ordo-worker processes, started with ordo-launch) trains the mlp for ITERS
+ * iterations with SGD, momentum and weight decay, once with dense pushes and once per merge
+ * algorithm ([push] mode = merged); worker 0 saves the final parameters. With 256 KiB chunks
+ * the first layer's weights are split over both servers, so merged groups span servers. Every
+ * merged run's parameters must equal the dense run's bit for bit (servers sum the W pushes in
+ * worker order, so three workers are as exact as two). */
+#include "run_util.h"
+#include "common/error.h"
+#include "worker/paramfile.h"
+#include "tests/unit/ordo_check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ITERS 20
+
+static const char conf_text[] = "[cluster]\n"
+                                "servers = 2\n"
+                                "workers = 3\n"
+                                "[model]\n"
+                                "trainer = mlp\n"
+                                "compute = cpu\n"
+                                "batch = 32\n"
+                                "iterations = 20\n"
+                                "warmup = 1\n"
+                                "seed = 11\n"
+                                "[order]\n"
+                                "partition_bytes = 256KiB\n"
+                                "[optimizer]\n"
+                                "lr = 0.05\n"
+                                "momentum = 0.9\n"
+                                "weight_decay = 0.0005\n"
+                                "[output]\n"
+                                "save_params = true\n"
+                                "progress_every = 0\n";
+
+/* run the conf with push overrides; returns the saved parameters (caller destroys) */
+static ordo_paramfile_t *train(const char *mode, const char *merge, const char *expect_log)
+{
+    it_run_t run;
+    ck_assert_int_eq(
+        it_run_launch(&run, conf_text, 240, mode, merge, "--output.log_level=info", NULL), 0);
+    if (expect_log && !it_run_log_has(&run, expect_log)) {
+        it_run_print_log(&run, 40);
+        ck_abort_msg("the run with %s %s did not log \"%s\"", mode, merge ? merge : "", expect_log);
+    }
+    if (!expect_log) ck_assert(!it_run_log_has(&run, "merged pushes"));
+    ck_assert(!it_run_log_has(&run, "WARN dropped") && !it_run_log_has(&run, "unexpected"));
+    ordo_paramfile_t *pf = NULL;
+    ORDO_CK_OK(ordo_paramfile_read(it_run_path(&run, "params.bin"), &pf));
+    ck_assert_int_eq(pf->iteration, ITERS);
+    it_run_destroy(&run);
+    return pf;
+}
+
+static void assert_identical(const ordo_paramfile_t *dense, const ordo_paramfile_t *merged,
+                             const char *what)
+{
+    ck_assert_int_eq(merged->n, dense->n);
+    int64_t total = 0;
+    for (int p = 0; p < dense->n; p++) {
+        ck_assert_str_eq(merged->names[p], dense->names[p]);
+        ck_assert_int_eq(merged->numel[p], dense->numel[p]);
+        int64_t differ = 0;
+        for (int64_t i = 0; i < dense->numel[p]; i++)
+            differ += memcmp(&merged->values[p][i], &dense->values[p][i], sizeof(float)) != 0;
+        ck_assert_msg(differ == 0, "%s: %s has %lld of %lld values that differ from dense pushes",
+                      what, dense->names[p], (long long)differ, (long long)dense->numel[p]);
+        total += dense->numel[p];
+    }
+    printf("%-22s %lld parameters bit-identical to dense pushes after %d iterations\n", what,
+           (long long)total, ITERS);
+}
+
+START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
+{
+    if (!it_have_fmnist()) return;
+    ordo_paramfile_t *dense = train("--push.mode=dense", NULL, NULL);
+    /* the run trained: the last layer's bias is not all zeros any more */
+    int moved = 0;
+    for (int64_t i = 0; i < dense->numel[dense->n - 1]; i++)
+        moved += dense->values[dense->n - 1][i] != 0.0f;
+    ck_assert_int_gt(moved, 0);
+    static const struct {
+        const char *merge, *log;
+    } runs[] = {
+        {"--push.merge=wfbp", "merged pushes: 6 keys in 3 groups"},
+        {"--push.merge=all", "merged pushes: 6 keys in 1 groups"},
+        {"--push.merge=bytes:200KiB", "merged pushes: 6 keys in 2 groups"},
+        {"--push.merge=optimal", "merged pushes: 6 keys in"},
+    };
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        ordo_paramfile_t *merged = train("--push.mode=merged", runs[r].merge, runs[r].log);
+        assert_identical(dense, merged, runs[r].merge + 2);
+        ordo_paramfile_destroy(&merged);
+    }
+    ordo_paramfile_destroy(&dense);
+}
+END_TEST
+
+static Suite *merged_suite(void)
+{
+    Suite *s = suite_create("merged");
+    TCase *tc = tcase_create("mlp");
+    tcase_set_timeout(tc, 290);
+    tcase_add_test(tc, merged_pushes_give_the_dense_parameters_bit_for_bit);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+ORDO_CK_MAIN(merged_suite)

@@ -1,0 +1,292 @@
+/* Tests of worker/merge_buf (packing gradients of merged pushes into one message per group
+ * and server) and server/groups (checking a merged push and taking it apart): the layout of
+ * the parts, the packed bytes, a pack-then-split round trip over every server, zero-copy
+ * single-slice parts, reuse after reset, the plan's merge member, and every rejection. */
+#include "common/keys.h"
+#include "server/groups.h"
+#include "worker/merge_buf.h"
+#include "ordo_check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* 5 keys over 3 servers with 1 KiB chunks: key 1 (300 floats) is 2 chunks, key 3 (1000
+ * floats) 4 chunks, so groups span servers and a server may hold two chunks of one key */
+static const int64_t numel[] = {10, 300, 5, 1000, 7};
+#define NK 5
+#define NS 3
+/* push order 4 3 | 2 1 | 0 */
+static const int order[] = {4, 3, 2, 1, 0};
+static const int group_start[] = {0, 2, 4, 5};
+#define NG 3
+
+static ordo_keys_t *make_keys(void)
+{
+    ordo_keys_t *k;
+    ORDO_CK_OK(ordo_keys_partition(numel, NK, 4, 1024, NS, &k));
+    ck_assert_int_eq(k->n_chunks[1], 2);
+    ck_assert_int_eq(k->n_chunks[3], 4);
+    return k;
+}
+
+/* gradient values that name their key and element */
+static float **make_grads(void)
+{
+    float **g = calloc(NK, sizeof *g);
+    for (int key = 0; key < NK; key++) {
+        g[key] = malloc(sizeof(float) * (size_t)numel[key]);
+        for (int64_t i = 0; i < numel[key]; i++)
+            g[key][i] = (float)(key * 10000 + i) + 0.25f;
+    }
+    return g;
+}
+
+static void free_grads(float **g)
+{
+    for (int key = 0; key < NK; key++)
+        free(g[key]);
+    free(g);
+}
+
+START_TEST(parts_cover_each_group_once_per_server)
+{
+    ordo_keys_t *k = make_keys();
+    ordo_merge_buf_t *mb;
+    ORDO_CK_OK(ordo_merge_buf_new(k, NG, group_start, order, &mb));
+    ck_assert_int_eq(ordo_merge_buf_n_groups(mb), NG);
+    int seen[64] = {0}, total_parts = 0;
+    for (int g = 0; g < NG; g++) {
+        int nkeys;
+        const int *keys = ordo_merge_buf_group_keys(mb, g, &nkeys);
+        ck_assert_int_eq(nkeys, group_start[g + 1] - group_start[g]);
+        for (int i = 0; i < nkeys; i++) {
+            ck_assert_int_eq(keys[i], order[group_start[g] + i]);
+            ck_assert_int_eq(ordo_merge_buf_group_of(mb, keys[i]), g);
+        }
+        int prev_server = -1;
+        for (int p = 0; p < ordo_merge_buf_n_parts(mb, g); p++) {
+            const ordo_merge_part_t *pt = ordo_merge_buf_part(mb, g, p);
+            ck_assert_int_gt(pt->server, prev_server); /* one part per server, in order */
+            prev_server = pt->server;
+            int64_t off = 0;
+            for (int j = 0; j < pt->n_slices; j++) {
+                const ordo_slice_t *sl = &k->slices[pt->slices[j]];
+                ck_assert_int_eq(sl->server, pt->server);
+                ck_assert_int_eq(ordo_merge_buf_group_of(mb, (int)sl->key), g);
+                ck_assert_int_eq(pt->offset[j], off);
+                off += sl->numel;
+                seen[pt->slices[j]]++;
+            }
+            ck_assert_int_eq(pt->numel, off);
+            total_parts++;
+        }
+    }
+    for (int s = 0; s < k->n_slices; s++)
+        ck_assert_int_eq(seen[s], 1);
+    /* key 3's 4 chunks spread over the 3 servers: group 0 has a part on each */
+    ck_assert_int_eq(ordo_merge_buf_n_parts(mb, 0), 3);
+    ck_assert_int_ge(total_parts, NG);
+    ck_assert_int_eq(ordo_merge_buf_group_of(mb, NK), -1);
+    ordo_merge_buf_destroy(&mb);
+    ck_assert_ptr_null(mb);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
+START_TEST(pack_then_split_gives_back_every_gradient)
+{
+    ordo_keys_t *k = make_keys();
+    ordo_merge_buf_t *mb;
+    ORDO_CK_OK(ordo_merge_buf_new(k, NG, group_start, order, &mb));
+    ordo_groups_t *srv[NS];
+    for (int s = 0; s < NS; s++)
+        ORDO_CK_OK(ordo_groups_new(k, s, &srv[s]));
+    float **grad = make_grads();
+    float *back[NK];
+    for (int key = 0; key < NK; key++)
+        back[key] = calloc((size_t)numel[key], sizeof(float));
+    for (int round = 0; round < 2; round++) { /* buffers are reused after a reset */
+        int completed = 0;
+        for (int i = 0; i < NK; i++) {
+            int key = order[i], g = -1;
+            int rc = ordo_merge_buf_put(mb, key, grad[key], &g);
+            ck_assert_int_ge(rc, 0);
+            ck_assert_int_eq(g, ordo_merge_buf_group_of(mb, key));
+            /* complete exactly at the group's last key */
+            ck_assert_int_eq(rc, i + 1 == group_start[g + 1]);
+            if (rc != 1) continue;
+            completed++;
+            for (int p = 0; p < ordo_merge_buf_n_parts(mb, g); p++) {
+                const ordo_merge_part_t *pt = ordo_merge_buf_part(mb, g, p);
+                const float *payload = ordo_merge_buf_payload(mb, g, p);
+                int n;
+                ORDO_CK_OK(ordo_groups_split(srv[pt->server], pt->slices,
+                                             sizeof(uint32_t) * (size_t)pt->n_slices,
+                                             sizeof(float) * (size_t)pt->numel, &n));
+                ck_assert_int_eq(n, pt->n_slices);
+                for (int j = 0; j < n; j++) {
+                    int sl = ordo_groups_slice(srv[pt->server], j);
+                    ck_assert_int_eq(sl, (int)pt->slices[j]);
+                    size_t off = ordo_groups_offset(srv[pt->server], j);
+                    ck_assert_int_eq(off, (size_t)pt->offset[j] * sizeof(float));
+                    const ordo_slice_t *s = &k->slices[sl];
+                    memcpy(back[s->key] + s->offset, (const char *)payload + off,
+                           (size_t)s->numel * sizeof(float));
+                }
+                if (pt->n_slices == 1) { /* one slice: sent from the gradient itself */
+                    const ordo_slice_t *s = &k->slices[pt->slices[0]];
+                    ck_assert_ptr_eq(payload, grad[s->key] + s->offset);
+                }
+            }
+            ordo_merge_buf_reset(mb, g);
+        }
+        ck_assert_int_eq(completed, NG);
+        for (int key = 0; key < NK; key++) {
+            ck_assert(memcmp(back[key], grad[key], sizeof(float) * (size_t)numel[key]) == 0);
+            memset(back[key], 0, sizeof(float) * (size_t)numel[key]);
+            for (int64_t i = 0; i < numel[key]; i++)
+                grad[key][i] += 1.0f; /* the next round pushes other values */
+        }
+    }
+    for (int key = 0; key < NK; key++)
+        free(back[key]);
+    free_grads(grad);
+    for (int s = 0; s < NS; s++)
+        ordo_groups_destroy(&srv[s]);
+    ordo_merge_buf_destroy(&mb);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
+START_TEST(put_rejects_repeats_and_unknown_keys)
+{
+    ordo_keys_t *k = make_keys();
+    ordo_merge_buf_t *mb;
+    ORDO_CK_OK(ordo_merge_buf_new(k, NG, group_start, order, &mb));
+    float **grad = make_grads();
+    int g;
+    ck_assert_int_eq(ordo_merge_buf_put(mb, 4, grad[4], &g), 0);
+    ORDO_CK_ERR(ordo_merge_buf_put(mb, 4, grad[4], &g), ORDO_EINVAL);
+    ck_assert(strstr(ordo_error_detail(), "key 4 was put twice into group 0"));
+    ORDO_CK_ERR(ordo_merge_buf_put(mb, 5, grad[4], &g), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_buf_put(mb, -1, grad[4], &g), ORDO_EINVAL);
+    free_grads(grad);
+    ordo_merge_buf_destroy(&mb);
+    /* groupings that do not list every key exactly once */
+    const int dup[] = {4, 3, 2, 1, 1}, gs_bad[] = {0, 2, 2, 5};
+    ORDO_CK_ERR(ordo_merge_buf_new(k, NG, group_start, dup, &mb), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_buf_new(k, NG, gs_bad, order, &mb), ORDO_EINVAL);
+    ck_assert(strstr(ordo_error_detail(), "group 1 is empty"));
+    const int gs_short[] = {0, 2, 4};
+    ORDO_CK_ERR(ordo_merge_buf_new(k, 2, gs_short, order, &mb), ORDO_EINVAL);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
+START_TEST(split_rejects_bad_indexes)
+{
+    ordo_keys_t *k = make_keys();
+    ordo_groups_t *g;
+    ORDO_CK_OK(ordo_groups_new(k, 0, &g));
+    uint32_t mine[8], n_mine = 0, other = 0;
+    int64_t bytes_mine = 0;
+    for (int s = 0; s < k->n_slices; s++) {
+        if (k->slices[s].server == 0) {
+            mine[n_mine++] = (uint32_t)s;
+            bytes_mine += k->slices[s].numel * 4;
+        } else {
+            other = (uint32_t)s;
+        }
+    }
+    ck_assert_uint_ge(n_mine, 2);
+    int n;
+    ORDO_CK_OK(ordo_groups_split(g, mine, n_mine * 4, (size_t)bytes_mine, &n));
+    ck_assert_int_eq(n, (int)n_mine);
+    ORDO_CK_ERR(ordo_groups_split(g, mine, 0, 0, &n), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_groups_split(g, mine, 6, 40, &n), ORDO_EPROTO);
+    ck_assert(strstr(ordo_error_detail(), "index of 6 bytes"));
+    ORDO_CK_ERR(ordo_groups_split(g, mine, n_mine * 4, (size_t)bytes_mine + 4, &n), ORDO_EPROTO);
+    ck_assert(strstr(ordo_error_detail(), "payload of"));
+    uint32_t bad[2] = {mine[0], other};
+    ORDO_CK_ERR(ordo_groups_split(g, bad, 8, 8, &n), ORDO_EPROTO);
+    ck_assert(strstr(ordo_error_detail(), "entry 1: slice") &&
+              strstr(ordo_error_detail(), "lives on server"));
+    bad[1] = mine[0];
+    ORDO_CK_ERR(ordo_groups_split(g, bad, 8, 8, &n), ORDO_EPROTO);
+    ck_assert(strstr(ordo_error_detail(), "is listed twice"));
+    bad[1] = (uint32_t)k->n_slices;
+    ORDO_CK_ERR(ordo_groups_split(g, bad, 8, 8, &n), ORDO_EPROTO);
+    ck_assert(strstr(ordo_error_detail(), "entry 1: no slice"));
+    uint32_t many[64] = {0};
+    ORDO_CK_ERR(ordo_groups_split(g, many, sizeof many, 0, &n), ORDO_EPROTO);
+    ck_assert(strstr(ordo_error_detail(), "this server holds only"));
+    /* an unaligned index is read as well as an aligned one */
+    char raw[4 * 8 + 1];
+    memcpy(raw + 1, mine, n_mine * 4);
+    ORDO_CK_OK(ordo_groups_split(g, raw + 1, n_mine * 4, (size_t)bytes_mine, &n));
+    ck_assert_int_eq(ordo_groups_slice(g, (int)n_mine - 1), (int)mine[n_mine - 1]);
+    ordo_groups_destroy(&g);
+    ck_assert_ptr_null(g);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
+START_TEST(plan_merge_member)
+{
+    int ng, *gs, *ord;
+    ORDO_CK_OK(ordo_merge_buf_groups_from_plan(
+        "{\"policy\":\"fifo\",\"merge\":{\"algo\":\"wfbp\",\"groups\":[[4,3],[2,1],[0]]}}", NK, &ng,
+        &gs, &ord));
+    ck_assert_int_eq(ng, 3);
+    for (int i = 0; i <= ng; i++)
+        ck_assert_int_eq(gs[i], group_start[i]);
+    for (int i = 0; i < NK; i++)
+        ck_assert_int_eq(ord[i], order[i]);
+    free(gs);
+    free(ord);
+    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"policy\":\"fifo\"}", NK, &ng, &gs, &ord),
+                ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan(NULL, NK, &ng, &gs, &ord), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[2,3],[0,1]]}}", NK,
+                                                &ng, &gs, &ord),
+                ORDO_EPROTO);
+    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[1][1]: key 3 again");
+    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[2,1]]}}", NK, &ng,
+                                                &gs, &ord),
+                ORDO_EPROTO);
+    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups: 4 of 5 keys listed");
+    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[],[2,1,0]]}}", NK,
+                                                &ng, &gs, &ord),
+                ORDO_EPROTO);
+    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[1]: not a non-empty array");
+    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3,\"2\",1,0]]}}", NK,
+                                                &ng, &gs, &ord),
+                ORDO_EPROTO);
+    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[0][2]: not a key in [0, 5)");
+    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3,9,1,0]]}}", NK, &ng,
+                                                &gs, &ord),
+                ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{}}", NK, &ng, &gs, &ord), ORDO_EPROTO);
+}
+END_TEST
+
+static Suite *merge_buf_suite(void)
+{
+    Suite *s = suite_create("merge_buf");
+    TCase *tc = tcase_create("layout");
+    tcase_add_test(tc, parts_cover_each_group_once_per_server);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("round_trip");
+    tcase_add_test(tc, pack_then_split_gives_back_every_gradient);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("rejects");
+    tcase_add_test(tc, put_rejects_repeats_and_unknown_keys);
+    tcase_add_test(tc, split_rejects_bad_indexes);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("plan");
+    tcase_add_test(tc, plan_merge_member);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+ORDO_CK_MAIN(merge_buf_suite)

@@ -1,0 +1,327 @@
+/* merge_buf: per-group, per-server packing of gradients for merged pushes. */
+#include "worker/merge_buf.h"
+#include "common/error.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    ordo_merge_part_t pub;
+    float *buf;          /* packed payload; NULL for a part of one slice */
+    const float *single; /* one-slice part: the put gradient at the slice's offset */
+} part_t;
+
+typedef struct {
+    int first_key; /* offset into order */
+    int n_keys;
+    int first_part;
+    int n_parts;
+    int put; /* keys put since the last reset */
+} group_t;
+
+struct ordo_merge_buf {
+    const ordo_keys_t *keys;
+    int n_groups;
+    group_t *groups;
+    int *order;    /* [n_keys] keys in push order */
+    int *group_of; /* [n_keys] */
+    uint8_t *put;  /* [n_keys] */
+    part_t *parts; /* all parts, group-major */
+    int n_parts;
+    uint32_t *slice_ids; /* [n_slices] the parts' index arrays, back to back */
+    int64_t *offsets;    /* [n_slices] payload offset of each entry of slice_ids */
+    int *slice_part;     /* [n_slices] part of each slice */
+    int64_t *slice_off;  /* [n_slices] payload offset of each slice */
+    int64_t bytes;
+};
+
+/* ---- the plan's merge member --------------------------------------------------------- */
+
+int ordo_merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_groups,
+                                    int **group_start, int **order)
+{
+    json_error_t jerr;
+    json_t *root = plan_json ? json_loads(plan_json, 0, &jerr) : NULL;
+    json_t *merge = root ? json_object_get(root, "merge") : NULL;
+    int *start = NULL, *ord = NULL, *seen = NULL, rc = 0;
+    if (!merge || json_is_null(merge)) {
+        rc = ordo_error_set(ORDO_ENOTFOUND, "plan: no merge member");
+        goto done;
+    }
+    json_t *groups = json_object_get(merge, "groups");
+    if (!json_is_array(groups) || json_array_size(groups) == 0) {
+        rc = ordo_error_set(ORDO_EPROTO, "plan: $.merge.groups: not a non-empty array");
+        goto done;
+    }
+    int ng = (int)json_array_size(groups);
+    start = malloc(sizeof *start * ((size_t)ng + 1));
+    ord = malloc(sizeof *ord * ((size_t)n_keys + 1));
+    seen = calloc((size_t)n_keys + 1, sizeof *seen);
+    if (!start || !ord || !seen) {
+        rc = ORDO_ENOMEM;
+        goto done;
+    }
+    int n = 0;
+    for (int g = 0; g < ng; g++) {
+        json_t *grp = json_array_get(groups, (size_t)g);
+        start[g] = n;
+        if (!json_is_array(grp) || json_array_size(grp) == 0) {
+            rc = ordo_error_set(ORDO_EPROTO, "plan: $.merge.groups[%d]: not a non-empty array", g);
+            goto done;
+        }
+        for (size_t i = 0; i < json_array_size(grp); i++) {
+            json_t *k = json_array_get(grp, i);
+            json_int_t key = json_is_integer(k) ? json_integer_value(k) : -1;
+            if (key < 0 || key >= n_keys) {
+                rc = ordo_error_set(ORDO_EPROTO,
+                                    "plan: $.merge.groups[%d][%zu]: not a key in [0, %d)", g, i,
+                                    n_keys);
+                goto done;
+            }
+            if (seen[key]) {
+                rc = ordo_error_set(ORDO_EPROTO, "plan: $.merge.groups[%d][%zu]: key %d again", g,
+                                    i, (int)key);
+                goto done;
+            }
+            seen[key] = 1;
+            ord[n++] = (int)key;
+        }
+    }
+    if (n != n_keys) {
+        rc = ordo_error_set(ORDO_EPROTO, "plan: $.merge.groups: %d of %d keys listed", n, n_keys);
+        goto done;
+    }
+    start[ng] = n;
+    *n_groups = ng;
+    *group_start = start;
+    *order = ord;
+    start = ord = NULL;
+done:
+    free(start);
+    free(ord);
+    free(seen);
+    json_decref(root);
+    return rc;
+}
+
+/* ---- building ------------------------------------------------------------------------- */
+
+static int check_grouping(int n_keys, int n_groups, const int *group_start, const int *order)
+{
+    if (n_groups < 1 || group_start[0] != 0 || group_start[n_groups] != n_keys)
+        return ordo_error_set(ORDO_EINVAL, "merge groups: %d groups do not cover %d keys", n_groups,
+                              n_keys);
+    for (int g = 0; g < n_groups; g++)
+        if (group_start[g + 1] <= group_start[g])
+            return ordo_error_set(ORDO_EINVAL, "merge groups: group %d is empty", g);
+    uint8_t *seen = calloc((size_t)n_keys + 1, 1);
+    if (!seen) return ORDO_ENOMEM;
+    int rc = 0;
+    for (int i = 0; i < n_keys && !rc; i++) {
+        if (order[i] < 0 || order[i] >= n_keys || seen[order[i]])
+            rc = ordo_error_set(ORDO_EINVAL, "merge groups: key %d is out of range or repeated",
+                                order[i]);
+        else
+            seen[order[i]] = 1;
+    }
+    free(seen);
+    return rc;
+}
+
+/* lay out group g's parts: one per server holding some of its slices, in server order */
+static int build_group(ordo_merge_buf_t *mb, int g, int *cnt, int64_t *numel, int *part_of,
+                       int *next_entry)
+{
+    const ordo_keys_t *k = mb->keys;
+    group_t *gr = &mb->groups[g];
+    memset(cnt, 0, sizeof *cnt * (size_t)k->n_servers);
+    memset(numel, 0, sizeof *numel * (size_t)k->n_servers);
+    for (int i = 0; i < gr->n_keys; i++) {
+        int key = mb->order[gr->first_key + i];
+        for (int c = 0; c < k->n_chunks[key]; c++)
+            cnt[k->slices[k->first_slice[key] + c].server]++;
+    }
+    gr->first_part = mb->n_parts;
+    for (int s = 0; s < k->n_servers; s++) {
+        if (!cnt[s]) continue;
+        part_t *p = &mb->parts[mb->n_parts];
+        part_of[s] = mb->n_parts++;
+        p->pub.server = s;
+        p->pub.slices = mb->slice_ids + *next_entry;
+        p->pub.offset = mb->offsets + *next_entry;
+        *next_entry += cnt[s];
+    }
+    gr->n_parts = mb->n_parts - gr->first_part;
+    for (int i = 0; i < gr->n_keys; i++) {
+        int key = mb->order[gr->first_key + i];
+        for (int c = 0; c < k->n_chunks[key]; c++) {
+            int sl = k->first_slice[key] + c;
+            int s = k->slices[sl].server;
+            part_t *p = &mb->parts[part_of[s]];
+            int j = p->pub.n_slices++;
+            ((uint32_t *)p->pub.slices)[j] = (uint32_t)sl;
+            ((int64_t *)p->pub.offset)[j] = numel[s];
+            mb->slice_part[sl] = part_of[s];
+            mb->slice_off[sl] = numel[s];
+            numel[s] += k->slices[sl].numel;
+        }
+    }
+    for (int i = 0; i < gr->n_parts; i++) {
+        part_t *p = &mb->parts[gr->first_part + i];
+        p->pub.numel = numel[p->pub.server];
+        if (p->pub.n_slices == 1) continue;
+        size_t bytes = ((size_t)p->pub.numel * sizeof(float) + 63) & ~(size_t)63;
+        p->buf = aligned_alloc(64, bytes ? bytes : 64);
+        if (!p->buf) return ORDO_ENOMEM;
+        mb->bytes += (int64_t)bytes;
+    }
+    return 0;
+}
+
+int ordo_merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_start,
+                       const int *order, ordo_merge_buf_t **out)
+{
+    int rc = check_grouping(keys->n_keys, n_groups, group_start, order);
+    if (rc) return rc;
+    ordo_merge_buf_t *mb = calloc(1, sizeof *mb);
+    int *cnt = calloc((size_t)keys->n_servers, sizeof *cnt);
+    int *part_of = calloc((size_t)keys->n_servers, sizeof *part_of);
+    int64_t *numel = calloc((size_t)keys->n_servers, sizeof *numel);
+    if (!mb || !cnt || !part_of || !numel) {
+        rc = ORDO_ENOMEM;
+        goto fail;
+    }
+    size_t nk = (size_t)keys->n_keys + 1, ns = (size_t)keys->n_slices + 1;
+    mb->keys = keys;
+    mb->n_groups = n_groups;
+    mb->groups = calloc((size_t)n_groups, sizeof *mb->groups);
+    mb->order = malloc(sizeof *mb->order * nk);
+    mb->group_of = malloc(sizeof *mb->group_of * nk);
+    mb->put = calloc(nk, 1);
+    /* a group has at most one part per server, and at most as many parts as slices */
+    size_t max_parts = (size_t)n_groups * (size_t)keys->n_servers;
+    if (max_parts > ns) max_parts = ns;
+    mb->parts = calloc(max_parts, sizeof *mb->parts);
+    mb->slice_ids = malloc(sizeof *mb->slice_ids * ns);
+    mb->offsets = malloc(sizeof *mb->offsets * ns);
+    mb->slice_part = malloc(sizeof *mb->slice_part * ns);
+    mb->slice_off = malloc(sizeof *mb->slice_off * ns);
+    if (!mb->groups || !mb->order || !mb->group_of || !mb->put || !mb->parts || !mb->slice_ids ||
+        !mb->offsets || !mb->slice_part || !mb->slice_off) {
+        rc = ORDO_ENOMEM;
+        goto fail;
+    }
+    memcpy(mb->order, order, sizeof *order * (size_t)keys->n_keys);
+    int next_entry = 0;
+    for (int g = 0; g < n_groups; g++) {
+        mb->groups[g].first_key = group_start[g];
+        mb->groups[g].n_keys = group_start[g + 1] - group_start[g];
+        for (int i = group_start[g]; i < group_start[g + 1]; i++)
+            mb->group_of[order[i]] = g;
+        if ((rc = build_group(mb, g, cnt, numel, part_of, &next_entry)) != 0) goto fail;
+    }
+    ORDO_ASSERT(next_entry == keys->n_slices);
+    free(cnt);
+    free(part_of);
+    free(numel);
+    *out = mb;
+    return 0;
+fail:
+    free(cnt);
+    free(part_of);
+    free(numel);
+    ordo_merge_buf_destroy(&mb);
+    return rc;
+}
+
+void ordo_merge_buf_destroy(ordo_merge_buf_t **mbp)
+{
+    ordo_merge_buf_t *mb = *mbp;
+    if (!mb) return;
+    if (mb->parts)
+        for (int i = 0; i < mb->n_parts; i++)
+            free(mb->parts[i].buf);
+    free(mb->parts);
+    free(mb->groups);
+    free(mb->order);
+    free(mb->group_of);
+    free(mb->put);
+    free(mb->slice_ids);
+    free(mb->offsets);
+    free(mb->slice_part);
+    free(mb->slice_off);
+    free(mb);
+    *mbp = NULL;
+}
+
+/* ---- use ------------------------------------------------------------------------------ */
+
+int ordo_merge_buf_n_groups(const ordo_merge_buf_t *mb)
+{
+    return mb->n_groups;
+}
+
+int ordo_merge_buf_group_of(const ordo_merge_buf_t *mb, int key)
+{
+    return key >= 0 && key < mb->keys->n_keys ? mb->group_of[key] : -1;
+}
+
+const int *ordo_merge_buf_group_keys(const ordo_merge_buf_t *mb, int g, int *n)
+{
+    *n = mb->groups[g].n_keys;
+    return mb->order + mb->groups[g].first_key;
+}
+
+int ordo_merge_buf_n_parts(const ordo_merge_buf_t *mb, int g)
+{
+    return mb->groups[g].n_parts;
+}
+
+const ordo_merge_part_t *ordo_merge_buf_part(const ordo_merge_buf_t *mb, int g, int p)
+{
+    return &mb->parts[mb->groups[g].first_part + p].pub;
+}
+
+int ordo_merge_buf_put(ordo_merge_buf_t *mb, int key, const float *src, int *group)
+{
+    const ordo_keys_t *k = mb->keys;
+    if (key < 0 || key >= k->n_keys)
+        return ordo_error_set(ORDO_EINVAL, "merge: no key %d (the model has %d)", key, k->n_keys);
+    if (mb->put[key])
+        return ordo_error_set(ORDO_EINVAL, "merge: key %d was put twice into group %d", key,
+                              mb->group_of[key]);
+    for (int c = 0; c < k->n_chunks[key]; c++) {
+        int sl = k->first_slice[key] + c;
+        part_t *p = &mb->parts[mb->slice_part[sl]];
+        const float *from = src + k->slices[sl].offset;
+        if (p->buf)
+            memcpy(p->buf + mb->slice_off[sl], from, (size_t)k->slices[sl].numel * sizeof(float));
+        else
+            p->single = from;
+    }
+    mb->put[key] = 1;
+    group_t *gr = &mb->groups[mb->group_of[key]];
+    *group = mb->group_of[key];
+    return ++gr->put == gr->n_keys ? 1 : 0;
+}
+
+const float *ordo_merge_buf_payload(const ordo_merge_buf_t *mb, int g, int p)
+{
+    const part_t *pt = &mb->parts[mb->groups[g].first_part + p];
+    return pt->buf ? pt->buf : pt->single;
+}
+
+void ordo_merge_buf_reset(ordo_merge_buf_t *mb, int g)
+{
+    group_t *gr = &mb->groups[g];
+    for (int i = 0; i < gr->n_keys; i++)
+        mb->put[mb->order[gr->first_key + i]] = 0;
+    gr->put = 0;
+}
+
+int64_t ordo_merge_buf_bytes(const ordo_merge_buf_t *mb)
+{
+    return mb->bytes;
+}

@@ -1,0 +1,78 @@
+/* merge_buf: the worker's merge buffers for merged pushes ([push] mode = merged). The merge
+ * plan groups the keys into messages; since a group's keys may live on several servers (the
+ * key map spreads slices by bytes), every group is sent as one message per server holding
+ * part of it: a "part". A part's payload is the concatenation of its slices' floats, in push
+ * order (keys in group order, chunks in order), and its index lists their slice ids. Buffers
+ * and indexes are allocated once, when the plan is read: gradients are copied in as they
+ * become ready, and a group is complete when every one of its keys was put. A part holding a
+ * single slice is not copied: its payload is the gradient itself (zero copy). */
+#ifndef ORDO_MERGE_BUF_H
+#define ORDO_MERGE_BUF_H
+
+#include <stdint.h>
+
+#include "common/keys.h"
+
+typedef struct ordo_merge_buf ordo_merge_buf_t;
+
+/* One message of a group: the slices of the group that live on one server. */
+typedef struct ordo_merge_part {
+    int server;
+    int n_slices;
+    const uint32_t *slices; /* [n_slices] slice ids (indices into keys->slices), payload order */
+    const int64_t *offset;  /* [n_slices] first float of each slice in the payload */
+    int64_t numel;          /* floats in the payload */
+} ordo_merge_part_t;
+
+/* ordo_merge_buf_groups_from_plan reads the "merge" member of the scheduler's plan JSON:
+ * {"groups": [[key, ...], ...], ...}, keys in push order. Every key in [0, n_keys) must
+ * appear exactly once. Writes *n_groups, *group_start ([n_groups + 1] offsets into *order)
+ * and *order ([n_keys] keys), both the caller's to free. ORDO_ENOTFOUND when the plan has no
+ * merge member (dense pushes); ORDO_EPROTO naming the JSON path when it is malformed. */
+int ordo_merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_groups,
+                                    int **group_start, int **order);
+
+/* ordo_merge_buf_new builds the parts of every group of a grouping of keys' tensors
+ * (n_groups groups; group g is order[group_start[g]] .. order[group_start[g + 1] - 1]) and
+ * allocates their buffers. keys is borrowed and must outlive the buffer. Fails with
+ * ORDO_EINVAL when the grouping does not list every key exactly once. */
+int ordo_merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_start,
+                       const int *order, ordo_merge_buf_t **out);
+
+/* ordo_merge_buf_destroy frees *mb and sets *mb = NULL; NULL-safe. */
+void ordo_merge_buf_destroy(ordo_merge_buf_t **mb);
+
+/* ordo_merge_buf_n_groups returns the number of groups. */
+int ordo_merge_buf_n_groups(const ordo_merge_buf_t *mb);
+
+/* ordo_merge_buf_group_of returns the group of key (-1 when out of range). */
+int ordo_merge_buf_group_of(const ordo_merge_buf_t *mb, int key);
+
+/* ordo_merge_buf_group_keys returns group g's keys in push order and sets *n. */
+const int *ordo_merge_buf_group_keys(const ordo_merge_buf_t *mb, int g, int *n);
+
+/* ordo_merge_buf_n_parts returns how many messages group g is sent as (servers holding part
+ * of it); parts are in server order. */
+int ordo_merge_buf_n_parts(const ordo_merge_buf_t *mb, int g);
+
+/* ordo_merge_buf_part returns part p of group g (borrowed from mb). */
+const ordo_merge_part_t *ordo_merge_buf_part(const ordo_merge_buf_t *mb, int g, int p);
+
+/* ordo_merge_buf_put copies key's gradient (keys->numel[key] floats at src) into the
+ * payloads of its group's parts; for a part of a single slice it only records src, which
+ * the caller then keeps unchanged until the part was sent and acknowledged. Sets *group to
+ * key's group and returns 1 when that group is now complete (every key put since its last
+ * reset), 0 when it is not, ORDO_EINVAL when key is out of range or was already put. */
+int ordo_merge_buf_put(ordo_merge_buf_t *mb, int key, const float *src, int *group);
+
+/* ordo_merge_buf_payload returns the payload of part p of complete group g: its buffer, or
+ * for a part of one slice, the put gradient at that slice's offset. */
+const float *ordo_merge_buf_payload(const ordo_merge_buf_t *mb, int g, int p);
+
+/* ordo_merge_buf_reset empties group g for the next iteration (its keys may be put again). */
+void ordo_merge_buf_reset(ordo_merge_buf_t *mb, int g);
+
+/* ordo_merge_buf_bytes returns the bytes allocated for payload buffers (for logs). */
+int64_t ordo_merge_buf_bytes(const ordo_merge_buf_t *mb);
+
+#endif
