@@ -2,6 +2,7 @@
 #include "scheduler/runlog.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "scheduler/runlog_sparse.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -284,6 +285,8 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
     json_object_set_new(root, "straggler_effect", num(strag_n ? strag_sum / strag_n : NAN));
     json_object_set_new(root, "efficiency_mean", num(eff_n ? eff_sum / eff_n : NAN));
     json_object_set_new(root, "bytes_per_iter", num(ns ? bytes_sum / ns : NAN));
+    json_t *sparse = ordo_runlog_sparse_summary(r->recs, r->n, r->n_workers);
+    if (sparse) json_object_set_new(root, "sparse", sparse);
     /* training results: the mean over workers of what they reported */
     static const char *finals[] = {"final_loss", "test_accuracy", NULL};
     for (int f = 0; finals[f]; f++) {

@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "scheduler/oracle.h"
 #include "scheduler/order.h"
+#include "scheduler/runplan_sparse.h"
 #include "scheduler/runplan_merge.h"
 #include "scheduler/sim.h"
 
@@ -147,6 +148,7 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
         ORDO_INFO("order: policy none: every worker requests its pulls in a seeded random order "
                   "that changes every iteration; servers release in arrival order");
     }
+    if ((rc = ordo_runplan_sparse(conf, m, plan)) != 0) goto fail;
     json_t *names = json_array();
     for (int p = 0; p < n; p++)
         json_array_append_new(names, json_string(m->params[p].name));

@@ -13,6 +13,7 @@
 #include "scheduler/job.h"
 #include "scheduler/runplan.h"
 #include "scheduler/runlog.h"
+#include "scheduler/sparse_coord.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -51,6 +52,7 @@ typedef struct {
     json_t *plan;           /* computed once at start-up, sent in every WELCOME */
     int64_t barrier_id;     /* the barrier workers are gathering at (-1: none) */
     int barrier_n;          /* workers arrived at it */
+    ordo_sparse_coord_t *sparse; /* [push] mode = sparse: thresholds and regions */
     char run_dir[ORDO_CONF_PATH + ORDO_CONF_STR + 64];
 } sched_t;
 
@@ -281,6 +283,28 @@ static void on_barrier(sched_t *s, member_t *mb, int64_t id)
     }
 }
 
+/* the sparse coordinator's messages: one copy to every member of a role */
+static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *payload,
+                        size_t len)
+{
+    sched_t *s = ctx;
+    for (int i = 0; i < s->n_members; i++) {
+        if (s->members[i].role != role) continue;
+        ordo_msg_t m;
+        ordo_msg_init(&m, ORDO_MSG_PLAN);
+        m.sock = s->sock;
+        memcpy(m.rid, s->members[i].rid, s->members[i].rid_len);
+        m.rid_len = s->members[i].rid_len;
+        m.hdr.role = ORDO_ROLE_SCHEDULER;
+        m.hdr.iter = iter;
+        m.hdr.key = ORDO_SPARSE_KEY;
+        m.hdr.chunk = (uint32_t)sub;
+        m.hdr.dtype = ORDO_DTYPE_BYTES;
+        if (ordo_msg_add_copy(&m, payload, len) == 0) ordo_transport_send(s->tp, &m);
+        else ordo_msg_close(&m);
+    }
+}
+
 static bool handle(sched_t *s, ordo_msg_t *m)
 {
     member_t *mb = find_member(s, m);
@@ -324,6 +348,13 @@ static bool handle(sched_t *s, ordo_msg_t *m)
     case ORDO_MSG_BARRIER:
         on_barrier(s, mb, m->hdr.iter);
         break;
+    case ORDO_MSG_PLAN: { /* sparse histograms (scheduler/sparse_coord.h) */
+        int rc = s->sparse ? ordo_sparse_coord_on_msg(s->sparse, mb->role, mb->rank, m)
+                           : ordo_error_set(ORDO_EPROTO, "no sparse pushes in this run");
+        if (rc) ORDO_WARN("dropped a PLAN message from %s: %s",
+                          member_name(mb, name, sizeof name), ordo_error_text(rc));
+        break;
+    }
     case ORDO_MSG_ABORT: {
         char why[600], body[400];
         snprintf(why, sizeof why, "%s gave up: %s", member_name(mb, name, sizeof name),
@@ -382,6 +413,11 @@ int main(int argc, char **argv)
      * start-up with its reason */
     if ((rc = ordo_runplan_make(&s.conf, s.model, s.keys, &s.plan)) != 0) {
         fprintf(stderr, "ordo-scheduler: cannot plan the run: %s\n", ordo_error_text(rc));
+        return 1;
+    }
+    rc = ordo_sparse_coord_new(s.plan, s.conf.servers, s.conf.workers, sparse_send, &s, &s.sparse);
+    if (rc) {
+        fprintf(stderr, "ordo-scheduler: %s\n", ordo_error_text(rc));
         return 1;
     }
     s.barrier_id = -1;
@@ -443,6 +479,7 @@ int main(int argc, char **argv)
     ordo_keys_destroy(&s.keys);
     ordo_model_destroy(&s.model);
     json_decref(s.plan);
+    ordo_sparse_coord_destroy(&s.sparse);
     free(s.members);
     return rc ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 #include "common/trace.h"
 #include "server/enforce.h"
 #include "server/groups.h"
+#include "server/sparse_srv.h"
 #include "server/store.h"
 
 #include <jansson.h>
@@ -47,6 +48,7 @@ typedef struct {
     int data_sock;
     ordo_store_t *store;
     ordo_groups_t *groups; /* checks merged pushes */
+    ordo_sparse_srv_t *sparse; /* [push] mode = sparse: the plan's sparse member */
     ordo_enforce_t *enforce;
     waitlist_t *waiting; /* per slice */
     int *prio;           /* plan priority per slice (for response headers) */
@@ -209,6 +211,10 @@ static void on_group_push(server_t *s, ordo_msg_t *m)
 static void on_data(server_t *s, ordo_msg_t *m)
 {
     char why[256];
+    if (s->sparse && m->hdr.key == ORDO_SPARSE_KEY) { /* server/sparse_srv.h */
+        ordo_sparse_srv_on_data(s->sparse, m);
+        return;
+    }
     if (m->hdr.role != ORDO_ROLE_WORKER || m->hdr.rank < 0 || m->hdr.rank >= s->node.n_workers) {
         answer_error(s, m, "sender is not a worker of this cluster");
         return;
@@ -426,6 +432,7 @@ int main(int argc, char **argv)
     if ((rc = ordo_store_new(s.node.keys, s.node.rank, s.node.n_workers, &opt, scale, &s.store)))
         goto fail;
     if ((rc = ordo_groups_new(s.node.keys, s.node.rank, &s.groups)) != 0) goto fail;
+    if ((rc = ordo_sparse_srv_new(&s.node, &s.conf, s.data_sock, &s.sparse)) != 0) goto fail;
     s.waiting = calloc((size_t)s.node.keys->n_slices, sizeof *s.waiting);
     if ((rc = setup_enforcement(&s)) != 0) goto fail;
     if (s.conf.trace) {
@@ -465,6 +472,8 @@ int main(int argc, char **argv)
             bool stop = false;
             if (m.sock == s.data_sock) {
                 on_data(&s, &m);
+            } else if (m.hdr.type == ORDO_MSG_PLAN && s.sparse) {
+                ordo_sparse_srv_on_ctl(s.sparse, &m);
             } else if (m.hdr.type == ORDO_MSG_SHUTDOWN) {
                 ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped", (unsigned long long)s.n_push,
                           (unsigned long long)s.n_pull, (unsigned long long)s.n_dropped);
@@ -499,6 +508,7 @@ int main(int argc, char **argv)
     free(s.waiting);
     free(s.prio);
     ordo_groups_destroy(&s.groups);
+    ordo_sparse_srv_destroy(&s.sparse);
     ordo_store_destroy(&s.store);
     ordo_node_fini(&s.node);
     return code;

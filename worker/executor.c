@@ -3,6 +3,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "worker/sparse_push.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -16,7 +17,8 @@ typedef enum {
     CMD_PULL_ALL,
     CMD_INIT,
     CMD_REPORT,
-    CMD_BARRIER
+    CMD_BARRIER,
+    CMD_SPARSE_PUSH /* sparse mode: sparsify and push all gradients of an iteration */
 } cmd_kind_t;
 
 typedef struct {
@@ -51,6 +53,13 @@ struct ordo_exec {
     float *const *init_values; /* CMD_INIT: what to send */
     bool init_done;
     int64_t barrier_done; /* the last barrier every worker reached (-1 none) */
+    /* sparse mode ([push] mode = sparse): parameters and gradients are each one block in
+     * model order; the module lives on the communication thread, its figures under mu */
+    float *param_block, *grad_block;
+    ordo_sparse_push_t *sparse;
+    int64_t sparse_version; /* version of the local parameters (-1 none) */
+    int64_t sparse_push, sparse_pull;
+    char sparse_stats[512];
 };
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -103,6 +112,28 @@ static int by_priority(const void *a, const void *b)
 }
 
 /* ---- communication thread ----------------------------------------------------------- */
+
+/* a sparse request completed: the parameters of ev->iter are in (PULLED), or every server
+ * answered the push of ev->iter and the parameters are now of the next iteration (PUSHED) */
+static void sparse_done(ordo_exec_t *e, const ordo_worker_event_t *ev)
+{
+    int64_t push, pull;
+    const char *stats = ordo_sparse_push_stats(e->sparse, &push, &pull);
+    pthread_mutex_lock(&e->mu);
+    e->sparse_version = ordo_sparse_push_version(e->sparse);
+    if (ev->key == ORDO_SPARSE_PUSH_PULLED) {
+        for (int i = 0; i < e->n; i++)
+            e->ready_iter[i] = ev->iter;
+        e->pulls_left = 0;
+    } else {
+        e->sparse_push = push;
+        e->sparse_pull = pull;
+        snprintf(e->sparse_stats, sizeof e->sparse_stats, "%s", stats);
+        e->pushes_left = 0;
+    }
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
 
 static void issue_pulls(ordo_exec_t *e, int64_t iter)
 {
@@ -173,6 +204,10 @@ static void *comm_main(void *arg)
             pthread_mutex_unlock(&e->mu);
             continue;
         }
+        if (ev.kind == ORDO_EV_HOOK) {
+            sparse_done(e, &ev);
+            continue;
+        }
         if (ev.kind == ORDO_EV_BARRIER) {
             pthread_mutex_lock(&e->mu);
             e->barrier_done = ev.iter;
@@ -199,7 +234,8 @@ static void *comm_main(void *arg)
             }
             if (c.kind == CMD_INIT) {
                 /* only this thread may touch the sockets */
-                for (int i = 0; i < e->n && rc == 0; i++)
+                if (e->sparse) rc = ordo_sparse_push_init(e->sparse, e->init_values);
+                for (int i = 0; !e->sparse && i < e->n && rc == 0; i++)
                     rc = ordo_worker_init(e->o.ps, i, e->init_values[i]);
                 pthread_mutex_lock(&e->mu);
                 if (rc) e->fatal = rc;
@@ -208,11 +244,15 @@ static void *comm_main(void *arg)
                 pthread_mutex_unlock(&e->mu);
                 continue;
             }
-            if (c.kind == CMD_START || c.kind == CMD_PULL_ALL) {
+            if ((c.kind == CMD_START || c.kind == CMD_PULL_ALL) && !e->sparse) {
                 issue_pulls(e, c.iter);
             } else {
                 /* pushes: the plan's order; without a plan, the order they became ready */
-                if (c.kind == CMD_BARRIER)
+                if (c.kind == CMD_START || c.kind == CMD_PULL_ALL)
+                    rc = ordo_sparse_push_pull(e->sparse, c.iter);
+                else if (c.kind == CMD_SPARSE_PUSH)
+                    rc = ordo_sparse_push_iteration(e->sparse, c.iter);
+                else if (c.kind == CMD_BARRIER)
                     rc = ordo_worker_barrier(e->o.ps, c.iter);
                 else
                     rc = ordo_worker_push(e->o.ps, c.key, e->grads[c.key], c.iter,
@@ -252,17 +292,22 @@ int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
     if (!e->params || !e->grads || !e->order || !e->ready_iter || !e->pull_start_ns ||
         !e->push_start_ns)
         goto nomem;
+    int64_t total = ordo_model_total_numel(o->model), at = 0;
+    e->param_block = calloc((size_t)total + 1, sizeof(float));
+    e->grad_block = calloc((size_t)total + 1, sizeof(float));
+    if (!e->param_block || !e->grad_block) goto nomem;
     for (int i = 0; i < e->n; i++) {
-        size_t bytes = (size_t)o->model->params[i].numel * sizeof(float);
-        e->params[i] = calloc(1, bytes);
-        e->grads[i] = calloc(1, bytes);
-        if (!e->params[i] || !e->grads[i]) goto nomem;
+        e->params[i] = e->param_block + at;
+        e->grads[i] = e->grad_block + at;
+        at += o->model->params[i].numel;
         e->order[i] = i;
         e->ready_iter[i] = -1;
     }
     sort_ctx = e;
     qsort(e->order, (size_t)e->n, sizeof *e->order, by_priority);
-    int rc = ordo_compute_bind(o->compute, e->params, e->grads);
+    e->sparse_version = -1;
+    int rc = ordo_sparse_push_new(o->ps, o->model, e->param_block, e->grad_block, &e->sparse);
+    if (!rc) rc = ordo_compute_bind(o->compute, e->params, e->grads);
     if (rc) {
         ordo_exec_destroy(&e);
         return rc;
@@ -293,10 +338,9 @@ void ordo_exec_destroy(ordo_exec_t **ep)
         post(e, CMD_STOP, 0, 0);
         pthread_join(e->comm, NULL);
     }
-    for (int i = 0; i < e->n; i++) {
-        if (e->params) free(e->params[i]);
-        if (e->grads) free(e->grads[i]);
-    }
+    ordo_sparse_push_destroy(&e->sparse);
+    free(e->param_block);
+    free(e->grad_block);
     free(e->params);
     free(e->grads);
     free(e->order);
@@ -402,11 +446,14 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     pthread_mutex_lock(&e->mu);
     e->cur_iter = t;
     e->pulls_left = e->n;
-    e->pushes_left = e->o.forward_only ? 0 : e->n;
+    e->pushes_left = e->o.forward_only ? 0 : e->sparse ? 1 : e->n;
+    /* sparse: the answers to the last push already made the parameters of this iteration */
+    bool have = e->sparse && e->sparse_version == pull_iter;
     for (int i = 0; i < e->n; i++)
-        e->ready_iter[i] = -1;
+        e->ready_iter[i] = have ? pull_iter : -1;
+    if (have) e->pulls_left = 0;
     pthread_mutex_unlock(&e->mu);
-    post(e, CMD_START, 0, pull_iter);
+    if (!have) post(e, CMD_START, 0, pull_iter);
 
     if (x && (rc = ordo_compute_set_batch(e->o.compute, x, labels, n)) != 0) return rc;
     int64_t waited = 0, computing = 0;
@@ -431,7 +478,7 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
             computing += c1 - c0;
             if (e->o.trace)
                 ordo_trace_complete(e->o.trace, m->ops[op].name, "backward", 0, c0, c1 - c0, NULL);
-            for (int j = 0; j < m->ops[op].n_params; j++) {
+            for (int j = 0; !e->sparse && j < m->ops[op].n_params; j++) {
                 /* a shared parameter's gradient is complete after the backward of the first op
                  * reading it, which runs last: push it once, then */
                 if (m->params[m->ops[op].params[j]].first_op != op) continue;
@@ -440,6 +487,7 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
                 post(e, CMD_PUSH, m->ops[op].params[j], t);
             }
         }
+        if (e->sparse) post(e, CMD_SPARSE_PUSH, 0, t);
     }
     double loss = 0;
     int correct = 0;
@@ -459,6 +507,13 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     int64_t bytes = ordo_model_total_bytes(m);
     st->bytes_pull = bytes;
     st->bytes_push = e->o.forward_only ? 0 : bytes;
+    if (e->sparse && !e->o.forward_only) {
+        pthread_mutex_lock(&e->mu);
+        st->bytes_push = e->sparse_push;
+        st->bytes_pull = e->sparse_pull;
+        snprintf(st->extra, sizeof st->extra, "%s", e->sparse_stats);
+        pthread_mutex_unlock(&e->mu);
+    }
     st->step_ms = (double)(st->t_end_ns - st->t_start_ns) / 1e6;
     st->wait_ms = (double)waited / 1e6;
     st->compute_ms = (double)computing / 1e6;

@@ -38,6 +38,7 @@ typedef struct ordo_exec_stats {
     int64_t bytes_push, bytes_pull;
     double loss;
     int correct;
+    char extra[512]; /* further STATS members (",\"name\":value..."): sparse counters */
 } ordo_exec_stats_t;
 
 /* ordo_exec_new allocates the parameter and gradient buffers and starts the communication

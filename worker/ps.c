@@ -47,6 +47,10 @@ struct ordo_worker {
     int *group_prio, *group_left;
     int64_t bytes_push, bytes_pull;
     bool aborted;
+    /* the message hook (sparse pushes) */
+    ordo_worker_hook_fn hook;
+    void *hook_ctx;
+    uint32_t hook_key;
 };
 
 int ordo_worker_rank(const ordo_worker_t *w)
@@ -392,7 +396,7 @@ static void add_event(ordo_worker_t *w, int kind, int key, int64_t iter)
     }
     w->ev[(w->ev_head + w->ev_n++) % w->ev_cap] =
         (ordo_worker_event_t){.kind = kind, .key = key, .iter = iter, .t_ns = ordo_clock_ns()};
-    if (kind != ORDO_EV_WAKE) w->outstanding--;
+    if (kind != ORDO_EV_WAKE && kind != ORDO_EV_HOOK) w->outstanding--;
 }
 
 /* the ack of one part of a merged group; the last one completes every key of the group */
@@ -421,6 +425,13 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
 {
     char buf[512];
     const ordo_keys_t *k = w->node.keys;
+    if (w->hook && m->hdr.key == w->hook_key &&
+        (m->hdr.type == ORDO_MSG_PULL_RESP || m->hdr.type == ORDO_MSG_ERROR ||
+         m->hdr.type == ORDO_MSG_PLAN)) {
+        int rc = w->hook(w->hook_ctx, m);
+        if (rc > 0) add_event(w, ORDO_EV_HOOK, rc, m->hdr.iter);
+        return rc < 0 ? rc : 0;
+    }
     switch (m->hdr.type) {
     case ORDO_MSG_PULL_RESP: {
         int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
@@ -525,6 +536,28 @@ static int send_ctl(ordo_worker_t *w, int type, const char *text)
     m.hdr.dtype = ORDO_DTYPE_JSON;
     if (text) ordo_msg_add_text(&m, text);
     return ordo_node_send_ctl(&w->node, &m);
+}
+
+void ordo_worker_set_hook(ordo_worker_t *w, uint32_t key, ordo_worker_hook_fn fn, void *ctx)
+{
+    w->hook = fn;
+    w->hook_ctx = ctx;
+    w->hook_key = key;
+}
+
+int ordo_worker_send(ordo_worker_t *w, int server, ordo_msg_t *m)
+{
+    if (server < -1 || server >= w->node.n_servers) {
+        ordo_msg_close(m);
+        return ordo_error_set(ORDO_EINVAL, "no server %d (the cluster has %d)", server,
+                              w->node.n_servers);
+    }
+    if (server < 0) return ordo_node_send_ctl(&w->node, m);
+    m->sock = w->server_sock[server];
+    m->hdr.role = ORDO_ROLE_WORKER;
+    m->hdr.rank = w->node.rank;
+    m->hdr.req = ++w->req;
+    return ordo_transport_send(w->node.tp, m);
 }
 
 int ordo_worker_report(ordo_worker_t *w, const char *json)

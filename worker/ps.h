@@ -10,6 +10,7 @@
 
 #include "common/conf.h"
 #include "common/keys.h"
+#include "common/wire.h"
 
 typedef struct ordo_worker ordo_worker_t;
 
@@ -17,7 +18,8 @@ typedef enum {
     ORDO_EV_PULL_DONE = 1,
     ORDO_EV_PUSH_DONE = 2,
     ORDO_EV_WAKE = 3,
-    ORDO_EV_BARRIER = 4 /* every worker reached barrier ev.iter */
+    ORDO_EV_BARRIER = 4, /* every worker reached barrier ev.iter */
+    ORDO_EV_HOOK = 5     /* the message hook finished something: ev.key = its code */
 } ordo_worker_ev_kind_t;
 
 typedef struct ordo_worker_event {
@@ -86,6 +88,21 @@ void ordo_worker_abort(ordo_worker_t *w, const char *reason);
 /* ordo_worker_finish tells the scheduler this worker is done (final JSON or NULL) and waits
  * (bounded by the fault timeout) for the SHUTDOWN. */
 int ordo_worker_finish(ordo_worker_t *w, const char *final_json);
+
+/* A message hook takes the inbound PULL_RESP, ERROR and PLAN messages whose header key is
+ * the hook's key (sparse pushes, worker/sparse_push.h) instead of the push/pull engine. It
+ * returns 0, a negative error (fatal: ordo_worker_poll returns it), or a positive code that
+ * ordo_worker_poll reports as an ORDO_EV_HOOK event with ev.key = the code and ev.iter = the
+ * message's iteration. It runs on the thread that polls and may call ordo_worker_send. */
+typedef int (*ordo_worker_hook_fn)(void *ctx, ordo_msg_t *m);
+
+/* ordo_worker_set_hook installs fn (NULL removes it) for messages with header key `key`. */
+void ordo_worker_set_hook(ordo_worker_t *w, uint32_t key, ordo_worker_hook_fn fn, void *ctx);
+
+/* ordo_worker_send sends m (type, iteration, key, chunk, dtype and frames set by the caller)
+ * to server `server`, or to the scheduler when server is -1, stamping the sender's role,
+ * rank and a request id; m's frames are consumed. */
+int ordo_worker_send(ordo_worker_t *w, int server, ordo_msg_t *m);
 
 /* ordo_worker_bytes returns payload bytes pushed and pulled so far. */
 void ordo_worker_bytes(const ordo_worker_t *w, int64_t *pushed, int64_t *pulled);

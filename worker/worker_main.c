@@ -257,7 +257,7 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         double eff = eo.forward_only
                          ? efficiency(m, ordo_worker_keys(w), conf, st.compute_ms, makespan)
                          : NAN;
-        char js[1024], effs[32], losss[48];
+        char js[1536], effs[32], losss[48];
         if (isnan(eff))
             snprintf(effs, sizeof effs, "null");
         else
@@ -270,11 +270,11 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
             js, sizeof js,
             "{\"worker\":%d,\"iter\":%lld,\"step_ms\":%.4f,\"wait_ms\":%.4f,\"compute_ms\":%.4f,"
             "\"bytes_push\":%lld,\"bytes_pull\":%lld,\"efficiency\":%s%s,\"samples\":%d,"
-            "\"forward_ms\":%.4f,\"t_start_ns\":%lld,\"t_push_done_ns\":%lld,\"t_end_ns\":%lld}",
+            "\"forward_ms\":%.4f,\"t_start_ns\":%lld,\"t_push_done_ns\":%lld,\"t_end_ns\":%lld%s}",
             rank, (long long)t, st.step_ms, st.wait_ms, st.compute_ms, (long long)st.bytes_push,
             (long long)st.bytes_pull, effs, losss, batch,
             (double)(st.t_forward_end_ns - st.t_start_ns) / 1e6, (long long)st.t_start_ns,
-            (long long)st.t_push_done_ns, (long long)st.t_end_ns);
+            (long long)st.t_push_done_ns, (long long)st.t_end_ns, st.extra);
         ordo_exec_report(ex, js);
         loss_sum += st.loss;
         step_sum += st.step_ms;

@@ -1,0 +1,44 @@
+/* sparse_srv: a server's part of sparse pushes ([push] mode = sparse) in the live system.
+ * The server owns one contiguous region of the model's flat index space (the plan's sparse
+ * member; re-balanced by the scheduler). Per iteration it collects the W workers' COO
+ * pushes of its region, sums them in worker rank order (server/sparse_agg), selects its
+ * share of the global top-k (exactly k with one server; with several, by a threshold the
+ * scheduler agrees from the servers' magnitude histograms every threshold_period
+ * iterations, reused in between), applies SGD to the selected entries and answers every
+ * worker with exactly those entries (index, new value). When new regions take effect at an
+ * iteration boundary it hands the values and momentum of the ranges it loses to their new
+ * owners and waits for the ranges it gains before it applies the next update. It also keeps
+ * the dense values of its region for the initial values (INIT) and for whole-model pulls.
+ * Bad messages are answered with ERROR (workers) or logged (servers) and dropped; they never
+ * stop the server. */
+#ifndef ORDO_SPARSE_SRV_H
+#define ORDO_SPARSE_SRV_H
+
+#include "common/conf.h"
+#include "common/node.h"
+#include "common/sparse_wire.h"
+
+typedef struct ordo_sparse_srv ordo_sparse_srv_t;
+
+/* ordo_sparse_srv_new makes the sparse side of the server joined as node (borrowed, with
+ * its transport; data_sock is the server's ROUTER data socket) from the plan's sparse
+ * member and conf's optimizer. *out is NULL (and 0 returned) when the plan has none. */
+int ordo_sparse_srv_new(ordo_node_t *node, const ordo_conf_t *conf, int data_sock,
+                        ordo_sparse_srv_t **out);
+
+/* ordo_sparse_srv_destroy logs the totals, frees and sets *p to NULL; NULL-safe. */
+void ordo_sparse_srv_destroy(ordo_sparse_srv_t **p);
+
+/* ordo_sparse_srv_on_data takes a message with key ORDO_SPARSE_KEY from the data socket
+ * (a worker's INIT, PUSH or PULL, another server's handover); it may move the message's
+ * frames out of m (the caller still closes m). */
+void ordo_sparse_srv_on_data(ordo_sparse_srv_t *srv, ordo_msg_t *m);
+
+/* ordo_sparse_srv_on_ctl takes a sparse PLAN message from the scheduler (THRESHOLD or
+ * REGIONS). */
+void ordo_sparse_srv_on_ctl(ordo_sparse_srv_t *srv, ordo_msg_t *m);
+
+/* ordo_sparse_srv_iteration returns how many iterations the server has completed. */
+int64_t ordo_sparse_srv_iteration(const ordo_sparse_srv_t *srv);
+
+#endif
