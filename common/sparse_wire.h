@@ -9,7 +9,8 @@
  *     PUSH      worker -> server: iter t, chunk = region epoch, COO of the worker's selection
  *     PULL_RESP server -> worker: iter t, chunk = epoch, COO of (index, new value) of the
  *               entries the server selected (the answer to the push of t)
- *     PULL      worker -> server: iter = version v: the region's values after v updates
+ *     PULL      worker -> server: iter = version v, chunk = the epoch of the regions the
+ *               worker expects then: the region's values after v updates
  *     PULL_RESP server -> worker: dtype F32, chunk = lo, the region's values (answer to PULL)
  *     INIT      server -> server: iter = E, chunk = lo, frames: values and momentum of
  *               [lo, lo + len/4): the handover of a range that changes owner at iteration E

@@ -15,6 +15,12 @@
 
 typedef enum { OP_NONE, OP_PULL, OP_PUSH } op_kind_t;
 
+/* the position histogram weighs an iteration HIST_DECAY^age: the load drifts while training
+ * goes (fast at first), and recent iterations predict the next period best */
+#define HIST_DECAY 0.9
+/* histogram weights are sent as counts scaled by this */
+#define HIST_SCALE 1000.0
+
 /* a reused threshold may select up to this many times k; beyond it the iteration pushes
  * the exact top-k instead (docs/sparse.md §8) */
 #define LOCAL_SLACK 1.15
@@ -57,7 +63,8 @@ struct ordo_sparse_push {
     int64_t stats_push, stats_pull;
     uint8_t *buf;
     size_t cap;
-    uint64_t *hist;
+    double *hist;     /* positions pushed, older iterations weighted down by HIST_DECAY */
+    uint64_t *counts; /* the report */
 };
 
 static int reserve(ordo_sparse_push_t *sp, size_t bytes)
@@ -113,12 +120,13 @@ int ordo_sparse_push_new(ordo_worker_t *ps, const ordo_model_t *m, float *params
     sp->answered = calloc((size_t)S, sizeof *sp->answered);
     sp->per_server = calloc((size_t)S, sizeof *sp->per_server);
     sp->hist = calloc((size_t)p.nbins, sizeof *sp->hist);
+    sp->counts = calloc((size_t)p.nbins, sizeof *sp->counts);
     /* a push holds at most ORDO_SPARSIFY_OVERSHOOT * k entries (worker/sparsify.h) */
     size_t most =
         (size_t)p.k * ORDO_SPARSIFY_OVERSHOOT < p.n ? (size_t)p.k * ORDO_SPARSIFY_OVERSHOOT : p.n;
     sp->idx = malloc(sizeof *sp->idx * (most + 1));
     if (!sp->bounds || !sp->next_bounds || !sp->answered || !sp->per_server || !sp->hist ||
-        !sp->idx) {
+        !sp->counts || !sp->idx) {
         ordo_sparse_push_destroy(&sp);
         return ORDO_ENOMEM;
     }
@@ -146,6 +154,7 @@ void ordo_sparse_push_destroy(ordo_sparse_push_t **spp)
     free(sp->answered);
     free(sp->per_server);
     free(sp->hist);
+    free(sp->counts);
     free(sp->buf);
     free(sp->top);
     free(sp->vals);
@@ -278,15 +287,15 @@ int ordo_sparse_push_pull(ordo_sparse_push_t *sp, int64_t version)
     return try_send(sp);
 }
 
-/* the position histogram of the pushes since the last report, for region balancing (a
- * whole period predicts the next one better than its last iteration alone) */
+/* the position histogram of the pushes, recent ones weighted most, for region balancing */
 static int send_poshist(ordo_sparse_push_t *sp, int64_t iter)
 {
     size_t nb = (size_t)sp->plan.nbins;
     int rc = reserve(sp, 8 * nb);
     if (rc) return rc;
-    ordo_sparse_wire_put_counts(sp->hist, nb, sp->buf);
-    memset(sp->hist, 0, sizeof *sp->hist * nb);
+    for (size_t b = 0; b < nb; b++)
+        sp->counts[b] = (uint64_t)llround(sp->hist[b] * HIST_SCALE);
+    ordo_sparse_wire_put_counts(sp->counts, nb, sp->buf);
     ordo_msg_t m;
     sparse_msg(&m, ORDO_MSG_PLAN, iter, ORDO_SPARSE_POSHIST, ORDO_DTYPE_BYTES);
     if ((rc = ordo_msg_add_copy(&m, sp->buf, 8 * nb)) != 0) {
@@ -347,8 +356,10 @@ int ordo_sparse_push_iteration(ordo_sparse_push_t *sp, int64_t iter)
         sp->op = OP_NONE;
         return rc;
     }
+    for (int b = 0; sp->S > 1 && b < sp->plan.nbins; b++)
+        sp->hist[b] *= HIST_DECAY;
     for (size_t i = 0; sp->S > 1 && i < sp->n_mine; i++)
-        sp->hist[ordo_regions_bin_of(sp->mine[i].index, sp->plan.n, (size_t)sp->plan.nbins)]++;
+        sp->hist[ordo_regions_bin_of(sp->mine[i].index, sp->plan.n, (size_t)sp->plan.nbins)] += 1;
     if (sp->S > 1 && (iter + 1) % sp->plan.repartition_period == 0 &&
         (rc = send_poshist(sp, iter)) != 0)
         return rc;

@@ -257,13 +257,13 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         double eff = eo.forward_only
                          ? efficiency(m, ordo_worker_keys(w), conf, st.compute_ms, makespan)
                          : NAN;
-        char js[1536], effs[32], losss[48];
+        char js[1536], effs[32], losss[80];
         if (isnan(eff))
             snprintf(effs, sizeof effs, "null");
         else
             snprintf(effs, sizeof effs, "%.4f", eff);
         if (training)
-            snprintf(losss, sizeof losss, ",\"loss\":%.6f", st.loss);
+            snprintf(losss, sizeof losss, ",\"loss\":%.6f,\"correct\":%d", st.loss, st.correct);
         else
             losss[0] = '\0';
         snprintf(
