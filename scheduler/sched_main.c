@@ -413,6 +413,8 @@ int main(int argc, char **argv)
      * start-up with its reason */
     if ((rc = ordo_runplan_make(&s.conf, s.model, s.keys, &s.plan)) != 0) {
         fprintf(stderr, "ordo-scheduler: cannot plan the run: %s\n", ordo_error_text(rc));
+        ordo_keys_destroy(&s.keys);
+        ordo_model_destroy(&s.model);
         return 1;
     }
     rc = ordo_sparse_coord_new(s.plan, s.conf.servers, s.conf.workers, sparse_send, &s, &s.sparse);

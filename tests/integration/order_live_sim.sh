@@ -14,6 +14,13 @@ profiles=${ORDO_LIVE_SIM_PROFILES:-"par32 seq32 inception_v2"}
 iters=${ORDO_LIVE_SIM_ITERS:-8}
 warmup=2
 command -v python3 >/dev/null || fail "python3 is needed to read the run's JSON"
+# binaries built with sanitizers run their I/O several times slower: the comparison is then
+# only a sanity check (25%); the 10% of the requirement holds for normal builds
+tol=0.10
+if ldd "$BIN/ordo-server" 2>/dev/null | grep -q 'libasan\|libubsan\|libtsan'; then
+  tol=0.25
+  echo "sanitizer build: tolerance widened to 25%"
+fi
 passed=0
 printf '%-14s %6s %12s %12s %8s\n' profile scale sim_ms live_ms diff
 for m in $profiles; do
@@ -43,7 +50,7 @@ EOF
     --output.progress_every=0 > "$T/$m.log" 2>&1 || fail "$m: the run failed (see $T/$m.log)"
   planned=$(sed -n 's/.*simulated forward makespan \([0-9.]*\) ms.*/\1/p' "$T/$m.log" | head -1)
   [ -n "$planned" ] || fail "$m: the scheduler logged no simulated makespan"
-  read -r live ok_plan ok_live < <(python3 - "$T/$m/metrics.jsonl" "$warmup" "$sim_us" "$planned" <<'EOF'
+  read -r live ok_plan ok_live < <(python3 - "$T/$m/metrics.jsonl" "$warmup" "$sim_us" "$planned" "$tol" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 fwd = [r["forward_ms"] for r in rows if r["iter"] >= int(sys.argv[2])]
@@ -51,14 +58,14 @@ live = statistics.median(fwd)
 sim_ms = float(sys.argv[3]) / 1e3
 planned = float(sys.argv[4])
 print("%.3f %d %d" % (live, abs(planned - sim_ms) <= 1e-3 * sim_ms + 0.001,
-                      abs(live - sim_ms) <= 0.10 * sim_ms))
+                      abs(live - sim_ms) <= float(sys.argv[5]) * sim_ms))
 EOF
 )
   sim_ms=$(python3 -c "print('%.3f' % ($sim_us / 1e3))")
   diff=$(python3 -c "print('%+.1f%%' % (100 * ($live - $sim_ms) / $sim_ms))")
   printf '%-14s %6s %12s %12s %8s\n' "$m" "$scale" "$sim_ms" "$live" "$diff"
   [ "$ok_plan" = 1 ] || fail "$m: the scheduler planned a makespan of $planned ms, ordo-plan $sim_ms ms"
-  [ "$ok_live" = 1 ] || fail "$m: live forward time $live ms is not within 10% of the simulated $sim_ms ms"
+  [ "$ok_live" = 1 ] || fail "$m: live forward time $live ms is not within $tol of the simulated $sim_ms ms"
   passed=$((passed + 1))
 done
 echo "$passed passed, 0 failed"
