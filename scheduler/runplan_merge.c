@@ -31,8 +31,11 @@ int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *p
             json_array_append_new(grp, json_integer(p->order[i]));
         json_array_append_new(groups, grp);
     }
-    merge = json_pack("{s:s,s:f,s:f,s:o,s:i,s:f}", "algo", conf->merge, "a", a, "b", b, "groups",
-                      groups, "messages_per_worker", p->n_groups, "predicted_iter_s",
+    /* no message above partition_bytes, as for chunks: a message is handled only once it
+     * has wholly arrived, so one huge group would serialize what pieces let overlap */
+    merge = json_pack("{s:s,s:f,s:f,s:o,s:i,s:I,s:f}", "algo", conf->merge, "a", a, "b", b,
+                      "groups", groups, "groups_per_worker", p->n_groups, "max_message_bytes",
+                      (json_int_t)conf->partition_bytes, "predicted_iter_s",
                       p->predicted_iter_s * scale);
     if (!merge || json_object_set_new(plan, "merge", merge) != 0) {
         ordo_merge_plan_destroy(&p);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,6 +26,8 @@ typedef struct {
     pid_t pid;
     char ready[640];
 } child_t;
+
+#define MAX_SERVERS 8
 
 static void sibling(const char *name, char *out, size_t size)
 {
@@ -184,6 +187,8 @@ typedef struct {
     int64_t partition;
     double bandwidth_bps, latency_us;
     int io_thread;
+    int workers; /* calibrate: workers measuring at once (1 here, the others forked) */
+    int servers; /* calibrate: servers (0 = 1) */
 } opts_t;
 
 static int parse_opts(int argc, char **argv, opts_t *o, const char *usage)
@@ -218,6 +223,10 @@ static int parse_opts(int argc, char **argv, opts_t *o, const char *usage)
             ok = ordo_conf_parse_rate(v, &o->bandwidth_bps) == 0;
         else if (!strncmp(a, "--latency-us", 12))
             o->latency_us = atof(v);
+        else if (!strncmp(a, "--workers", 9))
+            ok = (o->workers = atoi(v)) >= 1 && o->workers <= 64;
+        else if (!strncmp(a, "--servers", 9))
+            ok = (o->servers = atoi(v)) >= 1 && o->servers <= MAX_SERVERS;
         else {
             fprintf(stderr, "ordo-bench %s: unknown option %s\n", argv[0], a);
             return -2;
@@ -231,10 +240,9 @@ static int parse_opts(int argc, char **argv, opts_t *o, const char *usage)
     return 0;
 }
 
-/* start a scheduler and one server for a job whose tensors are the given sizes, and join
- * as its only worker */
-static int start_cluster(const int64_t *sizes, int n, const opts_t *o, child_t *sched, child_t *srv,
-                         ordo_worker_t **w)
+/* start a scheduler and o->servers servers (at least 1; srv[MAX_SERVERS]) for a job whose
+ * tensors are the given sizes and o->workers workers (at least 1) */
+static int start_daemons(const int64_t *sizes, int n, const opts_t *o, child_t *sched, child_t *srv)
 {
     char tensors[4096] = "", targ[4200], parg[64], barg[64], larg[64];
     for (int i = 0; i < n; i++)
@@ -244,10 +252,14 @@ static int start_cluster(const int64_t *sizes, int n, const opts_t *o, child_t *
     snprintf(parg, sizeof parg, "--order.partition_bytes=%lld", (long long)o->partition);
     snprintf(barg, sizeof barg, "--net.bandwidth=%.0fbit", o->bandwidth_bps);
     snprintf(larg, sizeof larg, "--net.latency_us=%g", o->latency_us);
-    char iarg[64];
+    char iarg[64], warg[64], sarg_n[64];
     snprintf(iarg, sizeof iarg, "--net.io_thread=%s", o->io_thread ? "true" : "false");
+    snprintf(warg, sizeof warg, "--cluster.workers=%d", o->workers > 1 ? o->workers : 1);
+    snprintf(sarg_n, sizeof sarg_n, "--cluster.servers=%d", o->servers > 1 ? o->servers : 1);
     char *sargs[] = {NULL,
                      "--cluster.scheduler=tcp://127.0.0.1:0",
+                     warg,
+                     sarg_n,
                      targ,
                      parg,
                      "--output.dir=/tmp/ordo-bench-runs",
@@ -261,7 +273,14 @@ static int start_cluster(const int64_t *sizes, int n, const opts_t *o, child_t *
     snprintf(sarg, sizeof sarg, "--cluster.scheduler=%s", sched->ready);
     char *vargs[] = {NULL, sarg, "--output.log_level=warn", "--optimizer.lr=0", barg, larg,
                      iarg, NULL};
-    if ((rc = spawn(srv, "ordo-server", vargs)) != 0) return rc;
+    for (int i = 0; i < (o->servers > 1 ? o->servers : 1); i++)
+        if ((rc = spawn(&srv[i], "ordo-server", vargs)) != 0) return rc;
+    return 0;
+}
+
+/* join the cluster of sched as a worker */
+static int join(const opts_t *o, const child_t *sched, ordo_worker_t **w)
+{
     ordo_conf_t conf;
     ordo_conf_defaults(&conf);
     snprintf(conf.scheduler, sizeof conf.scheduler, "%.*s", (int)sizeof conf.scheduler - 1,
@@ -273,6 +292,14 @@ static int start_cluster(const int64_t *sizes, int n, const opts_t *o, child_t *
     return ordo_worker_new(&conf, w);
 }
 
+/* start a scheduler and one server, and join as the only worker */
+static int start_cluster(const int64_t *sizes, int n, const opts_t *o, child_t *sched, child_t *srv,
+                         ordo_worker_t **w)
+{
+    int rc = start_daemons(sizes, n, o, sched, srv);
+    return rc ? rc : join(o, sched, w);
+}
+
 static void stop_cluster(child_t *sched, child_t *srv, ordo_worker_t **w)
 {
     if (*w) {
@@ -280,7 +307,8 @@ static void stop_cluster(child_t *sched, child_t *srv, ordo_worker_t **w)
         ordo_worker_destroy(w);
     }
     reap(sched);
-    reap(srv);
+    for (int i = 0; i < MAX_SERVERS; i++)
+        if (srv[i].pid > 0) reap(&srv[i]);
 }
 
 int ordo_bench_pushpull(int argc, char **argv)
@@ -294,11 +322,11 @@ int ordo_bench_pushpull(int argc, char **argv)
     int n = 0;
     for (int64_t b = o.min_bytes; b <= o.max_bytes && n < 32; b *= 4)
         sizes[n++] = b;
-    child_t sched = {0}, srv = {0};
+    child_t sched = {0}, srv[MAX_SERVERS] = {{0}};
     ordo_worker_t *w = NULL;
-    if ((rc = start_cluster(sizes, n, &o, &sched, &srv, &w)) != 0) {
+    if ((rc = start_cluster(sizes, n, &o, &sched, srv, &w)) != 0) {
         fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
-        stop_cluster(&sched, &srv, &w);
+        stop_cluster(&sched, srv, &w);
         return 1;
     }
     echo_t echo = {.ctx = zmq_ctx_new()};
@@ -347,7 +375,7 @@ int ordo_bench_pushpull(int argc, char **argv)
     pthread_join(th, NULL);
     zmq_ctx_term(echo.ctx);
     if (rc) fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
-    stop_cluster(&sched, &srv, &w);
+    stop_cluster(&sched, srv, &w);
     return rc ? 1 : 0;
 }
 
@@ -387,17 +415,107 @@ static int push_burst(ordo_worker_t *w, const int *keys, int n, float *grad, int
     return 0;
 }
 
+/* pull keys[0..n) at their next iteration (waits for every worker's pushes) */
+static int pull_keys(ordo_worker_t *w, const int *keys, int n, float *val, const int64_t *iter)
+{
+    int rc;
+    for (int i = 0; i < n; i++)
+        if ((rc = ordo_worker_pull(w, keys[i], val, iter[keys[i]], 0)) != 0) return rc;
+    for (int got = 0; got < n;) {
+        ordo_worker_event_t ev;
+        if ((rc = ordo_worker_poll(w, 60000, &ev)) != 0) return rc;
+        if (ev.kind == ORDO_EV_PULL_DONE) got++;
+    }
+    return 0;
+}
+
+/* what one worker measures; every worker of a calibration runs the same sequence, so they
+ * stay in step (each round trip and each burst's pulls wait for all of them) */
+typedef struct {
+    const opts_t *o;
+    const int64_t *sizes;
+    int n_keys, n_rt, n_burst;
+    const int *burst_of; /* [n_burst] first key of each burst size */
+    int64_t *iter;       /* per key: the next iteration */
+    float *val, *grad;
+    double *t;                  /* [reps] scratch */
+    double rt_y[24], msg_y[12]; /* medians: round trip per size, per message per burst size */
+} cal_t;
+
+static int calibrate_run(ordo_worker_t *w, cal_t *c, bool print)
+{
+    const opts_t *o = c->o;
+    int rc;
+    for (int i = 0; i < c->n_keys; i++) /* the servers keep the first initial value they get */
+        if ((rc = ordo_worker_init(w, i, c->val)) != 0) return rc;
+    for (int i = 0; i < c->n_rt; i++) {
+        /* one round trip: the push, and the pull of the value it makes (the server answers
+         * the pull once the push is applied, so both travel in one round trip) */
+        ordo_times_t rt;
+        for (int r = -1; r < o->reps; r++) {
+            if ((rc = ordo_rtt(w, i, c->val, c->grad, &c->iter[i], 1, &rt)) != 0) return rc;
+            if (r >= 0) c->t[r] = rt.push_pull_s; /* a warm-up and one measured round trip */
+        }
+        c->rt_y[i] = median(c->t, o->reps);
+        double per_msg = -1;
+        if (i % 2 == 0) {
+            /* a burst of CAL_BURST pushes in flight against one push: the difference is what
+             * each further message costs when pushes are pipelined (latency paid once); the
+             * pulls after each burst keep every worker in the same iteration */
+            int k = i / 2, keys[CAL_BURST];
+            for (int j = 0; j < CAL_BURST; j++)
+                keys[j] = c->burst_of[k] + j;
+            double one, many;
+            for (int r = -1; r < o->reps; r++) {
+                if ((rc = push_burst(w, keys, 1, c->grad, c->iter, &one)) != 0) return rc;
+                if ((rc = pull_keys(w, keys, 1, c->val, c->iter)) != 0) return rc;
+                if ((rc = push_burst(w, keys, CAL_BURST, c->grad, c->iter, &many)) != 0) return rc;
+                if ((rc = pull_keys(w, keys, CAL_BURST, c->val, c->iter)) != 0) return rc;
+                if (r >= 0) c->t[r] = (many - one) / (CAL_BURST - 1);
+            }
+            /* with per-message costs below the noise the difference can come out negative */
+            c->msg_y[k] = per_msg = fmax(0.0, median(c->t, o->reps));
+        }
+        if (!print) continue;
+        char pm[32] = "null";
+        if (per_msg >= 0) snprintf(pm, sizeof pm, "%.2f", per_msg * 1e6);
+        if (o->json)
+            printf("{\"bytes\":%lld,\"round_trip_us\":%.2f,\"per_msg_us\":%s}\n",
+                   (long long)c->sizes[i], c->rt_y[i] * 1e6, pm);
+        else if (per_msg >= 0)
+            printf("%10lld %14.1f %14.1f\n", (long long)c->sizes[i], c->rt_y[i] * 1e6,
+                   per_msg * 1e6);
+        else
+            printf("%10lld %14.1f %14s\n", (long long)c->sizes[i], c->rt_y[i] * 1e6, "");
+        fflush(stdout);
+    }
+    return 0;
+}
+
+/* a worker forked by the calibration: joins, measures the same sequence, and leaves */
+static int calibrate_child(cal_t *c, const child_t *sched)
+{
+    ordo_worker_t *w = NULL;
+    int rc = join(c->o, sched, &w);
+    if (!rc) rc = calibrate_run(w, c, false);
+    if (!rc) rc = ordo_worker_finish(w, NULL);
+    if (rc && w) ordo_worker_abort(w, "a calibration worker failed");
+    ordo_worker_destroy(&w);
+    return rc ? 1 : 0;
+}
+
 int ordo_bench_calibrate(int argc, char **argv)
 {
     opts_t o = {.reps = 9, .min_bytes = 1024, .max_bytes = 1 << 20, .partition = 1 << 30};
     int rc = parse_opts(argc, argv, &o,
                         "[--json] [--reps N] [--min BYTES] [--max BYTES] [--bandwidth RATE] "
-                        "[--latency-us US] [--io-thread]");
+                        "[--latency-us US] [--workers N] [--servers N] [--io-thread]");
     if (rc) return rc > 0 ? 0 : 2;
+    if (o.workers < 1) o.workers = 1;
     /* keys: one per round-trip size (min, 2 min, 4 min, ... max), then CAL_BURST per
      * burst size (every other round-trip size) */
     int64_t sizes[256];
-    int n_rt = 0, n_burst = 0, burst_of[32];
+    int n_rt = 0, n_burst = 0, burst_of[12];
     for (int64_t b = o.min_bytes; b <= o.max_bytes && n_rt < 24; b *= 2)
         sizes[n_rt++] = b;
     int n = n_rt;
@@ -406,63 +524,50 @@ int ordo_bench_calibrate(int argc, char **argv)
         for (int j = 0; j < CAL_BURST; j++)
             sizes[n++] = sizes[i];
     }
-    child_t sched = {0}, srv = {0};
+    child_t sched = {0}, srv[MAX_SERVERS] = {{0}};
+    pid_t kids[64];
+    int n_kids = 0;
     ordo_worker_t *w = NULL;
-    int64_t *iter = calloc((size_t)n, sizeof *iter);
-    float *val = calloc((size_t)o.max_bytes / 4 + 1, sizeof(float));
-    float *grad = calloc((size_t)o.max_bytes / 4 + 1, sizeof(float));
-    double *t = malloc(sizeof *t * (size_t)o.reps);
-    double rt_x[24], rt_y[24], msg_x[12], msg_y[12], a_rt, b_rt, a_msg, b_msg;
-    if (!iter || !val || !grad || !t) {
+    cal_t c = {.o = &o,
+               .sizes = sizes,
+               .n_keys = n,
+               .n_rt = n_rt,
+               .n_burst = n_burst,
+               .burst_of = burst_of};
+    c.iter = calloc((size_t)n, sizeof *c.iter);
+    c.val = calloc((size_t)o.max_bytes / 4 + 1, sizeof(float));
+    c.grad = calloc((size_t)o.max_bytes / 4 + 1, sizeof(float));
+    c.t = malloc(sizeof *c.t * (size_t)o.reps);
+    double rt_x[24], msg_x[12], a_rt, b_rt, a_msg, b_msg;
+    if (!c.iter || !c.val || !c.grad || !c.t) {
         rc = ORDO_ENOMEM;
         goto done;
     }
-    if ((rc = start_cluster(sizes, n, &o, &sched, &srv, &w)) != 0) goto done;
-    for (int i = 0; i < n; i++)
-        if ((rc = ordo_worker_init(w, i, val)) != 0) goto done;
-    if (!o.json)
-        printf("ordo push+pull calibration, 1 server + 1 worker on loopback, link %s%.3g gbit/s, "
-               "latency %g us, median of %d\n%10s %14s %14s\n",
-               o.bandwidth_bps > 0 ? "" : "unpaced ", o.bandwidth_bps / 1e9, o.latency_us,
-               o.reps, "bytes", "round_trip_us", "per_msg_us");
-    for (int i = 0; i < n_rt; i++) {
-        /* one round trip: the push, and the pull of the value it makes (the server answers
-         * the pull once the push is applied, so both travel in one round trip) */
-        ordo_times_t rt;
-        for (int r = -1; r < o.reps; r++) {
-            if ((rc = ordo_rtt(w, i, val, grad, &iter[i], 1, &rt)) != 0) goto done;
-            if (r >= 0) t[r] = rt.push_pull_s; /* a warm-up and one measured round trip */
+    if ((rc = start_daemons(sizes, n, &o, &sched, srv)) != 0) goto done;
+    /* the other workers: forked before this process starts any ZeroMQ thread */
+    fflush(stdout);
+    for (; n_kids < o.workers - 1; n_kids++) {
+        kids[n_kids] = fork();
+        if (kids[n_kids] < 0) {
+            rc = ordo_error_set(ORDO_EIO, "cannot fork a calibration worker");
+            goto done;
         }
-        rt_x[i] = (double)sizes[i];
-        rt_y[i] = median(t, o.reps);
-        double per_msg = -1;
-        if (i % 2 == 0) {
-            /* a burst of CAL_BURST pushes in flight against one push: the difference is what
-             * each further message costs when pushes are pipelined (latency paid once) */
-            int k = i / 2, keys[CAL_BURST];
-            for (int j = 0; j < CAL_BURST; j++)
-                keys[j] = burst_of[k] + j;
-            double one, many;
-            for (int r = -1; r < o.reps; r++) {
-                if ((rc = push_burst(w, keys, 1, grad, iter, &one)) != 0) goto done;
-                if ((rc = push_burst(w, keys, CAL_BURST, grad, iter, &many)) != 0) goto done;
-                if (r >= 0) t[r] = (many - one) / (CAL_BURST - 1);
-            }
-            msg_x[k] = (double)sizes[i];
-            msg_y[k] = per_msg = median(t, o.reps);
-        }
-        char pm[32] = "null";
-        if (per_msg >= 0) snprintf(pm, sizeof pm, "%.2f", per_msg * 1e6);
-        if (o.json)
-            printf("{\"bytes\":%lld,\"round_trip_us\":%.2f,\"per_msg_us\":%s}\n",
-                   (long long)sizes[i], rt_y[i] * 1e6, pm);
-        else if (per_msg >= 0)
-            printf("%10lld %14.1f %14.1f\n", (long long)sizes[i], rt_y[i] * 1e6, per_msg * 1e6);
-        else
-            printf("%10lld %14.1f %14s\n", (long long)sizes[i], rt_y[i] * 1e6, "");
+        if (kids[n_kids] == 0) _exit(calibrate_child(&c, &sched));
     }
-    if ((rc = ordo_merge_fit_cost(rt_x, rt_y, n_rt, &a_rt, &b_rt)) != 0) goto done;
-    if ((rc = ordo_merge_fit_cost(msg_x, msg_y, n_burst, &a_msg, &b_msg)) != 0) goto done;
+    if ((rc = join(&o, &sched, &w)) != 0) goto done;
+    if (!o.json)
+        printf("ordo push+pull calibration, %d server%s + %d worker%s on loopback, link %s%.3g "
+               "gbit/s, latency %g us, median of %d\n%10s %14s %14s\n",
+               o.servers > 1 ? o.servers : 1, o.servers > 1 ? "s" : "", o.workers,
+               o.workers > 1 ? "s" : "", o.bandwidth_bps > 0 ? "" : "unpaced ",
+               o.bandwidth_bps / 1e9, o.latency_us, o.reps, "bytes", "round_trip_us", "per_msg_us");
+    if ((rc = calibrate_run(w, &c, true)) != 0) goto done;
+    for (int i = 0; i < n_rt; i++)
+        rt_x[i] = (double)sizes[i];
+    for (int k = 0; k < n_burst; k++)
+        msg_x[k] = (double)sizes[2 * k];
+    if ((rc = ordo_merge_fit_cost(rt_x, c.rt_y, n_rt, &a_rt, &b_rt)) != 0) goto done;
+    if ((rc = ordo_merge_fit_cost(msg_x, c.msg_y, n_burst, &a_msg, &b_msg)) != 0) goto done;
     if (o.json) {
         printf("{\"fit\":\"round_trip\",\"a_s\":%.9g,\"b_s_per_byte\":%.9g}\n", a_rt, b_rt);
         printf("{\"fit\":\"per_message\",\"a_s\":%.9g,\"b_s_per_byte\":%.9g,"
@@ -473,15 +578,22 @@ int ordo_bench_calibrate(int argc, char **argv)
                b_rt * 1e9);
         printf("per message (pipelined):     a = %.1f us, b = %.4g ns/byte\n", a_msg * 1e6,
                b_msg * 1e9);
-        printf("for the merge planner: [push] merge_a_us = %.4g, merge_b_ns = %.4g\n",
-               a_msg * 1e6, b_msg * 1e9);
+        printf("for the merge planner: [push] merge_a_us = %.4g, merge_b_ns = %.4g\n", a_msg * 1e6,
+               b_msg * 1e9);
     }
 done:
     if (rc) fprintf(stderr, "ordo-bench calibrate: %s\n", ordo_error_text(rc));
-    stop_cluster(&sched, &srv, &w);
-    free(iter);
-    free(val);
-    free(grad);
-    free(t);
+    if (rc && w) ordo_worker_abort(w, "the calibration failed");
+    stop_cluster(&sched, srv, &w);
+    for (int i = 0; i < n_kids; i++) {
+        int st;
+        if (kids[i] > 0 && waitpid(kids[i], &st, 0) == kids[i] &&
+            !(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !rc)
+            rc = ordo_error_set(ORDO_EIO, "calibration worker %d failed", i + 1);
+    }
+    free(c.iter);
+    free(c.val);
+    free(c.grad);
+    free(c.t);
     return rc ? 1 : 0;
 }

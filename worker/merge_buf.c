@@ -40,7 +40,7 @@ struct ordo_merge_buf {
 /* ---- the plan's merge member --------------------------------------------------------- */
 
 int ordo_merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_groups,
-                                    int **group_start, int **order)
+                                    int **group_start, int **order, int64_t *max_part_bytes)
 {
     json_error_t jerr;
     json_t *root = plan_json ? json_loads(plan_json, 0, &jerr) : NULL;
@@ -93,7 +93,13 @@ int ordo_merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_gr
         rc = ordo_error_set(ORDO_EPROTO, "plan: $.merge.groups: %d of %d keys listed", n, n_keys);
         goto done;
     }
+    json_t *mx = json_object_get(merge, "max_message_bytes");
+    if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 0)) {
+        rc = ordo_error_set(ORDO_EPROTO, "plan: $.merge.max_message_bytes: not an integer >= 0");
+        goto done;
+    }
     start[ng] = n;
+    *max_part_bytes = mx ? (int64_t)json_integer_value(mx) : 0;
     *n_groups = ng;
     *group_start = start;
     *order = ord;
@@ -130,47 +136,41 @@ static int check_grouping(int n_keys, int n_groups, const int *group_start, cons
     return rc;
 }
 
-/* lay out group g's parts: one per server holding some of its slices, in server order */
-static int build_group(ordo_merge_buf_t *mb, int g, int *cnt, int64_t *numel, int *part_of,
-                       int *next_entry)
+/* lay out group g's parts: per server holding some of its slices (in server order), its
+ * slices in push order, cut into messages of at most max_bytes (a slice is never split) */
+static int build_group(ordo_merge_buf_t *mb, int g, int64_t max_bytes, int *next_entry)
 {
     const ordo_keys_t *k = mb->keys;
     group_t *gr = &mb->groups[g];
-    memset(cnt, 0, sizeof *cnt * (size_t)k->n_servers);
-    memset(numel, 0, sizeof *numel * (size_t)k->n_servers);
-    for (int i = 0; i < gr->n_keys; i++) {
-        int key = mb->order[gr->first_key + i];
-        for (int c = 0; c < k->n_chunks[key]; c++)
-            cnt[k->slices[k->first_slice[key] + c].server]++;
-    }
     gr->first_part = mb->n_parts;
     for (int s = 0; s < k->n_servers; s++) {
-        if (!cnt[s]) continue;
-        part_t *p = &mb->parts[mb->n_parts];
-        part_of[s] = mb->n_parts++;
-        p->pub.server = s;
-        p->pub.slices = mb->slice_ids + *next_entry;
-        p->pub.offset = mb->offsets + *next_entry;
-        *next_entry += cnt[s];
-    }
-    gr->n_parts = mb->n_parts - gr->first_part;
-    for (int i = 0; i < gr->n_keys; i++) {
-        int key = mb->order[gr->first_key + i];
-        for (int c = 0; c < k->n_chunks[key]; c++) {
-            int sl = k->first_slice[key] + c;
-            int s = k->slices[sl].server;
-            part_t *p = &mb->parts[part_of[s]];
-            int j = p->pub.n_slices++;
-            ((uint32_t *)p->pub.slices)[j] = (uint32_t)sl;
-            ((int64_t *)p->pub.offset)[j] = numel[s];
-            mb->slice_part[sl] = part_of[s];
-            mb->slice_off[sl] = numel[s];
-            numel[s] += k->slices[sl].numel;
+        part_t *p = NULL;
+        for (int i = 0; i < gr->n_keys; i++) {
+            int key = mb->order[gr->first_key + i];
+            for (int c = 0; c < k->n_chunks[key]; c++) {
+                int sl = k->first_slice[key] + c;
+                if (k->slices[sl].server != s) continue;
+                int64_t bytes = k->slices[sl].numel * (int64_t)sizeof(float);
+                if (!p || (max_bytes > 0 &&
+                           (p->pub.numel * (int64_t)sizeof(float)) + bytes > max_bytes)) {
+                    p = &mb->parts[mb->n_parts++];
+                    p->pub.server = s;
+                    p->pub.slices = mb->slice_ids + *next_entry;
+                    p->pub.offset = mb->offsets + *next_entry;
+                }
+                int j = p->pub.n_slices++;
+                ((uint32_t *)p->pub.slices)[j] = (uint32_t)sl;
+                ((int64_t *)p->pub.offset)[j] = p->pub.numel;
+                mb->slice_part[sl] = (int)(p - mb->parts);
+                mb->slice_off[sl] = p->pub.numel;
+                p->pub.numel += k->slices[sl].numel;
+                (*next_entry)++;
+            }
         }
     }
+    gr->n_parts = mb->n_parts - gr->first_part;
     for (int i = 0; i < gr->n_parts; i++) {
         part_t *p = &mb->parts[gr->first_part + i];
-        p->pub.numel = numel[p->pub.server];
         if (p->pub.n_slices == 1) continue;
         size_t bytes = ((size_t)p->pub.numel * sizeof(float) + 63) & ~(size_t)63;
         p->buf = aligned_alloc(64, bytes ? bytes : 64);
@@ -181,18 +181,12 @@ static int build_group(ordo_merge_buf_t *mb, int g, int *cnt, int64_t *numel, in
 }
 
 int ordo_merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_start,
-                       const int *order, ordo_merge_buf_t **out)
+                       const int *order, int64_t max_part_bytes, ordo_merge_buf_t **out)
 {
     int rc = check_grouping(keys->n_keys, n_groups, group_start, order);
     if (rc) return rc;
     ordo_merge_buf_t *mb = calloc(1, sizeof *mb);
-    int *cnt = calloc((size_t)keys->n_servers, sizeof *cnt);
-    int *part_of = calloc((size_t)keys->n_servers, sizeof *part_of);
-    int64_t *numel = calloc((size_t)keys->n_servers, sizeof *numel);
-    if (!mb || !cnt || !part_of || !numel) {
-        rc = ORDO_ENOMEM;
-        goto fail;
-    }
+    if (!mb) return ORDO_ENOMEM;
     size_t nk = (size_t)keys->n_keys + 1, ns = (size_t)keys->n_slices + 1;
     mb->keys = keys;
     mb->n_groups = n_groups;
@@ -200,10 +194,7 @@ int ordo_merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_s
     mb->order = malloc(sizeof *mb->order * nk);
     mb->group_of = malloc(sizeof *mb->group_of * nk);
     mb->put = calloc(nk, 1);
-    /* a group has at most one part per server, and at most as many parts as slices */
-    size_t max_parts = (size_t)n_groups * (size_t)keys->n_servers;
-    if (max_parts > ns) max_parts = ns;
-    mb->parts = calloc(max_parts, sizeof *mb->parts);
+    mb->parts = calloc(ns, sizeof *mb->parts); /* every part holds at least one slice */
     mb->slice_ids = malloc(sizeof *mb->slice_ids * ns);
     mb->offsets = malloc(sizeof *mb->offsets * ns);
     mb->slice_part = malloc(sizeof *mb->slice_part * ns);
@@ -220,18 +211,12 @@ int ordo_merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_s
         mb->groups[g].n_keys = group_start[g + 1] - group_start[g];
         for (int i = group_start[g]; i < group_start[g + 1]; i++)
             mb->group_of[order[i]] = g;
-        if ((rc = build_group(mb, g, cnt, numel, part_of, &next_entry)) != 0) goto fail;
+        if ((rc = build_group(mb, g, max_part_bytes, &next_entry)) != 0) goto fail;
     }
     ORDO_ASSERT(next_entry == keys->n_slices);
-    free(cnt);
-    free(part_of);
-    free(numel);
     *out = mb;
     return 0;
 fail:
-    free(cnt);
-    free(part_of);
-    free(numel);
     ordo_merge_buf_destroy(&mb);
     return rc;
 }

@@ -1,7 +1,8 @@
 /* merge_buf: the worker's merge buffers for merged pushes ([push] mode = merged). The merge
  * plan groups the keys into messages; since a group's keys may live on several servers (the
  * key map spreads slices by bytes), every group is sent as one message per server holding
- * part of it: a "part". A part's payload is the concatenation of its slices' floats, in push
+ * part of it, cut into messages of at most the plan's max_message_bytes: a "part". A part's
+ * payload is the concatenation of its slices' floats, in push
  * order (keys in group order, chunks in order), and its index lists their slice ids. Buffers
  * and indexes are allocated once, when the plan is read: gradients are copied in as they
  * become ready, and a group is complete when every one of its keys was put. A part holding a
@@ -25,19 +26,22 @@ typedef struct ordo_merge_part {
 } ordo_merge_part_t;
 
 /* ordo_merge_buf_groups_from_plan reads the "merge" member of the scheduler's plan JSON:
- * {"groups": [[key, ...], ...], ...}, keys in push order. Every key in [0, n_keys) must
- * appear exactly once. Writes *n_groups, *group_start ([n_groups + 1] offsets into *order)
- * and *order ([n_keys] keys), both the caller's to free. ORDO_ENOTFOUND when the plan has no
- * merge member (dense pushes); ORDO_EPROTO naming the JSON path when it is malformed. */
+ * {"groups": [[key, ...], ...], "max_message_bytes": N, ...}, keys in push order. Every key
+ * in [0, n_keys) must appear exactly once. Writes *n_groups, *group_start ([n_groups + 1]
+ * offsets into *order), *order ([n_keys] keys), both the caller's to free, and
+ * *max_part_bytes (0 when absent: no limit). ORDO_ENOTFOUND when the plan has no merge
+ * member (dense pushes); ORDO_EPROTO naming the JSON path when it is malformed. */
 int ordo_merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_groups,
-                                    int **group_start, int **order);
+                                    int **group_start, int **order, int64_t *max_part_bytes);
 
 /* ordo_merge_buf_new builds the parts of every group of a grouping of keys' tensors
  * (n_groups groups; group g is order[group_start[g]] .. order[group_start[g + 1] - 1]) and
- * allocates their buffers. keys is borrowed and must outlive the buffer. Fails with
- * ORDO_EINVAL when the grouping does not list every key exactly once. */
+ * allocates their buffers. A server's share of a group is cut into parts of at most
+ * max_part_bytes (0: no limit; a slice is never split, so a part of one slice may be larger).
+ * keys is borrowed and must outlive the buffer. Fails with ORDO_EINVAL when the grouping does
+ * not list every key exactly once. */
 int ordo_merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_start,
-                       const int *order, ordo_merge_buf_t **out);
+                       const int *order, int64_t max_part_bytes, ordo_merge_buf_t **out);
 
 /* ordo_merge_buf_destroy frees *mb and sets *mb = NULL; NULL-safe. */
 void ordo_merge_buf_destroy(ordo_merge_buf_t **mb);
@@ -51,8 +55,8 @@ int ordo_merge_buf_group_of(const ordo_merge_buf_t *mb, int key);
 /* ordo_merge_buf_group_keys returns group g's keys in push order and sets *n. */
 const int *ordo_merge_buf_group_keys(const ordo_merge_buf_t *mb, int g, int *n);
 
-/* ordo_merge_buf_n_parts returns how many messages group g is sent as (servers holding part
- * of it); parts are in server order. */
+/* ordo_merge_buf_n_parts returns how many messages group g is sent as; parts are in server
+ * order (and in push order within a server). */
 int ordo_merge_buf_n_parts(const ordo_merge_buf_t *mb, int g);
 
 /* ordo_merge_buf_part returns part p of group g (borrowed from mb). */

@@ -94,10 +94,12 @@ static int setup_merge(ordo_worker_t *w)
 {
     const ordo_keys_t *k = w->node.keys;
     int ng = 0, *start = NULL, *order = NULL;
-    int rc = ordo_merge_buf_groups_from_plan(w->node.plan_json, k->n_keys, &ng, &start, &order);
+    int64_t max_bytes = 0;
+    int rc = ordo_merge_buf_groups_from_plan(w->node.plan_json, k->n_keys, &ng, &start, &order,
+                                             &max_bytes);
     if (rc == ORDO_ENOTFOUND) return 0;
     if (rc) return rc;
-    rc = ordo_merge_buf_new(k, ng, start, order, &w->mb);
+    rc = ordo_merge_buf_new(k, ng, start, order, max_bytes, &w->mb);
     free(start);
     free(order);
     if (rc) return rc;

@@ -52,7 +52,7 @@ START_TEST(parts_cover_each_group_once_per_server)
 {
     ordo_keys_t *k = make_keys();
     ordo_merge_buf_t *mb;
-    ORDO_CK_OK(ordo_merge_buf_new(k, NG, group_start, order, &mb));
+    ORDO_CK_OK(ordo_merge_buf_new(k, NG, group_start, order, 0, &mb));
     ck_assert_int_eq(ordo_merge_buf_n_groups(mb), NG);
     int seen[64] = {0}, total_parts = 0;
     for (int g = 0; g < NG; g++) {
@@ -93,11 +93,14 @@ START_TEST(parts_cover_each_group_once_per_server)
 }
 END_TEST
 
+/* message size limits: none, and 1200 bytes (cuts groups after one 1 KiB chunk) */
+static const int64_t caps[] = {0, 1200};
+
 START_TEST(pack_then_split_gives_back_every_gradient)
 {
     ordo_keys_t *k = make_keys();
     ordo_merge_buf_t *mb;
-    ORDO_CK_OK(ordo_merge_buf_new(k, NG, group_start, order, &mb));
+    ORDO_CK_OK(ordo_merge_buf_new(k, NG, group_start, order, caps[_i], &mb));
     ordo_groups_t *srv[NS];
     for (int s = 0; s < NS; s++)
         ORDO_CK_OK(ordo_groups_new(k, s, &srv[s]));
@@ -124,6 +127,7 @@ START_TEST(pack_then_split_gives_back_every_gradient)
                                              sizeof(uint32_t) * (size_t)pt->n_slices,
                                              sizeof(float) * (size_t)pt->numel, &n));
                 ck_assert_int_eq(n, pt->n_slices);
+                if (caps[_i] > 0 && pt->n_slices > 1) ck_assert_int_le(pt->numel * 4, caps[_i]);
                 for (int j = 0; j < n; j++) {
                     int sl = ordo_groups_slice(srv[pt->server], j);
                     ck_assert_int_eq(sl, (int)pt->slices[j]);
@@ -141,6 +145,10 @@ START_TEST(pack_then_split_gives_back_every_gradient)
             ordo_merge_buf_reset(mb, g);
         }
         ck_assert_int_eq(completed, NG);
+        int parts = 0;
+        for (int g = 0; g < NG; g++)
+            parts += ordo_merge_buf_n_parts(mb, g);
+        if (caps[_i] > 0) ck_assert_int_gt(parts, 5); /* the cap cut some server shares */
         for (int key = 0; key < NK; key++) {
             ck_assert(memcmp(back[key], grad[key], sizeof(float) * (size_t)numel[key]) == 0);
             memset(back[key], 0, sizeof(float) * (size_t)numel[key]);
@@ -162,7 +170,7 @@ START_TEST(put_rejects_repeats_and_unknown_keys)
 {
     ordo_keys_t *k = make_keys();
     ordo_merge_buf_t *mb;
-    ORDO_CK_OK(ordo_merge_buf_new(k, NG, group_start, order, &mb));
+    ORDO_CK_OK(ordo_merge_buf_new(k, NG, group_start, order, 0, &mb));
     float **grad = make_grads();
     int g;
     ck_assert_int_eq(ordo_merge_buf_put(mb, 4, grad[4], &g), 0);
@@ -174,11 +182,11 @@ START_TEST(put_rejects_repeats_and_unknown_keys)
     ordo_merge_buf_destroy(&mb);
     /* groupings that do not list every key exactly once */
     const int dup[] = {4, 3, 2, 1, 1}, gs_bad[] = {0, 2, 2, 5};
-    ORDO_CK_ERR(ordo_merge_buf_new(k, NG, group_start, dup, &mb), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_merge_buf_new(k, NG, gs_bad, order, &mb), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_buf_new(k, NG, group_start, dup, 0, &mb), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_buf_new(k, NG, gs_bad, order, 0, &mb), ORDO_EINVAL);
     ck_assert(strstr(ordo_error_detail(), "group 1 is empty"));
     const int gs_short[] = {0, 2, 4};
-    ORDO_CK_ERR(ordo_merge_buf_new(k, 2, gs_short, order, &mb), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_buf_new(k, 2, gs_short, order, 0, &mb), ORDO_EINVAL);
     ordo_keys_destroy(&k);
 }
 END_TEST
@@ -234,39 +242,53 @@ END_TEST
 START_TEST(plan_merge_member)
 {
     int ng, *gs, *ord;
+    int64_t mx = -1;
     ORDO_CK_OK(ordo_merge_buf_groups_from_plan(
         "{\"policy\":\"fifo\",\"merge\":{\"algo\":\"wfbp\",\"groups\":[[4,3],[2,1],[0]]}}", NK, &ng,
-        &gs, &ord));
+        &gs, &ord, &mx));
     ck_assert_int_eq(ng, 3);
+    ck_assert_int_eq(mx, 0); /* no max_message_bytes: no limit */
     for (int i = 0; i <= ng; i++)
         ck_assert_int_eq(gs[i], group_start[i]);
     for (int i = 0; i < NK; i++)
         ck_assert_int_eq(ord[i], order[i]);
     free(gs);
     free(ord);
-    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"policy\":\"fifo\"}", NK, &ng, &gs, &ord),
+    ORDO_CK_OK(ordo_merge_buf_groups_from_plan(
+        "{\"merge\":{\"groups\":[[4,3,2,1,0]],\"max_message_bytes\":4096}}", NK, &ng, &gs, &ord,
+        &mx));
+    ck_assert_int_eq(mx, 4096);
+    free(gs);
+    free(ord);
+    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan(
+                    "{\"merge\":{\"groups\":[[4,3,2,1,0]],\"max_message_bytes\":-1}}", NK, &ng, &gs,
+                    &ord, &mx),
+                ORDO_EPROTO);
+    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.max_message_bytes: not an integer >= 0");
+    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"policy\":\"fifo\"}", NK, &ng, &gs, &ord, &mx),
                 ORDO_ENOTFOUND);
-    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan(NULL, NK, &ng, &gs, &ord), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan(NULL, NK, &ng, &gs, &ord, &mx), ORDO_ENOTFOUND);
     ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[2,3],[0,1]]}}", NK,
-                                                &ng, &gs, &ord),
+                                                &ng, &gs, &ord, &mx),
                 ORDO_EPROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[1][1]: key 3 again");
     ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[2,1]]}}", NK, &ng,
-                                                &gs, &ord),
+                                                &gs, &ord, &mx),
                 ORDO_EPROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups: 4 of 5 keys listed");
     ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[],[2,1,0]]}}", NK,
-                                                &ng, &gs, &ord),
+                                                &ng, &gs, &ord, &mx),
                 ORDO_EPROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[1]: not a non-empty array");
     ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3,\"2\",1,0]]}}", NK,
-                                                &ng, &gs, &ord),
+                                                &ng, &gs, &ord, &mx),
                 ORDO_EPROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[0][2]: not a key in [0, 5)");
     ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3,9,1,0]]}}", NK, &ng,
-                                                &gs, &ord),
+                                                &gs, &ord, &mx),
                 ORDO_EPROTO);
-    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{}}", NK, &ng, &gs, &ord), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{}}", NK, &ng, &gs, &ord, &mx),
+                ORDO_EPROTO);
 }
 END_TEST
 
@@ -277,7 +299,7 @@ static Suite *merge_buf_suite(void)
     tcase_add_test(tc, parts_cover_each_group_once_per_server);
     suite_add_tcase(s, tc);
     tc = tcase_create("round_trip");
-    tcase_add_test(tc, pack_then_split_gives_back_every_gradient);
+    tcase_add_loop_test(tc, pack_then_split_gives_back_every_gradient, 0, 2);
     suite_add_tcase(s, tc);
     tc = tcase_create("rejects");
     tcase_add_test(tc, put_rejects_repeats_and_unknown_keys);

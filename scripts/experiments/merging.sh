@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# merging.sh: the merged-gradient experiments (MG-WFBP). For each emulated network the
+# script first calibrates the planner's cost model a + b * bytes with ordo-bench calibrate
+# (W workers pushing at once to S servers: what one more pipelined push costs), then
+# runs every model on 4 workers and S servers with merged pushes under each merge algorithm,
+# interleaving the algorithms and repeating the set; merging_report.py then writes
+# merging.csv (iteration time, non-overlapped communication, messages, predicted time per
+# row), merging-summary.csv (one line per model, network and servers) and the PNG plots.
+#
+# usage: scripts/experiments/merging.sh [OPTIONS]
+#   --iterations N     measured iterations per run, after 1 warm-up (default 5)
+#   --repeats R        runs of each configuration, interleaved (default 3)
+#   --models LIST      comma or space list (default resnet50,densenet121,googlenet,
+#                      inception_v2,smallmany)
+#   --algos LIST       default wfbp,all,bytes:25MiB,mgwfbp,optimal
+#   --networks LIST    emulated links, tc style (default 1gbit,10gbit)
+#   --servers LIST     default 2
+#   --latency-us US    one-way latency of the emulated links (default 100)
+#   --workers W        default 4
+#   --a-us A --b-ns B  skip calibration: the planner's cost model for every network
+#   --out DIR          output folder (default runs/merging-DATE)
+#   --bin DIR          binaries (default build/bin)
+#   --report-only      only (re)write the CSV files and plots from DIR's runs
+set -euo pipefail
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+iters=5
+repeats=3
+models="resnet50,densenet121,googlenet,inception_v2,smallmany"
+algos="wfbp,all,bytes:25MiB,mgwfbp,optimal"
+networks="1gbit,10gbit"
+servers_list="2"
+latency=100
+workers=4
+fixed_a=""
+fixed_b=""
+out=""
+bin="$here/build/bin"
+report_only=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --iterations) iters=$2; shift 2 ;;
+    --repeats) repeats=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    --algos) algos=$2; shift 2 ;;
+    --networks) networks=$2; shift 2 ;;
+    --servers) servers_list=$2; shift 2 ;;
+    --latency-us) latency=$2; shift 2 ;;
+    --workers) workers=$2; shift 2 ;;
+    --a-us) fixed_a=$2; shift 2 ;;
+    --b-ns) fixed_b=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
+    --report-only) report_only=1; shift ;;
+    *) echo "merging.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ -n "$out" ] || out="$here/runs/merging-$(date +%Y%m%d-%H%M%S)"
+models=${models//,/ }
+algos=${algos//,/ }
+networks=${networks//,/ }
+servers_list=${servers_list//,/ }
+[[ "$iters" =~ ^[1-9][0-9]*$ ]] || { echo "merging.sh: --iterations must be a positive integer" >&2; exit 2; }
+[[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "merging.sh: --repeats must be a positive integer" >&2; exit 2; }
+if [ -n "$fixed_a$fixed_b" ] && { [ -z "$fixed_a" ] || [ -z "$fixed_b" ]; }; then
+  echo "merging.sh: --a-us and --b-ns go together" >&2; exit 2
+fi
+for b in ordo-bench ordo-scheduler ordo-server ordo-worker; do
+  [ -x "$bin/$b" ] || { echo "merging.sh: $bin/$b is not built (scripts/build.sh)" >&2; exit 2; }
+done
+command -v python3 >/dev/null || { echo "merging.sh: needs python3" >&2; exit 2; }
+mkdir -p "$out/runs"
+log="$out/merging.log"
+
+if [ $report_only = 0 ]; then
+  echo "merging: $iters iterations (+1 warm-up) x $repeats repeats; models: $models;" \
+       "algorithms: $algos; networks: $networks (latency $latency us); servers: $servers_list;" \
+       "$workers workers; output $out" | tee -a "$log"
+  for m in $models; do
+    [ -f "$here/conf/models/$m.json" ] || { echo "merging.sh: no profile conf/models/$m.json" >&2; exit 2; }
+  done
+  # the planner's cost model per network and server count: what each further pipelined push
+  # costs when the run's workers push at once (per-message fit of ordo-bench calibrate)
+  : > "$out/calibration.txt"
+  for net in $networks; do
+    for S in $servers_list; do
+      if [ -n "$fixed_a" ]; then
+        echo "$net $S $fixed_a $fixed_b fixed" >> "$out/calibration.txt"
+        continue
+      fi
+      cal="$out/calibrate-$net-s$S"
+      "$bin/ordo-bench" calibrate --json --workers "$workers" --servers "$S" --bandwidth "$net" \
+        --latency-us "$latency" --max 256KiB > "$cal.jsonl" 2> "$cal.log" \
+        || { echo "merging.sh: calibration at $net, $S servers failed: $cal.log" >&2; exit 1; }
+      python3 - "$cal.jsonl" "$net" "$S" >> "$out/calibration.txt" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    if o.get("fit") == "per_message":
+        print("%s %s %.6g %.6g calibrated" % (sys.argv[2], sys.argv[3], o["a_s"] * 1e6,
+                                               o["b_s_per_byte"] * 1e9))
+PY
+      tail -n 1 "$out/calibration.txt" | tee -a "$log"
+    done
+  done
+  for rep in $(seq 1 "$repeats"); do
+    for m in $models; do
+      for net in $networks; do
+        for S in $servers_list; do
+          read -r _ _ a_us b_ns _ < <(grep "^$net $S " "$out/calibration.txt")
+          for algo in $algos; do
+            run="$m-$net-s$S-${algo//:/_}-r$rep"
+            t0=$(date +%s)
+            if ! "$here/scripts/ordo-launch" "$here/conf/experiments/merging.ini" --bin "$bin" \
+                "--model.file=$here/conf/models/$m.json" "--model.iterations=$((iters + 1))" \
+                --model.warmup=1 "--cluster.workers=$workers" "--cluster.servers=$S" \
+                "--net.bandwidth=$net" "--net.latency_us=$latency" "--push.merge=$algo" \
+                "--push.merge_a_us=$a_us" "--push.merge_b_ns=$b_ns" --output.log_level=info \
+                "--output.dir=$out/runs" "--output.run=$run" > "$out/runs/$run.log" 2>&1; then
+              echo "merging.sh: run $run failed; its log: $out/runs/$run.log" >&2
+              exit 1
+            fi
+            echo "$(date +%T) $run: $(( $(date +%s) - t0 )) s" | tee -a "$log"
+          done
+        done
+      done
+    done
+  done
+fi
+python3 "$here/scripts/experiments/merging_report.py" --out "$out" --models "$models" \
+  --algos "$algos" --networks "$networks" --servers "$servers_list" --workers "$workers"

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""merging_report.py: merging.csv, merging-summary.csv and the PNG plots of
+scripts/experiments/merging.sh.
+
+For every run OUT/runs/MODEL-NET-sS-ALGO-rR it reads metrics.jsonl (the measured iterations,
+after the warm-up) and the launcher's log (the scheduler's plan line: groups and predicted
+time; the workers' line: messages per iteration). A row is one (model, network, servers,
+algorithm) over its repeats. Columns of merging.csv:
+model, network, servers, algo, groups, messages (per worker per iteration), predicted_ms
+(backward + pushes under the calibrated cost model), iter_ms (median over repeats of the mean
+iteration time of all workers), iter_ms_min, iter_ms_max (over repeats), nonoverlap_ms
+(median over repeats of the mean of iteration time - compute time: the communication that did
+not overlap compute), vs_fastest (iter_ms / the row group's fastest iter_ms), repeats, a_us,
+b_ns (the planner's cost model), startup_share (a * layers / (a * layers + b * bytes): how
+much of wfbp's communication the per-message cost is).
+best_ms (the fastest single iteration over all repeats, mean over workers: the least disturbed
+by other load on the machine), best_vs_fastest (the same ratio on best_ms).
+merging-summary.csv: one line per (model, network, servers): the fastest algorithm,
+optimal's time and its distance to the fastest, the better of wfbp and all, and optimal's gain
+over it; the last two columns repeat the comparison on best_ms. Plots (gnuplot): merging-iter-NET.png (iteration time / wfbp's),
+merging-nonoverlap-NET.png (non-overlapped communication, ms).
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--out", required=True)
+ap.add_argument("--models", required=True)
+ap.add_argument("--algos", required=True)
+ap.add_argument("--networks", required=True)
+ap.add_argument("--servers", required=True)
+ap.add_argument("--workers", type=int, default=4)
+a = ap.parse_args()
+models, algos = a.models.split(), a.algos.split()
+networks, servers = a.networks.split(), a.servers.split()
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(os.path.dirname(here))
+
+cal = {}
+for line in open(os.path.join(a.out, "calibration.txt")):
+    if line.startswith("#") or not line.strip():
+        continue
+    net, S, a_us, b_ns = line.split()[:4]
+    cal[net, S] = (float(a_us), float(b_ns))
+
+
+def model_bytes(m):
+    d = json.load(open(os.path.join(root, "conf", "models", m + ".json")))
+    return sum(math.prod(p["shape"]) * 4 for p in d["params"])
+
+
+def one_run(path):
+    """(iter_ms, nonoverlap_ms, groups, messages, predicted_ms, best_ms) of one run, or None;
+    best_ms is its fastest iteration (mean over workers), the least disturbed by other load"""
+    metrics = os.path.join(path, "metrics.jsonl")
+    if not os.path.exists(metrics) or not os.path.exists(os.path.join(path, "summary.json")):
+        return None  # not (yet) a complete run
+    summary = json.load(open(os.path.join(path, "summary.json")))
+    warm = summary.get("warmup", 1)
+    steps, nono, per_iter = [], [], {}
+    for line in open(metrics):
+        o = json.loads(line)
+        if o["iter"] < warm:
+            continue
+        steps.append(o["step_ms"])
+        nono.append(o["step_ms"] - o["compute_ms"])
+        per_iter.setdefault(o["iter"], []).append(o["step_ms"])
+    if not steps:
+        return None
+    groups = messages = predicted = float("nan")
+    log = path + ".log"
+    if os.path.exists(log):
+        text = open(log).read()
+        g = re.search(r"merge: \S+, (\d+) groups .*predicted backward \+ pushes ([0-9.]+) ms", text)
+        if g:
+            groups, predicted = int(g.group(1)), float(g.group(2))
+        g = re.search(r"merged pushes: \d+ keys in \d+ groups, (\d+) messages", text)
+        if g:
+            messages = int(g.group(1))
+    best = min(statistics.mean(v) for v in per_iter.values())
+    return statistics.mean(steps), statistics.mean(nono), groups, messages, predicted, best
+
+
+rows = []
+for m in models:
+    total = model_bytes(m)
+    for net in networks:
+        for S in servers:
+            a_us, b_ns = cal.get((net, S), (float("nan"), float("nan")))
+            group = []
+            for algo in algos:
+                reps = []
+                r = 1
+                while True:
+                    run = os.path.join(a.out, "runs", "%s-%s-s%s-%s-r%d" % (m, net, S, algo.replace(":", "_"), r))
+                    if not os.path.isdir(run):
+                        break
+                    res = one_run(run)
+                    if res:
+                        reps.append(res)
+                    r += 1
+                if not reps:
+                    continue
+                it = [x[0] for x in reps]
+                group.append({
+                    "model": m, "network": net, "servers": S, "algo": algo,
+                    "groups": reps[0][2], "messages": reps[0][3], "predicted_ms": reps[0][4],
+                    "iter_ms": statistics.median(it), "iter_ms_min": min(it), "iter_ms_max": max(it),
+                    "nonoverlap_ms": statistics.median([x[1] for x in reps]),
+                    "best_ms": min(x[5] for x in reps),
+                    "repeats": len(reps), "a_us": a_us, "b_ns": b_ns})
+            if not group:
+                continue
+            fastest = min(g["iter_ms"] for g in group)
+            fastest_best = min(g["best_ms"] for g in group)
+            layers = next((g["groups"] for g in group if g["algo"] == "wfbp"), float("nan"))
+            share = a_us * layers / (a_us * layers + b_ns * 1e-3 * total) if a_us == a_us else float("nan")
+            for g in group:
+                g["vs_fastest"] = g["iter_ms"] / fastest
+                g["best_vs_fastest"] = g["best_ms"] / fastest_best
+                g["startup_share"] = share
+            rows.append(group)
+
+cols = ["model", "network", "servers", "algo", "groups", "messages", "predicted_ms", "iter_ms",
+        "iter_ms_min", "iter_ms_max", "nonoverlap_ms", "vs_fastest", "best_ms", "best_vs_fastest",
+        "repeats", "a_us", "b_ns", "startup_share"]
+
+
+def fmt(v):
+    return ("%.4g" % v) if isinstance(v, float) else str(v)
+
+
+with open(os.path.join(a.out, "merging.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(cols)
+    for group in rows:
+        for g in group:
+            w.writerow([fmt(g[c]) for c in cols])
+
+scols = ["model", "network", "servers", "fastest", "optimal_ms", "optimal_vs_fastest_pct",
+         "best_of_wfbp_all", "best_of_wfbp_all_ms", "optimal_gain_pct", "optimal_nonoverlap_ms",
+         "best_of_wfbp_all_nonoverlap_ms", "startup_share", "optimal_within_2pct",
+         "optimal_best_vs_fastest_pct", "optimal_best_gain_pct"]
+summary = []
+for group in rows:
+    by = {g["algo"]: g for g in group}
+    if "optimal" not in by:
+        continue
+    opt = by["optimal"]
+    fast = min(group, key=lambda g: g["iter_ms"])
+    cands = [by[x] for x in ("wfbp", "all") if x in by]
+    best = min(cands, key=lambda g: g["iter_ms"]) if cands else None
+    summary.append({
+        "model": opt["model"], "network": opt["network"], "servers": opt["servers"],
+        "fastest": fast["algo"], "optimal_ms": opt["iter_ms"],
+        "optimal_vs_fastest_pct": 100 * (opt["vs_fastest"] - 1),
+        "best_of_wfbp_all": best["algo"] if best else "",
+        "best_of_wfbp_all_ms": best["iter_ms"] if best else float("nan"),
+        "optimal_gain_pct": 100 * (1 - opt["iter_ms"] / best["iter_ms"]) if best else float("nan"),
+        "optimal_nonoverlap_ms": opt["nonoverlap_ms"],
+        "best_of_wfbp_all_nonoverlap_ms": best["nonoverlap_ms"] if best else float("nan"),
+        "startup_share": opt["startup_share"],
+        "optimal_within_2pct": "yes" if opt["vs_fastest"] <= 1.02 else "no",
+        "optimal_best_vs_fastest_pct": 100 * (opt["best_vs_fastest"] - 1),
+        "optimal_best_gain_pct": 100 * (1 - opt["best_ms"] / best["best_ms"]) if best else float("nan")})
+with open(os.path.join(a.out, "merging-summary.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(scols)
+    for s in summary:
+        w.writerow([fmt(s[c]) for c in scols])
+for s in summary:
+    print("%-13s %-7s S=%s fastest %-12s optimal %8.1f ms (%+5.1f%% vs fastest), %s %8.1f ms, "
+          "optimal gain %+5.1f%%, startup share %.2f" % (
+              s["model"], s["network"], s["servers"], s["fastest"], s["optimal_ms"],
+              s["optimal_vs_fastest_pct"], s["best_of_wfbp_all"], s["best_of_wfbp_all_ms"],
+              s["optimal_gain_pct"], s["startup_share"]))
+
+# ---- plots -------------------------------------------------------------------------------
+scripts = []
+for net in networks:
+    for what, col, ylabel, norm in (("iter", "iter_ms", "iteration time relative to wfbp", True),
+                                    ("nonoverlap", "nonoverlap_ms",
+                                     "non-overlapped communication (ms)", False)):
+        dat = os.path.join(a.out, "merging-%s-%s.dat" % (what, net))
+        with open(dat, "w") as f:
+            f.write("# row " + " ".join(algos) + "\n")
+            for group in rows:
+                if group[0]["network"] != net:
+                    continue
+                by = {g["algo"]: g for g in group}
+                base = by["wfbp"][col] if norm and "wfbp" in by else 1.0
+                vals = [("%.4f" % (by[x][col] / base)) if x in by else "NaN" for x in algos]
+                f.write("%s/S%s %s\n" % (group[0]["model"], group[0]["servers"], " ".join(vals)))
+        plot = ", ".join("'%s' using %d:xtic(1) title '%s'" % (dat, i + 2, x)
+                         for i, x in enumerate(algos))
+        scripts.append("""reset
+set terminal pngcairo size 900,440 noenhanced
+set output '%s'
+set title 'Merged pushes, %d workers, emulated %s: %s'
+set ylabel '%s'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set key outside right top
+set grid ytics
+set yrange [0:*]
+set xtics rotate by -20
+plot %s
+""" % (os.path.join(a.out, "merging-%s-%s.png" % (what, net)), a.workers, net, ylabel, ylabel, plot))
+gp = os.path.join(a.out, "plots.gp")
+with open(gp, "w") as f:
+    f.write("\n".join(scripts))
+try:
+    subprocess.run(["gnuplot", gp], check=True)
+    print("merging_report: merging.csv, merging-summary.csv and plots in %s" % a.out)
+except (OSError, subprocess.CalledProcessError) as e:
+    print("merging_report: gnuplot failed (%s); the CSV files are written" % e, file=sys.stderr)
+    sys.exit(1)
