@@ -24,10 +24,11 @@
 
 #define EXIT_ABORT 3
 
-/* greedy: the link counts as free once what it was given ends within this time, so the
- * next response is handed over before the link falls idle (the loop wakes with millisecond
- * timeouts); a later higher-priority response can still overtake all but this much */
-#define GREEDY_LOOKAHEAD_NS 2000000
+/* the link counts as free once what it was given ends within this time, so the next
+ * response is handed over before the link falls idle (the loop wakes with millisecond
+ * timeouts, later on a busy machine); a later higher-priority response can still overtake
+ * all but this much */
+#define GREEDY_LOOKAHEAD_NS 5000000
 
 typedef struct {
     int worker;

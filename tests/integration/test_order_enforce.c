@@ -13,7 +13,7 @@
  *   the link finishes a transfer (link_end of release i) and some response is held at that
  *   moment (ready before, released after), the next release comes before the link could
  *   have carried one more transfer (its serialization time: 168 ms here). The loop hands a
- *   response over 2 ms before the link frees, so what this allows for is the server being
+ *   response over 5 ms before the link frees, so what this allows for is the server being
  *   descheduled on a loaded machine (it fails only if the server gets no CPU that long); a module
  * that waited for anything else (a counter, a heartbeat timeout) idles far longer; (2) every
  * release is the smallest normalized priority among the responses held then. */
