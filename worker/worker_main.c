@@ -131,12 +131,14 @@ static int *plan_priorities(ordo_worker_t *w, int n_keys)
 /* ordering efficiency of a forward pass on an emulated link (DESIGN.md 4): U = all op
  * times (compute measured, transfers from the link model), L = the busiest resource */
 static double efficiency(const ordo_model_t *m, const ordo_keys_t *k, const ordo_conf_t *c,
-                         double compute_ms, double makespan_ms)
+                         int workers, double compute_ms, double makespan_ms)
 {
     if (c->bandwidth_bps <= 0) return NAN;
+    /* a server's egress link is shared by the workers: each gets 1/W of its rate */
+    double share = c->bandwidth_bps / (workers > 0 ? workers : 1);
     double *chan = calloc((size_t)k->n_servers, sizeof *chan), sum = 0;
     for (int i = 0; i < k->n_slices; i++) {
-        double ms = (c->latency_us + (double)k->slices[i].numel * 4 * 8e6 / c->bandwidth_bps) / 1e3;
+        double ms = (c->latency_us + (double)k->slices[i].numel * 4 * 8e6 / share) / 1e3;
         chan[k->slices[i].server] += ms;
         sum += ms;
     }
@@ -255,7 +257,7 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         double makespan =
             eo.forward_only ? (double)(st.t_forward_end_ns - st.t_start_ns) / 1e6 : st.step_ms;
         double eff = eo.forward_only
-                         ? efficiency(m, ordo_worker_keys(w), conf, st.compute_ms, makespan)
+                         ? efficiency(m, ordo_worker_keys(w), conf, W, st.compute_ms, makespan)
                          : NAN;
         char js[1536], effs[32], losss[80];
         if (isnan(eff))
