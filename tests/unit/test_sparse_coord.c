@@ -86,33 +86,36 @@ START_TEST(servers_get_one_global_threshold)
     memset(a, 0, sizeof a);
     memset(b, 0, sizeof b);
     float xa[300], xb[200];
-    for (int i = 0; i < 300; i++) xa[i] = 0.001f * (float)(i + 1);
-    for (int i = 0; i < 200; i++) xb[i] = 0.01f * (float)(i + 1);
+    for (int i = 0; i < 300; i++)
+        xa[i] = 0.001f * (float)(i + 1);
+    for (int i = 0; i < 200; i++)
+        xb[i] = 0.01f * (float)(i + 1);
     ordo_regions_maghist_add(a, xa, 300);
     ordo_regions_maghist_add(b, xb, 200);
-    for (size_t i = 0; i < ORDO_REGIONS_MAGHIST_BINS; i++) sum[i] = a[i] + b[i];
+    for (size_t i = 0; i < ORDO_REGIONS_MAGHIST_BINS; i++)
+        sum[i] = a[i] + b[i];
     ordo_sparse_coord_t *c = make();
-    ORDO_CK_OK(send_hist(c, ORDO_ROLE_SERVER, 1, ORDO_SPARSE_MAGHIST, 8, b,
-                         ORDO_REGIONS_MAGHIST_BINS));
+    ORDO_CK_OK(
+        send_hist(c, ORDO_ROLE_SERVER, 1, ORDO_SPARSE_MAGHIST, 8, b, ORDO_REGIONS_MAGHIST_BINS));
     ck_assert_int_eq(n_sent, 0);
     /* refused: a duplicate, another iteration, a worker, a wrong size */
-    ORDO_CK_ERR(send_hist(c, ORDO_ROLE_SERVER, 1, ORDO_SPARSE_MAGHIST, 8, b,
-                          ORDO_REGIONS_MAGHIST_BINS),
-                ORDO_EPROTO);
+    ORDO_CK_ERR(
+        send_hist(c, ORDO_ROLE_SERVER, 1, ORDO_SPARSE_MAGHIST, 8, b, ORDO_REGIONS_MAGHIST_BINS),
+        ORDO_EPROTO);
     ck_assert_str_eq(ordo_error_detail(), "MAGHIST: a second histogram for iteration 8");
-    ORDO_CK_ERR(send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_MAGHIST, 9, a,
-                          ORDO_REGIONS_MAGHIST_BINS),
-                ORDO_EPROTO);
+    ORDO_CK_ERR(
+        send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_MAGHIST, 9, a, ORDO_REGIONS_MAGHIST_BINS),
+        ORDO_EPROTO);
     ck_assert_str_eq(ordo_error_detail(), "MAGHIST of iteration 9 while gathering iteration 8");
-    ORDO_CK_ERR(send_hist(c, ORDO_ROLE_WORKER, 0, ORDO_SPARSE_MAGHIST, 8, a,
-                          ORDO_REGIONS_MAGHIST_BINS),
-                ORDO_EPROTO);
+    ORDO_CK_ERR(
+        send_hist(c, ORDO_ROLE_WORKER, 0, ORDO_SPARSE_MAGHIST, 8, a, ORDO_REGIONS_MAGHIST_BINS),
+        ORDO_EPROTO);
     ck_assert_str_eq(ordo_error_detail(), "MAGHIST from a node that is not a server");
     ORDO_CK_ERR(send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_MAGHIST, 8, a, 100), ORDO_EPROTO);
     ck_assert_str_eq(ordo_error_detail(), "MAGHIST: 800 bytes, expected 65536");
     ck_assert_int_eq(n_sent, 0);
-    ORDO_CK_OK(send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_MAGHIST, 8, a,
-                         ORDO_REGIONS_MAGHIST_BINS));
+    ORDO_CK_OK(
+        send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_MAGHIST, 8, a, ORDO_REGIONS_MAGHIST_BINS));
     ck_assert_int_eq(n_sent, 1);
     ck_assert_int_eq(sent[0].role, ORDO_ROLE_SERVER);
     ck_assert_int_eq(sent[0].sub, ORDO_SPARSE_THRESHOLD);
@@ -122,8 +125,8 @@ START_TEST(servers_get_one_global_threshold)
     ck_assert_float_eq(thr, ordo_regions_maghist_threshold(sum, 100));
     ck_assert(thr > 0.95f && thr < 1.1f); /* about 100 of the 500 values lie above it */
     /* the next round starts clean */
-    ORDO_CK_OK(send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_MAGHIST, 12, a,
-                         ORDO_REGIONS_MAGHIST_BINS));
+    ORDO_CK_OK(
+        send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_MAGHIST, 12, a, ORDO_REGIONS_MAGHIST_BINS));
     ck_assert_int_eq(n_sent, 1);
     ordo_sparse_coord_destroy(&c);
     ck_assert_ptr_null(c);

@@ -59,8 +59,7 @@ START_TEST(bad_plans_are_refused_with_the_member)
     ck_assert_str_eq(ordo_error_detail(), "plan: sparse.k must be an integer in [1, 1000]");
     ORDO_CK_ERR(parse_with("\"k\":10", "\"k\":1001", 2), ORDO_EPROTO);
     ORDO_CK_ERR(parse_with("\"n\":1000", "\"n\":\"1000\"", 2), ORDO_EPROTO);
-    ck_assert_str_eq(ordo_error_detail(),
-                     "plan: sparse.n must be an integer in [1, 4294967294]");
+    ck_assert_str_eq(ordo_error_detail(), "plan: sparse.n must be an integer in [1, 4294967294]");
     ORDO_CK_ERR(parse_with("\"nbins\":64", "\"nbins\":0", 2), ORDO_EPROTO);
     ORDO_CK_ERR(parse_with("\"threshold_period\":8", "\"threshold_period\":-1", 2), ORDO_EPROTO);
     ck_assert_str_eq(ordo_error_detail(),
