@@ -527,21 +527,6 @@ static int command(ordo_transport_t *t, cmd_kind_t kind, const char *endpoint, i
 {
     pthread_mutex_lock(&t->mu);
     while (t->cmd != CMD_NONE) pthread_cond_wait(&t->cmd_cv, &t->mu);
-    if (t->opts.inline_io) { /* the caller is the I/O thread */
-        t->cmd = kind;
-        t->cmd_endpoint = endpoint;
-        t->cmd_data = data;
-        t->cmd_actual = actual;
-        t->cmd_size = size;
-        t->cmd_sock = sock;
-        t->cmd_interval = interval;
-        t->cmd_timeout = timeout;
-        run_command(t);
-        int rc = t->cmd_result;
-        if (rc < 0) ordo_error_set(rc, "%s", t->cmd_err);
-        pthread_mutex_unlock(&t->mu);
-        return rc;
-    }
     t->cmd = kind;
     t->cmd_endpoint = endpoint;
     t->cmd_data = data;
@@ -551,10 +536,14 @@ static int command(ordo_transport_t *t, cmd_kind_t kind, const char *endpoint, i
     t->cmd_interval = interval;
     t->cmd_timeout = timeout;
     t->cmd_done = false;
-    wake(t);
-    while (!t->cmd_done) pthread_cond_wait(&t->cmd_cv, &t->mu);
+    if (t->opts.inline_io) { /* the caller is the I/O thread */
+        run_command(t);
+    } else {
+        wake(t);
+        while (!t->cmd_done) pthread_cond_wait(&t->cmd_cv, &t->mu);
+    }
     int rc = t->cmd_result;
-    /* the detail was written on the I/O thread; repeat it on the caller's */
+    /* the detail was written where the command ran; repeat it on the caller's thread */
     if (rc < 0) ordo_error_set(rc, "%s", t->cmd_err);
     pthread_mutex_unlock(&t->mu);
     return rc;

@@ -67,6 +67,24 @@ static void on_signal(int sig)
     stop_signal = sig;
 }
 
+/* send_ack acknowledges push m to its sender (the worker frees its buffer on it) */
+static void send_ack(server_t *s, const ordo_msg_t *m, uint32_t flags)
+{
+    ordo_msg_t ack;
+    ordo_msg_init(&ack, ORDO_MSG_PUSH_ACK);
+    ack.sock = s->data_sock;
+    memcpy(ack.rid, m->rid, m->rid_len);
+    ack.rid_len = m->rid_len;
+    ack.hdr.role = ORDO_ROLE_SERVER;
+    ack.hdr.rank = s->node.rank;
+    ack.hdr.req = m->hdr.req;
+    ack.hdr.key = m->hdr.key;
+    ack.hdr.chunk = m->hdr.chunk;
+    ack.hdr.iter = m->hdr.iter;
+    ack.hdr.flags = flags;
+    ordo_transport_send(s->node.tp, &ack);
+}
+
 static void answer_error(server_t *s, const ordo_msg_t *m, const char *why)
 {
     s->n_dropped++;
@@ -190,19 +208,7 @@ static void on_group_push(server_t *s, ordo_msg_t *m)
     }
     ordo_store_frame_unref(f);
     s->n_push++;
-    ordo_msg_t ack;
-    ordo_msg_init(&ack, ORDO_MSG_PUSH_ACK);
-    ack.sock = s->data_sock;
-    memcpy(ack.rid, m->rid, m->rid_len);
-    ack.rid_len = m->rid_len;
-    ack.hdr.role = ORDO_ROLE_SERVER;
-    ack.hdr.rank = s->node.rank;
-    ack.hdr.req = m->hdr.req;
-    ack.hdr.key = m->hdr.key;
-    ack.hdr.chunk = m->hdr.chunk;
-    ack.hdr.iter = m->hdr.iter;
-    ack.hdr.flags = ORDO_FLAG_GROUP;
-    ordo_transport_send(s->node.tp, &ack);
+    send_ack(s, m, ORDO_FLAG_GROUP);
     for (int i = 0; i < n; i++) { /* the slices this push completed answer their pulls */
         int sl = ordo_groups_slice(s->groups, i);
         if (ordo_store_version(s->store, sl) == m->hdr.iter + 1) wake_waiters(s, sl);
@@ -257,18 +263,7 @@ static void on_data(server_t *s, ordo_msg_t *m)
             return;
         }
         s->n_push++;
-        ordo_msg_t ack;
-        ordo_msg_init(&ack, ORDO_MSG_PUSH_ACK);
-        ack.sock = s->data_sock;
-        memcpy(ack.rid, m->rid, m->rid_len);
-        ack.rid_len = m->rid_len;
-        ack.hdr.role = ORDO_ROLE_SERVER;
-        ack.hdr.rank = s->node.rank;
-        ack.hdr.req = m->hdr.req;
-        ack.hdr.key = m->hdr.key;
-        ack.hdr.chunk = m->hdr.chunk;
-        ack.hdr.iter = m->hdr.iter;
-        ordo_transport_send(s->node.tp, &ack);
+        send_ack(s, m, 0);
         if (updated) wake_waiters(s, slice);
         return;
     }
