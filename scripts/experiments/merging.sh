@@ -10,6 +10,8 @@
 # usage: scripts/experiments/merging.sh [OPTIONS]
 #   --iterations N     measured iterations per run, after 1 warm-up (default 5)
 #   --repeats R        runs of each configuration, interleaved (default 3)
+#   --start-repeat K   number the repeats K .. K+R-1 and keep DIR's calibration (to add
+#                      repeats to an earlier output folder; default 1)
 #   --models LIST      comma or space list (default resnet50,densenet121,googlenet,
 #                      inception_v2,smallmany)
 #   --algos LIST       default wfbp,all,bytes:25MiB,mgwfbp,optimal
@@ -25,6 +27,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 iters=5
 repeats=3
+start=1
 models="resnet50,densenet121,googlenet,inception_v2,smallmany"
 algos="wfbp,all,bytes:25MiB,mgwfbp,optimal"
 networks="1gbit,10gbit"
@@ -38,9 +41,10 @@ bin="$here/build/bin"
 report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --iterations) iters=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
+    --start-repeat) start=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --algos) algos=$2; shift 2 ;;
     --networks) networks=$2; shift 2 ;;
@@ -62,6 +66,7 @@ networks=${networks//,/ }
 servers_list=${servers_list//,/ }
 [[ "$iters" =~ ^[1-9][0-9]*$ ]] || { echo "merging.sh: --iterations must be a positive integer" >&2; exit 2; }
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "merging.sh: --repeats must be a positive integer" >&2; exit 2; }
+[[ "$start" =~ ^[1-9][0-9]*$ ]] || { echo "merging.sh: --start-repeat must be a positive integer" >&2; exit 2; }
 if [ -n "$fixed_a$fixed_b" ] && { [ -z "$fixed_a" ] || [ -z "$fixed_b" ]; }; then
   echo "merging.sh: --a-us and --b-ns go together" >&2; exit 2
 fi
@@ -81,9 +86,13 @@ if [ $report_only = 0 ]; then
   done
   # the planner's cost model per network and server count: what each further pipelined push
   # costs when the run's workers push at once (per-message fit of ordo-bench calibrate)
-  : > "$out/calibration.txt"
+  [ "$start" = 1 ] && : > "$out/calibration.txt"
   for net in $networks; do
     for S in $servers_list; do
+      if grep -q "^$net $S " "$out/calibration.txt" 2>/dev/null; then
+        echo "merging: keeping the calibration of $net, $S servers: $(grep "^$net $S " "$out/calibration.txt")" | tee -a "$log"
+        continue
+      fi
       if [ -n "$fixed_a" ]; then
         echo "$net $S $fixed_a $fixed_b fixed" >> "$out/calibration.txt"
         continue
@@ -103,7 +112,7 @@ PY
       tail -n 1 "$out/calibration.txt" | tee -a "$log"
     done
   done
-  for rep in $(seq 1 "$repeats"); do
+  for rep in $(seq "$start" $((start + repeats - 1))); do
     for m in $models; do
       for net in $networks; do
         for S in $servers_list; do
