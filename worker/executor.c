@@ -436,8 +436,7 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
          * iteration t starts when every worker has reached it */
         post(e, CMD_BARRIER, 0, t);
         pthread_mutex_lock(&e->mu);
-        while (e->barrier_done < t && !e->fatal)
-            pthread_cond_wait(&e->cv, &e->mu);
+        while (e->barrier_done < t && !e->fatal) pthread_cond_wait(&e->cv, &e->mu);
         rc = e->fatal;
         pthread_mutex_unlock(&e->mu);
         if (rc) return rc;
@@ -503,7 +502,8 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     if (rc) return rc;
     st->t_push_done_ns = st->t_end_ns = ordo_clock_ns();
     if (e->o.trace && !e->o.forward_only)
-        ordo_trace_complete(e->o.trace, "pushes to finish", "wait", 2, w0, st->t_end_ns - w0, NULL);
+        ordo_trace_complete(e->o.trace, "pushes to finish", "wait", 2, w0, st->t_end_ns - w0,
+                            NULL);
     int64_t bytes = ordo_model_total_bytes(m);
     st->bytes_pull = bytes;
     st->bytes_push = e->o.forward_only ? 0 : bytes;
