@@ -67,20 +67,27 @@ static void on_signal(int sig)
     stop_signal = sig;
 }
 
+/* answer_init makes a message of the given type addressed back to m's sender, carrying
+ * m's request id, key, chunk and iteration */
+static void answer_init(server_t *s, const ordo_msg_t *m, int type, ordo_msg_t *a)
+{
+    ordo_msg_init(a, type);
+    a->sock = s->data_sock;
+    memcpy(a->rid, m->rid, m->rid_len);
+    a->rid_len = m->rid_len;
+    a->hdr.role = ORDO_ROLE_SERVER;
+    a->hdr.rank = s->node.rank;
+    a->hdr.req = m->hdr.req;
+    a->hdr.key = m->hdr.key;
+    a->hdr.chunk = m->hdr.chunk;
+    a->hdr.iter = m->hdr.iter;
+}
+
 /* send_ack acknowledges push m to its sender (the worker frees its buffer on it) */
 static void send_ack(server_t *s, const ordo_msg_t *m, uint32_t flags)
 {
     ordo_msg_t ack;
-    ordo_msg_init(&ack, ORDO_MSG_PUSH_ACK);
-    ack.sock = s->data_sock;
-    memcpy(ack.rid, m->rid, m->rid_len);
-    ack.rid_len = m->rid_len;
-    ack.hdr.role = ORDO_ROLE_SERVER;
-    ack.hdr.rank = s->node.rank;
-    ack.hdr.req = m->hdr.req;
-    ack.hdr.key = m->hdr.key;
-    ack.hdr.chunk = m->hdr.chunk;
-    ack.hdr.iter = m->hdr.iter;
+    answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
     ack.hdr.flags = flags;
     ordo_transport_send(s->node.tp, &ack);
 }
@@ -92,16 +99,7 @@ static void answer_error(server_t *s, const ordo_msg_t *m, const char *why)
               ordo_wire_type_name(m->hdr.type), m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter,
               ordo_wire_role_name(m->hdr.role), m->hdr.rank, why);
     ordo_msg_t e;
-    ordo_msg_init(&e, ORDO_MSG_ERROR);
-    e.sock = s->data_sock;
-    memcpy(e.rid, m->rid, m->rid_len);
-    e.rid_len = m->rid_len;
-    e.hdr.role = ORDO_ROLE_SERVER;
-    e.hdr.rank = s->node.rank;
-    e.hdr.req = m->hdr.req;
-    e.hdr.key = m->hdr.key;
-    e.hdr.chunk = m->hdr.chunk;
-    e.hdr.iter = m->hdr.iter;
+    answer_init(s, m, ORDO_MSG_ERROR, &e);
     ordo_msg_add_text(&e, why);
     ordo_transport_send(s->node.tp, &e);
 }
