@@ -35,7 +35,7 @@ int ordo_sparse_wire_plan(const char *plan_json, int servers, ordo_sparse_plan_t
     json_t *root = plan_json ? json_loads(plan_json, 0, NULL) : NULL;
     json_t *sp = root ? json_object_get(root, "sparse") : NULL;
     int rc = 0;
-    long long n, k, nbins, tp, rp;
+    long long n = 0, k = 0, nbins = 0, tp = 0, rp = 0;
     if (!json_is_object(sp)) {
         rc = ORDO_ENOTFOUND;
         goto done;

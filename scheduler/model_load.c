@@ -160,9 +160,9 @@ static int load_op(loader_t *ld, json_t *ops, int i)
     snprintf(path, sizeof path, "$.ops[%d]", i);
     if (!json_is_object(jo)) return BAD(ld, "%s: must be an object", path);
     int rc;
-    const char *name;
-    json_t *jin, *jpar;
-    double fwd, bwd;
+    const char *name = NULL;
+    json_t *jin = NULL, *jpar = NULL;
+    double fwd = 0, bwd = 0;
     if ((rc = check_keys(ld, jo, path, keys)) || (rc = get_name(ld, jo, path, "name", &name)) ||
         (rc = get_array(ld, jo, path, "inputs", &jin)) ||
         (rc = get_array(ld, jo, path, "params", &jpar)) ||
@@ -238,7 +238,7 @@ static int load_root(loader_t *ld, json_t *root)
     if ((rc = check_keys(ld, root, "$", keys))) return rc;
     const char *name, *dtype = "float32";
     json_t *jb = json_object_get(root, "batch"), *jd = json_object_get(root, "dtype");
-    json_t *params, *ops;
+    json_t *params = NULL, *ops = NULL;
     if ((rc = get_name(ld, root, "$", "name", &name))) return rc;
     if (!jb) return BAD(ld, "$: missing 'batch'");
     if (!json_is_integer(jb) || json_integer_value(jb) <= 0 || json_integer_value(jb) > INT_MAX)

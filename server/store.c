@@ -186,7 +186,7 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
 
 int ordo_store_check_push(ordo_store_t *s, int slice, int worker, int64_t iter, size_t bytes)
 {
-    slot_t *sl;
+    slot_t *sl = NULL;
     return push_checks(s, slice, worker, iter, bytes, &sl);
 }
 
@@ -299,7 +299,7 @@ static int fold(ordo_store_t *s, slot_t *sl, const float *data, ordo_store_frame
 int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, const float *data,
                         size_t bytes, ordo_store_frame_t *owner, bool *updated)
 {
-    slot_t *sl;
+    slot_t *sl = NULL;
     *updated = false;
     int rc = push_checks(s, slice, worker, iter, bytes, &sl);
     if (rc) return rc;

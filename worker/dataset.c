@@ -133,7 +133,7 @@ fail:
 int ordo_dataset_load_files(const char *images_path, const char *labels_path, ordo_dataset_t **out)
 {
     int rc;
-    uint32_t idims[3], ldims[1];
+    uint32_t idims[3] = {0}, ldims[1] = {0};
     ordo_dataset_t *ds = calloc(1, sizeof(*ds));
     if (!ds) return ordo_error_set(ORDO_ENOMEM, "dataset: out of memory");
     if ((rc = read_idx(images_path, 3, idims, &ds->pixels)) < 0) goto fail;
