@@ -85,6 +85,9 @@ static const key_t_ keys[] = {
     {"push", "merge_b_ns", T_DOUBLE, OFF(merge_b_ns), 0, "0", 0, 1e7, NULL,
      "merge planner: cost b per byte pushed, in ns (0 = 8 / [net] bandwidth, 10gbit's when "
      "not emulated)"},
+    {"push", "merge_c_ns", T_DOUBLE, OFF(merge_c_ns), 0, "0", 0, 1e7, NULL,
+     "merge planner: the receivers' work per byte after a message has arrived, in ns (a second "
+     "stage that overlaps the next message's transfer; ordo-bench calibrate measures it)"},
     {"push", "density", T_DOUBLE, OFF(density), 0, "0.01", 1e-9, 1.0, NULL,
      "fraction of entries pushed in sparse mode"},
     {"push", "threshold_period", T_INT, OFF(threshold_period), 0, "32", 1, 1000000, NULL,
@@ -101,6 +104,9 @@ static const key_t_ keys[] = {
      "emulated egress rate per process, tc style (1gbit); 0 = no emulation"},
     {"net", "latency_us", T_DOUBLE, OFF(latency_us), 0, "0", 0, 1e7, NULL,
      "emulated one-way latency per message"},
+    {"net", "msg_us", T_DOUBLE, OFF(msg_us), 0, "0", 0, 1e7, NULL,
+     "emulated per-message cost: each data message holds the egress link this long on top of "
+     "its bytes (RPC and packet overhead)"},
     {"net", "io_thread", T_BOOL, OFF(io_thread), 0, "false", 0, 0, NULL,
      "a dedicated I/O thread per process (false: the thread that owns the transport does the I/O)"},
     {"output", "dir", T_STR, OFF(out_dir), SZ(out_dir), "runs", 0, 0, NULL,

@@ -52,6 +52,7 @@ typedef struct ordo_conf {
     char merge[ORDO_CONF_STR];
     double merge_a_us; /* merge planner's cost model a + b * bytes */
     double merge_b_ns; /* 0 = from [net] bandwidth */
+    double merge_c_ns; /* receivers' per-byte work, a second stage after each message */
     double density;
     int threshold_period;
     int repartition_period;
@@ -63,6 +64,7 @@ typedef struct ordo_conf {
     /* [net] */
     double bandwidth_bps; /* 0 = no link emulation */
     double latency_us;
+    double msg_us; /* emulated per-message link occupancy */
     bool io_thread;
     /* [output] */
     char out_dir[ORDO_CONF_PATH];

@@ -189,7 +189,8 @@ static void dispatch(ordo_transport_t *t, ordo_msg_t *m)
     int64_t now = ordo_clock_ns();
     int64_t start = atomic_load(&t->link_free_ns);
     if (start < now) start = now;
-    int64_t ser = (int64_t)((double)msg_bytes(m) * 8e9 / t->opts.bandwidth_bps);
+    int64_t ser = (int64_t)((double)msg_bytes(m) * 8e9 / t->opts.bandwidth_bps +
+                            t->opts.msg_us * 1e3);
     int64_t done = start + ser;
     atomic_store(&t->link_free_ns, done);
     if (t->link.count == t->link.cap && ring_grow(&t->link) != 0) {

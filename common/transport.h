@@ -20,6 +20,7 @@ typedef struct ordo_transport_opts {
     int outbound_capacity; /* messages; default 4096 */
     double bandwidth_bps;  /* emulated egress rate of data sockets; 0 = none */
     double latency_us;     /* emulated one-way latency of data sockets */
+    double msg_us;         /* emulated link occupancy per data message, on top of its bytes */
     int role, rank;        /* stamped on heartbeats */
     bool inline_io;        /* no I/O thread: the one thread that calls send/recv does the I/O
                             * inside recv (other threads may only call ordo_transport_post) */

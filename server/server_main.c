@@ -408,7 +408,8 @@ int main(int argc, char **argv)
     signal(SIGTERM, on_signal);
 
     ordo_transport_opts_t opts = {.bandwidth_bps = s.conf.bandwidth_bps,
-                                  .latency_us = s.conf.latency_us, .role = ORDO_ROLE_SERVER,
+                                  .latency_us = s.conf.latency_us, .msg_us = s.conf.msg_us,
+                                  .role = ORDO_ROLE_SERVER,
                                   .rank = -1, .inline_io = !s.conf.io_thread};
     if ((rc = ordo_transport_new(&opts, &s.node.tp)) != 0) goto fail;
     char want[300], actual[300];

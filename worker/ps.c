@@ -128,6 +128,7 @@ int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out)
     w->conf = *conf;
     ordo_transport_opts_t opts = {.bandwidth_bps = conf->bandwidth_bps,
                                   .latency_us = conf->latency_us,
+                                  .msg_us = conf->msg_us,
                                   .role = ORDO_ROLE_WORKER,
                                   .rank = -1,
                                   .inline_io = !conf->io_thread};
