@@ -1,7 +1,8 @@
 /* merge: the merged-gradient planner. Derives a model's layers and backward timeline,
- * evaluates groupings under the cost model a + b * bytes, computes groupings (wfbp, all,
- * the paper's Algorithm 1, the exact dynamic program) and fits a and b. Plans (computing
- * them for a model, reading and writing ordo-merge/1) live in merge_plan.c. */
+ * evaluates groupings under the cost model (a + b * bytes on the link, then c * bytes at the
+ * receiver), computes groupings (wfbp, all, the paper's Algorithm 1) and fits a and b. The
+ * exact program ("optimal") is merge_optimal.c; plans (computing them for a model, reading
+ * and writing ordo-merge/1) live in merge_plan.c. */
 #include "scheduler/merge.h"
 
 #include <math.h>
@@ -129,11 +130,11 @@ int ordo_merge_grouping_valid(int n, const int *group_of)
 }
 
 double ordo_merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
-                             const int *group_of, double a, double b, double *start_s,
+                             const int *group_of, double a, double b, double c, double *start_s,
                              double *end_s)
 {
     ORDO_ASSERT(ordo_merge_grouping_valid(n, group_of));
-    double end = 0;
+    double end = 0, done = 0; /* link free, receiver free */
     int i = 0;
     while (i < n) {
         int g = group_of[i];
@@ -145,10 +146,11 @@ double ordo_merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
         }
         double start = end > ready ? end : ready;
         end = start + a + b * (double)sum;
+        done = (done > end ? done : end) + c * (double)sum;
         if (start_s) start_s[g] = start;
-        if (end_s) end_s[g] = end;
+        if (end_s) end_s[g] = done;
     }
-    return end;
+    return done;
 }
 
 static int check_cost(double a, double b)
@@ -225,127 +227,6 @@ fail:
     free(tauc);
     free(p);
     free(merged);
-    return rc;
-}
-
-/* fewest_groups finds, among the groupings of layers 0..L-1 whose last message ends by
- * t_star (up to rounding), one with the fewest messages: F_c[i], the earliest end of layers
- * 0..i-1 sent in exactly c messages, follows the same recurrence as the main program, for
- * c = 1, 2, ... up to max_groups. Writes layer_group and returns the count, 0 when none was
- * found, or ORDO_ENOMEM. */
-static int fewest_groups(int L, const double *ready, const int64_t *cum, double a, double b,
-                         double t_star, int max_groups, int *layer_group)
-{
-    size_t n = (size_t)L + 1;
-    double *prev = malloc(n * sizeof *prev), *cur = malloc(n * sizeof *cur);
-    int *from = malloc((size_t)max_groups * n * sizeof *from);
-    int rc = ORDO_ENOMEM;
-    if (!prev || !cur || !from) goto done;
-    rc = 0;
-    for (size_t i = 0; i < n; i++)
-        prev[i] = i ? INFINITY : 0; /* F_0 */
-    for (int c = 1; c <= max_groups && rc == 0; c++) {
-        int *fc = from + (size_t)(c - 1) * n;
-        for (int i = 0; i <= L; i++) {
-            cur[i] = INFINITY;
-            fc[i] = -1;
-            for (int j = c - 1; j < i; j++) { /* message c = layers j..i-1 */
-                if (prev[j] == INFINITY) continue;
-                double start = prev[j] > ready[i - 1] ? prev[j] : ready[i - 1];
-                double end = start + a + b * (double)(cum[i] - cum[j]);
-                if (end < cur[i]) {
-                    cur[i] = end;
-                    fc[i] = j;
-                }
-            }
-        }
-        if (cur[L] <= t_star * (1 + 1e-13)) {
-            for (int k = c, i = L; k >= 1; k--) {
-                int j = from[(size_t)(k - 1) * n + i];
-                for (int x = j; x < i; x++)
-                    layer_group[x] = k - 1;
-                i = j;
-            }
-            rc = c;
-        }
-        double *t = prev;
-        prev = cur;
-        cur = t;
-    }
-done:
-    free(prev);
-    free(cur);
-    free(from);
-    return rc;
-}
-
-int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b,
-                       int *layer_group)
-{
-    int rc = check_cost(a, b);
-    if (rc) return rc;
-    if (L < 0 || (L > 0 && (!tb_s || !bytes || !layer_group)))
-        return ordo_error_set(ORDO_EINVAL, "ordo_merge_optimal: bad arguments");
-    if (L == 0) return 0;
-    size_t n = (size_t)L + 1;
-    /* best[i]: the earliest end of the last message over groupings of layers 0..i-1;
-     * from[i]: the first layer of that grouping's last group. A later message starts at
-     * max(previous end, its ready time), which never grows when the previous end shrinks,
-     * so the best grouping of 0..i-1 extends the best grouping of some prefix 0..j-1. */
-    double *best = malloc(n * sizeof *best), *ready = malloc(n * sizeof *ready);
-    int64_t *cum = malloc(n * sizeof *cum);
-    int *from = malloc(n * sizeof *from);
-    rc = ORDO_ENOMEM;
-    if (!best || !ready || !cum || !from) goto fail;
-    double clock = 0;
-    cum[0] = 0;
-    for (int i = 0; i < L; i++) {
-        clock += tb_s[i];
-        ready[i] = clock;
-        cum[i + 1] = cum[i] + bytes[i];
-    }
-    best[0] = 0;
-    for (int i = 1; i <= L; i++) {
-        double r = ready[i - 1];
-        best[i] = INFINITY;
-        from[i] = 0;
-        for (int j = 0; j < i; j++) { /* last group = layers j..i-1 */
-            double start = best[j] > r ? best[j] : r;
-            double end = start + a + b * (double)(cum[i] - cum[j]);
-            if (end < best[i]) {
-                best[i] = end;
-                from[i] = j;
-            }
-        }
-    }
-    /* Walk the choices back to count the groups, then number them front to back. */
-    int groups = 0;
-    for (int i = L; i > 0; i = from[i])
-        groups++;
-    int g = groups;
-    for (int i = L; i > 0; i = from[i]) {
-        g--;
-        for (int k = from[i]; k < i; k++)
-            layer_group[k] = g;
-    }
-    rc = groups;
-    /* Many groupings often tie (the last layer's message bounds the time and earlier ones
-     * have slack): among them, send the fewest messages. Each count tried costs about
-     * L^2 / 2 steps; the counts tried stop at a budget of 2e9 steps, past which the grouping
-     * above stays. */
-    double budget = 4e9 / ((double)L * (double)L);
-    int max_c = budget < groups ? (int)budget : groups;
-    if (groups > 1 && max_c >= 1) {
-        /* out of memory there leaves the grouping above, which is as fast */
-        int c = fewest_groups(L, ready, cum, a, b, best[L], max_c, layer_group);
-        if (c > 0) rc = c;
-    }
-fail:
-    if (rc == ORDO_ENOMEM) ordo_error_set(rc, "ordo_merge_optimal: out of memory");
-    free(best);
-    free(ready);
-    free(cum);
-    free(from);
     return rc;
 }
 

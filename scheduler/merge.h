@@ -1,6 +1,7 @@
 /* merge: the merged-gradient planner (MG-WFBP, Shi, Chu and Li). It derives the layers of a
  * model and their backward timeline, evaluates the iteration time of any grouping of
- * consecutive layers' gradients into messages under the cost model a + b * bytes, computes
+ * consecutive layers' gradients into messages under the cost model a + b * bytes (and a
+ * receiver stage c * bytes), computes
  * groupings (wfbp, all, the paper's Algorithm 1 "mgwfbp", the exact dynamic program
  * "optimal", fixed buffers "bytes:N"), reads and writes ordo-merge/1 plans, and fits a and b
  * from measured round trips. Times are in seconds, sizes in bytes. docs/merging.md explains
@@ -46,11 +47,15 @@ void ordo_merge_timeline_destroy(ordo_merge_timeline_t **t);
 /* ordo_merge_comm_times evaluates a grouping of n items (layers or parameters) in push
  * order: ready_s[i] (non-decreasing) is when item i's gradients are ready, bytes[i] its
  * size, group_of[i] its group (0 for the first item, then equal or one more than the
- * previous item's). A group's message starts at max(end of the previous message, ready time
- * of its last item) and takes a + b * its bytes. Fills start_s and end_s (per group, either
- * may be NULL) and returns the end of the last message (0 when n == 0). */
+ * previous item's). The cost model has two stages, a flow shop: a group's message holds the
+ * link from max(end of the previous message on the link, ready time of its last item) for
+ * a + b * its bytes, then the receiver from max(the receiver's end of the previous message,
+ * its link end) for c * its bytes (the receivers' work, which starts only once the whole
+ * message has arrived). With c = 0 this is the paper's single-stage model. Fills start_s
+ * (link start) and end_s (receiver end) per group (either may be NULL) and returns the
+ * receiver's end of the last message (0 when n == 0). */
 double ordo_merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
-                             const int *group_of, double a, double b, double *start_s,
+                             const int *group_of, double a, double b, double c, double *start_s,
                              double *end_s);
 
 /* ordo_merge_grouping_valid reports (1 or 0) whether group_of[0..n) is a valid grouping. */
@@ -58,18 +63,21 @@ int ordo_merge_grouping_valid(int n, const int *group_of);
 
 /* ordo_merge_mgwfbp runs the paper's Algorithm 1 (journal version) over L layers given in
  * backward order (tb_s[0] is the paper's layer L): layer l merges into l-1 when
- * tau_b(l-1) + t_b(l-1) - tau_c(l) < a, start times recomputed after each merge. Writes
+ * tau_b(l-1) + t_b(l-1) - tau_c(l) < a, start times recomputed after each merge. It is the
+ * paper's algorithm on the paper's model: it does not see a receiver stage c. Writes
  * layer_group[0..L) and returns the number of groups, or a negative error. */
 int ordo_merge_mgwfbp(int L, const double *tb_s, const int64_t *bytes, double a, double b,
                       int *layer_group);
 
 /* ordo_merge_optimal finds a grouping of L layers (backward order) with the least iteration
- * time by the O(L^2) dynamic program over the earliest end of each prefix; among groupings
- * with that time it then picks one with the fewest messages (O(L^2) per count tried, within
- * a budget of about 2e9 steps). Writes layer_group[0..L) and returns the number of groups,
- * or a negative error. */
+ * time under the two-stage model (a, b, c as in ordo_merge_comm_times) by a dynamic program
+ * over layer boundaries keeping the Pareto front of (link free, receiver free) per prefix
+ * (with c = 0, the O(L^2) program over the earliest end). Among groupings of least time it
+ * returns wfbp's (one group per layer) when wfbp is one of them, else one with the fewest
+ * messages (the program with an exact count, within a budget of steps). Writes
+ * layer_group[0..L) and returns the number of groups, or a negative error. */
 int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b,
-                       int *layer_group);
+                       double c, int *layer_group);
 
 /* ---- plans ---------------------------------------------------------------------------- */
 
@@ -91,8 +99,8 @@ const char *ordo_merge_algo_name(ordo_merge_algo_t algo);
 /* A merge plan: which parameters travel together, in push order. */
 typedef struct ordo_merge_plan {
     char *model;             /* model name */
-    double a, b;             /* the cost model the plan was made for */
-    double predicted_iter_s; /* end of the last push after backward starts, under a, b */
+    double a, b, c;          /* the cost model the plan was made for */
+    double predicted_iter_s; /* end of the last push after backward starts, under a, b, c */
     int n_params;
     int n_groups;
     int *order;          /* [n_params] param indices in push order */
@@ -101,14 +109,15 @@ typedef struct ordo_merge_plan {
 } ordo_merge_plan_t;
 
 /* ordo_merge_plan_compute plans m's pushes with algo (bucket_bytes for ORDO_MERGE_BYTES)
- * under cost a + b * bytes (a, b >= 0, finite); *out is the caller's. */
+ * under the cost model a + b * bytes on the link and c * bytes at the receiver (a, b, c >= 0,
+ * finite; see ordo_merge_comm_times); *out is the caller's. */
 int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64_t bucket_bytes,
-                            double a, double b, ordo_merge_plan_t **out);
+                            double a, double b, double c, ordo_merge_plan_t **out);
 
 /* ordo_merge_plan_iter_s returns the iteration time of plan p's grouping for model m under
- * cost a + b * bytes (p's own a and b need not be these). */
-double ordo_merge_plan_iter_s(const ordo_merge_plan_t *p, const ordo_model_t *m, double a,
-                              double b);
+ * the cost model a, b, c (p's own need not be these). */
+double ordo_merge_plan_iter_s(const ordo_merge_plan_t *p, const ordo_model_t *m, double a, double b,
+                              double c);
 
 /* ordo_merge_plan_destroy frees *p and sets *p = NULL; NULL-safe. */
 void ordo_merge_plan_destroy(ordo_merge_plan_t **p);
@@ -120,8 +129,8 @@ int ordo_merge_plan_to_json(const ordo_merge_plan_t *p, const ordo_model_t *m, c
 /* ordo_merge_plan_load_string reads an ordo-merge/1 plan for model m and validates it: the
  * plan's model name is m's, every parameter appears exactly once, groups are non-empty and
  * follow backward order (a parameter's layer never comes before the previous one's; the
- * parameters of one layer may be split between adjacent groups), a and b (0 when absent)
- * are finite and >= 0. predicted_iter_s is recomputed from a, b and m. Unknown keys are
+ * parameters of one layer may be split between adjacent groups), a, b and c (0 when absent)
+ * are finite and >= 0. predicted_iter_s is recomputed from a, b, c and m. Unknown keys are
  * ignored. Errors read "NAME: $.groups[2][0]: reason". *out is the caller's. */
 int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_model_t *m,
                                 ordo_merge_plan_t **out);

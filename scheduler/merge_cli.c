@@ -13,14 +13,17 @@
 #include "scheduler/model.h"
 
 static const char usage_text[] =
-    "usage: ordo-plan merge [--algo ALGO] --a SEC --b SEC_PER_BYTE [--compare] MODEL.json\n"
+    "usage: ordo-plan merge [--algo ALGO] --a SEC --b SEC_PER_BYTE [--c SEC_PER_BYTE] [--compare]\n"
+    "                       MODEL.json\n"
     "\n"
     "Plans which gradients are pushed together (MG-WFBP, docs/merging.md) and writes the\n"
-    "ordo-merge/1 plan to stdout. Pushing b bytes costs a + b_coef * bytes seconds.\n"
+    "ordo-merge/1 plan to stdout. A message of B bytes holds the link a + b * B seconds, then\n"
+    "the receiver c * B seconds (overlapping the next message's transfer).\n"
     "\n"
     "  --algo ALGO        optimal (default) | mgwfbp | wfbp | all | bytes:N (e.g. bytes:25MB)\n"
     "  --a SEC            start-up cost of one message, seconds (>= 0)\n"
-    "  --b SEC_PER_BYTE   cost per byte, seconds (>= 0)\n"
+    "  --b SEC_PER_BYTE   cost per byte on the link, seconds (>= 0)\n"
+    "  --c SEC_PER_BYTE   the receiver's work per byte once a message has arrived (default 0)\n"
     "  --compare          print a table of every algorithm's predicted time instead\n"
     "  -h, --help         this text\n";
 
@@ -40,18 +43,18 @@ static int parse_cost(const char *opt, const char *s, double *out)
 
 /* compare prints the predicted time of every algorithm (bytes:N with the given N, or 25 MB
  * as PyTorch DDP's default when none was asked for). */
-static int compare(const ordo_model_t *m, double a, double b, int64_t bucket)
+static int compare(const ordo_model_t *m, double a, double b, double c, int64_t bucket)
 {
     static const ordo_merge_algo_t algos[] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL, ORDO_MERGE_BYTES,
                                               ORDO_MERGE_MGWFBP, ORDO_MERGE_OPTIMAL};
     if (bucket <= 0) bucket = 25 * 1024 * 1024;
     double wfbp = 0;
-    printf("model %s: %d params, %lld bytes, a = %g s, b = %g s/byte\n", m->name, m->n_params,
-           (long long)ordo_model_total_bytes(m), a, b);
+    printf("model %s: %d params, %lld bytes, a = %g s, b = %g s/byte, c = %g s/byte\n", m->name,
+           m->n_params, (long long)ordo_model_total_bytes(m), a, b, c);
     printf("%-16s %7s %18s %9s\n", "algo", "groups", "predicted_iter_s", "vs_wfbp");
     for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
         ordo_merge_plan_t *p = NULL;
-        int rc = ordo_merge_plan_compute(m, algos[i], bucket, a, b, &p);
+        int rc = ordo_merge_plan_compute(m, algos[i], bucket, a, b, c, &p);
         if (rc) {
             fprintf(stderr, "ordo-plan merge: %s\n", ordo_error_text(rc));
             return 1;
@@ -72,7 +75,7 @@ static int compare(const ordo_model_t *m, double a, double b, int64_t bucket)
 int ordo_merge_cli(int argc, char **argv)
 {
     const char *algo_text = "optimal", *path = NULL;
-    double a = NAN, b = NAN;
+    double a = NAN, b = NAN, c = 0;
     int want_compare = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *val = NULL;
@@ -88,9 +91,9 @@ int ordo_merge_cli(int argc, char **argv)
             /* --opt VALUE or --opt=VALUE */
             const char *eq = strchr(arg, '=');
             size_t klen = eq ? (size_t)(eq - arg) : strlen(arg);
-            static const char *const keys[] = {"--algo", "--a", "--b"};
+            static const char *const keys[] = {"--algo", "--a", "--b", "--c"};
             int which = -1;
-            for (int k = 0; k < 3; k++)
+            for (int k = 0; k < 4; k++)
                 if (strlen(keys[k]) == klen && strncmp(arg, keys[k], klen) == 0) which = k;
             if (which < 0) {
                 fprintf(stderr, "ordo-plan merge: unknown option '%s' (see --help)\n", arg);
@@ -106,7 +109,7 @@ int ordo_merge_cli(int argc, char **argv)
             }
             if (which == 0)
                 algo_text = val;
-            else if (parse_cost(keys[which], val, which == 1 ? &a : &b))
+            else if (parse_cost(keys[which], val, which == 1 ? &a : which == 2 ? &b : &c))
                 return 2;
             continue;
         }
@@ -137,10 +140,10 @@ int ordo_merge_cli(int argc, char **argv)
         goto done;
     }
     if (want_compare) {
-        status = compare(m, a, b, algo == ORDO_MERGE_BYTES ? bucket : 0);
+        status = compare(m, a, b, c, algo == ORDO_MERGE_BYTES ? bucket : 0);
         goto done;
     }
-    if ((rc = ordo_merge_plan_compute(m, algo, bucket, a, b, &p)) ||
+    if ((rc = ordo_merge_plan_compute(m, algo, bucket, a, b, c, &p)) ||
         (rc = ordo_merge_plan_to_json(p, m, &json))) {
         fprintf(stderr, "ordo-plan merge: %s: %s\n", path, ordo_error_text(rc));
         goto done;

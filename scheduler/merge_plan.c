@@ -58,7 +58,7 @@ static void plan_finish(ordo_merge_plan_t *p, const int *item_group)
 
 /* plan_time evaluates p's grouping on timeline t; NAN when out of memory. */
 static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
-                        const ordo_merge_timeline_t *t, double a, double b)
+                        const ordo_merge_timeline_t *t, double a, double b, double c)
 {
     size_t n = (size_t)p->n_params + 1;
     double *ready = malloc(n * sizeof *ready);
@@ -72,7 +72,7 @@ static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
             bytes[i] = m->params[q].bytes;
             group[i] = p->group_of_param[q];
         }
-        iter = ordo_merge_comm_times(p->n_params, ready, bytes, group, a, b, NULL, NULL);
+        iter = ordo_merge_comm_times(p->n_params, ready, bytes, group, a, b, c, NULL, NULL);
     }
     free(ready);
     free(bytes);
@@ -80,28 +80,31 @@ static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
     return iter;
 }
 
-double ordo_merge_plan_iter_s(const ordo_merge_plan_t *p, const ordo_model_t *m, double a, double b)
+double ordo_merge_plan_iter_s(const ordo_merge_plan_t *p, const ordo_model_t *m, double a, double b,
+                              double c)
 {
     ordo_merge_timeline_t *t = NULL;
     if (!p || !m || p->n_params != m->n_params || ordo_merge_timeline_new(m, &t) != 0) return NAN;
-    double iter = plan_time(p, m, t, a, b);
+    double iter = plan_time(p, m, t, a, b, c);
     ordo_merge_timeline_destroy(&t);
     return iter;
 }
 
-static int check_cost(double a, double b)
+static int check_cost(double a, double b, double c)
 {
-    if (!isfinite(a) || !isfinite(b) || a < 0 || b < 0)
+    if (!isfinite(a) || !isfinite(b) || !isfinite(c) || a < 0 || b < 0 || c < 0)
         return ordo_error_set(ORDO_EINVAL,
-                              "cost model a=%g s, b=%g s/byte: both must be finite and >= 0", a, b);
+                              "cost model a=%g s, b=%g s/byte, c=%g s/byte: all must be finite "
+                              "and >= 0",
+                              a, b, c);
     return 0;
 }
 
 int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64_t bucket_bytes,
-                            double a, double b, ordo_merge_plan_t **out)
+                            double a, double b, double c, ordo_merge_plan_t **out)
 {
     if (!m || !out) return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_compute: no model");
-    int rc = check_cost(a, b);
+    int rc = check_cost(a, b, c);
     if (rc) return rc;
     if (algo == ORDO_MERGE_BYTES && bucket_bytes <= 0)
         return ordo_error_set(ORDO_EINVAL, "bytes:N needs N > 0 (got %lld)",
@@ -133,7 +136,7 @@ int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64
         rc = ordo_merge_mgwfbp(L, t->tb_s, t->layer_bytes, a, b, layer_group);
         break;
     case ORDO_MERGE_OPTIMAL:
-        rc = ordo_merge_optimal(L, t->tb_s, t->layer_bytes, a, b, layer_group);
+        rc = ordo_merge_optimal(L, t->tb_s, t->layer_bytes, a, b, c, layer_group);
         break;
     case ORDO_MERGE_BYTES:
         break;
@@ -161,7 +164,8 @@ int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64
     plan_finish(p, item_group);
     p->a = a;
     p->b = b;
-    p->predicted_iter_s = plan_time(p, m, t, a, b);
+    p->c = c;
+    p->predicted_iter_s = plan_time(p, m, t, a, b, c);
     if (isnan(p->predicted_iter_s)) {
         rc = ordo_error_set(ORDO_ENOMEM, "model '%s': out of memory", m->name);
         goto fail;
@@ -223,6 +227,10 @@ int ordo_merge_plan_to_json(const ordo_merge_plan_t *p, const ordo_model_t *m, c
     put_number(f, p->a);
     fputs(", \"b\": ", f);
     put_number(f, p->b);
+    if (p->c > 0) { /* written only when there is a receiver stage */
+        fputs(", \"c\": ", f);
+        put_number(f, p->c);
+    }
     fputs(",\n \"groups\": [", f);
     for (int g = 0; g < p->n_groups; g++) {
         fputs(g ? ",\n  [" : "\n  [", f);
@@ -304,8 +312,9 @@ int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_m
                             json_string_value(model), m->name ? m->name : "");
         goto fail;
     }
-    double a, b, pred;
+    double a, b, c, pred;
     if ((rc = get_cost(root, "a", name, &a)) || (rc = get_cost(root, "b", name, &b)) ||
+        (rc = get_cost(root, "c", name, &c)) ||
         (rc = get_cost(root, "predicted_iter_s", name, &pred)))
         goto fail;
     json_t *groups = json_object_get(root, "groups");
@@ -391,7 +400,8 @@ int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_m
     plan_finish(p, item_group);
     p->a = a;
     p->b = b;
-    p->predicted_iter_s = plan_time(p, m, t, a, b);
+    p->c = c;
+    p->predicted_iter_s = plan_time(p, m, t, a, b, c);
     if (isnan(p->predicted_iter_s)) {
         rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", name);
         goto fail;

@@ -17,13 +17,15 @@ int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *p
     double bps = conf->bandwidth_bps > 0 ? conf->bandwidth_bps : ORDO_RUNPLAN_DEFAULT_BPS;
     double a = conf->merge_a_us * 1e-6;
     double b = conf->merge_b_ns > 0 ? conf->merge_b_ns * 1e-9 : 8.0 / bps;
+    double c = conf->merge_c_ns * 1e-9;
     /* emulated op times are the profile's times compute_scale; iteration times scale with
      * (op times, a, b) together, so planning the profile under (a, b) / scale gives the same
      * groups */
     double scale = conf->compute == ORDO_COMPUTE_EMULATE ? conf->compute_scale : 1.0;
     if (scale < 1e-9) scale = 1e-9;
     ordo_merge_plan_t *p = NULL;
-    if ((rc = ordo_merge_plan_compute(m, algo, bucket, a / scale, b / scale, &p)) != 0) return rc;
+    if ((rc = ordo_merge_plan_compute(m, algo, bucket, a / scale, b / scale, c / scale, &p)) != 0)
+        return rc;
     json_t *groups = json_array(), *merge = NULL;
     for (int g = 0; groups && g < p->n_groups; g++) {
         json_t *grp = json_array();
@@ -33,17 +35,17 @@ int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *p
     }
     /* no message above partition_bytes, as for chunks: a message is handled only once it
      * has wholly arrived, so one huge group would serialize what pieces let overlap */
-    merge = json_pack("{s:s,s:f,s:f,s:o,s:i,s:I,s:f}", "algo", conf->merge, "a", a, "b", b,
-                      "groups", groups, "groups_per_worker", p->n_groups, "max_message_bytes",
+    merge = json_pack("{s:s,s:f,s:f,s:f,s:o,s:i,s:I,s:f}", "algo", conf->merge, "a", a, "b", b, "c",
+                      c, "groups", groups, "groups_per_worker", p->n_groups, "max_message_bytes",
                       (json_int_t)conf->partition_bytes, "predicted_iter_s",
                       p->predicted_iter_s * scale);
     if (!merge || json_object_set_new(plan, "merge", merge) != 0) {
         ordo_merge_plan_destroy(&p);
         return ORDO_ENOMEM;
     }
-    ORDO_INFO("merge: %s, %d groups for %d parameters (a = %.1f us, b = %.4g ns/byte); "
-              "predicted backward + pushes %.3f ms",
-              conf->merge, p->n_groups, m->n_params, a * 1e6, b * 1e9,
+    ORDO_INFO("merge: %s, %d groups for %d parameters (a = %.1f us, b = %.4g ns/byte, c = %.4g "
+              "ns/byte); predicted backward + pushes %.3f ms",
+              conf->merge, p->n_groups, m->n_params, a * 1e6, b * 1e9, c * 1e9,
               p->predicted_iter_s * scale * 1e3);
     ordo_merge_plan_destroy(&p);
     return 0;

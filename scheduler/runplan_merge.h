@@ -11,11 +11,12 @@
 #include "scheduler/model.h"
 
 /* ordo_runplan_merge adds the member "merge" to plan when conf's push.mode is merged (and
- * does nothing otherwise): {"algo": push.merge, "a": s, "b": s/byte, "groups": [[key, ...],
+ * does nothing otherwise): {"algo": push.merge, "a": s, "b": s/byte, "c": s/byte, "groups": [[key, ...],
  * ...] in push order, "groups_per_worker": n, "max_message_bytes": order.partition_bytes,
  * "predicted_iter_s": backward start to last push end}. Workers cut each group's share of a
  * server into messages of at most max_message_bytes. The cost model is a = push.merge_a_us, b =
- * push.merge_b_ns (0: 8 / [net] bandwidth, or 10gbit's when bandwidth is 0); op times are the
+ * push.merge_b_ns (0: 8 / [net] bandwidth, or 10gbit's when bandwidth is 0), c =
+ * push.merge_c_ns; op times are the
  * profile's times compute_scale (emulated compute). Keys are m's parameters in order. */
 int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *plan);
 
