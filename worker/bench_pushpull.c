@@ -186,6 +186,7 @@ typedef struct {
     int64_t min_bytes, max_bytes;
     int64_t partition;
     double bandwidth_bps, latency_us;
+    double msg_us; /* emulated per-message link occupancy */
     int io_thread;
     int workers; /* calibrate: workers measuring at once (1 here, the others forked) */
     int servers; /* calibrate: servers (0 = 1) */
@@ -223,6 +224,8 @@ static int parse_opts(int argc, char **argv, opts_t *o, const char *usage)
             ok = ordo_conf_parse_rate(v, &o->bandwidth_bps) == 0;
         else if (!strncmp(a, "--latency-us", 12))
             o->latency_us = atof(v);
+        else if (!strncmp(a, "--msg-us", 8))
+            ok = (o->msg_us = atof(v)) >= 0;
         else if (!strncmp(a, "--workers", 9))
             ok = (o->workers = atoi(v)) >= 1 && o->workers <= 64;
         else if (!strncmp(a, "--servers", 9))
@@ -252,6 +255,8 @@ static int start_daemons(const int64_t *sizes, int n, const opts_t *o, child_t *
     snprintf(parg, sizeof parg, "--order.partition_bytes=%lld", (long long)o->partition);
     snprintf(barg, sizeof barg, "--net.bandwidth=%.0fbit", o->bandwidth_bps);
     snprintf(larg, sizeof larg, "--net.latency_us=%g", o->latency_us);
+    char marg[64];
+    snprintf(marg, sizeof marg, "--net.msg_us=%g", o->msg_us);
     char iarg[64], warg[64], sarg_n[64];
     snprintf(iarg, sizeof iarg, "--net.io_thread=%s", o->io_thread ? "true" : "false");
     snprintf(warg, sizeof warg, "--cluster.workers=%d", o->workers > 1 ? o->workers : 1);
@@ -272,7 +277,7 @@ static int start_daemons(const int64_t *sizes, int n, const opts_t *o, child_t *
     char sarg[700];
     snprintf(sarg, sizeof sarg, "--cluster.scheduler=%s", sched->ready);
     char *vargs[] = {NULL, sarg, "--output.log_level=warn", "--optimizer.lr=0", barg, larg,
-                     iarg, NULL};
+                     marg, iarg, NULL};
     for (int i = 0; i < (o->servers > 1 ? o->servers : 1); i++)
         if ((rc = spawn(&srv[i], "ordo-server", vargs)) != 0) return rc;
     return 0;
@@ -287,6 +292,7 @@ static int join(const opts_t *o, const child_t *sched, ordo_worker_t **w)
              sched->ready);
     conf.bandwidth_bps = o->bandwidth_bps;
     conf.latency_us = o->latency_us;
+    conf.msg_us = o->msg_us;
     conf.io_thread = o->io_thread;
     ordo_log_set_level(ORDO_LOG_WARN);
     return ordo_worker_new(&conf, w);
@@ -438,8 +444,9 @@ typedef struct {
     const int *burst_of; /* [n_burst] first key of each burst size */
     int64_t *iter;       /* per key: the next iteration */
     float *val, *grad;
-    double *t;                  /* [reps] scratch */
-    double rt_y[24], msg_y[12]; /* medians: round trip per size, per message per burst size */
+    double *t, *t1;                        /* [reps] scratch */
+    double rt_y[24], msg_y[12], one_y[12]; /* medians: round trip per size; per message and
+                                            * one push alone per burst size */
 } cal_t;
 
 static int calibrate_run(ordo_worker_t *w, cal_t *c, bool print)
@@ -471,8 +478,12 @@ static int calibrate_run(ordo_worker_t *w, cal_t *c, bool print)
                 if ((rc = pull_keys(w, keys, 1, c->val, c->iter)) != 0) return rc;
                 if ((rc = push_burst(w, keys, CAL_BURST, c->grad, c->iter, &many)) != 0) return rc;
                 if ((rc = pull_keys(w, keys, CAL_BURST, c->val, c->iter)) != 0) return rc;
-                if (r >= 0) c->t[r] = (many - one) / (CAL_BURST - 1);
+                if (r >= 0) {
+                    c->t[r] = (many - one) / (CAL_BURST - 1);
+                    c->t1[r] = one;
+                }
             }
+            c->one_y[k] = median(c->t1, o->reps);
             /* with per-message costs below the noise the difference can come out negative */
             c->msg_y[k] = per_msg = fmax(0.0, median(c->t, o->reps));
         }
@@ -509,7 +520,8 @@ int ordo_bench_calibrate(int argc, char **argv)
     opts_t o = {.reps = 9, .min_bytes = 1024, .max_bytes = 1 << 20, .partition = 1 << 30};
     int rc = parse_opts(argc, argv, &o,
                         "[--json] [--reps N] [--min BYTES] [--max BYTES] [--bandwidth RATE] "
-                        "[--latency-us US] [--workers N] [--servers N] [--io-thread]");
+                        "[--latency-us US] [--msg-us US] [--workers N] [--servers N] "
+                        "[--io-thread]");
     if (rc) return rc > 0 ? 0 : 2;
     if (o.workers < 1) o.workers = 1;
     /* keys: one per round-trip size (min, 2 min, 4 min, ... max), then CAL_BURST per
@@ -538,8 +550,9 @@ int ordo_bench_calibrate(int argc, char **argv)
     c.val = calloc((size_t)o.max_bytes / 4 + 1, sizeof(float));
     c.grad = calloc((size_t)o.max_bytes / 4 + 1, sizeof(float));
     c.t = malloc(sizeof *c.t * (size_t)o.reps);
-    double rt_x[24], msg_x[12], a_rt, b_rt, a_msg, b_msg;
-    if (!c.iter || !c.val || !c.grad || !c.t) {
+    c.t1 = malloc(sizeof *c.t1 * (size_t)o.reps);
+    double rt_x[24], msg_x[12], a_rt, b_rt, a_msg, b_msg, a_one, b_one;
+    if (!c.iter || !c.val || !c.grad || !c.t || !c.t1) {
         rc = ORDO_ENOMEM;
         goto done;
     }
@@ -557,10 +570,11 @@ int ordo_bench_calibrate(int argc, char **argv)
     if ((rc = join(&o, &sched, &w)) != 0) goto done;
     if (!o.json)
         printf("ordo push+pull calibration, %d server%s + %d worker%s on loopback, link %s%.3g "
-               "gbit/s, latency %g us, median of %d\n%10s %14s %14s\n",
+               "gbit/s, latency %g us, %g us per message, median of %d\n%10s %14s %14s\n",
                o.servers > 1 ? o.servers : 1, o.servers > 1 ? "s" : "", o.workers,
                o.workers > 1 ? "s" : "", o.bandwidth_bps > 0 ? "" : "unpaced ",
-               o.bandwidth_bps / 1e9, o.latency_us, o.reps, "bytes", "round_trip_us", "per_msg_us");
+               o.bandwidth_bps / 1e9, o.latency_us, o.msg_us, o.reps, "bytes", "round_trip_us",
+               "per_msg_us");
     if ((rc = calibrate_run(w, &c, true)) != 0) goto done;
     for (int i = 0; i < n_rt; i++)
         rt_x[i] = (double)sizes[i];
@@ -568,18 +582,29 @@ int ordo_bench_calibrate(int argc, char **argv)
         msg_x[k] = (double)sizes[2 * k];
     if ((rc = ordo_merge_fit_cost(rt_x, c.rt_y, n_rt, &a_rt, &b_rt)) != 0) goto done;
     if ((rc = ordo_merge_fit_cost(msg_x, c.msg_y, n_burst, &a_msg, &b_msg)) != 0) goto done;
+    if ((rc = ordo_merge_fit_cost(msg_x, c.one_y, n_burst, &a_one, &b_one)) != 0) goto done;
+    /* The planner's two stages: the link (a + b * bytes) and then the receivers (c * bytes,
+     * once a message has arrived). One push alone pays both, b + c per byte; pipelined
+     * pushes pay the slower, max(b, c). b is the emulated link's 8 / rate (without
+     * emulation, the pipelined figure) and c what a push alone takes per byte beyond it. */
+    double b_plan = o.bandwidth_bps > 0 ? 8.0 / o.bandwidth_bps : b_msg;
+    double c_plan = fmax(0.0, b_one - b_plan);
     if (o.json) {
         printf("{\"fit\":\"round_trip\",\"a_s\":%.9g,\"b_s_per_byte\":%.9g}\n", a_rt, b_rt);
+        printf("{\"fit\":\"one_push\",\"a_s\":%.9g,\"b_s_per_byte\":%.9g}\n", a_one, b_one);
         printf("{\"fit\":\"per_message\",\"a_s\":%.9g,\"b_s_per_byte\":%.9g,"
-               "\"merge_a_us\":%.4g,\"merge_b_ns\":%.4g}\n",
-               a_msg, b_msg, a_msg * 1e6, b_msg * 1e9);
+               "\"merge_a_us\":%.4g,\"merge_b_ns\":%.4g,\"merge_c_ns\":%.4g}\n",
+               a_msg, b_msg, a_msg * 1e6, b_plan * 1e9, c_plan * 1e9);
     } else {
         printf("round trip (push + pull):    a = %.1f us, b = %.4g ns/byte\n", a_rt * 1e6,
                b_rt * 1e9);
+        printf("one push alone (to its ack): a = %.1f us, b = %.4g ns/byte\n", a_one * 1e6,
+               b_one * 1e9);
         printf("per message (pipelined):     a = %.1f us, b = %.4g ns/byte\n", a_msg * 1e6,
                b_msg * 1e9);
-        printf("for the merge planner: [push] merge_a_us = %.4g, merge_b_ns = %.4g\n", a_msg * 1e6,
-               b_msg * 1e9);
+        printf("for the merge planner: [push] merge_a_us = %.4g, merge_b_ns = %.4g, merge_c_ns = "
+               "%.4g\n",
+               a_msg * 1e6, b_plan * 1e9, c_plan * 1e9);
     }
 done:
     if (rc) fprintf(stderr, "ordo-bench calibrate: %s\n", ordo_error_text(rc));
@@ -595,5 +620,6 @@ done:
     free(c.val);
     free(c.grad);
     free(c.t);
+    free(c.t1);
     return rc ? 1 : 0;
 }

@@ -8,6 +8,10 @@
  *   - pipelined pushes (several in flight) pay the latency once, not per message: each
  *     further push costs b = 8 / RATE per byte (the worker's link) and a ~ 0 (the 64-byte
  *     header's link time).
+ * With a per-message cost MSG_US emulated as well (each message holds the link that long on
+ * top of its bytes, net.msg_us), pipelined pushes cost a = MSG_US and b = 8 / RATE, and one
+ * push alone (to its ack) a = 2 * LAT + 2 * MSG_US + a1 (the push and the ack each hold a
+ * link), a1 its unpaced intercept.
  * Each fitted figure must lie within 10% of its expected value. The emulated link dominates
  * every measured time (the software adds ~0.1 ms to 10 ms round trips), so this holds on a
  * loaded machine too. */
@@ -22,9 +26,10 @@
 
 #define RATE   100e6 /* bits per second: --bandwidth 100mbit */
 #define LAT_US 5000.0
+#define MSG_US 2000.0
 
 typedef struct {
-    double a_rt, b_rt, a_msg, b_msg;
+    double a_rt, b_rt, a_msg, b_msg, a_one, b_one, c_plan;
     int rows;
 } fit_t;
 
@@ -37,7 +42,7 @@ static void calibrate(const char *opts, fit_t *f)
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
     memset(f, 0, sizeof *f);
-    f->a_rt = f->b_rt = f->a_msg = f->b_msg = NAN;
+    f->a_rt = f->b_rt = f->a_msg = f->b_msg = f->a_one = f->b_one = f->c_plan = NAN;
     char line[1024];
     while (fgets(line, sizeof line, p)) {
         json_t *o = json_loads(line, 0, NULL);
@@ -48,9 +53,13 @@ static void calibrate(const char *opts, fit_t *f)
         if (fit && !strcmp(fit, "round_trip")) {
             f->a_rt = a;
             f->b_rt = b;
+        } else if (fit && !strcmp(fit, "one_push")) {
+            f->a_one = a;
+            f->b_one = b;
         } else if (fit && !strcmp(fit, "per_message")) {
             f->a_msg = a;
             f->b_msg = b;
+            f->c_plan = json_number_value(json_object_get(o, "merge_c_ns")) * 1e-9;
         } else {
             ck_assert(json_number_value(json_object_get(o, "round_trip_us")) > 0);
             f->rows++;
@@ -90,12 +99,32 @@ START_TEST(recovers_a_and_b_of_an_emulated_link)
 }
 END_TEST
 
+START_TEST(recovers_a_per_message_cost)
+{
+    fit_t base, link;
+    calibrate("--max 256KiB --reps 5", &base);
+    char opts[256];
+    snprintf(opts, sizeof opts,
+             "--max 256KiB --reps 5 --bandwidth %.0fbit --latency-us %g --msg-us %g", RATE, LAT_US,
+             MSG_US);
+    calibrate(opts, &link);
+    ck_assert_int_eq(link.rows, 9);
+    within("pipelined push a (s)", link.a_msg, MSG_US * 1e-6, 0.10);
+    within("pipelined push b (s/byte)", link.b_msg, 8 / RATE, 0.10);
+    within("one push a (s)", link.a_one, (2 * LAT_US + 2 * MSG_US) * 1e-6 + base.a_one, 0.10);
+    printf("%-28s measured %12.4g   (one push b %.4g, link %.4g)\n", "planner's c (s/byte)",
+           link.c_plan, link.b_one, 8 / RATE);
+    ck_assert(link.c_plan >= 0 && link.c_plan < 8 / RATE);
+}
+END_TEST
+
 static Suite *calibrate_suite(void)
 {
     Suite *s = suite_create("calibrate");
     TCase *tc = tcase_create("emulated");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, recovers_a_and_b_of_an_emulated_link);
+    tcase_add_test(tc, recovers_a_per_message_cost);
     suite_add_tcase(s, tc);
     return s;
 }
