@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # merging.sh: the merged-gradient experiments (MG-WFBP). For each emulated network the
-# script first calibrates the planner's cost model a + b * bytes with ordo-bench calibrate
-# (W workers pushing at once to S servers: what one more pipelined push costs), then
+# script first calibrates the planner's cost model with ordo-bench calibrate (W workers
+# pushing at once to S servers: a = what one more pipelined push costs beyond its bytes,
+# b = the link's time per byte, c = the receivers' time per byte once a message has
+# arrived), then
 # runs every model on 4 workers and S servers with merged pushes under each merge algorithm,
 # interleaving the algorithms and repeating the set; merging_report.py then writes
 # merging.csv (iteration time, non-overlapped communication, messages, predicted time per
@@ -15,11 +17,14 @@
 #   --models LIST      comma or space list (default resnet50,densenet121,googlenet,
 #                      inception_v2,smallmany)
 #   --algos LIST       default wfbp,all,bytes:25MiB,mgwfbp,optimal
-#   --networks LIST    emulated links, tc style (default 1gbit,10gbit)
+#   --networks LIST    emulated links: RATE (tc style) or RATE+USus, a link with a cost of US
+#                      microseconds per message on top of its bytes (net.msg_us)
+#                      (default 1gbit,10gbit,10gbit+250us)
 #   --servers LIST     default 2
 #   --latency-us US    one-way latency of the emulated links (default 100)
 #   --workers W        default 4
-#   --a-us A --b-ns B  skip calibration: the planner's cost model for every network
+#   --a-us A --b-ns B [--c-ns C]
+#                      skip calibration: the planner's cost model for every network
 #   --out DIR          output folder (default runs/merging-DATE)
 #   --bin DIR          binaries (default build/bin)
 #   --report-only      only (re)write the CSV files and plots from DIR's runs
@@ -30,18 +35,19 @@ repeats=3
 start=1
 models="resnet50,densenet121,googlenet,inception_v2,smallmany"
 algos="wfbp,all,bytes:25MiB,mgwfbp,optimal"
-networks="1gbit,10gbit"
+networks="1gbit,10gbit,10gbit+250us"
 servers_list="2"
 latency=100
 workers=4
 fixed_a=""
 fixed_b=""
+fixed_c=0
 out=""
 bin="$here/build/bin"
 report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --iterations) iters=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --start-repeat) start=$2; shift 2 ;;
@@ -53,6 +59,7 @@ while [ $# -gt 0 ]; do
     --workers) workers=$2; shift 2 ;;
     --a-us) fixed_a=$2; shift 2 ;;
     --b-ns) fixed_b=$2; shift 2 ;;
+    --c-ns) fixed_c=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --report-only) report_only=1; shift ;;
@@ -74,6 +81,13 @@ for b in ordo-bench ordo-scheduler ordo-server ordo-worker; do
   [ -x "$bin/$b" ] || { echo "merging.sh: $bin/$b is not built (scripts/build.sh)" >&2; exit 2; }
 done
 command -v python3 >/dev/null || { echo "merging.sh: needs python3" >&2; exit 2; }
+# a network is RATE or RATE+USus (US microseconds per message on the link)
+rate() { echo "${1%%+*}"; }
+msg_us() { case "$1" in *+*us) local u=${1#*+}; echo "${u%us}" ;; *) echo 0 ;; esac; }
+for net in $networks; do
+  [[ "$(msg_us "$net")" =~ ^[0-9]+([.][0-9]+)?$ ]] && [ -n "$(rate "$net")" ] \
+    || { echo "merging.sh: network '$net' is not RATE or RATE+USus" >&2; exit 2; }
+done
 mkdir -p "$out/runs"
 log="$out/merging.log"
 
@@ -84,8 +98,9 @@ if [ $report_only = 0 ]; then
   for m in $models; do
     [ -f "$here/conf/models/$m.json" ] || { echo "merging.sh: no profile conf/models/$m.json" >&2; exit 2; }
   done
-  # the planner's cost model per network and server count: what each further pipelined push
-  # costs when the run's workers push at once (per-message fit of ordo-bench calibrate)
+  # the planner's cost model per network and server count, measured with the run's workers
+  # pushing at once (ordo-bench calibrate: a from pipelined pushes, b the link, c from one
+  # push alone beyond the link)
   [ "$start" = 1 ] && : > "$out/calibration.txt"
   for net in $networks; do
     for S in $servers_list; do
@@ -94,20 +109,20 @@ if [ $report_only = 0 ]; then
         continue
       fi
       if [ -n "$fixed_a" ]; then
-        echo "$net $S $fixed_a $fixed_b fixed" >> "$out/calibration.txt"
+        echo "$net $S $fixed_a $fixed_b $fixed_c fixed" >> "$out/calibration.txt"
         continue
       fi
       cal="$out/calibrate-$net-s$S"
-      "$bin/ordo-bench" calibrate --json --workers "$workers" --servers "$S" --bandwidth "$net" \
-        --latency-us "$latency" --max 256KiB > "$cal.jsonl" 2> "$cal.log" \
+      "$bin/ordo-bench" calibrate --json --workers "$workers" --servers "$S" --bandwidth "$(rate "$net")" \
+        --latency-us "$latency" --msg-us "$(msg_us "$net")" --max 256KiB > "$cal.jsonl" 2> "$cal.log" \
         || { echo "merging.sh: calibration at $net, $S servers failed: $cal.log" >&2; exit 1; }
       python3 - "$cal.jsonl" "$net" "$S" >> "$out/calibration.txt" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     o = json.loads(line)
     if o.get("fit") == "per_message":
-        print("%s %s %.6g %.6g calibrated" % (sys.argv[2], sys.argv[3], o["a_s"] * 1e6,
-                                               o["b_s_per_byte"] * 1e9))
+        print("%s %s %.6g %.6g %.6g calibrated" % (sys.argv[2], sys.argv[3], o["merge_a_us"],
+                                                    o["merge_b_ns"], o["merge_c_ns"]))
 PY
       tail -n 1 "$out/calibration.txt" | tee -a "$log"
     done
@@ -116,15 +131,16 @@ PY
     for m in $models; do
       for net in $networks; do
         for S in $servers_list; do
-          read -r _ _ a_us b_ns _ < <(grep "^$net $S " "$out/calibration.txt")
+          read -r _ _ a_us b_ns c_ns _ < <(grep "^$net $S " "$out/calibration.txt")
           for algo in $algos; do
             run="$m-$net-s$S-${algo//:/_}-r$rep"
             t0=$(date +%s)
             if ! "$here/scripts/ordo-launch" "$here/conf/experiments/merging.ini" --bin "$bin" \
                 "--model.file=$here/conf/models/$m.json" "--model.iterations=$((iters + 1))" \
                 --model.warmup=1 "--cluster.workers=$workers" "--cluster.servers=$S" \
-                "--net.bandwidth=$net" "--net.latency_us=$latency" "--push.merge=$algo" \
-                "--push.merge_a_us=$a_us" "--push.merge_b_ns=$b_ns" --output.log_level=info \
+                "--net.bandwidth=$(rate "$net")" "--net.latency_us=$latency" \
+                "--net.msg_us=$(msg_us "$net")" "--push.merge=$algo" "--push.merge_a_us=$a_us" \
+                "--push.merge_b_ns=$b_ns" "--push.merge_c_ns=$c_ns" --output.log_level=info \
                 "--output.dir=$out/runs" "--output.run=$run" > "$out/runs/$run.log" 2>&1; then
               echo "merging.sh: run $run failed; its log: $out/runs/$run.log" >&2
               exit 1

@@ -11,13 +11,14 @@ model, network, servers, algo, groups, messages (per worker per iteration), pred
 iteration time of all workers), iter_ms_min, iter_ms_max (over repeats), nonoverlap_ms
 (median over repeats of the mean of iteration time - compute time: the communication that did
 not overlap compute), vs_fastest (iter_ms / the row group's fastest iter_ms), repeats, a_us,
-b_ns (the planner's cost model), startup_share (a * layers / (a * layers + b * bytes): how
+b_ns, c_ns (the planner's cost model), startup_share (a * layers / (a * layers + b * bytes): how
 much of wfbp's communication the per-message cost is).
 best_ms (the fastest single iteration over all repeats, mean over workers: the least disturbed
 by other load on the machine), best_vs_fastest (the same ratio on best_ms).
 merging-summary.csv: one line per (model, network, servers): the fastest algorithm,
 optimal's time and its distance to the fastest, the better of wfbp and all, and optimal's gain
-over it; the last two columns repeat the comparison on best_ms. Plots (gnuplot): merging-iter-NET.png (iteration time / wfbp's),
+over it; then the comparison repeated on best_ms, and whether optimal's plan is wfbp's (one
+group per layer: the two rows then differ only by run-to-run noise). Plots (gnuplot): merging-iter-NET.png (iteration time / wfbp's),
 merging-nonoverlap-NET.png (non-overlapped communication, ms).
 """
 import argparse
@@ -47,8 +48,10 @@ cal = {}
 for line in open(os.path.join(a.out, "calibration.txt")):
     if line.startswith("#") or not line.strip():
         continue
-    net, S, a_us, b_ns = line.split()[:4]
-    cal[net, S] = (float(a_us), float(b_ns))
+    f = line.split()
+    # "NET S A B C how" (older folders: "NET S A B how", no receiver stage)
+    c_ns = float(f[4]) if len(f) > 5 else 0.0
+    cal[f[0], f[1]] = (float(f[2]), float(f[3]), c_ns)
 
 
 def model_bytes(m):
@@ -93,7 +96,7 @@ for m in models:
     total = model_bytes(m)
     for net in networks:
         for S in servers:
-            a_us, b_ns = cal.get((net, S), (float("nan"), float("nan")))
+            a_us, b_ns, c_ns = cal.get((net, S), (float("nan"), float("nan"), float("nan")))
             group = []
             for algo in algos:
                 reps = []
@@ -115,7 +118,7 @@ for m in models:
                     "iter_ms": statistics.median(it), "iter_ms_min": min(it), "iter_ms_max": max(it),
                     "nonoverlap_ms": statistics.median([x[1] for x in reps]),
                     "best_ms": min(x[5] for x in reps),
-                    "repeats": len(reps), "a_us": a_us, "b_ns": b_ns})
+                    "repeats": len(reps), "a_us": a_us, "b_ns": b_ns, "c_ns": c_ns})
             if not group:
                 continue
             fastest = min(g["iter_ms"] for g in group)
@@ -130,7 +133,7 @@ for m in models:
 
 cols = ["model", "network", "servers", "algo", "groups", "messages", "predicted_ms", "iter_ms",
         "iter_ms_min", "iter_ms_max", "nonoverlap_ms", "vs_fastest", "best_ms", "best_vs_fastest",
-        "repeats", "a_us", "b_ns", "startup_share"]
+        "repeats", "a_us", "b_ns", "c_ns", "startup_share"]
 
 
 def fmt(v):
@@ -147,7 +150,7 @@ with open(os.path.join(a.out, "merging.csv"), "w", newline="") as f:
 scols = ["model", "network", "servers", "fastest", "optimal_ms", "optimal_vs_fastest_pct",
          "best_of_wfbp_all", "best_of_wfbp_all_ms", "optimal_gain_pct", "optimal_nonoverlap_ms",
          "best_of_wfbp_all_nonoverlap_ms", "startup_share", "optimal_within_2pct",
-         "optimal_best_vs_fastest_pct", "optimal_best_gain_pct"]
+         "optimal_best_vs_fastest_pct", "optimal_best_gain_pct", "optimal_plan_is_wfbp"]
 summary = []
 for group in rows:
     by = {g["algo"]: g for g in group}
@@ -169,7 +172,9 @@ for group in rows:
         "startup_share": opt["startup_share"],
         "optimal_within_2pct": "yes" if opt["vs_fastest"] <= 1.02 else "no",
         "optimal_best_vs_fastest_pct": 100 * (opt["best_vs_fastest"] - 1),
-        "optimal_best_gain_pct": 100 * (1 - opt["best_ms"] / best["best_ms"]) if best else float("nan")})
+        "optimal_best_gain_pct": 100 * (1 - opt["best_ms"] / best["best_ms"]) if best else float("nan"),
+        # one group per layer is wfbp's plan exactly: the two rows then differ only by noise
+        "optimal_plan_is_wfbp": "yes" if "wfbp" in by and opt["groups"] == by["wfbp"]["groups"] else "no"})
 with open(os.path.join(a.out, "merging-summary.csv"), "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(scols)
