@@ -387,6 +387,8 @@ START_TEST(random_models_match_brute_force)
                 as_wfbp++;
             int og = ordo_merge_optimal(r.L, t->tb_s, t->layer_bytes, a, b, c, group);
             ck_assert_int_eq(og, fewest);
+            /* with no start-up cost splitting a group never hurts: optimal is wfbp */
+            if (a == 0) ck_assert_int_eq(og, r.L);
             ck_assert(ordo_merge_grouping_valid(r.L, group));
             ck_assert_int_eq(group[r.L - 1], og - 1);
             ck_assert(rel_close(
