@@ -50,6 +50,8 @@ typedef enum { ORDO_DTYPE_NONE = 0, ORDO_DTYPE_F32 = 1, ORDO_DTYPE_BYTES = 2, OR
 /* flags */
 #define ORDO_FLAG_LAST_CHUNK 0x1u /* the last chunk of a tensor */
 #define ORDO_FLAG_GROUP 0x2u      /* a merged group: payload holds several keys */
+#define ORDO_FLAG_PULL 0x4u       /* PUSH of iter that also pulls iter + 1: no PUSH_ACK, the
+                                   * PULL_RESP answers both */
 
 typedef struct ordo_wire_hdr {
     uint8_t type;  /* ordo_msg_type_t */

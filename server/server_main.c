@@ -48,7 +48,7 @@ typedef struct {
     ordo_node_t node;
     int data_sock;
     ordo_store_t *store;
-    ordo_groups_t *groups; /* checks merged pushes */
+    ordo_groups_t *groups;     /* checks merged pushes */
     ordo_sparse_srv_t *sparse; /* [push] mode = sparse: the plan's sparse member */
     ordo_enforce_t *enforce;
     waitlist_t *waiting; /* per slice */
@@ -213,6 +213,43 @@ static void on_group_push(server_t *s, ordo_msg_t *m)
     }
 }
 
+/* a pull of slice's value of iteration iter for m's sender: answered now if the value is
+ * there, else when the pushes of iter - 1 are in */
+static void add_pull(server_t *s, const ordo_msg_t *m, int slice, int64_t iter)
+{
+    char why[128];
+    int64_t v = ordo_store_version(s->store, slice);
+    if (iter < 0 || (v >= 0 && iter < v)) {
+        snprintf(why, sizeof why, "pull of iteration %lld, the value is at %lld", (long long)iter,
+                 (long long)v);
+        answer_error(s, m, why);
+        return;
+    }
+    s->n_pull++;
+    waiter_t w = {.worker = m->hdr.rank, .iter = iter, .req = m->hdr.req, .rid_len = m->rid_len};
+    memcpy(w.rid, m->rid, m->rid_len);
+    if (v == iter) {
+        make_ready(s, slice, &w);
+        return;
+    }
+    waitlist_t *wl = &s->waiting[slice];
+    if (wl->n >= 4 * s->node.n_workers) {
+        answer_error(s, m, "too many pulls waiting for this slice");
+        return;
+    }
+    if (wl->n == wl->cap) {
+        int cap = wl->cap ? wl->cap * 2 : 4;
+        waiter_t *p = realloc(wl->w, sizeof *p * (size_t)cap);
+        if (!p) {
+            answer_error(s, m, "out of memory");
+            return;
+        }
+        wl->w = p;
+        wl->cap = cap;
+    }
+    wl->w[wl->n++] = w;
+}
+
 static void on_data(server_t *s, ordo_msg_t *m)
 {
     char why[256];
@@ -226,6 +263,10 @@ static void on_data(server_t *s, ordo_msg_t *m)
     }
     if (m->hdr.type == ORDO_MSG_HELLO) return;
     if (m->hdr.type == ORDO_MSG_PUSH && (m->hdr.flags & ORDO_FLAG_GROUP)) {
+        if (m->hdr.flags & ORDO_FLAG_PULL) {
+            answer_error(s, m, "a merged PUSH cannot carry a pull");
+            return;
+        }
         on_group_push(s, m);
         return;
     }
@@ -244,8 +285,10 @@ static void on_data(server_t *s, ordo_msg_t *m)
             return;
         }
         int rc = ordo_store_init(s->store, slice, data, len, &ignored);
-        if (rc) answer_error(s, m, ordo_error_text(rc));
-        else if (!ignored) wake_waiters(s, slice);
+        if (rc)
+            answer_error(s, m, ordo_error_text(rc));
+        else if (!ignored)
+            wake_waiters(s, slice);
         return;
     }
     case ORDO_MSG_PUSH: {
@@ -261,41 +304,15 @@ static void on_data(server_t *s, ordo_msg_t *m)
             return;
         }
         s->n_push++;
-        send_ack(s, m, 0);
+        if (!(m->hdr.flags & ORDO_FLAG_PULL)) send_ack(s, m, 0);
         if (updated) wake_waiters(s, slice);
+        /* a fused push: the answer to its pull acknowledges it */
+        if (m->hdr.flags & ORDO_FLAG_PULL) add_pull(s, m, slice, m->hdr.iter + 1);
         return;
     }
-    case ORDO_MSG_PULL: {
-        int64_t v = ordo_store_version(s->store, slice);
-        if (m->hdr.iter < 0 || (v >= 0 && m->hdr.iter < v)) {
-            snprintf(why, sizeof why, "pull of iteration %lld, the value is at %lld",
-                     (long long)m->hdr.iter, (long long)v);
-            answer_error(s, m, why);
-            return;
-        }
-        s->n_pull++;
-        waiter_t w = {.worker = m->hdr.rank, .iter = m->hdr.iter, .req = m->hdr.req,
-                      .rid_len = m->rid_len};
-        memcpy(w.rid, m->rid, m->rid_len);
-        if (v == m->hdr.iter) {
-            make_ready(s, slice, &w);
-            return;
-        }
-        waitlist_t *wl = &s->waiting[slice];
-        if (wl->n >= 4 * s->node.n_workers) {
-            answer_error(s, m, "too many pulls waiting for this slice");
-            return;
-        }
-        if (wl->n == wl->cap) {
-            int cap = wl->cap ? wl->cap * 2 : 4;
-            waiter_t *p = realloc(wl->w, sizeof *p * (size_t)cap);
-            if (!p) return;
-            wl->w = p;
-            wl->cap = cap;
-        }
-        wl->w[wl->n++] = w;
+    case ORDO_MSG_PULL:
+        add_pull(s, m, slice, m->hdr.iter);
         return;
-    }
     default:
         answer_error(s, m, "unexpected message type on the data port");
     }
@@ -303,8 +320,8 @@ static void on_data(server_t *s, ordo_msg_t *m)
 
 /* record a release: on track 0 the response's time on the (emulated) link, on track 1 how
  * long the enforcement module held it */
-static void trace_release(server_t *s, const ordo_enforce_release_t *r, int64_t now,
-                          int64_t start, int64_t end)
+static void trace_release(server_t *s, const ordo_enforce_release_t *r, int64_t now, int64_t start,
+                          int64_t end)
 {
     const ordo_slice_t *sl = &s->node.keys->slices[r->slice];
     char name[300], args[640];
@@ -346,7 +363,8 @@ static void release(server_t *s)
         if (ordo_enforce_next(s->enforce, link_free, &r, &info) != 0) break;
         /* the link model of the transport: header and framing count 64 bytes */
         size_t bytes = 64;
-        for (int i = 0; i < r.nframes; i++) bytes += zmq_msg_size(&r.frames[i]);
+        for (int i = 0; i < r.nframes; i++)
+            bytes += zmq_msg_size(&r.frames[i]);
         int64_t start = busy > now ? busy : now;
         int64_t end = bps > 0 ? start + (int64_t)((double)bytes * 8e9 / bps) : start;
         if (bps > 0) s->link_end_ns = end;
@@ -365,7 +383,8 @@ static int setup_enforcement(server_t *s)
     json_t *plan = s->node.plan_json ? json_loads(s->node.plan_json, 0, NULL) : NULL;
     json_t *pr = plan ? json_object_get(plan, "priorities") : NULL;
     json_t *names = plan ? json_object_get(plan, "params") : NULL;
-    for (int i = 0; i < k->n_slices; i++) round += k->slices[i].server == s->node.rank;
+    for (int i = 0; i < k->n_slices; i++)
+        round += k->slices[i].server == s->node.rank;
     if (json_is_array(names) && (int)json_array_size(names) == k->n_keys) {
         s->names = calloc((size_t)k->n_keys, sizeof *s->names);
         for (int i = 0; s->names && i < k->n_keys; i++) {
@@ -390,7 +409,8 @@ static int setup_enforcement(server_t *s)
     free(norm);
     free(srv);
     ORDO_INFO("enforcement: %s", mode == ORDO_ENFORCE_MODE_FIFO ? "fifo (no priority plan)"
-                                 : mode == ORDO_ENFORCE_STRICT ? "strict" : "greedy");
+                                 : mode == ORDO_ENFORCE_STRICT  ? "strict"
+                                                                : "greedy");
     return rc;
 }
 
@@ -408,9 +428,11 @@ int main(int argc, char **argv)
     signal(SIGTERM, on_signal);
 
     ordo_transport_opts_t opts = {.bandwidth_bps = s.conf.bandwidth_bps,
-                                  .latency_us = s.conf.latency_us, .msg_us = s.conf.msg_us,
+                                  .latency_us = s.conf.latency_us,
+                                  .msg_us = s.conf.msg_us,
                                   .role = ORDO_ROLE_SERVER,
-                                  .rank = -1, .inline_io = !s.conf.io_thread};
+                                  .rank = -1,
+                                  .inline_io = !s.conf.io_thread};
     if ((rc = ordo_transport_new(&opts, &s.node.tp)) != 0) goto fail;
     char want[300], actual[300];
     snprintf(want, sizeof want, "tcp://%s:%d", s.conf.host, s.conf.port);
@@ -421,7 +443,8 @@ int main(int argc, char **argv)
     fflush(stdout);
     if ((rc = ordo_node_join(&s.node, &s.conf, ORDO_ROLE_SERVER, actual)) != 0) goto fail;
     ordo_log_set_role("server", s.node.rank);
-    ordo_optim_t opt = {.lr = (float)s.conf.lr, .momentum = (float)s.conf.momentum,
+    ordo_optim_t opt = {.lr = (float)s.conf.lr,
+                        .momentum = (float)s.conf.momentum,
                         .weight_decay = (float)s.conf.weight_decay};
     float scale = s.conf.aggregate == ORDO_AGG_MEAN ? 1.0f / (float)s.node.n_workers : 1.0f;
     if ((rc = ordo_store_new(s.node.keys, s.node.rank, s.node.n_workers, &opt, scale, &s.store)))
@@ -470,11 +493,13 @@ int main(int argc, char **argv)
             } else if (m.hdr.type == ORDO_MSG_PLAN && s.sparse) {
                 ordo_sparse_srv_on_ctl(s.sparse, &m);
             } else if (m.hdr.type == ORDO_MSG_SHUTDOWN) {
-                ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped", (unsigned long long)s.n_push,
-                          (unsigned long long)s.n_pull, (unsigned long long)s.n_dropped);
+                ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped",
+                          (unsigned long long)s.n_push, (unsigned long long)s.n_pull,
+                          (unsigned long long)s.n_dropped);
                 stop = true;
             } else if (m.hdr.type == ORDO_MSG_ABORT) {
-                ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(&m, 0, buf, sizeof buf));
+                ORDO_ERROR("run aborted by the scheduler: %s",
+                           ordo_msg_text(&m, 0, buf, sizeof buf));
                 code = EXIT_ABORT;
                 stop = true;
             } else if (m.hdr.type == ORDO_MSG_PEER_DEAD) {
@@ -494,12 +519,14 @@ int main(int argc, char **argv)
     }
     ordo_trace_destroy(&s.trace);
     if (s.names)
-        for (int i = 0; i < s.node.keys->n_keys; i++) free(s.names[i]);
+        for (int i = 0; i < s.node.keys->n_keys; i++)
+            free(s.names[i]);
     free(s.names);
     ordo_enforce_destroy(&s.enforce);
     ordo_transport_destroy(&s.node.tp, code ? 0 : 1000);
     if (s.waiting)
-        for (int i = 0; i < s.node.keys->n_slices; i++) free(s.waiting[i].w);
+        for (int i = 0; i < s.node.keys->n_slices; i++)
+            free(s.waiting[i].w);
     free(s.waiting);
     free(s.prio);
     ordo_groups_destroy(&s.groups);

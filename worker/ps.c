@@ -17,6 +17,7 @@ typedef struct {
     int pull_left; /* chunks still to come; 0 = no pull outstanding */
     int push_left; /* chunks still to be acknowledged */
     int64_t push_iter;
+    bool fused; /* the push carries the pull (ordo_worker_pushpull) */
 } keystate_t;
 
 typedef struct {
@@ -26,6 +27,7 @@ typedef struct {
     uint64_t seq;
     int64_t iter;
     const float *src;
+    bool fused; /* ORDO_FLAG_PULL: the server answers with the value of iter + 1 */
 } queued_push_t;
 
 struct ordo_worker {
@@ -295,6 +297,7 @@ static void pump(ordo_worker_t *w)
         const ordo_slice_t *sl = &w->node.keys->slices[q.slice];
         ordo_msg_t m;
         data_msg(w, &m, ORDO_MSG_PUSH, q.slice, q.iter, q.priority);
+        if (q.fused) m.hdr.flags |= ORDO_FLAG_PULL;
         /* zero-copy: the caller keeps src until PUSH_DONE */
         ordo_msg_add_ref(&m, (void *)(q.src + sl->offset), (size_t)sl->numel * 4, NULL, NULL);
         w->bytes_push += sl->numel * 4;
@@ -348,33 +351,61 @@ static int push_merged(ordo_worker_t *w, int key, const float *src, int64_t iter
     return 0;
 }
 
-int ordo_worker_push(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority)
+/* queue the chunks of key's push; fused pushes also carry the pull of iter + 1 */
+static int queue_push(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority,
+                      bool fused)
 {
-    int rc = check_key(w, key);
+    const ordo_keys_t *k = w->node.keys;
+    int rc = grow_queue(w, k->n_chunks[key]);
     if (rc) return rc;
     keystate_t *ks = &w->ks[key];
-    if (ks->push_left)
-        return ordo_error_set(ORDO_EINVAL, "key %d already has a push outstanding", key);
-    if (w->mb) return push_merged(w, key, src, iter, priority);
-    const ordo_keys_t *k = w->node.keys;
-    if (w->pq_n + k->n_chunks[key] > w->pq_cap) {
-        int cap = (w->pq_n + k->n_chunks[key]) * 2;
-        queued_push_t *p = realloc(w->pq, sizeof *p * (size_t)cap);
-        if (!p) return ORDO_ENOMEM;
-        w->pq = p;
-        w->pq_cap = cap;
-    }
     ks->push_left = k->n_chunks[key];
     ks->push_iter = iter;
+    ks->fused = fused;
     w->outstanding++;
     for (int c = 0; c < k->n_chunks[key]; c++)
         w->pq[w->pq_n++] = (queued_push_t){.slice = k->first_slice[key] + c,
                                            .priority = priority,
                                            .seq = w->seq++,
                                            .iter = iter,
-                                           .src = src};
+                                           .src = src,
+                                           .fused = fused};
     pump(w);
     return 0;
+}
+
+int ordo_worker_push(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority)
+{
+    int rc = check_key(w, key);
+    if (rc) return rc;
+    if (w->ks[key].push_left)
+        return ordo_error_set(ORDO_EINVAL, "key %d already has a push outstanding", key);
+    if (w->mb) return push_merged(w, key, src, iter, priority);
+    return queue_push(w, key, src, iter, priority, false);
+}
+
+int ordo_worker_pushpull(ordo_worker_t *w, int key, const float *src, float *dst, int64_t iter,
+                         int priority)
+{
+    int rc = check_key(w, key);
+    if (rc) return rc;
+    keystate_t *ks = &w->ks[key];
+    if (ks->push_left)
+        return ordo_error_set(ORDO_EINVAL, "key %d already has a push outstanding", key);
+    if (ks->pull_left)
+        return ordo_error_set(ORDO_EINVAL, "key %d already has a pull outstanding", key);
+    if (w->mb) {
+        if ((rc = push_merged(w, key, src, iter, priority)) != 0) return rc;
+        return ordo_worker_pull(w, key, dst, iter + 1, priority);
+    }
+    const ordo_keys_t *k = w->node.keys;
+    ks->pull_dst = dst;
+    ks->pull_iter = iter + 1;
+    ks->pull_left = k->n_chunks[key];
+    w->outstanding++;
+    for (int c = 0; c < k->n_chunks[key]; c++)
+        w->got[k->first_slice[key] + c] = 0;
+    return queue_push(w, key, src, iter, priority, true);
 }
 
 void ordo_worker_wake(ordo_worker_t *w)
@@ -409,8 +440,8 @@ static int group_ack(ordo_worker_t *w, const ordo_msg_t *m)
     if (!w->mb || m->hdr.key >= (uint32_t)ordo_merge_buf_n_groups(w->mb) || !w->group_left[g] ||
         w->group_sent_iter[g] != m->hdr.iter ||
         m->hdr.chunk >= (uint32_t)ordo_merge_buf_n_parts(w->mb, g)) {
-        ORDO_WARN("dropped an unexpected merged PUSH_ACK (group %u part %u iter %lld)",
-                  m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter);
+        ORDO_WARN("dropped an unexpected merged PUSH_ACK (group %u part %u iter %lld)", m->hdr.key,
+                  m->hdr.chunk, (long long)m->hdr.iter);
         return 0;
     }
     if (--w->group_left[g] > 0) return 0;
@@ -450,6 +481,12 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         memcpy(ks->pull_dst + k->slices[s].offset, d, len);
         w->got[s] = 1;
         w->bytes_pull += (int64_t)len;
+        /* a fused push's answer is its acknowledgement too (the push was applied first) */
+        if (ks->fused && ks->push_left && ks->push_iter + 1 == m->hdr.iter &&
+            --ks->push_left == 0) {
+            ks->fused = false;
+            add_event(w, ORDO_EV_PUSH_DONE, (int)m->hdr.key, ks->push_iter);
+        }
         if (--ks->pull_left == 0) add_event(w, ORDO_EV_PULL_DONE, (int)m->hdr.key, m->hdr.iter);
         return 0;
     }

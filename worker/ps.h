@@ -60,6 +60,14 @@ int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int pr
  * group is acknowledged: every key of a group must then be pushed, in the same iteration. */
 int ordo_worker_push(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority);
 
+/* ordo_worker_pushpull pushes key's gradient of iteration iter (as ordo_worker_push) and
+ * pulls the value it produces, iteration iter + 1, into dst (as ordo_worker_pull), with one
+ * message per chunk each way: the pull rides on the push and the server's answer acknowledges
+ * both, so PUSH_DONE (iter) and PULL_DONE (iter + 1) come together. In merged mode it is a
+ * push followed by a pull. */
+int ordo_worker_pushpull(ordo_worker_t *w, int key, const float *src, float *dst, int64_t iter,
+                         int priority);
+
 /* ordo_worker_poll waits up to timeout_ms (-1 forever) for the next completion. Returns
  * ORDO_ETIMEDOUT when none came, ORDO_EABORT when the cluster aborted, ORDO_EPEERDEAD when
  * the scheduler went silent, ORDO_EPROTO when a server refused a request (detail says). */

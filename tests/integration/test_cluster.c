@@ -1,7 +1,9 @@
 /* Integration test: 1 scheduler + 2 servers (real ordo processes over TCP on loopback) and
  * 3 workers (forked processes using the worker library) run 20 iterations over tensors of
  * mixed sizes, one above partition_bytes. Every pulled value is compared with the value
- * this test computes on its own, and every push and pull must complete (nothing lost). */
+ * this test computes on its own, and every push and pull must complete (nothing lost). The
+ * second run pushes the odd keys with ordo_worker_pushpull (the pull of the next iteration
+ * rides on the push) and the even keys with separate push and pull, in the same cluster. */
 #include "cluster_util.h"
 #include "common/conf.h"
 #include "common/error.h"
@@ -16,10 +18,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define W 3
-#define S 2
+#define W     3
+#define S     2
 #define ITERS 20
-#define LR 0.01
+#define LR    0.01
 
 static const int64_t sizes[] = {1, 1000, 65536, 1500000, 3000}; /* floats; 6 MB > 4 MiB */
 #define NK (int)(sizeof sizes / sizeof sizes[0])
@@ -36,14 +38,33 @@ static double expected(int key, int64_t i, int t)
     double v = init_value(key, i);
     for (int s = 0; s < t; s++) {
         double sum = 0;
-        for (int w = 0; w < W; w++) sum += (w + 1) * (s + 1) + key;
+        for (int w = 0; w < W; w++)
+            sum += (w + 1) * (s + 1) + key;
         v -= LR * sum / W;
     }
     return v;
 }
 
-/* the body of one worker process; returns the number of wrong values (or -1) */
-static int worker_body(const char *sched)
+/* wrong values of all keys at iteration t (counted, the first few printed) */
+static int check_values(int rank, int t, float *const *val)
+{
+    int wrong = 0;
+    for (int key = 0; key < NK; key++)
+        for (int64_t i = 0; i < sizes[key]; i++) {
+            double want = expected(key, i, t);
+            if (!(fabs(val[key][i] - want) <= 1e-5 * (1 + fabs(want)))) {
+                if (wrong < 3)
+                    fprintf(stderr, "worker %d iter %d key %d [%lld]: %.8g != %.8g\n", rank, t, key,
+                            (long long)i, val[key][i], want);
+                wrong++;
+            }
+        }
+    return wrong;
+}
+
+/* the body of one worker process; returns the number of wrong values (or -1). With fused,
+ * odd keys go through ordo_worker_pushpull. */
+static int worker_body(const char *sched, int fused)
 {
     ordo_conf_t conf;
     ordo_conf_defaults(&conf);
@@ -63,38 +84,60 @@ static int worker_body(const char *sched)
     for (int key = 0; key < NK; key++) {
         val[key] = malloc(sizeof(float) * (size_t)sizes[key]);
         grad[key] = malloc(sizeof(float) * (size_t)sizes[key]);
-        for (int64_t i = 0; i < sizes[key]; i++) val[key][i] = (float)init_value(key, i);
+        for (int64_t i = 0; i < sizes[key]; i++)
+            val[key][i] = (float)init_value(key, i);
         if (rank == 0 && ordo_worker_init(w, key, val[key]) != 0) return -1;
     }
     for (int t = 0; t < ITERS; t++) {
+        int want_pulls = 0;
         for (int key = 0; key < NK; key++) {
+            if (t > 0 && fused && key % 2) continue; /* pulled with the last push */
             memset(val[key], 0xff, sizeof(float) * (size_t)sizes[key]); /* NaN until pulled */
             if (ordo_worker_pull(w, key, val[key], t, key) != 0) return -1;
+            want_pulls++;
         }
         ordo_worker_event_t ev;
-        for (int n = 0; n < NK; n++) {
-            if (ordo_worker_poll(w, 20000, &ev) != 0 || ev.kind != ORDO_EV_PULL_DONE || ev.iter != t)
+        for (int n = 0; n < want_pulls; n++) {
+            if (ordo_worker_poll(w, 20000, &ev) != 0 || ev.kind != ORDO_EV_PULL_DONE ||
+                ev.iter != t)
                 return -1;
             pulls++;
         }
-        for (int key = 0; key < NK; key++)
-            for (int64_t i = 0; i < sizes[key]; i++) {
-                double want = expected(key, i, t);
-                if (!(fabs(val[key][i] - want) <= 1e-5 * (1 + fabs(want)))) {
-                    if (wrong < 3)
-                        fprintf(stderr, "worker %d iter %d key %d [%lld]: %.8g != %.8g\n", rank,
-                                t, key, (long long)i, val[key][i], want);
-                    wrong++;
-                }
-            }
+        wrong += check_values(rank, t, val);
+        int want_events = 0;
         for (int key = 0; key < NK; key++) {
-            for (int64_t i = 0; i < sizes[key]; i++) grad[key][i] = (float)((rank + 1) * (t + 1) + key);
-            if (ordo_worker_push(w, key, grad[key], t, key) != 0) return -1;
+            for (int64_t i = 0; i < sizes[key]; i++)
+                grad[key][i] = (float)((rank + 1) * (t + 1) + key);
+            if (fused && key % 2) {
+                memset(val[key], 0xff, sizeof(float) * (size_t)sizes[key]);
+                if (ordo_worker_pushpull(w, key, grad[key], val[key], t, key) != 0) return -1;
+                want_events += 2;
+            } else {
+                if (ordo_worker_push(w, key, grad[key], t, key) != 0) return -1;
+                want_events++;
+            }
         }
-        for (int n = 0; n < NK; n++) {
-            if (ordo_worker_poll(w, 20000, &ev) != 0 || ev.kind != ORDO_EV_PUSH_DONE) return -1;
-            pushes++;
+        for (int n = 0; n < want_events; n++) {
+            if (ordo_worker_poll(w, 20000, &ev) != 0) return -1;
+            if (ev.kind == ORDO_EV_PUSH_DONE && ev.iter == t) {
+                pushes++;
+            } else if (ev.kind == ORDO_EV_PULL_DONE && ev.iter == t + 1 && fused && ev.key % 2) {
+                pulls++; /* the fused pull of the next iteration */
+            } else {
+                fprintf(stderr, "worker %d iter %d: unexpected event %d key %d iter %lld\n", rank,
+                        t, ev.kind, ev.key, (long long)ev.iter);
+                return -1;
+            }
         }
+    }
+    if (fused) { /* the fused keys hold iteration ITERS: pull the others and check all */
+        ordo_worker_event_t ev;
+        for (int key = 0; key < NK; key += 2) {
+            if (ordo_worker_pull(w, key, val[key], ITERS, key) != 0) return -1;
+            if (ordo_worker_poll(w, 20000, &ev) != 0 || ev.kind != ORDO_EV_PULL_DONE) return -1;
+        }
+        wrong += check_values(rank, ITERS, val);
+        pulls -= NK / 2; /* the fused pulls of iteration ITERS are not among the counted ones */
     }
     if (pulls != ITERS * NK || pushes != ITERS * NK) return -1;
     if (ordo_worker_finish(w, "{\"test_accuracy\":0.5}") != 0) return -1;
@@ -106,6 +149,7 @@ static int worker_body(const char *sched)
     return wrong;
 }
 
+/* _i = 0: separate pushes and pulls; 1: odd keys fused */
 START_TEST(three_workers_two_servers_exact_values)
 {
     char dir[] = "/tmp/ordo-it-XXXXXX";
@@ -116,24 +160,37 @@ START_TEST(three_workers_two_servers_exact_values)
                  i ? "," : "", (long long)sizes[i] * 4);
     snprintf(tensors_arg, sizeof tensors_arg, "--model.tensors=%s", tensors);
     snprintf(outdir, sizeof outdir, "--output.dir=%s", dir);
-    char *sargv[] = {"ordo-scheduler", "--cluster.scheduler=tcp://127.0.0.1:0",
-                     "--cluster.servers=2", "--cluster.workers=3", tensors_arg, outdir,
-                     "--output.run=it", "--model.iterations=20", "--fault.timeout_ms=5000",
-                     "--fault.heartbeat_ms=200", "--output.log_level=warn", NULL};
+    char *sargv[] = {"ordo-scheduler",
+                     "--cluster.scheduler=tcp://127.0.0.1:0",
+                     "--cluster.servers=2",
+                     "--cluster.workers=3",
+                     tensors_arg,
+                     outdir,
+                     "--output.run=it",
+                     "--model.iterations=20",
+                     "--fault.timeout_ms=5000",
+                     "--fault.heartbeat_ms=200",
+                     "--output.log_level=warn",
+                     NULL};
     proc_t sched, srv[S];
     ck_assert_int_eq(proc_start(&sched, bin_path("ordo-scheduler"), sargv), 0);
     char sched_arg[600];
     snprintf(sched_arg, sizeof sched_arg, "--cluster.scheduler=%s", sched.ready);
     for (int i = 0; i < S; i++) {
-        char *argv[] = {"ordo-server", sched_arg, "--optimizer.lr=0.01", "--fault.timeout_ms=5000",
-                        "--fault.heartbeat_ms=200", "--output.log_level=warn", NULL};
+        char *argv[] = {"ordo-server",
+                        sched_arg,
+                        "--optimizer.lr=0.01",
+                        "--fault.timeout_ms=5000",
+                        "--fault.heartbeat_ms=200",
+                        "--output.log_level=warn",
+                        NULL};
         ck_assert_int_eq(proc_start(&srv[i], bin_path("ordo-server"), argv), 0);
     }
     pid_t kids[W];
     for (int i = 0; i < W; i++) {
         kids[i] = fork();
         if (kids[i] == 0) {
-            int wrong = worker_body(sched.ready);
+            int wrong = worker_body(sched.ready, _i);
             _exit(wrong == 0 ? 0 : wrong < 0 ? 2 : 1);
         }
     }
@@ -144,7 +201,8 @@ START_TEST(three_workers_two_servers_exact_values)
                       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     }
     ck_assert_int_eq(proc_wait(&sched, 10000), 0);
-    for (int i = 0; i < S; i++) ck_assert_int_eq(proc_wait(&srv[i], 10000), 0);
+    for (int i = 0; i < S; i++)
+        ck_assert_int_eq(proc_wait(&srv[i], 10000), 0);
     /* the run folder has one metrics line per worker per iteration... here the test's
      * workers report none, so the summary carries what DONE said */
     char path[400];
@@ -167,7 +225,7 @@ static Suite *cluster_suite(void)
     Suite *s = suite_create("cluster");
     TCase *tc = tcase_create("dense");
     tcase_set_timeout(tc, 240);
-    tcase_add_test(tc, three_workers_two_servers_exact_values);
+    tcase_add_loop_test(tc, three_workers_two_servers_exact_values, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }
