@@ -74,6 +74,11 @@ int ordo_transport_outbound(ordo_transport_t *t);
 /* ordo_transport_stats copies the counters. */
 void ordo_transport_get_stats(ordo_transport_t *t, ordo_transport_stats_t *out);
 
+/* ordo_transport_keep_buffers tells malloc to keep the memory of freed message buffers
+ * (tensor chunks of up to 32 MiB) instead of returning it to the kernel and faulting it back
+ * in on the next message: for processes that move tensors (servers, workers). */
+void ordo_transport_keep_buffers(void);
+
 /* ordo_transport_zmq_ctx returns the ZeroMQ context (for tests that open raw sockets). */
 void *ordo_transport_zmq_ctx(ordo_transport_t *t);
 

@@ -426,6 +426,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+    ordo_transport_keep_buffers();
 
     ordo_transport_opts_t opts = {.bandwidth_bps = s.conf.bandwidth_bps,
                                   .latency_us = s.conf.latency_us,

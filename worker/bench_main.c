@@ -1,5 +1,6 @@
 /* ordo-bench: ordo's benchmarks, one subcommand each; every one prints a readable table,
  * or with --json one JSON object per row. */
+#include "common/transport.h"
 #include "worker/bench_pushpull.h"
 #include "worker/bench_topk.h"
 
@@ -28,6 +29,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    ordo_transport_keep_buffers(); /* for ordo and the raw ZeroMQ runs alike */
     if (argc < 2) {
         fprintf(stderr, "ordo-bench: missing command\n");
         usage(stderr);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <dirent.h>
 #include <zmq.h>
 
 /* ---- child daemons ------------------------------------------------------------------ */
@@ -78,6 +79,29 @@ static void reap(child_t *c)
     }
     kill(c->pid, SIGKILL);
     waitpid(c->pid, &st, 0);
+}
+
+/* nanoseconds all threads of process pid have run (0 = this process), from the
+ * schedstat of each of its tasks; -1 when /proc cannot tell */
+static int64_t cpu_ns(pid_t pid)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", pid ? (int)pid : (int)getpid());
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int64_t sum = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s/schedstat", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        long long ns = 0;
+        if (f && fscanf(f, "%lld", &ns) == 1) sum += ns;
+        if (f) fclose(f);
+    }
+    closedir(d);
+    return sum;
 }
 
 /* ---- raw ZeroMQ echo ---------------------------------------------------------------- */
@@ -348,8 +372,8 @@ int ordo_bench_pushpull(int argc, char **argv)
         printf("ordo push+pull vs raw ZeroMQ round trip, 1 server + 1 worker on loopback, "
                "partition_bytes %lld, best of %d (taking turns)\n",
                (long long)o.partition, o.reps);
-        printf("%10s %10s %10s %10s %10s %10s %10s %10s %8s\n", "bytes", "push_us", "pull_us",
-               "sep_GB/s", "fused_us", "ordo_GB/s", "raw_us", "raw_GB/s", "ordo/raw");
+        printf("%10s %10s %10s %10s %10s %10s %10s %10s %10s %8s\n", "bytes", "push_us", "pull_us",
+               "sep_GB/s", "fused_us", "cpu_us", "ordo_GB/s", "raw_us", "raw_GB/s", "ordo/raw");
     }
     int64_t iter = 0;
     double best_raw = 0, last_og = 0;
@@ -360,15 +384,17 @@ int ordo_bench_pushpull(int argc, char **argv)
         /* the three round trips take turns, so that the machine's slow moments hit them
          * alike; each keeps its best */
         ordo_times_t sep = {1e30, 1e30, 1e30}, fused = sep, t;
-        double raw = 1e30;
+        double raw = 1e30, cpu = 0; /* cpu: seconds of CPU of both processes, fused */
         void *rs = zmq_socket(echo.ctx, ZMQ_DEALER);
         zmq_connect(rs, echo.endpoint);
         memset(val, 1, (size_t)sizes[i]);
         for (int r = -1; r < o.reps && rc == 0; r++) { /* r = -1 warms up */
             if ((rc = ordo_once(w, i, val, grad, &iter, false, &t)) != 0) break;
             if (r >= 0) keep_best(&sep, &t);
+            int64_t c0 = cpu_ns(0) + cpu_ns(srv[0].pid);
             if ((rc = ordo_once(w, i, val, grad, &iter, true, &t)) != 0) break;
             if (r >= 0) keep_best(&fused, &t);
+            if (r >= 0) cpu += (double)(cpu_ns(0) + cpu_ns(srv[0].pid) - c0) / 1e9;
             double dt = raw_once(rs, (const char *)val, (size_t)sizes[i]);
             if (r >= 0 && dt < raw) raw = dt;
         }
@@ -383,22 +409,28 @@ int ordo_bench_pushpull(int argc, char **argv)
                rg = bytes2 / raw / 1e9;
         if (rg > best_raw) best_raw = rg;
         last_og = og;
+        double cpu_us = o.reps > 0 ? cpu / o.reps * 1e6 : 0;
         if (o.json)
             printf("{\"bytes\":%lld,\"ordo_gbps\":%.4f,\"raw_gbps\":%.4f,\"fused_us\":%.1f,"
-                   "\"sep_gbps\":%.4f,\"push_us\":%.1f,\"pull_us\":%.1f,\"raw_rtt_us\":%.1f}\n",
-                   (long long)sizes[i], og, rg, fused.push_pull_s * 1e6, sg, sep.push_s * 1e6,
-                   sep.push_pull_s * 1e6, raw * 1e6);
+                   "\"cpu_us\":%.1f,\"sep_gbps\":%.4f,\"push_us\":%.1f,\"pull_us\":%.1f,"
+                   "\"raw_rtt_us\":%.1f}\n",
+                   (long long)sizes[i], og, rg, fused.push_pull_s * 1e6, cpu_us, sg,
+                   sep.push_s * 1e6, sep.push_pull_s * 1e6, raw * 1e6);
         else
-            printf("%10lld %10.1f %10.1f %10.3f %10.1f %10.3f %10.1f %10.3f %8.2f\n",
+            printf("%10lld %10.1f %10.1f %10.3f %10.1f %10.1f %10.3f %10.1f %10.3f %8.2f\n",
                    (long long)sizes[i], sep.push_s * 1e6, sep.push_pull_s * 1e6, sg,
-                   fused.push_pull_s * 1e6, og, raw * 1e6, rg, og / rg);
+                   fused.push_pull_s * 1e6, cpu_us, og, raw * 1e6, rg, og / rg);
         fflush(stdout);
     }
     if (!o.json && rc == 0)
         printf("raw ZeroMQ best goodput %.3f GB/s; largest size's goodput / raw best = %.2f "
                "(goodput counts the bytes pushed plus the bytes pulled; ordo = fused pushpull, "
-               "sep = push then pull)\n",
-               best_raw, last_og / best_raw);
+               "sep = push then pull)\n"
+               "cpu_us: CPU time of the worker and server processes (all threads) per fused "
+               "round trip, mean; with %ld cores online a round trip needs at least cpu_us / "
+               "%ld\n",
+               best_raw, last_og / best_raw, sysconf(_SC_NPROCESSORS_ONLN),
+               sysconf(_SC_NPROCESSORS_ONLN));
     __atomic_store_n(&echo.stop, 1, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
     zmq_ctx_term(echo.ctx);

@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/conf.h"
 #include "common/error.h"
+#include "common/transport.h"
 #include "common/log.h"
 #include "scheduler/job.h"
 #include "worker/compute.h"
@@ -356,6 +357,7 @@ int main(int argc, char **argv)
     ordo_log_set_level(lvl);
     ordo_log_set_role("worker", -1);
     signal(SIGPIPE, SIG_IGN);
+    ordo_transport_keep_buffers();
 
     ordo_worker_t *w = NULL;
     if ((rc = ordo_worker_new(&conf, &w)) != 0) {
