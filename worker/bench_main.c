@@ -18,6 +18,7 @@ static const cmd_t cmds[] = {
     {"calibrate", ordo_bench_calibrate, "fit the cost model a + b*bytes from round trips"},
     {"topk", ordo_bench_topk, "full sort vs quickselect vs threshold scan on 25M floats"},
     {"aggregate", ordo_bench_aggregate, "sparse aggregation: dense accumulator vs hash"},
+    {"echo", ordo_bench_echo, "(used by pushpull) a raw ZeroMQ echo process"},
 };
 
 static void usage(FILE *f)

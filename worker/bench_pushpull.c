@@ -108,36 +108,70 @@ static int64_t cpu_ns(pid_t pid)
 
 typedef struct {
     void *ctx;
-    char endpoint[256];
+    char endpoint[640];
     volatile int stop;
 } echo_t;
 
-static void *echo_main(void *arg)
+/* echo one message (every frame) back to its sender; false when none came in time */
+static bool echo_one(void *s)
 {
-    echo_t *e = arg;
-    void *s = zmq_socket(e->ctx, ZMQ_ROUTER);
+    zmq_msg_t part;
+    zmq_msg_init(&part);
+    if (zmq_msg_recv(&part, s, 0) < 0) {
+        zmq_msg_close(&part);
+        return false;
+    }
+    for (;;) {
+        int more = zmq_msg_more(&part);
+        zmq_msg_send(&part, s, more ? ZMQ_SNDMORE : 0);
+        if (!more) return true;
+        zmq_msg_init(&part);
+        zmq_msg_recv(&part, s, 0);
+    }
+}
+
+/* a ROUTER on a loopback port that echoes messages; rcvtimeo_ms bounds each wait */
+static void *echo_socket(void *ctx, char *endpoint, size_t size)
+{
+    void *s = zmq_socket(ctx, ZMQ_ROUTER);
     int to = 100;
     zmq_setsockopt(s, ZMQ_RCVTIMEO, &to, sizeof to);
     zmq_bind(s, "tcp://127.0.0.1:0");
-    size_t sz = sizeof e->endpoint;
-    zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, e->endpoint, &sz);
+    zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, endpoint, &size);
+    return s;
+}
+
+/* the in-process echo (--raw-thread) */
+static void *echo_main(void *arg)
+{
+    echo_t *e = arg;
+    void *s = echo_socket(e->ctx, e->endpoint, sizeof e->endpoint);
     __atomic_store_n(&e->stop, 2, __ATOMIC_RELEASE); /* bound */
-    while (__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE) != 1) {
-        zmq_msg_t id, body;
-        zmq_msg_init(&id);
-        if (zmq_msg_recv(&id, s, 0) < 0) {
-            zmq_msg_close(&id);
-            continue;
-        }
-        zmq_msg_init(&body);
-        zmq_msg_recv(&body, s, 0);
-        zmq_msg_send(&id, s, ZMQ_SNDMORE);
-        zmq_msg_send(&body, s, 0);
-    }
+    while (__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE) != 1)
+        echo_one(s);
     int zero = 0;
     zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
     zmq_close(s);
     return NULL;
+}
+
+int ordo_bench_echo(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    void *ctx = zmq_ctx_new();
+    char endpoint[256] = "";
+    void *s = echo_socket(ctx, endpoint, sizeof endpoint);
+    printf("READY %s\n", endpoint);
+    fflush(stdout);
+    pid_t parent = getppid();
+    while (getppid() == parent) /* until the benchmark that started it is gone */
+        echo_one(s);
+    int zero = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    return 0;
 }
 
 /* seconds of one round trip of a message of n bytes (copied from buf) out and back */
@@ -221,8 +255,9 @@ typedef struct {
     double bandwidth_bps, latency_us;
     double msg_us; /* emulated per-message link occupancy */
     int io_thread;
-    int workers; /* calibrate: workers measuring at once (1 here, the others forked) */
-    int servers; /* calibrate: servers (0 = 1) */
+    int raw_thread; /* pushpull: the raw echo runs in a thread of the benchmark */
+    int workers;    /* calibrate: workers measuring at once (1 here, the others forked) */
+    int servers;    /* calibrate: servers (0 = 1) */
 } opts_t;
 
 static int parse_opts(int argc, char **argv, opts_t *o, const char *usage)
@@ -238,6 +273,10 @@ static int parse_opts(int argc, char **argv, opts_t *o, const char *usage)
         }
         if (!strcmp(a, "--io-thread")) {
             o->io_thread = 1;
+            continue;
+        }
+        if (!strcmp(a, "--raw-thread")) {
+            o->raw_thread = 1;
             continue;
         }
         if (!strcmp(a, "--help")) {
@@ -349,7 +388,8 @@ int ordo_bench_pushpull(int argc, char **argv)
     opts_t o = {.reps = 10, .min_bytes = 4096, .max_bytes = 64 << 20, .partition = 4 << 20};
     int rc = parse_opts(
         argc, argv, &o,
-        "[--json] [--reps N] [--min BYTES] [--max BYTES] [--partition BYTES] [--io-thread]");
+        "[--json] [--reps N] [--min BYTES] [--max BYTES] [--partition BYTES] [--io-thread] "
+        "[--raw-thread]");
     if (rc) return rc > 0 ? 0 : 2;
     int64_t sizes[32];
     int n = 0;
@@ -362,16 +402,30 @@ int ordo_bench_pushpull(int argc, char **argv)
         stop_cluster(&sched, srv, &w);
         return 1;
     }
+    /* the raw echo is a child process, as ordo's server is (--raw-thread: a thread of this
+     * process, sharing the DEALER's ZeroMQ I/O thread) */
     echo_t echo = {.ctx = zmq_ctx_new()};
     pthread_t th;
-    pthread_create(&th, NULL, echo_main, &echo);
-    while (__atomic_load_n(&echo.stop, __ATOMIC_ACQUIRE) != 2)
-        ordo_clock_sleep_ns(1000000);
+    child_t echo_proc = {0};
+    if (o.raw_thread) {
+        pthread_create(&th, NULL, echo_main, &echo);
+        while (__atomic_load_n(&echo.stop, __ATOMIC_ACQUIRE) != 2)
+            ordo_clock_sleep_ns(1000000);
+    } else {
+        char *eargs[] = {NULL, "echo", NULL};
+        if ((rc = spawn(&echo_proc, "ordo-bench", eargs)) != 0) {
+            fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
+            zmq_ctx_term(echo.ctx);
+            stop_cluster(&sched, srv, &w);
+            return 1;
+        }
+        snprintf(echo.endpoint, sizeof echo.endpoint, "%s", echo_proc.ready);
+    }
 
     if (!o.json) {
         printf("ordo push+pull vs raw ZeroMQ round trip, 1 server + 1 worker on loopback, "
-               "partition_bytes %lld, best of %d (taking turns)\n",
-               (long long)o.partition, o.reps);
+               "partition_bytes %lld, best of %d (taking turns); raw echo in %s\n",
+               (long long)o.partition, o.reps, o.raw_thread ? "a thread" : "a child process");
         printf("%10s %10s %10s %10s %10s %10s %10s %10s %10s %8s\n", "bytes", "push_us", "pull_us",
                "sep_GB/s", "fused_us", "cpu_us", "ordo_GB/s", "raw_us", "raw_GB/s", "ordo/raw");
     }
@@ -431,8 +485,13 @@ int ordo_bench_pushpull(int argc, char **argv)
                "%ld\n",
                best_raw, last_og / best_raw, sysconf(_SC_NPROCESSORS_ONLN),
                sysconf(_SC_NPROCESSORS_ONLN));
-    __atomic_store_n(&echo.stop, 1, __ATOMIC_RELEASE);
-    pthread_join(th, NULL);
+    if (o.raw_thread) {
+        __atomic_store_n(&echo.stop, 1, __ATOMIC_RELEASE);
+        pthread_join(th, NULL);
+    } else {
+        kill(echo_proc.pid, SIGTERM);
+        reap(&echo_proc);
+    }
     zmq_ctx_term(echo.ctx);
     if (rc) fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
     stop_cluster(&sched, srv, &w);

@@ -8,6 +8,10 @@
  * prints a table (or --json rows {"bytes","ordo_gbps","raw_gbps",...}). argv[0] = name. */
 int ordo_bench_pushpull(int argc, char **argv);
 
+/* ordo_bench_echo is pushpull's raw ZeroMQ echo process: a ROUTER on a loopback port that
+ * prints "READY endpoint" and sends every message back until its parent exits. */
+int ordo_bench_echo(int argc, char **argv);
+
 /* ordo_bench_calibrate times push+pull round trips over a range of sizes (optionally on
  * an emulated link), fits the cost model a + b*bytes by least squares and prints a, b. */
 int ordo_bench_calibrate(int argc, char **argv);
