@@ -27,7 +27,10 @@
 #                      skip calibration: the planner's cost model for every network
 #   --out DIR          output folder (default runs/merging-DATE)
 #   --bin DIR          binaries (default build/bin)
+#   --resume           go on with DIR: keep its calibration, skip the runs that completed
 #   --report-only      only (re)write the CSV files and plots from DIR's runs
+# A run that fails is tried once more (the machine is shared; a neighbour's clean-up or an
+# overload can end a run); a second failure stops the script.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 iters=5
@@ -45,9 +48,10 @@ fixed_c=0
 out=""
 bin="$here/build/bin"
 report_only=0
+resume=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --iterations) iters=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --start-repeat) start=$2; shift 2 ;;
@@ -63,6 +67,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --report-only) report_only=1; shift ;;
+    --resume) resume=1; shift ;;
     *) echo "merging.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -81,6 +86,11 @@ for b in ordo-bench ordo-scheduler ordo-server ordo-worker; do
   [ -x "$bin/$b" ] || { echo "merging.sh: $bin/$b is not built (scripts/build.sh)" >&2; exit 2; }
 done
 command -v python3 >/dev/null || { echo "merging.sh: needs python3" >&2; exit 2; }
+# completed DIR: the run wrote its summary with every iteration measured
+completed() {
+  python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["iterations"] != int(sys.argv[2]))' \
+    "$1/summary.json" $((iters + 1)) 2>/dev/null
+}
 # a network is RATE or RATE+USus (US microseconds per message on the link)
 rate() { echo "${1%%+*}"; }
 msg_us() { case "$1" in *+*us) local u=${1#*+}; echo "${u%us}" ;; *) echo 0 ;; esac; }
@@ -101,7 +111,7 @@ if [ $report_only = 0 ]; then
   # the planner's cost model per network and server count, measured with the run's workers
   # pushing at once (ordo-bench calibrate: a from pipelined pushes, b the link, c from one
   # push alone beyond the link)
-  [ "$start" = 1 ] && : > "$out/calibration.txt"
+  [ "$start" = 1 ] && [ $resume = 0 ] && : > "$out/calibration.txt"
   for net in $networks; do
     for S in $servers_list; do
       if grep -q "^$net $S " "$out/calibration.txt" 2>/dev/null; then
@@ -134,17 +144,26 @@ PY
           read -r _ _ a_us b_ns c_ns _ < <(grep "^$net $S " "$out/calibration.txt")
           for algo in $algos; do
             run="$m-$net-s$S-${algo//:/_}-r$rep"
+            if [ $resume = 1 ] && completed "$out/runs/$run"; then continue; fi
             t0=$(date +%s)
-            if ! "$here/scripts/ordo-launch" "$here/conf/experiments/merging.ini" --bin "$bin" \
-                "--model.file=$here/conf/models/$m.json" "--model.iterations=$((iters + 1))" \
-                --model.warmup=1 "--cluster.workers=$workers" "--cluster.servers=$S" \
-                "--net.bandwidth=$(rate "$net")" "--net.latency_us=$latency" \
-                "--net.msg_us=$(msg_us "$net")" "--push.merge=$algo" "--push.merge_a_us=$a_us" \
-                "--push.merge_b_ns=$b_ns" "--push.merge_c_ns=$c_ns" --output.log_level=info \
-                "--output.dir=$out/runs" "--output.run=$run" > "$out/runs/$run.log" 2>&1; then
-              echo "merging.sh: run $run failed; its log: $out/runs/$run.log" >&2
-              exit 1
-            fi
+            for try in 1 2; do
+              rm -rf "${out:?}/runs/$run"
+              if "$here/scripts/ordo-launch" "$here/conf/experiments/merging.ini" --bin "$bin" \
+                  "--model.file=$here/conf/models/$m.json" "--model.iterations=$((iters + 1))" \
+                  --model.warmup=1 "--cluster.workers=$workers" "--cluster.servers=$S" \
+                  "--net.bandwidth=$(rate "$net")" "--net.latency_us=$latency" \
+                  "--net.msg_us=$(msg_us "$net")" "--push.merge=$algo" "--push.merge_a_us=$a_us" \
+                  "--push.merge_b_ns=$b_ns" "--push.merge_c_ns=$c_ns" --output.log_level=info \
+                  "--output.dir=$out/runs" "--output.run=$run" > "$out/runs/$run.log" 2>&1; then
+                break
+              fi
+              cp "$out/runs/$run.log" "$out/runs/$run.failed-$try.log"
+              if [ $try = 2 ]; then
+                echo "merging.sh: run $run failed twice; its logs: $out/runs/$run.failed-*.log" >&2
+                exit 1
+              fi
+              echo "merging.sh: run $run failed; trying once more ($out/runs/$run.failed-1.log)" | tee -a "$log"
+            done
             echo "$(date +%T) $run: $(( $(date +%s) - t0 )) s" | tee -a "$log"
           done
         done
