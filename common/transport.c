@@ -63,6 +63,7 @@ struct ordo_transport {
     /* I/O thread only */
     sock_t socks[MAX_SOCKS];
     int nsocks;
+    int rr; /* the socket drained first next time */
     ring_t link;
     _Atomic int64_t link_free_ns;
     _Atomic int link_pending;
@@ -356,7 +357,11 @@ static int receive(ordo_transport_t *t, int i)
 {
     sock_t *s = &t->socks[i];
     int got = 0;
-    for (int n = 0; n < RECV_BATCH; n++) {
+    /* inline, one message per call: the caller handles it and comes back, and the read
+     * that finds the socket empty (a poll(2) inside ZeroMQ) is paid once, after the
+     * answers were sent, rather than once before and once after */
+    int batch = t->opts.inline_io ? 1 : RECV_BATCH;
+    for (int n = 0; n < batch; n++) {
         pthread_mutex_lock(&t->mu);
         bool full = t->in.count >= t->in.cap;
         if (full) t->in_full = true;
@@ -424,13 +429,17 @@ static bool io_cycle(ordo_transport_t *t, int wait_ms)
      * state changes, and a send can swallow that edge, so send_now marks the socket. */
     int got = 0;
     bool undrained = false;
-    if (in_room)
-        for (int i = 0; i < t->nsocks; i++) {
-            if (!t->socks[i].pending) continue;
-            got += receive(t, i);
-            undrained |= t->socks[i].pending;
+    /* round robin from rr, so that a busy socket cannot starve the others */
+    for (int k = 0; in_room && k < t->nsocks; k++) {
+        int i = (t->rr + k) % t->nsocks;
+        if (!t->socks[i].pending) continue;
+        got += receive(t, i);
+        undrained |= t->socks[i].pending;
+        if (got > 0 && t->opts.inline_io) { /* the caller has work */
+            t->rr = (i + 1) % t->nsocks;
+            return true;
         }
-    if (got > 0 && t->opts.inline_io) return true; /* the caller has work */
+    }
     struct pollfd fds[MAX_SOCKS + 2];
     int n = 0;
     fds[n++] = (struct pollfd){.fd = t->evfd, .events = POLLIN};
