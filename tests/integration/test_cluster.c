@@ -3,7 +3,8 @@
  * mixed sizes, one above partition_bytes. Every pulled value is compared with the value
  * this test computes on its own, and every push and pull must complete (nothing lost). The
  * second run pushes the odd keys with ordo_worker_pushpull (the pull of the next iteration
- * rides on the push) and the even keys with separate push and pull, in the same cluster. */
+ * rides on the push) and the even keys with separate push and pull, in the same cluster;
+ * the third does the same with a dedicated I/O thread in every process. */
 #include "cluster_util.h"
 #include "common/conf.h"
 #include "common/error.h"
@@ -64,7 +65,7 @@ static int check_values(int rank, int t, float *const *val)
 
 /* the body of one worker process; returns the number of wrong values (or -1). With fused,
  * odd keys go through ordo_worker_pushpull. */
-static int worker_body(const char *sched, int fused)
+static int worker_body(const char *sched, int fused, int io_thread)
 {
     ordo_conf_t conf;
     ordo_conf_defaults(&conf);
@@ -75,6 +76,7 @@ static int worker_body(const char *sched, int fused)
     conf.workers = W;
     conf.timeout_ms = 5000;
     conf.heartbeat_ms = 200;
+    conf.io_thread = io_thread;
     ordo_worker_t *w;
     if (ordo_worker_new(&conf, &w) != 0) return -1;
     const ordo_keys_t *k = ordo_worker_keys(w);
@@ -149,7 +151,8 @@ static int worker_body(const char *sched, int fused)
     return wrong;
 }
 
-/* _i = 0: separate pushes and pulls; 1: odd keys fused */
+/* _i = 0: separate pushes and pulls; 1: odd keys fused; 2: as 1, every process with a
+ * dedicated I/O thread (net.io_thread = true) */
 START_TEST(three_workers_two_servers_exact_values)
 {
     char dir[] = "/tmp/ordo-it-XXXXXX";
@@ -171,6 +174,7 @@ START_TEST(three_workers_two_servers_exact_values)
                      "--fault.timeout_ms=5000",
                      "--fault.heartbeat_ms=200",
                      "--output.log_level=warn",
+                     _i == 2 ? "--net.io_thread=true" : NULL,
                      NULL};
     proc_t sched, srv[S];
     ck_assert_int_eq(proc_start(&sched, bin_path("ordo-scheduler"), sargv), 0);
@@ -183,6 +187,7 @@ START_TEST(three_workers_two_servers_exact_values)
                         "--fault.timeout_ms=5000",
                         "--fault.heartbeat_ms=200",
                         "--output.log_level=warn",
+                        _i == 2 ? "--net.io_thread=true" : NULL,
                         NULL};
         ck_assert_int_eq(proc_start(&srv[i], bin_path("ordo-server"), argv), 0);
     }
@@ -190,7 +195,7 @@ START_TEST(three_workers_two_servers_exact_values)
     for (int i = 0; i < W; i++) {
         kids[i] = fork();
         if (kids[i] == 0) {
-            int wrong = worker_body(sched.ready, _i);
+            int wrong = worker_body(sched.ready, _i >= 1, _i == 2);
             _exit(wrong == 0 ? 0 : wrong < 0 ? 2 : 1);
         }
     }
@@ -225,7 +230,7 @@ static Suite *cluster_suite(void)
     Suite *s = suite_create("cluster");
     TCase *tc = tcase_create("dense");
     tcase_set_timeout(tc, 240);
-    tcase_add_loop_test(tc, three_workers_two_servers_exact_values, 0, 2);
+    tcase_add_loop_test(tc, three_workers_two_servers_exact_values, 0, 3);
     suite_add_tcase(s, tc);
     return s;
 }
