@@ -1,6 +1,7 @@
 /* model_load: reads ordo-model/1 JSON (DESIGN.md §4) into a model, validating every field
  * and naming the file, the JSON path and the reason of any rejection. */
 #include "scheduler/model.h"
+#include "scheduler/json_check.h"
 
 #include "common/error.h"
 #include "scheduler/model_internal.h"
@@ -40,21 +41,6 @@ static int bad_at(const char *file, const char *fmt, ...)
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
     return ordo_error_set(ORDO_EFORMAT, "%s: %s", file, why);
-}
-
-/* check_keys rejects any key of obj (at path) not in the NULL-ended list allowed. */
-static int check_keys(loader_t *ld, json_t *obj, const char *path, const char *const *allowed)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v)
-    {
-        int ok = 0;
-        for (int i = 0; allowed[i] && !ok; i++)
-            ok = strcmp(key, allowed[i]) == 0;
-        if (!ok) return BAD(ld, "%s.%s: unknown key", path, key);
-    }
-    return 0;
 }
 
 /* get_name reads obj.key (at path) as a non-empty string of at most MAX_NAME bytes. */
@@ -103,7 +89,8 @@ static int load_param(loader_t *ld, json_t *jp, int i)
     int rc;
     const char *name;
     json_t *jshape;
-    if ((rc = check_keys(ld, jp, path, keys)) || (rc = get_name(ld, jp, path, "name", &name)) ||
+    if ((rc = ordo_json_only_keys(jp, keys, ld->file, path)) ||
+        (rc = get_name(ld, jp, path, "name", &name)) ||
         (rc = get_array(ld, jp, path, "shape", &jshape)))
         return rc;
     json_t *prev = json_object_get(ld->param_map, name);
@@ -163,7 +150,8 @@ static int load_op(loader_t *ld, json_t *ops, int i)
     const char *name = NULL;
     json_t *jin = NULL, *jpar = NULL;
     double fwd = 0, bwd = 0;
-    if ((rc = check_keys(ld, jo, path, keys)) || (rc = get_name(ld, jo, path, "name", &name)) ||
+    if ((rc = ordo_json_only_keys(jo, keys, ld->file, path)) ||
+        (rc = get_name(ld, jo, path, "name", &name)) ||
         (rc = get_array(ld, jo, path, "inputs", &jin)) ||
         (rc = get_array(ld, jo, path, "params", &jpar)) ||
         (rc = get_time(ld, jo, path, "fwd_us", &fwd)) ||
@@ -235,7 +223,7 @@ static int load_root(loader_t *ld, json_t *root)
                    json_is_string(fmt) ? "'" : "",
                    json_is_string(fmt) ? json_string_value(fmt) : "(not a string)",
                    json_is_string(fmt) ? "'" : "");
-    if ((rc = check_keys(ld, root, "$", keys))) return rc;
+    if ((rc = ordo_json_only_keys(root, keys, ld->file, "$"))) return rc;
     const char *name, *dtype = "float32";
     json_t *jb = json_object_get(root, "batch"), *jd = json_object_get(root, "dtype");
     json_t *params = NULL, *ops = NULL;

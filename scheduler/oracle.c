@@ -3,6 +3,7 @@
  * minimum over the measured iterations). Reading validates every field and names the file,
  * the JSON path and the reason of a rejection. */
 #include "scheduler/oracle.h"
+#include "scheduler/json_check.h"
 
 #include "common/error.h"
 
@@ -224,21 +225,6 @@ fail:
 /* bad fails a load with "NAME: PATH: reason". */
 #define bad(...) ordo_error_set(ORDO_EFORMAT, __VA_ARGS__)
 
-/* only_keys checks that obj has no key outside the NULL-terminated list allowed. */
-static int only_keys(json_t *obj, const char *const *allowed, const char *name, const char *path)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v)
-    {
-        int ok = 0;
-        for (int i = 0; allowed[i] && !ok; i++)
-            ok = strcmp(key, allowed[i]) == 0;
-        if (!ok) return bad("%s: %s: unknown key '%s'", name, path, key);
-    }
-    return 0;
-}
-
 /* read_time stores obj[key] into *slot when present: a finite number >= 0. */
 static int read_time(json_t *obj, const char *key, double *slot, const char *name, const char *path,
                      int *found)
@@ -272,7 +258,7 @@ static int read_entries(json_t *arr, const char *what, char **names, int n, cons
             rc = bad("%s: %s: must be an object", name, path);
             break;
         }
-        if ((rc = only_keys(e, allowed, name, path))) break;
+        if ((rc = ordo_json_only_keys(e, allowed, name, path))) break;
         const char *nm = json_string_value(json_object_get(e, "name"));
         if (!nm) {
             rc = bad("%s: %s.name: missing or not a string", name, path);
@@ -313,7 +299,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m, ord
         goto fail;
     }
     static const char *const top[] = {"format", "model", "iterations", "ops", "params", NULL};
-    if ((rc = only_keys(root, top, name, "$"))) goto fail;
+    if ((rc = ordo_json_only_keys(root, top, name, "$"))) goto fail;
     const char *fmt = json_string_value(json_object_get(root, "format"));
     if (!fmt || strcmp(fmt, ORACLE_FORMAT) != 0) {
         rc = bad("%s: $.format: must be \"%s\"", name, ORACLE_FORMAT);

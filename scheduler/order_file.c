@@ -3,6 +3,7 @@
  * exactly once, priorities integers >= 0; a rejection names the file, the JSON path and
  * the reason. */
 #include "scheduler/order.h"
+#include "scheduler/json_check.h"
 
 #include "common/error.h"
 
@@ -41,21 +42,6 @@ int ordo_order_write(FILE *out, const ordo_model_t *m, const char *policy, const
 
 #define bad(...) ordo_error_set(ORDO_EFORMAT, __VA_ARGS__)
 
-/* only_keys checks that obj has no key outside the NULL-terminated list allowed. */
-static int only_keys(json_t *obj, const char *const *allowed, const char *name, const char *path)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v)
-    {
-        int ok = 0;
-        for (int i = 0; allowed[i] && !ok; i++)
-            ok = strcmp(key, allowed[i]) == 0;
-        if (!ok) return bad("%s: %s: unknown key '%s'", name, path, key);
-    }
-    return 0;
-}
-
 /* parse_root validates a parsed document and fills priority; it consumes root. */
 static int parse_root(json_t *root, const char *name, const ordo_model_t *m, int *priority)
 {
@@ -72,7 +58,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m, int
         goto fail;
     }
     static const char *const top[] = {"format", "model", "policy", "priorities", NULL};
-    if ((rc = only_keys(root, top, name, "$"))) goto fail;
+    if ((rc = ordo_json_only_keys(root, top, name, "$"))) goto fail;
     const char *fmt = json_string_value(json_object_get(root, "format"));
     if (!fmt || strcmp(fmt, ORDER_FORMAT) != 0) {
         rc = bad("%s: $.format: must be \"%s\"", name, ORDER_FORMAT);
@@ -108,7 +94,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m, int
             rc = bad("%s: %s: must be an object", name, path);
             goto fail;
         }
-        if ((rc = only_keys(e, entry_keys, name, path))) goto fail;
+        if ((rc = ordo_json_only_keys(e, entry_keys, name, path))) goto fail;
         const char *pn = json_string_value(json_object_get(e, "param"));
         if (!pn) {
             rc = bad("%s: %s.param: missing or not a string", name, path);
