@@ -41,6 +41,7 @@ n=$(grep -c '^ERROR' "$T/poke-server.out")
 [ "$n" -ge 4 ] || fail "server answered only $n of the bad requests with an ERROR"
 grep -q "no key 999999" "$T/poke-server.out" || fail "no 'no key' error"
 grep -q "sender is not a worker" "$T/poke-server.out" || fail "no 'not a worker' error"
+grep -q "a merged PUSH cannot carry a pull" "$T/poke-server.out" || fail "no 'merged push with a pull' error"
 grep -q "dropped a malformed message" "$T/server0.log" || fail "server did not log malformed input"
 kill -0 "${PID[scheduler]}" && kill -0 "${PID[server0]}" || fail "a daemon died on bad input"
 ok "server answered $n bad requests with ERROR and kept running"

@@ -1,6 +1,7 @@
 /* it_poke: sends bad input to an ordo daemon over a real ZeroMQ connection, to check it is
  * rejected without harm: random bytes as a header, lying lengths, wrong message types,
- * requests for keys that do not exist, a push of the wrong size, a stale pull. Prints one
+ * requests for keys that do not exist, a push of the wrong size, a stale pull, a merged push
+ * that asks for a pull. Prints one
  * line per ERROR answer it gets back. usage: it_poke tcp://HOST:PORT */
 #include "common/wire.h"
 
@@ -15,11 +16,12 @@ static void send_raw(void *s, const void *a, size_t an, const void *b, size_t bn
     if (b) zmq_send(s, b, bn, 0);
 }
 
-static void send_msg(void *s, int type, int role, int rank, uint32_t key, int64_t iter,
-                     const void *payload, size_t len)
+static void send_flagged(void *s, int type, uint32_t flags, int role, int rank, uint32_t key,
+                         int64_t iter, const void *payload, size_t len)
 {
     ordo_msg_t m;
     ordo_msg_init(&m, type);
+    m.hdr.flags = flags;
     m.hdr.role = (uint8_t)role;
     m.hdr.rank = rank;
     m.hdr.key = key;
@@ -27,6 +29,12 @@ static void send_msg(void *s, int type, int role, int rank, uint32_t key, int64_
     m.hdr.dtype = ORDO_DTYPE_F32;
     if (payload) ordo_msg_add_copy(&m, payload, len);
     ordo_wire_send(s, 0, &m, 0);
+}
+
+static void send_msg(void *s, int type, int role, int rank, uint32_t key, int64_t iter,
+                     const void *payload, size_t len)
+{
+    send_flagged(s, type, 0, role, rank, key, iter, payload, len);
 }
 
 int main(int argc, char **argv)
@@ -43,23 +51,27 @@ int main(int argc, char **argv)
     unsigned seed = 42;
     char junk[300];
     for (int i = 0; i < 50; i++) {
-        for (size_t j = 0; j < sizeof junk; j++) junk[j] = (char)rand_r(&seed);
+        for (size_t j = 0; j < sizeof junk; j++)
+            junk[j] = (char)rand_r(&seed);
         send_raw(s, junk, 1 + rand_r(&seed) % sizeof junk, i % 2 ? junk : NULL, 17);
     }
     /* a good header that lies about its payload */
-    ordo_wire_hdr_t h = {.type = ORDO_MSG_PUSH, .role = ORDO_ROLE_WORKER, .rank = 0, .nframes = 1,
-                         .lens = {1000}};
+    ordo_wire_hdr_t h = {
+        .type = ORDO_MSG_PUSH, .role = ORDO_ROLE_WORKER, .rank = 0, .nframes = 1, .lens = {1000}};
     char hb[ORDO_WIRE_MAX_HDR];
     size_t hl;
     ordo_wire_encode_hdr(&h, hb, sizeof hb, &hl);
     send_raw(s, hb, hl, "short", 5);
     float f[16] = {0};
     send_msg(s, ORDO_MSG_PUSH, ORDO_ROLE_WORKER, 0, 999999, 0, f, sizeof f); /* no such key */
-    send_msg(s, ORDO_MSG_PUSH, ORDO_ROLE_WORKER, 0, 0, 0, f, 3);            /* wrong size */
-    send_msg(s, ORDO_MSG_PULL, ORDO_ROLE_WORKER, 77, 0, 0, NULL, 0);        /* no such worker */
-    send_msg(s, ORDO_MSG_PULL, ORDO_ROLE_SERVER, 0, 0, 0, NULL, 0);         /* not a worker */
-    send_msg(s, ORDO_MSG_PUSH_ACK, ORDO_ROLE_WORKER, 0, 0, 0, NULL, 0);     /* wrong type */
-    send_msg(s, ORDO_MSG_STATS, ORDO_ROLE_WORKER, 0, 0, 0, "{", 1);         /* not registered */
+    send_msg(s, ORDO_MSG_PUSH, ORDO_ROLE_WORKER, 0, 0, 0, f, 3);             /* wrong size */
+    send_msg(s, ORDO_MSG_PULL, ORDO_ROLE_WORKER, 77, 0, 0, NULL, 0);         /* no such worker */
+    send_msg(s, ORDO_MSG_PULL, ORDO_ROLE_SERVER, 0, 0, 0, NULL, 0);          /* not a worker */
+    send_msg(s, ORDO_MSG_PUSH_ACK, ORDO_ROLE_WORKER, 0, 0, 0, NULL, 0);      /* wrong type */
+    send_msg(s, ORDO_MSG_STATS, ORDO_ROLE_WORKER, 0, 0, 0, "{", 1);          /* not registered */
+    /* a merged push that asks to pull too (only single-slice pushes can) */
+    send_flagged(s, ORDO_MSG_PUSH, ORDO_FLAG_GROUP | ORDO_FLAG_PULL, ORDO_ROLE_WORKER, 0, 0, 0, f,
+                 sizeof f);
     int errors = 0;
     for (;;) {
         ordo_msg_t r;
