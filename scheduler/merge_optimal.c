@@ -205,7 +205,7 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
         front_t *cur = calloc(n, sizeof *cur);
         if (!cur) break;
         counted[n_counted++] = cur;
-        int r = relax(&x, cnt == 1 ? prev : counted[cnt - 2], cur, 2e9, &steps);
+        int r = relax(&x, cnt == 1 ? prev : counted[cnt - 2], cur, 1e8, &steps);
         if (r != 0) break; /* out of memory or budget: keep the grouping above */
         int kb = best_state(&cur[L]);
         if (kb >= 0 && cur[L].v[kb].s2 <= t_star * (1 + TIE)) {
