@@ -103,10 +103,10 @@ static const key_t_ keys[] = {
     {"net", "bandwidth", T_RATE, OFF(bandwidth_bps), 0, "0", 0, 1e13, NULL,
      "emulated egress rate per process, tc style (1gbit); 0 = no emulation"},
     {"net", "latency_us", T_DOUBLE, OFF(latency_us), 0, "0", 0, 1e7, NULL,
-     "emulated one-way latency per message"},
+     "emulated one-way latency per message (with net.bandwidth > 0; the planners use it too)"},
     {"net", "msg_us", T_DOUBLE, OFF(msg_us), 0, "0", 0, 1e7, NULL,
      "emulated per-message cost: each data message holds the egress link this long on top of "
-     "its bytes (RPC and packet overhead)"},
+     "its bytes (RPC and packet overhead; with net.bandwidth > 0)"},
     {"net", "io_thread", T_BOOL, OFF(io_thread), 0, "false", 0, 0, NULL,
      "a dedicated I/O thread per process (false: the thread that owns the transport does the I/O)"},
     {"output", "dir", T_STR, OFF(out_dir), SZ(out_dir), "runs", 0, 0, NULL,
