@@ -63,7 +63,8 @@ struct ordo_transport {
     /* I/O thread only */
     sock_t socks[MAX_SOCKS];
     int nsocks;
-    int rr; /* the socket drained first next time */
+    int rr;            /* the socket drained first next time */
+    int64_t polled_ns; /* when the loop last polled the sockets' ZMQ_FDs */
     ring_t link;
     _Atomic int64_t link_free_ns;
     _Atomic int link_pending;
@@ -437,7 +438,10 @@ static bool io_cycle(ordo_transport_t *t, int wait_ms)
         undrained |= t->socks[i].pending;
         if (got > 0 && t->opts.inline_io) { /* the caller has work */
             t->rr = (i + 1) % t->nsocks;
-            return true;
+            /* but look at every socket's ZMQ_FD at least once a millisecond, or a socket
+             * that was not pending (the scheduler's) would wait while another stays busy */
+            if (now - t->polled_ns < 1000000) return true;
+            break;
         }
     }
     struct pollfd fds[MAX_SOCKS + 2];
@@ -448,6 +452,7 @@ static bool io_cycle(ordo_transport_t *t, int wait_ms)
         for (int i = 0; i < t->nsocks; i++)
             fds[n++] = (struct pollfd){.fd = t->socks[i].fd, .events = POLLIN};
     int pr = poll(fds, (nfds_t)n, more_out || undrained || got > 0 ? 0 : wait_ms);
+    t->polled_ns = now;
     if (pr < 0) {
         if (errno == EINTR) return true;
         ORDO_ERROR("transport: poll: %s", strerror(errno));
