@@ -18,3 +18,21 @@ int ordo_json_only_keys(const json_t *obj, const char *const *allowed, const cha
     }
     return 0;
 }
+
+int ordo_json_check_head(const json_t *root, const char *const *allowed, const char *format,
+                         const char *model, const char *file)
+{
+    if (!json_is_object(root))
+        return ordo_error_set(ORDO_EFORMAT, "%s: $: must be an object", file);
+    int rc = ordo_json_only_keys(root, allowed, file, "$");
+    if (rc) return rc;
+    const char *fmt = json_string_value(json_object_get(root, "format"));
+    if (!fmt || strcmp(fmt, format) != 0)
+        return ordo_error_set(ORDO_EFORMAT, "%s: $.format: must be \"%s\"", file, format);
+    const char *name = json_string_value(json_object_get(root, "model"));
+    if (!name) return ordo_error_set(ORDO_EFORMAT, "%s: $.model: missing or not a string", file);
+    if (strcmp(name, model) != 0)
+        return ordo_error_set(ORDO_EFORMAT, "%s: $.model: '%s' does not match the model '%s'", file,
+                              name, model);
+    return 0;
+}

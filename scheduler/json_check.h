@@ -10,4 +10,10 @@
 int ordo_json_only_keys(const json_t *obj, const char *const *allowed, const char *file,
                         const char *path);
 
+/* ordo_json_check_head checks what every ordo file for a model starts with: root is an
+ * object with no key outside allowed, "format" is format, and "model" names model. Fails
+ * with ORDO_EFORMAT and "FILE: $.KEY: reason". */
+int ordo_json_check_head(const json_t *root, const char *const *allowed, const char *format,
+                         const char *model, const char *file);
+
 #endif

@@ -294,26 +294,8 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m, ord
 {
     ordo_oracle_t *o = NULL;
     int rc;
-    if (!json_is_object(root)) {
-        rc = bad("%s: $: must be an object", name);
-        goto fail;
-    }
     static const char *const top[] = {"format", "model", "iterations", "ops", "params", NULL};
-    if ((rc = ordo_json_only_keys(root, top, name, "$"))) goto fail;
-    const char *fmt = json_string_value(json_object_get(root, "format"));
-    if (!fmt || strcmp(fmt, ORACLE_FORMAT) != 0) {
-        rc = bad("%s: $.format: must be \"%s\"", name, ORACLE_FORMAT);
-        goto fail;
-    }
-    const char *model = json_string_value(json_object_get(root, "model"));
-    if (!model) {
-        rc = bad("%s: $.model: missing or not a string", name);
-        goto fail;
-    }
-    if (strcmp(model, m->name) != 0) {
-        rc = bad("%s: $.model: '%s' does not match the model '%s'", name, model, m->name);
-        goto fail;
-    }
+    if ((rc = ordo_json_check_head(root, top, ORACLE_FORMAT, m->name, name))) goto fail;
     json_t *it = json_object_get(root, "iterations");
     if (it && (!json_is_integer(it) || json_integer_value(it) < 0)) {
         rc = bad("%s: $.iterations: must be an integer >= 0", name);

@@ -53,26 +53,8 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m, int
     }
     for (int p = 0; p < m->n_params; p++)
         out[p] = -1;
-    if (!json_is_object(root)) {
-        rc = bad("%s: $: must be an object", name);
-        goto fail;
-    }
     static const char *const top[] = {"format", "model", "policy", "priorities", NULL};
-    if ((rc = ordo_json_only_keys(root, top, name, "$"))) goto fail;
-    const char *fmt = json_string_value(json_object_get(root, "format"));
-    if (!fmt || strcmp(fmt, ORDER_FORMAT) != 0) {
-        rc = bad("%s: $.format: must be \"%s\"", name, ORDER_FORMAT);
-        goto fail;
-    }
-    const char *model = json_string_value(json_object_get(root, "model"));
-    if (!model) {
-        rc = bad("%s: $.model: missing or not a string", name);
-        goto fail;
-    }
-    if (strcmp(model, m->name) != 0) {
-        rc = bad("%s: $.model: '%s' does not match the model '%s'", name, model, m->name);
-        goto fail;
-    }
+    if ((rc = ordo_json_check_head(root, top, ORDER_FORMAT, m->name, name))) goto fail;
     json_t *pol = json_object_get(root, "policy");
     if (pol && !json_is_string(pol)) {
         rc = bad("%s: $.policy: must be a string", name);
