@@ -304,10 +304,10 @@ static void on_data(server_t *s, ordo_msg_t *m)
             return;
         }
         s->n_push++;
-        if (!(m->hdr.flags & ORDO_FLAG_PULL)) send_ack(s, m, 0);
+        bool fused = m->hdr.flags & ORDO_FLAG_PULL; /* the answer to its pull acknowledges it */
+        if (!fused) send_ack(s, m, 0);
         if (updated) wake_waiters(s, slice);
-        /* a fused push: the answer to its pull acknowledges it */
-        if (m->hdr.flags & ORDO_FLAG_PULL) add_pull(s, m, slice, m->hdr.iter + 1);
+        if (fused) add_pull(s, m, slice, m->hdr.iter + 1);
         return;
     }
     case ORDO_MSG_PULL:

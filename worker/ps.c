@@ -224,23 +224,30 @@ int ordo_worker_init(ordo_worker_t *w, int key, const float *values)
     return 0;
 }
 
-int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int priority)
+/* start key's pull of iteration iter into dst: the bookkeeping both kinds of pull share */
+static void begin_pull(ordo_worker_t *w, int key, float *dst, int64_t iter)
 {
-    int rc = check_key(w, key);
-    if (rc) return rc;
-    keystate_t *ks = &w->ks[key];
-    if (ks->pull_left)
-        return ordo_error_set(ORDO_EINVAL, "key %d already has a pull outstanding", key);
     const ordo_keys_t *k = w->node.keys;
+    keystate_t *ks = &w->ks[key];
     ks->pull_dst = dst;
     ks->pull_iter = iter;
     ks->pull_left = k->n_chunks[key];
     w->outstanding++;
+    for (int c = 0; c < k->n_chunks[key]; c++)
+        w->got[k->first_slice[key] + c] = 0;
+}
+
+int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int priority)
+{
+    int rc = check_key(w, key);
+    if (rc) return rc;
+    if (w->ks[key].pull_left)
+        return ordo_error_set(ORDO_EINVAL, "key %d already has a pull outstanding", key);
+    const ordo_keys_t *k = w->node.keys;
+    begin_pull(w, key, dst, iter);
     for (int c = 0; c < k->n_chunks[key]; c++) {
-        int s = k->first_slice[key] + c;
-        w->got[s] = 0;
         ordo_msg_t m;
-        data_msg(w, &m, ORDO_MSG_PULL, s, iter, priority);
+        data_msg(w, &m, ORDO_MSG_PULL, k->first_slice[key] + c, iter, priority);
         if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) return rc;
     }
     return 0;
@@ -398,13 +405,7 @@ int ordo_worker_pushpull(ordo_worker_t *w, int key, const float *src, float *dst
         if ((rc = push_merged(w, key, src, iter, priority)) != 0) return rc;
         return ordo_worker_pull(w, key, dst, iter + 1, priority);
     }
-    const ordo_keys_t *k = w->node.keys;
-    ks->pull_dst = dst;
-    ks->pull_iter = iter + 1;
-    ks->pull_left = k->n_chunks[key];
-    w->outstanding++;
-    for (int c = 0; c < k->n_chunks[key]; c++)
-        w->got[k->first_slice[key] + c] = 0;
+    begin_pull(w, key, dst, iter + 1);
     return queue_push(w, key, src, iter, priority, true);
 }
 
