@@ -353,7 +353,8 @@ static void arm_timer(ordo_transport_t *t, int64_t at)
 }
 
 /* receive reads socket i's messages into the inbound ring until it has none (clearing
- * pending), the ring is full, or RECV_BATCH were read; returns how many were read */
+ * pending), the ring is full, or its batch was read (one inline, else RECV_BATCH);
+ * returns how many were read */
 static int receive(ordo_transport_t *t, int i)
 {
     sock_t *s = &t->socks[i];
