@@ -1,0 +1,385 @@
+/* Tests of scheduler/merge's plans: computing them for each algorithm, algorithm names,
+ * ordo-merge/1 writing and reading with its rejections, the real profiles, and the
+ * `ordo-plan merge` command line. */
+#include "merge_fixtures.h"
+#include "scheduler/merge_cli.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- plans */
+
+/* toy under a = 200 us, b = 10 ns/byte: fc ready at 70 us (2020 bytes), conv1 at 180 us
+ * (4040 bytes). wfbp: fc 70..290.2, conv1 290.2..530.6; all: 180..440.6. */
+START_TEST(plan_compute_on_toy)
+{
+    ordo_model_t *m = toy_model();
+    ordo_merge_plan_t *p = NULL;
+    const double a = 200e-6, b = 1e-8;
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, a, b, 0, &p));
+    ck_assert_int_eq(p->n_groups, 2);
+    ck_assert_int_eq(p->n_params, 4);
+    close_to(p->predicted_iter_s, 530.6e-6);
+    ck_assert_str_eq(m->params[p->order[0]].name, "fc.w");
+    ck_assert_int_eq(p->group_of_param[ordo_model_param_index(m, "fc.b")], 0);
+    ck_assert_int_eq(p->group_of_param[ordo_model_param_index(m, "conv1.w")], 1);
+    ck_assert_int_eq(p->group_start[1], 2);
+    ordo_merge_plan_destroy(&p);
+    ck_assert_ptr_null(p);
+    ordo_merge_plan_destroy(&p);
+
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_ALL, 0, a, b, 0, &p));
+    ck_assert_int_eq(p->n_groups, 1);
+    close_to(p->predicted_iter_s, 440.6e-6);
+    ordo_merge_plan_destroy(&p);
+    /* waiting 180 - 70 = 110 us < a: Algorithm 1 merges, and so does the optimum */
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_MGWFBP, 0, a, b, 0, &p));
+    ck_assert_int_eq(p->n_groups, 1);
+    close_to(p->predicted_iter_s, 440.6e-6);
+    ordo_merge_plan_destroy(&p);
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, a, b, 0, &p));
+    ck_assert_int_eq(p->n_groups, 1);
+    close_to(p->predicted_iter_s, 440.6e-6);
+    close_to(ordo_merge_plan_iter_s(p, m, 50e-6, b, 0), 290.6e-6);
+    ordo_merge_plan_destroy(&p);
+    /* bytes:2500 fills fc.w, fc.b, conv1.w (6020 bytes >= 2500), then conv1.b alone */
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, 2500, a, b, 0, &p));
+    ck_assert_int_eq(p->n_groups, 2);
+    ck_assert_int_eq(p->group_start[1], 3);
+    ck_assert_int_eq(p->group_of_param[ordo_model_param_index(m, "conv1.b")], 1);
+    close_to(p->predicted_iter_s, 640.6e-6);
+    ordo_merge_plan_destroy(&p);
+
+    ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, 0, a, b, 0, &p), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, INFINITY, b, 0, &p), ORDO_EINVAL);
+    expect_detail("must be finite and >= 0");
+    ck_assert_ptr_null(p);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+START_TEST(algo_names_parse)
+{
+    ordo_merge_algo_t al;
+    int64_t n;
+    ORDO_CK_OK(ordo_merge_algo_parse("optimal", &al, &n));
+    ck_assert_int_eq(al, ORDO_MERGE_OPTIMAL);
+    ck_assert_int_eq(n, 0);
+    ORDO_CK_OK(ordo_merge_algo_parse("none", &al, &n));
+    ck_assert_int_eq(al, ORDO_MERGE_WFBP);
+    ORDO_CK_OK(ordo_merge_algo_parse("mgwfbp", &al, &n));
+    ck_assert_str_eq(ordo_merge_algo_name(al), "mgwfbp");
+    ORDO_CK_OK(ordo_merge_algo_parse("bytes:25MB", &al, &n));
+    ck_assert_int_eq(al, ORDO_MERGE_BYTES);
+    ck_assert_int_eq(n, 25000000);
+    ORDO_CK_OK(ordo_merge_algo_parse("bytes:64k", &al, &n));
+    ck_assert_int_eq(n, 65536);
+    ORDO_CK_ERR(ordo_merge_algo_parse("bytes:0", &al, &n), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_algo_parse("bytes:lots", &al, &n), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_algo_parse("greedy", &al, &n), ORDO_EINVAL);
+    expect_detail("'greedy' is not one of optimal|mgwfbp|wfbp|all|bytes:N");
+}
+END_TEST
+
+START_TEST(plan_json_round_trip)
+{
+    ordo_model_t *m = toy_model();
+    ordo_merge_plan_t *p = NULL, *q = NULL;
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 0.0002, 4e-10, 0, &p));
+    char *json = NULL;
+    ORDO_CK_OK(ordo_merge_plan_to_json(p, m, &json));
+    const char *head = "{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"a\": 0.0002, \"b\": "
+                       "4e-10,\n \"groups\": [\n  [\"fc.w\", \"fc.b\"],\n  [\"conv1.w\", "
+                       "\"conv1.b\"]\n ],\n \"predicted_iter_s\": ";
+    ck_assert_msg(strncmp(json, head, strlen(head)) == 0, "got:\n%s", json);
+    ORDO_CK_OK(ordo_merge_plan_load_string(json, "plan.json", m, &q));
+    ck_assert_int_eq(q->n_groups, 2);
+    ck_assert(q->a == p->a && q->b == p->b);
+    close_to(q->predicted_iter_s, p->predicted_iter_s);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(q->order[i], p->order[i]);
+        ck_assert_int_eq(q->group_of_param[i], p->group_of_param[i]);
+    }
+    ordo_merge_plan_destroy(&q);
+    free(json);
+    ordo_merge_plan_destroy(&p);
+
+    /* a layer's parameters may be split between adjacent groups and listed in any order */
+    const char *split = "{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"a\": 0.0002, "
+                        "\"b\": 4e-10, \"groups\": [[\"fc.b\"], [\"fc.w\", \"conv1.b\", "
+                        "\"conv1.w\"]], \"predicted_iter_s\": 1}";
+    ORDO_CK_OK(ordo_merge_plan_load_string(split, "split.json", m, &q));
+    ck_assert_int_eq(q->n_groups, 2);
+    ck_assert_int_eq(q->group_of_param[ordo_model_param_index(m, "fc.b")], 0);
+    ck_assert_int_eq(q->group_of_param[ordo_model_param_index(m, "fc.w")], 1);
+    ck_assert_str_eq(m->params[q->order[2]].name, "conv1.b");
+    /* recomputed: fc.b 70..270.08 us, the rest from 270.08 us + 200 us + 8060 * 0.4 ns */
+    close_to(q->predicted_iter_s, 70e-6 + 2 * 200e-6 + 4e-10 * 6060);
+    ordo_merge_plan_destroy(&q);
+
+    /* a and b may be left out (0) */
+    ORDO_CK_OK(ordo_merge_plan_load_string(
+        "{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"groups\": [[\"fc.w\", "
+        "\"fc.b\", \"conv1.w\", \"conv1.b\"]]}",
+        "min.json", m, &q));
+    ck_assert_int_eq(q->n_groups, 1);
+    close_to(q->predicted_iter_s, 180e-6);
+    ordo_merge_plan_destroy(&q);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+START_TEST(plan_load_rejects_bad_plans)
+{
+    static const struct {
+        const char *json, *want;
+    } cases[] = {
+        {"{\"format\": ", "plan.json:1:"},
+        {"[]", "plan.json: $: not a JSON object"},
+        {"{\"format\": \"ordo-merge/2\", \"model\": \"toy\", \"groups\": []}",
+         "plan.json: $.format: \"ordo-merge/2\" is not \"ordo-merge/1\""},
+        {"{\"model\": \"toy\", \"groups\": []}", "plan.json: $.format: missing"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"other\", \"groups\": []}",
+         "plan.json: $.model: the plan is for model 'other', not 'toy'"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"a\": -1, \"groups\": []}",
+         "plan.json: $.a: -1 must be finite and >= 0"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"b\": \"x\", \"groups\": []}",
+         "plan.json: $.b: not a number"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\"}", "plan.json: $.groups: missing"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"groups\": [\"fc.w\"]}",
+         "plan.json: $.groups[0]: not an array"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"groups\": [[\"fc.w\", \"fc.b\"], "
+         "[]]}",
+         "plan.json: $.groups[1]: empty group"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"groups\": [[\"fc.w\", 3]]}",
+         "plan.json: $.groups[0][1]: not a string"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"groups\": [[\"fc.w\", \"nope\"]]}",
+         "plan.json: $.groups[0][1]: unknown parameter 'nope'"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"groups\": [[\"fc.w\", \"fc.b\"], "
+         "[\"fc.w\"]]}",
+         "plan.json: $.groups[1][0]: parameter 'fc.w' is listed again (first at $.groups[0][0])"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"groups\": [[\"fc.w\", \"fc.b\", "
+         "\"conv1.w\"]]}",
+         "plan.json: $.groups: parameter 'conv1.b' is missing"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"groups\": [[\"conv1.w\", "
+         "\"conv1.b\"], [\"fc.w\", \"fc.b\"]]}",
+         "plan.json: $.groups[1][0]: 'fc.w' (op 'fc', layer 0 in backward order) comes after "
+         "'conv1.b' (op 'conv1', layer 1): groups must follow backward order"},
+        {"{\"format\": \"ordo-merge/1\", \"format\": \"ordo-merge/1\"}", "plan.json:1:"},
+    };
+    ordo_model_t *m = toy_model();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ordo_merge_plan_t *p = NULL;
+        int rc = ordo_merge_plan_load_string(cases[i].json, "plan.json", m, &p);
+        ck_assert_msg(rc == ORDO_EFORMAT, "case %zu: rc %d", i, rc);
+        ck_assert_ptr_null(p);
+        ck_assert_msg(strstr(ordo_error_detail(), cases[i].want) != NULL,
+                      "case %zu: detail '%s' lacks '%s'", i, ordo_error_detail(), cases[i].want);
+    }
+    ordo_merge_plan_t *p = NULL;
+    ORDO_CK_ERR(ordo_merge_plan_load_file("/nonexistent/plan.json", m, &p), ORDO_ENOTFOUND);
+    expect_detail("/nonexistent/plan.json: cannot open");
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+START_TEST(plan_load_file_reads_what_was_written)
+{
+    ordo_model_t *m = toy_model();
+    ordo_merge_plan_t *p = NULL, *q = NULL;
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, 1e-5, 1e-9, 0, &p));
+    char *json = NULL;
+    ORDO_CK_OK(ordo_merge_plan_to_json(p, m, &json));
+    char path[] = "/tmp/ordo-merge-test-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, json, strlen(json)), (ssize_t)strlen(json));
+    close(fd);
+    ORDO_CK_OK(ordo_merge_plan_load_file(path, m, &q));
+    ck_assert_int_eq(q->n_groups, p->n_groups);
+    close_to(q->predicted_iter_s, p->predicted_iter_s);
+    /* a wrong plan read from a file names the file */
+    fd = open(path, O_WRONLY | O_TRUNC);
+    ck_assert_int_ge(fd, 0);
+    const char *bad = "{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"groups\": [[]]}";
+    ck_assert_int_eq(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
+    close(fd);
+    ordo_merge_plan_t *r = NULL;
+    ORDO_CK_ERR(ordo_merge_plan_load_file(path, m, &r), ORDO_EFORMAT);
+    ck_assert_msg(strncmp(ordo_error_detail(), path, strlen(path)) == 0, "%s", ordo_error_detail());
+    expect_detail(": $.groups[0]: empty group");
+    unlink(path);
+    free(json);
+    ordo_merge_plan_destroy(&q);
+    ordo_merge_plan_destroy(&p);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+/* Every committed profile: optimal <= mgwfbp <= min(wfbp, all) and the plans read back. */
+START_TEST(profiles_keep_the_order_of_algorithms)
+{
+    static const char *names[] = {"resnet50",  "densenet121", "googlenet", "inception_v2",
+                                  "smallmany", "vgg16",       "alexnet"};
+    int seen = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/conf/models/%s.json", ordo_ck_source_dir(), names[i]);
+        if (access(path, R_OK) != 0) continue;
+        ordo_model_t *m = NULL;
+        ORDO_CK_OK(ordo_model_load_file(path, &m));
+        seen++;
+        double t[4];
+        static const ordo_merge_algo_t algos[4] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL,
+                                                   ORDO_MERGE_MGWFBP, ORDO_MERGE_OPTIMAL};
+        for (int k = 0; k < 4; k++) {
+            ordo_merge_plan_t *p = NULL, *q = NULL;
+            ORDO_CK_OK(ordo_merge_plan_compute(m, algos[k], 0, 2e-4, 4e-10, 0, &p));
+            t[k] = p->predicted_iter_s;
+            char *json = NULL;
+            ORDO_CK_OK(ordo_merge_plan_to_json(p, m, &json));
+            ORDO_CK_OK(ordo_merge_plan_load_string(json, path, m, &q));
+            ck_assert_int_eq(q->n_groups, p->n_groups);
+            close_to(q->predicted_iter_s, p->predicted_iter_s);
+            free(json);
+            ordo_merge_plan_destroy(&q);
+            ordo_merge_plan_destroy(&p);
+        }
+        ck_assert_msg(t[3] <= t[2] * (1 + 1e-12), "%s: optimal %g > mgwfbp %g", names[i], t[3],
+                      t[2]);
+        ck_assert_msg(t[2] <= fmin(t[0], t[1]) * (1 + 1e-12), "%s: mgwfbp %g > min(%g, %g)",
+                      names[i], t[2], t[0], t[1]);
+        ordo_model_destroy(&m);
+    }
+    ck_assert_int_ge(seen, 1);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- command line */
+
+/* run_cli runs ordo_merge_cli with stdout and stderr captured into out and err. */
+static int run_cli(int argc, const char *const *argv, char *out, size_t outsz, char *err,
+                   size_t errsz)
+{
+    char po[] = "/tmp/ordo-merge-out-XXXXXX", pe[] = "/tmp/ordo-merge-err-XXXXXX";
+    int fo = mkstemp(po), fe = mkstemp(pe);
+    ck_assert(fo >= 0 && fe >= 0);
+    fflush(stdout);
+    fflush(stderr);
+    int so = dup(1), se = dup(2);
+    dup2(fo, 1);
+    dup2(fe, 2);
+    int rc = ordo_merge_cli(argc, (char **)argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(so, 1);
+    dup2(se, 2);
+    close(so);
+    close(se);
+    ssize_t n = pread(fo, out, outsz - 1, 0);
+    out[n > 0 ? n : 0] = '\0';
+    n = pread(fe, err, errsz - 1, 0);
+    err[n > 0 ? n : 0] = '\0';
+    close(fo);
+    close(fe);
+    unlink(po);
+    unlink(pe);
+    return rc;
+}
+
+static const char toy_json[] =
+    "{\"format\": \"ordo-model/1\", \"name\": \"toy\", \"batch\": 8, \"dtype\": \"float32\",\n"
+    " \"params\": [{\"name\": \"conv1.w\", \"shape\": [1000]}, {\"name\": \"conv1.b\", "
+    "\"shape\": [10]},\n"
+    "  {\"name\": \"fc.w\", \"shape\": [500]}, {\"name\": \"fc.b\", \"shape\": [5]}],\n"
+    " \"ops\": [{\"name\": \"input\", \"inputs\": [], \"params\": [], \"fwd_us\": 1, "
+    "\"bwd_us\": 7},\n"
+    "  {\"name\": \"conv1\", \"inputs\": [\"input\"], \"params\": [\"conv1.w\", \"conv1.b\"], "
+    "\"fwd_us\": 1, \"bwd_us\": 100},\n"
+    "  {\"name\": \"relu\", \"inputs\": [\"conv1\"], \"params\": [], \"fwd_us\": 1, \"bwd_us\": "
+    "10},\n"
+    "  {\"name\": \"fc\", \"inputs\": [\"relu\"], \"params\": [\"fc.w\", \"fc.b\"], \"fwd_us\": "
+    "1, \"bwd_us\": 50},\n"
+    "  {\"name\": \"loss\", \"inputs\": [\"fc\"], \"params\": [], \"fwd_us\": 1, \"bwd_us\": "
+    "20}]}\n";
+
+START_TEST(cli_writes_plans_and_rejects_misuse)
+{
+    char path[] = "/tmp/ordo-merge-model-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, toy_json, strlen(toy_json)), (ssize_t)strlen(toy_json));
+    close(fd);
+    static char out[65536], err[4096];
+
+    const char *ok[] = {"merge", "--algo", "mgwfbp", "--a", "2e-4", "--b=1e-8", path};
+    ck_assert_int_eq(run_cli(7, ok, out, sizeof out, err, sizeof err), 0);
+    ck_assert_str_eq(err, "");
+    ordo_model_t *m = NULL;
+    ORDO_CK_OK(ordo_model_load_file(path, &m));
+    ordo_merge_plan_t *p = NULL;
+    ORDO_CK_OK(ordo_merge_plan_load_string(out, "stdout", m, &p));
+    ck_assert_int_eq(p->n_groups, 1);
+    close_to(p->predicted_iter_s, 440.6e-6);
+    ordo_merge_plan_destroy(&p);
+    ck_assert_ptr_nonnull(strstr(out, "\"predicted_iter_s\": 0.0004406"));
+
+    const char *cmp[] = {"merge", "--compare", "--a", "2e-4", "--b", "1e-8", path};
+    ck_assert_int_eq(run_cli(7, cmp, out, sizeof out, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(strstr(out, "wfbp"));
+    ck_assert_ptr_nonnull(strstr(out, "optimal"));
+
+    const char *help[] = {"merge", "--help"};
+    ck_assert_int_eq(run_cli(2, help, out, sizeof out, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(strstr(out, "usage: ordo-plan merge"));
+
+    static const struct {
+        int argc;
+        const char *argv[8];
+        const char *want;
+    } bad[] = {
+        {1, {"merge"}, "ordo-plan merge: no MODEL.json given"},
+        {3, {"merge", "x.json", "--a"}, "ordo-plan merge: --a needs a value"},
+        {4, {"merge", "--a", "1e-4", "x.json"}, "--a and --b are required"},
+        {6, {"merge", "--a", "-1", "--b", "0", "x.json"}, "--a '-1' is not a number >= 0"},
+        {8,
+         {"merge", "--algo", "fast", "--a", "0", "--b", "0", "x.json"},
+         "--algo 'fast' is not one of optimal|mgwfbp|wfbp|all|bytes:N"},
+        {3, {"merge", "--frobnicate", "x.json"}, "unknown option '--frobnicate'"},
+        {7, {"merge", "--a", "0", "--b", "0", "x.json", "y.json"}, "one model file only"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(run_cli(bad[i].argc, bad[i].argv, out, sizeof out, err, sizeof err), 2);
+        ck_assert_msg(strstr(err, bad[i].want) != NULL, "case %zu: '%s' lacks '%s'", i, err,
+                      bad[i].want);
+        ck_assert_msg(strchr(err, '\n') == err + strlen(err) - 1, "case %zu: not one line: %s", i,
+                      err);
+    }
+    const char *missing[] = {"merge", "--a", "0", "--b", "0", "/nonexistent/m.json"};
+    ck_assert_int_eq(run_cli(6, missing, out, sizeof out, err, sizeof err), 1);
+    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/m.json"));
+    ordo_model_destroy(&m);
+    unlink(path);
+}
+END_TEST
+
+Suite *merge_plan_suite(void);
+Suite *merge_plan_suite(void)
+{
+    Suite *s = suite_create("merge_plan");
+    TCase *tc = tcase_create("plans");
+    tcase_add_test(tc, plan_compute_on_toy);
+    tcase_add_test(tc, algo_names_parse);
+    tcase_add_test(tc, plan_json_round_trip);
+    tcase_add_test(tc, plan_load_rejects_bad_plans);
+    tcase_add_test(tc, plan_load_file_reads_what_was_written);
+    tcase_add_test(tc, profiles_keep_the_order_of_algorithms);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("cli");
+    tcase_add_test(tc, cli_writes_plans_and_rejects_misuse);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+ORDO_CK_MAIN(merge_plan_suite)
