@@ -70,7 +70,9 @@ static const key_t_ keys[] = {
     {"order", "enforce", T_ENUM, OFF(enforce), 0, "strict", 0, 0, "strict|greedy",
      "how servers release ordered transfers"},
     {"order", "partition_bytes", T_BYTES, OFF(partition_bytes), 0, "4MiB", 1024, 1LL << 32, NULL,
-     "tensors above this are split into chunks"},
+     "tensors above this are split into chunks; a chunk is the unit spread over the servers"},
+    {"order", "segment_bytes", T_BYTES, OFF(segment_bytes), 0, "1MiB", 0, 1LL << 32, NULL,
+     "chunks travel in pieces of at most this size, pipelining large tensors (0 = whole chunks)"},
     {"order", "search_budget_ms", T_INT, OFF(search_budget_ms), 0, "2000", 0, 3600000, NULL,
      "time budget of the search policy"},
     {"order", "oracle", T_STR, OFF(oracle), SZ(oracle), "", 0, 0, NULL,
@@ -552,6 +554,10 @@ int ordo_conf_validate(const ordo_conf_t *conf)
     if (conf->push_mode == ORDO_PUSH_SPARSE && !strcmp(conf->trainer, "synthetic"))
         return ordo_error_set(ORDO_EINVAL, "push.mode = sparse needs a model job (model.trainer = "
                               "profile, mlp or cnn); the synthetic job checks dense values");
+    if (conf->segment_bytes > 0 && conf->segment_bytes < 1024)
+        return ordo_error_set(ORDO_EINVAL,
+                              "order.segment_bytes (%lld) must be 0 (whole chunks) or at least 1024",
+                              (long long)conf->segment_bytes);
     if (conf->warmup >= conf->iterations && conf->iterations > 0 && conf->epochs == 0)
         return ordo_error_set(ORDO_EINVAL, "model.warmup (%d) must be below model.iterations (%d)",
                               conf->warmup, conf->iterations);

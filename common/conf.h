@@ -45,6 +45,7 @@ typedef struct ordo_conf {
     int policy_kind;             /* ordo_policy_t, derived from policy */
     int enforce;                 /* ordo_enforce_kind_t */
     int64_t partition_bytes;
+    int64_t segment_bytes; /* wire pieces of a chunk (0 = whole chunks) */
     int search_budget_ms;
     char oracle[ORDO_CONF_PATH];
     /* [push] */

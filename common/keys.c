@@ -1,4 +1,5 @@
-/* keys: tensor chunking and byte-balanced assignment of slices to servers. */
+/* keys: tensor chunking, chunks cut into wire segments, and byte-balanced assignment of
+ * chunks to servers. */
 #include "common/keys.h"
 #include "common/error.h"
 
@@ -36,61 +37,94 @@ void ordo_keys_destroy(ordo_keys_t **kp)
     *kp = NULL;
 }
 
-static const ordo_slice_t *sort_base;
+/* a placement unit: one chunk of partition_bytes and the slices (segments) it is cut into */
+typedef struct {
+    int64_t numel;
+    int first, n; /* its slices */
+} unit_t;
+
+static const unit_t *sort_base;
 
 static int by_size_desc(const void *a, const void *b)
 {
-    const ordo_slice_t *x = &sort_base[*(const int *)a], *y = &sort_base[*(const int *)b];
+    const unit_t *x = &sort_base[*(const int *)a], *y = &sort_base[*(const int *)b];
     if (x->numel != y->numel) return x->numel > y->numel ? -1 : 1;
     return *(const int *)a - *(const int *)b; /* key-major order: stable */
 }
 
-int ordo_keys_partition(const int64_t *numel, int n_keys, size_t elem_size,
-                        int64_t partition_bytes, int n_servers, ordo_keys_t **out)
+/* n equal parts of total (the first total % n one element larger) */
+static int64_t part(int64_t total, int64_t n, int64_t i)
 {
-    if (n_keys < 0 || n_servers < 1 || elem_size == 0 || partition_bytes < (int64_t)elem_size)
+    return total / n + (i < total % n ? 1 : 0);
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+int ordo_keys_partition(const int64_t *numel, int n_keys, size_t elem_size, int64_t partition_bytes,
+                        int64_t segment_bytes, int n_servers, ordo_keys_t **out)
+{
+    if (n_keys < 0 || n_servers < 1 || elem_size == 0 || partition_bytes < (int64_t)elem_size ||
+        segment_bytes < 0)
         return ordo_error_set(ORDO_EINVAL, "keys: bad partition arguments");
     int64_t per_chunk = partition_bytes / (int64_t)elem_size;
-    int64_t total = 0;
+    int64_t per_seg = segment_bytes / (int64_t)elem_size;
+    if (per_seg < 1 || per_seg > per_chunk) per_seg = per_chunk;
+    int64_t total = 0, units = 0;
     for (int i = 0; i < n_keys; i++) {
         if (numel[i] <= 0) return ordo_error_set(ORDO_EINVAL, "keys: tensor %d is empty", i);
-        total += (numel[i] + per_chunk - 1) / per_chunk;
+        int64_t nc = ceil_div(numel[i], per_chunk);
+        units += nc;
+        for (int64_t c = 0; c < nc; c++)
+            total += ceil_div(part(numel[i], nc, c), per_seg);
         if (total > INT32_MAX) return ordo_error_set(ORDO_ERANGE, "keys: too many chunks");
     }
     ordo_keys_t *k = alloc_keys(n_keys, (int)total, n_servers);
-    if (!k) return ORDO_ENOMEM;
-    k->elem_size = elem_size;
-    int s = 0;
-    for (int i = 0; i < n_keys; i++) {
-        int64_t nc = (numel[i] + per_chunk - 1) / per_chunk;
-        k->numel[i] = numel[i];
-        k->first_slice[i] = s;
-        k->n_chunks[i] = (int)nc;
-        int64_t base = numel[i] / nc, extra = numel[i] % nc, off = 0;
-        for (int64_t c = 0; c < nc; c++) {
-            ordo_slice_t *sl = &k->slices[s++];
-            sl->key = (uint32_t)i;
-            sl->chunk = (uint32_t)c;
-            sl->offset = off;
-            sl->numel = base + (c < extra ? 1 : 0);
-            off += sl->numel;
-        }
-    }
-    int *idx = malloc(sizeof *idx * ((size_t)k->n_slices + 1));
-    if (!idx) {
+    unit_t *unit = malloc(sizeof *unit * ((size_t)units + 1));
+    int *idx = malloc(sizeof *idx * ((size_t)units + 1));
+    if (!k || !unit || !idx) {
         ordo_keys_destroy(&k);
+        free(unit);
+        free(idx);
         return ORDO_ENOMEM;
     }
-    for (int i = 0; i < k->n_slices; i++) idx[i] = i;
-    sort_base = k->slices;
-    qsort(idx, (size_t)k->n_slices, sizeof *idx, by_size_desc);
-    for (int i = 0; i < k->n_slices; i++) {
+    k->elem_size = elem_size;
+    int s = 0, u = 0;
+    for (int i = 0; i < n_keys; i++) {
+        int64_t nc = ceil_div(numel[i], per_chunk), off = 0;
+        k->numel[i] = numel[i];
+        k->first_slice[i] = s;
+        for (int64_t c = 0; c < nc; c++) {
+            int64_t cn = part(numel[i], nc, c), ns = ceil_div(cn, per_seg);
+            unit[u] = (unit_t){.numel = cn, .first = s, .n = (int)ns};
+            idx[u] = u;
+            u++;
+            for (int64_t g = 0; g < ns; g++) {
+                ordo_slice_t *sl = &k->slices[s];
+                sl->key = (uint32_t)i;
+                sl->chunk = (uint32_t)(s - k->first_slice[i]);
+                sl->offset = off;
+                sl->numel = part(cn, ns, g);
+                off += sl->numel;
+                s++;
+            }
+        }
+        k->n_chunks[i] = s - k->first_slice[i];
+    }
+    sort_base = unit;
+    qsort(idx, (size_t)units, sizeof *idx, by_size_desc);
+    for (int64_t i = 0; i < units; i++) {
+        const unit_t *un = &unit[idx[i]];
         int best = 0;
         for (int srv = 1; srv < n_servers; srv++)
             if (k->server_bytes[srv] < k->server_bytes[best]) best = srv;
-        k->slices[idx[i]].server = best;
-        k->server_bytes[best] += k->slices[idx[i]].numel * (int64_t)elem_size;
+        for (int j = 0; j < un->n; j++)
+            k->slices[un->first + j].server = best;
+        k->server_bytes[best] += un->numel * (int64_t)elem_size;
     }
+    free(unit);
     free(idx);
     *out = k;
     return 0;
@@ -107,12 +141,13 @@ char *ordo_keys_to_json(const ordo_keys_t *k)
     json_t *root = json_object(), *numel = json_array(), *slices = json_array();
     json_object_set_new(root, "servers", json_integer(k->n_servers));
     json_object_set_new(root, "elem", json_integer((json_int_t)k->elem_size));
-    for (int i = 0; i < k->n_keys; i++) json_array_append_new(numel, json_integer(k->numel[i]));
+    for (int i = 0; i < k->n_keys; i++)
+        json_array_append_new(numel, json_integer(k->numel[i]));
     for (int i = 0; i < k->n_slices; i++) {
         const ordo_slice_t *s = &k->slices[i];
-        json_array_append_new(slices, json_pack("[IIIII]", (json_int_t)s->key,
-                                                (json_int_t)s->chunk, (json_int_t)s->offset,
-                                                (json_int_t)s->numel, (json_int_t)s->server));
+        json_array_append_new(slices, json_pack("[IIIII]", (json_int_t)s->key, (json_int_t)s->chunk,
+                                                (json_int_t)s->offset, (json_int_t)s->numel,
+                                                (json_int_t)s->server));
     }
     json_object_set_new(root, "numel", numel);
     json_object_set_new(root, "slices", slices);
@@ -159,7 +194,8 @@ int ordo_keys_from_json(const char *text, ordo_keys_t **out)
         json_int_t key, chunk, off, n, srv;
         if (json_unpack(json_array_get(slices, (size_t)i), "[IIIII]", &key, &chunk, &off, &n,
                         &srv) != 0) {
-            rc = ordo_error_set(ORDO_EPROTO, "key map: slices[%d] is not [key,chunk,offset,numel,server]", i);
+            rc = ordo_error_set(ORDO_EPROTO,
+                                "key map: slices[%d] is not [key,chunk,offset,numel,server]", i);
             goto done;
         }
         int ok = key >= 0 && key < nk && srv >= 0 && srv < k->n_servers && n > 0;

@@ -1,7 +1,10 @@
 /* keys: how tensors map onto servers. A tensor (key) larger than partition_bytes is split
- * into equal chunks; chunks and small tensors ("slices") are spread over the servers by
- * bytes, largest first onto the least-loaded server (ties: lowest server index, then key
- * and chunk order). Deterministic: every node computing it gets the same map. */
+ * into equal chunks; chunks and small tensors are spread over the servers by bytes, largest
+ * first onto the least-loaded server (ties: lowest server index, then key and chunk order).
+ * A chunk larger than segment_bytes is further cut into equal segments, which stay on its
+ * server: the *slices* of the map, each one message on the wire, so that a large tensor's
+ * transfer, the server's sum and update, and the answer overlap piece by piece.
+ * Deterministic: every node computing it gets the same map. */
 #ifndef ORDO_KEYS_H
 #define ORDO_KEYS_H
 
@@ -10,7 +13,7 @@
 
 typedef struct ordo_slice {
     uint32_t key;
-    uint32_t chunk;
+    uint32_t chunk; /* the slice's number within its key (0, 1, ...): the wire's "chunk" */
     int64_t offset; /* first element of the tensor in this slice */
     int64_t numel;
     int server;
@@ -20,17 +23,19 @@ typedef struct ordo_keys {
     int n_keys;
     int n_servers;
     size_t elem_size;
-    int64_t *numel;       /* per key */
-    int *first_slice;     /* per key: index of chunk 0 in slices */
-    int *n_chunks;        /* per key */
+    int64_t *numel;   /* per key */
+    int *first_slice; /* per key: index of chunk 0 in slices */
+    int *n_chunks;    /* per key: its slices */
     int n_slices;
     ordo_slice_t *slices; /* key-major, chunk order */
     int64_t *server_bytes;
 } ordo_keys_t;
 
-/* ordo_keys_partition builds the map for n_keys tensors of numel[k] elements. */
-int ordo_keys_partition(const int64_t *numel, int n_keys, size_t elem_size,
-                        int64_t partition_bytes, int n_servers, ordo_keys_t **out);
+/* ordo_keys_partition builds the map for n_keys tensors of numel[k] elements; chunks of at
+ * most partition_bytes are placed, segments of at most segment_bytes are the slices (0, or
+ * a value at or above partition_bytes: one slice per chunk). */
+int ordo_keys_partition(const int64_t *numel, int n_keys, size_t elem_size, int64_t partition_bytes,
+                        int64_t segment_bytes, int n_servers, ordo_keys_t **out);
 
 /* ordo_keys_slice returns the slice index of (key, chunk), or -1 when it does not exist. */
 int ordo_keys_slice(const ordo_keys_t *k, uint32_t key, uint32_t chunk);

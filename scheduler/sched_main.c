@@ -403,7 +403,8 @@ int main(int argc, char **argv)
     int64_t *numel = malloc(sizeof *numel * (size_t)s.model->n_params);
     for (int i = 0; i < s.model->n_params; i++) numel[i] = s.model->params[i].numel;
     rc = ordo_keys_partition(numel, s.model->n_params, s.model->dtype_size,
-                             s.conf.partition_bytes, s.conf.servers, &s.keys);
+                             s.conf.partition_bytes, s.conf.segment_bytes, s.conf.servers,
+                             &s.keys);
     free(numel);
     if (rc) {
         fprintf(stderr, "ordo-scheduler: %s\n", ordo_error_text(rc));

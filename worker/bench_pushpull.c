@@ -252,6 +252,7 @@ typedef struct {
     int reps;
     int64_t min_bytes, max_bytes;
     int64_t partition;
+    int64_t segment; /* [order] segment_bytes */
     double bandwidth_bps, latency_us;
     double msg_us; /* emulated per-message link occupancy */
     int io_thread;
@@ -292,6 +293,9 @@ static int parse_opts(int argc, char **argv, opts_t *o, const char *usage)
             ok = ordo_conf_parse_bytes(v, &o->max_bytes) == 0;
         else if (!strncmp(a, "--partition", 11))
             ok = ordo_conf_parse_bytes(v, &o->partition) == 0;
+        else if (!strncmp(a, "--segment", 9))
+            ok = ordo_conf_parse_bytes(v, &o->segment) == 0 &&
+                 (o->segment == 0 || o->segment >= 1024);
         else if (!strncmp(a, "--bandwidth", 11))
             ok = ordo_conf_parse_rate(v, &o->bandwidth_bps) == 0;
         else if (!strncmp(a, "--latency-us", 12))
@@ -325,6 +329,8 @@ static int start_daemons(const int64_t *sizes, int n, const opts_t *o, child_t *
                  i ? "," : "", (long long)sizes[i]);
     snprintf(targ, sizeof targ, "--model.tensors=%s", tensors);
     snprintf(parg, sizeof parg, "--order.partition_bytes=%lld", (long long)o->partition);
+    char segarg[64];
+    snprintf(segarg, sizeof segarg, "--order.segment_bytes=%lld", (long long)o->segment);
     snprintf(barg, sizeof barg, "--net.bandwidth=%.0fbit", o->bandwidth_bps);
     snprintf(larg, sizeof larg, "--net.latency_us=%g", o->latency_us);
     char marg[64];
@@ -334,7 +340,7 @@ static int start_daemons(const int64_t *sizes, int n, const opts_t *o, child_t *
     snprintf(warg, sizeof warg, "--cluster.workers=%d", o->workers > 1 ? o->workers : 1);
     snprintf(sarg_n, sizeof sarg_n, "--cluster.servers=%d", o->servers > 1 ? o->servers : 1);
     char *sargs[] = {NULL, "--cluster.scheduler=tcp://127.0.0.1:0", warg, sarg_n, targ, parg,
-                     "--output.dir=/tmp/ordo-bench-runs", "--output.log_level=warn",
+                     segarg, "--output.dir=/tmp/ordo-bench-runs", "--output.log_level=warn",
                      "--model.iterations=1000000", "--optimizer.lr=0",
                      /* the raw ZeroMQ runs leave the worker's transport unpolled for seconds */
                      "--fault.timeout_ms=120000", NULL};
@@ -385,10 +391,15 @@ static void stop_cluster(child_t *sched, child_t *srv, ordo_worker_t **w)
 
 int ordo_bench_pushpull(int argc, char **argv)
 {
-    opts_t o = {.reps = 10, .min_bytes = 4096, .max_bytes = 64 << 20, .partition = 4 << 20};
+    opts_t o = {.reps = 10,
+                .min_bytes = 4096,
+                .max_bytes = 64 << 20,
+                .partition = 4 << 20,
+                .segment = 1 << 20};
     int rc = parse_opts(
         argc, argv, &o,
-        "[--json] [--reps N] [--min BYTES] [--max BYTES] [--partition BYTES] [--io-thread] "
+        "[--json] [--reps N] [--min BYTES] [--max BYTES] [--partition BYTES] [--segment BYTES] "
+        "[--io-thread] "
         "[--raw-thread]");
     if (rc) return rc > 0 ? 0 : 2;
     int64_t sizes[32];
@@ -424,8 +435,10 @@ int ordo_bench_pushpull(int argc, char **argv)
 
     if (!o.json) {
         printf("ordo push+pull vs raw ZeroMQ round trip, 1 server + 1 worker on loopback, "
-               "partition_bytes %lld, best of %d (taking turns); raw echo in %s\n",
-               (long long)o.partition, o.reps, o.raw_thread ? "a thread" : "a child process");
+               "partition_bytes %lld, segment_bytes %lld, best of %d (taking turns); raw echo in "
+               "%s\n",
+               (long long)o.partition, (long long)o.segment, o.reps,
+               o.raw_thread ? "a thread" : "a child process");
         printf("%10s %10s %10s %10s %10s %10s %10s %10s %10s %8s\n", "bytes", "push_us", "pull_us",
                "sep_GB/s", "fused_us", "cpu_us", "ordo_GB/s", "raw_us", "raw_GB/s", "ordo/raw");
     }
@@ -630,7 +643,8 @@ static int calibrate_child(cal_t *c, const child_t *sched)
 
 int ordo_bench_calibrate(int argc, char **argv)
 {
-    opts_t o = {.reps = 9, .min_bytes = 1024, .max_bytes = 1 << 20, .partition = 1 << 30};
+    opts_t o = {
+        .reps = 9, .min_bytes = 1024, .max_bytes = 1 << 20, .partition = 1 << 30, .segment = 0};
     int rc = parse_opts(argc, argv, &o,
                         "[--json] [--reps N] [--min BYTES] [--max BYTES] [--bandwidth RATE] "
                         "[--latency-us US] [--msg-us US] [--workers N] [--servers N] "

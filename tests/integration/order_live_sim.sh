@@ -6,8 +6,9 @@
 # iterations after the warm-up) must be within 10% of `ordo-plan simulate --policy tao`'s
 # makespan with the same link and op times (an ordo-oracle/1 file of the profile's times x S).
 # The scheduler's own planning (compute_scale applied without an oracle) must log the same
-# simulated makespan. Profiles: ORDO_LIVE_SIM_PROFILES (default par32 seq32 inception_v2;
-# ctest label `long` runs the other profiles), iterations: ORDO_LIVE_SIM_ITERS (default 8).
+# simulated makespan. The simulator sends a tensor as one transfer, so the live runs send
+# whole chunks (order.segment_bytes = 0). Profiles: ORDO_LIVE_SIM_PROFILES (default par32
+# seq32 inception_v2; ctest label `long` runs the other profiles), iterations: ORDO_LIVE_SIM_ITERS (default 8).
 source "$(dirname "$0")/lib.sh"
 SRC=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 profiles=${ORDO_LIVE_SIM_PROFILES:-"par32 seq32 inception_v2"}
@@ -45,7 +46,7 @@ EOF
   "$SRC/scripts/ordo-launch" "$SRC/conf/synthetic.ini" --bin "$BIN" \
     --cluster.servers=1 --cluster.workers=1 --model.trainer=profile "--model.file=$model" \
     --model.compute=emulate "--model.compute_scale=$scale" "--model.iterations=$iters" \
-    "--model.warmup=$warmup" --model.forward_only=true --order.policy=tao \
+    "--model.warmup=$warmup" --model.forward_only=true --order.policy=tao --order.segment_bytes=0 \
     --net.bandwidth=1gbit --net.latency_us=100 "--output.dir=$T" "--output.run=$m" \
     --output.progress_every=0 > "$T/$m.log" 2>&1 || fail "$m: the run failed (see $T/$m.log)"
   planned=$(sed -n 's/.*simulated forward makespan \([0-9.]*\) ms.*/\1/p' "$T/$m.log" | head -1)

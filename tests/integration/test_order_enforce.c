@@ -45,6 +45,7 @@ typedef struct {
     int64_t bytes[MAX_KEYS];
     int prio[MAX_KEYS]; /* the injected order */
     int64_t partition_bytes;
+    int64_t segment_bytes; /* [order] segment_bytes (0: whole chunks) */
 } job_t;
 
 typedef struct {
@@ -118,7 +119,7 @@ static int worker_body(const job_t *j, const char *sched)
 static void run_job(const job_t *j, const char *dir)
 {
     char order_path[300], a_policy[400], a_tensors[600], a_out[300], a_servers[64], a_workers[64],
-        a_iters[64], a_part[64], a_enf[64], a_bw[64], a_lat[64];
+        a_iters[64], a_part[64], a_seg[64], a_enf[64], a_bw[64], a_lat[64];
     snprintf(order_path, sizeof order_path, "%s/order.json", dir);
     FILE *f = fopen(order_path, "w");
     ck_assert_ptr_nonnull(f);
@@ -141,6 +142,7 @@ static void run_job(const job_t *j, const char *dir)
     snprintf(a_workers, sizeof a_workers, "--cluster.workers=%d", j->workers);
     snprintf(a_iters, sizeof a_iters, "--model.iterations=%d", j->iters);
     snprintf(a_part, sizeof a_part, "--order.partition_bytes=%lld", (long long)j->partition_bytes);
+    snprintf(a_seg, sizeof a_seg, "--order.segment_bytes=%lld", (long long)j->segment_bytes);
     snprintf(a_enf, sizeof a_enf, "--order.enforce=%s", j->enforce);
     snprintf(a_bw, sizeof a_bw, "--net.bandwidth=%s", j->bandwidth ? j->bandwidth : "0");
     snprintf(a_lat, sizeof a_lat, "--net.latency_us=%d", j->bandwidth ? 50 : 0);
@@ -151,6 +153,7 @@ static void run_job(const job_t *j, const char *dir)
                       a_workers,
                       a_iters,
                       a_part,
+                      a_seg,
                       a_enf,
                       a_bw,
                       a_lat,
@@ -244,7 +247,9 @@ static ordo_keys_t *key_map(const job_t *j)
     for (int i = 0; i < j->n; i++)
         numel[i] = (j->bytes[i] + 3) / 4;
     ordo_keys_t *k = NULL;
-    ck_assert_int_eq(ordo_keys_partition(numel, j->n, 4, j->partition_bytes, j->servers, &k), 0);
+    ck_assert_int_eq(
+        ordo_keys_partition(numel, j->n, 4, j->partition_bytes, j->segment_bytes, j->servers, &k),
+        0);
     return k;
 }
 

@@ -1,4 +1,4 @@
-/* Tests of common/keys: chunking, balance, determinism, JSON round trip and rejection. */
+/* Tests of common/keys: chunking, segments, determinism, JSON round trip and rejection. */
 #include "common/keys.h"
 #include "ordo_check.h"
 
@@ -8,7 +8,7 @@ START_TEST(chunks_tile_large_tensors)
 {
     int64_t numel[] = {1000, 3 * 1048576 + 5, 10};
     ordo_keys_t *k;
-    ORDO_CK_OK(ordo_keys_partition(numel, 3, 4, 4 << 20, 2, &k));
+    ORDO_CK_OK(ordo_keys_partition(numel, 3, 4, 4 << 20, 0, 2, &k));
     ck_assert_int_eq(k->n_chunks[0], 1);
     ck_assert_int_eq(k->n_chunks[1], 4); /* 12 MiB + 20 bytes over 4 MiB chunks */
     ck_assert_int_eq(k->n_slices, 6);
@@ -37,19 +37,63 @@ START_TEST(balanced_and_deterministic)
         total += numel[i];
     }
     ordo_keys_t *k, *k2;
-    ORDO_CK_OK(ordo_keys_partition(numel, 40, 4, 1 << 20, 3, &k));
-    ORDO_CK_OK(ordo_keys_partition(numel, 40, 4, 1 << 20, 3, &k2));
+    ORDO_CK_OK(ordo_keys_partition(numel, 40, 4, 1 << 20, 0, 3, &k));
+    ORDO_CK_OK(ordo_keys_partition(numel, 40, 4, 1 << 20, 0, 3, &k2));
     for (int i = 0; i < k->n_slices; i++) {
         ck_assert_int_eq(k->slices[i].server, k2->slices[i].server);
         if (k->slices[i].numel > largest) largest = k->slices[i].numel;
     }
     /* greedy largest-first: max load exceeds the mean by at most one slice */
     int64_t sum = 0;
-    for (int s = 0; s < 3; s++) sum += k->server_bytes[s];
+    for (int s = 0; s < 3; s++)
+        sum += k->server_bytes[s];
     ck_assert_int_eq(sum, total * 4);
-    for (int s = 0; s < 3; s++) ck_assert_int_le(k->server_bytes[s], sum / 3 + largest * 4);
+    for (int s = 0; s < 3; s++)
+        ck_assert_int_le(k->server_bytes[s], sum / 3 + largest * 4);
     ordo_keys_destroy(&k);
     ordo_keys_destroy(&k2);
+}
+END_TEST
+
+START_TEST(segments_stay_on_their_chunks_server)
+{
+    int64_t numel[] = {4 << 20, 1000, 600000}; /* 16 MiB, 4000 B, 2.4 MB */
+    ordo_keys_t *k, *whole, *same;
+    ORDO_CK_OK(ordo_keys_partition(numel, 3, 4, 4 << 20, 1 << 20, 2, &k));
+    ORDO_CK_OK(ordo_keys_partition(numel, 3, 4, 4 << 20, 0, 2, &whole));
+    ORDO_CK_OK(ordo_keys_partition(numel, 3, 4, 4 << 20, 8 << 20, 2, &same));
+    ck_assert_int_eq(k->n_chunks[0], 16); /* 4 chunks of 4 MiB, 4 segments of 1 MiB each */
+    ck_assert_int_eq(k->n_chunks[1], 1);
+    ck_assert_int_eq(k->n_chunks[2], 3); /* one chunk of 2.4 MB in 3 segments of 800 kB */
+    ck_assert_int_eq(k->n_slices, 20);
+    ck_assert_int_eq(whole->n_slices, 6);
+    ck_assert_int_eq(same->n_slices, 6); /* segments at least a chunk: whole chunks */
+    for (int key = 0; key < 3; key++) {
+        int64_t off = 0;
+        for (int c = 0; c < k->n_chunks[key]; c++) {
+            const ordo_slice_t *sl = &k->slices[ordo_keys_slice(k, (uint32_t)key, (uint32_t)c)];
+            ck_assert_int_eq(sl->key, key);
+            ck_assert_int_eq(sl->chunk, c);
+            ck_assert_int_eq(sl->offset, off);
+            ck_assert_int_le(sl->numel * 4, 1 << 20);
+            off += sl->numel;
+        }
+        ck_assert_int_eq(off, numel[key]);
+    }
+    ck_assert_int_eq(k->slices[ordo_keys_slice(k, 2, 0)].numel, 200000);
+    /* placement is by chunk: the segments of chunk c sit where the whole chunk c would */
+    for (int c = 0; c < 4; c++)
+        for (int g = 0; g < 4; g++)
+            ck_assert_int_eq(k->slices[ordo_keys_slice(k, 0, (uint32_t)(4 * c + g))].server,
+                             whole->slices[ordo_keys_slice(whole, 0, (uint32_t)c)].server);
+    for (int g = 0; g < 3; g++)
+        ck_assert_int_eq(k->slices[ordo_keys_slice(k, 2, (uint32_t)g)].server,
+                         whole->slices[ordo_keys_slice(whole, 2, 0)].server);
+    for (int s = 0; s < 2; s++)
+        ck_assert_int_eq(k->server_bytes[s], whole->server_bytes[s]);
+    ordo_keys_destroy(&k);
+    ordo_keys_destroy(&whole);
+    ordo_keys_destroy(&same);
 }
 END_TEST
 
@@ -57,7 +101,8 @@ START_TEST(json_round_trip_and_rejects)
 {
     int64_t numel[] = {5, 3000000, 7};
     ordo_keys_t *k, *g;
-    ORDO_CK_OK(ordo_keys_partition(numel, 3, 4, 1 << 20, 2, &k));
+    ORDO_CK_OK(ordo_keys_partition(numel, 3, 4, 1 << 20, 256 << 10, 2, &k));
+    ck_assert_int_eq(k->n_chunks[1], 48); /* 12 chunks of 1 MB, 4 segments each */
     char *js = ordo_keys_to_json(k);
     ORDO_CK_OK(ordo_keys_from_json(js, &g));
     ck_assert_int_eq(g->n_slices, k->n_slices);
@@ -66,12 +111,20 @@ START_TEST(json_round_trip_and_rejects)
     free(js);
     ordo_keys_destroy(&g);
     ORDO_CK_ERR(ordo_keys_from_json("{", &g), ORDO_EPROTO);
-    ORDO_CK_ERR(ordo_keys_from_json("{\"servers\":1,\"elem\":4,\"numel\":[4],\"slices\":[[0,0,0,3,0]]}", &g), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_keys_from_json(
+                    "{\"servers\":1,\"elem\":4,\"numel\":[4],\"slices\":[[0,0,0,3,0]]}", &g),
+                ORDO_EPROTO);
     ck_assert(strstr(ordo_error_detail(), "do not cover"));
-    ORDO_CK_ERR(ordo_keys_from_json("{\"servers\":1,\"elem\":4,\"numel\":[4],\"slices\":[[0,0,0,4,1]]}", &g), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_keys_from_json(
+                    "{\"servers\":1,\"elem\":4,\"numel\":[4],\"slices\":[[0,0,0,4,1]]}", &g),
+                ORDO_EPROTO);
     ck_assert(strstr(ordo_error_detail(), "slices[0] does not tile"));
-    ORDO_CK_ERR(ordo_keys_from_json("{\"servers\":1,\"elem\":4,\"numel\":[4],\"slices\":[[0,0,1,3,0]]}", &g), ORDO_EPROTO);
-    ORDO_CK_ERR(ordo_keys_from_json("{\"servers\":1,\"elem\":4,\"numel\":[4],\"slices\":[\"x\"]}", &g), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_keys_from_json(
+                    "{\"servers\":1,\"elem\":4,\"numel\":[4],\"slices\":[[0,0,1,3,0]]}", &g),
+                ORDO_EPROTO);
+    ORDO_CK_ERR(
+        ordo_keys_from_json("{\"servers\":1,\"elem\":4,\"numel\":[4],\"slices\":[\"x\"]}", &g),
+        ORDO_EPROTO);
     ordo_keys_destroy(&k);
 }
 END_TEST
@@ -82,6 +135,7 @@ static Suite *keys_suite(void)
     TCase *tc = tcase_create("partition");
     tcase_add_test(tc, chunks_tile_large_tensors);
     tcase_add_test(tc, balanced_and_deterministic);
+    tcase_add_test(tc, segments_stay_on_their_chunks_server);
     suite_add_tcase(s, tc);
     tc = tcase_create("json");
     tcase_add_test(tc, json_round_trip_and_rejects);

@@ -23,7 +23,7 @@ static const int group_start[] = {0, 2, 4, 5};
 static ordo_keys_t *make_keys(void)
 {
     ordo_keys_t *k;
-    ORDO_CK_OK(ordo_keys_partition(numel, NK, 4, 1024, NS, &k));
+    ORDO_CK_OK(ordo_keys_partition(numel, NK, 4, 1024, 0, NS, &k));
     ck_assert_int_eq(k->n_chunks[1], 2);
     ck_assert_int_eq(k->n_chunks[3], 4);
     return k;

@@ -27,7 +27,7 @@ static void grads(float g[W][N])
 static ordo_store_t *make_store(ordo_keys_t **k, int n_keys)
 {
     int64_t numel[4] = {N, N, N, N};
-    ORDO_CK_OK(ordo_keys_partition(numel, n_keys, 4, 1 << 20, 1, k));
+    ORDO_CK_OK(ordo_keys_partition(numel, n_keys, 4, 1 << 20, 0, 1, k));
     ordo_optim_t opt = {.lr = 1.0f, .momentum = 0.0f, .weight_decay = 0.0f};
     ordo_store_t *s;
     ORDO_CK_OK(ordo_store_new(*k, 0, W, &opt, 1.0f, &s));
