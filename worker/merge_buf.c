@@ -9,8 +9,8 @@
 
 typedef struct {
     ordo_merge_part_t pub;
-    float *buf;          /* packed payload; NULL for a part of one slice */
-    const float *single; /* one-slice part: the put gradient at the slice's offset */
+    float *buf;          /* packed payload; NULL for a part of one key's consecutive slices */
+    const float *single; /* such a part: the put gradient at its first slice's offset */
 } part_t;
 
 typedef struct {
@@ -138,6 +138,17 @@ static int check_grouping(int n_keys, int n_groups, const int *group_start, cons
 
 /* lay out group g's parts: per server holding some of its slices (in server order), its
  * slices in push order, cut into messages of at most max_bytes (a slice is never split) */
+
+/* true when part p's slices are consecutive slices of one key, in order: its payload is then
+ * a run of that key's gradient, sent as it is (no copy) */
+static bool one_run(const ordo_keys_t *k, const ordo_merge_part_t *p)
+{
+    for (int j = 1; j < p->n_slices; j++) {
+        const ordo_slice_t *a = &k->slices[p->slices[j - 1]], *b = &k->slices[p->slices[j]];
+        if (b->key != a->key || b->offset != a->offset + a->numel) return false;
+    }
+    return true;
+}
 static int build_group(ordo_merge_buf_t *mb, int g, int64_t max_bytes, int *next_entry)
 {
     const ordo_keys_t *k = mb->keys;
@@ -171,7 +182,7 @@ static int build_group(ordo_merge_buf_t *mb, int g, int64_t max_bytes, int *next
     gr->n_parts = mb->n_parts - gr->first_part;
     for (int i = 0; i < gr->n_parts; i++) {
         part_t *p = &mb->parts[gr->first_part + i];
-        if (p->pub.n_slices == 1) continue;
+        if (one_run(mb->keys, &p->pub)) continue;
         size_t bytes = ((size_t)p->pub.numel * sizeof(float) + 63) & ~(size_t)63;
         p->buf = aligned_alloc(64, bytes ? bytes : 64);
         if (!p->buf) return ORDO_ENOMEM;
@@ -283,7 +294,7 @@ int ordo_merge_buf_put(ordo_merge_buf_t *mb, int key, const float *src, int *gro
         const float *from = src + k->slices[sl].offset;
         if (p->buf)
             memcpy(p->buf + mb->slice_off[sl], from, (size_t)k->slices[sl].numel * sizeof(float));
-        else
+        else if (mb->slice_off[sl] == 0)
             p->single = from;
     }
     mb->put[key] = 1;

@@ -6,7 +6,8 @@
  * order (keys in group order, chunks in order), and its index lists their slice ids. Buffers
  * and indexes are allocated once, when the plan is read: gradients are copied in as they
  * become ready, and a group is complete when every one of its keys was put. A part holding a
- * single slice is not copied: its payload is the gradient itself (zero copy). */
+ * single slice, or of consecutive slices of one key (the segments of a chunk), is not copied:
+ * its payload is the gradient itself (zero copy). */
 #ifndef ORDO_MERGE_BUF_H
 #define ORDO_MERGE_BUF_H
 
@@ -63,8 +64,8 @@ int ordo_merge_buf_n_parts(const ordo_merge_buf_t *mb, int g);
 const ordo_merge_part_t *ordo_merge_buf_part(const ordo_merge_buf_t *mb, int g, int p);
 
 /* ordo_merge_buf_put copies key's gradient (keys->numel[key] floats at src) into the
- * payloads of its group's parts; for a part of a single slice it only records src, which
- * the caller then keeps unchanged until the part was sent and acknowledged. Sets *group to
+ * payloads of its group's parts; for a part of one key's consecutive slices it only records src,
+ * which the caller then keeps unchanged until the part was sent and acknowledged. Sets *group to
  * key's group and returns 1 when that group is now complete (every key put since its last
  * reset), 0 when it is not, ORDO_EINVAL when key is out of range or was already put. */
 int ordo_merge_buf_put(ordo_merge_buf_t *mb, int key, const float *src, int *group);

@@ -1,13 +1,15 @@
 /* Tests of worker/merge_buf (packing gradients of merged pushes into one message per group
  * and server) and server/groups (checking a merged push and taking it apart): the layout of
  * the parts, the packed bytes, a pack-then-split round trip over every server, zero-copy
- * single-slice parts, reuse after reset, the plan's merge member, and every rejection. */
+ * parts of one key's consecutive slices, reuse after reset, the plan's merge member, and every
+ * rejection. */
 #include "common/keys.h"
 #include "server/groups.h"
 #include "worker/merge_buf.h"
 #include "ordo_check.h"
 
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 
 /* 5 keys over 3 servers with 1 KiB chunks: key 1 (300 floats) is 2 chunks, key 3 (1000
@@ -137,10 +139,17 @@ START_TEST(pack_then_split_gives_back_every_gradient)
                     memcpy(back[s->key] + s->offset, (const char *)payload + off,
                            (size_t)s->numel * sizeof(float));
                 }
-                if (pt->n_slices == 1) { /* one slice: sent from the gradient itself */
-                    const ordo_slice_t *s = &k->slices[pt->slices[0]];
-                    ck_assert_ptr_eq(payload, grad[s->key] + s->offset);
+                bool run = true; /* consecutive slices of one key */
+                for (int j = 1; j < pt->n_slices; j++) {
+                    const ordo_slice_t *a = &k->slices[pt->slices[j - 1]],
+                                       *b = &k->slices[pt->slices[j]];
+                    run = run && a->key == b->key && b->offset == a->offset + a->numel;
                 }
+                const ordo_slice_t *s0 = &k->slices[pt->slices[0]];
+                if (run) /* sent from the gradient itself */
+                    ck_assert_ptr_eq(payload, grad[s0->key] + s0->offset);
+                else
+                    ck_assert_ptr_ne(payload, grad[s0->key] + s0->offset);
             }
             ordo_merge_buf_reset(mb, g);
         }
@@ -162,6 +171,48 @@ START_TEST(pack_then_split_gives_back_every_gradient)
     for (int s = 0; s < NS; s++)
         ordo_groups_destroy(&srv[s]);
     ordo_merge_buf_destroy(&mb);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
+/* segments of a chunk on one server travel as one part straight from the gradient; a part
+ * that mixes keys is packed */
+START_TEST(segments_of_a_chunk_are_sent_without_a_copy)
+{
+    const int64_t n2[] = {2048, 10}; /* key 0: 2 chunks of 4 KiB, 4 segments of 1 KiB each */
+    ordo_keys_t *k;
+    ORDO_CK_OK(ordo_keys_partition(n2, 2, 4, 4096, 1024, 2, &k));
+    ck_assert_int_eq(k->n_chunks[0], 8);
+    int srv1 = k->slices[4].server; /* chunk 1's server; key 1 joins chunk 0's */
+    ck_assert_int_ne(srv1, k->slices[0].server);
+    ck_assert_int_eq(k->slices[k->first_slice[1]].server, k->slices[0].server);
+    const int ord[] = {0, 1}, start[] = {0, 2};
+    for (int cap = 0; cap < 2; cap++) {
+        ordo_merge_buf_t *mb;
+        ORDO_CK_OK(ordo_merge_buf_new(k, 1, start, ord, cap ? 2048 : 0, &mb));
+        float *g0 = calloc(2048, sizeof(float)), g1[10] = {0};
+        int g;
+        ck_assert_int_eq(ordo_merge_buf_put(mb, 0, g0, &g), 0);
+        ck_assert_int_eq(ordo_merge_buf_put(mb, 1, g1, &g), 1);
+        int direct = 0, packed = 0;
+        for (int p = 0; p < ordo_merge_buf_n_parts(mb, 0); p++) {
+            const ordo_merge_part_t *pt = ordo_merge_buf_part(mb, 0, p);
+            const float *payload = ordo_merge_buf_payload(mb, 0, p);
+            if (pt->server == srv1) {
+                /* chunk 1 (floats 1024..2047): whole, or cut in two halves by the cap */
+                ck_assert_int_eq(pt->n_slices, cap ? 2 : 4);
+                ck_assert_ptr_eq(payload, g0 + k->slices[pt->slices[0]].offset);
+                direct++;
+            } else if (pt->slices[pt->n_slices - 1] == (uint32_t)k->first_slice[1]) {
+                ck_assert_ptr_ne(payload, g0 + k->slices[pt->slices[0]].offset);
+                packed++;
+            }
+        }
+        ck_assert_int_eq(direct, cap ? 2 : 1);
+        ck_assert_int_eq(packed, 1);
+        free(g0);
+        ordo_merge_buf_destroy(&mb);
+    }
     ordo_keys_destroy(&k);
 }
 END_TEST
@@ -302,6 +353,7 @@ static Suite *merge_buf_suite(void)
     tcase_add_loop_test(tc, pack_then_split_gives_back_every_gradient, 0, 2);
     suite_add_tcase(s, tc);
     tc = tcase_create("rejects");
+    tcase_add_test(tc, segments_of_a_chunk_are_sent_without_a_copy);
     tcase_add_test(tc, put_rejects_repeats_and_unknown_keys);
     tcase_add_test(tc, split_rejects_bad_indexes);
     suite_add_tcase(s, tc);
