@@ -1,12 +1,28 @@
 /* optim: vectorizable gradient sums and SGD updates. */
 #include "server/optim.h"
 
+/* The loops are compiled for AVX-512 and AVX2 besides the baseline (SSE2 on x86-64); the
+ * dynamic loader picks the widest the CPU has. Every element sees the same operations in
+ * the same order whatever the width (no reductions; C11 mode does not contract into FMA),
+ * so the results are the same bits on every path. On the development VM (AVX-512) a 256 KiB
+ * update went from 2.6 to 2.1 times the CPU of a memcpy of the same size (perf samples). */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones) && !defined(__SANITIZE_ADDRESS__)
+#define VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef VECTOR_CLONES
+#define VECTOR_CLONES
+#endif
+
+VECTOR_CLONES
 void ordo_optim_sum(float *restrict acc, const float *restrict src, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) acc[i] += src[i];
 }
 
 /* The in-place and out-of-place variants are separate so each has restrict pointers. */
+VECTOR_CLONES
 static void step_inplace(float *restrict w, float *restrict mom, const float *restrict g,
                          float lr, float mu, float wd, float scale, int64_t n)
 {
@@ -22,6 +38,7 @@ static void step_inplace(float *restrict w, float *restrict mom, const float *re
     }
 }
 
+VECTOR_CLONES
 static void step_copy(float *restrict out, const float *restrict w, float *restrict mom,
                       const float *restrict g, float lr, float mu, float wd, float scale, int64_t n)
 {
@@ -48,6 +65,7 @@ void ordo_optim_step(const ordo_optim_t *o, float *out_w, const float *w, float 
 }
 
 /* fused variants: gradient = acc + g, read once */
+VECTOR_CLONES
 static void step2_copy(float *restrict out, const float *restrict w, float *restrict mom,
                        const float *restrict acc, const float *restrict g, float lr, float mu,
                        float wd, float scale, int64_t n)
@@ -64,6 +82,7 @@ static void step2_copy(float *restrict out, const float *restrict w, float *rest
     }
 }
 
+VECTOR_CLONES
 static void step2_inplace(float *restrict w, float *restrict mom, const float *restrict acc,
                           const float *restrict g, float lr, float mu, float wd, float scale,
                           int64_t n)
