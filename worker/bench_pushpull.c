@@ -391,11 +391,13 @@ static void stop_cluster(child_t *sched, child_t *srv, ordo_worker_t **w)
 
 int ordo_bench_pushpull(int argc, char **argv)
 {
+    ordo_conf_t defaults; /* partition and segment sizes: the conf's defaults */
+    ordo_conf_defaults(&defaults);
     opts_t o = {.reps = 10,
                 .min_bytes = 4096,
                 .max_bytes = 64 << 20,
-                .partition = 4 << 20,
-                .segment = 1 << 20};
+                .partition = defaults.partition_bytes,
+                .segment = defaults.segment_bytes};
     int rc = parse_opts(
         argc, argv, &o,
         "[--json] [--reps N] [--min BYTES] [--max BYTES] [--partition BYTES] [--segment BYTES] "
