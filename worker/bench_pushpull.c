@@ -250,6 +250,7 @@ static int ordo_rtt(ordo_worker_t *w, int key, float *val, float *grad, int64_t 
 typedef struct {
     int json;
     int reps;
+    double min_time_s; /* pushpull: each size goes on past reps rounds until this long */
     int64_t min_bytes, max_bytes;
     int64_t partition;
     int64_t segment; /* [order] segment_bytes */
@@ -287,6 +288,8 @@ static int parse_opts(int argc, char **argv, opts_t *o, const char *usage)
         int ok = 1;
         if (!strncmp(a, "--reps", 6))
             o->reps = atoi(v);
+        else if (!strncmp(a, "--min-time", 10))
+            ok = (o->min_time_s = atof(v)) >= 0;
         else if (!strncmp(a, "--min", 5))
             ok = ordo_conf_parse_bytes(v, &o->min_bytes) == 0;
         else if (!strncmp(a, "--max", 5))
@@ -394,14 +397,15 @@ int ordo_bench_pushpull(int argc, char **argv)
     ordo_conf_t defaults; /* partition and segment sizes: the conf's defaults */
     ordo_conf_defaults(&defaults);
     opts_t o = {.reps = 10,
+                .min_time_s = 1.0,
                 .min_bytes = 4096,
                 .max_bytes = 64 << 20,
                 .partition = defaults.partition_bytes,
                 .segment = defaults.segment_bytes};
     int rc = parse_opts(
         argc, argv, &o,
-        "[--json] [--reps N] [--min BYTES] [--max BYTES] [--partition BYTES] [--segment BYTES] "
-        "[--io-thread] "
+        "[--json] [--reps N] [--min-time SEC] [--min BYTES] [--max BYTES] [--partition BYTES] "
+        "[--segment BYTES] [--io-thread] "
         "[--raw-thread]");
     if (rc) return rc > 0 ? 0 : 2;
     int64_t sizes[32];
@@ -437,12 +441,13 @@ int ordo_bench_pushpull(int argc, char **argv)
 
     if (!o.json) {
         printf("ordo push+pull vs raw ZeroMQ round trip, 1 server + 1 worker on loopback, "
-               "partition_bytes %lld, segment_bytes %lld, best of %d (taking turns); raw echo in "
-               "%s\n",
-               (long long)o.partition, (long long)o.segment, o.reps,
+               "partition_bytes %lld, segment_bytes %lld, best of at least %d rounds and %g s per "
+               "size (taking turns); raw echo in %s\n",
+               (long long)o.partition, (long long)o.segment, o.reps, o.min_time_s,
                o.raw_thread ? "a thread" : "a child process");
-        printf("%10s %10s %10s %10s %10s %10s %10s %10s %10s %8s\n", "bytes", "push_us", "pull_us",
-               "sep_GB/s", "fused_us", "cpu_us", "ordo_GB/s", "raw_us", "raw_GB/s", "ordo/raw");
+        printf("%10s %10s %10s %10s %10s %10s %10s %10s %10s %8s %7s\n", "bytes", "push_us",
+               "pull_us", "sep_GB/s", "fused_us", "cpu_us", "ordo_GB/s", "raw_us", "raw_GB/s",
+               "ordo/raw", "rounds");
     }
     int64_t iter = 0;
     double best_raw = 0, last_og = 0;
@@ -457,7 +462,12 @@ int ordo_bench_pushpull(int argc, char **argv)
         void *rs = zmq_socket(echo.ctx, ZMQ_DEALER);
         zmq_connect(rs, echo.endpoint);
         memset(val, 1, (size_t)sizes[i]);
-        for (int r = -1; r < o.reps && rc == 0; r++) { /* r = -1 warms up */
+        /* at least reps rounds, and more until min_time_s has passed: a best-of-N of a
+         * 100 us round trip needs hundreds of samples to settle, a 20 ms one does not */
+        int rounds = 0;
+        int64_t until = ordo_clock_ns() + (int64_t)(o.min_time_s * 1e9);
+        for (int r = -1; (r < o.reps || ordo_clock_ns() < until) && rc == 0; r++) {
+            /* r = -1 warms up */
             if ((rc = ordo_once(w, i, val, grad, &iter, false, &t)) != 0) break;
             if (r >= 0) keep_best(&sep, &t);
             int64_t c0 = cpu_ns(0) + cpu_ns(srv[0].pid);
@@ -466,6 +476,7 @@ int ordo_bench_pushpull(int argc, char **argv)
             if (r >= 0) cpu += (double)(cpu_ns(0) + cpu_ns(srv[0].pid) - c0) / 1e9;
             double dt = raw_once(rs, (const char *)val, (size_t)sizes[i]);
             if (r >= 0 && dt < raw) raw = dt;
+            rounds = r + 1;
         }
         int zero = 0;
         zmq_setsockopt(rs, ZMQ_LINGER, &zero, sizeof zero);
@@ -478,17 +489,17 @@ int ordo_bench_pushpull(int argc, char **argv)
                rg = bytes2 / raw / 1e9;
         if (rg > best_raw) best_raw = rg;
         last_og = og;
-        double cpu_us = o.reps > 0 ? cpu / o.reps * 1e6 : 0;
+        double cpu_us = rounds > 0 ? cpu / rounds * 1e6 : 0;
         if (o.json)
             printf("{\"bytes\":%lld,\"ordo_gbps\":%.4f,\"raw_gbps\":%.4f,\"fused_us\":%.1f,"
                    "\"cpu_us\":%.1f,\"sep_gbps\":%.4f,\"push_us\":%.1f,\"pull_us\":%.1f,"
-                   "\"raw_rtt_us\":%.1f}\n",
+                   "\"raw_rtt_us\":%.1f,\"rounds\":%d}\n",
                    (long long)sizes[i], og, rg, fused.push_pull_s * 1e6, cpu_us, sg,
-                   sep.push_s * 1e6, sep.push_pull_s * 1e6, raw * 1e6);
+                   sep.push_s * 1e6, sep.push_pull_s * 1e6, raw * 1e6, rounds);
         else
-            printf("%10lld %10.1f %10.1f %10.3f %10.1f %10.1f %10.3f %10.1f %10.3f %8.2f\n",
+            printf("%10lld %10.1f %10.1f %10.3f %10.1f %10.1f %10.3f %10.1f %10.3f %8.2f %7d\n",
                    (long long)sizes[i], sep.push_s * 1e6, sep.push_pull_s * 1e6, sg,
-                   fused.push_pull_s * 1e6, cpu_us, og, raw * 1e6, rg, og / rg);
+                   fused.push_pull_s * 1e6, cpu_us, og, raw * 1e6, rg, og / rg, rounds);
         fflush(stdout);
     }
     if (!o.json && rc == 0)
