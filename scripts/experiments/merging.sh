@@ -172,4 +172,5 @@ PY
   done
 fi
 python3 "$here/scripts/experiments/merging_report.py" --out "$out" --models "$models" \
-  --algos "$algos" --networks "$networks" --servers "$servers_list" --workers "$workers"
+  --algos "$algos" --networks "$networks" --servers "$servers_list" --workers "$workers" \
+  --bin "$bin"

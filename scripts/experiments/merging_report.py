@@ -17,8 +17,10 @@ best_ms (the fastest single iteration over all repeats, mean over workers: the l
 by other load on the machine), best_vs_fastest (the same ratio on best_ms).
 merging-summary.csv: one line per (model, network, servers): the fastest algorithm,
 optimal's time and its distance to the fastest, the better of wfbp and all, and optimal's gain
-over it; then the comparison repeated on best_ms, and whether optimal's plan is wfbp's (one
-group per layer: the two rows then differ only by run-to-run noise). Plots (gnuplot): merging-iter-NET.png (iteration time / wfbp's),
+over it; then the comparison repeated on best_ms, whether optimal's plan is wfbp's (one
+group per layer: the two rows then differ only by run-to-run noise), and the algorithms whose
+plan is optimal's very plan (optimal_plan_same_as, from ordo-plan merge with the run's cost
+model), whose repeats are pooled with optimal's (optimal_pooled_*). Plots (gnuplot): merging-iter-NET.png (iteration time / wfbp's),
 merging-nonoverlap-NET.png (non-overlapped communication, ms).
 """
 import argparse
@@ -38,6 +40,7 @@ ap.add_argument("--algos", required=True)
 ap.add_argument("--networks", required=True)
 ap.add_argument("--servers", required=True)
 ap.add_argument("--workers", type=int, default=4)
+ap.add_argument("--bin", default=None, help="the folder of ordo-plan (default build/bin)")
 a = ap.parse_args()
 models, algos = a.models.split(), a.algos.split()
 networks, servers = a.networks.split(), a.servers.split()
@@ -52,6 +55,21 @@ for line in open(os.path.join(a.out, "calibration.txt")):
     # "NET S A B C how" (older folders: "NET S A B how", no receiver stage)
     c_ns = float(f[4]) if len(f) > 5 else 0.0
     cal[f[0], f[1]] = (float(f[2]), float(f[3]), c_ns)
+
+
+def plan_of(m, algo, a_us, b_ns, c_ns):
+    """the groups (lists of parameter names) that ordo-plan merge makes for this model, algorithm
+    and cost model: the very plan the run's scheduler made (the planner is deterministic), or
+    None when ordo-plan cannot be run"""
+    exe = os.path.join(a.bin or os.path.join(root, "build", "bin"), "ordo-plan")
+    try:
+        out = subprocess.run([exe, "merge", "--algo", algo, "--a", "%.9g" % (a_us * 1e-6),
+                              "--b", "%.9g" % (b_ns * 1e-9), "--c", "%.9g" % (c_ns * 1e-9),
+                              os.path.join(root, "conf", "models", m + ".json")],
+                             check=True, capture_output=True, text=True).stdout
+        return json.loads(out)["groups"]
+    except (OSError, subprocess.CalledProcessError, ValueError, KeyError):
+        return None
 
 
 def model_bytes(m):
@@ -118,7 +136,8 @@ for m in models:
                     "iter_ms": statistics.median(it), "iter_ms_min": min(it), "iter_ms_max": max(it),
                     "nonoverlap_ms": statistics.median([x[1] for x in reps]),
                     "best_ms": min(x[5] for x in reps), "samples": it,
-                    "repeats": len(reps), "a_us": a_us, "b_ns": b_ns, "c_ns": c_ns})
+                    "repeats": len(reps), "a_us": a_us, "b_ns": b_ns, "c_ns": c_ns,
+                    "plan": plan_of(m, algo, a_us, b_ns, c_ns) if a_us == a_us else None})
             if not group:
                 continue
             fastest = min(g["iter_ms"] for g in group)
@@ -151,7 +170,8 @@ scols = ["model", "network", "servers", "fastest", "optimal_ms", "optimal_vs_fas
          "best_of_wfbp_all", "best_of_wfbp_all_ms", "optimal_gain_pct", "optimal_nonoverlap_ms",
          "best_of_wfbp_all_nonoverlap_ms", "startup_share", "optimal_within_2pct",
          "optimal_best_vs_fastest_pct", "optimal_best_gain_pct", "optimal_plan_is_wfbp",
-         "optimal_pooled_ms", "optimal_pooled_vs_fastest_pct", "optimal_pooled_within_2pct"]
+         "optimal_pooled_ms", "optimal_pooled_vs_fastest_pct", "optimal_pooled_within_2pct",
+         "optimal_plan_same_as"]
 summary = []
 for group in rows:
     by = {g["algo"]: g for g in group}
@@ -162,10 +182,16 @@ for group in rows:
     cands = [by[x] for x in ("wfbp", "all") if x in by]
     best = min(cands, key=lambda g: g["iter_ms"]) if cands else None
     same_as_wfbp = "wfbp" in by and opt["groups"] == by["wfbp"]["groups"]
-    pooled = statistics.median(opt["samples"] + by["wfbp"]["samples"]) if same_as_wfbp \
-        else opt["iter_ms"]
-    pooled_fastest = min([pooled] + [g["iter_ms"] for g in group
-                                     if g["algo"] != "optimal" and not (same_as_wfbp and g["algo"] == "wfbp")])
+    # the algorithms whose plan is optimal's very plan (same groups of the same parameters):
+    # their runs measured one configuration, and their repeats are pooled with optimal's
+    if opt["plan"] is not None:
+        same = [g["algo"] for g in group
+                if g["algo"] != "optimal" and g["plan"] is not None and g["plan"] == opt["plan"]]
+    else:  # no ordo-plan: only wfbp's plan (one group per layer) is known from the counts
+        same = ["wfbp"] if same_as_wfbp else []
+    pooled = statistics.median(opt["samples"] + [x for y in same for x in by[y]["samples"]])
+    others = [g["iter_ms"] for g in group if g["algo"] != "optimal" and g["algo"] not in same]
+    pooled_fastest = min([pooled] + others)
     summary.append({
         "model": opt["model"], "network": opt["network"], "servers": opt["servers"],
         "fastest": fast["algo"], "optimal_ms": opt["iter_ms"],
@@ -181,9 +207,11 @@ for group in rows:
         "optimal_best_gain_pct": 100 * (1 - opt["best_ms"] / best["best_ms"]) if best else float("nan"),
         # one group per layer is wfbp's plan exactly: the two rows then differ only by noise
         "optimal_plan_is_wfbp": "yes" if same_as_wfbp else "no",
-        # pooled: when optimal's plan is wfbp's, both sets of repeats measured one
-        # configuration; their pooled median stands for both, against the other algorithms
+        # pooled: where optimal's plan is another algorithm's (same_as), both sets of repeats
+        # measured one configuration; their pooled median stands for them, against the
+        # algorithms whose plans differ
         "optimal_pooled_ms": pooled,
+        "optimal_plan_same_as": "+".join(same) if same else "none",
         "optimal_pooled_vs_fastest_pct": 100 * (pooled / pooled_fastest - 1),
         "optimal_pooled_within_2pct": "yes" if pooled <= 1.02 * pooled_fastest else "no"})
 with open(os.path.join(a.out, "merging-summary.csv"), "w", newline="") as f:
