@@ -80,7 +80,7 @@ static const key_t_ keys[] = {
     {"push", "mode", T_ENUM, OFF(push_mode), 0, "dense", 0, 0, "dense|merged|sparse",
      "how gradients are pushed"},
     {"push", "merge", T_STR, OFF(merge), SZ(merge), "optimal", 0, 0, NULL,
-     "optimal | mgwfbp | wfbp | all | bytes:N (merged mode)"},
+     "optimal | mgwfbp | wfbp | all | bytes:N | file:PATH (an ordo-merge/1 plan; merged mode)"},
     {"push", "merge_a_us", T_DOUBLE, OFF(merge_a_us), 0, "20", 0, 1e7, NULL,
      "merge planner: cost a of one more pipelined push beyond its bytes, in us (ordo-bench "
      "calibrate measures it)"},
@@ -90,6 +90,10 @@ static const key_t_ keys[] = {
     {"push", "merge_c_ns", T_DOUBLE, OFF(merge_c_ns), 0, "0", 0, 1e7, NULL,
      "merge planner: the receivers' work per byte after a message has arrived, in ns (a second "
      "stage that overlaps the next message's transfer; ordo-bench calibrate measures it)"},
+    {"push", "merge_margin", T_DOUBLE, OFF(merge_margin), 0, "0.5", 0, 100, NULL,
+     "merge planner (optimal): among the plans of least time, prefer those that lose least when "
+     "communication costs 1 + merge_margin times the calibrated a, b, c (slack for a slower "
+     "link); 0 = no such preference"},
     {"push", "density", T_DOUBLE, OFF(density), 0, "0.01", 1e-9, 1.0, NULL,
      "fraction of entries pushed in sparse mode"},
     {"push", "threshold_period", T_INT, OFF(threshold_period), 0, "32", 1, 1000000, NULL,
@@ -353,8 +357,9 @@ static int check_key(ordo_conf_t *conf, const key_t_ *k, char *why, size_t wsz)
         const char *m = conf->merge;
         int64_t n;
         if (strcmp(m, "optimal") && strcmp(m, "mgwfbp") && strcmp(m, "wfbp") && strcmp(m, "all") &&
-            !(strncmp(m, "bytes:", 6) == 0 && ordo_conf_parse_bytes(m + 6, &n) == 0 && n > 0)) {
-            snprintf(why, wsz, "'%s' is not one of optimal|mgwfbp|wfbp|all|bytes:N", m);
+            !(strncmp(m, "bytes:", 6) == 0 && ordo_conf_parse_bytes(m + 6, &n) == 0 && n > 0) &&
+            !(strncmp(m, "file:", 5) == 0 && m[5])) {
+            snprintf(why, wsz, "'%s' is not one of optimal|mgwfbp|wfbp|all|bytes:N|file:PATH", m);
             return ORDO_EINVAL;
         }
     }

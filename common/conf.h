@@ -54,6 +54,7 @@ typedef struct ordo_conf {
     double merge_a_us; /* merge planner's cost model a + b * bytes */
     double merge_b_ns; /* 0 = from [net] bandwidth */
     double merge_c_ns; /* receivers' per-byte work, a second stage after each message */
+    double merge_margin; /* optimal's tie rule: least time at (1 + margin) x the costs */
     double density;
     int threshold_period;
     int repartition_period;

@@ -11,6 +11,7 @@
 
 #include "common/conf.h"
 #include "common/error.h"
+#include "scheduler/merge_internal.h"
 
 /* ======================================================================================= */
 /* timeline                                                                                */
@@ -130,27 +131,211 @@ int ordo_merge_grouping_valid(int n, const int *group_of)
 }
 
 double ordo_merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
-                             const int *group_of, double a, double b, double c, double *start_s,
-                             double *end_s)
+                             const int *group_of, double a, double b, double c,
+                             const ordo_merge_pieces_t *pieces, double *start_s, double *end_s)
 {
     ORDO_ASSERT(ordo_merge_grouping_valid(n, group_of));
+    ORDO_ASSERT(!pieces || pieces->n_items == n);
+    ordo__merge_packer_t k;
+    if (pieces && ordo__merge_packer_init(&k, pieces, 1, &a, &b, &c) != 0) return NAN;
     double end = 0, done = 0; /* link free, receiver free */
     int i = 0;
     while (i < n) {
         int g = group_of[i];
         double ready = 0;
         int64_t sum = 0;
+        if (pieces) ordo__merge_packer_reset(&k);
         for (; i < n && group_of[i] == g; i++) {
             if (ready_s[i] > ready) ready = ready_s[i];
             sum += bytes[i];
+            if (pieces) ordo__merge_packer_add(&k, i);
         }
+        int n_msgs = pieces ? k.count : 1;
+        double phi = pieces ? ordo__merge_packer_phi(&k, 0) : a + b * (double)sum;
         double start = end > ready ? end : ready;
-        end = start + a + b * (double)sum;
-        done = (done > end ? done : end) + c * (double)sum;
+        ordo__merge_send(&end, &done, ready, n_msgs, sum, phi, a, b, c);
         if (start_s) start_s[g] = start;
         if (end_s) end_s[g] = done;
     }
+    if (pieces) ordo__merge_packer_free(&k);
     return done;
+}
+
+/* ======================================================================================= */
+/* messages of a group                                                                     */
+/* ======================================================================================= */
+
+void ordo_merge_pieces_destroy(ordo_merge_pieces_t **pp)
+{
+    if (!pp || !*pp) return;
+    free((*pp)->first);
+    free((*pp)->server);
+    free((*pp)->bytes);
+    free(*pp);
+    *pp = NULL;
+}
+
+int ordo_merge_pieces_new(const ordo_merge_timeline_t *t, const ordo_keys_t *keys,
+                          int64_t max_bytes, const int *order, ordo_merge_pieces_t **out)
+{
+    int per_layer = order == NULL;
+    if (!t || !keys || !out || max_bytes < 0)
+        return ordo_error_set(ORDO_EINVAL, "ordo_merge_pieces_new: bad arguments");
+    if (keys->n_keys != t->n_params)
+        return ordo_error_set(ORDO_EINVAL, "key map of %d keys for a model of %d parameters",
+                              keys->n_keys, t->n_params);
+    int n = per_layer ? t->n_layers : t->n_params;
+    ordo_merge_pieces_t *pc = calloc(1, sizeof *pc);
+    if (!pc) return ORDO_ENOMEM;
+    pc->n_servers = keys->n_servers;
+    pc->max_bytes = max_bytes;
+    pc->n_items = n;
+    pc->first = malloc(((size_t)n + 1) * sizeof *pc->first);
+    pc->server = malloc(((size_t)keys->n_slices + 1) * sizeof *pc->server);
+    pc->bytes = malloc(((size_t)keys->n_slices + 1) * sizeof *pc->bytes);
+    if (!pc->first || !pc->server || !pc->bytes) {
+        ordo_merge_pieces_destroy(&pc);
+        return ORDO_ENOMEM;
+    }
+    /* parameters in push order, each one's slices in chunk order: the order in which a
+     * worker packs a server's share of a group */
+    int s = 0;
+    for (int i = 0; i < n; i++) {
+        pc->first[i] = s;
+        int p0 = per_layer ? t->layer_first[i] : i, p1 = per_layer ? t->layer_first[i + 1] : i + 1;
+        for (int q = p0; q < p1; q++) {
+            int key = per_layer ? t->order[q] : order[q];
+            if (key < 0 || key >= t->n_params) {
+                ordo_merge_pieces_destroy(&pc);
+                return ordo_error_set(ORDO_EINVAL, "ordo_merge_pieces_new: order[%d] = %d", q,
+                                      key);
+            }
+            for (int c = 0; c < keys->n_chunks[key]; c++) {
+                const ordo_slice_t *sl = &keys->slices[keys->first_slice[key] + c];
+                pc->server[s] = sl->server;
+                pc->bytes[s] = sl->numel * (int64_t)keys->elem_size;
+                s++;
+            }
+        }
+    }
+    pc->first[n] = s;
+    *out = pc;
+    return 0;
+}
+
+int ordo_merge_pieces_check(const ordo_merge_pieces_t *pc, int n)
+{
+    if (!pc || pc->n_items != n || pc->n_servers < 1 || pc->max_bytes < 0 || !pc->first ||
+        pc->first[0] != 0)
+        return ordo_error_set(ORDO_EINVAL, "message layout: not one for %d items", n);
+    for (int i = 0; i < n; i++)
+        if (pc->first[i + 1] < pc->first[i])
+            return ordo_error_set(ORDO_EINVAL, "message layout: item %d has a negative count", i);
+    for (int s = 0; s < pc->first[n]; s++)
+        if (pc->server[s] < 0 || pc->server[s] >= pc->n_servers || pc->bytes[s] <= 0)
+            return ordo_error_set(ORDO_EINVAL,
+                                  "message layout: slice %d: server %d of %d, %lld bytes", s,
+                                  pc->server[s], pc->n_servers, (long long)pc->bytes[s]);
+    return 0;
+}
+
+int ordo__merge_packer_init(ordo__merge_packer_t *k, const ordo_merge_pieces_t *pc, int nq,
+                            const double *a, const double *b, const double *c)
+{
+    int S = pc->n_servers;
+    memset(k, 0, sizeof *k);
+    k->pc = pc;
+    k->nq = nq;
+    for (int q = 0; q < nq; q++) {
+        k->a[q] = a[q];
+        k->b[q] = b[q];
+        k->c[q] = c[q];
+    }
+    k->n = calloc((size_t)S + 1, sizeof *k->n);
+    k->closed = calloc((size_t)S + 1, sizeof *k->closed);
+    k->open = calloc((size_t)S + 1, sizeof *k->open);
+    k->psi[0] = calloc((size_t)S + 1, sizeof *k->psi[0]);
+    k->psi[1] = calloc((size_t)S + 1, sizeof *k->psi[1]);
+    if (!k->n || !k->closed || !k->open || !k->psi[0] || !k->psi[1]) {
+        ordo__merge_packer_free(k);
+        return ORDO_ENOMEM;
+    }
+    ordo__merge_packer_reset(k);
+    return 0;
+}
+
+void ordo__merge_packer_free(ordo__merge_packer_t *k)
+{
+    free(k->n);
+    free(k->closed);
+    free(k->open);
+    free(k->psi[0]);
+    free(k->psi[1]);
+    memset(k, 0, sizeof *k);
+}
+
+void ordo__merge_packer_reset(ordo__merge_packer_t *k)
+{
+    size_t S = (size_t)k->pc->n_servers;
+    memset(k->n, 0, S * sizeof *k->n);
+    memset(k->closed, 0, S * sizeof *k->closed);
+    memset(k->open, 0, S * sizeof *k->open);
+    k->count = 0;
+    k->bytes = 0;
+}
+
+/* the psi term of server v's r-th message (from 1) under model q, with `before` bytes of
+ * its messages before it and `len` its own: r a + b (before + len) - c before, counted from
+ * the server's first message (ordo__merge_packer_phi adds the servers before it) */
+static double psi_term(const ordo__merge_packer_t *k, int q, int r, int64_t before, int64_t len)
+{
+    return (double)r * k->a[q] + k->b[q] * (double)(before + len) - k->c[q] * (double)before;
+}
+
+void ordo__merge_packer_add(ordo__merge_packer_t *k, int i)
+{
+    const ordo_merge_pieces_t *pc = k->pc;
+    for (int s = pc->first[i]; s < pc->first[i + 1]; s++) {
+        int v = pc->server[s];
+        int64_t b = pc->bytes[s];
+        /* as the worker packs: a new message when none is open or this slice would take the
+         * open one past max_bytes (a slice is never split) */
+        if (k->n[v] == 0 || (pc->max_bytes > 0 && k->open[v] + b > pc->max_bytes)) {
+            if (k->n[v] > 0) { /* the open message closes */
+                for (int q = 0; q < k->nq; q++) {
+                    double y = psi_term(k, q, k->n[v], k->closed[v], k->open[v]);
+                    if (k->n[v] == 1 || y > k->psi[q][v]) k->psi[q][v] = y;
+                }
+                k->closed[v] += k->open[v];
+            }
+            k->open[v] = b;
+            k->n[v]++;
+            k->count++;
+        } else {
+            k->open[v] += b;
+        }
+        k->bytes += b;
+    }
+}
+
+double ordo__merge_packer_phi(const ordo__merge_packer_t *k, int q)
+{
+    /* phi over the messages in sending order (server order): server v's r-th message is
+     * the group's (off + r)-th with `before` bytes ahead of the server's first, so its term
+     * is off a + (b - c) before + psi_term */
+    double phi = -INFINITY;
+    int off = 0;
+    int64_t before = 0;
+    for (int v = 0; v < k->pc->n_servers; v++) {
+        if (k->n[v] == 0) continue;
+        double own = psi_term(k, q, k->n[v], k->closed[v], k->open[v]);
+        if (k->n[v] > 1 && k->psi[q][v] > own) own = k->psi[q][v];
+        double y = (double)off * k->a[q] + (k->b[q] - k->c[q]) * (double)before + own;
+        if (y > phi) phi = y;
+        off += k->n[v];
+        before += k->closed[v] + k->open[v];
+    }
+    return phi;
 }
 
 static int check_cost(double a, double b)
@@ -284,26 +469,38 @@ const char *ordo_merge_algo_name(ordo_merge_algo_t algo)
 
 int ordo_merge_fit_cost(const double *bytes, const double *secs, int n, double *a, double *b)
 {
+    return ordo_merge_fit_cost_weighted(bytes, secs, NULL, n, a, b);
+}
+
+int ordo_merge_fit_cost_weighted(const double *bytes, const double *secs, const double *weight,
+                                 int n, double *a, double *b)
+{
     if (!bytes || !secs || !a || !b)
         return ordo_error_set(ORDO_EINVAL, "ordo_merge_fit_cost: missing argument");
     if (n < 2) return ordo_error_set(ORDO_EINVAL, "fit needs at least 2 measurements, got %d", n);
-    double mx = 0, my = 0;
+    double sw = 0, mx = 0, my = 0;
     for (int i = 0; i < n; i++) {
+        double w = weight ? weight[i] : 1;
         if (!isfinite(bytes[i]) || !isfinite(secs[i]) || bytes[i] < 0 || secs[i] < 0)
             return ordo_error_set(ORDO_EINVAL,
                                   "measurement %d (%g bytes, %g s): values must be finite and "
                                   ">= 0",
                                   i, bytes[i], secs[i]);
-        mx += bytes[i];
-        my += secs[i];
+        if (!isfinite(w) || w <= 0)
+            return ordo_error_set(ORDO_EINVAL, "measurement %d: weight %g is not finite and > 0",
+                                  i, w);
+        sw += w;
+        mx += w * bytes[i];
+        my += w * secs[i];
     }
-    mx /= n;
-    my /= n;
+    mx /= sw;
+    my /= sw;
     /* Centred sums keep the fit accurate when sizes are large and times small. */
     double sxx = 0, sxy = 0;
     for (int i = 0; i < n; i++) {
-        sxx += (bytes[i] - mx) * (bytes[i] - mx);
-        sxy += (bytes[i] - mx) * (secs[i] - my);
+        double w = weight ? weight[i] : 1;
+        sxx += w * (bytes[i] - mx) * (bytes[i] - mx);
+        sxy += w * (bytes[i] - mx) * (secs[i] - my);
     }
     if (!(sxx > 0))
         return ordo_error_set(ORDO_EINVAL,
@@ -313,16 +510,19 @@ int ordo_merge_fit_cost(const double *bytes, const double *secs, int n, double *
     double fb = sxy / sxx, fa = my - fb * mx;
     if (fa < 0 || fb < 0) {
         /* The free fit breaks a >= 0 or b >= 0, so the constrained optimum lies on an edge:
-         * b = 0 (a is the mean) or a = 0 (a fit through the origin). Take the better. */
+         * b = 0 (a is the weighted mean) or a = 0 (a fit through the origin). Take the
+         * better. */
         double sx2 = 0, sxy0 = 0;
         for (int i = 0; i < n; i++) {
-            sx2 += bytes[i] * bytes[i];
-            sxy0 += bytes[i] * secs[i];
+            double w = weight ? weight[i] : 1;
+            sx2 += w * bytes[i] * bytes[i];
+            sxy0 += w * bytes[i] * secs[i];
         }
         double b0 = sxy0 / sx2, sse_a = 0, sse_b = 0;
         for (int i = 0; i < n; i++) {
-            sse_a += (secs[i] - my) * (secs[i] - my);
-            sse_b += (secs[i] - b0 * bytes[i]) * (secs[i] - b0 * bytes[i]);
+            double w = weight ? weight[i] : 1;
+            sse_a += w * (secs[i] - my) * (secs[i] - my);
+            sse_b += w * (secs[i] - b0 * bytes[i]) * (secs[i] - b0 * bytes[i]);
         }
         if (sse_a <= sse_b) {
             fa = my;

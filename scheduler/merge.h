@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/keys.h"
 #include "scheduler/model.h"
 
 /* ---- the timeline of a model ---------------------------------------------------------- */
@@ -42,21 +43,56 @@ int ordo_merge_timeline_new(const ordo_model_t *m, ordo_merge_timeline_t **out);
 /* ordo_merge_timeline_destroy frees *t and sets *t = NULL; NULL-safe. */
 void ordo_merge_timeline_destroy(ordo_merge_timeline_t **t);
 
+/* ---- how a group travels: its messages ------------------------------------------------ */
+
+/* The live system sends a group as one message per server holding part of it, in server
+ * order, a server's share (its slices in push order) cut between slices into messages of
+ * at most max_bytes (worker/merge_buf.c). ordo_merge_pieces_t describes this for n_items
+ * items (layers or parameters) in push order: item i's slices are first[i] ..
+ * first[i + 1] - 1, slice s on server[s] with bytes[s] bytes, in the order the worker packs
+ * them. A plain struct that callers may fill themselves. The functions below take NULL
+ * pieces to mean one message per group of the group's bytes (the paper's model). */
+typedef struct ordo_merge_pieces {
+    int n_servers;     /* >= 1 */
+    int64_t max_bytes; /* 0: a server's share of a group is one message */
+    int n_items;
+    int *first;     /* [n_items + 1] */
+    int *server;    /* [first[n_items]] in [0, n_servers) */
+    int64_t *bytes; /* [first[n_items]] > 0 */
+} ordo_merge_pieces_t;
+
+/* ordo_merge_pieces_new describes the messages of timeline t's items under key map keys
+ * (key k = parameter k, as in the run) with messages cut at max_bytes: one item per layer
+ * when order is NULL, else one per parameter in order (t->n_params parameter indices, such
+ * as t->order or a plan's order). *out is the caller's. */
+int ordo_merge_pieces_new(const ordo_merge_timeline_t *t, const ordo_keys_t *keys,
+                          int64_t max_bytes, const int *order, ordo_merge_pieces_t **out);
+
+/* ordo_merge_pieces_destroy frees *p and sets *p = NULL; NULL-safe. */
+void ordo_merge_pieces_destroy(ordo_merge_pieces_t **p);
+
+/* ordo_merge_pieces_check reports (0 or ORDO_EINVAL with the reason) whether pc is well
+ * formed for n items. */
+int ordo_merge_pieces_check(const ordo_merge_pieces_t *pc, int n);
+
 /* ---- the cost model over plain arrays ------------------------------------------------- */
 
 /* ordo_merge_comm_times evaluates a grouping of n items (layers or parameters) in push
  * order: ready_s[i] (non-decreasing) is when item i's gradients are ready, bytes[i] its
  * size, group_of[i] its group (0 for the first item, then equal or one more than the
- * previous item's). The cost model has two stages, a flow shop: a group's message holds the
- * link from max(end of the previous message on the link, ready time of its last item) for
- * a + b * its bytes, then the receiver from max(the receiver's end of the previous message,
- * its link end) for c * its bytes (the receivers' work, which starts only once the whole
- * message has arrived). With c = 0 this is the paper's single-stage model. Fills start_s
- * (link start) and end_s (receiver end) per group (either may be NULL) and returns the
- * receiver's end of the last message (0 when n == 0). */
+ * previous item's). The cost model has two stages, a flow shop: a group is ready when its
+ * last item is; its messages (one of its bytes when pieces is NULL, else as pieces cuts it,
+ * which must describe the same n items) hold the link one after the other from max(end of
+ * the previous message on the link, the group's ready time) for a + b * bytes each, then
+ * the receiver from max(the receiver's end of the previous message, the message's link
+ * end) for c * bytes (the receivers' work, which starts only once the whole message has
+ * arrived). With c = 0 and NULL pieces this is the paper's single-stage model. Fills
+ * start_s (link start) and end_s (receiver end of its last message) per group (either may
+ * be NULL) and returns the receiver's end of the last message (0 when n == 0; NAN when
+ * out of memory). */
 double ordo_merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
-                             const int *group_of, double a, double b, double c, double *start_s,
-                             double *end_s);
+                             const int *group_of, double a, double b, double c,
+                             const ordo_merge_pieces_t *pieces, double *start_s, double *end_s);
 
 /* ordo_merge_grouping_valid reports (1 or 0) whether group_of[0..n) is a valid grouping. */
 int ordo_merge_grouping_valid(int n, const int *group_of);
@@ -70,14 +106,19 @@ int ordo_merge_mgwfbp(int L, const double *tb_s, const int64_t *bytes, double a,
                       int *layer_group);
 
 /* ordo_merge_optimal finds a grouping of L layers (backward order) with the least iteration
- * time under the two-stage model (a, b, c as in ordo_merge_comm_times) by a dynamic program
- * over layer boundaries keeping the Pareto front of (link free, receiver free) per prefix
- * (with c = 0, the O(L^2) program over the earliest end). Among groupings of least time it
- * returns wfbp's (one group per layer) when wfbp is one of them, else one with the fewest
- * messages (the program with an exact count, within a budget of steps). Writes
- * layer_group[0..L) and returns the number of groups, or a negative error. */
+ * time under the two-stage model (a, b, c and pieces, one item per layer or NULL, as in
+ * ordo_merge_comm_times) by a dynamic program over layer boundaries keeping the Pareto
+ * front of (link free, receiver free) per prefix (with c = 0, the O(L^2) program over the
+ * earliest end). Among groupings of least time it takes those with the least time when a,
+ * b and c are (1 + margin) times larger (margin >= 0; 0: no such rule), the plans that keep
+ * slack for communication slower than calibrated; among those wfbp's (one group per layer)
+ * when wfbp is one of them, else one with the fewest groups (the program with an exact
+ * count; the margin's program and this one each stop after a budget of steps and keep what
+ * they have). Writes layer_group[0..L) and returns the number of groups, or a negative
+ * error. */
 int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b,
-                       double c, int *layer_group);
+                       double c, double margin, const ordo_merge_pieces_t *pieces,
+                       int *layer_group);
 
 /* ---- plans ---------------------------------------------------------------------------- */
 
@@ -96,10 +137,22 @@ int ordo_merge_algo_parse(const char *text, ordo_merge_algo_t *algo, int64_t *bu
 /* ordo_merge_algo_name returns the static name of algo ("optimal", "bytes", ...). */
 const char *ordo_merge_algo_name(ordo_merge_algo_t algo);
 
+/* How the run lays out its keys, which decides a group's messages: the key map of
+ * servers servers with chunks of partition_bytes cut into segments of segment_bytes
+ * (common/keys.h), and messages of at most partition_bytes, as the run's scheduler tells
+ * the workers ([order] partition_bytes). servers = 0: a group is one message (the paper's
+ * model). */
+typedef struct ordo_merge_layout {
+    int servers;
+    int64_t partition_bytes, segment_bytes;
+} ordo_merge_layout_t;
+
 /* A merge plan: which parameters travel together, in push order. */
 typedef struct ordo_merge_plan {
-    char *model;             /* model name */
-    double a, b, c;          /* the cost model the plan was made for */
+    char *model;                /* model name */
+    double a, b, c;             /* the cost model the plan was made for */
+    double margin;              /* optimal's tie rule (ordo_merge_optimal) */
+    ordo_merge_layout_t layout; /* and the layout (servers = 0: one message per group) */
     double predicted_iter_s; /* end of the last push after backward starts, under a, b, c */
     int n_params;
     int n_groups;
@@ -110,14 +163,21 @@ typedef struct ordo_merge_plan {
 
 /* ordo_merge_plan_compute plans m's pushes with algo (bucket_bytes for ORDO_MERGE_BYTES)
  * under the cost model a + b * bytes on the link and c * bytes at the receiver (a, b, c >= 0,
- * finite; see ordo_merge_comm_times); *out is the caller's. */
+ * finite; see ordo_merge_comm_times) per message, a group's messages as layout cuts it
+ * (NULL or servers = 0: one message per group); margin (>= 0) is optimal's tie rule
+ * (ordo_merge_optimal). *out is the caller's. */
 int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64_t bucket_bytes,
-                            double a, double b, double c, ordo_merge_plan_t **out);
+                            double a, double b, double c, double margin,
+                            const ordo_merge_layout_t *layout, ordo_merge_plan_t **out);
 
 /* ordo_merge_plan_iter_s returns the iteration time of plan p's grouping for model m under
- * the cost model a, b, c (p's own need not be these). */
+ * the cost model a, b, c (p's own need not be these) and p's layout; NAN on an error. */
 double ordo_merge_plan_iter_s(const ordo_merge_plan_t *p, const ordo_model_t *m, double a, double b,
                               double c);
+
+/* ordo_merge_plan_messages returns how many messages a worker sends per iteration under
+ * plan p (its layout's messages; the groups without one), or a negative error. */
+int ordo_merge_plan_messages(const ordo_merge_plan_t *p, const ordo_model_t *m);
 
 /* ordo_merge_plan_destroy frees *p and sets *p = NULL; NULL-safe. */
 void ordo_merge_plan_destroy(ordo_merge_plan_t **p);
@@ -130,8 +190,10 @@ int ordo_merge_plan_to_json(const ordo_merge_plan_t *p, const ordo_model_t *m, c
  * plan's model name is m's, every parameter appears exactly once, groups are non-empty and
  * follow backward order (a parameter's layer never comes before the previous one's; the
  * parameters of one layer may be split between adjacent groups), a, b and c (0 when absent)
- * are finite and >= 0. predicted_iter_s is recomputed from a, b, c and m. Unknown keys are
- * ignored. Errors read "NAME: $.groups[2][0]: reason". *out is the caller's. */
+ * are finite and >= 0, the layout (servers, partition_bytes, segment_bytes; absent: none)
+ * is one the run accepts. predicted_iter_s is recomputed from a, b, c, the layout and m.
+ * Unknown keys are ignored. Errors read "NAME: $.groups[2][0]: reason". *out is the
+ * caller's. */
 int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_model_t *m,
                                 ordo_merge_plan_t **out);
 
@@ -145,5 +207,12 @@ int ordo_merge_plan_load_file(const char *path, const ordo_model_t *m, ordo_merg
  * constrained to a >= 0 and b >= 0: when the free fit breaks one, the other is refitted
  * alone. Writes *a and *b on success. */
 int ordo_merge_fit_cost(const double *bytes, const double *secs, int n, double *a, double *b);
+
+/* ordo_merge_fit_cost_weighted is ordo_merge_fit_cost minimizing the weighted squared
+ * errors, weight[i] (finite, > 0; NULL: all 1) for measurement i. Weights 1 / secs^2 fit
+ * relative errors, so that small sizes decide a and large ones b when sizes span several
+ * orders of magnitude. */
+int ordo_merge_fit_cost_weighted(const double *bytes, const double *secs, const double *weight,
+                                 int n, double *a, double *b);
 
 #endif

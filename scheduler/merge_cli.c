@@ -8,12 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/conf.h"
 #include "common/error.h"
 #include "scheduler/merge.h"
 #include "scheduler/model.h"
 
 static const char usage_text[] =
-    "usage: ordo-plan merge [--algo ALGO] --a SEC --b SEC_PER_BYTE [--c SEC_PER_BYTE] [--compare]\n"
+    "usage: ordo-plan merge [--algo ALGO] --a SEC --b SEC_PER_BYTE [--c SEC_PER_BYTE]\n"
+    "                       [--margin X] [--servers N [--partition BYTES] [--segment BYTES]]\n"
+    "                       [--compare]\n"
     "                       MODEL.json\n"
     "\n"
     "Plans which gradients are pushed together (MG-WFBP, docs/merging.md) and writes the\n"
@@ -24,6 +27,13 @@ static const char usage_text[] =
     "  --a SEC            start-up cost of one message, seconds (>= 0)\n"
     "  --b SEC_PER_BYTE   cost per byte on the link, seconds (>= 0)\n"
     "  --c SEC_PER_BYTE   the receiver's work per byte once a message has arrived (default 0)\n"
+    "  --margin X         optimal's tie rule: among the plans of least time, the least time with\n"
+    "                     a, b and c 1 + X times larger (default: [push] merge_margin, 0.5)\n"
+    "  --servers N        count the messages a run with N servers sends: a group is one\n"
+    "                     message per server holding part of it, cut at --partition (as the\n"
+    "                     scheduler plans a run); without it a group is one message\n"
+    "  --partition BYTES  the run's [order] partition_bytes (default 4MiB)\n"
+    "  --segment BYTES    the run's [order] segment_bytes (default 1MiB)\n"
     "  --compare          print a table of every algorithm's predicted time instead\n"
     "  -h, --help         this text\n";
 
@@ -43,7 +53,8 @@ static int parse_cost(const char *opt, const char *s, double *out)
 
 /* compare prints the predicted time of every algorithm (bytes:N with the given N, or 25 MB
  * as PyTorch DDP's default when none was asked for). */
-static int compare(const ordo_model_t *m, double a, double b, double c, int64_t bucket)
+static int compare(const ordo_model_t *m, double a, double b, double c, double margin,
+                   int64_t bucket, const ordo_merge_layout_t *layout)
 {
     static const ordo_merge_algo_t algos[] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL, ORDO_MERGE_BYTES,
                                               ORDO_MERGE_MGWFBP, ORDO_MERGE_OPTIMAL};
@@ -51,10 +62,11 @@ static int compare(const ordo_model_t *m, double a, double b, double c, int64_t 
     double wfbp = 0;
     printf("model %s: %d params, %lld bytes, a = %g s, b = %g s/byte, c = %g s/byte\n", m->name,
            m->n_params, (long long)ordo_model_total_bytes(m), a, b, c);
-    printf("%-16s %7s %18s %9s\n", "algo", "groups", "predicted_iter_s", "vs_wfbp");
+    printf("%-16s %7s %8s %18s %9s\n", "algo", "groups", "messages", "predicted_iter_s",
+           "vs_wfbp");
     for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
         ordo_merge_plan_t *p = NULL;
-        int rc = ordo_merge_plan_compute(m, algos[i], bucket, a, b, c, &p);
+        int rc = ordo_merge_plan_compute(m, algos[i], bucket, a, b, c, margin, layout, &p);
         if (rc) {
             fprintf(stderr, "ordo-plan merge: %s\n", ordo_error_text(rc));
             return 1;
@@ -65,8 +77,8 @@ static int compare(const ordo_model_t *m, double a, double b, double c, int64_t 
             snprintf(name, sizeof name, "bytes:%lld", (long long)bucket);
         else
             snprintf(name, sizeof name, "%s", ordo_merge_algo_name(algos[i]));
-        printf("%-16s %7d %18.6f %8.3fx\n", name, p->n_groups, p->predicted_iter_s,
-               p->predicted_iter_s > 0 ? wfbp / p->predicted_iter_s : 1.0);
+        printf("%-16s %7d %8d %18.6f %8.3fx\n", name, p->n_groups, ordo_merge_plan_messages(p, m),
+               p->predicted_iter_s, p->predicted_iter_s > 0 ? wfbp / p->predicted_iter_s : 1.0);
         ordo_merge_plan_destroy(&p);
     }
     return 0;
@@ -77,6 +89,10 @@ int ordo_merge_cli(int argc, char **argv)
     const char *algo_text = "optimal", *path = NULL;
     double a = NAN, b = NAN, c = 0;
     int want_compare = 0;
+    ordo_conf_t defaults;
+    ordo_conf_defaults(&defaults);
+    ordo_merge_layout_t layout = {0, defaults.partition_bytes, defaults.segment_bytes};
+    double margin = defaults.merge_margin;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *val = NULL;
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
@@ -91,9 +107,11 @@ int ordo_merge_cli(int argc, char **argv)
             /* --opt VALUE or --opt=VALUE */
             const char *eq = strchr(arg, '=');
             size_t klen = eq ? (size_t)(eq - arg) : strlen(arg);
-            static const char *const keys[] = {"--algo", "--a", "--b", "--c"};
+            static const char *const keys[] = {"--algo",    "--a",         "--b",
+                                               "--c",       "--servers",   "--partition",
+                                               "--segment", "--margin"};
             int which = -1;
-            for (int k = 0; k < 4; k++)
+            for (int k = 0; k < 8; k++)
                 if (strlen(keys[k]) == klen && strncmp(arg, keys[k], klen) == 0) which = k;
             if (which < 0) {
                 fprintf(stderr, "ordo-plan merge: unknown option '%s' (see --help)\n", arg);
@@ -109,7 +127,23 @@ int ordo_merge_cli(int argc, char **argv)
             }
             if (which == 0)
                 algo_text = val;
-            else if (parse_cost(keys[which], val, which == 1 ? &a : which == 2 ? &b : &c))
+            else if (which == 7) {
+                if (parse_cost(keys[which], val, &margin)) return 2;
+            } else if (which >= 4) {
+                int64_t v;
+                if (ordo_conf_parse_bytes(val, &v) != 0 || v < 0 ||
+                    (which == 4 && (v < 1 || v > 1024))) {
+                    fprintf(stderr, "ordo-plan merge: %s '%s' is not %s\n", keys[which], val,
+                            which == 4 ? "a number of servers in [1, 1024]" : "a size in bytes");
+                    return 2;
+                }
+                if (which == 4)
+                    layout.servers = (int)v;
+                else if (which == 5)
+                    layout.partition_bytes = v;
+                else
+                    layout.segment_bytes = v;
+            } else if (parse_cost(keys[which], val, which == 1 ? &a : which == 2 ? &b : &c))
                 return 2;
             continue;
         }
@@ -140,10 +174,10 @@ int ordo_merge_cli(int argc, char **argv)
         goto done;
     }
     if (want_compare) {
-        status = compare(m, a, b, c, algo == ORDO_MERGE_BYTES ? bucket : 0);
+        status = compare(m, a, b, c, margin, algo == ORDO_MERGE_BYTES ? bucket : 0, &layout);
         goto done;
     }
-    if ((rc = ordo_merge_plan_compute(m, algo, bucket, a, b, c, &p)) ||
+    if ((rc = ordo_merge_plan_compute(m, algo, bucket, a, b, c, margin, &layout, &p)) ||
         (rc = ordo_merge_plan_to_json(p, m, &json))) {
         fprintf(stderr, "ordo-plan merge: %s: %s\n", path, ordo_error_text(rc));
         goto done;

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "scheduler/merge.h"
+#include "scheduler/merge_internal.h"
 
 /* ======================================================================================= */
 /* plans in memory                                                                         */
@@ -56,7 +57,47 @@ static void plan_finish(ordo_merge_plan_t *p, const int *item_group)
     p->group_start[p->n_groups] = p->n_params;
 }
 
-/* plan_time evaluates p's grouping on timeline t; NAN when out of memory. */
+/* check_layout says what is wrong with lay (servers 0: none), or returns 0 */
+static int check_layout(const ordo_merge_layout_t *lay)
+{
+    if (lay->servers == 0) return 0;
+    if (lay->servers < 1 || lay->servers > 1024)
+        return ordo_error_set(ORDO_EINVAL, "layout: %d servers is not in [1, 1024]", lay->servers);
+    if (lay->partition_bytes < 1024)
+        return ordo_error_set(ORDO_EINVAL, "layout: partition_bytes %lld is below 1024",
+                              (long long)lay->partition_bytes);
+    if (lay->segment_bytes < 0 || (lay->segment_bytes > 0 && lay->segment_bytes < 1024))
+        return ordo_error_set(ORDO_EINVAL,
+                              "layout: segment_bytes %lld is neither 0 nor at least 1024",
+                              (long long)lay->segment_bytes);
+    return 0;
+}
+
+/* layout_pieces describes the messages of t's items (layers when order is NULL, else
+ * parameters in order) under lay: *out is NULL when lay has no servers (one message per
+ * group), else the caller's. */
+static int layout_pieces(const ordo_merge_layout_t *lay, const ordo_model_t *m,
+                         const ordo_merge_timeline_t *t, const int *order,
+                         ordo_merge_pieces_t **out)
+{
+    *out = NULL;
+    if (lay->servers == 0) return 0;
+    int64_t *numel = malloc(((size_t)m->n_params + 1) * sizeof *numel);
+    if (!numel) return ORDO_ENOMEM;
+    for (int i = 0; i < m->n_params; i++)
+        numel[i] = m->params[i].numel;
+    ordo_keys_t *keys = NULL;
+    int rc = ordo_keys_partition(numel, m->n_params, m->dtype_size, lay->partition_bytes,
+                                 lay->segment_bytes, lay->servers, &keys);
+    free(numel);
+    /* messages of at most partition_bytes, as the run's scheduler tells its workers */
+    if (!rc) rc = ordo_merge_pieces_new(t, keys, lay->partition_bytes, order, out);
+    ordo_keys_destroy(&keys);
+    return rc;
+}
+
+/* plan_time evaluates p's grouping on timeline t under p's layout; NAN on an error (out of
+ * memory). */
 static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
                         const ordo_merge_timeline_t *t, double a, double b, double c)
 {
@@ -64,16 +105,19 @@ static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
     double *ready = malloc(n * sizeof *ready);
     int64_t *bytes = malloc(n * sizeof *bytes);
     int *group = malloc(n * sizeof *group);
+    ordo_merge_pieces_t *pieces = NULL;
     double iter = NAN;
-    if (ready && bytes && group) {
+    if (ready && bytes && group && layout_pieces(&p->layout, m, t, p->order, &pieces) == 0) {
         for (int i = 0; i < p->n_params; i++) {
             int q = p->order[i];
             ready[i] = t->ready_s[t->layer_of_param[q]];
             bytes[i] = m->params[q].bytes;
             group[i] = p->group_of_param[q];
         }
-        iter = ordo_merge_comm_times(p->n_params, ready, bytes, group, a, b, c, NULL, NULL);
+        iter = ordo_merge_comm_times(p->n_params, ready, bytes, group, a, b, c, pieces, NULL,
+                                     NULL);
     }
+    ordo_merge_pieces_destroy(&pieces);
     free(ready);
     free(bytes);
     free(group);
@@ -90,6 +134,34 @@ double ordo_merge_plan_iter_s(const ordo_merge_plan_t *p, const ordo_model_t *m,
     return iter;
 }
 
+int ordo_merge_plan_messages(const ordo_merge_plan_t *p, const ordo_model_t *m)
+{
+    if (!p || !m || p->n_params != m->n_params)
+        return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_messages: plan and model differ");
+    if (p->layout.servers == 0) return p->n_groups;
+    ordo_merge_timeline_t *t = NULL;
+    ordo_merge_pieces_t *pc = NULL;
+    ordo__merge_packer_t k = {0};
+    int rc = ordo_merge_timeline_new(m, &t);
+    if (!rc) rc = layout_pieces(&p->layout, m, t, p->order, &pc);
+    const double zero = 0;
+    if (!rc) rc = ordo__merge_packer_init(&k, pc, 1, &zero, &zero, &zero);
+    if (!rc) {
+        int total = 0;
+        for (int g = 0; g < p->n_groups; g++) {
+            ordo__merge_packer_reset(&k);
+            for (int i = p->group_start[g]; i < p->group_start[g + 1]; i++)
+                ordo__merge_packer_add(&k, i);
+            total += k.count;
+        }
+        rc = total;
+    }
+    ordo__merge_packer_free(&k);
+    ordo_merge_pieces_destroy(&pc);
+    ordo_merge_timeline_destroy(&t);
+    return rc;
+}
+
 static int check_cost(double a, double b, double c)
 {
     if (!isfinite(a) || !isfinite(b) || !isfinite(c) || a < 0 || b < 0 || c < 0)
@@ -101,18 +173,26 @@ static int check_cost(double a, double b, double c)
 }
 
 int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64_t bucket_bytes,
-                            double a, double b, double c, ordo_merge_plan_t **out)
+                            double a, double b, double c, double margin,
+                            const ordo_merge_layout_t *layout, ordo_merge_plan_t **out)
 {
     if (!m || !out) return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_compute: no model");
+    const ordo_merge_layout_t none = {0, 0, 0};
+    if (!layout) layout = &none;
     int rc = check_cost(a, b, c);
+    if (!rc) rc = check_layout(layout);
+    if (!rc && (!isfinite(margin) || margin < 0))
+        rc = ordo_error_set(ORDO_EINVAL, "margin %g: must be finite and >= 0", margin);
     if (rc) return rc;
     if (algo == ORDO_MERGE_BYTES && bucket_bytes <= 0)
         return ordo_error_set(ORDO_EINVAL, "bytes:N needs N > 0 (got %lld)",
                               (long long)bucket_bytes);
     ordo_merge_timeline_t *t = NULL;
     ordo_merge_plan_t *p = NULL;
+    ordo_merge_pieces_t *layer_pieces = NULL;
     int *layer_group = NULL, *item_group = NULL;
     rc = ordo_merge_timeline_new(m, &t);
+    if (!rc && algo == ORDO_MERGE_OPTIMAL) rc = layout_pieces(layout, m, t, NULL, &layer_pieces);
     if (rc) goto fail;
     int L = t->n_layers, P = t->n_params;
     layer_group = malloc(((size_t)L + 1) * sizeof *layer_group);
@@ -136,7 +216,8 @@ int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64
         rc = ordo_merge_mgwfbp(L, t->tb_s, t->layer_bytes, a, b, layer_group);
         break;
     case ORDO_MERGE_OPTIMAL:
-        rc = ordo_merge_optimal(L, t->tb_s, t->layer_bytes, a, b, c, layer_group);
+        rc = ordo_merge_optimal(L, t->tb_s, t->layer_bytes, a, b, c, margin, layer_pieces,
+                                layer_group);
         break;
     case ORDO_MERGE_BYTES:
         break;
@@ -165,6 +246,8 @@ int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64
     p->a = a;
     p->b = b;
     p->c = c;
+    p->margin = algo == ORDO_MERGE_OPTIMAL ? margin : 0;
+    p->layout = *layout;
     p->predicted_iter_s = plan_time(p, m, t, a, b, c);
     if (isnan(p->predicted_iter_s)) {
         rc = ordo_error_set(ORDO_ENOMEM, "model '%s': out of memory", m->name);
@@ -172,12 +255,14 @@ int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64
     }
     free(layer_group);
     free(item_group);
+    ordo_merge_pieces_destroy(&layer_pieces);
     ordo_merge_timeline_destroy(&t);
     *out = p;
     return 0;
 fail:
     free(layer_group);
     free(item_group);
+    ordo_merge_pieces_destroy(&layer_pieces);
     ordo_merge_timeline_destroy(&t);
     ordo_merge_plan_destroy(&p);
     return rc;
@@ -231,6 +316,14 @@ int ordo_merge_plan_to_json(const ordo_merge_plan_t *p, const ordo_model_t *m, c
         fputs(", \"c\": ", f);
         put_number(f, p->c);
     }
+    if (p->margin > 0) {
+        fputs(", \"margin\": ", f);
+        put_number(f, p->margin);
+    }
+    if (p->layout.servers > 0) /* and when groups travel as the run cuts them */
+        fprintf(f, ",\n \"servers\": %d, \"partition_bytes\": %lld, \"segment_bytes\": %lld",
+                p->layout.servers, (long long)p->layout.partition_bytes,
+                (long long)p->layout.segment_bytes);
     fputs(",\n \"groups\": [", f);
     for (int g = 0; g < p->n_groups; g++) {
         fputs(g ? ",\n  [" : "\n  [", f);
@@ -267,6 +360,38 @@ static int get_cost(json_t *root, const char *key, const char *name, double *v)
     *v = json_number_value(x);
     if (!isfinite(*v) || *v < 0)
         return ordo_error_set(ORDO_EFORMAT, "%s: $.%s: %g must be finite and >= 0", name, key, *v);
+    return 0;
+}
+
+/* get_layout reads the optional layout (servers, partition_bytes, segment_bytes: all or
+ * none) into *lay. */
+static int get_layout(json_t *root, const char *name, ordo_merge_layout_t *lay)
+{
+    static const char *const keys[] = {"servers", "partition_bytes", "segment_bytes"};
+    json_int_t v[3];
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        json_t *x = json_object_get(root, keys[i]);
+        if (!x) continue;
+        if (!json_is_integer(x))
+            return ordo_error_set(ORDO_EFORMAT, "%s: $.%s: not an integer", name, keys[i]);
+        v[i] = json_integer_value(x);
+        n++;
+    }
+    if (n == 0) return 0;
+    if (n != 3)
+        return ordo_error_set(ORDO_EFORMAT,
+                              "%s: $: servers, partition_bytes and segment_bytes go together", name);
+    if (v[0] < 1 || v[0] > 1024)
+        return ordo_error_set(ORDO_EFORMAT, "%s: $.servers: %lld is not in [1, 1024]", name,
+                              (long long)v[0]);
+    ordo_merge_layout_t l = {(int)v[0], (int64_t)v[1], (int64_t)v[2]};
+    if (check_layout(&l) != 0) {
+        char why[160];
+        snprintf(why, sizeof why, "%s", ordo_error_detail());
+        return ordo_error_set(ORDO_EFORMAT, "%s: $: %s", name, why);
+    }
+    *lay = l;
     return 0;
 }
 
@@ -312,11 +437,13 @@ int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_m
                             json_string_value(model), m->name ? m->name : "");
         goto fail;
     }
-    double a, b, c, pred;
+    double a, b, c, margin, pred;
     if ((rc = get_cost(root, "a", name, &a)) || (rc = get_cost(root, "b", name, &b)) ||
-        (rc = get_cost(root, "c", name, &c)) ||
+        (rc = get_cost(root, "c", name, &c)) || (rc = get_cost(root, "margin", name, &margin)) ||
         (rc = get_cost(root, "predicted_iter_s", name, &pred)))
         goto fail;
+    ordo_merge_layout_t lay = {0, 0, 0};
+    if ((rc = get_layout(root, name, &lay)) != 0) goto fail;
     json_t *groups = json_object_get(root, "groups");
     if (!json_is_array(groups)) {
         rc = ordo_error_set(ORDO_EFORMAT, "%s: $.groups: %s", name,
@@ -401,6 +528,8 @@ int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_m
     p->a = a;
     p->b = b;
     p->c = c;
+    p->margin = margin;
+    p->layout = lay;
     p->predicted_iter_s = plan_time(p, m, t, a, b, c);
     if (isnan(p->predicted_iter_s)) {
         rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", name);

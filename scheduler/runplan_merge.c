@@ -6,13 +6,15 @@
 #include "scheduler/runplan.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *plan)
 {
     if (conf->push_mode != ORDO_PUSH_MERGED) return 0;
-    ordo_merge_algo_t algo;
+    ordo_merge_algo_t algo = ORDO_MERGE_OPTIMAL;
     int64_t bucket = 0;
-    int rc = ordo_merge_algo_parse(conf->merge, &algo, &bucket);
+    const char *file = strncmp(conf->merge, "file:", 5) == 0 ? conf->merge + 5 : NULL;
+    int rc = file ? 0 : ordo_merge_algo_parse(conf->merge, &algo, &bucket);
     if (rc) return ordo_error_set(rc, "push.merge: '%s' is not a merge algorithm", conf->merge);
     double bps = conf->bandwidth_bps > 0 ? conf->bandwidth_bps : ORDO_RUNPLAN_DEFAULT_BPS;
     double a = conf->merge_a_us * 1e-6;
@@ -23,9 +25,20 @@ int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *p
      * groups */
     double scale = conf->compute == ORDO_COMPUTE_EMULATE ? conf->compute_scale : 1.0;
     if (scale < 1e-9) scale = 1e-9;
+    /* the planner counts the messages the workers will send: a group's share of each
+     * server, cut at partition_bytes (worker/merge_buf.c) */
+    const ordo_merge_layout_t layout = {conf->servers, conf->partition_bytes, conf->segment_bytes};
     ordo_merge_plan_t *p = NULL;
-    if ((rc = ordo_merge_plan_compute(m, algo, bucket, a / scale, b / scale, c / scale, &p)) != 0)
+    if (file) {
+        /* a plan made elsewhere (ordo-plan merge, a script): its groups, timed for this run */
+        if ((rc = ordo_merge_plan_load_file(file, m, &p)) != 0) return rc;
+        p->layout = layout;
+        p->predicted_iter_s = ordo_merge_plan_iter_s(p, m, a / scale, b / scale, c / scale);
+    } else if ((rc = ordo_merge_plan_compute(m, algo, bucket, a / scale, b / scale, c / scale,
+                                             conf->merge_margin, &layout, &p)) != 0) {
         return rc;
+    }
+    int messages = ordo_merge_plan_messages(p, m);
     json_t *groups = json_array(), *merge = NULL;
     for (int g = 0; groups && g < p->n_groups; g++) {
         json_t *grp = json_array();
@@ -43,9 +56,9 @@ int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *p
         ordo_merge_plan_destroy(&p);
         return ORDO_ENOMEM;
     }
-    ORDO_INFO("merge: %s, %d groups for %d parameters (a = %.1f us, b = %.4g ns/byte, c = %.4g "
-              "ns/byte); predicted backward + pushes %.3f ms",
-              conf->merge, p->n_groups, m->n_params, a * 1e6, b * 1e9, c * 1e9,
+    ORDO_INFO("merge: %s, %d groups for %d parameters, %d messages per worker (a = %.1f us, "
+              "b = %.4g ns/byte, c = %.4g ns/byte); predicted backward + pushes %.3f ms",
+              conf->merge, p->n_groups, m->n_params, messages, a * 1e6, b * 1e9, c * 1e9,
               p->predicted_iter_s * scale * 1e3);
     ordo_merge_plan_destroy(&p);
     return 0;

@@ -72,18 +72,18 @@ START_TEST(comm_times_by_hand)
     double ready[3] = {1, 2, 3}, start[3], end[3];
     int64_t bytes[3] = {10, 10, 10};
     int wfbp[3] = {0, 1, 2}, all[3] = {0, 0, 0}, mid[3] = {0, 0, 1};
-    close_to(ordo_merge_comm_times(3, ready, bytes, wfbp, 0.5, 0.1, 0, start, end), 5.5);
+    close_to(ordo_merge_comm_times(3, ready, bytes, wfbp, 0.5, 0.1, 0, NULL, start, end), 5.5);
     close_to(start[0], 1.0);
     close_to(end[0], 2.5);
     close_to(start[1], 2.5);
     close_to(end[1], 4.0);
     close_to(start[2], 4.0);
-    close_to(ordo_merge_comm_times(3, ready, bytes, all, 0.5, 0.1, 0, start, NULL), 6.5);
+    close_to(ordo_merge_comm_times(3, ready, bytes, all, 0.5, 0.1, 0, NULL, start, NULL), 6.5);
     close_to(start[0], 3.0);
-    close_to(ordo_merge_comm_times(3, ready, bytes, mid, 0.5, 0.1, 0, NULL, end), 6.0);
+    close_to(ordo_merge_comm_times(3, ready, bytes, mid, 0.5, 0.1, 0, NULL, NULL, end), 6.0);
     close_to(end[0], 4.5);
     close_to(end[1], 6.0);
-    close_to(ordo_merge_comm_times(0, NULL, NULL, NULL, 0.5, 0.1, 0, NULL, NULL), 0.0);
+    close_to(ordo_merge_comm_times(0, NULL, NULL, NULL, 0.5, 0.1, 0, NULL, NULL, NULL), 0.0);
     int bad1[3] = {1, 1, 2}, bad2[3] = {0, 2, 2}, bad3[3] = {0, 1, 0};
     ck_assert_int_eq(ordo_merge_grouping_valid(3, wfbp), 1);
     ck_assert_int_eq(ordo_merge_grouping_valid(3, bad1), 0);
@@ -122,10 +122,10 @@ START_TEST(mgwfbp_follows_the_papers_cases)
     double edge[2] = {1.0, 0.5};
     ck_assert_int_eq(ordo_merge_mgwfbp(2, edge, bytes, 0.5, 0.1, g), 2);
     ORDO_CK_ERR(ordo_merge_mgwfbp(2, edge, bytes, -1, 0.1, g), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_merge_optimal(2, edge, bytes, 0.5, NAN, 0, g), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_optimal(2, edge, bytes, 0.5, NAN, 0, 0, NULL, g), ORDO_EINVAL);
     expect_detail("finite and >= 0");
     ck_assert_int_eq(ordo_merge_mgwfbp(0, NULL, NULL, 0.5, 0.1, NULL), 0);
-    ck_assert_int_eq(ordo_merge_optimal(0, NULL, NULL, 0.5, 0.1, 0, NULL), 0);
+    ck_assert_int_eq(ordo_merge_optimal(0, NULL, NULL, 0.5, 0.1, 0, 0, NULL, NULL), 0);
 }
 END_TEST
 
@@ -142,17 +142,17 @@ START_TEST(optimal_beats_mgwfbp_on_a_fixed_case)
     double ready[3] = {1.0, 2.5, 5.0};
     int gm[3], go[3], wfbp[3] = {0, 1, 2}, all[3] = {0, 0, 0};
     ck_assert_int_eq(ordo_merge_mgwfbp(3, tb, bytes, 2.0, 0.5, gm), 2);
-    ck_assert_int_eq(ordo_merge_optimal(3, tb, bytes, 2.0, 0.5, 0, go), 2);
+    ck_assert_int_eq(ordo_merge_optimal(3, tb, bytes, 2.0, 0.5, 0, 0, NULL, go), 2);
     ck_assert_int_eq(gm[0], 0);
     ck_assert_int_eq(gm[1], 0);
     ck_assert_int_eq(gm[2], 1);
     ck_assert_int_eq(go[0], 0);
     ck_assert_int_eq(go[1], 1);
     ck_assert_int_eq(go[2], 1);
-    close_to(ordo_merge_comm_times(3, ready, bytes, gm, 2.0, 0.5, 0, NULL, NULL), 12.5);
-    close_to(ordo_merge_comm_times(3, ready, bytes, go, 2.0, 0.5, 0, NULL, NULL), 11.0);
-    close_to(ordo_merge_comm_times(3, ready, bytes, wfbp, 2.0, 0.5, 0, NULL, NULL), 13.0);
-    close_to(ordo_merge_comm_times(3, ready, bytes, all, 2.0, 0.5, 0, NULL, NULL), 13.0);
+    close_to(ordo_merge_comm_times(3, ready, bytes, gm, 2.0, 0.5, 0, NULL, NULL, NULL), 12.5);
+    close_to(ordo_merge_comm_times(3, ready, bytes, go, 2.0, 0.5, 0, NULL, NULL, NULL), 11.0);
+    close_to(ordo_merge_comm_times(3, ready, bytes, wfbp, 2.0, 0.5, 0, NULL, NULL, NULL), 13.0);
+    close_to(ordo_merge_comm_times(3, ready, bytes, all, 2.0, 0.5, 0, NULL, NULL, NULL), 13.0);
 }
 END_TEST
 
@@ -314,8 +314,7 @@ START_TEST(random_models_match_brute_force)
                     if ((mask >> i) & 1u) g++;
                 }
                 double want = brute_time(&r, mask, a, b, c);
-                double got = ordo_merge_comm_times(r.L, t->ready_s, t->layer_bytes, group, a, b, c,
-                                                   NULL, NULL);
+                double got = ordo_merge_comm_times(r.L, t->ready_s, t->layer_bytes, group, a, b, c, NULL, NULL, NULL);
                 ck_assert_msg(rel_close(got, want), "model %d mask %u: %.17g vs %.17g", n, mask,
                               got, want);
                 if (want < best) best = want;
@@ -333,14 +332,14 @@ START_TEST(random_models_match_brute_force)
                         fewest = counts[mask];
             } else if (r.L > 1)
                 as_wfbp++;
-            int og = ordo_merge_optimal(r.L, t->tb_s, t->layer_bytes, a, b, c, group);
+            int og = ordo_merge_optimal(r.L, t->tb_s, t->layer_bytes, a, b, c, 0, NULL, group);
             ck_assert_int_eq(og, fewest);
             /* with no start-up cost splitting a group never hurts: optimal is wfbp */
             if (a == 0) ck_assert_int_eq(og, r.L);
             ck_assert(ordo_merge_grouping_valid(r.L, group));
             ck_assert_int_eq(group[r.L - 1], og - 1);
             ck_assert(rel_close(
-                ordo_merge_comm_times(r.L, t->ready_s, t->layer_bytes, group, a, b, c, NULL, NULL),
+                ordo_merge_comm_times(r.L, t->ready_s, t->layer_bytes, group, a, b, c, NULL, NULL, NULL),
                 best));
             /* the algorithms through the plan API */
             double tm[5];
@@ -349,7 +348,7 @@ START_TEST(random_models_match_brute_force)
                                                        ORDO_MERGE_BYTES};
             for (int i = 0; i < 5; i++) {
                 ordo_merge_plan_t *p = NULL;
-                ORDO_CK_OK(ordo_merge_plan_compute(r.m, algos[i], 1 << 20, a, b, c, &p));
+                ORDO_CK_OK(ordo_merge_plan_compute(r.m, algos[i], 1 << 20, a, b, c, 0, NULL, &p));
                 tm[i] = p->predicted_iter_s;
                 ordo_merge_plan_destroy(&p);
             }

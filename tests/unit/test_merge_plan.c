@@ -17,7 +17,7 @@ START_TEST(plan_compute_on_toy)
     ordo_model_t *m = toy_model();
     ordo_merge_plan_t *p = NULL;
     const double a = 200e-6, b = 1e-8;
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, a, b, 0, &p));
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, a, b, 0, 0, NULL, &p));
     ck_assert_int_eq(p->n_groups, 2);
     ck_assert_int_eq(p->n_params, 4);
     close_to(p->predicted_iter_s, 530.6e-6);
@@ -29,30 +29,30 @@ START_TEST(plan_compute_on_toy)
     ck_assert_ptr_null(p);
     ordo_merge_plan_destroy(&p);
 
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_ALL, 0, a, b, 0, &p));
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_ALL, 0, a, b, 0, 0, NULL, &p));
     ck_assert_int_eq(p->n_groups, 1);
     close_to(p->predicted_iter_s, 440.6e-6);
     ordo_merge_plan_destroy(&p);
     /* waiting 180 - 70 = 110 us < a: Algorithm 1 merges, and so does the optimum */
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_MGWFBP, 0, a, b, 0, &p));
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_MGWFBP, 0, a, b, 0, 0, NULL, &p));
     ck_assert_int_eq(p->n_groups, 1);
     close_to(p->predicted_iter_s, 440.6e-6);
     ordo_merge_plan_destroy(&p);
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, a, b, 0, &p));
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, a, b, 0, 0, NULL, &p));
     ck_assert_int_eq(p->n_groups, 1);
     close_to(p->predicted_iter_s, 440.6e-6);
     close_to(ordo_merge_plan_iter_s(p, m, 50e-6, b, 0), 290.6e-6);
     ordo_merge_plan_destroy(&p);
     /* bytes:2500 fills fc.w, fc.b, conv1.w (6020 bytes >= 2500), then conv1.b alone */
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, 2500, a, b, 0, &p));
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, 2500, a, b, 0, 0, NULL, &p));
     ck_assert_int_eq(p->n_groups, 2);
     ck_assert_int_eq(p->group_start[1], 3);
     ck_assert_int_eq(p->group_of_param[ordo_model_param_index(m, "conv1.b")], 1);
     close_to(p->predicted_iter_s, 640.6e-6);
     ordo_merge_plan_destroy(&p);
 
-    ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, 0, a, b, 0, &p), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, INFINITY, b, 0, &p), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, 0, a, b, 0, 0, NULL, &p), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, INFINITY, b, 0, 0, NULL, &p), ORDO_EINVAL);
     expect_detail("must be finite and >= 0");
     ck_assert_ptr_null(p);
     ordo_model_destroy(&m);
@@ -86,7 +86,7 @@ START_TEST(plan_json_round_trip)
 {
     ordo_model_t *m = toy_model();
     ordo_merge_plan_t *p = NULL, *q = NULL;
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 0.0002, 4e-10, 0, &p));
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 0.0002, 4e-10, 0, 0, NULL, &p));
     char *json = NULL;
     ORDO_CK_OK(ordo_merge_plan_to_json(p, m, &json));
     const char *head = "{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"a\": 0.0002, \"b\": "
@@ -188,7 +188,7 @@ START_TEST(plan_load_file_reads_what_was_written)
 {
     ordo_model_t *m = toy_model();
     ordo_merge_plan_t *p = NULL, *q = NULL;
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, 1e-5, 1e-9, 0, &p));
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, 1e-5, 1e-9, 0, 0, NULL, &p));
     char *json = NULL;
     ORDO_CK_OK(ordo_merge_plan_to_json(p, m, &json));
     char path[] = "/tmp/ordo-merge-test-XXXXXX";
@@ -235,7 +235,7 @@ START_TEST(profiles_keep_the_order_of_algorithms)
                                                    ORDO_MERGE_MGWFBP, ORDO_MERGE_OPTIMAL};
         for (int k = 0; k < 4; k++) {
             ordo_merge_plan_t *p = NULL, *q = NULL;
-            ORDO_CK_OK(ordo_merge_plan_compute(m, algos[k], 0, 2e-4, 4e-10, 0, &p));
+            ORDO_CK_OK(ordo_merge_plan_compute(m, algos[k], 0, 2e-4, 4e-10, 0, 0, NULL, &p));
             t[k] = p->predicted_iter_s;
             char *json = NULL;
             ORDO_CK_OK(ordo_merge_plan_to_json(p, m, &json));

@@ -1,0 +1,64 @@
+/* merge_internal: what merge.c and merge_optimal.c share: the packer that cuts a group of
+ * items into its messages as the workers do, and the arithmetic of sending them, so that the
+ * program's times and the evaluation of its grouping agree to the bit. Not for callers
+ * outside scheduler/merge*.c. */
+#ifndef ORDO_MERGE_INTERNAL_H
+#define ORDO_MERGE_INTERNAL_H
+
+#include "scheduler/merge.h"
+
+/* A group being packed: per server its messages so far, the last one open, and what the
+ * receiver stage needs of them under up to two cost models (see ordo__merge_send). */
+typedef struct ordo__merge_packer {
+    const ordo_merge_pieces_t *pc;
+    int nq;                    /* cost models: 1 or 2 */
+    double a[2], b[2], c[2];   /* their costs */
+    int *n;                    /* [n_servers] messages of each server (0: none yet) */
+    int64_t *closed, *open;    /* [n_servers] bytes of its closed messages, of the open one */
+    double *psi[2];            /* [n_servers] per model: max over its closed messages of psi */
+    int count;                 /* messages of the group */
+    int64_t bytes;             /* of the group */
+} ordo__merge_packer_t;
+
+/* ordo__merge_packer_init sizes k for pieces pc (never NULL) and nq (1 or 2) cost models
+ * (a[q], b[q], c[q]); 0 or ORDO_ENOMEM. */
+int ordo__merge_packer_init(ordo__merge_packer_t *k, const ordo_merge_pieces_t *pc, int nq,
+                            const double *a, const double *b, const double *c);
+
+/* ordo__merge_packer_free releases what init allocated. */
+void ordo__merge_packer_free(ordo__merge_packer_t *k);
+
+/* ordo__merge_packer_reset empties the group. */
+void ordo__merge_packer_reset(ordo__merge_packer_t *k);
+
+/* ordo__merge_packer_add appends item i's slices to the group. */
+void ordo__merge_packer_add(ordo__merge_packer_t *k, int i);
+
+/* ordo__merge_packer_phi returns phi (ordo__merge_send) of the group under model q. */
+double ordo__merge_packer_phi(const ordo__merge_packer_t *k, int q);
+
+/* ordo__merge_send sends a group of n messages, bytes in all, ready at ready, from link
+ * free *s1 and receiver free *s2, and updates both (the two-stage model of
+ * ordo_merge_comm_times). Message k (from 1) arrives at start + k a + b S_k, start =
+ * max(*s1, ready), S_k the bytes of messages 1..k, and holds the receiver c B_k from
+ * max(receiver free, its arrival). Unrolled, the receiver's end is max(*s2 + c S_n,
+ * start + c S_n + phi) with phi = max over k of (k a + b S_k - c S_(k-1)), which depends
+ * on the group alone: callers compute it once per group (ordo__merge_packer_phi; a + b B
+ * for a single message), not once per state. With c = 0 phi is n a + b S_n and the end is
+ * max(*s2, the last arrival). */
+static inline void ordo__merge_send(double *s1, double *s2, double ready, int n, int64_t bytes,
+                                    double phi, double a, double b, double c)
+{
+    double start = *s1 > ready ? *s1 : ready;
+    double t = start + ((double)n * a + b * (double)bytes), d = *s2;
+    if (c == 0) {
+        d = d > t ? d : t;
+    } else {
+        double cs = c * (double)bytes, x = d + cs, y = start + (cs + phi);
+        d = x > y ? x : y;
+    }
+    *s1 = t;
+    *s2 = d;
+}
+
+#endif
