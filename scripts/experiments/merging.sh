@@ -10,7 +10,9 @@
 # row), merging-summary.csv (one line per model, network and servers) and the PNG plots.
 #
 # usage: scripts/experiments/merging.sh [OPTIONS]
-#   --iterations N     measured iterations per run, after 1 warm-up (default 5)
+#   --iterations SPEC  measured iterations per run, after 1 warm-up: N for every network,
+#                      and NET=N for one (default 5,10gbit=25,10gbit+250us=25: the CPU-bound
+#                      networks move by +-10 % from one iteration to the next on 2 cores)
 #   --repeats R        runs of each configuration, interleaved (default 3)
 #   --start-repeat K   number the repeats K .. K+R-1 and keep DIR's calibration (to add
 #                      repeats to an earlier output folder; default 1)
@@ -33,7 +35,7 @@
 # overload can end a run); a second failure stops the script.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
-iters=5
+iters_spec="5,10gbit=25,10gbit+250us=25"
 repeats=3
 start=1
 models="resnet50,densenet121,googlenet,inception_v2,smallmany"
@@ -52,7 +54,7 @@ resume=0
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    --iterations) iters=$2; shift 2 ;;
+    --iterations) iters_spec=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --start-repeat) start=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
@@ -76,7 +78,21 @@ models=${models//,/ }
 algos=${algos//,/ }
 networks=${networks//,/ }
 servers_list=${servers_list//,/ }
-[[ "$iters" =~ ^[1-9][0-9]*$ ]] || { echo "merging.sh: --iterations must be a positive integer" >&2; exit 2; }
+# iterations_of NET: the measured iterations of a network's runs (--iterations N,NET=N,...)
+iterations_of() {
+  local n=5 item
+  for item in ${iters_spec//,/ }; do
+    if [[ "$item" != *=* ]]; then n=$item; fi
+  done
+  for item in ${iters_spec//,/ }; do
+    if [[ "$item" == "$1="* ]]; then n=${item#*=}; fi
+  done
+  echo "$n"
+}
+for item in ${iters_spec//,/ }; do
+  [[ "${item#*=}" =~ ^[1-9][0-9]*$ ]] \
+    || { echo "merging.sh: --iterations: '$item' is not N or NET=N with N a positive integer" >&2; exit 2; }
+done
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "merging.sh: --repeats must be a positive integer" >&2; exit 2; }
 [[ "$start" =~ ^[1-9][0-9]*$ ]] || { echo "merging.sh: --start-repeat must be a positive integer" >&2; exit 2; }
 if [ -n "$fixed_a$fixed_b" ] && { [ -z "$fixed_a" ] || [ -z "$fixed_b" ]; }; then
@@ -86,10 +102,10 @@ for b in ordo-bench ordo-scheduler ordo-server ordo-worker; do
   [ -x "$bin/$b" ] || { echo "merging.sh: $bin/$b is not built (scripts/build.sh)" >&2; exit 2; }
 done
 command -v python3 >/dev/null || { echo "merging.sh: needs python3" >&2; exit 2; }
-# completed DIR: the run wrote its summary with every iteration measured
+# completed DIR ITERS: the run wrote its summary with every iteration measured
 completed() {
   python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["iterations"] != int(sys.argv[2]))' \
-    "$1/summary.json" $((iters + 1)) 2>/dev/null
+    "$1/summary.json" $(($2 + 1)) 2>/dev/null
 }
 # a network is RATE or RATE+USus (US microseconds per message on the link)
 rate() { echo "${1%%+*}"; }
@@ -102,7 +118,7 @@ mkdir -p "$out/runs"
 log="$out/merging.log"
 
 if [ $report_only = 0 ]; then
-  echo "merging: $iters iterations (+1 warm-up) x $repeats repeats; models: $models;" \
+  echo "merging: $iters_spec iterations (+1 warm-up) x $repeats repeats; models: $models;" \
        "algorithms: $algos; networks: $networks (latency $latency us); servers: $servers_list;" \
        "$workers workers; output $out" | tee -a "$log"
   for m in $models; do
@@ -124,7 +140,7 @@ if [ $report_only = 0 ]; then
       fi
       cal="$out/calibrate-$net-s$S"
       "$bin/ordo-bench" calibrate --json --workers "$workers" --servers "$S" --bandwidth "$(rate "$net")" \
-        --latency-us "$latency" --msg-us "$(msg_us "$net")" --max 256KiB > "$cal.jsonl" 2> "$cal.log" \
+        --latency-us "$latency" --msg-us "$(msg_us "$net")" --reps 15 > "$cal.jsonl" 2> "$cal.log" \
         || { echo "merging.sh: calibration at $net, $S servers failed: $cal.log" >&2; exit 1; }
       python3 - "$cal.jsonl" "$net" "$S" >> "$out/calibration.txt" <<'PY'
 import json, sys
@@ -140,11 +156,12 @@ PY
   for rep in $(seq "$start" $((start + repeats - 1))); do
     for m in $models; do
       for net in $networks; do
+        iters=$(iterations_of "$net")
         for S in $servers_list; do
           read -r _ _ a_us b_ns c_ns _ < <(grep "^$net $S " "$out/calibration.txt")
           for algo in $algos; do
             run="$m-$net-s$S-${algo//:/_}-r$rep"
-            if [ $resume = 1 ] && completed "$out/runs/$run"; then continue; fi
+            if [ $resume = 1 ] && completed "$out/runs/$run" "$iters"; then continue; fi
             t0=$(date +%s)
             for try in 1 2; do
               rm -rf "${out:?}/runs/$run"

@@ -7,10 +7,13 @@ after the warm-up) and the launcher's log (the scheduler's plan line: groups and
 time; the workers' line: messages per iteration). A row is one (model, network, servers,
 algorithm) over its repeats. Columns of merging.csv:
 model, network, servers, algo, groups, messages (per worker per iteration), predicted_ms
-(backward + pushes under the calibrated cost model), iter_ms (median over repeats of the mean
-iteration time of all workers), iter_ms_min, iter_ms_max (over repeats), nonoverlap_ms
-(median over repeats of the mean of iteration time - compute time: the communication that did
-not overlap compute), vs_fastest (iter_ms / the row group's fastest iter_ms), repeats, a_us,
+(backward + pushes under the calibrated cost model), iter_ms (the median of every measured
+iteration of every repeat, an iteration's time being the mean over the workers: on the
+CPU-bound networks iterations move by +-10 %, and the median of all of them is steadier than
+a few runs' means), iter_ms_min, iter_ms_max (the least and largest run mean over repeats),
+nonoverlap_ms (median over repeats of the mean of iteration time - compute time: the
+communication that did not overlap compute), vs_fastest (iter_ms / the row group's fastest
+iter_ms), repeats, iterations (measured, all repeats), a_us,
 b_ns, c_ns (the planner's cost model), startup_share (a * layers / (a * layers + b * bytes): how
 much of wfbp's communication the per-message cost is).
 best_ms (the fastest single iteration over all repeats, mean over workers: the least disturbed
@@ -24,6 +27,7 @@ model), whose repeats are pooled with optimal's (optimal_pooled_*). Plots (gnupl
 merging-nonoverlap-NET.png (non-overlapped communication, ms).
 """
 import argparse
+import configparser
 import csv
 import json
 import math
@@ -57,15 +61,24 @@ for line in open(os.path.join(a.out, "calibration.txt")):
     cal[f[0], f[1]] = (float(f[2]), float(f[3]), c_ns)
 
 
-def plan_of(m, algo, a_us, b_ns, c_ns):
-    """the groups (lists of parameter names) that ordo-plan merge makes for this model, algorithm
-    and cost model: the very plan the run's scheduler made (the planner is deterministic), or
-    None when ordo-plan cannot be run"""
+# the experiment conf's key layout (ordo-plan merge needs it to count messages as the run)
+ini = configparser.ConfigParser(inline_comment_prefixes=(";", "#"))
+ini.read(os.path.join(root, "conf", "experiments", "merging.ini"))
+layout = [("--partition", ini.get("order", "partition_bytes", fallback="4MiB")),
+          ("--segment", ini.get("order", "segment_bytes", fallback="1MiB")),
+          ("--margin", ini.get("push", "merge_margin", fallback="0.5"))]
+
+
+def plan_of(m, algo, a_us, b_ns, c_ns, servers):
+    """the groups (lists of parameter names) that ordo-plan merge makes for this model, algorithm,
+    cost model and key layout: the very plan the run's scheduler made (the planner is
+    deterministic), or None when ordo-plan cannot be run"""
     exe = os.path.join(a.bin or os.path.join(root, "build", "bin"), "ordo-plan")
     try:
         out = subprocess.run([exe, "merge", "--algo", algo, "--a", "%.9g" % (a_us * 1e-6),
                               "--b", "%.9g" % (b_ns * 1e-9), "--c", "%.9g" % (c_ns * 1e-9),
-                              os.path.join(root, "conf", "models", m + ".json")],
+                              "--servers", str(servers)] + [x for kv in layout for x in kv] +
+                             [os.path.join(root, "conf", "models", m + ".json")],
                              check=True, capture_output=True, text=True).stdout
         return json.loads(out)["groups"]
     except (OSError, subprocess.CalledProcessError, ValueError, KeyError):
@@ -78,8 +91,9 @@ def model_bytes(m):
 
 
 def one_run(path):
-    """(iter_ms, nonoverlap_ms, groups, messages, predicted_ms, best_ms) of one run, or None;
-    best_ms is its fastest iteration (mean over workers), the least disturbed by other load"""
+    """(iter_ms, nonoverlap_ms, groups, messages, predicted_ms, best_ms, iterations) of one run,
+    or None; best_ms is its fastest iteration (mean over workers), the least disturbed by other
+    load, iterations the time of each measured iteration (mean over workers)"""
     metrics = os.path.join(path, "metrics.jsonl")
     if not os.path.exists(metrics) or not os.path.exists(os.path.join(path, "summary.json")):
         return None  # not (yet) a complete run
@@ -105,8 +119,8 @@ def one_run(path):
         g = re.search(r"merged pushes: \d+ keys in \d+ groups, (\d+) messages", text)
         if g:
             messages = int(g.group(1))
-    best = min(statistics.mean(v) for v in per_iter.values())
-    return statistics.mean(steps), statistics.mean(nono), groups, messages, predicted, best
+    its = [statistics.mean(v) for v in per_iter.values()]
+    return statistics.mean(steps), statistics.mean(nono), groups, messages, predicted, min(its), its
 
 
 rows = []
@@ -130,14 +144,17 @@ for m in models:
                 if not reps:
                     continue
                 it = [x[0] for x in reps]
+                samples = [y for x in reps for y in x[6]]
                 group.append({
                     "model": m, "network": net, "servers": S, "algo": algo,
                     "groups": reps[0][2], "messages": reps[0][3], "predicted_ms": reps[0][4],
-                    "iter_ms": statistics.median(it), "iter_ms_min": min(it), "iter_ms_max": max(it),
+                    "iter_ms": statistics.median(samples), "iter_ms_min": min(it),
+                    "iter_ms_max": max(it),
                     "nonoverlap_ms": statistics.median([x[1] for x in reps]),
-                    "best_ms": min(x[5] for x in reps), "samples": it,
-                    "repeats": len(reps), "a_us": a_us, "b_ns": b_ns, "c_ns": c_ns,
-                    "plan": plan_of(m, algo, a_us, b_ns, c_ns) if a_us == a_us else None})
+                    "best_ms": min(x[5] for x in reps), "samples": samples,
+                    "repeats": len(reps), "iterations": len(samples),
+                    "a_us": a_us, "b_ns": b_ns, "c_ns": c_ns,
+                    "plan": plan_of(m, algo, a_us, b_ns, c_ns, S) if a_us == a_us else None})
             if not group:
                 continue
             fastest = min(g["iter_ms"] for g in group)
@@ -152,7 +169,7 @@ for m in models:
 
 cols = ["model", "network", "servers", "algo", "groups", "messages", "predicted_ms", "iter_ms",
         "iter_ms_min", "iter_ms_max", "nonoverlap_ms", "vs_fastest", "best_ms", "best_vs_fastest",
-        "repeats", "a_us", "b_ns", "c_ns", "startup_share"]
+        "repeats", "iterations", "a_us", "b_ns", "c_ns", "startup_share"]
 
 
 def fmt(v):
