@@ -469,38 +469,26 @@ const char *ordo_merge_algo_name(ordo_merge_algo_t algo)
 
 int ordo_merge_fit_cost(const double *bytes, const double *secs, int n, double *a, double *b)
 {
-    return ordo_merge_fit_cost_weighted(bytes, secs, NULL, n, a, b);
-}
-
-int ordo_merge_fit_cost_weighted(const double *bytes, const double *secs, const double *weight,
-                                 int n, double *a, double *b)
-{
     if (!bytes || !secs || !a || !b)
         return ordo_error_set(ORDO_EINVAL, "ordo_merge_fit_cost: missing argument");
     if (n < 2) return ordo_error_set(ORDO_EINVAL, "fit needs at least 2 measurements, got %d", n);
-    double sw = 0, mx = 0, my = 0;
+    double mx = 0, my = 0;
     for (int i = 0; i < n; i++) {
-        double w = weight ? weight[i] : 1;
         if (!isfinite(bytes[i]) || !isfinite(secs[i]) || bytes[i] < 0 || secs[i] < 0)
             return ordo_error_set(ORDO_EINVAL,
                                   "measurement %d (%g bytes, %g s): values must be finite and "
                                   ">= 0",
                                   i, bytes[i], secs[i]);
-        if (!isfinite(w) || w <= 0)
-            return ordo_error_set(ORDO_EINVAL, "measurement %d: weight %g is not finite and > 0",
-                                  i, w);
-        sw += w;
-        mx += w * bytes[i];
-        my += w * secs[i];
+        mx += bytes[i];
+        my += secs[i];
     }
-    mx /= sw;
-    my /= sw;
+    mx /= n;
+    my /= n;
     /* Centred sums keep the fit accurate when sizes are large and times small. */
     double sxx = 0, sxy = 0;
     for (int i = 0; i < n; i++) {
-        double w = weight ? weight[i] : 1;
-        sxx += w * (bytes[i] - mx) * (bytes[i] - mx);
-        sxy += w * (bytes[i] - mx) * (secs[i] - my);
+        sxx += (bytes[i] - mx) * (bytes[i] - mx);
+        sxy += (bytes[i] - mx) * (secs[i] - my);
     }
     if (!(sxx > 0))
         return ordo_error_set(ORDO_EINVAL,
@@ -510,19 +498,16 @@ int ordo_merge_fit_cost_weighted(const double *bytes, const double *secs, const 
     double fb = sxy / sxx, fa = my - fb * mx;
     if (fa < 0 || fb < 0) {
         /* The free fit breaks a >= 0 or b >= 0, so the constrained optimum lies on an edge:
-         * b = 0 (a is the weighted mean) or a = 0 (a fit through the origin). Take the
-         * better. */
+         * b = 0 (a is the mean) or a = 0 (a fit through the origin). Take the better. */
         double sx2 = 0, sxy0 = 0;
         for (int i = 0; i < n; i++) {
-            double w = weight ? weight[i] : 1;
-            sx2 += w * bytes[i] * bytes[i];
-            sxy0 += w * bytes[i] * secs[i];
+            sx2 += bytes[i] * bytes[i];
+            sxy0 += bytes[i] * secs[i];
         }
         double b0 = sxy0 / sx2, sse_a = 0, sse_b = 0;
         for (int i = 0; i < n; i++) {
-            double w = weight ? weight[i] : 1;
-            sse_a += w * (secs[i] - my) * (secs[i] - my);
-            sse_b += w * (secs[i] - b0 * bytes[i]) * (secs[i] - b0 * bytes[i]);
+            sse_a += (secs[i] - my) * (secs[i] - my);
+            sse_b += (secs[i] - b0 * bytes[i]) * (secs[i] - b0 * bytes[i]);
         }
         if (sse_a <= sse_b) {
             fa = my;

@@ -208,11 +208,4 @@ int ordo_merge_plan_load_file(const char *path, const ordo_model_t *m, ordo_merg
  * alone. Writes *a and *b on success. */
 int ordo_merge_fit_cost(const double *bytes, const double *secs, int n, double *a, double *b);
 
-/* ordo_merge_fit_cost_weighted is ordo_merge_fit_cost minimizing the weighted squared
- * errors, weight[i] (finite, > 0; NULL: all 1) for measurement i. Weights 1 / secs^2 fit
- * relative errors, so that small sizes decide a and large ones b when sizes span several
- * orders of magnitude. */
-int ordo_merge_fit_cost_weighted(const double *bytes, const double *secs, const double *weight,
-                                 int n, double *a, double *b);
-
 #endif

@@ -660,6 +660,22 @@ static int calibrate_run(ordo_worker_t *w, cal_t *c, bool print)
     return 0;
 }
 
+/* fit_robust fits y ~ a + b x over sizes that span three orders of magnitude: b from the
+ * least-squares fit (which the largest sizes decide), a the median of y - b x (which the
+ * small sizes, where b x is small, decide; a plain fit lets a few percent of noise at 4 MiB
+ * swamp a per-message cost of tens of us), at least 0 */
+static int fit_robust(const double *x, const double *y, int n, double *a, double *b)
+{
+    double fa, fb, r[24];
+    int rc = ordo_merge_fit_cost(x, y, n, &fa, &fb);
+    if (rc) return rc;
+    for (int i = 0; i < n && i < 24; i++)
+        r[i] = y[i] - fb * x[i];
+    *a = fmax(0.0, median(r, n < 24 ? n : 24));
+    *b = fb;
+    return 0;
+}
+
 /* a worker forked by the calibration: joins, measures the same sequence, and leaves */
 static int calibrate_child(cal_t *c, const child_t *sched)
 {
@@ -709,7 +725,7 @@ int ordo_bench_calibrate(int argc, char **argv)
     c.grad = calloc((size_t)o.max_bytes / 4 + 1, sizeof(float));
     c.t = malloc(sizeof *c.t * (size_t)o.reps);
     c.t1 = malloc(sizeof *c.t1 * (size_t)o.reps);
-    double rt_x[24], msg_x[12], msg_w[12], one_w[12], a_rt, b_rt, a_msg, b_msg, a_one, b_one;
+    double rt_x[24], msg_x[12], a_rt, b_rt, a_msg, b_msg, a_one, b_one;
     if (!c.iter || !c.val || !c.grad || !c.t || !c.t1) {
         rc = ORDO_ENOMEM;
         goto done;
@@ -738,18 +754,9 @@ int ordo_bench_calibrate(int argc, char **argv)
         rt_x[i] = (double)sizes[i];
     for (int k = 0; k < n_burst; k++)
         msg_x[k] = (double)sizes[2 * k];
-    /* the burst sizes span three orders of magnitude: fit relative errors, so that the
-     * small sizes decide a and the large ones b (a plain fit lets a few percent of noise at
-     * 4 MiB swamp a per-message cost of tens of us) */
-    for (int k = 0; k < n_burst; k++) {
-        msg_w[k] = 1.0 / pow(fmax(c.msg_y[k], 1e-6), 2);
-        one_w[k] = 1.0 / pow(fmax(c.one_y[k], 1e-6), 2);
-    }
     if ((rc = ordo_merge_fit_cost(rt_x, c.rt_y, n_rt, &a_rt, &b_rt)) != 0) goto done;
-    if ((rc = ordo_merge_fit_cost_weighted(msg_x, c.msg_y, msg_w, n_burst, &a_msg, &b_msg)) != 0)
-        goto done;
-    if ((rc = ordo_merge_fit_cost_weighted(msg_x, c.one_y, one_w, n_burst, &a_one, &b_one)) != 0)
-        goto done;
+    if ((rc = fit_robust(msg_x, c.msg_y, n_burst, &a_msg, &b_msg)) != 0) goto done;
+    if ((rc = fit_robust(msg_x, c.one_y, n_burst, &a_one, &b_one)) != 0) goto done;
     /* The planner's two stages: the link (a + b * bytes) and then the receivers (c * bytes,
      * once a message has arrived). Pipelined pushes pay the link stage per message, one push
      * alone pays both. b is the pipelined per-byte figure, or the emulated link's 8 / rate
