@@ -1,0 +1,369 @@
+/* Tests of scheduler/merge's messages and tie rule: a group costs the messages the workers
+ * send (one per server holding part of it, cut at the largest message size), which the
+ * planner must count exactly as worker/merge_buf packs them; brute force over every grouping
+ * of random layers with random slices (the model equals a plain message-by-message
+ * evaluation, optimal equals the minimum); and the margin rule (among the groupings of least
+ * time, the least time with costs 1 + margin larger, then wfbp's, then the fewest groups). */
+#include "merge_fixtures.h"
+#include "scheduler/merge_internal.h"
+#include "worker/merge_buf.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double rng_log(double lo, double hi)
+{
+    return lo * pow(hi / lo, (double)(rng_next() >> 11) / 9007199254740992.0);
+}
+
+static int rel_close(double x, double y)
+{
+    return fabs(x - y) <= 1e-12 * fabs(y) + 1e-18;
+}
+
+/* ---------------------------------------------------------------- the workers' messages */
+
+/* A model of n layers whose weights range from 1 KiB to 12 MiB, so that with 4 MiB
+ * partitions some are chunked over several servers. */
+static ordo_model_t *chunky_model(int n)
+{
+    ordo_model_t *m = ordo_model_new("chunky", 1, NULL);
+    ck_assert_ptr_nonnull(m);
+    char name[32], prev[32] = "";
+    for (int l = 0; l < n; l++) {
+        snprintf(name, sizeof name, "l%d", l);
+        add_param_op(m, name, prev[0] ? prev : NULL, (int64_t)rng_log(256, 3 << 20),
+                     rng_next() % 2 ? (int64_t)rng_log(1, 4096) : 0, rng_log(10, 1000));
+        snprintf(prev, sizeof prev, "%s", name);
+    }
+    ORDO_CK_OK(ordo_model_check(m));
+    return m;
+}
+
+START_TEST(messages_are_the_workers_parts)
+{
+    /* for random groupings, the planner's count of a plan's messages equals the parts the
+     * workers' merge buffers build for it, and its packer cuts each group into the same
+     * message sizes in the same order */
+    rng_state = 7;
+    for (int trial = 0; trial < 60; trial++) {
+        ordo_model_t *m = chunky_model(1 + (int)(rng_next() % 30));
+        int servers = 1 + (int)(rng_next() % 4);
+        int64_t partition = (int64_t)1 << (18 + rng_next() % 5); /* 256 KiB .. 4 MiB */
+        int64_t segment = rng_next() % 2 ? 0 : partition / 4;
+        ordo_merge_layout_t lay = {servers, partition, segment};
+        ordo_merge_plan_t *p = NULL;
+        /* bytes:N cuts groups anywhere, even inside a layer */
+        int64_t bucket = (int64_t)rng_log(1024, 64 << 20);
+        ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, bucket, 1e-5, 1e-9, 0, 0, &lay, &p));
+
+        int64_t *numel = malloc(sizeof *numel * (size_t)m->n_params);
+        for (int i = 0; i < m->n_params; i++)
+            numel[i] = m->params[i].numel;
+        ordo_keys_t *keys = NULL;
+        ORDO_CK_OK(ordo_keys_partition(numel, m->n_params, 4, partition, segment, servers, &keys));
+        ordo_merge_buf_t *mb = NULL;
+        ORDO_CK_OK(ordo_merge_buf_new(keys, p->n_groups, p->group_start, p->order, partition, &mb));
+        int parts = 0;
+        for (int g = 0; g < p->n_groups; g++)
+            parts += ordo_merge_buf_n_parts(mb, g);
+        ck_assert_int_eq(ordo_merge_plan_messages(p, m), parts);
+
+        /* message by message: the packer over the plan's parameters, group by group */
+        ordo_merge_timeline_t *t = NULL;
+        ordo_merge_pieces_t *pc = NULL;
+        ORDO_CK_OK(ordo_merge_timeline_new(m, &t));
+        ORDO_CK_OK(ordo_merge_pieces_new(t, keys, partition, p->order, &pc));
+        ORDO_CK_OK(ordo_merge_pieces_check(pc, m->n_params));
+        const double zero = 0;
+        ordo__merge_packer_t k;
+        ORDO_CK_OK(ordo__merge_packer_init(&k, pc, 1, &zero, &zero, &zero));
+        for (int g = 0; g < p->n_groups; g++) {
+            ordo__merge_packer_reset(&k);
+            for (int i = p->group_start[g]; i < p->group_start[g + 1]; i++)
+                ordo__merge_packer_add(&k, i);
+            ck_assert_int_eq(k.count, ordo_merge_buf_n_parts(mb, g));
+            /* per server in server order: as many messages, as many bytes, the same last one */
+            int q = 0;
+            for (int v = 0; v < servers; v++) {
+                int64_t sum = 0, last = 0;
+                for (int j = 0; j < k.n[v]; j++, q++) {
+                    const ordo_merge_part_t *part = ordo_merge_buf_part(mb, g, q);
+                    ck_assert_int_eq(part->server, v);
+                    sum += part->numel * 4;
+                    last = part->numel * 4;
+                }
+                ck_assert_int_eq(sum, k.closed[v] + k.open[v]);
+                ck_assert_int_eq(last, k.open[v]);
+            }
+        }
+        ordo__merge_packer_free(&k);
+        ordo_merge_pieces_destroy(&pc);
+        ordo_merge_timeline_destroy(&t);
+        ordo_merge_buf_destroy(&mb);
+        ordo_keys_destroy(&keys);
+        free(numel);
+        ordo_merge_plan_destroy(&p);
+        ordo_model_destroy(&m);
+    }
+}
+END_TEST
+
+START_TEST(layout_counts_messages_of_a_known_model)
+{
+    /* toy: fc{w 500, b 5} then conv1{w 1000, b 10} in push order, 4-byte floats; two servers
+     * balance by bytes, largest first: conv1.w (4000 B) on 0, fc.w (2000) on 1, conv1.b (40)
+     * on 1, fc.b (20) on 1 */
+    ordo_model_t *m = toy_model();
+    ordo_merge_layout_t two = {2, 1 << 20, 0};
+    ordo_merge_plan_t *p = NULL;
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_ALL, 0, 1e-3, 1e-9, 0, 0, &two, &p));
+    ck_assert_int_eq(ordo_merge_plan_messages(p, m), 2); /* one per server */
+    ordo_merge_plan_destroy(&p);
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 1e-3, 1e-9, 0, 0, &two, &p));
+    ck_assert_int_eq(ordo_merge_plan_messages(p, m), 3); /* fc: server 1; conv1: 0 and 1 */
+    /* wfbp, a = 1 ms: fc's one message, then conv1's two, each paying a */
+    ck_assert(p->predicted_iter_s > 3e-3);
+    ordo_merge_plan_destroy(&p);
+    /* one server, messages of at most 2 KiB: fc.w and fc.b (2020 B) fit in one, conv1.w
+     * (4000 B, never split) is a message of its own, and conv1.b would take it past 2 KiB */
+    ordo_merge_layout_t small = {1, 2048, 0};
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_ALL, 0, 1e-3, 1e-9, 0, 0, &small, &p));
+    ck_assert_int_eq(ordo_merge_plan_messages(p, m), 3);
+    ordo_merge_plan_destroy(&p);
+    /* messages of at most 2020 B: conv1.w is cut into two chunks of 2000 B; fc.w + fc.b is
+     * exactly 2020 B, which still fits; then each chunk, then conv1.b: 4 messages */
+    ordo_merge_layout_t exact = {1, 2020, 0};
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_ALL, 0, 1e-3, 1e-9, 0, 0, &exact, &p));
+    ck_assert_int_eq(ordo_merge_plan_messages(p, m), 4);
+    ordo_merge_plan_destroy(&p);
+    /* without a layout a group is one message */
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 1e-3, 1e-9, 0, 0, NULL, &p));
+    ck_assert_int_eq(ordo_merge_plan_messages(p, m), 2);
+    ordo_merge_plan_destroy(&p);
+    /* layouts the run would refuse */
+    ordo_merge_layout_t bad[3] = {{-1, 1 << 20, 0}, {2, 100, 0}, {2, 1 << 20, 10}};
+    const char *why[3] = {"servers", "partition_bytes", "segment_bytes"};
+    for (int i = 0; i < 3; i++) {
+        ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 1e-3, 1e-9, 0, 0, &bad[i], &p),
+                    ORDO_EINVAL);
+        expect_detail(why[i]);
+    }
+    ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, 1e-3, 1e-9, 0, -1, NULL, &p),
+                ORDO_EINVAL);
+    expect_detail("margin");
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- brute force */
+
+/* Random layers with random slices: L layers (backward order) ready at ready[], each with
+ * 1..4 slices on S servers. */
+typedef struct {
+    int L, S;
+    double ready[10], tb[10];
+    int64_t bytes[10];
+    int first[11], server[40];
+    int64_t sl[40];
+    ordo_merge_pieces_t pc;
+} rlayers_t;
+
+static void random_layers(rlayers_t *r)
+{
+    r->L = 1 + (int)(rng_next() % 10);
+    r->S = 1 + (int)(rng_next() % 3);
+    double clock = 0;
+    int s = 0;
+    for (int l = 0; l < r->L; l++) {
+        r->tb[l] = rng_log(10e-6, 3e-3);
+        clock += r->tb[l];
+        r->ready[l] = clock;
+        r->first[l] = s;
+        r->bytes[l] = 0;
+        int n = 1 + (int)(rng_next() % 4);
+        for (int k = 0; k < n; k++, s++) {
+            r->server[s] = (int)(rng_next() % (uint64_t)r->S);
+            r->sl[s] = (int64_t)rng_log(64, 8e6);
+            r->bytes[l] += r->sl[s];
+        }
+    }
+    r->first[r->L] = s;
+    r->pc = (ordo_merge_pieces_t){r->S, rng_next() % 3 ? (int64_t)rng_log(1e5, 1e7) : 0, r->L,
+                                  r->first, r->server, r->sl};
+}
+
+/* plain_time evaluates the grouping whose boundaries are the set bits of mask the plain way:
+ * each group is packed as a worker packs it (per server in order, its slices in order, a new
+ * message when the open one would pass max_bytes), and its messages go one after another,
+ * each holding the link a + b * bytes from when both the group is ready and the link is
+ * free, then the receiver c * bytes from when both it has arrived and the receiver is free. */
+static double plain_time(const rlayers_t *r, unsigned mask, double a, double b, double c)
+{
+    double link = 0, recv = 0;
+    int j = 0;
+    for (int i = 0; i < r->L; i++) {
+        if (i < r->L - 1 && !((mask >> i) & 1u)) continue;
+        /* group j..i */
+        double t = link > r->ready[i] ? link : r->ready[i];
+        for (int v = 0; v < r->S; v++) {
+            int64_t open = -1;
+            for (int s = r->first[j]; s < r->first[i + 1]; s++) {
+                if (r->server[s] != v) continue;
+                if (open >= 0 && !(r->pc.max_bytes > 0 && open + r->sl[s] > r->pc.max_bytes)) {
+                    open += r->sl[s];
+                    continue;
+                }
+                if (open >= 0) { /* send the closed message */
+                    t += a + b * (double)open;
+                    recv = (recv > t ? recv : t) + c * (double)open;
+                }
+                open = r->sl[s];
+            }
+            if (open >= 0) {
+                t += a + b * (double)open;
+                recv = (recv > t ? recv : t) + c * (double)open;
+            }
+        }
+        link = t;
+        j = i + 1;
+    }
+    return recv;
+}
+
+/* the grouping of mask as group numbers */
+static int groups_of(int L, unsigned mask, int *group)
+{
+    int g = 0;
+    for (int i = 0; i < L; i++) {
+        group[i] = g;
+        if ((mask >> i) & 1u) g++;
+    }
+    return group[L - 1] + 1;
+}
+
+START_TEST(messages_match_a_plain_evaluation)
+{
+    static const struct {
+        double a, b, c, margin;
+    } regimes[] = {
+        {500e-6, 1e-10, 0, 0},   {100e-6, 1e-9, 0, 0},     {40e-6, 0.8e-9, 2.5e-9, 0},
+        {300e-6, 0.8e-9, 0.5e-9, 0}, {0, 1e-9, 0, 0},      {500e-6, 1e-10, 0, 0.5},
+        {100e-6, 1e-9, 0, 1.0},  {40e-6, 0.8e-9, 1e-9, 0.5}, {300e-6, 0.8e-9, 0.5e-9, 2.0},
+    };
+    long checked = 0;
+    int by_margin = 0;
+    for (size_t k = 0; k < sizeof regimes / sizeof regimes[0]; k++) {
+        double a = regimes[k].a, b = regimes[k].b, c = regimes[k].c, mg = regimes[k].margin;
+        double l = 1 + mg;
+        rng_state = 1000 + k;
+        for (int n = 0; n < 600; n++) {
+            rlayers_t r;
+            random_layers(&r);
+            ORDO_CK_OK(ordo_merge_pieces_check(&r.pc, r.L));
+            unsigned all = 1u << (r.L - 1);
+            double t1[512], t2[512], best = INFINITY;
+            int group[10];
+            for (unsigned mask = 0; mask < all; mask++) {
+                groups_of(r.L, mask, group);
+                t1[mask] = plain_time(&r, mask, a, b, c);
+                double got = ordo_merge_comm_times(r.L, r.ready, r.bytes, group, a, b, c, &r.pc,
+                                                   NULL, NULL);
+                ck_assert_msg(rel_close(got, t1[mask]), "regime %zu model %d mask %u: %.17g vs %.17g",
+                              k, n, mask, got, t1[mask]);
+                t2[mask] = plain_time(&r, mask, l * a, l * b, l * c);
+                if (t1[mask] < best) best = t1[mask];
+                checked++;
+            }
+            /* the rule: least time; then (margin > 0) least time at the margin; then wfbp's
+             * grouping when it is among them; else the fewest groups */
+            double best2 = INFINITY;
+            for (unsigned mask = 0; mask < all; mask++)
+                if (t1[mask] <= best * (1 + 1e-13) && t2[mask] < best2) best2 = t2[mask];
+            int fewest = r.L + 1, fewest_plain = r.L + 1;
+            bool wfbp_in = false, wfbp_plain = false;
+            for (unsigned mask = 0; mask < all; mask++) {
+                if (t1[mask] > best * (1 + 1e-13)) continue;
+                int g = groups_of(r.L, mask, group);
+                if (mask == all - 1) wfbp_plain = true;
+                if (g < fewest_plain) fewest_plain = g;
+                if (mg > 0 && t2[mask] > best2 * (1 + 1e-13)) continue;
+                if (mask == all - 1) wfbp_in = true;
+                if (g < fewest) fewest = g;
+            }
+            int want = wfbp_in ? r.L : fewest;
+            int og = ordo_merge_optimal(r.L, r.tb, r.bytes, a, b, c, mg, &r.pc, group);
+            ck_assert_msg(og == want, "regime %zu model %d: %d groups, want %d", k, n, og, want);
+            ck_assert(ordo_merge_grouping_valid(r.L, group));
+            double got = ordo_merge_comm_times(r.L, r.ready, r.bytes, group, a, b, c, &r.pc, NULL,
+                                               NULL);
+            ck_assert_msg(rel_close(got, best), "regime %zu model %d: %.17g vs least %.17g", k, n,
+                          got, best);
+            if (mg > 0) {
+                double got2 = ordo_merge_comm_times(r.L, r.ready, r.bytes, group, l * a, l * b,
+                                                    l * c, &r.pc, NULL, NULL);
+                ck_assert_msg(rel_close(got2, best2), "regime %zu model %d: at the margin %.17g vs %.17g",
+                              k, n, got2, best2);
+                if (want != (wfbp_plain ? r.L : fewest_plain)) by_margin++;
+            }
+        }
+    }
+    printf("\nmessages: %ld groupings of random layers with random slices checked; the margin "
+           "changed the plan of %d models\n",
+           checked, by_margin);
+    ck_assert_int_gt(by_margin, 0);
+}
+END_TEST
+
+/* Layers ready at 1, 2, 3 and 20 s with 4, 4, 4 and 1 bytes, a = 2, b = 1. wfbp, {0 1 2}{3}
+ * and {0}{1 2}{3} all end at 23 (the last layer's message after its compute), and without a
+ * margin optimal takes wfbp's. With costs 1.5 times larger wfbp ends at 32.5, {0}{1 2}{3} at
+ * 29.5 and {0 1 2}{3} at 28.5: the plan that leaves the link free longest before the last
+ * layer. */
+START_TEST(margin_keeps_slack_on_a_fixed_case)
+{
+    double tb[4] = {1, 1, 1, 17};
+    int64_t bytes[4] = {4, 4, 4, 1};
+    double ready[4] = {1, 2, 3, 20};
+    int g[4];
+    ck_assert_int_eq(ordo_merge_optimal(4, tb, bytes, 2, 1, 0, 0, NULL, g), 4);
+    close_to(ordo_merge_comm_times(4, ready, bytes, g, 2, 1, 0, NULL, NULL, NULL), 23);
+    ck_assert_int_eq(ordo_merge_optimal(4, tb, bytes, 2, 1, 0, 0.5, NULL, g), 2);
+    ck_assert_int_eq(g[0], 0);
+    ck_assert_int_eq(g[1], 0);
+    ck_assert_int_eq(g[2], 0);
+    ck_assert_int_eq(g[3], 1);
+    close_to(ordo_merge_comm_times(4, ready, bytes, g, 2, 1, 0, NULL, NULL, NULL), 23);
+    close_to(ordo_merge_comm_times(4, ready, bytes, g, 3, 1.5, 0, NULL, NULL, NULL), 28.5);
+    ORDO_CK_ERR(ordo_merge_optimal(4, tb, bytes, 2, 1, 0, NAN, NULL, g), ORDO_EINVAL);
+    expect_detail("margin");
+}
+END_TEST
+
+Suite *merge_messages_suite(void);
+Suite *merge_messages_suite(void)
+{
+    Suite *s = suite_create("merge_messages");
+    TCase *tc = tcase_create("messages");
+    tcase_add_test(tc, messages_are_the_workers_parts);
+    tcase_add_test(tc, layout_counts_messages_of_a_known_model);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("brute_force");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, messages_match_a_plain_evaluation);
+    tcase_add_test(tc, margin_keeps_slack_on_a_fixed_case);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+ORDO_CK_MAIN(merge_messages_suite)
