@@ -4,7 +4,8 @@
  * algorithm ([push] mode = merged); worker 0 saves the final parameters. With 256 KiB chunks
  * the first layer's weights are split over both servers, so merged groups span servers. Every
  * merged run's parameters must equal the dense run's bit for bit (servers sum the W pushes in
- * worker order, so three workers are as exact as two). */
+ * worker order, so three workers are as exact as two), a plan read from a file
+ * ([push] merge = file:PATH) included; a bad plan file stops the start with its reason. */
 #include "run_util.h"
 #include "common/error.h"
 #include "worker/paramfile.h"
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define ITERS 20
 
@@ -98,7 +100,49 @@ START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
         assert_identical(dense, merged, runs[r].merge + 2);
         ordo_paramfile_destroy(&merged);
     }
+    /* a plan made elsewhere ([push] merge = file:PATH), splitting fc2 between two groups */
+    char path[] = "/tmp/ordo-merge-plan-XXXXXX", opt[64];
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    const char *plan = "{\"format\": \"ordo-merge/1\", \"model\": \"mlp\", \"groups\": "
+                       "[[\"fc3.w\", \"fc3.b\", \"fc2.w\"], [\"fc2.b\", \"fc1.w\", \"fc1.b\"]]}\n";
+    ck_assert_int_eq(write(fd, plan, strlen(plan)), (ssize_t)strlen(plan));
+    close(fd);
+    snprintf(opt, sizeof opt, "--push.merge=file:%s", path);
+    ordo_paramfile_t *merged = train("--push.mode=merged", opt, "merged pushes: 6 keys in 2 groups");
+    assert_identical(dense, merged, "--push.merge=file:PLAN" + 2);
+    ordo_paramfile_destroy(&merged);
+    unlink(path);
     ordo_paramfile_destroy(&dense);
+}
+END_TEST
+
+START_TEST(a_bad_plan_file_stops_the_start_with_its_reason)
+{
+    char path[] = "/tmp/ordo-merge-plan-XXXXXX", opt[64];
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    const char *plan = "{\"format\": \"ordo-merge/1\", \"model\": \"mlp\", \"groups\": "
+                       "[[\"fc3.w\", \"fc3.b\"]]}\n";
+    ck_assert_int_eq(write(fd, plan, strlen(plan)), (ssize_t)strlen(plan));
+    close(fd);
+    snprintf(opt, sizeof opt, "--push.merge=file:%s", path);
+    it_run_t run;
+    ck_assert_int_ne(it_run_launch(&run, conf_text, 60, "--push.mode=merged", opt, NULL), 0);
+    char want[160];
+    snprintf(want, sizeof want, "%s: $.groups: parameter 'fc2.w' is missing", path);
+    if (!it_run_log_has(&run, want)) {
+        it_run_print_log(&run, 20);
+        ck_abort_msg("the log does not say \"%s\"", want);
+    }
+    it_run_destroy(&run);
+    /* and a missing file */
+    snprintf(opt, sizeof opt, "--push.merge=file:%s", path);
+    unlink(path);
+    ck_assert_int_ne(it_run_launch(&run, conf_text, 60, "--push.mode=merged", opt, NULL), 0);
+    snprintf(want, sizeof want, "%s: cannot open", path);
+    ck_assert_msg(it_run_log_has(&run, want), "the log does not say \"%s\"", want);
+    it_run_destroy(&run);
 }
 END_TEST
 
@@ -108,6 +152,7 @@ static Suite *merged_suite(void)
     TCase *tc = tcase_create("mlp");
     tcase_set_timeout(tc, 290);
     tcase_add_test(tc, merged_pushes_give_the_dense_parameters_bit_for_bit);
+    tcase_add_test(tc, a_bad_plan_file_stops_the_start_with_its_reason);
     suite_add_tcase(s, tc);
     return s;
 }

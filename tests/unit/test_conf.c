@@ -60,6 +60,8 @@ START_TEST(errors_name_file_and_line)
     expect_error("[net]\nbandwidth = fast\n", "bad.ini:2: net.bandwidth:");
     expect_error("[order]\nenforce = maybe\n", "bad.ini:2: order.enforce: 'maybe' is not one of strict|greedy");
     expect_error("[push]\nmerge = bytes:lots\n", "bad.ini:2: push.merge:");
+    expect_error("[push]\nmerge = file:\n", "bad.ini:2: push.merge: 'file:' is not one of");
+    expect_error("[push]\nmerge_margin = -1\n", "bad.ini:2: push.merge_margin:");
     expect_error("[cluster]\nthis line has no equals sign\n", "bad.ini:2: syntax error");
 }
 END_TEST

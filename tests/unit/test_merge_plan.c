@@ -130,6 +130,68 @@ START_TEST(plan_json_round_trip)
 }
 END_TEST
 
+START_TEST(plan_json_keeps_layout_and_margin)
+{
+    /* a plan made for a run's key layout and with a margin writes both, and a plan read back
+     * is timed with its layout: the same predicted time */
+    ordo_model_t *m = toy_model();
+    ordo_merge_layout_t lay = {2, 1 << 20, 0};
+    ordo_merge_plan_t *p = NULL, *q = NULL;
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, 2e-4, 4e-10, 1e-10, 0.5, &lay, &p));
+    ck_assert(p->margin == 0.5);
+    char *json = NULL;
+    ORDO_CK_OK(ordo_merge_plan_to_json(p, m, &json));
+    ck_assert_msg(strstr(json, "\"c\": 1e-10, \"margin\": 0.5,\n \"servers\": 2, "
+                               "\"partition_bytes\": 1048576, \"segment_bytes\": 0") != NULL,
+                  "got:\n%s", json);
+    ORDO_CK_OK(ordo_merge_plan_load_string(json, "plan.json", m, &q));
+    ck_assert_int_eq(q->layout.servers, 2);
+    ck_assert_int_eq(q->layout.partition_bytes, 1 << 20);
+    ck_assert_int_eq(q->layout.segment_bytes, 0);
+    ck_assert(q->margin == 0.5);
+    ck_assert(q->predicted_iter_s == p->predicted_iter_s);
+    ck_assert_int_eq(ordo_merge_plan_messages(q, m), ordo_merge_plan_messages(p, m));
+    /* the same groups timed as one message each differ: wfbp's conv1 is two messages */
+    ordo_merge_plan_destroy(&q);
+    free(json);
+    ordo_merge_plan_destroy(&p);
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 2e-4, 4e-10, 0, 0, &lay, &p));
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 2e-4, 4e-10, 0, 0, NULL, &q));
+    /* fc at 70 us (one message), then conv1, ready at 180 us but behind fc's message, as one
+     * or as two messages of a = 200 us */
+    close_to(q->predicted_iter_s, 70e-6 + 2 * 200e-6 + 4e-10 * 6060);
+    close_to(p->predicted_iter_s, 70e-6 + 3 * 200e-6 + 4e-10 * 6060);
+    ordo_merge_plan_destroy(&q);
+    ordo_merge_plan_destroy(&p);
+    /* a layout is all three keys or none, in the ranges a run accepts */
+    static const struct {
+        const char *json, *want;
+    } bad[] = {
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"servers\": 2, \"groups\": "
+         "[[\"fc.w\", \"fc.b\", \"conv1.w\", \"conv1.b\"]]}",
+         "plan.json: $: servers, partition_bytes and segment_bytes go together"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"servers\": 0, "
+         "\"partition_bytes\": 4096, \"segment_bytes\": 0, \"groups\": []}",
+         "plan.json: $.servers: 0 is not in [1, 1024]"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"servers\": 1, "
+         "\"partition_bytes\": \"4MiB\", \"segment_bytes\": 0, \"groups\": []}",
+         "plan.json: $.partition_bytes: not an integer"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"servers\": 1, "
+         "\"partition_bytes\": 4096, \"segment_bytes\": 7, \"groups\": []}",
+         "plan.json: $: layout: segment_bytes 7 is neither 0 nor at least 1024"},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"margin\": -1, \"groups\": []}",
+         "plan.json: $.margin: -1 must be finite and >= 0"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ORDO_CK_ERR(ordo_merge_plan_load_string(bad[i].json, "plan.json", m, &q), ORDO_EFORMAT);
+        ck_assert_ptr_null(q);
+        ck_assert_msg(strstr(ordo_error_detail(), bad[i].want) != NULL,
+                      "case %zu: detail '%s' lacks '%s'", i, ordo_error_detail(), bad[i].want);
+    }
+    ordo_model_destroy(&m);
+}
+END_TEST
+
 START_TEST(plan_load_rejects_bad_plans)
 {
     static const struct {
@@ -330,6 +392,20 @@ START_TEST(cli_writes_plans_and_rejects_misuse)
     ck_assert_ptr_nonnull(strstr(out, "wfbp"));
     ck_assert_ptr_nonnull(strstr(out, "optimal"));
 
+    /* the run's layout: wfbp's conv1 goes as two messages on two servers */
+    const char *lay[] = {"merge",     "--compare", "--algo",    "wfbp",      "--a", "2e-4",
+                         "--b",       "1e-8",      "--servers", "2",         "--partition",
+                         "1MiB",      "--segment", "0",         path};
+    ck_assert_int_eq(run_cli(15, lay, out, sizeof out, err, sizeof err), 0);
+    ck_assert_msg(strstr(out, "algo              groups messages") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "wfbp                   2        3") != NULL, "%s", out);
+    const char *lay2[] = {"merge", "--a", "2e-4", "--b", "1e-8", "--servers", "2",
+                          "--margin", "1", path};
+    ck_assert_int_eq(run_cli(10, lay2, out, sizeof out, err, sizeof err), 0);
+    ck_assert_msg(strstr(out, "\"margin\": 1,\n \"servers\": 2, \"partition_bytes\": 4194304, "
+                              "\"segment_bytes\": 1048576") != NULL,
+                  "%s", out);
+
     const char *help[] = {"merge", "--help"};
     ck_assert_int_eq(run_cli(2, help, out, sizeof out, err, sizeof err), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: ordo-plan merge"));
@@ -348,6 +424,15 @@ START_TEST(cli_writes_plans_and_rejects_misuse)
          "--algo 'fast' is not one of optimal|mgwfbp|wfbp|all|bytes:N"},
         {3, {"merge", "--frobnicate", "x.json"}, "unknown option '--frobnicate'"},
         {7, {"merge", "--a", "0", "--b", "0", "x.json", "y.json"}, "one model file only"},
+        {7,
+         {"merge", "--a", "0", "--b", "0", "--servers", "0", "x.json"},
+         "--servers '0' is not a number of servers in [1, 1024]"},
+        {7,
+         {"merge", "--a", "0", "--b", "0", "--partition", "4 MiB please", "x.json"},
+         "--partition '4 MiB please' is not a size in bytes"},
+        {7,
+         {"merge", "--a", "0", "--b", "0", "--margin", "-0.5", "x.json"},
+         "--margin '-0.5' is not a number >= 0"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_int_eq(run_cli(bad[i].argc, bad[i].argv, out, sizeof out, err, sizeof err), 2);
@@ -372,6 +457,7 @@ Suite *merge_plan_suite(void)
     tcase_add_test(tc, plan_compute_on_toy);
     tcase_add_test(tc, algo_names_parse);
     tcase_add_test(tc, plan_json_round_trip);
+    tcase_add_test(tc, plan_json_keeps_layout_and_margin);
     tcase_add_test(tc, plan_load_rejects_bad_plans);
     tcase_add_test(tc, plan_load_file_reads_what_was_written);
     tcase_add_test(tc, profiles_keep_the_order_of_algorithms);
