@@ -207,8 +207,7 @@ int ordo_merge_pieces_new(const ordo_merge_timeline_t *t, const ordo_keys_t *key
             int key = per_layer ? t->order[q] : order[q];
             if (key < 0 || key >= t->n_params) {
                 ordo_merge_pieces_destroy(&pc);
-                return ordo_error_set(ORDO_EINVAL, "ordo_merge_pieces_new: order[%d] = %d", q,
-                                      key);
+                return ordo_error_set(ORDO_EINVAL, "ordo_merge_pieces_new: order[%d] = %d", q, key);
             }
             for (int c = 0; c < keys->n_chunks[key]; c++) {
                 const ordo_slice_t *sl = &keys->slices[keys->first_slice[key] + c];

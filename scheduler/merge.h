@@ -153,7 +153,7 @@ typedef struct ordo_merge_plan {
     double a, b, c;             /* the cost model the plan was made for */
     double margin;              /* optimal's tie rule (ordo_merge_optimal) */
     ordo_merge_layout_t layout; /* and the layout (servers = 0: one message per group) */
-    double predicted_iter_s; /* end of the last push after backward starts, under a, b, c */
+    double predicted_iter_s;    /* end of the last push after backward starts, under a, b, c */
     int n_params;
     int n_groups;
     int *order;          /* [n_params] param indices in push order */

@@ -62,8 +62,7 @@ static int compare(const ordo_model_t *m, double a, double b, double c, double m
     double wfbp = 0;
     printf("model %s: %d params, %lld bytes, a = %g s, b = %g s/byte, c = %g s/byte\n", m->name,
            m->n_params, (long long)ordo_model_total_bytes(m), a, b, c);
-    printf("%-16s %7s %8s %18s %9s\n", "algo", "groups", "messages", "predicted_iter_s",
-           "vs_wfbp");
+    printf("%-16s %7s %8s %18s %9s\n", "algo", "groups", "messages", "predicted_iter_s", "vs_wfbp");
     for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
         ordo_merge_plan_t *p = NULL;
         int rc = ordo_merge_plan_compute(m, algos[i], bucket, a, b, c, margin, layout, &p);
@@ -107,9 +106,8 @@ int ordo_merge_cli(int argc, char **argv)
             /* --opt VALUE or --opt=VALUE */
             const char *eq = strchr(arg, '=');
             size_t klen = eq ? (size_t)(eq - arg) : strlen(arg);
-            static const char *const keys[] = {"--algo",    "--a",         "--b",
-                                               "--c",       "--servers",   "--partition",
-                                               "--segment", "--margin"};
+            static const char *const keys[] = {"--algo",    "--a",         "--b",       "--c",
+                                               "--servers", "--partition", "--segment", "--margin"};
             int which = -1;
             for (int k = 0; k < 8; k++)
                 if (strlen(keys[k]) == klen && strncmp(arg, keys[k], klen) == 0) which = k;

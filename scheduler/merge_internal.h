@@ -11,13 +11,13 @@
  * receiver stage needs of them under up to two cost models (see ordo__merge_send). */
 typedef struct ordo__merge_packer {
     const ordo_merge_pieces_t *pc;
-    int nq;                    /* cost models: 1 or 2 */
-    double a[2], b[2], c[2];   /* their costs */
-    int *n;                    /* [n_servers] messages of each server (0: none yet) */
-    int64_t *closed, *open;    /* [n_servers] bytes of its closed messages, of the open one */
-    double *psi[2];            /* [n_servers] per model: max over its closed messages of psi */
-    int count;                 /* messages of the group */
-    int64_t bytes;             /* of the group */
+    int nq;                  /* cost models: 1 or 2 */
+    double a[2], b[2], c[2]; /* their costs */
+    int *n;                  /* [n_servers] messages of each server (0: none yet) */
+    int64_t *closed, *open;  /* [n_servers] bytes of its closed messages, of the open one */
+    double *psi[2];          /* [n_servers] per model: max over its closed messages of psi */
+    int count;               /* messages of the group */
+    int64_t bytes;           /* of the group */
 } ordo__merge_packer_t;
 
 /* ordo__merge_packer_init sizes k for pieces pc (never NULL) and nq (1 or 2) cost models

@@ -135,8 +135,8 @@ static state_t extend(const ctx_t *x, const state_t *p, int j, int i, int from, 
     s.j = j;
     s.from = from;
     for (int q = 0; q < x->D / 2; q++)
-        ordo__merge_send(&s.t[2 * q], &s.t[2 * q + 1], x->ready[i - 1], g->n, g->bytes,
-                         g->phi[q], x->a[q], x->b[q], x->c[q]);
+        ordo__merge_send(&s.t[2 * q], &s.t[2 * q + 1], x->ready[i - 1], g->n, g->bytes, g->phi[q],
+                         x->a[q], x->b[q], x->c[q]);
     return s;
 }
 
@@ -236,8 +236,7 @@ static void walk(front_t **fronts, int counted, int i, int k, int *layer_group)
 }
 
 int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b,
-                       double c, double margin, const ordo_merge_pieces_t *pieces,
-                       int *layer_group)
+                       double c, double margin, const ordo_merge_pieces_t *pieces, int *layer_group)
 {
     if (!isfinite(a) || !isfinite(b) || !isfinite(c) || a < 0 || b < 0 || c < 0)
         return ordo_error_set(ORDO_EINVAL,

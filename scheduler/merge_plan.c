@@ -114,8 +114,7 @@ static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
             bytes[i] = m->params[q].bytes;
             group[i] = p->group_of_param[q];
         }
-        iter = ordo_merge_comm_times(p->n_params, ready, bytes, group, a, b, c, pieces, NULL,
-                                     NULL);
+        iter = ordo_merge_comm_times(p->n_params, ready, bytes, group, a, b, c, pieces, NULL, NULL);
     }
     ordo_merge_pieces_destroy(&pieces);
     free(ready);
@@ -380,8 +379,8 @@ static int get_layout(json_t *root, const char *name, ordo_merge_layout_t *lay)
     }
     if (n == 0) return 0;
     if (n != 3)
-        return ordo_error_set(ORDO_EFORMAT,
-                              "%s: $: servers, partition_bytes and segment_bytes go together", name);
+        return ordo_error_set(
+            ORDO_EFORMAT, "%s: $: servers, partition_bytes and segment_bytes go together", name);
     if (v[0] < 1 || v[0] > 1024)
         return ordo_error_set(ORDO_EFORMAT, "%s: $.servers: %lld is not in [1, 1024]", name,
                               (long long)v[0]);

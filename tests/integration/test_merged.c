@@ -109,7 +109,8 @@ START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
     ck_assert_int_eq(write(fd, plan, strlen(plan)), (ssize_t)strlen(plan));
     close(fd);
     snprintf(opt, sizeof opt, "--push.merge=file:%s", path);
-    ordo_paramfile_t *merged = train("--push.mode=merged", opt, "merged pushes: 6 keys in 2 groups");
+    ordo_paramfile_t *merged =
+        train("--push.mode=merged", opt, "merged pushes: 6 keys in 2 groups");
     assert_identical(dense, merged, "--push.merge=file:PLAN" + 2);
     ordo_paramfile_destroy(&merged);
     unlink(path);

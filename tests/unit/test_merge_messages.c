@@ -65,7 +65,8 @@ START_TEST(messages_are_the_workers_parts)
         ordo_merge_plan_t *p = NULL;
         /* bytes:N cuts groups anywhere, even inside a layer */
         int64_t bucket = (int64_t)rng_log(1024, 64 << 20);
-        ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, bucket, 1e-5, 1e-9, 0, 0, &lay, &p));
+        ORDO_CK_OK(
+            ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, bucket, 1e-5, 1e-9, 0, 0, &lay, &p));
 
         int64_t *numel = malloc(sizeof *numel * (size_t)m->n_params);
         for (int i = 0; i < m->n_params; i++)
@@ -199,8 +200,8 @@ static void random_layers(rlayers_t *r)
         }
     }
     r->first[r->L] = s;
-    r->pc = (ordo_merge_pieces_t){r->S, rng_next() % 3 ? (int64_t)rng_log(1e5, 1e7) : 0, r->L,
-                                  r->first, r->server, r->sl};
+    r->pc = (ordo_merge_pieces_t){
+        r->S, rng_next() % 3 ? (int64_t)rng_log(1e5, 1e7) : 0, r->L, r->first, r->server, r->sl};
 }
 
 /* plain_time evaluates the grouping whose boundaries are the set bits of mask the plain way:
@@ -257,9 +258,15 @@ START_TEST(messages_match_a_plain_evaluation)
     static const struct {
         double a, b, c, margin;
     } regimes[] = {
-        {500e-6, 1e-10, 0, 0},   {100e-6, 1e-9, 0, 0},     {40e-6, 0.8e-9, 2.5e-9, 0},
-        {300e-6, 0.8e-9, 0.5e-9, 0}, {0, 1e-9, 0, 0},      {500e-6, 1e-10, 0, 0.5},
-        {100e-6, 1e-9, 0, 1.0},  {40e-6, 0.8e-9, 1e-9, 0.5}, {300e-6, 0.8e-9, 0.5e-9, 2.0},
+        {500e-6, 1e-10, 0, 0},
+        {100e-6, 1e-9, 0, 0},
+        {40e-6, 0.8e-9, 2.5e-9, 0},
+        {300e-6, 0.8e-9, 0.5e-9, 0},
+        {0, 1e-9, 0, 0},
+        {500e-6, 1e-10, 0, 0.5},
+        {100e-6, 1e-9, 0, 1.0},
+        {40e-6, 0.8e-9, 1e-9, 0.5},
+        {300e-6, 0.8e-9, 0.5e-9, 2.0},
     };
     long checked = 0;
     int by_margin = 0;
@@ -277,10 +284,11 @@ START_TEST(messages_match_a_plain_evaluation)
             for (unsigned mask = 0; mask < all; mask++) {
                 groups_of(r.L, mask, group);
                 t1[mask] = plain_time(&r, mask, a, b, c);
-                double got = ordo_merge_comm_times(r.L, r.ready, r.bytes, group, a, b, c, &r.pc,
-                                                   NULL, NULL);
-                ck_assert_msg(rel_close(got, t1[mask]), "regime %zu model %d mask %u: %.17g vs %.17g",
-                              k, n, mask, got, t1[mask]);
+                double got =
+                    ordo_merge_comm_times(r.L, r.ready, r.bytes, group, a, b, c, &r.pc, NULL, NULL);
+                ck_assert_msg(rel_close(got, t1[mask]),
+                              "regime %zu model %d mask %u: %.17g vs %.17g", k, n, mask, got,
+                              t1[mask]);
                 t2[mask] = plain_time(&r, mask, l * a, l * b, l * c);
                 if (t1[mask] < best) best = t1[mask];
                 checked++;
@@ -305,15 +313,16 @@ START_TEST(messages_match_a_plain_evaluation)
             int og = ordo_merge_optimal(r.L, r.tb, r.bytes, a, b, c, mg, &r.pc, group);
             ck_assert_msg(og == want, "regime %zu model %d: %d groups, want %d", k, n, og, want);
             ck_assert(ordo_merge_grouping_valid(r.L, group));
-            double got = ordo_merge_comm_times(r.L, r.ready, r.bytes, group, a, b, c, &r.pc, NULL,
-                                               NULL);
+            double got =
+                ordo_merge_comm_times(r.L, r.ready, r.bytes, group, a, b, c, &r.pc, NULL, NULL);
             ck_assert_msg(rel_close(got, best), "regime %zu model %d: %.17g vs least %.17g", k, n,
                           got, best);
             if (mg > 0) {
                 double got2 = ordo_merge_comm_times(r.L, r.ready, r.bytes, group, l * a, l * b,
                                                     l * c, &r.pc, NULL, NULL);
-                ck_assert_msg(rel_close(got2, best2), "regime %zu model %d: at the margin %.17g vs %.17g",
-                              k, n, got2, best2);
+                ck_assert_msg(rel_close(got2, best2),
+                              "regime %zu model %d: at the margin %.17g vs %.17g", k, n, got2,
+                              best2);
                 if (want != (wfbp_plain ? r.L : fewest_plain)) by_margin++;
             }
         }

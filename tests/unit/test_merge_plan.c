@@ -52,7 +52,8 @@ START_TEST(plan_compute_on_toy)
     ordo_merge_plan_destroy(&p);
 
     ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, 0, a, b, 0, 0, NULL, &p), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, INFINITY, b, 0, 0, NULL, &p), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, INFINITY, b, 0, 0, NULL, &p),
+                ORDO_EINVAL);
     expect_detail("must be finite and >= 0");
     ck_assert_ptr_null(p);
     ordo_model_destroy(&m);
@@ -137,7 +138,8 @@ START_TEST(plan_json_keeps_layout_and_margin)
     ordo_model_t *m = toy_model();
     ordo_merge_layout_t lay = {2, 1 << 20, 0};
     ordo_merge_plan_t *p = NULL, *q = NULL;
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, 2e-4, 4e-10, 1e-10, 0.5, &lay, &p));
+    ORDO_CK_OK(
+        ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, 2e-4, 4e-10, 1e-10, 0.5, &lay, &p));
     ck_assert(p->margin == 0.5);
     char *json = NULL;
     ORDO_CK_OK(ordo_merge_plan_to_json(p, m, &json));
@@ -393,14 +395,14 @@ START_TEST(cli_writes_plans_and_rejects_misuse)
     ck_assert_ptr_nonnull(strstr(out, "optimal"));
 
     /* the run's layout: wfbp's conv1 goes as two messages on two servers */
-    const char *lay[] = {"merge",     "--compare", "--algo",    "wfbp",      "--a", "2e-4",
-                         "--b",       "1e-8",      "--servers", "2",         "--partition",
-                         "1MiB",      "--segment", "0",         path};
+    const char *lay[] = {"merge",       "--compare", "--algo",    "wfbp",      "--a",
+                         "2e-4",        "--b",       "1e-8",      "--servers", "2",
+                         "--partition", "1MiB",      "--segment", "0",         path};
     ck_assert_int_eq(run_cli(15, lay, out, sizeof out, err, sizeof err), 0);
     ck_assert_msg(strstr(out, "algo              groups messages") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "wfbp                   2        3") != NULL, "%s", out);
-    const char *lay2[] = {"merge", "--a", "2e-4", "--b", "1e-8", "--servers", "2",
-                          "--margin", "1", path};
+    const char *lay2[] = {"merge",     "--a", "2e-4",     "--b", "1e-8",
+                          "--servers", "2",   "--margin", "1",   path};
     ck_assert_int_eq(run_cli(10, lay2, out, sizeof out, err, sizeof err), 0);
     ck_assert_msg(strstr(out, "\"margin\": 1,\n \"servers\": 2, \"partition_bytes\": 4194304, "
                               "\"segment_bytes\": 1048576") != NULL,
