@@ -6,6 +6,7 @@
 #include "scheduler/merge.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,6 +172,8 @@ void ordo_merge_pieces_destroy(ordo_merge_pieces_t **pp)
     free((*pp)->first);
     free((*pp)->server);
     free((*pp)->bytes);
+    free((*pp)->run_key);
+    free((*pp)->run_off);
     free(*pp);
     *pp = NULL;
 }
@@ -193,7 +196,9 @@ int ordo_merge_pieces_new(const ordo_merge_timeline_t *t, const ordo_keys_t *key
     pc->first = malloc(((size_t)n + 1) * sizeof *pc->first);
     pc->server = malloc(((size_t)keys->n_slices + 1) * sizeof *pc->server);
     pc->bytes = malloc(((size_t)keys->n_slices + 1) * sizeof *pc->bytes);
-    if (!pc->first || !pc->server || !pc->bytes) {
+    pc->run_key = malloc(((size_t)keys->n_slices + 1) * sizeof *pc->run_key);
+    pc->run_off = malloc(((size_t)keys->n_slices + 1) * sizeof *pc->run_off);
+    if (!pc->first || !pc->server || !pc->bytes || !pc->run_key || !pc->run_off) {
         ordo_merge_pieces_destroy(&pc);
         return ORDO_ENOMEM;
     }
@@ -213,6 +218,8 @@ int ordo_merge_pieces_new(const ordo_merge_timeline_t *t, const ordo_keys_t *key
                 const ordo_slice_t *sl = &keys->slices[keys->first_slice[key] + c];
                 pc->server[s] = sl->server;
                 pc->bytes[s] = sl->numel * (int64_t)keys->elem_size;
+                pc->run_key[s] = keys->n_chunks[key] > 1 ? key : -1;
+                pc->run_off[s] = sl->offset * (int64_t)keys->elem_size;
                 s++;
             }
         }
@@ -235,6 +242,8 @@ int ordo_merge_pieces_check(const ordo_merge_pieces_t *pc, int n)
             return ordo_error_set(ORDO_EINVAL,
                                   "message layout: slice %d: server %d of %d, %lld bytes", s,
                                   pc->server[s], pc->n_servers, (long long)pc->bytes[s]);
+    if (!pc->run_key != !pc->run_off)
+        return ordo_error_set(ORDO_EINVAL, "message layout: run_key and run_off go together");
     return 0;
 }
 
@@ -251,11 +260,13 @@ int ordo__merge_packer_init(ordo__merge_packer_t *k, const ordo_merge_pieces_t *
         k->c[q] = c[q];
     }
     k->n = calloc((size_t)S + 1, sizeof *k->n);
+    k->run = calloc((size_t)S + 1, sizeof *k->run);
+    k->run_end = calloc((size_t)S + 1, sizeof *k->run_end);
     k->closed = calloc((size_t)S + 1, sizeof *k->closed);
     k->open = calloc((size_t)S + 1, sizeof *k->open);
     k->psi[0] = calloc((size_t)S + 1, sizeof *k->psi[0]);
     k->psi[1] = calloc((size_t)S + 1, sizeof *k->psi[1]);
-    if (!k->n || !k->closed || !k->open || !k->psi[0] || !k->psi[1]) {
+    if (!k->n || !k->run || !k->run_end || !k->closed || !k->open || !k->psi[0] || !k->psi[1]) {
         ordo__merge_packer_free(k);
         return ORDO_ENOMEM;
     }
@@ -266,6 +277,8 @@ int ordo__merge_packer_init(ordo__merge_packer_t *k, const ordo_merge_pieces_t *
 void ordo__merge_packer_free(ordo__merge_packer_t *k)
 {
     free(k->n);
+    free(k->run);
+    free(k->run_end);
     free(k->closed);
     free(k->open);
     free(k->psi[0]);
@@ -295,11 +308,16 @@ void ordo__merge_packer_add(ordo__merge_packer_t *k, int i)
 {
     const ordo_merge_pieces_t *pc = k->pc;
     for (int s = pc->first[i]; s < pc->first[i + 1]; s++) {
-        int v = pc->server[s];
+        int v = pc->server[s], key = pc->run_key ? pc->run_key[s] : -1;
         int64_t b = pc->bytes[s];
-        /* as the worker packs: a new message when none is open or this slice would take the
-         * open one past max_bytes (a slice is never split) */
-        if (k->n[v] == 0 || (pc->max_bytes > 0 && k->open[v] + b > pc->max_bytes)) {
+        /* as the worker packs: a new message when none is open, when this slice would take
+         * the open one past max_bytes (a slice is never split), and when it does not continue
+         * the open one's kind: a chunked key's slice continues a run of that key's consecutive
+         * slices, a key of one slice a message of such keys */
+        bool same = key >= 0 ? k->run[v] == key && k->run_end[v] == pc->run_off[s] : k->run[v] < 0;
+        if (key >= 0) k->run_end[v] = pc->run_off[s] + b;
+        if (k->n[v] == 0 || !same || (pc->max_bytes > 0 && k->open[v] + b > pc->max_bytes)) {
+            k->run[v] = key;
             if (k->n[v] > 0) { /* the open message closes */
                 for (int q = 0; q < k->nq; q++) {
                     double y = psi_term(k, q, k->n[v], k->closed[v], k->open[v]);

@@ -45,20 +45,25 @@ void ordo_merge_timeline_destroy(ordo_merge_timeline_t **t);
 
 /* ---- how a group travels: its messages ------------------------------------------------ */
 
-/* The live system sends a group as one message per server holding part of it, in server
- * order, a server's share (its slices in push order) cut between slices into messages of
- * at most max_bytes (worker/merge_buf.c). ordo_merge_pieces_t describes this for n_items
- * items (layers or parameters) in push order: item i's slices are first[i] ..
- * first[i + 1] - 1, slice s on server[s] with bytes[s] bytes, in the order the worker packs
- * them. A plain struct that callers may fill themselves. The functions below take NULL
- * pieces to mean one message per group of the group's bytes (the paper's model). */
+/* The live system sends a group as messages per server holding part of it, in server order,
+ * a server's share (its slices in push order) cut between slices into messages of at most
+ * max_bytes; the slices of a chunked key (one with several slices) go in messages of their
+ * own, runs of that key's consecutive slices (worker/merge_buf.c). ordo_merge_pieces_t
+ * describes this for n_items items (layers or parameters) in push order: item i's slices are
+ * first[i] .. first[i + 1] - 1, slice s on server[s] with bytes[s] bytes, in the order the
+ * worker packs them; run_key[s] is its key when that key is chunked, else -1, and run_off[s]
+ * its byte offset in that key (both NULL: no key is chunked). A plain struct that callers
+ * may fill themselves. The functions below take NULL pieces to mean one message per group of
+ * the group's bytes (the paper's model). */
 typedef struct ordo_merge_pieces {
     int n_servers;     /* >= 1 */
-    int64_t max_bytes; /* 0: a server's share of a group is one message */
+    int64_t max_bytes; /* 0: no cut (but a chunked key's runs) */
     int n_items;
-    int *first;     /* [n_items + 1] */
-    int *server;    /* [first[n_items]] in [0, n_servers) */
-    int64_t *bytes; /* [first[n_items]] > 0 */
+    int *first;       /* [n_items + 1] */
+    int *server;      /* [first[n_items]] in [0, n_servers) */
+    int64_t *bytes;   /* [first[n_items]] > 0 */
+    int *run_key;     /* [first[n_items]] or NULL */
+    int64_t *run_off; /* [first[n_items]] or NULL */
 } ordo_merge_pieces_t;
 
 /* ordo_merge_pieces_new describes the messages of timeline t's items under key map keys

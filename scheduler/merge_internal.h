@@ -14,6 +14,8 @@ typedef struct ordo__merge_packer {
     int nq;                  /* cost models: 1 or 2 */
     double a[2], b[2], c[2]; /* their costs */
     int *n;                  /* [n_servers] messages of each server (0: none yet) */
+    int *run;                /* [n_servers] the open message's chunked key (-1: none) */
+    int64_t *run_end;        /* [n_servers] and the byte its run ends at in that key */
     int64_t *closed, *open;  /* [n_servers] bytes of its closed messages, of the open one */
     double *psi[2];          /* [n_servers] per model: max over its closed messages of psi */
     int count;               /* messages of the group */

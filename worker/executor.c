@@ -298,7 +298,11 @@ int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
     if (!e->param_block || !e->grad_block) goto nomem;
     for (int i = 0; i < e->n; i++) {
         e->params[i] = e->param_block + at;
-        e->grads[i] = e->grad_block + at;
+        /* merged pushes: a gradient computed in its merge buffer is not copied there; the
+         * iteration ends only when every push was acknowledged, so the next backward cannot
+         * overwrite one still being sent */
+        float *home = ordo_worker_grad_home(o->ps, i);
+        e->grads[i] = home ? home : e->grad_block + at;
         at += o->model->params[i].numel;
         e->order[i] = i;
         e->ready_iter[i] = -1;

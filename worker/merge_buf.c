@@ -34,6 +34,7 @@ struct ordo_merge_buf {
     int64_t *offsets;    /* [n_slices] payload offset of each entry of slice_ids */
     int *slice_part;     /* [n_slices] part of each slice */
     int64_t *slice_off;  /* [n_slices] payload offset of each slice */
+    float **home;        /* [n_keys] where the key's gradient may live (NULL: anywhere) */
     int64_t bytes;
 };
 
@@ -137,7 +138,11 @@ static int check_grouping(int n_keys, int n_groups, const int *group_start, cons
 }
 
 /* lay out group g's parts: per server holding some of its slices (in server order), its
- * slices in push order, cut into messages of at most max_bytes (a slice is never split) */
+ * slices in push order, cut into messages of at most max_bytes (a slice is never split). The
+ * slices of a key that has several (a chunked tensor) travel in parts of their own, runs of
+ * that key's consecutive slices sent from the gradient as they are; the keys of one slice
+ * are packed together, and their gradients can live in the part's buffer (their home), so
+ * that nothing is copied. */
 
 /* true when part p's slices are consecutive slices of one key, in order: its payload is then
  * a run of that key's gradient, sent as it is (no copy) */
@@ -156,14 +161,24 @@ static int build_group(ordo_merge_buf_t *mb, int g, int64_t max_bytes, int *next
     gr->first_part = mb->n_parts;
     for (int s = 0; s < k->n_servers; s++) {
         part_t *p = NULL;
+        int run_key = -1; /* the open part's key when it is a run of a chunked key */
+        int64_t run_end = 0;
         for (int i = 0; i < gr->n_keys; i++) {
             int key = mb->order[gr->first_key + i];
+            bool chunked = k->n_chunks[key] > 1;
             for (int c = 0; c < k->n_chunks[key]; c++) {
                 int sl = k->first_slice[key] + c;
                 if (k->slices[sl].server != s) continue;
                 int64_t bytes = k->slices[sl].numel * (int64_t)sizeof(float);
-                if (!p || (max_bytes > 0 &&
-                           (p->pub.numel * (int64_t)sizeof(float)) + bytes > max_bytes)) {
+                bool fits = p && !(max_bytes > 0 &&
+                                   (p->pub.numel * (int64_t)sizeof(float)) + bytes > max_bytes);
+                /* a chunked key's slice continues a run of its key's consecutive slices; a
+                 * key of one slice joins a part of such keys */
+                bool same =
+                    chunked ? run_key == key && k->slices[sl].offset == run_end : run_key < 0;
+                if (chunked) run_end = k->slices[sl].offset + k->slices[sl].numel;
+                if (!fits || !same) {
+                    run_key = chunked ? key : -1;
                     p = &mb->parts[mb->n_parts++];
                     p->pub.server = s;
                     p->pub.slices = mb->slice_ids + *next_entry;
@@ -187,6 +202,12 @@ static int build_group(ordo_merge_buf_t *mb, int g, int64_t max_bytes, int *next
         p->buf = aligned_alloc(64, bytes ? bytes : 64);
         if (!p->buf) return ORDO_ENOMEM;
         mb->bytes += (int64_t)bytes;
+        /* a packed part holds whole keys of one slice each: their homes */
+        for (int j = 0; j < p->pub.n_slices; j++) {
+            const ordo_slice_t *sl = &k->slices[p->pub.slices[j]];
+            ORDO_ASSERT(k->n_chunks[sl->key] == 1);
+            mb->home[sl->key] = p->buf + p->pub.offset[j];
+        }
     }
     return 0;
 }
@@ -210,8 +231,9 @@ int ordo_merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_s
     mb->offsets = malloc(sizeof *mb->offsets * ns);
     mb->slice_part = malloc(sizeof *mb->slice_part * ns);
     mb->slice_off = malloc(sizeof *mb->slice_off * ns);
+    mb->home = calloc(nk, sizeof *mb->home);
     if (!mb->groups || !mb->order || !mb->group_of || !mb->put || !mb->parts || !mb->slice_ids ||
-        !mb->offsets || !mb->slice_part || !mb->slice_off) {
+        !mb->offsets || !mb->slice_part || !mb->slice_off || !mb->home) {
         rc = ORDO_ENOMEM;
         goto fail;
     }
@@ -248,6 +270,7 @@ void ordo_merge_buf_destroy(ordo_merge_buf_t **mbp)
     free(mb->offsets);
     free(mb->slice_part);
     free(mb->slice_off);
+    free(mb->home);
     free(mb);
     *mbp = NULL;
 }
@@ -292,9 +315,10 @@ int ordo_merge_buf_put(ordo_merge_buf_t *mb, int key, const float *src, int *gro
         int sl = k->first_slice[key] + c;
         part_t *p = &mb->parts[mb->slice_part[sl]];
         const float *from = src + k->slices[sl].offset;
-        if (p->buf)
-            memcpy(p->buf + mb->slice_off[sl], from, (size_t)k->slices[sl].numel * sizeof(float));
-        else if (mb->slice_off[sl] == 0)
+        float *to = p->buf ? p->buf + mb->slice_off[sl] : NULL;
+        if (to && to != from) /* a gradient computed in its home is there already */
+            memcpy(to, from, (size_t)k->slices[sl].numel * sizeof(float));
+        else if (!to && mb->slice_off[sl] == 0)
             p->single = from;
     }
     mb->put[key] = 1;
@@ -320,4 +344,9 @@ void ordo_merge_buf_reset(ordo_merge_buf_t *mb, int g)
 int64_t ordo_merge_buf_bytes(const ordo_merge_buf_t *mb)
 {
     return mb->bytes;
+}
+
+float *ordo_merge_buf_home(const ordo_merge_buf_t *mb, int key)
+{
+    return key >= 0 && key < mb->keys->n_keys ? mb->home[key] : NULL;
 }

@@ -3,11 +3,12 @@
  * key map spreads slices by bytes), every group is sent as one message per server holding
  * part of it, cut into messages of at most the plan's max_message_bytes: a "part". A part's
  * payload is the concatenation of its slices' floats, in push
- * order (keys in group order, chunks in order), and its index lists their slice ids. Buffers
- * and indexes are allocated once, when the plan is read: gradients are copied in as they
- * become ready, and a group is complete when every one of its keys was put. A part holding a
- * single slice, or of consecutive slices of one key (the segments of a chunk), is not copied:
- * its payload is the gradient itself (zero copy). */
+ * order (keys in group order, chunks in order), and its index lists their slice ids. The
+ * slices of a chunked key (one with several slices) travel in parts of their own, runs of its
+ * consecutive slices whose payload is the gradient itself; the keys of one slice are packed
+ * together into a buffer, allocated once when the plan is read, where their gradients can
+ * live (ordo_merge_buf_home) so that nothing is copied; a gradient put from elsewhere is
+ * copied in. A group is complete when every one of its keys was put. */
 #ifndef ORDO_MERGE_BUF_H
 #define ORDO_MERGE_BUF_H
 
@@ -64,8 +65,9 @@ int ordo_merge_buf_n_parts(const ordo_merge_buf_t *mb, int g);
 const ordo_merge_part_t *ordo_merge_buf_part(const ordo_merge_buf_t *mb, int g, int p);
 
 /* ordo_merge_buf_put copies key's gradient (keys->numel[key] floats at src) into the
- * payloads of its group's parts; for a part of one key's consecutive slices it only records src,
- * which the caller then keeps unchanged until the part was sent and acknowledged. Sets *group to
+ * payloads of its group's parts, unless src is its home; for a part of one key's consecutive
+ * slices it only records src, which the caller then keeps unchanged until the part was sent
+ * and acknowledged. Sets *group to
  * key's group and returns 1 when that group is now complete (every key put since its last
  * reset), 0 when it is not, ORDO_EINVAL when key is out of range or was already put. */
 int ordo_merge_buf_put(ordo_merge_buf_t *mb, int key, const float *src, int *group);
@@ -79,5 +81,11 @@ void ordo_merge_buf_reset(ordo_merge_buf_t *mb, int g);
 
 /* ordo_merge_buf_bytes returns the bytes allocated for payload buffers (for logs). */
 int64_t ordo_merge_buf_bytes(const ordo_merge_buf_t *mb);
+
+/* ordo_merge_buf_home returns where key's gradient may be computed so that putting it copies
+ * nothing: its place in its part's buffer (borrowed from mb), or NULL for a key sent from
+ * wherever it is (a chunked key, a part of one key) or out of range. A gradient computed
+ * there must not be written again before its group was sent and acknowledged. */
+float *ordo_merge_buf_home(const ordo_merge_buf_t *mb, int key);
 
 #endif

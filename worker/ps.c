@@ -323,6 +323,11 @@ static int grow_queue(ordo_worker_t *w, int more)
     return 0;
 }
 
+float *ordo_worker_grad_home(const ordo_worker_t *w, int key)
+{
+    return w->mb ? ordo_merge_buf_home(w->mb, key) : NULL;
+}
+
 /* merged mode: copy the gradient into its group; a complete group queues its parts, with
  * the smallest priority of its keys */
 static int push_merged(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority)

@@ -43,6 +43,12 @@ int ordo_worker_n_workers(const ordo_worker_t *w);
 const ordo_keys_t *ordo_worker_keys(const ordo_worker_t *w);
 /* ordo_worker_plan returns the scheduler's plan JSON text (or NULL). */
 const char *ordo_worker_plan(const ordo_worker_t *w);
+
+/* ordo_worker_grad_home returns where key's gradient may be computed so that a merged push
+ * of it copies nothing (its place in a merge buffer, worker/merge_buf.h, borrowed from w), or
+ * NULL when it is pushed from wherever it is (dense and sparse pushes, chunked keys). A
+ * gradient there must not be written again before its push was acknowledged (PUSH_DONE). */
+float *ordo_worker_grad_home(const ordo_worker_t *w, int key);
 /* ordo_worker_run_dir returns the run folder the scheduler named. */
 const char *ordo_worker_run_dir(const ordo_worker_t *w);
 

@@ -50,7 +50,7 @@ static void free_grads(float **g)
     free(g);
 }
 
-START_TEST(parts_cover_each_group_once_per_server)
+START_TEST(parts_cover_each_group_in_server_order)
 {
     ordo_keys_t *k = make_keys();
     ordo_merge_buf_t *mb;
@@ -68,14 +68,22 @@ START_TEST(parts_cover_each_group_once_per_server)
         int prev_server = -1;
         for (int p = 0; p < ordo_merge_buf_n_parts(mb, g); p++) {
             const ordo_merge_part_t *pt = ordo_merge_buf_part(mb, g, p);
-            ck_assert_int_gt(pt->server, prev_server); /* one part per server, in order */
+            ck_assert_int_ge(pt->server, prev_server); /* in server order */
             prev_server = pt->server;
             int64_t off = 0;
+            const ordo_slice_t *first = &k->slices[pt->slices[0]];
+            bool chunked = k->n_chunks[first->key] > 1;
             for (int j = 0; j < pt->n_slices; j++) {
                 const ordo_slice_t *sl = &k->slices[pt->slices[j]];
                 ck_assert_int_eq(sl->server, pt->server);
                 ck_assert_int_eq(ordo_merge_buf_group_of(mb, (int)sl->key), g);
                 ck_assert_int_eq(pt->offset[j], off);
+                /* a chunked key's slices go alone, as a run of consecutive slices; keys of
+                 * one slice go together */
+                if (chunked)
+                    ck_assert(sl->key == first->key && sl->offset == first->offset + off);
+                else
+                    ck_assert_int_eq(k->n_chunks[sl->key], 1);
                 off += sl->numel;
                 seen[pt->slices[j]]++;
             }
@@ -85,8 +93,13 @@ START_TEST(parts_cover_each_group_once_per_server)
     }
     for (int s = 0; s < k->n_slices; s++)
         ck_assert_int_eq(seen[s], 1);
-    /* key 3's 4 chunks spread over the 3 servers: group 0 has a part on each */
-    ck_assert_int_eq(ordo_merge_buf_n_parts(mb, 0), 3);
+    /* key 3's 4 chunks spread over the 3 servers: group 0 has parts on each */
+    ck_assert_int_ge(ordo_merge_buf_n_parts(mb, 0), 3);
+    int on[NS] = {0};
+    for (int p = 0; p < ordo_merge_buf_n_parts(mb, 0); p++)
+        on[ordo_merge_buf_part(mb, 0, p)->server]++;
+    for (int s = 0; s < NS; s++)
+        ck_assert_int_ge(on[s], 1);
     ck_assert_int_ge(total_parts, NG);
     ck_assert_int_eq(ordo_merge_buf_group_of(mb, NK), -1);
     ordo_merge_buf_destroy(&mb);
@@ -175,8 +188,8 @@ START_TEST(pack_then_split_gives_back_every_gradient)
 }
 END_TEST
 
-/* segments of a chunk on one server travel as one part straight from the gradient; a part
- * that mixes keys is packed */
+/* segments of a chunk on one server travel as one part straight from the gradient, apart
+ * from other keys (key 1 on chunk 0's server goes alone, also straight from its gradient) */
 START_TEST(segments_of_a_chunk_are_sent_without_a_copy)
 {
     const int64_t n2[] = {2048, 10}; /* key 0: 2 chunks of 4 KiB, 4 segments of 1 KiB each */
@@ -194,25 +207,78 @@ START_TEST(segments_of_a_chunk_are_sent_without_a_copy)
         int g;
         ck_assert_int_eq(ordo_merge_buf_put(mb, 0, g0, &g), 0);
         ck_assert_int_eq(ordo_merge_buf_put(mb, 1, g1, &g), 1);
-        int direct = 0, packed = 0;
+        int direct = 0, alone = 0;
         for (int p = 0; p < ordo_merge_buf_n_parts(mb, 0); p++) {
             const ordo_merge_part_t *pt = ordo_merge_buf_part(mb, 0, p);
             const float *payload = ordo_merge_buf_payload(mb, 0, p);
-            if (pt->server == srv1) {
-                /* chunk 1 (floats 1024..2047): whole, or cut in two halves by the cap */
-                ck_assert_int_eq(pt->n_slices, cap ? 2 : 4);
-                ck_assert_ptr_eq(payload, g0 + k->slices[pt->slices[0]].offset);
-                direct++;
-            } else if (pt->slices[pt->n_slices - 1] == (uint32_t)k->first_slice[1]) {
-                ck_assert_ptr_ne(payload, g0 + k->slices[pt->slices[0]].offset);
-                packed++;
+            if (pt->slices[0] == (uint32_t)k->first_slice[1]) {
+                ck_assert_int_eq(pt->n_slices, 1);
+                ck_assert_ptr_eq(payload, g1);
+                alone++;
+                continue;
             }
+            /* each chunk (1024 floats): whole, or cut in two halves by the cap */
+            ck_assert_int_eq(pt->n_slices, cap ? 2 : 4);
+            ck_assert_ptr_eq(payload, g0 + k->slices[pt->slices[0]].offset);
+            direct++;
         }
-        ck_assert_int_eq(direct, cap ? 2 : 1);
-        ck_assert_int_eq(packed, 1);
+        ck_assert_int_eq(direct, cap ? 4 : 2);
+        ck_assert_int_eq(alone, 1);
+        ck_assert_int_eq(ordo_merge_buf_bytes(mb), 0); /* nothing to copy into */
+        ck_assert_ptr_null(ordo_merge_buf_home(mb, 0));
+        ck_assert_ptr_null(ordo_merge_buf_home(mb, 1));
         free(g0);
         ordo_merge_buf_destroy(&mb);
     }
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
+/* keys of one slice packed together have their homes in the part's buffer: a gradient
+ * computed there is sent without a copy, one from elsewhere is copied in */
+START_TEST(gradients_computed_in_their_home_are_not_copied)
+{
+    const int64_t n3[] = {16, 8, 4}; /* one server, three small keys: one part */
+    ordo_keys_t *k;
+    ORDO_CK_OK(ordo_keys_partition(n3, 3, 4, 4096, 0, 1, &k));
+    const int ord[] = {2, 1, 0}, start[] = {0, 3};
+    ordo_merge_buf_t *mb;
+    ORDO_CK_OK(ordo_merge_buf_new(k, 1, start, ord, 0, &mb));
+    ck_assert_int_eq(ordo_merge_buf_n_parts(mb, 0), 1);
+    const ordo_merge_part_t *pt = ordo_merge_buf_part(mb, 0, 0);
+    float *h[3];
+    for (int key = 0; key < 3; key++) {
+        h[key] = ordo_merge_buf_home(mb, key);
+        ck_assert_ptr_nonnull(h[key]);
+    }
+    ck_assert_ptr_null(ordo_merge_buf_home(mb, 3));
+    /* homes in push order, back to back: key 2 first, then 1, then 0 */
+    ck_assert_ptr_eq(h[1], h[2] + 4);
+    ck_assert_ptr_eq(h[0], h[1] + 8);
+    for (int round = 0; round < 2; round++) {
+        float other[16];
+        for (int i = 0; i < 16; i++) {
+            h[0][i] = 100.0f * (float)round + (float)i;
+            other[i] = -1.0f - (float)i;
+        }
+        for (int i = 0; i < 8; i++)
+            h[1][i] = 7.0f;
+        int g;
+        ck_assert_int_eq(ordo_merge_buf_put(mb, 2, other, &g), 0); /* copied in */
+        ck_assert_int_eq(ordo_merge_buf_put(mb, 1, h[1], &g), 0);  /* in place */
+        ck_assert_int_eq(ordo_merge_buf_put(mb, 0, h[0], &g), 1);
+        const float *payload = ordo_merge_buf_payload(mb, 0, 0);
+        ck_assert_ptr_eq(payload, h[2]);
+        ck_assert_int_eq(pt->numel, 28);
+        for (int i = 0; i < 4; i++)
+            ck_assert(payload[i] == other[i]);
+        for (int i = 0; i < 8; i++)
+            ck_assert(payload[4 + i] == 7.0f);
+        for (int i = 0; i < 16; i++)
+            ck_assert(payload[12 + i] == 100.0f * (float)round + (float)i);
+        ordo_merge_buf_reset(mb, 0);
+    }
+    ordo_merge_buf_destroy(&mb);
     ordo_keys_destroy(&k);
 }
 END_TEST
@@ -347,13 +413,14 @@ static Suite *merge_buf_suite(void)
 {
     Suite *s = suite_create("merge_buf");
     TCase *tc = tcase_create("layout");
-    tcase_add_test(tc, parts_cover_each_group_once_per_server);
+    tcase_add_test(tc, parts_cover_each_group_in_server_order);
     suite_add_tcase(s, tc);
     tc = tcase_create("round_trip");
     tcase_add_loop_test(tc, pack_then_split_gives_back_every_gradient, 0, 2);
     suite_add_tcase(s, tc);
     tc = tcase_create("rejects");
     tcase_add_test(tc, segments_of_a_chunk_are_sent_without_a_copy);
+    tcase_add_test(tc, gradients_computed_in_their_home_are_not_copied);
     tcase_add_test(tc, put_rejects_repeats_and_unknown_keys);
     tcase_add_test(tc, split_rejects_bad_indexes);
     suite_add_tcase(s, tc);

@@ -136,14 +136,15 @@ START_TEST(layout_counts_messages_of_a_known_model)
     /* wfbp, a = 1 ms: fc's one message, then conv1's two, each paying a */
     ck_assert(p->predicted_iter_s > 3e-3);
     ordo_merge_plan_destroy(&p);
-    /* one server, messages of at most 2 KiB: fc.w and fc.b (2020 B) fit in one, conv1.w
-     * (4000 B, never split) is a message of its own, and conv1.b would take it past 2 KiB */
+    /* one server, messages of at most 2 KiB: conv1.w is cut into two chunks of 2000 B, each a
+     * message of its own (a chunked key's slices travel apart from other keys, and two do not
+     * fit in 2 KiB); fc.w and fc.b (2020 B) fit in one, and conv1.b goes alone */
     ordo_merge_layout_t small = {1, 2048, 0};
     ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_ALL, 0, 1e-3, 1e-9, 0, 0, &small, &p));
-    ck_assert_int_eq(ordo_merge_plan_messages(p, m), 3);
+    ck_assert_int_eq(ordo_merge_plan_messages(p, m), 4);
     ordo_merge_plan_destroy(&p);
-    /* messages of at most 2020 B: conv1.w is cut into two chunks of 2000 B; fc.w + fc.b is
-     * exactly 2020 B, which still fits; then each chunk, then conv1.b: 4 messages */
+    /* messages of at most 2020 B: fc.w + fc.b is exactly 2020 B, which still fits; then
+     * conv1.w's two chunks of 2000 B and conv1.b: 4 messages */
     ordo_merge_layout_t exact = {1, 2020, 0};
     ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_ALL, 0, 1e-3, 1e-9, 0, 0, &exact, &p));
     ck_assert_int_eq(ordo_merge_plan_messages(p, m), 4);
@@ -170,13 +171,14 @@ END_TEST
 /* ---------------------------------------------------------------- brute force */
 
 /* Random layers with random slices: L layers (backward order) ready at ready[], each with
- * 1..4 slices on S servers. */
+ * 1..4 slices on S servers; a third of the layers with several slices are one chunked key
+ * (their slices are its consecutive chunks, on any server), the others keys of one slice. */
 typedef struct {
     int L, S;
     double ready[10], tb[10];
     int64_t bytes[10];
-    int first[11], server[40];
-    int64_t sl[40];
+    int first[11], server[40], run_key[40];
+    int64_t sl[40], run_off[40];
     ordo_merge_pieces_t pc;
 } rlayers_t;
 
@@ -193,20 +195,31 @@ static void random_layers(rlayers_t *r)
         r->first[l] = s;
         r->bytes[l] = 0;
         int n = 1 + (int)(rng_next() % 4);
+        bool chunked = n > 1 && rng_next() % 3 == 0;
         for (int k = 0; k < n; k++, s++) {
             r->server[s] = (int)(rng_next() % (uint64_t)r->S);
             r->sl[s] = (int64_t)rng_log(64, 8e6);
+            r->run_key[s] = chunked ? l : -1;
+            r->run_off[s] = chunked ? r->bytes[l] : 0;
             r->bytes[l] += r->sl[s];
         }
     }
     r->first[r->L] = s;
-    r->pc = (ordo_merge_pieces_t){
-        r->S, rng_next() % 3 ? (int64_t)rng_log(1e5, 1e7) : 0, r->L, r->first, r->server, r->sl};
+    r->pc = (ordo_merge_pieces_t){.n_servers = r->S,
+                                  .max_bytes = rng_next() % 3 ? (int64_t)rng_log(1e5, 1e7) : 0,
+                                  .n_items = r->L,
+                                  .first = r->first,
+                                  .server = r->server,
+                                  .bytes = r->sl,
+                                  .run_key = r->run_key,
+                                  .run_off = r->run_off};
 }
 
 /* plain_time evaluates the grouping whose boundaries are the set bits of mask the plain way:
  * each group is packed as a worker packs it (per server in order, its slices in order, a new
- * message when the open one would pass max_bytes), and its messages go one after another,
+ * message when the open one would pass max_bytes, and when a slice does not continue it: a
+ * chunked key's slice continues only a run of that key's consecutive slices, a key of one
+ * slice only a message of such keys), and its messages go one after another,
  * each holding the link a + b * bytes from when both the group is ready and the link is
  * free, then the receiver c * bytes from when both it has arrived and the receiver is free. */
 static double plain_time(const rlayers_t *r, unsigned mask, double a, double b, double c)
@@ -218,13 +231,19 @@ static double plain_time(const rlayers_t *r, unsigned mask, double a, double b, 
         /* group j..i */
         double t = link > r->ready[i] ? link : r->ready[i];
         for (int v = 0; v < r->S; v++) {
-            int64_t open = -1;
+            int64_t open = -1, run_end = 0;
+            int run = -1;
             for (int s = r->first[j]; s < r->first[i + 1]; s++) {
                 if (r->server[s] != v) continue;
-                if (open >= 0 && !(r->pc.max_bytes > 0 && open + r->sl[s] > r->pc.max_bytes)) {
+                bool same =
+                    r->run_key[s] >= 0 ? run == r->run_key[s] && run_end == r->run_off[s] : run < 0;
+                run_end = r->run_off[s] + r->sl[s];
+                if (open >= 0 && same &&
+                    !(r->pc.max_bytes > 0 && open + r->sl[s] > r->pc.max_bytes)) {
                     open += r->sl[s];
                     continue;
                 }
+                run = r->run_key[s];
                 if (open >= 0) { /* send the closed message */
                     t += a + b * (double)open;
                     recv = (recv > t ? recv : t) + c * (double)open;
