@@ -116,8 +116,8 @@ int ordo_merge_mgwfbp(int L, const double *tb_s, const int64_t *bytes, double a,
  * front of (link free, receiver free) per prefix (with c = 0, the O(L^2) program over the
  * earliest end). Among groupings of least time it takes those with the least time when a,
  * b and c are (1 + margin) times larger (margin >= 0; 0: no such rule), the plans that keep
- * slack for communication slower than calibrated; among those wfbp's (one group per layer)
- * when wfbp is one of them, else one with the fewest groups (the program with an exact
+ * slack for communication slower than calibrated; among those one with the fewest groups
+ * (fewer messages cost less CPU on workers and servers; the program with an exact
  * count; the margin's program and this one each stop after a budget of steps and keep what
  * they have). Writes layer_group[0..L) and returns the number of groups, or a negative
  * error. */

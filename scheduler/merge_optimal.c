@@ -5,8 +5,8 @@
  * boundaries that keeps, per prefix, the Pareto set of (link free, receiver free) pairs.
  * A group is one message, or the messages the run cuts it into (ordo_merge_pieces_t).
  * Among groupings of least time it prefers the one with the least time when communication
- * costs (1 + margin) times more (the same program over both timelines at once), then wfbp's
- * when wfbp is one of them, else one with the fewest groups. docs/merging.md §2 has the
+ * costs (1 + margin) times more (the same program over both timelines at once), then one
+ * with the fewest groups. docs/merging.md §2 has the
  * proofs. */
 #include <math.h>
 #include <stdlib.h>
@@ -303,21 +303,7 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
     }
     double u_limit = u_star * (1 + TIE);
 
-    /* ... then wfbp's grouping when it is as good (merging cannot help), ... */
-    state_t w = {{0, 0, 0, 0}, -1, -1};
-    for (int i = 0; i < L; i++) {
-        group_t g;
-        group_of(&x, i, i + 1, &g);
-        w = extend(&x, &w, i, i + 1, 0, &g);
-    }
-    if (w.t[1] <= x.limit && (x.D == 2 || w.t[3] <= u_limit)) {
-        for (int i = 0; i < L; i++)
-            layer_group[i] = i;
-        rc = L;
-        goto done;
-    }
-
-    /* ... else the grouping found, unless fewer groups are as good: the same program with
+    /* ... then the grouping found, unless fewer groups are as good: the same program with
      * exactly c groups, c = 1, 2, ..., within a budget of steps. */
     int kbest = best_state(&x, free_f + L);
     walk(&free_f, 0, L, kbest, layer_group);

@@ -7,10 +7,13 @@ after the warm-up) and the launcher's log (the scheduler's plan line: groups and
 time; the workers' line: messages per iteration). A row is one (model, network, servers,
 algorithm) over its repeats. Columns of merging.csv:
 model, network, servers, algo, groups, messages (per worker per iteration), predicted_ms
-(backward + pushes under the calibrated cost model), iter_ms (the median of every measured
-iteration of every repeat, an iteration's time being the mean over the workers: on the
-CPU-bound networks iterations move by +-10 %, and the median of all of them is steadier than
-a few runs' means), iter_ms_min, iter_ms_max (the least and largest run mean over repeats),
+(backward + pushes under the calibrated cost model), iter_ms (the mean over the repeats of
+each run's median iteration, an iteration's time being the mean over the workers: a run's
+median ignores a stalled iteration, and on the CPU-bound 10 Gbit/s networks a whole run
+settles into one of two or three steady states that differ by up to 25 % in how the pulls
+overlap other workers' pushes, whatever the plan, so the mean over many runs weighs them as
+they occur), iter_ms_se (its standard error over the repeats), iter_ms_min, iter_ms_max (the
+least and largest run median over repeats),
 nonoverlap_ms (median over repeats of the mean of iteration time - compute time: the
 communication that did not overlap compute), vs_fastest (iter_ms / the row group's fastest
 iter_ms), repeats, iterations (measured, all repeats), a_us,
@@ -120,7 +123,7 @@ def one_run(path):
         if g:
             messages = int(g.group(1))
     its = [statistics.mean(v) for v in per_iter.values()]
-    return statistics.mean(steps), statistics.mean(nono), groups, messages, predicted, min(its), its
+    return statistics.median(its), statistics.mean(nono), groups, messages, predicted, min(its), its
 
 
 rows = []
@@ -148,10 +151,12 @@ for m in models:
                 group.append({
                     "model": m, "network": net, "servers": S, "algo": algo,
                     "groups": reps[0][2], "messages": reps[0][3], "predicted_ms": reps[0][4],
-                    "iter_ms": statistics.median(samples), "iter_ms_min": min(it),
+                    "iter_ms": statistics.mean(it),
+                    "iter_ms_se": statistics.stdev(it) / math.sqrt(len(it)) if len(it) > 1 else 0.0,
+                    "iter_ms_min": min(it),
                     "iter_ms_max": max(it),
                     "nonoverlap_ms": statistics.median([x[1] for x in reps]),
-                    "best_ms": min(x[5] for x in reps), "samples": samples,
+                    "best_ms": min(x[5] for x in reps), "samples": it,
                     "repeats": len(reps), "iterations": len(samples),
                     "a_us": a_us, "b_ns": b_ns, "c_ns": c_ns,
                     "plan": plan_of(m, algo, a_us, b_ns, c_ns, S) if a_us == a_us else None})
@@ -168,7 +173,7 @@ for m in models:
             rows.append(group)
 
 cols = ["model", "network", "servers", "algo", "groups", "messages", "predicted_ms", "iter_ms",
-        "iter_ms_min", "iter_ms_max", "nonoverlap_ms", "vs_fastest", "best_ms", "best_vs_fastest",
+        "iter_ms_se", "iter_ms_min", "iter_ms_max", "nonoverlap_ms", "vs_fastest", "best_ms", "best_vs_fastest",
         "repeats", "iterations", "a_us", "b_ns", "c_ns", "startup_share"]
 
 
@@ -183,7 +188,8 @@ with open(os.path.join(a.out, "merging.csv"), "w", newline="") as f:
         for g in group:
             w.writerow([fmt(g[c]) for c in cols])
 
-scols = ["model", "network", "servers", "fastest", "optimal_ms", "optimal_vs_fastest_pct",
+scols = ["model", "network", "servers", "fastest", "fastest_ms", "fastest_se_ms", "optimal_ms",
+         "optimal_se_ms", "optimal_vs_fastest_pct",
          "best_of_wfbp_all", "best_of_wfbp_all_ms", "optimal_gain_pct", "optimal_nonoverlap_ms",
          "best_of_wfbp_all_nonoverlap_ms", "startup_share", "optimal_within_2pct",
          "optimal_best_vs_fastest_pct", "optimal_best_gain_pct", "optimal_plan_is_wfbp",
@@ -206,12 +212,13 @@ for group in rows:
                 if g["algo"] != "optimal" and g["plan"] is not None and g["plan"] == opt["plan"]]
     else:  # no ordo-plan: only wfbp's plan (one group per layer) is known from the counts
         same = ["wfbp"] if same_as_wfbp else []
-    pooled = statistics.median(opt["samples"] + [x for y in same for x in by[y]["samples"]])
+    pooled = statistics.mean(opt["samples"] + [x for y in same for x in by[y]["samples"]])
     others = [g["iter_ms"] for g in group if g["algo"] != "optimal" and g["algo"] not in same]
     pooled_fastest = min([pooled] + others)
     summary.append({
         "model": opt["model"], "network": opt["network"], "servers": opt["servers"],
-        "fastest": fast["algo"], "optimal_ms": opt["iter_ms"],
+        "fastest": fast["algo"], "optimal_ms": opt["iter_ms"], "optimal_se_ms": opt["iter_ms_se"],
+        "fastest_ms": fast["iter_ms"], "fastest_se_ms": fast["iter_ms_se"],
         "optimal_vs_fastest_pct": 100 * (opt["vs_fastest"] - 1),
         "best_of_wfbp_all": best["algo"] if best else "",
         "best_of_wfbp_all_ms": best["iter_ms"] if best else float("nan"),

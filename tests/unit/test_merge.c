@@ -323,20 +323,18 @@ START_TEST(random_models_match_brute_force)
                 counts[mask] = g + 1;
                 groupings++;
             }
-            /* among the groupings with the least time optimal picks wfbp's when it is one of
-             * them, else one with the fewest messages */
+            /* among the groupings with the least time optimal picks one with the fewest
+             * messages */
             int fewest = r.L;
             unsigned wfbp_mask = (1u << (r.L - 1)) - 1;
-            if (times[wfbp_mask] > best * (1 + 1e-13)) {
-                for (unsigned mask = 0; mask < (1u << (r.L - 1)); mask++)
-                    if (times[mask] <= best * (1 + 1e-13) && counts[mask] < fewest)
-                        fewest = counts[mask];
-            } else if (r.L > 1)
-                as_wfbp++;
+            for (unsigned mask = 0; mask < (1u << (r.L - 1)); mask++)
+                if (times[mask] <= best * (1 + 1e-13) && counts[mask] < fewest)
+                    fewest = counts[mask];
+            if (r.L > 1 && times[wfbp_mask] <= best * (1 + 1e-13)) as_wfbp++;
             int og = ordo_merge_optimal(r.L, t->tb_s, t->layer_bytes, a, b, c, 0, NULL, group);
             ck_assert_int_eq(og, fewest);
-            /* with no start-up cost splitting a group never hurts: optimal is wfbp */
-            if (a == 0) ck_assert_int_eq(og, r.L);
+            /* with no start-up cost splitting a group never hurts: wfbp has the least time */
+            if (a == 0) ck_assert(times[wfbp_mask] <= best * (1 + 1e-13));
             ck_assert(ordo_merge_grouping_valid(r.L, group));
             ck_assert_int_eq(group[r.L - 1], og - 1);
             ck_assert(rel_close(ordo_merge_comm_times(r.L, t->ready_s, t->layer_bytes, group, a, b,
@@ -382,7 +380,7 @@ START_TEST(random_models_match_brute_force)
         if (c == 0) ck_assert_int_eq(violations, 0);
     }
     printf("(mean_gap over the models where optimal wins; tie_wfbp: models of 2+ layers where "
-           "wfbp has the least time, so optimal is wfbp; %ld groupings checked)\n",
+           "wfbp is among the least-time groupings; %ld groupings checked)\n",
            groupings);
 }
 END_TEST

@@ -312,23 +312,20 @@ START_TEST(messages_match_a_plain_evaluation)
                 if (t1[mask] < best) best = t1[mask];
                 checked++;
             }
-            /* the rule: least time; then (margin > 0) least time at the margin; then wfbp's
-             * grouping when it is among them; else the fewest groups */
+            /* the rule: least time; then (margin > 0) least time at the margin; then the
+             * fewest groups */
             double best2 = INFINITY;
             for (unsigned mask = 0; mask < all; mask++)
                 if (t1[mask] <= best * (1 + 1e-13) && t2[mask] < best2) best2 = t2[mask];
             int fewest = r.L + 1, fewest_plain = r.L + 1;
-            bool wfbp_in = false, wfbp_plain = false;
             for (unsigned mask = 0; mask < all; mask++) {
                 if (t1[mask] > best * (1 + 1e-13)) continue;
                 int g = groups_of(r.L, mask, group);
-                if (mask == all - 1) wfbp_plain = true;
                 if (g < fewest_plain) fewest_plain = g;
                 if (mg > 0 && t2[mask] > best2 * (1 + 1e-13)) continue;
-                if (mask == all - 1) wfbp_in = true;
                 if (g < fewest) fewest = g;
             }
-            int want = wfbp_in ? r.L : fewest;
+            int want = fewest;
             int og = ordo_merge_optimal(r.L, r.tb, r.bytes, a, b, c, mg, &r.pc, group);
             ck_assert_msg(og == want, "regime %zu model %d: %d groups, want %d", k, n, og, want);
             ck_assert(ordo_merge_grouping_valid(r.L, group));
@@ -342,7 +339,7 @@ START_TEST(messages_match_a_plain_evaluation)
                 ck_assert_msg(rel_close(got2, best2),
                               "regime %zu model %d: at the margin %.17g vs %.17g", k, n, got2,
                               best2);
-                if (want != (wfbp_plain ? r.L : fewest_plain)) by_margin++;
+                if (want != fewest_plain) by_margin++;
             }
         }
     }
@@ -353,27 +350,27 @@ START_TEST(messages_match_a_plain_evaluation)
 }
 END_TEST
 
-/* Layers ready at 1, 2, 3 and 20 s with 4, 4, 4 and 1 bytes, a = 2, b = 1. wfbp, {0 1 2}{3}
- * and {0}{1 2}{3} all end at 23 (the last layer's message after its compute), and without a
- * margin optimal takes wfbp's. With costs 1.5 times larger wfbp ends at 32.5, {0}{1 2}{3} at
- * 29.5 and {0 1 2}{3} at 28.5: the plan that leaves the link free longest before the last
- * layer. */
+/* Layers ready at 1, 6 and 17 s with 5, 5 and 1 bytes, a = 1, b = 1. wfbp and {0 1}{2} both
+ * end at 19 (the last layer's message after its compute), and without a margin optimal takes
+ * the fewer groups, {0 1}{2}, whose message ends just as the last layer is ready: no slack.
+ * With costs 1.5 times larger that plan ends at 25.5 and wfbp, whose link is free from 13,
+ * at 22: with a margin optimal takes wfbp. */
 START_TEST(margin_keeps_slack_on_a_fixed_case)
 {
-    double tb[4] = {1, 1, 1, 17};
-    int64_t bytes[4] = {4, 4, 4, 1};
-    double ready[4] = {1, 2, 3, 20};
-    int g[4];
-    ck_assert_int_eq(ordo_merge_optimal(4, tb, bytes, 2, 1, 0, 0, NULL, g), 4);
-    close_to(ordo_merge_comm_times(4, ready, bytes, g, 2, 1, 0, NULL, NULL, NULL), 23);
-    ck_assert_int_eq(ordo_merge_optimal(4, tb, bytes, 2, 1, 0, 0.5, NULL, g), 2);
+    double tb[3] = {1, 5, 11};
+    int64_t bytes[3] = {5, 5, 1};
+    double ready[3] = {1, 6, 17};
+    int g[3];
+    ck_assert_int_eq(ordo_merge_optimal(3, tb, bytes, 1, 1, 0, 0, NULL, g), 2);
     ck_assert_int_eq(g[0], 0);
     ck_assert_int_eq(g[1], 0);
-    ck_assert_int_eq(g[2], 0);
-    ck_assert_int_eq(g[3], 1);
-    close_to(ordo_merge_comm_times(4, ready, bytes, g, 2, 1, 0, NULL, NULL, NULL), 23);
-    close_to(ordo_merge_comm_times(4, ready, bytes, g, 3, 1.5, 0, NULL, NULL, NULL), 28.5);
-    ORDO_CK_ERR(ordo_merge_optimal(4, tb, bytes, 2, 1, 0, NAN, NULL, g), ORDO_EINVAL);
+    ck_assert_int_eq(g[2], 1);
+    close_to(ordo_merge_comm_times(3, ready, bytes, g, 1, 1, 0, NULL, NULL, NULL), 19);
+    close_to(ordo_merge_comm_times(3, ready, bytes, g, 1.5, 1.5, 0, NULL, NULL, NULL), 25.5);
+    ck_assert_int_eq(ordo_merge_optimal(3, tb, bytes, 1, 1, 0, 0.5, NULL, g), 3);
+    close_to(ordo_merge_comm_times(3, ready, bytes, g, 1, 1, 0, NULL, NULL, NULL), 19);
+    close_to(ordo_merge_comm_times(3, ready, bytes, g, 1.5, 1.5, 0, NULL, NULL, NULL), 22);
+    ORDO_CK_ERR(ordo_merge_optimal(3, tb, bytes, 1, 1, 0, NAN, NULL, g), ORDO_EINVAL);
     expect_detail("margin");
 }
 END_TEST
