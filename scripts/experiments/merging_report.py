@@ -21,6 +21,12 @@ b_ns, c_ns (the planner's cost model), startup_share (a * layers / (a * layers +
 much of wfbp's communication the per-message cost is).
 best_ms (the fastest single iteration over all repeats, mean over workers: the least disturbed
 by other load on the machine), best_vs_fastest (the same ratio on best_ms).
+forward_ms and backward_ms split iter_ms (each the mean over the repeats of a run's median, as
+iter_ms): forward_ms from the start of an iteration to the end of its forward pass (the pulls
+and the forward compute waiting on them), backward_ms the rest (backward compute, the pushes the
+plan groups and the wait for their last acknowledgements): the part of the iteration the merge
+plan decides. The summary compares optimal's backward_ms with the least of the row
+(optimal_backward_vs_fastest_pct).
 merging-summary.csv: one line per (model, network, servers): the fastest algorithm,
 optimal's time and its distance to the fastest, the better of wfbp and all, and optimal's gain
 over it; then the comparison repeated on best_ms, whether optimal's plan is wfbp's (one
@@ -94,15 +100,17 @@ def model_bytes(m):
 
 
 def one_run(path):
-    """(iter_ms, nonoverlap_ms, groups, messages, predicted_ms, best_ms, iterations) of one run,
-    or None; best_ms is its fastest iteration (mean over workers), the least disturbed by other
-    load, iterations the time of each measured iteration (mean over workers)"""
+    """(iter_ms, nonoverlap_ms, groups, messages, predicted_ms, best_ms, iterations, forward_ms,
+    backward_ms) of one run, or None; best_ms is its fastest iteration (mean over workers), the
+    least disturbed by other load, iterations the time of each measured iteration (mean over
+    workers), forward_ms and backward_ms the medians of the two phases (NaN where the metrics
+    have no forward_ms)"""
     metrics = os.path.join(path, "metrics.jsonl")
     if not os.path.exists(metrics) or not os.path.exists(os.path.join(path, "summary.json")):
         return None  # not (yet) a complete run
     summary = json.load(open(os.path.join(path, "summary.json")))
     warm = summary.get("warmup", 1)
-    steps, nono, per_iter = [], [], {}
+    steps, nono, per_iter, fwd_iter = [], [], {}, {}
     for line in open(metrics):
         o = json.loads(line)
         if o["iter"] < warm:
@@ -110,6 +118,8 @@ def one_run(path):
         steps.append(o["step_ms"])
         nono.append(o["step_ms"] - o["compute_ms"])
         per_iter.setdefault(o["iter"], []).append(o["step_ms"])
+        fw = o.get("forward_ms")
+        fwd_iter.setdefault(o["iter"], []).append(float("nan") if fw is None else fw)
     if not steps:
         return None
     groups = messages = predicted = float("nan")
@@ -123,7 +133,12 @@ def one_run(path):
         if g:
             messages = int(g.group(1))
     its = [statistics.mean(v) for v in per_iter.values()]
-    return statistics.median(its), statistics.mean(nono), groups, messages, predicted, min(its), its
+    fws = [statistics.mean(fwd_iter[i]) for i in per_iter]
+    bws = [t - f for t, f in zip(its, fws)]
+    fw_ms = statistics.median(fws) if all(x == x for x in fws) else float("nan")
+    bw_ms = statistics.median(bws) if all(x == x for x in bws) else float("nan")
+    return (statistics.median(its), statistics.mean(nono), groups, messages, predicted, min(its),
+            its, fw_ms, bw_ms)
 
 
 rows = []
@@ -157,6 +172,8 @@ for m in models:
                     "iter_ms_max": max(it),
                     "nonoverlap_ms": statistics.median([x[1] for x in reps]),
                     "best_ms": min(x[5] for x in reps), "samples": it,
+                    "forward_ms": statistics.mean([x[7] for x in reps]),
+                    "backward_ms": statistics.mean([x[8] for x in reps]),
                     "repeats": len(reps), "iterations": len(samples),
                     "a_us": a_us, "b_ns": b_ns, "c_ns": c_ns,
                     "plan": plan_of(m, algo, a_us, b_ns, c_ns, S) if a_us == a_us else None})
@@ -174,7 +191,7 @@ for m in models:
 
 cols = ["model", "network", "servers", "algo", "groups", "messages", "predicted_ms", "iter_ms",
         "iter_ms_se", "iter_ms_min", "iter_ms_max", "nonoverlap_ms", "vs_fastest", "best_ms", "best_vs_fastest",
-        "repeats", "iterations", "a_us", "b_ns", "c_ns", "startup_share"]
+        "forward_ms", "backward_ms", "repeats", "iterations", "a_us", "b_ns", "c_ns", "startup_share"]
 
 
 def fmt(v):
@@ -194,7 +211,8 @@ scols = ["model", "network", "servers", "fastest", "fastest_ms", "fastest_se_ms"
          "best_of_wfbp_all_nonoverlap_ms", "startup_share", "optimal_within_2pct",
          "optimal_best_vs_fastest_pct", "optimal_best_gain_pct", "optimal_plan_is_wfbp",
          "optimal_pooled_ms", "optimal_pooled_vs_fastest_pct", "optimal_pooled_within_2pct",
-         "optimal_plan_same_as"]
+         "optimal_plan_same_as", "fastest_backward", "optimal_backward_ms",
+         "optimal_backward_vs_fastest_pct"]
 summary = []
 for group in rows:
     by = {g["algo"]: g for g in group}
@@ -202,6 +220,7 @@ for group in rows:
         continue
     opt = by["optimal"]
     fast = min(group, key=lambda g: g["iter_ms"])
+    fast_bw = min(group, key=lambda g: g["backward_ms"])
     cands = [by[x] for x in ("wfbp", "all") if x in by]
     best = min(cands, key=lambda g: g["iter_ms"]) if cands else None
     same_as_wfbp = "wfbp" in by and opt["groups"] == by["wfbp"]["groups"]
@@ -237,7 +256,10 @@ for group in rows:
         "optimal_pooled_ms": pooled,
         "optimal_plan_same_as": "+".join(same) if same else "none",
         "optimal_pooled_vs_fastest_pct": 100 * (pooled / pooled_fastest - 1),
-        "optimal_pooled_within_2pct": "yes" if pooled <= 1.02 * pooled_fastest else "no"})
+        "optimal_pooled_within_2pct": "yes" if pooled <= 1.02 * pooled_fastest else "no",
+        # the phase the plan decides: backward compute, the grouped pushes, their acks
+        "fastest_backward": fast_bw["algo"], "optimal_backward_ms": opt["backward_ms"],
+        "optimal_backward_vs_fastest_pct": 100 * (opt["backward_ms"] / fast_bw["backward_ms"] - 1)})
 with open(os.path.join(a.out, "merging-summary.csv"), "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(scols)
@@ -245,10 +267,11 @@ with open(os.path.join(a.out, "merging-summary.csv"), "w", newline="") as f:
         w.writerow([fmt(s[c]) for c in scols])
 for s in summary:
     print("%-13s %-7s S=%s fastest %-12s optimal %8.1f ms (%+5.1f%% vs fastest), %s %8.1f ms, "
-          "optimal gain %+5.1f%%, startup share %.2f" % (
+          "optimal gain %+5.1f%%, startup share %.2f, backward %+5.1f%% vs fastest (%s)" % (
               s["model"], s["network"], s["servers"], s["fastest"], s["optimal_ms"],
               s["optimal_vs_fastest_pct"], s["best_of_wfbp_all"], s["best_of_wfbp_all_ms"],
-              s["optimal_gain_pct"], s["startup_share"]))
+              s["optimal_gain_pct"], s["startup_share"], s["optimal_backward_vs_fastest_pct"],
+              s["fastest_backward"]))
 
 # ---- plots -------------------------------------------------------------------------------
 scripts = []
