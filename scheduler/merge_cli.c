@@ -12,11 +12,12 @@
 #include "common/error.h"
 #include "scheduler/merge.h"
 #include "scheduler/model.h"
+#include "scheduler/oracle.h"
 
 static const char usage_text[] =
     "usage: ordo-plan merge [--algo ALGO] --a SEC --b SEC_PER_BYTE [--c SEC_PER_BYTE]\n"
     "                       [--margin X] [--servers N [--partition BYTES] [--segment BYTES]]\n"
-    "                       [--compare]\n"
+    "                       [--oracle FILE] [--compare]\n"
     "                       MODEL.json\n"
     "\n"
     "Plans which gradients are pushed together (MG-WFBP, docs/merging.md) and writes the\n"
@@ -34,6 +35,8 @@ static const char usage_text[] =
     "                     scheduler plans a run); without it a group is one message\n"
     "  --partition BYTES  the run's [order] partition_bytes (default 4MiB)\n"
     "  --segment BYTES    the run's [order] segment_bytes (default 1MiB)\n"
+    "  --oracle FILE      measured op times (ordo-oracle/1, ordo-plan oracle) instead of the\n"
+    "                     model's\n"
     "  --compare          print a table of every algorithm's predicted time instead\n"
     "  -h, --help         this text\n";
 
@@ -85,7 +88,7 @@ static int compare(const ordo_model_t *m, double a, double b, double c, double m
 
 int ordo_merge_cli(int argc, char **argv)
 {
-    const char *algo_text = "optimal", *path = NULL;
+    const char *algo_text = "optimal", *path = NULL, *oracle_path = NULL;
     double a = NAN, b = NAN, c = 0;
     int want_compare = 0;
     ordo_conf_t defaults;
@@ -106,10 +109,11 @@ int ordo_merge_cli(int argc, char **argv)
             /* --opt VALUE or --opt=VALUE */
             const char *eq = strchr(arg, '=');
             size_t klen = eq ? (size_t)(eq - arg) : strlen(arg);
-            static const char *const keys[] = {"--algo",    "--a",         "--b",       "--c",
-                                               "--servers", "--partition", "--segment", "--margin"};
+            static const char *const keys[] = {"--algo",    "--a",       "--b",
+                                               "--c",       "--servers", "--partition",
+                                               "--segment", "--margin",  "--oracle"};
             int which = -1;
-            for (int k = 0; k < 8; k++)
+            for (int k = 0; k < 9; k++)
                 if (strlen(keys[k]) == klen && strncmp(arg, keys[k], klen) == 0) which = k;
             if (which < 0) {
                 fprintf(stderr, "ordo-plan merge: unknown option '%s' (see --help)\n", arg);
@@ -125,6 +129,8 @@ int ordo_merge_cli(int argc, char **argv)
             }
             if (which == 0)
                 algo_text = val;
+            else if (which == 8)
+                oracle_path = val;
             else if (which == 7) {
                 if (parse_cost(keys[which], val, &margin)) return 2;
             } else if (which >= 4) {
@@ -167,6 +173,18 @@ int ordo_merge_cli(int argc, char **argv)
     ordo_merge_plan_t *p = NULL;
     char *json = NULL;
     int status = 1, rc = ordo_model_load_file(path, &m);
+    if (!rc && oracle_path) {
+        /* plan with the measured op times */
+        ordo_oracle_t *o = NULL;
+        ordo_model_t *timed = NULL;
+        rc = ordo_oracle_load_file(oracle_path, m, &o);
+        if (!rc) rc = ordo_oracle_timed_model(m, o, &timed);
+        ordo_oracle_destroy(&o);
+        if (!rc) {
+            ordo_model_destroy(&m);
+            m = timed;
+        }
+    }
     if (rc) {
         fprintf(stderr, "ordo-plan merge: %s\n", ordo_error_text(rc));
         goto done;

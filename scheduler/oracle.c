@@ -220,6 +220,131 @@ fail:
     return 0;
 }
 
+/* ---- from traces and into models ----------------------------------------------------- */
+
+/* op_named returns the index of o's op called name, or -1. */
+static int op_named(const ordo_oracle_t *o, const char *name)
+{
+    for (int i = 0; i < o->n_ops; i++)
+        if (strcmp(o->op_names[i], name) == 0) return i;
+    return -1;
+}
+
+int ordo_oracle_observe_trace(ordo_oracle_t *o, const char *path, int *n_events)
+{
+    if (n_events) *n_events = 0;
+    if (!o || !path) return ordo_error_set(ORDO_EINVAL, "ordo_oracle_observe_trace: no trace");
+    FILE *f = fopen(path, "rb");
+    if (!f) return ordo_error_set(ORDO_ENOTFOUND, "cannot read %s: %s", path, strerror(errno));
+    json_error_t jerr;
+    json_t *root = json_loadf(f, 0, &jerr);
+    fclose(f);
+    if (!root) return ordo_error_set(ORDO_EFORMAT, "%s:%d: %s", path, jerr.line, jerr.text);
+    int rc = 0, n = 0;
+    json_t *events = json_is_object(root) ? json_object_get(root, "traceEvents") : NULL;
+    if (!json_is_array(events)) {
+        rc = ordo_error_set(ORDO_EFORMAT,
+                            "%s: $.traceEvents: must be an array (a Chrome "
+                            "trace-event file)",
+                            path);
+        goto out;
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        if (!json_is_object(e)) {
+            rc = ordo_error_set(ORDO_EFORMAT, "%s: $.traceEvents[%zu]: must be an object", path, i);
+            goto out;
+        }
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        const char *cat = json_string_value(json_object_get(e, "cat"));
+        if (!ph || strcmp(ph, "X") != 0 || !cat) continue;
+        int fwd = strcmp(cat, "forward") == 0, bwd = strcmp(cat, "backward") == 0;
+        if (!fwd && !bwd) continue;
+        const char *name = json_string_value(json_object_get(e, "name"));
+        json_t *d = json_object_get(e, "dur");
+        double dur = json_is_number(d) ? json_number_value(d) : NAN;
+        if (!name) {
+            rc = ordo_error_set(ORDO_EFORMAT, "%s: $.traceEvents[%zu].name: must be a string", path,
+                                i);
+            goto out;
+        }
+        if (!(dur >= 0) || !isfinite(dur)) {
+            rc = ordo_error_set(ORDO_EFORMAT, "%s: $.traceEvents[%zu].dur: must be a number >= 0",
+                                path, i);
+            goto out;
+        }
+        int op = op_named(o, name);
+        if (op < 0) {
+            rc = ordo_error_set(ORDO_EFORMAT,
+                                "%s: $.traceEvents[%zu].name: '%s' is not an op of model '%s'",
+                                path, i, name, o->model);
+            goto out;
+        }
+        if (fwd)
+            ordo_oracle_observe_op(o, op, dur, -1); /* one forward event per iteration */
+        else
+            keep_min(&o->bwd_us[op], dur);
+        n++;
+    }
+    if (n == 0)
+        rc = ordo_error_set(ORDO_EFORMAT,
+                            "%s: no forward or backward events (a worker's trace, "
+                            "output.trace = true, has them)",
+                            path);
+out:
+    json_decref(root);
+    if (n_events && rc == 0) *n_events = n;
+    return rc;
+}
+
+int ordo_oracle_timed_model(const ordo_model_t *m, const ordo_oracle_t *o, ordo_model_t **out)
+{
+    if (!m || !o || !out) return ordo_error_set(ORDO_EINVAL, "ordo_oracle_timed_model: nothing");
+    *out = NULL;
+    if (!same_model(o, m))
+        return ordo_error_set(ORDO_EINVAL, "oracle measured on model '%s' does not fit model '%s'",
+                              o->model, m->name);
+    int most = 1;
+    for (int i = 0; i < m->n_ops; i++) {
+        if (m->ops[i].n_inputs > most) most = m->ops[i].n_inputs;
+        if (m->ops[i].n_params > most) most = m->ops[i].n_params;
+    }
+    ordo_model_t *c = ordo_model_new(m->name, m->batch, m->dtype);
+    const char **inputs = malloc((size_t)most * sizeof *inputs);
+    const char **params = malloc((size_t)most * sizeof *params);
+    int rc = ORDO_ENOMEM;
+    if (!c || !inputs || !params) goto fail;
+    for (int p = 0; p < m->n_params; p++) {
+        const ordo_model_param_t *q = &m->params[p];
+        if ((rc = ordo_model_add_param(c, q->name, q->ndim, q->shape)) < 0) goto fail;
+    }
+    for (int i = 0; i < m->n_ops; i++) {
+        const ordo_model_op_t *op = &m->ops[i];
+        for (int k = 0; k < op->n_inputs; k++)
+            inputs[k] = m->ops[op->inputs[k]].name;
+        for (int k = 0; k < op->n_params; k++)
+            params[k] = m->params[op->params[k]].name;
+        double fwd = isnan(o->fwd_us[i]) ? op->fwd_us : o->fwd_us[i];
+        double bwd = isnan(o->bwd_us[i]) ? op->bwd_us : o->bwd_us[i];
+        if ((rc = ordo_model_add_op(c, op->name, op->n_inputs, inputs, op->n_params, params, fwd,
+                                    bwd)) < 0)
+            goto fail;
+    }
+    if ((rc = ordo_model_check(c)) != 0) goto fail;
+    free(inputs);
+    free(params);
+    *out = c;
+    return 0;
+fail:
+    free(inputs);
+    free(params);
+    ordo_model_destroy(&c);
+    if (rc == ORDO_ENOMEM) return ordo_error_set(rc, "ordo_oracle_timed_model: out of memory");
+    return rc;
+}
+
 /* ---- loading ---------------------------------------------------------------------------- */
 
 /* bad fails a load with "NAME: PATH: reason". */

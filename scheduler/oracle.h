@@ -62,6 +62,20 @@ int ordo_oracle_load_string(const char *json, const char *name, const ordo_model
  * cannot be read). */
 int ordo_oracle_load_file(const char *path, const ordo_model_t *m, ordo_oracle_t **out);
 
+/* ordo_oracle_observe_trace folds the compute ops of one worker's Chrome trace (the
+ * trace-worker-R.json of a run with output.trace = true: complete events of category
+ * "forward" and "backward" named after the model's ops) into o, keeping each op's minimum;
+ * other events are skipped. A file that is not a trace-event object, an event whose name
+ * is not an op of the model or whose dur is not a number >= 0, or a trace without compute
+ * events fails with ORDO_EFORMAT, "FILE: $.traceEvents[3].dur: reason" (ORDO_ENOTFOUND
+ * when the file cannot be read). *n_events (may be NULL) gets the events folded in. */
+int ordo_oracle_observe_trace(ordo_oracle_t *o, const char *path, int *n_events);
+
+/* ordo_oracle_timed_model returns in *out a copy of m whose op times are o's where o has
+ * measured them (m's elsewhere), for planners that read a model's own times (the merge
+ * planner). ORDO_EINVAL when o was measured on another model. Free with ordo_model_destroy. */
+int ordo_oracle_timed_model(const ordo_model_t *m, const ordo_oracle_t *o, ordo_model_t **out);
+
 /* ordo_oracle_destroy frees *o and sets *o = NULL; NULL-safe. */
 void ordo_oracle_destroy(ordo_oracle_t **o);
 

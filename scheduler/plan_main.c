@@ -1,6 +1,7 @@
 /* plan_main: the `ordo-plan` command line. Subcommands: order (a priority order as
  * ordo-order/1 JSON), simulate (makespan, U, L, E of an order), bounds (the best and worst
- * makespans found) and merge (the merge planner, in merge_cli.c). Everything it prints to
+ * makespans found), merge (the merge planner, in merge_cli.c) and oracle (measured op times
+ * from workers' traces). Everything it prints to
  * stdout is JSON; errors go to stderr as one line (exit 2 on usage, 1 otherwise). */
 #include "common/conf.h"
 #include "common/error.h"
@@ -9,6 +10,7 @@
 #include "scheduler/order.h"
 #include "scheduler/search.h"
 #include "scheduler/sim.h"
+#include "worker/nn.h"
 #ifdef ORDO_PLAN_HAVE_MERGE
 #include "scheduler/merge_cli.h"
 #endif
@@ -26,6 +28,8 @@ static const char usage[] =
     "       ordo-plan bounds   [OPTIONS] MODEL.json   best and worst makespans found\n"
     "                                                 (exhaustive up to 8 recvs)\n"
     "       ordo-plan merge    ...                    merge plan (ordo-plan merge --help)\n"
+    "       ordo-plan oracle   ...                    measured op times from traces\n"
+    "                                                 (ordo-plan oracle --help)\n"
     "options:\n"
     "  --policy tio|tao|search|fifo  ordering policy (default tao)\n"
     "  --bandwidth RATE          link rate, tc style: 100mbit, 1gbit (default 1gbit; 0 =\n"
@@ -309,9 +313,78 @@ static int cmd_bounds(const args_t *a)
     return rc ? fail(rc) : 0;
 }
 
+static const char oracle_usage[] =
+    "usage: ordo-plan oracle (MODEL.json | --trainer mlp|cnn [--batch N]) TRACE.json...\n"
+    "\n"
+    "Reads the compute ops of workers' Chrome traces (runs/RUN/trace-worker-R.json of a run\n"
+    "with output.trace = true) and writes ordo-oracle/1 to stdout: each op's least forward\n"
+    "and backward time over all iterations and traces. With [order] oracle = FILE a run's\n"
+    "ordering and merge planners use these times instead of the profile's.\n"
+    "\n"
+    "  --trainer NAME     the built-in network the run trained (model.trainer) instead of a\n"
+    "                     profile\n"
+    "  --batch N          its model.batch (default 64)\n"
+    "  -h, --help         this text\n";
+
+/* cmd_oracle: ordo-plan oracle; argv[0] is "oracle". */
+static int cmd_oracle(int argc, char **argv)
+{
+    const char *trainer = NULL;
+    long batch = 64;
+    int n_pos = 0;
+    const char **pos = calloc((size_t)argc + 1, sizeof *pos);
+    if (!pos) return fail(ordo_error_set(ORDO_ENOMEM, "out of memory"));
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            fputs(oracle_usage, stdout);
+            free(pos);
+            return 0;
+        }
+        int is_trainer = !strcmp(arg, "--trainer"), is_batch = !strcmp(arg, "--batch");
+        if (is_trainer || is_batch) {
+            if (i + 1 >= argc) {
+                free(pos);
+                return usage_error("missing value for", arg);
+            }
+            const char *val = argv[++i];
+            if (is_trainer)
+                trainer = val;
+            else if (parse_long(val, 1, 1 << 20, &batch)) {
+                free(pos);
+                return usage_error("--batch must be 1..1048576", val);
+            }
+            continue;
+        }
+        if (arg[0] == '-' && arg[1]) {
+            free(pos);
+            return usage_error("unknown option", arg);
+        }
+        pos[n_pos++] = arg;
+    }
+    int first_trace = trainer ? 0 : 1;
+    if (n_pos <= first_trace) {
+        free(pos);
+        return usage_error(trainer || n_pos ? "no TRACE.json given" : "missing MODEL.json", NULL);
+    }
+    ordo_model_t *m = NULL;
+    ordo_oracle_t *o = NULL;
+    int rc = trainer ? ordo_nn_model(trainer, (int)batch, &m) : ordo_model_load_file(pos[0], &m);
+    if (!rc) rc = ordo_oracle_new(m, &o);
+    for (int i = first_trace; !rc && i < n_pos; i++)
+        rc = ordo_oracle_observe_trace(o, pos[i], NULL);
+    if (!rc) rc = ordo_oracle_write(o, stdout);
+    ordo_oracle_destroy(&o);
+    ordo_model_destroy(&m);
+    free(pos);
+    if (rc) return fail(rc);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2) return usage_error("missing subcommand (order, simulate, bounds, merge)", NULL);
+    if (argc < 2)
+        return usage_error("missing subcommand (order, simulate, bounds, merge, oracle)", NULL);
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
         fputs(usage, stdout);
@@ -329,6 +402,7 @@ int main(int argc, char **argv)
         return 1;
 #endif
     }
+    if (!strcmp(cmd, "oracle")) return cmd_oracle(argc - 1, argv + 1);
     int (*run)(const args_t *) = NULL;
     if (!strcmp(cmd, "order"))
         run = cmd_order;

@@ -3,14 +3,44 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "scheduler/merge.h"
+#include "scheduler/oracle.h"
 #include "scheduler/runplan.h"
 
 #include <stdio.h>
 #include <string.h>
 
+/* plan_merge plans the run's pushes for model m, whose op times are the ones the workers
+ * will see after dividing by scale. */
+static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double scale, json_t *plan);
+
 int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *plan)
 {
     if (conf->push_mode != ORDO_PUSH_MERGED) return 0;
+    /* emulated op times are the profile's times compute_scale; iteration times scale with
+     * (op times, a, b) together, so planning the profile under (a, b) / scale gives the same
+     * groups */
+    double scale = conf->compute == ORDO_COMPUTE_EMULATE ? conf->compute_scale : 1.0;
+    if (!conf->oracle[0]) return plan_merge(conf, m, scale, plan);
+    /* measured op times ([order] oracle, e.g. ordo-plan oracle over an earlier run's traces)
+     * replace the profile's; they are the run's own times, not scaled */
+    ordo_oracle_t *o = NULL;
+    ordo_model_t *timed = NULL;
+    int rc = ordo_oracle_load_file(conf->oracle, m, &o);
+    if (!rc) rc = ordo_oracle_timed_model(m, o, &timed);
+    ordo_oracle_destroy(&o);
+    if (rc) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", ordo_error_text(rc));
+        return ordo_error_set(rc, "order.oracle: %s", why);
+    }
+    ORDO_INFO("merge: op times from the oracle %s", conf->oracle);
+    rc = plan_merge(conf, timed, 1.0, plan);
+    ordo_model_destroy(&timed);
+    return rc;
+}
+
+static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double scale, json_t *plan)
+{
     ordo_merge_algo_t algo = ORDO_MERGE_OPTIMAL;
     int64_t bucket = 0;
     const char *file = strncmp(conf->merge, "file:", 5) == 0 ? conf->merge + 5 : NULL;
@@ -20,10 +50,6 @@ int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *p
     double a = conf->merge_a_us * 1e-6;
     double b = conf->merge_b_ns > 0 ? conf->merge_b_ns * 1e-9 : 8.0 / bps;
     double c = conf->merge_c_ns * 1e-9;
-    /* emulated op times are the profile's times compute_scale; iteration times scale with
-     * (op times, a, b) together, so planning the profile under (a, b) / scale gives the same
-     * groups */
-    double scale = conf->compute == ORDO_COMPUTE_EMULATE ? conf->compute_scale : 1.0;
     if (scale < 1e-9) scale = 1e-9;
     /* the planner counts the messages the workers will send: a group's share of each
      * server, cut at partition_bytes (worker/merge_buf.c) */

@@ -5,7 +5,8 @@
  * the first layer's weights are split over both servers, so merged groups span servers. Every
  * merged run's parameters must equal the dense run's bit for bit (servers sum the W pushes in
  * worker order, so three workers are as exact as two), a plan read from a file
- * ([push] merge = file:PATH) included; a bad plan file stops the start with its reason. */
+ * ([push] merge = file:PATH) included, and a plan made with measured op times ([order]
+ * oracle); a bad plan file or oracle stops the start with its reason. */
 #include "run_util.h"
 #include "common/error.h"
 #include "worker/paramfile.h"
@@ -114,6 +115,25 @@ START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
     assert_identical(dense, merged, "--push.merge=file:PLAN" + 2);
     ordo_paramfile_destroy(&merged);
     unlink(path);
+    /* measured op times ([order] oracle): with every backward measured at 0 all gradients
+     * are ready at once, and one group (fewest messages) is optimal; the profile's times
+     * give 2 groups */
+    char opath[] = "/tmp/ordo-merge-oracle-XXXXXX";
+    fd = mkstemp(opath);
+    ck_assert_int_ge(fd, 0);
+    const char *oracle =
+        "{\"format\": \"ordo-oracle/1\", \"model\": \"mlp\", \"ops\": ["
+        "{\"name\": \"fc1\", \"bwd_us\": 0}, {\"name\": \"relu1\", \"bwd_us\": 0},"
+        "{\"name\": \"fc2\", \"bwd_us\": 0}, {\"name\": \"relu2\", \"bwd_us\": 0},"
+        "{\"name\": \"fc3\", \"bwd_us\": 0}, {\"name\": \"loss\", \"bwd_us\": 0}]}\n";
+    ck_assert_int_eq(write(fd, oracle, strlen(oracle)), (ssize_t)strlen(oracle));
+    close(fd);
+    char oopt[96];
+    snprintf(oopt, sizeof oopt, "--order.oracle=%s", opath);
+    merged = train("--push.mode=merged", oopt, "merged pushes: 6 keys in 1 groups");
+    assert_identical(dense, merged, "--order.oracle=FILE" + 2);
+    ordo_paramfile_destroy(&merged);
+    unlink(opath);
     ordo_paramfile_destroy(&dense);
 }
 END_TEST
@@ -144,6 +164,23 @@ START_TEST(a_bad_plan_file_stops_the_start_with_its_reason)
     snprintf(want, sizeof want, "%s: cannot open", path);
     ck_assert_msg(it_run_log_has(&run, want), "the log does not say \"%s\"", want);
     it_run_destroy(&run);
+    /* an oracle measured on another model */
+    char opath[] = "/tmp/ordo-merge-oracle-XXXXXX";
+    fd = mkstemp(opath);
+    ck_assert_int_ge(fd, 0);
+    const char *oracle = "{\"format\": \"ordo-oracle/1\", \"model\": \"cnn\", \"ops\": []}\n";
+    ck_assert_int_eq(write(fd, oracle, strlen(oracle)), (ssize_t)strlen(oracle));
+    close(fd);
+    snprintf(opt, sizeof opt, "--order.oracle=%s", opath);
+    ck_assert_int_ne(it_run_launch(&run, conf_text, 60, "--push.mode=merged", opt, NULL), 0);
+    snprintf(want, sizeof want, "order.oracle: %s: $.model: 'cnn' does not match the model 'mlp'",
+             opath);
+    if (!it_run_log_has(&run, want)) {
+        it_run_print_log(&run, 20);
+        ck_abort_msg("the log does not say \"%s\"", want);
+    }
+    it_run_destroy(&run);
+    unlink(opath);
 }
 END_TEST
 

@@ -6,8 +6,13 @@
  * show the executor's contract: every forward and backward op, backward in reverse listed
  * order, one pull and one push per parameter per iteration, every pull of an iteration
  * requested before its first op starts, each gradient handed to the push engine between the
- * end of its op's backward and the start of the next, and the waits. */
+ * end of its op's backward and the start of the next, and the waits. An oracle read from
+ * both traces (ordo_oracle_observe_trace, what `ordo-plan oracle` does) must hold, per op,
+ * the least forward and backward duration of the traced events, and planning merged pushes
+ * with it must use those times. */
 #include "run_util.h"
+#include "scheduler/merge.h"
+#include "scheduler/oracle.h"
 #include "worker/nn.h"
 #include "tests/unit/ordo_check.h"
 
@@ -167,6 +172,68 @@ static int check_trace(const char *path, const ordo_model_t *m, int rank)
     return pid;
 }
 
+/* least_op_times folds the forward and backward events of the trace at path into fwd, bwd
+ * (per op, in µs, running minimum; NAN = none yet), read here independently of the oracle */
+static void least_op_times(const char *path, const ordo_model_t *m, double *fwd, double *bwd)
+{
+    json_error_t err;
+    json_t *root = json_load_file(path, 0, &err);
+    ck_assert_msg(root != NULL, "%s: %s", path, err.text);
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(root, "traceEvents"), i, e)
+    {
+        const char *cat = json_string_value(json_object_get(e, "cat"));
+        if (!cat || (strcmp(cat, "forward") && strcmp(cat, "backward"))) continue;
+        int op = ordo_model_op_index(m, json_string_value(json_object_get(e, "name")));
+        ck_assert(op >= 0);
+        double dur = json_number_value(json_object_get(e, "dur"));
+        double *slot = !strcmp(cat, "forward") ? &fwd[op] : &bwd[op];
+        if (isnan(*slot) || dur < *slot) *slot = dur;
+    }
+    json_decref(root);
+}
+
+/* the oracle of both traces holds every op's least times, and the merge planner plans with
+ * them: its predicted time equals the timeline of those backward times */
+static void check_oracle(it_run_t *run, const ordo_model_t *m)
+{
+    const char *paths[2] = {it_run_path(run, "trace-worker-0.json"),
+                            it_run_path(run, "trace-worker-1.json")};
+    double fwd[64], bwd[64];
+    ck_assert_int_le(m->n_ops, 64);
+    for (int i = 0; i < m->n_ops; i++)
+        fwd[i] = bwd[i] = NAN;
+    ordo_oracle_t *o = NULL;
+    ORDO_CK_OK(ordo_oracle_new(m, &o));
+    for (int r = 0; r < 2; r++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s", paths[r]); /* it_run_path's buffer is reused */
+        int n = 0;
+        ORDO_CK_OK(ordo_oracle_observe_trace(o, path, &n));
+        ck_assert_int_ge(n, 2 * m->n_ops * ITERS); /* every op, both passes, every iteration */
+        least_op_times(path, m, fwd, bwd);
+    }
+    ordo_model_t *timed = NULL;
+    ORDO_CK_OK(ordo_oracle_timed_model(m, o, &timed));
+    double sum_bwd = 0;
+    for (int i = 0; i < m->n_ops; i++) {
+        ck_assert_msg(!isnan(fwd[i]) && !isnan(bwd[i]), "op %s not traced", m->ops[i].name);
+        ck_assert_msg(fabs(timed->ops[i].fwd_us - fwd[i]) < 1e-9 &&
+                          fabs(timed->ops[i].bwd_us - bwd[i]) < 1e-9,
+                      "op %s: oracle %.3f/%.3f us, least traced %.3f/%.3f us", m->ops[i].name,
+                      timed->ops[i].fwd_us, timed->ops[i].bwd_us, fwd[i], bwd[i]);
+        sum_bwd += bwd[i];
+    }
+    /* one message after backward (all), no start-up, no bytes: backward alone */
+    ordo_merge_plan_t *p = NULL;
+    ORDO_CK_OK(ordo_merge_plan_compute(timed, ORDO_MERGE_ALL, 0, 0, 0, 0, 0, NULL, &p));
+    ck_assert_double_eq_tol(p->predicted_iter_s * 1e6, sum_bwd, 1e-6 * sum_bwd + 1e-6);
+    ordo_merge_plan_destroy(&p);
+    ordo_model_destroy(&timed);
+    ordo_oracle_destroy(&o);
+}
+
 START_TEST(mlp_run_writes_valid_traces)
 {
     if (!it_have_fmnist()) return;
@@ -177,6 +244,7 @@ START_TEST(mlp_run_writes_valid_traces)
     int pid0 = check_trace(it_run_path(&run, "trace-worker-0.json"), m, 0);
     int pid1 = check_trace(it_run_path(&run, "trace-worker-1.json"), m, 1);
     ck_assert_int_ne(pid0, pid1); /* one process track per worker when traces are merged */
+    check_oracle(&run, m);
     ordo_model_destroy(&m);
     it_run_destroy(&run);
 }

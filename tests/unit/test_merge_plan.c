@@ -408,6 +408,37 @@ START_TEST(cli_writes_plans_and_rejects_misuse)
                               "\"segment_bytes\": 1048576") != NULL,
                   "%s", out);
 
+    /* measured op times (ordo-oracle/1): a conv1 backward of 1 ms makes overlapping fc's
+     * message worth its start-up: wfbp's two groups, fc's message 70 -> 290.2 us, conv1's
+     * ready at 70 + 10 + 1000 and sent by 1320.4 us (one group would end at 1340.6) */
+    char opath[] = "/tmp/ordo-merge-oracle-XXXXXX";
+    fd = mkstemp(opath);
+    ck_assert_int_ge(fd, 0);
+    const char *oracle = "{\"format\": \"ordo-oracle/1\", \"model\": \"toy\", \"ops\": "
+                         "[{\"name\": \"conv1\", \"bwd_us\": 1000}]}";
+    ck_assert_int_eq(write(fd, oracle, strlen(oracle)), (ssize_t)strlen(oracle));
+    close(fd);
+    const char *orc[] = {"merge", "--a", "2e-4", "--b", "1e-8", "--oracle", opath, path};
+    ck_assert_int_eq(run_cli(8, orc, out, sizeof out, err, sizeof err), 0);
+    ORDO_CK_OK(ordo_merge_plan_load_string(out, "stdout", m, &p));
+    ck_assert_int_eq(p->n_groups, 2);
+    ordo_merge_plan_destroy(&p);
+    /* the file's prediction is the oracle's (loading re-times it with the model's own) */
+    ck_assert_msg(strstr(out, "\"predicted_iter_s\": 0.0013204") != NULL, "%s", out);
+    const char *orc_missing[] = {"merge", "--a", "0", "--b", "0", "--oracle", "/nonexistent/o.json",
+                                 path};
+    ck_assert_int_eq(run_cli(8, orc_missing, out, sizeof out, err, sizeof err), 1);
+    ck_assert_msg(strstr(err, "/nonexistent/o.json") != NULL, "%s", err);
+    fd = open(opath, O_WRONLY | O_TRUNC);
+    ck_assert_int_ge(fd, 0);
+    const char *other = "{\"format\": \"ordo-oracle/1\", \"model\": \"resnet50\", \"ops\": []}";
+    ck_assert_int_eq(write(fd, other, strlen(other)), (ssize_t)strlen(other));
+    close(fd);
+    ck_assert_int_eq(run_cli(8, orc, out, sizeof out, err, sizeof err), 1);
+    ck_assert_msg(strstr(err, "$.model: 'resnet50' does not match the model 'toy'") != NULL, "%s",
+                  err);
+    unlink(opath);
+
     const char *help[] = {"merge", "--help"};
     ck_assert_int_eq(run_cli(2, help, out, sizeof out, err, sizeof err), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: ordo-plan merge"));

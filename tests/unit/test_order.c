@@ -407,6 +407,129 @@ START_TEST(oracle_keeps_the_minimum_and_roundtrips)
 }
 END_TEST
 
+/* write_file puts text into a new temporary file whose name goes to path */
+static void write_file(char *path, const char *text)
+{
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* expect_trace_error: reading text as a trace fails with ORDO_EFORMAT and the detail
+ * (after the file's name) want */
+static void expect_trace_error(const ordo_model_t *m, const char *text, const char *want)
+{
+    char path[] = "/tmp/ordo-trace-test-XXXXXX";
+    write_file(path, text);
+    ordo_oracle_t *o = NULL;
+    ORDO_CK_OK(ordo_oracle_new(m, &o));
+    int n = -1;
+    ORDO_CK_ERR(ordo_oracle_observe_trace(o, path, &n), ORDO_EFORMAT);
+    ck_assert_int_eq(n, 0);
+    const char *d = ordo_error_detail();
+    ck_assert_msg(strncmp(d, path, strlen(path)) == 0 && strstr(d, want), "detail '%s' lacks '%s'",
+                  d, want);
+    unlink(path);
+    ordo_oracle_destroy(&o);
+}
+
+START_TEST(oracle_from_traces_and_into_a_model)
+{
+    ordo_model_t *m = fx_fig2a(100, 70);
+    /* two iterations of a worker's trace: forward and backward events of both ops, with
+     * pulls, pushes, waits and metadata that must be skipped */
+    const char *trace =
+        "{\"traceEvents\": [{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,"
+        "\"args\":{\"name\":\"worker 0\"}},"
+        "{\"ph\":\"X\",\"name\":\"op1\",\"cat\":\"forward\",\"pid\":1,\"tid\":0,\"ts\":0,\"dur\":"
+        "90},"
+        "{\"ph\":\"X\",\"name\":\"op2\",\"cat\":\"forward\",\"pid\":1,\"tid\":0,\"ts\":90,\"dur\":"
+        "60},"
+        "{\"ph\":\"X\",\"name\":\"op2\",\"cat\":\"backward\",\"pid\":1,\"tid\":0,\"ts\":150,"
+        "\"dur\":130.5},"
+        "{\"ph\":\"X\",\"name\":\"op1\",\"cat\":\"backward\",\"pid\":1,\"tid\":0,\"ts\":281,"
+        "\"dur\":180},"
+        "{\"ph\":\"X\",\"name\":\"r1\",\"cat\":\"pull\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":1},"
+        "{\"ph\":\"X\",\"name\":\"r2\",\"cat\":\"push\",\"pid\":1,\"tid\":3,\"ts\":0,\"dur\":2},"
+        "{\"ph\":\"X\",\"name\":\"op1\",\"cat\":\"wait\",\"pid\":1,\"tid\":2,\"ts\":0,\"dur\":3},"
+        "{\"ph\":\"X\",\"name\":\"op1\",\"cat\":\"forward\",\"pid\":1,\"tid\":0,\"ts\":500,\"dur\":"
+        "85},"
+        "{\"ph\":\"X\",\"name\":\"op2\",\"cat\":\"forward\",\"pid\":1,\"tid\":0,\"ts\":585,\"dur\":"
+        "65},"
+        "{\"ph\":\"X\",\"name\":\"op2\",\"cat\":\"backward\",\"pid\":1,\"tid\":0,\"ts\":650,"
+        "\"dur\":140},"
+        "{\"ph\":\"X\",\"name\":\"op1\",\"cat\":\"backward\",\"pid\":1,\"tid\":0,\"ts\":790,"
+        "\"dur\":170}]}";
+    char path[] = "/tmp/ordo-trace-test-XXXXXX";
+    write_file(path, trace);
+    ordo_oracle_t *o = NULL;
+    ORDO_CK_OK(ordo_oracle_new(m, &o));
+    int n = 0;
+    ORDO_CK_OK(ordo_oracle_observe_trace(o, path, &n));
+    unlink(path);
+    ck_assert_int_eq(n, 8); /* the compute events only */
+    ordo_model_t *timed = NULL;
+    ORDO_CK_OK(ordo_oracle_timed_model(m, o, &timed));
+    ck_assert_str_eq(timed->name, "fig2a");
+    ck_assert_int_eq(timed->n_ops, 2);
+    ck_assert_int_eq(timed->n_params, 2);
+    ck_assert_double_eq(timed->ops[0].fwd_us, 85); /* the least of 90 and 85 */
+    ck_assert_double_eq(timed->ops[0].bwd_us, 170);
+    ck_assert_double_eq(timed->ops[1].fwd_us, 60);
+    ck_assert_double_eq(timed->ops[1].bwd_us, 130.5);
+    /* the graph is m's: inputs, parameters, bytes */
+    ck_assert_int_eq(timed->ops[1].n_inputs, 1);
+    ck_assert_int_eq(timed->ops[1].inputs[0], 0);
+    ck_assert_int_eq(timed->ops[1].params[0], 1);
+    ck_assert_int_eq(timed->params[1].bytes, m->params[1].bytes);
+    ck_assert_int_eq(timed->params[1].first_op, 1);
+    ordo_model_destroy(&timed);
+    /* an op never traced keeps the model's times */
+    ordo_oracle_t *part = NULL;
+    ORDO_CK_OK(ordo_oracle_new(m, &part));
+    ordo_oracle_observe_op(part, 1, 5, -1);
+    ORDO_CK_OK(ordo_oracle_timed_model(m, part, &timed));
+    ck_assert_double_eq(timed->ops[0].fwd_us, 100);
+    ck_assert_double_eq(timed->ops[1].fwd_us, 5);
+    ck_assert_double_eq(timed->ops[1].bwd_us, 0);
+    ordo_model_destroy(&timed);
+    ordo_oracle_destroy(&part);
+    /* an oracle of another model is refused */
+    ordo_model_t *other = fx_fig4();
+    ORDO_CK_ERR(ordo_oracle_timed_model(other, o, &timed), ORDO_EINVAL);
+    ck_assert_ptr_null(timed);
+    expect_detail("does not fit model 'fig4'");
+    ordo_model_destroy(&other);
+    ordo_oracle_destroy(&o);
+
+    /* rejections name the file, the JSON path and the reason */
+    expect_trace_error(m, "[1, 2]", "$.traceEvents: must be an array");
+    expect_trace_error(m, "{\"traceEvents\": [3]}", "$.traceEvents[0]: must be an object");
+    expect_trace_error(m, "{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"forward\",\"dur\":1}]}",
+                       "$.traceEvents[0].name: must be a string");
+    expect_trace_error(m,
+                       "{\"traceEvents\": [{\"ph\":\"M\",\"name\":\"x\"},{\"ph\":\"X\","
+                       "\"cat\":\"backward\",\"name\":\"op1\",\"dur\":-2}]}",
+                       "$.traceEvents[1].dur: must be a number >= 0");
+    expect_trace_error(m,
+                       "{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"forward\",\"name\":\"conv1\","
+                       "\"dur\":1}]}",
+                       "$.traceEvents[0].name: 'conv1' is not an op of model 'fig2a'");
+    expect_trace_error(m,
+                       "{\"traceEvents\": [{\"ph\":\"X\",\"cat\":\"pull\",\"name\":\"r1\","
+                       "\"dur\":1}]}",
+                       "no forward or backward events");
+    expect_trace_error(m, "{\"traceEvents\": [", "");
+    ordo_oracle_new(m, &o);
+    ORDO_CK_ERR(ordo_oracle_observe_trace(o, "/nonexistent/trace.json", NULL), ORDO_ENOTFOUND);
+    ordo_oracle_destroy(&o);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
 static Suite *order_suite(void)
 {
     Suite *s = suite_create("order");
@@ -425,6 +548,7 @@ static Suite *order_suite(void)
         {"order_file", order_file_roundtrip_and_rejections},
         {"oracle_file", oracle_load_apply_and_reject},
         {"oracle_min", oracle_keeps_the_minimum_and_roundtrips},
+        {"oracle_trace", oracle_from_traces_and_into_a_model},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TCase *tc = tcase_create(cases[i].name);
