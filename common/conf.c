@@ -76,7 +76,8 @@ static const key_t_ keys[] = {
     {"order", "search_budget_ms", T_INT, OFF(search_budget_ms), 0, "2000", 0, 3600000, NULL,
      "time budget of the search policy"},
     {"order", "oracle", T_STR, OFF(oracle), SZ(oracle), "", 0, 0, NULL,
-     "measured per-op time file for planning (empty = the profile's times)"},
+     "measured op times for the ordering and merge planners (ordo-oracle/1, e.g. from "
+     "ordo-plan oracle; empty = the profile's times)"},
     {"push", "mode", T_ENUM, OFF(push_mode), 0, "dense", 0, 0, "dense|merged|sparse",
      "how gradients are pushed"},
     {"push", "merge", T_STR, OFF(merge), SZ(merge), "optimal", 0, 0, NULL,
