@@ -124,7 +124,7 @@ static inline ordo_model_t *fx_random(uint64_t seed, int n_params, int n_ops)
 {
     uint64_t st = seed;
     ordo_model_t *m = ordo_model_new("random", 1, NULL);
-    char pn[8][8];
+    char pn[8][16];
     int owner[8];
     for (int p = 0; p < n_params; p++) {
         snprintf(pn[p], sizeof pn[p], "p%d", p);
