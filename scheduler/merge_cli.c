@@ -175,11 +175,8 @@ int ordo_merge_cli(int argc, char **argv)
     int status = 1, rc = ordo_model_load_file(path, &m);
     if (!rc && oracle_path) {
         /* plan with the measured op times */
-        ordo_oracle_t *o = NULL;
         ordo_model_t *timed = NULL;
-        rc = ordo_oracle_load_file(oracle_path, m, &o);
-        if (!rc) rc = ordo_oracle_timed_model(m, o, &timed);
-        ordo_oracle_destroy(&o);
+        rc = ordo_oracle_timed_model_file(oracle_path, m, &timed);
         if (!rc) {
             ordo_model_destroy(&m);
             m = timed;

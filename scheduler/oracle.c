@@ -345,6 +345,15 @@ fail:
     return rc;
 }
 
+int ordo_oracle_timed_model_file(const char *path, const ordo_model_t *m, ordo_model_t **out)
+{
+    ordo_oracle_t *o = NULL;
+    int rc = ordo_oracle_load_file(path, m, &o);
+    if (!rc) rc = ordo_oracle_timed_model(m, o, out);
+    ordo_oracle_destroy(&o);
+    return rc;
+}
+
 /* ---- loading ---------------------------------------------------------------------------- */
 
 /* bad fails a load with "NAME: PATH: reason". */

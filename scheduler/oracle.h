@@ -76,6 +76,10 @@ int ordo_oracle_observe_trace(ordo_oracle_t *o, const char *path, int *n_events)
  * planner). ORDO_EINVAL when o was measured on another model. Free with ordo_model_destroy. */
 int ordo_oracle_timed_model(const ordo_model_t *m, const ordo_oracle_t *o, ordo_model_t **out);
 
+/* ordo_oracle_timed_model_file is ordo_oracle_load_file then ordo_oracle_timed_model: m with
+ * the op times measured in the ordo-oracle/1 file at path. */
+int ordo_oracle_timed_model_file(const char *path, const ordo_model_t *m, ordo_model_t **out);
+
 /* ordo_oracle_destroy frees *o and sets *o = NULL; NULL-safe. */
 void ordo_oracle_destroy(ordo_oracle_t **o);
 

@@ -23,11 +23,8 @@ int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *p
     if (!conf->oracle[0]) return plan_merge(conf, m, scale, plan);
     /* measured op times ([order] oracle, e.g. ordo-plan oracle over an earlier run's traces)
      * replace the profile's; they are the run's own times, not scaled */
-    ordo_oracle_t *o = NULL;
     ordo_model_t *timed = NULL;
-    int rc = ordo_oracle_load_file(conf->oracle, m, &o);
-    if (!rc) rc = ordo_oracle_timed_model(m, o, &timed);
-    ordo_oracle_destroy(&o);
+    int rc = ordo_oracle_timed_model_file(conf->oracle, m, &timed);
     if (rc) {
         char why[1024];
         snprintf(why, sizeof why, "%s", ordo_error_text(rc));
