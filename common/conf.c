@@ -69,6 +69,9 @@ static const key_t_ keys[] = {
      "none | fifo | tio | tao | search | file:PATH"},
     {"order", "enforce", T_ENUM, OFF(enforce), 0, "strict", 0, 0, "strict|greedy",
      "how servers release ordered transfers"},
+    {"order", "share", T_ENUM, OFF(share), 0, "fair", 0, 0, "fair|serial",
+     "a server's link among the workers' pulled values: fair (byte-fair turns, as connections "
+     "share a NIC) or serial (the worker furthest along in its iteration first)"},
     {"order", "partition_bytes", T_BYTES, OFF(partition_bytes), 0, "4MiB", 1024, 1LL << 32, NULL,
      "tensors above this are split into chunks; a chunk is the unit spread over the servers"},
     {"order", "segment_bytes", T_BYTES, OFF(segment_bytes), 0, "1MiB", 0, 1LL << 32, NULL,

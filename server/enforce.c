@@ -32,8 +32,17 @@ struct ordo_enforce {
     wq_t *w;
     uint64_t seq;
     int pending;
-    int rr; /* where the turn starts among workers with equal claims */
+    int rr;    /* where the turn starts among workers with equal claims */
+    int share; /* ordo_share_t */
 };
+
+int ordo_enforce_set_share(ordo_enforce_t *e, int share)
+{
+    if (!e || (share != ORDO_SHARE_FAIR && share != ORDO_SHARE_SERIAL))
+        return ordo_error_set(ORDO_EINVAL, "enforce: bad share %d", share);
+    e->share = share;
+    return 0;
+}
 
 int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio, int round,
                      ordo_enforce_t **out)
@@ -157,7 +166,9 @@ int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out,
     /* Each worker offers its candidate: greedy its smallest normalized priority, strict the
      * same but only once the counter allows it, fifo its oldest. Among the workers the
      * smallest priority goes (greedy), then the worker with the fewest bytes handed over in
-     * its iteration, as connections share a link byte-fairly, then the turn. */
+     * its iteration, as connections share a link byte-fairly (serial: the most, so that one
+     * worker is served to the end before the next), then the turn. */
+    bool serial = e->share == ORDO_SHARE_SERIAL;
     int bw = -1, bi = -1;
     for (int k = 0; k < e->n_workers; k++) {
         int w = (e->rr + k) % e->n_workers;
@@ -170,7 +181,7 @@ int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out,
             int pa = q->items[i].prio, pb = e->w[bw].items[bi].prio;
             if (e->mode == ORDO_ENFORCE_GREEDY && pa != pb) {
                 if (pa > pb) continue;
-            } else if (q->bytes >= e->w[bw].bytes) {
+            } else if (serial ? q->bytes <= e->w[bw].bytes : q->bytes >= e->w[bw].bytes) {
                 continue;
             }
         }

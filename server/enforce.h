@@ -13,7 +13,10 @@
  * In every mode a response is handed to the network only while the egress link is free (or
  * about to be), and the workers share it byte-fairly (the worker with the fewest bytes
  * handed over in its iteration goes first), as separate connections share a NIC, instead of
- * one worker's whole iteration queueing ahead of the others' in the link's FIFO.
+ * one worker's whole iteration queueing ahead of the others' in the link's FIFO. With the
+ * serial share (ordo_enforce_set_share) the worker with the most bytes handed over in its
+ * iteration goes first instead: workers are served one after another, and the first served
+ * start computing while the link still sends to the others.
  * Normalized priority (DESIGN.md §3): the number of this server's slices with a strictly
  * smaller plan priority. */
 #ifndef ORDO_ENFORCE_H
@@ -45,6 +48,10 @@ typedef struct ordo_enforce_release {
  * the number of this server's slices (transfers per worker per iteration; 0 = unknown). */
 int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio, int round,
                      ordo_enforce_t **out);
+
+/* ordo_enforce_set_share chooses how the workers share the link: ORDO_SHARE_FAIR (the
+ * default) or ORDO_SHARE_SERIAL (common/conf.h). Returns 0 or ORDO_EINVAL. */
+int ordo_enforce_set_share(ordo_enforce_t *e, int share);
 
 /* ordo_enforce_destroy frees the module and closes messages it still holds. */
 void ordo_enforce_destroy(ordo_enforce_t **e);

@@ -406,11 +406,14 @@ static int setup_enforcement(server_t *s)
     }
     json_decref(plan);
     int rc = ordo_enforce_new(mode, s->node.n_workers, k->n_slices, norm, round, &s->enforce);
+    if (!rc) rc = ordo_enforce_set_share(s->enforce, s->conf.share);
     free(norm);
     free(srv);
-    ORDO_INFO("enforcement: %s", mode == ORDO_ENFORCE_MODE_FIFO ? "fifo (no priority plan)"
-                                 : mode == ORDO_ENFORCE_STRICT  ? "strict"
-                                                                : "greedy");
+    ORDO_INFO("enforcement: %s, %s share of the link",
+              mode == ORDO_ENFORCE_MODE_FIFO ? "fifo (no priority plan)"
+              : mode == ORDO_ENFORCE_STRICT  ? "strict"
+                                             : "greedy",
+              s->conf.share == ORDO_SHARE_SERIAL ? "serial" : "fair");
     return rc;
 }
 

@@ -141,6 +141,50 @@ START_TEST(workers_share_the_link_byte_fairly)
 }
 END_TEST
 
+START_TEST(serial_share_serves_one_worker_to_the_end)
+{
+    /* the same responses with the serial share: the worker with the most bytes handed over
+     * goes on, so worker 0 (first by the turn) gets all four before worker 1 starts */
+    ordo_enforce_t *e;
+    ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_MODE_FIFO, 2, 8, NULL, 0, &e));
+    ORDO_CK_OK(ordo_enforce_set_share(e, ORDO_SHARE_SERIAL));
+    for (int s = 0; s < 4; s++)
+        add(e, 0, 0, s, 100);
+    add(e, 1, 0, 4, 250);
+    add(e, 1, 0, 5, 100);
+    add(e, 1, 0, 6, 100);
+    ordo_enforce_release_t r;
+    int want[] = {0, 1, 2, 3, 4, 5, 6};
+    for (int i = 0; i < 7; i++)
+        ck_assert_int_eq(next(e, true, &r), want[i]);
+    /* a worker whose response of a new iteration arrives starts again from 0 bytes: the
+     * worker still in its iteration (more bytes) goes first */
+    add(e, 0, 1, 0, 100); /* worker 0, iteration 1 */
+    add(e, 1, 0, 7, 100); /* worker 1, still iteration 0 (350 bytes so far) */
+    ck_assert_int_eq(next(e, true, &r), 7);
+    ck_assert_int_eq(r.worker, 1);
+    ck_assert_int_eq(next(e, true, &r), 0);
+    ck_assert_int_eq(r.worker, 0);
+    /* strict still gates each worker by its counter, serial or not */
+    ordo_enforce_destroy(&e);
+    int norm[] = {0, 1};
+    ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_STRICT, 2, 2, norm, 2, &e));
+    ORDO_CK_OK(ordo_enforce_set_share(e, ORDO_SHARE_SERIAL));
+    add(e, 1, 0, 1, 400);
+    ck_assert_int_eq(next(e, true, &r), -1); /* priority 1 before priority 0: held */
+    add(e, 0, 0, 0, 100);
+    ck_assert_int_eq(next(e, true, &r), 0);
+    ck_assert_int_eq(r.worker, 0);
+    add(e, 1, 0, 0, 100);
+    ck_assert_int_eq(next(e, true, &r), 0);
+    ck_assert_int_eq(r.worker, 1);
+    ck_assert_int_eq(next(e, true, &r), 1);
+    ck_assert_int_eq(r.worker, 1);
+    ORDO_CK_ERR(ordo_enforce_set_share(e, 7), ORDO_EINVAL);
+    ordo_enforce_destroy(&e);
+}
+END_TEST
+
 START_TEST(bad_arguments_are_refused)
 {
     ordo_enforce_t *e = NULL;
@@ -173,6 +217,7 @@ static Suite *enforce_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("sharing");
     tcase_add_test(tc, workers_share_the_link_byte_fairly);
+    tcase_add_test(tc, serial_share_serves_one_worker_to_the_end);
     suite_add_tcase(s, tc);
     tc = tcase_create("errors");
     tcase_add_test(tc, bad_arguments_are_refused);
