@@ -2,9 +2,11 @@
 # share.sh: how a server's link is shared among the workers' pulled values ([order] share).
 # Runs each model with merged pushes on 4 workers and S servers over an emulated link, once
 # per share (fair, serial) in every repeat, the two interleaved so that slow phases of the
-# machine hit both alike, and prints per model the iteration time (mean over the repeats of
-# each run's median, +- its standard error), the forward phase (pulls and the forward ops
-# waiting on them) and serial's gain over fair.
+# machine hit both alike, and prints per model the throughput (samples per second of all
+# workers over the measured iterations' wall time, mean over the repeats +- its standard
+# error), the iteration time (mean of each run's median), the forward phase (pulls and the
+# forward ops waiting on them) and serial's gain in throughput over fair. Throughput is the
+# figure to compare: with the serial share the workers run a fraction of an iteration apart.
 #
 # usage: scripts/experiments/share.sh [OPTIONS]
 #   --models LIST     comma list (default smallmany,googlenet,resnet50)
@@ -18,6 +20,7 @@
 #                     docs/experiments.md: 28.46, 1.183, 0.5172)
 #   --out DIR         output folder (default runs/share-DATE)
 #   --bin DIR         binaries (default build/bin)
+#   --report-only     only print the table of DIR's runs
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 models="smallmany,googlenet,resnet50"
@@ -31,9 +34,10 @@ b_ns=1.183
 c_ns=0.5172
 out=""
 bin="$here/build/bin"
+report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --models) models=$2; shift 2 ;;
     --algo) algo=$2; shift 2 ;;
     --network) network=$2; shift 2 ;;
@@ -45,6 +49,7 @@ while [ $# -gt 0 ]; do
     --c-ns) c_ns=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
+    --report-only) report_only=1; shift ;;
     *) echo "share.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -53,8 +58,9 @@ done
 [ -n "$out" ] || out="$here/runs/share-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out/runs"
 models=${models//,/ }
-echo "share: $models, $algo, $network, $servers server(s), 4 workers, $repeats repeats x $iters iterations; output $out"
+[ $report_only = 1 ] || echo "share: $models, $algo, $network, $servers server(s), 4 workers, $repeats repeats x $iters iterations; output $out"
 for r in $(seq 1 "$repeats"); do
+  [ $report_only = 0 ] || break
   for m in $models; do
     for share in fair serial; do
       run="$m-$share-r$r"
@@ -83,18 +89,23 @@ def run_medians(path):
         it.setdefault(o["iter"], []).append((o["step_ms"], o["forward_ms"]))
     step = statistics.median(sum(x[0] for x in v) / len(v) for v in it.values())
     fwd = statistics.median(sum(x[1] for x in v) / len(v) for v in it.values())
-    return step, fwd
+    thr = json.load(open(os.path.join(path, "summary.json")))["throughput_samples_per_s"]
+    return thr, step, fwd
 def se(v):
     return statistics.stdev(v) / math.sqrt(len(v)) if len(v) > 1 else 0.0
-print("%-13s %-7s %5s %16s %12s" % ("model", "share", "runs", "iter_ms", "forward_ms"))
+print("%-13s %-7s %5s %18s %10s %11s" % ("model", "share", "runs", "samples/s", "iter_ms", "forward_ms"))
 for m in models:
     res = {}
     for share in ("fair", "serial"):
         runs = [run_medians(p) for p in sorted(glob.glob(os.path.join(out, "runs", "%s-%s-r*" % (m, share))))
                 if os.path.isdir(p)]
-        steps, fwds = [x[0] for x in runs], [x[1] for x in runs]
-        res[share] = statistics.mean(steps)
-        print("%-13s %-7s %5d %9.1f +- %4.1f %12.1f" % (m, share, len(runs), statistics.mean(steps), se(steps),
-                                                    statistics.mean(fwds)))
-    print("%-13s serial's gain over fair: %+.1f %%" % (m, 100 * (1 - res["serial"] / res["fair"])))
+        if not runs:
+            continue
+        thr = [x[0] for x in runs]
+        res[share] = statistics.mean(thr)
+        print("%-13s %-7s %5d %10.1f +- %5.1f %10.1f %11.1f" % (m, share, len(runs), statistics.mean(thr), se(thr),
+                                                          statistics.mean(x[1] for x in runs),
+                                                          statistics.mean(x[2] for x in runs)))
+    if len(res) == 2:
+        print("%-13s serial's throughput over fair's: %+.1f %%" % (m, 100 * (res["serial"] / res["fair"] - 1)))
 EOF

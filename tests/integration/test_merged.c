@@ -6,7 +6,8 @@
  * merged run's parameters must equal the dense run's bit for bit (servers sum the W pushes in
  * worker order, so three workers are as exact as two), a plan read from a file
  * ([push] merge = file:PATH) included, and a plan made with measured op times ([order]
- * oracle); a bad plan file or oracle stops the start with its reason. */
+ * oracle), and with the servers serving workers one after another ([order] share =
+ * serial); a bad plan file or oracle stops the start with its reason. */
 #include "run_util.h"
 #include "common/error.h"
 #include "worker/paramfile.h"
@@ -134,6 +135,10 @@ START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
     assert_identical(dense, merged, "--order.oracle=FILE" + 2);
     ordo_paramfile_destroy(&merged);
     unlink(opath);
+    /* the servers' serial share of their links ([order] share) changes timing only */
+    merged = train("--push.mode=merged", "--order.share=serial", "serial share of the link");
+    assert_identical(dense, merged, "--order.share=serial" + 2);
+    ordo_paramfile_destroy(&merged);
     ordo_paramfile_destroy(&dense);
 }
 END_TEST
