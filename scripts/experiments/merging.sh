@@ -25,6 +25,8 @@
 #   --servers LIST     default 2
 #   --latency-us US    one-way latency of the emulated links (default 100)
 #   --workers W        default 4
+#   --share fair|serial how servers share their links among the workers' pulled values
+#                      ([order] share, default fair)
 #   --a-us A --b-ns B [--c-ns C]
 #                      skip calibration: the planner's cost model for every network
 #   --out DIR          output folder (default runs/merging-DATE)
@@ -44,6 +46,7 @@ networks="1gbit,10gbit,10gbit+250us"
 servers_list="2"
 latency=100
 workers=4
+share=fair
 fixed_a=""
 fixed_b=""
 fixed_c=0
@@ -53,7 +56,7 @@ report_only=0
 resume=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --iterations) iters_spec=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --start-repeat) start=$2; shift 2 ;;
@@ -63,6 +66,7 @@ while [ $# -gt 0 ]; do
     --servers) servers_list=$2; shift 2 ;;
     --latency-us) latency=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
+    --share) share=$2; shift 2 ;;
     --a-us) fixed_a=$2; shift 2 ;;
     --b-ns) fixed_b=$2; shift 2 ;;
     --c-ns) fixed_c=$2; shift 2 ;;
@@ -170,7 +174,8 @@ PY
                   --model.warmup=1 "--cluster.workers=$workers" "--cluster.servers=$S" \
                   "--net.bandwidth=$(rate "$net")" "--net.latency_us=$latency" \
                   "--net.msg_us=$(msg_us "$net")" "--push.merge=$algo" "--push.merge_a_us=$a_us" \
-                  "--push.merge_b_ns=$b_ns" "--push.merge_c_ns=$c_ns" --output.log_level=info \
+                  "--push.merge_b_ns=$b_ns" "--push.merge_c_ns=$c_ns" "--order.share=$share" \
+                  --output.log_level=info \
                   "--output.dir=$out/runs" "--output.run=$run" > "$out/runs/$run.log" 2>&1; then
                 break
               fi
