@@ -33,9 +33,7 @@ void ordo_runplan_channels(const ordo_keys_t *keys, int *channel)
     free(bytes);
 }
 
-/* prefix the current error detail with what was being read (the detail is copied first:
- * it lives in the buffer ordo_error_set writes) */
-static int with_context(int rc, const char *what)
+int ordo_runplan_with_context(int rc, const char *what)
 {
     char why[1024];
     snprintf(why, sizeof why, "%s", ordo_error_text(rc));
@@ -49,7 +47,7 @@ static int planning_oracle(const ordo_conf_t *conf, const ordo_model_t *m, ordo_
     *out = NULL;
     if (conf->oracle[0]) {
         int rc = ordo_oracle_load_file(conf->oracle, m, out);
-        if (rc) return with_context(rc, "order.oracle");
+        if (rc) return ordo_runplan_with_context(rc, "order.oracle");
         return 0;
     }
     if (conf->compute != ORDO_COMPUTE_EMULATE || conf->compute_scale == 1.0) return 0;
@@ -111,7 +109,7 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
     if (policy == ORDO_POLICY_FILE) {
         const char *path = conf->policy + 5;
         if ((rc = ordo_order_read_file(path, m, prio)) != 0) {
-            rc = with_context(rc, "order.policy");
+            rc = ordo_runplan_with_context(rc, "order.policy");
             goto fail;
         }
     } else if (ordered) {
