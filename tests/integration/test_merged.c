@@ -80,6 +80,15 @@ static void assert_identical(const ordo_paramfile_t *dense, const ordo_paramfile
            (long long)total, ITERS);
 }
 
+/* write_temp fills the mkstemp template path with text */
+static void write_temp(char *path, const char *text)
+{
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
 START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
 {
     if (!it_have_fmnist()) return;
@@ -104,12 +113,9 @@ START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
     }
     /* a plan made elsewhere ([push] merge = file:PATH), splitting fc2 between two groups */
     char path[] = "/tmp/ordo-merge-plan-XXXXXX", opt[64];
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
     const char *plan = "{\"format\": \"ordo-merge/1\", \"model\": \"mlp\", \"groups\": "
                        "[[\"fc3.w\", \"fc3.b\", \"fc2.w\"], [\"fc2.b\", \"fc1.w\", \"fc1.b\"]]}\n";
-    ck_assert_int_eq(write(fd, plan, strlen(plan)), (ssize_t)strlen(plan));
-    close(fd);
+    write_temp(path, plan);
     snprintf(opt, sizeof opt, "--push.merge=file:%s", path);
     ordo_paramfile_t *merged =
         train("--push.mode=merged", opt, "merged pushes: 6 keys in 2 groups");
@@ -120,15 +126,12 @@ START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
      * are ready at once, and one group (fewest messages) is optimal; the profile's times
      * give 2 groups */
     char opath[] = "/tmp/ordo-merge-oracle-XXXXXX";
-    fd = mkstemp(opath);
-    ck_assert_int_ge(fd, 0);
     const char *oracle =
         "{\"format\": \"ordo-oracle/1\", \"model\": \"mlp\", \"ops\": ["
         "{\"name\": \"fc1\", \"bwd_us\": 0}, {\"name\": \"relu1\", \"bwd_us\": 0},"
         "{\"name\": \"fc2\", \"bwd_us\": 0}, {\"name\": \"relu2\", \"bwd_us\": 0},"
         "{\"name\": \"fc3\", \"bwd_us\": 0}, {\"name\": \"loss\", \"bwd_us\": 0}]}\n";
-    ck_assert_int_eq(write(fd, oracle, strlen(oracle)), (ssize_t)strlen(oracle));
-    close(fd);
+    write_temp(opath, oracle);
     char oopt[96];
     snprintf(oopt, sizeof oopt, "--order.oracle=%s", opath);
     merged = train("--push.mode=merged", oopt, "merged pushes: 6 keys in 1 groups");
@@ -146,12 +149,9 @@ END_TEST
 START_TEST(a_bad_plan_file_stops_the_start_with_its_reason)
 {
     char path[] = "/tmp/ordo-merge-plan-XXXXXX", opt[64];
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
     const char *plan = "{\"format\": \"ordo-merge/1\", \"model\": \"mlp\", \"groups\": "
                        "[[\"fc3.w\", \"fc3.b\"]]}\n";
-    ck_assert_int_eq(write(fd, plan, strlen(plan)), (ssize_t)strlen(plan));
-    close(fd);
+    write_temp(path, plan);
     snprintf(opt, sizeof opt, "--push.merge=file:%s", path);
     it_run_t run;
     ck_assert_int_ne(it_run_launch(&run, conf_text, 60, "--push.mode=merged", opt, NULL), 0);
@@ -171,11 +171,8 @@ START_TEST(a_bad_plan_file_stops_the_start_with_its_reason)
     it_run_destroy(&run);
     /* an oracle measured on another model */
     char opath[] = "/tmp/ordo-merge-oracle-XXXXXX";
-    fd = mkstemp(opath);
-    ck_assert_int_ge(fd, 0);
     const char *oracle = "{\"format\": \"ordo-oracle/1\", \"model\": \"cnn\", \"ops\": []}\n";
-    ck_assert_int_eq(write(fd, oracle, strlen(oracle)), (ssize_t)strlen(oracle));
-    close(fd);
+    write_temp(opath, oracle);
     snprintf(opt, sizeof opt, "--order.oracle=%s", opath);
     ck_assert_int_ne(it_run_launch(&run, conf_text, 60, "--push.mode=merged", opt, NULL), 0);
     snprintf(want, sizeof want, "order.oracle: %s: $.model: 'cnn' does not match the model 'mlp'",
