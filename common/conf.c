@@ -72,6 +72,10 @@ static const key_t_ keys[] = {
     {"order", "share", T_ENUM, OFF(share), 0, "fair", 0, 0, "fair|serial",
      "a server's link among the workers' pulled values: fair (byte-fair turns, as connections "
      "share a NIC) or serial (the worker furthest along in its iteration first)"},
+    {"order", "pull", T_ENUM, OFF(pull), 0, "start", 0, 0, "start|early",
+     "when a worker asks for a parameter's next value: start (every pull at the start of the "
+     "iteration, in the order policy's order) or early (each key's right after its gradient "
+     "is pushed, so pulled values travel during backward)"},
     {"order", "partition_bytes", T_BYTES, OFF(partition_bytes), 0, "4MiB", 1024, 1LL << 32, NULL,
      "tensors above this are split into chunks; a chunk is the unit spread over the servers"},
     {"order", "segment_bytes", T_BYTES, OFF(segment_bytes), 0, "1MiB", 0, 1LL << 32, NULL,

@@ -15,6 +15,7 @@ typedef enum { ORDO_POLICY_NONE, ORDO_POLICY_FIFO, ORDO_POLICY_TIO, ORDO_POLICY_
                ORDO_POLICY_SEARCH, ORDO_POLICY_FILE } ordo_policy_t;
 typedef enum { ORDO_ENFORCE_STRICT, ORDO_ENFORCE_GREEDY } ordo_enforce_kind_t;
 typedef enum { ORDO_SHARE_FAIR, ORDO_SHARE_SERIAL } ordo_share_t;
+typedef enum { ORDO_PULL_START, ORDO_PULL_EARLY } ordo_pull_t;
 typedef enum { ORDO_PUSH_DENSE, ORDO_PUSH_MERGED, ORDO_PUSH_SPARSE } ordo_push_mode_t;
 typedef enum { ORDO_COMPUTE_EMULATE, ORDO_COMPUTE_CPU, ORDO_COMPUTE_CUDA } ordo_compute_t;
 typedef enum { ORDO_AGG_MEAN, ORDO_AGG_SUM } ordo_aggregate_t;
@@ -46,6 +47,7 @@ typedef struct ordo_conf {
     int policy_kind;             /* ordo_policy_t, derived from policy */
     int enforce;                 /* ordo_enforce_kind_t */
     int share;                   /* ordo_share_t: a server's link among the workers */
+    int pull;                    /* ordo_pull_t: when workers ask for the next values */
     int64_t partition_bytes;
     int64_t segment_bytes; /* wire pieces of a chunk (0 = whole chunks) */
     int search_budget_ms;

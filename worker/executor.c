@@ -46,6 +46,8 @@ struct ordo_exec {
     int64_t *op_end_ns;  /* per op: end of its forward in this iteration (0 = not run) */
     int64_t *pull_start_ns;
     int64_t *push_start_ns; /* when each gradient was handed over (trace) */
+    int64_t *want_iter;     /* per key: the last iteration asked for (communication thread) */
+    int64_t cur_pull;       /* the iteration whose pulls pulls_left counts */
     int pushes_left;
     int pulls_left;
     int fatal;
@@ -148,6 +150,8 @@ static void issue_pulls(ordo_exec_t *e, int64_t iter)
     int64_t now = ordo_clock_ns();
     for (int i = 0; i < e->n; i++) {
         int key = e->order[i];
+        if (e->o.pull_early && e->want_iter[key] >= iter) continue; /* asked for after its push */
+        e->want_iter[key] = iter;
         e->pull_start_ns[key] = now;
         /* under `none` the request order is the only order there is */
         int prio = e->o.shuffle_pulls ? i : prio_of(e, key);
@@ -160,6 +164,19 @@ static void issue_pulls(ordo_exec_t *e, int64_t iter)
             return;
         }
     }
+}
+
+/* a gradient of iteration iter to the push engine; with pull_early, the value it leads to
+ * asked for at once (the server holds the request until every worker's push is in) */
+static int push_then_pull(ordo_exec_t *e, int key, int64_t iter)
+{
+    int rc = ordo_worker_push(e->o.ps, key, e->grads[key], iter,
+                              e->o.priority ? e->o.priority[key] : 0);
+    if (rc || !e->o.pull_early || iter + 1 >= e->o.iterations || e->want_iter[key] > iter)
+        return rc;
+    e->want_iter[key] = iter + 1;
+    e->pull_start_ns[key] = ordo_clock_ns();
+    return ordo_worker_pull(e->o.ps, key, e->params[key], iter + 1, prio_of(e, key));
 }
 
 static void *comm_main(void *arg)
@@ -187,7 +204,7 @@ static void *comm_main(void *arg)
             pthread_mutex_lock(&e->mu);
             e->ready_iter[ev.key] = ev.iter;
             e->arrive_ns[ev.key] = ev.t_ns;
-            e->pulls_left--;
+            if (ev.iter == e->cur_pull) e->pulls_left--; /* not an early pull's */
             pthread_cond_broadcast(&e->cv);
             pthread_mutex_unlock(&e->mu);
             continue;
@@ -255,8 +272,7 @@ static void *comm_main(void *arg)
                 else if (c.kind == CMD_BARRIER)
                     rc = ordo_worker_barrier(e->o.ps, c.iter);
                 else
-                    rc = ordo_worker_push(e->o.ps, c.key, e->grads[c.key], c.iter,
-                                          e->o.priority ? e->o.priority[c.key] : 0);
+                    rc = push_then_pull(e, c.key, c.iter);
                 if (rc) {
                     pthread_mutex_lock(&e->mu);
                     e->fatal = rc;
@@ -289,9 +305,13 @@ int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
     if (!e->arrive_ns || !e->op_end_ns) goto nomem;
     e->pull_start_ns = calloc((size_t)e->n, sizeof *e->pull_start_ns);
     e->push_start_ns = calloc((size_t)e->n, sizeof *e->push_start_ns);
+    e->want_iter = malloc((size_t)e->n * sizeof *e->want_iter);
     if (!e->params || !e->grads || !e->order || !e->ready_iter || !e->pull_start_ns ||
-        !e->push_start_ns)
+        !e->push_start_ns || !e->want_iter)
         goto nomem;
+    for (int i = 0; i < e->n; i++)
+        e->want_iter[i] = -1;
+    e->cur_pull = -1;
     int64_t total = ordo_model_total_numel(o->model), at = 0;
     e->param_block = calloc((size_t)total + 1, sizeof(float));
     e->grad_block = calloc((size_t)total + 1, sizeof(float));
@@ -312,6 +332,7 @@ int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
     e->sparse_version = -1;
     int rc = ordo_sparse_push_new(o->ps, o->model, e->param_block, e->grad_block, &e->sparse);
     if (!rc) rc = ordo_compute_bind(o->compute, e->params, e->grads);
+    if (e->sparse || o->forward_only) e->o.pull_early = false; /* no dense pushes to follow */
     if (rc) {
         ordo_exec_destroy(&e);
         return rc;
@@ -353,6 +374,7 @@ void ordo_exec_destroy(ordo_exec_t **ep)
     free(e->op_end_ns);
     free(e->pull_start_ns);
     free(e->push_start_ns);
+    free(e->want_iter);
     for (int i = 0; i < e->q_n; i++)
         free(e->q[(e->q_head + i) % e->q_cap].text);
     free(e->q);
@@ -448,14 +470,23 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     st->t_start_ns = ordo_clock_ns();
     pthread_mutex_lock(&e->mu);
     e->cur_iter = t;
+    e->cur_pull = pull_iter;
     e->pulls_left = e->n;
     e->pushes_left = e->o.forward_only ? 0 : e->sparse ? 1 : e->n;
     /* sparse: the answers to the last push already made the parameters of this iteration */
     bool have = e->sparse && e->sparse_version == pull_iter;
-    for (int i = 0; i < e->n; i++)
-        e->ready_iter[i] = have ? pull_iter : -1;
-    if (have) e->pulls_left = 0;
+    if (e->o.pull_early) {
+        /* what arrived early stays; only the rest is still to come */
+        for (int i = 0; i < e->n; i++)
+            e->pulls_left -= e->ready_iter[i] == pull_iter;
+        have = e->pulls_left == 0;
+    } else {
+        for (int i = 0; i < e->n; i++)
+            e->ready_iter[i] = have ? pull_iter : -1;
+        if (have) e->pulls_left = 0;
+    }
     pthread_mutex_unlock(&e->mu);
+    /* (early: the communication thread skips the keys it asked for after their pushes) */
     if (!have) post(e, CMD_START, 0, pull_iter);
 
     if (x && (rc = ordo_compute_set_batch(e->o.compute, x, labels, n)) != 0) return rc;
@@ -529,9 +560,14 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
 int ordo_exec_pull_all(ordo_exec_t *e, int64_t t)
 {
     pthread_mutex_lock(&e->mu);
+    e->cur_pull = t;
     e->pulls_left = e->n;
-    for (int i = 0; i < e->n; i++)
-        e->ready_iter[i] = -1;
+    for (int i = 0; i < e->n; i++) {
+        if (e->o.pull_early && e->ready_iter[i] == t)
+            e->pulls_left--; /* arrived after its push */
+        else
+            e->ready_iter[i] = -1;
+    }
     pthread_mutex_unlock(&e->mu);
     post(e, CMD_PULL_ALL, 0, t);
     pthread_mutex_lock(&e->mu);

@@ -4,7 +4,10 @@
  * a forward op starts as soon as its inputs are done and its parameters have arrived;
  * backward runs the ops in reverse listed order and each parameter's gradient is handed
  * to the push engine the moment its op's backward ends. The two threads meet through a
- * mutex-protected queue and condition variables; nothing polls or sleeps to wait. */
+ * mutex-protected queue and condition variables; nothing polls or sleeps to wait. With
+ * pull_early the next iteration's value of a parameter is asked for right after its
+ * gradient is handed over (the server answers once every worker's push is in), so pulled
+ * values travel during backward; the start of an iteration then asks only for the rest. */
 #ifndef ORDO_EXECUTOR_H
 #define ORDO_EXECUTOR_H
 
@@ -28,6 +31,8 @@ typedef struct ordo_exec_opts {
     bool forward_only;            /* no backward, no pushes: every iteration reads version 0;
                                      with several workers, iterations start at a barrier */
     ordo_trace_t *trace;          /* NULL = no trace */
+    bool pull_early;              /* [order] pull = early: pull t + 1 right after each push of t */
+    int64_t iterations;           /* pull_early: no early pulls in iteration iterations - 1 */
 } ordo_exec_opts_t;
 
 typedef struct ordo_exec_stats {

@@ -217,8 +217,8 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
                            .shuffle_pulls = conf->policy_kind == ORDO_POLICY_NONE,
                            .seed = conf->seed,
                            .forward_only = conf->forward_only && !training,
-                           .trace = trace};
-    if ((rc = ordo_exec_new(&eo, &ex)) != 0) goto done;
+                           .trace = trace,
+                           .pull_early = conf->pull == ORDO_PULL_EARLY};
 
     int64_t iterations = conf->iterations, per_epoch = 0;
     int batch = m->batch;
@@ -235,6 +235,10 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         per_epoch = smallest / batch;
         if (conf->epochs > 0) iterations = conf->epochs * per_epoch;
     }
+    eo.iterations = iterations;
+    if ((rc = ordo_exec_new(&eo, &ex)) != 0) goto done;
+    if (eo.pull_early && !eo.forward_only && conf->push_mode != ORDO_PUSH_SPARSE)
+        ORDO_INFO("pulls: early (each key's next value asked for right after its push)");
     if (rank == 0) {
         /* rank 0 gives the servers the initial values */
         init = calloc((size_t)m->n_params, sizeof *init);

@@ -7,7 +7,9 @@
  * worker order, so three workers are as exact as two), a plan read from a file
  * ([push] merge = file:PATH) included, and a plan made with measured op times ([order]
  * oracle), and with the servers serving workers one after another ([order] share =
- * serial); a bad plan file or oracle stops the start with its reason. */
+ * serial), and with each key's next value pulled right after its push ([order] pull =
+ * early; dense and merged, the servers answering exactly as many pulls as with pulls at the
+ * start); a bad plan file or oracle stops the start with its reason. */
 #include "run_util.h"
 #include "common/error.h"
 #include "worker/paramfile.h"
@@ -42,6 +44,30 @@ static const char conf_text[] = "[cluster]\n"
                                 "save_params = true\n"
                                 "progress_every = 0\n";
 
+/* the pulls the servers answered in the last run (their shutdown lines, summed), and the
+ * slices of its key map (the scheduler's "K keys in N slices") */
+static long last_pulls, last_slices;
+
+static void read_counts(const it_run_t *run)
+{
+    FILE *f = fopen(run->log, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[1024];
+    long pushes, pulls, servers, workers, keys, slices;
+    last_pulls = last_slices = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "INFO shutdown: ");
+        if (p && strstr(line, "[server ") &&
+            sscanf(p, "INFO shutdown: %ld pushes, %ld pulls", &pushes, &pulls) == 2)
+            last_pulls += pulls;
+        p = strstr(line, "cluster complete: ");
+        if (p && sscanf(p, "cluster complete: %ld servers, %ld workers, %ld keys in %ld slices",
+                        &servers, &workers, &keys, &slices) == 4)
+            last_slices = slices;
+    }
+    fclose(f);
+}
+
 /* run the conf with push overrides; returns the saved parameters (caller destroys) */
 static ordo_paramfile_t *train(const char *mode, const char *merge, const char *expect_log)
 {
@@ -54,6 +80,7 @@ static ordo_paramfile_t *train(const char *mode, const char *merge, const char *
     }
     if (!expect_log) ck_assert(!it_run_log_has(&run, "merged pushes"));
     ck_assert(!it_run_log_has(&run, "WARN dropped") && !it_run_log_has(&run, "unexpected"));
+    read_counts(&run);
     ordo_paramfile_t *pf = NULL;
     ORDO_CK_OK(ordo_paramfile_read(it_run_path(&run, "params.bin"), &pf));
     ck_assert_int_eq(pf->iteration, ITERS);
@@ -93,6 +120,11 @@ START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
 {
     if (!it_have_fmnist()) return;
     ordo_paramfile_t *dense = train("--push.mode=dense", NULL, NULL);
+    long dense_pulls = last_pulls;
+    /* every slice pulled by 3 workers in ITERS iterations, and by worker 0 once more for the
+     * saved parameters */
+    ck_assert_int_gt(last_slices, 6);
+    ck_assert_int_eq(dense_pulls, last_slices * (3 * ITERS + 1));
     /* the run trained: the last layer's bias is not all zeros any more */
     int moved = 0;
     for (int64_t i = 0; i < dense->numel[dense->n - 1]; i++)
@@ -141,6 +173,15 @@ START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
     /* the servers' serial share of their links ([order] share) changes timing only */
     merged = train("--push.mode=merged", "--order.share=serial", "serial share of the link");
     assert_identical(dense, merged, "--order.share=serial" + 2);
+    ordo_paramfile_destroy(&merged);
+    /* early pulls ([order] pull = early) change timing only, and pull nothing twice */
+    merged = train("--push.mode=dense", "--order.pull=early", "pulls: early");
+    assert_identical(dense, merged, "--order.pull=early (dense)" + 2);
+    ck_assert_int_eq(last_pulls, dense_pulls);
+    ordo_paramfile_destroy(&merged);
+    merged = train("--push.mode=merged", "--order.pull=early", "pulls: early");
+    assert_identical(dense, merged, "--order.pull=early (merged)" + 2);
+    ck_assert_int_eq(last_pulls, dense_pulls);
     ordo_paramfile_destroy(&merged);
     ordo_paramfile_destroy(&dense);
 }
