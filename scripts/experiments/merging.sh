@@ -27,6 +27,7 @@
 #   --workers W        default 4
 #   --share fair|serial how servers share their links among the workers' pulled values
 #                      ([order] share, default fair)
+#   --pull start|early when workers ask for the next values ([order] pull, default start)
 #   --a-us A --b-ns B [--c-ns C]
 #                      skip calibration: the planner's cost model for every network
 #   --out DIR          output folder (default runs/merging-DATE)
@@ -47,6 +48,7 @@ servers_list="2"
 latency=100
 workers=4
 share=fair
+pull=start
 fixed_a=""
 fixed_b=""
 fixed_c=0
@@ -56,7 +58,7 @@ report_only=0
 resume=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --iterations) iters_spec=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --start-repeat) start=$2; shift 2 ;;
@@ -67,6 +69,7 @@ while [ $# -gt 0 ]; do
     --latency-us) latency=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
     --share) share=$2; shift 2 ;;
+    --pull) pull=$2; shift 2 ;;
     --a-us) fixed_a=$2; shift 2 ;;
     --b-ns) fixed_b=$2; shift 2 ;;
     --c-ns) fixed_c=$2; shift 2 ;;
@@ -77,6 +80,8 @@ while [ $# -gt 0 ]; do
     *) echo "merging.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+case "$share" in fair|serial) ;; *) echo "merging.sh: --share must be fair or serial" >&2; exit 2 ;; esac
+case "$pull" in start|early) ;; *) echo "merging.sh: --pull must be start or early" >&2; exit 2 ;; esac
 [ -n "$out" ] || out="$here/runs/merging-$(date +%Y%m%d-%H%M%S)"
 models=${models//,/ }
 algos=${algos//,/ }
@@ -124,7 +129,7 @@ log="$out/merging.log"
 if [ $report_only = 0 ]; then
   echo "merging: $iters_spec iterations (+1 warm-up) x $repeats repeats; models: $models;" \
        "algorithms: $algos; networks: $networks (latency $latency us); servers: $servers_list;" \
-       "$workers workers; output $out" | tee -a "$log"
+       "$workers workers; share $share, pull $pull; output $out" | tee -a "$log"
   for m in $models; do
     [ -f "$here/conf/models/$m.json" ] || { echo "merging.sh: no profile conf/models/$m.json" >&2; exit 2; }
   done
@@ -174,7 +179,7 @@ PY
                   --model.warmup=1 "--cluster.workers=$workers" "--cluster.servers=$S" \
                   "--net.bandwidth=$(rate "$net")" "--net.latency_us=$latency" \
                   "--net.msg_us=$(msg_us "$net")" "--push.merge=$algo" "--push.merge_a_us=$a_us" \
-                  "--push.merge_b_ns=$b_ns" "--push.merge_c_ns=$c_ns" "--order.share=$share" \
+                  "--push.merge_b_ns=$b_ns" "--push.merge_c_ns=$c_ns" "--order.share=$share" "--order.pull=$pull" \
                   --output.log_level=info \
                   "--output.dir=$out/runs" "--output.run=$run" > "$out/runs/$run.log" 2>&1; then
                 break
