@@ -65,6 +65,9 @@ static const key_t_ keys[] = {
      "run only the forward pass (ordering experiments)"},
     {"model", "data_dir", T_STR, OFF(data_dir), SZ(data_dir), "/usr/share/datasets/fashion-mnist",
      0, 0, NULL, "Fashion-MNIST IDX files"},
+    {"model", "init", T_STR, OFF(init_params), SZ(init_params), "", 0, 0, NULL,
+     "parameter values to start from: a params.bin of an earlier run (output.save_params) of "
+     "the same model; empty = the trainer's own initialisation (momentum starts from zero)"},
     {"order", "policy", T_STR, OFF(policy), SZ(policy), "fifo", 0, 0, NULL,
      "none | fifo | tio | tao | search | file:PATH"},
     {"order", "enforce", T_ENUM, OFF(enforce), 0, "strict", 0, 0, "strict|greedy",

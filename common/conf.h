@@ -42,6 +42,7 @@ typedef struct ordo_conf {
     uint64_t seed;
     bool forward_only;
     char data_dir[ORDO_CONF_PATH];
+    char init_params[ORDO_CONF_PATH]; /* params.bin to start from ("" = the trainer's init) */
     /* [order] */
     char policy[ORDO_CONF_PATH]; /* none|fifo|tio|tao|search|file:PATH */
     int policy_kind;             /* ordo_policy_t, derived from policy */

@@ -33,6 +33,30 @@ static float synth_init(int key, int64_t i)
     return (float)((i % 97) * 0.01 + key * 0.5);
 }
 
+/* load_init reads the parameter file path ([model] init) into init, after checking that it
+ * holds exactly m's parameters; errors name the conf key and the file */
+static int load_init(const char *path, const ordo_model_t *m, float **init)
+{
+    ordo_paramfile_t *pf = NULL;
+    char why[1024];
+    int rc = ordo_paramfile_read(path, &pf); /* its detail names the file */
+    if (rc) {
+        snprintf(why, sizeof why, "%s", ordo_error_text(rc));
+        return ordo_error_set(rc, "model.init: %s", why);
+    }
+    if ((rc = ordo_paramfile_match(pf, m)) != 0) {
+        snprintf(why, sizeof why, "%s", ordo_error_text(rc));
+        ordo_paramfile_destroy(&pf);
+        return ordo_error_set(rc, "model.init: %s: %s", path, why);
+    }
+    for (int i = 0; i < m->n_params; i++)
+        memcpy(init[i], pf->values[i], sizeof(float) * (size_t)m->params[i].numel);
+    ORDO_INFO("initial values from %s (saved after %lld updates)", path,
+              (long long)pf->iteration);
+    ordo_paramfile_destroy(&pf);
+    return 0;
+}
+
 static int run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
 {
     const ordo_keys_t *k = ordo_worker_keys(w);
@@ -242,9 +266,19 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
     if (rank == 0) {
         /* rank 0 gives the servers the initial values */
         init = calloc((size_t)m->n_params, sizeof *init);
+        if (!init) {
+            rc = ordo_error_set(ORDO_ENOMEM, "out of memory for the initial values");
+            goto done;
+        }
         for (int i = 0; i < m->n_params; i++)
             init[i] = calloc((size_t)m->params[i].numel, sizeof(float));
+        for (int i = 0; i < m->n_params; i++)
+            if (!init[i]) {
+                rc = ordo_error_set(ORDO_ENOMEM, "out of memory for the initial values");
+                goto done;
+            }
         if (training) ordo_nn_init(m, conf->seed, init);
+        if (conf->init_params[0] && (rc = load_init(conf->init_params, m, init)) != 0) goto done;
         if ((rc = ordo_exec_init(ex, init)) != 0) goto done;
     }
     ORDO_INFO("running %s: %lld iterations, batch %d, %d tensors (%.1f MiB), compute %s", m->name,

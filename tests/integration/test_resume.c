@@ -1,0 +1,172 @@
+/* Integration test: a run starts from the parameters an earlier run saved ([model] init =
+ * its params.bin). A first run trains the mlp (2 servers, 2 workers) and saves its values; a
+ * second run started from them with lr = 0 must end with exactly those values (they went to
+ * the servers and came back untouched) and the same test accuracy; a third, training again,
+ * starts at the first run's loss instead of an untrained model's. A file of another model, a
+ * truncated file and a missing one stop the start with "model.init: " and the reason. */
+#include "run_util.h"
+#include "common/error.h"
+#include "worker/paramfile.h"
+#include "tests/unit/ordo_check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char conf_text[] = "[cluster]\n"
+                                "servers = 2\n"
+                                "workers = 2\n"
+                                "[model]\n"
+                                "trainer = mlp\n"
+                                "compute = cpu\n"
+                                "batch = 32\n"
+                                "iterations = 60\n"
+                                "warmup = 1\n"
+                                "seed = 5\n"
+                                "[optimizer]\n"
+                                "lr = 0.05\n"
+                                "momentum = 0.9\n"
+                                "[output]\n"
+                                "save_params = true\n"
+                                "progress_every = 0\n";
+
+/* mean loss of the workers' iteration `iter` in the run's metrics */
+static double loss_at(const it_run_t *run, int iter)
+{
+    json_t *metrics = it_run_metrics(run);
+    ck_assert_ptr_nonnull(metrics);
+    double sum = 0;
+    int n = 0;
+    size_t i;
+    json_t *l;
+    json_array_foreach(metrics, i, l)
+    {
+        if ((int)it_num(l, "iter") != iter) continue;
+        sum += it_num(l, "loss");
+        n++;
+    }
+    json_decref(metrics);
+    ck_assert_int_eq(n, 2);
+    return sum / n;
+}
+
+/* copy the run's params.bin to a temporary file named in path (template in, name out) */
+static void keep_params(const it_run_t *run, char *path)
+{
+    ordo_paramfile_t *pf = NULL;
+    ORDO_CK_OK(ordo_paramfile_read(it_run_path(run, "params.bin"), &pf));
+    ordo_paramfile_destroy(&pf);
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", it_run_path(run, "params.bin"), path);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(a_run_starts_from_the_values_an_earlier_run_saved)
+{
+    if (!it_have_fmnist()) return;
+    it_run_t first;
+    ck_assert_int_eq(it_run_launch(&first, conf_text, 240, NULL), 0);
+    char path[] = "/tmp/ordo-resume-XXXXXX";
+    keep_params(&first, path);
+    ordo_paramfile_t *saved = NULL;
+    ORDO_CK_OK(ordo_paramfile_read(path, &saved));
+    ck_assert_int_eq(saved->iteration, 60);
+    json_t *s1 = it_run_summary(&first);
+    double acc1 = it_num(s1, "test_accuracy");
+    double first_loss0 = loss_at(&first, 0), first_loss_end = loss_at(&first, 59);
+    json_decref(s1);
+    it_run_destroy(&first);
+
+    /* lr 0: the values go to the servers and come back as they were */
+    char opt[128];
+    snprintf(opt, sizeof opt, "--model.init=%s", path);
+    it_run_t still;
+    ck_assert_int_eq(it_run_launch(&still, conf_text, 240, opt, "--model.iterations=5",
+                                   "--optimizer.lr=0", "--output.log_level=info", NULL),
+                     0);
+    ck_assert(it_run_log_has(&still, "initial values from "));
+    ck_assert(it_run_log_has(&still, "(saved after 60 updates)"));
+    ordo_paramfile_t *again = NULL;
+    ORDO_CK_OK(ordo_paramfile_read(it_run_path(&still, "params.bin"), &again));
+    ck_assert_int_eq(again->n, saved->n);
+    for (int i = 0; i < saved->n; i++) {
+        ck_assert_int_eq(again->numel[i], saved->numel[i]);
+        ck_assert_msg(!memcmp(again->values[i], saved->values[i],
+                              sizeof(float) * (size_t)saved->numel[i]),
+                      "%s changed on the way through the servers", saved->names[i]);
+    }
+    json_t *s2 = it_run_summary(&still);
+    ck_assert_double_eq(it_num(s2, "test_accuracy"), acc1);
+    json_decref(s2);
+    ordo_paramfile_destroy(&again);
+    it_run_destroy(&still);
+
+    /* training again goes on from where the first run ended */
+    it_run_t more;
+    ck_assert_int_eq(it_run_launch(&more, conf_text, 240, opt, "--model.iterations=5", NULL), 0);
+    double more_loss0 = loss_at(&more, 0);
+    printf("loss: first run %.4f at iteration 0, %.4f at 59; resumed run %.4f at 0\n",
+           first_loss0, first_loss_end, more_loss0);
+    ck_assert_msg(more_loss0 < 0.75 * first_loss0,
+                  "the resumed run starts at loss %.4f, an untrained model at %.4f", more_loss0,
+                  first_loss0);
+    it_run_destroy(&more);
+    ordo_paramfile_destroy(&saved);
+    unlink(path);
+}
+END_TEST
+
+START_TEST(a_bad_init_file_stops_the_start_with_its_reason)
+{
+    if (!it_have_fmnist()) return;
+    it_run_t run;
+    /* a missing file */
+    ck_assert_int_ne(it_run_launch(&run, conf_text, 60, "--model.init=/nonexistent/params.bin",
+                                   "--model.iterations=2", NULL),
+                     0);
+    ck_assert(it_run_log_has(&run, "model.init: cannot read /nonexistent/params.bin"));
+    it_run_destroy(&run);
+
+    /* a file of another model: the cnn's values for the mlp */
+    ck_assert_int_eq(it_run_launch(&run, conf_text, 240, "--model.trainer=cnn",
+                                   "--model.iterations=2", NULL),
+                     0);
+    char path[] = "/tmp/ordo-resume-XXXXXX";
+    keep_params(&run, path);
+    it_run_destroy(&run);
+    char opt[128];
+    snprintf(opt, sizeof opt, "--model.init=%s", path);
+    ck_assert_int_ne(it_run_launch(&run, conf_text, 60, opt, "--model.iterations=2", NULL), 0);
+    char want[256];
+    snprintf(want, sizeof want, "model.init: %s: parameter file has 8 parameters, model mlp has 6",
+             path);
+    ck_assert_msg(it_run_log_has(&run, want), "the log does not say \"%s\"", want);
+    it_run_destroy(&run);
+
+    /* the same file cut short */
+    ck_assert_int_eq(truncate(path, 100), 0);
+    ck_assert_int_ne(it_run_launch(&run, conf_text, 60, opt, "--model.iterations=2", NULL), 0);
+    snprintf(want, sizeof want, "model.init: %s: offset ", path);
+    ck_assert_msg(it_run_log_has(&run, want), "the log does not say \"%s\"", want);
+    it_run_destroy(&run);
+    unlink(path);
+}
+END_TEST
+
+static Suite *resume_suite(void)
+{
+    Suite *s = suite_create("resume");
+    TCase *t = tcase_create("resume");
+    tcase_set_timeout(t, 290);
+    tcase_add_test(t, a_run_starts_from_the_values_an_earlier_run_saved);
+    tcase_add_test(t, a_bad_init_file_stops_the_start_with_its_reason);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+ORDO_CK_MAIN(resume_suite)
