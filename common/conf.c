@@ -144,6 +144,9 @@ static const key_t_ keys[] = {
      "interval between heartbeats"},
     {"fault", "startup_ms", T_INT, OFF(startup_ms), 0, "60000", 100, 3600000, NULL,
      "how long the scheduler waits for every node to register (and nodes for WELCOME)"},
+    {"fault", "checkpoint_every", T_INT, OFF(checkpoint_every), 0, "0", 0, 100000000, NULL,
+     "worker 0 writes RUN/checkpoint.bin (the params.bin format) with the parameters after "
+     "every N updates; a later run starts from it with model.init (0 = none)"},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 

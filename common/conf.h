@@ -84,6 +84,7 @@ typedef struct ordo_conf {
     int timeout_ms;
     int heartbeat_ms;
     int startup_ms;
+    int checkpoint_every; /* iterations between checkpoints of worker 0 (0 = none) */
 } ordo_conf_t;
 
 /* ordo_conf_defaults fills conf with every key's documented default. */

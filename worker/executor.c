@@ -48,6 +48,7 @@ struct ordo_exec {
     int64_t *push_start_ns; /* when each gradient was handed over (trace) */
     int64_t *want_iter;     /* per key: the last iteration asked for (communication thread) */
     int64_t cur_pull;       /* the iteration whose pulls pulls_left counts */
+    float *snap;            /* ordo_exec_snapshot's block (compute thread), NULL = none */
     int pushes_left;
     int pulls_left;
     int fatal;
@@ -504,6 +505,10 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
             ordo_trace_complete(e->o.trace, m->ops[op].name, "forward", 0, c0, c1 - c0, NULL);
     }
     st->t_forward_end_ns = ordo_clock_ns();
+    if (e->snap) { /* every parameter of iteration t is in, and no push of t has gone */
+        memcpy(e->snap, e->param_block, sizeof(float) * (size_t)ordo_model_total_numel(m));
+        e->snap = NULL;
+    }
     if (!e->o.forward_only) {
         for (int op = m->n_ops - 1; op >= 0; op--) {
             int64_t c0 = ordo_clock_ns();
@@ -576,6 +581,11 @@ int ordo_exec_pull_all(ordo_exec_t *e, int64_t t)
     int rc = e->fatal;
     pthread_mutex_unlock(&e->mu);
     return rc;
+}
+
+void ordo_exec_snapshot(ordo_exec_t *e, float *block)
+{
+    e->snap = block;
 }
 
 void ordo_exec_report(ordo_exec_t *e, const char *json)

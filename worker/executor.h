@@ -64,6 +64,12 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
  * (the final model after the last iteration). */
 int ordo_exec_pull_all(ordo_exec_t *e, int64_t t);
 
+/* ordo_exec_snapshot makes the next ordo_exec_iteration copy the parameters it computes with
+ * (model order, one block of the model's total element count, borrowed) into block when its
+ * forward pass ends: the values after as many updates as the iteration's number, before any
+ * of its pushes (or early pulls) can change them. */
+void ordo_exec_snapshot(ordo_exec_t *e, float *block);
+
 /* ordo_exec_report sends one iteration's stats (JSON) to the scheduler through the
  * communication thread (the only thread that may use the sockets). */
 void ordo_exec_report(ordo_exec_t *e, const char *json);

@@ -217,6 +217,8 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
     ordo_dataset_iter_t *it = NULL;
     ordo_trace_t *trace = NULL;
     float **init = NULL;
+    float *snap = NULL;       /* [fault] checkpoint_every: worker 0's copy of the parameters */
+    float **snap_of = NULL;   /* per parameter, where it starts in snap */
     int *prio = NULL;
     int rc;
     if ((rc = ordo_job_model(conf, &m)) != 0) goto done;
@@ -284,6 +286,20 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
     ORDO_INFO("running %s: %lld iterations, batch %d, %d tensors (%.1f MiB), compute %s", m->name,
               (long long)iterations, batch, m->n_params,
               (double)ordo_model_total_bytes(m) / 1048576.0, ordo_compute_kind_name(kind));
+    int every = rank == 0 && !eo.forward_only ? conf->checkpoint_every : 0;
+    if (every > 0) {
+        snap = malloc(sizeof(float) * (size_t)(ordo_model_total_numel(m) + 1));
+        snap_of = malloc(sizeof *snap_of * (size_t)m->n_params);
+        if (!snap || !snap_of) {
+            rc = ordo_error_set(ORDO_ENOMEM, "out of memory for checkpoints");
+            goto done;
+        }
+        int64_t at = 0;
+        for (int i = 0; i < m->n_params; i++) {
+            snap_of[i] = snap + at;
+            at += m->params[i].numel;
+        }
+    }
     int64_t t_begin = ordo_clock_ns();
     double loss_sum = 0, step_sum = 0, last_loss = NAN;
     int correct_sum = 0, seen = 0;
@@ -292,7 +308,16 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         const int *labels = NULL;
         if (it && (rc = ordo_dataset_iter_next(it, &x, &labels)) < 0) goto done;
         ordo_exec_stats_t st;
+        /* a checkpoint holds the values iteration t computes with: after t updates */
+        bool checkpoint = every > 0 && t > 0 && t % every == 0;
+        if (checkpoint) ordo_exec_snapshot(ex, snap);
         if ((rc = ordo_exec_iteration(ex, t, x, labels, training ? batch : 0, &st)) != 0) goto done;
+        if (checkpoint) {
+            char path[ORDO_CONF_PATH + 64];
+            snprintf(path, sizeof path, "%s/checkpoint.bin", ordo_worker_run_dir(w));
+            if ((rc = ordo_paramfile_write(path, m, snap_of, t)) != 0) goto done;
+            ORDO_INFO("checkpoint: %s after %lld updates", path, (long long)t);
+        }
         double makespan =
             eo.forward_only ? (double)(st.t_forward_end_ns - st.t_start_ns) / 1e6 : st.step_ms;
         double eff = eo.forward_only
@@ -375,6 +400,8 @@ done:
         for (int i = 0; i < m->n_params; i++)
             free(init[i]);
     free(init);
+    free(snap);
+    free(snap_of);
     free(prio);
     ordo_trace_destroy(&trace);
     ordo_dataset_iter_destroy(&it);

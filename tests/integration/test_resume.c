@@ -2,8 +2,11 @@
  * its params.bin). A first run trains the mlp (2 servers, 2 workers) and saves its values; a
  * second run started from them with lr = 0 must end with exactly those values (they went to
  * the servers and came back untouched) and the same test accuracy; a third, training again,
- * starts at the first run's loss instead of an untrained model's. A file of another model, a
- * truncated file and a missing one stop the start with "model.init: " and the reason. */
+ * starts at the first run's loss instead of an untrained model's. The first run also writes a
+ * checkpoint every 20 updates ([fault] checkpoint_every, with early pulls, which must not
+ * leak the next values into it): its last, after 40, must equal the params.bin of a run of
+ * 40 iterations bit for bit. A file of another model, a truncated file and a missing one stop
+ * the start with "model.init: " and the reason. */
 #include "run_util.h"
 #include "common/error.h"
 #include "worker/paramfile.h"
@@ -52,27 +55,50 @@ static double loss_at(const it_run_t *run, int iter)
     return sum / n;
 }
 
-/* copy the run's params.bin to a temporary file named in path (template in, name out) */
-static void keep_params(const it_run_t *run, char *path)
+/* copy the run's file name (params.bin, checkpoint.bin) to a temporary file named in path
+ * (template in, name out) */
+static void keep_file(const it_run_t *run, const char *name, char *path)
 {
     ordo_paramfile_t *pf = NULL;
-    ORDO_CK_OK(ordo_paramfile_read(it_run_path(run, "params.bin"), &pf));
+    ORDO_CK_OK(ordo_paramfile_read(it_run_path(run, name), &pf));
     ordo_paramfile_destroy(&pf);
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     close(fd);
     char cmd[1400];
-    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", it_run_path(run, "params.bin"), path);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", it_run_path(run, name), path);
     ck_assert_int_eq(system(cmd), 0);
+}
+
+static void keep_params(const it_run_t *run, char *path)
+{
+    keep_file(run, "params.bin", path);
+}
+
+static void assert_same_values(const ordo_paramfile_t *a, const ordo_paramfile_t *b,
+                               const char *what)
+{
+    ck_assert_int_eq(a->n, b->n);
+    for (int i = 0; i < a->n; i++) {
+        ck_assert_int_eq(a->numel[i], b->numel[i]);
+        ck_assert_msg(!memcmp(a->values[i], b->values[i], sizeof(float) * (size_t)a->numel[i]),
+                      "%s: %s differs", what, a->names[i]);
+    }
 }
 
 START_TEST(a_run_starts_from_the_values_an_earlier_run_saved)
 {
     if (!it_have_fmnist()) return;
     it_run_t first;
-    ck_assert_int_eq(it_run_launch(&first, conf_text, 240, NULL), 0);
-    char path[] = "/tmp/ordo-resume-XXXXXX";
+    ck_assert_int_eq(it_run_launch(&first, conf_text, 240, "--fault.checkpoint_every=20",
+                                   "--order.pull=early", "--output.log_level=info", NULL),
+                     0);
+    ck_assert(it_run_log_has(&first, "checkpoint.bin after 20 updates"));
+    ck_assert(it_run_log_has(&first, "checkpoint.bin after 40 updates"));
+    ck_assert(!it_run_log_has(&first, "checkpoint.bin after 60 updates"));
+    char path[] = "/tmp/ordo-resume-XXXXXX", cpath[] = "/tmp/ordo-checkpoint-XXXXXX";
     keep_params(&first, path);
+    keep_file(&first, "checkpoint.bin", cpath);
     ordo_paramfile_t *saved = NULL;
     ORDO_CK_OK(ordo_paramfile_read(path, &saved));
     ck_assert_int_eq(saved->iteration, 60);
@@ -93,13 +119,7 @@ START_TEST(a_run_starts_from_the_values_an_earlier_run_saved)
     ck_assert(it_run_log_has(&still, "(saved after 60 updates)"));
     ordo_paramfile_t *again = NULL;
     ORDO_CK_OK(ordo_paramfile_read(it_run_path(&still, "params.bin"), &again));
-    ck_assert_int_eq(again->n, saved->n);
-    for (int i = 0; i < saved->n; i++) {
-        ck_assert_int_eq(again->numel[i], saved->numel[i]);
-        ck_assert_msg(!memcmp(again->values[i], saved->values[i],
-                              sizeof(float) * (size_t)saved->numel[i]),
-                      "%s changed on the way through the servers", saved->names[i]);
-    }
+    assert_same_values(saved, again, "values through the servers with lr 0");
     json_t *s2 = it_run_summary(&still);
     ck_assert_double_eq(it_num(s2, "test_accuracy"), acc1);
     json_decref(s2);
@@ -116,8 +136,22 @@ START_TEST(a_run_starts_from_the_values_an_earlier_run_saved)
                   "the resumed run starts at loss %.4f, an untrained model at %.4f", more_loss0,
                   first_loss0);
     it_run_destroy(&more);
+
+    /* the checkpoint after 40 updates is what a run of 40 iterations ends with */
+    ordo_paramfile_t *checkpoint = NULL, *forty = NULL;
+    ORDO_CK_OK(ordo_paramfile_read(cpath, &checkpoint));
+    ck_assert_int_eq(checkpoint->iteration, 40);
+    it_run_t short_run;
+    ck_assert_int_eq(it_run_launch(&short_run, conf_text, 240, "--model.iterations=40", NULL), 0);
+    ORDO_CK_OK(ordo_paramfile_read(it_run_path(&short_run, "params.bin"), &forty));
+    ck_assert_int_eq(forty->iteration, 40);
+    assert_same_values(forty, checkpoint, "checkpoint after 40 updates");
+    it_run_destroy(&short_run);
+    ordo_paramfile_destroy(&checkpoint);
+    ordo_paramfile_destroy(&forty);
     ordo_paramfile_destroy(&saved);
     unlink(path);
+    unlink(cpath);
 }
 END_TEST
 
