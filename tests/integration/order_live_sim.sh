@@ -5,6 +5,10 @@
 # that the order matters), and the median measured forward time (metrics.jsonl forward_ms,
 # iterations after the warm-up) must be within 10% of `ordo-plan simulate --policy tao`'s
 # makespan with the same link and op times (an ordo-oracle/1 file of the profile's times x S).
+# The simulator charges the latency to every recv in turn (DESIGN.md §4), while the link
+# delivers each message `latency` after it left and sends the next meanwhile, so with many
+# small tensors the live run may be faster by up to one latency per recv (densenet121: 364
+# recvs, 36 ms of 292): it must then be within 10% of the makespan simulated with no latency.
 # The scheduler's own planning (compute_scale applied without an oracle) must log the same
 # simulated makespan. The simulator sends a tensor as one transfer, so the live runs send
 # whole chunks (order.segment_bytes = 0). Profiles: ORDO_LIVE_SIM_PROFILES (default par32
@@ -23,7 +27,7 @@ if ldd "$BIN/ordo-server" 2>/dev/null | grep -q 'libasan\|libubsan\|libtsan'; th
   echo "sanitizer build: tolerance widened to 25%"
 fi
 passed=0
-printf '%-14s %6s %12s %12s %8s\n' profile scale sim_ms live_ms diff
+printf '%-14s %6s %12s %12s %12s %8s\n' profile scale sim_ms sim_lat0_ms live_ms diff
 for m in $profiles; do
   model="$SRC/conf/models/$m.json"
   [ -f "$model" ] || fail "no profile $model"
@@ -43,6 +47,9 @@ EOF
   sim=$("$BIN/ordo-plan" simulate --policy tao --bandwidth 1gbit --latency-us 100 \
         --oracle "$T/$m.oracle.json" "$model") || fail "$m: ordo-plan simulate failed: $sim"
   sim_us=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["makespan_us"])' "$sim")
+  sim0=$("$BIN/ordo-plan" simulate --policy tao --bandwidth 1gbit --latency-us 0 \
+        --oracle "$T/$m.oracle.json" "$model") || fail "$m: ordo-plan simulate failed: $sim0"
+  sim0_us=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["makespan_us"])' "$sim0")
   "$SRC/scripts/ordo-launch" "$SRC/conf/synthetic.ini" --bin "$BIN" \
     --cluster.servers=1 --cluster.workers=1 --model.trainer=profile "--model.file=$model" \
     --model.compute=emulate "--model.compute_scale=$scale" "--model.iterations=$iters" \
@@ -51,22 +58,25 @@ EOF
     --output.progress_every=0 > "$T/$m.log" 2>&1 || fail "$m: the run failed (see $T/$m.log)"
   planned=$(sed -n 's/.*simulated forward makespan \([0-9.]*\) ms.*/\1/p' "$T/$m.log" | head -1)
   [ -n "$planned" ] || fail "$m: the scheduler logged no simulated makespan"
-  read -r live ok_plan ok_live < <(python3 - "$T/$m/metrics.jsonl" "$warmup" "$sim_us" "$planned" "$tol" <<'EOF'
+  read -r live ok_plan ok_live < <(python3 - "$T/$m/metrics.jsonl" "$warmup" "$sim_us" "$planned" "$tol" "$sim0_us" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 fwd = [r["forward_ms"] for r in rows if r["iter"] >= int(sys.argv[2])]
 live = statistics.median(fwd)
 sim_ms = float(sys.argv[3]) / 1e3
 planned = float(sys.argv[4])
-print("%.3f %d %d" % (live, abs(planned - sim_ms) <= 1e-3 * sim_ms + 0.001,
-                      abs(live - sim_ms) <= float(sys.argv[5]) * sim_ms))
+tol, sim0_ms = float(sys.argv[5]), float(sys.argv[6]) / 1e3
+# no slower than the simulator's makespan allows; faster only by the latencies it serializes
+ok = (1 - tol) * min(sim_ms, sim0_ms) <= live <= (1 + tol) * sim_ms
+print("%.3f %d %d" % (live, abs(planned - sim_ms) <= 1e-3 * sim_ms + 0.001, ok))
 EOF
 )
   sim_ms=$(python3 -c "print('%.3f' % ($sim_us / 1e3))")
+  sim0_ms=$(python3 -c "print('%.3f' % ($sim0_us / 1e3))")
   diff=$(python3 -c "print('%+.1f%%' % (100 * ($live - $sim_ms) / $sim_ms))")
-  printf '%-14s %6s %12s %12s %8s\n' "$m" "$scale" "$sim_ms" "$live" "$diff"
+  printf '%-14s %6s %12s %12s %12s %8s\n' "$m" "$scale" "$sim_ms" "$sim0_ms" "$live" "$diff"
   [ "$ok_plan" = 1 ] || fail "$m: the scheduler planned a makespan of $planned ms, ordo-plan $sim_ms ms"
-  [ "$ok_live" = 1 ] || fail "$m: live forward time $live ms is not within $tol of the simulated $sim_ms ms"
+  [ "$ok_live" = 1 ] || fail "$m: live forward time $live ms is not within $tol of the simulated $sim_ms ms (or, faster, of $sim0_ms ms simulated without latency)"
   passed=$((passed + 1))
 done
 echo "$passed passed, 0 failed"
