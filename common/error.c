@@ -38,6 +38,13 @@ int ordo_error_set(int rc, const char *fmt, ...)
     return rc;
 }
 
+int ordo_error_context(int rc, const char *what)
+{
+    char why[sizeof detail]; /* the detail is copied first: it is the buffer being written */
+    snprintf(why, sizeof why, "%s", ordo_error_text(rc));
+    return ordo_error_set(rc, "%s: %s", what, why);
+}
+
 const char *ordo_error_detail(void)
 {
     return detail;

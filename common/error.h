@@ -40,6 +40,10 @@ const char *ordo_error_detail(void);
 /* ordo_error_clear forgets the calling thread's detail. */
 void ordo_error_clear(void);
 
+/* ordo_error_context prefixes the calling thread's detail (or ordo_strerror(rc) when there is
+ * none) with what was being read or done ("order.oracle: FILE: $.model: ...") and returns rc. */
+int ordo_error_context(int rc, const char *what);
+
 /* ordo_error_text returns the detail when there is one, else ordo_strerror(rc). */
 const char *ordo_error_text(int rc);
 

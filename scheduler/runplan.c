@@ -33,13 +33,6 @@ void ordo_runplan_channels(const ordo_keys_t *keys, int *channel)
     free(bytes);
 }
 
-int ordo_runplan_with_context(int rc, const char *what)
-{
-    char why[1024];
-    snprintf(why, sizeof why, "%s", ordo_error_text(rc));
-    return ordo_error_set(rc, "%s: %s", what, why);
-}
-
 /* the oracle planning uses: the conf's measured file, or the profile's op times scaled by
  * compute_scale when the run emulates compute at another scale, or none */
 static int planning_oracle(const ordo_conf_t *conf, const ordo_model_t *m, ordo_oracle_t **out)
@@ -47,7 +40,7 @@ static int planning_oracle(const ordo_conf_t *conf, const ordo_model_t *m, ordo_
     *out = NULL;
     if (conf->oracle[0]) {
         int rc = ordo_oracle_load_file(conf->oracle, m, out);
-        if (rc) return ordo_runplan_with_context(rc, "order.oracle");
+        if (rc) return ordo_error_context(rc, "order.oracle");
         return 0;
     }
     if (conf->compute != ORDO_COMPUTE_EMULATE || conf->compute_scale == 1.0) return 0;
@@ -109,7 +102,7 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
     if (policy == ORDO_POLICY_FILE) {
         const char *path = conf->policy + 5;
         if ((rc = ordo_order_read_file(path, m, prio)) != 0) {
-            rc = ordo_runplan_with_context(rc, "order.policy");
+            rc = ordo_error_context(rc, "order.policy");
             goto fail;
         }
     } else if (ordered) {

@@ -28,11 +28,6 @@
 int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_keys_t *keys,
                       json_t **out);
 
-/* ordo_runplan_with_context prefixes the current error detail with what was being read
- * ("order.oracle: FILE: $.model: ...") and returns rc (the detail is copied first: it lives
- * in the buffer ordo_error_set writes). */
-int ordo_runplan_with_context(int rc, const char *what);
-
 /* ordo_runplan_channels writes each key's planning channel into channel[n_keys]: the
  * server holding most of its bytes (ties: the server of its lowest chunk). */
 void ordo_runplan_channels(const ordo_keys_t *keys, int *channel);

@@ -25,7 +25,7 @@ int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *p
      * replace the profile's; they are the run's own times, not scaled */
     ordo_model_t *timed = NULL;
     int rc = ordo_oracle_timed_model_file(conf->oracle, m, &timed);
-    if (rc) return ordo_runplan_with_context(rc, "order.oracle");
+    if (rc) return ordo_error_context(rc, "order.oracle");
     ORDO_INFO("merge: op times from the oracle %s", conf->oracle);
     rc = plan_merge(conf, timed, 1.0, plan);
     ordo_model_destroy(&timed);

@@ -38,16 +38,13 @@ static float synth_init(int key, int64_t i)
 static int load_init(const char *path, const ordo_model_t *m, float **init)
 {
     ordo_paramfile_t *pf = NULL;
-    char why[1024];
     int rc = ordo_paramfile_read(path, &pf); /* its detail names the file */
-    if (rc) {
-        snprintf(why, sizeof why, "%s", ordo_error_text(rc));
-        return ordo_error_set(rc, "model.init: %s", why);
-    }
+    if (rc) return ordo_error_context(rc, "model.init");
     if ((rc = ordo_paramfile_match(pf, m)) != 0) {
-        snprintf(why, sizeof why, "%s", ordo_error_text(rc));
+        char what[ORDO_CONF_PATH + 16];
+        snprintf(what, sizeof what, "model.init: %s", path);
         ordo_paramfile_destroy(&pf);
-        return ordo_error_set(rc, "model.init: %s: %s", path, why);
+        return ordo_error_context(rc, what);
     }
     for (int i = 0; i < m->n_params; i++)
         memcpy(init[i], pf->values[i], sizeof(float) * (size_t)m->params[i].numel);
@@ -273,9 +270,7 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
             goto done;
         }
         for (int i = 0; i < m->n_params; i++)
-            init[i] = calloc((size_t)m->params[i].numel, sizeof(float));
-        for (int i = 0; i < m->n_params; i++)
-            if (!init[i]) {
+            if (!(init[i] = calloc((size_t)m->params[i].numel, sizeof(float)))) {
                 rc = ordo_error_set(ORDO_ENOMEM, "out of memory for the initial values");
                 goto done;
             }
