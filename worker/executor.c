@@ -451,6 +451,20 @@ static int next_op(ordo_exec_t *e, int64_t iter, int64_t *waited_ns)
     return rc ? rc : best;
 }
 
+/* under mu: the pulls of iteration iter are the ones to count; with pull_early the values
+ * that already arrived after their pushes stay, every other key is still to come */
+static void expect_pulls(ordo_exec_t *e, int64_t iter)
+{
+    e->cur_pull = iter;
+    e->pulls_left = e->n;
+    for (int i = 0; i < e->n; i++) {
+        if (e->o.pull_early && e->ready_iter[i] == iter)
+            e->pulls_left--;
+        else
+            e->ready_iter[i] = -1;
+    }
+}
+
 int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *labels, int n,
                         ordo_exec_stats_t *st)
 {
@@ -471,20 +485,17 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     st->t_start_ns = ordo_clock_ns();
     pthread_mutex_lock(&e->mu);
     e->cur_iter = t;
-    e->cur_pull = pull_iter;
-    e->pulls_left = e->n;
     e->pushes_left = e->o.forward_only ? 0 : e->sparse ? 1 : e->n;
     /* sparse: the answers to the last push already made the parameters of this iteration */
     bool have = e->sparse && e->sparse_version == pull_iter;
-    if (e->o.pull_early) {
-        /* what arrived early stays; only the rest is still to come */
+    if (have) {
+        e->cur_pull = pull_iter;
+        e->pulls_left = 0;
         for (int i = 0; i < e->n; i++)
-            e->pulls_left -= e->ready_iter[i] == pull_iter;
-        have = e->pulls_left == 0;
+            e->ready_iter[i] = pull_iter;
     } else {
-        for (int i = 0; i < e->n; i++)
-            e->ready_iter[i] = have ? pull_iter : -1;
-        if (have) e->pulls_left = 0;
+        expect_pulls(e, pull_iter);
+        have = e->pulls_left == 0; /* pull_early: everything arrived after its push */
     }
     pthread_mutex_unlock(&e->mu);
     /* (early: the communication thread skips the keys it asked for after their pushes) */
@@ -565,14 +576,7 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
 int ordo_exec_pull_all(ordo_exec_t *e, int64_t t)
 {
     pthread_mutex_lock(&e->mu);
-    e->cur_pull = t;
-    e->pulls_left = e->n;
-    for (int i = 0; i < e->n; i++) {
-        if (e->o.pull_early && e->ready_iter[i] == t)
-            e->pulls_left--; /* arrived after its push */
-        else
-            e->ready_iter[i] = -1;
-    }
+    expect_pulls(e, t);
     pthread_mutex_unlock(&e->mu);
     post(e, CMD_PULL_ALL, 0, t);
     pthread_mutex_lock(&e->mu);
