@@ -105,6 +105,11 @@ static const key_t_ keys[] = {
      "merge planner (optimal): among the plans of least time, prefer those that lose least when "
      "communication costs 1 + merge_margin times the calibrated a, b, c (slack for a slower "
      "link); 0 = no such preference"},
+    {"push", "calibrate", T_BOOL, OFF(calibrate), 0, "false", 0, 0, NULL,
+     "merged mode: the workers time pipelined pushes against the run's servers at start-up and "
+     "the scheduler plans with the fitted a, b, c instead of merge_a_us, merge_b_ns, merge_c_ns"},
+    {"push", "calibrate_reps", T_INT, OFF(calibrate_reps), 0, "7", 1, 1000, NULL,
+     "repeats per message size of the start-up calibration (the median is fitted)"},
     {"push", "density", T_DOUBLE, OFF(density), 0, "0.01", 1e-9, 1.0, NULL,
      "fraction of entries pushed in sparse mode"},
     {"push", "threshold_period", T_INT, OFF(threshold_period), 0, "32", 1, 1000000, NULL,
@@ -573,6 +578,12 @@ int ordo_conf_validate(const ordo_conf_t *conf)
     if (conf->push_mode == ORDO_PUSH_SPARSE && !strcmp(conf->trainer, "synthetic"))
         return ordo_error_set(ORDO_EINVAL, "push.mode = sparse needs a model job (model.trainer = "
                               "profile, mlp or cnn); the synthetic job checks dense values");
+    if (conf->calibrate && conf->push_mode != ORDO_PUSH_MERGED)
+        return ordo_error_set(ORDO_EINVAL, "push.calibrate = true needs push.mode = merged (it "
+                              "calibrates the merge planner)");
+    if (conf->calibrate && !strncmp(conf->merge, "file:", 5))
+        return ordo_error_set(ORDO_EINVAL, "push.calibrate = true plans the groups at start-up; "
+                              "push.merge = %s brings its own", conf->merge);
     if (conf->segment_bytes > 0 && conf->segment_bytes < 1024)
         return ordo_error_set(ORDO_EINVAL,
                               "order.segment_bytes (%lld) must be 0 (whole chunks) or at least 1024",

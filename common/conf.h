@@ -60,6 +60,8 @@ typedef struct ordo_conf {
     double merge_b_ns; /* 0 = from [net] bandwidth */
     double merge_c_ns; /* receivers' per-byte work, a second stage after each message */
     double merge_margin; /* optimal's tie rule: least time at (1 + margin) x the costs */
+    bool calibrate;      /* the workers measure a, b, c at start-up (merged mode) */
+    int calibrate_reps;  /* repeats per size of that measurement */
     double density;
     int threshold_period;
     int repartition_period;

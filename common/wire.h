@@ -52,6 +52,10 @@ typedef enum { ORDO_DTYPE_NONE = 0, ORDO_DTYPE_F32 = 1, ORDO_DTYPE_BYTES = 2, OR
 #define ORDO_FLAG_GROUP 0x2u      /* a merged group: payload holds several keys */
 #define ORDO_FLAG_PULL 0x4u       /* PUSH of iter that also pulls iter + 1: no PUSH_ACK, the
                                    * PULL_RESP answers both */
+#define ORDO_FLAG_PROBE 0x8u      /* a calibration PUSH ([push] calibrate): the server sums its
+                                   * floats into scratch memory and acknowledges it (PUSH_ACK
+                                   * with this flag, same key); no key's value changes */
+#define ORDO_PROBE_MAX_BYTES (64u << 20) /* the largest probe a server takes */
 
 typedef struct ordo_wire_hdr {
     uint8_t type;  /* ordo_msg_type_t */

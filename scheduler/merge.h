@@ -213,4 +213,22 @@ int ordo_merge_plan_load_file(const char *path, const ordo_model_t *m, ordo_merg
  * alone. Writes *a and *b on success. */
 int ordo_merge_fit_cost(const double *bytes, const double *secs, int n, double *a, double *b);
 
+/* The planner's cost model as calibrated from pushes (docs/merging.md, "What a and b mean
+ * for a parameter server"), in seconds and seconds per byte. */
+typedef struct ordo_merge_cost {
+    double a, b, c;  /* the planner's a (per message), b (link, per byte), c (receivers) */
+    double b_msg;    /* the pipelined fit's own slope (b is it or the link's, the larger) */
+    double a_one, b_one; /* one push alone: its offset (median, as a) and per-byte slope */
+} ordo_merge_cost_t;
+
+/* ordo_merge_fit_planner fits the planner's cost model from n >= 2 message sizes bytes[i]
+ * with the medians per_msg[i] (what one more pipelined push costs: a burst's time beyond one
+ * push, per further push) and one[i] (one push alone, to its acknowledgement). b_msg is the
+ * least-squares slope of per_msg, a the median of per_msg - b_msg * bytes (the small sizes
+ * decide it; at least 0), b the larger of b_msg and the link's 8 / link_bps (link_bps 0: no
+ * link), c one push's least-squares slope beyond b (at least 0). Fails as
+ * ordo_merge_fit_cost does. */
+int ordo_merge_fit_planner(const double *bytes, const double *per_msg, const double *one, int n,
+                           double link_bps, ordo_merge_cost_t *out);
+
 #endif

@@ -6,6 +6,7 @@
 #include "scheduler/oracle.h"
 #include "scheduler/runplan.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +17,18 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
 int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *plan)
 {
     if (conf->push_mode != ORDO_PUSH_MERGED) return 0;
+    if (conf->calibrate) {
+        int64_t max = conf->partition_bytes < ORDO_RUNPLAN_CALIBRATE_MAX_BYTES
+                          ? conf->partition_bytes
+                          : ORDO_RUNPLAN_CALIBRATE_MAX_BYTES;
+        json_t *cal = json_pack("{s:i,s:I}", "reps", conf->calibrate_reps, "max_bytes",
+                                (json_int_t)max);
+        if (!cal || json_object_set_new(plan, "merge_calibrate", cal) != 0) return ORDO_ENOMEM;
+        ORDO_INFO("merge: %s, planned once the workers have calibrated a, b, c (messages of 1 KiB "
+                  "to %lld bytes, %d repeats)",
+                  conf->merge, (long long)max, conf->calibrate_reps);
+        return 0;
+    }
     /* emulated op times are the profile's times compute_scale; iteration times scale with
      * (op times, a, b) together, so planning the profile under (a, b) / scale gives the same
      * groups */
@@ -29,6 +42,22 @@ int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *p
     ORDO_INFO("merge: op times from the oracle %s", conf->oracle);
     rc = plan_merge(conf, timed, 1.0, plan);
     ordo_model_destroy(&timed);
+    return rc;
+}
+
+int ordo_runplan_merge_calibrated(const ordo_conf_t *conf, const ordo_model_t *m, double a,
+                                  double b, double c, json_t *plan)
+{
+    if (!(a >= 0 && b > 0 && c >= 0 && isfinite(a) && isfinite(b) && isfinite(c)))
+        return ordo_error_set(ORDO_EINVAL, "calibrated a = %g s, b = %g s/byte, c = %g s/byte: "
+                              "needs a >= 0, b > 0, c >= 0", a, b, c);
+    ordo_conf_t cc = *conf;
+    cc.calibrate = false;
+    cc.merge_a_us = a * 1e6;
+    cc.merge_b_ns = b * 1e9;
+    cc.merge_c_ns = c * 1e9;
+    int rc = ordo_runplan_merge(&cc, m, plan);
+    if (!rc) json_object_del(plan, "merge_calibrate");
     return rc;
 }
 

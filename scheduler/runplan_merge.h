@@ -20,4 +20,15 @@
  * profile's times compute_scale (emulated compute). Keys are m's parameters in order. */
 int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *plan);
 
+/* The largest message the start-up calibration times: partition_bytes, at most this. */
+#define ORDO_RUNPLAN_CALIBRATE_MAX_BYTES (4 << 20)
+
+/* With push.calibrate = true, ordo_runplan_merge adds "merge_calibrate": {"reps":
+ * push.calibrate_reps, "max_bytes": partition_bytes up to ORDO_RUNPLAN_CALIBRATE_MAX_BYTES}
+ * instead of "merge": the workers measure first (worker/calibrate.h), and
+ * ordo_runplan_merge_calibrated then plans with their a (s), b, c (s/byte): it replaces
+ * "merge_calibrate" in plan with "merge", as ordo_runplan_merge makes it from those costs. */
+int ordo_runplan_merge_calibrated(const ordo_conf_t *conf, const ordo_model_t *m, double a,
+                                  double b, double c, json_t *plan);
+
 #endif

@@ -13,9 +13,11 @@
 #include "scheduler/job.h"
 #include "scheduler/runplan.h"
 #include "scheduler/runlog.h"
+#include "scheduler/runplan_merge.h"
 #include "scheduler/sparse_coord.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -53,6 +55,7 @@ typedef struct {
     int64_t barrier_id;     /* the barrier workers are gathering at (-1: none) */
     int barrier_n;          /* workers arrived at it */
     ordo_sparse_coord_t *sparse; /* [push] mode = sparse: thresholds and regions */
+    bool calibrating; /* [push] calibrate: the merge groups wait for worker 0's calibration */
     char run_dir[ORDO_CONF_PATH + ORDO_CONF_STR + 64];
 } sched_t;
 
@@ -305,6 +308,53 @@ static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *
     }
 }
 
+/* worker 0's start-up calibration ([push] calibrate, worker/calibrate.h): plan the merge
+ * groups with its a, b, c, send them to every worker and keep the figures in
+ * RUN/calibration.json. A malformed calibration aborts the run (the workers wait for it). */
+static void on_calibration(sched_t *s, ordo_msg_t *m)
+{
+    char body[8192], why[600];
+    ordo_msg_text(m, 0, body, sizeof body);
+    json_error_t err;
+    json_t *o = json_loads(body, 0, &err), *cal = json_object_get(o, "calibration");
+    double v[3];
+    const char *names[3] = {"a_s", "b_s", "c_s"};
+    for (int i = 0; i < 3; i++) {
+        json_t *x = json_object_get(cal, names[i]);
+        v[i] = json_is_number(x) ? json_number_value(x) : NAN;
+        if (!isfinite(v[i]) || v[i] < 0) {
+            snprintf(why, sizeof why, "worker 0's calibration: $.calibration.%s: %s", names[i],
+                     !o ? err.text : x ? "not a finite number >= 0" : "missing");
+            json_decref(o);
+            abort_run(s, why);
+        }
+    }
+    int rc = ordo_runplan_merge_calibrated(&s->conf, s->model, v[0], v[1], v[2], s->plan);
+    if (rc) {
+        snprintf(why, sizeof why, "cannot plan the merge groups from worker 0's calibration: %s",
+                 ordo_error_text(rc));
+        json_decref(o);
+        abort_run(s, why);
+    }
+    s->calibrating = false;
+    json_t *merge = json_object_get(s->plan, "merge");
+    json_t *msg = json_pack("{s:O}", "merge", merge);
+    char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    for (int i = 0; text && i < s->n_members; i++)
+        if (s->members[i].role == ORDO_ROLE_WORKER)
+            reply(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_PLAN, text);
+    free(text);
+    json_decref(msg);
+    /* what was measured and what it planned, for the user */
+    char path[sizeof s->run_dir + 32];
+    snprintf(path, sizeof path, "%s/calibration.json", s->run_dir);
+    json_object_set(cal, "groups", json_object_get(merge, "groups_per_worker"));
+    json_object_set(cal, "predicted_iter_s", json_object_get(merge, "predicted_iter_s"));
+    if (json_dump_file(cal, path, JSON_INDENT(1)) != 0)
+        ORDO_WARN("cannot write %s", path);
+    json_decref(o);
+}
+
 static bool handle(sched_t *s, ordo_msg_t *m)
 {
     member_t *mb = find_member(s, m);
@@ -349,6 +399,10 @@ static bool handle(sched_t *s, ordo_msg_t *m)
         on_barrier(s, mb, m->hdr.iter);
         break;
     case ORDO_MSG_PLAN: { /* sparse histograms (scheduler/sparse_coord.h) */
+        if (s->calibrating && mb->role == ORDO_ROLE_WORKER && mb->rank == 0) {
+            on_calibration(s, m); /* the start-up calibration's result */
+            break;
+        }
         int rc = s->sparse ? ordo_sparse_coord_on_msg(s->sparse, mb->role, mb->rank, m)
                            : ordo_error_set(ORDO_EPROTO, "no sparse pushes in this run");
         if (rc) ORDO_WARN("dropped a PLAN message from %s: %s",
@@ -424,6 +478,7 @@ int main(int argc, char **argv)
         return 1;
     }
     s.barrier_id = -1;
+    s.calibrating = json_object_get(s.plan, "merge_calibrate") != NULL;
     make_run_dir(&s);
     if ((rc = ordo_runlog_new(s.run_dir, &s.conf, s.conf.workers, &s.log)) != 0) {
         fprintf(stderr, "ordo-scheduler: %s\n", ordo_error_text(rc));

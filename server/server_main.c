@@ -58,6 +58,9 @@ typedef struct {
     uint64_t n_released;
     ordo_trace_t *trace; /* [output] trace: one event per released response */
     char **names;        /* parameter name per key, from the plan (NULL: "key K") */
+    float *probe_sum;    /* calibration pushes are summed here ([push] calibrate) */
+    size_t probe_cap;    /* its floats */
+    uint64_t n_probe;
 } server_t;
 
 static volatile sig_atomic_t stop_signal;
@@ -213,6 +216,53 @@ static void on_group_push(server_t *s, ordo_msg_t *m)
     }
 }
 
+/* a calibration push ([push] calibrate = true, ORDO_FLAG_PROBE): its floats are added to
+ * scratch memory, as a push's are to its key's sum, and it is acknowledged; no value changes */
+static void on_probe(server_t *s, ordo_msg_t *m)
+{
+    char why[160];
+    size_t len = 0;
+    const char *data = ordo_msg_data(m, 0, &len);
+    if (!data || m->nframes != 1 || m->hdr.dtype != ORDO_DTYPE_F32 || len % sizeof(float) ||
+        (m->hdr.flags & (ORDO_FLAG_GROUP | ORDO_FLAG_PULL))) {
+        answer_error(s, m, "a probe PUSH needs one float32 payload frame and no group or pull "
+                           "flag");
+        return;
+    }
+    if (len > ORDO_PROBE_MAX_BYTES) {
+        snprintf(why, sizeof why, "a probe of %zu bytes is larger than the %u a server takes", len,
+                 ORDO_PROBE_MAX_BYTES);
+        answer_error(s, m, why);
+        return;
+    }
+    size_t n = len / sizeof(float);
+    if (n > s->probe_cap) {
+        float *p = realloc(s->probe_sum, n * sizeof *p);
+        if (!p) {
+            answer_error(s, m, "out of memory for a probe");
+            return;
+        }
+        memset(p + s->probe_cap, 0, (n - s->probe_cap) * sizeof *p);
+        s->probe_sum = p;
+        s->probe_cap = n;
+    }
+    for (size_t i = 0; i < n; i++) { /* the frame may sit unaligned in ZeroMQ's buffer */
+        float g;
+        memcpy(&g, data + i * sizeof g, sizeof g);
+        s->probe_sum[i] += g;
+    }
+    s->n_probe++;
+    send_ack(s, m, ORDO_FLAG_PROBE);
+}
+
+/* ", N calibration probes" for the shutdown line when there were any, else "" */
+static const char *probes_note(const server_t *s, char *buf, size_t size)
+{
+    if (!s->n_probe) return "";
+    snprintf(buf, size, ", %llu calibration probes", (unsigned long long)s->n_probe);
+    return buf;
+}
+
 /* a pull of slice's value of iteration iter for m's sender: answered now if the value is
  * there, else when the pushes of iter - 1 are in */
 static void add_pull(server_t *s, const ordo_msg_t *m, int slice, int64_t iter)
@@ -262,6 +312,10 @@ static void on_data(server_t *s, ordo_msg_t *m)
         return;
     }
     if (m->hdr.type == ORDO_MSG_HELLO) return;
+    if (m->hdr.type == ORDO_MSG_PUSH && (m->hdr.flags & ORDO_FLAG_PROBE)) {
+        on_probe(s, m);
+        return;
+    }
     if (m->hdr.type == ORDO_MSG_PUSH && (m->hdr.flags & ORDO_FLAG_GROUP)) {
         if (m->hdr.flags & ORDO_FLAG_PULL) {
             answer_error(s, m, "a merged PUSH cannot carry a pull");
@@ -497,9 +551,9 @@ int main(int argc, char **argv)
             } else if (m.hdr.type == ORDO_MSG_PLAN && s.sparse) {
                 ordo_sparse_srv_on_ctl(s.sparse, &m);
             } else if (m.hdr.type == ORDO_MSG_SHUTDOWN) {
-                ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped",
+                ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s",
                           (unsigned long long)s.n_push, (unsigned long long)s.n_pull,
-                          (unsigned long long)s.n_dropped);
+                          (unsigned long long)s.n_dropped, probes_note(&s, buf, sizeof buf));
                 stop = true;
             } else if (m.hdr.type == ORDO_MSG_ABORT) {
                 ORDO_ERROR("run aborted by the scheduler: %s",
@@ -526,6 +580,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < s.node.keys->n_keys; i++)
             free(s.names[i]);
     free(s.names);
+    free(s.probe_sum);
     ordo_enforce_destroy(&s.enforce);
     ordo_transport_destroy(&s.node.tp, code ? 0 : 1000);
     if (s.waiting)

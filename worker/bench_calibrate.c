@@ -153,22 +153,6 @@ static int calibrate_run(ordo_worker_t *w, cal_t *c, bool print)
     return 0;
 }
 
-/* fit_robust fits y ~ a + b x over sizes that span three orders of magnitude: b from the
- * least-squares fit (which the largest sizes decide), a the median of y - b x (which the
- * small sizes, where b x is small, decide; a plain fit lets a few percent of noise at 4 MiB
- * swamp a per-message cost of tens of us), at least 0 */
-static int fit_robust(const double *x, const double *y, int n, double *a, double *b)
-{
-    double fa, fb, r[24];
-    int rc = ordo_merge_fit_cost(x, y, n, &fa, &fb);
-    if (rc) return rc;
-    for (int i = 0; i < n && i < 24; i++)
-        r[i] = y[i] - fb * x[i];
-    *a = fmax(0.0, median(r, n < 24 ? n : 24));
-    *b = fb;
-    return 0;
-}
-
 /* a worker forked by the calibration: joins, measures the same sequence, and leaves */
 static int calibrate_child(cal_t *c, const ordo_bench_child_t *sched)
 {
@@ -220,6 +204,7 @@ int ordo_bench_calibrate(int argc, char **argv)
     c.t = malloc(sizeof *c.t * (size_t)o.reps);
     c.t1 = malloc(sizeof *c.t1 * (size_t)o.reps);
     double rt_x[24], msg_x[12], a_rt, b_rt, a_msg, b_msg, a_one, b_one;
+    ordo_merge_cost_t cost;
     if (!c.iter || !c.val || !c.grad || !c.t || !c.t1) {
         rc = ORDO_ENOMEM;
         goto done;
@@ -249,16 +234,14 @@ int ordo_bench_calibrate(int argc, char **argv)
     for (int k = 0; k < n_burst; k++)
         msg_x[k] = (double)sizes[2 * k];
     if ((rc = ordo_merge_fit_cost(rt_x, c.rt_y, n_rt, &a_rt, &b_rt)) != 0) goto done;
-    if ((rc = fit_robust(msg_x, c.msg_y, n_burst, &a_msg, &b_msg)) != 0) goto done;
-    if ((rc = fit_robust(msg_x, c.one_y, n_burst, &a_one, &b_one)) != 0) goto done;
-    /* The planner's two stages: the link (a + b * bytes) and then the receivers (c * bytes,
-     * once a message has arrived). Pipelined pushes pay the link stage per message, one push
-     * alone pays both. b is the pipelined per-byte figure, or the emulated link's 8 / rate
-     * when that is slower (with W workers pushing at once the CPU of a small machine, not
-     * the link, can bound the stream: 1.1-1.3 ns/B at 10 Gbit/s on 2 cores), and c what a
-     * push alone takes per byte beyond it. */
-    double b_plan = o.bandwidth_bps > 0 ? fmax(8.0 / o.bandwidth_bps, b_msg) : b_msg;
-    double c_plan = fmax(0.0, b_one - b_plan);
+    if ((rc = ordo_merge_fit_planner(msg_x, c.msg_y, c.one_y, n_burst, o.bandwidth_bps,
+                                     &cost)) != 0)
+        goto done;
+    a_msg = cost.a;
+    b_msg = cost.b_msg;
+    a_one = cost.a_one;
+    b_one = cost.b_one;
+    double b_plan = cost.b, c_plan = cost.c;
     if (o.json) {
         printf("{\"fit\":\"round_trip\",\"a_s\":%.9g,\"b_s_per_byte\":%.9g}\n", a_rt, b_rt);
         printf("{\"fit\":\"one_push\",\"a_s\":%.9g,\"b_s_per_byte\":%.9g}\n", a_one, b_one);

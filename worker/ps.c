@@ -4,7 +4,10 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/node.h"
+#include "worker/calibrate.h"
 #include "worker/merge_buf.h"
+
+#include <jansson.h>
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -49,6 +52,7 @@ struct ordo_worker {
     int *group_prio, *group_left;
     int64_t bytes_push, bytes_pull;
     bool aborted;
+    json_t *merge_plan; /* the merge member of the scheduler's PLAN after a calibration */
     /* the message hook (sparse pushes) */
     ordo_worker_hook_fn hook;
     void *hook_ctx;
@@ -63,6 +67,11 @@ int ordo_worker_rank(const ordo_worker_t *w)
 int ordo_worker_n_workers(const ordo_worker_t *w)
 {
     return w->node.n_workers;
+}
+
+int ordo_worker_n_servers(const ordo_worker_t *w)
+{
+    return w->node.n_servers;
 }
 
 const ordo_keys_t *ordo_worker_keys(const ordo_worker_t *w)
@@ -122,6 +131,49 @@ static int setup_merge(ordo_worker_t *w)
     return 0;
 }
 
+/* [push] calibrate = true: the plan holds a "merge_calibrate" member instead of "merge". Every
+ * worker measures (worker/calibrate.h), worker 0 sends the fit to the scheduler, and every
+ * worker waits for the scheduler's PLAN with the merge groups, which joins the plan. */
+static int calibrate_at_start(ordo_worker_t *w)
+{
+    json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
+    json_t *want = json_object_get(plan, "merge_calibrate");
+    if (!want) {
+        json_decref(plan);
+        return 0;
+    }
+    ordo_calibrate_opts_t o = {.reps = (int)json_integer_value(json_object_get(want, "reps")),
+                               .max_bytes = json_integer_value(json_object_get(want, "max_bytes")),
+                               .link_bps = w->conf.bandwidth_bps};
+    ordo_calibration_t cal;
+    int rc = ordo_calibrate_measure(w, &o, &cal);
+    if (!rc && w->node.rank == 0) rc = ordo_calibrate_send(w, &cal);
+    int64_t deadline = ordo_clock_ns() + (int64_t)w->conf.startup_ms * 1000000;
+    while (!rc && !w->merge_plan) { /* the scheduler plans and answers, or aborts the run */
+        int64_t left = (deadline - ordo_clock_ns()) / 1000000;
+        if (left <= 0) {
+            rc = ordo_error_set(ORDO_ETIMEDOUT, "no merge plan from the scheduler within %d ms "
+                                "of the calibration", w->conf.startup_ms);
+            break;
+        }
+        ordo_worker_event_t ev;
+        rc = ordo_worker_poll(w, (int)left, &ev);
+        if (rc == ORDO_ETIMEDOUT) rc = 0;
+    }
+    if (!rc) {
+        json_object_del(plan, "merge_calibrate");
+        json_object_set(plan, "merge", w->merge_plan);
+        char *text = json_dumps(plan, JSON_COMPACT);
+        if (!text) rc = ORDO_ENOMEM;
+        else {
+            free(w->node.plan_json);
+            w->node.plan_json = text;
+        }
+    }
+    json_decref(plan);
+    return rc;
+}
+
 int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out)
 {
     int rc;
@@ -144,7 +196,6 @@ int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out)
         rc = ORDO_ENOMEM;
         goto fail;
     }
-    if ((rc = setup_merge(w)) != 0) goto fail;
     for (int s = 0; s < w->node.n_servers; s++) {
         rc = ordo_transport_connect(w->node.tp, w->node.server_endpoints[s], 1);
         if (rc < 0) goto fail;
@@ -156,6 +207,8 @@ int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out)
         m.hdr.rank = w->node.rank;
         if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) goto fail;
     }
+    if ((rc = calibrate_at_start(w)) != 0) goto fail;
+    if ((rc = setup_merge(w)) != 0) goto fail;
     *out = w;
     return 0;
 fail:
@@ -179,6 +232,7 @@ void ordo_worker_destroy(ordo_worker_t **wp)
     free(w->group_sent_iter);
     free(w->group_prio);
     free(w->group_left);
+    json_decref(w->merge_plan);
     free(w);
     *wp = NULL;
 }
@@ -251,6 +305,29 @@ int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int pr
         if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) return rc;
     }
     return 0;
+}
+
+int ordo_worker_probe(ordo_worker_t *w, int server, const float *src, size_t bytes, int id)
+{
+    if (server < 0 || server >= w->node.n_servers)
+        return ordo_error_set(ORDO_EINVAL, "no server %d (the cluster has %d)", server,
+                              w->node.n_servers);
+    if (bytes % sizeof(float) || bytes > ORDO_PROBE_MAX_BYTES)
+        return ordo_error_set(ORDO_EINVAL, "a probe of %zu bytes (a multiple of 4 up to %u)",
+                              bytes, ORDO_PROBE_MAX_BYTES);
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_PUSH);
+    m.sock = w->server_sock[server];
+    m.hdr.role = ORDO_ROLE_WORKER;
+    m.hdr.rank = w->node.rank;
+    m.hdr.req = ++w->req;
+    m.hdr.key = (uint32_t)id;
+    m.hdr.dtype = ORDO_DTYPE_F32;
+    m.hdr.flags = ORDO_FLAG_PROBE;
+    ordo_msg_add_ref(&m, (void *)src, bytes, NULL, NULL);
+    int rc = ordo_transport_send(w->node.tp, &m);
+    if (rc == 0) w->outstanding++; /* until its ORDO_EV_PROBE_DONE */
+    return rc;
 }
 
 /* send one part of a merged group: payload and index go zero-copy from the merge buffer */
@@ -436,7 +513,7 @@ static void add_event(ordo_worker_t *w, int kind, int key, int64_t iter)
     }
     w->ev[(w->ev_head + w->ev_n++) % w->ev_cap] =
         (ordo_worker_event_t){.kind = kind, .key = key, .iter = iter, .t_ns = ordo_clock_ns()};
-    if (kind != ORDO_EV_WAKE && kind != ORDO_EV_HOOK) w->outstanding--;
+    if (kind != ORDO_EV_WAKE && kind != ORDO_EV_HOOK && kind != ORDO_EV_PLAN) w->outstanding--;
 }
 
 /* the ack of one part of a merged group; the last one completes every key of the group */
@@ -457,6 +534,27 @@ static int group_ack(ordo_worker_t *w, const ordo_msg_t *m)
         w->ks[keys[i]].push_left = 0;
         add_event(w, ORDO_EV_PUSH_DONE, keys[i], m->hdr.iter);
     }
+    return 0;
+}
+
+/* the scheduler's PLAN after a start-up calibration: {"merge": {...}} */
+static int take_merge_plan(ordo_worker_t *w, ordo_msg_t *m)
+{
+    char buf[256];
+    size_t len = 0;
+    const char *d = ordo_msg_data(m, 0, &len);
+    json_error_t err;
+    json_t *o = d ? json_loadb(d, len, 0, &err) : NULL;
+    json_t *merge = json_object_get(o, "merge");
+    if (w->merge_plan || !json_is_object(merge)) {
+        ORDO_WARN("dropped an unexpected PLAN from the scheduler (%s)",
+                  ordo_msg_text(m, 0, buf, sizeof buf));
+        json_decref(o);
+        return 0;
+    }
+    w->merge_plan = json_incref(merge);
+    json_decref(o);
+    add_event(w, ORDO_EV_PLAN, -1, -1);
     return 0;
 }
 
@@ -498,6 +596,10 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
     }
     case ORDO_MSG_PUSH_ACK: {
         if (m->hdr.flags & ORDO_FLAG_GROUP) return group_ack(w, m);
+        if (m->hdr.flags & ORDO_FLAG_PROBE) {
+            add_event(w, ORDO_EV_PROBE_DONE, (int)m->hdr.key, m->hdr.iter);
+            return 0;
+        }
         int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
         keystate_t *ks = s >= 0 ? &w->ks[m->hdr.key] : NULL;
         if (!ks || !ks->push_left || ks->push_iter != m->hdr.iter) {
@@ -526,6 +628,8 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
     case ORDO_MSG_BARRIER_DONE:
         add_event(w, ORDO_EV_BARRIER, -1, m->hdr.iter);
         return 0;
+    case ORDO_MSG_PLAN: /* the merge groups planned from the start-up calibration */
+        return take_merge_plan(w, m);
     default:
         ORDO_DEBUG("ignored %s", ordo_wire_type_name(m->hdr.type));
         return 0;

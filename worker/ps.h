@@ -21,7 +21,9 @@ typedef enum {
     ORDO_EV_PUSH_DONE = 2,
     ORDO_EV_WAKE = 3,
     ORDO_EV_BARRIER = 4, /* every worker reached barrier ev.iter */
-    ORDO_EV_HOOK = 5     /* the message hook finished something: ev.key = its code */
+    ORDO_EV_HOOK = 5,    /* the message hook finished something: ev.key = its code */
+    ORDO_EV_PROBE_DONE = 6, /* a calibration push was acknowledged: ev.key = its id */
+    ORDO_EV_PLAN = 7        /* the merge groups planned from the calibration arrived */
 } ordo_worker_ev_kind_t;
 
 typedef struct ordo_worker_event {
@@ -32,7 +34,10 @@ typedef struct ordo_worker_event {
 } ordo_worker_event_t;
 
 /* ordo_worker_new joins the cluster described by conf (registration, WELCOME, data
- * connections to every server). Fails with ORDO_EAUTH, ORDO_ETIMEDOUT, ORDO_EABORT. */
+ * connections to every server). When the plan asks for a start-up calibration ([push]
+ * calibrate = true) every worker then takes part in it (worker/calibrate.h) and waits for the
+ * scheduler's merge groups, so the handle it returns pushes merged either way. Fails with
+ * ORDO_EAUTH, ORDO_ETIMEDOUT, ORDO_EABORT. */
 int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out);
 
 /* ordo_worker_destroy leaves and frees; NULL-safe. */
@@ -40,6 +45,7 @@ void ordo_worker_destroy(ordo_worker_t **w);
 
 int ordo_worker_rank(const ordo_worker_t *w);
 int ordo_worker_n_workers(const ordo_worker_t *w);
+int ordo_worker_n_servers(const ordo_worker_t *w);
 const ordo_keys_t *ordo_worker_keys(const ordo_worker_t *w);
 /* ordo_worker_plan returns the scheduler's plan JSON text (or NULL). */
 const char *ordo_worker_plan(const ordo_worker_t *w);
@@ -67,6 +73,12 @@ int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int pr
  * once all its keys were pushed, and each of its keys gets its PUSH_DONE when the whole
  * group is acknowledged: every key of a group must then be pushed, in the same iteration. */
 int ordo_worker_push(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority);
+
+/* ordo_worker_probe sends a calibration push of bytes (a multiple of 4, at most
+ * ORDO_PROBE_MAX_BYTES) from src to server `server`: the server adds it to scratch memory and
+ * acknowledges it (ORDO_EV_PROBE_DONE with ev.key = id); no value changes. It leaves at once,
+ * paced by the emulated link like any push; src stays the caller's until the event. */
+int ordo_worker_probe(ordo_worker_t *w, int server, const float *src, size_t bytes, int id);
 
 /* ordo_worker_pushpull pushes key's gradient of iteration iter (as ordo_worker_push) and
  * pulls the value it produces, iteration iter + 1, into dst (as ordo_worker_pull), with one

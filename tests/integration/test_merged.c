@@ -9,7 +9,9 @@
  * oracle), and with the servers serving workers one after another ([order] share =
  * serial), and with each key's next value pulled right after its push ([order] pull =
  * early; dense and merged, the servers answering exactly as many pulls as with pulls at the
- * start); a bad plan file or oracle stops the start with its reason. */
+ * start), and with groups planned from the workers' start-up calibration ([push] calibrate,
+ * which also must find an emulated link's costs); a bad plan file or oracle stops the start
+ * with its reason. */
 #include "run_util.h"
 #include "common/error.h"
 #include "worker/paramfile.h"
@@ -183,6 +185,12 @@ START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
     assert_identical(dense, merged, "--order.pull=early (merged)" + 2);
     ck_assert_int_eq(last_pulls, dense_pulls);
     ordo_paramfile_destroy(&merged);
+    /* groups planned from the workers' start-up calibration ([push] calibrate): its probes
+     * change no value */
+    merged = train("--push.mode=merged", "--push.calibrate=true", "calibration: 5 sizes");
+    assert_identical(dense, merged, "--push.calibrate=true" + 2);
+    ck_assert_int_eq(last_pulls, dense_pulls);
+    ordo_paramfile_destroy(&merged);
     ordo_paramfile_destroy(&dense);
 }
 END_TEST
@@ -227,6 +235,54 @@ START_TEST(a_bad_plan_file_stops_the_start_with_its_reason)
 }
 END_TEST
 
+/* [push] calibrate = true on an emulated 100 Mbit/s link with 2 ms per message: the worker's
+ * fit finds the link's 80 ns per byte and the 2 ms per message within 10 %, the scheduler
+ * plans with it, and the worker pushes in the planned groups. One worker, so that its own
+ * link is the busiest: with three, the servers' links carry 1.5 acknowledgements for each
+ * message a worker sends, each holding them 2 ms too, and a comes out 2.6 ms (which is then
+ * what one more message costs in that cluster). */
+START_TEST(a_start_up_calibration_measures_the_link_and_plans_from_it)
+{
+    if (!it_have_fmnist()) return;
+    it_run_t run;
+    ck_assert_int_eq(it_run_launch(&run, conf_text, 240, "--push.mode=merged",
+                                   "--push.calibrate=true", "--push.calibrate_reps=3",
+                                   "--net.bandwidth=100mbit", "--net.msg_us=2000",
+                                   "--cluster.workers=1", "--model.iterations=5",
+                                   "--output.save_params=false",
+                                   "--output.log_level=info", NULL),
+                     0);
+    json_error_t err;
+    json_t *cal = json_load_file(it_run_path(&run, "calibration.json"), 0, &err);
+    if (!cal) {
+        it_run_print_log(&run, 30);
+        ck_abort_msg("no calibration.json: %s", err.text);
+    }
+    double a = it_num(cal, "a_s"), b_msg = it_num(cal, "b_msg_s"), b = it_num(cal, "b_s");
+    int groups = (int)json_integer_value(json_object_get(cal, "groups"));
+    ck_assert_int_eq(json_array_size(json_object_get(cal, "bytes")), 5); /* 1 KiB .. 256 KiB */
+    printf("start-up calibration at 100 Mbit/s, 2 ms per message: a = %.1f us (2000), b = %.2f "
+           "ns/B (pipelined %.2f; 80), %d groups\n",
+           a * 1e6, b * 1e9, b_msg * 1e9, groups);
+    ck_assert_msg(fabs(a - 2000e-6) <= 0.1 * 2000e-6, "a = %.1f us, not within 10 %% of 2000", a * 1e6);
+    ck_assert_msg(fabs(b_msg - 80e-9) <= 0.1 * 80e-9, "pipelined b = %.2f ns/B, not within 10 %% of 80",
+                  b_msg * 1e9);
+    ck_assert_int_ge(groups, 1);
+    char want[96];
+    snprintf(want, sizeof want, "merged pushes: 6 keys in %d groups", groups);
+    ck_assert_msg(it_run_log_has(&run, want), "the workers did not log \"%s\"", want);
+    snprintf(want, sizeof want, "(a = %.1f us", a * 1e6);
+    ck_assert_msg(it_run_log_has(&run, want), "the scheduler did not plan with \"%s\"", want);
+    ck_assert(!it_run_log_has(&run, "WARN dropped"));
+    json_decref(cal);
+    it_run_destroy(&run);
+    /* calibrating needs merged pushes */
+    ck_assert_int_ne(it_run_launch(&run, conf_text, 60, "--push.calibrate=true", NULL), 0);
+    ck_assert(it_run_log_has(&run, "push.calibrate = true needs push.mode = merged"));
+    it_run_destroy(&run);
+}
+END_TEST
+
 static Suite *merged_suite(void)
 {
     Suite *s = suite_create("merged");
@@ -234,6 +290,7 @@ static Suite *merged_suite(void)
     tcase_set_timeout(tc, 290);
     tcase_add_test(tc, merged_pushes_give_the_dense_parameters_bit_for_bit);
     tcase_add_test(tc, a_bad_plan_file_stops_the_start_with_its_reason);
+    tcase_add_test(tc, a_start_up_calibration_measures_the_link_and_plans_from_it);
     suite_add_tcase(s, tc);
     return s;
 }
