@@ -1,7 +1,7 @@
 /* it_poke: sends bad input to an ordo daemon over a real ZeroMQ connection, to check it is
  * rejected without harm: random bytes as a header, lying lengths, wrong message types,
  * requests for keys that do not exist, a push of the wrong size, a stale pull, a merged push
- * that asks for a pull. Prints one
+ * that asks for a pull, calibration probes with a pull flag or a broken length. Prints one
  * line per ERROR answer it gets back. usage: it_poke tcp://HOST:PORT */
 #include "common/wire.h"
 
@@ -72,6 +72,10 @@ int main(int argc, char **argv)
     /* a merged push that asks to pull too (only single-slice pushes can) */
     send_flagged(s, ORDO_MSG_PUSH, ORDO_FLAG_GROUP | ORDO_FLAG_PULL, ORDO_ROLE_WORKER, 0, 0, 0, f,
                  sizeof f);
+    /* calibration probes ([push] calibrate) with a pull flag, and of 3 bytes */
+    send_flagged(s, ORDO_MSG_PUSH, ORDO_FLAG_PROBE | ORDO_FLAG_PULL, ORDO_ROLE_WORKER, 0, 0, 0, f,
+                 sizeof f);
+    send_flagged(s, ORDO_MSG_PUSH, ORDO_FLAG_PROBE, ORDO_ROLE_WORKER, 0, 0, 0, f, 3);
     int errors = 0;
     for (;;) {
         ordo_msg_t r;

@@ -21,6 +21,25 @@ START_TEST(defaults_are_documented_values)
 }
 END_TEST
 
+/* [push] calibrate plans merge groups, so it needs merged pushes and no plan from a file */
+START_TEST(calibrate_needs_merged_pushes_planned_here)
+{
+    ordo_conf_t c;
+    ordo_conf_defaults(&c);
+    ck_assert(!c.calibrate);
+    ck_assert_int_eq(c.calibrate_reps, 7);
+    ORDO_CK_OK(ordo_conf_set(&c, "push.calibrate", "true", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "push.calibrate = true needs push.mode = merged"));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "merged", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.merge", "file:plan.json", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "push.merge = file:plan.json brings its own"));
+    ck_assert_int_ne(ordo_conf_set(&c, "push.calibrate_reps", "0", "test"), 0);
+}
+END_TEST
+
 START_TEST(file_values_are_parsed)
 {
     ordo_conf_t c;
@@ -165,6 +184,7 @@ static Suite *conf_suite(void)
     tc = tcase_create("units");
     tcase_add_test(tc, units_parse);
     tcase_add_test(tc, json_dump_has_every_section);
+    tcase_add_test(tc, calibrate_needs_merged_pushes_planned_here);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -421,6 +421,39 @@ START_TEST(fit_recovers_a_and_b)
 }
 END_TEST
 
+/* the planner's a, b, c from burst medians: a per-message cost of 30 us that a few percent of
+ * noise at 4 MiB would swamp in a plain fit, the link's b as a floor, c what one push alone
+ * takes per byte beyond b */
+START_TEST(fit_planner_takes_a_from_the_small_sizes_and_b_at_least_the_link)
+{
+    const double a = 30e-6, b = 1.2e-9, c = 0.5e-9;
+    double x[7], msg[7], one[7];
+    for (int i = 0; i < 7; i++) {
+        x[i] = 1024.0 * (double)(1 << (2 * i)); /* 1 KiB .. 4 MiB */
+        msg[i] = a + b * x[i] * (i == 6 ? 1.03 : 1.0); /* 3 % high at 4 MiB */
+        one[i] = 400e-6 + (b + c) * x[i];
+    }
+    ordo_merge_cost_t k;
+    ORDO_CK_OK(ordo_merge_fit_planner(x, msg, one, 7, 10e9, &k));
+    ck_assert_msg(fabs(k.a - a) < 0.05 * a, "a = %g", k.a);
+    double fa, fb; /* a plain least-squares fit is 24 % off */
+    ORDO_CK_OK(ordo_merge_fit_cost(x, msg, 7, &fa, &fb));
+    ck_assert_msg(fabs(fa - a) > 0.2 * a, "plain fit a = %g", fa);
+    close_to(k.b, k.b_msg); /* slower than the 10 Gbit/s link: the pipelined slope */
+    ck_assert_msg(fabs(k.b_one - (b + c)) < 1e-3 * (b + c), "b_one = %g", k.b_one);
+    close_to(k.c, k.b_one - k.b);
+    ck_assert_msg(fabs(k.a_one - 400e-6) < 0.01 * 400e-6, "a_one = %g", k.a_one);
+    /* on a 1 Gbit/s link (8 ns/B) the link's b is the floor and c cannot go below 0 */
+    ORDO_CK_OK(ordo_merge_fit_planner(x, msg, one, 7, 1e9, &k));
+    close_to(k.b, 8e-9);
+    close_to(k.c, 0);
+    /* no link: the slope as measured */
+    ORDO_CK_OK(ordo_merge_fit_planner(x, msg, one, 7, 0, &k));
+    close_to(k.b, k.b_msg);
+    ORDO_CK_ERR(ordo_merge_fit_planner(x, msg, one, 1, 0, &k), ORDO_EINVAL);
+}
+END_TEST
+
 START_TEST(fit_rejects_bad_input)
 {
     double x[3] = {1000, 1000, 1000}, y[3] = {1, 2, 3}, fa = -7, fb = -7;
@@ -458,6 +491,7 @@ Suite *merge_suite(void)
     tc = tcase_create("fit");
     tcase_add_test(tc, fit_recovers_a_and_b);
     tcase_add_test(tc, fit_rejects_bad_input);
+    tcase_add_test(tc, fit_planner_takes_a_from_the_small_sizes_and_b_at_least_the_link);
     suite_add_tcase(s, tc);
     return s;
 }
