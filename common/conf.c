@@ -107,7 +107,8 @@ static const key_t_ keys[] = {
      "link); 0 = no such preference"},
     {"push", "calibrate", T_BOOL, OFF(calibrate), 0, "false", 0, 0, NULL,
      "merged mode: the workers time pipelined pushes against the run's servers at start-up and "
-     "the scheduler plans with the fitted a, b, c instead of merge_a_us, merge_b_ns, merge_c_ns"},
+     "the scheduler plans with the fitted a, b, c instead of merge_a_us, merge_b_ns, merge_c_ns "
+     "(and, with cpu or cuda compute and no order.oracle, with the op times worker 0 measures)"},
     {"push", "calibrate_reps", T_INT, OFF(calibrate_reps), 0, "7", 1, 1000, NULL,
      "repeats per message size of the start-up calibration (the median is fitted)"},
     {"push", "density", T_DOUBLE, OFF(density), 0, "0.01", 1e-9, 1.0, NULL,

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/transport.h"
 #include "scheduler/job.h"
+#include "scheduler/oracle.h"
 #include "scheduler/runplan.h"
 #include "scheduler/runlog.h"
 #include "scheduler/runplan_merge.h"
@@ -309,30 +310,47 @@ static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *
 }
 
 /* worker 0's start-up calibration ([push] calibrate, worker/calibrate.h): plan the merge
- * groups with its a, b, c, send them to every worker and keep the figures in
- * RUN/calibration.json. A malformed calibration aborts the run (the workers wait for it). */
+ * groups with its a, b, c (and the op times it measured, when it sends them and no [order]
+ * oracle is set), send them to every worker and keep the figures in RUN/calibration.json.
+ * A malformed calibration aborts the run with the reason (the workers wait for it). */
 static void on_calibration(sched_t *s, ordo_msg_t *m)
 {
-    char body[8192], why[600];
-    ordo_msg_text(m, 0, body, sizeof body);
+    char why[700];
+    size_t len = 0;
+    const char *body = ordo_msg_data(m, 0, &len);
     json_error_t err;
-    json_t *o = json_loads(body, 0, &err), *cal = json_object_get(o, "calibration");
+    json_t *o = body ? json_loadb(body, len, 0, &err) : NULL, *cal = json_object_get(o, "calibration");
+    json_t *ops = json_object_get(o, "op_times");
+    ordo_model_t *timed = NULL;
+    ordo_oracle_t *orc = NULL;
     double v[3];
     const char *names[3] = {"a_s", "b_s", "c_s"};
-    for (int i = 0; i < 3; i++) {
+    why[0] = '\0';
+    for (int i = 0; i < 3 && !why[0]; i++) {
         json_t *x = json_object_get(cal, names[i]);
         v[i] = json_is_number(x) ? json_number_value(x) : NAN;
-        if (!isfinite(v[i]) || v[i] < 0) {
+        if (!isfinite(v[i]) || v[i] < 0)
             snprintf(why, sizeof why, "worker 0's calibration: $.calibration.%s: %s", names[i],
-                     !o ? err.text : x ? "not a finite number >= 0" : "missing");
-            json_decref(o);
-            abort_run(s, why);
-        }
+                     !o ? (body ? err.text : "no body") : x ? "not a finite number >= 0" : "missing");
     }
-    int rc = ordo_runplan_merge_calibrated(&s->conf, s->model, v[0], v[1], v[2], s->plan);
-    if (rc) {
+    int rc = 0;
+    if (!why[0] && ops && !s->conf.oracle[0]) { /* measured op times replace the estimates */
+        char *text = json_dumps(ops, JSON_COMPACT);
+        rc = text ? ordo_oracle_load_string(text, "worker 0's op times", s->model, &orc)
+                  : ORDO_ENOMEM;
+        free(text);
+        if (!rc) rc = ordo_oracle_timed_model(s->model, orc, &timed);
+        if (!rc) ORDO_INFO("merge: op times measured by worker 0 at start-up");
+    }
+    if (!why[0] && !rc)
+        rc = ordo_runplan_merge_calibrated(&s->conf, timed ? timed : s->model, v[0], v[1], v[2],
+                                           s->plan);
+    if (!why[0] && rc)
         snprintf(why, sizeof why, "cannot plan the merge groups from worker 0's calibration: %s",
                  ordo_error_text(rc));
+    ordo_oracle_destroy(&orc);
+    ordo_model_destroy(&timed);
+    if (why[0]) {
         json_decref(o);
         abort_run(s, why);
     }
@@ -345,13 +363,14 @@ static void on_calibration(sched_t *s, ordo_msg_t *m)
             reply(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_PLAN, text);
     free(text);
     json_decref(msg);
-    /* what was measured and what it planned, for the user */
+    /* what was measured and what it planned, for the user (op_times is an ordo-oracle/1
+     * object: saved as a file, it can be a later run's [order] oracle) */
     char path[sizeof s->run_dir + 32];
     snprintf(path, sizeof path, "%s/calibration.json", s->run_dir);
     json_object_set(cal, "groups", json_object_get(merge, "groups_per_worker"));
     json_object_set(cal, "predicted_iter_s", json_object_get(merge, "predicted_iter_s"));
-    if (json_dump_file(cal, path, JSON_INDENT(1)) != 0)
-        ORDO_WARN("cannot write %s", path);
+    if (ops) json_object_set(cal, "op_times", ops);
+    if (json_dump_file(cal, path, JSON_INDENT(1)) != 0) ORDO_WARN("cannot write %s", path);
     json_decref(o);
 }
 

@@ -113,12 +113,17 @@ static json_t *array_of(const double *v, int n)
     return a;
 }
 
-int ordo_calibrate_send(ordo_worker_t *w, const ordo_calibration_t *c)
+int ordo_calibrate_send(ordo_worker_t *w, const ordo_calibration_t *c, const char *op_times)
 {
+    json_t *ops = NULL;
+    if (op_times && !(ops = json_loads(op_times, 0, NULL)))
+        return ordo_error_set(ORDO_EFORMAT, "the measured op times are not JSON");
     json_t *o = json_pack("{s:{s:f,s:f,s:f,s:f,s:f,s:o,s:o,s:o}}", "calibration", "a_s", c->cost.a,
                           "b_s", c->cost.b, "c_s", c->cost.c, "b_msg_s", c->cost.b_msg, "b_one_s",
                           c->cost.b_one, "bytes", array_of(c->bytes, c->n), "per_msg_s",
                           array_of(c->per_msg_s, c->n), "one_s", array_of(c->one_s, c->n));
+    if (o && ops) json_object_set(o, "op_times", ops);
+    json_decref(ops);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (!text) return ORDO_ENOMEM;

@@ -43,7 +43,9 @@ int ordo_calibrate_measure(ordo_worker_t *w, const ordo_calibrate_opts_t *o,
 
 /* ordo_calibrate_send gives the scheduler a calibration as a PLAN message with the JSON body
  * {"calibration": {"a_s", "b_s", "c_s", "b_msg_s", "b_one_s", "bytes": [...],
- * "per_msg_s": [...], "one_s": [...]}}. */
-int ordo_calibrate_send(ordo_worker_t *w, const ordo_calibration_t *c);
+ * "per_msg_s": [...], "one_s": [...]}}, and "op_times": the ordo-oracle/1 object of op_times
+ * when that is not NULL (the op times the worker measured). Fails with ORDO_EFORMAT when
+ * op_times is not JSON. */
+int ordo_calibrate_send(ordo_worker_t *w, const ordo_calibration_t *c, const char *op_times);
 
 #endif

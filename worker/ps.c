@@ -134,7 +134,7 @@ static int setup_merge(ordo_worker_t *w)
 /* [push] calibrate = true: the plan holds a "merge_calibrate" member instead of "merge". Every
  * worker measures (worker/calibrate.h), worker 0 sends the fit to the scheduler, and every
  * worker waits for the scheduler's PLAN with the merge groups, which joins the plan. */
-static int calibrate_at_start(ordo_worker_t *w)
+static int calibrate_at_start(ordo_worker_t *w, const char *op_times)
 {
     json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
     json_t *want = json_object_get(plan, "merge_calibrate");
@@ -147,7 +147,7 @@ static int calibrate_at_start(ordo_worker_t *w)
                                .link_bps = w->conf.bandwidth_bps};
     ordo_calibration_t cal;
     int rc = ordo_calibrate_measure(w, &o, &cal);
-    if (!rc && w->node.rank == 0) rc = ordo_calibrate_send(w, &cal);
+    if (!rc && w->node.rank == 0) rc = ordo_calibrate_send(w, &cal, op_times);
     int64_t deadline = ordo_clock_ns() + (int64_t)w->conf.startup_ms * 1000000;
     while (!rc && !w->merge_plan) { /* the scheduler plans and answers, or aborts the run */
         int64_t left = (deadline - ordo_clock_ns()) / 1000000;
@@ -175,6 +175,11 @@ static int calibrate_at_start(ordo_worker_t *w)
 }
 
 int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out)
+{
+    return ordo_worker_join(conf, NULL, out);
+}
+
+int ordo_worker_join(const ordo_conf_t *conf, const char *op_times, ordo_worker_t **out)
 {
     int rc;
     ordo_worker_t *w = calloc(1, sizeof *w);
@@ -207,7 +212,7 @@ int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out)
         m.hdr.rank = w->node.rank;
         if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) goto fail;
     }
-    if ((rc = calibrate_at_start(w)) != 0) goto fail;
+    if ((rc = calibrate_at_start(w, op_times)) != 0) goto fail;
     if ((rc = setup_merge(w)) != 0) goto fail;
     *out = w;
     return 0;

@@ -40,6 +40,11 @@ typedef struct ordo_worker_event {
  * ORDO_EAUTH, ORDO_ETIMEDOUT, ORDO_EABORT. */
 int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out);
 
+/* ordo_worker_join is ordo_worker_new giving the start-up calibration the op times the
+ * worker measured (ordo-oracle/1 text, or NULL): worker 0 sends them with its fit, and the
+ * scheduler plans the merge groups with them. */
+int ordo_worker_join(const ordo_conf_t *conf, const char *op_times, ordo_worker_t **out);
+
 /* ordo_worker_destroy leaves and frees; NULL-safe. */
 void ordo_worker_destroy(ordo_worker_t **w);
 

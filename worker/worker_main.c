@@ -9,6 +9,7 @@
 #include "common/transport.h"
 #include "common/log.h"
 #include "scheduler/job.h"
+#include "scheduler/oracle.h"
 #include "worker/compute.h"
 #include "worker/dataset.h"
 #include "worker/executor.h"
@@ -133,6 +134,86 @@ done:
 }
 
 /* ---- model jobs: profiles (emulated compute) and the built-in trainers ---------------- */
+
+/* [push] calibrate with real compute: the op times for the merge planner, measured before
+ * joining the cluster as OP_TIME_PASSES forward and backward passes of one batch (the first
+ * a warm-up), each op's least time, as ordo-oracle/1 text in *out (caller frees). *out stays
+ * NULL when there is nothing to measure: emulated compute sleeps the profile's times, which
+ * the scheduler has, and an [order] oracle file gives the times the user chose. */
+#define OP_TIME_PASSES 5
+static int measure_op_times(const ordo_conf_t *conf, char **out)
+{
+    *out = NULL;
+    bool training = !strcmp(conf->trainer, "mlp") || !strcmp(conf->trainer, "cnn");
+    int kind = training && conf->compute == ORDO_COMPUTE_EMULATE ? ORDO_COMPUTE_CPU
+                                                                  : conf->compute;
+    if (!conf->calibrate || conf->oracle[0] || kind == ORDO_COMPUTE_EMULATE) return 0;
+    ordo_model_t *m = NULL;
+    ordo_compute_ctx_t *cc = NULL;
+    ordo_oracle_t *o = NULL;
+    float **p = NULL, **g = NULL, *x = NULL;
+    int *labels = NULL, rc;
+    if ((rc = ordo_job_model(conf, &m)) != 0) goto done;
+    if ((rc = ordo_compute_new(kind, m, conf->compute_scale, &cc)) != 0) goto done;
+    p = calloc((size_t)m->n_params, sizeof *p);
+    g = calloc((size_t)m->n_params, sizeof *g);
+    x = calloc((size_t)m->batch * 28 * 28, sizeof *x);
+    labels = calloc((size_t)m->batch, sizeof *labels);
+    rc = p && g && x && labels ? 0 : ORDO_ENOMEM;
+    for (int i = 0; !rc && i < m->n_params; i++)
+        if (!(p[i] = calloc((size_t)m->params[i].numel, sizeof(float))) ||
+            !(g[i] = calloc((size_t)m->params[i].numel, sizeof(float))))
+            rc = ORDO_ENOMEM;
+    if (rc) goto done;
+    ordo_nn_init(m, conf->seed, p);
+    if ((rc = ordo_compute_bind(cc, p, g)) != 0) goto done;
+    if ((rc = ordo_compute_set_batch(cc, x, labels, m->batch)) != 0) goto done;
+    if ((rc = ordo_oracle_new(m, &o)) != 0) goto done;
+    double *fwd_us = calloc((size_t)m->n_ops, sizeof *fwd_us);
+    if (!fwd_us) rc = ORDO_ENOMEM;
+    for (int pass = 0; pass < OP_TIME_PASSES && !rc; pass++) {
+        for (int op = 0; op < m->n_ops && !rc; op++) {
+            int64_t t0 = ordo_clock_ns();
+            rc = ordo_compute_forward(cc, op);
+            fwd_us[op] = (double)(ordo_clock_ns() - t0) / 1e3;
+        }
+        for (int op = m->n_ops - 1; op >= 0 && !rc; op--) {
+            int64_t t0 = ordo_clock_ns();
+            rc = ordo_compute_backward(cc, op);
+            double bwd_us = (double)(ordo_clock_ns() - t0) / 1e3;
+            if (pass > 0) ordo_oracle_observe_op(o, op, fwd_us[op], bwd_us);
+        }
+    }
+    free(fwd_us);
+    if (rc) goto done;
+    size_t len = 0;
+    FILE *f = open_memstream(out, &len);
+    if (!f) {
+        rc = ORDO_ENOMEM;
+        goto done;
+    }
+    rc = ordo_oracle_write(o, f);
+    fclose(f);
+    if (!rc) ORDO_INFO("calibration: op times of %s measured on %s (%d passes of batch %d)", m->name,
+                       ordo_compute_kind_name(kind), OP_TIME_PASSES - 1, m->batch);
+done:
+    if (rc) {
+        free(*out);
+        *out = NULL;
+    }
+    for (int i = 0; m && i < m->n_params; i++) {
+        if (p) free(p[i]);
+        if (g) free(g[i]);
+    }
+    free(p);
+    free(g);
+    free(x);
+    free(labels);
+    ordo_oracle_destroy(&o);
+    ordo_compute_destroy(&cc);
+    ordo_model_destroy(&m);
+    return rc ? ordo_error_context(rc, "push.calibrate: timing the model's ops") : 0;
+}
 
 /* per-key plan priorities from the scheduler's WELCOME, or NULL for listed order */
 static int *plan_priorities(ordo_worker_t *w, int n_keys)
@@ -420,7 +501,14 @@ int main(int argc, char **argv)
     ordo_transport_keep_buffers();
 
     ordo_worker_t *w = NULL;
-    if ((rc = ordo_worker_new(&conf, &w)) != 0) {
+    char *op_times = NULL;
+    if ((rc = measure_op_times(&conf, &op_times)) != 0) {
+        fprintf(stderr, "ordo-worker: %s\n", ordo_error_text(rc));
+        return 1;
+    }
+    rc = ordo_worker_join(&conf, op_times, &w);
+    free(op_times);
+    if (rc != 0) {
         fprintf(stderr, "ordo-worker: %s\n", ordo_error_text(rc));
         return rc == ORDO_EABORT || rc == ORDO_EPEERDEAD ? EXIT_ABORT : 1;
     }

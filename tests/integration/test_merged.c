@@ -237,7 +237,8 @@ END_TEST
 
 /* [push] calibrate = true on an emulated 100 Mbit/s link with 2 ms per message: the worker's
  * fit finds the link's 80 ns per byte and the 2 ms per message within 10 %, the scheduler
- * plans with it, and the worker pushes in the planned groups. One worker, so that its own
+ * plans with it (and with the op times the worker measured), and the worker pushes in the
+ * planned groups. One worker, so that its own
  * link is the busiest: with three, the servers' links carry 1.5 acknowledgements for each
  * message a worker sends, each holding them 2 ms too, and a comes out 2.6 ms (which is then
  * what one more message costs in that cluster). */
@@ -274,6 +275,20 @@ START_TEST(a_start_up_calibration_measures_the_link_and_plans_from_it)
     snprintf(want, sizeof want, "(a = %.1f us", a * 1e6);
     ck_assert_msg(it_run_log_has(&run, want), "the scheduler did not plan with \"%s\"", want);
     ck_assert(!it_run_log_has(&run, "WARN dropped"));
+    /* the mlp runs on the cpu: worker 0 also timed its ops, and the groups were planned with
+     * those times (kept as an ordo-oracle/1 object, reusable as [order] oracle) */
+    ck_assert(it_run_log_has(&run, "calibration: op times of mlp measured on cpu (4 passes"));
+    ck_assert(it_run_log_has(&run, "merge: op times measured by worker 0 at start-up"));
+    json_t *ops = json_object_get(cal, "op_times");
+    ck_assert_str_eq(json_string_value(json_object_get(ops, "format")), "ordo-oracle/1");
+    ck_assert_str_eq(json_string_value(json_object_get(ops, "model")), "mlp");
+    ck_assert_int_eq(json_integer_value(json_object_get(ops, "iterations")), 4);
+    json_t *list = json_object_get(ops, "ops");
+    ck_assert_int_eq(json_array_size(list), 6); /* fc1 relu1 fc2 relu2 fc3 loss */
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *op = json_array_get(list, i);
+        ck_assert(it_num(op, "fwd_us") > 0 && it_num(op, "bwd_us") > 0);
+    }
     json_decref(cal);
     it_run_destroy(&run);
     /* calibrating needs merged pushes */
