@@ -545,6 +545,12 @@ static int by_value(const void *x, const void *y)
     return u < v ? -1 : u > v;
 }
 
+double ordo_merge_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, by_value);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* fit_robust fits y ~ a + b x over sizes that span three orders of magnitude: b from the
  * least-squares fit (which the largest sizes decide), a the median of y - b x (which the
  * small sizes, where b x is small, decide; a plain fit lets a few percent of noise at 4 MiB
@@ -558,8 +564,7 @@ static int fit_robust(const double *x, const double *y, int n, double *a, double
     if (!r) return ORDO_ENOMEM;
     for (int i = 0; i < n; i++)
         r[i] = y[i] - fb * x[i];
-    qsort(r, (size_t)n, sizeof *r, by_value);
-    double med = n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+    double med = ordo_merge_median(r, n);
     free(r);
     *a = fmax(0.0, med);
     *b = fb;

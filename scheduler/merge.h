@@ -213,6 +213,10 @@ int ordo_merge_plan_load_file(const char *path, const ordo_model_t *m, ordo_merg
  * alone. Writes *a and *b on success. */
 int ordo_merge_fit_cost(const double *bytes, const double *secs, int n, double *a, double *b);
 
+/* ordo_merge_median sorts v[0..n) (n >= 1) and returns its median (the mean of the middle two
+ * for even n): the statistic calibrations fit, per size, over their repeats. */
+double ordo_merge_median(double *v, int n);
+
 /* The planner's cost model as calibrated from pushes (docs/merging.md, "What a and b mean
  * for a parameter server"), in seconds and seconds per byte. */
 typedef struct ordo_merge_cost {

@@ -20,18 +20,6 @@
 
 #define CAL_BURST 8 /* pushes in flight at once for the per-message (pipelined) figures */
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, by_value);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* seconds from pushing keys[0..n) (at once) to the last PUSH_DONE */
 static int push_burst(ordo_worker_t *w, const int *keys, int n, float *grad, int64_t *iter,
                       double *secs)
@@ -111,7 +99,7 @@ static int calibrate_run(ordo_worker_t *w, cal_t *c, bool print)
                 return rc;
             if (r >= 0) c->t[r] = rt.push_pull_s; /* a warm-up and one measured round trip */
         }
-        c->rt_y[i] = median(c->t, o->reps);
+        c->rt_y[i] = ordo_merge_median(c->t, o->reps);
         double per_msg = -1;
         if (i % 2 == 0) {
             /* a burst of CAL_BURST pushes in flight against one push: the difference is what
@@ -133,9 +121,9 @@ static int calibrate_run(ordo_worker_t *w, cal_t *c, bool print)
                     c->t1[r] = one;
                 }
             }
-            c->one_y[k] = median(c->t1, o->reps);
+            c->one_y[k] = ordo_merge_median(c->t1, o->reps);
             /* with per-message costs below the noise the difference can come out negative */
-            c->msg_y[k] = per_msg = fmax(0.0, median(c->t, o->reps));
+            c->msg_y[k] = per_msg = fmax(0.0, ordo_merge_median(c->t, o->reps));
         }
         if (!print) continue;
         char pm[32] = "null";

@@ -10,18 +10,6 @@
 
 #define WAIT_MS 60000 /* one probe's or barrier's wait; dead peers end it sooner (ABORT) */
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, by_value);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* seconds from sending n probes of bytes (at once) to the last acknowledgement */
 static int burst(ordo_worker_t *w, const float *src, size_t bytes, int n, int first_server,
                  double *secs)
@@ -85,9 +73,9 @@ int ordo_calibrate_measure(ordo_worker_t *w, const ordo_calibrate_opts_t *o,
             }
         }
         if (rc) break;
-        out->one_s[i] = median(one, o->reps);
+        out->one_s[i] = ordo_merge_median(one, o->reps);
         /* with per-message costs below the noise the difference can come out negative */
-        double m = median(msg, o->reps);
+        double m = ordo_merge_median(msg, o->reps);
         out->per_msg_s[i] = m > 0 ? m : 0;
     }
     if (!rc)
