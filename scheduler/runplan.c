@@ -155,7 +155,8 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
     json_object_set_new(plan, "priorities", pr);
     json_object_set_new(plan, "params", names);
     json_object_set(plan, "simulated", sim_js);
-    if ((rc = ordo_runplan_merge(conf, m, plan)) != 0) goto fail;
+    /* the oracle file, when the ordering planners read it already, is not read twice */
+    if ((rc = ordo_runplan_merge(conf, m, oracle, plan)) != 0) goto fail;
     *out = plan;
     plan = NULL;
 fail:

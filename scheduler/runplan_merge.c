@@ -14,7 +14,8 @@
  * will see after dividing by scale. */
 static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double scale, json_t *plan);
 
-int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *plan)
+int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_oracle_t *oracle,
+                       json_t *plan)
 {
     if (conf->push_mode != ORDO_PUSH_MERGED) return 0;
     if (conf->calibrate) {
@@ -37,7 +38,8 @@ int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *p
     /* measured op times ([order] oracle, e.g. ordo-plan oracle over an earlier run's traces)
      * replace the profile's; they are the run's own times, not scaled */
     ordo_model_t *timed = NULL;
-    int rc = ordo_oracle_timed_model_file(conf->oracle, m, &timed);
+    int rc = oracle ? ordo_oracle_timed_model(m, oracle, &timed)
+                    : ordo_oracle_timed_model_file(conf->oracle, m, &timed);
     if (rc) return ordo_error_context(rc, "order.oracle");
     ORDO_INFO("merge: op times from the oracle %s", conf->oracle);
     rc = plan_merge(conf, timed, 1.0, plan);
@@ -56,7 +58,7 @@ int ordo_runplan_merge_calibrated(const ordo_conf_t *conf, const ordo_model_t *m
     cc.merge_a_us = a * 1e6;
     cc.merge_b_ns = b * 1e9;
     cc.merge_c_ns = c * 1e9;
-    int rc = ordo_runplan_merge(&cc, m, plan);
+    int rc = ordo_runplan_merge(&cc, m, NULL, plan);
     if (!rc) json_object_del(plan, "merge_calibrate");
     return rc;
 }

@@ -9,6 +9,7 @@
 
 #include "common/conf.h"
 #include "scheduler/model.h"
+#include "scheduler/oracle.h"
 
 /* ordo_runplan_merge adds the member "merge" to plan when conf's push.mode is merged (and
  * does nothing otherwise): {"algo": push.merge, "a": s, "b": s/byte, "c": s/byte, "groups": [[key, ...],
@@ -17,8 +18,11 @@
  * server into messages of at most max_message_bytes. The cost model is a = push.merge_a_us, b =
  * push.merge_b_ns (0: 8 / [net] bandwidth, or 10gbit's when bandwidth is 0), c =
  * push.merge_c_ns; op times are the
- * profile's times compute_scale (emulated compute). Keys are m's parameters in order. */
-int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, json_t *plan);
+ * profile's times compute_scale (emulated compute), or the measured ones of [order] oracle
+ * (oracle when the caller has loaded that file already, else read here). Keys are m's
+ * parameters in order. */
+int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_oracle_t *oracle,
+                       json_t *plan);
 
 /* The largest message the start-up calibration times: partition_bytes, at most this. */
 #define ORDO_RUNPLAN_CALIBRATE_MAX_BYTES (4 << 20)

@@ -597,3 +597,8 @@ void ordo_exec_report(ordo_exec_t *e, const char *json)
     char *copy = strdup(json);
     if (copy) post_text(e, CMD_REPORT, 0, 0, copy);
 }
+
+bool ordo_exec_pulls_early(const ordo_exec_t *e)
+{
+    return e->o.pull_early;
+}

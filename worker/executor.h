@@ -70,6 +70,10 @@ int ordo_exec_pull_all(ordo_exec_t *e, int64_t t);
  * of its pushes (or early pulls) can change them. */
 void ordo_exec_snapshot(ordo_exec_t *e, float *block);
 
+/* ordo_exec_pulls_early reports whether e asks for values early: pull_early, unless the run
+ * is forward-only or sparse (nothing is pushed densely for a pull to follow). */
+bool ordo_exec_pulls_early(const ordo_exec_t *e);
+
 /* ordo_exec_report sends one iteration's stats (JSON) to the scheduler through the
  * communication thread (the only thread that may use the sockets). */
 void ordo_exec_report(ordo_exec_t *e, const char *json);

@@ -341,7 +341,7 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
     }
     eo.iterations = iterations;
     if ((rc = ordo_exec_new(&eo, &ex)) != 0) goto done;
-    if (eo.pull_early && !eo.forward_only && conf->push_mode != ORDO_PUSH_SPARSE)
+    if (ordo_exec_pulls_early(ex))
         ORDO_INFO("pulls: early (each key's next value asked for right after its push)");
     if (rank == 0) {
         /* rank 0 gives the servers the initial values */
