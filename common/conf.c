@@ -152,7 +152,12 @@ static const key_t_ keys[] = {
      "how long the scheduler waits for every node to register (and nodes for WELCOME)"},
     {"fault", "checkpoint_every", T_INT, OFF(checkpoint_every), 0, "0", 0, 100000000, NULL,
      "worker 0 writes RUN/checkpoint.bin (the params.bin format) with the parameters after "
-     "every N updates; a later run starts from it with model.init (0 = none)"},
+     "every N updates, and the servers their momentum (checkpoint-server-R.bin); "
+     "fault.resume goes on from them, model.init starts a new run from the values (0 = none)"},
+    {"fault", "resume", T_STR, OFF(resume), SZ(resume), "", 0, 0, NULL,
+     "a run folder to go on from: its checkpoint.bin's values and the servers' momentum "
+     "(checkpoint-server-R.bin), then the iterations after that checkpoint (model.iterations "
+     "or epochs stay the total; same cluster, model, batch and seed)"},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -585,6 +590,12 @@ int ordo_conf_validate(const ordo_conf_t *conf)
     if (conf->calibrate && !strncmp(conf->merge, "file:", 5))
         return ordo_error_set(ORDO_EINVAL, "push.calibrate = true plans the groups at start-up; "
                               "push.merge = %s brings its own", conf->merge);
+    if (conf->resume[0] && conf->init_params[0])
+        return ordo_error_set(ORDO_EINVAL, "fault.resume takes the values from the run's "
+                              "checkpoint; model.init cannot give others");
+    if (conf->resume[0] && conf->push_mode == ORDO_PUSH_SPARSE)
+        return ordo_error_set(ORDO_EINVAL, "fault.resume: sparse runs keep residuals on the "
+                              "workers, which checkpoints do not hold");
     if (conf->segment_bytes > 0 && conf->segment_bytes < 1024)
         return ordo_error_set(ORDO_EINVAL,
                               "order.segment_bytes (%lld) must be 0 (whole chunks) or at least 1024",

@@ -87,6 +87,7 @@ typedef struct ordo_conf {
     int heartbeat_ms;
     int startup_ms;
     int checkpoint_every; /* iterations between checkpoints of worker 0 (0 = none) */
+    char resume[ORDO_CONF_PATH]; /* a run folder whose checkpoint the run goes on from */
 } ordo_conf_t;
 
 /* ordo_conf_defaults fills conf with every key's documented default. */

@@ -10,10 +10,12 @@
 #include "common/node.h"
 #include "common/transport.h"
 #include "common/trace.h"
+#include "server/ckpt.h"
 #include "server/enforce.h"
 #include "server/groups.h"
 #include "server/sparse_srv.h"
 #include "server/store.h"
+#include "worker/paramfile.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -61,6 +63,7 @@ typedef struct {
     float *probe_sum;    /* calibration pushes are summed here ([push] calibrate) */
     size_t probe_cap;    /* its floats */
     uint64_t n_probe;
+    ordo_srv_ckpt_t *ckpt; /* [fault] checkpoint_every: the momentum's part (server/ckpt.h) */
 } server_t;
 
 static volatile sig_atomic_t stop_signal;
@@ -206,6 +209,7 @@ static void on_group_push(server_t *s, ordo_msg_t *m)
                                  (const float *)(base + ordo_groups_offset(s->groups, i)),
                                  (size_t)slices[sl].numel * sizeof(float), f, &updated);
         if (rc) ORDO_ERROR("merged push, slice %d: %s", sl, ordo_error_text(rc));
+        if (!rc && updated) ordo_srv_ckpt_updated(s->ckpt, sl);
     }
     ordo_store_frame_unref(f);
     s->n_push++;
@@ -358,6 +362,7 @@ static void on_data(server_t *s, ordo_msg_t *m)
             return;
         }
         s->n_push++;
+        if (updated) ordo_srv_ckpt_updated(s->ckpt, slice);
         bool fused = m->hdr.flags & ORDO_FLAG_PULL; /* the answer to its pull acknowledges it */
         if (!fused) send_ack(s, m, 0);
         if (updated) wake_waiters(s, slice);
@@ -471,6 +476,24 @@ static int setup_enforcement(server_t *s)
     return rc;
 }
 
+/* [fault] resume: the momentum from the run folder's checkpoint (the values come from worker
+ * 0); [fault] checkpoint_every: this server's part of each checkpoint, counted from there */
+static int setup_checkpoints(server_t *s)
+{
+    int64_t base = 0;
+    int rc = 0;
+    if (s->conf.resume[0]) {
+        char path[ORDO_CONF_PATH + 32];
+        snprintf(path, sizeof path, "%s/checkpoint.bin", s->conf.resume);
+        rc = ordo_paramfile_read_iteration(path, &base);
+        if (!rc)
+            rc = ordo_srv_ckpt_load(s->store, s->node.keys, s->node.rank, s->conf.resume, base);
+        if (rc) return ordo_error_context(rc, "fault.resume");
+    }
+    return ordo_srv_ckpt_new(s->store, s->node.keys, s->node.rank, s->conf.checkpoint_every, base,
+                             s->node.run_dir, &s->ckpt);
+}
+
 int main(int argc, char **argv)
 {
     server_t s = {0};
@@ -508,6 +531,7 @@ int main(int argc, char **argv)
     if ((rc = ordo_store_new(s.node.keys, s.node.rank, s.node.n_workers, &opt, scale, &s.store)))
         goto fail;
     if ((rc = ordo_groups_new(s.node.keys, s.node.rank, &s.groups)) != 0) goto fail;
+    if ((rc = setup_checkpoints(&s)) != 0) goto fail;
     if ((rc = ordo_sparse_srv_new(&s.node, &s.conf, s.data_sock, &s.sparse)) != 0) goto fail;
     s.waiting = calloc((size_t)s.node.keys->n_slices, sizeof *s.waiting);
     if ((rc = setup_enforcement(&s)) != 0) goto fail;
@@ -590,12 +614,24 @@ int main(int argc, char **argv)
     free(s.prio);
     ordo_groups_destroy(&s.groups);
     ordo_sparse_srv_destroy(&s.sparse);
+    ordo_srv_ckpt_destroy(&s.ckpt);
     ordo_store_destroy(&s.store);
     ordo_node_fini(&s.node);
     return code;
 fail:
     fprintf(stderr, "ordo-server: %s\n", ordo_error_text(rc));
-    ordo_transport_destroy(&s.node.tp, 0);
+    if (s.node.keys && rc != ORDO_EABORT && rc != ORDO_EPEERDEAD) {
+        /* joined: the scheduler ends the run with the reason instead of waiting for a timeout */
+        char why[600];
+        snprintf(why, sizeof why, "server %d: %s", s.node.rank, ordo_error_text(rc));
+        ordo_msg_t a;
+        ordo_msg_init(&a, ORDO_MSG_ABORT);
+        ordo_msg_add_text(&a, why);
+        ordo_node_send_ctl(&s.node, &a);
+    }
+    ordo_srv_ckpt_destroy(&s.ckpt);
+    ordo_store_destroy(&s.store);
+    ordo_transport_destroy(&s.node.tp, s.node.keys ? 500 : 0);
     ordo_node_fini(&s.node);
     return rc == ORDO_EABORT || rc == ORDO_EPEERDEAD ? EXIT_ABORT : 1;
 }

@@ -372,6 +372,16 @@ void ordo_store_copy_value(const ordo_store_t *s, int slice, float *dst)
     memcpy(dst, sl->value->data, (size_t)sl->numel * sizeof(float));
 }
 
+float *ordo_store_momentum(ordo_store_t *s, int slice)
+{
+    return ordo_store_owns(s, slice) ? s->slots[s->slot_of[slice]].mom : NULL;
+}
+
+int64_t ordo_store_numel(const ordo_store_t *s, int slice)
+{
+    return ordo_store_owns(s, slice) ? s->slots[s->slot_of[slice]].numel : 0;
+}
+
 int64_t ordo_store_bytes(const ordo_store_t *s)
 {
     int64_t b = 0;

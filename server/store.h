@@ -88,6 +88,14 @@ void ordo_store_unref_cb(void *data, void *hint);
 /* ordo_store_copy_value copies the slice's current value to dst (tests, checkpoints). */
 void ordo_store_copy_value(const ordo_store_t *s, int slice, float *dst);
 
+/* ordo_store_momentum returns the slice's momentum buffer (its numel floats; NULL when the
+ * optimizer has no momentum): checkpoints copy it, a resumed run overwrites it before the
+ * first update. */
+float *ordo_store_momentum(ordo_store_t *s, int slice);
+
+/* ordo_store_numel returns the slice's float count (0 when it does not live here). */
+int64_t ordo_store_numel(const ordo_store_t *s, int slice);
+
 /* ordo_store_bytes returns the bytes of values held (for logs). */
 int64_t ordo_store_bytes(const ordo_store_t *s);
 

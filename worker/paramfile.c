@@ -1,6 +1,7 @@
 /* paramfile: writing and validated reading of params.bin. */
 #include "worker/paramfile.h"
 #include "common/error.h"
+#include "common/le.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,44 +10,6 @@
 
 #define HEADER_BYTES 24
 #define MAX_NAME     65535
-
-/* ---- little-endian encoding --------------------------------------------------------- */
-
-static void put_le(unsigned char *p, uint64_t v, int bytes)
-{
-    for (int i = 0; i < bytes; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t get_le(const unsigned char *p, int bytes)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
-static int host_is_le(void)
-{
-    const uint32_t one = 1;
-    unsigned char b;
-    memcpy(&b, &one, 1);
-    return b == 1;
-}
-
-/* writes n floats little-endian; on a little-endian host that is the memory image */
-static int write_floats(FILE *f, const float *v, int64_t n)
-{
-    if (host_is_le()) return fwrite(v, sizeof(float), (size_t)n, f) == (size_t)n ? 0 : -1;
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t u;
-        unsigned char b[4];
-        memcpy(&u, &v[i], 4);
-        put_le(b, u, 4);
-        if (fwrite(b, 1, 4, f) != 4) return -1;
-    }
-    return 0;
-}
 
 /* ---- write -------------------------------------------------------------------------- */
 
@@ -60,9 +23,9 @@ int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *
     if (!f) return ordo_error_set(ORDO_EIO, "cannot write %s: %s", tmp, strerror(errno));
     unsigned char hdr[HEADER_BYTES];
     memcpy(hdr, ORDO_PARAMFILE_MAGIC, 8);
-    put_le(hdr + 8, (uint64_t)m->n_params, 4);
-    put_le(hdr + 12, 0, 4);
-    put_le(hdr + 16, (uint64_t)iteration, 8);
+    ordo_put_le(hdr + 8, (uint64_t)m->n_params, 4);
+    ordo_put_le(hdr + 12, 0, 4);
+    ordo_put_le(hdr + 16, (uint64_t)iteration, 8);
     int bad = fwrite(hdr, 1, sizeof hdr, f) != sizeof hdr;
     for (int i = 0; i < m->n_params && !bad; i++) {
         size_t len = strlen(m->params[i].name);
@@ -72,13 +35,13 @@ int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *
             remove(tmp);
             return ordo_error_set(ORDO_EINVAL, "%s: parameter %d's name does not fit", path, i);
         }
-        put_le(b, len, 2);
+        ordo_put_le(b, len, 2);
         bad |= fwrite(b, 1, 2, f) != 2 || fwrite(m->params[i].name, 1, len, f) != len;
-        put_le(b, (uint64_t)m->params[i].numel, 8);
+        ordo_put_le(b, (uint64_t)m->params[i].numel, 8);
         bad |= fwrite(b, 1, 8, f) != 8;
     }
     for (int i = 0; i < m->n_params && !bad; i++)
-        bad |= write_floats(f, params[i], m->params[i].numel) != 0;
+        bad |= ordo_fwrite_floats_le(f, params[i], m->params[i].numel) != 0;
     bad |= ferror(f) != 0;
     if (fclose(f) != 0) bad = 1;
     if (bad || rename(tmp, path) != 0) {
@@ -90,6 +53,23 @@ int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *
 }
 
 /* ---- read --------------------------------------------------------------------------- */
+
+int ordo_paramfile_read_iteration(const char *path, int64_t *iteration)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ordo_error_set(errno == ENOENT ? ORDO_ENOTFOUND : ORDO_EIO, "cannot read %s: %s",
+                              path, strerror(errno));
+    unsigned char h[HEADER_BYTES];
+    size_t got = fread(h, 1, sizeof h, f);
+    fclose(f);
+    if (got != sizeof h)
+        return ordo_error_set(ORDO_EFORMAT, "%s: offset 0: truncated header", path);
+    if (memcmp(h, ORDO_PARAMFILE_MAGIC, 8) != 0)
+        return ordo_error_set(ORDO_EFORMAT, "%s: offset 0: not a parameter file (magic)", path);
+    *iteration = (int64_t)ordo_get_le(h + 16, 8);
+    return 0;
+}
 
 void ordo_paramfile_destroy(ordo_paramfile_t **pp)
 {
@@ -154,8 +134,8 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
                             path, ORDO_PARAMFILE_MAGIC);
         goto fail;
     }
-    uint64_t n = get_le(d + 8, 4);
-    p->iteration = (int64_t)get_le(d + 16, 8);
+    uint64_t n = ordo_get_le(d + 8, 4);
+    p->iteration = (int64_t)ordo_get_le(d + 16, 8);
     /* each entry needs at least 11 bytes, which bounds n before allocating */
     if (n > (len - HEADER_BYTES) / 11 || p->iteration < 0) {
         rc = ordo_error_set(ORDO_EFORMAT,
@@ -177,7 +157,7 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
     for (int i = 0; i < p->n; i++) {
         size_t at = off;
         if (len - off < 2) goto truncated;
-        size_t l = (size_t)get_le(d + off, 2);
+        size_t l = (size_t)ordo_get_le(d + off, 2);
         off += 2;
         if (l == 0) {
             rc = ordo_error_set(ORDO_EFORMAT, "%s: offset %zu: parameter %d has an empty name",
@@ -197,7 +177,7 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
             goto fail;
         }
         off += l;
-        uint64_t ne = get_le(d + off, 8);
+        uint64_t ne = ordo_get_le(d + off, 8);
         off += 8;
         if (ne == 0 || ne > (uint64_t)(len / 4) || total + ne > (uint64_t)(len / 4)) {
             rc = ordo_error_set(ORDO_EFORMAT,
@@ -220,10 +200,8 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
             rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", path);
             goto fail;
         }
-        for (int64_t j = 0; j < p->numel[i]; j++, off += 4) {
-            uint32_t u = (uint32_t)get_le(d + off, 4);
-            memcpy(&p->values[i][j], &u, 4);
-        }
+        ordo_get_floats_le(p->values[i], d + off, p->numel[i]);
+        off += (size_t)p->numel[i] * 4;
     }
     free(d);
     *out = p;

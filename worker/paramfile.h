@@ -37,6 +37,11 @@ int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *
  * trailing bytes). */
 int ordo_paramfile_read(const char *path, ordo_paramfile_t **out);
 
+/* ordo_paramfile_read_iteration reads only path's header: *iteration, the updates its values
+ * have seen. Fails as ordo_paramfile_read does on a missing file, a bad magic or a short
+ * header. */
+int ordo_paramfile_read_iteration(const char *path, int64_t *iteration);
+
 /* ordo_paramfile_match checks that pf holds exactly m's parameters (same count, names and
  * element counts, in model order); ORDO_EFORMAT names the first difference. */
 int ordo_paramfile_match(const ordo_paramfile_t *pf, const ordo_model_t *m);

@@ -34,16 +34,17 @@ static float synth_init(int key, int64_t i)
     return (float)((i % 97) * 0.01 + key * 0.5);
 }
 
-/* load_init reads the parameter file path ([model] init) into init, after checking that it
- * holds exactly m's parameters; errors name the conf key and the file */
-static int load_init(const char *path, const ordo_model_t *m, float **init)
+/* load_init reads the parameter file path ([model] init, or [fault] resume's checkpoint,
+ * named by key) into init, after checking that it holds exactly m's parameters; errors name
+ * the conf key and the file */
+static int load_init(const char *key, const char *path, const ordo_model_t *m, float **init)
 {
     ordo_paramfile_t *pf = NULL;
     int rc = ordo_paramfile_read(path, &pf); /* its detail names the file */
-    if (rc) return ordo_error_context(rc, "model.init");
+    if (rc) return ordo_error_context(rc, key);
     if ((rc = ordo_paramfile_match(pf, m)) != 0) {
-        char what[ORDO_CONF_PATH + 16];
-        snprintf(what, sizeof what, "model.init: %s", path);
+        char what[ORDO_CONF_PATH + 32];
+        snprintf(what, sizeof what, "%s: %s", key, path);
         ordo_paramfile_destroy(&pf);
         return ordo_error_context(rc, what);
     }
@@ -339,7 +340,31 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         per_epoch = smallest / batch;
         if (conf->epochs > 0) iterations = conf->epochs * per_epoch;
     }
-    eo.iterations = iterations;
+    /* [fault] resume: go on after the checkpoint's t0 updates; the servers restore their
+     * momentum from the same folder (server/ckpt.h), worker 0 gives them the values */
+    char resume_path[ORDO_CONF_PATH + 32];
+    int64_t t0 = 0;
+    if (conf->resume[0]) {
+        snprintf(resume_path, sizeof resume_path, "%s/checkpoint.bin", conf->resume);
+        if ((rc = ordo_paramfile_read_iteration(resume_path, &t0)) != 0) {
+            rc = ordo_error_context(rc, "fault.resume");
+            goto done;
+        }
+        if (t0 >= iterations) {
+            rc = ordo_error_set(ORDO_EINVAL, "fault.resume: %s is after %lld updates, and the run "
+                                "has %lld iterations: nothing left to run", resume_path,
+                                (long long)t0, (long long)iterations);
+            goto done;
+        }
+        const float *skip_x;
+        const int *skip_y;
+        for (int64_t i = 0; it && i < t0; i++) /* the batches the first t0 iterations used */
+            if ((rc = ordo_dataset_iter_next(it, &skip_x, &skip_y)) < 0) goto done;
+        rc = 0;
+        ORDO_INFO("resume: iterations %lld to %lld after the checkpoint in %s", (long long)t0,
+                  (long long)iterations - 1, conf->resume);
+    }
+    eo.iterations = iterations - t0;
     if ((rc = ordo_exec_new(&eo, &ex)) != 0) goto done;
     if (ordo_exec_pulls_early(ex))
         ORDO_INFO("pulls: early (each key's next value asked for right after its push)");
@@ -356,7 +381,10 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
                 goto done;
             }
         if (training) ordo_nn_init(m, conf->seed, init);
-        if (conf->init_params[0] && (rc = load_init(conf->init_params, m, init)) != 0) goto done;
+        if (conf->init_params[0] && (rc = load_init("model.init", conf->init_params, m, init)) != 0)
+            goto done;
+        if (conf->resume[0] && (rc = load_init("fault.resume", resume_path, m, init)) != 0)
+            goto done;
         if ((rc = ordo_exec_init(ex, init)) != 0) goto done;
     }
     ORDO_INFO("running %s: %lld iterations, batch %d, %d tensors (%.1f MiB), compute %s", m->name,
@@ -379,15 +407,17 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
     int64_t t_begin = ordo_clock_ns();
     double loss_sum = 0, step_sum = 0, last_loss = NAN;
     int correct_sum = 0, seen = 0;
-    for (int64_t t = 0; t < iterations; t++) {
+    for (int64_t t = t0; t < iterations; t++) {
         const float *x = NULL;
         const int *labels = NULL;
         if (it && (rc = ordo_dataset_iter_next(it, &x, &labels)) < 0) goto done;
         ordo_exec_stats_t st;
         /* a checkpoint holds the values iteration t computes with: after t updates */
-        bool checkpoint = every > 0 && t > 0 && t % every == 0;
+        bool checkpoint = every > 0 && t > t0 && t % every == 0;
         if (checkpoint) ordo_exec_snapshot(ex, snap);
-        if ((rc = ordo_exec_iteration(ex, t, x, labels, training ? batch : 0, &st)) != 0) goto done;
+        /* the executor and the servers count this run's iterations from 0 */
+        if ((rc = ordo_exec_iteration(ex, t - t0, x, labels, training ? batch : 0, &st)) != 0)
+            goto done;
         if (checkpoint) {
             char path[ORDO_CONF_PATH + 64];
             snprintf(path, sizeof path, "%s/checkpoint.bin", ordo_worker_run_dir(w));
@@ -426,12 +456,12 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         if (rank == 0 && conf->progress_every &&
             ((t + 1) % conf->progress_every == 0 || t + 1 == iterations)) {
             double secs = (double)(ordo_clock_ns() - t_begin) / 1e9;
-            double sps = (double)(t + 1) * batch * W / secs;
+            double sps = (double)(t + 1 - t0) * batch * W / secs;
             int k = (int)((t + 1) % conf->progress_every ? (t + 1) % conf->progress_every
                                                          : conf->progress_every);
             progress(t + 1, iterations, per_epoch, training, loss_sum / k,
                      seen ? (double)correct_sum / seen : 0, step_sum / k, sps,
-                     secs / (double)(t + 1) * (double)(iterations - t - 1));
+                     secs / (double)(t + 1 - t0) * (double)(iterations - t - 1));
             loss_sum = 0;
             step_sum = 0;
             correct_sum = 0;
@@ -442,13 +472,14 @@ static int run_model(ordo_worker_t *w, const ordo_conf_t *conf)
     if (rank == 0 && ((training && iterations > 0) || conf->save_params)) {
         /* the trained model: the servers' values after the last update (forward-only runs
          * never update them) */
-        int64_t version = eo.forward_only ? 0 : iterations;
+        int64_t version = eo.forward_only ? 0 : iterations - t0; /* the servers' count */
         if ((rc = ordo_exec_pull_all(ex, version)) != 0) goto done;
         if (conf->save_params) {
             char path[ORDO_CONF_PATH + 64];
             snprintf(path, sizeof path, "%s/params.bin", ordo_worker_run_dir(w));
-            if ((rc = ordo_paramfile_write(path, m, ordo_exec_params(ex), version)) != 0) goto done;
-            ORDO_INFO("wrote the parameters after %lld updates to %s", (long long)version, path);
+            int64_t updates = eo.forward_only ? 0 : iterations;
+            if ((rc = ordo_paramfile_write(path, m, ordo_exec_params(ex), updates)) != 0) goto done;
+            ORDO_INFO("wrote the parameters after %lld updates to %s", (long long)updates, path);
         }
     }
     if (training && rank == 0 && iterations > 0) {

@@ -155,6 +155,97 @@ START_TEST(a_run_starts_from_the_values_an_earlier_run_saved)
 }
 END_TEST
 
+/* the iterations the resumed run's workers reported (metrics.jsonl), first and last */
+static void reported_iterations(const it_run_t *run, int *n, int *lo, int *hi)
+{
+    json_t *metrics = it_run_metrics(run);
+    ck_assert_ptr_nonnull(metrics);
+    size_t i;
+    json_t *l;
+    *n = 0;
+    *lo = 1 << 30;
+    *hi = -1;
+    json_array_foreach(metrics, i, l)
+    {
+        int it = (int)it_num(l, "iter");
+        (*n)++;
+        if (it < *lo) *lo = it;
+        if (it > *hi) *hi = it;
+    }
+    json_decref(metrics);
+}
+
+/* [fault] resume: a run of 40 iterations that wrote checkpoints (worker 0's values, the
+ * servers' momentum) is resumed from its folder with the same conf; the resumed run trains
+ * only the iterations after the last checkpoint and ends with the first run's parameters bit
+ * for bit, dense pushes with the servers' latest momentum file, merged pushes with early pulls
+ * with the one before (the servers wrote one more, after the 40th update, that worker 0 did
+ * not) */
+START_TEST(a_resumed_run_ends_with_the_uninterrupted_runs_parameters_bit_for_bit)
+{
+    if (!it_have_fmnist()) return;
+    static const struct {
+        const char *every, *mode, *pull, *file;
+        int from;
+    } runs[] = {
+        {"--fault.checkpoint_every=15", "--push.mode=dense", "--order.pull=start", "", 30},
+        {"--fault.checkpoint_every=20", "--push.mode=merged", "--order.pull=early", ".prev", 20},
+    };
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        it_run_t first, resumed;
+        ck_assert_int_eq(it_run_launch(&first, conf_text, 240, "--model.iterations=40",
+                                       runs[r].every, runs[r].mode, runs[r].pull,
+                                       "--output.log_level=info", NULL),
+                         0);
+        char want[1300], opt[700];
+        snprintf(want, sizeof want, "checkpoint-server-1.bin (momentum) after %d updates",
+                 runs[r].from);
+        ck_assert_msg(it_run_log_has(&first, want), "the first run did not log \"%s\"", want);
+        snprintf(opt, sizeof opt, "--fault.resume=%s", first.dir);
+        ck_assert_int_eq(it_run_launch(&resumed, conf_text, 240, "--model.iterations=40",
+                                       runs[r].mode, runs[r].pull, opt, "--output.log_level=info",
+                                       NULL),
+                         0);
+        snprintf(want, sizeof want, "checkpoint-server-1%s.bin", runs[r].file);
+        ck_assert_msg(it_run_log_has(&resumed, want), "the servers did not read \"%s\"", want);
+        int n, lo, hi;
+        reported_iterations(&resumed, &n, &lo, &hi);
+        ck_assert_int_eq(n, 2 * (40 - runs[r].from));
+        ck_assert_int_eq(lo, runs[r].from);
+        ck_assert_int_eq(hi, 39);
+        ordo_paramfile_t *a = NULL, *b = NULL;
+        ORDO_CK_OK(ordo_paramfile_read(it_run_path(&first, "params.bin"), &a));
+        ORDO_CK_OK(ordo_paramfile_read(it_run_path(&resumed, "params.bin"), &b));
+        ck_assert_int_eq(a->iteration, 40);
+        ck_assert_int_eq(b->iteration, 40);
+        assert_same_values(a, b, runs[r].mode + 2);
+        printf("%s %s: resumed after %d updates, %d iterations run, parameters bit-identical\n",
+               runs[r].mode + 2, runs[r].pull + 2, runs[r].from, 40 - runs[r].from);
+        ordo_paramfile_destroy(&a);
+        ordo_paramfile_destroy(&b);
+        it_run_destroy(&resumed);
+        if (r == 0) { /* what resuming refuses, with the reason */
+            ck_assert_int_ne(it_run_launch(&resumed, conf_text, 60, "--model.iterations=30", opt,
+                                           NULL),
+                             0);
+            ck_assert(it_run_log_has(&resumed, "after 30 updates, and the run has 30 iterations: "
+                                               "nothing left to run"));
+            it_run_destroy(&resumed);
+            char path[1200];
+            snprintf(path, sizeof path, "%s/checkpoint-server-1.bin", first.dir);
+            ck_assert_int_eq(unlink(path), 0);
+            ck_assert_int_ne(it_run_launch(&resumed, conf_text, 60, "--model.iterations=40", opt,
+                                           NULL),
+                             0);
+            snprintf(want, sizeof want, "server 1: fault.resume: cannot read %s", path);
+            ck_assert_msg(it_run_log_has(&resumed, want), "the log does not say \"%s\"", want);
+            it_run_destroy(&resumed);
+        }
+        it_run_destroy(&first);
+    }
+}
+END_TEST
+
 START_TEST(a_bad_init_file_stops_the_start_with_its_reason)
 {
     if (!it_have_fmnist()) return;
@@ -198,6 +289,7 @@ static Suite *resume_suite(void)
     TCase *t = tcase_create("resume");
     tcase_set_timeout(t, 290);
     tcase_add_test(t, a_run_starts_from_the_values_an_earlier_run_saved);
+    tcase_add_test(t, a_resumed_run_ends_with_the_uninterrupted_runs_parameters_bit_for_bit);
     tcase_add_test(t, a_bad_init_file_stops_the_start_with_its_reason);
     suite_add_tcase(s, t);
     return s;

@@ -1,0 +1,263 @@
+/* ckpt: the servers' momentum in checkpoints, and restoring it. */
+#include "server/ckpt.h"
+#include "common/error.h"
+#include "common/le.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEADER_BYTES 24
+#define ENTRY_BYTES  16
+
+/* one checkpoint being gathered: the slices' momentum after `iter` updates */
+typedef struct {
+    int64_t iter; /* -1: none */
+    int left;     /* slices still to copy */
+    float *data;
+} gen_t;
+
+struct ordo_srv_ckpt {
+    ordo_store_t *st;
+    const ordo_keys_t *keys;
+    int rank, every, n;
+    int64_t base;
+    int *slices;     /* [n] the slices held here, in key-map order */
+    int *index_of;   /* per slice of the key map: its place in slices, or -1 */
+    int64_t *offset; /* [n] where a slice's floats start in a gen's data */
+    int64_t total;   /* floats over all slices */
+    gen_t gen[2];    /* checkpoints N apart can be gathered at once (slices run apart) */
+    char dir[4096];
+};
+
+/* the server's slices in key-map order (n of them, floats in *total) */
+static int held_slices(ordo_store_t *st, const ordo_keys_t *keys, int **out, int *n,
+                       int64_t *total)
+{
+    *out = malloc(sizeof **out * (size_t)(keys->n_slices + 1));
+    if (!*out) return ORDO_ENOMEM;
+    *n = 0;
+    *total = 0;
+    for (int i = 0; i < keys->n_slices; i++)
+        if (ordo_store_owns(st, i)) {
+            (*out)[(*n)++] = i;
+            *total += keys->slices[i].numel;
+        }
+    return 0;
+}
+
+int ordo_srv_ckpt_new(ordo_store_t *st, const ordo_keys_t *keys, int rank, int every,
+                      int64_t base, const char *dir, ordo_srv_ckpt_t **out)
+{
+    *out = NULL;
+    int first = -1;
+    for (int i = 0; i < keys->n_slices && first < 0; i++)
+        if (ordo_store_owns(st, i)) first = i;
+    if (every <= 0 || first < 0 || !ordo_store_momentum(st, first)) return 0;
+    ordo_srv_ckpt_t *c = calloc(1, sizeof *c);
+    if (!c) return ORDO_ENOMEM;
+    *c = (ordo_srv_ckpt_t){.st = st, .keys = keys, .rank = rank, .every = every, .base = base};
+    snprintf(c->dir, sizeof c->dir, "%s", dir);
+    int rc = held_slices(st, keys, &c->slices, &c->n, &c->total);
+    c->index_of = malloc(sizeof *c->index_of * (size_t)keys->n_slices);
+    c->offset = malloc(sizeof *c->offset * (size_t)(c->n + 1));
+    for (int g = 0; g < 2; g++) {
+        c->gen[g].iter = -1;
+        c->gen[g].data = malloc(sizeof(float) * (size_t)(c->total + 1));
+    }
+    if (rc || !c->index_of || !c->offset || !c->gen[0].data || !c->gen[1].data) {
+        ordo_srv_ckpt_destroy(&c);
+        return rc ? rc : ORDO_ENOMEM;
+    }
+    for (int i = 0; i < keys->n_slices; i++)
+        c->index_of[i] = -1;
+    int64_t at = 0;
+    for (int j = 0; j < c->n; j++) {
+        c->index_of[c->slices[j]] = j;
+        c->offset[j] = at;
+        at += keys->slices[c->slices[j]].numel;
+    }
+    *out = c;
+    return 0;
+}
+
+void ordo_srv_ckpt_destroy(ordo_srv_ckpt_t **cp)
+{
+    ordo_srv_ckpt_t *c = *cp;
+    if (!c) return;
+    free(c->slices);
+    free(c->index_of);
+    free(c->offset);
+    free(c->gen[0].data);
+    free(c->gen[1].data);
+    free(c);
+    *cp = NULL;
+}
+
+static void file_name(char *buf, size_t size, const char *dir, int rank, const char *suffix)
+{
+    snprintf(buf, size, "%s/checkpoint-server-%d%s.bin", dir, rank, suffix);
+}
+
+/* write gen g as checkpoint-server-R.bin (through a temporary file), the previous one kept
+ * as .prev.bin */
+static int write_gen(ordo_srv_ckpt_t *c, const gen_t *g)
+{
+    char path[4200], tmp[4210], prev[4210];
+    file_name(path, sizeof path, c->dir, c->rank, "");
+    file_name(prev, sizeof prev, c->dir, c->rank, ".prev");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return ordo_error_set(ORDO_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    unsigned char h[HEADER_BYTES];
+    memcpy(h, ORDO_CKPT_MAGIC, 8);
+    ordo_put_le(h + 8, (uint64_t)c->rank, 4);
+    ordo_put_le(h + 12, (uint64_t)c->n, 4);
+    ordo_put_le(h + 16, (uint64_t)g->iter, 8);
+    int bad = fwrite(h, 1, sizeof h, f) != sizeof h;
+    for (int j = 0; j < c->n && !bad; j++) {
+        const ordo_slice_t *sl = &c->keys->slices[c->slices[j]];
+        unsigned char e[ENTRY_BYTES];
+        ordo_put_le(e, sl->key, 4);
+        ordo_put_le(e + 4, sl->chunk, 4);
+        ordo_put_le(e + 8, (uint64_t)sl->numel, 8);
+        bad = fwrite(e, 1, sizeof e, f) != sizeof e;
+    }
+    if (!bad) bad = ordo_fwrite_floats_le(f, g->data, c->total) != 0;
+    if (fclose(f) != 0) bad = 1;
+    if (!bad) (void)rename(path, prev); /* the first checkpoint has no predecessor */
+    if (bad || rename(tmp, path) != 0) {
+        int rc = ordo_error_set(ORDO_EIO, "cannot write %s: %s", path, strerror(errno));
+        remove(tmp);
+        return rc;
+    }
+    ORDO_INFO("checkpoint: %s (momentum) after %lld updates", path, (long long)g->iter);
+    return 0;
+}
+
+void ordo_srv_ckpt_updated(ordo_srv_ckpt_t *c, int slice)
+{
+    if (!c || slice < 0 || slice >= c->keys->n_slices || c->index_of[slice] < 0) return;
+    int64_t iter = c->base + ordo_store_version(c->st, slice);
+    if (iter <= c->base || iter % c->every) return;
+    gen_t *g = &c->gen[(iter / c->every) % 2];
+    if (g->iter != iter) { /* the first of this checkpoint's slices */
+        g->iter = iter;
+        g->left = c->n;
+    }
+    int j = c->index_of[slice];
+    memcpy(g->data + c->offset[j], ordo_store_momentum(c->st, slice),
+           sizeof(float) * (size_t)c->keys->slices[slice].numel);
+    if (--g->left > 0) return;
+    int rc = write_gen(c, g);
+    if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
+}
+
+/* ---- resuming ------------------------------------------------------------------------ */
+
+/* read one file's header and entries; *iter gets its iteration. 0, or ORDO_ENOTFOUND /
+ * ORDO_EFORMAT with the fault; on success f is left at the first float */
+static int read_head(FILE *f, const char *path, int rank, const ordo_keys_t *keys,
+                     const int *slices, int n, int64_t *iter)
+{
+    unsigned char h[HEADER_BYTES];
+    if (fread(h, 1, sizeof h, f) != sizeof h)
+        return ordo_error_set(ORDO_EFORMAT, "%s: offset 0: truncated header", path);
+    if (memcmp(h, ORDO_CKPT_MAGIC, 8) != 0)
+        return ordo_error_set(ORDO_EFORMAT, "%s: offset 0: not a server checkpoint (magic)", path);
+    int file_rank = (int)ordo_get_le(h + 8, 4), file_n = (int)ordo_get_le(h + 12, 4);
+    *iter = (int64_t)ordo_get_le(h + 16, 8);
+    if (file_rank != rank)
+        return ordo_error_set(ORDO_EFORMAT, "%s: offset 8: server %d's checkpoint, this is server %d",
+                              path, file_rank, rank);
+    if (file_n != n)
+        return ordo_error_set(ORDO_EFORMAT,
+                              "%s: offset 12: %d slices, this server holds %d (another key map)",
+                              path, file_n, n);
+    for (int j = 0; j < n; j++) {
+        unsigned char e[ENTRY_BYTES];
+        size_t off = HEADER_BYTES + (size_t)j * ENTRY_BYTES;
+        if (fread(e, 1, sizeof e, f) != sizeof e)
+            return ordo_error_set(ORDO_EFORMAT, "%s: offset %zu: truncated slice table", path, off);
+        const ordo_slice_t *sl = &keys->slices[slices[j]];
+        if (ordo_get_le(e, 4) != sl->key || ordo_get_le(e + 4, 4) != sl->chunk ||
+            (int64_t)ordo_get_le(e + 8, 8) != sl->numel)
+            return ordo_error_set(ORDO_EFORMAT,
+                                  "%s: offset %zu: slice %d is key %llu chunk %llu of %llu floats, "
+                                  "the key map has key %u chunk %u of %lld (another key map)",
+                                  path, off, j, (unsigned long long)ordo_get_le(e, 4),
+                                  (unsigned long long)ordo_get_le(e + 4, 4),
+                                  (unsigned long long)ordo_get_le(e + 8, 8), sl->key, sl->chunk,
+                                  (long long)sl->numel);
+    }
+    return 0;
+}
+
+int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, const char *dir,
+                       int64_t iteration)
+{
+    int *slices = NULL, n;
+    int64_t total;
+    int rc = held_slices(st, keys, &slices, &n, &total);
+    if (rc) return rc;
+    if (n == 0 || !ordo_store_momentum(st, slices[0])) { /* nothing but values to restore */
+        free(slices);
+        return 0;
+    }
+    char path[4200], other[4200];
+    file_name(path, sizeof path, dir, rank, "");
+    file_name(other, sizeof other, dir, rank, ".prev");
+    int64_t found[2] = {-1, -1};
+    const char *names[2] = {path, other};
+    rc = 0;
+    for (int k = 0; k < 2; k++) {
+        FILE *f = fopen(names[k], "rb");
+        if (!f) {
+            if (k == 0)
+                rc = ordo_error_set(errno == ENOENT ? ORDO_ENOTFOUND : ORDO_EIO,
+                                    "cannot read %s: %s", path, strerror(errno));
+            continue;
+        }
+        int64_t it = -1;
+        int r = read_head(f, names[k], rank, keys, slices, n, &it);
+        if (!r) found[k] = it;
+        if (!r && it == iteration) {
+            unsigned char *buf = malloc((size_t)total * 4 + 1);
+            size_t got = buf ? fread(buf, 1, (size_t)total * 4 + 1, f) : 0;
+            if (!buf)
+                r = ORDO_ENOMEM;
+            else if (got != (size_t)total * 4)
+                r = ordo_error_set(ORDO_EFORMAT, "%s: %zu bytes of momentum, the table announces %lld%s",
+                                   names[k], got, (long long)total * 4,
+                                   got > (size_t)total * 4 ? " (trailing bytes)" : "");
+            int64_t at = 0;
+            for (int j = 0; !r && j < n; j++) {
+                int64_t numel = keys->slices[slices[j]].numel;
+                ordo_get_floats_le(ordo_store_momentum(st, slices[j]), buf + at * 4, numel);
+                at += numel;
+            }
+            free(buf);
+            fclose(f);
+            free(slices);
+            if (!r)
+                ORDO_INFO("resume: momentum of %d slices after %lld updates from %s", n,
+                          (long long)iteration, names[k]);
+            return r;
+        }
+        fclose(f);
+        if (r) {
+            free(slices);
+            return r;
+        }
+    }
+    free(slices);
+    if (rc) return rc;
+    return ordo_error_set(ORDO_EFORMAT,
+                          "%s holds the momentum after %lld updates%s, checkpoint.bin the values "
+                          "after %lld: the run stopped between the two; no consistent state to "
+                          "resume from",
+                          path, (long long)found[0], found[1] >= 0 ? " (and .prev.bin another)" : "",
+                          (long long)iteration);
+}
