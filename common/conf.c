@@ -630,6 +630,25 @@ static void format_value(const ordo_conf_t *conf, const key_t_ *k, char *buf, si
     }
 }
 
+/* print_comment writes text as "; " comment lines of at most 100 characters, broken at
+ * spaces: INI readers (inih) cut lines at 200, and the rest of a long comment would be read
+ * as a key */
+static void print_comment(FILE *out, const char *text)
+{
+    const int width = 98;
+    while (*text) {
+        int n = (int)strlen(text);
+        if (n > width) {
+            n = width;
+            while (n > 0 && text[n] != ' ') n--;
+            if (n == 0) n = width; /* one word longer than a line */
+        }
+        fprintf(out, "; %.*s\n", n, text);
+        text += n;
+        while (*text == ' ') text++;
+    }
+}
+
 void ordo_conf_print(const ordo_conf_t *conf, FILE *out, bool with_help)
 {
     const char *section = "";
@@ -639,7 +658,11 @@ void ordo_conf_print(const ordo_conf_t *conf, FILE *out, bool with_help)
             section = keys[i].section;
             fprintf(out, "%s[%s]\n", i ? "\n" : "", section);
         }
-        if (with_help) fprintf(out, "; %s (default %s)\n", keys[i].help, keys[i].def);
+        if (with_help) {
+            char help[1024];
+            snprintf(help, sizeof help, "%s (default %s)", keys[i].help, keys[i].def);
+            print_comment(out, help);
+        }
         format_value(conf, &keys[i], buf, sizeof buf);
         fprintf(out, "%s = %s\n", keys[i].name, buf);
     }

@@ -3,10 +3,13 @@
 # Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
 set -euo pipefail
 
+# openssh: ordo-launch --hosts runs processes over ssh; its test starts a throw-away sshd in
+# each of two network namespaces (the package's service is not started in containers)
 pkgs=(build-essential cmake pkg-config git
       libzmq3-dev libmsgpack-dev check libinih-dev libjansson-dev
       libopenblas-dev zlib1g-dev dataset-fashion-mnist
-      gnuplot-nox iproute2 python3 procps)
+      gnuplot-nox iproute2 python3 procps
+      openssh-client openssh-server)
 
 missing=()
 for p in "${pkgs[@]}"; do

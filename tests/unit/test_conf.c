@@ -40,6 +40,36 @@ START_TEST(calibrate_needs_merged_pushes_planned_here)
 }
 END_TEST
 
+/* the effective conf as printed (--print-conf, with its help comments) reads back as the same
+ * conf: ordo-launch copies it to other hosts */
+START_TEST(printed_conf_reads_back)
+{
+    ordo_conf_t c, d;
+    ordo_conf_defaults(&c);
+    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "merged", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "net.bandwidth", "10gbit", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "model.iterations", "77", "test"));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(f);
+    ordo_conf_print(&c, f, true);
+    fclose(f);
+    for (char *line = text; *line;) { /* no line an INI reader would cut */
+        char *end = strchr(line, '\n');
+        ck_assert_ptr_nonnull(end);
+        ck_assert_int_le(end - line, 120);
+        line = end + 1;
+    }
+    ordo_conf_defaults(&d);
+    ORDO_CK_OK(ordo_conf_load_string(&d, text, "<printed>"));
+    ck_assert_int_eq(d.push_mode, ORDO_PUSH_MERGED);
+    ck_assert(d.bandwidth_bps == 10e9);
+    ck_assert_int_eq(d.iterations, 77);
+    free(text);
+}
+END_TEST
+
 START_TEST(file_values_are_parsed)
 {
     ordo_conf_t c;
@@ -185,6 +215,7 @@ static Suite *conf_suite(void)
     tcase_add_test(tc, units_parse);
     tcase_add_test(tc, json_dump_has_every_section);
     tcase_add_test(tc, calibrate_needs_merged_pushes_planned_here);
+    tcase_add_test(tc, printed_conf_reads_back);
     suite_add_tcase(s, tc);
     return s;
 }
