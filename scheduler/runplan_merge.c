@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* plan_merge plans the run's pushes for model m, whose op times are the ones the workers
@@ -102,6 +103,17 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
                       c, "groups", groups, "groups_per_worker", p->n_groups, "max_message_bytes",
                       (json_int_t)conf->partition_bytes, "predicted_iter_s",
                       p->predicted_iter_s * scale);
+    /* the plan as an ordo-merge/1 file for the run folder (the scheduler writes it and drops
+     * this member before the plan goes out): the run's own costs and prediction, not the
+     * profile-time ones planned with */
+    p->a = a;
+    p->b = b;
+    p->c = c;
+    p->predicted_iter_s *= scale;
+    char *text = NULL;
+    if (merge && ordo_merge_plan_to_json(p, m, &text) == 0)
+        json_object_set_new(merge, ORDO_RUNPLAN_MERGE_FILE_MEMBER, json_string(text));
+    free(text);
     if (!merge || json_object_set_new(plan, "merge", merge) != 0) {
         ordo_merge_plan_destroy(&p);
         return ORDO_ENOMEM;
@@ -112,4 +124,21 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
               p->predicted_iter_s * scale * 1e3);
     ordo_merge_plan_destroy(&p);
     return 0;
+}
+
+void ordo_runplan_merge_take_file(json_t *plan, const char *dir)
+{
+    json_t *merge = json_object_get(plan, "merge");
+    const char *text = json_string_value(json_object_get(merge, ORDO_RUNPLAN_MERGE_FILE_MEMBER));
+    if (!text) return;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/merge-plan.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        ORDO_WARN("cannot write %s", path);
+        if (f) fclose(f);
+    } else {
+        ORDO_INFO("merge: the plan is in %s (push.merge = file:%s replays it)", path, path);
+    }
+    json_object_del(merge, ORDO_RUNPLAN_MERGE_FILE_MEMBER);
 }

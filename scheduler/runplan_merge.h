@@ -24,6 +24,15 @@
 int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_oracle_t *oracle,
                        json_t *plan);
 
+/* The member of "merge" that holds the plan as ordo-merge/1 text, for the run folder's
+ * merge-plan.json; ordo_runplan_merge_take_file removes it. */
+#define ORDO_RUNPLAN_MERGE_FILE_MEMBER "ordo_merge_1"
+
+/* ordo_runplan_merge_take_file writes plan's merge plan, when it has one, as ordo-merge/1 to
+ * dir/merge-plan.json (a later run can use it as push.merge = file:PATH) and removes the text
+ * from the plan, which then goes to the nodes without it. Write errors are logged. */
+void ordo_runplan_merge_take_file(json_t *plan, const char *dir);
+
 /* The largest message the start-up calibration times: partition_bytes, at most this. */
 #define ORDO_RUNPLAN_CALIBRATE_MAX_BYTES (4 << 20)
 

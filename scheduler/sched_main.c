@@ -355,6 +355,7 @@ static void on_calibration(sched_t *s, ordo_msg_t *m)
         abort_run(s, why);
     }
     s->calibrating = false;
+    ordo_runplan_merge_take_file(s->plan, s->run_dir);
     json_t *merge = json_object_get(s->plan, "merge");
     json_t *msg = json_pack("{s:O}", "merge", merge);
     char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
@@ -503,6 +504,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "ordo-scheduler: %s\n", ordo_error_text(rc));
         return 1;
     }
+    ordo_runplan_merge_take_file(s.plan, s.run_dir);
     s.members = calloc((size_t)(s.conf.servers + s.conf.workers), sizeof *s.members);
     ordo_transport_opts_t opts = {.role = ORDO_ROLE_SCHEDULER, .rank = 0,
                                   .inline_io = !s.conf.io_thread};

@@ -289,6 +289,24 @@ START_TEST(a_start_up_calibration_measures_the_link_and_plans_from_it)
         json_t *op = json_array_get(list, i);
         ck_assert(it_num(op, "fwd_us") > 0 && it_num(op, "bwd_us") > 0);
     }
+    /* the run folder keeps the plan as ordo-merge/1 (merge-plan.json), and a later run
+     * replays it with push.merge = file:PATH */
+    json_t *mp = json_load_file(it_run_path(&run, "merge-plan.json"), 0, &err);
+    ck_assert_msg(mp != NULL, "no merge-plan.json: %s", err.text);
+    ck_assert_str_eq(json_string_value(json_object_get(mp, "format")), "ordo-merge/1");
+    ck_assert_int_eq(json_array_size(json_object_get(mp, "groups")), groups);
+    ck_assert(fabs(it_num(mp, "a") - a) <= 1e-9 * a);
+    json_decref(mp);
+    char replay[1200];
+    snprintf(replay, sizeof replay, "--push.merge=file:%s", it_run_path(&run, "merge-plan.json"));
+    it_run_t again;
+    ck_assert_int_eq(it_run_launch(&again, conf_text, 240, "--push.mode=merged", replay,
+                                   "--cluster.workers=1", "--model.iterations=3",
+                                   "--output.save_params=false", "--output.log_level=info", NULL),
+                     0);
+    snprintf(want, sizeof want, "merged pushes: 6 keys in %d groups", groups);
+    ck_assert_msg(it_run_log_has(&again, want), "the replayed plan did not give \"%s\"", want);
+    it_run_destroy(&again);
     json_decref(cal);
     it_run_destroy(&run);
     /* calibrating needs merged pushes */
