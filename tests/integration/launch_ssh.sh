@@ -24,20 +24,10 @@ VB=os$$b
 NET=10.213.79
 cleanup_ns() {
   for f in "$T"/sshd-*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
-  ip netns del "$A" 2>/dev/null
-  ip netns del "$B" 2>/dev/null
-  ip link del "$VA" 2>/dev/null
-  true
+  netns_cleanup "$A" "$B" "$VA"
 }
 trap 'cleanup_ns; cleanup_all' EXIT
-ip netns add "$A" 2>/dev/null || skip "cannot create a network namespace (ip netns add)"
-ip netns add "$B" 2>/dev/null || skip "cannot create a second network namespace"
-ip link add "$VA" type veth peer name "$VB" 2>/dev/null || skip "no veth support in this kernel"
-ip link set "$VA" netns "$A" && ip link set "$VB" netns "$B" || fail "cannot move the veth ends"
-ip -n "$A" addr add "$NET.1/24" dev "$VA" && ip -n "$B" addr add "$NET.2/24" dev "$VB" ||
-  fail "cannot address the veth ends"
-for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
-ip -n "$A" link set "$VA" up && ip -n "$B" link set "$VB" up || fail "cannot bring the veth up"
+two_hosts "$A" "$B" "$VA" "$VB" "$NET"
 
 # one sshd per host, on its veth address
 ssh-keygen -q -t ed25519 -N "" -f "$T/hostkey" && ssh-keygen -q -t ed25519 -N "" -f "$T/userkey" ||
@@ -85,6 +75,13 @@ launch() { # launch LOG ARGS...: ordo-launch on host A over ssh, in the backgrou
     > "$T/$log" 2>&1 &
   LPID=$!
 }
+training() { # training RUN: its workers report iterations (within 20 s)
+  for _ in $(seq 1 400); do
+    [ -s "$T/out/$1/metrics.jsonl" ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
 left_over() { pgrep -f "^[^ ]*/ordo-[a-z]+ -c /tmp/ordo-launch-[0-9]+-$1\.ini" || true; }
 gone() { # gone LPID: no ordo process of that launch left within 6 s (a process whose ssh
   # session was cut stops at the latest when it misses the scheduler for fault.timeout_ms)
@@ -106,10 +103,7 @@ ok "30 iterations over ssh across the two hosts; every pulled value right; 60 me
 
 # 2. a worker on host B dies: the launcher stops everything and fails
 launch fail.log --model.iterations=1000000 --output.run=dies
-for _ in $(seq 1 200); do
-  [ -s "$T/out/dies/metrics.jsonl" ] && break
-  sleep 0.05
-done
+training dies || fail "the run dies did not start training"
 victim=$(pgrep -f "^[^ ]*/ordo-worker -c /tmp/ordo-launch-[0-9]+-$LPID\.ini .*--cluster.rank=0" | head -1)
 [ -n "$victim" ] || fail "no worker 0 of the second run to kill"
 kill -KILL "$victim"
@@ -122,11 +116,7 @@ ok "worker 0 killed on host B: the launcher stopped the cluster and failed after
 
 # 3. TERM to the launcher mid-run
 launch term.log --model.iterations=1000000 --output.run=term
-for _ in $(seq 1 200); do
-  [ -s "$T/out/term/metrics.jsonl" ] && break
-  sleep 0.05
-done
-[ -n "$(left_over $LPID)" ] || fail "the third run did not start"
+training term || fail "the run term did not start training"
 kill -TERM $LPID
 wait $LPID
 gone $LPID || fail "processes were left after TERM"

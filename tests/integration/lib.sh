@@ -35,3 +35,27 @@ finish() {
     sleep 0.05
   done
 }
+
+# two_hosts A B VA VB NET: two test hosts, network namespaces A and B joined by a veth pair
+# (VA in A, VB in B) addressed NET.1 and NET.2, loopbacks up. Calls the caller's skip
+# function when the kernel cannot (no netns or veth), fail on any later step. The caller
+# deletes them (netns_cleanup A B VA) on exit.
+two_hosts() {
+  local a=$1 b=$2 va=$3 vb=$4 net=$5
+  ip netns add "$a" 2>/dev/null || skip "cannot create a network namespace (ip netns add)"
+  ip netns add "$b" 2>/dev/null || skip "cannot create a second network namespace"
+  ip link add "$va" type veth peer name "$vb" 2>/dev/null || skip "no veth support in this kernel"
+  ip link set "$va" netns "$a" && ip link set "$vb" netns "$b" || fail "cannot move the veth ends"
+  ip -n "$a" addr add "$net.1/24" dev "$va" && ip -n "$b" addr add "$net.2/24" dev "$vb" ||
+    fail "cannot address the veth ends"
+  for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
+  ip -n "$a" link set "$va" up && ip -n "$b" link set "$vb" up || fail "cannot bring the veth up"
+}
+
+# netns_cleanup A B VA: delete what two_hosts made (quietly, whatever exists)
+netns_cleanup() {
+  ip netns del "$1" 2>/dev/null
+  ip netns del "$2" 2>/dev/null
+  ip link del "$3" 2>/dev/null
+  true
+}

@@ -20,21 +20,8 @@ B=ordo-it-$$-b
 VA=ordo$$a
 VB=ordo$$b
 NET=10.213.77
-cleanup_ns() {
-  ip netns del "$A" 2>/dev/null
-  ip netns del "$B" 2>/dev/null
-  ip link del "$VA" 2>/dev/null
-  true
-}
-trap 'cleanup_ns; cleanup_all' EXIT
-ip netns add "$A" 2>/dev/null || skip "cannot create a network namespace (ip netns add)"
-ip netns add "$B" 2>/dev/null || skip "cannot create a second network namespace"
-ip link add "$VA" type veth peer name "$VB" 2>/dev/null || skip "no veth support in this kernel"
-ip link set "$VA" netns "$A" && ip link set "$VB" netns "$B" || fail "cannot move the veth ends"
-ip -n "$A" addr add "$NET.1/24" dev "$VA" && ip -n "$B" addr add "$NET.2/24" dev "$VB" ||
-  fail "cannot address the veth ends"
-for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
-ip -n "$A" link set "$VA" up && ip -n "$B" link set "$VB" up || fail "cannot bring the veth up"
+trap 'netns_cleanup "$A" "$B" "$VA"; cleanup_all' EXIT
+two_hosts "$A" "$B" "$VA" "$VB" "$NET"
 RATE=200mbit
 ip netns exec "$A" tc qdisc add dev "$VA" root tbf rate $RATE burst 64kb latency 100ms 2>/dev/null ||
   skip "the kernel lacks the tbf qdisc (sch_tbf)"
