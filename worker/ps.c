@@ -53,6 +53,8 @@ struct ordo_worker {
     int64_t bytes_push, bytes_pull;
     bool aborted;
     json_t *merge_plan; /* the merge member of the scheduler's PLAN after a calibration */
+    bool want_plan;     /* calibrating: that PLAN is due */
+    int probes_out;     /* calibration probes not yet acknowledged */
     /* the message hook (sparse pushes) */
     ordo_worker_hook_fn hook;
     void *hook_ctx;
@@ -134,7 +136,7 @@ static int setup_merge(ordo_worker_t *w)
 /* [push] calibrate = true: the plan holds a "merge_calibrate" member instead of "merge". Every
  * worker measures (worker/calibrate.h), worker 0 sends the fit to the scheduler, and every
  * worker waits for the scheduler's PLAN with the merge groups, which joins the plan. */
-static int calibrate_at_start(ordo_worker_t *w, const char *op_times)
+static int calibrate_at_start(ordo_worker_t *w, ordo_worker_op_times_fn op_times, void *ctx)
 {
     json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
     json_t *want = json_object_get(plan, "merge_calibrate");
@@ -146,8 +148,14 @@ static int calibrate_at_start(ordo_worker_t *w, const char *op_times)
                                .max_bytes = json_integer_value(json_object_get(want, "max_bytes")),
                                .link_bps = w->conf.bandwidth_bps};
     ordo_calibration_t cal;
+    w->want_plan = true;
     int rc = ordo_calibrate_measure(w, &o, &cal);
-    if (!rc && w->node.rank == 0) rc = ordo_calibrate_send(w, &cal, op_times);
+    if (!rc && w->node.rank == 0) {
+        char *ops = NULL;
+        if (op_times) rc = op_times(ctx, &ops);
+        if (!rc) rc = ordo_calibrate_send(w, &cal, ops);
+        free(ops);
+    }
     int64_t deadline = ordo_clock_ns() + (int64_t)w->conf.startup_ms * 1000000;
     while (!rc && !w->merge_plan) { /* the scheduler plans and answers, or aborts the run */
         int64_t left = (deadline - ordo_clock_ns()) / 1000000;
@@ -160,6 +168,7 @@ static int calibrate_at_start(ordo_worker_t *w, const char *op_times)
         rc = ordo_worker_poll(w, (int)left, &ev);
         if (rc == ORDO_ETIMEDOUT) rc = 0;
     }
+    w->want_plan = false;
     if (!rc) {
         json_object_del(plan, "merge_calibrate");
         json_object_set(plan, "merge", w->merge_plan);
@@ -176,10 +185,11 @@ static int calibrate_at_start(ordo_worker_t *w, const char *op_times)
 
 int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out)
 {
-    return ordo_worker_join(conf, NULL, out);
+    return ordo_worker_join(conf, NULL, NULL, out);
 }
 
-int ordo_worker_join(const ordo_conf_t *conf, const char *op_times, ordo_worker_t **out)
+int ordo_worker_join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void *ctx,
+                     ordo_worker_t **out)
 {
     int rc;
     ordo_worker_t *w = calloc(1, sizeof *w);
@@ -212,7 +222,7 @@ int ordo_worker_join(const ordo_conf_t *conf, const char *op_times, ordo_worker_
         m.hdr.rank = w->node.rank;
         if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) goto fail;
     }
-    if ((rc = calibrate_at_start(w, op_times)) != 0) goto fail;
+    if ((rc = calibrate_at_start(w, op_times, ctx)) != 0) goto fail;
     if ((rc = setup_merge(w)) != 0) goto fail;
     *out = w;
     return 0;
@@ -331,7 +341,10 @@ int ordo_worker_probe(ordo_worker_t *w, int server, const float *src, size_t byt
     m.hdr.flags = ORDO_FLAG_PROBE;
     ordo_msg_add_ref(&m, (void *)src, bytes, NULL, NULL);
     int rc = ordo_transport_send(w->node.tp, &m);
-    if (rc == 0) w->outstanding++; /* until its ORDO_EV_PROBE_DONE */
+    if (rc == 0) { /* until its ORDO_EV_PROBE_DONE */
+        w->outstanding++;
+        w->probes_out++;
+    }
     return rc;
 }
 
@@ -602,6 +615,11 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
     case ORDO_MSG_PUSH_ACK: {
         if (m->hdr.flags & ORDO_FLAG_GROUP) return group_ack(w, m);
         if (m->hdr.flags & ORDO_FLAG_PROBE) {
+            if (w->probes_out == 0) {
+                ORDO_WARN("dropped an unexpected probe PUSH_ACK (probe %u)", m->hdr.key);
+                return 0;
+            }
+            w->probes_out--;
             add_event(w, ORDO_EV_PROBE_DONE, (int)m->hdr.key, m->hdr.iter);
             return 0;
         }
@@ -634,7 +652,9 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         add_event(w, ORDO_EV_BARRIER, -1, m->hdr.iter);
         return 0;
     case ORDO_MSG_PLAN: /* the merge groups planned from the start-up calibration */
-        return take_merge_plan(w, m);
+        if (w->want_plan) return take_merge_plan(w, m);
+        ORDO_DEBUG("ignored a PLAN");
+        return 0;
     default:
         ORDO_DEBUG("ignored %s", ordo_wire_type_name(m->hdr.type));
         return 0;

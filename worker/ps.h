@@ -40,10 +40,16 @@ typedef struct ordo_worker_event {
  * ORDO_EAUTH, ORDO_ETIMEDOUT, ORDO_EABORT. */
 int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out);
 
-/* ordo_worker_join is ordo_worker_new giving the start-up calibration the op times the
- * worker measured (ordo-oracle/1 text, or NULL): worker 0 sends them with its fit, and the
- * scheduler plans the merge groups with them. */
-int ordo_worker_join(const ordo_conf_t *conf, const char *op_times, ordo_worker_t **out);
+/* ordo_worker_op_times_fn measures the model's op times for the start-up calibration: 0 with
+ * ordo-oracle/1 text in *out (malloc'd; NULL: nothing measured), or an error. */
+typedef int (*ordo_worker_op_times_fn)(void *ctx, char **out);
+
+/* ordo_worker_join is ordo_worker_new with a way to measure op times: when the plan asks for
+ * a start-up calibration, worker 0 calls op_times (if not NULL) after its pushes were timed,
+ * while the other workers wait, and sends the result with its fit; the scheduler plans the
+ * merge groups with those times. */
+int ordo_worker_join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void *ctx,
+                     ordo_worker_t **out);
 
 /* ordo_worker_destroy leaves and frees; NULL-safe. */
 void ordo_worker_destroy(ordo_worker_t **w);

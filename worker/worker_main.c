@@ -136,14 +136,16 @@ done:
 
 /* ---- model jobs: profiles (emulated compute) and the built-in trainers ---------------- */
 
-/* [push] calibrate with real compute: the op times for the merge planner, measured before
- * joining the cluster as OP_TIME_PASSES forward and backward passes of one batch (the first
- * a warm-up), each op's least time, as ordo-oracle/1 text in *out (caller frees). *out stays
- * NULL when there is nothing to measure: emulated compute sleeps the profile's times, which
- * the scheduler has, and an [order] oracle file gives the times the user chose. */
+/* [push] calibrate with real compute: the op times for the merge planner, measured by worker
+ * 0 during the start-up calibration (ordo_worker_join; the other workers wait meanwhile) as
+ * OP_TIME_PASSES forward and backward passes of one batch (the first a warm-up), each op's
+ * least time, as ordo-oracle/1 text in *out (caller frees). *out stays NULL when there is
+ * nothing to measure: emulated compute sleeps the profile's times, which the scheduler has,
+ * and an [order] oracle file gives the times the user chose. */
 #define OP_TIME_PASSES 5
-static int measure_op_times(const ordo_conf_t *conf, char **out)
+static int measure_op_times(void *ctx, char **out)
 {
+    const ordo_conf_t *conf = ctx;
     *out = NULL;
     bool training = !strcmp(conf->trainer, "mlp") || !strcmp(conf->trainer, "cnn");
     int kind = training && conf->compute == ORDO_COMPUTE_EMULATE ? ORDO_COMPUTE_CPU
@@ -532,14 +534,7 @@ int main(int argc, char **argv)
     ordo_transport_keep_buffers();
 
     ordo_worker_t *w = NULL;
-    char *op_times = NULL;
-    if ((rc = measure_op_times(&conf, &op_times)) != 0) {
-        fprintf(stderr, "ordo-worker: %s\n", ordo_error_text(rc));
-        return 1;
-    }
-    rc = ordo_worker_join(&conf, op_times, &w);
-    free(op_times);
-    if (rc != 0) {
+    if ((rc = ordo_worker_join(&conf, measure_op_times, &conf, &w)) != 0) {
         fprintf(stderr, "ordo-worker: %s\n", ordo_error_text(rc));
         return rc == ORDO_EABORT || rc == ORDO_EPEERDEAD ? EXIT_ABORT : 1;
     }
