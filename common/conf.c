@@ -593,6 +593,9 @@ int ordo_conf_validate(const ordo_conf_t *conf)
     if (conf->resume[0] && conf->init_params[0])
         return ordo_error_set(ORDO_EINVAL, "fault.resume takes the values from the run's "
                               "checkpoint; model.init cannot give others");
+    if (conf->resume[0] && !strcmp(conf->trainer, "synthetic"))
+        return ordo_error_set(ORDO_EINVAL, "fault.resume needs a model job (model.trainer = "
+                              "profile, mlp or cnn); the synthetic job keeps no checkpoints");
     if (conf->resume[0] && conf->push_mode == ORDO_PUSH_SPARSE)
         return ordo_error_set(ORDO_EINVAL, "fault.resume: sparse runs keep residuals on the "
                               "workers, which checkpoints do not hold");

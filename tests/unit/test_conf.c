@@ -40,6 +40,31 @@ START_TEST(calibrate_needs_merged_pushes_planned_here)
 }
 END_TEST
 
+/* [fault] resume goes on from a model job's checkpoint: not with other initial values, not
+ * for sparse pushes or the synthetic job */
+START_TEST(resume_refuses_what_checkpoints_do_not_hold)
+{
+    ordo_conf_t c;
+    ordo_conf_defaults(&c);
+    ORDO_CK_OK(ordo_conf_set(&c, "model.trainer", "mlp", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "model.compute", "cpu", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "fault.resume", "runs/r1", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "model.init", "params.bin", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "model.init cannot give others"));
+    ORDO_CK_OK(ordo_conf_set(&c, "model.init", "", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "sparse", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "residuals on the workers"));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "dense", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "model.trainer", "synthetic", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "model.compute", "emulate", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "the synthetic job keeps no checkpoints"));
+}
+END_TEST
+
 /* the effective conf as printed (--print-conf, with its help comments) reads back as the same
  * conf: ordo-launch copies it to other hosts */
 START_TEST(printed_conf_reads_back)
@@ -216,6 +241,7 @@ static Suite *conf_suite(void)
     tcase_add_test(tc, json_dump_has_every_section);
     tcase_add_test(tc, calibrate_needs_merged_pushes_planned_here);
     tcase_add_test(tc, printed_conf_reads_back);
+    tcase_add_test(tc, resume_refuses_what_checkpoints_do_not_hold);
     suite_add_tcase(s, tc);
     return s;
 }
