@@ -83,6 +83,9 @@ static const key_t_ keys[] = {
      "tensors above this are split into chunks; a chunk is the unit spread over the servers"},
     {"order", "segment_bytes", T_BYTES, OFF(segment_bytes), 0, "1MiB", 0, 1LL << 32, NULL,
      "chunks travel in pieces of at most this size, pipelining large tensors (0 = whole chunks)"},
+    {"order", "plan_bandwidth", T_RATE, OFF(plan_bandwidth_bps), 0, "0", 0, 1e13, NULL,
+     "the link rate the ordering and merge planners assume, for real links that are not "
+     "emulated (0 = [net] bandwidth, or 10gbit when that is 0 too)"},
     {"order", "search_budget_ms", T_INT, OFF(search_budget_ms), 0, "2000", 0, 3600000, NULL,
      "time budget of the search policy"},
     {"order", "oracle", T_STR, OFF(oracle), SZ(oracle), "", 0, 0, NULL,
@@ -96,8 +99,8 @@ static const key_t_ keys[] = {
      "merge planner: cost a of one more pipelined push beyond its bytes, in us (ordo-bench "
      "calibrate measures it)"},
     {"push", "merge_b_ns", T_DOUBLE, OFF(merge_b_ns), 0, "0", 0, 1e7, NULL,
-     "merge planner: cost b per byte pushed, in ns (0 = 8 / [net] bandwidth, 10gbit's when "
-     "not emulated)"},
+     "merge planner: cost b per byte pushed, in ns (0 = 8 / the planners' link rate: "
+     "order.plan_bandwidth, net.bandwidth or 10gbit)"},
     {"push", "merge_c_ns", T_DOUBLE, OFF(merge_c_ns), 0, "0", 0, 1e7, NULL,
      "merge planner: the receivers' work per byte after a message has arrived, in ns (a second "
      "stage that overlaps the next message's transfer; ordo-bench calibrate measures it)"},

@@ -52,6 +52,7 @@ typedef struct ordo_conf {
     int64_t partition_bytes;
     int64_t segment_bytes; /* wire pieces of a chunk (0 = whole chunks) */
     int search_budget_ms;
+    double plan_bandwidth_bps; /* the link rate the planners assume (0: [net] bandwidth) */
     char oracle[ORDO_CONF_PATH];
     /* [push] */
     int push_mode; /* ordo_push_mode_t */

@@ -78,6 +78,12 @@ static int simulate(const ordo_model_t *m, const int *channel, int n_channels, d
     return rc;
 }
 
+double ordo_runplan_bps(const ordo_conf_t *conf)
+{
+    if (conf->plan_bandwidth_bps > 0) return conf->plan_bandwidth_bps;
+    return conf->bandwidth_bps > 0 ? conf->bandwidth_bps : ORDO_RUNPLAN_DEFAULT_BPS;
+}
+
 int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_keys_t *keys,
                       json_t **out)
 {
@@ -95,7 +101,7 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
         goto fail;
     }
     ordo_runplan_channels(keys, channel);
-    double bps = conf->bandwidth_bps > 0 ? conf->bandwidth_bps : ORDO_RUNPLAN_DEFAULT_BPS;
+    double bps = ordo_runplan_bps(conf);
     bool ordered = policy == ORDO_POLICY_TIO || policy == ORDO_POLICY_TAO ||
                    policy == ORDO_POLICY_SEARCH || policy == ORDO_POLICY_FILE;
     if (ordered && (rc = planning_oracle(conf, m, &oracle)) != 0) goto fail;
@@ -115,8 +121,9 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
                                      &opts, prio)) != 0)
             goto fail;
     }
-    if (ordered && conf->bandwidth_bps <= 0)
-        ORDO_INFO("order: no [net] bandwidth set; planning assumes %.0f gbit/s",
+    if (ordered && conf->bandwidth_bps <= 0 && conf->plan_bandwidth_bps <= 0)
+        ORDO_INFO("order: no [net] bandwidth or [order] plan_bandwidth set; planning assumes "
+                  "%.0f gbit/s",
                   ORDO_RUNPLAN_DEFAULT_BPS / 1e9);
     if (policy != ORDO_POLICY_NONE) {
         ordo_sim_result_t res;

@@ -71,7 +71,7 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
     const char *file = strncmp(conf->merge, "file:", 5) == 0 ? conf->merge + 5 : NULL;
     int rc = file ? 0 : ordo_merge_algo_parse(conf->merge, &algo, &bucket);
     if (rc) return ordo_error_set(rc, "push.merge: '%s' is not a merge algorithm", conf->merge);
-    double bps = conf->bandwidth_bps > 0 ? conf->bandwidth_bps : ORDO_RUNPLAN_DEFAULT_BPS;
+    double bps = ordo_runplan_bps(conf);
     double a = conf->merge_a_us * 1e-6;
     double b = conf->merge_b_ns > 0 ? conf->merge_b_ns * 1e-9 : 8.0 / bps;
     double c = conf->merge_c_ns * 1e-9;

@@ -36,9 +36,20 @@ for pol in tio tao search none fifo; do
          fail "policy $pol: no simulated makespan in $(cat "$log")" ;;
   esac
   case $pol in tio|tao|search)
-    grep -q "order: no \[net\] bandwidth set; planning assumes 10 gbit/s" "$log" ||
+    grep -q "order: no \[net\] bandwidth or \[order\] plan_bandwidth set; planning assumes 10 gbit/s" "$log" ||
       fail "policy $pol: the assumed link rate is not logged" ;;
   esac
   ok "policy $pol: $(grep -o 'order: policy.*' "$log" | head -1)"
 done
-echo "8 passed, 0 failed"
+
+# a real link's rate for the planners, without emulation ([order] plan_bandwidth): the
+# simulated makespan is planned at 1 gbit/s, and merged pushes take b = 8 ns/byte from it
+start sched_rate "$BIN/ordo-scheduler" "${args[@]}" --order.policy=tio --order.plan_bandwidth=1gbit \
+  --push.mode=merged
+finish sched_rate 10
+log="$T/sched_rate.log"
+grep -q "simulated forward makespan [0-9.]* ms .* at 1 gbit/s" "$log" || fail "plan_bandwidth: not planned at 1 gbit/s: $(cat "$log")"
+grep -q "planning assumes" "$log" && fail "plan_bandwidth: still says it assumes a rate"
+grep -q "merge: optimal, .*b = 8 ns/byte" "$log" || fail "plan_bandwidth: the merge planner's b is not 8 ns/byte"
+ok "order.plan_bandwidth = 1gbit: $(grep -o 'simulated forward makespan.*' "$log" | head -1)"
+echo "9 passed, 0 failed"
