@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# ordo-slurm's glue, against stand-ins for Slurm's srun and scontrol (no Slurm here): inside a
+# pretend allocation of two nodes ("localhost" and "127.0.0.1", both this host), ordo-slurm
+# must put the scheduler on the first node, one server and one worker on each, and start
+# every process through ordo-srun-exec -> srun --nodelist=NODE; the synthetic job checks
+# every pulled value. The stand-in srun logs each node it is asked for and runs the command
+# here, as srun would there. What this cannot show is Slurm itself placing the tasks.
+source "$(dirname "$0")/lib.sh"
+SRC=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+mkdir -p "$T/fake"
+cat > "$T/fake/scontrol" <<'FAKE'
+#!/usr/bin/env bash
+# stand-in: scontrol show hostnames A,B,... prints one host per line
+[ "$1 $2" = "show hostnames" ] || { echo "stand-in scontrol: only 'show hostnames'" >&2; exit 1; }
+tr ',' '\n' <<<"$3"
+FAKE
+cat > "$T/fake/srun" <<FAKE
+#!/usr/bin/env bash
+# stand-in: srun --nodes=1 --ntasks=1 --nodelist=HOST --quiet bash -c CMD runs CMD here
+node=""
+while [ \$# -gt 0 ]; do
+  case "\$1" in
+    --nodelist=*) node=\${1#--nodelist=}; shift ;;
+    --nodes=1|--ntasks=1|--quiet) shift ;;
+    --*) echo "stand-in srun: unexpected option \$1" >&2; exit 1 ;;
+    *) break ;;
+  esac
+done
+[ -n "\$node" ] || { echo "stand-in srun: no --nodelist" >&2; exit 1; }
+echo "\$node \$*" >> "$T/srun.calls"
+exec "\$@"
+FAKE
+chmod +x "$T/fake/scontrol" "$T/fake/srun"
+
+# outside an allocation it says so
+out=$("$SRC/scripts/ordo-slurm" "$SRC/conf/synthetic.ini" 2>&1) && fail "ran outside an allocation"
+grep -q "not inside a Slurm allocation" <<<"$out" || fail "no clear message outside an allocation: $out"
+ok "outside an allocation: ${out#ordo-slurm: }"
+
+PATH="$T/fake:$PATH" SLURM_JOB_NODELIST="localhost,127.0.0.1" \
+  "$SRC/scripts/ordo-slurm" "$SRC/conf/synthetic.ini" --bin "$BIN" --model.iterations=20 \
+  --output.dir="$T/out" --output.run=slurm --output.progress_every=0 > "$T/run.log" 2>&1 ||
+  { cat "$T/run.log"; fail "ordo-slurm failed"; }
+grep -q "ordo-slurm: 2 nodes (localhost 127.0.0.1): 2 servers, 2 workers" "$T/run.log" ||
+  fail "ordo-slurm did not report the layout"
+grep -q "over ssh: scheduler on localhost, servers on localhost 127.0.0.1, workers on localhost 127.0.0.1" "$T/run.log" ||
+  fail "the launcher did not place the roles as asked"
+[ "$(grep -c '^\[worker [01]\] .* 0 wrong' "$T/run.log")" = 2 ] || fail "a worker saw wrong values"
+for role in scheduler server worker; do
+  for node in localhost 127.0.0.1; do
+    [ $role = scheduler ] && [ $node = 127.0.0.1 ] && continue
+    grep -q "^$node bash -c .*ordo-$role -c " "$T/srun.calls" || fail "no $role started through srun on $node"
+  done
+done
+grep -q "^127.0.0.1 bash -c .*ordo-scheduler" "$T/srun.calls" && fail "a scheduler on the second node"
+[ -f "$T/out/slurm/summary.json" ] || fail "no summary.json"
+ok "2 nodes: scheduler on the first, a server and a worker on each, all through srun; 0 wrong values"
+echo "2 passed, 0 failed"
