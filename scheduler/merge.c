@@ -135,11 +135,18 @@ double ordo_merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
                              const int *group_of, double a, double b, double c,
                              const ordo_merge_pieces_t *pieces, double *start_s, double *end_s)
 {
+    return ordo_merge_comm_times3(n, ready_s, bytes, group_of, a, b, c, 0, pieces, start_s, end_s);
+}
+
+double ordo_merge_comm_times3(int n, const double *ready_s, const int64_t *bytes,
+                              const int *group_of, double a, double b, double c, double p,
+                              const ordo_merge_pieces_t *pieces, double *start_s, double *end_s)
+{
     ORDO_ASSERT(ordo_merge_grouping_valid(n, group_of));
     ORDO_ASSERT(!pieces || pieces->n_items == n);
     ordo__merge_packer_t k;
     if (pieces && ordo__merge_packer_init(&k, pieces, 1, &a, &b, &c) != 0) return NAN;
-    double end = 0, done = 0; /* link free, receiver free */
+    double end = 0, done = 0, back = 0; /* link free, receiver free, pull link free */
     int i = 0;
     while (i < n) {
         int g = group_of[i];
@@ -155,11 +162,12 @@ double ordo_merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
         double phi = pieces ? ordo__merge_packer_phi(&k, 0) : a + b * (double)sum;
         double start = end > ready ? end : ready;
         ordo__merge_send(&end, &done, ready, n_msgs, sum, phi, a, b, c);
+        if (p > 0) ordo__merge_pull(&back, done, p, pieces ? ordo__merge_packer_share(&k) : sum);
         if (start_s) start_s[g] = start;
-        if (end_s) end_s[g] = done;
+        if (end_s) end_s[g] = p > 0 ? back : done;
     }
     if (pieces) ordo__merge_packer_free(&k);
-    return done;
+    return p > 0 ? back : done;
 }
 
 /* ======================================================================================= */
@@ -333,6 +341,14 @@ void ordo__merge_packer_add(ordo__merge_packer_t *k, int i)
         }
         k->bytes += b;
     }
+}
+
+int64_t ordo__merge_packer_share(const ordo__merge_packer_t *k)
+{
+    int64_t best = 0;
+    for (int v = 0; v < k->pc->n_servers; v++)
+        if (k->closed[v] + k->open[v] > best) best = k->closed[v] + k->open[v];
+    return best;
 }
 
 double ordo__merge_packer_phi(const ordo__merge_packer_t *k, int q)

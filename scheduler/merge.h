@@ -99,6 +99,18 @@ double ordo_merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
                              const int *group_of, double a, double b, double c,
                              const ordo_merge_pieces_t *pieces, double *start_s, double *end_s);
 
+/* ordo_merge_comm_times3 adds a third stage, the pulls of [order] pull = early (each value
+ * asked for right after its push): once a group has been received (its receiver end), its
+ * next values go back to the workers over the servers' links, one group after another,
+ * holding them p * share (share: the group's bytes on its busiest server, all of them without
+ * pieces; p the time per such byte for every worker's copy). The next forward pass needs its
+ * first layers, which are in the last group, so the iteration is the third stage's end of
+ * the last group: that is what it returns (end_s per group is its third-stage end). p = 0 is
+ * ordo_merge_comm_times exactly. */
+double ordo_merge_comm_times3(int n, const double *ready_s, const int64_t *bytes,
+                              const int *group_of, double a, double b, double c, double p,
+                              const ordo_merge_pieces_t *pieces, double *start_s, double *end_s);
+
 /* ordo_merge_grouping_valid reports (1 or 0) whether group_of[0..n) is a valid grouping. */
 int ordo_merge_grouping_valid(int n, const int *group_of);
 
@@ -124,6 +136,13 @@ int ordo_merge_mgwfbp(int L, const double *tb_s, const int64_t *bytes, double a,
 int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b,
                        double c, double margin, const ordo_merge_pieces_t *pieces,
                        int *layer_group);
+
+/* ordo_merge_optimal3 is ordo_merge_optimal under the three-stage model of
+ * ordo_merge_comm_times3 (p >= 0: the pulls; p = 0 is ordo_merge_optimal): the Pareto fronts
+ * then hold (link, receivers, pulls) ends. */
+int ordo_merge_optimal3(int L, const double *tb_s, const int64_t *bytes, double a, double b,
+                        double c, double p, double margin, const ordo_merge_pieces_t *pieces,
+                        int *layer_group);
 
 /* ---- plans ---------------------------------------------------------------------------- */
 
@@ -156,6 +175,7 @@ typedef struct ordo_merge_layout {
 typedef struct ordo_merge_plan {
     char *model;                /* model name */
     double a, b, c;             /* the cost model the plan was made for */
+    double pull;                /* and its pull stage (ordo_merge_comm_times3; 0: none) */
     double margin;              /* optimal's tie rule (ordo_merge_optimal) */
     ordo_merge_layout_t layout; /* and the layout (servers = 0: one message per group) */
     double predicted_iter_s;    /* end of the last push after backward starts, under a, b, c */
@@ -175,8 +195,16 @@ int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64
                             double a, double b, double c, double margin,
                             const ordo_merge_layout_t *layout, ordo_merge_plan_t **out);
 
+/* ordo_merge_plan_compute3 is ordo_merge_plan_compute with the pull stage p (>= 0, finite) of
+ * ordo_merge_comm_times3: optimal plans under it, and every plan's predicted_iter_s counts it
+ * (plan->pull = p). */
+int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int64_t bucket_bytes,
+                             double a, double b, double c, double p, double margin,
+                             const ordo_merge_layout_t *layout, ordo_merge_plan_t **out);
+
 /* ordo_merge_plan_iter_s returns the iteration time of plan p's grouping for model m under
- * the cost model a, b, c (p's own need not be these) and p's layout; NAN on an error. */
+ * the cost model a, b, c (p's own need not be these), p's pull stage and p's layout; NAN on
+ * an error. */
 double ordo_merge_plan_iter_s(const ordo_merge_plan_t *p, const ordo_model_t *m, double a, double b,
                               double c);
 

@@ -36,6 +36,10 @@ void ordo__merge_packer_reset(ordo__merge_packer_t *k);
 /* ordo__merge_packer_add appends item i's slices to the group. */
 void ordo__merge_packer_add(ordo__merge_packer_t *k, int i);
 
+/* ordo__merge_packer_share returns the group's bytes on its busiest server (the pull stage,
+ * ordo__merge_pull). */
+int64_t ordo__merge_packer_share(const ordo__merge_packer_t *k);
+
 /* ordo__merge_packer_phi returns phi (ordo__merge_send) of the group under model q. */
 double ordo__merge_packer_phi(const ordo__merge_packer_t *k, int q);
 
@@ -61,6 +65,16 @@ static inline void ordo__merge_send(double *s1, double *s2, double ready, int n,
     }
     *s1 = t;
     *s2 = d;
+}
+
+/* ordo__merge_pull is the third stage (ordo_merge_comm_times3): once a group has been
+ * received (its receiver end s2), its next values go back to the workers through the servers'
+ * links, one group after another: *s3 = max(*s3, s2) + p * share, share the group's bytes on
+ * its busiest server and p the time per such byte for all the workers' copies. */
+static inline void ordo__merge_pull(double *s3, double s2, double p, int64_t share)
+{
+    double start = *s3 > s2 ? *s3 : s2;
+    *s3 = start + p * (double)share;
 }
 
 #endif

@@ -3,12 +3,15 @@
  * receiver for c * bytes from max(receiver free, arrival)) it finds a grouping of
  * consecutive layers with the least iteration time by a dynamic program over layer
  * boundaries that keeps, per prefix, the Pareto set of (link free, receiver free) pairs.
+ * With early pulls a third stage follows (the group's next values back over the servers'
+ * links, ordo__merge_pull) and the states hold three ends (ordo_merge_optimal3).
  * A group is one message, or the messages the run cuts it into (ordo_merge_pieces_t).
  * Among groupings of least time it prefers the one with the least time when communication
  * costs (1 + margin) times more (the same program over both timelines at once), then one
  * with the fewest groups. docs/merging.md §2 has the
  * proofs. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,12 +28,12 @@
  * (seconds). */
 #define BUDGET 1e8
 
-/* One state of a prefix: when the link and the receiver are free after its last message
- * (t[0], t[1]), the same under the costs at the margin (t[2], t[3]; D = 4 only), and where
- * it came from (the first layer j of its last group, the state's index in the front of
- * prefix j). */
+/* One state of a prefix: when the link and the receiver (and, with the pull stage, the
+ * servers' links back) are free after its last message, t[0..K), the same under the costs
+ * at the margin, t[K..2K) (D = 2K only), and where it came from (the first layer j of its
+ * last group, the state's index in the front of prefix j). */
 typedef struct state {
-    double t[4];
+    double t[6];
     int j, from;
 } state_t;
 
@@ -42,11 +45,11 @@ typedef struct front {
 } front_t;
 
 typedef struct ctx {
-    int L, D;
+    int L, D, K;                       /* coordinates; stages per model (2, or 3 with pulls) */
     const double *ready;
     const int64_t *cum;
-    double a[2], b[2], c[2];           /* the costs, and at the margin */
-    double limit;                      /* states with t[1] above it are dropped */
+    double a[2], b[2], c[2], p[2];     /* the costs, and at the margin */
+    double limit;                      /* states with t[K-1] above it are dropped */
     const ordo_merge_pieces_t *pieces; /* NULL: a group is one message */
     ordo__merge_packer_t packer;
 } ctx_t;
@@ -94,19 +97,22 @@ static int front_add2(front_t *f, state_t x)
     return 0;
 }
 
-/* front_add4 is front_add2 over four coordinates (unsorted). */
-static int front_add4(front_t *f, state_t x)
+/* no_later reports whether y is at least as early as x in all D coordinates */
+static bool no_later(const double *y, const double *x, int D)
 {
-    for (int k = 0; k < f->n; k++) {
-        const double *y = f->v[k].t;
-        if (y[0] <= x.t[0] && y[1] <= x.t[1] && y[2] <= x.t[2] && y[3] <= x.t[3]) return 0;
-    }
+    for (int d = 0; d < D; d++)
+        if (y[d] > x[d]) return false;
+    return true;
+}
+
+/* front_addn is front_add2 over D > 2 coordinates (unsorted). */
+static int front_addn(front_t *f, state_t x, int D)
+{
+    for (int k = 0; k < f->n; k++)
+        if (no_later(f->v[k].t, x.t, D)) return 0;
     int keep = 0;
-    for (int k = 0; k < f->n; k++) {
-        const double *y = f->v[k].t;
-        if (!(x.t[0] <= y[0] && x.t[1] <= y[1] && x.t[2] <= y[2] && x.t[3] <= y[3]))
-            f->v[keep++] = f->v[k];
-    }
+    for (int k = 0; k < f->n; k++)
+        if (!no_later(x.t, f->v[k].t, D)) f->v[keep++] = f->v[k];
     f->n = keep;
     if (front_grow(f) != 0) return ORDO_ENOMEM;
     f->v[f->n++] = x;
@@ -115,15 +121,15 @@ static int front_add4(front_t *f, state_t x)
 
 static int front_add(const ctx_t *x, front_t *f, state_t s)
 {
-    if (s.t[1] > x->limit) return 0; /* the final time only grows from here */
-    return x->D == 2 ? front_add2(f, s) : front_add4(f, s);
+    if (s.t[x->K - 1] > x->limit) return 0; /* the final time only grows from here */
+    return x->D == 2 ? front_add2(f, s) : front_addn(f, s, x->D);
 }
 
 /* A group's messages as sending them needs: their number, bytes, and phi per model
  * (ordo__merge_send; c > 0 only). */
 typedef struct group {
     int n;
-    int64_t bytes;
+    int64_t bytes, share; /* share: on the busiest server (the pull stage) */
     double phi[2];
 } group_t;
 
@@ -134,9 +140,12 @@ static state_t extend(const ctx_t *x, const state_t *p, int j, int i, int from, 
     state_t s = *p;
     s.j = j;
     s.from = from;
-    for (int q = 0; q < x->D / 2; q++)
-        ordo__merge_send(&s.t[2 * q], &s.t[2 * q + 1], x->ready[i - 1], g->n, g->bytes, g->phi[q],
-                         x->a[q], x->b[q], x->c[q]);
+    for (int q = 0; q < x->D / x->K; q++) {
+        double *t = &s.t[x->K * q];
+        ordo__merge_send(&t[0], &t[1], x->ready[i - 1], g->n, g->bytes, g->phi[q], x->a[q],
+                         x->b[q], x->c[q]);
+        if (x->K == 3) ordo__merge_pull(&t[2], t[1], x->p[q], g->share);
+    }
     return s;
 }
 
@@ -151,7 +160,8 @@ static void group_of(ctx_t *x, int j, int i, group_t *g)
         ordo__merge_packer_add(&x->packer, i - 1);
         g->n = x->packer.count;
     }
-    for (int q = 0; q < x->D / 2 && x->c[q] > 0; q++)
+    g->share = x->pieces ? ordo__merge_packer_share(&x->packer) : g->bytes;
+    for (int q = 0; q < x->D / x->K && x->c[q] > 0; q++)
         g->phi[q] = x->pieces ? ordo__merge_packer_phi(&x->packer, q)
                               : x->a[q] + x->b[q] * (double)g->bytes;
 }
@@ -175,7 +185,7 @@ static int relax(ctx_t *x, front_t *fr, front_t *to, double budget, double *step
             for (int k = 0; k < fr[j].n; k++) {
                 if (front_add(x, &to[i], extend(x, &fr[j].v[k], j, i, k, &g)) != 0)
                     return ORDO_ENOMEM;
-                if (x->D == 4) *steps += to[i].n; /* an unsorted front is scanned whole */
+                if (x->D > 2) *steps += to[i].n; /* an unsorted front is scanned whole */
             }
             if (budget >= 0 && *steps > budget) return 1;
         }
@@ -183,13 +193,15 @@ static int relax(ctx_t *x, front_t *fr, front_t *to, double budget, double *step
     return 0;
 }
 
-/* best_state returns the index of the best state of f: the least t[1] (D = 2), or the least
- * t[3] among the states with t[1] within x->limit (D = 4); -1 when there is none. */
+/* best_state returns the index of the best state of f: the least final end t[K-1] (D = K),
+ * or the least t[2K-1] among the states with t[K-1] within x->limit (D = 2K); -1 when there
+ * is none. */
 static int best_state(const ctx_t *x, const front_t *f)
 {
     int best = -1, q = x->D - 1;
     for (int k = 0; k < f->n; k++)
-        if (f->v[k].t[1] <= x->limit && (best < 0 || f->v[k].t[q] < f->v[best].t[q])) best = k;
+        if (f->v[k].t[x->K - 1] <= x->limit && (best < 0 || f->v[k].t[q] < f->v[best].t[q]))
+            best = k;
     return best;
 }
 
@@ -204,7 +216,7 @@ static void fronts_free(front_t *f, size_t n)
  * 0, 1 past the budget, or ORDO_ENOMEM. */
 static int program(ctx_t *x, front_t *f, double budget)
 {
-    const state_t origin = {{0, 0, 0, 0}, -1, -1};
+    const state_t origin = {{0, 0, 0, 0, 0, 0}, -1, -1};
     for (int i = 0; i <= x->L; i++)
         f[i].n = 0;
     double steps = 0;
@@ -238,11 +250,19 @@ static void walk(front_t **fronts, int counted, int i, int k, int *layer_group)
 int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b,
                        double c, double margin, const ordo_merge_pieces_t *pieces, int *layer_group)
 {
-    if (!isfinite(a) || !isfinite(b) || !isfinite(c) || a < 0 || b < 0 || c < 0)
+    return ordo_merge_optimal3(L, tb_s, bytes, a, b, c, 0, margin, pieces, layer_group);
+}
+
+int ordo_merge_optimal3(int L, const double *tb_s, const int64_t *bytes, double a, double b,
+                        double c, double p, double margin, const ordo_merge_pieces_t *pieces,
+                        int *layer_group)
+{
+    if (!isfinite(a) || !isfinite(b) || !isfinite(c) || !isfinite(p) || a < 0 || b < 0 || c < 0 ||
+        p < 0)
         return ordo_error_set(ORDO_EINVAL,
-                              "cost model a=%g s, b=%g s/byte, c=%g s/byte: all must be finite "
-                              "and >= 0",
-                              a, b, c);
+                              "cost model a=%g s, b=%g s/byte, c=%g s/byte, pull %g s/byte: all "
+                              "must be finite and >= 0",
+                              a, b, c, p);
     if (!isfinite(margin) || margin < 0)
         return ordo_error_set(ORDO_EINVAL, "margin %g: must be finite and >= 0", margin);
     if (L < 0 || (L > 0 && (!tb_s || !bytes || !layer_group)))
@@ -257,7 +277,9 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
     front_t **counted = NULL; /* counted[c - 1][i]: exactly c groups */
     int n_counted = 0;
     double l = 1 + margin;
-    ctx_t x = {L, 2, ready, cum, {a, l * a}, {b, l * b}, {c, l * c}, INFINITY, pieces, {0}};
+    int K = p > 0 ? 3 : 2;
+    ctx_t x = {L,     K,        K,        ready, cum, {a, l * a}, {b, l * b}, {c, l * c},
+               {p, l * p}, INFINITY, pieces, {0}};
     rc = ORDO_ENOMEM;
     if (!ready || !cum || !free_f) goto fail;
     if (pieces && ordo__merge_packer_init(&x.packer, pieces, 2, x.a, x.b, x.c) != 0) goto fail;
@@ -276,7 +298,7 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
      * prefix holds an optimal one. With c = 0 both coordinates are equal and the front
      * is the single earliest end. */
     if ((rc = program(&x, free_f, -1)) != 0) goto fail;
-    double t_star = free_f[L].v[best_state(&x, free_f + L)].t[1];
+    double t_star = free_f[L].v[best_state(&x, free_f + L)].t[K - 1];
     x.limit = t_star * (1 + TIE);
 
     /* Ties, first: the least time at the margin. The same program over both timelines at
@@ -285,7 +307,7 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
      * used. */
     double u_star = 0;
     if (margin > 0) {
-        x.D = 4;
+        x.D = 2 * K;
         int r = program(&x, free_f, BUDGET);
         if (r < 0) {
             rc = r;
@@ -293,12 +315,12 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
         }
         int kb = r == 0 ? best_state(&x, free_f + L) : -1;
         if (kb < 0) { /* over budget: back to the least time alone */
-            x.D = 2;
+            x.D = K;
             x.limit = INFINITY;
             if ((rc = program(&x, free_f, -1)) != 0) goto fail;
             x.limit = t_star * (1 + TIE);
         } else {
-            u_star = free_f[L].v[kb].t[3];
+            u_star = free_f[L].v[kb].t[2 * K - 1];
         }
     }
     double u_limit = u_star * (1 + TIE);
@@ -312,7 +334,7 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
     counted = calloc((size_t)groups, sizeof *counted);
     if (!counted) goto done;                 /* out of memory: the grouping above is as good */
     front_t *prev = calloc(n, sizeof *prev); /* exactly 0 groups */
-    if (!prev || front_add(&x, &prev[0], (state_t){{0, 0, 0, 0}, -1, -1}) != 0) {
+    if (!prev || front_add(&x, &prev[0], (state_t){{0, 0, 0, 0, 0, 0}, -1, -1}) != 0) {
         fronts_free(prev, n);
         goto done;
     }
@@ -324,7 +346,7 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
         int r = relax(&x, cnt == 1 ? prev : counted[cnt - 2], cur, BUDGET, &steps);
         if (r != 0) break; /* out of memory or budget: keep the grouping above */
         int kb = best_state(&x, cur + L);
-        if (kb >= 0 && (x.D == 2 || cur[L].v[kb].t[3] <= u_limit)) {
+        if (kb >= 0 && (x.D == K || cur[L].v[kb].t[2 * K - 1] <= u_limit)) {
             walk(counted, cnt, L, kb, layer_group);
             rc = cnt;
             break;

@@ -100,6 +100,7 @@ static int layout_pieces(const ordo_merge_layout_t *lay, const ordo_model_t *m,
  * memory). */
 static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
                         const ordo_merge_timeline_t *t, double a, double b, double c)
+/* (under p's pull stage, p->pull) */
 {
     size_t n = (size_t)p->n_params + 1;
     double *ready = malloc(n * sizeof *ready);
@@ -114,7 +115,8 @@ static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
             bytes[i] = m->params[q].bytes;
             group[i] = p->group_of_param[q];
         }
-        iter = ordo_merge_comm_times(p->n_params, ready, bytes, group, a, b, c, pieces, NULL, NULL);
+        iter = ordo_merge_comm_times3(p->n_params, ready, bytes, group, a, b, c, p->pull, pieces,
+                                      NULL, NULL);
     }
     ordo_merge_pieces_destroy(&pieces);
     free(ready);
@@ -175,7 +177,16 @@ int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64
                             double a, double b, double c, double margin,
                             const ordo_merge_layout_t *layout, ordo_merge_plan_t **out)
 {
+    return ordo_merge_plan_compute3(m, algo, bucket_bytes, a, b, c, 0, margin, layout, out);
+}
+
+int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int64_t bucket_bytes,
+                             double a, double b, double c, double pull, double margin,
+                             const ordo_merge_layout_t *layout, ordo_merge_plan_t **out)
+{
     if (!m || !out) return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_compute: no model");
+    if (!isfinite(pull) || pull < 0)
+        return ordo_error_set(ORDO_EINVAL, "pull stage %g s/byte: must be finite and >= 0", pull);
     const ordo_merge_layout_t none = {0, 0, 0};
     if (!layout) layout = &none;
     int rc = check_cost(a, b, c);
@@ -215,8 +226,8 @@ int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64
         rc = ordo_merge_mgwfbp(L, t->tb_s, t->layer_bytes, a, b, layer_group);
         break;
     case ORDO_MERGE_OPTIMAL:
-        rc = ordo_merge_optimal(L, t->tb_s, t->layer_bytes, a, b, c, margin, layer_pieces,
-                                layer_group);
+        rc = ordo_merge_optimal3(L, t->tb_s, t->layer_bytes, a, b, c, pull, margin, layer_pieces,
+                                 layer_group);
         break;
     case ORDO_MERGE_BYTES:
         break;
@@ -245,6 +256,7 @@ int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64
     p->a = a;
     p->b = b;
     p->c = c;
+    p->pull = pull;
     p->margin = algo == ORDO_MERGE_OPTIMAL ? margin : 0;
     p->layout = *layout;
     p->predicted_iter_s = plan_time(p, m, t, a, b, c);
@@ -314,6 +326,10 @@ int ordo_merge_plan_to_json(const ordo_merge_plan_t *p, const ordo_model_t *m, c
     if (p->c > 0) { /* written only when there is a receiver stage */
         fputs(", \"c\": ", f);
         put_number(f, p->c);
+    }
+    if (p->pull > 0) { /* and when the plan counts early pulls */
+        fputs(", \"pull\": ", f);
+        put_number(f, p->pull);
     }
     if (p->margin > 0) {
         fputs(", \"margin\": ", f);
@@ -436,9 +452,10 @@ int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_m
                             json_string_value(model), m->name ? m->name : "");
         goto fail;
     }
-    double a, b, c, margin, pred;
+    double a, b, c, pull, margin, pred;
     if ((rc = get_cost(root, "a", name, &a)) || (rc = get_cost(root, "b", name, &b)) ||
-        (rc = get_cost(root, "c", name, &c)) || (rc = get_cost(root, "margin", name, &margin)) ||
+        (rc = get_cost(root, "c", name, &c)) || (rc = get_cost(root, "pull", name, &pull)) ||
+        (rc = get_cost(root, "margin", name, &margin)) ||
         (rc = get_cost(root, "predicted_iter_s", name, &pred)))
         goto fail;
     ordo_merge_layout_t lay = {0, 0, 0};
@@ -527,6 +544,7 @@ int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_m
     p->a = a;
     p->b = b;
     p->c = c;
+    p->pull = pull;
     p->margin = margin;
     p->layout = lay;
     p->predicted_iter_s = plan_time(p, m, t, a, b, c);

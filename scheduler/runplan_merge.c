@@ -75,6 +75,9 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
     double a = conf->merge_a_us * 1e-6;
     double b = conf->merge_b_ns > 0 ? conf->merge_b_ns * 1e-9 : 8.0 / bps;
     double c = conf->merge_c_ns * 1e-9;
+    /* early pulls: a group's next values leave the servers once it has been received, each
+     * server sending its share to every worker over its link (the plan's third stage) */
+    double pull = conf->pull == ORDO_PULL_EARLY ? (double)conf->workers * 8.0 / bps : 0;
     if (scale < 1e-9) scale = 1e-9;
     /* the planner counts the messages the workers will send: a group's share of each
      * server, cut at partition_bytes (worker/merge_buf.c) */
@@ -84,9 +87,10 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
         /* a plan made elsewhere (ordo-plan merge, a script): its groups, timed for this run */
         if ((rc = ordo_merge_plan_load_file(file, m, &p)) != 0) return rc;
         p->layout = layout;
+        p->pull = pull / scale;
         p->predicted_iter_s = ordo_merge_plan_iter_s(p, m, a / scale, b / scale, c / scale);
-    } else if ((rc = ordo_merge_plan_compute(m, algo, bucket, a / scale, b / scale, c / scale,
-                                             conf->merge_margin, &layout, &p)) != 0) {
+    } else if ((rc = ordo_merge_plan_compute3(m, algo, bucket, a / scale, b / scale, c / scale,
+                                              pull / scale, conf->merge_margin, &layout, &p)) != 0) {
         return rc;
     }
     int messages = ordo_merge_plan_messages(p, m);
@@ -99,9 +103,9 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
     }
     /* no message above partition_bytes, as for chunks: a message is handled only once it
      * has wholly arrived, so one huge group would serialize what pieces let overlap */
-    merge = json_pack("{s:s,s:f,s:f,s:f,s:o,s:i,s:I,s:f}", "algo", conf->merge, "a", a, "b", b, "c",
-                      c, "groups", groups, "groups_per_worker", p->n_groups, "max_message_bytes",
-                      (json_int_t)conf->partition_bytes, "predicted_iter_s",
+    merge = json_pack("{s:s,s:f,s:f,s:f,s:f,s:o,s:i,s:I,s:f}", "algo", conf->merge, "a", a, "b",
+                      b, "c", c, "pull", pull, "groups", groups, "groups_per_worker", p->n_groups,
+                      "max_message_bytes", (json_int_t)conf->partition_bytes, "predicted_iter_s",
                       p->predicted_iter_s * scale);
     /* the plan as an ordo-merge/1 file for the run folder (the scheduler writes it and drops
      * this member before the plan goes out): the run's own costs and prediction, not the
@@ -109,6 +113,7 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
     p->a = a;
     p->b = b;
     p->c = c;
+    p->pull = pull;
     p->predicted_iter_s *= scale;
     char *text = NULL;
     if (merge && ordo_merge_plan_to_json(p, m, &text) == 0)
@@ -118,10 +123,14 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
         ordo_merge_plan_destroy(&p);
         return ORDO_ENOMEM;
     }
+    char pulls[96] = "";
+    if (pull > 0)
+        snprintf(pulls, sizeof pulls, ", early pulls %.4g ns/byte of a group's busiest server",
+                 pull * 1e9);
     ORDO_INFO("merge: %s, %d groups for %d parameters, %d messages per worker (a = %.1f us, "
-              "b = %.4g ns/byte, c = %.4g ns/byte); predicted backward + pushes %.3f ms",
-              conf->merge, p->n_groups, m->n_params, messages, a * 1e6, b * 1e9, c * 1e9,
-              p->predicted_iter_s * scale * 1e3);
+              "b = %.4g ns/byte, c = %.4g ns/byte%s); predicted backward + pushes%s %.3f ms",
+              conf->merge, p->n_groups, m->n_params, messages, a * 1e6, b * 1e9, c * 1e9, pulls,
+              pull > 0 ? " + pulls" : "", p->predicted_iter_s * scale * 1e3);
     ordo_merge_plan_destroy(&p);
     return 0;
 }

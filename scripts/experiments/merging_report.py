@@ -126,7 +126,8 @@ def one_run(path):
     log = path + ".log"
     if os.path.exists(log):
         text = open(log).read()
-        g = re.search(r"merge: \S+, (\d+) groups .*predicted backward \+ pushes ([0-9.]+) ms", text)
+        g = re.search(r"merge: \S+, (\d+) groups .*predicted backward \+ pushes(?: \+ pulls)? "
+                      r"([0-9.]+) ms", text)
         if g:
             groups, predicted = int(g.group(1)), float(g.group(2))
         g = re.search(r"merged pushes: \d+ keys in \d+ groups, (\d+) messages", text)

@@ -385,6 +385,111 @@ START_TEST(random_models_match_brute_force)
 }
 END_TEST
 
+/* brute_time3 is brute_time with the pull stage: after a message's receiver end, its bytes
+ * go back over the servers' links for p per byte, one message after another */
+static double brute_time3(const rmodel_t *r, unsigned mask, double a, double b, double c,
+                          double p)
+{
+    double link_free = 0, recv_free = 0, back_free = 0;
+    int64_t sum = 0;
+    for (int i = 0; i < r->L; i++) {
+        sum += r->bytes[i];
+        if (i == r->L - 1 || (mask >> i) & 1u) {
+            double start = link_free > r->ready[i] ? link_free : r->ready[i];
+            link_free = start + a + b * (double)sum;
+            double recv_start = recv_free > link_free ? recv_free : link_free;
+            recv_free = recv_start + c * (double)sum;
+            double back_start = back_free > recv_free ? back_free : recv_free;
+            back_free = back_start + p * (double)sum;
+            sum = 0;
+        }
+    }
+    return back_free;
+}
+
+/* With the pull stage ([order] pull = early: each group's next values leave the servers once
+ * it has been received, and the next forward pass needs the last group's) the library's
+ * model equals the plain evaluation on every grouping, optimal finds the least time with the
+ * fewest groups among ties, and p = 0 is the two-stage model. */
+START_TEST(random_models_with_pulls_match_brute_force)
+{
+    static const struct {
+        const char *name;
+        double a, b, c, p;
+    } regimes[] = {
+        {"pulls as slow as pushes", 40e-6, 0.8e-9, 0.5e-9, 3.2e-9},
+        {"start-up bound, pulls", 300e-6, 0.8e-9, 0.5e-9, 1.6e-9},
+        {"pull bound", 5e-6, 0.1e-9, 0, 8e-9},
+        {"no receiver stage", 100e-6, 1e-9, 0, 2e-9},
+    };
+    const int models = 1000;
+    long groupings = 0;
+    for (size_t k = 0; k < sizeof regimes / sizeof regimes[0]; k++) {
+        double a = regimes[k].a, b = regimes[k].b, c = regimes[k].c, pp = regimes[k].p;
+        rng_state = 777 + k;
+        int differs = 0;
+        for (int n = 0; n < models; n++) {
+            rmodel_t r;
+            random_model(&r);
+            ordo_merge_timeline_t *t = NULL;
+            ORDO_CK_OK(ordo_merge_timeline_new(r.m, &t));
+            double best = INFINITY, times[2048];
+            int counts[2048], group[12];
+            for (unsigned mask = 0; mask < (1u << (r.L - 1)); mask++) {
+                int g = 0;
+                for (int i = 0; i < r.L; i++) {
+                    group[i] = g;
+                    if ((mask >> i) & 1u) g++;
+                }
+                double want = brute_time3(&r, mask, a, b, c, pp);
+                double got = ordo_merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a, b,
+                                                    c, pp, NULL, NULL, NULL);
+                ck_assert_msg(rel_close(got, want), "model %d mask %u: %.17g vs %.17g", n, mask,
+                              got, want);
+                /* p = 0 is the two-stage model, bit for bit */
+                ck_assert(ordo_merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a, b, c,
+                                                 0, NULL, NULL, NULL) ==
+                          ordo_merge_comm_times(r.L, t->ready_s, t->layer_bytes, group, a, b, c,
+                                                NULL, NULL, NULL));
+                if (want < best) best = want;
+                times[mask] = want;
+                counts[mask] = g + 1;
+                groupings++;
+            }
+            int fewest = r.L;
+            for (unsigned mask = 0; mask < (1u << (r.L - 1)); mask++)
+                if (times[mask] <= best * (1 + 1e-13) && counts[mask] < fewest)
+                    fewest = counts[mask];
+            int og = ordo_merge_optimal3(r.L, t->tb_s, t->layer_bytes, a, b, c, pp, 0, NULL, group);
+            ck_assert_int_eq(og, fewest);
+            ck_assert(rel_close(ordo_merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a,
+                                                       b, c, pp, NULL, NULL, NULL),
+                                best));
+            /* the plan API counts the stage too, and with the margin the least time stays */
+            ordo_merge_plan_t *pl = NULL;
+            ORDO_CK_OK(ordo_merge_plan_compute3(r.m, ORDO_MERGE_OPTIMAL, 0, a, b, c, pp, 0.5, NULL,
+                                                &pl));
+            ck_assert_msg(rel_close(pl->predicted_iter_s, best), "model %d: plan %.17g, best %.17g",
+                          n, pl->predicted_iter_s, best);
+            ordo_merge_plan_destroy(&pl);
+            /* does the pull stage change the plan? */
+            int g2[12];
+            ordo_merge_optimal(r.L, t->tb_s, t->layer_bytes, a, b, c, 0, NULL, g2);
+            for (int i = 0; i < r.L; i++)
+                if (g2[i] != group[i]) {
+                    differs++;
+                    break;
+                }
+            ordo_merge_timeline_destroy(&t);
+            ordo_model_destroy(&r.m);
+        }
+        printf("%-28s the pull stage changed the optimal grouping of %d of %d models\n",
+               regimes[k].name, differs, models);
+    }
+    printf("(%ld groupings checked with the pull stage)\n", groupings);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- cost fit */
 
 START_TEST(fit_recovers_a_and_b)
@@ -487,6 +592,7 @@ Suite *merge_suite(void)
     tc = tcase_create("brute_force");
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, random_models_match_brute_force);
+    tcase_add_test(tc, random_models_with_pulls_match_brute_force);
     suite_add_tcase(s, tc);
     tc = tcase_create("fit");
     tcase_add_test(tc, fit_recovers_a_and_b);
