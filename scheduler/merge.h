@@ -139,7 +139,9 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
 
 /* ordo_merge_optimal3 is ordo_merge_optimal under the three-stage model of
  * ordo_merge_comm_times3 (p >= 0: the pulls; p = 0 is ordo_merge_optimal): the Pareto fronts
- * then hold (link, receivers, pulls) ends. */
+ * then hold (link, receivers, pulls) ends. Should the program pass a budget of steps (the
+ * fronts of three ends can grow large; none of the models here comes near), it plans with
+ * p = 0 instead. */
 int ordo_merge_optimal3(int L, const double *tb_s, const int64_t *bytes, double a, double b,
                         double c, double p, double margin, const ordo_merge_pieces_t *pieces,
                         int *layer_group);

@@ -295,9 +295,19 @@ int ordo_merge_optimal3(int L, const double *tb_s, const int64_t *bytes, double 
      * max(receiver free, its link end) + ..., which never grow when the earlier ends shrink;
      * so a grouping of 0..i-1 whose ends are no earlier in both than another's can be
      * dropped, and the Pareto front of (link free, receiver free) over the groupings of each
-     * prefix holds an optimal one. With c = 0 both coordinates are equal and the front
-     * is the single earliest end. */
-    if ((rc = program(&x, free_f, -1)) != 0) goto fail;
+     * prefix holds an optimal one (with the pull stage, max(pulls free, receiver end) + ...
+     * is monotone too, and the front holds three ends). With c = 0 and no pull stage both
+     * coordinates are equal and the front is the single earliest end. */
+    /* three ends per state can make large fronts: past the budget the pull stage is left
+     * out and the two-stage program plans (never over budget: its fronts are 2-D) */
+    if ((rc = program(&x, free_f, K == 3 ? BUDGET : -1)) == 1) {
+        free(ready);
+        free(cum);
+        fronts_free(free_f, n);
+        if (pieces) ordo__merge_packer_free(&x.packer);
+        return ordo_merge_optimal3(L, tb_s, bytes, a, b, c, 0, margin, pieces, layer_group);
+    }
+    if (rc != 0) goto fail;
     double t_star = free_f[L].v[best_state(&x, free_f + L)].t[K - 1];
     x.limit = t_star * (1 + TIE);
 
