@@ -1,35 +1,22 @@
-/* conf: table-driven configuration (file, environment, command line, printing). */
+/* conf: table-driven configuration: the key table, values from files, the environment and the
+ * command line, validation (printing: conf_print.c). */
 #include "common/conf.h"
+#include "common/conf_internal.h"
 #include "common/error.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
-#include <jansson.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { T_INT, T_U64, T_DOUBLE, T_BOOL, T_STR, T_ENUM, T_BYTES, T_RATE } ctype_t;
-
-typedef struct {
-    const char *section;
-    const char *name;
-    ctype_t type;
-    size_t off;
-    size_t size; /* for strings: buffer size */
-    const char *def;
-    double min, max;
-    const char *choices; /* T_ENUM: "a|b|c" mapping to 0,1,2 */
-    const char *help;
-} key_t_;
-
 #define OFF(f) offsetof(ordo_conf_t, f)
 #define SZ(f) sizeof(((ordo_conf_t *)0)->f)
 #define BIG 1e18
 
-static const key_t_ keys[] = {
+const key_t_ ordo__conf_keys[] = {
     {"cluster", "scheduler", T_STR, OFF(scheduler), SZ(scheduler), "tcp://127.0.0.1:9100", 0, 0, NULL,
      "scheduler endpoint every node connects to"},
     {"cluster", "servers", T_INT, OFF(servers), 0, "1", 1, 1024, NULL, "number of servers"},
@@ -162,7 +149,7 @@ static const key_t_ keys[] = {
      "(checkpoint-server-R.bin), then the iterations after that checkpoint (model.iterations "
      "or epochs stay the total; same cluster, model, batch and seed)"},
 };
-#define NKEYS (sizeof keys / sizeof keys[0])
+const size_t ordo__conf_nkeys = sizeof ordo__conf_keys / sizeof ordo__conf_keys[0];
 
 /* ---- value parsing ------------------------------------------------------------------ */
 
@@ -237,22 +224,6 @@ static int enum_index(const char *choices, const char *s)
         p = bar + 1;
     }
     return -1;
-}
-
-static const char *enum_name(const char *choices, int idx, char *buf, size_t size)
-{
-    const char *p = choices;
-    for (int i = 0; i < idx && p; i++) {
-        p = strchr(p, '|');
-        if (p) p++;
-    }
-    if (!p) return "?";
-    const char *bar = strchr(p, '|');
-    size_t n = bar ? (size_t)(bar - p) : strlen(p);
-    if (n >= size) n = size - 1;
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    return buf;
 }
 
 /* set_value parses s for key k into conf; on failure writes the reason into why. */
@@ -407,16 +378,17 @@ static int check_key(ordo_conf_t *conf, const key_t_ *k, char *why, size_t wsz)
 
 static const key_t_ *find_key(const char *section, const char *name)
 {
-    for (size_t i = 0; i < NKEYS; i++)
-        if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0)
-            return &keys[i];
+    for (size_t i = 0; i < ordo__conf_nkeys; i++)
+        if (strcmp(ordo__conf_keys[i].section, section) == 0 &&
+            strcmp(ordo__conf_keys[i].name, name) == 0)
+            return &ordo__conf_keys[i];
     return NULL;
 }
 
 static bool known_section(const char *section)
 {
-    for (size_t i = 0; i < NKEYS; i++)
-        if (strcmp(keys[i].section, section) == 0) return true;
+    for (size_t i = 0; i < ordo__conf_nkeys; i++)
+        if (strcmp(ordo__conf_keys[i].section, section) == 0) return true;
     return false;
 }
 
@@ -424,10 +396,10 @@ void ordo_conf_defaults(ordo_conf_t *conf)
 {
     char why[ORDO_CONF_PATH + 256];
     memset(conf, 0, sizeof *conf);
-    for (size_t i = 0; i < NKEYS; i++) {
-        int rc = set_value(conf, &keys[i], keys[i].def, why, sizeof why);
+    for (size_t i = 0; i < ordo__conf_nkeys; i++) {
+        int rc = set_value(conf, &ordo__conf_keys[i], ordo__conf_keys[i].def, why, sizeof why);
         ORDO_ASSERT(rc == 0);
-        rc = check_key(conf, &keys[i], why, sizeof why);
+        rc = check_key(conf, &ordo__conf_keys[i], why, sizeof why);
         ORDO_ASSERT(rc == 0);
     }
 }
@@ -540,9 +512,9 @@ int ordo_conf_set(ordo_conf_t *conf, const char *key, const char *value, const c
         k = find_key(section, dot + 1);
     } else {
         int found = 0;
-        for (size_t i = 0; i < NKEYS; i++)
-            if (strcmp(keys[i].name, key) == 0) {
-                k = &keys[i];
+        for (size_t i = 0; i < ordo__conf_nkeys; i++)
+            if (strcmp(ordo__conf_keys[i].name, key) == 0) {
+                k = &ordo__conf_keys[i];
                 found++;
             }
         if (found > 1)
@@ -558,14 +530,15 @@ int ordo_conf_set(ordo_conf_t *conf, const char *key, const char *value, const c
 
 int ordo_conf_apply_env(ordo_conf_t *conf)
 {
-    for (size_t i = 0; i < NKEYS; i++) {
+    for (size_t i = 0; i < ordo__conf_nkeys; i++) {
+        const key_t_ *k = &ordo__conf_keys[i];
         char var[128];
-        int n = snprintf(var, sizeof var, "ORDO_%s_%s", keys[i].section, keys[i].name);
+        int n = snprintf(var, sizeof var, "ORDO_%s_%s", k->section, k->name);
         for (int j = 0; j < n; j++) var[j] = (char)toupper((unsigned char)var[j]);
         const char *v = getenv(var);
         if (!v) continue;
         char key[128];
-        snprintf(key, sizeof key, "%s.%s", keys[i].section, keys[i].name);
+        snprintf(key, sizeof key, "%s.%s", k->section, k->name);
         int rc = ordo_conf_set(conf, key, v, var);
         if (rc) return rc;
     }
@@ -610,132 +583,6 @@ int ordo_conf_validate(const ordo_conf_t *conf)
         return ordo_error_set(ORDO_EINVAL, "model.warmup (%d) must be below model.iterations (%d)",
                               conf->warmup, conf->iterations);
     return 0;
-}
-
-/* ---- printing ----------------------------------------------------------------------- */
-
-static void format_value(const ordo_conf_t *conf, const key_t_ *k, char *buf, size_t size)
-{
-    const char *field = (const char *)conf + k->off;
-    switch (k->type) {
-    case T_INT: snprintf(buf, size, "%d", *(const int *)field); break;
-    case T_U64: snprintf(buf, size, "%llu", (unsigned long long)*(const uint64_t *)field); break;
-    case T_DOUBLE: snprintf(buf, size, "%.17g", *(const double *)field); break;
-    case T_BOOL: snprintf(buf, size, "%s", *(const bool *)field ? "true" : "false"); break;
-    case T_STR: snprintf(buf, size, "%s", field); break;
-    case T_ENUM: enum_name(k->choices, *(const int *)field, buf, size); break;
-    case T_BYTES: snprintf(buf, size, "%lld", (long long)*(const int64_t *)field); break;
-    case T_RATE: {
-        double v = *(const double *)field;
-        if (v == 0) snprintf(buf, size, "0");
-        else if (fmod(v, 1e9) == 0) snprintf(buf, size, "%.0fgbit", v / 1e9);
-        else if (fmod(v, 1e6) == 0) snprintf(buf, size, "%.0fmbit", v / 1e6);
-        else snprintf(buf, size, "%.0fbit", v);
-        break;
-    }
-    }
-}
-
-/* print_comment writes text as "; " comment lines of at most 100 characters, broken at
- * spaces: INI readers (inih) cut lines at 200, and the rest of a long comment would be read
- * as a key */
-static void print_comment(FILE *out, const char *text)
-{
-    const int width = 98;
-    while (*text) {
-        int n = (int)strlen(text);
-        if (n > width) {
-            n = width;
-            while (n > 0 && text[n] != ' ') n--;
-            if (n == 0) n = width; /* one word longer than a line */
-        }
-        fprintf(out, "; %.*s\n", n, text);
-        text += n;
-        while (*text == ' ') text++;
-    }
-}
-
-void ordo_conf_print(const ordo_conf_t *conf, FILE *out, bool with_help)
-{
-    const char *section = "";
-    char buf[ORDO_CONF_PATH + 32];
-    for (size_t i = 0; i < NKEYS; i++) {
-        if (strcmp(section, keys[i].section) != 0) {
-            section = keys[i].section;
-            fprintf(out, "%s[%s]\n", i ? "\n" : "", section);
-        }
-        if (with_help) {
-            char help[1024];
-            snprintf(help, sizeof help, "%s (default %s)", keys[i].help, keys[i].def);
-            print_comment(out, help);
-        }
-        format_value(conf, &keys[i], buf, sizeof buf);
-        fprintf(out, "%s = %s\n", keys[i].name, buf);
-    }
-}
-
-static const char *type_name(const key_t_ *k)
-{
-    switch (k->type) {
-    case T_INT: return "integer";
-    case T_U64: return "integer";
-    case T_DOUBLE: return "number";
-    case T_BOOL: return "boolean";
-    case T_STR: return "string";
-    case T_ENUM: return "choice";
-    case T_BYTES: return "size";
-    case T_RATE: return "rate";
-    }
-    return "?";
-}
-
-void ordo_conf_reference(FILE *out)
-{
-    const char *section = "";
-    for (size_t i = 0; i < NKEYS; i++) {
-        const key_t_ *k = &keys[i];
-        if (strcmp(section, k->section) != 0) {
-            section = k->section;
-            fprintf(out, "%s### [%s]\n\n| key | type | default | range / choices | meaning |\n"
-                         "|---|---|---|---|---|\n",
-                    i ? "\n" : "", section);
-        }
-        char range[128] = "";
-        if (k->type == T_ENUM) snprintf(range, sizeof range, "%s", k->choices);
-        else if (k->type == T_INT || k->type == T_DOUBLE || k->type == T_BYTES)
-            snprintf(range, sizeof range, "%g .. %g", k->min, k->max);
-        fprintf(out, "| `%s` | %s | `%s` | %s | %s |\n", k->name, type_name(k), k->def, range,
-                k->help);
-    }
-}
-
-char *ordo_conf_to_json(const ordo_conf_t *conf)
-{
-    json_t *root = json_object();
-    char buf[ORDO_CONF_PATH + 32];
-    for (size_t i = 0; i < NKEYS; i++) {
-        json_t *sec = json_object_get(root, keys[i].section);
-        if (!sec) {
-            sec = json_object();
-            json_object_set_new(root, keys[i].section, sec);
-        }
-        const char *field = (const char *)conf + keys[i].off;
-        json_t *v;
-        switch (keys[i].type) {
-        case T_INT: v = json_integer(*(const int *)field); break;
-        case T_U64: v = json_integer((json_int_t) * (const uint64_t *)field); break;
-        case T_DOUBLE: v = json_real(*(const double *)field); break;
-        case T_BOOL: v = json_boolean(*(const bool *)field); break;
-        case T_BYTES: v = json_integer(*(const int64_t *)field); break;
-        default:
-            format_value(conf, &keys[i], buf, sizeof buf);
-            v = json_string(buf);
-        }
-        json_object_set_new(sec, keys[i].name, v);
-    }
-    char *s = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    return s;
 }
 
 /* ---- command line ------------------------------------------------------------------- */
