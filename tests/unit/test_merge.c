@@ -236,13 +236,15 @@ static void random_model(rmodel_t *r)
     ck_assert_int_eq(l, r->L);
 }
 
-/* brute_time evaluates the grouping whose boundaries are the set bits of mask (bit i: a
+/* brute_time3 evaluates the grouping whose boundaries are the set bits of mask (bit i: a
  * message ends after layer i) the plain way, one message after another: each holds the link
  * a + b * bytes from when both it is ready and the link is free, then the receiver c * bytes
- * from when both it has arrived and the receiver is free. */
-static double brute_time(const rmodel_t *r, unsigned mask, double a, double b, double c)
+ * from when both it has arrived and the receiver is free, then (the pull stage) the servers'
+ * links p * bytes from when both it has been received and they are free. */
+static double brute_time3(const rmodel_t *r, unsigned mask, double a, double b, double c,
+                          double p)
 {
-    double link_free = 0, recv_free = 0;
+    double link_free = 0, recv_free = 0, back_free = 0;
     int64_t sum = 0;
     for (int i = 0; i < r->L; i++) {
         sum += r->bytes[i];
@@ -251,10 +253,18 @@ static double brute_time(const rmodel_t *r, unsigned mask, double a, double b, d
             link_free = start + a + b * (double)sum;
             double recv_start = recv_free > link_free ? recv_free : link_free;
             recv_free = recv_start + c * (double)sum;
+            double back_start = back_free > recv_free ? back_free : recv_free;
+            back_free = back_start + p * (double)sum;
             sum = 0;
         }
     }
-    return recv_free;
+    return back_free;
+}
+
+/* brute_time is the two-stage model: no pull stage (its end is then the receiver's) */
+static double brute_time(const rmodel_t *r, unsigned mask, double a, double b, double c)
+{
+    return brute_time3(r, mask, a, b, c, 0);
 }
 
 static double rel_close(double x, double y)
@@ -384,28 +394,6 @@ START_TEST(random_models_match_brute_force)
            groupings);
 }
 END_TEST
-
-/* brute_time3 is brute_time with the pull stage: after a message's receiver end, its bytes
- * go back over the servers' links for p per byte, one message after another */
-static double brute_time3(const rmodel_t *r, unsigned mask, double a, double b, double c,
-                          double p)
-{
-    double link_free = 0, recv_free = 0, back_free = 0;
-    int64_t sum = 0;
-    for (int i = 0; i < r->L; i++) {
-        sum += r->bytes[i];
-        if (i == r->L - 1 || (mask >> i) & 1u) {
-            double start = link_free > r->ready[i] ? link_free : r->ready[i];
-            link_free = start + a + b * (double)sum;
-            double recv_start = recv_free > link_free ? recv_free : link_free;
-            recv_free = recv_start + c * (double)sum;
-            double back_start = back_free > recv_free ? back_free : recv_free;
-            back_free = back_start + p * (double)sum;
-            sum = 0;
-        }
-    }
-    return back_free;
-}
 
 /* With the pull stage ([order] pull = early: each group's next values leave the servers once
  * it has been received, and the next forward pass needs the last group's) the library's
