@@ -142,11 +142,22 @@ double ordo_merge_comm_times3(int n, const double *ready_s, const int64_t *bytes
                               const int *group_of, double a, double b, double c, double p,
                               const ordo_merge_pieces_t *pieces, double *start_s, double *end_s)
 {
+    return ordo__merge_times(n, ready_s, bytes, group_of, a, b, c, p,
+                             ordo__merge_pull_resources(pieces), pieces, start_s, end_s);
+}
+
+double ordo__merge_times(int n, const double *ready_s, const int64_t *bytes, const int *group_of,
+                         double a, double b, double c, double p, int P,
+                         const ordo_merge_pieces_t *pieces, double *start_s, double *end_s)
+{
     ORDO_ASSERT(ordo_merge_grouping_valid(n, group_of));
     ORDO_ASSERT(!pieces || pieces->n_items == n);
     ordo__merge_packer_t k;
     if (pieces && ordo__merge_packer_init(&k, pieces, 1, &a, &b, &c) != 0) return NAN;
-    double end = 0, done = 0, back = 0; /* link free, receiver free, pull link free */
+    /* link free, receiver free, pull resources free */
+    double end = 0, done = 0, back[ORDO__MERGE_PULLS_MAX] = {0};
+    ORDO_ASSERT(P == 1 || (pieces && P == pieces->n_servers && P <= ORDO__MERGE_PULLS_MAX));
+    int64_t pulled[ORDO__MERGE_PULLS_MAX];
     int i = 0;
     while (i < n) {
         int g = group_of[i];
@@ -162,12 +173,19 @@ double ordo_merge_comm_times3(int n, const double *ready_s, const int64_t *bytes
         double phi = pieces ? ordo__merge_packer_phi(&k, 0) : a + b * (double)sum;
         double start = end > ready ? end : ready;
         ordo__merge_send(&end, &done, ready, n_msgs, sum, phi, a, b, c);
-        if (p > 0) ordo__merge_pull(&back, done, p, pieces ? ordo__merge_packer_share(&k) : sum);
+        double group_end = done;
+        if (p > 0) {
+            if (pieces)
+                ordo__merge_packer_pulls(&k, P, pulled);
+            else
+                pulled[0] = sum;
+            group_end = ordo__merge_pull(back, P, done, p, pulled);
+        }
         if (start_s) start_s[g] = start;
-        if (end_s) end_s[g] = p > 0 ? back : done;
+        if (end_s) end_s[g] = group_end;
     }
     if (pieces) ordo__merge_packer_free(&k);
-    return p > 0 ? back : done;
+    return p > 0 ? ordo__merge_pulls_end(back, P) : done;
 }
 
 /* ======================================================================================= */
@@ -343,12 +361,22 @@ void ordo__merge_packer_add(ordo__merge_packer_t *k, int i)
     }
 }
 
-int64_t ordo__merge_packer_share(const ordo__merge_packer_t *k)
+int ordo__merge_pull_resources(const ordo_merge_pieces_t *pc)
 {
-    int64_t best = 0;
-    for (int v = 0; v < k->pc->n_servers; v++)
-        if (k->closed[v] + k->open[v] > best) best = k->closed[v] + k->open[v];
-    return best;
+    return pc && pc->n_servers <= ORDO__MERGE_PULLS_MAX ? pc->n_servers : 1;
+}
+
+void ordo__merge_packer_pulls(const ordo__merge_packer_t *k, int P, int64_t *out)
+{
+    int S = k->pc->n_servers;
+    if (P == S) {
+        for (int v = 0; v < S; v++)
+            out[v] = k->closed[v] + k->open[v];
+        return;
+    }
+    out[0] = 0; /* one resource: the busiest server's share */
+    for (int v = 0; v < S; v++)
+        if (k->closed[v] + k->open[v] > out[0]) out[0] = k->closed[v] + k->open[v];
 }
 
 double ordo__merge_packer_phi(const ordo__merge_packer_t *k, int q)

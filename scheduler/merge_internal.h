@@ -36,9 +36,27 @@ void ordo__merge_packer_reset(ordo__merge_packer_t *k);
 /* ordo__merge_packer_add appends item i's slices to the group. */
 void ordo__merge_packer_add(ordo__merge_packer_t *k, int i);
 
-/* ordo__merge_packer_share returns the group's bytes on its busiest server (the pull stage,
- * ordo__merge_pull). */
-int64_t ordo__merge_packer_share(const ordo__merge_packer_t *k);
+/* The pull stage's resources (ordo__merge_pull): each server's link, one by one, when the
+ * group's messages are known (pieces) and there are at most ORDO__MERGE_PULLS_MAX servers;
+ * otherwise one resource charged the group's bytes on its busiest server (all of them without
+ * pieces), which keeps the planner's fronts small. */
+#define ORDO__MERGE_PULLS_MAX 4
+
+/* ordo__merge_pull_resources returns how many resources the pull stage has for pieces pc
+ * (NULL: one message per group). */
+int ordo__merge_pull_resources(const ordo_merge_pieces_t *pc);
+
+/* ordo__merge_times is ordo_merge_comm_times3 with the pull stage's resources given: P = 1
+ * charges each group's bytes on its busiest server to one resource, P = pieces' servers
+ * (<= ORDO__MERGE_PULLS_MAX) each server's to its own (ordo_merge_comm_times3 takes
+ * ordo__merge_pull_resources(pieces)). */
+double ordo__merge_times(int n, const double *ready_s, const int64_t *bytes, const int *group_of,
+                         double a, double b, double c, double p, int P,
+                         const ordo_merge_pieces_t *pieces, double *start_s, double *end_s);
+
+/* ordo__merge_packer_pulls writes the group's bytes on each of the P pull resources
+ * (P = 1, or the servers' number when it is at most ORDO__MERGE_PULLS_MAX) into out[0..P). */
+void ordo__merge_packer_pulls(const ordo__merge_packer_t *k, int P, int64_t *out);
 
 /* ordo__merge_packer_phi returns phi (ordo__merge_send) of the group under model q. */
 double ordo__merge_packer_phi(const ordo__merge_packer_t *k, int q);
@@ -69,12 +87,28 @@ static inline void ordo__merge_send(double *s1, double *s2, double ready, int n,
 
 /* ordo__merge_pull is the third stage (ordo_merge_comm_times3): once a group has been
  * received (its receiver end s2), its next values go back to the workers through the servers'
- * links, one group after another: *s3 = max(*s3, s2) + p * share, share the group's bytes on
- * its busiest server and p the time per such byte for all the workers' copies. */
-static inline void ordo__merge_pull(double *s3, double s2, double p, int64_t share)
+ * links, each server's one group after another: for each resource r the group uses
+ * (bytes[r] > 0), s3[r] = max(s3[r], s2) + p * bytes[r], p the time per byte for all the
+ * workers' copies. Returns the latest end of the resources the group used (its pull end). */
+static inline double ordo__merge_pull(double *s3, int P, double s2, double p, const int64_t *bytes)
 {
-    double start = *s3 > s2 ? *s3 : s2;
-    *s3 = start + p * (double)share;
+    double end = s2;
+    for (int r = 0; r < P; r++) {
+        if (bytes[r] <= 0) continue;
+        double start = s3[r] > s2 ? s3[r] : s2;
+        s3[r] = start + p * (double)bytes[r];
+        if (s3[r] > end) end = s3[r];
+    }
+    return end;
+}
+
+/* ordo__merge_pulls_end is the pull stage's end over its P resources: the iteration's end. */
+static inline double ordo__merge_pulls_end(const double *s3, int P)
+{
+    double end = s3[0];
+    for (int r = 1; r < P; r++)
+        if (s3[r] > end) end = s3[r];
+    return end;
 }
 
 #endif
