@@ -101,11 +101,13 @@ double ordo_merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
 
 /* ordo_merge_comm_times3 adds a third stage, the pulls of [order] pull = early (each value
  * asked for right after its push): once a group has been received (its receiver end), its
- * next values go back to the workers over the servers' links, one group after another,
- * holding them p * share (share: the group's bytes on its busiest server, all of them without
- * pieces; p the time per such byte for every worker's copy). The next forward pass needs its
- * first layers, which are in the last group, so the iteration is the third stage's end of
- * the last group: that is what it returns (end_s per group is its third-stage end). p = 0 is
+ * next values go back to the workers over the servers' links, each server's link one group
+ * after another, holding it p * (the group's bytes on that server) (p the time per byte for
+ * every worker's copy). With pieces of at most 4 servers each server's link is a resource of
+ * its own; without pieces, and with more servers, one resource is charged the group's bytes
+ * on its busiest server (all of them without pieces). The next forward pass needs its first
+ * layers, in the last group, and the rest soon after, so the iteration ends when the last
+ * pull does: that is what it returns (end_s per group is when its pulls end). p = 0 is
  * ordo_merge_comm_times exactly. */
 double ordo_merge_comm_times3(int n, const double *ready_s, const int64_t *bytes,
                               const int *group_of, double a, double b, double c, double p,
@@ -139,9 +141,14 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
 
 /* ordo_merge_optimal3 is ordo_merge_optimal under the three-stage model of
  * ordo_merge_comm_times3 (p >= 0: the pulls; p = 0 is ordo_merge_optimal): the Pareto fronts
- * then hold (link, receivers, pulls) ends. Should the program pass a budget of steps (the
- * fronts of three ends can grow large; none of the models here comes near), it plans with
- * p = 0 instead. */
+ * then hold the link's, the receiver's and each pull resource's end, pruned by a lower bound
+ * of the iteration from each state and by the best of two simple groupings. When the pulls
+ * or the compute bound the iteration many groupings tie and the fronts can grow large: past
+ * a budget of steps (about 1e9; densenet121 with 2 servers needs 4e8, about a second) it
+ * returns the best under the model, of equal times the one of fewer groups, of one group per
+ * layer, the two-stage plan, and the same program with one pull resource (the busiest
+ * server's share) - no longer the exact optimum. With pulls the margin's program has 2(2 + P)
+ * ends and usually passes its budget; the margin is then not used. */
 int ordo_merge_optimal3(int L, const double *tb_s, const int64_t *bytes, double a, double b,
                         double c, double p, double margin, const ordo_merge_pieces_t *pieces,
                         int *layer_group);

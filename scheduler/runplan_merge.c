@@ -125,7 +125,7 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
     }
     char pulls[96] = "";
     if (pull > 0)
-        snprintf(pulls, sizeof pulls, ", early pulls %.4g ns/byte of a group's busiest server",
+        snprintf(pulls, sizeof pulls, ", early pulls %.4g ns/byte on each server's link",
                  pull * 1e9);
     ORDO_INFO("merge: %s, %d groups for %d parameters, %d messages per worker (a = %.1f us, "
               "b = %.4g ns/byte, c = %.4g ns/byte%s); predicted backward + pushes%s %.3f ms",

@@ -320,6 +320,43 @@ START_TEST(profiles_keep_the_order_of_algorithms)
 }
 END_TEST
 
+/* With early pulls on 2 servers (a pull stage per server) the experiment's large models at its
+ * 1 Gbit/s and 10 Gbit/s calibrations: optimal's predicted time is no more than any other
+ * algorithm's under the same model, also where its program passes the budget and falls back
+ * (densenet121 at 10 Gbit/s: compute bounds the iteration and many groupings tie). */
+START_TEST(early_pull_plans_keep_optimal_first)
+{
+    static const char *names[] = {"densenet121", "googlenet"};
+    static const struct {
+        double a, b, c, p;
+    } costs[] = {{19.58e-6, 8e-9, 1.141e-9, 32e-9}, {36.68e-6, 1.01e-9, 0.6774e-9, 3.2e-9}};
+    static const ordo_merge_algo_t algos[5] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL,
+                                               ORDO_MERGE_MGWFBP, ORDO_MERGE_BYTES,
+                                               ORDO_MERGE_OPTIMAL};
+    const ordo_merge_layout_t layout = {2, 4 << 20, 0};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/conf/models/%s.json", ordo_ck_source_dir(), names[i]);
+        ordo_model_t *m = NULL;
+        ORDO_CK_OK(ordo_model_load_file(path, &m));
+        for (size_t k = 0; k < sizeof costs / sizeof costs[0]; k++) {
+            double t[5];
+            for (int q = 0; q < 5; q++) {
+                ordo_merge_plan_t *p = NULL;
+                ORDO_CK_OK(ordo_merge_plan_compute3(m, algos[q], 25 << 20, costs[k].a, costs[k].b,
+                                                    costs[k].c, costs[k].p, 0.5, &layout, &p));
+                t[q] = p->predicted_iter_s;
+                ordo_merge_plan_destroy(&p);
+            }
+            for (int q = 0; q < 4; q++)
+                ck_assert_msg(t[4] <= t[q] * (1 + 1e-12), "%s, costs %zu: optimal %.9g > %s %.9g",
+                              names[i], k, t[4], ordo_merge_algo_name(algos[q]), t[q]);
+        }
+        ordo_model_destroy(&m);
+    }
+}
+END_TEST
+
 /* ---------------------------------------------------------------- command line */
 
 /* run_cli runs ordo_merge_cli with stdout and stderr captured into out and err. */
@@ -494,6 +531,10 @@ Suite *merge_plan_suite(void)
     tcase_add_test(tc, plan_load_rejects_bad_plans);
     tcase_add_test(tc, plan_load_file_reads_what_was_written);
     tcase_add_test(tc, profiles_keep_the_order_of_algorithms);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("early_pulls");
+    tcase_set_timeout(tc, 240); /* seconds of planning each (more under the sanitizers) */
+    tcase_add_test(tc, early_pull_plans_keep_optimal_first);
     suite_add_tcase(s, tc);
     tc = tcase_create("cli");
     tcase_add_test(tc, cli_writes_plans_and_rejects_misuse);
