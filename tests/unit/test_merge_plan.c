@@ -330,9 +330,8 @@ START_TEST(early_pull_plans_keep_optimal_first)
     static const struct {
         double a, b, c, p;
     } costs[] = {{19.58e-6, 8e-9, 1.141e-9, 32e-9}, {36.68e-6, 1.01e-9, 0.6774e-9, 3.2e-9}};
-    static const ordo_merge_algo_t algos[5] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL,
-                                               ORDO_MERGE_MGWFBP, ORDO_MERGE_BYTES,
-                                               ORDO_MERGE_OPTIMAL};
+    static const ordo_merge_algo_t algos[5] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL, ORDO_MERGE_MGWFBP,
+                                               ORDO_MERGE_BYTES, ORDO_MERGE_OPTIMAL};
     const ordo_merge_layout_t layout = {2, 4 << 20, 0};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[1024];
