@@ -78,10 +78,15 @@ layout = [("--partition", ini.get("order", "partition_bytes", fallback="4MiB")),
           ("--margin", ini.get("push", "merge_margin", fallback="0.5"))]
 
 
-def plan_of(m, algo, a_us, b_ns, c_ns, servers):
-    """the groups (lists of parameter names) that ordo-plan merge makes for this model, algorithm,
-    cost model and key layout: the very plan the run's scheduler made (the planner is
-    deterministic), or None when ordo-plan cannot be run"""
+def plan_of(m, algo, a_us, b_ns, c_ns, servers, run=None):
+    """the groups (lists of parameter names) of this model, algorithm, cost model and key
+    layout: the run's own merge-plan.json when it has one (every merged run writes it), else
+    what ordo-plan merge makes (the planner is deterministic; without the pull stage of early
+    pulls), or None when neither can be had"""
+    try:
+        return json.load(open(os.path.join(run, "merge-plan.json")))["groups"]
+    except (TypeError, OSError, ValueError, KeyError):
+        pass
     exe = os.path.join(a.bin or os.path.join(root, "build", "bin"), "ordo-plan")
     try:
         out = subprocess.run([exe, "merge", "--algo", algo, "--a", "%.9g" % (a_us * 1e-6),
@@ -152,6 +157,7 @@ for m in models:
             for algo in algos:
                 reps = []
                 r = 1
+                first = None
                 while True:
                     run = os.path.join(a.out, "runs", "%s-%s-s%s-%s-r%d" % (m, net, S, algo.replace(":", "_"), r))
                     if not os.path.isdir(run):
@@ -159,6 +165,7 @@ for m in models:
                     res = one_run(run)
                     if res:
                         reps.append(res)
+                        first = first or run
                     r += 1
                 if not reps:
                     continue
@@ -177,7 +184,7 @@ for m in models:
                     "backward_ms": statistics.mean([x[8] for x in reps]),
                     "repeats": len(reps), "iterations": len(samples),
                     "a_us": a_us, "b_ns": b_ns, "c_ns": c_ns,
-                    "plan": plan_of(m, algo, a_us, b_ns, c_ns, S) if a_us == a_us else None})
+                    "plan": plan_of(m, algo, a_us, b_ns, c_ns, S, first) if a_us == a_us else None})
             if not group:
                 continue
             fastest = min(g["iter_ms"] for g in group)
