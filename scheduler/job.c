@@ -16,9 +16,11 @@ int ordo_job_parse_sizes(const char *list, int64_t *bytes, int max)
     int n = 0;
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        while (*tok == ' ' || *tok == '\t') tok++;
+        while (*tok == ' ' || *tok == '\t')
+            tok++;
         char *end = tok + strlen(tok);
-        while (end > tok && (end[-1] == ' ' || end[-1] == '\t')) *--end = '\0';
+        while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
+            *--end = '\0';
         if (n >= max) return ordo_error_set(ORDO_ERANGE, "model.tensors: more than %d sizes", max);
         if (ordo_conf_parse_bytes(tok, &bytes[n]) != 0 || bytes[n] <= 0)
             return ordo_error_set(ORDO_EINVAL, "model.tensors: '%s' is not a positive size", tok);

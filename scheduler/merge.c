@@ -135,19 +135,21 @@ double ordo_merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
                              const int *group_of, double a, double b, double c,
                              const ordo_merge_pieces_t *pieces, double *start_s, double *end_s)
 {
-    return ordo_merge_comm_times3(n, ready_s, bytes, group_of, a, b, c, 0, pieces, start_s, end_s);
+    return ordo_merge_comm_times3(n, ready_s, bytes, group_of, a, b, c, 0, 0, pieces, start_s,
+                                  end_s);
 }
 
 double ordo_merge_comm_times3(int n, const double *ready_s, const int64_t *bytes,
                               const int *group_of, double a, double b, double c, double p,
-                              const ordo_merge_pieces_t *pieces, double *start_s, double *end_s)
+                              double pm, const ordo_merge_pieces_t *pieces, double *start_s,
+                              double *end_s)
 {
-    return ordo__merge_times(n, ready_s, bytes, group_of, a, b, c, p,
+    return ordo__merge_times(n, ready_s, bytes, group_of, a, b, c, p, pm,
                              ordo__merge_pull_resources(pieces), pieces, start_s, end_s);
 }
 
 double ordo__merge_times(int n, const double *ready_s, const int64_t *bytes, const int *group_of,
-                         double a, double b, double c, double p, int P,
+                         double a, double b, double c, double p, double pm, int P,
                          const ordo_merge_pieces_t *pieces, double *start_s, double *end_s)
 {
     ORDO_ASSERT(ordo_merge_grouping_valid(n, group_of));
@@ -158,9 +160,11 @@ double ordo__merge_times(int n, const double *ready_s, const int64_t *bytes, con
     double end = 0, done = 0, back[ORDO__MERGE_PULLS_MAX] = {0};
     ORDO_ASSERT(P == 1 || (pieces && P == pieces->n_servers && P <= ORDO__MERGE_PULLS_MAX));
     int64_t pulled[ORDO__MERGE_PULLS_MAX];
+    int values[ORDO__MERGE_PULLS_MAX];
+    bool pulls = p > 0 || pm > 0;
     int i = 0;
     while (i < n) {
-        int g = group_of[i];
+        int g = group_of[i], first = i;
         double ready = 0;
         int64_t sum = 0;
         if (pieces) ordo__merge_packer_reset(&k);
@@ -174,18 +178,20 @@ double ordo__merge_times(int n, const double *ready_s, const int64_t *bytes, con
         double start = end > ready ? end : ready;
         ordo__merge_send(&end, &done, ready, n_msgs, sum, phi, a, b, c);
         double group_end = done;
-        if (p > 0) {
-            if (pieces)
-                ordo__merge_packer_pulls(&k, P, pulled);
-            else
+        if (pulls) {
+            if (pieces) {
+                ordo__merge_packer_pulls(&k, P, pulled, values);
+            } else { /* one value per item */
                 pulled[0] = sum;
-            group_end = ordo__merge_pull(back, P, done, p, pulled);
+                values[0] = i - first;
+            }
+            group_end = ordo__merge_pull(back, P, done, p, pm, pulled, values);
         }
         if (start_s) start_s[g] = start;
         if (end_s) end_s[g] = group_end;
     }
     if (pieces) ordo__merge_packer_free(&k);
-    return p > 0 ? ordo__merge_pulls_end(back, P) : done;
+    return pulls ? ordo__merge_pulls_end(back, P) : done;
 }
 
 /* ======================================================================================= */
@@ -290,9 +296,11 @@ int ordo__merge_packer_init(ordo__merge_packer_t *k, const ordo_merge_pieces_t *
     k->run_end = calloc((size_t)S + 1, sizeof *k->run_end);
     k->closed = calloc((size_t)S + 1, sizeof *k->closed);
     k->open = calloc((size_t)S + 1, sizeof *k->open);
+    k->slices = calloc((size_t)S + 1, sizeof *k->slices);
     k->psi[0] = calloc((size_t)S + 1, sizeof *k->psi[0]);
     k->psi[1] = calloc((size_t)S + 1, sizeof *k->psi[1]);
-    if (!k->n || !k->run || !k->run_end || !k->closed || !k->open || !k->psi[0] || !k->psi[1]) {
+    if (!k->n || !k->run || !k->run_end || !k->closed || !k->open || !k->slices || !k->psi[0] ||
+        !k->psi[1]) {
         ordo__merge_packer_free(k);
         return ORDO_ENOMEM;
     }
@@ -307,6 +315,7 @@ void ordo__merge_packer_free(ordo__merge_packer_t *k)
     free(k->run_end);
     free(k->closed);
     free(k->open);
+    free(k->slices);
     free(k->psi[0]);
     free(k->psi[1]);
     memset(k, 0, sizeof *k);
@@ -318,6 +327,7 @@ void ordo__merge_packer_reset(ordo__merge_packer_t *k)
     memset(k->n, 0, S * sizeof *k->n);
     memset(k->closed, 0, S * sizeof *k->closed);
     memset(k->open, 0, S * sizeof *k->open);
+    memset(k->slices, 0, S * sizeof *k->slices);
     k->count = 0;
     k->bytes = 0;
 }
@@ -358,6 +368,7 @@ void ordo__merge_packer_add(ordo__merge_packer_t *k, int i)
             k->open[v] += b;
         }
         k->bytes += b;
+        k->slices[v]++;
     }
 }
 
@@ -366,17 +377,22 @@ int ordo__merge_pull_resources(const ordo_merge_pieces_t *pc)
     return pc && pc->n_servers <= ORDO__MERGE_PULLS_MAX ? pc->n_servers : 1;
 }
 
-void ordo__merge_packer_pulls(const ordo__merge_packer_t *k, int P, int64_t *out)
+void ordo__merge_packer_pulls(const ordo__merge_packer_t *k, int P, int64_t *out, int *msgs)
 {
     int S = k->pc->n_servers;
     if (P == S) {
-        for (int v = 0; v < S; v++)
+        for (int v = 0; v < S; v++) {
             out[v] = k->closed[v] + k->open[v];
+            msgs[v] = k->slices[v];
+        }
         return;
     }
-    out[0] = 0; /* one resource: the busiest server's share */
-    for (int v = 0; v < S; v++)
+    out[0] = 0; /* one resource: the busiest server's share, every pulled value */
+    msgs[0] = 0;
+    for (int v = 0; v < S; v++) {
         if (k->closed[v] + k->open[v] > out[0]) out[0] = k->closed[v] + k->open[v];
+        msgs[0] += k->slices[v];
+    }
 }
 
 double ordo__merge_packer_phi(const ordo__merge_packer_t *k, int q)

@@ -103,15 +103,18 @@ double ordo_merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
  * asked for right after its push): once a group has been received (its receiver end), its
  * next values go back to the workers over the servers' links, each server's link one group
  * after another, holding it p * (the group's bytes on that server) (p the time per byte for
- * every worker's copy). With pieces of at most 4 servers each server's link is a resource of
+ * every worker's copy) + pm * (the group's slices on that server: each is one pulled value,
+ * one message per worker, pm its per-message cost for all of them; without pieces one value
+ * per item). With pieces of at most 4 servers each server's link is a resource of
  * its own; without pieces, and with more servers, one resource is charged the group's bytes
  * on its busiest server (all of them without pieces). The next forward pass needs its first
  * layers, in the last group, and the rest soon after, so the iteration ends when the last
- * pull does: that is what it returns (end_s per group is when its pulls end). p = 0 is
+ * pull does: that is what it returns (end_s per group is when its pulls end). p = pm = 0 is
  * ordo_merge_comm_times exactly. */
 double ordo_merge_comm_times3(int n, const double *ready_s, const int64_t *bytes,
                               const int *group_of, double a, double b, double c, double p,
-                              const ordo_merge_pieces_t *pieces, double *start_s, double *end_s);
+                              double pm, const ordo_merge_pieces_t *pieces, double *start_s,
+                              double *end_s);
 
 /* ordo_merge_grouping_valid reports (1 or 0) whether group_of[0..n) is a valid grouping. */
 int ordo_merge_grouping_valid(int n, const int *group_of);
@@ -140,7 +143,7 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
                        int *layer_group);
 
 /* ordo_merge_optimal3 is ordo_merge_optimal under the three-stage model of
- * ordo_merge_comm_times3 (p >= 0: the pulls; p = 0 is ordo_merge_optimal): the Pareto fronts
+ * ordo_merge_comm_times3 (p, pm >= 0: the pulls; both 0 is ordo_merge_optimal): the Pareto fronts
  * then hold the link's, the receiver's and each pull resource's end, pruned by a lower bound
  * of the iteration from each state and by the best of two simple groupings. When the pulls
  * or the compute bound the iteration many groupings tie and the fronts can grow large: past
@@ -150,8 +153,8 @@ int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a
  * server's share) - no longer the exact optimum. With pulls the margin's program has 2(2 + P)
  * ends and usually passes its budget; the margin is then not used. */
 int ordo_merge_optimal3(int L, const double *tb_s, const int64_t *bytes, double a, double b,
-                        double c, double p, double margin, const ordo_merge_pieces_t *pieces,
-                        int *layer_group);
+                        double c, double p, double pm, double margin,
+                        const ordo_merge_pieces_t *pieces, int *layer_group);
 
 /* ---- plans ---------------------------------------------------------------------------- */
 
@@ -184,7 +187,8 @@ typedef struct ordo_merge_layout {
 typedef struct ordo_merge_plan {
     char *model;                /* model name */
     double a, b, c;             /* the cost model the plan was made for */
-    double pull;                /* and its pull stage (ordo_merge_comm_times3; 0: none) */
+    double pull;                /* and its pull stage (ordo_merge_comm_times3; 0: none), */
+    double pull_msg;            /* per byte and per pulled value */
     double margin;              /* optimal's tie rule (ordo_merge_optimal) */
     ordo_merge_layout_t layout; /* and the layout (servers = 0: one message per group) */
     double predicted_iter_s;    /* end of the last push after backward starts, under a, b, c */
@@ -204,11 +208,11 @@ int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64
                             double a, double b, double c, double margin,
                             const ordo_merge_layout_t *layout, ordo_merge_plan_t **out);
 
-/* ordo_merge_plan_compute3 is ordo_merge_plan_compute with the pull stage p (>= 0, finite) of
- * ordo_merge_comm_times3: optimal plans under it, and every plan's predicted_iter_s counts it
- * (plan->pull = p). */
+/* ordo_merge_plan_compute3 is ordo_merge_plan_compute with the pull stage p, pm (>= 0, finite)
+ * of ordo_merge_comm_times3: optimal plans under it, and every plan's predicted_iter_s counts
+ * it (plan->pull = p, plan->pull_msg = pm). */
 int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int64_t bucket_bytes,
-                             double a, double b, double c, double p, double margin,
+                             double a, double b, double c, double p, double pm, double margin,
                              const ordo_merge_layout_t *layout, ordo_merge_plan_t **out);
 
 /* ordo_merge_plan_iter_s returns the iteration time of plan p's grouping for model m under
@@ -257,8 +261,8 @@ double ordo_merge_median(double *v, int n);
 /* The planner's cost model as calibrated from pushes (docs/merging.md, "What a and b mean
  * for a parameter server"), in seconds and seconds per byte. */
 typedef struct ordo_merge_cost {
-    double a, b, c;  /* the planner's a (per message), b (link, per byte), c (receivers) */
-    double b_msg;    /* the pipelined fit's own slope (b is it or the link's, the larger) */
+    double a, b, c;      /* the planner's a (per message), b (link, per byte), c (receivers) */
+    double b_msg;        /* the pipelined fit's own slope (b is it or the link's, the larger) */
     double a_one, b_one; /* one push alone: its offset (median, as a) and per-byte slope */
 } ordo_merge_cost_t;
 

@@ -16,7 +16,7 @@
 
 static const char usage_text[] =
     "usage: ordo-plan merge [--algo ALGO] --a SEC --b SEC_PER_BYTE [--c SEC_PER_BYTE]\n"
-    "                       [--pull SEC_PER_BYTE] [--margin X]\n"
+    "                       [--pull SEC_PER_BYTE] [--pull-msg SEC] [--margin X]\n"
     "                       [--servers N [--partition BYTES] [--segment BYTES]]\n"
     "                       [--oracle FILE] [--compare]\n"
     "                       MODEL.json\n"
@@ -34,6 +34,9 @@ static const char usage_text[] =
     "                     per byte of the group it holds (every worker's copy: workers x 8 /\n"
     "                     link rate; default 0, pulls not planned; with --servers N > 4,\n"
     "                     and without --servers, one link for the busiest server's share)\n"
+    "  --pull-msg SEC     and this per pulled value (a key's slice) on its server's link, for\n"
+    "                     every worker's copy: workers x the per-message cost, e.g. [net] msg_us\n"
+    "                     (default 0)\n"
     "  --margin X         optimal's tie rule: among the plans of least time, the least time with\n"
     "                     a, b and c 1 + X times larger (default: [push] merge_margin, 0.5)\n"
     "  --servers N        count the messages a run with N servers sends: a group is one\n"
@@ -63,19 +66,22 @@ static int parse_cost(const char *opt, const char *s, double *out)
 /* compare prints the predicted time of every algorithm (bytes:N with the given N, or 25 MB
  * as PyTorch DDP's default when none was asked for). */
 static int compare(const ordo_model_t *m, double a, double b, double c, double pull,
-                   double margin, int64_t bucket, const ordo_merge_layout_t *layout)
+                   double pull_msg, double margin, int64_t bucket,
+                   const ordo_merge_layout_t *layout)
 {
     static const ordo_merge_algo_t algos[] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL, ORDO_MERGE_BYTES,
                                               ORDO_MERGE_MGWFBP, ORDO_MERGE_OPTIMAL};
     if (bucket <= 0) bucket = 25 * 1024 * 1024;
     double wfbp = 0;
     printf("model %s: %d params, %lld bytes, a = %g s, b = %g s/byte, c = %g s/byte%s", m->name,
-           m->n_params, (long long)ordo_model_total_bytes(m), a, b, c, pull > 0 ? "" : "\n");
-    if (pull > 0) printf(", pull = %g s/byte\n", pull);
+           m->n_params, (long long)ordo_model_total_bytes(m), a, b, c,
+           pull > 0 || pull_msg > 0 ? "" : "\n");
+    if (pull > 0 || pull_msg > 0) printf(", pull = %g s/byte + %g s/value\n", pull, pull_msg);
     printf("%-16s %7s %8s %18s %9s\n", "algo", "groups", "messages", "predicted_iter_s", "vs_wfbp");
     for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
         ordo_merge_plan_t *p = NULL;
-        int rc = ordo_merge_plan_compute3(m, algos[i], bucket, a, b, c, pull, margin, layout, &p);
+        int rc = ordo_merge_plan_compute3(m, algos[i], bucket, a, b, c, pull, pull_msg, margin,
+                                          layout, &p);
         if (rc) {
             fprintf(stderr, "ordo-plan merge: %s\n", ordo_error_text(rc));
             return 1;
@@ -96,7 +102,7 @@ static int compare(const ordo_model_t *m, double a, double b, double c, double p
 int ordo_merge_cli(int argc, char **argv)
 {
     const char *algo_text = "optimal", *path = NULL, *oracle_path = NULL;
-    double a = NAN, b = NAN, c = 0, pull = 0;
+    double a = NAN, b = NAN, c = 0, pull = 0, pull_msg = 0;
     int want_compare = 0;
     ordo_conf_t defaults;
     ordo_conf_defaults(&defaults);
@@ -116,12 +122,11 @@ int ordo_merge_cli(int argc, char **argv)
             /* --opt VALUE or --opt=VALUE */
             const char *eq = strchr(arg, '=');
             size_t klen = eq ? (size_t)(eq - arg) : strlen(arg);
-            static const char *const keys[] = {"--algo",    "--a",       "--b",
-                                               "--c",       "--servers", "--partition",
-                                               "--segment", "--margin",  "--oracle",
-                                               "--pull"};
+            static const char *const keys[] = {"--algo",    "--a",         "--b",       "--c",
+                                               "--servers", "--partition", "--segment", "--margin",
+                                               "--oracle",  "--pull",      "--pull-msg"};
             int which = -1;
-            for (int k = 0; k < 10; k++)
+            for (int k = 0; k < 11; k++)
                 if (strlen(keys[k]) == klen && strncmp(arg, keys[k], klen) == 0) which = k;
             if (which < 0) {
                 fprintf(stderr, "ordo-plan merge: unknown option '%s' (see --help)\n", arg);
@@ -141,8 +146,9 @@ int ordo_merge_cli(int argc, char **argv)
                 oracle_path = val;
             else if (which == 9) {
                 if (parse_cost(keys[which], val, &pull)) return 2;
-            }
-            else if (which == 7) {
+            } else if (which == 10) {
+                if (parse_cost(keys[which], val, &pull_msg)) return 2;
+            } else if (which == 7) {
                 if (parse_cost(keys[which], val, &margin)) return 2;
             } else if (which >= 4) {
                 int64_t v;
@@ -198,10 +204,12 @@ int ordo_merge_cli(int argc, char **argv)
         goto done;
     }
     if (want_compare) {
-        status = compare(m, a, b, c, pull, margin, algo == ORDO_MERGE_BYTES ? bucket : 0, &layout);
+        status = compare(m, a, b, c, pull, pull_msg, margin, algo == ORDO_MERGE_BYTES ? bucket : 0,
+                         &layout);
         goto done;
     }
-    if ((rc = ordo_merge_plan_compute3(m, algo, bucket, a, b, c, pull, margin, &layout, &p)) ||
+    if ((rc = ordo_merge_plan_compute3(m, algo, bucket, a, b, c, pull, pull_msg, margin, &layout,
+                                       &p)) ||
         (rc = ordo_merge_plan_to_json(p, m, &json))) {
         fprintf(stderr, "ordo-plan merge: %s: %s\n", path, ordo_error_text(rc));
         goto done;

@@ -17,6 +17,7 @@ typedef struct ordo__merge_packer {
     int *run;                /* [n_servers] the open message's chunked key (-1: none) */
     int64_t *run_end;        /* [n_servers] and the byte its run ends at in that key */
     int64_t *closed, *open;  /* [n_servers] bytes of its closed messages, of the open one */
+    int *slices;             /* [n_servers] its slices (each one pulled value per worker) */
     double *psi[2];          /* [n_servers] per model: max over its closed messages of psi */
     int count;               /* messages of the group */
     int64_t bytes;           /* of the group */
@@ -51,12 +52,13 @@ int ordo__merge_pull_resources(const ordo_merge_pieces_t *pc);
  * (<= ORDO__MERGE_PULLS_MAX) each server's to its own (ordo_merge_comm_times3 takes
  * ordo__merge_pull_resources(pieces)). */
 double ordo__merge_times(int n, const double *ready_s, const int64_t *bytes, const int *group_of,
-                         double a, double b, double c, double p, int P,
+                         double a, double b, double c, double p, double pm, int P,
                          const ordo_merge_pieces_t *pieces, double *start_s, double *end_s);
 
-/* ordo__merge_packer_pulls writes the group's bytes on each of the P pull resources
- * (P = 1, or the servers' number when it is at most ORDO__MERGE_PULLS_MAX) into out[0..P). */
-void ordo__merge_packer_pulls(const ordo__merge_packer_t *k, int P, int64_t *out);
+/* ordo__merge_packer_pulls writes the group's bytes and slices (pulled values) on each of the
+ * P pull resources (P = 1: the busiest server's bytes and all the slices; or the servers'
+ * number when it is at most ORDO__MERGE_PULLS_MAX) into out[0..P) and msgs[0..P). */
+void ordo__merge_packer_pulls(const ordo__merge_packer_t *k, int P, int64_t *out, int *msgs);
 
 /* ordo__merge_packer_phi returns phi (ordo__merge_send) of the group under model q. */
 double ordo__merge_packer_phi(const ordo__merge_packer_t *k, int q);
@@ -88,15 +90,17 @@ static inline void ordo__merge_send(double *s1, double *s2, double ready, int n,
 /* ordo__merge_pull is the third stage (ordo_merge_comm_times3): once a group has been
  * received (its receiver end s2), its next values go back to the workers through the servers'
  * links, each server's one group after another: for each resource r the group uses
- * (bytes[r] > 0), s3[r] = max(s3[r], s2) + p * bytes[r], p the time per byte for all the
- * workers' copies. Returns the latest end of the resources the group used (its pull end). */
-static inline double ordo__merge_pull(double *s3, int P, double s2, double p, const int64_t *bytes)
+ * (bytes[r] > 0), s3[r] = max(s3[r], s2) + (p * bytes[r] + pm * msgs[r]), p the time per byte
+ * and pm the time per pulled value (message) for all the workers' copies. Returns the latest
+ * end of the resources the group used (its pull end). */
+static inline double ordo__merge_pull(double *s3, int P, double s2, double p, double pm,
+                                      const int64_t *bytes, const int *msgs)
 {
     double end = s2;
     for (int r = 0; r < P; r++) {
         if (bytes[r] <= 0) continue;
         double start = s3[r] > s2 ? s3[r] : s2;
-        s3[r] = start + p * (double)bytes[r];
+        s3[r] = start + (p * (double)bytes[r] + pm * (double)msgs[r]);
         if (s3[r] > end) end = s3[r];
     }
     return end;

@@ -57,11 +57,12 @@ typedef struct ctx {
     int P;       /* the pull stage's resources (0: no pull stage) */
     const double *ready;
     const int64_t *cum;
-    double a[2], b[2], c[2], p[2];     /* the costs, and at the margin */
-    double limit;                      /* states whose final end passes it are dropped */
-    double ulimit;                     /* with pulls: the same at the margin (D = 2K) */
-    const int64_t *rem;                /* [(L + 1) * P] bytes of layers i.. on pull resource r */
-    const ordo_merge_pieces_t *pieces; /* NULL: a group is one message */
+    double a[2], b[2], c[2], p[2], pm[2]; /* the costs, and at the margin */
+    double limit;                         /* states whose final end passes it are dropped */
+    double ulimit;                        /* with pulls: the same at the margin (D = 2K) */
+    const int64_t *rem;                   /* [(L + 1) * P] bytes of layers i.. on pull resource r */
+    const int *rem_values;                /* [(L + 1) * P] and their pulled values */
+    const ordo_merge_pieces_t *pieces;    /* NULL: a group is one message */
     ordo__merge_packer_t packer;
 } ctx_t;
 
@@ -152,7 +153,8 @@ static double bound(const ctx_t *x, const double *t, int i, int q)
     if (arrive > lb) lb = arrive;
     if (last > lb) lb = last;
     for (int r = 0; r < x->P; r++) {
-        double y = t[2 + r] + x->p[q] * (double)x->rem[(size_t)i * (size_t)x->P + (size_t)r];
+        size_t k = (size_t)i * (size_t)x->P + (size_t)r;
+        double y = t[2 + r] + (x->p[q] * (double)x->rem[k] + x->pm[q] * (double)x->rem_values[k]);
         if (y > lb) lb = y;
     }
     return lb;
@@ -174,6 +176,7 @@ typedef struct group {
     int n;
     int64_t bytes;
     int64_t pulled[ORDO__MERGE_PULLS_MAX]; /* bytes on each pull resource */
+    int values[ORDO__MERGE_PULLS_MAX];     /* and pulled values */
     double phi[2];
 } group_t;
 
@@ -207,7 +210,7 @@ static state_t extend(const ctx_t *x, const state_t *p, int j, int i, int from, 
         ordo__merge_send(&t[0], &t[1], x->ready[i - 1], g->n, g->bytes, g->phi[q], x->a[q], x->b[q],
                          x->c[q]);
         if (x->P) {
-            ordo__merge_pull(&t[2], x->P, t[1], x->p[q], g->pulled);
+            ordo__merge_pull(&t[2], x->P, t[1], x->p[q], x->pm[q], g->pulled, g->values);
             if (i < x->L) clamp(x, t, i, q);
         }
     }
@@ -225,10 +228,12 @@ static void group_of(ctx_t *x, int j, int i, group_t *g)
         ordo__merge_packer_add(&x->packer, i - 1);
         g->n = x->packer.count;
     }
-    if (x->P && x->pieces)
-        ordo__merge_packer_pulls(&x->packer, x->P, g->pulled);
-    else
+    if (x->P && x->pieces) {
+        ordo__merge_packer_pulls(&x->packer, x->P, g->pulled, g->values);
+    } else {
         g->pulled[0] = g->bytes;
+        g->values[0] = i - j;
+    }
     for (int q = 0; q < x->D / x->K && x->c[q] > 0; q++)
         g->phi[q] = x->pieces ? ordo__merge_packer_phi(&x->packer, q)
                               : x->a[q] + x->b[q] * (double)g->bytes;
@@ -321,7 +326,7 @@ static void walk(front_t **fronts, int counted, int i, int k, int *layer_group)
 }
 
 static int optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b, double c,
-                   double p, int P, double margin, const ordo_merge_pieces_t *pieces,
+                   double p, double pm, int P, double margin, const ordo_merge_pieces_t *pieces,
                    int *layer_group);
 
 /* pull_bounds prepares the pull stage's pruning: x->rem (each resource's bytes of layers
@@ -334,21 +339,26 @@ static int pull_bounds(ctx_t *x, const double *tb_s, const int64_t *bytes, int *
 {
     int L = x->L, P = x->P;
     int64_t *rem = (int64_t *)x->rem, on[ORDO__MERGE_PULLS_MAX];
+    int *rem_values = (int *)x->rem_values, values[ORDO__MERGE_PULLS_MAX];
     for (int i = L - 1; i >= 0; i--) {
         if (x->pieces) {
             ordo__merge_packer_reset(&x->packer);
             ordo__merge_packer_add(&x->packer, i);
-            ordo__merge_packer_pulls(&x->packer, P, on);
+            ordo__merge_packer_pulls(&x->packer, P, on, values);
         } else {
             on[0] = bytes[i];
+            values[0] = 1;
         }
-        for (int r = 0; r < P; r++)
-            rem[(size_t)i * (size_t)P + (size_t)r] =
-                rem[(size_t)(i + 1) * (size_t)P + (size_t)r] + on[r];
+        for (int r = 0; r < P; r++) {
+            size_t k = (size_t)i * (size_t)P + (size_t)r, next = k + (size_t)P;
+            rem[k] = rem[next] + on[r];
+            rem_values[k] = rem_values[next] + values[r];
+        }
     }
     if (P == 1 && x->pieces && x->pieces->n_servers > 1) {
         /* one resource charged each group's busiest share: the sums of each layer's busiest
-         * share above can be more than any grouping pays; no bound from the pulls then */
+         * share above can be more than any grouping pays; no bound from their bytes then (the
+         * values are all counted, so theirs holds) */
         for (int i = 0; i <= L; i++)
             rem[i] = 0;
     }
@@ -360,12 +370,12 @@ static int pull_bounds(ctx_t *x, const double *tb_s, const int64_t *bytes, int *
         if (pass == 0) {
             for (int i = 0; i < L; i++)
                 scratch[i] = i;
-        } else if ((rc = optimal(L, tb_s, bytes, x->a[0], x->b[0], x->c[0], 0, 0, 0, x->pieces,
+        } else if ((rc = optimal(L, tb_s, bytes, x->a[0], x->b[0], x->c[0], 0, 0, 0, 0, x->pieces,
                                  scratch)) < 0) {
             break;
         }
         double t = ordo__merge_times(L, x->ready, bytes, scratch, x->a[0], x->b[0], x->c[0],
-                                     x->p[0], P, x->pieces, NULL, NULL);
+                                     x->p[0], x->pm[0], P, x->pieces, NULL, NULL);
         if (isnan(t)) rc = ordo_error_set(ORDO_ENOMEM, "ordo_merge_optimal: out of memory");
         if (rc >= 0 &&
             (t < best || (t <= best * (1 + TIE) && scratch[L - 1] < best_group[L - 1]))) {
@@ -390,13 +400,13 @@ static int fall_back(const ctx_t *x, const double *tb_s, const int64_t *bytes, d
     if (x->P > 1) {
         int *one = malloc((size_t)L * sizeof *one);
         if (!one) return ordo_error_set(ORDO_ENOMEM, "ordo_merge_optimal: out of memory");
-        int rc =
-            optimal(L, tb_s, bytes, x->a[0], x->b[0], x->c[0], x->p[0], 1, margin, x->pieces, one);
+        int rc = optimal(L, tb_s, bytes, x->a[0], x->b[0], x->c[0], x->p[0], x->pm[0], 1, margin,
+                         x->pieces, one);
         double t1 = rc < 0 ? NAN
                            : ordo__merge_times(L, x->ready, bytes, one, x->a[0], x->b[0], x->c[0],
-                                               x->p[0], x->P, x->pieces, NULL, NULL),
+                                               x->p[0], x->pm[0], x->P, x->pieces, NULL, NULL),
                t0 = ordo__merge_times(L, x->ready, bytes, best_group, x->a[0], x->b[0], x->c[0],
-                                      x->p[0], x->P, x->pieces, NULL, NULL);
+                                      x->p[0], x->pm[0], x->P, x->pieces, NULL, NULL);
         if (rc < 0 || isnan(t0) || isnan(t1)) {
             free(one);
             return rc < 0 ? rc : ordo_error_set(ORDO_ENOMEM, "ordo_merge_optimal: out of memory");
@@ -412,19 +422,19 @@ static int fall_back(const ctx_t *x, const double *tb_s, const int64_t *bytes, d
 int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b,
                        double c, double margin, const ordo_merge_pieces_t *pieces, int *layer_group)
 {
-    return ordo_merge_optimal3(L, tb_s, bytes, a, b, c, 0, margin, pieces, layer_group);
+    return ordo_merge_optimal3(L, tb_s, bytes, a, b, c, 0, 0, margin, pieces, layer_group);
 }
 
 int ordo_merge_optimal3(int L, const double *tb_s, const int64_t *bytes, double a, double b,
-                        double c, double p, double margin, const ordo_merge_pieces_t *pieces,
-                        int *layer_group)
+                        double c, double p, double pm, double margin,
+                        const ordo_merge_pieces_t *pieces, int *layer_group)
 {
-    if (!isfinite(a) || !isfinite(b) || !isfinite(c) || !isfinite(p) || a < 0 || b < 0 || c < 0 ||
-        p < 0)
+    if (!isfinite(a) || !isfinite(b) || !isfinite(c) || !isfinite(p) || !isfinite(pm) || a < 0 ||
+        b < 0 || c < 0 || p < 0 || pm < 0)
         return ordo_error_set(ORDO_EINVAL,
-                              "cost model a=%g s, b=%g s/byte, c=%g s/byte, pull %g s/byte: all "
-                              "must be finite and >= 0",
-                              a, b, c, p);
+                              "cost model a=%g s, b=%g s/byte, c=%g s/byte, pull %g s/byte and "
+                              "%g s/value: all must be finite and >= 0",
+                              a, b, c, p, pm);
     if (!isfinite(margin) || margin < 0)
         return ordo_error_set(ORDO_EINVAL, "margin %g: must be finite and >= 0", margin);
     if (L < 0 || (L > 0 && (!tb_s || !bytes || !layer_group)))
@@ -432,12 +442,13 @@ int ordo_merge_optimal3(int L, const double *tb_s, const int64_t *bytes, double 
     if (L == 0) return 0;
     int rc;
     if (pieces && (rc = ordo_merge_pieces_check(pieces, L)) != 0) return rc;
-    return optimal(L, tb_s, bytes, a, b, c, p, p > 0 ? ordo__merge_pull_resources(pieces) : 0,
-                   margin, pieces, layer_group);
+    return optimal(L, tb_s, bytes, a, b, c, p, pm,
+                   p > 0 || pm > 0 ? ordo__merge_pull_resources(pieces) : 0, margin, pieces,
+                   layer_group);
 }
 
 static int optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b, double c,
-                   double p, int P, double margin, const ordo_merge_pieces_t *pieces,
+                   double p, double pm, int P, double margin, const ordo_merge_pieces_t *pieces,
                    int *layer_group)
 {
     size_t n = (size_t)L + 1;
@@ -449,11 +460,26 @@ static int optimal(int L, const double *tb_s, const int64_t *bytes, double a, do
     double l = 1 + margin;
     int K = 2 + P;
     int64_t *rem = P ? calloc(n * (size_t)P, sizeof *rem) : NULL;
+    int *rem_values = P ? calloc(n * (size_t)P, sizeof *rem_values) : NULL;
     int *best_group = P ? malloc((size_t)L * sizeof *best_group) : NULL;
-    ctx_t x = {L,          K,          K,        P,        ready, cum,    {a, l * a}, {b, l * b},
-               {c, l * c}, {p, l * p}, INFINITY, INFINITY, rem,   pieces, {0}};
+    ctx_t x = {.L = L,
+               .D = K,
+               .K = K,
+               .P = P,
+               .ready = ready,
+               .cum = cum,
+               .a = {a, l * a},
+               .b = {b, l * b},
+               .c = {c, l * c},
+               .p = {p, l * p},
+               .pm = {pm, l * pm},
+               .limit = INFINITY,
+               .ulimit = INFINITY,
+               .rem = rem,
+               .rem_values = rem_values,
+               .pieces = pieces};
     int rc = ORDO_ENOMEM;
-    if (!ready || !cum || !free_f || (P && (!rem || !best_group))) goto fail;
+    if (!ready || !cum || !free_f || (P && (!rem || !rem_values || !best_group))) goto fail;
     if (pieces && ordo__merge_packer_init(&x.packer, pieces, 2, x.a, x.b, x.c) != 0) goto fail;
     double clock = 0;
     cum[0] = 0;
@@ -491,7 +517,7 @@ static int optimal(int L, const double *tb_s, const int64_t *bytes, double a, do
         if (P) { /* the margin's time of a grouping of least time bounds the margin's best */
             walk(&free_f, 0, L, best_state(&x, free_f + L), layer_group);
             double u0 = ordo__merge_times(L, ready, bytes, layer_group, x.a[1], x.b[1], x.c[1],
-                                          x.p[1], P, pieces, NULL, NULL);
+                                          x.p[1], x.pm[1], P, pieces, NULL, NULL);
             if (!isnan(u0)) x.ulimit = u0 * (1 + TIE);
         }
         x.D = 2 * K;
@@ -555,6 +581,7 @@ fail:
     free(ready);
     free(cum);
     free(rem);
+    free(rem_values);
     free(best_group);
     return rc;
 }

@@ -100,7 +100,7 @@ static int layout_pieces(const ordo_merge_layout_t *lay, const ordo_model_t *m,
  * memory). */
 static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
                         const ordo_merge_timeline_t *t, double a, double b, double c)
-/* (under p's pull stage, p->pull) */
+/* (under p's pull stage, p->pull and p->pull_msg) */
 {
     size_t n = (size_t)p->n_params + 1;
     double *ready = malloc(n * sizeof *ready);
@@ -115,8 +115,8 @@ static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
             bytes[i] = m->params[q].bytes;
             group[i] = p->group_of_param[q];
         }
-        iter = ordo_merge_comm_times3(p->n_params, ready, bytes, group, a, b, c, p->pull, pieces,
-                                      NULL, NULL);
+        iter = ordo_merge_comm_times3(p->n_params, ready, bytes, group, a, b, c, p->pull,
+                                      p->pull_msg, pieces, NULL, NULL);
     }
     ordo_merge_pieces_destroy(&pieces);
     free(ready);
@@ -177,16 +177,20 @@ int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64
                             double a, double b, double c, double margin,
                             const ordo_merge_layout_t *layout, ordo_merge_plan_t **out)
 {
-    return ordo_merge_plan_compute3(m, algo, bucket_bytes, a, b, c, 0, margin, layout, out);
+    return ordo_merge_plan_compute3(m, algo, bucket_bytes, a, b, c, 0, 0, margin, layout, out);
 }
 
 int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int64_t bucket_bytes,
-                             double a, double b, double c, double pull, double margin,
-                             const ordo_merge_layout_t *layout, ordo_merge_plan_t **out)
+                             double a, double b, double c, double pull, double pull_msg,
+                             double margin, const ordo_merge_layout_t *layout,
+                             ordo_merge_plan_t **out)
 {
     if (!m || !out) return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_compute: no model");
     if (!isfinite(pull) || pull < 0)
         return ordo_error_set(ORDO_EINVAL, "pull stage %g s/byte: must be finite and >= 0", pull);
+    if (!isfinite(pull_msg) || pull_msg < 0)
+        return ordo_error_set(ORDO_EINVAL, "pull stage %g s/value: must be finite and >= 0",
+                              pull_msg);
     const ordo_merge_layout_t none = {0, 0, 0};
     if (!layout) layout = &none;
     int rc = check_cost(a, b, c);
@@ -226,8 +230,8 @@ int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int6
         rc = ordo_merge_mgwfbp(L, t->tb_s, t->layer_bytes, a, b, layer_group);
         break;
     case ORDO_MERGE_OPTIMAL:
-        rc = ordo_merge_optimal3(L, t->tb_s, t->layer_bytes, a, b, c, pull, margin, layer_pieces,
-                                 layer_group);
+        rc = ordo_merge_optimal3(L, t->tb_s, t->layer_bytes, a, b, c, pull, pull_msg, margin,
+                                 layer_pieces, layer_group);
         break;
     case ORDO_MERGE_BYTES:
         break;
@@ -257,6 +261,7 @@ int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int6
     p->b = b;
     p->c = c;
     p->pull = pull;
+    p->pull_msg = pull_msg;
     p->margin = algo == ORDO_MERGE_OPTIMAL ? margin : 0;
     p->layout = *layout;
     p->predicted_iter_s = plan_time(p, m, t, a, b, c);
@@ -330,6 +335,10 @@ int ordo_merge_plan_to_json(const ordo_merge_plan_t *p, const ordo_model_t *m, c
     if (p->pull > 0) { /* and when the plan counts early pulls */
         fputs(", \"pull\": ", f);
         put_number(f, p->pull);
+    }
+    if (p->pull_msg > 0) {
+        fputs(", \"pull_msg\": ", f);
+        put_number(f, p->pull_msg);
     }
     if (p->margin > 0) {
         fputs(", \"margin\": ", f);
@@ -452,9 +461,10 @@ int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_m
                             json_string_value(model), m->name ? m->name : "");
         goto fail;
     }
-    double a, b, c, pull, margin, pred;
+    double a, b, c, pull, pull_msg, margin, pred;
     if ((rc = get_cost(root, "a", name, &a)) || (rc = get_cost(root, "b", name, &b)) ||
         (rc = get_cost(root, "c", name, &c)) || (rc = get_cost(root, "pull", name, &pull)) ||
+        (rc = get_cost(root, "pull_msg", name, &pull_msg)) ||
         (rc = get_cost(root, "margin", name, &margin)) ||
         (rc = get_cost(root, "predicted_iter_s", name, &pred)))
         goto fail;
@@ -545,6 +555,7 @@ int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_m
     p->b = b;
     p->c = c;
     p->pull = pull;
+    p->pull_msg = pull_msg;
     p->margin = margin;
     p->layout = lay;
     p->predicted_iter_s = plan_time(p, m, t, a, b, c);

@@ -63,7 +63,8 @@ void ordo_runlog_destroy(ordo_runlog_t **rp)
     if (!r) return;
     if (r->metrics) fclose(r->metrics);
     if (r->finals)
-        for (int i = 0; i < r->n_workers; i++) json_decref(r->finals[i]);
+        for (int i = 0; i < r->n_workers; i++)
+            json_decref(r->finals[i]);
     free(r->finals);
     free(r->recs);
     free(r);
@@ -118,15 +119,15 @@ int ordo_runlog_parse_stats(const char *text, int n_workers, ordo_iter_stats_t *
     json_t *extra = json_object();
     const char *k;
     json_t *v;
-    static const char *known[] = {"worker", "iter", "step_ms", "wait_ms", "compute_ms",
-                                  "bytes_push", "bytes_pull", "efficiency", "loss", "samples",
-                                  "t_start_ns", "t_push_done_ns", "t_end_ns", NULL};
+    static const char *known[] = {
+        "worker",     "iter", "step_ms", "wait_ms",    "compute_ms",     "bytes_push", "bytes_pull",
+        "efficiency", "loss", "samples", "t_start_ns", "t_push_done_ns", "t_end_ns",   NULL};
     json_object_foreach(o, k, v)
     {
         int skip = 0;
-        for (int i = 0; known[i]; i++) skip |= !strcmp(k, known[i]);
-        if (!skip && (json_is_number(v) || json_is_string(v)))
-            json_object_set(extra, k, v);
+        for (int i = 0; known[i]; i++)
+            skip |= !strcmp(k, known[i]);
+        if (!skip && (json_is_number(v) || json_is_string(v))) json_object_set(extra, k, v);
     }
     char *et = json_dumps(extra, JSON_COMPACT);
     json_decref(extra);
@@ -153,8 +154,10 @@ int ordo_runlog_add(ordo_runlog_t *r, const ordo_iter_stats_t *s)
             "\"bytes_push\":%lld,\"bytes_pull\":%lld,\"efficiency\":",
             s->worker, (long long)s->iter, s->step_ms, s->wait_ms, s->compute_ms,
             (long long)s->bytes_push, (long long)s->bytes_pull);
-    if (isnan(s->efficiency)) fputs("null", r->metrics);
-    else fprintf(r->metrics, "%.4f", s->efficiency);
+    if (isnan(s->efficiency))
+        fputs("null", r->metrics);
+    else
+        fprintf(r->metrics, "%.4f", s->efficiency);
     if (!isnan(s->loss)) fprintf(r->metrics, ",\"loss\":%.6f", s->loss);
     if (s->extra[0]) fprintf(r->metrics, ",%s", s->extra);
     fputs("}\n", r->metrics);
@@ -198,7 +201,8 @@ static json_t *num(double v)
 static json_t *distribution(const double *sorted, int n)
 {
     double mean = 0;
-    for (int i = 0; i < n; i++) mean += sorted[i];
+    for (int i = 0; i < n; i++)
+        mean += sorted[i];
     json_t *o = json_object();
     json_object_set_new(o, "mean", num(n ? mean / n : NAN));
     json_object_set_new(o, "p50", num(pct(sorted, n, 0.5)));

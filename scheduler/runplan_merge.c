@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 
 /* plan_merge plans the run's pushes for model m, whose op times are the ones the workers
@@ -23,8 +24,8 @@ int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, const ord
         int64_t max = conf->partition_bytes < ORDO_RUNPLAN_CALIBRATE_MAX_BYTES
                           ? conf->partition_bytes
                           : ORDO_RUNPLAN_CALIBRATE_MAX_BYTES;
-        json_t *cal = json_pack("{s:i,s:I}", "reps", conf->calibrate_reps, "max_bytes",
-                                (json_int_t)max);
+        json_t *cal =
+            json_pack("{s:i,s:I}", "reps", conf->calibrate_reps, "max_bytes", (json_int_t)max);
         if (!cal || json_object_set_new(plan, "merge_calibrate", cal) != 0) return ORDO_ENOMEM;
         ORDO_INFO("merge: %s, planned once the workers have calibrated a, b, c (messages of 1 KiB "
                   "to %lld bytes, %d repeats)",
@@ -52,8 +53,10 @@ int ordo_runplan_merge_calibrated(const ordo_conf_t *conf, const ordo_model_t *m
                                   double b, double c, json_t *plan)
 {
     if (!(a >= 0 && b > 0 && c >= 0 && isfinite(a) && isfinite(b) && isfinite(c)))
-        return ordo_error_set(ORDO_EINVAL, "calibrated a = %g s, b = %g s/byte, c = %g s/byte: "
-                              "needs a >= 0, b > 0, c >= 0", a, b, c);
+        return ordo_error_set(ORDO_EINVAL,
+                              "calibrated a = %g s, b = %g s/byte, c = %g s/byte: "
+                              "needs a >= 0, b > 0, c >= 0",
+                              a, b, c);
     ordo_conf_t cc = *conf;
     cc.calibrate = false;
     cc.merge_a_us = a * 1e6;
@@ -76,8 +79,12 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
     double b = conf->merge_b_ns > 0 ? conf->merge_b_ns * 1e-9 : 8.0 / bps;
     double c = conf->merge_c_ns * 1e-9;
     /* early pulls: a group's next values leave the servers once it has been received, each
-     * server sending its share to every worker over its link (the plan's third stage) */
-    double pull = conf->pull == ORDO_PULL_EARLY ? (double)conf->workers * 8.0 / bps : 0;
+     * server sending its share to every worker over its link (the plan's third stage), each
+     * value one message per worker: on an emulated link with a per-message cost each holds
+     * the link that long too */
+    bool early = conf->pull == ORDO_PULL_EARLY;
+    double pull = early ? (double)conf->workers * 8.0 / bps : 0;
+    double pull_msg = early ? (double)conf->workers * conf->msg_us * 1e-6 : 0;
     if (scale < 1e-9) scale = 1e-9;
     /* the planner counts the messages the workers will send: a group's share of each
      * server, cut at partition_bytes (worker/merge_buf.c) */
@@ -88,9 +95,11 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
         if ((rc = ordo_merge_plan_load_file(file, m, &p)) != 0) return rc;
         p->layout = layout;
         p->pull = pull / scale;
+        p->pull_msg = pull_msg / scale;
         p->predicted_iter_s = ordo_merge_plan_iter_s(p, m, a / scale, b / scale, c / scale);
     } else if ((rc = ordo_merge_plan_compute3(m, algo, bucket, a / scale, b / scale, c / scale,
-                                              pull / scale, conf->merge_margin, &layout, &p)) != 0) {
+                                              pull / scale, pull_msg / scale, conf->merge_margin,
+                                              &layout, &p)) != 0) {
         return rc;
     }
     int messages = ordo_merge_plan_messages(p, m);
@@ -103,10 +112,11 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
     }
     /* no message above partition_bytes, as for chunks: a message is handled only once it
      * has wholly arrived, so one huge group would serialize what pieces let overlap */
-    merge = json_pack("{s:s,s:f,s:f,s:f,s:f,s:o,s:i,s:I,s:f}", "algo", conf->merge, "a", a, "b",
-                      b, "c", c, "pull", pull, "groups", groups, "groups_per_worker", p->n_groups,
-                      "max_message_bytes", (json_int_t)conf->partition_bytes, "predicted_iter_s",
-                      p->predicted_iter_s * scale);
+    merge =
+        json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:o,s:i,s:I,s:f}", "algo", conf->merge, "a", a, "b", b,
+                  "c", c, "pull", pull, "pull_msg", pull_msg, "groups", groups, "groups_per_worker",
+                  p->n_groups, "max_message_bytes", (json_int_t)conf->partition_bytes,
+                  "predicted_iter_s", p->predicted_iter_s * scale);
     /* the plan as an ordo-merge/1 file for the run folder (the scheduler writes it and drops
      * this member before the plan goes out): the run's own costs and prediction, not the
      * profile-time ones planned with */
@@ -114,6 +124,7 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
     p->b = b;
     p->c = c;
     p->pull = pull;
+    p->pull_msg = pull_msg;
     p->predicted_iter_s *= scale;
     char *text = NULL;
     if (merge && ordo_merge_plan_to_json(p, m, &text) == 0)
@@ -123,10 +134,11 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
         ordo_merge_plan_destroy(&p);
         return ORDO_ENOMEM;
     }
-    char pulls[96] = "";
+    char pulls[128] = "";
     if (pull > 0)
-        snprintf(pulls, sizeof pulls, ", early pulls %.4g ns/byte on each server's link",
-                 pull * 1e9);
+        snprintf(pulls, sizeof pulls,
+                 ", early pulls %.4g ns/byte + %.4g us/value on each server's link", pull * 1e9,
+                 pull_msg * 1e6);
     ORDO_INFO("merge: %s, %d groups for %d parameters, %d messages per worker (a = %.1f us, "
               "b = %.4g ns/byte, c = %.4g ns/byte%s); predicted backward + pushes%s %.3f ms",
               conf->merge, p->n_groups, m->n_params, messages, a * 1e6, b * 1e9, c * 1e9, pulls,

@@ -52,9 +52,9 @@ typedef struct {
     ordo_runlog_t *log;
     ordo_model_t *model;
     ordo_keys_t *keys;
-    json_t *plan;           /* computed once at start-up, sent in every WELCOME */
-    int64_t barrier_id;     /* the barrier workers are gathering at (-1: none) */
-    int barrier_n;          /* workers arrived at it */
+    json_t *plan;                /* computed once at start-up, sent in every WELCOME */
+    int64_t barrier_id;          /* the barrier workers are gathering at (-1: none) */
+    int barrier_n;               /* workers arrived at it */
     ordo_sparse_coord_t *sparse; /* [push] mode = sparse: thresholds and regions */
     bool calibrating; /* [push] calibrate: the merge groups wait for worker 0's calibration */
     char run_dir[ORDO_CONF_PATH + ORDO_CONF_STR + 64];
@@ -124,7 +124,8 @@ static void assign_ranks(sched_t *s, int role, int count)
     for (int i = 0; i < s->n_members; i++) {
         member_t *m = &s->members[i];
         if (m->role != role || m->rank >= 0) continue;
-        while (taken[next]) next++;
+        while (taken[next])
+            next++;
         m->rank = next;
         taken[next] = true;
     }
@@ -178,8 +179,10 @@ static void on_register(sched_t *s, ordo_msg_t *m)
     const char *token = json_string_value(json_object_get(o, "token"));
     const char *ep = json_string_value(json_object_get(o, "endpoint"));
     json_t *rank = json_object_get(o, "rank"), *pid = json_object_get(o, "pid");
-    int r = !role ? -1 : !strcmp(role, "server") ? ORDO_ROLE_SERVER
-                       : !strcmp(role, "worker") ? ORDO_ROLE_WORKER : -1;
+    int r = !role                     ? -1
+            : !strcmp(role, "server") ? ORDO_ROLE_SERVER
+            : !strcmp(role, "worker") ? ORDO_ROLE_WORKER
+                                      : -1;
     if (!o || r < 0 || !token || !json_is_integer(rank) || !json_is_integer(pid) ||
         (r == ORDO_ROLE_SERVER && (!ep || strncmp(ep, "tcp://", 6) != 0 || strlen(ep) > 255))) {
         ORDO_WARN("refused a malformed registration");
@@ -288,8 +291,7 @@ static void on_barrier(sched_t *s, member_t *mb, int64_t id)
 }
 
 /* the sparse coordinator's messages: one copy to every member of a role */
-static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *payload,
-                        size_t len)
+static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *payload, size_t len)
 {
     sched_t *s = ctx;
     for (int i = 0; i < s->n_members; i++) {
@@ -304,8 +306,10 @@ static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *
         m.hdr.key = ORDO_SPARSE_KEY;
         m.hdr.chunk = (uint32_t)sub;
         m.hdr.dtype = ORDO_DTYPE_BYTES;
-        if (ordo_msg_add_copy(&m, payload, len) == 0) ordo_transport_send(s->tp, &m);
-        else ordo_msg_close(&m);
+        if (ordo_msg_add_copy(&m, payload, len) == 0)
+            ordo_transport_send(s->tp, &m);
+        else
+            ordo_msg_close(&m);
     }
 }
 
@@ -319,7 +323,8 @@ static void on_calibration(sched_t *s, ordo_msg_t *m)
     size_t len = 0;
     const char *body = ordo_msg_data(m, 0, &len);
     json_error_t err;
-    json_t *o = body ? json_loadb(body, len, 0, &err) : NULL, *cal = json_object_get(o, "calibration");
+    json_t *o = body ? json_loadb(body, len, 0, &err) : NULL,
+           *cal = json_object_get(o, "calibration");
     json_t *ops = json_object_get(o, "op_times");
     ordo_model_t *timed = NULL;
     ordo_oracle_t *orc = NULL;
@@ -331,7 +336,9 @@ static void on_calibration(sched_t *s, ordo_msg_t *m)
         v[i] = json_is_number(x) ? json_number_value(x) : NAN;
         if (!isfinite(v[i]) || v[i] < 0)
             snprintf(why, sizeof why, "worker 0's calibration: $.calibration.%s: %s", names[i],
-                     !o ? (body ? err.text : "no body") : x ? "not a finite number >= 0" : "missing");
+                     !o  ? (body ? err.text : "no body")
+                     : x ? "not a finite number >= 0"
+                         : "missing");
     }
     int rc = 0;
     if (!why[0] && ops && !s->conf.oracle[0]) { /* measured op times replace the estimates */
@@ -399,8 +406,11 @@ static bool handle(sched_t *s, ordo_msg_t *m)
         int rc = ordo_runlog_parse_stats(body, s->conf.workers, &st);
         if (rc == 0 && st.worker != mb->rank)
             rc = ordo_error_set(ORDO_EPROTO, "STATS names worker %d", st.worker);
-        if (rc) ORDO_WARN("dropped stats of %s: %s", member_name(mb, name, sizeof name), ordo_error_text(rc));
-        else if (s->log) ordo_runlog_add(s->log, &st);
+        if (rc)
+            ORDO_WARN("dropped stats of %s: %s", member_name(mb, name, sizeof name),
+                      ordo_error_text(rc));
+        else if (s->log)
+            ordo_runlog_add(s->log, &st);
         break;
     }
     case ORDO_MSG_DONE: {
@@ -425,8 +435,9 @@ static bool handle(sched_t *s, ordo_msg_t *m)
         }
         int rc = s->sparse ? ordo_sparse_coord_on_msg(s->sparse, mb->role, mb->rank, m)
                            : ordo_error_set(ORDO_EPROTO, "no sparse pushes in this run");
-        if (rc) ORDO_WARN("dropped a PLAN message from %s: %s",
-                          member_name(mb, name, sizeof name), ordo_error_text(rc));
+        if (rc)
+            ORDO_WARN("dropped a PLAN message from %s: %s", member_name(mb, name, sizeof name),
+                      ordo_error_text(rc));
         break;
     }
     case ORDO_MSG_ABORT: {
@@ -460,7 +471,8 @@ static void make_run_dir(sched_t *s)
 int main(int argc, char **argv)
 {
     sched_t s = {0};
-    int rc = ordo_conf_cli(&s.conf, argc, argv, "ordo-scheduler", "-c CONF [--section.key=VALUE ...]");
+    int rc =
+        ordo_conf_cli(&s.conf, argc, argv, "ordo-scheduler", "-c CONF [--section.key=VALUE ...]");
     if (rc) return rc > 0 ? 0 : 2;
     ordo_log_level_t lvl;
     ordo_log_parse_level(s.conf.log_level, &lvl);
@@ -475,10 +487,10 @@ int main(int argc, char **argv)
         return 1;
     }
     int64_t *numel = malloc(sizeof *numel * (size_t)s.model->n_params);
-    for (int i = 0; i < s.model->n_params; i++) numel[i] = s.model->params[i].numel;
-    rc = ordo_keys_partition(numel, s.model->n_params, s.model->dtype_size,
-                             s.conf.partition_bytes, s.conf.segment_bytes, s.conf.servers,
-                             &s.keys);
+    for (int i = 0; i < s.model->n_params; i++)
+        numel[i] = s.model->params[i].numel;
+    rc = ordo_keys_partition(numel, s.model->n_params, s.model->dtype_size, s.conf.partition_bytes,
+                             s.conf.segment_bytes, s.conf.servers, &s.keys);
     free(numel);
     if (rc) {
         fprintf(stderr, "ordo-scheduler: %s\n", ordo_error_text(rc));
@@ -506,8 +518,8 @@ int main(int argc, char **argv)
     }
     ordo_runplan_merge_take_file(s.plan, s.run_dir);
     s.members = calloc((size_t)(s.conf.servers + s.conf.workers), sizeof *s.members);
-    ordo_transport_opts_t opts = {.role = ORDO_ROLE_SCHEDULER, .rank = 0,
-                                  .inline_io = !s.conf.io_thread};
+    ordo_transport_opts_t opts = {
+        .role = ORDO_ROLE_SCHEDULER, .rank = 0, .inline_io = !s.conf.io_thread};
     if ((rc = ordo_transport_new(&opts, &s.tp)) != 0) {
         fprintf(stderr, "ordo-scheduler: %s\n", ordo_error_text(rc));
         return 1;
@@ -539,8 +551,8 @@ int main(int argc, char **argv)
         if (!s.welcomed && (ordo_clock_ns() - start) / 1000000 > s.conf.startup_ms) {
             char why[256];
             snprintf(why, sizeof why,
-                     "only %d/%d servers and %d/%d workers registered within %d ms",
-                     s.n_servers, s.conf.servers, s.n_workers, s.conf.workers, s.conf.startup_ms);
+                     "only %d/%d servers and %d/%d workers registered within %d ms", s.n_servers,
+                     s.conf.servers, s.n_workers, s.conf.workers, s.conf.startup_ms);
             abort_run(&s, why);
         }
         check_liveness(&s);

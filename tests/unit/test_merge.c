@@ -241,8 +241,7 @@ static void random_model(rmodel_t *r)
  * a + b * bytes from when both it is ready and the link is free, then the receiver c * bytes
  * from when both it has arrived and the receiver is free, then (the pull stage) the servers'
  * links p * bytes from when both it has been received and they are free. */
-static double brute_time3(const rmodel_t *r, unsigned mask, double a, double b, double c,
-                          double p)
+static double brute_time3(const rmodel_t *r, unsigned mask, double a, double b, double c, double p)
 {
     double link_free = 0, recv_free = 0, back_free = 0;
     int64_t sum = 0;
@@ -430,12 +429,12 @@ START_TEST(random_models_with_pulls_match_brute_force)
                     if ((mask >> i) & 1u) g++;
                 }
                 double want = brute_time3(&r, mask, a, b, c, pp);
-                double got = ordo_merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a, b,
-                                                    c, pp, NULL, NULL, NULL);
+                double got = ordo_merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a, b, c,
+                                                    pp, 0, NULL, NULL, NULL);
                 ck_assert_msg(rel_close(got, want), "model %d mask %u: %.17g vs %.17g", n, mask,
                               got, want);
                 /* p = 0 is the two-stage model, bit for bit */
-                ck_assert(ordo_merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a, b, c,
+                ck_assert(ordo_merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a, b, c, 0,
                                                  0, NULL, NULL, NULL) ==
                           ordo_merge_comm_times(r.L, t->ready_s, t->layer_bytes, group, a, b, c,
                                                 NULL, NULL, NULL));
@@ -448,15 +447,16 @@ START_TEST(random_models_with_pulls_match_brute_force)
             for (unsigned mask = 0; mask < (1u << (r.L - 1)); mask++)
                 if (times[mask] <= best * (1 + 1e-13) && counts[mask] < fewest)
                     fewest = counts[mask];
-            int og = ordo_merge_optimal3(r.L, t->tb_s, t->layer_bytes, a, b, c, pp, 0, NULL, group);
+            int og =
+                ordo_merge_optimal3(r.L, t->tb_s, t->layer_bytes, a, b, c, pp, 0, 0, NULL, group);
             ck_assert_int_eq(og, fewest);
-            ck_assert(rel_close(ordo_merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a,
-                                                       b, c, pp, NULL, NULL, NULL),
+            ck_assert(rel_close(ordo_merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a, b,
+                                                       c, pp, 0, NULL, NULL, NULL),
                                 best));
             /* the plan API counts the stage too, and with the margin the least time stays */
             ordo_merge_plan_t *pl = NULL;
-            ORDO_CK_OK(ordo_merge_plan_compute3(r.m, ORDO_MERGE_OPTIMAL, 0, a, b, c, pp, 0.5, NULL,
-                                                &pl));
+            ORDO_CK_OK(ordo_merge_plan_compute3(r.m, ORDO_MERGE_OPTIMAL, 0, a, b, c, pp, 0, 0.5,
+                                                NULL, &pl));
             ck_assert_msg(rel_close(pl->predicted_iter_s, best), "model %d: plan %.17g, best %.17g",
                           n, pl->predicted_iter_s, best);
             ordo_merge_plan_destroy(&pl);
@@ -522,7 +522,7 @@ START_TEST(fit_planner_takes_a_from_the_small_sizes_and_b_at_least_the_link)
     const double a = 30e-6, b = 1.2e-9, c = 0.5e-9;
     double x[7], msg[7], one[7];
     for (int i = 0; i < 7; i++) {
-        x[i] = 1024.0 * (double)(1 << (2 * i)); /* 1 KiB .. 4 MiB */
+        x[i] = 1024.0 * (double)(1 << (2 * i));        /* 1 KiB .. 4 MiB */
         msg[i] = a + b * x[i] * (i == 6 ? 1.03 : 1.0); /* 3 % high at 4 MiB */
         one[i] = 400e-6 + (b + c) * x[i];
     }

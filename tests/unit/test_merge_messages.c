@@ -222,10 +222,11 @@ static void random_layers(rlayers_t *r)
  * slice only a message of such keys), and its messages go one after another,
  * each holding the link a + b * bytes from when both the group is ready and the link is
  * free, then the receiver c * bytes from when both it has arrived and the receiver is free;
- * with pulls (p > 0) then each server's link back p * (the group's bytes on that server) from
- * when both the group has been received and that link is free, the iteration ending when the
- * last of them is. */
-static double plain_time(const rlayers_t *r, unsigned mask, double a, double b, double c, double p)
+ * with pulls (p or pm > 0) then each server's link back p * (the group's bytes on that server)
+ * + pm * (its slices there) from when both the group has been received and that link is free,
+ * the iteration ending when the last of them is. */
+static double plain_time(const rlayers_t *r, unsigned mask, double a, double b, double c, double p,
+                         double pm)
 {
     double link = 0, recv = 0, back[3] = {0, 0, 0};
     int j = 0;
@@ -259,15 +260,20 @@ static double plain_time(const rlayers_t *r, unsigned mask, double a, double b, 
             }
         }
         link = t;
-        for (int v = 0; v < r->S && p > 0; v++) {
+        for (int v = 0; v < r->S && (p > 0 || pm > 0); v++) {
             int64_t on_v = 0;
+            int values = 0;
             for (int s = r->first[j]; s < r->first[i + 1]; s++)
-                if (r->server[s] == v) on_v += r->sl[s];
-            if (on_v > 0) back[v] = (back[v] > recv ? back[v] : recv) + p * (double)on_v;
+                if (r->server[s] == v) {
+                    on_v += r->sl[s];
+                    values++;
+                }
+            if (on_v > 0)
+                back[v] = (back[v] > recv ? back[v] : recv) + p * (double)on_v + pm * values;
         }
         j = i + 1;
     }
-    if (p == 0) return recv;
+    if (p == 0 && pm == 0) return recv;
     double end = back[0];
     for (int v = 1; v < r->S; v++)
         if (back[v] > end) end = back[v];
@@ -288,28 +294,30 @@ static int groups_of(int L, unsigned mask, int *group)
 START_TEST(messages_match_a_plain_evaluation)
 {
     static const struct {
-        double a, b, c, p, margin;
+        double a, b, c, p, pm, margin;
     } regimes[] = {
-        {500e-6, 1e-10, 0, 0, 0},
-        {100e-6, 1e-9, 0, 0, 0},
-        {40e-6, 0.8e-9, 2.5e-9, 0, 0},
-        {300e-6, 0.8e-9, 0.5e-9, 0, 0},
-        {0, 1e-9, 0, 0, 0},
-        {500e-6, 1e-10, 0, 0, 0.5},
-        {100e-6, 1e-9, 0, 0, 1.0},
-        {40e-6, 0.8e-9, 1e-9, 0, 0.5},
-        {300e-6, 0.8e-9, 0.5e-9, 0, 2.0},
-        /* early pulls: a pull stage per server */
-        {40e-6, 0.8e-9, 0.5e-9, 3.2e-9, 0},
-        {300e-6, 0.8e-9, 0.5e-9, 1.6e-9, 0},
-        {5e-6, 0.1e-9, 0, 8e-9, 0},
-        {100e-6, 1e-9, 0.5e-9, 4e-9, 0.5},
+        {500e-6, 1e-10, 0, 0, 0, 0},
+        {100e-6, 1e-9, 0, 0, 0, 0},
+        {40e-6, 0.8e-9, 2.5e-9, 0, 0, 0},
+        {300e-6, 0.8e-9, 0.5e-9, 0, 0, 0},
+        {0, 1e-9, 0, 0, 0, 0},
+        {500e-6, 1e-10, 0, 0, 0, 0.5},
+        {100e-6, 1e-9, 0, 0, 0, 1.0},
+        {40e-6, 0.8e-9, 1e-9, 0, 0, 0.5},
+        {300e-6, 0.8e-9, 0.5e-9, 0, 0, 2.0},
+        /* early pulls: a pull stage per server, per byte and per pulled value */
+        {40e-6, 0.8e-9, 0.5e-9, 3.2e-9, 0, 0},
+        {300e-6, 0.8e-9, 0.5e-9, 1.6e-9, 0, 0},
+        {5e-6, 0.1e-9, 0, 8e-9, 0, 0},
+        {100e-6, 1e-9, 0.5e-9, 4e-9, 0, 0.5},
+        {500e-6, 1e-9, 0.8e-9, 3.2e-9, 1e-3, 0},
+        {1e-3, 1e-9, 0.8e-9, 3.2e-9, 400e-6, 0.5},
     };
     long checked = 0;
     int by_margin = 0;
     for (size_t k = 0; k < sizeof regimes / sizeof regimes[0]; k++) {
         double a = regimes[k].a, b = regimes[k].b, c = regimes[k].c, pp = regimes[k].p,
-               mg = regimes[k].margin;
+               pm = regimes[k].pm, mg = regimes[k].margin;
         double l = 1 + mg;
         rng_state = 1000 + k;
         for (int n = 0; n < 600; n++) {
@@ -321,13 +329,13 @@ START_TEST(messages_match_a_plain_evaluation)
             int group[10];
             for (unsigned mask = 0; mask < all; mask++) {
                 groups_of(r.L, mask, group);
-                t1[mask] = plain_time(&r, mask, a, b, c, pp);
-                double got = ordo_merge_comm_times3(r.L, r.ready, r.bytes, group, a, b, c, pp,
+                t1[mask] = plain_time(&r, mask, a, b, c, pp, pm);
+                double got = ordo_merge_comm_times3(r.L, r.ready, r.bytes, group, a, b, c, pp, pm,
                                                     &r.pc, NULL, NULL);
                 ck_assert_msg(rel_close(got, t1[mask]),
                               "regime %zu model %d mask %u: %.17g vs %.17g", k, n, mask, got,
                               t1[mask]);
-                t2[mask] = plain_time(&r, mask, l * a, l * b, l * c, l * pp);
+                t2[mask] = plain_time(&r, mask, l * a, l * b, l * c, l * pp, l * pm);
                 if (t1[mask] < best) best = t1[mask];
                 checked++;
             }
@@ -345,16 +353,16 @@ START_TEST(messages_match_a_plain_evaluation)
                 if (g < fewest) fewest = g;
             }
             int want = fewest;
-            int og = ordo_merge_optimal3(r.L, r.tb, r.bytes, a, b, c, pp, mg, &r.pc, group);
+            int og = ordo_merge_optimal3(r.L, r.tb, r.bytes, a, b, c, pp, pm, mg, &r.pc, group);
             ck_assert_msg(og == want, "regime %zu model %d: %d groups, want %d", k, n, og, want);
             ck_assert(ordo_merge_grouping_valid(r.L, group));
-            double got = ordo_merge_comm_times3(r.L, r.ready, r.bytes, group, a, b, c, pp, &r.pc,
-                                                NULL, NULL);
+            double got = ordo_merge_comm_times3(r.L, r.ready, r.bytes, group, a, b, c, pp, pm,
+                                                &r.pc, NULL, NULL);
             ck_assert_msg(rel_close(got, best), "regime %zu model %d: %.17g vs least %.17g", k, n,
                           got, best);
             if (mg > 0) {
                 double got2 = ordo_merge_comm_times3(r.L, r.ready, r.bytes, group, l * a, l * b,
-                                                     l * c, l * pp, &r.pc, NULL, NULL);
+                                                     l * c, l * pp, l * pm, &r.pc, NULL, NULL);
                 ck_assert_msg(rel_close(got2, best2),
                               "regime %zu model %d: at the margin %.17g vs %.17g", k, n, got2,
                               best2);

@@ -157,6 +157,24 @@ START_TEST(plan_json_keeps_layout_and_margin)
     ordo_merge_plan_destroy(&q);
     free(json);
     ordo_merge_plan_destroy(&p);
+    /* the early pulls' stage, per byte and per pulled value, is written, read and timed back;
+     * each pulled value adds to the prediction */
+    ORDO_CK_OK(ordo_merge_plan_compute3(m, ORDO_MERGE_WFBP, 0, 2e-4, 4e-10, 1e-10, 3.2e-9, 0, 0,
+                                        &lay, &p));
+    double bytes_only = p->predicted_iter_s;
+    ordo_merge_plan_destroy(&p);
+    ORDO_CK_OK(ordo_merge_plan_compute3(m, ORDO_MERGE_WFBP, 0, 2e-4, 4e-10, 1e-10, 3.2e-9, 1e-3, 0,
+                                        &lay, &p));
+    ck_assert_msg(p->predicted_iter_s > bytes_only + 1e-3, "%g vs %g", p->predicted_iter_s,
+                  bytes_only);
+    ORDO_CK_OK(ordo_merge_plan_to_json(p, m, &json));
+    ck_assert_msg(strstr(json, "\"pull\": 3.2e-09, \"pull_msg\": 0.001") != NULL, "got:\n%s", json);
+    ORDO_CK_OK(ordo_merge_plan_load_string(json, "plan.json", m, &q));
+    ck_assert(q->pull == p->pull && q->pull_msg == p->pull_msg);
+    ck_assert(q->predicted_iter_s == p->predicted_iter_s);
+    ordo_merge_plan_destroy(&q);
+    free(json);
+    ordo_merge_plan_destroy(&p);
     ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 2e-4, 4e-10, 0, 0, &lay, &p));
     ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 2e-4, 4e-10, 0, 0, NULL, &q));
     /* fc at 70 us (one message), then conv1, ready at 180 us but behind fc's message, as one
@@ -343,7 +361,7 @@ START_TEST(early_pull_plans_keep_optimal_first)
             for (int q = 0; q < 5; q++) {
                 ordo_merge_plan_t *p = NULL;
                 ORDO_CK_OK(ordo_merge_plan_compute3(m, algos[q], 25 << 20, costs[k].a, costs[k].b,
-                                                    costs[k].c, costs[k].p, 0.5, &layout, &p));
+                                                    costs[k].c, costs[k].p, 0, 0.5, &layout, &p));
                 t[q] = p->predicted_iter_s;
                 ordo_merge_plan_destroy(&p);
             }
