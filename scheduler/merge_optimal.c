@@ -29,8 +29,8 @@
 #define BUDGET 1e8
 
 /* The same for the free program with the pull stage, whose fronts of 2 + P ends can be large
- * when the pulls bound the iteration (many groupings then tie); past it the program plans
- * without the stage. */
+ * when the pulls or the compute bound the iteration (many groupings then tie); past it
+ * fall_back plans. */
 #define BUDGET_PULLS 1e9
 
 /* Ends per cost model: link, receiver, and the pull stage's resources. */
@@ -329,12 +329,11 @@ static int optimal(int L, const double *tb_s, const int64_t *bytes, double a, do
                    double p, double pm, int P, double margin, const ordo_merge_pieces_t *pieces,
                    int *layer_group);
 
-/* pull_bounds prepares the pull stage's pruning: x->rem (each resource's bytes of layers
- * i..), and x->limit from the best of two groupings evaluated under the model, one per layer
- * and the two-stage program's (which the fronts of 2 + P ends would otherwise have to beat
- * with every state they keep); that grouping (of equal times, the one of fewer groups) goes
- * to best_group (L ints). 0 or a negative
- * error. */
+/* pull_bounds prepares the pull stage's pruning: x->rem and x->rem_values (each resource's
+ * bytes and pulled values of layers i..), and x->limit from the best of two groupings
+ * evaluated under the model, one per layer and the two-stage program's (which the fronts of
+ * 2 + P ends would otherwise have to beat with every state they keep); that grouping (of
+ * equal times, the one of fewer groups) goes to best_group (L ints). 0 or a negative error. */
 static int pull_bounds(ctx_t *x, const double *tb_s, const int64_t *bytes, int *best_group)
 {
     int L = x->L, P = x->P;
