@@ -96,11 +96,10 @@ static int layout_pieces(const ordo_merge_layout_t *lay, const ordo_model_t *m,
     return rc;
 }
 
-/* plan_time evaluates p's grouping on timeline t under p's layout; NAN on an error (out of
- * memory). */
+/* plan_time evaluates p's grouping on timeline t under the costs a, b, c, p's pull stage
+ * (p->pull, p->pull_msg) and p's layout; NAN on an error (out of memory). */
 static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
                         const ordo_merge_timeline_t *t, double a, double b, double c)
-/* (under p's pull stage, p->pull and p->pull_msg) */
 {
     size_t n = (size_t)p->n_params + 1;
     double *ready = malloc(n * sizeof *ready);

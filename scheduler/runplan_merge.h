@@ -13,13 +13,14 @@
 
 /* ordo_runplan_merge adds the member "merge" to plan when conf's push.mode is merged (and
  * does nothing otherwise): {"algo": push.merge, "a": s, "b": s/byte, "c": s/byte, "pull":
- * s/byte, "groups": [[key, ...],
- * ...] in push order, "groups_per_worker": n, "max_message_bytes": order.partition_bytes,
- * "predicted_iter_s": backward start to last push end}. Workers cut each group's share of a
+ * s/byte, "pull_msg": s/value, "groups": [[key, ...], ...] in push order,
+ * "groups_per_worker": n, "max_message_bytes": order.partition_bytes, "predicted_iter_s":
+ * backward start to last push end}. Workers cut each group's share of a
  * server into messages of at most max_message_bytes. The cost model is a = push.merge_a_us, b =
  * push.merge_b_ns (0: 8 / [net] bandwidth, or 10gbit's when bandwidth is 0), c =
  * push.merge_c_ns, with [order] pull = early the pull stage p = workers * 8 / the planners'
- * link rate (merge.h, ordo_merge_comm_times3; "pull" in the member, 0 otherwise); op times are the
+ * link rate and p_msg = workers * [net] msg_us per pulled value (merge.h,
+ * ordo_merge_comm_times3; "pull" and "pull_msg" in the member, 0 otherwise); op times are the
  * profile's times compute_scale (emulated compute), or the measured ones of [order] oracle
  * (oracle when the caller has loaded that file already, else read here). Keys are m's
  * parameters in order. */
