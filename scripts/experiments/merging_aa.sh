@@ -99,9 +99,8 @@ python3 - "$here" "$out" "$network" "$(tag "$algo")" "$(tag "$other")" "$servers
 import json, math, os, re, statistics, sys
 here, out, net, algo, other, servers = sys.argv[1:7]
 models = sys.argv[7:]
-src = open(os.path.join(here, "scripts", "experiments", "merging_report.py")).read()
-# one_run: a run's median iteration and phases, exactly as the merging report reads them
-exec(src[src.index("def one_run"):src.index("\nrows = []")])
+sys.path.insert(0, os.path.join(here, "scripts", "experiments"))
+from runstats import one_run  # a run's median iteration and phases, as merging_report reads them
 arms = [algo + "A", other, algo + "B"]
 csv = open(os.path.join(out, "runs.csv"), "w")
 csv.write("model,network,servers,arm,repeat,iter_ms,forward_ms,backward_ms,groups,predicted_ms\n")

@@ -41,10 +41,11 @@ import csv
 import json
 import math
 import os
-import re
 import statistics
 import subprocess
 import sys
+
+from runstats import one_run  # this folder, on sys.path as the script's own
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--out", required=True)
@@ -103,48 +104,6 @@ def model_bytes(m):
     d = json.load(open(os.path.join(root, "conf", "models", m + ".json")))
     return sum(math.prod(p["shape"]) * 4 for p in d["params"])
 
-
-def one_run(path):
-    """(iter_ms, nonoverlap_ms, groups, messages, predicted_ms, best_ms, iterations, forward_ms,
-    backward_ms) of one run, or None; best_ms is its fastest iteration (mean over workers), the
-    least disturbed by other load, iterations the time of each measured iteration (mean over
-    workers), forward_ms and backward_ms the medians of the two phases (NaN where the metrics
-    have no forward_ms)"""
-    metrics = os.path.join(path, "metrics.jsonl")
-    if not os.path.exists(metrics) or not os.path.exists(os.path.join(path, "summary.json")):
-        return None  # not (yet) a complete run
-    summary = json.load(open(os.path.join(path, "summary.json")))
-    warm = summary.get("warmup", 1)
-    steps, nono, per_iter, fwd_iter = [], [], {}, {}
-    for line in open(metrics):
-        o = json.loads(line)
-        if o["iter"] < warm:
-            continue
-        steps.append(o["step_ms"])
-        nono.append(o["step_ms"] - o["compute_ms"])
-        per_iter.setdefault(o["iter"], []).append(o["step_ms"])
-        fw = o.get("forward_ms")
-        fwd_iter.setdefault(o["iter"], []).append(float("nan") if fw is None else fw)
-    if not steps:
-        return None
-    groups = messages = predicted = float("nan")
-    log = path + ".log"
-    if os.path.exists(log):
-        text = open(log).read()
-        g = re.search(r"merge: \S+, (\d+) groups .*predicted backward \+ pushes(?: \+ pulls)? "
-                      r"([0-9.]+) ms", text)
-        if g:
-            groups, predicted = int(g.group(1)), float(g.group(2))
-        g = re.search(r"merged pushes: \d+ keys in \d+ groups, (\d+) messages", text)
-        if g:
-            messages = int(g.group(1))
-    its = [statistics.mean(v) for v in per_iter.values()]
-    fws = [statistics.mean(fwd_iter[i]) for i in per_iter]
-    bws = [t - f for t, f in zip(its, fws)]
-    fw_ms = statistics.median(fws) if all(x == x for x in fws) else float("nan")
-    bw_ms = statistics.median(bws) if all(x == x for x in bws) else float("nan")
-    return (statistics.median(its), statistics.mean(nono), groups, messages, predicted, min(its),
-            its, fw_ms, bw_ms)
 
 
 rows = []
