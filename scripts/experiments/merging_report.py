@@ -105,7 +105,6 @@ def model_bytes(m):
     return sum(math.prod(p["shape"]) * 4 for p in d["params"])
 
 
-
 rows = []
 for m in models:
     total = model_bytes(m)
