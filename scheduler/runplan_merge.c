@@ -142,7 +142,7 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
     ORDO_INFO("merge: %s, %d groups for %d parameters, %d messages per worker (a = %.1f us, "
               "b = %.4g ns/byte, c = %.4g ns/byte%s); predicted backward + pushes%s %.3f ms",
               conf->merge, p->n_groups, m->n_params, messages, a * 1e6, b * 1e9, c * 1e9, pulls,
-              pull > 0 ? " + pulls" : "", p->predicted_iter_s * scale * 1e3);
+              pull > 0 ? " + pulls" : "", p->predicted_iter_s * 1e3);
     ordo_merge_plan_destroy(&p);
     return 0;
 }

@@ -24,6 +24,14 @@
 #                      (default 1gbit,10gbit,10gbit+250us)
 #   --servers LIST     default 2
 #   --latency-us US    one-way latency of the emulated links (default 100)
+#   --dilate SPEC      time dilation: K for every network, or NET=K for one (default none).
+#                      A network dilated K times runs with its rate / K, its latency and
+#                      per-message cost x K and the profile's op times x K
+#                      (model.compute_scale), so every emulated time is K times longer
+#                      while the CPU's own costs are not: the cluster a fast network needs,
+#                      with a host CPU K times faster, on a machine with few cores. The
+#                      calibration runs on the dilated link; the report gives times, and
+#                      the cost model, divided by K (dilation.txt in DIR)
 #   --workers W        default 4
 #   --share fair|serial how servers share their links among the workers' pulled values
 #                      ([order] share, default fair)
@@ -46,6 +54,7 @@ algos="wfbp,all,bytes:25MiB,mgwfbp,optimal"
 networks="1gbit,10gbit,10gbit+250us"
 servers_list="2"
 latency=100
+dilate_spec=""
 workers=4
 share=fair
 pull=start
@@ -58,7 +67,7 @@ report_only=0
 resume=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --iterations) iters_spec=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --start-repeat) start=$2; shift 2 ;;
@@ -67,6 +76,7 @@ while [ $# -gt 0 ]; do
     --networks) networks=$2; shift 2 ;;
     --servers) servers_list=$2; shift 2 ;;
     --latency-us) latency=$2; shift 2 ;;
+    --dilate) dilate_spec=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
     --share) share=$2; shift 2 ;;
     --pull) pull=$2; shift 2 ;;
@@ -87,20 +97,29 @@ models=${models//,/ }
 algos=${algos//,/ }
 networks=${networks//,/ }
 servers_list=${servers_list//,/ }
-# iterations_of NET: the measured iterations of a network's runs (--iterations N,NET=N,...)
-iterations_of() {
-  local n=5 item
-  for item in ${iters_spec//,/ }; do
+# spec_of SPEC DEFAULT NET: a network's value in a spec "N,NET=N,...": NET=N for it, else
+# the bare N, else DEFAULT
+spec_of() {
+  local n=$2 item
+  for item in ${1//,/ }; do
     if [[ "$item" != *=* ]]; then n=$item; fi
   done
-  for item in ${iters_spec//,/ }; do
-    if [[ "$item" == "$1="* ]]; then n=${item#*=}; fi
+  for item in ${1//,/ }; do
+    if [[ "$item" == "$3="* ]]; then n=${item#*=}; fi
   done
   echo "$n"
 }
+# iterations_of NET: the measured iterations of a network's runs (--iterations)
+iterations_of() { spec_of "$iters_spec" 5 "$1"; }
+# dilation_of NET: its time dilation factor (--dilate)
+dilation_of() { spec_of "$dilate_spec" 1 "$1"; }
 for item in ${iters_spec//,/ }; do
   [[ "${item#*=}" =~ ^[1-9][0-9]*$ ]] \
     || { echo "merging.sh: --iterations: '$item' is not N or NET=N with N a positive integer" >&2; exit 2; }
+done
+for item in ${dilate_spec//,/ }; do
+  [[ "${item#*=}" =~ ^[1-9][0-9]*$ ]] \
+    || { echo "merging.sh: --dilate: '$item' is not K or NET=K with K a positive integer" >&2; exit 2; }
 done
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "merging.sh: --repeats must be a positive integer" >&2; exit 2; }
 [[ "$start" =~ ^[1-9][0-9]*$ ]] || { echo "merging.sh: --start-repeat must be a positive integer" >&2; exit 2; }
@@ -122,13 +141,26 @@ msg_us() { case "$1" in *+*us) local u=${1#*+}; echo "${u%us}" ;; *) echo 0 ;; e
 for net in $networks; do
   [[ "$(msg_us "$net")" =~ ^[0-9]+([.][0-9]+)?$ ]] && [ -n "$(rate "$net")" ] \
     || { echo "merging.sh: network '$net' is not RATE or RATE+USus" >&2; exit 2; }
+  [[ "$(rate "$net")" =~ ^[0-9]+([.][0-9]+)?(bit|kbit|mbit|gbit|tbit)$ ]] \
+    || { echo "merging.sh: network '$net': '$(rate "$net")' is not a rate such as 10gbit" >&2; exit 2; }
 done
+# what a network's runs are given, dilated K times: rate / K, latency and msg_us x K
+run_rate() {
+  local r k; r=$(rate "$1"); k=$(dilation_of "$1")
+  [ "$k" = 1 ] && { echo "$r"; return; }
+  awk -v r="$r" -v k="$k" 'BEGIN {
+    n = r + 0; u = r; sub(/^[0-9.]+/, "", u)
+    m = (u == "kbit") ? 1e3 : (u == "mbit") ? 1e6 : (u == "gbit") ? 1e9 : (u == "tbit") ? 1e12 : 1
+    printf "%.0fbit\n", n * m / k }'
+}
+run_latency() { awk -v x="$latency" -v k="$(dilation_of "$1")" 'BEGIN { printf "%.10g\n", x * k }'; }
+run_msg_us() { awk -v x="$(msg_us "$1")" -v k="$(dilation_of "$1")" 'BEGIN { printf "%.10g\n", x * k }'; }
 mkdir -p "$out/runs"
 log="$out/merging.log"
 
 if [ $report_only = 0 ]; then
   echo "merging: $iters_spec iterations (+1 warm-up) x $repeats repeats; models: $models;" \
-       "algorithms: $algos; networks: $networks (latency $latency us); servers: $servers_list;" \
+       "algorithms: $algos; networks: $networks (latency $latency us${dilate_spec:+; dilated $dilate_spec}); servers: $servers_list;" \
        "$workers workers; share $share, pull $pull; output $out" | tee -a "$log"
   for m in $models; do
     [ -f "$here/conf/models/$m.json" ] || { echo "merging.sh: no profile conf/models/$m.json" >&2; exit 2; }
@@ -136,20 +168,31 @@ if [ $report_only = 0 ]; then
   # the planner's cost model per network and server count, measured with the run's workers
   # pushing at once (ordo-bench calibrate: a from pipelined pushes, b the link, c from one
   # push alone beyond the link)
-  [ "$start" = 1 ] && [ $resume = 0 ] && : > "$out/calibration.txt"
+  [ "$start" = 1 ] && [ $resume = 0 ] && : > "$out/calibration.txt" && : > "$out/dilation.txt"
+  # the dilation of each network, for the report (a folder's runs keep their dilation)
+  for net in $networks; do
+    k=$(dilation_of "$net")
+    if grep -q "^$net " "$out/dilation.txt" 2>/dev/null; then
+      grep -q "^$net $k\$" "$out/dilation.txt" \
+        || { echo "merging.sh: $out ran $net with another dilation ($(grep "^$net " "$out/dilation.txt"))" >&2; exit 2; }
+    else
+      echo "$net $k" >> "$out/dilation.txt"
+    fi
+  done
   for net in $networks; do
     for S in $servers_list; do
       if grep -q "^$net $S " "$out/calibration.txt" 2>/dev/null; then
         echo "merging: keeping the calibration of $net, $S servers: $(grep "^$net $S " "$out/calibration.txt")" | tee -a "$log"
         continue
       fi
-      if [ -n "$fixed_a" ]; then
-        echo "$net $S $fixed_a $fixed_b $fixed_c fixed" >> "$out/calibration.txt"
+      if [ -n "$fixed_a" ]; then  # given for the emulated network: the runs' are K times
+        awk -v n="$net" -v s="$S" -v a="$fixed_a" -v b="$fixed_b" -v c="$fixed_c" -v k="$(dilation_of "$net")" \
+          'BEGIN { printf "%s %s %.6g %.6g %.6g fixed\n", n, s, a * k, b * k, c * k }' >> "$out/calibration.txt"
         continue
       fi
       cal="$out/calibrate-$net-s$S"
-      "$bin/ordo-bench" calibrate --json --workers "$workers" --servers "$S" --bandwidth "$(rate "$net")" \
-        --latency-us "$latency" --msg-us "$(msg_us "$net")" --reps 15 > "$cal.jsonl" 2> "$cal.log" \
+      "$bin/ordo-bench" calibrate --json --workers "$workers" --servers "$S" --bandwidth "$(run_rate "$net")" \
+        --latency-us "$(run_latency "$net")" --msg-us "$(run_msg_us "$net")" --reps 15 > "$cal.jsonl" 2> "$cal.log" \
         || { echo "merging.sh: calibration at $net, $S servers failed: $cal.log" >&2; exit 1; }
       python3 - "$cal.jsonl" "$net" "$S" >> "$out/calibration.txt" <<'PY'
 import json, sys
@@ -177,8 +220,9 @@ PY
               if "$here/scripts/ordo-launch" "$here/conf/experiments/merging.ini" --bin "$bin" \
                   "--model.file=$here/conf/models/$m.json" "--model.iterations=$((iters + 1))" \
                   --model.warmup=1 "--cluster.workers=$workers" "--cluster.servers=$S" \
-                  "--net.bandwidth=$(rate "$net")" "--net.latency_us=$latency" \
-                  "--net.msg_us=$(msg_us "$net")" "--push.merge=$algo" "--push.merge_a_us=$a_us" \
+                  "--net.bandwidth=$(run_rate "$net")" "--net.latency_us=$(run_latency "$net")" \
+                  "--net.msg_us=$(run_msg_us "$net")" "--model.compute_scale=$(dilation_of "$net")" \
+                  "--push.merge=$algo" "--push.merge_a_us=$a_us" \
                   "--push.merge_b_ns=$b_ns" "--push.merge_c_ns=$c_ns" "--order.share=$share" "--order.pull=$pull" \
                   --output.log_level=info \
                   "--output.dir=$out/runs" "--output.run=$run" > "$out/runs/$run.log" 2>&1; then

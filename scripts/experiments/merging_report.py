@@ -61,6 +61,17 @@ networks, servers = a.networks.split(), a.servers.split()
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
 
+# time dilation per network (merging.sh --dilate; none in older folders): the runs' times and
+# their cost model are K times the emulated network's, and are reported divided by K
+dilation = {}
+try:
+    for line in open(os.path.join(a.out, "dilation.txt")):
+        f = line.split()
+        if len(f) == 2:
+            dilation[f[0]] = int(f[1])
+except OSError:
+    pass
+
 cal = {}
 for line in open(os.path.join(a.out, "calibration.txt")):
     if line.startswith("#") or not line.strip():
@@ -68,7 +79,8 @@ for line in open(os.path.join(a.out, "calibration.txt")):
     f = line.split()
     # "NET S A B C how" (older folders: "NET S A B how", no receiver stage)
     c_ns = float(f[4]) if len(f) > 5 else 0.0
-    cal[f[0], f[1]] = (float(f[2]), float(f[3]), c_ns)
+    k = dilation.get(f[0], 1)
+    cal[f[0], f[1]] = (float(f[2]) / k, float(f[3]) / k, c_ns / k)
 
 
 # the experiment conf's key layout (ordo-plan merge needs it to count messages as the run)
@@ -79,7 +91,7 @@ layout = [("--partition", ini.get("order", "partition_bytes", fallback="4MiB")),
           ("--margin", ini.get("push", "merge_margin", fallback="0.5"))]
 
 
-def plan_of(m, algo, a_us, b_ns, c_ns, servers, run=None):
+def plan_of(m, algo, a_us, b_ns, c_ns, servers, run=None, k=1):
     """the groups (lists of parameter names) of this model, algorithm, cost model and key
     layout: the run's own merge-plan.json when it has one (every merged run writes it), else
     what ordo-plan merge makes (the planner is deterministic; without the pull stage of early
@@ -90,8 +102,8 @@ def plan_of(m, algo, a_us, b_ns, c_ns, servers, run=None):
         pass
     exe = os.path.join(a.bin or os.path.join(root, "build", "bin"), "ordo-plan")
     try:
-        out = subprocess.run([exe, "merge", "--algo", algo, "--a", "%.9g" % (a_us * 1e-6),
-                              "--b", "%.9g" % (b_ns * 1e-9), "--c", "%.9g" % (c_ns * 1e-9),
+        out = subprocess.run([exe, "merge", "--algo", algo, "--a", "%.9g" % (k * a_us * 1e-6),
+                              "--b", "%.9g" % (k * b_ns * 1e-9), "--c", "%.9g" % (k * c_ns * 1e-9),
                               "--servers", str(servers)] + [x for kv in layout for x in kv] +
                              [os.path.join(root, "conf", "models", m + ".json")],
                              check=True, capture_output=True, text=True).stdout
@@ -120,7 +132,7 @@ for m in models:
                     run = os.path.join(a.out, "runs", "%s-%s-s%s-%s-r%d" % (m, net, S, algo.replace(":", "_"), r))
                     if not os.path.isdir(run):
                         break
-                    res = one_run(run)
+                    res = one_run(run, dilation.get(net, 1))
                     if res:
                         reps.append(res)
                         first = first or run
@@ -142,7 +154,7 @@ for m in models:
                     "backward_ms": statistics.mean([x[8] for x in reps]),
                     "repeats": len(reps), "iterations": len(samples),
                     "a_us": a_us, "b_ns": b_ns, "c_ns": c_ns,
-                    "plan": plan_of(m, algo, a_us, b_ns, c_ns, S, first) if a_us == a_us else None})
+                    "plan": plan_of(m, algo, a_us, b_ns, c_ns, S, first, dilation.get(net, 1)) if a_us == a_us else None})
             if not group:
                 continue
             fastest = min(g["iter_ms"] for g in group)

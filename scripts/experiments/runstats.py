@@ -6,12 +6,13 @@ import re
 import statistics
 
 
-def one_run(path):
+def one_run(path, dilation=1):
     """(iter_ms, nonoverlap_ms, groups, messages, predicted_ms, best_ms, iterations, forward_ms,
     backward_ms) of one run, or None; best_ms is its fastest iteration (mean over workers), the
     least disturbed by other load, iterations the time of each measured iteration (mean over
     workers), forward_ms and backward_ms the medians of the two phases (NaN where the metrics
-    have no forward_ms)"""
+    have no forward_ms); with a time dilation K (merging.sh --dilate) every time is divided by
+    K, the emulated network's time"""
     metrics = os.path.join(path, "metrics.jsonl")
     if not os.path.exists(metrics) or not os.path.exists(os.path.join(path, "summary.json")):
         return None  # not (yet) a complete run
@@ -40,6 +41,10 @@ def one_run(path):
         g = re.search(r"merged pushes: \d+ keys in \d+ groups, (\d+) messages", text)
         if g:
             messages = int(g.group(1))
+    k = float(dilation)
+    steps, nono, predicted = [x / k for x in steps], [x / k for x in nono], predicted / k
+    per_iter = {i: [x / k for x in v] for i, v in per_iter.items()}
+    fwd_iter = {i: [x / k for x in v] for i, v in fwd_iter.items()}
     its = [statistics.mean(v) for v in per_iter.values()]
     fws = [statistics.mean(fwd_iter[i]) for i in per_iter]
     bws = [t - f for t, f in zip(its, fws)]

@@ -3,7 +3,8 @@
  * metrics line per worker per iteration whose compute time is, on average, within 5% of the
  * profile's total forward + backward time (the emulated ops' own accuracy: compute_ms is
  * measured by the executor around each op), whose bytes are the model's, and a summary with
- * every documented field holding a sane value. */
+ * every documented field holding a sane value. A merged run at another compute_scale logs
+ * the prediction its merge-plan.json holds (the experiments read that line). */
 #include "run_util.h"
 #include "scheduler/model.h"
 #include "tests/unit/ordo_check.h"
@@ -171,6 +172,54 @@ START_TEST(shared_weight_profile_pushes_once)
 }
 END_TEST
 
+/* emulated op times at compute_scale 4 (as merging.sh --dilate runs them): the scheduler's
+ * plan line gives the iteration time the run's merge-plan.json predicts, in the run's own
+ * time, which is at least the scaled backward compute */
+START_TEST(scaled_merged_run_logs_its_plans_prediction)
+{
+    char model_path[1024], conf[2048];
+    snprintf(model_path, sizeof model_path, "%s/conf/models/smallmany.json", ordo_ck_source_dir());
+    ordo_model_t *m = NULL;
+    ORDO_CK_OK(ordo_model_load_file(model_path, &m));
+    double backward_ms = 0;
+    for (int i = 0; i < m->n_ops; i++)
+        backward_ms += m->ops[i].bwd_us / 1e3;
+    ordo_model_destroy(&m);
+    snprintf(conf, sizeof conf,
+             "[cluster]\nservers = 1\nworkers = 2\n"
+             "[model]\ntrainer = profile\nfile = %s\ncompute = emulate\ncompute_scale = 4\n"
+             "iterations = 3\n"
+             "[push]\nmode = merged\nmerge = optimal\nmerge_a_us = 40\nmerge_b_ns = 2\n"
+             "[order]\npull = early\n"
+             "[net]\nbandwidth = 4gbit\n"
+             "[output]\nprogress_every = 0\nlog_level = info\n",
+             model_path);
+    it_run_t run;
+    ck_assert_int_eq(it_run_launch(&run, conf, 120, NULL), 0);
+    json_t *plan = json_load_file(it_run_path(&run, "merge-plan.json"), 0, NULL);
+    ck_assert_ptr_nonnull(plan);
+    double file_ms = it_num(plan, "predicted_iter_s") * 1e3;
+    json_decref(plan);
+    FILE *f = fopen(run.log, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[2048];
+    double log_ms = -1;
+    while (fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "predicted backward + pushes + pulls ");
+        if (p) sscanf(p, "predicted backward + pushes + pulls %lf ms", &log_ms);
+    }
+    fclose(f);
+    printf("compute_scale 4: plan line %.3f ms, merge-plan.json %.3f ms, backward compute "
+           "%.3f ms\n",
+           log_ms, file_ms, 4 * backward_ms);
+    ck_assert_msg(fabs(log_ms - file_ms) < 0.01, "the plan line says %.3f ms, merge-plan.json %.3f",
+                  log_ms, file_ms);
+    ck_assert_msg(file_ms >= 4 * backward_ms, "predicted %.3f ms < the scaled backward %.3f ms",
+                  file_ms, 4 * backward_ms);
+    it_run_destroy(&run);
+}
+END_TEST
+
 static Suite *profile_suite(void)
 {
     Suite *s = suite_create("profile_run");
@@ -178,6 +227,7 @@ static Suite *profile_suite(void)
     tcase_set_timeout(t, 280);
     tcase_add_test(t, resnet50_emulated_one_server_two_workers);
     tcase_add_test(t, shared_weight_profile_pushes_once);
+    tcase_add_test(t, scaled_merged_run_logs_its_plans_prediction);
     suite_add_tcase(s, t);
     return s;
 }
