@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts.experiments: every experiment script answers --help and refuses an unknown
 # argument by name; merging_aa.sh's report, on run folders written here with known
-# iteration times, gives the means, standard errors and distances those times imply.
+# iteration times, gives the means, standard errors and distances those times imply; so does
+# merging.sh's report on time-dilated runs (--dilate), in the emulated network's time.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 tmp=$(mktemp -d)
@@ -41,4 +42,37 @@ grep -q "largest 3.0 %, median 3.0 %, 1 of 1 rows more than 2 % apart" "$tmp/tab
 [ "$(wc -l < "$tmp/aa/runs.csv")" = 7 ] || fail "runs.csv: $(wc -l < "$tmp/aa/runs.csv") lines, want 7"
 grep -q "^googlenet,10gbit,1,optimalB,2,106,42.4,63.6," "$tmp/aa/runs.csv" ||
   fail "runs.csv row: $(grep optimalB,2 "$tmp/aa/runs.csv")"
+# merging.sh --dilate: a bad factor is refused by name; the report of a folder dilated 10
+# times gives times, predictions and the cost model divided by 10
+rc=0; "$root/scripts/experiments/merging.sh" --dilate 10gbit=0 > "$tmp/err" 2>&1 || rc=$?
+[ $rc = 2 ] && grep -q "\-\-dilate: '10gbit=0' is not K or NET=K" "$tmp/err" ||
+  fail "merging.sh --dilate 10gbit=0: exit $rc, $(cat "$tmp/err")"
+d="$tmp/dil"
+mkdir -p "$d/runs"
+echo "10gbit 1 14 8 0.9 calibrated" > "$d/calibration.txt"
+echo "10gbit 10" > "$d/dilation.txt"
+# mrun ALGO REP MS GROUPS: a run of googlenet whose measured iterations take MS (dilated)
+mrun() {
+  local r="$d/runs/googlenet-10gbit-s1-$1-r$2" i w
+  mkdir -p "$r"
+  echo '{"warmup": 1, "iterations": 4}' > "$r/summary.json"
+  for i in 0 1 2 3; do
+    for w in 0 1; do
+      echo "{\"worker\":$w,\"iter\":$i,\"step_ms\":$3,\"compute_ms\":300,\"forward_ms\":$(( $3 / 2 ))}"
+    done
+  done > "$r/metrics.jsonl"
+  python3 -c "import json, sys; print(json.dumps({'groups': [[str(g)] for g in range(int(sys.argv[1]))]}))" \
+    "$4" > "$r/merge-plan.json"
+  echo "[scheduler] 12:00:00.000 scheduler INFO merge: $1, $4 groups for 173 parameters, 8 messages per worker (a = 14.0 us, b = 8 ns/byte, c = 0.9 ns/byte); predicted backward + pushes + pulls 884.800 ms" > "$r.log"
+}
+mrun wfbp 1 1040 173; mrun optimal 1 1000 3; mrun wfbp 2 1060 173; mrun optimal 2 1020 3
+"$root/scripts/experiments/merging.sh" --report-only --out "$d" --models googlenet --networks 10gbit \
+  --servers 1 --algos wfbp,optimal > "$tmp/dil.out" 2>&1 || fail "merging.sh --report-only: $(cat "$tmp/dil.out")"
+# optimal: (100 + 102) / 2 = 101 ms +- 1, predicted 88.48, compute 30 of it, forward 50.5,
+# a 1.4 us, b 0.8 ns/B
+want="googlenet,10gbit,1,optimal,3,nan,88.48,101,1,100,102,71,1,100,1,50.5,50.5,2,6,1.4,0.8,0.09,"
+grep -qF -- "$want" "$d/merging.csv" || fail "dilated merging.csv: want '$want', got: $(cat "$d/merging.csv")"
+# wfbp (104 + 106) / 2 = 105 ms: optimal the fastest, 3.81 % ahead of it
+grep -q "^googlenet,10gbit,1,optimal,101,1,101,1,0,wfbp,105,3.81," "$d/merging-summary.csv" ||
+  fail "dilated merging-summary.csv: $(cat "$d/merging-summary.csv")"
 echo "scripts.experiments: passed"
