@@ -18,18 +18,20 @@ for s in "$root"/scripts/experiments/*.sh; do
   grep -q "unknown argument --no-such-option" "$tmp/err" || fail "$name: $(cat "$tmp/err")"
 done
 
-# run MODEL S ARM REP MS: a run folder whose 3 measured iterations (after 1 warm-up) all take
-# MS on both workers, 40 % of it forward
-run() {
-  local d="$tmp/aa/runs/$1-10gbit-s$2-$3-r$4" i w
-  mkdir -p "$d"
-  echo '{"warmup": 1, "iterations": 4}' > "$d/summary.json"
+# run_folder DIR MS COMPUTE FORWARD: a run folder whose 3 measured iterations (after 1
+# warm-up) all take MS on both workers, COMPUTE of it compute and FORWARD the forward phase
+run_folder() {
+  local i w
+  mkdir -p "$1"
+  echo '{"warmup": 1, "iterations": 4}' > "$1/summary.json"
   for i in 0 1 2 3; do
     for w in 0 1; do
-      echo "{\"worker\":$w,\"iter\":$i,\"step_ms\":$5,\"compute_ms\":1,\"forward_ms\":$(python3 -c "print($5 * 0.4)")}"
+      echo "{\"worker\":$w,\"iter\":$i,\"step_ms\":$2,\"compute_ms\":$3,\"forward_ms\":$4}"
     done
-  done > "$d/metrics.jsonl"
+  done > "$1/metrics.jsonl"
 }
+# run MODEL S ARM REP MS: an A/A run taking MS, 40 % of it forward
+run() { run_folder "$tmp/aa/runs/$1-10gbit-s$2-$3-r$4" "$5" 1 "$(python3 -c "print($5 * 0.4)")"; }
 run googlenet 1 optimalA 1 100; run googlenet 1 mgwfbp 1 104; run googlenet 1 optimalB 1 102
 run googlenet 1 optimalA 2 102; run googlenet 1 mgwfbp 2 106; run googlenet 1 optimalB 2 106
 "$root/scripts/experiments/merging_aa.sh" --report-only --out "$tmp/aa" --models googlenet \
@@ -53,14 +55,8 @@ echo "10gbit 1 14 8 0.9 calibrated" > "$d/calibration.txt"
 echo "10gbit 10" > "$d/dilation.txt"
 # mrun ALGO REP MS GROUPS: a run of googlenet whose measured iterations take MS (dilated)
 mrun() {
-  local r="$d/runs/googlenet-10gbit-s1-$1-r$2" i w
-  mkdir -p "$r"
-  echo '{"warmup": 1, "iterations": 4}' > "$r/summary.json"
-  for i in 0 1 2 3; do
-    for w in 0 1; do
-      echo "{\"worker\":$w,\"iter\":$i,\"step_ms\":$3,\"compute_ms\":300,\"forward_ms\":$(( $3 / 2 ))}"
-    done
-  done > "$r/metrics.jsonl"
+  local r="$d/runs/googlenet-10gbit-s1-$1-r$2"
+  run_folder "$r" "$3" 300 $(($3 / 2))
   python3 -c "import json, sys; print(json.dumps({'groups': [[str(g)] for g in range(int(sys.argv[1]))]}))" \
     "$4" > "$r/merge-plan.json"
   echo "[scheduler] 12:00:00.000 scheduler INFO merge: $1, $4 groups for 173 parameters, 8 messages per worker (a = 14.0 us, b = 8 ns/byte, c = 0.9 ns/byte); predicted backward + pushes + pulls 884.800 ms" > "$r.log"
