@@ -282,7 +282,9 @@ set grid ytics
 set yrange [0:*]
 set xtics rotate by -20
 plot %s
-""" % (os.path.join(a.out, "merging-%s-%s.png" % (what, net)), a.workers, net, ylabel, ylabel, plot))
+""" % (os.path.join(a.out, "merging-%s-%s.png" % (what, net)), a.workers,
+       net + (" (time-dilated x%d)" % dilation[net] if dilation.get(net, 1) > 1 else ""),
+       ylabel, ylabel, plot))
 gp = os.path.join(a.out, "plots.gp")
 with open(gp, "w") as f:
     f.write("\n".join(scripts))
