@@ -26,15 +26,28 @@ static void check_distribution(const json_t *sum, const char *key)
                   p95);
 }
 
+/* load_profile loads conf/models/NAME.json (its path in path) and sums its ops' forward and
+ * backward times, ms */
+static ordo_model_t *load_profile(const char *name, char *path, size_t size, double *fwd_ms,
+                                  double *bwd_ms)
+{
+    snprintf(path, size, "%s/conf/models/%s.json", ordo_ck_source_dir(), name);
+    ordo_model_t *m = NULL;
+    ORDO_CK_OK(ordo_model_load_file(path, &m));
+    *fwd_ms = *bwd_ms = 0;
+    for (int i = 0; i < m->n_ops; i++) {
+        *fwd_ms += m->ops[i].fwd_us / 1e3;
+        *bwd_ms += m->ops[i].bwd_us / 1e3;
+    }
+    return m;
+}
+
 START_TEST(resnet50_emulated_one_server_two_workers)
 {
     char model_path[1024], conf[2048];
-    snprintf(model_path, sizeof model_path, "%s/conf/models/resnet50.json", ordo_ck_source_dir());
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_model_load_file(model_path, &m));
-    double profile_ms = 0;
-    for (int i = 0; i < m->n_ops; i++)
-        profile_ms += (m->ops[i].fwd_us + m->ops[i].bwd_us) / 1e3;
+    double fwd_ms, bwd_ms;
+    ordo_model_t *m = load_profile("resnet50", model_path, sizeof model_path, &fwd_ms, &bwd_ms);
+    double profile_ms = fwd_ms + bwd_ms;
     int64_t bytes = ordo_model_total_bytes(m);
     snprintf(conf, sizeof conf,
              "[cluster]\nservers = 1\nworkers = %d\n"
@@ -178,12 +191,9 @@ END_TEST
 START_TEST(scaled_merged_run_logs_its_plans_prediction)
 {
     char model_path[1024], conf[2048];
-    snprintf(model_path, sizeof model_path, "%s/conf/models/smallmany.json", ordo_ck_source_dir());
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_model_load_file(model_path, &m));
-    double backward_ms = 0;
-    for (int i = 0; i < m->n_ops; i++)
-        backward_ms += m->ops[i].bwd_us / 1e3;
+    double forward_ms, backward_ms;
+    ordo_model_t *m =
+        load_profile("smallmany", model_path, sizeof model_path, &forward_ms, &backward_ms);
     ordo_model_destroy(&m);
     snprintf(conf, sizeof conf,
              "[cluster]\nservers = 1\nworkers = 2\n"
