@@ -91,19 +91,20 @@ layout = [("--partition", ini.get("order", "partition_bytes", fallback="4MiB")),
           ("--margin", ini.get("push", "merge_margin", fallback="0.5"))]
 
 
-def plan_of(m, algo, a_us, b_ns, c_ns, servers, run=None, k=1):
+def plan_of(m, algo, a_us, b_ns, c_ns, servers, run=None):
     """the groups (lists of parameter names) of this model, algorithm, cost model and key
     layout: the run's own merge-plan.json when it has one (every merged run writes it), else
     what ordo-plan merge makes (the planner is deterministic; without the pull stage of early
-    pulls), or None when neither can be had"""
+    pulls; the profile's op times under the emulated network's costs, which plans a dilated
+    run's groups too), or None when neither can be had"""
     try:
         return json.load(open(os.path.join(run, "merge-plan.json")))["groups"]
     except (TypeError, OSError, ValueError, KeyError):
         pass
     exe = os.path.join(a.bin or os.path.join(root, "build", "bin"), "ordo-plan")
     try:
-        out = subprocess.run([exe, "merge", "--algo", algo, "--a", "%.9g" % (k * a_us * 1e-6),
-                              "--b", "%.9g" % (k * b_ns * 1e-9), "--c", "%.9g" % (k * c_ns * 1e-9),
+        out = subprocess.run([exe, "merge", "--algo", algo, "--a", "%.9g" % (a_us * 1e-6),
+                              "--b", "%.9g" % (b_ns * 1e-9), "--c", "%.9g" % (c_ns * 1e-9),
                               "--servers", str(servers)] + [x for kv in layout for x in kv] +
                              [os.path.join(root, "conf", "models", m + ".json")],
                              check=True, capture_output=True, text=True).stdout
@@ -154,7 +155,7 @@ for m in models:
                     "backward_ms": statistics.mean([x[8] for x in reps]),
                     "repeats": len(reps), "iterations": len(samples),
                     "a_us": a_us, "b_ns": b_ns, "c_ns": c_ns,
-                    "plan": plan_of(m, algo, a_us, b_ns, c_ns, S, first, dilation.get(net, 1)) if a_us == a_us else None})
+                    "plan": plan_of(m, algo, a_us, b_ns, c_ns, S, first) if a_us == a_us else None})
             if not group:
                 continue
             fastest = min(g["iter_ms"] for g in group)
