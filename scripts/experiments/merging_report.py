@@ -271,7 +271,7 @@ for net in networks:
         plot = ", ".join("'%s' using %d:xtic(1) title '%s'" % (dat, i + 2, x)
                          for i, x in enumerate(algos))
         scripts.append("""reset
-set terminal pngcairo size 900,440 noenhanced
+set terminal pngcairo size 1000,440 noenhanced
 set output '%s'
 set title 'Merged pushes, %d workers, emulated %s: %s'
 set ylabel '%s'
