@@ -42,7 +42,7 @@ def one_run(path, dilation=1):
         if g:
             messages = int(g.group(1))
     k = float(dilation)
-    steps, nono, predicted = [x / k for x in steps], [x / k for x in nono], predicted / k
+    nono, predicted = [x / k for x in nono], predicted / k
     per_iter = {i: [x / k for x in v] for i, v in per_iter.items()}
     fwd_iter = {i: [x / k for x in v] for i, v in fwd_iter.items()}
     its = [statistics.mean(v) for v in per_iter.values()]
