@@ -2,11 +2,11 @@
 #include "scheduler/runplan.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "scheduler/oracle.h"
-#include "scheduler/order.h"
+#include "planner/oracle.h"
+#include "planner/order.h"
 #include "scheduler/runplan_sparse.h"
 #include "scheduler/runplan_merge.h"
-#include "scheduler/sim.h"
+#include "planner/sim.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 
 #include "common/conf.h"
 #include "common/keys.h"
-#include "scheduler/model.h"
+#include "core/model.h"
 
 /* The link rate the planners assume when [net] bandwidth is 0 (no emulation): 10gbit. */
 #define ORDO_RUNPLAN_DEFAULT_BPS 10e9

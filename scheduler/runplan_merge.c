@@ -2,8 +2,8 @@
 #include "scheduler/runplan_merge.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "scheduler/merge.h"
-#include "scheduler/oracle.h"
+#include "planner/merge.h"
+#include "planner/oracle.h"
 #include "scheduler/runplan.h"
 
 #include <math.h>

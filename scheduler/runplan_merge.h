@@ -8,8 +8,8 @@
 #include <jansson.h>
 
 #include "common/conf.h"
-#include "scheduler/model.h"
-#include "scheduler/oracle.h"
+#include "core/model.h"
+#include "planner/oracle.h"
 
 /* ordo_runplan_merge adds the member "merge" to plan when conf's push.mode is merged (and
  * does nothing otherwise): {"algo": push.merge, "a": s, "b": s/byte, "c": s/byte, "pull":

@@ -2,9 +2,9 @@
 #include "scheduler/runplan_sparse.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/sparse_wire.h"
-#include "scheduler/regions.h"
-#include "worker/sparsify.h"
+#include "core/sparse_wire.h"
+#include "core/regions.h"
+#include "core/sparsify.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
 #include <jansson.h>
 
 #include "common/conf.h"
-#include "scheduler/model.h"
+#include "core/model.h"
 
 /* ordo_runplan_sparse adds to plan, when conf's push mode is sparse,
  * "sparse": {"n", "k", "density", "nbins", "threshold_period", "repartition_period",

@@ -2,8 +2,8 @@
 #include "scheduler/sparse_coord.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/sparse_wire.h"
-#include "scheduler/regions.h"
+#include "core/sparse_wire.h"
+#include "core/regions.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

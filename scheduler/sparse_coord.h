@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/sparse_wire.h"
+#include "core/sparse_wire.h"
 #include "common/wire.h"
 
 typedef struct ordo_sparse_coord ordo_sparse_coord_t;

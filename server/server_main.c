@@ -15,7 +15,7 @@
 #include "server/groups.h"
 #include "server/sparse_srv.h"
 #include "server/store.h"
-#include "worker/paramfile.h"
+#include "core/paramfile.h"
 
 #include <jansson.h>
 #include <signal.h>

@@ -2,8 +2,8 @@
 #include "server/sparse_agg.h"
 
 #include "common/error.h"
-#include "scheduler/regions.h"
-#include "worker/sparsify.h"
+#include "core/regions.h"
+#include "core/sparsify.h"
 
 #include <math.h>
 #include <stdlib.h>

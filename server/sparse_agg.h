@@ -23,7 +23,7 @@
 #ifndef ORDO_SPARSE_AGG_H
 #define ORDO_SPARSE_AGG_H
 
-#include "common/coo.h"
+#include "core/coo.h"
 
 #include <stdbool.h>
 #include <stddef.h>

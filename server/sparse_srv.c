@@ -1,10 +1,10 @@
 /* sparse_srv: sparse aggregation, global selection, region handover on a server. */
 #include "server/sparse_srv.h"
 #include "server/sparse_srv_internal.h"
-#include "common/coo.h"
+#include "core/coo.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/sparse_wire.h"
+#include "core/sparse_wire.h"
 
 #include <stdbool.h>
 #include <stdio.h>

@@ -16,7 +16,7 @@
 
 #include "common/conf.h"
 #include "common/node.h"
-#include "common/sparse_wire.h"
+#include "core/sparse_wire.h"
 
 typedef struct ordo_sparse_srv ordo_sparse_srv_t;
 

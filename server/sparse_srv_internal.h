@@ -4,7 +4,7 @@
 #ifndef ORDO_SPARSE_SRV_INTERNAL_H
 #define ORDO_SPARSE_SRV_INTERNAL_H
 
-#include "scheduler/regions.h"
+#include "core/regions.h"
 #include "server/sparse_agg.h"
 #include "server/sparse_srv.h"
 

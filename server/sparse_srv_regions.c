@@ -2,7 +2,7 @@
  * servers (the server's sparse module, see sparse_srv.h). */
 #include "common/error.h"
 #include "common/log.h"
-#include "common/sparse_wire.h"
+#include "core/sparse_wire.h"
 #include "server/sparse_srv_internal.h"
 
 #include <string.h>

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "scheduler/merge.h"
+#include "core/merge_cost.h"
 #include "worker/ps.h"
 
 #define ORDO_CALIBRATE_BURST 8   /* probes in flight at once */

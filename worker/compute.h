@@ -11,7 +11,7 @@
 #include <stdbool.h>
 
 #include "common/conf.h"
-#include "scheduler/model.h"
+#include "core/model.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "worker/compute_backend.h"
 #include "worker/kernels.h"
-#include "worker/nn.h"
+#include "core/nn.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -9,7 +9,7 @@
 extern "C" {
 #include "common/error.h"
 #include "worker/compute_backend.h"
-#include "worker/nn.h"
+#include "core/nn.h"
 }
 
 #include <cublas_v2.h>

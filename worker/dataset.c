@@ -5,7 +5,7 @@
 #include "worker/dataset.h"
 
 #include "common/error.h"
-#include "worker/rng.h"
+#include "common/rng.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "common/trace.h"
-#include "scheduler/model.h"
+#include "core/model.h"
 #include "worker/compute.h"
 #include "worker/ps.h"
 

@@ -1,11 +1,11 @@
 /* sparse_push: top-k pushes, sparse pull answers and region switches on a worker. */
 #include "worker/sparse_push.h"
-#include "common/coo.h"
+#include "core/coo.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "common/sparse_wire.h"
-#include "scheduler/regions.h"
-#include "worker/sparsify.h"
+#include "core/sparse_wire.h"
+#include "core/regions.h"
+#include "core/sparsify.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "scheduler/model.h"
+#include "core/model.h"
 #include "worker/ps.h"
 
 typedef struct ordo_sparse_push ordo_sparse_push_t;

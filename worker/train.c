@@ -3,7 +3,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "worker/nn.h"
+#include "core/nn.h"
 
 #include <stdlib.h>
 #include <string.h>

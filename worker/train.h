@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "scheduler/model.h"
+#include "core/model.h"
 #include "worker/compute.h"
 #include "worker/dataset.h"
 

@@ -1,6 +1,6 @@
 /* fuzz_model: any bytes given as a model file load into a valid model or are rejected. */
 #include "common/error.h"
-#include "scheduler/model.h"
+#include "core/model.h"
 
 #include <stdint.h>
 

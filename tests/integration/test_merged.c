@@ -14,7 +14,7 @@
  * with its reason. */
 #include "run_util.h"
 #include "common/error.h"
-#include "worker/paramfile.h"
+#include "core/paramfile.h"
 #include "tests/unit/ordo_check.h"
 
 #include <math.h>

@@ -6,7 +6,7 @@
  * every documented field holding a sane value. A merged run at another compute_scale logs
  * the prediction its merge-plan.json holds (the experiments read that line). */
 #include "run_util.h"
-#include "scheduler/model.h"
+#include "core/model.h"
 #include "tests/unit/ordo_check.h"
 
 #include <math.h>

@@ -9,7 +9,7 @@
  * the start with "model.init: " and the reason. */
 #include "run_util.h"
 #include "common/error.h"
-#include "worker/paramfile.h"
+#include "core/paramfile.h"
 #include "tests/unit/ordo_check.h"
 
 #include <math.h>

@@ -11,9 +11,9 @@
  * the least forward and backward duration of the traced events, and planning merged pushes
  * with it must use those times. */
 #include "run_util.h"
-#include "scheduler/merge.h"
-#include "scheduler/oracle.h"
-#include "worker/nn.h"
+#include "planner/merge.h"
+#include "planner/oracle.h"
+#include "core/nn.h"
 #include "tests/unit/ordo_check.h"
 
 #include <math.h>

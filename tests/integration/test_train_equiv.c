@@ -6,8 +6,8 @@
  * every parameter to agree within 1e-5 relative. */
 #include "run_util.h"
 #include "common/error.h"
-#include "worker/nn.h"
-#include "worker/paramfile.h"
+#include "core/nn.h"
+#include "core/paramfile.h"
 #include "worker/train.h"
 #include "tests/unit/ordo_check.h"
 

@@ -3,7 +3,7 @@
 #ifndef ORDO_MERGE_FIXTURES_H
 #define ORDO_MERGE_FIXTURES_H
 
-#include "scheduler/merge.h"
+#include "planner/merge.h"
 #include "ordo_check.h"
 
 #include <math.h>

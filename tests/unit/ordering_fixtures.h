@@ -4,7 +4,7 @@
 #ifndef ORDO_ORDERING_FIXTURES_H
 #define ORDO_ORDERING_FIXTURES_H
 
-#include "scheduler/model.h"
+#include "core/model.h"
 #include "ordo_check.h"
 
 #include <stdint.h>

@@ -5,8 +5,8 @@
 #include "ordo_check.h"
 #include "worker/compute.h"
 #include "worker/kernels.h"
-#include "worker/nn.h"
-#include "worker/rng.h"
+#include "core/nn.h"
+#include "common/rng.h"
 
 #include <math.h>
 #include <stdio.h>

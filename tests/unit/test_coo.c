@@ -1,5 +1,5 @@
 /* Tests of common/coo: the wire layout, round trips, and rejection of bad payloads. */
-#include "common/coo.h"
+#include "core/coo.h"
 #include "ordo_check.h"
 
 #include <math.h>

@@ -4,7 +4,7 @@
  * L = sum(r * y) (r fixed and random, L summed in double) with the backward's gradient. */
 #include "ordo_check.h"
 #include "worker/kernels.h"
-#include "worker/rng.h"
+#include "common/rng.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * evaluation, optimal equals the minimum); and the margin rule (among the groupings of least
  * time, the least time with costs 1 + margin larger, then wfbp's, then the fewest groups). */
 #include "merge_fixtures.h"
-#include "scheduler/merge_internal.h"
+#include "core/merge_cost_internal.h"
 #include "worker/merge_buf.h"
 
 #include <stdbool.h>

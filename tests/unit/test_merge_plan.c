@@ -2,7 +2,7 @@
  * ordo-merge/1 writing and reading with its rejections, the real profiles, and the
  * `ordo-plan merge` command line. */
 #include "merge_fixtures.h"
-#include "scheduler/merge_cli.h"
+#include "tools/merge_cli.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* Tests of scheduler/model: the builder API, the ordo-model/1 loader's rejections (file,
  * JSON path, reason), the committed profiles in conf/models and their published counts. */
-#include "scheduler/model.h"
+#include "core/model.h"
 #include "ordo_check.h"
 
 #include <dirent.h>

@@ -1,7 +1,7 @@
 /* Tests of worker/nn: the built-in networks' parameters, ops and layer tables; rejection of
  * models the backends cannot run; deterministic initialization; the SGD update formula. */
 #include "ordo_check.h"
-#include "worker/nn.h"
+#include "core/nn.h"
 
 #include <math.h>
 #include <stdlib.h>

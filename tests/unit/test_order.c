@@ -1,7 +1,7 @@
 /* Tests of scheduler/order and scheduler/oracle: dependency extraction, the properties M, P
  * and M+ on the paper's examples, TAO and TIO on fig4, par32 and seq32, per-channel M,
  * channel assignment, the plan entry point, ordo-order/1 and ordo-oracle/1 files. */
-#include "scheduler/order.h"
+#include "planner/order.h"
 #include "ordering_fixtures.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* Tests of worker/paramfile: params.bin round-trips bit for bit, matches only its model, and
  * every kind of damaged file is refused with the file, the offset and the reason. */
-#include "worker/paramfile.h"
+#include "core/paramfile.h"
 #include "ordo_check.h"
 
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Tests of scheduler/regions: balanced boundaries on skewed histograms, validation, owner
  * moves, and the global threshold from magnitude histograms. */
-#include "scheduler/regions.h"
+#include "core/regions.h"
 #include "ordo_check.h"
 
 #include <math.h>

@@ -1,9 +1,9 @@
 /* Tests of scheduler/search: the search policy never returns an order worse than TAO's, is
  * deterministic under an evaluation cap, and on seeded random graphs of at most 8 recvs
  * comes within 1% of the exhaustive optimum on average (TAO within 5%); the bounds. */
-#include "scheduler/order.h"
-#include "scheduler/search.h"
-#include "scheduler/sim.h"
+#include "planner/order.h"
+#include "planner/search.h"
+#include "planner/sim.h"
 #include "ordering_fixtures.h"
 
 #include <math.h>

@@ -1,8 +1,8 @@
 /* Tests of scheduler/sim: the simulator's rules (channels in priority order, ties in listed
  * order, the ready-first compute rule, idling), U, L and E, the backward pass with gradient
  * sends, exhaustive bounds. Times: 1gbit, 10 us latency, so a 1250-float recv takes 50 us. */
-#include "scheduler/order.h"
-#include "scheduler/sim.h"
+#include "planner/order.h"
+#include "planner/sim.h"
 #include "ordering_fixtures.h"
 
 #include <math.h>

@@ -3,8 +3,8 @@
  * steps with threshold reuse, and density 100% against dense SGD. */
 #include "server/sparse_agg.h"
 #include "ordo_check.h"
-#include "scheduler/regions.h"
-#include "worker/sparsify.h"
+#include "core/regions.h"
+#include "core/sparsify.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
  * regions in force from the next iteration; misplaced, duplicate or malformed histograms
  * are refused with the reason and change nothing. */
 #include "scheduler/sparse_coord.h"
-#include "common/sparse_wire.h"
-#include "scheduler/regions.h"
+#include "core/sparse_wire.h"
+#include "core/regions.h"
 #include "ordo_check.h"
 
 #include <string.h>

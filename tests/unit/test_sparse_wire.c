@@ -1,6 +1,6 @@
 /* Tests of common/sparse_wire: the plan's sparse member and the sparse protocol's payloads,
  * round trips and the refusal of everything malformed, with the reason. */
-#include "common/sparse_wire.h"
+#include "core/sparse_wire.h"
 #include "ordo_check.h"
 
 #include <math.h>

@@ -1,9 +1,9 @@
 /* Tests of worker/sparsify: exact top-k on adversarial inputs, the threshold scan, the
  * residual state with threshold reuse, packing per region and the pull-side residual rule. */
-#include "worker/sparsify.h"
+#include "core/sparsify.h"
 #include "ordo_check.h"
-#include "scheduler/regions.h"
-#include "worker/sparsify_internal.h"
+#include "core/regions.h"
+#include "core/sparsify_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

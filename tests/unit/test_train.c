@@ -4,7 +4,7 @@
  * and refuses bad options. Prints the measured figures. Skips when the data set package is
  * not installed. */
 #include "ordo_check.h"
-#include "worker/nn.h"
+#include "core/nn.h"
 #include "worker/train.h"
 
 #include <stdbool.h>

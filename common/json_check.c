@@ -1,0 +1,38 @@
+/* json_check: checks shared by ordo's JSON file readers. */
+#include "common/json_check.h"
+#include "common/error.h"
+
+#include <string.h>
+
+int ordo_json_only_keys(const json_t *obj, const char *const *allowed, const char *file,
+                        const char *path)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        int ok = 0;
+        for (int i = 0; allowed[i] && !ok; i++)
+            ok = strcmp(key, allowed[i]) == 0;
+        if (!ok) return ordo_error_set(ORDO_EFORMAT, "%s: %s.%s: unknown key", file, path, key);
+    }
+    return 0;
+}
+
+int ordo_json_check_head(const json_t *root, const char *const *allowed, const char *format,
+                         const char *model, const char *file)
+{
+    if (!json_is_object(root))
+        return ordo_error_set(ORDO_EFORMAT, "%s: $: must be an object", file);
+    int rc = ordo_json_only_keys(root, allowed, file, "$");
+    if (rc) return rc;
+    const char *fmt = json_string_value(json_object_get(root, "format"));
+    if (!fmt || strcmp(fmt, format) != 0)
+        return ordo_error_set(ORDO_EFORMAT, "%s: $.format: must be \"%s\"", file, format);
+    const char *name = json_string_value(json_object_get(root, "model"));
+    if (!name) return ordo_error_set(ORDO_EFORMAT, "%s: $.model: missing or not a string", file);
+    if (strcmp(name, model) != 0)
+        return ordo_error_set(ORDO_EFORMAT, "%s: $.model: '%s' does not match the model '%s'", file,
+                              name, model);
+    return 0;
+}

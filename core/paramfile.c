@@ -1,0 +1,234 @@
+/* paramfile: writing and validated reading of params.bin. */
+#include "core/paramfile.h"
+#include "common/error.h"
+#include "common/le.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEADER_BYTES 24
+#define MAX_NAME     65535
+
+/* ---- write -------------------------------------------------------------------------- */
+
+int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *params,
+                         int64_t iteration)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return ordo_error_set(ORDO_EINVAL, "%s: path too long", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return ordo_error_set(ORDO_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    unsigned char hdr[HEADER_BYTES];
+    memcpy(hdr, ORDO_PARAMFILE_MAGIC, 8);
+    ordo_put_le(hdr + 8, (uint64_t)m->n_params, 4);
+    ordo_put_le(hdr + 12, 0, 4);
+    ordo_put_le(hdr + 16, (uint64_t)iteration, 8);
+    int bad = fwrite(hdr, 1, sizeof hdr, f) != sizeof hdr;
+    for (int i = 0; i < m->n_params && !bad; i++) {
+        size_t len = strlen(m->params[i].name);
+        unsigned char b[8];
+        if (len == 0 || len > MAX_NAME) {
+            fclose(f);
+            remove(tmp);
+            return ordo_error_set(ORDO_EINVAL, "%s: parameter %d's name does not fit", path, i);
+        }
+        ordo_put_le(b, len, 2);
+        bad |= fwrite(b, 1, 2, f) != 2 || fwrite(m->params[i].name, 1, len, f) != len;
+        ordo_put_le(b, (uint64_t)m->params[i].numel, 8);
+        bad |= fwrite(b, 1, 8, f) != 8;
+    }
+    for (int i = 0; i < m->n_params && !bad; i++)
+        bad |= ordo_fwrite_floats_le(f, params[i], m->params[i].numel) != 0;
+    bad |= ferror(f) != 0;
+    if (fclose(f) != 0) bad = 1;
+    if (bad || rename(tmp, path) != 0) {
+        int rc = ordo_error_set(ORDO_EIO, "cannot write %s: %s", path, strerror(errno));
+        remove(tmp);
+        return rc;
+    }
+    return 0;
+}
+
+/* ---- read --------------------------------------------------------------------------- */
+
+int ordo_paramfile_read_iteration(const char *path, int64_t *iteration)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ordo_error_set(errno == ENOENT ? ORDO_ENOTFOUND : ORDO_EIO, "cannot read %s: %s",
+                              path, strerror(errno));
+    unsigned char h[HEADER_BYTES];
+    size_t got = fread(h, 1, sizeof h, f);
+    fclose(f);
+    if (got != sizeof h)
+        return ordo_error_set(ORDO_EFORMAT, "%s: offset 0: truncated header", path);
+    if (memcmp(h, ORDO_PARAMFILE_MAGIC, 8) != 0)
+        return ordo_error_set(ORDO_EFORMAT, "%s: offset 0: not a parameter file (magic)", path);
+    *iteration = (int64_t)ordo_get_le(h + 16, 8);
+    return 0;
+}
+
+void ordo_paramfile_destroy(ordo_paramfile_t **pp)
+{
+    ordo_paramfile_t *p = pp ? *pp : NULL;
+    if (!p) return;
+    for (int i = 0; i < p->n; i++) {
+        if (p->names) free(p->names[i]);
+        if (p->values) free(p->values[i]);
+    }
+    free(p->names);
+    free(p->values);
+    free(p->numel);
+    free(p);
+    *pp = NULL;
+}
+
+static int slurp(const char *path, unsigned char **data, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ordo_error_set(errno == ENOENT ? ORDO_ENOTFOUND : ORDO_EIO, "cannot read %s: %s",
+                              path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        unsigned char *p = realloc(buf, cap * 2);
+        if (!p) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = p;
+        cap *= 2;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (!buf) return ordo_error_set(ORDO_ENOMEM, "%s: out of memory", path);
+    if (err) {
+        free(buf);
+        return ordo_error_set(ORDO_EIO, "cannot read %s", path);
+    }
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
+{
+    unsigned char *d = NULL;
+    size_t len = 0;
+    int rc = slurp(path, &d, &len);
+    if (rc) return rc;
+    ordo_paramfile_t *p = calloc(1, sizeof *p);
+    if (!p) {
+        free(d);
+        return ordo_error_set(ORDO_ENOMEM, "%s: out of memory", path);
+    }
+    if (len < HEADER_BYTES || memcmp(d, ORDO_PARAMFILE_MAGIC, 8) != 0) {
+        rc = ordo_error_set(ORDO_EFORMAT, "%s: offset 0: not an ordo parameter file (magic %s)",
+                            path, ORDO_PARAMFILE_MAGIC);
+        goto fail;
+    }
+    uint64_t n = ordo_get_le(d + 8, 4);
+    p->iteration = (int64_t)ordo_get_le(d + 16, 8);
+    /* each entry needs at least 11 bytes, which bounds n before allocating */
+    if (n > (len - HEADER_BYTES) / 11 || p->iteration < 0) {
+        rc = ordo_error_set(ORDO_EFORMAT,
+                            "%s: offset 8: %llu parameters (iteration %lld) do not "
+                            "fit a file of %zu bytes",
+                            path, (unsigned long long)n, (long long)p->iteration, len);
+        goto fail;
+    }
+    p->names = calloc(n ? n : 1, sizeof *p->names);
+    p->values = calloc(n ? n : 1, sizeof *p->values);
+    p->numel = calloc(n ? n : 1, sizeof *p->numel);
+    if (!p->names || !p->values || !p->numel) {
+        rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", path);
+        goto fail;
+    }
+    p->n = (int)n;
+    size_t off = HEADER_BYTES;
+    uint64_t total = 0;
+    for (int i = 0; i < p->n; i++) {
+        size_t at = off;
+        if (len - off < 2) goto truncated;
+        size_t l = (size_t)ordo_get_le(d + off, 2);
+        off += 2;
+        if (l == 0) {
+            rc = ordo_error_set(ORDO_EFORMAT, "%s: offset %zu: parameter %d has an empty name",
+                                path, at, i);
+            goto fail;
+        }
+        if (len - off < l + 8) goto truncated;
+        if (!(p->names[i] = malloc(l + 1))) {
+            rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", path);
+            goto fail;
+        }
+        memcpy(p->names[i], d + off, l);
+        p->names[i][l] = '\0';
+        if (strlen(p->names[i]) != l) {
+            rc = ordo_error_set(ORDO_EFORMAT, "%s: offset %zu: parameter %d's name holds a NUL",
+                                path, at, i);
+            goto fail;
+        }
+        off += l;
+        uint64_t ne = ordo_get_le(d + off, 8);
+        off += 8;
+        if (ne == 0 || ne > (uint64_t)(len / 4) || total + ne > (uint64_t)(len / 4)) {
+            rc = ordo_error_set(ORDO_EFORMAT,
+                                "%s: offset %zu: parameter %s has %llu values, more than the "
+                                "file holds",
+                                path, off - 8, p->names[i], (unsigned long long)ne);
+            goto fail;
+        }
+        p->numel[i] = (int64_t)ne;
+        total += ne;
+    }
+    if ((uint64_t)(len - off) != total * 4) {
+        rc = ordo_error_set(ORDO_EFORMAT,
+                            "%s: offset %zu: %zu bytes of values, the header announces %llu", path,
+                            off, len - off, (unsigned long long)(total * 4));
+        goto fail;
+    }
+    for (int i = 0; i < p->n; i++) {
+        if (!(p->values[i] = malloc(sizeof(float) * (size_t)p->numel[i]))) {
+            rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", path);
+            goto fail;
+        }
+        ordo_get_floats_le(p->values[i], d + off, p->numel[i]);
+        off += (size_t)p->numel[i] * 4;
+    }
+    free(d);
+    *out = p;
+    return 0;
+truncated:
+    rc = ordo_error_set(ORDO_EFORMAT, "%s: offset %zu: truncated parameter table", path, off);
+fail:
+    free(d);
+    ordo_paramfile_destroy(&p);
+    return rc;
+}
+
+int ordo_paramfile_match(const ordo_paramfile_t *pf, const ordo_model_t *m)
+{
+    if (pf->n != m->n_params)
+        return ordo_error_set(ORDO_EFORMAT, "parameter file has %d parameters, model %s has %d",
+                              pf->n, m->name, m->n_params);
+    for (int i = 0; i < pf->n; i++) {
+        if (strcmp(pf->names[i], m->params[i].name) != 0)
+            return ordo_error_set(ORDO_EFORMAT, "parameter %d is %s in the file, %s in model %s", i,
+                                  pf->names[i], m->params[i].name, m->name);
+        if (pf->numel[i] != m->params[i].numel)
+            return ordo_error_set(ORDO_EFORMAT,
+                                  "parameter %s has %lld values in the file, %lld "
+                                  "in model %s",
+                                  pf->names[i], (long long)pf->numel[i],
+                                  (long long)m->params[i].numel, m->name);
+    }
+    return 0;
+}

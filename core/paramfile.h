@@ -1,0 +1,52 @@
+/* paramfile: a model's parameter values in one binary file (runs/RUN/params.bin, written by
+ * worker 0 when [output] save_params = true), and reading it back with every field checked.
+ * Layout, all integers little-endian:
+ *   bytes 0-7   magic "ORDOPRM1"
+ *   uint32      n, the number of parameters
+ *   uint32      0 (reserved)
+ *   int64       iteration: how many updates the values have seen
+ *   n entries   uint16 name length L, L bytes of name (no NUL), uint64 numel
+ *   then, for each parameter in model order, numel float32 values (IEEE 754, little-endian)
+ * and nothing after the last value. */
+#ifndef ORDO_PARAMFILE_H
+#define ORDO_PARAMFILE_H
+
+#include <stdint.h>
+
+#include "core/model.h"
+
+#define ORDO_PARAMFILE_MAGIC "ORDOPRM1"
+
+typedef struct ordo_paramfile {
+    int n;
+    int64_t iteration;
+    char **names;   /* n NUL-terminated names */
+    int64_t *numel; /* n counts */
+    float **values; /* n arrays of numel[i] floats */
+} ordo_paramfile_t;
+
+/* ordo_paramfile_write writes m's parameters (params[i] holds m->params[i].numel floats,
+ * borrowed) after `iteration` updates to path, replacing it. Fails with ORDO_EIO naming the
+ * path. */
+int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *params,
+                         int64_t iteration);
+
+/* ordo_paramfile_read reads and validates path into *out (caller destroys). Fails with
+ * ORDO_ENOTFOUND or ORDO_EFORMAT, the detail naming the file, the byte offset and the fault
+ * (bad magic, truncation, an empty or oversized name, counts that do not fit the file,
+ * trailing bytes). */
+int ordo_paramfile_read(const char *path, ordo_paramfile_t **out);
+
+/* ordo_paramfile_read_iteration reads only path's header: *iteration, the updates its values
+ * have seen. Fails as ordo_paramfile_read does on a missing file, a bad magic or a short
+ * header. */
+int ordo_paramfile_read_iteration(const char *path, int64_t *iteration);
+
+/* ordo_paramfile_match checks that pf holds exactly m's parameters (same count, names and
+ * element counts, in model order); ORDO_EFORMAT names the first difference. */
+int ordo_paramfile_match(const ordo_paramfile_t *pf, const ordo_model_t *m);
+
+/* ordo_paramfile_destroy frees *pf and sets it to NULL; NULL-safe. */
+void ordo_paramfile_destroy(ordo_paramfile_t **pf);
+
+#endif

@@ -1,0 +1,616 @@
+/* merge_plan: merge plans of the merged-gradient planner (merge.h): computing a plan for a
+ * model with one of the algorithms, its iteration time, and reading and writing the
+ * ordo-merge/1 JSON format with full validation of plans read from outside. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "planner/merge.h"
+#include "core/merge_cost_internal.h"
+
+/* ======================================================================================= */
+/* plans in memory                                                                         */
+/* ======================================================================================= */
+
+void ordo_merge_plan_destroy(ordo_merge_plan_t **pp)
+{
+    if (!pp || !*pp) return;
+    ordo_merge_plan_t *p = *pp;
+    free(p->model);
+    free(p->order);
+    free(p->group_start);
+    free(p->group_of_param);
+    free(p);
+    *pp = NULL;
+}
+
+/* plan_alloc makes an empty plan for m (NULL when out of memory). */
+static ordo_merge_plan_t *plan_alloc(const ordo_model_t *m)
+{
+    ordo_merge_plan_t *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    size_t n = (size_t)m->n_params + 1;
+    p->model = strdup(m->name ? m->name : "");
+    p->order = malloc(n * sizeof *p->order);
+    p->group_start = malloc((n + 1) * sizeof *p->group_start);
+    p->group_of_param = malloc(n * sizeof *p->group_of_param);
+    if (!p->model || !p->order || !p->group_start || !p->group_of_param)
+        ordo_merge_plan_destroy(&p);
+    else
+        p->n_params = m->n_params;
+    return p;
+}
+
+/* plan_finish fills group_start and group_of_param from p->order and item_group (the group
+ * of each position of order, a valid grouping). */
+static void plan_finish(ordo_merge_plan_t *p, const int *item_group)
+{
+    ORDO_ASSERT(ordo_merge_grouping_valid(p->n_params, item_group));
+    p->n_groups = 0;
+    for (int i = 0; i < p->n_params; i++) {
+        if (i == 0 || item_group[i] != item_group[i - 1]) p->group_start[p->n_groups++] = i;
+        p->group_of_param[p->order[i]] = item_group[i];
+    }
+    p->group_start[p->n_groups] = p->n_params;
+}
+
+/* check_layout says what is wrong with lay (servers 0: none), or returns 0 */
+static int check_layout(const ordo_merge_layout_t *lay)
+{
+    if (lay->servers == 0) return 0;
+    if (lay->servers < 1 || lay->servers > 1024)
+        return ordo_error_set(ORDO_EINVAL, "layout: %d servers is not in [1, 1024]", lay->servers);
+    if (lay->partition_bytes < 1024)
+        return ordo_error_set(ORDO_EINVAL, "layout: partition_bytes %lld is below 1024",
+                              (long long)lay->partition_bytes);
+    if (lay->segment_bytes < 0 || (lay->segment_bytes > 0 && lay->segment_bytes < 1024))
+        return ordo_error_set(ORDO_EINVAL,
+                              "layout: segment_bytes %lld is neither 0 nor at least 1024",
+                              (long long)lay->segment_bytes);
+    return 0;
+}
+
+/* layout_pieces describes the messages of t's items (layers when order is NULL, else
+ * parameters in order) under lay: *out is NULL when lay has no servers (one message per
+ * group), else the caller's. */
+static int layout_pieces(const ordo_merge_layout_t *lay, const ordo_model_t *m,
+                         const ordo_merge_timeline_t *t, const int *order,
+                         ordo_merge_pieces_t **out)
+{
+    *out = NULL;
+    if (lay->servers == 0) return 0;
+    int64_t *numel = malloc(((size_t)m->n_params + 1) * sizeof *numel);
+    if (!numel) return ORDO_ENOMEM;
+    for (int i = 0; i < m->n_params; i++)
+        numel[i] = m->params[i].numel;
+    ordo_keys_t *keys = NULL;
+    int rc = ordo_keys_partition(numel, m->n_params, m->dtype_size, lay->partition_bytes,
+                                 lay->segment_bytes, lay->servers, &keys);
+    free(numel);
+    /* messages of at most partition_bytes, as the run's scheduler tells its workers */
+    if (!rc) rc = ordo_merge_pieces_new(t, keys, lay->partition_bytes, order, out);
+    ordo_keys_destroy(&keys);
+    return rc;
+}
+
+/* plan_time evaluates p's grouping on timeline t under the costs a, b, c, p's pull stage
+ * (p->pull, p->pull_msg) and p's layout; NAN on an error (out of memory). */
+static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
+                        const ordo_merge_timeline_t *t, double a, double b, double c)
+{
+    size_t n = (size_t)p->n_params + 1;
+    double *ready = malloc(n * sizeof *ready);
+    int64_t *bytes = malloc(n * sizeof *bytes);
+    int *group = malloc(n * sizeof *group);
+    ordo_merge_pieces_t *pieces = NULL;
+    double iter = NAN;
+    if (ready && bytes && group && layout_pieces(&p->layout, m, t, p->order, &pieces) == 0) {
+        for (int i = 0; i < p->n_params; i++) {
+            int q = p->order[i];
+            ready[i] = t->ready_s[t->layer_of_param[q]];
+            bytes[i] = m->params[q].bytes;
+            group[i] = p->group_of_param[q];
+        }
+        iter = ordo_merge_comm_times3(p->n_params, ready, bytes, group, a, b, c, p->pull,
+                                      p->pull_msg, pieces, NULL, NULL);
+    }
+    ordo_merge_pieces_destroy(&pieces);
+    free(ready);
+    free(bytes);
+    free(group);
+    return iter;
+}
+
+double ordo_merge_plan_iter_s(const ordo_merge_plan_t *p, const ordo_model_t *m, double a, double b,
+                              double c)
+{
+    ordo_merge_timeline_t *t = NULL;
+    if (!p || !m || p->n_params != m->n_params || ordo_merge_timeline_new(m, &t) != 0) return NAN;
+    double iter = plan_time(p, m, t, a, b, c);
+    ordo_merge_timeline_destroy(&t);
+    return iter;
+}
+
+int ordo_merge_plan_messages(const ordo_merge_plan_t *p, const ordo_model_t *m)
+{
+    if (!p || !m || p->n_params != m->n_params)
+        return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_messages: plan and model differ");
+    if (p->layout.servers == 0) return p->n_groups;
+    ordo_merge_timeline_t *t = NULL;
+    ordo_merge_pieces_t *pc = NULL;
+    ordo__merge_packer_t k = {0};
+    int rc = ordo_merge_timeline_new(m, &t);
+    if (!rc) rc = layout_pieces(&p->layout, m, t, p->order, &pc);
+    const double zero = 0;
+    if (!rc) rc = ordo__merge_packer_init(&k, pc, 1, &zero, &zero, &zero);
+    if (!rc) {
+        int total = 0;
+        for (int g = 0; g < p->n_groups; g++) {
+            ordo__merge_packer_reset(&k);
+            for (int i = p->group_start[g]; i < p->group_start[g + 1]; i++)
+                ordo__merge_packer_add(&k, i);
+            total += k.count;
+        }
+        rc = total;
+    }
+    ordo__merge_packer_free(&k);
+    ordo_merge_pieces_destroy(&pc);
+    ordo_merge_timeline_destroy(&t);
+    return rc;
+}
+
+static int check_cost(double a, double b, double c)
+{
+    if (!isfinite(a) || !isfinite(b) || !isfinite(c) || a < 0 || b < 0 || c < 0)
+        return ordo_error_set(ORDO_EINVAL,
+                              "cost model a=%g s, b=%g s/byte, c=%g s/byte: all must be finite "
+                              "and >= 0",
+                              a, b, c);
+    return 0;
+}
+
+int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64_t bucket_bytes,
+                            double a, double b, double c, double margin,
+                            const ordo_merge_layout_t *layout, ordo_merge_plan_t **out)
+{
+    return ordo_merge_plan_compute3(m, algo, bucket_bytes, a, b, c, 0, 0, margin, layout, out);
+}
+
+int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int64_t bucket_bytes,
+                             double a, double b, double c, double pull, double pull_msg,
+                             double margin, const ordo_merge_layout_t *layout,
+                             ordo_merge_plan_t **out)
+{
+    if (!m || !out) return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_compute: no model");
+    if (!isfinite(pull) || pull < 0)
+        return ordo_error_set(ORDO_EINVAL, "pull stage %g s/byte: must be finite and >= 0", pull);
+    if (!isfinite(pull_msg) || pull_msg < 0)
+        return ordo_error_set(ORDO_EINVAL, "pull stage %g s/value: must be finite and >= 0",
+                              pull_msg);
+    const ordo_merge_layout_t none = {0, 0, 0};
+    if (!layout) layout = &none;
+    int rc = check_cost(a, b, c);
+    if (!rc) rc = check_layout(layout);
+    if (!rc && (!isfinite(margin) || margin < 0))
+        rc = ordo_error_set(ORDO_EINVAL, "margin %g: must be finite and >= 0", margin);
+    if (rc) return rc;
+    if (algo == ORDO_MERGE_BYTES && bucket_bytes <= 0)
+        return ordo_error_set(ORDO_EINVAL, "bytes:N needs N > 0 (got %lld)",
+                              (long long)bucket_bytes);
+    ordo_merge_timeline_t *t = NULL;
+    ordo_merge_plan_t *p = NULL;
+    ordo_merge_pieces_t *layer_pieces = NULL;
+    int *layer_group = NULL, *item_group = NULL;
+    rc = ordo_merge_timeline_new(m, &t);
+    if (!rc && algo == ORDO_MERGE_OPTIMAL) rc = layout_pieces(layout, m, t, NULL, &layer_pieces);
+    if (rc) goto fail;
+    int L = t->n_layers, P = t->n_params;
+    layer_group = malloc(((size_t)L + 1) * sizeof *layer_group);
+    item_group = malloc(((size_t)P + 1) * sizeof *item_group);
+    p = plan_alloc(m);
+    if (!layer_group || !item_group || !p) {
+        rc = ordo_error_set(ORDO_ENOMEM, "model '%s': out of memory", m->name);
+        goto fail;
+    }
+    memcpy(p->order, t->order, (size_t)P * sizeof *p->order);
+    switch (algo) {
+    case ORDO_MERGE_WFBP:
+        for (int l = 0; l < L; l++)
+            layer_group[l] = l;
+        break;
+    case ORDO_MERGE_ALL:
+        for (int l = 0; l < L; l++)
+            layer_group[l] = 0;
+        break;
+    case ORDO_MERGE_MGWFBP:
+        rc = ordo_merge_mgwfbp(L, t->tb_s, t->layer_bytes, a, b, layer_group);
+        break;
+    case ORDO_MERGE_OPTIMAL:
+        rc = ordo_merge_optimal3(L, t->tb_s, t->layer_bytes, a, b, c, pull, pull_msg, margin,
+                                 layer_pieces, layer_group);
+        break;
+    case ORDO_MERGE_BYTES:
+        break;
+    default:
+        rc = ordo_error_set(ORDO_EINVAL, "unknown merge algorithm %d", (int)algo);
+    }
+    if (rc < 0) goto fail;
+    if (algo == ORDO_MERGE_BYTES) {
+        /* As PyTorch DDP fills buckets: parameters in push order, a bucket closes once it
+         * holds at least N bytes. */
+        int g = 0;
+        int64_t fill = 0;
+        for (int i = 0; i < P; i++) {
+            item_group[i] = g;
+            fill += m->params[p->order[i]].bytes;
+            if (fill >= bucket_bytes && i + 1 < P) {
+                g++;
+                fill = 0;
+            }
+        }
+    } else {
+        for (int i = 0; i < P; i++)
+            item_group[i] = layer_group[t->layer_of_param[p->order[i]]];
+    }
+    plan_finish(p, item_group);
+    p->a = a;
+    p->b = b;
+    p->c = c;
+    p->pull = pull;
+    p->pull_msg = pull_msg;
+    p->margin = algo == ORDO_MERGE_OPTIMAL ? margin : 0;
+    p->layout = *layout;
+    p->predicted_iter_s = plan_time(p, m, t, a, b, c);
+    if (isnan(p->predicted_iter_s)) {
+        rc = ordo_error_set(ORDO_ENOMEM, "model '%s': out of memory", m->name);
+        goto fail;
+    }
+    free(layer_group);
+    free(item_group);
+    ordo_merge_pieces_destroy(&layer_pieces);
+    ordo_merge_timeline_destroy(&t);
+    *out = p;
+    return 0;
+fail:
+    free(layer_group);
+    free(item_group);
+    ordo_merge_pieces_destroy(&layer_pieces);
+    ordo_merge_timeline_destroy(&t);
+    ordo_merge_plan_destroy(&p);
+    return rc;
+}
+
+/* ======================================================================================= */
+/* writing ordo-merge/1                                                                    */
+/* ======================================================================================= */
+
+/* put_string writes s as a JSON string. */
+static void put_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fprintf(f, "\\%c", *c);
+        else if (*c < 0x20)
+            fprintf(f, "\\u%04x", *c);
+        else
+            fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
+/* put_number writes finite x with the fewest digits that read back exactly. */
+static void put_number(FILE *f, double x)
+{
+    char buf[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+    fputs(buf, f);
+}
+
+int ordo_merge_plan_to_json(const ordo_merge_plan_t *p, const ordo_model_t *m, char **out)
+{
+    if (!p || !m || !out || p->n_params != m->n_params)
+        return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_to_json: plan and model differ");
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return ordo_error_set(ORDO_ENOMEM, "ordo_merge_plan_to_json: out of memory");
+    fputs("{\"format\": \"ordo-merge/1\", \"model\": ", f);
+    put_string(f, p->model);
+    fputs(", \"a\": ", f);
+    put_number(f, p->a);
+    fputs(", \"b\": ", f);
+    put_number(f, p->b);
+    if (p->c > 0) { /* written only when there is a receiver stage */
+        fputs(", \"c\": ", f);
+        put_number(f, p->c);
+    }
+    if (p->pull > 0) { /* and when the plan counts early pulls */
+        fputs(", \"pull\": ", f);
+        put_number(f, p->pull);
+    }
+    if (p->pull_msg > 0) {
+        fputs(", \"pull_msg\": ", f);
+        put_number(f, p->pull_msg);
+    }
+    if (p->margin > 0) {
+        fputs(", \"margin\": ", f);
+        put_number(f, p->margin);
+    }
+    if (p->layout.servers > 0) /* and when groups travel as the run cuts them */
+        fprintf(f, ",\n \"servers\": %d, \"partition_bytes\": %lld, \"segment_bytes\": %lld",
+                p->layout.servers, (long long)p->layout.partition_bytes,
+                (long long)p->layout.segment_bytes);
+    fputs(",\n \"groups\": [", f);
+    for (int g = 0; g < p->n_groups; g++) {
+        fputs(g ? ",\n  [" : "\n  [", f);
+        for (int i = p->group_start[g]; i < p->group_start[g + 1]; i++) {
+            if (i > p->group_start[g]) fputs(", ", f);
+            put_string(f, m->params[p->order[i]].name);
+        }
+        fputc(']', f);
+    }
+    fputs(p->n_groups ? "\n ],\n" : "],\n", f);
+    fputs(" \"predicted_iter_s\": ", f);
+    put_number(f, p->predicted_iter_s);
+    fputs("}\n", f);
+    if (fclose(f) != 0 || !buf) {
+        free(buf);
+        return ordo_error_set(ORDO_ENOMEM, "ordo_merge_plan_to_json: out of memory");
+    }
+    *out = buf;
+    return 0;
+}
+
+/* ======================================================================================= */
+/* reading ordo-merge/1                                                                    */
+/* ======================================================================================= */
+
+/* get_cost reads the optional number at key (default 0) into *v. */
+static int get_cost(json_t *root, const char *key, const char *name, double *v)
+{
+    json_t *x = json_object_get(root, key);
+    *v = 0;
+    if (!x) return 0;
+    if (!json_is_number(x))
+        return ordo_error_set(ORDO_EFORMAT, "%s: $.%s: not a number", name, key);
+    *v = json_number_value(x);
+    if (!isfinite(*v) || *v < 0)
+        return ordo_error_set(ORDO_EFORMAT, "%s: $.%s: %g must be finite and >= 0", name, key, *v);
+    return 0;
+}
+
+/* get_layout reads the optional layout (servers, partition_bytes, segment_bytes: all or
+ * none) into *lay. */
+static int get_layout(json_t *root, const char *name, ordo_merge_layout_t *lay)
+{
+    static const char *const keys[] = {"servers", "partition_bytes", "segment_bytes"};
+    json_int_t v[3];
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        json_t *x = json_object_get(root, keys[i]);
+        if (!x) continue;
+        if (!json_is_integer(x))
+            return ordo_error_set(ORDO_EFORMAT, "%s: $.%s: not an integer", name, keys[i]);
+        v[i] = json_integer_value(x);
+        n++;
+    }
+    if (n == 0) return 0;
+    if (n != 3)
+        return ordo_error_set(
+            ORDO_EFORMAT, "%s: $: servers, partition_bytes and segment_bytes go together", name);
+    if (v[0] < 1 || v[0] > 1024)
+        return ordo_error_set(ORDO_EFORMAT, "%s: $.servers: %lld is not in [1, 1024]", name,
+                              (long long)v[0]);
+    ordo_merge_layout_t l = {(int)v[0], (int64_t)v[1], (int64_t)v[2]};
+    if (check_layout(&l) != 0) {
+        char why[160];
+        snprintf(why, sizeof why, "%s", ordo_error_detail());
+        return ordo_error_set(ORDO_EFORMAT, "%s: $: %s", name, why);
+    }
+    *lay = l;
+    return 0;
+}
+
+int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_model_t *m,
+                                ordo_merge_plan_t **out)
+{
+    if (!name) name = "(string)";
+    if (!json || !m || !out)
+        return ordo_error_set(ORDO_EINVAL, "%s: ordo_merge_plan_load_string: missing argument",
+                              name);
+    int rc = 0;
+    json_error_t jerr;
+    json_t *root = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
+    ordo_merge_timeline_t *t = NULL;
+    ordo_merge_plan_t *p = NULL;
+    int *item_group = NULL;
+    char **seen_at = NULL; /* per param: where it was first listed ("[g][k]") */
+    if (!root) {
+        rc = ordo_error_set(ORDO_EFORMAT, "%s:%d:%d: %s", name, jerr.line, jerr.column, jerr.text);
+        goto fail;
+    }
+    if (!json_is_object(root)) {
+        rc = ordo_error_set(ORDO_EFORMAT, "%s: $: not a JSON object", name);
+        goto fail;
+    }
+    json_t *fmt = json_object_get(root, "format");
+    if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "ordo-merge/1") != 0) {
+        rc = ordo_error_set(ORDO_EFORMAT, "%s: $.format: %s%s%s is not \"ordo-merge/1\"", name,
+                            json_is_string(fmt) ? "\"" : "",
+                            fmt ? (json_is_string(fmt) ? json_string_value(fmt) : "a non-string")
+                                : "missing",
+                            json_is_string(fmt) ? "\"" : "");
+        goto fail;
+    }
+    json_t *model = json_object_get(root, "model");
+    if (!json_is_string(model)) {
+        rc = ordo_error_set(ORDO_EFORMAT, "%s: $.model: %s", name,
+                            model ? "not a string" : "missing");
+        goto fail;
+    }
+    if (strcmp(json_string_value(model), m->name ? m->name : "") != 0) {
+        rc = ordo_error_set(ORDO_EFORMAT, "%s: $.model: the plan is for model '%s', not '%s'", name,
+                            json_string_value(model), m->name ? m->name : "");
+        goto fail;
+    }
+    double a, b, c, pull, pull_msg, margin, pred;
+    if ((rc = get_cost(root, "a", name, &a)) || (rc = get_cost(root, "b", name, &b)) ||
+        (rc = get_cost(root, "c", name, &c)) || (rc = get_cost(root, "pull", name, &pull)) ||
+        (rc = get_cost(root, "pull_msg", name, &pull_msg)) ||
+        (rc = get_cost(root, "margin", name, &margin)) ||
+        (rc = get_cost(root, "predicted_iter_s", name, &pred)))
+        goto fail;
+    ordo_merge_layout_t lay = {0, 0, 0};
+    if ((rc = get_layout(root, name, &lay)) != 0) goto fail;
+    json_t *groups = json_object_get(root, "groups");
+    if (!json_is_array(groups)) {
+        rc = ordo_error_set(ORDO_EFORMAT, "%s: $.groups: %s", name,
+                            groups ? "not an array" : "missing");
+        goto fail;
+    }
+
+    if ((rc = ordo_merge_timeline_new(m, &t))) goto fail;
+    p = plan_alloc(m);
+    item_group = malloc(((size_t)m->n_params + 1) * sizeof *item_group);
+    seen_at = calloc((size_t)m->n_params + 1, sizeof *seen_at);
+    if (!p || !item_group || !seen_at) {
+        rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", name);
+        goto fail;
+    }
+    int n = 0, prev = -1;
+    size_t g, k;
+    json_t *group, *item;
+    json_array_foreach(groups, g, group)
+    {
+        if (!json_is_array(group)) {
+            rc = ordo_error_set(ORDO_EFORMAT, "%s: $.groups[%zu]: not an array", name, g);
+            goto fail;
+        }
+        if (json_array_size(group) == 0) {
+            rc = ordo_error_set(ORDO_EFORMAT, "%s: $.groups[%zu]: empty group", name, g);
+            goto fail;
+        }
+        json_array_foreach(group, k, item)
+        {
+            if (!json_is_string(item)) {
+                rc = ordo_error_set(ORDO_EFORMAT, "%s: $.groups[%zu][%zu]: not a string", name, g,
+                                    k);
+                goto fail;
+            }
+            const char *pname = json_string_value(item);
+            int q = ordo_model_param_index(m, pname);
+            if (q < 0) {
+                rc = ordo_error_set(ORDO_EFORMAT, "%s: $.groups[%zu][%zu]: unknown parameter '%s'",
+                                    name, g, k, pname);
+                goto fail;
+            }
+            if (seen_at[q]) {
+                rc = ordo_error_set(ORDO_EFORMAT,
+                                    "%s: $.groups[%zu][%zu]: parameter '%s' is listed again "
+                                    "(first at $.groups%s)",
+                                    name, g, k, pname, seen_at[q]);
+                goto fail;
+            }
+            int lq = t->layer_of_param[q];
+            if (prev >= 0 && lq < t->layer_of_param[prev]) {
+                int lp = t->layer_of_param[prev];
+                rc = ordo_error_set(ORDO_EFORMAT,
+                                    "%s: $.groups[%zu][%zu]: '%s' (op '%s', layer %d in backward "
+                                    "order) comes after '%s' (op '%s', layer %d): groups must "
+                                    "follow backward order",
+                                    name, g, k, pname, m->ops[t->layer_op[lq]].name, lq,
+                                    m->params[prev].name, m->ops[t->layer_op[lp]].name, lp);
+                goto fail;
+            }
+            char where[48];
+            snprintf(where, sizeof where, "[%zu][%zu]", g, k);
+            seen_at[q] = strdup(where);
+            if (!seen_at[q]) {
+                rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", name);
+                goto fail;
+            }
+            p->order[n] = q;
+            item_group[n] = (int)g;
+            n++;
+            prev = q;
+        }
+    }
+    for (int i = 0; i < t->n_params; i++)
+        if (!seen_at[t->order[i]]) {
+            rc = ordo_error_set(ORDO_EFORMAT, "%s: $.groups: parameter '%s' is missing", name,
+                                m->params[t->order[i]].name);
+            goto fail;
+        }
+    ORDO_ASSERT(n == m->n_params);
+    plan_finish(p, item_group);
+    p->a = a;
+    p->b = b;
+    p->c = c;
+    p->pull = pull;
+    p->pull_msg = pull_msg;
+    p->margin = margin;
+    p->layout = lay;
+    p->predicted_iter_s = plan_time(p, m, t, a, b, c);
+    if (isnan(p->predicted_iter_s)) {
+        rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", name);
+        goto fail;
+    }
+    *out = p;
+    p = NULL;
+fail:
+    if (seen_at)
+        for (int i = 0; i < m->n_params; i++)
+            free(seen_at[i]);
+    free(seen_at);
+    free(item_group);
+    ordo_merge_plan_destroy(&p);
+    ordo_merge_timeline_destroy(&t);
+    json_decref(root);
+    return rc;
+}
+
+int ordo_merge_plan_load_file(const char *path, const ordo_model_t *m, ordo_merge_plan_t **out)
+{
+    if (!path) return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_load_file: no path");
+    FILE *f = fopen(path, "rb");
+    if (!f) return ordo_error_set(ORDO_ENOTFOUND, "%s: cannot open: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int rc = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            size_t ncap = cap ? cap * 2 : 65536;
+            char *nb = realloc(buf, ncap);
+            if (!nb) {
+                rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", path);
+                goto done;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t got = fread(buf + len, 1, cap - len - 1, f);
+        len += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) {
+        rc = ordo_error_set(ORDO_EIO, "%s: read error", path);
+        goto done;
+    }
+    buf[len] = '\0';
+    if (strlen(buf) != len) {
+        rc = ordo_error_set(ORDO_EFORMAT, "%s: contains a NUL byte", path);
+        goto done;
+    }
+    rc = ordo_merge_plan_load_string(buf, path, m, out);
+done:
+    fclose(f);
+    free(buf);
+    return rc;
+}

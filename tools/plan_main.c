@@ -1,0 +1,423 @@
+/* plan_main: the `ordo-plan` command line. Subcommands: order (a priority order as
+ * ordo-order/1 JSON), simulate (makespan, U, L, E of an order), bounds (the best and worst
+ * makespans found), merge (the merge planner, in merge_cli.c) and oracle (measured op times
+ * from workers' traces). Everything it prints to
+ * stdout is JSON; errors go to stderr as one line (exit 2 on usage, 1 otherwise). */
+#include "common/conf.h"
+#include "common/error.h"
+#include "core/model.h"
+#include "planner/oracle.h"
+#include "planner/order.h"
+#include "planner/search.h"
+#include "planner/sim.h"
+#include "core/nn.h"
+#include "tools/merge_cli.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: ordo-plan order    [OPTIONS] MODEL.json   priority order (ordo-order/1) to stdout\n"
+    "       ordo-plan simulate (--order ORDER.json | --policy P) [OPTIONS] MODEL.json\n"
+    "                                                 makespan, U, L, E of one iteration\n"
+    "       ordo-plan bounds   [OPTIONS] MODEL.json   best and worst makespans found\n"
+    "                                                 (exhaustive up to 8 recvs)\n"
+    "       ordo-plan merge    ...                    merge plan (ordo-plan merge --help)\n"
+    "       ordo-plan oracle   ...                    measured op times from traces\n"
+    "                                                 (ordo-plan oracle --help)\n"
+    "options:\n"
+    "  --policy tio|tao|search|fifo  ordering policy (default tao)\n"
+    "  --bandwidth RATE          link rate, tc style: 100mbit, 1gbit (default 1gbit; 0 =\n"
+    "                            unlimited)\n"
+    "  --latency-us US           per-transfer latency in microseconds (default 50)\n"
+    "  --servers S               parameters spread over S servers, one channel each\n"
+    "                            (largest first to the least-loaded; default 1)\n"
+    "  --oracle FILE             measured times (ordo-oracle/1) replacing the profile's\n"
+    "  --backward                simulate backward and gradient sends too\n"
+    "  --budget-ms MS            search: wall-clock budget (default 2000)\n"
+    "  --evals N                 search: stop after N simulations (deterministic)\n"
+    "  --seed N                  search: random seed (default 1)\n"
+    "  -v, --verbose             search figures to stderr\n"
+    "  -h, --help, --version\n";
+
+typedef struct {
+    const char *cmd;
+    const char *model_path;
+    const char *order_path;
+    const char *oracle_path;
+    const char *policy_name;
+    ordo_policy_t policy;
+    double bandwidth_bps;
+    double latency_us;
+    int servers;
+    int backward;
+    int verbose;
+    int budget_given;
+    ordo_order_opts_t opts;
+} args_t;
+
+static int usage_error(const char *what, const char *arg)
+{
+    fprintf(stderr, "ordo-plan: %s%s%s (see ordo-plan --help)\n", what, arg ? ": " : "",
+            arg ? arg : "");
+    return 2;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_policy(const char *s, ordo_policy_t *out)
+{
+    static const struct {
+        const char *name;
+        ordo_policy_t p;
+    } t[] = {{"tio", ORDO_POLICY_TIO},
+             {"tao", ORDO_POLICY_TAO},
+             {"search", ORDO_POLICY_SEARCH},
+             {"fifo", ORDO_POLICY_FIFO},
+             {"none", ORDO_POLICY_NONE}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(s, t[i].name) == 0) {
+            *out = t[i].p;
+            return 0;
+        }
+    return -1;
+}
+
+/* parse_args fills a from argv[1..] (argv[0] is the subcommand); returns 0 or an exit code. */
+static int parse_args(int argc, char **argv, args_t *a)
+{
+    for (int i = 1; i < argc; i++) {
+        char *arg = argv[i], *val = NULL;
+        if (strncmp(arg, "--", 2) == 0 && strchr(arg, '=')) {
+            val = strchr(arg, '=') + 1;
+            val[-1] = '\0';
+        }
+        int takes = !strcmp(arg, "--policy") || !strcmp(arg, "--bandwidth") ||
+                    !strcmp(arg, "--latency-us") || !strcmp(arg, "--servers") ||
+                    !strcmp(arg, "--oracle") || !strcmp(arg, "--order") ||
+                    !strcmp(arg, "--budget-ms") || !strcmp(arg, "--evals") ||
+                    !strcmp(arg, "--seed");
+        if (takes && !val) {
+            if (i + 1 >= argc) return usage_error("missing value for", arg);
+            val = argv[++i];
+        } else if (!takes && val) {
+            return usage_error("option takes no value", arg);
+        }
+        long v;
+        if (!strcmp(arg, "--policy")) {
+            if (parse_policy(val, &a->policy)) return usage_error("unknown policy", val);
+            a->policy_name = val;
+        } else if (!strcmp(arg, "--bandwidth")) {
+            if (ordo_conf_parse_rate(val, &a->bandwidth_bps))
+                return usage_error("not a rate (e.g. 100mbit, 1gbit)", val);
+        } else if (!strcmp(arg, "--latency-us")) {
+            char *end;
+            errno = 0;
+            a->latency_us = strtod(val, &end);
+            if (end == val || *end || errno || !(a->latency_us >= 0) || a->latency_us > 1e9)
+                return usage_error("latency must be microseconds >= 0", val);
+        } else if (!strcmp(arg, "--servers")) {
+            if (parse_long(val, 1, 4096, &v)) return usage_error("servers must be 1..4096", val);
+            a->servers = (int)v;
+        } else if (!strcmp(arg, "--oracle")) {
+            a->oracle_path = val;
+        } else if (!strcmp(arg, "--order")) {
+            a->order_path = val;
+        } else if (!strcmp(arg, "--budget-ms")) {
+            if (parse_long(val, 0, 3600000, &v)) return usage_error("bad --budget-ms", val);
+            a->opts.search_budget_ms = (int)v;
+            a->budget_given = 1;
+        } else if (!strcmp(arg, "--evals")) {
+            if (parse_long(val, 0, 1000000000, &v)) return usage_error("bad --evals", val);
+            a->opts.search_evals = v;
+        } else if (!strcmp(arg, "--seed")) {
+            if (parse_long(val, 0, 2147483647, &v)) return usage_error("bad --seed", val);
+            a->opts.seed = (uint64_t)v;
+        } else if (!strcmp(arg, "--backward")) {
+            a->backward = 1;
+        } else if (!strcmp(arg, "-v") || !strcmp(arg, "--verbose")) {
+            a->verbose = 1;
+        } else if (arg[0] == '-' && arg[1] != '\0') {
+            return usage_error("unknown option", arg);
+        } else if (a->model_path) {
+            return usage_error("more than one model file", arg);
+        } else {
+            a->model_path = arg;
+        }
+    }
+    if (!a->model_path) return usage_error("missing MODEL.json", NULL);
+    /* --evals alone caps the search without a clock, so the result is reproducible */
+    if (a->opts.search_evals > 0 && !a->budget_given) a->opts.search_budget_ms = 0;
+    return 0;
+}
+
+static int fail(int rc)
+{
+    fprintf(stderr, "ordo-plan: %s\n", ordo_error_text(rc));
+    return 1;
+}
+
+/* The loaded inputs of one subcommand. */
+typedef struct {
+    ordo_model_t *m;
+    ordo_oracle_t *oracle;
+    ordo_oracle_times_t *times;
+    int *channel;
+    int *priority;
+    ordo_sim_t *sim;
+} inputs_t;
+
+static void inputs_free(inputs_t *in)
+{
+    ordo_sim_destroy(&in->sim);
+    ordo_oracle_times_destroy(&in->times);
+    ordo_oracle_destroy(&in->oracle);
+    ordo_model_destroy(&in->m);
+    free(in->channel);
+    free(in->priority);
+}
+
+static int load_inputs(const args_t *a, inputs_t *in)
+{
+    int rc = ordo_model_load_file(a->model_path, &in->m);
+    if (rc) return rc;
+    if (a->oracle_path && (rc = ordo_oracle_load_file(a->oracle_path, in->m, &in->oracle)))
+        return rc;
+    size_t np = (size_t)in->m->n_params;
+    in->channel = calloc(np, sizeof *in->channel);
+    in->priority = calloc(np, sizeof *in->priority);
+    if (!in->channel || !in->priority) return ordo_error_set(ORDO_ENOMEM, "out of memory");
+    if ((rc = ordo_order_assign_channels(in->m, a->servers, in->channel))) return rc;
+    if ((rc =
+             ordo_oracle_times_new(in->m, a->bandwidth_bps, a->latency_us, in->oracle, &in->times)))
+        return rc;
+    return ordo_sim_new(in->m, in->times, in->channel, a->servers, a->backward, &in->sim);
+}
+
+/* plan runs policy p into in->priority; verbose reports the simulated result (and, for
+ * search, TAO's for comparison) on stderr. */
+static int plan(const args_t *a, inputs_t *in, ordo_policy_t p)
+{
+    ordo_order_opts_t o = a->opts;
+    o.oracle = in->oracle;
+    ordo_sim_result_t r;
+    int rc;
+    if (a->verbose && p == ORDO_POLICY_SEARCH) {
+        rc = ordo_order_plan_ex(in->m, in->channel, a->servers, a->bandwidth_bps, a->latency_us,
+                                ORDO_POLICY_TAO, &o, in->priority);
+        if (rc == 0 && ordo_sim_run(in->sim, in->priority, &r) == 0)
+            fprintf(stderr, "ordo-plan: %s: tao: simulated makespan %.3f us, E %.6f\n", in->m->name,
+                    r.makespan_us, r.efficiency);
+    }
+    rc = ordo_order_plan_ex(in->m, in->channel, a->servers, a->bandwidth_bps, a->latency_us, p, &o,
+                            in->priority);
+    if (rc == 0 && a->verbose && ordo_sim_run(in->sim, in->priority, &r) == 0)
+        fprintf(stderr, "ordo-plan: %s: %s: simulated makespan %.3f us, E %.6f\n", in->m->name,
+                ordo_order_policy_name(p), r.makespan_us, r.efficiency);
+    return rc;
+}
+
+/* put_str prints s as a JSON string. */
+static void put_str(const char *s)
+{
+    json_t *j = json_string(s);
+    char *txt = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+    fputs(txt ? txt : "null", stdout);
+    free(txt);
+    json_decref(j);
+}
+
+static int cmd_order(const args_t *a)
+{
+    inputs_t in = {0};
+    int rc = load_inputs(a, &in);
+    if (!rc) rc = plan(a, &in, a->policy);
+    if (!rc) rc = ordo_order_write(stdout, in.m, ordo_order_policy_name(a->policy), in.priority);
+    inputs_free(&in);
+    return rc ? fail(rc) : 0;
+}
+
+static void print_result(const char *key, const ordo_sim_result_t *r, const char *sep)
+{
+    printf("\"%s\": {\"makespan_us\": %.3f, \"E\": %.6f}%s", key, r->makespan_us, r->efficiency,
+           sep);
+}
+
+static int cmd_simulate(const args_t *a)
+{
+    if (a->order_path && a->policy_name)
+        return usage_error("give either --order or --policy, not both", NULL);
+    inputs_t in = {0};
+    int rc = load_inputs(a, &in);
+    if (!rc && a->order_path) rc = ordo_order_read_file(a->order_path, in.m, in.priority);
+    if (!rc && !a->order_path) rc = plan(a, &in, a->policy);
+    ordo_sim_result_t r;
+    if (!rc) rc = ordo_sim_run(in.sim, in.priority, &r);
+    if (!rc) {
+        printf("{\"model\": ");
+        put_str(in.m->name);
+        printf(", \"order\": ");
+        put_str(a->order_path ? a->order_path : ordo_order_policy_name(a->policy));
+        printf(", \"servers\": %d, \"backward\": %s, \"makespan_us\": %.3f, \"U_us\": %.3f, "
+               "\"L_us\": %.3f, \"E\": %.6f}\n",
+               a->servers, a->backward ? "true" : "false", r.makespan_us, r.upper_us, r.lower_us,
+               r.efficiency);
+    }
+    inputs_free(&in);
+    return rc ? fail(rc) : 0;
+}
+
+static int cmd_bounds(const args_t *a)
+{
+    inputs_t in = {0};
+    int rc = load_inputs(a, &in);
+    ordo_sim_result_t tio, tao;
+    ordo_search_bounds_t b;
+    if (!rc) rc = plan(a, &in, ORDO_POLICY_TIO);
+    if (!rc) rc = ordo_sim_run(in.sim, in.priority, &tio);
+    if (!rc) rc = plan(a, &in, ORDO_POLICY_TAO);
+    if (!rc) rc = ordo_sim_run(in.sim, in.priority, &tao);
+    if (!rc) {
+        ordo_search_opts_t so;
+        ordo_search_opts_default(&so);
+        so.budget_ms = a->opts.search_budget_ms;
+        so.max_evals = a->opts.search_evals;
+        so.seed = a->opts.seed;
+        rc = ordo_search_bounds(in.sim, in.priority, &so, &b, NULL, NULL);
+    }
+    if (!rc) {
+        printf("{\"model\": ");
+        put_str(in.m->name);
+        printf(", \"recvs\": %d, \"servers\": %d, \"backward\": %s, \"method\": \"%s\", "
+               "\"best_us\": %.3f, \"worst_us\": %.3f, \"U_us\": %.3f, \"L_us\": %.3f, ",
+               in.m->n_params, a->servers, a->backward ? "true" : "false",
+               b.exhaustive ? "exhaustive" : "search", b.best_us, b.worst_us, tao.upper_us,
+               tao.lower_us);
+        print_result("tio", &tio, ", ");
+        print_result("tao", &tao, "}\n");
+    }
+    inputs_free(&in);
+    return rc ? fail(rc) : 0;
+}
+
+static const char oracle_usage[] =
+    "usage: ordo-plan oracle (MODEL.json | --trainer mlp|cnn [--batch N]) TRACE.json...\n"
+    "\n"
+    "Reads the compute ops of workers' Chrome traces (runs/RUN/trace-worker-R.json of a run\n"
+    "with output.trace = true) and writes ordo-oracle/1 to stdout: each op's least forward\n"
+    "and backward time over all iterations and traces. With [order] oracle = FILE a run's\n"
+    "ordering and merge planners use these times instead of the profile's.\n"
+    "\n"
+    "  --trainer NAME     the built-in network the run trained (model.trainer) instead of a\n"
+    "                     profile\n"
+    "  --batch N          its model.batch (default 64)\n"
+    "  -h, --help         this text\n";
+
+/* cmd_oracle: ordo-plan oracle; argv[0] is "oracle". */
+static int cmd_oracle(int argc, char **argv)
+{
+    const char *trainer = NULL;
+    long batch = 64;
+    int n_pos = 0;
+    const char **pos = calloc((size_t)argc + 1, sizeof *pos);
+    if (!pos) return fail(ordo_error_set(ORDO_ENOMEM, "out of memory"));
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            fputs(oracle_usage, stdout);
+            free(pos);
+            return 0;
+        }
+        int is_trainer = !strcmp(arg, "--trainer"), is_batch = !strcmp(arg, "--batch");
+        if (is_trainer || is_batch) {
+            if (i + 1 >= argc) {
+                free(pos);
+                return usage_error("missing value for", arg);
+            }
+            const char *val = argv[++i];
+            if (is_trainer)
+                trainer = val;
+            else if (parse_long(val, 1, 1 << 20, &batch)) {
+                free(pos);
+                return usage_error("--batch must be 1..1048576", val);
+            }
+            continue;
+        }
+        if (arg[0] == '-' && arg[1]) {
+            free(pos);
+            return usage_error("unknown option", arg);
+        }
+        pos[n_pos++] = arg;
+    }
+    int first_trace = trainer ? 0 : 1;
+    if (n_pos <= first_trace) {
+        free(pos);
+        return usage_error(trainer || n_pos ? "no TRACE.json given" : "missing MODEL.json", NULL);
+    }
+    ordo_model_t *m = NULL;
+    ordo_oracle_t *o = NULL;
+    int rc = trainer ? ordo_nn_model(trainer, (int)batch, &m) : ordo_model_load_file(pos[0], &m);
+    if (!rc) rc = ordo_oracle_new(m, &o);
+    for (int i = first_trace; !rc && i < n_pos; i++)
+        rc = ordo_oracle_observe_trace(o, pos[i], NULL);
+    if (!rc) rc = ordo_oracle_write(o, stdout);
+    ordo_oracle_destroy(&o);
+    ordo_model_destroy(&m);
+    free(pos);
+    if (rc) return fail(rc);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage_error("missing subcommand (order, simulate, bounds, merge, oracle)", NULL);
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("ordo-plan %s\n", ORDO_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "merge")) {
+        return ordo_merge_cli(argc - 1, argv + 1);
+    }
+    if (!strcmp(cmd, "oracle")) return cmd_oracle(argc - 1, argv + 1);
+    int (*run)(const args_t *) = NULL;
+    if (!strcmp(cmd, "order"))
+        run = cmd_order;
+    else if (!strcmp(cmd, "simulate"))
+        run = cmd_simulate;
+    else if (!strcmp(cmd, "bounds"))
+        run = cmd_bounds;
+    else
+        return usage_error("unknown subcommand", cmd);
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+    args_t a = {.cmd = cmd,
+                .policy = ORDO_POLICY_TAO,
+                .bandwidth_bps = 1e9,
+                .latency_us = 50,
+                .servers = 1};
+    ordo_order_opts_default(&a.opts);
+    int rc = parse_args(argc - 1, argv + 1, &a);
+    if (rc) return rc;
+    if (a.order_path && run != cmd_simulate) return usage_error("--order is for simulate", NULL);
+    return run(&a);
+}
