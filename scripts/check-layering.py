@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""check-layering: fail when a source file includes a header of a layer above its own, or of
+another role folder.
+
+The layers, bottom up (docs/architecture.md, "Layers"):
+
+    common  <  core  <  planner  <  scheduler | server | worker  <  tools
+
+A file may include headers of its own folder and of folders of a lower layer; the three role
+folders share a layer and never include each other. The public headers (include/ordo/) may
+include only each other and system headers: they are all a program outside the tree sees.
+Tests, examples and the Python package are outside the rule.
+
+Usage: check-layering.py [ROOT]   (ROOT: the repository, default: this script's parent's
+parent). Prints one line per violation, "path:line: reason", and exits 1 if there is any.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+RANK = {"common": 0, "core": 1, "planner": 2, "scheduler": 3, "server": 3, "worker": 3, "tools": 4}
+SOURCES = (".c", ".h", ".cu")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def violations_of(root: Path, path: Path) -> list[str]:
+    """violations_of returns the layering violations of one source file under root."""
+    rel = path.relative_to(root)
+    folder = rel.parts[0]
+    public = rel.parts[:2] == ("include", "ordo")
+    found = []
+    for no, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        m = INCLUDE.match(line)
+        if not m:
+            continue
+        target = m.group(1)
+        where = f"{rel}:{no}"
+        head = target.split("/", 1)[0] if "/" in target else None
+        if public:
+            if head != "ordo":
+                found.append(f'{where}: public header includes "{target}": include/ordo/ may '
+                             "include only ordo/ headers and system headers")
+            continue
+        if head is None:
+            if not (path.parent / target).exists():
+                found.append(f'{where}: "{target}" is not in {folder}/; name its folder '
+                             '("FOLDER/name.h")')
+            continue
+        if head == "ordo":
+            continue  # the public API: every layer may implement or use it
+        if head not in RANK:
+            found.append(f'{where}: "{target}" is in no layer ({", ".join(RANK)})')
+        elif head != folder and RANK[head] >= RANK[folder]:
+            kind = "another role folder" if RANK[head] == RANK[folder] == 3 else "a higher layer"
+            found.append(f'{where}: {folder}/ includes "{target}" of {kind} '
+                         f"({folder} is layer {RANK[folder]}, {head} is layer {RANK[head]})")
+    return found
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parent.parent
+    if not root.is_dir():
+        print(f"check-layering: {root}: not a directory", file=sys.stderr)
+        return 2
+    checked = 0
+    found: list[str] = []
+    for folder in [*RANK, "include"]:
+        base = root / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            if path.suffix in SOURCES and path.is_file():
+                checked += 1
+                found += violations_of(root, path)
+    for line in found:
+        print(line)
+    print(f"check-layering: {checked} files, {len(found)} violations")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
