@@ -1,4 +1,4 @@
-/* model: the model graph of an ordo-model/1 profile (DESIGN.md §4): parameters with their
+/* model: the model graph of an ordo-model/1 profile (docs/models.md): parameters with their
  * shapes and bytes, ops in forward topological order with their inputs, parameters and
  * profiled forward/backward times. Loading validates everything and names the file, the
  * JSON path and the reason of any rejection. The planners, the simulator and the worker's

@@ -1,4 +1,4 @@
-/* model_load: reads ordo-model/1 JSON (DESIGN.md §4) into a model, validating every field
+/* model_load: reads ordo-model/1 JSON (docs/models.md) into a model, validating every field
  * and naming the file, the JSON path and the reason of any rejection. */
 #include "core/model.h"
 #include "common/json_check.h"

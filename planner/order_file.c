@@ -1,4 +1,4 @@
-/* order_file: reading and writing ordo-order/1 priority files (DESIGN.md §4), part of the
+/* order_file: reading and writing ordo-order/1 priority files (docs/ordering.md, "ordo-order/1"), part of the
  * order module. Reading validates everything: format, model name, keys, every parameter
  * exactly once, priorities integers >= 0; a rejection names the file, the JSON path and
  * the reason. */

@@ -1,4 +1,4 @@
-/* sim: discrete-event simulation of one worker's iteration (DESIGN.md §4). Channels carry
+/* sim: discrete-event simulation of one worker's iteration (docs/ordering.md, "The simulator's rules"). Channels carry
  * their recvs back to back from time 0 in the given order; one compute resource runs ops
  * non-preemptively, always starting the ready op that became ready first (ties by listed
  * order). With backward, the ops' backward passes follow in reverse listed order and each

@@ -1,5 +1,5 @@
 /* sim: a discrete-event simulator of one worker's iteration under a given transfer order
- * (DESIGN.md §4, "The simulator's rules"), the makespan bounds U and L, the ordering
+ * (docs/ordering.md, "The simulator's rules"), the makespan bounds U and L, the ordering
  * efficiency E = (U - t) / (U - L), and exhaustive enumeration of orders for small models.
  * The simulator is built once per model and link and then evaluates many orders quickly
  * (the search policy calls it tens of thousands of times). */

@@ -407,7 +407,7 @@ int ordo_exec_init(ordo_exec_t *e, float *const *params)
 
 /* the next forward op to run (compute thread): among the ops not run yet whose inputs have
  * ended and whose parameters of iteration iter have arrived, the one that became ready
- * first (ties: listed order), as the simulator's rule (DESIGN.md §4); waits while none is
+ * first (ties: listed order), as the simulator's rule (docs/ordering.md); waits while none is
  * ready. Returns the op, or the fatal error. */
 static int next_op(ordo_exec_t *e, int64_t iter, int64_t *waited_ns)
 {

@@ -234,7 +234,7 @@ static int *plan_priorities(ordo_worker_t *w, int n_keys)
     return out;
 }
 
-/* ordering efficiency of a forward pass on an emulated link (DESIGN.md 4): U = all op
+/* ordering efficiency of a forward pass on an emulated link (docs/formats.md, metrics): U = all op
  * times (compute measured, transfers from the link model), L = the busiest resource */
 static double efficiency(const ordo_model_t *m, const ordo_keys_t *k, const ordo_conf_t *c,
                          int workers, double compute_ms, double makespan_ms)

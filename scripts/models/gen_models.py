@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gen_models: writes ordo's model profiles (ordo-model/1, DESIGN.md section 4).
+"""gen_models: writes ordo's model profiles (ordo-model/1, docs/models.md).
 
     scripts/models/gen_models.py [--out conf/models] [--tflops 10] [--mem-gbps 700]
                                  [--overhead-us 5] [--batch 32] [--table] [MODEL ...]

@@ -5,7 +5,7 @@
 # that the order matters), and the median measured forward time (metrics.jsonl forward_ms,
 # iterations after the warm-up) must be within 10% of `ordo-plan simulate --policy tao`'s
 # makespan with the same link and op times (an ordo-oracle/1 file of the profile's times x S).
-# The simulator charges the latency to every recv in turn (DESIGN.md §4), while the link
+# The simulator charges the latency to every recv in turn (docs/ordering.md), while the link
 # delivers each message `latency` after it left and sends the next meanwhile, so with many
 # small tensors the live run may be faster by up to one latency per recv (densenet121: 364
 # recvs, 36 ms of 292): it must then be within 10% of the makespan simulated with no latency.
