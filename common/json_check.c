@@ -1,8 +1,39 @@
-/* json_check: checks shared by ordo's JSON file readers. */
+/* json_check: reading and checks shared by ordo's JSON file readers. */
 #include "common/json_check.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "common/error.h"
 
-#include <string.h>
+int ordo_json_read_string(const char *text, const char *name, size_t flags, json_t **out)
+{
+    if (!name) name = "(string)";
+    if (!text || !out) return ordo_error_set(ORDO_EINVAL, "%s: no JSON text", name);
+    json_error_t jerr;
+    json_t *root = json_loads(text, flags, &jerr);
+    if (!root)
+        return ordo_error_set(ORDO_EFORMAT, "%s:%d:%d: %s", name, jerr.line, jerr.column,
+                              jerr.text);
+    *out = root;
+    return 0;
+}
+
+int ordo_json_read_file(const char *path, size_t flags, json_t **out)
+{
+    if (!path || !out) return ordo_error_set(ORDO_EINVAL, "ordo_json_read_file: no path");
+    FILE *f = fopen(path, "rb");
+    if (!f) return ordo_error_set(ORDO_ENOTFOUND, "%s: cannot open: %s", path, strerror(errno));
+    json_error_t jerr;
+    json_t *root = json_loadf(f, flags, &jerr);
+    fclose(f);
+    if (!root)
+        return ordo_error_set(ORDO_EFORMAT, "%s:%d:%d: %s", path, jerr.line, jerr.column,
+                              jerr.text);
+    *out = root;
+    return 0;
+}
 
 int ordo_json_only_keys(const json_t *obj, const char *const *allowed, const char *file,
                         const char *path)

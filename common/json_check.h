@@ -1,9 +1,19 @@
-/* json_check: checks shared by ordo's JSON file readers (ordo-model/1, ordo-order/1,
- * ordo-oracle/1), so that they reject the same mistakes with the same words. */
+/* json_check: reading and checks shared by ordo's JSON file readers (ordo-model/1,
+ * ordo-order/1, ordo-oracle/1, ordo-merge/1), so that they reject the same mistakes with the
+ * same words. */
 #ifndef ORDO_JSON_CHECK_H
 #define ORDO_JSON_CHECK_H
 
 #include <jansson.h>
+
+/* ordo_json_read_string parses text (named name in errors) with jansson's flags (e.g.
+ * JSON_REJECT_DUPLICATES) into *out, which the caller releases with json_decref. Fails with
+ * ORDO_EFORMAT and "NAME:LINE:COLUMN: reason". */
+int ordo_json_read_string(const char *text, const char *name, size_t flags, json_t **out);
+
+/* ordo_json_read_file is ordo_json_read_string over the file at path; a file that cannot be
+ * opened fails with ORDO_ENOTFOUND and "PATH: cannot open: reason". */
+int ordo_json_read_file(const char *path, size_t flags, json_t **out);
 
 /* ordo_json_only_keys fails with ORDO_EFORMAT, "FILE: PATH.KEY: unknown key", when object
  * obj (at JSON path path of file) has a key outside the NULL-terminated list allowed. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/json_check.h"
 #include "planner/merge.h"
 #include "core/merge_cost_internal.h"
 
@@ -418,48 +419,20 @@ static int get_layout(json_t *root, const char *name, ordo_merge_layout_t *lay)
     return 0;
 }
 
-int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_model_t *m,
-                                ordo_merge_plan_t **out)
+/* parse_root validates a parsed ordo-merge/1 document against model m and builds the plan;
+ * it consumes root. */
+static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
+                      ordo_merge_plan_t **out)
 {
-    if (!name) name = "(string)";
-    if (!json || !m || !out)
-        return ordo_error_set(ORDO_EINVAL, "%s: ordo_merge_plan_load_string: missing argument",
-                              name);
-    int rc = 0;
-    json_error_t jerr;
-    json_t *root = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
+    static const char *const top[] = {"format", "model", "a", "b", "c", "pull", "pull_msg",
+                                      "margin", "servers", "partition_bytes", "segment_bytes",
+                                      "groups", "predicted_iter_s", NULL};
     ordo_merge_timeline_t *t = NULL;
     ordo_merge_plan_t *p = NULL;
     int *item_group = NULL;
     char **seen_at = NULL; /* per param: where it was first listed ("[g][k]") */
-    if (!root) {
-        rc = ordo_error_set(ORDO_EFORMAT, "%s:%d:%d: %s", name, jerr.line, jerr.column, jerr.text);
-        goto fail;
-    }
-    if (!json_is_object(root)) {
-        rc = ordo_error_set(ORDO_EFORMAT, "%s: $: not a JSON object", name);
-        goto fail;
-    }
-    json_t *fmt = json_object_get(root, "format");
-    if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "ordo-merge/1") != 0) {
-        rc = ordo_error_set(ORDO_EFORMAT, "%s: $.format: %s%s%s is not \"ordo-merge/1\"", name,
-                            json_is_string(fmt) ? "\"" : "",
-                            fmt ? (json_is_string(fmt) ? json_string_value(fmt) : "a non-string")
-                                : "missing",
-                            json_is_string(fmt) ? "\"" : "");
-        goto fail;
-    }
-    json_t *model = json_object_get(root, "model");
-    if (!json_is_string(model)) {
-        rc = ordo_error_set(ORDO_EFORMAT, "%s: $.model: %s", name,
-                            model ? "not a string" : "missing");
-        goto fail;
-    }
-    if (strcmp(json_string_value(model), m->name ? m->name : "") != 0) {
-        rc = ordo_error_set(ORDO_EFORMAT, "%s: $.model: the plan is for model '%s', not '%s'", name,
-                            json_string_value(model), m->name ? m->name : "");
-        goto fail;
-    }
+    int rc = ordo_json_check_head(root, top, "ordo-merge/1", m->name ? m->name : "", name);
+    if (rc) goto fail;
     double a, b, c, pull, pull_msg, margin, pred;
     if ((rc = get_cost(root, "a", name, &a)) || (rc = get_cost(root, "b", name, &b)) ||
         (rc = get_cost(root, "c", name, &c)) || (rc = get_cost(root, "pull", name, &pull)) ||
@@ -576,41 +549,23 @@ fail:
     return rc;
 }
 
+int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_model_t *m,
+                                ordo_merge_plan_t **out)
+{
+    if (!name) name = "(string)";
+    if (!json || !m || !out)
+        return ordo_error_set(ORDO_EINVAL, "%s: ordo_merge_plan_load_string: missing argument",
+                              name);
+    json_t *root = NULL;
+    int rc = ordo_json_read_string(json, name, JSON_REJECT_DUPLICATES, &root);
+    return rc ? rc : parse_root(root, name, m, out);
+}
+
 int ordo_merge_plan_load_file(const char *path, const ordo_model_t *m, ordo_merge_plan_t **out)
 {
-    if (!path) return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_load_file: no path");
-    FILE *f = fopen(path, "rb");
-    if (!f) return ordo_error_set(ORDO_ENOTFOUND, "%s: cannot open: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int rc = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            size_t ncap = cap ? cap * 2 : 65536;
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", path);
-                goto done;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0) break;
-    }
-    if (ferror(f)) {
-        rc = ordo_error_set(ORDO_EIO, "%s: read error", path);
-        goto done;
-    }
-    buf[len] = '\0';
-    if (strlen(buf) != len) {
-        rc = ordo_error_set(ORDO_EFORMAT, "%s: contains a NUL byte", path);
-        goto done;
-    }
-    rc = ordo_merge_plan_load_string(buf, path, m, out);
-done:
-    fclose(f);
-    free(buf);
-    return rc;
+    if (!path || !m || !out)
+        return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_load_file: missing argument");
+    json_t *root = NULL;
+    int rc = ordo_json_read_file(path, JSON_REJECT_DUPLICATES, &root);
+    return rc ? rc : parse_root(root, path, m, out);
 }

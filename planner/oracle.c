@@ -234,13 +234,10 @@ int ordo_oracle_observe_trace(ordo_oracle_t *o, const char *path, int *n_events)
 {
     if (n_events) *n_events = 0;
     if (!o || !path) return ordo_error_set(ORDO_EINVAL, "ordo_oracle_observe_trace: no trace");
-    FILE *f = fopen(path, "rb");
-    if (!f) return ordo_error_set(ORDO_ENOTFOUND, "cannot read %s: %s", path, strerror(errno));
-    json_error_t jerr;
-    json_t *root = json_loadf(f, 0, &jerr);
-    fclose(f);
-    if (!root) return ordo_error_set(ORDO_EFORMAT, "%s:%d: %s", path, jerr.line, jerr.text);
-    int rc = 0, n = 0;
+    json_t *root = NULL;
+    int rc = ordo_json_read_file(path, 0, &root);
+    if (rc) return rc;
+    int n = 0;
     json_t *events = json_is_object(root) ? json_object_get(root, "traceEvents") : NULL;
     if (!json_is_array(events)) {
         rc = ordo_error_set(ORDO_EFORMAT,
@@ -463,20 +460,15 @@ int ordo_oracle_load_string(const char *json, const char *name, const ordo_model
 {
     if (!json || !m || !out) return ordo_error_set(ORDO_EINVAL, "ordo_oracle_load: bad args");
     if (!name) name = "<oracle>";
-    json_error_t jerr;
-    json_t *root = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) return bad("%s:%d: %s", name, jerr.line, jerr.text);
-    return parse_root(root, name, m, out);
+    json_t *root = NULL;
+    int rc = ordo_json_read_string(json, name, JSON_REJECT_DUPLICATES, &root);
+    return rc ? rc : parse_root(root, name, m, out);
 }
 
 int ordo_oracle_load_file(const char *path, const ordo_model_t *m, ordo_oracle_t **out)
 {
     if (!path || !m || !out) return ordo_error_set(ORDO_EINVAL, "ordo_oracle_load_file: bad args");
-    FILE *f = fopen(path, "rb");
-    if (!f) return ordo_error_set(ORDO_ENOTFOUND, "%s: %s", path, strerror(errno));
-    json_error_t jerr;
-    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
-    fclose(f);
-    if (!root) return bad("%s:%d: %s", path, jerr.line, jerr.text);
-    return parse_root(root, path, m, out);
+    json_t *root = NULL;
+    int rc = ordo_json_read_file(path, JSON_REJECT_DUPLICATES, &root);
+    return rc ? rc : parse_root(root, path, m, out);
 }

@@ -116,21 +116,16 @@ int ordo_order_read_string(const char *json, const char *name, const ordo_model_
 {
     if (!json || !m || !priority) return ordo_error_set(ORDO_EINVAL, "ordo_order_read: bad args");
     if (!name) name = "<order>";
-    json_error_t jerr;
-    json_t *root = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) return bad("%s:%d: %s", name, jerr.line, jerr.text);
-    return parse_root(root, name, m, priority);
+    json_t *root = NULL;
+    int rc = ordo_json_read_string(json, name, JSON_REJECT_DUPLICATES, &root);
+    return rc ? rc : parse_root(root, name, m, priority);
 }
 
 int ordo_order_read_file(const char *path, const ordo_model_t *m, int *priority)
 {
     if (!path || !m || !priority)
         return ordo_error_set(ORDO_EINVAL, "ordo_order_read_file: bad args");
-    FILE *f = fopen(path, "rb");
-    if (!f) return ordo_error_set(ORDO_ENOTFOUND, "%s: %s", path, strerror(errno));
-    json_error_t jerr;
-    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
-    fclose(f);
-    if (!root) return bad("%s:%d: %s", path, jerr.line, jerr.text);
-    return parse_root(root, path, m, priority);
+    json_t *root = NULL;
+    int rc = ordo_json_read_file(path, JSON_REJECT_DUPLICATES, &root);
+    return rc ? rc : parse_root(root, path, m, priority);
 }

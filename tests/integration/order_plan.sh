@@ -20,7 +20,7 @@ printf '{"format": "ordo-order/1", "model": "sizes", "policy": "x", "priorities"
 expect_refusal "$T/missing.json" "\$.priorities: parameter 'p1' is missing"
 printf '{"format": "ordo-order/1", "model": "resnet50", "policy": "x", "priorities": []}' > "$T/other.json"
 expect_refusal "$T/other.json" "\$.model: 'resnet50' does not match the model 'sizes'"
-expect_refusal "$T/none.json" "No such file or directory"
+expect_refusal "$T/none.json" "cannot open: No such file or directory"
 
 # ordered policies log the simulated makespan; no [net] bandwidth: the assumed rate is named
 for pol in tio tao search none fifo; do

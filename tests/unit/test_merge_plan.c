@@ -218,12 +218,14 @@ START_TEST(plan_load_rejects_bad_plans)
         const char *json, *want;
     } cases[] = {
         {"{\"format\": ", "plan.json:1:"},
-        {"[]", "plan.json: $: not a JSON object"},
+        {"[]", "plan.json: $: must be an object"},
         {"{\"format\": \"ordo-merge/2\", \"model\": \"toy\", \"groups\": []}",
-         "plan.json: $.format: \"ordo-merge/2\" is not \"ordo-merge/1\""},
-        {"{\"model\": \"toy\", \"groups\": []}", "plan.json: $.format: missing"},
+         "plan.json: $.format: must be \"ordo-merge/1\""},
+        {"{\"model\": \"toy\", \"groups\": []}", "plan.json: $.format: must be \"ordo-merge/1\""},
+        {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"group\": []}",
+         "plan.json: $.group: unknown key"},
         {"{\"format\": \"ordo-merge/1\", \"model\": \"other\", \"groups\": []}",
-         "plan.json: $.model: the plan is for model 'other', not 'toy'"},
+         "plan.json: $.model: 'other' does not match the model 'toy'"},
         {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"a\": -1, \"groups\": []}",
          "plan.json: $.a: -1 must be finite and >= 0"},
         {"{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"b\": \"x\", \"groups\": []}",
