@@ -137,4 +137,3 @@ const char *ordo_merge_algo_name(ordo_merge_algo_t algo)
     }
     return "?";
 }
-
