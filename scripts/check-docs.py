@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""check-docs: every relative link in README.md and docs/**/*.md resolves, and reference pages
+stay short.
+
+For each markdown link or image `[text](target)` whose target is not a URL, the file it names
+(relative to the page) must exist; a `#anchor` on a markdown target must match one of that
+page's headings (GitHub's slugs). Reference pages (docs/*.md outside docs/results/) must not
+exceed MAX_LINES lines; dated result pages under docs/results/ may. Prints one line per
+problem as FILE:LINE: reason and exits 1 if there is any; `--root DIR` checks another tree
+(the self-test uses it).
+"""
+import os
+import re
+import sys
+
+MAX_LINES = 520
+LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+FENCE = re.compile(r"^\s*```")
+
+
+def slug(heading):
+    s = heading.strip().lower()
+    s = re.sub(r"[^\w\- ]", "", s)
+    return s.replace(" ", "-")
+
+
+def anchors(path, cache):
+    if path not in cache:
+        seen = {}
+        out = set()
+        in_fence = False
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if FENCE.match(line):
+                    in_fence = not in_fence
+                    continue
+                m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+                if m and not in_fence:
+                    base = slug(m.group(1))
+                    n = seen.get(base, 0)
+                    seen[base] = n + 1
+                    out.add(base if n == 0 else "%s-%d" % (base, n))
+        cache[path] = out
+    return cache[path]
+
+
+def pages(root):
+    found = []
+    if os.path.exists(os.path.join(root, "README.md")):
+        found.append("README.md")
+    for d, _, files in os.walk(os.path.join(root, "docs")):
+        for name in files:
+            if name.endswith(".md"):
+                found.append(os.path.relpath(os.path.join(d, name), root))
+    return sorted(found)
+
+
+def check(root):
+    problems = []
+    cache = {}
+    for page in pages(root):
+        path = os.path.join(root, page)
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        n = len(lines) - (1 if lines and lines[-1] == "" else 0)
+        is_results = page.startswith(os.path.join("docs", "results") + os.sep)
+        if page.startswith("docs" + os.sep) and not is_results and n > MAX_LINES:
+            problems.append("%s:%d: %d lines, more than %d for a reference page "
+                            "(move measured results to docs/results/)" % (page, n, n, MAX_LINES))
+        in_fence = False
+        for i, line in enumerate(lines, 1):
+            if FENCE.match(line):
+                in_fence = not in_fence
+                continue
+            if in_fence:
+                continue
+            for m in LINK.finditer(re.sub(r"`[^`]*`", "``", line)):
+                target = m.group(1)
+                if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("//"):
+                    continue
+                file_part, _, anchor = target.partition("#")
+                dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) \
+                    if file_part else path
+                if not os.path.exists(dest):
+                    problems.append("%s:%d: link to %s: no such file" % (page, i, target))
+                    continue
+                if anchor and dest.endswith(".md") and anchor not in anchors(dest, cache):
+                    problems.append("%s:%d: link to %s: no heading '#%s' in %s"
+                                    % (page, i, target, anchor, os.path.relpath(dest, root)))
+    return problems
+
+
+def main(argv):
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    if len(argv) == 3 and argv[1] == "--root":
+        root = argv[2]
+    elif len(argv) != 1:
+        print("usage: check-docs.py [--root DIR]", file=sys.stderr)
+        return 2
+    problems = check(os.path.abspath(root))
+    for p in problems:
+        print(p)
+    print("check-docs: %d page(s), %d problem(s)" % (len(pages(os.path.abspath(root))), len(problems)))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
