@@ -128,7 +128,7 @@ int ordo_merge_fit_cost(const double *bytes, const double *secs, int n, double *
  * for even n): the statistic calibrations fit, per size, over their repeats. */
 double ordo_merge_median(double *v, int n);
 
-/* The planner's cost model as calibrated from pushes (docs/merging.md, "What a and b mean
+/* The planner's cost model as calibrated from pushes (docs/calibration.md, "What a and b mean
  * for a parameter server"), in seconds and seconds per byte. */
 typedef struct ordo_merge_cost {
     double a, b, c;      /* the planner's a (per message), b (link, per byte), c (receivers) */
