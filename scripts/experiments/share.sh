@@ -19,7 +19,7 @@
 #   --iterations N    measured iterations per run, after 1 warm-up (default 10)
 #   --a-us A --b-ns B --c-ns C
 #                     the planner's cost model (default: 10gbit, 1 server as calibrated in
-#                     docs/results/merging.md: 28.46, 1.183, 0.5172)
+#                     docs/images/merging/pull-early/merging.csv: 28.46, 1.183, 0.5172)
 #   --out DIR         output folder (default runs/share-DATE)
 #   --bin DIR         binaries (default build/bin)
 #   --compare KEY=V1,V2  the conf key and its two values (default order.share=fair,serial)
