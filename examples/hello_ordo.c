@@ -1,7 +1,7 @@
 /* hello_ordo: a worker written against the public API only (docs/api.md). It joins the
  * cluster of hello_ordo.ini, declares three tensors, lets rank 0 set their initial values, and
- * for ITERS iterations pulls every tensor (checking it), then pushes a gradient of
- * (rank + 1) * (t + 1) in every element. With lr = 1 and aggregate = sum the servers'
+ * for ITERS iterations pushes a gradient of (rank + 1) * (t + 1) in every element and pulls
+ * the result (push then pull, or one pushpull, on alternate iterations), checking every value. With lr = 1 and aggregate = sum the servers'
  * update makes the value after t iterations v0 - t(t + 1)/2 * W(W + 1)/2, exactly.
  *
  *   cc hello_ordo.c $(pkg-config --cflags --libs ordo) -o hello_ordo
@@ -53,11 +53,16 @@ int main(int argc, char **argv)
         }
 
     long wrong = 0, checked = 0;
-    for (int t = 0; t <= ITERS; t++) {
-        ordo_handle_t h[N_TENSORS];
-        for (int k = 0; k < N_TENSORS; k++) /* the first layer is needed first: priority k */
-            if ((rc = ordo_pull(o, k, val[k], k, &h[k])) != 0) return die("pull", rc);
-        for (int k = 0; k < N_TENSORS; k++)
+    ordo_handle_t h[N_TENSORS];
+    for (int k = 0; k < N_TENSORS; k++) /* the first layer is needed first: priority k */
+        if ((rc = ordo_pull(o, k, val[k], k, &h[k])) != 0) return die("pull", rc);
+    for (int t = 0;; t++) {
+        /* wait for this iteration's values: ordo_test polls the first layer's (a program
+         * would compute between the polls), ordo_wait blocks for the others */
+        while ((rc = ordo_test(o, h[0])) == ORDO_ERR_AGAIN) {
+        }
+        if (rc) return die("test", rc);
+        for (int k = 1; k < N_TENSORS; k++)
             if ((rc = ordo_wait(o, h[k], -1)) != 0) return die("wait", rc);
         double shift = (double)t * (t + 1) / 2 * W * (W + 1) / 2;
         for (int k = 0; k < N_TENSORS; k++)
@@ -68,10 +73,16 @@ int main(int argc, char **argv)
         if (t == ITERS) break;
         for (int k = N_TENSORS - 1; k >= 0; k--) { /* backward: last layer's gradient first */
             for (int64_t i = 0; i < sizes[k]; i++) grad[k][i] = (float)((rank + 1) * (t + 1));
-            if ((rc = ordo_push(o, k, grad[k], k, NULL)) != 0) return die("push", rc);
+            if (t % 2 == 0) { /* a push nobody waits for, then the pull of its result */
+                if ((rc = ordo_push(o, k, grad[k], k, NULL)) != 0) return die("push", rc);
+                if ((rc = ordo_pull(o, k, val[k], k, &h[k])) != 0) return die("pull", rc);
+            } else { /* both in one message each way */
+                if ((rc = ordo_pushpull(o, k, grad[k], val[k], k, &h[k])) != 0)
+                    return die("pushpull", rc);
+            }
         }
-        if ((rc = ordo_wait_all(o, -1)) != 0) return die("wait_all", rc);
     }
+    if ((rc = ordo_wait_all(o, -1)) != 0) return die("wait_all", rc);
     if ((rc = ordo_barrier(o, -1)) != 0) return die("barrier", rc);
     printf("hello_ordo: worker %d: %d iterations, %ld values checked, %ld wrong\n", rank, ITERS,
            checked, wrong);

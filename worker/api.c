@@ -453,9 +453,11 @@ int ordo_test(ordo_t *o, ordo_handle_t h)
     if (rc) return rc;
     int s = op_of(o, h, "ordo_test");
     if (s < 0) return ORDO_ENOTFOUND;
-    while ((rc = pump(o, 0)) == 0) {
+    /* ordo_worker_poll with timeout 0 only hands out events already queued and receives no
+     * message, so each round may wait up to 1 ms for one; stop at the first quiet round */
+    while (!o->ops[s].done && (rc = pump(o, 1)) == 0) {
     }
-    if (rc != ORDO_ETIMEDOUT && rc != ORDO_EAGAIN) return rc;
+    if (!o->ops[s].done && rc != ORDO_ETIMEDOUT && rc != ORDO_EAGAIN) return rc;
     ordo_error_clear();
     if (!o->ops[s].done) return ORDO_EAGAIN;
     op_release(o, s);
