@@ -1,8 +1,9 @@
 /* hello_ordo: a worker written against the public API only (docs/api.md). It joins the
  * cluster of hello_ordo.ini, declares three tensors, lets rank 0 set their initial values, and
  * for ITERS iterations pushes a gradient of (rank + 1) * (t + 1) in every element and pulls
- * the result (push then pull, or one pushpull, on alternate iterations), checking every value. With lr = 1 and aggregate = sum the servers'
- * update makes the value after t iterations v0 - t(t + 1)/2 * W(W + 1)/2, exactly.
+ * the result (push then pull, or one pushpull, on alternate iterations), checking every value. With
+ * lr = 1 and aggregate = sum the servers' update makes the value after t iterations v0 - t(t + 1)/2
+ * * W(W + 1)/2, exactly.
  *
  *   cc hello_ordo.c $(pkg-config --cflags --libs ordo) -o hello_ordo
  *   ./hello_ordo hello_ordo.ini cluster.scheduler=tcp://HOST:PORT */
@@ -12,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ITERS 5
+#define ITERS     5
 #define N_TENSORS 3
 
 static const char *names[N_TENSORS] = {"layer1.weight", "layer1.bias", "layer2.weight"};
@@ -48,7 +49,8 @@ int main(int argc, char **argv)
            ordo_version());
     if (rank == 0)
         for (int k = 0; k < N_TENSORS; k++) {
-            for (int64_t i = 0; i < sizes[k]; i++) val[k][i] = (float)(i % 10 + k);
+            for (int64_t i = 0; i < sizes[k]; i++)
+                val[k][i] = (float)(i % 10 + k);
             if ((rc = ordo_init(o, k, val[k])) != 0) return die("init", rc);
         }
 
@@ -72,7 +74,8 @@ int main(int argc, char **argv)
                             names[k], (long long)i, val[k][i], t, i % 10 + k - shift);
         if (t == ITERS) break;
         for (int k = N_TENSORS - 1; k >= 0; k--) { /* backward: last layer's gradient first */
-            for (int64_t i = 0; i < sizes[k]; i++) grad[k][i] = (float)((rank + 1) * (t + 1));
+            for (int64_t i = 0; i < sizes[k]; i++)
+                grad[k][i] = (float)((rank + 1) * (t + 1));
             if (t % 2 == 0) { /* a push nobody waits for, then the pull of its result */
                 if ((rc = ordo_push(o, k, grad[k], k, NULL)) != 0) return die("push", rc);
                 if ((rc = ordo_pull(o, k, val[k], k, &h[k])) != 0) return die("pull", rc);
@@ -86,8 +89,10 @@ int main(int argc, char **argv)
     if ((rc = ordo_barrier(o, -1)) != 0) return die("barrier", rc);
     printf("hello_ordo: worker %d: %d iterations, %ld values checked, %ld wrong\n", rank, ITERS,
            checked, wrong);
-    if (wrong) ordo_abort(o, "pulled values were wrong");
-    else if ((rc = ordo_leave(o)) != 0) return die("leave", rc);
+    if (wrong)
+        ordo_abort(o, "pulled values were wrong");
+    else if ((rc = ordo_leave(o)) != 0)
+        return die("leave", rc);
     ordo_destroy(&o);
     for (int k = 0; k < N_TENSORS; k++) {
         free(val[k]);

@@ -166,8 +166,8 @@ int ordo_declare(ordo_t *o, const char *name, int64_t numel, int *tensor)
     if (o->state != NEW)
         return ordo_error_set(ORDO_EINVAL, "ordo_declare \"%s\": declare before ordo_join", name);
     if (numel <= 0)
-        return ordo_error_set(ORDO_EINVAL, "ordo_declare \"%s\": %lld elements (must be > 0)",
-                              name, (long long)numel);
+        return ordo_error_set(ORDO_EINVAL, "ordo_declare \"%s\": %lld elements (must be > 0)", name,
+                              (long long)numel);
     int rc = add_tensor(o, name, numel);
     if (rc) return fail(rc);
     if (tensor) *tensor = o->n_tensors - 1;
@@ -212,7 +212,8 @@ int ordo_join(ordo_t *o)
     ordo_log_level_t lvl;
     if (ordo_log_parse_level(o->conf.log_level, &lvl) == 0) ordo_log_set_level(lvl);
     ordo_log_set_role("worker", -1);
-    if ((rc = ordo_worker_new(&o->conf, &o->w)) != 0) return fail(ordo_error_context(rc, "ordo_join"));
+    if ((rc = ordo_worker_new(&o->conf, &o->w)) != 0)
+        return fail(ordo_error_context(rc, "ordo_join"));
     if ((rc = match_keys(o, ordo_worker_keys(o->w))) != 0) {
         char why[600];
         snprintf(why, sizeof why, "worker %d: %s", ordo_worker_rank(o->w), ordo_error_text(rc));
@@ -255,7 +256,8 @@ void ordo_destroy(ordo_t **op)
     if (!o) return;
     if (o->state == JOINED && !o->failed) ordo_abort(o, "the program ended without ordo_leave");
     ordo_worker_destroy(&o->w);
-    for (int i = 0; i < o->n_tensors; i++) free(o->t[i].name);
+    for (int i = 0; i < o->n_tensors; i++)
+        free(o->t[i].name);
     free(o->t);
     free(o->ops);
     free(o);
@@ -398,8 +400,7 @@ static int pump(ordo_t *o, int timeout_ms)
 }
 
 /* wait_until pumps events until done(o, arg) holds, up to timeout_ms (-1: no limit). */
-static int wait_until(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64_t arg,
-                      int timeout_ms)
+static int wait_until(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64_t arg, int timeout_ms)
 {
     int64_t deadline = timeout_ms < 0 ? -1 : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
     while (!done(o, arg)) {

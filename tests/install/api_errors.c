@@ -16,8 +16,8 @@ static void expect(const char *what, int rc, int want, const char *text)
 {
     const char *msg = ordo_last_error();
     if (rc != want || !strstr(msg, text)) {
-        printf("FAIL: %s: rc %d (want %d), message \"%s\" (want it to contain \"%s\")\n", what,
-               rc, want, msg, text);
+        printf("FAIL: %s: rc %d (want %d), message \"%s\" (want it to contain \"%s\")\n", what, rc,
+               want, msg, text);
         failures++;
     } else {
         printf("ok: %s: %s\n", what, msg);
@@ -69,7 +69,8 @@ static void local_checks(const char *dir)
     }
     ordo_set(o, "cluster.scheduler", "tcp://127.0.0.1:1");
     ordo_set(o, "fault.startup_ms", "300");
-    expect("no scheduler", ordo_join(o), ORDO_ERR_TIMEDOUT, "from the scheduler at tcp://127.0.0.1:1");
+    expect("no scheduler", ordo_join(o), ORDO_ERR_TIMEDOUT,
+           "from the scheduler at tcp://127.0.0.1:1");
     ordo_destroy(&o);
     ordo_destroy(&o); /* NULL-safe */
     if (o) failures++;
@@ -90,8 +91,8 @@ static void mismatch(const char *conf, const char *endpoint)
     }
     expect("a tensor of the wrong size", ordo_join(o), ORDO_ERR_INVAL,
            "tensor 1 \"layer1.bias\": declared 256 elements, the cluster's tensor 1 has 512");
-    expect("a push after a failed join", ordo_push(o, 0, (float[1]){0}, 0, NULL),
-           ORDO_ERR_INVAL, "ordo_join first");
+    expect("a push after a failed join", ordo_push(o, 0, (float[1]){0}, 0, NULL), ORDO_ERR_INVAL,
+           "ordo_join first");
     ordo_destroy(&o);
 }
 

@@ -36,7 +36,8 @@ case "$flags" in *"$ORDO_SOURCE_DIR"*|*"$ORDO_BUILD_DIR"*) fail "pkg-config poin
 cp "$ORDO_SOURCE_DIR/examples/hello_ordo.c" "$ORDO_SOURCE_DIR/examples/hello_ordo.ini" \
    "$ORDO_SOURCE_DIR/tests/install/api_errors.c" .
 for prog in hello_ordo api_errors; do
-  ${CC:-cc} -std=c11 -Wall -Wextra -Werror $prog.c $flags -o $prog > $prog.build.log 2>&1 ||
+  # a sanitized build's library needs its runtime in the program too
+  ${CC:-cc} -std=c11 -Wall -Wextra -Werror ${ORDO_SANITIZE:+-fsanitize=$ORDO_SANITIZE} $prog.c $flags -o $prog > $prog.build.log 2>&1 ||
     { cat $prog.build.log; fail "building $prog with: $flags"; }
 done
 ok "hello_ordo and api_errors built with: $flags"
