@@ -79,7 +79,7 @@ const char *ordo_version(void)
 /* fail returns rc with a message: the detail already set, else the code's text. */
 static int fail(int rc)
 {
-    if (!ordo_error_detail()[0]) ordo_error_set(rc, "%s", ordo_strerror(rc));
+    if (rc && !ordo_error_detail()[0]) ordo_error_set(rc, "%s", ordo_strerror(rc));
     return rc;
 }
 
