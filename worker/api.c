@@ -1,0 +1,575 @@
+/* api: the public C API (include/ordo/ordo.h) over the worker's push/pull library
+ * (worker/ps.h). It holds the conf until the program joins, checks the program's declared
+ * tensors against the cluster's key map, numbers each tensor's updates so that pushes and
+ * pulls need no iteration argument, and turns ordo_worker_poll's completion events into
+ * handles a program waits on or tests. */
+#include "ordo/ordo.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/conf.h"
+#include "common/error.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "worker/ps.h"
+
+/* The public codes are ordo's own codes under public names. */
+#define SAME(a, b) ((int)(a) == (int)(b))
+_Static_assert(SAME(ORDO_ERR_INVAL, ORDO_EINVAL) && SAME(ORDO_ERR_NOMEM, ORDO_ENOMEM) &&
+                   SAME(ORDO_ERR_PROTO, ORDO_EPROTO) && SAME(ORDO_ERR_IO, ORDO_EIO) &&
+                   SAME(ORDO_ERR_TIMEDOUT, ORDO_ETIMEDOUT) && SAME(ORDO_ERR_CLOSED, ORDO_ECLOSED) &&
+                   SAME(ORDO_ERR_NOTFOUND, ORDO_ENOTFOUND) &&
+                   SAME(ORDO_ERR_PEERDEAD, ORDO_EPEERDEAD) && SAME(ORDO_ERR_AUTH, ORDO_EAUTH) &&
+                   SAME(ORDO_ERR_RANGE, ORDO_ERANGE) && SAME(ORDO_ERR_FORMAT, ORDO_EFORMAT) &&
+                   SAME(ORDO_ERR_AGAIN, ORDO_EAGAIN) && SAME(ORDO_ERR_FULL, ORDO_EFULL) &&
+                   SAME(ORDO_ERR_NOTSUP, ORDO_ENOTSUP) && SAME(ORDO_ERR_ABORT, ORDO_EABORT),
+               "include/ordo/ordo.h's codes must equal common/error.h's");
+#undef SAME
+
+enum { NEW, JOINED, LEFT };
+enum { NEED_PUSH = 1, NEED_PULL = 2 };
+
+typedef struct tensor {
+    char *name;
+    int64_t numel;
+    int64_t version; /* gradients pushed so far */
+    int push_op;     /* the op slot of the push in flight, -1: none */
+    int pull_op;
+} tensor_t;
+
+/* One transfer. A handle is (generation << 32) | (slot + 1), so a stale handle is refused. */
+typedef struct op {
+    uint32_t gen;
+    bool used, done, detached;
+    uint8_t need; /* NEED_PUSH | NEED_PULL still to complete */
+    int tensor;
+    int next_free;
+} op_t;
+
+struct ordo {
+    ordo_conf_t conf;
+    ordo_worker_t *w;
+    int state;
+    int failed; /* the cluster's failure, sticky: every later call returns it */
+    char failed_msg[700];
+    int rank, size, servers;
+    tensor_t *t;
+    int n_tensors, cap_tensors;
+    op_t *ops;
+    int cap_ops, free_op, in_flight;
+    int64_t barrier_sent, barrier_done;
+};
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+const char *ordo_last_error(void)
+{
+    return ordo_error_detail();
+}
+
+const char *ordo_version(void)
+{
+    return ORDO_VERSION;
+}
+
+/* fail returns rc with a message: the detail already set, else the code's text. */
+static int fail(int rc)
+{
+    if (rc && !ordo_error_detail()[0]) ordo_error_set(rc, "%s", ordo_strerror(rc));
+    return rc;
+}
+
+/* cluster_failed remembers a failure of the cluster, which every later call returns. */
+static int cluster_failed(ordo_t *o, int rc)
+{
+    if (!o->failed) {
+        o->failed = rc;
+        snprintf(o->failed_msg, sizeof o->failed_msg, "%s", ordo_error_text(rc));
+    }
+    return ordo_error_set(o->failed, "%s", o->failed_msg);
+}
+
+/* usable checks that o is joined and healthy. */
+static int usable(ordo_t *o, const char *fn)
+{
+    ordo_error_clear();
+    if (!o) return ordo_error_set(ORDO_EINVAL, "%s: NULL handle", fn);
+    if (o->failed) return ordo_error_set(o->failed, "%s", o->failed_msg);
+    if (o->state == NEW) return ordo_error_set(ORDO_EINVAL, "%s: call ordo_join first", fn);
+    if (o->state == LEFT) return ordo_error_set(ORDO_ECLOSED, "%s: this worker left", fn);
+    return 0;
+}
+
+static int check_tensor(const ordo_t *o, int tensor, const char *fn)
+{
+    if (tensor < 0 || tensor >= o->n_tensors)
+        return ordo_error_set(ORDO_ENOTFOUND, "%s: no tensor %d (there are %d)", fn, tensor,
+                              o->n_tensors);
+    return 0;
+}
+
+/* ---- joining and leaving --------------------------------------------------------------- */
+
+int ordo_new(const char *conf_path, ordo_t **out)
+{
+    ordo_error_clear();
+    if (!out) return fail(ORDO_EINVAL);
+    ordo_t *o = calloc(1, sizeof *o);
+    if (!o) return fail(ORDO_ENOMEM);
+    ordo_conf_defaults(&o->conf);
+    o->conf.io_thread = true;
+    o->rank = o->size = o->servers = -1;
+    int rc;
+    if (conf_path && (rc = ordo_conf_load_file(&o->conf, conf_path)) != 0) goto fail;
+    if ((rc = ordo_conf_apply_env(&o->conf)) != 0) goto fail;
+    *out = o;
+    return 0;
+fail:
+    free(o);
+    return fail(rc);
+}
+
+int ordo_set(ordo_t *o, const char *key, const char *value)
+{
+    ordo_error_clear();
+    if (!o || !key || !value) return ordo_error_set(ORDO_EINVAL, "ordo_set: NULL argument");
+    if (o->state != NEW)
+        return ordo_error_set(ORDO_EINVAL, "ordo_set %s: the conf is fixed once joined", key);
+    return fail(ordo_conf_set(&o->conf, key, value, "ordo_set"));
+}
+
+/* add_tensor appends a tensor (name copied). */
+static int add_tensor(ordo_t *o, const char *name, int64_t numel)
+{
+    if (o->n_tensors == o->cap_tensors) {
+        int cap = o->cap_tensors ? 2 * o->cap_tensors : 16;
+        tensor_t *t = realloc(o->t, sizeof *t * (size_t)cap);
+        if (!t) return ORDO_ENOMEM;
+        o->t = t;
+        o->cap_tensors = cap;
+    }
+    char *copy = strdup(name);
+    if (!copy) return ORDO_ENOMEM;
+    o->t[o->n_tensors++] =
+        (tensor_t){.name = copy, .numel = numel, .version = 0, .push_op = -1, .pull_op = -1};
+    return 0;
+}
+
+int ordo_declare(ordo_t *o, const char *name, int64_t numel, int *tensor)
+{
+    ordo_error_clear();
+    if (!o || !name) return ordo_error_set(ORDO_EINVAL, "ordo_declare: NULL argument");
+    if (o->state != NEW)
+        return ordo_error_set(ORDO_EINVAL, "ordo_declare \"%s\": declare before ordo_join", name);
+    if (numel <= 0)
+        return ordo_error_set(ORDO_EINVAL, "ordo_declare \"%s\": %lld elements (must be > 0)", name,
+                              (long long)numel);
+    int rc = add_tensor(o, name, numel);
+    if (rc) return fail(rc);
+    if (tensor) *tensor = o->n_tensors - 1;
+    return 0;
+}
+
+/* match_keys checks the declared tensors against the cluster's key map, or adopts the
+ * cluster's tensors when none were declared. */
+static int match_keys(ordo_t *o, const ordo_keys_t *k)
+{
+    if (o->n_tensors == 0) {
+        for (int key = 0; key < k->n_keys; key++) {
+            char name[32];
+            snprintf(name, sizeof name, "tensor%d", key);
+            int rc = add_tensor(o, name, k->numel[key]);
+            if (rc) return rc;
+        }
+        return 0;
+    }
+    if (o->n_tensors != k->n_keys)
+        return ordo_error_set(ORDO_EINVAL,
+                              "the program declared %d tensors, the cluster's model has %d "
+                              "([model] in its conf)",
+                              o->n_tensors, k->n_keys);
+    for (int i = 0; i < o->n_tensors; i++)
+        if (o->t[i].numel != k->numel[i])
+            return ordo_error_set(ORDO_EINVAL,
+                                  "tensor %d \"%s\": declared %lld elements, the cluster's "
+                                  "tensor %d has %lld ([model] in its conf)",
+                                  i, o->t[i].name, (long long)o->t[i].numel, i,
+                                  (long long)k->numel[i]);
+    return 0;
+}
+
+int ordo_join(ordo_t *o)
+{
+    ordo_error_clear();
+    if (!o) return ordo_error_set(ORDO_EINVAL, "ordo_join: NULL handle");
+    if (o->state != NEW) return ordo_error_set(ORDO_EINVAL, "ordo_join: already joined");
+    int rc = ordo_conf_validate(&o->conf);
+    if (rc) return fail(rc);
+    ordo_log_level_t lvl;
+    if (ordo_log_parse_level(o->conf.log_level, &lvl) == 0) ordo_log_set_level(lvl);
+    ordo_log_set_role("worker", -1);
+    if ((rc = ordo_worker_new(&o->conf, &o->w)) != 0)
+        return fail(ordo_error_context(rc, "ordo_join"));
+    if ((rc = match_keys(o, ordo_worker_keys(o->w))) != 0) {
+        char why[600];
+        snprintf(why, sizeof why, "worker %d: %s", ordo_worker_rank(o->w), ordo_error_text(rc));
+        ordo_worker_abort(o->w, why);
+        ordo_worker_destroy(&o->w);
+        return ordo_error_set(rc, "%s", why);
+    }
+    o->rank = ordo_worker_rank(o->w);
+    o->size = ordo_worker_n_workers(o->w);
+    o->servers = ordo_worker_n_servers(o->w);
+    ordo_log_set_role("worker", o->rank);
+    o->state = JOINED;
+    return 0;
+}
+
+int ordo_leave(ordo_t *o)
+{
+    int rc = usable(o, "ordo_leave");
+    if (rc) return rc;
+    if ((rc = ordo_wait_all(o, -1)) != 0) return rc;
+    if ((rc = ordo_worker_finish(o->w, NULL)) != 0) return cluster_failed(o, rc);
+    ordo_worker_destroy(&o->w);
+    o->state = LEFT;
+    return 0;
+}
+
+void ordo_abort(ordo_t *o, const char *reason)
+{
+    if (!o || o->state != JOINED || o->failed) return;
+    char why[600];
+    snprintf(why, sizeof why, "worker %d: %s", o->rank, reason ? reason : "aborted");
+    ordo_worker_abort(o->w, why);
+    o->failed = ORDO_EABORT;
+    snprintf(o->failed_msg, sizeof o->failed_msg, "this worker aborted the run: %s", why);
+}
+
+void ordo_destroy(ordo_t **op)
+{
+    ordo_t *o = op ? *op : NULL;
+    if (!o) return;
+    if (o->state == JOINED && !o->failed) ordo_abort(o, "the program ended without ordo_leave");
+    ordo_worker_destroy(&o->w);
+    for (int i = 0; i < o->n_tensors; i++)
+        free(o->t[i].name);
+    free(o->t);
+    free(o->ops);
+    free(o);
+    *op = NULL;
+}
+
+/* ---- the cluster ----------------------------------------------------------------------- */
+
+int ordo_rank(const ordo_t *o)
+{
+    return o ? o->rank : -1;
+}
+
+int ordo_size(const ordo_t *o)
+{
+    return o ? o->size : -1;
+}
+
+int ordo_num_servers(const ordo_t *o)
+{
+    return o ? o->servers : -1;
+}
+
+int ordo_num_tensors(const ordo_t *o)
+{
+    return o ? o->n_tensors : 0;
+}
+
+int64_t ordo_tensor_numel(const ordo_t *o, int tensor)
+{
+    if (!o) return ORDO_EINVAL;
+    int rc = check_tensor(o, tensor, "ordo_tensor_numel");
+    return rc ? rc : o->t[tensor].numel;
+}
+
+const char *ordo_tensor_name(const ordo_t *o, int tensor)
+{
+    return o && tensor >= 0 && tensor < o->n_tensors ? o->t[tensor].name : NULL;
+}
+
+int64_t ordo_tensor_version(const ordo_t *o, int tensor)
+{
+    if (!o) return ORDO_EINVAL;
+    int rc = check_tensor(o, tensor, "ordo_tensor_version");
+    return rc ? rc : o->t[tensor].version;
+}
+
+/* ---- handles --------------------------------------------------------------------------- */
+
+/* op_new takes a free slot for a transfer of tensor needing `need`. */
+static int op_new(ordo_t *o, int tensor, uint8_t need, bool detached, int *slot)
+{
+    if (o->free_op == 0) { /* free list empty (free_op is the slot + 1) */
+        int cap = o->cap_ops ? 2 * o->cap_ops : 64;
+        op_t *ops = realloc(o->ops, sizeof *ops * (size_t)cap);
+        if (!ops) return ORDO_ENOMEM;
+        for (int i = o->cap_ops; i < cap; i++)
+            ops[i] = (op_t){.gen = 1, .next_free = i + 1 < cap ? i + 2 : 0};
+        o->ops = ops;
+        o->free_op = o->cap_ops + 1;
+        o->cap_ops = cap;
+    }
+    int s = o->free_op - 1;
+    op_t *p = &o->ops[s];
+    o->free_op = p->next_free;
+    p->used = true;
+    p->done = false;
+    p->detached = detached;
+    p->need = need;
+    p->tensor = tensor;
+    o->in_flight++;
+    *slot = s;
+    return 0;
+}
+
+static void op_release(ordo_t *o, int s)
+{
+    op_t *p = &o->ops[s];
+    p->used = false;
+    p->gen++;
+    if (p->gen == 0) p->gen = 1;
+    p->next_free = o->free_op;
+    o->free_op = s + 1;
+}
+
+static ordo_handle_t handle_of(const ordo_t *o, int s)
+{
+    return ((int64_t)o->ops[s].gen << 32) | (int64_t)(s + 1);
+}
+
+/* op_of finds h's slot, or -1 with an error set. */
+static int op_of(const ordo_t *o, ordo_handle_t h, const char *fn)
+{
+    int64_t s = (h & 0xffffffff) - 1;
+    if (h <= 0 || s < 0 || s >= o->cap_ops || !o->ops[s].used ||
+        o->ops[s].gen != (uint32_t)(h >> 32)) {
+        ordo_error_set(ORDO_ENOTFOUND, "%s: no transfer with handle %lld (already released?)", fn,
+                       (long long)h);
+        return -1;
+    }
+    return (int)s;
+}
+
+/* op_progress marks part of slot s's transfer complete. */
+static void op_progress(ordo_t *o, int s, uint8_t part)
+{
+    op_t *p = &o->ops[s];
+    p->need &= (uint8_t)~part;
+    if (p->need || p->done) return;
+    p->done = true;
+    o->in_flight--;
+    if (p->detached) op_release(o, s);
+}
+
+/* pump waits up to timeout_ms for one event of the worker and applies it: 0, ETIMEDOUT,
+ * EAGAIN (woken by ordo_interrupt), or the cluster's failure (remembered). */
+static int pump(ordo_t *o, int timeout_ms)
+{
+    ordo_worker_event_t ev;
+    int rc = ordo_worker_poll(o->w, timeout_ms, &ev);
+    if (rc == ORDO_ETIMEDOUT) return rc;
+    if (rc) return cluster_failed(o, rc);
+    if (ev.kind == ORDO_EV_WAKE) return ORDO_EAGAIN;
+    if (ev.kind == ORDO_EV_BARRIER) {
+        if (ev.iter > o->barrier_done) o->barrier_done = ev.iter;
+        return 0;
+    }
+    if (ev.key < 0 || ev.key >= o->n_tensors) return 0;
+    tensor_t *t = &o->t[ev.key];
+    if (ev.kind == ORDO_EV_PUSH_DONE && t->push_op >= 0) {
+        int s = t->push_op;
+        t->push_op = -1;
+        op_progress(o, s, NEED_PUSH);
+    } else if (ev.kind == ORDO_EV_PULL_DONE && t->pull_op >= 0) {
+        int s = t->pull_op;
+        t->pull_op = -1;
+        op_progress(o, s, NEED_PULL);
+    }
+    return 0;
+}
+
+/* wait_until pumps events until done(o, arg) holds, up to timeout_ms (-1: no limit). */
+static int wait_until(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64_t arg, int timeout_ms)
+{
+    int64_t deadline = timeout_ms < 0 ? -1 : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
+    while (!done(o, arg)) {
+        int left = -1;
+        if (deadline >= 0) {
+            int64_t ns = deadline - ordo_clock_ns();
+            left = ns > 0 ? (int)((ns + 999999) / 1000000) : 0;
+        }
+        int rc = pump(o, left);
+        if (rc == ORDO_ETIMEDOUT) {
+            if (deadline >= 0 && ordo_clock_ns() >= deadline && !done(o, arg))
+                return ordo_error_set(ORDO_ETIMEDOUT, "not complete after %d ms", timeout_ms);
+            continue;
+        }
+        if (rc == ORDO_EAGAIN)
+            return done(o, arg) ? 0 : ordo_error_set(ORDO_EAGAIN, "interrupted (ordo_interrupt)");
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static bool op_done(const ordo_t *o, int64_t s)
+{
+    return o->ops[s].done;
+}
+
+static bool all_done(const ordo_t *o, int64_t unused)
+{
+    return o->in_flight == 0;
+}
+
+static bool barrier_done(const ordo_t *o, int64_t id)
+{
+    return o->barrier_done >= id;
+}
+
+int ordo_wait(ordo_t *o, ordo_handle_t h, int timeout_ms)
+{
+    int rc = usable(o, "ordo_wait");
+    if (rc) return rc;
+    int s = op_of(o, h, "ordo_wait");
+    if (s < 0) return ORDO_ENOTFOUND;
+    if ((rc = wait_until(o, op_done, s, timeout_ms)) != 0) return rc;
+    op_release(o, s);
+    return 0;
+}
+
+int ordo_test(ordo_t *o, ordo_handle_t h)
+{
+    int rc = usable(o, "ordo_test");
+    if (rc) return rc;
+    int s = op_of(o, h, "ordo_test");
+    if (s < 0) return ORDO_ENOTFOUND;
+    /* ordo_worker_poll with timeout 0 only hands out events already queued and receives no
+     * message, so each round may wait up to 1 ms for one; stop at the first quiet round */
+    while (!o->ops[s].done && (rc = pump(o, 1)) == 0) {
+    }
+    if (!o->ops[s].done && rc != ORDO_ETIMEDOUT && rc != ORDO_EAGAIN) return rc;
+    ordo_error_clear();
+    if (!o->ops[s].done) return ORDO_EAGAIN;
+    op_release(o, s);
+    return 0;
+}
+
+int ordo_wait_all(ordo_t *o, int timeout_ms)
+{
+    int rc = usable(o, "ordo_wait_all");
+    if (rc) return rc;
+    if ((rc = wait_until(o, all_done, 0, timeout_ms)) != 0) return rc;
+    for (int s = 0; s < o->cap_ops; s++)
+        if (o->ops[s].used) op_release(o, s);
+    return 0;
+}
+
+int ordo_barrier(ordo_t *o, int timeout_ms)
+{
+    int rc = usable(o, "ordo_barrier");
+    if (rc) return rc;
+    /* after an interrupted or timed-out wait, calling again waits for the same barrier */
+    if (o->barrier_sent == o->barrier_done) {
+        if ((rc = ordo_worker_barrier(o->w, o->barrier_sent + 1)) != 0)
+            return cluster_failed(o, rc);
+        o->barrier_sent++;
+    }
+    return wait_until(o, barrier_done, o->barrier_sent, timeout_ms);
+}
+
+void ordo_interrupt(ordo_t *o)
+{
+    if (o && o->w) ordo_worker_wake(o->w);
+}
+
+/* ---- transfers ------------------------------------------------------------------------- */
+
+int ordo_init(ordo_t *o, int tensor, const float *values)
+{
+    int rc = usable(o, "ordo_init");
+    if (!rc) rc = check_tensor(o, tensor, "ordo_init");
+    if (rc) return rc;
+    if (!values) return ordo_error_set(ORDO_EINVAL, "ordo_init: NULL values");
+    if ((rc = ordo_worker_init(o->w, tensor, values)) != 0) return cluster_failed(o, rc);
+    return 0;
+}
+
+/* start checks a transfer's arguments and takes its slot; the caller issues it. */
+static int start(ordo_t *o, int tensor, uint8_t need, const void *buf, const char *fn,
+                 ordo_handle_t *h, int *slot)
+{
+    int rc = usable(o, fn);
+    if (!rc) rc = check_tensor(o, tensor, fn);
+    if (rc) return rc;
+    tensor_t *t = &o->t[tensor];
+    if (!buf) return ordo_error_set(ORDO_EINVAL, "%s \"%s\": NULL buffer", fn, t->name);
+    if ((need & NEED_PUSH) && t->push_op >= 0)
+        return ordo_error_set(ORDO_EINVAL, "%s \"%s\": a push of this tensor is in flight", fn,
+                              t->name);
+    if ((need & NEED_PULL) && t->pull_op >= 0)
+        return ordo_error_set(ORDO_EINVAL, "%s \"%s\": a pull of this tensor is in flight", fn,
+                              t->name);
+    if ((rc = op_new(o, tensor, need, h == NULL, slot)) != 0) return fail(rc);
+    return 0;
+}
+
+/* issued records slot s as tensor's transfer in flight, or gives it back when issuing
+ * failed. */
+static int issued(ordo_t *o, int s, int rc, ordo_handle_t *h)
+{
+    op_t *p = &o->ops[s];
+    if (rc) {
+        o->in_flight--;
+        op_release(o, s);
+        return rc == ORDO_EINVAL || rc == ORDO_ERANGE ? fail(rc) : cluster_failed(o, rc);
+    }
+    tensor_t *t = &o->t[p->tensor];
+    if (p->need & NEED_PUSH) t->push_op = s;
+    if (p->need & NEED_PULL) t->pull_op = s;
+    if (h) *h = handle_of(o, s);
+    return 0;
+}
+
+int ordo_push(ordo_t *o, int tensor, const float *grad, int priority, ordo_handle_t *h)
+{
+    int s, rc = start(o, tensor, NEED_PUSH, grad, "ordo_push", h, &s);
+    if (rc) return rc;
+    tensor_t *t = &o->t[tensor];
+    rc = ordo_worker_push(o->w, tensor, grad, t->version, priority);
+    if (!rc) t->version++;
+    return issued(o, s, rc, h);
+}
+
+int ordo_pull(ordo_t *o, int tensor, float *dst, int priority, ordo_handle_t *h)
+{
+    int s, rc = start(o, tensor, NEED_PULL, dst, "ordo_pull", h, &s);
+    if (rc) return rc;
+    return issued(o, s, ordo_worker_pull(o->w, tensor, dst, o->t[tensor].version, priority), h);
+}
+
+int ordo_pushpull(ordo_t *o, int tensor, const float *grad, float *dst, int priority,
+                  ordo_handle_t *h)
+{
+    int s, rc = start(o, tensor, NEED_PUSH | NEED_PULL, grad, "ordo_pushpull", h, &s);
+    if (rc) return rc;
+    if (!dst) {
+        o->in_flight--;
+        op_release(o, s);
+        return ordo_error_set(ORDO_EINVAL, "ordo_pushpull \"%s\": NULL dst", o->t[tensor].name);
+    }
+    tensor_t *t = &o->t[tensor];
+    rc = ordo_worker_pushpull(o->w, tensor, grad, dst, t->version, priority);
+    if (!rc) t->version++;
+    return issued(o, s, rc, h);
+}
