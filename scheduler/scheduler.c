@@ -558,6 +558,11 @@ const char *ordo_scheduler_summary(const ordo_scheduler_t *s)
     return s->summary;
 }
 
+ordo_transport_t *ordo_scheduler_transport(ordo_scheduler_t *s)
+{
+    return s->tp;
+}
+
 int ordo_scheduler_handle(ordo_scheduler_t *s, ordo_msg_t *m)
 {
     if (s->aborted) return ORDO_EABORT;

@@ -8,6 +8,7 @@
 #define ORDO_SCHEDULER_H
 
 #include "common/conf.h"
+#include "common/transport.h"
 #include "common/wire.h"
 
 typedef struct ordo_scheduler ordo_scheduler_t;
@@ -22,6 +23,10 @@ const char *ordo_scheduler_endpoint(const ordo_scheduler_t *s);
 
 /* ordo_scheduler_run_dir returns the run folder (summary.json, traces, checkpoints). */
 const char *ordo_scheduler_run_dir(const ordo_scheduler_t *s);
+
+/* ordo_scheduler_transport returns the transport whose messages ordo_scheduler_handle takes
+ * (for a caller that runs its own loop, such as a test); the scheduler owns it. */
+ordo_transport_t *ordo_scheduler_transport(ordo_scheduler_t *s);
 
 /* ordo_scheduler_handle takes one message from a node (m stays the caller's to close) and
  * sends the answers it makes. Returns 0 to go on, 1 when every worker is done, ORDO_EABORT

@@ -283,9 +283,11 @@ static Suite *server_suite(void)
 {
     Suite *s = suite_create("server");
     TCase *tc = tcase_create("values");
+    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, pulls_answer_the_summed_update);
     suite_add_tcase(s, tc);
     tc = tcase_create("bad input");
+    tcase_set_timeout(tc, 60);
     tcase_add_test(tc, bad_messages_are_answered_counted_and_dropped);
     suite_add_tcase(s, tc);
     tc = tcase_create("control");
