@@ -1,0 +1,612 @@
+/* scheduler: the scheduler daemon as a library object. It plans the run before anyone
+ * registers, then does the rendezvous (nodes register with role, endpoint and the cluster
+ * token; once the conf's numbers of servers and workers are in, each gets a rank, the
+ * cluster map, the key map and the plan), gathers barriers, records every worker's
+ * per-iteration stats, plans merge groups from worker 0's calibration, relays the sparse
+ * coordinator's messages and, when every worker is done, shuts the cluster down and writes
+ * summary.json. A node silent for fault.timeout_ms aborts the run: every node is told. */
+#include "scheduler/scheduler.h"
+#include "common/clock.h"
+#include "common/daemon.h"
+#include "common/error.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "common/transport.h"
+#include "core/job.h"
+#include "planner/oracle.h"
+#include "scheduler/runlog.h"
+#include "scheduler/runplan.h"
+#include "scheduler/runplan_merge.h"
+#include "scheduler/sparse_coord.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+    uint8_t rid[ORDO_WIRE_MAX_RID];
+    size_t rid_len;
+    int role;
+    int want_rank;
+    int rank;
+    int pid;
+    char endpoint[256];
+    int64_t last_seen_ns;
+    bool done;
+} member_t;
+
+struct ordo_scheduler {
+    ordo_conf_t conf;
+    ordo_transport_t *tp;
+    int sock;
+    member_t *members;
+    int n_members, n_servers, n_workers;
+    bool welcomed;
+    int n_done;
+    ordo_runlog_t *log;
+    ordo_model_t *model;
+    ordo_keys_t *keys;
+    json_t *plan;                /* computed once at start-up, sent in every WELCOME */
+    int64_t barrier_id;          /* the barrier workers are gathering at (-1: none) */
+    int barrier_n;               /* workers arrived at it */
+    ordo_sparse_coord_t *sparse; /* [push] mode = sparse: thresholds and regions */
+    bool calibrating; /* [push] calibrate: the merge groups wait for worker 0's calibration */
+    char run_dir[ORDO_CONF_PATH + ORDO_CONF_STR + 64];
+    char endpoint[256];   /* where it listens */
+    int64_t start_ns;     /* when it started listening (the start-up timeout counts from it) */
+    bool aborted;         /* the run was aborted: ABORT sent, summary written */
+    char *summary;        /* the summary's JSON text once the run completed */
+};
+
+typedef ordo_scheduler_t sched_t;
+
+static const char *member_name(const member_t *m, char *buf, size_t size)
+{
+    if (m->rank >= 0)
+        snprintf(buf, size, "%s %d (pid %d%s%s)", ordo_wire_role_name(m->role), m->rank, m->pid,
+                 m->endpoint[0] ? ", " : "", m->endpoint);
+    else
+        snprintf(buf, size, "unranked %s (pid %d)", ordo_wire_role_name(m->role), m->pid);
+    return buf;
+}
+
+static void reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type, const char *text)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, type);
+    m.sock = s->sock;
+    memcpy(m.rid, rid, rid_len);
+    m.rid_len = rid_len;
+    m.hdr.role = ORDO_ROLE_SCHEDULER;
+    m.hdr.rank = 0;
+    if (text) {
+        m.hdr.dtype = ORDO_DTYPE_JSON;
+        ordo_msg_add_text(&m, text);
+    }
+    ordo_transport_send(s->tp, &m);
+}
+
+static void broadcast(sched_t *s, int type, const char *text)
+{
+    for (int i = 0; i < s->n_members; i++)
+        reply(s, s->members[i].rid, s->members[i].rid_len, type, text);
+}
+
+static member_t *find_member(sched_t *s, const ordo_msg_t *m)
+{
+    for (int i = 0; i < s->n_members; i++)
+        if (s->members[i].rid_len == m->rid_len &&
+            memcmp(s->members[i].rid, m->rid, m->rid_len) == 0)
+            return &s->members[i];
+    return NULL;
+}
+
+static int abort_run(sched_t *s, const char *why);
+
+/* ---- registration ------------------------------------------------------------------- */
+
+static void assign_ranks(sched_t *s, int role, int count)
+{
+    bool *taken = calloc((size_t)count, 1);
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *m = &s->members[i];
+        if (m->role == role && m->want_rank >= 0 && m->want_rank < count && !taken[m->want_rank]) {
+            m->rank = m->want_rank;
+            taken[m->rank] = true;
+        }
+    }
+    int next = 0;
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *m = &s->members[i];
+        if (m->role != role || m->rank >= 0) continue;
+        while (taken[next])
+            next++;
+        m->rank = next;
+        taken[next] = true;
+    }
+    free(taken);
+}
+
+static int send_welcome(sched_t *s)
+{
+    assign_ranks(s, ORDO_ROLE_SERVER, s->conf.servers);
+    assign_ranks(s, ORDO_ROLE_WORKER, s->conf.workers);
+    json_t *servers = json_array();
+    for (int r = 0; r < s->conf.servers; r++)
+        for (int i = 0; i < s->n_members; i++)
+            if (s->members[i].role == ORDO_ROLE_SERVER && s->members[i].rank == r)
+                json_array_append_new(servers, json_string(s->members[i].endpoint));
+    char *keys_text = ordo_keys_to_json(s->keys);
+    json_t *keys = json_loads(keys_text, 0, NULL);
+    free(keys_text);
+    json_t *plan = s->plan;
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *m = &s->members[i];
+        json_t *w = json_object();
+        json_object_set_new(w, "rank", json_integer(m->rank));
+        json_object_set(w, "servers", servers);
+        json_object_set_new(w, "workers", json_integer(s->conf.workers));
+        json_object_set(w, "keys", keys);
+        json_object_set_new(w, "run_dir", json_string(s->run_dir));
+        if (plan) json_object_set(w, "plan", plan);
+        char *text = json_dumps(w, JSON_COMPACT);
+        reply(s, m->rid, m->rid_len, ORDO_MSG_WELCOME, text);
+        free(text);
+        json_decref(w);
+        m->last_seen_ns = ordo_clock_ns();
+        char name[320];
+        ORDO_DEBUG("welcomed %s", member_name(m, name, sizeof name));
+    }
+    json_decref(servers);
+    json_decref(keys);
+    s->welcomed = true;
+    ORDO_INFO("cluster complete: %d servers, %d workers, %d keys in %d slices; run folder %s",
+              s->conf.servers, s->conf.workers, s->keys->n_keys, s->keys->n_slices, s->run_dir);
+    return 0;
+}
+
+static void on_register(sched_t *s, ordo_msg_t *m)
+{
+    char body[2048];
+    ordo_msg_text(m, 0, body, sizeof body);
+    json_t *o = json_loads(body, 0, NULL);
+    const char *role = json_string_value(json_object_get(o, "role"));
+    const char *token = json_string_value(json_object_get(o, "token"));
+    const char *ep = json_string_value(json_object_get(o, "endpoint"));
+    json_t *rank = json_object_get(o, "rank"), *pid = json_object_get(o, "pid");
+    int r = !role                     ? -1
+            : !strcmp(role, "server") ? ORDO_ROLE_SERVER
+            : !strcmp(role, "worker") ? ORDO_ROLE_WORKER
+                                      : -1;
+    if (!o || r < 0 || !token || !json_is_integer(rank) || !json_is_integer(pid) ||
+        (r == ORDO_ROLE_SERVER && (!ep || strncmp(ep, "tcp://", 6) != 0 || strlen(ep) > 255))) {
+        ORDO_WARN("refused a malformed registration");
+        reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "malformed registration");
+        goto done;
+    }
+    if (strcmp(token, s->conf.token) != 0) {
+        ORDO_WARN("refused registration of a %s (pid %lld): wrong cluster token", role,
+                  (long long)json_integer_value(pid));
+        reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "wrong cluster token");
+        goto done;
+    }
+    if (find_member(s, m)) {
+        reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "already registered");
+        goto done;
+    }
+    int *count = r == ORDO_ROLE_SERVER ? &s->n_servers : &s->n_workers;
+    int limit = r == ORDO_ROLE_SERVER ? s->conf.servers : s->conf.workers;
+    if (s->welcomed || *count >= limit) {
+        ORDO_WARN("refused registration of a %s: the cluster already has %d", role, limit);
+        reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "cluster is full");
+        goto done;
+    }
+    member_t *mb = &s->members[s->n_members++];
+    memset(mb, 0, sizeof *mb);
+    memcpy(mb->rid, m->rid, m->rid_len);
+    mb->rid_len = m->rid_len;
+    mb->role = r;
+    mb->want_rank = (int)json_integer_value(rank);
+    mb->rank = -1;
+    mb->pid = (int)json_integer_value(pid);
+    if (ep) snprintf(mb->endpoint, sizeof mb->endpoint, "%s", ep);
+    mb->last_seen_ns = ordo_clock_ns();
+    (*count)++;
+    ORDO_INFO("registered %s pid %d%s%s (%d/%d servers, %d/%d workers)", role, mb->pid,
+              ep ? " at " : "", ep ? ep : "", s->n_servers, s->conf.servers, s->n_workers,
+              s->conf.workers);
+    if (s->n_servers == s->conf.servers && s->n_workers == s->conf.workers) {
+        int rc = send_welcome(s);
+        if (rc) {
+            ORDO_ERROR("cannot plan the run: %s", ordo_error_text(rc));
+            abort_run(s, "the scheduler cannot plan the run");
+        }
+    }
+done:
+    json_decref(o);
+}
+
+/* ---- run ---------------------------------------------------------------------------- */
+
+/* abort_run tells every member why the run ends and writes the summary of what was
+ * recorded; the caller returns ORDO_EABORT (the transport gets a second to deliver it) */
+static int abort_run(sched_t *s, const char *why)
+{
+    if (s->aborted) return ORDO_EABORT;
+    ORDO_ERROR("aborting the run: %s", why);
+    broadcast(s, ORDO_MSG_ABORT, why);
+    if (s->log) {
+        ordo_runlog_write_summary(s->log, NULL);
+        ordo_runlog_destroy(&s->log);
+    }
+    s->aborted = true;
+    return ORDO_EABORT;
+}
+
+/* check_liveness aborts the run when a member fell silent, or when the cluster did not
+ * fill up within the start-up time; 0 or ORDO_EABORT */
+static int check_liveness(sched_t *s)
+{
+    int64_t now = ordo_clock_ns();
+    if (!s->welcomed) {
+        if ((now - s->start_ns) / 1000000 <= s->conf.startup_ms) return 0;
+        char why[256];
+        snprintf(why, sizeof why, "only %d/%d servers and %d/%d workers registered within %d ms",
+                 s->n_servers, s->conf.servers, s->n_workers, s->conf.workers,
+                 s->conf.startup_ms);
+        return abort_run(s, why);
+    }
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *m = &s->members[i];
+        int64_t silent_ms = (now - m->last_seen_ns) / 1000000;
+        if (silent_ms > s->conf.timeout_ms) {
+            char name[320], why[512];
+            snprintf(why, sizeof why, "%s is dead: no heartbeat for %lld ms (timeout %d ms)",
+                     member_name(m, name, sizeof name), (long long)silent_ms, s->conf.timeout_ms);
+            return abort_run(s, why);
+        }
+    }
+    return 0;
+}
+
+/* workers gather at barrier `id` (forward-only runs keep their iterations aligned this
+ * way); when all are in, each gets BARRIER_DONE */
+static void on_barrier(sched_t *s, member_t *mb, int64_t id)
+{
+    char name[320];
+    if (mb->role != ORDO_ROLE_WORKER || id < 0 || (s->barrier_n > 0 && id != s->barrier_id)) {
+        ORDO_WARN("dropped BARRIER %lld from %s (workers are gathering at %lld)", (long long)id,
+                  member_name(mb, name, sizeof name), (long long)s->barrier_id);
+        return;
+    }
+    s->barrier_id = id;
+    if (++s->barrier_n < s->conf.workers) return;
+    s->barrier_n = 0;
+    for (int i = 0; i < s->n_members; i++) {
+        if (s->members[i].role != ORDO_ROLE_WORKER) continue;
+        ordo_msg_t d;
+        ordo_msg_init(&d, ORDO_MSG_BARRIER_DONE);
+        d.sock = s->sock;
+        memcpy(d.rid, s->members[i].rid, s->members[i].rid_len);
+        d.rid_len = s->members[i].rid_len;
+        d.hdr.role = ORDO_ROLE_SCHEDULER;
+        d.hdr.iter = id;
+        ordo_transport_send(s->tp, &d);
+    }
+}
+
+/* the sparse coordinator's messages: one copy to every member of a role */
+static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *payload, size_t len)
+{
+    sched_t *s = ctx;
+    for (int i = 0; i < s->n_members; i++) {
+        if (s->members[i].role != role) continue;
+        ordo_msg_t m;
+        ordo_msg_init(&m, ORDO_MSG_PLAN);
+        m.sock = s->sock;
+        memcpy(m.rid, s->members[i].rid, s->members[i].rid_len);
+        m.rid_len = s->members[i].rid_len;
+        m.hdr.role = ORDO_ROLE_SCHEDULER;
+        m.hdr.iter = iter;
+        m.hdr.key = ORDO_SPARSE_KEY;
+        m.hdr.chunk = (uint32_t)sub;
+        m.hdr.dtype = ORDO_DTYPE_BYTES;
+        if (ordo_msg_add_copy(&m, payload, len) == 0)
+            ordo_transport_send(s->tp, &m);
+        else
+            ordo_msg_close(&m);
+    }
+}
+
+/* worker 0's start-up calibration ([push] calibrate, worker/calibrate.h): plan the merge
+ * groups with its a, b, c (and the op times it measured, when it sends them and no [order]
+ * oracle is set), send them to every worker and keep the figures in RUN/calibration.json.
+ * A malformed calibration aborts the run with the reason (the workers wait for it). */
+static int on_calibration(sched_t *s, ordo_msg_t *m)
+{
+    char why[700];
+    size_t len = 0;
+    const char *body = ordo_msg_data(m, 0, &len);
+    json_error_t err;
+    json_t *o = body ? json_loadb(body, len, 0, &err) : NULL,
+           *cal = json_object_get(o, "calibration");
+    json_t *ops = json_object_get(o, "op_times");
+    ordo_model_t *timed = NULL;
+    ordo_oracle_t *orc = NULL;
+    double v[3];
+    const char *names[3] = {"a_s", "b_s", "c_s"};
+    why[0] = '\0';
+    for (int i = 0; i < 3 && !why[0]; i++) {
+        json_t *x = json_object_get(cal, names[i]);
+        v[i] = json_is_number(x) ? json_number_value(x) : NAN;
+        if (!isfinite(v[i]) || v[i] < 0)
+            snprintf(why, sizeof why, "worker 0's calibration: $.calibration.%s: %s", names[i],
+                     !o  ? (body ? err.text : "no body")
+                     : x ? "not a finite number >= 0"
+                         : "missing");
+    }
+    int rc = 0;
+    if (!why[0] && ops && !s->conf.oracle[0]) { /* measured op times replace the estimates */
+        char *text = json_dumps(ops, JSON_COMPACT);
+        rc = text ? ordo_oracle_load_string(text, "worker 0's op times", s->model, &orc)
+                  : ORDO_ENOMEM;
+        free(text);
+        if (!rc) rc = ordo_oracle_timed_model(s->model, orc, &timed);
+        if (!rc) ORDO_INFO("merge: op times measured by worker 0 at start-up");
+    }
+    if (!why[0] && !rc)
+        rc = ordo_runplan_merge_calibrated(&s->conf, timed ? timed : s->model, v[0], v[1], v[2],
+                                           s->plan);
+    if (!why[0] && rc)
+        snprintf(why, sizeof why, "cannot plan the merge groups from worker 0's calibration: %s",
+                 ordo_error_text(rc));
+    ordo_oracle_destroy(&orc);
+    ordo_model_destroy(&timed);
+    if (why[0]) {
+        json_decref(o);
+        return abort_run(s, why);
+    }
+    s->calibrating = false;
+    ordo_runplan_merge_take_file(s->plan, s->run_dir);
+    json_t *merge = json_object_get(s->plan, "merge");
+    json_t *msg = json_pack("{s:O}", "merge", merge);
+    char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    for (int i = 0; text && i < s->n_members; i++)
+        if (s->members[i].role == ORDO_ROLE_WORKER)
+            reply(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_PLAN, text);
+    free(text);
+    json_decref(msg);
+    /* what was measured and what it planned, for the user (op_times is an ordo-oracle/1
+     * object: saved as a file, it can be a later run's [order] oracle) */
+    char path[sizeof s->run_dir + 32];
+    snprintf(path, sizeof path, "%s/calibration.json", s->run_dir);
+    json_object_set(cal, "groups", json_object_get(merge, "groups_per_worker"));
+    json_object_set(cal, "predicted_iter_s", json_object_get(merge, "predicted_iter_s"));
+    if (ops) json_object_set(cal, "op_times", ops);
+    if (json_dump_file(cal, path, JSON_INDENT(1)) != 0) ORDO_WARN("cannot write %s", path);
+    json_decref(o);
+    return 0;
+}
+
+/* handle: one message from a node; 0 to go on, 1 when every worker is done, ORDO_EABORT */
+static int handle(sched_t *s, ordo_msg_t *m)
+{
+    member_t *mb = find_member(s, m);
+    char name[320];
+    if (m->hdr.type == ORDO_MSG_REGISTER) {
+        on_register(s, m);
+        return s->aborted ? ORDO_EABORT : 0;
+    }
+    if (!mb) {
+        ORDO_WARN("dropped %s from an unregistered peer", ordo_wire_type_name(m->hdr.type));
+        return 0;
+    }
+    mb->last_seen_ns = ordo_clock_ns();
+    switch (m->hdr.type) {
+    case ORDO_MSG_HEARTBEAT:
+        reply(s, mb->rid, mb->rid_len, ORDO_MSG_HEARTBEAT_ACK, NULL);
+        break;
+    case ORDO_MSG_STATS: {
+        char body[4096];
+        ordo_iter_stats_t st;
+        ordo_msg_text(m, 0, body, sizeof body);
+        int rc = ordo_runlog_parse_stats(body, s->conf.workers, &st);
+        if (rc == 0 && st.worker != mb->rank)
+            rc = ordo_error_set(ORDO_EPROTO, "STATS names worker %d", st.worker);
+        if (rc)
+            ORDO_WARN("dropped stats of %s: %s", member_name(mb, name, sizeof name),
+                      ordo_error_text(rc));
+        else if (s->log)
+            ordo_runlog_add(s->log, &st);
+        break;
+    }
+    case ORDO_MSG_DONE: {
+        if (mb->role != ORDO_ROLE_WORKER || mb->done) break;
+        char body[4096];
+        ordo_msg_text(m, 0, body, sizeof body);
+        if (m->nframes && s->log && ordo_runlog_final(s->log, mb->rank, body) != 0)
+            ORDO_WARN("bad DONE body from %s", member_name(mb, name, sizeof name));
+        mb->done = true;
+        s->n_done++;
+        ORDO_INFO("%s finished (%d/%d)", member_name(mb, name, sizeof name), s->n_done,
+                  s->conf.workers);
+        return s->n_done == s->conf.workers;
+    }
+    case ORDO_MSG_BARRIER:
+        on_barrier(s, mb, m->hdr.iter);
+        break;
+    case ORDO_MSG_PLAN: { /* sparse histograms (scheduler/sparse_coord.h) */
+        if (s->calibrating && mb->role == ORDO_ROLE_WORKER && mb->rank == 0) {
+            return on_calibration(s, m); /* the start-up calibration's result */
+        }
+        int rc = s->sparse ? ordo_sparse_coord_on_msg(s->sparse, mb->role, mb->rank, m)
+                           : ordo_error_set(ORDO_EPROTO, "no sparse pushes in this run");
+        if (rc)
+            ORDO_WARN("dropped a PLAN message from %s: %s", member_name(mb, name, sizeof name),
+                      ordo_error_text(rc));
+        break;
+    }
+    case ORDO_MSG_ABORT: {
+        char why[600], body[400];
+        snprintf(why, sizeof why, "%s gave up: %s", member_name(mb, name, sizeof name),
+                 ordo_msg_text(m, 0, body, sizeof body));
+        return abort_run(s, why);
+    }
+    default:
+        ORDO_WARN("dropped unexpected %s from %s", ordo_wire_type_name(m->hdr.type),
+                  member_name(mb, name, sizeof name));
+    }
+    return 0;
+}
+
+static void make_run_dir(sched_t *s)
+{
+    if (s->conf.run_name[0]) {
+        snprintf(s->run_dir, sizeof s->run_dir, "%s/%s", s->conf.out_dir, s->conf.run_name);
+    } else {
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        char stamp[64];
+        strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+        snprintf(s->run_dir, sizeof s->run_dir, "%s/%s-%d", s->conf.out_dir, stamp, (int)getpid());
+    }
+}
+
+
+/* ---- the object ------------------------------------------------------------------------ */
+
+int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
+{
+    sched_t *s = calloc(1, sizeof *s);
+    if (!s) return ORDO_ENOMEM;
+    s->conf = *conf;
+    s->barrier_id = -1;
+    int rc;
+    int64_t *numel = NULL;
+    if ((rc = ordo_job_model(&s->conf, &s->model)) != 0) goto fail;
+    numel = malloc(sizeof *numel * (size_t)s->model->n_params);
+    if (!numel) {
+        rc = ORDO_ENOMEM;
+        goto fail;
+    }
+    for (int i = 0; i < s->model->n_params; i++)
+        numel[i] = s->model->params[i].numel;
+    rc = ordo_keys_partition(numel, s->model->n_params, s->model->dtype_size,
+                             s->conf.partition_bytes, s->conf.segment_bytes, s->conf.servers,
+                             &s->keys);
+    if (rc) goto fail;
+    /* the plan is made before anyone registers, so a bad order or oracle file stops the
+     * start-up with its reason */
+    if ((rc = ordo_runplan_make(&s->conf, s->model, s->keys, &s->plan)) != 0) {
+        rc = ordo_error_context(rc, "cannot plan the run");
+        goto fail;
+    }
+    rc = ordo_sparse_coord_new(s->plan, s->conf.servers, s->conf.workers, sparse_send, s,
+                               &s->sparse);
+    if (rc) goto fail;
+    s->calibrating = json_object_get(s->plan, "merge_calibrate") != NULL;
+    make_run_dir(s);
+    if ((rc = ordo_runlog_new(s->run_dir, &s->conf, s->conf.workers, &s->log)) != 0) goto fail;
+    ordo_runplan_merge_take_file(s->plan, s->run_dir);
+    s->members = calloc((size_t)(s->conf.servers + s->conf.workers), sizeof *s->members);
+    if (!s->members) {
+        rc = ORDO_ENOMEM;
+        goto fail;
+    }
+    ordo_transport_opts_t opts = {
+        .role = ORDO_ROLE_SCHEDULER, .rank = 0, .inline_io = !s->conf.io_thread};
+    if ((rc = ordo_transport_new(&opts, &s->tp)) != 0) goto fail;
+    rc = ordo_transport_bind(s->tp, s->conf.scheduler, 0, s->endpoint, sizeof s->endpoint);
+    if (rc < 0) {
+        char what[ORDO_CONF_STR + 32];
+        snprintf(what, sizeof what, "cannot listen on %s", s->conf.scheduler);
+        rc = ordo_error_context(rc, what);
+        goto fail;
+    }
+    s->sock = rc;
+    s->start_ns = ordo_clock_ns();
+    ORDO_INFO("listening on %s for %d servers and %d workers (model %s, %d tensors, %.1f MiB)",
+              s->endpoint, s->conf.servers, s->conf.workers, s->model->name, s->model->n_params,
+              (double)ordo_model_total_bytes(s->model) / 1048576.0);
+    free(numel);
+    *out = s;
+    return 0;
+fail:
+    free(numel);
+    ordo_scheduler_destroy(&s);
+    return rc;
+}
+
+const char *ordo_scheduler_endpoint(const ordo_scheduler_t *s)
+{
+    return s->endpoint;
+}
+
+const char *ordo_scheduler_run_dir(const ordo_scheduler_t *s)
+{
+    return s->run_dir;
+}
+
+const char *ordo_scheduler_summary(const ordo_scheduler_t *s)
+{
+    return s->summary;
+}
+
+ordo_transport_t *ordo_scheduler_transport(ordo_scheduler_t *s)
+{
+    return s->tp;
+}
+
+int ordo_scheduler_handle(ordo_scheduler_t *s, ordo_msg_t *m)
+{
+    if (s->aborted) return ORDO_EABORT;
+    return handle(s, m);
+}
+
+int ordo_scheduler_check(ordo_scheduler_t *s)
+{
+    if (s->aborted) return ORDO_EABORT;
+    return check_liveness(s);
+}
+
+int ordo_scheduler_run(ordo_scheduler_t *s)
+{
+    int rc = 0;
+    while (rc == 0) {
+        if (ordo_daemon_stop_signal()) return abort_run(s, "the scheduler was interrupted");
+        ordo_msg_t m;
+        if (ordo_transport_recv(s->tp, &m, s->conf.heartbeat_ms / 2 + 1) == 0) {
+            rc = handle(s, &m);
+            ordo_msg_close(&m);
+        }
+        if (rc == 0) rc = check_liveness(s);
+    }
+    if (rc < 0) return rc;
+    broadcast(s, ORDO_MSG_SHUTDOWN, NULL);
+    rc = ordo_runlog_write_summary(s->log, &s->summary);
+    if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
+    ORDO_INFO("run complete; summary in %s/summary.json", s->run_dir);
+    return rc;
+}
+
+void ordo_scheduler_destroy(ordo_scheduler_t **p)
+{
+    sched_t *s = p ? *p : NULL;
+    if (!s) return;
+    ordo_runlog_destroy(&s->log);
+    ordo_transport_destroy(&s->tp, s->aborted ? 1000 : 2000);
+    ordo_keys_destroy(&s->keys);
+    ordo_model_destroy(&s->model);
+    json_decref(s->plan);
+    ordo_sparse_coord_destroy(&s->sparse);
+    free(s->members);
+    free(s->summary);
+    free(s);
+    *p = NULL;
+}

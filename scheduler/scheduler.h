@@ -1,0 +1,53 @@
+/* scheduler: the scheduler daemon as a library object: the run plan, the rendezvous
+ * (registration, ranks, the WELCOME with the cluster and key maps), barriers, heartbeats
+ * and dead-node detection, run statistics, the merge groups from worker 0's calibration,
+ * the sparse coordinator's messages, and the orderly end or the abort of the run. A test
+ * builds one, connects its own sockets to ordo_scheduler_endpoint and feeds what arrives to
+ * ordo_scheduler_handle, message by message. */
+#ifndef ORDO_SCHEDULER_H
+#define ORDO_SCHEDULER_H
+
+#include "common/conf.h"
+#include "common/transport.h"
+#include "common/wire.h"
+
+typedef struct ordo_scheduler ordo_scheduler_t;
+
+/* ordo_scheduler_new makes the model and key map the conf names, plans the run, creates the
+ * run folder and its log, and listens on [cluster] scheduler (port 0: any free port); conf is
+ * copied. Errors say what failed ("cannot plan the run: ..."). */
+int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out);
+
+/* ordo_scheduler_endpoint returns the endpoint it listens on ("tcp://127.0.0.1:PORT"). */
+const char *ordo_scheduler_endpoint(const ordo_scheduler_t *s);
+
+/* ordo_scheduler_run_dir returns the run folder (summary.json, traces, checkpoints). */
+const char *ordo_scheduler_run_dir(const ordo_scheduler_t *s);
+
+/* ordo_scheduler_transport returns the transport whose messages ordo_scheduler_handle takes
+ * (for a caller that runs its own loop, such as a test); the scheduler owns it. */
+ordo_transport_t *ordo_scheduler_transport(ordo_scheduler_t *s);
+
+/* ordo_scheduler_handle takes one message from a node (m stays the caller's to close) and
+ * sends the answers it makes. Returns 0 to go on, 1 when every worker is done, ORDO_EABORT
+ * when the run was aborted (every node was told; the summary is written). */
+int ordo_scheduler_handle(ordo_scheduler_t *s, ordo_msg_t *m);
+
+/* ordo_scheduler_check aborts the run (ORDO_EABORT) when a node has been silent longer
+ * than [fault] timeout_ms, or the cluster did not fill up within startup_ms; else 0. */
+int ordo_scheduler_check(ordo_scheduler_t *s);
+
+/* ordo_scheduler_run receives and handles messages until every worker is done, then sends
+ * SHUTDOWN and writes summary.json (0, or the error writing it); ORDO_EABORT when the run
+ * was aborted, by a node, a silent node or the stop signal. */
+int ordo_scheduler_run(ordo_scheduler_t *s);
+
+/* ordo_scheduler_summary returns the summary's JSON text after a completed run, else NULL;
+ * the scheduler owns it. */
+const char *ordo_scheduler_summary(const ordo_scheduler_t *s);
+
+/* ordo_scheduler_destroy frees the scheduler; its transport gets a moment to deliver the
+ * last messages (SHUTDOWN or ABORT). NULL-safe, sets *s to NULL. */
+void ordo_scheduler_destroy(ordo_scheduler_t **s);
+
+#endif

@@ -1,0 +1,328 @@
+/* server: the server object's bring-up (store, merged-push groups, checkpoints, sparse
+ * side, enforcement from the plan's priorities, trace), its event loop, the dispatch of
+ * the scheduler's messages and the release of ready pull answers onto the (emulated) link
+ * in the enforcement module's order. The data port's handlers are in server_data.c. */
+#include "common/clock.h"
+#include "common/daemon.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/transport.h"
+#include "core/paramfile.h"
+#include "server/server_internal.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the link counts as free once what it was given ends within this time, so the next
+ * response is handed over before the link falls idle (the loop wakes with millisecond
+ * timeouts, later on a busy machine); a later higher-priority response can still overtake
+ * all but this much */
+#define GREEDY_LOOKAHEAD_NS 5000000
+
+/* ---- releasing ready answers ---------------------------------------------------------- */
+
+/* record a release: on track 0 the response's time on the (emulated) link, on track 1 how
+ * long the enforcement module held it */
+static void trace_release(ordo_server_t *s, const ordo_enforce_release_t *r, int64_t now, int64_t start,
+                          int64_t end)
+{
+    const ordo_slice_t *sl = &s->node.keys->slices[r->slice];
+    char name[300], args[640];
+    if (s->names && s->names[sl->key])
+        snprintf(name, sizeof name, "%s", s->names[sl->key]);
+    else
+        snprintf(name, sizeof name, "key %u", sl->key);
+    if (s->node.keys->n_chunks[sl->key] > 1)
+        snprintf(name + strlen(name), sizeof name - strlen(name), " [%u]", sl->chunk);
+    snprintf(args, sizeof args,
+             "{\"seq\":%llu,\"worker\":%d,\"iter\":%lld,\"key\":%u,\"chunk\":%u,"
+             "\"priority\":%d,\"norm\":%d,\"counter\":%lld,\"held\":%d,"
+             "\"bytes\":%lld,\"t_ready_ns\":%lld,\"t_release_ns\":%lld,"
+             "\"link_start_ns\":%lld,\"link_end_ns\":%lld}",
+             (unsigned long long)s->n_released, r->worker, (long long)r->iter, sl->key, sl->chunk,
+             s->prio ? s->prio[r->slice] : 0, r->norm, (long long)r->counter, r->held,
+             (long long)sl->numel * 4, (long long)r->ready_ns, (long long)now, (long long)start,
+             (long long)end);
+    ordo_trace_complete(s->trace, name, "release", 0, start, end - start, args);
+    if (now - r->ready_ns >= 1000) {
+        snprintf(args, sizeof args, "{\"worker\":%d,\"iter\":%lld,\"norm\":%d}", r->worker,
+                 (long long)r->iter, r->norm);
+        ordo_trace_complete(s->trace, name, "enforce_wait", 1, r->ready_ns, now - r->ready_ns,
+                            args);
+    }
+}
+
+static void release(ordo_server_t *s)
+{
+    ordo_msg_t r;
+    ordo_enforce_release_t info;
+    double bps = s->conf.bandwidth_bps;
+    for (;;) {
+        int64_t now = ordo_clock_ns();
+        /* the transport's own figure, or ours when it has not seen the last send yet */
+        int64_t busy = ordo_transport_link_free_ns(s->node.tp);
+        if (busy < s->link_end_ns) busy = s->link_end_ns;
+        bool link_free = bps <= 0 || busy - now <= GREEDY_LOOKAHEAD_NS;
+        if (ordo_enforce_next(s->enforce, link_free, &r, &info) != 0) break;
+        /* the link model of the transport: header and framing count 64 bytes */
+        size_t bytes = 64;
+        for (int i = 0; i < r.nframes; i++)
+            bytes += zmq_msg_size(&r.frames[i]);
+        int64_t start = busy > now ? busy : now;
+        int64_t end = bps > 0 ? start + (int64_t)((double)bytes * 8e9 / bps) : start;
+        if (bps > 0) s->link_end_ns = end;
+        if (s->trace) trace_release(s, &info, now, start, end);
+        s->n_released++;
+        ordo_transport_send(s->node.tp, &r);
+    }
+}
+
+/* plan priorities per slice (chunks share their key's priority), normalized for us */
+static int setup_enforcement(ordo_server_t *s)
+{
+    const ordo_keys_t *k = s->node.keys;
+    int mode = ORDO_ENFORCE_MODE_FIFO, round = 0;
+    int *norm = NULL, *srv = NULL;
+    json_t *plan = s->node.plan_json ? json_loads(s->node.plan_json, 0, NULL) : NULL;
+    json_t *pr = plan ? json_object_get(plan, "priorities") : NULL;
+    json_t *names = plan ? json_object_get(plan, "params") : NULL;
+    for (int i = 0; i < k->n_slices; i++)
+        round += k->slices[i].server == s->node.rank;
+    if (json_is_array(names) && (int)json_array_size(names) == k->n_keys) {
+        s->names = calloc((size_t)k->n_keys, sizeof *s->names);
+        for (int i = 0; s->names && i < k->n_keys; i++) {
+            const char *n = json_string_value(json_array_get(names, (size_t)i));
+            s->names[i] = n ? strdup(n) : NULL;
+        }
+    }
+    if (json_is_array(pr) && (int)json_array_size(pr) == k->n_keys) {
+        mode = s->conf.enforce;
+        s->prio = malloc(sizeof *s->prio * (size_t)k->n_slices);
+        norm = malloc(sizeof *norm * (size_t)k->n_slices);
+        srv = malloc(sizeof *srv * (size_t)k->n_slices);
+        for (int i = 0; i < k->n_slices; i++) {
+            json_t *p = json_array_get(pr, k->slices[i].key);
+            s->prio[i] = json_is_integer(p) ? (int)json_integer_value(p) : 0;
+            srv[i] = k->slices[i].server;
+        }
+        ordo_enforce_normalize(s->prio, srv, k->n_slices, s->node.rank, norm);
+    }
+    json_decref(plan);
+    int rc = ordo_enforce_new(mode, s->node.n_workers, k->n_slices, norm, round, &s->enforce);
+    if (!rc) rc = ordo_enforce_set_share(s->enforce, s->conf.share);
+    free(norm);
+    free(srv);
+    ORDO_INFO("enforcement: %s, %s share of the link",
+              mode == ORDO_ENFORCE_MODE_FIFO ? "fifo (no priority plan)"
+              : mode == ORDO_ENFORCE_STRICT  ? "strict"
+                                             : "greedy",
+              s->conf.share == ORDO_SHARE_SERIAL ? "serial" : "fair");
+    return rc;
+}
+
+/* [fault] resume: the momentum from the run folder's checkpoint (the values come from worker
+ * 0); [fault] checkpoint_every: this server's part of each checkpoint, counted from there */
+static int setup_checkpoints(ordo_server_t *s)
+{
+    int64_t base = 0;
+    int rc = 0;
+    if (s->conf.resume[0]) {
+        char path[ORDO_CONF_PATH + 32];
+        snprintf(path, sizeof path, "%s/checkpoint.bin", s->conf.resume);
+        rc = ordo_paramfile_read_iteration(path, &base);
+        if (!rc)
+            rc = ordo_srv_ckpt_load(s->store, s->node.keys, s->node.rank, s->conf.resume, base);
+        if (rc) return ordo_error_context(rc, "fault.resume");
+    }
+    return ordo_srv_ckpt_new(s->store, s->node.keys, s->node.rank, s->conf.checkpoint_every, base,
+                             s->node.run_dir, &s->ckpt);
+}
+
+
+/* ---- bring-up and tear-down --------------------------------------------------------- */
+
+/* free_parts frees what ordo_server_new made (not the node nor its transport) */
+static void free_parts(ordo_server_t *s)
+{
+    ordo_trace_destroy(&s->trace);
+    if (s->names)
+        for (int i = 0; i < s->node.keys->n_keys; i++)
+            free(s->names[i]);
+    free(s->names);
+    s->names = NULL;
+    free(s->probe_sum);
+    s->probe_sum = NULL;
+    ordo_enforce_destroy(&s->enforce);
+    if (s->waiting)
+        for (int i = 0; i < s->node.keys->n_slices; i++)
+            free(s->waiting[i].w);
+    free(s->waiting);
+    s->waiting = NULL;
+    free(s->prio);
+    s->prio = NULL;
+    ordo_groups_destroy(&s->groups);
+    ordo_sparse_srv_destroy(&s->sparse);
+    ordo_srv_ckpt_destroy(&s->ckpt);
+    ordo_store_destroy(&s->store);
+}
+
+int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
+                    ordo_server_t **out)
+{
+    ordo_server_t *s = calloc(1, sizeof *s);
+    if (!s) return ORDO_ENOMEM;
+    s->conf = *conf;
+    s->node = *node; /* moved back on failure; the sparse side keeps &s->node */
+    s->data_sock = data_sock;
+    int rc;
+    ordo_optim_t opt = {.lr = (float)conf->lr,
+                        .momentum = (float)conf->momentum,
+                        .weight_decay = (float)conf->weight_decay};
+    float scale = conf->aggregate == ORDO_AGG_MEAN ? 1.0f / (float)s->node.n_workers : 1.0f;
+    if ((rc = ordo_store_new(s->node.keys, s->node.rank, s->node.n_workers, &opt, scale,
+                             &s->store)) != 0)
+        goto fail;
+    if ((rc = ordo_groups_new(s->node.keys, s->node.rank, &s->groups)) != 0) goto fail;
+    if ((rc = setup_checkpoints(s)) != 0) goto fail;
+    if ((rc = ordo_sparse_srv_new(&s->node, &s->conf, s->data_sock, &s->sparse)) != 0) goto fail;
+    s->waiting = calloc((size_t)s->node.keys->n_slices, sizeof *s->waiting);
+    if (!s->waiting) {
+        rc = ORDO_ENOMEM;
+        goto fail;
+    }
+    if ((rc = setup_enforcement(s)) != 0) goto fail;
+    if (conf->trace) {
+        char name[64];
+        snprintf(name, sizeof name, "server %d", s->node.rank);
+        if ((rc = ordo_trace_new(name, 100 + s->node.rank, &s->trace)) != 0) goto fail;
+        ordo_trace_name_track(s->trace, 0, "released pull responses (on the link)");
+        ordo_trace_name_track(s->trace, 1, "enforcement waits");
+    }
+    memset(node, 0, sizeof *node);
+    *out = s;
+    return 0;
+fail:
+    free_parts(s);
+    free(s);
+    return rc;
+}
+
+void ordo_server_destroy(ordo_server_t **p)
+{
+    ordo_server_t *s = p ? *p : NULL;
+    if (!s) return;
+    ordo_enforce_destroy(&s->enforce); /* held answers first, then what the transport holds */
+    ordo_transport_destroy(&s->node.tp, s->end_rc ? 0 : 1000);
+    free_parts(s);
+    ordo_node_fini(&s->node);
+    free(s);
+    *p = NULL;
+}
+
+void ordo_server_get_stats(const ordo_server_t *s, ordo_server_stats_t *out)
+{
+    out->pushes = s->n_push;
+    out->pulls = s->n_pull;
+    out->dropped = s->n_dropped;
+    out->probes = s->n_probe;
+    out->released = s->n_released;
+    out->shard_bytes = (uint64_t)ordo_store_bytes(s->store);
+}
+
+/* ---- the event loop ------------------------------------------------------------------- */
+
+/* ", N calibration probes" for the shutdown line when there were any, else "" */
+static const char *probes_note(const ordo_server_t *s, char *buf, size_t size)
+{
+    if (!s->n_probe) return "";
+    snprintf(buf, size, ", %llu calibration probes", (unsigned long long)s->n_probe);
+    return buf;
+}
+
+/* on_ctl takes a message from the scheduler: 0 to go on, 1 to stop, ORDO_EABORT to abort */
+static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
+{
+    char buf[512];
+    switch (m->hdr.type) {
+    case ORDO_MSG_PLAN:
+        if (s->sparse) ordo_sparse_srv_on_ctl(s->sparse, m);
+        return 0;
+    case ORDO_MSG_SHUTDOWN:
+        ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s",
+                  (unsigned long long)s->n_push, (unsigned long long)s->n_pull,
+                  (unsigned long long)s->n_dropped, probes_note(s, buf, sizeof buf));
+        return 1;
+    case ORDO_MSG_ABORT:
+        ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));
+        return ORDO_EABORT;
+    case ORDO_MSG_PEER_DEAD:
+        ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
+        return ORDO_EABORT;
+    default:
+        return 0;
+    }
+}
+
+int ordo_server_handle(ordo_server_t *s, ordo_msg_t *m)
+{
+    int rc = 0;
+    if (m->sock == s->data_sock)
+        ordo__server_on_data(s, m);
+    else
+        rc = on_ctl(s, m);
+    if (rc < 0) s->end_rc = rc;
+    if (rc == 0) release(s);
+    return rc;
+}
+
+/* loop_timeout: how long the loop may wait for a message; with answers held for a busy
+ * emulated link, until the link is about to be free */
+static int loop_timeout(ordo_server_t *s)
+{
+    int timeout = s->conf.heartbeat_ms;
+    if (ordo_enforce_pending(s->enforce) && s->conf.bandwidth_bps > 0) {
+        int64_t busy = ordo_transport_link_free_ns(s->node.tp);
+        if (busy < s->link_end_ns) busy = s->link_end_ns;
+        int64_t wait = busy - GREEDY_LOOKAHEAD_NS - ordo_clock_ns();
+        timeout = wait <= 0 ? 0 : (int)(wait / 1000000) + 1;
+        if (timeout > s->conf.heartbeat_ms) timeout = s->conf.heartbeat_ms;
+    }
+    return timeout;
+}
+
+int ordo_server_run(ordo_server_t *s)
+{
+    int rc = 0;
+    ordo_msg_t m;
+    while (ordo_node_take_early(&s->node, &m) == 0) {
+        ordo__server_on_data(s, &m);
+        ordo_msg_close(&m);
+    }
+    release(s);
+    for (;;) {
+        if (ordo_daemon_stop_signal()) {
+            ORDO_WARN("interrupted");
+            rc = ORDO_EABORT;
+            break;
+        }
+        if (ordo_transport_recv(s->node.tp, &m, loop_timeout(s)) == 0) {
+            rc = ordo_server_handle(s, &m);
+            ordo_msg_close(&m);
+            if (rc) break;
+        } else {
+            release(s);
+        }
+    }
+    rc = rc < 0 ? rc : 0;
+    s->end_rc = rc;
+    if (s->trace) {
+        char path[ORDO_CONF_PATH + 64];
+        snprintf(path, sizeof path, "%s/trace-server-%d.json", s->node.run_dir, s->node.rank);
+        int trc = ordo_trace_write(s->trace, path);
+        if (trc) ORDO_ERROR("%s", ordo_error_text(trc));
+    }
+    return rc;
+}

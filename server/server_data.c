@@ -1,0 +1,311 @@
+/* server_data: the server's data-port handlers. Pushes (dense, merged, calibration probes)
+ * are checked and summed into the store, INITs set first values, and pulls are answered at
+ * once or parked until the pushes of the iteration before are in. A malformed or
+ * out-of-place message is answered with ERROR, counted and dropped; it never stops the
+ * server. */
+#include "common/error.h"
+#include "common/log.h"
+#include "common/transport.h"
+#include "server/server_internal.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* answer_init makes a message of the given type addressed back to m's sender, carrying
+ * m's request id, key, chunk and iteration */
+static void answer_init(ordo_server_t *s, const ordo_msg_t *m, int type, ordo_msg_t *a)
+{
+    ordo_msg_init(a, type);
+    a->sock = s->data_sock;
+    memcpy(a->rid, m->rid, m->rid_len);
+    a->rid_len = m->rid_len;
+    a->hdr.role = ORDO_ROLE_SERVER;
+    a->hdr.rank = s->node.rank;
+    a->hdr.req = m->hdr.req;
+    a->hdr.key = m->hdr.key;
+    a->hdr.chunk = m->hdr.chunk;
+    a->hdr.iter = m->hdr.iter;
+}
+
+/* send_ack acknowledges push m to its sender (the worker frees its buffer on it) */
+static void send_ack(ordo_server_t *s, const ordo_msg_t *m, uint32_t flags)
+{
+    ordo_msg_t ack;
+    answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
+    ack.hdr.flags = flags;
+    ordo_transport_send(s->node.tp, &ack);
+}
+
+static void answer_error(ordo_server_t *s, const ordo_msg_t *m, const char *why)
+{
+    s->n_dropped++;
+    ORDO_WARN("dropped %s (key %u chunk %u iter %lld) from %s %d: %s",
+              ordo_wire_type_name(m->hdr.type), m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter,
+              ordo_wire_role_name(m->hdr.role), m->hdr.rank, why);
+    ordo_msg_t e;
+    answer_init(s, m, ORDO_MSG_ERROR, &e);
+    ordo_msg_add_text(&e, why);
+    ordo_transport_send(s->node.tp, &e);
+}
+
+/* a pull that can be answered now becomes a response held by the enforcement module */
+static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
+{
+    const ordo_slice_t *sl = &s->node.keys->slices[slice];
+    ordo_msg_t r;
+    ordo_msg_init(&r, ORDO_MSG_PULL_RESP);
+    r.sock = s->data_sock;
+    memcpy(r.rid, w->rid, w->rid_len);
+    r.rid_len = w->rid_len;
+    r.hdr.role = ORDO_ROLE_SERVER;
+    r.hdr.rank = s->node.rank;
+    r.hdr.req = w->req;
+    r.hdr.iter = w->iter;
+    r.hdr.key = sl->key;
+    r.hdr.chunk = sl->chunk;
+    r.hdr.priority = s->prio ? s->prio[slice] : 0;
+    r.hdr.dtype = ORDO_DTYPE_F32;
+    void *data, *hint;
+    size_t bytes;
+    ordo_store_ref(s->store, slice, &data, &bytes, &hint);
+    if (ordo_msg_add_ref(&r, data, bytes, ordo_store_unref_cb, hint) != 0) {
+        ordo_store_unref_cb(data, hint);
+        ORDO_ERROR("out of memory answering a pull");
+        return;
+    }
+    int rc = ordo_enforce_add(s->enforce, w->worker, w->iter, slice, &r);
+    if (rc) {
+        ORDO_ERROR("enforce: %s", ordo_error_text(rc));
+        ordo_msg_close(&r);
+    }
+}
+
+static void wake_waiters(ordo_server_t *s, int slice)
+{
+    ordo__waitlist_t *wl = &s->waiting[slice];
+    int64_t v = ordo_store_version(s->store, slice);
+    int keep = 0;
+    for (int i = 0; i < wl->n; i++) {
+        if (wl->w[i].iter == v)
+            make_ready(s, slice, &wl->w[i]);
+        else
+            wl->w[keep++] = wl->w[i];
+    }
+    wl->n = keep;
+}
+
+static int slice_of(ordo_server_t *s, const ordo_msg_t *m, char *why, size_t size)
+{
+    int slice = ordo_keys_slice(s->node.keys, m->hdr.key, m->hdr.chunk);
+    if (slice < 0) {
+        snprintf(why, size, "no key %u chunk %u", m->hdr.key, m->hdr.chunk);
+        return -1;
+    }
+    if (!ordo_store_owns(s->store, slice)) {
+        snprintf(why, size, "key %u chunk %u lives on server %d", m->hdr.key, m->hdr.chunk,
+                 s->node.keys->slices[slice].server);
+        return -1;
+    }
+    return slice;
+}
+
+/* a merged push ([push] mode = merged, server/groups.h): several slices in one message,
+ * checked as a whole, then added to the store from the received frame (no copy); one ack */
+static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
+{
+    size_t len = 0, ilen = 0;
+    int n, rc, worker = m->hdr.rank;
+    const void *index = ordo_msg_data(m, 1, &ilen);
+    if (!ordo_msg_data(m, 0, &len) || m->nframes != 2 || m->hdr.dtype != ORDO_DTYPE_F32) {
+        answer_error(s, m, "a merged PUSH needs a float32 payload frame and an index frame");
+        return;
+    }
+    if ((rc = ordo_groups_split(s->groups, index, ilen, len, &n)) != 0) {
+        answer_error(s, m, ordo_error_text(rc));
+        return;
+    }
+    const ordo_slice_t *slices = s->node.keys->slices;
+    for (int i = 0; i < n; i++) {
+        int sl = ordo_groups_slice(s->groups, i);
+        rc = ordo_store_check_push(s->store, sl, worker, m->hdr.iter,
+                                   (size_t)slices[sl].numel * sizeof(float));
+        if (rc) {
+            answer_error(s, m, ordo_error_text(rc));
+            return;
+        }
+    }
+    ordo_store_frame_t *f = ordo_store_frame_wrap(&m->frames[0]);
+    if (!f) {
+        ORDO_ERROR("out of memory taking a merged push");
+        return;
+    }
+    const char *base = ordo_store_frame_data(f, &len);
+    for (int i = 0; i < n; i++) {
+        int sl = ordo_groups_slice(s->groups, i);
+        bool updated;
+        rc = ordo_store_push_ref(s->store, sl, worker, m->hdr.iter,
+                                 (const float *)(base + ordo_groups_offset(s->groups, i)),
+                                 (size_t)slices[sl].numel * sizeof(float), f, &updated);
+        if (rc) ORDO_ERROR("merged push, slice %d: %s", sl, ordo_error_text(rc));
+        if (!rc && updated) ordo_srv_ckpt_updated(s->ckpt, sl);
+    }
+    ordo_store_frame_unref(f);
+    s->n_push++;
+    send_ack(s, m, ORDO_FLAG_GROUP);
+    for (int i = 0; i < n; i++) { /* the slices this push completed answer their pulls */
+        int sl = ordo_groups_slice(s->groups, i);
+        if (ordo_store_version(s->store, sl) == m->hdr.iter + 1) wake_waiters(s, sl);
+    }
+}
+
+/* a calibration push ([push] calibrate = true, ORDO_FLAG_PROBE): its floats are added to
+ * scratch memory, as a push's are to its key's sum, and it is acknowledged; no value changes */
+static void on_probe(ordo_server_t *s, ordo_msg_t *m)
+{
+    char why[160];
+    size_t len = 0;
+    const char *data = ordo_msg_data(m, 0, &len);
+    if (!data || m->nframes != 1 || m->hdr.dtype != ORDO_DTYPE_F32 || len % sizeof(float) ||
+        (m->hdr.flags & (ORDO_FLAG_GROUP | ORDO_FLAG_PULL))) {
+        answer_error(s, m, "a probe PUSH needs one float32 payload frame and no group or pull "
+                           "flag");
+        return;
+    }
+    if (len > ORDO_PROBE_MAX_BYTES) {
+        snprintf(why, sizeof why, "a probe of %zu bytes is larger than the %u a server takes", len,
+                 ORDO_PROBE_MAX_BYTES);
+        answer_error(s, m, why);
+        return;
+    }
+    size_t n = len / sizeof(float);
+    if (n > s->probe_cap) {
+        float *p = realloc(s->probe_sum, n * sizeof *p);
+        if (!p) {
+            answer_error(s, m, "out of memory for a probe");
+            return;
+        }
+        memset(p + s->probe_cap, 0, (n - s->probe_cap) * sizeof *p);
+        s->probe_sum = p;
+        s->probe_cap = n;
+    }
+    for (size_t i = 0; i < n; i++) { /* the frame may sit unaligned in ZeroMQ's buffer */
+        float g;
+        memcpy(&g, data + i * sizeof g, sizeof g);
+        s->probe_sum[i] += g;
+    }
+    s->n_probe++;
+    send_ack(s, m, ORDO_FLAG_PROBE);
+}
+
+/* a pull of slice's value of iteration iter for m's sender: answered now if the value is
+ * there, else when the pushes of iter - 1 are in */
+static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t iter)
+{
+    char why[128];
+    int64_t v = ordo_store_version(s->store, slice);
+    if (iter < 0 || (v >= 0 && iter < v)) {
+        snprintf(why, sizeof why, "pull of iteration %lld, the value is at %lld", (long long)iter,
+                 (long long)v);
+        answer_error(s, m, why);
+        return;
+    }
+    s->n_pull++;
+    ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .req = m->hdr.req, .rid_len = m->rid_len};
+    memcpy(w.rid, m->rid, m->rid_len);
+    if (v == iter) {
+        make_ready(s, slice, &w);
+        return;
+    }
+    ordo__waitlist_t *wl = &s->waiting[slice];
+    if (wl->n >= 4 * s->node.n_workers) {
+        answer_error(s, m, "too many pulls waiting for this slice");
+        return;
+    }
+    if (wl->n == wl->cap) {
+        int cap = wl->cap ? wl->cap * 2 : 4;
+        ordo__waiter_t *p = realloc(wl->w, sizeof *p * (size_t)cap);
+        if (!p) {
+            answer_error(s, m, "out of memory");
+            return;
+        }
+        wl->w = p;
+        wl->cap = cap;
+    }
+    wl->w[wl->n++] = w;
+}
+
+void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
+{
+    char why[256];
+    if (s->sparse && m->hdr.key == ORDO_SPARSE_KEY) { /* server/sparse_srv.h */
+        ordo_sparse_srv_on_data(s->sparse, m);
+        return;
+    }
+    if (m->hdr.role != ORDO_ROLE_WORKER || m->hdr.rank < 0 || m->hdr.rank >= s->node.n_workers) {
+        answer_error(s, m, "sender is not a worker of this cluster");
+        return;
+    }
+    if (m->hdr.type == ORDO_MSG_HELLO) return;
+    if (m->hdr.type == ORDO_MSG_PUSH && (m->hdr.flags & ORDO_FLAG_PROBE)) {
+        on_probe(s, m);
+        return;
+    }
+    if (m->hdr.type == ORDO_MSG_PUSH && (m->hdr.flags & ORDO_FLAG_GROUP)) {
+        if (m->hdr.flags & ORDO_FLAG_PULL) {
+            answer_error(s, m, "a merged PUSH cannot carry a pull");
+            return;
+        }
+        on_group_push(s, m);
+        return;
+    }
+    int slice = slice_of(s, m, why, sizeof why);
+    if (slice < 0) {
+        answer_error(s, m, why);
+        return;
+    }
+    size_t len = 0;
+    void *data = ordo_msg_data(m, 0, &len);
+    switch (m->hdr.type) {
+    case ORDO_MSG_INIT: {
+        bool ignored;
+        if (!data || m->nframes != 1) {
+            answer_error(s, m, "INIT needs one payload frame");
+            return;
+        }
+        int rc = ordo_store_init(s->store, slice, data, len, &ignored);
+        if (rc)
+            answer_error(s, m, ordo_error_text(rc));
+        else if (!ignored)
+            wake_waiters(s, slice);
+        return;
+    }
+    case ORDO_MSG_PUSH: {
+        bool updated;
+        if (!data || m->nframes != 1 || m->hdr.dtype != ORDO_DTYPE_F32) {
+            answer_error(s, m, "PUSH needs one float32 payload frame");
+            return;
+        }
+        int rc = ordo_store_push_frame(s->store, slice, m->hdr.rank, m->hdr.iter, &m->frames[0],
+                                       &updated);
+        if (rc) {
+            answer_error(s, m, ordo_error_text(rc));
+            return;
+        }
+        s->n_push++;
+        if (updated) ordo_srv_ckpt_updated(s->ckpt, slice);
+        bool fused = m->hdr.flags & ORDO_FLAG_PULL; /* the answer to its pull acknowledges it */
+        if (!fused) send_ack(s, m, 0);
+        if (updated) wake_waiters(s, slice);
+        if (fused) add_pull(s, m, slice, m->hdr.iter + 1);
+        return;
+    }
+    case ORDO_MSG_PULL:
+        add_pull(s, m, slice, m->hdr.iter);
+        return;
+    default:
+        answer_error(s, m, "unexpected message type on the data port");
+    }
+}
+

@@ -1,0 +1,57 @@
+/* server_internal: the server object's state, shared by server.c (bring-up, loop, release
+ * of answers) and server_data.c (the data port's handlers). Not part of the contract. */
+#ifndef ORDO_SERVER_INTERNAL_H
+#define ORDO_SERVER_INTERNAL_H
+
+#include "common/conf.h"
+#include "common/node.h"
+#include "common/trace.h"
+#include "server/ckpt.h"
+#include "server/enforce.h"
+#include "server/groups.h"
+#include "server/server.h"
+#include "server/sparse_srv.h"
+#include "server/store.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    int worker;
+    int64_t iter;
+    uint64_t req;
+    uint8_t rid[ORDO_WIRE_MAX_RID];
+    size_t rid_len;
+} ordo__waiter_t;
+
+typedef struct {
+    ordo__waiter_t *w;
+    int n, cap;
+} ordo__waitlist_t;
+
+struct ordo_server {
+    ordo_conf_t conf;
+    ordo_node_t node;
+    int data_sock;
+    ordo_store_t *store;
+    ordo_groups_t *groups;     /* checks merged pushes */
+    ordo_sparse_srv_t *sparse; /* [push] mode = sparse: the plan's sparse member */
+    ordo_enforce_t *enforce;
+    ordo__waitlist_t *waiting; /* per slice */
+    int *prio;                 /* plan priority per slice (for response headers) */
+    uint64_t n_push, n_pull, n_dropped;
+    int64_t link_end_ns; /* when the emulated link finishes what was released so far */
+    uint64_t n_released;
+    ordo_trace_t *trace; /* [output] trace: one event per released response */
+    char **names;        /* parameter name per key, from the plan (NULL: "key K") */
+    float *probe_sum;    /* calibration pushes are summed here ([push] calibrate) */
+    size_t probe_cap;    /* its floats */
+    uint64_t n_probe;
+    ordo_srv_ckpt_t *ckpt; /* [fault] checkpoint_every: the momentum's part (server/ckpt.h) */
+    int end_rc;            /* how the run ended: 0, or ORDO_EABORT (sets the linger) */
+};
+
+/* ordo__server_on_data handles one message from the data port (server_data.c). */
+void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m);
+
+#endif

@@ -1,0 +1,299 @@
+/* Tests of server/server: the server object driven with messages, without processes. A
+ * hand-made node (two keys on one server, two workers) stands in for the rendezvous; the
+ * test's own transport plays the workers, one DEALER each, and every message the server's
+ * transport receives is fed to ordo_server_handle. Checks the values answered to pulls
+ * (initial, then summed and updated), pulls parked until the pushes are in, and that bad
+ * messages are answered with ERROR, counted and dropped while the server goes on. */
+#include "common/keys.h"
+#include "common/node.h"
+#include "common/transport.h"
+#include "server/server.h"
+#include "ordo_check.h"
+
+#include <math.h>
+#include <string.h>
+
+#define W 2
+#define N0 8 /* floats of key 0 */
+#define N1 4 /* floats of key 1 */
+#define LR 0.5f
+
+typedef struct {
+    ordo_server_t *srv;
+    ordo_transport_t *stp; /* the server's (owned by srv) */
+    ordo_transport_t *ctp; /* the workers' */
+    int wsock[W];          /* worker w's DEALER on ctp */
+} rig_t;
+
+static void rig_new(rig_t *r)
+{
+    ordo_conf_t conf;
+    ordo_conf_defaults(&conf);
+    conf.lr = LR;
+    conf.momentum = 0;
+    conf.weight_decay = 0;
+    conf.aggregate = ORDO_AGG_SUM;
+    ordo_node_t node = {0};
+    int64_t numel[2] = {N0, N1};
+    ORDO_CK_OK(ordo_keys_partition(numel, 2, sizeof(float), 1 << 20, 0, 1, &node.keys));
+    node.role = ORDO_ROLE_SERVER;
+    node.rank = 0;
+    node.n_servers = 1;
+    node.n_workers = W;
+    node.sched_sock = -1;
+    snprintf(node.run_dir, sizeof node.run_dir, "/tmp");
+    ORDO_CK_OK(ordo_transport_new(NULL, &node.tp));
+    char ep[256];
+    int sock = ordo_transport_bind(node.tp, "tcp://127.0.0.1:0", 1, ep, sizeof ep);
+    ck_assert_int_ge(sock, 0);
+    r->stp = node.tp;
+    ORDO_CK_OK(ordo_server_new(&conf, &node, sock, &r->srv));
+    ck_assert_ptr_null(node.tp); /* the server took the node */
+    ORDO_CK_OK(ordo_transport_new(NULL, &r->ctp));
+    for (int w = 0; w < W; w++) {
+        r->wsock[w] = ordo_transport_connect(r->ctp, ep, 1);
+        ck_assert_int_ge(r->wsock[w], 0);
+    }
+}
+
+static void rig_destroy(rig_t *r)
+{
+    ordo_transport_destroy(&r->ctp, 0);
+    ordo_server_destroy(&r->srv);
+    ck_assert_ptr_null(r->srv);
+}
+
+/* send: worker w sends a message of type for (key, iter) with n floats (data may be NULL) */
+static void send_msg(rig_t *r, int w, int type, uint32_t key, int64_t iter, const float *data,
+                     size_t n, uint32_t flags)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, type);
+    m.sock = r->wsock[w];
+    m.hdr.role = ORDO_ROLE_WORKER;
+    m.hdr.rank = w;
+    m.hdr.req = (uint64_t)(100 * w + key);
+    m.hdr.key = key;
+    m.hdr.iter = iter;
+    m.hdr.flags = flags;
+    if (data) {
+        m.hdr.dtype = ORDO_DTYPE_F32;
+        ORDO_CK_OK(ordo_msg_add_copy(&m, data, n * sizeof(float)));
+    }
+    ORDO_CK_OK(ordo_transport_send(r->ctp, &m));
+}
+
+/* feed hands the next n messages the server receives to ordo_server_handle */
+static void feed(rig_t *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        ordo_msg_t m;
+        ORDO_CK_OK(ordo_transport_recv(r->stp, &m, 5000));
+        ck_assert_int_eq(ordo_server_handle(r->srv, &m), 0);
+        ordo_msg_close(&m);
+    }
+}
+
+/* expect receives the next answer for the workers; it must have the given type and come on
+ * worker w's socket */
+static void expect(rig_t *r, int w, int type, ordo_msg_t *m)
+{
+    ORDO_CK_OK(ordo_transport_recv(r->ctp, m, 5000));
+    ck_assert_msg(m->hdr.type == type, "got %s, expected %s", ordo_wire_type_name(m->hdr.type),
+                  ordo_wire_type_name(type));
+    ck_assert_int_eq(m->sock, r->wsock[w]);
+    ck_assert_int_eq(m->hdr.role, ORDO_ROLE_SERVER);
+}
+
+static void nothing_more(rig_t *r)
+{
+    ordo_msg_t m;
+    ck_assert_int_eq(ordo_transport_recv(r->ctp, &m, 100), ORDO_ETIMEDOUT);
+}
+
+/* expect_value receives worker w's PULL_RESP for key at iter and compares it with want */
+static void expect_value(rig_t *r, int w, uint32_t key, int64_t iter, const float *want, size_t n)
+{
+    ordo_msg_t m;
+    expect(r, w, ORDO_MSG_PULL_RESP, &m);
+    ck_assert_uint_eq(m.hdr.key, key);
+    ck_assert_int_eq(m.hdr.iter, iter);
+    ck_assert_uint_eq(m.hdr.req, 100 * w + key);
+    size_t len = 0;
+    const float *v = ordo_msg_data(&m, 0, &len);
+    ck_assert_uint_eq(len, n * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        float got;
+        memcpy(&got, v + i, sizeof got); /* the frame may sit unaligned */
+        ck_assert_msg(fabsf(got - want[i]) <= 1e-6f, "key %u [%zu]: %g, expected %g", key, i,
+                      (double)got, (double)want[i]);
+    }
+    ordo_msg_close(&m);
+}
+
+/* init_keys: worker 0 gives both keys their first values v0[i] = i, v1[i] = 10 + i */
+static void init_keys(rig_t *r, float *v0, float *v1)
+{
+    for (int i = 0; i < N0; i++)
+        v0[i] = (float)i;
+    for (int i = 0; i < N1; i++)
+        v1[i] = 10.0f + (float)i;
+    send_msg(r, 0, ORDO_MSG_INIT, 0, 0, v0, N0, 0);
+    send_msg(r, 0, ORDO_MSG_INIT, 1, 0, v1, N1, 0);
+    feed(r, 2);
+}
+
+START_TEST(pulls_answer_the_summed_update)
+{
+    rig_t r;
+    rig_new(&r);
+    float v0[N0], v1[N1], g[W][N0], want[N0];
+    /* a pull that comes before the value waits for the INIT */
+    send_msg(&r, 1, ORDO_MSG_PULL, 0, 0, NULL, 0, 0);
+    feed(&r, 1);
+    nothing_more(&r);
+    init_keys(&r, v0, v1);
+    expect_value(&r, 1, 0, 0, v0, N0);
+    send_msg(&r, 0, ORDO_MSG_PULL, 1, 0, NULL, 0, 0);
+    feed(&r, 1);
+    expect_value(&r, 0, 1, 0, v1, N1);
+    /* iteration 1's value waits until both workers pushed iteration 0's gradients */
+    send_msg(&r, 1, ORDO_MSG_PULL, 0, 1, NULL, 0, 0);
+    feed(&r, 1);
+    for (int w = 0; w < W; w++) {
+        for (int i = 0; i < N0; i++)
+            g[w][i] = (float)(w + 1) * (0.25f + (float)i);
+        send_msg(&r, w, ORDO_MSG_PUSH, 0, 0, g[w], N0, 0);
+        feed(&r, 1);
+        ordo_msg_t ack;
+        expect(&r, w, ORDO_MSG_PUSH_ACK, &ack);
+        ck_assert_uint_eq(ack.hdr.key, 0);
+        ordo_msg_close(&ack);
+        if (w == 0) nothing_more(&r); /* one push is not the sum */
+    }
+    for (int i = 0; i < N0; i++)
+        want[i] = v0[i] - LR * (g[0][i] + g[1][i]);
+    expect_value(&r, 1, 0, 1, want, N0);
+    /* a push that also pulls the next value is answered by that value alone */
+    float g1[N1] = {1, 2, 3, 4}, want1[N1];
+    send_msg(&r, 0, ORDO_MSG_PUSH, 1, 0, g1, N1, 0);
+    send_msg(&r, 1, ORDO_MSG_PUSH, 1, 0, g1, N1, ORDO_FLAG_PULL);
+    feed(&r, 2);
+    ordo_msg_t ack;
+    expect(&r, 0, ORDO_MSG_PUSH_ACK, &ack);
+    ordo_msg_close(&ack);
+    for (int i = 0; i < N1; i++)
+        want1[i] = v1[i] - LR * 2 * g1[i];
+    expect_value(&r, 1, 1, 1, want1, N1);
+    nothing_more(&r);
+    ordo_server_stats_t st;
+    ordo_server_get_stats(r.srv, &st);
+    ck_assert_uint_eq(st.pushes, 4);
+    ck_assert_uint_eq(st.pulls, 4);
+    ck_assert_uint_eq(st.dropped, 0);
+    ck_assert_uint_eq(st.released, 4);
+    ck_assert_uint_eq(st.shard_bytes, (N0 + N1) * sizeof(float));
+    rig_destroy(&r);
+}
+END_TEST
+
+/* expect_error receives worker w's ERROR answer and checks that its reason contains what */
+static void expect_error(rig_t *r, int w, const char *what)
+{
+    ordo_msg_t m;
+    char why[256];
+    expect(r, w, ORDO_MSG_ERROR, &m);
+    ordo_msg_text(&m, 0, why, sizeof why);
+    ck_assert_msg(strstr(why, what), "ERROR says '%s', expected '%s'", why, what);
+    ordo_msg_close(&m);
+}
+
+START_TEST(bad_messages_are_answered_counted_and_dropped)
+{
+    rig_t r;
+    rig_new(&r);
+    float v0[N0], v1[N1], g[N0] = {0};
+    init_keys(&r, v0, v1);
+    send_msg(&r, 0, ORDO_MSG_PUSH, 0, 0, g, N0 - 3, 0); /* wrong length */
+    feed(&r, 1);
+    expect_error(&r, 0, "");
+    send_msg(&r, 1, ORDO_MSG_PUSH, 7, 0, g, N0, 0); /* no such key */
+    feed(&r, 1);
+    expect_error(&r, 1, "no key 7");
+    send_msg(&r, 0, ORDO_MSG_PUSH, 0, 5, g, N0, 0); /* wrong iteration */
+    feed(&r, 1);
+    expect_error(&r, 0, "");
+    send_msg(&r, 0, ORDO_MSG_PUSH, 0, 0, NULL, 0, 0); /* no payload */
+    feed(&r, 1);
+    expect_error(&r, 0, "PUSH needs one float32 payload frame");
+    send_msg(&r, 1, ORDO_MSG_PULL, 0, -1, NULL, 0, 0); /* a negative iteration */
+    feed(&r, 1);
+    expect_error(&r, 1, "pull of iteration -1");
+    send_msg(&r, 0, ORDO_MSG_STATS, 0, 0, NULL, 0, 0); /* not a data message */
+    feed(&r, 1);
+    expect_error(&r, 0, "unexpected message type");
+    ordo_msg_t m; /* a sender that is no worker of the cluster */
+    ordo_msg_init(&m, ORDO_MSG_PULL);
+    m.sock = r.wsock[1];
+    m.hdr.role = ORDO_ROLE_WORKER;
+    m.hdr.rank = W;
+    ORDO_CK_OK(ordo_transport_send(r.ctp, &m));
+    feed(&r, 1);
+    expect_error(&r, 1, "not a worker of this cluster");
+    ordo_server_stats_t st;
+    ordo_server_get_stats(r.srv, &st);
+    ck_assert_uint_eq(st.dropped, 7);
+    ck_assert_uint_eq(st.pushes, 0);
+    /* and the server goes on: the value is untouched and a good pull is answered */
+    send_msg(&r, 1, ORDO_MSG_PULL, 0, 0, NULL, 0, 0);
+    feed(&r, 1);
+    expect_value(&r, 1, 0, 0, v0, N0);
+    nothing_more(&r);
+    rig_destroy(&r);
+}
+END_TEST
+
+/* ctl: a message from the scheduler's socket (any socket but the data port) */
+static int ctl(rig_t *r, int type)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, type);
+    m.sock = 99;
+    m.hdr.role = ORDO_ROLE_SCHEDULER;
+    if (type == ORDO_MSG_ABORT) ORDO_CK_OK(ordo_msg_add_text(&m, "a test"));
+    int rc = ordo_server_handle(r->srv, &m);
+    ordo_msg_close(&m);
+    return rc;
+}
+
+START_TEST(scheduler_messages_end_the_run)
+{
+    rig_t r;
+    rig_new(&r);
+    ck_assert_int_eq(ctl(&r, ORDO_MSG_HEARTBEAT_ACK), 0); /* ignored */
+    ck_assert_int_eq(ctl(&r, ORDO_MSG_PLAN), 0);          /* no sparse side: ignored */
+    ck_assert_int_eq(ctl(&r, ORDO_MSG_SHUTDOWN), 1);
+    ck_assert_int_eq(ctl(&r, ORDO_MSG_ABORT), ORDO_EABORT);
+    ck_assert_int_eq(ctl(&r, ORDO_MSG_PEER_DEAD), ORDO_EABORT);
+    rig_destroy(&r);
+}
+END_TEST
+
+static Suite *server_suite(void)
+{
+    Suite *s = suite_create("server");
+    TCase *tc = tcase_create("values");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, pulls_answer_the_summed_update);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("bad input");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, bad_messages_are_answered_counted_and_dropped);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("control");
+    tcase_add_test(tc, scheduler_messages_end_the_run);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+ORDO_CK_MAIN(server_suite)
