@@ -1,0 +1,263 @@
+"""client: a worker of an ordo cluster, the Python face of include/ordo/ordo.h.
+
+A Client reads a conf file (and ORDO_* environment variables), takes key=value settings,
+declares its tensors, joins the cluster, and then pushes gradients and pulls parameters of
+float32 buffers without copying them: numpy arrays, torch CPU tensors, or any writable,
+C-contiguous float32 buffer (array.array('f'), ...). A transfer's buffers are held by its
+Handle until the transfer completes, so they cannot be freed under it; the caller must not
+change them meanwhile. A Client is not thread-safe: one thread drives it (interrupt() is the
+exception).
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Optional
+
+from ordo import _capi
+from ordo._capi import lib
+
+
+class OrdoError(RuntimeError):
+    """OrdoError is a failed call of the C API: code is the negative ORDO_ERR_* value, name
+    its name (e.g. "INVAL"), and the message ordo_last_error's text."""
+
+    def __init__(self, code: int, message: str):
+        self.code = code
+        self.name = _capi.ERRORS.get(code, str(code))
+        super().__init__(f"{message} [{self.name}]")
+
+
+class Timeout(OrdoError):
+    """Timeout: a bounded wait ran out; the transfer is still in flight."""
+
+
+def _check(rc: int) -> int:
+    if rc >= 0:
+        return rc
+    text = lib.ordo_last_error()
+    msg = text.decode(errors="replace") if text else lib.ordo_strerror(rc).decode()
+    raise (Timeout if rc == _capi.ERR_TIMEDOUT else OrdoError)(rc, msg)
+
+
+def version() -> str:
+    """version returns the version of the loaded libordo."""
+    return lib.ordo_version().decode()
+
+
+def buffer_address(obj: Any, numel: int, writable: bool) -> int:
+    """buffer_address returns the address of obj's numel float32 values, without a copy. obj is
+    a torch tensor (CPU, float32, contiguous), a numpy array (float32, C-contiguous) or any
+    object with the buffer protocol (format 'f', C-contiguous, writable). Anything else raises
+    TypeError or ValueError saying what is wrong."""
+    mod = type(obj).__module__
+    if mod.startswith("torch"):
+        if obj.dtype.__repr__() != "torch.float32":
+            raise TypeError(f"ordo: tensor of dtype {obj.dtype}; ordo moves float32 "
+                            "(convert with .float())")
+        if obj.device.type != "cpu":
+            raise TypeError(f"ordo: tensor on {obj.device}; pass a CPU tensor")
+        if not obj.is_contiguous():
+            raise ValueError("ordo: tensor is not contiguous (use .contiguous())")
+        got, addr = obj.numel(), obj.data_ptr()
+    elif mod.startswith("numpy"):
+        if str(obj.dtype) != "float32":
+            raise TypeError(f"ordo: array of dtype {obj.dtype}; ordo moves float32 "
+                            "(convert with .astype(numpy.float32))")
+        if not obj.flags["C_CONTIGUOUS"]:
+            raise ValueError("ordo: array is not C-contiguous (use numpy.ascontiguousarray)")
+        if writable and not obj.flags["WRITEABLE"]:
+            raise ValueError("ordo: array is read-only and this transfer writes it")
+        got, addr = obj.size, obj.ctypes.data
+    else:
+        try:
+            view = memoryview(obj)
+        except TypeError:
+            raise TypeError(f"ordo: {type(obj).__name__} is not a float32 buffer "
+                            "(pass a numpy array, a torch tensor or array.array('f'))") from None
+        if view.format != "f" or view.itemsize != 4:
+            raise TypeError(f"ordo: buffer of format {view.format!r}; ordo moves float32 ('f')")
+        if not view.c_contiguous:
+            raise ValueError("ordo: buffer is not C-contiguous")
+        if view.readonly:
+            raise ValueError("ordo: read-only buffer; pass a writable one (or a numpy array)")
+        got = view.nbytes // 4
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(view)) if got else 0
+    if got != numel:
+        raise ValueError(f"ordo: buffer has {got} values, the tensor {numel}")
+    return addr
+
+
+class Handle:
+    """Handle names one transfer in flight; it keeps the transfer's buffers alive until the
+    transfer completes (wait() or done() returned True)."""
+
+    def __init__(self, client: "Client", value: int, keep: tuple):
+        self._client = client
+        self._value = value
+        self._keep: Optional[tuple] = keep
+
+    def wait(self, timeout_ms: int = -1) -> None:
+        """wait blocks until the transfer completes (raises Timeout after timeout_ms, -1: no
+        limit; the transfer then stays in flight and wait may be called again)."""
+        if self._keep is None:
+            return
+        _check(lib.ordo_wait(self._client._ptr(), self._value, timeout_ms))
+        self._keep = None
+
+    def done(self) -> bool:
+        """done reports whether the transfer completed, without blocking for long."""
+        if self._keep is None:
+            return True
+        rc = lib.ordo_test(self._client._ptr(), self._value)
+        if rc == _capi.ERR_AGAIN:
+            return False
+        _check(rc)
+        self._keep = None
+        return True
+
+
+class Client:
+    """Client is one worker of a cluster: Client(conf, **settings), declare, join, then
+    transfers; leave (or the with-statement) ends it."""
+
+    def __init__(self, conf: Optional[str] = None, settings: Optional[dict] = None):
+        ptr = ctypes.c_void_p()
+        _check(lib.ordo_new(conf.encode() if conf else None, ctypes.byref(ptr)))
+        self._o: Optional[ctypes.c_void_p] = ptr
+        self._joined = False
+        for key, value in (settings or {}).items():
+            self.set(key, value)
+
+    # ---- life cycle -----------------------------------------------------------------------
+
+    def _ptr(self) -> ctypes.c_void_p:
+        if self._o is None:
+            raise OrdoError(-6, "ordo: the client was closed")
+        return self._o
+
+    def set(self, key: str, value: Any) -> None:
+        """set sets conf key "section.key" to value (before join), as the conf file would."""
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        _check(lib.ordo_set(self._ptr(), key.encode(), str(value).encode()))
+
+    def declare(self, name: str, numel: int) -> int:
+        """declare adds a tensor of numel float32 values (before join) and returns its index;
+        join checks the declarations against the cluster's tensors."""
+        idx = ctypes.c_int()
+        _check(lib.ordo_declare(self._ptr(), name.encode(), int(numel), ctypes.byref(idx)))
+        return idx.value
+
+    def join(self) -> "Client":
+        """join registers with the scheduler and waits for the cluster to form."""
+        _check(lib.ordo_join(self._ptr()))
+        self._joined = True
+        return self
+
+    def leave(self) -> None:
+        """leave waits for the transfers in flight, tells the scheduler this worker is done and
+        closes the client."""
+        if self._o is None:
+            return
+        try:
+            if self._joined:
+                _check(lib.ordo_leave(self._o))
+        finally:
+            self.close()
+
+    def abort(self, reason: str) -> None:
+        """abort stops the whole run, telling the cluster why, and closes the client."""
+        if self._o is not None:
+            lib.ordo_abort(self._o, reason.encode())
+            self.close()
+
+    def close(self) -> None:
+        """close releases the client (a joined client that did not leave aborts the run)."""
+        if self._o is not None:
+            lib.ordo_destroy(ctypes.byref(self._o))
+            self._o = None
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
+        if kind is None:
+            self.leave()
+        else:
+            self.abort(f"{kind.__name__}: {value}")
+
+    def __del__(self) -> None:
+        self.close()
+
+    # ---- the cluster ----------------------------------------------------------------------
+
+    @property
+    def rank(self) -> int:
+        """rank is this worker's rank (after join)."""
+        return _check(lib.ordo_rank(self._ptr()))
+
+    @property
+    def size(self) -> int:
+        """size is the number of workers (after join)."""
+        return _check(lib.ordo_size(self._ptr()))
+
+    @property
+    def num_servers(self) -> int:
+        """num_servers is the number of servers (after join)."""
+        return _check(lib.ordo_num_servers(self._ptr()))
+
+    def tensors(self) -> list[tuple[str, int]]:
+        """tensors lists the cluster's tensors as (name, numel), in index order."""
+        n = _check(lib.ordo_num_tensors(self._ptr()))
+        return [(lib.ordo_tensor_name(self._o, i).decode(), self.numel(i)) for i in range(n)]
+
+    def numel(self, tensor: int) -> int:
+        """numel is the number of values of tensor."""
+        return _check(lib.ordo_tensor_numel(self._ptr(), tensor))
+
+    def version(self, tensor: int) -> int:
+        """version is how many pushes of tensor this worker has made."""
+        return _check(lib.ordo_tensor_version(self._ptr(), tensor))
+
+    # ---- transfers ------------------------------------------------------------------------
+
+    def init(self, tensor: int, values: Any) -> None:
+        """init gives tensor its initial values (rank 0's count; the servers keep the first)."""
+        addr = buffer_address(values, self.numel(tensor), writable=False)
+        _check(lib.ordo_init(self._ptr(), tensor, addr))
+
+    def push(self, tensor: int, grad: Any, priority: int = 0) -> Handle:
+        """push sends grad as tensor's next gradient; lower priorities leave first."""
+        h = _capi._H()
+        addr = buffer_address(grad, self.numel(tensor), writable=False)
+        _check(lib.ordo_push(self._ptr(), tensor, addr, priority, ctypes.byref(h)))
+        return Handle(self, h.value, (grad,))
+
+    def pull(self, tensor: int, out: Any, priority: int = 0) -> Handle:
+        """pull fetches tensor's value after this worker's pushes so far into out."""
+        h = _capi._H()
+        addr = buffer_address(out, self.numel(tensor), writable=True)
+        _check(lib.ordo_pull(self._ptr(), tensor, addr, priority, ctypes.byref(h)))
+        return Handle(self, h.value, (out,))
+
+    def pushpull(self, tensor: int, grad: Any, out: Any, priority: int = 0) -> Handle:
+        """pushpull is push of grad then pull into out, one message each way."""
+        h = _capi._H()
+        n = self.numel(tensor)
+        src = buffer_address(grad, n, writable=False)
+        dst = buffer_address(out, n, writable=True)
+        _check(lib.ordo_pushpull(self._ptr(), tensor, src, dst, priority, ctypes.byref(h)))
+        return Handle(self, h.value, (grad, out))
+
+    def wait_all(self, timeout_ms: int = -1) -> None:
+        """wait_all waits for every transfer in flight."""
+        _check(lib.ordo_wait_all(self._ptr(), timeout_ms))
+
+    def barrier(self, timeout_ms: int = -1) -> None:
+        """barrier returns once every worker called it as many times."""
+        _check(lib.ordo_barrier(self._ptr(), timeout_ms))
+
+    def interrupt(self) -> None:
+        """interrupt wakes a wait of another thread (it raises OrdoError AGAIN there)."""
+        if self._o is not None:
+            lib.ordo_interrupt(self._o)
