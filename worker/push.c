@@ -18,9 +18,9 @@ int ordo_push_mode_of_plan(const char *plan_json, int *mode)
     /* as the paths read their members: a plan that does not parse has neither */
     json_t *plan = plan_json ? json_loads(plan_json, 0, NULL) : NULL;
     json_t *merge = json_object_get(plan, "merge");
-    int m = merge && !json_is_null(merge)                  ? ORDO_PUSH_MERGED
+    int m = merge && !json_is_null(merge)                     ? ORDO_PUSH_MERGED
             : json_is_object(json_object_get(plan, "sparse")) ? ORDO_PUSH_SPARSE
-                                                             : ORDO_PUSH_DENSE;
+                                                              : ORDO_PUSH_DENSE;
     json_decref(plan);
     *mode = m;
     return 0;

@@ -107,16 +107,13 @@ void ordo_push_destroy(ordo_push_t **p);
 
 /* The dense path's ops; the merged path pushes through the same iteration-level ops and the
  * sparse path through the same key-level ones. */
-int ordo__push_dense_push(ordo_push_t *p, int key, const float *src, int64_t iter,
-                          int priority);
-int ordo__push_dense_pushpull(ordo_push_t *p, int key, const float *src, float *dst,
-                              int64_t iter, int priority);
-void ordo__push_dense_send_part(ordo_push_t *p, int group, int part, int64_t iter,
-                                int priority);
+int ordo__push_dense_push(ordo_push_t *p, int key, const float *src, int64_t iter, int priority);
+int ordo__push_dense_pushpull(ordo_push_t *p, int key, const float *src, float *dst, int64_t iter,
+                              int priority);
+void ordo__push_dense_send_part(ordo_push_t *p, int group, int part, int64_t iter, int priority);
 int ordo__push_dense_group_ack(ordo_push_t *p, const ordo_msg_t *m);
 float *ordo__push_dense_grad_home(const ordo_push_t *p, int key);
-int ordo__push_dense_bind(ordo_push_t *p, const ordo_model_t *m, float *params,
-                          const float *grads);
+int ordo__push_dense_bind(ordo_push_t *p, const ordo_model_t *m, float *params, const float *grads);
 void ordo__push_dense_unbind(ordo_push_t *p);
 int ordo__push_dense_init(ordo_push_t *p, float *const *values);
 int ordo__push_dense_pulls(ordo_push_t *p, int64_t iter, const int *keys, const int *priority,

@@ -29,8 +29,8 @@ int ordo__push_dense_push(ordo_push_t *p, int key, const float *src, int64_t ite
 }
 
 /* the pull rides on the push: one message per chunk each way */
-int ordo__push_dense_pushpull(ordo_push_t *p, int key, const float *src, float *dst,
-                              int64_t iter, int priority)
+int ordo__push_dense_pushpull(ordo_push_t *p, int key, const float *src, float *dst, int64_t iter,
+                              int priority)
 {
     return ordo__worker_queue_key(p->ps, key, src, dst, iter, priority, true);
 }
@@ -58,8 +58,7 @@ float *ordo__push_dense_grad_home(const ordo_push_t *p, int key)
 
 /* ---- iteration level ---------------------------------------------------------------- */
 
-int ordo__push_dense_bind(ordo_push_t *p, const ordo_model_t *m, float *params,
-                          const float *grads)
+int ordo__push_dense_bind(ordo_push_t *p, const ordo_model_t *m, float *params, const float *grads)
 {
     (void)p, (void)m, (void)params, (void)grads;
     return 0;

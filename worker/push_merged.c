@@ -35,8 +35,8 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
     const ordo_keys_t *k = ordo_worker_keys(ps);
     int ng = 0, *start = NULL, *order = NULL;
     int64_t max_bytes = 0;
-    int rc = ordo_merge_buf_groups_from_plan(ordo_worker_plan(ps), k->n_keys, &ng, &start,
-                                             &order, &max_bytes);
+    int rc = ordo_merge_buf_groups_from_plan(ordo_worker_plan(ps), k->n_keys, &ng, &start, &order,
+                                             &max_bytes);
     if (rc) return rc;
     merged_t *mp = calloc(1, sizeof *mp);
     if (!mp) rc = ORDO_ENOMEM;
