@@ -3,7 +3,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "worker/sparse_push.h"
+#include "worker/push.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@ typedef enum {
     CMD_INIT,
     CMD_REPORT,
     CMD_BARRIER,
-    CMD_SPARSE_PUSH /* sparse mode: sparsify and push all gradients of an iteration */
+    CMD_GRADS_DONE /* the backward pass of an iteration ended */
 } cmd_kind_t;
 
 typedef struct {
@@ -33,6 +33,7 @@ struct ordo_exec {
     int n; /* parameters = keys */
     float **params, **grads;
     int *order; /* pull request order */
+    int *pull_keys, *pull_prio; /* one iteration's pull requests (communication thread) */
     uint64_t rng;
     pthread_t comm;
     bool comm_started;
@@ -56,13 +57,11 @@ struct ordo_exec {
     float *const *init_values; /* CMD_INIT: what to send */
     bool init_done;
     int64_t barrier_done; /* the last barrier every worker reached (-1 none) */
-    /* sparse mode ([push] mode = sparse): parameters and gradients are each one block in
-     * model order; the module lives on the communication thread, its figures under mu */
+    /* parameters and gradients are each one block in model order */
     float *param_block, *grad_block;
-    ordo_sparse_push_t *sparse;
-    int64_t sparse_version; /* version of the local parameters (-1 none) */
-    int64_t sparse_push, sparse_pull;
-    char sparse_stats[512];
+    /* the push path (worker/push.h, owned by ps): its ops run on the communication thread,
+     * on_event, have and stats under mu */
+    ordo_push_t *path;
 };
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -116,22 +115,17 @@ static int by_priority(const void *a, const void *b)
 
 /* ---- communication thread ----------------------------------------------------------- */
 
-/* a sparse request completed: the parameters of ev->iter are in (PULLED), or every server
- * answered the push of ev->iter and the parameters are now of the next iteration (PUSHED) */
-static void sparse_done(ordo_exec_t *e, const ordo_worker_event_t *ev)
+/* an event of the push path's own (ORDO_EV_HOOK): it may have brought every parameter's
+ * value of ev->iter, or finished the iteration's pushes */
+static void path_done(ordo_exec_t *e, const ordo_worker_event_t *ev)
 {
-    int64_t push, pull;
-    const char *stats = ordo_sparse_push_stats(e->sparse, &push, &pull);
     pthread_mutex_lock(&e->mu);
-    e->sparse_version = ordo_sparse_push_version(e->sparse);
-    if (ev->key == ORDO_SPARSE_PUSH_PULLED) {
+    ordo_push_done_t done = e->path->ops->on_event(e->path, ev);
+    if (done == ORDO_PUSH_DONE_PULLED) {
         for (int i = 0; i < e->n; i++)
             e->ready_iter[i] = ev->iter;
         e->pulls_left = 0;
-    } else {
-        e->sparse_push = push;
-        e->sparse_pull = pull;
-        snprintf(e->sparse_stats, sizeof e->sparse_stats, "%s", stats);
+    } else if (done == ORDO_PUSH_DONE_PUSHED) {
         e->pushes_left = 0;
     }
     pthread_cond_broadcast(&e->cv);
@@ -149,21 +143,22 @@ static void issue_pulls(ordo_exec_t *e, int64_t iter)
         }
     }
     int64_t now = ordo_clock_ns();
+    int n = 0;
     for (int i = 0; i < e->n; i++) {
         int key = e->order[i];
         if (e->o.pull_early && e->want_iter[key] >= iter) continue; /* asked for after its push */
         e->want_iter[key] = iter;
         e->pull_start_ns[key] = now;
+        e->pull_keys[n] = key;
         /* under `none` the request order is the only order there is */
-        int prio = e->o.shuffle_pulls ? i : prio_of(e, key);
-        int rc = ordo_worker_pull(e->o.ps, key, e->params[key], iter, prio);
-        if (rc) {
-            pthread_mutex_lock(&e->mu);
-            e->fatal = rc;
-            pthread_cond_broadcast(&e->cv);
-            pthread_mutex_unlock(&e->mu);
-            return;
-        }
+        e->pull_prio[n++] = e->o.shuffle_pulls ? i : prio_of(e, key);
+    }
+    int rc = e->path->ops->pulls(e->path, iter, e->pull_keys, e->pull_prio, n, e->params);
+    if (rc) {
+        pthread_mutex_lock(&e->mu);
+        e->fatal = rc;
+        pthread_cond_broadcast(&e->cv);
+        pthread_mutex_unlock(&e->mu);
     }
 }
 
@@ -171,8 +166,8 @@ static void issue_pulls(ordo_exec_t *e, int64_t iter)
  * asked for at once (the server holds the request until every worker's push is in) */
 static int push_then_pull(ordo_exec_t *e, int key, int64_t iter)
 {
-    int rc = ordo_worker_push(e->o.ps, key, e->grads[key], iter,
-                              e->o.priority ? e->o.priority[key] : 0);
+    int rc = e->path->ops->grad_ready(e->path, key, e->grads[key], iter,
+                                      e->o.priority ? e->o.priority[key] : 0);
     if (rc || !e->o.pull_early || iter + 1 >= e->o.iterations || e->want_iter[key] > iter)
         return rc;
     e->want_iter[key] = iter + 1;
@@ -223,7 +218,7 @@ static void *comm_main(void *arg)
             continue;
         }
         if (ev.kind == ORDO_EV_HOOK) {
-            sparse_done(e, &ev);
+            path_done(e, &ev);
             continue;
         }
         if (ev.kind == ORDO_EV_BARRIER) {
@@ -252,9 +247,7 @@ static void *comm_main(void *arg)
             }
             if (c.kind == CMD_INIT) {
                 /* only this thread may touch the sockets */
-                if (e->sparse) rc = ordo_sparse_push_init(e->sparse, e->init_values);
-                for (int i = 0; !e->sparse && i < e->n && rc == 0; i++)
-                    rc = ordo_worker_init(e->o.ps, i, e->init_values[i]);
+                rc = e->path->ops->init(e->path, e->init_values);
                 pthread_mutex_lock(&e->mu);
                 if (rc) e->fatal = rc;
                 e->init_done = true;
@@ -262,14 +255,12 @@ static void *comm_main(void *arg)
                 pthread_mutex_unlock(&e->mu);
                 continue;
             }
-            if ((c.kind == CMD_START || c.kind == CMD_PULL_ALL) && !e->sparse) {
+            if (c.kind == CMD_START || c.kind == CMD_PULL_ALL) {
                 issue_pulls(e, c.iter);
             } else {
                 /* pushes: the plan's order; without a plan, the order they became ready */
-                if (c.kind == CMD_START || c.kind == CMD_PULL_ALL)
-                    rc = ordo_sparse_push_pull(e->sparse, c.iter);
-                else if (c.kind == CMD_SPARSE_PUSH)
-                    rc = ordo_sparse_push_iteration(e->sparse, c.iter);
+                if (c.kind == CMD_GRADS_DONE)
+                    rc = e->path->ops->grads_done(e->path, c.iter);
                 else if (c.kind == CMD_BARRIER)
                     rc = ordo_worker_barrier(e->o.ps, c.iter);
                 else
@@ -300,6 +291,9 @@ int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
     e->params = calloc((size_t)e->n, sizeof *e->params);
     e->grads = calloc((size_t)e->n, sizeof *e->grads);
     e->order = calloc((size_t)e->n, sizeof *e->order);
+    e->pull_keys = calloc((size_t)e->n + 1, sizeof *e->pull_keys);
+    e->pull_prio = calloc((size_t)e->n + 1, sizeof *e->pull_prio);
+    e->path = ordo__worker_push_path(o->ps);
     e->ready_iter = calloc((size_t)e->n, sizeof *e->ready_iter);
     e->arrive_ns = calloc((size_t)e->n + 1, sizeof *e->arrive_ns);
     e->op_end_ns = calloc((size_t)o->model->n_ops + 1, sizeof *e->op_end_ns);
@@ -307,7 +301,8 @@ int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
     e->pull_start_ns = calloc((size_t)e->n, sizeof *e->pull_start_ns);
     e->push_start_ns = calloc((size_t)e->n, sizeof *e->push_start_ns);
     e->want_iter = malloc((size_t)e->n * sizeof *e->want_iter);
-    if (!e->params || !e->grads || !e->order || !e->ready_iter || !e->pull_start_ns ||
+    if (!e->params || !e->grads || !e->order || !e->pull_keys || !e->pull_prio ||
+        !e->ready_iter || !e->pull_start_ns ||
         !e->push_start_ns || !e->want_iter)
         goto nomem;
     for (int i = 0; i < e->n; i++)
@@ -330,10 +325,10 @@ int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
     }
     sort_ctx = e;
     qsort(e->order, (size_t)e->n, sizeof *e->order, by_priority);
-    e->sparse_version = -1;
-    int rc = ordo_sparse_push_new(o->ps, o->model, e->param_block, e->grad_block, &e->sparse);
+    int rc = e->path->ops->bind(e->path, o->model, e->param_block, e->grad_block);
     if (!rc) rc = ordo_compute_bind(o->compute, e->params, e->grads);
-    if (e->sparse || o->forward_only) e->o.pull_early = false; /* no dense pushes to follow */
+    /* an early pull follows a key's push: none without them */
+    if (!e->path->ops->key_pushes || o->forward_only) e->o.pull_early = false;
     if (rc) {
         ordo_exec_destroy(&e);
         return rc;
@@ -364,12 +359,14 @@ void ordo_exec_destroy(ordo_exec_t **ep)
         post(e, CMD_STOP, 0, 0);
         pthread_join(e->comm, NULL);
     }
-    ordo_sparse_push_destroy(&e->sparse);
+    e->path->ops->unbind(e->path); /* nothing to drop when bind never ran */
     free(e->param_block);
     free(e->grad_block);
     free(e->params);
     free(e->grads);
     free(e->order);
+    free(e->pull_keys);
+    free(e->pull_prio);
     free(e->ready_iter);
     free(e->arrive_ns);
     free(e->op_end_ns);
@@ -485,9 +482,9 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     st->t_start_ns = ordo_clock_ns();
     pthread_mutex_lock(&e->mu);
     e->cur_iter = t;
-    e->pushes_left = e->o.forward_only ? 0 : e->sparse ? 1 : e->n;
-    /* sparse: the answers to the last push already made the parameters of this iteration */
-    bool have = e->sparse && e->sparse_version == pull_iter;
+    e->pushes_left = e->o.forward_only ? 0 : e->path->ops->key_pushes ? e->n : 1;
+    /* a path whose pushes are answered with the new values may have them already */
+    bool have = e->path->ops->have(e->path, pull_iter);
     if (have) {
         e->cur_pull = pull_iter;
         e->pulls_left = 0;
@@ -528,7 +525,7 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
             computing += c1 - c0;
             if (e->o.trace)
                 ordo_trace_complete(e->o.trace, m->ops[op].name, "backward", 0, c0, c1 - c0, NULL);
-            for (int j = 0; !e->sparse && j < m->ops[op].n_params; j++) {
+            for (int j = 0; j < m->ops[op].n_params; j++) {
                 /* a shared parameter's gradient is complete after the backward of the first op
                  * reading it, which runs last: push it once, then */
                 if (m->params[m->ops[op].params[j]].first_op != op) continue;
@@ -537,7 +534,7 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
                 post(e, CMD_PUSH, m->ops[op].params[j], t);
             }
         }
-        if (e->sparse) post(e, CMD_SPARSE_PUSH, 0, t);
+        post(e, CMD_GRADS_DONE, 0, t);
     }
     double loss = 0;
     int correct = 0;
@@ -558,11 +555,10 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     int64_t bytes = ordo_model_total_bytes(m);
     st->bytes_pull = bytes;
     st->bytes_push = e->o.forward_only ? 0 : bytes;
-    if (e->sparse && !e->o.forward_only) {
+    if (!e->o.forward_only) {
         pthread_mutex_lock(&e->mu);
-        st->bytes_push = e->sparse_push;
-        st->bytes_pull = e->sparse_pull;
-        snprintf(st->extra, sizeof st->extra, "%s", e->sparse_stats);
+        e->path->ops->stats(e->path, &st->bytes_push, &st->bytes_pull, st->extra,
+                            sizeof st->extra);
         pthread_mutex_unlock(&e->mu);
     }
     st->step_ms = (double)(st->t_end_ns - st->t_start_ns) / 1e6;

@@ -5,7 +5,7 @@
 #include "common/log.h"
 #include "common/node.h"
 #include "worker/calibrate.h"
-#include "worker/merge_buf.h"
+#include "worker/push.h"
 
 #include <jansson.h>
 
@@ -24,7 +24,7 @@ typedef struct {
 } keystate_t;
 
 typedef struct {
-    int slice; /* -1: part `part` of merged group `group` */
+    int slice; /* -1: message `part` of the push path's unit `group` (its send_part) */
     int group, part;
     int priority;
     uint64_t seq;
@@ -45,11 +45,7 @@ struct ordo_worker {
     ordo_worker_event_t *ev;
     int ev_head, ev_n, ev_cap;
     int outstanding;
-    /* merged pushes (the plan has a merge member): buffers, and per group the iteration
-     * being filled (-1 none), its priority, the iteration in flight and acks still due */
-    ordo_merge_buf_t *mb;
-    int64_t *group_iter, *group_sent_iter;
-    int *group_prio, *group_left;
+    ordo_push_t *path; /* how pushes leave: dense, merged or sparse (worker/push.h) */
     int64_t bytes_push, bytes_pull;
     bool aborted;
     json_t *merge_plan; /* the merge member of the scheduler's PLAN after a calibration */
@@ -100,37 +96,6 @@ void ordo_worker_bytes(const ordo_worker_t *w, int64_t *pushed, int64_t *pulled)
 int ordo_worker_outstanding(const ordo_worker_t *w)
 {
     return w->outstanding;
-}
-
-/* merged pushes when the scheduler's plan has a merge member (it decides for everyone) */
-static int setup_merge(ordo_worker_t *w)
-{
-    const ordo_keys_t *k = w->node.keys;
-    int ng = 0, *start = NULL, *order = NULL;
-    int64_t max_bytes = 0;
-    int rc = ordo_merge_buf_groups_from_plan(w->node.plan_json, k->n_keys, &ng, &start, &order,
-                                             &max_bytes);
-    if (rc == ORDO_ENOTFOUND) return 0;
-    if (rc) return rc;
-    rc = ordo_merge_buf_new(k, ng, start, order, max_bytes, &w->mb);
-    free(start);
-    free(order);
-    if (rc) return rc;
-    w->group_iter = malloc(sizeof *w->group_iter * (size_t)ng);
-    w->group_sent_iter = malloc(sizeof *w->group_sent_iter * (size_t)ng);
-    w->group_prio = calloc((size_t)ng, sizeof *w->group_prio);
-    w->group_left = calloc((size_t)ng, sizeof *w->group_left);
-    if (!w->group_iter || !w->group_sent_iter || !w->group_prio || !w->group_left)
-        return ORDO_ENOMEM;
-    int msgs = 0;
-    for (int g = 0; g < ng; g++) {
-        w->group_iter[g] = w->group_sent_iter[g] = -1;
-        msgs += ordo_merge_buf_n_parts(w->mb, g);
-    }
-    ORDO_INFO("merged pushes: %d keys in %d groups, %d messages per iteration, %.1f MiB of "
-              "merge buffers",
-              k->n_keys, ng, msgs, (double)ordo_merge_buf_bytes(w->mb) / 1048576.0);
-    return 0;
 }
 
 /* [push] calibrate = true: the plan holds a "merge_calibrate" member instead of "merge". Every
@@ -222,8 +187,13 @@ int ordo_worker_join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, 
         m.hdr.rank = w->node.rank;
         if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) goto fail;
     }
+    /* pushes are dense until the plan is final: a calibration brings the merge groups */
+    if ((rc = ordo_push_new(ORDO_PUSH_DENSE, w, &w->path)) != 0) goto fail;
     if ((rc = calibrate_at_start(w, op_times, ctx)) != 0) goto fail;
-    if ((rc = setup_merge(w)) != 0) goto fail;
+    int mode;
+    if ((rc = ordo_push_mode_of_plan(w->node.plan_json, &mode)) != 0) goto fail;
+    ordo_push_destroy(&w->path);
+    if ((rc = ordo_push_new(mode, w, &w->path)) != 0) goto fail;
     *out = w;
     return 0;
 fail:
@@ -242,11 +212,7 @@ void ordo_worker_destroy(ordo_worker_t **wp)
     free(w->got);
     free(w->pq);
     free(w->ev);
-    ordo_merge_buf_destroy(&w->mb);
-    free(w->group_iter);
-    free(w->group_sent_iter);
-    free(w->group_prio);
-    free(w->group_left);
+    ordo_push_destroy(&w->path);
     json_decref(w->merge_plan);
     free(w);
     *wp = NULL;
@@ -348,29 +314,6 @@ int ordo_worker_probe(ordo_worker_t *w, int server, const float *src, size_t byt
     return rc;
 }
 
-/* send one part of a merged group: payload and index go zero-copy from the merge buffer */
-static void send_part(ordo_worker_t *w, const queued_push_t *q)
-{
-    const ordo_merge_part_t *pt = ordo_merge_buf_part(w->mb, q->group, q->part);
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_PUSH);
-    m.sock = w->server_sock[pt->server];
-    m.hdr.role = ORDO_ROLE_WORKER;
-    m.hdr.rank = w->node.rank;
-    m.hdr.req = ++w->req;
-    m.hdr.iter = q->iter;
-    m.hdr.key = (uint32_t)q->group;
-    m.hdr.chunk = (uint32_t)q->part;
-    m.hdr.priority = q->priority;
-    m.hdr.dtype = ORDO_DTYPE_F32;
-    m.hdr.flags = ORDO_FLAG_GROUP;
-    float *payload = (float *)ordo_merge_buf_payload(w->mb, q->group, q->part);
-    ordo_msg_add_ref(&m, payload, (size_t)pt->numel * sizeof(float), NULL, NULL);
-    ordo_msg_add_ref(&m, (void *)pt->slices, (size_t)pt->n_slices * sizeof(uint32_t), NULL, NULL);
-    w->bytes_push += pt->numel * (int64_t)sizeof(float);
-    ordo_transport_send(w->node.tp, &m);
-}
-
 /* Queued pushes go to the emulated link this long before it frees up: waits in
  * ordo_worker_poll are whole milliseconds, and without it the link would idle up to 1 ms (or
  * until the next ack) after every push. A push handed over early can no longer be overtaken,
@@ -393,7 +336,7 @@ static void pump(ordo_worker_t *w)
         queued_push_t q = w->pq[best];
         w->pq[best] = w->pq[--w->pq_n];
         if (q.slice < 0) {
-            send_part(w, &q);
+            w->path->ops->send_part(w->path, q.group, q.part, q.iter, q.priority);
             continue;
         }
         const ordo_slice_t *sl = &w->node.keys->slices[q.slice];
@@ -420,49 +363,14 @@ static int grow_queue(ordo_worker_t *w, int more)
 
 float *ordo_worker_grad_home(const ordo_worker_t *w, int key)
 {
-    return w->mb ? ordo_merge_buf_home(w->mb, key) : NULL;
+    return w->path->ops->grad_home(w->path, key);
 }
 
-/* merged mode: copy the gradient into its group; a complete group queues its parts, with
- * the smallest priority of its keys */
-static int push_merged(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority)
-{
-    int g = ordo_merge_buf_group_of(w->mb, key), n_parts = ordo_merge_buf_n_parts(w->mb, g);
-    if (w->group_iter[g] >= 0 && w->group_iter[g] != iter)
-        return ordo_error_set(ORDO_EINVAL,
-                              "key %d of iteration %lld joins merge group %d of iteration %lld",
-                              key, (long long)iter, g, (long long)w->group_iter[g]);
-    int rc = grow_queue(w, n_parts);
-    if (rc) return rc;
-    if ((rc = ordo_merge_buf_put(w->mb, key, src, &g)) < 0) return rc;
-    keystate_t *ks = &w->ks[key];
-    ks->push_left = 1;
-    ks->push_iter = iter;
-    w->outstanding++;
-    if (w->group_iter[g] < 0 || priority < w->group_prio[g]) w->group_prio[g] = priority;
-    w->group_iter[g] = iter;
-    if (rc == 1) { /* complete: it leaves when the link frees up, in priority order */
-        for (int p = 0; p < n_parts; p++)
-            w->pq[w->pq_n++] = (queued_push_t){.slice = -1,
-                                               .group = g,
-                                               .part = p,
-                                               .priority = w->group_prio[g],
-                                               .seq = w->seq++,
-                                               .iter = iter};
-        w->group_left[g] = n_parts;
-        w->group_sent_iter[g] = iter;
-        w->group_iter[g] = -1;
-        ordo_merge_buf_reset(w->mb, g);
-        pump(w);
-    }
-    return 0;
-}
-
-/* queue the chunks of key's push; fused pushes also carry the pull of iter + 1 */
-static int queue_push(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority,
-                      bool fused)
+int ordo__worker_queue_key(ordo_worker_t *w, int key, const float *src, float *dst,
+                           int64_t iter, int priority, bool fused)
 {
     const ordo_keys_t *k = w->node.keys;
+    if (fused) begin_pull(w, key, dst, iter + 1);
     int rc = grow_queue(w, k->n_chunks[key]);
     if (rc) return rc;
     keystate_t *ks = &w->ks[key];
@@ -481,14 +389,49 @@ static int queue_push(ordo_worker_t *w, int key, const float *src, int64_t iter,
     return 0;
 }
 
+void ordo__worker_push_begin(ordo_worker_t *w, int key, int64_t iter)
+{
+    keystate_t *ks = &w->ks[key];
+    ks->push_left = 1;
+    ks->push_iter = iter;
+    w->outstanding++;
+}
+
+int ordo__worker_reserve(ordo_worker_t *w, int more)
+{
+    return grow_queue(w, more);
+}
+
+void ordo__worker_queue_part(ordo_worker_t *w, int group, int part, int64_t iter, int priority)
+{
+    ORDO_ASSERT(w->pq_n < w->pq_cap);
+    w->pq[w->pq_n++] = (queued_push_t){
+        .slice = -1, .group = group, .part = part, .priority = priority, .seq = w->seq++,
+        .iter = iter};
+}
+
+void ordo__worker_pump(ordo_worker_t *w)
+{
+    pump(w);
+}
+
+void ordo__worker_count_push(ordo_worker_t *w, int64_t bytes)
+{
+    w->bytes_push += bytes;
+}
+
+struct ordo_push *ordo__worker_push_path(const ordo_worker_t *w)
+{
+    return w->path;
+}
+
 int ordo_worker_push(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority)
 {
     int rc = check_key(w, key);
     if (rc) return rc;
     if (w->ks[key].push_left)
         return ordo_error_set(ORDO_EINVAL, "key %d already has a push outstanding", key);
-    if (w->mb) return push_merged(w, key, src, iter, priority);
-    return queue_push(w, key, src, iter, priority, false);
+    return w->path->ops->push(w->path, key, src, iter, priority);
 }
 
 int ordo_worker_pushpull(ordo_worker_t *w, int key, const float *src, float *dst, int64_t iter,
@@ -501,12 +444,7 @@ int ordo_worker_pushpull(ordo_worker_t *w, int key, const float *src, float *dst
         return ordo_error_set(ORDO_EINVAL, "key %d already has a push outstanding", key);
     if (ks->pull_left)
         return ordo_error_set(ORDO_EINVAL, "key %d already has a pull outstanding", key);
-    if (w->mb) {
-        if ((rc = push_merged(w, key, src, iter, priority)) != 0) return rc;
-        return ordo_worker_pull(w, key, dst, iter + 1, priority);
-    }
-    begin_pull(w, key, dst, iter + 1);
-    return queue_push(w, key, src, iter, priority, true);
+    return w->path->ops->pushpull(w->path, key, src, dst, iter, priority);
 }
 
 void ordo_worker_wake(ordo_worker_t *w)
@@ -534,25 +472,10 @@ static void add_event(ordo_worker_t *w, int kind, int key, int64_t iter)
     if (kind != ORDO_EV_WAKE && kind != ORDO_EV_HOOK && kind != ORDO_EV_PLAN) w->outstanding--;
 }
 
-/* the ack of one part of a merged group; the last one completes every key of the group */
-static int group_ack(ordo_worker_t *w, const ordo_msg_t *m)
+void ordo__worker_push_done(ordo_worker_t *w, int key, int64_t iter)
 {
-    int g = (int)m->hdr.key;
-    if (!w->mb || m->hdr.key >= (uint32_t)ordo_merge_buf_n_groups(w->mb) || !w->group_left[g] ||
-        w->group_sent_iter[g] != m->hdr.iter ||
-        m->hdr.chunk >= (uint32_t)ordo_merge_buf_n_parts(w->mb, g)) {
-        ORDO_WARN("dropped an unexpected merged PUSH_ACK (group %u part %u iter %lld)", m->hdr.key,
-                  m->hdr.chunk, (long long)m->hdr.iter);
-        return 0;
-    }
-    if (--w->group_left[g] > 0) return 0;
-    int n;
-    const int *keys = ordo_merge_buf_group_keys(w->mb, g, &n);
-    for (int i = 0; i < n; i++) {
-        w->ks[keys[i]].push_left = 0;
-        add_event(w, ORDO_EV_PUSH_DONE, keys[i], m->hdr.iter);
-    }
-    return 0;
+    w->ks[key].push_left = 0;
+    add_event(w, ORDO_EV_PUSH_DONE, key, iter);
 }
 
 /* the scheduler's PLAN after a start-up calibration: {"merge": {...}} */
@@ -613,7 +536,7 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         return 0;
     }
     case ORDO_MSG_PUSH_ACK: {
-        if (m->hdr.flags & ORDO_FLAG_GROUP) return group_ack(w, m);
+        if (m->hdr.flags & ORDO_FLAG_GROUP) return w->path->ops->group_ack(w->path, m);
         if (m->hdr.flags & ORDO_FLAG_PROBE) {
             if (w->probes_out == 0) {
                 ORDO_WARN("dropped an unexpected probe PUSH_ACK (probe %u)", m->hdr.key);

@@ -8,6 +8,7 @@
 #ifndef ORDO_PS_H
 #define ORDO_PS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/conf.h"
@@ -145,5 +146,38 @@ int ordo_worker_send(ordo_worker_t *w, int server, ordo_msg_t *m);
 
 /* ordo_worker_bytes returns payload bytes pushed and pulled so far. */
 void ordo_worker_bytes(const ordo_worker_t *w, int64_t *pushed, int64_t *pulled);
+
+
+/* ---- for the push paths (worker/push.h), not for other callers ------------------------ */
+
+struct ordo_push;
+
+/* ordo__worker_push_path returns the push path w picked when it joined (owned by w). */
+struct ordo_push *ordo__worker_push_path(const ordo_worker_t *w);
+
+/* ordo__worker_queue_key queues the chunks of key's push of iter from src (zero-copy, as
+ * ordo_worker_push); fused: each chunk also pulls iter + 1 into dst (as ordo_worker_pushpull;
+ * dst is ignored otherwise). One PUSH_DONE when every chunk was acknowledged. */
+int ordo__worker_queue_key(ordo_worker_t *w, int key, const float *src, float *dst,
+                           int64_t iter, int priority, bool fused);
+
+/* ordo__worker_push_begin counts key's push of iter as outstanding until
+ * ordo__worker_push_done; the path sends it its own way. */
+void ordo__worker_push_begin(ordo_worker_t *w, int key, int64_t iter);
+
+/* ordo__worker_push_done completes key's push of iter: its PUSH_DONE event. */
+void ordo__worker_push_done(ordo_worker_t *w, int key, int64_t iter);
+
+/* ordo__worker_reserve makes room for `more` queued messages (ORDO_ENOMEM). */
+int ordo__worker_reserve(ordo_worker_t *w, int more);
+
+/* ordo__worker_queue_part queues message `part` of the path's unit `group` in priority
+ * order, in room made by ordo__worker_reserve; the path's send_part sends it when the link
+ * frees up. ordo__worker_pump then hands out what may leave now. */
+void ordo__worker_queue_part(ordo_worker_t *w, int group, int part, int64_t iter, int priority);
+void ordo__worker_pump(ordo_worker_t *w);
+
+/* ordo__worker_count_push adds bytes to the payload bytes pushed (ordo_worker_bytes). */
+void ordo__worker_count_push(ordo_worker_t *w, int64_t bytes);
 
 #endif
