@@ -46,7 +46,7 @@ static void coo(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi)
         /* the encoder gives back the same bytes */
         uint8_t *again = malloc(len + 1);
         ordo_coo_encode(out, count, again);
-        CHECK(memcmp(again, buf, len) == 0);
+        CHECK(len == 0 || memcmp(again, buf, len) == 0);
         free(again);
     } else {
         size_t n = 12345;
