@@ -10,7 +10,6 @@
 # 77) when not root, or without sshd (openssh-server), `ip netns` or veth.
 source "$(dirname "$0")/lib.sh"
 SRC=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root to create network namespaces and run sshd"
 SSHD=/usr/sbin/sshd
 [ -x "$SSHD" ] || skip "sshd is not installed (openssh-server; scripts/setup.sh installs it)"

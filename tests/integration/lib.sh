@@ -13,6 +13,18 @@ trap cleanup_all EXIT
 
 fail() { echo "FAIL: $*"; for f in "$T"/*.log; do echo "--- $f"; tail -n 15 "$f"; done; exit 1; }
 ok() { echo "ok: $*"; }
+# skip REASON: this test cannot run here; ctest counts exit 77 as skipped (SKIP_RETURN_CODE)
+skip() { echo "SKIP: $*"; exit 77; }
+
+# need_fmnist: skip unless the Fashion-MNIST files are where the runs read them
+# (ORDO_MODEL_DATA_DIR, the conf's environment override, or the conf's default)
+need_fmnist() {
+  local d=${ORDO_MODEL_DATA_DIR:-/usr/share/datasets/fashion-mnist} f
+  for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz \
+           t10k-labels-idx1-ubyte.gz; do
+    [ -r "$d/$f" ] || skip "Fashion-MNIST is not installed: no $d/$f (package dataset-fashion-mnist, or ORDO_MODEL_DATA_DIR)"
+  done
+}
 
 # start NAME CMD...: run in the background, output in $T/NAME.log
 start() { local name=$1; shift; "$@" > "$T/$name.log" 2>&1 & PID[$name]=$!; }

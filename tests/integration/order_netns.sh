@@ -10,7 +10,6 @@
 # root, or when `ip netns`, veth or the tbf qdisc are unavailable.
 source "$(dirname "$0")/lib.sh"
 SRC=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
 command -v ip >/dev/null && command -v tc >/dev/null || skip "ip or tc (iproute2) is not installed"
 command -v python3 >/dev/null || skip "python3 is needed to read the run's JSON"

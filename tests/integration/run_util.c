@@ -12,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
 #define MAX_ARGS   64
 
 static const char *env_or(const char *name, const char *fallback)
@@ -198,15 +197,6 @@ void it_run_destroy(it_run_t *r)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", r->root);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", r->root);
     r->root[0] = '\0';
-}
-
-bool it_have_fmnist(void)
-{
-    if (access(FMNIST_DIR "/train-images-idx3-ubyte.gz", R_OK) == 0 &&
-        access(FMNIST_DIR "/t10k-images-idx3-ubyte.gz", R_OK) == 0)
-        return true;
-    printf("dataset-fashion-mnist not installed (%s): skipping\n", FMNIST_DIR);
-    return false;
 }
 
 double it_num(const json_t *o, const char *key)

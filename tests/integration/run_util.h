@@ -43,10 +43,6 @@ void it_run_print_log(const it_run_t *r, int lines);
 /* it_run_destroy removes r's temporary folder. */
 void it_run_destroy(it_run_t *r);
 
-/* it_have_fmnist reports whether the Fashion-MNIST files are installed in the conf's default
- * data folder, printing a skip line when they are not. */
-bool it_have_fmnist(void);
-
 /* it_num reads a number member of o (NaN when missing or not a number). */
 double it_num(const json_t *o, const char *key);
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The README's main command: scripts/run.sh must end with a printed result and exit 0.
+# Skips (exit 77) without the Fashion-MNIST files it trains on.
 source "$(dirname "$0")/lib.sh"
+need_fmnist
 root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 out="$T/run.out"
 if ! (cd "$root" && bash scripts/run.sh --output.dir="$T/runs") > "$out" 2>&1; then

@@ -120,7 +120,6 @@ static void write_temp(char *path, const char *text)
 
 START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
 {
-    if (!it_have_fmnist()) return;
     ordo_paramfile_t *dense = train("--push.mode=dense", NULL, NULL);
     long dense_pulls = last_pulls;
     /* every slice pulled by 3 workers in ITERS iterations, and by worker 0 once more for the
@@ -245,7 +244,6 @@ END_TEST
  * what one more message costs in that cluster). */
 START_TEST(a_start_up_calibration_measures_the_link_and_plans_from_it)
 {
-    if (!it_have_fmnist()) return;
     it_run_t run;
     ck_assert_int_eq(it_run_launch(&run, conf_text, 240, "--push.mode=merged",
                                    "--push.calibrate=true", "--push.calibrate_reps=3",
@@ -320,10 +318,15 @@ END_TEST
 static Suite *merged_suite(void)
 {
     Suite *s = suite_create("merged");
-    TCase *tc = tcase_create("mlp");
+    TCase *tc = tcase_create("bad_plan");
+    tcase_set_timeout(tc, 290);
+    tcase_add_test(tc, a_bad_plan_file_stops_the_start_with_its_reason);
+    suite_add_tcase(s, tc);
+    /* Tagged "fmnist": ctest's integration.merged.fmnist runs these and skips without the data. */
+    tc = tcase_create("mlp");
+    tcase_set_tags(tc, "fmnist");
     tcase_set_timeout(tc, 290);
     tcase_add_test(tc, merged_pushes_give_the_dense_parameters_bit_for_bit);
-    tcase_add_test(tc, a_bad_plan_file_stops_the_start_with_its_reason);
     tcase_add_test(tc, a_start_up_calibration_measures_the_link_and_plans_from_it);
     suite_add_tcase(s, tc);
     return s;

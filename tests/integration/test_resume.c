@@ -88,7 +88,6 @@ static void assert_same_values(const ordo_paramfile_t *a, const ordo_paramfile_t
 
 START_TEST(a_run_starts_from_the_values_an_earlier_run_saved)
 {
-    if (!it_have_fmnist()) return;
     it_run_t first;
     ck_assert_int_eq(it_run_launch(&first, conf_text, 240, "--fault.checkpoint_every=20",
                                    "--order.pull=early", "--output.log_level=info", NULL),
@@ -183,7 +182,6 @@ static void reported_iterations(const it_run_t *run, int *n, int *lo, int *hi)
  * not) */
 START_TEST(a_resumed_run_ends_with_the_uninterrupted_runs_parameters_bit_for_bit)
 {
-    if (!it_have_fmnist()) return;
     static const struct {
         const char *every, *mode, *pull, *file;
         int from;
@@ -248,7 +246,6 @@ END_TEST
 
 START_TEST(a_bad_init_file_stops_the_start_with_its_reason)
 {
-    if (!it_have_fmnist()) return;
     it_run_t run;
     /* a missing file */
     ck_assert_int_ne(it_run_launch(&run, conf_text, 60, "--model.init=/nonexistent/params.bin",

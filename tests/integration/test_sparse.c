@@ -83,7 +83,6 @@ static double compare_params(const it_run_t *a, const it_run_t *b, int64_t *iden
 
 START_TEST(density_one_equals_dense)
 {
-    if (!it_have_fmnist()) return;
     it_run_t dense, sparse;
     ck_assert_int_eq(it_run_launch(&dense, base_conf, 240, "--cluster.workers=2",
                                    "--model.iterations=40", "--output.save_params=true", NULL),
@@ -123,7 +122,6 @@ END_TEST
 
 START_TEST(rebalancing_hands_over_exactly)
 {
-    if (!it_have_fmnist()) return;
     it_run_t moving, fixed;
     ck_assert_int_eq(
         it_run_launch(&moving, base_conf, 240, "--cluster.workers=3", "--model.iterations=60",
@@ -159,7 +157,6 @@ END_TEST
 
 START_TEST(traffic_and_load_stay_bounded)
 {
-    if (!it_have_fmnist()) return;
     it_run_t run;
     ck_assert_int_eq(it_run_launch(&run, base_conf, 280, "--cluster.workers=4", "--model.epochs=1",
                                    "--push.mode=sparse", "--push.density=0.01",
@@ -241,7 +238,6 @@ END_TEST
 
 START_TEST(one_percent_converges_like_dense)
 {
-    if (!it_have_fmnist()) return;
     it_run_t dense, sparse;
     ck_assert_int_eq(
         it_run_launch(&dense, base_conf, 900, "--cluster.workers=4", "--model.epochs=3", NULL), 0);

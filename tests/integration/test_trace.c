@@ -236,7 +236,6 @@ static void check_oracle(it_run_t *run, const ordo_model_t *m)
 
 START_TEST(mlp_run_writes_valid_traces)
 {
-    if (!it_have_fmnist()) return;
     ordo_model_t *m = NULL;
     ORDO_CK_OK(ordo_nn_model("mlp", 64, &m));
     it_run_t run;

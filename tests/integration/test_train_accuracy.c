@@ -30,7 +30,6 @@ static int count_log_lines(const it_run_t *r, const char *a, const char *b)
 
 START_TEST(mlp_one_epoch_two_workers_reaches_84_percent)
 {
-    if (!it_have_fmnist()) return;
     it_run_t run;
     ck_assert_int_eq(it_run_launch_file(&run, "conf/mlp.ini", 240, NULL), 0);
     json_t *sum = it_run_summary(&run);
@@ -84,7 +83,6 @@ END_TEST
 
 START_TEST(cnn_two_epochs_two_workers_reaches_86_percent)
 {
-    if (!it_have_fmnist()) return;
     it_run_t run;
     ck_assert_int_eq(it_run_launch_file(&run, "conf/cnn.ini", 1200, NULL), 0);
     json_t *sum = it_run_summary(&run);
@@ -102,12 +100,6 @@ END_TEST
 
 START_TEST(cnn_on_cuda_two_epochs_reaches_86_percent)
 {
-    const char *why = NULL;
-    if (!ordo_compute_cuda_available(&why)) {
-        printf("no CUDA device: skipping the cnn on cuda (%s)\n", why);
-        return;
-    }
-    if (!it_have_fmnist()) return;
     it_run_t run;
     ck_assert_int_eq(it_run_launch_file(&run, "conf/cnn.ini", 600, "--model.compute=cuda", NULL), 0);
     json_t *sum = it_run_summary(&run);
@@ -139,11 +131,26 @@ static Suite *accuracy_suite(void)
     tcase_set_timeout(t, 1300);
     tcase_add_test(t, cnn_two_epochs_two_workers_reaches_86_percent);
     suite_add_tcase(s, t);
+    /* Tagged "cuda": ctest's integration.train_accuracy.cuda runs it and skips without a
+     * device or the data. */
     t = tcase_create("cuda");
+    tcase_set_tags(t, "cuda");
     tcase_set_timeout(t, 650);
     tcase_add_test(t, cnn_on_cuda_two_epochs_reaches_86_percent);
     suite_add_tcase(s, t);
     return s;
 }
 
-ORDO_CK_MAIN(accuracy_suite)
+/* probe for ordo_ck_require: "cuda" is there when the backend is built and sees a device */
+static const char *probe(const char *need)
+{
+    if (strcmp(need, "cuda") != 0) {
+        fprintf(stderr, "ORDO_CK_NEEDS names '%s', which this suite cannot check\n", need);
+        exit(2);
+    }
+    const char *why = NULL;
+    if (ordo_compute_cuda_available(&why)) return NULL;
+    return why ? why : "no CUDA device";
+}
+
+ORDO_CK_MAIN_PROBE(accuracy_suite, probe)

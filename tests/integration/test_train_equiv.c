@@ -74,7 +74,6 @@ static double rel_diff(const float *a, const float *b, int64_t n, int64_t *ident
 
 START_TEST(two_workers_two_servers_equal_the_reference_trainer)
 {
-    if (!it_have_fmnist()) return;
     it_run_t run;
     ck_assert_int_eq(it_run_launch(&run, conf_text, 240, NULL), 0);
     ordo_paramfile_t *pf = NULL;

@@ -1,7 +1,8 @@
 /* Tests of worker/compute: the emulate backend runs any model and counts its calls; the cpu
  * backend on the built-in networks gives the gradients of the kernel-level computation and
- * of finite differences; misuse is refused with clear errors; the cuda backend matches the
- * cpu one when a device is present and is skipped with a message otherwise. */
+ * of finite differences; misuse is refused with clear errors; asking for cuda succeeds exactly
+ * when a device is reported. The cuda backend matching the cpu one is tagged "cuda": ctest's
+ * unit.compute.cuda runs it and skips (exit 77) without a device. */
 #include "ordo_check.h"
 #include "worker/compute.h"
 #include "worker/kernels.h"
@@ -333,25 +334,45 @@ static void compare_cuda_with_cpu(const char *net)
     ordo_model_destroy(&m);
 }
 
-START_TEST(cuda_matches_cpu)
+START_TEST(cuda_is_refused_exactly_without_a_device)
 {
     const char *why = NULL;
-    if (!ordo_compute_cuda_available(&why)) {
-        printf("no CUDA device: skipping (%s)\n", why);
-        /* what a caller sees when it asks for cuda anyway */
-        ordo_model_t *m = NULL;
-        ORDO_CK_OK(ordo_nn_model("mlp", 4, &m));
-        ordo_compute_ctx_t *c = NULL;
+    bool available = ordo_compute_cuda_available(&why);
+    ordo_model_t *m = NULL;
+    ORDO_CK_OK(ordo_nn_model("mlp", 4, &m));
+    ordo_compute_ctx_t *c = NULL;
+    if (available) {
+        ORDO_CK_OK(ordo_compute_new(ORDO_COMPUTE_CUDA, m, 1.0, &c));
+        ck_assert_ptr_nonnull(c);
+        ordo_compute_destroy(&c);
+    } else {
+        ck_assert_ptr_nonnull(why);
         ORDO_CK_ERR(ordo_compute_new(ORDO_COMPUTE_CUDA, m, 1.0, &c), ORDO_ENOTSUP);
         ck_assert(strstr(ordo_error_detail(), "compute cuda: "));
-        ck_assert_ptr_null(c);
-        ordo_model_destroy(&m);
-        return;
     }
+    ck_assert_ptr_null(c);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+START_TEST(cuda_matches_cpu)
+{
     compare_cuda_with_cpu("mlp");
     compare_cuda_with_cpu("cnn");
 }
 END_TEST
+
+/* probe for ordo_ck_require: "cuda" is there when the backend is built and sees a device */
+static const char *probe(const char *need)
+{
+    if (strcmp(need, "cuda") != 0) {
+        fprintf(stderr, "ORDO_CK_NEEDS names '%s', which this suite cannot check\n", need);
+        exit(2);
+    }
+    const char *why = NULL;
+    if (ordo_compute_cuda_available(&why)) return NULL;
+    return why ? why : "no CUDA device";
+}
 
 static Suite *compute_suite(void)
 {
@@ -364,12 +385,15 @@ static Suite *compute_suite(void)
     tcase_add_test(t, cpu_mlp_matches_the_kernel_chain);
     tcase_add_test(t, cpu_cnn_gradients_match_finite_differences);
     tcase_add_test(t, cpu_refuses_misuse);
+    tcase_add_test(t, cuda_is_refused_exactly_without_a_device);
     suite_add_tcase(s, t);
+    /* Tagged "cuda": ctest's unit.compute.cuda runs it alone and skips without a device. */
     t = tcase_create("cuda");
+    tcase_set_tags(t, "cuda");
     tcase_set_timeout(t, 60);
     tcase_add_test(t, cuda_matches_cpu);
     suite_add_tcase(s, t);
     return s;
 }
 
-ORDO_CK_MAIN(compute_suite)
+ORDO_CK_MAIN_PROBE(compute_suite, probe)

@@ -1,32 +1,19 @@
 /* Tests of worker/train: the local reference trainer learns Fashion-MNIST with the cpu
  * backend (mlp: >= 75% after 300 iterations, >= 84% after one epoch with 2 workers; cnn,
  * in the "long" case: >= 86% after two epochs with 2 workers), is deterministic for a seed,
- * and refuses bad options. Prints the measured figures. Skips when the data set package is
- * not installed. */
+ * and refuses bad options. Prints the measured figures. The cases that read the data set are
+ * tagged "fmnist" and skip (ctest's unit.train.fmnist, exit 77) when it is not installed. */
 #include "ordo_check.h"
 #include "core/nn.h"
 #include "worker/train.h"
 
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-
-#define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
-
-static bool have_fmnist(void)
-{
-    if (access(FMNIST_DIR "/train-images-idx3-ubyte.gz", R_OK) == 0 &&
-        access(FMNIST_DIR "/t10k-images-idx3-ubyte.gz", R_OK) == 0)
-        return true;
-    printf("dataset-fashion-mnist not installed (%s): skipping\n", FMNIST_DIR);
-    return false;
-}
 
 static ordo_train_opts_t opts(const char *net, int workers, int epochs, long iterations)
 {
     return (ordo_train_opts_t){.network = net,
-                               .data_dir = FMNIST_DIR,
+                               .data_dir = ordo_ck_fmnist_dir(),
                                .kind = ORDO_COMPUTE_CPU,
                                .workers = workers,
                                .batch = 64,
@@ -48,7 +35,6 @@ static void report(const char *what, const ordo_train_opts_t *o, const ordo_trai
 
 START_TEST(mlp_learns_in_300_iterations)
 {
-    if (!have_fmnist()) return;
     ordo_train_opts_t o = opts("mlp", 1, 0, 300);
     ordo_train_result_t r;
     ORDO_CK_OK(ordo_train_local(&o, &r));
@@ -61,7 +47,6 @@ END_TEST
 
 START_TEST(mlp_reaches_84_percent_in_one_epoch_with_two_workers)
 {
-    if (!have_fmnist()) return;
     ordo_train_opts_t o = opts("mlp", 2, 1, 0);
     ordo_train_result_t r;
     ORDO_CK_OK(ordo_train_local(&o, &r));
@@ -73,7 +58,6 @@ END_TEST
 
 START_TEST(training_is_deterministic_for_a_seed)
 {
-    if (!have_fmnist()) return;
     ordo_train_opts_t o = opts("mlp", 2, 0, 3);
     ordo_train_t *a = NULL, *b = NULL, *c = NULL;
     ORDO_CK_OK(ordo_train_new(&o, &a));
@@ -123,7 +107,6 @@ END_TEST
 
 START_TEST(cnn_reaches_86_percent_in_two_epochs_with_two_workers)
 {
-    if (!have_fmnist()) return;
     ordo_train_opts_t o = opts("cnn", 2, 2, 0);
     o.lr = 0.02;
     ordo_train_result_t r;
@@ -137,15 +120,19 @@ END_TEST
 static Suite *train_suite(void)
 {
     Suite *s = suite_create("train");
-    TCase *t = tcase_create("mlp");
+    TCase *t = tcase_create("options");
+    tcase_add_test(t, bad_options_are_refused);
+    suite_add_tcase(s, t);
+    /* Tagged "fmnist": ctest's unit.train.fmnist runs these alone and skips without the data. */
+    t = tcase_create("mlp");
+    tcase_set_tags(t, "fmnist");
     tcase_set_timeout(t, 240);
     tcase_add_test(t, mlp_learns_in_300_iterations);
     tcase_add_test(t, mlp_reaches_84_percent_in_one_epoch_with_two_workers);
     tcase_add_test(t, training_is_deterministic_for_a_seed);
-    tcase_add_test(t, bad_options_are_refused);
     suite_add_tcase(s, t);
-    /* Tagged "long": ctest's unit.train excludes it (CK_EXCLUDE_TAGS=long) and
-     * unit.train_long (label long) runs it alone (CK_INCLUDE_TAGS=long); minutes on 2 cores. */
+    /* Tagged "long": the other entries exclude it and unit.train_long (label long, needs
+     * fmnist) runs it alone (CK_INCLUDE_TAGS=long); minutes on 2 cores. */
     t = tcase_create("long");
     tcase_set_tags(t, "long");
     tcase_set_timeout(t, 1200);
