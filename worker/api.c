@@ -454,9 +454,8 @@ int ordo_test(ordo_t *o, ordo_handle_t h)
     if (rc) return rc;
     int s = op_of(o, h, "ordo_test");
     if (s < 0) return ORDO_ENOTFOUND;
-    /* ordo_worker_poll with timeout 0 only hands out events already queued and receives no
-     * message, so each round may wait up to 1 ms for one; stop at the first quiet round */
-    while (!o->ops[s].done && (rc = pump(o, 1)) == 0) {
+    /* each round takes what has arrived without blocking; stop at the first quiet round */
+    while (!o->ops[s].done && (rc = pump(o, 0)) == 0) {
     }
     if (!o->ops[s].done && rc != ORDO_ETIMEDOUT && rc != ORDO_EAGAIN) return rc;
     ordo_error_clear();

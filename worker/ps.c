@@ -596,17 +596,25 @@ int ordo_worker_poll(ordo_worker_t *w, int timeout_ms, ordo_worker_event_t *ev)
             return 0;
         }
         int64_t now = ordo_clock_ns();
-        if (now >= deadline) return ORDO_ETIMEDOUT;
+        /* past the deadline, one more look without blocking: poll(w, 0) still reads what has
+         * arrived */
+        bool last = now >= deadline;
         int64_t until = deadline;
         if (w->pq_n > 0) { /* wake when the link frees up for the next push */
             int64_t lf = ordo_transport_link_free_ns(w->node.tp) - PUSH_LOOKAHEAD_NS;
             if (lf < until) until = lf;
         }
         int wait_ms = until == INT64_MAX ? -1 : (int)((until - now + 999999) / 1000000);
-        if (wait_ms < 0 && until != INT64_MAX) wait_ms = 0;
+        if (last || (wait_ms < 0 && until != INT64_MAX)) wait_ms = 0;
         ordo_msg_t m;
         int rc = ordo_transport_recv(w->node.tp, &m, wait_ms);
-        if (rc == ORDO_ETIMEDOUT) continue;
+        if (rc == ORDO_ETIMEDOUT) {
+            if (last) {
+                pump(w);
+                if (w->ev_n == 0) return ORDO_ETIMEDOUT;
+            }
+            continue;
+        }
         if (rc) return rc;
         rc = handle(w, &m);
         ordo_msg_close(&m);

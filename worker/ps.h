@@ -100,7 +100,8 @@ int ordo_worker_probe(ordo_worker_t *w, int server, const float *src, size_t byt
 int ordo_worker_pushpull(ordo_worker_t *w, int key, const float *src, float *dst, int64_t iter,
                          int priority);
 
-/* ordo_worker_poll waits up to timeout_ms (-1 forever) for the next completion. Returns
+/* ordo_worker_poll waits up to timeout_ms (-1 forever; 0 reads what has arrived without
+ * blocking) for the next completion. Returns
  * ORDO_ETIMEDOUT when none came, ORDO_EABORT when the cluster aborted, ORDO_EPEERDEAD when
  * the scheduler went silent, ORDO_EPROTO when a server refused a request (detail says). */
 int ordo_worker_poll(ordo_worker_t *w, int timeout_ms, ordo_worker_event_t *ev);

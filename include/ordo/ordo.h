@@ -155,7 +155,7 @@ ORDO_API int ordo_pushpull(ordo_t *o, int tensor, const float *grad, float *dst,
  * transfer and every later call. */
 ORDO_API int ordo_wait(ordo_t *o, ordo_handle_t h, int timeout_ms);
 
-/* ordo_test makes progress and returns within about a millisecond: 0 (and h released) when h
+/* ordo_test makes progress without blocking: 0 (and h released) when h
  * completed, ORDO_ERR_AGAIN while it is in flight, or the cluster's failure. */
 ORDO_API int ordo_test(ordo_t *o, ordo_handle_t h);
 
