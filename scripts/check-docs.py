@@ -39,7 +39,7 @@ def anchors(path, cache):
                     base = slug(m.group(1))
                     n = seen.get(base, 0)
                     seen[base] = n + 1
-                    out.add(base if n == 0 else "%s-%d" % (base, n))
+                    out.add(base if n == 0 else f"{base}-{n}")
         cache[path] = out
     return cache[path]
 
@@ -65,8 +65,8 @@ def check(root):
         n = len(lines) - (1 if lines and lines[-1] == "" else 0)
         is_results = page.startswith(os.path.join("docs", "results") + os.sep)
         if page.startswith("docs" + os.sep) and not is_results and n > MAX_LINES:
-            problems.append("%s:%d: %d lines, more than %d for a reference page "
-                            "(move measured results to docs/results/)" % (page, n, n, MAX_LINES))
+            problems.append(f"{page}:{n}: {n} lines, more than {MAX_LINES} for a reference page "
+                            "(move measured results to docs/results/)")
         in_fence = False
         for i, line in enumerate(lines, 1):
             if FENCE.match(line):
@@ -82,11 +82,11 @@ def check(root):
                 dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) \
                     if file_part else path
                 if not os.path.exists(dest):
-                    problems.append("%s:%d: link to %s: no such file" % (page, i, target))
+                    problems.append(f"{page}:{i}: link to {target}: no such file")
                     continue
                 if anchor and dest.endswith(".md") and anchor not in anchors(dest, cache):
-                    problems.append("%s:%d: link to %s: no heading '#%s' in %s"
-                                    % (page, i, target, anchor, os.path.relpath(dest, root)))
+                    problems.append(f"{page}:{i}: link to {target}: no heading '#{anchor}' in "
+                                    f"{os.path.relpath(dest, root)}")
     return problems
 
 
@@ -100,7 +100,8 @@ def main(argv):
     problems = check(os.path.abspath(root))
     for p in problems:
         print(p)
-    print("check-docs: %d page(s), %d problem(s)" % (len(pages(os.path.abspath(root))), len(problems)))
+    n_pages = len(pages(os.path.abspath(root)))
+    print(f"check-docs: {n_pages} page(s), {len(problems)} problem(s)")
     return 1 if problems else 0
 
 

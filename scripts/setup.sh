@@ -3,12 +3,13 @@
 # Idempotent: installs only what is missing. Needs root (or sudo) when something is missing.
 set -euo pipefail
 
+# python3-venv: the .venv of the Python binding (scripts/setup-python.sh)
 # openssh: ordo-launch --hosts runs processes over ssh; its test starts a throw-away sshd in
 # each of two network namespaces (the package's service is not started in containers)
 pkgs=(build-essential cmake pkg-config git
       libzmq3-dev libmsgpack-dev check libinih-dev libjansson-dev
       libopenblas-dev zlib1g-dev dataset-fashion-mnist
-      gnuplot-nox iproute2 python3 procps
+      gnuplot-nox iproute2 python3 python3-venv procps
       openssh-client openssh-server)
 
 missing=()

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test.sh: install dependencies, build, and run the whole default test suite with ctest.
+# test.sh: install dependencies (Debian's packages, and .venv for the Python binding), build,
+# and run the whole default test suite with ctest.
 # Longer runs carry the ctest label "long": run them with  scripts/test.sh -L long
 # The suite runs once, without retries. Only the tests labelled "timing" (they compare two
 # timings of one run: live vs simulated makespan, a calibrated link cost, shaped vs emulated
@@ -9,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/setup-python.sh
 bash scripts/build.sh
 cd build
 if [ $# -eq 0 ]; then

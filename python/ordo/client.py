@@ -11,7 +11,7 @@ exception).
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Optional
+from typing import Any
 
 from ordo import _capi
 from ordo._capi import lib
@@ -91,10 +91,10 @@ class Handle:
     """Handle names one transfer in flight; it keeps the transfer's buffers alive until the
     transfer completes (wait() or done() returned True)."""
 
-    def __init__(self, client: "Client", value: int, keep: tuple):
+    def __init__(self, client: Client, value: int, keep: tuple):
         self._client = client
         self._value = value
-        self._keep: Optional[tuple] = keep
+        self._keep: tuple | None = keep
 
     def wait(self, timeout_ms: int = -1) -> None:
         """wait blocks until the transfer completes (raises Timeout after timeout_ms, -1: no
@@ -120,10 +120,12 @@ class Client:
     """Client is one worker of a cluster: Client(conf, **settings), declare, join, then
     transfers; leave (or the with-statement) ends it."""
 
-    def __init__(self, conf: Optional[str] = None, settings: Optional[dict] = None):
+    _o: ctypes.c_void_p | None = None
+
+    def __init__(self, conf: str | None = None, settings: dict | None = None):
         ptr = ctypes.c_void_p()
         _check(lib.ordo_new(conf.encode() if conf else None, ctypes.byref(ptr)))
-        self._o: Optional[ctypes.c_void_p] = ptr
+        self._o: ctypes.c_void_p | None = ptr
         self._joined = False
         for key, value in (settings or {}).items():
             self.set(key, value)
@@ -148,7 +150,7 @@ class Client:
         _check(lib.ordo_declare(self._ptr(), name.encode(), int(numel), ctypes.byref(idx)))
         return idx.value
 
-    def join(self) -> "Client":
+    def join(self) -> Client:
         """join registers with the scheduler and waits for the cluster to form."""
         _check(lib.ordo_join(self._ptr()))
         self._joined = True
@@ -177,7 +179,7 @@ class Client:
             lib.ordo_destroy(ctypes.byref(self._o))
             self._o = None
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, kind: Any, value: Any, tb: Any) -> None:

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# run.sh: the Python binding's tests (pytest, tests/python) in the repository's .venv, made by
+# scripts/setup-python.sh (scripts/test.sh runs it). Skips (exit 77) when there is no .venv.
+set -uo pipefail
+src=${ORDO_SOURCE_DIR:?}
+py=$src/.venv/bin/python
+if [ ! -x "$py" ] || ! "$py" -c 'import pytest' 2>/dev/null; then
+  echo "SKIP: no .venv with pytest at $src/.venv (make it with scripts/setup-python.sh)"
+  exit 77
+fi
+export PYTHONPATH=$src/python${PYTHONPATH:+:$PYTHONPATH}
+export ORDO_LIBRARY=${ORDO_LIBRARY:-$ORDO_BUILD_DIR/worker/libordo.so.0}
+cd "$src" && "$py" -m pytest -q -p no:cacheprovider tests/python "$@"

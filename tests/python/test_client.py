@@ -1,0 +1,167 @@
+"""test_client: ordo.Client (python/ordo) against a real cluster of the C daemons on loopback.
+
+Needs ORDO_BIN_DIR (ordo-scheduler, ordo-server) and ORDO_SOURCE_DIR; ctest sets both.
+"""
+from __future__ import annotations
+
+import array
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import ordo
+import pytest
+
+SRC = Path(os.environ.get("ORDO_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+BIN = Path(os.environ.get("ORDO_BIN_DIR", SRC / "build" / "bin"))
+CONF = SRC / "examples" / "hello_ordo.ini"
+LIMIT_S = 60
+
+
+class Cluster:
+    """Cluster runs one scheduler and its servers; workers are started by the test."""
+
+    def __init__(self, tmp: Path, *args: str):
+        self.tmp = tmp
+        self.procs: dict[str, subprocess.Popen] = {}
+        common = ["-c", str(CONF), f"--output.dir={tmp}", "--output.run=run", *args]
+        sched = self.start("scheduler", str(BIN / "ordo-scheduler"), *common,
+                           "--cluster.scheduler=tcp://127.0.0.1:0")
+        self.endpoint = self.ready(sched)
+        servers = [a for a in args if a.startswith("--cluster.servers=")]
+        n = int(servers[-1].split("=")[1]) if servers else 2
+        for i in range(n):
+            self.start(f"server{i}", str(BIN / "ordo-server"), *common,
+                       f"--cluster.scheduler={self.endpoint}")
+
+    def start(self, name: str, *cmd: str, env: dict | None = None) -> subprocess.Popen:
+        with open(self.tmp / f"{name}.log", "w") as log:  # the child keeps its own copy
+            p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        self.procs[name] = p
+        return p
+
+    def ready(self, p: subprocess.Popen) -> str:
+        deadline = time.monotonic() + LIMIT_S
+        log = self.tmp / "scheduler.log"
+        while time.monotonic() < deadline:
+            for line in log.read_text().splitlines():
+                if line.startswith("READY "):
+                    return line.split()[1]
+            if p.poll() is not None:
+                raise AssertionError(f"scheduler exited: {log.read_text()}")
+            time.sleep(0.02)
+        raise AssertionError("scheduler not ready")
+
+    def log(self, name: str) -> str:
+        return (self.tmp / f"{name}.log").read_text()
+
+    def finish(self, name: str) -> int:
+        try:
+            return self.procs[name].wait(LIMIT_S)
+        except subprocess.TimeoutExpired:
+            self.procs[name].kill()
+            raise AssertionError(f"{name} did not end: {self.log(name)}") from None
+
+    def stop(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+@pytest.fixture
+def cluster_of(tmp_path: Path):
+    made: list[Cluster] = []
+
+    def make(*args: str) -> Cluster:
+        made.append(Cluster(tmp_path, *args))
+        return made[-1]
+
+    yield make
+    for c in made:
+        c.stop()
+
+
+def worker_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC / "python"), env.get("PYTHONPATH", "")])
+    return env
+
+
+def test_two_python_workers_pull_exact_values(cluster_of):
+    c = cluster_of()
+    for i in range(2):
+        c.start(f"worker{i}", sys.executable, str(SRC / "tests" / "python" / "hello_worker.py"),
+                str(CONF), f"cluster.scheduler={c.endpoint}", env=worker_env())
+    for name in ["worker0", "worker1", "server0", "server1", "scheduler"]:
+        assert c.finish(name) == 0, f"{name}: {c.log(name)}"
+    for i in range(2):
+        assert "4 iterations, 341760 values checked, 0 wrong" in c.log(f"worker{i}"), \
+            c.log(f"worker{i}")
+
+
+def test_a_declared_size_that_differs_is_refused_naming_the_tensor(cluster_of):
+    c = cluster_of("--cluster.servers=1", "--cluster.workers=1")
+    client = ordo.Client(str(CONF), {"cluster.scheduler": c.endpoint})
+    client.declare("layer1.weight", 65536)
+    client.declare("layer1.bias", 512)
+    client.declare("layer2.weight", 2560)
+    with pytest.raises(ordo.OrdoError) as e:
+        client.join()
+    assert 'tensor 1 "layer1.bias": declared 512 elements' in str(e.value)
+    client.close()
+    assert c.finish("scheduler") != 0  # the run was aborted, not left waiting
+
+
+def test_conf_errors_name_the_file_key_and_value(tmp_path: Path):
+    bad = tmp_path / "bad.ini"
+    bad.write_text("[optimizer]\nlr = abc\n")
+    with pytest.raises(ordo.OrdoError) as e:
+        ordo.Client(str(bad))
+    assert f"{bad}:2" in str(e.value) and e.value.name == "FORMAT"
+    client = ordo.Client()
+    with pytest.raises(ordo.OrdoError, match="unknown key 'optimizer.nosuchkey'"):
+        client.set("optimizer.nosuchkey", 1)
+    with pytest.raises(ordo.OrdoError, match="optimizer.lr: 'fast' is not a number"):
+        client.set("optimizer.lr", "fast")
+    client.close()
+
+
+def test_buffers_must_be_float32_contiguous_and_of_the_tensor_size():
+    client = ordo.Client()
+    t = client.declare("w", 4)
+    assert client.numel(t) == 4 and client.tensors() == [("w", 4)]
+    with pytest.raises(TypeError, match="format 'd'"):
+        ordo.buffer_address(array.array("d", [0.0] * 4), 4, writable=False)
+    with pytest.raises(ValueError, match="buffer has 3 values, the tensor 4"):
+        ordo.buffer_address(array.array("f", [0.0] * 3), 4, writable=True)
+    with pytest.raises(ValueError, match="read-only"):
+        ordo.buffer_address(memoryview(bytes(16)).cast("f"), 4, writable=False)
+    with pytest.raises(TypeError, match="not a float32 buffer"):
+        ordo.buffer_address([0.0] * 4, 4, writable=False)
+    with pytest.raises(ordo.OrdoError, match="ordo_join first"):
+        client.push(t, array.array("f", [0.0] * 4))
+    client.close()
+
+
+def test_no_scheduler_is_a_timeout_naming_the_address():
+    client = ordo.Client(None, {"cluster.scheduler": "tcp://127.0.0.1:1",
+                                "fault.startup_ms": 300})
+    client.declare("w", 4)
+    started = time.monotonic()
+    with pytest.raises(ordo.Timeout, match="tcp://127.0.0.1:1"):
+        client.join()
+    assert time.monotonic() - started < 10
+    client.close()
+
+
+def test_numpy_arrays_cross_without_a_copy():
+    np = pytest.importorskip("numpy")
+    a = np.arange(4, dtype=np.float32)
+    assert ordo.buffer_address(a, 4, writable=True) == a.ctypes.data
+    with pytest.raises(TypeError, match="dtype float64"):
+        ordo.buffer_address(np.zeros(4), 4, writable=False)
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        ordo.buffer_address(np.zeros((4, 2), dtype=np.float32)[:, 0], 4, writable=False)
