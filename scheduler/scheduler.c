@@ -1,7 +1,9 @@
 /* scheduler: the scheduler daemon as a library object. It plans the run before anyone
  * registers, then does the rendezvous (nodes register with role, endpoint and the cluster
  * token; once the conf's numbers of servers and workers are in, each gets a rank, the
- * cluster map, the key map and the plan), gathers barriers, records every worker's
+ * cluster map, the key map and the plan; with [model] trainer = declared the model, key map
+ * and plan are made then, from the workers' declarations), gathers barriers, relays
+ * broadcasts, records every worker's
  * per-iteration stats, plans merge groups from worker 0's calibration, relays the sparse
  * coordinator's messages and, when every worker is done, shuts the cluster down and writes
  * summary.json. A node silent for fault.timeout_ms aborts the run: every node is told. */
@@ -379,8 +381,14 @@ static int declared_model(sched_t *s, char *why, size_t wsz)
         json_array_append(s->updates, u ? u : json_null());
         any |= u != NULL;
     }
+    if (!rc && any && s->conf.push_mode == ORDO_PUSH_SPARSE) {
+        snprintf(why, wsz, "the workers declared update rules, which push.mode = sparse does not "
+                           "apply (its servers run the conf's [optimizer])");
+        rc = ORDO_EINVAL;
+    }
     if (!rc) rc = ordo_job_model_declared(names, numel, n, &s->model);
-    if (rc && rc != ORDO_ENOMEM) snprintf(why, wsz, "the declared tensors: %s", ordo_error_text(rc));
+    if (rc && rc != ORDO_ENOMEM && !why[0])
+        snprintf(why, wsz, "the declared tensors: %s", ordo_error_text(rc));
     if (!any) {
         json_decref(s->updates);
         s->updates = NULL;
