@@ -3,10 +3,10 @@
  * token; once the conf's numbers of servers and workers are in, each gets a rank, the
  * cluster map, the key map and the plan; with [model] trainer = declared the model, key map
  * and plan are made then, from the workers' declarations), gathers barriers, relays
- * broadcasts, records every worker's
- * per-iteration stats, plans merge groups from worker 0's calibration, relays the sparse
- * coordinator's messages and, when every worker is done, shuts the cluster down and writes
- * summary.json. A node silent for fault.timeout_ms aborts the run: every node is told. */
+ * broadcasts, records every worker's per-iteration stats, plans merge groups from worker 0's
+ * calibration, relays the sparse coordinator's messages and, when every worker is done,
+ * shuts the cluster down and writes summary.json. A node silent for fault.timeout_ms aborts
+ * the run: every node is told. */
 #include "scheduler/scheduler.h"
 #include "common/clock.h"
 #include "common/daemon.h"
