@@ -32,7 +32,8 @@ const key_t_ ordo__conf_keys[] = {
     {"model", "file", T_STR, OFF(model_file), SZ(model_file), "", 0, 0, NULL,
      "ordo-model/1 profile for trainer = profile"},
     {"model", "trainer", T_STR, OFF(trainer), SZ(trainer), "synthetic", 0, 0, NULL,
-     "synthetic | profile | mlp | cnn"},
+     "synthetic | profile | mlp | cnn | declared (the workers' declared tensors, ordo_declare; "
+     "the default when worker.command is set under ordo-launch)"},
     {"model", "tensors", T_STR, OFF(tensors), SZ(tensors), "4KiB,256KiB,1MiB,6MiB", 0, 0, NULL,
      "synthetic job: comma-separated tensor sizes in bytes (suffixes KiB, MiB)"},
     {"model", "compute", T_ENUM, OFF(compute), 0, "emulate", 0, 0, "emulate|cpu|cuda",
@@ -148,6 +149,11 @@ const key_t_ ordo__conf_keys[] = {
      "a run folder to go on from: its checkpoint.bin's values and the servers' momentum "
      "(checkpoint-server-R.bin), then the iterations after that checkpoint (model.iterations "
      "or epochs stay the total; same cluster, model, batch and seed)"},
+    {"worker", "command", T_STR, OFF(worker_command), SZ(worker_command), "", 0, 0, NULL,
+     "a program scripts/ordo-launch starts as each worker (through bash -c, in the "
+     "repository's root) instead of ordo-worker, e.g. a PyTorch script using ordo.torch; it finds "
+     "the cluster in ORDO_CONF and the ORDO_* variables (docs/running.md); with it, "
+     "model.trainer defaults to declared"},
 };
 const size_t ordo__conf_nkeys = sizeof ordo__conf_keys / sizeof ordo__conf_keys[0];
 
@@ -347,8 +353,9 @@ static int check_key(ordo_conf_t *conf, const key_t_ *k, char *why, size_t wsz)
     }
     if (k->off == OFF(trainer)) {
         const char *t = conf->trainer;
-        if (strcmp(t, "synthetic") && strcmp(t, "profile") && strcmp(t, "mlp") && strcmp(t, "cnn")) {
-            snprintf(why, wsz, "'%s' is not one of synthetic|profile|mlp|cnn", t);
+        if (strcmp(t, "synthetic") && strcmp(t, "profile") && strcmp(t, "mlp") && strcmp(t, "cnn") &&
+            strcmp(t, "declared")) {
+            snprintf(why, wsz, "'%s' is not one of synthetic|profile|mlp|cnn|declared", t);
             return ORDO_EINVAL;
         }
     }
