@@ -5,6 +5,7 @@
  * handles a program waits on or tests. */
 #include "ordo/ordo.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@ typedef struct tensor {
     int64_t version; /* gradients pushed so far */
     int push_op;     /* the op slot of the push in flight, -1: none */
     int pull_op;
+    int priority; /* the plan's (ordo_tensor_priority) */
 } tensor_t;
 
 /* One transfer. A handle is (generation << 32) | (slot + 1), so a stale handle is refused. */
@@ -62,6 +64,7 @@ struct ordo {
     op_t *ops;
     int cap_ops, free_op, in_flight;
     int64_t barrier_sent, barrier_done;
+    bool replan_sent, replan_answered; /* ordo_replan: asked, and the scheduler answered */
 };
 
 /* ---- errors ---------------------------------------------------------------------------- */
@@ -155,7 +158,12 @@ static int add_tensor(ordo_t *o, const char *name, int64_t numel)
     char *copy = strdup(name);
     if (!copy) return ORDO_ENOMEM;
     o->t[o->n_tensors++] =
-        (tensor_t){.name = copy, .numel = numel, .version = 0, .push_op = -1, .pull_op = -1};
+        (tensor_t){.name = copy,
+                   .numel = numel,
+                   .version = 0,
+                   .push_op = -1,
+                   .pull_op = -1,
+                   .priority = o->n_tensors};
     return 0;
 }
 
@@ -202,6 +210,20 @@ static int match_keys(ordo_t *o, const ordo_keys_t *k)
     return 0;
 }
 
+/* set_priorities takes each tensor's priority from a plan's "priorities" (JSON text), or
+ * the tensor's index when the plan has none (policies none and fifo). */
+static void set_priorities(ordo_t *o, const char *plan_text)
+{
+    json_t *plan = plan_text ? json_loads(plan_text, 0, NULL) : NULL;
+    json_t *pr = json_object_get(plan, "priorities");
+    bool have = json_is_array(pr) && (int)json_array_size(pr) == o->n_tensors;
+    for (int i = 0; i < o->n_tensors; i++) {
+        json_t *p = have ? json_array_get(pr, (size_t)i) : NULL;
+        o->t[i].priority = json_is_integer(p) ? (int)json_integer_value(p) : i;
+    }
+    json_decref(plan);
+}
+
 int ordo_join(ordo_t *o)
 {
     ordo_error_clear();
@@ -221,6 +243,7 @@ int ordo_join(ordo_t *o)
         ordo_worker_destroy(&o->w);
         return ordo_error_set(rc, "%s", why);
     }
+    set_priorities(o, ordo_worker_plan(o->w));
     o->rank = ordo_worker_rank(o->w);
     o->size = ordo_worker_n_workers(o->w);
     o->servers = ordo_worker_n_servers(o->w);
@@ -381,6 +404,10 @@ static int pump(ordo_t *o, int timeout_ms)
     if (rc == ORDO_ETIMEDOUT) return rc;
     if (rc) return cluster_failed(o, rc);
     if (ev.kind == ORDO_EV_WAKE) return ORDO_EAGAIN;
+    if (ev.kind == ORDO_EV_REPLAN) {
+        o->replan_answered = true;
+        return 0;
+    }
     if (ev.kind == ORDO_EV_BARRIER) {
         if (ev.iter > o->barrier_done) o->barrier_done = ev.iter;
         return 0;
@@ -571,4 +598,67 @@ int ordo_pushpull(ordo_t *o, int tensor, const float *grad, float *dst, int prio
     rc = ordo_worker_pushpull(o->w, tensor, grad, dst, t->version, priority);
     if (!rc) t->version++;
     return issued(o, s, rc, h);
+}
+
+/* ---- collective re-plans --------------------------------------------------------------- */
+
+static bool replan_answered(const ordo_t *o, int64_t unused)
+{
+    return o->replan_answered;
+}
+
+/* replan_request sends this worker's REPLAN: worker 0's carries its tensor names and the
+ * profile, the others' nothing. */
+static int replan_request(ordo_t *o, const char *profile_json)
+{
+    char *names = NULL;
+    if (o->rank == 0 && profile_json) {
+        json_t *a = json_array();
+        for (int i = 0; a && i < o->n_tensors; i++)
+            json_array_append_new(a, json_string(o->t[i].name));
+        names = a ? json_dumps(a, JSON_COMPACT) : NULL;
+        json_decref(a);
+        if (!names) return fail(ORDO_ENOMEM);
+    }
+    int rc = ordo_worker_replan(o->w, names, names ? profile_json : NULL);
+    free(names);
+    return rc ? cluster_failed(o, rc) : 0;
+}
+
+int ordo_replan(ordo_t *o, const char *profile_json, int timeout_ms)
+{
+    int rc = usable(o, "ordo_replan");
+    if (rc) return rc;
+    /* after a timed-out call, calling again waits for the same re-plan */
+    if (!o->replan_sent) {
+        if ((rc = ordo_wait_all(o, timeout_ms)) != 0) return rc;
+        if ((rc = replan_request(o, profile_json)) != 0) return rc;
+        o->replan_sent = true;
+        o->replan_answered = false;
+    }
+    if ((rc = wait_until(o, replan_answered, 0, timeout_ms)) != 0) return rc;
+    o->replan_sent = false;
+    char *text = ordo_worker_replan_take(o->w);
+    json_t *ans = text ? json_loads(text, 0, NULL) : NULL;
+    const char *err = json_string_value(json_object_get(ans, "error"));
+    json_t *code = json_object_get(ans, "code");
+    if (!ans) {
+        rc = ordo_error_set(ORDO_EPROTO, "ordo_replan: the scheduler's answer is not JSON");
+    } else if (err) { /* refused: the cluster goes on with the plan it had */
+        rc = json_is_integer(code) && json_integer_value(code) < 0 ? (int)json_integer_value(code)
+                                                                  : ORDO_EPROTO;
+        rc = ordo_error_set(rc, "ordo_replan: %s", err);
+    } else {
+        set_priorities(o, text);
+    }
+    json_decref(ans);
+    free(text);
+    return rc;
+}
+
+int ordo_tensor_priority(const ordo_t *o, int tensor)
+{
+    if (!o) return ORDO_EINVAL;
+    int rc = check_tensor(o, tensor, "ordo_tensor_priority");
+    return rc ? rc : o->t[tensor].priority;
 }

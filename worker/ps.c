@@ -51,6 +51,7 @@ struct ordo_worker {
     json_t *merge_plan; /* the merge member of the scheduler's PLAN after a calibration */
     bool want_plan;     /* calibrating: that PLAN is due */
     int probes_out;     /* calibration probes not yet acknowledged */
+    char *replan_reply; /* the scheduler's answer to the last REPLAN, until taken */
     /* the message hook (sparse pushes) */
     ordo_worker_hook_fn hook;
     void *hook_ctx;
@@ -214,6 +215,7 @@ void ordo_worker_destroy(ordo_worker_t **wp)
     free(w->ev);
     ordo_push_destroy(&w->path);
     json_decref(w->merge_plan);
+    free(w->replan_reply);
     free(w);
     *wp = NULL;
 }
@@ -499,6 +501,47 @@ static int take_merge_plan(ordo_worker_t *w, ordo_msg_t *m)
     return 0;
 }
 
+/* ---- collective re-plans ------------------------------------------------------------ */
+
+/* the scheduler's answer to this worker's REPLAN: the new plan or {"error", "code"} */
+static int take_replan(ordo_worker_t *w, ordo_msg_t *m)
+{
+    size_t len = 0;
+    const char *d = ordo_msg_data(m, 0, &len);
+    char *text = d ? strndup(d, len) : NULL;
+    if (!text) return ordo_error_set(ORDO_EPROTO, "a REPLAN answer without a body");
+    free(w->replan_reply);
+    w->replan_reply = text;
+    add_event(w, ORDO_EV_REPLAN, -1, -1);
+    return 0;
+}
+
+int ordo_worker_replan(ordo_worker_t *w, const char *names_json, const char *profile)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_REPLAN);
+    m.hdr.dtype = ORDO_DTYPE_JSON;
+    int rc = 0;
+    if (names_json && profile) {
+        rc = ordo_msg_add_text(&m, names_json);
+        if (!rc) rc = ordo_msg_add_text(&m, profile);
+    }
+    if (rc) {
+        ordo_msg_close(&m);
+        return rc;
+    }
+    rc = ordo_node_send_ctl(&w->node, &m);
+    if (rc == 0) w->outstanding++; /* until its ORDO_EV_REPLAN */
+    return rc;
+}
+
+char *ordo_worker_replan_take(ordo_worker_t *w)
+{
+    char *text = w->replan_reply;
+    w->replan_reply = NULL;
+    return text;
+}
+
 /* handle one inbound message; returns 0 or a fatal error */
 static int handle(ordo_worker_t *w, ordo_msg_t *m)
 {
@@ -574,6 +617,8 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
     case ORDO_MSG_BARRIER_DONE:
         add_event(w, ORDO_EV_BARRIER, -1, m->hdr.iter);
         return 0;
+    case ORDO_MSG_REPLAN:
+        return take_replan(w, m);
     case ORDO_MSG_PLAN: /* the merge groups planned from the start-up calibration */
         if (w->want_plan) return take_merge_plan(w, m);
         ORDO_DEBUG("ignored a PLAN");

@@ -24,7 +24,8 @@ typedef enum {
     ORDO_EV_BARRIER = 4, /* every worker reached barrier ev.iter */
     ORDO_EV_HOOK = 5,    /* the message hook finished something: ev.key = its code */
     ORDO_EV_PROBE_DONE = 6, /* a calibration push was acknowledged: ev.key = its id */
-    ORDO_EV_PLAN = 7        /* the merge groups planned from the calibration arrived */
+    ORDO_EV_PLAN = 7,       /* the merge groups planned from the calibration arrived */
+    ORDO_EV_REPLAN = 8      /* the scheduler answered this worker's REPLAN */
 } ordo_worker_ev_kind_t;
 
 typedef struct ordo_worker_event {
@@ -122,6 +123,16 @@ int ordo_worker_report(ordo_worker_t *w, const char *json);
 /* ordo_worker_barrier tells the scheduler this worker reached barrier id (ids increase);
  * ordo_worker_poll reports ORDO_EV_BARRIER with iter = id once every worker has. */
 int ordo_worker_barrier(ordo_worker_t *w, int64_t id);
+
+/* ordo_worker_replan asks the scheduler for a collective re-plan (scheduler/replan.h):
+ * worker 0 sends names_json (a JSON array of its tensor names) and profile (ordo-model/1
+ * text), the others NULL for both. ordo_worker_poll reports ORDO_EV_REPLAN once the
+ * scheduler answered; ordo_worker_replan_take then hands over the answer. */
+int ordo_worker_replan(ordo_worker_t *w, const char *names_json, const char *profile);
+
+/* ordo_worker_replan_take returns the scheduler's answer to the last REPLAN (JSON text: the
+ * new plan, or {"error", "code"}; the caller frees it), or NULL when none is there. */
+char *ordo_worker_replan_take(ordo_worker_t *w);
 
 /* ordo_worker_abort tells the scheduler this worker gives up (reason), so the run ends. */
 void ordo_worker_abort(ordo_worker_t *w, const char *reason);

@@ -51,6 +51,8 @@ _SIGNATURES = {
     "ordo_wait_all": (ctypes.c_int, [_P, ctypes.c_int]),
     "ordo_barrier": (ctypes.c_int, [_P, ctypes.c_int]),
     "ordo_interrupt": (None, [_P]),
+    "ordo_replan": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_int]),
+    "ordo_tensor_priority": (ctypes.c_int, [_P, ctypes.c_int]),
 }
 
 
