@@ -85,19 +85,18 @@ def test_replan_matches_ordo_plan_and_servers_release_in_the_new_order(cluster, 
     assert (cluster.tmp / "run" / "replan-1.json").exists()
 
 
-def bad(profile: dict, **change) -> str:
+def bad(profile: dict, change) -> str:
     p = json.loads(json.dumps(profile))
-    for key, fn in change.items():
-        fn(p)
+    change(p)
     return json.dumps(p)
 
 
 @pytest.mark.parametrize("text,reason", [
     ("{not json", "invalid JSON"),
-    (bad(PROFILE, x=lambda p: (p["params"][1].update(name="z"),
+    (bad(PROFILE, lambda p: (p["params"][1].update(name="z"),
                                p["ops"][2].update(params=["z"]))),
      "'z' is not one of the cluster's 3 tensors"),
-    (bad(PROFILE, x=lambda p: p["params"][0].update(shape=[2561])),
+    (bad(PROFILE, lambda p: p["params"][0].update(shape=[2561])),
      "'c' has 2561 elements, the cluster's tensor 2 has 2560"),
     (None, "worker 0 passed no profile"),
 ])
