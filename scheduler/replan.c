@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "scheduler/replan_model.h"
 #include "scheduler/runplan.h"
+#include "scheduler/runplan_merge.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -83,16 +84,19 @@ static void refuse(ordo_replan_t *r, int rc)
 /* plan computes the new plan from worker 0's profile into *out (JSON text) */
 static int plan(ordo_replan_t *r, const ordo_keys_t *keys, char **out)
 {
-    if (r->conf.push_mode != ORDO_PUSH_DENSE)
+    if (r->conf.push_mode == ORDO_PUSH_SPARSE)
         return ordo_error_set(ORDO_ENOTSUP,
-                              "replan: [push] mode = %s: the merge groups and sparse regions are "
-                              "fixed at start-up; re-planning needs [push] mode = dense",
-                              r->conf.push_mode == ORDO_PUSH_MERGED ? "merged" : "sparse");
+                              "[push] mode = sparse: the sparse regions are fixed at "
+                              "start-up; re-planning needs [push] mode = dense or merged");
+    if (r->conf.push_mode == ORDO_PUSH_MERGED && r->conf.calibrate)
+        return ordo_error_set(ORDO_ENOTSUP,
+                              "[push] calibrate = true: the merge groups come from the "
+                              "start-up calibration; re-planning needs calibrate = false");
     if (!r->profile)
-        return ordo_error_set(ORDO_EINVAL, "replan: worker 0 passed no profile");
+        return ordo_error_set(ORDO_EINVAL, "worker 0 passed no profile");
     int n = keys->n_keys, rc = 0;
     if (!json_is_array(r->names) || (int)json_array_size(r->names) != n)
-        return ordo_error_set(ORDO_EPROTO, "replan: worker 0 named %d tensors, the cluster has %d",
+        return ordo_error_set(ORDO_EPROTO, "worker 0 named %d tensors, the cluster has %d",
                               (int)json_array_size(r->names), n);
     const char **names = calloc((size_t)n, sizeof *names);
     ordo_model_t *m = NULL;
@@ -106,6 +110,8 @@ static int plan(ordo_replan_t *r, const ordo_keys_t *keys, char **out)
     c.oracle[0] = '\0';
     c.compute_scale = 1.0;
     if (!rc) rc = ordo_runplan_make(&c, m, keys, &p);
+    /* the merge plan's ordo-merge/1 text is for the start-up's run folder only */
+    if (!rc) json_object_del(json_object_get(p, "merge"), ORDO_RUNPLAN_MERGE_FILE_MEMBER);
     if (!rc && !(*out = json_dumps(p, JSON_COMPACT))) rc = ORDO_ENOMEM;
     if (!rc) {
         char path[sizeof r->run_dir + 32];
@@ -168,7 +174,10 @@ static int on_server(ordo_replan_t *r, int rank, ordo_msg_t *m)
     int rc = err ? ordo_error_set(ORDO_EPROTO, "replan: server %d could not switch: %s", rank, err)
                  : 0;
     json_decref(o);
-    if (rc) return rc;
+    if (rc) {
+        reset(r);
+        return rc;
+    }
     if (++r->n_acks < r->conf.servers) return 0;
     r->send(r->ctx, ORDO_ROLE_WORKER, r->plan_text);
     r->n_done++;

@@ -648,6 +648,8 @@ int ordo_replan(ordo_t *o, const char *profile_json, int timeout_ms)
         rc = json_is_integer(code) && json_integer_value(code) < 0 ? (int)json_integer_value(code)
                                                                   : ORDO_EPROTO;
         rc = ordo_error_set(rc, "ordo_replan: %s", err);
+    } else if ((rc = ordo_worker_replan_apply(o->w, text)) != 0) {
+        rc = cluster_failed(o, rc); /* no push path: this worker cannot go on */
     } else {
         set_priorities(o, text);
     }

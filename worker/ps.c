@@ -535,6 +535,25 @@ int ordo_worker_replan(ordo_worker_t *w, const char *names_json, const char *pro
     return rc;
 }
 
+int ordo_worker_replan_apply(ordo_worker_t *w, const char *plan_json)
+{
+    if (w->outstanding || w->pq_n)
+        return ordo_error_set(ORDO_EINVAL, "replan: %d transfers still in flight",
+                              w->outstanding + w->pq_n);
+    char *text = strdup(plan_json);
+    if (!text) return ORDO_ENOMEM;
+    free(w->node.plan_json);
+    w->node.plan_json = text;
+    /* a merged path's groups come from the plan: the path follows it (nothing is in flight) */
+    int mode, rc = ordo_push_mode_of_plan(text, &mode);
+    if (rc) return rc;
+    ordo_push_destroy(&w->path);
+    if ((rc = ordo_push_new(mode, w, &w->path)) != 0)
+        return ordo_error_context(rc, "replan: the push path of the new plan");
+    ORDO_INFO("replan: new plan applied (push path %s)", w->path->ops->name);
+    return 0;
+}
+
 char *ordo_worker_replan_take(ordo_worker_t *w)
 {
     char *text = w->replan_reply;

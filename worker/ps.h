@@ -134,6 +134,12 @@ int ordo_worker_replan(ordo_worker_t *w, const char *names_json, const char *pro
  * new plan, or {"error", "code"}; the caller frees it), or NULL when none is there. */
 char *ordo_worker_replan_take(ordo_worker_t *w);
 
+/* ordo_worker_replan_apply makes plan_json (the scheduler's answer to REPLAN) the worker's
+ * plan: ordo_worker_plan returns it, and the push path is made again from it (a merged
+ * path takes the new merge groups). Only with nothing outstanding; on failure the worker
+ * has no push path and must leave. */
+int ordo_worker_replan_apply(ordo_worker_t *w, const char *plan_json);
+
 /* ordo_worker_abort tells the scheduler this worker gives up (reason), so the run ends. */
 void ordo_worker_abort(ordo_worker_t *w, const char *reason);
 

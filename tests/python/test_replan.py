@@ -108,12 +108,28 @@ def test_a_bad_profile_is_refused_on_every_worker_and_the_run_goes_on(cluster, t
         assert out["after"] == out["before"], out  # the old plan stays
 
 
-def test_merged_pushes_refuse_replan(tmp_path: Path):
+def test_merged_pushes_follow_the_new_merge_groups(tmp_path: Path):
     c = Cluster(tmp_path, *ARGS, "--push.mode=merged")
     try:
         outs = run_workers(c, json.dumps(PROFILE))
     finally:
         c.stop()
+    want = planned(PROFILE, tmp_path)
+    for i, out in enumerate(outs):
+        assert out["after"] == want, out
+        assert "replan: new plan applied (push path merged)" in c.log(f"worker{i}")
+    plan = json.loads((tmp_path / "run" / "replan-1.json").read_text())
+    groups = plan["merge"]["groups"]
+    assert sorted(k for g in groups for k in g) == [0, 1, 2], plan["merge"]
+
+
+def test_calibrated_merge_groups_refuse_replan(tmp_path: Path):
+    c = Cluster(tmp_path, *ARGS, "--push.mode=merged", "--push.calibrate=true",
+                "--push.calibrate_reps=1")
+    try:
+        outs = run_workers(c, json.dumps(PROFILE))
+    finally:
+        c.stop()
     for out in outs:
-        assert out.get("code") == -14, out
-        assert "[push] mode = merged" in out["error"], out
+        assert out.get("code") == -14, out  # NOTSUP
+        assert "[push] calibrate = true" in out["error"], out
