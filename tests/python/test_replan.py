@@ -133,3 +133,22 @@ def test_calibrated_merge_groups_refuse_replan(tmp_path: Path):
     for out in outs:
         assert out.get("code") == -14, out  # NOTSUP
         assert "[push] calibrate = true" in out["error"], out
+
+
+def test_a_torch_models_profile_replans_the_cluster(cluster, tmp_path):
+    torch = pytest.importorskip("torch")
+    from ordo.torch.profile import ModelProfiler
+
+    l1, l2 = torch.nn.Linear(256, 256), torch.nn.Linear(256, 10, bias=False)
+    model = torch.nn.Sequential(l1, torch.nn.ReLU(), l2)
+    named = {"c": l2.weight, "a": l1.weight, "b": l1.bias}  # the cluster's names and sizes
+    prof = ModelProfiler(model, named, iterations=2).start()
+    while not prof.ready():
+        model(torch.randn(8, 256)).sum().backward()
+        prof.step_done()
+    text = prof.to_json()
+    outs = run_workers(cluster, text)
+    want = planned(json.loads(text), tmp_path)
+    assert want[2] == 2  # l2's weight comes last
+    for out in outs:
+        assert out["after"] == want, out
