@@ -17,14 +17,14 @@ struct ordo_replan {
     char run_dir[ORDO_CONF_PATH + ORDO_CONF_STR + 64];
     ordo_replan_send_fn send;
     void *ctx;
-    bool *arrived;    /* per worker: its REPLAN of this round is in */
+    bool *arrived; /* per worker: its REPLAN of this round is in */
     int n_arrived;
-    char *profile;    /* worker 0's profile text, when it sent one */
+    char *profile; /* worker 0's profile text, when it sent one */
     size_t profile_len;
-    json_t *names;    /* worker 0's tensor names */
-    char *plan_text;  /* the new plan, while the servers acknowledge it */
+    json_t *names;   /* worker 0's tensor names */
+    char *plan_text; /* the new plan, while the servers acknowledge it */
     int n_acks;
-    int n_done;       /* re-plans completed */
+    int n_done; /* re-plans completed */
 };
 
 int ordo_replan_new(const ordo_conf_t *conf, const char *run_dir, ordo_replan_send_fn send,
@@ -92,8 +92,7 @@ static int plan(ordo_replan_t *r, const ordo_keys_t *keys, char **out)
         return ordo_error_set(ORDO_ENOTSUP,
                               "[push] calibrate = true: the merge groups come from the "
                               "start-up calibration; re-planning needs calibrate = false");
-    if (!r->profile)
-        return ordo_error_set(ORDO_EINVAL, "worker 0 passed no profile");
+    if (!r->profile) return ordo_error_set(ORDO_EINVAL, "worker 0 passed no profile");
     int n = keys->n_keys, rc = 0;
     if (!json_is_array(r->names) || (int)json_array_size(r->names) != n)
         return ordo_error_set(ORDO_EPROTO, "worker 0 named %d tensors, the cluster has %d",
@@ -171,8 +170,8 @@ static int on_server(ordo_replan_t *r, int rank, ordo_msg_t *m)
     }
     json_t *o = json_loads(body, 0, NULL);
     const char *err = json_string_value(json_object_get(o, "error"));
-    int rc = err ? ordo_error_set(ORDO_EPROTO, "replan: server %d could not switch: %s", rank, err)
-                 : 0;
+    int rc =
+        err ? ordo_error_set(ORDO_EPROTO, "replan: server %d could not switch: %s", rank, err) : 0;
     json_decref(o);
     if (rc) {
         reset(r);
@@ -186,8 +185,7 @@ static int on_server(ordo_replan_t *r, int rank, ordo_msg_t *m)
     return 0;
 }
 
-int ordo_replan_on_msg(ordo_replan_t *r, const ordo_keys_t *keys, int role, int rank,
-                       ordo_msg_t *m)
+int ordo_replan_on_msg(ordo_replan_t *r, const ordo_keys_t *keys, int role, int rank, ordo_msg_t *m)
 {
     if (role == ORDO_ROLE_SERVER) return on_server(r, rank, m);
     if (role == ORDO_ROLE_WORKER && keys) on_worker(r, keys, rank, m);

@@ -38,8 +38,9 @@ static int match(const ordo_model_t *p, const char *const *names, const int64_t 
     }
     for (int t = 0; t < n; t++)
         if (param_of[t] < 0)
-            return ordo_error_set(ORDO_EFORMAT, WHO ": $.params: the cluster's tensor %d '%s' is "
-                                                 "missing",
+            return ordo_error_set(ORDO_EFORMAT,
+                                  WHO ": $.params: the cluster's tensor %d '%s' is "
+                                      "missing",
                                   t, names[t] ? names[t] : "?");
     return 0;
 }
@@ -83,7 +84,7 @@ static int rebuild(const ordo_model_t *p, const int *param_of, int n, const char
 }
 
 int ordo_replan_model_match(const char *profile, size_t len, const char *const *names,
-                      const int64_t *numel, int n, const char *dtype, ordo_model_t **out)
+                            const int64_t *numel, int n, const char *dtype, ordo_model_t **out)
 {
     ordo_model_t *p = NULL;
     int *param_of = NULL;

@@ -16,6 +16,6 @@
  * naming "worker 0's profile", the JSON path and the reason: not a valid profile, a
  * parameter that is no tensor of the cluster, a size that differs, a tensor missing. */
 int ordo_replan_model_match(const char *profile, size_t len, const char *const *names,
-                      const int64_t *numel, int n, const char *dtype, ordo_model_t **out);
+                            const int64_t *numel, int n, const char *dtype, ordo_model_t **out);
 
 #endif

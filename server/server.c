@@ -270,8 +270,10 @@ static int apply_replan(ordo_server_t *s, ordo_msg_t *m)
     ordo_msg_add_text(&ack, body ? body : "{}");
     free(body);
     json_decref(o);
-    if (rc) ORDO_ERROR("replan: %s", ordo_error_text(rc));
-    else ORDO_INFO("replan: switched to the new plan's priorities");
+    if (rc)
+        ORDO_ERROR("replan: %s", ordo_error_text(rc));
+    else
+        ORDO_INFO("replan: switched to the new plan's priorities");
     return ordo_node_send_ctl(&s->node, &ack) == 0 && !rc && s->enforce ? 0 : ORDO_EABORT;
 }
 

@@ -157,13 +157,9 @@ static int add_tensor(ordo_t *o, const char *name, int64_t numel)
     }
     char *copy = strdup(name);
     if (!copy) return ORDO_ENOMEM;
-    o->t[o->n_tensors++] =
-        (tensor_t){.name = copy,
-                   .numel = numel,
-                   .version = 0,
-                   .push_op = -1,
-                   .pull_op = -1,
-                   .priority = o->n_tensors};
+    int idx = o->n_tensors++;
+    o->t[idx] = (tensor_t){
+        .name = copy, .numel = numel, .version = 0, .push_op = -1, .pull_op = -1, .priority = idx};
     return 0;
 }
 
@@ -646,7 +642,7 @@ int ordo_replan(ordo_t *o, const char *profile_json, int timeout_ms)
         rc = ordo_error_set(ORDO_EPROTO, "ordo_replan: the scheduler's answer is not JSON");
     } else if (err) { /* refused: the cluster goes on with the plan it had */
         rc = json_is_integer(code) && json_integer_value(code) < 0 ? (int)json_integer_value(code)
-                                                                  : ORDO_EPROTO;
+                                                                   : ORDO_EPROTO;
         rc = ordo_error_set(rc, "ordo_replan: %s", err);
     } else if ((rc = ordo_worker_replan_apply(o->w, text)) != 0) {
         rc = cluster_failed(o, rc); /* no push path: this worker cannot go on */

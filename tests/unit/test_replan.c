@@ -13,13 +13,13 @@
 static const char *names[] = {"a", "b", "c"};
 static const int64_t numel[] = {65536, 256, 2560};
 
-#define PROFILE(PA, PB)                                                                     \
-    "{\"format\":\"ordo-model/1\",\"name\":\"rev\",\"batch\":8,\"params\":["              \
-    "{\"name\":\"c\",\"shape\":[2560]},{\"name\":\"" PA "\",\"shape\":[256,256]},"          \
-    "{\"name\":\"b\",\"shape\":[" PB "]}],\"ops\":["                                         \
-    "{\"name\":\"op_c\",\"inputs\":[],\"params\":[\"c\"],\"fwd_us\":3,\"bwd_us\":6},"        \
-    "{\"name\":\"op_b\",\"inputs\":[\"op_c\"],\"params\":[\"b\"],\"fwd_us\":2,\"bwd_us\":4}," \
-    "{\"name\":\"op_a\",\"inputs\":[\"op_b\"],\"params\":[\"" PA "\"],\"fwd_us\":1,"         \
+#define PROFILE(PA, PB)                                                                            \
+    "{\"format\":\"ordo-model/1\",\"name\":\"rev\",\"batch\":8,\"params\":["                       \
+    "{\"name\":\"c\",\"shape\":[2560]},{\"name\":\"" PA "\",\"shape\":[256,256]},"                 \
+    "{\"name\":\"b\",\"shape\":[" PB "]}],\"ops\":["                                               \
+    "{\"name\":\"op_c\",\"inputs\":[],\"params\":[\"c\"],\"fwd_us\":3,\"bwd_us\":6},"              \
+    "{\"name\":\"op_b\",\"inputs\":[\"op_c\"],\"params\":[\"b\"],\"fwd_us\":2,\"bwd_us\":4},"      \
+    "{\"name\":\"op_a\",\"inputs\":[\"op_b\"],\"params\":[\"" PA "\"],\"fwd_us\":1,"               \
     "\"bwd_us\":2}]}"
 
 static int match(const char *text, ordo_model_t **m)
@@ -93,8 +93,8 @@ static ordo_replan_t *make(ordo_conf_t *conf, ordo_keys_t **keys)
     conf->workers = 2;
     ORDO_CK_OK(ordo_conf_set(conf, "order.policy", "tao", "test"));
     ORDO_CK_OK(ordo_conf_validate(conf));
-    ORDO_CK_OK(ordo_keys_partition(numel, 3, 4, conf->partition_bytes, conf->segment_bytes, 2,
-                                   keys));
+    ORDO_CK_OK(
+        ordo_keys_partition(numel, 3, 4, conf->partition_bytes, conf->segment_bytes, 2, keys));
     ordo_replan_t *r = NULL;
     n_sent = 0;
     ORDO_CK_OK(ordo_replan_new(conf, "/nonexistent-dir", capture, NULL, &r));
