@@ -52,6 +52,22 @@ class Branchy(nn.Module):
         return self.b(x) * self.scale
 
 
+class TwoBranches(nn.Module):
+    """TwoBranches runs p and q on the input, then r on both, behind a data-dependent branch."""
+
+    def __init__(self):
+        super().__init__()
+        self.p = nn.Linear(8, 8)
+        self.q = nn.Linear(8, 8)
+        self.r = nn.Linear(16, 4)
+
+    def forward(self, x):
+        a, b = self.p(x), self.q(x)
+        if a.sum() > b.sum():
+            a = torch.relu(a)
+        return self.r(torch.cat([a, b], 1))
+
+
 def plan_order(path: Path) -> dict:
     out = subprocess.run([str(BIN / "ordo-plan"), "order", "--policy", "tao", str(path)],
                          capture_output=True, text=True)
@@ -114,6 +130,16 @@ def test_untraceable_model_falls_back_to_hooks(tmp_path: Path):
     ops = {op["name"]: op for op in p["ops"]}
     assert ops["b"]["inputs"] == ["a"]  # the hooks' chain
     assert "scale" in ops["a"]["params"]  # the root's own parameter: the first op
+
+
+def test_hooks_take_the_edges_from_the_autograd_graph(tmp_path: Path):
+    model = TwoBranches()
+    path = tmp_path / "two.json"
+    text = export_profile(model, torch.randn(4, 8), str(path), iterations=2)
+    p = check_profile(model, text, path, ["p", "q", "r"])
+    ops = {op["name"]: op for op in p["ops"]}
+    assert ops["p"]["inputs"] == [] and ops["q"]["inputs"] == []  # both read the input
+    assert sorted(ops["r"]["inputs"]) == ["p", "q"]
 
 
 def test_profile_params_are_the_named_parameters_given(tmp_path: Path):

@@ -124,8 +124,9 @@ def test_merged_pushes_follow_the_new_merge_groups(tmp_path: Path):
 
 
 def test_calibrated_merge_groups_refuse_replan(tmp_path: Path):
+    # an emulated link, so that the start-up calibration measures a per-byte cost
     c = Cluster(tmp_path, *ARGS, "--push.mode=merged", "--push.calibrate=true",
-                "--push.calibrate_reps=1")
+                "--net.bandwidth=1gbit")
     try:
         outs = run_workers(c, json.dumps(PROFILE))
     finally:

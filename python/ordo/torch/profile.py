@@ -1,8 +1,9 @@
 """ordo.torch.profile: a PyTorch model as an ordo-model/1 profile, and forward gates.
 
 ModelProfiler measures a model while it trains: the module graph (from torch.fx where the
-model traces; otherwise the order in which the leaf modules' forward hooks fire, each op's
-input being the op before it, a chain) and each module's forward and backward times (medians
+model traces; otherwise the leaf modules' calls in the order their forward hooks fire, each
+reading the calls whose outputs its arguments are or were computed from, found in the
+autograd graph) and each module's forward and backward times (medians
 over the measured iterations, the first iteration discarded as warm-up). to_json() writes
 the graph as ordo-model/1 (docs/models.md) whose parameters are exactly the named
 parameters given, so the scheduler can plan the transfer order from it (Client.replan) and
@@ -31,6 +32,20 @@ import torch
 from torch import nn
 
 FORMAT = "ordo-model/1"
+
+
+_WALK_LIMIT = 100000  # autograd nodes visited to find one module call's producers
+
+
+def _tensors(x: Any) -> list[torch.Tensor]:
+    """_tensors lists the tensors in x (a tensor, or lists, tuples and dicts of them)."""
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, dict):
+        x = list(x.values())
+    if isinstance(x, (list, tuple)):
+        return [t for o in x for t in _tensors(o)]
+    return []
 
 
 def _first_grad_fn(out: Any) -> Any:
@@ -94,6 +109,11 @@ class ModelProfiler:
         self._open: dict[str, list[float]] = defaultdict(list)  # pre-hook times per module
         self._bwd_start: list[tuple[float, tuple[str, int]]] = []
         self._grad_t: dict[str, float] = {}  # parameter name -> when its gradient was made
+        self._key_of_node: dict[Any, tuple[str, int]] = {}  # autograd node -> module call
+        # module outputs: id -> (module call, the tensor, its autograd node then)
+        self._key_of_tensor: dict[int, tuple[tuple[str, int], torch.Tensor, Any]] = {}
+        self._pending_inputs: dict[str, list[list[tuple[str, int]]]] = defaultdict(list)
+        self._inputs: dict[tuple[str, int], list[tuple[str, int]]] = {}
 
     def _now(self) -> float:
         if self._sync:
@@ -101,7 +121,37 @@ class ModelProfiler:
         return time.perf_counter_ns() / 1000.0
 
     def _pre(self, module: nn.Module, args: Any) -> None:
-        self._open[self._module_name[module]].append(self._now())
+        name = self._module_name[module]
+        if self._ops is None:  # the hooks' graph is still to be made: find the data flow
+            self._pending_inputs[name].append(self._producers(args))
+        self._open[name].append(self._now())
+
+    def _producers(self, args: Any) -> list[tuple[str, int]]:
+        """_producers finds the module calls whose outputs args are, or were computed from
+        (walking the autograd graph back to the nearest module outputs); none for arguments
+        that are the model's input or were computed from it without gradients."""
+        found: list[tuple[str, int]] = []
+        nodes = []
+        for t in _tensors(args):
+            hit = self._key_of_tensor.get(id(t))
+            if hit is not None and hit[1] is t and hit[2] is t.grad_fn:
+                if hit[0] not in found:
+                    found.append(hit[0])
+            elif t.grad_fn is not None:  # (also an output modified in place since: walk)
+                nodes.append(t.grad_fn)
+        seen: set[Any] = set()
+        while nodes and len(seen) < _WALK_LIMIT:
+            node = nodes.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            key = self._key_of_node.get(node)
+            if key is not None:
+                if key not in found:
+                    found.append(key)
+                continue
+            nodes.extend(fn for fn, _ in node.next_functions)
+        return found
 
     def _post(self, module: nn.Module, args: Any, out: Any) -> None:
         t = self._now()
@@ -113,7 +163,14 @@ class ModelProfiler:
         self._calls[name] += 1
         self._order.append(key)
         self._t_fwd[key] = t - t0
+        if self._pending_inputs[name]:
+            self._inputs[key] = self._pending_inputs[name].pop()
         fn = _first_grad_fn(out) if torch.is_grad_enabled() else None
+        if self._ops is None:
+            for t_out in _tensors(out):
+                self._key_of_tensor[id(t_out)] = (key, t_out, t_out.grad_fn)
+                if t_out.grad_fn is not None:
+                    self._key_of_node.setdefault(t_out.grad_fn, key)
         if fn is not None:
             fn.register_prehook(lambda grads, key=key: self._bwd_start.append((self._now(), key)))
 
@@ -202,15 +259,18 @@ class ModelProfiler:
 
     def _ops_from_hooks(self) -> list[_Op]:
         """_ops_from_hooks makes the ops of the hooks' graph from one iteration's firing
-        order: each module call an op owning its module's direct parameters, its input the
-        op before it."""
+        order: each module call an op owning its module's direct parameters, its inputs the
+        module calls whose outputs its arguments are or were computed from (the autograd
+        graph)."""
         ops: list[_Op] = []
-        for name, k in self._order:
-            op = _Op((name or "model") + (f"#{k}" if k else ""), (name, k))
+        op_of: dict[tuple[str, int], _Op] = {}
+        for key in self._order:
+            name, k = key
+            op = _Op((name or "model") + (f"#{k}" if k else ""), key)
             op.params = self._own(self.model.get_submodule(name), recurse=False)
-            if ops:
-                op.inputs = [ops[-1].name]
+            op.inputs = [op_of[p].name for p in self._inputs.get(key, []) if p in op_of]
             ops.append(op)
+            op_of[key] = op
         return ops
 
     # ---- iterations -----------------------------------------------------------------------
