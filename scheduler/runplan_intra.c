@@ -5,6 +5,7 @@
 #include "common/log.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 int ordo_runplan_intra(const ordo_conf_t *conf, json_t *plan)
@@ -23,6 +24,10 @@ int ordo_runplan_intra(const ordo_conf_t *conf, json_t *plan)
     if (conf->push_mode == ORDO_PUSH_SPARSE)
         return ordo_error_set(ORDO_EINVAL, "intra.backend needs push.mode = dense or merged "
                                            "(sparse pushes keep the flat path)");
+    if (strcmp(conf->trainer, "synthetic") == 0)
+        return ordo_error_set(ORDO_EINVAL, "intra.backend needs a model run (model.trainer = "
+                                           "profile, mlp or cnn); the synthetic job pushes and "
+                                           "pulls every key itself");
     if (conf->pull == ORDO_PULL_EARLY)
         return ordo_error_set(ORDO_EINVAL, "intra.backend needs order.pull = start (a group "
                                            "member pulls only its share of the keys)");

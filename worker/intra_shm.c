@@ -1,13 +1,15 @@
 /* intra_shm: the shared-memory backend of worker/intra.h. One POSIX shared-memory segment per
- * group, named after the run and the group: a header (a process-shared robust mutex and
- * condition variable, a change counter, every member's pid and heartbeat), per slot and member
+ * group, named after the run and the group: a header (a change counter that is also the
+ * futex everyone sleeps on, every member's pid and heartbeat), per slot and member
  * the iteration last put, per slot the iteration last published, then one area of the model's
- * floats per member (its contributions) and one for the published values. Local rank 0 creates
- * it and unlinks its name as soon as every member has mapped it, so nothing is left in
- * /dev/shm whichever process dies later. Data is written before the iteration that announces
- * it (release/acquire atomics), so readers need no lock; the lock only guards the condition
- * variable, the join count and the barrier. A member is dead when its pid is gone or its
- * heartbeat (renewed on every wait) is older than the timeout. */
+ * floats per member (its contributions) and one for the published values. The first member to
+ * arrive creates it and the last to attach unlinks its name, so nothing is left in /dev/shm
+ * whichever process dies later (a member that leaves before everyone attached unlinks it). Data is written before the iteration that announces
+ * it (release/acquire atomics), so readers need no lock. Waiting is a futex on the change
+ * counter, never a lock: the kernel keeps no state a killed member could leave half-changed
+ * (a process-shared pthread condition variable can stay wedged when a waiter dies inside it).
+ * A member is dead when its pid is gone or its heartbeat (renewed on every wait, at least
+ * every 50 ms) is older than the timeout. */
 #include "worker/intra.h"
 #include "common/clock.h"
 #include "common/error.h"
@@ -15,13 +17,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,12 +37,10 @@ typedef struct {
     uint64_t magic; /* written last by the creator */
     int32_t local_size, n_slots;
     int64_t numel;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    uint64_t gen;       /* changes so far (atomic) */
-    int32_t attached;   /* members that mapped the segment (under mu) */
-    int32_t bar_count;  /* members inside the current barrier (under mu) */
-    int64_t bar_gen;    /* barriers completed (under mu) */
+    uint32_t gen;       /* changes so far: the futex word (atomic) */
+    int32_t attached;   /* members that mapped the segment (atomic) */
+    int32_t bar_count;  /* members inside the current barrier (atomic) */
+    int32_t bar_gen;    /* barriers completed (atomic) */
     int64_t beat_ns[ORDO_INTRA_MAX_LOCAL]; /* atomic */
     int32_t pid[ORDO_INTRA_MAX_LOCAL];
     int32_t gone[ORDO_INTRA_MAX_LOCAL]; /* left cleanly (atomic) */
@@ -79,18 +81,17 @@ static size_t layout(shm_t *s, size_t *o_put, size_t *o_pub, size_t *o_area, siz
     return up(o + sizeof(float) * (size_t)s->numel);
 }
 
-/* lock mu; a member that died holding it leaves it inconsistent, which we repair (the group
- * is failing anyway: the next check names the dead member) */
-static void lock(hdr_t *h)
+/* sleep while gen still reads seen, at most ms milliseconds (a shared futex: no private flag) */
+static void futex_wait(uint32_t *gen, uint32_t seen, int64_t ms)
 {
-    if (pthread_mutex_lock(&h->mu) == EOWNERDEAD) pthread_mutex_consistent(&h->mu);
+    if (ms <= 0) return;
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    syscall(SYS_futex, gen, FUTEX_WAIT, seen, &ts, NULL, 0);
 }
 
-static void timed_wait(hdr_t *h, int64_t until_ns)
+static void futex_wake_all(uint32_t *gen)
 {
-    struct timespec ts = {.tv_sec = until_ns / 1000000000, .tv_nsec = until_ns % 1000000000};
-    if (pthread_cond_timedwait(&h->cv, &h->mu, &ts) == EOWNERDEAD)
-        pthread_mutex_consistent(&h->mu);
+    syscall(SYS_futex, gen, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
 static void beat(shm_t *s)
@@ -104,15 +105,15 @@ static int check_members(shm_t *s)
     int64_t now = ordo_clock_ns();
     for (int m = 0; m < s->L; m++) {
         if (m == s->lr || __atomic_load_n(&s->h->gone[m], __ATOMIC_ACQUIRE)) continue;
-        int pid = s->h->pid[m];
+        int pid = __atomic_load_n(&s->h->pid[m], __ATOMIC_ACQUIRE);
         int64_t b = __atomic_load_n(&s->h->beat_ns[m], __ATOMIC_ACQUIRE);
         if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
             return ordo_error_set(ORDO_EPEERDEAD,
-                                  "intra group %d: member %d (worker %d, pid %d) died", s->group,
+                                  "intra group %d: member %d: worker %d (pid %d) died", s->group,
                                   m, s->wrank[m], pid);
         if (b > 0 && now - b > (int64_t)s->timeout_ms * 1000000)
             return ordo_error_set(ORDO_EPEERDEAD,
-                                  "intra group %d: member %d (worker %d, pid %d) has been silent "
+                                  "intra group %d: member %d: worker %d (pid %d) has been silent "
                                   "for %lld ms",
                                   s->group, m, s->wrank[m], pid, (long long)((now - b) / 1000000));
     }
@@ -122,20 +123,19 @@ static int check_members(shm_t *s)
 static void bump(shm_t *s)
 {
     __atomic_add_fetch(&s->h->gen, 1, __ATOMIC_ACQ_REL);
-    lock(s->h);
-    pthread_cond_broadcast(&s->h->cv);
-    pthread_mutex_unlock(&s->h->mu);
+    futex_wake_all(&s->h->gen);
 }
 
 static void shm_destroy(ordo_intra_t *it)
 {
     shm_t *s = (shm_t *)it;
+    if (s->map && __atomic_load_n(&s->h->attached, __ATOMIC_ACQUIRE) < s->L) s->named = true;
+    if (s->named) shm_unlink(s->name);
     if (s->map) {
         __atomic_store_n(&s->h->gone[s->lr], 1, __ATOMIC_RELEASE);
         bump(s);
         munmap(s->map, s->size);
     }
-    if (s->named) shm_unlink(s->name);
     free(s->slot_off);
     free(s);
 }
@@ -143,20 +143,6 @@ static void shm_destroy(ordo_intra_t *it)
 static int init_header(shm_t *s)
 {
     hdr_t *h = s->h;
-    pthread_mutexattr_t ma;
-    pthread_condattr_t ca;
-    pthread_mutexattr_init(&ma);
-    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-    pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
-    int rc = pthread_mutex_init(&h->mu, &ma);
-    pthread_mutexattr_destroy(&ma);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    if (!rc) rc = pthread_cond_init(&h->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    if (rc) return ordo_error_set(ORDO_EIO, "intra segment %s: process-shared lock: %s", s->name,
-                                  strerror(rc));
     h->local_size = s->L;
     h->n_slots = s->n_slots;
     h->numel = s->numel;
@@ -166,38 +152,22 @@ static int init_header(shm_t *s)
     return 0;
 }
 
-/* open (rank 0: create) and map the segment; members wait for rank 0 up to the timeout */
+/* open the segment, creating it when this member comes first: whoever creates the name
+ * initialises the header (a compare-and-swap decides), the others wait the moment that takes.
+ * Nobody waits for another member to arrive, so a slow one never stalls the others' joins;
+ * the last member to attach unlinks the name. */
 static int open_segment(shm_t *s, int64_t deadline)
 {
     size_t o_put, o_pub, o_area, o_vals;
     s->size = layout(s, &o_put, &o_pub, &o_area, &o_vals);
-    int fd = -1;
-    for (;;) {
-        if (s->lr == 0)
-            fd = shm_open(s->name, O_CREAT | O_EXCL | O_RDWR, 0600);
-        else
-            fd = shm_open(s->name, O_RDWR, 0600);
-        if (fd >= 0) {
-            if (s->lr == 0) {
-                s->named = true;
-                if (ftruncate(fd, (off_t)s->size) != 0) {
-                    close(fd);
-                    return ordo_error_set(ORDO_EIO, "intra segment %s: %zu bytes: %s", s->name,
-                                          s->size, strerror(errno));
-                }
-                break;
-            }
-            struct stat st;
-            if (fstat(fd, &st) == 0 && (size_t)st.st_size == s->size) break;
-            close(fd);
-        } else if (s->lr == 0 || errno != ENOENT) {
-            return ordo_error_set(ORDO_EIO, "intra segment %s: %s", s->name, strerror(errno));
-        }
-        if (ordo_clock_ns() > deadline)
-            return ordo_error_set(ORDO_ETIMEDOUT, "intra group %d: member 0 (worker %d) made no "
-                                  "segment %s within %d ms", s->group, s->wrank[0], s->name,
-                                  s->timeout_ms);
-        usleep(1000);
+    int fd = shm_open(s->name, O_CREAT | O_RDWR, 0600);
+    if (fd < 0) return ordo_error_set(ORDO_EIO, "intra segment %s: %s", s->name, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || ((size_t)st.st_size != s->size && st.st_size != 0) ||
+        ftruncate(fd, (off_t)s->size) != 0) {
+        close(fd);
+        return ordo_error_set(ORDO_EIO, "intra segment %s: %lld bytes there, %zu expected",
+                              s->name, (long long)st.st_size, s->size);
     }
     s->map = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
@@ -212,11 +182,14 @@ static int open_segment(shm_t *s, int64_t deadline)
     s->pub_iter = (int64_t *)(b + o_pub);
     s->area = (float *)(b + o_area);
     s->vals = (float *)(b + o_vals);
-    if (s->lr == 0) return init_header(s);
+    uint64_t zero = 0;
+    if (__atomic_compare_exchange_n(&s->h->magic, &zero, MAGIC - 1, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        return init_header(s);
     while (__atomic_load_n(&s->h->magic, __ATOMIC_ACQUIRE) != MAGIC) {
         if (ordo_clock_ns() > deadline)
             return ordo_error_set(ORDO_ETIMEDOUT, "intra segment %s never got ready", s->name);
-        usleep(1000);
+        usleep(100);
     }
     if (s->h->local_size != s->L || s->h->n_slots != s->n_slots || s->h->numel != s->numel)
         return ordo_error_set(ORDO_EPROTO, "intra segment %s holds %d members x %lld floats, "
@@ -245,28 +218,16 @@ static int shm_create(const ordo_intra_opts_t *o, ordo_intra_t **out)
     s->slot_off = malloc(sizeof *s->slot_off * (size_t)(o->n_slots + 1));
     if (!s->slot_off) goto fail;
     memcpy(s->slot_off, o->slot_off, sizeof *s->slot_off * (size_t)(o->n_slots + 1));
-    int64_t deadline = ordo_clock_ns() + (int64_t)s->timeout_ms * 1000000;
-    if ((rc = open_segment(s, deadline)) != 0) goto fail;
+    /* until attached, a failure must not leave the name behind */
+    s->named = true;
+    if ((rc = open_segment(s, ordo_clock_ns() + (int64_t)s->timeout_ms * 1000000)) != 0) goto fail;
     hdr_t *h = s->h;
-    lock(h);
-    h->pid[s->lr] = (int32_t)getpid();
+    __atomic_store_n(&h->pid[s->lr], (int32_t)getpid(), __ATOMIC_RELEASE);
     beat(s);
-    h->attached++;
-    pthread_cond_broadcast(&h->cv);
-    /* every member mapped it: the name can go (rank 0), nothing stays in /dev/shm */
-    while (h->attached < s->L && ordo_clock_ns() < deadline)
-        timed_wait(h, ordo_clock_ns() + TICK_MS * 1000000ll);
-    int attached = h->attached;
-    pthread_mutex_unlock(&h->mu);
-    if (s->named) {
-        shm_unlink(s->name);
-        s->named = false;
-    }
-    if (attached < s->L) {
-        rc = ordo_error_set(ORDO_ETIMEDOUT, "intra group %d: %d of %d members joined segment %s "
-                            "within %d ms", s->group, attached, s->L, s->name, s->timeout_ms);
-        goto fail;
-    }
+    if (__atomic_add_fetch(&h->attached, 1, __ATOMIC_ACQ_REL) == s->L)
+        shm_unlink(s->name); /* every member mapped it: nothing stays in /dev/shm */
+    s->named = false;
+    bump(s);
     s->base.ops = &ordo__intra_shm_ops;
     *out = &s->base;
     return 0;
@@ -337,24 +298,15 @@ static uint64_t shm_generation(ordo_intra_t *it)
 static int shm_wait(ordo_intra_t *it, uint64_t seen, int timeout_ms)
 {
     shm_t *s = (shm_t *)it;
-    hdr_t *h = s->h;
     int64_t until = ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
-    beat(s);
-    lock(h);
-    while (__atomic_load_n(&h->gen, __ATOMIC_ACQUIRE) == seen) {
-        int64_t now = ordo_clock_ns(), next = now + TICK_MS * 1000000ll;
-        if (now >= until) break;
-        timed_wait(h, next < until ? next : until);
+    for (;;) {
         beat(s);
         int rc = check_members(s);
-        if (rc) {
-            pthread_mutex_unlock(&h->mu);
-            return rc;
-        }
+        if (rc) return rc;
+        int64_t left = (until - ordo_clock_ns()) / 1000000;
+        if (__atomic_load_n(&s->h->gen, __ATOMIC_ACQUIRE) != (uint32_t)seen || left <= 0) return 0;
+        futex_wait(&s->h->gen, (uint32_t)seen, left < TICK_MS ? left : TICK_MS);
     }
-    pthread_mutex_unlock(&h->mu);
-    beat(s);
-    return check_members(s);
 }
 
 static void shm_kick(ordo_intra_t *it)
@@ -367,26 +319,24 @@ static int shm_barrier(ordo_intra_t *it)
     shm_t *s = (shm_t *)it;
     hdr_t *h = s->h;
     int64_t until = ordo_clock_ns() + (int64_t)s->timeout_ms * 1000000;
-    int rc = 0;
-    lock(h);
-    int64_t g = h->bar_gen;
-    if (++h->bar_count == s->L) {
-        h->bar_count = 0;
-        h->bar_gen++;
-        pthread_cond_broadcast(&h->cv);
+    int32_t g = __atomic_load_n(&h->bar_gen, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&h->bar_count, 1, __ATOMIC_ACQ_REL) == s->L) {
+        __atomic_store_n(&h->bar_count, 0, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&h->bar_gen, 1, __ATOMIC_ACQ_REL);
+        bump(s);
+        return 0;
     }
-    while (h->bar_gen == g && !rc) {
-        if (ordo_clock_ns() >= until) {
-            rc = ordo_error_set(ORDO_ETIMEDOUT, "intra group %d: barrier not reached by every "
-                                "member within %d ms", s->group, s->timeout_ms);
-            break;
-        }
-        timed_wait(h, ordo_clock_ns() + TICK_MS * 1000000ll);
+    for (;;) {
+        uint32_t seen = __atomic_load_n(&h->gen, __ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&h->bar_gen, __ATOMIC_ACQUIRE) != g) return 0;
+        if (ordo_clock_ns() >= until)
+            return ordo_error_set(ORDO_ETIMEDOUT, "intra group %d: barrier not reached by every "
+                                  "member within %d ms", s->group, s->timeout_ms);
         beat(s);
-        rc = check_members(s);
+        int rc = check_members(s);
+        if (rc) return rc;
+        futex_wait(&h->gen, seen, TICK_MS);
     }
-    pthread_mutex_unlock(&h->mu);
-    return rc;
 }
 
 const ordo_intra_ops_t ordo__intra_shm_ops = {

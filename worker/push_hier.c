@@ -40,6 +40,7 @@ typedef struct {
     float **dst;   /* [n_keys] where each key's value goes (the executor's blocks) */
     int *prio;     /* [n_keys] the pending push's priority */
     int64_t *asked; /* [n_keys] owner: the iteration whose value it asked the servers for */
+    bool *own_pull; /* [n_keys] that pull is outstanding (its answer is the path's) */
     /* the intra thread's work, under mu: per key the iteration to sum / to fetch (-1 none) */
     pthread_mutex_t mu;
     int64_t *want_sum, *want_val;
@@ -138,6 +139,7 @@ static void destroy(ordo_push_t *p)
     free(h->dst);
     free(h->prio);
     free(h->asked);
+    free(h->own_pull);
     free(h->want_sum);
     free(h->want_val);
     free(h->order);
@@ -196,13 +198,14 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
     h->dst = calloc(n, sizeof *h->dst);
     h->prio = calloc(n, sizeof *h->prio);
     h->asked = malloc(n * sizeof *h->asked);
+    h->own_pull = calloc(n, sizeof *h->own_pull);
     h->want_sum = malloc(n * sizeof *h->want_sum);
     h->want_val = malloc(n * sizeof *h->want_val);
     h->order = malloc(n * sizeof *h->order);
     h->ready = malloc(2 * n * sizeof *h->ready);
     h->ready_iter = malloc(2 * n * sizeof *h->ready_iter);
     rc = ORDO_ENOMEM;
-    if (!h->owner || !h->off || !h->dst || !h->prio || !h->asked || !h->want_sum ||
+    if (!h->owner || !h->off || !h->dst || !h->prio || !h->asked || !h->own_pull || !h->want_sum ||
         !h->want_val || !h->order || !h->ready || !h->ready_iter)
         goto fail;
     for (int i = 0; i < k->n_keys; i++) {
@@ -326,6 +329,7 @@ static int pulls(ordo_push_t *p, int64_t iter, const int *keys, const int *prior
             h->asked[k] = iter;
             int rc = ordo_worker_pull(p->ps, k, h->val + h->off[k], iter, priority[i]);
             if (rc) return rc;
+            h->own_pull[k] = true;
         }
     }
     pthread_mutex_lock(&h->mu);
@@ -351,6 +355,8 @@ static int pulls(ordo_push_t *p, int64_t iter, const int *keys, const int *prior
 static bool pulled(ordo_push_t *p, int key, int64_t iter)
 {
     hier_t *h = (hier_t *)p;
+    if (!h->own_pull[key]) return false; /* a caller's own ordo_worker_pull */
+    h->own_pull[key] = false;
     int64_t t0 = ordo_clock_ns();
     h->it->ops->publish(h->it, key, h->val + h->off[key], iter);
     __atomic_add_fetch(&h->gather_ns, ordo_clock_ns() - t0, __ATOMIC_RELAXED);
@@ -364,9 +370,12 @@ static int local(ordo_push_t *p, const ordo_msg_t *m)
     int k = (int)m->hdr.key;
     if (m->hdr.chunk == CODE_FAILED) {
         pthread_mutex_lock(&h->mu);
-        int rc = ordo_error_set(h->why_rc ? h->why_rc : ORDO_EPEERDEAD, "%s", h->why);
+        char why[320];
+        snprintf(why, sizeof why, "worker %d: %s", ordo_worker_rank(p->ps), h->why);
         pthread_mutex_unlock(&h->mu);
-        return rc;
+        /* the scheduler hears the reason from here: the executor's caller sees only the code */
+        ordo_worker_abort(p->ps, why);
+        return ordo_error_set(ORDO_EABORT, "%s", why);
     }
     if (k < 0 || k >= h->n_keys) return 0;
     if (m->hdr.chunk == CODE_GATHERED) {
@@ -375,6 +384,7 @@ static int local(ordo_push_t *p, const ordo_msg_t *m)
     }
     /* CODE_REDUCED: the group's sum leaves; its answer brings the next value (fused) */
     h->asked[k] = m->hdr.iter + 1;
+    h->own_pull[k] = true;
     return h->inner->ops->pushpull(h->inner, k, h->sum + h->off[k], h->val + h->off[k],
                                    m->hdr.iter, h->prio[k]);
 }
