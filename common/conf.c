@@ -31,7 +31,7 @@ const key_t_ ordo__conf_keys[] = {
      "requested rank (-1 = assigned by the scheduler)"},
     {"cluster", "local_size", T_INT, OFF(local_size), 0, "0", 0, 4096, NULL,
      "workers per host that aggregate inside the host first ([intra] backend; consecutive "
-     "ranks form a group; 0 = the launcher's workers per host, 1 when it says nothing)"},
+     "ranks form a group; 0 = the workers ordo-launch starts on one host, else 1)"},
     {"model", "file", T_STR, OFF(model_file), SZ(model_file), "", 0, 0, NULL,
      "ordo-model/1 profile for trainer = profile"},
     {"model", "trainer", T_STR, OFF(trainer), SZ(trainer), "synthetic", 0, 0, NULL,
