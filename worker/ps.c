@@ -55,6 +55,7 @@ struct ordo_worker {
     ordo_worker_hook_fn hook;
     void *hook_ctx;
     uint32_t hook_key;
+    struct ordo_trace *trace; /* lent by the model run for the push path's spans */
 };
 
 int ordo_worker_rank(const ordo_worker_t *w)
@@ -438,6 +439,16 @@ void ordo__worker_post(ordo_worker_t *w, int code, int key, int64_t iter)
     m.hdr.key = (uint32_t)key;
     m.hdr.iter = iter;
     ordo_transport_post(w->node.tp, &m);
+}
+
+void ordo__worker_set_trace(ordo_worker_t *w, struct ordo_trace *t)
+{
+    w->trace = t;
+}
+
+struct ordo_trace *ordo__worker_trace(const ordo_worker_t *w)
+{
+    return w->trace;
 }
 
 const ordo_conf_t *ordo__worker_conf(const ordo_worker_t *w)

@@ -188,6 +188,12 @@ void ordo__worker_pull_done(ordo_worker_t *w, int key, int64_t iter);
  * iter) on the thread that polls; the only path call other threads may make. */
 void ordo__worker_post(ordo_worker_t *w, int code, int key, int64_t iter);
 
+/* ordo__worker_set_trace lends w the run's trace (NULL: none) for the path's own spans;
+ * ordo__worker_trace returns it. The lender clears it before destroying the trace. */
+struct ordo_trace;
+void ordo__worker_set_trace(ordo_worker_t *w, struct ordo_trace *t);
+struct ordo_trace *ordo__worker_trace(const ordo_worker_t *w);
+
 /* ordo__worker_conf returns the configuration w joined with. */
 const ordo_conf_t *ordo__worker_conf(const ordo_worker_t *w);
 

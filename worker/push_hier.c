@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/trace.h"
 #include "worker/intra.h"
 #include "worker/merge_buf.h"
 
@@ -53,6 +54,10 @@ typedef struct {
     int why_rc;
     /* measurements: busy time of each phase (ns, atomic), bytes at the last stats call */
     int64_t reduce_ns, gather_ns;
+    /* per key: the thread's last sum and fetch (start, duration), traced by local() */
+    int64_t *span_sum, *span_fetch; /* [2 * n_keys] */
+    char **names;                   /* [n_keys] parameter names from the plan, or NULL */
+    bool track_named;
     int64_t last_push, last_pull;
 } hier_t;
 
@@ -89,12 +94,18 @@ static void *intra_main(void *arg)
             if (h->ready[i] >= 0) {
                 int k = h->ready[i];
                 io->sum(h->it, k, h->sum + h->off[k]);
-                __atomic_add_fetch(&h->reduce_ns, ordo_clock_ns() - t0, __ATOMIC_RELAXED);
+                int64_t dt = ordo_clock_ns() - t0;
+                __atomic_add_fetch(&h->reduce_ns, dt, __ATOMIC_RELAXED);
+                h->span_sum[2 * k] = t0; /* read by local() after the post */
+                h->span_sum[2 * k + 1] = dt;
                 ordo__worker_post(h->base.ps, CODE_REDUCED, k, h->ready_iter[i]);
             } else {
                 int k = -1 - h->ready[i];
                 io->fetch(h->it, k, h->dst[k]);
-                __atomic_add_fetch(&h->gather_ns, ordo_clock_ns() - t0, __ATOMIC_RELAXED);
+                int64_t dt = ordo_clock_ns() - t0;
+                __atomic_add_fetch(&h->gather_ns, dt, __ATOMIC_RELAXED);
+                h->span_fetch[2 * k] = t0;
+                h->span_fetch[2 * k + 1] = dt;
                 ordo__worker_post(h->base.ps, CODE_GATHERED, k, h->ready_iter[i]);
             }
         }
@@ -145,6 +156,10 @@ static void destroy(ordo_push_t *p)
     free(h->order);
     free(h->ready);
     free(h->ready_iter);
+    free(h->span_sum);
+    free(h->span_fetch);
+    for (int i = 0; h->names && i < h->n_keys; i++) free(h->names[i]);
+    free(h->names);
     free(h);
 }
 
@@ -204,9 +219,18 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
     h->order = malloc(n * sizeof *h->order);
     h->ready = malloc(2 * n * sizeof *h->ready);
     h->ready_iter = malloc(2 * n * sizeof *h->ready_iter);
+    h->span_sum = calloc(2 * n, sizeof *h->span_sum);
+    h->span_fetch = calloc(2 * n, sizeof *h->span_fetch);
+    h->names = calloc(n, sizeof *h->names);
+    json_t *names = json_object_get(plan, "params");
+    for (size_t i = 0; h->names && i < n; i++) {
+        const char *nm = json_string_value(json_array_get(names, i));
+        if (nm) h->names[i] = strdup(nm);
+    }
     rc = ORDO_ENOMEM;
     if (!h->owner || !h->off || !h->dst || !h->prio || !h->asked || !h->own_pull || !h->want_sum ||
-        !h->want_val || !h->order || !h->ready || !h->ready_iter)
+        !h->want_val || !h->order || !h->ready || !h->ready_iter || !h->span_sum || !h->span_fetch ||
+        !h->names)
         goto fail;
     for (int i = 0; i < k->n_keys; i++) {
         h->off[i + 1] = h->off[i] + k->numel[i];
@@ -363,6 +387,24 @@ static bool pulled(ordo_push_t *p, int key, int64_t iter)
     return true;
 }
 
+/* a span of the intra phases on the run's trace (track 4, "intra") */
+static void trace_span(hier_t *h, const char *phase, int k, const int64_t *span, int64_t iter)
+{
+    ordo_trace_t *t = ordo__worker_trace(h->base.ps);
+    if (!t) return;
+    if (!h->track_named) {
+        ordo_trace_name_track(t, 4, "intra");
+        h->track_named = true;
+    }
+    char name[160], args[64];
+    if (h->names[k])
+        snprintf(name, sizeof name, "%s %s", phase, h->names[k]);
+    else
+        snprintf(name, sizeof name, "%s key %d", phase, k);
+    snprintf(args, sizeof args, "{\"iter\":%lld}", (long long)iter);
+    ordo_trace_complete(t, name, "intra", 4, span[2 * k], span[2 * k + 1], args);
+}
+
 /* what the intra thread finished, on the thread that polls */
 static int local(ordo_push_t *p, const ordo_msg_t *m)
 {
@@ -379,9 +421,11 @@ static int local(ordo_push_t *p, const ordo_msg_t *m)
     }
     if (k < 0 || k >= h->n_keys) return 0;
     if (m->hdr.chunk == CODE_GATHERED) {
+        trace_span(h, "all-gather", k, h->span_fetch, m->hdr.iter);
         ordo__worker_pull_done(p->ps, k, m->hdr.iter);
         return 0;
     }
+    trace_span(h, "reduce-scatter", k, h->span_sum, m->hdr.iter);
     /* CODE_REDUCED: the group's sum leaves; its answer brings the next value (fused) */
     h->asked[k] = m->hdr.iter + 1;
     h->own_pull[k] = true;
