@@ -1,6 +1,7 @@
 /* intra: how the workers of one host group (worker/push_hier.c) exchange tensors without the
  * servers, behind one ops table with one file per mechanism: intra_shm.c (a POSIX shared-memory
- * segment per group, CPU) and intra_nccl.c (NCCL on GPUs, built with the CUDA toolkit). The
+ * segment per group, CPU) and intra_nccl.c (NCCL on GPUs, built when the CUDA toolkit and NCCL
+ * are found; untested on a GPU). The
  * model's floats are cut into slots (the hierarchical path uses one slot per key); every slot
  * has one root, the member that talks to the servers for it. Reduce: every member puts its
  * slot of iteration iter, the root sums the L contributions once all are in. Broadcast: the
@@ -24,6 +25,7 @@ typedef struct ordo_intra_opts {
     const int64_t *slot_off; /* [n_slots + 1] first float of each slot; the last is the total */
     int timeout_ms;       /* a member silent this long is dead; joining waits this long too */
     const int *worker_rank; /* [local_size] the members' worker ranks (for messages) or NULL */
+    const int *slot_root; /* [n_slots] each slot's root (nccl needs it; shm ignores it) */
 } ordo_intra_opts_t;
 
 #define ORDO_INTRA_MAX_LOCAL 64

@@ -266,7 +266,8 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
                             .n_slots = k->n_keys,
                             .slot_off = h->off,
                             .timeout_ms = conf->timeout_ms,
-                            .worker_rank = wr};
+                            .worker_rank = wr,
+                            .slot_root = h->owner};
     if ((rc = ordo_intra_new(backend, &io, &h->it)) != 0) goto fail;
     h->base.ps = ps; /* the thread posts through it before ordo_push_new sets it */
     if (pthread_create(&h->th, NULL, intra_main, h) != 0) {

@@ -186,6 +186,67 @@ START_TEST(sum_matches_a_plain_loop)
 }
 END_TEST
 
+/* NULL when a group of one can use NCCL here (a CUDA device and a build with NCCL) */
+static const char *nccl_missing(void)
+{
+    static char why[300];
+    new_run();
+    ordo_intra_opts_t o = opts(0, 1);
+    int root[N_SLOTS] = {0};
+    o.slot_root = root;
+    ordo_intra_t *it = NULL;
+    int rc = ordo_intra_new("nccl", &o, &it);
+    if (!rc) {
+        ordo_intra_destroy(&it);
+        return NULL;
+    }
+    snprintf(why, sizeof why, "%s", ordo_error_text(rc));
+    return why;
+}
+
+static const char *probe(const char *need)
+{
+    if (strcmp(need, "cuda") != 0) return "unknown capability";
+    return nccl_missing();
+}
+
+START_TEST(nccl_is_refused_clearly_where_it_cannot_run)
+{
+    const char *why = nccl_missing();
+    if (!why) return; /* it can run here: unit.intra.nccl checks it */
+    ck_assert_msg(strstr(why, "not in this build") || strstr(why, "needs a CUDA device"), "%s",
+                  why);
+}
+END_TEST
+
+/* a group of one on the device: the reduce and the broadcast go through NCCL and come back */
+START_TEST(nccl_group_of_one_sums_and_shares_every_slot)
+{
+    new_run();
+    ordo_intra_opts_t o = opts(0, 1);
+    int root[N_SLOTS] = {0};
+    o.slot_root = root;
+    ordo_intra_t *it = NULL;
+    ORDO_CK_OK(ordo_intra_new("nccl", &o, &it));
+    static float src[TOTAL], dst[TOTAL];
+    for (int64_t iter = 0; iter < 2; iter++) {
+        for (int64_t i = 0; i < TOTAL; i++) src[i] = value(0, i, iter);
+        for (int s = 0; s < N_SLOTS; s++) ORDO_CK_OK(it->ops->put(it, s, src + slot_off[s], iter));
+        ORDO_CK_OK(wait_all(it, iter, true));
+        for (int s = 0; s < N_SLOTS; s++) it->ops->sum(it, s, dst + slot_off[s]);
+        ck_assert_mem_eq(dst, src, sizeof src);
+        for (int s = 0; s < N_SLOTS; s++)
+            ORDO_CK_OK(it->ops->publish(it, s, dst + slot_off[s], iter));
+        ORDO_CK_OK(wait_all(it, iter, false));
+        memset(dst, 0, sizeof dst);
+        for (int s = 0; s < N_SLOTS; s++) it->ops->fetch(it, s, dst + slot_off[s]);
+        ck_assert_mem_eq(dst, src, sizeof src);
+        ORDO_CK_OK(it->ops->barrier(it));
+    }
+    ordo_intra_destroy(&it);
+}
+END_TEST
+
 static Suite *intra_suite(void)
 {
     Suite *s = suite_create("intra");
@@ -196,8 +257,15 @@ static Suite *intra_suite(void)
     tcase_add_test(tc, a_dead_member_is_named_within_the_timeout);
     tcase_add_test(tc, unknown_backend_is_refused);
     tcase_add_test(tc, sum_matches_a_plain_loop);
+    tcase_add_test(tc, nccl_is_refused_clearly_where_it_cannot_run);
+    suite_add_tcase(s, tc);
+    /* Tagged "cuda": ctest's unit.intra.nccl runs it alone and skips without a device. */
+    tc = tcase_create("nccl");
+    tcase_set_tags(tc, "cuda");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, nccl_group_of_one_sums_and_shares_every_slot);
     suite_add_tcase(s, tc);
     return s;
 }
 
-ORDO_CK_MAIN(intra_suite)
+ORDO_CK_MAIN_PROBE(intra_suite, probe)
