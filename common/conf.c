@@ -29,6 +29,9 @@ const key_t_ ordo__conf_keys[] = {
      "server bind port (0 = any free port)"},
     {"cluster", "rank", T_INT, OFF(rank), 0, "-1", -1, 4095, NULL,
      "requested rank (-1 = assigned by the scheduler)"},
+    {"cluster", "local_size", T_INT, OFF(local_size), 0, "0", 0, 4096, NULL,
+     "workers per host that aggregate inside the host first ([intra] backend; consecutive "
+     "ranks form a group; 0 = the workers ordo-launch starts on one host, else 1)"},
     {"model", "file", T_STR, OFF(model_file), SZ(model_file), "", 0, 0, NULL,
      "ordo-model/1 profile for trainer = profile"},
     {"model", "trainer", T_STR, OFF(trainer), SZ(trainer), "synthetic", 0, 0, NULL,
@@ -79,6 +82,10 @@ const key_t_ ordo__conf_keys[] = {
     {"order", "oracle", T_STR, OFF(oracle), SZ(oracle), "", 0, 0, NULL,
      "measured op times for the ordering and merge planners (ordo-oracle/1, e.g. from "
      "ordo-plan oracle; empty = the profile's times)"},
+    {"intra", "backend", T_ENUM, OFF(intra_backend), 0, "none", 0, 0, "none|shm|nccl",
+     "how a host's workers ([cluster] local_size) sum gradients and share values before the "
+     "servers see them: none (every worker talks to the servers), shm (shared memory), nccl "
+     "(GPUs; docs/intra.md)"},
     {"push", "mode", T_ENUM, OFF(push_mode), 0, "dense", 0, 0, "dense|merged|sparse",
      "how gradients are pushed"},
     {"push", "merge", T_STR, OFF(merge), SZ(merge), "optimal", 0, 0, NULL,

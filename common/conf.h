@@ -19,6 +19,7 @@ typedef enum { ORDO_PULL_START, ORDO_PULL_EARLY } ordo_pull_t;
 typedef enum { ORDO_PUSH_DENSE, ORDO_PUSH_MERGED, ORDO_PUSH_SPARSE } ordo_push_mode_t;
 typedef enum { ORDO_COMPUTE_EMULATE, ORDO_COMPUTE_CPU, ORDO_COMPUTE_CUDA } ordo_compute_t;
 typedef enum { ORDO_AGG_MEAN, ORDO_AGG_SUM } ordo_aggregate_t;
+typedef enum { ORDO_INTRA_NONE, ORDO_INTRA_SHM, ORDO_INTRA_NCCL } ordo_intra_backend_t;
 
 typedef struct ordo_conf {
     /* [cluster] */
@@ -29,6 +30,7 @@ typedef struct ordo_conf {
     char host[ORDO_CONF_STR]; /* address this node binds and advertises */
     int port;                 /* server/scheduler bind port; 0 = any free port */
     int rank;                 /* requested rank, -1 = assigned by the scheduler */
+    int local_size;           /* workers per host group (0 = launcher's / 1) */
     /* [model] */
     char model_file[ORDO_CONF_PATH]; /* ordo-model/1 profile */
     char trainer[ORDO_CONF_STR];     /* synthetic | profile | mlp | cnn | declared */
@@ -54,6 +56,8 @@ typedef struct ordo_conf {
     int search_budget_ms;
     double plan_bandwidth_bps; /* the link rate the planners assume (0: [net] bandwidth) */
     char oracle[ORDO_CONF_PATH];
+    /* [intra] */
+    int intra_backend; /* ordo_intra_backend_t */
     /* [push] */
     int push_mode; /* ordo_push_mode_t */
     char merge[ORDO_CONF_STR];

@@ -11,7 +11,7 @@
 static const char *type_names[] = {
     "?", "REGISTER", "WELCOME", "REJECT", "BARRIER", "BARRIER_DONE", "HEARTBEAT",
     "HEARTBEAT_ACK", "SHUTDOWN", "ABORT", "DONE", "STATS", "HELLO", "INIT", "PUSH",
-    "PUSH_ACK", "PULL", "PULL_RESP", "PLAN", "ERROR", "BCAST", "REPLAN", "PEER_DEAD", "WAKE"};
+    "PUSH_ACK", "PULL", "PULL_RESP", "PLAN", "ERROR", "BCAST", "REPLAN", "INTRA", "PEER_DEAD", "WAKE"};
 
 const char *ordo_wire_type_name(int type)
 {
@@ -170,6 +170,8 @@ int ordo_wire_decode_hdr(const void *buf, size_t len, ordo_wire_hdr_t *out)
         return ordo_error_set(ORDO_EPROTO, "header: protocol version %lld (this build speaks %d)",
                               (long long)v, ORDO_WIRE_VERSION);
     if ((rc = get_int(&r, "type", 1, ORDO_MSG_PEER_DEAD - 1, &v))) return rc;
+    if (v == ORDO_MSG_INTRA) /* local only, like PEER_DEAD */
+        return ordo_error_set(ORDO_EPROTO, "header: type INTRA is local only");
     h.type = (uint8_t)v;
     if ((rc = get_int(&r, "role", 0, ORDO_ROLE_WORKER, &v))) return rc;
     h.role = (uint8_t)v;

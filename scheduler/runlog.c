@@ -178,6 +178,29 @@ int ordo_runlog_final(ordo_runlog_t *r, int worker, const char *text)
     return 0;
 }
 
+/* the mean per worker and iteration of the intra-host phases' busy times (worker/push_hier.c
+ * reports intra_reduce_ms and intra_gather_ms with its stats); NULL when no run had them */
+static json_t *intra_summary(const ordo_runlog_t *r, int64_t warm)
+{
+    double red = 0, gat = 0;
+    int n = 0;
+    for (int i = 0; i < r->n; i++) {
+        const ordo_iter_stats_t *s = &r->recs[i];
+        if (s->iter < warm || !strstr(s->extra, "intra_reduce_ms")) continue;
+        char text[sizeof s->extra + 4];
+        snprintf(text, sizeof text, "{%s}", s->extra);
+        json_t *o = json_loads(text, 0, NULL);
+        double a = json_number_value(json_object_get(o, "intra_reduce_ms"));
+        double b = json_number_value(json_object_get(o, "intra_gather_ms"));
+        json_decref(o);
+        red += a;
+        gat += b;
+        n++;
+    }
+    if (!n) return NULL;
+    return json_pack("{s:f,s:f}", "reduce", red / n, "gather", gat / n);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -289,6 +312,11 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
     json_object_set_new(root, "straggler_effect", num(strag_n ? strag_sum / strag_n : NAN));
     json_object_set_new(root, "efficiency_mean", num(eff_n ? eff_sum / eff_n : NAN));
     json_object_set_new(root, "bytes_per_iter", num(ns ? bytes_sum / ns : NAN));
+    /* every worker's bytes to and from the servers in one iteration, together */
+    json_object_set_new(root, "network_bytes_per_iter",
+                        num(ns ? bytes_sum / ns * r->n_workers : NAN));
+    json_t *intra = intra_summary(r, warm);
+    if (intra) json_object_set_new(root, "intra_ms", intra);
     json_t *sparse = ordo_runlog_sparse_summary(r->recs, r->n, r->n_workers);
     if (sparse) json_object_set_new(root, "sparse", sparse);
     /* training results: the mean over workers of what they reported */

@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "planner/oracle.h"
 #include "planner/order.h"
+#include "scheduler/runplan_intra.h"
 #include "scheduler/runplan_sparse.h"
 #include "scheduler/runplan_merge.h"
 #include "planner/sim.h"
@@ -164,6 +165,7 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
     json_object_set(plan, "simulated", sim_js);
     /* the oracle file, when the ordering planners read it already, is not read twice */
     if ((rc = ordo_runplan_merge(conf, m, oracle, plan)) != 0) goto fail;
+    if ((rc = ordo_runplan_intra(conf, plan)) != 0) goto fail;
     *out = plan;
     plan = NULL;
 fail:

@@ -208,6 +208,20 @@ static void free_parts(ordo_server_t *s)
     ordo_store_destroy(&s->store);
 }
 
+/* the plan's "intra" member (scheduler/runplan_intra.h): a group of local_size workers sums
+ * its gradients before one of them pushes, so the store counts one pusher per group */
+static int intra_pushers(ordo_server_t *s)
+{
+    json_t *plan = s->node.plan_json ? json_loads(s->node.plan_json, 0, NULL) : NULL;
+    json_t *intra = json_object_get(plan, "intra");
+    int L = (int)json_integer_value(json_object_get(intra, "local_size"));
+    json_decref(plan);
+    s->local_size = L > 1 && s->node.n_workers % L == 0 ? L : 1;
+    if (s->local_size > 1)
+        ORDO_INFO("intra groups of %d workers: %d pushers per slice", L, s->node.n_workers / L);
+    return s->node.n_workers / s->local_size;
+}
+
 int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
                     ordo_server_t **out)
 {
@@ -221,7 +235,8 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
                         .momentum = (float)conf->momentum,
                         .weight_decay = (float)conf->weight_decay};
     float scale = conf->aggregate == ORDO_AGG_MEAN ? 1.0f / (float)s->node.n_workers : 1.0f;
-    if ((rc = ordo_store_new(s->node.keys, s->node.rank, s->node.n_workers, &opt, scale,
+    /* the mean stays one over every worker: a group pushes the sum of its members' */
+    if ((rc = ordo_store_new(s->node.keys, s->node.rank, intra_pushers(s), &opt, scale,
                              &s->store)) != 0)
         goto fail;
     if ((rc = setup_updates(s)) != 0) goto fail;

@@ -116,7 +116,7 @@ static int slice_of(ordo_server_t *s, const ordo_msg_t *m, char *why, size_t siz
 static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
 {
     size_t len = 0, ilen = 0;
-    int n, rc, worker = m->hdr.rank;
+    int n, rc, worker = ordo__server_pusher(s, m->hdr.rank);
     const void *index = ordo_msg_data(m, 1, &ilen);
     if (!ordo_msg_data(m, 0, &len) || m->nframes != 2 || m->hdr.dtype != ORDO_DTYPE_F32) {
         answer_error(s, m, "a merged PUSH needs a float32 payload frame and an index frame");
@@ -287,7 +287,8 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
             answer_error(s, m, "PUSH needs one float32 payload frame");
             return;
         }
-        int rc = ordo_store_push_frame(s->store, slice, m->hdr.rank, m->hdr.iter, &m->frames[0],
+        int rc = ordo_store_push_frame(s->store, slice, ordo__server_pusher(s, m->hdr.rank),
+                                       m->hdr.iter, &m->frames[0],
                                        &updated);
         if (rc) {
             answer_error(s, m, ordo_error_text(rc));

@@ -49,7 +49,15 @@ struct ordo_server {
     uint64_t n_probe;
     ordo_srv_ckpt_t *ckpt; /* [fault] checkpoint_every: the momentum's part (server/ckpt.h) */
     int end_rc;            /* how the run ended: 0, or ORDO_EABORT (sets the linger) */
+    int local_size;        /* the plan's intra groups: one pusher per local_size workers */
 };
+
+/* ordo__server_pusher maps a pushing worker's rank to its pusher index in the store: its
+ * intra-host group (worker/push_hier.c) when the plan has groups, else the rank itself. */
+static inline int ordo__server_pusher(const ordo_server_t *s, int rank)
+{
+    return s->local_size > 1 ? rank / s->local_size : rank;
+}
 
 /* ordo__server_on_data handles one message from the data port (server_data.c). */
 void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m);

@@ -60,6 +60,7 @@ struct ordo_worker {
     ordo_worker_hook_fn hook;
     void *hook_ctx;
     uint32_t hook_key;
+    struct ordo_trace *trace; /* lent by the model run for the push path's spans */
 };
 
 int ordo_worker_rank(const ordo_worker_t *w)
@@ -227,6 +228,8 @@ void ordo_worker_destroy(ordo_worker_t **wp)
 {
     ordo_worker_t *w = *wp;
     if (!w) return;
+    /* the path's own threads post to the transport: they end first */
+    if (w->path && w->path->ops->stop) w->path->ops->stop(w->path);
     ordo_transport_destroy(&w->node.tp, w->aborted ? 0 : 1000);
     ordo_node_fini(&w->node);
     free(w->server_sock);
@@ -438,6 +441,44 @@ void ordo__worker_pump(ordo_worker_t *w)
     pump(w);
 }
 
+static void add_event(ordo_worker_t *w, int kind, int key, int64_t iter);
+
+void ordo__worker_pull_begin(ordo_worker_t *w, int key, int64_t iter)
+{
+    (void)key, (void)iter; /* the key's own pull state stays free for the path's real pulls */
+    w->outstanding++;
+}
+
+void ordo__worker_pull_done(ordo_worker_t *w, int key, int64_t iter)
+{
+    add_event(w, ORDO_EV_PULL_DONE, key, iter);
+}
+
+void ordo__worker_post(ordo_worker_t *w, int code, int key, int64_t iter)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_INTRA);
+    m.hdr.chunk = (uint32_t)code;
+    m.hdr.key = (uint32_t)key;
+    m.hdr.iter = iter;
+    ordo_transport_post(w->node.tp, &m);
+}
+
+void ordo__worker_set_trace(ordo_worker_t *w, struct ordo_trace *t)
+{
+    w->trace = t;
+}
+
+struct ordo_trace *ordo__worker_trace(const ordo_worker_t *w)
+{
+    return w->trace;
+}
+
+const ordo_conf_t *ordo__worker_conf(const ordo_worker_t *w)
+{
+    return &w->conf;
+}
+
 void ordo__worker_count_push(ordo_worker_t *w, int64_t bytes)
 {
     w->bytes_push += bytes;
@@ -615,7 +656,12 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
             ks->fused = false;
             add_event(w, ORDO_EV_PUSH_DONE, (int)m->hdr.key, ks->push_iter);
         }
-        if (--ks->pull_left == 0) add_event(w, ORDO_EV_PULL_DONE, (int)m->hdr.key, m->hdr.iter);
+        if (--ks->pull_left == 0) {
+            if (w->path->ops->pulled && w->path->ops->pulled(w->path, (int)m->hdr.key, m->hdr.iter))
+                w->outstanding--; /* the path's own pull: no event */
+            else
+                add_event(w, ORDO_EV_PULL_DONE, (int)m->hdr.key, m->hdr.iter);
+        }
         return 0;
     }
     case ORDO_MSG_PUSH_ACK: {
@@ -653,6 +699,10 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         return ordo_error_set(ORDO_ECLOSED, "the scheduler shut the run down");
     case ORDO_MSG_WAKE:
         add_event(w, ORDO_EV_WAKE, -1, -1);
+        return 0;
+    case ORDO_MSG_INTRA: /* posted by the path's own thread; the wire refuses the type */
+        if (w->path->ops->local) return w->path->ops->local(w->path, m);
+        ORDO_WARN("dropped an unexpected INTRA message");
         return 0;
     case ORDO_MSG_BARRIER_DONE:
         add_event(w, ORDO_EV_BARRIER, -1, m->hdr.iter);

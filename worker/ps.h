@@ -209,6 +209,25 @@ int ordo__worker_reserve(ordo_worker_t *w, int more);
 void ordo__worker_queue_part(ordo_worker_t *w, int group, int part, int64_t iter, int priority);
 void ordo__worker_pump(ordo_worker_t *w);
 
+/* ordo__worker_pull_begin counts key's pull of iter as outstanding until
+ * ordo__worker_pull_done (its PULL_DONE event); the path fills the destination its own way,
+ * and the key's own pull state stays free for a real pull meanwhile. */
+void ordo__worker_pull_begin(ordo_worker_t *w, int key, int64_t iter);
+void ordo__worker_pull_done(ordo_worker_t *w, int key, int64_t iter);
+
+/* ordo__worker_post hands the path's local op an ORDO_MSG_INTRA with (code in chunk, key,
+ * iter) on the thread that polls; the only path call other threads may make. */
+void ordo__worker_post(ordo_worker_t *w, int code, int key, int64_t iter);
+
+/* ordo__worker_set_trace lends w the run's trace (NULL: none) for the path's own spans;
+ * ordo__worker_trace returns it. The lender clears it before destroying the trace. */
+struct ordo_trace;
+void ordo__worker_set_trace(ordo_worker_t *w, struct ordo_trace *t);
+struct ordo_trace *ordo__worker_trace(const ordo_worker_t *w);
+
+/* ordo__worker_conf returns the configuration w joined with. */
+const ordo_conf_t *ordo__worker_conf(const ordo_worker_t *w);
+
 /* ordo__worker_count_push adds bytes to the payload bytes pushed (ordo_worker_bytes). */
 void ordo__worker_count_push(ordo_worker_t *w, int64_t bytes);
 

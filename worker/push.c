@@ -11,6 +11,7 @@ static const ordo_push_ops_t *const paths[] = {
     [ORDO_PUSH_DENSE] = &ordo__push_dense_ops,
     [ORDO_PUSH_MERGED] = &ordo__push_merged_ops,
     [ORDO_PUSH_SPARSE] = &ordo__push_sparse_ops,
+    [ORDO__PUSH_HIER] = &ordo__push_hier_ops,
 };
 
 int ordo_push_mode_of_plan(const char *plan_json, int *mode)
@@ -18,7 +19,8 @@ int ordo_push_mode_of_plan(const char *plan_json, int *mode)
     /* as the paths read their members: a plan that does not parse has neither */
     json_t *plan = plan_json ? json_loads(plan_json, 0, NULL) : NULL;
     json_t *merge = json_object_get(plan, "merge");
-    int m = merge && !json_is_null(merge)                     ? ORDO_PUSH_MERGED
+    int m = json_is_object(json_object_get(plan, "intra"))  ? ORDO__PUSH_HIER
+            : merge && !json_is_null(merge)                   ? ORDO_PUSH_MERGED
             : json_is_object(json_object_get(plan, "sparse")) ? ORDO_PUSH_SPARSE
                                                               : ORDO_PUSH_DENSE;
     json_decref(plan);

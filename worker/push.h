@@ -79,7 +79,21 @@ typedef struct ordo_push_ops {
     bool (*have)(const ordo_push_t *p, int64_t iter);
     void (*stats)(const ordo_push_t *p, int64_t *bytes_push, int64_t *bytes_pull, char *extra,
                   size_t size);
+
+    /* --- optional (NULL: not used by the path) --- */
+    /* local takes an ORDO_MSG_INTRA the path posted to itself (ordo__worker_post); 0 or a
+     * fatal error. */
+    int (*local)(ordo_push_t *p, const ordo_msg_t *m);
+    /* pulled: key's pull of iter completed; true when the path took it for itself (no
+     * PULL_DONE event follows), false when the event goes to the caller as usual. */
+    bool (*pulled)(ordo_push_t *p, int key, int64_t iter);
+    /* stop ends the path's own threads before the handle's transport goes away. */
+    void (*stop)(ordo_push_t *p);
 } ordo_push_ops_t;
+
+/* The hierarchical path (push_hier.c) is not a [push] mode: the plan's "intra" member picks it
+ * and it pushes dense or merged inside. */
+#define ORDO__PUSH_HIER 3
 
 /* The part every path's state starts with. */
 struct ordo_push {
@@ -88,9 +102,9 @@ struct ordo_push {
 };
 
 /* ordo_push_mode_of_plan reads which path the scheduler's plan JSON asks for into *mode
- * (ordo_push_mode_t; the plan carries the scheduler's [push] mode): a non-null "merge"
- * member means merged, else a "sparse" object sparse, else (no plan, or one that does not
- * parse) dense. Returns 0. */
+ * (ordo_push_mode_t; the plan carries the scheduler's [push] mode): an "intra" object means
+ * the hierarchical path (ORDO__PUSH_HIER), else a non-null "merge" member merged, else a
+ * "sparse" object sparse, else (no plan, or one that does not parse) dense. Returns 0. */
 int ordo_push_mode_of_plan(const char *plan_json, int *mode);
 
 /* ordo_push_ops_for sets *ops to the table of path `mode` (ordo_push_mode_t); ORDO_EINVAL
@@ -126,6 +140,7 @@ bool ordo__push_dense_have(const ordo_push_t *p, int64_t iter);
 void ordo__push_dense_stats(const ordo_push_t *p, int64_t *bytes_push, int64_t *bytes_pull,
                             char *extra, size_t size);
 
-extern const ordo_push_ops_t ordo__push_dense_ops, ordo__push_merged_ops, ordo__push_sparse_ops;
+extern const ordo_push_ops_t ordo__push_dense_ops, ordo__push_merged_ops, ordo__push_sparse_ops,
+    ordo__push_hier_ops;
 
 #endif

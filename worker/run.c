@@ -315,6 +315,7 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         char name[64];
         snprintf(name, sizeof name, "worker %d", rank);
         if ((rc = ordo_trace_new(name, 1000 + rank, &trace)) != 0) goto done;
+        ordo__worker_set_trace(w, trace); /* the push path's own spans (intra groups) */
     }
     prio = plan_priorities(w, m->n_params);
     ordo_exec_opts_t eo = {.ps = w,
@@ -512,6 +513,7 @@ done:
     free(snap);
     free(snap_of);
     free(prio);
+    ordo__worker_set_trace(w, NULL);
     ordo_trace_destroy(&trace);
     ordo_dataset_iter_destroy(&it);
     ordo_dataset_destroy(&train);

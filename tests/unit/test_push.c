@@ -81,7 +81,7 @@ START_TEST(bad_mode_rejected)
     ORDO_CK_ERR(ordo_push_ops_for(-1, &ops), ORDO_EINVAL);
     ck_assert_ptr_null(ops);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "push.mode -1"));
-    ORDO_CK_ERR(ordo_push_ops_for(ORDO_PUSH_SPARSE + 1, &ops), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_push_ops_for(ORDO__PUSH_HIER + 1, &ops), ORDO_EINVAL);
     ordo_push_t *p = NULL;
     ORDO_CK_ERR(ordo_push_new(42, NULL, &p), ORDO_EINVAL);
     ck_assert_ptr_null(p);

@@ -26,9 +26,21 @@ static void teardown(void)
     zmq_ctx_term(ctx);
 }
 
+START_TEST(local_types_are_refused)
+{
+    ordo_wire_hdr_t h = {.type = ORDO_MSG_INTRA, .role = ORDO_ROLE_SCHEDULER, .rank = 0};
+    char buf[ORDO_WIRE_MAX_HDR];
+    size_t len;
+    ORDO_CK_OK(ordo_wire_encode_hdr(&h, buf, sizeof buf, &len));
+    ordo_wire_hdr_t g;
+    ORDO_CK_ERR(ordo_wire_decode_hdr(buf, len, &g), ORDO_EPROTO);
+}
+END_TEST
+
 START_TEST(header_round_trip_every_type)
 {
     for (int type = ORDO_MSG_REGISTER; type < ORDO_MSG_PEER_DEAD; type++) {
+        if (type == ORDO_MSG_INTRA) continue; /* local only: local_types_are_refused */
         ordo_wire_hdr_t h = {.type = (uint8_t)type, .role = ORDO_ROLE_WORKER, .rank = 7,
                              .req = 0xfedcba9876543210ull, .iter = 123456789012ll, .key = 4000000000u,
                              .chunk = 17, .priority = -3, .flags = ORDO_FLAG_LAST_CHUNK,
@@ -225,6 +237,7 @@ static Suite *wire_suite(void)
     Suite *s = suite_create("wire");
     TCase *tc = tcase_create("header");
     tcase_add_test(tc, header_round_trip_every_type);
+    tcase_add_test(tc, local_types_are_refused);
     tcase_add_test(tc, random_bytes_never_crash);
     suite_add_tcase(s, tc);
     tc = tcase_create("socket");

@@ -1,0 +1,153 @@
+/* Integration test: intra-host groups ([cluster] local_size, [intra] backend = shm,
+ * worker/push_hier.c). A real cluster (1 scheduler, 2 servers, 4 ordo-worker processes in two
+ * emulated hosts of 2) trains the mlp from a fixed seed; worker 0 saves the final parameters.
+ * They must equal the single-process reference trainer's over the same 4 workers' batches
+ * within 1e-5 relative, with dense and with merged pushes inside the groups; and the bytes
+ * between workers and servers per iteration (summary.json network_bytes_per_iter) must be at
+ * most 0.55 of the flat run's (every worker talking to the servers). */
+#include "run_util.h"
+#include "common/error.h"
+#include "core/paramfile.h"
+#include "worker/train.h"
+#include "tests/unit/ordo_check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define W        4
+#define ITERS    20
+#define SEED     7
+#define BATCH    64
+#define LR       0.02
+#define MOMENTUM 0.9
+#define WD       0.0005
+#define TOL      1e-5
+
+static const char conf_text[] = "[cluster]\n"
+                                "servers = 2\n"
+                                "workers = 4\n"
+                                "local_size = 2\n"
+                                "[intra]\n"
+                                "backend = shm\n"
+                                "[model]\n"
+                                "trainer = mlp\n"
+                                "compute = cpu\n"
+                                "batch = 64\n"
+                                "iterations = 20\n"
+                                "seed = 7\n"
+                                "[optimizer]\n"
+                                "lr = 0.02\n"
+                                "momentum = 0.9\n"
+                                "weight_decay = 0.0005\n"
+                                "[output]\n"
+                                "save_params = true\n";
+
+/* largest |a - b| over the tensor, relative to its largest |b| */
+static double rel_diff(const float *a, const float *b, int64_t n)
+{
+    double diff = 0, scale = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > diff) diff = d;
+        if (fabs((double)b[i]) > scale) scale = fabs((double)b[i]);
+    }
+    return scale > 0 ? diff / scale : diff;
+}
+
+/* the run's params.bin against the reference trainer's parameters */
+static void check_equals_reference(const it_run_t *run)
+{
+    ordo_paramfile_t *pf = NULL;
+    ORDO_CK_OK(ordo_paramfile_read(it_run_path(run, "params.bin"), &pf));
+    ck_assert_int_eq(pf->iteration, ITERS);
+    ordo_train_opts_t o = {.network = "mlp",
+                           .data_dir = "/usr/share/datasets/fashion-mnist",
+                           .kind = ORDO_COMPUTE_CPU,
+                           .workers = W,
+                           .batch = BATCH,
+                           .iterations = ITERS,
+                           .seed = SEED,
+                           .lr = LR,
+                           .momentum = MOMENTUM,
+                           .weight_decay = WD};
+    ordo_train_t *ref = NULL;
+    ORDO_CK_OK(ordo_train_new(&o, &ref));
+    const ordo_model_t *m = ordo_train_model(ref);
+    ORDO_CK_OK(ordo_paramfile_match(pf, m));
+    for (int i = 0; i < ITERS; i++)
+        ORDO_CK_OK(ordo_train_step(ref, NULL));
+    double worst = 0;
+    for (int p = 0; p < m->n_params; p++) {
+        double d = rel_diff(pf->values[p], ordo_train_params(ref)[p], m->params[p].numel);
+        ck_assert_msg(d <= TOL, "%s differs from the reference by %.3g relative (limit %g)",
+                      m->params[p].name, d, TOL);
+        if (d > worst) worst = d;
+    }
+    printf("groups of 2 vs the reference after %d iterations: worst relative difference %.3g\n",
+           ITERS, worst);
+    ordo_train_destroy(&ref);
+    ordo_paramfile_destroy(&pf);
+}
+
+static double network_bytes(const it_run_t *run)
+{
+    json_t *s = it_run_summary(run);
+    ck_assert_ptr_nonnull(s);
+    double b = it_num(s, "network_bytes_per_iter");
+    json_decref(s);
+    return b;
+}
+
+START_TEST(dense_groups_equal_the_reference_and_halve_the_bytes)
+{
+    it_run_t run, flat;
+    ck_assert_int_eq(it_run_launch(&run, conf_text, 200, NULL), 0);
+    ck_assert(it_run_log_has(&run, "intra: group 1 member 1 of 2 (shm, dense"));
+    check_equals_reference(&run);
+    json_t *s = it_run_summary(&run);
+    ck_assert_ptr_nonnull(json_object_get(s, "intra_ms"));
+    json_decref(s);
+    ck_assert_int_eq(it_run_launch(&flat, conf_text, 200, "--intra.backend=none", NULL), 0);
+    double hb = network_bytes(&run), fb = network_bytes(&flat);
+    printf("network bytes per iteration: %.0f with groups of 2, %.0f flat (%.3f x)\n", hb, fb,
+           hb / fb);
+    ck_assert_msg(hb > 0 && hb <= 0.55 * fb, "groups of 2 move %.0f bytes per iteration, the "
+                  "flat run %.0f", hb, fb);
+    it_run_destroy(&flat);
+    it_run_destroy(&run);
+}
+END_TEST
+
+START_TEST(merged_groups_equal_the_reference)
+{
+    it_run_t run;
+    ck_assert_int_eq(it_run_launch(&run, conf_text, 200, "--push.mode=merged", NULL), 0);
+    ck_assert(it_run_log_has(&run, "intra: group 0 member 0 of 2 (shm, merged"));
+    check_equals_reference(&run);
+    it_run_destroy(&run);
+}
+END_TEST
+
+START_TEST(sparse_pushes_are_refused_with_groups)
+{
+    it_run_t run;
+    ck_assert_int_ne(it_run_launch(&run, conf_text, 100, "--push.mode=sparse", NULL), 0);
+    ck_assert(it_run_log_has(&run, "sparse pushes keep the flat path"));
+    it_run_destroy(&run);
+}
+END_TEST
+
+static Suite *intra_suite(void)
+{
+    Suite *s = suite_create("intra");
+    TCase *tc = tcase_create("mlp");
+    tcase_set_timeout(tc, 280);
+    tcase_add_test(tc, dense_groups_equal_the_reference_and_halve_the_bytes);
+    tcase_add_test(tc, merged_groups_equal_the_reference);
+    tcase_add_test(tc, sparse_pushes_are_refused_with_groups);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+ORDO_CK_MAIN(intra_suite)

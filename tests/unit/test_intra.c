@@ -1,0 +1,271 @@
+/* Unit tests of worker/intra.h's shared-memory backend (intra_shm.c), with real processes: the
+ * test forks the other members. Sums over members are exact and stay inside their slots (odd
+ * slot sizes, neighbours untouched), published values reach every member, the segment's name
+ * is gone from /dev/shm once everyone attached, and a member that dies is named within the
+ * timeout. */
+#include "worker/intra.h"
+#include "common/error.h"
+#include "tests/unit/ordo_check.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* slots of awkward sizes: one float, an odd count, one past a vector width, a big one */
+static const int64_t slot_off[] = {0, 1, 8, 25, 25 + 4099, 25 + 4099 + 3};
+#define N_SLOTS 5
+#define TOTAL   (25 + 4099 + 3)
+
+static float value(int member, int64_t i, int64_t iter)
+{
+    return (float)(member + 1) * 0.5f + (float)(i % 97) + (float)iter * 1000.0f;
+}
+
+static char run_id[64];
+
+/* a fresh segment name per test, set before the members fork */
+static void new_run(void)
+{
+    snprintf(run_id, sizeof run_id, "unit%ld", (long)getpid());
+}
+
+static ordo_intra_opts_t opts(int lr, int L)
+{
+    return (ordo_intra_opts_t){.run = run_id,
+                               .group = 3,
+                               .local_rank = lr,
+                               .local_size = L,
+                               .n_slots = N_SLOTS,
+                               .slot_off = slot_off,
+                               .timeout_ms = 3000};
+}
+
+/* wait (bounded) until every slot was reduced / published for iter */
+static int wait_all(ordo_intra_t *it, int64_t iter, bool reduce)
+{
+    for (int tries = 0; tries < 200; tries++) {
+        uint64_t g = it->ops->generation(it);
+        bool all = true;
+        for (int s = 0; s < N_SLOTS; s++)
+            all = all && (reduce ? it->ops->reduced(it, s, iter) : it->ops->published(it, s, iter));
+        if (all) return 0;
+        int rc = it->ops->wait(it, g, 50);
+        if (rc) return rc;
+    }
+    return ORDO_ETIMEDOUT;
+}
+
+/* one member's part of two iterations: put, (root) sum and check, publish, fetch and check;
+ * 0 when everything agreed */
+static int member(int lr, int L)
+{
+    ordo_intra_opts_t o = opts(lr, L);
+    ordo_intra_t *it = NULL;
+    if (ordo_intra_new("shm", &o, &it)) return 1;
+    static float src[TOTAL], dst[TOTAL + 1];
+    int bad = 0;
+    for (int64_t iter = 0; iter < 2; iter++) {
+        for (int64_t i = 0; i < TOTAL; i++) src[i] = value(lr, i, iter);
+        for (int s = 0; s < N_SLOTS; s++) it->ops->put(it, s, src + slot_off[s], iter);
+        if (lr == 0) {
+            if (wait_all(it, iter, true)) return 2;
+            dst[TOTAL] = -1; /* a sentinel past the last slot */
+            for (int s = 0; s < N_SLOTS; s++) it->ops->sum(it, s, dst + slot_off[s]);
+            for (int64_t i = 0; i < TOTAL; i++) {
+                float want = 0;
+                for (int m = 0; m < L; m++) want += value(m, i, iter);
+                bad += dst[i] != want;
+            }
+            bad += dst[TOTAL] != -1;
+            for (int s = 0; s < N_SLOTS; s++) it->ops->publish(it, s, dst + slot_off[s], iter);
+        }
+        if (wait_all(it, iter, false)) return 3;
+        memset(dst, 0, sizeof dst);
+        for (int s = 0; s < N_SLOTS; s++) it->ops->fetch(it, s, dst + slot_off[s]);
+        for (int64_t i = 0; i < TOTAL; i++) {
+            float want = 0;
+            for (int m = 0; m < L; m++) want += value(m, i, iter);
+            bad += dst[i] != want;
+        }
+        if (it->ops->barrier(it)) return 4;
+    }
+    ordo_intra_destroy(&it);
+    return bad ? 5 : 0;
+}
+
+static bool name_exists(void)
+{
+    char path[128];
+    snprintf(path, sizeof path, "/dev/shm/ordo-%s-g3", run_id);
+    return access(path, F_OK) == 0;
+}
+
+static void run_group(int L)
+{
+    pid_t kids[8];
+    new_run();
+    for (int m = 1; m < L; m++) {
+        kids[m] = fork();
+        if (kids[m] == 0) _exit(member(m, L));
+    }
+    ck_assert_int_eq(member(0, L), 0);
+    for (int m = 1; m < L; m++) {
+        int st = 0;
+        ck_assert_int_eq(waitpid(kids[m], &st, 0), kids[m]);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "member %d failed (%d)", m,
+                      WEXITSTATUS(st));
+    }
+    ck_assert_msg(!name_exists(), "the segment's name stayed in /dev/shm");
+}
+
+START_TEST(two_members_sum_and_share_every_slot)
+{
+    run_group(2);
+}
+END_TEST
+
+START_TEST(four_members_sum_and_share_every_slot)
+{
+    run_group(4);
+}
+END_TEST
+
+START_TEST(a_dead_member_is_named_within_the_timeout)
+{
+    new_run();
+    pid_t kid = fork();
+    if (kid == 0) {
+        ordo_intra_opts_t o = opts(1, 2);
+        ordo_intra_t *it = NULL;
+        if (ordo_intra_new("shm", &o, &it)) _exit(1);
+        pause(); /* until killed: never destroys */
+        _exit(0);
+    }
+    ordo_intra_opts_t o = opts(0, 2);
+    ordo_intra_t *it = NULL;
+    ORDO_CK_OK(ordo_intra_new("shm", &o, &it));
+    /* wait for the member to attach: the name goes when both did */
+    for (int i = 0; i < 300 && name_exists(); i++) usleep(10000);
+    ck_assert(!name_exists());
+    kill(kid, SIGKILL);
+    waitpid(kid, NULL, 0);
+    int rc = 0;
+    for (int i = 0; i < 100 && !rc; i++) rc = it->ops->wait(it, it->ops->generation(it), 50);
+    ck_assert_int_eq(rc, ORDO_EPEERDEAD);
+    char want[64];
+    snprintf(want, sizeof want, "worker 1 (pid %d) died", (int)kid);
+    ck_assert_msg(strstr(ordo_error_text(rc), want), "%s", ordo_error_text(rc));
+    ordo_intra_destroy(&it);
+}
+END_TEST
+
+START_TEST(unknown_backend_is_refused)
+{
+    new_run();
+    ordo_intra_opts_t o = opts(0, 1);
+    ordo_intra_t *it = NULL;
+    ORDO_CK_ERR(ordo_intra_new("carrier-pigeon", &o, &it), ORDO_EINVAL);
+    o.local_rank = 2;
+    ORDO_CK_ERR(ordo_intra_new("shm", &o, &it), ORDO_EINVAL);
+}
+END_TEST
+
+START_TEST(sum_matches_a_plain_loop)
+{
+    float a[1031], b[1031], c[1031];
+    for (int i = 0; i < 1031; i++) {
+        a[i] = c[i] = (float)i * 0.25f;
+        b[i] = (float)(1031 - i) * 0.5f;
+        c[i] += b[i];
+    }
+    ordo_intra_sum(a, b, 1031);
+    ck_assert_mem_eq(a, c, sizeof a);
+}
+END_TEST
+
+/* NULL when a group of one can use NCCL here (a CUDA device and a build with NCCL) */
+static const char *nccl_missing(void)
+{
+    static char why[300];
+    new_run();
+    ordo_intra_opts_t o = opts(0, 1);
+    int root[N_SLOTS] = {0};
+    o.slot_root = root;
+    ordo_intra_t *it = NULL;
+    int rc = ordo_intra_new("nccl", &o, &it);
+    if (!rc) {
+        ordo_intra_destroy(&it);
+        return NULL;
+    }
+    snprintf(why, sizeof why, "%s", ordo_error_text(rc));
+    return why;
+}
+
+static const char *probe(const char *need)
+{
+    if (strcmp(need, "cuda") != 0) return "unknown capability";
+    return nccl_missing();
+}
+
+START_TEST(nccl_is_refused_clearly_where_it_cannot_run)
+{
+    const char *why = nccl_missing();
+    if (!why) return; /* it can run here: unit.intra.nccl checks it */
+    ck_assert_msg(strstr(why, "not in this build") || strstr(why, "needs a CUDA device"), "%s",
+                  why);
+}
+END_TEST
+
+/* a group of one on the device: the reduce and the broadcast go through NCCL and come back */
+START_TEST(nccl_group_of_one_sums_and_shares_every_slot)
+{
+    new_run();
+    ordo_intra_opts_t o = opts(0, 1);
+    int root[N_SLOTS] = {0};
+    o.slot_root = root;
+    ordo_intra_t *it = NULL;
+    ORDO_CK_OK(ordo_intra_new("nccl", &o, &it));
+    static float src[TOTAL], dst[TOTAL];
+    for (int64_t iter = 0; iter < 2; iter++) {
+        for (int64_t i = 0; i < TOTAL; i++) src[i] = value(0, i, iter);
+        for (int s = 0; s < N_SLOTS; s++) ORDO_CK_OK(it->ops->put(it, s, src + slot_off[s], iter));
+        ORDO_CK_OK(wait_all(it, iter, true));
+        for (int s = 0; s < N_SLOTS; s++) it->ops->sum(it, s, dst + slot_off[s]);
+        ck_assert_mem_eq(dst, src, sizeof src);
+        for (int s = 0; s < N_SLOTS; s++)
+            ORDO_CK_OK(it->ops->publish(it, s, dst + slot_off[s], iter));
+        ORDO_CK_OK(wait_all(it, iter, false));
+        memset(dst, 0, sizeof dst);
+        for (int s = 0; s < N_SLOTS; s++) it->ops->fetch(it, s, dst + slot_off[s]);
+        ck_assert_mem_eq(dst, src, sizeof src);
+        ORDO_CK_OK(it->ops->barrier(it));
+    }
+    ordo_intra_destroy(&it);
+}
+END_TEST
+
+static Suite *intra_suite(void)
+{
+    Suite *s = suite_create("intra");
+    TCase *tc = tcase_create("shm");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, two_members_sum_and_share_every_slot);
+    tcase_add_test(tc, four_members_sum_and_share_every_slot);
+    tcase_add_test(tc, a_dead_member_is_named_within_the_timeout);
+    tcase_add_test(tc, unknown_backend_is_refused);
+    tcase_add_test(tc, sum_matches_a_plain_loop);
+    tcase_add_test(tc, nccl_is_refused_clearly_where_it_cannot_run);
+    suite_add_tcase(s, tc);
+    /* Tagged "cuda": ctest's unit.intra.nccl runs it alone and skips without a device. */
+    tc = tcase_create("nccl");
+    tcase_set_tags(tc, "cuda");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, nccl_group_of_one_sums_and_shares_every_slot);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+ORDO_CK_MAIN_PROBE(intra_suite, probe)

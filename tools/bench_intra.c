@@ -1,0 +1,157 @@
+/* bench_intra: reduce-scatter + all-gather bandwidth of the shm backend against memcpy. */
+#include "tools/bench_intra.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "worker/intra.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* wait (bounded by the backend's checks) until pred(slot) holds */
+static int wait_for(ordo_intra_t *it, int slot, int64_t iter, bool reduce)
+{
+    for (;;) {
+        uint64_t g = it->ops->generation(it);
+        if (reduce ? it->ops->reduced(it, slot, iter) : it->ops->published(it, slot, iter))
+            return 0;
+        int rc = it->ops->wait(it, g, 50);
+        if (rc) return rc;
+    }
+}
+
+/* one member: reps rounds, each timed from a barrier to its own last fetch; member 0 writes
+ * the round times (the slowest member's, via the shared array) */
+static int member(const char *run, int lr, int L, int n_slots, const int64_t *off, int reps,
+                  int64_t *times)
+{
+    ordo_intra_opts_t o = {.run = run, .group = 0, .local_rank = lr, .local_size = L,
+                           .n_slots = n_slots, .slot_off = off, .timeout_ms = 10000};
+    ordo_intra_t *it = NULL;
+    int rc = ordo_intra_new("shm", &o, &it);
+    if (rc) return rc;
+    int64_t n = off[n_slots];
+    float *grad = malloc(sizeof(float) * (size_t)n), *sum = malloc(sizeof(float) * (size_t)n),
+          *out = malloc(sizeof(float) * (size_t)n);
+    if (!grad || !sum || !out) rc = ORDO_ENOMEM;
+    for (int64_t i = 0; !rc && i < n; i++) grad[i] = (float)(i % 13);
+    for (int r = 0; !rc && r <= reps; r++) { /* round 0 warms the pages up */
+        if ((rc = it->ops->barrier(it)) != 0) break;
+        int64_t t0 = ordo_clock_ns();
+        for (int s = 0; s < n_slots; s++) it->ops->put(it, s, grad + off[s], r);
+        /* pipelined: each owned chunk is summed and published as soon as it is complete */
+        for (int s = lr; s < n_slots && !rc; s += L) {
+            if ((rc = wait_for(it, s, r, true)) != 0) break;
+            it->ops->sum(it, s, sum + off[s]);
+            it->ops->publish(it, s, sum + off[s], r);
+        }
+        for (int s = 0; s < n_slots && !rc; s++) {
+            if ((rc = wait_for(it, s, r, false)) != 0) break;
+            it->ops->fetch(it, s, out + off[s]);
+        }
+        int64_t dt = ordo_clock_ns() - t0;
+        if (r > 0) { /* the slowest member's time */
+            int64_t cur = __atomic_load_n(&times[r - 1], __ATOMIC_ACQUIRE);
+            while (dt > cur && !__atomic_compare_exchange_n(&times[r - 1], &cur, dt, false,
+                                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            }
+        }
+    }
+    if (!rc) rc = it->ops->barrier(it);
+    if (!rc && out[n - 1] != (float)L * (float)((n - 1) % 13)) rc = ORDO_EPROTO;
+    free(grad);
+    free(sum);
+    free(out);
+    ordo_intra_destroy(&it);
+    return rc;
+}
+
+static double median_s(int64_t *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_i64);
+    return (double)t[n / 2] / 1e9;
+}
+
+int ordo_bench_intra(int argc, char **argv)
+{
+    int64_t bytes = 64ll << 20, chunk = 4ll << 20;
+    int reps = 5;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--bytes") && i + 1 < argc) bytes = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--chunk") && i + 1 < argc) chunk = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else {
+            fprintf(i + 1 < argc || !strcmp(argv[i], "--help") ? stdout : stderr,
+                    "usage: ordo-bench intra [--bytes N (67108864)] [--chunk N (4194304)] "
+                    "[--reps R (5)] [--json]\n");
+            return strcmp(argv[i], "--help") ? 2 : 0;
+        }
+    }
+    if (bytes < 4 || chunk < 4 || reps < 1 || reps > 1000) {
+        fprintf(stderr, "ordo-bench intra: --bytes and --chunk of at least 4, --reps 1..1000\n");
+        return 2;
+    }
+    int n_slots = (int)((bytes + chunk - 1) / chunk);
+    int64_t *off = malloc(sizeof *off * (size_t)(n_slots + 1)), n = bytes / 4;
+    for (int s = 0; s <= n_slots; s++) off[s] = s == n_slots ? n : (int64_t)s * (chunk / 4);
+    /* the floor: one memcpy of the model's bytes, in this process */
+    float *a = malloc((size_t)n * 4), *b = malloc((size_t)n * 4);
+    memset(a, 1, (size_t)n * 4);
+    memset(b, 2, (size_t)n * 4);
+    int64_t *mt = calloc((size_t)reps, sizeof *mt);
+    for (int r = 0; r < reps; r++) {
+        int64_t t0 = ordo_clock_ns();
+        memcpy(b, a, (size_t)n * 4);
+        mt[r] = ordo_clock_ns() - t0;
+    }
+    double floor_gbs = (double)bytes / median_s(mt, reps) / 1e9;
+    free(a);
+    free(b);
+    free(mt);
+    if (!json)
+        printf("%-3s %10s %10s %12s %12s %9s\n", "L", "bytes", "chunk", "allred GB/s",
+               "memcpy GB/s", "of floor");
+    int status = 0;
+    for (int L = 2; L <= 4; L += 2) {
+        int64_t *times = mmap(NULL, sizeof(int64_t) * (size_t)reps, PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        char run[64];
+        snprintf(run, sizeof run, "bench%ld-%d", (long)getpid(), L);
+        pid_t kids[4];
+        for (int m = 1; m < L; m++)
+            if ((kids[m] = fork()) == 0) _exit(member(run, m, L, n_slots, off, reps, times) ? 1 : 0);
+        int rc = member(run, 0, L, n_slots, off, reps, times);
+        for (int m = 1; m < L; m++) {
+            int st = 0;
+            waitpid(kids[m], &st, 0);
+            if (!WIFEXITED(st) || WEXITSTATUS(st)) rc = rc ? rc : ORDO_EIO;
+        }
+        if (rc) {
+            fprintf(stderr, "ordo-bench intra: L = %d: %s\n", L, ordo_error_text(rc));
+            status = 1;
+        } else {
+            double gbs = (double)bytes / median_s(times, reps) / 1e9;
+            if (json)
+                printf("{\"L\":%d,\"bytes\":%lld,\"chunk\":%lld,\"allreduce_gbs\":%.3f,"
+                       "\"memcpy_gbs\":%.3f,\"of_floor\":%.3f}\n",
+                       L, (long long)bytes, (long long)chunk, gbs, floor_gbs, gbs / floor_gbs);
+            else
+                printf("%-3d %10lld %10lld %12.2f %12.2f %8.0f%%\n", L, (long long)bytes,
+                       (long long)chunk, gbs, floor_gbs, 100 * gbs / floor_gbs);
+        }
+        munmap(times, sizeof(int64_t) * (size_t)reps);
+    }
+    free(off);
+    return status;
+}

@@ -1,0 +1,78 @@
+/* intra: how the workers of one host group (worker/push_hier.c) exchange tensors without the
+ * servers, behind one ops table with one file per mechanism: intra_shm.c (a POSIX shared-memory
+ * segment per group, CPU) and intra_nccl.c (NCCL on GPUs, built when the CUDA toolkit and NCCL
+ * are found; untested on a GPU). The
+ * model's floats are cut into slots (the hierarchical path uses one slot per key); every slot
+ * has one root, the member that talks to the servers for it. Reduce: every member puts its
+ * slot of iteration iter, the root sums the L contributions once all are in. Broadcast: the
+ * root publishes the slot's value of iter, every other member fetches it. The test functions
+ * never block, so one thread can serve every slot in whatever order they complete; wait
+ * blocks (bounded) until something changed in the group. */
+#ifndef ORDO_INTRA_H
+#define ORDO_INTRA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct ordo_intra ordo_intra_t;
+
+typedef struct ordo_intra_opts {
+    const char *run;      /* the run id (plan "intra.run"): names the segment */
+    int group;            /* the group's index */
+    int local_rank;       /* this member, 0 .. local_size - 1 (0 creates the segment) */
+    int local_size;       /* members, 1 .. ORDO_INTRA_MAX_LOCAL */
+    int n_slots;          /* slots */
+    const int64_t *slot_off; /* [n_slots + 1] first float of each slot; the last is the total */
+    int timeout_ms;       /* a member silent this long is dead; joining waits this long too */
+    const int *worker_rank; /* [local_size] the members' worker ranks (for messages) or NULL */
+    const int *slot_root; /* [n_slots] each slot's root (nccl needs it; shm ignores it) */
+} ordo_intra_opts_t;
+
+#define ORDO_INTRA_MAX_LOCAL 64
+
+typedef struct ordo_intra_ops {
+    const char *name;
+    int (*create)(const ordo_intra_opts_t *o, ordo_intra_t **out);
+    void (*destroy)(ordo_intra_t *it);
+    /* reduce: put this member's floats of slot (from src) for iteration iter */
+    int (*put)(ordo_intra_t *it, int slot, const float *src, int64_t iter);
+    /* reduced: has every member put slot of iter? */
+    bool (*reduced)(ordo_intra_t *it, int slot, int64_t iter);
+    /* sum writes the sum of the members' floats of slot into dst (after reduced) */
+    void (*sum)(ordo_intra_t *it, int slot, float *dst);
+    /* broadcast: the root publishes slot's value of iter from src */
+    int (*publish)(ordo_intra_t *it, int slot, const float *src, int64_t iter);
+    /* published: is slot's value of iter there? fetch copies it into dst */
+    bool (*published)(ordo_intra_t *it, int slot, int64_t iter);
+    void (*fetch)(ordo_intra_t *it, int slot, float *dst);
+    /* generation counts the changes so far; wait blocks until it differs from seen or
+     * timeout_ms passed, then checks the members: ORDO_EPEERDEAD naming a dead one, else 0 */
+    uint64_t (*generation)(ordo_intra_t *it);
+    int (*wait)(ordo_intra_t *it, uint64_t seen, int timeout_ms);
+    /* kick wakes every waiter of the group (a new wait of this member's) */
+    void (*kick)(ordo_intra_t *it);
+    /* barrier returns once every member reached it (bounded by the timeout) */
+    int (*barrier)(ordo_intra_t *it);
+} ordo_intra_ops_t;
+
+struct ordo_intra {
+    const ordo_intra_ops_t *ops;
+};
+
+extern const ordo_intra_ops_t ordo__intra_shm_ops;
+#ifdef ORDO_HAVE_NCCL
+extern const ordo_intra_ops_t ordo__intra_nccl_ops;
+#endif
+
+/* ordo_intra_new makes the backend named `backend` ("shm", "nccl") for o; ORDO_EINVAL naming
+ * it when this build has none. The caller owns *out. */
+int ordo_intra_new(const char *backend, const ordo_intra_opts_t *o, ordo_intra_t **out);
+
+/* ordo_intra_destroy frees *it and sets it to NULL; NULL-safe. */
+void ordo_intra_destroy(ordo_intra_t **it);
+
+/* ordo_intra_sum adds n floats of src into acc (vectorised; every element the same
+ * operations whatever the width). */
+void ordo_intra_sum(float *restrict acc, const float *restrict src, int64_t n);
+
+#endif

@@ -1,0 +1,483 @@
+/* push_hier: the hierarchical path (the plan's "intra" member: [intra] backend with [cluster]
+ * local_size > 1). The workers of a host group share their tensors through an intra backend
+ * (worker/intra.h) and only one member talks to the servers for each key, so a host sends and
+ * receives one model's worth per iteration instead of L. Keys are sharded whole: each key (with
+ * merged pushes, each merge group) has an owner, assigned greedily by bytes so every member
+ * carries about 1/L of the model. Backward (reduce): every member puts its gradient into the
+ * group's memory; the owner's intra thread sums the L contributions as soon as they are all in
+ * and the owner pushes the sum with the dense or merged path inside, the value of the next
+ * iteration riding on it (fused pull). Forward (all-gather): the owner publishes each value the
+ * moment it arrives; every member's intra thread fetches the values of an iteration in the
+ * order of the plan's priorities as they appear, and each becomes its own PULL_DONE, so the
+ * forward pass waits for each op's own parameters only (DeAR's decoupled all-reduce with
+ * TicTac's order). The servers count one pusher per group and divide by every worker for the
+ * mean (server/server.c). Sparse pushes keep the flat path (the scheduler refuses the mix). */
+#include "worker/push.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/trace.h"
+#include "worker/intra.h"
+#include "worker/merge_buf.h"
+
+#include <jansson.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { CODE_REDUCED = 1, CODE_GATHERED = 2, CODE_FAILED = 3 };
+
+typedef struct {
+    ordo_push_t base;
+    ordo_push_t *inner; /* dense or merged: how the owner's sums leave */
+    ordo_intra_t *it;
+    int L, lr, group, n_keys;
+    int *owner;    /* [n_keys] local rank that pushes and pulls the key */
+    int64_t *off;  /* [n_keys + 1] first float of each key */
+    float *sum;    /* owner: the group's summed gradients (pushed from here) */
+    float *val;    /* owner: the values pulled from the servers (published from here) */
+    float **dst;   /* [n_keys] where each key's value goes (the executor's blocks) */
+    int *prio;     /* [n_keys] the pending push's priority */
+    int64_t *asked; /* [n_keys] owner: the iteration whose value it asked the servers for */
+    bool *own_pull; /* [n_keys] that pull is outstanding (its answer is the path's) */
+    /* the intra thread's work, under mu: per key the iteration to sum / to fetch (-1 none) */
+    pthread_mutex_t mu;
+    int64_t *want_sum, *want_val;
+    int *order; /* [n_keys] the order fetches are served in (the last pulls' priority order) */
+    int *ready; /* [n_keys] the thread's scratch */
+    int64_t *ready_iter;
+    pthread_t th;
+    bool running, stop;
+    char why[256]; /* the failure the thread saw */
+    int why_rc;
+    /* measurements: busy time of each phase (ns, atomic), bytes at the last stats call */
+    int64_t reduce_ns, gather_ns;
+    /* per key: the thread's last sum and fetch (start, duration), traced by local() */
+    int64_t *span_sum, *span_fetch; /* [2 * n_keys] */
+    char **names;                   /* [n_keys] parameter names from the plan, or NULL */
+    bool track_named;
+    int64_t last_push, last_pull;
+} hier_t;
+
+/* ---- the intra thread --------------------------------------------------------------- */
+
+static void *intra_main(void *arg)
+{
+    hier_t *h = arg;
+    const ordo_intra_ops_t *io = h->it->ops;
+    for (;;) {
+        uint64_t gen = io->generation(h->it);
+        int n = 0;
+        pthread_mutex_lock(&h->mu);
+        if (h->stop) {
+            pthread_mutex_unlock(&h->mu);
+            return NULL;
+        }
+        for (int i = 0; i < h->n_keys; i++) {
+            int k = h->order[i];
+            if (h->want_sum[k] >= 0 && io->reduced(h->it, k, h->want_sum[k])) {
+                h->ready[n] = k;
+                h->ready_iter[n++] = h->want_sum[k];
+                h->want_sum[k] = -1;
+            }
+            if (h->want_val[k] >= 0 && io->published(h->it, k, h->want_val[k])) {
+                h->ready[n] = -1 - k;
+                h->ready_iter[n++] = h->want_val[k];
+                h->want_val[k] = -1;
+            }
+        }
+        pthread_mutex_unlock(&h->mu);
+        for (int i = 0; i < n; i++) {
+            int64_t t0 = ordo_clock_ns();
+            if (h->ready[i] >= 0) {
+                int k = h->ready[i];
+                io->sum(h->it, k, h->sum + h->off[k]);
+                int64_t dt = ordo_clock_ns() - t0;
+                __atomic_add_fetch(&h->reduce_ns, dt, __ATOMIC_RELAXED);
+                h->span_sum[2 * k] = t0; /* read by local() after the post */
+                h->span_sum[2 * k + 1] = dt;
+                ordo__worker_post(h->base.ps, CODE_REDUCED, k, h->ready_iter[i]);
+            } else {
+                int k = -1 - h->ready[i];
+                io->fetch(h->it, k, h->dst[k]);
+                int64_t dt = ordo_clock_ns() - t0;
+                __atomic_add_fetch(&h->gather_ns, dt, __ATOMIC_RELAXED);
+                h->span_fetch[2 * k] = t0;
+                h->span_fetch[2 * k + 1] = dt;
+                ordo__worker_post(h->base.ps, CODE_GATHERED, k, h->ready_iter[i]);
+            }
+        }
+        if (n) continue;
+        int rc = io->wait(h->it, gen, 50);
+        if (rc) {
+            pthread_mutex_lock(&h->mu);
+            h->why_rc = rc;
+            snprintf(h->why, sizeof h->why, "%s", ordo_error_text(rc));
+            pthread_mutex_unlock(&h->mu);
+            ordo__worker_post(h->base.ps, CODE_FAILED, 0, 0);
+            return NULL;
+        }
+    }
+}
+
+static void stop(ordo_push_t *p)
+{
+    hier_t *h = (hier_t *)p;
+    if (!h->running) return;
+    pthread_mutex_lock(&h->mu);
+    h->stop = true;
+    pthread_mutex_unlock(&h->mu);
+    h->it->ops->kick(h->it);
+    pthread_join(h->th, NULL);
+    h->running = false;
+}
+
+/* ---- bring-up ----------------------------------------------------------------------- */
+
+static void destroy(ordo_push_t *p)
+{
+    hier_t *h = (hier_t *)p;
+    stop(p);
+    ordo_intra_destroy(&h->it);
+    ordo_push_destroy(&h->inner);
+    pthread_mutex_destroy(&h->mu);
+    free(h->owner);
+    free(h->off);
+    free(h->sum);
+    free(h->val);
+    free(h->dst);
+    free(h->prio);
+    free(h->asked);
+    free(h->own_pull);
+    free(h->want_sum);
+    free(h->want_val);
+    free(h->order);
+    free(h->ready);
+    free(h->ready_iter);
+    free(h->span_sum);
+    free(h->span_fetch);
+    for (int i = 0; h->names && i < h->n_keys; i++) free(h->names[i]);
+    free(h->names);
+    free(h);
+}
+
+/* owners: units (keys, or merge groups of keys) in order, each to the member with the fewest
+ * bytes so far; every member computes the same assignment */
+static void assign_owners(hier_t *h, int n_units, const int *start, const int *keys)
+{
+    int64_t load[ORDO_INTRA_MAX_LOCAL] = {0};
+    for (int u = 0; u < n_units; u++) {
+        int best = 0;
+        for (int m = 1; m < h->L; m++)
+            if (load[m] < load[best]) best = m;
+        for (int i = start[u]; i < start[u + 1]; i++) {
+            int k = keys[i];
+            h->owner[k] = best;
+            load[best] += h->off[k + 1] - h->off[k];
+        }
+    }
+}
+
+static int create(ordo_worker_t *ps, ordo_push_t **out)
+{
+    const ordo_keys_t *k = ordo_worker_keys(ps);
+    const ordo_conf_t *conf = ordo__worker_conf(ps);
+    json_t *plan = json_loads(ordo_worker_plan(ps), 0, NULL);
+    json_t *intra = json_object_get(plan, "intra");
+    int L = (int)json_integer_value(json_object_get(intra, "local_size"));
+    const char *backend = json_string_value(json_object_get(intra, "backend"));
+    const char *run = json_string_value(json_object_get(intra, "run"));
+    int rank = ordo_worker_rank(ps), W = ordo_worker_n_workers(ps), rc;
+    if (L < 1 || L > ORDO_INTRA_MAX_LOCAL || W % L || !backend || !run) {
+        json_decref(plan);
+        return ordo_error_set(ORDO_EPROTO, "plan member intra: local_size %d for %d workers "
+                              "(at most %d), backend and run needed", L, W, ORDO_INTRA_MAX_LOCAL);
+    }
+    json_t *merge = json_object_get(plan, "merge");
+    int inner_mode = merge && !json_is_null(merge) ? ORDO_PUSH_MERGED : ORDO_PUSH_DENSE;
+    hier_t *h = calloc(1, sizeof *h);
+    if (!h) {
+        json_decref(plan);
+        return ORDO_ENOMEM;
+    }
+    pthread_mutex_init(&h->mu, NULL);
+    h->L = L;
+    h->lr = rank % L;
+    h->group = rank / L;
+    h->n_keys = k->n_keys;
+    size_t n = (size_t)k->n_keys;
+    h->owner = calloc(n, sizeof *h->owner);
+    h->off = calloc(n + 1, sizeof *h->off);
+    h->dst = calloc(n, sizeof *h->dst);
+    h->prio = calloc(n, sizeof *h->prio);
+    h->asked = malloc(n * sizeof *h->asked);
+    h->own_pull = calloc(n, sizeof *h->own_pull);
+    h->want_sum = malloc(n * sizeof *h->want_sum);
+    h->want_val = malloc(n * sizeof *h->want_val);
+    h->order = malloc(n * sizeof *h->order);
+    h->ready = malloc(2 * n * sizeof *h->ready);
+    h->ready_iter = malloc(2 * n * sizeof *h->ready_iter);
+    h->span_sum = calloc(2 * n, sizeof *h->span_sum);
+    h->span_fetch = calloc(2 * n, sizeof *h->span_fetch);
+    h->names = calloc(n, sizeof *h->names);
+    json_t *names = json_object_get(plan, "params");
+    for (size_t i = 0; h->names && i < n; i++) {
+        const char *nm = json_string_value(json_array_get(names, i));
+        if (nm) h->names[i] = strdup(nm);
+    }
+    rc = ORDO_ENOMEM;
+    if (!h->owner || !h->off || !h->dst || !h->prio || !h->asked || !h->own_pull || !h->want_sum ||
+        !h->want_val || !h->order || !h->ready || !h->ready_iter || !h->span_sum || !h->span_fetch ||
+        !h->names)
+        goto fail;
+    for (int i = 0; i < k->n_keys; i++) {
+        h->off[i + 1] = h->off[i] + k->numel[i];
+        h->asked[i] = h->want_sum[i] = h->want_val[i] = -1;
+        h->order[i] = i;
+    }
+    h->sum = malloc(sizeof(float) * (size_t)(h->off[n] + 1));
+    h->val = malloc(sizeof(float) * (size_t)(h->off[n] + 1));
+    if (!h->sum || !h->val) goto fail;
+    if (inner_mode == ORDO_PUSH_MERGED) {
+        int ng = 0, *start = NULL, *order = NULL;
+        int64_t max_bytes;
+        rc = ordo_merge_buf_groups_from_plan(ordo_worker_plan(ps), k->n_keys, &ng, &start, &order,
+                                             &max_bytes);
+        if (rc) goto fail;
+        assign_owners(h, ng, start, order);
+        free(start);
+        free(order);
+    } else {
+        int *start = malloc((n + 1) * sizeof *start);
+        if (!start) goto fail;
+        for (int i = 0; i <= k->n_keys; i++) start[i] = i;
+        assign_owners(h, k->n_keys, start, h->order);
+        free(start);
+    }
+    if ((rc = ordo_push_new(inner_mode, ps, &h->inner)) != 0) goto fail;
+    int wr[ORDO_INTRA_MAX_LOCAL];
+    for (int m = 0; m < L; m++) wr[m] = h->group * L + m;
+    ordo_intra_opts_t io = {.run = run,
+                            .group = h->group,
+                            .local_rank = h->lr,
+                            .local_size = L,
+                            .n_slots = k->n_keys,
+                            .slot_off = h->off,
+                            .timeout_ms = conf->timeout_ms,
+                            .worker_rank = wr,
+                            .slot_root = h->owner};
+    if ((rc = ordo_intra_new(backend, &io, &h->it)) != 0) goto fail;
+    h->base.ps = ps; /* the thread posts through it before ordo_push_new sets it */
+    if (pthread_create(&h->th, NULL, intra_main, h) != 0) {
+        rc = ordo_error_set(ORDO_EIO, "intra: cannot start its thread");
+        goto fail;
+    }
+    h->running = true;
+    int64_t mine = 0;
+    for (int i = 0; i < k->n_keys; i++)
+        if (h->owner[i] == h->lr) mine += k->numel[i];
+    ORDO_INFO("intra: group %d member %d of %d (%s, %s pushes inside): pushes and pulls %.1f of "
+              "%.1f MiB",
+              h->group, h->lr, L, backend, inner_mode == ORDO_PUSH_MERGED ? "merged" : "dense",
+              (double)mine * 4 / 1048576.0, (double)h->off[n] * 4 / 1048576.0);
+    json_decref(plan);
+    *out = &h->base;
+    return 0;
+fail:
+    json_decref(plan);
+    destroy(&h->base);
+    return rc;
+}
+
+/* ---- key level ---------------------------------------------------------------------- */
+
+/* backward: the member's gradient into the group; the owner's thread sums and pushes */
+static int grad_ready(ordo_push_t *p, int key, const float *grad, int64_t iter, int priority)
+{
+    hier_t *h = (hier_t *)p;
+    int64_t t0 = ordo_clock_ns();
+    int rc = h->it->ops->put(h->it, key, grad, iter);
+    __atomic_add_fetch(&h->reduce_ns, ordo_clock_ns() - t0, __ATOMIC_RELAXED);
+    if (rc) return rc;
+    if (h->owner[key] != h->lr) { /* the gradient was copied: its buffer is free again */
+        ordo__worker_push_begin(p->ps, key, iter);
+        ordo__worker_push_done(p->ps, key, iter);
+        return 0;
+    }
+    pthread_mutex_lock(&h->mu);
+    h->want_sum[key] = iter;
+    h->prio[key] = priority;
+    pthread_mutex_unlock(&h->mu);
+    h->it->ops->kick(h->it);
+    return 0;
+}
+
+static int pushpull_refused(ordo_push_t *p, int key, const float *src, float *dst, int64_t iter,
+                            int priority)
+{
+    (void)p, (void)src, (void)dst, (void)iter, (void)priority;
+    return ordo_error_set(ORDO_EINVAL, "key %d: push-and-pull in one call does not work with "
+                          "intra groups (intra.backend); push, then pull", key);
+}
+
+static void send_part(ordo_push_t *p, int group, int part, int64_t iter, int priority)
+{
+    hier_t *h = (hier_t *)p;
+    h->inner->ops->send_part(h->inner, group, part, iter, priority);
+}
+
+static int group_ack(ordo_push_t *p, const ordo_msg_t *m)
+{
+    hier_t *h = (hier_t *)p;
+    return h->inner->ops->group_ack(h->inner, m);
+}
+
+static float *grad_home(const ordo_push_t *p, int key)
+{
+    (void)p, (void)key;
+    return NULL; /* copied into the group's memory from wherever it is */
+}
+
+/* ---- iteration level ---------------------------------------------------------------- */
+
+/* forward: the owner asks the servers for what nobody asked yet (iteration 0, a resume),
+ * and every key's value comes from the group's memory as the owner publishes it */
+static int pulls(ordo_push_t *p, int64_t iter, const int *keys, const int *priority, int n,
+                 float *const *dst)
+{
+    hier_t *h = (hier_t *)p;
+    for (int i = 0; i < n; i++) {
+        int k = keys[i];
+        if (h->owner[k] == h->lr && h->asked[k] < iter) {
+            h->asked[k] = iter;
+            int rc = ordo_worker_pull(p->ps, k, h->val + h->off[k], iter, priority[i]);
+            if (rc) return rc;
+            h->own_pull[k] = true;
+        }
+    }
+    pthread_mutex_lock(&h->mu);
+    int j = 0;
+    for (int i = 0; i < n; i++) {
+        int k = keys[i];
+        h->dst[k] = dst[k];
+        h->want_val[k] = iter;
+        h->order[j++] = k;
+        ordo__worker_pull_begin(p->ps, k, iter);
+    }
+    for (int k = 0; k < h->n_keys && j < h->n_keys; k++) { /* the rest keep their turn after */
+        bool listed = false;
+        for (int i = 0; i < n && !listed; i++) listed = keys[i] == k;
+        if (!listed) h->order[j++] = k;
+    }
+    pthread_mutex_unlock(&h->mu);
+    h->it->ops->kick(h->it);
+    return 0;
+}
+
+/* the owner's value arrived: into the group's memory for everyone (the owner included) */
+static bool pulled(ordo_push_t *p, int key, int64_t iter)
+{
+    hier_t *h = (hier_t *)p;
+    if (!h->own_pull[key]) return false; /* a caller's own ordo_worker_pull */
+    h->own_pull[key] = false;
+    int64_t t0 = ordo_clock_ns();
+    h->it->ops->publish(h->it, key, h->val + h->off[key], iter);
+    __atomic_add_fetch(&h->gather_ns, ordo_clock_ns() - t0, __ATOMIC_RELAXED);
+    return true;
+}
+
+/* a span of the intra phases on the run's trace (track 4, "intra") */
+static void trace_span(hier_t *h, const char *phase, int k, const int64_t *span, int64_t iter)
+{
+    ordo_trace_t *t = ordo__worker_trace(h->base.ps);
+    if (!t) return;
+    if (!h->track_named) {
+        ordo_trace_name_track(t, 4, "intra");
+        h->track_named = true;
+    }
+    char name[160], args[64];
+    if (h->names[k])
+        snprintf(name, sizeof name, "%s %s", phase, h->names[k]);
+    else
+        snprintf(name, sizeof name, "%s key %d", phase, k);
+    snprintf(args, sizeof args, "{\"iter\":%lld}", (long long)iter);
+    ordo_trace_complete(t, name, "intra", 4, span[2 * k], span[2 * k + 1], args);
+}
+
+/* what the intra thread finished, on the thread that polls */
+static int local(ordo_push_t *p, const ordo_msg_t *m)
+{
+    hier_t *h = (hier_t *)p;
+    int k = (int)m->hdr.key;
+    if (m->hdr.chunk == CODE_FAILED) {
+        pthread_mutex_lock(&h->mu);
+        char why[320];
+        snprintf(why, sizeof why, "worker %d: %s", ordo_worker_rank(p->ps), h->why);
+        pthread_mutex_unlock(&h->mu);
+        /* the scheduler hears the reason from here: the executor's caller sees only the code */
+        ordo_worker_abort(p->ps, why);
+        return ordo_error_set(ORDO_EABORT, "%s", why);
+    }
+    if (k < 0 || k >= h->n_keys) return 0;
+    if (m->hdr.chunk == CODE_GATHERED) {
+        trace_span(h, "all-gather", k, h->span_fetch, m->hdr.iter);
+        ordo__worker_pull_done(p->ps, k, m->hdr.iter);
+        return 0;
+    }
+    trace_span(h, "reduce-scatter", k, h->span_sum, m->hdr.iter);
+    /* CODE_REDUCED: the group's sum leaves; its answer brings the next value (fused) */
+    h->asked[k] = m->hdr.iter + 1;
+    h->own_pull[k] = true;
+    return h->inner->ops->pushpull(h->inner, k, h->sum + h->off[k], h->val + h->off[k],
+                                   m->hdr.iter, h->prio[k]);
+}
+
+static bool have(const ordo_push_t *p, int64_t iter)
+{
+    (void)p, (void)iter;
+    return false;
+}
+
+/* the bytes this worker really moved since the last call, and each phase's busy time */
+static void stats(const ordo_push_t *p, int64_t *bytes_push, int64_t *bytes_pull, char *extra,
+                  size_t size)
+{
+    hier_t *h = (hier_t *)p;
+    int64_t pu, pl;
+    ordo_worker_bytes(p->ps, &pu, &pl);
+    *bytes_push = pu - h->last_push;
+    *bytes_pull = pl - h->last_pull;
+    h->last_push = pu;
+    h->last_pull = pl;
+    int64_t r = __atomic_exchange_n(&h->reduce_ns, 0, __ATOMIC_RELAXED);
+    int64_t g = __atomic_exchange_n(&h->gather_ns, 0, __ATOMIC_RELAXED);
+    snprintf(extra, size, ",\"intra_reduce_ms\":%.4f,\"intra_gather_ms\":%.4f", (double)r / 1e6,
+             (double)g / 1e6);
+}
+
+const ordo_push_ops_t ordo__push_hier_ops = {
+    .name = "hier",
+    .mode = ORDO__PUSH_HIER,
+    .create = create,
+    .destroy = destroy,
+    .push = grad_ready,
+    .pushpull = pushpull_refused,
+    .send_part = send_part,
+    .group_ack = group_ack,
+    .grad_home = grad_home,
+    .key_pushes = true,
+    .bind = ordo__push_dense_bind,
+    .unbind = ordo__push_dense_unbind,
+    .init = ordo__push_dense_init,
+    .pulls = pulls,
+    .grad_ready = grad_ready,
+    .grads_done = ordo__push_dense_grads_done,
+    .on_event = ordo__push_dense_on_event,
+    .have = have,
+    .stats = stats,
+    .local = local,
+    .pulled = pulled,
+    .stop = stop,
+};
