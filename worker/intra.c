@@ -24,18 +24,16 @@ int ordo_intra_new(const char *backend, const ordo_intra_opts_t *o, ordo_intra_t
 {
     const ordo_intra_ops_t *ops = NULL;
     if (backend && strcmp(backend, "shm") == 0) ops = &ordo__intra_shm_ops;
-#ifdef ORDO_HAVE_NCCL
-    if (backend && strcmp(backend, "nccl") == 0) ops = &ordo__intra_nccl_ops;
-#endif
+    if (backend && strcmp(backend, "nccl") == 0 && &ordo__intra_nccl_ops != NULL)
+        ops = &ordo__intra_nccl_ops;
     if (!ops)
-        return ordo_error_set(ORDO_EINVAL, "intra.backend %s: not in this build (shm%s)",
+        return ordo_error_set(ORDO_EINVAL,
+                              "intra.backend %s: not in this build (shm%s)",
                               backend ? backend : "(none)",
-#ifdef ORDO_HAVE_NCCL
-                              ", nccl"
-#else
-                              "; nccl needs the CUDA toolkit and NCCL at build time"
-#endif
-        );
+                              &ordo__intra_nccl_ops != NULL
+                                  ? ", nccl"
+                                  : "; nccl needs the CUDA toolkit and NCCL at build time, "
+                                    "and is in ordo-worker, not in libordo");
     return ops->create(o, out);
 }
 

@@ -60,9 +60,11 @@ struct ordo_intra {
 };
 
 extern const ordo_intra_ops_t ordo__intra_shm_ops;
-#ifdef ORDO_HAVE_NCCL
-extern const ordo_intra_ops_t ordo__intra_nccl_ops;
-#endif
+/* The NCCL backend is an object library (ordo_intra_nccl) that ordo-worker and the tests link
+ * when the build found the CUDA toolkit and NCCL; the reference is weak, so a program without
+ * it (libordo.so, whose users may load their own NCCL, e.g. PyTorch's) gets NULL and never
+ * loads libcudart or libnccl. */
+extern const ordo_intra_ops_t ordo__intra_nccl_ops __attribute__((weak));
 
 /* ordo_intra_new makes the backend named `backend` ("shm", "nccl") for o; ORDO_EINVAL naming
  * it when this build has none. The caller owns *out. */
