@@ -72,7 +72,11 @@ static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
     r.hdr.flags = ORDO_FLAG_STALE(w->iter - ordo_store_version(s->store, slice)) | w->flags;
     void *data, *hint;
     size_t bytes;
-    ordo_store_ref(s->store, slice, &data, &bytes, &hint);
+    if (ordo_store_ref_pull(s->store, slice, w->iter, &data, &bytes, &hint) != 0) {
+        ORDO_ERROR("out of memory answering a pull");
+        ordo_msg_close(&r);
+        return;
+    }
     if (ordo_msg_add_ref(&r, data, bytes, ordo_store_unref_cb, hint) != 0) {
         ordo_store_unref_cb(data, hint);
         ORDO_ERROR("out of memory answering a pull");

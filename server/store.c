@@ -530,6 +530,46 @@ void ordo_store_ref(ordo_store_t *s, int slice, void **data, size_t *bytes, void
     *hint = sl->value;
 }
 
+int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, size_t *bytes,
+                        void **hint)
+{
+    slot_t *sl = &s->slots[s->slot_of[slice]];
+    if (s->mode != ORDO_SYNC_SSP || sl->version >= iter) {
+        ordo_store_ref(s, slice, data, bytes, hint);
+        return 0;
+    }
+    ordo_vbuf_t *b = vbuf_new(sl->numel);
+    if (!b) return ORDO_ENOMEM;
+    memcpy(b->data, sl->value->data, (size_t)sl->numel * sizeof(float));
+    /* the updates of iterations version .. iter - 1 as if their pushes received so far were
+     * all: the optimizer's steps on scratch copies of the gradient sum and the momentum */
+    size_t n = (size_t)sl->numel;
+    float *g = malloc(n * sizeof *g), *mom = sl->mom ? malloc(n * sizeof *mom) : NULL;
+    if (!g || (sl->mom && !mom)) {
+        free(g);
+        free(mom);
+        vbuf_unref(b);
+        return ORDO_ENOMEM;
+    }
+    if (mom) memcpy(mom, sl->mom, n * sizeof *mom);
+    for (int64_t t = sl->version; t < iter; t++) {
+        round_t *rd = &sl->rounds[t % s->n_rounds];
+        if (rd->sum)
+            memcpy(g, rd->sum, n * sizeof *g);
+        else
+            memset(g, 0, n * sizeof *g);
+        for (int w = 0; w < s->n_workers; w++)
+            if (rd->held[w].owner) ordo_optim_sum(g, rd->held[w].data, sl->numel);
+        ordo_optim_step(&s->opt, b->data, b->data, mom, g, s->scale, sl->numel);
+    }
+    free(g);
+    free(mom);
+    *data = b->data;
+    *bytes = (size_t)sl->numel * sizeof(float);
+    *hint = b;
+    return 0;
+}
+
 void ordo_store_copy_value(const ordo_store_t *s, int slice, float *dst)
 {
     const slot_t *sl = &s->slots[s->slot_of[slice]];

@@ -108,6 +108,15 @@ int64_t ordo_store_version(const ordo_store_t *s, int slice);
  * data and bytes describe it; pass ordo_store_unref_cb and *hint to zmq_msg_init_data. */
 void ordo_store_ref(ordo_store_t *s, int slice, void **data, size_t *bytes, void **hint);
 
+/* ordo_store_ref_pull is ordo_store_ref for the answer to a pull of iteration iter. Under ssp,
+ * when the value is behind iter, the answer is a fresh buffer: the value after the updates of
+ * iterations version .. iter - 1 made from the pushes that have arrived so far (on scratch
+ * copies of the momentum; the stored value and momentum are untouched until each iteration
+ * is complete), so a worker ahead reads what the others have pushed (docs/stragglers.md).
+ * ORDO_ENOMEM. */
+int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, size_t *bytes,
+                        void **hint);
+
 /* ordo_store_unref_cb releases a reference taken by ordo_store_ref (ZeroMQ free fn). */
 void ordo_store_unref_cb(void *data, void *hint);
 

@@ -2,8 +2,8 @@
  * (model.trainer = synthetic) pushes and pulls the conf's tensor list for K iterations and
  * checks every pulled value against the closed form of what the servers must hold:
  * worker w pushes (w+1)(t+1) in every element at iteration t, so with plain SGD
- * v_t = v_0 - lr * scale * W(W+1)/2 * t(t+1)/2 (under ssp, some v_u with t - s <= u <= t;
- * asp and backup workers are not checked). Model jobs (profiles with emulated compute,
+ * v_t = v_0 - lr * scale * W(W+1)/2 * t(t+1)/2 (under ssp, between v_{t-s} and v_t, which holds
+ * with plain SGD; asp and backup workers are not checked). Model jobs (profiles with emulated compute,
  * the built-in trainers) run the graph executor over the iterations or epochs, with initial
  * values, resume, checkpoints, progress, per-iteration stats and the final evaluation. */
 #include "worker/run.h"
@@ -102,20 +102,18 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
         int64_t t1 = ordo_clock_ns();
         for (int key = 0; check && key < k->n_keys; key++)
             for (int64_t i = 0; i < k->numel[key]; i++) {
-                /* ssp: the value of some version v in [t - staleness, t], the same for every
-                 * element of a chunk; the first element tells which */
-                int64_t v = t;
-                if (conf->sync_mode == ORDO_SYNC_SSP)
-                    for (v = t; v > 0 && v > t - conf->staleness; v--)
-                        if (fabs(val[key][i] - synth_value(conf, W, key, i, v)) <=
-                            1e-4 * (1 + fabs(val[key][i])))
-                            break;
-                double want = synth_value(conf, W, key, i, v);
+                /* every push of the iterations before t - staleness is in, and none of t or
+                 * later: the pushes are positive, so the value lies between those two */
+                int64_t lo = t - (conf->sync_mode == ORDO_SYNC_SSP ? conf->staleness : 0);
+                double newest = synth_value(conf, W, key, i, t);
+                double oldest = synth_value(conf, W, key, i, lo < 0 ? 0 : lo);
+                double tol = 1e-4 * (1 + fabs(newest));
                 checked++;
-                if (fabs(val[key][i] - want) > 1e-4 * (1 + fabs(want))) {
+                if (val[key][i] < newest - tol || val[key][i] > oldest + tol) {
                     if (wrong++ < 5)
-                        ORDO_ERROR("iteration %lld key %d element %lld: pulled %.7g, expected %.7g",
-                                   (long long)t, key, (long long)i, val[key][i], want);
+                        ORDO_ERROR("iteration %lld key %d element %lld: pulled %.7g, expected %.7g "
+                                   "to %.7g", (long long)t, key, (long long)i, val[key][i],
+                                   newest, oldest);
                 }
             }
         float g = (float)((rank + 1) * (t + 1));
