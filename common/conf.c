@@ -634,6 +634,9 @@ int ordo_conf_validate(const ordo_conf_t *conf)
     if (conf->sync_mode != ORDO_SYNC_BSP && conf->push_mode != ORDO_PUSH_DENSE)
         return ordo_error_set(ORDO_EINVAL, "sync.mode = %s needs push.mode = dense",
                               conf->sync_mode == ORDO_SYNC_SSP ? "ssp" : "asp");
+    if (conf->sync_mode != ORDO_SYNC_BSP && (conf->checkpoint_every > 0 || conf->resume[0]))
+        return ordo_error_set(ORDO_EINVAL, "fault.checkpoint_every and fault.resume need sync.mode "
+                              "= bsp (under ssp and asp the workers are at different iterations)");
     if (conf->backup > 0 && conf->push_mode != ORDO_PUSH_DENSE)
         return ordo_error_set(ORDO_EINVAL, "sync.backup needs push.mode = dense");
     if (conf->heartbeat_ms * 2 > conf->timeout_ms)
