@@ -7,11 +7,13 @@
 # row per run (throughput, mean step, time to the target test accuracy, final accuracy,
 # staleness, late pushes), gnuplot plots (when gnuplot is installed) and a Markdown table.
 # Worker 0 evaluates the whole test set every --eval-every iterations; that time is left out
-# of time_to_target_s (docs/formats.md).
+# of the times to the target accuracy.
 #
 # usage: scripts/experiments/stragglers.sh [OPTIONS]
 #   --iterations N    iterations per run (default 350: 1.5 epochs at batch 64 on 4 workers)
-#   --target A        target test accuracy (default 0.84)
+#   --target A        target test accuracy (default 0.84); the table also shows the time to
+#                     0.80: worker 0's summed step times until its first evaluation at or
+#                     above the target (from metrics.jsonl, so --report-only can change it)
 #   --eval-every N    default 25
 #   --scenarios LIST  comma list of none,x2,x4,transient (default all)
 #   --modes LIST      comma list of bsp,ssp1,ssp3,asp,backup1 (default all)
@@ -88,6 +90,17 @@ fi
 python3 - "$out" "$target" <<'PY'
 import json, os, sys
 out, target = sys.argv[1], float(sys.argv[2])
+def time_to(run, target):
+    """worker 0's summed step times up to its first iteration whose test accuracy reached
+    target (its evaluations are not in the step times)"""
+    recs = [json.loads(line) for line in open(os.path.join(run, "metrics.jsonl"))]
+    spent = 0.0
+    for r in sorted((r for r in recs if r["worker"] == 0), key=lambda r: r["iter"]):
+        spent += r["step_ms"]
+        if r.get("test_accuracy", 0) >= target:
+            return spent / 1e3
+    return None
+
 rows = []
 for name in sorted(os.listdir(out)):
     p = os.path.join(out, name, "summary.json")
@@ -99,7 +112,8 @@ for name in sorted(os.listdir(out)):
     rows.append(dict(scenario=sc, mode=mode, order=order,
                      throughput=d.get("throughput_samples_per_s"),
                      step_ms=d["step_ms"]["mean"],
-                     time_to_target_s=d.get("time_to_target_s"),
+                     time_to_80_s=time_to(os.path.join(out, name), 0.80),
+                     time_to_target_s=time_to(os.path.join(out, name), target),
                      test_accuracy=d.get("test_accuracy"),
                      staleness_mean=sync.get("staleness_mean", 0.0),
                      staleness_max=sync.get("staleness_max", 0),
@@ -114,16 +128,16 @@ order_m = {"bsp": 0, "ssp1": 1, "ssp3": 2, "asp": 3, "backup1": 4}
 rows.sort(key=lambda r: (r["order"], order_s.get(r["scenario"], 9), order_m.get(r["mode"], 9)))
 base = {(r["order"], r["scenario"]): r for r in rows if r["mode"] == "bsp"}
 fmt = lambda v, f: "n/a" if v is None else f % v
-lines = ["| order | stragglers | sync | samples/s | step ms | time to %.0f %% (s) | vs bsp | "
-         "test acc %% | staleness mean / max | late pushes |" % (100 * target),
-         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+lines = ["| order | stragglers | sync | samples/s | step ms | time to 80 %% (s) | vs bsp | "
+         "time to %.0f %% (s) | vs bsp | test acc %% | staleness mean / max | late pushes |"
+         % (100 * target), "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 for r in rows:
     b = base.get((r["order"], r["scenario"]))
-    gain = (b["time_to_target_s"] / r["time_to_target_s"]
-            if b and b["time_to_target_s"] and r["time_to_target_s"] else None)
-    lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |" % (
+    gain = lambda k: (b[k] / r[k] if b and b[k] and r[k] else None)
+    lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |" % (
         r["order"], r["scenario"], r["mode"], fmt(r["throughput"], "%.0f"),
-        fmt(r["step_ms"], "%.2f"), fmt(r["time_to_target_s"], "%.2f"), fmt(gain, "%.2fx"),
+        fmt(r["step_ms"], "%.2f"), fmt(r["time_to_80_s"], "%.2f"), fmt(gain("time_to_80_s"), "%.2fx"),
+        fmt(r["time_to_target_s"], "%.2f"), fmt(gain("time_to_target_s"), "%.2fx"),
         fmt(None if r["test_accuracy"] is None else 100 * r["test_accuracy"], "%.2f"),
         fmt(r["staleness_mean"], "%.2f"), r["staleness_max"], r["late_pushes"]))
 open(os.path.join(out, "stragglers.md"), "w").write("\n".join(lines) + "\n")
@@ -152,6 +166,7 @@ set style histogram cluster gap 1
 set style fill solid 0.8 border -1
 set key top left
 set datafile missing "nan"
+set yrange [0:*]
 set output "$out/time-to-target.png"
 set ylabel "seconds to $target test accuracy"
 set title "mlp, 4 workers, 2 servers, ordering fifo: time to target"
