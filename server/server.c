@@ -257,10 +257,10 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
         if (s->sparse) ordo_sparse_srv_on_ctl(s->sparse, m);
         return 0;
     case ORDO_MSG_SHUTDOWN:
-        ORDO_INFO("shutdown: %llu pushes (%llu late, left out), %llu pulls, %llu dropped%s",
-                  (unsigned long long)s->n_push, (unsigned long long)ordo_store_dropped(s->store),
-                  (unsigned long long)s->n_pull, (unsigned long long)s->n_dropped,
-                  probes_note(s, buf, sizeof buf));
+        ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out",
+                  (unsigned long long)s->n_push, (unsigned long long)s->n_pull,
+                  (unsigned long long)s->n_dropped, probes_note(s, buf, sizeof buf),
+                  (unsigned long long)ordo_store_dropped(s->store));
         return 1;
     case ORDO_MSG_ABORT:
         ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));
