@@ -685,7 +685,7 @@ int ordo_worker_report(ordo_worker_t *w, const char *json)
     if ((w->conf.sync_mode == ORDO_SYNC_BSP && w->conf.backup == 0) || n < 2 || json[n - 1] != '}')
         return send_ctl(w, ORDO_MSG_STATS, json);
     /* [sync]: what the pulls and pushes since the last report saw */
-    char *text = malloc(n + 32 * ORDO_STALE_BUCKETS + 64);
+    char *text = malloc(n + 24 * ORDO_STALE_BUCKETS + 64);
     if (!text) return ORDO_ENOMEM;
     int last = 0;
     for (int i = 0; i < ORDO_STALE_BUCKETS; i++)

@@ -10,6 +10,7 @@
 # of the times to the target accuracy.
 #
 # usage: scripts/experiments/stragglers.sh [OPTIONS]
+#   --model M         mlp or cnn (conf/M.ini; default mlp)
 #   --iterations N    iterations per run (default 350: 1.5 epochs at batch 64 on 4 workers)
 #   --target A        target test accuracy (default 0.84); the table also shows the time to
 #                     0.80: worker 0's summed step times until its first evaluation at or
@@ -23,6 +24,7 @@
 #   --report-only     only write the CSV, plots and table of DIR's runs
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
+model=mlp
 iters=350
 target=0.84
 eval_every=25
@@ -34,7 +36,8 @@ bin="$here/build/bin"
 report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --model) model=$2; shift 2 ;;
     --iterations) iters=$2; shift 2 ;;
     --target) target=$2; shift 2 ;;
     --eval-every) eval_every=$2; shift 2 ;;
@@ -76,7 +79,7 @@ if [ "$report_only" = 0 ]; then
         name="$sc-$mode-$order"
         echo "== $name"
         # shellcheck disable=SC2046
-        "$here/scripts/ordo-launch" "$here/conf/mlp.ini" --bin "$bin" --cluster.workers=4 \
+        "$here/scripts/ordo-launch" "$here/conf/$model.ini" --bin "$bin" --cluster.workers=4 \
           --cluster.servers=2 --model.epochs=0 --model.iterations="$iters" \
           --model.eval_every="$eval_every" --model.target_accuracy="$target" \
           --order.policy="$order" --output.dir="$out" --output.run="$name" \
@@ -169,12 +172,12 @@ set datafile missing "nan"
 set yrange [0:*]
 set output "$out/time-to-target.png"
 set ylabel "seconds to $target test accuracy"
-set title "mlp, 4 workers, 2 servers, ordering fifo: time to target"
+set title "$model, 4 workers, 2 servers, ordering fifo: time to target"
 plot "$out/stragglers.dat" index 0 using 2:xtic(1) title "bsp", '' index 0 using 3 title "ssp 1", \
      '' index 0 using 4 title "ssp 3", '' index 0 using 5 title "asp", '' index 0 using 6 title "backup 1"
 set output "$out/throughput.png"
 set ylabel "samples / s"
-set title "mlp, 4 workers, 2 servers, ordering fifo: throughput"
+set title "$model, 4 workers, 2 servers, ordering fifo: throughput"
 plot "$out/stragglers.dat" index 0 using 7:xtic(1) title "bsp", '' index 0 using 8 title "ssp 1", \
      '' index 0 using 9 title "ssp 3", '' index 0 using 10 title "asp", '' index 0 using 11 title "backup 1"
 GP
