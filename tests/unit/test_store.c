@@ -222,6 +222,35 @@ START_TEST(ssp_sums_iterations_ahead_and_applies_them_in_order)
 }
 END_TEST
 
+START_TEST(ssp_pull_ahead_reads_the_pushes_received)
+{
+    ordo_keys_t *k;
+    ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f / W, ORDO_SYNC_SSP, 1, 0);
+    float g1[N], g2[N], v[N];
+    bool u;
+    grad_of(1, 0, g1);
+    grad_of(2, 0, g2);
+    ORDO_CK_OK(ordo_store_push(s, 0, 2, 0, g2, sizeof g2, &u)); /* held: worker 0 first */
+    ORDO_CK_OK(ordo_store_push(s, 0, 1, 0, g1, sizeof g1, &u));
+    void *data, *hint;
+    size_t bytes;
+    ORDO_CK_OK(ordo_store_ref_pull(s, 0, 0, &data, &bytes, &hint)); /* at the value: itself */
+    ordo_store_copy_value(s, 0, v);
+    ck_assert(memcmp(data, v, sizeof v) == 0);
+    ordo_store_unref_cb(data, hint);
+    ORDO_CK_OK(ordo_store_ref_pull(s, 0, 1, &data, &bytes, &hint)); /* ahead: with 1 and 2's */
+    ck_assert_int_eq((int)bytes, (int)sizeof v);
+    const float *a = data;
+    for (int i = 0; i < N; i++)
+        ck_assert_float_eq_tol(a[i], -(1.0f / W) * (g1[i] + g2[i]), 1e-5f);
+    ordo_store_unref_cb(data, hint);
+    ordo_store_copy_value(s, 0, v); /* the stored value is untouched */
+    for (int i = 0; i < N; i++) ck_assert_float_eq(v[i], 0.0f);
+    ordo_store_destroy(&s);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
 START_TEST(ssp_zero_staleness_is_bsp)
 {
     ordo_keys_t *k;
@@ -317,6 +346,7 @@ static Suite *store_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("sync");
     tcase_add_test(tc, ssp_sums_iterations_ahead_and_applies_them_in_order);
+    tcase_add_test(tc, ssp_pull_ahead_reads_the_pushes_received);
     tcase_add_test(tc, ssp_zero_staleness_is_bsp);
     tcase_add_test(tc, asp_applies_every_push_at_once);
     tcase_add_test(tc, backup_takes_the_first_pushes_and_drops_the_rest);
