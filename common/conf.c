@@ -61,6 +61,9 @@ const key_t_ ordo__conf_keys[] = {
     {"model", "eval_every", T_INT, OFF(eval_every), 0, "0", 0, 100000000, NULL,
      "trainers mlp, cnn: worker 0 evaluates the test set every N iterations and reports the "
      "accuracy in metrics.jsonl (0 = only at the end)"},
+    {"model", "eval_samples", T_INT, OFF(eval_samples), 0, "0", 0, 100000000, NULL,
+     "the evaluations of model.eval_every use the first N test samples (0 = the whole test "
+     "set; the final evaluation always does)"},
     {"order", "policy", T_STR, OFF(policy), SZ(policy), "fifo", 0, 0, NULL,
      "none | fifo | tio | tao | search | file:PATH"},
     {"order", "enforce", T_ENUM, OFF(enforce), 0, "strict", 0, 0, "strict|greedy",

@@ -47,6 +47,7 @@ typedef struct ordo_conf {
     char init_params[ORDO_CONF_PATH]; /* params.bin to start from ("" = the trainer's init) */
     double target_accuracy; /* summary.json: time until worker 0's test accuracy reaches it */
     int eval_every;         /* worker 0 evaluates the test set every N iterations (0 = never) */
+    int eval_samples;       /* those evaluations use the first N test samples (0 = all) */
     /* [order] */
     char policy[ORDO_CONF_PATH]; /* none|fifo|tio|tao|search|file:PATH */
     int policy_kind;             /* ordo_policy_t, derived from policy */

@@ -10,7 +10,7 @@
 #include "scheduler/runlog.h"
 
 /* ordo_runlog_sync_summary adds to root, from the n records' further members ("stale",
- * "late_pushes", worker 0's "test_accuracy" and "eval_ms"): "sync" (the mode, the histogram of
+ * "late_pushes", worker 0's "test_accuracy"): "sync" (the mode, the histogram of
  * the pulled slices' staleness, its mean and max, the late pushes) when the records carry
  * them, and "time_to_target_s" when conf's model.target_accuracy is set. */
 void ordo_runlog_sync_summary(json_t *root, const ordo_iter_stats_t *recs, int n,

@@ -465,7 +465,8 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
             int64_t e0 = ordo_clock_ns();
             if (!test && (rc = ordo_dataset_load(conf->data_dir, ORDO_DATASET_TEST, &test)) != 0)
                 goto done;
-            if ((rc = ordo_train_evaluate(cc, m, test, &tl, &acc)) != 0) goto done;
+            if ((rc = ordo_train_evaluate_first(cc, m, test, conf->eval_samples, &tl, &acc)) != 0)
+                goto done;
             eval_ns += ordo_clock_ns() - e0;
             snprintf(evals, sizeof evals, ",\"test_accuracy\":%.6f,\"eval_ms\":%.3f", acc,
                      (double)eval_ns / 1e6);
