@@ -59,6 +59,15 @@ const key_t_ ordo__conf_keys[] = {
     {"model", "init", T_STR, OFF(init_params), SZ(init_params), "", 0, 0, NULL,
      "parameter values to start from: a params.bin of an earlier run (output.save_params) of "
      "the same model; empty = the trainer's own initialisation (momentum starts from zero)"},
+    {"model", "target_accuracy", T_DOUBLE, OFF(target_accuracy), 0, "0", 0, 1, NULL,
+     "summary.json reports the time until worker 0's test accuracy (model.eval_every) first "
+     "reaches this (0 = not reported)"},
+    {"model", "eval_every", T_INT, OFF(eval_every), 0, "0", 0, 100000000, NULL,
+     "trainers mlp, cnn: worker 0 evaluates the test set every N iterations and reports the "
+     "accuracy in metrics.jsonl (0 = only at the end)"},
+    {"model", "eval_samples", T_INT, OFF(eval_samples), 0, "0", 0, 100000000, NULL,
+     "the evaluations of model.eval_every use the first N test samples (0 = the whole test "
+     "set; the final evaluation always does)"},
     {"order", "policy", T_STR, OFF(policy), SZ(policy), "fifo", 0, 0, NULL,
      "none | fifo | tio | tao | search | file:PATH"},
     {"order", "enforce", T_ENUM, OFF(enforce), 0, "strict", 0, 0, "strict|greedy",
@@ -121,6 +130,27 @@ const key_t_ ordo__conf_keys[] = {
      "L2 weight decay"},
     {"optimizer", "aggregate", T_ENUM, OFF(aggregate), 0, "mean", 0, 0, "mean|sum",
      "mean: the update uses the sum of pushes / workers; sum: the plain sum"},
+    {"sync", "mode", T_ENUM, OFF(sync_mode), 0, "bsp", 0, 0, "bsp|ssp|asp",
+     "consistency model: bsp (every pull of iteration t waits for all pushes of t - 1), ssp "
+     "(it waits for those of t - 1 - sync.staleness) or asp (answered at once; every push is "
+     "applied as it arrives); docs/stragglers.md"},
+    {"sync", "staleness", T_INT, OFF(staleness), 0, "3", 0, 1000, NULL,
+     "ssp: how many iterations a worker may run ahead of the slowest (0 = bsp)"},
+    {"sync", "backup", T_INT, OFF(backup), 0, "0", 0, 4095, NULL,
+     "bsp: backup workers; each iteration's update takes the first workers - backup pushes "
+     "(their mean) and drops the later ones"},
+    {"straggle", "ranks", T_STR, OFF(straggle_ranks), SZ(straggle_ranks), "", 0, 0, NULL,
+     "persistent stragglers: comma list of worker ranks whose compute is straggle.slowdown "
+     "times slower"},
+    {"straggle", "slowdown", T_DOUBLE, OFF(slowdown), 0, "1.0", 1, 1000, NULL,
+     "compute time multiplier of straggle.ranks (emulated op times are scaled, real compute "
+     "sleeps slowdown - 1 times each op's measured time)"},
+    {"straggle", "probability", T_DOUBLE, OFF(straggle_probability), 0, "0", 0, 1, NULL,
+     "transient stragglers: each worker's each iteration is delayed with this probability"},
+    {"straggle", "delay_ms", T_DOUBLE, OFF(straggle_delay_ms), 0, "0", 0, 3600000, NULL,
+     "the length of a transient delay (compute time)"},
+    {"straggle", "seed", T_U64, OFF(straggle_seed), 0, "1", 0, BIG, NULL,
+     "seed of the transient delays (the same seed delays the same iterations)"},
     {"net", "bandwidth", T_RATE, OFF(bandwidth_bps), 0, "0", 0, 1e13, NULL,
      "emulated egress rate per process, tc style (1gbit); 0 = no emulation"},
     {"net", "latency_us", T_DOUBLE, OFF(latency_us), 0, "0", 0, 1e7, NULL,
@@ -559,8 +589,81 @@ int ordo_conf_apply_env(ordo_conf_t *conf)
     return 0;
 }
 
+/* parse [straggle] ranks into out (n set); ORDO_EINVAL naming the key on a bad entry */
+static int straggle_ranks(const ordo_conf_t *conf, int *out, int *n)
+{
+    const char *p = conf->straggle_ranks;
+    *n = 0;
+    while (*p) {
+        char *end;
+        while (*p == ' ' || *p == ',') p++;
+        if (!*p) break;
+        errno = 0;
+        long r = strtol(p, &end, 10);
+        if (end == p || errno || r < 0 || r >= conf->workers)
+            return ordo_error_set(ORDO_EINVAL, "straggle.ranks: '%s' is not a worker rank (0 to "
+                                  "%d)", conf->straggle_ranks, conf->workers - 1);
+        if (*n == ORDO_STRAGGLE_MAX_RANKS)
+            return ordo_error_set(ORDO_EINVAL, "straggle.ranks: more than %d ranks",
+                                  ORDO_STRAGGLE_MAX_RANKS);
+        out[(*n)++] = (int)r;
+        p = end;
+        while (*p == ' ') p++;
+        if (*p && *p != ',')
+            return ordo_error_set(ORDO_EINVAL, "straggle.ranks: '%s' is not a comma list of "
+                                  "ranks", conf->straggle_ranks);
+    }
+    return 0;
+}
+
+bool ordo_conf_is_straggler(const ordo_conf_t *conf, int rank)
+{
+    int r[ORDO_STRAGGLE_MAX_RANKS], n;
+    if (straggle_ranks(conf, r, &n) != 0) return false;
+    for (int i = 0; i < n; i++)
+        if (r[i] == rank) return true;
+    return false;
+}
+
+double ordo_conf_straggle_delay_ms(const ordo_conf_t *conf, int rank, int64_t iter)
+{
+    if (conf->straggle_probability <= 0 || conf->straggle_delay_ms <= 0) return 0;
+    /* splitmix64 of (seed, rank, iter): independent draws, the same in every run */
+    uint64_t z = conf->straggle_seed * 0x9e3779b97f4a7c15ull + (uint64_t)rank * 0xbf58476d1ce4e5b9ull +
+                 (uint64_t)iter * 0x94d049bb133111ebull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    double u = (double)(z >> 11) / 9007199254740992.0;
+    return u < conf->straggle_probability ? conf->straggle_delay_ms : 0;
+}
+
 int ordo_conf_validate(const ordo_conf_t *conf)
 {
+    int ranks[ORDO_STRAGGLE_MAX_RANKS], n_ranks, rc;
+    if ((rc = straggle_ranks(conf, ranks, &n_ranks)) != 0) return rc;
+    if (conf->backup > 0 && conf->backup >= conf->workers)
+        return ordo_error_set(ORDO_EINVAL, "sync.backup (%d) must be below cluster.workers (%d): "
+                              "every update needs at least one push", conf->backup, conf->workers);
+    if (conf->backup > 0 && conf->sync_mode != ORDO_SYNC_BSP)
+        return ordo_error_set(ORDO_EINVAL, "sync.backup needs sync.mode = bsp (ssp and asp do "
+                              "not wait for the slowest pushes)");
+    if (conf->sync_mode != ORDO_SYNC_BSP && conf->push_mode != ORDO_PUSH_DENSE)
+        return ordo_error_set(ORDO_EINVAL, "sync.mode = %s needs push.mode = dense",
+                              conf->sync_mode == ORDO_SYNC_SSP ? "ssp" : "asp");
+    if (conf->sync_mode != ORDO_SYNC_BSP && (conf->checkpoint_every > 0 || conf->resume[0]))
+        return ordo_error_set(ORDO_EINVAL, "fault.checkpoint_every and fault.resume need sync.mode "
+                              "= bsp (under ssp and asp the workers are at different iterations)");
+    if (conf->backup > 0 && conf->push_mode != ORDO_PUSH_DENSE)
+        return ordo_error_set(ORDO_EINVAL, "sync.backup needs push.mode = dense");
+    if ((conf->sync_mode != ORDO_SYNC_BSP || conf->backup > 0) &&
+        conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1)
+        return ordo_error_set(ORDO_EINVAL, "sync.mode = %s%s needs intra.backend = none (a host "
+                              "group pushes one sum per iteration, in step)",
+                              conf->sync_mode == ORDO_SYNC_SSP   ? "ssp"
+                              : conf->sync_mode == ORDO_SYNC_ASP ? "asp"
+                                                                 : "bsp",
+                              conf->backup > 0 ? " with sync.backup" : "");
     if (conf->heartbeat_ms * 2 > conf->timeout_ms)
         return ordo_error_set(ORDO_EINVAL,
                               "fault.heartbeat_ms (%d) must be at most half of fault.timeout_ms (%d)",

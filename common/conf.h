@@ -20,6 +20,8 @@ typedef enum { ORDO_PUSH_DENSE, ORDO_PUSH_MERGED, ORDO_PUSH_SPARSE } ordo_push_m
 typedef enum { ORDO_COMPUTE_EMULATE, ORDO_COMPUTE_CPU, ORDO_COMPUTE_CUDA } ordo_compute_t;
 typedef enum { ORDO_AGG_MEAN, ORDO_AGG_SUM } ordo_aggregate_t;
 typedef enum { ORDO_INTRA_NONE, ORDO_INTRA_SHM, ORDO_INTRA_NCCL } ordo_intra_backend_t;
+typedef enum { ORDO_SYNC_BSP, ORDO_SYNC_SSP, ORDO_SYNC_ASP } ordo_sync_t;
+#define ORDO_STRAGGLE_MAX_RANKS 64
 
 typedef struct ordo_conf {
     /* [cluster] */
@@ -45,6 +47,9 @@ typedef struct ordo_conf {
     bool forward_only;
     char data_dir[ORDO_CONF_PATH];
     char init_params[ORDO_CONF_PATH]; /* params.bin to start from ("" = the trainer's init) */
+    double target_accuracy; /* summary.json: time until worker 0's test accuracy reaches it */
+    int eval_every;         /* worker 0 evaluates the test set every N iterations (0 = never) */
+    int eval_samples;       /* those evaluations use the first N test samples (0 = all) */
     /* [order] */
     char policy[ORDO_CONF_PATH]; /* none|fifo|tio|tao|search|file:PATH */
     int policy_kind;             /* ordo_policy_t, derived from policy */
@@ -75,6 +80,16 @@ typedef struct ordo_conf {
     double momentum;
     double weight_decay;
     int aggregate; /* ordo_aggregate_t */
+    /* [sync] */
+    int sync_mode; /* ordo_sync_t */
+    int staleness; /* ssp: how many iterations a worker may run ahead of the slowest */
+    int backup;    /* bsp: the last `backup` pushes of each iteration are dropped */
+    /* [straggle] */
+    char straggle_ranks[ORDO_CONF_STR]; /* comma list of persistent stragglers */
+    double slowdown;                    /* their compute time multiplier */
+    double straggle_probability;        /* per worker and iteration: a transient delay */
+    double straggle_delay_ms;
+    uint64_t straggle_seed;
     /* [net] */
     double bandwidth_bps; /* 0 = no link emulation */
     double latency_us;
@@ -116,6 +131,15 @@ int ordo_conf_apply_env(ordo_conf_t *conf);
 
 /* ordo_conf_validate checks cross-key rules (e.g. workers >= 1, density in (0,1]). */
 int ordo_conf_validate(const ordo_conf_t *conf);
+
+/* ordo_conf_is_straggler tells whether rank is listed in [straggle] ranks (a persistent
+ * straggler, whose compute runs [straggle] slowdown times slower). */
+bool ordo_conf_is_straggler(const ordo_conf_t *conf, int rank);
+
+/* ordo_conf_straggle_delay_ms is the transient delay of rank in iteration iter: [straggle]
+ * delay_ms with [straggle] probability, drawn from a hash of (seed, rank, iter) so every run
+ * with the same seed delays the same iterations; 0 otherwise. */
+double ordo_conf_straggle_delay_ms(const ordo_conf_t *conf, int rank, int64_t iter);
 
 /* ordo_conf_print writes the effective conf as INI (with each key's help as a comment when
  * with_help is set). */

@@ -63,6 +63,15 @@ typedef enum { ORDO_DTYPE_NONE = 0, ORDO_DTYPE_F32 = 1, ORDO_DTYPE_BYTES = 2, OR
                                    * floats into scratch memory and acknowledges it (PUSH_ACK
                                    * with this flag, same key); no key's value changes */
 #define ORDO_PROBE_MAX_BYTES (64u << 20) /* the largest probe a server takes */
+#define ORDO_FLAG_DROPPED 0x10u   /* PUSH_ACK (or the PULL_RESP of a fused push): the push came
+                                   * after its iteration was applied without it ([sync] backup)
+                                   * and was dropped */
+/* PULL_RESP: bits 16 to 31 of the flags hold, as an int16_t, the staleness of the value sent:
+ * the requested iteration minus the oldest iteration whose pushes the value is missing
+ * ([sync]; 0 under bsp, negative when the value is newer than asked) */
+#define ORDO_FLAG_STALE_SHIFT 16
+#define ORDO_FLAG_STALE(st) ((uint32_t)(uint16_t)(int16_t)((st) > 32767 ? 32767 : (st) < -32768 ? -32768 : (st)) << ORDO_FLAG_STALE_SHIFT)
+#define ORDO_FLAG_STALENESS(flags) ((int)(int16_t)(uint16_t)((flags) >> ORDO_FLAG_STALE_SHIFT))
 
 typedef struct ordo_wire_hdr {
     uint8_t type;  /* ordo_msg_type_t */

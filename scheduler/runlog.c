@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "scheduler/runlog_sparse.h"
+#include "scheduler/runlog_sync.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -127,7 +128,8 @@ int ordo_runlog_parse_stats(const char *text, int n_workers, ordo_iter_stats_t *
         int skip = 0;
         for (int i = 0; known[i]; i++)
             skip |= !strcmp(k, known[i]);
-        if (!skip && (json_is_number(v) || json_is_string(v))) json_object_set(extra, k, v);
+        if (!skip && (json_is_number(v) || json_is_string(v) || json_is_array(v)))
+            json_object_set(extra, k, v);
     }
     char *et = json_dumps(extra, JSON_COMPACT);
     json_decref(extra);
@@ -319,6 +321,7 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
     if (intra) json_object_set_new(root, "intra_ms", intra);
     json_t *sparse = ordo_runlog_sparse_summary(r->recs, r->n, r->n_workers);
     if (sparse) json_object_set_new(root, "sparse", sparse);
+    ordo_runlog_sync_summary(root, r->recs, r->n, &r->conf);
     /* training results: the mean over workers of what they reported */
     static const char *finals[] = {"final_loss", "test_accuracy", NULL};
     for (int f = 0; finals[f]; f++) {

@@ -234,12 +234,17 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     ordo_optim_t opt = {.lr = (float)conf->lr,
                         .momentum = (float)conf->momentum,
                         .weight_decay = (float)conf->weight_decay};
-    float scale = conf->aggregate == ORDO_AGG_MEAN ? 1.0f / (float)s->node.n_workers : 1.0f;
-    /* the mean stays one over every worker: a group pushes the sum of its members' */
+    /* the mean is over the pushes an update takes: every worker (a host group pushes the sum
+     * of its members'), W - backup with backup workers, and under asp each push is one
+     * update scaled as one W-th of the mean */
+    int taken = s->node.n_workers - (conf->sync_mode == ORDO_SYNC_BSP ? conf->backup : 0);
+    float scale = conf->aggregate == ORDO_AGG_MEAN ? 1.0f / (float)taken : 1.0f;
     if ((rc = ordo_store_new(s->node.keys, s->node.rank, intra_pushers(s), &opt, scale,
                              &s->store)) != 0)
         goto fail;
     if ((rc = setup_updates(s)) != 0) goto fail;
+    if ((rc = ordo_store_set_sync(s->store, conf->sync_mode, conf->staleness, conf->backup)) != 0)
+        goto fail;
     if ((rc = ordo_groups_new(s->node.keys, s->node.rank, &s->groups)) != 0) goto fail;
     if ((rc = setup_checkpoints(s)) != 0) goto fail;
     if ((rc = ordo_sparse_srv_new(&s->node, &s->conf, s->data_sock, &s->sparse)) != 0) goto fail;
@@ -282,6 +287,7 @@ void ordo_server_get_stats(const ordo_server_t *s, ordo_server_stats_t *out)
     out->pushes = s->n_push;
     out->pulls = s->n_pull;
     out->dropped = s->n_dropped;
+    out->late = ordo_store_dropped(s->store);
     out->probes = s->n_probe;
     out->released = s->n_released;
     out->shard_bytes = (uint64_t)ordo_store_bytes(s->store);
@@ -342,9 +348,10 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
     case ORDO_MSG_REPLAN:
         return apply_replan(s, m);
     case ORDO_MSG_SHUTDOWN:
-        ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s",
+        ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out",
                   (unsigned long long)s->n_push, (unsigned long long)s->n_pull,
-                  (unsigned long long)s->n_dropped, probes_note(s, buf, sizeof buf));
+                  (unsigned long long)s->n_dropped, probes_note(s, buf, sizeof buf),
+                  (unsigned long long)ordo_store_dropped(s->store));
         return 1;
     case ORDO_MSG_ABORT:
         ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));

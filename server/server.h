@@ -22,6 +22,7 @@ typedef struct ordo_server_stats {
     uint64_t probes;   /* calibration probes summed */
     uint64_t released; /* pull answers handed to the transport */
     uint64_t shard_bytes; /* the parameter bytes this server holds */
+    uint64_t late;     /* pushes left out as late ([sync] backup) */
 } ordo_server_stats_t;
 
 /* ordo_server_new builds the server for node, which has joined the cluster (rank, workers,

@@ -1,6 +1,7 @@
 /* server_data: the server's data-port handlers. Pushes (dense, merged, calibration probes)
  * are checked and summed into the store, INITs set first values, and pulls are answered at
- * once or parked until the pushes of the iteration before are in. A malformed or
+ * once or parked until the store's consistency model ([sync]) lets them be: under bsp until
+ * the pushes of the iteration before are in. Each answer carries its staleness. A malformed or
  * out-of-place message is answered with ERROR, counted and dropped; it never stops the
  * server. */
 #include "common/error.h"
@@ -67,9 +68,15 @@ static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
     r.hdr.chunk = sl->chunk;
     r.hdr.priority = s->prio ? s->prio[slice] : 0;
     r.hdr.dtype = ORDO_DTYPE_F32;
+    /* the value's staleness (wire.h), taken with the value itself */
+    r.hdr.flags = ORDO_FLAG_STALE(w->iter - ordo_store_version(s->store, slice)) | w->flags;
     void *data, *hint;
     size_t bytes;
-    ordo_store_ref(s->store, slice, &data, &bytes, &hint);
+    if (ordo_store_ref_pull(s->store, slice, w->iter, &data, &bytes, &hint) != 0) {
+        ORDO_ERROR("out of memory answering a pull");
+        ordo_msg_close(&r);
+        return;
+    }
     if (ordo_msg_add_ref(&r, data, bytes, ordo_store_unref_cb, hint) != 0) {
         ordo_store_unref_cb(data, hint);
         ORDO_ERROR("out of memory answering a pull");
@@ -85,10 +92,9 @@ static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
 static void wake_waiters(ordo_server_t *s, int slice)
 {
     ordo__waitlist_t *wl = &s->waiting[slice];
-    int64_t v = ordo_store_version(s->store, slice);
     int keep = 0;
     for (int i = 0; i < wl->n; i++) {
-        if (wl->w[i].iter == v)
+        if (ordo_store_ready(s->store, slice, wl->w[i].iter))
             make_ready(s, slice, &wl->w[i]);
         else
             wl->w[keep++] = wl->w[i];
@@ -200,26 +206,32 @@ static void on_probe(ordo_server_t *s, ordo_msg_t *m)
 }
 
 /* a pull of slice's value of iteration iter for m's sender: answered now if the value is
- * there, else when the pushes of iter - 1 are in */
-static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t iter)
+ * there, else when the pushes it needs are in (bsp: those of iter - 1); flags go on the
+ * answer (ORDO_FLAG_DROPPED for a fused push left out) */
+static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t iter,
+                     uint32_t flags)
 {
     char why[128];
     int64_t v = ordo_store_version(s->store, slice);
-    if (iter < 0 || (v >= 0 && iter < v)) {
+    /* bsp and ssp values never get ahead of a worker's pulls; backup workers and asp let
+     * the slow ones see newer values */
+    bool newer_ok = s->conf.backup > 0 || ordo_store_sync_mode(s->store) == ORDO_SYNC_ASP;
+    if (iter < 0 || (v >= 0 && iter < v && !newer_ok)) {
         snprintf(why, sizeof why, "pull of iteration %lld, the value is at %lld", (long long)iter,
                  (long long)v);
         answer_error(s, m, why);
         return;
     }
     s->n_pull++;
-    ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .req = m->hdr.req, .rid_len = m->rid_len};
+    ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .req = m->hdr.req, .rid_len = m->rid_len,
+                        .flags = flags};
     memcpy(w.rid, m->rid, m->rid_len);
-    if (v == iter) {
+    if (ordo_store_ready(s->store, slice, iter)) {
         make_ready(s, slice, &w);
         return;
     }
     ordo__waitlist_t *wl = &s->waiting[slice];
-    if (wl->n >= 4 * s->node.n_workers) {
+    if (wl->n >= 4 * s->node.n_workers * (s->conf.staleness + 1)) {
         answer_error(s, m, "too many pulls waiting for this slice");
         return;
     }
@@ -290,20 +302,21 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
         int rc = ordo_store_push_frame(s->store, slice, ordo__server_pusher(s, m->hdr.rank),
                                        m->hdr.iter, &m->frames[0],
                                        &updated);
-        if (rc) {
+        if (rc < 0) {
             answer_error(s, m, ordo_error_text(rc));
             return;
         }
+        uint32_t flags = rc == ORDO_STORE_DROPPED ? ORDO_FLAG_DROPPED : 0;
         s->n_push++;
         if (updated) ordo_srv_ckpt_updated(s->ckpt, slice);
         bool fused = m->hdr.flags & ORDO_FLAG_PULL; /* the answer to its pull acknowledges it */
-        if (!fused) send_ack(s, m, 0);
+        if (!fused) send_ack(s, m, flags);
         if (updated) wake_waiters(s, slice);
-        if (fused) add_pull(s, m, slice, m->hdr.iter + 1);
+        if (fused) add_pull(s, m, slice, m->hdr.iter + 1, flags);
         return;
     }
     case ORDO_MSG_PULL:
-        add_pull(s, m, slice, m->hdr.iter);
+        add_pull(s, m, slice, m->hdr.iter, 0);
         return;
     default:
         answer_error(s, m, "unexpected message type on the data port");

@@ -29,17 +29,27 @@ typedef struct {
     ordo_store_frame_t *owner; /* NULL: no push held for this worker */
 } held_t;
 
+/* One iteration's aggregation: bsp and asp use one round, ssp one per iteration of its
+ * window (version .. version + staleness), indexed by iteration modulo their count. */
 typedef struct {
-    int64_t numel;
-    ordo_vbuf_t *value;
-    float *acc, *mom;
-    ordo_optim_t opt; /* its update rule: the store's, or the one its key declared */
+    float *acc;
     float *sum;                    /* the running sum: acc, or inside sum_owner; NULL if none */
     ordo_store_frame_t *sum_owner; /* the first push's frame, kept as the running sum */
     int next;                      /* the worker whose push is added next (rank order) */
+    int taken;                     /* backup workers: pushes held for this iteration */
+    bool complete;                 /* ssp: every push summed, waiting for the earlier rounds */
     held_t *held;                  /* per worker: a push that came before its turn */
-    int64_t version;               /* -1 before init */
-    uint8_t *pushed;               /* per worker, for the current version */
+    uint8_t *pushed;               /* per worker, for this round's iteration */
+} round_t;
+
+typedef struct {
+    int64_t numel;
+    ordo_vbuf_t *value;
+    float *mom;
+    ordo_optim_t opt; /* its update rule: the store's, or the one its key declared */
+    round_t *rounds;
+    int64_t *clock;  /* asp: per worker, the iteration of its next push */
+    int64_t version; /* -1 before init; asp: the oldest iteration with a push missing */
 } slot_t;
 
 struct ordo_store {
@@ -47,6 +57,9 @@ struct ordo_store {
     int rank, n_workers;
     ordo_optim_t opt;
     float scale;
+    int mode, staleness, backup; /* ordo_sync_t ([sync]) */
+    int n_rounds;
+    uint64_t dropped;
     int *slot_of; /* per slice: local slot or -1 */
     slot_t *slots;
     int n_slots;
@@ -91,6 +104,7 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
     s->n_workers = n_workers;
     s->opt = *opt;
     s->scale = scale;
+    s->mode = -1;
     s->slot_of = malloc(sizeof *s->slot_of * ((size_t)keys->n_slices + 1));
     s->slots = calloc((size_t)keys->n_slices + 1, sizeof *s->slots);
     if (!s->slot_of || !s->slots) goto nomem;
@@ -102,21 +116,35 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
         slot_t *sl = &s->slots[s->n_slots];
         s->slot_of[i] = s->n_slots++;
         sl->numel = keys->slices[i].numel;
-        sl->opt = *opt;
         sl->version = -1;
         sl->value = vbuf_new(sl->numel);
-        sl->acc = aligned_alloc(64, ((size_t)sl->numel * 4 + 63) & ~(size_t)63);
-        sl->pushed = calloc((size_t)n_workers, 1);
-        sl->held = calloc((size_t)n_workers, sizeof *sl->held);
+        sl->opt = *opt;
         if (opt->momentum > 0) sl->mom = calloc((size_t)sl->numel, sizeof(float));
-        if (!sl->value || !sl->acc || !sl->pushed || !sl->held || (opt->momentum > 0 && !sl->mom))
-            goto nomem;
+        if (!sl->value || (opt->momentum > 0 && !sl->mom)) goto nomem;
     }
+    if (ordo_store_set_sync(s, ORDO_SYNC_BSP, 0, 0) != 0) goto nomem;
     *out = s;
     return 0;
 nomem:
     ordo_store_destroy(&s);
     return ORDO_ENOMEM;
+}
+
+static void free_rounds(ordo_store_t *s, slot_t *sl)
+{
+    for (int r = 0; sl->rounds && r < s->n_rounds; r++) {
+        round_t *rd = &sl->rounds[r];
+        ordo_store_frame_unref(rd->sum_owner);
+        for (int w = 0; rd->held && w < s->n_workers; w++)
+            ordo_store_frame_unref(rd->held[w].owner);
+        free(rd->held);
+        free(rd->acc);
+        free(rd->pushed);
+    }
+    free(sl->rounds);
+    free(sl->clock);
+    sl->rounds = NULL;
+    sl->clock = NULL;
 }
 
 int ordo_store_set_update(ordo_store_t *s, int key, const ordo_optim_t *opt)
@@ -135,19 +163,46 @@ int ordo_store_set_update(ordo_store_t *s, int key, const ordo_optim_t *opt)
     return 0;
 }
 
+int ordo_store_set_sync(ordo_store_t *s, int mode, int staleness, int backup)
+{
+    if (mode < ORDO_SYNC_BSP || mode > ORDO_SYNC_ASP || staleness < 0 || backup < 0 ||
+        (backup > 0 && (mode != ORDO_SYNC_BSP || backup >= s->n_workers)))
+        return ordo_error_set(ORDO_EINVAL, "sync mode %d, staleness %d, backup %d for %d workers",
+                              mode, staleness, backup, s->n_workers);
+    for (int i = 0; i < s->n_slots; i++) {
+        if (s->slots[i].version > 0 || (s->mode >= 0 && s->slots[i].rounds[0].next))
+            return ordo_error_set(ORDO_EINVAL, "the sync mode is set before the first push");
+        free_rounds(s, &s->slots[i]);
+    }
+    s->mode = mode;
+    s->staleness = mode == ORDO_SYNC_SSP ? staleness : 0;
+    s->backup = backup;
+    s->n_rounds = s->staleness + 1;
+    for (int i = 0; i < s->n_slots; i++) {
+        slot_t *sl = &s->slots[i];
+        sl->rounds = calloc((size_t)s->n_rounds, sizeof *sl->rounds);
+        if (!sl->rounds) return ORDO_ENOMEM;
+        for (int r = 0; r < s->n_rounds; r++) {
+            round_t *rd = &sl->rounds[r];
+            rd->acc = aligned_alloc(64, ((size_t)sl->numel * 4 + 63) & ~(size_t)63);
+            rd->pushed = calloc((size_t)s->n_workers, 1);
+            rd->held = calloc((size_t)s->n_workers, sizeof *rd->held);
+            if (!rd->acc || !rd->pushed || !rd->held) return ORDO_ENOMEM;
+        }
+        if (mode == ORDO_SYNC_ASP && !(sl->clock = calloc((size_t)s->n_workers, sizeof *sl->clock)))
+            return ORDO_ENOMEM;
+    }
+    return 0;
+}
+
 void ordo_store_destroy(ordo_store_t **sp)
 {
     ordo_store_t *s = *sp;
     if (!s) return;
     for (int i = 0; i < s->n_slots; i++) {
-        ordo_store_frame_unref(s->slots[i].sum_owner);
-        for (int w = 0; s->slots[i].held && w < s->n_workers; w++)
-            ordo_store_frame_unref(s->slots[i].held[w].owner);
-        free(s->slots[i].held);
+        free_rounds(s, &s->slots[i]);
         vbuf_unref(s->slots[i].value);
-        free(s->slots[i].acc);
         free(s->slots[i].mom);
-        free(s->slots[i].pushed);
     }
     free(s->slots);
     free(s->slot_of);
@@ -181,9 +236,12 @@ int ordo_store_init(ordo_store_t *s, int slice, const void *data, size_t bytes, 
     return 0;
 }
 
+/* the checks of a push; *late is set (and 0 returned) for a push that comes after its
+ * iteration was applied without it (backup workers) */
 static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, size_t bytes,
-                       slot_t **out)
+                       slot_t **out, bool *late)
 {
+    *late = false;
     if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_EINVAL, "slice %d is not here", slice);
     slot_t *sl = &s->slots[s->slot_of[slice]];
     int rc = check_size(sl, slice, bytes);
@@ -192,10 +250,23 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
         return ordo_error_set(ORDO_EPROTO, "push from unknown worker %d", worker);
     if (sl->version < 0)
         return ordo_error_set(ORDO_EPROTO, "push to slice %d before its initial value", slice);
-    if (iter != sl->version)
+    if (s->mode == ORDO_SYNC_ASP) {
+        if (iter != sl->clock[worker])
+            return ordo_error_set(ORDO_EPROTO, "push of iteration %lld to slice %d from worker %d, "
+                                  "whose next is %lld", (long long)iter, slice, worker,
+                                  (long long)sl->clock[worker]);
+        *out = sl;
+        return 0;
+    }
+    if (s->backup > 0 && iter >= 0 && iter < sl->version) {
+        *late = true;
+        *out = sl;
+        return 0;
+    }
+    if (iter < sl->version || iter >= sl->version + s->n_rounds)
         return ordo_error_set(ORDO_EPROTO, "push of iteration %lld to slice %d which is at %lld",
                               (long long)iter, slice, (long long)sl->version);
-    if (sl->pushed[worker])
+    if (sl->rounds[iter % s->n_rounds].pushed[worker])
         return ordo_error_set(ORDO_EPROTO, "worker %d pushed slice %d twice in iteration %lld",
                               worker, slice, (long long)iter);
     *out = sl;
@@ -205,7 +276,8 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
 int ordo_store_check_push(ordo_store_t *s, int slice, int worker, int64_t iter, size_t bytes)
 {
     slot_t *sl = NULL;
-    return push_checks(s, slice, worker, iter, bytes, &sl);
+    bool late;
+    return push_checks(s, slice, worker, iter, bytes, &sl, &late);
 }
 
 /* ---- shared frames -------------------------------------------------------------------- */
@@ -266,8 +338,8 @@ void ordo_store_frame_unref(ordo_store_frame_t *f)
 
 /* ---- aggregation ---------------------------------------------------------------------- */
 
-/* the last push of an iteration: value <- step(value, acc + g), acc NULL when W = 1 */
-static int apply(ordo_store_t *s, slot_t *sl, const float *acc, const float *g)
+/* value <- step(value, acc + g) (acc NULL: g alone) */
+static int step(ordo_store_t *s, slot_t *sl, const float *acc, const float *g)
 {
     /* A value still referenced by a send in flight is left to that send; the new value
      * goes into a fresh buffer. */
@@ -281,36 +353,100 @@ static int apply(ordo_store_t *s, slot_t *sl, const float *acc, const float *g)
         sl->value = nb;
         vbuf_unref(cur);
     }
-    ordo_store_frame_unref(sl->sum_owner);
-    sl->sum_owner = NULL;
-    sl->sum = NULL;
-    sl->next = 0;
-    sl->version++;
-    memset(sl->pushed, 0, (size_t)s->n_workers);
     return 0;
 }
 
-/* add the push of worker sl->next (data, kept alive by owner when not NULL) to the sum; the
- * last worker's is summed and applied in one pass */
-static int fold(ordo_store_t *s, slot_t *sl, const float *data, ordo_store_frame_t *owner,
-                bool *updated)
+static void round_reset(ordo_store_t *s, round_t *rd)
 {
-    if (sl->next + 1 == s->n_workers) {
-        int rc = apply(s, sl, sl->sum, data);
+    ordo_store_frame_unref(rd->sum_owner);
+    rd->sum_owner = NULL;
+    rd->sum = NULL;
+    rd->next = 0;
+    rd->taken = 0;
+    rd->complete = false;
+    memset(rd->pushed, 0, (size_t)s->n_workers);
+}
+
+/* the last push of the current iteration: value <- step(value, acc + g), then the version
+ * advances, over the later iterations (ssp) whose pushes are all summed already */
+static int apply(ordo_store_t *s, slot_t *sl, round_t *rd, const float *acc, const float *g)
+{
+    int rc = step(s, sl, acc, g);
+    if (rc) return rc;
+    round_reset(s, rd);
+    sl->version++;
+    for (rd = &sl->rounds[sl->version % s->n_rounds]; rd->complete;
+         rd = &sl->rounds[sl->version % s->n_rounds]) {
+        if ((rc = step(s, sl, NULL, rd->sum)) != 0) return rc;
+        round_reset(s, rd);
+        sl->version++;
+    }
+    return 0;
+}
+
+/* add the push of worker rd->next (data, kept alive by owner when not NULL) to the round of
+ * iteration iter; the last worker's is summed and applied in one pass when iter is the
+ * current iteration, else summed and the round left complete (ssp) */
+static int fold(ordo_store_t *s, slot_t *sl, round_t *rd, int64_t iter, const float *data,
+                ordo_store_frame_t *owner, bool *updated)
+{
+    bool last = rd->next + 1 == s->n_workers;
+    if (last && iter == sl->version) {
+        int rc = apply(s, sl, rd, rd->sum, data);
         *updated = rc == 0;
         return rc;
     }
-    if (sl->next == 0 && owner) { /* the frame itself becomes the running sum: no copy */
+    if (rd->next == 0 && owner) { /* the frame itself becomes the running sum: no copy */
         owner->refs++;
-        sl->sum_owner = owner;
-        sl->sum = (float *)data;
-    } else if (sl->next == 0) {
-        memcpy(sl->acc, data, (size_t)sl->numel * sizeof(float));
-        sl->sum = sl->acc;
+        rd->sum_owner = owner;
+        rd->sum = (float *)data;
+    } else if (rd->next == 0) {
+        memcpy(rd->acc, data, (size_t)sl->numel * sizeof(float));
+        rd->sum = rd->acc;
     } else {
-        ordo_optim_sum(sl->sum, data, sl->numel);
+        ordo_optim_sum(rd->sum, data, sl->numel);
     }
-    sl->next++;
+    rd->next++;
+    rd->complete = last;
+    return 0;
+}
+
+/* backup workers: the first workers - backup pushes of the iteration are in (held): their
+ * sum, in rank order, is applied */
+static int apply_taken(ordo_store_t *s, slot_t *sl, round_t *rd, bool *updated)
+{
+    int w, rc, left = rd->taken;
+    const float *sum = NULL;
+    for (w = 0; w < s->n_workers && left > 1; w++) {
+        if (!rd->held[w].owner) continue;
+        if (!sum)
+            memcpy(rd->acc, rd->held[w].data, (size_t)sl->numel * sizeof(float));
+        else
+            ordo_optim_sum(rd->acc, rd->held[w].data, sl->numel);
+        sum = rd->acc;
+        left--;
+    }
+    while (!rd->held[w].owner) w++;
+    rc = apply(s, sl, rd, sum, rd->held[w].data);
+    for (w = 0; w < s->n_workers; w++) {
+        ordo_store_frame_unref(rd->held[w].owner);
+        rd->held[w] = (held_t){NULL, NULL};
+    }
+    *updated = rc == 0;
+    return rc;
+}
+
+/* asp: one push is one update, and the version is the oldest iteration a push is missing of */
+static int apply_one(ordo_store_t *s, slot_t *sl, int worker, const float *data, bool *updated)
+{
+    int rc = step(s, sl, NULL, data);
+    if (rc) return rc;
+    sl->clock[worker]++;
+    int64_t v = sl->clock[0];
+    for (int w = 1; w < s->n_workers; w++)
+        if (sl->clock[w] < v) v = sl->clock[w];
+    sl->version = v;
+    *updated = true;
     return 0;
 }
 
@@ -318,30 +454,41 @@ int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, co
                         size_t bytes, ordo_store_frame_t *owner, bool *updated)
 {
     slot_t *sl = NULL;
+    bool late;
     *updated = false;
-    int rc = push_checks(s, slice, worker, iter, bytes, &sl);
+    int rc = push_checks(s, slice, worker, iter, bytes, &sl, &late);
     if (rc) return rc;
+    if (late) {
+        s->dropped++;
+        return ORDO_STORE_DROPPED;
+    }
+    if (s->mode == ORDO_SYNC_ASP) return apply_one(s, sl, worker, data, updated);
+    round_t *rd = &sl->rounds[iter % s->n_rounds];
     ordo_store_frame_t *copy = NULL;
-    if ((uintptr_t)data % _Alignof(float) != 0 || (!owner && worker != sl->next)) {
+    bool hold = s->backup > 0 || worker != rd->next;
+    if ((uintptr_t)data % _Alignof(float) != 0 || (!owner && hold)) {
         /* keep a copy: the caller's memory is borrowed for this call only, or unaligned */
         if (!(copy = frame_copy(data, bytes))) return ORDO_ENOMEM;
         owner = copy;
         data = copy->buf;
     }
-    sl->pushed[worker] = 1;
-    if (worker != sl->next) {
+    rd->pushed[worker] = 1;
+    if (hold) {
         /* pushes are summed in worker order, whatever order they arrive in, so the sum (and
-         * so the model) is the same bit for bit in every run and every push mode */
+         * so the model) is the same bit for bit in every run and every push mode; backup
+         * workers hold the pushes until the iteration has enough */
         owner->refs++;
-        sl->held[worker] = (held_t){data, owner};
+        rd->held[worker] = (held_t){data, owner};
         ordo_store_frame_unref(copy);
+        if (s->backup > 0 && ++rd->taken == s->n_workers - s->backup)
+            return apply_taken(s, sl, rd, updated);
         return 0;
     }
-    rc = fold(s, sl, data, owner, updated);
-    while (rc == 0 && !*updated && sl->held[sl->next].owner) {
-        held_t h = sl->held[sl->next];
-        sl->held[sl->next] = (held_t){NULL, NULL};
-        rc = fold(s, sl, h.data, h.owner, updated);
+    rc = fold(s, sl, rd, iter, data, owner, updated);
+    while (rc == 0 && !*updated && rd->next < s->n_workers && rd->held[rd->next].owner) {
+        held_t h = rd->held[rd->next];
+        rd->held[rd->next] = (held_t){NULL, NULL};
+        rc = fold(s, sl, rd, iter, h.data, h.owner, updated);
         ordo_store_frame_unref(h.owner);
     }
     ordo_store_frame_unref(copy);
@@ -369,6 +516,23 @@ int ordo_store_push_frame(ordo_store_t *s, int slice, int worker, int64_t iter,
     return rc;
 }
 
+bool ordo_store_ready(const ordo_store_t *s, int slice, int64_t iter)
+{
+    int64_t v = ordo_store_version(s, slice);
+    if (v < 0) return false;
+    return s->mode == ORDO_SYNC_ASP || v >= iter - s->staleness;
+}
+
+uint64_t ordo_store_dropped(const ordo_store_t *s)
+{
+    return s->dropped;
+}
+
+int ordo_store_sync_mode(const ordo_store_t *s)
+{
+    return s->mode;
+}
+
 int64_t ordo_store_version(const ordo_store_t *s, int slice)
 {
     if (!ordo_store_owns(s, slice)) return -1;
@@ -382,6 +546,46 @@ void ordo_store_ref(ordo_store_t *s, int slice, void **data, size_t *bytes, void
     *data = sl->value->data;
     *bytes = (size_t)sl->numel * sizeof(float);
     *hint = sl->value;
+}
+
+int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, size_t *bytes,
+                        void **hint)
+{
+    slot_t *sl = &s->slots[s->slot_of[slice]];
+    if (s->mode != ORDO_SYNC_SSP || sl->version >= iter) {
+        ordo_store_ref(s, slice, data, bytes, hint);
+        return 0;
+    }
+    ordo_vbuf_t *b = vbuf_new(sl->numel);
+    if (!b) return ORDO_ENOMEM;
+    memcpy(b->data, sl->value->data, (size_t)sl->numel * sizeof(float));
+    /* the updates of iterations version .. iter - 1 as if their pushes received so far were
+     * all: the optimizer's steps on scratch copies of the gradient sum and the momentum */
+    size_t n = (size_t)sl->numel;
+    float *g = malloc(n * sizeof *g), *mom = sl->mom ? malloc(n * sizeof *mom) : NULL;
+    if (!g || (sl->mom && !mom)) {
+        free(g);
+        free(mom);
+        vbuf_unref(b);
+        return ORDO_ENOMEM;
+    }
+    if (mom) memcpy(mom, sl->mom, n * sizeof *mom);
+    for (int64_t t = sl->version; t < iter; t++) {
+        round_t *rd = &sl->rounds[t % s->n_rounds];
+        if (rd->sum)
+            memcpy(g, rd->sum, n * sizeof *g);
+        else
+            memset(g, 0, n * sizeof *g);
+        for (int w = 0; w < s->n_workers; w++)
+            if (rd->held[w].owner) ordo_optim_sum(g, rd->held[w].data, sl->numel);
+        ordo_optim_step(&sl->opt, b->data, b->data, mom, g, s->scale, sl->numel);
+    }
+    free(g);
+    free(mom);
+    *data = b->data;
+    *bytes = (size_t)sl->numel * sizeof(float);
+    *hint = b;
+    return 0;
 }
 
 void ordo_store_copy_value(const ordo_store_t *s, int slice, float *dst)

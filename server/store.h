@@ -3,7 +3,10 @@
  * can go out zero-copy while the next update writes a fresh buffer), the sum of the
  * current iteration's pushes, which workers pushed, the optimizer state and the version
  * (the iteration whose value it holds). Values become ready for iteration t+1 when all W
- * pushes of iteration t are summed and the optimizer has run. */
+ * pushes of iteration t are summed and the optimizer has run. The consistency model
+ * ([sync], docs/stragglers.md) changes that: ssp sums up to staleness + 1 iterations at
+ * once (each applied in iteration order once complete), asp applies every push as it comes,
+ * and backup workers apply the first W - backup pushes of an iteration and drop the rest. */
 #ifndef ORDO_STORE_H
 #define ORDO_STORE_H
 
@@ -13,6 +16,7 @@
 
 #include <zmq.h>
 
+#include "common/conf.h"
 #include "common/keys.h"
 #include "server/optim.h"
 
@@ -29,6 +33,17 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
  * place of the store's; an average rule (opt->average) needs no initial value: the slices
  * start at version 0. Before the first push. */
 int ordo_store_set_update(ordo_store_t *s, int key, const ordo_optim_t *opt);
+/* ordo_store_set_sync chooses the consistency model (ORDO_SYNC_BSP with backup workers,
+ * ORDO_SYNC_SSP with staleness, ORDO_SYNC_ASP; common/conf.h) before the first push; a new
+ * store is bsp. ORDO_EINVAL on values the conf would refuse. */
+int ordo_store_set_sync(ordo_store_t *s, int mode, int staleness, int backup);
+
+/* ordo_store_sync_mode returns the store's ordo_sync_t. */
+int ordo_store_sync_mode(const ordo_store_t *s);
+
+/* A push returns this (positive) when it came after its iteration was applied without it
+ * (backup workers): it was counted (ordo_store_dropped) and left out. */
+#define ORDO_STORE_DROPPED 1
 
 /* ordo_store_destroy frees the store; buffers still held by sends live until released. */
 void ordo_store_destroy(ordo_store_t **s);
@@ -80,12 +95,31 @@ int ordo_store_check_push(ordo_store_t *s, int slice, int worker, int64_t iter, 
 int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, const float *data,
                         size_t bytes, ordo_store_frame_t *owner, bool *updated);
 
-/* ordo_store_version returns the version of the slice's value (-1 before init). */
+/* ordo_store_ready tells whether a pull of iteration iter can be answered now: bsp and backup
+ * workers when the version is at least iter, ssp at least iter - staleness, asp once the
+ * slice has its initial value. */
+bool ordo_store_ready(const ordo_store_t *s, int slice, int64_t iter);
+
+/* ordo_store_dropped counts the pushes dropped as late (backup workers). */
+uint64_t ordo_store_dropped(const ordo_store_t *s);
+
+/* ordo_store_version returns the version of the slice's value (-1 before init): the number
+ * of iterations whose pushes it holds all of (asp: the smallest number of pushes applied of
+ * one worker), so a pull of iteration t sees a value t - version iterations stale. */
 int64_t ordo_store_version(const ordo_store_t *s, int slice);
 
 /* ordo_store_ref takes a reference on the slice's current value for a zero-copy send:
  * data and bytes describe it; pass ordo_store_unref_cb and *hint to zmq_msg_init_data. */
 void ordo_store_ref(ordo_store_t *s, int slice, void **data, size_t *bytes, void **hint);
+
+/* ordo_store_ref_pull is ordo_store_ref for the answer to a pull of iteration iter. Under ssp,
+ * when the value is behind iter, the answer is a fresh buffer: the value after the updates of
+ * iterations version .. iter - 1 made from the pushes that have arrived so far (on scratch
+ * copies of the momentum; the stored value and momentum are untouched until each iteration
+ * is complete), so a worker ahead reads what the others have pushed (docs/stragglers.md).
+ * ORDO_ENOMEM. */
+int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, size_t *bytes,
+                        void **hint);
 
 /* ordo_store_unref_cb releases a reference taken by ordo_store_ref (ZeroMQ free fn). */
 void ordo_store_unref_cb(void *data, void *hint);

@@ -462,6 +462,14 @@ static void expect_pulls(ordo_exec_t *e, int64_t iter)
     }
 }
 
+/* [straggle] slowdown: a straggler's op takes slowdown times its measured time */
+static void straggle_op(const ordo_exec_t *e, int64_t c0, int64_t *c1)
+{
+    if (e->o.slowdown <= 1) return;
+    ordo_clock_sleep_until(*c1 + (int64_t)((e->o.slowdown - 1) * (double)(*c1 - c0)));
+    *c1 = ordo_clock_ns();
+}
+
 int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *labels, int n,
                         ordo_exec_stats_t *st)
 {
@@ -472,12 +480,7 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     if (e->o.forward_only && ordo_worker_n_workers(e->o.ps) > 1) {
         /* nothing else keeps forward-only workers in step (no pushes, no new versions):
          * iteration t starts when every worker has reached it */
-        post(e, CMD_BARRIER, 0, t);
-        pthread_mutex_lock(&e->mu);
-        while (e->barrier_done < t && !e->fatal) pthread_cond_wait(&e->cv, &e->mu);
-        rc = e->fatal;
-        pthread_mutex_unlock(&e->mu);
-        if (rc) return rc;
+        if ((rc = ordo_exec_barrier(e, t)) != 0) return rc;
     }
     st->t_start_ns = ordo_clock_ns();
     pthread_mutex_lock(&e->mu);
@@ -500,6 +503,14 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
 
     if (x && (rc = ordo_compute_set_batch(e->o.compute, x, labels, n)) != 0) return rc;
     int64_t waited = 0, computing = 0;
+    double delay = e->o.straggle
+                       ? ordo_conf_straggle_delay_ms(e->o.straggle, ordo_worker_rank(e->o.ps), t)
+                       : 0;
+    if (delay > 0) { /* a transient straggler: this iteration's compute is late */
+        int64_t d0 = ordo_clock_ns();
+        ordo_clock_sleep_until(d0 + (int64_t)(delay * 1e6));
+        computing += ordo_clock_ns() - d0;
+    }
     memset(e->op_end_ns, 0, sizeof *e->op_end_ns * (size_t)m->n_ops);
     for (int k = 0; k < m->n_ops; k++) {
         int op = next_op(e, pull_iter, &waited);
@@ -507,6 +518,7 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
         int64_t c0 = ordo_clock_ns();
         if ((rc = ordo_compute_forward(e->o.compute, op)) != 0) return rc;
         int64_t c1 = ordo_clock_ns();
+        straggle_op(e, c0, &c1);
         e->op_end_ns[op] = c1; /* only this thread reads it after the pass starts */
         computing += c1 - c0;
         if (e->o.trace)
@@ -522,6 +534,7 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
             int64_t c0 = ordo_clock_ns();
             if ((rc = ordo_compute_backward(e->o.compute, op)) != 0) return rc;
             int64_t c1 = ordo_clock_ns();
+            straggle_op(e, c0, &c1);
             computing += c1 - c0;
             if (e->o.trace)
                 ordo_trace_complete(e->o.trace, m->ops[op].name, "backward", 0, c0, c1 - c0, NULL);
@@ -567,6 +580,16 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     st->loss = loss;
     st->correct = correct;
     return 0;
+}
+
+int ordo_exec_barrier(ordo_exec_t *e, int64_t id)
+{
+    post(e, CMD_BARRIER, 0, id);
+    pthread_mutex_lock(&e->mu);
+    while (e->barrier_done < id && !e->fatal) pthread_cond_wait(&e->cv, &e->mu);
+    int rc = e->fatal;
+    pthread_mutex_unlock(&e->mu);
+    return rc;
 }
 
 int ordo_exec_pull_all(ordo_exec_t *e, int64_t t)

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/conf.h"
 #include "common/trace.h"
 #include "core/model.h"
 #include "worker/compute.h"
@@ -33,6 +34,10 @@ typedef struct ordo_exec_opts {
     ordo_trace_t *trace;          /* NULL = no trace */
     bool pull_early;              /* [order] pull = early: pull t + 1 right after each push of t */
     int64_t iterations;           /* pull_early: no early pulls in iteration iterations - 1 */
+    double slowdown;              /* [straggle]: each op's compute is followed by a sleep of
+                                     slowdown - 1 times its measured time (<= 1: none) */
+    const ordo_conf_t *straggle;  /* [straggle] transient delays of this worker, slept before
+                                     each forward pass and counted as compute (NULL: none) */
 } ordo_exec_opts_t;
 
 typedef struct ordo_exec_stats {
@@ -63,6 +68,10 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
 /* ordo_exec_pull_all pulls every parameter's value of iteration t into the buffers
  * (the final model after the last iteration). */
 int ordo_exec_pull_all(ordo_exec_t *e, int64_t t);
+
+/* ordo_exec_barrier waits until every worker has called it with the same id (ids increase
+ * over a run, and stay above the iterations of a forward-only run). */
+int ordo_exec_barrier(ordo_exec_t *e, int64_t id);
 
 /* ordo_exec_snapshot makes the next ordo_exec_iteration copy the parameters it computes with
  * (model order, one block of the model's total element count, borrowed) into block when its

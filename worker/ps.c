@@ -48,6 +48,9 @@ struct ordo_worker {
     int outstanding;
     ordo_push_t *path; /* how pushes leave: dense, merged or sparse (worker/push.h) */
     int64_t bytes_push, bytes_pull;
+    int64_t stale[ORDO_STALE_BUCKETS]; /* pulled slices by staleness ([sync]) */
+    int64_t late;                      /* pushed slices the servers left out as late */
+    int64_t stale_sent[ORDO_STALE_BUCKETS], late_sent; /* what the last report counted */
     bool aborted;
     json_t *merge_plan; /* the merge member of the scheduler's PLAN after a calibration */
     bool want_plan;     /* calibrating: that PLAN is due */
@@ -91,6 +94,12 @@ const char *ordo_worker_plan(const ordo_worker_t *w)
 const char *ordo_worker_run_dir(const ordo_worker_t *w)
 {
     return w->node.run_dir;
+}
+
+void ordo_worker_sync_stats(const ordo_worker_t *w, int64_t *stale, int64_t *late)
+{
+    memcpy(stale, w->stale, sizeof w->stale);
+    *late = w->late;
 }
 
 void ordo_worker_bytes(const ordo_worker_t *w, int64_t *pushed, int64_t *pulled)
@@ -649,6 +658,9 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         }
         memcpy(ks->pull_dst + k->slices[s].offset, d, len);
         w->got[s] = 1;
+        int st = ORDO_FLAG_STALENESS(m->hdr.flags);
+        w->stale[st < 0 ? 0 : st >= ORDO_STALE_BUCKETS ? ORDO_STALE_BUCKETS - 1 : st]++;
+        if (m->hdr.flags & ORDO_FLAG_DROPPED) w->late++;
         w->bytes_pull += (int64_t)len;
         /* a fused push's answer is its acknowledgement too (the push was applied first) */
         if (ks->fused && ks->push_left && ks->push_iter + 1 == m->hdr.iter &&
@@ -681,6 +693,7 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
             ORDO_WARN("dropped an unexpected PUSH_ACK (key %u)", m->hdr.key);
             return 0;
         }
+        if (m->hdr.flags & ORDO_FLAG_DROPPED) w->late++;
         if (--ks->push_left == 0) add_event(w, ORDO_EV_PUSH_DONE, (int)m->hdr.key, m->hdr.iter);
         return 0;
     }
@@ -815,7 +828,26 @@ int ordo_worker_send(ordo_worker_t *w, int server, ordo_msg_t *m)
 
 int ordo_worker_report(ordo_worker_t *w, const char *json)
 {
-    return send_ctl(w, ORDO_MSG_STATS, json);
+    size_t n = strlen(json);
+    if ((w->conf.sync_mode == ORDO_SYNC_BSP && w->conf.backup == 0) || n < 2 || json[n - 1] != '}')
+        return send_ctl(w, ORDO_MSG_STATS, json);
+    /* [sync]: what the pulls and pushes since the last report saw */
+    char *text = malloc(n + 24 * ORDO_STALE_BUCKETS + 64);
+    if (!text) return ORDO_ENOMEM;
+    int last = 0;
+    for (int i = 0; i < ORDO_STALE_BUCKETS; i++)
+        if (w->stale[i] != w->stale_sent[i]) last = i;
+    size_t at = (size_t)snprintf(text, n + 16, "%.*s,\"stale\":[", (int)(n - 1), json);
+    for (int i = 0; i <= last; i++) {
+        at += (size_t)sprintf(text + at, "%s%lld", i ? "," : "",
+                              (long long)(w->stale[i] - w->stale_sent[i]));
+        w->stale_sent[i] = w->stale[i];
+    }
+    sprintf(text + at, "],\"late_pushes\":%lld}", (long long)(w->late - w->late_sent));
+    w->late_sent = w->late;
+    int rc = send_ctl(w, ORDO_MSG_STATS, text);
+    free(text);
+    return rc;
 }
 
 int ordo_worker_barrier(ordo_worker_t *w, int64_t id)

@@ -176,6 +176,13 @@ void ordo_worker_set_hook(ordo_worker_t *w, uint32_t key, ordo_worker_hook_fn fn
  * rank and a request id; m's frames are consumed. */
 int ordo_worker_send(ordo_worker_t *w, int server, ordo_msg_t *m);
 
+/* ordo_worker_sync_stats copies, counted since the handle was made, the pulled slices by the
+ * staleness of the value the server sent (stale[i]: i iterations stale; the last bucket
+ * holds the rest, values newer than asked count as 0) and the pushed slices the servers left
+ * out as late ([sync] backup) into *late. stale has ORDO_STALE_BUCKETS entries. */
+#define ORDO_STALE_BUCKETS 64
+void ordo_worker_sync_stats(const ordo_worker_t *w, int64_t *stale, int64_t *late);
+
 /* ordo_worker_bytes returns payload bytes pushed and pulled so far. */
 void ordo_worker_bytes(const ordo_worker_t *w, int64_t *pushed, int64_t *pulled);
 

@@ -172,9 +172,17 @@ long ordo_train_iterations_per_epoch(const ordo_train_t *t)
 int ordo_train_evaluate(ordo_compute_ctx_t *c, const ordo_model_t *m, const ordo_dataset_t *ds,
                         double *loss, double *accuracy)
 {
+    return ordo_train_evaluate_first(c, m, ds, 0, loss, accuracy);
+}
+
+int ordo_train_evaluate_first(ordo_compute_ctx_t *c, const ordo_model_t *m,
+                              const ordo_dataset_t *ds, int64_t limit, double *loss,
+                              double *accuracy)
+{
     int rc = check_input(ds, "evaluation set");
     if (rc < 0) return rc;
-    const int64_t count = ordo_dataset_count(ds);
+    int64_t count = ordo_dataset_count(ds);
+    if (limit > 0 && limit < count) count = limit;
     float *x = malloc(sizeof(float) * (size_t)m->batch * ORDO_NN_IN_H * ORDO_NN_IN_W);
     int *y = malloc(sizeof(int) * (size_t)m->batch);
     if (!x || !y) {

@@ -62,6 +62,12 @@ int ordo_train_test(ordo_train_t *t, double *loss, double *accuracy);
 /* ordo_train_destroy frees *t and sets it to NULL; NULL-safe. */
 void ordo_train_destroy(ordo_train_t **t);
 
+/* ordo_train_evaluate_first is ordo_train_evaluate over the first limit samples of ds (0:
+ * all of them): a cheaper estimate for evaluations during a run ([model] eval_samples). */
+int ordo_train_evaluate_first(ordo_compute_ctx_t *c, const ordo_model_t *m,
+                              const ordo_dataset_t *ds, int64_t limit, double *loss,
+                              double *accuracy);
+
 /* ordo_train_local trains as the options say (new, steps, test, destroy) and fills *res. */
 int ordo_train_local(const ordo_train_opts_t *o, ordo_train_result_t *res);
 

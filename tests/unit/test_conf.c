@@ -221,6 +221,49 @@ START_TEST(json_dump_has_every_section)
 }
 END_TEST
 
+
+START_TEST(sync_and_straggle_keys_are_checked)
+{
+    ordo_conf_t c;
+    ordo_conf_defaults(&c);
+    ck_assert_int_eq(c.sync_mode, ORDO_SYNC_BSP);
+    ck_assert_int_eq(c.backup, 0);
+    c.workers = 4;
+    /* a negative staleness is refused by the key's bounds, with the key named */
+    ck_assert_int_eq(ordo_conf_set(&c, "sync.staleness", "-1", "--sync.staleness"), ORDO_EINVAL);
+    ck_assert(strstr(ordo_error_detail(), "staleness"));
+    ORDO_CK_OK(ordo_conf_set(&c, "sync.backup", "4", "test"));
+    ck_assert_int_eq(ordo_conf_validate(&c), ORDO_EINVAL);
+    ck_assert(strstr(ordo_error_detail(), "sync.backup"));
+    ORDO_CK_OK(ordo_conf_set(&c, "sync.backup", "1", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "sync.mode", "asp", "test"));
+    ck_assert_int_eq(ordo_conf_validate(&c), ORDO_EINVAL); /* backup needs bsp */
+    c.backup = 0;
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "straggle.ranks", "1, 3", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ck_assert(ordo_conf_is_straggler(&c, 1) && ordo_conf_is_straggler(&c, 3));
+    ck_assert(!ordo_conf_is_straggler(&c, 0) && !ordo_conf_is_straggler(&c, 2));
+    ORDO_CK_OK(ordo_conf_set(&c, "straggle.ranks", "1,4", "test"));
+    ck_assert_int_eq(ordo_conf_validate(&c), ORDO_EINVAL);
+    ck_assert(strstr(ordo_error_detail(), "straggle.ranks"));
+    ORDO_CK_OK(ordo_conf_set(&c, "straggle.ranks", "one", "test"));
+    ck_assert_int_eq(ordo_conf_validate(&c), ORDO_EINVAL);
+    /* transient delays: about `probability` of the iterations, the same ones every time */
+    c.straggle_probability = 0.25;
+    c.straggle_delay_ms = 7;
+    int hits = 0;
+    for (int64_t t = 0; t < 4000; t++) {
+        double d = ordo_conf_straggle_delay_ms(&c, 2, t);
+        ck_assert(d == 0 || d == 7);
+        ck_assert(d == ordo_conf_straggle_delay_ms(&c, 2, t));
+        hits += d > 0;
+    }
+    ck_assert_msg(hits > 900 && hits < 1100, "%d of 4000 delayed", hits);
+}
+END_TEST
+
 static Suite *conf_suite(void)
 {
     Suite *s = suite_create("conf");
@@ -242,6 +285,7 @@ static Suite *conf_suite(void)
     tcase_add_test(tc, calibrate_needs_merged_pushes_planned_here);
     tcase_add_test(tc, printed_conf_reads_back);
     tcase_add_test(tc, resume_refuses_what_checkpoints_do_not_hold);
+    tcase_add_test(tc, sync_and_straggle_keys_are_checked);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,7 +1,9 @@
 /* Tests of server/store's aggregation order: pushes are summed in worker rank order whatever
  * order they arrive in (so dense and merged pushes, and any two runs, give the same bits),
  * with pushes held uncopied until their turn, from plain buffers, received frames, and
- * frames shared by several slices (merged pushes). */
+ * frames shared by several slices (merged pushes); and the consistency models: ssp's
+ * iterations summed ahead and applied in order (the bits of bsp), asp's push-by-push
+ * updates, backup workers' first pushes taken and late ones dropped. */
 #include "common/keys.h"
 #include "server/store.h"
 #include "ordo_check.h"
@@ -153,6 +155,187 @@ START_TEST(held_pushes_are_freed_with_the_store)
 }
 END_TEST
 
+
+/* ---- consistency models ([sync]) ------------------------------------------------------ */
+
+/* a store of one slice of N floats (value 0) for nw workers, plain SGD lr 1 and momentum mu */
+static ordo_store_t *sync_store(ordo_keys_t **k, int nw, float mu, float scale, int mode,
+                                int staleness, int backup)
+{
+    int64_t numel[1] = {N};
+    ORDO_CK_OK(ordo_keys_partition(numel, 1, 1, 1 << 20, 0, 1, k));
+    ordo_optim_t opt = {.lr = 1.0f, .momentum = mu, .weight_decay = 0.0f};
+    ordo_store_t *s;
+    ORDO_CK_OK(ordo_store_new(*k, 0, nw, &opt, scale, &s));
+    ORDO_CK_OK(ordo_store_set_sync(s, mode, staleness, backup));
+    float zero[N] = {0};
+    bool ignored;
+    ORDO_CK_OK(ordo_store_init(s, 0, zero, sizeof zero, &ignored));
+    return s;
+}
+
+/* worker w's gradient of iteration t: different in every element, worker and iteration */
+static void grad_of(int w, int64_t t, float *g)
+{
+    for (int i = 0; i < N; i++) g[i] = (float)(w + 1) * 0.37f + (float)t * 1.3f + 0.01f * (float)i;
+}
+
+START_TEST(ssp_sums_iterations_ahead_and_applies_them_in_order)
+{
+    ordo_keys_t *k, *kb;
+    ordo_store_t *s = sync_store(&k, W, 0.9f, 1.0f / W, ORDO_SYNC_SSP, 2, 0);
+    ordo_store_t *b = sync_store(&kb, W, 0.9f, 1.0f / W, ORDO_SYNC_BSP, 0, 0);
+    float g[N], v[N], vb[N];
+    bool u;
+    /* workers 1 and 2 run two iterations ahead of worker 0 */
+    for (int64_t t = 0; t < 3; t++)
+        for (int w = 2; w >= 1; w--) {
+            grad_of(w, t, g);
+            ORDO_CK_OK(ordo_store_push(s, 0, w, t, g, sizeof g, &u));
+            ck_assert(!u);
+        }
+    ck_assert_int_eq(ordo_store_version(s, 0), 0);
+    ck_assert(ordo_store_ready(s, 0, 2));  /* 2 - staleness <= version */
+    ck_assert(!ordo_store_ready(s, 0, 3)); /* would need iteration 0 */
+    grad_of(1, 3, g);                      /* beyond the window */
+    ORDO_CK_ERR(ordo_store_push(s, 0, 1, 3, g, sizeof g, &u), ORDO_EPROTO);
+    grad_of(0, 0, g);
+    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g, sizeof g, &u));
+    ck_assert(u);
+    ck_assert_int_eq(ordo_store_version(s, 0), 1);
+    grad_of(0, 1, g);
+    ORDO_CK_OK(ordo_store_push(s, 0, 0, 1, g, sizeof g, &u));
+    ck_assert_int_eq(ordo_store_version(s, 0), 2);
+    /* the same bits as bsp fed iteration by iteration */
+    for (int64_t t = 0; t < 2; t++)
+        for (int w = 0; w < W; w++) {
+            grad_of(w, t, g);
+            ORDO_CK_OK(ordo_store_push(b, 0, w, t, g, sizeof g, &u));
+        }
+    ordo_store_copy_value(s, 0, v);
+    ordo_store_copy_value(b, 0, vb);
+    ck_assert(memcmp(v, vb, sizeof v) == 0);
+    ordo_store_destroy(&s);
+    ordo_store_destroy(&b);
+    ordo_keys_destroy(&k);
+    ordo_keys_destroy(&kb);
+}
+END_TEST
+
+START_TEST(ssp_pull_ahead_reads_the_pushes_received)
+{
+    ordo_keys_t *k;
+    ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f / W, ORDO_SYNC_SSP, 1, 0);
+    float g1[N], g2[N], v[N];
+    bool u;
+    grad_of(1, 0, g1);
+    grad_of(2, 0, g2);
+    ORDO_CK_OK(ordo_store_push(s, 0, 2, 0, g2, sizeof g2, &u)); /* held: worker 0 first */
+    ORDO_CK_OK(ordo_store_push(s, 0, 1, 0, g1, sizeof g1, &u));
+    void *data, *hint;
+    size_t bytes;
+    ORDO_CK_OK(ordo_store_ref_pull(s, 0, 0, &data, &bytes, &hint)); /* at the value: itself */
+    ordo_store_copy_value(s, 0, v);
+    ck_assert(memcmp(data, v, sizeof v) == 0);
+    ordo_store_unref_cb(data, hint);
+    ORDO_CK_OK(ordo_store_ref_pull(s, 0, 1, &data, &bytes, &hint)); /* ahead: with 1 and 2's */
+    ck_assert_int_eq((int)bytes, (int)sizeof v);
+    const float *a = data;
+    for (int i = 0; i < N; i++)
+        ck_assert_float_eq_tol(a[i], -(1.0f / W) * (g1[i] + g2[i]), 1e-5f);
+    ordo_store_unref_cb(data, hint);
+    ordo_store_copy_value(s, 0, v); /* the stored value is untouched */
+    for (int i = 0; i < N; i++) ck_assert_float_eq(v[i], 0.0f);
+    ordo_store_destroy(&s);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
+START_TEST(ssp_zero_staleness_is_bsp)
+{
+    ordo_keys_t *k;
+    ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f, ORDO_SYNC_SSP, 0, 0);
+    float g[N];
+    bool u;
+    grad_of(0, 0, g);
+    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g, sizeof g, &u));
+    ORDO_CK_ERR(ordo_store_push(s, 0, 0, 1, g, sizeof g, &u), ORDO_EPROTO);
+    ck_assert(ordo_store_ready(s, 0, 0));
+    ck_assert(!ordo_store_ready(s, 0, 1));
+    ordo_store_destroy(&s);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
+START_TEST(asp_applies_every_push_at_once)
+{
+    ordo_keys_t *k;
+    ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f / W, ORDO_SYNC_ASP, 0, 0);
+    float g[N], v[N];
+    bool u;
+    ck_assert(ordo_store_ready(s, 0, 5)); /* answered at once */
+    grad_of(1, 0, g);
+    ORDO_CK_OK(ordo_store_push(s, 0, 1, 0, g, sizeof g, &u));
+    ck_assert(u);
+    ordo_store_copy_value(s, 0, v);
+    for (int i = 0; i < N; i++) ck_assert_float_eq(v[i], 0.0f - (1.0f / W) * g[i]);
+    ck_assert_int_eq(ordo_store_version(s, 0), 0); /* workers 0 and 2 miss iteration 0 */
+    grad_of(1, 1, g);
+    ORDO_CK_OK(ordo_store_push(s, 0, 1, 1, g, sizeof g, &u)); /* worker 1 runs on */
+    ORDO_CK_ERR(ordo_store_push(s, 0, 0, 1, g, sizeof g, &u), ORDO_EPROTO);
+    for (int w = 0; w < W; w += 2) {
+        grad_of(w, 0, g);
+        ORDO_CK_OK(ordo_store_push(s, 0, w, 0, g, sizeof g, &u));
+    }
+    ck_assert_int_eq(ordo_store_version(s, 0), 1);
+    ordo_store_destroy(&s);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
+START_TEST(backup_takes_the_first_pushes_and_drops_the_rest)
+{
+    /* 4 workers, 1 backup: the mean of the first 3 pushes, worker 1's late push dropped */
+    ordo_keys_t *k;
+    ordo_store_t *s = sync_store(&k, 4, 0.0f, 1.0f / 3, ORDO_SYNC_BSP, 0, 1);
+    float g[4][N], v[N];
+    bool u;
+    for (int w = 0; w < 4; w++) grad_of(w, 0, g[w]);
+    ORDO_CK_OK(ordo_store_push(s, 0, 2, 0, g[2], sizeof g[2], &u));
+    ck_assert(!u);
+    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
+    ck_assert(!u);
+    ck_assert(!ordo_store_ready(s, 0, 1));
+    ORDO_CK_OK(ordo_store_push(s, 0, 3, 0, g[3], sizeof g[3], &u));
+    ck_assert(u);
+    ck_assert_int_eq(ordo_store_version(s, 0), 1);
+    ordo_store_copy_value(s, 0, v);
+    for (int i = 0; i < N; i++) /* by hand: in rank order, scaled by 1/(W - b) */
+        ck_assert_float_eq(v[i], 0.0f - 1.0f * ((1.0f / 3) * ((g[0][i] + g[2][i]) + g[3][i])));
+    ck_assert_int_eq(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u), ORDO_STORE_DROPPED);
+    ck_assert(!u);
+    ck_assert_int_eq((int)ordo_store_dropped(s), 1);
+    float v2[N];
+    ordo_store_copy_value(s, 0, v2);
+    ck_assert(memcmp(v, v2, sizeof v) == 0);
+    ck_assert(ordo_store_ready(s, 0, 0)); /* the late worker reads the newer value */
+    ordo_store_destroy(&s);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
+START_TEST(set_sync_refuses_what_the_conf_refuses)
+{
+    ordo_keys_t *k;
+    ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f, ORDO_SYNC_BSP, 0, 0);
+    ORDO_CK_ERR(ordo_store_set_sync(s, ORDO_SYNC_BSP, 0, W), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_store_set_sync(s, ORDO_SYNC_SSP, -1, 0), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_store_set_sync(s, ORDO_SYNC_ASP, 0, 1), ORDO_EINVAL);
+    ordo_store_destroy(&s);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
     Suite *s = suite_create("store");
@@ -160,6 +343,14 @@ static Suite *store_suite(void)
     tcase_add_test(tc, every_arrival_order_gives_the_same_bits);
     tcase_add_test(tc, shared_frames_held_until_their_turn);
     tcase_add_test(tc, held_pushes_are_freed_with_the_store);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("sync");
+    tcase_add_test(tc, ssp_sums_iterations_ahead_and_applies_them_in_order);
+    tcase_add_test(tc, ssp_pull_ahead_reads_the_pushes_received);
+    tcase_add_test(tc, ssp_zero_staleness_is_bsp);
+    tcase_add_test(tc, asp_applies_every_push_at_once);
+    tcase_add_test(tc, backup_takes_the_first_pushes_and_drops_the_rest);
+    tcase_add_test(tc, set_sync_refuses_what_the_conf_refuses);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# stragglers.sh: consistency models and backup workers against stragglers (docs/stragglers.md).
+# Trains the mlp on Fashion-MNIST with 4 workers and 2 servers on this host, for every
+# straggler scenario (none; worker 1 persistently x2 and x4 slower; transient: each worker's
+# each iteration delayed 20 ms with probability 0.1), every sync model (bsp, ssp 1, ssp 3,
+# asp, bsp with 1 backup worker) and every ordering (fifo = off, tao), and writes one CSV
+# row per run (throughput, mean step, time to the target test accuracy, final accuracy,
+# staleness, late pushes), gnuplot plots (when gnuplot is installed) and a Markdown table.
+# Worker 0 evaluates the first --eval-samples test samples every --eval-every iterations;
+# the times to the target accuracy include those evaluations (leaving them out would favour
+# the models whose other workers go on meanwhile).
+#
+# usage: scripts/experiments/stragglers.sh [OPTIONS]
+#   --model M         mlp or cnn (conf/M.ini; default mlp)
+#   --iterations N    iterations per run (default 350: 1.5 epochs at batch 64 on 4 workers)
+#   --target A        target test accuracy (default 0.84); the table also shows the time to
+#                     0.80: worker 0's summed step times and evaluations until its first
+#                     evaluation at or above the target (from metrics.jsonl, so
+#                     --report-only can change it)
+#   --eval-every N    default 25
+#   --eval-samples N  test samples per evaluation (default 2000; the final one uses all)
+#   --scenarios LIST  comma list of none,x2,x4,transient (default all)
+#   --modes LIST      comma list of bsp,ssp1,ssp3,asp,backup1 (default all)
+#   --orders LIST     comma list of fifo,tao (default both)
+#   --out DIR         output folder (default runs/stragglers-DATE)
+#   --bin DIR         binaries (default build/bin)
+#   --report-only     only write the CSV, plots and table of DIR's runs
+set -euo pipefail
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+model=mlp
+iters=350
+target=0.84
+eval_every=25
+eval_samples=2000
+scenarios="none,x2,x4,transient"
+modes="bsp,ssp1,ssp3,asp,backup1"
+orders="fifo,tao"
+out=""
+bin="$here/build/bin"
+report_only=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --model) model=$2; shift 2 ;;
+    --iterations) iters=$2; shift 2 ;;
+    --target) target=$2; shift 2 ;;
+    --eval-every) eval_every=$2; shift 2 ;;
+    --eval-samples) eval_samples=$2; shift 2 ;;
+    --scenarios) scenarios=$2; shift 2 ;;
+    --modes) modes=$2; shift 2 ;;
+    --orders) orders=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
+    --report-only) report_only=1; shift ;;
+    *) echo "stragglers.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ -n "$out" ] || out="$here/runs/stragglers-$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$out"
+
+scenario_flags() {
+  case "$1" in
+    none) ;;
+    x2) echo "--straggle.ranks=1 --straggle.slowdown=2" ;;
+    x4) echo "--straggle.ranks=1 --straggle.slowdown=4" ;;
+    transient) echo "--straggle.probability=0.1 --straggle.delay_ms=20" ;;
+    *) echo "stragglers.sh: unknown scenario $1" >&2; exit 2 ;;
+  esac
+}
+mode_flags() {
+  case "$1" in
+    bsp) echo "--sync.mode=bsp" ;;
+    ssp*) echo "--sync.mode=ssp --sync.staleness=${1#ssp}" ;;
+    asp) echo "--sync.mode=asp" ;;
+    backup*) echo "--sync.mode=bsp --sync.backup=${1#backup}" ;;
+    *) echo "stragglers.sh: unknown mode $1" >&2; exit 2 ;;
+  esac
+}
+
+if [ "$report_only" = 0 ]; then
+  for order in ${orders//,/ }; do
+    for sc in ${scenarios//,/ }; do
+      for mode in ${modes//,/ }; do
+        name="$sc-$mode-$order"
+        echo "== $name"
+        # shellcheck disable=SC2046
+        "$here/scripts/ordo-launch" "$here/conf/$model.ini" --bin "$bin" --cluster.workers=4 \
+          --cluster.servers=2 --model.epochs=0 --model.iterations="$iters" \
+          --model.eval_every="$eval_every" --model.eval_samples="$eval_samples" \
+          --model.target_accuracy="$target" \
+          --order.policy="$order" --output.dir="$out" --output.run="$name" \
+          --output.progress_every=0 $(scenario_flags "$sc") $(mode_flags "$mode") \
+          > "$out/$name.log" 2>&1 || { echo "run $name failed (see $out/$name.log)" >&2; exit 1; }
+      done
+    done
+  done
+fi
+
+python3 - "$out" "$target" <<'PY'
+import json, os, sys
+out, target = sys.argv[1], float(sys.argv[2])
+def time_to(run, target):
+    """worker 0's summed step times and evaluations up to its first iteration whose test
+    accuracy reached target"""
+    recs = [json.loads(line) for line in open(os.path.join(run, "metrics.jsonl"))]
+    spent = 0.0
+    for r in sorted((r for r in recs if r["worker"] == 0), key=lambda r: r["iter"]):
+        spent += r["step_ms"]
+        if r.get("test_accuracy", 0) >= target:
+            return (spent + r.get("eval_ms", 0.0)) / 1e3
+    return None
+
+rows = []
+for name in sorted(os.listdir(out)):
+    p = os.path.join(out, name, "summary.json")
+    if not os.path.isfile(p):
+        continue
+    d = json.load(open(p))
+    sc, mode, order = name.split("-")
+    sync = d.get("sync") or {}
+    rows.append(dict(scenario=sc, mode=mode, order=order,
+                     throughput=d.get("throughput_samples_per_s"),
+                     step_ms=d["step_ms"]["mean"],
+                     time_to_80_s=time_to(os.path.join(out, name), 0.80),
+                     time_to_target_s=time_to(os.path.join(out, name), target),
+                     test_accuracy=d.get("test_accuracy"),
+                     staleness_mean=sync.get("staleness_mean", 0.0),
+                     staleness_max=sync.get("staleness_max", 0),
+                     late_pushes=sync.get("late_pushes", 0)))
+cols = list(rows[0].keys()) if rows else []
+with open(os.path.join(out, "stragglers.csv"), "w") as f:
+    f.write(",".join(cols) + "\n")
+    for r in rows:
+        f.write(",".join("" if r[c] is None else str(r[c]) for c in cols) + "\n")
+order_s = {"none": 0, "x2": 1, "x4": 2, "transient": 3}
+order_m = {"bsp": 0, "ssp1": 1, "ssp3": 2, "asp": 3, "backup1": 4}
+rows.sort(key=lambda r: (r["order"], order_s.get(r["scenario"], 9), order_m.get(r["mode"], 9)))
+base = {(r["order"], r["scenario"]): r for r in rows if r["mode"] == "bsp"}
+fmt = lambda v, f: "n/a" if v is None else f % v
+lines = ["| order | stragglers | sync | samples/s | step ms | time to 80 %% (s) | vs bsp | "
+         "time to %.0f %% (s) | vs bsp | test acc %% | staleness mean / max | late pushes |"
+         % (100 * target), "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+for r in rows:
+    b = base.get((r["order"], r["scenario"]))
+    gain = lambda k: (b[k] / r[k] if b and b[k] and r[k] else None)
+    lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |" % (
+        r["order"], r["scenario"], r["mode"], fmt(r["throughput"], "%.0f"),
+        fmt(r["step_ms"], "%.2f"), fmt(r["time_to_80_s"], "%.2f"), fmt(gain("time_to_80_s"), "%.2fx"),
+        fmt(r["time_to_target_s"], "%.2f"), fmt(gain("time_to_target_s"), "%.2fx"),
+        fmt(None if r["test_accuracy"] is None else 100 * r["test_accuracy"], "%.2f"),
+        fmt(r["staleness_mean"], "%.2f"), r["staleness_max"], r["late_pushes"]))
+open(os.path.join(out, "stragglers.md"), "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+# gnuplot data: one block per order, scenarios x modes
+with open(os.path.join(out, "stragglers.dat"), "w") as f:
+    for o in sorted({r["order"] for r in rows}):
+        f.write("# order %s: scenario %s\n" % (o, " ".join(order_m)))
+        for sc in order_s:
+            vals = []
+            for m in order_m:
+                rr = [r for r in rows if r["order"] == o and r["scenario"] == sc and r["mode"] == m]
+                vals.append(rr[0] if rr else None)
+            f.write(sc + " " + " ".join(fmt(v and v["time_to_target_s"], "%.3f") if v else "nan"
+                                       for v in vals).replace("n/a", "nan") + "  " +
+                    " ".join(fmt(v and v["throughput"], "%.1f") if v else "nan"
+                             for v in vals).replace("n/a", "nan") + "\n")
+        f.write("\n\n")
+PY
+
+if command -v gnuplot > /dev/null; then
+  gnuplot <<GP
+set terminal pngcairo size 1000,420
+set style data histogram
+set style histogram cluster gap 1
+set style fill solid 0.8 border -1
+set key top left
+set datafile missing "nan"
+set yrange [0:*]
+set output "$out/time-to-target.png"
+set ylabel "seconds to $target test accuracy"
+set title "$model, 4 workers, 2 servers, ordering fifo: time to target"
+plot "$out/stragglers.dat" index 0 using 2:xtic(1) title "bsp", '' index 0 using 3 title "ssp 1", \
+     '' index 0 using 4 title "ssp 3", '' index 0 using 5 title "asp", '' index 0 using 6 title "backup 1"
+set output "$out/throughput.png"
+set ylabel "samples / s"
+set title "$model, 4 workers, 2 servers, ordering fifo: throughput"
+plot "$out/stragglers.dat" index 0 using 7:xtic(1) title "bsp", '' index 0 using 8 title "ssp 1", \
+     '' index 0 using 9 title "ssp 3", '' index 0 using 10 title "asp", '' index 0 using 11 title "backup 1"
+GP
+  echo "plots: $out/time-to-target.png $out/throughput.png"
+else
+  echo "(gnuplot not installed: no plots; data in $out/stragglers.dat)"
+fi
+echo "csv: $out/stragglers.csv"
