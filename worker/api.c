@@ -124,6 +124,10 @@ int ordo_new(const char *conf_path, ordo_t **out)
     o->conf.io_thread = true;
     o->rank = o->size = o->servers = -1;
     int rc;
+    if (!conf_path) {
+        const char *env = getenv("ORDO_CONF");
+        if (env && env[0]) conf_path = env;
+    }
     if (conf_path && (rc = ordo_conf_load_file(&o->conf, conf_path)) != 0) goto fail;
     if ((rc = ordo_conf_apply_env(&o->conf)) != 0) goto fail;
     *out = o;
@@ -571,4 +575,20 @@ int ordo_pushpull(ordo_t *o, int tensor, const float *grad, float *dst, int prio
     rc = ordo_worker_pushpull(o->w, tensor, grad, dst, t->version, priority);
     if (!rc) t->version++;
     return issued(o, s, rc, h);
+}
+
+/* ---- declared update rules and broadcast ------------------------------------------------ */
+
+int ordo_declare_update(ordo_t *o, int tensor, const ordo_update_t *u)
+{
+    ordo_error_clear();
+    (void)o, (void)tensor, (void)u;
+    return ordo_error_set(ORDO_ENOTSUP, "ordo_declare_update: not implemented yet");
+}
+
+int ordo_broadcast(ordo_t *o, void *buf, size_t bytes, int root, int timeout_ms)
+{
+    ordo_error_clear();
+    (void)o, (void)buf, (void)bytes, (void)root, (void)timeout_ms;
+    return ordo_error_set(ORDO_ENOTSUP, "ordo_broadcast: not implemented yet");
 }

@@ -6,6 +6,7 @@
 #ifndef ORDO_ORDO_H
 #define ORDO_ORDO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ordo/version.h"
@@ -60,7 +61,8 @@ ORDO_API const char *ordo_version(void);
 typedef struct ordo ordo_t;
 typedef int64_t ordo_handle_t;
 
-/* ordo_new makes a worker handle from conf_path (an INI conf file, NULL for none) and the
+/* ordo_new makes a worker handle from conf_path (an INI conf file; NULL: the file named by
+ * the ORDO_CONF environment variable when set, else none) and the
  * ORDO_SECTION_KEY environment variables, in that order, over the defaults; nothing is
  * connected yet. [net] io_thread defaults to true here, so that heartbeats go on while the
  * program computes. *out is the caller's (ordo_destroy). */
@@ -76,10 +78,30 @@ ORDO_API int ordo_set(ordo_t *o, const char *key, const char *value);
  * which push, pull and init take. Only before ordo_join. */
 ORDO_API int ordo_declare(ordo_t *o, const char *name, int64_t numel, int *tensor);
 
+/* ordo_update_t is the update rule of one tensor, declared by the workers (ordo_declare_update):
+ * ORDO_UPDATE_CONF applies the conf's [optimizer] (the default); ORDO_UPDATE_SGD has the
+ * servers run torch.optim.SGD's step with lr, momentum and weight_decay (d = g + wd*p;
+ * buf = momentum*buf + d, the first step buf = d; p -= lr*buf); ORDO_UPDATE_AVERAGE keeps no
+ * parameter: a pull of version v returns the mean of the workers' v-th pushes of the tensor
+ * (their sum with [optimizer] aggregate = sum), summed in worker order. */
+typedef struct ordo_update {
+    int kind;
+    double lr, momentum, weight_decay;
+} ordo_update_t;
+
+enum { ORDO_UPDATE_CONF = 0, ORDO_UPDATE_SGD = 1, ORDO_UPDATE_AVERAGE = 2 };
+
+/* ordo_declare_update sets the update rule of the declared tensor (u is copied). Only before
+ * ordo_join; every worker must declare the same rules, or the run aborts naming the tensor. */
+ORDO_API int ordo_declare_update(ordo_t *o, int tensor, const ordo_update_t *u);
+
 /* ordo_join checks the conf, registers with the scheduler and connects to every server;
- * it returns once the whole cluster is up. The declared tensors must match the cluster's
- * tensors (its job's [model]) in number and sizes, in order: a mismatch fails with
- * ORDO_ERR_INVAL naming the tensor. A program that declared none takes the cluster's. */
+ * it returns once the whole cluster is up. With [model] trainer = declared the workers'
+ * declarations (names, sizes, update rules, in order; all workers the same, or the run aborts
+ * naming the first difference) are the cluster's tensors. Otherwise the declared tensors must
+ * match the cluster's tensors (its job's [model]) in number and sizes, in order: a mismatch
+ * fails with ORDO_ERR_INVAL naming the tensor; a program that declared none takes the
+ * cluster's. */
 ORDO_API int ordo_join(ordo_t *o);
 
 /* ordo_leave waits for the transfers in flight, tells the scheduler this worker is done and
@@ -166,6 +188,12 @@ ORDO_API int ordo_wait_all(ordo_t *o, int timeout_ms);
 /* ordo_barrier returns once every worker called it as many times, waiting up to timeout_ms
  * (-1: no limit); transfers keep completing meanwhile. */
 ORDO_API int ordo_barrier(ordo_t *o, int timeout_ms);
+
+/* ordo_broadcast copies root's bytes of buf into every worker's buf, through the scheduler: a
+ * collective every worker calls in the same order with the same bytes. A size that differs
+ * from root's or a root out of range fails (ORDO_ERR_INVAL); waits up to timeout_ms (-1: no
+ * limit); transfers keep completing meanwhile. */
+ORDO_API int ordo_broadcast(ordo_t *o, void *buf, size_t bytes, int root, int timeout_ms);
 
 /* ordo_interrupt makes a call of another thread blocked in ordo_wait, ordo_wait_all or
  * ordo_barrier return ORDO_ERR_AGAIN soon. The only function that may be called while

@@ -19,6 +19,17 @@ ERRORS = {
 ERR_TIMEDOUT = -5
 ERR_AGAIN = -12
 
+# The update rules of ordo.h (ORDO_UPDATE_*).
+UPDATE_CONF, UPDATE_SGD, UPDATE_AVERAGE = 0, 1, 2
+
+
+class Update(ctypes.Structure):
+    """Update is ordo_update_t: a tensor's update rule (kind, lr, momentum, weight_decay)."""
+
+    _fields_ = [("kind", ctypes.c_int), ("lr", ctypes.c_double), ("momentum", ctypes.c_double),
+                ("weight_decay", ctypes.c_double)]
+
+
 _P = ctypes.c_void_p
 _H = ctypes.c_int64
 _SIGNATURES = {
@@ -30,6 +41,7 @@ _SIGNATURES = {
     "ordo_set": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p]),
     "ordo_declare": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_int64,
                                     ctypes.POINTER(ctypes.c_int)]),
+    "ordo_declare_update": (ctypes.c_int, [_P, ctypes.c_int, ctypes.POINTER(Update)]),
     "ordo_join": (ctypes.c_int, [_P]),
     "ordo_leave": (ctypes.c_int, [_P]),
     "ordo_abort": (None, [_P, ctypes.c_char_p]),
@@ -50,6 +62,7 @@ _SIGNATURES = {
     "ordo_test": (ctypes.c_int, [_P, _H]),
     "ordo_wait_all": (ctypes.c_int, [_P, ctypes.c_int]),
     "ordo_barrier": (ctypes.c_int, [_P, ctypes.c_int]),
+    "ordo_broadcast": (ctypes.c_int, [_P, _P, ctypes.c_size_t, ctypes.c_int, ctypes.c_int]),
     "ordo_interrupt": (None, [_P]),
 }
 

@@ -150,6 +150,18 @@ class Client:
         _check(lib.ordo_declare(self._ptr(), name.encode(), int(numel), ctypes.byref(idx)))
         return idx.value
 
+    def declare_update(self, tensor: int, kind: str, lr: float = 0.0, momentum: float = 0.0,
+                       weight_decay: float = 0.0) -> None:
+        """declare_update sets tensor's update rule on the servers (before join): kind "conf"
+        (the conf's [optimizer]), "sgd" (torch.optim.SGD's step with lr, momentum and
+        weight_decay) or "average" (pulls return the mean of the workers' gradients)."""
+        kinds = {"conf": _capi.UPDATE_CONF, "sgd": _capi.UPDATE_SGD,
+                 "average": _capi.UPDATE_AVERAGE}
+        if kind not in kinds:
+            raise ValueError(f"ordo: update kind {kind!r}; one of {', '.join(kinds)}")
+        u = _capi.Update(kinds[kind], float(lr), float(momentum), float(weight_decay))
+        _check(lib.ordo_declare_update(self._ptr(), tensor, ctypes.byref(u)))
+
     def join(self) -> Client:
         """join registers with the scheduler and waits for the cluster to form."""
         _check(lib.ordo_join(self._ptr()))
@@ -258,6 +270,32 @@ class Client:
     def barrier(self, timeout_ms: int = -1) -> None:
         """barrier returns once every worker called it as many times."""
         _check(lib.ordo_barrier(self._ptr(), timeout_ms))
+
+    def broadcast(self, buf: Any, root: int = 0, timeout_ms: int = -1) -> None:
+        """broadcast copies root's buf into every worker's buf (a writable buffer of the same
+        size everywhere: bytearray, numpy array, CPU torch tensor); every worker calls it."""
+        view = memoryview(buf).cast("B") if not type(buf).__module__.startswith("torch") \
+            else None
+        if view is not None:
+            if view.readonly:
+                raise ValueError("ordo: broadcast needs a writable buffer")
+            n = view.nbytes
+            addr = ctypes.addressof(ctypes.c_char.from_buffer(view)) if n else 0
+        else:
+            if buf.device.type != "cpu" or not buf.is_contiguous():
+                raise ValueError("ordo: broadcast needs a contiguous CPU tensor")
+            n, addr = buf.numel() * buf.element_size(), buf.data_ptr()
+        _check(lib.ordo_broadcast(self._ptr(), addr, n, root, timeout_ms))
+
+    def broadcast_bytes(self, data: bytes | None, root: int = 0, timeout_ms: int = -1) -> bytes:
+        """broadcast_bytes returns root's data on every worker (the others pass None or
+        anything): its length first, then its bytes, so the sizes may differ."""
+        mine = self.rank == root
+        size = bytearray(len(data).to_bytes(8, "little") if mine else bytes(8))
+        self.broadcast(size, root, timeout_ms)
+        out = bytearray(data) if mine else bytearray(int.from_bytes(size, "little"))
+        self.broadcast(out, root, timeout_ms)
+        return bytes(out)
 
     def interrupt(self) -> None:
         """interrupt wakes a wait of another thread (it raises OrdoError AGAIN there)."""
