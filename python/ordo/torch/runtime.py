@@ -12,8 +12,9 @@ from __future__ import annotations
 import configparser
 import io
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -103,12 +104,8 @@ class Runtime:
                                "joined; declare every tensor (DistributedOptimizer, "
                                "ordo.torch.declare) before the first transfer")
         index = self.client.declare(name, numel)
-        if hasattr(self.client, "declare_update"):
-            lr, momentum, wd = hyper
-            self.client.declare_update(index, kind, lr, momentum, wd)
-        elif kind == AVERAGE:
-            raise RuntimeError("ordo.torch: this libordo cannot average gradients on the "
-                               "servers (no declare_update); use mode='server'")
+        lr, momentum, wd = hyper
+        self.client.declare_update(index, kind, lr, momentum, wd)
         t = Tensor(index, numel, kind, hyper)
         self.tensors[name] = t
         return t
@@ -194,13 +191,9 @@ class Runtime:
     def broadcast_bytes(self, data: bytes | None, root: int) -> bytes:
         """broadcast_bytes sends root's data to every worker (through the scheduler) and
         returns it on each."""
-        if not hasattr(self.client, "broadcast"):
-            raise RuntimeError("ordo.torch: this libordo cannot broadcast (no "
-                               "Client.broadcast)")
         self.join()
-        out = self.client.broadcast(data if self.client.rank == root else None, root,
-                                    BROADCAST_TIMEOUT_MS)
-        return bytes(out)
+        mine = data if self.client.rank == root else None
+        return self.client.broadcast_bytes(mine, root, BROADCAST_TIMEOUT_MS)
 
     def broadcast_state(self, state: dict, root: int) -> None:
         """broadcast_state copies root's tensors of state (a state_dict: name -> tensor, any

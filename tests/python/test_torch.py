@@ -1,0 +1,135 @@
+"""test_torch: ordo.torch (python/ordo/torch) against real clusters of the C daemons on loopback.
+
+The equivalence tests train torch_mlp's model on 2 workers through DistributedOptimizer and
+compare the parameters with one process training on the whole batches. Needs torch (skipped
+without it) and a libordo with declared tensors, per-tensor updates and broadcasts.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (scripts/setup-python.sh)")
+
+import ordo  # noqa: E402
+import ordo.torch as hvd  # noqa: E402
+import torch_mlp  # noqa: E402
+from torch_cluster import SRC, Cluster  # noqa: E402
+
+WORKER = SRC / "tests" / "python" / "torch_worker.py"
+
+
+def _c_side_missing() -> str | None:
+    """The reason the cluster tests cannot run with this libordo, or None."""
+    c = ordo.Client()
+    try:
+        c.declare_update(c.declare("w", 1), "average")
+    except ordo.OrdoError as e:
+        return f"libordo cannot run per-tensor updates yet ({e})"
+    finally:
+        c.close()
+    return None
+
+
+def conf(tmp: Path, servers: int = 2) -> Path:
+    path = tmp / "torch.ini"
+    path.write_text(f"[cluster]\nservers = {servers}\nworkers = 2\n\n[model]\ntrainer = declared\n"
+                    "\n[fault]\ntimeout_ms = 5000\n")
+    return path
+
+
+@pytest.fixture
+def runtime_reset():
+    yield
+    hvd.shutdown()
+
+
+@pytest.mark.parametrize("mode", ["gradients", "server"])
+def test_two_workers_equal_one_process_on_the_whole_batch(tmp_path: Path, mode: str):
+    missing = _c_side_missing()
+    if missing:
+        pytest.skip(missing)
+    c = Cluster(tmp_path, conf(tmp_path), servers=2)
+    try:
+        for r in range(2):
+            c.start_worker(r, [sys.executable, str(WORKER), mode, str(tmp_path / f"out{r}.pt")])
+        for name in ["worker0", "worker1", "server0", "server1", "scheduler"]:
+            assert c.finish(name) == 0, f"{name}: {c.log(name)}"
+    finally:
+        c.stop()
+    for r in range(2):
+        assert "push_pull: mean 1.5, sum 3.0" in c.log(f"worker{r}"), c.log(f"worker{r}")
+    torch.set_num_threads(1)
+    net = torch_mlp.model()
+    torch_mlp.train(net, torch_mlp.optimizer(mode, net.parameters()), 0, 1)
+    want = net.state_dict()
+    for r in range(2):
+        got = torch.load(tmp_path / f"out{r}.pt")
+        for k, v in want.items():
+            # 1e-5 relative; 1e-7 absolute for values near 0 (float32 rounding: the servers
+            # average the workers' half-batch means, one process takes the whole batch's)
+            torch.testing.assert_close(got[k], v, rtol=1e-5, atol=1e-7, msg=f"rank {r} {k}")
+        assert not torch.equal(got["0.weight"], torch_mlp.model().state_dict()["0.weight"])
+
+
+def test_a_float64_parameter_is_refused_naming_it(runtime_reset):
+    hvd.init(settings={"cluster.scheduler": "tcp://127.0.0.1:1"})
+    net = torch_mlp.model().double()
+    with pytest.raises(TypeError, match=r"parameter '0.weight' has dtype torch.float64"):
+        hvd.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
+                                 named_parameters=net.named_parameters())
+
+
+def test_a_parameter_missing_from_named_parameters_is_refused(runtime_reset):
+    hvd.init(settings={"cluster.scheduler": "tcp://127.0.0.1:1"})
+    net = torch_mlp.model()
+    named = [(n, p) for n, p in net.named_parameters() if n != "2.bias"]
+    with pytest.raises(ValueError, match="1 parameter.*not in named_parameters"):
+        hvd.DistributedOptimizer(torch.optim.Adam(net.parameters()), named_parameters=named)
+
+
+def test_server_mode_refuses_what_the_servers_cannot_run(runtime_reset):
+    hvd.init(settings={"cluster.scheduler": "tcp://127.0.0.1:1"})
+    net = torch_mlp.model()
+    with pytest.raises(ValueError, match="Adam cannot run there"):
+        hvd.DistributedOptimizer(torch.optim.Adam(net.parameters()),
+                                 named_parameters=net.named_parameters(), mode="server")
+    nesterov = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+    with pytest.raises(ValueError, match="nesterov=True"):
+        hvd.DistributedOptimizer(nesterov, named_parameters=net.named_parameters(),
+                                 mode="server")
+    with pytest.raises(ValueError, match="mode='fast'"):
+        hvd.DistributedOptimizer(nesterov, named_parameters=net.named_parameters(), mode="fast")
+
+
+def test_init_without_a_cluster_is_an_error_not_a_hang(runtime_reset, monkeypatch):
+    monkeypatch.delenv("ORDO_CONF", raising=False)
+    monkeypatch.delenv("ORDO_CLUSTER_SCHEDULER", raising=False)
+    with pytest.raises(RuntimeError, match=r"no cluster to join.*ordo-launch"):
+        hvd.init()
+    missing = _c_side_missing()
+    if missing:
+        pytest.skip(missing)
+    hvd.init(settings={"cluster.scheduler": "tcp://127.0.0.1:1", "fault.startup_ms": 300})
+    net = torch_mlp.model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
+                                   named_parameters=net.named_parameters())
+    assert hvd.size() == 1 and hvd.local_rank() == 0 and hvd.local_size() == 1
+    started = time.monotonic()
+    with pytest.raises(ordo.Timeout, match="tcp://127.0.0.1:1"):
+        torch.nn.functional.mse_loss(net(torch.zeros(2, 8)), torch.zeros(2, 4)).backward()
+        opt.step()
+    assert time.monotonic() - started < 10
+
+
+def test_cuda_parameters_are_refused_until_staging_exists(runtime_reset):
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    hvd.init(settings={"cluster.scheduler": "tcp://127.0.0.1:1"})
+    net = torch_mlp.model().cuda()
+    with pytest.raises(TypeError, match="is on cuda"):
+        hvd.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
+                                 named_parameters=net.named_parameters())
