@@ -32,7 +32,8 @@ const key_t_ ordo__conf_keys[] = {
     {"model", "file", T_STR, OFF(model_file), SZ(model_file), "", 0, 0, NULL,
      "ordo-model/1 profile for trainer = profile"},
     {"model", "trainer", T_STR, OFF(trainer), SZ(trainer), "synthetic", 0, 0, NULL,
-     "synthetic | profile | mlp | cnn"},
+     "synthetic | profile | mlp | cnn | declared (the workers' declared tensors, ordo_declare; "
+     "the default when worker.command is set under ordo-launch)"},
     {"model", "tensors", T_STR, OFF(tensors), SZ(tensors), "4KiB,256KiB,1MiB,6MiB", 0, 0, NULL,
      "synthetic job: comma-separated tensor sizes in bytes (suffixes KiB, MiB)"},
     {"model", "compute", T_ENUM, OFF(compute), 0, "emulate", 0, 0, "emulate|cpu|cuda",
@@ -347,8 +348,9 @@ static int check_key(ordo_conf_t *conf, const key_t_ *k, char *why, size_t wsz)
     }
     if (k->off == OFF(trainer)) {
         const char *t = conf->trainer;
-        if (strcmp(t, "synthetic") && strcmp(t, "profile") && strcmp(t, "mlp") && strcmp(t, "cnn")) {
-            snprintf(why, wsz, "'%s' is not one of synthetic|profile|mlp|cnn", t);
+        if (strcmp(t, "synthetic") && strcmp(t, "profile") && strcmp(t, "mlp") && strcmp(t, "cnn") &&
+            strcmp(t, "declared")) {
+            snprintf(why, wsz, "'%s' is not one of synthetic|profile|mlp|cnn|declared", t);
             return ORDO_EINVAL;
         }
     }

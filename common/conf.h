@@ -31,7 +31,7 @@ typedef struct ordo_conf {
     int rank;                 /* requested rank, -1 = assigned by the scheduler */
     /* [model] */
     char model_file[ORDO_CONF_PATH]; /* ordo-model/1 profile */
-    char trainer[ORDO_CONF_STR];     /* synthetic | profile | mlp | cnn */
+    char trainer[ORDO_CONF_STR];     /* synthetic | profile | mlp | cnn | declared */
     char tensors[ORDO_CONF_PATH];    /* synthetic job: comma list of tensor sizes */
     int compute;                     /* ordo_compute_t */
     double compute_scale;

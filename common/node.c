@@ -104,6 +104,15 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
     json_t *reg = json_pack("{s:s, s:s, s:i, s:i}", "role", ordo_wire_role_name(role), "token",
                             conf->token, "rank", conf->rank, "pid", (int)getpid());
     if (endpoint) json_object_set_new(reg, "endpoint", json_string(endpoint));
+    if (node->reg_tensors) {
+        json_t *t = json_loads(node->reg_tensors, 0, NULL);
+        if (!json_is_array(t)) {
+            json_decref(t);
+            json_decref(reg);
+            return ordo_error_set(ORDO_EINVAL, "declared tensors: not a JSON array");
+        }
+        json_object_set_new(reg, "tensors", t);
+    }
     char *text = json_dumps(reg, JSON_COMPACT);
     json_decref(reg);
     ordo_msg_t m;

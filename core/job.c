@@ -28,8 +28,40 @@ int ordo_job_parse_sizes(const char *list, int64_t *bytes, int max)
     return n;
 }
 
+int ordo_job_model_declared(const char *const *names, const int64_t *numel, int n,
+                            ordo_model_t **out)
+{
+    if (n < 1) return ordo_error_set(ORDO_EINVAL, "declared model: no tensors");
+    ordo_model_t *m = ordo_model_new("declared", 1, "float32");
+    if (!m) return ORDO_ENOMEM;
+    int rc = 0;
+    char op[32], prev[32];
+    for (int i = 0; i < n && rc >= 0; i++) {
+        if (numel[i] < 1) {
+            rc = ordo_error_set(ORDO_EINVAL, "declared tensor %d \"%s\": %lld elements", i,
+                                names[i], (long long)numel[i]);
+            break;
+        }
+        if ((rc = ordo_model_add_param(m, names[i], 1, &numel[i])) < 0) break;
+        snprintf(op, sizeof op, "op%d", i);
+        const char *in[1] = {prev};
+        rc = ordo_model_add_op(m, op, i > 0, in, 1, &names[i], 0, 0);
+        snprintf(prev, sizeof prev, "%s", op);
+    }
+    if (rc >= 0) rc = ordo_model_check(m);
+    if (rc < 0) {
+        ordo_model_destroy(&m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
 int ordo_job_model(const ordo_conf_t *conf, ordo_model_t **out)
 {
+    if (!strcmp(conf->trainer, "declared"))
+        return ordo_error_set(ORDO_EINVAL, "model.trainer = declared: the workers declare the "
+                                           "model when they register");
     if (!strcmp(conf->trainer, "synthetic")) {
         int64_t sizes[1024];
         int n = ordo_job_parse_sizes(conf->tensors, sizes, 1024);

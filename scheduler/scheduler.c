@@ -10,6 +10,7 @@
 #include "common/daemon.h"
 #include "common/error.h"
 #include "common/keys.h"
+#include "common/le.h"
 #include "common/log.h"
 #include "common/transport.h"
 #include "core/job.h"
@@ -38,6 +39,7 @@ typedef struct {
     char endpoint[256];
     int64_t last_seen_ns;
     bool done;
+    json_t *tensors; /* a worker's declared tensors ([model] trainer = declared), or NULL */
 } member_t;
 
 struct ordo_scheduler {
@@ -47,6 +49,8 @@ struct ordo_scheduler {
     member_t *members;
     int n_members, n_servers, n_workers;
     bool welcomed;
+    bool declared; /* [model] trainer = declared: the workers' declarations are the model */
+    json_t *updates; /* declared: each key's update rule (null: the conf's), for the plan */
     int n_done;
     ordo_runlog_t *log;
     ordo_model_t *model;
@@ -54,6 +58,12 @@ struct ordo_scheduler {
     json_t *plan;                /* computed once at start-up, sent in every WELCOME */
     int64_t barrier_id;          /* the barrier workers are gathering at (-1: none) */
     int barrier_n;               /* workers arrived at it */
+    int64_t bcast_id;            /* the broadcast workers are gathering at */
+    int bcast_n, bcast_root;     /* workers arrived at it, and its root */
+    uint64_t bcast_bytes;        /* its size (every worker's must match) */
+    int bcast_first;             /* the worker that came first (its size and root rule) */
+    ordo_msg_t bcast_data;       /* the root's message, kept until all arrived */
+    bool have_bcast_data;
     ordo_sparse_coord_t *sparse; /* [push] mode = sparse: thresholds and regions */
     bool calibrating; /* [push] calibrate: the merge groups wait for worker 0's calibration */
     char run_dir[ORDO_CONF_PATH + ORDO_CONF_STR + 64];
@@ -132,10 +142,26 @@ static void assign_ranks(sched_t *s, int role, int count)
     free(taken);
 }
 
+static int plan_model(sched_t *s);
+static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *payload, size_t len);
+static int declared_model(sched_t *s, char *why, size_t wsz);
+
 static int send_welcome(sched_t *s)
 {
     assign_ranks(s, ORDO_ROLE_SERVER, s->conf.servers);
     assign_ranks(s, ORDO_ROLE_WORKER, s->conf.workers);
+    if (s->declared) {
+        char why[700];
+        why[0] = '\0';
+        int rc = declared_model(s, why, sizeof why);
+        if (!rc && (rc = plan_model(s)) != 0)
+            snprintf(why, sizeof why, "cannot plan the run of the declared tensors: %s",
+                     ordo_error_text(rc));
+        if (rc) return abort_run(s, why[0] ? why : ordo_error_text(rc));
+        ordo_runplan_merge_take_file(s->plan, s->run_dir);
+        ORDO_INFO("model declared by the workers: %d tensors, %.1f MiB", s->model->n_params,
+                  (double)ordo_model_total_bytes(s->model) / 1048576.0);
+    }
     json_t *servers = json_array();
     for (int r = 0; r < s->conf.servers; r++)
         for (int i = 0; i < s->n_members; i++)
@@ -172,9 +198,9 @@ static int send_welcome(sched_t *s)
 
 static void on_register(sched_t *s, ordo_msg_t *m)
 {
-    char body[2048];
-    ordo_msg_text(m, 0, body, sizeof body);
-    json_t *o = json_loads(body, 0, NULL);
+    size_t len = 0;
+    const char *body = ordo_msg_data(m, 0, &len);
+    json_t *o = body ? json_loadb(body, len, 0, NULL) : NULL;
     const char *role = json_string_value(json_object_get(o, "role"));
     const char *token = json_string_value(json_object_get(o, "token"));
     const char *ep = json_string_value(json_object_get(o, "endpoint"));
@@ -199,6 +225,14 @@ static void on_register(sched_t *s, ordo_msg_t *m)
         reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "already registered");
         goto done;
     }
+    json_t *tensors = json_object_get(o, "tensors");
+    if (s->declared && r == ORDO_ROLE_WORKER && !json_is_array(tensors)) {
+        ORDO_WARN("refused a worker (pid %lld): it declared no tensors ([model] trainer = "
+                  "declared)", (long long)json_integer_value(pid));
+        reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT,
+              "[model] trainer = declared: the worker must declare its tensors (ordo_declare)");
+        goto done;
+    }
     int *count = r == ORDO_ROLE_SERVER ? &s->n_servers : &s->n_workers;
     int limit = r == ORDO_ROLE_SERVER ? s->conf.servers : s->conf.workers;
     if (s->welcomed || *count >= limit) {
@@ -215,6 +249,7 @@ static void on_register(sched_t *s, ordo_msg_t *m)
     mb->rank = -1;
     mb->pid = (int)json_integer_value(pid);
     if (ep) snprintf(mb->endpoint, sizeof mb->endpoint, "%s", ep);
+    if (s->declared && r == ORDO_ROLE_WORKER) mb->tensors = json_incref(tensors);
     mb->last_seen_ns = ordo_clock_ns();
     (*count)++;
     ORDO_INFO("registered %s pid %d%s%s (%d/%d servers, %d/%d workers)", role, mb->pid,
@@ -222,13 +257,139 @@ static void on_register(sched_t *s, ordo_msg_t *m)
               s->conf.workers);
     if (s->n_servers == s->conf.servers && s->n_workers == s->conf.workers) {
         int rc = send_welcome(s);
-        if (rc) {
+        if (rc && !s->aborted) {
             ORDO_ERROR("cannot plan the run: %s", ordo_error_text(rc));
             abort_run(s, "the scheduler cannot plan the run");
         }
     }
 done:
     json_decref(o);
+}
+
+/* ---- the model and its plan ------------------------------------------------------------ */
+
+/* plan_model makes the key map, the plan and the sparse coordinator of s->model. */
+static int plan_model(sched_t *s)
+{
+    int n = s->model->n_params;
+    int64_t *numel = malloc(sizeof *numel * (size_t)n);
+    if (!numel) return ORDO_ENOMEM;
+    for (int i = 0; i < n; i++)
+        numel[i] = s->model->params[i].numel;
+    int rc = ordo_keys_partition(numel, n, s->model->dtype_size, s->conf.partition_bytes,
+                                 s->conf.segment_bytes, s->conf.servers, &s->keys);
+    free(numel);
+    if (rc) return rc;
+    /* the plan is made before anyone registers (before the welcome when the workers declare
+     * the model), so a bad order or oracle file stops the start-up with its reason */
+    if ((rc = ordo_runplan_make(&s->conf, s->model, s->keys, &s->plan)) != 0)
+        return ordo_error_context(rc, "cannot plan the run");
+    if (s->updates) json_object_set(s->plan, "updates", s->updates);
+    rc = ordo_sparse_coord_new(s->plan, s->conf.servers, s->conf.workers, sparse_send, s,
+                               &s->sparse);
+    if (rc) return rc;
+    s->calibrating = json_object_get(s->plan, "merge_calibrate") != NULL;
+    return 0;
+}
+
+/* check_declaration checks one declared tensor {name, numel[, update]}; why names it. */
+static bool check_declaration(json_t *d, int worker, int i, char *why, size_t wsz)
+{
+    json_t *name = json_object_get(d, "name"), *numel = json_object_get(d, "numel");
+    json_t *u = json_object_get(d, "update");
+    const char *bad = NULL;
+    if (!json_is_string(name) || !json_string_length(name) || json_string_length(name) > 1000)
+        bad = "no name";
+    else if (!json_is_integer(numel) || json_integer_value(numel) < 1)
+        bad = "no element count >= 1";
+    else if (u) {
+        const char *kind = json_string_value(json_object_get(u, "kind"));
+        if (!kind || (strcmp(kind, "sgd") && strcmp(kind, "average")))
+            bad = "an update rule of unknown kind";
+        const char *nums[3] = {"lr", "momentum", "weight_decay"};
+        for (int k = 0; !bad && kind && !strcmp(kind, "sgd") && k < 3; k++) {
+            json_t *x = json_object_get(u, nums[k]);
+            if (!json_is_number(x) || !isfinite(json_number_value(x)) || json_number_value(x) < 0)
+                bad = "an sgd rule without finite lr, momentum, weight_decay >= 0";
+        }
+    }
+    if (bad) snprintf(why, wsz, "worker %d declared tensor %d with %s", worker, i, bad);
+    return !bad;
+}
+
+/* declared_model builds s->model and s->updates from the workers' declarations, which must
+ * agree; otherwise 0 is not returned and why says which worker and tensor differ. */
+static int declared_model(sched_t *s, char *why, size_t wsz)
+{
+    json_t *ref = NULL, **by_rank = calloc((size_t)s->conf.workers, sizeof *by_rank);
+    if (!by_rank) return ORDO_ENOMEM;
+    for (int i = 0; i < s->n_members; i++)
+        if (s->members[i].role == ORDO_ROLE_WORKER) by_rank[s->members[i].rank] = s->members[i].tensors;
+    ref = by_rank[0];
+    int n = (int)json_array_size(ref), rc = ORDO_EINVAL;
+    for (int w = 0; w < s->conf.workers; w++) {
+        json_t *t = by_rank[w];
+        for (int i = 0; i < (int)json_array_size(t); i++)
+            if (!check_declaration(json_array_get(t, (size_t)i), w, i, why, wsz)) goto done;
+        if (w == 0) continue;
+        if ((int)json_array_size(t) != n) {
+            snprintf(why, wsz, "worker %d declared %d tensors, worker 0 %d", w,
+                     (int)json_array_size(t), n);
+            goto done;
+        }
+        for (int i = 0; i < n; i++) {
+            json_t *a = json_array_get(t, (size_t)i), *b = json_array_get(ref, (size_t)i);
+            const char *an = json_string_value(json_object_get(a, "name"));
+            const char *bn = json_string_value(json_object_get(b, "name"));
+            long long ae = json_integer_value(json_object_get(a, "numel"));
+            long long be = json_integer_value(json_object_get(b, "numel"));
+            if (strcmp(an, bn) || ae != be) {
+                snprintf(why, wsz,
+                         "worker %d declared tensor %d \"%s\" of %lld elements, worker 0 "
+                         "\"%s\" of %lld",
+                         w, i, an, ae, bn, be);
+                goto done;
+            }
+            json_t *au = json_object_get(a, "update"), *bu = json_object_get(b, "update");
+            if (!(au == bu || (au && bu && json_equal(au, bu)))) {
+                char *at = au ? json_dumps(au, JSON_COMPACT) : strdup("the conf's"),
+                     *bt = bu ? json_dumps(bu, JSON_COMPACT) : strdup("the conf's");
+                snprintf(why, wsz,
+                         "worker %d declared tensor %d \"%s\" with update rule %s, worker 0 %s", w,
+                         i, an, at ? at : "?", bt ? bt : "?");
+                free(at);
+                free(bt);
+                goto done;
+            }
+        }
+    }
+    if (n < 1) {
+        snprintf(why, wsz, "the workers declared no tensors");
+        goto done;
+    }
+    const char **names = malloc(sizeof *names * (size_t)n);
+    int64_t *numel = malloc(sizeof *numel * (size_t)n);
+    s->updates = json_array();
+    bool any = false;
+    rc = names && numel && s->updates ? 0 : ORDO_ENOMEM;
+    for (int i = 0; !rc && i < n; i++) {
+        json_t *d = json_array_get(ref, (size_t)i), *u = json_object_get(d, "update");
+        names[i] = json_string_value(json_object_get(d, "name"));
+        numel[i] = json_integer_value(json_object_get(d, "numel"));
+        json_array_append(s->updates, u ? u : json_null());
+        any |= u != NULL;
+    }
+    if (!rc) rc = ordo_job_model_declared(names, numel, n, &s->model);
+    if (rc && rc != ORDO_ENOMEM) snprintf(why, wsz, "the declared tensors: %s", ordo_error_text(rc));
+    if (!any) {
+        json_decref(s->updates);
+        s->updates = NULL;
+    }
+    free(names);
+    free(numel);
+done:
+    free(by_rank);
+    return rc;
 }
 
 /* ---- run ---------------------------------------------------------------------------- */
@@ -298,6 +459,74 @@ static void on_barrier(sched_t *s, member_t *mb, int64_t id)
         d.hdr.iter = id;
         ordo_transport_send(s->tp, &d);
     }
+}
+
+/* a broadcast (ordo_broadcast): every worker sends BCAST id with its size and the root, the
+ * root its bytes too; once all are in, every worker but the root gets the bytes and the root
+ * an empty BCAST. A worker whose id, size or root differs aborts the run, naming it. */
+static int on_bcast(sched_t *s, member_t *mb, ordo_msg_t *m)
+{
+    char why[600], name[320];
+    size_t len = 0, dlen = 0;
+    const unsigned char *sz = ordo_msg_data(m, 0, &len);
+    const void *data = ordo_msg_data(m, 1, &dlen);
+    if (mb->role != ORDO_ROLE_WORKER) return 0;
+    member_name(mb, name, sizeof name);
+    uint64_t bytes = sz && len == 8 ? ordo_get_le(sz, 8) : UINT64_MAX;
+    int root = (int)m->hdr.key;
+    why[0] = '\0';
+    if (bytes == UINT64_MAX || m->hdr.iter < 1)
+        snprintf(why, sizeof why, "malformed BCAST from %s", name);
+    else if (root < 0 || root >= s->conf.workers)
+        snprintf(why, sizeof why, "broadcast %lld: %s named root %d (there are %d workers)",
+                 (long long)m->hdr.iter, name, root, s->conf.workers);
+    else if (s->bcast_n > 0 && m->hdr.iter != s->bcast_id)
+        snprintf(why, sizeof why, "%s joined broadcast %lld while the others are at %lld (every "
+                 "worker must call ordo_broadcast in the same order)", name,
+                 (long long)m->hdr.iter, (long long)s->bcast_id);
+    else if (s->bcast_n > 0 && (root != s->bcast_root || bytes != s->bcast_bytes))
+        snprintf(why, sizeof why, "broadcast %lld: worker %d passed %llu bytes from root %d, "
+                 "worker %d %llu bytes from root %d", (long long)m->hdr.iter, mb->rank,
+                 (unsigned long long)bytes, root, s->bcast_first,
+                 (unsigned long long)s->bcast_bytes, s->bcast_root);
+    else if (mb->rank == root && (!data || dlen != bytes))
+        snprintf(why, sizeof why, "broadcast %lld: the root's BCAST has %zu bytes, not %llu",
+                 (long long)m->hdr.iter, dlen, (unsigned long long)bytes);
+    if (why[0]) return abort_run(s, why);
+    if (s->bcast_n++ == 0) {
+        s->bcast_id = m->hdr.iter;
+        s->bcast_root = root;
+        s->bcast_bytes = bytes;
+        s->bcast_first = mb->rank;
+    }
+    if (mb->rank == root) {
+        ordo_msg_move(&s->bcast_data, m);
+        s->have_bcast_data = true;
+    }
+    if (s->bcast_n < s->conf.workers) return 0;
+    const void *bytes_of_root = ordo_msg_data(&s->bcast_data, 1, &dlen);
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *w = &s->members[i];
+        if (w->role != ORDO_ROLE_WORKER) continue;
+        ordo_msg_t d;
+        ordo_msg_init(&d, ORDO_MSG_BCAST);
+        d.sock = s->sock;
+        memcpy(d.rid, w->rid, w->rid_len);
+        d.rid_len = w->rid_len;
+        d.hdr.role = ORDO_ROLE_SCHEDULER;
+        d.hdr.iter = s->bcast_id;
+        d.hdr.key = (uint32_t)s->bcast_root;
+        d.hdr.dtype = ORDO_DTYPE_BYTES;
+        if (w->rank != s->bcast_root && ordo_msg_add_copy(&d, bytes_of_root, dlen) != 0) {
+            ordo_msg_close(&d);
+            return abort_run(s, "the scheduler ran out of memory relaying a broadcast");
+        }
+        ordo_transport_send(s->tp, &d);
+    }
+    ordo_msg_close(&s->bcast_data);
+    s->have_bcast_data = false;
+    s->bcast_n = 0;
+    return 0;
 }
 
 /* the sparse coordinator's messages: one copy to every member of a role */
@@ -440,6 +669,8 @@ static int handle(sched_t *s, ordo_msg_t *m)
     case ORDO_MSG_BARRIER:
         on_barrier(s, mb, m->hdr.iter);
         break;
+    case ORDO_MSG_BCAST:
+        return on_bcast(s, mb, m);
     case ORDO_MSG_PLAN: { /* sparse histograms (scheduler/sparse_coord.h) */
         if (s->calibrating && mb->role == ORDO_ROLE_WORKER && mb->rank == 0) {
             return on_calibration(s, m); /* the start-up calibration's result */
@@ -487,33 +718,15 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
     if (!s) return ORDO_ENOMEM;
     s->conf = *conf;
     s->barrier_id = -1;
+    s->declared = !strcmp(s->conf.trainer, "declared");
     int rc;
-    int64_t *numel = NULL;
-    if ((rc = ordo_job_model(&s->conf, &s->model)) != 0) goto fail;
-    numel = malloc(sizeof *numel * (size_t)s->model->n_params);
-    if (!numel) {
-        rc = ORDO_ENOMEM;
-        goto fail;
+    if (!s->declared) {
+        if ((rc = ordo_job_model(&s->conf, &s->model)) != 0) goto fail;
+        if ((rc = plan_model(s)) != 0) goto fail;
     }
-    for (int i = 0; i < s->model->n_params; i++)
-        numel[i] = s->model->params[i].numel;
-    rc = ordo_keys_partition(numel, s->model->n_params, s->model->dtype_size,
-                             s->conf.partition_bytes, s->conf.segment_bytes, s->conf.servers,
-                             &s->keys);
-    if (rc) goto fail;
-    /* the plan is made before anyone registers, so a bad order or oracle file stops the
-     * start-up with its reason */
-    if ((rc = ordo_runplan_make(&s->conf, s->model, s->keys, &s->plan)) != 0) {
-        rc = ordo_error_context(rc, "cannot plan the run");
-        goto fail;
-    }
-    rc = ordo_sparse_coord_new(s->plan, s->conf.servers, s->conf.workers, sparse_send, s,
-                               &s->sparse);
-    if (rc) goto fail;
-    s->calibrating = json_object_get(s->plan, "merge_calibrate") != NULL;
     make_run_dir(s);
     if ((rc = ordo_runlog_new(s->run_dir, &s->conf, s->conf.workers, &s->log)) != 0) goto fail;
-    ordo_runplan_merge_take_file(s->plan, s->run_dir);
+    if (s->plan) ordo_runplan_merge_take_file(s->plan, s->run_dir);
     s->members = calloc((size_t)(s->conf.servers + s->conf.workers), sizeof *s->members);
     if (!s->members) {
         rc = ORDO_ENOMEM;
@@ -531,14 +744,16 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
     }
     s->sock = rc;
     s->start_ns = ordo_clock_ns();
-    ORDO_INFO("listening on %s for %d servers and %d workers (model %s, %d tensors, %.1f MiB)",
-              s->endpoint, s->conf.servers, s->conf.workers, s->model->name, s->model->n_params,
-              (double)ordo_model_total_bytes(s->model) / 1048576.0);
-    free(numel);
+    if (s->model)
+        ORDO_INFO("listening on %s for %d servers and %d workers (model %s, %d tensors, %.1f MiB)",
+                  s->endpoint, s->conf.servers, s->conf.workers, s->model->name,
+                  s->model->n_params, (double)ordo_model_total_bytes(s->model) / 1048576.0);
+    else
+        ORDO_INFO("listening on %s for %d servers and %d workers (model declared by the workers)",
+                  s->endpoint, s->conf.servers, s->conf.workers);
     *out = s;
     return 0;
 fail:
-    free(numel);
     ordo_scheduler_destroy(&s);
     return rc;
 }
@@ -605,6 +820,10 @@ void ordo_scheduler_destroy(ordo_scheduler_t **p)
     ordo_model_destroy(&s->model);
     json_decref(s->plan);
     ordo_sparse_coord_destroy(&s->sparse);
+    for (int i = 0; s->members && i < s->n_members; i++)
+        json_decref(s->members[i].tensors);
+    json_decref(s->updates);
+    if (s->have_bcast_data) ordo_msg_close(&s->bcast_data);
     free(s->members);
     free(s->summary);
     free(s);

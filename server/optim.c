@@ -1,6 +1,8 @@
 /* optim: vectorizable gradient sums and SGD updates. */
 #include "server/optim.h"
 
+#include <stddef.h>
+
 /* The loops are compiled for AVX-512 and AVX2 besides the baseline (SSE2 on x86-64); the
  * dynamic loader picks the widest the CPU has. Every element sees the same operations in
  * the same order whatever the width (no reductions; C11 mode does not contract into FMA),
@@ -54,9 +56,24 @@ static void step_copy(float *restrict out, const float *restrict w, float *restr
     }
 }
 
+/* the aggregate itself: out = scale * (acc + g), acc NULL for g alone */
+VECTOR_CLONES
+static void aggregate(float *restrict out, const float *restrict acc, const float *restrict g,
+                      float scale, int64_t n)
+{
+    if (acc)
+        for (int64_t i = 0; i < n; i++) out[i] = scale * (acc[i] + g[i]);
+    else
+        for (int64_t i = 0; i < n; i++) out[i] = scale * g[i];
+}
+
 void ordo_optim_step(const ordo_optim_t *o, float *out_w, const float *w, float *mom,
                      const float *g, float scale, int64_t n)
 {
+    if (o->average) {
+        aggregate(out_w, NULL, g, scale, n);
+        return;
+    }
     float *m = o->momentum > 0 ? mom : 0;
     if (out_w == w)
         step_inplace(out_w, m, g, o->lr, o->momentum, o->weight_decay, scale, n);
@@ -102,6 +119,10 @@ static void step2_inplace(float *restrict w, float *restrict mom, const float *r
 void ordo_optim_step_sum(const ordo_optim_t *o, float *out_w, const float *w, float *mom,
                          const float *acc, const float *g, float scale, int64_t n)
 {
+    if (o->average) {
+        aggregate(out_w, acc, g, scale, n);
+        return;
+    }
     if (!acc) {
         ordo_optim_step(o, out_w, w, mom, g, scale, n);
         return;

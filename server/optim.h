@@ -1,6 +1,9 @@
-/* optim: the server's optimizer, SGD with momentum and weight decay in PyTorch's form:
+/* optim: the server's optimizer, SGD with momentum and weight decay in PyTorch's form
+ * (torch.optim.SGD without dampening or Nesterov; v starts at zero, so the first v is g):
  *   g = scale * sum_of_pushes + weight_decay * w;   v = momentum * v + g;   w -= lr * v
- * (without momentum, w -= lr * g). scale is 1/W for [optimizer] aggregate = mean. */
+ * (without momentum, w -= lr * g). scale is 1/W for [optimizer] aggregate = mean. With
+ * average set the value is the aggregate itself, w = scale * sum_of_pushes (a tensor whose
+ * workers run their own optimizer on the averaged gradient). */
 #ifndef ORDO_OPTIM_H
 #define ORDO_OPTIM_H
 
@@ -8,6 +11,7 @@
 
 typedef struct ordo_optim {
     float lr, momentum, weight_decay;
+    int average; /* 1: no update rule, the value becomes the aggregate of the pushes */
 } ordo_optim_t;
 
 /* ordo_optim_step updates n weights out_w from w (they may alias) with the summed gradient

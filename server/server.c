@@ -80,6 +80,44 @@ static void release(ordo_server_t *s)
     }
 }
 
+/* the update rules the workers declared ([model] trainer = declared): the plan's "updates"
+ * holds per key null (the conf's [optimizer]) or {"kind": "sgd", lr, momentum, weight_decay}
+ * or {"kind": "average"}; the scheduler checked them, a malformed one still fails here */
+static int setup_updates(ordo_server_t *s)
+{
+    const ordo_keys_t *k = s->node.keys;
+    json_t *plan = s->node.plan_json ? json_loads(s->node.plan_json, 0, NULL) : NULL;
+    json_t *up = json_object_get(plan, "updates");
+    int rc = 0, n_sgd = 0, n_avg = 0;
+    if (up && (!json_is_array(up) || (int)json_array_size(up) != k->n_keys))
+        rc = ordo_error_set(ORDO_EPROTO, "plan: \"updates\" is not an array of %d rules",
+                            k->n_keys);
+    for (int key = 0; !rc && up && key < k->n_keys; key++) {
+        json_t *u = json_array_get(up, (size_t)key);
+        if (json_is_null(u)) continue;
+        const char *kind = json_string_value(json_object_get(u, "kind"));
+        ordo_optim_t opt = {0};
+        if (kind && !strcmp(kind, "average")) {
+            opt.average = 1;
+            n_avg++;
+        } else if (kind && !strcmp(kind, "sgd")) {
+            opt.lr = (float)json_number_value(json_object_get(u, "lr"));
+            opt.momentum = (float)json_number_value(json_object_get(u, "momentum"));
+            opt.weight_decay = (float)json_number_value(json_object_get(u, "weight_decay"));
+            n_sgd++;
+        } else {
+            rc = ordo_error_set(ORDO_EPROTO, "plan: updates[%d]: unknown kind", key);
+            break;
+        }
+        rc = ordo_store_set_update(s->store, key, &opt);
+    }
+    json_decref(plan);
+    if (!rc && up)
+        ORDO_INFO("declared update rules: %d sgd, %d average, %d the conf's", n_sgd, n_avg,
+                  k->n_keys - n_sgd - n_avg);
+    return rc;
+}
+
 /* plan priorities per slice (chunks share their key's priority), normalized for us */
 static int setup_enforcement(ordo_server_t *s)
 {
@@ -185,6 +223,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     if ((rc = ordo_store_new(s->node.keys, s->node.rank, s->node.n_workers, &opt, scale,
                              &s->store)) != 0)
         goto fail;
+    if ((rc = setup_updates(s)) != 0) goto fail;
     if ((rc = ordo_groups_new(s->node.keys, s->node.rank, &s->groups)) != 0) goto fail;
     if ((rc = setup_checkpoints(s)) != 0) goto fail;
     if ((rc = ordo_sparse_srv_new(&s->node, &s->conf, s->data_sock, &s->sparse)) != 0) goto fail;

@@ -33,6 +33,7 @@ typedef struct {
     int64_t numel;
     ordo_vbuf_t *value;
     float *acc, *mom;
+    ordo_optim_t opt; /* its update rule: the store's, or the one its key declared */
     float *sum;                    /* the running sum: acc, or inside sum_owner; NULL if none */
     ordo_store_frame_t *sum_owner; /* the first push's frame, kept as the running sum */
     int next;                      /* the worker whose push is added next (rank order) */
@@ -101,6 +102,7 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
         slot_t *sl = &s->slots[s->n_slots];
         s->slot_of[i] = s->n_slots++;
         sl->numel = keys->slices[i].numel;
+        sl->opt = *opt;
         sl->version = -1;
         sl->value = vbuf_new(sl->numel);
         sl->acc = aligned_alloc(64, ((size_t)sl->numel * 4 + 63) & ~(size_t)63);
@@ -115,6 +117,22 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
 nomem:
     ordo_store_destroy(&s);
     return ORDO_ENOMEM;
+}
+
+int ordo_store_set_update(ordo_store_t *s, int key, const ordo_optim_t *opt)
+{
+    for (int i = 0; i < s->keys->n_slices; i++) {
+        if ((int)s->keys->slices[i].key != key || s->slot_of[i] < 0) continue;
+        slot_t *sl = &s->slots[s->slot_of[i]];
+        if (opt->momentum > 0 && !sl->mom && !(sl->mom = calloc((size_t)sl->numel, sizeof(float))))
+            return ORDO_ENOMEM;
+        sl->opt = *opt;
+        if (opt->average && sl->version < 0) {
+            memset(sl->value->data, 0, (size_t)sl->numel * sizeof(float));
+            sl->version = 0;
+        }
+    }
+    return 0;
 }
 
 void ordo_store_destroy(ordo_store_t **sp)
@@ -255,11 +273,11 @@ static int apply(ordo_store_t *s, slot_t *sl, const float *acc, const float *g)
      * goes into a fresh buffer. */
     ordo_vbuf_t *cur = sl->value;
     if (atomic_load(&cur->refs) == 1) {
-        ordo_optim_step_sum(&s->opt, cur->data, cur->data, sl->mom, acc, g, s->scale, sl->numel);
+        ordo_optim_step_sum(&sl->opt, cur->data, cur->data, sl->mom, acc, g, s->scale, sl->numel);
     } else {
         ordo_vbuf_t *nb = vbuf_new(sl->numel);
         if (!nb) return ORDO_ENOMEM;
-        ordo_optim_step_sum(&s->opt, nb->data, cur->data, sl->mom, acc, g, s->scale, sl->numel);
+        ordo_optim_step_sum(&sl->opt, nb->data, cur->data, sl->mom, acc, g, s->scale, sl->numel);
         sl->value = nb;
         vbuf_unref(cur);
     }

@@ -25,6 +25,11 @@ typedef struct ordo_vbuf ordo_vbuf_t;
 int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_optim_t *opt,
                    float scale, ordo_store_t **out);
 
+/* ordo_store_set_update gives every slice of key held here its own update rule (copied) in
+ * place of the store's; an average rule (opt->average) needs no initial value: the slices
+ * start at version 0. Before the first push. */
+int ordo_store_set_update(ordo_store_t *s, int key, const ordo_optim_t *opt);
+
 /* ordo_store_destroy frees the store; buffers still held by sends live until released. */
 void ordo_store_destroy(ordo_store_t **s);
 

@@ -5,6 +5,8 @@
  * handles a program waits on or tests. */
 #include "ordo/ordo.h"
 
+#include <jansson.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +41,7 @@ typedef struct tensor {
     int64_t version; /* gradients pushed so far */
     int push_op;     /* the op slot of the push in flight, -1: none */
     int pull_op;
+    ordo_update_t update; /* ordo_declare_update's rule (kind ORDO_UPDATE_CONF: none) */
 } tensor_t;
 
 /* One transfer. A handle is (generation << 32) | (slot + 1), so a stale handle is refused. */
@@ -62,6 +65,7 @@ struct ordo {
     op_t *ops;
     int cap_ops, free_op, in_flight;
     int64_t barrier_sent, barrier_done;
+    int64_t bcast_sent, bcast_done;
 };
 
 /* ---- errors ---------------------------------------------------------------------------- */
@@ -158,8 +162,12 @@ static int add_tensor(ordo_t *o, const char *name, int64_t numel)
     }
     char *copy = strdup(name);
     if (!copy) return ORDO_ENOMEM;
-    o->t[o->n_tensors++] =
-        (tensor_t){.name = copy, .numel = numel, .version = 0, .push_op = -1, .pull_op = -1};
+    o->t[o->n_tensors++] = (tensor_t){.name = copy,
+                                      .numel = numel,
+                                      .version = 0,
+                                      .push_op = -1,
+                                      .pull_op = -1,
+                                      .update = {.kind = ORDO_UPDATE_CONF}};
     return 0;
 }
 
@@ -206,6 +214,30 @@ static int match_keys(ordo_t *o, const ordo_keys_t *k)
     return 0;
 }
 
+/* declarations_json writes the declared tensors as the REGISTER's "tensors" array: name,
+ * numel and, when declared, the update rule; *out is malloc'd (NULL when none declared). */
+static int declarations_json(const ordo_t *o, char **out)
+{
+    *out = NULL;
+    if (o->n_tensors == 0) return 0;
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < o->n_tensors; i++) {
+        const tensor_t *t = &o->t[i];
+        json_t *d = json_pack("{s:s, s:I}", "name", t->name, "numel", (json_int_t)t->numel);
+        if (t->update.kind == ORDO_UPDATE_SGD)
+            json_object_set_new(d, "update",
+                                json_pack("{s:s, s:f, s:f, s:f}", "kind", "sgd", "lr",
+                                          t->update.lr, "momentum", t->update.momentum,
+                                          "weight_decay", t->update.weight_decay));
+        else if (t->update.kind == ORDO_UPDATE_AVERAGE)
+            json_object_set_new(d, "update", json_pack("{s:s}", "kind", "average"));
+        json_array_append_new(arr, d);
+    }
+    *out = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    return *out ? 0 : ORDO_ENOMEM;
+}
+
 int ordo_join(ordo_t *o)
 {
     ordo_error_clear();
@@ -213,11 +245,24 @@ int ordo_join(ordo_t *o)
     if (o->state != NEW) return ordo_error_set(ORDO_EINVAL, "ordo_join: already joined");
     int rc = ordo_conf_validate(&o->conf);
     if (rc) return fail(rc);
+    bool declared = !strcmp(o->conf.trainer, "declared");
+    if (declared && o->n_tensors == 0)
+        return ordo_error_set(ORDO_EINVAL, "ordo_join: [model] trainer = declared, but the "
+                                           "program declared no tensors (ordo_declare)");
+    for (int i = 0; !declared && i < o->n_tensors; i++)
+        if (o->t[i].update.kind != ORDO_UPDATE_CONF)
+            return ordo_error_set(ORDO_EINVAL,
+                                  "ordo_join: tensor %d \"%s\" declares its update rule, which "
+                                  "needs [model] trainer = declared (the conf has %s)",
+                                  i, o->t[i].name, o->conf.trainer);
     ordo_log_level_t lvl;
     if (ordo_log_parse_level(o->conf.log_level, &lvl) == 0) ordo_log_set_level(lvl);
     ordo_log_set_role("worker", -1);
-    if ((rc = ordo_worker_new(&o->conf, &o->w)) != 0)
-        return fail(ordo_error_context(rc, "ordo_join"));
+    char *tensors = NULL;
+    if ((rc = declarations_json(o, &tensors)) != 0) return fail(rc);
+    rc = ordo_worker_new_declared(&o->conf, tensors, &o->w);
+    free(tensors);
+    if (rc) return fail(ordo_error_context(rc, "ordo_join"));
     if ((rc = match_keys(o, ordo_worker_keys(o->w))) != 0) {
         char why[600];
         snprintf(why, sizeof why, "worker %d: %s", ordo_worker_rank(o->w), ordo_error_text(rc));
@@ -387,6 +432,10 @@ static int pump(ordo_t *o, int timeout_ms)
     if (ev.kind == ORDO_EV_WAKE) return ORDO_EAGAIN;
     if (ev.kind == ORDO_EV_BARRIER) {
         if (ev.iter > o->barrier_done) o->barrier_done = ev.iter;
+        return 0;
+    }
+    if (ev.kind == ORDO_EV_BCAST) {
+        if (ev.iter > o->bcast_done) o->bcast_done = ev.iter;
         return 0;
     }
     if (ev.key < 0 || ev.key >= o->n_tensors) return 0;
@@ -582,13 +631,44 @@ int ordo_pushpull(ordo_t *o, int tensor, const float *grad, float *dst, int prio
 int ordo_declare_update(ordo_t *o, int tensor, const ordo_update_t *u)
 {
     ordo_error_clear();
-    (void)o, (void)tensor, (void)u;
-    return ordo_error_set(ORDO_ENOTSUP, "ordo_declare_update: not implemented yet");
+    if (!o || !u) return ordo_error_set(ORDO_EINVAL, "ordo_declare_update: NULL argument");
+    if (o->state != NEW)
+        return ordo_error_set(ORDO_EINVAL, "ordo_declare_update: declare before ordo_join");
+    int rc = check_tensor(o, tensor, "ordo_declare_update");
+    if (rc) return rc;
+    const char *name = o->t[tensor].name;
+    if (u->kind != ORDO_UPDATE_CONF && u->kind != ORDO_UPDATE_SGD && u->kind != ORDO_UPDATE_AVERAGE)
+        return ordo_error_set(ORDO_EINVAL, "ordo_declare_update \"%s\": unknown kind %d", name,
+                              u->kind);
+    if (u->kind == ORDO_UPDATE_SGD &&
+        (!isfinite(u->lr) || u->lr < 0 || !isfinite(u->momentum) || u->momentum < 0 ||
+         !isfinite(u->weight_decay) || u->weight_decay < 0))
+        return ordo_error_set(ORDO_EINVAL,
+                              "ordo_declare_update \"%s\": lr %g, momentum %g, weight_decay %g "
+                              "(each must be finite and >= 0)",
+                              name, u->lr, u->momentum, u->weight_decay);
+    o->t[tensor].update = *u;
+    return 0;
+}
+
+static bool bcast_done(const ordo_t *o, int64_t id)
+{
+    return o->bcast_done >= id;
 }
 
 int ordo_broadcast(ordo_t *o, void *buf, size_t bytes, int root, int timeout_ms)
 {
-    ordo_error_clear();
-    (void)o, (void)buf, (void)bytes, (void)root, (void)timeout_ms;
-    return ordo_error_set(ORDO_ENOTSUP, "ordo_broadcast: not implemented yet");
+    int rc = usable(o, "ordo_broadcast");
+    if (rc) return rc;
+    if (root < 0 || root >= o->size)
+        return ordo_error_set(ORDO_EINVAL, "ordo_broadcast: root %d out of range (%d workers)",
+                              root, o->size);
+    if (!buf && bytes) return ordo_error_set(ORDO_EINVAL, "ordo_broadcast: NULL buffer");
+    /* after an interrupted or timed-out wait, calling again waits for the same broadcast */
+    if (o->bcast_sent == o->bcast_done) {
+        if ((rc = ordo_worker_broadcast(o->w, o->bcast_sent + 1, root, buf, bytes)) != 0)
+            return cluster_failed(o, rc);
+        o->bcast_sent++;
+    }
+    return wait_until(o, bcast_done, o->bcast_sent, timeout_ms);
 }

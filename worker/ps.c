@@ -2,6 +2,7 @@
 #include "worker/ps.h"
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/le.h"
 #include "common/log.h"
 #include "common/node.h"
 #include "worker/calibrate.h"
@@ -51,6 +52,9 @@ struct ordo_worker {
     json_t *merge_plan; /* the merge member of the scheduler's PLAN after a calibration */
     bool want_plan;     /* calibrating: that PLAN is due */
     int probes_out;     /* calibration probes not yet acknowledged */
+    int64_t bcast_id;   /* the broadcast in flight (0: none) */
+    void *bcast_dst;    /* where its bytes go */
+    size_t bcast_bytes;
     /* the message hook (sparse pushes) */
     ordo_worker_hook_fn hook;
     void *hook_ctx;
@@ -153,8 +157,22 @@ int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out)
     return ordo_worker_join(conf, NULL, NULL, out);
 }
 
+static int join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void *ctx,
+                const char *tensors, ordo_worker_t **out);
+
 int ordo_worker_join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void *ctx,
                      ordo_worker_t **out)
+{
+    return join(conf, op_times, ctx, NULL, out);
+}
+
+int ordo_worker_new_declared(const ordo_conf_t *conf, const char *tensors, ordo_worker_t **out)
+{
+    return join(conf, NULL, NULL, tensors, out);
+}
+
+static int join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void *ctx,
+                const char *tensors, ordo_worker_t **out)
 {
     int rc;
     ordo_worker_t *w = calloc(1, sizeof *w);
@@ -167,7 +185,10 @@ int ordo_worker_join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, 
                                   .rank = -1,
                                   .inline_io = !conf->io_thread};
     if ((rc = ordo_transport_new(&opts, &w->node.tp)) != 0) goto fail;
-    if ((rc = ordo_node_join(&w->node, conf, ORDO_ROLE_WORKER, NULL)) != 0) goto fail;
+    w->node.reg_tensors = tensors;
+    rc = ordo_node_join(&w->node, conf, ORDO_ROLE_WORKER, NULL);
+    w->node.reg_tensors = NULL;
+    if (rc) goto fail;
     const ordo_keys_t *k = w->node.keys;
     w->server_sock = calloc((size_t)w->node.n_servers, sizeof *w->server_sock);
     w->ks = calloc((size_t)k->n_keys + 1, sizeof *w->ks);
@@ -574,6 +595,18 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
     case ORDO_MSG_BARRIER_DONE:
         add_event(w, ORDO_EV_BARRIER, -1, m->hdr.iter);
         return 0;
+    case ORDO_MSG_BCAST: {
+        size_t len = 0;
+        const void *data = ordo_msg_data(m, 0, &len);
+        if (!w->bcast_id || m->hdr.iter != w->bcast_id || (data && len != w->bcast_bytes)) {
+            ORDO_WARN("dropped an unexpected BCAST %lld (%zu bytes)", (long long)m->hdr.iter, len);
+            return 0;
+        }
+        if (data && len) memcpy(w->bcast_dst, data, len);
+        w->bcast_id = 0;
+        add_event(w, ORDO_EV_BCAST, -1, m->hdr.iter);
+        return 0;
+    }
     case ORDO_MSG_PLAN: /* the merge groups planned from the start-up calibration */
         if (w->want_plan) return take_merge_plan(w, m);
         ORDO_DEBUG("ignored a PLAN");
@@ -679,6 +712,28 @@ int ordo_worker_barrier(ordo_worker_t *w, int64_t id)
     int rc = ordo_node_send_ctl(&w->node, &m);
     if (rc == 0) w->outstanding++; /* until its ORDO_EV_BARRIER */
     return rc;
+}
+
+int ordo_worker_broadcast(ordo_worker_t *w, int64_t id, int root, void *buf, size_t bytes)
+{
+    if (w->bcast_id) return ordo_error_set(ORDO_EINVAL, "a broadcast is in flight");
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_BCAST);
+    m.hdr.iter = id;
+    m.hdr.key = (uint32_t)root;
+    m.hdr.dtype = ORDO_DTYPE_BYTES;
+    unsigned char size[8];
+    ordo_put_le(size, (uint64_t)bytes, 8);
+    int rc = ordo_msg_add_copy(&m, size, sizeof size);
+    if (!rc && root == w->node.rank) rc = ordo_msg_add_copy(&m, buf, bytes);
+    if (!rc) rc = ordo_node_send_ctl(&w->node, &m);
+    else ordo_msg_close(&m);
+    if (rc) return rc;
+    w->bcast_id = id;
+    w->bcast_dst = buf;
+    w->bcast_bytes = bytes;
+    w->outstanding++; /* until its ORDO_EV_BCAST */
+    return 0;
 }
 
 void ordo_worker_abort(ordo_worker_t *w, const char *reason)

@@ -24,7 +24,8 @@ typedef enum {
     ORDO_EV_BARRIER = 4, /* every worker reached barrier ev.iter */
     ORDO_EV_HOOK = 5,    /* the message hook finished something: ev.key = its code */
     ORDO_EV_PROBE_DONE = 6, /* a calibration push was acknowledged: ev.key = its id */
-    ORDO_EV_PLAN = 7        /* the merge groups planned from the calibration arrived */
+    ORDO_EV_PLAN = 7,       /* the merge groups planned from the calibration arrived */
+    ORDO_EV_BCAST = 8       /* broadcast ev.iter completed: the root's bytes are in place */
 } ordo_worker_ev_kind_t;
 
 typedef struct ordo_worker_event {
@@ -51,6 +52,12 @@ typedef int (*ordo_worker_op_times_fn)(void *ctx, char **out);
  * merge groups with those times. */
 int ordo_worker_join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void *ctx,
                      ordo_worker_t **out);
+
+/* ordo_worker_new_declared is ordo_worker_new with the program's declared tensors: tensors
+ * is a JSON array of {"name", "numel", "update"} objects (worker/api.c writes it) that the
+ * REGISTER carries, so that with [model] trainer = declared the scheduler builds the key map
+ * from them. */
+int ordo_worker_new_declared(const ordo_conf_t *conf, const char *tensors, ordo_worker_t **out);
 
 /* ordo_worker_destroy leaves and frees; NULL-safe. */
 void ordo_worker_destroy(ordo_worker_t **w);
@@ -122,6 +129,13 @@ int ordo_worker_report(ordo_worker_t *w, const char *json);
 /* ordo_worker_barrier tells the scheduler this worker reached barrier id (ids increase);
  * ordo_worker_poll reports ORDO_EV_BARRIER with iter = id once every worker has. */
 int ordo_worker_barrier(ordo_worker_t *w, int64_t id);
+
+/* ordo_worker_broadcast joins broadcast id (ids increase) of bytes with root `root`: the
+ * root's buf is sent (copied) to the scheduler, which relays it to every other worker; there
+ * it is written into buf (the caller's, untouched until the event). ordo_worker_poll reports
+ * ORDO_EV_BCAST with iter = id once it is in place. A worker whose size or root differs from
+ * the others' makes the scheduler abort the run, naming it. */
+int ordo_worker_broadcast(ordo_worker_t *w, int64_t id, int root, void *buf, size_t bytes);
 
 /* ordo_worker_abort tells the scheduler this worker gives up (reason), so the run ends. */
 void ordo_worker_abort(ordo_worker_t *w, const char *reason);
