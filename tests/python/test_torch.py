@@ -113,7 +113,8 @@ def test_init_without_a_cluster_is_an_error_not_a_hang(runtime_reset, monkeypatc
     missing = _c_side_missing()
     if missing:
         pytest.skip(missing)
-    hvd.init(settings={"cluster.scheduler": "tcp://127.0.0.1:1", "fault.startup_ms": 300})
+    hvd.init(settings={"cluster.scheduler": "tcp://127.0.0.1:1", "fault.startup_ms": 300,
+                       "model.trainer": "declared"})
     net = torch_mlp.model()
     opt = hvd.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1),
                                    named_parameters=net.named_parameters())
