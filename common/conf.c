@@ -149,6 +149,11 @@ const key_t_ ordo__conf_keys[] = {
      "a run folder to go on from: its checkpoint.bin's values and the servers' momentum "
      "(checkpoint-server-R.bin), then the iterations after that checkpoint (model.iterations "
      "or epochs stay the total; same cluster, model, batch and seed)"},
+    {"worker", "command", T_STR, OFF(worker_command), SZ(worker_command), "", 0, 0, NULL,
+     "a program scripts/ordo-launch starts as each worker (through bash -c, in the "
+     "repository's root) instead of ordo-worker, e.g. a PyTorch script using ordo.torch; it finds "
+     "the cluster in ORDO_CONF and the ORDO_* variables (docs/running.md); with it, "
+     "model.trainer defaults to declared"},
 };
 const size_t ordo__conf_nkeys = sizeof ordo__conf_keys / sizeof ordo__conf_keys[0];
 

@@ -89,6 +89,8 @@ typedef struct ordo_conf {
     int startup_ms;
     int checkpoint_every; /* iterations between checkpoints of worker 0 (0 = none) */
     char resume[ORDO_CONF_PATH]; /* a run folder whose checkpoint the run goes on from */
+    /* [worker] */
+    char worker_command[ORDO_CONF_PATH]; /* what ordo-launch starts as each worker ("": none) */
 } ordo_conf_t;
 
 /* ordo_conf_defaults fills conf with every key's documented default. */

@@ -5,7 +5,8 @@ With [model] trainer = declared the cluster's tensors are this program's: "avg" 
 servers by torch.optim.SGD's rule with its own lr, momentum and weight decay, and "conf" by
 the conf's [optimizer]. First a broadcast from the last rank gives every worker its bytes
 (length first, then the bytes: Client.broadcast_bytes), and rank 0's initial values reach the
-others through ordo_broadcast of a float32 array. Then ITERS iterations push a gradient of
+others through ordo_broadcast of a float32 array (rank 0 also inits the servers; a pull of
+version 0 waits for that). Then ITERS iterations push a gradient of
 (rank + 1) * (t + 1) + i % 7 in element i and pull every tensor, checking each value exactly
 against the same arithmetic in float32 (numpy). Prints "N values checked, M wrong".
 
@@ -50,6 +51,12 @@ def main(argv: list[str]) -> int:
             if kind != "average":
                 client.init(k, init[k])
 
+    # the first values: a pull of version 0 waits for rank 0's init (averaged tensors: zeros)
+    first = [np.full(n, 7.0, dtype=np.float32) for _, n, _ in TENSORS]
+    for k in range(len(TENSORS)):
+        client.pull(k, first[k]).wait(30000)
+        expect = 0 * init[k] if TENSORS[k][2] == "average" else init[k]
+        assert np.array_equal(first[k], expect), (TENSORS[k][0], first[k][:4], expect[:4])
     w = [x.copy() for x in init]
     mom = np.zeros(TENSORS[1][1], dtype=np.float32)
     scale = np.float32(1.0 / size) if mean else np.float32(1.0)

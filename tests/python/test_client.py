@@ -8,6 +8,7 @@ import array
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -100,6 +101,107 @@ def test_two_python_workers_pull_exact_values(cluster_of):
     for i in range(2):
         assert "4 iterations, 341760 values checked, 0 wrong" in c.log(f"worker{i}"), \
             c.log(f"worker{i}")
+
+
+DECLARED = ["--model.trainer=declared", "--optimizer.aggregate=mean", "--optimizer.lr=0.5"]
+
+
+def test_declared_tensors_average_sgd_and_broadcast(cluster_of):
+    pytest.importorskip("numpy")
+    c = cluster_of(*DECLARED)
+    settings = [a[2:] for a in DECLARED] + [f"cluster.scheduler={c.endpoint}"]
+    for i in range(2):
+        c.start(f"worker{i}", sys.executable,
+                str(SRC / "tests" / "python" / "declared_worker.py"), str(CONF), *settings,
+                env=worker_env())
+    for name in ["worker0", "worker1", "server0", "server1", "scheduler"]:
+        assert c.finish(name) == 0, f"{name}: {c.log(name)}"
+    for i in range(2):
+        assert "5 iterations, 22500 values checked, 0 wrong" in c.log(f"worker{i}"), \
+            c.log(f"worker{i}")
+    assert "model declared by the workers: 3 tensors" in c.log("scheduler")
+    assert "declared update rules: 1 sgd, 1 average, 1 the conf's" in c.log("server0") + \
+        c.log("server1")
+
+
+def in_threads(fn, n: int = 2) -> list:
+    """in_threads runs fn(i) for i < n in threads (each its own Client, the GIL released in
+    the C calls) and returns what each returned or raised."""
+    out: list = [None] * n
+
+    def run(i: int) -> None:
+        try:
+            out[i] = fn(i)
+        except Exception as e:  # noqa: BLE001 - the test looks at it
+            out[i] = e
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(LIMIT_S)
+    return out
+
+
+def test_update_rules_that_differ_abort_naming_the_worker_and_tensor(cluster_of):
+    c = cluster_of(*DECLARED, "--cluster.servers=1")
+
+    def worker(i: int) -> None:
+        client = ordo.Client(str(CONF), {"model.trainer": "declared",
+                                         "cluster.scheduler": c.endpoint, "cluster.rank": i})
+        client.declare("w", 4)
+        client.declare_update(0, "sgd", lr=0.1 * (i + 1))
+        try:
+            client.join()
+        finally:
+            client.close()
+
+    out = in_threads(worker)
+    assert all(isinstance(e, ordo.OrdoError) for e in out), out
+    assert 'worker 1 declared tensor 0 "w" with update rule {"kind":"sgd","lr":0.20000000000' \
+        in str(out[0]), out[0]
+    assert c.finish("scheduler") != 0
+
+
+def test_broadcast_checks_root_and_sizes(cluster_of):
+    c = cluster_of(*DECLARED, "--cluster.servers=1")
+
+    def worker(i: int) -> str:
+        client = ordo.Client(str(CONF), {"model.trainer": "declared",
+                                         "cluster.scheduler": c.endpoint, "cluster.rank": i})
+        client.declare("w", 4)
+        client.declare_update(0, "average")
+        client.join()
+        try:
+            with pytest.raises(ordo.OrdoError, match="root 2 out of range"):
+                client.broadcast(bytearray(4), root=2)
+            buf = bytearray(b"abcd" if i == 1 else bytes(4))
+            client.broadcast(buf, root=1, timeout_ms=30000)
+            assert buf == b"abcd"
+            client.broadcast(bytearray(8 if i == 0 else 4), root=0, timeout_ms=30000)
+            return "no error"
+        finally:
+            client.close()
+
+    out = in_threads(worker)
+    assert all(isinstance(e, ordo.OrdoError) for e in out), out
+    assert "broadcast 2: worker" in str(out[0]) and "bytes from root 0" in str(out[0]), out[0]
+    assert c.finish("scheduler") != 0
+
+
+def test_declare_update_is_checked():
+    client = ordo.Client()
+    t = client.declare("w", 4)
+    with pytest.raises(ValueError, match="update kind 'adam'"):
+        client.declare_update(t, "adam")
+    with pytest.raises(ordo.OrdoError, match="lr -1, momentum 0"):
+        client.declare_update(t, "sgd", lr=-1)
+    with pytest.raises(ordo.OrdoError, match="no tensor 3"):
+        client.declare_update(3, "average")
+    client.declare_update(t, "sgd", lr=0.1)
+    with pytest.raises(ordo.OrdoError, match="needs \\[model\\] trainer = declared"):
+        client.join()
+    client.close()
 
 
 def test_a_declared_size_that_differs_is_refused_naming_the_tensor(cluster_of):

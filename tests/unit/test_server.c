@@ -25,15 +25,18 @@ typedef struct {
     int wsock[W];          /* worker w's DEALER on ctp */
 } rig_t;
 
-static void rig_new(rig_t *r)
+/* rig_make builds the rig with the scheduler's plan (JSON text or NULL) and aggregate;
+ * returns ordo_server_new's code (the rig is usable only when it is 0) */
+static int rig_make(rig_t *r, const char *plan, int aggregate)
 {
     ordo_conf_t conf;
     ordo_conf_defaults(&conf);
     conf.lr = LR;
     conf.momentum = 0;
     conf.weight_decay = 0;
-    conf.aggregate = ORDO_AGG_SUM;
+    conf.aggregate = aggregate;
     ordo_node_t node = {0};
+    if (plan) node.plan_json = strdup(plan);
     int64_t numel[2] = {N0, N1};
     ORDO_CK_OK(ordo_keys_partition(numel, 2, sizeof(float), 1 << 20, 0, 1, &node.keys));
     node.role = ORDO_ROLE_SERVER;
@@ -47,13 +50,24 @@ static void rig_new(rig_t *r)
     int sock = ordo_transport_bind(node.tp, "tcp://127.0.0.1:0", 1, ep, sizeof ep);
     ck_assert_int_ge(sock, 0);
     r->stp = node.tp;
-    ORDO_CK_OK(ordo_server_new(&conf, &node, sock, &r->srv));
+    int rc = ordo_server_new(&conf, &node, sock, &r->srv);
+    if (rc) {
+        ordo_transport_destroy(&node.tp, 0);
+        ordo_node_fini(&node);
+        return rc;
+    }
     ck_assert_ptr_null(node.tp); /* the server took the node */
     ORDO_CK_OK(ordo_transport_new(NULL, &r->ctp));
     for (int w = 0; w < W; w++) {
         r->wsock[w] = ordo_transport_connect(r->ctp, ep, 1);
         ck_assert_int_ge(r->wsock[w], 0);
     }
+    return 0;
+}
+
+static void rig_new(rig_t *r)
+{
+    ORDO_CK_OK(rig_make(r, NULL, ORDO_AGG_SUM));
 }
 
 static void rig_destroy(rig_t *r)
@@ -253,6 +267,71 @@ START_TEST(bad_messages_are_answered_counted_and_dropped)
 }
 END_TEST
 
+/* push_all: every worker pushes key's gradient of iter, g[w] (n floats); feeds the server and
+ * takes the acknowledgements */
+static void push_all(rig_t *r, uint32_t key, int64_t iter, float g[W][N0], size_t n)
+{
+    for (int w = 0; w < W; w++) {
+        send_msg(r, w, ORDO_MSG_PUSH, key, iter, g[w], n, 0);
+        feed(r, 1);
+        ordo_msg_t ack;
+        expect(r, w, ORDO_MSG_PUSH_ACK, &ack);
+        ordo_msg_close(&ack);
+    }
+}
+
+START_TEST(declared_update_rules_apply_per_key)
+{
+    /* key 0 averages (no initial value needed), key 1 runs torch.optim.SGD's step with its
+     * own lr, momentum and weight decay; the conf's lr (LR) is used by neither */
+    const float lr = 0.25f, mu = 0.9f, wd = 0.125f;
+    rig_t r;
+    ORDO_CK_OK(rig_make(&r,
+                        "{\"updates\": [{\"kind\": \"average\"}, {\"kind\": \"sgd\", "
+                        "\"lr\": 0.25, \"momentum\": 0.9, \"weight_decay\": 0.125}]}",
+                        ORDO_AGG_MEAN));
+    float v1[N1], g[W][N0], want[N0], p[N1], buf[N1];
+    for (int i = 0; i < N1; i++)
+        p[i] = v1[i] = 1.0f + (float)i;
+    send_msg(&r, 0, ORDO_MSG_INIT, 1, 0, v1, N1, 0);
+    feed(&r, 1);
+    for (int t = 0; t < 3; t++) {
+        for (int w = 0; w < W; w++)
+            for (int i = 0; i < N0; i++)
+                g[w][i] = (float)((w + 1) * (t + 1)) + 0.5f * (float)i;
+        push_all(&r, 0, t, g, N0);
+        push_all(&r, 1, t, g, N1);
+        for (int i = 0; i < N0; i++)
+            want[i] = 0.5f * (g[0][i] + g[1][i]);
+        send_msg(&r, 1, ORDO_MSG_PULL, 0, t + 1, NULL, 0, 0);
+        feed(&r, 1);
+        expect_value(&r, 1, 0, t + 1, want, N0);
+        /* torch.optim.SGD: d = g + wd p; buf = d on the first step, else mu buf + d;
+         * p -= lr buf (g the mean of the workers' gradients) */
+        for (int i = 0; i < N1; i++) {
+            float d = 0.5f * (g[0][i] + g[1][i]) + wd * p[i];
+            buf[i] = t == 0 ? d : mu * buf[i] + d;
+            p[i] -= lr * buf[i];
+        }
+        send_msg(&r, 0, ORDO_MSG_PULL, 1, t + 1, NULL, 0, 0);
+        feed(&r, 1);
+        expect_value(&r, 0, 1, t + 1, p, N1);
+    }
+    nothing_more(&r);
+    rig_destroy(&r);
+}
+END_TEST
+
+START_TEST(a_malformed_update_rule_fails_the_start)
+{
+    rig_t r;
+    ck_assert_int_eq(rig_make(&r, "{\"updates\": [null, {\"kind\": \"adam\"}]}", ORDO_AGG_SUM),
+                     ORDO_EPROTO);
+    ck_assert_str_eq(ordo_error_detail(), "plan: updates[1]: unknown kind");
+    ck_assert_int_eq(rig_make(&r, "{\"updates\": [null]}", ORDO_AGG_SUM), ORDO_EPROTO);
+}
+END_TEST
+
 /* ctl: a message from the scheduler's socket (any socket but the data port) */
 static int ctl(rig_t *r, int type)
 {
@@ -285,6 +364,8 @@ static Suite *server_suite(void)
     TCase *tc = tcase_create("values");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, pulls_answer_the_summed_update);
+    tcase_add_test(tc, declared_update_rules_apply_per_key);
+    tcase_add_test(tc, a_malformed_update_rule_fails_the_start);
     suite_add_tcase(s, tc);
     tc = tcase_create("bad input");
     tcase_set_timeout(tc, 60);
