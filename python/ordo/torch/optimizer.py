@@ -19,7 +19,7 @@ import torch
 from ordo.torch import runtime as rt
 
 MODES = ("gradients", "server")
-PROFILE_ITERATIONS = 10  # iterations profiled before the plan is made (model=)
+PROFILE_ITERATIONS = 5  # iterations profiled (after one warm-up) before the plan (model=)
 
 
 def _check_sgd(opt: torch.optim.Optimizer) -> None:
@@ -52,7 +52,8 @@ class _Param:
         self.recv = torch.empty_like(param) if tensor.kind == rt.AVERAGE else param.data
         self.handle: Any = None
         self.grad: torch.Tensor | None = None  # what was pushed, kept until it completes
-        self.passes = 0
+        self.passes = 0  # backward passes since the last step
+        self.pushed = False  # pushed this step
 
 
 class _Distributed:
@@ -92,6 +93,7 @@ class _Distributed:
         self._ordo_by_id = {id(q.param): q for q in params}
         self._ordo_by_index = {q.tensor.index: q for q in params}
         self._ordo_gated = False
+        self._ordo_synced = False
         if mode == "server":
             runtime.when_joined(self._ordo_pull_initial)
         self._ordo_plan_seam(model)
@@ -115,12 +117,12 @@ class _Distributed:
         q.passes += 1
         if q.passes < self._ordo_passes:
             return
-        if q.handle is not None and self._ordo_gated:
-            self._ordo_wait_one(q.tensor.index)  # its module did not run this forward
-        if q.handle is not None:
+        if q.pushed:
             raise RuntimeError(f"ordo.torch: gradient of {q.name!r} produced again before "
                                "step(): call step() after each backward (or set "
                                "backward_passes_per_step)")
+        if q.handle is not None:  # gated: last step's pull, its module did not run
+            self._ordo_wait([q.tensor.index])
         self._ordo_push(q, p.grad)
 
     def _ordo_push(self, q: _Param, grad: torch.Tensor | None) -> None:
@@ -132,41 +134,56 @@ class _Distributed:
         if self._ordo_passes > 1:
             grad = grad / self._ordo_passes
         q.grad = grad
+        q.pushed = True
         q.handle = self._ordo_rt.client.pushpull(q.tensor.index, grad, q.recv, q.priority)
 
-    def synchronize(self) -> None:
-        """synchronize pushes what no hook pushed this iteration (zeros for a parameter without
-        a gradient, so every worker pushes every tensor), then waits for every result: the
-        mean gradient in .grad (gradients) or the new parameter (server)."""
-        self._ordo_push_missing()
+    def _ordo_push_missing(self) -> None:
+        """Every worker pushes every tensor each step: what no hook pushed goes now (its
+        gradient, zeros without one)."""
         for q in self._ordo_params:
-            if q.handle is None:
-                continue  # gated: already waited for by its module's forward
-            q.handle.wait()
-            q.handle = None
-            q.grad = None
-            if self._ordo_mode == "gradients":
+            if not q.pushed:
+                self._ordo_push(q, q.param.grad)
+
+    def _ordo_wait_all(self) -> None:
+        for q in self._ordo_params:
+            if q.handle is not None:
+                q.handle.wait()
+                q.handle = None
+                q.grad = None
+
+    def synchronize(self) -> None:
+        """synchronize pushes what no hook pushed this step (zeros for a parameter without a
+        gradient), then waits for every result: the mean gradient written into .grad
+        (gradients mode; call it before step() to clip them) or the new parameters (server)."""
+        if self._ordo_synced:
+            return
+        if self._ordo_gated:
+            self._ordo_wait_all()  # the pulls of the last step; pushes wait for backward
+            return
+        self._ordo_push_missing()
+        self._ordo_wait_all()
+        if self._ordo_mode == "gradients":
+            for q in self._ordo_params:
                 if q.param.grad is None:
                     q.param.grad = q.recv.clone()
                 else:
                     q.param.grad.copy_(q.recv)
-
-    def _ordo_push_missing(self) -> None:
-        for q in self._ordo_params:
-            if q.handle is None and q.passes < self._ordo_passes:
-                self._ordo_push(q, q.param.grad)
-        for q in self._ordo_params:
-            q.passes = 0
+        self._ordo_synced = True
 
     def step(self, closure: Any = None) -> Any:
-        """step waits for this iteration's transfers, then runs the wrapped optimizer on the
-        averaged gradients (gradients) or nothing more (server: the servers stepped)."""
+        """step waits for this step's transfers, then runs the wrapped optimizer on the
+        averaged gradients (gradients mode) or nothing more (server mode: the servers
+        stepped; once gated, each module's forward waits for its own parameters)."""
         if closure is not None:
             raise ValueError("ordo.torch: DistributedOptimizer.step takes no closure")
         if self._ordo_gated:
-            self._ordo_push_missing()  # each module's forward waits for its own parameters
+            self._ordo_push_missing()
         else:
             self.synchronize()
+        for q in self._ordo_params:
+            q.passes = 0
+            q.pushed = False
+        self._ordo_synced = False
         self._ordo_iteration += 1
         self._ordo_plan_step()
         if self._ordo_mode == "server":
@@ -193,11 +210,12 @@ class _Distributed:
         self._ordo_hooks = []
 
     # ---- the planned order (model=) -------------------------------------------------------
-    # The seam for python/ordo/torch/profile.py and Client.replan: with model= given and both
-    # there, the first PROFILE_ITERATIONS iterations are profiled, the scheduler plans from the
-    # profile (Client.replan, collective), and from then on transfers carry the plan's
-    # priorities; in server mode each module's forward waits only for its own parameters
-    # (ForwardGate) instead of step() waiting for all of them.
+    # The seam for ordo.torch.profile (ModelProfiler, ForwardGate) and Client.replan: with
+    # model= given and both there, the first iterations are profiled (ModelProfiler counts
+    # them; every worker reaches ready() at the same step), then the scheduler plans from
+    # rank 0's profile (Client.replan, collective) and from then on each tensor's transfers
+    # carry the plan's priority. In server mode each module's forward then waits only for its
+    # own parameters (ForwardGate) instead of step() waiting for all of them.
 
     def _ordo_plan_seam(self, model: Any) -> None:
         self._ordo_profiler = None
@@ -212,7 +230,7 @@ class _Distributed:
             return
         self._ordo_model = model
         named = [(q.name, q.param) for q in self._ordo_params]
-        self._ordo_profiler = profile.ModelProfiler(model, named)
+        self._ordo_profiler = profile.ModelProfiler(model, named, iterations=PROFILE_ITERATIONS)
         self._ordo_profiler.start()
 
     def _ordo_plan_step(self) -> None:
@@ -220,26 +238,28 @@ class _Distributed:
         if prof is None:
             return
         prof.step_done()
-        if self._ordo_iteration < PROFILE_ITERATIONS:
+        if not prof.ready():
             return
+        self._ordo_profiler = None
         client = self._ordo_rt.client
         doc = prof.to_json() if client.rank == 0 else None
-        prof.remove()
-        self._ordo_profiler = None
         priorities = client.replan(doc, rt.BROADCAST_TIMEOUT_MS)
         for q in self._ordo_params:
             q.priority = int(priorities[q.tensor.index])
         if self._ordo_mode == "server":
             from ordo.torch import profile  # type: ignore[attr-defined]
-            index = {id(q.param): q.tensor.index for q in self._ordo_params}
-            self._ordo_gate = profile.ForwardGate(self._ordo_model, index, self._ordo_wait_one)
+            index = {q.param: q.tensor.index for q in self._ordo_params}
+            self._ordo_gate = profile.ForwardGate(self._ordo_model, index, self._ordo_wait)
             self._ordo_gated = True
 
-    def _ordo_wait_one(self, tensor_index: int) -> None:
-        q = self._ordo_by_index[tensor_index]
-        if q.handle is not None:
-            q.handle.wait()
-            q.handle = None
+    def _ordo_wait(self, tensor_indices: list[int]) -> None:
+        """_ordo_wait waits for the pulls of the given tensors (ForwardGate's wait_fn)."""
+        for i in tensor_indices:
+            q = self._ordo_by_index[i]
+            if q.handle is not None:
+                q.handle.wait()
+                q.handle = None
+                q.grad = None
 
 
 def make(optimizer: torch.optim.Optimizer, runtime: rt.Runtime,
