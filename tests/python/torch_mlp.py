@@ -28,9 +28,10 @@ def optimizer(mode: str, params) -> torch.optim.Optimizer:
     return torch.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=0.01)
 
 
-def train(net: torch.nn.Module, opt: torch.optim.Optimizer, rank: int, size: int) -> None:
+def train(net: torch.nn.Module, opt: torch.optim.Optimizer, rank: int, size: int,
+          device: str = "cpu") -> None:
     """train runs ITERS steps on this rank's part of each batch (mean squared error)."""
-    xs, ys = data()
+    xs, ys = (t.to(device) for t in data())
     part = BATCH // size
     for t in range(ITERS):
         x = xs[t, rank * part:(rank + 1) * part]

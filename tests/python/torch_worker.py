@@ -1,7 +1,7 @@
 """torch_worker: one worker of the ordo.torch equivalence test: trains torch_mlp's model through
 ordo.torch.DistributedOptimizer in MODE and writes its final parameters to OUT.
 
-    python torch_worker.py MODE OUT
+    python torch_worker.py MODE OUT [DEVICE]
 """
 from __future__ import annotations
 
@@ -12,26 +12,26 @@ import torch
 import torch_mlp
 
 
-def main(mode: str, out: str) -> int:
+def main(mode: str, out: str, device: str) -> int:
     torch.set_num_threads(1)
     hvd.init()
-    net = torch_mlp.model()
+    net = torch_mlp.model().to(device)
     if hvd.rank() != 0:
         with torch.no_grad():  # the broadcast (or the servers' values) must undo this
             for p in net.parameters():
                 p.add_(1.0)
-    check = torch.full((3,), float(hvd.rank() + 1))
+    check = torch.full((3,), float(hvd.rank() + 1), device=device)
     hvd.declare("check", check)  # a tensor of the program's own, averaged by push_pull
     opt = hvd.DistributedOptimizer(torch_mlp.optimizer(mode, net.parameters()),
                                    named_parameters=net.named_parameters(), mode=mode)
     hvd.broadcast_parameters(net.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(opt, root_rank=0)
-    torch_mlp.train(net, opt, hvd.rank(), hvd.size())
+    torch_mlp.train(net, opt, hvd.rank(), hvd.size(), device)
     mean = hvd.push_pull(check.clone(), "check").tolist()
     total = hvd.synchronize(hvd.push_pull_async(check.clone(), "check", average=False)).tolist()
     assert mean == [1.5] * 3 and total == [3.0] * 3, (mean, total)
     print(f"torch_worker: push_pull: mean {mean[0]}, sum {total[0]}", flush=True)
-    torch.save(net.state_dict(), out)
+    torch.save({k: v.cpu() for k, v in net.state_dict().items()}, out)
     print(f"torch_worker: rank {hvd.rank()} of {hvd.size()}: {torch_mlp.ITERS} iterations",
           flush=True)
     hvd.shutdown()
@@ -39,4 +39,4 @@ def main(mode: str, out: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "cpu"))

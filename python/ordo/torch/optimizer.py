@@ -49,7 +49,15 @@ class _Param:
         self.param = param
         self.tensor = tensor
         self.priority = tensor.index  # forward order: the first layer's leave first
-        self.recv = torch.empty_like(param) if tensor.kind == rt.AVERAGE else param.data
+        # A CUDA parameter's gradient goes out from, and its result comes back into, pinned
+        # host buffers (device-to-host before the push, host-to-device after the pull).
+        self.cuda = param.is_cuda
+        pinned = {"dtype": torch.float32, "pin_memory": True}
+        self.host = torch.empty(param.shape, **pinned) if self.cuda else None
+        if self.cuda:
+            self.recv = torch.empty(param.shape, **pinned)
+        else:
+            self.recv = torch.empty_like(param) if tensor.kind == rt.AVERAGE else param.data
         self.handle: Any = None
         self.grad: torch.Tensor | None = None  # what was pushed, kept until it completes
         self.passes = 0  # backward passes since the last step
@@ -105,12 +113,10 @@ class _Distributed:
         client = self._ordo_rt.client
         if client.rank == 0:
             for q in self._ordo_params:
-                client.init(q.tensor.index, q.param.data)
+                client.init(q.tensor.index, q.param.data.cpu())
         for q in self._ordo_params:
-            q.handle = client.pull(q.tensor.index, q.param.data, q.priority)
-        for q in self._ordo_params:
-            q.handle.wait()
-            q.handle = None
+            q.handle = client.pull(q.tensor.index, q.recv, q.priority)
+        self._ordo_wait_all()
 
     def _ordo_hook(self, p: torch.Tensor) -> None:
         q = self._ordo_by_id[id(p)]
@@ -133,6 +139,9 @@ class _Distributed:
             grad = grad.contiguous()
         if self._ordo_passes > 1:
             grad = grad / self._ordo_passes
+        if q.cuda:
+            q.host.copy_(grad)  # waits for the copy: the push reads the host buffer at once
+            grad = q.host
         q.grad = grad
         q.pushed = True
         q.handle = self._ordo_rt.client.pushpull(q.tensor.index, grad, q.recv, q.priority)
@@ -145,11 +154,7 @@ class _Distributed:
                 self._ordo_push(q, q.param.grad)
 
     def _ordo_wait_all(self) -> None:
-        for q in self._ordo_params:
-            if q.handle is not None:
-                q.handle.wait()
-                q.handle = None
-                q.grad = None
+        self._ordo_wait([q.tensor.index for q in self._ordo_params])
 
     def synchronize(self) -> None:
         """synchronize pushes what no hook pushed this step (zeros for a parameter without a
@@ -165,7 +170,7 @@ class _Distributed:
         if self._ordo_mode == "gradients":
             for q in self._ordo_params:
                 if q.param.grad is None:
-                    q.param.grad = q.recv.clone()
+                    q.param.grad = q.recv.to(q.param.device, copy=True)
                 else:
                     q.param.grad.copy_(q.recv)
         self._ordo_synced = True
@@ -260,6 +265,8 @@ class _Distributed:
                 q.handle.wait()
                 q.handle = None
                 q.grad = None
+                if q.cuda and q.tensor.kind != rt.AVERAGE:
+                    q.param.data.copy_(q.recv)  # the new parameter, host to device
 
 
 def make(optimizer: torch.optim.Optimizer, runtime: rt.Runtime,

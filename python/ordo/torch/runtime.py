@@ -48,17 +48,18 @@ class PushPull:
     done: bool = False
 
 
-def check_tensor(t: torch.Tensor, what: str) -> None:
-    """check_tensor raises TypeError or ValueError when t cannot cross without a copy: it must
-    be float32, on the CPU, contiguous."""
+def check_tensor(t: torch.Tensor, what: str, cuda: bool = True) -> None:
+    """check_tensor raises TypeError or ValueError when t cannot cross: it must be float32 and
+    contiguous, on the CPU (without a copy) or, with cuda, on a CUDA device (staged through
+    pinned host buffers)."""
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"ordo.torch: {what} is a {type(t).__name__}, not a torch.Tensor")
     if t.dtype != torch.float32:
         raise TypeError(f"ordo.torch: {what} has dtype {t.dtype}; ordo moves float32 "
                         "(convert the model with .float())")
-    if t.device.type != "cpu":
-        raise TypeError(f"ordo.torch: {what} is on {t.device}; ordo moves CPU tensors "
-                        "(GPU staging is not built yet: keep the model on the CPU)")
+    if t.device.type != "cpu" and not (cuda and t.device.type == "cuda"):
+        raise TypeError(f"ordo.torch: {what} is on {t.device}; ordo moves CPU and CUDA "
+                        "tensors")
     if not t.is_contiguous():
         raise ValueError(f"ordo.torch: {what} is not contiguous (use .contiguous())")
 
@@ -171,9 +172,10 @@ class Runtime:
             raise ValueError(f"ordo.torch: push_pull {name!r}: {tensor.numel()} values, "
                              f"declared with {t.numel}")
         self.join()
-        recv = torch.empty_like(tensor)
+        src = tensor.cpu()  # a CUDA tensor is staged through host memory
+        recv = torch.empty_like(src)
         prio = t.index if priority is None else priority
-        h = self.client.pushpull(t.index, tensor, recv, prio)
+        h = self.client.pushpull(t.index, src, recv, prio)
         return PushPull(h, tensor, recv, 1.0 if average else float(self.client.size))
 
     def synchronize(self, pp: PushPull, timeout_ms: int = -1) -> torch.Tensor:
