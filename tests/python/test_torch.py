@@ -47,10 +47,12 @@ def runtime_reset():
     hvd.shutdown()
 
 
-@pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.parametrize("device,plan", [("cpu", ""), ("cuda", ""), ("cpu", "plan")])
 @pytest.mark.parametrize("mode", ["gradients", "server"])
 def test_two_workers_equal_one_process_on_the_whole_batch(tmp_path: Path, mode: str,
-                                                           device: str):
+                                                           device: str, plan: str):
+    """With plan, the model= seam (fake_plan's stand-ins): priorities from the plan, and in
+    server mode each module's forward waits for its own parameters; the values stay equal."""
     if device == "cuda" and not torch.cuda.is_available():
         pytest.skip("no GPU: the staging of CUDA tensors through host memory is not tested")
     missing = _c_side_missing()
@@ -60,13 +62,18 @@ def test_two_workers_equal_one_process_on_the_whole_batch(tmp_path: Path, mode: 
     try:
         for r in range(2):
             c.start_worker(r, [sys.executable, str(WORKER), mode, str(tmp_path / f"out{r}.pt"),
-                               device])
+                               device, plan])
         for name in ["worker0", "worker1", "server0", "server1", "scheduler"]:
             assert c.finish(name) == 0, f"{name}: {c.log(name)}"
     finally:
         c.stop()
     for r in range(2):
-        assert "push_pull: mean 1.5, sum 3.0" in c.log(f"worker{r}"), c.log(f"worker{r}")
+        log = c.log(f"worker{r}")
+        assert "push_pull: mean 1.5, sum 3.0" in log, log
+        if plan:
+            gated = "gate waits" in log and " 0 gate waits" not in log
+            assert f"plan: replan {r == 0}" in log and "priorities [3, 2, 1, 0]" in log, log
+            assert gated == (mode == "server"), log
     torch.set_num_threads(1)
     net = torch_mlp.model()
     torch_mlp.train(net, torch_mlp.optimizer(mode, net.parameters()), 0, 1)
