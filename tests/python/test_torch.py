@@ -70,6 +70,9 @@ def test_two_workers_equal_one_process_on_the_whole_batch(tmp_path: Path, mode: 
     for r in range(2):
         log = c.log(f"worker{r}")
         assert "push_pull: mean 1.5, sum 3.0" in log, log
+        if mode == "server":
+            assert "lr change: ordo.torch: mode='server': '0.weight''s (lr, momentum, " \
+                   "weight_decay) changed from (0.05, 0.9, 0.01) to (0.1, 0.9, 0.01)" in log, log
         if plan:
             gated = "gate waits" in log and " 0 gate waits" not in log
             assert f"plan: replan {r == 0}" in log and "priorities [3, 2, 1, 0]" in log, log

@@ -29,11 +29,11 @@ def optimizer(mode: str, params) -> torch.optim.Optimizer:
 
 
 def train(net: torch.nn.Module, opt: torch.optim.Optimizer, rank: int, size: int,
-          device: str = "cpu") -> None:
-    """train runs ITERS steps on this rank's part of each batch (mean squared error)."""
+          device: str = "cpu", iters: int = ITERS) -> None:
+    """train runs iters steps on this rank's part of each batch (mean squared error)."""
     xs, ys = (t.to(device) for t in data())
     part = BATCH // size
-    for t in range(ITERS):
+    for t in range(iters):
         x = xs[t, rank * part:(rank + 1) * part]
         y = ys[t, rank * part:(rank + 1) * part]
         opt.zero_grad()

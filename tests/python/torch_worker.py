@@ -16,6 +16,16 @@ import torch
 import torch_mlp
 
 
+def refused_lr_change(net: torch.nn.Module, opt: torch.optim.Optimizer, device: str) -> str:
+    """refused_lr_change steps once more with a doubled lr, which server mode refuses."""
+    opt.param_groups[0]["lr"] *= 2
+    try:
+        torch_mlp.train(net, opt, hvd.rank(), hvd.size(), device, iters=1)
+    except ValueError as e:
+        return str(e)
+    return "not refused"
+
+
 def main(mode: str, out: str, device: str, plan: bool) -> int:
     torch.set_num_threads(1)
     if plan:
@@ -42,6 +52,8 @@ def main(mode: str, out: str, device: str, plan: bool) -> int:
         print(f"torch_worker: plan: {fake_plan.CALLS[0]}, {len(fake_plan.CALLS) - 1} gate waits, "
               f"priorities {[q.priority for q in opt._ordo_params]}", flush=True)
     torch.save({k: v.cpu() for k, v in net.state_dict().items()}, out)
+    if mode == "server":  # the servers keep the hyperparameters of the join
+        print(f"torch_worker: lr change: {refused_lr_change(net, opt, device)}", flush=True)
     print(f"torch_worker: rank {hvd.rank()} of {hvd.size()}: {torch_mlp.ITERS} iterations",
           flush=True)
     hvd.shutdown()
