@@ -1,10 +1,12 @@
 /* scheduler: the scheduler daemon as a library object. It plans the run before anyone
  * registers, then does the rendezvous (nodes register with role, endpoint and the cluster
  * token; once the conf's numbers of servers and workers are in, each gets a rank, the
- * cluster map, the key map and the plan), gathers barriers, records every worker's
- * per-iteration stats, plans merge groups from worker 0's calibration, relays the sparse
- * coordinator's messages and, when every worker is done, shuts the cluster down and writes
- * summary.json. A node silent for fault.timeout_ms aborts the run: every node is told. */
+ * cluster map, the key map and the plan; with [model] trainer = declared the model, key map
+ * and plan are made then, from the workers' declarations), gathers barriers, relays
+ * broadcasts, records every worker's per-iteration stats, plans merge groups from worker 0's
+ * calibration, relays the sparse coordinator's messages and, when every worker is done,
+ * shuts the cluster down and writes summary.json. A node silent for fault.timeout_ms aborts
+ * the run: every node is told. */
 #include "scheduler/scheduler.h"
 #include "common/clock.h"
 #include "common/daemon.h"
@@ -15,6 +17,7 @@
 #include "common/transport.h"
 #include "core/job.h"
 #include "planner/oracle.h"
+#include "scheduler/declared.h"
 #include "scheduler/runlog.h"
 #include "scheduler/runplan.h"
 #include "scheduler/runplan_merge.h"
@@ -292,102 +295,17 @@ static int plan_model(sched_t *s)
     return 0;
 }
 
-/* check_declaration checks one declared tensor {name, numel[, update]}; why names it. */
-static bool check_declaration(json_t *d, int worker, int i, char *why, size_t wsz)
-{
-    json_t *name = json_object_get(d, "name"), *numel = json_object_get(d, "numel");
-    json_t *u = json_object_get(d, "update");
-    const char *bad = NULL;
-    if (!json_is_string(name) || !json_string_length(name) || json_string_length(name) > 1000)
-        bad = "no name";
-    else if (!json_is_integer(numel) || json_integer_value(numel) < 1)
-        bad = "no element count >= 1";
-    else if (u) {
-        const char *kind = json_string_value(json_object_get(u, "kind"));
-        if (!kind || (strcmp(kind, "sgd") && strcmp(kind, "average")))
-            bad = "an update rule of unknown kind";
-        const char *nums[3] = {"lr", "momentum", "weight_decay"};
-        for (int k = 0; !bad && kind && !strcmp(kind, "sgd") && k < 3; k++) {
-            json_t *x = json_object_get(u, nums[k]);
-            if (!json_is_number(x) || !isfinite(json_number_value(x)) || json_number_value(x) < 0)
-                bad = "an sgd rule without finite lr, momentum, weight_decay >= 0";
-        }
-    }
-    if (bad) snprintf(why, wsz, "worker %d declared tensor %d with %s", worker, i, bad);
-    return !bad;
-}
-
-/* declared_model builds s->model and s->updates from the workers' declarations, which must
- * agree; otherwise 0 is not returned and why says which worker and tensor differ. */
+/* declared_model builds s->model and s->updates from the workers' declarations
+ * (scheduler/declared.h); why says what differs when they do not agree. */
 static int declared_model(sched_t *s, char *why, size_t wsz)
 {
-    json_t *ref = NULL, **by_rank = calloc((size_t)s->conf.workers, sizeof *by_rank);
+    json_t **by_rank = calloc((size_t)s->conf.workers, sizeof *by_rank);
     if (!by_rank) return ORDO_ENOMEM;
     for (int i = 0; i < s->n_members; i++)
-        if (s->members[i].role == ORDO_ROLE_WORKER) by_rank[s->members[i].rank] = s->members[i].tensors;
-    ref = by_rank[0];
-    int n = (int)json_array_size(ref), rc = ORDO_EINVAL;
-    for (int w = 0; w < s->conf.workers; w++) {
-        json_t *t = by_rank[w];
-        for (int i = 0; i < (int)json_array_size(t); i++)
-            if (!check_declaration(json_array_get(t, (size_t)i), w, i, why, wsz)) goto done;
-        if (w == 0) continue;
-        if ((int)json_array_size(t) != n) {
-            snprintf(why, wsz, "worker %d declared %d tensors, worker 0 %d", w,
-                     (int)json_array_size(t), n);
-            goto done;
-        }
-        for (int i = 0; i < n; i++) {
-            json_t *a = json_array_get(t, (size_t)i), *b = json_array_get(ref, (size_t)i);
-            const char *an = json_string_value(json_object_get(a, "name"));
-            const char *bn = json_string_value(json_object_get(b, "name"));
-            long long ae = json_integer_value(json_object_get(a, "numel"));
-            long long be = json_integer_value(json_object_get(b, "numel"));
-            if (strcmp(an, bn) || ae != be) {
-                snprintf(why, wsz,
-                         "worker %d declared tensor %d \"%s\" of %lld elements, worker 0 "
-                         "\"%s\" of %lld",
-                         w, i, an, ae, bn, be);
-                goto done;
-            }
-            json_t *au = json_object_get(a, "update"), *bu = json_object_get(b, "update");
-            if (!(au == bu || (au && bu && json_equal(au, bu)))) {
-                char *at = au ? json_dumps(au, JSON_COMPACT) : strdup("the conf's"),
-                     *bt = bu ? json_dumps(bu, JSON_COMPACT) : strdup("the conf's");
-                snprintf(why, wsz,
-                         "worker %d declared tensor %d \"%s\" with update rule %s, worker 0 %s", w,
-                         i, an, at ? at : "?", bt ? bt : "?");
-                free(at);
-                free(bt);
-                goto done;
-            }
-        }
-    }
-    if (n < 1) {
-        snprintf(why, wsz, "the workers declared no tensors");
-        goto done;
-    }
-    const char **names = malloc(sizeof *names * (size_t)n);
-    int64_t *numel = malloc(sizeof *numel * (size_t)n);
-    s->updates = json_array();
-    bool any = false;
-    rc = names && numel && s->updates ? 0 : ORDO_ENOMEM;
-    for (int i = 0; !rc && i < n; i++) {
-        json_t *d = json_array_get(ref, (size_t)i), *u = json_object_get(d, "update");
-        names[i] = json_string_value(json_object_get(d, "name"));
-        numel[i] = json_integer_value(json_object_get(d, "numel"));
-        json_array_append(s->updates, u ? u : json_null());
-        any |= u != NULL;
-    }
-    if (!rc) rc = ordo_job_model_declared(names, numel, n, &s->model);
-    if (rc && rc != ORDO_ENOMEM) snprintf(why, wsz, "the declared tensors: %s", ordo_error_text(rc));
-    if (!any) {
-        json_decref(s->updates);
-        s->updates = NULL;
-    }
-    free(names);
-    free(numel);
-done:
+        if (s->members[i].role == ORDO_ROLE_WORKER)
+            by_rank[s->members[i].rank] = s->members[i].tensors;
+    int rc = ordo_declared_model(by_rank, s->conf.workers, s->conf.push_mode == ORDO_PUSH_SPARSE,
+                                 &s->model, &s->updates, why, wsz);
     free(by_rank);
     return rc;
 }

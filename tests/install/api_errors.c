@@ -1,6 +1,7 @@
 /* api_errors: the public API's error paths, built like any program outside the tree (only
  * <ordo/ordo.h> and pkg-config). `api_errors local DIR` needs no cluster: bad conf files,
- * keys and values, calls out of sequence, an unreachable scheduler, the version.
+ * keys and values, calls out of sequence, bad update rules, an unreachable scheduler, the
+ * version.
  * `api_errors mismatch CONF ENDPOINT` joins a cluster whose model is not the declared one and
  * expects ordo_join to name the tensor. Each check prints "ok: ..."; a failure exits 1. */
 #include <ordo/ordo.h>
@@ -67,6 +68,21 @@ static void local_checks(const char *dir)
         printf("FAIL: a declared tensor reads back wrong\n");
         failures++;
     }
+    ordo_update_t sgd = {ORDO_UPDATE_SGD, -0.5, 0.9, 0};
+    expect("a negative learning rate", ordo_declare_update(o, 0, &sgd), ORDO_ERR_INVAL,
+           "\"w\": lr -0.5");
+    expect("an update of no tensor", ordo_declare_update(o, 4, &sgd), ORDO_ERR_NOTFOUND,
+           "no tensor 4");
+    expect("a broadcast before ordo_join", ordo_broadcast(o, (char[4]){0}, 4, 0, 100),
+           ORDO_ERR_INVAL, "ordo_join first");
+    sgd.lr = 0.5;
+    if (ordo_declare_update(o, 0, &sgd) != 0) {
+        printf("FAIL: a good update rule: %s\n", ordo_last_error());
+        failures++;
+    }
+    expect("an update rule without trainer = declared", ordo_join(o), ORDO_ERR_INVAL,
+           "needs [model] trainer = declared");
+    ordo_set(o, "model.trainer", "declared");
     ordo_set(o, "cluster.scheduler", "tcp://127.0.0.1:1");
     ordo_set(o, "fault.startup_ms", "300");
     expect("no scheduler", ordo_join(o), ORDO_ERR_TIMEDOUT,

@@ -3,7 +3,9 @@
 # pretend allocation of two nodes ("localhost" and "127.0.0.1", both this host), ordo-slurm
 # must put the scheduler on the first node, one server and one worker on each, and start
 # every process through ordo-srun-exec -> srun --nodelist=NODE; the synthetic job checks
-# every pulled value. The stand-in srun logs each node it is asked for and runs the command
+# every pulled value. Then a [worker] command (examples/hello_ordo.c, built here) as the
+# workers of a declared model: each gets its rank, local rank and the conf copy in its
+# environment and checks every value. The stand-in srun logs each node it is asked for and runs the command
 # here, as srun would there. What this cannot show is Slurm itself placing the tasks.
 source "$(dirname "$0")/lib.sh"
 SRC=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -55,4 +57,25 @@ done
 grep -q "^127.0.0.1 bash -c .*ordo-scheduler" "$T/srun.calls" && fail "a scheduler on the second node"
 [ -f "$T/out/slurm/summary.json" ] || fail "no summary.json"
 ok "2 nodes: scheduler on the first, a server and a worker on each, all through srun; 0 wrong values"
-echo "2 passed, 0 failed"
+
+build=$(cd "$BIN/.." && pwd)
+cc -std=c11 -I"$SRC/include" -I"$build/include" "$SRC/examples/hello_ordo.c" -L"$build/worker" \
+  -l:libordo.so.0 -Wl,-rpath,"$build/worker" -o "$T/hello_ordo" || fail "cannot build hello_ordo"
+cat > "$T/command.ini" <<INI
+[optimizer]
+lr = 1
+aggregate = sum
+[worker]
+command = echo "env \$ORDO_WORKER_RANK \$ORDO_LOCAL_RANK/\$ORDO_LOCAL_SIZE \$ORDO_CONF" && exec $T/hello_ordo
+INI
+PATH="$T/fake:$PATH" SLURM_JOB_NODELIST="localhost,127.0.0.1" \
+  "$SRC/scripts/ordo-slurm" "$T/command.ini" --bin "$BIN" --output.dir="$T/out" \
+  --output.run=command > "$T/command.log" 2>&1 || { cat "$T/command.log"; fail "ordo-slurm with a worker command failed"; }
+[ "$(grep -c '^\[worker [01]\] .*values checked, 0 wrong' "$T/command.log")" = 2 ] ||
+  { cat "$T/command.log"; fail "the worker commands did not check their values"; }
+grep -q '^\[worker 1\] env 1 0/1 /tmp/ordo-launch-' "$T/command.log" ||
+  fail "worker 1's environment is wrong"
+grep -q "^127.0.0.1 bash -c .*env .*ORDO_WORKER_RANK=1 .*hello_ordo" "$T/srun.calls" ||
+  fail "worker 1's command was not started through srun on its node"
+ok "[worker] command under ordo-slurm: rank, local rank and the conf copy in its environment; 0 wrong values"
+echo "3 passed, 0 failed"

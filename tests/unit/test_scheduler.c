@@ -3,7 +3,10 @@
  * routing id) and every message the scheduler's transport receives is fed to
  * ordo_scheduler_handle. Checks the rendezvous (rank assignment, the WELCOME's cluster and
  * key maps), refused registrations, a barrier, the end of the run when every worker is done,
- * and an abort relayed to every node. */
+ * an abort relayed to every node, a model declared by the workers ([model] trainer =
+ * declared: equal declarations make the key map and the plan's update rules, different ones
+ * abort naming the worker and tensor), and broadcasts relayed from the root. */
+#include "common/le.h"
 #include "common/keys.h"
 #include "common/transport.h"
 #include "scheduler/scheduler.h"
@@ -26,7 +29,14 @@ typedef struct {
     char dir[64];
 } rig_t;
 
+static void rig_new_trainer(rig_t *r, const char *trainer);
+
 static void rig_new(rig_t *r)
+{
+    rig_new_trainer(r, "synthetic");
+}
+
+static void rig_new_trainer(rig_t *r, const char *trainer)
 {
     ordo_conf_t conf;
     ordo_conf_defaults(&conf);
@@ -35,7 +45,7 @@ static void rig_new(rig_t *r)
     snprintf(conf.scheduler, sizeof conf.scheduler, "tcp://127.0.0.1:0");
     snprintf(conf.out_dir, sizeof conf.out_dir, "%s", r->dir);
     snprintf(conf.run_name, sizeof conf.run_name, "run");
-    snprintf(conf.trainer, sizeof conf.trainer, "synthetic");
+    snprintf(conf.trainer, sizeof conf.trainer, "%s", trainer);
     snprintf(conf.tensors, sizeof conf.tensors, "4KiB,8KiB");
     snprintf(conf.token, sizeof conf.token, "secret");
     conf.servers = 1;
@@ -85,14 +95,23 @@ static int feed(rig_t *r)
     return rc;
 }
 
+/* reg_declaring: node i registers with role, rank and token; a worker's "tensors" (JSON
+ * array text, or NULL for none); returns what ordo_scheduler_handle returned */
+static int reg_declaring(rig_t *r, int i, const char *role, int rank, const char *token,
+                         const char *tensors)
+{
+    char body[1024];
+    snprintf(body, sizeof body, "{\"role\":\"%s\",\"token\":\"%s\",\"rank\":%d,\"pid\":%d%s%s%s}",
+             role, token, rank, 1000 + i,
+             !strcmp(role, "server") ? ",\"endpoint\":\"" SRV_EP "\"" : "",
+             tensors ? ",\"tensors\":" : "", tensors ? tensors : "");
+    send_msg(r, i, ORDO_MSG_REGISTER, 0, 0, body);
+    return feed(r);
+}
+
 static void reg(rig_t *r, int i, const char *role, int rank, const char *token)
 {
-    char body[256];
-    snprintf(body, sizeof body, "{\"role\":\"%s\",\"token\":\"%s\",\"rank\":%d,\"pid\":%d%s}",
-             role, token, rank, 1000 + i,
-             !strcmp(role, "server") ? ",\"endpoint\":\"" SRV_EP "\"" : "");
-    send_msg(r, i, ORDO_MSG_REGISTER, 0, 0, body);
-    ck_assert_int_eq(feed(r), 0);
+    ck_assert_int_eq(reg_declaring(r, i, role, rank, token, NULL), 0);
 }
 
 /* expect receives the next message for the nodes: its type, on node i's socket */
@@ -120,10 +139,14 @@ static void nothing_more(rig_t *r)
     ck_assert_int_eq(ordo_transport_recv(r->tp, &m, 100), ORDO_ETIMEDOUT);
 }
 
+static json_t *last_plan; /* the plan of the last WELCOME take_welcomes saw */
+
 /* take_welcomes receives the three WELCOMEs (in any order), checks the maps in each and
  * writes the rank each node got to rank[] */
 static void take_welcomes(rig_t *r, int rank[N_NODES])
 {
+    json_decref(last_plan);
+    last_plan = NULL;
     for (int i = 0; i < N_NODES; i++)
         rank[i] = -1;
     for (int n = 0; n < 3; n++) {
@@ -154,6 +177,8 @@ static void take_welcomes(rig_t *r, int rank[N_NODES])
         ck_assert_int_eq(k->numel[1], 2048);
         ordo_keys_destroy(&k);
         free(kt);
+        json_decref(last_plan);
+        last_plan = json_incref(json_object_get(o, "plan"));
         json_decref(o);
         ordo_msg_close(&m);
     }
@@ -269,6 +294,126 @@ START_TEST(an_abort_reaches_every_node)
 }
 END_TEST
 
+#define DECLARED_A "[{\"name\":\"a\",\"numel\":1024,\"update\":{\"kind\":\"average\"}},"
+#define DECLARED_B "{\"name\":\"b\",\"numel\":2048}]"
+
+START_TEST(declared_tensors_make_the_key_map)
+{
+    rig_t r;
+    rig_new_trainer(&r, "declared");
+    int rank[N_NODES];
+    reg(&r, SRV, "server", -1, "secret");
+    ck_assert_int_eq(reg_declaring(&r, STRANGER, "worker", -1, "secret", NULL), 0);
+    expect_text(&r, STRANGER, ORDO_MSG_REJECT, "must declare its tensors");
+    ck_assert_int_eq(reg_declaring(&r, WA, "worker", 1, "secret", DECLARED_A DECLARED_B), 0);
+    nothing_more(&r);
+    ck_assert_int_eq(reg_declaring(&r, WB, "worker", -1, "secret", DECLARED_A DECLARED_B), 0);
+    take_welcomes(&r, rank); /* checks the key map: 1024 and 2048 elements */
+    ck_assert_int_eq(rank[WB], 0);
+    char *params = json_dumps(json_object_get(last_plan, "params"), JSON_COMPACT);
+    char *updates = json_dumps(json_object_get(last_plan, "updates"), JSON_COMPACT);
+    ck_assert_str_eq(params, "[\"a\",\"b\"]");
+    ck_assert_str_eq(updates, "[{\"kind\":\"average\"},null]");
+    free(params);
+    free(updates);
+    json_decref(last_plan);
+    last_plan = NULL;
+    rig_destroy(&r);
+}
+END_TEST
+
+/* differ: worker B (rank 0) declares `b_tensors`, worker A (rank 1) the reference; the run
+ * aborts with `why` to every node */
+static void differ(const char *a_tensors, const char *b_tensors, const char *why)
+{
+    rig_t r;
+    rig_new_trainer(&r, "declared");
+    reg(&r, SRV, "server", -1, "secret");
+    ck_assert_int_eq(reg_declaring(&r, WA, "worker", 1, "secret", a_tensors), 0);
+    ck_assert_int_eq(reg_declaring(&r, WB, "worker", -1, "secret", b_tensors), ORDO_EABORT);
+    for (int n = 0; n < 3; n++) {
+        ordo_msg_t m;
+        char body[512];
+        ORDO_CK_OK(ordo_transport_recv(r.tp, &m, 5000));
+        ck_assert_int_eq(m.hdr.type, ORDO_MSG_ABORT);
+        ordo_msg_text(&m, 0, body, sizeof body);
+        ck_assert_msg(strstr(body, why), "ABORT says '%s', expected '%s'", body, why);
+        ordo_msg_close(&m);
+    }
+    rig_destroy(&r);
+}
+
+START_TEST(declarations_that_differ_abort_naming_worker_and_tensor)
+{
+    differ(DECLARED_A DECLARED_B, DECLARED_A "{\"name\":\"b\",\"numel\":1000}]",
+           "worker 1 declared tensor 1 \"b\" of 2048 elements, worker 0 \"b\" of 1000");
+    differ(DECLARED_A DECLARED_B, "[{\"name\":\"a\",\"numel\":1024}]",
+           "worker 1 declared 2 tensors, worker 0 1");
+    differ(DECLARED_A DECLARED_B, "[{\"name\":\"a\",\"numel\":1024}," DECLARED_B,
+           "worker 1 declared tensor 0 \"a\" with update rule {\"kind\":\"average\"}, "
+           "worker 0 the conf's");
+    differ(DECLARED_A DECLARED_B, "[{\"name\":\"a\",\"numel\":0}]",
+           "worker 0 declared tensor 0 with no element count >= 1");
+    const char *twice = "[{\"name\":\"a\",\"numel\":4},{\"name\":\"a\",\"numel\":4}]";
+    differ(twice, twice, "the declared tensors: ");
+}
+END_TEST
+
+/* bcast: node i joins broadcast id of `bytes` from root; data (root only) or NULL */
+static void bcast(rig_t *r, int i, int64_t id, int root, uint64_t bytes, const char *data)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_BCAST);
+    m.sock = r->sock[i];
+    m.hdr.role = ORDO_ROLE_WORKER;
+    m.hdr.iter = id;
+    m.hdr.key = (uint32_t)root;
+    m.hdr.dtype = ORDO_DTYPE_BYTES;
+    unsigned char size[8];
+    ordo_put_le(size, bytes, 8);
+    ORDO_CK_OK(ordo_msg_add_copy(&m, size, 8));
+    if (data) ORDO_CK_OK(ordo_msg_add_copy(&m, data, strlen(data)));
+    ORDO_CK_OK(ordo_transport_send(r->tp, &m));
+}
+
+START_TEST(a_broadcast_relays_the_roots_bytes)
+{
+    rig_t r;
+    rig_new(&r);
+    join(&r); /* WA is worker 1, WB worker 0 */
+    bcast(&r, WB, 1, 1, 5, NULL);
+    ck_assert_int_eq(feed(&r), 0);
+    nothing_more(&r);
+    bcast(&r, WA, 1, 1, 5, "hello");
+    ck_assert_int_eq(feed(&r), 0);
+    for (int n = 0; n < 2; n++) {
+        ordo_msg_t m;
+        ORDO_CK_OK(ordo_transport_recv(r.tp, &m, 5000));
+        ck_assert_int_eq(m.hdr.type, ORDO_MSG_BCAST);
+        ck_assert_int_eq(m.hdr.iter, 1);
+        size_t len = 0;
+        const char *data = ordo_msg_data(&m, 0, &len);
+        if (m.sock == r.sock[WB]) {
+            ck_assert_uint_eq(len, 5);
+            ck_assert_int_eq(memcmp(data, "hello", 5), 0);
+        } else {
+            ck_assert_int_eq(m.sock, r.sock[WA]);
+            ck_assert_ptr_null(data); /* the root has its bytes */
+        }
+        ordo_msg_close(&m);
+    }
+    nothing_more(&r);
+    /* a size that differs aborts the run naming both */
+    bcast(&r, WB, 2, 0, 3, "abc");
+    ck_assert_int_eq(feed(&r), 0);
+    bcast(&r, WA, 2, 0, 4, NULL);
+    ck_assert_int_eq(feed(&r), ORDO_EABORT);
+    expect_text(&r, SRV, ORDO_MSG_ABORT,
+                "broadcast 2: worker 1 passed 4 bytes from root 0, worker 0 3 bytes from root 0");
+    rig_destroy(&r);
+}
+END_TEST
+
 static Suite *scheduler_suite(void)
 {
     Suite *s = suite_create("scheduler");
@@ -280,6 +425,12 @@ static Suite *scheduler_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, barrier_waits_for_every_worker);
     tcase_add_test(tc, an_abort_reaches_every_node);
+    tcase_add_test(tc, a_broadcast_relays_the_roots_bytes);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("declared");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, declared_tensors_make_the_key_map);
+    tcase_add_test(tc, declarations_that_differ_abort_naming_worker_and_tensor);
     suite_add_tcase(s, tc);
     return s;
 }

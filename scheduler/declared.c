@@ -1,0 +1,115 @@
+/* declared: the model of [model] trainer = declared from the workers' declarations. */
+#include "scheduler/declared.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "core/job.h"
+
+/* check_declaration checks one declared tensor {name, numel[, update]}; why names it. */
+static bool check_declaration(json_t *d, int worker, int i, char *why, size_t wsz)
+{
+    json_t *name = json_object_get(d, "name"), *numel = json_object_get(d, "numel");
+    json_t *u = json_object_get(d, "update");
+    const char *bad = NULL;
+    if (!json_is_string(name) || !json_string_length(name) || json_string_length(name) > 1000)
+        bad = "no name";
+    else if (!json_is_integer(numel) || json_integer_value(numel) < 1)
+        bad = "no element count >= 1";
+    else if (u) {
+        const char *kind = json_string_value(json_object_get(u, "kind"));
+        if (!kind || (strcmp(kind, "sgd") && strcmp(kind, "average")))
+            bad = "an update rule of unknown kind";
+        const char *nums[3] = {"lr", "momentum", "weight_decay"};
+        for (int k = 0; !bad && kind && !strcmp(kind, "sgd") && k < 3; k++) {
+            json_t *x = json_object_get(u, nums[k]);
+            if (!json_is_number(x) || !isfinite(json_number_value(x)) || json_number_value(x) < 0)
+                bad = "an sgd rule without finite lr, momentum, weight_decay >= 0";
+        }
+    }
+    if (bad) snprintf(why, wsz, "worker %d declared tensor %d with %s", worker, i, bad);
+    return !bad;
+}
+
+int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo_model_t **model,
+                        json_t **updates, char *why, size_t wsz)
+{
+    json_t *ref = by_rank[0], *up = NULL;
+    int n = (int)json_array_size(ref), rc = ORDO_EINVAL;
+    const char **names = NULL;
+    int64_t *numel = NULL;
+    why[0] = '\0';
+    for (int w = 0; w < n_workers; w++) {
+        json_t *t = by_rank[w];
+        for (int i = 0; i < (int)json_array_size(t); i++)
+            if (!check_declaration(json_array_get(t, (size_t)i), w, i, why, wsz)) goto done;
+        if (w == 0) continue;
+        if ((int)json_array_size(t) != n) {
+            snprintf(why, wsz, "worker %d declared %d tensors, worker 0 %d", w,
+                     (int)json_array_size(t), n);
+            goto done;
+        }
+        for (int i = 0; i < n; i++) {
+            json_t *a = json_array_get(t, (size_t)i), *b = json_array_get(ref, (size_t)i);
+            const char *an = json_string_value(json_object_get(a, "name"));
+            const char *bn = json_string_value(json_object_get(b, "name"));
+            long long ae = json_integer_value(json_object_get(a, "numel"));
+            long long be = json_integer_value(json_object_get(b, "numel"));
+            if (strcmp(an, bn) || ae != be) {
+                snprintf(why, wsz,
+                         "worker %d declared tensor %d \"%s\" of %lld elements, worker 0 "
+                         "\"%s\" of %lld",
+                         w, i, an, ae, bn, be);
+                goto done;
+            }
+            json_t *au = json_object_get(a, "update"), *bu = json_object_get(b, "update");
+            if (!(au == bu || (au && bu && json_equal(au, bu)))) {
+                char *at = au ? json_dumps(au, JSON_COMPACT) : strdup("the conf's"),
+                     *bt = bu ? json_dumps(bu, JSON_COMPACT) : strdup("the conf's");
+                snprintf(why, wsz,
+                         "worker %d declared tensor %d \"%s\" with update rule %s, worker 0 %s", w,
+                         i, an, at ? at : "?", bt ? bt : "?");
+                free(at);
+                free(bt);
+                goto done;
+            }
+        }
+    }
+    if (n < 1) {
+        snprintf(why, wsz, "the workers declared no tensors");
+        goto done;
+    }
+    names = malloc(sizeof *names * (size_t)n);
+    numel = malloc(sizeof *numel * (size_t)n);
+    up = json_array();
+    bool any = false;
+    rc = names && numel && up ? 0 : ORDO_ENOMEM;
+    for (int i = 0; !rc && i < n; i++) {
+        json_t *d = json_array_get(ref, (size_t)i), *u = json_object_get(d, "update");
+        names[i] = json_string_value(json_object_get(d, "name"));
+        numel[i] = json_integer_value(json_object_get(d, "numel"));
+        json_array_append(up, u ? u : json_null());
+        any |= u != NULL;
+    }
+    if (!rc && any && sparse) {
+        snprintf(why, wsz, "the workers declared update rules, which push.mode = sparse does not "
+                           "apply (its servers run the conf's [optimizer])");
+        rc = ORDO_EINVAL;
+    }
+    ordo_model_t *m = NULL;
+    if (!rc) rc = ordo_job_model_declared(names, numel, n, &m);
+    if (rc && rc != ORDO_ENOMEM && !why[0])
+        snprintf(why, wsz, "the declared tensors: %s", ordo_error_text(rc));
+    if (!rc) {
+        *model = m;
+        *updates = any ? json_incref(up) : NULL;
+    }
+done:
+    json_decref(up);
+    free(names);
+    free(numel);
+    return rc;
+}
