@@ -139,3 +139,34 @@ def test_init_without_a_cluster_is_an_error_not_a_hang(runtime_reset, monkeypatc
         torch.nn.functional.mse_loss(net(torch.zeros(2, 8)), torch.zeros(2, 4)).backward()
         opt.step()
     assert time.monotonic() - started < 10
+
+
+def test_rank_and_size_before_the_join_are_the_launchers(runtime_reset, monkeypatch,
+                                                          tmp_path: Path):
+    c = tmp_path / "w.ini"
+    c.write_text("[cluster]\nworkers = 3 ; three\n\n[model]\ntrainer = declared\n")
+    monkeypatch.setenv("ORDO_CONF", str(c))
+    monkeypatch.setenv("ORDO_CLUSTER_SCHEDULER", "tcp://127.0.0.1:1")
+    monkeypatch.delenv("ORDO_CLUSTER_RANK", raising=False)
+    monkeypatch.delenv("ORDO_CLUSTER_WORKERS", raising=False)
+    hvd.init()
+    assert hvd.size() == 3
+    with pytest.raises(RuntimeError, match="assigned no rank"):
+        hvd.rank()
+    monkeypatch.setenv("ORDO_CLUSTER_RANK", "2")
+    assert hvd.rank() == 2
+    net = torch_mlp.model()
+    started = time.monotonic()
+    hvd.broadcast_parameters(net.state_dict(), root_rank=0)  # nothing declared: at the join
+    assert time.monotonic() - started < 1
+
+
+def test_a_tensor_declared_after_the_join_is_refused():
+    r = hvd.runtime.Runtime(ordo.Client(), None, {})
+    r.declare("w", 4)
+    r.joined = True  # as after the first transfer
+    with pytest.raises(RuntimeError, match="'late' declared after the cluster was joined"):
+        r.declare("late", 4)
+    with pytest.raises(ValueError, match="declared twice"):
+        r.declare("w", 5)
+    r.client.close()

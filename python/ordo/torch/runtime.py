@@ -72,9 +72,12 @@ def _launcher_int(key: str, conf: str | None) -> int | None:
         return int(env)
     if conf:
         parser = configparser.ConfigParser(inline_comment_prefixes=(";", "#"), strict=False)
-        parser.read(conf)
-        if parser.has_option("cluster", key):
-            return int(parser.get("cluster", key))
+        try:
+            parser.read(conf)
+            if parser.has_option("cluster", key):
+                return int(parser.get("cluster", key))
+        except (configparser.Error, ValueError):
+            return None  # ordo_new has the conf's errors to say
     return None
 
 
