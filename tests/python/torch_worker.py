@@ -4,7 +4,7 @@ ordo.torch.DistributedOptimizer in MODE and writes its final parameters to OUT.
     python torch_worker.py MODE OUT [DEVICE [plan]]
 
 With "plan", DistributedOptimizer gets model= and fake_plan's stand-ins of the profiler and
-the re-plan (the planned order's seam).
+the re-plan (the planned order's seam), and broadcast_parameters comes before it.
 """
 from __future__ import annotations
 
@@ -36,12 +36,15 @@ def main(mode: str, out: str, device: str, plan: bool) -> int:
         with torch.no_grad():  # the broadcast (or the servers' values) must undo this
             for p in net.parameters():
                 p.add_(1.0)
+    if plan:  # the other order Horovod scripts use: runs when the optimizer joins
+        hvd.broadcast_parameters(net.state_dict(), root_rank=0)
     check = torch.full((3,), float(hvd.rank() + 1), device=device)
     hvd.declare("check", check)  # a tensor of the program's own, averaged by push_pull
     opt = hvd.DistributedOptimizer(torch_mlp.optimizer(mode, net.parameters()),
                                    named_parameters=net.named_parameters(), mode=mode,
                                    model=net if plan else None)
-    hvd.broadcast_parameters(net.state_dict(), root_rank=0)
+    if not plan:
+        hvd.broadcast_parameters(net.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(opt, root_rank=0)
     torch_mlp.train(net, opt, hvd.rank(), hvd.size(), device)
     mean = hvd.push_pull(check.clone(), "check").tolist()

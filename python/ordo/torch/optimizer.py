@@ -102,9 +102,14 @@ class _Distributed:
         self._ordo_by_index = {q.tensor.index: q for q in params}
         self._ordo_gated = False
         self._ordo_synced = False
-        if mode == "server":
-            runtime.when_joined(self._ordo_pull_initial)
         self._ordo_plan_seam(model)
+        # The join waits for the first transfer, unless something must happen before the first
+        # forward: the servers' initial values (server mode) or a broadcast asked for before
+        # the tensors were known.
+        if mode == "server":
+            runtime.on_join.append(self._ordo_pull_initial)
+        if runtime.on_join:
+            runtime.join()
 
     # ---- the transfers --------------------------------------------------------------------
 
