@@ -116,7 +116,8 @@ class Runtime:
 
     def join(self) -> None:
         """join joins the cluster with the tensors declared so far (once), then runs what
-        waited for it: broadcasts asked for before the join, then the on_join callbacks."""
+        waited for it, the on_join callbacks in order (broadcasts asked for before the tensors
+        were known, server mode's initial values)."""
         if self.joined:
             return
         if not self.tensors:
