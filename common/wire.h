@@ -40,6 +40,9 @@ typedef enum {
     ORDO_MSG_BCAST,          /* worker -> scheduler: iter = broadcast id, key = root, frame 0 the
                               * size (8 bytes, little-endian), frame 1 the root's bytes;
                               * scheduler -> worker: frame 0 the root's bytes (none to the root) */
+    ORDO_MSG_REPLAN,         /* worker -> scheduler: JSON {"profile", "names"} (rank 0) or {};
+                              * scheduler -> server: the new plan; server -> scheduler: ack;
+                              * scheduler -> worker: the new plan or {"error": reason} */
     ORDO_MSG_PEER_DEAD,      /* local only: the transport lost a peer (never on the wire) */
     ORDO_MSG_WAKE,           /* local only: another thread of the process wants attention */
     ORDO_MSG_TYPE_MAX

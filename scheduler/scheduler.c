@@ -18,6 +18,7 @@
 #include "core/job.h"
 #include "planner/oracle.h"
 #include "scheduler/declared.h"
+#include "scheduler/replan.h"
 #include "scheduler/runlog.h"
 #include "scheduler/runplan.h"
 #include "scheduler/runplan_merge.h"
@@ -74,6 +75,7 @@ struct ordo_scheduler {
     int64_t start_ns;     /* when it started listening (the start-up timeout counts from it) */
     bool aborted;         /* the run was aborted: ABORT sent, summary written */
     char *summary;        /* the summary's JSON text once the run completed */
+    ordo_replan_t *replan; /* collective re-plans (ordo_replan) */
 };
 
 typedef ordo_scheduler_t sched_t;
@@ -540,6 +542,24 @@ static int on_calibration(sched_t *s, ordo_msg_t *m)
     return 0;
 }
 
+/* ---- collective re-plans (scheduler/replan.h) ---------------------------------------- */
+
+static void replan_send(void *ctx, int role, const char *text)
+{
+    sched_t *s = ctx;
+    for (int i = 0; i < s->n_members; i++)
+        if (s->members[i].role == role)
+            reply(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_REPLAN, text);
+}
+
+/* a REPLAN from a worker (its request) or a server (its acknowledgement) */
+static int on_replan(sched_t *s, member_t *mb, ordo_msg_t *m)
+{
+    int rc = ordo_replan_on_msg(s->replan, s->welcomed ? s->keys : NULL, mb->role, mb->rank, m);
+    if (rc) return abort_run(s, ordo_error_text(rc));
+    return 0;
+}
+
 /* handle: one message from a node; 0 to go on, 1 when every worker is done, ORDO_EABORT */
 static int handle(sched_t *s, ordo_msg_t *m)
 {
@@ -600,6 +620,8 @@ static int handle(sched_t *s, ordo_msg_t *m)
                       ordo_error_text(rc));
         break;
     }
+    case ORDO_MSG_REPLAN:
+        return on_replan(s, mb, m);
     case ORDO_MSG_ABORT: {
         char why[600], body[400];
         snprintf(why, sizeof why, "%s gave up: %s", member_name(mb, name, sizeof name),
@@ -645,6 +667,7 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
     make_run_dir(s);
     if ((rc = ordo_runlog_new(s->run_dir, &s->conf, s->conf.workers, &s->log)) != 0) goto fail;
     if (s->plan) ordo_runplan_merge_take_file(s->plan, s->run_dir);
+    if ((rc = ordo_replan_new(&s->conf, s->run_dir, replan_send, s, &s->replan)) != 0) goto fail;
     s->members = calloc((size_t)(s->conf.servers + s->conf.workers), sizeof *s->members);
     if (!s->members) {
         rc = ORDO_ENOMEM;
@@ -742,6 +765,7 @@ void ordo_scheduler_destroy(ordo_scheduler_t **p)
         json_decref(s->members[i].tensors);
     json_decref(s->updates);
     if (s->have_bcast_data) ordo_msg_close(&s->bcast_data);
+    ordo_replan_destroy(&s->replan);
     free(s->members);
     free(s->summary);
     free(s);

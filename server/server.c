@@ -118,18 +118,19 @@ static int setup_updates(ordo_server_t *s)
     return rc;
 }
 
-/* plan priorities per slice (chunks share their key's priority), normalized for us */
-static int setup_enforcement(ordo_server_t *s)
+/* plan priorities per slice (chunks share their key's priority), normalized for us, from
+ * the plan's JSON text (NULL: none) */
+static int setup_enforcement(ordo_server_t *s, const char *plan_text)
 {
     const ordo_keys_t *k = s->node.keys;
     int mode = ORDO_ENFORCE_MODE_FIFO, round = 0;
     int *norm = NULL, *srv = NULL;
-    json_t *plan = s->node.plan_json ? json_loads(s->node.plan_json, 0, NULL) : NULL;
+    json_t *plan = plan_text ? json_loads(plan_text, 0, NULL) : NULL;
     json_t *pr = plan ? json_object_get(plan, "priorities") : NULL;
     json_t *names = plan ? json_object_get(plan, "params") : NULL;
     for (int i = 0; i < k->n_slices; i++)
         round += k->slices[i].server == s->node.rank;
-    if (json_is_array(names) && (int)json_array_size(names) == k->n_keys) {
+    if (!s->names && json_is_array(names) && (int)json_array_size(names) == k->n_keys) {
         s->names = calloc((size_t)k->n_keys, sizeof *s->names);
         for (int i = 0; s->names && i < k->n_keys; i++) {
             const char *n = json_string_value(json_array_get(names, (size_t)i));
@@ -232,7 +233,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
         rc = ORDO_ENOMEM;
         goto fail;
     }
-    if ((rc = setup_enforcement(s)) != 0) goto fail;
+    if ((rc = setup_enforcement(s, s->node.plan_json)) != 0) goto fail;
     if (conf->trace) {
         char name[64];
         snprintf(name, sizeof name, "server %d", s->node.rank);
@@ -281,6 +282,40 @@ static const char *probes_note(const ordo_server_t *s, char *buf, size_t size)
     return buf;
 }
 
+/* apply_replan switches the enforcement to a collective re-plan's priorities (the workers
+ * wait for it with nothing in flight, so nothing is held) and acknowledges it to the
+ * scheduler, with {"error"} when it could not */
+static int apply_replan(ordo_server_t *s, ordo_msg_t *m)
+{
+    size_t len = 0;
+    const char *d = ordo_msg_data(m, 0, &len);
+    char *text = d ? strndup(d, len) : NULL;
+    int rc = text ? 0 : ordo_error_set(ORDO_EPROTO, "a REPLAN without a plan");
+    if (!rc && ordo_enforce_pending(s->enforce))
+        rc = ordo_error_set(ORDO_EPROTO, "%d pull responses still held",
+                            ordo_enforce_pending(s->enforce));
+    if (!rc) {
+        ordo_enforce_destroy(&s->enforce);
+        free(s->prio);
+        s->prio = NULL;
+        rc = setup_enforcement(s, text);
+    }
+    free(text);
+    ordo_msg_t ack;
+    ordo_msg_init(&ack, ORDO_MSG_REPLAN);
+    ack.hdr.dtype = ORDO_DTYPE_JSON;
+    json_t *o = rc ? json_pack("{s:s}", "error", ordo_error_text(rc)) : json_object();
+    char *body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    ordo_msg_add_text(&ack, body ? body : "{}");
+    free(body);
+    json_decref(o);
+    if (rc)
+        ORDO_ERROR("replan: %s", ordo_error_text(rc));
+    else
+        ORDO_INFO("replan: switched to the new plan's priorities");
+    return ordo_node_send_ctl(&s->node, &ack) == 0 && !rc && s->enforce ? 0 : ORDO_EABORT;
+}
+
 /* on_ctl takes a message from the scheduler: 0 to go on, 1 to stop, ORDO_EABORT to abort */
 static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
 {
@@ -289,6 +324,8 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
     case ORDO_MSG_PLAN:
         if (s->sparse) ordo_sparse_srv_on_ctl(s->sparse, m);
         return 0;
+    case ORDO_MSG_REPLAN:
+        return apply_replan(s, m);
     case ORDO_MSG_SHUTDOWN:
         ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s",
                   (unsigned long long)s->n_push, (unsigned long long)s->n_pull,

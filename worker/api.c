@@ -42,6 +42,7 @@ typedef struct tensor {
     int push_op;     /* the op slot of the push in flight, -1: none */
     int pull_op;
     ordo_update_t update; /* ordo_declare_update's rule (kind ORDO_UPDATE_CONF: none) */
+    int priority; /* the plan's (ordo_tensor_priority) */
 } tensor_t;
 
 /* One transfer. A handle is (generation << 32) | (slot + 1), so a stale handle is refused. */
@@ -66,6 +67,7 @@ struct ordo {
     int cap_ops, free_op, in_flight;
     int64_t barrier_sent, barrier_done;
     int64_t bcast_sent, bcast_done;
+    bool replan_sent, replan_answered; /* ordo_replan: asked, and the scheduler answered */
 };
 
 /* ---- errors ---------------------------------------------------------------------------- */
@@ -162,12 +164,14 @@ static int add_tensor(ordo_t *o, const char *name, int64_t numel)
     }
     char *copy = strdup(name);
     if (!copy) return ORDO_ENOMEM;
-    o->t[o->n_tensors++] = (tensor_t){.name = copy,
-                                      .numel = numel,
-                                      .version = 0,
-                                      .push_op = -1,
-                                      .pull_op = -1,
-                                      .update = {.kind = ORDO_UPDATE_CONF}};
+    int idx = o->n_tensors++;
+    o->t[idx] = (tensor_t){.name = copy,
+                           .numel = numel,
+                           .version = 0,
+                           .push_op = -1,
+                           .pull_op = -1,
+                           .priority = idx,
+                           .update = {.kind = ORDO_UPDATE_CONF}};
     return 0;
 }
 
@@ -238,6 +242,20 @@ static int declarations_json(const ordo_t *o, char **out)
     return *out ? 0 : ORDO_ENOMEM;
 }
 
+/* set_priorities takes each tensor's priority from a plan's "priorities" (JSON text), or
+ * the tensor's index when the plan has none (policies none and fifo). */
+static void set_priorities(ordo_t *o, const char *plan_text)
+{
+    json_t *plan = plan_text ? json_loads(plan_text, 0, NULL) : NULL;
+    json_t *pr = json_object_get(plan, "priorities");
+    bool have = json_is_array(pr) && (int)json_array_size(pr) == o->n_tensors;
+    for (int i = 0; i < o->n_tensors; i++) {
+        json_t *p = have ? json_array_get(pr, (size_t)i) : NULL;
+        o->t[i].priority = json_is_integer(p) ? (int)json_integer_value(p) : i;
+    }
+    json_decref(plan);
+}
+
 int ordo_join(ordo_t *o)
 {
     ordo_error_clear();
@@ -270,6 +288,7 @@ int ordo_join(ordo_t *o)
         ordo_worker_destroy(&o->w);
         return ordo_error_set(rc, "%s", why);
     }
+    set_priorities(o, ordo_worker_plan(o->w));
     o->rank = ordo_worker_rank(o->w);
     o->size = ordo_worker_n_workers(o->w);
     o->servers = ordo_worker_n_servers(o->w);
@@ -430,6 +449,10 @@ static int pump(ordo_t *o, int timeout_ms)
     if (rc == ORDO_ETIMEDOUT) return rc;
     if (rc) return cluster_failed(o, rc);
     if (ev.kind == ORDO_EV_WAKE) return ORDO_EAGAIN;
+    if (ev.kind == ORDO_EV_REPLAN) {
+        o->replan_answered = true;
+        return 0;
+    }
     if (ev.kind == ORDO_EV_BARRIER) {
         if (ev.iter > o->barrier_done) o->barrier_done = ev.iter;
         return 0;
@@ -671,4 +694,69 @@ int ordo_broadcast(ordo_t *o, void *buf, size_t bytes, int root, int timeout_ms)
         o->bcast_sent++;
     }
     return wait_until(o, bcast_done, o->bcast_sent, timeout_ms);
+}
+
+/* ---- collective re-plans --------------------------------------------------------------- */
+
+static bool replan_answered(const ordo_t *o, int64_t unused)
+{
+    return o->replan_answered;
+}
+
+/* replan_request sends this worker's REPLAN: worker 0's carries its tensor names and the
+ * profile, the others' nothing. */
+static int replan_request(ordo_t *o, const char *profile_json)
+{
+    char *names = NULL;
+    if (o->rank == 0 && profile_json) {
+        json_t *a = json_array();
+        for (int i = 0; a && i < o->n_tensors; i++)
+            json_array_append_new(a, json_string(o->t[i].name));
+        names = a ? json_dumps(a, JSON_COMPACT) : NULL;
+        json_decref(a);
+        if (!names) return fail(ORDO_ENOMEM);
+    }
+    int rc = ordo_worker_replan(o->w, names, names ? profile_json : NULL);
+    free(names);
+    return rc ? cluster_failed(o, rc) : 0;
+}
+
+int ordo_replan(ordo_t *o, const char *profile_json, int timeout_ms)
+{
+    int rc = usable(o, "ordo_replan");
+    if (rc) return rc;
+    /* after a timed-out call, calling again waits for the same re-plan */
+    if (!o->replan_sent) {
+        if ((rc = ordo_wait_all(o, timeout_ms)) != 0) return rc;
+        if ((rc = replan_request(o, profile_json)) != 0) return rc;
+        o->replan_sent = true;
+        o->replan_answered = false;
+    }
+    if ((rc = wait_until(o, replan_answered, 0, timeout_ms)) != 0) return rc;
+    o->replan_sent = false;
+    char *text = ordo_worker_replan_take(o->w);
+    json_t *ans = text ? json_loads(text, 0, NULL) : NULL;
+    const char *err = json_string_value(json_object_get(ans, "error"));
+    json_t *code = json_object_get(ans, "code");
+    if (!ans) {
+        rc = ordo_error_set(ORDO_EPROTO, "ordo_replan: the scheduler's answer is not JSON");
+    } else if (err) { /* refused: the cluster goes on with the plan it had */
+        rc = json_is_integer(code) && json_integer_value(code) < 0 ? (int)json_integer_value(code)
+                                                                   : ORDO_EPROTO;
+        rc = ordo_error_set(rc, "ordo_replan: %s", err);
+    } else if ((rc = ordo_worker_replan_apply(o->w, text)) != 0) {
+        rc = cluster_failed(o, rc); /* no push path: this worker cannot go on */
+    } else {
+        set_priorities(o, text);
+    }
+    json_decref(ans);
+    free(text);
+    return rc;
+}
+
+int ordo_tensor_priority(const ordo_t *o, int tensor)
+{
+    if (!o) return ORDO_EINVAL;
+    int rc = check_tensor(o, tensor, "ordo_tensor_priority");
+    return rc ? rc : o->t[tensor].priority;
 }

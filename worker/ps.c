@@ -55,6 +55,7 @@ struct ordo_worker {
     int64_t bcast_id;   /* the broadcast in flight (0: none) */
     void *bcast_dst;    /* where its bytes go */
     size_t bcast_bytes;
+    char *replan_reply; /* the scheduler's answer to the last REPLAN, until taken */
     /* the message hook (sparse pushes) */
     ordo_worker_hook_fn hook;
     void *hook_ctx;
@@ -235,6 +236,7 @@ void ordo_worker_destroy(ordo_worker_t **wp)
     free(w->ev);
     ordo_push_destroy(&w->path);
     json_decref(w->merge_plan);
+    free(w->replan_reply);
     free(w);
     *wp = NULL;
 }
@@ -520,6 +522,66 @@ static int take_merge_plan(ordo_worker_t *w, ordo_msg_t *m)
     return 0;
 }
 
+/* ---- collective re-plans ------------------------------------------------------------ */
+
+/* the scheduler's answer to this worker's REPLAN: the new plan or {"error", "code"} */
+static int take_replan(ordo_worker_t *w, ordo_msg_t *m)
+{
+    size_t len = 0;
+    const char *d = ordo_msg_data(m, 0, &len);
+    char *text = d ? strndup(d, len) : NULL;
+    if (!text) return ordo_error_set(ORDO_EPROTO, "a REPLAN answer without a body");
+    free(w->replan_reply);
+    w->replan_reply = text;
+    add_event(w, ORDO_EV_REPLAN, -1, -1);
+    return 0;
+}
+
+int ordo_worker_replan(ordo_worker_t *w, const char *names_json, const char *profile)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_REPLAN);
+    m.hdr.dtype = ORDO_DTYPE_JSON;
+    int rc = 0;
+    if (names_json && profile) {
+        rc = ordo_msg_add_text(&m, names_json);
+        if (!rc) rc = ordo_msg_add_text(&m, profile);
+    }
+    if (rc) {
+        ordo_msg_close(&m);
+        return rc;
+    }
+    rc = ordo_node_send_ctl(&w->node, &m);
+    if (rc == 0) w->outstanding++; /* until its ORDO_EV_REPLAN */
+    return rc;
+}
+
+int ordo_worker_replan_apply(ordo_worker_t *w, const char *plan_json)
+{
+    if (w->outstanding || w->pq_n)
+        return ordo_error_set(ORDO_EINVAL, "replan: %d transfers still in flight",
+                              w->outstanding + w->pq_n);
+    char *text = strdup(plan_json);
+    if (!text) return ORDO_ENOMEM;
+    free(w->node.plan_json);
+    w->node.plan_json = text;
+    /* a merged path's groups come from the plan: the path follows it (nothing is in flight) */
+    int mode, rc = ordo_push_mode_of_plan(text, &mode);
+    if (rc) return rc;
+    ordo_push_destroy(&w->path);
+    if ((rc = ordo_push_new(mode, w, &w->path)) != 0)
+        return ordo_error_context(rc, "replan: the push path of the new plan");
+    ORDO_INFO("replan: new plan applied (push path %s)", w->path->ops->name);
+    return 0;
+}
+
+char *ordo_worker_replan_take(ordo_worker_t *w)
+{
+    char *text = w->replan_reply;
+    w->replan_reply = NULL;
+    return text;
+}
+
 /* handle one inbound message; returns 0 or a fatal error */
 static int handle(ordo_worker_t *w, ordo_msg_t *m)
 {
@@ -607,6 +669,8 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         add_event(w, ORDO_EV_BCAST, -1, m->hdr.iter);
         return 0;
     }
+    case ORDO_MSG_REPLAN:
+        return take_replan(w, m);
     case ORDO_MSG_PLAN: /* the merge groups planned from the start-up calibration */
         if (w->want_plan) return take_merge_plan(w, m);
         ORDO_DEBUG("ignored a PLAN");

@@ -25,7 +25,8 @@ typedef enum {
     ORDO_EV_HOOK = 5,    /* the message hook finished something: ev.key = its code */
     ORDO_EV_PROBE_DONE = 6, /* a calibration push was acknowledged: ev.key = its id */
     ORDO_EV_PLAN = 7,       /* the merge groups planned from the calibration arrived */
-    ORDO_EV_BCAST = 8       /* broadcast ev.iter completed: the root's bytes are in place */
+    ORDO_EV_BCAST = 8,      /* broadcast ev.iter completed: the root's bytes are in place */
+    ORDO_EV_REPLAN = 9      /* the scheduler answered this worker's REPLAN */
 } ordo_worker_ev_kind_t;
 
 typedef struct ordo_worker_event {
@@ -136,6 +137,22 @@ int ordo_worker_barrier(ordo_worker_t *w, int64_t id);
  * ORDO_EV_BCAST with iter = id once it is in place. A worker whose size or root differs from
  * the others' makes the scheduler abort the run, naming it. */
 int ordo_worker_broadcast(ordo_worker_t *w, int64_t id, int root, void *buf, size_t bytes);
+
+/* ordo_worker_replan asks the scheduler for a collective re-plan (scheduler/replan.h):
+ * worker 0 sends names_json (a JSON array of its tensor names) and profile (ordo-model/1
+ * text), the others NULL for both. ordo_worker_poll reports ORDO_EV_REPLAN once the
+ * scheduler answered; ordo_worker_replan_take then hands over the answer. */
+int ordo_worker_replan(ordo_worker_t *w, const char *names_json, const char *profile);
+
+/* ordo_worker_replan_take returns the scheduler's answer to the last REPLAN (JSON text: the
+ * new plan, or {"error", "code"}; the caller frees it), or NULL when none is there. */
+char *ordo_worker_replan_take(ordo_worker_t *w);
+
+/* ordo_worker_replan_apply makes plan_json (the scheduler's answer to REPLAN) the worker's
+ * plan: ordo_worker_plan returns it, and the push path is made again from it (a merged
+ * path takes the new merge groups). Only with nothing outstanding; on failure the worker
+ * has no push path and must leave. */
+int ordo_worker_replan_apply(ordo_worker_t *w, const char *plan_json);
 
 /* ordo_worker_abort tells the scheduler this worker gives up (reason), so the run ends. */
 void ordo_worker_abort(ordo_worker_t *w, const char *reason);

@@ -144,6 +144,26 @@ ORDO_API const char *ordo_tensor_name(const ordo_t *o, int tensor);
  * ordo_pull gets the value after that many updates. */
 ORDO_API int64_t ordo_tensor_version(const ordo_t *o, int tensor);
 
+/* ---- re-planning the transfer order --------------------------------------------------- */
+
+/* ordo_replan re-plans the order of transfers from a profile of the program's model, for
+ * every worker at once. Every worker calls it at the same point (an iteration boundary); it
+ * first waits for this worker's own transfers. Worker 0 passes profile_json, ordo-model/1
+ * text whose parameters are exactly the cluster's tensors (same names and sizes, any order),
+ * the others NULL (ignored elsewhere). The scheduler plans as at start-up ([order] policy,
+ * [push] mode), the servers switch their enforcement to the new priorities, and then every
+ * call returns 0. A profile that cannot be planned fails every worker's call with the
+ * reason (ORDO_ERR_FORMAT: not JSON, an unknown tensor, a size that differs; ORDO_ERR_NOTSUP:
+ * [push] mode merged or sparse); the cluster goes on with its old plan. ORDO_ERR_TIMEDOUT
+ * after timeout_ms (-1: no limit): calling again waits for the same re-plan. */
+ORDO_API int ordo_replan(ordo_t *o, const char *profile_json, int timeout_ms);
+
+/* ordo_tensor_priority returns tensor's priority in the cluster's plan (the start-up plan,
+ * or the last ordo_replan's; smaller goes first): pass it to ordo_pull and ordo_push. With
+ * no ordered plan (policies none and fifo) it is the tensor's index. A negative code when
+ * there is no such tensor. */
+ORDO_API int ordo_tensor_priority(const ordo_t *o, int tensor);
+
 /* ---- transfers ------------------------------------------------------------------------- */
 
 /* ordo_init sends tensor's initial value (numel floats, copied before it returns) to its

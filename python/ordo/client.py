@@ -301,3 +301,22 @@ class Client:
         """interrupt wakes a wait of another thread (it raises OrdoError AGAIN there)."""
         if self._o is not None:
             lib.ordo_interrupt(self._o)
+
+    # ---- re-planning the transfer order ---------------------------------------------------
+
+    def replan(self, profile_json: str | None, timeout_ms: int = -1) -> list[int]:
+        """replan re-plans the transfer order for the whole cluster (every worker calls it at
+        the same point; rank 0 passes an ordo-model/1 profile of the tensors, the others None)
+        and returns each tensor's new priority. A refused profile raises OrdoError with the
+        reason on every worker; the cluster keeps its plan."""
+        text = profile_json.encode() if profile_json is not None else None
+        _check(lib.ordo_replan(self._ptr(), text, timeout_ms))
+        return self.priorities()
+
+    def priority(self, tensor: int) -> int:
+        """priority is tensor's priority in the cluster's plan (smaller goes first)."""
+        return _check(lib.ordo_tensor_priority(self._ptr(), tensor))
+
+    def priorities(self) -> list[int]:
+        """priorities lists every tensor's priority in the cluster's plan, in index order."""
+        return [self.priority(i) for i in range(_check(lib.ordo_num_tensors(self._ptr())))]

@@ -1,0 +1,37 @@
+/* replan: the scheduler's side of a collective re-plan (ordo_replan, docs/ordering.md). Every
+ * worker sends REPLAN at the same point of its run, with nothing in flight; worker 0's
+ * carries an ordo-model/1 profile of the tensors. Once all are in, the coordinator plans
+ * exactly as the scheduler does at start-up ([order] policy over the profile, the key map
+ * and the link), sends the new plan to every server, waits for every server's
+ * acknowledgement (each has switched its enforcement to the new priorities) and then
+ * answers every worker with the plan, which releases them like a barrier. A profile that
+ * cannot be planned is answered to every worker as {"error", "code"}; the run goes on with
+ * the plan it had. */
+#ifndef ORDO_REPLAN_H
+#define ORDO_REPLAN_H
+
+#include "common/conf.h"
+#include "common/keys.h"
+#include "common/wire.h"
+
+typedef struct ordo_replan ordo_replan_t;
+
+/* ordo_replan_send_fn sends a REPLAN with JSON text to every member of role. */
+typedef void (*ordo_replan_send_fn)(void *ctx, int role, const char *text);
+
+/* ordo_replan_new makes the coordinator for conf's workers and servers (conf copied);
+ * run_dir gets each new plan as replan-N.json; send delivers its messages. */
+int ordo_replan_new(const ordo_conf_t *conf, const char *run_dir, ordo_replan_send_fn send,
+                    void *ctx, ordo_replan_t **out);
+
+/* ordo_replan_on_msg takes a REPLAN from the member (role, rank); keys is the run's key map
+ * (its numel are the tensors' sizes). Returns 0 (dropped or bad requests are logged and, for
+ * a worker's, answered), or an error when a server could not switch: the caller aborts the
+ * run with ordo_error_detail(). */
+int ordo_replan_on_msg(ordo_replan_t *r, const ordo_keys_t *keys, int role, int rank,
+                       ordo_msg_t *m);
+
+/* ordo_replan_destroy frees *r and sets it to NULL; NULL-safe. */
+void ordo_replan_destroy(ordo_replan_t **r);
+
+#endif
