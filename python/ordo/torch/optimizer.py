@@ -239,7 +239,11 @@ class _Distributed:
         if not (hasattr(profile, "ModelProfiler") and hasattr(self._ordo_rt.client, "replan")):
             return
         self._ordo_model = model
-        named = [(q.name, q.param) for q in self._ordo_params]
+        # The profile lists every tensor of the cluster, in index order: the parameters, and
+        # a stand-in of the right size for each tensor of the program's own (declare()).
+        param_of = {q.name: q.param for q in self._ordo_params}
+        named = [(name, param_of.get(name, torch.empty(t.numel)))
+                 for name, t in sorted(self._ordo_rt.tensors.items(), key=lambda kv: kv[1].index)]
         self._ordo_profiler = profile.ModelProfiler(model, named, iterations=PROFILE_ITERATIONS)
         self._ordo_profiler.start()
 
