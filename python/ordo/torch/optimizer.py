@@ -1,0 +1,306 @@
+"""optimizer: DistributedOptimizer, a torch optimizer whose gradients or updates go through ordo.
+
+The wrapped optimizer keeps its class (an instance of a subclass made on the fly that shares the
+original's attributes, as Horovod does), so param_groups, state_dict, zero_grad and LR
+schedulers work as before. A hook per parameter (register_post_accumulate_grad_hook) sends each
+gradient the moment autograd has it, in backward order; step() waits for the results.
+  mode="gradients": the servers average the workers' gradients; step() writes the mean into
+                    .grad and runs the wrapped optimizer (any torch optimizer).
+  mode="server":    the servers run SGD with the optimizer's lr, momentum and weight decay (per
+                    param group); the new parameter is pulled straight into the parameter's data.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+from ordo.torch import runtime as rt
+
+MODES = ("gradients", "server")
+PROFILE_ITERATIONS = 5  # iterations profiled (after one warm-up) before the plan (model=)
+
+
+def _check_sgd(opt: torch.optim.Optimizer) -> None:
+    """_check_sgd raises ValueError unless the servers can run opt's update exactly."""
+    if type(opt) is not torch.optim.SGD:
+        raise ValueError(f"ordo.torch: mode='server' runs torch.optim.SGD on the servers; "
+                         f"{type(opt).__name__} cannot run there (use mode='gradients')")
+    for i, g in enumerate(opt.param_groups):
+        for key, plain in (("nesterov", False), ("dampening", 0), ("maximize", False)):
+            if g.get(key, plain) != plain:
+                raise ValueError(f"ordo.torch: mode='server': param group {i} has {key}="
+                                 f"{g[key]}; the servers run SGD without it (use "
+                                 "mode='gradients')")
+
+
+def _hyper(group: dict) -> tuple[float, float, float]:
+    lr = group["lr"]
+    lr = float(lr.item() if isinstance(lr, torch.Tensor) else lr)
+    return lr, float(group.get("momentum", 0.0)), float(group.get("weight_decay", 0.0))
+
+
+class _Param:
+    """_Param is what the hooks know of one parameter."""
+
+    def __init__(self, name: str, param: torch.Tensor, tensor: rt.Tensor):
+        self.name = name
+        self.param = param
+        self.tensor = tensor
+        self.priority = tensor.index  # forward order: the first layer's leave first
+        # A CUDA parameter's gradient goes out from, and its result comes back into, pinned
+        # host buffers (device-to-host before the push, host-to-device after the pull).
+        self.cuda = param.is_cuda
+        pinned = {"dtype": torch.float32, "pin_memory": True}
+        self.host = torch.empty(param.shape, **pinned) if self.cuda else None
+        if self.cuda:
+            self.recv = torch.empty(param.shape, **pinned)
+        else:
+            self.recv = torch.empty_like(param) if tensor.kind == rt.AVERAGE else param.data
+        self.handle: Any = None
+        self.grad: torch.Tensor | None = None  # what was pushed, kept until it completes
+        self.passes = 0  # backward passes since the last step
+        self.pushed = False  # pushed this step
+
+
+class _Distributed:
+    """_Distributed holds the methods DistributedOptimizer adds to the wrapped class."""
+
+    _ordo_rt: rt.Runtime
+    _ordo_mode: str
+    _ordo_params: list[_Param]
+
+    def _ordo_setup(self, runtime: rt.Runtime, named: list[tuple[str, torch.Tensor]],
+                    mode: str, backward_passes_per_step: int, model: Any) -> None:
+        self._ordo_rt = runtime
+        self._ordo_mode = mode
+        self._ordo_passes = backward_passes_per_step
+        self._ordo_iteration = 0
+        group_of = {id(p): g for g in self.param_groups for p in g["params"]}
+        names = {id(p): n for n, p in named}
+        missing = [i for i, p in enumerate(group_of) if p not in names]
+        if missing:
+            raise ValueError(f"ordo.torch: {len(missing)} parameter(s) of the optimizer are not "
+                             "in named_parameters (every parameter needs a name, the same on "
+                             "every worker: pass model.named_parameters())")
+        params = []
+        for name, p in named:
+            if id(p) not in group_of:
+                continue  # named but not optimized (frozen, or in another optimizer)
+            rt.check_tensor(p, f"parameter {name!r}")
+            if mode == "server":
+                hyper = _hyper(group_of[id(p)])
+                t = runtime.declare(name, p.numel(), rt.SGD, hyper)
+            else:
+                t = runtime.declare(name, p.numel(), rt.AVERAGE)
+            params.append(_Param(name, p, t))
+        self._ordo_params = params
+        self._ordo_hooks = [q.param.register_post_accumulate_grad_hook(self._ordo_hook)
+                            for q in params]
+        self._ordo_by_id = {id(q.param): q for q in params}
+        self._ordo_by_index = {q.tensor.index: q for q in params}
+        self._ordo_gated = False
+        self._ordo_synced = False
+        self._ordo_plan_seam(model)
+        # The join waits for the first transfer, unless something must happen before the first
+        # forward: the servers' initial values (server mode) or a broadcast asked for before
+        # the tensors were known.
+        if mode == "server":
+            runtime.on_join.append(self._ordo_pull_initial)
+        if runtime.on_join:
+            runtime.join()
+
+    # ---- the transfers --------------------------------------------------------------------
+
+    def _ordo_pull_initial(self) -> None:
+        """Rank 0's parameters become the servers' initial values; every worker pulls them."""
+        client = self._ordo_rt.client
+        if client.rank == 0:
+            for q in self._ordo_params:
+                client.init(q.tensor.index, q.param.data.cpu())
+        for q in self._ordo_params:
+            q.handle = client.pull(q.tensor.index, q.recv, q.priority)
+        self._ordo_wait_all()
+
+    def _ordo_hook(self, p: torch.Tensor) -> None:
+        q = self._ordo_by_id[id(p)]
+        q.passes += 1
+        if q.passes < self._ordo_passes:
+            return
+        if q.pushed:
+            raise RuntimeError(f"ordo.torch: gradient of {q.name!r} produced again before "
+                               "step(): call step() after each backward (or set "
+                               "backward_passes_per_step)")
+        if q.handle is not None:  # gated: last step's pull, its module did not run
+            self._ordo_wait([q.tensor.index])
+        self._ordo_push(q, p.grad)
+
+    def _ordo_push(self, q: _Param, grad: torch.Tensor | None) -> None:
+        self._ordo_rt.join()
+        if grad is None:
+            grad = torch.zeros_like(q.param)
+        elif not grad.is_contiguous():
+            grad = grad.contiguous()
+        if self._ordo_passes > 1:
+            grad = grad / self._ordo_passes
+        if q.cuda:
+            q.host.copy_(grad)  # waits for the copy: the push reads the host buffer at once
+            grad = q.host
+        q.grad = grad
+        q.pushed = True
+        q.handle = self._ordo_rt.client.pushpull(q.tensor.index, grad, q.recv, q.priority)
+
+    def _ordo_push_missing(self) -> None:
+        """Every worker pushes every tensor each step: what no hook pushed goes now (its
+        gradient, zeros without one)."""
+        for q in self._ordo_params:
+            if not q.pushed:
+                self._ordo_push(q, q.param.grad)
+
+    def _ordo_wait_all(self) -> None:
+        self._ordo_wait([q.tensor.index for q in self._ordo_params])
+
+    def synchronize(self) -> None:
+        """synchronize pushes what no hook pushed this step (zeros for a parameter without a
+        gradient), then waits for every result: the mean gradient written into .grad
+        (gradients mode; call it before step() to clip them) or the new parameters (server)."""
+        if self._ordo_synced:
+            return
+        if self._ordo_gated:
+            self._ordo_wait_all()  # the pulls of the last step; pushes wait for backward
+            return
+        self._ordo_push_missing()
+        self._ordo_wait_all()
+        if self._ordo_mode == "gradients":
+            for q in self._ordo_params:
+                if q.param.grad is None:
+                    q.param.grad = q.recv.to(q.param.device, copy=True)
+                else:
+                    q.param.grad.copy_(q.recv)
+        self._ordo_synced = True
+
+    def step(self, closure: Any = None) -> Any:
+        """step waits for this step's transfers, then runs the wrapped optimizer on the
+        averaged gradients (gradients mode) or nothing more (server mode: the servers
+        stepped; once gated, each module's forward waits for its own parameters)."""
+        if closure is not None:
+            raise ValueError("ordo.torch: DistributedOptimizer.step takes no closure")
+        if self._ordo_gated:
+            self._ordo_push_missing()
+        else:
+            self.synchronize()
+        for q in self._ordo_params:
+            q.passes = 0
+            q.pushed = False
+        self._ordo_synced = False
+        self._ordo_iteration += 1
+        self._ordo_plan_step()
+        if self._ordo_mode == "server":
+            self._ordo_check_hyper()
+            return None
+        return super().step()  # type: ignore[misc]
+
+    def _ordo_check_hyper(self) -> None:
+        """The servers took the hyperparameters at the join; a change (an LR schedule) would
+        silently not apply, so it is an error."""
+        group_of = {id(p): g for g in self.param_groups for p in g["params"]}
+        for q in self._ordo_params:
+            now = _hyper(group_of[id(q.param)])
+            if now != q.tensor.hyper:
+                raise ValueError(f"ordo.torch: mode='server': {q.name!r}'s (lr, momentum, "
+                                 f"weight_decay) changed from {q.tensor.hyper} to {now}; the "
+                                 "servers keep those of the join (use mode='gradients' with "
+                                 "an LR schedule)")
+
+    def remove_hooks(self) -> None:
+        """remove_hooks detaches the gradient hooks (the optimizer then works locally)."""
+        for h in self._ordo_hooks:
+            h.remove()
+        self._ordo_hooks = []
+
+    # ---- the planned order (model=) -------------------------------------------------------
+    # The seam for ordo.torch.profile (ModelProfiler, ForwardGate) and Client.replan: with
+    # model= given and both there, the first iterations are profiled (ModelProfiler counts
+    # them; every worker reaches ready() at the same step), then the scheduler plans from
+    # rank 0's profile (Client.replan, collective) and from then on each tensor's transfers
+    # carry the plan's priority. In server mode each module's forward then waits only for its
+    # own parameters (ForwardGate) instead of step() waiting for all of them.
+
+    def _ordo_plan_seam(self, model: Any) -> None:
+        self._ordo_profiler = None
+        self._ordo_gate = None
+        if model is None:
+            return
+        try:
+            from ordo.torch import profile  # type: ignore[attr-defined]
+        except ImportError:
+            return
+        if not (hasattr(profile, "ModelProfiler") and hasattr(self._ordo_rt.client, "replan")):
+            return
+        self._ordo_model = model
+        # The profile lists every tensor of the cluster, in index order: the parameters, and
+        # a stand-in of the right size for each tensor of the program's own (declare()).
+        param_of = {q.name: q.param for q in self._ordo_params}
+        named = [(name, param_of.get(name, torch.empty(t.numel)))
+                 for name, t in sorted(self._ordo_rt.tensors.items(), key=lambda kv: kv[1].index)]
+        self._ordo_profiler = profile.ModelProfiler(model, named, iterations=PROFILE_ITERATIONS)
+        self._ordo_profiler.start()
+
+    def _ordo_plan_step(self) -> None:
+        prof = self._ordo_profiler
+        if prof is None:
+            return
+        prof.step_done()
+        if not prof.ready():
+            return
+        self._ordo_profiler = None
+        client = self._ordo_rt.client
+        doc = prof.to_json() if client.rank == 0 else None
+        priorities = client.replan(doc, rt.BROADCAST_TIMEOUT_MS)
+        for q in self._ordo_params:
+            q.priority = int(priorities[q.tensor.index])
+        if self._ordo_mode == "server":
+            from ordo.torch import profile  # type: ignore[attr-defined]
+            index = {q.param: q.tensor.index for q in self._ordo_params}
+            self._ordo_gate = profile.ForwardGate(self._ordo_model, index, self._ordo_wait)
+            self._ordo_gated = True
+
+    def _ordo_wait(self, tensor_indices: list[int]) -> None:
+        """_ordo_wait waits for the pulls of the given tensors (ForwardGate's wait_fn)."""
+        for i in tensor_indices:
+            q = self._ordo_by_index[i]
+            if q.handle is not None:
+                q.handle.wait()
+                q.handle = None
+                q.grad = None
+                if q.cuda and q.tensor.kind != rt.AVERAGE:
+                    q.param.data.copy_(q.recv)  # the new parameter, host to device
+
+
+def make(optimizer: torch.optim.Optimizer, runtime: rt.Runtime,
+         named_parameters: Iterable[tuple[str, torch.Tensor]] | None, mode: str,
+         backward_passes_per_step: int, model: Any) -> torch.optim.Optimizer:
+    """make returns optimizer as a DistributedOptimizer (see ordo.torch.DistributedOptimizer)."""
+    if mode not in MODES:
+        raise ValueError(f"ordo.torch: mode={mode!r}; choose 'gradients' or 'server'")
+    if backward_passes_per_step < 1:
+        raise ValueError("ordo.torch: backward_passes_per_step must be at least 1")
+    if mode == "server":
+        _check_sgd(optimizer)
+    if named_parameters is None:
+        if model is None:
+            raise ValueError("ordo.torch: pass named_parameters=model.named_parameters() (or "
+                             "model=): ordo names each tensor the same way on every worker")
+        named_parameters = model.named_parameters()
+    named = list(named_parameters)
+    seen: set[str] = set()
+    for name, _ in named:
+        if name in seen:
+            raise ValueError(f"ordo.torch: parameter name {name!r} appears twice")
+        seen.add(name)
+    cls = type(optimizer.__class__.__name__, (_Distributed, optimizer.__class__), {})
+    dist = cls.__new__(cls)
+    dist.__dict__ = optimizer.__dict__  # the same param_groups, state, hooks and defaults
+    dist._ordo_setup(runtime, named, mode, backward_passes_per_step, model)
+    return dist
