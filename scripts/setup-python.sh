@@ -23,4 +23,5 @@ missing=()
 for pkg in numpy pytest ruff torch torchvision; do has $pkg || missing+=("$pkg"); done
 [ ${#missing[@]} -eq 0 ] || $venv/bin/pip install -q --disable-pip-version-check "${missing[@]}"
 has ordo || $venv/bin/pip install -q --disable-pip-version-check --no-deps -e python
-$venv/bin/python -c 'import numpy, pytest, torch, ordo.torch; print("setup-python: .venv with numpy", numpy.__version__, "pytest", pytest.__version__, "torch", torch.__version__)'
+# (ordo itself is not imported here: libordo may not be built yet)
+$venv/bin/python -c 'import numpy, pytest, torch; print("setup-python: .venv with numpy", numpy.__version__, "pytest", pytest.__version__, "torch", torch.__version__)'
