@@ -3,28 +3,16 @@
 
 #include <stddef.h>
 
-/* The loops are compiled for AVX-512 and AVX2 besides the baseline (SSE2 on x86-64); the
- * dynamic loader picks the widest the CPU has. Every element sees the same operations in
- * the same order whatever the width (no reductions; C11 mode does not contract into FMA),
- * so the results are the same bits on every path. On the development VM (AVX-512) a 256 KiB
- * update went from 2.6 to 2.1 times the CPU of a memcpy of the same size (perf samples). */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones) && !defined(__SANITIZE_ADDRESS__)
-#define VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef VECTOR_CLONES
-#define VECTOR_CLONES
-#endif
+#include "core/vec.h"
 
-VECTOR_CLONES
-void ordo_optim_sum(float *restrict acc, const float *restrict src, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) acc[i] += src[i];
-}
+/* The loops are compiled for AVX-512 and AVX2 besides the baseline (ORDO_VECTOR_CLONES,
+ * core/vec.h). Every element sees the same operations in the same order whatever the width
+ * (no reductions; C11 mode does not contract into FMA), so the results are the same bits on
+ * every path. On the development VM (AVX-512) a 256 KiB update went from 2.6 to 2.1 times
+ * the CPU of a memcpy of the same size (perf samples). */
 
 /* The in-place and out-of-place variants are separate so each has restrict pointers. */
-VECTOR_CLONES
+ORDO_VECTOR_CLONES
 static void step_inplace(float *restrict w, float *restrict mom, const float *restrict g,
                          float lr, float mu, float wd, float scale, int64_t n)
 {
@@ -40,7 +28,7 @@ static void step_inplace(float *restrict w, float *restrict mom, const float *re
     }
 }
 
-VECTOR_CLONES
+ORDO_VECTOR_CLONES
 static void step_copy(float *restrict out, const float *restrict w, float *restrict mom,
                       const float *restrict g, float lr, float mu, float wd, float scale, int64_t n)
 {
@@ -57,7 +45,7 @@ static void step_copy(float *restrict out, const float *restrict w, float *restr
 }
 
 /* the aggregate itself: out = scale * (acc + g), acc NULL for g alone */
-VECTOR_CLONES
+ORDO_VECTOR_CLONES
 static void aggregate(float *restrict out, const float *restrict acc, const float *restrict g,
                       float scale, int64_t n)
 {
@@ -82,7 +70,7 @@ void ordo_optim_step(const ordo_optim_t *o, float *out_w, const float *w, float 
 }
 
 /* fused variants: gradient = acc + g, read once */
-VECTOR_CLONES
+ORDO_VECTOR_CLONES
 static void step2_copy(float *restrict out, const float *restrict w, float *restrict mom,
                        const float *restrict acc, const float *restrict g, float lr, float mu,
                        float wd, float scale, int64_t n)
@@ -99,7 +87,7 @@ static void step2_copy(float *restrict out, const float *restrict w, float *rest
     }
 }
 
-VECTOR_CLONES
+ORDO_VECTOR_CLONES
 static void step2_inplace(float *restrict w, float *restrict mom, const float *restrict acc,
                           const float *restrict g, float lr, float mu, float wd, float scale,
                           int64_t n)

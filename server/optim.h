@@ -25,7 +25,5 @@ void ordo_optim_step(const ordo_optim_t *o, float *out_w, const float *w, float 
 void ordo_optim_step_sum(const ordo_optim_t *o, float *out_w, const float *w, float *mom,
                          const float *acc, const float *g, float scale, int64_t n);
 
-/* ordo_optim_sum adds n floats of src into acc (acc += src). */
-void ordo_optim_sum(float *restrict acc, const float *restrict src, int64_t n);
 
 #endif

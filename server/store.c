@@ -1,5 +1,6 @@
 /* store: the shard store, push aggregation and update. */
 #include "server/store.h"
+#include "core/vec.h"
 #include "common/error.h"
 
 #include <stdatomic.h>
@@ -404,7 +405,7 @@ static int fold(ordo_store_t *s, slot_t *sl, round_t *rd, int64_t iter, const fl
         memcpy(rd->acc, data, (size_t)sl->numel * sizeof(float));
         rd->sum = rd->acc;
     } else {
-        ordo_optim_sum(rd->sum, data, sl->numel);
+        ordo_vec_add(rd->sum, data, sl->numel);
     }
     rd->next++;
     rd->complete = last;
@@ -422,7 +423,7 @@ static int apply_taken(ordo_store_t *s, slot_t *sl, round_t *rd, bool *updated)
         if (!sum)
             memcpy(rd->acc, rd->held[w].data, (size_t)sl->numel * sizeof(float));
         else
-            ordo_optim_sum(rd->acc, rd->held[w].data, sl->numel);
+            ordo_vec_add(rd->acc, rd->held[w].data, sl->numel);
         sum = rd->acc;
         left--;
     }
@@ -577,7 +578,7 @@ int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, s
         else
             memset(g, 0, n * sizeof *g);
         for (int w = 0; w < s->n_workers; w++)
-            if (rd->held[w].owner) ordo_optim_sum(g, rd->held[w].data, sl->numel);
+            if (rd->held[w].owner) ordo_vec_add(g, rd->held[w].data, sl->numel);
         ordo_optim_step(&sl->opt, b->data, b->data, mom, g, s->scale, sl->numel);
     }
     free(g);

@@ -1,24 +1,8 @@
-/* intra: picks an intra-host backend by name, frees it, and the vectorised sum they share. */
+/* intra: picks an intra-host backend by name and frees it. */
 #include "worker/intra.h"
 #include "common/error.h"
 
 #include <string.h>
-
-/* as server/optim.c: compiled for AVX-512 and AVX2 besides the baseline, the loader picks */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones) && !defined(__SANITIZE_ADDRESS__)
-#define VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef VECTOR_CLONES
-#define VECTOR_CLONES
-#endif
-
-VECTOR_CLONES
-void ordo_intra_sum(float *restrict acc, const float *restrict src, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) acc[i] += src[i];
-}
 
 int ordo_intra_new(const char *backend, const ordo_intra_opts_t *o, ordo_intra_t **out)
 {

@@ -73,8 +73,4 @@ int ordo_intra_new(const char *backend, const ordo_intra_opts_t *o, ordo_intra_t
 /* ordo_intra_destroy frees *it and sets it to NULL; NULL-safe. */
 void ordo_intra_destroy(ordo_intra_t **it);
 
-/* ordo_intra_sum adds n floats of src into acc (vectorised; every element the same
- * operations whatever the width). */
-void ordo_intra_sum(float *restrict acc, const float *restrict src, int64_t n);
-
 #endif

@@ -11,6 +11,7 @@
  * A member is dead when its pid is gone or its heartbeat (renewed on every wait, at least
  * every 50 ms) is older than the timeout. */
 #include "worker/intra.h"
+#include "core/vec.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -264,7 +265,7 @@ static void shm_sum(ordo_intra_t *it, int slot, float *dst)
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
     memcpy(dst, s->area + off, sizeof(float) * (size_t)n);
     for (int m = 1; m < s->L; m++)
-        ordo_intra_sum(dst, s->area + (size_t)m * (size_t)s->numel + off, n);
+        ordo_vec_add(dst, s->area + (size_t)m * (size_t)s->numel + off, n);
 }
 
 static int shm_publish(ordo_intra_t *it, int slot, const float *src, int64_t iter)

@@ -4,6 +4,7 @@
  * is gone from /dev/shm once everyone attached, and a member that dies is named within the
  * timeout. */
 #include "worker/intra.h"
+#include "core/vec.h"
 #include "common/error.h"
 #include "tests/unit/ordo_check.h"
 
@@ -181,7 +182,7 @@ START_TEST(sum_matches_a_plain_loop)
         b[i] = (float)(1031 - i) * 0.5f;
         c[i] += b[i];
     }
-    ordo_intra_sum(a, b, 1031);
+    ordo_vec_add(a, b, 1031);
     ck_assert_mem_eq(a, c, sizeof a);
 }
 END_TEST

@@ -1,0 +1,8 @@
+/* vec: vectorised float loops shared by the server's sums and the host groups' sums. */
+#include "core/vec.h"
+
+ORDO_VECTOR_CLONES
+void ordo_vec_add(float *restrict acc, const float *restrict src, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) acc[i] += src[i];
+}

@@ -1,0 +1,23 @@
+/* vec: the vectorised float loops that servers (sums of pushes) and host groups (sums of
+ * members' gradients) share. Every element sees the same operations in the same order
+ * whatever the vector width, so results are the same bits on every CPU path. */
+#ifndef ORDO_VEC_H
+#define ORDO_VEC_H
+
+#include <stdint.h>
+
+/* ORDO_VECTOR_CLONES compiles a loop for AVX-512 and AVX2 besides the baseline (SSE2 on
+ * x86-64); the dynamic loader picks the widest the CPU has. Not under AddressSanitizer. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones) && !defined(__SANITIZE_ADDRESS__)
+#define ORDO_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef ORDO_VECTOR_CLONES
+#define ORDO_VECTOR_CLONES
+#endif
+
+/* ordo_vec_add adds n floats of src into acc (acc += src); the two must not overlap. */
+void ordo_vec_add(float *restrict acc, const float *restrict src, int64_t n);
+
+#endif
