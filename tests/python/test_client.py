@@ -5,8 +5,6 @@ Needs ORDO_BIN_DIR (ordo-scheduler, ordo-server) and ORDO_SOURCE_DIR; ctest sets
 from __future__ import annotations
 
 import array
-import os
-import subprocess
 import sys
 import threading
 import time
@@ -14,62 +12,7 @@ from pathlib import Path
 
 import ordo
 import pytest
-
-SRC = Path(os.environ.get("ORDO_SOURCE_DIR", Path(__file__).resolve().parents[2]))
-BIN = Path(os.environ.get("ORDO_BIN_DIR", SRC / "build" / "bin"))
-CONF = SRC / "examples" / "hello_ordo.ini"
-LIMIT_S = 60
-
-
-class Cluster:
-    """Cluster runs one scheduler and its servers; workers are started by the test."""
-
-    def __init__(self, tmp: Path, *args: str):
-        self.tmp = tmp
-        self.procs: dict[str, subprocess.Popen] = {}
-        common = ["-c", str(CONF), f"--output.dir={tmp}", "--output.run=run", *args]
-        sched = self.start("scheduler", str(BIN / "ordo-scheduler"), *common,
-                           "--cluster.scheduler=tcp://127.0.0.1:0")
-        self.endpoint = self.ready(sched)
-        servers = [a for a in args if a.startswith("--cluster.servers=")]
-        n = int(servers[-1].split("=")[1]) if servers else 2
-        for i in range(n):
-            self.start(f"server{i}", str(BIN / "ordo-server"), *common,
-                       f"--cluster.scheduler={self.endpoint}")
-
-    def start(self, name: str, *cmd: str, env: dict | None = None) -> subprocess.Popen:
-        with open(self.tmp / f"{name}.log", "w") as log:  # the child keeps its own copy
-            p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-        self.procs[name] = p
-        return p
-
-    def ready(self, p: subprocess.Popen) -> str:
-        deadline = time.monotonic() + LIMIT_S
-        log = self.tmp / "scheduler.log"
-        while time.monotonic() < deadline:
-            for line in log.read_text().splitlines():
-                if line.startswith("READY "):
-                    return line.split()[1]
-            if p.poll() is not None:
-                raise AssertionError(f"scheduler exited: {log.read_text()}")
-            time.sleep(0.02)
-        raise AssertionError("scheduler not ready")
-
-    def log(self, name: str) -> str:
-        return (self.tmp / f"{name}.log").read_text()
-
-    def finish(self, name: str) -> int:
-        try:
-            return self.procs[name].wait(LIMIT_S)
-        except subprocess.TimeoutExpired:
-            self.procs[name].kill()
-            raise AssertionError(f"{name} did not end: {self.log(name)}") from None
-
-    def stop(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+from cluster import CONF, LIMIT_S, SRC, Cluster, worker_env
 
 
 @pytest.fixture
@@ -83,12 +26,6 @@ def cluster_of(tmp_path: Path):
     yield make
     for c in made:
         c.stop()
-
-
-def worker_env() -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(SRC / "python"), env.get("PYTHONPATH", "")])
-    return env
 
 
 def test_two_python_workers_pull_exact_values(cluster_of):

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
+from cluster import BIN  # noqa: E402
 from ordo.torch.profile import ForwardGate, ModelProfiler, export_profile  # noqa: E402
-from test_client import BIN  # noqa: E402
 from torch import nn  # noqa: E402
 
 

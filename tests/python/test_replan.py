@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_client import BIN, CONF, SRC, Cluster, worker_env  # noqa: F401 (fixture helpers)
+from cluster import BIN, CONF, SRC, Cluster, worker_env  # noqa: F401
 
 WORKER = SRC / "tests" / "python" / "replan_worker.py"
 SIZES = {"a": 65536, "b": 256, "c": 2560}

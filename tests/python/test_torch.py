@@ -58,7 +58,7 @@ def test_two_workers_equal_one_process_on_the_whole_batch(tmp_path: Path, mode: 
     missing = _c_side_missing()
     if missing:
         pytest.skip(missing)
-    c = Cluster(tmp_path, conf(tmp_path), servers=2)
+    c = Cluster(tmp_path, conf=conf(tmp_path), servers=2)
     try:
         for r in range(2):
             c.start_worker(r, [sys.executable, str(WORKER), mode, str(tmp_path / f"out{r}.pt"),
