@@ -15,56 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    float *pull_dst;
-    int64_t pull_iter;
-    int pull_left; /* chunks still to come; 0 = no pull outstanding */
-    int push_left; /* chunks still to be acknowledged */
-    int64_t push_iter;
-    bool fused; /* the push carries the pull (ordo_worker_pushpull) */
-} keystate_t;
-
-typedef struct {
-    int slice; /* -1: message `part` of the push path's unit `group` (its send_part) */
-    int group, part;
-    int priority;
-    uint64_t seq;
-    int64_t iter;
-    const float *src;
-    bool fused; /* ORDO_FLAG_PULL: the server answers with the value of iter + 1 */
-} queued_push_t;
-
-struct ordo_worker {
-    ordo_conf_t conf;
-    ordo_node_t node;
-    int *server_sock; /* per server rank */
-    keystate_t *ks;
-    uint8_t *got; /* per slice: chunk of the current pull arrived */
-    queued_push_t *pq;
-    int pq_n, pq_cap;
-    uint64_t seq, req;
-    ordo_worker_event_t *ev;
-    int ev_head, ev_n, ev_cap;
-    int outstanding;
-    ordo_push_t *path; /* how pushes leave: dense, merged or sparse (worker/push.h) */
-    int64_t bytes_push, bytes_pull;
-    int64_t stale[ORDO_STALE_BUCKETS]; /* pulled slices by staleness ([sync]) */
-    int64_t late;                      /* pushed slices the servers left out as late */
-    int64_t stale_sent[ORDO_STALE_BUCKETS], late_sent; /* what the last report counted */
-    bool aborted;
-    json_t *merge_plan; /* the merge member of the scheduler's PLAN after a calibration */
-    bool want_plan;     /* calibrating: that PLAN is due */
-    int probes_out;     /* calibration probes not yet acknowledged */
-    int64_t bcast_id;   /* the broadcast in flight (0: none) */
-    void *bcast_dst;    /* where its bytes go */
-    size_t bcast_bytes;
-    char *replan_reply; /* the scheduler's answer to the last REPLAN, until taken */
-    /* the message hook (sparse pushes) */
-    ordo_worker_hook_fn hook;
-    void *hook_ctx;
-    uint32_t hook_key;
-    struct ordo_trace *trace; /* lent by the model run for the push path's spans */
-};
+#include "worker/ps_internal.h"
 
 int ordo_worker_rank(const ordo_worker_t *w)
 {
@@ -450,7 +401,6 @@ void ordo__worker_pump(ordo_worker_t *w)
     pump(w);
 }
 
-static void add_event(ordo_worker_t *w, int kind, int key, int64_t iter);
 
 void ordo__worker_pull_begin(ordo_worker_t *w, int key, int64_t iter)
 {
@@ -460,7 +410,7 @@ void ordo__worker_pull_begin(ordo_worker_t *w, int key, int64_t iter)
 
 void ordo__worker_pull_done(ordo_worker_t *w, int key, int64_t iter)
 {
-    add_event(w, ORDO_EV_PULL_DONE, key, iter);
+    ordo__worker_add_event(w, ORDO_EV_PULL_DONE, key, iter);
 }
 
 void ordo__worker_post(ordo_worker_t *w, int code, int key, int64_t iter)
@@ -527,7 +477,7 @@ void ordo_worker_wake(ordo_worker_t *w)
     ordo_transport_post(w->node.tp, &m);
 }
 
-static void add_event(ordo_worker_t *w, int kind, int key, int64_t iter)
+void ordo__worker_add_event(ordo_worker_t *w, int kind, int key, int64_t iter)
 {
     if (w->ev_n == w->ev_cap) {
         int cap = w->ev_cap ? w->ev_cap * 2 : 64;
@@ -548,7 +498,7 @@ static void add_event(ordo_worker_t *w, int kind, int key, int64_t iter)
 void ordo__worker_push_done(ordo_worker_t *w, int key, int64_t iter)
 {
     w->ks[key].push_left = 0;
-    add_event(w, ORDO_EV_PUSH_DONE, key, iter);
+    ordo__worker_add_event(w, ORDO_EV_PUSH_DONE, key, iter);
 }
 
 /* the scheduler's PLAN after a start-up calibration: {"merge": {...}} */
@@ -568,68 +518,8 @@ static int take_merge_plan(ordo_worker_t *w, ordo_msg_t *m)
     }
     w->merge_plan = json_incref(merge);
     json_decref(o);
-    add_event(w, ORDO_EV_PLAN, -1, -1);
+    ordo__worker_add_event(w, ORDO_EV_PLAN, -1, -1);
     return 0;
-}
-
-/* ---- collective re-plans ------------------------------------------------------------ */
-
-/* the scheduler's answer to this worker's REPLAN: the new plan or {"error", "code"} */
-static int take_replan(ordo_worker_t *w, ordo_msg_t *m)
-{
-    size_t len = 0;
-    const char *d = ordo_msg_data(m, 0, &len);
-    char *text = d ? strndup(d, len) : NULL;
-    if (!text) return ordo_error_set(ORDO_EPROTO, "a REPLAN answer without a body");
-    free(w->replan_reply);
-    w->replan_reply = text;
-    add_event(w, ORDO_EV_REPLAN, -1, -1);
-    return 0;
-}
-
-int ordo_worker_replan(ordo_worker_t *w, const char *names_json, const char *profile)
-{
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_REPLAN);
-    m.hdr.dtype = ORDO_DTYPE_JSON;
-    int rc = 0;
-    if (names_json && profile) {
-        rc = ordo_msg_add_text(&m, names_json);
-        if (!rc) rc = ordo_msg_add_text(&m, profile);
-    }
-    if (rc) {
-        ordo_msg_close(&m);
-        return rc;
-    }
-    rc = ordo_node_send_ctl(&w->node, &m);
-    if (rc == 0) w->outstanding++; /* until its ORDO_EV_REPLAN */
-    return rc;
-}
-
-int ordo_worker_replan_apply(ordo_worker_t *w, const char *plan_json)
-{
-    if (w->outstanding || w->pq_n)
-        return ordo_error_set(ORDO_EINVAL, "replan: %d transfers still in flight",
-                              w->outstanding + w->pq_n);
-    char *text = strdup(plan_json);
-    if (!text) return ORDO_ENOMEM;
-    free(w->node.plan_json);
-    w->node.plan_json = text;
-    /* a merged path's groups come from the plan: the path follows it (nothing is in flight) */
-    int mode, rc = ordo_push_mode_of_plan(text, &mode);
-    if (rc) return rc;
-    ordo_push_destroy(&w->path);
-    if ((rc = ordo_push_new(mode, w, &w->path)) != 0)
-        return ordo_error_context(rc, "replan: the push path of the new plan");
-    ORDO_INFO("replan: new plan applied (push path %s)", w->path->ops->name);
-    return 0;
-}
-
-char *ordo_worker_replan_take(ordo_worker_t *w)
-{
-    char *text = w->replan_reply;
-    w->replan_reply = NULL;
-    return text;
 }
 
 /* handle one inbound message; returns 0 or a fatal error */
@@ -641,7 +531,7 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         (m->hdr.type == ORDO_MSG_PULL_RESP || m->hdr.type == ORDO_MSG_ERROR ||
          m->hdr.type == ORDO_MSG_PLAN)) {
         int rc = w->hook(w->hook_ctx, m);
-        if (rc > 0) add_event(w, ORDO_EV_HOOK, rc, m->hdr.iter);
+        if (rc > 0) ordo__worker_add_event(w, ORDO_EV_HOOK, rc, m->hdr.iter);
         return rc < 0 ? rc : 0;
     }
     switch (m->hdr.type) {
@@ -666,13 +556,13 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         if (ks->fused && ks->push_left && ks->push_iter + 1 == m->hdr.iter &&
             --ks->push_left == 0) {
             ks->fused = false;
-            add_event(w, ORDO_EV_PUSH_DONE, (int)m->hdr.key, ks->push_iter);
+            ordo__worker_add_event(w, ORDO_EV_PUSH_DONE, (int)m->hdr.key, ks->push_iter);
         }
         if (--ks->pull_left == 0) {
             if (w->path->ops->pulled && w->path->ops->pulled(w->path, (int)m->hdr.key, m->hdr.iter))
                 w->outstanding--; /* the path's own pull: no event */
             else
-                add_event(w, ORDO_EV_PULL_DONE, (int)m->hdr.key, m->hdr.iter);
+                ordo__worker_add_event(w, ORDO_EV_PULL_DONE, (int)m->hdr.key, m->hdr.iter);
         }
         return 0;
     }
@@ -684,7 +574,7 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
                 return 0;
             }
             w->probes_out--;
-            add_event(w, ORDO_EV_PROBE_DONE, (int)m->hdr.key, m->hdr.iter);
+            ordo__worker_add_event(w, ORDO_EV_PROBE_DONE, (int)m->hdr.key, m->hdr.iter);
             return 0;
         }
         int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
@@ -694,7 +584,7 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
             return 0;
         }
         if (m->hdr.flags & ORDO_FLAG_DROPPED) w->late++;
-        if (--ks->push_left == 0) add_event(w, ORDO_EV_PUSH_DONE, (int)m->hdr.key, m->hdr.iter);
+        if (--ks->push_left == 0) ordo__worker_add_event(w, ORDO_EV_PUSH_DONE, (int)m->hdr.key, m->hdr.iter);
         return 0;
     }
     case ORDO_MSG_ERROR:
@@ -711,14 +601,14 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
     case ORDO_MSG_SHUTDOWN:
         return ordo_error_set(ORDO_ECLOSED, "the scheduler shut the run down");
     case ORDO_MSG_WAKE:
-        add_event(w, ORDO_EV_WAKE, -1, -1);
+        ordo__worker_add_event(w, ORDO_EV_WAKE, -1, -1);
         return 0;
     case ORDO_MSG_INTRA: /* posted by the path's own thread; the wire refuses the type */
         if (w->path->ops->local) return w->path->ops->local(w->path, m);
         ORDO_WARN("dropped an unexpected INTRA message");
         return 0;
     case ORDO_MSG_BARRIER_DONE:
-        add_event(w, ORDO_EV_BARRIER, -1, m->hdr.iter);
+        ordo__worker_add_event(w, ORDO_EV_BARRIER, -1, m->hdr.iter);
         return 0;
     case ORDO_MSG_BCAST: {
         size_t len = 0;
@@ -729,11 +619,11 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         }
         if (data && len) memcpy(w->bcast_dst, data, len);
         w->bcast_id = 0;
-        add_event(w, ORDO_EV_BCAST, -1, m->hdr.iter);
+        ordo__worker_add_event(w, ORDO_EV_BCAST, -1, m->hdr.iter);
         return 0;
     }
     case ORDO_MSG_REPLAN:
-        return take_replan(w, m);
+        return ordo__worker_take_replan(w, m);
     case ORDO_MSG_PLAN: /* the merge groups planned from the start-up calibration */
         if (w->want_plan) return take_merge_plan(w, m);
         ORDO_DEBUG("ignored a PLAN");
@@ -795,102 +685,9 @@ int ordo_worker_wait_all(ordo_worker_t *w, int timeout_ms)
     return 0;
 }
 
-static int send_ctl(ordo_worker_t *w, int type, const char *text)
-{
-    ordo_msg_t m;
-    ordo_msg_init(&m, type);
-    m.hdr.dtype = ORDO_DTYPE_JSON;
-    if (text) ordo_msg_add_text(&m, text);
-    return ordo_node_send_ctl(&w->node, &m);
-}
-
-void ordo_worker_set_hook(ordo_worker_t *w, uint32_t key, ordo_worker_hook_fn fn, void *ctx)
-{
-    w->hook = fn;
-    w->hook_ctx = ctx;
-    w->hook_key = key;
-}
-
-int ordo_worker_send(ordo_worker_t *w, int server, ordo_msg_t *m)
-{
-    if (server < -1 || server >= w->node.n_servers) {
-        ordo_msg_close(m);
-        return ordo_error_set(ORDO_EINVAL, "no server %d (the cluster has %d)", server,
-                              w->node.n_servers);
-    }
-    if (server < 0) return ordo_node_send_ctl(&w->node, m);
-    m->sock = w->server_sock[server];
-    m->hdr.role = ORDO_ROLE_WORKER;
-    m->hdr.rank = w->node.rank;
-    m->hdr.req = ++w->req;
-    return ordo_transport_send(w->node.tp, m);
-}
-
-int ordo_worker_report(ordo_worker_t *w, const char *json)
-{
-    size_t n = strlen(json);
-    if ((w->conf.sync_mode == ORDO_SYNC_BSP && w->conf.backup == 0) || n < 2 || json[n - 1] != '}')
-        return send_ctl(w, ORDO_MSG_STATS, json);
-    /* [sync]: what the pulls and pushes since the last report saw */
-    char *text = malloc(n + 24 * ORDO_STALE_BUCKETS + 64);
-    if (!text) return ORDO_ENOMEM;
-    int last = 0;
-    for (int i = 0; i < ORDO_STALE_BUCKETS; i++)
-        if (w->stale[i] != w->stale_sent[i]) last = i;
-    size_t at = (size_t)snprintf(text, n + 16, "%.*s,\"stale\":[", (int)(n - 1), json);
-    for (int i = 0; i <= last; i++) {
-        at += (size_t)sprintf(text + at, "%s%lld", i ? "," : "",
-                              (long long)(w->stale[i] - w->stale_sent[i]));
-        w->stale_sent[i] = w->stale[i];
-    }
-    sprintf(text + at, "],\"late_pushes\":%lld}", (long long)(w->late - w->late_sent));
-    w->late_sent = w->late;
-    int rc = send_ctl(w, ORDO_MSG_STATS, text);
-    free(text);
-    return rc;
-}
-
-int ordo_worker_barrier(ordo_worker_t *w, int64_t id)
-{
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_BARRIER);
-    m.hdr.iter = id;
-    int rc = ordo_node_send_ctl(&w->node, &m);
-    if (rc == 0) w->outstanding++; /* until its ORDO_EV_BARRIER */
-    return rc;
-}
-
-int ordo_worker_broadcast(ordo_worker_t *w, int64_t id, int root, void *buf, size_t bytes)
-{
-    if (w->bcast_id) return ordo_error_set(ORDO_EINVAL, "a broadcast is in flight");
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_BCAST);
-    m.hdr.iter = id;
-    m.hdr.key = (uint32_t)root;
-    m.hdr.dtype = ORDO_DTYPE_BYTES;
-    unsigned char size[8];
-    ordo_put_le(size, (uint64_t)bytes, 8);
-    int rc = ordo_msg_add_copy(&m, size, sizeof size);
-    if (!rc && root == w->node.rank) rc = ordo_msg_add_copy(&m, buf, bytes);
-    if (!rc) rc = ordo_node_send_ctl(&w->node, &m);
-    else ordo_msg_close(&m);
-    if (rc) return rc;
-    w->bcast_id = id;
-    w->bcast_dst = buf;
-    w->bcast_bytes = bytes;
-    w->outstanding++; /* until its ORDO_EV_BCAST */
-    return 0;
-}
-
-void ordo_worker_abort(ordo_worker_t *w, const char *reason)
-{
-    send_ctl(w, ORDO_MSG_ABORT, reason);
-    w->aborted = true;
-}
-
 int ordo_worker_finish(ordo_worker_t *w, const char *final_json)
 {
-    int rc = send_ctl(w, ORDO_MSG_DONE, final_json ? final_json : "{}");
+    int rc = ordo__worker_send_ctl(w, ORDO_MSG_DONE, final_json ? final_json : "{}");
     if (rc) return rc;
     int64_t deadline = ordo_clock_ns() + (int64_t)w->conf.timeout_ms * 1000000 * 4;
     for (;;) {

@@ -1,0 +1,169 @@
+/* ps_ctl: the worker's messages to and from the scheduler beside the data path: reports,
+ * barriers, broadcasts, collective re-plans, aborts, and messages of a caller's own (hooks,
+ * ordo_worker_send). The data path and the event loop are ps.c. */
+#include "worker/ps.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/le.h"
+#include "common/log.h"
+#include "worker/ps_internal.h"
+#include "worker/push.h"
+
+/* ---- collective re-plans ------------------------------------------------------------ */
+
+/* the scheduler's answer to this worker's REPLAN: the new plan or {"error", "code"} */
+int ordo__worker_take_replan(ordo_worker_t *w, ordo_msg_t *m)
+{
+    size_t len = 0;
+    const char *d = ordo_msg_data(m, 0, &len);
+    char *text = d ? strndup(d, len) : NULL;
+    if (!text) return ordo_error_set(ORDO_EPROTO, "a REPLAN answer without a body");
+    free(w->replan_reply);
+    w->replan_reply = text;
+    ordo__worker_add_event(w, ORDO_EV_REPLAN, -1, -1);
+    return 0;
+}
+
+int ordo_worker_replan(ordo_worker_t *w, const char *names_json, const char *profile)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_REPLAN);
+    m.hdr.dtype = ORDO_DTYPE_JSON;
+    int rc = 0;
+    if (names_json && profile) {
+        rc = ordo_msg_add_text(&m, names_json);
+        if (!rc) rc = ordo_msg_add_text(&m, profile);
+    }
+    if (rc) {
+        ordo_msg_close(&m);
+        return rc;
+    }
+    rc = ordo_node_send_ctl(&w->node, &m);
+    if (rc == 0) w->outstanding++; /* until its ORDO_EV_REPLAN */
+    return rc;
+}
+
+int ordo_worker_replan_apply(ordo_worker_t *w, const char *plan_json)
+{
+    if (w->outstanding || w->pq_n)
+        return ordo_error_set(ORDO_EINVAL, "replan: %d transfers still in flight",
+                              w->outstanding + w->pq_n);
+    char *text = strdup(plan_json);
+    if (!text) return ORDO_ENOMEM;
+    free(w->node.plan_json);
+    w->node.plan_json = text;
+    /* a merged path's groups come from the plan: the path follows it (nothing is in flight) */
+    int mode, rc = ordo_push_mode_of_plan(text, &mode);
+    if (rc) return rc;
+    ordo_push_destroy(&w->path);
+    if ((rc = ordo_push_new(mode, w, &w->path)) != 0)
+        return ordo_error_context(rc, "replan: the push path of the new plan");
+    ORDO_INFO("replan: new plan applied (push path %s)", w->path->ops->name);
+    return 0;
+}
+
+char *ordo_worker_replan_take(ordo_worker_t *w)
+{
+    char *text = w->replan_reply;
+    w->replan_reply = NULL;
+    return text;
+}
+
+int ordo__worker_send_ctl(ordo_worker_t *w, int type, const char *text)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, type);
+    m.hdr.dtype = ORDO_DTYPE_JSON;
+    if (text) ordo_msg_add_text(&m, text);
+    return ordo_node_send_ctl(&w->node, &m);
+}
+
+void ordo_worker_set_hook(ordo_worker_t *w, uint32_t key, ordo_worker_hook_fn fn, void *ctx)
+{
+    w->hook = fn;
+    w->hook_ctx = ctx;
+    w->hook_key = key;
+}
+
+int ordo_worker_send(ordo_worker_t *w, int server, ordo_msg_t *m)
+{
+    if (server < -1 || server >= w->node.n_servers) {
+        ordo_msg_close(m);
+        return ordo_error_set(ORDO_EINVAL, "no server %d (the cluster has %d)", server,
+                              w->node.n_servers);
+    }
+    if (server < 0) return ordo_node_send_ctl(&w->node, m);
+    m->sock = w->server_sock[server];
+    m->hdr.role = ORDO_ROLE_WORKER;
+    m->hdr.rank = w->node.rank;
+    m->hdr.req = ++w->req;
+    return ordo_transport_send(w->node.tp, m);
+}
+
+int ordo_worker_report(ordo_worker_t *w, const char *json)
+{
+    size_t n = strlen(json);
+    if ((w->conf.sync_mode == ORDO_SYNC_BSP && w->conf.backup == 0) || n < 2 || json[n - 1] != '}')
+        return ordo__worker_send_ctl(w, ORDO_MSG_STATS, json);
+    /* [sync]: what the pulls and pushes since the last report saw */
+    char *text = malloc(n + 24 * ORDO_STALE_BUCKETS + 64);
+    if (!text) return ORDO_ENOMEM;
+    int last = 0;
+    for (int i = 0; i < ORDO_STALE_BUCKETS; i++)
+        if (w->stale[i] != w->stale_sent[i]) last = i;
+    size_t at = (size_t)snprintf(text, n + 16, "%.*s,\"stale\":[", (int)(n - 1), json);
+    for (int i = 0; i <= last; i++) {
+        at += (size_t)sprintf(text + at, "%s%lld", i ? "," : "",
+                              (long long)(w->stale[i] - w->stale_sent[i]));
+        w->stale_sent[i] = w->stale[i];
+    }
+    sprintf(text + at, "],\"late_pushes\":%lld}", (long long)(w->late - w->late_sent));
+    w->late_sent = w->late;
+    int rc = ordo__worker_send_ctl(w, ORDO_MSG_STATS, text);
+    free(text);
+    return rc;
+}
+
+int ordo_worker_barrier(ordo_worker_t *w, int64_t id)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_BARRIER);
+    m.hdr.iter = id;
+    int rc = ordo_node_send_ctl(&w->node, &m);
+    if (rc == 0) w->outstanding++; /* until its ORDO_EV_BARRIER */
+    return rc;
+}
+
+int ordo_worker_broadcast(ordo_worker_t *w, int64_t id, int root, void *buf, size_t bytes)
+{
+    if (w->bcast_id) return ordo_error_set(ORDO_EINVAL, "a broadcast is in flight");
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_BCAST);
+    m.hdr.iter = id;
+    m.hdr.key = (uint32_t)root;
+    m.hdr.dtype = ORDO_DTYPE_BYTES;
+    unsigned char size[8];
+    ordo_put_le(size, (uint64_t)bytes, 8);
+    int rc = ordo_msg_add_copy(&m, size, sizeof size);
+    if (!rc && root == w->node.rank) rc = ordo_msg_add_copy(&m, buf, bytes);
+    if (!rc)
+        rc = ordo_node_send_ctl(&w->node, &m);
+    else
+        ordo_msg_close(&m);
+    if (rc) return rc;
+    w->bcast_id = id;
+    w->bcast_dst = buf;
+    w->bcast_bytes = bytes;
+    w->outstanding++; /* until its ORDO_EV_BCAST */
+    return 0;
+}
+
+void ordo_worker_abort(ordo_worker_t *w, const char *reason)
+{
+    ordo__worker_send_ctl(w, ORDO_MSG_ABORT, reason);
+    w->aborted = true;
+}

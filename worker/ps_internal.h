@@ -1,0 +1,78 @@
+/* ps_internal: the worker object's state, shared by the files of the push/pull library
+ * (ps.c: the data path and the event loop; ps_ctl.c: the control messages). Nothing outside
+ * worker/ps*.c includes it. */
+#ifndef ORDO_PS_INTERNAL_H
+#define ORDO_PS_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/conf.h"
+#include "common/node.h"
+#include "worker/ps.h"
+#include "worker/push.h"
+
+typedef struct {
+    float *pull_dst;
+    int64_t pull_iter;
+    int pull_left; /* chunks still to come; 0 = no pull outstanding */
+    int push_left; /* chunks still to be acknowledged */
+    int64_t push_iter;
+    bool fused; /* the push carries the pull (ordo_worker_pushpull) */
+} keystate_t;
+
+typedef struct {
+    int slice; /* -1: message `part` of the push path's unit `group` (its send_part) */
+    int group, part;
+    int priority;
+    uint64_t seq;
+    int64_t iter;
+    const float *src;
+    bool fused; /* ORDO_FLAG_PULL: the server answers with the value of iter + 1 */
+} queued_push_t;
+
+struct ordo_worker {
+    ordo_conf_t conf;
+    ordo_node_t node;
+    int *server_sock; /* per server rank */
+    keystate_t *ks;
+    uint8_t *got; /* per slice: chunk of the current pull arrived */
+    queued_push_t *pq;
+    int pq_n, pq_cap;
+    uint64_t seq, req;
+    ordo_worker_event_t *ev;
+    int ev_head, ev_n, ev_cap;
+    int outstanding;
+    ordo_push_t *path; /* how pushes leave: dense, merged or sparse (worker/push.h) */
+    int64_t bytes_push, bytes_pull;
+    int64_t stale[ORDO_STALE_BUCKETS]; /* pulled slices by staleness ([sync]) */
+    int64_t late;                      /* pushed slices the servers left out as late */
+    int64_t stale_sent[ORDO_STALE_BUCKETS], late_sent; /* what the last report counted */
+    bool aborted;
+    json_t *merge_plan; /* the merge member of the scheduler's PLAN after a calibration */
+    bool want_plan;     /* calibrating: that PLAN is due */
+    int probes_out;     /* calibration probes not yet acknowledged */
+    int64_t bcast_id;   /* the broadcast in flight (0: none) */
+    void *bcast_dst;    /* where its bytes go */
+    size_t bcast_bytes;
+    char *replan_reply; /* the scheduler's answer to the last REPLAN, until taken */
+    /* the message hook (sparse pushes) */
+    ordo_worker_hook_fn hook;
+    void *hook_ctx;
+    uint32_t hook_key;
+    struct ordo_trace *trace; /* lent by the model run for the push path's spans */
+};
+
+/* ordo__worker_add_event queues an event for ordo_worker_poll. */
+void ordo__worker_add_event(ordo_worker_t *w, int kind, int key, int64_t iter);
+
+/* ordo__worker_send_ctl sends a control message of type with JSON text (may be NULL) to the
+ * scheduler. */
+int ordo__worker_send_ctl(ordo_worker_t *w, int type, const char *text);
+
+/* ordo__worker_take_replan keeps the scheduler's answer to this worker's REPLAN (m's body)
+ * for ordo_worker_replan_take and reports ORDO_EV_REPLAN. */
+int ordo__worker_take_replan(ordo_worker_t *w, ordo_msg_t *m);
+
+#endif
