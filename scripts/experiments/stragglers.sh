@@ -10,8 +10,8 @@
 # the times to the target accuracy include those evaluations (leaving them out would favour
 # the models whose other workers go on meanwhile). A model profile (--model resnet50,
 # vgg16, any conf/models/M.json) runs with emulated compute on an emulated link
-# (--bandwidth, latency 100 us) for throughput alone: its table has samples/s, mean step
-# and compute time, staleness and late pushes.
+# (--bandwidth, latency 100 us) for throughput alone: its table has samples/s (wall clock, and
+# "busy": the sum of the workers' own rates), mean step and compute time, staleness, late pushes.
 #
 # usage: scripts/experiments/stragglers.sh [OPTIONS]
 #   --model M         mlp or cnn (conf/M.ini), or a profile conf/models/M.json (default mlp)
@@ -139,6 +139,24 @@ def time_to(run, target):
             return (spent + r.get("eval_ms", 0.0)) / 1e3
     return None
 
+def busy_rate(run, d):
+    """the sum over workers of batch / that worker's mean step after the warm-up: the rate
+    while every worker runs. With a fixed number of iterations the run's wall-clock
+    throughput ends with the slowest worker's last iterations, alone, under asp and backup
+    workers as under bsp"""
+    m = (d.get("conf") or {}).get("model") or {}
+    batch = m.get("batch") or 0
+    if not batch and m.get("file") and os.path.isfile(m["file"]):
+        batch = json.load(open(m["file"])).get("batch", 0)
+    steps = {}
+    for line in open(os.path.join(run, "metrics.jsonl")):
+        r = json.loads(line)
+        if r["iter"] >= d.get("warmup", 0):
+            steps.setdefault(r["worker"], []).append(r["step_ms"])
+    if not batch or not steps:
+        return None
+    return sum(batch * len(v) / (sum(v) / 1e3) for v in steps.values())
+
 rows = []
 for name in sorted(os.listdir(out)):
     p = os.path.join(out, name, "summary.json")
@@ -149,6 +167,7 @@ for name in sorted(os.listdir(out)):
     sync = d.get("sync") or {}
     rows.append(dict(scenario=sc, mode=mode, order=order,
                      throughput=d.get("throughput_samples_per_s"),
+                     busy_rate=busy_rate(os.path.join(out, name), d),
                      step_ms=d["step_ms"]["mean"],
                      compute_ms=(d.get("compute_ms") or {}).get("mean"),
                      time_to_80_s=time_to(os.path.join(out, name), 0.80),
@@ -169,8 +188,9 @@ base = {(r["order"], r["scenario"]): r for r in rows if r["mode"] == "bsp"}
 fmt = lambda v, f: "n/a" if v is None else f % v
 profile = all(r["test_accuracy"] is None for r in rows)
 if profile:  # a model profile: throughput alone
-    lines = ["| order | stragglers | sync | samples/s | vs bsp | step ms | compute ms | "
-             "staleness mean / max | late pushes |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| order | stragglers | sync | samples/s | vs bsp | busy samples/s | vs bsp | step ms "
+             "| compute ms | staleness mean / max | late pushes |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
 else:
     lines = ["| order | stragglers | sync | samples/s | step ms | time to 80 %% (s) | vs bsp | "
              "time to %.0f %% (s) | vs bsp | test acc %% | staleness mean / max | late pushes |"
@@ -179,10 +199,10 @@ for r in rows:
     b = base.get((r["order"], r["scenario"]))
     gain = lambda k: (b[k] / r[k] if b and b[k] and r[k] else None)
     if profile:
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |" % (
+        up = lambda k: (r[k] / b[k] if b and b[k] and r[k] else None)
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |" % (
             r["order"], r["scenario"], r["mode"], fmt(r["throughput"], "%.0f"),
-            fmt(r["throughput"] / b["throughput"] if b and b["throughput"] and r["throughput"]
-                else None, "%.2fx"),
+            fmt(up("throughput"), "%.2fx"), fmt(r["busy_rate"], "%.0f"), fmt(up("busy_rate"), "%.2fx"),
             fmt(r["step_ms"], "%.1f"), fmt(r["compute_ms"], "%.1f"),
             fmt(r["staleness_mean"], "%.2f"), r["staleness_max"], r["late_pushes"]))
         continue

@@ -74,20 +74,21 @@ grep -q "^googlenet,10gbit,1,optimal,101,1,101,1,0,wfbp,105,3.81," "$d/merging-s
   fail "dilated merging-summary.csv: $(cat "$d/merging-summary.csv")"
 
 # stragglers.sh: an unknown model is refused by name; a profile's report (no accuracy) has
-# throughput against bsp's and no time-to-target columns
+# throughput against bsp's, the busy rate (batch / step: 10 / 35 ms = 286 against
+# 10 / 80 ms = 125) and no time-to-target columns
 rc=0; "$root/scripts/experiments/stragglers.sh" --model no_such_model --out "$tmp/st0" \
   > "$tmp/err" 2>&1 || rc=$?
 [ $rc = 2 ] && grep -q "no_such_model" "$tmp/err" || fail "stragglers.sh --model no_such_model: $rc, $(cat "$tmp/err")"
 for run in none-bsp-tao:100:40 none-asp-tao:150:30 x4-bsp-tao:50:80 x4-backup1-tao:125:35; do
   IFS=: read -r name tput step <<< "$run"
   mkdir -p "$tmp/st/$name"
-  echo "{\"throughput_samples_per_s\": $tput, \"step_ms\": {\"mean\": $step}, \"compute_ms\": {\"mean\": 10}, \"sync\": {\"late_pushes\": 3}}" \
+  echo "{\"throughput_samples_per_s\": $tput, \"step_ms\": {\"mean\": $step}, \"compute_ms\": {\"mean\": 10}, \"sync\": {\"late_pushes\": 3}, \"conf\": {\"model\": {\"batch\": 10}}}" \
     > "$tmp/st/$name/summary.json"
   echo "{\"worker\": 0, \"iter\": 0, \"step_ms\": $step}" > "$tmp/st/$name/metrics.jsonl"
 done
 "$root/scripts/experiments/stragglers.sh" --model resnet50 --report-only --out "$tmp/st" \
   > "$tmp/st.out" 2>&1 || fail "stragglers.sh --report-only: $(cat "$tmp/st.out")"
-grep -qF "| tao | x4 | backup1 | 125 | 2.50x | 35.0 | 10.0 | 0.00 / 0 | 3 |" "$tmp/st/stragglers.md" ||
+grep -qF "| tao | x4 | backup1 | 125 | 2.50x | 286 | 2.29x | 35.0 | 10.0 | 0.00 / 0 | 3 |" "$tmp/st/stragglers.md" ||
   fail "stragglers.sh profile table: $(cat "$tmp/st/stragglers.md")"
 grep -q "time to" "$tmp/st/stragglers.md" && fail "stragglers.sh profile table has time-to-target columns"
 echo "scripts.experiments: passed"
