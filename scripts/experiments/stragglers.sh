@@ -226,6 +226,8 @@ with open(os.path.join(out, "stragglers.dat"), "w") as f:
             f.write(sc + " " + " ".join(fmt(v and v["time_to_target_s"], "%.3f") if v else "nan"
                                        for v in vals).replace("n/a", "nan") + "  " +
                     " ".join(fmt(v and v["throughput"], "%.1f") if v else "nan"
+                             for v in vals).replace("n/a", "nan") + "  " +
+                    " ".join(fmt(v and v["busy_rate"], "%.1f") if v else "nan"
                              for v in vals).replace("n/a", "nan") + "\n")
         f.write("\n\n")
 PY
@@ -252,12 +254,16 @@ set title "$model, 4 workers, 2 servers, ordering $first_order: time to target"
 plot "$out/stragglers.dat" index 0 using 2:xtic(1) title "bsp", '' index 0 using 3 title "ssp 1", \
      '' index 0 using 4 title "ssp 3", '' index 0 using 5 title "asp", '' index 0 using 6 title "backup 1"
 GP
+    # a profile's plot shows the busy rate (columns 12 to 16), the others the wall clock's
+    c=7; what="throughput"
+    [ "$plots" = throughput ] && { c=12; what="busy rate (sum of the workers' batch / step)"; }
     cat <<GP
 set output "$out/throughput.png"
 set ylabel "samples / s"
-set title "$model, 4 workers, 2 servers, ordering $first_order: throughput"
-plot "$out/stragglers.dat" index 0 using 7:xtic(1) title "bsp", '' index 0 using 8 title "ssp 1", \
-     '' index 0 using 9 title "ssp 3", '' index 0 using 10 title "asp", '' index 0 using 11 title "backup 1"
+set title "$model, 4 workers, 2 servers, ordering $first_order: $what"
+plot "$out/stragglers.dat" index 0 using $c:xtic(1) title "bsp", '' index 0 using $((c + 1)) title "ssp 1", \
+     '' index 0 using $((c + 2)) title "ssp 3", '' index 0 using $((c + 3)) title "asp", \
+     '' index 0 using $((c + 4)) title "backup 1"
 GP
   } | gnuplot
   echo "plots: $(for p in $plots; do printf '%s ' "$out/$p.png"; done)"
