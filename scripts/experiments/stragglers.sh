@@ -8,11 +8,18 @@
 # staleness, late pushes), gnuplot plots (when gnuplot is installed) and a Markdown table.
 # Worker 0 evaluates the first --eval-samples test samples every --eval-every iterations;
 # the times to the target accuracy include those evaluations (leaving them out would favour
-# the models whose other workers go on meanwhile).
+# the models whose other workers go on meanwhile). A model profile (--model resnet50,
+# vgg16, any conf/models/M.json) runs with emulated compute on an emulated link
+# (--bandwidth, latency 100 us) for throughput alone: its table has samples/s (wall clock, and
+# "busy": the sum of the workers' own rates), mean step and compute time, staleness, late pushes.
 #
 # usage: scripts/experiments/stragglers.sh [OPTIONS]
-#   --model M         mlp or cnn (conf/M.ini; default mlp)
-#   --iterations N    iterations per run (default 350: 1.5 epochs at batch 64 on 4 workers)
+#   --model M         mlp or cnn (conf/M.ini), or a profile conf/models/M.json (default mlp)
+#   --iterations N    iterations per run (default 350: 1.5 epochs at batch 64 on 4 workers;
+#                     a profile: 20, with model.warmup = 2)
+#   --bandwidth RATE  a profile's emulated link, each process's egress (default 10gbit)
+#   --compute-scale X a profile's op times x X (default 1: the profiled GPU times)
+#   --transient-ms T  the transient scenario's delay (default 20; 200 for a profile)
 #   --target A        target test accuracy (default 0.84); the table also shows the time to
 #                     0.80: worker 0's summed step times and evaluations until its first
 #                     evaluation at or above the target (from metrics.jsonl, so
@@ -28,7 +35,10 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 model=mlp
-iters=350
+iters=""
+bandwidth=10gbit
+compute_scale=1
+transient_ms=""
 target=0.84
 eval_every=25
 eval_samples=2000
@@ -40,9 +50,12 @@ bin="$here/build/bin"
 report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --model) model=$2; shift 2 ;;
     --iterations) iters=$2; shift 2 ;;
+    --bandwidth) bandwidth=$2; shift 2 ;;
+    --compute-scale) compute_scale=$2; shift 2 ;;
+    --transient-ms) transient_ms=$2; shift 2 ;;
     --target) target=$2; shift 2 ;;
     --eval-every) eval_every=$2; shift 2 ;;
     --eval-samples) eval_samples=$2; shift 2 ;;
@@ -57,13 +70,31 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$out" ] || out="$here/runs/stragglers-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
+# model flags: a trainer's conf with evaluations, or a profile on an emulated link
+if [ -f "$here/conf/$model.ini" ] && [ ! -f "$here/conf/models/$model.json" ]; then
+  base="$here/conf/$model.ini"
+  [ -n "$iters" ] || iters=350
+  [ -n "$transient_ms" ] || transient_ms=20
+  model_flags=(--model.eval_every="$eval_every" --model.eval_samples="$eval_samples"
+               --model.target_accuracy="$target")
+elif [ -f "$here/conf/models/$model.json" ]; then
+  base="$here/conf/resnet50.ini"
+  [ -n "$iters" ] || iters=20
+  [ -n "$transient_ms" ] || transient_ms=200
+  # vgg16 moves 553 MB per worker and iteration: a generous fault timeout
+  model_flags=(--model.file="$here/conf/models/$model.json" --model.trainer=profile
+               --model.compute=emulate --model.compute_scale="$compute_scale" --model.warmup=2
+               --net.bandwidth="$bandwidth" --net.latency_us=100 --fault.timeout_ms=30000)
+else
+  echo "stragglers.sh: no conf/$model.ini nor conf/models/$model.json" >&2; exit 2
+fi
 
 scenario_flags() {
   case "$1" in
     none) ;;
     x2) echo "--straggle.ranks=1 --straggle.slowdown=2" ;;
     x4) echo "--straggle.ranks=1 --straggle.slowdown=4" ;;
-    transient) echo "--straggle.probability=0.1 --straggle.delay_ms=20" ;;
+    transient) echo "--straggle.probability=0.1 --straggle.delay_ms=$transient_ms" ;;
     *) echo "stragglers.sh: unknown scenario $1" >&2; exit 2 ;;
   esac
 }
@@ -84,10 +115,8 @@ if [ "$report_only" = 0 ]; then
         name="$sc-$mode-$order"
         echo "== $name"
         # shellcheck disable=SC2046
-        "$here/scripts/ordo-launch" "$here/conf/$model.ini" --bin "$bin" --cluster.workers=4 \
-          --cluster.servers=2 --model.epochs=0 --model.iterations="$iters" \
-          --model.eval_every="$eval_every" --model.eval_samples="$eval_samples" \
-          --model.target_accuracy="$target" \
+        "$here/scripts/ordo-launch" "$base" --bin "$bin" --cluster.workers=4 \
+          --cluster.servers=2 --model.epochs=0 --model.iterations="$iters" "${model_flags[@]}" \
           --order.policy="$order" --output.dir="$out" --output.run="$name" \
           --output.progress_every=0 $(scenario_flags "$sc") $(mode_flags "$mode") \
           > "$out/$name.log" 2>&1 || { echo "run $name failed (see $out/$name.log)" >&2; exit 1; }
@@ -110,6 +139,24 @@ def time_to(run, target):
             return (spent + r.get("eval_ms", 0.0)) / 1e3
     return None
 
+def busy_rate(run, d):
+    """the sum over workers of batch / that worker's mean step after the warm-up: the rate
+    while every worker runs. With a fixed number of iterations the run's wall-clock
+    throughput ends with the slowest worker's last iterations, alone, under asp and backup
+    workers as under bsp"""
+    m = (d.get("conf") or {}).get("model") or {}
+    batch = m.get("batch") or 0
+    if not batch and m.get("file") and os.path.isfile(m["file"]):
+        batch = json.load(open(m["file"])).get("batch", 0)
+    steps = {}
+    for line in open(os.path.join(run, "metrics.jsonl")):
+        r = json.loads(line)
+        if r["iter"] >= d.get("warmup", 0):
+            steps.setdefault(r["worker"], []).append(r["step_ms"])
+    if not batch or not steps:
+        return None
+    return sum(batch * len(v) / (sum(v) / 1e3) for v in steps.values())
+
 rows = []
 for name in sorted(os.listdir(out)):
     p = os.path.join(out, name, "summary.json")
@@ -120,7 +167,9 @@ for name in sorted(os.listdir(out)):
     sync = d.get("sync") or {}
     rows.append(dict(scenario=sc, mode=mode, order=order,
                      throughput=d.get("throughput_samples_per_s"),
+                     busy_rate=busy_rate(os.path.join(out, name), d),
                      step_ms=d["step_ms"]["mean"],
+                     compute_ms=(d.get("compute_ms") or {}).get("mean"),
                      time_to_80_s=time_to(os.path.join(out, name), 0.80),
                      time_to_target_s=time_to(os.path.join(out, name), target),
                      test_accuracy=d.get("test_accuracy"),
@@ -137,12 +186,26 @@ order_m = {"bsp": 0, "ssp1": 1, "ssp3": 2, "asp": 3, "backup1": 4}
 rows.sort(key=lambda r: (r["order"], order_s.get(r["scenario"], 9), order_m.get(r["mode"], 9)))
 base = {(r["order"], r["scenario"]): r for r in rows if r["mode"] == "bsp"}
 fmt = lambda v, f: "n/a" if v is None else f % v
-lines = ["| order | stragglers | sync | samples/s | step ms | time to 80 %% (s) | vs bsp | "
-         "time to %.0f %% (s) | vs bsp | test acc %% | staleness mean / max | late pushes |"
-         % (100 * target), "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+profile = all(r["test_accuracy"] is None for r in rows)
+if profile:  # a model profile: throughput alone
+    lines = ["| order | stragglers | sync | samples/s | vs bsp | busy samples/s | vs bsp | step ms "
+             "| compute ms | staleness mean / max | late pushes |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+else:
+    lines = ["| order | stragglers | sync | samples/s | step ms | time to 80 %% (s) | vs bsp | "
+             "time to %.0f %% (s) | vs bsp | test acc %% | staleness mean / max | late pushes |"
+             % (100 * target), "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 for r in rows:
     b = base.get((r["order"], r["scenario"]))
     gain = lambda k: (b[k] / r[k] if b and b[k] and r[k] else None)
+    if profile:
+        up = lambda k: (r[k] / b[k] if b and b[k] and r[k] else None)
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |" % (
+            r["order"], r["scenario"], r["mode"], fmt(r["throughput"], "%.0f"),
+            fmt(up("throughput"), "%.2fx"), fmt(r["busy_rate"], "%.0f"), fmt(up("busy_rate"), "%.2fx"),
+            fmt(r["step_ms"], "%.1f"), fmt(r["compute_ms"], "%.1f"),
+            fmt(r["staleness_mean"], "%.2f"), r["staleness_max"], r["late_pushes"]))
+        continue
     lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |" % (
         r["order"], r["scenario"], r["mode"], fmt(r["throughput"], "%.0f"),
         fmt(r["step_ms"], "%.2f"), fmt(r["time_to_80_s"], "%.2f"), fmt(gain("time_to_80_s"), "%.2fx"),
@@ -163,12 +226,19 @@ with open(os.path.join(out, "stragglers.dat"), "w") as f:
             f.write(sc + " " + " ".join(fmt(v and v["time_to_target_s"], "%.3f") if v else "nan"
                                        for v in vals).replace("n/a", "nan") + "  " +
                     " ".join(fmt(v and v["throughput"], "%.1f") if v else "nan"
+                             for v in vals).replace("n/a", "nan") + "  " +
+                    " ".join(fmt(v and v["busy_rate"], "%.1f") if v else "nan"
                              for v in vals).replace("n/a", "nan") + "\n")
         f.write("\n\n")
 PY
+# the plots show the first order's block; a profile's table has no accuracy to plot
+first_order=$(sed -n '1s/^# order \([a-z]*\):.*/\1/p' "$out/stragglers.dat")
+plots="throughput"
+grep -q "time to" "$out/stragglers.md" && plots="time-to-target throughput"
 
 if command -v gnuplot > /dev/null; then
-  gnuplot <<GP
+  {
+    cat <<GP
 set terminal pngcairo size 1000,420
 set style data histogram
 set style histogram cluster gap 1
@@ -176,18 +246,27 @@ set style fill solid 0.8 border -1
 set key top left
 set datafile missing "nan"
 set yrange [0:*]
+GP
+    case "$plots" in time-to-target*) cat <<GP ;; esac
 set output "$out/time-to-target.png"
 set ylabel "seconds to $target test accuracy"
-set title "$model, 4 workers, 2 servers, ordering fifo: time to target"
+set title "$model, 4 workers, 2 servers, ordering $first_order: time to target"
 plot "$out/stragglers.dat" index 0 using 2:xtic(1) title "bsp", '' index 0 using 3 title "ssp 1", \
      '' index 0 using 4 title "ssp 3", '' index 0 using 5 title "asp", '' index 0 using 6 title "backup 1"
+GP
+    # a profile's plot shows the busy rate (columns 12 to 16), the others the wall clock's
+    c=7; what="throughput"
+    [ "$plots" = throughput ] && { c=12; what="busy rate (sum of the workers' batch / step)"; }
+    cat <<GP
 set output "$out/throughput.png"
 set ylabel "samples / s"
-set title "$model, 4 workers, 2 servers, ordering fifo: throughput"
-plot "$out/stragglers.dat" index 0 using 7:xtic(1) title "bsp", '' index 0 using 8 title "ssp 1", \
-     '' index 0 using 9 title "ssp 3", '' index 0 using 10 title "asp", '' index 0 using 11 title "backup 1"
+set title "$model, 4 workers, 2 servers, ordering $first_order: $what"
+plot "$out/stragglers.dat" index 0 using $c:xtic(1) title "bsp", '' index 0 using $((c + 1)) title "ssp 1", \
+     '' index 0 using $((c + 2)) title "ssp 3", '' index 0 using $((c + 3)) title "asp", \
+     '' index 0 using $((c + 4)) title "backup 1"
 GP
-  echo "plots: $out/time-to-target.png $out/throughput.png"
+  } | gnuplot
+  echo "plots: $(for p in $plots; do printf '%s ' "$out/$p.png"; done)"
 else
   echo "(gnuplot not installed: no plots; data in $out/stragglers.dat)"
 fi

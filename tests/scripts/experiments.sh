@@ -2,7 +2,8 @@
 # scripts.experiments: every experiment script answers --help and refuses an unknown
 # argument by name; merging_aa.sh's report, on run folders written here with known
 # iteration times, gives the means, standard errors and distances those times imply; so does
-# merging.sh's report on time-dilated runs (--dilate), in the emulated network's time.
+# merging.sh's report on time-dilated runs (--dilate), in the emulated network's time;
+# stragglers.sh's report on model-profile runs (throughput alone).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 tmp=$(mktemp -d)
@@ -71,4 +72,23 @@ grep -qF -- "$want" "$d/merging.csv" || fail "dilated merging.csv: want '$want',
 # wfbp (104 + 106) / 2 = 105 ms: optimal the fastest, 3.81 % ahead of it
 grep -q "^googlenet,10gbit,1,optimal,101,1,101,1,0,wfbp,105,3.81," "$d/merging-summary.csv" ||
   fail "dilated merging-summary.csv: $(cat "$d/merging-summary.csv")"
+
+# stragglers.sh: an unknown model is refused by name; a profile's report (no accuracy) has
+# throughput against bsp's, the busy rate (batch / step: 10 / 35 ms = 286 against
+# 10 / 80 ms = 125) and no time-to-target columns
+rc=0; "$root/scripts/experiments/stragglers.sh" --model no_such_model --out "$tmp/st0" \
+  > "$tmp/err" 2>&1 || rc=$?
+[ $rc = 2 ] && grep -q "no_such_model" "$tmp/err" || fail "stragglers.sh --model no_such_model: $rc, $(cat "$tmp/err")"
+for run in none-bsp-tao:100:40 none-asp-tao:150:30 x4-bsp-tao:50:80 x4-backup1-tao:125:35; do
+  IFS=: read -r name tput step <<< "$run"
+  mkdir -p "$tmp/st/$name"
+  echo "{\"throughput_samples_per_s\": $tput, \"step_ms\": {\"mean\": $step}, \"compute_ms\": {\"mean\": 10}, \"sync\": {\"late_pushes\": 3}, \"conf\": {\"model\": {\"batch\": 10}}}" \
+    > "$tmp/st/$name/summary.json"
+  echo "{\"worker\": 0, \"iter\": 0, \"step_ms\": $step}" > "$tmp/st/$name/metrics.jsonl"
+done
+"$root/scripts/experiments/stragglers.sh" --model resnet50 --report-only --out "$tmp/st" \
+  > "$tmp/st.out" 2>&1 || fail "stragglers.sh --report-only: $(cat "$tmp/st.out")"
+grep -qF "| tao | x4 | backup1 | 125 | 2.50x | 286 | 2.29x | 35.0 | 10.0 | 0.00 / 0 | 3 |" "$tmp/st/stragglers.md" ||
+  fail "stragglers.sh profile table: $(cat "$tmp/st/stragglers.md")"
+grep -q "time to" "$tmp/st/stragglers.md" && fail "stragglers.sh profile table has time-to-target columns"
 echo "scripts.experiments: passed"
