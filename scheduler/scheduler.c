@@ -33,54 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct {
-    uint8_t rid[ORDO_WIRE_MAX_RID];
-    size_t rid_len;
-    int role;
-    int want_rank;
-    int rank;
-    int pid;
-    char endpoint[256];
-    int64_t last_seen_ns;
-    bool done;
-    json_t *tensors; /* a worker's declared tensors ([model] trainer = declared), or NULL */
-} member_t;
+#include "scheduler/scheduler_internal.h"
 
-struct ordo_scheduler {
-    ordo_conf_t conf;
-    ordo_transport_t *tp;
-    int sock;
-    member_t *members;
-    int n_members, n_servers, n_workers;
-    bool welcomed;
-    bool declared; /* [model] trainer = declared: the workers' declarations are the model */
-    json_t *updates; /* declared: each key's update rule (null: the conf's), for the plan */
-    int n_done;
-    ordo_runlog_t *log;
-    ordo_model_t *model;
-    ordo_keys_t *keys;
-    json_t *plan;                /* computed once at start-up, sent in every WELCOME */
-    int64_t barrier_id;          /* the barrier workers are gathering at (-1: none) */
-    int barrier_n;               /* workers arrived at it */
-    int64_t bcast_id;            /* the broadcast workers are gathering at */
-    int bcast_n, bcast_root;     /* workers arrived at it, and its root */
-    uint64_t bcast_bytes;        /* its size (every worker's must match) */
-    int bcast_first;             /* the worker that came first (its size and root rule) */
-    ordo_msg_t bcast_data;       /* the root's message, kept until all arrived */
-    bool have_bcast_data;
-    ordo_sparse_coord_t *sparse; /* [push] mode = sparse: thresholds and regions */
-    bool calibrating; /* [push] calibrate: the merge groups wait for worker 0's calibration */
-    char run_dir[ORDO_CONF_PATH + ORDO_CONF_STR + 64];
-    char endpoint[256];   /* where it listens */
-    int64_t start_ns;     /* when it started listening (the start-up timeout counts from it) */
-    bool aborted;         /* the run was aborted: ABORT sent, summary written */
-    char *summary;        /* the summary's JSON text once the run completed */
-    ordo_replan_t *replan; /* collective re-plans (ordo_replan) */
-};
-
-typedef ordo_scheduler_t sched_t;
-
-static const char *member_name(const member_t *m, char *buf, size_t size)
+const char *ordo__sched_member_name(const member_t *m, char *buf, size_t size)
 {
     if (m->rank >= 0)
         snprintf(buf, size, "%s %d (pid %d%s%s)", ordo_wire_role_name(m->role), m->rank, m->pid,
@@ -90,7 +45,7 @@ static const char *member_name(const member_t *m, char *buf, size_t size)
     return buf;
 }
 
-static void reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type, const char *text)
+void ordo__sched_reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type, const char *text)
 {
     ordo_msg_t m;
     ordo_msg_init(&m, type);
@@ -109,7 +64,7 @@ static void reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type, cons
 static void broadcast(sched_t *s, int type, const char *text)
 {
     for (int i = 0; i < s->n_members; i++)
-        reply(s, s->members[i].rid, s->members[i].rid_len, type, text);
+        ordo__sched_reply(s, s->members[i].rid, s->members[i].rid_len, type, text);
 }
 
 static member_t *find_member(sched_t *s, const ordo_msg_t *m)
@@ -121,7 +76,6 @@ static member_t *find_member(sched_t *s, const ordo_msg_t *m)
     return NULL;
 }
 
-static int abort_run(sched_t *s, const char *why);
 
 /* ---- registration ------------------------------------------------------------------- */
 
@@ -162,7 +116,7 @@ static int send_welcome(sched_t *s)
         if (!rc && (rc = plan_model(s)) != 0)
             snprintf(why, sizeof why, "cannot plan the run of the declared tensors: %s",
                      ordo_error_text(rc));
-        if (rc) return abort_run(s, why[0] ? why : ordo_error_text(rc));
+        if (rc) return ordo__sched_abort_run(s, why[0] ? why : ordo_error_text(rc));
         ordo_runplan_merge_take_file(s->plan, s->run_dir);
         ORDO_INFO("model declared by the workers: %d tensors, %.1f MiB", s->model->n_params,
                   (double)ordo_model_total_bytes(s->model) / 1048576.0);
@@ -186,12 +140,12 @@ static int send_welcome(sched_t *s)
         json_object_set_new(w, "run_dir", json_string(s->run_dir));
         if (plan) json_object_set(w, "plan", plan);
         char *text = json_dumps(w, JSON_COMPACT);
-        reply(s, m->rid, m->rid_len, ORDO_MSG_WELCOME, text);
+        ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_WELCOME, text);
         free(text);
         json_decref(w);
         m->last_seen_ns = ordo_clock_ns();
         char name[320];
-        ORDO_DEBUG("welcomed %s", member_name(m, name, sizeof name));
+        ORDO_DEBUG("welcomed %s", ordo__sched_member_name(m, name, sizeof name));
     }
     json_decref(servers);
     json_decref(keys);
@@ -217,24 +171,24 @@ static void on_register(sched_t *s, ordo_msg_t *m)
     if (!o || r < 0 || !token || !json_is_integer(rank) || !json_is_integer(pid) ||
         (r == ORDO_ROLE_SERVER && (!ep || strncmp(ep, "tcp://", 6) != 0 || strlen(ep) > 255))) {
         ORDO_WARN("refused a malformed registration");
-        reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "malformed registration");
+        ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "malformed registration");
         goto done;
     }
     if (strcmp(token, s->conf.token) != 0) {
         ORDO_WARN("refused registration of a %s (pid %lld): wrong cluster token", role,
                   (long long)json_integer_value(pid));
-        reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "wrong cluster token");
+        ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "wrong cluster token");
         goto done;
     }
     if (find_member(s, m)) {
-        reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "already registered");
+        ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "already registered");
         goto done;
     }
     json_t *tensors = json_object_get(o, "tensors");
     if (s->declared && r == ORDO_ROLE_WORKER && !json_is_array(tensors)) {
         ORDO_WARN("refused a worker (pid %lld): it declared no tensors ([model] trainer = "
                   "declared)", (long long)json_integer_value(pid));
-        reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT,
+        ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT,
               "[model] trainer = declared: the worker must declare its tensors (ordo_declare)");
         goto done;
     }
@@ -242,7 +196,7 @@ static void on_register(sched_t *s, ordo_msg_t *m)
     int limit = r == ORDO_ROLE_SERVER ? s->conf.servers : s->conf.workers;
     if (s->welcomed || *count >= limit) {
         ORDO_WARN("refused registration of a %s: the cluster already has %d", role, limit);
-        reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "cluster is full");
+        ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "cluster is full");
         goto done;
     }
     member_t *mb = &s->members[s->n_members++];
@@ -264,7 +218,7 @@ static void on_register(sched_t *s, ordo_msg_t *m)
         int rc = send_welcome(s);
         if (rc && !s->aborted) {
             ORDO_ERROR("cannot plan the run: %s", ordo_error_text(rc));
-            abort_run(s, "the scheduler cannot plan the run");
+            ordo__sched_abort_run(s, "the scheduler cannot plan the run");
         }
     }
 done:
@@ -316,7 +270,7 @@ static int declared_model(sched_t *s, char *why, size_t wsz)
 
 /* abort_run tells every member why the run ends and writes the summary of what was
  * recorded; the caller returns ORDO_EABORT (the transport gets a second to deliver it) */
-static int abort_run(sched_t *s, const char *why)
+int ordo__sched_abort_run(sched_t *s, const char *why)
 {
     if (s->aborted) return ORDO_EABORT;
     ORDO_ERROR("aborting the run: %s", why);
@@ -340,7 +294,7 @@ static int check_liveness(sched_t *s)
         snprintf(why, sizeof why, "only %d/%d servers and %d/%d workers registered within %d ms",
                  s->n_servers, s->conf.servers, s->n_workers, s->conf.workers,
                  s->conf.startup_ms);
-        return abort_run(s, why);
+        return ordo__sched_abort_run(s, why);
     }
     for (int i = 0; i < s->n_members; i++) {
         member_t *m = &s->members[i];
@@ -348,104 +302,10 @@ static int check_liveness(sched_t *s)
         if (silent_ms > s->conf.timeout_ms) {
             char name[320], why[512];
             snprintf(why, sizeof why, "%s is dead: no heartbeat for %lld ms (timeout %d ms)",
-                     member_name(m, name, sizeof name), (long long)silent_ms, s->conf.timeout_ms);
-            return abort_run(s, why);
+                     ordo__sched_member_name(m, name, sizeof name), (long long)silent_ms, s->conf.timeout_ms);
+            return ordo__sched_abort_run(s, why);
         }
     }
-    return 0;
-}
-
-/* workers gather at barrier `id` (forward-only runs keep their iterations aligned this
- * way); when all are in, each gets BARRIER_DONE */
-static void on_barrier(sched_t *s, member_t *mb, int64_t id)
-{
-    char name[320];
-    if (mb->role != ORDO_ROLE_WORKER || id < 0 || (s->barrier_n > 0 && id != s->barrier_id)) {
-        ORDO_WARN("dropped BARRIER %lld from %s (workers are gathering at %lld)", (long long)id,
-                  member_name(mb, name, sizeof name), (long long)s->barrier_id);
-        return;
-    }
-    s->barrier_id = id;
-    if (++s->barrier_n < s->conf.workers) return;
-    s->barrier_n = 0;
-    for (int i = 0; i < s->n_members; i++) {
-        if (s->members[i].role != ORDO_ROLE_WORKER) continue;
-        ordo_msg_t d;
-        ordo_msg_init(&d, ORDO_MSG_BARRIER_DONE);
-        d.sock = s->sock;
-        memcpy(d.rid, s->members[i].rid, s->members[i].rid_len);
-        d.rid_len = s->members[i].rid_len;
-        d.hdr.role = ORDO_ROLE_SCHEDULER;
-        d.hdr.iter = id;
-        ordo_transport_send(s->tp, &d);
-    }
-}
-
-/* a broadcast (ordo_broadcast): every worker sends BCAST id with its size and the root, the
- * root its bytes too; once all are in, every worker but the root gets the bytes and the root
- * an empty BCAST. A worker whose id, size or root differs aborts the run, naming it. */
-static int on_bcast(sched_t *s, member_t *mb, ordo_msg_t *m)
-{
-    char why[600], name[320];
-    size_t len = 0, dlen = 0;
-    const unsigned char *sz = ordo_msg_data(m, 0, &len);
-    const void *data = ordo_msg_data(m, 1, &dlen);
-    if (mb->role != ORDO_ROLE_WORKER) return 0;
-    member_name(mb, name, sizeof name);
-    uint64_t bytes = sz && len == 8 ? ordo_get_le(sz, 8) : UINT64_MAX;
-    int root = (int)m->hdr.key;
-    why[0] = '\0';
-    if (bytes == UINT64_MAX || m->hdr.iter < 1)
-        snprintf(why, sizeof why, "malformed BCAST from %s", name);
-    else if (root < 0 || root >= s->conf.workers)
-        snprintf(why, sizeof why, "broadcast %lld: %s named root %d (there are %d workers)",
-                 (long long)m->hdr.iter, name, root, s->conf.workers);
-    else if (s->bcast_n > 0 && m->hdr.iter != s->bcast_id)
-        snprintf(why, sizeof why, "%s joined broadcast %lld while the others are at %lld (every "
-                 "worker must call ordo_broadcast in the same order)", name,
-                 (long long)m->hdr.iter, (long long)s->bcast_id);
-    else if (s->bcast_n > 0 && (root != s->bcast_root || bytes != s->bcast_bytes))
-        snprintf(why, sizeof why, "broadcast %lld: worker %d passed %llu bytes from root %d, "
-                 "worker %d %llu bytes from root %d", (long long)m->hdr.iter, mb->rank,
-                 (unsigned long long)bytes, root, s->bcast_first,
-                 (unsigned long long)s->bcast_bytes, s->bcast_root);
-    else if (mb->rank == root && (!data || dlen != bytes))
-        snprintf(why, sizeof why, "broadcast %lld: the root's BCAST has %zu bytes, not %llu",
-                 (long long)m->hdr.iter, dlen, (unsigned long long)bytes);
-    if (why[0]) return abort_run(s, why);
-    if (s->bcast_n++ == 0) {
-        s->bcast_id = m->hdr.iter;
-        s->bcast_root = root;
-        s->bcast_bytes = bytes;
-        s->bcast_first = mb->rank;
-    }
-    if (mb->rank == root) {
-        ordo_msg_move(&s->bcast_data, m);
-        s->have_bcast_data = true;
-    }
-    if (s->bcast_n < s->conf.workers) return 0;
-    const void *bytes_of_root = ordo_msg_data(&s->bcast_data, 1, &dlen);
-    for (int i = 0; i < s->n_members; i++) {
-        member_t *w = &s->members[i];
-        if (w->role != ORDO_ROLE_WORKER) continue;
-        ordo_msg_t d;
-        ordo_msg_init(&d, ORDO_MSG_BCAST);
-        d.sock = s->sock;
-        memcpy(d.rid, w->rid, w->rid_len);
-        d.rid_len = w->rid_len;
-        d.hdr.role = ORDO_ROLE_SCHEDULER;
-        d.hdr.iter = s->bcast_id;
-        d.hdr.key = (uint32_t)s->bcast_root;
-        d.hdr.dtype = ORDO_DTYPE_BYTES;
-        if (w->rank != s->bcast_root && ordo_msg_add_copy(&d, bytes_of_root, dlen) != 0) {
-            ordo_msg_close(&d);
-            return abort_run(s, "the scheduler ran out of memory relaying a broadcast");
-        }
-        ordo_transport_send(s->tp, &d);
-    }
-    ordo_msg_close(&s->bcast_data);
-    s->have_bcast_data = false;
-    s->bcast_n = 0;
     return 0;
 }
 
@@ -472,94 +332,6 @@ static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *
     }
 }
 
-/* worker 0's start-up calibration ([push] calibrate, worker/calibrate.h): plan the merge
- * groups with its a, b, c (and the op times it measured, when it sends them and no [order]
- * oracle is set), send them to every worker and keep the figures in RUN/calibration.json.
- * A malformed calibration aborts the run with the reason (the workers wait for it). */
-static int on_calibration(sched_t *s, ordo_msg_t *m)
-{
-    char why[700];
-    size_t len = 0;
-    const char *body = ordo_msg_data(m, 0, &len);
-    json_error_t err;
-    json_t *o = body ? json_loadb(body, len, 0, &err) : NULL,
-           *cal = json_object_get(o, "calibration");
-    json_t *ops = json_object_get(o, "op_times");
-    ordo_model_t *timed = NULL;
-    ordo_oracle_t *orc = NULL;
-    double v[3];
-    const char *names[3] = {"a_s", "b_s", "c_s"};
-    why[0] = '\0';
-    for (int i = 0; i < 3 && !why[0]; i++) {
-        json_t *x = json_object_get(cal, names[i]);
-        v[i] = json_is_number(x) ? json_number_value(x) : NAN;
-        if (!isfinite(v[i]) || v[i] < 0)
-            snprintf(why, sizeof why, "worker 0's calibration: $.calibration.%s: %s", names[i],
-                     !o  ? (body ? err.text : "no body")
-                     : x ? "not a finite number >= 0"
-                         : "missing");
-    }
-    int rc = 0;
-    if (!why[0] && ops && !s->conf.oracle[0]) { /* measured op times replace the estimates */
-        char *text = json_dumps(ops, JSON_COMPACT);
-        rc = text ? ordo_oracle_load_string(text, "worker 0's op times", s->model, &orc)
-                  : ORDO_ENOMEM;
-        free(text);
-        if (!rc) rc = ordo_oracle_timed_model(s->model, orc, &timed);
-        if (!rc) ORDO_INFO("merge: op times measured by worker 0 at start-up");
-    }
-    if (!why[0] && !rc)
-        rc = ordo_runplan_merge_calibrated(&s->conf, timed ? timed : s->model, v[0], v[1], v[2],
-                                           s->plan);
-    if (!why[0] && rc)
-        snprintf(why, sizeof why, "cannot plan the merge groups from worker 0's calibration: %s",
-                 ordo_error_text(rc));
-    ordo_oracle_destroy(&orc);
-    ordo_model_destroy(&timed);
-    if (why[0]) {
-        json_decref(o);
-        return abort_run(s, why);
-    }
-    s->calibrating = false;
-    ordo_runplan_merge_take_file(s->plan, s->run_dir);
-    json_t *merge = json_object_get(s->plan, "merge");
-    json_t *msg = json_pack("{s:O}", "merge", merge);
-    char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
-    for (int i = 0; text && i < s->n_members; i++)
-        if (s->members[i].role == ORDO_ROLE_WORKER)
-            reply(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_PLAN, text);
-    free(text);
-    json_decref(msg);
-    /* what was measured and what it planned, for the user (op_times is an ordo-oracle/1
-     * object: saved as a file, it can be a later run's [order] oracle) */
-    char path[sizeof s->run_dir + 32];
-    snprintf(path, sizeof path, "%s/calibration.json", s->run_dir);
-    json_object_set(cal, "groups", json_object_get(merge, "groups_per_worker"));
-    json_object_set(cal, "predicted_iter_s", json_object_get(merge, "predicted_iter_s"));
-    if (ops) json_object_set(cal, "op_times", ops);
-    if (json_dump_file(cal, path, JSON_INDENT(1)) != 0) ORDO_WARN("cannot write %s", path);
-    json_decref(o);
-    return 0;
-}
-
-/* ---- collective re-plans (scheduler/replan.h) ---------------------------------------- */
-
-static void replan_send(void *ctx, int role, const char *text)
-{
-    sched_t *s = ctx;
-    for (int i = 0; i < s->n_members; i++)
-        if (s->members[i].role == role)
-            reply(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_REPLAN, text);
-}
-
-/* a REPLAN from a worker (its request) or a server (its acknowledgement) */
-static int on_replan(sched_t *s, member_t *mb, ordo_msg_t *m)
-{
-    int rc = ordo_replan_on_msg(s->replan, s->welcomed ? s->keys : NULL, mb->role, mb->rank, m);
-    if (rc) return abort_run(s, ordo_error_text(rc));
-    return 0;
-}
-
 /* handle: one message from a node; 0 to go on, 1 when every worker is done, ORDO_EABORT */
 static int handle(sched_t *s, ordo_msg_t *m)
 {
@@ -576,7 +348,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
     mb->last_seen_ns = ordo_clock_ns();
     switch (m->hdr.type) {
     case ORDO_MSG_HEARTBEAT:
-        reply(s, mb->rid, mb->rid_len, ORDO_MSG_HEARTBEAT_ACK, NULL);
+        ordo__sched_reply(s, mb->rid, mb->rid_len, ORDO_MSG_HEARTBEAT_ACK, NULL);
         break;
     case ORDO_MSG_STATS: {
         char body[4096];
@@ -586,7 +358,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
         if (rc == 0 && st.worker != mb->rank)
             rc = ordo_error_set(ORDO_EPROTO, "STATS names worker %d", st.worker);
         if (rc)
-            ORDO_WARN("dropped stats of %s: %s", member_name(mb, name, sizeof name),
+            ORDO_WARN("dropped stats of %s: %s", ordo__sched_member_name(mb, name, sizeof name),
                       ordo_error_text(rc));
         else if (s->log)
             ordo_runlog_add(s->log, &st);
@@ -597,40 +369,40 @@ static int handle(sched_t *s, ordo_msg_t *m)
         char body[4096];
         ordo_msg_text(m, 0, body, sizeof body);
         if (m->nframes && s->log && ordo_runlog_final(s->log, mb->rank, body) != 0)
-            ORDO_WARN("bad DONE body from %s", member_name(mb, name, sizeof name));
+            ORDO_WARN("bad DONE body from %s", ordo__sched_member_name(mb, name, sizeof name));
         mb->done = true;
         s->n_done++;
-        ORDO_INFO("%s finished (%d/%d)", member_name(mb, name, sizeof name), s->n_done,
+        ORDO_INFO("%s finished (%d/%d)", ordo__sched_member_name(mb, name, sizeof name), s->n_done,
                   s->conf.workers);
         return s->n_done == s->conf.workers;
     }
     case ORDO_MSG_BARRIER:
-        on_barrier(s, mb, m->hdr.iter);
+        ordo__sched_on_barrier(s, mb, m->hdr.iter);
         break;
     case ORDO_MSG_BCAST:
-        return on_bcast(s, mb, m);
+        return ordo__sched_on_bcast(s, mb, m);
     case ORDO_MSG_PLAN: { /* sparse histograms (scheduler/sparse_coord.h) */
         if (s->calibrating && mb->role == ORDO_ROLE_WORKER && mb->rank == 0) {
-            return on_calibration(s, m); /* the start-up calibration's result */
+            return ordo__sched_on_calibration(s, m); /* the start-up calibration's result */
         }
         int rc = s->sparse ? ordo_sparse_coord_on_msg(s->sparse, mb->role, mb->rank, m)
                            : ordo_error_set(ORDO_EPROTO, "no sparse pushes in this run");
         if (rc)
-            ORDO_WARN("dropped a PLAN message from %s: %s", member_name(mb, name, sizeof name),
+            ORDO_WARN("dropped a PLAN message from %s: %s", ordo__sched_member_name(mb, name, sizeof name),
                       ordo_error_text(rc));
         break;
     }
     case ORDO_MSG_REPLAN:
-        return on_replan(s, mb, m);
+        return ordo__sched_on_replan(s, mb, m);
     case ORDO_MSG_ABORT: {
         char why[600], body[400];
-        snprintf(why, sizeof why, "%s gave up: %s", member_name(mb, name, sizeof name),
+        snprintf(why, sizeof why, "%s gave up: %s", ordo__sched_member_name(mb, name, sizeof name),
                  ordo_msg_text(m, 0, body, sizeof body));
-        return abort_run(s, why);
+        return ordo__sched_abort_run(s, why);
     }
     default:
         ORDO_WARN("dropped unexpected %s from %s", ordo_wire_type_name(m->hdr.type),
-                  member_name(mb, name, sizeof name));
+                  ordo__sched_member_name(mb, name, sizeof name));
     }
     return 0;
 }
@@ -667,7 +439,7 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
     make_run_dir(s);
     if ((rc = ordo_runlog_new(s->run_dir, &s->conf, s->conf.workers, &s->log)) != 0) goto fail;
     if (s->plan) ordo_runplan_merge_take_file(s->plan, s->run_dir);
-    if ((rc = ordo_replan_new(&s->conf, s->run_dir, replan_send, s, &s->replan)) != 0) goto fail;
+    if ((rc = ordo_replan_new(&s->conf, s->run_dir, ordo__sched_replan_send, s, &s->replan)) != 0) goto fail;
     s->members = calloc((size_t)(s->conf.servers + s->conf.workers), sizeof *s->members);
     if (!s->members) {
         rc = ORDO_ENOMEM;
@@ -735,7 +507,7 @@ int ordo_scheduler_run(ordo_scheduler_t *s)
 {
     int rc = 0;
     while (rc == 0) {
-        if (ordo_daemon_stop_signal()) return abort_run(s, "the scheduler was interrupted");
+        if (ordo_daemon_stop_signal()) return ordo__sched_abort_run(s, "the scheduler was interrupted");
         ordo_msg_t m;
         if (ordo_transport_recv(s->tp, &m, s->conf.heartbeat_ms / 2 + 1) == 0) {
             rc = handle(s, &m);

@@ -1,0 +1,94 @@
+/* scheduler_internal: the scheduler object's state and the helpers its files share
+ * (scheduler.c: the object, rendezvous and loop; scheduler_ctl.c: barriers, broadcasts,
+ * calibration, re-plans). Nothing outside scheduler/scheduler*.c includes it. */
+#ifndef ORDO_SCHEDULER_INTERNAL_H
+#define ORDO_SCHEDULER_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/conf.h"
+#include "common/keys.h"
+#include "common/transport.h"
+#include "core/model.h"
+#include "scheduler/replan.h"
+#include "scheduler/runlog.h"
+#include "scheduler/scheduler.h"
+#include "scheduler/sparse_coord.h"
+
+typedef struct {
+    uint8_t rid[ORDO_WIRE_MAX_RID];
+    size_t rid_len;
+    int role;
+    int want_rank;
+    int rank;
+    int pid;
+    char endpoint[256];
+    int64_t last_seen_ns;
+    bool done;
+    json_t *tensors; /* a worker's declared tensors ([model] trainer = declared), or NULL */
+} member_t;
+
+struct ordo_scheduler {
+    ordo_conf_t conf;
+    ordo_transport_t *tp;
+    int sock;
+    member_t *members;
+    int n_members, n_servers, n_workers;
+    bool welcomed;
+    bool declared;   /* [model] trainer = declared: the workers' declarations are the model */
+    json_t *updates; /* declared: each key's update rule (null: the conf's), for the plan */
+    int n_done;
+    ordo_runlog_t *log;
+    ordo_model_t *model;
+    ordo_keys_t *keys;
+    json_t *plan;            /* computed once at start-up, sent in every WELCOME */
+    int64_t barrier_id;      /* the barrier workers are gathering at (-1: none) */
+    int barrier_n;           /* workers arrived at it */
+    int64_t bcast_id;        /* the broadcast workers are gathering at */
+    int bcast_n, bcast_root; /* workers arrived at it, and its root */
+    uint64_t bcast_bytes;    /* its size (every worker's must match) */
+    int bcast_first;         /* the worker that came first (its size and root rule) */
+    ordo_msg_t bcast_data;   /* the root's message, kept until all arrived */
+    bool have_bcast_data;
+    ordo_sparse_coord_t *sparse; /* [push] mode = sparse: thresholds and regions */
+    bool calibrating; /* [push] calibrate: the merge groups wait for worker 0's calibration */
+    char run_dir[ORDO_CONF_PATH + ORDO_CONF_STR + 64];
+    char endpoint[256];    /* where it listens */
+    int64_t start_ns;      /* when it started listening (the start-up timeout counts from it) */
+    bool aborted;          /* the run was aborted: ABORT sent, summary written */
+    char *summary;         /* the summary's JSON text once the run completed */
+    ordo_replan_t *replan; /* collective re-plans (ordo_replan) */
+};
+
+typedef ordo_scheduler_t sched_t;
+
+/* ordo__sched_member_name writes m's role, rank, pid and endpoint into buf and returns it. */
+const char *ordo__sched_member_name(const member_t *m, char *buf, size_t size);
+
+/* ordo__sched_reply sends a message of type (JSON text, may be NULL) to the node rid. */
+void ordo__sched_reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type, const char *text);
+
+/* ordo__sched_abort_run tells every node the run is aborted (why), writes the summary and
+ * returns ORDO_EABORT. */
+int ordo__sched_abort_run(sched_t *s, const char *why);
+
+/* ordo__sched_on_barrier counts worker mb at barrier id and releases all when all came. */
+void ordo__sched_on_barrier(sched_t *s, member_t *mb, int64_t id);
+
+/* ordo__sched_on_bcast gathers broadcast m from worker mb and relays the root's bytes once
+ * every worker came; a size or root that differs aborts the run naming both workers. */
+int ordo__sched_on_bcast(sched_t *s, member_t *mb, ordo_msg_t *m);
+
+/* ordo__sched_on_calibration plans the merge groups from worker 0's calibration m. */
+int ordo__sched_on_calibration(sched_t *s, ordo_msg_t *m);
+
+/* ordo__sched_replan_send sends a re-plan's text to the nodes of role (ordo_replan_new's
+ * send callback; ctx is the scheduler). */
+void ordo__sched_replan_send(void *ctx, int role, const char *text);
+
+/* ordo__sched_on_replan hands worker mb's REPLAN m to the collective. */
+int ordo__sched_on_replan(sched_t *s, member_t *mb, ordo_msg_t *m);
+
+#endif
