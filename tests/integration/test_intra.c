@@ -62,7 +62,7 @@ static void check_equals_reference(const it_run_t *run)
     ORDO_CK_OK(ordo_paramfile_read(it_run_path(run, "params.bin"), &pf));
     ck_assert_int_eq(pf->iteration, ITERS);
     ordo_train_opts_t o = {.network = "mlp",
-                           .data_dir = "/usr/share/datasets/fashion-mnist",
+                           .data_dir = ordo_ck_fmnist_dir(),
                            .kind = ORDO_COMPUTE_CPU,
                            .workers = W,
                            .batch = BATCH,

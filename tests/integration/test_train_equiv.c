@@ -81,7 +81,7 @@ START_TEST(two_workers_two_servers_equal_the_reference_trainer)
     ck_assert_int_eq(pf->iteration, ITERS);
 
     ordo_train_opts_t o = {.network = "mlp",
-                           .data_dir = "/usr/share/datasets/fashion-mnist",
+                           .data_dir = ordo_ck_fmnist_dir(),
                            .kind = ORDO_COMPUTE_CPU,
                            .workers = W,
                            .batch = BATCH,
