@@ -45,15 +45,21 @@ const char *ordo__sched_member_name(const member_t *m, char *buf, size_t size)
     return buf;
 }
 
+void ordo__sched_msg_to(const sched_t *s, const uint8_t *rid, size_t rid_len, int type,
+                        ordo_msg_t *m)
+{
+    ordo_msg_init(m, type);
+    m->sock = s->sock;
+    memcpy(m->rid, rid, rid_len);
+    m->rid_len = rid_len;
+    m->hdr.role = ORDO_ROLE_SCHEDULER;
+    m->hdr.rank = 0;
+}
+
 void ordo__sched_reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type, const char *text)
 {
     ordo_msg_t m;
-    ordo_msg_init(&m, type);
-    m.sock = s->sock;
-    memcpy(m.rid, rid, rid_len);
-    m.rid_len = rid_len;
-    m.hdr.role = ORDO_ROLE_SCHEDULER;
-    m.hdr.rank = 0;
+    ordo__sched_msg_to(s, rid, rid_len, type, &m);
     if (text) {
         m.hdr.dtype = ORDO_DTYPE_JSON;
         ordo_msg_add_text(&m, text);
@@ -316,11 +322,7 @@ static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *
     for (int i = 0; i < s->n_members; i++) {
         if (s->members[i].role != role) continue;
         ordo_msg_t m;
-        ordo_msg_init(&m, ORDO_MSG_PLAN);
-        m.sock = s->sock;
-        memcpy(m.rid, s->members[i].rid, s->members[i].rid_len);
-        m.rid_len = s->members[i].rid_len;
-        m.hdr.role = ORDO_ROLE_SCHEDULER;
+        ordo__sched_msg_to(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_PLAN, &m);
         m.hdr.iter = iter;
         m.hdr.key = ORDO_SPARSE_KEY;
         m.hdr.chunk = (uint32_t)sub;

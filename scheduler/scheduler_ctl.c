@@ -35,11 +35,7 @@ void ordo__sched_on_barrier(sched_t *s, member_t *mb, int64_t id)
     for (int i = 0; i < s->n_members; i++) {
         if (s->members[i].role != ORDO_ROLE_WORKER) continue;
         ordo_msg_t d;
-        ordo_msg_init(&d, ORDO_MSG_BARRIER_DONE);
-        d.sock = s->sock;
-        memcpy(d.rid, s->members[i].rid, s->members[i].rid_len);
-        d.rid_len = s->members[i].rid_len;
-        d.hdr.role = ORDO_ROLE_SCHEDULER;
+        ordo__sched_msg_to(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_BARRIER_DONE, &d);
         d.hdr.iter = id;
         ordo_transport_send(s->tp, &d);
     }
@@ -95,11 +91,7 @@ int ordo__sched_on_bcast(sched_t *s, member_t *mb, ordo_msg_t *m)
         member_t *w = &s->members[i];
         if (w->role != ORDO_ROLE_WORKER) continue;
         ordo_msg_t d;
-        ordo_msg_init(&d, ORDO_MSG_BCAST);
-        d.sock = s->sock;
-        memcpy(d.rid, w->rid, w->rid_len);
-        d.rid_len = w->rid_len;
-        d.hdr.role = ORDO_ROLE_SCHEDULER;
+        ordo__sched_msg_to(s, w->rid, w->rid_len, ORDO_MSG_BCAST, &d);
         d.hdr.iter = s->bcast_id;
         d.hdr.key = (uint32_t)s->bcast_root;
         d.hdr.dtype = ORDO_DTYPE_BYTES;

@@ -67,6 +67,11 @@ typedef ordo_scheduler_t sched_t;
 /* ordo__sched_member_name writes m's role, rank, pid and endpoint into buf and returns it. */
 const char *ordo__sched_member_name(const member_t *m, char *buf, size_t size);
 
+/* ordo__sched_msg_to initialises *m as a message of type from the scheduler to the node rid
+ * (its socket, routing id and header); the caller adds fields and frames and sends it. */
+void ordo__sched_msg_to(const sched_t *s, const uint8_t *rid, size_t rid_len, int type,
+                        ordo_msg_t *m);
+
 /* ordo__sched_reply sends a message of type (JSON text, may be NULL) to the node rid. */
 void ordo__sched_reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type, const char *text);
 
