@@ -29,13 +29,14 @@ def cnn() -> nn.Module:
         nn.Flatten(), nn.Linear(32 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
-def evaluate(net: nn.Module, x: torch.Tensor, y: torch.Tensor, counts: torch.Tensor) -> float:
+def evaluate(net: nn.Module, x: torch.Tensor, y: torch.Tensor, counts: torch.Tensor,
+             dev: str) -> float:
     """evaluate counts this worker's share of the test set right and pushes the counts; it
     returns the accuracy over the whole test set."""
     rank, size = hvd.rank(), hvd.size()
     net.eval()
     with torch.no_grad():
-        xs, ys = x[rank::size], y[rank::size]
+        xs, ys = x[rank::size].to(dev), y[rank::size].to(dev)
         right = sum(int((net(xs[i:i + 1000]).argmax(1) == ys[i:i + 1000]).sum())
                     for i in range(0, len(xs), 1000))
     net.train()
@@ -53,12 +54,19 @@ def main() -> int:
     ap.add_argument("--mode", choices=["server", "gradients"], default="server")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu, cuda (the worker's local_rank-th GPU) or auto (cuda if there)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
     hvd.init()
+    dev = args.device
+    if dev == "auto":
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
+    if dev == "cuda":  # the workers of a host share its GPUs by local rank
+        dev = f"cuda:{hvd.local_rank() % torch.cuda.device_count()}"
     torch.manual_seed(args.seed)
-    net = cnn()
+    net = cnn().to(dev)
     counts = torch.zeros(2)
     hvd.declare("eval.counts", counts)  # every tensor is declared before the first transfer
     opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum)
@@ -68,18 +76,19 @@ def main() -> int:
     rank, size = hvd.rank(), hvd.size()
 
     x, y = fmnist.load("train")
+    x, y = x.to(dev), y.to(dev)
     tx, ty = fmnist.load("t10k")
     loss_fn = nn.CrossEntropyLoss()
     steps = len(x) // (args.batch * size)
     if rank == 0:
         print(f"train_fmnist: {size} workers, {steps} steps of {args.batch} x {size} per "
-              f"epoch, mode {args.mode}", flush=True)
+              f"epoch, mode {args.mode}, on {dev}", flush=True)
     for epoch in range(args.epochs):
         order = torch.randperm(len(x), generator=torch.Generator().manual_seed(epoch))
         mine = order[rank::size]
         started, seen, total = time.monotonic(), 0, 0.0
         for s in range(steps):
-            idx = mine[s * args.batch:(s + 1) * args.batch]
+            idx = mine[s * args.batch:(s + 1) * args.batch].to(dev)
             opt.zero_grad()
             loss = loss_fn(net(x[idx]), y[idx])
             loss.backward()
@@ -90,7 +99,7 @@ def main() -> int:
                 print(f"train_fmnist: epoch {epoch + 1} step {s + 1}/{steps} loss "
                       f"{total / (s + 1):.4f} {seen * size / (time.monotonic() - started):.0f} "
                       "samples/s", flush=True)
-        acc = evaluate(net, tx, ty, counts)
+        acc = evaluate(net, tx, ty, counts, dev)
         if rank == 0:
             print(f"train_fmnist: epoch {epoch + 1}: loss {total / steps:.4f}, test accuracy "
                   f"{100 * acc:.2f}%, {time.monotonic() - started:.1f} s", flush=True)

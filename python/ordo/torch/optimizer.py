@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from ordo.torch import runtime as rt
+from ordo.torch.staging import CudaStaging
 
 MODES = ("gradients", "server")
 PROFILE_ITERATIONS = 5  # iterations profiled (after one warm-up) before the plan (model=)
@@ -50,7 +51,7 @@ class _Param:
         self.tensor = tensor
         self.priority = tensor.index  # forward order: the first layer's leave first
         # A CUDA parameter's gradient goes out from, and its result comes back into, pinned
-        # host buffers (device-to-host before the push, host-to-device after the pull).
+        # host buffers, copied on a side stream (ordo.torch.staging).
         self.cuda = param.is_cuda
         pinned = {"dtype": torch.float32, "pin_memory": True}
         self.host = torch.empty(param.shape, **pinned) if self.cuda else None
@@ -96,6 +97,7 @@ class _Distributed:
                 t = runtime.declare(name, p.numel(), rt.AVERAGE)
             params.append(_Param(name, p, t))
         self._ordo_params = params
+        self._ordo_staging = CudaStaging() if any(q.cuda for q in params) else None
         self._ordo_hooks = [q.param.register_post_accumulate_grad_hook(self._ordo_hook)
                             for q in params]
         self._ordo_by_id = {id(q.param): q for q in params}
@@ -144,12 +146,21 @@ class _Distributed:
             grad = grad.contiguous()
         if self._ordo_passes > 1:
             grad = grad / self._ordo_passes
-        if q.cuda:
-            q.host.copy_(grad)  # waits for the copy: the push reads the host buffer at once
-            grad = q.host
         q.grad = grad
         q.pushed = True
+        if q.cuda:  # pushed once its copy to q.host is done, here or at a later call
+            self._ordo_staging.to_host(q, grad, q.host)
+            self._ordo_push_staged(block=False)
+            return
         q.handle = self._ordo_rt.client.pushpull(q.tensor.index, grad, q.recv, q.priority)
+
+    def _ordo_push_staged(self, block: bool) -> None:
+        """_ordo_push_staged pushes the CUDA gradients whose copies to host have finished
+        (with block: all of them, waiting for their copies)."""
+        if self._ordo_staging is None:
+            return
+        for q in self._ordo_staging.ready(block):
+            q.handle = self._ordo_rt.client.pushpull(q.tensor.index, q.host, q.recv, q.priority)
 
     def _ordo_push_missing(self) -> None:
         """Every worker pushes every tensor each step: what no hook pushed goes now (its
@@ -175,7 +186,9 @@ class _Distributed:
         if self._ordo_mode == "gradients":
             for q in self._ordo_params:
                 if q.param.grad is None:
-                    q.param.grad = q.recv.to(q.param.device, copy=True)
+                    q.param.grad = torch.empty_like(q.param)
+                if q.cuda:
+                    self._ordo_staging.to_device(q.param.grad, q.recv)
                 else:
                     q.param.grad.copy_(q.recv)
         self._ordo_synced = True
@@ -268,6 +281,7 @@ class _Distributed:
 
     def _ordo_wait(self, tensor_indices: list[int]) -> None:
         """_ordo_wait waits for the pulls of the given tensors (ForwardGate's wait_fn)."""
+        self._ordo_push_staged(block=True)
         for i in tensor_indices:
             q = self._ordo_by_index[i]
             if q.handle is not None:
@@ -275,7 +289,7 @@ class _Distributed:
                 q.handle = None
                 q.grad = None
                 if q.cuda and q.tensor.kind != rt.AVERAGE:
-                    q.param.data.copy_(q.recv)  # the new parameter, host to device
+                    self._ordo_staging.to_device(q.param.data, q.recv)  # the new parameter
 
 
 def make(optimizer: torch.optim.Optimizer, runtime: rt.Runtime,
