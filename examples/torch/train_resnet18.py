@@ -36,12 +36,19 @@ def main() -> int:
     ap.add_argument("--mode", choices=["server", "gradients"], default="server")
     ap.add_argument("--eval", type=int, default=2000, help="test samples evaluated")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu, cuda (the worker's local_rank-th GPU) or auto (cuda if there)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
     hvd.init()
+    dev = args.device
+    if dev == "auto":
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
+    if dev == "cuda":  # the workers of a host share its GPUs by local rank
+        dev = f"cuda:{hvd.local_rank() % torch.cuda.device_count()}"
     torch.manual_seed(1)
-    net = resnet18()
+    net = resnet18().to(dev)
     counts = torch.zeros(2)
     hvd.declare("eval.counts", counts)
     opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
@@ -52,6 +59,7 @@ def main() -> int:
 
     x, y = fmnist.load("train")
     tx, ty = fmnist.load("t10k")
+    x, y, tx, ty = x.to(dev), y.to(dev), tx.to(dev), ty.to(dev)
     loss_fn = nn.CrossEntropyLoss()
     steps = len(x) // (args.batch * size)
     if args.steps:
@@ -59,13 +67,13 @@ def main() -> int:
     if rank == 0:
         n = sum(p.numel() for p in net.parameters())
         print(f"train_resnet18: {size} workers, {n / 1e6:.1f} M parameters, {steps} steps of "
-              f"{args.batch} x {size} per epoch, mode {args.mode}", flush=True)
+              f"{args.batch} x {size} per epoch, mode {args.mode}, on {dev}", flush=True)
     for epoch in range(args.epochs):
         mine = torch.randperm(len(x), generator=torch.Generator().manual_seed(epoch))[rank::size]
         started, total = time.monotonic(), 0.0
         net.train()
         for s in range(steps):
-            idx = mine[s * args.batch:(s + 1) * args.batch]
+            idx = mine[s * args.batch:(s + 1) * args.batch].to(dev)
             opt.zero_grad()
             loss = loss_fn(net(x[idx]), y[idx])
             loss.backward()

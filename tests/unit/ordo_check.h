@@ -9,9 +9,11 @@
 #define ORDO_CHECK_H
 
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -62,6 +64,43 @@ static inline const char *ordo_ck_fmnist_missing(void)
     return NULL;
 }
 
+/* ordo_ck_probe_child runs probe(need) in a child process and returns its answer (NULL: the
+ * capability is there). A probe may initialise a driver (CUDA) that does not survive fork, and
+ * Check forks each case from this process: the parent must stay untouched by it. */
+static inline const char *ordo_ck_probe_child(ordo_ck_probe_fn probe, const char *need)
+{
+    static char why[512];
+    int fd[2];
+    if (pipe(fd) != 0) return probe(need); /* no pipe: probe here (worst case, cases fail) */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return probe(need);
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        const char *w = probe(need);
+        if (w && write(fd[1], w, strlen(w)) < 0) _exit(3);
+        _exit(w ? 1 : 0);
+    }
+    close(fd[1]);
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof why - 1 && (r = read(fd[0], why + n, sizeof why - 1 - n)) > 0)
+        n += (size_t)r;
+    why[n] = '\0';
+    close(fd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return NULL;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 2) exit(2); /* the probe's own refusal */
+    if (n == 0) snprintf(why, sizeof why, "the probe for '%s' failed (status %d)", need, status);
+    return why;
+}
+
 /* ordo_ck_require checks each capability ORDO_CK_NEEDS names (space-separated): "fmnist" here,
  * others through probe. A missing one prints "SKIP: <reason>" and exits 77; a name nobody
  * knows is a mistake in the test's registration and exits 2. */
@@ -76,7 +115,7 @@ static inline void ordo_ck_require(ordo_ck_probe_fn probe)
         if (strcmp(w, "fmnist") == 0)
             why = ordo_ck_fmnist_missing();
         else if (probe)
-            why = probe(w);
+            why = ordo_ck_probe_child(probe, w);
         else {
             fprintf(stderr, "ORDO_CK_NEEDS names '%s', which this suite cannot check\n", w);
             exit(2);
