@@ -68,6 +68,9 @@ struct ordo {
     int64_t barrier_sent, barrier_done;
     int64_t bcast_sent, bcast_done;
     bool replan_sent, replan_answered; /* ordo_replan: asked, and the scheduler answered */
+    /* ordo_step: the iteration being measured, its start, the time spent waiting in it, its
+     * last push, and the bytes counted at its start */
+    int64_t step_iter, step_t0_ns, step_wait_ns, step_push_ns, step_bytes_push, step_bytes_pull;
 };
 
 /* ---- errors ---------------------------------------------------------------------------- */
@@ -294,6 +297,7 @@ int ordo_join(ordo_t *o)
     o->servers = ordo_worker_n_servers(o->w);
     ordo_log_set_role("worker", o->rank);
     o->state = JOINED;
+    o->step_t0_ns = ordo_clock_ns();
     return 0;
 }
 
@@ -476,7 +480,8 @@ static int pump(ordo_t *o, int timeout_ms)
 }
 
 /* wait_until pumps events until done(o, arg) holds, up to timeout_ms (-1: no limit). */
-static int wait_until(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64_t arg, int timeout_ms)
+static int wait_until_done(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64_t arg,
+                           int timeout_ms)
 {
     int64_t deadline = timeout_ms < 0 ? -1 : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
     while (!done(o, arg)) {
@@ -496,6 +501,16 @@ static int wait_until(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64_t 
         if (rc) return rc;
     }
     return 0;
+}
+
+/* wait_until is wait_until_done, its time counted as the iteration's wait (ordo_step). */
+static int wait_until(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64_t arg, int timeout_ms)
+{
+    if (done(o, arg)) return 0;
+    int64_t t0 = ordo_clock_ns();
+    int rc = wait_until_done(o, done, arg, timeout_ms);
+    o->step_wait_ns += ordo_clock_ns() - t0;
+    return rc;
 }
 
 static bool op_done(const ordo_t *o, int64_t s)
@@ -610,7 +625,10 @@ static int issued(ordo_t *o, int s, int rc, ordo_handle_t *h)
         return rc == ORDO_EINVAL || rc == ORDO_ERANGE ? fail(rc) : cluster_failed(o, rc);
     }
     tensor_t *t = &o->t[p->tensor];
-    if (p->need & NEED_PUSH) t->push_op = s;
+    if (p->need & NEED_PUSH) {
+        t->push_op = s;
+        o->step_push_ns = ordo_clock_ns();
+    }
     if (p->need & NEED_PULL) t->pull_op = s;
     if (h) *h = handle_of(o, s);
     return 0;
@@ -647,6 +665,38 @@ int ordo_pushpull(ordo_t *o, int tensor, const float *grad, float *dst, int prio
     rc = ordo_worker_pushpull(o->w, tensor, grad, dst, t->version, priority);
     if (!rc) t->version++;
     return issued(o, s, rc, h);
+}
+
+/* ---- iterations ------------------------------------------------------------------------ */
+
+int ordo_step(ordo_t *o, int samples, double loss)
+{
+    int rc = usable(o, "ordo_step");
+    if (rc) return rc;
+    if (samples < 0) return ordo_error_set(ORDO_EINVAL, "ordo_step: samples is %d", samples);
+    int64_t now = ordo_clock_ns(), bp, bl;
+    ordo_worker_bytes(o->w, &bp, &bl);
+    int64_t t0 = o->step_t0_ns, pushed = o->step_push_ns;
+    if (pushed < t0 || pushed > now) pushed = now; /* no push in this iteration */
+    double step_ms = (double)(now - t0) / 1e6, wait_ms = (double)o->step_wait_ns / 1e6;
+    if (wait_ms > step_ms) wait_ms = step_ms;
+    char js[640];
+    int n = snprintf(js, sizeof js,
+                     "{\"worker\":%d,\"iter\":%lld,\"step_ms\":%.4f,\"wait_ms\":%.4f,"
+                     "\"compute_ms\":%.4f,\"bytes_push\":%lld,\"bytes_pull\":%lld,\"samples\":%d,"
+                     "\"t_start_ns\":%lld,\"t_push_done_ns\":%lld,\"t_end_ns\":%lld",
+                     o->rank, (long long)o->step_iter, step_ms, wait_ms, step_ms - wait_ms,
+                     (long long)(bp - o->step_bytes_push), (long long)(bl - o->step_bytes_pull),
+                     samples, (long long)t0, (long long)pushed, (long long)now);
+    if (isfinite(loss)) n += snprintf(js + n, sizeof js - (size_t)n, ",\"loss\":%.6g", loss);
+    snprintf(js + n, sizeof js - (size_t)n, "}");
+    o->step_iter++;
+    o->step_t0_ns = now;
+    o->step_wait_ns = 0;
+    o->step_bytes_push = bp;
+    o->step_bytes_pull = bl;
+    if ((rc = ordo_worker_report(o->w, js)) != 0) return cluster_failed(o, rc);
+    return 0;
 }
 
 /* ---- declared update rules and broadcast ------------------------------------------------ */

@@ -215,6 +215,12 @@ ORDO_API int ordo_barrier(ordo_t *o, int timeout_ms);
  * limit); transfers keep completing meanwhile. */
 ORDO_API int ordo_broadcast(ordo_t *o, void *buf, size_t bytes, int root, int timeout_ms);
 
+/* ordo_step marks the end of one training iteration for the run's metrics: its time since the
+ * last ordo_step (or ordo_join), the part spent waiting in ordo_wait, ordo_wait_all and
+ * ordo_barrier, the bytes moved, samples (>= 0) and loss (NAN: none) go to the scheduler
+ * (metrics.jsonl, summary.json's step_ms, throughput and straggler effect). Optional. */
+ORDO_API int ordo_step(ordo_t *o, int samples, double loss);
+
 /* ordo_interrupt makes a call of another thread blocked in ordo_wait, ordo_wait_all or
  * ordo_barrier return ORDO_ERR_AGAIN soon. The only function that may be called while
  * another thread is inside a call on o. */

@@ -267,6 +267,12 @@ class Client:
         """wait_all waits for every transfer in flight."""
         _check(lib.ordo_wait_all(self._ptr(), timeout_ms))
 
+    def step(self, samples: int = 0, loss: float | None = None) -> None:
+        """step marks the end of one training iteration for the run's metrics (step time, the
+        part spent waiting for transfers, bytes, samples, loss): summary.json's step_ms,
+        throughput and straggler effect come from these."""
+        _check(lib.ordo_step(self._ptr(), samples, float("nan") if loss is None else loss))
+
     def barrier(self, timeout_ms: int = -1) -> None:
         """barrier returns once every worker called it as many times."""
         _check(lib.ordo_barrier(self._ptr(), timeout_ms))

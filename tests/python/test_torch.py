@@ -6,6 +6,7 @@ without it) and a libordo with declared tensors, per-tensor updates and broadcas
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -77,6 +78,12 @@ def test_two_workers_equal_one_process_on_the_whole_batch(tmp_path: Path, mode: 
             gated = "gate waits" in log and " 0 gate waits" not in log
             assert f"plan: replan {r == 0}" in log and "priorities [3, 2, 1, 0]" in log, log
             assert gated == (mode == "server"), log
+    # every step was reported (ordo_step): the run's summary has its iterations and step times,
+    # and with model= the samples of each step (the batch of the model's forward)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["iterations"] == torch_mlp.ITERS, summary
+    assert summary["step_ms"]["p50"] > 0 and summary["wait_ms"]["p50"] >= 0, summary
+    assert (summary["throughput_samples_per_s"] > 0) == bool(plan), summary
     torch.set_num_threads(1)
     net = torch_mlp.model()
     torch_mlp.train(net, torch_mlp.optimizer(mode, net.parameters()), 0, 1)

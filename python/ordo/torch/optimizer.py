@@ -105,6 +105,11 @@ class _Distributed:
         self._ordo_gated = False
         self._ordo_synced = False
         self._ordo_plan_seam(model)
+        # The run's metrics count the samples of each step: the batch of the model's last
+        # training forward (model= given), else none.
+        self._ordo_batch = 0
+        if model is not None:
+            model.register_forward_pre_hook(self._ordo_count_batch)
         # The join waits for the first transfer, unless something must happen before the first
         # forward: the servers' initial values (server mode) or a broadcast asked for before
         # the tensors were known.
@@ -209,10 +214,18 @@ class _Distributed:
         self._ordo_synced = False
         self._ordo_iteration += 1
         self._ordo_plan_step()
+        result = None
         if self._ordo_mode == "server":
             self._ordo_check_hyper()
-            return None
-        return super().step()  # type: ignore[misc]
+        else:
+            result = super().step()  # type: ignore[misc]
+        self._ordo_rt.client.step(self._ordo_batch)
+        return result
+
+    def _ordo_count_batch(self, module: Any, inputs: tuple) -> None:
+        if module.training and inputs and isinstance(inputs[0], torch.Tensor) \
+                and inputs[0].dim() > 0:
+            self._ordo_batch = int(inputs[0].shape[0])
 
     def _ordo_check_hyper(self) -> None:
         """The servers took the hyperparameters at the join; a change (an LR schedule) would
