@@ -34,6 +34,36 @@ static bool check_declaration(json_t *d, int worker, int i, char *why, size_t ws
     return !bad;
 }
 
+/* check_sparse_rules: sparse servers run one SGD over every tensor (the sparse path keeps no
+ * per-key rules), so declared rules must all be the same sgd; an average (a gradient or a
+ * value the program wants back exact) cannot be sparsified. */
+static int check_sparse_rules(json_t *up, const char **names, char *why, size_t wsz)
+{
+    json_t *first = NULL;
+    for (size_t i = 0; i < json_array_size(up); i++) {
+        json_t *u = json_array_get(up, i);
+        const char *kind = json_string_value(json_object_get(u, "kind"));
+        if (!kind || strcmp(kind, "sgd")) {
+            snprintf(why, wsz,
+                     "push.mode = sparse sparsifies every tensor and runs one SGD on the servers: "
+                     "tensor %zu \"%s\" asks for %s (exact averages need push.mode = dense or "
+                     "merged)",
+                     i, names[i], kind ? "an average" : "the conf's [optimizer]");
+            return ORDO_EINVAL;
+        }
+        if (!first) {
+            first = u;
+        } else if (!json_equal(u, first)) {
+            snprintf(why, wsz,
+                     "push.mode = sparse runs one SGD for every tensor: tensor %zu \"%s\" "
+                     "declares other hyperparameters than tensor 0",
+                     i, names[i]);
+            return ORDO_EINVAL;
+        }
+    }
+    return 0;
+}
+
 int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo_model_t **model,
                         json_t **updates, char *why, size_t wsz)
 {
@@ -94,11 +124,7 @@ int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo
         json_array_append(up, u ? u : json_null());
         any |= u != NULL;
     }
-    if (!rc && any && sparse) {
-        snprintf(why, wsz, "the workers declared update rules, which push.mode = sparse does not "
-                           "apply (its servers run the conf's [optimizer])");
-        rc = ORDO_EINVAL;
-    }
+    if (!rc && any && sparse) rc = check_sparse_rules(up, names, why, wsz);
     ordo_model_t *m = NULL;
     if (!rc) rc = ordo_job_model_declared(names, numel, n, &m);
     if (rc && rc != ORDO_ENOMEM && !why[0])

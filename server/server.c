@@ -104,6 +104,10 @@ static int setup_updates(ordo_server_t *s)
             opt.lr = (float)json_number_value(json_object_get(u, "lr"));
             opt.momentum = (float)json_number_value(json_object_get(u, "momentum"));
             opt.weight_decay = (float)json_number_value(json_object_get(u, "weight_decay"));
+            if (!n_sgd) {
+                s->declared_sgd = opt;
+                s->has_declared_sgd = true;
+            }
             n_sgd++;
         } else {
             rc = ordo_error_set(ORDO_EPROTO, "plan: updates[%d]: unknown kind", key);
@@ -247,7 +251,16 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
         goto fail;
     if ((rc = ordo_groups_new(s->node.keys, s->node.rank, &s->groups)) != 0) goto fail;
     if ((rc = setup_checkpoints(s)) != 0) goto fail;
-    if ((rc = ordo_sparse_srv_new(&s->node, &s->conf, s->data_sock, &s->sparse)) != 0) goto fail;
+    /* sparse servers run one SGD: the workers' declared one (all the same, the scheduler
+     * checked), else the conf's [optimizer] */
+    ordo_conf_t sparse_conf = s->conf;
+    if (s->has_declared_sgd) {
+        sparse_conf.lr = s->declared_sgd.lr;
+        sparse_conf.momentum = s->declared_sgd.momentum;
+        sparse_conf.weight_decay = s->declared_sgd.weight_decay;
+    }
+    if ((rc = ordo_sparse_srv_new(&s->node, &sparse_conf, s->data_sock, &s->sparse)) != 0)
+        goto fail;
     s->waiting = calloc((size_t)s->node.keys->n_slices, sizeof *s->waiting);
     if (!s->waiting) {
         rc = ORDO_ENOMEM;

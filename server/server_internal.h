@@ -13,6 +13,7 @@
 #include "server/sparse_srv.h"
 #include "server/store.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +52,8 @@ struct ordo_server {
     ordo_srv_ckpt_t *ckpt; /* [fault] checkpoint_every: the momentum's part (server/ckpt.h) */
     int end_rc;            /* how the run ended: 0, or ORDO_EABORT (sets the linger) */
     int local_size;        /* the plan's intra groups: one pusher per local_size workers */
+    bool has_declared_sgd; /* the workers declared sgd rules; the first is declared_sgd */
+    ordo_optim_t declared_sgd;
 };
 
 /* ordo__server_pusher maps a pushing worker's rank to its pusher index in the store: its

@@ -145,6 +145,8 @@ int ordo_sparse_srv_new(ordo_node_t *node, const ordo_conf_t *conf, int data_soc
     ORDO_INFO("sparse: this server owns [%u, %u) of %u entries; k = %u per iteration over %d "
               "server%s",
               ordo__ssrv_lo(srv), ordo__ssrv_hi(srv), p.n, p.k, srv->S, srv->S == 1 ? "" : "s");
+    ORDO_INFO("sparse: sgd lr %g, momentum %g, weight decay %g", (double)srv->sgd.lr,
+              (double)srv->sgd.momentum, (double)srv->sgd.weight_decay);
     *out = srv;
     return 0;
 }

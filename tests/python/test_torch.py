@@ -177,3 +177,32 @@ def test_a_tensor_declared_after_the_join_is_refused():
     with pytest.raises(ValueError, match="declared twice"):
         r.declare("w", 5)
     r.client.close()
+
+
+def test_sparse_pushes_train_from_pytorch(tmp_path: Path):
+    """push.mode = sparse from PyTorch: the sparse servers run the SGD the workers declared
+    (server mode), and the loss on the whole data goes down."""
+    missing = _c_side_missing()
+    if missing:
+        pytest.skip(missing)
+    path = tmp_path / "sparse.ini"
+    path.write_text("[cluster]\nservers = 2\nworkers = 2\n\n[model]\ntrainer = declared\n\n"
+                    "[push]\nmode = sparse\ndensity = 0.25\n\n[fault]\ntimeout_ms = 5000\n")
+    c = Cluster(tmp_path, conf=path, servers=2)
+    worker = SRC / "tests" / "python" / "torch_sparse_worker.py"
+    try:
+        for r in range(2):
+            c.start_worker(r, [sys.executable, str(worker)])
+        for name in ["worker0", "worker1", "server0", "server1", "scheduler"]:
+            assert c.finish(name) == 0, f"{name}: {c.log(name)}"
+    finally:
+        c.stop()
+    for r in range(2):
+        log = c.log(f"worker{r}")
+        line = [x for x in log.splitlines() if "torch_sparse_worker: loss" in x]
+        assert line, log
+        before, after = (float(v) for v in line[0].split("loss ")[1].split(" -> "))
+        assert after < 0.9 * before, line[0]
+    for s in range(2):  # torch_mlp's SGD, not the conf's [optimizer] (lr 0.01, no momentum)
+        assert "sparse: sgd lr 0.05, momentum 0.9, weight decay 0.01" in c.log(f"server{s}"), \
+            c.log(f"server{s}")

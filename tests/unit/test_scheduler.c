@@ -9,6 +9,7 @@
 #include "common/le.h"
 #include "common/keys.h"
 #include "common/transport.h"
+#include "scheduler/declared.h"
 #include "scheduler/scheduler.h"
 #include "ordo_check.h"
 
@@ -359,6 +360,43 @@ START_TEST(declarations_that_differ_abort_naming_worker_and_tensor)
 }
 END_TEST
 
+/* sparse: the declarations text (the same for both workers) under push.mode = sparse; returns
+ * the code and leaves the reason in why */
+static int sparse(const char *text, char *why, size_t wsz)
+{
+    json_t *d = json_loads(text, 0, NULL);
+    ck_assert_ptr_nonnull(d);
+    json_t *by_rank[2] = {d, d};
+    ordo_model_t *m = NULL;
+    json_t *updates = NULL;
+    int rc = ordo_declared_model(by_rank, 2, true, &m, &updates, why, wsz);
+    ck_assert_int_eq(rc == 0, m != NULL);
+    ordo_model_destroy(&m);
+    json_decref(updates);
+    json_decref(d);
+    return rc;
+}
+
+START_TEST(sparse_runs_take_one_declared_sgd_for_every_tensor)
+{
+    char why[512];
+#define SGD(lr) "\"update\":{\"kind\":\"sgd\",\"lr\":" lr ",\"momentum\":0.9,\"weight_decay\":0}"
+    ck_assert_int_eq(sparse("[{\"name\":\"w\",\"numel\":8," SGD("0.1") "},"
+                            "{\"name\":\"b\",\"numel\":2," SGD("0.1") "}]", why, sizeof why), 0);
+    ck_assert_int_eq(sparse("[{\"name\":\"w\",\"numel\":8}]", why, sizeof why), 0);
+    ck_assert_int_eq(sparse("[{\"name\":\"w\",\"numel\":8," SGD("0.1") "},"
+                            "{\"name\":\"b\",\"numel\":2," SGD("0.2") "}]", why, sizeof why),
+                     ORDO_EINVAL);
+    ck_assert_msg(strstr(why, "tensor 1 \"b\" declares other hyperparameters"), "%s", why);
+    ck_assert_int_eq(sparse("[{\"name\":\"w\",\"numel\":8," SGD("0.1") "},"
+                            "{\"name\":\"n\",\"numel\":2,\"update\":{\"kind\":\"average\"}}]",
+                            why, sizeof why),
+                     ORDO_EINVAL);
+    ck_assert_msg(strstr(why, "tensor 1 \"n\" asks for an average"), "%s", why);
+#undef SGD
+}
+END_TEST
+
 /* bcast: node i joins broadcast id of `bytes` from root; data (root only) or NULL */
 static void bcast(rig_t *r, int i, int64_t id, int root, uint64_t bytes, const char *data)
 {
@@ -431,6 +469,7 @@ static Suite *scheduler_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, declared_tensors_make_the_key_map);
     tcase_add_test(tc, declarations_that_differ_abort_naming_worker_and_tensor);
+    tcase_add_test(tc, sparse_runs_take_one_declared_sgd_for_every_tensor);
     suite_add_tcase(s, tc);
     return s;
 }
