@@ -6,6 +6,7 @@
 #ifndef ORDO_MODEL_H
 #define ORDO_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,7 @@ typedef struct ordo_model_param {
     int64_t numel; /* product of shape */
     int64_t bytes; /* numel * dtype size */
     int first_op;  /* index of the first op (forward order) that reads it */
+    bool occasional; /* not transferred every iteration (a declared metric): pushed alone */
 } ordo_model_param_t;
 
 typedef struct ordo_model_op {

@@ -122,6 +122,11 @@ double ordo_merge_plan_iter_s(const ordo_merge_plan_t *p, const ordo_model_t *m,
  * plan p (its layout's messages; the groups without one), or a negative error. */
 int ordo_merge_plan_messages(const ordo_merge_plan_t *p, const ordo_model_t *m);
 
+/* ordo_merge_plan_isolate splits p's groups so that every parameter of m marked occasional
+ * travels alone (a group waits for all its parameters, and such a one is not pushed every
+ * iteration); the order stays. Returns the number of groups split, or a negative error. */
+int ordo_merge_plan_isolate(ordo_merge_plan_t *p, const ordo_model_t *m);
+
 /* ordo_merge_plan_destroy frees *p and sets *p = NULL; NULL-safe. */
 void ordo_merge_plan_destroy(ordo_merge_plan_t **p);
 

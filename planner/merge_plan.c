@@ -125,6 +125,36 @@ static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
     return iter;
 }
 
+int ordo_merge_plan_isolate(ordo_merge_plan_t *p, const ordo_model_t *m)
+{
+    int extra = 0;
+    for (int i = 0; i < p->n_params; i++)
+        extra += m->params[p->order[i]].occasional ? 2 : 0;
+    if (!extra) return 0;
+    int *start = malloc(sizeof *start * (size_t)(p->n_groups + extra + 1));
+    if (!start) return ORDO_ENOMEM;
+    int n = 0, split = 0;
+    for (int g = 0; g < p->n_groups; g++) {
+        int lo = p->group_start[g], hi = p->group_start[g + 1], cut = 0;
+        start[n++] = lo;
+        for (int i = lo; i < hi; i++) {
+            if (!m->params[p->order[i]].occasional || hi - lo == 1) continue;
+            if (i > lo && start[n - 1] != i) start[n++] = i; /* the ones before it */
+            if (i + 1 < hi) start[n++] = i + 1;              /* it alone; then the rest */
+            cut = 1;
+        }
+        split += cut;
+    }
+    start[n] = p->n_params;
+    free(p->group_start);
+    p->group_start = start;
+    p->n_groups = n;
+    for (int g = 0; g < n; g++)
+        for (int i = start[g]; i < start[g + 1]; i++)
+            p->group_of_param[p->order[i]] = g;
+    return split;
+}
+
 double ordo_merge_plan_iter_s(const ordo_merge_plan_t *p, const ordo_model_t *m, double a, double b,
                               double c)
 {

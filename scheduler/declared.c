@@ -13,9 +13,12 @@
 static bool check_declaration(json_t *d, int worker, int i, char *why, size_t wsz)
 {
     json_t *name = json_object_get(d, "name"), *numel = json_object_get(d, "numel");
-    json_t *u = json_object_get(d, "update");
+    json_t *u = json_object_get(d, "update"), *occ = json_object_get(d, "occasional");
     const char *bad = NULL;
-    if (!json_is_string(name) || !json_string_length(name) || json_string_length(name) > 1000)
+    if (occ && !json_is_boolean(occ)) bad = "\"occasional\" that is not true or false";
+    if (bad) {
+    } else if (!json_is_string(name) || !json_string_length(name) ||
+               json_string_length(name) > 1000)
         bad = "no name";
     else if (!json_is_integer(numel) || json_integer_value(numel) < 1)
         bad = "no element count >= 1";
@@ -95,6 +98,14 @@ int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo
                          w, i, an, ae, bn, be);
                 goto done;
             }
+            if (json_is_true(json_object_get(a, "occasional")) !=
+                json_is_true(json_object_get(b, "occasional"))) {
+                snprintf(why, wsz,
+                         "worker %d declared tensor %d \"%s\" %s, worker 0 %s", w, i, an,
+                         json_is_true(json_object_get(a, "occasional")) ? "occasional" : "every step",
+                         json_is_true(json_object_get(b, "occasional")) ? "occasional" : "every step");
+                goto done;
+            }
             json_t *au = json_object_get(a, "update"), *bu = json_object_get(b, "update");
             if (!(au == bu || (au && bu && json_equal(au, bu)))) {
                 char *at = au ? json_dumps(au, JSON_COMPACT) : strdup("the conf's"),
@@ -127,6 +138,9 @@ int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo
     if (!rc && any && sparse) rc = check_sparse_rules(up, names, why, wsz);
     ordo_model_t *m = NULL;
     if (!rc) rc = ordo_job_model_declared(names, numel, n, &m);
+    for (int i = 0; !rc && i < n; i++)
+        m->params[i].occasional = json_is_true(json_object_get(json_array_get(ref, (size_t)i),
+                                                               "occasional"));
     if (rc && rc != ORDO_ENOMEM && !why[0])
         snprintf(why, wsz, "the declared tensors: %s", ordo_error_text(rc));
     if (!rc) {

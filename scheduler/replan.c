@@ -25,7 +25,13 @@ struct ordo_replan {
     char *plan_text; /* the new plan, while the servers acknowledge it */
     int n_acks;
     int n_done; /* re-plans completed */
+    const ordo_model_t *declared; /* the declared tensors (occasional marks), or NULL */
 };
+
+void ordo_replan_set_declared(ordo_replan_t *r, const ordo_model_t *declared)
+{
+    r->declared = declared;
+}
 
 int ordo_replan_new(const ordo_conf_t *conf, const char *run_dir, ordo_replan_send_fn send,
                     void *ctx, ordo_replan_t **out)
@@ -104,6 +110,8 @@ static int plan(ordo_replan_t *r, const ordo_keys_t *keys, char **out)
     for (int i = 0; i < n; i++)
         names[i] = json_string_value(json_array_get(r->names, (size_t)i));
     rc = ordo_replan_model_match(r->profile, r->profile_len, names, keys->numel, n, "float32", &m);
+    for (int t = 0; !rc && r->declared && t < n && t < r->declared->n_params; t++)
+        m->params[t].occasional = r->declared->params[t].occasional;
     /* the profile's measured times are the truth: no oracle file, no compute scaling */
     ordo_conf_t c = r->conf;
     c.oracle[0] = '\0';

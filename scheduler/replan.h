@@ -13,6 +13,7 @@
 #include "common/conf.h"
 #include "common/keys.h"
 #include "common/wire.h"
+#include "core/model.h"
 
 typedef struct ordo_replan ordo_replan_t;
 
@@ -30,6 +31,10 @@ int ordo_replan_new(const ordo_conf_t *conf, const char *run_dir, ordo_replan_se
  * run with ordo_error_detail(). */
 int ordo_replan_on_msg(ordo_replan_t *r, const ordo_keys_t *keys, int role, int rank,
                        ordo_msg_t *m);
+
+/* ordo_replan_set_declared gives the model the workers declared (borrowed; it outlives r):
+ * each re-planned model takes its tensors' occasional marks. */
+void ordo_replan_set_declared(ordo_replan_t *r, const ordo_model_t *declared);
 
 /* ordo_replan_destroy frees *r and sets it to NULL; NULL-safe. */
 void ordo_replan_destroy(ordo_replan_t **r);

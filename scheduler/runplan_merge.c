@@ -102,6 +102,17 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
                                               &layout, &p)) != 0) {
         return rc;
     }
+    /* a declared tensor the program transfers only now and then travels alone */
+    int split = ordo_merge_plan_isolate(p, m);
+    if (split < 0) {
+        ordo_merge_plan_destroy(&p);
+        return split;
+    }
+    if (split) {
+        p->predicted_iter_s = ordo_merge_plan_iter_s(p, m, a / scale, b / scale, c / scale);
+        ORDO_INFO("merge: %d group%s split so that occasional tensors travel alone", split,
+                  split == 1 ? "" : "s");
+    }
     int messages = ordo_merge_plan_messages(p, m);
     json_t *groups = json_array(), *merge = NULL;
     for (int g = 0; groups && g < p->n_groups; g++) {

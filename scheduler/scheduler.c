@@ -124,6 +124,7 @@ static int send_welcome(sched_t *s)
                      ordo_error_text(rc));
         if (rc) return ordo__sched_abort_run(s, why[0] ? why : ordo_error_text(rc));
         ordo_runplan_merge_take_file(s->plan, s->run_dir);
+        ordo_replan_set_declared(s->replan, s->model);
         ORDO_INFO("model declared by the workers: %d tensors, %.1f MiB", s->model->n_params,
                   (double)ordo_model_total_bytes(s->model) / 1048576.0);
     }

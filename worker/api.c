@@ -43,6 +43,7 @@ typedef struct tensor {
     int pull_op;
     ordo_update_t update; /* ordo_declare_update's rule (kind ORDO_UPDATE_CONF: none) */
     int priority; /* the plan's (ordo_tensor_priority) */
+    bool occasional; /* ordo_declare_occasional */
 } tensor_t;
 
 /* One transfer. A handle is (generation << 32) | (slot + 1), so a stale handle is refused. */
@@ -238,6 +239,7 @@ static int declarations_json(const ordo_t *o, char **out)
                                           "weight_decay", t->update.weight_decay));
         else if (t->update.kind == ORDO_UPDATE_AVERAGE)
             json_object_set_new(d, "update", json_pack("{s:s}", "kind", "average"));
+        if (t->occasional) json_object_set_new(d, "occasional", json_true());
         json_array_append_new(arr, d);
     }
     *out = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
@@ -721,6 +723,18 @@ int ordo_declare_update(ordo_t *o, int tensor, const ordo_update_t *u)
                               "(each must be finite and >= 0)",
                               name, u->lr, u->momentum, u->weight_decay);
     o->t[tensor].update = *u;
+    return 0;
+}
+
+int ordo_declare_occasional(ordo_t *o, int tensor)
+{
+    ordo_error_clear();
+    if (!o) return ordo_error_set(ORDO_EINVAL, "ordo_declare_occasional: NULL argument");
+    if (o->state != NEW)
+        return ordo_error_set(ORDO_EINVAL, "ordo_declare_occasional: declare before ordo_join");
+    int rc = check_tensor(o, tensor, "ordo_declare_occasional");
+    if (rc) return rc;
+    o->t[tensor].occasional = true;
     return 0;
 }
 

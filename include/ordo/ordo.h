@@ -95,6 +95,11 @@ enum { ORDO_UPDATE_CONF = 0, ORDO_UPDATE_SGD = 1, ORDO_UPDATE_AVERAGE = 2 };
  * ordo_join; every worker must declare the same rules, or the run aborts naming the tensor. */
 ORDO_API int ordo_declare_update(ordo_t *o, int tensor, const ordo_update_t *u);
 
+/* ordo_declare_occasional marks the declared tensor as one the program does not transfer every
+ * iteration (a metric, a count): merged pushes keep it out of their groups, which wait for all
+ * their tensors. Only before ordo_join; every worker must mark the same tensors. */
+ORDO_API int ordo_declare_occasional(ordo_t *o, int tensor);
+
 /* ordo_join checks the conf, registers with the scheduler and connects to every server;
  * it returns once the whole cluster is up. With [model] trainer = declared the workers'
  * declarations (names, sizes, update rules, in order; all workers the same, or the run aborts

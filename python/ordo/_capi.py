@@ -65,6 +65,7 @@ _SIGNATURES = {
     "ordo_broadcast": (ctypes.c_int, [_P, _P, ctypes.c_size_t, ctypes.c_int, ctypes.c_int]),
     "ordo_interrupt": (None, [_P]),
     "ordo_step": (ctypes.c_int, [_P, ctypes.c_int, ctypes.c_double]),
+    "ordo_declare_occasional": (ctypes.c_int, [_P, ctypes.c_int]),
     "ordo_replan": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_int]),
     "ordo_tensor_priority": (ctypes.c_int, [_P, ctypes.c_int]),
 }

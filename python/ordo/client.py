@@ -162,6 +162,11 @@ class Client:
         u = _capi.Update(kinds[kind], float(lr), float(momentum), float(weight_decay))
         _check(lib.ordo_declare_update(self._ptr(), tensor, ctypes.byref(u)))
 
+    def declare_occasional(self, tensor: int) -> None:
+        """declare_occasional marks tensor as one not transferred every iteration (before
+        join): merged pushes keep it out of their groups."""
+        _check(lib.ordo_declare_occasional(self._ptr(), tensor))
+
     def join(self) -> Client:
         """join registers with the scheduler and waits for the cluster to form."""
         _check(lib.ordo_join(self._ptr()))

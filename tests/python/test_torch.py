@@ -35,10 +35,10 @@ def _c_side_missing() -> str | None:
     return None
 
 
-def conf(tmp: Path, servers: int = 2) -> Path:
+def conf(tmp: Path, servers: int = 2, push: str = "dense") -> Path:
     path = tmp / "torch.ini"
     path.write_text(f"[cluster]\nservers = {servers}\nworkers = 2\n\n[model]\ntrainer = declared\n"
-                    "\n[fault]\ntimeout_ms = 5000\n")
+                    f"\n[push]\nmode = {push}\n\n[fault]\ntimeout_ms = 5000\n")
     return path
 
 
@@ -48,18 +48,21 @@ def runtime_reset():
     hvd.shutdown()
 
 
-@pytest.mark.parametrize("device,plan", [("cpu", ""), ("cuda", ""), ("cpu", "plan")])
+@pytest.mark.parametrize("device,plan,push", [("cpu", "", "dense"), ("cuda", "", "dense"),
+                                              ("cpu", "plan", "dense"), ("cpu", "", "merged")])
 @pytest.mark.parametrize("mode", ["gradients", "server"])
 def test_two_workers_equal_one_process_on_the_whole_batch(tmp_path: Path, mode: str,
-                                                           device: str, plan: str):
+                                                           device: str, plan: str, push: str):
     """With plan, the model= seam (fake_plan's stand-ins): priorities from the plan, and in
-    server mode each module's forward waits for its own parameters; the values stay equal."""
+    server mode each module's forward waits for its own parameters; the values stay equal.
+    Merged: the parameters travel in merge groups, the program's own tensor ("check", pushed
+    once at the end) alone; without that its group would never fill and the run would hang."""
     if device == "cuda" and not torch.cuda.is_available():
         pytest.skip("no GPU: the staging of CUDA tensors through host memory is not tested")
     missing = _c_side_missing()
     if missing:
         pytest.skip(missing)
-    c = Cluster(tmp_path, conf=conf(tmp_path), servers=2)
+    c = Cluster(tmp_path, conf=conf(tmp_path, push=push), servers=2)
     try:
         for r in range(2):
             c.start_worker(r, [sys.executable, str(WORKER), mode, str(tmp_path / f"out{r}.pt"),
@@ -68,6 +71,9 @@ def test_two_workers_equal_one_process_on_the_whole_batch(tmp_path: Path, mode: 
             assert c.finish(name) == 0, f"{name}: {c.log(name)}"
     finally:
         c.stop()
+    if push == "merged":
+        assert "so that occasional tensors travel alone" in c.log("scheduler"), \
+            c.log("scheduler")
     for r in range(2):
         log = c.log(f"worker{r}")
         assert "push_pull: mean 1.5, sum 3.0" in log, log

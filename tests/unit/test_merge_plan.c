@@ -60,6 +60,36 @@ START_TEST(plan_compute_on_toy)
 }
 END_TEST
 
+/* an occasional parameter (a declared metric) is cut out of its group, alone; the order stays */
+START_TEST(occasional_params_travel_alone)
+{
+    ordo_model_t *m = toy_model();
+    ordo_merge_plan_t *p = NULL;
+    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_ALL, 0, 100e-6, 1e-9, 0, 0, NULL, &p));
+    ck_assert_int_eq(p->n_groups, 1);
+    ck_assert_int_eq(ordo_merge_plan_isolate(p, m), 0); /* nothing marked: as it was */
+    ck_assert_int_eq(p->n_groups, 1);
+    int order[4];
+    for (int i = 0; i < 4; i++)
+        order[i] = p->order[i];
+    m->params[order[1]].occasional = true; /* the second in push order */
+    ck_assert_int_eq(ordo_merge_plan_isolate(p, m), 1);
+    ck_assert_int_eq(p->n_groups, 3);
+    ck_assert_int_eq(p->group_start[0], 0);
+    ck_assert_int_eq(p->group_start[1], 1);
+    ck_assert_int_eq(p->group_start[2], 2);
+    ck_assert_int_eq(p->group_start[3], 4);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(p->order[i], order[i]);
+        ck_assert_int_eq(p->group_of_param[order[i]], i < 2 ? i : 2);
+    }
+    ck_assert_int_eq(ordo_merge_plan_isolate(p, m), 0); /* already alone */
+    ck_assert_int_eq(p->n_groups, 3);
+    ordo_merge_plan_destroy(&p);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
 START_TEST(algo_names_parse)
 {
     ordo_merge_algo_t al;
@@ -545,6 +575,7 @@ Suite *merge_plan_suite(void)
     TCase *tc = tcase_create("plans");
     tcase_add_test(tc, plan_compute_on_toy);
     tcase_add_test(tc, algo_names_parse);
+    tcase_add_test(tc, occasional_params_travel_alone);
     tcase_add_test(tc, plan_json_round_trip);
     tcase_add_test(tc, plan_json_keeps_layout_and_margin);
     tcase_add_test(tc, plan_load_rejects_bad_plans);

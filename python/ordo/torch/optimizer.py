@@ -92,9 +92,9 @@ class _Distributed:
             rt.check_tensor(p, f"parameter {name!r}")
             if mode == "server":
                 hyper = _hyper(group_of[id(p)])
-                t = runtime.declare(name, p.numel(), rt.SGD, hyper)
+                t = runtime.declare(name, p.numel(), rt.SGD, hyper, every_step=True)
             else:
-                t = runtime.declare(name, p.numel(), rt.AVERAGE)
+                t = runtime.declare(name, p.numel(), rt.AVERAGE, every_step=True)
             params.append(_Param(name, p, t))
         self._ordo_params = params
         self._ordo_staging = CudaStaging() if any(q.cuda for q in params) else None

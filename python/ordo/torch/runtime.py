@@ -94,9 +94,11 @@ class Runtime:
     # ---- declaring and joining -----------------------------------------------------------
 
     def declare(self, name: str, numel: int, kind: str = AVERAGE,
-                hyper: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> Tensor:
+                hyper: tuple[float, float, float] = (0.0, 0.0, 0.0),
+                every_step: bool = False) -> Tensor:
         """declare adds tensor name (before the join) with the update its servers run; a name
-        declared again must have the same size and update."""
+        declared again must have the same size and update. A tensor not transferred
+        every_step (the program's own, push_pull's) travels alone under merged pushes."""
         old = self.tensors.get(name)
         if old is not None:
             if (old.numel, old.kind, old.hyper) != (numel, kind, hyper):
@@ -110,6 +112,8 @@ class Runtime:
         index = self.client.declare(name, numel)
         lr, momentum, wd = hyper
         self.client.declare_update(index, kind, lr, momentum, wd)
+        if not every_step:
+            self.client.declare_occasional(index)
         t = Tensor(index, numel, kind, hyper)
         self.tensors[name] = t
         return t
