@@ -10,7 +10,8 @@
  * moment it arrives; every member's intra thread fetches the values of an iteration in the
  * order of the plan's priorities as they appear, and each becomes its own PULL_DONE, so the
  * forward pass waits for each op's own parameters only (DeAR's decoupled all-reduce with
- * TicTac's order). The servers count one pusher per group and divide by every worker for the
+ * TicTac's order); with [intra] overlap = false every PULL_DONE of an iteration waits for its
+ * last all-gather (the all-reduce as one step, to measure what the decoupling gains). The servers count one pusher per group and divide by every worker for the
  * mean (server/server.c). Sparse pushes keep the flat path (the scheduler refuses the mix). */
 #include "worker/push.h"
 #include "common/clock.h"
@@ -48,6 +49,10 @@ typedef struct {
     int *order; /* [n_keys] the order fetches are served in (the last pulls' priority order) */
     int *ready; /* [n_keys] the thread's scratch */
     int64_t *ready_iter;
+    bool overlap;      /* false: an iteration's PULL_DONEs wait for its last all-gather */
+    int *held;         /* [n_keys] the thread's fetched keys not yet announced (overlap off) */
+    int64_t *held_iter;
+    int n_held;
     pthread_t th;
     bool running, stop;
     char why[256]; /* the failure the thread saw */
@@ -62,6 +67,16 @@ typedef struct {
 } hier_t;
 
 /* ---- the intra thread --------------------------------------------------------------- */
+
+/* has every value the executor asked for been fetched? (overlap off: then they go at once) */
+static bool all_gathered(hier_t *h)
+{
+    bool all = true;
+    pthread_mutex_lock(&h->mu);
+    for (int k = 0; k < h->n_keys && all; k++) all = h->want_val[k] < 0;
+    pthread_mutex_unlock(&h->mu);
+    return all;
+}
 
 static void *intra_main(void *arg)
 {
@@ -106,8 +121,18 @@ static void *intra_main(void *arg)
                 __atomic_add_fetch(&h->gather_ns, dt, __ATOMIC_RELAXED);
                 h->span_fetch[2 * k] = t0;
                 h->span_fetch[2 * k + 1] = dt;
-                ordo__worker_post(h->base.ps, CODE_GATHERED, k, h->ready_iter[i]);
+                if (h->overlap) {
+                    ordo__worker_post(h->base.ps, CODE_GATHERED, k, h->ready_iter[i]);
+                } else {
+                    h->held[h->n_held] = k;
+                    h->held_iter[h->n_held++] = h->ready_iter[i];
+                }
             }
+        }
+        if (h->n_held && all_gathered(h)) {
+            for (int i = 0; i < h->n_held; i++)
+                ordo__worker_post(h->base.ps, CODE_GATHERED, h->held[i], h->held_iter[i]);
+            h->n_held = 0;
         }
         if (n) continue;
         int rc = io->wait(h->it, gen, 50);
@@ -156,6 +181,8 @@ static void destroy(ordo_push_t *p)
     free(h->order);
     free(h->ready);
     free(h->ready_iter);
+    free(h->held);
+    free(h->held_iter);
     free(h->span_sum);
     free(h->span_fetch);
     for (int i = 0; h->names && i < h->n_keys; i++) free(h->names[i]);
@@ -178,6 +205,27 @@ static void assign_owners(hier_t *h, int n_units, const int *start, const int *k
             load[best] += h->off[k + 1] - h->off[k];
         }
     }
+}
+
+/* the intra backend's relay (nccl's unique ids): one broadcast through the scheduler per
+ * group, rooted at its local rank 0; every worker of the run joins all of them, in group
+ * order, and keeps its own group's bytes. The ids are far above those of ordo_broadcast's
+ * (1, 2, ...), which runs with groups never call (they use the C API's flat path). */
+#define RELAY_ID0 ((int64_t)1 << 40)
+
+static int relay(void *ctx, void *buf, size_t bytes)
+{
+    hier_t *h = ctx;
+    ordo_worker_t *ps = h->base.ps;
+    int groups = ordo_worker_n_workers(ps) / h->L, rc = 0;
+    int timeout_ms = ordo__worker_conf(ps)->startup_ms;
+    void *other = malloc(bytes ? bytes : 1);
+    if (!other) return ORDO_ENOMEM;
+    for (int g = 0; g < groups && !rc; g++)
+        rc = ordo__worker_relay(ps, RELAY_ID0 + g, g * h->L, g == h->group ? buf : other, bytes,
+                                timeout_ms);
+    free(other);
+    return rc;
 }
 
 static int create(ordo_worker_t *ps, ordo_push_t **out)
@@ -219,6 +267,10 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
     h->order = malloc(n * sizeof *h->order);
     h->ready = malloc(2 * n * sizeof *h->ready);
     h->ready_iter = malloc(2 * n * sizeof *h->ready_iter);
+    h->held = malloc(n * sizeof *h->held);
+    h->held_iter = malloc(n * sizeof *h->held_iter);
+    json_t *ov = json_object_get(intra, "overlap");
+    h->overlap = !json_is_false(ov); /* absent (an older scheduler): overlapped */
     h->span_sum = calloc(2 * n, sizeof *h->span_sum);
     h->span_fetch = calloc(2 * n, sizeof *h->span_fetch);
     h->names = calloc(n, sizeof *h->names);
@@ -229,7 +281,7 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
     }
     rc = ORDO_ENOMEM;
     if (!h->owner || !h->off || !h->dst || !h->prio || !h->asked || !h->own_pull || !h->want_sum ||
-        !h->want_val || !h->order || !h->ready || !h->ready_iter || !h->span_sum || !h->span_fetch ||
+        !h->want_val || !h->order || !h->ready || !h->ready_iter || !h->held || !h->held_iter || !h->span_sum || !h->span_fetch ||
         !h->names)
         goto fail;
     for (int i = 0; i < k->n_keys; i++) {
@@ -267,9 +319,11 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
                             .slot_off = h->off,
                             .timeout_ms = conf->timeout_ms,
                             .worker_rank = wr,
-                            .slot_root = h->owner};
+                            .slot_root = h->owner,
+                            .relay = relay,
+                            .relay_ctx = h};
+    h->base.ps = ps; /* the relay and the thread use it before ordo_push_new sets it */
     if ((rc = ordo_intra_new(backend, &io, &h->it)) != 0) goto fail;
-    h->base.ps = ps; /* the thread posts through it before ordo_push_new sets it */
     if (pthread_create(&h->th, NULL, intra_main, h) != 0) {
         rc = ordo_error_set(ORDO_EIO, "intra: cannot start its thread");
         goto fail;
@@ -278,9 +332,10 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
     int64_t mine = 0;
     for (int i = 0; i < k->n_keys; i++)
         if (h->owner[i] == h->lr) mine += k->numel[i];
-    ORDO_INFO("intra: group %d member %d of %d (%s, %s pushes inside): pushes and pulls %.1f of "
-              "%.1f MiB",
+    ORDO_INFO("intra: group %d member %d of %d (%s, %s pushes inside%s): pushes and pulls %.1f "
+              "of %.1f MiB",
               h->group, h->lr, L, backend, inner_mode == ORDO_PUSH_MERGED ? "merged" : "dense",
+              h->overlap ? "" : ", all-gathers not overlapped",
               (double)mine * 4 / 1048576.0, (double)h->off[n] * 4 / 1048576.0);
     json_decref(plan);
     *out = &h->base;
