@@ -12,6 +12,7 @@
 #define ORDO_INTRA_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct ordo_intra ordo_intra_t;
@@ -26,6 +27,11 @@ typedef struct ordo_intra_opts {
     int timeout_ms;       /* a member silent this long is dead; joining waits this long too */
     const int *worker_rank; /* [local_size] the members' worker ranks (for messages) or NULL */
     const int *slot_root; /* [n_slots] each slot's root (nccl needs it; shm ignores it) */
+    /* relay gives every member local rank 0's `bytes` bytes through the scheduler (nccl's
+     * unique ids; shm ignores it): rank 0 fills buf first, on return every member's buf holds
+     * them. Every worker of the run calls it once, with the same bytes. 0 or ORDO_E*. */
+    int (*relay)(void *ctx, void *buf, size_t bytes);
+    void *relay_ctx;
 } ordo_intra_opts_t;
 
 #define ORDO_INTRA_MAX_LOCAL 64
