@@ -51,6 +51,12 @@ typedef struct ordo_intra_ops {
     /* published: is slot's value of iter there? fetch copies it into dst */
     bool (*published)(ordo_intra_t *it, int slot, int64_t iter);
     void (*fetch)(ordo_intra_t *it, int slot, float *dst);
+    /* area: where this member's floats of slot live in the group's memory, so a caller can
+     * write its contribution there and put it with src = area (nothing copied); value_area:
+     * the same for slot's published value (sum into it, publish from it). NULL (or a NULL
+     * op) when the backend has no memory the caller may write. */
+    float *(*area)(ordo_intra_t *it, int slot);
+    float *(*value_area)(ordo_intra_t *it, int slot);
     /* generation counts the changes so far; wait blocks until it differs from seen or
      * timeout_ms passed, then checks the members: ORDO_EPEERDEAD naming a dead one, else 0 */
     uint64_t (*generation)(ordo_intra_t *it);

@@ -241,7 +241,8 @@ static int shm_put(ordo_intra_t *it, int slot, const float *src, int64_t iter)
 {
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
-    memcpy(s->area + (size_t)s->lr * (size_t)s->numel + off, src, sizeof(float) * (size_t)n);
+    float *dst = s->area + (size_t)s->lr * (size_t)s->numel + off;
+    if (src != dst) memcpy(dst, src, sizeof(float) * (size_t)n); /* else written in place */
     __atomic_store_n(&s->put_iter[(size_t)slot * (size_t)s->L + (size_t)s->lr], iter,
                      __ATOMIC_RELEASE);
     bump(s);
@@ -263,8 +264,13 @@ static void shm_sum(ordo_intra_t *it, int slot, float *dst)
 {
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
-    memcpy(dst, s->area + off, sizeof(float) * (size_t)n);
-    for (int m = 1; m < s->L; m++)
+    const float *a0 = s->area + off;
+    if (s->L == 1) {
+        memcpy(dst, a0, sizeof(float) * (size_t)n);
+        return;
+    }
+    ordo_vec_sum(dst, a0, s->area + (size_t)s->numel + off, n); /* one pass for the first two */
+    for (int m = 2; m < s->L; m++)
         ordo_vec_add(dst, s->area + (size_t)m * (size_t)s->numel + off, n);
 }
 
@@ -272,7 +278,7 @@ static int shm_publish(ordo_intra_t *it, int slot, const float *src, int64_t ite
 {
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
-    memcpy(s->vals + off, src, sizeof(float) * (size_t)n);
+    if (src != s->vals + off) memcpy(s->vals + off, src, sizeof(float) * (size_t)n);
     __atomic_store_n(&s->pub_iter[slot], iter, __ATOMIC_RELEASE);
     bump(s);
     return 0;
@@ -289,6 +295,18 @@ static void shm_fetch(ordo_intra_t *it, int slot, float *dst)
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
     memcpy(dst, s->vals + off, sizeof(float) * (size_t)n);
+}
+
+static float *shm_area(ordo_intra_t *it, int slot)
+{
+    shm_t *s = (shm_t *)it;
+    return s->area + (size_t)s->lr * (size_t)s->numel + s->slot_off[slot];
+}
+
+static float *shm_value_area(ordo_intra_t *it, int slot)
+{
+    shm_t *s = (shm_t *)it;
+    return s->vals + s->slot_off[slot];
 }
 
 static uint64_t shm_generation(ordo_intra_t *it)
@@ -350,6 +368,8 @@ const ordo_intra_ops_t ordo__intra_shm_ops = {
     .publish = shm_publish,
     .published = shm_published,
     .fetch = shm_fetch,
+    .area = shm_area,
+    .value_area = shm_value_area,
     .generation = shm_generation,
     .wait = shm_wait,
     .kick = shm_kick,

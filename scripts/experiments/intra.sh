@@ -23,6 +23,8 @@
 #                      profiles 6, cnn 30); the first (profiles) or two (cnn) are warm-up
 #   --servers N        server hosts, one server each: 1 or 2 (default 2)
 #   --bandwidth RATE   each host's link, each way, tc style (default 1gbit)
+#   --compute-scale X  the profiles' op times x X (default 1: the profiled GPU times); a
+#                      larger X gives the forward pass time to hide all-gathers behind
 #   --smoke            a tiny check that the script works: a 4 MiB chain profile, 3
 #                      iterations, every variant, output in a temporary folder unless --out
 #   --out DIR          output folder (default runs/intra-DATE)
@@ -36,19 +38,21 @@ scenarios="none"
 iters=""
 servers=2
 bandwidth=1gbit
+compute_scale=1
 smoke=0
 out=""
 bin="$here/build/bin"
 report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --models) models=$2; shift 2 ;;
     --variants) variants=$2; shift 2 ;;
     --scenarios) scenarios=$2; shift 2 ;;
     --iterations) iters=$2; shift 2 ;;
     --servers) servers=$2; shift 2 ;;
     --bandwidth) bandwidth=$2; shift 2 ;;
+    --compute-scale) compute_scale=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
     --out) out=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
@@ -58,6 +62,8 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$iters" ] && { [[ "$iters" =~ ^[1-9][0-9]*$ ]] && [ "$iters" -ge 2 ] ||
   { echo "intra.sh: --iterations must be an integer >= 2" >&2; exit 2; }; }
+[[ "$compute_scale" =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+  { echo "intra.sh: --compute-scale must be a number like 1 or 2.5" >&2; exit 2; }
 [[ "$servers" =~ ^[12]$ ]] || { echo "intra.sh: --servers must be 1 or 2" >&2; exit 2; }
 if [ $smoke = 1 ]; then
   models=chain; iters=${iters:-3}
@@ -116,7 +122,8 @@ if [ $report_only = 0 ]; then
     i=$((i + 1))
   done
   echo "intra: hosts ${hosts[*]} on a bridge, each link $bandwidth each way; $servers server" \
-       "host(s); models $models; variants $variants; scenarios $scenarios; output $out" | tee -a "$log"
+       "host(s); models $models (profiles' compute x $compute_scale); variants $variants;" \
+       "scenarios $scenarios; output $out" | tee -a "$log"
 
   # bytes every host's link carried so far, as JSON {host: [tx, rx]}
   link_bytes() {
@@ -205,9 +212,9 @@ EOF
         [ -f "$here/conf/models/$m.json" ] ||
           { echo "intra.sh: no profile conf/models/$m.json" >&2; exit 2; }
         if [ "$m" = vgg16 ]; then n=${iters:-3}; else n=${iters:-6}; fi
-        warm=1; tmo=$(( 60 + n * 40 ))
+        warm=1; tmo=$(( 60 + n * 40 * (${compute_scale%.*} + 1) ))
         mflags=(--model.trainer=profile "--model.file=$here/conf/models/$m.json"
-                --model.compute=emulate) ;;
+                --model.compute=emulate "--model.compute_scale=$compute_scale") ;;
     esac
     for sc in ${scenarios//,/ }; do
       case $sc in

@@ -94,14 +94,15 @@ with open(csv_path, "w", newline="") as f:
 print("intra_report: %d rows in %s" % (len(rows), csv_path))
 
 # ---- the Markdown table ----------------------------------------------------------------
+# host 1's link: host 0's also carries worker 0's initial values once
 md = ["| model | variant | scenario | step ms | speed-up | forward ms | forward gain | "
-      "network MB/iter | host 0 link tx / rx MB/iter | straggler effect | intra reduce / "
+      "network MB/iter | host 1 link tx / rx MB/iter | straggler effect | intra reduce / "
       "gather ms |", "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
 for r in rows:
     md.append("| %s | %s | %s | %.0f | %s | %.0f | %s | %.0f | %s / %s | %.3f | %.0f / %.0f |" % (
         r["model"], r["variant"], r["scenario"], r["step_ms"], r["speedup"], r["forward_ms"],
-        r["forward_gain"], r["network_mb_per_iter"], r.get("h0_tx_mb", ""),
-        r.get("h0_rx_mb", ""), r["straggler_effect"], r["intra_reduce_ms"],
+        r["forward_gain"], r["network_mb_per_iter"], r.get("h1_tx_mb", ""),
+        r.get("h1_rx_mb", ""), r["straggler_effect"], r["intra_reduce_ms"],
         r["intra_gather_ms"]))
 with open(os.path.join(a.out, "intra-table.md"), "w") as f:
     f.write("\n".join(md) + "\n")
@@ -141,7 +142,7 @@ if shutil.which("gnuplot") and rows:
                        % (a.bandwidth, sc))
         script += bars("forward-" + sc, "forward_ms", sc, "forward phase (ms)",
                        "forward phase incl. waiting for values (%s)" % sc)
-        script += bars("link-" + sc, "h0_tx_mb", sc, "MB per iteration",
-                       "bytes sent on worker host 0 link per iteration (%s)" % sc)
+        script += bars("link-" + sc, "h1_tx_mb", sc, "MB per iteration",
+                       "bytes sent on worker host 1 link per iteration (%s)" % sc)
     subprocess.run(["gnuplot"], input=script, text=True, check=True)
     print("intra_report: plots in %s" % a.out)
