@@ -51,6 +51,9 @@ typedef struct ordo_intra_ops {
     /* published: is slot's value of iter there? fetch copies it into dst */
     bool (*published)(ordo_intra_t *it, int slot, int64_t iter);
     void (*fetch)(ordo_intra_t *it, int slot, float *dst);
+    /* summed: has the root summed slot of iter (every member's area of it is free again)?
+     * NULL when put copies (the caller's buffer is free when put returns) */
+    bool (*summed)(ordo_intra_t *it, int slot, int64_t iter);
     /* area: where this member's floats of slot live in the group's memory, so a caller can
      * write its contribution there and put it with src = area (nothing copied); value_area:
      * the same for slot's published value (sum into it, publish from it). NULL (or a NULL
