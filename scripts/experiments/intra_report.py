@@ -29,7 +29,12 @@ ap.add_argument("--variants", required=True)
 ap.add_argument("--scenarios", required=True)
 ap.add_argument("--bandwidth", default="1gbit")
 a = ap.parse_args()
-split = lambda s: [x for x in s.replace(",", " ").split() if x]
+
+
+def split(text):
+    return [x for x in text.replace(",", " ").split() if x]
+
+
 models, variants, scenarios = split(a.models), split(a.variants), split(a.scenarios)
 MB = 1e6
 
