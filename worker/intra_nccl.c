@@ -12,7 +12,6 @@
  * (the opts' relay). A member that dies is not detected here: NCCL calls then hang on the
  * device, and the scheduler's heartbeat ends the run. */
 #include "worker/intra.h"
-#include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
 
