@@ -95,6 +95,9 @@ const key_t_ ordo__conf_keys[] = {
      "how a host's workers ([cluster] local_size) sum gradients and share values before the "
      "servers see them: none (every worker talks to the servers), shm (shared memory), nccl "
      "(GPUs; docs/intra.md)"},
+    {"intra", "overlap", T_BOOL, OFF(intra_overlap), 0, "true", 0, 0, NULL,
+     "true: each forward op waits only for its own parameters' all-gather, which overlaps "
+     "the forward pass (DeAR); false: the forward pass starts once every all-gather is done"},
     {"push", "mode", T_ENUM, OFF(push_mode), 0, "dense", 0, 0, "dense|merged|sparse",
      "how gradients are pushed"},
     {"push", "merge", T_STR, OFF(merge), SZ(merge), "optimal", 0, 0, NULL,

@@ -63,6 +63,7 @@ typedef struct ordo_conf {
     char oracle[ORDO_CONF_PATH];
     /* [intra] */
     int intra_backend; /* ordo_intra_backend_t */
+    bool intra_overlap; /* all-gathers overlap the next forward (DeAR) */
     /* [push] */
     int push_mode; /* ordo_push_mode_t */
     char merge[ORDO_CONF_STR];

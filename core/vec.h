@@ -20,4 +20,9 @@
 /* ordo_vec_add adds n floats of src into acc (acc += src); the two must not overlap. */
 void ordo_vec_add(float *restrict acc, const float *restrict src, int64_t n);
 
+/* ordo_vec_sum writes a + b into dst (n floats; dst overlaps neither): the same bits as
+ * copying a into dst and adding b, in one pass instead of two. */
+void ordo_vec_sum(float *restrict dst, const float *restrict a, const float *restrict b,
+                  int64_t n);
+
 #endif

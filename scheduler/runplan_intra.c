@@ -36,9 +36,11 @@ int ordo_runplan_intra(const ordo_conf_t *conf, json_t *plan)
     snprintf(run, sizeof run, "%ld-%llx", (long)getpid(), (unsigned long long)ordo_clock_ns());
     const char *backend = conf->intra_backend == ORDO_INTRA_SHM ? "shm" : "nccl";
     json_object_set_new(plan, "intra",
-                        json_pack("{s:s,s:i,s:i,s:s}", "backend", backend, "local_size", L,
-                                  "groups", conf->workers / L, "run", run));
-    ORDO_INFO("intra: %d groups of %d workers (%s); servers count one pusher per group",
-              conf->workers / L, L, backend);
+                        json_pack("{s:s,s:i,s:i,s:s,s:b}", "backend", backend, "local_size", L,
+                                  "groups", conf->workers / L, "run", run, "overlap",
+                                  conf->intra_overlap));
+    ORDO_INFO("intra: %d groups of %d workers (%s%s); servers count one pusher per group",
+              conf->workers / L, L, backend,
+              conf->intra_overlap ? "" : ", the forward pass waits for every all-gather");
     return 0;
 }

@@ -82,7 +82,9 @@ static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
         ORDO_ERROR("out of memory answering a pull");
         return;
     }
-    int rc = ordo_enforce_add(s->enforce, w->worker, w->iter, slice, &r);
+    /* one queue per host group: its members pull disjoint keys, together each slice once, so
+     * the strict counter (and the fair share) is the group's, as the group's link is one */
+    int rc = ordo_enforce_add(s->enforce, ordo__server_pusher(s, w->worker), w->iter, slice, &r);
     if (rc) {
         ORDO_ERROR("enforce: %s", ordo_error_text(rc));
         ordo_msg_close(&r);

@@ -1,4 +1,6 @@
-/* bench_intra: reduce-scatter + all-gather bandwidth of the shm backend against memcpy. */
+/* bench_intra: reduce-scatter + all-gather bandwidth of the shm backend against memcpy, with
+ * the members' contributions copied into the group's memory (copy) and written there in
+ * place (inplace: a gradient computed in the segment, sums made where values are shared). */
 #include "tools/bench_intra.h"
 #include "common/clock.h"
 #include "common/error.h"
@@ -30,9 +32,11 @@ static int wait_for(ordo_intra_t *it, int slot, int64_t iter, bool reduce)
 }
 
 /* one member: reps rounds, each timed from a barrier to its own last fetch; member 0 writes
- * the round times (the slowest member's, via the shared array) */
+ * the round times (the slowest member's, via the shared array). inplace: the contribution
+ * is already in the member's area (written there before the rounds, as a gradient computed
+ * there would be), the owner sums straight into the shared value */
 static int member(const char *run, int lr, int L, int n_slots, const int64_t *off, int reps,
-                  int64_t *times)
+                  bool inplace, int64_t *times)
 {
     ordo_intra_opts_t o = {.run = run, .group = 0, .local_rank = lr, .local_size = L,
                            .n_slots = n_slots, .slot_off = off, .timeout_ms = 10000};
@@ -44,15 +48,19 @@ static int member(const char *run, int lr, int L, int n_slots, const int64_t *of
           *out = malloc(sizeof(float) * (size_t)n);
     if (!grad || !sum || !out) rc = ORDO_ENOMEM;
     for (int64_t i = 0; !rc && i < n; i++) grad[i] = (float)(i % 13);
+    for (int s = 0; !rc && inplace && s < n_slots; s++)
+        memcpy(it->ops->area(it, s), grad + off[s], sizeof(float) * (size_t)(off[s + 1] - off[s]));
     for (int r = 0; !rc && r <= reps; r++) { /* round 0 warms the pages up */
         if ((rc = it->ops->barrier(it)) != 0) break;
         int64_t t0 = ordo_clock_ns();
-        for (int s = 0; s < n_slots; s++) it->ops->put(it, s, grad + off[s], r);
+        for (int s = 0; s < n_slots; s++)
+            it->ops->put(it, s, inplace ? it->ops->area(it, s) : grad + off[s], r);
         /* pipelined: each owned chunk is summed and published as soon as it is complete */
         for (int s = lr; s < n_slots && !rc; s += L) {
             if ((rc = wait_for(it, s, r, true)) != 0) break;
-            it->ops->sum(it, s, sum + off[s]);
-            it->ops->publish(it, s, sum + off[s], r);
+            float *dst = inplace ? it->ops->value_area(it, s) : sum + off[s];
+            it->ops->sum(it, s, dst);
+            it->ops->publish(it, s, dst, r);
         }
         for (int s = 0; s < n_slots && !rc; s++) {
             if ((rc = wait_for(it, s, r, false)) != 0) break;
@@ -120,35 +128,40 @@ int ordo_bench_intra(int argc, char **argv)
     free(b);
     free(mt);
     if (!json)
-        printf("%-3s %10s %10s %12s %12s %9s\n", "L", "bytes", "chunk", "allred GB/s",
-               "memcpy GB/s", "of floor");
+        printf("%-3s %-8s %10s %10s %12s %12s %9s\n", "L", "mode", "bytes", "chunk",
+               "allred GB/s", "memcpy GB/s", "of floor");
     int status = 0;
-    for (int L = 2; L <= 4; L += 2) {
+    for (int v = 0; v < 4; v++) {
+        int L = v < 2 ? 2 : 4;
+        bool inplace = v % 2;
+        const char *mode = inplace ? "inplace" : "copy";
         int64_t *times = mmap(NULL, sizeof(int64_t) * (size_t)reps, PROT_READ | PROT_WRITE,
                               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         char run[64];
-        snprintf(run, sizeof run, "bench%ld-%d", (long)getpid(), L);
+        snprintf(run, sizeof run, "bench%ld-%d", (long)getpid(), v);
         pid_t kids[4];
         for (int m = 1; m < L; m++)
-            if ((kids[m] = fork()) == 0) _exit(member(run, m, L, n_slots, off, reps, times) ? 1 : 0);
-        int rc = member(run, 0, L, n_slots, off, reps, times);
+            if ((kids[m] = fork()) == 0)
+                _exit(member(run, m, L, n_slots, off, reps, inplace, times) ? 1 : 0);
+        int rc = member(run, 0, L, n_slots, off, reps, inplace, times);
         for (int m = 1; m < L; m++) {
             int st = 0;
             waitpid(kids[m], &st, 0);
             if (!WIFEXITED(st) || WEXITSTATUS(st)) rc = rc ? rc : ORDO_EIO;
         }
         if (rc) {
-            fprintf(stderr, "ordo-bench intra: L = %d: %s\n", L, ordo_error_text(rc));
+            fprintf(stderr, "ordo-bench intra: L = %d %s: %s\n", L, mode, ordo_error_text(rc));
             status = 1;
         } else {
             double gbs = (double)bytes / median_s(times, reps) / 1e9;
             if (json)
-                printf("{\"L\":%d,\"bytes\":%lld,\"chunk\":%lld,\"allreduce_gbs\":%.3f,"
-                       "\"memcpy_gbs\":%.3f,\"of_floor\":%.3f}\n",
-                       L, (long long)bytes, (long long)chunk, gbs, floor_gbs, gbs / floor_gbs);
+                printf("{\"L\":%d,\"mode\":\"%s\",\"bytes\":%lld,\"chunk\":%lld,"
+                       "\"allreduce_gbs\":%.3f,\"memcpy_gbs\":%.3f,\"of_floor\":%.3f}\n",
+                       L, mode, (long long)bytes, (long long)chunk, gbs, floor_gbs,
+                       gbs / floor_gbs);
             else
-                printf("%-3d %10lld %10lld %12.2f %12.2f %8.0f%%\n", L, (long long)bytes,
-                       (long long)chunk, gbs, floor_gbs, 100 * gbs / floor_gbs);
+                printf("%-3d %-8s %10lld %10lld %12.2f %12.2f %8.0f%%\n", L, mode,
+                       (long long)bytes, (long long)chunk, gbs, floor_gbs, 100 * gbs / floor_gbs);
         }
         munmap(times, sizeof(int64_t) * (size_t)reps);
     }

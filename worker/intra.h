@@ -12,6 +12,7 @@
 #define ORDO_INTRA_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct ordo_intra ordo_intra_t;
@@ -26,6 +27,11 @@ typedef struct ordo_intra_opts {
     int timeout_ms;       /* a member silent this long is dead; joining waits this long too */
     const int *worker_rank; /* [local_size] the members' worker ranks (for messages) or NULL */
     const int *slot_root; /* [n_slots] each slot's root (nccl needs it; shm ignores it) */
+    /* relay gives every member local rank 0's `bytes` bytes through the scheduler (nccl's
+     * unique ids; shm ignores it): rank 0 fills buf first, on return every member's buf holds
+     * them. Every worker of the run calls it once, with the same bytes. 0 or ORDO_E*. */
+    int (*relay)(void *ctx, void *buf, size_t bytes);
+    void *relay_ctx;
 } ordo_intra_opts_t;
 
 #define ORDO_INTRA_MAX_LOCAL 64
@@ -45,6 +51,15 @@ typedef struct ordo_intra_ops {
     /* published: is slot's value of iter there? fetch copies it into dst */
     bool (*published)(ordo_intra_t *it, int slot, int64_t iter);
     void (*fetch)(ordo_intra_t *it, int slot, float *dst);
+    /* summed: has the root summed slot of iter (every member's area of it is free again)?
+     * NULL when put copies (the caller's buffer is free when put returns) */
+    bool (*summed)(ordo_intra_t *it, int slot, int64_t iter);
+    /* area: where this member's floats of slot live in the group's memory, so a caller can
+     * write its contribution there and put it with src = area (nothing copied); value_area:
+     * the same for slot's published value (sum into it, publish from it). NULL (or a NULL
+     * op) when the backend has no memory the caller may write. */
+    float *(*area)(ordo_intra_t *it, int slot);
+    float *(*value_area)(ordo_intra_t *it, int slot);
     /* generation counts the changes so far; wait blocks until it differs from seen or
      * timeout_ms passed, then checks the members: ORDO_EPEERDEAD naming a dead one, else 0 */
     uint64_t (*generation)(ordo_intra_t *it);

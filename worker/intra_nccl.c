@@ -7,32 +7,28 @@
  * value never blocks another's; each root broadcasts its slots in ascending slot order (a
  * value that arrives early is held until the ones before it went), and every other member
  * posts its receives in the same order the first time it asks whether a slot is there. A
- * CUDA event per slot and phase says when it completed. The unique ids are exchanged through
- * a small shared-memory segment (members share a host), created by the first member and
- * unlinked by the last to attach, like intra_shm.c's. A member that dies is not detected
- * here: NCCL calls then hang on the device, and the scheduler's heartbeat ends the run. */
+ * CUDA event per slot and phase says when it completed. The unique ids (one per
+ * communicator) are made by local rank 0 and relayed to the others through ordo's scheduler
+ * (the opts' relay). A member that dies is not detected here: NCCL calls then hang on the
+ * device, and the scheduler's heartbeat ends the run. */
 #include "worker/intra.h"
-#include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAGIC 0x4f52444f4e43434cull /* "ORDONCCL" */
 
+/* what local rank 0 relays to the others */
 typedef struct {
     uint64_t magic;
-    int32_t attached;
+    int32_t local_size, pad;
     ncclUniqueId id[ORDO_INTRA_MAX_LOCAL + 1]; /* [0] reduce, [1 + r] root r's broadcasts */
 } ids_t;
 
@@ -64,48 +60,28 @@ static int nccl_err(ncclResult_t r, const char *what)
     return ordo_error_set(ORDO_EIO, "intra nccl: %s: %s", what, ncclGetErrorString(r));
 }
 
-/* the unique ids through shared memory: the first member makes them */
-static int exchange_ids(const ordo_intra_opts_t *o, ids_t *out)
+/* the unique ids through the scheduler: local rank 0 makes them, the relay (push_hier's
+ * broadcast through the scheduler) hands them to the others; no MPI, no shared file */
+static int exchange_ids(const ordo_intra_opts_t *o, ids_t *ids)
 {
-    char name[160];
-    snprintf(name, sizeof name, "/ordo-%s-g%d-nccl", o->run, o->group);
-    int fd = shm_open(name, O_CREAT | O_RDWR, 0600);
-    if (fd < 0) return ordo_error_set(ORDO_EIO, "intra nccl: %s: %s", name, strerror(errno));
-    if (ftruncate(fd, sizeof(ids_t)) != 0) {
-        close(fd);
-        shm_unlink(name);
-        return ordo_error_set(ORDO_EIO, "intra nccl: %s: %s", name, strerror(errno));
-    }
-    ids_t *ids = mmap(NULL, sizeof *ids, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (ids == MAP_FAILED) {
-        shm_unlink(name);
-        return ordo_error_set(ORDO_EIO, "intra nccl: mmap %s: %s", name, strerror(errno));
-    }
-    int rc = 0;
-    uint64_t zero = 0;
-    if (__atomic_compare_exchange_n(&ids->magic, &zero, MAGIC - 1, false, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE)) {
-        for (int i = 0; i <= o->local_size && !rc; i++) {
+    if (!o->relay)
+        return ordo_error_set(ORDO_EINVAL, "intra nccl: no relay for the unique ids (the "
+                              "hierarchical push path passes the scheduler's)");
+    memset(ids, 0, sizeof *ids);
+    if (o->local_rank == 0) {
+        for (int i = 0; i <= o->local_size; i++) {
             ncclResult_t r = ncclGetUniqueId(&ids->id[i]);
-            if (r != ncclSuccess) rc = nccl_err(r, "ncclGetUniqueId");
+            if (r != ncclSuccess) return nccl_err(r, "ncclGetUniqueId");
         }
-        __atomic_store_n(&ids->magic, rc ? MAGIC - 2 : MAGIC, __ATOMIC_RELEASE);
+        ids->magic = MAGIC;
+        ids->local_size = o->local_size;
     }
-    int64_t deadline = ordo_clock_ns() + (int64_t)(o->timeout_ms > 0 ? o->timeout_ms : 5000) * 1000000;
-    uint64_t m;
-    while (!rc && (m = __atomic_load_n(&ids->magic, __ATOMIC_ACQUIRE)) != MAGIC) {
-        if (m == MAGIC - 2) rc = ordo_error_set(ORDO_EIO, "intra nccl: member ids failed");
-        else if (ordo_clock_ns() > deadline)
-            rc = ordo_error_set(ORDO_ETIMEDOUT, "intra nccl: no ids in %s", name);
-        else
-            usleep(100);
-    }
-    if (!rc) memcpy(out, ids, sizeof *out);
-    if (__atomic_add_fetch(&ids->attached, 1, __ATOMIC_ACQ_REL) == o->local_size || rc)
-        shm_unlink(name);
-    munmap(ids, sizeof *ids);
-    return rc;
+    int rc = o->relay(o->relay_ctx, ids, sizeof *ids);
+    if (rc) return rc;
+    if (ids->magic != MAGIC || ids->local_size != o->local_size)
+        return ordo_error_set(ORDO_EPROTO, "intra nccl: the relayed ids are for %d members, "
+                              "this group has %d", ids->local_size, o->local_size);
+    return 0;
 }
 
 static void nc_destroy(ordo_intra_t *it)

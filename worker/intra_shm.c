@@ -4,9 +4,12 @@
  * the iteration last put, per slot the iteration last published, then one area of the model's
  * floats per member (its contributions) and one for the published values. The first member to
  * arrive creates it and the last to attach unlinks its name, so nothing is left in /dev/shm
- * whichever process dies later (a member that leaves before everyone attached unlinks it). Data is written before the iteration that announces
- * it (release/acquire atomics), so readers need no lock. Waiting is a futex on the change
- * counter, never a lock: the kernel keeps no state a killed member could leave half-changed
+ * whichever process dies later (a member that leaves before everyone attached unlinks it).
+ * Data is written before the iteration that announces it (release/acquire atomics), so
+ * readers need no lock. A member may write its contribution in its area itself (area) and
+ * the root sum into the shared values (value_area): put and publish then copy nothing, and
+ * the root's sum marks the areas free (summed). Waiting is a futex on the change counter,
+ * never a lock: the kernel keeps no state a killed member could leave half-changed
  * (a process-shared pthread condition variable can stay wedged when a waiter dies inside it).
  * A member is dead when its pid is gone or its heartbeat (renewed on every wait, at least
  * every 50 ms) is older than the timeout. */
@@ -58,6 +61,7 @@ typedef struct {
     hdr_t *h;
     int64_t *put_iter; /* [n_slots][L] */
     int64_t *pub_iter; /* [n_slots] */
+    int64_t *sum_iter; /* [n_slots] the iteration the root last summed (the areas are free) */
     float *area;       /* [L][numel] */
     float *vals;       /* [numel] */
     int64_t numel;
@@ -75,7 +79,7 @@ static size_t layout(shm_t *s, size_t *o_put, size_t *o_pub, size_t *o_area, siz
     *o_put = o;
     o = up(o + sizeof(int64_t) * (size_t)s->n_slots * (size_t)s->L);
     *o_pub = o;
-    o = up(o + sizeof(int64_t) * (size_t)s->n_slots);
+    o = up(o + sizeof(int64_t) * (size_t)s->n_slots * 2); /* pub_iter, sum_iter */
     *o_area = o;
     o = up(o + sizeof(float) * (size_t)s->numel * (size_t)s->L);
     *o_vals = o;
@@ -148,7 +152,7 @@ static int init_header(shm_t *s)
     h->n_slots = s->n_slots;
     h->numel = s->numel;
     for (int64_t i = 0; i < (int64_t)s->n_slots * s->L; i++) s->put_iter[i] = -1;
-    for (int i = 0; i < s->n_slots; i++) s->pub_iter[i] = -1;
+    for (int i = 0; i < s->n_slots; i++) s->pub_iter[i] = s->sum_iter[i] = -1;
     __atomic_store_n(&h->magic, MAGIC, __ATOMIC_RELEASE);
     return 0;
 }
@@ -181,6 +185,7 @@ static int open_segment(shm_t *s, int64_t deadline)
     s->h = (hdr_t *)b;
     s->put_iter = (int64_t *)(b + o_put);
     s->pub_iter = (int64_t *)(b + o_pub);
+    s->sum_iter = s->pub_iter + s->n_slots;
     s->area = (float *)(b + o_area);
     s->vals = (float *)(b + o_vals);
     uint64_t zero = 0;
@@ -241,7 +246,8 @@ static int shm_put(ordo_intra_t *it, int slot, const float *src, int64_t iter)
 {
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
-    memcpy(s->area + (size_t)s->lr * (size_t)s->numel + off, src, sizeof(float) * (size_t)n);
+    float *dst = s->area + (size_t)s->lr * (size_t)s->numel + off;
+    if (src != dst) memcpy(dst, src, sizeof(float) * (size_t)n); /* else written in place */
     __atomic_store_n(&s->put_iter[(size_t)slot * (size_t)s->L + (size_t)s->lr], iter,
                      __ATOMIC_RELEASE);
     bump(s);
@@ -263,19 +269,37 @@ static void shm_sum(ordo_intra_t *it, int slot, float *dst)
 {
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
-    memcpy(dst, s->area + off, sizeof(float) * (size_t)n);
-    for (int m = 1; m < s->L; m++)
+    const float *a0 = s->area + off;
+    if (s->L == 1) {
+        memcpy(dst, a0, sizeof(float) * (size_t)n);
+        __atomic_store_n(&s->sum_iter[slot], s->put_iter[slot], __ATOMIC_RELEASE);
+        return;
+    }
+    ordo_vec_sum(dst, a0, s->area + (size_t)s->numel + off, n); /* one pass for the first two */
+    for (int m = 2; m < s->L; m++)
         ordo_vec_add(dst, s->area + (size_t)m * (size_t)s->numel + off, n);
+    /* the members' areas of slot are free again: a contribution written in place may change */
+    __atomic_store_n(&s->sum_iter[slot],
+                     __atomic_load_n(&s->put_iter[(size_t)slot * (size_t)s->L + (size_t)s->lr],
+                                     __ATOMIC_ACQUIRE),
+                     __ATOMIC_RELEASE);
+    bump(s);
 }
 
 static int shm_publish(ordo_intra_t *it, int slot, const float *src, int64_t iter)
 {
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
-    memcpy(s->vals + off, src, sizeof(float) * (size_t)n);
+    if (src != s->vals + off) memcpy(s->vals + off, src, sizeof(float) * (size_t)n);
     __atomic_store_n(&s->pub_iter[slot], iter, __ATOMIC_RELEASE);
     bump(s);
     return 0;
+}
+
+static bool shm_summed(ordo_intra_t *it, int slot, int64_t iter)
+{
+    shm_t *s = (shm_t *)it;
+    return __atomic_load_n(&s->sum_iter[slot], __ATOMIC_ACQUIRE) >= iter;
 }
 
 static bool shm_published(ordo_intra_t *it, int slot, int64_t iter)
@@ -289,6 +313,18 @@ static void shm_fetch(ordo_intra_t *it, int slot, float *dst)
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
     memcpy(dst, s->vals + off, sizeof(float) * (size_t)n);
+}
+
+static float *shm_area(ordo_intra_t *it, int slot)
+{
+    shm_t *s = (shm_t *)it;
+    return s->area + (size_t)s->lr * (size_t)s->numel + s->slot_off[slot];
+}
+
+static float *shm_value_area(ordo_intra_t *it, int slot)
+{
+    shm_t *s = (shm_t *)it;
+    return s->vals + s->slot_off[slot];
 }
 
 static uint64_t shm_generation(ordo_intra_t *it)
@@ -350,6 +386,9 @@ const ordo_intra_ops_t ordo__intra_shm_ops = {
     .publish = shm_publish,
     .published = shm_published,
     .fetch = shm_fetch,
+    .summed = shm_summed,
+    .area = shm_area,
+    .value_area = shm_value_area,
     .generation = shm_generation,
     .wait = shm_wait,
     .kick = shm_kick,

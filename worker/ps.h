@@ -232,6 +232,14 @@ struct ordo_trace;
 void ordo__worker_set_trace(ordo_worker_t *w, struct ordo_trace *t);
 struct ordo_trace *ordo__worker_trace(const ordo_worker_t *w);
 
+/* ordo__worker_relay is a blocking ordo_worker_broadcast: it joins broadcast id (every worker
+ * of the run must join it with the same root and bytes) and returns once the root's bytes
+ * are in buf, or an error: the run aborted, or nothing came within timeout_ms. For a path's
+ * start-up (push_hier's nccl ids), before the run's first events; other events that arrive
+ * meanwhile are dropped. */
+int ordo__worker_relay(ordo_worker_t *w, int64_t id, int root, void *buf, size_t bytes,
+                       int timeout_ms);
+
 /* ordo__worker_conf returns the configuration w joined with. */
 const ordo_conf_t *ordo__worker_conf(const ordo_worker_t *w);
 

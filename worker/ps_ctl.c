@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/le.h"
 #include "common/log.h"
@@ -160,6 +161,27 @@ int ordo_worker_broadcast(ordo_worker_t *w, int64_t id, int root, void *buf, siz
     w->bcast_bytes = bytes;
     w->outstanding++; /* until its ORDO_EV_BCAST */
     return 0;
+}
+
+int ordo__worker_relay(ordo_worker_t *w, int64_t id, int root, void *buf, size_t bytes,
+                       int timeout_ms)
+{
+    int rc = ordo_worker_broadcast(w, id, root, buf, bytes);
+    int64_t deadline = ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
+    while (!rc) {
+        int64_t left = (deadline - ordo_clock_ns()) / 1000000;
+        if (left <= 0) {
+            w->bcast_id = 0; /* a late answer is dropped */
+            return ordo_error_set(ORDO_ETIMEDOUT, "broadcast %lld from worker %d: not relayed "
+                                  "by the scheduler within %d ms", (long long)id, root,
+                                  timeout_ms);
+        }
+        ordo_worker_event_t ev;
+        rc = ordo_worker_poll(w, (int)left, &ev);
+        if (rc == ORDO_ETIMEDOUT) rc = 0;
+        else if (!rc && ev.kind == ORDO_EV_BCAST && ev.iter == id) return 0;
+    }
+    return rc;
 }
 
 void ordo_worker_abort(ordo_worker_t *w, const char *reason)

@@ -10,8 +10,12 @@
  * moment it arrives; every member's intra thread fetches the values of an iteration in the
  * order of the plan's priorities as they appear, and each becomes its own PULL_DONE, so the
  * forward pass waits for each op's own parameters only (DeAR's decoupled all-reduce with
- * TicTac's order). The servers count one pusher per group and divide by every worker for the
- * mean (server/server.c). Sparse pushes keep the flat path (the scheduler refuses the mix). */
+ * TicTac's order); with [intra] overlap = false every PULL_DONE of an iteration waits for its
+ * last all-gather (the all-reduce as one step, to measure what the decoupling gains). With the
+ * shm backend the gradients are computed in the group's memory and the owner's values arrive
+ * there (nothing copied in or out but the members' fetches). The servers count one pusher per
+ * group and divide by every worker for the mean (server/server.c). Sparse pushes keep the flat
+ * path (the scheduler refuses the mix). */
 #include "worker/push.h"
 #include "common/clock.h"
 #include "common/error.h"
@@ -27,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { CODE_REDUCED = 1, CODE_GATHERED = 2, CODE_FAILED = 3 };
+enum { CODE_REDUCED = 1, CODE_GATHERED = 2, CODE_FAILED = 3, CODE_FREED = 4 };
 
 typedef struct {
     ordo_push_t base;
@@ -46,8 +50,19 @@ typedef struct {
     pthread_mutex_t mu;
     int64_t *want_sum, *want_val;
     int *order; /* [n_keys] the order fetches are served in (the last pulls' priority order) */
-    int *ready; /* [n_keys] the thread's scratch */
+    int *ready; /* [2 * n_keys] the thread's scratch: key and code */
+    int *ready_code;
     int64_t *ready_iter;
+    /* in place (the backend has area and summed): gradients are computed in the group's
+     * memory (grad_home), so put copies nothing, and a non-owner's PUSH_DONE waits until the
+     * owner summed the key (want_free); the owner pulls values straight into the shared
+     * value (nothing copied at publish) */
+    bool inplace;
+    int64_t *want_free;
+    bool overlap;      /* false: an iteration's PULL_DONEs wait for its last all-gather */
+    int *held;         /* [n_keys] the thread's fetched keys not yet announced (overlap off) */
+    int64_t *held_iter;
+    int n_held;
     pthread_t th;
     bool running, stop;
     char why[256]; /* the failure the thread saw */
@@ -62,6 +77,16 @@ typedef struct {
 } hier_t;
 
 /* ---- the intra thread --------------------------------------------------------------- */
+
+/* has every value the executor asked for been fetched? (overlap off: then they go at once) */
+static bool all_gathered(hier_t *h)
+{
+    bool all = true;
+    pthread_mutex_lock(&h->mu);
+    for (int k = 0; k < h->n_keys && all; k++) all = h->want_val[k] < 0;
+    pthread_mutex_unlock(&h->mu);
+    return all;
+}
 
 static void *intra_main(void *arg)
 {
@@ -79,11 +104,19 @@ static void *intra_main(void *arg)
             int k = h->order[i];
             if (h->want_sum[k] >= 0 && io->reduced(h->it, k, h->want_sum[k])) {
                 h->ready[n] = k;
+                h->ready_code[n] = CODE_REDUCED;
                 h->ready_iter[n++] = h->want_sum[k];
                 h->want_sum[k] = -1;
             }
+            if (h->want_free[k] >= 0 && io->summed(h->it, k, h->want_free[k])) {
+                h->ready[n] = k;
+                h->ready_code[n] = CODE_FREED;
+                h->ready_iter[n++] = h->want_free[k];
+                h->want_free[k] = -1;
+            }
             if (h->want_val[k] >= 0 && io->published(h->it, k, h->want_val[k])) {
-                h->ready[n] = -1 - k;
+                h->ready[n] = k;
+                h->ready_code[n] = CODE_GATHERED;
                 h->ready_iter[n++] = h->want_val[k];
                 h->want_val[k] = -1;
             }
@@ -91,8 +124,10 @@ static void *intra_main(void *arg)
         pthread_mutex_unlock(&h->mu);
         for (int i = 0; i < n; i++) {
             int64_t t0 = ordo_clock_ns();
-            if (h->ready[i] >= 0) {
-                int k = h->ready[i];
+            int k = h->ready[i];
+            if (h->ready_code[i] == CODE_FREED) {
+                ordo__worker_post(h->base.ps, CODE_FREED, k, h->ready_iter[i]);
+            } else if (h->ready_code[i] == CODE_REDUCED) {
                 io->sum(h->it, k, h->sum + h->off[k]);
                 int64_t dt = ordo_clock_ns() - t0;
                 __atomic_add_fetch(&h->reduce_ns, dt, __ATOMIC_RELAXED);
@@ -100,14 +135,23 @@ static void *intra_main(void *arg)
                 h->span_sum[2 * k + 1] = dt;
                 ordo__worker_post(h->base.ps, CODE_REDUCED, k, h->ready_iter[i]);
             } else {
-                int k = -1 - h->ready[i];
                 io->fetch(h->it, k, h->dst[k]);
                 int64_t dt = ordo_clock_ns() - t0;
                 __atomic_add_fetch(&h->gather_ns, dt, __ATOMIC_RELAXED);
                 h->span_fetch[2 * k] = t0;
                 h->span_fetch[2 * k + 1] = dt;
-                ordo__worker_post(h->base.ps, CODE_GATHERED, k, h->ready_iter[i]);
+                if (h->overlap) {
+                    ordo__worker_post(h->base.ps, CODE_GATHERED, k, h->ready_iter[i]);
+                } else {
+                    h->held[h->n_held] = k;
+                    h->held_iter[h->n_held++] = h->ready_iter[i];
+                }
             }
+        }
+        if (h->n_held && all_gathered(h)) {
+            for (int i = 0; i < h->n_held; i++)
+                ordo__worker_post(h->base.ps, CODE_GATHERED, h->held[i], h->held_iter[i]);
+            h->n_held = 0;
         }
         if (n) continue;
         int rc = io->wait(h->it, gen, 50);
@@ -156,6 +200,10 @@ static void destroy(ordo_push_t *p)
     free(h->order);
     free(h->ready);
     free(h->ready_iter);
+    free(h->ready_code);
+    free(h->want_free);
+    free(h->held);
+    free(h->held_iter);
     free(h->span_sum);
     free(h->span_fetch);
     for (int i = 0; h->names && i < h->n_keys; i++) free(h->names[i]);
@@ -178,6 +226,27 @@ static void assign_owners(hier_t *h, int n_units, const int *start, const int *k
             load[best] += h->off[k + 1] - h->off[k];
         }
     }
+}
+
+/* the intra backend's relay (nccl's unique ids): one broadcast through the scheduler per
+ * group, rooted at its local rank 0; every worker of the run joins all of them, in group
+ * order, and keeps its own group's bytes. The ids are far above those of ordo_broadcast's
+ * (1, 2, ...), which runs with groups never call (they use the C API's flat path). */
+#define RELAY_ID0 ((int64_t)1 << 40)
+
+static int relay(void *ctx, void *buf, size_t bytes)
+{
+    hier_t *h = ctx;
+    ordo_worker_t *ps = h->base.ps;
+    int groups = ordo_worker_n_workers(ps) / h->L, rc = 0;
+    int timeout_ms = ordo__worker_conf(ps)->startup_ms;
+    void *other = malloc(bytes ? bytes : 1);
+    if (!other) return ORDO_ENOMEM;
+    for (int g = 0; g < groups && !rc; g++)
+        rc = ordo__worker_relay(ps, RELAY_ID0 + g, g * h->L, g == h->group ? buf : other, bytes,
+                                timeout_ms);
+    free(other);
+    return rc;
 }
 
 static int create(ordo_worker_t *ps, ordo_push_t **out)
@@ -219,6 +288,12 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
     h->order = malloc(n * sizeof *h->order);
     h->ready = malloc(2 * n * sizeof *h->ready);
     h->ready_iter = malloc(2 * n * sizeof *h->ready_iter);
+    h->ready_code = malloc(2 * n * sizeof *h->ready_code);
+    h->want_free = malloc(n * sizeof *h->want_free);
+    h->held = malloc(n * sizeof *h->held);
+    h->held_iter = malloc(n * sizeof *h->held_iter);
+    json_t *ov = json_object_get(intra, "overlap");
+    h->overlap = !json_is_false(ov); /* absent (an older scheduler): overlapped */
     h->span_sum = calloc(2 * n, sizeof *h->span_sum);
     h->span_fetch = calloc(2 * n, sizeof *h->span_fetch);
     h->names = calloc(n, sizeof *h->names);
@@ -229,12 +304,12 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
     }
     rc = ORDO_ENOMEM;
     if (!h->owner || !h->off || !h->dst || !h->prio || !h->asked || !h->own_pull || !h->want_sum ||
-        !h->want_val || !h->order || !h->ready || !h->ready_iter || !h->span_sum || !h->span_fetch ||
-        !h->names)
+        !h->want_val || !h->order || !h->ready || !h->ready_iter || !h->ready_code ||
+        !h->want_free || !h->held || !h->held_iter || !h->span_sum || !h->span_fetch || !h->names)
         goto fail;
     for (int i = 0; i < k->n_keys; i++) {
         h->off[i + 1] = h->off[i] + k->numel[i];
-        h->asked[i] = h->want_sum[i] = h->want_val[i] = -1;
+        h->asked[i] = h->want_sum[i] = h->want_val[i] = h->want_free[i] = -1;
         h->order[i] = i;
     }
     h->sum = malloc(sizeof(float) * (size_t)(h->off[n] + 1));
@@ -267,9 +342,13 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
                             .slot_off = h->off,
                             .timeout_ms = conf->timeout_ms,
                             .worker_rank = wr,
-                            .slot_root = h->owner};
+                            .slot_root = h->owner,
+                            .relay = relay,
+                            .relay_ctx = h};
+    h->base.ps = ps; /* the relay and the thread use it before ordo_push_new sets it */
     if ((rc = ordo_intra_new(backend, &io, &h->it)) != 0) goto fail;
-    h->base.ps = ps; /* the thread posts through it before ordo_push_new sets it */
+    h->inplace = h->it->ops->area && h->it->ops->value_area && h->it->ops->summed &&
+                 h->it->ops->area(h->it, 0) != NULL;
     if (pthread_create(&h->th, NULL, intra_main, h) != 0) {
         rc = ordo_error_set(ORDO_EIO, "intra: cannot start its thread");
         goto fail;
@@ -278,9 +357,10 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
     int64_t mine = 0;
     for (int i = 0; i < k->n_keys; i++)
         if (h->owner[i] == h->lr) mine += k->numel[i];
-    ORDO_INFO("intra: group %d member %d of %d (%s, %s pushes inside): pushes and pulls %.1f of "
-              "%.1f MiB",
+    ORDO_INFO("intra: group %d member %d of %d (%s, %s pushes inside%s): pushes and pulls %.1f "
+              "of %.1f MiB",
               h->group, h->lr, L, backend, inner_mode == ORDO_PUSH_MERGED ? "merged" : "dense",
+              h->overlap ? "" : ", all-gathers not overlapped",
               (double)mine * 4 / 1048576.0, (double)h->off[n] * 4 / 1048576.0);
     json_decref(plan);
     *out = &h->base;
@@ -301,9 +381,16 @@ static int grad_ready(ordo_push_t *p, int key, const float *grad, int64_t iter, 
     int rc = h->it->ops->put(h->it, key, grad, iter);
     __atomic_add_fetch(&h->reduce_ns, ordo_clock_ns() - t0, __ATOMIC_RELAXED);
     if (rc) return rc;
-    if (h->owner[key] != h->lr) { /* the gradient was copied: its buffer is free again */
+    if (h->owner[key] != h->lr) {
         ordo__worker_push_begin(p->ps, key, iter);
-        ordo__worker_push_done(p->ps, key, iter);
+        if (!h->inplace) { /* the gradient was copied: its buffer is free again */
+            ordo__worker_push_done(p->ps, key, iter);
+            return 0;
+        }
+        pthread_mutex_lock(&h->mu); /* in place: free once the owner summed it */
+        h->want_free[key] = iter;
+        pthread_mutex_unlock(&h->mu);
+        h->it->ops->kick(h->it);
         return 0;
     }
     pthread_mutex_lock(&h->mu);
@@ -334,10 +421,19 @@ static int group_ack(ordo_push_t *p, const ordo_msg_t *m)
     return h->inner->ops->group_ack(h->inner, m);
 }
 
+/* in place: this member's area of the group's memory; else copied in from wherever it is */
 static float *grad_home(const ordo_push_t *p, int key)
 {
-    (void)p, (void)key;
-    return NULL; /* copied into the group's memory from wherever it is */
+    const hier_t *h = (const hier_t *)p;
+    return h->inplace ? h->it->ops->area(h->it, key) : NULL;
+}
+
+/* where the owner's value of key arrives and is published from: in place, the group's
+ * value itself (every member fetched the previous one before the owner could ask for the
+ * next: it is asked for with the sum of every member's gradient, after their forward) */
+static float *val_of(hier_t *h, int key)
+{
+    return h->inplace ? h->it->ops->value_area(h->it, key) : h->val + h->off[key];
 }
 
 /* ---- iteration level ---------------------------------------------------------------- */
@@ -352,7 +448,7 @@ static int pulls(ordo_push_t *p, int64_t iter, const int *keys, const int *prior
         int k = keys[i];
         if (h->owner[k] == h->lr && h->asked[k] < iter) {
             h->asked[k] = iter;
-            int rc = ordo_worker_pull(p->ps, k, h->val + h->off[k], iter, priority[i]);
+            int rc = ordo_worker_pull(p->ps, k, val_of(h, k), iter, priority[i]);
             if (rc) return rc;
             h->own_pull[k] = true;
         }
@@ -383,7 +479,7 @@ static bool pulled(ordo_push_t *p, int key, int64_t iter)
     if (!h->own_pull[key]) return false; /* a caller's own ordo_worker_pull */
     h->own_pull[key] = false;
     int64_t t0 = ordo_clock_ns();
-    h->it->ops->publish(h->it, key, h->val + h->off[key], iter);
+    h->it->ops->publish(h->it, key, val_of(h, key), iter);
     __atomic_add_fetch(&h->gather_ns, ordo_clock_ns() - t0, __ATOMIC_RELAXED);
     return true;
 }
@@ -421,6 +517,10 @@ static int local(ordo_push_t *p, const ordo_msg_t *m)
         return ordo_error_set(ORDO_EABORT, "%s", why);
     }
     if (k < 0 || k >= h->n_keys) return 0;
+    if (m->hdr.chunk == CODE_FREED) {
+        ordo__worker_push_done(p->ps, k, m->hdr.iter);
+        return 0;
+    }
     if (m->hdr.chunk == CODE_GATHERED) {
         trace_span(h, "all-gather", k, h->span_fetch, m->hdr.iter);
         ordo__worker_pull_done(p->ps, k, m->hdr.iter);
@@ -430,8 +530,8 @@ static int local(ordo_push_t *p, const ordo_msg_t *m)
     /* CODE_REDUCED: the group's sum leaves; its answer brings the next value (fused) */
     h->asked[k] = m->hdr.iter + 1;
     h->own_pull[k] = true;
-    return h->inner->ops->pushpull(h->inner, k, h->sum + h->off[k], h->val + h->off[k],
-                                   m->hdr.iter, h->prio[k]);
+    return h->inner->ops->pushpull(h->inner, k, h->sum + h->off[k], val_of(h, k), m->hdr.iter,
+                                   h->prio[k]);
 }
 
 static bool have(const ordo_push_t *p, int64_t iter)

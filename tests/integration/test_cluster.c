@@ -4,7 +4,10 @@
  * this test computes on its own, and every push and pull must complete (nothing lost). The
  * second run pushes the odd keys with ordo_worker_pushpull (the pull of the next iteration
  * rides on the push) and the even keys with separate push and pull, in the same cluster;
- * the third does the same with a dedicated I/O thread in every process. */
+ * the third does the same with a dedicated I/O thread in every process. A fourth run checks
+ * ordo__worker_relay (how the nccl backend's ids reach a host group): each of the 3 workers
+ * roots one blocking broadcast through the scheduler and every worker gets every root's
+ * bytes. */
 #include "cluster_util.h"
 #include "common/conf.h"
 #include "common/error.h"
@@ -225,12 +228,81 @@ START_TEST(three_workers_two_servers_exact_values)
 }
 END_TEST
 
+/* the body of one worker of the relay run: W relays in rank order, worker r the root of the
+ * r-th with bytes r + 1; 0 when every one arrived intact */
+static int relay_body(const char *sched)
+{
+    ordo_conf_t conf;
+    ordo_conf_defaults(&conf);
+    ordo_log_set_level(ORDO_LOG_WARN);
+    if (strlen(sched) >= sizeof conf.scheduler) return -1;
+    memcpy(conf.scheduler, sched, strlen(sched) + 1);
+    conf.servers = 1;
+    conf.workers = W;
+    conf.timeout_ms = 5000;
+    conf.heartbeat_ms = 200;
+    ordo_worker_t *w;
+    if (ordo_worker_new(&conf, &w) != 0) return -1;
+    int rank = ordo_worker_rank(w), wrong = 0;
+    for (int r = 0; r < W; r++) {
+        unsigned char buf[300];
+        memset(buf, r == rank ? r + 1 : 0xee, sizeof buf);
+        if (ordo__worker_relay(w, ((int64_t)1 << 40) + r, r, buf, sizeof buf, 10000) != 0)
+            return -1;
+        for (size_t i = 0; i < sizeof buf; i++) wrong += buf[i] != r + 1;
+    }
+    if (ordo_worker_finish(w, "{}") != 0) return -1;
+    ordo_worker_destroy(&w);
+    return wrong;
+}
+
+START_TEST(a_relay_gives_every_worker_the_roots_bytes)
+{
+    char dir[] = "/tmp/ordo-it-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char outdir[300];
+    snprintf(outdir, sizeof outdir, "--output.dir=%s", dir);
+    char *sargv[] = {"ordo-scheduler", "--cluster.scheduler=tcp://127.0.0.1:0",
+                     "--cluster.servers=1", "--cluster.workers=3", "--model.tensors=4000",
+                     outdir, "--output.run=relay", "--model.iterations=4",
+                     "--fault.timeout_ms=5000", "--fault.heartbeat_ms=200",
+                     "--output.log_level=warn", NULL};
+    proc_t sched, srv;
+    ck_assert_int_eq(proc_start(&sched, bin_path("ordo-scheduler"), sargv), 0);
+    char sched_arg[600];
+    snprintf(sched_arg, sizeof sched_arg, "--cluster.scheduler=%s", sched.ready);
+    char *argv[] = {"ordo-server", sched_arg, "--fault.timeout_ms=5000",
+                    "--fault.heartbeat_ms=200", "--output.log_level=warn", NULL};
+    ck_assert_int_eq(proc_start(&srv, bin_path("ordo-server"), argv), 0);
+    pid_t kids[W];
+    for (int i = 0; i < W; i++) {
+        kids[i] = fork();
+        if (kids[i] == 0) {
+            int wrong = relay_body(sched.ready);
+            _exit(wrong == 0 ? 0 : wrong < 0 ? 2 : 1);
+        }
+    }
+    for (int i = 0; i < W; i++) {
+        int st;
+        ck_assert_int_eq(waitpid(kids[i], &st, 0), kids[i]);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "worker process %d: %s", i,
+                      WIFEXITED(st) && WEXITSTATUS(st) == 1 ? "wrong bytes" : "failed");
+    }
+    ck_assert_int_eq(proc_wait(&sched, 10000), 0);
+    ck_assert_int_eq(proc_wait(&srv, 10000), 0);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *cluster_suite(void)
 {
     Suite *s = suite_create("cluster");
     TCase *tc = tcase_create("dense");
     tcase_set_timeout(tc, 240);
     tcase_add_loop_test(tc, three_workers_two_servers_exact_values, 0, 3);
+    tcase_add_test(tc, a_relay_gives_every_worker_the_roots_bytes);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -59,6 +59,24 @@ static int wait_all(ordo_intra_t *it, int64_t iter, bool reduce)
     return ORDO_ETIMEDOUT;
 }
 
+/* in place: each member writes its contribution in its area of the segment and waits until
+ * the root summed it before writing the next; the root sums into the shared value */
+static bool in_place;
+
+/* wait (bounded) until the root summed every slot of iter */
+static int wait_summed(ordo_intra_t *it, int64_t iter)
+{
+    for (int tries = 0; tries < 200; tries++) {
+        uint64_t g = it->ops->generation(it);
+        bool all = true;
+        for (int s = 0; s < N_SLOTS; s++) all = all && it->ops->summed(it, s, iter);
+        if (all) return 0;
+        int rc = it->ops->wait(it, g, 50);
+        if (rc) return rc;
+    }
+    return ORDO_ETIMEDOUT;
+}
+
 /* one member's part of two iterations: put, (root) sum and check, publish, fetch and check;
  * 0 when everything agreed */
 static int member(int lr, int L)
@@ -70,19 +88,30 @@ static int member(int lr, int L)
     int bad = 0;
     for (int64_t iter = 0; iter < 2; iter++) {
         for (int64_t i = 0; i < TOTAL; i++) src[i] = value(lr, i, iter);
-        for (int s = 0; s < N_SLOTS; s++) it->ops->put(it, s, src + slot_off[s], iter);
+        for (int s = 0; s < N_SLOTS; s++) {
+            float *a = in_place ? it->ops->area(it, s) : src + slot_off[s];
+            if (in_place)
+                memcpy(a, src + slot_off[s],
+                       sizeof(float) * (size_t)(slot_off[s + 1] - slot_off[s]));
+            it->ops->put(it, s, a, iter);
+        }
         if (lr == 0) {
             if (wait_all(it, iter, true)) return 2;
             dst[TOTAL] = -1; /* a sentinel past the last slot */
             for (int s = 0; s < N_SLOTS; s++) it->ops->sum(it, s, dst + slot_off[s]);
+            if (in_place) /* the same sums again, straight into the shared value */
+                for (int s = 0; s < N_SLOTS; s++) it->ops->sum(it, s, it->ops->value_area(it, s));
             for (int64_t i = 0; i < TOTAL; i++) {
                 float want = 0;
                 for (int m = 0; m < L; m++) want += value(m, i, iter);
                 bad += dst[i] != want;
             }
             bad += dst[TOTAL] != -1;
-            for (int s = 0; s < N_SLOTS; s++) it->ops->publish(it, s, dst + slot_off[s], iter);
+            for (int s = 0; s < N_SLOTS; s++)
+                it->ops->publish(it, s, in_place ? it->ops->value_area(it, s) : dst + slot_off[s],
+                                 iter);
         }
+        if (in_place && wait_summed(it, iter)) return 6;
         if (wait_all(it, iter, false)) return 3;
         memset(dst, 0, sizeof dst);
         for (int s = 0; s < N_SLOTS; s++) it->ops->fetch(it, s, dst + slot_off[s]);
@@ -131,6 +160,15 @@ END_TEST
 START_TEST(four_members_sum_and_share_every_slot)
 {
     run_group(4);
+}
+END_TEST
+
+/* contributions written in the segment, sums made in the shared value: the same results */
+START_TEST(members_sum_and_share_in_place)
+{
+    in_place = true;
+    run_group(_i);
+    in_place = false;
 }
 END_TEST
 
@@ -187,6 +225,13 @@ START_TEST(sum_matches_a_plain_loop)
 }
 END_TEST
 
+/* a group of one has nobody to relay the ids to: the bytes are already where they go */
+static int relay_none(void *ctx, void *buf, size_t bytes)
+{
+    (void)ctx, (void)buf, (void)bytes;
+    return 0;
+}
+
 /* NULL when a group of one can use NCCL here (a CUDA device and a build with NCCL) */
 static const char *nccl_missing(void)
 {
@@ -195,6 +240,7 @@ static const char *nccl_missing(void)
     ordo_intra_opts_t o = opts(0, 1);
     int root[N_SLOTS] = {0};
     o.slot_root = root;
+    o.relay = relay_none;
     ordo_intra_t *it = NULL;
     int rc = ordo_intra_new("nccl", &o, &it);
     if (!rc) {
@@ -227,6 +273,7 @@ START_TEST(nccl_group_of_one_sums_and_shares_every_slot)
     ordo_intra_opts_t o = opts(0, 1);
     int root[N_SLOTS] = {0};
     o.slot_root = root;
+    o.relay = relay_none;
     ordo_intra_t *it = NULL;
     ORDO_CK_OK(ordo_intra_new("nccl", &o, &it));
     static float src[TOTAL], dst[TOTAL];
@@ -255,6 +302,7 @@ static Suite *intra_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, two_members_sum_and_share_every_slot);
     tcase_add_test(tc, four_members_sum_and_share_every_slot);
+    tcase_add_loop_test(tc, members_sum_and_share_in_place, 2, 5);
     tcase_add_test(tc, a_dead_member_is_named_within_the_timeout);
     tcase_add_test(tc, unknown_backend_is_refused);
     tcase_add_test(tc, sum_matches_a_plain_loop);
