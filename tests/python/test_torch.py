@@ -170,3 +170,26 @@ def test_a_tensor_declared_after_the_join_is_refused():
     with pytest.raises(ValueError, match="declared twice"):
         r.declare("w", 5)
     r.client.close()
+
+
+@pytest.mark.parametrize("mode", ["gradients", "server"])
+def test_strict_order_with_a_tensor_transferred_once(tmp_path: Path, mode: str):
+    """[order] enforce = strict with a planned policy: a declared tensor that is not
+    transferred every step (first in the plan) holds no step back (it used to hang)."""
+    missing = _c_side_missing()
+    if missing:
+        pytest.skip(missing)
+    path = conf(tmp_path)
+    path.write_text(path.read_text() + "\n[order]\npolicy = tao\nenforce = strict\n")
+    c = Cluster(tmp_path, conf=path, servers=2)
+    try:
+        for r in range(2):
+            c.start_worker(r, [sys.executable, str(SRC / "tests" / "python" / "strict_worker.py"),
+                               mode])
+        for name in ["worker0", "worker1", "server0", "server1", "scheduler"]:
+            assert c.finish(name) == 0, f"{name}: {c.log(name)}"
+    finally:
+        c.stop()
+    for r in range(2):
+        assert "strict: 12 steps, counts [3.0, 2.0]" in c.log(f"worker{r}"), c.log(f"worker{r}")
+    assert "replan 1: planned from worker 0's profile" in c.log("scheduler")
