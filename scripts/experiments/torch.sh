@@ -10,7 +10,8 @@
 #            scheduler on s0) and h0, h1 (2 workers each) on a bridge, every host's link
 #            shaped by tbf to --ddp-bandwidth each way; ordo.torch's DistributedOptimizer in
 #            gradients and server mode, ordering off (policy none) and on (tao, planned from
-#            the model), against DistributedDataParallel with the same per-worker batch.
+#            the model; enforced strict, and greedy), against DistributedDataParallel with the
+#            same per-worker batch.
 #            Needs root, iproute2, the bridge and tbf (otherwise the part is skipped).
 # torch_report.py then writes torch-ordering.csv, torch-ddp.csv, the gnuplot plots and
 # torch-tables.md into the output folder.
@@ -22,6 +23,8 @@
 #   --iterations N        measured iterations per run (default 6 ordering, 10 ddp)
 #   --bandwidth RATE      ordering part: the server's emulated egress (default 2gbit)
 #   --compute-ratio R     ordering part: forward time / pull time (default 0.5)
+#   --batch LIST          ordering part: M=B,... a model's batch per worker instead of the
+#                         one the calibration picks (the calibration is noisy on a busy host)
 #   --ddp-bandwidth RATE  ddp part: each host's link each way (default 1gbit)
 #   --train-batch B       ddp part: samples per worker and step (default 16)
 #   --width X             vgg's width factor (default 1)
@@ -38,6 +41,7 @@ policies="none,tio,tao,search"
 iters=""
 bandwidth=2gbit
 ratio=0.5
+fixed_batch=""
 ddp_bw=1gbit
 tbatch=16
 width=1
@@ -47,13 +51,14 @@ out=""
 report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --parts) parts=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --policies) policies=$2; shift 2 ;;
     --iterations) iters=$2; shift 2 ;;
     --bandwidth) bandwidth=$2; shift 2 ;;
     --compute-ratio) ratio=$2; shift 2 ;;
+    --batch) fixed_batch=$2; shift 2 ;;
     --ddp-bandwidth) ddp_bw=$2; shift 2 ;;
     --train-batch) tbatch=$2; shift 2 ;;
     --width) width=$2; shift 2 ;;
@@ -69,7 +74,7 @@ if [ $smoke = 1 ]; then
 fi
 [ -n "$out" ] || out="$here/runs/torch-$(date +%Y%m%d-%H%M%S)"
 py="${ORDO_PYTHON:-$here/.venv/bin/python}"
-bin="$here/build/bin"
+bin="${ORDO_BIN_DIR:-$here/build/bin}"
 "$py" -c 'import torch, torchvision' 2>/dev/null ||
   { echo "torch.sh: no torch and torchvision in $py (scripts/setup-python.sh)" >&2; exit 77; }
 for b in ordo-plan ordo-scheduler ordo-server; do
@@ -109,6 +114,9 @@ b = ratio * pull_ms / (c["fwd_ms_per_sample"] * share)
 print(4 if smoke else max(8, min(1024, int(round(b / 8)) * 8)))
 EOF
 )
+    for mb in ${fixed_batch//,/ }; do
+      [ "${mb%%=*}" = "$m" ] && batch=${mb#*=}
+    done
     echo "$m $batch $cal" >> "$out/batches.txt"
     for pol in ${policies//,/ }; do
       local run="ordering-$m-$pol" dir t0
@@ -176,7 +184,8 @@ ddp_part() {
       latency 50ms
     i=$((i + 1))
   done
-  local variants="ordo-gradients-none ordo-gradients-tao ordo-server-none ordo-server-tao ddp"
+  local variants="ordo-gradients-none ordo-gradients-tao ordo-gradients-tao-greedy"
+  variants+=" ordo-server-none ordo-server-tao ordo-server-tao-greedy ddp"
   [ $smoke = 1 ] && variants="ordo-gradients-tao ddp"
   # ordo's planned runs profile 6 steps before the plan: every run leaves 7 out
   local warm=7
@@ -201,11 +210,14 @@ ddp_part() {
           pids+=($!)
         done
       else
-        local mode pol
+        local mode pol enf
         mode=$(echo "$v" | cut -d- -f2)
         pol=$(echo "$v" | cut -d- -f3)
+        enf=$(echo "$v" | cut -d- -f4)
+        enf=${enf:-strict}
         local common=(-c "$here/conf/experiments/torch.ini" --cluster.servers=2 --cluster.workers=4
                       --net.bandwidth=0 --net.latency_us=0 "--order.policy=$pol"
+                      "--order.enforce=$enf"
                       "--output.dir=$dir" --output.run=cluster)
         ip netns exec "$tag-s0" "$bin/ordo-scheduler" "${common[@]}" \
           "--cluster.scheduler=tcp://${addr[s0]}:0" > "$dir/scheduler.log" 2>&1 &
@@ -228,7 +240,8 @@ ddp_part() {
           ip netns exec "$tag-$h" env ORDO_CONF="$here/conf/experiments/torch.ini" \
             ORDO_CLUSTER_SCHEDULER="$ep" ORDO_CLUSTER_RANK=$w ORDO_CLUSTER_HOST="${addr[$h]}" \
             ORDO_CLUSTER_SERVERS=2 ORDO_CLUSTER_WORKERS=4 ORDO_NET_BANDWIDTH=0 \
-            ORDO_NET_LATENCY_US=0 ORDO_ORDER_POLICY="$pol" ORDO_LOCAL_RANK=$((w % 2)) \
+            ORDO_NET_LATENCY_US=0 ORDO_ORDER_POLICY="$pol" ORDO_ORDER_ENFORCE="$enf" \
+            ORDO_LOCAL_RANK=$((w % 2)) \
             ORDO_LOCAL_SIZE=2 "$py" "$worker" train --mode "$mode" "${plan[@]}" "${wargs[@]}" \
             > "$dir/worker$w.log" 2>&1 &
           pids+=($!)

@@ -40,8 +40,8 @@ ap.add_argument("--latency-us", default="100")
 a = ap.parse_args()
 models = a.models.replace(",", " ").split()
 policies = a.policies.replace(",", " ").split()
-DDP_SYSTEMS = ["ordo-gradients-none", "ordo-gradients-tao", "ordo-server-none",
-               "ordo-server-tao", "ddp"]
+DDP_SYSTEMS = ["ordo-gradients-none", "ordo-gradients-tao", "ordo-gradients-tao-greedy",
+               "ordo-server-none", "ordo-server-tao", "ordo-server-tao-greedy", "ddp"]
 
 
 def rate_bps(s):

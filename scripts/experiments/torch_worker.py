@@ -106,7 +106,7 @@ class Log:
     def __init__(self, out: str, rank: int, warmup: int):
         os.makedirs(out, exist_ok=True)
         self.warmup = warmup
-        self.f = open(os.path.join(out, f"worker{rank}.jsonl"), "w")
+        self.f = open(os.path.join(out, f"worker{rank}.jsonl"), "w")  # noqa: SIM115 (the run)
         self.rank = rank
 
     def add(self, it: int, t0: int, t1: int, samples: int, **extra) -> None:
