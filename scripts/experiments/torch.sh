@@ -32,6 +32,7 @@
 #   --smoke               a minute-long check that everything runs (tiny vgg, 2 iterations,
 #                         policies none,tao; ddp part only as root)
 #   --out DIR             output folder (default runs/torch-DATE)
+#   --bin DIR             binaries (default build/bin, or $ORDO_BIN_DIR)
 #   --report-only         only (re)write the CSVs, plots and tables from DIR's runs
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -42,6 +43,7 @@ iters=""
 bandwidth=2gbit
 ratio=0.5
 fixed_batch=""
+bin="${ORDO_BIN_DIR:-$here/build/bin}"
 ddp_bw=1gbit
 tbatch=16
 width=1
@@ -51,7 +53,7 @@ out=""
 report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --parts) parts=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --policies) policies=$2; shift 2 ;;
@@ -65,6 +67,7 @@ while [ $# -gt 0 ]; do
     --image) image=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
     --out) out=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
     --report-only) report_only=1; shift ;;
     *) echo "torch.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -74,7 +77,6 @@ if [ $smoke = 1 ]; then
 fi
 [ -n "$out" ] || out="$here/runs/torch-$(date +%Y%m%d-%H%M%S)"
 py="${ORDO_PYTHON:-$here/.venv/bin/python}"
-bin="${ORDO_BIN_DIR:-$here/build/bin}"
 "$py" -c 'import torch, torchvision' 2>/dev/null ||
   { echo "torch.sh: no torch and torchvision in $py (scripts/setup-python.sh)" >&2; exit 77; }
 for b in ordo-plan ordo-scheduler ordo-server; do

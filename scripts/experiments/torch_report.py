@@ -12,7 +12,8 @@ to the forward's end), predicted_ms (`ordo-plan simulate` of the measured profil
 worker's fair share of the link; policy none: the mean over 5 random orders), measured_over_
 predicted, fwd_profile_ms (the profile's forward compute) and pull_ms (the model's bytes at the
 share). torch-ddp.csv, one row per model and system: batch, throughput (samples/s),
-steps_per_s, step_ms_mean, p50, vs_ddp (throughput over DDP's). Plots (gnuplot, when
+steps_per_s, step_ms_mean, p50, the means of forward_ms, backward_ms and step_wait_ms (the
+wait in opt.step() for the transfers), vs_ddp (throughput over DDP's). Plots (gnuplot, when
 installed): torch-throughput.png, torch-straggler.png, torch-predicted.png, torch-ddp.png.
 torch-tables.md: both tables in Markdown.
 """
@@ -156,11 +157,15 @@ for m in models:
             continue
         s = summary(recs)
         batch = recs[0]["samples"]
+        def mean_of(key, recs=recs):
+            xs = [r[key] for r in recs if key in r]
+            return r4(statistics.mean(xs)) if xs else ""
         rows.append({"model": m, "system": sysname, "batch": batch,
                      "throughput": r4(s["throughput"]),
                      "steps_per_s": r4(s["throughput"] / (batch * a.workers)),
                      "step_ms_mean": r4(s["step_ms_mean"]), "p50": r4(s["p50"]),
-                     "iterations": s["iterations"]})
+                     "forward_ms": mean_of("forward_ms"), "backward_ms": mean_of("backward_ms"),
+                     "step_wait_ms": mean_of("step_wait_ms"), "iterations": s["iterations"]})
         if sysname == "ddp":
             base = s["throughput"]
     for r in rows:

@@ -23,7 +23,9 @@ C workers do), and the forward pass, each module waiting only for its own parame
 
 train: hvd.DistributedOptimizer (--mode gradients or server, --plan: model= so the order is
 planned from the model after 6 profiled steps); ddp: the same loop under DDP. The step is one
-optimizer step (forward, backward, the transfers, the update).
+optimizer step (forward, backward, the transfers, the update); its records also have
+forward_ms (server mode, planned: with the waits for the module's parameters), backward_ms
+and step_wait_ms (opt.step(): the wait for the transfers, and the local update).
 """
 from __future__ import annotations
 
@@ -225,10 +227,15 @@ def loop(a: argparse.Namespace, net: nn.Module, opt: torch.optim.Optimizer, rank
         t0 = now_ns()
         opt.zero_grad()
         loss = loss_fn(net(x), y)
+        t_fwd = now_ns()
         loss.backward()
+        t_bwd = now_ns()
         opt.step()
         t1 = now_ns()
-        log.add(it, t0, t1, a.batch, loss=round(loss.item(), 5))
+        log.add(it, t0, t1, a.batch, loss=round(loss.item(), 5),
+                forward_ms=round((t_fwd - t0) / 1e6, 4),
+                backward_ms=round((t_bwd - t_fwd) / 1e6, 4),
+                step_wait_ms=round((t1 - t_bwd) / 1e6, 4))
     done()
     return 0
 
