@@ -14,7 +14,8 @@ predicted, fwd_profile_ms (the profile's forward compute) and pull_ms (the model
 share). torch-ddp.csv, one row per model and system: batch, throughput (samples/s),
 steps_per_s, step_ms_mean, p50, the means of forward_ms, backward_ms and step_wait_ms (the
 wait in opt.step() for the transfers), vs_ddp (throughput over DDP's). Plots (gnuplot, when
-installed): torch-throughput.png, torch-straggler.png, torch-predicted.png, torch-ddp.png.
+installed): torch-throughput.png, torch-speedup.png, torch-straggler.png,
+torch-predicted.png, torch-ddp.png.
 torch-tables.md: both tables in Markdown.
 """
 import argparse
@@ -235,6 +236,8 @@ if ordering:
     scripts.append(bars("torch-throughput", ordering, "model", "policy", "throughput",
                         "samples/s (4 workers)", "Forward-pass throughput, 1 server, 4 workers, "
                         "%s emulated" % a.bandwidth))
+    scripts.append(bars("torch-speedup", ordering, "model", "policy", "speedup_vs_none",
+                        "throughput / policy none", "Forward-pass throughput over that of policy none"))
     scripts.append(bars("torch-straggler", ordering, "model", "policy", "straggler_effect",
                         "straggler effect", "Straggler effect of the forward pass"))
     scripts.append(bars("torch-predicted", ordering, "model", "policy",
