@@ -4,6 +4,7 @@
 #include "common/conf.h"
 #include "common/error.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,12 +18,18 @@ typedef struct {
     ordo_msg_t msg;
 } item_t;
 
+#define NEVER (-2) /* a slice's round when it was never handed over (never round - 1) */
+
 typedef struct {
     item_t *items;
     int n, cap;
     int64_t iter;  /* current iteration of this worker */
-    int64_t count; /* transfers handed over in that iteration */
-    int64_t bytes; /* bytes handed over in that iteration */
+    int64_t round; /* its current round (a new iteration, or every slice handed over) */
+    bool fresh;    /* nothing handed over in this round yet */
+    int64_t count; /* transfers handed over in the round */
+    int64_t bytes; /* bytes handed over in the round */
+    /* per slice: the round it was last handed over in (NEVER) and that transfer's iteration */
+    int64_t *last_round, *last_iter;
 } wq_t;
 
 struct ordo_enforce {
@@ -65,8 +72,19 @@ int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio
         return ORDO_ENOMEM;
     }
     if (norm_prio) memcpy(e->prio, norm_prio, sizeof *e->prio * (size_t)n_slices);
-    for (int i = 0; i < n_workers; i++)
-        e->w[i].iter = -1;
+    for (int i = 0; i < n_workers; i++) {
+        wq_t *q = &e->w[i];
+        q->iter = -1;
+        q->fresh = true;
+        q->last_round = malloc(sizeof *q->last_round * (size_t)n_slices);
+        q->last_iter = malloc(sizeof *q->last_iter * (size_t)n_slices);
+        if (!q->last_round || !q->last_iter) {
+            ordo_enforce_destroy(&e);
+            return ORDO_ENOMEM;
+        }
+        for (int s = 0; s < n_slices; s++)
+            q->last_round[s] = q->last_iter[s] = NEVER;
+    }
     *out = e;
     return 0;
 }
@@ -80,6 +98,8 @@ void ordo_enforce_destroy(ordo_enforce_t **ep)
             for (int j = 0; j < e->w[i].n; j++)
                 ordo_msg_close(&e->w[i].items[j].msg);
             free(e->w[i].items);
+            free(e->w[i].last_round);
+            free(e->w[i].last_iter);
         }
     free(e->w);
     free(e->prio);
@@ -99,8 +119,10 @@ int ordo_enforce_add(ordo_enforce_t *e, int worker, int64_t iter, int slice, ord
         q->items = p;
         q->cap = cap;
     }
-    if (iter > q->iter) { /* a new iteration of this worker starts its own count */
+    if (iter > q->iter) { /* a new iteration of this worker starts a round of its own */
         q->iter = iter;
+        if (!q->fresh) q->round++;
+        q->fresh = true;
         q->count = 0;
         q->bytes = 0;
     }
@@ -135,11 +157,32 @@ static void take(ordo_enforce_t *e, int worker, int idx, ordo_msg_t *out,
                                          .held = e->pending,
                                          .ready_ns = it.ready_ns};
     q->bytes += it.bytes;
+    q->last_round[it.slice] = q->round;
+    q->last_iter[it.slice] = it.iter;
+    q->fresh = false;
     /* every transfer of the round handed over: the next round counts from 0 again */
     if (++q->count == e->round) {
+        q->round++;
+        q->fresh = true;
         q->count = 0;
         q->bytes = 0;
     }
+}
+
+/* held_back tells whether strict holds back worker q's response of normalized priority prio:
+ * some slice of smaller priority is expected in this round and not handed over yet. A slice
+ * is expected when it was handed over in the worker's previous round, in the iteration
+ * before this one (training) or in this one (forward only, which pulls one version every
+ * round). So a tensor that is not transferred every round (the examples' eval.counts, once
+ * an epoch) holds nothing back, and neither does anything in a worker's first round, when
+ * the server cannot know yet which transfers a round has. */
+static bool held_back(const ordo_enforce_t *e, const wq_t *q, int prio)
+{
+    for (int s = 0; s < e->n_slices; s++)
+        if (e->prio[s] < prio && q->last_round[s] == q->round - 1 &&
+            (q->last_iter[s] == q->iter - 1 || q->last_iter[s] == q->iter))
+            return true;
+    return false;
 }
 
 /* best item of a worker queue: smallest priority (when by_prio), then arrival */
@@ -175,7 +218,7 @@ int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out,
         wq_t *q = &e->w[w];
         if (q->n == 0) continue;
         int i = best_of(q, e->mode != ORDO_ENFORCE_MODE_FIFO);
-        if (e->mode == ORDO_ENFORCE_STRICT && q->items[i].prio > q->count)
+        if (e->mode == ORDO_ENFORCE_STRICT && held_back(e, q, q->items[i].prio))
             continue; /* its turn has not come */
         if (bw >= 0) {
             int pa = q->items[i].prio, pb = e->w[bw].items[bi].prio;

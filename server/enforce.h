@@ -2,14 +2,19 @@
  * handed to the network. Per worker it keeps the ready responses of that worker's current
  * iteration and a counter of the transfers already handed over in it.
  * - fifo: responses leave in the order they became ready (no plan).
- * - strict: a response whose normalized priority is p leaves only once the worker's counter
- *   has reached p (TicTac's enforcement); equal p may leave in any order.
+ * - strict: a response of normalized priority p leaves only once every slice of smaller
+ *   priority that the worker's round expects has been handed over (TicTac's enforcement);
+ *   equal p may leave in any order. A round expects the slices the worker got in its
+ *   previous round, of the iteration before (or, forward only, of the same one): a tensor
+ *   that is not transferred every round holds nothing back, and a worker's first round
+ *   (also the first after a re-plan) is released by priority without waiting, since the
+ *   server cannot know yet which transfers a round has.
  * - greedy: whenever the egress link is free, the ready response with the smallest
  *   normalized priority (over all workers) leaves; the link never idles while one is held.
- * The counter of (worker, iteration) starts at 0 when the worker's first response of a new
- * iteration arrives, and also when it reaches `round` (every transfer of this server to the
- * worker in one iteration handed over), so that runs that pull the same version every
- * iteration (forward only) start each iteration afresh.
+ * A worker's round (and its counter of transfers handed over, reported in the release info)
+ * starts when its first response of a new iteration arrives, and also when the counter
+ * reaches `round` (every transfer of this server to the worker handed over), so that runs
+ * that pull the same version every iteration (forward only) start each iteration afresh.
  * In every mode a response is handed to the network only while the egress link is free (or
  * about to be), and the workers share it byte-fairly (the worker with the fewest bytes
  * handed over in its iteration goes first), as separate connections share a NIC, instead of

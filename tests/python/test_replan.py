@@ -1,7 +1,7 @@
 """test_replan: Client.replan (ordo_replan) on a real cluster of the C daemons: two Python
 workers, one server with traces. After a re-plan from a profile the priorities equal
-`ordo-plan order --policy tao` on the same profile, and the server releases every later
-iteration's pull responses in the new order although the workers request them in reverse;
+`ordo-plan order --policy tao` on the same profile, and the server releases every iteration's
+pull responses after the first in the new order although the workers request them in reverse;
 bad profiles are refused on every worker, naming the problem, and the run goes on.
 """
 from __future__ import annotations
@@ -75,8 +75,10 @@ def test_replan_matches_ordo_plan_and_servers_release_in_the_new_order(cluster, 
         assert out["before"] != want, out  # the start-up plan followed the declared order
     trace = json.loads((cluster.tmp / "run" / "trace-server-0.json").read_text())
     rel = [e["args"] for e in trace["traceEvents"] if e.get("cat") == "release"]
-    after = [r for r in rel if r["iter"] >= 1]  # the pulls after the re-plan
-    assert len(after) >= 2 * 3 * 3, rel
+    # the pulls after the re-plan's first round (which strict releases by priority without
+    # waiting: the server's enforcement starts afresh with the new plan)
+    after = [r for r in rel if r["iter"] >= 2]
+    assert len(after) >= 2 * 3 * 2, rel
     for w in range(2):
         for it in {r["iter"] for r in after}:
             prios = [r["priority"] for r in after if r["worker"] == w and r["iter"] == it]

@@ -212,3 +212,26 @@ def test_sparse_pushes_train_from_pytorch(tmp_path: Path):
     for s in range(2):  # torch_mlp's SGD, not the conf's [optimizer] (lr 0.01, no momentum)
         assert "sparse: sgd lr 0.05, momentum 0.9, weight decay 0.01" in c.log(f"server{s}"), \
             c.log(f"server{s}")
+
+
+@pytest.mark.parametrize("mode", ["gradients", "server"])
+def test_strict_order_with_a_tensor_transferred_once(tmp_path: Path, mode: str):
+    """[order] enforce = strict with a planned policy: a declared tensor that is not
+    transferred every step (first in the plan) holds no step back (it used to hang)."""
+    missing = _c_side_missing()
+    if missing:
+        pytest.skip(missing)
+    path = conf(tmp_path)
+    path.write_text(path.read_text() + "\n[order]\npolicy = tao\nenforce = strict\n")
+    c = Cluster(tmp_path, conf=path, servers=2)
+    try:
+        for r in range(2):
+            c.start_worker(r, [sys.executable, str(SRC / "tests" / "python" / "strict_worker.py"),
+                               mode])
+        for name in ["worker0", "worker1", "server0", "server1", "scheduler"]:
+            assert c.finish(name) == 0, f"{name}: {c.log(name)}"
+    finally:
+        c.stop()
+    for r in range(2):
+        assert "strict: 12 steps, counts [3.0, 2.0]" in c.log(f"worker{r}"), c.log(f"worker{r}")
+    assert "replan 1: planned from worker 0's profile" in c.log("scheduler")

@@ -1,5 +1,6 @@
 /* Unit tests of server/enforce: normalized priorities, strict release by the counter, the
- * counter's restart after a full round and at a new iteration, greedy's choice across
+ * counter's restart after a full round and at a new iteration, the first round and tensors
+ * not transferred every round (they hold nothing back), greedy's choice across
  * workers, the link gate, byte-fair turns between workers, and the release info. */
 #include "common/conf.h"
 #include "server/enforce.h"
@@ -44,17 +45,27 @@ START_TEST(normalize_counts_smaller_priorities_on_this_server)
 }
 END_TEST
 
+/* one round of worker 0 in iteration iter: slices added and released one at a time */
+static void plain_round(ordo_enforce_t *e, int64_t iter, const int *slices, int n)
+{
+    for (int i = 0; i < n; i++) {
+        add(e, 0, iter, slices[i], 10);
+        ck_assert_int_eq(next(e, true, NULL), slices[i]);
+    }
+}
+
 START_TEST(strict_releases_in_normalized_order)
 {
-    int norm[] = {2, 0, 1};
+    int norm[] = {2, 0, 1}, all[] = {1, 2, 0};
     ordo_enforce_t *e;
     ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_STRICT, 1, 3, norm, 3, &e));
-    add(e, 0, 0, 0, 10); /* norm 2 arrives first: must wait */
+    plain_round(e, 0, all, 3); /* the first round tells the server what a round has */
+    add(e, 0, 1, 0, 10); /* norm 2 arrives first: must wait */
     ck_assert_int_eq(next(e, true, NULL), -1);
-    add(e, 0, 0, 2, 10); /* norm 1: still waits for norm 0 */
+    add(e, 0, 1, 2, 10); /* norm 1: still waits for norm 0 */
     ck_assert_int_eq(next(e, true, NULL), -1);
     ck_assert_int_eq(ordo_enforce_pending(e), 2);
-    add(e, 0, 0, 1, 10);
+    add(e, 0, 1, 1, 10);
     ordo_enforce_release_t r;
     ck_assert_int_eq(next(e, false, NULL), -1); /* the link is busy: nothing goes */
     ck_assert_int_eq(next(e, true, &r), 1);
@@ -72,13 +83,28 @@ START_TEST(strict_releases_in_normalized_order)
 }
 END_TEST
 
+START_TEST(strict_first_round_goes_by_priority_without_waiting)
+{
+    /* the server cannot know yet which slices the worker's rounds have */
+    int norm[] = {2, 0, 1};
+    ordo_enforce_t *e;
+    ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_STRICT, 1, 3, norm, 3, &e));
+    add(e, 0, 0, 0, 10);
+    add(e, 0, 0, 2, 10);
+    ck_assert_int_eq(next(e, true, NULL), 2); /* the smallest held, without waiting for 1 */
+    ck_assert_int_eq(next(e, true, NULL), 0);
+    ordo_enforce_destroy(&e);
+}
+END_TEST
+
 START_TEST(strict_counter_restarts_each_round)
 {
     /* forward-only runs pull version 0 every iteration: after a full round (2 slices) the
      * counter starts again, so norm 1 waits for norm 0 of the new round too */
-    int norm[] = {0, 1};
+    int norm[] = {0, 1}, all[] = {0, 1};
     ordo_enforce_t *e;
     ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_STRICT, 1, 2, norm, 2, &e));
+    plain_round(e, 0, all, 2);
     for (int round = 0; round < 3; round++) {
         add(e, 0, 0, 1, 10);
         ck_assert_int_eq(next(e, true, NULL), -1);
@@ -91,6 +117,39 @@ START_TEST(strict_counter_restarts_each_round)
     ck_assert_int_eq(next(e, true, NULL), 0);
     add(e, 0, 2, 1, 10);
     ck_assert_int_eq(next(e, true, NULL), -1);
+    ordo_enforce_destroy(&e);
+}
+END_TEST
+
+START_TEST(strict_skips_a_tensor_not_transferred_every_round)
+{
+    /* slice 0 (norm 0) is not transferred in the rounds of iterations 1-4, then once with
+     * its own, older version (an evaluation's counts, once an epoch): it never holds slices
+     * 1 and 2 back, which still go in their order */
+    int norm[] = {0, 1, 2}, two[] = {1, 2};
+    ordo_enforce_t *e;
+    ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_STRICT, 1, 3, norm, 3, &e));
+    plain_round(e, 1, two, 2);
+    for (int64_t it = 2; it < 5; it++) {
+        add(e, 0, it, 2, 10);
+        ck_assert_int_eq(next(e, true, NULL), -1); /* waits for slice 1, not for slice 0 */
+        add(e, 0, it, 1, 10);
+        ck_assert_int_eq(next(e, true, NULL), 1);
+        ck_assert_int_eq(next(e, true, NULL), 2);
+    }
+    add(e, 0, 5, 1, 10);
+    ck_assert_int_eq(next(e, true, NULL), 1);
+    add(e, 0, 1, 0, 10); /* slice 0's first transfer (its version 1) in iteration 5 */
+    ck_assert_int_eq(next(e, true, NULL), 0);
+    add(e, 0, 5, 2, 10);
+    ck_assert_int_eq(next(e, true, NULL), 2);
+    for (int64_t it = 6; it < 8; it++) { /* and the rounds after it do not wait for it */
+        add(e, 0, it, 2, 10);
+        ck_assert_int_eq(next(e, true, NULL), -1);
+        add(e, 0, it, 1, 10);
+        ck_assert_int_eq(next(e, true, NULL), 1);
+        ck_assert_int_eq(next(e, true, NULL), 2);
+    }
     ordo_enforce_destroy(&e);
 }
 END_TEST
@@ -170,12 +229,17 @@ START_TEST(serial_share_serves_one_worker_to_the_end)
     int norm[] = {0, 1};
     ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_STRICT, 2, 2, norm, 2, &e));
     ORDO_CK_OK(ordo_enforce_set_share(e, ORDO_SHARE_SERIAL));
-    add(e, 1, 0, 1, 400);
+    for (int w = 0; w < 2; w++) /* the first rounds, which strict does not hold */
+        for (int s = 0; s < 2; s++) {
+            add(e, w, 0, s, 100);
+            ck_assert_int_eq(next(e, true, &r), s);
+        }
+    add(e, 1, 1, 1, 400);
     ck_assert_int_eq(next(e, true, &r), -1); /* priority 1 before priority 0: held */
-    add(e, 0, 0, 0, 100);
+    add(e, 0, 1, 0, 100);
     ck_assert_int_eq(next(e, true, &r), 0);
     ck_assert_int_eq(r.worker, 0);
-    add(e, 1, 0, 0, 100);
+    add(e, 1, 1, 0, 100);
     ck_assert_int_eq(next(e, true, &r), 0);
     ck_assert_int_eq(r.worker, 1);
     ck_assert_int_eq(next(e, true, &r), 1);
@@ -211,6 +275,8 @@ static Suite *enforce_suite(void)
     tc = tcase_create("strict");
     tcase_add_test(tc, strict_releases_in_normalized_order);
     tcase_add_test(tc, strict_counter_restarts_each_round);
+    tcase_add_test(tc, strict_first_round_goes_by_priority_without_waiting);
+    tcase_add_test(tc, strict_skips_a_tensor_not_transferred_every_round);
     suite_add_tcase(s, tc);
     tc = tcase_create("greedy");
     tcase_add_test(tc, greedy_takes_the_smallest_ready_priority_over_workers);

@@ -1,0 +1,264 @@
+"""torch_worker.py: one worker of scripts/experiments/torch.sh (run by it, not by hand).
+
+    torch_worker.py calibrate --model M --image PX      forward ms per sample, one process
+    torch_worker.py forward   --model M --out DIR ...   ordo: ordered pulls + gated forward
+    torch_worker.py train     --model M --out DIR ...   ordo.torch DistributedOptimizer
+    torch_worker.py ddp       --model M --out DIR ...   torch DistributedDataParallel (gloo)
+
+Models: `resnet18` (torchvision, random initialisation, 1-channel input, 10 classes) and `vgg`
+(VGG-style: conv 64, pool, conv 128, pool, conv 256 x 2, pool, conv 512 x 2, pool, fc 2048,
+fc 2048, fc 10; --width scales every layer's width) on Fashion-MNIST images (resized to
+--image pixels). Every run writes DIR/workerRANK.jsonl, one line per iteration:
+{"worker", "iter", "warmup" (left out of the figures), "t_start_ns", "t_end_ns",
+"step_ms", "samples"} (CLOCK_MONOTONIC, the same on
+every process of the host and its network namespaces).
+
+forward: the TicTac set-up. The worker declares the model's parameters (the servers keep them,
+rank 0's values), profiles the model (every worker measures at once, so the profile carries
+the same CPU sharing as the run; rank 0's is written to DIR/profile.json), re-plans with the
+conf's [order] policy (Client.replan), then per iteration: a barrier, every parameter's pull
+requested in plan order (policy none: a seeded random order per worker and iteration, as the
+C workers do), and the forward pass, each module waiting only for its own parameters
+(ordo.torch.profile.ForwardGate). The step is the barrier's end to the forward's end.
+
+train: hvd.DistributedOptimizer (--mode gradients or server, --plan: model= so the order is
+planned from the model after 6 profiled steps); ddp: the same loop under DDP. The step is one
+optimizer step (forward, backward, the transfers, the update); its records also have
+forward_ms (server mode, planned: with the waits for the module's parameters), backward_ms
+and step_wait_ms (opt.step(): the wait for the transfers, and the local update).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "examples" / "torch"))
+
+
+def now_ns() -> int:
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+
+
+def make_model(name: str, width: float) -> nn.Module:
+    """make_model builds the experiment's model (seeded: every worker starts alike)."""
+    torch.manual_seed(1)
+    if name == "resnet18":
+        import torchvision
+        net = torchvision.models.resnet18(weights=None, num_classes=10)
+        net.conv1 = nn.Conv2d(1, 64, kernel_size=7, stride=2, padding=3, bias=False)
+        return net
+    if name == "vgg":
+        def w(c: int) -> int:
+            return max(4, int(c * width))
+        layers: list[nn.Module] = []
+        cin = 1
+        for c in (64, "M", 128, "M", 256, 256, "M", 512, 512, "M"):
+            if c == "M":
+                layers.append(nn.MaxPool2d(2))
+            else:
+                layers += [nn.Conv2d(cin, w(c), 3, padding=1), nn.ReLU(inplace=True)]
+                cin = w(c)
+        return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                             nn.Linear(cin, w(2048)), nn.ReLU(inplace=True),
+                             nn.Linear(w(2048), w(2048)), nn.ReLU(inplace=True),
+                             nn.Linear(w(2048), 10))
+    raise SystemExit(f"torch_worker: unknown model {name!r} (resnet18, vgg)")
+
+
+def batches(image: int, batch: int, rank: int, size: int, synthetic: bool):
+    """batches yields this worker's (x, y) batches of Fashion-MNIST forever (synthetic data
+    when asked or when the data set is missing)."""
+    x = y = None
+    if not synthetic:
+        try:
+            import fmnist
+            x, y = fmnist.load("train")
+        except (FileNotFoundError, ImportError):
+            x = None
+    if x is None:
+        g = torch.Generator().manual_seed(rank)
+        x, y = torch.randn(batch * 8, 1, 28, 28, generator=g), torch.randint(0, 10, (batch * 8,),
+                                                                               generator=g)
+    mine = torch.arange(rank, len(x), size)
+    s = 0
+    while True:
+        if (s + 1) * batch > len(mine):
+            s = 0
+        idx = mine[s * batch:(s + 1) * batch]
+        xb = x[idx]
+        if image != 28:
+            xb = F.interpolate(xb, size=(image, image), mode="bilinear", align_corners=False)
+        yield xb.contiguous(), y[idx]
+        s += 1
+
+
+class Log:
+    """Log writes one worker's per-iteration records."""
+
+    def __init__(self, out: str, rank: int, warmup: int):
+        os.makedirs(out, exist_ok=True)
+        self.warmup = warmup
+        self.f = open(os.path.join(out, f"worker{rank}.jsonl"), "w")  # noqa: SIM115 (the run)
+        self.rank = rank
+
+    def add(self, it: int, t0: int, t1: int, samples: int, **extra) -> None:
+        rec = {"worker": self.rank, "iter": it, "warmup": it < self.warmup, "t_start_ns": t0,
+               "t_end_ns": t1, "step_ms": round((t1 - t0) / 1e6, 4), "samples": samples,
+               **extra}
+        self.f.write(json.dumps(rec) + "\n")
+        self.f.flush()
+
+
+def calibrate(a: argparse.Namespace) -> int:
+    net = make_model(a.model, a.width).eval()
+    x = torch.randn(a.batch, 1, a.image, a.image)
+    with torch.no_grad():
+        net(x)
+        t = time.perf_counter()
+        for _ in range(3):
+            net(x)
+    ms = (time.perf_counter() - t) / 3 * 1e3
+    n = sum(p.numel() for p in net.parameters())
+    print(json.dumps({"model": a.model, "fwd_ms_per_sample": ms / a.batch, "params": n,
+                      "bytes": 4 * n, "tensors": len(list(net.parameters()))}))
+    return 0
+
+
+def forward(a: argparse.Namespace) -> int:
+    import ordo
+    from ordo.torch import profile
+    client = ordo.Client(os.environ.get("ORDO_CONF") or None)
+    net = make_model(a.model, a.width)
+    named = [(n, p) for n, p in net.named_parameters()]
+    index = {n: client.declare(n, p.numel()) for n, p in named}
+    for i in index.values():
+        client.declare_update(i, "sgd", 0.0, 0.0, 0.0)  # the servers keep the values
+    client.join()
+    rank, size = client.rank, client.size
+    if rank == 0:
+        for n, p in named:
+            client.init(index[n], p.data)
+    data = batches(a.image, a.batch, rank, size, a.synthetic)
+    x, _ = next(data)
+    # every worker profiles at once (the same CPU sharing as the run); rank 0's is the plan's
+    path = os.path.join(a.out, "profile.json" if rank == 0 else f"profile{rank}.json")
+    doc = profile.export_profile(net, x, path, iterations=3)
+    policy = a.policy
+    prios = client.replan(doc if rank == 0 else None, 600_000)
+    if rank == 0:
+        with open(os.path.join(a.out, "priorities.json"), "w") as f:
+            json.dump({n: prios[index[n]] for n, _ in named}, f)
+    net.eval()
+    handles: dict[int, ordo.Handle] = {}
+
+    def wait(tensors: list[int]) -> None:
+        for i in tensors:
+            h = handles.pop(i, None)
+            if h is not None:
+                h.wait()
+
+    gate = profile.ForwardGate(net, {p: index[n] for n, p in named}, wait)
+    log = Log(a.out, rank, a.warmup)
+    order = sorted(named, key=lambda np_: (prios[index[np_[0]]], index[np_[0]]))
+    for it in range(a.warmup + a.iterations):
+        x, _ = next(data)
+        client.barrier(600_000)
+        t0 = now_ns()
+        if policy == "none":  # a random order of requests, per worker and iteration
+            reqs = list(order)
+            random.Random(1000003 * (it + 1) + rank).shuffle(reqs)
+            for n, p in reqs:
+                handles[index[n]] = client.pull(index[n], p.data, 0)
+        else:
+            for n, p in order:
+                handles[index[n]] = client.pull(index[n], p.data, prios[index[n]])
+        with torch.no_grad():
+            net(x)
+        t_fwd = now_ns()
+        wait(list(handles))
+        t1 = now_ns()
+        log.add(it, t0, t1, a.batch, forward_ms=round((t_fwd - t0) / 1e6, 4))
+    gate.remove()
+    client.barrier(600_000)
+    client.leave()
+    return 0
+
+
+def train(a: argparse.Namespace) -> int:
+    import ordo.torch as hvd
+    hvd.init()
+    net = make_model(a.model, a.width)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    opt = hvd.DistributedOptimizer(opt, named_parameters=net.named_parameters(), mode=a.mode,
+                                   model=net if a.plan else None)
+    hvd.broadcast_parameters(net.state_dict(), root_rank=0)
+    rank, size = hvd.rank(), hvd.size()
+    return loop(a, net, opt, rank, size, hvd.shutdown)
+
+
+def ddp(a: argparse.Namespace) -> int:
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group("gloo", rank=rank, world_size=size)
+    net = DistributedDataParallel(make_model(a.model, a.width))
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    return loop(a, net, opt, rank, size, dist.destroy_process_group)
+
+
+def loop(a: argparse.Namespace, net: nn.Module, opt: torch.optim.Optimizer, rank: int,
+         size: int, done) -> int:
+    data = batches(a.image, a.batch, rank, size, a.synthetic)
+    log = Log(a.out, rank, a.warmup)
+    loss_fn = nn.CrossEntropyLoss()
+    net.train()
+    for it in range(a.warmup + a.iterations):
+        x, y = next(data)
+        t0 = now_ns()
+        opt.zero_grad()
+        loss = loss_fn(net(x), y)
+        t_fwd = now_ns()
+        loss.backward()
+        t_bwd = now_ns()
+        opt.step()
+        t1 = now_ns()
+        log.add(it, t0, t1, a.batch, loss=round(loss.item(), 5),
+                forward_ms=round((t_fwd - t0) / 1e6, 4),
+                backward_ms=round((t_bwd - t_fwd) / 1e6, 4),
+                step_wait_ms=round((t1 - t_bwd) / 1e6, 4))
+    done()
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("what", choices=["calibrate", "forward", "train", "ddp"])
+    ap.add_argument("--model", default="resnet18")
+    ap.add_argument("--width", type=float, default=1.0, help="vgg: layer width factor")
+    ap.add_argument("--image", type=int, default=28, help="image side in pixels")
+    ap.add_argument("--batch", type=int, default=32, help="per worker")
+    ap.add_argument("--iterations", type=int, default=5, help="measured iterations")
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--policy", default="tao", help="forward: the conf's [order] policy")
+    ap.add_argument("--mode", choices=["gradients", "server"], default="gradients")
+    ap.add_argument("--plan", action="store_true", help="train: model= (planned order)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--synthetic", action="store_true", help="random inputs, no data set")
+    ap.add_argument("--out", default=".")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    return {"calibrate": calibrate, "forward": forward, "train": train, "ddp": ddp}[a.what](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
