@@ -19,6 +19,7 @@ typedef struct ordo_node {
     ordo_keys_t *keys;
     char run_dir[ORDO_CONF_PATH];
     char *plan_json; /* the scheduler's plan (order, merge, ...) or NULL */
+    int64_t rejoin_iter; /* a restarted worker: the iteration it goes on at; -1 otherwise */
     const char *reg_tensors; /* set before joining: a JSON array the REGISTER carries as
                               * "tensors" (a worker's declared tensors), or NULL */
     ordo_msg_t *early; /* data messages that arrived before the WELCOME, in order */

@@ -245,6 +245,9 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     if ((rc = setup_updates(s)) != 0) goto fail;
     if ((rc = ordo_store_set_sync(s->store, conf->sync_mode, conf->staleness, conf->backup)) != 0)
         goto fail;
+    /* a restarted worker pushes again what its predecessor may have pushed */
+    if (conf->fault_worker == ORDO_FAULT_RESTART && (rc = ordo_store_set_resend(s->store, true)) != 0)
+        goto fail;
     if ((rc = ordo_groups_new(s->node.keys, s->node.rank, &s->groups)) != 0) goto fail;
     if ((rc = setup_checkpoints(s)) != 0) goto fail;
     if ((rc = ordo_sparse_srv_new(&s->node, &s->conf, s->data_sock, &s->sparse)) != 0) goto fail;
@@ -348,10 +351,11 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
     case ORDO_MSG_REPLAN:
         return apply_replan(s, m);
     case ORDO_MSG_SHUTDOWN:
-        ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out",
-                  (unsigned long long)s->n_push, (unsigned long long)s->n_pull,
-                  (unsigned long long)s->n_dropped, probes_note(s, buf, sizeof buf),
-                  (unsigned long long)ordo_store_dropped(s->store));
+        ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out, "
+                  "%llu re-sent pushes left out", (unsigned long long)s->n_push,
+                  (unsigned long long)s->n_pull, (unsigned long long)s->n_dropped,
+                  probes_note(s, buf, sizeof buf), (unsigned long long)ordo_store_dropped(s->store),
+                  (unsigned long long)ordo_store_resent(s->store));
         return 1;
     case ORDO_MSG_ABORT:
         ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));

@@ -137,7 +137,7 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
         int sl = ordo_groups_slice(s->groups, i);
         rc = ordo_store_check_push(s->store, sl, worker, m->hdr.iter,
                                    (size_t)slices[sl].numel * sizeof(float));
-        if (rc) {
+        if (rc < 0) {
             answer_error(s, m, ordo_error_text(rc));
             return;
         }
@@ -154,8 +154,8 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
         rc = ordo_store_push_ref(s->store, sl, worker, m->hdr.iter,
                                  (const float *)(base + ordo_groups_offset(s->groups, i)),
                                  (size_t)slices[sl].numel * sizeof(float), f, &updated);
-        if (rc) ORDO_ERROR("merged push, slice %d: %s", sl, ordo_error_text(rc));
-        if (!rc && updated) ordo_srv_ckpt_updated(s->ckpt, sl);
+        if (rc < 0) ORDO_ERROR("merged push, slice %d: %s", sl, ordo_error_text(rc));
+        if (rc == 0 && updated) ordo_srv_ckpt_updated(s->ckpt, sl);
     }
     ordo_store_frame_unref(f);
     s->n_push++;
@@ -306,7 +306,8 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
             answer_error(s, m, ordo_error_text(rc));
             return;
         }
-        uint32_t flags = rc == ORDO_STORE_DROPPED ? ORDO_FLAG_DROPPED : 0;
+        /* a late push (backup workers) or a re-send (a restarted worker) was left out */
+        uint32_t flags = rc > 0 ? ORDO_FLAG_DROPPED : 0;
         s->n_push++;
         if (updated) ordo_srv_ckpt_updated(s->ckpt, slice);
         bool fused = m->hdr.flags & ORDO_FLAG_PULL; /* the answer to its pull acknowledges it */

@@ -59,8 +59,10 @@ struct ordo_store {
     ordo_optim_t opt;
     float scale;
     int mode, staleness, backup; /* ordo_sync_t ([sync]) */
+    bool resend;                 /* a worker's push again (a restarted worker): acknowledged */
     int n_rounds;
     uint64_t dropped;
+    uint64_t resent; /* re-sent pushes acknowledged and left out */
     int *slot_of; /* per slice: local slot or -1 */
     slot_t *slots;
     int n_slots;
@@ -238,11 +240,12 @@ int ordo_store_init(ordo_store_t *s, int slice, const void *data, size_t bytes, 
 }
 
 /* the checks of a push; *late is set (and 0 returned) for a push that comes after its
- * iteration was applied without it (backup workers) */
+ * iteration was applied without it (backup workers: ORDO_STORE_DROPPED) or a re-send of a
+ * push the store holds or applied already (ORDO_STORE_DUPLICATE) */
 static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, size_t bytes,
-                       slot_t **out, bool *late)
+                       slot_t **out, int *late)
 {
-    *late = false;
+    *late = 0;
     if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_EINVAL, "slice %d is not here", slice);
     slot_t *sl = &s->slots[s->slot_of[slice]];
     int rc = check_size(sl, slice, bytes);
@@ -260,7 +263,15 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
         return 0;
     }
     if (s->backup > 0 && iter >= 0 && iter < sl->version) {
-        *late = true;
+        *late = ORDO_STORE_DROPPED;
+        *out = sl;
+        return 0;
+    }
+    /* bsp: an iteration before the version was applied with every worker's push, and a
+     * push marked in the round is held or summed */
+    if (s->resend && iter >= 0 &&
+        (iter < sl->version || (iter == sl->version && sl->rounds[0].pushed[worker]))) {
+        *late = ORDO_STORE_DUPLICATE;
         *out = sl;
         return 0;
     }
@@ -277,8 +288,9 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
 int ordo_store_check_push(ordo_store_t *s, int slice, int worker, int64_t iter, size_t bytes)
 {
     slot_t *sl = NULL;
-    bool late;
-    return push_checks(s, slice, worker, iter, bytes, &sl, &late);
+    int late;
+    int rc = push_checks(s, slice, worker, iter, bytes, &sl, &late);
+    return rc ? rc : late;
 }
 
 /* ---- shared frames -------------------------------------------------------------------- */
@@ -455,10 +467,14 @@ int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, co
                         size_t bytes, ordo_store_frame_t *owner, bool *updated)
 {
     slot_t *sl = NULL;
-    bool late;
+    int late;
     *updated = false;
     int rc = push_checks(s, slice, worker, iter, bytes, &sl, &late);
     if (rc) return rc;
+    if (late == ORDO_STORE_DUPLICATE) {
+        s->resent++;
+        return late;
+    }
     if (late) {
         s->dropped++;
         return ORDO_STORE_DROPPED;
@@ -507,7 +523,7 @@ int ordo_store_push_frame(ordo_store_t *s, int slice, int worker, int64_t iter,
 {
     *updated = false;
     int rc = ordo_store_check_push(s, slice, worker, iter, zmq_msg_size(frame));
-    if (rc) return rc;
+    if (rc < 0) return rc;
     ordo_store_frame_t *f = ordo_store_frame_wrap(frame);
     if (!f) return ORDO_ENOMEM;
     size_t len;
@@ -527,6 +543,20 @@ bool ordo_store_ready(const ordo_store_t *s, int slice, int64_t iter)
 uint64_t ordo_store_dropped(const ordo_store_t *s)
 {
     return s->dropped;
+}
+
+int ordo_store_set_resend(ordo_store_t *s, bool on)
+{
+    if (on && (s->mode != ORDO_SYNC_BSP || s->backup > 0))
+        return ordo_error_set(ORDO_EINVAL, "re-sent pushes are recognised under bsp without "
+                              "backup workers only");
+    s->resend = on;
+    return 0;
+}
+
+uint64_t ordo_store_resent(const ordo_store_t *s)
+{
+    return s->resent;
 }
 
 int ordo_store_sync_mode(const ordo_store_t *s)

@@ -47,6 +47,11 @@ const char *ordo_worker_run_dir(const ordo_worker_t *w)
     return w->node.run_dir;
 }
 
+int64_t ordo_worker_rejoin_iter(const ordo_worker_t *w)
+{
+    return w->node.rejoin_iter;
+}
+
 void ordo_worker_sync_stats(const ordo_worker_t *w, int64_t *stale, int64_t *late)
 {
     memcpy(stale, w->stale, sizeof w->stale);
