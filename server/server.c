@@ -350,6 +350,9 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
         return 0;
     case ORDO_MSG_REPLAN:
         return apply_replan(s, m);
+    case ORDO_MSG_MEMBERS:
+        ordo__server_on_members(s, m);
+        return 0;
     case ORDO_MSG_SHUTDOWN:
         ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out, "
                   "%llu re-sent pushes left out", (unsigned long long)s->n_push,

@@ -9,6 +9,7 @@
 #include "common/transport.h"
 #include "server/server_internal.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,6 +247,34 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
         wl->cap = cap;
     }
     wl->w[wl->n++] = w;
+}
+
+void ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
+{
+    char body[4096];
+    json_error_t jerr;
+    json_t *o = json_loads(ordo_msg_text(m, 0, body, sizeof body), 0, &jerr);
+    json_t *left = json_object_get(o, "left");
+    int *upd = malloc(sizeof *upd * ((size_t)s->node.keys->n_slices + 1)), n = 0, rc;
+    if (!json_is_integer(left) || json_integer_value(left) < 0 ||
+        json_integer_value(left) >= s->node.n_workers) {
+        ORDO_WARN("dropped a malformed MEMBERS message from the scheduler");
+    } else if (!upd) {
+        ORDO_ERROR("out of memory taking a worker out of the run");
+    } else if ((rc = ordo_store_leave(s->store, (int)json_integer_value(left),
+                                      s->conf.aggregate == ORDO_AGG_MEAN, upd, &n)) != 0) {
+        ORDO_ERROR("worker %lld leaves: %s", (long long)json_integer_value(left),
+                   ordo_error_text(rc));
+    } else {
+        ORDO_WARN("worker %lld left the run (fault.worker = shrink); %d slices completed without "
+                  "it", (long long)json_integer_value(left), n);
+        for (int i = 0; i < n; i++) {
+            ordo_srv_ckpt_updated(s->ckpt, upd[i]);
+            wake_waiters(s, upd[i]);
+        }
+    }
+    free(upd);
+    json_decref(o);
 }
 
 void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)

@@ -55,6 +55,13 @@ int ordo_store_sync_mode(const ordo_store_t *s);
  * the recognition of re-sent pushes (ORDO_STORE_DUPLICATE), which are errors by default. */
 int ordo_store_set_resend(ordo_store_t *s, bool on);
 
+/* ordo_store_leave takes worker out of the run (fault.worker = shrink; bsp without backup
+ * workers): the rounds stop waiting for it (a push of it already held is summed), its later
+ * pushes are refused, and with mean each update is scaled over the pushes it had. The slices
+ * whose value advanced because of it go to updated_slices (room for every slice), their
+ * count to *n_updated. */
+int ordo_store_leave(ordo_store_t *s, int worker, bool mean, int *updated_slices, int *n_updated);
+
 /* ordo_store_resent counts the re-sent pushes left out. */
 uint64_t ordo_store_resent(const ordo_store_t *s);
 

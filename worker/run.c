@@ -98,6 +98,13 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
     for (int64_t t = rejoin < 0 ? 0 : rejoin; t <= conf->iterations; t++) {
         /* after the last iteration, bsp: the final values, which must hold every push once */
         if (t == conf->iterations && (conf->sync_mode != ORDO_SYNC_BSP || !check)) break;
+        int li, nl;
+        int64_t since;
+        if (check && ordo_worker_members(w, &li, &nl, &since)) {
+            /* fault.worker = shrink: the updates are over fewer pushes from now on */
+            check = false;
+            ORDO_INFO("synthetic job: a worker left; values are not checked from here on");
+        }
         int64_t t0 = ordo_clock_ns();
         double delay = t < conf->iterations ? ordo_conf_straggle_delay_ms(conf, rank, t) : 0;
         if (delay > 0) ordo_clock_sleep_ns((int64_t)(delay * 1e6));
@@ -454,9 +461,24 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
     int64_t t_begin = ordo_clock_ns(), eval_ns = 0;
     double loss_sum = 0, step_sum = 0, last_loss = NAN;
     int correct_sum = 0, seen = 0;
+    int shard_of = W; /* the number of workers the data is divided among */
     for (int64_t t = first; t < iterations; t++) {
         const float *x = NULL;
         const int *labels = NULL;
+        int li, nl;
+        int64_t since;
+        if (it && per_epoch > 0 && t % per_epoch == 0 && ordo_worker_members(w, &li, &nl, &since) &&
+            nl != shard_of) {
+            /* fault.worker = shrink: at an epoch's start the data is divided among the
+             * workers left */
+            ordo_dataset_iter_destroy(&it);
+            if ((rc = ordo_dataset_iter_new(train, li, nl, batch, conf->seed + (uint64_t)(t / per_epoch),
+                                            &it)) != 0)
+                goto done;
+            shard_of = nl;
+            ORDO_INFO("epoch %lld: the data is divided among the %d workers left (this one has "
+                      "part %d)", (long long)(t / per_epoch + 1), nl, li);
+        }
         if (it && (rc = ordo_dataset_iter_next(it, &x, &labels)) < 0) goto done;
         ordo_exec_stats_t st;
         /* a checkpoint holds the values iteration t computes with: after t updates */
