@@ -217,6 +217,9 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
     /* bsp and ssp values never get ahead of a worker's pulls; backup workers and asp let
      * the slow ones see newer values */
     bool newer_ok = s->conf.backup > 0 || ordo_store_sync_mode(s->store) == ORDO_SYNC_ASP;
+    /* a restarted worker goes on at the first iteration its predecessor did not report,
+     * which the others may have completed with the pushes it did send */
+    if (s->conf.fault_worker == ORDO_FAULT_RESTART) newer_ok = true;
     if (iter < 0 || (v >= 0 && iter < v && !newer_ok)) {
         snprintf(why, sizeof why, "pull of iteration %lld, the value is at %lld", (long long)iter,
                  (long long)v);

@@ -542,8 +542,6 @@ static int take_merge_plan(ordo_worker_t *w, ordo_msg_t *m)
     return 0;
 }
 
-/* handle one inbound message; returns 0 or a fatal error */
-
 /* MEMBERS (fault.worker = shrink): a worker left; this one's place among the live ones is
  * what its data shard follows from the next epoch on */
 static void take_members(ordo_worker_t *w, ordo_msg_t *m)
@@ -566,6 +564,7 @@ static void take_members(ordo_worker_t *w, ordo_msg_t *m)
     json_decref(o);
 }
 
+/* handle one inbound message; returns 0 or a fatal error */
 static int handle(ordo_worker_t *w, ordo_msg_t *m)
 {
     char buf[512];
