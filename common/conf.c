@@ -719,9 +719,6 @@ int ordo_conf_validate(const ordo_conf_t *conf)
     if (conf->resume[0] && !strcmp(conf->trainer, "synthetic"))
         return ordo_error_set(ORDO_EINVAL, "fault.resume needs a model job (model.trainer = "
                               "profile, mlp or cnn); the synthetic job keeps no checkpoints");
-    if (conf->resume[0] && conf->push_mode == ORDO_PUSH_SPARSE)
-        return ordo_error_set(ORDO_EINVAL, "fault.resume: sparse runs keep residuals on the "
-                              "workers, which checkpoints do not hold");
     if ((rc = fault_worker_check(conf)) != 0) return rc;
     if (conf->segment_bytes > 0 && conf->segment_bytes < 1024)
         return ordo_error_set(ORDO_EINVAL,

@@ -163,7 +163,8 @@ static int setup_enforcement(ordo_server_t *s, const char *plan_text)
 }
 
 /* [fault] resume: the momentum from the run folder's checkpoint (the values come from worker
- * 0); [fault] checkpoint_every: this server's part of each checkpoint, counted from there */
+ * 0); [fault] checkpoint_every: this server's part of each checkpoint, counted from there
+ * (sparse runs: the sparse side's, server/sparse_srv.h) */
 static int setup_checkpoints(ordo_server_t *s)
 {
     int64_t base = 0;
@@ -172,9 +173,14 @@ static int setup_checkpoints(ordo_server_t *s)
         char path[ORDO_CONF_PATH + 32];
         snprintf(path, sizeof path, "%s/checkpoint.bin", s->conf.resume);
         rc = ordo_paramfile_read_iteration(path, &base);
-        if (!rc)
+        if (!rc && !s->sparse)
             rc = ordo_srv_ckpt_load(s->store, s->node.keys, s->node.rank, s->conf.resume, base);
         if (rc) return ordo_error_context(rc, "fault.resume");
+    }
+    if (s->sparse) { /* the sparse side keeps its region's momentum itself */
+        rc = ordo_sparse_srv_checkpoints(s->sparse, s->conf.checkpoint_every, base, s->node.run_dir,
+                                         s->conf.resume[0] ? s->conf.resume : NULL);
+        return rc ? ordo_error_context(rc, "fault.resume") : 0;
     }
     return ordo_srv_ckpt_new(s->store, s->node.keys, s->node.rank, s->conf.checkpoint_every, base,
                              s->node.run_dir, &s->ckpt);
@@ -249,8 +255,8 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     if (conf->fault_worker == ORDO_FAULT_RESTART && (rc = ordo_store_set_resend(s->store, true)) != 0)
         goto fail;
     if ((rc = ordo_groups_new(s->node.keys, s->node.rank, &s->groups)) != 0) goto fail;
-    if ((rc = setup_checkpoints(s)) != 0) goto fail;
     if ((rc = ordo_sparse_srv_new(&s->node, &s->conf, s->data_sock, &s->sparse)) != 0) goto fail;
+    if ((rc = setup_checkpoints(s)) != 0) goto fail;
     s->waiting = calloc((size_t)s->node.keys->n_slices, sizeof *s->waiting);
     if (!s->waiting) {
         rc = ORDO_ENOMEM;

@@ -445,6 +445,19 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
               (long long)iterations, batch, m->n_params,
               (double)ordo_model_total_bytes(m) / 1048576.0, ordo_compute_kind_name(kind));
     int every = rank == 0 && !eo.forward_only ? conf->checkpoint_every : 0;
+    /* sparse pushes: every worker's residuals and thresholds are part of a checkpoint */
+    int path_every = conf->push_mode == ORDO_PUSH_SPARSE && !eo.forward_only
+                         ? conf->checkpoint_every : 0;
+    if (conf->resume[0] && conf->push_mode == ORDO_PUSH_SPARSE) {
+        char path[ORDO_CONF_PATH + 96];
+        snprintf(path, sizeof path, "%s/checkpoint-worker-%d-%lld.bin", conf->resume, rank,
+                 (long long)t0);
+        if ((rc = ordo_exec_path_state(ex, path, false)) != 0) {
+            rc = ordo_error_context(rc, "fault.resume");
+            goto done;
+        }
+        ORDO_INFO("resume: residuals and threshold from %s", path);
+    }
     if (every > 0) {
         snap = malloc(sizeof(float) * (size_t)(ordo_model_total_numel(m) + 1));
         snap_of = malloc(sizeof *snap_of * (size_t)m->n_params);
@@ -485,6 +498,17 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         bool checkpoint = every > 0 && t > first && t % every == 0;
         if (checkpoint) ordo_exec_snapshot(ex, snap);
         /* the executor and the servers count this run's iterations from 0 */
+        if (path_every > 0 && t > first && t % path_every == 0) {
+            /* named by the update count: a run that dies between the workers' files and worker
+             * 0's checkpoint.bin still finds the ones of that checkpoint */
+            char path[ORDO_CONF_PATH + 96];
+            snprintf(path, sizeof path, "%s/checkpoint-worker-%d-%lld.bin",
+                     ordo_worker_run_dir(w), rank, (long long)t);
+            if ((rc = ordo_exec_path_state(ex, path, true)) != 0) goto done;
+            snprintf(path, sizeof path, "%s/checkpoint-worker-%d-%lld.bin",
+                     ordo_worker_run_dir(w), rank, (long long)(t - 2 * path_every));
+            unlink(path); /* the one before the previous is no longer needed */
+        }
         if ((rc = ordo_exec_iteration(ex, t - t0, x, labels, training ? batch : 0, &st)) != 0)
             goto done;
         if (checkpoint) {
