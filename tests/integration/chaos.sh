@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 SRC=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 bash "$SRC/scripts/experiments/chaos.sh" --bin "$BIN" --out "$T/chaos" --seed "${ORDO_CHAOS_SEED:-7}" \
-  --kills 2 --pauses 2 --iterations 1500 --servers 2 --workers 3 --timeout-ms 2000 > "$T/chaos.txt" 2>&1
+  --kills 2 --pauses 2 --iterations 1500 --servers 2 --workers 3 --timeout-ms 5000 > "$T/chaos.txt" 2>&1
 rc=$?
 cat "$T/chaos.txt"
 [ $rc = 0 ] || fail "chaos.sh failed (status $rc)"

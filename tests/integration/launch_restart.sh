@@ -14,7 +14,7 @@ conf=$T/empty.ini
 : > "$conf"
 common=(--model.trainer=mlp --model.compute=cpu --model.batch=32 --model.iterations=1500
         --model.seed=5 --optimizer.lr=0.05 --optimizer.momentum=0.9 --cluster.servers=2
-        --cluster.workers=2 --fault.timeout_ms=2000 --fault.heartbeat_ms=200
+        --cluster.workers=2 --fault.timeout_ms=5000 --fault.heartbeat_ms=250
         --fault.checkpoint_every=100 --output.save_params=true --output.dir="$T"
         --output.progress_every=0)
 

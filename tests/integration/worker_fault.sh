@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 LAUNCH=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}/scripts/ordo-launch
 common=(--model.trainer=synthetic "--model.tensors=64KiB,256KiB,16KiB" --cluster.servers=2
-        --fault.timeout_ms=2000 --fault.heartbeat_ms=200 --output.dir="$T" --output.progress_every=0)
+        --fault.timeout_ms=5000 --fault.heartbeat_ms=250 --output.dir="$T" --output.progress_every=0)
 conf=$T/empty.ini
 : > "$conf"
 
