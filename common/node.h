@@ -26,6 +26,10 @@ typedef struct ordo_node {
     int n_early, cap_early;
 } ordo_node_t;
 
+/* The scheduler's REJECT of a restarted worker whose rank had finished its part of the run
+ * (fault.worker = restart): nothing is left for it to do. */
+#define ORDO_REJECT_FINISHED "this worker rank finished its part of the run"
+
 /* ordo_node_join connects node (whose tp the caller created) to the scheduler named in
  * conf, registers with the given role and data endpoint (servers; NULL for workers) and
  * waits up to conf->startup_ms for the WELCOME. ORDO_EAUTH when the token was refused,

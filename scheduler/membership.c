@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/node.h"
 #include "common/transport.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/scheduler_internal.h"
@@ -130,7 +131,7 @@ int ordo__sched_rejoin(sched_t *s, const ordo_msg_t *msg, json_t *o)
                   m ? "finished its part" : "is not in this cluster (fault.worker = restart takes "
                                             "a dead worker's rank)");
         ordo__sched_reply(s, msg->rid, msg->rid_len, ORDO_MSG_REJECT,
-                          m ? "that worker finished" : "the cluster is full");
+                          m ? ORDO_REJECT_FINISHED : "the cluster is full");
         return 0;
     }
     ordo__sched_member_name(m, name, sizeof name);
