@@ -79,6 +79,25 @@ grep -q "the run goes on with 2 workers" "$T/shrink.log" || fail "the scheduler 
 [ "$(grep -c '0 wrong' "$T/shrink.log")" = 2 ] || fail "a value pulled before the shrink was wrong"
 ok "worker = shrink: worker 1 of 3 killed; the run went on with 2 and exited 0; summary counts it"
 
+# shrink with the mlp: 2 epochs of 3 workers' shards; worker 1 dies in the first, and the
+# second divides the data among the 2 left (where Fashion-MNIST is installed)
+d=${ORDO_MODEL_DATA_DIR:-/usr/share/datasets/fashion-mnist}
+if [ -r "$d/train-images-idx3-ubyte.gz" ] && [ -r "$d/t10k-images-idx3-ubyte.gz" ]; then
+  launch mshrink --cluster.workers=3 --model.trainer=mlp --model.compute=cpu --model.batch=32 \
+    --model.epochs=2 --fault.worker=shrink
+  at_iter mshrink 3 200
+  kill -KILL "$(pid_of mshrink 1)"
+  launched mshrink 180
+  [ "$st" = 0 ] || fail "mlp under shrink: the run ended with '$st', expected 0"
+  [ "$(grep -c "epoch 2: the data is divided among the 2 workers left" "$T/mshrink.log")" = 2 ] ||
+    fail "the 2 workers left did not divide the data at the second epoch"
+  acc=$(python3 -c "import json;print(json.load(open('$T/mshrink/summary.json'))['test_accuracy'])")
+  python3 -c "import sys; sys.exit(0 if $acc > 0.75 else 1)" || fail "mlp under shrink: accuracy $acc"
+  ok "worker = shrink, mlp: worker 1 of 3 killed in epoch 1; epoch 2 divided the data among 2; accuracy $acc"
+else
+  echo "note: no Fashion-MNIST in $d: the mlp shrink case is left out"
+fi
+
 # refused: what a rejoin cannot follow
 for bad in "--sync.mode=ssp:sync.mode = bsp" "--push.mode=merged --push.calibrate=true:push.calibrate = false"; do
   # shellcheck disable=SC2086  # two options in one case
@@ -88,4 +107,4 @@ for bad in "--sync.mode=ssp:sync.mode = bsp" "--push.mode=merged --push.calibrat
     fail "fault.worker = restart with ${bad%%:*}: status $rc, $(cat "$T/bad.log")"
 done
 ok "fault.worker = restart with ssp or a start-up calibration is refused at start, naming the key"
-echo "4 passed, 0 failed"
+echo "all passed"
