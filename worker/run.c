@@ -158,8 +158,8 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
             ORDO_INFO("iteration %lld/%d: step %.2f ms", (long long)t + 1, conf->iterations,
                       (t2 - t0) / 1e6);
     }
-    ORDO_INFO("synthetic job: %d iterations, %lld pulled values checked (the final values "
-              "included), %lld wrong", conf->iterations, (long long)checked, (long long)wrong);
+    ORDO_INFO("synthetic job: %d iterations, %lld pulled values checked, %lld wrong (the final "
+              "values included)", conf->iterations, (long long)checked, (long long)wrong);
     if (wrong) rc = ordo_error_set(ORDO_EPROTO, "%lld pulled values were wrong", (long long)wrong);
 done:
     for (int key = 0; key < k->n_keys; key++) {

@@ -50,7 +50,7 @@ at_iter restart 2 1500
 kill -KILL "$(pid_of restart 0)"
 launched restart 120
 [ "$st" = 0 ] || fail "worker = restart: the run ended with '$st', expected 0"
-n=$(grep -c 'pulled values checked (the final values included), 0 wrong' "$T/restart.log")
+n=$(grep -c 'pulled values checked, 0 wrong (the final values included)' "$T/restart.log")
 [ "$n" = 2 ] || fail "worker = restart: $n of 2 workers checked every value without a wrong one"
 [ "$(member restart restarts)" = 2 ] && [ "$(member restart worker_deaths)" = 2 ] ||
   fail "summary.json: membership $(member restart restarts) restarts, $(member restart worker_deaths) deaths; expected 2, 2"
