@@ -70,7 +70,8 @@ void ordo__sched_reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type,
 static void broadcast(sched_t *s, int type, const char *text)
 {
     for (int i = 0; i < s->n_members; i++)
-        if (!s->members[i].dead) ordo__sched_reply(s, s->members[i].rid, s->members[i].rid_len, type, text);
+        if (!s->members[i].dead)
+            ordo__sched_reply(s, s->members[i].rid, s->members[i].rid_len, type, text);
 }
 
 static member_t *find_member(sched_t *s, const ordo_msg_t *m)

@@ -25,7 +25,8 @@
 void ordo__sched_on_barrier(sched_t *s, member_t *mb, int64_t id)
 {
     char name[320];
-    if (mb && (mb->role != ORDO_ROLE_WORKER || id < 0 || (s->barrier_n > 0 && id != s->barrier_id))) {
+    if (mb &&
+        (mb->role != ORDO_ROLE_WORKER || id < 0 || (s->barrier_n > 0 && id != s->barrier_id))) {
         ORDO_WARN("dropped BARRIER %lld from %s (workers are gathering at %lld)", (long long)id,
                   ordo__sched_member_name(mb, name, sizeof name), (long long)s->barrier_id);
         return;

@@ -252,7 +252,8 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     if ((rc = ordo_store_set_sync(s->store, conf->sync_mode, conf->staleness, conf->backup)) != 0)
         goto fail;
     /* a restarted worker pushes again what its predecessor may have pushed */
-    if (conf->fault_worker == ORDO_FAULT_RESTART && (rc = ordo_store_set_resend(s->store, true)) != 0)
+    if (conf->fault_worker == ORDO_FAULT_RESTART &&
+        (rc = ordo_store_set_resend(s->store, true)) != 0)
         goto fail;
     if ((rc = ordo_groups_new(s->node.keys, s->node.rank, &s->groups)) != 0) goto fail;
     if ((rc = ordo_sparse_srv_new(&s->node, &s->conf, s->data_sock, &s->sparse)) != 0) goto fail;

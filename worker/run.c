@@ -485,8 +485,8 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
             /* fault.worker = shrink: at an epoch's start the data is divided among the
              * workers left */
             ordo_dataset_iter_destroy(&it);
-            if ((rc = ordo_dataset_iter_new(train, li, nl, batch, conf->seed + (uint64_t)(t / per_epoch),
-                                            &it)) != 0)
+            uint64_t seed = conf->seed + (uint64_t)(t / per_epoch);
+            if ((rc = ordo_dataset_iter_new(train, li, nl, batch, seed, &it)) != 0)
                 goto done;
             shard_of = nl;
             ORDO_INFO("epoch %lld: the data is divided among the %d workers left (this one has "

@@ -75,7 +75,8 @@ START_TEST(fault_worker_modes_are_checked)
     ck_assert_int_eq(c.restarts, 3);
     ORDO_CK_OK(ordo_conf_set(&c, "sync.mode", "ssp", "test"));
     ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
-    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "fault.worker = restart needs sync.mode = bsp"));
+    ck_assert_ptr_nonnull(
+        strstr(ordo_error_detail(), "fault.worker = restart needs sync.mode = bsp"));
     ORDO_CK_OK(ordo_conf_set(&c, "sync.mode", "bsp", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "fault.worker", "shrink", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "cluster.workers", "1", "test"));
