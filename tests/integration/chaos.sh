@@ -7,6 +7,11 @@
 # worker back. Server kills are the experiment's option --kill-servers (replicated servers).
 source "$(dirname "$0")/lib.sh"
 SRC=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+# server kills need replicated servers: refused without [fault] replicas >= 2
+bash "$SRC/scripts/experiments/chaos.sh" --bin "$BIN" --out "$T/ks" --kill-servers > "$T/ks.txt" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "needs \[fault\] replicas >= 2" "$T/ks.txt" ||
+  fail "--kill-servers without replicas: status $rc, $(cat "$T/ks.txt")"
 bash "$SRC/scripts/experiments/chaos.sh" --bin "$BIN" --out "$T/chaos" --seed "${ORDO_CHAOS_SEED:-7}" \
   --kills 2 --pauses 2 --iterations 1500 --servers 2 --workers 3 --timeout-ms 5000 > "$T/chaos.txt" 2>&1
 rc=$?
