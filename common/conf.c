@@ -189,6 +189,14 @@ const key_t_ ordo__conf_keys[] = {
      "a run folder to go on from: its checkpoint.bin's values and the servers' momentum "
      "(checkpoint-server-R.bin), then the iterations after that checkpoint (model.iterations "
      "or epochs stay the total; same cluster, model, batch and seed)"},
+    {"fault", "worker", T_ENUM, OFF(fault_worker), 0, "abort", 0, 0, "abort|restart|shrink",
+     "what a dead worker does to the run: abort (every process exits, status 3), restart "
+     "(scripts/ordo-launch starts it again; it rejoins at the current iteration with the "
+     "servers' values and its own data shard) or shrink (the run goes on with the workers left; "
+     "the mean is over the workers that pushed); docs/fault.md"},
+    {"fault", "restarts", T_INT, OFF(restarts), 0, "3", 0, 1000, NULL,
+     "fault.worker = restart: how many times one worker rank may be restarted before its death "
+     "aborts the run"},
     {"worker", "command", T_STR, OFF(worker_command), SZ(worker_command), "", 0, 0, NULL,
      "a program scripts/ordo-launch starts as each worker (through bash -c, in the "
      "repository's root) instead of ordo-worker, e.g. a PyTorch script using ordo.torch; it finds "
@@ -641,6 +649,28 @@ double ordo_conf_straggle_delay_ms(const ordo_conf_t *conf, int rank, int64_t it
     return u < conf->straggle_probability ? conf->straggle_delay_ms : 0;
 }
 
+/* fault.worker = restart | shrink: a worker joins or leaves a running bsp iteration, which
+ * the modes that keep state across workers or iterations cannot follow */
+static int fault_worker_check(const ordo_conf_t *conf)
+{
+    if (conf->fault_worker == ORDO_FAULT_ABORT) return 0;
+    const char *mode = conf->fault_worker == ORDO_FAULT_RESTART ? "restart" : "shrink";
+    const char *why = conf->sync_mode != ORDO_SYNC_BSP ? "sync.mode = bsp"
+                      : conf->backup > 0               ? "sync.backup = 0"
+                      : conf->push_mode == ORDO_PUSH_SPARSE ? "push.mode = dense or merged"
+                      : conf->calibrate                     ? "push.calibrate = false"
+                      : conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1
+                          ? "intra.backend = none"
+                      : !strcmp(conf->trainer, "declared") ? "a built-in job (model.trainer = "
+                                                             "synthetic, profile, mlp or cnn)"
+                      : conf->forward_only ? "model.forward_only = false"
+                                           : NULL;
+    if (why) return ordo_error_set(ORDO_EINVAL, "fault.worker = %s needs %s", mode, why);
+    if (conf->fault_worker == ORDO_FAULT_SHRINK && conf->workers < 2)
+        return ordo_error_set(ORDO_EINVAL, "fault.worker = shrink needs cluster.workers >= 2");
+    return 0;
+}
+
 int ordo_conf_validate(const ordo_conf_t *conf)
 {
     int ranks[ORDO_STRAGGLE_MAX_RANKS], n_ranks, rc;
@@ -692,9 +722,7 @@ int ordo_conf_validate(const ordo_conf_t *conf)
     if (conf->resume[0] && !strcmp(conf->trainer, "synthetic"))
         return ordo_error_set(ORDO_EINVAL, "fault.resume needs a model job (model.trainer = "
                               "profile, mlp or cnn); the synthetic job keeps no checkpoints");
-    if (conf->resume[0] && conf->push_mode == ORDO_PUSH_SPARSE)
-        return ordo_error_set(ORDO_EINVAL, "fault.resume: sparse runs keep residuals on the "
-                              "workers, which checkpoints do not hold");
+    if ((rc = fault_worker_check(conf)) != 0) return rc;
     if (conf->segment_bytes > 0 && conf->segment_bytes < 1024)
         return ordo_error_set(ORDO_EINVAL,
                               "order.segment_bytes (%lld) must be 0 (whole chunks) or at least 1024",

@@ -21,6 +21,8 @@ typedef enum { ORDO_COMPUTE_EMULATE, ORDO_COMPUTE_CPU, ORDO_COMPUTE_CUDA } ordo_
 typedef enum { ORDO_AGG_MEAN, ORDO_AGG_SUM } ordo_aggregate_t;
 typedef enum { ORDO_INTRA_NONE, ORDO_INTRA_SHM, ORDO_INTRA_NCCL } ordo_intra_backend_t;
 typedef enum { ORDO_SYNC_BSP, ORDO_SYNC_SSP, ORDO_SYNC_ASP } ordo_sync_t;
+/* [fault] worker: what a worker's death does to the run */
+typedef enum { ORDO_FAULT_ABORT, ORDO_FAULT_RESTART, ORDO_FAULT_SHRINK } ordo_fault_worker_t;
 #define ORDO_STRAGGLE_MAX_RANKS 64
 
 typedef struct ordo_conf {
@@ -109,6 +111,8 @@ typedef struct ordo_conf {
     int startup_ms;
     int checkpoint_every; /* iterations between checkpoints of worker 0 (0 = none) */
     char resume[ORDO_CONF_PATH]; /* a run folder whose checkpoint the run goes on from */
+    int fault_worker;            /* ordo_fault_worker_t */
+    int restarts;                /* restart: how many times a worker rank may be restarted */
     /* [worker] */
     char worker_command[ORDO_CONF_PATH]; /* what ordo-launch starts as each worker ("": none) */
 } ordo_conf_t;

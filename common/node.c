@@ -52,6 +52,14 @@ static int parse_welcome(ordo_node_t *node, const char *text)
     if (json_is_string(run_dir))
         snprintf(node->run_dir, sizeof node->run_dir, "%s", json_string_value(run_dir));
     if (json_is_object(plan)) node->plan_json = json_dumps(plan, JSON_COMPACT);
+    /* fault.worker = restart: the replacement of a dead worker goes on where it stopped */
+    json_t *rejoin = json_object_get(root, "rejoin");
+    node->rejoin_iter = -1;
+    if (rejoin && (!json_is_integer(rejoin) || json_integer_value(rejoin) < 0)) {
+        rc = ordo_error_set(ORDO_EPROTO, "WELCOME: rejoin is not an iteration");
+        goto done;
+    }
+    if (rejoin) node->rejoin_iter = json_integer_value(rejoin);
     rc = 0;
 done:
     json_decref(root);
@@ -97,6 +105,7 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
     int rc;
     node->role = role;
     node->rank = -1;
+    node->rejoin_iter = -1;
     rc = ordo_transport_connect(node->tp, conf->scheduler, 0);
     if (rc < 0) return rc;
     node->sched_sock = rc;

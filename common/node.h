@@ -19,11 +19,16 @@ typedef struct ordo_node {
     ordo_keys_t *keys;
     char run_dir[ORDO_CONF_PATH];
     char *plan_json; /* the scheduler's plan (order, merge, ...) or NULL */
+    int64_t rejoin_iter; /* a restarted worker: the iteration it goes on at; -1 otherwise */
     const char *reg_tensors; /* set before joining: a JSON array the REGISTER carries as
                               * "tensors" (a worker's declared tensors), or NULL */
     ordo_msg_t *early; /* data messages that arrived before the WELCOME, in order */
     int n_early, cap_early;
 } ordo_node_t;
+
+/* The scheduler's REJECT of a restarted worker whose rank had finished its part of the run
+ * (fault.worker = restart): nothing is left for it to do. */
+#define ORDO_REJECT_FINISHED "this worker rank finished its part of the run"
 
 /* ordo_node_join connects node (whose tp the caller created) to the scheduler named in
  * conf, registers with the given role and data endpoint (servers; NULL for workers) and

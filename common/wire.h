@@ -43,6 +43,9 @@ typedef enum {
     ORDO_MSG_REPLAN,         /* worker -> scheduler: JSON {"profile", "names"} (rank 0) or {};
                               * scheduler -> server: the new plan; server -> scheduler: ack;
                               * scheduler -> worker: the new plan or {"error": reason} */
+    ORDO_MSG_MEMBERS,        /* scheduler -> server, worker: JSON {"live": [ranks], "left": rank,
+                              * "iter": t}: fault.worker = shrink, worker `left` is gone; the
+                              * iterations from t on are the live workers' alone */
     ORDO_MSG_INTRA,          /* local only: a worker's intra-host group finished a step */
     ORDO_MSG_PEER_DEAD,      /* local only: the transport lost a peer (never on the wire) */
     ORDO_MSG_WAKE,           /* local only: another thread of the process wants attention */

@@ -1,6 +1,7 @@
 /* sparsify: the per-tensor state of sparse pushes (residual, cached threshold, packing,
  * pull-side residual rule); the selection primitives are in sparsify_select.c. */
 #include "core/sparsify_internal.h"
+#include "common/le.h"
 
 #include "common/error.h"
 #include "core/regions.h"
@@ -253,4 +254,57 @@ bool ordo_sparsify_last_exact(const ordo_sparsify_t *sp)
 uint64_t ordo_sparsify_iteration(const ordo_sparsify_t *sp)
 {
     return sp->iter;
+}
+
+/* ---- state (checkpoints) ---------------------------------------------------------------- */
+
+#define STATE_MAGIC "ORDOSPR1"
+#define STATE_HEAD 44 /* magic, n, k, iter, reuse_left, thr, last_exact + 3 pad */
+
+size_t ordo_sparsify_state_size(const ordo_sparsify_t *sp)
+{
+    return STATE_HEAD + sp->n * 4;
+}
+
+void ordo_sparsify_state_get(const ordo_sparsify_t *sp, uint8_t *buf)
+{
+    memcpy(buf, STATE_MAGIC, 8);
+    ordo_put_le(buf + 8, sp->n, 8);
+    ordo_put_le(buf + 16, sp->k, 8);
+    ordo_put_le(buf + 24, sp->iter, 8);
+    ordo_put_le(buf + 32, (uint32_t)sp->reuse_left, 4);
+    ordo_put_le(buf + 36, ordo__float_bits(sp->thr), 4);
+    buf[40] = sp->last_exact;
+    buf[41] = buf[42] = buf[43] = 0;
+    for (size_t i = 0; i < sp->n; i++)
+        ordo_put_le(buf + STATE_HEAD + 4 * i, ordo__float_bits(sp->residual[i]), 4);
+}
+
+int ordo_sparsify_state_set(ordo_sparsify_t *sp, const uint8_t *buf, size_t len)
+{
+    if (len < STATE_HEAD || memcmp(buf, STATE_MAGIC, 8) != 0)
+        return ordo_error_set(ORDO_EFORMAT, "sparsify state: not an %s record", STATE_MAGIC);
+    uint64_t n = ordo_get_le(buf + 8, 8), k = ordo_get_le(buf + 16, 8);
+    if (n != sp->n || k != sp->k || len != STATE_HEAD + n * 4)
+        return ordo_error_set(ORDO_EFORMAT, "sparsify state: %llu entries selecting %llu in %zu "
+                              "bytes, this run %zu selecting %zu", (unsigned long long)n,
+                              (unsigned long long)k, len, sp->n, sp->k);
+    int32_t reuse = (int32_t)(uint32_t)ordo_get_le(buf + 32, 4);
+    float thr = ordo__bits_float((uint32_t)ordo_get_le(buf + 36, 4));
+    if (reuse < 0 || reuse > sp->period || !isfinite(thr) || thr < 0 || buf[40] > 1)
+        return ordo_error_set(ORDO_EFORMAT, "sparsify state: bad threshold state (reuse %d, "
+                              "threshold %g)", reuse, (double)thr);
+    for (size_t i = 0; i < sp->n; i++) {
+        float r = ordo__bits_float((uint32_t)ordo_get_le(buf + STATE_HEAD + 4 * i, 4));
+        if (!isfinite(r))
+            return ordo_error_set(ORDO_EFORMAT, "sparsify state: residual %zu is not finite", i);
+    }
+    for (size_t i = 0; i < sp->n; i++)
+        sp->residual[i] = ordo__bits_float((uint32_t)ordo_get_le(buf + STATE_HEAD + 4 * i, 4));
+    sp->iter = ordo_get_le(buf + 24, 8);
+    sp->reuse_left = reuse;
+    sp->thr = thr;
+    sp->last_exact = buf[40];
+    sp->nsel = 0;
+    return 0;
 }

@@ -137,4 +137,16 @@ float ordo_sparsify_threshold(const ordo_sparsify_t *sp);
 bool ordo_sparsify_last_exact(const ordo_sparsify_t *sp);
 uint64_t ordo_sparsify_iteration(const ordo_sparsify_t *sp);
 
+/* ordo_sparsify_state_size is the size of the state record (checkpoints): the residual and
+ * the threshold's state (cached threshold, reuses left, pushes done), little-endian. */
+size_t ordo_sparsify_state_size(const ordo_sparsify_t *sp);
+
+/* ordo_sparsify_state_get writes the state record into buf (ordo_sparsify_state_size bytes);
+ * between iterations (after the commits) it is all a later push depends on. */
+void ordo_sparsify_state_get(const ordo_sparsify_t *sp, uint8_t *buf);
+
+/* ordo_sparsify_state_set restores a state record (len bytes, untrusted: a record of another
+ * size or k, or a non-finite value, is ORDO_EFORMAT and changes nothing). */
+int ordo_sparsify_state_set(ordo_sparsify_t *sp, const uint8_t *buf, size_t len);
+
 #endif

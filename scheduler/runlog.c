@@ -21,6 +21,7 @@ struct ordo_runlog {
     ordo_iter_stats_t *recs;
     int n, cap;
     json_t **finals; /* per worker */
+    json_t *sections; /* members the summary carries as given (ordo_runlog_set_section) */
 };
 
 static int mkdirs(const char *path)
@@ -63,6 +64,7 @@ void ordo_runlog_destroy(ordo_runlog_t **rp)
     ordo_runlog_t *r = *rp;
     if (!r) return;
     if (r->metrics) fclose(r->metrics);
+    json_decref(r->sections);
     if (r->finals)
         for (int i = 0; i < r->n_workers; i++)
             json_decref(r->finals[i]);
@@ -235,6 +237,15 @@ static json_t *distribution(const double *sorted, int n)
     return o;
 }
 
+int ordo_runlog_set_section(ordo_runlog_t *r, const char *name, json_t *value)
+{
+    if (!r->sections && !(r->sections = json_object())) {
+        json_decref(value);
+        return ORDO_ENOMEM;
+    }
+    return json_object_set_new(r->sections, name, value) == 0 ? 0 : ORDO_ENOMEM;
+}
+
 int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
 {
     int warm = r->conf.warmup;
@@ -322,6 +333,7 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
     json_t *sparse = ordo_runlog_sparse_summary(r->recs, r->n, r->n_workers);
     if (sparse) json_object_set_new(root, "sparse", sparse);
     ordo_runlog_sync_summary(root, r->recs, r->n, &r->conf);
+    if (r->sections) json_object_update(root, r->sections);
     /* training results: the mean over workers of what they reported */
     static const char *finals[] = {"final_loss", "test_accuracy", NULL};
     for (int f = 0; finals[f]; f++) {

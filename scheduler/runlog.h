@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "common/conf.h"
 
 typedef struct ordo_runlog ordo_runlog_t;
@@ -36,6 +38,10 @@ int ordo_runlog_add(ordo_runlog_t *r, const ordo_iter_stats_t *s);
 
 /* ordo_runlog_final records a worker's DONE body (JSON: final_loss, test_accuracy ...). */
 int ordo_runlog_final(ordo_runlog_t *r, int worker, const char *json);
+
+/* ordo_runlog_set_section makes the summary carry value (whose reference it takes) as its
+ * member name, replacing an earlier one of that name. */
+int ordo_runlog_set_section(ordo_runlog_t *r, const char *name, json_t *value);
 
 /* ordo_runlog_write_summary computes the summary, writes summary.json and returns its text
  * through *text when non-NULL (caller frees). */

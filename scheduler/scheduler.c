@@ -70,7 +70,8 @@ void ordo__sched_reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type,
 static void broadcast(sched_t *s, int type, const char *text)
 {
     for (int i = 0; i < s->n_members; i++)
-        ordo__sched_reply(s, s->members[i].rid, s->members[i].rid_len, type, text);
+        if (!s->members[i].dead)
+            ordo__sched_reply(s, s->members[i].rid, s->members[i].rid_len, type, text);
 }
 
 static member_t *find_member(sched_t *s, const ordo_msg_t *m)
@@ -111,6 +112,29 @@ static int plan_model(sched_t *s);
 static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *payload, size_t len);
 static int declared_model(sched_t *s, char *why, size_t wsz);
 
+char *ordo__sched_welcome_text(sched_t *s, const member_t *m, int64_t rejoin)
+{
+    json_t *servers = json_array();
+    for (int r = 0; r < s->conf.servers; r++)
+        for (int i = 0; i < s->n_members; i++)
+            if (s->members[i].role == ORDO_ROLE_SERVER && s->members[i].rank == r)
+                json_array_append_new(servers, json_string(s->members[i].endpoint));
+    char *keys_text = ordo_keys_to_json(s->keys);
+    json_t *keys = keys_text ? json_loads(keys_text, 0, NULL) : NULL;
+    free(keys_text);
+    json_t *w = json_object();
+    json_object_set_new(w, "rank", json_integer(m->rank));
+    json_object_set_new(w, "servers", servers);
+    json_object_set_new(w, "workers", json_integer(s->conf.workers));
+    json_object_set_new(w, "keys", keys);
+    json_object_set_new(w, "run_dir", json_string(s->run_dir));
+    if (s->plan) json_object_set(w, "plan", s->plan);
+    if (rejoin >= 0) json_object_set_new(w, "rejoin", json_integer(rejoin));
+    char *text = json_dumps(w, JSON_COMPACT);
+    json_decref(w);
+    return text;
+}
+
 static int send_welcome(sched_t *s)
 {
     assign_ranks(s, ORDO_ROLE_SERVER, s->conf.servers);
@@ -128,34 +152,16 @@ static int send_welcome(sched_t *s)
         ORDO_INFO("model declared by the workers: %d tensors, %.1f MiB", s->model->n_params,
                   (double)ordo_model_total_bytes(s->model) / 1048576.0);
     }
-    json_t *servers = json_array();
-    for (int r = 0; r < s->conf.servers; r++)
-        for (int i = 0; i < s->n_members; i++)
-            if (s->members[i].role == ORDO_ROLE_SERVER && s->members[i].rank == r)
-                json_array_append_new(servers, json_string(s->members[i].endpoint));
-    char *keys_text = ordo_keys_to_json(s->keys);
-    json_t *keys = json_loads(keys_text, 0, NULL);
-    free(keys_text);
-    json_t *plan = s->plan;
     for (int i = 0; i < s->n_members; i++) {
         member_t *m = &s->members[i];
-        json_t *w = json_object();
-        json_object_set_new(w, "rank", json_integer(m->rank));
-        json_object_set(w, "servers", servers);
-        json_object_set_new(w, "workers", json_integer(s->conf.workers));
-        json_object_set(w, "keys", keys);
-        json_object_set_new(w, "run_dir", json_string(s->run_dir));
-        if (plan) json_object_set(w, "plan", plan);
-        char *text = json_dumps(w, JSON_COMPACT);
+        char *text = ordo__sched_welcome_text(s, m, -1);
+        if (!text) return ordo__sched_abort_run(s, "out of memory for the WELCOME");
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_WELCOME, text);
         free(text);
-        json_decref(w);
         m->last_seen_ns = ordo_clock_ns();
         char name[320];
         ORDO_DEBUG("welcomed %s", ordo__sched_member_name(m, name, sizeof name));
     }
-    json_decref(servers);
-    json_decref(keys);
     s->welcomed = true;
     ORDO_INFO("cluster complete: %d servers, %d workers, %d keys in %d slices; run folder %s",
               s->conf.servers, s->conf.workers, s->keys->n_keys, s->keys->n_slices, s->run_dir);
@@ -189,6 +195,10 @@ static void on_register(sched_t *s, ordo_msg_t *m)
     }
     if (find_member(s, m)) {
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "already registered");
+        goto done;
+    }
+    if (s->welcomed && r == ORDO_ROLE_WORKER && s->conf.fault_worker == ORDO_FAULT_RESTART) {
+        ordo__sched_rejoin(s, m, o); /* a restarted worker takes its dead predecessor's rank */
         goto done;
     }
     json_t *tensors = json_object_get(o, "tensors");
@@ -282,6 +292,7 @@ int ordo__sched_abort_run(sched_t *s, const char *why)
     if (s->aborted) return ORDO_EABORT;
     ORDO_ERROR("aborting the run: %s", why);
     broadcast(s, ORDO_MSG_ABORT, why);
+    ordo__sched_membership_close(s);
     if (s->log) {
         ordo_runlog_write_summary(s->log, NULL);
         ordo_runlog_destroy(&s->log);
@@ -306,11 +317,9 @@ static int check_liveness(sched_t *s)
     for (int i = 0; i < s->n_members; i++) {
         member_t *m = &s->members[i];
         int64_t silent_ms = (now - m->last_seen_ns) / 1000000;
-        if (silent_ms > s->conf.timeout_ms) {
-            char name[320], why[512];
-            snprintf(why, sizeof why, "%s is dead: no heartbeat for %lld ms (timeout %d ms)",
-                     ordo__sched_member_name(m, name, sizeof name), (long long)silent_ms, s->conf.timeout_ms);
-            return ordo__sched_abort_run(s, why);
+        if (silent_ms > s->conf.timeout_ms || m->dead) {
+            int rc = ordo__sched_member_silent(s, m, silent_ms); /* scheduler/membership.c */
+            if (rc) return rc;
         }
     }
     return 0;
@@ -365,6 +374,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
                       ordo_error_text(rc));
         else if (s->log)
             ordo_runlog_add(s->log, &st);
+        if (!rc) ordo__sched_on_stats(s, mb, st.iter);
         break;
     }
     case ORDO_MSG_DONE: {
@@ -376,8 +386,8 @@ static int handle(sched_t *s, ordo_msg_t *m)
         mb->done = true;
         s->n_done++;
         ORDO_INFO("%s finished (%d/%d)", ordo__sched_member_name(mb, name, sizeof name), s->n_done,
-                  s->conf.workers);
-        return s->n_done == s->conf.workers;
+                  s->n_live);
+        return s->n_done == s->n_live;
     }
     case ORDO_MSG_BARRIER:
         ordo__sched_on_barrier(s, mb, m->hdr.iter);
@@ -433,6 +443,7 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
     if (!s) return ORDO_ENOMEM;
     s->conf = *conf;
     s->barrier_id = -1;
+    s->n_live = conf->workers;
     s->declared = !strcmp(s->conf.trainer, "declared");
     int rc;
     if (!s->declared) {
@@ -520,6 +531,7 @@ int ordo_scheduler_run(ordo_scheduler_t *s)
     }
     if (rc < 0) return rc;
     broadcast(s, ORDO_MSG_SHUTDOWN, NULL);
+    ordo__sched_membership_close(s);
     rc = ordo_runlog_write_summary(s->log, &s->summary);
     if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
     ORDO_INFO("run complete; summary in %s/summary.json", s->run_dir);
@@ -541,6 +553,7 @@ void ordo_scheduler_destroy(ordo_scheduler_t **p)
     json_decref(s->updates);
     if (s->have_bcast_data) ordo_msg_close(&s->bcast_data);
     ordo_replan_destroy(&s->replan);
+    if (s->members_log) fclose(s->members_log);
     free(s->members);
     free(s->summary);
     free(s);

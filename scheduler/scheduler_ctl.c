@@ -20,20 +20,23 @@
 #include "scheduler/scheduler_internal.h"
 
 /* workers gather at barrier `id` (forward-only runs keep their iterations aligned this
- * way); when all are in, each gets BARRIER_DONE */
+ * way); when all live ones are in, each gets BARRIER_DONE (mb NULL: check again after a
+ * worker left) */
 void ordo__sched_on_barrier(sched_t *s, member_t *mb, int64_t id)
 {
     char name[320];
-    if (mb->role != ORDO_ROLE_WORKER || id < 0 || (s->barrier_n > 0 && id != s->barrier_id)) {
+    if (mb &&
+        (mb->role != ORDO_ROLE_WORKER || id < 0 || (s->barrier_n > 0 && id != s->barrier_id))) {
         ORDO_WARN("dropped BARRIER %lld from %s (workers are gathering at %lld)", (long long)id,
                   ordo__sched_member_name(mb, name, sizeof name), (long long)s->barrier_id);
         return;
     }
     s->barrier_id = id;
-    if (++s->barrier_n < s->conf.workers) return;
+    if (mb) s->barrier_n++;
+    if (s->barrier_n < s->n_live) return; /* fewer after a shrink (membership.c) */
     s->barrier_n = 0;
     for (int i = 0; i < s->n_members; i++) {
-        if (s->members[i].role != ORDO_ROLE_WORKER) continue;
+        if (s->members[i].role != ORDO_ROLE_WORKER || s->members[i].dead) continue;
         ordo_msg_t d;
         ordo__sched_msg_to(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_BARRIER_DONE, &d);
         d.hdr.iter = id;

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/conf.h"
 #include "common/keys.h"
@@ -27,6 +28,11 @@ typedef struct {
     char endpoint[256];
     int64_t last_seen_ns;
     bool done;
+    bool dead;          /* fault.worker = restart | shrink: it died (restart: not back yet) */
+    int64_t dead_ns;    /* when it was found dead */
+    int restarts;       /* restart: how many times this rank was restarted */
+    int64_t next_iter;  /* a worker: the first iteration it has not reported (STATS) */
+    bool recovering;    /* a restarted worker that has not finished an iteration yet */
     json_t *tensors; /* a worker's declared tensors ([model] trainer = declared), or NULL */
 } member_t;
 
@@ -60,6 +66,9 @@ struct ordo_scheduler {
     bool aborted;          /* the run was aborted: ABORT sent, summary written */
     char *summary;         /* the summary's JSON text once the run completed */
     ordo_replan_t *replan; /* collective re-plans (ordo_replan) */
+    int n_live;            /* workers in the run (fault.worker = shrink: fewer after deaths) */
+    int worker_deaths, n_restarts, n_shrinks; /* membership changes (summary.json) */
+    FILE *members_log;     /* RUN/membership.jsonl: one line per change */
 };
 
 typedef ordo_scheduler_t sched_t;
@@ -79,7 +88,32 @@ void ordo__sched_reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type,
  * returns ORDO_EABORT. */
 int ordo__sched_abort_run(sched_t *s, const char *why);
 
-/* ordo__sched_on_barrier counts worker mb at barrier id and releases all when all came. */
+/* ordo__sched_welcome_text returns the WELCOME body for member m (caller frees): its rank,
+ * the cluster and key maps, the run folder and the plan; rejoin >= 0 adds the iteration a
+ * restarted worker goes on at. NULL when out of memory. */
+char *ordo__sched_welcome_text(sched_t *s, const member_t *m, int64_t rejoin);
+
+/* ---- membership (scheduler/membership.c): fault.worker = restart | shrink ---- */
+
+/* ordo__sched_member_silent handles member m found silent for silent_ms: under fault.worker
+ * = restart or shrink a worker's death is a membership change, anything else aborts the
+ * run. 0 to go on, or ORDO_EABORT. */
+int ordo__sched_member_silent(sched_t *s, member_t *m, int64_t silent_ms);
+
+/* ordo__sched_rejoin takes the registration (o, from m) of a restarted worker after the
+ * cluster formed (fault.worker = restart): it takes the rank of the dead worker it names,
+ * gets the WELCOME with the iteration to go on at, or is refused. 0, or ORDO_EABORT when
+ * the rank has no restarts left. */
+int ordo__sched_rejoin(sched_t *s, const ordo_msg_t *m, json_t *o);
+
+/* ordo__sched_on_stats notes that worker mb finished iteration iter. */
+void ordo__sched_on_stats(sched_t *s, member_t *mb, int64_t iter);
+
+/* ordo__sched_membership_close puts the membership counts into the run's summary. */
+void ordo__sched_membership_close(sched_t *s);
+
+/* ordo__sched_on_barrier counts worker mb at barrier id and releases all when all live
+ * workers came (mb NULL: only the check, after a worker left). */
 void ordo__sched_on_barrier(sched_t *s, member_t *mb, int64_t id);
 
 /* ordo__sched_on_bcast gathers broadcast m from worker mb and relays the root's bytes once

@@ -167,7 +167,8 @@ static int setup_enforcement(ordo_server_t *s, const char *plan_text)
 }
 
 /* [fault] resume: the momentum from the run folder's checkpoint (the values come from worker
- * 0); [fault] checkpoint_every: this server's part of each checkpoint, counted from there */
+ * 0); [fault] checkpoint_every: this server's part of each checkpoint, counted from there
+ * (sparse runs: the sparse side's, server/sparse_srv.h) */
 static int setup_checkpoints(ordo_server_t *s)
 {
     int64_t base = 0;
@@ -176,9 +177,14 @@ static int setup_checkpoints(ordo_server_t *s)
         char path[ORDO_CONF_PATH + 32];
         snprintf(path, sizeof path, "%s/checkpoint.bin", s->conf.resume);
         rc = ordo_paramfile_read_iteration(path, &base);
-        if (!rc)
+        if (!rc && !s->sparse)
             rc = ordo_srv_ckpt_load(s->store, s->node.keys, s->node.rank, s->conf.resume, base);
         if (rc) return ordo_error_context(rc, "fault.resume");
+    }
+    if (s->sparse) { /* the sparse side keeps its region's momentum itself */
+        rc = ordo_sparse_srv_checkpoints(s->sparse, s->conf.checkpoint_every, base, s->node.run_dir,
+                                         s->conf.resume[0] ? s->conf.resume : NULL);
+        return rc ? ordo_error_context(rc, "fault.resume") : 0;
     }
     return ordo_srv_ckpt_new(s->store, s->node.keys, s->node.rank, s->conf.checkpoint_every, base,
                              s->node.run_dir, &s->ckpt);
@@ -249,8 +255,11 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     if ((rc = setup_updates(s)) != 0) goto fail;
     if ((rc = ordo_store_set_sync(s->store, conf->sync_mode, conf->staleness, conf->backup)) != 0)
         goto fail;
+    /* a restarted worker pushes again what its predecessor may have pushed */
+    if (conf->fault_worker == ORDO_FAULT_RESTART &&
+        (rc = ordo_store_set_resend(s->store, true)) != 0)
+        goto fail;
     if ((rc = ordo_groups_new(s->node.keys, s->node.rank, &s->groups)) != 0) goto fail;
-    if ((rc = setup_checkpoints(s)) != 0) goto fail;
     /* sparse servers run one SGD: the workers' declared one (all the same, the scheduler
      * checked), else the conf's [optimizer] */
     ordo_conf_t sparse_conf = s->conf;
@@ -261,6 +270,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     }
     if ((rc = ordo_sparse_srv_new(&s->node, &sparse_conf, s->data_sock, &s->sparse)) != 0)
         goto fail;
+    if ((rc = setup_checkpoints(s)) != 0) goto fail;
     s->waiting = calloc((size_t)s->node.keys->n_slices, sizeof *s->waiting);
     if (!s->waiting) {
         rc = ORDO_ENOMEM;
@@ -360,11 +370,15 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
         return 0;
     case ORDO_MSG_REPLAN:
         return apply_replan(s, m);
+    case ORDO_MSG_MEMBERS:
+        ordo__server_on_members(s, m);
+        return 0;
     case ORDO_MSG_SHUTDOWN:
-        ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out",
-                  (unsigned long long)s->n_push, (unsigned long long)s->n_pull,
-                  (unsigned long long)s->n_dropped, probes_note(s, buf, sizeof buf),
-                  (unsigned long long)ordo_store_dropped(s->store));
+        ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out, "
+                  "%llu re-sent pushes left out", (unsigned long long)s->n_push,
+                  (unsigned long long)s->n_pull, (unsigned long long)s->n_dropped,
+                  probes_note(s, buf, sizeof buf), (unsigned long long)ordo_store_dropped(s->store),
+                  (unsigned long long)ordo_store_resent(s->store));
         return 1;
     case ORDO_MSG_ABORT:
         ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));

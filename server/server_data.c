@@ -9,6 +9,7 @@
 #include "common/transport.h"
 #include "server/server_internal.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,7 +140,7 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
         int sl = ordo_groups_slice(s->groups, i);
         rc = ordo_store_check_push(s->store, sl, worker, m->hdr.iter,
                                    (size_t)slices[sl].numel * sizeof(float));
-        if (rc) {
+        if (rc < 0) {
             answer_error(s, m, ordo_error_text(rc));
             return;
         }
@@ -156,8 +157,8 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
         rc = ordo_store_push_ref(s->store, sl, worker, m->hdr.iter,
                                  (const float *)(base + ordo_groups_offset(s->groups, i)),
                                  (size_t)slices[sl].numel * sizeof(float), f, &updated);
-        if (rc) ORDO_ERROR("merged push, slice %d: %s", sl, ordo_error_text(rc));
-        if (!rc && updated) ordo_srv_ckpt_updated(s->ckpt, sl);
+        if (rc < 0) ORDO_ERROR("merged push, slice %d: %s", sl, ordo_error_text(rc));
+        if (rc == 0 && updated) ordo_srv_ckpt_updated(s->ckpt, sl);
     }
     ordo_store_frame_unref(f);
     s->n_push++;
@@ -218,6 +219,9 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
     /* bsp and ssp values never get ahead of a worker's pulls; backup workers and asp let
      * the slow ones see newer values */
     bool newer_ok = s->conf.backup > 0 || ordo_store_sync_mode(s->store) == ORDO_SYNC_ASP;
+    /* a restarted worker goes on at the first iteration its predecessor did not report,
+     * which the others may have completed with the pushes it did send */
+    if (s->conf.fault_worker == ORDO_FAULT_RESTART) newer_ok = true;
     if (iter < 0 || (v >= 0 && iter < v && !newer_ok)) {
         snprintf(why, sizeof why, "pull of iteration %lld, the value is at %lld", (long long)iter,
                  (long long)v);
@@ -248,6 +252,34 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
         wl->cap = cap;
     }
     wl->w[wl->n++] = w;
+}
+
+void ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
+{
+    char body[4096];
+    json_error_t jerr;
+    json_t *o = json_loads(ordo_msg_text(m, 0, body, sizeof body), 0, &jerr);
+    json_t *left = json_object_get(o, "left");
+    int *upd = malloc(sizeof *upd * ((size_t)s->node.keys->n_slices + 1)), n = 0, rc;
+    if (!json_is_integer(left) || json_integer_value(left) < 0 ||
+        json_integer_value(left) >= s->node.n_workers) {
+        ORDO_WARN("dropped a malformed MEMBERS message from the scheduler");
+    } else if (!upd) {
+        ORDO_ERROR("out of memory taking a worker out of the run");
+    } else if ((rc = ordo_store_leave(s->store, (int)json_integer_value(left),
+                                      s->conf.aggregate == ORDO_AGG_MEAN, upd, &n)) != 0) {
+        ORDO_ERROR("worker %lld leaves: %s", (long long)json_integer_value(left),
+                   ordo_error_text(rc));
+    } else {
+        ORDO_WARN("worker %lld left the run (fault.worker = shrink); %d slices completed without "
+                  "it", (long long)json_integer_value(left), n);
+        for (int i = 0; i < n; i++) {
+            ordo_srv_ckpt_updated(s->ckpt, upd[i]);
+            wake_waiters(s, upd[i]);
+        }
+    }
+    free(upd);
+    json_decref(o);
 }
 
 void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
@@ -308,7 +340,8 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
             answer_error(s, m, ordo_error_text(rc));
             return;
         }
-        uint32_t flags = rc == ORDO_STORE_DROPPED ? ORDO_FLAG_DROPPED : 0;
+        /* a late push (backup workers) or a re-send (a restarted worker) was left out */
+        uint32_t flags = rc > 0 ? ORDO_FLAG_DROPPED : 0;
         s->n_push++;
         if (updated) ordo_srv_ckpt_updated(s->ckpt, slice);
         bool fused = m->hdr.flags & ORDO_FLAG_PULL; /* the answer to its pull acknowledges it */

@@ -63,6 +63,11 @@ static inline int ordo__server_pusher(const ordo_server_t *s, int rank)
     return s->local_size > 1 ? rank / s->local_size : rank;
 }
 
+/* ordo__server_on_members takes the scheduler's MEMBERS (fault.worker = shrink): the worker
+ * that left no longer holds up an update, and the pulls its absence completes are answered
+ * (server_data.c). */
+void ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m);
+
 /* ordo__server_on_data handles one message from the data port (server_data.c). */
 void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m);
 

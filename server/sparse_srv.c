@@ -354,6 +354,7 @@ static int finish_iteration(ordo_sparse_srv_t *srv)
     srv->n_held = 0;
     srv->summed = srv->selected = srv->waiting_thr = false;
     srv->t++;
+    ordo__ssrv_ckpt_due(srv);
     return 0;
 }
 

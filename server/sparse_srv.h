@@ -26,6 +26,14 @@ typedef struct ordo_sparse_srv ordo_sparse_srv_t;
 int ordo_sparse_srv_new(ordo_node_t *node, const ordo_conf_t *conf, int data_sock,
                         ordo_sparse_srv_t **out);
 
+/* ordo_sparse_srv_checkpoints sets up [fault] checkpoint_every (every updates, counted from
+ * base, into the run folder dir: RUN/checkpoint-sparse-server-R.bin with the momentum of the
+ * region in force) and, with resume_dir (NULL: none), restores the momentum of this server's
+ * first region after base updates from the files of every server there (the regions may have
+ * moved since). Without momentum there is nothing to save or restore. Errors name the file. */
+int ordo_sparse_srv_checkpoints(ordo_sparse_srv_t *srv, int every, int64_t base, const char *dir,
+                                const char *resume_dir);
+
 /* ordo_sparse_srv_destroy logs the totals, frees and sets *p to NULL; NULL-safe. */
 void ordo_sparse_srv_destroy(ordo_sparse_srv_t **p);
 

@@ -67,6 +67,11 @@ struct ordo_sparse_srv {
     uint64_t *maghist;
     uint8_t *buf;
     size_t buf_cap;
+    /* [fault] checkpoint_every: the momentum of the region after every `ckpt_every` updates,
+     * counted from ckpt_base (a resumed run's start), into ckpt_dir (sparse_srv_ckpt.c) */
+    int ckpt_every;
+    int64_t ckpt_base;
+    char ckpt_dir[4096];
     /* totals for the log */
     uint64_t entries_in, entries_out, handed_over, received_over, capped;
 };
@@ -101,5 +106,9 @@ void ordo__ssrv_take_handovers(ordo_sparse_srv_t *srv);
 
 /* ordo__ssrv_on_handover keeps another server's handover (checked when it is applied). */
 void ordo__ssrv_on_handover(ordo_sparse_srv_t *srv, ordo_msg_t *m);
+
+/* ordo__ssrv_ckpt_due writes the region's momentum when the iteration just finished ends a
+ * checkpoint interval; errors are logged (sparse_srv_ckpt.c). */
+void ordo__ssrv_ckpt_due(ordo_sparse_srv_t *srv);
 
 #endif

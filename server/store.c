@@ -37,6 +37,7 @@ typedef struct {
     float *sum;                    /* the running sum: acc, or inside sum_owner; NULL if none */
     ordo_store_frame_t *sum_owner; /* the first push's frame, kept as the running sum */
     int next;                      /* the worker whose push is added next (rank order) */
+    int count;                     /* pushes summed so far */
     int taken;                     /* backup workers: pushes held for this iteration */
     bool complete;                 /* ssp: every push summed, waiting for the earlier rounds */
     held_t *held;                  /* per worker: a push that came before its turn */
@@ -59,8 +60,12 @@ struct ordo_store {
     ordo_optim_t opt;
     float scale;
     int mode, staleness, backup; /* ordo_sync_t ([sync]) */
+    bool resend;                 /* a worker's push again (a restarted worker): acknowledged */
     int n_rounds;
     uint64_t dropped;
+    uint64_t resent; /* re-sent pushes acknowledged and left out */
+    uint8_t *gone;   /* per worker: it left the run (ordo_store_leave); NULL: nobody did */
+    bool mean_of_pushed; /* after a worker left: an update's scale is over the pushes it had */
     int *slot_of; /* per slice: local slot or -1 */
     slot_t *slots;
     int n_slots;
@@ -207,6 +212,7 @@ void ordo_store_destroy(ordo_store_t **sp)
     }
     free(s->slots);
     free(s->slot_of);
+    free(s->gone);
     free(s);
     *sp = NULL;
 }
@@ -238,11 +244,12 @@ int ordo_store_init(ordo_store_t *s, int slice, const void *data, size_t bytes, 
 }
 
 /* the checks of a push; *late is set (and 0 returned) for a push that comes after its
- * iteration was applied without it (backup workers) */
+ * iteration was applied without it (backup workers: ORDO_STORE_DROPPED) or a re-send of a
+ * push the store holds or applied already (ORDO_STORE_DUPLICATE) */
 static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, size_t bytes,
-                       slot_t **out, bool *late)
+                       slot_t **out, int *late)
 {
-    *late = false;
+    *late = 0;
     if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_EINVAL, "slice %d is not here", slice);
     slot_t *sl = &s->slots[s->slot_of[slice]];
     int rc = check_size(sl, slice, bytes);
@@ -251,6 +258,8 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
         return ordo_error_set(ORDO_EPROTO, "push from unknown worker %d", worker);
     if (sl->version < 0)
         return ordo_error_set(ORDO_EPROTO, "push to slice %d before its initial value", slice);
+    if (s->gone && s->gone[worker])
+        return ordo_error_set(ORDO_EPROTO, "push from worker %d, which left the run", worker);
     if (s->mode == ORDO_SYNC_ASP) {
         if (iter != sl->clock[worker])
             return ordo_error_set(ORDO_EPROTO, "push of iteration %lld to slice %d from worker %d, "
@@ -260,7 +269,15 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
         return 0;
     }
     if (s->backup > 0 && iter >= 0 && iter < sl->version) {
-        *late = true;
+        *late = ORDO_STORE_DROPPED;
+        *out = sl;
+        return 0;
+    }
+    /* bsp: an iteration before the version was applied with every worker's push, and a
+     * push marked in the round is held or summed */
+    if (s->resend && iter >= 0 &&
+        (iter < sl->version || (iter == sl->version && sl->rounds[0].pushed[worker]))) {
+        *late = ORDO_STORE_DUPLICATE;
         *out = sl;
         return 0;
     }
@@ -277,8 +294,9 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
 int ordo_store_check_push(ordo_store_t *s, int slice, int worker, int64_t iter, size_t bytes)
 {
     slot_t *sl = NULL;
-    bool late;
-    return push_checks(s, slice, worker, iter, bytes, &sl, &late);
+    int late;
+    int rc = push_checks(s, slice, worker, iter, bytes, &sl, &late);
+    return rc ? rc : late;
 }
 
 /* ---- shared frames -------------------------------------------------------------------- */
@@ -339,22 +357,36 @@ void ordo_store_frame_unref(ordo_store_frame_t *f)
 
 /* ---- aggregation ---------------------------------------------------------------------- */
 
-/* value <- step(value, acc + g) (acc NULL: g alone) */
-static int step(ordo_store_t *s, slot_t *sl, const float *acc, const float *g)
+/* value <- step(value, acc + g) (acc NULL: g alone), g's sum scaled by scale */
+static int step_scaled(ordo_store_t *s, slot_t *sl, const float *acc, const float *g, float scale)
 {
     /* A value still referenced by a send in flight is left to that send; the new value
      * goes into a fresh buffer. */
     ordo_vbuf_t *cur = sl->value;
     if (atomic_load(&cur->refs) == 1) {
-        ordo_optim_step_sum(&sl->opt, cur->data, cur->data, sl->mom, acc, g, s->scale, sl->numel);
+        ordo_optim_step_sum(&sl->opt, cur->data, cur->data, sl->mom, acc, g, scale, sl->numel);
     } else {
         ordo_vbuf_t *nb = vbuf_new(sl->numel);
         if (!nb) return ORDO_ENOMEM;
-        ordo_optim_step_sum(&sl->opt, nb->data, cur->data, sl->mom, acc, g, s->scale, sl->numel);
+        ordo_optim_step_sum(&sl->opt, nb->data, cur->data, sl->mom, acc, g, scale, sl->numel);
         sl->value = nb;
         vbuf_unref(cur);
     }
     return 0;
+}
+
+static int step(ordo_store_t *s, slot_t *sl, const float *acc, const float *g)
+{
+    return step_scaled(s, sl, acc, g, s->scale);
+}
+
+/* the worker after `from` whose push is summed next: workers that left without pushing in
+ * this round are passed over */
+static int next_pusher(const ordo_store_t *s, const round_t *rd, int from)
+{
+    while (from < s->n_workers && s->gone && s->gone[from] && !rd->pushed[from])
+        from++;
+    return from;
 }
 
 static void round_reset(ordo_store_t *s, round_t *rd)
@@ -362,17 +394,22 @@ static void round_reset(ordo_store_t *s, round_t *rd)
     ordo_store_frame_unref(rd->sum_owner);
     rd->sum_owner = NULL;
     rd->sum = NULL;
-    rd->next = 0;
     rd->taken = 0;
+    rd->count = 0;
     rd->complete = false;
     memset(rd->pushed, 0, (size_t)s->n_workers);
+    rd->next = next_pusher(s, rd, 0);
 }
 
 /* the last push of the current iteration: value <- step(value, acc + g), then the version
  * advances, over the later iterations (ssp) whose pushes are all summed already */
 static int apply(ordo_store_t *s, slot_t *sl, round_t *rd, const float *acc, const float *g)
 {
-    int rc = step(s, sl, acc, g);
+    /* after a worker left, the mean is over the workers that pushed this round */
+    float scale = s->scale;
+    if (s->mean_of_pushed && rd->count + 1 != s->n_workers)
+        scale = s->scale * (float)s->n_workers / (float)(rd->count + 1);
+    int rc = step_scaled(s, sl, acc, g, scale);
     if (rc) return rc;
     round_reset(s, rd);
     sl->version++;
@@ -391,23 +428,25 @@ static int apply(ordo_store_t *s, slot_t *sl, round_t *rd, const float *acc, con
 static int fold(ordo_store_t *s, slot_t *sl, round_t *rd, int64_t iter, const float *data,
                 ordo_store_frame_t *owner, bool *updated)
 {
-    bool last = rd->next + 1 == s->n_workers;
+    int after = next_pusher(s, rd, rd->next + 1);
+    bool last = after == s->n_workers;
     if (last && iter == sl->version) {
         int rc = apply(s, sl, rd, rd->sum, data);
         *updated = rc == 0;
         return rc;
     }
-    if (rd->next == 0 && owner) { /* the frame itself becomes the running sum: no copy */
+    if (rd->count == 0 && owner) { /* the frame itself becomes the running sum: no copy */
         owner->refs++;
         rd->sum_owner = owner;
         rd->sum = (float *)data;
-    } else if (rd->next == 0) {
+    } else if (rd->count == 0) {
         memcpy(rd->acc, data, (size_t)sl->numel * sizeof(float));
         rd->sum = rd->acc;
     } else {
         ordo_vec_add(rd->sum, data, sl->numel);
     }
-    rd->next++;
+    rd->next = after;
+    rd->count++;
     rd->complete = last;
     return 0;
 }
@@ -455,10 +494,14 @@ int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, co
                         size_t bytes, ordo_store_frame_t *owner, bool *updated)
 {
     slot_t *sl = NULL;
-    bool late;
+    int late;
     *updated = false;
     int rc = push_checks(s, slice, worker, iter, bytes, &sl, &late);
     if (rc) return rc;
+    if (late == ORDO_STORE_DUPLICATE) {
+        s->resent++;
+        return late;
+    }
     if (late) {
         s->dropped++;
         return ORDO_STORE_DROPPED;
@@ -507,7 +550,7 @@ int ordo_store_push_frame(ordo_store_t *s, int slice, int worker, int64_t iter,
 {
     *updated = false;
     int rc = ordo_store_check_push(s, slice, worker, iter, zmq_msg_size(frame));
-    if (rc) return rc;
+    if (rc < 0) return rc;
     ordo_store_frame_t *f = ordo_store_frame_wrap(frame);
     if (!f) return ORDO_ENOMEM;
     size_t len;
@@ -527,6 +570,60 @@ bool ordo_store_ready(const ordo_store_t *s, int slice, int64_t iter)
 uint64_t ordo_store_dropped(const ordo_store_t *s)
 {
     return s->dropped;
+}
+
+int ordo_store_leave(ordo_store_t *s, int worker, bool mean, int *updated_slices, int *n_updated)
+{
+    *n_updated = 0;
+    if (s->mode != ORDO_SYNC_BSP || s->backup > 0)
+        return ordo_error_set(ORDO_EINVAL, "a worker can leave a bsp run without backup workers "
+                              "only");
+    if (worker < 0 || worker >= s->n_workers)
+        return ordo_error_set(ORDO_EINVAL, "no worker %d leaves", worker);
+    if (!s->gone && !(s->gone = calloc((size_t)s->n_workers, 1))) return ORDO_ENOMEM;
+    if (s->gone[worker]) return 0;
+    s->gone[worker] = 1;
+    s->mean_of_pushed = mean;
+    for (int i = 0; i < s->keys->n_slices; i++) {
+        if (s->slot_of[i] < 0) continue;
+        slot_t *sl = &s->slots[s->slot_of[i]];
+        round_t *rd = &sl->rounds[0];
+        if (sl->version < 0) continue;
+        /* the round no longer waits for the worker that left: the pushes held after it are
+         * summed, and the round applied when nobody else is missing */
+        rd->next = next_pusher(s, rd, rd->next);
+        bool updated = false;
+        int rc = 0;
+        while (rc == 0 && !updated && rd->next < s->n_workers && rd->held[rd->next].owner) {
+            held_t h = rd->held[rd->next];
+            rd->held[rd->next] = (held_t){NULL, NULL};
+            rc = fold(s, sl, rd, sl->version, h.data, h.owner, &updated);
+            ordo_store_frame_unref(h.owner);
+        }
+        if (rc == 0 && !updated && rd->next == s->n_workers && rd->count > 0) {
+            /* every push was summed and the last to come is gone: apply the sum */
+            rd->count--; /* apply counts the push it is given as one more */
+            rc = apply(s, sl, rd, NULL, rd->sum);
+            updated = rc == 0;
+        }
+        if (rc) return rc;
+        if (updated) updated_slices[(*n_updated)++] = i;
+    }
+    return 0;
+}
+
+int ordo_store_set_resend(ordo_store_t *s, bool on)
+{
+    if (on && (s->mode != ORDO_SYNC_BSP || s->backup > 0))
+        return ordo_error_set(ORDO_EINVAL, "re-sent pushes are recognised under bsp without "
+                              "backup workers only");
+    s->resend = on;
+    return 0;
+}
+
+uint64_t ordo_store_resent(const ordo_store_t *s)
+{
+    return s->resent;
 }
 
 int ordo_store_sync_mode(const ordo_store_t *s)

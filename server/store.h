@@ -45,6 +45,26 @@ int ordo_store_sync_mode(const ordo_store_t *s);
  * (backup workers): it was counted (ordo_store_dropped) and left out. */
 #define ORDO_STORE_DROPPED 1
 
+/* A push returns this (positive) when the store already holds or applied the same worker's
+ * push of that iteration and re-sends are on (ordo_store_set_resend): it is counted
+ * (ordo_store_resent), acknowledged and left out, so a restarted worker that pushes again
+ * what its dead predecessor pushed applies nothing twice. */
+#define ORDO_STORE_DUPLICATE 2
+
+/* ordo_store_set_resend turns on (bsp without backup workers only; ORDO_EINVAL otherwise)
+ * the recognition of re-sent pushes (ORDO_STORE_DUPLICATE), which are errors by default. */
+int ordo_store_set_resend(ordo_store_t *s, bool on);
+
+/* ordo_store_leave takes worker out of the run (fault.worker = shrink; bsp without backup
+ * workers): the rounds stop waiting for it (a push of it already held is summed), its later
+ * pushes are refused, and with mean each update is scaled over the pushes it had. The slices
+ * whose value advanced because of it go to updated_slices (room for every slice), their
+ * count to *n_updated. */
+int ordo_store_leave(ordo_store_t *s, int worker, bool mean, int *updated_slices, int *n_updated);
+
+/* ordo_store_resent counts the re-sent pushes left out. */
+uint64_t ordo_store_resent(const ordo_store_t *s);
+
 /* ordo_store_destroy frees the store; buffers still held by sends live until released. */
 void ordo_store_destroy(ordo_store_t **s);
 
@@ -87,7 +107,8 @@ const void *ordo_store_frame_data(ordo_store_frame_t *f, size_t *len);
 void ordo_store_frame_unref(ordo_store_frame_t *f);
 
 /* ordo_store_check_push runs ordo_store_push's checks without pushing (a merged push checks
- * all its slices before adding any). */
+ * all its slices before adding any): 0, a positive ORDO_STORE_* for a push that will be left
+ * out, or a negative error. */
 int ordo_store_check_push(ordo_store_t *s, int slice, int worker, int64_t iter, size_t bytes);
 
 /* ordo_store_push_ref is ordo_store_push for data inside owner (NULL: data is borrowed for

@@ -582,6 +582,15 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     return 0;
 }
 
+int ordo_exec_path_state(ordo_exec_t *e, const char *path, bool save)
+{
+    if (!e->path->ops->state) return 0;
+    pthread_mutex_lock(&e->mu);
+    int rc = e->path->ops->state(e->path, path, save);
+    pthread_mutex_unlock(&e->mu);
+    return rc;
+}
+
 int ordo_exec_barrier(ordo_exec_t *e, int64_t id)
 {
     post(e, CMD_BARRIER, 0, id);

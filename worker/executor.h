@@ -90,4 +90,9 @@ void ordo_exec_report(ordo_exec_t *e, const char *json);
 /* ordo_exec_destroy stops the communication thread and frees; NULL-safe. */
 void ordo_exec_destroy(ordo_exec_t **e);
 
+/* ordo_exec_path_state saves (save) the push path's own state to the file path between
+ * iterations, or restores it before the first (worker/push.h, state); 0 without doing
+ * anything when the path keeps none (dense, merged). */
+int ordo_exec_path_state(ordo_exec_t *e, const char *path, bool save);
+
 #endif

@@ -47,6 +47,26 @@ const char *ordo_worker_run_dir(const ordo_worker_t *w)
     return w->node.run_dir;
 }
 
+int ordo_worker_members(const ordo_worker_t *w, int *index, int *n_live, int64_t *since)
+{
+    int n = atomic_load(&((ordo_worker_t *)w)->n_live);
+    if (n <= 0) {
+        *index = w->node.rank;
+        *n_live = w->node.n_workers;
+        *since = -1;
+        return 0;
+    }
+    *index = atomic_load(&((ordo_worker_t *)w)->live_index);
+    *n_live = n;
+    *since = atomic_load(&((ordo_worker_t *)w)->live_since);
+    return 1;
+}
+
+int64_t ordo_worker_rejoin_iter(const ordo_worker_t *w)
+{
+    return w->node.rejoin_iter;
+}
+
 void ordo_worker_sync_stats(const ordo_worker_t *w, int64_t *stale, int64_t *late)
 {
     memcpy(stale, w->stale, sizeof w->stale);
@@ -522,6 +542,28 @@ static int take_merge_plan(ordo_worker_t *w, ordo_msg_t *m)
     return 0;
 }
 
+/* MEMBERS (fault.worker = shrink): a worker left; this one's place among the live ones is
+ * what its data shard follows from the next epoch on */
+static void take_members(ordo_worker_t *w, ordo_msg_t *m)
+{
+    char body[4096];
+    json_t *o = json_loads(ordo_msg_text(m, 0, body, sizeof body), 0, NULL);
+    json_t *live = json_object_get(o, "live");
+    int index = -1, n = json_is_array(live) ? (int)json_array_size(live) : 0;
+    for (int i = 0; i < n; i++)
+        if (json_integer_value(json_array_get(live, (size_t)i)) == w->node.rank) index = i;
+    if (index < 0 || n < 1 || n > w->node.n_workers) {
+        ORDO_WARN("dropped a MEMBERS message that does not list this worker");
+    } else {
+        atomic_store(&w->live_since, (long long)m->hdr.iter);
+        atomic_store(&w->live_index, index);
+        atomic_store(&w->n_live, n);
+        ORDO_WARN("worker %lld left the run: %d workers go on, this one is %d of them",
+                  (long long)json_integer_value(json_object_get(o, "left")), n, index);
+    }
+    json_decref(o);
+}
+
 /* handle one inbound message; returns 0 or a fatal error */
 static int handle(ordo_worker_t *w, ordo_msg_t *m)
 {
@@ -624,6 +666,9 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
     }
     case ORDO_MSG_REPLAN:
         return ordo__worker_take_replan(w, m);
+    case ORDO_MSG_MEMBERS:
+        take_members(w, m);
+        return 0;
     case ORDO_MSG_PLAN: /* the merge groups planned from the start-up calibration */
         if (w->want_plan) return take_merge_plan(w, m);
         ORDO_DEBUG("ignored a PLAN");

@@ -78,6 +78,15 @@ float *ordo_worker_grad_home(const ordo_worker_t *w, int key);
 /* ordo_worker_run_dir returns the run folder the scheduler named. */
 const char *ordo_worker_run_dir(const ordo_worker_t *w);
 
+/* ordo_worker_members tells, after a worker left the run (fault.worker = shrink: returns 1),
+ * this worker's index among the live ones, their number and the iteration from which they
+ * hold; 0 and the rank and the cluster's worker count while everyone is in. */
+int ordo_worker_members(const ordo_worker_t *w, int *index, int *n_live, int64_t *since);
+
+/* ordo_worker_rejoin_iter returns the iteration a restarted worker goes on at (fault.worker =
+ * restart: the first its dead predecessor did not finish), or -1 for a worker of the start. */
+int64_t ordo_worker_rejoin_iter(const ordo_worker_t *w);
+
 /* ordo_worker_init sends key's initial value (copied) to its servers; servers keep the
  * first init of a slice and ignore later ones. */
 int ordo_worker_init(ordo_worker_t *w, int key, const float *values);

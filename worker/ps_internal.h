@@ -5,6 +5,7 @@
 #define ORDO_PS_INTERNAL_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -62,6 +63,10 @@ struct ordo_worker {
     void *hook_ctx;
     uint32_t hook_key;
     struct ordo_trace *trace; /* lent by the model run for the push path's spans */
+    /* fault.worker = shrink: this worker's place among the live ones, their number and the
+     * iteration from which they hold (MEMBERS); written by the communication thread */
+    _Atomic int live_index, n_live;
+    _Atomic long long live_since;
 };
 
 /* ordo__worker_add_event queues an event for ordo_worker_poll. */

@@ -89,6 +89,9 @@ typedef struct ordo_push_ops {
     bool (*pulled)(ordo_push_t *p, int key, int64_t iter);
     /* stop ends the path's own threads before the handle's transport goes away. */
     void (*stop)(ordo_push_t *p);
+    /* state saves (save) the path's own state between iterations to the file path, or
+     * restores it from there: checkpoints and fault.resume (sparse: residuals, thresholds). */
+    int (*state)(ordo_push_t *p, const char *path, bool save);
 } ordo_push_ops_t;
 
 /* The hierarchical path (push_hier.c) is not a [push] mode: the plan's "intra" member picks it

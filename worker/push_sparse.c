@@ -100,6 +100,11 @@ static void stats(const ordo_push_t *p, int64_t *bytes_push, int64_t *bytes_pull
     snprintf(extra, size, "%s", s->stats);
 }
 
+static int state(ordo_push_t *p, const char *path, bool save)
+{
+    return ordo_sparse_push_state(((sparse_t *)p)->sp, path, save);
+}
+
 const ordo_push_ops_t ordo__push_sparse_ops = {
     .name = "sparse",
     .mode = ORDO_PUSH_SPARSE,
@@ -120,4 +125,5 @@ const ordo_push_ops_t ordo__push_sparse_ops = {
     .on_event = on_event,
     .have = have,
     .stats = stats,
+    .state = state,
 };

@@ -73,6 +73,7 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
     float **grad = calloc((size_t)k->n_keys, sizeof *grad);
     int rc = 0;
     int64_t checked = 0, wrong = 0;
+    int64_t rejoin = ordo_worker_rejoin_iter(w); /* fault.worker = restart */
     for (int key = 0; key < k->n_keys; key++) {
         val[key] = malloc(sizeof(float) * (size_t)k->numel[key]);
         grad[key] = malloc(sizeof(float) * (size_t)k->numel[key]);
@@ -80,20 +81,32 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
             rc = ORDO_ENOMEM;
             goto done;
         }
-        if (rank == 0) {
+        if (rank == 0 && rejoin < 0) {
             for (int64_t i = 0; i < k->numel[key]; i++)
                 val[key][i] = synth_init(key, i);
             if ((rc = ordo_worker_init(w, key, val[key])) != 0) goto done;
         }
     }
+    if (rejoin >= 0)
+        ORDO_INFO("restarted: rejoining at iteration %lld with the servers' values",
+                  (long long)rejoin);
     /* asp and backup workers take pushes in arrival order: no closed form to check against */
     bool check = conf->sync_mode != ORDO_SYNC_ASP && conf->backup == 0;
     if (!check) ORDO_INFO("synthetic job: pulled values are not checked under sync.mode = asp or "
                           "sync.backup > 0");
     int64_t last_bp = 0, last_bl = 0; /* the byte counters at the last report */
-    for (int64_t t = 0; t < conf->iterations; t++) {
+    for (int64_t t = rejoin < 0 ? 0 : rejoin; t <= conf->iterations; t++) {
+        /* after the last iteration, bsp: the final values, which must hold every push once */
+        if (t == conf->iterations && (conf->sync_mode != ORDO_SYNC_BSP || !check)) break;
+        int li, nl;
+        int64_t since;
+        if (check && ordo_worker_members(w, &li, &nl, &since)) {
+            /* fault.worker = shrink: the updates are over fewer pushes from now on */
+            check = false;
+            ORDO_INFO("synthetic job: a worker left; values are not checked from here on");
+        }
         int64_t t0 = ordo_clock_ns();
-        double delay = ordo_conf_straggle_delay_ms(conf, rank, t); /* [straggle]: transient */
+        double delay = t < conf->iterations ? ordo_conf_straggle_delay_ms(conf, rank, t) : 0;
         if (delay > 0) ordo_clock_sleep_ns((int64_t)(delay * 1e6));
         int64_t tc = ordo_clock_ns();
         for (int key = 0; key < k->n_keys; key++)
@@ -103,9 +116,12 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
         for (int key = 0; check && key < k->n_keys; key++)
             for (int64_t i = 0; i < k->numel[key]; i++) {
                 /* every push of the iterations before t - staleness is in, and none of t or
-                 * later: the pushes are positive, so the value lies between those two */
+                 * later: the pushes are positive, so the value lies between those two. A
+                 * restarted worker's first pull may see the iteration its predecessor had
+                 * pushed already (the others' too) */
                 int64_t lo = t - (conf->sync_mode == ORDO_SYNC_SSP ? conf->staleness : 0);
-                double newest = synth_value(conf, W, key, i, t);
+                int64_t hi = t == rejoin && t < conf->iterations ? t + 1 : t;
+                double newest = synth_value(conf, W, key, i, hi);
                 double oldest = synth_value(conf, W, key, i, lo < 0 ? 0 : lo);
                 double tol = 1e-4 * (1 + fabs(newest));
                 checked++;
@@ -116,6 +132,7 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
                                    newest, oldest);
                 }
             }
+        if (t == conf->iterations) break;
         float g = (float)((rank + 1) * (t + 1));
         for (int key = 0; key < k->n_keys; key++) {
             for (int64_t i = 0; i < k->numel[key]; i++)
@@ -141,8 +158,8 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
             ORDO_INFO("iteration %lld/%d: step %.2f ms", (long long)t + 1, conf->iterations,
                       (t2 - t0) / 1e6);
     }
-    ORDO_INFO("synthetic job: %d iterations, %lld pulled values checked, %lld wrong",
-              conf->iterations, (long long)checked, (long long)wrong);
+    ORDO_INFO("synthetic job: %d iterations, %lld pulled values checked, %lld wrong (the final "
+              "values included)", conf->iterations, (long long)checked, (long long)wrong);
     if (wrong) rc = ordo_error_set(ORDO_EPROTO, "%lld pulled values were wrong", (long long)wrong);
 done:
     for (int key = 0; key < k->n_keys; key++) {
@@ -386,19 +403,26 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
                                 (long long)t0, (long long)iterations);
             goto done;
         }
-        const float *skip_x;
-        const int *skip_y;
-        for (int64_t i = 0; it && i < t0; i++) /* the batches the first t0 iterations used */
-            if ((rc = ordo_dataset_iter_next(it, &skip_x, &skip_y)) < 0) goto done;
-        rc = 0;
         ORDO_INFO("resume: iterations %lld to %lld after the checkpoint in %s", (long long)t0,
                   (long long)iterations - 1, conf->resume);
     }
+    /* fault.worker = restart: a restarted worker goes on at the first iteration its dead
+     * predecessor did not finish, with the servers' values and its shard's next batches */
+    int64_t first = ordo_worker_rejoin_iter(w) > t0 ? ordo_worker_rejoin_iter(w) : t0;
+    bool rejoined = ordo_worker_rejoin_iter(w) >= 0;
+    const float *skip_x;
+    const int *skip_y;
+    for (int64_t i = 0; it && i < first; i++) /* the batches the iterations before used */
+        if ((rc = ordo_dataset_iter_next(it, &skip_x, &skip_y)) < 0) goto done;
+    rc = 0;
+    if (rejoined)
+        ORDO_INFO("restarted: rejoining at iteration %lld with the servers' values",
+                  (long long)first);
     eo.iterations = iterations - t0;
     if ((rc = ordo_exec_new(&eo, &ex)) != 0) goto done;
     if (ordo_exec_pulls_early(ex))
         ORDO_INFO("pulls: early (each key's next value asked for right after its push)");
-    if (rank == 0) {
+    if (rank == 0 && !rejoined) {
         /* rank 0 gives the servers the initial values */
         init = calloc((size_t)m->n_params, sizeof *init);
         if (!init) {
@@ -421,6 +445,19 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
               (long long)iterations, batch, m->n_params,
               (double)ordo_model_total_bytes(m) / 1048576.0, ordo_compute_kind_name(kind));
     int every = rank == 0 && !eo.forward_only ? conf->checkpoint_every : 0;
+    /* sparse pushes: every worker's residuals and thresholds are part of a checkpoint */
+    int path_every = conf->push_mode == ORDO_PUSH_SPARSE && !eo.forward_only
+                         ? conf->checkpoint_every : 0;
+    if (conf->resume[0] && conf->push_mode == ORDO_PUSH_SPARSE) {
+        char path[ORDO_CONF_PATH + 96];
+        snprintf(path, sizeof path, "%s/checkpoint-worker-%d-%lld.bin", conf->resume, rank,
+                 (long long)t0);
+        if ((rc = ordo_exec_path_state(ex, path, false)) != 0) {
+            rc = ordo_error_context(rc, "fault.resume");
+            goto done;
+        }
+        ORDO_INFO("resume: residuals and threshold from %s", path);
+    }
     if (every > 0) {
         snap = malloc(sizeof(float) * (size_t)(ordo_model_total_numel(m) + 1));
         snap_of = malloc(sizeof *snap_of * (size_t)m->n_params);
@@ -437,15 +474,41 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
     int64_t t_begin = ordo_clock_ns(), eval_ns = 0;
     double loss_sum = 0, step_sum = 0, last_loss = NAN;
     int correct_sum = 0, seen = 0;
-    for (int64_t t = t0; t < iterations; t++) {
+    int shard_of = W; /* the number of workers the data is divided among */
+    for (int64_t t = first; t < iterations; t++) {
         const float *x = NULL;
         const int *labels = NULL;
+        int li, nl;
+        int64_t since;
+        if (it && per_epoch > 0 && t % per_epoch == 0 && ordo_worker_members(w, &li, &nl, &since) &&
+            nl != shard_of) {
+            /* fault.worker = shrink: at an epoch's start the data is divided among the
+             * workers left */
+            ordo_dataset_iter_destroy(&it);
+            uint64_t seed = conf->seed + (uint64_t)(t / per_epoch);
+            if ((rc = ordo_dataset_iter_new(train, li, nl, batch, seed, &it)) != 0)
+                goto done;
+            shard_of = nl;
+            ORDO_INFO("epoch %lld: the data is divided among the %d workers left (this one has "
+                      "part %d)", (long long)(t / per_epoch + 1), nl, li);
+        }
         if (it && (rc = ordo_dataset_iter_next(it, &x, &labels)) < 0) goto done;
         ordo_exec_stats_t st;
         /* a checkpoint holds the values iteration t computes with: after t updates */
-        bool checkpoint = every > 0 && t > t0 && t % every == 0;
+        bool checkpoint = every > 0 && t > first && t % every == 0;
         if (checkpoint) ordo_exec_snapshot(ex, snap);
         /* the executor and the servers count this run's iterations from 0 */
+        if (path_every > 0 && t > first && t % path_every == 0) {
+            /* named by the update count: a run that dies between the workers' files and worker
+             * 0's checkpoint.bin still finds the ones of that checkpoint */
+            char path[ORDO_CONF_PATH + 96];
+            snprintf(path, sizeof path, "%s/checkpoint-worker-%d-%lld.bin",
+                     ordo_worker_run_dir(w), rank, (long long)t);
+            if ((rc = ordo_exec_path_state(ex, path, true)) != 0) goto done;
+            snprintf(path, sizeof path, "%s/checkpoint-worker-%d-%lld.bin",
+                     ordo_worker_run_dir(w), rank, (long long)(t - 2 * path_every));
+            unlink(path); /* the one before the previous is no longer needed */
+        }
         if ((rc = ordo_exec_iteration(ex, t - t0, x, labels, training ? batch : 0, &st)) != 0)
             goto done;
         if (checkpoint) {
@@ -499,12 +562,12 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         if (rank == 0 && conf->progress_every &&
             ((t + 1) % conf->progress_every == 0 || t + 1 == iterations)) {
             double secs = (double)(ordo_clock_ns() - t_begin) / 1e9;
-            double sps = (double)(t + 1 - t0) * batch * W / secs;
+            double sps = (double)(t + 1 - first) * batch * W / secs;
             int k = (int)((t + 1) % conf->progress_every ? (t + 1) % conf->progress_every
                                                          : conf->progress_every);
             progress(t + 1, iterations, per_epoch, training, loss_sum / k,
                      seen ? (double)correct_sum / seen : 0, step_sum / k, sps,
-                     secs / (double)(t + 1 - t0) * (double)(iterations - t - 1));
+                     secs / (double)(t + 1 - first) * (double)(iterations - t - 1));
             loss_sum = 0;
             step_sum = 0;
             correct_sum = 0;

@@ -7,6 +7,7 @@
 #include "core/regions.h"
 #include "core/sparsify.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -509,4 +510,31 @@ static int hook(void *ctx, ordo_msg_t *m)
     default:
         return 0;
     }
+}
+
+int ordo_sparse_push_state(ordo_sparse_push_t *sp, const char *path, bool save)
+{
+    size_t size = ordo_sparsify_state_size(sp->sp);
+    uint8_t *buf = malloc(size + 1);
+    if (!buf) return ordo_error_set(ORDO_ENOMEM, "no memory for the sparse state");
+    int rc = 0;
+    if (save) {
+        /* written beside and renamed: a death while writing leaves the last one whole */
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        ordo_sparsify_state_get(sp->sp, buf);
+        FILE *f = fopen(tmp, "wb");
+        if (!f || fwrite(buf, 1, size, f) != size || fclose(f) != 0 || rename(tmp, path) != 0)
+            rc = ordo_error_set(ORDO_EIO, "cannot write %s: %s", path, strerror(errno));
+    } else {
+        FILE *f = fopen(path, "rb");
+        size_t got = f ? fread(buf, 1, size + 1, f) : 0;
+        if (f) fclose(f);
+        if (!f)
+            rc = ordo_error_set(ORDO_EIO, "cannot read %s: %s", path, strerror(errno));
+        else if ((rc = ordo_sparsify_state_set(sp->sp, buf, got)) != 0)
+            rc = ordo_error_context(rc, path);
+    }
+    free(buf);
+    return rc;
 }

@@ -14,6 +14,7 @@
 #ifndef ORDO_SPARSE_PUSH_H
 #define ORDO_SPARSE_PUSH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/model.h"
@@ -62,5 +63,10 @@ int64_t ordo_sparse_push_version(const ordo_sparse_push_t *sp);
  * until the next completion. */
 const char *ordo_sparse_push_stats(const ordo_sparse_push_t *sp, int64_t *bytes_push,
                                    int64_t *bytes_pull);
+
+/* ordo_sparse_push_state saves (save) the worker's sparsifier state, its residuals and
+ * threshold, to the file path, or restores it from there ([fault] checkpoint_every and
+ * resume); between iterations only. Errors name the file. */
+int ordo_sparse_push_state(ordo_sparse_push_t *sp, const char *path, bool save);
 
 #endif

@@ -4,6 +4,7 @@
 #include "common/daemon.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/node.h"
 #include "worker/ps.h"
 #include "worker/run.h"
 
@@ -24,6 +25,8 @@ int main(int argc, char **argv)
     ordo_worker_t *w = NULL;
     if ((rc = ordo_worker_join(&conf, ordo_run_op_times, &conf, &w)) != 0) {
         fprintf(stderr, "ordo-worker: %s\n", ordo_error_text(rc));
+        /* a worker restarted after its rank had finished (fault.worker = restart) */
+        if (rc == ORDO_EAUTH && strstr(ordo_error_text(rc), ORDO_REJECT_FINISHED)) return 0;
         return ordo_daemon_exit_code(rc);
     }
     ordo_log_set_role("worker", ordo_worker_rank(w));

@@ -54,14 +54,35 @@ START_TEST(resume_refuses_what_checkpoints_do_not_hold)
     ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "model.init cannot give others"));
     ORDO_CK_OK(ordo_conf_set(&c, "model.init", "", "test"));
-    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "sparse", "test"));
-    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
-    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "residuals on the workers"));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "sparse", "test")); /* residuals are saved */
+    ORDO_CK_OK(ordo_conf_validate(&c));
     ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "dense", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "model.trainer", "synthetic", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "model.compute", "emulate", "test"));
     ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "the synthetic job keeps no checkpoints"));
+}
+END_TEST
+
+/* fault.worker = restart | shrink is refused with what a rejoin cannot follow, naming it */
+START_TEST(fault_worker_modes_are_checked)
+{
+    ordo_conf_t c;
+    ordo_conf_defaults(&c);
+    ORDO_CK_OK(ordo_conf_set(&c, "fault.worker", "restart", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ck_assert_int_eq(c.fault_worker, ORDO_FAULT_RESTART);
+    ck_assert_int_eq(c.restarts, 3);
+    ORDO_CK_OK(ordo_conf_set(&c, "sync.mode", "ssp", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ck_assert_ptr_nonnull(
+        strstr(ordo_error_detail(), "fault.worker = restart needs sync.mode = bsp"));
+    ORDO_CK_OK(ordo_conf_set(&c, "sync.mode", "bsp", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "fault.worker", "shrink", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "cluster.workers", "1", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "cluster.workers >= 2"));
+    ck_assert_int_ne(ordo_conf_set(&c, "fault.worker", "retry", "test"), 0);
 }
 END_TEST
 
@@ -285,6 +306,7 @@ static Suite *conf_suite(void)
     tcase_add_test(tc, calibrate_needs_merged_pushes_planned_here);
     tcase_add_test(tc, printed_conf_reads_back);
     tcase_add_test(tc, resume_refuses_what_checkpoints_do_not_hold);
+    tcase_add_test(tc, fault_worker_modes_are_checked);
     tcase_add_test(tc, sync_and_straggle_keys_are_checked);
     suite_add_tcase(s, tc);
     return s;

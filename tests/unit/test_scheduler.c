@@ -5,7 +5,8 @@
  * key maps), refused registrations, a barrier, the end of the run when every worker is done,
  * an abort relayed to every node, a model declared by the workers ([model] trainer =
  * declared: equal declarations make the key map and the plan's update rules, different ones
- * abort naming the worker and tensor), and broadcasts relayed from the root. */
+ * abort naming the worker and tensor), broadcasts relayed from the root, and a restarted
+ * worker taking a dead one's rank (fault.worker = restart). */
 #include "common/le.h"
 #include "common/keys.h"
 #include "common/transport.h"
@@ -31,6 +32,7 @@ typedef struct {
 } rig_t;
 
 static void rig_new_trainer(rig_t *r, const char *trainer);
+static int rig_fault_worker = ORDO_FAULT_ABORT; /* [fault] worker of the next rig */
 
 static void rig_new(rig_t *r)
 {
@@ -51,6 +53,8 @@ static void rig_new_trainer(rig_t *r, const char *trainer)
     snprintf(conf.token, sizeof conf.token, "secret");
     conf.servers = 1;
     conf.workers = 2;
+    conf.fault_worker = rig_fault_worker;
+    conf.restarts = 1;
     ORDO_CK_OK(ordo_scheduler_new(&conf, &r->sch));
     ORDO_CK_OK(ordo_transport_new(NULL, &r->tp));
     for (int i = 0; i < N_NODES; i++) {
@@ -452,6 +456,53 @@ START_TEST(a_broadcast_relays_the_roots_bytes)
 }
 END_TEST
 
+
+/* fault.worker = restart: a worker that registers after the start with a rank takes that
+ * rank (the old one counted dead) and gets the WELCOME with the first iteration the rank did
+ * not report; a rank restarted more than fault.restarts times aborts the run; summary.json
+ * counts the changes */
+START_TEST(a_restarted_worker_takes_the_dead_ones_rank)
+{
+    rig_t r;
+    rig_fault_worker = ORDO_FAULT_RESTART;
+    rig_new(&r);
+    rig_fault_worker = ORDO_FAULT_ABORT;
+    join(&r); /* WA is worker 1 */
+    send_msg(&r, WA, ORDO_MSG_STATS, ORDO_ROLE_WORKER, 0,
+             "{\"worker\":1,\"iter\":6,\"step_ms\":1,\"wait_ms\":0,\"compute_ms\":0,"
+             "\"bytes_push\":0,\"bytes_pull\":0,\"samples\":0,\"t_start_ns\":1,"
+             "\"t_push_done_ns\":2,\"t_end_ns\":2}");
+    ck_assert_int_eq(feed(&r), 0);
+    reg(&r, STRANGER, "worker", 1, "secret"); /* WA's replacement */
+    ordo_msg_t m;
+    expect(&r, STRANGER, ORDO_MSG_WELCOME, &m);
+    size_t len = 0;
+    const char *body = ordo_msg_data(&m, 0, &len);
+    json_t *o = json_loadb(body, len, 0, NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "rank")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "rejoin")), 7);
+    json_decref(o);
+    ordo_msg_close(&m);
+    nothing_more(&r);
+    /* the old worker 1's messages are dropped: its DONE does not count */
+    send_msg(&r, WA, ORDO_MSG_DONE, ORDO_ROLE_WORKER, 0, NULL);
+    ck_assert_int_eq(feed(&r), 0);
+    send_msg(&r, WB, ORDO_MSG_DONE, ORDO_ROLE_WORKER, 0, NULL);
+    ck_assert_int_eq(feed(&r), 0); /* worker 1 is not done yet */
+    /* a second restart of rank 1 is one too many (fault.restarts = 1) */
+    ck_assert_int_eq(reg_declaring(&r, WA, "worker", 1, "secret", NULL), ORDO_EABORT);
+    char path[128];
+    snprintf(path, sizeof path, "%s/summary.json", ordo_scheduler_run_dir(r.sch));
+    json_t *sum = json_load_file(path, 0, NULL);
+    json_t *mem = json_object_get(sum, "membership");
+    ck_assert_int_eq(json_integer_value(json_object_get(mem, "restarts")), 1);
+    /* the first worker 1 and its replacement died; one restart was allowed */
+    ck_assert_int_eq(json_integer_value(json_object_get(mem, "worker_deaths")), 2);
+    json_decref(sum);
+    rig_destroy(&r);
+}
+END_TEST
+
 static Suite *scheduler_suite(void)
 {
     Suite *s = suite_create("scheduler");
@@ -470,6 +521,10 @@ static Suite *scheduler_suite(void)
     tcase_add_test(tc, declared_tensors_make_the_key_map);
     tcase_add_test(tc, declarations_that_differ_abort_naming_worker_and_tensor);
     tcase_add_test(tc, sparse_runs_take_one_declared_sgd_for_every_tensor);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("membership");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, a_restarted_worker_takes_the_dead_ones_rank);
     suite_add_tcase(s, tc);
     return s;
 }

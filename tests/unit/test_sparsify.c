@@ -447,6 +447,62 @@ START_TEST(pack_regions_and_apply_pulls)
 }
 END_TEST
 
+
+/* a state record taken between iterations and restored into a fresh sparsifier: the later
+ * pushes select exactly what the original's do (residuals, cached threshold, reuse count);
+ * a record of another size, a truncated one and a non-finite residual are refused */
+START_TEST(state_record_round_trip)
+{
+    size_t n = 200, k = 7;
+    ordo_sparsify_t *a, *b, *c;
+    ORDO_CK_OK(ordo_sparsify_new(&a, n, k, 4));
+    ORDO_CK_OK(ordo_sparsify_new(&b, n, k, 4));
+    ORDO_CK_OK(ordo_sparsify_new(&c, n + 1, k, 4));
+    float g[200];
+    uint32_t idx[200];
+    for (int t = 0; t < 12; t++) {
+        if (t == 6) { /* checkpoint */
+            size_t size = ordo_sparsify_state_size(a);
+            uint8_t *rec = malloc(size);
+            ordo_sparsify_state_get(a, rec);
+            ORDO_CK_OK(ordo_sparsify_state_set(b, rec, size));
+            ck_assert_int_eq(ordo_sparsify_state_set(c, rec, size), ORDO_EFORMAT);
+            ck_assert_int_eq(ordo_sparsify_state_set(b, rec, size - 4), ORDO_EFORMAT);
+            float nan = NAN;
+            memcpy(rec + size - 4, &nan, 4);
+            ck_assert_int_eq(ordo_sparsify_state_set(b, rec, size), ORDO_EFORMAT);
+            free(rec);
+        }
+        for (size_t i = 0; i < n; i++)
+            g[i] = (float)sin((double)(i * 7 + (size_t)t * 13)) * (1.0f + (float)(i % 5));
+        ordo_sparsify_t *run[2] = {a, b};
+        for (int r = 0; r < (t >= 6 ? 2 : 1); r++) {
+            ORDO_CK_OK(ordo_sparsify_push(run[r], g));
+            size_t cnt;
+            const ordo_coo_entry_t *sel = ordo_sparsify_selected(run[r], &cnt);
+            for (size_t j = 0; j < cnt && j < 3; j++) /* the servers took a few of them */
+                idx[j] = sel[j].index;
+            ORDO_CK_OK(ordo_sparsify_commit(run[r], idx, cnt < 3 ? cnt : 3));
+        }
+        if (t >= 6) {
+            size_t ca, cb;
+            const ordo_coo_entry_t *sa = ordo_sparsify_selected(a, &ca);
+            const ordo_coo_entry_t *sb = ordo_sparsify_selected(b, &cb);
+            ck_assert_uint_eq(ca, cb);
+            for (size_t j = 0; j < ca; j++) {
+                ck_assert_uint_eq(sa[j].index, sb[j].index);
+                ck_assert(memcmp(&sa[j].value, &sb[j].value, 4) == 0);
+            }
+            ck_assert(ordo_sparsify_last_exact(a) == ordo_sparsify_last_exact(b));
+            ck_assert(memcmp(ordo_sparsify_residual(a), ordo_sparsify_residual(b), n * 4) == 0);
+        }
+    }
+    ordo_sparsify_destroy(&a);
+    ordo_sparsify_destroy(&b);
+    ordo_sparsify_destroy(&c);
+}
+END_TEST
+
 static Suite *sparsify_suite(void)
 {
     Suite *s = suite_create("sparsify");
@@ -466,6 +522,7 @@ static Suite *sparsify_suite(void)
     tcase_add_test(tc, bad_gradient_leaves_state_unchanged);
     tcase_add_test(tc, density_one_selects_everything);
     tcase_add_test(tc, pack_regions_and_apply_pulls);
+    tcase_add_test(tc, state_record_round_trip);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -3,7 +3,8 @@
  * with pushes held uncopied until their turn, from plain buffers, received frames, and
  * frames shared by several slices (merged pushes); and the consistency models: ssp's
  * iterations summed ahead and applied in order (the bits of bsp), asp's push-by-push
- * updates, backup workers' first pushes taken and late ones dropped. */
+ * updates, backup workers' first pushes taken and late ones dropped; a restarted worker's
+ * re-sent pushes left out, and a worker that left (shrink) no longer waited for. */
 #include "common/keys.h"
 #include "server/store.h"
 #include "ordo_check.h"
@@ -336,6 +337,81 @@ START_TEST(set_sync_refuses_what_the_conf_refuses)
 }
 END_TEST
 
+
+/* fault.worker = restart: a worker's push again, of the round under way (held) or of an
+ * applied iteration, is acknowledged as ORDO_STORE_DUPLICATE and changes nothing; without
+ * re-sends on it is an error; ssp cannot turn them on */
+START_TEST(resent_pushes_are_left_out)
+{
+    ordo_keys_t *k;
+    ordo_store_t *s = sync_store(&k, 3, 0.0f, 1.0f / 3, ORDO_SYNC_BSP, 0, 0);
+    float g[3][N], v[N], v2[N];
+    bool u;
+    for (int w = 0; w < 3; w++) grad_of(w, 0, g[w]);
+    ORDO_CK_OK(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u));
+    ck_assert(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u) < 0); /* off: an error */
+    ORDO_CK_OK(ordo_store_set_resend(s, true));
+    ck_assert_int_eq(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u), ORDO_STORE_DUPLICATE);
+    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
+    ORDO_CK_OK(ordo_store_push(s, 0, 2, 0, g[2], sizeof g[2], &u));
+    ck_assert(u);
+    ordo_store_copy_value(s, 0, v);
+    for (int i = 0; i < N; i++)
+        ck_assert_float_eq(v[i], 0.0f - (1.0f / 3) * ((g[0][i] + g[1][i]) + g[2][i]));
+    /* iteration 0 is applied: worker 0's push of it again is left out too */
+    ck_assert_int_eq(ordo_store_push(s, 0, 0, 0, g[0], sizeof g[0], &u), ORDO_STORE_DUPLICATE);
+    ck_assert(!u);
+    ordo_store_copy_value(s, 0, v2);
+    ck_assert(memcmp(v, v2, sizeof v) == 0);
+    ck_assert_int_eq((int)ordo_store_resent(s), 2);
+    ordo_store_destroy(&s);
+    ordo_keys_destroy(&k);
+    s = sync_store(&k, 3, 0.0f, 1.0f, ORDO_SYNC_SSP, 1, 0);
+    ORDO_CK_ERR(ordo_store_set_resend(s, true), ORDO_EINVAL);
+    ordo_store_destroy(&s);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
+/* fault.worker = shrink: a worker that left does not hold up the round; a push of it already
+ * held is summed, and the update is the mean over the pushes the round had; later pushes of
+ * it are refused and later rounds are the others' mean */
+START_TEST(a_worker_that_left_no_longer_holds_up_updates)
+{
+    ordo_keys_t *k;
+    ordo_store_t *s = sync_store(&k, 3, 0.0f, 1.0f / 3, ORDO_SYNC_BSP, 0, 0);
+    float g[3][N], v[N];
+    bool u;
+    int upd[2], n;
+    for (int w = 0; w < 3; w++) grad_of(w, 0, g[w]);
+    /* round 0: worker 2 pushed (held, waiting for 1), worker 0 too; worker 1 leaves */
+    ORDO_CK_OK(ordo_store_push(s, 0, 2, 0, g[2], sizeof g[2], &u));
+    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
+    ck_assert(!u);
+    ORDO_CK_OK(ordo_store_leave(s, 1, true, upd, &n));
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(upd[0], 0);
+    ck_assert_int_eq(ordo_store_version(s, 0), 1);
+    ordo_store_copy_value(s, 0, v);
+    for (int i = 0; i < N; i++) /* the mean of the 2 pushes: scale 1/3 * 3/2 */
+        ck_assert_float_eq(v[i], 0.0f - (1.0f / 3 * 3.0f / 2.0f) * (g[0][i] + g[2][i]));
+    ck_assert(ordo_store_push(s, 0, 1, 1, g[1], sizeof g[1], &u) < 0);
+    /* round 1: the two left complete it */
+    float before[N];
+    memcpy(before, v, sizeof v);
+    for (int w = 0; w < 3; w++) grad_of(w, 1, g[w]);
+    ORDO_CK_OK(ordo_store_push(s, 0, 2, 1, g[2], sizeof g[2], &u));
+    ck_assert(!u);
+    ORDO_CK_OK(ordo_store_push(s, 0, 0, 1, g[0], sizeof g[0], &u));
+    ck_assert(u);
+    ordo_store_copy_value(s, 0, v);
+    for (int i = 0; i < N; i++)
+        ck_assert_float_eq(v[i], before[i] - (1.0f / 3 * 3.0f / 2.0f) * (g[0][i] + g[2][i]));
+    ordo_store_destroy(&s);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
     Suite *s = suite_create("store");
@@ -351,6 +427,10 @@ static Suite *store_suite(void)
     tcase_add_test(tc, asp_applies_every_push_at_once);
     tcase_add_test(tc, backup_takes_the_first_pushes_and_drops_the_rest);
     tcase_add_test(tc, set_sync_refuses_what_the_conf_refuses);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("membership");
+    tcase_add_test(tc, resent_pushes_are_left_out);
+    tcase_add_test(tc, a_worker_that_left_no_longer_holds_up_updates);
     suite_add_tcase(s, tc);
     return s;
 }

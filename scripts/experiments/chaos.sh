@@ -1,0 +1,255 @@
+#!/usr/bin/env bash
+# chaos.sh: a run under a seeded random schedule of faults, against the same run without
+# them. Each trainer (the synthetic job, whose every value follows a formula, and the mlp on
+# Fashion-MNIST) runs once fault-free and once with [fault] worker = restart while this
+# script SIGKILLs workers (scripts/ordo-launch starts them again and they rejoin) and pauses
+# workers and servers with SIGSTOP/SIGCONT for less than half of fault.timeout_ms. The
+# faults come at iterations drawn from --seed (between 5 % and 85 % of the run), one at a
+# time: after a kill the next waits for the worker's return. It writes chaos.csv (one row per
+# run) and faults.csv (one row per fault: what, when, and for a kill the recovery time from
+# the SIGKILL to the restarted worker's first finished iteration, from RUN/membership.jsonl)
+# and prints a table: kills, pauses, exit status, recovery median and worst, the synthetic
+# job's wrong values (final values included) and the mlp's test accuracy against the
+# fault-free run's. Exits non-zero when a chaos run failed, a synthetic value was wrong, or
+# the accuracy is more than --max-acc-drop points below the fault-free run's.
+#
+# usage: scripts/experiments/chaos.sh [OPTIONS]
+#   --trainers LIST   synthetic,mlp (default both; mlp is left out without Fashion-MNIST)
+#   --seed S          the fault schedule's seed (default 1)
+#   --kills K         worker SIGKILLs per chaos run (default 4)
+#   --pauses P        SIGSTOP/SIGCONT pauses per chaos run (default 4)
+#   --kill-servers    also SIGKILL servers (needs [fault] replicas >= 2 in the conf: replicated
+#                     servers; refused otherwise)
+#   --servers S --workers W   (default 2 and 3)
+#   --iterations N    per run (default: synthetic 6000, mlp 3000)
+#   --timeout-ms T    fault.timeout_ms (default 2000; heartbeats every T/10)
+#   --conf FILE       a conf under the runs' settings (e.g. one with [fault] replicas = 2)
+#   --max-acc-drop D  accuracy points the mlp may lose (default 0.5)
+#   --out DIR         output folder (default runs/chaos-DATE)
+#   --bin DIR         binaries (default build/bin)
+set -uo pipefail
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+trainers="synthetic,mlp"
+seed=1
+kills=4
+pauses=4
+kill_servers=0
+servers=2
+workers=3
+iterations=""
+timeout_ms=2000
+conf=""
+max_drop=0.5
+out=""
+bin="$here/build/bin"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --trainers) trainers=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --kills) kills=$2; shift 2 ;;
+    --pauses) pauses=$2; shift 2 ;;
+    --kill-servers) kill_servers=1; shift ;;
+    --servers) servers=$2; shift 2 ;;
+    --workers) workers=$2; shift 2 ;;
+    --iterations) iterations=$2; shift 2 ;;
+    --timeout-ms) timeout_ms=$2; shift 2 ;;
+    --conf) conf=$2; shift 2 ;;
+    --max-acc-drop) max_drop=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
+    *) echo "chaos.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+for v in seed kills pauses servers workers timeout_ms; do
+  [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "chaos.sh: --${v//_/-} takes a number, not '${!v}'" >&2; exit 2; }
+done
+[ -n "$out" ] || out="runs/chaos-$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+[ -n "$conf" ] || { conf="$out/base.ini"; : > "$conf"; }
+[ -f "$conf" ] || { echo "chaos.sh: no conf file $conf" >&2; exit 2; }
+data=${ORDO_MODEL_DATA_DIR:-/usr/share/datasets/fashion-mnist}
+if [ $kill_servers = 1 ]; then
+  replicas=$("$bin/ordo-scheduler" -c "$conf" --print-conf 2>/dev/null |
+             awk '$0=="[fault]"{s=1;next} /^\[/{s=0} s && $1=="replicas"{print $3}')
+  if [ -z "$replicas" ] || [ "$replicas" -lt 2 ]; then
+    echo "chaos.sh: --kill-servers needs [fault] replicas >= 2 in the conf (a killed server is survived only with replicated servers)" >&2
+    exit 2
+  fi
+fi
+
+now_s() { date +%s.%N; }
+
+# chaos NAME TRAINER ITERS: the chaos run NAME; appends its faults to faults.csv
+chaos() {
+  local name=$1 trainer=$2 iters=$3
+  local dir="$out/$name" pids="$out/$name.pids"
+  rm -f "$pids"
+  "$here/scripts/ordo-launch" "$conf" --bin "$bin" --pids "$pids" "${common[@]}" \
+    --output.run="$name" --fault.worker=restart --fault.restarts=$((kills + 1)) \
+    > "$out/$name.log" 2>&1 &
+  local launcher=$! k
+  # the schedule: fault k at iteration at[k], a kill or a pause, of a target drawn too
+  RANDOM=$seed
+  local n=$((kills + pauses)) at=() kind=() i
+  for ((k = 0; k < n; k++)); do
+    at+=($(( iters * 5 / 100 + RANDOM % (iters * 80 / 100) )))
+    kind+=($([ $k -lt $kills ] && echo kill || echo pause))
+  done
+  # shuffle the kinds, sort the iterations
+  for ((k = n - 1; k > 0; k--)); do
+    i=$((RANDOM % (k + 1))); local t=${kind[$k]}; kind[$k]=${kind[$i]}; kind[$i]=$t
+  done
+  mapfile -t at < <(printf '%s\n' "${at[@]}" | sort -n)
+  for ((k = 0; k < n; k++)); do
+    # wait for the iteration (the lines of metrics.jsonl over the workers)
+    while kill -0 $launcher 2>/dev/null; do
+      local lines=0
+      [ -f "$dir/metrics.jsonl" ] && lines=$(wc -l < "$dir/metrics.jsonl")
+      [ $((lines / workers)) -ge "${at[$k]}" ] && break
+      sleep 0.05
+    done
+    kill -0 $launcher 2>/dev/null || break
+    local role=worker rank pid
+    if [ "${kind[$k]}" = kill ] && [ $kill_servers = 1 ] && [ $((RANDOM % 3)) = 0 ]; then role=server; fi
+    if [ "${kind[$k]}" = pause ] && [ $((RANDOM % 2)) = 0 ]; then role=server; fi
+    if [ $role = server ]; then rank=$((RANDOM % servers)); else rank=$((RANDOM % workers)); fi
+    pid=$(awk -v r="$role" -v n="$rank" '$1==r && $2==n {p=$3} END {print p}' "$pids")
+    [ -n "$pid" ] || continue
+    local t0 iter=$(( $(wc -l < "$dir/metrics.jsonl") / workers ))
+    if [ "${kind[$k]}" = kill ]; then
+      local before=0
+      [ -f "$dir/membership.jsonl" ] && before=$(grep -c "\"recovered\",\"worker\":$rank," "$dir/membership.jsonl")
+      t0=$(now_s)
+      kill -KILL "$pid" 2>/dev/null || continue
+      echo "$name,kill,$role,$rank,$iter,$t0,$before" >> "$out/faults.raw"
+      # the next fault waits for this worker's return (at most 4 timeouts)
+      local deadline=$(( $(date +%s) + 4 * timeout_ms / 1000 + 10 ))
+      while kill -0 $launcher 2>/dev/null && [ "$(date +%s)" -lt $deadline ]; do
+        [ "$role" = worker ] && [ -f "$dir/membership.jsonl" ] &&
+          [ "$(grep -c "\"recovered\",\"worker\":$rank," "$dir/membership.jsonl")" -gt "$before" ] && break
+        [ "$role" = server ] && sleep 1 && break
+        sleep 0.05
+      done
+    else
+      local ms=$(( timeout_ms / 10 + RANDOM % (timeout_ms * 4 / 10) )) # below timeout/2
+      t0=$(now_s)
+      kill -STOP "$pid" 2>/dev/null || continue
+      sleep "$(awk -v m=$ms 'BEGIN{printf "%.3f", m/1000}')"
+      kill -CONT "$pid" 2>/dev/null
+      echo "$name,pause,$role,$rank,$iter,$t0,$ms" >> "$out/faults.raw"
+    fi
+  done
+  wait $launcher
+  echo $? > "$out/$name.rc"
+}
+
+# faultfree NAME TRAINER: the same run without faults
+faultfree() {
+  "$here/scripts/ordo-launch" "$conf" --bin "$bin" "${common[@]}" --output.run="$1" \
+    > "$out/$1.log" 2>&1
+  echo $? > "$out/$1.rc"
+}
+
+rm -f "$out/faults.raw"
+IFS=, read -ra tlist <<<"$trainers"
+for trainer in "${tlist[@]}"; do
+  case $trainer in
+    synthetic) iters=${iterations:-6000}
+               common=(--model.trainer=synthetic "--model.tensors=64KiB,256KiB,16KiB") ;;
+    mlp) if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
+           echo "chaos.sh: no Fashion-MNIST in $data: the mlp is left out" >&2; continue
+         fi
+         iters=${iterations:-3000}
+         common=(--model.trainer=mlp --model.compute=cpu --model.batch=32 --model.seed=$seed
+                 --optimizer.lr=0.05 --optimizer.momentum=0.9) ;;
+    *) echo "chaos.sh: unknown trainer $trainer (synthetic, mlp)" >&2; exit 2 ;;
+  esac
+  common+=(--model.iterations="$iters" --cluster.servers="$servers" --cluster.workers="$workers"
+           --fault.timeout_ms="$timeout_ms" --fault.heartbeat_ms=$((timeout_ms / 10))
+           --output.dir="$out" --output.progress_every=0)
+  echo "chaos.sh: $trainer: fault-free run, then $kills kills and $pauses pauses (seed $seed)" >&2
+  faultfree "$trainer-faultfree"
+  chaos "$trainer-chaos" "$trainer" "$iters"
+done
+
+python3 - "$out" "$timeout_ms" "$max_drop" "${tlist[@]}" <<'EOF'
+import csv, json, os, re, statistics, sys
+out, timeout_ms, max_drop, trainers = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
+faults = []
+if os.path.exists(f"{out}/faults.raw"):
+    for row in csv.reader(open(f"{out}/faults.raw")):
+        faults.append(dict(run=row[0], kind=row[1], role=row[2], rank=int(row[3]),
+                           iter=int(row[4]), t=float(row[5]), extra=int(row[6])))
+def events(run):
+    p = f"{out}/{run}/membership.jsonl"
+    return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
+def log_of(run):
+    p = f"{out}/{run}.log"
+    return open(p, errors="replace").read() if os.path.exists(p) else ""
+def rc_of(run):
+    p = f"{out}/{run}.rc"
+    return int(open(p).read()) if os.path.exists(p) else None
+def summary(run):
+    p = f"{out}/{run}/summary.json"
+    return json.load(open(p)) if os.path.exists(p) else {}
+rows, bad = [], []
+with open(f"{out}/faults.csv", "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["run", "fault", "role", "rank", "iteration", "pause_ms", "recovery_ms"])
+    for t in trainers:
+        run = f"{t}-chaos"
+        ev = events(run)
+        rec = []
+        for x in faults:
+            if x["run"] != run:
+                continue
+            r = ""
+            if x["kind"] == "kill" and x["role"] == "worker":
+                back = [e for e in ev if e["event"] == "recovered" and e["worker"] == x["rank"]]
+                if len(back) > x["extra"]:
+                    r = round((back[x["extra"]]["time_s"] - x["t"]) * 1000, 1)
+                    rec.append(r)
+            w.writerow([run, x["kind"], x["role"], x["rank"], x["iter"],
+                        x["extra"] if x["kind"] == "pause" else "", r])
+        kills = sum(1 for x in faults if x["run"] == run and x["kind"] == "kill")
+        pauses = sum(1 for x in faults if x["run"] == run and x["kind"] == "pause")
+        lg = log_of(run)
+        wrong = sum(int(m) for m in re.findall(r"pulled values checked.*?, (\d+) wrong", lg))
+        acc = summary(run).get("test_accuracy")
+        acc0 = summary(f"{t}-faultfree").get("test_accuracy")
+        mem = summary(run).get("membership", {})
+        row = dict(trainer=t, kills=kills, pauses=pauses, exit=rc_of(run),
+                   exit_faultfree=rc_of(f"{t}-faultfree"), restarts=mem.get("restarts"),
+                   recovered=len(rec),
+                   recovery_median_ms=round(statistics.median(rec), 1) if rec else "",
+                   recovery_worst_ms=max(rec) if rec else "",
+                   wrong_values=wrong if t == "synthetic" else "",
+                   accuracy=acc if acc is not None else "",
+                   accuracy_faultfree=acc0 if acc0 is not None else "")
+        rows.append(row)
+        if row["exit"] != 0 or row["exit_faultfree"] != 0:
+            bad.append(f"{t}: exit {row['exit']} (fault-free {row['exit_faultfree']})")
+        if t == "synthetic" and (wrong or "pulled values checked" not in lg):
+            bad.append(f"synthetic: {wrong} wrong values")
+        if len(rec) != sum(1 for x in faults if x["run"] == run and x["kind"] == "kill" and x["role"] == "worker"):
+            bad.append(f"{t}: {len(rec)} of the killed workers came back")
+        if t == "mlp" and (acc is None or acc0 is None or (acc0 - acc) * 100 > max_drop):
+            bad.append(f"mlp: accuracy {acc} against {acc0} fault-free")
+with open(f"{out}/chaos.csv", "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["trainer"])
+    w.writeheader()
+    w.writerows(rows)
+print(f"| trainer | kills | pauses | exit | recovery median (ms) | recovery worst (ms) | wrong values | accuracy (fault-free) |")
+print(f"|---|---|---|---|---|---|---|---|")
+for r in rows:
+    acc = (f"{100 * r['accuracy']:.2f} % ({100 * r['accuracy_faultfree']:.2f} %)"
+           if r["accuracy"] != "" and r["accuracy_faultfree"] != "" else "")
+    print(f"| {r['trainer']} | {r['kills']} | {r['pauses']} | {r['exit']} | {r['recovery_median_ms']} | "
+          f"{r['recovery_worst_ms']} | {r['wrong_values']} | {acc} |")
+print(f"(fault.timeout_ms {timeout_ms}; recovery: from the SIGKILL to the restarted worker's first finished iteration; {out}/faults.csv)")
+for b in bad:
+    print("FAILED:", b)
+sys.exit(1 if bad else 0)
+EOF
