@@ -21,6 +21,7 @@ struct ordo_runlog {
     ordo_iter_stats_t *recs;
     int n, cap;
     json_t **finals; /* per worker */
+    json_t *members; /* further summary members (ordo_runlog_set_member) */
 };
 
 static int mkdirs(const char *path)
@@ -67,6 +68,7 @@ void ordo_runlog_destroy(ordo_runlog_t **rp)
         for (int i = 0; i < r->n_workers; i++)
             json_decref(r->finals[i]);
     free(r->finals);
+    json_decref(r->members);
     free(r->recs);
     free(r);
     *rp = NULL;
@@ -336,6 +338,7 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
         }
         if (cnt) json_object_set_new(root, finals[f], json_real(sum / cnt));
     }
+    if (r->members) json_object_update(root, r->members);
     free(steps);
     free(computes);
     free(waits);
@@ -347,4 +350,10 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
     if (text) *text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(root);
     return rc;
+}
+
+void ordo_runlog_set_member(ordo_runlog_t *r, const char *name, json_t *value)
+{
+    if (!r->members) r->members = json_object();
+    if (r->members) json_object_set(r->members, name, value);
 }

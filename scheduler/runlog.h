@@ -9,6 +9,8 @@
 
 #include "common/conf.h"
 
+#include <jansson.h>
+
 typedef struct ordo_runlog ordo_runlog_t;
 
 /* One worker's figures for one iteration, as reported in a STATS message. Times t_start_ns
@@ -40,6 +42,10 @@ int ordo_runlog_final(ordo_runlog_t *r, int worker, const char *json);
 /* ordo_runlog_write_summary computes the summary, writes summary.json and returns its text
  * through *text when non-NULL (caller frees). */
 int ordo_runlog_write_summary(ordo_runlog_t *r, char **text);
+
+/* ordo_runlog_set_member sets member name of the summary to value (a reference is taken;
+ * a later call replaces it): what other parts of the scheduler record, such as promotions. */
+void ordo_runlog_set_member(ordo_runlog_t *r, const char *name, json_t *value);
 
 /* ordo_runlog_destroy closes files and frees; NULL-safe. */
 void ordo_runlog_destroy(ordo_runlog_t **r);

@@ -19,6 +19,7 @@
 #include "planner/oracle.h"
 #include "scheduler/declared.h"
 #include "scheduler/replan.h"
+#include "scheduler/replicas.h"
 #include "scheduler/runlog.h"
 #include "scheduler/runplan.h"
 #include "scheduler/runplan_merge.h"
@@ -70,7 +71,8 @@ void ordo__sched_reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type,
 static void broadcast(sched_t *s, int type, const char *text)
 {
     for (int i = 0; i < s->n_members; i++)
-        ordo__sched_reply(s, s->members[i].rid, s->members[i].rid_len, type, text);
+        if (!s->members[i].gone)
+            ordo__sched_reply(s, s->members[i].rid, s->members[i].rid_len, type, text);
 }
 
 static member_t *find_member(sched_t *s, const ordo_msg_t *m)
@@ -245,6 +247,7 @@ static int plan_model(sched_t *s)
                                  s->conf.segment_bytes, s->conf.servers, &s->keys);
     free(numel);
     if (rc) return rc;
+    if ((rc = ordo_sched_repl_new(s, &s->repl)) != 0) return rc;
     /* the plan is made before anyone registers (before the welcome when the workers declare
      * the model), so a bad order or oracle file stops the start-up with its reason */
     if ((rc = ordo_runplan_make(&s->conf, s->model, s->keys, &s->plan)) != 0)
@@ -305,6 +308,9 @@ static int check_liveness(sched_t *s)
     for (int i = 0; i < s->n_members; i++) {
         member_t *m = &s->members[i];
         int64_t silent_ms = (now - m->last_seen_ns) / 1000000;
+        if (m->gone) continue;
+        if (silent_ms > s->conf.timeout_ms && ordo_sched_repl_server_dead(s, i, silent_ms) == 0)
+            continue;
         if (silent_ms > s->conf.timeout_ms) {
             char name[320], why[512];
             snprintf(why, sizeof why, "%s is dead: no heartbeat for %lld ms (timeout %d ms)",
@@ -347,6 +353,11 @@ static int handle(sched_t *s, ordo_msg_t *m)
         ORDO_WARN("dropped %s from an unregistered peer", ordo_wire_type_name(m->hdr.type));
         return 0;
     }
+    if (mb->gone) { /* a server declared dead that came back: it is no longer part of the run */
+        ordo__sched_reply(s, mb->rid, mb->rid_len, ORDO_MSG_ABORT,
+                          "this server was declared dead and its slices promoted elsewhere");
+        return 0;
+    }
     mb->last_seen_ns = ordo_clock_ns();
     switch (m->hdr.type) {
     case ORDO_MSG_HEARTBEAT:
@@ -364,6 +375,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
                       ordo_error_text(rc));
         else if (s->log)
             ordo_runlog_add(s->log, &st);
+        if (!rc) ordo_sched_repl_on_stats(s, st.worker, st.iter);
         break;
     }
     case ORDO_MSG_DONE: {
@@ -532,6 +544,7 @@ void ordo_scheduler_destroy(ordo_scheduler_t **p)
     ordo_runlog_destroy(&s->log);
     ordo_transport_destroy(&s->tp, s->aborted ? 1000 : 2000);
     ordo_keys_destroy(&s->keys);
+    ordo_sched_repl_destroy(&s->repl);
     ordo_model_destroy(&s->model);
     json_decref(s->plan);
     ordo_sparse_coord_destroy(&s->sparse);

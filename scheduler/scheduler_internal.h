@@ -27,6 +27,7 @@ typedef struct {
     char endpoint[256];
     int64_t last_seen_ns;
     bool done;
+    bool gone; /* a server declared dead whose slices went to backups ([fault] replicas) */
     json_t *tensors; /* a worker's declared tensors ([model] trainer = declared), or NULL */
 } member_t;
 
@@ -60,6 +61,7 @@ struct ordo_scheduler {
     bool aborted;          /* the run was aborted: ABORT sent, summary written */
     char *summary;         /* the summary's JSON text once the run completed */
     ordo_replan_t *replan; /* collective re-plans (ordo_replan) */
+    struct ordo_sched_repl *repl; /* [fault] replicas > 1: promotions (scheduler/replicas.h) */
 };
 
 typedef ordo_scheduler_t sched_t;

@@ -51,6 +51,7 @@ struct ordo_server {
     ordo_srv_ckpt_t *ckpt; /* [fault] checkpoint_every: the momentum's part (server/ckpt.h) */
     int end_rc;            /* how the run ended: 0, or ORDO_EABORT (sets the linger) */
     int local_size;        /* the plan's intra groups: one pusher per local_size workers */
+    struct ordo_replica *repl; /* [fault] replicas > 1 (server/replica.h), else NULL */
 };
 
 /* ordo__server_pusher maps a pushing worker's rank to its pusher index in the store: its
@@ -59,6 +60,9 @@ static inline int ordo__server_pusher(const ordo_server_t *s, int rank)
 {
     return s->local_size > 1 ? rank / s->local_size : rank;
 }
+
+/* ordo__server_wake answers the pulls of slice that can be answered now (server_data.c). */
+void ordo__server_wake(ordo_server_t *s, int slice);
 
 /* ordo__server_on_data handles one message from the data port (server_data.c). */
 void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m);

@@ -155,7 +155,9 @@ static int join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void 
     w->server_sock = calloc((size_t)w->node.n_servers, sizeof *w->server_sock);
     w->ks = calloc((size_t)k->n_keys + 1, sizeof *w->ks);
     w->got = calloc((size_t)k->n_slices + 1, 1);
-    if (!w->server_sock || !w->ks || !w->got) {
+    w->sent = calloc((size_t)k->n_slices + 1, 1);
+    w->last = calloc((size_t)k->n_slices + 1, sizeof *w->last);
+    if (!w->server_sock || !w->ks || !w->got || !w->sent || !w->last) {
         rc = ORDO_ENOMEM;
         goto fail;
     }
@@ -195,6 +197,8 @@ void ordo_worker_destroy(ordo_worker_t **wp)
     free(w->server_sock);
     free(w->ks);
     free(w->got);
+    free(w->sent);
+    free(w->last);
     free(w->pq);
     free(w->ev);
     ordo_push_destroy(&w->path);
@@ -274,6 +278,13 @@ int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int pr
     return 0;
 }
 
+int ordo__worker_send_pull(ordo_worker_t *w, int slice, int64_t iter)
+{
+    ordo_msg_t m;
+    data_msg(w, &m, ORDO_MSG_PULL, slice, iter, 0);
+    return ordo_transport_send(w->node.tp, &m);
+}
+
 int ordo_worker_probe(ordo_worker_t *w, int server, const float *src, size_t bytes, int id)
 {
     if (server < 0 || server >= w->node.n_servers)
@@ -332,6 +343,8 @@ static void pump(ordo_worker_t *w)
         /* zero-copy: the caller keeps src until PUSH_DONE */
         ordo_msg_add_ref(&m, (void *)(q.src + sl->offset), (size_t)sl->numel * 4, NULL, NULL);
         w->bytes_push += sl->numel * 4;
+        w->sent[q.slice] = 1;
+        w->last[q.slice] = q;
         ordo_transport_send(w->node.tp, &m);
     }
 }
@@ -553,6 +566,7 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         if (m->hdr.flags & ORDO_FLAG_DROPPED) w->late++;
         w->bytes_pull += (int64_t)len;
         /* a fused push's answer is its acknowledgement too (the push was applied first) */
+        if (ks->fused && ks->push_left && ks->push_iter + 1 == m->hdr.iter) w->sent[s] = 0;
         if (ks->fused && ks->push_left && ks->push_iter + 1 == m->hdr.iter &&
             --ks->push_left == 0) {
             ks->fused = false;
@@ -579,10 +593,12 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         }
         int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
         keystate_t *ks = s >= 0 ? &w->ks[m->hdr.key] : NULL;
-        if (!ks || !ks->push_left || ks->push_iter != m->hdr.iter) {
+        if (!ks || !ks->push_left || ks->push_iter != m->hdr.iter ||
+            (k->replicas > 1 && !w->sent[s])) { /* with replicas: a re-sent push answered twice */
             ORDO_WARN("dropped an unexpected PUSH_ACK (key %u)", m->hdr.key);
             return 0;
         }
+        w->sent[s] = 0;
         if (m->hdr.flags & ORDO_FLAG_DROPPED) w->late++;
         if (--ks->push_left == 0) ordo__worker_add_event(w, ORDO_EV_PUSH_DONE, (int)m->hdr.key, m->hdr.iter);
         return 0;
@@ -624,6 +640,8 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
     }
     case ORDO_MSG_REPLAN:
         return ordo__worker_take_replan(w, m);
+    case ORDO_MSG_KEYMAP: /* a server died; its backups took its slices */
+        return ordo__worker_on_keymap(w, m);
     case ORDO_MSG_PLAN: /* the merge groups planned from the start-up calibration */
         if (w->want_plan) return take_merge_plan(w, m);
         ORDO_DEBUG("ignored a PLAN");

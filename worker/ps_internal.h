@@ -38,6 +38,8 @@ struct ordo_worker {
     int *server_sock; /* per server rank */
     keystate_t *ks;
     uint8_t *got; /* per slice: chunk of the current pull arrived */
+    uint8_t *sent;           /* per slice: its push left and is not acknowledged yet */
+    queued_push_t *last;     /* per slice: that push (re-sent when its primary dies) */
     queued_push_t *pq;
     int pq_n, pq_cap;
     uint64_t seq, req;
@@ -63,6 +65,14 @@ struct ordo_worker {
     uint32_t hook_key;
     struct ordo_trace *trace; /* lent by the model run for the push path's spans */
 };
+
+/* ordo__worker_send_pull sends the PULL of slice for iteration iter to its server. */
+int ordo__worker_send_pull(ordo_worker_t *w, int slice, int64_t iter);
+
+/* ordo__worker_on_keymap applies the scheduler's KEYMAP ([fault] replicas, ps_repl.c): the
+ * dead servers' slices move to their backups, and the pushes and pulls of those slices not
+ * answered yet are sent again, to the new primaries. */
+int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m);
 
 /* ordo__worker_add_event queues an event for ordo_worker_poll. */
 void ordo__worker_add_event(ordo_worker_t *w, int kind, int key, int64_t iter);

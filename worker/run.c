@@ -65,6 +65,35 @@ static double synth_value(const ordo_conf_t *conf, int W, int key, int64_t i, in
     return synth_init(key, i) - conf->lr * scale * (W * (W + 1) / 2.0) * (double)(v * (v + 1) / 2);
 }
 
+/* worker 0 of a synthetic job pulls the values after the last update, checks them against
+ * the formula and logs their FNV-1a hash, so that two runs (one with a server killed, say)
+ * can be compared bit for bit */
+static int final_values(ordo_worker_t *w, const ordo_conf_t *conf, float **val, int64_t *checked,
+                        int64_t *wrong)
+{
+    const ordo_keys_t *k = ordo_worker_keys(w);
+    int W = ordo_worker_n_workers(w), rc = 0;
+    int64_t K = conf->iterations;
+    for (int key = 0; key < k->n_keys; key++)
+        if ((rc = ordo_worker_pull(w, key, val[key], K, key)) != 0) return rc;
+    if ((rc = ordo_worker_wait_all(w, -1)) != 0) return rc;
+    uint64_t h = 1469598103934665603ull;
+    for (int key = 0; key < k->n_keys; key++)
+        for (int64_t i = 0; i < k->numel[key]; i++) {
+            double want = synth_value(conf, W, key, i, K);
+            (*checked)++;
+            if (fabs(val[key][i] - want) > 1e-4 * (1 + fabs(want)) && (*wrong)++ < 5)
+                ORDO_ERROR("final value of key %d element %lld: %.7g, expected %.7g", key,
+                           (long long)i, val[key][i], want);
+            const unsigned char *b = (const unsigned char *)&val[key][i];
+            for (size_t j = 0; j < sizeof(float); j++)
+                h = (h ^ b[j]) * 1099511628211ull;
+        }
+    ORDO_INFO("synthetic job: final values after %lld updates: fnv1a %016llx", (long long)K,
+              (unsigned long long)h);
+    return 0;
+}
+
 int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
 {
     const ordo_keys_t *k = ordo_worker_keys(w);
@@ -141,6 +170,9 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
             ORDO_INFO("iteration %lld/%d: step %.2f ms", (long long)t + 1, conf->iterations,
                       (t2 - t0) / 1e6);
     }
+    if (check && rank == 0 && conf->iterations > 0 && (rc = final_values(w, conf, val, &checked,
+                                                                        &wrong)) != 0)
+        goto done;
     ORDO_INFO("synthetic job: %d iterations, %lld pulled values checked, %lld wrong",
               conf->iterations, (long long)checked, (long long)wrong);
     if (wrong) rc = ordo_error_set(ORDO_EPROTO, "%lld pulled values were wrong", (long long)wrong);

@@ -1,0 +1,141 @@
+/* replicas: the scheduler's promotions of backup servers ([fault] replicas, scheduler/
+ * replicas.h). A dead server is marked in the scheduler's key map, every live node gets the
+ * list of dead servers (each recomputes the same map from it), and each promotion is logged
+ * and kept for summary.json until the first iteration every worker completes after it. */
+#include "scheduler/replicas.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "scheduler/scheduler_internal.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int server;
+    int moved;          /* slices whose primary changed */
+    int64_t last_ns;    /* when the server was last heard from */
+    int64_t dead_ns;    /* when it was declared dead and its backups promoted */
+    int64_t next_iter;  /* the iteration whose completion ends the recovery (-1: not known) */
+    int64_t done_ns;    /* when every worker had reported it (0: not yet) */
+    int reported;       /* workers that reported next_iter */
+} promotion_t;
+
+struct ordo_sched_repl {
+    int64_t max_iter; /* the newest iteration any worker reported */
+    promotion_t *p;
+    int n;
+};
+
+int ordo_sched_repl_new(struct ordo_scheduler *s, ordo_sched_repl_t **out)
+{
+    *out = NULL;
+    if (s->conf.replicas <= 1) return 0;
+    int rc = ordo_keys_set_replicas(s->keys, s->conf.replicas);
+    if (rc) return ordo_error_context(rc, "fault.replicas");
+    ordo_sched_repl_t *r = calloc(1, sizeof *r);
+    if (!r) return ORDO_ENOMEM;
+    r->max_iter = -1;
+    *out = r;
+    ORDO_INFO("replicas: each key slice on %d servers (a primary and %d backup%s)",
+              s->conf.replicas, s->conf.replicas - 1, s->conf.replicas > 2 ? "s" : "");
+    return 0;
+}
+
+void ordo_sched_repl_destroy(ordo_sched_repl_t **rp)
+{
+    ordo_sched_repl_t *r = rp ? *rp : NULL;
+    if (!r) return;
+    free(r->p);
+    free(r);
+    *rp = NULL;
+}
+
+/* the promotions as summary.json's "promotions" (times in ms from the scheduler's start) */
+static void record(struct ordo_scheduler *s)
+{
+    ordo_sched_repl_t *r = s->repl;
+    json_t *a = json_array();
+    for (int i = 0; i < r->n; i++) {
+        const promotion_t *p = &r->p[i];
+        json_t *o = json_pack("{s:i,s:i,s:f,s:f}", "server", p->server, "slices", p->moved,
+                              "last_heard_ms", (double)(p->last_ns - s->start_ns) / 1e6,
+                              "promoted_ms", (double)(p->dead_ns - s->start_ns) / 1e6);
+        if (p->done_ns) {
+            json_object_set_new(o, "next_iteration", json_integer(p->next_iter));
+            json_object_set_new(o, "next_iteration_ms",
+                                json_real((double)(p->done_ns - s->start_ns) / 1e6));
+            json_object_set_new(o, "recovery_ms", json_real((double)(p->done_ns - p->last_ns) / 1e6));
+        }
+        json_array_append_new(a, o);
+    }
+    if (s->log) ordo_runlog_set_member(s->log, "promotions", a);
+    json_decref(a);
+}
+
+/* send every live node the dead servers */
+static void send_map(struct ordo_scheduler *s)
+{
+    json_t *dead = json_array();
+    for (int i = 0; i < s->keys->n_servers; i++)
+        if (s->keys->dead[i]) json_array_append_new(dead, json_integer(i));
+    json_t *o = json_pack("{s:o,s:i}", "dead", dead, "promoted", s->repl->n);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    for (int i = 0; text && i < s->n_members; i++)
+        if (!s->members[i].gone)
+            ordo__sched_reply(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_KEYMAP, text);
+    free(text);
+}
+
+int ordo_sched_repl_server_dead(struct ordo_scheduler *s, int member, int64_t silent_ms)
+{
+    ordo_sched_repl_t *r = s->repl;
+    member_t *m = &s->members[member];
+    char name[320];
+    if (!r || m->role != ORDO_ROLE_SERVER || m->rank < 0)
+        return ORDO_EPEERDEAD;
+    int moved = 0;
+    int rc = ordo_keys_server_failed(s->keys, m->rank, &moved);
+    if (rc) {
+        ORDO_ERROR("cannot promote a backup for %s: %s",
+                   ordo__sched_member_name(m, name, sizeof name), ordo_error_text(rc));
+        return ORDO_EPEERDEAD;
+    }
+    promotion_t *p = realloc(r->p, sizeof *p * (size_t)(r->n + 1));
+    if (!p) return ORDO_ENOMEM;
+    r->p = p;
+    r->p[r->n++] = (promotion_t){.server = m->rank,
+                                 .moved = moved,
+                                 .last_ns = m->last_seen_ns,
+                                 .dead_ns = ordo_clock_ns(),
+                                 .next_iter = r->max_iter + 1};
+    m->gone = true;
+    ORDO_WARN("%s is dead: no heartbeat for %lld ms (timeout %d ms); promoted backups for its "
+              "%d slices, the run goes on", ordo__sched_member_name(m, name, sizeof name),
+              (long long)silent_ms, s->conf.timeout_ms, moved);
+    send_map(s);
+    record(s);
+    return 0;
+}
+
+void ordo_sched_repl_on_stats(struct ordo_scheduler *s, int worker, int64_t iter)
+{
+    ordo_sched_repl_t *r = s->repl;
+    (void)worker;
+    if (!r) return;
+    if (iter > r->max_iter) r->max_iter = iter;
+    for (int i = 0; i < r->n; i++) {
+        promotion_t *p = &r->p[i];
+        if (p->done_ns || iter != p->next_iter) continue;
+        if (++p->reported < s->conf.workers) continue;
+        p->done_ns = ordo_clock_ns();
+        ORDO_INFO("recovered from the death of server %d: iteration %lld completed %.0f ms after "
+                  "it was last heard from (%.0f ms after the promotion)", p->server,
+                  (long long)p->next_iter, (double)(p->done_ns - p->last_ns) / 1e6,
+                  (double)(p->done_ns - p->dead_ns) / 1e6);
+        record(s);
+    }
+}

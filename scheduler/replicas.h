@@ -1,0 +1,34 @@
+/* replicas: the scheduler's side of replicated servers ([fault] replicas). When a server
+ * falls silent and every one of its slices has a live backup, the scheduler does not abort:
+ * it marks the server dead in the key map (its slices' first live backups become their
+ * primaries), sends every live node the new map as KEYMAP {"dead": [...]}, and records the
+ * promotion (when the server was last heard of, when it was declared dead and promoted, and
+ * the next iteration every worker completed) in the log and in summary.json's "promotions". */
+#ifndef ORDO_SCHED_REPLICAS_H
+#define ORDO_SCHED_REPLICAS_H
+
+#include <stdint.h>
+
+#include "scheduler/runlog.h"
+
+struct ordo_scheduler;
+
+typedef struct ordo_sched_repl ordo_sched_repl_t;
+
+/* ordo_sched_repl_new sets the conf's replica count on the scheduler's key map (after the
+ * partition) and makes the promotion record; *out stays NULL with replicas = 1. */
+int ordo_sched_repl_new(struct ordo_scheduler *s, ordo_sched_repl_t **out);
+
+/* ordo_sched_repl_destroy frees r; NULL-safe. */
+void ordo_sched_repl_destroy(ordo_sched_repl_t **r);
+
+/* ordo_sched_repl_server_dead handles the death of the server member at index member (silent
+ * for silent_ms): 0 when its slices were handed to backups and the new map sent (the run goes
+ * on), ORDO_EPEERDEAD when it cannot be (no replicas, or a slice with no live replica left). */
+int ordo_sched_repl_server_dead(struct ordo_scheduler *s, int member, int64_t silent_ms);
+
+/* ordo_sched_repl_on_stats notes worker `worker`'s report of iteration iter: the first
+ * iteration after a promotion that every worker completed ends its recovery. */
+void ordo_sched_repl_on_stats(struct ordo_scheduler *s, int worker, int64_t iter);
+
+#endif
