@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Replicated servers ([fault] replicas, docs/architecture.md "Replicated servers") on the
+# synthetic job, whose every value follows a formula: with replicas = 2, 2 servers and 2
+# workers, SIGKILL a server mid-run. The scheduler promotes its backups and the run completes
+# with exit 0 for every survivor, every pulled value right ("0 wrong") and the final values
+# bit for bit those of a fault-free run (their FNV-1a hash); summary.json records the
+# promotion with its recovery time. With replicas = 1 a dead server still stops the run
+# (exit 3 everywhere, naming it), and replicas above the server count are refused.
+source "$(dirname "$0")/lib.sh"
+iters=400
+common=(--model.trainer=synthetic "--model.tensors=64KiB,1MiB,4KiB" --model.iterations=$iters
+        --cluster.servers=2 --cluster.workers=2 --fault.timeout_ms=2000 --fault.heartbeat_ms=200
+        --output.dir="$T" --output.progress_every=0)
+
+# cluster RUN ARGS...: start a scheduler, 2 servers and 2 workers of run RUN
+cluster() {
+  local run=$1; shift
+  start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run="$run" "$@" \
+    --cluster.scheduler=tcp://127.0.0.1:0
+  local ep; ep=$(ready scheduler)
+  for i in 0 1; do
+    start server$i "$BIN/ordo-server" "${common[@]}" --output.run="$run" "$@" \
+      --cluster.scheduler="$ep" --cluster.rank=$i
+  done
+  for i in 0 1; do
+    start worker$i "$BIN/ordo-worker" "${common[@]}" --output.run="$run" "$@" \
+      --cluster.scheduler="$ep" --cluster.rank=$i
+  done
+}
+# wait_iters RUN N: until N worker-iterations are recorded
+wait_iters() {
+  for _ in $(seq 1 1200); do
+    [ -f "$T/$1/metrics.jsonl" ] && [ "$(wc -l < "$T/$1/metrics.jsonl")" -ge "$2" ] && return
+    sleep 0.05
+  done
+  fail "run $1 did not reach $2 worker-iterations"
+}
+hash_of() { grep -o 'fnv1a [0-9a-f]*' "$T/worker0.log" | cut -d' ' -f2; }
+
+# the fault-free reference
+cluster ref
+for n in scheduler server0 server1 worker0 worker1; do
+  finish $n 120
+  [ "$st" = 0 ] || fail "reference run: $n ended with '$st'"
+done
+ref=$(hash_of)
+[ -n "$ref" ] || fail "the reference run logged no final hash"
+grep -q ", 0 wrong" "$T/worker0.log" || fail "the reference run pulled wrong values"
+ok "fault-free run: final values fnv1a $ref"
+
+# replicas = 2: kill server 0 half-way
+cluster kill --fault.replicas=2
+wait_iters kill $((iters / 2))
+dead=${PID[server0]}
+kill -KILL "$dead"
+at=$(wc -l < "$T/kill/metrics.jsonl")
+for n in scheduler server1 worker0 worker1; do
+  finish $n 120
+  [ "$st" = 0 ] || fail "replicas = 2, server 0 killed: $n ended with '$st', expected 0"
+done
+for n in worker0 worker1; do
+  grep -q "$iters iterations, [0-9]* pulled values checked, 0 wrong" "$T/$n.log" ||
+    fail "$n: pulled values wrong after the promotion"
+done
+got=$(hash_of)
+[ "$got" = "$ref" ] || fail "final values fnv1a $got after the kill, $ref without"
+grep -q "server 0 (pid $dead.*dead.*promoted backups" "$T/scheduler.log" ||
+  fail "the scheduler did not log the promotion"
+rec=$(python3 -c "
+import json; p = json.load(open('$T/kill/summary.json'))['promotions']
+assert len(p) == 1 and p[0]['server'] == 0 and p[0]['next_iteration'] > 0, p
+print('%.0f' % p[0]['recovery_ms'])") || fail "summary.json has no promotion record"
+ok "server 0 killed after $at of $((2 * iters)) worker-iterations: survivors exit 0, 0 wrong, final values equal (fnv1a $got); recovery $rec ms from the last heartbeat (timeout 2000 ms)"
+
+# replicas = 1: a dead server still stops the run
+cluster one --model.iterations=100000
+wait_iters one 40
+dead=${PID[server1]}
+kill -KILL "$dead"
+for n in scheduler server0 worker0 worker1; do
+  finish $n 20
+  [ "$st" = 3 ] || fail "replicas = 1: $n ended with '$st', expected 3"
+done
+grep -q "server 1 (pid $dead.*dead: no heartbeat" "$T/scheduler.log" || fail "the scheduler did not name the dead server"
+ok "replicas = 1: a killed server stops the run (exit 3, named)"
+
+out=$("$BIN/ordo-scheduler" "${common[@]}" --fault.replicas=3 --cluster.scheduler=tcp://127.0.0.1:0 2>&1)
+[ $? = 2 ] || fail "fault.replicas = 3 with 2 servers was not refused as a conf error"
+grep -q "fault.replicas (3) must be at most cluster.servers (2)" <<< "$out" || fail "refusal: $out"
+ok "fault.replicas above the servers is refused"
+echo "4 passed, 0 failed"
