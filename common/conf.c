@@ -680,7 +680,7 @@ int ordo_conf_validate(const ordo_conf_t *conf)
          conf->checkpoint_every > 0 || conf->resume[0]))
         return ordo_error_set(ORDO_EINVAL, "fault.replicas = %d needs push.mode = dense, "
                               "sync.mode = bsp without sync.backup, no intra groups and no "
-                              "fault.checkpoint_every or fault.resume (replicas replace them)",
+                              "fault.checkpoint_every or fault.resume (not combined with replicas yet)",
                               conf->replicas);
     if (conf->heartbeat_ms * 2 > conf->timeout_ms)
         return ordo_error_set(ORDO_EINVAL,

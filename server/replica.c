@@ -343,7 +343,7 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
         flush_acks(s, i);
     }
     free(was);
-    ORDO_WARN("KEYMAP: server(s) %s dead; this server is now the primary of %d more slices",
+    ORDO_WARN("KEYMAP %s: this server is now the primary of %d more slices",
               ordo_msg_text(m, 0, buf, sizeof buf), promoted);
     /* what workers sent before this map reached us */
     int n = r->n_parked;

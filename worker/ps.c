@@ -157,7 +157,8 @@ static int join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void 
     w->got = calloc((size_t)k->n_slices + 1, 1);
     w->sent = calloc((size_t)k->n_slices + 1, 1);
     w->last = calloc((size_t)k->n_slices + 1, sizeof *w->last);
-    if (!w->server_sock || !w->ks || !w->got || !w->sent || !w->last) {
+    w->init_val = calloc((size_t)k->n_slices + 1, sizeof *w->init_val);
+    if (!w->server_sock || !w->ks || !w->got || !w->sent || !w->last || !w->init_val) {
         rc = ORDO_ENOMEM;
         goto fail;
     }
@@ -193,6 +194,9 @@ void ordo_worker_destroy(ordo_worker_t **wp)
     /* the path's own threads post to the transport: they end first */
     if (w->path && w->path->ops->stop) w->path->ops->stop(w->path);
     ordo_transport_destroy(&w->node.tp, w->aborted ? 0 : 1000);
+    for (int i = 0; w->init_val && w->node.keys && i < w->node.keys->n_slices; i++)
+        free(w->init_val[i]);
+    free(w->init_val);
     ordo_node_fini(&w->node);
     free(w->server_sock);
     free(w->ks);
@@ -242,7 +246,12 @@ int ordo_worker_init(ordo_worker_t *w, int key, const float *values)
         int s = k->first_slice[key] + c;
         ordo_msg_t m;
         data_msg(w, &m, ORDO_MSG_INIT, s, 0, 0);
-        rc = ordo_msg_add_copy(&m, values + k->slices[s].offset, (size_t)k->slices[s].numel * 4);
+        size_t bytes = (size_t)k->slices[s].numel * 4;
+        rc = ordo_msg_add_copy(&m, values + k->slices[s].offset, bytes);
+        if (!rc && k->replicas > 1 && !w->init_val[s]) { /* until the slice's first value */
+            w->init_val[s] = malloc(bytes);
+            if (w->init_val[s]) memcpy(w->init_val[s], values + k->slices[s].offset, bytes);
+        }
         if (!rc) rc = ordo_transport_send(w->node.tp, &m);
         if (rc) return rc;
     }
@@ -276,6 +285,14 @@ int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int pr
         if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) return rc;
     }
     return 0;
+}
+
+int ordo__worker_send_init(ordo_worker_t *w, int slice)
+{
+    ordo_msg_t m;
+    data_msg(w, &m, ORDO_MSG_INIT, slice, 0, 0);
+    int rc = ordo_msg_add_copy(&m, w->init_val[slice], (size_t)w->node.keys->slices[slice].numel * 4);
+    return rc ? rc : ordo_transport_send(w->node.tp, &m);
 }
 
 int ordo__worker_send_pull(ordo_worker_t *w, int slice, int64_t iter)
@@ -561,6 +578,8 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         }
         memcpy(ks->pull_dst + k->slices[s].offset, d, len);
         w->got[s] = 1;
+        free(w->init_val[s]); /* a replica holds the initial value (or a later one) */
+        w->init_val[s] = NULL;
         int st = ORDO_FLAG_STALENESS(m->hdr.flags);
         w->stale[st < 0 ? 0 : st >= ORDO_STALE_BUCKETS ? ORDO_STALE_BUCKETS - 1 : st]++;
         if (m->hdr.flags & ORDO_FLAG_DROPPED) w->late++;

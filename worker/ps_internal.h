@@ -40,6 +40,8 @@ struct ordo_worker {
     uint8_t *got; /* per slice: chunk of the current pull arrived */
     uint8_t *sent;           /* per slice: its push left and is not acknowledged yet */
     queued_push_t *last;     /* per slice: that push (re-sent when its primary dies) */
+    float **init_val; /* [fault] replicas: per slice, a copy of the INIT sent, kept until the
+                       * slice's first value arrives (re-sent when its primary dies) */
     queued_push_t *pq;
     int pq_n, pq_cap;
     uint64_t seq, req;
@@ -65,6 +67,9 @@ struct ordo_worker {
     uint32_t hook_key;
     struct ordo_trace *trace; /* lent by the model run for the push path's spans */
 };
+
+/* ordo__worker_send_init sends the kept initial value of slice (init_val) to its server. */
+int ordo__worker_send_init(ordo_worker_t *w, int slice);
 
 /* ordo__worker_send_pull sends the PULL of slice for iteration iter to its server. */
 int ordo__worker_send_pull(ordo_worker_t *w, int slice, int64_t iter);

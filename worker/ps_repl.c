@@ -5,7 +5,8 @@
  * still the caller's until PUSH_DONE, and servers acknowledge a push only once every live
  * replica holds its update) and pulls not answered. The new primary recognises a push it
  * already holds by (worker, slice, iteration) and does not apply it twice. Pushes still
- * queued here simply leave for the new primary. */
+ * queued here simply leave for the new primary, and initial values not yet seen back are sent
+ * again too. */
 #include "common/error.h"
 #include "common/keys.h"
 #include "common/log.h"
@@ -45,6 +46,8 @@ int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m)
     for (int i = 0; i < k->n_slices; i++) {
         if (k->slices[i].server == was[i]) continue;
         keystate_t *ks = &w->ks[k->slices[i].key];
+        /* an initial value the dead primary may not have passed on (ignored if it did) */
+        if (w->init_val[i] && (rc = ordo__worker_send_init(w, i)) != 0) break;
         if (w->sent[i]) { /* left for the dead primary, never answered: queue it again */
             queued_push_t q = w->last[i];
             q.seq = w->seq++;
@@ -60,7 +63,7 @@ int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m)
         }
     }
     free(was);
-    ORDO_WARN("KEYMAP: server(s) %s dead, their backups are the primaries now; sent again %d "
+    ORDO_WARN("KEYMAP %s: the dead servers' backups are the primaries now; sent again %d "
               "pushes and %d pulls", ordo_msg_text(m, 0, buf, sizeof buf), pushes, pulls);
     ordo__worker_pump(w);
     return rc;
