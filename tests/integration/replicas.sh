@@ -5,7 +5,8 @@
 # with exit 0 for every survivor, every pulled value right ("0 wrong") and the final values
 # bit for bit those of a fault-free run (their FNV-1a hash); summary.json records the
 # promotion with its recovery time. With replicas = 1 a dead server still stops the run
-# (exit 3 everywhere, naming it), and replicas above the server count are refused.
+# (exit 3 everywhere, naming it); ordo-launch goes on when a server dies with replicas; and
+# replicas above the server count are refused.
 source "$(dirname "$0")/lib.sh"
 iters=400
 common=(--model.trainer=synthetic "--model.tensors=64KiB,1MiB,4KiB" --model.iterations=$iters
@@ -84,8 +85,23 @@ done
 grep -q "server 1 (pid $dead.*dead: no heartbeat" "$T/scheduler.log" || fail "the scheduler did not name the dead server"
 ok "replicas = 1: a killed server stops the run (exit 3, named)"
 
+# the launcher leaves a dead server to the scheduler when there are replicas
+root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+"$root/scripts/ordo-launch" "$root/conf/synthetic.ini" --bin "$BIN" "${common[@]}" --output.run=launch \
+  --fault.replicas=2 > "$T/launch.log" 2>&1 &
+PID[launch]=$!
+wait_iters launch $iters
+pid=$(ps -eo pid=,args= | awk -v t="$T" '/bin\/ordo-server/ && index($0, t) && /--cluster.rank=0/ {print $1; exit}')
+[ -n "$pid" ] || fail "no server 0 of the launched run"
+kill -KILL "$pid"
+finish launch 120
+[ "$st" = 0 ] || fail "ordo-launch ended with '$st' after a server was killed, expected 0"
+grep -q "server 0 exited with status 137; its backups take over" "$T/launch.log" || fail "the launcher did not say why it went on"
+grep -q "recovered from the death of server 0" "$T/launch.log" || fail "no recovery in the launched run"
+ok "ordo-launch: a killed server's backups take over, the launcher exits 0"
+
 out=$("$BIN/ordo-scheduler" "${common[@]}" --fault.replicas=3 --cluster.scheduler=tcp://127.0.0.1:0 2>&1)
 [ $? = 2 ] || fail "fault.replicas = 3 with 2 servers was not refused as a conf error"
 grep -q "fault.replicas (3) must be at most cluster.servers (2)" <<< "$out" || fail "refusal: $out"
 ok "fault.replicas above the servers is refused"
-echo "4 passed, 0 failed"
+echo "5 passed, 0 failed"
