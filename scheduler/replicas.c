@@ -20,6 +20,7 @@ typedef struct {
     int64_t dead_ns;    /* when it was declared dead and its backups promoted */
     int64_t next_iter;  /* the iteration whose completion ends the recovery (-1: not known) */
     int64_t done_ns;    /* when every worker had reported it (0: not yet) */
+    int64_t dead_wall_us, done_wall_us; /* the same two times on the wall clock */
     int reported;       /* workers that reported next_iter */
 } promotion_t;
 
@@ -60,13 +61,15 @@ static void record(struct ordo_scheduler *s)
     json_t *a = json_array();
     for (int i = 0; i < r->n; i++) {
         const promotion_t *p = &r->p[i];
-        json_t *o = json_pack("{s:i,s:i,s:f,s:f}", "server", p->server, "slices", p->moved,
+        json_t *o = json_pack("{s:i,s:i,s:f,s:f,s:I}", "server", p->server, "slices", p->moved,
                               "last_heard_ms", (double)(p->last_ns - s->start_ns) / 1e6,
-                              "promoted_ms", (double)(p->dead_ns - s->start_ns) / 1e6);
+                              "promoted_ms", (double)(p->dead_ns - s->start_ns) / 1e6,
+                              "promoted_unix_ms", (json_int_t)(p->dead_wall_us / 1000));
         if (p->done_ns) {
             json_object_set_new(o, "next_iteration", json_integer(p->next_iter));
             json_object_set_new(o, "next_iteration_ms",
                                 json_real((double)(p->done_ns - s->start_ns) / 1e6));
+            json_object_set_new(o, "next_iteration_unix_ms", json_integer(p->done_wall_us / 1000));
             json_object_set_new(o, "recovery_ms", json_real((double)(p->done_ns - p->last_ns) / 1e6));
         }
         json_array_append_new(a, o);
@@ -111,6 +114,7 @@ int ordo_sched_repl_server_dead(struct ordo_scheduler *s, int member, int64_t si
                                  .moved = moved,
                                  .last_ns = m->last_seen_ns,
                                  .dead_ns = ordo_clock_ns(),
+                                 .dead_wall_us = ordo_clock_wall_us(),
                                  .next_iter = r->max_iter + 1};
     m->gone = true;
     ORDO_WARN("%s is dead: no heartbeat for %lld ms (timeout %d ms); promoted backups for its "
@@ -132,6 +136,7 @@ void ordo_sched_repl_on_stats(struct ordo_scheduler *s, int worker, int64_t iter
         if (p->done_ns || iter != p->next_iter) continue;
         if (++p->reported < s->conf.workers) continue;
         p->done_ns = ordo_clock_ns();
+        p->done_wall_us = ordo_clock_wall_us();
         ORDO_INFO("recovered from the death of server %d: iteration %lld completed %.0f ms after "
                   "it was last heard from (%.0f ms after the promotion)", p->server,
                   (long long)p->next_iter, (double)(p->done_ns - p->last_ns) / 1e6,

@@ -3,7 +3,11 @@
  * it marks the server dead in the key map (its slices' first live backups become their
  * primaries), sends every live node the new map as KEYMAP {"dead": [...]}, and records the
  * promotion (when the server was last heard of, when it was declared dead and promoted, and
- * the next iteration every worker completed) in the log and in summary.json's "promotions". */
+ * the next iteration every worker completed) in the log and in summary.json's "promotions":
+ * per promotion {server, slices, last_heard_ms, promoted_ms, promoted_unix_ms,
+ * next_iteration, next_iteration_ms, next_iteration_unix_ms, recovery_ms} (ms from the
+ * scheduler's start; *_unix_ms on the wall clock, for comparing with when a kill was sent;
+ * recovery_ms from the last heartbeat to the next completed iteration). */
 #ifndef ORDO_SCHED_REPLICAS_H
 #define ORDO_SCHED_REPLICAS_H
 
