@@ -159,8 +159,12 @@ char *ordo_keys_to_json(const ordo_keys_t *k)
         json_t *dead = json_array();
         for (int i = 0; i < k->n_servers; i++)
             if (k->dead[i]) json_array_append_new(dead, json_integer(i));
+        json_t *primary = json_array();
+        for (int i = 0; i < k->n_slices; i++)
+            json_array_append_new(primary, json_integer(k->slices[i].server));
         json_object_set_new(root, "replicas", json_integer(k->replicas));
         json_object_set_new(root, "dead", dead);
+        json_object_set_new(root, "primary", primary);
     }
     json_object_set_new(root, "numel", numel);
     json_object_set_new(root, "slices", slices);
@@ -186,6 +190,21 @@ static int replicas_from_json(ordo_keys_t *k, json_t *root)
             ordo_keys_server_failed(k, (int)json_integer_value(d), NULL) != 0)
             return ordo_error_set(ORDO_EPROTO, "key map: dead[%zu] is not a server whose slices "
                                   "have a live replica", i);
+    }
+    /* the current primaries (they stay where they are when a replacement joins) */
+    json_t *primary = json_object_get(root, "primary");
+    if (!primary) return 0;
+    if (!json_is_array(primary) || (int)json_array_size(primary) != k->n_slices)
+        return ordo_error_set(ORDO_EPROTO, "key map: \"primary\" is not an array of %d servers",
+                              k->n_slices);
+    for (int i = 0; i < k->n_slices; i++) {
+        json_t *p = json_array_get(primary, (size_t)i);
+        int srv = json_is_integer(p) ? (int)json_integer_value(p) : -1;
+        if (srv < 0 || srv >= k->n_servers || !ordo_keys_holds(k, i, srv))
+            return ordo_error_set(ORDO_EPROTO, "key map: primary[%d] is not a live replica", i);
+        k->server_bytes[k->slices[i].server] -= k->slices[i].numel * (int64_t)k->elem_size;
+        k->server_bytes[srv] += k->slices[i].numel * (int64_t)k->elem_size;
+        k->slices[i].server = srv;
     }
     return 0;
 }
@@ -325,5 +344,13 @@ int ordo_keys_server_failed(ordo_keys_t *k, int server, int *moved)
         n++;
     }
     if (moved) *moved = n;
+    return 0;
+}
+
+int ordo_keys_server_joined(ordo_keys_t *k, int server)
+{
+    if (server < 0 || server >= k->n_servers)
+        return ordo_error_set(ORDO_EINVAL, "no server %d", server);
+    k->dead[server] = 0;
     return 0;
 }

@@ -50,7 +50,8 @@ int ordo_keys_slice(const ordo_keys_t *k, uint32_t key, uint32_t chunk);
 
 /* ordo_keys_to_json returns the map as compact JSON text (caller frees):
  * {"servers":S,"elem":4,"numel":[...],"slices":[[key,chunk,offset,numel,server],...]}, the
- * server being each slice's home; with replicas > 1 also "replicas":R and "dead":[ranks]. */
+ * server being each slice's home; with replicas > 1 also "replicas":R, "dead":[ranks] and
+ * "primary":[each slice's current primary]. */
 char *ordo_keys_to_json(const ordo_keys_t *k);
 
 /* ordo_keys_from_json parses and validates a map sent by the scheduler: slices must tile
@@ -75,6 +76,10 @@ bool ordo_keys_holds(const ordo_keys_t *k, int slice, int server);
  * a dead server again changes nothing. ORDO_EPEERDEAD when some slice has no live replica
  * left (the map is then left unchanged). */
 int ordo_keys_server_failed(ordo_keys_t *k, int server, int *moved);
+
+/* ordo_keys_server_joined marks server alive again (a replacement joined in its place): it
+ * holds its replica slots once more, as a backup; no primary changes. */
+int ordo_keys_server_joined(ordo_keys_t *k, int server);
 
 /* ordo_keys_destroy frees *k and sets it to NULL; NULL-safe. */
 void ordo_keys_destroy(ordo_keys_t **k);

@@ -28,6 +28,7 @@ struct ordo_sched_repl {
     int64_t max_iter; /* the newest iteration any worker reported */
     promotion_t *p;
     int n;
+    json_t *joins; /* [{server, pid, iteration, unix_ms}]: replacements that joined */
 };
 
 int ordo_sched_repl_new(struct ordo_scheduler *s, ordo_sched_repl_t **out)
@@ -50,6 +51,7 @@ void ordo_sched_repl_destroy(ordo_sched_repl_t **rp)
     ordo_sched_repl_t *r = rp ? *rp : NULL;
     if (!r) return;
     free(r->p);
+    json_decref(r->joins);
     free(r);
     *rp = NULL;
 }
@@ -78,17 +80,19 @@ static void record(struct ordo_scheduler *s)
     json_decref(a);
 }
 
-/* send every live node the dead servers */
-static void send_map(struct ordo_scheduler *s)
+/* send every live node but `except` (a member index, or -1) the dead servers, and the one
+ * that joined (joined >= 0: its rank, at endpoint) */
+static void send_map(struct ordo_scheduler *s, int except, int joined, const char *endpoint)
 {
     json_t *dead = json_array();
     for (int i = 0; i < s->keys->n_servers; i++)
         if (s->keys->dead[i]) json_array_append_new(dead, json_integer(i));
     json_t *o = json_pack("{s:o,s:i}", "dead", dead, "promoted", s->repl->n);
+    if (o && joined >= 0) json_object_set_new(o, "joined", json_pack("[i,s]", joined, endpoint));
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     for (int i = 0; text && i < s->n_members; i++)
-        if (!s->members[i].gone)
+        if (!s->members[i].gone && i != except)
             ordo__sched_reply(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_KEYMAP, text);
     free(text);
 }
@@ -120,9 +124,71 @@ int ordo_sched_repl_server_dead(struct ordo_scheduler *s, int member, int64_t si
     ORDO_WARN("%s is dead: no heartbeat for %lld ms (timeout %d ms); promoted backups for its "
               "%d slices, the run goes on", ordo__sched_member_name(m, name, sizeof name),
               (long long)silent_ms, s->conf.timeout_ms, moved);
-    send_map(s);
+    send_map(s, -1, -1, NULL);
     record(s);
     return 0;
+}
+
+/* the WELCOME of a server joining a running cluster: what every node got at the start, with
+ * the key map as it is now */
+static void welcome(struct ordo_scheduler *s, const member_t *m)
+{
+    json_t *servers = json_array();
+    for (int r = 0; r < s->conf.servers; r++)
+        for (int i = 0; i < s->n_members; i++)
+            if (s->members[i].role == ORDO_ROLE_SERVER && s->members[i].rank == r)
+                json_array_append_new(servers, json_string(s->members[i].endpoint));
+    char *keys_text = ordo_keys_to_json(s->keys);
+    json_t *w = json_pack("{s:i,s:o,s:i,s:o,s:s}", "rank", m->rank, "servers", servers, "workers",
+                          s->conf.workers, "keys", json_loads(keys_text, 0, NULL), "run_dir",
+                          s->run_dir);
+    free(keys_text);
+    if (w && s->plan) json_object_set(w, "plan", s->plan);
+    char *text = w ? json_dumps(w, JSON_COMPACT) : NULL;
+    json_decref(w);
+    if (text) ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_WELCOME, text);
+    free(text);
+}
+
+void ordo_sched_repl_join(struct ordo_scheduler *s, const ordo_msg_t *m, const char *endpoint,
+                          int pid, int want)
+{
+    ordo_sched_repl_t *r = s->repl;
+    const char *why = NULL;
+    int at = -1;
+    for (int i = 0; r && i < s->n_members; i++) {
+        member_t *mb = &s->members[i];
+        if (mb->role != ORDO_ROLE_SERVER || !mb->gone) continue;
+        if (at < 0 || mb->rank == want || (s->members[at].rank != want && mb->rank < s->members[at].rank))
+            at = i;
+    }
+    if (!r)
+        why = "fault.replicas = 1: no server can join a running cluster";
+    else if (at < 0)
+        why = "no dead server to replace: the cluster is full";
+    if (why) {
+        ORDO_WARN("refused a server joining (pid %d at %s): %s", pid, endpoint, why);
+        ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, why);
+        return;
+    }
+    member_t *mb = &s->members[at];
+    memcpy(mb->rid, m->rid, m->rid_len);
+    mb->rid_len = m->rid_len;
+    mb->pid = pid;
+    snprintf(mb->endpoint, sizeof mb->endpoint, "%s", endpoint);
+    mb->last_seen_ns = ordo_clock_ns();
+    mb->gone = false;
+    ordo_keys_server_joined(s->keys, mb->rank);
+    welcome(s, mb);
+    send_map(s, at, mb->rank, endpoint);
+    char name[320];
+    ORDO_WARN("%s joined in place of the dead server %d: the primaries bring it up to date as a "
+              "backup", ordo__sched_member_name(mb, name, sizeof name), mb->rank);
+    if (!r->joins) r->joins = json_array();
+    json_array_append_new(r->joins, json_pack("{s:i,s:i,s:I,s:I}", "server", mb->rank, "pid", pid,
+                                              "iteration", (json_int_t)(r->max_iter + 1),
+                                              "unix_ms", (json_int_t)(ordo_clock_wall_us() / 1000)));
+    if (s->log) ordo_runlog_set_member(s->log, "joins", r->joins);
 }
 
 void ordo_sched_repl_on_stats(struct ordo_scheduler *s, int worker, int64_t iter)

@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "common/wire.h"
 #include "scheduler/runlog.h"
 
 struct ordo_scheduler;
@@ -30,6 +31,15 @@ void ordo_sched_repl_destroy(ordo_sched_repl_t **r);
  * for silent_ms): 0 when its slices were handed to backups and the new map sent (the run goes
  * on), ORDO_EPEERDEAD when it cannot be (no replicas, or a slice with no live replica left). */
 int ordo_sched_repl_server_dead(struct ordo_scheduler *s, int member, int64_t silent_ms);
+
+/* ordo_sched_repl_join takes a server's REGISTER with "join": true (m; endpoint and pid from
+ * its body, want its requested rank or -1) while the run goes on: it takes the place of a dead
+ * server (the requested rank if that one is dead, else the lowest dead rank), gets a WELCOME
+ * with the current map, and every other live node a KEYMAP naming it, upon which the
+ * primaries send it the state of each slice it backs up. Refused (REJECT with the reason)
+ * without replicas or without a dead server. */
+void ordo_sched_repl_join(struct ordo_scheduler *s, const ordo_msg_t *m, const char *endpoint,
+                          int pid, int want);
 
 /* ordo_sched_repl_on_stats notes worker `worker`'s report of iteration iter: the first
  * iteration after a promotion that every worker completed ends its recovery. */

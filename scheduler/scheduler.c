@@ -200,6 +200,11 @@ static void on_register(sched_t *s, ordo_msg_t *m)
               "[model] trainer = declared: the worker must declare its tensors (ordo_declare)");
         goto done;
     }
+    if (s->welcomed && r == ORDO_ROLE_SERVER && json_is_true(json_object_get(o, "join"))) {
+        /* a replacement for a dead server (scheduler/replicas.h) */
+        ordo_sched_repl_join(s, m, ep, (int)json_integer_value(pid), (int)json_integer_value(rank));
+        goto done;
+    }
     int *count = r == ORDO_ROLE_SERVER ? &s->n_servers : &s->n_workers;
     int limit = r == ORDO_ROLE_SERVER ? s->conf.servers : s->conf.workers;
     if (s->welcomed || *count >= limit) {

@@ -297,6 +297,28 @@ void ordo_replica_on_server_msg(ordo_server_t *s, ordo_msg_t *m)
         ORDO_WARN("dropped %s from server %d", ordo_wire_type_name(m->hdr.type), m->hdr.rank);
 }
 
+/* a KEYMAP's "joined": [rank, endpoint]: a replacement took a dead server's place; connect
+ * to it (the old connection is left to idle) */
+static int on_joined(ordo_server_t *s, json_t *j, int *rank)
+{
+    ordo_keys_t *k = s->node.keys;
+    int srv = (int)json_integer_value(json_array_get(j, 0));
+    const char *ep = json_string_value(json_array_get(j, 1));
+    if (!json_is_integer(json_array_get(j, 0)) || srv < 0 || srv >= k->n_servers || !ep ||
+        strncmp(ep, "tcp://", 6) != 0 || srv == s->node.rank)
+        return ordo_error_set(ORDO_EPROTO, "KEYMAP: a bad \"joined\"");
+    int sock = ordo_transport_connect(s->node.tp, ep, 1);
+    if (sock < 0) return sock;
+    char *copy = strdup(ep);
+    if (!copy) return ORDO_ENOMEM;
+    free(s->node.server_endpoints[srv]);
+    s->node.server_endpoints[srv] = copy;
+    s->repl->peer_sock[srv] = sock;
+    ordo_keys_server_joined(k, srv);
+    *rank = srv;
+    return 0;
+}
+
 int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
 {
     ordo_replica_t *r = s->repl;
@@ -312,6 +334,9 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
     json_t *dead = json_object_get(o, "dead");
     int *was = malloc(sizeof *was * ((size_t)k->n_slices + 1));
     int rc = json_is_array(dead) && was ? 0 : ORDO_EPROTO;
+    int joined = -1;
+    if (!rc && json_object_get(o, "joined"))
+        rc = on_joined(s, json_object_get(o, "joined"), &joined);
     for (int i = 0; was && i < k->n_slices; i++)
         was[i] = k->slices[i].server;
     for (size_t i = 0; !rc && i < json_array_size(dead); i++) {
@@ -330,9 +355,14 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
         ORDO_ERROR("cannot apply the scheduler's KEYMAP %s", ordo_msg_text(m, 0, buf, sizeof buf));
         return ORDO_EABORT;
     }
-    int promoted = 0;
+    int promoted = 0, sent = 0;
     for (int i = 0; i < k->n_slices; i++) {
         if (k->slices[i].server != s->node.rank) continue;
+        if (joined >= 0 && ordo_keys_holds(k, i, joined)) { /* a fresh backup: bring it up */
+            *acked(r, i, joined) = -1;
+            if (ordo_store_version(s->store, i) >= 0) send_state(s, i, joined);
+            sent++;
+        }
         if (was[i] != s->node.rank) { /* ours now: its live backups take our state */
             promoted++;
             for (int b = 0; b < k->n_servers; b++)
@@ -343,8 +373,12 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
         flush_acks(s, i);
     }
     free(was);
-    ORDO_WARN("KEYMAP %s: this server is now the primary of %d more slices",
-              ordo_msg_text(m, 0, buf, sizeof buf), promoted);
+    if (joined >= 0)
+        ORDO_WARN("KEYMAP %s: server %d joined; sent it the state of the %d slices it backs up "
+                  "for this server", ordo_msg_text(m, 0, buf, sizeof buf), joined, sent);
+    else
+        ORDO_WARN("KEYMAP %s: this server is now the primary of %d more slices",
+                  ordo_msg_text(m, 0, buf, sizeof buf), promoted);
     /* what workers sent before this map reached us */
     int n = r->n_parked;
     ordo_msg_t *parked = r->parked;

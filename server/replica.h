@@ -7,7 +7,10 @@
  * primary died are now its own when it is their first live backup; it sends their state to
  * their remaining backups and answers what waited on the dead ones. A worker's message for a
  * slice it still holds as a backup (the worker saw the new map first) is kept until the
- * KEYMAP arrives. Re-sent pushes (workers re-send what was not acknowledged) are recognised
+ * KEYMAP arrives. A KEYMAP may also name a replacement server that joined in a dead one's place
+ * (ordo-server --join): the primaries connect to it and send it the state of every slice it
+ * backs up; until it acknowledged them, those slices' answers wait, as for any backup. Re-sent
+ * pushes (workers re-send what was not acknowledged) are recognised
  * by (worker, slice, iteration) and answered without being applied twice. */
 #ifndef ORDO_SERVER_REPLICA_H
 #define ORDO_SERVER_REPLICA_H

@@ -6,7 +6,8 @@
  * replica holds its update) and pulls not answered. The new primary recognises a push it
  * already holds by (worker, slice, iteration) and does not apply it twice. Pushes still
  * queued here simply leave for the new primary, and initial values not yet seen back are sent
- * again too. */
+ * again too. A KEYMAP may also name a server that joined in a dead one's place: the worker
+ * connects to it. */
 #include "common/error.h"
 #include "common/keys.h"
 #include "common/log.h"
@@ -15,6 +16,32 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* a KEYMAP's "joined": [rank, endpoint]: a replacement took a dead server's place; connect to
+ * it and say hello (it becomes a primary only if another server dies) */
+static int on_joined(ordo_worker_t *w, json_t *j)
+{
+    ordo_keys_t *k = w->node.keys;
+    int srv = (int)json_integer_value(json_array_get(j, 0));
+    const char *ep = json_string_value(json_array_get(j, 1));
+    if (!json_is_integer(json_array_get(j, 0)) || srv < 0 || srv >= k->n_servers || !ep ||
+        strncmp(ep, "tcp://", 6) != 0)
+        return ordo_error_set(ORDO_EPROTO, "KEYMAP: a bad \"joined\"");
+    int sock = ordo_transport_connect(w->node.tp, ep, 1);
+    if (sock < 0) return sock;
+    char *copy = strdup(ep);
+    if (!copy) return ORDO_ENOMEM;
+    free(w->node.server_endpoints[srv]);
+    w->node.server_endpoints[srv] = copy;
+    w->server_sock[srv] = sock;
+    ordo_keys_server_joined(k, srv);
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_HELLO);
+    m.sock = sock;
+    m.hdr.role = ORDO_ROLE_WORKER;
+    m.hdr.rank = w->node.rank;
+    return ordo_transport_send(w->node.tp, &m);
+}
 
 int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m)
 {
@@ -28,6 +55,7 @@ int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m)
     int rc = k->replicas > 1 && json_is_array(dead) && was ? 0 : ORDO_EPROTO;
     for (int i = 0; was && i < k->n_slices; i++)
         was[i] = k->slices[i].server;
+    if (!rc && json_object_get(o, "joined")) rc = on_joined(w, json_object_get(o, "joined"));
     for (size_t i = 0; !rc && i < json_array_size(dead); i++) {
         json_t *v = json_array_get(dead, i);
         rc = ordo_keys_server_failed(k, json_is_integer(v) ? (int)json_integer_value(v) : -1, NULL);
@@ -38,13 +66,14 @@ int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m)
         return ordo_error_set(ORDO_EPROTO, "cannot apply the scheduler's KEYMAP %s",
                               ordo_msg_text(m, 0, buf, sizeof buf));
     }
-    int pushes = 0, pulls = 0;
+    int pushes = 0, pulls = 0, moved = 0;
     if ((rc = ordo__worker_reserve(w, k->n_slices)) != 0) {
         free(was);
         return rc;
     }
     for (int i = 0; i < k->n_slices; i++) {
         if (k->slices[i].server == was[i]) continue;
+        moved++;
         keystate_t *ks = &w->ks[k->slices[i].key];
         /* an initial value the dead primary may not have passed on (ignored if it did) */
         if (w->init_val[i] && (rc = ordo__worker_send_init(w, i)) != 0) break;
@@ -63,8 +92,11 @@ int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m)
         }
     }
     free(was);
-    ORDO_WARN("KEYMAP %s: the dead servers' backups are the primaries now; sent again %d "
-              "pushes and %d pulls", ordo_msg_text(m, 0, buf, sizeof buf), pushes, pulls);
+    if (moved)
+        ORDO_WARN("KEYMAP %s: the dead servers' backups are the primaries now; sent again %d "
+                  "pushes and %d pulls", ordo_msg_text(m, 0, buf, sizeof buf), pushes, pulls);
+    else
+        ORDO_INFO("KEYMAP %s: no primary changed", ordo_msg_text(m, 0, buf, sizeof buf));
     ordo__worker_pump(w);
     return rc;
 }

@@ -4,7 +4,8 @@
 # workers, SIGKILL a server mid-run. The scheduler promotes its backups and the run completes
 # with exit 0 for every survivor, every pulled value right ("0 wrong") and the final values
 # bit for bit those of a fault-free run (their FNV-1a hash); summary.json records the
-# promotion with its recovery time. With replicas = 1 a dead server still stops the run
+# promotion with its recovery time. A replacement server joins (ordo-server --join) and, once
+# the other original server is killed too, finishes the run alone. With replicas = 1 a dead server still stops the run
 # (exit 3 everywhere, naming it); ordo-launch goes on when a server dies with replicas; and
 # replicas above the server count are refused.
 source "$(dirname "$0")/lib.sh"
@@ -74,6 +75,35 @@ assert len(p) == 1 and p[0]['server'] == 0 and p[0]['next_iteration'] > 0, p
 print('%d' % (p[0]['next_iteration_unix_ms'] - $kill_ms))") || fail "summary.json has no promotion record"
 ok "server 0 killed after $at of $((2 * iters)) worker-iterations: survivors exit 0, 0 wrong, final values equal (fnv1a $got); recovery $rec ms from the kill to the next completed iteration (timeout 2000 ms)"
 
+# a replacement joins (ordo-server --join) in place of a killed server and is brought up to
+# date as a backup: then the other original server dies too, and the replacement, promoted,
+# finishes the run with the same values
+cluster join --fault.replicas=2
+wait_iters join 150
+kill -KILL "${PID[server1]}"
+for _ in $(seq 1 1200); do grep -q "recovered from the death of server 1" "$T/scheduler.log" && break; sleep 0.05; done
+grep -q "recovered from the death of server 1" "$T/scheduler.log" || fail "no promotion after server 1 died"
+ep=$(ready scheduler)
+start server2 "$BIN/ordo-server" "${common[@]}" --output.run=join --fault.replicas=2 \
+  --cluster.scheduler="$ep" --join
+for _ in $(seq 1 400); do grep -q "joined in place of the dead server 1" "$T/scheduler.log" && break; sleep 0.05; done
+grep -q "joined in place of the dead server 1" "$T/scheduler.log" || fail "the replacement did not join"
+wait_iters join $(( $(wc -l < "$T/join/metrics.jsonl") + 60 ))
+kill -KILL "${PID[server0]}"
+at=$(wc -l < "$T/join/metrics.jsonl")
+[ "$at" -lt $((2 * iters)) ] || fail "the run ended before the second kill"
+for n in scheduler server2 worker0 worker1; do
+  finish $n 120
+  [ "$st" = 0 ] || fail "after a join and a second kill: $n ended with '$st', expected 0"
+done
+got=$(hash_of)
+[ "$got" = "$ref" ] || fail "final values fnv1a $got after a join and two kills, $ref without"
+python3 -c "
+import json; d = json.load(open('$T/join/summary.json'))
+assert [p['server'] for p in d['promotions']] == [1, 0], d['promotions']
+assert [j['server'] for j in d['joins']] == [1], d['joins']" || fail "summary.json: promotions or joins wrong"
+ok "ordo-server --join replaced server 1; server 0 killed after $at of $((2 * iters)) worker-iterations; the replacement finished the run, final values equal"
+
 # replicas = 1: a dead server still stops the run
 cluster one --model.iterations=100000
 wait_iters one 40
@@ -105,4 +135,4 @@ out=$("$BIN/ordo-scheduler" "${common[@]}" --fault.replicas=3 --cluster.schedule
 [ $? = 2 ] || fail "fault.replicas = 3 with 2 servers was not refused as a conf error"
 grep -q "fault.replicas (3) must be at most cluster.servers (2)" <<< "$out" || fail "refusal: $out"
 ok "fault.replicas above the servers is refused"
-echo "5 passed, 0 failed"
+echo "6 passed, 0 failed"

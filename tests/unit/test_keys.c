@@ -181,6 +181,18 @@ START_TEST(replicas_and_failed_servers)
                                     "[[0,0,0,4,0]],\"replicas\":2,\"dead\":[0,1]}", &g),
                 ORDO_EPROTO);
     ck_assert(strstr(ordo_error_detail(), "dead[1]"));
+    /* a replacement joins in server 1's place: a backup again, the primaries stay */
+    ORDO_CK_OK(ordo_keys_server_joined(k, 1));
+    for (int i = 0; i < k->n_slices; i++) {
+        ck_assert_int_eq(k->slices[i].server, before[i]);
+        ck_assert(ordo_keys_holds(k, i, 1) == (k->home[i] == 1 || (k->home[i] + 1) % 3 == 1));
+    }
+    js = ordo_keys_to_json(k);
+    ORDO_CK_OK(ordo_keys_from_json(js, &g));
+    for (int i = 0; i < k->n_slices; i++) /* the sticky primaries travel in "primary" */
+        ck_assert_int_eq(g->slices[i].server, k->slices[i].server);
+    free(js);
+    ordo_keys_destroy(&g);
     ordo_keys_destroy(&k);
 }
 END_TEST
