@@ -24,20 +24,20 @@ typedef struct {
     int reported;       /* workers that reported next_iter */
 } promotion_t;
 
-struct ordo_sched_repl {
+struct ordo_replicas {
     int64_t max_iter; /* the newest iteration any worker reported */
     promotion_t *p;
     int n;
     json_t *joins; /* [{server, pid, iteration, unix_ms}]: replacements that joined */
 };
 
-int ordo_sched_repl_new(struct ordo_scheduler *s, ordo_sched_repl_t **out)
+int ordo_replicas_new(struct ordo_scheduler *s, ordo_replicas_t **out)
 {
     *out = NULL;
     if (s->conf.replicas <= 1) return 0;
     int rc = ordo_keys_set_replicas(s->keys, s->conf.replicas);
     if (rc) return ordo_error_context(rc, "fault.replicas");
-    ordo_sched_repl_t *r = calloc(1, sizeof *r);
+    ordo_replicas_t *r = calloc(1, sizeof *r);
     if (!r) return ORDO_ENOMEM;
     r->max_iter = -1;
     *out = r;
@@ -46,9 +46,9 @@ int ordo_sched_repl_new(struct ordo_scheduler *s, ordo_sched_repl_t **out)
     return 0;
 }
 
-void ordo_sched_repl_destroy(ordo_sched_repl_t **rp)
+void ordo_replicas_destroy(ordo_replicas_t **rp)
 {
-    ordo_sched_repl_t *r = rp ? *rp : NULL;
+    ordo_replicas_t *r = rp ? *rp : NULL;
     if (!r) return;
     free(r->p);
     json_decref(r->joins);
@@ -59,7 +59,7 @@ void ordo_sched_repl_destroy(ordo_sched_repl_t **rp)
 /* the promotions as summary.json's "promotions" (times in ms from the scheduler's start) */
 static void record(struct ordo_scheduler *s)
 {
-    ordo_sched_repl_t *r = s->repl;
+    ordo_replicas_t *r = s->repl;
     json_t *a = json_array();
     for (int i = 0; i < r->n; i++) {
         const promotion_t *p = &r->p[i];
@@ -97,9 +97,9 @@ static void send_map(struct ordo_scheduler *s, int except, int joined, const cha
     free(text);
 }
 
-int ordo_sched_repl_server_dead(struct ordo_scheduler *s, int member, int64_t silent_ms)
+int ordo_replicas_server_dead(struct ordo_scheduler *s, int member, int64_t silent_ms)
 {
-    ordo_sched_repl_t *r = s->repl;
+    ordo_replicas_t *r = s->repl;
     member_t *m = &s->members[member];
     char name[320];
     if (!r || m->role != ORDO_ROLE_SERVER || m->rank < 0)
@@ -150,10 +150,10 @@ static void welcome(struct ordo_scheduler *s, const member_t *m)
     free(text);
 }
 
-void ordo_sched_repl_join(struct ordo_scheduler *s, const ordo_msg_t *m, const char *endpoint,
+void ordo_replicas_join(struct ordo_scheduler *s, const ordo_msg_t *m, const char *endpoint,
                           int pid, int want)
 {
-    ordo_sched_repl_t *r = s->repl;
+    ordo_replicas_t *r = s->repl;
     const char *why = NULL;
     int at = -1;
     for (int i = 0; r && i < s->n_members; i++) {
@@ -191,9 +191,9 @@ void ordo_sched_repl_join(struct ordo_scheduler *s, const ordo_msg_t *m, const c
     if (s->log) ordo_runlog_set_member(s->log, "joins", r->joins);
 }
 
-void ordo_sched_repl_on_stats(struct ordo_scheduler *s, int worker, int64_t iter)
+void ordo_replicas_on_stats(struct ordo_scheduler *s, int worker, int64_t iter)
 {
-    ordo_sched_repl_t *r = s->repl;
+    ordo_replicas_t *r = s->repl;
     (void)worker;
     if (!r) return;
     if (iter > r->max_iter) r->max_iter = iter;

@@ -18,31 +18,31 @@
 
 struct ordo_scheduler;
 
-typedef struct ordo_sched_repl ordo_sched_repl_t;
+typedef struct ordo_replicas ordo_replicas_t;
 
-/* ordo_sched_repl_new sets the conf's replica count on the scheduler's key map (after the
+/* ordo_replicas_new sets the conf's replica count on the scheduler's key map (after the
  * partition) and makes the promotion record; *out stays NULL with replicas = 1. */
-int ordo_sched_repl_new(struct ordo_scheduler *s, ordo_sched_repl_t **out);
+int ordo_replicas_new(struct ordo_scheduler *s, ordo_replicas_t **out);
 
-/* ordo_sched_repl_destroy frees r; NULL-safe. */
-void ordo_sched_repl_destroy(ordo_sched_repl_t **r);
+/* ordo_replicas_destroy frees r; NULL-safe. */
+void ordo_replicas_destroy(ordo_replicas_t **r);
 
-/* ordo_sched_repl_server_dead handles the death of the server member at index member (silent
+/* ordo_replicas_server_dead handles the death of the server member at index member (silent
  * for silent_ms): 0 when its slices were handed to backups and the new map sent (the run goes
  * on), ORDO_EPEERDEAD when it cannot be (no replicas, or a slice with no live replica left). */
-int ordo_sched_repl_server_dead(struct ordo_scheduler *s, int member, int64_t silent_ms);
+int ordo_replicas_server_dead(struct ordo_scheduler *s, int member, int64_t silent_ms);
 
-/* ordo_sched_repl_join takes a server's REGISTER with "join": true (m; endpoint and pid from
+/* ordo_replicas_join takes a server's REGISTER with "join": true (m; endpoint and pid from
  * its body, want its requested rank or -1) while the run goes on: it takes the place of a dead
  * server (the requested rank if that one is dead, else the lowest dead rank), gets a WELCOME
  * with the current map, and every other live node a KEYMAP naming it, upon which the
  * primaries send it the state of each slice it backs up. Refused (REJECT with the reason)
  * without replicas or without a dead server. */
-void ordo_sched_repl_join(struct ordo_scheduler *s, const ordo_msg_t *m, const char *endpoint,
+void ordo_replicas_join(struct ordo_scheduler *s, const ordo_msg_t *m, const char *endpoint,
                           int pid, int want);
 
-/* ordo_sched_repl_on_stats notes worker `worker`'s report of iteration iter: the first
+/* ordo_replicas_on_stats notes worker `worker`'s report of iteration iter: the first
  * iteration after a promotion that every worker completed ends its recovery. */
-void ordo_sched_repl_on_stats(struct ordo_scheduler *s, int worker, int64_t iter);
+void ordo_replicas_on_stats(struct ordo_scheduler *s, int worker, int64_t iter);
 
 #endif

@@ -202,7 +202,7 @@ static void on_register(sched_t *s, ordo_msg_t *m)
     }
     if (s->welcomed && r == ORDO_ROLE_SERVER && json_is_true(json_object_get(o, "join"))) {
         /* a replacement for a dead server (scheduler/replicas.h) */
-        ordo_sched_repl_join(s, m, ep, (int)json_integer_value(pid), (int)json_integer_value(rank));
+        ordo_replicas_join(s, m, ep, (int)json_integer_value(pid), (int)json_integer_value(rank));
         goto done;
     }
     int *count = r == ORDO_ROLE_SERVER ? &s->n_servers : &s->n_workers;
@@ -252,7 +252,7 @@ static int plan_model(sched_t *s)
                                  s->conf.segment_bytes, s->conf.servers, &s->keys);
     free(numel);
     if (rc) return rc;
-    if ((rc = ordo_sched_repl_new(s, &s->repl)) != 0) return rc;
+    if ((rc = ordo_replicas_new(s, &s->repl)) != 0) return rc;
     /* the plan is made before anyone registers (before the welcome when the workers declare
      * the model), so a bad order or oracle file stops the start-up with its reason */
     if ((rc = ordo_runplan_make(&s->conf, s->model, s->keys, &s->plan)) != 0)
@@ -314,7 +314,7 @@ static int check_liveness(sched_t *s)
         member_t *m = &s->members[i];
         int64_t silent_ms = (now - m->last_seen_ns) / 1000000;
         if (m->gone) continue;
-        if (silent_ms > s->conf.timeout_ms && ordo_sched_repl_server_dead(s, i, silent_ms) == 0)
+        if (silent_ms > s->conf.timeout_ms && ordo_replicas_server_dead(s, i, silent_ms) == 0)
             continue;
         if (silent_ms > s->conf.timeout_ms) {
             char name[320], why[512];
@@ -380,7 +380,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
                       ordo_error_text(rc));
         else if (s->log)
             ordo_runlog_add(s->log, &st);
-        if (!rc) ordo_sched_repl_on_stats(s, st.worker, st.iter);
+        if (!rc) ordo_replicas_on_stats(s, st.worker, st.iter);
         break;
     }
     case ORDO_MSG_DONE: {
@@ -549,7 +549,7 @@ void ordo_scheduler_destroy(ordo_scheduler_t **p)
     ordo_runlog_destroy(&s->log);
     ordo_transport_destroy(&s->tp, s->aborted ? 1000 : 2000);
     ordo_keys_destroy(&s->keys);
-    ordo_sched_repl_destroy(&s->repl);
+    ordo_replicas_destroy(&s->repl);
     ordo_model_destroy(&s->model);
     json_decref(s->plan);
     ordo_sparse_coord_destroy(&s->sparse);

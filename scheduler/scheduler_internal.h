@@ -61,7 +61,7 @@ struct ordo_scheduler {
     bool aborted;          /* the run was aborted: ABORT sent, summary written */
     char *summary;         /* the summary's JSON text once the run completed */
     ordo_replan_t *replan; /* collective re-plans (ordo_replan) */
-    struct ordo_sched_repl *repl; /* [fault] replicas > 1: promotions (scheduler/replicas.h) */
+    struct ordo_replicas *repl; /* [fault] replicas > 1: promotions (scheduler/replicas.h) */
 };
 
 typedef ordo_scheduler_t sched_t;
