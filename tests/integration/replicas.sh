@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Replicated servers ([fault] replicas, docs/architecture.md "Replicated servers") on the
 # synthetic job, whose every value follows a formula: with replicas = 2, 2 servers and 2
-# workers, SIGKILL a server mid-run. The scheduler promotes its backups and the run completes
-# with exit 0 for every survivor, every pulled value right ("0 wrong") and the final values
-# bit for bit those of a fault-free run (their FNV-1a hash); summary.json records the
-# promotion with its recovery time. A replacement server joins (ordo-server --join) and, once
-# the other original server is killed too, finishes the run alone. With replicas = 1 a dead server still stops the run
-# (exit 3 everywhere, naming it); ordo-launch goes on when a server dies with replicas; and
-# replicas above the server count are refused.
+# workers, SIGKILL a server mid-run. The scheduler promotes its backups; a replacement server
+# joins (ordo-server --join) and is brought up to date; then the other original server is
+# killed too and the replacement finishes the run. Every survivor exits 0, every pulled value
+# is right ("0 wrong"), the final values are bit for bit a fault-free run's (their FNV-1a
+# hash), and summary.json records both promotions, the join and the recovery time. With
+# replicas = 1 a dead server still stops the run (exit 3 everywhere, naming it); ordo-launch
+# goes on when a server dies with replicas; and replicas above the server count are refused.
 source "$(dirname "$0")/lib.sh"
 iters=400
 common=(--model.trainer=synthetic "--model.tensors=64KiB,1MiB,4KiB" --model.iterations=$iters
@@ -50,59 +50,45 @@ ref=$(hash_of)
 grep -q ", 0 wrong" "$T/worker0.log" || fail "the reference run pulled wrong values"
 ok "fault-free run: final values fnv1a $ref"
 
-# replicas = 2: kill server 0 half-way
+# replicas = 2: kill server 1 mid-run; its backups (on server 0) take over. Then a replacement
+# joins (ordo-server --join) and is brought up to date as a backup; then server 0 dies too,
+# and the replacement, promoted, finishes the run with the fault-free values
 cluster kill --fault.replicas=2
-wait_iters kill $((iters / 2))
-dead=${PID[server0]}
+wait_iters kill 150
+dead=${PID[server1]}
 kill -KILL "$dead"
 kill_ms=$(( $(date +%s%N) / 1000000 ))
-at=$(wc -l < "$T/kill/metrics.jsonl")
-for n in scheduler server1 worker0 worker1; do
-  finish $n 120
-  [ "$st" = 0 ] || fail "replicas = 2, server 0 killed: $n ended with '$st', expected 0"
-done
-for n in worker0 worker1; do
-  grep -q "$iters iterations, [0-9]* pulled values checked, 0 wrong" "$T/$n.log" ||
-    fail "$n: pulled values wrong after the promotion"
-done
-got=$(hash_of)
-[ "$got" = "$ref" ] || fail "final values fnv1a $got after the kill, $ref without"
-grep -q "server 0 (pid $dead.*dead.*promoted backups" "$T/scheduler.log" ||
-  fail "the scheduler did not log the promotion"
-rec=$(python3 -c "
-import json; p = json.load(open('$T/kill/summary.json'))['promotions']
-assert len(p) == 1 and p[0]['server'] == 0 and p[0]['next_iteration'] > 0, p
-print('%d' % (p[0]['next_iteration_unix_ms'] - $kill_ms))") || fail "summary.json has no promotion record"
-ok "server 0 killed after $at of $((2 * iters)) worker-iterations: survivors exit 0, 0 wrong, final values equal (fnv1a $got); recovery $rec ms from the kill to the next completed iteration (timeout 2000 ms)"
-
-# a replacement joins (ordo-server --join) in place of a killed server and is brought up to
-# date as a backup: then the other original server dies too, and the replacement, promoted,
-# finishes the run with the same values
-cluster join --fault.replicas=2
-wait_iters join 150
-kill -KILL "${PID[server1]}"
+at1=$(wc -l < "$T/kill/metrics.jsonl")
 for _ in $(seq 1 1200); do grep -q "recovered from the death of server 1" "$T/scheduler.log" && break; sleep 0.05; done
-grep -q "recovered from the death of server 1" "$T/scheduler.log" || fail "no promotion after server 1 died"
+grep -q "server 1 (pid $dead.*dead.*promoted backups" "$T/scheduler.log" ||
+  fail "the scheduler did not log the promotion"
+grep -q "recovered from the death of server 1" "$T/scheduler.log" || fail "no iteration completed after the promotion"
 ep=$(ready scheduler)
-start server2 "$BIN/ordo-server" "${common[@]}" --output.run=join --fault.replicas=2 \
+start server2 "$BIN/ordo-server" "${common[@]}" --output.run=kill --fault.replicas=2 \
   --cluster.scheduler="$ep" --join
 for _ in $(seq 1 400); do grep -q "joined in place of the dead server 1" "$T/scheduler.log" && break; sleep 0.05; done
 grep -q "joined in place of the dead server 1" "$T/scheduler.log" || fail "the replacement did not join"
-wait_iters join $(( $(wc -l < "$T/join/metrics.jsonl") + 60 ))
+wait_iters kill $(( $(wc -l < "$T/kill/metrics.jsonl") + 60 ))
 kill -KILL "${PID[server0]}"
-at=$(wc -l < "$T/join/metrics.jsonl")
-[ "$at" -lt $((2 * iters)) ] || fail "the run ended before the second kill"
+at2=$(wc -l < "$T/kill/metrics.jsonl")
+[ "$at2" -lt $((2 * iters)) ] || fail "the run ended before the second kill"
 for n in scheduler server2 worker0 worker1; do
   finish $n 120
-  [ "$st" = 0 ] || fail "after a join and a second kill: $n ended with '$st', expected 0"
+  [ "$st" = 0 ] || fail "replicas = 2, servers 1 and 0 killed: $n ended with '$st', expected 0"
+done
+for n in worker0 worker1; do
+  grep -q "$iters iterations, [0-9]* pulled values checked, 0 wrong" "$T/$n.log" ||
+    fail "$n: pulled values wrong after a promotion"
 done
 got=$(hash_of)
-[ "$got" = "$ref" ] || fail "final values fnv1a $got after a join and two kills, $ref without"
-python3 -c "
-import json; d = json.load(open('$T/join/summary.json'))
-assert [p['server'] for p in d['promotions']] == [1, 0], d['promotions']
-assert [j['server'] for j in d['joins']] == [1], d['joins']" || fail "summary.json: promotions or joins wrong"
-ok "ordo-server --join replaced server 1; server 0 killed after $at of $((2 * iters)) worker-iterations; the replacement finished the run, final values equal"
+[ "$got" = "$ref" ] || fail "final values fnv1a $got after the kills, $ref without"
+rec=$(python3 -c "
+import json; d = json.load(open('$T/kill/summary.json')); p = d['promotions']
+assert [x['server'] for x in p] == [1, 0] and p[0]['next_iteration'] > 0, p
+assert [j['server'] for j in d['joins']] == [1], d['joins']
+print('%d' % (p[0]['next_iteration_unix_ms'] - $kill_ms))") || fail "summary.json: promotions or joins wrong"
+ok "server 1 killed after $at1 of $((2 * iters)) worker-iterations: its backups took over, the next iteration completed $rec ms after the kill (timeout 2000 ms)"
+ok "ordo-server --join replaced it; server 0 killed after $at2: the replacement finished the run; survivors exit 0, 0 wrong, final values equal (fnv1a $got)"
 
 # replicas = 1: a dead server still stops the run
 cluster one --model.iterations=100000
