@@ -6,6 +6,7 @@
 # killed too and the replacement finishes the run. Every survivor exits 0, every pulled value
 # is right ("0 wrong"), the final values are bit for bit a fault-free run's (their FNV-1a
 # hash), and summary.json records both promotions, the join and the recovery time. With
+# replicas = 3 on 3 servers two servers die in turn and the third finishes the same way. With
 # replicas = 1 a dead server still stops the run (exit 3 everywhere, naming it); ordo-launch
 # goes on when a server dies with replicas; and replicas above the server count are refused.
 source "$(dirname "$0")/lib.sh"
@@ -14,18 +15,19 @@ common=(--model.trainer=synthetic "--model.tensors=64KiB,1MiB,4KiB" --model.iter
         --cluster.servers=2 --cluster.workers=2 --fault.timeout_ms=2000 --fault.heartbeat_ms=200
         --output.dir="$T" --output.progress_every=0)
 
-# cluster RUN ARGS...: start a scheduler, 2 servers and 2 workers of run RUN
+# cluster RUN ARGS...: start a scheduler, $NS servers (default 2) and 2 workers of run RUN
 cluster() {
   local run=$1; shift
-  start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run="$run" "$@" \
+  local ns=${NS:-2}
+  start scheduler "$BIN/ordo-scheduler" "${common[@]}" --cluster.servers="$ns" --output.run="$run" "$@" \
     --cluster.scheduler=tcp://127.0.0.1:0
   local ep; ep=$(ready scheduler)
-  for i in 0 1; do
-    start server$i "$BIN/ordo-server" "${common[@]}" --output.run="$run" "$@" \
+  for i in $(seq 0 $((ns - 1))); do
+    start server$i "$BIN/ordo-server" "${common[@]}" --cluster.servers="$ns" --output.run="$run" "$@" \
       --cluster.scheduler="$ep" --cluster.rank=$i
   done
   for i in 0 1; do
-    start worker$i "$BIN/ordo-worker" "${common[@]}" --output.run="$run" "$@" \
+    start worker$i "$BIN/ordo-worker" "${common[@]}" --cluster.servers="$ns" --output.run="$run" "$@" \
       --cluster.scheduler="$ep" --cluster.rank=$i
   done
 }
@@ -90,6 +92,24 @@ print('%d' % (p[0]['next_iteration_unix_ms'] - $kill_ms))") || fail "summary.jso
 ok "server 1 killed after $at1 of $((2 * iters)) worker-iterations: its backups took over, the next iteration completed $rec ms after the kill (timeout 2000 ms)"
 ok "ordo-server --join replaced it; server 0 killed after $at2: the replacement finished the run; survivors exit 0, 0 wrong, final values equal (fnv1a $got)"
 
+# replicas = 3 on 3 servers: two servers die one after the other; each time a new primary
+# first hands its state to the remaining backup, and the last server finishes the run
+NS=3 cluster three --fault.replicas=3
+wait_iters three 150
+kill -KILL "${PID[server1]}"
+for _ in $(seq 1 1200); do grep -q "recovered from the death of server 1" "$T/scheduler.log" && break; sleep 0.05; done
+wait_iters three $(( $(wc -l < "$T/three/metrics.jsonl") + 60 ))
+kill -KILL "${PID[server2]}"
+at2=$(wc -l < "$T/three/metrics.jsonl")
+[ "$at2" -lt $((2 * iters)) ] || fail "replicas = 3: the run ended before the second kill"
+for n in scheduler server0 worker0 worker1; do
+  finish $n 120
+  [ "$st" = 0 ] || fail "replicas = 3, servers 1 and 2 killed: $n ended with '$st', expected 0"
+done
+got=$(hash_of)
+[ "$got" = "$ref" ] || fail "replicas = 3: final values fnv1a $got after two kills, $ref without"
+ok "replicas = 3: servers 1 and 2 killed one after the other, server 0 finished the run, final values equal"
+
 # replicas = 1: a dead server still stops the run
 cluster one --model.iterations=100000
 wait_iters one 40
@@ -121,4 +141,4 @@ out=$("$BIN/ordo-scheduler" "${common[@]}" --fault.replicas=3 --cluster.schedule
 [ $? = 2 ] || fail "fault.replicas = 3 with 2 servers was not refused as a conf error"
 grep -q "fault.replicas (3) must be at most cluster.servers (2)" <<< "$out" || fail "refusal: $out"
 ok "fault.replicas above the servers is refused"
-echo "6 passed, 0 failed"
+echo "7 passed, 0 failed"
