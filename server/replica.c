@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* a worker's messages kept for slices still held as a backup: a bound, so that a confused
- * worker cannot fill the server's memory */
+/* a worker's messages kept for slices still held as a backup: bounds, so that a confused
+ * worker cannot fill the server's memory (a promotion parks at most one iteration's
+ * messages of the workers) */
 #define MAX_PARKED 65536
+#define MAX_PARKED_BYTES ((size_t)1 << 30)
 
 typedef struct {
     int64_t iter; /* the push's iteration: sent once iter + 1 is visible */
@@ -31,6 +33,7 @@ struct ordo_replica {
     ack_list_t *acks;    /* per slice: push acknowledgements waiting for the backups */
     ordo_msg_t *parked;  /* workers' messages for slices not (yet) ours */
     int n_parked, cap_parked;
+    size_t parked_bytes; /* their payloads */
     uint64_t n_sent, n_dup;
 };
 
@@ -208,8 +211,12 @@ void ordo_replica_ack(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack
 int ordo_replica_park(ordo_server_t *s, ordo_msg_t *m)
 {
     ordo_replica_t *r = s->repl;
-    if (r->n_parked >= MAX_PARKED)
-        return ordo_error_set(ORDO_EFULL, "%d messages already wait for a new key map", MAX_PARKED);
+    size_t bytes = 0;
+    for (int i = 0; i < m->nframes; i++)
+        bytes += zmq_msg_size(&m->frames[i]);
+    if (r->n_parked >= MAX_PARKED || r->parked_bytes + bytes > MAX_PARKED_BYTES)
+        return ordo_error_set(ORDO_EFULL, "%d messages (%zu bytes) already wait for a new key map",
+                              r->n_parked, r->parked_bytes);
     if (r->n_parked == r->cap_parked) {
         int cap = r->cap_parked ? r->cap_parked * 2 : 16;
         ordo_msg_t *p = realloc(r->parked, sizeof *p * (size_t)cap);
@@ -220,6 +227,7 @@ int ordo_replica_park(ordo_server_t *s, ordo_msg_t *m)
     ordo_msg_init(&r->parked[r->n_parked], m->hdr.type);
     ordo_msg_move(&r->parked[r->n_parked], m);
     r->n_parked++;
+    r->parked_bytes += bytes;
     return 0;
 }
 
@@ -384,6 +392,7 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
     ordo_msg_t *parked = r->parked;
     r->parked = NULL;
     r->n_parked = r->cap_parked = 0;
+    r->parked_bytes = 0;
     for (int i = 0; i < n; i++) {
         ordo__server_on_data(s, &parked[i]);
         ordo_msg_close(&parked[i]);
