@@ -181,6 +181,12 @@ const key_t_ ordo__conf_keys[] = {
      "interval between heartbeats"},
     {"fault", "startup_ms", T_INT, OFF(startup_ms), 0, "60000", 100, 3600000, NULL,
      "how long the scheduler waits for every node to register (and nodes for WELCOME)"},
+    {"fault", "replicas", T_INT, OFF(replicas), 0, "1", 1, 3, NULL,
+     "servers holding each key slice: a primary and replicas - 1 backups on the next servers in "
+     "rank order; an update is answered only once every live replica holds it, and when a "
+     "server dies the scheduler promotes a backup and the run goes on (1 = no copies: a dead "
+     "server stops the run; at most cluster.servers; needs push.mode = dense, sync.mode = bsp "
+     "without backup workers, no intra groups, no checkpoints)"},
     {"fault", "checkpoint_every", T_INT, OFF(checkpoint_every), 0, "0", 0, 100000000, NULL,
      "worker 0 writes RUN/checkpoint.bin (the params.bin format) with the parameters after "
      "every N updates, and the servers their momentum (checkpoint-server-R.bin); "
@@ -697,6 +703,18 @@ int ordo_conf_validate(const ordo_conf_t *conf)
                               : conf->sync_mode == ORDO_SYNC_ASP ? "asp"
                                                                  : "bsp",
                               conf->backup > 0 ? " with sync.backup" : "");
+    if (conf->replicas > conf->servers)
+        return ordo_error_set(ORDO_EINVAL, "fault.replicas (%d) must be at most cluster.servers "
+                              "(%d): each copy of a slice lives on another server",
+                              conf->replicas, conf->servers);
+    if (conf->replicas > 1 &&
+        (conf->push_mode != ORDO_PUSH_DENSE || conf->sync_mode != ORDO_SYNC_BSP ||
+         conf->backup > 0 || (conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1) ||
+         conf->checkpoint_every > 0 || conf->resume[0]))
+        return ordo_error_set(ORDO_EINVAL, "fault.replicas = %d needs push.mode = dense, "
+                              "sync.mode = bsp without sync.backup, no intra groups and no "
+                              "fault.checkpoint_every or fault.resume (not combined with replicas yet)",
+                              conf->replicas);
     if (conf->heartbeat_ms * 2 > conf->timeout_ms)
         return ordo_error_set(ORDO_EINVAL,
                               "fault.heartbeat_ms (%d) must be at most half of fault.timeout_ms (%d)",

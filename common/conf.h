@@ -109,6 +109,7 @@ typedef struct ordo_conf {
     int timeout_ms;
     int heartbeat_ms;
     int startup_ms;
+    int replicas; /* servers holding each key slice: a primary and replicas - 1 backups */
     int checkpoint_every; /* iterations between checkpoints of worker 0 (0 = none) */
     char resume[ORDO_CONF_PATH]; /* a run folder whose checkpoint the run goes on from */
     int fault_worker;            /* ordo_fault_worker_t */

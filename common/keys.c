@@ -19,7 +19,11 @@ static ordo_keys_t *alloc_keys(int n_keys, int n_slices, int n_servers)
     k->n_chunks = calloc((size_t)n_keys + 1, sizeof *k->n_chunks);
     k->slices = calloc((size_t)n_slices + 1, sizeof *k->slices);
     k->server_bytes = calloc((size_t)n_servers + 1, sizeof *k->server_bytes);
-    if (!k->numel || !k->first_slice || !k->n_chunks || !k->slices || !k->server_bytes)
+    k->home = calloc((size_t)n_slices + 1, sizeof *k->home);
+    k->dead = calloc((size_t)n_servers + 1, 1);
+    k->replicas = 1;
+    if (!k->numel || !k->first_slice || !k->n_chunks || !k->slices || !k->server_bytes ||
+        !k->home || !k->dead)
         ordo_keys_destroy(&k);
     return k;
 }
@@ -29,6 +33,8 @@ void ordo_keys_destroy(ordo_keys_t **kp)
     ordo_keys_t *k = *kp;
     if (!k) return;
     free(k->numel);
+    free(k->home);
+    free(k->dead);
     free(k->first_slice);
     free(k->n_chunks);
     free(k->slices);
@@ -121,7 +127,7 @@ int ordo_keys_partition(const int64_t *numel, int n_keys, size_t elem_size, int6
         for (int srv = 1; srv < n_servers; srv++)
             if (k->server_bytes[srv] < k->server_bytes[best]) best = srv;
         for (int j = 0; j < un->n; j++)
-            k->slices[un->first + j].server = best;
+            k->slices[un->first + j].server = k->home[un->first + j] = best;
         k->server_bytes[best] += un->numel * (int64_t)elem_size;
     }
     free(unit);
@@ -147,13 +153,60 @@ char *ordo_keys_to_json(const ordo_keys_t *k)
         const ordo_slice_t *s = &k->slices[i];
         json_array_append_new(slices, json_pack("[IIIII]", (json_int_t)s->key, (json_int_t)s->chunk,
                                                 (json_int_t)s->offset, (json_int_t)s->numel,
-                                                (json_int_t)s->server));
+                                                (json_int_t)k->home[i]));
+    }
+    if (k->replicas > 1) {
+        json_t *dead = json_array();
+        for (int i = 0; i < k->n_servers; i++)
+            if (k->dead[i]) json_array_append_new(dead, json_integer(i));
+        json_t *primary = json_array();
+        for (int i = 0; i < k->n_slices; i++)
+            json_array_append_new(primary, json_integer(k->slices[i].server));
+        json_object_set_new(root, "replicas", json_integer(k->replicas));
+        json_object_set_new(root, "dead", dead);
+        json_object_set_new(root, "primary", primary);
     }
     json_object_set_new(root, "numel", numel);
     json_object_set_new(root, "slices", slices);
     char *text = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     return text;
+}
+
+/* the map's "replicas" and "dead" members, when there */
+static int replicas_from_json(ordo_keys_t *k, json_t *root)
+{
+    json_t *r = json_object_get(root, "replicas"), *dead = json_object_get(root, "dead");
+    if (!r) return 0;
+    if (!json_is_integer(r) || ordo_keys_set_replicas(k, (int)json_integer_value(r)) != 0)
+        return ordo_error_set(ORDO_EPROTO, "key map: \"replicas\" is not 1 to %d (and at most "
+                              "the %d servers)", ORDO_KEYS_MAX_REPLICAS, k->n_servers);
+    if (dead && !json_is_array(dead))
+        return ordo_error_set(ORDO_EPROTO, "key map: \"dead\" is not an array");
+    for (size_t i = 0; i < json_array_size(dead); i++) {
+        json_t *d = json_array_get(dead, i);
+        if (!json_is_integer(d) || json_integer_value(d) < 0 ||
+            json_integer_value(d) >= k->n_servers ||
+            ordo_keys_server_failed(k, (int)json_integer_value(d), NULL) != 0)
+            return ordo_error_set(ORDO_EPROTO, "key map: dead[%zu] is not a server whose slices "
+                                  "have a live replica", i);
+    }
+    /* the current primaries (they stay where they are when a replacement joins) */
+    json_t *primary = json_object_get(root, "primary");
+    if (!primary) return 0;
+    if (!json_is_array(primary) || (int)json_array_size(primary) != k->n_slices)
+        return ordo_error_set(ORDO_EPROTO, "key map: \"primary\" is not an array of %d servers",
+                              k->n_slices);
+    for (int i = 0; i < k->n_slices; i++) {
+        json_t *p = json_array_get(primary, (size_t)i);
+        int srv = json_is_integer(p) ? (int)json_integer_value(p) : -1;
+        if (srv < 0 || srv >= k->n_servers || !ordo_keys_holds(k, i, srv))
+            return ordo_error_set(ORDO_EPROTO, "key map: primary[%d] is not a live replica", i);
+        k->server_bytes[k->slices[i].server] -= k->slices[i].numel * (int64_t)k->elem_size;
+        k->server_bytes[srv] += k->slices[i].numel * (int64_t)k->elem_size;
+        k->slices[i].server = srv;
+    }
+    return 0;
 }
 
 int ordo_keys_from_json(const char *text, ordo_keys_t **out)
@@ -219,13 +272,14 @@ int ordo_keys_from_json(const char *text, ordo_keys_t **out)
         s->chunk = (uint32_t)chunk;
         s->offset = off;
         s->numel = n;
-        s->server = (int)srv;
+        s->server = k->home[i] = (int)srv;
         k->server_bytes[srv] += n * (int64_t)k->elem_size;
     }
     if (cur != nk - 1 || (nk > 0 && next_off != k->numel[cur])) {
         rc = ordo_error_set(ORDO_EPROTO, "key map: slices do not cover every tensor");
         goto done;
     }
+    if ((rc = replicas_from_json(k, root)) != 0) goto done;
     *out = k;
     k = NULL;
     rc = 0;
@@ -233,4 +287,70 @@ done:
     ordo_keys_destroy(&k);
     json_decref(root);
     return rc;
+}
+
+int ordo_keys_set_replicas(ordo_keys_t *k, int replicas)
+{
+    if (replicas < 1 || replicas > ORDO_KEYS_MAX_REPLICAS || replicas > k->n_servers)
+        return ordo_error_set(ORDO_EINVAL, "%d replicas (1 to %d, at most the %d servers)",
+                              replicas, ORDO_KEYS_MAX_REPLICAS, k->n_servers);
+    k->replicas = replicas;
+    return 0;
+}
+
+int ordo_keys_replica(const ordo_keys_t *k, int slice, int j)
+{
+    if (j < 0 || j >= k->replicas) return -1;
+    return (k->home[slice] + j) % k->n_servers;
+}
+
+bool ordo_keys_holds(const ordo_keys_t *k, int slice, int server)
+{
+    for (int j = 0; j < k->replicas; j++) {
+        int r = ordo_keys_replica(k, slice, j);
+        if (r == server) return !k->dead[r];
+    }
+    return false;
+}
+
+/* the first live replica of slice with `server` also counted as dead; -1 when none */
+static int first_live(const ordo_keys_t *k, int slice, int server)
+{
+    for (int j = 0; j < k->replicas; j++) {
+        int r = ordo_keys_replica(k, slice, j);
+        if (r != server && !k->dead[r]) return r;
+    }
+    return -1;
+}
+
+int ordo_keys_server_failed(ordo_keys_t *k, int server, int *moved)
+{
+    int n = 0;
+    if (moved) *moved = 0;
+    if (server < 0 || server >= k->n_servers)
+        return ordo_error_set(ORDO_EINVAL, "no server %d", server);
+    if (k->dead[server]) return 0;
+    for (int i = 0; i < k->n_slices; i++)
+        if (first_live(k, i, server) < 0)
+            return ordo_error_set(ORDO_EPEERDEAD, "key %u chunk %u has no live replica without "
+                                  "server %d", k->slices[i].key, k->slices[i].chunk, server);
+    k->dead[server] = 1;
+    for (int i = 0; i < k->n_slices; i++) {
+        if (k->slices[i].server != server) continue;
+        int to = first_live(k, i, -1);
+        k->server_bytes[server] -= k->slices[i].numel * (int64_t)k->elem_size;
+        k->server_bytes[to] += k->slices[i].numel * (int64_t)k->elem_size;
+        k->slices[i].server = to;
+        n++;
+    }
+    if (moved) *moved = n;
+    return 0;
+}
+
+int ordo_keys_server_joined(ordo_keys_t *k, int server)
+{
+    if (server < 0 || server >= k->n_servers)
+        return ordo_error_set(ORDO_EINVAL, "no server %d", server);
+    k->dead[server] = 0;
+    return 0;
 }

@@ -8,6 +8,7 @@
 #ifndef ORDO_KEYS_H
 #define ORDO_KEYS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,7 +30,14 @@ typedef struct ordo_keys {
     int n_slices;
     ordo_slice_t *slices; /* key-major, chunk order */
     int64_t *server_bytes;
+    /* [fault] replicas: slice i lives on `replicas` servers, home[i], home[i] + 1, ... (modulo
+     * n_servers); its primary (slices[i].server) is the first of them not dead */
+    int replicas;
+    int *home;     /* per slice: the server the partition placed it on */
+    uint8_t *dead; /* per server: failed (ordo_keys_server_failed) */
 } ordo_keys_t;
+
+#define ORDO_KEYS_MAX_REPLICAS 3
 
 /* ordo_keys_partition builds the map for n_keys tensors of numel[k] elements; chunks of at
  * most partition_bytes are placed, segments of at most segment_bytes are the slices (0, or
@@ -41,12 +49,37 @@ int ordo_keys_partition(const int64_t *numel, int n_keys, size_t elem_size, int6
 int ordo_keys_slice(const ordo_keys_t *k, uint32_t key, uint32_t chunk);
 
 /* ordo_keys_to_json returns the map as compact JSON text (caller frees):
- * {"servers":S,"elem":4,"numel":[...],"slices":[[key,chunk,offset,numel,server],...]} */
+ * {"servers":S,"elem":4,"numel":[...],"slices":[[key,chunk,offset,numel,server],...]}, the
+ * server being each slice's home; with replicas > 1 also "replicas":R, "dead":[ranks] and
+ * "primary":[each slice's current primary]. */
 char *ordo_keys_to_json(const ordo_keys_t *k);
 
 /* ordo_keys_from_json parses and validates a map sent by the scheduler: slices must tile
- * every key exactly, in key-major chunk order, with servers in range. */
+ * every key exactly, in key-major chunk order, with servers in range. The map's optional
+ * "replicas" and "dead" members (written when replicas > 1) restore the replica sets. */
 int ordo_keys_from_json(const char *json, ordo_keys_t **out);
+
+/* ordo_keys_set_replicas makes every slice live on `replicas` servers (1 to
+ * ORDO_KEYS_MAX_REPLICAS, at most n_servers): its home, the primary, and the next ones in rank
+ * order as backups. ORDO_EINVAL outside that range. */
+int ordo_keys_set_replicas(ordo_keys_t *k, int replicas);
+
+/* ordo_keys_replica returns slice's j-th replica (0: home) whether alive or not, or -1 when
+ * j >= replicas. */
+int ordo_keys_replica(const ordo_keys_t *k, int slice, int j);
+
+/* ordo_keys_holds tells whether server is one of slice's live replicas. */
+bool ordo_keys_holds(const ordo_keys_t *k, int slice, int server);
+
+/* ordo_keys_server_failed marks server dead and makes the first live replica of each of its
+ * slices the primary (slices[i].server); *moved (may be NULL) counts those slices. Marking
+ * a dead server again changes nothing. ORDO_EPEERDEAD when some slice has no live replica
+ * left (the map is then left unchanged). */
+int ordo_keys_server_failed(ordo_keys_t *k, int server, int *moved);
+
+/* ordo_keys_server_joined marks server alive again (a replacement joined in its place): it
+ * holds its replica slots once more, as a backup; no primary changes. */
+int ordo_keys_server_joined(ordo_keys_t *k, int server);
 
 /* ordo_keys_destroy frees *k and sets it to NULL; NULL-safe. */
 void ordo_keys_destroy(ordo_keys_t **k);

@@ -113,6 +113,7 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
     json_t *reg = json_pack("{s:s, s:s, s:i, s:i}", "role", ordo_wire_role_name(role), "token",
                             conf->token, "rank", conf->rank, "pid", (int)getpid());
     if (endpoint) json_object_set_new(reg, "endpoint", json_string(endpoint));
+    if (node->join) json_object_set_new(reg, "join", json_true());
     if (node->reg_tensors) {
         json_t *t = json_loads(node->reg_tensors, 0, NULL);
         if (!json_is_array(t)) {

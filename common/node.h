@@ -7,6 +7,8 @@
 
 #include "common/conf.h"
 #include "common/keys.h"
+
+#include <stdbool.h>
 #include "common/transport.h"
 
 typedef struct ordo_node {
@@ -22,6 +24,8 @@ typedef struct ordo_node {
     int64_t rejoin_iter; /* a restarted worker: the iteration it goes on at; -1 otherwise */
     const char *reg_tensors; /* set before joining: a JSON array the REGISTER carries as
                               * "tensors" (a worker's declared tensors), or NULL */
+    bool join; /* set before joining: a server that replaces a dead one in a running cluster
+                * ([fault] replicas; the REGISTER carries "join": true) */
     ordo_msg_t *early; /* data messages that arrived before the WELCOME, in order */
     int n_early, cap_early;
 } ordo_node_t;

@@ -43,6 +43,12 @@ typedef enum {
     ORDO_MSG_REPLAN,         /* worker -> scheduler: JSON {"profile", "names"} (rank 0) or {};
                               * scheduler -> server: the new plan; server -> scheduler: ack;
                               * scheduler -> worker: the new plan or {"error": reason} */
+    ORDO_MSG_KEYMAP,         /* scheduler -> node ([fault] replicas): JSON {"dead": [server
+                              * ranks], "promoted": n}: those servers failed, their slices'
+                              * first live backups are now the primaries */
+    ORDO_MSG_REPL,           /* primary -> backup server: the state of slice (key, chunk) at
+                              * version iter: frame 0 the value, frame 1 the momentum (if any) */
+    ORDO_MSG_REPL_ACK,       /* backup -> primary: it holds (key, chunk) at version iter */
     ORDO_MSG_MEMBERS,        /* scheduler -> server, worker: JSON {"live": [ranks], "left": rank,
                               * "iter": t}: fault.worker = shrink, worker `left` is gone; the
                               * iterations from t on are the live workers' alone */

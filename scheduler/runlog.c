@@ -360,3 +360,4 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
     json_decref(root);
     return rc;
 }
+

@@ -11,6 +11,8 @@
 
 #include "common/conf.h"
 
+#include <jansson.h>
+
 typedef struct ordo_runlog ordo_runlog_t;
 
 /* One worker's figures for one iteration, as reported in a STATS message. Times t_start_ns

@@ -19,6 +19,7 @@
 #include "planner/oracle.h"
 #include "scheduler/declared.h"
 #include "scheduler/replan.h"
+#include "scheduler/replicas.h"
 #include "scheduler/runlog.h"
 #include "scheduler/runplan.h"
 #include "scheduler/runplan_merge.h"
@@ -70,7 +71,7 @@ void ordo__sched_reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type,
 static void broadcast(sched_t *s, int type, const char *text)
 {
     for (int i = 0; i < s->n_members; i++)
-        if (!s->members[i].dead)
+        if (!s->members[i].dead && !s->members[i].gone)
             ordo__sched_reply(s, s->members[i].rid, s->members[i].rid_len, type, text);
 }
 
@@ -209,6 +210,11 @@ static void on_register(sched_t *s, ordo_msg_t *m)
               "[model] trainer = declared: the worker must declare its tensors (ordo_declare)");
         goto done;
     }
+    if (s->welcomed && r == ORDO_ROLE_SERVER && json_is_true(json_object_get(o, "join"))) {
+        /* a replacement for a dead server (scheduler/replicas.h) */
+        ordo_replicas_join(s, m, ep, (int)json_integer_value(pid), (int)json_integer_value(rank));
+        goto done;
+    }
     int *count = r == ORDO_ROLE_SERVER ? &s->n_servers : &s->n_workers;
     int limit = r == ORDO_ROLE_SERVER ? s->conf.servers : s->conf.workers;
     if (s->welcomed || *count >= limit) {
@@ -256,6 +262,7 @@ static int plan_model(sched_t *s)
                                  s->conf.segment_bytes, s->conf.servers, &s->keys);
     free(numel);
     if (rc) return rc;
+    if ((rc = ordo_replicas_new(s, &s->repl)) != 0) return rc;
     /* the plan is made before anyone registers (before the welcome when the workers declare
      * the model), so a bad order or oracle file stops the start-up with its reason */
     if ((rc = ordo_runplan_make(&s->conf, s->model, s->keys, &s->plan)) != 0)
@@ -317,6 +324,9 @@ static int check_liveness(sched_t *s)
     for (int i = 0; i < s->n_members; i++) {
         member_t *m = &s->members[i];
         int64_t silent_ms = (now - m->last_seen_ns) / 1000000;
+        if (m->gone) continue; /* a server whose slices went to its backups */
+        if (silent_ms > s->conf.timeout_ms && ordo_replicas_server_dead(s, i, silent_ms) == 0)
+            continue;
         if (silent_ms > s->conf.timeout_ms || m->dead) {
             int rc = ordo__sched_member_silent(s, m, silent_ms); /* scheduler/membership.c */
             if (rc) return rc;
@@ -357,6 +367,11 @@ static int handle(sched_t *s, ordo_msg_t *m)
         ORDO_WARN("dropped %s from an unregistered peer", ordo_wire_type_name(m->hdr.type));
         return 0;
     }
+    if (mb->gone) { /* a server declared dead that came back: it is no longer part of the run */
+        ordo__sched_reply(s, mb->rid, mb->rid_len, ORDO_MSG_ABORT,
+                          "this server was declared dead and its slices promoted elsewhere");
+        return 0;
+    }
     mb->last_seen_ns = ordo_clock_ns();
     switch (m->hdr.type) {
     case ORDO_MSG_HEARTBEAT:
@@ -375,6 +390,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
         else if (s->log)
             ordo_runlog_add(s->log, &st);
         if (!rc) ordo__sched_on_stats(s, mb, st.iter);
+        if (!rc) ordo_replicas_on_stats(s, st.worker, st.iter);
         break;
     }
     case ORDO_MSG_DONE: {
@@ -545,6 +561,7 @@ void ordo_scheduler_destroy(ordo_scheduler_t **p)
     ordo_runlog_destroy(&s->log);
     ordo_transport_destroy(&s->tp, s->aborted ? 1000 : 2000);
     ordo_keys_destroy(&s->keys);
+    ordo_replicas_destroy(&s->repl);
     ordo_model_destroy(&s->model);
     json_decref(s->plan);
     ordo_sparse_coord_destroy(&s->sparse);

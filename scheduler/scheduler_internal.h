@@ -33,6 +33,7 @@ typedef struct {
     int restarts;       /* restart: how many times this rank was restarted */
     int64_t next_iter;  /* a worker: the first iteration it has not reported (STATS) */
     bool recovering;    /* a restarted worker that has not finished an iteration yet */
+    bool gone; /* a server declared dead whose slices went to backups ([fault] replicas) */
     json_t *tensors; /* a worker's declared tensors ([model] trainer = declared), or NULL */
 } member_t;
 
@@ -69,6 +70,7 @@ struct ordo_scheduler {
     int n_live;            /* workers in the run (fault.worker = shrink: fewer after deaths) */
     int worker_deaths, n_restarts, n_shrinks; /* membership changes (summary.json) */
     FILE *members_log;     /* RUN/membership.jsonl: one line per change */
+    struct ordo_replicas *repl; /* [fault] replicas > 1: promotions (scheduler/replicas.h) */
 };
 
 typedef ordo_scheduler_t sched_t;

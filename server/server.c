@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/transport.h"
 #include "core/paramfile.h"
+#include "server/replica.h"
 #include "server/server_internal.h"
 
 #include <jansson.h>
@@ -213,6 +214,7 @@ static void free_parts(ordo_server_t *s)
     free(s->prio);
     s->prio = NULL;
     ordo_groups_destroy(&s->groups);
+    ordo_replica_destroy(&s->repl);
     ordo_sparse_srv_destroy(&s->sparse);
     ordo_srv_ckpt_destroy(&s->ckpt);
     ordo_store_destroy(&s->store);
@@ -277,6 +279,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
         goto fail;
     }
     if ((rc = setup_enforcement(s, s->node.plan_json)) != 0) goto fail;
+    if ((rc = ordo_replica_new(s, &s->repl)) != 0) goto fail;
     if (conf->trace) {
         char name[64];
         snprintf(name, sizeof name, "server %d", s->node.rank);
@@ -326,6 +329,17 @@ static const char *probes_note(const ordo_server_t *s, char *buf, size_t size)
     return buf;
 }
 
+/* ", N states sent to backups, N re-sent pushes recognised" with replicas, else "" */
+static const char *repl_note(const ordo_server_t *s, char *buf, size_t size)
+{
+    uint64_t sent, dup;
+    if (!s->repl) return "";
+    ordo_replica_stats(s->repl, &sent, &dup);
+    snprintf(buf, size, ", %llu states sent to backups, %llu re-sent pushes already in",
+             (unsigned long long)sent, (unsigned long long)dup);
+    return buf;
+}
+
 /* apply_replan switches the enforcement to a collective re-plan's priorities (the workers
  * wait for it with nothing in flight, so nothing is held) and acknowledges it to the
  * scheduler, with {"error"} when it could not */
@@ -363,7 +377,7 @@ static int apply_replan(ordo_server_t *s, ordo_msg_t *m)
 /* on_ctl takes a message from the scheduler: 0 to go on, 1 to stop, ORDO_EABORT to abort */
 static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
 {
-    char buf[512];
+    char buf[512], buf2[128];
     switch (m->hdr.type) {
     case ORDO_MSG_PLAN:
         if (s->sparse) ordo_sparse_srv_on_ctl(s->sparse, m);
@@ -373,12 +387,14 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
     case ORDO_MSG_MEMBERS:
         ordo__server_on_members(s, m);
         return 0;
+    case ORDO_MSG_KEYMAP: /* a server died; its backups took its slices (server/replica.h) */
+        return ordo_replica_on_keymap(s, m);
     case ORDO_MSG_SHUTDOWN:
         ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out, "
-                  "%llu re-sent pushes left out", (unsigned long long)s->n_push,
+                  "%llu re-sent pushes left out%s", (unsigned long long)s->n_push,
                   (unsigned long long)s->n_pull, (unsigned long long)s->n_dropped,
                   probes_note(s, buf, sizeof buf), (unsigned long long)ordo_store_dropped(s->store),
-                  (unsigned long long)ordo_store_resent(s->store));
+                  (unsigned long long)ordo_store_resent(s->store), repl_note(s, buf2, sizeof buf2));
         return 1;
     case ORDO_MSG_ABORT:
         ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));
@@ -396,6 +412,8 @@ int ordo_server_handle(ordo_server_t *s, ordo_msg_t *m)
     int rc = 0;
     if (m->sock == s->data_sock)
         ordo__server_on_data(s, m);
+    else if (ordo_replica_is_peer(s->repl, m->sock))
+        ordo_replica_on_server_msg(s, m);
     else
         rc = on_ctl(s, m);
     if (rc < 0) s->end_rc = rc;

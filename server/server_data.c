@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/transport.h"
+#include "server/replica.h"
 #include "server/server_internal.h"
 
 #include <jansson.h>
@@ -38,6 +39,20 @@ static void send_ack(ordo_server_t *s, const ordo_msg_t *m, uint32_t flags)
     answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
     ack.hdr.flags = flags;
     ordo_transport_send(s->node.tp, &ack);
+}
+
+/* ack_push acknowledges push m of slice: at once, or with replicas once the update it went
+ * into is held by every live backup (the worker keeps its gradient until then) */
+static void ack_push(ordo_server_t *s, const ordo_msg_t *m, int slice, uint32_t flags)
+{
+    if (!s->repl) {
+        send_ack(s, m, flags);
+        return;
+    }
+    ordo_msg_t ack;
+    answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
+    ack.hdr.flags = flags;
+    ordo_replica_ack(s, slice, m->hdr.iter, &ack);
 }
 
 static void answer_error(ordo_server_t *s, const ordo_msg_t *m, const char *why)
@@ -92,12 +107,19 @@ static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
     }
 }
 
-static void wake_waiters(ordo_server_t *s, int slice)
+/* a pull of iteration iter can be answered: the store has the value, and with replicas every
+ * live backup holds it too */
+static bool ready(ordo_server_t *s, int slice, int64_t iter)
+{
+    return ordo_store_ready(s->store, slice, iter) && ordo_replica_visible(s, slice, iter);
+}
+
+void ordo__server_wake(ordo_server_t *s, int slice)
 {
     ordo__waitlist_t *wl = &s->waiting[slice];
     int keep = 0;
     for (int i = 0; i < wl->n; i++) {
-        if (ordo_store_ready(s->store, slice, wl->w[i].iter))
+        if (ready(s, slice, wl->w[i].iter))
             make_ready(s, slice, &wl->w[i]);
         else
             wl->w[keep++] = wl->w[i];
@@ -112,7 +134,7 @@ static int slice_of(ordo_server_t *s, const ordo_msg_t *m, char *why, size_t siz
         snprintf(why, size, "no key %u chunk %u", m->hdr.key, m->hdr.chunk);
         return -1;
     }
-    if (!ordo_store_owns(s->store, slice)) {
+    if (!ordo_store_owns(s->store, slice) || s->node.keys->slices[slice].server != s->node.rank) {
         snprintf(why, size, "key %u chunk %u lives on server %d", m->hdr.key, m->hdr.chunk,
                  s->node.keys->slices[slice].server);
         return -1;
@@ -165,7 +187,7 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
     send_ack(s, m, ORDO_FLAG_GROUP);
     for (int i = 0; i < n; i++) { /* the slices this push completed answer their pulls */
         int sl = ordo_groups_slice(s->groups, i);
-        if (ordo_store_version(s->store, sl) == m->hdr.iter + 1) wake_waiters(s, sl);
+        if (ordo_store_version(s->store, sl) == m->hdr.iter + 1) ordo__server_wake(s, sl);
     }
 }
 
@@ -232,7 +254,7 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
     ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .req = m->hdr.req, .rid_len = m->rid_len,
                         .flags = flags};
     memcpy(w.rid, m->rid, m->rid_len);
-    if (ordo_store_ready(s->store, slice, iter)) {
+    if (ready(s, slice, iter)) {
         make_ready(s, slice, &w);
         return;
     }
@@ -275,11 +297,29 @@ void ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
                   "it", (long long)json_integer_value(left), n);
         for (int i = 0; i < n; i++) {
             ordo_srv_ckpt_updated(s->ckpt, upd[i]);
-            wake_waiters(s, upd[i]);
+            ordo_replica_updated(s, upd[i]);
+            ordo__server_wake(s, upd[i]);
         }
     }
     free(upd);
     json_decref(o);
+}
+
+/* on_resent_push: with replicas, a push the store already has (a worker re-sends what was not
+ * acknowledged when a primary died; the new primary may hold it, summed or applied) is
+ * answered as the first was and not applied again; true when m was such a push */
+static bool on_resent_push(ordo_server_t *s, ordo_msg_t *m, int slice)
+{
+    int worker = ordo__server_pusher(s, m->hdr.rank);
+    if (!ordo_store_pushed(s->store, slice, worker, m->hdr.iter)) return false;
+    ordo_replica_count_duplicate(s->repl);
+    ORDO_DEBUG("re-sent push of key %u chunk %u iteration %lld from worker %d: already in",
+               m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter, m->hdr.rank);
+    if (m->hdr.flags & ORDO_FLAG_PULL)
+        add_pull(s, m, slice, m->hdr.iter + 1, 0);
+    else
+        ack_push(s, m, slice, 0);
+    return true;
 }
 
 void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
@@ -287,6 +327,10 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
     char why[256];
     if (s->sparse && m->hdr.key == ORDO_SPARSE_KEY) { /* server/sparse_srv.h */
         ordo_sparse_srv_on_data(s->sparse, m);
+        return;
+    }
+    if (m->hdr.role == ORDO_ROLE_SERVER && s->repl) { /* server/replica.h */
+        ordo_replica_on_server_msg(s, m);
         return;
     }
     if (m->hdr.role != ORDO_ROLE_WORKER || m->hdr.rank < 0 || m->hdr.rank >= s->node.n_workers) {
@@ -306,7 +350,15 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
         on_group_push(s, m);
         return;
     }
-    int slice = slice_of(s, m, why, sizeof why);
+    int slice = ordo_keys_slice(s->node.keys, m->hdr.key, m->hdr.chunk);
+    if (s->repl && slice >= 0 && ordo_store_owns(s->store, slice) &&
+        s->node.keys->slices[slice].server != s->node.rank) {
+        /* a slice we back up: the worker has a KEYMAP that has not reached us yet */
+        int rc = ordo_replica_park(s, m);
+        if (rc) answer_error(s, m, ordo_error_text(rc));
+        return;
+    }
+    slice = slice_of(s, m, why, sizeof why);
     if (slice < 0) {
         answer_error(s, m, why);
         return;
@@ -321,10 +373,12 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
             return;
         }
         int rc = ordo_store_init(s->store, slice, data, len, &ignored);
-        if (rc)
+        if (rc) {
             answer_error(s, m, ordo_error_text(rc));
-        else if (!ignored)
-            wake_waiters(s, slice);
+        } else if (!ignored) {
+            ordo_replica_updated(s, slice);
+            ordo__server_wake(s, slice);
+        }
         return;
     }
     case ORDO_MSG_PUSH: {
@@ -333,6 +387,7 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
             answer_error(s, m, "PUSH needs one float32 payload frame");
             return;
         }
+        if (s->repl && on_resent_push(s, m, slice)) return;
         int rc = ordo_store_push_frame(s->store, slice, ordo__server_pusher(s, m->hdr.rank),
                                        m->hdr.iter, &m->frames[0],
                                        &updated);
@@ -345,8 +400,9 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
         s->n_push++;
         if (updated) ordo_srv_ckpt_updated(s->ckpt, slice);
         bool fused = m->hdr.flags & ORDO_FLAG_PULL; /* the answer to its pull acknowledges it */
-        if (!fused) send_ack(s, m, flags);
-        if (updated) wake_waiters(s, slice);
+        if (updated) ordo_replica_updated(s, slice);
+        if (!fused) ack_push(s, m, slice, flags);
+        if (updated) ordo__server_wake(s, slice);
         if (fused) add_pull(s, m, slice, m->hdr.iter + 1, flags);
         return;
     }

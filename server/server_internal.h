@@ -54,6 +54,7 @@ struct ordo_server {
     int local_size;        /* the plan's intra groups: one pusher per local_size workers */
     bool has_declared_sgd; /* the workers declared sgd rules; the first is declared_sgd */
     ordo_optim_t declared_sgd;
+    struct ordo_replica *repl; /* [fault] replicas > 1 (server/replica.h), else NULL */
 };
 
 /* ordo__server_pusher maps a pushing worker's rank to its pusher index in the store: its
@@ -67,6 +68,9 @@ static inline int ordo__server_pusher(const ordo_server_t *s, int rank)
  * that left no longer holds up an update, and the pulls its absence completes are answered
  * (server_data.c). */
 void ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m);
+
+/* ordo__server_wake answers the pulls of slice that can be answered now (server_data.c). */
+void ordo__server_wake(ordo_server_t *s, int slice);
 
 /* ordo__server_on_data handles one message from the data port (server_data.c). */
 void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m);

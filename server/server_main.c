@@ -1,5 +1,6 @@
 /* ordo-server: reads the conf, binds the data port, joins the cluster and runs the server
- * object (server/server.h) until the scheduler ends the run. Exit codes: 0 after an orderly
+ * object (server/server.h) until the scheduler ends the run; with --join it takes the place of
+ * a dead server in a running cluster (fault.replicas > 1) as a new backup. Exit codes: 0 after an orderly
  * shutdown, 3 when the run was aborted, 1 on a start-up failure, 2 on a usage error. */
 #include "common/daemon.h"
 #include "common/error.h"
@@ -8,7 +9,9 @@
 #include "common/transport.h"
 #include "server/server.h"
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 int main(int argc, char **argv)
 {
@@ -17,9 +20,19 @@ int main(int argc, char **argv)
     ordo_server_t *s = NULL;
     const ordo_daemon_opts_t dopts = {.prog = "ordo-server",
                                       .role = "server",
-                                      .usage = "-c CONF [--section.key=VALUE ...]",
+                                      .usage = "-c CONF [--join] [--section.key=VALUE ...]",
                                       .catch_stop = true,
                                       .keep_buffers = true};
+    /* --join: replace a dead server of a running cluster ([fault] replicas > 1) */
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && !strcmp(argv[i], "--join"))
+            node.join = true;
+        else
+            argv[n++] = argv[i];
+    }
+    argc = n;
+    argv[argc] = NULL;
     int rc = ordo_daemon_init(&conf, argc, argv, &dopts);
     if (rc) return rc > 0 ? 0 : 2;
 

@@ -115,7 +115,7 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
     s->slots = calloc((size_t)keys->n_slices + 1, sizeof *s->slots);
     if (!s->slot_of || !s->slots) goto nomem;
     for (int i = 0; i < keys->n_slices; i++) {
-        if (keys->slices[i].server != rank) {
+        if (!ordo_keys_holds(keys, i, rank)) { /* its primary or, with replicas, a backup */
             s->slot_of[i] = -1;
             continue;
         }
@@ -707,4 +707,43 @@ int64_t ordo_store_bytes(const ordo_store_t *s)
     int64_t b = 0;
     for (int i = 0; i < s->n_slots; i++) b += s->slots[i].numel * 4;
     return b;
+}
+
+bool ordo_store_pushed(const ordo_store_t *s, int slice, int worker, int64_t iter)
+{
+    if (!ordo_store_owns(s, slice) || worker < 0 || worker >= s->n_workers) return false;
+    const slot_t *sl = &s->slots[s->slot_of[slice]];
+    if (iter < sl->version) return true;
+    if (iter >= sl->version + s->n_rounds || s->mode == ORDO_SYNC_ASP) return false;
+    return sl->rounds[iter % s->n_rounds].pushed[worker] != 0;
+}
+
+int ordo_store_install(ordo_store_t *s, int slice, int64_t version, const void *value,
+                       size_t bytes, const void *mom, size_t mom_bytes)
+{
+    if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_EINVAL, "slice %d is not here", slice);
+    slot_t *sl = &s->slots[s->slot_of[slice]];
+    int rc = check_size(sl, slice, bytes);
+    if (rc) return rc;
+    if (version < 0) return ordo_error_set(ORDO_EPROTO, "slice %d: version %lld", slice, (long long)version);
+    if (mom && (!sl->mom || mom_bytes != bytes))
+        return ordo_error_set(ORDO_EPROTO, "slice %d: %zu bytes of momentum, expected %s", slice,
+                              mom_bytes, sl->mom ? "the value's size" : "none");
+    if (atomic_load(&sl->value->refs) != 1) { /* a send still reads the old value */
+        ordo_vbuf_t *nb = vbuf_new(sl->numel);
+        if (!nb) return ORDO_ENOMEM;
+        vbuf_unref(sl->value);
+        sl->value = nb;
+    }
+    memcpy(sl->value->data, value, bytes);
+    if (sl->mom) {
+        if (mom)
+            memcpy(sl->mom, mom, bytes);
+        else
+            memset(sl->mom, 0, bytes);
+    }
+    for (int r = 0; r < s->n_rounds; r++)
+        round_reset(s, &sl->rounds[r]);
+    sl->version = version;
+    return 0;
 }

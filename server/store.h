@@ -68,7 +68,8 @@ uint64_t ordo_store_resent(const ordo_store_t *s);
 /* ordo_store_destroy frees the store; buffers still held by sends live until released. */
 void ordo_store_destroy(ordo_store_t **s);
 
-/* ordo_store_owns tells whether slice (an index into keys->slices) lives here. */
+/* ordo_store_owns tells whether slice (an index into keys->slices) lives here: this server
+ * is its primary or, with [fault] replicas, one of its backups. */
 bool ordo_store_owns(const ordo_store_t *s, int slice);
 
 /* ordo_store_init sets the initial value (version 0) of a slice; a second init of an
@@ -120,6 +121,17 @@ int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, co
  * workers when the version is at least iter, ssp at least iter - staleness, asp once the
  * slice has its initial value. */
 bool ordo_store_ready(const ordo_store_t *s, int slice, int64_t iter);
+
+/* ordo_store_pushed tells whether worker's push of iteration iter to slice is already in:
+ * summed into the round (bsp, ssp) or applied (iter below the version). Re-sent pushes after a
+ * promotion ([fault] replicas) are recognised by it. */
+bool ordo_store_pushed(const ordo_store_t *s, int slice, int worker, int64_t iter);
+
+/* ordo_store_install replaces the slice's state with a replica's: its value (bytes), its
+ * momentum (mom NULL: zero) and its version; pushes summed so far are dropped (a backup
+ * holds none). The primary sends it after each update ([fault] replicas). */
+int ordo_store_install(ordo_store_t *s, int slice, int64_t version, const void *value,
+                       size_t bytes, const void *mom, size_t mom_bytes);
 
 /* ordo_store_dropped counts the pushes dropped as late (backup workers). */
 uint64_t ordo_store_dropped(const ordo_store_t *s);

@@ -188,6 +188,8 @@ int ordo_bench_parse_opts(int argc, char **argv, ordo_bench_opts_t *o, const cha
             ok = (o->msg_us = atof(v)) >= 0;
         else if (!strncmp(a, "--workers", 9))
             ok = (o->workers = atoi(v)) >= 1 && o->workers <= 64;
+        else if (!strncmp(a, "--replicas", 10))
+            ok = (o->replicas = atoi(v)) >= 1 && o->replicas <= 3;
         else if (!strncmp(a, "--servers", 9))
             ok = (o->servers = atoi(v)) >= 1 && o->servers <= ORDO_BENCH_MAX_SERVERS;
         else {
@@ -220,7 +222,8 @@ int ordo_bench_start_daemons(const int64_t *sizes, int n, const ordo_bench_opts_
     snprintf(larg, sizeof larg, "--net.latency_us=%g", o->latency_us);
     char marg[64];
     snprintf(marg, sizeof marg, "--net.msg_us=%g", o->msg_us);
-    char iarg[64], warg[64], sarg_n[64];
+    char iarg[64], warg[64], sarg_n[64], rarg[64];
+    snprintf(rarg, sizeof rarg, "--fault.replicas=%d", o->replicas > 1 ? o->replicas : 1);
     snprintf(iarg, sizeof iarg, "--net.io_thread=%s", o->io_thread ? "true" : "false");
     snprintf(warg, sizeof warg, "--cluster.workers=%d", o->workers > 1 ? o->workers : 1);
     snprintf(sarg_n, sizeof sarg_n, "--cluster.servers=%d", o->servers > 1 ? o->servers : 1);
@@ -228,7 +231,7 @@ int ordo_bench_start_daemons(const int64_t *sizes, int n, const ordo_bench_opts_
                      segarg, "--output.dir=/tmp/ordo-bench-runs", "--output.log_level=warn",
                      "--model.iterations=1000000", "--optimizer.lr=0",
                      /* the raw ZeroMQ runs leave the worker's transport unpolled for seconds */
-                     "--fault.timeout_ms=120000", NULL};
+                     "--fault.timeout_ms=120000", rarg, NULL};
     int rc = ordo_bench_spawn(sched, "ordo-scheduler", sargs);
     if (rc) return rc;
     char sarg[700];

@@ -32,6 +32,7 @@ typedef struct {
     int raw_thread; /* pushpull: the raw echo runs in a thread of the benchmark */
     int workers;    /* calibrate: workers measuring at once (1 here, the others forked) */
     int servers;    /* calibrate: servers (0 = 1) */
+    int replicas;   /* [fault] replicas of the servers started (0 = 1); pushpull --replicas */
 } ordo_bench_opts_t;
 
 /* the best times of round trips (ordo_bench_rtt) */

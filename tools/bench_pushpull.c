@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "tools/bench.h"
+#include "tools/bench_repl.h"
 #include "worker/ps.h"
 
 #include <errno.h>
@@ -117,12 +118,13 @@ int ordo_bench_pushpull(int argc, char **argv)
         argc, argv, &o,
         "[--json] [--reps N] [--min-time SEC] [--min BYTES] [--max BYTES] [--partition BYTES] "
         "[--segment BYTES] [--io-thread] "
-        "[--raw-thread]");
+        "[--raw-thread] [--replicas 2|3]");
     if (rc) return rc > 0 ? 0 : 2;
     int64_t sizes[32];
     int n = 0;
     for (int64_t b = o.min_bytes; b <= o.max_bytes && n < 32; b *= 4)
         sizes[n++] = b;
+    if (o.replicas > 1) return ordo_bench_replicas(sizes, n, &o); /* tools/bench_repl.h */
     ordo_bench_child_t sched = {0}, srv[ORDO_BENCH_MAX_SERVERS] = {{0}};
     ordo_worker_t *w = NULL;
     if ((rc = ordo_bench_start_cluster(sizes, n, &o, &sched, srv, &w)) != 0) {

@@ -175,7 +175,10 @@ static int join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void 
     w->server_sock = calloc((size_t)w->node.n_servers, sizeof *w->server_sock);
     w->ks = calloc((size_t)k->n_keys + 1, sizeof *w->ks);
     w->got = calloc((size_t)k->n_slices + 1, 1);
-    if (!w->server_sock || !w->ks || !w->got) {
+    w->sent = calloc((size_t)k->n_slices + 1, 1);
+    w->last = calloc((size_t)k->n_slices + 1, sizeof *w->last);
+    w->init_val = calloc((size_t)k->n_slices + 1, sizeof *w->init_val);
+    if (!w->server_sock || !w->ks || !w->got || !w->sent || !w->last || !w->init_val) {
         rc = ORDO_ENOMEM;
         goto fail;
     }
@@ -211,10 +214,15 @@ void ordo_worker_destroy(ordo_worker_t **wp)
     /* the path's own threads post to the transport: they end first */
     if (w->path && w->path->ops->stop) w->path->ops->stop(w->path);
     ordo_transport_destroy(&w->node.tp, w->aborted ? 0 : 1000);
+    for (int i = 0; w->init_val && w->node.keys && i < w->node.keys->n_slices; i++)
+        free(w->init_val[i]);
+    free(w->init_val);
     ordo_node_fini(&w->node);
     free(w->server_sock);
     free(w->ks);
     free(w->got);
+    free(w->sent);
+    free(w->last);
     free(w->pq);
     free(w->ev);
     ordo_push_destroy(&w->path);
@@ -258,7 +266,12 @@ int ordo_worker_init(ordo_worker_t *w, int key, const float *values)
         int s = k->first_slice[key] + c;
         ordo_msg_t m;
         data_msg(w, &m, ORDO_MSG_INIT, s, 0, 0);
-        rc = ordo_msg_add_copy(&m, values + k->slices[s].offset, (size_t)k->slices[s].numel * 4);
+        size_t bytes = (size_t)k->slices[s].numel * 4;
+        rc = ordo_msg_add_copy(&m, values + k->slices[s].offset, bytes);
+        if (!rc && k->replicas > 1 && !w->init_val[s]) { /* until the slice's first value */
+            w->init_val[s] = malloc(bytes);
+            if (w->init_val[s]) memcpy(w->init_val[s], values + k->slices[s].offset, bytes);
+        }
         if (!rc) rc = ordo_transport_send(w->node.tp, &m);
         if (rc) return rc;
     }
@@ -292,6 +305,21 @@ int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int pr
         if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) return rc;
     }
     return 0;
+}
+
+int ordo__worker_send_init(ordo_worker_t *w, int slice)
+{
+    ordo_msg_t m;
+    data_msg(w, &m, ORDO_MSG_INIT, slice, 0, 0);
+    int rc = ordo_msg_add_copy(&m, w->init_val[slice], (size_t)w->node.keys->slices[slice].numel * 4);
+    return rc ? rc : ordo_transport_send(w->node.tp, &m);
+}
+
+int ordo__worker_send_pull(ordo_worker_t *w, int slice, int64_t iter)
+{
+    ordo_msg_t m;
+    data_msg(w, &m, ORDO_MSG_PULL, slice, iter, 0);
+    return ordo_transport_send(w->node.tp, &m);
 }
 
 int ordo_worker_probe(ordo_worker_t *w, int server, const float *src, size_t bytes, int id)
@@ -352,6 +380,8 @@ static void pump(ordo_worker_t *w)
         /* zero-copy: the caller keeps src until PUSH_DONE */
         ordo_msg_add_ref(&m, (void *)(q.src + sl->offset), (size_t)sl->numel * 4, NULL, NULL);
         w->bytes_push += sl->numel * 4;
+        w->sent[q.slice] = 1;
+        w->last[q.slice] = q;
         ordo_transport_send(w->node.tp, &m);
     }
 }
@@ -590,11 +620,14 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         }
         memcpy(ks->pull_dst + k->slices[s].offset, d, len);
         w->got[s] = 1;
+        free(w->init_val[s]); /* a replica holds the initial value (or a later one) */
+        w->init_val[s] = NULL;
         int st = ORDO_FLAG_STALENESS(m->hdr.flags);
         w->stale[st < 0 ? 0 : st >= ORDO_STALE_BUCKETS ? ORDO_STALE_BUCKETS - 1 : st]++;
         if (m->hdr.flags & ORDO_FLAG_DROPPED) w->late++;
         w->bytes_pull += (int64_t)len;
         /* a fused push's answer is its acknowledgement too (the push was applied first) */
+        if (ks->fused && ks->push_left && ks->push_iter + 1 == m->hdr.iter) w->sent[s] = 0;
         if (ks->fused && ks->push_left && ks->push_iter + 1 == m->hdr.iter &&
             --ks->push_left == 0) {
             ks->fused = false;
@@ -621,10 +654,12 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         }
         int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
         keystate_t *ks = s >= 0 ? &w->ks[m->hdr.key] : NULL;
-        if (!ks || !ks->push_left || ks->push_iter != m->hdr.iter) {
+        if (!ks || !ks->push_left || ks->push_iter != m->hdr.iter ||
+            (k->replicas > 1 && !w->sent[s])) { /* with replicas: a re-sent push answered twice */
             ORDO_WARN("dropped an unexpected PUSH_ACK (key %u)", m->hdr.key);
             return 0;
         }
+        w->sent[s] = 0;
         if (m->hdr.flags & ORDO_FLAG_DROPPED) w->late++;
         if (--ks->push_left == 0) ordo__worker_add_event(w, ORDO_EV_PUSH_DONE, (int)m->hdr.key, m->hdr.iter);
         return 0;
@@ -669,6 +704,8 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
     case ORDO_MSG_MEMBERS:
         take_members(w, m);
         return 0;
+    case ORDO_MSG_KEYMAP: /* a server died; its backups took its slices */
+        return ordo__worker_on_keymap(w, m);
     case ORDO_MSG_PLAN: /* the merge groups planned from the start-up calibration */
         if (w->want_plan) return take_merge_plan(w, m);
         ORDO_DEBUG("ignored a PLAN");

@@ -39,6 +39,10 @@ struct ordo_worker {
     int *server_sock; /* per server rank */
     keystate_t *ks;
     uint8_t *got; /* per slice: chunk of the current pull arrived */
+    uint8_t *sent;           /* per slice: its push left and is not acknowledged yet */
+    queued_push_t *last;     /* per slice: that push (re-sent when its primary dies) */
+    float **init_val; /* [fault] replicas: per slice, a copy of the INIT sent, kept until the
+                       * slice's first value arrives (re-sent when its primary dies) */
     queued_push_t *pq;
     int pq_n, pq_cap;
     uint64_t seq, req;
@@ -68,6 +72,17 @@ struct ordo_worker {
     _Atomic int live_index, n_live;
     _Atomic long long live_since;
 };
+
+/* ordo__worker_send_init sends the kept initial value of slice (init_val) to its server. */
+int ordo__worker_send_init(ordo_worker_t *w, int slice);
+
+/* ordo__worker_send_pull sends the PULL of slice for iteration iter to its server. */
+int ordo__worker_send_pull(ordo_worker_t *w, int slice, int64_t iter);
+
+/* ordo__worker_on_keymap applies the scheduler's KEYMAP ([fault] replicas, ps_repl.c): the
+ * dead servers' slices move to their backups, and the pushes and pulls of those slices not
+ * answered yet are sent again, to the new primaries. */
+int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m);
 
 /* ordo__worker_add_event queues an event for ordo_worker_poll. */
 void ordo__worker_add_event(ordo_worker_t *w, int kind, int key, int64_t iter);

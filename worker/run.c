@@ -65,6 +65,22 @@ static double synth_value(const ordo_conf_t *conf, int W, int key, int64_t i, in
     return synth_init(key, i) - conf->lr * scale * (W * (W + 1) / 2.0) * (double)(v * (v + 1) / 2);
 }
 
+/* log_final_hash logs the FNV-1a hash of the values after the last update (worker 0 of a bsp
+ * synthetic job, once it has pulled and checked them), so that two runs (one with a server
+ * killed, say) can be compared bit for bit */
+static void log_final_hash(const ordo_keys_t *k, float **val, int64_t updates)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int key = 0; key < k->n_keys; key++)
+        for (int64_t i = 0; i < k->numel[key]; i++) {
+            const unsigned char *b = (const unsigned char *)&val[key][i];
+            for (size_t j = 0; j < sizeof(float); j++)
+                h = (h ^ b[j]) * 1099511628211ull;
+        }
+    ORDO_INFO("synthetic job: final values after %lld updates: fnv1a %016llx", (long long)updates,
+              (unsigned long long)h);
+}
+
 int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
 {
     const ordo_keys_t *k = ordo_worker_keys(w);
@@ -158,6 +174,9 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
             ORDO_INFO("iteration %lld/%d: step %.2f ms", (long long)t + 1, conf->iterations,
                       (t2 - t0) / 1e6);
     }
+    /* the loop's last pull took the final values (bsp, checked) */
+    if (check && rank == 0 && conf->iterations > 0 && conf->sync_mode == ORDO_SYNC_BSP)
+        log_final_hash(k, val, conf->iterations);
     ORDO_INFO("synthetic job: %d iterations, %lld pulled values checked, %lld wrong (the final "
               "values included)", conf->iterations, (long long)checked, (long long)wrong);
     if (wrong) rc = ordo_error_set(ORDO_EPROTO, "%lld pulled values were wrong", (long long)wrong);

@@ -285,6 +285,27 @@ START_TEST(sync_and_straggle_keys_are_checked)
 }
 END_TEST
 
+/* [fault] replicas: at most the servers, and only where replication is built (dense bsp) */
+START_TEST(replicas_within_the_servers_and_dense_bsp)
+{
+    ordo_conf_t c;
+    ordo_conf_defaults(&c);
+    ck_assert_int_eq(c.replicas, 1);
+    ck_assert_int_ne(ordo_conf_set(&c, "fault.replicas", "4", "test"), 0);
+    ORDO_CK_OK(ordo_conf_set(&c, "fault.replicas", "3", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "fault.replicas (3) must be at most cluster.servers (1)"));
+    ORDO_CK_OK(ordo_conf_set(&c, "cluster.servers", "3", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "merged", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "fault.replicas = 3 needs push.mode = dense"));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "dense", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "fault.checkpoint_every", "10", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+}
+END_TEST
+
 static Suite *conf_suite(void)
 {
     Suite *s = suite_create("conf");
@@ -308,6 +329,7 @@ static Suite *conf_suite(void)
     tcase_add_test(tc, resume_refuses_what_checkpoints_do_not_hold);
     tcase_add_test(tc, fault_worker_modes_are_checked);
     tcase_add_test(tc, sync_and_straggle_keys_are_checked);
+    tcase_add_test(tc, replicas_within_the_servers_and_dense_bsp);
     suite_add_tcase(s, tc);
     return s;
 }

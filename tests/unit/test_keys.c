@@ -129,6 +129,74 @@ START_TEST(json_round_trip_and_rejects)
 }
 END_TEST
 
+START_TEST(replicas_and_failed_servers)
+{
+    int64_t numel[] = {1000, 2000, 3000, 4000};
+    ordo_keys_t *k, *g;
+    ORDO_CK_OK(ordo_keys_partition(numel, 4, 4, 1 << 20, 0, 3, &k));
+    ORDO_CK_ERR(ordo_keys_set_replicas(k, 4), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_keys_set_replicas(k, 0), ORDO_EINVAL);
+    ORDO_CK_OK(ordo_keys_set_replicas(k, 2));
+    for (int i = 0; i < k->n_slices; i++) { /* home, then the next server */
+        ck_assert_int_eq(ordo_keys_replica(k, i, 0), k->slices[i].server);
+        ck_assert_int_eq(ordo_keys_replica(k, i, 1), (k->slices[i].server + 1) % 3);
+        ck_assert_int_eq(ordo_keys_replica(k, i, 2), -1);
+        ck_assert(ordo_keys_holds(k, i, k->slices[i].server));
+        ck_assert(!ordo_keys_holds(k, i, (k->slices[i].server + 2) % 3));
+    }
+    int moved, on1 = 0;
+    for (int i = 0; i < k->n_slices; i++)
+        on1 += k->slices[i].server == 1;
+    ORDO_CK_OK(ordo_keys_server_failed(k, 1, &moved));
+    ck_assert_int_eq(moved, on1);
+    for (int i = 0; i < k->n_slices; i++) {
+        ck_assert_int_ne(k->slices[i].server, 1);
+        ck_assert(!ordo_keys_holds(k, i, 1));
+        if (k->home[i] == 1) ck_assert_int_eq(k->slices[i].server, 2); /* its backup */
+    }
+    ck_assert_int_eq(k->server_bytes[1], 0);
+    ORDO_CK_OK(ordo_keys_server_failed(k, 1, &moved)); /* again: nothing changes */
+    ck_assert_int_eq(moved, 0);
+    /* server 2 backs up server 1's slices, whose only other copy is gone */
+    int before[16];
+    for (int i = 0; i < k->n_slices; i++)
+        before[i] = k->slices[i].server;
+    ORDO_CK_ERR(ordo_keys_server_failed(k, 2, &moved), ORDO_EPEERDEAD);
+    for (int i = 0; i < k->n_slices; i++)
+        ck_assert_int_eq(k->slices[i].server, before[i]);
+    /* the map travels with its replicas and dead servers */
+    char *js = ordo_keys_to_json(k);
+    ORDO_CK_OK(ordo_keys_from_json(js, &g));
+    ck_assert_int_eq(g->replicas, 2);
+    ck_assert(g->dead[1] && !g->dead[0] && !g->dead[2]);
+    for (int i = 0; i < k->n_slices; i++) {
+        ck_assert_int_eq(g->slices[i].server, k->slices[i].server);
+        ck_assert_int_eq(g->home[i], k->home[i]);
+    }
+    free(js);
+    ordo_keys_destroy(&g);
+    ORDO_CK_ERR(ordo_keys_from_json("{\"servers\":1,\"elem\":4,\"numel\":[4],\"slices\":"
+                                    "[[0,0,0,4,0]],\"replicas\":2}", &g), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_keys_from_json("{\"servers\":2,\"elem\":4,\"numel\":[4],\"slices\":"
+                                    "[[0,0,0,4,0]],\"replicas\":2,\"dead\":[0,1]}", &g),
+                ORDO_EPROTO);
+    ck_assert(strstr(ordo_error_detail(), "dead[1]"));
+    /* a replacement joins in server 1's place: a backup again, the primaries stay */
+    ORDO_CK_OK(ordo_keys_server_joined(k, 1));
+    for (int i = 0; i < k->n_slices; i++) {
+        ck_assert_int_eq(k->slices[i].server, before[i]);
+        ck_assert(ordo_keys_holds(k, i, 1) == (k->home[i] == 1 || (k->home[i] + 1) % 3 == 1));
+    }
+    js = ordo_keys_to_json(k);
+    ORDO_CK_OK(ordo_keys_from_json(js, &g));
+    for (int i = 0; i < k->n_slices; i++) /* the sticky primaries travel in "primary" */
+        ck_assert_int_eq(g->slices[i].server, k->slices[i].server);
+    free(js);
+    ordo_keys_destroy(&g);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
 static Suite *keys_suite(void)
 {
     Suite *s = suite_create("keys");
@@ -139,6 +207,9 @@ static Suite *keys_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("json");
     tcase_add_test(tc, json_round_trip_and_rejects);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("replicas");
+    tcase_add_test(tc, replicas_and_failed_servers);
     suite_add_tcase(s, tc);
     return s;
 }

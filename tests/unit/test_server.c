@@ -358,12 +358,185 @@ START_TEST(scheduler_messages_end_the_run)
 }
 END_TEST
 
+
+/* ---- [fault] replicas: two servers in this process, one key on both ------------------- */
+
+typedef struct {
+    ordo_server_t *srv[2];
+    ordo_transport_t *stp[2];
+    ordo_transport_t *ctp;
+    int wsock[2][W]; /* worker w's DEALER to server s */
+} rrig_t;
+
+static void rrig_new(rrig_t *r)
+{
+    char ep[2][256];
+    ordo_node_t node[2];
+    int sock[2];
+    int64_t numel[1] = {N0};
+    for (int s = 0; s < 2; s++) {
+        memset(&node[s], 0, sizeof node[s]);
+        ORDO_CK_OK(ordo_transport_new(NULL, &node[s].tp));
+        sock[s] = ordo_transport_bind(node[s].tp, "tcp://127.0.0.1:0", 1, ep[s], sizeof ep[s]);
+        ck_assert_int_ge(sock[s], 0);
+    }
+    for (int s = 0; s < 2; s++) {
+        ORDO_CK_OK(ordo_keys_partition(numel, 1, sizeof(float), 1 << 20, 0, 2, &node[s].keys));
+        ORDO_CK_OK(ordo_keys_set_replicas(node[s].keys, 2));
+        ck_assert_int_eq(node[s].keys->slices[0].server, 0); /* primary 0, backup 1 */
+        node[s].role = ORDO_ROLE_SERVER;
+        node[s].rank = s;
+        node[s].n_servers = 2;
+        node[s].n_workers = W;
+        node[s].sched_sock = -1;
+        node[s].server_endpoints = calloc(2, sizeof(char *));
+        for (int i = 0; i < 2; i++)
+            node[s].server_endpoints[i] = strdup(ep[i]);
+        snprintf(node[s].run_dir, sizeof node[s].run_dir, "/tmp");
+        r->stp[s] = node[s].tp;
+        ordo_conf_t conf;
+        ordo_conf_defaults(&conf);
+        conf.lr = LR;
+        conf.momentum = 0;
+        conf.aggregate = ORDO_AGG_SUM;
+        ORDO_CK_OK(ordo_server_new(&conf, &node[s], sock[s], &r->srv[s]));
+    }
+    ORDO_CK_OK(ordo_transport_new(NULL, &r->ctp));
+    for (int s = 0; s < 2; s++)
+        for (int w = 0; w < W; w++)
+            ck_assert_int_ge(r->wsock[s][w] = ordo_transport_connect(r->ctp, ep[s], 1), 0);
+}
+
+static void rrig_destroy(rrig_t *r)
+{
+    ordo_transport_destroy(&r->ctp, 0);
+    for (int s = 0; s < 2; s++)
+        ordo_server_destroy(&r->srv[s]);
+}
+
+/* rsend: worker w sends server s a message (as send_msg) */
+static void rsend(rrig_t *r, int s, int w, int type, int64_t iter, const float *data,
+                  uint32_t flags)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, type);
+    m.sock = r->wsock[s][w];
+    m.hdr.role = ORDO_ROLE_WORKER;
+    m.hdr.rank = w;
+    m.hdr.req = (uint64_t)(100 * w);
+    m.hdr.iter = iter;
+    m.hdr.flags = flags;
+    if (data) {
+        m.hdr.dtype = ORDO_DTYPE_F32;
+        ORDO_CK_OK(ordo_msg_add_copy(&m, data, N0 * sizeof(float)));
+    }
+    ORDO_CK_OK(ordo_transport_send(r->ctp, &m));
+}
+
+/* rfeed: server s handles the next message it receives, which must be of type */
+static void rfeed(rrig_t *r, int s, int type)
+{
+    ordo_msg_t m;
+    ORDO_CK_OK(ordo_transport_recv(r->stp[s], &m, 5000));
+    ck_assert_msg(m.hdr.type == type, "server %d got %s, expected %s", s,
+                  ordo_wire_type_name(m.hdr.type), ordo_wire_type_name(type));
+    ck_assert_int_eq(ordo_server_handle(r->srv[s], &m), 0);
+    ordo_msg_close(&m);
+}
+
+/* rexpect: the workers' next message is of type, from server s, for iteration iter */
+static void rexpect(rrig_t *r, int s, int type, int64_t iter, const float *want)
+{
+    ordo_msg_t m;
+    ORDO_CK_OK(ordo_transport_recv(r->ctp, &m, 5000));
+    ck_assert_msg(m.hdr.type == type, "got %s, expected %s", ordo_wire_type_name(m.hdr.type),
+                  ordo_wire_type_name(type));
+    ck_assert_int_eq(m.hdr.rank, s);
+    ck_assert_int_eq(m.hdr.iter, iter);
+    size_t len = 0;
+    const float *d = want ? ordo_msg_data(&m, 0, &len) : NULL;
+    if (want) ck_assert_uint_eq(len, N0 * sizeof(float));
+    for (int i = 0; want && i < N0; i++) {
+        float got;
+        memcpy(&got, d + i, sizeof got);
+        ck_assert_msg(got == want[i], "[%d]: %g, expected %g", i, (double)got, (double)want[i]);
+    }
+    ordo_msg_close(&m);
+}
+
+static void rnothing(rrig_t *r)
+{
+    ordo_msg_t m;
+    ck_assert_int_eq(ordo_transport_recv(r->ctp, &m, 100), ORDO_ETIMEDOUT);
+}
+
+START_TEST(replicas_answer_after_the_backup_and_survive_the_primary)
+{
+    rrig_t r;
+    rrig_new(&r);
+    float v[N0], g[W][N0], want[N0];
+    for (int i = 0; i < N0; i++) {
+        v[i] = (float)i;
+        for (int w = 0; w < W; w++)
+            g[w][i] = (float)(w + 1) * (0.5f + (float)i);
+        want[i] = v[i] - LR * (g[0][i] + g[1][i]);
+    }
+    /* the initial value is visible once the backup holds it */
+    rsend(&r, 0, 0, ORDO_MSG_INIT, 0, v, 0);
+    rfeed(&r, 0, ORDO_MSG_INIT);
+    rsend(&r, 0, 1, ORDO_MSG_PULL, 0, NULL, 0);
+    rfeed(&r, 0, ORDO_MSG_PULL);
+    rnothing(&r);
+    rfeed(&r, 1, ORDO_MSG_REPL);
+    rfeed(&r, 0, ORDO_MSG_REPL_ACK);
+    rexpect(&r, 0, ORDO_MSG_PULL_RESP, 0, v);
+    /* both pushes of iteration 0: the acks wait for the backup's copy of the update */
+    for (int w = 0; w < W; w++) {
+        rsend(&r, 0, w, ORDO_MSG_PUSH, 0, g[w], 0);
+        rfeed(&r, 0, ORDO_MSG_PUSH);
+    }
+    rnothing(&r);
+    rfeed(&r, 1, ORDO_MSG_REPL);
+    /* the primary dies before the REPL_ACK arrives: the scheduler's KEYMAP makes server 1
+     * the primary; the workers re-send the pushes and the pull of iteration 1 there */
+    ordo_msg_t km;
+    ordo_msg_init(&km, ORDO_MSG_KEYMAP);
+    km.sock = 99; /* neither the data port nor a peer: the scheduler's */
+    km.hdr.dtype = ORDO_DTYPE_JSON;
+    ORDO_CK_OK(ordo_msg_add_text(&km, "{\"dead\":[0],\"promoted\":1}"));
+    ck_assert_int_eq(ordo_server_handle(r.srv[1], &km), 0);
+    ordo_msg_close(&km);
+    for (int w = 0; w < W; w++) {
+        rsend(&r, 1, w, ORDO_MSG_PUSH, 0, g[w], 0);
+        rfeed(&r, 1, ORDO_MSG_PUSH); /* already in: acknowledged, not applied again */
+        rexpect(&r, 1, ORDO_MSG_PUSH_ACK, 0, NULL);
+    }
+    rsend(&r, 1, 0, ORDO_MSG_PULL, 1, NULL, 0);
+    rfeed(&r, 1, ORDO_MSG_PULL);
+    rexpect(&r, 1, ORDO_MSG_PULL_RESP, 1, want);
+    /* a fused push of iteration 1 re-sent twice counts once */
+    rsend(&r, 1, 0, ORDO_MSG_PUSH, 1, g[0], ORDO_FLAG_PULL);
+    rsend(&r, 1, 0, ORDO_MSG_PUSH, 1, g[0], ORDO_FLAG_PULL);
+    rsend(&r, 1, 1, ORDO_MSG_PUSH, 1, g[1], ORDO_FLAG_PULL);
+    rfeed(&r, 1, ORDO_MSG_PUSH);
+    rfeed(&r, 1, ORDO_MSG_PUSH);
+    rfeed(&r, 1, ORDO_MSG_PUSH);
+    for (int i = 0; i < N0; i++)
+        want[i] -= LR * (g[0][i] + g[1][i]);
+    for (int k = 0; k < 3; k++)
+        rexpect(&r, 1, ORDO_MSG_PULL_RESP, 2, want);
+    rnothing(&r);
+    rrig_destroy(&r);
+}
+END_TEST
+
 static Suite *server_suite(void)
 {
     Suite *s = suite_create("server");
     TCase *tc = tcase_create("values");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, pulls_answer_the_summed_update);
+    tcase_add_test(tc, replicas_answer_after_the_backup_and_survive_the_primary);
     tcase_add_test(tc, declared_update_rules_apply_per_key);
     tcase_add_test(tc, a_malformed_update_rule_fails_the_start);
     suite_add_tcase(s, tc);

@@ -412,6 +412,48 @@ START_TEST(a_worker_that_left_no_longer_holds_up_updates)
 }
 END_TEST
 
+START_TEST(install_replaces_the_state_and_pushed_spots_resends)
+{
+    ordo_keys_t *k;
+    int64_t numel[1] = {N};
+    ORDO_CK_OK(ordo_keys_partition(numel, 1, 4, 1 << 20, 0, 2, &k));
+    ORDO_CK_OK(ordo_keys_set_replicas(k, 2));
+    ordo_optim_t opt = {.lr = 1.0f, .momentum = 0.5f, .weight_decay = 0.0f};
+    ordo_store_t *s[2];
+    for (int r = 0; r < 2; r++) /* the primary and its backup both hold the slice */
+        ORDO_CK_OK(ordo_store_new(k, r, W, &opt, 1.0f, &s[r]));
+    ck_assert(ordo_store_owns(s[0], 0) && ordo_store_owns(s[1], 0));
+    int p = k->slices[0].server, b = 1 - p;
+    float g[W][N], v[N], w[N], zero[N] = {0};
+    grads(g);
+    bool ignored, updated;
+    ORDO_CK_OK(ordo_store_init(s[p], 0, zero, sizeof zero, &ignored));
+    ck_assert(!ordo_store_pushed(s[p], 0, 1, 0));
+    ORDO_CK_OK(ordo_store_push(s[p], 0, 1, 0, g[1], sizeof g[1], &updated));
+    ck_assert(ordo_store_pushed(s[p], 0, 1, 0) && !ordo_store_pushed(s[p], 0, 0, 0));
+    ORDO_CK_OK(ordo_store_push(s[p], 0, 0, 0, g[0], sizeof g[0], &updated));
+    ORDO_CK_OK(ordo_store_push(s[p], 0, 2, 0, g[2], sizeof g[2], &updated));
+    ck_assert(updated && ordo_store_pushed(s[p], 0, 0, 0)); /* applied: below the version */
+    /* the backup takes the primary's state and goes on from it with the same bits */
+    ordo_store_copy_value(s[p], 0, v);
+    ORDO_CK_OK(ordo_store_install(s[b], 0, ordo_store_version(s[p], 0), v, sizeof v,
+                                  ordo_store_momentum(s[p], 0), sizeof v));
+    ck_assert_int_eq(ordo_store_version(s[b], 0), 1);
+    for (int r = 0; r < 2; r++)
+        for (int j = 0; j < W; j++)
+            ORDO_CK_OK(ordo_store_push(s[r], 0, j, 1, g[j], sizeof g[j], &updated));
+    ordo_store_copy_value(s[p], 0, v);
+    ordo_store_copy_value(s[b], 0, w);
+    ck_assert(memcmp(v, w, sizeof v) == 0);
+    /* a wrong size or momentum is refused */
+    ORDO_CK_ERR(ordo_store_install(s[b], 0, 2, v, sizeof v - 4, NULL, 0), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_store_install(s[b], 0, 2, v, sizeof v, v, 8), ORDO_EPROTO);
+    for (int r = 0; r < 2; r++)
+        ordo_store_destroy(&s[r]);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
     Suite *s = suite_create("store");
@@ -427,10 +469,12 @@ static Suite *store_suite(void)
     tcase_add_test(tc, asp_applies_every_push_at_once);
     tcase_add_test(tc, backup_takes_the_first_pushes_and_drops_the_rest);
     tcase_add_test(tc, set_sync_refuses_what_the_conf_refuses);
+    tcase_add_test(tc, install_replaces_the_state_and_pushed_spots_resends);
     suite_add_tcase(s, tc);
     tc = tcase_create("membership");
     tcase_add_test(tc, resent_pushes_are_left_out);
     tcase_add_test(tc, a_worker_that_left_no_longer_holds_up_updates);
+    tcase_add_test(tc, install_replaces_the_state_and_pushed_spots_resends);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,212 @@
+/* replicas: the scheduler's promotions of backup servers ([fault] replicas, scheduler/
+ * replicas.h). A dead server is marked in the scheduler's key map, every live node gets the
+ * list of dead servers (each recomputes the same map from it), and each promotion is logged
+ * and kept for summary.json until the first iteration every worker completes after it. */
+#include "scheduler/replicas.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "scheduler/scheduler_internal.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int server;
+    int moved;          /* slices whose primary changed */
+    int64_t last_ns;    /* when the server was last heard from */
+    int64_t dead_ns;    /* when it was declared dead and its backups promoted */
+    int64_t next_iter;  /* the iteration whose completion ends the recovery (-1: not known) */
+    int64_t done_ns;    /* when every worker had reported it (0: not yet) */
+    int64_t dead_wall_us, done_wall_us; /* the same two times on the wall clock */
+    int reported;       /* workers that reported next_iter */
+} promotion_t;
+
+struct ordo_replicas {
+    int64_t max_iter; /* the newest iteration any worker reported */
+    promotion_t *p;
+    int n;
+    json_t *joins; /* [{server, pid, iteration, unix_ms}]: replacements that joined */
+};
+
+int ordo_replicas_new(struct ordo_scheduler *s, ordo_replicas_t **out)
+{
+    *out = NULL;
+    if (s->conf.replicas <= 1) return 0;
+    int rc = ordo_keys_set_replicas(s->keys, s->conf.replicas);
+    if (rc) return ordo_error_context(rc, "fault.replicas");
+    ordo_replicas_t *r = calloc(1, sizeof *r);
+    if (!r) return ORDO_ENOMEM;
+    r->max_iter = -1;
+    *out = r;
+    ORDO_INFO("replicas: each key slice on %d servers (a primary and %d backup%s)",
+              s->conf.replicas, s->conf.replicas - 1, s->conf.replicas > 2 ? "s" : "");
+    return 0;
+}
+
+void ordo_replicas_destroy(ordo_replicas_t **rp)
+{
+    ordo_replicas_t *r = rp ? *rp : NULL;
+    if (!r) return;
+    free(r->p);
+    json_decref(r->joins);
+    free(r);
+    *rp = NULL;
+}
+
+/* the promotions as summary.json's "promotions" (times in ms from the scheduler's start) */
+static void record(struct ordo_scheduler *s)
+{
+    ordo_replicas_t *r = s->repl;
+    json_t *a = json_array();
+    for (int i = 0; i < r->n; i++) {
+        const promotion_t *p = &r->p[i];
+        json_t *o = json_pack("{s:i,s:i,s:f,s:f,s:I}", "server", p->server, "slices", p->moved,
+                              "last_heard_ms", (double)(p->last_ns - s->start_ns) / 1e6,
+                              "promoted_ms", (double)(p->dead_ns - s->start_ns) / 1e6,
+                              "promoted_unix_ms", (json_int_t)(p->dead_wall_us / 1000));
+        if (p->done_ns) {
+            json_object_set_new(o, "next_iteration", json_integer(p->next_iter));
+            json_object_set_new(o, "next_iteration_ms",
+                                json_real((double)(p->done_ns - s->start_ns) / 1e6));
+            json_object_set_new(o, "next_iteration_unix_ms", json_integer(p->done_wall_us / 1000));
+            json_object_set_new(o, "recovery_ms", json_real((double)(p->done_ns - p->last_ns) / 1e6));
+        }
+        json_array_append_new(a, o);
+    }
+    if (s->log) ordo_runlog_set_section(s->log, "promotions", json_incref(a));
+    json_decref(a);
+}
+
+/* send every live node but `except` (a member index, or -1) the dead servers, and the one
+ * that joined (joined >= 0: its rank, at endpoint) */
+static void send_map(struct ordo_scheduler *s, int except, int joined, const char *endpoint)
+{
+    json_t *dead = json_array();
+    for (int i = 0; i < s->keys->n_servers; i++)
+        if (s->keys->dead[i]) json_array_append_new(dead, json_integer(i));
+    json_t *o = json_pack("{s:o,s:i}", "dead", dead, "promoted", s->repl->n);
+    if (o && joined >= 0) json_object_set_new(o, "joined", json_pack("[i,s]", joined, endpoint));
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    for (int i = 0; text && i < s->n_members; i++)
+        if (!s->members[i].gone && i != except)
+            ordo__sched_reply(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_KEYMAP, text);
+    free(text);
+}
+
+int ordo_replicas_server_dead(struct ordo_scheduler *s, int member, int64_t silent_ms)
+{
+    ordo_replicas_t *r = s->repl;
+    member_t *m = &s->members[member];
+    char name[320];
+    if (!r || m->role != ORDO_ROLE_SERVER || m->rank < 0)
+        return ORDO_EPEERDEAD;
+    int moved = 0;
+    int rc = ordo_keys_server_failed(s->keys, m->rank, &moved);
+    if (rc) {
+        ORDO_ERROR("cannot promote a backup for %s: %s",
+                   ordo__sched_member_name(m, name, sizeof name), ordo_error_text(rc));
+        return ORDO_EPEERDEAD;
+    }
+    promotion_t *p = realloc(r->p, sizeof *p * (size_t)(r->n + 1));
+    if (!p) return ORDO_ENOMEM;
+    r->p = p;
+    r->p[r->n++] = (promotion_t){.server = m->rank,
+                                 .moved = moved,
+                                 .last_ns = m->last_seen_ns,
+                                 .dead_ns = ordo_clock_ns(),
+                                 .dead_wall_us = ordo_clock_wall_us(),
+                                 .next_iter = r->max_iter + 1};
+    m->gone = true;
+    ORDO_WARN("%s is dead: no heartbeat for %lld ms (timeout %d ms); promoted backups for its "
+              "%d slices, the run goes on", ordo__sched_member_name(m, name, sizeof name),
+              (long long)silent_ms, s->conf.timeout_ms, moved);
+    send_map(s, -1, -1, NULL);
+    record(s);
+    return 0;
+}
+
+/* the WELCOME of a server joining a running cluster: what every node got at the start, with
+ * the key map as it is now */
+static void welcome(struct ordo_scheduler *s, const member_t *m)
+{
+    json_t *servers = json_array();
+    for (int r = 0; r < s->conf.servers; r++)
+        for (int i = 0; i < s->n_members; i++)
+            if (s->members[i].role == ORDO_ROLE_SERVER && s->members[i].rank == r)
+                json_array_append_new(servers, json_string(s->members[i].endpoint));
+    char *keys_text = ordo_keys_to_json(s->keys);
+    json_t *w = json_pack("{s:i,s:o,s:i,s:o,s:s}", "rank", m->rank, "servers", servers, "workers",
+                          s->conf.workers, "keys", json_loads(keys_text, 0, NULL), "run_dir",
+                          s->run_dir);
+    free(keys_text);
+    if (w && s->plan) json_object_set(w, "plan", s->plan);
+    char *text = w ? json_dumps(w, JSON_COMPACT) : NULL;
+    json_decref(w);
+    if (text) ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_WELCOME, text);
+    free(text);
+}
+
+void ordo_replicas_join(struct ordo_scheduler *s, const ordo_msg_t *m, const char *endpoint,
+                          int pid, int want)
+{
+    ordo_replicas_t *r = s->repl;
+    const char *why = NULL;
+    int at = -1;
+    for (int i = 0; r && i < s->n_members; i++) {
+        member_t *mb = &s->members[i];
+        if (mb->role != ORDO_ROLE_SERVER || !mb->gone) continue;
+        if (at < 0 || mb->rank == want || (s->members[at].rank != want && mb->rank < s->members[at].rank))
+            at = i;
+    }
+    if (!r)
+        why = "fault.replicas = 1: no server can join a running cluster";
+    else if (at < 0)
+        why = "no dead server to replace: the cluster is full";
+    if (why) {
+        ORDO_WARN("refused a server joining (pid %d at %s): %s", pid, endpoint, why);
+        ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, why);
+        return;
+    }
+    member_t *mb = &s->members[at];
+    memcpy(mb->rid, m->rid, m->rid_len);
+    mb->rid_len = m->rid_len;
+    mb->pid = pid;
+    snprintf(mb->endpoint, sizeof mb->endpoint, "%s", endpoint);
+    mb->last_seen_ns = ordo_clock_ns();
+    mb->gone = false;
+    ordo_keys_server_joined(s->keys, mb->rank);
+    welcome(s, mb);
+    send_map(s, at, mb->rank, endpoint);
+    char name[320];
+    ORDO_WARN("%s joined in place of the dead server %d: the primaries bring it up to date as a "
+              "backup", ordo__sched_member_name(mb, name, sizeof name), mb->rank);
+    if (!r->joins) r->joins = json_array();
+    json_array_append_new(r->joins, json_pack("{s:i,s:i,s:I,s:I}", "server", mb->rank, "pid", pid,
+                                              "iteration", (json_int_t)(r->max_iter + 1),
+                                              "unix_ms", (json_int_t)(ordo_clock_wall_us() / 1000)));
+    if (s->log) ordo_runlog_set_section(s->log, "joins", json_incref(r->joins));
+}
+
+void ordo_replicas_on_stats(struct ordo_scheduler *s, int worker, int64_t iter)
+{
+    ordo_replicas_t *r = s->repl;
+    (void)worker;
+    if (!r) return;
+    if (iter > r->max_iter) r->max_iter = iter;
+    for (int i = 0; i < r->n; i++) {
+        promotion_t *p = &r->p[i];
+        if (p->done_ns || iter != p->next_iter) continue;
+        if (++p->reported < s->conf.workers) continue;
+        p->done_ns = ordo_clock_ns();
+        p->done_wall_us = ordo_clock_wall_us();
+        ORDO_INFO("recovered from the death of server %d: iteration %lld completed %.0f ms after "
+                  "it was last heard from (%.0f ms after the promotion)", p->server,
+                  (long long)p->next_iter, (double)(p->done_ns - p->last_ns) / 1e6,
+                  (double)(p->done_ns - p->dead_ns) / 1e6);
+        record(s);
+    }
+}

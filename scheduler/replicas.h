@@ -1,0 +1,48 @@
+/* replicas: the scheduler's side of replicated servers ([fault] replicas). When a server
+ * falls silent and every one of its slices has a live backup, the scheduler does not abort:
+ * it marks the server dead in the key map (its slices' first live backups become their
+ * primaries), sends every live node the new map as KEYMAP {"dead": [...]}, and records the
+ * promotion (when the server was last heard of, when it was declared dead and promoted, and
+ * the next iteration every worker completed) in the log and in summary.json's "promotions":
+ * per promotion {server, slices, last_heard_ms, promoted_ms, promoted_unix_ms,
+ * next_iteration, next_iteration_ms, next_iteration_unix_ms, recovery_ms} (ms from the
+ * scheduler's start; *_unix_ms on the wall clock, for comparing with when a kill was sent;
+ * recovery_ms from the last heartbeat to the next completed iteration). */
+#ifndef ORDO_SCHED_REPLICAS_H
+#define ORDO_SCHED_REPLICAS_H
+
+#include <stdint.h>
+
+#include "common/wire.h"
+#include "scheduler/runlog.h"
+
+struct ordo_scheduler;
+
+typedef struct ordo_replicas ordo_replicas_t;
+
+/* ordo_replicas_new sets the conf's replica count on the scheduler's key map (after the
+ * partition) and makes the promotion record; *out stays NULL with replicas = 1. */
+int ordo_replicas_new(struct ordo_scheduler *s, ordo_replicas_t **out);
+
+/* ordo_replicas_destroy frees r; NULL-safe. */
+void ordo_replicas_destroy(ordo_replicas_t **r);
+
+/* ordo_replicas_server_dead handles the death of the server member at index member (silent
+ * for silent_ms): 0 when its slices were handed to backups and the new map sent (the run goes
+ * on), ORDO_EPEERDEAD when it cannot be (no replicas, or a slice with no live replica left). */
+int ordo_replicas_server_dead(struct ordo_scheduler *s, int member, int64_t silent_ms);
+
+/* ordo_replicas_join takes a server's REGISTER with "join": true (m; endpoint and pid from
+ * its body, want its requested rank or -1) while the run goes on: it takes the place of a dead
+ * server (the requested rank if that one is dead, else the lowest dead rank), gets a WELCOME
+ * with the current map, and every other live node a KEYMAP naming it, upon which the
+ * primaries send it the state of each slice it backs up. Refused (REJECT with the reason)
+ * without replicas or without a dead server. */
+void ordo_replicas_join(struct ordo_scheduler *s, const ordo_msg_t *m, const char *endpoint,
+                          int pid, int want);
+
+/* ordo_replicas_on_stats notes worker `worker`'s report of iteration iter: the first
+ * iteration after a promotion that every worker completed ends its recovery. */
+void ordo_replicas_on_stats(struct ordo_scheduler *s, int worker, int64_t iter);
+
+#endif

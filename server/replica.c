@@ -1,0 +1,402 @@
+/* replica: primary-backup replication of key slices between servers (server/replica.h). */
+#include "server/replica.h"
+#include "common/error.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "common/transport.h"
+#include "server/server_internal.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* a worker's messages kept for slices still held as a backup: bounds, so that a confused
+ * worker cannot fill the server's memory (a promotion parks at most one iteration's
+ * messages of the workers) */
+#define MAX_PARKED 65536
+#define MAX_PARKED_BYTES ((size_t)1 << 30)
+
+typedef struct {
+    int64_t iter; /* the push's iteration: sent once iter + 1 is visible */
+    ordo_msg_t msg;
+} pending_ack_t;
+
+typedef struct {
+    pending_ack_t *a;
+    int n, cap;
+} ack_list_t;
+
+struct ordo_replica {
+    int n_servers, n_slices;
+    int *peer_sock;      /* per server rank: the connection to its data port (-1: self) */
+    int64_t *acked;      /* per slice and server: the newest version that backup holds */
+    ack_list_t *acks;    /* per slice: push acknowledgements waiting for the backups */
+    ordo_msg_t *parked;  /* workers' messages for slices not (yet) ours */
+    int n_parked, cap_parked;
+    size_t parked_bytes; /* their payloads */
+    uint64_t n_sent, n_dup;
+};
+
+int ordo_replica_new(ordo_server_t *s, ordo_replica_t **out)
+{
+    const ordo_keys_t *k = s->node.keys;
+    *out = NULL;
+    if (k->replicas <= 1) return 0;
+    ordo_replica_t *r = calloc(1, sizeof *r);
+    if (!r) return ORDO_ENOMEM;
+    r->n_servers = k->n_servers;
+    r->n_slices = k->n_slices;
+    r->peer_sock = malloc(sizeof *r->peer_sock * (size_t)k->n_servers);
+    r->acked = malloc(sizeof *r->acked * (size_t)k->n_slices * (size_t)k->n_servers);
+    r->acks = calloc((size_t)k->n_slices + 1, sizeof *r->acks);
+    if (!r->peer_sock || !r->acked || !r->acks) {
+        ordo_replica_destroy(&r);
+        return ORDO_ENOMEM;
+    }
+    /* every replica starts where the store does: unset, or version 0 for average rules */
+    for (int i = 0; i < k->n_slices; i++)
+        for (int b = 0; b < k->n_servers; b++)
+            r->acked[(size_t)i * (size_t)k->n_servers + (size_t)b] =
+                ordo_store_owns(s->store, i) ? ordo_store_version(s->store, i) : -1;
+    for (int b = 0; b < k->n_servers; b++) {
+        r->peer_sock[b] = -1;
+        if (b == s->node.rank) continue;
+        int rc = ordo_transport_connect(s->node.tp, s->node.server_endpoints[b], 1);
+        if (rc < 0) {
+            ordo_replica_destroy(&r);
+            return ordo_error_context(rc, "connecting to another server for replication");
+        }
+        r->peer_sock[b] = rc;
+    }
+    ORDO_INFO("replicas: %d copies of each slice; this server holds %lld bytes (primary and "
+              "backup)", k->replicas, (long long)ordo_store_bytes(s->store));
+    *out = r;
+    return 0;
+}
+
+void ordo_replica_destroy(ordo_replica_t **rp)
+{
+    ordo_replica_t *r = rp ? *rp : NULL;
+    if (!r) return;
+    for (int i = 0; r->acks && i < r->n_slices; i++) {
+        for (int j = 0; j < r->acks[i].n; j++)
+            ordo_msg_close(&r->acks[i].a[j].msg);
+        free(r->acks[i].a);
+    }
+    for (int i = 0; i < r->n_parked; i++)
+        ordo_msg_close(&r->parked[i]);
+    free(r->parked);
+    free(r->acks);
+    free(r->acked);
+    free(r->peer_sock);
+    free(r);
+    *rp = NULL;
+}
+
+bool ordo_replica_is_peer(const ordo_replica_t *r, int sock)
+{
+    for (int b = 0; r && b < r->n_servers; b++)
+        if (r->peer_sock[b] == sock && sock >= 0) return true;
+    return false;
+}
+
+void ordo_replica_stats(const ordo_replica_t *r, uint64_t *sent, uint64_t *duplicates)
+{
+    *sent = r ? r->n_sent : 0;
+    *duplicates = r ? r->n_dup : 0;
+}
+
+void ordo_replica_count_duplicate(ordo_replica_t *r)
+{
+    if (r) r->n_dup++;
+}
+
+static int64_t *acked(const ordo_replica_t *r, int slice, int server)
+{
+    return &r->acked[(size_t)slice * (size_t)r->n_servers + (size_t)server];
+}
+
+bool ordo_replica_visible(const ordo_server_t *s, int slice, int64_t iter)
+{
+    const ordo_replica_t *r = s->repl;
+    if (!r) return true;
+    const ordo_keys_t *k = s->node.keys;
+    for (int j = 0; j < k->replicas; j++) {
+        int b = ordo_keys_replica(k, slice, j);
+        if (b == s->node.rank || k->dead[b]) continue;
+        if (*acked(r, slice, b) < iter) return false;
+    }
+    return true;
+}
+
+/* send slice's state to backup b */
+static void send_state(ordo_server_t *s, int slice, int b)
+{
+    ordo_replica_t *r = s->repl;
+    const ordo_slice_t *sl = &s->node.keys->slices[slice];
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_REPL);
+    m.sock = r->peer_sock[b];
+    m.hdr.role = ORDO_ROLE_SERVER;
+    m.hdr.rank = s->node.rank;
+    m.hdr.key = sl->key;
+    m.hdr.chunk = sl->chunk;
+    m.hdr.iter = ordo_store_version(s->store, slice);
+    m.hdr.dtype = ORDO_DTYPE_F32;
+    void *data, *hint;
+    size_t bytes;
+    ordo_store_ref(s->store, slice, &data, &bytes, &hint);
+    int rc = ordo_msg_add_ref(&m, data, bytes, ordo_store_unref_cb, hint);
+    if (rc) ordo_store_unref_cb(data, hint);
+    const float *mom = ordo_store_momentum(s->store, slice);
+    if (!rc && mom) rc = ordo_msg_add_copy(&m, mom, bytes);
+    if (rc) {
+        ORDO_ERROR("replicas: cannot send key %u chunk %u to server %d: %s", sl->key, sl->chunk, b,
+                   ordo_error_text(rc));
+        ordo_msg_close(&m);
+        return;
+    }
+    r->n_sent++;
+    ordo_transport_send(s->node.tp, &m);
+}
+
+void ordo_replica_updated(ordo_server_t *s, int slice)
+{
+    const ordo_keys_t *k = s->node.keys;
+    if (!s->repl) return;
+    for (int j = 0; j < k->replicas; j++) {
+        int b = ordo_keys_replica(k, slice, j);
+        if (b != s->node.rank && !k->dead[b]) send_state(s, slice, b);
+    }
+}
+
+/* send the acknowledgements of slice whose updates every live backup holds */
+static void flush_acks(ordo_server_t *s, int slice)
+{
+    ack_list_t *l = &s->repl->acks[slice];
+    int keep = 0;
+    for (int i = 0; i < l->n; i++) {
+        if (ordo_replica_visible(s, slice, l->a[i].iter + 1))
+            ordo_transport_send(s->node.tp, &l->a[i].msg);
+        else
+            l->a[keep++] = l->a[i];
+    }
+    l->n = keep;
+}
+
+void ordo_replica_ack(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack)
+{
+    if (!s->repl || ordo_replica_visible(s, slice, iter + 1)) {
+        ordo_transport_send(s->node.tp, ack);
+        return;
+    }
+    ack_list_t *l = &s->repl->acks[slice];
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 4;
+        pending_ack_t *p = realloc(l->a, sizeof *p * (size_t)cap);
+        if (!p) {
+            ORDO_ERROR("out of memory keeping a push acknowledgement");
+            ordo_msg_close(ack);
+            return;
+        }
+        l->a = p;
+        l->cap = cap;
+    }
+    l->a[l->n].iter = iter;
+    ordo_msg_init(&l->a[l->n].msg, ORDO_MSG_PUSH_ACK);
+    ordo_msg_move(&l->a[l->n].msg, ack);
+    l->n++;
+}
+
+int ordo_replica_park(ordo_server_t *s, ordo_msg_t *m)
+{
+    ordo_replica_t *r = s->repl;
+    size_t bytes = 0;
+    for (int i = 0; i < m->nframes; i++)
+        bytes += zmq_msg_size(&m->frames[i]);
+    if (r->n_parked >= MAX_PARKED || r->parked_bytes + bytes > MAX_PARKED_BYTES)
+        return ordo_error_set(ORDO_EFULL, "%d messages (%zu bytes) already wait for a new key map",
+                              r->n_parked, r->parked_bytes);
+    if (r->n_parked == r->cap_parked) {
+        int cap = r->cap_parked ? r->cap_parked * 2 : 16;
+        ordo_msg_t *p = realloc(r->parked, sizeof *p * (size_t)cap);
+        if (!p) return ORDO_ENOMEM;
+        r->parked = p;
+        r->cap_parked = cap;
+    }
+    ordo_msg_init(&r->parked[r->n_parked], m->hdr.type);
+    ordo_msg_move(&r->parked[r->n_parked], m);
+    r->n_parked++;
+    r->parked_bytes += bytes;
+    return 0;
+}
+
+/* a backup takes the state of a slice from its primary and acknowledges it */
+static void on_state(ordo_server_t *s, ordo_msg_t *m)
+{
+    const ordo_keys_t *k = s->node.keys;
+    int slice = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
+    int from = m->hdr.rank;
+    if (slice < 0 || from < 0 || from >= k->n_servers || !ordo_store_owns(s->store, slice) ||
+        k->slices[slice].server == s->node.rank) {
+        ORDO_WARN("replicas: dropped REPL of key %u chunk %u from server %d: not a slice this "
+                  "server backs up", m->hdr.key, m->hdr.chunk, from);
+        return;
+    }
+    if (k->dead[from]) return; /* from a server declared dead: its state is no longer the slice's */
+    if (k->slices[slice].server != from) { /* a new primary whose KEYMAP has not come here yet */
+        if (ordo_replica_park(s, m) != 0) ORDO_WARN("replicas: dropped an early REPL");
+        return;
+    }
+    size_t len = 0, mlen = 0;
+    const void *value = ordo_msg_data(m, 0, &len);
+    const void *mom = m->nframes > 1 ? ordo_msg_data(m, 1, &mlen) : NULL;
+    int rc = value && m->nframes <= 2
+                 ? ordo_store_install(s->store, slice, m->hdr.iter, value, len, mom, mlen)
+                 : ordo_error_set(ORDO_EPROTO, "a REPL needs a value frame and at most a momentum frame");
+    if (rc) {
+        ORDO_WARN("replicas: dropped REPL of key %u chunk %u from server %d: %s", m->hdr.key,
+                  m->hdr.chunk, from, ordo_error_text(rc));
+        return;
+    }
+    ordo_msg_t a;
+    ordo_msg_init(&a, ORDO_MSG_REPL_ACK);
+    a.sock = s->data_sock;
+    memcpy(a.rid, m->rid, m->rid_len);
+    a.rid_len = m->rid_len;
+    a.hdr.role = ORDO_ROLE_SERVER;
+    a.hdr.rank = s->node.rank;
+    a.hdr.key = m->hdr.key;
+    a.hdr.chunk = m->hdr.chunk;
+    a.hdr.iter = m->hdr.iter;
+    ordo_transport_send(s->node.tp, &a);
+}
+
+/* a primary learns that a backup holds a version */
+static void on_state_ack(ordo_server_t *s, ordo_msg_t *m)
+{
+    const ordo_keys_t *k = s->node.keys;
+    int slice = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
+    int from = m->hdr.rank;
+    if (slice < 0 || from < 0 || from >= k->n_servers || from == s->node.rank) {
+        ORDO_WARN("replicas: dropped REPL_ACK of key %u chunk %u from server %d", m->hdr.key,
+                  m->hdr.chunk, from);
+        return;
+    }
+    int64_t *v = acked(s->repl, slice, from);
+    if (m->hdr.iter > *v) *v = m->hdr.iter;
+    if (k->slices[slice].server != s->node.rank) return;
+    ordo__server_wake(s, slice);
+    flush_acks(s, slice);
+}
+
+void ordo_replica_on_server_msg(ordo_server_t *s, ordo_msg_t *m)
+{
+    if (!s->repl || m->hdr.role != ORDO_ROLE_SERVER) {
+        ORDO_WARN("dropped %s from %s %d: no replicas in this run", ordo_wire_type_name(m->hdr.type),
+                  ordo_wire_role_name(m->hdr.role), m->hdr.rank);
+        return;
+    }
+    if (m->hdr.type == ORDO_MSG_REPL)
+        on_state(s, m);
+    else if (m->hdr.type == ORDO_MSG_REPL_ACK)
+        on_state_ack(s, m);
+    else
+        ORDO_WARN("dropped %s from server %d", ordo_wire_type_name(m->hdr.type), m->hdr.rank);
+}
+
+/* a KEYMAP's "joined": [rank, endpoint]: a replacement took a dead server's place; connect
+ * to it (the old connection is left to idle) */
+static int on_joined(ordo_server_t *s, json_t *j, int *rank)
+{
+    ordo_keys_t *k = s->node.keys;
+    int srv = (int)json_integer_value(json_array_get(j, 0));
+    const char *ep = json_string_value(json_array_get(j, 1));
+    if (!json_is_integer(json_array_get(j, 0)) || srv < 0 || srv >= k->n_servers || !ep ||
+        strncmp(ep, "tcp://", 6) != 0 || srv == s->node.rank)
+        return ordo_error_set(ORDO_EPROTO, "KEYMAP: a bad \"joined\"");
+    int sock = ordo_transport_connect(s->node.tp, ep, 1);
+    if (sock < 0) return sock;
+    char *copy = strdup(ep);
+    if (!copy) return ORDO_ENOMEM;
+    free(s->node.server_endpoints[srv]);
+    s->node.server_endpoints[srv] = copy;
+    s->repl->peer_sock[srv] = sock;
+    ordo_keys_server_joined(k, srv);
+    *rank = srv;
+    return 0;
+}
+
+int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
+{
+    ordo_replica_t *r = s->repl;
+    ordo_keys_t *k = s->node.keys;
+    char buf[512];
+    if (!r) {
+        ORDO_ERROR("a KEYMAP in a run without replicas: %s", ordo_msg_text(m, 0, buf, sizeof buf));
+        return ORDO_EABORT;
+    }
+    size_t len = 0;
+    const char *d = ordo_msg_data(m, 0, &len);
+    json_t *o = d ? json_loadb(d, len, 0, NULL) : NULL;
+    json_t *dead = json_object_get(o, "dead");
+    int *was = malloc(sizeof *was * ((size_t)k->n_slices + 1));
+    int rc = json_is_array(dead) && was ? 0 : ORDO_EPROTO;
+    int joined = -1;
+    if (!rc && json_object_get(o, "joined"))
+        rc = on_joined(s, json_object_get(o, "joined"), &joined);
+    for (int i = 0; was && i < k->n_slices; i++)
+        was[i] = k->slices[i].server;
+    for (size_t i = 0; !rc && i < json_array_size(dead); i++) {
+        json_t *v = json_array_get(dead, i);
+        int srv = json_is_integer(v) ? (int)json_integer_value(v) : -1;
+        if (srv == s->node.rank) {
+            ORDO_ERROR("the scheduler declared this server dead");
+            rc = ORDO_EABORT;
+        } else if ((rc = ordo_keys_server_failed(k, srv, NULL)) != 0) {
+            ORDO_ERROR("KEYMAP: server %d: %s", srv, ordo_error_text(rc));
+        }
+    }
+    json_decref(o);
+    if (rc) {
+        free(was);
+        ORDO_ERROR("cannot apply the scheduler's KEYMAP %s", ordo_msg_text(m, 0, buf, sizeof buf));
+        return ORDO_EABORT;
+    }
+    int promoted = 0, sent = 0;
+    for (int i = 0; i < k->n_slices; i++) {
+        if (k->slices[i].server != s->node.rank) continue;
+        if (joined >= 0 && ordo_keys_holds(k, i, joined)) { /* a fresh backup: bring it up */
+            *acked(r, i, joined) = -1;
+            if (ordo_store_version(s->store, i) >= 0) send_state(s, i, joined);
+            sent++;
+        }
+        if (was[i] != s->node.rank) { /* ours now: its live backups take our state */
+            promoted++;
+            for (int b = 0; b < k->n_servers; b++)
+                *acked(r, i, b) = -1;
+            if (ordo_store_version(s->store, i) >= 0) ordo_replica_updated(s, i);
+        }
+        ordo__server_wake(s, i); /* a dead backup no longer holds anything back */
+        flush_acks(s, i);
+    }
+    free(was);
+    if (joined >= 0)
+        ORDO_WARN("KEYMAP %s: server %d joined; sent it the state of the %d slices it backs up "
+                  "for this server", ordo_msg_text(m, 0, buf, sizeof buf), joined, sent);
+    else
+        ORDO_WARN("KEYMAP %s: this server is now the primary of %d more slices",
+                  ordo_msg_text(m, 0, buf, sizeof buf), promoted);
+    /* what workers sent before this map reached us */
+    int n = r->n_parked;
+    ordo_msg_t *parked = r->parked;
+    r->parked = NULL;
+    r->n_parked = r->cap_parked = 0;
+    r->parked_bytes = 0;
+    for (int i = 0; i < n; i++) {
+        ordo__server_on_data(s, &parked[i]);
+        ordo_msg_close(&parked[i]);
+    }
+    free(parked);
+    return 0;
+}

@@ -1,0 +1,66 @@
+/* replica: a server's side of replicated key slices ([fault] replicas > 1, primary-backup).
+ * As a primary, after every update of a slice (and its initial value) it sends the slice's
+ * state (value, momentum, version) to the slice's live backups, and a pull of that version,
+ * or the acknowledgement of a push it contains, goes out only once every live backup
+ * acknowledged holding it. As a backup it installs the states its slices' primaries send.
+ * When the scheduler's KEYMAP names dead servers it recomputes the key map: slices whose
+ * primary died are now its own when it is their first live backup; it sends their state to
+ * their remaining backups and answers what waited on the dead ones. A worker's message for a
+ * slice it still holds as a backup (the worker saw the new map first) is kept until the
+ * KEYMAP arrives. A KEYMAP may also name a replacement server that joined in a dead one's place
+ * (ordo-server --join): the primaries connect to it and send it the state of every slice it
+ * backs up; until it acknowledged them, those slices' answers wait, as for any backup. Re-sent
+ * pushes (workers re-send what was not acknowledged) are recognised
+ * by (worker, slice, iteration) and answered without being applied twice. */
+#ifndef ORDO_SERVER_REPLICA_H
+#define ORDO_SERVER_REPLICA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/wire.h"
+#include "server/server.h"
+
+typedef struct ordo_replica ordo_replica_t;
+
+/* ordo_replica_new connects to every other server's data port when the key map has
+ * replicas > 1; *out stays NULL otherwise (nothing changes). */
+int ordo_replica_new(ordo_server_t *s, ordo_replica_t **out);
+
+/* ordo_replica_destroy frees r and the messages it keeps; NULL-safe. */
+void ordo_replica_destroy(ordo_replica_t **r);
+
+/* ordo_replica_is_peer tells whether sock is one of r's connections to other servers. */
+bool ordo_replica_is_peer(const ordo_replica_t *r, int sock);
+
+/* ordo_replica_on_server_msg handles a message another server sent (REPL on the data port,
+ * REPL_ACK on a peer connection); a malformed one is logged and dropped. */
+void ordo_replica_on_server_msg(ordo_server_t *s, ordo_msg_t *m);
+
+/* ordo_replica_park keeps a worker's message m (moved out) for slice, which this server holds
+ * as a backup, until a KEYMAP makes it the primary; ORDO_EFULL when too many are kept. */
+int ordo_replica_park(ordo_server_t *s, ordo_msg_t *m);
+
+/* ordo_replica_visible tells whether every live backup of slice holds version iter (true
+ * without replicas). */
+bool ordo_replica_visible(const ordo_server_t *s, int slice, int64_t iter);
+
+/* ordo_replica_updated sends slice's new state to its live backups (after an update or its
+ * initial value). */
+void ordo_replica_updated(ordo_server_t *s, int slice);
+
+/* ordo_replica_ack sends ack (a PUSH_ACK of a push of iteration iter to slice, moved out)
+ * once the update it went into is visible (ordo_replica_visible of iter + 1). */
+void ordo_replica_ack(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack);
+
+/* ordo_replica_on_keymap applies the scheduler's KEYMAP: 0 to go on, ORDO_EABORT when it
+ * names this server dead or is malformed. */
+int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m);
+
+/* ordo_replica_stats returns the state messages sent and the duplicate pushes recognised. */
+void ordo_replica_stats(const ordo_replica_t *r, uint64_t *sent, uint64_t *duplicates);
+
+/* ordo_replica_count_duplicate counts one re-sent push recognised as already in. */
+void ordo_replica_count_duplicate(ordo_replica_t *r);
+
+#endif
