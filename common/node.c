@@ -169,9 +169,13 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
             ordo_msg_close(&m);
             return ordo_error_set(ORDO_EABORT, "cluster aborted: %s", buf);
         case ORDO_MSG_PEER_DEAD:
+            /* the heartbeat's start-up limit and the deadline above are the same time: one
+             * answer for both, whichever fires first */
             ordo_msg_close(&m);
-            return ordo_error_set(ORDO_EPEERDEAD, "the scheduler at %s does not answer",
-                                  conf->scheduler);
+            return ordo_error_set(ORDO_ETIMEDOUT,
+                                  "no WELCOME from the scheduler at %s within %d ms (it does not "
+                                  "answer)",
+                                  conf->scheduler, conf->startup_ms);
         default:
             if (m.sock != node->sched_sock && stash(node, &m) == 0) break;
             ORDO_DEBUG("ignoring %s while joining", ordo_wire_type_name(m.hdr.type));
