@@ -19,7 +19,10 @@
 #   --kills K         worker SIGKILLs per chaos run (default 4)
 #   --pauses P        SIGSTOP/SIGCONT pauses per chaos run (default 4)
 #   --kill-servers    also SIGKILL servers (needs [fault] replicas >= 2 in the conf: replicated
-#                     servers; refused otherwise)
+#                     servers; refused otherwise): the backups take over, the launcher starts a
+#                     replacement that joins (ordo-server --join), and the next fault waits
+#                     for it; a server's recovery is from the SIGKILL to the next iteration
+#                     every worker finished (summary.json "promotions")
 #   --servers S --workers W   (default 2 and 3)
 #   --iterations N    per run (default: synthetic 6000, mlp 3000)
 #   --timeout-ms T    fault.timeout_ms (default 2000; heartbeats every T/10)
@@ -120,16 +123,21 @@ chaos() {
     local t0 iter=$(( $(wc -l < "$dir/metrics.jsonl") / workers ))
     if [ "${kind[$k]}" = kill ]; then
       local before=0
-      [ -f "$dir/membership.jsonl" ] && before=$(grep -c "\"recovered\",\"worker\":$rank," "$dir/membership.jsonl")
+      [ "$role" = worker ] && [ -f "$dir/membership.jsonl" ] && before=$(grep -c "\"recovered\",\"worker\":$rank," "$dir/membership.jsonl")
+      # a server: the launcher starts a replacement (ordo-server --join) once the scheduler
+      # promoted the dead one's backups; the next fault waits for it to join
+      [ "$role" = server ] && before=$(grep -c "joined in place of the dead server" "$out/$name.log")
       t0=$(now_s)
       kill -KILL "$pid" 2>/dev/null || continue
       echo "$name,kill,$role,$rank,$iter,$t0,$before" >> "$out/faults.raw"
-      # the next fault waits for this worker's return (at most 4 timeouts)
+      # the next fault waits for this worker's return, or the server's replacement (at most
+      # 4 timeouts)
       local deadline=$(( $(date +%s) + 4 * timeout_ms / 1000 + 10 ))
       while kill -0 $launcher 2>/dev/null && [ "$(date +%s)" -lt $deadline ]; do
         [ "$role" = worker ] && [ -f "$dir/membership.jsonl" ] &&
           [ "$(grep -c "\"recovered\",\"worker\":$rank," "$dir/membership.jsonl")" -gt "$before" ] && break
-        [ "$role" = server ] && sleep 1 && break
+        [ "$role" = server ] &&
+          [ "$(grep -c "joined in place of the dead server" "$out/$name.log")" -gt "$before" ] && break
         sleep 0.05
       done
     else
@@ -211,6 +219,12 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
                 if len(back) > x["extra"]:
                     r = round((back[x["extra"]]["time_s"] - x["t"]) * 1000, 1)
                     rec.append(r)
+            if x["kind"] == "kill" and x["role"] == "server":
+                # the extra-th promotion (in kill order): the next iteration every worker finished
+                promos = summary(run).get("promotions", [])
+                if len(promos) > x["extra"] and "next_iteration_unix_ms" in promos[x["extra"]]:
+                    r = round(promos[x["extra"]]["next_iteration_unix_ms"] - x["t"] * 1000, 1)
+                    rec.append(r)
             w.writerow([run, x["kind"], x["role"], x["rank"], x["iter"],
                         x["extra"] if x["kind"] == "pause" else "", r])
         kills = sum(1 for x in faults if x["run"] == run and x["kind"] == "kill")
@@ -233,8 +247,9 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
             bad.append(f"{t}: exit {row['exit']} (fault-free {row['exit_faultfree']})")
         if t == "synthetic" and (wrong or "pulled values checked" not in lg):
             bad.append(f"synthetic: {wrong} wrong values")
-        if len(rec) != sum(1 for x in faults if x["run"] == run and x["kind"] == "kill" and x["role"] == "worker"):
-            bad.append(f"{t}: {len(rec)} of the killed workers came back")
+        if len(rec) != sum(1 for x in faults if x["run"] == run and x["kind"] == "kill"):
+            bad.append(f"{t}: {len(rec)} of the killed processes recovered (a worker back, or a "
+                       "server's slices served again)")
         if t == "mlp" and (acc is None or acc0 is None or (acc0 - acc) * 100 > max_drop):
             bad.append(f"mlp: accuracy {acc} against {acc0} fault-free")
 with open(f"{out}/chaos.csv", "w", newline="") as f:
@@ -248,7 +263,7 @@ for r in rows:
            if r["accuracy"] != "" and r["accuracy_faultfree"] != "" else "")
     print(f"| {r['trainer']} | {r['kills']} | {r['pauses']} | {r['exit']} | {r['recovery_median_ms']} | "
           f"{r['recovery_worst_ms']} | {r['wrong_values']} | {acc} |")
-print(f"(fault.timeout_ms {timeout_ms}; recovery: from the SIGKILL to the restarted worker's first finished iteration; {out}/faults.csv)")
+print(f"(fault.timeout_ms {timeout_ms}; recovery: from the SIGKILL to the restarted worker's first finished iteration, or for a server to the next iteration every worker finished; {out}/faults.csv)")
 for b in bad:
     print("FAILED:", b)
 sys.exit(1 if bad else 0)
