@@ -159,6 +159,11 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
             ordo_msg_close(&m);
             return ordo_error_set(ORDO_EABORT, "cluster aborted: %s", buf);
         case ORDO_MSG_PEER_DEAD:
+            if (m.nframes > 0) { /* the transport's reason: the handshake was refused */
+                ordo_msg_text(&m, 0, buf, sizeof buf);
+                ordo_msg_close(&m);
+                return ordo_error_set(ORDO_EAUTH, "the scheduler: %s", buf);
+            }
             ordo_msg_close(&m);
             return ordo_error_set(ORDO_EPEERDEAD, "the scheduler at %s does not answer",
                                   conf->scheduler);

@@ -449,6 +449,7 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
     }
     ordo_transport_opts_t opts = {
         .role = ORDO_ROLE_SCHEDULER, .rank = 0, .inline_io = !s->conf.io_thread};
+    ordo_transport_opts_conf(&opts, &s->conf);
     if ((rc = ordo_transport_new(&opts, &s->tp)) != 0) goto fail;
     rc = ordo_transport_bind(s->tp, s->conf.scheduler, 0, s->endpoint, sizeof s->endpoint);
     if (rc < 0) {
