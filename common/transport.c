@@ -38,8 +38,8 @@ typedef struct {
     void *mon;  /* PAIR receiving the socket's monitor events */
     int mon_fd; /* its ZMQ_FD */
     bool refused; /* a peer refused our handshake: reported once as PEER_DEAD */
-    int64_t logged_ns; /* the last event line of this socket */
-    int unlogged;      /* events left out since */
+    int64_t logged_ns[5]; /* the last line of each kind of event (see event_kind) */
+    int unlogged[5];      /* events of that kind left out since */
 } sock_t;
 
 /* a ring of messages */
@@ -188,6 +188,11 @@ static void send_now(ordo_transport_t *t, ordo_msg_t *m)
      * message came in: the socket has to be drained before the next sleep */
     s->pending = true;
     int rc = ordo_wire_send(s->z, s->router, m, ZMQ_DONTWAIT);
+    if (rc == ORDO_EAGAIN && (s->refused || m->hdr.type == ORDO_MSG_HEARTBEAT)) {
+        /* no connection to queue on (a refused handshake): the heartbeats notice */
+        ordo_msg_close(m);
+        return;
+    }
     if (rc != 0) {
         ORDO_WARN("transport: send %s failed: %s", ordo_wire_type_name(m->hdr.type),
                   ordo_error_text(rc));
@@ -269,17 +274,25 @@ static void monitor_close(sock_t *s)
     s->mon = NULL;
 }
 
-/* may_log: whether socket s may log an event line now (one per LOG_EVERY_NS; the lines
- * left out are counted into the next) */
-static bool may_log(sock_t *s, int64_t now, int *left_out)
+static int event_kind(uint16_t ev, uint32_t value)
 {
-    if (s->logged_ns && now - s->logged_ns < LOG_EVERY_NS) {
-        s->unlogged++;
+    if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
+        return value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH ? 2 : 3;
+    return ev == ZMQ_EVENT_DISCONNECTED ? 0 : ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? 1 : 4;
+}
+
+/* may_log: whether socket s may log a line about event ev now (one per kind and
+ * LOG_EVERY_NS; the lines left out are counted into the next) */
+static bool may_log(sock_t *s, uint16_t ev, uint32_t value, int64_t now, int *left_out)
+{
+    int k = event_kind(ev, value);
+    if (s->logged_ns[k] && now - s->logged_ns[k] < LOG_EVERY_NS) {
+        s->unlogged[k]++;
         return false;
     }
-    *left_out = s->unlogged;
-    s->unlogged = 0;
-    s->logged_ns = now;
+    *left_out = s->unlogged[k];
+    s->unlogged[k] = 0;
+    s->logged_ns[k] = now;
     return true;
 }
 
@@ -306,7 +319,7 @@ static void on_event(ordo_transport_t *t, int i, uint16_t ev, uint32_t value)
     int left = 0;
     char why[1400] = "";
     if (ev == ZMQ_EVENT_DISCONNECTED) {
-        if (s->router && may_log(s, now, &left))
+        if (s->router && may_log(s, ev, value, now, &left))
             ORDO_INFO("transport: a peer's connection to %s closed: the peer left, or it was "
                       "cut off for breaking the protocol (e.g. a frame above "
                       "net.max_message_mb = %lld MiB)%s",
@@ -323,16 +336,17 @@ static void on_event(ordo_transport_t *t, int i, uint16_t ev, uint32_t value)
     else
         snprintf(why, sizeof why, "the handshake failed (%s)%s", zmq_strerror((int)value),
                  t->curve ? ": the peer may not hold this cluster's keys, or this process "
-                            "not its server.pub" : "");
+                            "not its server.pub"
+                          : ": does the peer use CURVE ([security] curve)?");
     if (s->router) {
         /* the ZAP handler has named the refused key already */
-        if (ev != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH && may_log(s, now, &left))
+        if (ev != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH && may_log(s, ev, value, now, &left))
             ORDO_WARN("transport: refused a connection to %s: %s%s", s->endpoint, why,
                       left ? " (and earlier ones)" : "");
         return;
     }
     bool final = ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH || ev == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL;
-    if (s->refused || !may_log(s, now, &left)) return;
+    if (s->refused || !may_log(s, ev, value, now, &left)) return;
     ORDO_ERROR("transport: connecting to %s: %s", s->endpoint, why);
     if (!final) return;
     s->refused = true;
