@@ -127,15 +127,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!sent) return 0;
     /* until the server's transport took the message in (accepted or refused as malformed) */
     for (int spins = 0; spins < 2000; spins++) {
+        ordo_transport_get_stats(tp, &now);
+        bool in = now.msgs_in + now.malformed > before.msgs_in + before.malformed;
         ordo_msg_t m;
-        if (ordo_transport_recv(tp, &m, 1) == 0) {
+        if (ordo_transport_recv(tp, &m, in ? 0 : 1) == 0) {
             int rc = ordo_server_handle(srv, &m);
             ordo_msg_close(&m);
             if (rc != 0) __builtin_trap(); /* data never ends the server */
-            continue;
+        } else if (in) {
+            break;
         }
-        ordo_transport_get_stats(tp, &now);
-        if (now.msgs_in + now.malformed > before.msgs_in + before.malformed) break;
     }
     /* the answers to the fuzzing peer are read and dropped */
     char buf[256];
