@@ -715,14 +715,6 @@ int ordo_conf_validate(const ordo_conf_t *conf)
         return ordo_error_set(ORDO_EINVAL,
                               "order.segment_bytes (%lld) must be 0 (whole chunks) or at least 1024",
                               (long long)conf->segment_bytes);
-    int64_t chunk = conf->segment_bytes > 0 && conf->segment_bytes < conf->partition_bytes
-                        ? conf->segment_bytes
-                        : conf->partition_bytes;
-    if (chunk + (1 << 16) > ((int64_t)conf->max_message_mb << 20))
-        return ordo_error_set(ORDO_EINVAL,
-                              "order.partition_bytes/segment_bytes (%lld) must fit in "
-                              "net.max_message_mb (%d MiB): raise it",
-                              (long long)chunk, conf->max_message_mb);
     if (conf->curve && !conf->keys_dir[0])
         return ordo_error_set(ORDO_EINVAL, "security.curve = true needs security.keys (a "
                               "folder written by ordo-keygen)");

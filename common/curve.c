@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,19 +19,18 @@
 struct ordo_curve {
     char dir[1024];
     char server_pub[Z85_KEY + 1];
-    char server_sec[Z85_KEY + 1]; /* "" until a listening socket needs it */
+    char server_sec[Z85_KEY + 1];            /* "" until a listening socket needs it */
     char pub[Z85_KEY + 1], sec[Z85_KEY + 1]; /* this process as a client */
     void *zap;                               /* the ZAP REP socket (the thread's) */
     pthread_t zap_thread;
     bool zap_started;
-    _Atomic int refused;
 };
 
 int ordo_curve_check(void)
 {
     if (!zmq_has("curve"))
         return ordo_error_set(ORDO_EINVAL, "security.curve = true, but this libzmq was built "
-                              "without CURVE (libsodium); install a libzmq with it");
+                                           "without CURVE (libsodium); install a libzmq with it");
     return 0;
 }
 
@@ -102,8 +100,10 @@ int ordo_curve_keygen(const char *dir, const char *const *names, int n, bool for
     if (rc) return rc;
     for (int i = 0; i < n; i++)
         if (!valid_name(names[i]) || names[i][0] == '.')
-            return ordo_error_set(ORDO_EINVAL, "client name '%s': use letters, digits, -, _ "
-                                  "and . only", names[i]);
+            return ordo_error_set(ORDO_EINVAL,
+                                  "client name '%s': use letters, digits, -, _ "
+                                  "and . only",
+                                  names[i]);
     char path[1200];
     snprintf(path, sizeof path, "%s/clients", dir);
     if ((mkdir(dir, 0755) != 0 && errno != EEXIST) || (mkdir(path, 0755) != 0 && errno != EEXIST))
@@ -197,7 +197,8 @@ static bool zap_answer(ordo_curve_t *c)
         zmq_msg_init(&part);
         if (zmq_msg_recv(&part, c->zap, 0) < 0) {
             zmq_msg_close(&part);
-            for (int i = 0; i < n; i++) zmq_msg_close(&f[i]);
+            for (int i = 0; i < n; i++)
+                zmq_msg_close(&f[i]);
             return errno != ETERM;
         }
         int more = zmq_msg_more(&part);
@@ -219,19 +220,18 @@ static bool zap_answer(ordo_curve_t *c)
         zmq_msg_init(&empty);
         zap_reply(c->zap, &empty, "500", "malformed ZAP request");
     } else if (!z85[0] || extra) {
-        atomic_fetch_add(&c->refused, 1);
         ORDO_WARN("security: refused a connection from %s: not a CURVE client", addr);
         zap_reply(c->zap, &f[1], "400", "CURVE only");
     } else if (!key_listed(c, z85)) {
-        atomic_fetch_add(&c->refused, 1);
-        ORDO_WARN("security: refused a client at %s: its key %s is not in %s/clients", addr,
-                  z85, c->dir);
+        ORDO_WARN("security: refused a client at %s: its key %s is not in %s/clients", addr, z85,
+                  c->dir);
         zap_reply(c->zap, &f[1], "400", "key not in the cluster's key folder");
     } else {
         ORDO_DEBUG("security: admitted the client at %s (key %s)", addr, z85);
         zap_reply(c->zap, &f[1], "200", "OK");
     }
-    for (int i = 0; i < n; i++) zmq_msg_close(&f[i]);
+    for (int i = 0; i < n; i++)
+        zmq_msg_close(&f[i]);
     return true;
 }
 
@@ -287,11 +287,6 @@ int ordo_curve_setup(const ordo_curve_t *c, void *z, bool listening)
         rc |= zmq_setsockopt(z, ZMQ_CURVE_SECRETKEY, c->sec, Z85_KEY);
     }
     return rc ? ordo_error_set(ORDO_EIO, "CURVE socket options: %s", zmq_strerror(errno)) : 0;
-}
-
-int ordo_curve_zap_refused(const ordo_curve_t *c)
-{
-    return atomic_load(&((ordo_curve_t *)c)->refused);
 }
 
 void ordo_curve_destroy(ordo_curve_t **cp)

@@ -36,7 +36,4 @@ int ordo_curve_listen(ordo_curve_t *c, void *ctx);
  * ordo_curve_listen first) or a client of the cluster's server key. */
 int ordo_curve_setup(const ordo_curve_t *c, void *z, bool listening);
 
-/* ordo_curve_zap_refused returns how many clients the ZAP handler refused so far. */
-int ordo_curve_zap_refused(const ordo_curve_t *c);
-
 #endif

@@ -19,8 +19,8 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#define MAX_SOCKS  256
-#define RECV_BATCH 64
+#define MAX_SOCKS    256
+#define RECV_BATCH   64
 #define LOG_EVERY_NS 5000000000LL /* a socket's repeated event lines: one per 5 s */
 
 typedef enum { CMD_NONE, CMD_BIND, CMD_CONNECT, CMD_HEARTBEAT } cmd_kind_t;
@@ -35,9 +35,9 @@ typedef struct {
     int fd;       /* ZMQ_FD: readable when the socket's state may have changed */
     bool pending; /* may hold messages: drain before sleeping (see io_cycle) */
     char endpoint[256];
-    void *mon;  /* PAIR receiving the socket's monitor events */
-    int mon_fd; /* its ZMQ_FD */
-    bool refused; /* a peer refused our handshake: reported once as PEER_DEAD */
+    void *mon;            /* PAIR receiving the socket's monitor events */
+    int mon_fd;           /* its ZMQ_FD */
+    bool refused;         /* a peer refused our handshake: reported once as PEER_DEAD */
     int64_t logged_ns[5]; /* the last line of each kind of event (see event_kind) */
     int unlogged[5];      /* events of that kind left out since */
 } sock_t;
@@ -77,7 +77,7 @@ struct ordo_transport {
     ring_t link;
     _Atomic int64_t link_free_ns;
     _Atomic int link_pending;
-    int64_t armed_at; /* what the timerfd is set to (INT64_MAX: disarmed) */
+    int64_t armed_at;    /* what the timerfd is set to (INT64_MAX: disarmed) */
     ordo_curve_t *curve; /* NULL: plain TCP */
     char curve_dir[ORDO_CONF_PATH];
     _Atomic uint64_t msgs_in, msgs_out, bytes_in, bytes_out, malformed;
@@ -328,9 +328,10 @@ static void on_event(ordo_transport_t *t, int i, uint16_t ev, uint32_t value)
         return;
     }
     if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-        snprintf(why, sizeof why, "the peer refused this process's CURVE key (ZAP status %u): "
-                 "its public key is not in the peer's %s/clients", value,
-                 t->curve_dir[0] ? t->curve_dir : "key folder");
+        snprintf(why, sizeof why,
+                 "the peer refused this process's CURVE key (ZAP status %u): "
+                 "its public key is not in the peer's %s/clients",
+                 value, t->curve_dir[0] ? t->curve_dir : "key folder");
     else if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
         snprintf(why, sizeof why, "%s", protocol_why(value));
     else
@@ -383,8 +384,10 @@ static void drain_monitor(ordo_transport_t *t, int i)
         zmq_msg_close(&a);
         while (more) { /* the endpoint frame */
             zmq_msg_init(&b);
-            if (zmq_msg_recv(&b, mon, ZMQ_DONTWAIT) < 0) more = false;
-            else more = zmq_msg_more(&b);
+            if (zmq_msg_recv(&b, mon, ZMQ_DONTWAIT) < 0)
+                more = false;
+            else
+                more = zmq_msg_more(&b);
             zmq_msg_close(&b);
         }
         on_event(t, i, ev, value);

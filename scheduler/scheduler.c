@@ -245,6 +245,21 @@ static int plan_model(sched_t *s)
                                  s->conf.segment_bytes, s->conf.servers, &s->keys);
     free(numel);
     if (rc) return rc;
+    /* every message must pass the sockets' net.max_message_mb: a slice, and in merged mode a
+     * group of up to partition_bytes */
+    int64_t biggest = 0, total = 0;
+    for (int i = 0; i < s->keys->n_slices; i++) {
+        int64_t b = s->keys->slices[i].numel * s->model->dtype_size;
+        total += b;
+        if (b > biggest) biggest = b;
+    }
+    if (s->conf.push_mode == ORDO_PUSH_MERGED)
+        biggest = total < s->conf.partition_bytes ? total : s->conf.partition_bytes;
+    if (biggest + (1 << 16) > ((int64_t)s->conf.max_message_mb << 20))
+        return ordo_error_set(ORDO_EINVAL,
+                              "messages of %lld bytes (order.partition_bytes / segment_bytes) "
+                              "would not fit in net.max_message_mb (%d MiB): raise it",
+                              (long long)biggest, s->conf.max_message_mb);
     /* the plan is made before anyone registers (before the welcome when the workers declare
      * the model), so a bad order or oracle file stops the start-up with its reason */
     if ((rc = ordo_runplan_make(&s->conf, s->model, s->keys, &s->plan)) != 0)

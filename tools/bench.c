@@ -248,8 +248,17 @@ int ordo_bench_start_daemons(const int64_t *sizes, int n, const ordo_bench_opts_
                      iarg, NULL};
     char carg[1100] = "";
     if (o->curve_keys) snprintf(carg, sizeof carg, "--security.keys=%s", o->curve_keys);
-    char *cvargs[] = {NULL, sarg, "--output.log_level=warn", "--optimizer.lr=0", barg, larg, marg,
-                      iarg, "--security.curve=true", carg, NULL};
+    char *cvargs[] = {NULL,
+                      sarg,
+                      "--output.log_level=warn",
+                      "--optimizer.lr=0",
+                      barg,
+                      larg,
+                      marg,
+                      iarg,
+                      "--security.curve=true",
+                      carg,
+                      NULL};
     for (int i = 0; i < (o->servers > 1 ? o->servers : 1); i++)
         if ((rc = ordo_bench_spawn(&srv[i], "ordo-server", o->curve_keys ? cvargs : vargs)) != 0)
             return rc;

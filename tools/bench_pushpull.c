@@ -154,14 +154,15 @@ static int pushpull_curve(ordo_bench_opts_t *o, const int64_t *sizes, int n)
                "server + 1 worker on loopback side by side, partition_bytes %lld, segment_bytes "
                "%lld, best of at least %d rounds and %g s per size (taking turns)\n",
                (long long)o->partition, (long long)o->segment, o->reps, o->min_time_s);
-        printf("%10s %10s %10s %11s %11s %8s %7s\n", "bytes", "plain_us", "curve_us",
-               "plain_GB/s", "curve_GB/s", "curve/pl", "rounds");
+        printf("%10s %10s %10s %11s %11s %8s %7s\n", "bytes", "plain_us", "curve_us", "plain_GB/s",
+               "curve_GB/s", "curve/pl", "rounds");
     }
     for (int i = 0; i < n && rc == 0; i++) {
         float *val = malloc((size_t)sizes[i]), *grad = calloc(1, (size_t)sizes[i]);
         memset(val, 1, (size_t)sizes[i]);
         int64_t iter[2] = {0, 0};
-        for (int c = 0; c < 2; c++) ordo_worker_init(w[c], i, grad);
+        for (int c = 0; c < 2; c++)
+            ordo_worker_init(w[c], i, grad);
         ordo_bench_times_t best[2] = {{1e30, 1e30, 1e30}, {1e30, 1e30, 1e30}}, t;
         int rounds = 0;
         int64_t until = ordo_clock_ns() + (int64_t)(o->min_time_s * 1e9);
@@ -192,7 +193,8 @@ static int pushpull_curve(ordo_bench_opts_t *o, const int64_t *sizes, int n)
                "curve/pl = CURVE goodput / plain goodput\n");
 done:
     if (rc) fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
-    for (int c = 0; c < 2; c++) ordo_bench_stop_cluster(&sched[c], srv[c], &w[c]);
+    for (int c = 0; c < 2; c++)
+        ordo_bench_stop_cluster(&sched[c], srv[c], &w[c]);
     remove_keys(dir);
     return rc ? 1 : 0;
 }

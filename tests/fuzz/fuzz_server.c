@@ -31,7 +31,9 @@ static void *dealer;         /* the fuzzing peer */
 
 static void setup(void)
 {
-    ordo_log_set_level(getenv("ORDO_FUZZ_LOG") ? ORDO_LOG_DEBUG : ORDO_LOG_ERROR); /* every refused message is a WARN line */
+    ordo_log_set_level(getenv("ORDO_FUZZ_LOG")
+                           ? ORDO_LOG_DEBUG
+                           : ORDO_LOG_ERROR); /* every refused message is a WARN line */
     ordo_conf_t conf;
     ordo_conf_defaults(&conf);
     conf.lr = 0.5;
@@ -61,7 +63,8 @@ static void setup(void)
 static uint32_t le(const uint8_t *p, int n)
 {
     uint32_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | p[i];
     return v;
 }
 
@@ -85,7 +88,8 @@ static bool send_structured(const uint8_t *d, size_t n)
     n -= 16;
     h.nframes = (uint32_t)frames;
     size_t each = frames ? n / (size_t)frames : 0;
-    for (int i = 0; i < frames; i++) h.lens[i] = i == frames - 1 ? n - each * (size_t)i : each;
+    for (int i = 0; i < frames; i++)
+        h.lens[i] = i == frames - 1 ? n - each * (size_t)i : each;
     if (lie && frames) h.lens[0] += 4;
     uint8_t hb[ORDO_WIRE_MAX_HDR];
     size_t hl;
@@ -113,7 +117,8 @@ static bool send_raw(const uint8_t *d, size_t n)
         n -= 2 + l;
     }
     if (k == 0) return false;
-    for (int i = 0; i < k; i++) zmq_send(dealer, f[i], len[i], i < k - 1 ? ZMQ_SNDMORE : 0);
+    for (int i = 0; i < k; i++)
+        zmq_send(dealer, f[i], len[i], i < k - 1 ? ZMQ_SNDMORE : 0);
     return true;
 }
 

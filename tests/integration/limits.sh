@@ -17,10 +17,11 @@ for _ in $(seq 1 400); do
   sleep 0.05
 done
 
-# a conf whose chunks do not fit under the limit is refused up front
-"$BIN/ordo-scheduler" "${common[@]}" --order.partition_bytes=4MiB --order.segment_bytes=0 --print-conf > "$T/badconf.out" 2>&1 &&
-  fail "a partition above net.max_message_mb was accepted"
-grep -q "must fit in net.max_message_mb" "$T/badconf.out" || fail "no clear line for a partition above the limit"
+# a run whose chunks do not fit under the limit is refused up front
+timeout 20 "$BIN/ordo-scheduler" "${common[@]}" --model.tensors=4KiB,3MiB --order.partition_bytes=4MiB \
+  --order.segment_bytes=0 --cluster.scheduler=tcp://127.0.0.1:0 > "$T/badconf.out" 2>&1 &&
+  fail "a chunk above net.max_message_mb was accepted"
+grep -q "would not fit in net.max_message_mb" "$T/badconf.out" || fail "no clear line for a chunk above the limit"
 ok "partition above the message limit refused: $(head -1 "$T/badconf.out")"
 
 # 8 MiB frames to the server and to the scheduler, while the run goes on; the server answers

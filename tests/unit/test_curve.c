@@ -1,7 +1,7 @@
 /* Tests of common/curve and CURVE in common/transport: the key folder ordo-keygen writes
  * (modes, kept server pair, bad names), loading it, and two transports on loopback: a listed
- * client's messages cross, an unlisted key is refused (a PEER_DEAD whose text says why, the
- * ZAP handler counts it), a client of another cluster never gets through. */
+ * client's messages cross, an unlisted key is refused (a PEER_DEAD whose text says why), a
+ * client of another cluster never gets through. */
 #include "common/curve.h"
 #include "common/error.h"
 #include "common/log.h"
