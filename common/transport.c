@@ -336,9 +336,11 @@ static void on_event(ordo_transport_t *t, int i, uint16_t ev, uint32_t value)
         snprintf(why, sizeof why, "%s", protocol_why(value));
     else
         snprintf(why, sizeof why, "the handshake failed (%s)%s", zmq_strerror((int)value),
-                 t->curve ? ": the peer may not hold this cluster's keys, or this process "
-                            "not its server.pub"
-                          : ": does the peer use CURVE ([security] curve)?");
+                 !t->curve   ? ": does the peer use CURVE ([security] curve)?"
+                 : s->router ? ": the peer may not use CURVE, or not hold this cluster's "
+                               "server.pub"
+                             : ": the peer may not hold this cluster's keys, or this process "
+                               "not its server.pub");
     if (s->router) {
         /* the ZAP handler has named the refused key already */
         if (ev != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH && may_log(s, ev, value, now, &left))
