@@ -245,8 +245,8 @@ static int plan_model(sched_t *s)
                                  s->conf.segment_bytes, s->conf.servers, &s->keys);
     free(numel);
     if (rc) return rc;
-    /* every message must pass the sockets' net.max_message_mb: a slice, and in merged mode a
-     * group of up to partition_bytes */
+    /* every message must pass the sockets' net.max_message_mb: a slice, in merged mode a
+     * group of up to partition_bytes, in sparse mode a slice's (index, value) pairs */
     int64_t biggest = 0, total = 0;
     for (int i = 0; i < s->keys->n_slices; i++) {
         int64_t b = s->keys->slices[i].numel * s->model->dtype_size;
@@ -255,6 +255,7 @@ static int plan_model(sched_t *s)
     }
     if (s->conf.push_mode == ORDO_PUSH_MERGED)
         biggest = total < s->conf.partition_bytes ? total : s->conf.partition_bytes;
+    if (s->conf.push_mode == ORDO_PUSH_SPARSE) biggest *= 2; /* an index beside each value */
     if (biggest + (1 << 16) > ((int64_t)s->conf.max_message_mb << 20))
         return ordo_error_set(ORDO_EINVAL,
                               "messages of %lld bytes (order.partition_bytes / segment_bytes) "

@@ -3,7 +3,8 @@
 # CURVE finds the cluster token and a known payload (the synthetic job's first gradient: float
 # 1.0 repeated), and of the same run with CURVE finds neither; with CURVE, clients with a key
 # not in the key folder, with another cluster's keys or without CURVE are refused (a clear
-# line on both sides) while the run of the good workers completes with every value right.
+# line on both sides), and the cluster then runs the good workers' job to the end with every
+# value right.
 # Needs root and tcpdump (scripts/setup.sh installs it); skips (77) otherwise.
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || skip "capturing packets needs root"
@@ -30,9 +31,9 @@ count() {
 marker=$(printf '0000803f%.0s' $(seq 1 16)) # 16 floats of 1.0: worker 0's first gradient
 tokhex=$(printf %s "$token" | od -An -tx1 | tr -d ' \n')
 
-# run NAME ARGS...: scheduler, server and two workers with ARGS, their ports captured from
-# before the workers register; $T/NAME.pcap
-run() {
+# daemons NAME ARGS...: scheduler and server with ARGS, their ports captured from then on
+# ($T/NAME.pcap); the scheduler's endpoint in EP
+daemons() {
   local name=$1; shift
   start sched_$name "$BIN/ordo-scheduler" "${common[@]}" --output.run=$name "$@" --cluster.scheduler=tcp://127.0.0.1:0
   local ep; ep=$(ready sched_$name)
@@ -40,8 +41,12 @@ run() {
   local sep; sep=$(ready server_$name)
   start tcpdump_$name tcpdump -i lo -U -B 65536 -w "$T/$name.pcap" "tcp port ${ep##*:} or tcp port ${sep##*:}"
   for _ in $(seq 1 100); do grep -q "listening on" "$T/tcpdump_$name.log" && break; sleep 0.05; done
-  for i in 0 1; do start w${i}_$name "$BIN/ordo-worker" "${common[@]}" --output.run=$name "$@" --cluster.scheduler="$ep"; done
-  EP=$ep SEP=$sep
+  EP=$ep
+}
+# workers NAME ARGS...: the run's two workers
+workers() {
+  local name=$1; shift
+  for i in 0 1; do start w${i}_$name "$BIN/ordo-worker" "${common[@]}" --output.run=$name "$@" --cluster.scheduler="$EP"; done
 }
 # wait_run NAME: the run's four processes exit 0 and the values were right
 wait_run() {
@@ -55,24 +60,28 @@ wait_run() {
   kill -INT "${PID[tcpdump_$1]}"; finish tcpdump_$1 10
 }
 
-run plain
+daemons plain
+workers plain
 wait_run plain
 tp=$(count "$T/plain.pcap" "$tokhex"); mp=$(count "$T/plain.pcap" "$marker")
 [ "$tp" -ge 1 ] && [ "$mp" -ge 1 ] || fail "the capture without CURVE lacks the token ($tp) or the payload ($mp): the capture does not work"
 ok "without CURVE the capture holds the token $tp times and the payload pattern $mp times"
 
 sec=(--security.curve=true --security.keys="$T/keys")
-run curve "${sec[@]}"
-# intruders while the good run goes on: a listed-nowhere key, another cluster's keys, no CURVE
+daemons curve "${sec[@]}"
+# intruders while the cluster waits for its workers: a key listed nowhere, another cluster's
+# keys, no CURVE; then the good workers join and run
 start bad_key "$BIN/ordo-worker" "${common[@]}" --output.run=bad "${sec[@]}" --security.client=intruder --cluster.scheduler="$EP" --fault.startup_ms=4000
 start bad_cluster "$BIN/ordo-worker" "${common[@]}" --output.run=bad --security.curve=true --security.keys="$T/other" --cluster.scheduler="$EP" --fault.startup_ms=4000
 start bad_plain "$BIN/ordo-worker" "${common[@]}" --output.run=bad --cluster.scheduler="$EP" --fault.startup_ms=4000
-wait_run curve
 for n in bad_key bad_cluster bad_plain; do
   finish $n 30
   [ "$st" != timeout ] || fail "$n did not end"
   [ "$st" != 0 ] || fail "$n was let in"
 done
+kill -0 "${PID[sched_curve]}" && kill -0 "${PID[server_curve]}" || fail "a daemon died of the intruders"
+workers curve "${sec[@]}"
+wait_run curve
 grep -q "refused this process's CURVE key" "$T/bad_key.log" || fail "the intruder got no clear refusal"
 grep -q "refused a client at .*its key .* is not in $T/keys/clients" "$T/sched_curve.log" ||
   fail "the scheduler did not log the refused key"
