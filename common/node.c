@@ -130,8 +130,11 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
     for (;;) {
         int64_t left = (deadline - ordo_clock_ns()) / 1000000;
         if (left <= 0)
-            return ordo_error_set(ORDO_ETIMEDOUT, "no WELCOME from the scheduler at %s within %d ms",
-                                  conf->scheduler, conf->startup_ms);
+            return ordo_error_set(ORDO_ETIMEDOUT, "no WELCOME from the scheduler at %s within %d ms%s",
+                                  conf->scheduler, conf->startup_ms,
+                                  conf->curve ? " (security.curve is on: does security.keys hold "
+                                                "the cluster's server.pub?)"
+                                              : "");
         rc = ordo_transport_recv(node->tp, &m, (int)left);
         if (rc == ORDO_ETIMEDOUT) continue;
         if (rc) return rc;
