@@ -202,12 +202,13 @@ static bool zap_answer(ordo_curve_t *c)
             return errno != ETERM;
         }
         int more = zmq_msg_more(&part);
-        if (n < MAXF)
-            f[n++] = part;
-        else {
-            zmq_msg_close(&part);
+        if (n < MAXF) {
+            zmq_msg_init(&f[n]);
+            zmq_msg_move(&f[n++], &part);
+        } else {
             extra++;
         }
+        zmq_msg_close(&part);
         if (!more) break;
     }
     char addr[64] = "?", z85[Z85_KEY + 1] = "";
