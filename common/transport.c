@@ -722,10 +722,7 @@ int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out
     if (t->opts.max_msg_bytes <= 0) t->opts.max_msg_bytes = (int64_t)256 << 20;
     if (t->opts.recv_hwm <= 0) t->opts.recv_hwm = 1000;
     if (t->opts.send_hwm <= 0) t->opts.send_hwm = 65536;
-    if (t->opts.curve_keys && t->opts.curve_keys[0]) {
-        snprintf(t->curve_dir, sizeof t->curve_dir, "%s", t->opts.curve_keys);
-        if ((rc = ordo_curve_new(t->curve_dir, t->opts.curve_client, &t->curve)) != 0) goto fail;
-    }
+    const char *keys = t->opts.curve_keys, *client = t->opts.curve_client;
     t->opts.curve_keys = t->opts.curve_client = NULL; /* the caller's strings */
     t->evfd = t->tfd = -1;
     t->armed_at = INT64_MAX;
@@ -746,6 +743,10 @@ int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out
     if (t->evfd < 0 || t->tfd < 0) {
         rc = ordo_error_set(ORDO_EIO, "eventfd/timerfd: %s", strerror(errno));
         goto fail;
+    }
+    if (keys && keys[0]) {
+        snprintf(t->curve_dir, sizeof t->curve_dir, "%s", keys);
+        if ((rc = ordo_curve_new(t->curve_dir, client, &t->curve)) != 0) goto fail;
     }
     if (!t->opts.inline_io) {
         if (pthread_create(&t->io, NULL, io_main, t) != 0) {
