@@ -163,6 +163,16 @@ const key_t_ ordo__conf_keys[] = {
      "its bytes (RPC and packet overhead; with net.bandwidth > 0)"},
     {"net", "io_thread", T_BOOL, OFF(io_thread), 0, "false", 0, 0, NULL,
      "a dedicated I/O thread per process (false: the thread that owns the transport does the I/O)"},
+    {"net", "max_message_mb", T_INT, OFF(max_message_mb), 0, "256", 1, 4096, NULL,
+     "the largest message frame (MiB) any socket accepts; a peer that announces or sends a "
+     "larger one is cut off before the memory is taken (must hold a chunk: "
+     "order.partition_bytes or segment_bytes)"},
+    {"net", "recv_hwm", T_INT, OFF(recv_hwm), 0, "1000", 1, 10000000, NULL,
+     "messages ZeroMQ queues per peer and socket on the way in; beyond them it stops reading "
+     "the peer (TCP pushes back)"},
+    {"net", "send_hwm", T_INT, OFF(send_hwm), 0, "65536", 1, 10000000, NULL,
+     "messages queued per peer and socket on the way out; a message to a peer whose queue "
+     "is full is dropped with an error line (a peer that stops reading)"},
     {"output", "dir", T_STR, OFF(out_dir), SZ(out_dir), "runs", 0, 0, NULL,
      "parent folder of run folders"},
     {"output", "run", T_STR, OFF(run_name), SZ(run_name), "", 0, 0, NULL,
@@ -208,6 +218,15 @@ const key_t_ ordo__conf_keys[] = {
      "repository's root) instead of ordo-worker, e.g. a PyTorch script using ordo.torch; it finds "
      "the cluster in ORDO_CONF and the ORDO_* variables (docs/running.md); with it, "
      "model.trainer defaults to declared"},
+    {"security", "curve", T_BOOL, OFF(curve), 0, "false", 0, 0, NULL,
+     "encrypt and authenticate every connection with ZeroMQ CURVE: the scheduler and servers "
+     "accept only keys listed in security.keys (docs/security.md)"},
+    {"security", "keys", T_STR, OFF(keys_dir), SZ(keys_dir), "", 0, 0, NULL,
+     "the cluster's key folder written by ordo-keygen: server.key/.pub (scheduler and "
+     "servers), clients/NAME.key/.pub (one pair per client; the .pub files are the keys "
+     "allowed in)"},
+    {"security", "client", T_STR, OFF(client_key), SZ(client_key), "worker", 0, 0, NULL,
+     "the key pair a worker (or an ordo.Client) presents: security.keys/clients/NAME.key"},
 };
 const size_t ordo__conf_nkeys = sizeof ordo__conf_keys / sizeof ordo__conf_keys[0];
 
@@ -745,6 +764,9 @@ int ordo_conf_validate(const ordo_conf_t *conf)
         return ordo_error_set(ORDO_EINVAL,
                               "order.segment_bytes (%lld) must be 0 (whole chunks) or at least 1024",
                               (long long)conf->segment_bytes);
+    if (conf->curve && !conf->keys_dir[0])
+        return ordo_error_set(ORDO_EINVAL, "security.curve = true needs security.keys (a "
+                              "folder written by ordo-keygen)");
     if (conf->warmup >= conf->iterations && conf->iterations > 0 && conf->epochs == 0)
         return ordo_error_set(ORDO_EINVAL, "model.warmup (%d) must be below model.iterations (%d)",
                               conf->warmup, conf->iterations);

@@ -116,6 +116,14 @@ typedef struct ordo_conf {
     int restarts;                /* restart: how many times a worker rank may be restarted */
     /* [worker] */
     char worker_command[ORDO_CONF_PATH]; /* what ordo-launch starts as each worker ("": none) */
+    /* [net] limits on what a peer may send */
+    int max_message_mb; /* the largest frame a socket accepts; a larger one cuts the peer off */
+    int recv_hwm;       /* messages queued per peer and socket, inbound */
+    int send_hwm;       /* and outbound */
+    /* [security] */
+    bool curve;                   /* every socket encrypts and authenticates (ZeroMQ CURVE) */
+    char keys_dir[ORDO_CONF_PATH]; /* the cluster's key folder (ordo-keygen) */
+    char client_key[ORDO_CONF_STR]; /* a worker's key pair: keys_dir/clients/NAME.key */
 } ordo_conf_t;
 
 /* ordo_conf_defaults fills conf with every key's documented default. */

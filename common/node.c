@@ -100,6 +100,16 @@ int ordo_node_send_ctl(ordo_node_t *node, ordo_msg_t *m)
     return ordo_transport_send(node->tp, m);
 }
 
+/* no_welcome is the error of a registration the scheduler did not answer in time */
+static int no_welcome(const ordo_conf_t *conf)
+{
+    return ordo_error_set(ORDO_ETIMEDOUT, "no WELCOME from the scheduler at %s within %d ms%s",
+                          conf->scheduler, conf->startup_ms,
+                          conf->curve ? " (security.curve is on: does security.keys hold the "
+                                        "cluster's server.pub?)"
+                                      : "");
+}
+
 int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const char *endpoint)
 {
     int rc;
@@ -139,9 +149,7 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
     int64_t deadline = ordo_clock_ns() + (int64_t)conf->startup_ms * 1000000;
     for (;;) {
         int64_t left = (deadline - ordo_clock_ns()) / 1000000;
-        if (left <= 0)
-            return ordo_error_set(ORDO_ETIMEDOUT, "no WELCOME from the scheduler at %s within %d ms",
-                                  conf->scheduler, conf->startup_ms);
+        if (left <= 0) return no_welcome(conf);
         rc = ordo_transport_recv(node->tp, &m, (int)left);
         if (rc == ORDO_ETIMEDOUT) continue;
         if (rc) return rc;
@@ -169,13 +177,15 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
             ordo_msg_close(&m);
             return ordo_error_set(ORDO_EABORT, "cluster aborted: %s", buf);
         case ORDO_MSG_PEER_DEAD:
+            if (m.nframes > 0) { /* the transport's reason: the handshake was refused */
+                ordo_msg_text(&m, 0, buf, sizeof buf);
+                ordo_msg_close(&m);
+                return ordo_error_set(ORDO_EAUTH, "the scheduler: %s", buf);
+            }
             /* the heartbeat's start-up limit and the deadline above are the same time: one
              * answer for both, whichever fires first */
             ordo_msg_close(&m);
-            return ordo_error_set(ORDO_ETIMEDOUT,
-                                  "no WELCOME from the scheduler at %s within %d ms (it does not "
-                                  "answer)",
-                                  conf->scheduler, conf->startup_ms);
+            return no_welcome(conf);
         default:
             if (m.sock != node->sched_sock && stash(node, &m) == 0) break;
             ORDO_DEBUG("ignoring %s while joining", ordo_wire_type_name(m.hdr.type));

@@ -1,6 +1,8 @@
-/* transport: the I/O thread, its queues, heartbeats and the emulated egress link. */
+/* transport: the I/O thread, its queues, heartbeats, the emulated egress link and the
+ * sockets' limits, security and monitors. */
 #include "common/transport.h"
 #include "common/clock.h"
+#include "common/curve.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -17,8 +19,9 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#define MAX_SOCKS  256
-#define RECV_BATCH 64
+#define MAX_SOCKS    256
+#define RECV_BATCH   64
+#define LOG_EVERY_NS 5000000000LL /* a socket's repeated event lines: one per 5 s */
 
 typedef enum { CMD_NONE, CMD_BIND, CMD_CONNECT, CMD_HEARTBEAT } cmd_kind_t;
 
@@ -31,6 +34,12 @@ typedef struct {
     bool dead_reported;
     int fd;       /* ZMQ_FD: readable when the socket's state may have changed */
     bool pending; /* may hold messages: drain before sleeping (see io_cycle) */
+    char endpoint[256];
+    void *mon;            /* PAIR receiving the socket's monitor events */
+    int mon_fd;           /* its ZMQ_FD */
+    bool refused;         /* a peer refused our handshake: reported once as PEER_DEAD */
+    int64_t logged_ns[5]; /* the last line of each kind of event (see event_kind) */
+    int unlogged[5];      /* events of that kind left out since */
 } sock_t;
 
 /* a ring of messages */
@@ -68,7 +77,9 @@ struct ordo_transport {
     ring_t link;
     _Atomic int64_t link_free_ns;
     _Atomic int link_pending;
-    int64_t armed_at; /* what the timerfd is set to (INT64_MAX: disarmed) */
+    int64_t armed_at;    /* what the timerfd is set to (INT64_MAX: disarmed) */
+    ordo_curve_t *curve; /* NULL: plain TCP */
+    char curve_dir[ORDO_CONF_PATH];
     _Atomic uint64_t msgs_in, msgs_out, bytes_in, bytes_out, malformed;
 };
 
@@ -177,6 +188,11 @@ static void send_now(ordo_transport_t *t, ordo_msg_t *m)
      * message came in: the socket has to be drained before the next sleep */
     s->pending = true;
     int rc = ordo_wire_send(s->z, s->router, m, ZMQ_DONTWAIT);
+    if (rc == ORDO_EAGAIN && (s->refused || m->hdr.type == ORDO_MSG_HEARTBEAT)) {
+        /* no connection to queue on (a refused handshake): the heartbeats notice */
+        ordo_msg_close(m);
+        return;
+    }
     if (rc != 0) {
         ORDO_WARN("transport: send %s failed: %s", ordo_wire_type_name(m->hdr.type),
                   ordo_error_text(rc));
@@ -223,6 +239,165 @@ static void flush_link(ordo_transport_t *t, bool all)
     }
 }
 
+/* ---- socket monitors ---------------------------------------------------------------- */
+
+/* monitor_open makes socket i report its handshakes and disconnections to a PAIR the I/O
+ * loop polls */
+static int monitor_open(ordo_transport_t *t, sock_t *s, int i)
+{
+    char ep[64];
+    snprintf(ep, sizeof ep, "inproc://ordo-monitor-%p-%d", (void *)t, i);
+    int events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_DISCONNECTED;
+    if (zmq_socket_monitor(s->z, ep, events) != 0)
+        return ordo_error_set(ORDO_EIO, "zmq_socket_monitor: %s", zmq_strerror(errno));
+    s->mon = zmq_socket(t->ctx, ZMQ_PAIR);
+    size_t fdsz = sizeof s->mon_fd;
+    if (!s->mon || zmq_connect(s->mon, ep) != 0 ||
+        zmq_getsockopt(s->mon, ZMQ_FD, &s->mon_fd, &fdsz) != 0) {
+        int rc = ordo_error_set(ORDO_EIO, "socket monitor: %s", zmq_strerror(errno));
+        if (s->mon) zmq_close(s->mon);
+        s->mon = NULL;
+        zmq_socket_monitor(s->z, NULL, 0);
+        return rc;
+    }
+    return 0;
+}
+
+static void monitor_close(sock_t *s)
+{
+    if (!s->mon) return;
+    zmq_socket_monitor(s->z, NULL, 0);
+    int zero = 0;
+    zmq_setsockopt(s->mon, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_close(s->mon);
+    s->mon = NULL;
+}
+
+static int event_kind(uint16_t ev, uint32_t value)
+{
+    if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
+        return value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH ? 2 : 3;
+    return ev == ZMQ_EVENT_DISCONNECTED ? 0 : ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? 1 : 4;
+}
+
+/* may_log: whether socket s may log a line about event ev now (one per kind and
+ * LOG_EVERY_NS; the lines left out are counted into the next) */
+static bool may_log(sock_t *s, uint16_t ev, uint32_t value, int64_t now, int *left_out)
+{
+    int k = event_kind(ev, value);
+    if (s->logged_ns[k] && now - s->logged_ns[k] < LOG_EVERY_NS) {
+        s->unlogged[k]++;
+        return false;
+    }
+    *left_out = s->unlogged[k];
+    s->unlogged[k] = 0;
+    s->logged_ns[k] = now;
+    return true;
+}
+
+static const char *protocol_why(uint32_t code)
+{
+    switch (code) {
+    case ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH:
+        return "one side uses CURVE and the other not (security.curve differs)";
+    case ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC:
+        return "the CURVE handshake did not decrypt: the client does not hold this cluster's "
+               "server.pub";
+    default:
+        return "a ZMTP protocol error";
+    }
+}
+
+/* on_event: one monitor event of socket i. A refusal of our handshake by the peer we
+ * connected to (its ZAP handler said no, or the mechanisms differ) will not change by
+ * retrying: the peer is reported lost, with the reason as the PEER_DEAD's text. */
+static void on_event(ordo_transport_t *t, int i, uint16_t ev, uint32_t value)
+{
+    sock_t *s = &t->socks[i];
+    int64_t now = ordo_clock_ns();
+    int left = 0;
+    char why[1400] = "";
+    if (ev == ZMQ_EVENT_DISCONNECTED) {
+        if (s->router && may_log(s, ev, value, now, &left))
+            ORDO_INFO("transport: a peer's connection to %s closed: the peer left, or it was "
+                      "cut off for breaking the protocol (e.g. a frame above "
+                      "net.max_message_mb = %lld MiB)%s",
+                      s->endpoint, (long long)(t->opts.max_msg_bytes >> 20),
+                      left ? " (and earlier ones)" : "");
+        return;
+    }
+    if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+        snprintf(why, sizeof why,
+                 "the peer refused this process's CURVE key (ZAP status %u): "
+                 "its public key is not in the peer's %s/clients",
+                 value, t->curve_dir[0] ? t->curve_dir : "key folder");
+    else if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
+        snprintf(why, sizeof why, "%s", protocol_why(value));
+    else
+        snprintf(why, sizeof why, "the handshake failed (%s)%s", zmq_strerror((int)value),
+                 !t->curve   ? ": does the peer use CURVE ([security] curve)?"
+                 : s->router ? ": the peer may not use CURVE, or not hold this cluster's "
+                               "server.pub"
+                             : ": the peer may not hold this cluster's keys, or this process "
+                               "not its server.pub");
+    if (s->router) {
+        /* the ZAP handler has named the refused key already */
+        if (ev != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH && may_log(s, ev, value, now, &left))
+            ORDO_WARN("transport: refused a connection to %s: %s%s", s->endpoint, why,
+                      left ? " (and earlier ones)" : "");
+        return;
+    }
+    bool final = ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH || ev == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL;
+    if (s->refused || !may_log(s, ev, value, now, &left)) return;
+    ORDO_ERROR("transport: connecting to %s: %s", s->endpoint, why);
+    if (!final) return;
+    s->refused = true;
+    s->dead_reported = true; /* no second PEER_DEAD from the heartbeats */
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_PEER_DEAD);
+    m.sock = i;
+    m.hdr.key = (uint32_t)i;
+    m.hdr.iter = -1;
+    char text[1800];
+    snprintf(text, sizeof text, "%s refused the connection: %s", s->endpoint, why);
+    ordo_msg_add_text(&m, text);
+    put_inbound(t, &m);
+}
+
+/* drain_monitor reads socket i's pending monitor events (two frames each) */
+static void drain_monitor(ordo_transport_t *t, int i)
+{
+    void *mon = t->socks[i].mon;
+    for (;;) {
+        zmq_msg_t a, b;
+        zmq_msg_init(&a);
+        if (zmq_msg_recv(&a, mon, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&a);
+            return;
+        }
+        uint16_t ev = 0;
+        uint32_t value = 0;
+        if (zmq_msg_size(&a) >= 6) {
+            memcpy(&ev, zmq_msg_data(&a), 2);
+            memcpy(&value, (char *)zmq_msg_data(&a) + 2, 4);
+        }
+        bool more = zmq_msg_more(&a);
+        zmq_msg_close(&a);
+        while (more) { /* the endpoint frame */
+            zmq_msg_init(&b);
+            if (zmq_msg_recv(&b, mon, ZMQ_DONTWAIT) < 0)
+                more = false;
+            else
+                more = zmq_msg_more(&b);
+            zmq_msg_close(&b);
+        }
+        on_event(t, i, ev, value);
+    }
+}
+
+/* ---- commands ------------------------------------------------------------------------ */
+
 static void run_command(ordo_transport_t *t)
 {
     int rc = 0;
@@ -248,49 +423,63 @@ static void run_command(ordo_transport_t *t)
         rc = ordo_error_set(ORDO_EIO, "zmq_socket: %s", zmq_strerror(errno));
         goto done;
     }
-    int zero = 0, one = 1, linger = 0;
-    int64_t maxmsg = (int64_t)1 << 31;
-    zmq_setsockopt(z, ZMQ_SNDHWM, &zero, sizeof zero);
-    zmq_setsockopt(z, ZMQ_LINGER, &linger, sizeof linger);
-    zmq_setsockopt(z, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
-    if (t->cmd_data) { /* bulk tensors: larger kernel socket buffers keep the pipe full */
-        int buf = 4 << 20;
-        zmq_setsockopt(z, ZMQ_SNDBUF, &buf, sizeof buf);
-        zmq_setsockopt(z, ZMQ_RCVBUF, &buf, sizeof buf);
-    }
-    if (router) {
-        zmq_setsockopt(z, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
-        if (zmq_bind(z, t->cmd_endpoint) != 0) {
-            rc = ordo_error_set(ORDO_EIO, "bind %s: %s", t->cmd_endpoint, zmq_strerror(errno));
-            zmq_close(z);
-            goto done;
-        }
-        size_t sz = t->cmd_size;
-        if (t->cmd_actual && zmq_getsockopt(z, ZMQ_LAST_ENDPOINT, t->cmd_actual, &sz) != 0)
-            t->cmd_actual[0] = '\0';
-    } else {
-        int ivl = 100;
-        zmq_setsockopt(z, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
-        if (zmq_connect(z, t->cmd_endpoint) != 0) {
-            rc = ordo_error_set(ORDO_EIO, "connect %s: %s", t->cmd_endpoint, zmq_strerror(errno));
-            zmq_close(z);
-            goto done;
-        }
-    }
     sock_t *s = &t->socks[t->nsocks];
     memset(s, 0, sizeof *s);
     s->z = z;
     s->router = router;
     s->data = t->cmd_data != 0;
+    snprintf(s->endpoint, sizeof s->endpoint, "%s", t->cmd_endpoint);
+    int one = 1, linger = 0, handshake_ms = 10000;
+    /* what a peer may make this process hold: frames of at most max_msg_bytes (a larger
+     * announced size cuts the peer off before anything is allocated), recv_hwm messages
+     * per peer before ZeroMQ stops reading it, send_hwm waiting for it */
+    zmq_setsockopt(z, ZMQ_SNDHWM, &t->opts.send_hwm, sizeof t->opts.send_hwm);
+    zmq_setsockopt(z, ZMQ_RCVHWM, &t->opts.recv_hwm, sizeof t->opts.recv_hwm);
+    zmq_setsockopt(z, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(z, ZMQ_MAXMSGSIZE, &t->opts.max_msg_bytes, sizeof t->opts.max_msg_bytes);
+    zmq_setsockopt(z, ZMQ_HANDSHAKE_IVL, &handshake_ms, sizeof handshake_ms);
+    if (t->cmd_data) { /* bulk tensors: larger kernel socket buffers keep the pipe full */
+        int buf = 4 << 20;
+        zmq_setsockopt(z, ZMQ_SNDBUF, &buf, sizeof buf);
+        zmq_setsockopt(z, ZMQ_RCVBUF, &buf, sizeof buf);
+    }
+    /* security and the monitor before the first connection can start */
+    if (t->curve && ((router && (rc = ordo_curve_listen(t->curve, t->ctx)) != 0) ||
+                     (rc = ordo_curve_setup(t->curve, z, router)) != 0))
+        goto fail;
+    if ((rc = monitor_open(t, s, t->nsocks)) != 0) goto fail;
+    if (router) {
+        zmq_setsockopt(z, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+        if (zmq_bind(z, t->cmd_endpoint) != 0) {
+            rc = ordo_error_set(ORDO_EIO, "bind %s: %s", t->cmd_endpoint, zmq_strerror(errno));
+            goto fail;
+        }
+        size_t sz = sizeof s->endpoint;
+        if (zmq_getsockopt(z, ZMQ_LAST_ENDPOINT, s->endpoint, &sz) != 0)
+            snprintf(s->endpoint, sizeof s->endpoint, "%s", t->cmd_endpoint);
+        if (t->cmd_actual) snprintf(t->cmd_actual, t->cmd_size, "%s", s->endpoint);
+    } else {
+        int ivl = 100;
+        zmq_setsockopt(z, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+        if (zmq_connect(z, t->cmd_endpoint) != 0) {
+            rc = ordo_error_set(ORDO_EIO, "connect %s: %s", t->cmd_endpoint, zmq_strerror(errno));
+            goto fail;
+        }
+    }
     s->last_in_ns = ordo_clock_ns();
     size_t fdsz = sizeof s->fd;
     if (zmq_getsockopt(z, ZMQ_FD, &s->fd, &fdsz) != 0) {
         rc = ordo_error_set(ORDO_EIO, "zmq_getsockopt(ZMQ_FD): %s", zmq_strerror(errno));
-        zmq_close(z);
-        goto done;
+        goto fail;
     }
     s->pending = true;
     rc = t->nsocks++;
+    /* a first read arms the monitor: its pipe signals ZMQ_FD only after a reader found it empty */
+    drain_monitor(t, rc);
+    goto done;
+fail:
+    monitor_close(s);
+    zmq_close(z);
 done:
     if (rc < 0) snprintf(t->cmd_err, sizeof t->cmd_err, "%s", ordo_error_text(rc));
     t->cmd_result = rc;
@@ -445,13 +634,16 @@ static bool io_cycle(ordo_transport_t *t, int wait_ms)
             break;
         }
     }
-    struct pollfd fds[MAX_SOCKS + 2];
+    struct pollfd fds[2 * MAX_SOCKS + 2];
     int n = 0;
     fds[n++] = (struct pollfd){.fd = t->evfd, .events = POLLIN};
     fds[n++] = (struct pollfd){.fd = t->tfd, .events = POLLIN};
     if (in_room)
         for (int i = 0; i < t->nsocks; i++)
             fds[n++] = (struct pollfd){.fd = t->socks[i].fd, .events = POLLIN};
+    int mon0 = n; /* the monitors' ZMQ_FDs: handshakes and disconnections are rare */
+    for (int i = 0; i < t->nsocks; i++)
+        fds[n++] = (struct pollfd){.fd = t->socks[i].mon_fd, .events = POLLIN};
     int pr = poll(fds, (nfds_t)n, more_out || undrained || got > 0 ? 0 : wait_ms);
     t->polled_ns = now;
     if (pr < 0) {
@@ -473,6 +665,8 @@ static bool io_cycle(ordo_transport_t *t, int wait_ms)
             t->socks[i].pending = true;
             receive(t, i);
         }
+    for (int i = 0; i < t->nsocks; i++)
+        if (fds[mon0 + i].revents & POLLIN) drain_monitor(t, i);
     return true;
 }
 
@@ -490,6 +684,7 @@ static void io_close(ordo_transport_t *t)
     }
     pthread_mutex_unlock(&t->mu);
     for (int i = 0; i < t->nsocks; i++) {
+        monitor_close(&t->socks[i]);
         zmq_setsockopt(t->socks[i].z, ZMQ_LINGER, &t->linger_ms, sizeof t->linger_ms);
         zmq_close(t->socks[i].z);
     }
@@ -507,6 +702,15 @@ static void *io_main(void *arg)
 
 /* ---- public ------------------------------------------------------------------------- */
 
+void ordo_transport_opts_conf(ordo_transport_opts_t *opts, const ordo_conf_t *conf)
+{
+    opts->max_msg_bytes = (int64_t)conf->max_message_mb << 20;
+    opts->recv_hwm = conf->recv_hwm;
+    opts->send_hwm = conf->send_hwm;
+    opts->curve_keys = conf->curve ? conf->keys_dir : NULL;
+    opts->curve_client = opts->role == ORDO_ROLE_WORKER ? conf->client_key : NULL;
+}
+
 int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out)
 {
     int rc = ORDO_ENOMEM;
@@ -515,6 +719,11 @@ int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out
     if (opts) t->opts = *opts;
     if (t->opts.inbound_capacity <= 0) t->opts.inbound_capacity = 4096;
     if (t->opts.outbound_capacity <= 0) t->opts.outbound_capacity = 4096;
+    if (t->opts.max_msg_bytes <= 0) t->opts.max_msg_bytes = (int64_t)256 << 20;
+    if (t->opts.recv_hwm <= 0) t->opts.recv_hwm = 1000;
+    if (t->opts.send_hwm <= 0) t->opts.send_hwm = 65536;
+    const char *keys = t->opts.curve_keys, *client = t->opts.curve_client;
+    t->opts.curve_keys = t->opts.curve_client = NULL; /* the caller's strings */
     t->evfd = t->tfd = -1;
     t->armed_at = INT64_MAX;
     pthread_mutex_init(&t->mu, NULL);
@@ -534,6 +743,10 @@ int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out
     if (t->evfd < 0 || t->tfd < 0) {
         rc = ordo_error_set(ORDO_EIO, "eventfd/timerfd: %s", strerror(errno));
         goto fail;
+    }
+    if (keys && keys[0]) {
+        snprintf(t->curve_dir, sizeof t->curve_dir, "%s", keys);
+        if ((rc = ordo_curve_new(t->curve_dir, client, &t->curve)) != 0) goto fail;
     }
     if (!t->opts.inline_io) {
         if (pthread_create(&t->io, NULL, io_main, t) != 0) {
@@ -564,7 +777,8 @@ void ordo_transport_destroy(ordo_transport_t **tp, int linger_ms)
         t->linger_ms = linger_ms;
         io_close(t);
     }
-    if (t->ctx) zmq_ctx_term(t->ctx);
+    if (t->ctx) zmq_ctx_term(t->ctx); /* which also ends the ZAP thread */
+    ordo_curve_destroy(&t->curve);
     ring_free(&t->in);
     ring_free(&t->out);
     ring_free(&t->link);

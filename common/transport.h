@@ -3,7 +3,10 @@
  * receives whole validated messages into a bounded inbound queue, keeps heartbeats to
  * the scheduler and reports a silent peer as a local PEER_DEAD message. With link
  * emulation on, data sockets share one paced egress link of the configured rate and
- * latency. Application threads only touch the queues. */
+ * latency. Application threads only touch the queues. Every socket bounds what a peer may
+ * send (frame size, queued messages) and, with CURVE on, encrypts and authenticates
+ * (common/curve.h); a handshake a peer refused ends that peer as a PEER_DEAD whose text
+ * frame says why, and the failures and cut-off peers are logged. */
 #ifndef ORDO_TRANSPORT_H
 #define ORDO_TRANSPORT_H
 
@@ -11,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/conf.h"
 #include "common/wire.h"
 
 typedef struct ordo_transport ordo_transport_t;
@@ -24,11 +28,21 @@ typedef struct ordo_transport_opts {
     int role, rank;        /* stamped on heartbeats */
     bool inline_io;        /* no I/O thread: the one thread that calls send/recv does the I/O
                             * inside recv (other threads may only call ordo_transport_post) */
+    int64_t max_msg_bytes; /* the largest frame a socket accepts (0: 256 MiB) */
+    int recv_hwm, send_hwm; /* messages queued per peer and socket (0: 1000, 65536) */
+    const char *curve_keys; /* CURVE with this key folder (NULL or "": plain TCP); read in
+                             * ordo_transport_new */
+    const char *curve_client; /* this process's client pair there (NULL: the server pair) */
 } ordo_transport_opts_t;
 
 typedef struct ordo_transport_stats {
     uint64_t msgs_in, msgs_out, bytes_in, bytes_out, malformed;
 } ordo_transport_stats_t;
+
+/* ordo_transport_opts_conf sets the limits ([net] max_message_mb, recv_hwm, send_hwm) and
+ * the security ([security]) of opts from conf; opts->role says which key pair a process
+ * presents (workers: security.client). opts points into conf until ordo_transport_new. */
+void ordo_transport_opts_conf(ordo_transport_opts_t *opts, const ordo_conf_t *conf);
 
 /* ordo_transport_new creates a transport and starts its I/O thread; opts may be NULL. */
 int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out);

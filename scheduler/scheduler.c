@@ -263,6 +263,22 @@ static int plan_model(sched_t *s)
     free(numel);
     if (rc) return rc;
     if ((rc = ordo_replicas_new(s, &s->repl)) != 0) return rc;
+    /* every message must pass the sockets' net.max_message_mb: a slice, in merged mode a
+     * group of up to partition_bytes, in sparse mode a slice's (index, value) pairs */
+    int64_t biggest = 0, total = 0;
+    for (int i = 0; i < s->keys->n_slices; i++) {
+        int64_t b = s->keys->slices[i].numel * s->model->dtype_size;
+        total += b;
+        if (b > biggest) biggest = b;
+    }
+    if (s->conf.push_mode == ORDO_PUSH_MERGED)
+        biggest = total < s->conf.partition_bytes ? total : s->conf.partition_bytes;
+    if (s->conf.push_mode == ORDO_PUSH_SPARSE) biggest *= 2; /* an index beside each value */
+    if (biggest + (1 << 16) > ((int64_t)s->conf.max_message_mb << 20))
+        return ordo_error_set(ORDO_EINVAL,
+                              "messages of %lld bytes (order.partition_bytes / segment_bytes) "
+                              "would not fit in net.max_message_mb (%d MiB): raise it",
+                              (long long)biggest, s->conf.max_message_mb);
     /* the plan is made before anyone registers (before the welcome when the workers declare
      * the model), so a bad order or oracle file stops the start-up with its reason */
     if ((rc = ordo_runplan_make(&s->conf, s->model, s->keys, &s->plan)) != 0)
@@ -477,6 +493,7 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
     }
     ordo_transport_opts_t opts = {
         .role = ORDO_ROLE_SCHEDULER, .rank = 0, .inline_io = !s->conf.io_thread};
+    ordo_transport_opts_conf(&opts, &s->conf);
     if ((rc = ordo_transport_new(&opts, &s->tp)) != 0) goto fail;
     rc = ordo_transport_bind(s->tp, s->conf.scheduler, 0, s->endpoint, sizeof s->endpoint);
     if (rc < 0) {

@@ -6,11 +6,12 @@ set -euo pipefail
 # python3-venv: the .venv of the Python binding (scripts/setup-python.sh)
 # openssh: ordo-launch --hosts runs processes over ssh; its test starts a throw-away sshd in
 # each of two network namespaces (the package's service is not started in containers)
+# tcpdump: integration.curve captures loopback traffic to check CURVE leaves nothing in clear
 pkgs=(build-essential cmake pkg-config git
       libzmq3-dev libmsgpack-dev check libinih-dev libjansson-dev
       libopenblas-dev zlib1g-dev dataset-fashion-mnist
       gnuplot-nox iproute2 python3 python3-venv procps
-      openssh-client openssh-server)
+      openssh-client openssh-server tcpdump)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -400,7 +400,10 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
         ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));
         return ORDO_EABORT;
     case ORDO_MSG_PEER_DEAD:
-        ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
+        if (m->nframes > 0) /* the transport's reason: a handshake was refused */
+            ORDO_ERROR("%s: giving up", ordo_msg_text(m, 0, buf, sizeof buf));
+        else
+            ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
         return ORDO_EABORT;
     default:
         return 0;

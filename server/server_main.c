@@ -42,6 +42,7 @@ int main(int argc, char **argv)
                                   .role = ORDO_ROLE_SERVER,
                                   .rank = -1,
                                   .inline_io = !conf.io_thread};
+    ordo_transport_opts_conf(&opts, &conf);
     if ((rc = ordo_transport_new(&opts, &node.tp)) != 0) goto fail;
     char want[300], actual[300];
     snprintf(want, sizeof want, "tcp://%s:%d", conf.host, conf.port);

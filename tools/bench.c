@@ -162,6 +162,10 @@ int ordo_bench_parse_opts(int argc, char **argv, ordo_bench_opts_t *o, const cha
             o->raw_thread = 1;
             continue;
         }
+        if (!strcmp(a, "--curve")) {
+            o->curve = 1;
+            continue;
+        }
         if (!strcmp(a, "--help")) {
             printf("usage: ordo-bench %s %s\n", argv[0], usage);
             return 1;
@@ -231,15 +235,36 @@ int ordo_bench_start_daemons(const int64_t *sizes, int n, const ordo_bench_opts_
                      segarg, "--output.dir=/tmp/ordo-bench-runs", "--output.log_level=warn",
                      "--model.iterations=1000000", "--optimizer.lr=0",
                      /* the raw ZeroMQ runs leave the worker's transport unpolled for seconds */
-                     "--fault.timeout_ms=120000", rarg, NULL};
+                     "--fault.timeout_ms=120000", rarg, NULL, NULL, NULL};
+    char ckarg[1100];
+    if (o->curve_keys) { /* CURVE: the keys ordo-bench pushpull --curve wrote */
+        snprintf(ckarg, sizeof ckarg, "--security.keys=%s", o->curve_keys);
+        int k = (int)(sizeof sargs / sizeof sargs[0]) - 3;
+        sargs[k] = "--security.curve=true";
+        sargs[k + 1] = ckarg;
+    }
     int rc = ordo_bench_spawn(sched, "ordo-scheduler", sargs);
     if (rc) return rc;
     char sarg[700];
     snprintf(sarg, sizeof sarg, "--cluster.scheduler=%s", sched->ready);
     char *vargs[] = {NULL, sarg, "--output.log_level=warn", "--optimizer.lr=0", barg, larg, marg,
                      iarg, NULL};
+    char carg[1100] = "";
+    if (o->curve_keys) snprintf(carg, sizeof carg, "--security.keys=%s", o->curve_keys);
+    char *cvargs[] = {NULL,
+                      sarg,
+                      "--output.log_level=warn",
+                      "--optimizer.lr=0",
+                      barg,
+                      larg,
+                      marg,
+                      iarg,
+                      "--security.curve=true",
+                      carg,
+                      NULL};
     for (int i = 0; i < (o->servers > 1 ? o->servers : 1); i++)
-        if ((rc = ordo_bench_spawn(&srv[i], "ordo-server", vargs)) != 0) return rc;
+        if ((rc = ordo_bench_spawn(&srv[i], "ordo-server", o->curve_keys ? cvargs : vargs)) != 0)
+            return rc;
     return 0;
 }
 
@@ -254,6 +279,10 @@ int ordo_bench_join(const ordo_bench_opts_t *o, const ordo_bench_child_t *sched,
     conf.latency_us = o->latency_us;
     conf.msg_us = o->msg_us;
     conf.io_thread = o->io_thread;
+    if (o->curve_keys) {
+        conf.curve = true;
+        snprintf(conf.keys_dir, sizeof conf.keys_dir, "%s", o->curve_keys);
+    }
     ordo_log_set_level(ORDO_LOG_WARN);
     return ordo_worker_new(&conf, w);
 }

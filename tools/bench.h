@@ -33,6 +33,8 @@ typedef struct {
     int workers;    /* calibrate: workers measuring at once (1 here, the others forked) */
     int servers;    /* calibrate: servers (0 = 1) */
     int replicas;   /* [fault] replicas of the servers started (0 = 1); pushpull --replicas */
+    int curve;      /* pushpull --curve: a plain and a CURVE cluster side by side */
+    const char *curve_keys; /* the cluster started and joined uses CURVE with these keys */
 } ordo_bench_opts_t;
 
 /* the best times of round trips (ordo_bench_rtt) */

@@ -3,12 +3,14 @@
 #include "tools/bench_pushpull.h"
 #include "common/clock.h"
 #include "common/conf.h"
+#include "common/curve.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "tools/bench.h"
 #include "tools/bench_repl.h"
 #include "worker/ps.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -104,6 +106,100 @@ static double raw_once(void *s, const char *buf, size_t n)
     return (double)(ordo_clock_ns() - t0) / 1e9;
 }
 
+/* ---- --curve: the same round trips with and without CURVE --------------------------- */
+
+/* remove_keys deletes what ordo_curve_keygen wrote under dir (server pair, clients/) */
+static void remove_keys(const char *dir)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/clients", dir);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "%s/clients/%s", dir, e->d_name);
+        unlink(path);
+    }
+    if (d) closedir(d);
+    snprintf(path, sizeof path, "%s/clients", dir);
+    rmdir(path);
+    snprintf(path, sizeof path, "%s/server.key", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/server.pub", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* pushpull_curve: two clusters, one plain and one with CURVE (keys written to a temporary
+ * folder), the same fused round trips taking turns per size; prints both goodputs and the
+ * ratio */
+static int pushpull_curve(ordo_bench_opts_t *o, const int64_t *sizes, int n)
+{
+    char dir[] = "/tmp/ordo-bench-keys.XXXXXX";
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "ordo-bench pushpull: mkdtemp: %s\n", strerror(errno));
+        return 1;
+    }
+    const char *names[] = {"worker"};
+    int rc = ordo_curve_keygen(dir, names, 1, false);
+    ordo_bench_child_t sched[2] = {{0}}, srv[2][ORDO_BENCH_MAX_SERVERS] = {{{0}}};
+    ordo_worker_t *w[2] = {NULL, NULL};
+    for (int c = 0; c < 2 && rc == 0; c++) {
+        o->curve_keys = c ? dir : NULL;
+        rc = ordo_bench_start_cluster(sizes, n, o, &sched[c], srv[c], &w[c]);
+    }
+    o->curve_keys = NULL;
+    if (rc) goto done;
+    if (!o->json) {
+        printf("ordo push+pull without and with CURVE ([security] curve), two clusters of 1 "
+               "server + 1 worker on loopback side by side, partition_bytes %lld, segment_bytes "
+               "%lld, best of at least %d rounds and %g s per size (taking turns)\n",
+               (long long)o->partition, (long long)o->segment, o->reps, o->min_time_s);
+        printf("%10s %10s %10s %11s %11s %8s %7s\n", "bytes", "plain_us", "curve_us", "plain_GB/s",
+               "curve_GB/s", "curve/pl", "rounds");
+    }
+    for (int i = 0; i < n && rc == 0; i++) {
+        float *val = malloc((size_t)sizes[i]), *grad = calloc(1, (size_t)sizes[i]);
+        memset(val, 1, (size_t)sizes[i]);
+        int64_t iter[2] = {0, 0};
+        for (int c = 0; c < 2; c++)
+            ordo_worker_init(w[c], i, grad);
+        ordo_bench_times_t best[2] = {{1e30, 1e30, 1e30}, {1e30, 1e30, 1e30}}, t;
+        int rounds = 0;
+        int64_t until = ordo_clock_ns() + (int64_t)(o->min_time_s * 1e9);
+        for (int r = -1; (r < o->reps || ordo_clock_ns() < until) && rc == 0; r++) {
+            for (int c = 0; c < 2 && rc == 0; c++) {
+                if ((rc = ordo_bench_once(w[c], i, val, grad, &iter[c], true, &t)) != 0) break;
+                if (r >= 0) ordo_bench_keep_best(&best[c], &t);
+            }
+            rounds = r + 1;
+        }
+        free(val);
+        free(grad);
+        if (rc) break;
+        double bytes2 = 2.0 * (double)sizes[i];
+        double pg = bytes2 / best[0].push_pull_s / 1e9, cg = bytes2 / best[1].push_pull_s / 1e9;
+        if (o->json)
+            printf("{\"bytes\":%lld,\"plain_gbps\":%.4f,\"curve_gbps\":%.4f,\"plain_us\":%.1f,"
+                   "\"curve_us\":%.1f,\"ratio\":%.3f,\"rounds\":%d}\n",
+                   (long long)sizes[i], pg, cg, best[0].push_pull_s * 1e6,
+                   best[1].push_pull_s * 1e6, cg / pg, rounds);
+        else
+            printf("%10lld %10.1f %10.1f %11.3f %11.3f %8.2f %7d\n", (long long)sizes[i],
+                   best[0].push_pull_s * 1e6, best[1].push_pull_s * 1e6, pg, cg, cg / pg, rounds);
+        fflush(stdout);
+    }
+    if (!o->json && rc == 0)
+        printf("goodput counts the bytes pushed plus the bytes pulled (fused push+pull); "
+               "curve/pl = CURVE goodput / plain goodput\n");
+done:
+    if (rc) fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
+    for (int c = 0; c < 2; c++)
+        ordo_bench_stop_cluster(&sched[c], srv[c], &w[c]);
+    remove_keys(dir);
+    return rc ? 1 : 0;
+}
+
 int ordo_bench_pushpull(int argc, char **argv)
 {
     ordo_conf_t defaults; /* partition and segment sizes: the conf's defaults */
@@ -118,13 +214,17 @@ int ordo_bench_pushpull(int argc, char **argv)
         argc, argv, &o,
         "[--json] [--reps N] [--min-time SEC] [--min BYTES] [--max BYTES] [--partition BYTES] "
         "[--segment BYTES] [--io-thread] "
-        "[--raw-thread] [--replicas 2|3]");
+        "[--raw-thread] [--replicas 2|3] [--curve]");
     if (rc) return rc > 0 ? 0 : 2;
     int64_t sizes[32];
     int n = 0;
     for (int64_t b = o.min_bytes; b <= o.max_bytes && n < 32; b *= 4)
         sizes[n++] = b;
+    if (o.replicas > 1 && o.curve)
+        return ordo_error_set(ORDO_EINVAL, "pushpull: --replicas and --curve are separate "
+                              "comparisons; give one");
     if (o.replicas > 1) return ordo_bench_replicas(sizes, n, &o); /* tools/bench_repl.h */
+    if (o.curve) return pushpull_curve(&o, sizes, n);
     ordo_bench_child_t sched = {0}, srv[ORDO_BENCH_MAX_SERVERS] = {{0}};
     ordo_worker_t *w = NULL;
     if ((rc = ordo_bench_start_cluster(sizes, n, &o, &sched, srv, &w)) != 0) {

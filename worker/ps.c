@@ -166,6 +166,7 @@ static int join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void 
                                   .role = ORDO_ROLE_WORKER,
                                   .rank = -1,
                                   .inline_io = !conf->io_thread};
+    ordo_transport_opts_conf(&opts, conf);
     if ((rc = ordo_transport_new(&opts, &w->node.tp)) != 0) goto fail;
     w->node.reg_tensors = tensors;
     rc = ordo_node_join(&w->node, conf, ORDO_ROLE_WORKER, NULL);
@@ -673,6 +674,8 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         return ordo_error_set(ORDO_EABORT, "run aborted: %s", ordo_msg_text(m, 0, buf, sizeof buf));
     case ORDO_MSG_PEER_DEAD:
         w->aborted = true;
+        if (m->nframes > 0) /* the transport's reason: a server or the scheduler refused us */
+            return ordo_error_set(ORDO_EAUTH, "%s", ordo_msg_text(m, 0, buf, sizeof buf));
         return ordo_error_set(ORDO_EPEERDEAD, "the scheduler has been silent for %lld ms",
                               (long long)m->hdr.iter);
     case ORDO_MSG_SHUTDOWN:

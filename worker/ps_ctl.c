@@ -142,6 +142,11 @@ int ordo_worker_barrier(ordo_worker_t *w, int64_t id)
 int ordo_worker_broadcast(ordo_worker_t *w, int64_t id, int root, void *buf, size_t bytes)
 {
     if (w->bcast_id) return ordo_error_set(ORDO_EINVAL, "a broadcast is in flight");
+    if (bytes + (1 << 16) > ((size_t)w->conf.max_message_mb << 20))
+        return ordo_error_set(ORDO_EINVAL,
+                              "a broadcast of %zu bytes: above net.max_message_mb "
+                              "(%d MiB)",
+                              bytes, w->conf.max_message_mb);
     ordo_msg_t m;
     ordo_msg_init(&m, ORDO_MSG_BCAST);
     m.hdr.iter = id;

@@ -1,7 +1,8 @@
 /* driver: runs a libFuzzer-style target without libFuzzer. It feeds the seed inputs given
  * on the command line, then a fixed number of deterministic mutations of them (bit flips,
- * byte overwrites, truncations, insertions), so every build exercises the targets as a
- * test; with clang and -DORDO_FUZZ=ON the same targets link against libFuzzer instead. */
+ * byte overwrites, truncations, insertions; ORDO_FUZZ_ITERATIONS of them, varied by
+ * ORDO_FUZZ_SEED), so every build exercises the targets as a test; with clang and
+ * -DORDO_FUZZ=ON the same targets link against libFuzzer instead. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,8 @@ int main(int argc, char **argv)
     int iterations = 20000;
     const char *env = getenv("ORDO_FUZZ_ITERATIONS");
     if (env) iterations = atoi(env);
+    env = getenv("ORDO_FUZZ_SEED"); /* other mutations than the default run's */
+    if (env && strtoull(env, NULL, 0)) rng ^= strtoull(env, NULL, 0) * 0x9e3779b97f4a7c15ull;
     int seeds = 0;
     for (int i = 1; i < argc; i++) {
         size_t len;

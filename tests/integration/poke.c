@@ -2,7 +2,9 @@
  * rejected without harm: random bytes as a header, lying lengths, wrong message types,
  * requests for keys that do not exist, a push of the wrong size, a stale pull, a merged push
  * that asks for a pull, calibration probes with a pull flag or a broken length. Prints one
- * line per ERROR answer it gets back. usage: it_poke tcp://HOST:PORT */
+ * line per ERROR answer it gets back. usage: it_poke tcp://HOST:PORT; with --oversize MB it
+ * sends one PUSH whose payload frame is MB MiB instead, then, on a new connection, a pull for
+ * a worker that does not exist, and prints the ERROR it gets (the daemon still serves). */
 #include "common/wire.h"
 
 #include <stdio.h>
@@ -37,10 +39,44 @@ static void send_msg(void *s, int type, int role, int rank, uint32_t key, int64_
     send_flagged(s, type, 0, role, rank, key, iter, payload, len);
 }
 
+/* oversize: a frame of mb MiB, then a request on a fresh connection that must be answered */
+static int oversize(const char *endpoint, int mb)
+{
+    void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 3000, rcvto = 5000;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(s, endpoint) != 0) return 1;
+    size_t len = (size_t)mb << 20;
+    float *big = calloc(1, len);
+    send_msg(s, ORDO_MSG_PUSH, ORDO_ROLE_WORKER, 0, 0, 0, big, len);
+    free(big);
+    zmq_close(s); /* lingers until the frame left (or the daemon cut us off) */
+    s = zmq_socket(ctx, ZMQ_DEALER);
+    zmq_setsockopt(s, ZMQ_RCVTIMEO, &rcvto, sizeof rcvto);
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_connect(s, endpoint);
+    send_msg(s, ORDO_MSG_PULL, ORDO_ROLE_WORKER, 77, 0, 0, NULL, 0); /* no such worker */
+    ordo_msg_t r;
+    int rc = 1;
+    if (ordo_wire_recv(s, 0, &r, 0) == 0) {
+        char text[512];
+        printf("sent %d MiB; then %s %s\n", mb, ordo_wire_type_name(r.hdr.type),
+               ordo_msg_text(&r, 0, text, sizeof text));
+        ordo_msg_close(&r);
+        rc = 0;
+    } else {
+        printf("sent %d MiB; then no answer\n", mb);
+    }
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[1], "--oversize")) return oversize(argv[3], atoi(argv[2]));
     if (argc != 2) {
-        fprintf(stderr, "usage: it_poke tcp://HOST:PORT\n");
+        fprintf(stderr, "usage: it_poke [--oversize MB] tcp://HOST:PORT\n");
         return 2;
     }
     void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_DEALER);

@@ -5,6 +5,7 @@ Needs ORDO_BIN_DIR (ordo-scheduler, ordo-server) and ORDO_SOURCE_DIR; ctest sets
 from __future__ import annotations
 
 import array
+import subprocess
 import sys
 import threading
 import time
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import ordo
 import pytest
-from cluster import CONF, LIMIT_S, SRC, Cluster, worker_env
+from cluster import BIN, CONF, LIMIT_S, SRC, Cluster, worker_env
 
 
 @pytest.fixture
@@ -38,6 +39,28 @@ def test_two_python_workers_pull_exact_values(cluster_of):
     for i in range(2):
         assert "4 iterations, 341760 values checked, 0 wrong" in c.log(f"worker{i}"), \
             c.log(f"worker{i}")
+
+
+
+def test_python_workers_join_a_curve_cluster_and_an_unlisted_key_is_refused(cluster_of, tmp_path):
+    keys = tmp_path / "keys"
+    subprocess.run([str(BIN / "ordo-keygen"), str(keys), "worker", "intruder"], check=True,
+                   stdout=subprocess.DEVNULL)
+    (keys / "clients" / "intruder.pub").unlink()
+    c = cluster_of("--security.curve=true", f"--security.keys={keys}")
+    secure = ["security.curve=true", f"security.keys={keys}"]
+    c.start("intruder", sys.executable, str(SRC / "tests" / "python" / "hello_worker.py"),
+            str(CONF), f"cluster.scheduler={c.endpoint}", *secure, "security.client=intruder",
+            env=worker_env())
+    assert c.finish("intruder") != 0
+    assert "refused this process's CURVE key" in c.log("intruder"), c.log("intruder")
+    for i in range(2):
+        c.start(f"worker{i}", sys.executable, str(SRC / "tests" / "python" / "hello_worker.py"),
+                str(CONF), f"cluster.scheduler={c.endpoint}", *secure, env=worker_env())
+    for name in ["worker0", "worker1", "server0", "server1", "scheduler"]:
+        assert c.finish(name) == 0, f"{name}: {c.log(name)}"
+    assert "0 wrong" in c.log("worker0"), c.log("worker0")
+    assert "is not in" in c.log("scheduler"), c.log("scheduler")
 
 
 DECLARED = ["--model.trainer=declared", "--optimizer.aggregate=mean", "--optimizer.lr=0.5"]
