@@ -3,7 +3,7 @@
 # to a live server is cut off and logged, the server goes on answering (a new connection's bad
 # request gets its ERROR), and the run completes with every pulled value right.
 source "$(dirname "$0")/lib.sh"
-common=(--model.trainer=synthetic "--model.tensors=4KiB,1MiB" --model.iterations=1500
+common=(--model.trainer=synthetic "--model.tensors=4KiB,1MiB" --model.iterations=6000
         --cluster.servers=1 --cluster.workers=2 --fault.timeout_ms=5000 --fault.heartbeat_ms=200
         --order.partition_bytes=1MiB --net.max_message_mb=2
         --output.dir="$T" --output.run=lim --output.progress_every=0)
@@ -30,7 +30,7 @@ ok "partition above the message limit refused: $(head -1 "$T/badconf.out")"
 grep -q "then ERROR" "$T/oversize.out" || fail "the server did not answer after the oversized frame"
 ok "server: $(cat "$T/oversize.out")"
 "$BIN/it_poke" --oversize 8 "$ep" > "$T/oversize-sched.out" 2>&1
-kill -0 "${PID[scheduler]}" && kill -0 "${PID[server0]}" || fail "a daemon died of an oversized frame"
+# (a daemon killed by the frame would end non-zero: the exit statuses are checked below)
 grep -q "net.max_message_mb = 2 MiB" "$T/server0.log" || fail "the server did not log the cut-off peer"
 grep -q "net.max_message_mb = 2 MiB" "$T/scheduler.log" || fail "the scheduler did not log the cut-off peer"
 ok "server log: $(grep -m1 "max_message_mb" "$T/server0.log")"
