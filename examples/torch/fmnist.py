@@ -1,6 +1,6 @@
 """fmnist: Fashion-MNIST for the ordo.torch examples, read from the IDX files of the distribution
 package (dataset-fashion-mnist: /usr/share/datasets/fashion-mnist, or $ORDO_MODEL_DATA_DIR);
-nothing is downloaded."""
+nothing is downloaded. Also the examples' --device option (DEVICE_HELP, device)."""
 from __future__ import annotations
 
 import gzip
@@ -48,3 +48,16 @@ def load(split: str) -> tuple[torch.Tensor, torch.Tensor]:
         raise ValueError(f"fmnist: {root}: {images.shape[0]} images, {labels.shape[0]} labels")
     x = (images.float().div_(255.0).sub_(MEAN).div_(STD)).unsqueeze(1)
     return x, labels.long()
+
+
+DEVICE_HELP = "cpu, cuda (the worker's local_rank-th GPU) or auto (cuda if there)"
+
+
+def device(name: str, local_rank: int) -> str:
+    """device is the torch device a worker computes on for --device name: the host's GPUs are
+    shared by local rank."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda":
+        return f"cuda:{local_rank % torch.cuda.device_count()}"
+    return name

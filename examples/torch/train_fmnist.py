@@ -54,17 +54,12 @@ def main() -> int:
     ap.add_argument("--mode", choices=["server", "gradients"], default="server")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1, help="torch threads per worker")
-    ap.add_argument("--device", default="cpu",
-                    help="cpu, cuda (the worker's local_rank-th GPU) or auto (cuda if there)")
+    ap.add_argument("--device", default="cpu", help=fmnist.DEVICE_HELP)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
     hvd.init()
-    dev = args.device
-    if dev == "auto":
-        dev = "cuda" if torch.cuda.is_available() else "cpu"
-    if dev == "cuda":  # the workers of a host share its GPUs by local rank
-        dev = f"cuda:{hvd.local_rank() % torch.cuda.device_count()}"
+    dev = fmnist.device(args.device, hvd.local_rank())
     torch.manual_seed(args.seed)
     net = cnn().to(dev)
     counts = torch.zeros(2)
