@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "worker/api_internal.h"
 #include "worker/ps.h"
 
 /* The public codes are ordo's own codes under public names. */
@@ -32,48 +33,6 @@ _Static_assert(SAME(ORDO_ERR_INVAL, ORDO_EINVAL) && SAME(ORDO_ERR_NOMEM, ORDO_EN
                "include/ordo/ordo.h's codes must equal common/error.h's");
 #undef SAME
 
-enum { NEW, JOINED, LEFT };
-enum { NEED_PUSH = 1, NEED_PULL = 2 };
-
-typedef struct tensor {
-    char *name;
-    int64_t numel;
-    int64_t version; /* gradients pushed so far */
-    int push_op;     /* the op slot of the push in flight, -1: none */
-    int pull_op;
-    ordo_update_t update; /* ordo_declare_update's rule (kind ORDO_UPDATE_CONF: none) */
-    int priority; /* the plan's (ordo_tensor_priority) */
-    bool occasional; /* ordo_declare_occasional */
-} tensor_t;
-
-/* One transfer. A handle is (generation << 32) | (slot + 1), so a stale handle is refused. */
-typedef struct op {
-    uint32_t gen;
-    bool used, done, detached;
-    uint8_t need; /* NEED_PUSH | NEED_PULL still to complete */
-    int tensor;
-    int next_free;
-} op_t;
-
-struct ordo {
-    ordo_conf_t conf;
-    ordo_worker_t *w;
-    int state;
-    int failed; /* the cluster's failure, sticky: every later call returns it */
-    char failed_msg[700];
-    int rank, size, servers;
-    tensor_t *t;
-    int n_tensors, cap_tensors;
-    op_t *ops;
-    int cap_ops, free_op, in_flight;
-    int64_t barrier_sent, barrier_done;
-    int64_t bcast_sent, bcast_done;
-    bool replan_sent, replan_answered; /* ordo_replan: asked, and the scheduler answered */
-    /* ordo_step: the iteration being measured, its start, the time spent waiting in it, its
-     * last push, and the bytes counted at its start */
-    int64_t step_iter, step_t0_ns, step_wait_ns, step_push_ns, step_bytes_push, step_bytes_pull;
-};
-
 /* ---- errors ---------------------------------------------------------------------------- */
 
 const char *ordo_last_error(void)
@@ -86,15 +45,15 @@ const char *ordo_version(void)
     return ORDO_VERSION;
 }
 
-/* fail returns rc with a message: the detail already set, else the code's text. */
-static int fail(int rc)
+/* ordo__api_fail returns rc with a message: the detail already set, else the code's text. */
+int ordo__api_fail(int rc)
 {
     if (rc && !ordo_error_detail()[0]) ordo_error_set(rc, "%s", ordo_strerror(rc));
     return rc;
 }
 
-/* cluster_failed remembers a failure of the cluster, which every later call returns. */
-static int cluster_failed(ordo_t *o, int rc)
+/* ordo__api_cluster_failed remembers a failure of the cluster, which every later call returns. */
+int ordo__api_cluster_failed(ordo_t *o, int rc)
 {
     if (!o->failed) {
         o->failed = rc;
@@ -103,8 +62,8 @@ static int cluster_failed(ordo_t *o, int rc)
     return ordo_error_set(o->failed, "%s", o->failed_msg);
 }
 
-/* usable checks that o is joined and healthy. */
-static int usable(ordo_t *o, const char *fn)
+/* ordo__api_usable checks that o is joined and healthy. */
+int ordo__api_usable(ordo_t *o, const char *fn)
 {
     ordo_error_clear();
     if (!o) return ordo_error_set(ORDO_EINVAL, "%s: NULL handle", fn);
@@ -114,7 +73,7 @@ static int usable(ordo_t *o, const char *fn)
     return 0;
 }
 
-static int check_tensor(const ordo_t *o, int tensor, const char *fn)
+int ordo__api_check_tensor(const ordo_t *o, int tensor, const char *fn)
 {
     if (tensor < 0 || tensor >= o->n_tensors)
         return ordo_error_set(ORDO_ENOTFOUND, "%s: no tensor %d (there are %d)", fn, tensor,
@@ -127,9 +86,9 @@ static int check_tensor(const ordo_t *o, int tensor, const char *fn)
 int ordo_new(const char *conf_path, ordo_t **out)
 {
     ordo_error_clear();
-    if (!out) return fail(ORDO_EINVAL);
+    if (!out) return ordo__api_fail(ORDO_EINVAL);
     ordo_t *o = calloc(1, sizeof *o);
-    if (!o) return fail(ORDO_ENOMEM);
+    if (!o) return ordo__api_fail(ORDO_ENOMEM);
     ordo_conf_defaults(&o->conf);
     o->conf.io_thread = true;
     o->rank = o->size = o->servers = -1;
@@ -144,7 +103,7 @@ int ordo_new(const char *conf_path, ordo_t **out)
     return 0;
 fail:
     free(o);
-    return fail(rc);
+    return ordo__api_fail(rc);
 }
 
 int ordo_set(ordo_t *o, const char *key, const char *value)
@@ -153,7 +112,7 @@ int ordo_set(ordo_t *o, const char *key, const char *value)
     if (!o || !key || !value) return ordo_error_set(ORDO_EINVAL, "ordo_set: NULL argument");
     if (o->state != NEW)
         return ordo_error_set(ORDO_EINVAL, "ordo_set %s: the conf is fixed once joined", key);
-    return fail(ordo_conf_set(&o->conf, key, value, "ordo_set"));
+    return ordo__api_fail(ordo_conf_set(&o->conf, key, value, "ordo_set"));
 }
 
 /* add_tensor appends a tensor (name copied). */
@@ -189,7 +148,7 @@ int ordo_declare(ordo_t *o, const char *name, int64_t numel, int *tensor)
         return ordo_error_set(ORDO_EINVAL, "ordo_declare \"%s\": %lld elements (must be > 0)", name,
                               (long long)numel);
     int rc = add_tensor(o, name, numel);
-    if (rc) return fail(rc);
+    if (rc) return ordo__api_fail(rc);
     if (tensor) *tensor = o->n_tensors - 1;
     return 0;
 }
@@ -234,9 +193,9 @@ static int declarations_json(const ordo_t *o, char **out)
         json_t *d = json_pack("{s:s, s:I}", "name", t->name, "numel", (json_int_t)t->numel);
         if (t->update.kind == ORDO_UPDATE_SGD)
             json_object_set_new(d, "update",
-                                json_pack("{s:s, s:f, s:f, s:f}", "kind", "sgd", "lr",
-                                          t->update.lr, "momentum", t->update.momentum,
-                                          "weight_decay", t->update.weight_decay));
+                                json_pack("{s:s, s:f, s:f, s:f}", "kind", "sgd", "lr", t->update.lr,
+                                          "momentum", t->update.momentum, "weight_decay",
+                                          t->update.weight_decay));
         else if (t->update.kind == ORDO_UPDATE_AVERAGE)
             json_object_set_new(d, "update", json_pack("{s:s}", "kind", "average"));
         if (t->occasional) json_object_set_new(d, "occasional", json_true());
@@ -247,9 +206,9 @@ static int declarations_json(const ordo_t *o, char **out)
     return *out ? 0 : ORDO_ENOMEM;
 }
 
-/* set_priorities takes each tensor's priority from a plan's "priorities" (JSON text), or
+/* ordo__api_set_priorities takes each tensor's priority from a plan's "priorities" (JSON text), or
  * the tensor's index when the plan has none (policies none and fifo). */
-static void set_priorities(ordo_t *o, const char *plan_text)
+void ordo__api_set_priorities(ordo_t *o, const char *plan_text)
 {
     json_t *plan = plan_text ? json_loads(plan_text, 0, NULL) : NULL;
     json_t *pr = json_object_get(plan, "priorities");
@@ -267,7 +226,7 @@ int ordo_join(ordo_t *o)
     if (!o) return ordo_error_set(ORDO_EINVAL, "ordo_join: NULL handle");
     if (o->state != NEW) return ordo_error_set(ORDO_EINVAL, "ordo_join: already joined");
     int rc = ordo_conf_validate(&o->conf);
-    if (rc) return fail(rc);
+    if (rc) return ordo__api_fail(rc);
     bool declared = !strcmp(o->conf.trainer, "declared");
     if (declared && o->n_tensors == 0)
         return ordo_error_set(ORDO_EINVAL, "ordo_join: [model] trainer = declared, but the "
@@ -282,10 +241,10 @@ int ordo_join(ordo_t *o)
     if (ordo_log_parse_level(o->conf.log_level, &lvl) == 0) ordo_log_set_level(lvl);
     ordo_log_set_role("worker", -1);
     char *tensors = NULL;
-    if ((rc = declarations_json(o, &tensors)) != 0) return fail(rc);
+    if ((rc = declarations_json(o, &tensors)) != 0) return ordo__api_fail(rc);
     rc = ordo_worker_new_declared(&o->conf, tensors, &o->w);
     free(tensors);
-    if (rc) return fail(ordo_error_context(rc, "ordo_join"));
+    if (rc) return ordo__api_fail(ordo_error_context(rc, "ordo_join"));
     if ((rc = match_keys(o, ordo_worker_keys(o->w))) != 0) {
         char why[600];
         snprintf(why, sizeof why, "worker %d: %s", ordo_worker_rank(o->w), ordo_error_text(rc));
@@ -293,7 +252,7 @@ int ordo_join(ordo_t *o)
         ordo_worker_destroy(&o->w);
         return ordo_error_set(rc, "%s", why);
     }
-    set_priorities(o, ordo_worker_plan(o->w));
+    ordo__api_set_priorities(o, ordo_worker_plan(o->w));
     o->rank = ordo_worker_rank(o->w);
     o->size = ordo_worker_n_workers(o->w);
     o->servers = ordo_worker_n_servers(o->w);
@@ -305,10 +264,10 @@ int ordo_join(ordo_t *o)
 
 int ordo_leave(ordo_t *o)
 {
-    int rc = usable(o, "ordo_leave");
+    int rc = ordo__api_usable(o, "ordo_leave");
     if (rc) return rc;
     if ((rc = ordo_wait_all(o, -1)) != 0) return rc;
-    if ((rc = ordo_worker_finish(o->w, NULL)) != 0) return cluster_failed(o, rc);
+    if ((rc = ordo_worker_finish(o->w, NULL)) != 0) return ordo__api_cluster_failed(o, rc);
     ordo_worker_destroy(&o->w);
     o->state = LEFT;
     return 0;
@@ -363,7 +322,7 @@ int ordo_num_tensors(const ordo_t *o)
 int64_t ordo_tensor_numel(const ordo_t *o, int tensor)
 {
     if (!o) return ORDO_EINVAL;
-    int rc = check_tensor(o, tensor, "ordo_tensor_numel");
+    int rc = ordo__api_check_tensor(o, tensor, "ordo_tensor_numel");
     return rc ? rc : o->t[tensor].numel;
 }
 
@@ -375,7 +334,7 @@ const char *ordo_tensor_name(const ordo_t *o, int tensor)
 int64_t ordo_tensor_version(const ordo_t *o, int tensor)
 {
     if (!o) return ORDO_EINVAL;
-    int rc = check_tensor(o, tensor, "ordo_tensor_version");
+    int rc = ordo__api_check_tensor(o, tensor, "ordo_tensor_version");
     return rc ? rc : o->t[tensor].version;
 }
 
@@ -453,7 +412,7 @@ static int pump(ordo_t *o, int timeout_ms)
     ordo_worker_event_t ev;
     int rc = ordo_worker_poll(o->w, timeout_ms, &ev);
     if (rc == ORDO_ETIMEDOUT) return rc;
-    if (rc) return cluster_failed(o, rc);
+    if (rc) return ordo__api_cluster_failed(o, rc);
     if (ev.kind == ORDO_EV_WAKE) return ORDO_EAGAIN;
     if (ev.kind == ORDO_EV_REPLAN) {
         o->replan_answered = true;
@@ -481,7 +440,7 @@ static int pump(ordo_t *o, int timeout_ms)
     return 0;
 }
 
-/* wait_until pumps events until done(o, arg) holds, up to timeout_ms (-1: no limit). */
+/* wait_until_done pumps events until done(o, arg) holds, up to timeout_ms (-1: no limit). */
 static int wait_until_done(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64_t arg,
                            int timeout_ms)
 {
@@ -505,8 +464,9 @@ static int wait_until_done(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int
     return 0;
 }
 
-/* wait_until is wait_until_done, its time counted as the iteration's wait (ordo_step). */
-static int wait_until(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64_t arg, int timeout_ms)
+/* ordo__api_wait_until is wait_until_done, its time counted as the iteration's wait (ordo_step). */
+int ordo__api_wait_until(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64_t arg,
+                         int timeout_ms)
 {
     if (done(o, arg)) return 0;
     int64_t t0 = ordo_clock_ns();
@@ -525,25 +485,20 @@ static bool all_done(const ordo_t *o, int64_t unused)
     return o->in_flight == 0;
 }
 
-static bool barrier_done(const ordo_t *o, int64_t id)
-{
-    return o->barrier_done >= id;
-}
-
 int ordo_wait(ordo_t *o, ordo_handle_t h, int timeout_ms)
 {
-    int rc = usable(o, "ordo_wait");
+    int rc = ordo__api_usable(o, "ordo_wait");
     if (rc) return rc;
     int s = op_of(o, h, "ordo_wait");
     if (s < 0) return ORDO_ENOTFOUND;
-    if ((rc = wait_until(o, op_done, s, timeout_ms)) != 0) return rc;
+    if ((rc = ordo__api_wait_until(o, op_done, s, timeout_ms)) != 0) return rc;
     op_release(o, s);
     return 0;
 }
 
 int ordo_test(ordo_t *o, ordo_handle_t h)
 {
-    int rc = usable(o, "ordo_test");
+    int rc = ordo__api_usable(o, "ordo_test");
     if (rc) return rc;
     int s = op_of(o, h, "ordo_test");
     if (s < 0) return ORDO_ENOTFOUND;
@@ -559,25 +514,12 @@ int ordo_test(ordo_t *o, ordo_handle_t h)
 
 int ordo_wait_all(ordo_t *o, int timeout_ms)
 {
-    int rc = usable(o, "ordo_wait_all");
+    int rc = ordo__api_usable(o, "ordo_wait_all");
     if (rc) return rc;
-    if ((rc = wait_until(o, all_done, 0, timeout_ms)) != 0) return rc;
+    if ((rc = ordo__api_wait_until(o, all_done, 0, timeout_ms)) != 0) return rc;
     for (int s = 0; s < o->cap_ops; s++)
         if (o->ops[s].used) op_release(o, s);
     return 0;
-}
-
-int ordo_barrier(ordo_t *o, int timeout_ms)
-{
-    int rc = usable(o, "ordo_barrier");
-    if (rc) return rc;
-    /* after an interrupted or timed-out wait, calling again waits for the same barrier */
-    if (o->barrier_sent == o->barrier_done) {
-        if ((rc = ordo_worker_barrier(o->w, o->barrier_sent + 1)) != 0)
-            return cluster_failed(o, rc);
-        o->barrier_sent++;
-    }
-    return wait_until(o, barrier_done, o->barrier_sent, timeout_ms);
 }
 
 void ordo_interrupt(ordo_t *o)
@@ -589,11 +531,11 @@ void ordo_interrupt(ordo_t *o)
 
 int ordo_init(ordo_t *o, int tensor, const float *values)
 {
-    int rc = usable(o, "ordo_init");
-    if (!rc) rc = check_tensor(o, tensor, "ordo_init");
+    int rc = ordo__api_usable(o, "ordo_init");
+    if (!rc) rc = ordo__api_check_tensor(o, tensor, "ordo_init");
     if (rc) return rc;
     if (!values) return ordo_error_set(ORDO_EINVAL, "ordo_init: NULL values");
-    if ((rc = ordo_worker_init(o->w, tensor, values)) != 0) return cluster_failed(o, rc);
+    if ((rc = ordo_worker_init(o->w, tensor, values)) != 0) return ordo__api_cluster_failed(o, rc);
     return 0;
 }
 
@@ -601,8 +543,8 @@ int ordo_init(ordo_t *o, int tensor, const float *values)
 static int start(ordo_t *o, int tensor, uint8_t need, const void *buf, const char *fn,
                  ordo_handle_t *h, int *slot)
 {
-    int rc = usable(o, fn);
-    if (!rc) rc = check_tensor(o, tensor, fn);
+    int rc = ordo__api_usable(o, fn);
+    if (!rc) rc = ordo__api_check_tensor(o, tensor, fn);
     if (rc) return rc;
     tensor_t *t = &o->t[tensor];
     if (!buf) return ordo_error_set(ORDO_EINVAL, "%s \"%s\": NULL buffer", fn, t->name);
@@ -612,7 +554,7 @@ static int start(ordo_t *o, int tensor, uint8_t need, const void *buf, const cha
     if ((need & NEED_PULL) && t->pull_op >= 0)
         return ordo_error_set(ORDO_EINVAL, "%s \"%s\": a pull of this tensor is in flight", fn,
                               t->name);
-    if ((rc = op_new(o, tensor, need, h == NULL, slot)) != 0) return fail(rc);
+    if ((rc = op_new(o, tensor, need, h == NULL, slot)) != 0) return ordo__api_fail(rc);
     return 0;
 }
 
@@ -624,7 +566,8 @@ static int issued(ordo_t *o, int s, int rc, ordo_handle_t *h)
     if (rc) {
         o->in_flight--;
         op_release(o, s);
-        return rc == ORDO_EINVAL || rc == ORDO_ERANGE ? fail(rc) : cluster_failed(o, rc);
+        return rc == ORDO_EINVAL || rc == ORDO_ERANGE ? ordo__api_fail(rc)
+                                                      : ordo__api_cluster_failed(o, rc);
     }
     tensor_t *t = &o->t[p->tensor];
     if (p->need & NEED_PUSH) {
@@ -669,39 +612,7 @@ int ordo_pushpull(ordo_t *o, int tensor, const float *grad, float *dst, int prio
     return issued(o, s, rc, h);
 }
 
-/* ---- iterations ------------------------------------------------------------------------ */
-
-int ordo_step(ordo_t *o, int samples, double loss)
-{
-    int rc = usable(o, "ordo_step");
-    if (rc) return rc;
-    if (samples < 0) return ordo_error_set(ORDO_EINVAL, "ordo_step: samples is %d", samples);
-    int64_t now = ordo_clock_ns(), bp, bl;
-    ordo_worker_bytes(o->w, &bp, &bl);
-    int64_t t0 = o->step_t0_ns, pushed = o->step_push_ns;
-    if (pushed < t0 || pushed > now) pushed = now; /* no push in this iteration */
-    double step_ms = (double)(now - t0) / 1e6, wait_ms = (double)o->step_wait_ns / 1e6;
-    if (wait_ms > step_ms) wait_ms = step_ms;
-    char js[640];
-    int n = snprintf(js, sizeof js,
-                     "{\"worker\":%d,\"iter\":%lld,\"step_ms\":%.4f,\"wait_ms\":%.4f,"
-                     "\"compute_ms\":%.4f,\"bytes_push\":%lld,\"bytes_pull\":%lld,\"samples\":%d,"
-                     "\"t_start_ns\":%lld,\"t_push_done_ns\":%lld,\"t_end_ns\":%lld",
-                     o->rank, (long long)o->step_iter, step_ms, wait_ms, step_ms - wait_ms,
-                     (long long)(bp - o->step_bytes_push), (long long)(bl - o->step_bytes_pull),
-                     samples, (long long)t0, (long long)pushed, (long long)now);
-    if (isfinite(loss)) n += snprintf(js + n, sizeof js - (size_t)n, ",\"loss\":%.6g", loss);
-    snprintf(js + n, sizeof js - (size_t)n, "}");
-    o->step_iter++;
-    o->step_t0_ns = now;
-    o->step_wait_ns = 0;
-    o->step_bytes_push = bp;
-    o->step_bytes_pull = bl;
-    if ((rc = ordo_worker_report(o->w, js)) != 0) return cluster_failed(o, rc);
-    return 0;
-}
-
-/* ---- declared update rules and broadcast ------------------------------------------------ */
+/* ---- declared update rules ----------------------------------------------------------- */
 
 int ordo_declare_update(ordo_t *o, int tensor, const ordo_update_t *u)
 {
@@ -709,7 +620,7 @@ int ordo_declare_update(ordo_t *o, int tensor, const ordo_update_t *u)
     if (!o || !u) return ordo_error_set(ORDO_EINVAL, "ordo_declare_update: NULL argument");
     if (o->state != NEW)
         return ordo_error_set(ORDO_EINVAL, "ordo_declare_update: declare before ordo_join");
-    int rc = check_tensor(o, tensor, "ordo_declare_update");
+    int rc = ordo__api_check_tensor(o, tensor, "ordo_declare_update");
     if (rc) return rc;
     const char *name = o->t[tensor].name;
     if (u->kind != ORDO_UPDATE_CONF && u->kind != ORDO_UPDATE_SGD && u->kind != ORDO_UPDATE_AVERAGE)
@@ -732,95 +643,8 @@ int ordo_declare_occasional(ordo_t *o, int tensor)
     if (!o) return ordo_error_set(ORDO_EINVAL, "ordo_declare_occasional: NULL argument");
     if (o->state != NEW)
         return ordo_error_set(ORDO_EINVAL, "ordo_declare_occasional: declare before ordo_join");
-    int rc = check_tensor(o, tensor, "ordo_declare_occasional");
+    int rc = ordo__api_check_tensor(o, tensor, "ordo_declare_occasional");
     if (rc) return rc;
     o->t[tensor].occasional = true;
     return 0;
-}
-
-static bool bcast_done(const ordo_t *o, int64_t id)
-{
-    return o->bcast_done >= id;
-}
-
-int ordo_broadcast(ordo_t *o, void *buf, size_t bytes, int root, int timeout_ms)
-{
-    int rc = usable(o, "ordo_broadcast");
-    if (rc) return rc;
-    if (root < 0 || root >= o->size)
-        return ordo_error_set(ORDO_EINVAL, "ordo_broadcast: root %d out of range (%d workers)",
-                              root, o->size);
-    if (!buf && bytes) return ordo_error_set(ORDO_EINVAL, "ordo_broadcast: NULL buffer");
-    /* after an interrupted or timed-out wait, calling again waits for the same broadcast */
-    if (o->bcast_sent == o->bcast_done) {
-        if ((rc = ordo_worker_broadcast(o->w, o->bcast_sent + 1, root, buf, bytes)) != 0)
-            return cluster_failed(o, rc);
-        o->bcast_sent++;
-    }
-    return wait_until(o, bcast_done, o->bcast_sent, timeout_ms);
-}
-
-/* ---- collective re-plans --------------------------------------------------------------- */
-
-static bool replan_answered(const ordo_t *o, int64_t unused)
-{
-    return o->replan_answered;
-}
-
-/* replan_request sends this worker's REPLAN: worker 0's carries its tensor names and the
- * profile, the others' nothing. */
-static int replan_request(ordo_t *o, const char *profile_json)
-{
-    char *names = NULL;
-    if (o->rank == 0 && profile_json) {
-        json_t *a = json_array();
-        for (int i = 0; a && i < o->n_tensors; i++)
-            json_array_append_new(a, json_string(o->t[i].name));
-        names = a ? json_dumps(a, JSON_COMPACT) : NULL;
-        json_decref(a);
-        if (!names) return fail(ORDO_ENOMEM);
-    }
-    int rc = ordo_worker_replan(o->w, names, names ? profile_json : NULL);
-    free(names);
-    return rc ? cluster_failed(o, rc) : 0;
-}
-
-int ordo_replan(ordo_t *o, const char *profile_json, int timeout_ms)
-{
-    int rc = usable(o, "ordo_replan");
-    if (rc) return rc;
-    /* after a timed-out call, calling again waits for the same re-plan */
-    if (!o->replan_sent) {
-        if ((rc = ordo_wait_all(o, timeout_ms)) != 0) return rc;
-        if ((rc = replan_request(o, profile_json)) != 0) return rc;
-        o->replan_sent = true;
-        o->replan_answered = false;
-    }
-    if ((rc = wait_until(o, replan_answered, 0, timeout_ms)) != 0) return rc;
-    o->replan_sent = false;
-    char *text = ordo_worker_replan_take(o->w);
-    json_t *ans = text ? json_loads(text, 0, NULL) : NULL;
-    const char *err = json_string_value(json_object_get(ans, "error"));
-    json_t *code = json_object_get(ans, "code");
-    if (!ans) {
-        rc = ordo_error_set(ORDO_EPROTO, "ordo_replan: the scheduler's answer is not JSON");
-    } else if (err) { /* refused: the cluster goes on with the plan it had */
-        rc = json_is_integer(code) && json_integer_value(code) < 0 ? (int)json_integer_value(code)
-                                                                   : ORDO_EPROTO;
-        rc = ordo_error_set(rc, "ordo_replan: %s", err);
-    } else if ((rc = ordo_worker_replan_apply(o->w, text)) != 0) {
-        rc = cluster_failed(o, rc); /* no push path: this worker cannot go on */
-    } else {
-        set_priorities(o, text);
-    }
-    json_decref(ans);
-    free(text);
-    return rc;
-}
-
-int ordo_tensor_priority(const ordo_t *o, int tensor)
-{
-    if (!o) return ORDO_EINVAL;
-    int rc = check_tensor(o, tensor, "ordo_tensor_priority");
-    return rc ? rc : o->t[tensor].priority;
 }
