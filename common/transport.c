@@ -1,6 +1,7 @@
 /* transport: the I/O thread, its queues, heartbeats, the emulated egress link and the
- * sockets' limits, security and monitors. */
+ * sockets' limits and security (their monitors: transport_monitor.c). */
 #include "common/transport.h"
+#include "common/transport_internal.h"
 #include "common/clock.h"
 #include "common/curve.h"
 #include "common/error.h"
@@ -19,69 +20,6 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#define MAX_SOCKS    256
-#define RECV_BATCH   64
-#define LOG_EVERY_NS 5000000000LL /* a socket's repeated event lines: one per 5 s */
-
-typedef enum { CMD_NONE, CMD_BIND, CMD_CONNECT, CMD_HEARTBEAT } cmd_kind_t;
-
-typedef struct {
-    void *z;
-    bool router, data;
-    int64_t last_in_ns;
-    int hb_interval_ms, hb_timeout_ms;
-    int64_t next_hb_ns;
-    bool dead_reported;
-    int fd;       /* ZMQ_FD: readable when the socket's state may have changed */
-    bool pending; /* may hold messages: drain before sleeping (see io_cycle) */
-    char endpoint[256];
-    void *mon;            /* PAIR receiving the socket's monitor events */
-    int mon_fd;           /* its ZMQ_FD */
-    bool refused;         /* a peer refused our handshake: reported once as PEER_DEAD */
-    int64_t logged_ns[5]; /* the last line of each kind of event (see event_kind) */
-    int unlogged[5];      /* events of that kind left out since */
-} sock_t;
-
-/* a ring of messages */
-typedef struct {
-    ordo_msg_t *items;
-    int64_t *when; /* link FIFO only: hand-over time */
-    int cap, head, count;
-} ring_t;
-
-struct ordo_transport {
-    ordo_transport_opts_t opts;
-    void *ctx;
-    pthread_t io;
-    bool io_started;
-    int evfd, tfd;
-    pthread_mutex_t mu;
-    pthread_cond_t in_cv, out_cv, cmd_cv;
-    ring_t in, out;
-    /* one synchronous command at a time, under mu */
-    cmd_kind_t cmd;
-    const char *cmd_endpoint;
-    int cmd_data, cmd_sock, cmd_interval, cmd_timeout, cmd_result;
-    char *cmd_actual;
-    size_t cmd_size;
-    char cmd_err[512];
-    bool cmd_done;
-    bool stopping;
-    int linger_ms;
-    bool in_full; /* the I/O thread stopped reading because the inbound ring was full */
-    /* I/O thread only */
-    sock_t socks[MAX_SOCKS];
-    int nsocks;
-    int rr;            /* the socket drained first next time */
-    int64_t polled_ns; /* when the loop last polled the sockets' ZMQ_FDs */
-    ring_t link;
-    _Atomic int64_t link_free_ns;
-    _Atomic int link_pending;
-    int64_t armed_at;    /* what the timerfd is set to (INT64_MAX: disarmed) */
-    ordo_curve_t *curve; /* NULL: plain TCP */
-    char curve_dir[ORDO_CONF_PATH];
-    _Atomic uint64_t msgs_in, msgs_out, bytes_in, bytes_out, malformed;
-};
 
 /* ---- rings -------------------------------------------------------------------------- */
 
@@ -160,7 +98,7 @@ static size_t msg_bytes(const ordo_msg_t *m)
     return b;
 }
 
-static void put_inbound(ordo_transport_t *t, ordo_msg_t *m)
+void ordo__transport_put_inbound(ordo_transport_t *t, ordo_msg_t *m)
 {
     pthread_mutex_lock(&t->mu);
     if (t->in.count == t->in.cap && ring_grow(&t->in) != 0) {
@@ -239,163 +177,6 @@ static void flush_link(ordo_transport_t *t, bool all)
     }
 }
 
-/* ---- socket monitors ---------------------------------------------------------------- */
-
-/* monitor_open makes socket i report its handshakes and disconnections to a PAIR the I/O
- * loop polls */
-static int monitor_open(ordo_transport_t *t, sock_t *s, int i)
-{
-    char ep[64];
-    snprintf(ep, sizeof ep, "inproc://ordo-monitor-%p-%d", (void *)t, i);
-    int events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_DISCONNECTED;
-    if (zmq_socket_monitor(s->z, ep, events) != 0)
-        return ordo_error_set(ORDO_EIO, "zmq_socket_monitor: %s", zmq_strerror(errno));
-    s->mon = zmq_socket(t->ctx, ZMQ_PAIR);
-    size_t fdsz = sizeof s->mon_fd;
-    if (!s->mon || zmq_connect(s->mon, ep) != 0 ||
-        zmq_getsockopt(s->mon, ZMQ_FD, &s->mon_fd, &fdsz) != 0) {
-        int rc = ordo_error_set(ORDO_EIO, "socket monitor: %s", zmq_strerror(errno));
-        if (s->mon) zmq_close(s->mon);
-        s->mon = NULL;
-        zmq_socket_monitor(s->z, NULL, 0);
-        return rc;
-    }
-    return 0;
-}
-
-static void monitor_close(sock_t *s)
-{
-    if (!s->mon) return;
-    zmq_socket_monitor(s->z, NULL, 0);
-    int zero = 0;
-    zmq_setsockopt(s->mon, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_close(s->mon);
-    s->mon = NULL;
-}
-
-static int event_kind(uint16_t ev, uint32_t value)
-{
-    if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
-        return value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH ? 2 : 3;
-    return ev == ZMQ_EVENT_DISCONNECTED ? 0 : ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? 1 : 4;
-}
-
-/* may_log: whether socket s may log a line about event ev now (one per kind and
- * LOG_EVERY_NS; the lines left out are counted into the next) */
-static bool may_log(sock_t *s, uint16_t ev, uint32_t value, int64_t now, int *left_out)
-{
-    int k = event_kind(ev, value);
-    if (s->logged_ns[k] && now - s->logged_ns[k] < LOG_EVERY_NS) {
-        s->unlogged[k]++;
-        return false;
-    }
-    *left_out = s->unlogged[k];
-    s->unlogged[k] = 0;
-    s->logged_ns[k] = now;
-    return true;
-}
-
-static const char *protocol_why(uint32_t code)
-{
-    switch (code) {
-    case ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH:
-        return "one side uses CURVE and the other not (security.curve differs)";
-    case ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC:
-        return "the CURVE handshake did not decrypt: the client does not hold this cluster's "
-               "server.pub";
-    default:
-        return "a ZMTP protocol error";
-    }
-}
-
-/* on_event: one monitor event of socket i. A refusal of our handshake by the peer we
- * connected to (its ZAP handler said no, or the mechanisms differ) will not change by
- * retrying: the peer is reported lost, with the reason as the PEER_DEAD's text. */
-static void on_event(ordo_transport_t *t, int i, uint16_t ev, uint32_t value)
-{
-    sock_t *s = &t->socks[i];
-    int64_t now = ordo_clock_ns();
-    int left = 0;
-    char why[1400] = "";
-    if (ev == ZMQ_EVENT_DISCONNECTED) {
-        if (s->router && may_log(s, ev, value, now, &left))
-            ORDO_INFO("transport: a peer's connection to %s closed: the peer left, or it was "
-                      "cut off for breaking the protocol (e.g. a frame above "
-                      "net.max_message_mb = %lld MiB)%s",
-                      s->endpoint, (long long)(t->opts.max_msg_bytes >> 20),
-                      left ? " (and earlier ones)" : "");
-        return;
-    }
-    if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-        snprintf(why, sizeof why,
-                 "the peer refused this process's CURVE key (ZAP status %u): "
-                 "its public key is not in the peer's %s/clients",
-                 value, t->curve_dir[0] ? t->curve_dir : "key folder");
-    else if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL)
-        snprintf(why, sizeof why, "%s", protocol_why(value));
-    else
-        snprintf(why, sizeof why, "the handshake failed (%s)%s", zmq_strerror((int)value),
-                 !t->curve   ? ": does the peer use CURVE ([security] curve)?"
-                 : s->router ? ": the peer may not use CURVE, or not hold this cluster's "
-                               "server.pub"
-                             : ": the peer may not hold this cluster's keys, or this process "
-                               "not its server.pub");
-    if (s->router) {
-        /* the ZAP handler has named the refused key already */
-        if (ev != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH && may_log(s, ev, value, now, &left))
-            ORDO_WARN("transport: refused a connection to %s: %s%s", s->endpoint, why,
-                      left ? " (and earlier ones)" : "");
-        return;
-    }
-    bool final = ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH || ev == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL;
-    if (s->refused || !may_log(s, ev, value, now, &left)) return;
-    ORDO_ERROR("transport: connecting to %s: %s", s->endpoint, why);
-    if (!final) return;
-    s->refused = true;
-    s->dead_reported = true; /* no second PEER_DEAD from the heartbeats */
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_PEER_DEAD);
-    m.sock = i;
-    m.hdr.key = (uint32_t)i;
-    m.hdr.iter = -1;
-    char text[1800];
-    snprintf(text, sizeof text, "%s refused the connection: %s", s->endpoint, why);
-    ordo_msg_add_text(&m, text);
-    put_inbound(t, &m);
-}
-
-/* drain_monitor reads socket i's pending monitor events (two frames each) */
-static void drain_monitor(ordo_transport_t *t, int i)
-{
-    void *mon = t->socks[i].mon;
-    for (;;) {
-        zmq_msg_t a, b;
-        zmq_msg_init(&a);
-        if (zmq_msg_recv(&a, mon, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&a);
-            return;
-        }
-        uint16_t ev = 0;
-        uint32_t value = 0;
-        if (zmq_msg_size(&a) >= 6) {
-            memcpy(&ev, zmq_msg_data(&a), 2);
-            memcpy(&value, (char *)zmq_msg_data(&a) + 2, 4);
-        }
-        bool more = zmq_msg_more(&a);
-        zmq_msg_close(&a);
-        while (more) { /* the endpoint frame */
-            zmq_msg_init(&b);
-            if (zmq_msg_recv(&b, mon, ZMQ_DONTWAIT) < 0)
-                more = false;
-            else
-                more = zmq_msg_more(&b);
-            zmq_msg_close(&b);
-        }
-        on_event(t, i, ev, value);
-    }
-}
-
 /* ---- commands ------------------------------------------------------------------------ */
 
 static void run_command(ordo_transport_t *t)
@@ -447,7 +228,7 @@ static void run_command(ordo_transport_t *t)
     if (t->curve && ((router && (rc = ordo_curve_listen(t->curve, t->ctx)) != 0) ||
                      (rc = ordo_curve_setup(t->curve, z, router)) != 0))
         goto fail;
-    if ((rc = monitor_open(t, s, t->nsocks)) != 0) goto fail;
+    if ((rc = ordo__transport_monitor_open(t, s, t->nsocks)) != 0) goto fail;
     if (router) {
         zmq_setsockopt(z, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
         if (zmq_bind(z, t->cmd_endpoint) != 0) {
@@ -475,10 +256,10 @@ static void run_command(ordo_transport_t *t)
     s->pending = true;
     rc = t->nsocks++;
     /* a first read arms the monitor: its pipe signals ZMQ_FD only after a reader found it empty */
-    drain_monitor(t, rc);
+    ordo__transport_monitor_drain(t, rc);
     goto done;
 fail:
-    monitor_close(s);
+    ordo__transport_monitor_close(s);
     zmq_close(z);
 done:
     if (rc < 0) snprintf(t->cmd_err, sizeof t->cmd_err, "%s", ordo_error_text(rc));
@@ -500,7 +281,7 @@ static void send_heartbeats(ordo_transport_t *t, int64_t now)
             m.sock = i;
             m.hdr.key = (uint32_t)i;
             m.hdr.iter = (now - s->last_in_ns) / 1000000;
-            put_inbound(t, &m);
+            ordo__transport_put_inbound(t, &m);
         }
         if (now >= s->next_hb_ns) {
             ordo_msg_t m;
@@ -577,7 +358,7 @@ static int receive(ordo_transport_t *t, int i)
             ordo_msg_close(&m);
             continue;
         }
-        put_inbound(t, &m);
+        ordo__transport_put_inbound(t, &m);
         got++;
     }
     return got;
@@ -666,7 +447,7 @@ static bool io_cycle(ordo_transport_t *t, int wait_ms)
             receive(t, i);
         }
     for (int i = 0; i < t->nsocks; i++)
-        if (fds[mon0 + i].revents & POLLIN) drain_monitor(t, i);
+        if (fds[mon0 + i].revents & POLLIN) ordo__transport_monitor_drain(t, i);
     return true;
 }
 
@@ -684,7 +465,7 @@ static void io_close(ordo_transport_t *t)
     }
     pthread_mutex_unlock(&t->mu);
     for (int i = 0; i < t->nsocks; i++) {
-        monitor_close(&t->socks[i]);
+        ordo__transport_monitor_close(&t->socks[i]);
         zmq_setsockopt(t->socks[i].z, ZMQ_LINGER, &t->linger_ms, sizeof t->linger_ms);
         zmq_close(t->socks[i].z);
     }
@@ -915,7 +696,7 @@ timeout:
 
 void ordo_transport_post(ordo_transport_t *t, ordo_msg_t *m)
 {
-    put_inbound(t, m);
+    ordo__transport_put_inbound(t, m);
     if (t->opts.inline_io) wake(t); /* the owner may be blocked in zmq_poll */
 }
 

@@ -1,0 +1,92 @@
+/* transport_internal: what the transport's files share (common/transport.c, the I/O thread;
+ * transport_monitor.c, the sockets' monitors): the transport's state. Not for other modules. */
+#ifndef ORDO_TRANSPORT_INTERNAL_H
+#define ORDO_TRANSPORT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/curve.h"
+#include "common/transport.h"
+
+#define MAX_SOCKS    256
+#define RECV_BATCH   64
+#define LOG_EVERY_NS 5000000000LL /* a socket's repeated event lines: one per 5 s */
+
+typedef enum { CMD_NONE, CMD_BIND, CMD_CONNECT, CMD_HEARTBEAT } cmd_kind_t;
+
+typedef struct {
+    void *z;
+    bool router, data;
+    int64_t last_in_ns;
+    int hb_interval_ms, hb_timeout_ms;
+    int64_t next_hb_ns;
+    bool dead_reported;
+    int fd;       /* ZMQ_FD: readable when the socket's state may have changed */
+    bool pending; /* may hold messages: drain before sleeping (see io_cycle) */
+    char endpoint[256];
+    void *mon;            /* PAIR receiving the socket's monitor events */
+    int mon_fd;           /* its ZMQ_FD */
+    bool refused;         /* a peer refused our handshake: reported once as PEER_DEAD */
+    int64_t logged_ns[5]; /* the last line of each kind of event (see event_kind) */
+    int unlogged[5];      /* events of that kind left out since */
+} sock_t;
+
+/* a ring of messages */
+typedef struct {
+    ordo_msg_t *items;
+    int64_t *when; /* link FIFO only: hand-over time */
+    int cap, head, count;
+} ring_t;
+
+struct ordo_transport {
+    ordo_transport_opts_t opts;
+    void *ctx;
+    pthread_t io;
+    bool io_started;
+    int evfd, tfd;
+    pthread_mutex_t mu;
+    pthread_cond_t in_cv, out_cv, cmd_cv;
+    ring_t in, out;
+    /* one synchronous command at a time, under mu */
+    cmd_kind_t cmd;
+    const char *cmd_endpoint;
+    int cmd_data, cmd_sock, cmd_interval, cmd_timeout, cmd_result;
+    char *cmd_actual;
+    size_t cmd_size;
+    char cmd_err[512];
+    bool cmd_done;
+    bool stopping;
+    int linger_ms;
+    bool in_full; /* the I/O thread stopped reading because the inbound ring was full */
+    /* I/O thread only */
+    sock_t socks[MAX_SOCKS];
+    int nsocks;
+    int rr;            /* the socket drained first next time */
+    int64_t polled_ns; /* when the loop last polled the sockets' ZMQ_FDs */
+    ring_t link;
+    _Atomic int64_t link_free_ns;
+    _Atomic int link_pending;
+    int64_t armed_at;    /* what the timerfd is set to (INT64_MAX: disarmed) */
+    ordo_curve_t *curve; /* NULL: plain TCP */
+    char curve_dir[ORDO_CONF_PATH];
+    _Atomic uint64_t msgs_in, msgs_out, bytes_in, bytes_out, malformed;
+};
+
+/* ordo__transport_put_inbound queues m (moved) for the owner's ordo_transport_recv. */
+void ordo__transport_put_inbound(ordo_transport_t *t, ordo_msg_t *m);
+
+/* ordo__transport_monitor_open starts monitoring socket s (slot i): handshakes, refusals
+ * and disconnects come to its PAIR. */
+int ordo__transport_monitor_open(ordo_transport_t *t, sock_t *s, int i);
+
+/* ordo__transport_monitor_close closes s's monitor; NULL-safe on a socket without one. */
+void ordo__transport_monitor_close(sock_t *s);
+
+/* ordo__transport_monitor_drain handles the events waiting on socket i's monitor: log lines
+ * (rate-limited) and, for a refused handshake, a PEER_DEAD with the reason. */
+void ordo__transport_monitor_drain(ordo_transport_t *t, int i);
+
+#endif
