@@ -1,0 +1,177 @@
+/* conf_check: the rules between keys (ordo_conf_validate: what one key's value asks of
+ * another's, each refusal naming both) and the [straggle] injection the workers query. */
+#include "common/conf.h"
+#include "common/error.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* parse [straggle] ranks into out (n set); ORDO_EINVAL naming the key on a bad entry */
+static int straggle_ranks(const ordo_conf_t *conf, int *out, int *n)
+{
+    const char *p = conf->straggle_ranks;
+    *n = 0;
+    while (*p) {
+        char *end;
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (!*p) break;
+        errno = 0;
+        long r = strtol(p, &end, 10);
+        if (end == p || errno || r < 0 || r >= conf->workers)
+            return ordo_error_set(ORDO_EINVAL,
+                                  "straggle.ranks: '%s' is not a worker rank (0 to "
+                                  "%d)",
+                                  conf->straggle_ranks, conf->workers - 1);
+        if (*n == ORDO_STRAGGLE_MAX_RANKS)
+            return ordo_error_set(ORDO_EINVAL, "straggle.ranks: more than %d ranks",
+                                  ORDO_STRAGGLE_MAX_RANKS);
+        out[(*n)++] = (int)r;
+        p = end;
+        while (*p == ' ')
+            p++;
+        if (*p && *p != ',')
+            return ordo_error_set(ORDO_EINVAL,
+                                  "straggle.ranks: '%s' is not a comma list of "
+                                  "ranks",
+                                  conf->straggle_ranks);
+    }
+    return 0;
+}
+
+bool ordo_conf_is_straggler(const ordo_conf_t *conf, int rank)
+{
+    int r[ORDO_STRAGGLE_MAX_RANKS], n;
+    if (straggle_ranks(conf, r, &n) != 0) return false;
+    for (int i = 0; i < n; i++)
+        if (r[i] == rank) return true;
+    return false;
+}
+
+double ordo_conf_straggle_delay_ms(const ordo_conf_t *conf, int rank, int64_t iter)
+{
+    if (conf->straggle_probability <= 0 || conf->straggle_delay_ms <= 0) return 0;
+    /* splitmix64 of (seed, rank, iter): independent draws, the same in every run */
+    uint64_t z = conf->straggle_seed * 0x9e3779b97f4a7c15ull +
+                 (uint64_t)rank * 0xbf58476d1ce4e5b9ull + (uint64_t)iter * 0x94d049bb133111ebull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    double u = (double)(z >> 11) / 9007199254740992.0;
+    return u < conf->straggle_probability ? conf->straggle_delay_ms : 0;
+}
+
+/* fault.worker = restart | shrink: a worker joins or leaves a running bsp iteration, which
+ * the modes that keep state across workers or iterations cannot follow */
+static int fault_worker_check(const ordo_conf_t *conf)
+{
+    if (conf->fault_worker == ORDO_FAULT_ABORT) return 0;
+    const char *mode = conf->fault_worker == ORDO_FAULT_RESTART ? "restart" : "shrink";
+    const char *why = conf->sync_mode != ORDO_SYNC_BSP      ? "sync.mode = bsp"
+                      : conf->backup > 0                    ? "sync.backup = 0"
+                      : conf->push_mode == ORDO_PUSH_SPARSE ? "push.mode = dense or merged"
+                      : conf->calibrate                     ? "push.calibrate = false"
+                      : conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1
+                          ? "intra.backend = none"
+                      : !strcmp(conf->trainer, "declared") ? "a built-in job (model.trainer = "
+                                                             "synthetic, profile, mlp or cnn)"
+                      : conf->forward_only                 ? "model.forward_only = false"
+                                                           : NULL;
+    if (why) return ordo_error_set(ORDO_EINVAL, "fault.worker = %s needs %s", mode, why);
+    if (conf->fault_worker == ORDO_FAULT_SHRINK && conf->workers < 2)
+        return ordo_error_set(ORDO_EINVAL, "fault.worker = shrink needs cluster.workers >= 2");
+    return 0;
+}
+
+int ordo_conf_validate(const ordo_conf_t *conf)
+{
+    int ranks[ORDO_STRAGGLE_MAX_RANKS], n_ranks, rc;
+    if ((rc = straggle_ranks(conf, ranks, &n_ranks)) != 0) return rc;
+    if (conf->backup > 0 && conf->backup >= conf->workers)
+        return ordo_error_set(ORDO_EINVAL,
+                              "sync.backup (%d) must be below cluster.workers (%d): "
+                              "every update needs at least one push",
+                              conf->backup, conf->workers);
+    if (conf->backup > 0 && conf->sync_mode != ORDO_SYNC_BSP)
+        return ordo_error_set(ORDO_EINVAL, "sync.backup needs sync.mode = bsp (ssp and asp do "
+                                           "not wait for the slowest pushes)");
+    if (conf->sync_mode != ORDO_SYNC_BSP && conf->push_mode != ORDO_PUSH_DENSE)
+        return ordo_error_set(ORDO_EINVAL, "sync.mode = %s needs push.mode = dense",
+                              conf->sync_mode == ORDO_SYNC_SSP ? "ssp" : "asp");
+    if (conf->sync_mode != ORDO_SYNC_BSP && (conf->checkpoint_every > 0 || conf->resume[0]))
+        return ordo_error_set(ORDO_EINVAL,
+                              "fault.checkpoint_every and fault.resume need sync.mode "
+                              "= bsp (under ssp and asp the workers are at different iterations)");
+    if (conf->backup > 0 && conf->push_mode != ORDO_PUSH_DENSE)
+        return ordo_error_set(ORDO_EINVAL, "sync.backup needs push.mode = dense");
+    if ((conf->sync_mode != ORDO_SYNC_BSP || conf->backup > 0) &&
+        conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1)
+        return ordo_error_set(ORDO_EINVAL,
+                              "sync.mode = %s%s needs intra.backend = none (a host "
+                              "group pushes one sum per iteration, in step)",
+                              conf->sync_mode == ORDO_SYNC_SSP   ? "ssp"
+                              : conf->sync_mode == ORDO_SYNC_ASP ? "asp"
+                                                                 : "bsp",
+                              conf->backup > 0 ? " with sync.backup" : "");
+    if (conf->replicas > conf->servers)
+        return ordo_error_set(ORDO_EINVAL,
+                              "fault.replicas (%d) must be at most cluster.servers "
+                              "(%d): each copy of a slice lives on another server",
+                              conf->replicas, conf->servers);
+    if (conf->replicas > 1 &&
+        (conf->push_mode != ORDO_PUSH_DENSE || conf->sync_mode != ORDO_SYNC_BSP ||
+         conf->backup > 0 || (conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1) ||
+         conf->checkpoint_every > 0 || conf->resume[0]))
+        return ordo_error_set(
+            ORDO_EINVAL,
+            "fault.replicas = %d needs push.mode = dense, "
+            "sync.mode = bsp without sync.backup, no intra groups and no "
+            "fault.checkpoint_every or fault.resume (not combined with replicas yet)",
+            conf->replicas);
+    if (conf->heartbeat_ms * 2 > conf->timeout_ms)
+        return ordo_error_set(
+            ORDO_EINVAL, "fault.heartbeat_ms (%d) must be at most half of fault.timeout_ms (%d)",
+            conf->heartbeat_ms, conf->timeout_ms);
+    if (!strcmp(conf->trainer, "profile") && !conf->model_file[0])
+        return ordo_error_set(ORDO_EINVAL, "model.trainer = profile needs model.file");
+    if (conf->compute == ORDO_COMPUTE_EMULATE &&
+        (!strcmp(conf->trainer, "mlp") || !strcmp(conf->trainer, "cnn")))
+        return ordo_error_set(ORDO_EINVAL, "model.trainer = %s needs model.compute = cpu or cuda",
+                              conf->trainer);
+    if (conf->push_mode == ORDO_PUSH_SPARSE && !strcmp(conf->trainer, "synthetic"))
+        return ordo_error_set(ORDO_EINVAL,
+                              "push.mode = sparse needs a model job (model.trainer = "
+                              "profile, mlp or cnn); the synthetic job checks dense values");
+    if (conf->calibrate && conf->push_mode != ORDO_PUSH_MERGED)
+        return ordo_error_set(ORDO_EINVAL, "push.calibrate = true needs push.mode = merged (it "
+                                           "calibrates the merge planner)");
+    if (conf->calibrate && !strncmp(conf->merge, "file:", 5))
+        return ordo_error_set(ORDO_EINVAL,
+                              "push.calibrate = true plans the groups at start-up; "
+                              "push.merge = %s brings its own",
+                              conf->merge);
+    if (conf->resume[0] && conf->init_params[0])
+        return ordo_error_set(ORDO_EINVAL, "fault.resume takes the values from the run's "
+                                           "checkpoint; model.init cannot give others");
+    if (conf->resume[0] && !strcmp(conf->trainer, "synthetic"))
+        return ordo_error_set(ORDO_EINVAL,
+                              "fault.resume needs a model job (model.trainer = "
+                              "profile, mlp or cnn); the synthetic job keeps no checkpoints");
+    if ((rc = fault_worker_check(conf)) != 0) return rc;
+    if (conf->segment_bytes > 0 && conf->segment_bytes < 1024)
+        return ordo_error_set(
+            ORDO_EINVAL, "order.segment_bytes (%lld) must be 0 (whole chunks) or at least 1024",
+            (long long)conf->segment_bytes);
+    if (conf->curve && !conf->keys_dir[0])
+        return ordo_error_set(ORDO_EINVAL, "security.curve = true needs security.keys (a "
+                                           "folder written by ordo-keygen)");
+    if (conf->warmup >= conf->iterations && conf->iterations > 0 && conf->epochs == 0)
+        return ordo_error_set(ORDO_EINVAL, "model.warmup (%d) must be below model.iterations (%d)",
+                              conf->warmup, conf->iterations);
+    return 0;
+}
