@@ -22,6 +22,8 @@ import shutil
 import subprocess
 import sys
 
+from plots import clustered_bars  # this folder, on sys.path as the script's own
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--out", required=True)
 ap.add_argument("--models", required=True)
@@ -122,21 +124,7 @@ def bars(name, key, sc, ylabel, title):
         for m in models:
             f.write(m + " " + " ".join(str(by[(m, sc, v)][key]) if (m, sc, v) in by else "NaN"
                                        for v in variants) + "\n")
-    cols = ", ".join("'%s' using %d:xtic(1) title '%s'" % (dat, i + 2, v)
-                     for i, v in enumerate(variants))
-    return """reset
-set terminal pngcairo size 900,480 noenhanced
-set output '%s'
-set title '%s'
-set ylabel '%s'
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set key top left
-set yrange [0:*]
-set grid ytics
-plot %s
-""" % (os.path.join(a.out, name + ".png"), title, ylabel, cols)
+    return clustered_bars(os.path.join(a.out, name + ".png"), title, ylabel, dat, variants, key="top left")
 
 
 if shutil.which("gnuplot") and rows:

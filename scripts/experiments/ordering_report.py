@@ -20,6 +20,8 @@ import re
 import subprocess
 import sys
 
+from plots import clustered_bars  # this folder, on sys.path as the script's own
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--out", required=True)
 ap.add_argument("--bin", required=True)
@@ -110,21 +112,7 @@ def bars(name, key, ps, ylabel, title):
         f.write("# model " + " ".join(policies) + "\n")
         for m in models:
             f.write(m + " " + " ".join(str(value(m, p, ps, key)) for p in policies) + "\n")
-    cols = ", ".join("'%s' using %d:xtic(1) title '%s'" % (dat, i + 2, p)
-                     for i, p in enumerate(policies))
-    return """reset
-set terminal pngcairo size 900,480 noenhanced
-set output '%s'
-set title '%s'
-set ylabel '%s'
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set key outside right top
-set grid ytics
-set yrange [0:*]
-plot %s
-""" % (os.path.join(a.out, name + ".png"), title, ylabel, cols)
+    return clustered_bars(os.path.join(a.out, name + ".png"), title, ylabel, dat, policies)
 
 
 scripts = []

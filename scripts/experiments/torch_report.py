@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 
+from plots import clustered_bars  # this folder, on sys.path as the script's own
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--out", required=True)
 ap.add_argument("--bin", required=True)
@@ -214,21 +216,7 @@ def bars(name, rows, group, series, key, ylabel, title):
                 v = [r[key] for r in rows if r[group] == g and r[series] == n]
                 vals.append(str(v[0]) if v and v[0] != "" else "NaN")
             f.write(g + " " + " ".join(vals) + "\n")
-    cols = ", ".join("'%s' using %d:xtic(1) title '%s'" % (dat, i + 2, n)
-                     for i, n in enumerate(names))
-    return """reset
-set terminal pngcairo size 900,480 noenhanced
-set output '%s'
-set title '%s'
-set ylabel '%s'
-set style data histograms
-set style histogram clustered gap 1
-set style fill solid 0.8 border -1
-set key outside right top
-set grid ytics
-set yrange [0:*]
-plot %s
-""" % (os.path.join(a.out, name + ".png"), title, ylabel, cols)
+    return clustered_bars(os.path.join(a.out, name + ".png"), title, ylabel, dat, names)
 
 
 scripts = []
