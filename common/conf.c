@@ -237,7 +237,7 @@ int ordo_conf_parse_bytes(const char *s, int64_t *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || errno || v < 0) return ORDO_EINVAL;
+    if (end == s || errno || v < 0) return ORDO_ERR_INVAL;
     while (isspace((unsigned char)*end)) end++;
     double mul = 1;
     if (*end) {
@@ -248,11 +248,11 @@ int ordo_conf_parse_bytes(const char *s, int64_t *out)
         size_t i;
         for (i = 0; i < sizeof sufs / sizeof sufs[0]; i++)
             if (strcmp(end, sufs[i].suf) == 0) break;
-        if (i == sizeof sufs / sizeof sufs[0]) return ORDO_EINVAL;
+        if (i == sizeof sufs / sizeof sufs[0]) return ORDO_ERR_INVAL;
         mul = sufs[i].mul;
     }
     double b = v * mul;
-    if (b > 9.0e18 || b != floor(b)) return ORDO_EINVAL;
+    if (b > 9.0e18 || b != floor(b)) return ORDO_ERR_INVAL;
     *out = (int64_t)b;
     return 0;
 }
@@ -262,7 +262,7 @@ int ordo_conf_parse_rate(const char *s, double *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || errno || v < 0 || !isfinite(v)) return ORDO_EINVAL;
+    if (end == s || errno || v < 0 || !isfinite(v)) return ORDO_ERR_INVAL;
     double mul;
     if (*end == '\0' || strcmp(end, "bit") == 0 || strcmp(end, "bps") == 0)
         mul = (*end == '\0' && v != 0) ? -1 : 1;
@@ -270,8 +270,8 @@ int ordo_conf_parse_rate(const char *s, double *out)
     else if (strcmp(end, "mbit") == 0) mul = 1e6;
     else if (strcmp(end, "gbit") == 0) mul = 1e9;
     else if (strcmp(end, "tbit") == 0) mul = 1e12;
-    else return ORDO_EINVAL;
-    if (mul < 0) return ORDO_EINVAL; /* a bare non-zero number has no unit: ambiguous */
+    else return ORDO_ERR_INVAL;
+    if (mul < 0) return ORDO_ERR_INVAL; /* a bare non-zero number has no unit: ambiguous */
     *out = v * mul;
     return 0;
 }
@@ -286,7 +286,7 @@ static int parse_bool(const char *s, bool *out)
         *out = false;
         return 0;
     }
-    return ORDO_EINVAL;
+    return ORDO_ERR_INVAL;
 }
 
 static int enum_index(const char *choices, const char *s)
@@ -317,11 +317,11 @@ static int set_value(ordo_conf_t *conf, const key_t_ *k, const char *s, char *wh
         long v = strtol(s, &end, 10);
         if (end == s || *end || errno) {
             snprintf(why, wsz, "'%s' is not an integer", s);
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
         if (v < k->min || v > k->max) {
             snprintf(why, wsz, "%ld is out of range [%.0f, %.0f]", v, k->min, k->max);
-            return ORDO_ERANGE;
+            return ORDO_ERR_RANGE;
         }
         *(int *)field = (int)v;
         return 0;
@@ -330,12 +330,12 @@ static int set_value(ordo_conf_t *conf, const key_t_ *k, const char *s, char *wh
         errno = 0;
         if (*s == '-') {
             snprintf(why, wsz, "'%s' must not be negative", s);
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
         unsigned long long v = strtoull(s, &end, 10);
         if (end == s || *end || errno) {
             snprintf(why, wsz, "'%s' is not a non-negative integer", s);
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
         *(uint64_t *)field = v;
         return 0;
@@ -345,11 +345,11 @@ static int set_value(ordo_conf_t *conf, const key_t_ *k, const char *s, char *wh
         double v = strtod(s, &end);
         if (end == s || *end || errno || !isfinite(v)) {
             snprintf(why, wsz, "'%s' is not a number", s);
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
         if (v < k->min || v > k->max) {
             snprintf(why, wsz, "%g is out of range [%g, %g]", v, k->min, k->max);
-            return ORDO_ERANGE;
+            return ORDO_ERR_RANGE;
         }
         *(double *)field = v;
         return 0;
@@ -357,13 +357,13 @@ static int set_value(ordo_conf_t *conf, const key_t_ *k, const char *s, char *wh
     case T_BOOL:
         if (parse_bool(s, (bool *)field) != 0) {
             snprintf(why, wsz, "'%s' is not a boolean (true/false)", s);
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
         return 0;
     case T_STR:
         if (strlen(s) >= k->size) {
             snprintf(why, wsz, "value is longer than %zu characters", k->size - 1);
-            return ORDO_ERANGE;
+            return ORDO_ERR_RANGE;
         }
         strcpy(field, s);
         return 0;
@@ -371,7 +371,7 @@ static int set_value(ordo_conf_t *conf, const key_t_ *k, const char *s, char *wh
         int idx = enum_index(k->choices, s);
         if (idx < 0) {
             snprintf(why, wsz, "'%s' is not one of %s", s, k->choices);
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
         *(int *)field = idx;
         return 0;
@@ -380,12 +380,12 @@ static int set_value(ordo_conf_t *conf, const key_t_ *k, const char *s, char *wh
         int64_t v;
         if (ordo_conf_parse_bytes(s, &v) != 0) {
             snprintf(why, wsz, "'%s' is not a size in bytes (e.g. 4MiB)", s);
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
         if (v < k->min || v > k->max) {
             snprintf(why, wsz, "%lld bytes is out of range [%.0f, %.0f]", (long long)v, k->min,
                      k->max);
-            return ORDO_ERANGE;
+            return ORDO_ERR_RANGE;
         }
         *(int64_t *)field = v;
         return 0;
@@ -394,17 +394,17 @@ static int set_value(ordo_conf_t *conf, const key_t_ *k, const char *s, char *wh
         double v;
         if (ordo_conf_parse_rate(s, &v) != 0) {
             snprintf(why, wsz, "'%s' is not a rate (e.g. 100mbit, 1gbit, 0)", s);
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
         if (v > k->max) {
             snprintf(why, wsz, "rate %g bit/s is out of range", v);
-            return ORDO_ERANGE;
+            return ORDO_ERR_RANGE;
         }
         *(double *)field = v;
         return 0;
     }
     }
-    return ORDO_EINVAL;
+    return ORDO_ERR_INVAL;
 }
 
 /* derived fields and per-key checks that need more than a range */
@@ -422,14 +422,14 @@ static int check_key(ordo_conf_t *conf, const key_t_ *k, char *why, size_t wsz)
             return 0;
         }
         snprintf(why, wsz, "'%s' is not one of none|fifo|tio|tao|search|file:PATH", conf->policy);
-        return ORDO_EINVAL;
+        return ORDO_ERR_INVAL;
     }
     if (k->off == OFF(trainer)) {
         const char *t = conf->trainer;
         if (strcmp(t, "synthetic") && strcmp(t, "profile") && strcmp(t, "mlp") && strcmp(t, "cnn") &&
             strcmp(t, "declared")) {
             snprintf(why, wsz, "'%s' is not one of synthetic|profile|mlp|cnn|declared", t);
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
     }
     if (k->off == OFF(merge)) {
@@ -439,19 +439,19 @@ static int check_key(ordo_conf_t *conf, const key_t_ *k, char *why, size_t wsz)
             !(strncmp(m, "bytes:", 6) == 0 && ordo_conf_parse_bytes(m + 6, &n) == 0 && n > 0) &&
             !(strncmp(m, "file:", 5) == 0 && m[5])) {
             snprintf(why, wsz, "'%s' is not one of optimal|mgwfbp|wfbp|all|bytes:N|file:PATH", m);
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
     }
     if (k->off == OFF(log_level)) {
         const char *l = conf->log_level;
         if (strcmp(l, "debug") && strcmp(l, "info") && strcmp(l, "warn") && strcmp(l, "error")) {
             snprintf(why, wsz, "'%s' is not one of debug|info|warn|error", l);
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
     }
     if (k->off == OFF(scheduler) && strncmp(conf->scheduler, "tcp://", 6) != 0) {
         snprintf(why, wsz, "'%s' is not a tcp://host:port endpoint", conf->scheduler);
-        return ORDO_EINVAL;
+        return ORDO_ERR_INVAL;
     }
     return 0;
 }
@@ -531,19 +531,19 @@ static int handler(void *user, const char *section, const char *name, const char
     if (ctx->rc) return 0;
     if (!name) return 1; /* a section header alone (inih >= 50 calls with NULL name) */
     if (!known_section(section)) {
-        ctx->rc = ordo_error_set(ORDO_EFORMAT, "%s:%d: unknown section [%s]", ctx->name,
+        ctx->rc = ordo_error_set(ORDO_ERR_FORMAT, "%s:%d: unknown section [%s]", ctx->name,
                                  ctx->section_line, section);
         return 0;
     }
     const key_t_ *k = find_key(section, name);
     if (!k) {
-        ctx->rc = ordo_error_set(ORDO_EFORMAT, "%s:%d: unknown key '%s' in [%s]", ctx->name,
+        ctx->rc = ordo_error_set(ORDO_ERR_FORMAT, "%s:%d: unknown key '%s' in [%s]", ctx->name,
                                  ctx->line, name, section);
         return 0;
     }
     if (set_value(ctx->conf, k, value, why, sizeof why) != 0 ||
         check_key(ctx->conf, k, why, sizeof why) != 0) {
-        ctx->rc = ordo_error_set(ORDO_EFORMAT, "%s:%d: %s.%s: %s", ctx->name, ctx->line, section,
+        ctx->rc = ordo_error_set(ORDO_ERR_FORMAT, "%s:%d: %s.%s: %s", ctx->name, ctx->line, section,
                                  name, why);
         return 0;
     }
@@ -555,16 +555,16 @@ static int parse(parse_ctx_t *ctx)
     int r = ini_parse_stream(reader, ctx, handler, ctx);
     if (ctx->rc) return ctx->rc;
     if (r > 0)
-        return ordo_error_set(ORDO_EFORMAT, "%s:%d: syntax error (expected [section] or key = value)",
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s:%d: syntax error (expected [section] or key = value)",
                               ctx->name, r);
-    if (r < 0) return ordo_error_set(ORDO_EIO, "%s: cannot read", ctx->name);
+    if (r < 0) return ordo_error_set(ORDO_ERR_IO, "%s: cannot read", ctx->name);
     return 0;
 }
 
 int ordo_conf_load_file(ordo_conf_t *conf, const char *path)
 {
     FILE *fp = fopen(path, "r");
-    if (!fp) return ordo_error_set(ORDO_ENOTFOUND, "%s: %s", path, strerror(errno));
+    if (!fp) return ordo_error_set(ORDO_ERR_NOTFOUND, "%s: %s", path, strerror(errno));
     parse_ctx_t ctx = {.conf = conf, .name = path, .fp = fp};
     int rc = parse(&ctx);
     fclose(fp);
@@ -598,13 +598,13 @@ int ordo_conf_set(ordo_conf_t *conf, const char *key, const char *value, const c
                 found++;
             }
         if (found > 1)
-            return ordo_error_set(ORDO_EINVAL, "%s: key '%s' is ambiguous; write section.%s",
+            return ordo_error_set(ORDO_ERR_INVAL, "%s: key '%s' is ambiguous; write section.%s",
                                   origin, key, key);
     }
-    if (!k) return ordo_error_set(ORDO_EINVAL, "%s: unknown key '%s'", origin, key);
+    if (!k) return ordo_error_set(ORDO_ERR_INVAL, "%s: unknown key '%s'", origin, key);
     char why[ORDO_CONF_PATH + 256];
     if (set_value(conf, k, value, why, sizeof why) != 0 || check_key(conf, k, why, sizeof why) != 0)
-        return ordo_error_set(ORDO_EINVAL, "%s: %s.%s: %s", origin, k->section, k->name, why);
+        return ordo_error_set(ORDO_ERR_INVAL, "%s: %s.%s: %s", origin, k->section, k->name, why);
     return 0;
 }
 
@@ -656,14 +656,14 @@ int ordo_conf_cli(ordo_conf_t *conf, int argc, char **argv, const char *prog, co
         if (!strcmp(argv[i], "-c")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "%s: -c needs a file\n", prog);
-                return ORDO_EINVAL;
+                return ORDO_ERR_INVAL;
             }
             file = argv[++i];
         } else if (!strcmp(argv[i], "--print-conf")) {
             print = true;
         } else if (strncmp(argv[i], "--", 2) != 0 || !strchr(argv[i], '=')) {
             fprintf(stderr, "%s: unexpected argument '%s' (see --help)\n", prog, argv[i]);
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
     }
     int rc;

@@ -130,7 +130,7 @@ typedef struct ordo_conf {
 void ordo_conf_defaults(ordo_conf_t *conf);
 
 /* ordo_conf_load_file reads an INI file over conf's current values; on a bad section, key
- * or value it returns ORDO_EFORMAT with "file:line: reason" in ordo_error_detail(). */
+ * or value it returns ORDO_ERR_FORMAT with "file:line: reason" in ordo_error_detail(). */
 int ordo_conf_load_file(ordo_conf_t *conf, const char *path);
 
 /* ordo_conf_load_string parses INI text (name is used in messages, e.g. "<string>"). */

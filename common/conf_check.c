@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* parse [straggle] ranks into out (n set); ORDO_EINVAL naming the key on a bad entry */
+/* parse [straggle] ranks into out (n set); ORDO_ERR_INVAL naming the key on a bad entry */
 static int straggle_ranks(const ordo_conf_t *conf, int *out, int *n)
 {
     const char *p = conf->straggle_ranks;
@@ -24,19 +24,19 @@ static int straggle_ranks(const ordo_conf_t *conf, int *out, int *n)
         errno = 0;
         long r = strtol(p, &end, 10);
         if (end == p || errno || r < 0 || r >= conf->workers)
-            return ordo_error_set(ORDO_EINVAL,
+            return ordo_error_set(ORDO_ERR_INVAL,
                                   "straggle.ranks: '%s' is not a worker rank (0 to "
                                   "%d)",
                                   conf->straggle_ranks, conf->workers - 1);
         if (*n == ORDO_STRAGGLE_MAX_RANKS)
-            return ordo_error_set(ORDO_EINVAL, "straggle.ranks: more than %d ranks",
+            return ordo_error_set(ORDO_ERR_INVAL, "straggle.ranks: more than %d ranks",
                                   ORDO_STRAGGLE_MAX_RANKS);
         out[(*n)++] = (int)r;
         p = end;
         while (*p == ' ')
             p++;
         if (*p && *p != ',')
-            return ordo_error_set(ORDO_EINVAL,
+            return ordo_error_set(ORDO_ERR_INVAL,
                                   "straggle.ranks: '%s' is not a comma list of "
                                   "ranks",
                                   conf->straggle_ranks);
@@ -82,9 +82,9 @@ static int fault_worker_check(const ordo_conf_t *conf)
                                                              "synthetic, profile, mlp or cnn)"
                       : conf->forward_only                 ? "model.forward_only = false"
                                                            : NULL;
-    if (why) return ordo_error_set(ORDO_EINVAL, "fault.worker = %s needs %s", mode, why);
+    if (why) return ordo_error_set(ORDO_ERR_INVAL, "fault.worker = %s needs %s", mode, why);
     if (conf->fault_worker == ORDO_FAULT_SHRINK && conf->workers < 2)
-        return ordo_error_set(ORDO_EINVAL, "fault.worker = shrink needs cluster.workers >= 2");
+        return ordo_error_set(ORDO_ERR_INVAL, "fault.worker = shrink needs cluster.workers >= 2");
     return 0;
 }
 
@@ -93,25 +93,25 @@ int ordo_conf_validate(const ordo_conf_t *conf)
     int ranks[ORDO_STRAGGLE_MAX_RANKS], n_ranks, rc;
     if ((rc = straggle_ranks(conf, ranks, &n_ranks)) != 0) return rc;
     if (conf->backup > 0 && conf->backup >= conf->workers)
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "sync.backup (%d) must be below cluster.workers (%d): "
                               "every update needs at least one push",
                               conf->backup, conf->workers);
     if (conf->backup > 0 && conf->sync_mode != ORDO_SYNC_BSP)
-        return ordo_error_set(ORDO_EINVAL, "sync.backup needs sync.mode = bsp (ssp and asp do "
+        return ordo_error_set(ORDO_ERR_INVAL, "sync.backup needs sync.mode = bsp (ssp and asp do "
                                            "not wait for the slowest pushes)");
     if (conf->sync_mode != ORDO_SYNC_BSP && conf->push_mode != ORDO_PUSH_DENSE)
-        return ordo_error_set(ORDO_EINVAL, "sync.mode = %s needs push.mode = dense",
+        return ordo_error_set(ORDO_ERR_INVAL, "sync.mode = %s needs push.mode = dense",
                               conf->sync_mode == ORDO_SYNC_SSP ? "ssp" : "asp");
     if (conf->sync_mode != ORDO_SYNC_BSP && (conf->checkpoint_every > 0 || conf->resume[0]))
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "fault.checkpoint_every and fault.resume need sync.mode "
                               "= bsp (under ssp and asp the workers are at different iterations)");
     if (conf->backup > 0 && conf->push_mode != ORDO_PUSH_DENSE)
-        return ordo_error_set(ORDO_EINVAL, "sync.backup needs push.mode = dense");
+        return ordo_error_set(ORDO_ERR_INVAL, "sync.backup needs push.mode = dense");
     if ((conf->sync_mode != ORDO_SYNC_BSP || conf->backup > 0) &&
         conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1)
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "sync.mode = %s%s needs intra.backend = none (a host "
                               "group pushes one sum per iteration, in step)",
                               conf->sync_mode == ORDO_SYNC_SSP   ? "ssp"
@@ -119,7 +119,7 @@ int ordo_conf_validate(const ordo_conf_t *conf)
                                                                  : "bsp",
                               conf->backup > 0 ? " with sync.backup" : "");
     if (conf->replicas > conf->servers)
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "fault.replicas (%d) must be at most cluster.servers "
                               "(%d): each copy of a slice lives on another server",
                               conf->replicas, conf->servers);
@@ -128,50 +128,50 @@ int ordo_conf_validate(const ordo_conf_t *conf)
          conf->backup > 0 || (conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1) ||
          conf->checkpoint_every > 0 || conf->resume[0]))
         return ordo_error_set(
-            ORDO_EINVAL,
+            ORDO_ERR_INVAL,
             "fault.replicas = %d needs push.mode = dense, "
             "sync.mode = bsp without sync.backup, no intra groups and no "
             "fault.checkpoint_every or fault.resume (not combined with replicas yet)",
             conf->replicas);
     if (conf->heartbeat_ms * 2 > conf->timeout_ms)
         return ordo_error_set(
-            ORDO_EINVAL, "fault.heartbeat_ms (%d) must be at most half of fault.timeout_ms (%d)",
+            ORDO_ERR_INVAL, "fault.heartbeat_ms (%d) must be at most half of fault.timeout_ms (%d)",
             conf->heartbeat_ms, conf->timeout_ms);
     if (!strcmp(conf->trainer, "profile") && !conf->model_file[0])
-        return ordo_error_set(ORDO_EINVAL, "model.trainer = profile needs model.file");
+        return ordo_error_set(ORDO_ERR_INVAL, "model.trainer = profile needs model.file");
     if (conf->compute == ORDO_COMPUTE_EMULATE &&
         (!strcmp(conf->trainer, "mlp") || !strcmp(conf->trainer, "cnn")))
-        return ordo_error_set(ORDO_EINVAL, "model.trainer = %s needs model.compute = cpu or cuda",
+        return ordo_error_set(ORDO_ERR_INVAL, "model.trainer = %s needs model.compute = cpu or cuda",
                               conf->trainer);
     if (conf->push_mode == ORDO_PUSH_SPARSE && !strcmp(conf->trainer, "synthetic"))
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "push.mode = sparse needs a model job (model.trainer = "
                               "profile, mlp or cnn); the synthetic job checks dense values");
     if (conf->calibrate && conf->push_mode != ORDO_PUSH_MERGED)
-        return ordo_error_set(ORDO_EINVAL, "push.calibrate = true needs push.mode = merged (it "
+        return ordo_error_set(ORDO_ERR_INVAL, "push.calibrate = true needs push.mode = merged (it "
                                            "calibrates the merge planner)");
     if (conf->calibrate && !strncmp(conf->merge, "file:", 5))
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "push.calibrate = true plans the groups at start-up; "
                               "push.merge = %s brings its own",
                               conf->merge);
     if (conf->resume[0] && conf->init_params[0])
-        return ordo_error_set(ORDO_EINVAL, "fault.resume takes the values from the run's "
+        return ordo_error_set(ORDO_ERR_INVAL, "fault.resume takes the values from the run's "
                                            "checkpoint; model.init cannot give others");
     if (conf->resume[0] && !strcmp(conf->trainer, "synthetic"))
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "fault.resume needs a model job (model.trainer = "
                               "profile, mlp or cnn); the synthetic job keeps no checkpoints");
     if ((rc = fault_worker_check(conf)) != 0) return rc;
     if (conf->segment_bytes > 0 && conf->segment_bytes < 1024)
         return ordo_error_set(
-            ORDO_EINVAL, "order.segment_bytes (%lld) must be 0 (whole chunks) or at least 1024",
+            ORDO_ERR_INVAL, "order.segment_bytes (%lld) must be 0 (whole chunks) or at least 1024",
             (long long)conf->segment_bytes);
     if (conf->curve && !conf->keys_dir[0])
-        return ordo_error_set(ORDO_EINVAL, "security.curve = true needs security.keys (a "
+        return ordo_error_set(ORDO_ERR_INVAL, "security.curve = true needs security.keys (a "
                                            "folder written by ordo-keygen)");
     if (conf->warmup >= conf->iterations && conf->iterations > 0 && conf->epochs == 0)
-        return ordo_error_set(ORDO_EINVAL, "model.warmup (%d) must be below model.iterations (%d)",
+        return ordo_error_set(ORDO_ERR_INVAL, "model.warmup (%d) must be below model.iterations (%d)",
                               conf->warmup, conf->iterations);
     return 0;
 }

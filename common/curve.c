@@ -29,7 +29,7 @@ struct ordo_curve {
 int ordo_curve_check(void)
 {
     if (!zmq_has("curve"))
-        return ordo_error_set(ORDO_EINVAL, "security.curve = true, but this libzmq was built "
+        return ordo_error_set(ORDO_ERR_INVAL, "security.curve = true, but this libzmq was built "
                                            "without CURVE (libsodium); install a libzmq with it");
     return 0;
 }
@@ -41,9 +41,9 @@ int ordo_curve_check(void)
 static int read_key(const char *path, char key[Z85_KEY + 1])
 {
     FILE *f = fopen(path, "r");
-    if (!f) return ordo_error_set(ORDO_ENOTFOUND, "cannot read %s: %s", path, strerror(errno));
+    if (!f) return ordo_error_set(ORDO_ERR_NOTFOUND, "cannot read %s: %s", path, strerror(errno));
     char line[256];
-    int rc = ordo_error_set(ORDO_EFORMAT, "%s: no 40-character Z85 key in it", path);
+    int rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: no 40-character Z85 key in it", path);
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#') continue;
         size_t n = strcspn(line, " \t\r\n");
@@ -62,21 +62,21 @@ static int read_key(const char *path, char key[Z85_KEY + 1])
 static int write_key(const char *path, const char *what, const char *key, bool secret)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, secret ? 0600 : 0644);
-    if (fd < 0) return ordo_error_set(ORDO_EIO, "cannot write %s: %s", path, strerror(errno));
+    if (fd < 0) return ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
     if (secret) fchmod(fd, 0600); /* an existing file keeps its mode through O_TRUNC */
     char text[256];
     int n = snprintf(text, sizeof text, "# ordo CURVE %s key (%s)%s\n%s\n", what,
                      secret ? "secret" : "public", secret ? ": keep it private" : "", key);
     bool ok = write(fd, text, (size_t)n) == n;
     if (close(fd) != 0) ok = false;
-    return ok ? 0 : ordo_error_set(ORDO_EIO, "cannot write %s: %s", path, strerror(errno));
+    return ok ? 0 : ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
 }
 
 static int write_pair(const char *dir, const char *name, const char *what)
 {
     char pub[Z85_KEY + 1], sec[Z85_KEY + 1], path[1200];
     if (zmq_curve_keypair(pub, sec) != 0)
-        return ordo_error_set(ORDO_EIO, "zmq_curve_keypair: %s", zmq_strerror(errno));
+        return ordo_error_set(ORDO_ERR_IO, "zmq_curve_keypair: %s", zmq_strerror(errno));
     snprintf(path, sizeof path, "%s/%s.key", dir, name);
     int rc = write_key(path, what, sec, true);
     snprintf(path, sizeof path, "%s/%s.pub", dir, name);
@@ -100,14 +100,14 @@ int ordo_curve_keygen(const char *dir, const char *const *names, int n, bool for
     if (rc) return rc;
     for (int i = 0; i < n; i++)
         if (!valid_name(names[i]) || names[i][0] == '.')
-            return ordo_error_set(ORDO_EINVAL,
+            return ordo_error_set(ORDO_ERR_INVAL,
                                   "client name '%s': use letters, digits, -, _ "
                                   "and . only",
                                   names[i]);
     char path[1200];
     snprintf(path, sizeof path, "%s/clients", dir);
     if ((mkdir(dir, 0755) != 0 && errno != EEXIST) || (mkdir(path, 0755) != 0 && errno != EEXIST))
-        return ordo_error_set(ORDO_EIO, "cannot create %s: %s", path, strerror(errno));
+        return ordo_error_set(ORDO_ERR_IO, "cannot create %s: %s", path, strerror(errno));
     snprintf(path, sizeof path, "%s/server.key", dir);
     if (force || access(path, F_OK) != 0)
         if ((rc = write_pair(dir, "server", "server")) != 0) return rc;
@@ -125,9 +125,9 @@ int ordo_curve_new(const char *dir, const char *client, ordo_curve_t **out)
     int rc = ordo_curve_check();
     if (rc) return rc;
     if (client && !valid_name(client))
-        return ordo_error_set(ORDO_EINVAL, "security.client '%s' is not a key name", client);
+        return ordo_error_set(ORDO_ERR_INVAL, "security.client '%s' is not a key name", client);
     ordo_curve_t *c = calloc(1, sizeof *c);
-    if (!c) return ORDO_ENOMEM;
+    if (!c) return ORDO_ERR_NOMEM;
     snprintf(c->dir, sizeof c->dir, "%s", dir);
     char path[1200];
     snprintf(path, sizeof path, "%s/server.pub", dir);
@@ -136,7 +136,7 @@ int ordo_curve_new(const char *dir, const char *client, ordo_curve_t **out)
         snprintf(path, sizeof path, "%s/clients/%s.key", dir, client);
         if ((rc = read_key(path, c->sec)) != 0) goto fail;
         if (zmq_curve_public(c->pub, c->sec) != 0) {
-            rc = ordo_error_set(ORDO_EFORMAT, "%s: not a CURVE secret key", path);
+            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: not a CURVE secret key", path);
             goto fail;
         }
     } else {
@@ -256,11 +256,11 @@ int ordo_curve_listen(ordo_curve_t *c, void *ctx)
     }
     if (c->zap_started) return 0;
     void *s = zmq_socket(ctx, ZMQ_REP);
-    if (!s) return ordo_error_set(ORDO_EIO, "zmq_socket: %s", zmq_strerror(errno));
+    if (!s) return ordo_error_set(ORDO_ERR_IO, "zmq_socket: %s", zmq_strerror(errno));
     int zero = 0;
     zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
     if (zmq_bind(s, "inproc://zeromq.zap.01") != 0) {
-        int rc = ordo_error_set(ORDO_EIO, "ZAP handler: bind: %s", zmq_strerror(errno));
+        int rc = ordo_error_set(ORDO_ERR_IO, "ZAP handler: bind: %s", zmq_strerror(errno));
         zmq_close(s);
         return rc;
     }
@@ -268,7 +268,7 @@ int ordo_curve_listen(ordo_curve_t *c, void *ctx)
     if (pthread_create(&c->zap_thread, NULL, zap_main, c) != 0) {
         zmq_close(s);
         c->zap = NULL;
-        return ordo_error_set(ORDO_EIO, "ZAP handler: pthread_create failed");
+        return ordo_error_set(ORDO_ERR_IO, "ZAP handler: pthread_create failed");
     }
     c->zap_started = true;
     return 0;
@@ -279,7 +279,7 @@ int ordo_curve_setup(const ordo_curve_t *c, void *z, bool listening)
     int one = 1, rc = 0;
     if (listening) {
         if (!c->server_sec[0])
-            return ordo_error_set(ORDO_EINVAL, "CURVE server socket before ordo_curve_listen");
+            return ordo_error_set(ORDO_ERR_INVAL, "CURVE server socket before ordo_curve_listen");
         rc |= zmq_setsockopt(z, ZMQ_CURVE_SERVER, &one, sizeof one);
         rc |= zmq_setsockopt(z, ZMQ_CURVE_SECRETKEY, c->server_sec, Z85_KEY);
     } else {
@@ -287,7 +287,7 @@ int ordo_curve_setup(const ordo_curve_t *c, void *z, bool listening)
         rc |= zmq_setsockopt(z, ZMQ_CURVE_PUBLICKEY, c->pub, Z85_KEY);
         rc |= zmq_setsockopt(z, ZMQ_CURVE_SECRETKEY, c->sec, Z85_KEY);
     }
-    return rc ? ordo_error_set(ORDO_EIO, "CURVE socket options: %s", zmq_strerror(errno)) : 0;
+    return rc ? ordo_error_set(ORDO_ERR_IO, "CURVE socket options: %s", zmq_strerror(errno)) : 0;
 }
 
 void ordo_curve_destroy(ordo_curve_t **cp)

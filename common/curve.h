@@ -11,7 +11,7 @@
 
 typedef struct ordo_curve ordo_curve_t;
 
-/* ordo_curve_check returns 0 when the libzmq in use supports CURVE, else ORDO_EINVAL with a
+/* ordo_curve_check returns 0 when the libzmq in use supports CURVE, else ORDO_ERR_INVAL with a
  * message saying so. */
 int ordo_curve_check(void);
 

@@ -38,5 +38,5 @@ int ordo_daemon_stop_signal(void)
 int ordo_daemon_exit_code(int rc)
 {
     if (rc == 0) return 0;
-    return rc == ORDO_EABORT || rc == ORDO_EPEERDEAD ? ORDO_EXIT_ABORT : 1;
+    return rc == ORDO_ERR_ABORT || rc == ORDO_ERR_PEERDEAD ? ORDO_EXIT_ABORT : 1;
 }

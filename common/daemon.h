@@ -29,7 +29,7 @@ int ordo_daemon_init(ordo_conf_t *conf, int argc, char **argv, const ordo_daemon
 int ordo_daemon_stop_signal(void);
 
 /* ordo_daemon_exit_code maps a run's result onto the exit code: 0 for 0, ORDO_EXIT_ABORT
- * when the cluster aborted or a peer died (ORDO_EABORT, ORDO_EPEERDEAD), else 1. */
+ * when the cluster aborted or a peer died (ORDO_ERR_ABORT, ORDO_ERR_PEERDEAD), else 1. */
 int ordo_daemon_exit_code(int rc);
 
 #endif

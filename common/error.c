@@ -10,21 +10,21 @@ const char *ordo_strerror(int rc)
 {
     switch (rc) {
     case ORDO_OK: return "success";
-    case ORDO_EINVAL: return "invalid argument";
-    case ORDO_ENOMEM: return "out of memory";
-    case ORDO_EPROTO: return "malformed message";
-    case ORDO_EIO: return "I/O error";
-    case ORDO_ETIMEDOUT: return "timed out";
-    case ORDO_ECLOSED: return "closed";
-    case ORDO_ENOTFOUND: return "not found";
-    case ORDO_EPEERDEAD: return "peer dead";
-    case ORDO_EAUTH: return "wrong cluster token";
-    case ORDO_ERANGE: return "value out of range";
-    case ORDO_EFORMAT: return "malformed file";
-    case ORDO_EAGAIN: return "try again";
-    case ORDO_EFULL: return "queue full";
-    case ORDO_ENOTSUP: return "not supported";
-    case ORDO_EABORT: return "run aborted";
+    case ORDO_ERR_INVAL: return "invalid argument";
+    case ORDO_ERR_NOMEM: return "out of memory";
+    case ORDO_ERR_PROTO: return "malformed message";
+    case ORDO_ERR_IO: return "I/O error";
+    case ORDO_ERR_TIMEDOUT: return "timed out";
+    case ORDO_ERR_CLOSED: return "closed";
+    case ORDO_ERR_NOTFOUND: return "not found";
+    case ORDO_ERR_PEERDEAD: return "peer dead";
+    case ORDO_ERR_AUTH: return "wrong cluster token";
+    case ORDO_ERR_RANGE: return "value out of range";
+    case ORDO_ERR_FORMAT: return "malformed file";
+    case ORDO_ERR_AGAIN: return "try again";
+    case ORDO_ERR_FULL: return "queue full";
+    case ORDO_ERR_NOTSUP: return "not supported";
+    case ORDO_ERR_ABORT: return "run aborted";
     default: return "unknown error";
     }
 }

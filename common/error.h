@@ -1,36 +1,19 @@
 /* error: ordo's error codes, their text, and a per-thread detail message that says where
  * and why the last failure happened (file:line, JSON path, peer). Every fallible function
- * returns 0 or a negative ORDO_E* code. */
+ * returns 0 or a negative ORDO_ERR_* code: the public enum of include/ordo/ordo.h, one for the
+ * whole tree. */
 #ifndef ORDO_ERROR_H
 #define ORDO_ERROR_H
 
 #include <stdio.h>
 #include <stdlib.h>
 
-enum {
-    ORDO_OK = 0,
-    ORDO_EINVAL = -1,    /* bad argument or value */
-    ORDO_ENOMEM = -2,    /* out of memory */
-    ORDO_EPROTO = -3,    /* malformed or unexpected message */
-    ORDO_EIO = -4,       /* system call or socket failure */
-    ORDO_ETIMEDOUT = -5, /* a bounded wait ran out */
-    ORDO_ECLOSED = -6,   /* the object or cluster was shut down */
-    ORDO_ENOTFOUND = -7, /* no such file, key or name */
-    ORDO_EPEERDEAD = -8, /* a peer stopped answering */
-    ORDO_EAUTH = -9,     /* wrong cluster token */
-    ORDO_ERANGE = -10,   /* value out of range */
-    ORDO_EFORMAT = -11,  /* malformed file (conf, model, order, data set) */
-    ORDO_EAGAIN = -12,   /* nothing ready yet, try again */
-    ORDO_EFULL = -13,    /* a bounded queue is full */
-    ORDO_ENOTSUP = -14,  /* not supported in this build or mode */
-    ORDO_EABORT = -15,   /* the cluster aborted the run */
-};
+#include "ordo/ordo.h" /* ORDO_ERR_*, ordo_strerror */
 
-/* ordo_strerror returns a static text for code rc. */
-const char *ordo_strerror(int rc);
+enum { ORDO_OK = 0 };
 
 /* ordo_error_set stores a formatted detail for the calling thread and returns rc, so a
- * failing path can `return ordo_error_set(ORDO_EFORMAT, "%s: ...", path)`. */
+ * failing path can `return ordo_error_set(ORDO_ERR_FORMAT, "%s: ...", path)`. */
 int ordo_error_set(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ordo_error_detail returns the calling thread's last detail ("" if none); the text stays

@@ -10,11 +10,11 @@
 int ordo_json_read_string(const char *text, const char *name, size_t flags, json_t **out)
 {
     if (!name) name = "(string)";
-    if (!text || !out) return ordo_error_set(ORDO_EINVAL, "%s: no JSON text", name);
+    if (!text || !out) return ordo_error_set(ORDO_ERR_INVAL, "%s: no JSON text", name);
     json_error_t jerr;
     json_t *root = json_loads(text, flags, &jerr);
     if (!root)
-        return ordo_error_set(ORDO_EFORMAT, "%s:%d:%d: %s", name, jerr.line, jerr.column,
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s:%d:%d: %s", name, jerr.line, jerr.column,
                               jerr.text);
     *out = root;
     return 0;
@@ -22,14 +22,14 @@ int ordo_json_read_string(const char *text, const char *name, size_t flags, json
 
 int ordo_json_read_file(const char *path, size_t flags, json_t **out)
 {
-    if (!path || !out) return ordo_error_set(ORDO_EINVAL, "ordo_json_read_file: no path");
+    if (!path || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_json_read_file: no path");
     FILE *f = fopen(path, "rb");
-    if (!f) return ordo_error_set(ORDO_ENOTFOUND, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return ordo_error_set(ORDO_ERR_NOTFOUND, "%s: cannot open: %s", path, strerror(errno));
     json_error_t jerr;
     json_t *root = json_loadf(f, flags, &jerr);
     fclose(f);
     if (!root)
-        return ordo_error_set(ORDO_EFORMAT, "%s:%d:%d: %s", path, jerr.line, jerr.column,
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s:%d:%d: %s", path, jerr.line, jerr.column,
                               jerr.text);
     *out = root;
     return 0;
@@ -45,7 +45,7 @@ int ordo_json_only_keys(const json_t *obj, const char *const *allowed, const cha
         int ok = 0;
         for (int i = 0; allowed[i] && !ok; i++)
             ok = strcmp(key, allowed[i]) == 0;
-        if (!ok) return ordo_error_set(ORDO_EFORMAT, "%s: %s.%s: unknown key", file, path, key);
+        if (!ok) return ordo_error_set(ORDO_ERR_FORMAT, "%s: %s.%s: unknown key", file, path, key);
     }
     return 0;
 }
@@ -54,16 +54,16 @@ int ordo_json_check_head(const json_t *root, const char *const *allowed, const c
                          const char *model, const char *file)
 {
     if (!json_is_object(root))
-        return ordo_error_set(ORDO_EFORMAT, "%s: $: must be an object", file);
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: $: must be an object", file);
     int rc = ordo_json_only_keys(root, allowed, file, "$");
     if (rc) return rc;
     const char *fmt = json_string_value(json_object_get(root, "format"));
     if (!fmt || strcmp(fmt, format) != 0)
-        return ordo_error_set(ORDO_EFORMAT, "%s: $.format: must be \"%s\"", file, format);
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: $.format: must be \"%s\"", file, format);
     const char *name = json_string_value(json_object_get(root, "model"));
-    if (!name) return ordo_error_set(ORDO_EFORMAT, "%s: $.model: missing or not a string", file);
+    if (!name) return ordo_error_set(ORDO_ERR_FORMAT, "%s: $.model: missing or not a string", file);
     if (strcmp(name, model) != 0)
-        return ordo_error_set(ORDO_EFORMAT, "%s: $.model: '%s' does not match the model '%s'", file,
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: $.model: '%s' does not match the model '%s'", file,
                               name, model);
     return 0;
 }

@@ -74,18 +74,18 @@ int ordo_keys_partition(const int64_t *numel, int n_keys, size_t elem_size, int6
 {
     if (n_keys < 0 || n_servers < 1 || elem_size == 0 || partition_bytes < (int64_t)elem_size ||
         segment_bytes < 0)
-        return ordo_error_set(ORDO_EINVAL, "keys: bad partition arguments");
+        return ordo_error_set(ORDO_ERR_INVAL, "keys: bad partition arguments");
     int64_t per_chunk = partition_bytes / (int64_t)elem_size;
     int64_t per_seg = segment_bytes / (int64_t)elem_size;
     if (per_seg < 1 || per_seg > per_chunk) per_seg = per_chunk;
     int64_t total = 0, units = 0;
     for (int i = 0; i < n_keys; i++) {
-        if (numel[i] <= 0) return ordo_error_set(ORDO_EINVAL, "keys: tensor %d is empty", i);
+        if (numel[i] <= 0) return ordo_error_set(ORDO_ERR_INVAL, "keys: tensor %d is empty", i);
         int64_t nc = ceil_div(numel[i], per_chunk);
         units += nc;
         for (int64_t c = 0; c < nc; c++)
             total += ceil_div(part(numel[i], nc, c), per_seg);
-        if (total > INT32_MAX) return ordo_error_set(ORDO_ERANGE, "keys: too many chunks");
+        if (total > INT32_MAX) return ordo_error_set(ORDO_ERR_RANGE, "keys: too many chunks");
     }
     ordo_keys_t *k = alloc_keys(n_keys, (int)total, n_servers);
     unit_t *unit = malloc(sizeof *unit * ((size_t)units + 1));
@@ -94,7 +94,7 @@ int ordo_keys_partition(const int64_t *numel, int n_keys, size_t elem_size, int6
         ordo_keys_destroy(&k);
         free(unit);
         free(idx);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     k->elem_size = elem_size;
     int s = 0, u = 0;
@@ -179,29 +179,29 @@ static int replicas_from_json(ordo_keys_t *k, json_t *root)
     json_t *r = json_object_get(root, "replicas"), *dead = json_object_get(root, "dead");
     if (!r) return 0;
     if (!json_is_integer(r) || ordo_keys_set_replicas(k, (int)json_integer_value(r)) != 0)
-        return ordo_error_set(ORDO_EPROTO, "key map: \"replicas\" is not 1 to %d (and at most "
+        return ordo_error_set(ORDO_ERR_PROTO, "key map: \"replicas\" is not 1 to %d (and at most "
                               "the %d servers)", ORDO_KEYS_MAX_REPLICAS, k->n_servers);
     if (dead && !json_is_array(dead))
-        return ordo_error_set(ORDO_EPROTO, "key map: \"dead\" is not an array");
+        return ordo_error_set(ORDO_ERR_PROTO, "key map: \"dead\" is not an array");
     for (size_t i = 0; i < json_array_size(dead); i++) {
         json_t *d = json_array_get(dead, i);
         if (!json_is_integer(d) || json_integer_value(d) < 0 ||
             json_integer_value(d) >= k->n_servers ||
             ordo_keys_server_failed(k, (int)json_integer_value(d), NULL) != 0)
-            return ordo_error_set(ORDO_EPROTO, "key map: dead[%zu] is not a server whose slices "
+            return ordo_error_set(ORDO_ERR_PROTO, "key map: dead[%zu] is not a server whose slices "
                                   "have a live replica", i);
     }
     /* the current primaries (they stay where they are when a replacement joins) */
     json_t *primary = json_object_get(root, "primary");
     if (!primary) return 0;
     if (!json_is_array(primary) || (int)json_array_size(primary) != k->n_slices)
-        return ordo_error_set(ORDO_EPROTO, "key map: \"primary\" is not an array of %d servers",
+        return ordo_error_set(ORDO_ERR_PROTO, "key map: \"primary\" is not an array of %d servers",
                               k->n_slices);
     for (int i = 0; i < k->n_slices; i++) {
         json_t *p = json_array_get(primary, (size_t)i);
         int srv = json_is_integer(p) ? (int)json_integer_value(p) : -1;
         if (srv < 0 || srv >= k->n_servers || !ordo_keys_holds(k, i, srv))
-            return ordo_error_set(ORDO_EPROTO, "key map: primary[%d] is not a live replica", i);
+            return ordo_error_set(ORDO_ERR_PROTO, "key map: primary[%d] is not a live replica", i);
         k->server_bytes[k->slices[i].server] -= k->slices[i].numel * (int64_t)k->elem_size;
         k->server_bytes[srv] += k->slices[i].numel * (int64_t)k->elem_size;
         k->slices[i].server = srv;
@@ -213,29 +213,29 @@ int ordo_keys_from_json(const char *text, ordo_keys_t **out)
 {
     json_error_t jerr;
     ordo_keys_t *k = NULL;
-    int rc = ORDO_EPROTO;
+    int rc = ORDO_ERR_PROTO;
     json_t *root = json_loads(text, 0, &jerr);
-    if (!root) return ordo_error_set(ORDO_EPROTO, "key map: invalid JSON: %s", jerr.text);
+    if (!root) return ordo_error_set(ORDO_ERR_PROTO, "key map: invalid JSON: %s", jerr.text);
     json_t *numel = json_object_get(root, "numel"), *slices = json_object_get(root, "slices");
     json_t *servers = json_object_get(root, "servers"), *elem = json_object_get(root, "elem");
     if (!json_is_array(numel) || !json_is_array(slices) || !json_is_integer(servers) ||
         !json_is_integer(elem) || json_integer_value(servers) < 1 ||
         json_integer_value(servers) > 65536 || json_integer_value(elem) < 1 ||
         json_integer_value(elem) > 16) {
-        rc = ordo_error_set(ORDO_EPROTO, "key map: missing or bad servers/elem/numel/slices");
+        rc = ordo_error_set(ORDO_ERR_PROTO, "key map: missing or bad servers/elem/numel/slices");
         goto done;
     }
     int nk = (int)json_array_size(numel), ns = (int)json_array_size(slices);
     k = alloc_keys(nk, ns, (int)json_integer_value(servers));
     if (!k) {
-        rc = ORDO_ENOMEM;
+        rc = ORDO_ERR_NOMEM;
         goto done;
     }
     k->elem_size = (size_t)json_integer_value(elem);
     for (int i = 0; i < nk; i++) {
         json_t *v = json_array_get(numel, (size_t)i);
         if (!json_is_integer(v) || json_integer_value(v) <= 0) {
-            rc = ordo_error_set(ORDO_EPROTO, "key map: numel[%d] is not a positive integer", i);
+            rc = ordo_error_set(ORDO_ERR_PROTO, "key map: numel[%d] is not a positive integer", i);
             goto done;
         }
         k->numel[i] = json_integer_value(v);
@@ -247,7 +247,7 @@ int ordo_keys_from_json(const char *text, ordo_keys_t **out)
         json_int_t key, chunk, off, n, srv;
         if (json_unpack(json_array_get(slices, (size_t)i), "[IIIII]", &key, &chunk, &off, &n,
                         &srv) != 0) {
-            rc = ordo_error_set(ORDO_EPROTO,
+            rc = ordo_error_set(ORDO_ERR_PROTO,
                                 "key map: slices[%d] is not [key,chunk,offset,numel,server]", i);
             goto done;
         }
@@ -262,7 +262,7 @@ int ordo_keys_from_json(const char *text, ordo_keys_t **out)
         }
         ok = ok && chunk == k->n_chunks[cur] && off == next_off && off + n <= k->numel[cur];
         if (!ok) {
-            rc = ordo_error_set(ORDO_EPROTO, "key map: slices[%d] does not tile the tensors", i);
+            rc = ordo_error_set(ORDO_ERR_PROTO, "key map: slices[%d] does not tile the tensors", i);
             goto done;
         }
         k->n_chunks[cur]++;
@@ -276,7 +276,7 @@ int ordo_keys_from_json(const char *text, ordo_keys_t **out)
         k->server_bytes[srv] += n * (int64_t)k->elem_size;
     }
     if (cur != nk - 1 || (nk > 0 && next_off != k->numel[cur])) {
-        rc = ordo_error_set(ORDO_EPROTO, "key map: slices do not cover every tensor");
+        rc = ordo_error_set(ORDO_ERR_PROTO, "key map: slices do not cover every tensor");
         goto done;
     }
     if ((rc = replicas_from_json(k, root)) != 0) goto done;
@@ -292,7 +292,7 @@ done:
 int ordo_keys_set_replicas(ordo_keys_t *k, int replicas)
 {
     if (replicas < 1 || replicas > ORDO_KEYS_MAX_REPLICAS || replicas > k->n_servers)
-        return ordo_error_set(ORDO_EINVAL, "%d replicas (1 to %d, at most the %d servers)",
+        return ordo_error_set(ORDO_ERR_INVAL, "%d replicas (1 to %d, at most the %d servers)",
                               replicas, ORDO_KEYS_MAX_REPLICAS, k->n_servers);
     k->replicas = replicas;
     return 0;
@@ -328,11 +328,11 @@ int ordo_keys_server_failed(ordo_keys_t *k, int server, int *moved)
     int n = 0;
     if (moved) *moved = 0;
     if (server < 0 || server >= k->n_servers)
-        return ordo_error_set(ORDO_EINVAL, "no server %d", server);
+        return ordo_error_set(ORDO_ERR_INVAL, "no server %d", server);
     if (k->dead[server]) return 0;
     for (int i = 0; i < k->n_slices; i++)
         if (first_live(k, i, server) < 0)
-            return ordo_error_set(ORDO_EPEERDEAD, "key %u chunk %u has no live replica without "
+            return ordo_error_set(ORDO_ERR_PEERDEAD, "key %u chunk %u has no live replica without "
                                   "server %d", k->slices[i].key, k->slices[i].chunk, server);
     k->dead[server] = 1;
     for (int i = 0; i < k->n_slices; i++) {
@@ -350,7 +350,7 @@ int ordo_keys_server_failed(ordo_keys_t *k, int server, int *moved)
 int ordo_keys_server_joined(ordo_keys_t *k, int server)
 {
     if (server < 0 || server >= k->n_servers)
-        return ordo_error_set(ORDO_EINVAL, "no server %d", server);
+        return ordo_error_set(ORDO_ERR_INVAL, "no server %d", server);
     k->dead[server] = 0;
     return 0;
 }

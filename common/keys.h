@@ -61,7 +61,7 @@ int ordo_keys_from_json(const char *json, ordo_keys_t **out);
 
 /* ordo_keys_set_replicas makes every slice live on `replicas` servers (1 to
  * ORDO_KEYS_MAX_REPLICAS, at most n_servers): its home, the primary, and the next ones in rank
- * order as backups. ORDO_EINVAL outside that range. */
+ * order as backups. ORDO_ERR_INVAL outside that range. */
 int ordo_keys_set_replicas(ordo_keys_t *k, int replicas);
 
 /* ordo_keys_replica returns slice's j-th replica (0: home) whether alive or not, or -1 when
@@ -73,7 +73,7 @@ bool ordo_keys_holds(const ordo_keys_t *k, int slice, int server);
 
 /* ordo_keys_server_failed marks server dead and makes the first live replica of each of its
  * slices the primary (slices[i].server); *moved (may be NULL) counts those slices. Marking
- * a dead server again changes nothing. ORDO_EPEERDEAD when some slice has no live replica
+ * a dead server again changes nothing. ORDO_ERR_PEERDEAD when some slice has no live replica
  * left (the map is then left unchanged). */
 int ordo_keys_server_failed(ordo_keys_t *k, int server, int *moved);
 

@@ -33,7 +33,7 @@ int ordo_log_parse_level(const char *s, ordo_log_level_t *out)
             return 0;
         }
     }
-    return ORDO_EINVAL;
+    return ORDO_ERR_INVAL;
 }
 
 void ordo_log_write(ordo_log_level_t level, const char *fmt, ...)

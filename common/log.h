@@ -17,7 +17,7 @@ void ordo_log_set_role(const char *role, int rank);
 /* ordo_log_set_level sets the lowest level printed. */
 void ordo_log_set_level(ordo_log_level_t level);
 
-/* ordo_log_parse_level maps "debug|info|warn|error" to a level; returns 0 or ORDO_EINVAL. */
+/* ordo_log_parse_level maps "debug|info|warn|error" to a level; returns 0 or ORDO_ERR_INVAL. */
 int ordo_log_parse_level(const char *s, ordo_log_level_t *out);
 
 /* ordo_log_write formats and writes one line; use ORDO_LOG, which checks the level first. */

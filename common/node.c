@@ -12,16 +12,16 @@
 static int parse_welcome(ordo_node_t *node, const char *text)
 {
     json_error_t jerr;
-    int rc = ORDO_EPROTO;
+    int rc = ORDO_ERR_PROTO;
     json_t *root = json_loads(text, 0, &jerr);
-    if (!root) return ordo_error_set(ORDO_EPROTO, "WELCOME: invalid JSON: %s", jerr.text);
+    if (!root) return ordo_error_set(ORDO_ERR_PROTO, "WELCOME: invalid JSON: %s", jerr.text);
     json_t *rank = json_object_get(root, "rank"), *servers = json_object_get(root, "servers");
     json_t *workers = json_object_get(root, "workers"), *keys = json_object_get(root, "keys");
     json_t *run_dir = json_object_get(root, "run_dir"), *plan = json_object_get(root, "plan");
     if (!json_is_integer(rank) || !json_is_array(servers) || !json_is_integer(workers) ||
         !json_is_object(keys) || json_integer_value(rank) < 0 ||
         json_integer_value(workers) < 1 || json_array_size(servers) < 1) {
-        rc = ordo_error_set(ORDO_EPROTO, "WELCOME: missing or bad rank/servers/workers/keys");
+        rc = ordo_error_set(ORDO_ERR_PROTO, "WELCOME: missing or bad rank/servers/workers/keys");
         goto done;
     }
     node->rank = (int)json_integer_value(rank);
@@ -29,13 +29,13 @@ static int parse_welcome(ordo_node_t *node, const char *text)
     node->n_servers = (int)json_array_size(servers);
     node->server_endpoints = calloc((size_t)node->n_servers, sizeof(char *));
     if (!node->server_endpoints) {
-        rc = ORDO_ENOMEM;
+        rc = ORDO_ERR_NOMEM;
         goto done;
     }
     for (int i = 0; i < node->n_servers; i++) {
         const char *ep = json_string_value(json_array_get(servers, (size_t)i));
         if (!ep || strncmp(ep, "tcp://", 6) != 0) {
-            rc = ordo_error_set(ORDO_EPROTO, "WELCOME: servers[%d] is not a tcp endpoint", i);
+            rc = ordo_error_set(ORDO_ERR_PROTO, "WELCOME: servers[%d] is not a tcp endpoint", i);
             goto done;
         }
         node->server_endpoints[i] = strdup(ep);
@@ -45,7 +45,7 @@ static int parse_welcome(ordo_node_t *node, const char *text)
     free(kt);
     if (rc) goto done;
     if (node->keys->n_servers != node->n_servers) {
-        rc = ordo_error_set(ORDO_EPROTO, "WELCOME: key map has %d servers, cluster %d",
+        rc = ordo_error_set(ORDO_ERR_PROTO, "WELCOME: key map has %d servers, cluster %d",
                             node->keys->n_servers, node->n_servers);
         goto done;
     }
@@ -56,7 +56,7 @@ static int parse_welcome(ordo_node_t *node, const char *text)
     json_t *rejoin = json_object_get(root, "rejoin");
     node->rejoin_iter = -1;
     if (rejoin && (!json_is_integer(rejoin) || json_integer_value(rejoin) < 0)) {
-        rc = ordo_error_set(ORDO_EPROTO, "WELCOME: rejoin is not an iteration");
+        rc = ordo_error_set(ORDO_ERR_PROTO, "WELCOME: rejoin is not an iteration");
         goto done;
     }
     if (rejoin) node->rejoin_iter = json_integer_value(rejoin);
@@ -71,9 +71,9 @@ static int stash(ordo_node_t *node, ordo_msg_t *m)
 {
     if (node->n_early == node->cap_early) {
         int cap = node->cap_early ? node->cap_early * 2 : 16;
-        if (cap > 65536) return ORDO_EFULL;
+        if (cap > 65536) return ORDO_ERR_FULL;
         ordo_msg_t *p = malloc(sizeof *p * (size_t)cap);
-        if (!p) return ORDO_ENOMEM;
+        if (!p) return ORDO_ERR_NOMEM;
         for (int i = 0; i < node->n_early; i++) ordo_msg_move(&p[i], &node->early[i]);
         free(node->early);
         node->early = p;
@@ -85,7 +85,7 @@ static int stash(ordo_node_t *node, ordo_msg_t *m)
 
 int ordo_node_take_early(ordo_node_t *node, ordo_msg_t *m)
 {
-    if (node->n_early == 0) return ORDO_EAGAIN;
+    if (node->n_early == 0) return ORDO_ERR_AGAIN;
     ordo_msg_move(m, &node->early[0]);
     for (int i = 1; i < node->n_early; i++) ordo_msg_move(&node->early[i - 1], &node->early[i]);
     node->n_early--;
@@ -103,7 +103,7 @@ int ordo_node_send_ctl(ordo_node_t *node, ordo_msg_t *m)
 /* no_welcome is the error of a registration the scheduler did not answer in time */
 static int no_welcome(const ordo_conf_t *conf)
 {
-    return ordo_error_set(ORDO_ETIMEDOUT, "no WELCOME from the scheduler at %s within %d ms%s",
+    return ordo_error_set(ORDO_ERR_TIMEDOUT, "no WELCOME from the scheduler at %s within %d ms%s",
                           conf->scheduler, conf->startup_ms,
                           conf->curve ? " (security.curve is on: does security.keys hold the "
                                         "cluster's server.pub?)"
@@ -129,7 +129,7 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
         if (!json_is_array(t)) {
             json_decref(t);
             json_decref(reg);
-            return ordo_error_set(ORDO_EINVAL, "declared tensors: not a JSON array");
+            return ordo_error_set(ORDO_ERR_INVAL, "declared tensors: not a JSON array");
         }
         json_object_set_new(reg, "tensors", t);
     }
@@ -151,7 +151,7 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
         int64_t left = (deadline - ordo_clock_ns()) / 1000000;
         if (left <= 0) return no_welcome(conf);
         rc = ordo_transport_recv(node->tp, &m, (int)left);
-        if (rc == ORDO_ETIMEDOUT) continue;
+        if (rc == ORDO_ERR_TIMEDOUT) continue;
         if (rc) return rc;
         char buf[512];
         switch (m.hdr.type) {
@@ -160,27 +160,27 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
             char *d = ordo_msg_data(&m, 0, &len);
             char *js = d ? strndup(d, len) : NULL;
             ordo_msg_close(&m);
-            if (!js) return ordo_error_set(ORDO_EPROTO, "WELCOME without a body");
+            if (!js) return ordo_error_set(ORDO_ERR_PROTO, "WELCOME without a body");
             rc = parse_welcome(node, js);
             free(js);
             if (rc) return rc;
             /* from now on the scheduler must answer within the run's timeout */
             return ordo_transport_heartbeat(node->tp, node->sched_sock, conf->heartbeat_ms,
-                                            conf->timeout_ms) < 0 ? ORDO_EIO : 0;
+                                            conf->timeout_ms) < 0 ? ORDO_ERR_IO : 0;
         }
         case ORDO_MSG_REJECT:
             ordo_msg_text(&m, 0, buf, sizeof buf);
             ordo_msg_close(&m);
-            return ordo_error_set(ORDO_EAUTH, "the scheduler refused registration: %s", buf);
+            return ordo_error_set(ORDO_ERR_AUTH, "the scheduler refused registration: %s", buf);
         case ORDO_MSG_ABORT:
             ordo_msg_text(&m, 0, buf, sizeof buf);
             ordo_msg_close(&m);
-            return ordo_error_set(ORDO_EABORT, "cluster aborted: %s", buf);
+            return ordo_error_set(ORDO_ERR_ABORT, "cluster aborted: %s", buf);
         case ORDO_MSG_PEER_DEAD:
             if (m.nframes > 0) { /* the transport's reason: the handshake was refused */
                 ordo_msg_text(&m, 0, buf, sizeof buf);
                 ordo_msg_close(&m);
-                return ordo_error_set(ORDO_EAUTH, "the scheduler: %s", buf);
+                return ordo_error_set(ORDO_ERR_AUTH, "the scheduler: %s", buf);
             }
             /* the heartbeat's start-up limit and the deadline above are the same time: one
              * answer for both, whichever fires first */

@@ -36,15 +36,15 @@ typedef struct ordo_node {
 
 /* ordo_node_join connects node (whose tp the caller created) to the scheduler named in
  * conf, registers with the given role and data endpoint (servers; NULL for workers) and
- * waits up to conf->startup_ms for the WELCOME. ORDO_EAUTH when the token was refused,
- * ORDO_ETIMEDOUT when no answer came, ORDO_EABORT when the cluster aborted. */
+ * waits up to conf->startup_ms for the WELCOME. ORDO_ERR_AUTH when the token was refused,
+ * ORDO_ERR_TIMEDOUT when no answer came, ORDO_ERR_ABORT when the cluster aborted. */
 int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const char *endpoint);
 
 /* ordo_node_send_ctl sends a message to the scheduler stamped with the node's role/rank. */
 int ordo_node_send_ctl(ordo_node_t *node, ordo_msg_t *m);
 
 /* ordo_node_take_early moves the oldest data message that arrived while joining into m;
- * returns 0, or ORDO_EAGAIN when there is none left. */
+ * returns 0, or ORDO_ERR_AGAIN when there is none left. */
 int ordo_node_take_early(ordo_node_t *node, ordo_msg_t *m);
 
 /* ordo_node_fini frees what ordo_node_join filled (not the transport). */

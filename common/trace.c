@@ -28,7 +28,7 @@ struct ordo_trace {
 int ordo_trace_new(const char *name, int pid, ordo_trace_t **out)
 {
     ordo_trace_t *t = calloc(1, sizeof *t);
-    if (!t) return ORDO_ENOMEM;
+    if (!t) return ORDO_ERR_NOMEM;
     snprintf(t->name, sizeof t->name, "%s", name);
     t->pid = pid;
     t->t0 = -1;
@@ -164,14 +164,14 @@ static void thread_meta(FILE *f, int pid, int tid, const char *name, int lane, i
 int ordo_trace_write(ordo_trace_t *t, const char *path)
 {
     FILE *f = fopen(path, "w");
-    if (!f) return ordo_error_set(ORDO_EIO, "cannot write trace %s", path);
+    if (!f) return ordo_error_set(ORDO_ERR_IO, "cannot write trace %s", path);
     pthread_mutex_lock(&t->mu);
     int *lane = malloc(sizeof *lane * (t->n ? t->n : 1)), n_lanes[16] = {0};
     if (!lane || assign_lanes(t, lane, n_lanes) != 0) {
         pthread_mutex_unlock(&t->mu);
         free(lane);
         fclose(f);
-        return ordo_error_set(ORDO_ENOMEM, "out of memory writing trace %s", path);
+        return ordo_error_set(ORDO_ERR_NOMEM, "out of memory writing trace %s", path);
     }
     fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
     fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
@@ -201,7 +201,7 @@ int ordo_trace_write(ordo_trace_t *t, const char *path)
     pthread_mutex_unlock(&t->mu);
     free(lane);
     int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return ordo_error_set(ORDO_EIO, "cannot write trace %s", path);
+    if (fclose(f) != 0 || bad) return ordo_error_set(ORDO_ERR_IO, "cannot write trace %s", path);
     return 0;
 }
 

@@ -20,7 +20,7 @@ void ordo_trace_complete(ordo_trace_t *t, const char *name, const char *cat, int
 /* ordo_trace_name_track names track tid in the viewer. */
 void ordo_trace_name_track(ordo_trace_t *t, int tid, const char *name);
 
-/* ordo_trace_write writes the trace file; returns 0 or ORDO_EIO with the path. Events of a
+/* ordo_trace_write writes the trace file; returns 0 or ORDO_ERR_IO with the path. Events of a
  * track that overlap (transfers in flight together) go to extra lanes, tid + 16 * lane,
  * named "NAME (2)", "NAME (3)" ...: no two complete events of one thread overlap, as the
  * trace-event format requires. */

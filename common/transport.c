@@ -29,7 +29,7 @@ static int ring_init(ring_t *r, int cap, bool timed)
     r->when = timed ? calloc((size_t)cap, sizeof *r->when) : NULL;
     r->cap = cap;
     r->head = r->count = 0;
-    return (!r->items || (timed && !r->when)) ? ORDO_ENOMEM : 0;
+    return (!r->items || (timed && !r->when)) ? ORDO_ERR_NOMEM : 0;
 }
 
 static void ring_free(ring_t *r)
@@ -50,7 +50,7 @@ static int ring_grow(ring_t *r)
     if (!items || (r->when && !when)) {
         free(items);
         free(when);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     for (int i = 0; i < r->count; i++) {
         int j = (r->head + i) % r->cap;
@@ -126,7 +126,7 @@ static void send_now(ordo_transport_t *t, ordo_msg_t *m)
      * message came in: the socket has to be drained before the next sleep */
     s->pending = true;
     int rc = ordo_wire_send(s->z, s->router, m, ZMQ_DONTWAIT);
-    if (rc == ORDO_EAGAIN && (s->refused || m->hdr.type == ORDO_MSG_HEARTBEAT)) {
+    if (rc == ORDO_ERR_AGAIN && (s->refused || m->hdr.type == ORDO_MSG_HEARTBEAT)) {
         /* no connection to queue on (a refused handshake): the heartbeats notice */
         ordo_msg_close(m);
         return;
@@ -184,7 +184,7 @@ static void run_command(ordo_transport_t *t)
     int rc = 0;
     if (t->cmd == CMD_HEARTBEAT) {
         if (t->cmd_sock < 0 || t->cmd_sock >= t->nsocks) {
-            rc = ordo_error_set(ORDO_EINVAL, "heartbeat: no socket %d", t->cmd_sock);
+            rc = ordo_error_set(ORDO_ERR_INVAL, "heartbeat: no socket %d", t->cmd_sock);
         } else {
             sock_t *s = &t->socks[t->cmd_sock];
             s->hb_interval_ms = t->cmd_interval;
@@ -195,13 +195,13 @@ static void run_command(ordo_transport_t *t)
         goto done;
     }
     if (t->nsocks >= MAX_SOCKS) {
-        rc = ordo_error_set(ORDO_EFULL, "transport: more than %d sockets", MAX_SOCKS);
+        rc = ordo_error_set(ORDO_ERR_FULL, "transport: more than %d sockets", MAX_SOCKS);
         goto done;
     }
     bool router = t->cmd == CMD_BIND;
     void *z = zmq_socket(t->ctx, router ? ZMQ_ROUTER : ZMQ_DEALER);
     if (!z) {
-        rc = ordo_error_set(ORDO_EIO, "zmq_socket: %s", zmq_strerror(errno));
+        rc = ordo_error_set(ORDO_ERR_IO, "zmq_socket: %s", zmq_strerror(errno));
         goto done;
     }
     sock_t *s = &t->socks[t->nsocks];
@@ -232,7 +232,7 @@ static void run_command(ordo_transport_t *t)
     if (router) {
         zmq_setsockopt(z, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
         if (zmq_bind(z, t->cmd_endpoint) != 0) {
-            rc = ordo_error_set(ORDO_EIO, "bind %s: %s", t->cmd_endpoint, zmq_strerror(errno));
+            rc = ordo_error_set(ORDO_ERR_IO, "bind %s: %s", t->cmd_endpoint, zmq_strerror(errno));
             goto fail;
         }
         size_t sz = sizeof s->endpoint;
@@ -243,14 +243,14 @@ static void run_command(ordo_transport_t *t)
         int ivl = 100;
         zmq_setsockopt(z, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
         if (zmq_connect(z, t->cmd_endpoint) != 0) {
-            rc = ordo_error_set(ORDO_EIO, "connect %s: %s", t->cmd_endpoint, zmq_strerror(errno));
+            rc = ordo_error_set(ORDO_ERR_IO, "connect %s: %s", t->cmd_endpoint, zmq_strerror(errno));
             goto fail;
         }
     }
     s->last_in_ns = ordo_clock_ns();
     size_t fdsz = sizeof s->fd;
     if (zmq_getsockopt(z, ZMQ_FD, &s->fd, &fdsz) != 0) {
-        rc = ordo_error_set(ORDO_EIO, "zmq_getsockopt(ZMQ_FD): %s", zmq_strerror(errno));
+        rc = ordo_error_set(ORDO_ERR_IO, "zmq_getsockopt(ZMQ_FD): %s", zmq_strerror(errno));
         goto fail;
     }
     s->pending = true;
@@ -341,7 +341,7 @@ static int receive(ordo_transport_t *t, int i)
         if (full) return got;
         ordo_msg_t m;
         int rc = ordo_wire_recv(s->z, s->router, &m, ZMQ_DONTWAIT);
-        if (rc == ORDO_EAGAIN || rc == ORDO_ECLOSED) {
+        if (rc == ORDO_ERR_AGAIN || rc == ORDO_ERR_CLOSED) {
             s->pending = false; /* from here on ZMQ_FD signals the next change */
             return got;
         }
@@ -494,9 +494,9 @@ void ordo_transport_opts_conf(ordo_transport_opts_t *opts, const ordo_conf_t *co
 
 int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out)
 {
-    int rc = ORDO_ENOMEM;
+    int rc = ORDO_ERR_NOMEM;
     ordo_transport_t *t = calloc(1, sizeof *t);
-    if (!t) return ORDO_ENOMEM;
+    if (!t) return ORDO_ERR_NOMEM;
     if (opts) t->opts = *opts;
     if (t->opts.inbound_capacity <= 0) t->opts.inbound_capacity = 4096;
     if (t->opts.outbound_capacity <= 0) t->opts.outbound_capacity = 4096;
@@ -516,13 +516,13 @@ int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out
         goto fail;
     t->ctx = zmq_ctx_new();
     if (!t->ctx) {
-        rc = ordo_error_set(ORDO_EIO, "zmq_ctx_new: %s", zmq_strerror(errno));
+        rc = ordo_error_set(ORDO_ERR_IO, "zmq_ctx_new: %s", zmq_strerror(errno));
         goto fail;
     }
     t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     t->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (t->evfd < 0 || t->tfd < 0) {
-        rc = ordo_error_set(ORDO_EIO, "eventfd/timerfd: %s", strerror(errno));
+        rc = ordo_error_set(ORDO_ERR_IO, "eventfd/timerfd: %s", strerror(errno));
         goto fail;
     }
     if (keys && keys[0]) {
@@ -531,7 +531,7 @@ int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out
     }
     if (!t->opts.inline_io) {
         if (pthread_create(&t->io, NULL, io_main, t) != 0) {
-            rc = ordo_error_set(ORDO_EIO, "pthread_create failed");
+            rc = ordo_error_set(ORDO_ERR_IO, "pthread_create failed");
             goto fail;
         }
         t->io_started = true;
@@ -630,7 +630,7 @@ int ordo_transport_send(ordo_transport_t *t, ordo_msg_t *m)
     if (t->stopping) {
         pthread_mutex_unlock(&t->mu);
         ordo_msg_close(m);
-        return ORDO_ECLOSED;
+        return ORDO_ERR_CLOSED;
     }
     bool was_empty = t->out.count == 0;
     ring_push(&t->out, m, 0);
@@ -652,15 +652,15 @@ static int recv_inline(ordo_transport_t *t, ordo_msg_t *m, int timeout_ms)
         pthread_mutex_unlock(&t->mu);
         int64_t now = ordo_clock_ns();
         if (now >= deadline && timeout_ms >= 0) {
-            if (!io_cycle(t, 0)) return ORDO_ECLOSED;
+            if (!io_cycle(t, 0)) return ORDO_ERR_CLOSED;
             pthread_mutex_lock(&t->mu);
             int got = t->in.count > 0;
             if (got) ring_pop(&t->in, m);
             pthread_mutex_unlock(&t->mu);
-            return got ? 0 : ORDO_ETIMEDOUT;
+            return got ? 0 : ORDO_ERR_TIMEDOUT;
         }
         int wait_ms = deadline == INT64_MAX ? -1 : (int)((deadline - now + 999999) / 1000000);
-        if (!io_cycle(t, wait_ms)) return ORDO_ECLOSED;
+        if (!io_cycle(t, wait_ms)) return ORDO_ERR_CLOSED;
     }
 }
 
@@ -691,7 +691,7 @@ int ordo_transport_recv(ordo_transport_t *t, ordo_msg_t *m, int timeout_ms)
     return 0;
 timeout:
     pthread_mutex_unlock(&t->mu);
-    return ORDO_ETIMEDOUT;
+    return ORDO_ERR_TIMEDOUT;
 }
 
 void ordo_transport_post(ordo_transport_t *t, ordo_msg_t *m)

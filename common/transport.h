@@ -70,7 +70,7 @@ int ordo_transport_heartbeat(ordo_transport_t *t, int sock, int interval_ms, int
 int ordo_transport_send(ordo_transport_t *t, ordo_msg_t *m);
 
 /* ordo_transport_recv takes the next inbound message into m (which the caller closes);
- * waits up to timeout_ms (-1 = forever, 0 = poll). ORDO_ETIMEDOUT when none came. */
+ * waits up to timeout_ms (-1 = forever, 0 = poll). ORDO_ERR_TIMEDOUT when none came. */
 int ordo_transport_recv(ordo_transport_t *t, ordo_msg_t *m, int timeout_ms);
 
 /* ordo_transport_post puts a local message (e.g. WAKE) into the inbound queue, so a thread

@@ -20,12 +20,12 @@ int ordo__transport_monitor_open(ordo_transport_t *t, sock_t *s, int i)
     int events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                  ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_DISCONNECTED;
     if (zmq_socket_monitor(s->z, ep, events) != 0)
-        return ordo_error_set(ORDO_EIO, "zmq_socket_monitor: %s", zmq_strerror(errno));
+        return ordo_error_set(ORDO_ERR_IO, "zmq_socket_monitor: %s", zmq_strerror(errno));
     s->mon = zmq_socket(t->ctx, ZMQ_PAIR);
     size_t fdsz = sizeof s->mon_fd;
     if (!s->mon || zmq_connect(s->mon, ep) != 0 ||
         zmq_getsockopt(s->mon, ZMQ_FD, &s->mon_fd, &fdsz) != 0) {
-        int rc = ordo_error_set(ORDO_EIO, "socket monitor: %s", zmq_strerror(errno));
+        int rc = ordo_error_set(ORDO_ERR_IO, "socket monitor: %s", zmq_strerror(errno));
         if (s->mon) zmq_close(s->mon);
         s->mon = NULL;
         zmq_socket_monitor(s->z, NULL, 0);

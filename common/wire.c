@@ -53,7 +53,7 @@ static int fixbuf_write(void *data, const char *src, size_t n)
 int ordo_wire_encode_hdr(const ordo_wire_hdr_t *h, void *buf, size_t cap, size_t *len)
 {
     if (h->nframes > ORDO_WIRE_MAX_FRAMES)
-        return ordo_error_set(ORDO_EINVAL, "header: %u payload frames (max %d)", h->nframes,
+        return ordo_error_set(ORDO_ERR_INVAL, "header: %u payload frames (max %d)", h->nframes,
                               ORDO_WIRE_MAX_FRAMES);
     fixbuf_t fb = {.buf = buf, .cap = cap};
     msgpack_packer pk;
@@ -72,7 +72,7 @@ int ordo_wire_encode_hdr(const ordo_wire_hdr_t *h, void *buf, size_t cap, size_t
     msgpack_pack_uint8(&pk, h->dtype);
     msgpack_pack_array(&pk, h->nframes);
     for (uint32_t i = 0; i < h->nframes; i++) msgpack_pack_uint64(&pk, h->lens[i]);
-    if (fb.overflow) return ordo_error_set(ORDO_EINVAL, "header: larger than %zu bytes", cap);
+    if (fb.overflow) return ordo_error_set(ORDO_ERR_INVAL, "header: larger than %zu bytes", cap);
     *len = fb.len;
     return 0;
 }
@@ -140,14 +140,14 @@ static int get_int(rd_t *r, const char *what, int64_t lo, int64_t hi, int64_t *o
     uint64_t u = 0;
     int uns = 0;
     int rc = rd_int(r, &v, &u, &uns);
-    if (rc == -2) return ordo_error_set(ORDO_EPROTO, "header: not valid msgpack (truncated)");
-    if (rc) return ordo_error_set(ORDO_EPROTO, "header: %s is not an integer", what);
+    if (rc == -2) return ordo_error_set(ORDO_ERR_PROTO, "header: not valid msgpack (truncated)");
+    if (rc) return ordo_error_set(ORDO_ERR_PROTO, "header: %s is not an integer", what);
     if (uns) {
-        if (u > (uint64_t)INT64_MAX) return ordo_error_set(ORDO_EPROTO, "header: %s out of range", what);
+        if (u > (uint64_t)INT64_MAX) return ordo_error_set(ORDO_ERR_PROTO, "header: %s out of range", what);
         v = (int64_t)u;
     }
     if (v < lo || v > hi)
-        return ordo_error_set(ORDO_EPROTO, "header: %s = %lld out of range [%lld, %lld]", what,
+        return ordo_error_set(ORDO_ERR_PROTO, "header: %s = %lld out of range [%lld, %lld]", what,
                               (long long)v, (long long)lo, (long long)hi);
     *out = v;
     return 0;
@@ -158,21 +158,21 @@ int ordo_wire_decode_hdr(const void *buf, size_t len, ordo_wire_hdr_t *out)
     ordo_wire_hdr_t h;
     memset(&h, 0, sizeof h);
     if (len == 0 || len > ORDO_WIRE_MAX_HDR)
-        return ordo_error_set(ORDO_EPROTO, "header: %zu bytes (expected 1..%d)", len,
+        return ordo_error_set(ORDO_ERR_PROTO, "header: %zu bytes (expected 1..%d)", len,
                               ORDO_WIRE_MAX_HDR);
     rd_t r = {.p = buf, .end = (const uint8_t *)buf + len};
     if (r.p[0] != (0x90 | HDR_FIELDS))
-        return ordo_error_set(ORDO_EPROTO, "header: not an array of %d fields", HDR_FIELDS);
+        return ordo_error_set(ORDO_ERR_PROTO, "header: not an array of %d fields", HDR_FIELDS);
     r.p++;
     int64_t v;
     int rc;
     if ((rc = get_int(&r, "version", 0, 255, &v))) return rc;
     if (v != ORDO_WIRE_VERSION)
-        return ordo_error_set(ORDO_EPROTO, "header: protocol version %lld (this build speaks %d)",
+        return ordo_error_set(ORDO_ERR_PROTO, "header: protocol version %lld (this build speaks %d)",
                               (long long)v, ORDO_WIRE_VERSION);
     if ((rc = get_int(&r, "type", 1, ORDO_MSG_PEER_DEAD - 1, &v))) return rc;
     if (v == ORDO_MSG_INTRA) /* local only, like PEER_DEAD */
-        return ordo_error_set(ORDO_EPROTO, "header: type INTRA is local only");
+        return ordo_error_set(ORDO_ERR_PROTO, "header: type INTRA is local only");
     h.type = (uint8_t)v;
     if ((rc = get_int(&r, "role", 0, ORDO_ROLE_WORKER, &v))) return rc;
     h.role = (uint8_t)v;
@@ -182,9 +182,9 @@ int ordo_wire_decode_hdr(const void *buf, size_t len, ordo_wire_hdr_t *out)
         uint64_t u = 0;
         int uns = 0;
         int rr = rd_int(&r, &v, &u, &uns);
-        if (rr == -2) return ordo_error_set(ORDO_EPROTO, "header: not valid msgpack (truncated)");
+        if (rr == -2) return ordo_error_set(ORDO_ERR_PROTO, "header: not valid msgpack (truncated)");
         if (rr || !uns)
-            return ordo_error_set(ORDO_EPROTO, "header: request id is not an unsigned integer");
+            return ordo_error_set(ORDO_ERR_PROTO, "header: request id is not an unsigned integer");
         h.req = u;
     }
     if ((rc = get_int(&r, "iter", -1, INT64_MAX, &v))) return rc;
@@ -199,9 +199,9 @@ int ordo_wire_decode_hdr(const void *buf, size_t len, ordo_wire_hdr_t *out)
     h.flags = (uint32_t)v;
     if ((rc = get_int(&r, "dtype", 0, ORDO_DTYPE_MAX - 1, &v))) return rc;
     h.dtype = (uint8_t)v;
-    if (r.p >= r.end) return ordo_error_set(ORDO_EPROTO, "header: not valid msgpack (truncated)");
+    if (r.p >= r.end) return ordo_error_set(ORDO_ERR_PROTO, "header: not valid msgpack (truncated)");
     if ((*r.p & 0xf0) != 0x90 || (*r.p & 0x0f) > ORDO_WIRE_MAX_FRAMES)
-        return ordo_error_set(ORDO_EPROTO,
+        return ordo_error_set(ORDO_ERR_PROTO,
                               "header: lengths is not an array of at most %d sizes",
                               ORDO_WIRE_MAX_FRAMES);
     h.nframes = *r.p++ & 0x0f;
@@ -210,7 +210,7 @@ int ordo_wire_decode_hdr(const void *buf, size_t len, ordo_wire_hdr_t *out)
         h.lens[i] = (uint64_t)v;
     }
     if (r.p != r.end)
-        return ordo_error_set(ORDO_EPROTO, "header: %zu trailing bytes", (size_t)(r.end - r.p));
+        return ordo_error_set(ORDO_ERR_PROTO, "header: %zu trailing bytes", (size_t)(r.end - r.p));
     *out = h;
     return 0;
 }
@@ -229,9 +229,9 @@ void ordo_msg_init(ordo_msg_t *m, int type)
 
 int ordo_msg_add_copy(ordo_msg_t *m, const void *data, size_t len)
 {
-    if (m->nframes >= ORDO_WIRE_MAX_FRAMES) return ordo_error_set(ORDO_EINVAL, "too many frames");
+    if (m->nframes >= ORDO_WIRE_MAX_FRAMES) return ordo_error_set(ORDO_ERR_INVAL, "too many frames");
     zmq_msg_t *f = &m->frames[m->nframes];
-    if (zmq_msg_init_size(f, len) != 0) return ORDO_ENOMEM;
+    if (zmq_msg_init_size(f, len) != 0) return ORDO_ERR_NOMEM;
     if (len) memcpy(zmq_msg_data(f), data, len);
     m->hdr.lens[m->nframes] = len;
     m->nframes++;
@@ -241,9 +241,9 @@ int ordo_msg_add_copy(ordo_msg_t *m, const void *data, size_t len)
 
 int ordo_msg_add_ref(ordo_msg_t *m, void *data, size_t len, zmq_free_fn *free_fn, void *hint)
 {
-    if (m->nframes >= ORDO_WIRE_MAX_FRAMES) return ordo_error_set(ORDO_EINVAL, "too many frames");
+    if (m->nframes >= ORDO_WIRE_MAX_FRAMES) return ordo_error_set(ORDO_ERR_INVAL, "too many frames");
     zmq_msg_t *f = &m->frames[m->nframes];
-    if (zmq_msg_init_data(f, data, len, free_fn, hint) != 0) return ORDO_ENOMEM;
+    if (zmq_msg_init_data(f, data, len, free_fn, hint) != 0) return ORDO_ERR_NOMEM;
     m->hdr.lens[m->nframes] = len;
     m->nframes++;
     m->hdr.nframes = (uint32_t)m->nframes;
@@ -307,14 +307,14 @@ int ordo_wire_send(void *sock, int router, ordo_msg_t *m, int flags)
     if (rc) return rc;
     if (router) {
         if (zmq_send(sock, m->rid, m->rid_len, flags | ZMQ_SNDMORE) < 0) {
-            if (errno == EAGAIN) return ORDO_EAGAIN;
-            if (errno == EHOSTUNREACH) return ordo_error_set(ORDO_EPEERDEAD, "peer unreachable");
-            return ordo_error_set(ORDO_EIO, "zmq_send: %s", zmq_strerror(errno));
+            if (errno == EAGAIN) return ORDO_ERR_AGAIN;
+            if (errno == EHOSTUNREACH) return ordo_error_set(ORDO_ERR_PEERDEAD, "peer unreachable");
+            return ordo_error_set(ORDO_ERR_IO, "zmq_send: %s", zmq_strerror(errno));
         }
     }
     if (zmq_send(sock, hbuf, hlen, flags | (m->nframes ? ZMQ_SNDMORE : 0)) < 0) {
-        if (errno == EAGAIN && !router) return ORDO_EAGAIN;
-        return ordo_error_set(ORDO_EIO, "zmq_send: %s", zmq_strerror(errno));
+        if (errno == EAGAIN && !router) return ORDO_ERR_AGAIN;
+        return ordo_error_set(ORDO_ERR_IO, "zmq_send: %s", zmq_strerror(errno));
     }
     /* Once the first part is queued ZeroMQ takes the rest atomically. */
     for (int i = 0; i < m->nframes; i++) {
@@ -323,7 +323,7 @@ int ordo_wire_send(void *sock, int router, ordo_msg_t *m, int flags)
             int e = errno;
             for (int j = i; j < m->nframes; j++) zmq_msg_close(&m->frames[j]);
             m->nframes = 0;
-            return ordo_error_set(ORDO_EIO, "zmq_msg_send: %s", zmq_strerror(e));
+            return ordo_error_set(ORDO_ERR_IO, "zmq_msg_send: %s", zmq_strerror(e));
         }
     }
     m->nframes = 0;
@@ -360,25 +360,25 @@ int ordo_wire_recv(void *sock, int router, ordo_msg_t *m, int flags)
         if (zmq_msg_recv(&part, sock, flags) < 0) {
             int e = errno;
             zmq_msg_close(&part);
-            if (e == EAGAIN) return ORDO_EAGAIN;
-            if (e == ETERM) return ORDO_ECLOSED;
-            return ordo_error_set(ORDO_EIO, "zmq_msg_recv: %s", zmq_strerror(e));
+            if (e == EAGAIN) return ORDO_ERR_AGAIN;
+            if (e == ETERM) return ORDO_ERR_CLOSED;
+            return ordo_error_set(ORDO_ERR_IO, "zmq_msg_recv: %s", zmq_strerror(e));
         }
         size_t n = zmq_msg_size(&part);
         if (n > ORDO_WIRE_MAX_RID) n = ORDO_WIRE_MAX_RID;
         memcpy(m->rid, zmq_msg_data(&part), n);
         m->rid_len = n;
         zmq_msg_close(&part);
-        if (!has_more(sock)) return ordo_error_set(ORDO_EPROTO, "message has no header frame");
+        if (!has_more(sock)) return ordo_error_set(ORDO_ERR_PROTO, "message has no header frame");
         flags = 0;
     }
     zmq_msg_init(&part);
     if (zmq_msg_recv(&part, sock, flags) < 0) {
         int e = errno;
         zmq_msg_close(&part);
-        if (e == EAGAIN) return ORDO_EAGAIN;
-        if (e == ETERM) return ORDO_ECLOSED;
-        return ordo_error_set(ORDO_EIO, "zmq_msg_recv: %s", zmq_strerror(e));
+        if (e == EAGAIN) return ORDO_ERR_AGAIN;
+        if (e == ETERM) return ORDO_ERR_CLOSED;
+        return ordo_error_set(ORDO_ERR_IO, "zmq_msg_recv: %s", zmq_strerror(e));
     }
     rc = ordo_wire_decode_hdr(zmq_msg_data(&part), zmq_msg_size(&part), &m->hdr);
     zmq_msg_close(&part);
@@ -391,7 +391,7 @@ int ordo_wire_recv(void *sock, int router, ordo_msg_t *m, int flags)
             uint32_t want = m->hdr.nframes;
             drain(sock);
             ordo_msg_close(m);
-            return ordo_error_set(ORDO_EPROTO, "%s: more payload frames than the header's %u",
+            return ordo_error_set(ORDO_ERR_PROTO, "%s: more payload frames than the header's %u",
                                   ordo_wire_type_name(m->hdr.type), want);
         }
         zmq_msg_t *f = &m->frames[m->nframes];
@@ -399,7 +399,7 @@ int ordo_wire_recv(void *sock, int router, ordo_msg_t *m, int flags)
         if (zmq_msg_recv(f, sock, 0) < 0) {
             zmq_msg_close(f);
             ordo_msg_close(m);
-            return ordo_error_set(ORDO_EIO, "zmq_msg_recv: %s", zmq_strerror(errno));
+            return ordo_error_set(ORDO_ERR_IO, "zmq_msg_recv: %s", zmq_strerror(errno));
         }
         m->nframes++;
         size_t got = zmq_msg_size(f);
@@ -408,7 +408,7 @@ int ordo_wire_recv(void *sock, int router, ordo_msg_t *m, int flags)
             int idx = m->nframes - 1;
             drain(sock);
             ordo_msg_close(m);
-            return ordo_error_set(ORDO_EPROTO, "%s: frame %d has %zu bytes, header says %llu",
+            return ordo_error_set(ORDO_ERR_PROTO, "%s: frame %d has %zu bytes, header says %llu",
                                   ordo_wire_type_name(m->hdr.type), idx, got,
                                   (unsigned long long)want);
         }
@@ -417,7 +417,7 @@ int ordo_wire_recv(void *sock, int router, ordo_msg_t *m, int flags)
         int got = m->nframes;
         uint32_t want = m->hdr.nframes;
         ordo_msg_close(m);
-        return ordo_error_set(ORDO_EPROTO, "%s: %d payload frames, header says %u",
+        return ordo_error_set(ORDO_ERR_PROTO, "%s: %d payload frames, header says %u",
                               ordo_wire_type_name(m->hdr.type), got, want);
     }
     return 0;

@@ -2,7 +2,7 @@
  * encoded with msgpack (protocol version, type, sender role and rank, request id,
  * iteration, key, chunk, priority, flags, dtype, payload lengths) followed by raw payload
  * frames that are never re-encoded. Decoding checks every type and length and rejects
- * anything malformed with ORDO_EPROTO and a detail; it never trusts the sender. */
+ * anything malformed with ORDO_ERR_PROTO and a detail; it never trusts the sender. */
 #ifndef ORDO_WIRE_H
 #define ORDO_WIRE_H
 
@@ -118,7 +118,7 @@ const char *ordo_wire_role_name(int role);
 int ordo_wire_encode_hdr(const ordo_wire_hdr_t *hdr, void *buf, size_t cap, size_t *len);
 
 /* ordo_wire_decode_hdr parses a header frame; rejects wrong version, unknown type, wrong
- * field types, out-of-range values and trailing bytes with ORDO_EPROTO and a detail. */
+ * field types, out-of-range values and trailing bytes with ORDO_ERR_PROTO and a detail. */
 int ordo_wire_decode_hdr(const void *buf, size_t len, ordo_wire_hdr_t *hdr);
 
 /* ordo_msg_init makes an empty message of the given type (no frames). */
@@ -148,11 +148,11 @@ void ordo_msg_move(ordo_msg_t *dst, ordo_msg_t *src);
 
 /* ordo_wire_send sends m on a socket (with rid first when router is set); on success the
  * frames are consumed and m is left empty; flags are ZMQ send flags (ZMQ_DONTWAIT). On
- * ORDO_EAGAIN nothing was sent and m is intact. */
+ * ORDO_ERR_AGAIN nothing was sent and m is intact. */
 int ordo_wire_send(void *sock, int router, ordo_msg_t *m, int flags);
 
 /* ordo_wire_recv receives one whole multipart message; a malformed one is drained and
- * rejected with ORDO_EPROTO (detail says why), leaving no frames behind. */
+ * rejected with ORDO_ERR_PROTO (detail says why), leaving no frames behind. */
 int ordo_wire_recv(void *sock, int router, ordo_msg_t *m, int flags);
 
 #endif

@@ -58,22 +58,22 @@ ordo_coo_entry_t ordo_coo_get(const uint8_t *buf, size_t i)
 int ordo_coo_check(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, size_t *count)
 {
     if (len % ORDO_COO_ENTRY_BYTES != 0)
-        return ordo_error_set(ORDO_EPROTO, "coo: payload length %zu is not a multiple of %d", len,
+        return ordo_error_set(ORDO_ERR_PROTO, "coo: payload length %zu is not a multiple of %d", len,
                               ORDO_COO_ENTRY_BYTES);
     if (len > 0 && buf == NULL)
-        return ordo_error_set(ORDO_EPROTO, "coo: payload of %zu bytes has no data", len);
+        return ordo_error_set(ORDO_ERR_PROTO, "coo: payload of %zu bytes has no data", len);
     size_t n = len / ORDO_COO_ENTRY_BYTES;
     for (size_t i = 0; i < n; i++) {
         ordo_coo_entry_t e = ordo_coo_get(buf, i);
         if (e.index < lo || e.index >= hi)
-            return ordo_error_set(ORDO_EPROTO, "coo: entry %zu: index %u out of range [%u, %u)", i,
+            return ordo_error_set(ORDO_ERR_PROTO, "coo: entry %zu: index %u out of range [%u, %u)", i,
                                   e.index, lo, hi);
         if (i > 0 && e.index <= ordo_coo_get(buf, i - 1).index)
-            return ordo_error_set(ORDO_EPROTO,
+            return ordo_error_set(ORDO_ERR_PROTO,
                                   "coo: entry %zu: index %u not greater than previous %u", i,
                                   e.index, ordo_coo_get(buf, i - 1).index);
         if (!isfinite(e.value))
-            return ordo_error_set(ORDO_EPROTO, "coo: entry %zu (index %u): value is %s", i, e.index,
+            return ordo_error_set(ORDO_ERR_PROTO, "coo: entry %zu (index %u): value is %s", i, e.index,
                                   isnan(e.value) ? "NaN" : "infinite");
     }
     *count = n;
@@ -86,7 +86,7 @@ int ordo_coo_decode(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, or
     size_t n;
     int rc = ordo_coo_check(buf, len, lo, hi, &n);
     if (rc < 0) return rc;
-    if (n > cap) return ordo_error_set(ORDO_ERANGE, "coo: %zu entries do not fit in %zu", n, cap);
+    if (n > cap) return ordo_error_set(ORDO_ERR_RANGE, "coo: %zu entries do not fit in %zu", n, cap);
     for (size_t i = 0; i < n; i++)
         out[i] = ordo_coo_get(buf, i);
     *count = n;

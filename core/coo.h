@@ -2,7 +2,7 @@
  * 8-byte entries, each a little-endian uint32 index followed by a little-endian IEEE-754
  * float32 value, with indices strictly increasing. Indices are absolute positions in the
  * tensor (not relative to a region). Decoding validates everything a peer could get wrong
- * and rejects bad payloads with ORDO_EPROTO and a detail naming the entry and the reason. */
+ * and rejects bad payloads with ORDO_ERR_PROTO and a detail naming the entry and the reason. */
 #ifndef ORDO_COO_H
 #define ORDO_COO_H
 
@@ -33,12 +33,12 @@ ordo_coo_entry_t ordo_coo_get(const uint8_t *buf, size_t i);
 
 /* ordo_coo_check validates an untrusted payload of len bytes: len a multiple of 8, every
  * index in [lo, hi), indices strictly increasing, every value finite. On success it writes
- * the entry count; on failure it returns ORDO_EPROTO with a detail such as
+ * the entry count; on failure it returns ORDO_ERR_PROTO with a detail such as
  * "coo: entry 3: index 70 out of range [0, 64)". buf may be NULL when len is 0. */
 int ordo_coo_check(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, size_t *count);
 
 /* ordo_coo_decode validates like ordo_coo_check and copies the entries to out, which holds
- * cap entries (ORDO_ERANGE when too small). Nothing is written to out on a rejected
+ * cap entries (ORDO_ERR_RANGE when too small). Nothing is written to out on a rejected
  * payload. */
 int ordo_coo_decode(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, ordo_coo_entry_t *out,
                     size_t cap, size_t *count);

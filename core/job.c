@@ -19,26 +19,26 @@ int ordo_job_parse_sizes(const char *list, int64_t *bytes, int max)
         char *end = tok + strlen(tok);
         while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
             *--end = '\0';
-        if (n >= max) return ordo_error_set(ORDO_ERANGE, "model.tensors: more than %d sizes", max);
+        if (n >= max) return ordo_error_set(ORDO_ERR_RANGE, "model.tensors: more than %d sizes", max);
         if (ordo_conf_parse_bytes(tok, &bytes[n]) != 0 || bytes[n] <= 0)
-            return ordo_error_set(ORDO_EINVAL, "model.tensors: '%s' is not a positive size", tok);
+            return ordo_error_set(ORDO_ERR_INVAL, "model.tensors: '%s' is not a positive size", tok);
         n++;
     }
-    if (n == 0) return ordo_error_set(ORDO_EINVAL, "model.tensors: empty list");
+    if (n == 0) return ordo_error_set(ORDO_ERR_INVAL, "model.tensors: empty list");
     return n;
 }
 
 int ordo_job_model_declared(const char *const *names, const int64_t *numel, int n,
                             ordo_model_t **out)
 {
-    if (n < 1) return ordo_error_set(ORDO_EINVAL, "declared model: no tensors");
+    if (n < 1) return ordo_error_set(ORDO_ERR_INVAL, "declared model: no tensors");
     ordo_model_t *m = ordo_model_new("declared", 1, "float32");
-    if (!m) return ORDO_ENOMEM;
+    if (!m) return ORDO_ERR_NOMEM;
     int rc = 0;
     char op[32], prev[32];
     for (int i = 0; i < n && rc >= 0; i++) {
         if (numel[i] < 1) {
-            rc = ordo_error_set(ORDO_EINVAL, "declared tensor %d \"%s\": %lld elements", i,
+            rc = ordo_error_set(ORDO_ERR_INVAL, "declared tensor %d \"%s\": %lld elements", i,
                                 names[i], (long long)numel[i]);
             break;
         }
@@ -60,7 +60,7 @@ int ordo_job_model_declared(const char *const *names, const int64_t *numel, int 
 int ordo_job_model(const ordo_conf_t *conf, ordo_model_t **out)
 {
     if (!strcmp(conf->trainer, "declared"))
-        return ordo_error_set(ORDO_EINVAL, "model.trainer = declared: the workers declare the "
+        return ordo_error_set(ORDO_ERR_INVAL, "model.trainer = declared: the workers declare the "
                                            "model when they register");
     if (!strcmp(conf->trainer, "synthetic")) {
         int64_t sizes[1024];

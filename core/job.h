@@ -13,7 +13,7 @@ int ordo_job_model(const ordo_conf_t *conf, ordo_model_t **out);
 
 /* ordo_job_model_declared builds the model of [model] trainer = declared from the workers'
  * declarations: parameter i named names[i] of numel[i] float32 elements, read by op i, ops in
- * a chain, zero times; the model is named "declared". ORDO_EINVAL names a duplicate or empty
+ * a chain, zero times; the model is named "declared". ORDO_ERR_INVAL names a duplicate or empty
  * name or a count < 1. *out is the caller's. */
 int ordo_job_model_declared(const char *const *names, const int64_t *numel, int n,
                             ordo_model_t **out);

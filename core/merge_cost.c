@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "core/merge_cost_internal.h"
+#include "core/merge_packer.h"
 
 /* ======================================================================================= */
 /* timeline                                                                                */
@@ -33,8 +33,8 @@ void ordo_merge_timeline_destroy(ordo_merge_timeline_t **pt)
 
 int ordo_merge_timeline_new(const ordo_model_t *m, ordo_merge_timeline_t **out)
 {
-    if (!m || !out) return ordo_error_set(ORDO_EINVAL, "ordo_merge_timeline_new: no model");
-    int rc = ORDO_ENOMEM;
+    if (!m || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_timeline_new: no model");
+    int rc = ORDO_ERR_NOMEM;
     int P = m->n_params, O = m->n_ops;
     int *owner = malloc(((size_t)P + 1) * sizeof *owner);
     ordo_merge_timeline_t *t = calloc(1, sizeof *t);
@@ -48,7 +48,7 @@ int ordo_merge_timeline_new(const ordo_model_t *m, ordo_merge_timeline_t **out)
         for (int k = 0; k < m->ops[o].n_params; k++) {
             int p = m->ops[o].params[k];
             if (p < 0 || p >= P) {
-                rc = ordo_error_set(ORDO_EINVAL, "model '%s': op '%s' names parameter %d of %d",
+                rc = ordo_error_set(ORDO_ERR_INVAL, "model '%s': op '%s' names parameter %d of %d",
                                     m->name, m->ops[o].name, p, P);
                 goto fail;
             }
@@ -56,7 +56,7 @@ int ordo_merge_timeline_new(const ordo_model_t *m, ordo_merge_timeline_t **out)
         }
     for (int p = 0; p < P; p++)
         if (owner[p] < 0) {
-            rc = ordo_error_set(ORDO_EINVAL, "model '%s': parameter '%s' is read by no op", m->name,
+            rc = ordo_error_set(ORDO_ERR_INVAL, "model '%s': parameter '%s' is read by no op", m->name,
                                 m->params[p].name);
             goto fail;
         }
@@ -109,7 +109,7 @@ int ordo_merge_timeline_new(const ordo_model_t *m, ordo_merge_timeline_t **out)
     *out = t;
     return 0;
 fail:
-    if (rc == ORDO_ENOMEM) ordo_error_set(rc, "model '%s': out of memory", m->name);
+    if (rc == ORDO_ERR_NOMEM) ordo_error_set(rc, "model '%s': out of memory", m->name);
     free(owner);
     ordo_merge_timeline_destroy(&t);
     return rc;
@@ -142,18 +142,18 @@ double ordo_merge_comm_times3(int n, const double *ready_s, const int64_t *bytes
                               double pm, const ordo_merge_pieces_t *pieces, double *start_s,
                               double *end_s)
 {
-    return ordo__merge_times(n, ready_s, bytes, group_of, a, b, c, p, pm,
-                             ordo__merge_pull_resources(pieces), pieces, start_s, end_s);
+    return ordo_merge_times(n, ready_s, bytes, group_of, a, b, c, p, pm,
+                             ordo_merge_pull_resources(pieces), pieces, start_s, end_s);
 }
 
-double ordo__merge_times(int n, const double *ready_s, const int64_t *bytes, const int *group_of,
+double ordo_merge_times(int n, const double *ready_s, const int64_t *bytes, const int *group_of,
                          double a, double b, double c, double p, double pm, int P,
                          const ordo_merge_pieces_t *pieces, double *start_s, double *end_s)
 {
     ORDO_ASSERT(ordo_merge_grouping_valid(n, group_of));
     ORDO_ASSERT(!pieces || pieces->n_items == n);
-    ordo__merge_packer_t k;
-    if (pieces && ordo__merge_packer_init(&k, pieces, 1, &a, &b, &c) != 0) return NAN;
+    ordo_merge_packer_t k;
+    if (pieces && ordo_merge_packer_init(&k, pieces, 1, &a, &b, &c) != 0) return NAN;
     /* link free, receiver free, pull resources free */
     double end = 0, done = 0, back[ORDO__MERGE_PULLS_MAX] = {0};
     ORDO_ASSERT(P == 1 || (pieces && P == pieces->n_servers && P <= ORDO__MERGE_PULLS_MAX));
@@ -165,31 +165,31 @@ double ordo__merge_times(int n, const double *ready_s, const int64_t *bytes, con
         int g = group_of[i], first = i;
         double ready = 0;
         int64_t sum = 0;
-        if (pieces) ordo__merge_packer_reset(&k);
+        if (pieces) ordo_merge_packer_reset(&k);
         for (; i < n && group_of[i] == g; i++) {
             if (ready_s[i] > ready) ready = ready_s[i];
             sum += bytes[i];
-            if (pieces) ordo__merge_packer_add(&k, i);
+            if (pieces) ordo_merge_packer_add(&k, i);
         }
         int n_msgs = pieces ? k.count : 1;
-        double phi = pieces ? ordo__merge_packer_phi(&k, 0) : a + b * (double)sum;
+        double phi = pieces ? ordo_merge_packer_phi(&k, 0) : a + b * (double)sum;
         double start = end > ready ? end : ready;
-        ordo__merge_send(&end, &done, ready, n_msgs, sum, phi, a, b, c);
+        ordo_merge_send(&end, &done, ready, n_msgs, sum, phi, a, b, c);
         double group_end = done;
         if (pulls) {
             if (pieces) {
-                ordo__merge_packer_pulls(&k, P, pulled, values);
+                ordo_merge_packer_pulls(&k, P, pulled, values);
             } else { /* one value per item */
                 pulled[0] = sum;
                 values[0] = i - first;
             }
-            group_end = ordo__merge_pull(back, P, done, p, pm, pulled, values);
+            group_end = ordo_merge_pull(back, P, done, p, pm, pulled, values);
         }
         if (start_s) start_s[g] = start;
         if (end_s) end_s[g] = group_end;
     }
-    if (pieces) ordo__merge_packer_free(&k);
-    return pulls ? ordo__merge_pulls_end(back, P) : done;
+    if (pieces) ordo_merge_packer_free(&k);
+    return pulls ? ordo_merge_pulls_end(back, P) : done;
 }
 
 /* ======================================================================================= */
@@ -213,13 +213,13 @@ int ordo_merge_pieces_new(const ordo_merge_timeline_t *t, const ordo_keys_t *key
 {
     int per_layer = order == NULL;
     if (!t || !keys || !out || max_bytes < 0)
-        return ordo_error_set(ORDO_EINVAL, "ordo_merge_pieces_new: bad arguments");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_pieces_new: bad arguments");
     if (keys->n_keys != t->n_params)
-        return ordo_error_set(ORDO_EINVAL, "key map of %d keys for a model of %d parameters",
+        return ordo_error_set(ORDO_ERR_INVAL, "key map of %d keys for a model of %d parameters",
                               keys->n_keys, t->n_params);
     int n = per_layer ? t->n_layers : t->n_params;
     ordo_merge_pieces_t *pc = calloc(1, sizeof *pc);
-    if (!pc) return ORDO_ENOMEM;
+    if (!pc) return ORDO_ERR_NOMEM;
     pc->n_servers = keys->n_servers;
     pc->max_bytes = max_bytes;
     pc->n_items = n;
@@ -230,7 +230,7 @@ int ordo_merge_pieces_new(const ordo_merge_timeline_t *t, const ordo_keys_t *key
     pc->run_off = malloc(((size_t)keys->n_slices + 1) * sizeof *pc->run_off);
     if (!pc->first || !pc->server || !pc->bytes || !pc->run_key || !pc->run_off) {
         ordo_merge_pieces_destroy(&pc);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     /* parameters in push order, each one's slices in chunk order: the order in which a
      * worker packs a server's share of a group */
@@ -242,7 +242,7 @@ int ordo_merge_pieces_new(const ordo_merge_timeline_t *t, const ordo_keys_t *key
             int key = per_layer ? t->order[q] : order[q];
             if (key < 0 || key >= t->n_params) {
                 ordo_merge_pieces_destroy(&pc);
-                return ordo_error_set(ORDO_EINVAL, "ordo_merge_pieces_new: order[%d] = %d", q, key);
+                return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_pieces_new: order[%d] = %d", q, key);
             }
             for (int c = 0; c < keys->n_chunks[key]; c++) {
                 const ordo_slice_t *sl = &keys->slices[keys->first_slice[key] + c];
@@ -263,21 +263,21 @@ int ordo_merge_pieces_check(const ordo_merge_pieces_t *pc, int n)
 {
     if (!pc || pc->n_items != n || pc->n_servers < 1 || pc->max_bytes < 0 || !pc->first ||
         pc->first[0] != 0)
-        return ordo_error_set(ORDO_EINVAL, "message layout: not one for %d items", n);
+        return ordo_error_set(ORDO_ERR_INVAL, "message layout: not one for %d items", n);
     for (int i = 0; i < n; i++)
         if (pc->first[i + 1] < pc->first[i])
-            return ordo_error_set(ORDO_EINVAL, "message layout: item %d has a negative count", i);
+            return ordo_error_set(ORDO_ERR_INVAL, "message layout: item %d has a negative count", i);
     for (int s = 0; s < pc->first[n]; s++)
         if (pc->server[s] < 0 || pc->server[s] >= pc->n_servers || pc->bytes[s] <= 0)
-            return ordo_error_set(ORDO_EINVAL,
+            return ordo_error_set(ORDO_ERR_INVAL,
                                   "message layout: slice %d: server %d of %d, %lld bytes", s,
                                   pc->server[s], pc->n_servers, (long long)pc->bytes[s]);
     if (!pc->run_key != !pc->run_off)
-        return ordo_error_set(ORDO_EINVAL, "message layout: run_key and run_off go together");
+        return ordo_error_set(ORDO_ERR_INVAL, "message layout: run_key and run_off go together");
     return 0;
 }
 
-int ordo__merge_packer_init(ordo__merge_packer_t *k, const ordo_merge_pieces_t *pc, int nq,
+int ordo_merge_packer_init(ordo_merge_packer_t *k, const ordo_merge_pieces_t *pc, int nq,
                             const double *a, const double *b, const double *c)
 {
     int S = pc->n_servers;
@@ -299,14 +299,14 @@ int ordo__merge_packer_init(ordo__merge_packer_t *k, const ordo_merge_pieces_t *
     k->psi[1] = calloc((size_t)S + 1, sizeof *k->psi[1]);
     if (!k->n || !k->run || !k->run_end || !k->closed || !k->open || !k->slices || !k->psi[0] ||
         !k->psi[1]) {
-        ordo__merge_packer_free(k);
-        return ORDO_ENOMEM;
+        ordo_merge_packer_free(k);
+        return ORDO_ERR_NOMEM;
     }
-    ordo__merge_packer_reset(k);
+    ordo_merge_packer_reset(k);
     return 0;
 }
 
-void ordo__merge_packer_free(ordo__merge_packer_t *k)
+void ordo_merge_packer_free(ordo_merge_packer_t *k)
 {
     free(k->n);
     free(k->run);
@@ -319,7 +319,7 @@ void ordo__merge_packer_free(ordo__merge_packer_t *k)
     memset(k, 0, sizeof *k);
 }
 
-void ordo__merge_packer_reset(ordo__merge_packer_t *k)
+void ordo_merge_packer_reset(ordo_merge_packer_t *k)
 {
     size_t S = (size_t)k->pc->n_servers;
     memset(k->n, 0, S * sizeof *k->n);
@@ -332,13 +332,13 @@ void ordo__merge_packer_reset(ordo__merge_packer_t *k)
 
 /* the psi term of server v's r-th message (from 1) under model q, with `before` bytes of
  * its messages before it and `len` its own: r a + b (before + len) - c before, counted from
- * the server's first message (ordo__merge_packer_phi adds the servers before it) */
-static double psi_term(const ordo__merge_packer_t *k, int q, int r, int64_t before, int64_t len)
+ * the server's first message (ordo_merge_packer_phi adds the servers before it) */
+static double psi_term(const ordo_merge_packer_t *k, int q, int r, int64_t before, int64_t len)
 {
     return (double)r * k->a[q] + k->b[q] * (double)(before + len) - k->c[q] * (double)before;
 }
 
-void ordo__merge_packer_add(ordo__merge_packer_t *k, int i)
+void ordo_merge_packer_add(ordo_merge_packer_t *k, int i)
 {
     const ordo_merge_pieces_t *pc = k->pc;
     for (int s = pc->first[i]; s < pc->first[i + 1]; s++) {
@@ -370,12 +370,12 @@ void ordo__merge_packer_add(ordo__merge_packer_t *k, int i)
     }
 }
 
-int ordo__merge_pull_resources(const ordo_merge_pieces_t *pc)
+int ordo_merge_pull_resources(const ordo_merge_pieces_t *pc)
 {
     return pc && pc->n_servers <= ORDO__MERGE_PULLS_MAX ? pc->n_servers : 1;
 }
 
-void ordo__merge_packer_pulls(const ordo__merge_packer_t *k, int P, int64_t *out, int *msgs)
+void ordo_merge_packer_pulls(const ordo_merge_packer_t *k, int P, int64_t *out, int *msgs)
 {
     int S = k->pc->n_servers;
     if (P == S) {
@@ -393,7 +393,7 @@ void ordo__merge_packer_pulls(const ordo__merge_packer_t *k, int P, int64_t *out
     }
 }
 
-double ordo__merge_packer_phi(const ordo__merge_packer_t *k, int q)
+double ordo_merge_packer_phi(const ordo_merge_packer_t *k, int q)
 {
     /* phi over the messages in sending order (server order): server v's r-th message is
      * the group's (off + r)-th with `before` bytes ahead of the server's first, so its term
@@ -420,12 +420,12 @@ double ordo__merge_packer_phi(const ordo__merge_packer_t *k, int q)
 int ordo_merge_fit_cost(const double *bytes, const double *secs, int n, double *a, double *b)
 {
     if (!bytes || !secs || !a || !b)
-        return ordo_error_set(ORDO_EINVAL, "ordo_merge_fit_cost: missing argument");
-    if (n < 2) return ordo_error_set(ORDO_EINVAL, "fit needs at least 2 measurements, got %d", n);
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_fit_cost: missing argument");
+    if (n < 2) return ordo_error_set(ORDO_ERR_INVAL, "fit needs at least 2 measurements, got %d", n);
     double mx = 0, my = 0;
     for (int i = 0; i < n; i++) {
         if (!isfinite(bytes[i]) || !isfinite(secs[i]) || bytes[i] < 0 || secs[i] < 0)
-            return ordo_error_set(ORDO_EINVAL,
+            return ordo_error_set(ORDO_ERR_INVAL,
                                   "measurement %d (%g bytes, %g s): values must be finite and "
                                   ">= 0",
                                   i, bytes[i], secs[i]);
@@ -441,7 +441,7 @@ int ordo_merge_fit_cost(const double *bytes, const double *secs, int n, double *
         sxy += (bytes[i] - mx) * (secs[i] - my);
     }
     if (!(sxx > 0))
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "fit needs at least 2 distinct sizes (all %d are %g "
                               "bytes)",
                               n, bytes[0]);
@@ -494,7 +494,7 @@ static int fit_robust(const double *x, const double *y, int n, double *a, double
     int rc = ordo_merge_fit_cost(x, y, n, &fa, &fb);
     if (rc) return rc;
     double *r = malloc(sizeof *r * (size_t)n);
-    if (!r) return ORDO_ENOMEM;
+    if (!r) return ORDO_ERR_NOMEM;
     for (int i = 0; i < n; i++)
         r[i] = y[i] - fb * x[i];
     double med = ordo_merge_median(r, n);

@@ -73,7 +73,7 @@ int ordo_merge_pieces_new(const ordo_merge_timeline_t *t, const ordo_keys_t *key
 /* ordo_merge_pieces_destroy frees *p and sets *p = NULL; NULL-safe. */
 void ordo_merge_pieces_destroy(ordo_merge_pieces_t **p);
 
-/* ordo_merge_pieces_check reports (0 or ORDO_EINVAL with the reason) whether pc is well
+/* ordo_merge_pieces_check reports (0 or ORDO_ERR_INVAL with the reason) whether pc is well
  * formed for n items. */
 int ordo_merge_pieces_check(const ordo_merge_pieces_t *pc, int n);
 

@@ -29,10 +29,10 @@ static int grow(void **arr, int n, size_t elem)
 {
     /* capacity(n) = 0 for n = 0, else max(4, the next power of two >= n) */
     if (n != 0 && (n < 4 || (n & (n - 1)) != 0)) return 0;
-    if (n >= INT_MAX / 2) return ORDO_ENOMEM;
+    if (n >= INT_MAX / 2) return ORDO_ERR_NOMEM;
     size_t cap = n == 0 ? 4 : (size_t)n * 2;
     void *p = realloc(*arr, cap * elem);
-    if (!p) return ORDO_ENOMEM;
+    if (!p) return ORDO_ERR_NOMEM;
     *arr = p;
     return 0;
 }
@@ -42,7 +42,7 @@ ordo_model_t *ordo_model_new(const char *name, int batch, const char *dtype)
     if (!dtype) dtype = "float32";
     size_t dsize = ordo__model_dtype_size(dtype);
     if (!name || batch <= 0 || dsize == 0) {
-        ordo_error_set(ORDO_EINVAL, "ordo_model_new: bad name, batch %d or dtype '%s'", batch,
+        ordo_error_set(ORDO_ERR_INVAL, "ordo_model_new: bad name, batch %d or dtype '%s'", batch,
                        dtype);
         return NULL;
     }
@@ -64,15 +64,15 @@ int ordo__model_add_param_checked(ordo_model_t *m, const char *name, int ndim, c
     int64_t numel = 1;
     for (int d = 0; d < ndim; d++) {
         ORDO_ASSERT(shape[d] > 0);
-        if (numel > INT64_MAX / shape[d]) return ORDO_ERANGE;
+        if (numel > INT64_MAX / shape[d]) return ORDO_ERR_RANGE;
         numel *= shape[d];
     }
-    if (numel > INT64_MAX / (int64_t)m->dtype_size) return ORDO_ERANGE;
-    if (grow((void **)&m->params, m->n_params, sizeof *m->params)) return ORDO_ENOMEM;
+    if (numel > INT64_MAX / (int64_t)m->dtype_size) return ORDO_ERR_RANGE;
+    if (grow((void **)&m->params, m->n_params, sizeof *m->params)) return ORDO_ERR_NOMEM;
     ordo_model_param_t *p = &m->params[m->n_params];
     memset(p, 0, sizeof *p);
     p->name = strdup(name);
-    if (!p->name) return ORDO_ENOMEM;
+    if (!p->name) return ORDO_ERR_NOMEM;
     p->ndim = ndim;
     memcpy(p->shape, shape, (size_t)ndim * sizeof *shape);
     p->numel = numel;
@@ -84,18 +84,18 @@ int ordo__model_add_param_checked(ordo_model_t *m, const char *name, int ndim, c
 int ordo_model_add_param(ordo_model_t *m, const char *name, int ndim, const int64_t *shape)
 {
     if (!m || !name || !name[0] || !shape)
-        return ordo_error_set(ORDO_EINVAL, "ordo_model_add_param: missing model, name or shape");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_model_add_param: missing model, name or shape");
     if (ndim < 1 || ndim > ORDO_MODEL_MAX_DIMS)
-        return ordo_error_set(ORDO_EINVAL, "parameter '%s': %d dims, must be 1 to %d", name, ndim,
+        return ordo_error_set(ORDO_ERR_INVAL, "parameter '%s': %d dims, must be 1 to %d", name, ndim,
                               ORDO_MODEL_MAX_DIMS);
     for (int d = 0; d < ndim; d++)
         if (shape[d] <= 0)
-            return ordo_error_set(ORDO_EINVAL, "parameter '%s': dim %d is %lld, must be > 0", name,
+            return ordo_error_set(ORDO_ERR_INVAL, "parameter '%s': dim %d is %lld, must be > 0", name,
                                   d, (long long)shape[d]);
     if (ordo_model_param_index(m, name) >= 0)
-        return ordo_error_set(ORDO_EINVAL, "duplicate parameter name '%s'", name);
+        return ordo_error_set(ORDO_ERR_INVAL, "duplicate parameter name '%s'", name);
     int rc = ordo__model_add_param_checked(m, name, ndim, shape);
-    if (rc == ORDO_ERANGE) return ordo_error_set(rc, "parameter '%s': shape too large", name);
+    if (rc == ORDO_ERR_RANGE) return ordo_error_set(rc, "parameter '%s': shape too large", name);
     if (rc < 0) return ordo_error_set(rc, "parameter '%s': out of memory", name);
     return rc;
 }
@@ -103,7 +103,7 @@ int ordo_model_add_param(ordo_model_t *m, const char *name, int ndim, const int6
 int ordo__model_add_op_checked(ordo_model_t *m, const char *name, int n_inputs, const int *inputs,
                                int n_params, const int *params, double fwd_us, double bwd_us)
 {
-    if (grow((void **)&m->ops, m->n_ops, sizeof *m->ops)) return ORDO_ENOMEM;
+    if (grow((void **)&m->ops, m->n_ops, sizeof *m->ops)) return ORDO_ERR_NOMEM;
     ordo_model_op_t *op = &m->ops[m->n_ops];
     memset(op, 0, sizeof *op);
     op->name = strdup(name);
@@ -113,7 +113,7 @@ int ordo__model_add_op_checked(ordo_model_t *m, const char *name, int n_inputs, 
         free(op->name);
         free(op->inputs);
         free(op->params);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     if (n_inputs > 0) memcpy(op->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
     if (n_params > 0) memcpy(op->params, params, (size_t)n_params * sizeof *params);
@@ -138,20 +138,20 @@ int ordo_model_add_op(ordo_model_t *m, const char *name, int n_inputs, const cha
 {
     if (!m || !name || !name[0] || n_inputs < 0 || n_params < 0 || (n_inputs > 0 && !inputs) ||
         (n_params > 0 && !params))
-        return ordo_error_set(ORDO_EINVAL, "ordo_model_add_op: missing model, name or lists");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_model_add_op: missing model, name or lists");
     if (!(fwd_us >= 0) || !(bwd_us >= 0)) /* also catches NaN */
-        return ordo_error_set(ORDO_EINVAL, "op '%s': times must be >= 0 (fwd %g, bwd %g)", name,
+        return ordo_error_set(ORDO_ERR_INVAL, "op '%s': times must be >= 0 (fwd %g, bwd %g)", name,
                               fwd_us, bwd_us);
     if (ordo_model_op_index(m, name) >= 0)
-        return ordo_error_set(ORDO_EINVAL, "duplicate op name '%s'", name);
-    int rc = ORDO_ENOMEM;
+        return ordo_error_set(ORDO_ERR_INVAL, "duplicate op name '%s'", name);
+    int rc = ORDO_ERR_NOMEM;
     int *in = calloc((size_t)n_inputs + 1, sizeof *in);
     int *pa = calloc((size_t)n_params + 1, sizeof *pa);
     if (!in || !pa) goto fail;
     for (int i = 0; i < n_inputs; i++) {
         in[i] = inputs[i] ? ordo_model_op_index(m, inputs[i]) : -1;
         if (in[i] < 0) {
-            rc = ordo_error_set(ORDO_ENOTFOUND, "op '%s': input '%s' is not an earlier op", name,
+            rc = ordo_error_set(ORDO_ERR_NOTFOUND, "op '%s': input '%s' is not an earlier op", name,
                                 inputs[i] ? inputs[i] : "(null)");
             goto fail;
         }
@@ -159,13 +159,13 @@ int ordo_model_add_op(ordo_model_t *m, const char *name, int n_inputs, const cha
     for (int i = 0; i < n_params; i++) {
         pa[i] = params[i] ? ordo_model_param_index(m, params[i]) : -1;
         if (pa[i] < 0) {
-            rc = ordo_error_set(ORDO_ENOTFOUND, "op '%s': unknown parameter '%s'", name,
+            rc = ordo_error_set(ORDO_ERR_NOTFOUND, "op '%s': unknown parameter '%s'", name,
                                 params[i] ? params[i] : "(null)");
             goto fail;
         }
     }
     if (has_dup(in, n_inputs) || has_dup(pa, n_params)) {
-        rc = ordo_error_set(ORDO_EINVAL, "op '%s': an input or parameter is listed twice", name);
+        rc = ordo_error_set(ORDO_ERR_INVAL, "op '%s': an input or parameter is listed twice", name);
         goto fail;
     }
     rc = ordo__model_add_op_checked(m, name, n_inputs, in, n_params, pa, fwd_us, bwd_us);
@@ -179,7 +179,7 @@ fail:
 int ordo__model_check(ordo_model_t *m, int *unused_param)
 {
     *unused_param = -1;
-    if (m->n_ops < 1) return ORDO_EINVAL;
+    if (m->n_ops < 1) return ORDO_ERR_INVAL;
     for (int p = 0; p < m->n_params; p++)
         m->params[p].first_op = -1;
     for (int o = 0; o < m->n_ops; o++)
@@ -190,14 +190,14 @@ int ordo__model_check(ordo_model_t *m, int *unused_param)
     for (int p = 0; p < m->n_params; p++)
         if (m->params[p].first_op < 0) {
             *unused_param = p;
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
     return 0;
 }
 
 int ordo_model_check(ordo_model_t *m)
 {
-    if (!m) return ordo_error_set(ORDO_EINVAL, "ordo_model_check: no model");
+    if (!m) return ordo_error_set(ORDO_ERR_INVAL, "ordo_model_check: no model");
     int unused;
     int rc = ordo__model_check(m, &unused);
     if (rc == 0) return 0;
@@ -210,12 +210,12 @@ int ordo_model_check(ordo_model_t *m)
 int ordo_model_from_sizes(const int64_t *bytes, int n, ordo_model_t **out)
 {
     if (!bytes || n < 1 || !out)
-        return ordo_error_set(ORDO_EINVAL, "ordo_model_from_sizes: need at least one size");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_model_from_sizes: need at least one size");
     for (int i = 0; i < n; i++)
         if (bytes[i] < 1)
-            return ordo_error_set(ORDO_EINVAL, "ordo_model_from_sizes: size %d is %lld bytes", i,
+            return ordo_error_set(ORDO_ERR_INVAL, "ordo_model_from_sizes: size %d is %lld bytes", i,
                                   (long long)bytes[i]);
-    int rc = ORDO_ENOMEM;
+    int rc = ORDO_ERR_NOMEM;
     ordo_model_t *m = ordo_model_new("sizes", 1, "float32");
     if (!m) goto fail;
     for (int i = 0; i < n; i++) {

@@ -44,8 +44,8 @@ typedef struct ordo_model {
 } ordo_model_t;
 
 /* ordo_model_load_file reads and validates an ordo-model/1 JSON file; on success *out owns a
- * new model (free with ordo_model_destroy). On failure returns ORDO_EFORMAT (or
- * ORDO_ENOTFOUND) and ordo_error_detail() reads "FILE: $.ops[3].inputs[0]: reason". */
+ * new model (free with ordo_model_destroy). On failure returns ORDO_ERR_FORMAT (or
+ * ORDO_ERR_NOTFOUND) and ordo_error_detail() reads "FILE: $.ops[3].inputs[0]: reason". */
 int ordo_model_load_file(const char *path, ordo_model_t **out);
 
 /* ordo_model_load_string is ordo_model_load_file over JSON text; name stands for the file
@@ -62,24 +62,24 @@ int ordo_model_load_buffer(const char *data, size_t len, const char *name, ordo_
 ordo_model_t *ordo_model_new(const char *name, int batch, const char *dtype);
 
 /* ordo_model_add_param appends a parameter; returns its index or a negative error:
- * ORDO_EINVAL (empty or duplicate name, ndim outside 1..ORDO_MODEL_MAX_DIMS, a dim < 1),
- * ORDO_ERANGE (the byte count overflows), ORDO_ENOMEM. */
+ * ORDO_ERR_INVAL (empty or duplicate name, ndim outside 1..ORDO_MODEL_MAX_DIMS, a dim < 1),
+ * ORDO_ERR_RANGE (the byte count overflows), ORDO_ERR_NOMEM. */
 int ordo_model_add_param(ordo_model_t *m, const char *name, int ndim, const int64_t *shape);
 
 /* ordo_model_add_op appends an op reading the named earlier ops and parameters; returns its
- * index or a negative error: ORDO_ENOTFOUND (an input is not an earlier op, or a parameter
- * is unknown), ORDO_EINVAL (duplicate op name, a name listed twice, negative or NaN times). */
+ * index or a negative error: ORDO_ERR_NOTFOUND (an input is not an earlier op, or a parameter
+ * is unknown), ORDO_ERR_INVAL (duplicate op name, a name listed twice, negative or NaN times). */
 int ordo_model_add_op(ordo_model_t *m, const char *name, int n_inputs, const char *const *inputs,
                       int n_params, const char *const *params, double fwd_us, double bwd_us);
 
 /* ordo_model_check validates a built model (every parameter used by some op, at least one
- * op) and fills derived fields (first_op); loading calls it. Returns 0 or ORDO_EINVAL. */
+ * op) and fills derived fields (first_op); loading calls it. Returns 0 or ORDO_ERR_INVAL. */
 int ordo_model_check(ordo_model_t *m);
 
 /* ordo_model_from_sizes builds the synthetic job's model: tensor i of bytes[i] bytes
  * (rounded up to whole float32 elements) read by op i, ops in a chain, zero times. The model
  * is named "sizes", batch 1; parameter i is "p<i>" of shape [ceil(bytes/4)], op i "op<i>".
- * Returns ORDO_EINVAL when n < 1 or a size is < 1. */
+ * Returns ORDO_ERR_INVAL when n < 1 or a size is < 1. */
 int ordo_model_from_sizes(const int64_t *bytes, int n, ordo_model_t **out);
 
 /* ordo_model_param_index returns the index of the named parameter, or -1. */

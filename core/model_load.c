@@ -40,7 +40,7 @@ static int bad_at(const char *file, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    return ordo_error_set(ORDO_EFORMAT, "%s: %s", file, why);
+    return ordo_error_set(ORDO_ERR_FORMAT, "%s: %s", file, why);
 }
 
 /* get_name reads obj.key (at path) as a non-empty string of at most MAX_NAME bytes. */
@@ -112,10 +112,10 @@ static int load_param(loader_t *ld, json_t *jp, int i)
         numel *= shape[d];
     }
     rc = ordo__model_add_param_checked(ld->m, name, (int)ndim, shape);
-    if (rc == ORDO_ERANGE) return BAD(ld, "%s.shape: too many elements", path);
+    if (rc == ORDO_ERR_RANGE) return BAD(ld, "%s.shape: too many elements", path);
     if (rc < 0) return ordo_error_set(rc, "%s: %s: out of memory", ld->file, path);
     if (json_object_set_new(ld->param_map, name, json_integer(rc)))
-        return ordo_error_set(ORDO_ENOMEM, "%s: out of memory", ld->file);
+        return ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", ld->file);
     return 0;
 }
 
@@ -164,7 +164,7 @@ static int load_op(loader_t *ld, json_t *ops, int i)
     int n_in = (int)json_array_size(jin), n_par = (int)json_array_size(jpar);
     int *in = calloc((size_t)n_in + 1, sizeof *in);
     int *par = calloc((size_t)n_par + 1, sizeof *par);
-    rc = ordo_error_set(ORDO_ENOMEM, "%s: %s: out of memory", ld->file, path);
+    rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: %s: out of memory", ld->file, path);
     if (!in || !par) goto fail;
     /* Stamps: seen[x] == stamp means x was already listed by this op. Inputs use
      * 2i+1, parameters 2i+2 over the same array sized for both kinds. */
@@ -200,7 +200,7 @@ static int load_op(loader_t *ld, json_t *ops, int i)
         goto fail;
     }
     if (json_object_set_new(ld->op_map, name, json_integer(rc))) {
-        rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", ld->file);
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", ld->file);
         goto fail;
     }
     rc = 0;
@@ -249,7 +249,7 @@ static int load_root(loader_t *ld, json_t *root)
     ld->param_map = json_object();
     ld->op_map = json_object();
     if (!ld->m || !ld->seen || !ld->param_map || !ld->op_map)
-        return ordo_error_set(ORDO_ENOMEM, "%s: out of memory", ld->file);
+        return ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", ld->file);
     for (size_t i = 0; i < json_array_size(params); i++)
         if ((rc = load_param(ld, json_array_get(params, i), (int)i))) return rc;
     for (size_t i = 0; i < json_array_size(ops); i++)
@@ -264,18 +264,18 @@ static int load_root(loader_t *ld, json_t *root)
 int ordo_model_load_string(const char *json, const char *name, ordo_model_t **out)
 {
     if (!name) name = "(string)";
-    if (!json || !out) return ordo_error_set(ORDO_EINVAL, "%s: no JSON text", name);
+    if (!json || !out) return ordo_error_set(ORDO_ERR_INVAL, "%s: no JSON text", name);
     return ordo_model_load_buffer(json, strlen(json), name, out);
 }
 
 int ordo_model_load_buffer(const char *data, size_t len, const char *name, ordo_model_t **out)
 {
     if (!name) name = "(buffer)";
-    if (!data || !out) return ordo_error_set(ORDO_EINVAL, "%s: no JSON text", name);
+    if (!data || !out) return ordo_error_set(ORDO_ERR_INVAL, "%s: no JSON text", name);
     json_error_t jerr;
     json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return ordo_error_set(ORDO_EFORMAT, "%s:%d:%d: invalid JSON: %s", name, jerr.line,
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s:%d:%d: invalid JSON: %s", name, jerr.line,
                               jerr.column, jerr.text);
     loader_t ld = {.file = name};
     int rc = load_root(&ld, root);
@@ -293,11 +293,11 @@ int ordo_model_load_buffer(const char *data, size_t len, const char *name, ordo_
 
 int ordo_model_load_file(const char *path, ordo_model_t **out)
 {
-    if (!path || !out) return ordo_error_set(ORDO_EINVAL, "ordo_model_load_file: no path");
+    if (!path || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_model_load_file: no path");
     FILE *f = fopen(path, "rb");
     if (!f) {
         int e = errno;
-        return ordo_error_set(e == ENOENT ? ORDO_ENOTFOUND : ORDO_EIO, "%s: %s", path, strerror(e));
+        return ordo_error_set(e == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO, "%s: %s", path, strerror(e));
     }
     int rc = 0;
     size_t len = 0, cap = 1 << 16;
@@ -306,7 +306,7 @@ int ordo_model_load_file(const char *path, ordo_model_t **out)
         len += fread(buf + len, 1, cap - len, f);
         if (len < cap) break;
         if (cap >= (size_t)MAX_FILE_SIZE) {
-            rc = ordo_error_set(ORDO_EFORMAT, "%s: larger than %ld bytes", path, MAX_FILE_SIZE);
+            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: larger than %ld bytes", path, MAX_FILE_SIZE);
             goto done;
         }
         char *p = realloc(buf, cap * 2);
@@ -315,11 +315,11 @@ int ordo_model_load_file(const char *path, ordo_model_t **out)
         cap *= 2;
     }
     if (!buf || len == cap) {
-        rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", path);
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
         goto done;
     }
     if (ferror(f)) {
-        rc = ordo_error_set(ORDO_EIO, "%s: %s", path, strerror(errno));
+        rc = ordo_error_set(ORDO_ERR_IO, "%s: %s", path, strerror(errno));
         goto done;
     }
     rc = ordo_model_load_buffer(buf, len, path, out);

@@ -90,13 +90,13 @@ static void add_plain(builder_t *b, const char *name)
 int ordo_nn_model(const char *name, int batch, ordo_model_t **out)
 {
     if (!name || (strcmp(name, "mlp") != 0 && strcmp(name, "cnn") != 0))
-        return ordo_error_set(ORDO_ENOTFOUND, "no built-in network '%s' (mlp or cnn)",
+        return ordo_error_set(ORDO_ERR_NOTFOUND, "no built-in network '%s' (mlp or cnn)",
                               name ? name : "(null)");
     if (batch < 1)
-        return ordo_error_set(ORDO_EINVAL, "network %s: batch %d must be >= 1", name, batch);
+        return ordo_error_set(ORDO_ERR_INVAL, "network %s: batch %d must be >= 1", name, batch);
     builder_t b = {.c = ORDO_NN_IN_C, .h = ORDO_NN_IN_H, .w = ORDO_NN_IN_W};
     b.m = ordo_model_new(name, batch, "float32");
-    if (!b.m) return ordo_error_set(ORDO_ENOMEM, "network %s: out of memory", name);
+    if (!b.m) return ordo_error_set(ORDO_ERR_NOMEM, "network %s: out of memory", name);
     if (strcmp(name, "mlp") == 0) {
         add_dense(&b, "fc1", 256);
         add_plain(&b, "relu1");
@@ -155,7 +155,7 @@ int64_t ordo_nn_layer_out_len(const ordo_nn_layer_t *l)
     return (int64_t)l->out_c * l->out_h * l->out_w;
 }
 
-#define UNSUP(...) ordo_error_set(ORDO_ENOTSUP, __VA_ARGS__)
+#define UNSUP(...) ordo_error_set(ORDO_ERR_NOTSUP, __VA_ARGS__)
 
 /* weighted checks a dense or conv op's two parameters: a weight of ndim dims whose shape
  * after the first dim is want[] and a bias as long as the weight's first dim. */
@@ -184,7 +184,7 @@ int ordo_nn_layers(const ordo_model_t *m, ordo_nn_layer_t **out)
     ordo_nn_layer_t *ls = calloc((size_t)m->n_ops, sizeof *ls);
     int *users = calloc((size_t)m->n_ops, sizeof *users);
     if (!ls || !users) {
-        rc = ordo_error_set(ORDO_ENOMEM, "model %s: out of memory", m->name);
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "model %s: out of memory", m->name);
         goto fail;
     }
     for (int o = 0; o < m->n_ops; o++) {

@@ -48,7 +48,7 @@ typedef struct ordo_nn_layer {
 int ordo_nn_model(const char *name, int batch, ordo_model_t **out);
 
 /* ordo_nn_layers derives the layer table of m (one entry per op) into *out, a malloc'd array
- * the caller frees. Fails with ORDO_ENOTSUP, naming the op, when m is not a chain of the
+ * the caller frees. Fails with ORDO_ERR_NOTSUP, naming the op, when m is not a chain of the
  * kinds above ending in "loss" with shapes that fit a 1x28x28 input and 10 classes. */
 int ordo_nn_layers(const ordo_model_t *m, ordo_nn_layer_t **out);
 

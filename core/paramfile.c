@@ -18,9 +18,9 @@ int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *
 {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return ordo_error_set(ORDO_EINVAL, "%s: path too long", path);
+        return ordo_error_set(ORDO_ERR_INVAL, "%s: path too long", path);
     FILE *f = fopen(tmp, "wb");
-    if (!f) return ordo_error_set(ORDO_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    if (!f) return ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
     unsigned char hdr[HEADER_BYTES];
     memcpy(hdr, ORDO_PARAMFILE_MAGIC, 8);
     ordo_put_le(hdr + 8, (uint64_t)m->n_params, 4);
@@ -33,7 +33,7 @@ int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *
         if (len == 0 || len > MAX_NAME) {
             fclose(f);
             remove(tmp);
-            return ordo_error_set(ORDO_EINVAL, "%s: parameter %d's name does not fit", path, i);
+            return ordo_error_set(ORDO_ERR_INVAL, "%s: parameter %d's name does not fit", path, i);
         }
         ordo_put_le(b, len, 2);
         bad |= fwrite(b, 1, 2, f) != 2 || fwrite(m->params[i].name, 1, len, f) != len;
@@ -45,7 +45,7 @@ int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *
     bad |= ferror(f) != 0;
     if (fclose(f) != 0) bad = 1;
     if (bad || rename(tmp, path) != 0) {
-        int rc = ordo_error_set(ORDO_EIO, "cannot write %s: %s", path, strerror(errno));
+        int rc = ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
         remove(tmp);
         return rc;
     }
@@ -58,15 +58,15 @@ int ordo_paramfile_read_iteration(const char *path, int64_t *iteration)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return ordo_error_set(errno == ENOENT ? ORDO_ENOTFOUND : ORDO_EIO, "cannot read %s: %s",
+        return ordo_error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO, "cannot read %s: %s",
                               path, strerror(errno));
     unsigned char h[HEADER_BYTES];
     size_t got = fread(h, 1, sizeof h, f);
     fclose(f);
     if (got != sizeof h)
-        return ordo_error_set(ORDO_EFORMAT, "%s: offset 0: truncated header", path);
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: offset 0: truncated header", path);
     if (memcmp(h, ORDO_PARAMFILE_MAGIC, 8) != 0)
-        return ordo_error_set(ORDO_EFORMAT, "%s: offset 0: not a parameter file (magic)", path);
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: offset 0: not a parameter file (magic)", path);
     *iteration = (int64_t)ordo_get_le(h + 16, 8);
     return 0;
 }
@@ -90,7 +90,7 @@ static int slurp(const char *path, unsigned char **data, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return ordo_error_set(errno == ENOENT ? ORDO_ENOTFOUND : ORDO_EIO, "cannot read %s: %s",
+        return ordo_error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO, "cannot read %s: %s",
                               path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
     unsigned char *buf = malloc(cap);
@@ -108,10 +108,10 @@ static int slurp(const char *path, unsigned char **data, size_t *len)
     }
     int err = ferror(f);
     fclose(f);
-    if (!buf) return ordo_error_set(ORDO_ENOMEM, "%s: out of memory", path);
+    if (!buf) return ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
     if (err) {
         free(buf);
-        return ordo_error_set(ORDO_EIO, "cannot read %s", path);
+        return ordo_error_set(ORDO_ERR_IO, "cannot read %s", path);
     }
     *data = buf;
     *len = n;
@@ -127,10 +127,10 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
     ordo_paramfile_t *p = calloc(1, sizeof *p);
     if (!p) {
         free(d);
-        return ordo_error_set(ORDO_ENOMEM, "%s: out of memory", path);
+        return ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
     }
     if (len < HEADER_BYTES || memcmp(d, ORDO_PARAMFILE_MAGIC, 8) != 0) {
-        rc = ordo_error_set(ORDO_EFORMAT, "%s: offset 0: not an ordo parameter file (magic %s)",
+        rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: offset 0: not an ordo parameter file (magic %s)",
                             path, ORDO_PARAMFILE_MAGIC);
         goto fail;
     }
@@ -138,7 +138,7 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
     p->iteration = (int64_t)ordo_get_le(d + 16, 8);
     /* each entry needs at least 11 bytes, which bounds n before allocating */
     if (n > (len - HEADER_BYTES) / 11 || p->iteration < 0) {
-        rc = ordo_error_set(ORDO_EFORMAT,
+        rc = ordo_error_set(ORDO_ERR_FORMAT,
                             "%s: offset 8: %llu parameters (iteration %lld) do not "
                             "fit a file of %zu bytes",
                             path, (unsigned long long)n, (long long)p->iteration, len);
@@ -148,7 +148,7 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
     p->values = calloc(n ? n : 1, sizeof *p->values);
     p->numel = calloc(n ? n : 1, sizeof *p->numel);
     if (!p->names || !p->values || !p->numel) {
-        rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", path);
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
     }
     p->n = (int)n;
@@ -160,19 +160,19 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
         size_t l = (size_t)ordo_get_le(d + off, 2);
         off += 2;
         if (l == 0) {
-            rc = ordo_error_set(ORDO_EFORMAT, "%s: offset %zu: parameter %d has an empty name",
+            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: offset %zu: parameter %d has an empty name",
                                 path, at, i);
             goto fail;
         }
         if (len - off < l + 8) goto truncated;
         if (!(p->names[i] = malloc(l + 1))) {
-            rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", path);
+            rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
             goto fail;
         }
         memcpy(p->names[i], d + off, l);
         p->names[i][l] = '\0';
         if (strlen(p->names[i]) != l) {
-            rc = ordo_error_set(ORDO_EFORMAT, "%s: offset %zu: parameter %d's name holds a NUL",
+            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: offset %zu: parameter %d's name holds a NUL",
                                 path, at, i);
             goto fail;
         }
@@ -180,7 +180,7 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
         uint64_t ne = ordo_get_le(d + off, 8);
         off += 8;
         if (ne == 0 || ne > (uint64_t)(len / 4) || total + ne > (uint64_t)(len / 4)) {
-            rc = ordo_error_set(ORDO_EFORMAT,
+            rc = ordo_error_set(ORDO_ERR_FORMAT,
                                 "%s: offset %zu: parameter %s has %llu values, more than the "
                                 "file holds",
                                 path, off - 8, p->names[i], (unsigned long long)ne);
@@ -190,14 +190,14 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
         total += ne;
     }
     if ((uint64_t)(len - off) != total * 4) {
-        rc = ordo_error_set(ORDO_EFORMAT,
+        rc = ordo_error_set(ORDO_ERR_FORMAT,
                             "%s: offset %zu: %zu bytes of values, the header announces %llu", path,
                             off, len - off, (unsigned long long)(total * 4));
         goto fail;
     }
     for (int i = 0; i < p->n; i++) {
         if (!(p->values[i] = malloc(sizeof(float) * (size_t)p->numel[i]))) {
-            rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", path);
+            rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
             goto fail;
         }
         ordo_get_floats_le(p->values[i], d + off, p->numel[i]);
@@ -207,7 +207,7 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
     *out = p;
     return 0;
 truncated:
-    rc = ordo_error_set(ORDO_EFORMAT, "%s: offset %zu: truncated parameter table", path, off);
+    rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: offset %zu: truncated parameter table", path, off);
 fail:
     free(d);
     ordo_paramfile_destroy(&p);
@@ -217,14 +217,14 @@ fail:
 int ordo_paramfile_match(const ordo_paramfile_t *pf, const ordo_model_t *m)
 {
     if (pf->n != m->n_params)
-        return ordo_error_set(ORDO_EFORMAT, "parameter file has %d parameters, model %s has %d",
+        return ordo_error_set(ORDO_ERR_FORMAT, "parameter file has %d parameters, model %s has %d",
                               pf->n, m->name, m->n_params);
     for (int i = 0; i < pf->n; i++) {
         if (strcmp(pf->names[i], m->params[i].name) != 0)
-            return ordo_error_set(ORDO_EFORMAT, "parameter %d is %s in the file, %s in model %s", i,
+            return ordo_error_set(ORDO_ERR_FORMAT, "parameter %d is %s in the file, %s in model %s", i,
                                   pf->names[i], m->params[i].name, m->name);
         if (pf->numel[i] != m->params[i].numel)
-            return ordo_error_set(ORDO_EFORMAT,
+            return ordo_error_set(ORDO_ERR_FORMAT,
                                   "parameter %s has %lld values in the file, %lld "
                                   "in model %s",
                                   pf->names[i], (long long)pf->numel[i],

@@ -26,13 +26,13 @@ typedef struct ordo_paramfile {
 } ordo_paramfile_t;
 
 /* ordo_paramfile_write writes m's parameters (params[i] holds m->params[i].numel floats,
- * borrowed) after `iteration` updates to path, replacing it. Fails with ORDO_EIO naming the
+ * borrowed) after `iteration` updates to path, replacing it. Fails with ORDO_ERR_IO naming the
  * path. */
 int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *params,
                          int64_t iteration);
 
 /* ordo_paramfile_read reads and validates path into *out (caller destroys). Fails with
- * ORDO_ENOTFOUND or ORDO_EFORMAT, the detail naming the file, the byte offset and the fault
+ * ORDO_ERR_NOTFOUND or ORDO_ERR_FORMAT, the detail naming the file, the byte offset and the fault
  * (bad magic, truncation, an empty or oversized name, counts that do not fit the file,
  * trailing bytes). */
 int ordo_paramfile_read(const char *path, ordo_paramfile_t **out);
@@ -43,7 +43,7 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out);
 int ordo_paramfile_read_iteration(const char *path, int64_t *iteration);
 
 /* ordo_paramfile_match checks that pf holds exactly m's parameters (same count, names and
- * element counts, in model order); ORDO_EFORMAT names the first difference. */
+ * element counts, in model order); ORDO_ERR_FORMAT names the first difference. */
 int ordo_paramfile_match(const ordo_paramfile_t *pf, const ordo_model_t *m);
 
 /* ordo_paramfile_destroy frees *pf and sets it to NULL; NULL-safe. */

@@ -9,7 +9,7 @@
 int ordo_regions_even(uint32_t n, int S, uint32_t *bounds)
 {
     if (S < 1 || (uint32_t)S > n)
-        return ordo_error_set(ORDO_EINVAL, "regions: cannot split %u indices into %d regions", n,
+        return ordo_error_set(ORDO_ERR_INVAL, "regions: cannot split %u indices into %d regions", n,
                               S);
     for (int s = 0; s <= S; s++)
         bounds[s] = (uint32_t)((uint64_t)n * (uint64_t)s / (uint64_t)S);
@@ -18,15 +18,15 @@ int ordo_regions_even(uint32_t n, int S, uint32_t *bounds)
 
 int ordo_regions_check(const uint32_t *bounds, int S, uint32_t n)
 {
-    if (S < 1) return ordo_error_set(ORDO_EPROTO, "regions: %d regions", S);
+    if (S < 1) return ordo_error_set(ORDO_ERR_PROTO, "regions: %d regions", S);
     if (bounds[0] != 0)
-        return ordo_error_set(ORDO_EPROTO, "regions: bounds[0] is %u, not 0", bounds[0]);
+        return ordo_error_set(ORDO_ERR_PROTO, "regions: bounds[0] is %u, not 0", bounds[0]);
     if (bounds[S] != n)
-        return ordo_error_set(ORDO_EPROTO, "regions: bounds[%d] is %u, not n = %u", S, bounds[S],
+        return ordo_error_set(ORDO_ERR_PROTO, "regions: bounds[%d] is %u, not n = %u", S, bounds[S],
                               n);
     for (int s = 0; s < S; s++)
         if (bounds[s + 1] <= bounds[s])
-            return ordo_error_set(ORDO_EPROTO,
+            return ordo_error_set(ORDO_ERR_PROTO,
                                   "regions: bounds[%d] = %u does not exceed bounds[%d] = %u", s + 1,
                                   bounds[s + 1], s, bounds[s]);
     return 0;
@@ -48,7 +48,7 @@ int ordo_regions_find(const uint32_t *bounds, int S, uint32_t i)
 int ordo_regions_balance(const uint64_t *hist, size_t nbins, uint32_t n, int S, uint32_t *bounds)
 {
     if (nbins < 1 || nbins > ORDO_REGIONS_MAX_BINS)
-        return ordo_error_set(ORDO_EINVAL, "regions: %zu histogram bins (want 1..%u)", nbins,
+        return ordo_error_set(ORDO_ERR_INVAL, "regions: %zu histogram bins (want 1..%u)", nbins,
                               ORDO_REGIONS_MAX_BINS);
     int rc = ordo_regions_even(n, S, bounds);
     if (rc < 0) return rc;

@@ -38,7 +38,7 @@ static inline uint64_t ordo_regions_bin_start(size_t b, uint64_t n, size_t nbins
  * requires 1 <= S <= n. */
 int ordo_regions_even(uint32_t n, int S, uint32_t *bounds);
 
-/* ordo_regions_check validates boundaries received from elsewhere: ORDO_EPROTO with the
+/* ordo_regions_check validates boundaries received from elsewhere: ORDO_ERR_PROTO with the
  * offending position when they do not start at 0, end at n, or strictly increase. */
 int ordo_regions_check(const uint32_t *bounds, int S, uint32_t n);
 

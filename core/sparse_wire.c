@@ -23,7 +23,7 @@ static int get_int(json_t *o, const char *name, long long lo, long long hi, long
 {
     json_t *v = json_object_get(o, name);
     if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-        return ordo_error_set(ORDO_EPROTO, "plan: sparse.%s must be an integer in [%lld, %lld]",
+        return ordo_error_set(ORDO_ERR_PROTO, "plan: sparse.%s must be an integer in [%lld, %lld]",
                               name, lo, hi);
     *out = json_integer_value(v);
     return 0;
@@ -37,7 +37,7 @@ int ordo_sparse_wire_plan(const char *plan_json, int servers, ordo_sparse_plan_t
     int rc = 0;
     long long n = 0, k = 0, nbins = 0, tp = 0, rp = 0;
     if (!json_is_object(sp)) {
-        rc = ORDO_ENOTFOUND;
+        rc = ORDO_ERR_NOTFOUND;
         goto done;
     }
     if ((rc = get_int(sp, "n", 1, UINT32_MAX - 1, &n)) || (rc = get_int(sp, "k", 1, n, &k)) ||
@@ -47,24 +47,24 @@ int ordo_sparse_wire_plan(const char *plan_json, int servers, ordo_sparse_plan_t
         goto done;
     json_t *d = json_object_get(sp, "density"), *b = json_object_get(sp, "bounds");
     if (!json_is_number(d) || !(json_number_value(d) > 0) || json_number_value(d) > 1) {
-        rc = ordo_error_set(ORDO_EPROTO, "plan: sparse.density must be a number in (0, 1]");
+        rc = ordo_error_set(ORDO_ERR_PROTO, "plan: sparse.density must be a number in (0, 1]");
         goto done;
     }
     if (servers < 1 || (long long)servers > n || !json_is_array(b) ||
         json_array_size(b) != (size_t)servers + 1) {
         rc =
-            ordo_error_set(ORDO_EPROTO, "plan: sparse.bounds must hold %d boundaries", servers + 1);
+            ordo_error_set(ORDO_ERR_PROTO, "plan: sparse.bounds must hold %d boundaries", servers + 1);
         goto done;
     }
     out->bounds = malloc(sizeof *out->bounds * ((size_t)servers + 1));
     if (!out->bounds) {
-        rc = ORDO_ENOMEM;
+        rc = ORDO_ERR_NOMEM;
         goto done;
     }
     for (int s = 0; s <= servers; s++) {
         json_t *v = json_array_get(b, (size_t)s);
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > n) {
-            rc = ordo_error_set(ORDO_EPROTO, "plan: sparse.bounds[%d] is not an index in [0, %lld]",
+            rc = ordo_error_set(ORDO_ERR_PROTO, "plan: sparse.bounds[%d] is not an index in [0, %lld]",
                                 s, n);
             goto done;
         }
@@ -103,7 +103,7 @@ int ordo_sparse_wire_add_counts(const void *buf, size_t len, size_t n, uint64_t 
                                 const char *what)
 {
     if (len != 8 * n || (n > 0 && !buf))
-        return ordo_error_set(ORDO_EPROTO, "%s: %zu bytes, expected %zu", what, len, 8 * n);
+        return ordo_error_set(ORDO_ERR_PROTO, "%s: %zu bytes, expected %zu", what, len, 8 * n);
     const uint8_t *p = buf;
     for (size_t i = 0; i < n; i++)
         sum[i] += (uint64_t)get_u32(p + 8 * i) | (uint64_t)get_u32(p + 8 * i + 4) << 32;
@@ -121,11 +121,11 @@ int ordo_sparse_wire_get_regions(const void *buf, size_t len, int S, uint32_t n,
                                  uint32_t *bounds)
 {
     if (len != ordo_sparse_wire_regions_size(S) || !buf)
-        return ordo_error_set(ORDO_EPROTO, "REGIONS: %zu bytes, expected %zu for %d servers", len,
+        return ordo_error_set(ORDO_ERR_PROTO, "REGIONS: %zu bytes, expected %zu for %d servers", len,
                               ordo_sparse_wire_regions_size(S), S);
     const uint8_t *p = buf;
     uint32_t *b = malloc(sizeof *b * ((size_t)S + 1));
-    if (!b) return ORDO_ENOMEM;
+    if (!b) return ORDO_ERR_NOMEM;
     for (int s = 0; s <= S; s++)
         b[s] = get_u32(p + 4 + 4 * s);
     int rc = ordo_regions_check(b, S, n);
@@ -147,12 +147,12 @@ void ordo_sparse_wire_put_float(float v, uint8_t *buf)
 int ordo_sparse_wire_get_float(const void *buf, size_t len, float *out)
 {
     if (len != 4 || !buf)
-        return ordo_error_set(ORDO_EPROTO, "THRESHOLD: %zu bytes, expected 4", len);
+        return ordo_error_set(ORDO_ERR_PROTO, "THRESHOLD: %zu bytes, expected 4", len);
     uint32_t u = get_u32(buf);
     float v;
     memcpy(&v, &u, 4);
     if (!isfinite(v) || v < 0)
-        return ordo_error_set(ORDO_EPROTO, "THRESHOLD: %g is not a finite value >= 0", (double)v);
+        return ordo_error_set(ORDO_ERR_PROTO, "THRESHOLD: %g is not a finite value >= 0", (double)v);
     *out = v;
     return 0;
 }

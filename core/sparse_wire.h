@@ -54,8 +54,8 @@ typedef struct ordo_sparse_plan {
 } ordo_sparse_plan_t;
 
 /* ordo_sparse_wire_plan parses the "sparse" member of a plan JSON text for a cluster of
- * `servers` servers into *out (caller calls ordo_sparse_wire_plan_fini). ORDO_ENOTFOUND
- * when the plan has no sparse member (dense or merged mode); ORDO_EPROTO with a detail
+ * `servers` servers into *out (caller calls ordo_sparse_wire_plan_fini). ORDO_ERR_NOTFOUND
+ * when the plan has no sparse member (dense or merged mode); ORDO_ERR_PROTO with a detail
  * naming the member when it is malformed. */
 int ordo_sparse_wire_plan(const char *plan_json, int servers, ordo_sparse_plan_t *out);
 
@@ -66,7 +66,7 @@ void ordo_sparse_wire_plan_fini(ordo_sparse_plan_t *p);
 void ordo_sparse_wire_put_counts(const uint64_t *counts, size_t n, uint8_t *buf);
 
 /* ordo_sparse_wire_add_counts checks that a received payload holds exactly n uint64 counts
- * (ORDO_EPROTO "WHAT: N bytes, expected M" otherwise) and adds them into sum. */
+ * (ORDO_ERR_PROTO "WHAT: N bytes, expected M" otherwise) and adds them into sum. */
 int ordo_sparse_wire_add_counts(const void *buf, size_t len, size_t n, uint64_t *sum,
                                 const char *what);
 
@@ -82,12 +82,12 @@ static inline size_t ordo_sparse_wire_regions_size(int S)
 
 /* ordo_sparse_wire_get_regions validates a REGIONS payload for S servers and n entries
  * (size, boundaries from 0 to n strictly increasing) and writes the epoch and the S + 1
- * boundaries; ORDO_EPROTO with a detail otherwise. */
+ * boundaries; ORDO_ERR_PROTO with a detail otherwise. */
 int ordo_sparse_wire_get_regions(const void *buf, size_t len, int S, uint32_t n, uint32_t *epoch,
                                  uint32_t *bounds);
 
 /* ordo_sparse_wire_put_float / get_float: one little-endian float32 (THRESHOLD). get
- * accepts only 4 bytes holding a finite value >= 0 (ORDO_EPROTO otherwise). */
+ * accepts only 4 bytes holding a finite value >= 0 (ORDO_ERR_PROTO otherwise). */
 void ordo_sparse_wire_put_float(float v, uint8_t *buf);
 int ordo_sparse_wire_get_float(const void *buf, size_t len, float *out);
 

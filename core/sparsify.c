@@ -37,11 +37,11 @@ size_t ordo_sparsify_k_for(size_t n, double density)
 int ordo_sparsify_new(ordo_sparsify_t **out, size_t n, size_t k, int threshold_period)
 {
     if (n < 1 || n > UINT32_MAX)
-        return ordo_error_set(ORDO_EINVAL, "sparsify: tensor size %zu outside [1, 2^32)", n);
+        return ordo_error_set(ORDO_ERR_INVAL, "sparsify: tensor size %zu outside [1, 2^32)", n);
     if (k < 1 || k > n)
-        return ordo_error_set(ORDO_EINVAL, "sparsify: k = %zu outside [1, %zu]", k, n);
+        return ordo_error_set(ORDO_ERR_INVAL, "sparsify: k = %zu outside [1, %zu]", k, n);
     if (threshold_period < 1)
-        return ordo_error_set(ORDO_EINVAL, "sparsify: threshold_period %d < 1", threshold_period);
+        return ordo_error_set(ORDO_ERR_INVAL, "sparsify: threshold_period %d < 1", threshold_period);
     ordo_sparsify_t *sp = calloc(1, sizeof *sp);
     if (!sp) goto fail;
     sp->n = n;
@@ -55,7 +55,7 @@ int ordo_sparsify_new(ordo_sparsify_t **out, size_t n, size_t k, int threshold_p
     return 0;
 fail:
     ordo_sparsify_destroy(&sp);
-    return ordo_error_set(ORDO_ENOMEM, "sparsify: no memory for a tensor of %zu", n);
+    return ordo_error_set(ORDO_ERR_NOMEM, "sparsify: no memory for a tensor of %zu", n);
 }
 
 void ordo_sparsify_destroy(ordo_sparsify_t **p)
@@ -81,7 +81,7 @@ static int check_acc(const float *res, const float *g, size_t n)
     if (rc < 0) return rc;
     for (size_t i = 0; i < n; i++)
         if (!isfinite(res[i] + g[i]))
-            return ordo_error_set(ORDO_ERANGE,
+            return ordo_error_set(ORDO_ERR_RANGE,
                                   "sparsify: entry %zu overflows (residual %g + gradient %g)", i,
                                   (double)res[i], (double)g[i]);
     return 0;
@@ -92,7 +92,7 @@ static int select_exact(ordo_sparsify_t *sp)
     if (!sp->scratch) {
         sp->scratch = malloc(sp->n * sizeof *sp->scratch);
         if (!sp->scratch)
-            return ordo_error_set(ORDO_ENOMEM, "sparsify: no memory for %zu magnitudes", sp->n);
+            return ordo_error_set(ORDO_ERR_NOMEM, "sparsify: no memory for %zu magnitudes", sp->n);
     }
     uint32_t tb;
     int rc = ordo__sparsify_kth_bits(sp->residual, sp->n, sp->k, sp->scratch, &tb);
@@ -157,11 +157,11 @@ int ordo_sparsify_pack_region(const ordo_sparsify_t *sp, uint32_t lo, uint32_t h
                               size_t cap, size_t *len)
 {
     if (hi < lo || hi > sp->n)
-        return ordo_error_set(ORDO_EINVAL, "sparsify: region [%u, %u) outside [0, %zu)", lo, hi,
+        return ordo_error_set(ORDO_ERR_INVAL, "sparsify: region [%u, %u) outside [0, %zu)", lo, hi,
                               sp->n);
     size_t first = sel_lower_bound(sp, lo), count = sel_lower_bound(sp, hi) - first;
     if (ordo_coo_size(count) > cap)
-        return ordo_error_set(ORDO_ERANGE, "sparsify: region [%u, %u) needs %zu bytes, have %zu",
+        return ordo_error_set(ORDO_ERR_RANGE, "sparsify: region [%u, %u) needs %zu bytes, have %zu",
                               lo, hi, ordo_coo_size(count), cap);
     ordo_coo_encode(sp->sel + first, count, buf);
     *len = ordo_coo_size(count);
@@ -172,10 +172,10 @@ int ordo_sparsify_commit(ordo_sparsify_t *sp, const uint32_t *idx, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
         if (idx[i] >= sp->n)
-            return ordo_error_set(ORDO_EINVAL, "sparsify: commit index %u out of range %zu", idx[i],
+            return ordo_error_set(ORDO_ERR_INVAL, "sparsify: commit index %u out of range %zu", idx[i],
                                   sp->n);
         if (i > 0 && idx[i] <= idx[i - 1])
-            return ordo_error_set(ORDO_EINVAL, "sparsify: commit indices not increasing at %zu", i);
+            return ordo_error_set(ORDO_ERR_INVAL, "sparsify: commit indices not increasing at %zu", i);
     }
     if (count == 0) return 0;
     size_t j = sel_lower_bound(sp, idx[0]);
@@ -197,7 +197,7 @@ int ordo_sparsify_apply_pull(ordo_sparsify_t *sp, const uint8_t *buf, size_t len
                              uint32_t hi, float *params, size_t *consumed)
 {
     if (hi < lo || hi > sp->n)
-        return ordo_error_set(ORDO_EINVAL, "sparsify: region [%u, %u) outside [0, %zu)", lo, hi,
+        return ordo_error_set(ORDO_ERR_INVAL, "sparsify: region [%u, %u) outside [0, %zu)", lo, hi,
                               sp->n);
     size_t count, used = 0;
     int rc = ordo_coo_check(buf, len, lo, hi, &count);
@@ -220,7 +220,7 @@ int ordo_sparsify_apply_pull(ordo_sparsify_t *sp, const uint8_t *buf, size_t len
 int ordo_sparsify_position_hist(const ordo_sparsify_t *sp, size_t nbins, uint64_t *counts)
 {
     if (nbins < 1 || nbins > ORDO_REGIONS_MAX_BINS)
-        return ordo_error_set(ORDO_EINVAL, "sparsify: %zu histogram bins", nbins);
+        return ordo_error_set(ORDO_ERR_INVAL, "sparsify: %zu histogram bins", nbins);
     for (size_t i = 0; i < sp->nsel; i++)
         counts[ordo_regions_bin_of(sp->sel[i].index, sp->n, nbins)]++;
     return 0;
@@ -283,21 +283,21 @@ void ordo_sparsify_state_get(const ordo_sparsify_t *sp, uint8_t *buf)
 int ordo_sparsify_state_set(ordo_sparsify_t *sp, const uint8_t *buf, size_t len)
 {
     if (len < STATE_HEAD || memcmp(buf, STATE_MAGIC, 8) != 0)
-        return ordo_error_set(ORDO_EFORMAT, "sparsify state: not an %s record", STATE_MAGIC);
+        return ordo_error_set(ORDO_ERR_FORMAT, "sparsify state: not an %s record", STATE_MAGIC);
     uint64_t n = ordo_get_le(buf + 8, 8), k = ordo_get_le(buf + 16, 8);
     if (n != sp->n || k != sp->k || len != STATE_HEAD + n * 4)
-        return ordo_error_set(ORDO_EFORMAT, "sparsify state: %llu entries selecting %llu in %zu "
+        return ordo_error_set(ORDO_ERR_FORMAT, "sparsify state: %llu entries selecting %llu in %zu "
                               "bytes, this run %zu selecting %zu", (unsigned long long)n,
                               (unsigned long long)k, len, sp->n, sp->k);
     int32_t reuse = (int32_t)(uint32_t)ordo_get_le(buf + 32, 4);
     float thr = ordo__bits_float((uint32_t)ordo_get_le(buf + 36, 4));
     if (reuse < 0 || reuse > sp->period || !isfinite(thr) || thr < 0 || buf[40] > 1)
-        return ordo_error_set(ORDO_EFORMAT, "sparsify state: bad threshold state (reuse %d, "
+        return ordo_error_set(ORDO_ERR_FORMAT, "sparsify state: bad threshold state (reuse %d, "
                               "threshold %g)", reuse, (double)thr);
     for (size_t i = 0; i < sp->n; i++) {
         float r = ordo__bits_float((uint32_t)ordo_get_le(buf + STATE_HEAD + 4 * i, 4));
         if (!isfinite(r))
-            return ordo_error_set(ORDO_EFORMAT, "sparsify state: residual %zu is not finite", i);
+            return ordo_error_set(ORDO_ERR_FORMAT, "sparsify state: residual %zu is not finite", i);
     }
     for (size_t i = 0; i < sp->n; i++)
         sp->residual[i] = ordo__bits_float((uint32_t)ordo_get_le(buf + STATE_HEAD + 4 * i, 4));

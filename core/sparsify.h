@@ -31,12 +31,12 @@
 
 /* ---- selection primitives (stateless) ---------------------------------------------- */
 
-/* ordo_sparsify_check_finite returns 0 when all n values are finite, else ORDO_EINVAL with
+/* ordo_sparsify_check_finite returns 0 when all n values are finite, else ORDO_ERR_INVAL with
  * the detail "WHAT entry I is NaN" (or "is infinite") for the first bad entry. */
 int ordo_sparsify_check_finite(const float *x, size_t n, const char *what);
 
 /* ordo_sparsify_magnitudes writes the bit patterns of |x[i]| to m (n entries): for finite
- * values their unsigned order is the order of the magnitudes. It returns ORDO_EINVAL
+ * values their unsigned order is the order of the magnitudes. It returns ORDO_ERR_INVAL
  * (detail names the entry) when a value is NaN or infinite. */
 int ordo_sparsify_magnitudes(const float *x, size_t n, uint32_t *m);
 
@@ -48,13 +48,13 @@ void ordo_sparsify_select_u32(uint32_t *a, size_t n, size_t r);
 
 /* ordo_sparsify_kth_magnitude sets *thr to the k-th largest |x| (1 <= k <= n) by selection
  * on magnitudes written to scratch (n uint32; NULL allocates one for the call). x is left
- * unchanged. ORDO_EINVAL for NaN/Inf input or k outside [1, n]. */
+ * unchanged. ORDO_ERR_INVAL for NaN/Inf input or k outside [1, n]. */
 int ordo_sparsify_kth_magnitude(const float *x, size_t n, size_t k, uint32_t *scratch, float *thr);
 
 /* ordo_sparsify_topk writes exactly k entries of x (0 <= k <= n) to out, in index order:
  * every entry with |x| strictly above the k-th largest magnitude, plus as many entries equal
  * to it as needed, lowest indices first. *thr receives that magnitude (+INFINITY for k = 0).
- * scratch as for ordo_sparsify_kth_magnitude. NaN/Inf input is rejected (ORDO_EINVAL). */
+ * scratch as for ordo_sparsify_kth_magnitude. NaN/Inf input is rejected (ORDO_ERR_INVAL). */
 int ordo_sparsify_topk(const float *x, size_t n, size_t k, uint32_t *scratch, ordo_coo_entry_t *out,
                        float *thr);
 
@@ -91,7 +91,7 @@ void ordo_sparsify_destroy(ordo_sparsify_t **sp);
  * reused threshold would select more than ORDO_SPARSIFY_OVERSHOOT * k entries; otherwise
  * the entries with |acc| >= cached threshold. When k = n the threshold is 0 and everything
  * is selected. A NaN or infinite gradient, or a residual that would overflow, is rejected
- * (ORDO_EINVAL / ORDO_ERANGE, detail names the entry) and leaves the state unchanged. */
+ * (ORDO_ERR_INVAL / ORDO_ERR_RANGE, detail names the entry) and leaves the state unchanged. */
 int ordo_sparsify_push(ordo_sparsify_t *sp, const float *grad);
 
 /* ordo_sparsify_selected returns this iteration's selected entries (index order; values
@@ -102,7 +102,7 @@ const ordo_coo_entry_t *ordo_sparsify_selected(const ordo_sparsify_t *sp, size_t
 size_t ordo_sparsify_region_count(const ordo_sparsify_t *sp, uint32_t lo, uint32_t hi);
 
 /* ordo_sparsify_pack_region encodes the selected entries in [lo, hi) as a COO payload into
- * buf (cap bytes; ORDO_ERANGE when too small, see ordo_sparsify_region_count) and writes
+ * buf (cap bytes; ORDO_ERR_RANGE when too small, see ordo_sparsify_region_count) and writes
  * its length. */
 int ordo_sparsify_pack_region(const ordo_sparsify_t *sp, uint32_t lo, uint32_t hi, uint8_t *buf,
                               size_t cap, size_t *len);
@@ -110,12 +110,12 @@ int ordo_sparsify_pack_region(const ordo_sparsify_t *sp, uint32_t lo, uint32_t h
 /* ordo_sparsify_commit applies the global selection: residual[i] = 0 for each i in idx
  * (count indices, strictly increasing) that this worker pushed in the current iteration.
  * It may be called once per region, in any region order, before the next push; repeating a
- * call changes nothing. ORDO_EINVAL if idx is not strictly increasing or out of range. */
+ * call changes nothing. ORDO_ERR_INVAL if idx is not strictly increasing or out of range. */
 int ordo_sparsify_commit(ordo_sparsify_t *sp, const uint32_t *idx, size_t count);
 
 /* ordo_sparsify_apply_pull takes a server's pull answer for region [lo, hi): a COO payload
  * of (index, new parameter value) for the entries that server selected. It validates it
- * (ORDO_EPROTO, nothing changed on error), writes the values into params (the whole tensor,
+ * (ORDO_ERR_PROTO, nothing changed on error), writes the values into params (the whole tensor,
  * n floats; NULL to skip), and commits the indices as ordo_sparsify_commit does. *consumed
  * (may be NULL) receives how many of this worker's pushed entries were selected. */
 int ordo_sparsify_apply_pull(ordo_sparsify_t *sp, const uint8_t *buf, size_t len, uint32_t lo,
@@ -146,7 +146,7 @@ size_t ordo_sparsify_state_size(const ordo_sparsify_t *sp);
 void ordo_sparsify_state_get(const ordo_sparsify_t *sp, uint8_t *buf);
 
 /* ordo_sparsify_state_set restores a state record (len bytes, untrusted: a record of another
- * size or k, or a non-finite value, is ORDO_EFORMAT and changes nothing). */
+ * size or k, or a non-finite value, is ORDO_ERR_FORMAT and changes nothing). */
 int ordo_sparsify_state_set(ordo_sparsify_t *sp, const uint8_t *buf, size_t len);
 
 #endif

@@ -22,7 +22,7 @@ static inline float ordo__bits_float(uint32_t b)
 }
 
 /* ordo__sparsify_kth_bits writes the bit pattern of the k-th largest |x| (1 <= k <= n) to
- * *out, using scratch (n uint32, or NULL to allocate); rejects NaN/Inf (ORDO_EINVAL). */
+ * *out, using scratch (n uint32, or NULL to allocate); rejects NaN/Inf (ORDO_ERR_INVAL). */
 int ordo__sparsify_kth_bits(const float *x, size_t n, size_t k, uint32_t *scratch, uint32_t *out);
 
 /* ordo__sparsify_take_topk writes exactly the top k of x to out (cap >= k entries) given tb,

@@ -14,7 +14,7 @@ static int report_nonfinite(const float *x, size_t n, const char *what)
 {
     for (size_t i = 0; i < n; i++)
         if (!isfinite(x[i]))
-            return ordo_error_set(ORDO_EINVAL, "%s entry %zu is %s", what, i,
+            return ordo_error_set(ORDO_ERR_INVAL, "%s entry %zu is %s", what, i,
                                   isnan(x[i]) ? "NaN" : "infinite");
     return 0;
 }
@@ -136,7 +136,7 @@ void ordo_sparsify_select_u32(uint32_t *a, size_t n, size_t r)
 int ordo__sparsify_kth_bits(const float *x, size_t n, size_t k, uint32_t *scratch, uint32_t *out)
 {
     uint32_t *m = scratch ? scratch : malloc(n * sizeof *m);
-    if (!m) return ordo_error_set(ORDO_ENOMEM, "sparsify: no memory for %zu magnitudes", n);
+    if (!m) return ordo_error_set(ORDO_ERR_NOMEM, "sparsify: no memory for %zu magnitudes", n);
     int rc = ordo_sparsify_magnitudes(x, n, m);
     if (rc == 0) {
         ordo_sparsify_select_u32(m, n, n - k);
@@ -149,7 +149,7 @@ int ordo__sparsify_kth_bits(const float *x, size_t n, size_t k, uint32_t *scratc
 int ordo_sparsify_kth_magnitude(const float *x, size_t n, size_t k, uint32_t *scratch, float *thr)
 {
     if (k < 1 || k > n)
-        return ordo_error_set(ORDO_EINVAL, "sparsify: k = %zu outside [1, %zu]", k, n);
+        return ordo_error_set(ORDO_ERR_INVAL, "sparsify: k = %zu outside [1, %zu]", k, n);
     uint32_t b;
     int rc = ordo__sparsify_kth_bits(x, n, k, scratch, &b);
     if (rc < 0) return rc;
@@ -205,7 +205,7 @@ size_t ordo__sparsify_take_topk(const float *x, size_t n, size_t k, uint32_t tb,
 int ordo_sparsify_topk(const float *x, size_t n, size_t k, uint32_t *scratch, ordo_coo_entry_t *out,
                        float *thr)
 {
-    if (k > n) return ordo_error_set(ORDO_EINVAL, "sparsify: k = %zu exceeds n = %zu", k, n);
+    if (k > n) return ordo_error_set(ORDO_ERR_INVAL, "sparsify: k = %zu exceeds n = %zu", k, n);
     if (k == 0) {
         int rc = ordo_sparsify_check_finite(x, n, "input");
         if (rc == 0) *thr = INFINITY;

@@ -11,12 +11,12 @@
 
 #include "common/conf.h"
 #include "common/error.h"
-#include "core/merge_cost_internal.h"
+#include "core/merge_packer.h"
 
 static int check_cost(double a, double b)
 {
     if (!isfinite(a) || !isfinite(b) || a < 0 || b < 0)
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "cost model a=%g s, b=%g s/byte: both must be finite "
                               "and >= 0",
                               a, b);
@@ -44,7 +44,7 @@ int ordo_merge_mgwfbp(int L, const double *tb_s, const int64_t *bytes, double a,
     int rc = check_cost(a, b);
     if (rc) return rc;
     if (L < 0 || (L > 0 && (!tb_s || !bytes || !layer_group)))
-        return ordo_error_set(ORDO_EINVAL, "ordo_merge_mgwfbp: bad arguments");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_mgwfbp: bad arguments");
     if (L == 0) return 0;
     /* The paper's arrays, 1-based: layer l of the paper is our layer L - l. */
     size_t n = (size_t)L + 1;
@@ -52,7 +52,7 @@ int ordo_merge_mgwfbp(int L, const double *tb_s, const int64_t *bytes, double a,
     double *taub = malloc(n * sizeof *taub), *tauc = malloc(n * sizeof *tauc);
     int64_t *p = malloc(n * sizeof *p);
     char *merged = calloc(n, 1);
-    rc = ORDO_ENOMEM;
+    rc = ORDO_ERR_NOMEM;
     if (!tb || !tc || !taub || !tauc || !p || !merged) goto fail;
     for (int l = 1; l <= L; l++) {
         tb[l] = tb_s[L - l];
@@ -80,7 +80,7 @@ int ordo_merge_mgwfbp(int L, const double *tb_s, const int64_t *bytes, double a,
     }
     rc = g;
 fail:
-    if (rc == ORDO_ENOMEM) ordo_error_set(rc, "ordo_merge_mgwfbp: out of memory");
+    if (rc == ORDO_ERR_NOMEM) ordo_error_set(rc, "ordo_merge_mgwfbp: out of memory");
     free(tb);
     free(tc);
     free(taub);
@@ -97,7 +97,7 @@ fail:
 int ordo_merge_algo_parse(const char *text, ordo_merge_algo_t *algo, int64_t *bucket_bytes)
 {
     if (!text || !algo || !bucket_bytes)
-        return ordo_error_set(ORDO_EINVAL, "ordo_merge_algo_parse: missing argument");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_algo_parse: missing argument");
     static const struct {
         const char *name;
         ordo_merge_algo_t algo;
@@ -118,7 +118,7 @@ int ordo_merge_algo_parse(const char *text, ordo_merge_algo_t *algo, int64_t *bu
         *bucket_bytes = n;
         return 0;
     }
-    return ordo_error_set(ORDO_EINVAL, "'%s' is not one of optimal|mgwfbp|wfbp|all|bytes:N", text);
+    return ordo_error_set(ORDO_ERR_INVAL, "'%s' is not one of optimal|mgwfbp|wfbp|all|bytes:N", text);
 }
 
 const char *ordo_merge_algo_name(ordo_merge_algo_t algo)

@@ -4,7 +4,7 @@
  * consecutive layers with the least iteration time by a dynamic program over layer
  * boundaries that keeps, per prefix, the Pareto set of (link free, receiver free) pairs.
  * With early pulls a third stage follows (the group's next values back over the servers'
- * links, ordo__merge_pull) and the states hold three ends (ordo_merge_optimal3).
+ * links, ordo_merge_pull) and the states hold three ends (ordo_merge_optimal3).
  * A group is one message, or the messages the run cuts it into (ordo_merge_pieces_t).
  * Among groupings of least time it prefers the one with the least time when communication
  * costs (1 + margin) times more (the same program over both timelines at once), then one
@@ -17,7 +17,7 @@
 
 #include "common/error.h"
 #include "planner/merge.h"
-#include "core/merge_cost_internal.h"
+#include "core/merge_packer.h"
 
 /* Relative slack under which two iteration times count as equal (rounding of sums taken
  * in different orders). */
@@ -63,7 +63,7 @@ typedef struct ctx {
     const int64_t *rem;                   /* [(L + 1) * P] bytes of layers i.. on pull resource r */
     const int *rem_values;                /* [(L + 1) * P] and their pulled values */
     const ordo_merge_pieces_t *pieces;    /* NULL: a group is one message */
-    ordo__merge_packer_t packer;
+    ordo_merge_packer_t packer;
 } ctx_t;
 
 static int front_grow(front_t *f)
@@ -71,14 +71,14 @@ static int front_grow(front_t *f)
     if (f->n < f->cap) return 0;
     int cap = f->cap ? 2 * f->cap : 4;
     state_t *v = realloc(f->v, (size_t)cap * sizeof *v);
-    if (!v) return ORDO_ENOMEM;
+    if (!v) return ORDO_ERR_NOMEM;
     f->v = v;
     f->cap = cap;
     return 0;
 }
 
 /* front_add2 inserts x (D = 2) unless a state of f is no later in both coordinates, and
- * drops the states x is no later than in both. Returns 0 or ORDO_ENOMEM. */
+ * drops the states x is no later than in both. Returns 0 or ORDO_ERR_NOMEM. */
 static int front_add2(front_t *f, state_t x)
 {
     int lo = 0, hi = f->n; /* first state with t[0] > x.t[0] */
@@ -98,7 +98,7 @@ static int front_add2(front_t *f, state_t x)
         end++;
     /* replace v[k..end) by x */
     if (k == end) {
-        if (front_grow(f) != 0) return ORDO_ENOMEM;
+        if (front_grow(f) != 0) return ORDO_ERR_NOMEM;
         memmove(f->v + k + 1, f->v + k, (size_t)(f->n - k) * sizeof *f->v);
         f->n++;
     } else if (end > k + 1) {
@@ -126,7 +126,7 @@ static int front_addn(front_t *f, state_t x, int D)
     for (int k = 0; k < f->n; k++)
         if (!no_later(x.t, f->v[k].t, D)) f->v[keep++] = f->v[k];
     f->n = keep;
-    if (front_grow(f) != 0) return ORDO_ENOMEM;
+    if (front_grow(f) != 0) return ORDO_ERR_NOMEM;
     f->v[f->n++] = x;
     return 0;
 }
@@ -135,7 +135,7 @@ static int front_addn(front_t *f, state_t x, int D)
  * the pull stage's latest */
 static double final(const ctx_t *x, const double *t)
 {
-    return x->P ? ordo__merge_pulls_end(t + 2, x->P) : t[1];
+    return x->P ? ordo_merge_pulls_end(t + 2, x->P) : t[1];
 }
 
 /* bound is, with the pull stage, a lower bound of the iteration's end from the ends t of cost
@@ -171,7 +171,7 @@ static int front_add(const ctx_t *x, front_t *f, state_t s, int i)
 }
 
 /* A group's messages as sending them needs: their number, bytes, and phi per model
- * (ordo__merge_send; c > 0 only). */
+ * (ordo_merge_send; c > 0 only). */
 typedef struct group {
     int n;
     int64_t bytes;
@@ -207,10 +207,10 @@ static state_t extend(const ctx_t *x, const state_t *p, int j, int i, int from, 
     s.from = from;
     for (int q = 0; q < x->D / x->K; q++) {
         double *t = &s.t[x->K * q];
-        ordo__merge_send(&t[0], &t[1], x->ready[i - 1], g->n, g->bytes, g->phi[q], x->a[q], x->b[q],
+        ordo_merge_send(&t[0], &t[1], x->ready[i - 1], g->n, g->bytes, g->phi[q], x->a[q], x->b[q],
                          x->c[q]);
         if (x->P) {
-            ordo__merge_pull(&t[2], x->P, t[1], x->p[q], x->pm[q], g->pulled, g->values);
+            ordo_merge_pull(&t[2], x->P, t[1], x->p[q], x->pm[q], g->pulled, g->values);
             if (i < x->L) clamp(x, t, i, q);
         }
     }
@@ -224,18 +224,18 @@ static void group_of(ctx_t *x, int j, int i, group_t *g)
     g->n = 1;
     g->bytes = x->cum[i] - x->cum[j];
     if (x->pieces) {
-        if (i == j + 1) ordo__merge_packer_reset(&x->packer);
-        ordo__merge_packer_add(&x->packer, i - 1);
+        if (i == j + 1) ordo_merge_packer_reset(&x->packer);
+        ordo_merge_packer_add(&x->packer, i - 1);
         g->n = x->packer.count;
     }
     if (x->P && x->pieces) {
-        ordo__merge_packer_pulls(&x->packer, x->P, g->pulled, g->values);
+        ordo_merge_packer_pulls(&x->packer, x->P, g->pulled, g->values);
     } else {
         g->pulled[0] = g->bytes;
         g->values[0] = i - j;
     }
     for (int q = 0; q < x->D / x->K && x->c[q] > 0; q++)
-        g->phi[q] = x->pieces ? ordo__merge_packer_phi(&x->packer, q)
+        g->phi[q] = x->pieces ? ordo_merge_packer_phi(&x->packer, q)
                               : x->a[q] + x->b[q] * (double)g->bytes;
 }
 
@@ -257,7 +257,7 @@ static int relax(ctx_t *x, front_t *fr, front_t *to, double budget, double *step
             *steps += fr[j].n;
             for (int k = 0; k < fr[j].n; k++) {
                 if (front_add(x, &to[i], extend(x, &fr[j].v[k], j, i, k, &g), i) != 0)
-                    return ORDO_ENOMEM;
+                    return ORDO_ERR_NOMEM;
                 if (x->D > 2) *steps += to[i].n; /* an unsorted front is scanned whole */
             }
             if (budget >= 0 && *steps > budget) return 1;
@@ -291,14 +291,14 @@ static void fronts_free(front_t *f, size_t n)
 }
 
 /* program runs the free program under x into f (fronts of L + 1 prefixes, emptied first);
- * 0, 1 past the budget, or ORDO_ENOMEM. */
+ * 0, 1 past the budget, or ORDO_ERR_NOMEM. */
 static int program(ctx_t *x, front_t *f, double budget)
 {
     const state_t origin = {{0}, -1, -1};
     for (int i = 0; i <= x->L; i++)
         f[i].n = 0;
     double steps = 0;
-    if (front_add(x, &f[0], origin, 0) != 0) return ORDO_ENOMEM;
+    if (front_add(x, &f[0], origin, 0) != 0) return ORDO_ERR_NOMEM;
     return relax(x, f, f, budget, &steps);
 }
 
@@ -341,9 +341,9 @@ static int pull_bounds(ctx_t *x, const double *tb_s, const int64_t *bytes, int *
     int *rem_values = (int *)x->rem_values, values[ORDO__MERGE_PULLS_MAX];
     for (int i = L - 1; i >= 0; i--) {
         if (x->pieces) {
-            ordo__merge_packer_reset(&x->packer);
-            ordo__merge_packer_add(&x->packer, i);
-            ordo__merge_packer_pulls(&x->packer, P, on, values);
+            ordo_merge_packer_reset(&x->packer);
+            ordo_merge_packer_add(&x->packer, i);
+            ordo_merge_packer_pulls(&x->packer, P, on, values);
         } else {
             on[0] = bytes[i];
             values[0] = 1;
@@ -362,7 +362,7 @@ static int pull_bounds(ctx_t *x, const double *tb_s, const int64_t *bytes, int *
             rem[i] = 0;
     }
     int *scratch = malloc((size_t)L * sizeof *scratch);
-    if (!scratch) return ordo_error_set(ORDO_ENOMEM, "ordo_merge_optimal: out of memory");
+    if (!scratch) return ordo_error_set(ORDO_ERR_NOMEM, "ordo_merge_optimal: out of memory");
     double best = INFINITY;
     int rc = 0;
     for (int pass = 0; pass < 2 && rc >= 0; pass++) {
@@ -373,9 +373,9 @@ static int pull_bounds(ctx_t *x, const double *tb_s, const int64_t *bytes, int *
                                  scratch)) < 0) {
             break;
         }
-        double t = ordo__merge_times(L, x->ready, bytes, scratch, x->a[0], x->b[0], x->c[0],
+        double t = ordo_merge_times(L, x->ready, bytes, scratch, x->a[0], x->b[0], x->c[0],
                                      x->p[0], x->pm[0], P, x->pieces, NULL, NULL);
-        if (isnan(t)) rc = ordo_error_set(ORDO_ENOMEM, "ordo_merge_optimal: out of memory");
+        if (isnan(t)) rc = ordo_error_set(ORDO_ERR_NOMEM, "ordo_merge_optimal: out of memory");
         if (rc >= 0 &&
             (t < best || (t <= best * (1 + TIE) && scratch[L - 1] < best_group[L - 1]))) {
             best = t;
@@ -398,17 +398,17 @@ static int fall_back(const ctx_t *x, const double *tb_s, const int64_t *bytes, d
     memcpy(layer_group, best_group, (size_t)L * sizeof *layer_group);
     if (x->P > 1) {
         int *one = malloc((size_t)L * sizeof *one);
-        if (!one) return ordo_error_set(ORDO_ENOMEM, "ordo_merge_optimal: out of memory");
+        if (!one) return ordo_error_set(ORDO_ERR_NOMEM, "ordo_merge_optimal: out of memory");
         int rc = optimal(L, tb_s, bytes, x->a[0], x->b[0], x->c[0], x->p[0], x->pm[0], 1, margin,
                          x->pieces, one);
         double t1 = rc < 0 ? NAN
-                           : ordo__merge_times(L, x->ready, bytes, one, x->a[0], x->b[0], x->c[0],
+                           : ordo_merge_times(L, x->ready, bytes, one, x->a[0], x->b[0], x->c[0],
                                                x->p[0], x->pm[0], x->P, x->pieces, NULL, NULL),
-               t0 = ordo__merge_times(L, x->ready, bytes, best_group, x->a[0], x->b[0], x->c[0],
+               t0 = ordo_merge_times(L, x->ready, bytes, best_group, x->a[0], x->b[0], x->c[0],
                                       x->p[0], x->pm[0], x->P, x->pieces, NULL, NULL);
         if (rc < 0 || isnan(t0) || isnan(t1)) {
             free(one);
-            return rc < 0 ? rc : ordo_error_set(ORDO_ENOMEM, "ordo_merge_optimal: out of memory");
+            return rc < 0 ? rc : ordo_error_set(ORDO_ERR_NOMEM, "ordo_merge_optimal: out of memory");
         }
         /* the faster, or of equal time the fewer groups (as optimal's rule) */
         if (t1 < t0 || (t1 <= t0 * (1 + TIE) && one[L - 1] < best_group[L - 1]))
@@ -430,19 +430,19 @@ int ordo_merge_optimal3(int L, const double *tb_s, const int64_t *bytes, double 
 {
     if (!isfinite(a) || !isfinite(b) || !isfinite(c) || !isfinite(p) || !isfinite(pm) || a < 0 ||
         b < 0 || c < 0 || p < 0 || pm < 0)
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "cost model a=%g s, b=%g s/byte, c=%g s/byte, pull %g s/byte and "
                               "%g s/value: all must be finite and >= 0",
                               a, b, c, p, pm);
     if (!isfinite(margin) || margin < 0)
-        return ordo_error_set(ORDO_EINVAL, "margin %g: must be finite and >= 0", margin);
+        return ordo_error_set(ORDO_ERR_INVAL, "margin %g: must be finite and >= 0", margin);
     if (L < 0 || (L > 0 && (!tb_s || !bytes || !layer_group)))
-        return ordo_error_set(ORDO_EINVAL, "ordo_merge_optimal: bad arguments");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_optimal: bad arguments");
     if (L == 0) return 0;
     int rc;
     if (pieces && (rc = ordo_merge_pieces_check(pieces, L)) != 0) return rc;
     return optimal(L, tb_s, bytes, a, b, c, p, pm,
-                   p > 0 || pm > 0 ? ordo__merge_pull_resources(pieces) : 0, margin, pieces,
+                   p > 0 || pm > 0 ? ordo_merge_pull_resources(pieces) : 0, margin, pieces,
                    layer_group);
 }
 
@@ -477,9 +477,9 @@ static int optimal(int L, const double *tb_s, const int64_t *bytes, double a, do
                .rem = rem,
                .rem_values = rem_values,
                .pieces = pieces};
-    int rc = ORDO_ENOMEM;
+    int rc = ORDO_ERR_NOMEM;
     if (!ready || !cum || !free_f || (P && (!rem || !rem_values || !best_group))) goto fail;
-    if (pieces && ordo__merge_packer_init(&x.packer, pieces, 2, x.a, x.b, x.c) != 0) goto fail;
+    if (pieces && ordo_merge_packer_init(&x.packer, pieces, 2, x.a, x.b, x.c) != 0) goto fail;
     double clock = 0;
     cum[0] = 0;
     for (int i = 0; i < L; i++) {
@@ -488,7 +488,7 @@ static int optimal(int L, const double *tb_s, const int64_t *bytes, double a, do
         cum[i + 1] = cum[i] + bytes[i];
     }
     if (P && (rc = pull_bounds(&x, tb_s, bytes, best_group)) != 0) goto fail;
-    rc = ORDO_ENOMEM;
+    rc = ORDO_ERR_NOMEM;
 
     /* The program. A later message's ends are max(link free, ready) + ... and
      * max(receiver free, its link end) + ..., which never grow when the earlier ends shrink;
@@ -515,7 +515,7 @@ static int optimal(int L, const double *tb_s, const int64_t *bytes, double a, do
     if (margin > 0) {
         if (P) { /* the margin's time of a grouping of least time bounds the margin's best */
             walk(&free_f, 0, L, best_state(&x, free_f + L), layer_group);
-            double u0 = ordo__merge_times(L, ready, bytes, layer_group, x.a[1], x.b[1], x.c[1],
+            double u0 = ordo_merge_times(L, ready, bytes, layer_group, x.a[1], x.b[1], x.c[1],
                                           x.p[1], x.pm[1], P, pieces, NULL, NULL);
             if (!isnan(u0)) x.ulimit = u0 * (1 + TIE);
         }
@@ -571,12 +571,12 @@ static int optimal(int L, const double *tb_s, const int64_t *bytes, double a, do
     fronts_free(prev, n);
 done:
 fail:
-    if (rc == ORDO_ENOMEM) ordo_error_set(rc, "ordo_merge_optimal: out of memory");
+    if (rc == ORDO_ERR_NOMEM) ordo_error_set(rc, "ordo_merge_optimal: out of memory");
     for (int k = 0; k < n_counted; k++)
         fronts_free(counted[k], n);
     free(counted);
     fronts_free(free_f, n);
-    if (pieces) ordo__merge_packer_free(&x.packer);
+    if (pieces) ordo_merge_packer_free(&x.packer);
     free(ready);
     free(cum);
     free(rem);

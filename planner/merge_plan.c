@@ -10,7 +10,7 @@
 #include "common/error.h"
 #include "common/json_check.h"
 #include "planner/merge.h"
-#include "core/merge_cost_internal.h"
+#include "core/merge_packer.h"
 
 /* ======================================================================================= */
 /* plans in memory                                                                         */
@@ -63,12 +63,12 @@ static int check_layout(const ordo_merge_layout_t *lay)
 {
     if (lay->servers == 0) return 0;
     if (lay->servers < 1 || lay->servers > 1024)
-        return ordo_error_set(ORDO_EINVAL, "layout: %d servers is not in [1, 1024]", lay->servers);
+        return ordo_error_set(ORDO_ERR_INVAL, "layout: %d servers is not in [1, 1024]", lay->servers);
     if (lay->partition_bytes < 1024)
-        return ordo_error_set(ORDO_EINVAL, "layout: partition_bytes %lld is below 1024",
+        return ordo_error_set(ORDO_ERR_INVAL, "layout: partition_bytes %lld is below 1024",
                               (long long)lay->partition_bytes);
     if (lay->segment_bytes < 0 || (lay->segment_bytes > 0 && lay->segment_bytes < 1024))
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "layout: segment_bytes %lld is neither 0 nor at least 1024",
                               (long long)lay->segment_bytes);
     return 0;
@@ -84,7 +84,7 @@ static int layout_pieces(const ordo_merge_layout_t *lay, const ordo_model_t *m,
     *out = NULL;
     if (lay->servers == 0) return 0;
     int64_t *numel = malloc(((size_t)m->n_params + 1) * sizeof *numel);
-    if (!numel) return ORDO_ENOMEM;
+    if (!numel) return ORDO_ERR_NOMEM;
     for (int i = 0; i < m->n_params; i++)
         numel[i] = m->params[i].numel;
     ordo_keys_t *keys = NULL;
@@ -132,7 +132,7 @@ int ordo_merge_plan_isolate(ordo_merge_plan_t *p, const ordo_model_t *m)
         extra += m->params[p->order[i]].occasional ? 2 : 0;
     if (!extra) return 0;
     int *start = malloc(sizeof *start * (size_t)(p->n_groups + extra + 1));
-    if (!start) return ORDO_ENOMEM;
+    if (!start) return ORDO_ERR_NOMEM;
     int n = 0, split = 0;
     for (int g = 0; g < p->n_groups; g++) {
         int lo = p->group_start[g], hi = p->group_start[g + 1], cut = 0;
@@ -168,26 +168,26 @@ double ordo_merge_plan_iter_s(const ordo_merge_plan_t *p, const ordo_model_t *m,
 int ordo_merge_plan_messages(const ordo_merge_plan_t *p, const ordo_model_t *m)
 {
     if (!p || !m || p->n_params != m->n_params)
-        return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_messages: plan and model differ");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_plan_messages: plan and model differ");
     if (p->layout.servers == 0) return p->n_groups;
     ordo_merge_timeline_t *t = NULL;
     ordo_merge_pieces_t *pc = NULL;
-    ordo__merge_packer_t k = {0};
+    ordo_merge_packer_t k = {0};
     int rc = ordo_merge_timeline_new(m, &t);
     if (!rc) rc = layout_pieces(&p->layout, m, t, p->order, &pc);
     const double zero = 0;
-    if (!rc) rc = ordo__merge_packer_init(&k, pc, 1, &zero, &zero, &zero);
+    if (!rc) rc = ordo_merge_packer_init(&k, pc, 1, &zero, &zero, &zero);
     if (!rc) {
         int total = 0;
         for (int g = 0; g < p->n_groups; g++) {
-            ordo__merge_packer_reset(&k);
+            ordo_merge_packer_reset(&k);
             for (int i = p->group_start[g]; i < p->group_start[g + 1]; i++)
-                ordo__merge_packer_add(&k, i);
+                ordo_merge_packer_add(&k, i);
             total += k.count;
         }
         rc = total;
     }
-    ordo__merge_packer_free(&k);
+    ordo_merge_packer_free(&k);
     ordo_merge_pieces_destroy(&pc);
     ordo_merge_timeline_destroy(&t);
     return rc;
@@ -196,7 +196,7 @@ int ordo_merge_plan_messages(const ordo_merge_plan_t *p, const ordo_model_t *m)
 static int check_cost(double a, double b, double c)
 {
     if (!isfinite(a) || !isfinite(b) || !isfinite(c) || a < 0 || b < 0 || c < 0)
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "cost model a=%g s, b=%g s/byte, c=%g s/byte: all must be finite "
                               "and >= 0",
                               a, b, c);
@@ -215,21 +215,21 @@ int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int6
                              double margin, const ordo_merge_layout_t *layout,
                              ordo_merge_plan_t **out)
 {
-    if (!m || !out) return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_compute: no model");
+    if (!m || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_plan_compute: no model");
     if (!isfinite(pull) || pull < 0)
-        return ordo_error_set(ORDO_EINVAL, "pull stage %g s/byte: must be finite and >= 0", pull);
+        return ordo_error_set(ORDO_ERR_INVAL, "pull stage %g s/byte: must be finite and >= 0", pull);
     if (!isfinite(pull_msg) || pull_msg < 0)
-        return ordo_error_set(ORDO_EINVAL, "pull stage %g s/value: must be finite and >= 0",
+        return ordo_error_set(ORDO_ERR_INVAL, "pull stage %g s/value: must be finite and >= 0",
                               pull_msg);
     const ordo_merge_layout_t none = {0, 0, 0};
     if (!layout) layout = &none;
     int rc = check_cost(a, b, c);
     if (!rc) rc = check_layout(layout);
     if (!rc && (!isfinite(margin) || margin < 0))
-        rc = ordo_error_set(ORDO_EINVAL, "margin %g: must be finite and >= 0", margin);
+        rc = ordo_error_set(ORDO_ERR_INVAL, "margin %g: must be finite and >= 0", margin);
     if (rc) return rc;
     if (algo == ORDO_MERGE_BYTES && bucket_bytes <= 0)
-        return ordo_error_set(ORDO_EINVAL, "bytes:N needs N > 0 (got %lld)",
+        return ordo_error_set(ORDO_ERR_INVAL, "bytes:N needs N > 0 (got %lld)",
                               (long long)bucket_bytes);
     ordo_merge_timeline_t *t = NULL;
     ordo_merge_plan_t *p = NULL;
@@ -243,7 +243,7 @@ int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int6
     item_group = malloc(((size_t)P + 1) * sizeof *item_group);
     p = plan_alloc(m);
     if (!layer_group || !item_group || !p) {
-        rc = ordo_error_set(ORDO_ENOMEM, "model '%s': out of memory", m->name);
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "model '%s': out of memory", m->name);
         goto fail;
     }
     memcpy(p->order, t->order, (size_t)P * sizeof *p->order);
@@ -266,7 +266,7 @@ int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int6
     case ORDO_MERGE_BYTES:
         break;
     default:
-        rc = ordo_error_set(ORDO_EINVAL, "unknown merge algorithm %d", (int)algo);
+        rc = ordo_error_set(ORDO_ERR_INVAL, "unknown merge algorithm %d", (int)algo);
     }
     if (rc < 0) goto fail;
     if (algo == ORDO_MERGE_BYTES) {
@@ -296,7 +296,7 @@ int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int6
     p->layout = *layout;
     p->predicted_iter_s = plan_time(p, m, t, a, b, c);
     if (isnan(p->predicted_iter_s)) {
-        rc = ordo_error_set(ORDO_ENOMEM, "model '%s': out of memory", m->name);
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "model '%s': out of memory", m->name);
         goto fail;
     }
     free(layer_group);
@@ -347,11 +347,11 @@ static void put_number(FILE *f, double x)
 int ordo_merge_plan_to_json(const ordo_merge_plan_t *p, const ordo_model_t *m, char **out)
 {
     if (!p || !m || !out || p->n_params != m->n_params)
-        return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_to_json: plan and model differ");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_plan_to_json: plan and model differ");
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    if (!f) return ordo_error_set(ORDO_ENOMEM, "ordo_merge_plan_to_json: out of memory");
+    if (!f) return ordo_error_set(ORDO_ERR_NOMEM, "ordo_merge_plan_to_json: out of memory");
     fputs("{\"format\": \"ordo-merge/1\", \"model\": ", f);
     put_string(f, p->model);
     fputs(", \"a\": ", f);
@@ -393,7 +393,7 @@ int ordo_merge_plan_to_json(const ordo_merge_plan_t *p, const ordo_model_t *m, c
     fputs("}\n", f);
     if (fclose(f) != 0 || !buf) {
         free(buf);
-        return ordo_error_set(ORDO_ENOMEM, "ordo_merge_plan_to_json: out of memory");
+        return ordo_error_set(ORDO_ERR_NOMEM, "ordo_merge_plan_to_json: out of memory");
     }
     *out = buf;
     return 0;
@@ -410,10 +410,10 @@ static int get_cost(json_t *root, const char *key, const char *name, double *v)
     *v = 0;
     if (!x) return 0;
     if (!json_is_number(x))
-        return ordo_error_set(ORDO_EFORMAT, "%s: $.%s: not a number", name, key);
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: $.%s: not a number", name, key);
     *v = json_number_value(x);
     if (!isfinite(*v) || *v < 0)
-        return ordo_error_set(ORDO_EFORMAT, "%s: $.%s: %g must be finite and >= 0", name, key, *v);
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: $.%s: %g must be finite and >= 0", name, key, *v);
     return 0;
 }
 
@@ -428,22 +428,22 @@ static int get_layout(json_t *root, const char *name, ordo_merge_layout_t *lay)
         json_t *x = json_object_get(root, keys[i]);
         if (!x) continue;
         if (!json_is_integer(x))
-            return ordo_error_set(ORDO_EFORMAT, "%s: $.%s: not an integer", name, keys[i]);
+            return ordo_error_set(ORDO_ERR_FORMAT, "%s: $.%s: not an integer", name, keys[i]);
         v[i] = json_integer_value(x);
         n++;
     }
     if (n == 0) return 0;
     if (n != 3)
         return ordo_error_set(
-            ORDO_EFORMAT, "%s: $: servers, partition_bytes and segment_bytes go together", name);
+            ORDO_ERR_FORMAT, "%s: $: servers, partition_bytes and segment_bytes go together", name);
     if (v[0] < 1 || v[0] > 1024)
-        return ordo_error_set(ORDO_EFORMAT, "%s: $.servers: %lld is not in [1, 1024]", name,
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: $.servers: %lld is not in [1, 1024]", name,
                               (long long)v[0]);
     ordo_merge_layout_t l = {(int)v[0], (int64_t)v[1], (int64_t)v[2]};
     if (check_layout(&l) != 0) {
         char why[160];
         snprintf(why, sizeof why, "%s", ordo_error_detail());
-        return ordo_error_set(ORDO_EFORMAT, "%s: $: %s", name, why);
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: $: %s", name, why);
     }
     *lay = l;
     return 0;
@@ -474,7 +474,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
     if ((rc = get_layout(root, name, &lay)) != 0) goto fail;
     json_t *groups = json_object_get(root, "groups");
     if (!json_is_array(groups)) {
-        rc = ordo_error_set(ORDO_EFORMAT, "%s: $.groups: %s", name,
+        rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.groups: %s", name,
                             groups ? "not an array" : "missing");
         goto fail;
     }
@@ -484,7 +484,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
     item_group = malloc(((size_t)m->n_params + 1) * sizeof *item_group);
     seen_at = calloc((size_t)m->n_params + 1, sizeof *seen_at);
     if (!p || !item_group || !seen_at) {
-        rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", name);
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
         goto fail;
     }
     int n = 0, prev = -1;
@@ -493,29 +493,29 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
     json_array_foreach(groups, g, group)
     {
         if (!json_is_array(group)) {
-            rc = ordo_error_set(ORDO_EFORMAT, "%s: $.groups[%zu]: not an array", name, g);
+            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.groups[%zu]: not an array", name, g);
             goto fail;
         }
         if (json_array_size(group) == 0) {
-            rc = ordo_error_set(ORDO_EFORMAT, "%s: $.groups[%zu]: empty group", name, g);
+            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.groups[%zu]: empty group", name, g);
             goto fail;
         }
         json_array_foreach(group, k, item)
         {
             if (!json_is_string(item)) {
-                rc = ordo_error_set(ORDO_EFORMAT, "%s: $.groups[%zu][%zu]: not a string", name, g,
+                rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.groups[%zu][%zu]: not a string", name, g,
                                     k);
                 goto fail;
             }
             const char *pname = json_string_value(item);
             int q = ordo_model_param_index(m, pname);
             if (q < 0) {
-                rc = ordo_error_set(ORDO_EFORMAT, "%s: $.groups[%zu][%zu]: unknown parameter '%s'",
+                rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.groups[%zu][%zu]: unknown parameter '%s'",
                                     name, g, k, pname);
                 goto fail;
             }
             if (seen_at[q]) {
-                rc = ordo_error_set(ORDO_EFORMAT,
+                rc = ordo_error_set(ORDO_ERR_FORMAT,
                                     "%s: $.groups[%zu][%zu]: parameter '%s' is listed again "
                                     "(first at $.groups%s)",
                                     name, g, k, pname, seen_at[q]);
@@ -524,7 +524,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
             int lq = t->layer_of_param[q];
             if (prev >= 0 && lq < t->layer_of_param[prev]) {
                 int lp = t->layer_of_param[prev];
-                rc = ordo_error_set(ORDO_EFORMAT,
+                rc = ordo_error_set(ORDO_ERR_FORMAT,
                                     "%s: $.groups[%zu][%zu]: '%s' (op '%s', layer %d in backward "
                                     "order) comes after '%s' (op '%s', layer %d): groups must "
                                     "follow backward order",
@@ -536,7 +536,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
             snprintf(where, sizeof where, "[%zu][%zu]", g, k);
             seen_at[q] = strdup(where);
             if (!seen_at[q]) {
-                rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", name);
+                rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
                 goto fail;
             }
             p->order[n] = q;
@@ -547,7 +547,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
     }
     for (int i = 0; i < t->n_params; i++)
         if (!seen_at[t->order[i]]) {
-            rc = ordo_error_set(ORDO_EFORMAT, "%s: $.groups: parameter '%s' is missing", name,
+            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.groups: parameter '%s' is missing", name,
                                 m->params[t->order[i]].name);
             goto fail;
         }
@@ -562,7 +562,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
     p->layout = lay;
     p->predicted_iter_s = plan_time(p, m, t, a, b, c);
     if (isnan(p->predicted_iter_s)) {
-        rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", name);
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
         goto fail;
     }
     *out = p;
@@ -584,7 +584,7 @@ int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_m
 {
     if (!name) name = "(string)";
     if (!json || !m || !out)
-        return ordo_error_set(ORDO_EINVAL, "%s: ordo_merge_plan_load_string: missing argument",
+        return ordo_error_set(ORDO_ERR_INVAL, "%s: ordo_merge_plan_load_string: missing argument",
                               name);
     json_t *root = NULL;
     int rc = ordo_json_read_string(json, name, JSON_REJECT_DUPLICATES, &root);
@@ -594,7 +594,7 @@ int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_m
 int ordo_merge_plan_load_file(const char *path, const ordo_model_t *m, ordo_merge_plan_t **out)
 {
     if (!path || !m || !out)
-        return ordo_error_set(ORDO_EINVAL, "ordo_merge_plan_load_file: missing argument");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_plan_load_file: missing argument");
     json_t *root = NULL;
     int rc = ordo_json_read_file(path, JSON_REJECT_DUPLICATES, &root);
     return rc ? rc : parse_root(root, path, m, out);

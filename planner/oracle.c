@@ -65,12 +65,12 @@ int ordo_oracle_times_new(const ordo_model_t *m, double bandwidth_bps, double la
                           const ordo_oracle_t *o, ordo_oracle_times_t **out)
 {
     if (!m || !out || !(bandwidth_bps >= 0) || !(latency_us >= 0) || !isfinite(latency_us))
-        return ordo_error_set(ORDO_EINVAL, "ordo_oracle_times_new: bad model or link");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_oracle_times_new: bad model or link");
     if (o && !same_model(o, m))
-        return ordo_error_set(ORDO_EINVAL, "oracle measured on model '%s' does not fit model '%s'",
+        return ordo_error_set(ORDO_ERR_INVAL, "oracle measured on model '%s' does not fit model '%s'",
                               o->model, m->name);
     ordo_oracle_times_t *t = calloc(1, sizeof *t);
-    if (!t) return ordo_error_set(ORDO_ENOMEM, "ordo_oracle_times_new: out of memory");
+    if (!t) return ordo_error_set(ORDO_ERR_NOMEM, "ordo_oracle_times_new: out of memory");
     t->n_params = m->n_params;
     t->n_ops = m->n_ops;
     t->recv_us = calloc((size_t)m->n_params + 1, sizeof *t->recv_us);
@@ -79,7 +79,7 @@ int ordo_oracle_times_new(const ordo_model_t *m, double bandwidth_bps, double la
     t->bwd_us = calloc((size_t)m->n_ops + 1, sizeof *t->bwd_us);
     if (!t->recv_us || !t->send_us || !t->fwd_us || !t->bwd_us) {
         ordo_oracle_times_destroy(&t);
-        return ordo_error_set(ORDO_ENOMEM, "ordo_oracle_times_new: out of memory");
+        return ordo_error_set(ORDO_ERR_NOMEM, "ordo_oracle_times_new: out of memory");
     }
     for (int p = 0; p < m->n_params; p++) {
         double x = ordo_oracle_transfer_us(m->params[p].bytes, bandwidth_bps, latency_us);
@@ -118,7 +118,7 @@ void ordo_oracle_destroy(ordo_oracle_t **po)
 
 int ordo_oracle_new(const ordo_model_t *m, ordo_oracle_t **out)
 {
-    if (!m || !out) return ordo_error_set(ORDO_EINVAL, "ordo_oracle_new: no model");
+    if (!m || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_oracle_new: no model");
     ordo_oracle_t *o = calloc(1, sizeof *o);
     if (!o) goto oom;
     o->n_ops = m->n_ops;
@@ -147,7 +147,7 @@ int ordo_oracle_new(const ordo_model_t *m, ordo_oracle_t **out)
     return 0;
 oom:
     ordo_oracle_destroy(&o);
-    return ordo_error_set(ORDO_ENOMEM, "ordo_oracle_new: out of memory");
+    return ordo_error_set(ORDO_ERR_NOMEM, "ordo_oracle_new: out of memory");
 }
 
 /* keep_min folds one measurement into a running minimum (NAN = none yet). */
@@ -181,8 +181,8 @@ static int set_time(json_t *obj, const char *key, double v)
 
 int ordo_oracle_write(const ordo_oracle_t *o, FILE *out)
 {
-    if (!o || !out) return ordo_error_set(ORDO_EINVAL, "ordo_oracle_write: nothing to write");
-    int rc = ORDO_ENOMEM;
+    if (!o || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_oracle_write: nothing to write");
+    int rc = ORDO_ERR_NOMEM;
     json_t *root = json_object(), *ops = json_array(), *params = json_array();
     if (!root || !ops || !params) goto fail;
     for (int i = 0; i < o->n_ops; i++) {
@@ -206,7 +206,7 @@ int ordo_oracle_write(const ordo_oracle_t *o, FILE *out)
         json_object_set_new(root, "iterations", json_integer(o->iterations)) ||
         json_object_set(root, "ops", ops) || json_object_set(root, "params", params))
         goto fail;
-    rc = ORDO_EIO;
+    rc = ORDO_ERR_IO;
     if (json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) ||
         fputc('\n', out) == EOF)
         goto fail;
@@ -215,8 +215,8 @@ fail:
     json_decref(ops);
     json_decref(params);
     json_decref(root);
-    if (rc == ORDO_ENOMEM) return ordo_error_set(rc, "ordo_oracle_write: out of memory");
-    if (rc == ORDO_EIO) return ordo_error_set(rc, "ordo_oracle_write: write failed");
+    if (rc == ORDO_ERR_NOMEM) return ordo_error_set(rc, "ordo_oracle_write: out of memory");
+    if (rc == ORDO_ERR_IO) return ordo_error_set(rc, "ordo_oracle_write: write failed");
     return 0;
 }
 
@@ -233,14 +233,14 @@ static int op_named(const ordo_oracle_t *o, const char *name)
 int ordo_oracle_observe_trace(ordo_oracle_t *o, const char *path, int *n_events)
 {
     if (n_events) *n_events = 0;
-    if (!o || !path) return ordo_error_set(ORDO_EINVAL, "ordo_oracle_observe_trace: no trace");
+    if (!o || !path) return ordo_error_set(ORDO_ERR_INVAL, "ordo_oracle_observe_trace: no trace");
     json_t *root = NULL;
     int rc = ordo_json_read_file(path, 0, &root);
     if (rc) return rc;
     int n = 0;
     json_t *events = json_is_object(root) ? json_object_get(root, "traceEvents") : NULL;
     if (!json_is_array(events)) {
-        rc = ordo_error_set(ORDO_EFORMAT,
+        rc = ordo_error_set(ORDO_ERR_FORMAT,
                             "%s: $.traceEvents: must be an array (a Chrome "
                             "trace-event file)",
                             path);
@@ -251,7 +251,7 @@ int ordo_oracle_observe_trace(ordo_oracle_t *o, const char *path, int *n_events)
     json_array_foreach(events, i, e)
     {
         if (!json_is_object(e)) {
-            rc = ordo_error_set(ORDO_EFORMAT, "%s: $.traceEvents[%zu]: must be an object", path, i);
+            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.traceEvents[%zu]: must be an object", path, i);
             goto out;
         }
         const char *ph = json_string_value(json_object_get(e, "ph"));
@@ -263,18 +263,18 @@ int ordo_oracle_observe_trace(ordo_oracle_t *o, const char *path, int *n_events)
         json_t *d = json_object_get(e, "dur");
         double dur = json_is_number(d) ? json_number_value(d) : NAN;
         if (!name) {
-            rc = ordo_error_set(ORDO_EFORMAT, "%s: $.traceEvents[%zu].name: must be a string", path,
+            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.traceEvents[%zu].name: must be a string", path,
                                 i);
             goto out;
         }
         if (!(dur >= 0) || !isfinite(dur)) {
-            rc = ordo_error_set(ORDO_EFORMAT, "%s: $.traceEvents[%zu].dur: must be a number >= 0",
+            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.traceEvents[%zu].dur: must be a number >= 0",
                                 path, i);
             goto out;
         }
         int op = op_named(o, name);
         if (op < 0) {
-            rc = ordo_error_set(ORDO_EFORMAT,
+            rc = ordo_error_set(ORDO_ERR_FORMAT,
                                 "%s: $.traceEvents[%zu].name: '%s' is not an op of model '%s'",
                                 path, i, name, o->model);
             goto out;
@@ -286,7 +286,7 @@ int ordo_oracle_observe_trace(ordo_oracle_t *o, const char *path, int *n_events)
         n++;
     }
     if (n == 0)
-        rc = ordo_error_set(ORDO_EFORMAT,
+        rc = ordo_error_set(ORDO_ERR_FORMAT,
                             "%s: no forward or backward events (a worker's trace, "
                             "output.trace = true, has them)",
                             path);
@@ -298,10 +298,10 @@ out:
 
 int ordo_oracle_timed_model(const ordo_model_t *m, const ordo_oracle_t *o, ordo_model_t **out)
 {
-    if (!m || !o || !out) return ordo_error_set(ORDO_EINVAL, "ordo_oracle_timed_model: nothing");
+    if (!m || !o || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_oracle_timed_model: nothing");
     *out = NULL;
     if (!same_model(o, m))
-        return ordo_error_set(ORDO_EINVAL, "oracle measured on model '%s' does not fit model '%s'",
+        return ordo_error_set(ORDO_ERR_INVAL, "oracle measured on model '%s' does not fit model '%s'",
                               o->model, m->name);
     int most = 1;
     for (int i = 0; i < m->n_ops; i++) {
@@ -311,7 +311,7 @@ int ordo_oracle_timed_model(const ordo_model_t *m, const ordo_oracle_t *o, ordo_
     ordo_model_t *c = ordo_model_new(m->name, m->batch, m->dtype);
     const char **inputs = malloc((size_t)most * sizeof *inputs);
     const char **params = malloc((size_t)most * sizeof *params);
-    int rc = ORDO_ENOMEM;
+    int rc = ORDO_ERR_NOMEM;
     if (!c || !inputs || !params) goto fail;
     for (int p = 0; p < m->n_params; p++) {
         const ordo_model_param_t *q = &m->params[p];
@@ -338,7 +338,7 @@ fail:
     free(inputs);
     free(params);
     ordo_model_destroy(&c);
-    if (rc == ORDO_ENOMEM) return ordo_error_set(rc, "ordo_oracle_timed_model: out of memory");
+    if (rc == ORDO_ERR_NOMEM) return ordo_error_set(rc, "ordo_oracle_timed_model: out of memory");
     return rc;
 }
 
@@ -354,7 +354,7 @@ int ordo_oracle_timed_model_file(const char *path, const ordo_model_t *m, ordo_m
 /* ---- loading ---------------------------------------------------------------------------- */
 
 /* bad fails a load with "NAME: PATH: reason". */
-#define bad(...) ordo_error_set(ORDO_EFORMAT, __VA_ARGS__)
+#define bad(...) ordo_error_set(ORDO_ERR_FORMAT, __VA_ARGS__)
 
 /* read_time stores obj[key] into *slot when present: a finite number >= 0. */
 static int read_time(json_t *obj, const char *key, double *slot, const char *name, const char *path,
@@ -377,7 +377,7 @@ static int read_entries(json_t *arr, const char *what, char **names, int n, cons
     if (!json_is_array(arr)) return bad("%s: $.%s: must be an array", name, what);
     const char *allowed[] = {"name", k1, k2, NULL};
     char *seen = calloc((size_t)n + 1, 1);
-    if (!seen) return ordo_error_set(ORDO_ENOMEM, "%s: out of memory", name);
+    if (!seen) return ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
     int rc = 0;
     size_t i;
     json_t *e;
@@ -458,7 +458,7 @@ fail:
 int ordo_oracle_load_string(const char *json, const char *name, const ordo_model_t *m,
                             ordo_oracle_t **out)
 {
-    if (!json || !m || !out) return ordo_error_set(ORDO_EINVAL, "ordo_oracle_load: bad args");
+    if (!json || !m || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_oracle_load: bad args");
     if (!name) name = "<oracle>";
     json_t *root = NULL;
     int rc = ordo_json_read_string(json, name, JSON_REJECT_DUPLICATES, &root);
@@ -467,7 +467,7 @@ int ordo_oracle_load_string(const char *json, const char *name, const ordo_model
 
 int ordo_oracle_load_file(const char *path, const ordo_model_t *m, ordo_oracle_t **out)
 {
-    if (!path || !m || !out) return ordo_error_set(ORDO_EINVAL, "ordo_oracle_load_file: bad args");
+    if (!path || !m || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_oracle_load_file: bad args");
     json_t *root = NULL;
     int rc = ordo_json_read_file(path, JSON_REJECT_DUPLICATES, &root);
     return rc ? rc : parse_root(root, path, m, out);

@@ -29,7 +29,7 @@ double ordo_oracle_transfer_us(long long bytes, double bandwidth_bps, double lat
 
 /* ordo_oracle_times_new fills *out with the times of model m: op times from the profile,
  * transfer times from the link (bandwidth_bps, latency_us); every time the oracle o
- * measured (o may be NULL) replaces the computed one. Fails with ORDO_EINVAL when o was
+ * measured (o may be NULL) replaces the computed one. Fails with ORDO_ERR_INVAL when o was
  * measured on another model (the detail names both). Free with ordo_oracle_times_destroy. */
 int ordo_oracle_times_new(const ordo_model_t *m, double bandwidth_bps, double latency_us,
                           const ordo_oracle_t *o, ordo_oracle_times_t **out);
@@ -54,11 +54,11 @@ int ordo_oracle_write(const ordo_oracle_t *o, FILE *out);
 
 /* ordo_oracle_load_string parses and validates ordo-oracle/1 text against model m (names
  * must exist, times be finite and >= 0, the model name match); name stands for the file in
- * messages. On failure returns ORDO_EFORMAT with "NAME: $.ops[2].fwd_us: reason". */
+ * messages. On failure returns ORDO_ERR_FORMAT with "NAME: $.ops[2].fwd_us: reason". */
 int ordo_oracle_load_string(const char *json, const char *name, const ordo_model_t *m,
                             ordo_oracle_t **out);
 
-/* ordo_oracle_load_file is ordo_oracle_load_string over a file (ORDO_ENOTFOUND when it
+/* ordo_oracle_load_file is ordo_oracle_load_string over a file (ORDO_ERR_NOTFOUND when it
  * cannot be read). */
 int ordo_oracle_load_file(const char *path, const ordo_model_t *m, ordo_oracle_t **out);
 
@@ -67,13 +67,13 @@ int ordo_oracle_load_file(const char *path, const ordo_model_t *m, ordo_oracle_t
  * "forward" and "backward" named after the model's ops) into o, keeping each op's minimum;
  * other events are skipped. A file that is not a trace-event object, an event whose name
  * is not an op of the model or whose dur is not a number >= 0, or a trace without compute
- * events fails with ORDO_EFORMAT, "FILE: $.traceEvents[3].dur: reason" (ORDO_ENOTFOUND
+ * events fails with ORDO_ERR_FORMAT, "FILE: $.traceEvents[3].dur: reason" (ORDO_ERR_NOTFOUND
  * when the file cannot be read). *n_events (may be NULL) gets the events folded in. */
 int ordo_oracle_observe_trace(ordo_oracle_t *o, const char *path, int *n_events);
 
 /* ordo_oracle_timed_model returns in *out a copy of m whose op times are o's where o has
  * measured them (m's elsewhere), for planners that read a model's own times (the merge
- * planner). ORDO_EINVAL when o was measured on another model. Free with ordo_model_destroy. */
+ * planner). ORDO_ERR_INVAL when o was measured on another model. Free with ordo_model_destroy. */
 int ordo_oracle_timed_model(const ordo_model_t *m, const ordo_oracle_t *o, ordo_model_t **out);
 
 /* ordo_oracle_timed_model_file is ordo_oracle_load_file then ordo_oracle_timed_model: m with

@@ -51,15 +51,15 @@ int ordo_order_graph_new(const ordo_model_t *m, const ordo_oracle_times_t *t, co
                          int n_channels, ordo_order_graph_t **out)
 {
     if (!m || !out || m->n_params < 1 || m->n_ops < 1)
-        return ordo_error_set(ORDO_EINVAL, "ordo_order_graph_new: empty model");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_graph_new: empty model");
     if (t && (t->n_params != m->n_params || t->n_ops != m->n_ops))
-        return ordo_error_set(ORDO_EINVAL, "ordo_order_graph_new: times of another model");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_graph_new: times of another model");
     if (!channel) n_channels = 1;
     if (n_channels < 1)
-        return ordo_error_set(ORDO_EINVAL, "ordo_order_graph_new: %d channels", n_channels);
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_graph_new: %d channels", n_channels);
     for (int p = 0; channel && p < m->n_params; p++)
         if (channel[p] < 0 || channel[p] >= n_channels)
-            return ordo_error_set(ORDO_EINVAL, "parameter '%s': channel %d not in [0, %d)",
+            return ordo_error_set(ORDO_ERR_INVAL, "parameter '%s': channel %d not in [0, %d)",
                                   m->params[p].name, channel[p], n_channels);
     ordo_order_graph_t *g = calloc(1, sizeof *g);
     if (!g) goto oom;
@@ -98,7 +98,7 @@ int ordo_order_graph_new(const ordo_model_t *m, const ordo_oracle_times_t *t, co
     return 0;
 oom:
     ordo_order_graph_destroy(&g);
-    return ordo_error_set(ORDO_ENOMEM, "ordo_order_graph_new: out of memory");
+    return ordo_error_set(ORDO_ERR_NOMEM, "ordo_order_graph_new: out of memory");
 }
 
 int ordo_order_depends(const ordo_order_graph_t *g, int op, int param)
@@ -178,7 +178,7 @@ static int state_init(state_t *s, const ordo_order_graph_t *g, const int64_t *rt
         !s->mplus) {
         state_free(s);
         memset(s, 0, sizeof *s);
-        return ordo_error_set(ORDO_ENOMEM, "order: out of memory");
+        return ordo_error_set(ORDO_ERR_NOMEM, "order: out of memory");
     }
     for (int r = 0; r < g->n_params; r++)
         if (!outstanding || outstanding[r]) s->R[r / 64] |= UINT64_C(1) << (r % 64);
@@ -261,7 +261,7 @@ static void state_remove(state_t *s, int r)
 int ordo_order_properties(const ordo_order_graph_t *g, const unsigned char *outstanding,
                           double *op_mv, double *pv, double *m_plus)
 {
-    if (!g) return ordo_error_set(ORDO_EINVAL, "ordo_order_properties: no graph");
+    if (!g) return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_properties: no graph");
     state_t s;
     int rc = state_init(&s, g, g->recv_t, g->op_t, outstanding);
     if (rc) return rc;
@@ -294,8 +294,8 @@ static int goes_before(const state_t *s, int a, int b)
 
 int ordo_order_tao(const ordo_order_graph_t *g, int *priority)
 {
-    if (!g || !priority) return ordo_error_set(ORDO_EINVAL, "ordo_order_tao: bad args");
-    if (!g->timed) return ordo_error_set(ORDO_EINVAL, "ordo_order_tao: graph has no times");
+    if (!g || !priority) return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_tao: bad args");
+    if (!g->timed) return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_tao: graph has no times");
     state_t s;
     int rc = state_init(&s, g, g->recv_t, g->op_t, NULL);
     if (rc) return rc;
@@ -322,8 +322,8 @@ static int cmp_i64(const void *a, const void *b)
 
 int ordo_order_tio(const ordo_order_graph_t *g, int *priority)
 {
-    if (!g || !priority) return ordo_error_set(ORDO_EINVAL, "ordo_order_tio: bad args");
-    int rc = ORDO_ENOMEM;
+    if (!g || !priority) return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_tio: bad args");
+    int rc = ORDO_ERR_NOMEM;
     int64_t *unit_r = malloc((size_t)g->n_params * sizeof *unit_r);
     int64_t *unit_o = calloc((size_t)g->n_ops, sizeof *unit_o);
     int64_t *sorted = malloc((size_t)g->n_params * sizeof *sorted);
@@ -380,13 +380,13 @@ static int cmp_bytes_desc(const void *a, const void *b)
 int ordo_order_assign_channels(const ordo_model_t *m, int n_servers, int *channel)
 {
     if (!m || !channel || n_servers < 1)
-        return ordo_error_set(ORDO_EINVAL, "ordo_order_assign_channels: %d servers", n_servers);
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_assign_channels: %d servers", n_servers);
     by_bytes_t *v = malloc(((size_t)m->n_params + 1) * sizeof *v);
     int64_t *load = calloc((size_t)n_servers, sizeof *load);
     if (!v || !load) {
         free(v);
         free(load);
-        return ordo_error_set(ORDO_ENOMEM, "ordo_order_assign_channels: out of memory");
+        return ordo_error_set(ORDO_ERR_NOMEM, "ordo_order_assign_channels: out of memory");
     }
     for (int p = 0; p < m->n_params; p++)
         v[p] = (by_bytes_t){m->params[p].bytes, p};
@@ -440,7 +440,7 @@ int ordo_order_plan_ex(const ordo_model_t *m, const int *channel, int n_channels
                        double bandwidth_bps, double latency_us, ordo_policy_t policy,
                        const ordo_order_opts_t *opts, int *priority)
 {
-    if (!m || !priority) return ordo_error_set(ORDO_EINVAL, "ordo_order_plan: bad args");
+    if (!m || !priority) return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_plan: bad args");
     ordo_order_opts_t def;
     if (!opts) {
         ordo_order_opts_default(&def);
@@ -452,13 +452,13 @@ int ordo_order_plan_ex(const ordo_model_t *m, const int *channel, int n_channels
         return 0;
     }
     if (policy != ORDO_POLICY_TIO && policy != ORDO_POLICY_TAO && policy != ORDO_POLICY_SEARCH)
-        return ordo_error_set(ORDO_EINVAL, "ordo_order_plan: policy '%s' is not computed",
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_plan: policy '%s' is not computed",
                               ordo_order_policy_name(policy));
     ordo_oracle_times_t *t = NULL;
     ordo_order_graph_t *g = NULL;
     ordo_sim_t *sim = NULL;
     int *out = malloc(((size_t)m->n_params + 1) * sizeof *out);
-    int rc = out ? 0 : ordo_error_set(ORDO_ENOMEM, "ordo_order_plan: out of memory");
+    int rc = out ? 0 : ordo_error_set(ORDO_ERR_NOMEM, "ordo_order_plan: out of memory");
     if (rc) goto fail;
     if ((rc = ordo_oracle_times_new(m, bandwidth_bps, latency_us, opts->oracle, &t))) goto fail;
     if ((rc = ordo_order_graph_new(m, t, channel, n_channels, &g))) goto fail;

@@ -89,13 +89,13 @@ const char *ordo_order_policy_name(ordo_policy_t policy);
 int ordo_order_write(FILE *out, const ordo_model_t *m, const char *policy, const int *priority);
 
 /* ordo_order_read_string parses ordo-order/1 text for model m into priority[n_params]; it
- * rejects (ORDO_EFORMAT, "NAME: $.priorities[3].param: reason") a wrong format or model
+ * rejects (ORDO_ERR_FORMAT, "NAME: $.priorities[3].param: reason") a wrong format or model
  * name, unknown keys, unknown or repeated parameters, a missing parameter, and priorities
  * that are not integers >= 0. name stands for the file in messages. */
 int ordo_order_read_string(const char *json, const char *name, const ordo_model_t *m,
                            int *priority);
 
-/* ordo_order_read_file is ordo_order_read_string over a file (ORDO_ENOTFOUND when it cannot
+/* ordo_order_read_file is ordo_order_read_string over a file (ORDO_ERR_NOTFOUND when it cannot
  * be opened). */
 int ordo_order_read_file(const char *path, const ordo_model_t *m, int *priority);
 

@@ -17,7 +17,7 @@
 int ordo_order_write(FILE *out, const ordo_model_t *m, const char *policy, const int *priority)
 {
     if (!out || !m || !policy || !priority)
-        return ordo_error_set(ORDO_EINVAL, "ordo_order_write: bad args");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_write: bad args");
     /* written by hand so that each entry sits on one line, in listed order */
     fprintf(out, "{\"format\": \"%s\", \"model\": ", ORDER_FORMAT);
     json_t *s = json_string(m->name);
@@ -36,11 +36,11 @@ int ordo_order_write(FILE *out, const ordo_model_t *m, const char *policy, const
         fprintf(out, ", \"priority\": %d}%s\n", priority[p], p + 1 < m->n_params ? "," : "");
     }
     fprintf(out, " ]}\n");
-    if (rc != 0 || ferror(out)) return ordo_error_set(ORDO_EIO, "ordo_order_write: write failed");
+    if (rc != 0 || ferror(out)) return ordo_error_set(ORDO_ERR_IO, "ordo_order_write: write failed");
     return 0;
 }
 
-#define bad(...) ordo_error_set(ORDO_EFORMAT, __VA_ARGS__)
+#define bad(...) ordo_error_set(ORDO_ERR_FORMAT, __VA_ARGS__)
 
 /* parse_root validates a parsed document and fills priority; it consumes root. */
 static int parse_root(json_t *root, const char *name, const ordo_model_t *m, int *priority)
@@ -48,7 +48,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m, int
     int rc;
     int *out = malloc(((size_t)m->n_params + 1) * sizeof *out);
     if (!out) {
-        rc = ordo_error_set(ORDO_ENOMEM, "%s: out of memory", name);
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
         goto fail;
     }
     for (int p = 0; p < m->n_params; p++)
@@ -114,7 +114,7 @@ fail:
 
 int ordo_order_read_string(const char *json, const char *name, const ordo_model_t *m, int *priority)
 {
-    if (!json || !m || !priority) return ordo_error_set(ORDO_EINVAL, "ordo_order_read: bad args");
+    if (!json || !m || !priority) return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_read: bad args");
     if (!name) name = "<order>";
     json_t *root = NULL;
     int rc = ordo_json_read_string(json, name, JSON_REJECT_DUPLICATES, &root);
@@ -124,7 +124,7 @@ int ordo_order_read_string(const char *json, const char *name, const ordo_model_
 int ordo_order_read_file(const char *path, const ordo_model_t *m, int *priority)
 {
     if (!path || !m || !priority)
-        return ordo_error_set(ORDO_EINVAL, "ordo_order_read_file: bad args");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_read_file: bad args");
     json_t *root = NULL;
     int rc = ordo_json_read_file(path, JSON_REJECT_DUPLICATES, &root);
     return rc ? rc : parse_root(root, path, m, priority);

@@ -101,13 +101,13 @@ int ordo_search_run(ordo_sim_t *sim, const int *start_priority, const ordo_searc
                     int *priority, ordo_search_result_t *res)
 {
     if (!sim || !start_priority || !o || !priority)
-        return ordo_error_set(ORDO_EINVAL, "ordo_search_run: bad args");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_search_run: bad args");
     if (o->budget_ms <= 0 && o->max_evals <= 0)
-        return ordo_error_set(ORDO_EINVAL, "ordo_search_run: no budget and no evaluation cap");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_search_run: no budget and no evaluation cap");
     int64_t deadline = ordo_clock_ns() + (int64_t)o->budget_ms * 1000000;
     search_t s = {.sim = sim, .n = ordo_sim_n_params(sim), .sign = o->maximize ? -1 : 1};
     s.rng = o->seed;
-    int n = s.n, n_ch = 0, rc = ORDO_ENOMEM;
+    int n = s.n, n_ch = 0, rc = ORDO_ERR_NOMEM;
     for (int p = 0; p < n; p++)
         if (ordo_sim_channel(sim, p) + 1 > n_ch) n_ch = ordo_sim_channel(sim, p) + 1;
     int *cur = malloc((size_t)n * sizeof *cur), *cand = malloc((size_t)n * sizeof *cand);
@@ -189,7 +189,7 @@ int ordo_search_bounds(ordo_sim_t *sim, const int *start_priority, const ordo_se
                        ordo_search_bounds_t *out, int *best_priority, int *worst_priority)
 {
     if (!sim || !start_priority || !o || !out)
-        return ordo_error_set(ORDO_EINVAL, "ordo_search_bounds: bad args");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_search_bounds: bad args");
     int n = ordo_sim_n_params(sim);
     if (n <= ORDO_SIM_EXHAUSTIVE_MAX) {
         out->exhaustive = 1;
@@ -197,7 +197,7 @@ int ordo_search_bounds(ordo_sim_t *sim, const int *start_priority, const ordo_se
                                    worst_priority);
     }
     int *tmp = malloc((size_t)n * sizeof *tmp), *rev = malloc((size_t)n * sizeof *rev);
-    int rc = ORDO_ENOMEM;
+    int rc = ORDO_ERR_NOMEM;
     if (!tmp || !rev) {
         rc = ordo_error_set(rc, "ordo_search_bounds: out of memory");
         goto fail;

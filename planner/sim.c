@@ -56,12 +56,12 @@ int ordo_sim_new(const ordo_model_t *m, const ordo_oracle_times_t *t, const int 
 {
     if (!m || !t || !out || m->n_params < 1 || m->n_ops < 1 || t->n_params != m->n_params ||
         t->n_ops != m->n_ops)
-        return ordo_error_set(ORDO_EINVAL, "ordo_sim_new: bad model or times");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_sim_new: bad model or times");
     if (!channel) n_channels = 1;
-    if (n_channels < 1) return ordo_error_set(ORDO_EINVAL, "ordo_sim_new: %d channels", n_channels);
+    if (n_channels < 1) return ordo_error_set(ORDO_ERR_INVAL, "ordo_sim_new: %d channels", n_channels);
     for (int p = 0; channel && p < m->n_params; p++)
         if (channel[p] < 0 || channel[p] >= n_channels)
-            return ordo_error_set(ORDO_EINVAL, "parameter '%s': channel %d not in [0, %d)",
+            return ordo_error_set(ORDO_ERR_INVAL, "parameter '%s': channel %d not in [0, %d)",
                                   m->params[p].name, channel[p], n_channels);
     int np = m->n_params, no = m->n_ops;
     ordo_sim_t *s = calloc(1, sizeof *s);
@@ -121,7 +121,7 @@ int ordo_sim_new(const ordo_model_t *m, const ordo_oracle_times_t *t, const int 
     for (int p = 0; p < np; p++) {
         if (first[p] < 0) {
             ordo_sim_destroy(&s);
-            return ordo_error_set(ORDO_EINVAL, "ordo_sim_new: parameter '%s' is read by no op",
+            return ordo_error_set(ORDO_ERR_INVAL, "ordo_sim_new: parameter '%s' is read by no op",
                                   m->params[p].name);
         }
         s->grad_off[first[p] + 1]++;
@@ -151,7 +151,7 @@ int ordo_sim_new(const ordo_model_t *m, const ordo_oracle_times_t *t, const int 
     return 0;
 oom:
     ordo_sim_destroy(&s);
-    return ordo_error_set(ORDO_ENOMEM, "ordo_sim_new: out of memory");
+    return ordo_error_set(ORDO_ERR_NOMEM, "ordo_sim_new: out of memory");
 }
 
 int ordo_sim_n_params(const ordo_sim_t *s)
@@ -275,9 +275,9 @@ static int cmp_prio(const void *a, const void *b)
 
 int ordo_sim_seq_from_priority(const ordo_sim_t *s, const int *priority, int *seq)
 {
-    if (!s || !priority || !seq) return ordo_error_set(ORDO_EINVAL, "ordo_sim: no priorities");
+    if (!s || !priority || !seq) return ordo_error_set(ORDO_ERR_INVAL, "ordo_sim: no priorities");
     prio_t *v = malloc((size_t)s->n_params * sizeof *v);
-    if (!v) return ordo_error_set(ORDO_ENOMEM, "ordo_sim: out of memory");
+    if (!v) return ordo_error_set(ORDO_ERR_NOMEM, "ordo_sim: out of memory");
     for (int p = 0; p < s->n_params; p++)
         v[p] = (prio_t){priority[p], p};
     qsort(v, (size_t)s->n_params, sizeof *v, cmp_prio);
@@ -289,7 +289,7 @@ int ordo_sim_seq_from_priority(const ordo_sim_t *s, const int *priority, int *se
 
 int ordo_sim_run(ordo_sim_t *s, const int *priority, ordo_sim_result_t *out)
 {
-    if (!s || !out) return ordo_error_set(ORDO_EINVAL, "ordo_sim_run: bad args");
+    if (!s || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_sim_run: bad args");
     int rc = ordo_sim_seq_from_priority(s, priority, s->seq);
     if (rc) return rc;
     double t = ordo_sim_makespan(s, s->seq);
@@ -339,10 +339,10 @@ static void seq_to_priority(const int *seq, int n, int *priority)
 int ordo_sim_exhaustive(ordo_sim_t *s, double *best_us, int *best_priority, double *worst_us,
                         int *worst_priority)
 {
-    if (!s) return ordo_error_set(ORDO_EINVAL, "ordo_sim_exhaustive: no simulator");
+    if (!s) return ordo_error_set(ORDO_ERR_INVAL, "ordo_sim_exhaustive: no simulator");
     int n = s->n_params;
     if (n > ORDO_SIM_EXHAUSTIVE_MAX)
-        return ordo_error_set(ORDO_ERANGE, "ordo_sim_exhaustive: %d recvs, at most %d", n,
+        return ordo_error_set(ORDO_ERR_RANGE, "ordo_sim_exhaustive: %d recvs, at most %d", n,
                               ORDO_SIM_EXHAUSTIVE_MAX);
     int a[ORDO_SIM_EXHAUSTIVE_MAX], bs[ORDO_SIM_EXHAUSTIVE_MAX], ws[ORDO_SIM_EXHAUSTIVE_MAX];
     for (int k = 0; k < n; k++)

@@ -59,7 +59,7 @@ void ordo_sim_trace(const ordo_sim_t *s, double *recv_end, double *op_start, dou
 
 /* ordo_sim_exhaustive simulates every order of the recvs (at most ORDO_SIM_EXHAUSTIVE_MAX)
  * and returns the smallest and largest makespans with an order reaching each (as
- * priorities; either array may be NULL). ORDO_ERANGE when there are too many recvs. */
+ * priorities; either array may be NULL). ORDO_ERR_RANGE when there are too many recvs. */
 int ordo_sim_exhaustive(ordo_sim_t *s, double *best_us, int *best_priority, double *worst_us,
                         int *worst_priority);
 

@@ -52,7 +52,7 @@ static int check_sparse_rules(json_t *up, const char **names, char *why, size_t 
                      "tensor %zu \"%s\" asks for %s (exact averages need push.mode = dense or "
                      "merged)",
                      i, names[i], kind ? "an average" : "the conf's [optimizer]");
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
         if (!first) {
             first = u;
@@ -61,7 +61,7 @@ static int check_sparse_rules(json_t *up, const char **names, char *why, size_t 
                      "push.mode = sparse runs one SGD for every tensor: tensor %zu \"%s\" "
                      "declares other hyperparameters than tensor 0",
                      i, names[i]);
-            return ORDO_EINVAL;
+            return ORDO_ERR_INVAL;
         }
     }
     return 0;
@@ -71,7 +71,7 @@ int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo
                         json_t **updates, char *why, size_t wsz)
 {
     json_t *ref = by_rank[0], *up = NULL;
-    int n = (int)json_array_size(ref), rc = ORDO_EINVAL;
+    int n = (int)json_array_size(ref), rc = ORDO_ERR_INVAL;
     const char **names = NULL;
     int64_t *numel = NULL;
     why[0] = '\0';
@@ -127,7 +127,7 @@ int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo
     numel = malloc(sizeof *numel * (size_t)n);
     up = json_array();
     bool any = false;
-    rc = names && numel && up ? 0 : ORDO_ENOMEM;
+    rc = names && numel && up ? 0 : ORDO_ERR_NOMEM;
     for (int i = 0; !rc && i < n; i++) {
         json_t *d = json_array_get(ref, (size_t)i), *u = json_object_get(d, "update");
         names[i] = json_string_value(json_object_get(d, "name"));
@@ -141,7 +141,7 @@ int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo
     for (int i = 0; !rc && i < n; i++)
         m->params[i].occasional = json_is_true(json_object_get(json_array_get(ref, (size_t)i),
                                                                "occasional"));
-    if (rc && rc != ORDO_ENOMEM && !why[0])
+    if (rc && rc != ORDO_ERR_NOMEM && !why[0])
         snprintf(why, wsz, "the declared tensors: %s", ordo_error_text(rc));
     if (!rc) {
         *model = m;

@@ -15,7 +15,7 @@
  * borrowed) and builds *model (named "declared", the caller's) and *updates (a new reference:
  * per key its update rule object or null; NULL when no tensor declared one). sparse says the
  * run pushes sparse, whose servers run one SGD: then the rules must all be the same sgd. On a difference, a malformed
- * declaration or a bad model it returns ORDO_EINVAL with why naming the worker and tensor
+ * declaration or a bad model it returns ORDO_ERR_INVAL with why naming the worker and tensor
  * ("worker 1 declared tensor 3 \"fc.bias\" of 10 elements, worker 0 \"fc.bias\" of 20"). */
 int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo_model_t **model,
                         json_t **updates, char *why, size_t wsz);

@@ -39,7 +39,7 @@ int ordo_replan_new(const ordo_conf_t *conf, const char *run_dir, ordo_replan_se
     ordo_replan_t *r = calloc(1, sizeof *r);
     if (!r || !(r->arrived = calloc((size_t)conf->workers, sizeof *r->arrived))) {
         free(r);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     r->conf = *conf;
     snprintf(r->run_dir, sizeof r->run_dir, "%s", run_dir);
@@ -91,22 +91,22 @@ static void refuse(ordo_replan_t *r, int rc)
 static int plan(ordo_replan_t *r, const ordo_keys_t *keys, char **out)
 {
     if (r->conf.push_mode == ORDO_PUSH_SPARSE)
-        return ordo_error_set(ORDO_ENOTSUP,
+        return ordo_error_set(ORDO_ERR_NOTSUP,
                               "[push] mode = sparse: the sparse regions are fixed at "
                               "start-up; re-planning needs [push] mode = dense or merged");
     if (r->conf.push_mode == ORDO_PUSH_MERGED && r->conf.calibrate)
-        return ordo_error_set(ORDO_ENOTSUP,
+        return ordo_error_set(ORDO_ERR_NOTSUP,
                               "[push] calibrate = true: the merge groups come from the "
                               "start-up calibration; re-planning needs calibrate = false");
-    if (!r->profile) return ordo_error_set(ORDO_EINVAL, "worker 0 passed no profile");
+    if (!r->profile) return ordo_error_set(ORDO_ERR_INVAL, "worker 0 passed no profile");
     int n = keys->n_keys, rc = 0;
     if (!json_is_array(r->names) || (int)json_array_size(r->names) != n)
-        return ordo_error_set(ORDO_EPROTO, "worker 0 named %d tensors, the cluster has %d",
+        return ordo_error_set(ORDO_ERR_PROTO, "worker 0 named %d tensors, the cluster has %d",
                               (int)json_array_size(r->names), n);
     const char **names = calloc((size_t)n, sizeof *names);
     ordo_model_t *m = NULL;
     json_t *p = NULL;
-    if (!names) return ORDO_ENOMEM;
+    if (!names) return ORDO_ERR_NOMEM;
     for (int i = 0; i < n; i++)
         names[i] = json_string_value(json_array_get(r->names, (size_t)i));
     rc = ordo_replan_model_match(r->profile, r->profile_len, names, keys->numel, n, "float32", &m);
@@ -119,7 +119,7 @@ static int plan(ordo_replan_t *r, const ordo_keys_t *keys, char **out)
     if (!rc) rc = ordo_runplan_make(&c, m, keys, &p);
     /* the merge plan's ordo-merge/1 text is for the start-up's run folder only */
     if (!rc) json_object_del(json_object_get(p, "merge"), ORDO_RUNPLAN_MERGE_FILE_MEMBER);
-    if (!rc && !(*out = json_dumps(p, JSON_COMPACT))) rc = ORDO_ENOMEM;
+    if (!rc && !(*out = json_dumps(p, JSON_COMPACT))) rc = ORDO_ERR_NOMEM;
     if (!rc) {
         char path[sizeof r->run_dir + 32];
         snprintf(path, sizeof path, "%s/replan-%d.json", r->run_dir, r->n_done + 1);
@@ -179,7 +179,7 @@ static int on_server(ordo_replan_t *r, int rank, ordo_msg_t *m)
     json_t *o = json_loads(body, 0, NULL);
     const char *err = json_string_value(json_object_get(o, "error"));
     int rc =
-        err ? ordo_error_set(ORDO_EPROTO, "replan: server %d could not switch: %s", rank, err) : 0;
+        err ? ordo_error_set(ORDO_ERR_PROTO, "replan: server %d could not switch: %s", rank, err) : 0;
     json_decref(o);
     if (rc) {
         reset(r);

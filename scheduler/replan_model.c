@@ -25,12 +25,12 @@ static int match(const ordo_model_t *p, const char *const *names, const int64_t 
         const ordo_model_param_t *pp = &p->params[i];
         int t = tensor_of(names, n, pp->name);
         if (t < 0)
-            return ordo_error_set(ORDO_EFORMAT,
+            return ordo_error_set(ORDO_ERR_FORMAT,
                                   WHO ": $.params[%d]: '%s' is not one of the cluster's %d "
                                       "tensors",
                                   i, pp->name, n);
         if (pp->numel != numel[t])
-            return ordo_error_set(ORDO_EFORMAT,
+            return ordo_error_set(ORDO_ERR_FORMAT,
                                   WHO ": $.params[%d]: '%s' has %lld elements, the cluster's "
                                       "tensor %d has %lld",
                                   i, pp->name, (long long)pp->numel, t, (long long)numel[t]);
@@ -38,7 +38,7 @@ static int match(const ordo_model_t *p, const char *const *names, const int64_t 
     }
     for (int t = 0; t < n; t++)
         if (param_of[t] < 0)
-            return ordo_error_set(ORDO_EFORMAT,
+            return ordo_error_set(ORDO_ERR_FORMAT,
                                   WHO ": $.params: the cluster's tensor %d '%s' is "
                                       "missing",
                                   t, names[t] ? names[t] : "?");
@@ -51,7 +51,7 @@ static int rebuild(const ordo_model_t *p, const int *param_of, int n, const char
 {
     ordo_model_t *m = ordo_model_new(p->name, p->batch, dtype);
     const char **list = NULL;
-    int rc = m ? 0 : ORDO_ENOMEM, most = 1;
+    int rc = m ? 0 : ORDO_ERR_NOMEM, most = 1;
     for (int t = 0; !rc && t < n; t++) {
         const ordo_model_param_t *pp = &p->params[param_of[t]];
         int idx = ordo_model_add_param(m, pp->name, pp->ndim, pp->shape);
@@ -61,7 +61,7 @@ static int rebuild(const ordo_model_t *p, const int *param_of, int n, const char
         if (p->ops[o].n_inputs > most) most = p->ops[o].n_inputs;
         if (p->ops[o].n_params > most) most = p->ops[o].n_params;
     }
-    if (!rc && !(list = malloc(sizeof *list * (size_t)most * 2))) rc = ORDO_ENOMEM;
+    if (!rc && !(list = malloc(sizeof *list * (size_t)most * 2))) rc = ORDO_ERR_NOMEM;
     for (int o = 0; !rc && o < p->n_ops; o++) {
         const ordo_model_op_t *op = &p->ops[o];
         const char **in = list, **pa = list + most;
@@ -90,7 +90,7 @@ int ordo_replan_model_match(const char *profile, size_t len, const char *const *
     int *param_of = NULL;
     int rc = ordo_model_load_buffer(profile, len, WHO, &p);
     if (rc) return rc;
-    if (!(param_of = malloc(sizeof *param_of * (size_t)(n > 0 ? n : 1)))) rc = ORDO_ENOMEM;
+    if (!(param_of = malloc(sizeof *param_of * (size_t)(n > 0 ? n : 1)))) rc = ORDO_ERR_NOMEM;
     if (!rc) rc = match(p, names, numel, n, param_of);
     if (!rc) rc = rebuild(p, param_of, n, dtype, out);
     free(param_of);

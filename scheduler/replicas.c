@@ -38,7 +38,7 @@ int ordo_replicas_new(struct ordo_scheduler *s, ordo_replicas_t **out)
     int rc = ordo_keys_set_replicas(s->keys, s->conf.replicas);
     if (rc) return ordo_error_context(rc, "fault.replicas");
     ordo_replicas_t *r = calloc(1, sizeof *r);
-    if (!r) return ORDO_ENOMEM;
+    if (!r) return ORDO_ERR_NOMEM;
     r->max_iter = -1;
     *out = r;
     ORDO_INFO("replicas: each key slice on %d servers (a primary and %d backup%s)",
@@ -103,16 +103,16 @@ int ordo_replicas_server_dead(struct ordo_scheduler *s, int member, int64_t sile
     member_t *m = &s->members[member];
     char name[320];
     if (!r || m->role != ORDO_ROLE_SERVER || m->rank < 0)
-        return ORDO_EPEERDEAD;
+        return ORDO_ERR_PEERDEAD;
     int moved = 0;
     int rc = ordo_keys_server_failed(s->keys, m->rank, &moved);
     if (rc) {
         ORDO_ERROR("cannot promote a backup for %s: %s",
                    ordo__sched_member_name(m, name, sizeof name), ordo_error_text(rc));
-        return ORDO_EPEERDEAD;
+        return ORDO_ERR_PEERDEAD;
     }
     promotion_t *p = realloc(r->p, sizeof *p * (size_t)(r->n + 1));
-    if (!p) return ORDO_ENOMEM;
+    if (!p) return ORDO_ERR_NOMEM;
     r->p = p;
     r->p[r->n++] = (promotion_t){.server = m->rank,
                                  .moved = moved,

@@ -29,7 +29,7 @@ void ordo_replicas_destroy(ordo_replicas_t **r);
 
 /* ordo_replicas_server_dead handles the death of the server member at index member (silent
  * for silent_ms): 0 when its slices were handed to backups and the new map sent (the run goes
- * on), ORDO_EPEERDEAD when it cannot be (no replicas, or a slice with no live replica left). */
+ * on), ORDO_ERR_PEERDEAD when it cannot be (no replicas, or a slice with no live replica left). */
 int ordo_replicas_server_dead(struct ordo_scheduler *s, int member, int64_t silent_ms);
 
 /* ordo_replicas_join takes a server's REGISTER with "join": true (m; endpoint and pid from

@@ -40,9 +40,9 @@ static int mkdirs(const char *path)
 int ordo_runlog_new(const char *dir, const ordo_conf_t *conf, int n_workers, ordo_runlog_t **out)
 {
     if (mkdirs(dir) != 0)
-        return ordo_error_set(ORDO_EIO, "cannot create run folder %s: %s", dir, strerror(errno));
+        return ordo_error_set(ORDO_ERR_IO, "cannot create run folder %s: %s", dir, strerror(errno));
     ordo_runlog_t *r = calloc(1, sizeof *r);
-    if (!r) return ORDO_ENOMEM;
+    if (!r) return ORDO_ERR_NOMEM;
     snprintf(r->dir, sizeof r->dir, "%s", dir);
     r->conf = *conf;
     r->n_workers = n_workers;
@@ -51,7 +51,7 @@ int ordo_runlog_new(const char *dir, const ordo_conf_t *conf, int n_workers, ord
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     r->metrics = fopen(path, "w");
     if (!r->metrics || !r->finals) {
-        int rc = ordo_error_set(ORDO_EIO, "cannot open %s: %s", path, strerror(errno));
+        int rc = ordo_error_set(ORDO_ERR_IO, "cannot open %s: %s", path, strerror(errno));
         ordo_runlog_destroy(&r);
         return rc;
     }
@@ -86,14 +86,14 @@ int ordo_runlog_parse_stats(const char *text, int n_workers, ordo_iter_stats_t *
     json_t *o = json_loads(text, 0, &jerr);
     if (!o || !json_is_object(o)) {
         json_decref(o);
-        return ordo_error_set(ORDO_EPROTO, "STATS: not a JSON object");
+        return ordo_error_set(ORDO_ERR_PROTO, "STATS: not a JSON object");
     }
     memset(s, 0, sizeof *s);
     json_t *w = json_object_get(o, "worker"), *it = json_object_get(o, "iter");
     int rc = 0;
     if (!json_is_integer(w) || json_integer_value(w) < 0 || json_integer_value(w) >= n_workers ||
         !json_is_integer(it) || json_integer_value(it) < 0) {
-        rc = ordo_error_set(ORDO_EPROTO, "STATS: bad worker or iter");
+        rc = ordo_error_set(ORDO_ERR_PROTO, "STATS: bad worker or iter");
         goto done;
     }
     s->worker = (int)json_integer_value(w);
@@ -109,7 +109,7 @@ int ordo_runlog_parse_stats(const char *text, int n_workers, ordo_iter_stats_t *
     double te = num_or_nan(o, "t_end_ns");
     if (!(s->step_ms >= 0) || !(s->wait_ms >= 0) || !(s->compute_ms >= 0) || !(bp >= 0) ||
         !(bl >= 0) || !(sm >= 0) || !(ts >= 0) || !(tp >= ts) || !(te >= ts)) {
-        rc = ordo_error_set(ORDO_EPROTO, "STATS: missing or negative figures");
+        rc = ordo_error_set(ORDO_ERR_PROTO, "STATS: missing or negative figures");
         goto done;
     }
     s->bytes_push = (int64_t)bp;
@@ -148,7 +148,7 @@ int ordo_runlog_add(ordo_runlog_t *r, const ordo_iter_stats_t *s)
     if (r->n == r->cap) {
         int cap = r->cap ? r->cap * 2 : 1024;
         ordo_iter_stats_t *p = realloc(r->recs, sizeof *p * (size_t)cap);
-        if (!p) return ORDO_ENOMEM;
+        if (!p) return ORDO_ERR_NOMEM;
         r->recs = p;
         r->cap = cap;
     }
@@ -171,11 +171,11 @@ int ordo_runlog_add(ordo_runlog_t *r, const ordo_iter_stats_t *s)
 
 int ordo_runlog_final(ordo_runlog_t *r, int worker, const char *text)
 {
-    if (worker < 0 || worker >= r->n_workers) return ORDO_EINVAL;
+    if (worker < 0 || worker >= r->n_workers) return ORDO_ERR_INVAL;
     json_t *o = json_loads(text, 0, NULL);
     if (!json_is_object(o)) {
         json_decref(o);
-        return ordo_error_set(ORDO_EPROTO, "DONE: body is not a JSON object");
+        return ordo_error_set(ORDO_ERR_PROTO, "DONE: body is not a JSON object");
     }
     json_decref(r->finals[worker]);
     r->finals[worker] = o;
@@ -241,9 +241,9 @@ int ordo_runlog_set_section(ordo_runlog_t *r, const char *name, json_t *value)
 {
     if (!r->sections && !(r->sections = json_object())) {
         json_decref(value);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
-    return json_object_set_new(r->sections, name, value) == 0 ? 0 : ORDO_ENOMEM;
+    return json_object_set_new(r->sections, name, value) == 0 ? 0 : ORDO_ERR_NOMEM;
 }
 
 int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
@@ -260,7 +260,7 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
         free(steps);
         free(computes);
         free(waits);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     int ns = 0;
     double eff_sum = 0, bytes_sum = 0;
@@ -355,7 +355,7 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
     snprintf(path, sizeof path, "%s/summary.json", r->dir);
     int rc = 0;
     if (json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
-        rc = ordo_error_set(ORDO_EIO, "cannot write %s", path);
+        rc = ordo_error_set(ORDO_ERR_IO, "cannot write %s", path);
     if (text) *text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(root);
     return rc;

@@ -1,5 +1,5 @@
 /* runlog_sparse: the "sparse" section of summary.json, made from the sparse counters the
- * workers add to their per-iteration STATS ([push] mode = sparse, worker/sparse_push.h):
+ * workers add to their per-iteration STATS ([push] mode = sparse, client/sparse_push.h):
  * entries selected locally and globally against k, payload bytes per worker and iteration
  * against the traffic bound 2 x 8 x k x 1.25 (index and value, both ways, 25% slack), and
  * the per-server load (entries pushed to each server, summed over workers) with its

@@ -67,7 +67,7 @@ static int simulate(const ordo_model_t *m, const int *channel, int n_channels, d
     if (!rc) rc = ordo_sim_new(m, t, channel, n_channels, 0, &sim);
     if (!rc && !priority) {
         listed = malloc(sizeof *listed * (size_t)m->n_params);
-        if (!listed) rc = ORDO_ENOMEM;
+        if (!listed) rc = ORDO_ERR_NOMEM;
         for (int p = 0; !rc && p < m->n_params; p++)
             listed[p] = p;
         priority = listed;
@@ -90,7 +90,7 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
 {
     int n = m->n_params, rc = 0;
     if (keys->n_keys != n)
-        return ordo_error_set(ORDO_EINVAL, "runplan: the key map has %d keys, the model %d",
+        return ordo_error_set(ORDO_ERR_INVAL, "runplan: the key map has %d keys, the model %d",
                               keys->n_keys, n);
     ordo_policy_t policy = (ordo_policy_t)conf->policy_kind;
     int *channel = malloc(sizeof *channel * (size_t)n);
@@ -98,7 +98,7 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
     ordo_oracle_t *oracle = NULL;
     json_t *plan = json_object(), *sim_js = json_null();
     if (!channel || !prio || !plan) {
-        rc = ORDO_ENOMEM;
+        rc = ORDO_ERR_NOMEM;
         goto fail;
     }
     ordo_runplan_channels(keys, channel);

@@ -22,7 +22,7 @@
  * from an ordo-order/1 file for file:PATH. Planning uses ordo_runplan_bps and [net] latency_us, one
  * channel per server (a key's channel is the server holding most of its bytes), the [order] oracle
  * file when set, else the profile's op times times [model] compute_scale. It logs the policy and
- * the simulated forward makespan. Fails (ORDO_EFORMAT, ORDO_ENOTFOUND, ...) with a detail naming
+ * the simulated forward makespan. Fails (ORDO_ERR_FORMAT, ORDO_ERR_NOTFOUND, ...) with a detail naming
  * the file and the reason when the order or oracle file is missing or does not fit the model. */
 int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_keys_t *keys,
                       json_t **out);

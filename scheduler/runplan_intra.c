@@ -18,18 +18,18 @@ int ordo_runplan_intra(const ordo_conf_t *conf, json_t *plan)
         return 0;
     }
     if (conf->workers % L)
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "cluster.local_size = %d does not divide cluster.workers = %d", L,
                               conf->workers);
     if (conf->push_mode == ORDO_PUSH_SPARSE)
-        return ordo_error_set(ORDO_EINVAL, "intra.backend needs push.mode = dense or merged "
+        return ordo_error_set(ORDO_ERR_INVAL, "intra.backend needs push.mode = dense or merged "
                                            "(sparse pushes keep the flat path)");
     if (strcmp(conf->trainer, "synthetic") == 0)
-        return ordo_error_set(ORDO_EINVAL, "intra.backend needs a model run (model.trainer = "
+        return ordo_error_set(ORDO_ERR_INVAL, "intra.backend needs a model run (model.trainer = "
                                            "profile, mlp or cnn); the synthetic job pushes and "
                                            "pulls every key itself");
     if (conf->pull == ORDO_PULL_EARLY)
-        return ordo_error_set(ORDO_EINVAL, "intra.backend needs order.pull = start (a group "
+        return ordo_error_set(ORDO_ERR_INVAL, "intra.backend needs order.pull = start (a group "
                                            "member pulls only its share of the keys)");
     /* unique per run: segment names must never meet a crashed run's */
     char run[64];

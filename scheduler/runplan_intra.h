@@ -11,7 +11,7 @@
 
 /* ordo_runplan_intra adds to plan, when conf asks for intra-host groups,
  * "intra": {"backend": "shm"|"nccl", "local_size": L, "groups": W / L, "run": "ID"};
- * otherwise it changes nothing. ORDO_EINVAL (detail says why) when the workers do not split
+ * otherwise it changes nothing. ORDO_ERR_INVAL (detail says why) when the workers do not split
  * into groups of L or the push mode is sparse. */
 int ordo_runplan_intra(const ordo_conf_t *conf, json_t *plan);
 

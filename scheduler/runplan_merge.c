@@ -26,7 +26,7 @@ int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, const ord
                           : ORDO_RUNPLAN_CALIBRATE_MAX_BYTES;
         json_t *cal =
             json_pack("{s:i,s:I}", "reps", conf->calibrate_reps, "max_bytes", (json_int_t)max);
-        if (!cal || json_object_set_new(plan, "merge_calibrate", cal) != 0) return ORDO_ENOMEM;
+        if (!cal || json_object_set_new(plan, "merge_calibrate", cal) != 0) return ORDO_ERR_NOMEM;
         ORDO_INFO("merge: %s, planned once the workers have calibrated a, b, c (messages of 1 KiB "
                   "to %lld bytes, %d repeats)",
                   conf->merge, (long long)max, conf->calibrate_reps);
@@ -53,7 +53,7 @@ int ordo_runplan_merge_calibrated(const ordo_conf_t *conf, const ordo_model_t *m
                                   double b, double c, json_t *plan)
 {
     if (!(a >= 0 && b > 0 && c >= 0 && isfinite(a) && isfinite(b) && isfinite(c)))
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "calibrated a = %g s, b = %g s/byte, c = %g s/byte: "
                               "needs a >= 0, b > 0, c >= 0",
                               a, b, c);
@@ -143,7 +143,7 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
     free(text);
     if (!merge || json_object_set_new(plan, "merge", merge) != 0) {
         ordo_merge_plan_destroy(&p);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     char pulls[128] = "";
     if (pull > 0)

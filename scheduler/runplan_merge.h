@@ -41,7 +41,7 @@ void ordo_runplan_merge_take_file(json_t *plan, const char *dir);
 
 /* With push.calibrate = true, ordo_runplan_merge adds "merge_calibrate": {"reps":
  * push.calibrate_reps, "max_bytes": partition_bytes up to ORDO_RUNPLAN_CALIBRATE_MAX_BYTES}
- * instead of "merge": the workers measure first (worker/calibrate.h), and
+ * instead of "merge": the workers measure first (client/calibrate.h), and
  * ordo_runplan_merge_calibrated then plans with their a (s), b, c (s/byte): it replaces
  * "merge_calibrate" in plan with "merge", as ordo_runplan_merge makes it from those costs. */
 int ordo_runplan_merge_calibrated(const ordo_conf_t *conf, const ordo_model_t *m, double a,

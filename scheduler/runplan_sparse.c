@@ -15,12 +15,12 @@ int ordo_runplan_sparse(const ordo_conf_t *conf, const ordo_model_t *m, json_t *
     int64_t n = ordo_model_total_numel(m);
     int S = conf->servers;
     if (n >= (int64_t)UINT32_MAX || n < S)
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "push.mode = sparse: the model has %lld entries; it needs at least "
                               "one per server (%d) and fewer than 2^32 - 1",
                               (long long)n, S);
     uint32_t *bounds = malloc(sizeof *bounds * ((size_t)S + 1));
-    if (!bounds) return ORDO_ENOMEM;
+    if (!bounds) return ORDO_ERR_NOMEM;
     int rc = ordo_regions_even((uint32_t)n, S, bounds);
     if (rc) {
         free(bounds);

@@ -14,7 +14,7 @@
 /* ordo_runplan_sparse adds to plan, when conf's push mode is sparse,
  * "sparse": {"n", "k", "density", "nbins", "threshold_period", "repartition_period",
  * "bounds": [S + 1 boundaries]} for conf's number of servers; otherwise it changes nothing.
- * ORDO_EINVAL (detail says why) when the model has more than 2^32 - 2 entries or fewer
+ * ORDO_ERR_INVAL (detail says why) when the model has more than 2^32 - 2 entries or fewer
  * entries than servers. */
 int ordo_runplan_sparse(const ordo_conf_t *conf, const ordo_model_t *m, json_t *plan);
 

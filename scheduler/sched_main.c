@@ -26,7 +26,7 @@ int main(int argc, char **argv)
     printf("READY %s\n", ordo_scheduler_endpoint(s));
     fflush(stdout);
     rc = ordo_scheduler_run(s);
-    if (rc != ORDO_EABORT) {
+    if (rc != ORDO_ERR_ABORT) {
         const char *summary = ordo_scheduler_summary(s);
         printf("SUMMARY %s\n", summary ? summary : "{}");
         fflush(stdout);

@@ -255,7 +255,7 @@ static int plan_model(sched_t *s)
 {
     int n = s->model->n_params;
     int64_t *numel = malloc(sizeof *numel * (size_t)n);
-    if (!numel) return ORDO_ENOMEM;
+    if (!numel) return ORDO_ERR_NOMEM;
     for (int i = 0; i < n; i++)
         numel[i] = s->model->params[i].numel;
     int rc = ordo_keys_partition(numel, n, s->model->dtype_size, s->conf.partition_bytes,
@@ -275,7 +275,7 @@ static int plan_model(sched_t *s)
         biggest = total < s->conf.partition_bytes ? total : s->conf.partition_bytes;
     if (s->conf.push_mode == ORDO_PUSH_SPARSE) biggest *= 2; /* an index beside each value */
     if (biggest + (1 << 16) > ((int64_t)s->conf.max_message_mb << 20))
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "messages of %lld bytes (order.partition_bytes / segment_bytes) "
                               "would not fit in net.max_message_mb (%d MiB): raise it",
                               (long long)biggest, s->conf.max_message_mb);
@@ -296,7 +296,7 @@ static int plan_model(sched_t *s)
 static int declared_model(sched_t *s, char *why, size_t wsz)
 {
     json_t **by_rank = calloc((size_t)s->conf.workers, sizeof *by_rank);
-    if (!by_rank) return ORDO_ENOMEM;
+    if (!by_rank) return ORDO_ERR_NOMEM;
     for (int i = 0; i < s->n_members; i++)
         if (s->members[i].role == ORDO_ROLE_WORKER)
             by_rank[s->members[i].rank] = s->members[i].tensors;
@@ -309,10 +309,10 @@ static int declared_model(sched_t *s, char *why, size_t wsz)
 /* ---- run ---------------------------------------------------------------------------- */
 
 /* abort_run tells every member why the run ends and writes the summary of what was
- * recorded; the caller returns ORDO_EABORT (the transport gets a second to deliver it) */
+ * recorded; the caller returns ORDO_ERR_ABORT (the transport gets a second to deliver it) */
 int ordo__sched_abort_run(sched_t *s, const char *why)
 {
-    if (s->aborted) return ORDO_EABORT;
+    if (s->aborted) return ORDO_ERR_ABORT;
     ORDO_ERROR("aborting the run: %s", why);
     broadcast(s, ORDO_MSG_ABORT, why);
     ordo__sched_membership_close(s);
@@ -321,11 +321,11 @@ int ordo__sched_abort_run(sched_t *s, const char *why)
         ordo_runlog_destroy(&s->log);
     }
     s->aborted = true;
-    return ORDO_EABORT;
+    return ORDO_ERR_ABORT;
 }
 
 /* check_liveness aborts the run when a member fell silent, or when the cluster did not
- * fill up within the start-up time; 0 or ORDO_EABORT */
+ * fill up within the start-up time; 0 or ORDO_ERR_ABORT */
 static int check_liveness(sched_t *s)
 {
     int64_t now = ordo_clock_ns();
@@ -370,14 +370,14 @@ static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *
     }
 }
 
-/* handle: one message from a node; 0 to go on, 1 when every worker is done, ORDO_EABORT */
+/* handle: one message from a node; 0 to go on, 1 when every worker is done, ORDO_ERR_ABORT */
 static int handle(sched_t *s, ordo_msg_t *m)
 {
     member_t *mb = find_member(s, m);
     char name[320];
     if (m->hdr.type == ORDO_MSG_REGISTER) {
         on_register(s, m);
-        return s->aborted ? ORDO_EABORT : 0;
+        return s->aborted ? ORDO_ERR_ABORT : 0;
     }
     if (!mb) {
         ORDO_WARN("dropped %s from an unregistered peer", ordo_wire_type_name(m->hdr.type));
@@ -399,7 +399,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
         ordo_msg_text(m, 0, body, sizeof body);
         int rc = ordo_runlog_parse_stats(body, s->conf.workers, &st);
         if (rc == 0 && st.worker != mb->rank)
-            rc = ordo_error_set(ORDO_EPROTO, "STATS names worker %d", st.worker);
+            rc = ordo_error_set(ORDO_ERR_PROTO, "STATS names worker %d", st.worker);
         if (rc)
             ORDO_WARN("dropped stats of %s: %s", ordo__sched_member_name(mb, name, sizeof name),
                       ordo_error_text(rc));
@@ -431,7 +431,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
             return ordo__sched_on_calibration(s, m); /* the start-up calibration's result */
         }
         int rc = s->sparse ? ordo_sparse_coord_on_msg(s->sparse, mb->role, mb->rank, m)
-                           : ordo_error_set(ORDO_EPROTO, "no sparse pushes in this run");
+                           : ordo_error_set(ORDO_ERR_PROTO, "no sparse pushes in this run");
         if (rc)
             ORDO_WARN("dropped a PLAN message from %s: %s", ordo__sched_member_name(mb, name, sizeof name),
                       ordo_error_text(rc));
@@ -472,7 +472,7 @@ static void make_run_dir(sched_t *s)
 int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
 {
     sched_t *s = calloc(1, sizeof *s);
-    if (!s) return ORDO_ENOMEM;
+    if (!s) return ORDO_ERR_NOMEM;
     s->conf = *conf;
     s->barrier_id = -1;
     s->n_live = conf->workers;
@@ -488,7 +488,7 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
     if ((rc = ordo_replan_new(&s->conf, s->run_dir, ordo__sched_replan_send, s, &s->replan)) != 0) goto fail;
     s->members = calloc((size_t)(s->conf.servers + s->conf.workers), sizeof *s->members);
     if (!s->members) {
-        rc = ORDO_ENOMEM;
+        rc = ORDO_ERR_NOMEM;
         goto fail;
     }
     ordo_transport_opts_t opts = {
@@ -540,13 +540,13 @@ ordo_transport_t *ordo_scheduler_transport(ordo_scheduler_t *s)
 
 int ordo_scheduler_handle(ordo_scheduler_t *s, ordo_msg_t *m)
 {
-    if (s->aborted) return ORDO_EABORT;
+    if (s->aborted) return ORDO_ERR_ABORT;
     return handle(s, m);
 }
 
 int ordo_scheduler_check(ordo_scheduler_t *s)
 {
-    if (s->aborted) return ORDO_EABORT;
+    if (s->aborted) return ORDO_ERR_ABORT;
     return check_liveness(s);
 }
 

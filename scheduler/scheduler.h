@@ -29,16 +29,16 @@ const char *ordo_scheduler_run_dir(const ordo_scheduler_t *s);
 ordo_transport_t *ordo_scheduler_transport(ordo_scheduler_t *s);
 
 /* ordo_scheduler_handle takes one message from a node (m stays the caller's to close) and
- * sends the answers it makes. Returns 0 to go on, 1 when every worker is done, ORDO_EABORT
+ * sends the answers it makes. Returns 0 to go on, 1 when every worker is done, ORDO_ERR_ABORT
  * when the run was aborted (every node was told; the summary is written). */
 int ordo_scheduler_handle(ordo_scheduler_t *s, ordo_msg_t *m);
 
-/* ordo_scheduler_check aborts the run (ORDO_EABORT) when a node has been silent longer
+/* ordo_scheduler_check aborts the run (ORDO_ERR_ABORT) when a node has been silent longer
  * than [fault] timeout_ms, or the cluster did not fill up within startup_ms; else 0. */
 int ordo_scheduler_check(ordo_scheduler_t *s);
 
 /* ordo_scheduler_run receives and handles messages until every worker is done, then sends
- * SHUTDOWN and writes summary.json (0, or the error writing it); ORDO_EABORT when the run
+ * SHUTDOWN and writes summary.json (0, or the error writing it); ORDO_ERR_ABORT when the run
  * was aborted, by a node, a silent node or the stop signal. */
 int ordo_scheduler_run(ordo_scheduler_t *s);
 

@@ -110,7 +110,7 @@ int ordo__sched_on_bcast(sched_t *s, member_t *mb, ordo_msg_t *m)
     return 0;
 }
 
-/* worker 0's start-up calibration ([push] calibrate, worker/calibrate.h): plan the merge
+/* worker 0's start-up calibration ([push] calibrate, client/calibrate.h): plan the merge
  * groups with its a, b, c (and the op times it measured, when it sends them and no [order]
  * oracle is set), send them to every worker and keep the figures in RUN/calibration.json.
  * A malformed calibration aborts the run with the reason (the workers wait for it). */
@@ -141,7 +141,7 @@ int ordo__sched_on_calibration(sched_t *s, ordo_msg_t *m)
     if (!why[0] && ops && !s->conf.oracle[0]) { /* measured op times replace the estimates */
         char *text = json_dumps(ops, JSON_COMPACT);
         rc = text ? ordo_oracle_load_string(text, "worker 0's op times", s->model, &orc)
-                  : ORDO_ENOMEM;
+                  : ORDO_ERR_NOMEM;
         free(text);
         if (!rc) rc = ordo_oracle_timed_model(s->model, orc, &timed);
         if (!rc) ORDO_INFO("merge: op times measured by worker 0 at start-up");

@@ -87,7 +87,7 @@ void ordo__sched_msg_to(const sched_t *s, const uint8_t *rid, size_t rid_len, in
 void ordo__sched_reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type, const char *text);
 
 /* ordo__sched_abort_run tells every node the run is aborted (why), writes the summary and
- * returns ORDO_EABORT. */
+ * returns ORDO_ERR_ABORT. */
 int ordo__sched_abort_run(sched_t *s, const char *why);
 
 /* ordo__sched_welcome_text returns the WELCOME body for member m (caller frees): its rank,
@@ -99,12 +99,12 @@ char *ordo__sched_welcome_text(sched_t *s, const member_t *m, int64_t rejoin);
 
 /* ordo__sched_member_silent handles member m found silent for silent_ms: under fault.worker
  * = restart or shrink a worker's death is a membership change, anything else aborts the
- * run. 0 to go on, or ORDO_EABORT. */
+ * run. 0 to go on, or ORDO_ERR_ABORT. */
 int ordo__sched_member_silent(sched_t *s, member_t *m, int64_t silent_ms);
 
 /* ordo__sched_rejoin takes the registration (o, from m) of a restarted worker after the
  * cluster formed (fault.worker = restart): it takes the rank of the dead worker it names,
- * gets the WELCOME with the iteration to go on at, or is refused. 0, or ORDO_EABORT when
+ * gets the WELCOME with the iteration to go on at, or is refused. 0, or ORDO_ERR_ABORT when
  * the rank has no restarts left. */
 int ordo__sched_rejoin(sched_t *s, const ordo_msg_t *m, json_t *o);
 

@@ -35,7 +35,7 @@ static int round_init(round_t *r, int senders, size_t nbins)
     r->nbins = nbins;
     r->from = calloc((size_t)senders, sizeof *r->from);
     r->sum = calloc(nbins, sizeof *r->sum);
-    return r->from && r->sum ? 0 : ORDO_ENOMEM;
+    return r->from && r->sum ? 0 : ORDO_ERR_NOMEM;
 }
 
 static void round_fini(round_t *r)
@@ -60,12 +60,12 @@ int ordo_sparse_coord_new(const json_t *plan, int servers, int workers,
     ordo_sparse_plan_t p;
     int rc = ordo_sparse_wire_plan(text, servers, &p);
     free(text);
-    if (rc == ORDO_ENOTFOUND) return 0;
+    if (rc == ORDO_ERR_NOTFOUND) return 0;
     if (rc) return rc;
     ordo_sparse_coord_t *c = calloc(1, sizeof *c);
     if (!c) {
         ordo_sparse_wire_plan_fini(&p);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     c->plan = p;
     c->servers = servers;
@@ -80,7 +80,7 @@ int ordo_sparse_coord_new(const json_t *plan, int servers, int workers,
     if (!c->bounds || !c->next || !c->buf || round_init(&c->pos, workers, (size_t)p.nbins) ||
         round_init(&c->mag, servers, ORDO_REGIONS_MAGHIST_BINS)) {
         ordo_sparse_coord_destroy(&c);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     memcpy(c->bounds, p.bounds, sizeof *c->bounds * ((size_t)servers + 1));
     *out = c;
@@ -117,12 +117,12 @@ static int gather(round_t *r, int senders, int rank, ordo_msg_t *m, const char *
     size_t len = 0;
     const void *data = ordo_msg_data(m, 0, &len);
     if (m->nframes != 1)
-        return ordo_error_set(ORDO_EPROTO, "%s: %d payload frames, expected 1", what, m->nframes);
+        return ordo_error_set(ORDO_ERR_PROTO, "%s: %d payload frames, expected 1", what, m->nframes);
     if (m->hdr.iter < 0 || (r->iter >= 0 && m->hdr.iter != r->iter))
-        return ordo_error_set(ORDO_EPROTO, "%s of iteration %lld while gathering iteration %lld",
+        return ordo_error_set(ORDO_ERR_PROTO, "%s of iteration %lld while gathering iteration %lld",
                               what, (long long)m->hdr.iter, (long long)r->iter);
     if (r->from[rank])
-        return ordo_error_set(ORDO_EPROTO, "%s: a second histogram for iteration %lld", what,
+        return ordo_error_set(ORDO_ERR_PROTO, "%s: a second histogram for iteration %lld", what,
                               (long long)m->hdr.iter);
     int rc = ordo_sparse_wire_add_counts(data, len, r->nbins, r->sum, what);
     if (rc) return rc;
@@ -173,14 +173,14 @@ int ordo_sparse_coord_on_msg(ordo_sparse_coord_t *c, int role, int rank, ordo_ms
     switch (m->hdr.chunk) {
     case ORDO_SPARSE_POSHIST:
         if (role != ORDO_ROLE_WORKER || rank < 0 || rank >= c->workers)
-            return ordo_error_set(ORDO_EPROTO, "POSHIST from a node that is not a worker");
+            return ordo_error_set(ORDO_ERR_PROTO, "POSHIST from a node that is not a worker");
         if ((rc = gather(&c->pos, c->workers, rank, m, "POSHIST")) <= 0) return rc;
         rc = rebalance(c);
         round_reset(&c->pos, c->workers);
         return rc;
     case ORDO_SPARSE_MAGHIST: {
         if (role != ORDO_ROLE_SERVER || rank < 0 || rank >= c->servers)
-            return ordo_error_set(ORDO_EPROTO, "MAGHIST from a node that is not a server");
+            return ordo_error_set(ORDO_ERR_PROTO, "MAGHIST from a node that is not a server");
         if ((rc = gather(&c->mag, c->servers, rank, m, "MAGHIST")) <= 0) return rc;
         float thr = ordo_regions_maghist_threshold(c->mag.sum, c->plan.k);
         ordo_sparse_wire_put_float(thr, c->buf);
@@ -191,6 +191,6 @@ int ordo_sparse_coord_on_msg(ordo_sparse_coord_t *c, int role, int rank, ordo_ms
         return 0;
     }
     default:
-        return ordo_error_set(ORDO_EPROTO, "sparse message of unknown kind %u", m->hdr.chunk);
+        return ordo_error_set(ORDO_ERR_PROTO, "sparse message of unknown kind %u", m->hdr.chunk);
     }
 }

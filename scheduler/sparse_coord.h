@@ -35,7 +35,7 @@ void ordo_sparse_coord_destroy(ordo_sparse_coord_t **c);
 /* ordo_sparse_coord_on_msg takes a sparse PLAN message from the node (role, rank): a
  * worker's POSHIST or a server's MAGHIST. When the last histogram of a round is in, it
  * sends the round's answer (REGIONS to servers and workers, or THRESHOLD to servers).
- * Returns ORDO_EPROTO with a detail for a message that does not fit (wrong role, size,
+ * Returns ORDO_ERR_PROTO with a detail for a message that does not fit (wrong role, size,
  * iteration, a duplicate); the caller logs and drops it. */
 int ordo_sparse_coord_on_msg(ordo_sparse_coord_t *c, int role, int rank, ordo_msg_t *m);
 

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""check-layering: fail when a source file includes a header of a layer above its own, or of
-another role folder.
+"""check-layering: fail when a source file includes a header of a layer above its own, of
+another role folder, or a header that is not for it.
 
 The layers, bottom up (docs/architecture.md, "Layers"):
 
-    common  <  core  <  planner  <  scheduler | server | worker  <  tools
+    common  <  core  <  planner  <  client  <  scheduler | server | worker  <  tools
 
 A file may include headers of its own folder and of folders of a lower layer; the three role
-folders share a layer and never include each other. The public headers (include/ordo/) may
-include only each other and system headers: they are all a program outside the tree sees.
-Tests, examples and the Python package are outside the rule.
+folders share a layer and never include each other. Two more rules keep the surfaces honest:
+worker/ (ordo-worker) reaches libordo (client/) only through the public API, include/ordo/,
+like any program outside the tree; and a header named *_internal.h is included only from
+its own folder. The public headers (include/ordo/) may include only each other and system
+headers: they are all a program outside the tree sees. Tests, examples and the Python
+package are outside the rule.
 
 Usage: check-layering.py [ROOT]   (ROOT: the repository, default: this script's parent's
 parent). Prints one line per violation, "path:line: reason", and exits 1 if there is any.
@@ -20,7 +23,14 @@ import re
 import sys
 from pathlib import Path
 
-RANK = {"common": 0, "core": 1, "planner": 2, "scheduler": 3, "server": 3, "worker": 3, "tools": 4}
+RANK = {"common": 0, "core": 1, "planner": 2, "client": 3, "scheduler": 4, "server": 4,
+        "worker": 4, "tools": 5}
+ROLE = 4
+# folders that reach another only through include/ordo/: {user: library}
+PUBLIC_ONLY = {"worker": "client"}
+# files that still include client/ directly while the executor moves onto the public API
+PENDING = {"worker/executor.c", "worker/executor.h", "worker/run.c", "worker/run.h",
+           "worker/worker_main.c"}
 SOURCES = (".c", ".h", ".cu")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
@@ -43,6 +53,10 @@ def violations_of(root: Path, path: Path) -> list[str]:
                 found.append(f'{where}: public header includes "{target}": include/ordo/ may '
                              "include only ordo/ headers and system headers")
             continue
+        if target.endswith("_internal.h") and head not in (None, folder):
+            found.append(f'{where}: {folder}/ includes "{target}": an *_internal.h is for its '
+                         "own folder only; give what others need a header of its own")
+            continue
         if head is None:
             if not (path.parent / target).exists():
                 found.append(f'{where}: "{target}" is not in {folder}/; name its folder '
@@ -50,10 +64,13 @@ def violations_of(root: Path, path: Path) -> list[str]:
             continue
         if head == "ordo":
             continue  # the public API: every layer may implement or use it
-        if head not in RANK:
+        if PUBLIC_ONLY.get(folder) == head and str(rel) not in PENDING:
+            found.append(f'{where}: {folder}/ includes "{target}": {folder}/ reaches {head}/ only '
+                         "through the public API (include/ordo/)")
+        elif head not in RANK:
             found.append(f'{where}: "{target}" is in no layer ({", ".join(RANK)})')
         elif head != folder and RANK[head] >= RANK[folder]:
-            kind = "another role folder" if RANK[head] == RANK[folder] == 3 else "a higher layer"
+            kind = "another role folder" if RANK[head] == RANK[folder] == ROLE else "a higher layer"
             found.append(f'{where}: {folder}/ includes "{target}" of {kind} '
                          f"({folder} is layer {RANK[folder]}, {head} is layer {RANK[head]})")
     return found

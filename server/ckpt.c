@@ -37,7 +37,7 @@ static int held_slices(ordo_store_t *st, const ordo_keys_t *keys, int **out, int
                        int64_t *total)
 {
     *out = malloc(sizeof **out * (size_t)(keys->n_slices + 1));
-    if (!*out) return ORDO_ENOMEM;
+    if (!*out) return ORDO_ERR_NOMEM;
     *n = 0;
     *total = 0;
     for (int i = 0; i < keys->n_slices; i++)
@@ -57,7 +57,7 @@ int ordo_srv_ckpt_new(ordo_store_t *st, const ordo_keys_t *keys, int rank, int e
         if (ordo_store_owns(st, i)) first = i;
     if (every <= 0 || first < 0 || !ordo_store_momentum(st, first)) return 0;
     ordo_srv_ckpt_t *c = calloc(1, sizeof *c);
-    if (!c) return ORDO_ENOMEM;
+    if (!c) return ORDO_ERR_NOMEM;
     *c = (ordo_srv_ckpt_t){.st = st, .keys = keys, .rank = rank, .every = every, .base = base};
     snprintf(c->dir, sizeof c->dir, "%s", dir);
     int rc = held_slices(st, keys, &c->slices, &c->n, &c->total);
@@ -69,7 +69,7 @@ int ordo_srv_ckpt_new(ordo_store_t *st, const ordo_keys_t *keys, int rank, int e
     }
     if (rc || !c->index_of || !c->offset || !c->gen[0].data || !c->gen[1].data) {
         ordo_srv_ckpt_destroy(&c);
-        return rc ? rc : ORDO_ENOMEM;
+        return rc ? rc : ORDO_ERR_NOMEM;
     }
     for (int i = 0; i < keys->n_slices; i++)
         c->index_of[i] = -1;
@@ -110,7 +110,7 @@ static int write_gen(ordo_srv_ckpt_t *c, const gen_t *g)
     file_name(prev, sizeof prev, c->dir, c->rank, ".prev");
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "wb");
-    if (!f) return ordo_error_set(ORDO_EIO, "cannot write %s: %s", tmp, strerror(errno));
+    if (!f) return ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
     unsigned char h[HEADER_BYTES];
     memcpy(h, ORDO_CKPT_MAGIC, 8);
     ordo_put_le(h + 8, (uint64_t)c->rank, 4);
@@ -129,7 +129,7 @@ static int write_gen(ordo_srv_ckpt_t *c, const gen_t *g)
     if (fclose(f) != 0) bad = 1;
     if (!bad) (void)rename(path, prev); /* the first checkpoint has no predecessor */
     if (bad || rename(tmp, path) != 0) {
-        int rc = ordo_error_set(ORDO_EIO, "cannot write %s: %s", path, strerror(errno));
+        int rc = ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
         remove(tmp);
         return rc;
     }
@@ -157,34 +157,34 @@ void ordo_srv_ckpt_updated(ordo_srv_ckpt_t *c, int slice)
 
 /* ---- resuming ------------------------------------------------------------------------ */
 
-/* read one file's header and entries; *iter gets its iteration. 0, or ORDO_ENOTFOUND /
- * ORDO_EFORMAT with the fault; on success f is left at the first float */
+/* read one file's header and entries; *iter gets its iteration. 0, or ORDO_ERR_NOTFOUND /
+ * ORDO_ERR_FORMAT with the fault; on success f is left at the first float */
 static int read_head(FILE *f, const char *path, int rank, const ordo_keys_t *keys,
                      const int *slices, int n, int64_t *iter)
 {
     unsigned char h[HEADER_BYTES];
     if (fread(h, 1, sizeof h, f) != sizeof h)
-        return ordo_error_set(ORDO_EFORMAT, "%s: offset 0: truncated header", path);
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: offset 0: truncated header", path);
     if (memcmp(h, ORDO_CKPT_MAGIC, 8) != 0)
-        return ordo_error_set(ORDO_EFORMAT, "%s: offset 0: not a server checkpoint (magic)", path);
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: offset 0: not a server checkpoint (magic)", path);
     int file_rank = (int)ordo_get_le(h + 8, 4), file_n = (int)ordo_get_le(h + 12, 4);
     *iter = (int64_t)ordo_get_le(h + 16, 8);
     if (file_rank != rank)
-        return ordo_error_set(ORDO_EFORMAT, "%s: offset 8: server %d's checkpoint, this is server %d",
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: offset 8: server %d's checkpoint, this is server %d",
                               path, file_rank, rank);
     if (file_n != n)
-        return ordo_error_set(ORDO_EFORMAT,
+        return ordo_error_set(ORDO_ERR_FORMAT,
                               "%s: offset 12: %d slices, this server holds %d (another key map)",
                               path, file_n, n);
     for (int j = 0; j < n; j++) {
         unsigned char e[ENTRY_BYTES];
         size_t off = HEADER_BYTES + (size_t)j * ENTRY_BYTES;
         if (fread(e, 1, sizeof e, f) != sizeof e)
-            return ordo_error_set(ORDO_EFORMAT, "%s: offset %zu: truncated slice table", path, off);
+            return ordo_error_set(ORDO_ERR_FORMAT, "%s: offset %zu: truncated slice table", path, off);
         const ordo_slice_t *sl = &keys->slices[slices[j]];
         if (ordo_get_le(e, 4) != sl->key || ordo_get_le(e + 4, 4) != sl->chunk ||
             (int64_t)ordo_get_le(e + 8, 8) != sl->numel)
-            return ordo_error_set(ORDO_EFORMAT,
+            return ordo_error_set(ORDO_ERR_FORMAT,
                                   "%s: offset %zu: slice %d is key %llu chunk %llu of %llu floats, "
                                   "the key map has key %u chunk %u of %lld (another key map)",
                                   path, off, j, (unsigned long long)ordo_get_le(e, 4),
@@ -216,7 +216,7 @@ int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, cons
         FILE *f = fopen(names[k], "rb");
         if (!f) {
             if (k == 0)
-                rc = ordo_error_set(errno == ENOENT ? ORDO_ENOTFOUND : ORDO_EIO,
+                rc = ordo_error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO,
                                     "cannot read %s: %s", path, strerror(errno));
             continue;
         }
@@ -227,9 +227,9 @@ int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, cons
             unsigned char *buf = malloc((size_t)total * 4 + 1);
             size_t got = buf ? fread(buf, 1, (size_t)total * 4 + 1, f) : 0;
             if (!buf)
-                r = ORDO_ENOMEM;
+                r = ORDO_ERR_NOMEM;
             else if (got != (size_t)total * 4)
-                r = ordo_error_set(ORDO_EFORMAT, "%s: %zu bytes of momentum, the table announces %lld%s",
+                r = ordo_error_set(ORDO_ERR_FORMAT, "%s: %zu bytes of momentum, the table announces %lld%s",
                                    names[k], got, (long long)total * 4,
                                    got > (size_t)total * 4 ? " (trailing bytes)" : "");
             int64_t at = 0;
@@ -254,7 +254,7 @@ int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, cons
     }
     free(slices);
     if (rc) return rc;
-    return ordo_error_set(ORDO_EFORMAT,
+    return ordo_error_set(ORDO_ERR_FORMAT,
                           "%s holds the momentum after %lld updates%s, checkpoint.bin the values "
                           "after %lld: the run stopped between the two; no consistent state to "
                           "resume from",

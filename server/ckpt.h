@@ -41,7 +41,7 @@ void ordo_srv_ckpt_destroy(ordo_srv_ckpt_t **c);
 
 /* ordo_srv_ckpt_load restores the momentum of server `rank` from dir's
  * checkpoint-server-R.bin (or .prev.bin) holding the state after `iteration` updates. Fails
- * with ORDO_ENOTFOUND or ORDO_EFORMAT, the detail naming the file and the fault (another
+ * with ORDO_ERR_NOTFOUND or ORDO_ERR_FORMAT, the detail naming the file and the fault (another
  * server's or key map's file, another iteration, truncation). A store without momentum
  * needs no file. */
 int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, const char *dir,

@@ -46,7 +46,7 @@ struct ordo_enforce {
 int ordo_enforce_set_share(ordo_enforce_t *e, int share)
 {
     if (!e || (share != ORDO_SHARE_FAIR && share != ORDO_SHARE_SERIAL))
-        return ordo_error_set(ORDO_EINVAL, "enforce: bad share %d", share);
+        return ordo_error_set(ORDO_ERR_INVAL, "enforce: bad share %d", share);
     e->share = share;
     return 0;
 }
@@ -57,10 +57,10 @@ int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio
     if (n_workers < 1 || n_slices < 1 || round < 0 ||
         (mode != ORDO_ENFORCE_MODE_FIFO && mode != ORDO_ENFORCE_STRICT &&
          mode != ORDO_ENFORCE_GREEDY))
-        return ordo_error_set(ORDO_EINVAL, "enforce: bad mode %d, %d workers, %d slices", mode,
+        return ordo_error_set(ORDO_ERR_INVAL, "enforce: bad mode %d, %d workers, %d slices", mode,
                               n_workers, n_slices);
     ordo_enforce_t *e = calloc(1, sizeof *e);
-    if (!e) return ORDO_ENOMEM;
+    if (!e) return ORDO_ERR_NOMEM;
     e->mode = mode;
     e->n_workers = n_workers;
     e->n_slices = n_slices;
@@ -69,7 +69,7 @@ int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio
     e->w = calloc((size_t)n_workers, sizeof *e->w);
     if (!e->prio || !e->w) {
         ordo_enforce_destroy(&e);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     if (norm_prio) memcpy(e->prio, norm_prio, sizeof *e->prio * (size_t)n_slices);
     for (int i = 0; i < n_workers; i++) {
@@ -80,7 +80,7 @@ int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio
         q->last_iter = malloc(sizeof *q->last_iter * (size_t)n_slices);
         if (!q->last_round || !q->last_iter) {
             ordo_enforce_destroy(&e);
-            return ORDO_ENOMEM;
+            return ORDO_ERR_NOMEM;
         }
         for (int s = 0; s < n_slices; s++)
             q->last_round[s] = q->last_iter[s] = NEVER;
@@ -110,12 +110,12 @@ void ordo_enforce_destroy(ordo_enforce_t **ep)
 int ordo_enforce_add(ordo_enforce_t *e, int worker, int64_t iter, int slice, ordo_msg_t *m)
 {
     if (worker < 0 || worker >= e->n_workers || slice < 0 || slice >= e->n_slices)
-        return ordo_error_set(ORDO_EINVAL, "enforce: bad worker %d or slice %d", worker, slice);
+        return ordo_error_set(ORDO_ERR_INVAL, "enforce: bad worker %d or slice %d", worker, slice);
     wq_t *q = &e->w[worker];
     if (q->n == q->cap) {
         int cap = q->cap ? q->cap * 2 : 16;
         item_t *p = realloc(q->items, sizeof *p * (size_t)cap);
-        if (!p) return ORDO_ENOMEM;
+        if (!p) return ORDO_ERR_NOMEM;
         q->items = p;
         q->cap = cap;
     }
@@ -205,7 +205,7 @@ static int best_of(const wq_t *q, bool by_prio)
 int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out,
                       ordo_enforce_release_t *info)
 {
-    if (e->pending == 0 || !link_free) return ORDO_EAGAIN;
+    if (e->pending == 0 || !link_free) return ORDO_ERR_AGAIN;
     /* Each worker offers its candidate: greedy its smallest normalized priority, strict the
      * same but only once the counter allows it, fifo its oldest. Among the workers the
      * smallest priority goes (greedy), then the worker with the fewest bytes handed over in
@@ -231,7 +231,7 @@ int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out,
         bw = w;
         bi = i;
     }
-    if (bw < 0) return ORDO_EAGAIN;
+    if (bw < 0) return ORDO_ERR_AGAIN;
     e->rr = (bw + 1) % e->n_workers;
     take(e, bw, bi, out, info);
     return 0;

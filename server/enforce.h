@@ -55,7 +55,7 @@ int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio
                      ordo_enforce_t **out);
 
 /* ordo_enforce_set_share chooses how the workers share the link: ORDO_SHARE_FAIR (the
- * default) or ORDO_SHARE_SERIAL (common/conf.h). Returns 0 or ORDO_EINVAL. */
+ * default) or ORDO_SHARE_SERIAL (common/conf.h). Returns 0 or ORDO_ERR_INVAL. */
 int ordo_enforce_set_share(ordo_enforce_t *e, int share);
 
 /* ordo_enforce_destroy frees the module and closes messages it still holds. */
@@ -67,7 +67,7 @@ int ordo_enforce_add(ordo_enforce_t *e, int worker, int64_t iter, int slice, ord
 
 /* ordo_enforce_next releases the next response allowed to go now into out (link_free: the
  * egress link can take a message now; without it nothing goes). Returns 0 with a message
- * (and, when info is not NULL, what was released), ORDO_EAGAIN with none. */
+ * (and, when info is not NULL, what was released), ORDO_ERR_AGAIN with none. */
 int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out,
                       ordo_enforce_release_t *info);
 

@@ -18,7 +18,7 @@ struct ordo_groups {
 int ordo_groups_new(const ordo_keys_t *keys, int server, ordo_groups_t **out)
 {
     ordo_groups_t *g = calloc(1, sizeof *g);
-    if (!g) return ORDO_ENOMEM;
+    if (!g) return ORDO_ERR_NOMEM;
     g->keys = keys;
     g->server = server;
     for (int i = 0; i < keys->n_slices; i++)
@@ -28,7 +28,7 @@ int ordo_groups_new(const ordo_keys_t *keys, int server, ordo_groups_t **out)
     g->offset = malloc(sizeof *g->offset * ((size_t)g->n_local + 1));
     if (!g->stamp || !g->slice || !g->offset) {
         ordo_groups_destroy(&g);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     *out = g;
     return 0;
@@ -50,13 +50,13 @@ int ordo_groups_split(ordo_groups_t *g, const void *index, size_t index_len, siz
 {
     const ordo_keys_t *k = g->keys;
     if (!index || index_len == 0 || index_len % sizeof(uint32_t) != 0)
-        return ordo_error_set(ORDO_EPROTO,
+        return ordo_error_set(ORDO_ERR_PROTO,
                               "merged push: index of %zu bytes is not a non-empty "
                               "list of uint32 slice ids",
                               index_len);
     size_t count = index_len / sizeof(uint32_t);
     if (count > (size_t)g->n_local)
-        return ordo_error_set(ORDO_EPROTO, "merged push: %zu slices, but this server holds only %d",
+        return ordo_error_set(ORDO_ERR_PROTO, "merged push: %zu slices, but this server holds only %d",
                               count, g->n_local);
     if (++g->epoch == 0) { /* wrapped: forget every old stamp */
         memset(g->stamp, 0, sizeof *g->stamp * (size_t)k->n_slices);
@@ -67,15 +67,15 @@ int ordo_groups_split(ordo_groups_t *g, const void *index, size_t index_len, siz
         uint32_t id;
         memcpy(&id, (const char *)index + i * sizeof id, sizeof id);
         if (id >= (uint32_t)k->n_slices)
-            return ordo_error_set(ORDO_EPROTO,
+            return ordo_error_set(ORDO_ERR_PROTO,
                                   "merged push: entry %zu: no slice %u (the map has %d)", i, id,
                                   k->n_slices);
         if (k->slices[id].server != g->server)
-            return ordo_error_set(ORDO_EPROTO,
+            return ordo_error_set(ORDO_ERR_PROTO,
                                   "merged push: entry %zu: slice %u lives on server %d", i, id,
                                   k->slices[id].server);
         if (g->stamp[id] == g->epoch)
-            return ordo_error_set(ORDO_EPROTO, "merged push: entry %zu: slice %u is listed twice",
+            return ordo_error_set(ORDO_ERR_PROTO, "merged push: entry %zu: slice %u is listed twice",
                                   i, id);
         g->stamp[id] = g->epoch;
         g->slice[i] = (int)id;
@@ -83,7 +83,7 @@ int ordo_groups_split(ordo_groups_t *g, const void *index, size_t index_len, siz
         off += (size_t)k->slices[id].numel * k->elem_size;
     }
     if (off != payload_len)
-        return ordo_error_set(ORDO_EPROTO,
+        return ordo_error_set(ORDO_ERR_PROTO,
                               "merged push: payload of %zu bytes, its %zu slices need %zu",
                               payload_len, count, off);
     *n = (int)count;

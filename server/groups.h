@@ -27,7 +27,7 @@ void ordo_groups_destroy(ordo_groups_t **g);
  * payload of payload_len bytes: a non-empty whole number of uint32 ids, each a slice of the
  * key map that lives on this server, none twice, and the payload exactly as long as their
  * floats. On success it sets *n to the number of slices, described by ordo_groups_slice and
- * ordo_groups_offset until the next split. Fails with ORDO_EPROTO and a detail naming the
+ * ordo_groups_offset until the next split. Fails with ORDO_ERR_PROTO and a detail naming the
  * entry and the reason ("entry 3: slice 17 lives on server 0"). */
 int ordo_groups_split(ordo_groups_t *g, const void *index, size_t index_len, size_t payload_len,
                       int *n);

@@ -43,7 +43,7 @@ int ordo_replica_new(ordo_server_t *s, ordo_replica_t **out)
     *out = NULL;
     if (k->replicas <= 1) return 0;
     ordo_replica_t *r = calloc(1, sizeof *r);
-    if (!r) return ORDO_ENOMEM;
+    if (!r) return ORDO_ERR_NOMEM;
     r->n_servers = k->n_servers;
     r->n_slices = k->n_slices;
     r->peer_sock = malloc(sizeof *r->peer_sock * (size_t)k->n_servers);
@@ -51,7 +51,7 @@ int ordo_replica_new(ordo_server_t *s, ordo_replica_t **out)
     r->acks = calloc((size_t)k->n_slices + 1, sizeof *r->acks);
     if (!r->peer_sock || !r->acked || !r->acks) {
         ordo_replica_destroy(&r);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     /* every replica starts where the store does: unset, or version 0 for average rules */
     for (int i = 0; i < k->n_slices; i++)
@@ -215,12 +215,12 @@ int ordo_replica_park(ordo_server_t *s, ordo_msg_t *m)
     for (int i = 0; i < m->nframes; i++)
         bytes += zmq_msg_size(&m->frames[i]);
     if (r->n_parked >= MAX_PARKED || r->parked_bytes + bytes > MAX_PARKED_BYTES)
-        return ordo_error_set(ORDO_EFULL, "%d messages (%zu bytes) already wait for a new key map",
+        return ordo_error_set(ORDO_ERR_FULL, "%d messages (%zu bytes) already wait for a new key map",
                               r->n_parked, r->parked_bytes);
     if (r->n_parked == r->cap_parked) {
         int cap = r->cap_parked ? r->cap_parked * 2 : 16;
         ordo_msg_t *p = realloc(r->parked, sizeof *p * (size_t)cap);
-        if (!p) return ORDO_ENOMEM;
+        if (!p) return ORDO_ERR_NOMEM;
         r->parked = p;
         r->cap_parked = cap;
     }
@@ -253,7 +253,7 @@ static void on_state(ordo_server_t *s, ordo_msg_t *m)
     const void *mom = m->nframes > 1 ? ordo_msg_data(m, 1, &mlen) : NULL;
     int rc = value && m->nframes <= 2
                  ? ordo_store_install(s->store, slice, m->hdr.iter, value, len, mom, mlen)
-                 : ordo_error_set(ORDO_EPROTO, "a REPL needs a value frame and at most a momentum frame");
+                 : ordo_error_set(ORDO_ERR_PROTO, "a REPL needs a value frame and at most a momentum frame");
     if (rc) {
         ORDO_WARN("replicas: dropped REPL of key %u chunk %u from server %d: %s", m->hdr.key,
                   m->hdr.chunk, from, ordo_error_text(rc));
@@ -314,11 +314,11 @@ static int on_joined(ordo_server_t *s, json_t *j, int *rank)
     const char *ep = json_string_value(json_array_get(j, 1));
     if (!json_is_integer(json_array_get(j, 0)) || srv < 0 || srv >= k->n_servers || !ep ||
         strncmp(ep, "tcp://", 6) != 0 || srv == s->node.rank)
-        return ordo_error_set(ORDO_EPROTO, "KEYMAP: a bad \"joined\"");
+        return ordo_error_set(ORDO_ERR_PROTO, "KEYMAP: a bad \"joined\"");
     int sock = ordo_transport_connect(s->node.tp, ep, 1);
     if (sock < 0) return sock;
     char *copy = strdup(ep);
-    if (!copy) return ORDO_ENOMEM;
+    if (!copy) return ORDO_ERR_NOMEM;
     free(s->node.server_endpoints[srv]);
     s->node.server_endpoints[srv] = copy;
     s->repl->peer_sock[srv] = sock;
@@ -334,14 +334,14 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
     char buf[512];
     if (!r) {
         ORDO_ERROR("a KEYMAP in a run without replicas: %s", ordo_msg_text(m, 0, buf, sizeof buf));
-        return ORDO_EABORT;
+        return ORDO_ERR_ABORT;
     }
     size_t len = 0;
     const char *d = ordo_msg_data(m, 0, &len);
     json_t *o = d ? json_loadb(d, len, 0, NULL) : NULL;
     json_t *dead = json_object_get(o, "dead");
     int *was = malloc(sizeof *was * ((size_t)k->n_slices + 1));
-    int rc = json_is_array(dead) && was ? 0 : ORDO_EPROTO;
+    int rc = json_is_array(dead) && was ? 0 : ORDO_ERR_PROTO;
     int joined = -1;
     if (!rc && json_object_get(o, "joined"))
         rc = on_joined(s, json_object_get(o, "joined"), &joined);
@@ -352,7 +352,7 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
         int srv = json_is_integer(v) ? (int)json_integer_value(v) : -1;
         if (srv == s->node.rank) {
             ORDO_ERROR("the scheduler declared this server dead");
-            rc = ORDO_EABORT;
+            rc = ORDO_ERR_ABORT;
         } else if ((rc = ordo_keys_server_failed(k, srv, NULL)) != 0) {
             ORDO_ERROR("KEYMAP: server %d: %s", srv, ordo_error_text(rc));
         }
@@ -361,7 +361,7 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
     if (rc) {
         free(was);
         ORDO_ERROR("cannot apply the scheduler's KEYMAP %s", ordo_msg_text(m, 0, buf, sizeof buf));
-        return ORDO_EABORT;
+        return ORDO_ERR_ABORT;
     }
     int promoted = 0, sent = 0;
     for (int i = 0; i < k->n_slices; i++) {

@@ -38,7 +38,7 @@ bool ordo_replica_is_peer(const ordo_replica_t *r, int sock);
 void ordo_replica_on_server_msg(ordo_server_t *s, ordo_msg_t *m);
 
 /* ordo_replica_park keeps a worker's message m (moved out) for slice, which this server holds
- * as a backup, until a KEYMAP makes it the primary; ORDO_EFULL when too many are kept. */
+ * as a backup, until a KEYMAP makes it the primary; ORDO_ERR_FULL when too many are kept. */
 int ordo_replica_park(ordo_server_t *s, ordo_msg_t *m);
 
 /* ordo_replica_visible tells whether every live backup of slice holds version iter (true
@@ -53,7 +53,7 @@ void ordo_replica_updated(ordo_server_t *s, int slice);
  * once the update it went into is visible (ordo_replica_visible of iter + 1). */
 void ordo_replica_ack(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack);
 
-/* ordo_replica_on_keymap applies the scheduler's KEYMAP: 0 to go on, ORDO_EABORT when it
+/* ordo_replica_on_keymap applies the scheduler's KEYMAP: 0 to go on, ORDO_ERR_ABORT when it
  * names this server dead or is malformed. */
 int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m);
 

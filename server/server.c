@@ -91,7 +91,7 @@ static int setup_updates(ordo_server_t *s)
     json_t *up = json_object_get(plan, "updates");
     int rc = 0, n_sgd = 0, n_avg = 0;
     if (up && (!json_is_array(up) || (int)json_array_size(up) != k->n_keys))
-        rc = ordo_error_set(ORDO_EPROTO, "plan: \"updates\" is not an array of %d rules",
+        rc = ordo_error_set(ORDO_ERR_PROTO, "plan: \"updates\" is not an array of %d rules",
                             k->n_keys);
     for (int key = 0; !rc && up && key < k->n_keys; key++) {
         json_t *u = json_array_get(up, (size_t)key);
@@ -111,7 +111,7 @@ static int setup_updates(ordo_server_t *s)
             }
             n_sgd++;
         } else {
-            rc = ordo_error_set(ORDO_EPROTO, "plan: updates[%d]: unknown kind", key);
+            rc = ordo_error_set(ORDO_ERR_PROTO, "plan: updates[%d]: unknown kind", key);
             break;
         }
         rc = ordo_store_set_update(s->store, key, &opt);
@@ -238,7 +238,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
                     ordo_server_t **out)
 {
     ordo_server_t *s = calloc(1, sizeof *s);
-    if (!s) return ORDO_ENOMEM;
+    if (!s) return ORDO_ERR_NOMEM;
     s->conf = *conf;
     s->node = *node; /* moved back on failure; the sparse side keeps &s->node */
     s->data_sock = data_sock;
@@ -275,7 +275,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     if ((rc = setup_checkpoints(s)) != 0) goto fail;
     s->waiting = calloc((size_t)s->node.keys->n_slices, sizeof *s->waiting);
     if (!s->waiting) {
-        rc = ORDO_ENOMEM;
+        rc = ORDO_ERR_NOMEM;
         goto fail;
     }
     if ((rc = setup_enforcement(s, s->node.plan_json)) != 0) goto fail;
@@ -348,9 +348,9 @@ static int apply_replan(ordo_server_t *s, ordo_msg_t *m)
     size_t len = 0;
     const char *d = ordo_msg_data(m, 0, &len);
     char *text = d ? strndup(d, len) : NULL;
-    int rc = text ? 0 : ordo_error_set(ORDO_EPROTO, "a REPLAN without a plan");
+    int rc = text ? 0 : ordo_error_set(ORDO_ERR_PROTO, "a REPLAN without a plan");
     if (!rc && ordo_enforce_pending(s->enforce))
-        rc = ordo_error_set(ORDO_EPROTO, "%d pull responses still held",
+        rc = ordo_error_set(ORDO_ERR_PROTO, "%d pull responses still held",
                             ordo_enforce_pending(s->enforce));
     if (!rc) {
         ordo_enforce_destroy(&s->enforce);
@@ -371,10 +371,10 @@ static int apply_replan(ordo_server_t *s, ordo_msg_t *m)
         ORDO_ERROR("replan: %s", ordo_error_text(rc));
     else
         ORDO_INFO("replan: switched to the new plan's priorities");
-    return ordo_node_send_ctl(&s->node, &ack) == 0 && !rc && s->enforce ? 0 : ORDO_EABORT;
+    return ordo_node_send_ctl(&s->node, &ack) == 0 && !rc && s->enforce ? 0 : ORDO_ERR_ABORT;
 }
 
-/* on_ctl takes a message from the scheduler: 0 to go on, 1 to stop, ORDO_EABORT to abort */
+/* on_ctl takes a message from the scheduler: 0 to go on, 1 to stop, ORDO_ERR_ABORT to abort */
 static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
 {
     char buf[512], buf2[128];
@@ -398,13 +398,13 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
         return 1;
     case ORDO_MSG_ABORT:
         ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));
-        return ORDO_EABORT;
+        return ORDO_ERR_ABORT;
     case ORDO_MSG_PEER_DEAD:
         if (m->nframes > 0) /* the transport's reason: a handshake was refused */
             ORDO_ERROR("%s: giving up", ordo_msg_text(m, 0, buf, sizeof buf));
         else
             ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
-        return ORDO_EABORT;
+        return ORDO_ERR_ABORT;
     default:
         return 0;
     }
@@ -451,7 +451,7 @@ int ordo_server_run(ordo_server_t *s)
     for (;;) {
         if (ordo_daemon_stop_signal()) {
             ORDO_WARN("interrupted");
-            rc = ORDO_EABORT;
+            rc = ORDO_ERR_ABORT;
             break;
         }
         if (ordo_transport_recv(s->node.tp, &m, loop_timeout(s)) == 0) {

@@ -34,12 +34,12 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
 
 /* ordo_server_handle takes one message from the transport (data or the scheduler's) and
  * hands whatever answers it made ready to the transport; m stays the caller's to close.
- * Returns 0 to go on, 1 after an orderly SHUTDOWN, ORDO_EABORT when the run was aborted
+ * Returns 0 to go on, 1 after an orderly SHUTDOWN, ORDO_ERR_ABORT when the run was aborted
  * or the scheduler fell silent. Bad messages are answered with ERROR and counted. */
 int ordo_server_handle(ordo_server_t *s, ordo_msg_t *m);
 
 /* ordo_server_run handles the messages that came while joining, then receives and handles
- * messages until SHUTDOWN (returns 0), an abort or the stop signal (ORDO_EABORT); it
+ * messages until SHUTDOWN (returns 0), an abort or the stop signal (ORDO_ERR_ABORT); it
  * writes the trace when [output] trace is on. */
 int ordo_server_run(ordo_server_t *s);
 

@@ -50,7 +50,7 @@ struct ordo_server {
     size_t probe_cap;    /* its floats */
     uint64_t n_probe;
     ordo_srv_ckpt_t *ckpt; /* [fault] checkpoint_every: the momentum's part (server/ckpt.h) */
-    int end_rc;            /* how the run ended: 0, or ORDO_EABORT (sets the linger) */
+    int end_rc;            /* how the run ended: 0, or ORDO_ERR_ABORT (sets the linger) */
     int local_size;        /* the plan's intra groups: one pusher per local_size workers */
     bool has_declared_sgd; /* the workers declared sgd rules; the first is declared_sgd */
     ordo_optim_t declared_sgd;

@@ -62,7 +62,7 @@ int main(int argc, char **argv)
     return ordo_daemon_exit_code(rc);
 fail:
     fprintf(stderr, "ordo-server: %s\n", ordo_error_text(rc));
-    if (node.keys && rc != ORDO_EABORT && rc != ORDO_EPEERDEAD) {
+    if (node.keys && rc != ORDO_ERR_ABORT && rc != ORDO_ERR_PEERDEAD) {
         /* joined: the scheduler ends the run with the reason instead of waiting for a timeout */
         char why[600];
         snprintf(why, sizeof why, "server %d: %s", node.rank, ordo_error_text(rc));
@@ -73,5 +73,5 @@ fail:
     }
     ordo_transport_destroy(&node.tp, node.keys ? 500 : 0);
     ordo_node_fini(&node);
-    return rc == ORDO_EABORT || rc == ORDO_EPEERDEAD ? ORDO_EXIT_ABORT : 1;
+    return rc == ORDO_ERR_ABORT || rc == ORDO_ERR_PEERDEAD ? ORDO_EXIT_ABORT : 1;
 }

@@ -47,7 +47,7 @@ static int dense_alloc(ordo_sparse_agg_t *agg)
     agg->sum = calloc(agg->m, sizeof *agg->sum);
     agg->bitmap = calloc((agg->m + 63) / 64, sizeof *agg->bitmap);
     if (!agg->sum || !agg->bitmap)
-        return ordo_error_set(ORDO_ENOMEM, "sparse_agg: no memory for a region of %zu", agg->m);
+        return ordo_error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory for a region of %zu", agg->m);
     return 0;
 }
 
@@ -98,7 +98,7 @@ static int hash_reserve(ordo_sparse_agg_t *agg, size_t more)
     if (!keys || !vals) {
         free(keys);
         free(vals);
-        return ordo_error_set(ORDO_ENOMEM, "sparse_agg: no memory for %zu hash slots", cap);
+        return ordo_error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory for %zu hash slots", cap);
     }
     memset(keys, 0xff, cap * sizeof *keys);
     size_t moved = 0;
@@ -123,7 +123,7 @@ static int hash_alloc(ordo_sparse_agg_t *agg)
     agg->hkey = malloc(agg->hcap * sizeof *agg->hkey);
     agg->hval = malloc(agg->hcap * sizeof *agg->hval);
     if (!agg->hkey || !agg->hval)
-        return ordo_error_set(ORDO_ENOMEM, "sparse_agg: no memory for the hash table");
+        return ordo_error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory for the hash table");
     memset(agg->hkey, 0xff, agg->hcap * sizeof *agg->hkey);
     return 0;
 }
@@ -183,7 +183,7 @@ static int reserve_candidates(ordo_sparse_agg_t *agg, size_t n)
     ordo_coo_entry_t *p6 = realloc(agg->sel, cap * sizeof *p6);
     if (p6) agg->sel = p6;
     if (!p1 || !p2 || !p3 || !p4 || !p5 || !p6)
-        return ordo_error_set(ORDO_ENOMEM, "sparse_agg: no memory for %zu candidates", cap);
+        return ordo_error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory for %zu candidates", cap);
     agg->ccap = cap;
     return 0;
 }
@@ -231,15 +231,15 @@ static int gather(ordo_sparse_agg_t *agg)
 int ordo_sparse_agg_new(ordo_sparse_agg_t **out, uint32_t lo, uint32_t hi, int workers,
                         ordo_sparse_agg_kind_t kind, int threshold_period)
 {
-    if (lo >= hi) return ordo_error_set(ORDO_EINVAL, "sparse_agg: empty region [%u, %u)", lo, hi);
-    if (workers < 1) return ordo_error_set(ORDO_EINVAL, "sparse_agg: %d workers", workers);
+    if (lo >= hi) return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: empty region [%u, %u)", lo, hi);
+    if (workers < 1) return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: %d workers", workers);
     if (kind != ORDO_SPARSE_AGG_DENSE && kind != ORDO_SPARSE_AGG_HASH)
-        return ordo_error_set(ORDO_EINVAL, "sparse_agg: unknown kind %d", (int)kind);
+        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: unknown kind %d", (int)kind);
     if (threshold_period < 1)
-        return ordo_error_set(ORDO_EINVAL, "sparse_agg: threshold_period %d < 1", threshold_period);
-    int rc = ORDO_ENOMEM;
+        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: threshold_period %d < 1", threshold_period);
+    int rc = ORDO_ERR_NOMEM;
     ordo_sparse_agg_t *agg = calloc(1, sizeof *agg);
-    if (!agg) return ordo_error_set(ORDO_ENOMEM, "sparse_agg: no memory");
+    if (!agg) return ordo_error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory");
     agg->lo = lo;
     agg->hi = hi;
     agg->m = hi - lo;
@@ -249,7 +249,7 @@ int ordo_sparse_agg_new(ordo_sparse_agg_t **out, uint32_t lo, uint32_t hi, int w
     agg->thr = NAN;
     agg->pushed = calloc((size_t)workers, 1);
     if (!agg->pushed) {
-        rc = ordo_error_set(ORDO_ENOMEM, "sparse_agg: no memory");
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory");
         goto fail;
     }
     rc = kind == ORDO_SPARSE_AGG_DENSE ? dense_alloc(agg) : hash_alloc(agg);
@@ -282,9 +282,9 @@ void ordo_sparse_agg_destroy(ordo_sparse_agg_t **p)
 
 int ordo_sparse_agg_set_range(ordo_sparse_agg_t *agg, uint32_t lo, uint32_t hi)
 {
-    if (lo >= hi) return ordo_error_set(ORDO_EINVAL, "sparse_agg: empty region [%u, %u)", lo, hi);
+    if (lo >= hi) return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: empty region [%u, %u)", lo, hi);
     if (agg->npushed > 0)
-        return ordo_error_set(ORDO_EINVAL, "sparse_agg: cannot move region during iteration %llu",
+        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: cannot move region during iteration %llu",
                               (unsigned long long)agg->iter);
     agg->lo = lo;
     agg->hi = hi;
@@ -297,13 +297,13 @@ int ordo_sparse_agg_set_range(ordo_sparse_agg_t *agg, uint32_t lo, uint32_t hi)
 static int push_check(ordo_sparse_agg_t *agg, int worker)
 {
     if (worker < 0 || worker >= agg->workers)
-        return ordo_error_set(ORDO_EPROTO, "sparse_agg: worker %d outside [0, %d)", worker,
+        return ordo_error_set(ORDO_ERR_PROTO, "sparse_agg: worker %d outside [0, %d)", worker,
                               agg->workers);
     if (agg->pushed[worker])
-        return ordo_error_set(ORDO_EPROTO, "sparse_agg: worker %d already pushed iteration %llu",
+        return ordo_error_set(ORDO_ERR_PROTO, "sparse_agg: worker %d already pushed iteration %llu",
                               worker, (unsigned long long)agg->iter);
     if (agg->gathered)
-        return ordo_error_set(ORDO_EPROTO,
+        return ordo_error_set(ORDO_ERR_PROTO,
                               "sparse_agg: push from worker %d after iteration %llu was selected",
                               worker, (unsigned long long)agg->iter);
     return 0;
@@ -322,15 +322,15 @@ int ordo_sparse_agg_push(ordo_sparse_agg_t *agg, int worker, const ordo_coo_entr
     if (rc < 0) return rc;
     for (size_t i = 0; i < count; i++) {
         if (e[i].index < agg->lo || e[i].index >= agg->hi)
-            return ordo_error_set(ORDO_EPROTO,
+            return ordo_error_set(ORDO_ERR_PROTO,
                                   "sparse_agg: worker %d entry %zu: index %u outside [%u, %u)",
                                   worker, i, e[i].index, agg->lo, agg->hi);
         if (i > 0 && e[i].index <= e[i - 1].index)
-            return ordo_error_set(ORDO_EPROTO,
+            return ordo_error_set(ORDO_ERR_PROTO,
                                   "sparse_agg: worker %d entry %zu: index %u not increasing",
                                   worker, i, e[i].index);
         if (!isfinite(e[i].value))
-            return ordo_error_set(ORDO_EPROTO, "sparse_agg: worker %d entry %zu: value not finite",
+            return ordo_error_set(ORDO_ERR_PROTO, "sparse_agg: worker %d entry %zu: value not finite",
                                   worker, i);
     }
     if (agg->kind == ORDO_SPARSE_AGG_DENSE) {
@@ -388,10 +388,10 @@ bool ordo_sparse_agg_threshold_due(const ordo_sparse_agg_t *agg)
 static int ready(ordo_sparse_agg_t *agg)
 {
     if (agg->npushed < agg->workers)
-        return ordo_error_set(ORDO_EAGAIN, "sparse_agg: %d of %d workers pushed iteration %llu",
+        return ordo_error_set(ORDO_ERR_AGAIN, "sparse_agg: %d of %d workers pushed iteration %llu",
                               agg->npushed, agg->workers, (unsigned long long)agg->iter);
     if (agg->selected)
-        return ordo_error_set(ORDO_EINVAL, "sparse_agg: iteration %llu already selected",
+        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: iteration %llu already selected",
                               (unsigned long long)agg->iter);
     return gather(agg);
 }
@@ -399,7 +399,7 @@ static int ready(ordo_sparse_agg_t *agg)
 int ordo_sparse_agg_maghist(ordo_sparse_agg_t *agg, uint64_t *bins)
 {
     if (agg->npushed < agg->workers)
-        return ordo_error_set(ORDO_EAGAIN, "sparse_agg: %d of %d workers pushed iteration %llu",
+        return ordo_error_set(ORDO_ERR_AGAIN, "sparse_agg: %d of %d workers pushed iteration %llu",
                               agg->npushed, agg->workers, (unsigned long long)agg->iter);
     int rc = gather(agg);
     if (rc < 0) return rc;
@@ -456,14 +456,14 @@ static int select_by(ordo_sparse_agg_t *agg, float thr, bool fresh)
 int ordo_sparse_agg_select_threshold(ordo_sparse_agg_t *agg, float thr)
 {
     if (!(thr >= 0.0f))
-        return ordo_error_set(ORDO_EINVAL, "sparse_agg: threshold %g is not >= 0", (double)thr);
+        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: threshold %g is not >= 0", (double)thr);
     return select_by(agg, thr, true);
 }
 
 int ordo_sparse_agg_select(ordo_sparse_agg_t *agg)
 {
     if (ordo_sparse_agg_threshold_due(agg))
-        return ordo_error_set(ORDO_EAGAIN, "sparse_agg: threshold due at iteration %llu",
+        return ordo_error_set(ORDO_ERR_AGAIN, "sparse_agg: threshold due at iteration %llu",
                               (unsigned long long)agg->iter);
     return select_by(agg, agg->thr, false);
 }
@@ -480,13 +480,13 @@ int ordo_sparse_agg_apply_sgd(ordo_sparse_agg_t *agg, float *params, float *mome
                               const ordo_sparse_sgd_t *opt)
 {
     if (!agg->selected)
-        return ordo_error_set(ORDO_EINVAL, "sparse_agg: apply before select in iteration %llu",
+        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: apply before select in iteration %llu",
                               (unsigned long long)agg->iter);
     if (agg->applied)
-        return ordo_error_set(ORDO_EINVAL, "sparse_agg: iteration %llu already applied",
+        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: iteration %llu already applied",
                               (unsigned long long)agg->iter);
     if (opt->momentum != 0.0f && !momentum)
-        return ordo_error_set(ORDO_EINVAL, "sparse_agg: momentum %g needs a momentum buffer",
+        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: momentum %g needs a momentum buffer",
                               (double)opt->momentum);
     float div = opt->mean ? (float)agg->workers : 1.0f;
     for (size_t j = 0; j < agg->nsel; j++) {
@@ -512,7 +512,7 @@ int ordo_sparse_agg_encode_changed(const ordo_sparse_agg_t *agg, const float *pa
 {
     size_t need = ordo_sparse_agg_changed_size(agg);
     if (need > cap)
-        return ordo_error_set(ORDO_ERANGE, "sparse_agg: pull answer needs %zu bytes, have %zu",
+        return ordo_error_set(ORDO_ERR_RANGE, "sparse_agg: pull answer needs %zu bytes, have %zu",
                               need, cap);
     size_t n = need / ORDO_COO_ENTRY_BYTES;
     for (size_t j = 0; j < n; j++) {

@@ -53,13 +53,13 @@ int ordo_sparse_agg_new(ordo_sparse_agg_t **out, uint32_t lo, uint32_t hi, int w
 void ordo_sparse_agg_destroy(ordo_sparse_agg_t **p);
 
 /* ordo_sparse_agg_set_range moves the aggregator to region [lo, hi) after repartitioning;
- * only between iterations (ORDO_EINVAL while pushes of the current one are held). */
+ * only between iterations (ORDO_ERR_INVAL while pushes of the current one are held). */
 int ordo_sparse_agg_set_range(ordo_sparse_agg_t *agg, uint32_t lo, uint32_t hi);
 
 /* ordo_sparse_agg_push adds worker's count entries (borrowed) to this iteration's sums.
  * Entries are validated first (index in [lo, hi), strictly increasing, finite value);
  * a bad push, a second push from the same worker, a worker outside [0, W) or a push after
- * selection is rejected with ORDO_EPROTO and changes nothing. */
+ * selection is rejected with ORDO_ERR_PROTO and changes nothing. */
 int ordo_sparse_agg_push(ordo_sparse_agg_t *agg, int worker, const ordo_coo_entry_t *entries,
                          size_t count);
 
@@ -82,21 +82,21 @@ bool ordo_sparse_agg_threshold_due(const ordo_sparse_agg_t *agg);
 /* ordo_sparse_agg_maghist adds the magnitudes of this iteration's sums to bins
  * (ORDO_REGIONS_MAGHIST_BINS counts, scheduler/regions.h): each server sends these to the
  * scheduler, which sums them and returns ordo_regions_maghist_threshold(sum, k) so that the
- * servers' selections add up to about k. ORDO_EAGAIN until all W workers have pushed. */
+ * servers' selections add up to about k. ORDO_ERR_AGAIN until all W workers have pushed. */
 int ordo_sparse_agg_maghist(ordo_sparse_agg_t *agg, uint64_t *bins);
 
 /* ordo_sparse_agg_select_topk selects exactly min(k, touched) entries of the largest |sum|
  * (ties by index) and caches the k-th largest magnitude as the threshold to reuse (0 when
- * k covers the whole region, so density 100% keeps selecting everything). ORDO_EAGAIN
+ * k covers the whole region, so density 100% keeps selecting everything). ORDO_ERR_AGAIN
  * until all W workers have pushed. */
 int ordo_sparse_agg_select_topk(ordo_sparse_agg_t *agg, size_t k);
 
 /* ordo_sparse_agg_select_threshold selects the entries with |sum| >= thr and caches thr
- * (a fresh evaluation, e.g. from the scheduler). ORDO_EINVAL when thr is negative or NaN;
- * ORDO_EAGAIN until all W workers have pushed. */
+ * (a fresh evaluation, e.g. from the scheduler). ORDO_ERR_INVAL when thr is negative or NaN;
+ * ORDO_ERR_AGAIN until all W workers have pushed. */
 int ordo_sparse_agg_select_threshold(ordo_sparse_agg_t *agg, float thr);
 
-/* ordo_sparse_agg_select selects with the cached threshold; ORDO_EAGAIN when the
+/* ordo_sparse_agg_select selects with the cached threshold; ORDO_ERR_AGAIN when the
  * threshold is due (ordo_sparse_agg_threshold_due) or not all workers have pushed. */
 int ordo_sparse_agg_select(ordo_sparse_agg_t *agg);
 

@@ -18,7 +18,7 @@ int ordo__ssrv_list_add(msglist_t *l, ordo_msg_t *m)
     if (l->n == l->cap) {
         int cap = l->cap ? l->cap * 2 : 8;
         ordo_msg_t *p = realloc(l->m, sizeof *p * (size_t)cap);
-        if (!p) return ORDO_ENOMEM;
+        if (!p) return ORDO_ERR_NOMEM;
         l->m = p;
         l->cap = cap;
     }
@@ -43,7 +43,7 @@ static int reserve(ordo_sparse_srv_t *srv, size_t bytes)
 {
     if (bytes <= srv->buf_cap) return 0;
     uint8_t *p = realloc(srv->buf, bytes);
-    if (!p) return ordo_error_set(ORDO_ENOMEM, "sparse: no memory for %zu bytes", bytes);
+    if (!p) return ordo_error_set(ORDO_ERR_NOMEM, "sparse: no memory for %zu bytes", bytes);
     srv->buf = p;
     srv->buf_cap = bytes;
     return 0;
@@ -96,12 +96,12 @@ int ordo_sparse_srv_new(ordo_node_t *node, const ordo_conf_t *conf, int data_soc
     *out = NULL;
     ordo_sparse_plan_t p;
     int rc = ordo_sparse_wire_plan(node->plan_json, node->n_servers, &p);
-    if (rc == ORDO_ENOTFOUND) return 0;
+    if (rc == ORDO_ERR_NOTFOUND) return 0;
     if (rc) return rc;
     ordo_sparse_srv_t *srv = calloc(1, sizeof *srv);
     if (!srv) {
         ordo_sparse_wire_plan_fini(&p);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     srv->plan = p;
     srv->node = node;
@@ -131,7 +131,7 @@ int ordo_sparse_srv_new(ordo_node_t *node, const ordo_conf_t *conf, int data_soc
         !srv->has_held || !srv->rid || !srv->rid_len || !srv->push_req || !srv->moves ||
         !srv->incoming || !srv->peer_sock || !srv->maghist) {
         ordo_sparse_srv_destroy(&srv);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     for (size_t s = 0; s < S1; s++)
         srv->peer_sock[s] = -1;
@@ -508,11 +508,11 @@ void ordo_sparse_srv_on_ctl(ordo_sparse_srv_t *srv, ordo_msg_t *m)
     const void *data = ordo_msg_data(m, 0, &len);
     int rc = 0;
     if (m->hdr.key != ORDO_SPARSE_KEY) {
-        rc = ordo_error_set(ORDO_EPROTO, "a PLAN message that is not sparse");
+        rc = ordo_error_set(ORDO_ERR_PROTO, "a PLAN message that is not sparse");
     } else if (m->hdr.chunk == ORDO_SPARSE_THRESHOLD) {
         float thr;
         if (!srv->waiting_thr || m->hdr.iter != srv->t)
-            rc = ordo_error_set(ORDO_EPROTO, "THRESHOLD for iteration %lld; none is awaited",
+            rc = ordo_error_set(ORDO_ERR_PROTO, "THRESHOLD for iteration %lld; none is awaited",
                                 (long long)m->hdr.iter);
         else if ((rc = ordo_sparse_wire_get_float(data, len, &thr)) == 0 &&
                  (rc = ordo_sparse_agg_select_threshold(srv->agg, thr)) == 0) {
@@ -523,12 +523,12 @@ void ordo_sparse_srv_on_ctl(ordo_sparse_srv_t *srv, ordo_msg_t *m)
     } else if (m->hdr.chunk == ORDO_SPARSE_REGIONS) {
         uint32_t epoch;
         if (srv->has_next || m->hdr.iter < srv->t)
-            rc = ordo_error_set(ORDO_EPROTO, "REGIONS for iteration %lld came too late",
+            rc = ordo_error_set(ORDO_ERR_PROTO, "REGIONS for iteration %lld came too late",
                                 (long long)m->hdr.iter);
         else if ((rc = ordo_sparse_wire_get_regions(data, len, srv->S, srv->plan.n, &epoch,
                                                     srv->next_bounds)) == 0) {
             if (epoch != srv->epoch + 1) {
-                rc = ordo_error_set(ORDO_EPROTO, "REGIONS of epoch %u after epoch %u", epoch,
+                rc = ordo_error_set(ORDO_ERR_PROTO, "REGIONS of epoch %u after epoch %u", epoch,
                                     srv->epoch);
             } else {
                 srv->next_epoch = epoch;
@@ -537,7 +537,7 @@ void ordo_sparse_srv_on_ctl(ordo_sparse_srv_t *srv, ordo_msg_t *m)
             }
         }
     } else {
-        rc = ordo_error_set(ORDO_EPROTO, "sparse message of kind %u from the scheduler",
+        rc = ordo_error_set(ORDO_ERR_PROTO, "sparse message of kind %u from the scheduler",
                             m->hdr.chunk);
     }
     if (rc) ORDO_WARN("sparse: dropped a scheduler message: %s", ordo_error_text(rc));

@@ -77,7 +77,7 @@ static int take_file(ordo_sparse_srv_t *srv, const char *path, int64_t iteration
     int rc = 0;
     unsigned char *buf = NULL;
     if (fread(head, 1, HEAD, f) != HEAD || memcmp(head, MAGIC, 8) != 0) {
-        rc = ordo_error_set(ORDO_EFORMAT, "%s: not a sparse server checkpoint", path);
+        rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: not a sparse server checkpoint", path);
         goto done;
     }
     uint32_t flo = (uint32_t)ordo_get_le(head + 12, 4), fhi = (uint32_t)ordo_get_le(head + 16, 4);
@@ -87,18 +87,18 @@ static int take_file(ordo_sparse_srv_t *srv, const char *path, int64_t iteration
         goto done;
     }
     if (flo > fhi || fhi > srv->plan.n) {
-        rc = ordo_error_set(ORDO_EFORMAT, "%s: region [%u, %u) outside the model's %u entries",
+        rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: region [%u, %u) outside the model's %u entries",
                             path, flo, fhi, srv->plan.n);
         goto done;
     }
     size_t n = fhi - flo;
     buf = malloc(4 * n + 1);
     if (!buf) {
-        rc = ORDO_ENOMEM;
+        rc = ORDO_ERR_NOMEM;
         goto done;
     }
     if (fread(buf, 1, 4 * n + 1, f) != 4 * n) {
-        rc = ordo_error_set(ORDO_EFORMAT, "%s: not %zu momentum values for [%u, %u)", path, n,
+        rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: not %zu momentum values for [%u, %u)", path, n,
                             flo, fhi);
         goto done;
     }
@@ -132,12 +132,12 @@ int ordo_sparse_srv_checkpoints(ordo_sparse_srv_t *srv, int every, int64_t base,
             rc = take_file(srv, path, base, lo, hi, &covered);
         }
         if (rc == 1)
-            return ordo_error_set(ORDO_ENOTFOUND, "%s/checkpoint-sparse-server-%d.bin: no "
+            return ordo_error_set(ORDO_ERR_NOTFOUND, "%s/checkpoint-sparse-server-%d.bin: no "
                                   "momentum after %lld updates", resume_dir, r, (long long)base);
         if (rc) return rc;
     }
     if (covered != hi - lo)
-        return ordo_error_set(ORDO_EFORMAT, "%s: the servers' checkpoints cover %zu of the %u "
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: the servers' checkpoints cover %zu of the %u "
                               "entries of [%u, %u)", resume_dir, covered, hi - lo, lo, hi);
     ORDO_INFO("resume: momentum of [%u, %u) after %lld updates from %s", lo, hi, (long long)base,
               resume_dir);

@@ -87,7 +87,7 @@ static inline uint32_t ordo__ssrv_hi(const ordo_sparse_srv_t *srv)
     return srv->bounds[srv->rank + 1];
 }
 
-/* ordo__ssrv_list_add moves m into the list (ORDO_ENOMEM when it cannot grow). */
+/* ordo__ssrv_list_add moves m into the list (ORDO_ERR_NOMEM when it cannot grow). */
 int ordo__ssrv_list_add(msglist_t *l, ordo_msg_t *m);
 
 /* ordo__ssrv_list_remove closes entry i and fills its place with the last one. */

@@ -104,7 +104,7 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
                    float scale, ordo_store_t **out)
 {
     ordo_store_t *s = calloc(1, sizeof *s);
-    if (!s) return ORDO_ENOMEM;
+    if (!s) return ORDO_ERR_NOMEM;
     s->keys = keys;
     s->rank = rank;
     s->n_workers = n_workers;
@@ -133,7 +133,7 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
     return 0;
 nomem:
     ordo_store_destroy(&s);
-    return ORDO_ENOMEM;
+    return ORDO_ERR_NOMEM;
 }
 
 static void free_rounds(ordo_store_t *s, slot_t *sl)
@@ -159,7 +159,7 @@ int ordo_store_set_update(ordo_store_t *s, int key, const ordo_optim_t *opt)
         if ((int)s->keys->slices[i].key != key || s->slot_of[i] < 0) continue;
         slot_t *sl = &s->slots[s->slot_of[i]];
         if (opt->momentum > 0 && !sl->mom && !(sl->mom = calloc((size_t)sl->numel, sizeof(float))))
-            return ORDO_ENOMEM;
+            return ORDO_ERR_NOMEM;
         sl->opt = *opt;
         if (opt->average && sl->version < 0) {
             memset(sl->value->data, 0, (size_t)sl->numel * sizeof(float));
@@ -173,11 +173,11 @@ int ordo_store_set_sync(ordo_store_t *s, int mode, int staleness, int backup)
 {
     if (mode < ORDO_SYNC_BSP || mode > ORDO_SYNC_ASP || staleness < 0 || backup < 0 ||
         (backup > 0 && (mode != ORDO_SYNC_BSP || backup >= s->n_workers)))
-        return ordo_error_set(ORDO_EINVAL, "sync mode %d, staleness %d, backup %d for %d workers",
+        return ordo_error_set(ORDO_ERR_INVAL, "sync mode %d, staleness %d, backup %d for %d workers",
                               mode, staleness, backup, s->n_workers);
     for (int i = 0; i < s->n_slots; i++) {
         if (s->slots[i].version > 0 || (s->mode >= 0 && s->slots[i].rounds[0].next))
-            return ordo_error_set(ORDO_EINVAL, "the sync mode is set before the first push");
+            return ordo_error_set(ORDO_ERR_INVAL, "the sync mode is set before the first push");
         free_rounds(s, &s->slots[i]);
     }
     s->mode = mode;
@@ -187,16 +187,16 @@ int ordo_store_set_sync(ordo_store_t *s, int mode, int staleness, int backup)
     for (int i = 0; i < s->n_slots; i++) {
         slot_t *sl = &s->slots[i];
         sl->rounds = calloc((size_t)s->n_rounds, sizeof *sl->rounds);
-        if (!sl->rounds) return ORDO_ENOMEM;
+        if (!sl->rounds) return ORDO_ERR_NOMEM;
         for (int r = 0; r < s->n_rounds; r++) {
             round_t *rd = &sl->rounds[r];
             rd->acc = aligned_alloc(64, ((size_t)sl->numel * 4 + 63) & ~(size_t)63);
             rd->pushed = calloc((size_t)s->n_workers, 1);
             rd->held = calloc((size_t)s->n_workers, sizeof *rd->held);
-            if (!rd->acc || !rd->pushed || !rd->held) return ORDO_ENOMEM;
+            if (!rd->acc || !rd->pushed || !rd->held) return ORDO_ERR_NOMEM;
         }
         if (mode == ORDO_SYNC_ASP && !(sl->clock = calloc((size_t)s->n_workers, sizeof *sl->clock)))
-            return ORDO_ENOMEM;
+            return ORDO_ERR_NOMEM;
     }
     return 0;
 }
@@ -225,14 +225,14 @@ bool ordo_store_owns(const ordo_store_t *s, int slice)
 static int check_size(const slot_t *sl, int slice, size_t bytes)
 {
     if (bytes != (size_t)sl->numel * sizeof(float))
-        return ordo_error_set(ORDO_EPROTO, "slice %d: %zu bytes, expected %lld", slice, bytes,
+        return ordo_error_set(ORDO_ERR_PROTO, "slice %d: %zu bytes, expected %lld", slice, bytes,
                               (long long)sl->numel * 4);
     return 0;
 }
 
 int ordo_store_init(ordo_store_t *s, int slice, const void *data, size_t bytes, bool *ignored)
 {
-    if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_EINVAL, "slice %d is not here", slice);
+    if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_ERR_INVAL, "slice %d is not here", slice);
     slot_t *sl = &s->slots[s->slot_of[slice]];
     int rc = check_size(sl, slice, bytes);
     if (rc) return rc;
@@ -250,19 +250,19 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
                        slot_t **out, int *late)
 {
     *late = 0;
-    if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_EINVAL, "slice %d is not here", slice);
+    if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_ERR_INVAL, "slice %d is not here", slice);
     slot_t *sl = &s->slots[s->slot_of[slice]];
     int rc = check_size(sl, slice, bytes);
     if (rc) return rc;
     if (worker < 0 || worker >= s->n_workers)
-        return ordo_error_set(ORDO_EPROTO, "push from unknown worker %d", worker);
+        return ordo_error_set(ORDO_ERR_PROTO, "push from unknown worker %d", worker);
     if (sl->version < 0)
-        return ordo_error_set(ORDO_EPROTO, "push to slice %d before its initial value", slice);
+        return ordo_error_set(ORDO_ERR_PROTO, "push to slice %d before its initial value", slice);
     if (s->gone && s->gone[worker])
-        return ordo_error_set(ORDO_EPROTO, "push from worker %d, which left the run", worker);
+        return ordo_error_set(ORDO_ERR_PROTO, "push from worker %d, which left the run", worker);
     if (s->mode == ORDO_SYNC_ASP) {
         if (iter != sl->clock[worker])
-            return ordo_error_set(ORDO_EPROTO, "push of iteration %lld to slice %d from worker %d, "
+            return ordo_error_set(ORDO_ERR_PROTO, "push of iteration %lld to slice %d from worker %d, "
                                   "whose next is %lld", (long long)iter, slice, worker,
                                   (long long)sl->clock[worker]);
         *out = sl;
@@ -282,10 +282,10 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
         return 0;
     }
     if (iter < sl->version || iter >= sl->version + s->n_rounds)
-        return ordo_error_set(ORDO_EPROTO, "push of iteration %lld to slice %d which is at %lld",
+        return ordo_error_set(ORDO_ERR_PROTO, "push of iteration %lld to slice %d which is at %lld",
                               (long long)iter, slice, (long long)sl->version);
     if (sl->rounds[iter % s->n_rounds].pushed[worker])
-        return ordo_error_set(ORDO_EPROTO, "worker %d pushed slice %d twice in iteration %lld",
+        return ordo_error_set(ORDO_ERR_PROTO, "worker %d pushed slice %d twice in iteration %lld",
                               worker, slice, (long long)iter);
     *out = sl;
     return 0;
@@ -367,7 +367,7 @@ static int step_scaled(ordo_store_t *s, slot_t *sl, const float *acc, const floa
         ordo_optim_step_sum(&sl->opt, cur->data, cur->data, sl->mom, acc, g, scale, sl->numel);
     } else {
         ordo_vbuf_t *nb = vbuf_new(sl->numel);
-        if (!nb) return ORDO_ENOMEM;
+        if (!nb) return ORDO_ERR_NOMEM;
         ordo_optim_step_sum(&sl->opt, nb->data, cur->data, sl->mom, acc, g, scale, sl->numel);
         sl->value = nb;
         vbuf_unref(cur);
@@ -512,7 +512,7 @@ int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, co
     bool hold = s->backup > 0 || worker != rd->next;
     if ((uintptr_t)data % _Alignof(float) != 0 || (!owner && hold)) {
         /* keep a copy: the caller's memory is borrowed for this call only, or unaligned */
-        if (!(copy = frame_copy(data, bytes))) return ORDO_ENOMEM;
+        if (!(copy = frame_copy(data, bytes))) return ORDO_ERR_NOMEM;
         owner = copy;
         data = copy->buf;
     }
@@ -552,7 +552,7 @@ int ordo_store_push_frame(ordo_store_t *s, int slice, int worker, int64_t iter,
     int rc = ordo_store_check_push(s, slice, worker, iter, zmq_msg_size(frame));
     if (rc < 0) return rc;
     ordo_store_frame_t *f = ordo_store_frame_wrap(frame);
-    if (!f) return ORDO_ENOMEM;
+    if (!f) return ORDO_ERR_NOMEM;
     size_t len;
     const float *data = ordo_store_frame_data(f, &len);
     rc = ordo_store_push_ref(s, slice, worker, iter, data, len, f, updated);
@@ -576,11 +576,11 @@ int ordo_store_leave(ordo_store_t *s, int worker, bool mean, int *updated_slices
 {
     *n_updated = 0;
     if (s->mode != ORDO_SYNC_BSP || s->backup > 0)
-        return ordo_error_set(ORDO_EINVAL, "a worker can leave a bsp run without backup workers "
+        return ordo_error_set(ORDO_ERR_INVAL, "a worker can leave a bsp run without backup workers "
                               "only");
     if (worker < 0 || worker >= s->n_workers)
-        return ordo_error_set(ORDO_EINVAL, "no worker %d leaves", worker);
-    if (!s->gone && !(s->gone = calloc((size_t)s->n_workers, 1))) return ORDO_ENOMEM;
+        return ordo_error_set(ORDO_ERR_INVAL, "no worker %d leaves", worker);
+    if (!s->gone && !(s->gone = calloc((size_t)s->n_workers, 1))) return ORDO_ERR_NOMEM;
     if (s->gone[worker]) return 0;
     s->gone[worker] = 1;
     s->mean_of_pushed = mean;
@@ -615,7 +615,7 @@ int ordo_store_leave(ordo_store_t *s, int worker, bool mean, int *updated_slices
 int ordo_store_set_resend(ordo_store_t *s, bool on)
 {
     if (on && (s->mode != ORDO_SYNC_BSP || s->backup > 0))
-        return ordo_error_set(ORDO_EINVAL, "re-sent pushes are recognised under bsp without "
+        return ordo_error_set(ORDO_ERR_INVAL, "re-sent pushes are recognised under bsp without "
                               "backup workers only");
     s->resend = on;
     return 0;
@@ -655,7 +655,7 @@ int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, s
         return 0;
     }
     ordo_vbuf_t *b = vbuf_new(sl->numel);
-    if (!b) return ORDO_ENOMEM;
+    if (!b) return ORDO_ERR_NOMEM;
     memcpy(b->data, sl->value->data, (size_t)sl->numel * sizeof(float));
     /* the updates of iterations version .. iter - 1 as if their pushes received so far were
      * all: the optimizer's steps on scratch copies of the gradient sum and the momentum */
@@ -665,7 +665,7 @@ int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, s
         free(g);
         free(mom);
         vbuf_unref(b);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     if (mom) memcpy(mom, sl->mom, n * sizeof *mom);
     for (int64_t t = sl->version; t < iter; t++) {
@@ -721,17 +721,17 @@ bool ordo_store_pushed(const ordo_store_t *s, int slice, int worker, int64_t ite
 int ordo_store_install(ordo_store_t *s, int slice, int64_t version, const void *value,
                        size_t bytes, const void *mom, size_t mom_bytes)
 {
-    if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_EINVAL, "slice %d is not here", slice);
+    if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_ERR_INVAL, "slice %d is not here", slice);
     slot_t *sl = &s->slots[s->slot_of[slice]];
     int rc = check_size(sl, slice, bytes);
     if (rc) return rc;
-    if (version < 0) return ordo_error_set(ORDO_EPROTO, "slice %d: version %lld", slice, (long long)version);
+    if (version < 0) return ordo_error_set(ORDO_ERR_PROTO, "slice %d: version %lld", slice, (long long)version);
     if (mom && (!sl->mom || mom_bytes != bytes))
-        return ordo_error_set(ORDO_EPROTO, "slice %d: %zu bytes of momentum, expected %s", slice,
+        return ordo_error_set(ORDO_ERR_PROTO, "slice %d: %zu bytes of momentum, expected %s", slice,
                               mom_bytes, sl->mom ? "the value's size" : "none");
     if (atomic_load(&sl->value->refs) != 1) { /* a send still reads the old value */
         ordo_vbuf_t *nb = vbuf_new(sl->numel);
-        if (!nb) return ORDO_ENOMEM;
+        if (!nb) return ORDO_ERR_NOMEM;
         vbuf_unref(sl->value);
         sl->value = nb;
     }

@@ -35,7 +35,7 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
 int ordo_store_set_update(ordo_store_t *s, int key, const ordo_optim_t *opt);
 /* ordo_store_set_sync chooses the consistency model (ORDO_SYNC_BSP with backup workers,
  * ORDO_SYNC_SSP with staleness, ORDO_SYNC_ASP; common/conf.h) before the first push; a new
- * store is bsp. ORDO_EINVAL on values the conf would refuse. */
+ * store is bsp. ORDO_ERR_INVAL on values the conf would refuse. */
 int ordo_store_set_sync(ordo_store_t *s, int mode, int staleness, int backup);
 
 /* ordo_store_sync_mode returns the store's ordo_sync_t. */
@@ -51,7 +51,7 @@ int ordo_store_sync_mode(const ordo_store_t *s);
  * what its dead predecessor pushed applies nothing twice. */
 #define ORDO_STORE_DUPLICATE 2
 
-/* ordo_store_set_resend turns on (bsp without backup workers only; ORDO_EINVAL otherwise)
+/* ordo_store_set_resend turns on (bsp without backup workers only; ORDO_ERR_INVAL otherwise)
  * the recognition of re-sent pushes (ORDO_STORE_DUPLICATE), which are errors by default. */
 int ordo_store_set_resend(ordo_store_t *s, bool on);
 
@@ -76,8 +76,8 @@ bool ordo_store_owns(const ordo_store_t *s, int slice);
  * initialized slice is ignored (returns 0 and sets *ignored). bytes must equal numel*4. */
 int ordo_store_init(ordo_store_t *s, int slice, const void *data, size_t bytes, bool *ignored);
 
-/* ordo_store_push adds one worker's gradient for iteration iter. Rejects (ORDO_EPROTO /
- * ORDO_EINVAL with a detail) a wrong size, a stale or future iteration, a duplicate push of
+/* ordo_store_push adds one worker's gradient for iteration iter. Rejects (ORDO_ERR_PROTO /
+ * ORDO_ERR_INVAL with a detail) a wrong size, a stale or future iteration, a duplicate push of
  * the same worker, an uninitialized slice. Sets *updated when this push completed the
  * iteration and the value advanced to version iter+1. */
 int ordo_store_push(ordo_store_t *s, int slice, int worker, int64_t iter, const void *data,
@@ -150,7 +150,7 @@ void ordo_store_ref(ordo_store_t *s, int slice, void **data, size_t *bytes, void
  * iterations version .. iter - 1 made from the pushes that have arrived so far (on scratch
  * copies of the momentum; the stored value and momentum are untouched until each iteration
  * is complete), so a worker ahead reads what the others have pushed (docs/stragglers.md).
- * ORDO_ENOMEM. */
+ * ORDO_ERR_NOMEM. */
 int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, size_t *bytes,
                         void **hint);
 

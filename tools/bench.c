@@ -31,7 +31,7 @@ int ordo_bench_spawn(ordo_bench_child_t *c, const char *name, char **args)
     char path[PATH_MAX + 64];
     sibling(name, path, sizeof path);
     int fds[2];
-    if (pipe(fds) != 0) return ORDO_EIO;
+    if (pipe(fds) != 0) return ORDO_ERR_IO;
     c->pid = fork();
     if (c->pid == 0) {
         dup2(fds[1], 1);
@@ -53,7 +53,7 @@ int ordo_bench_spawn(ordo_bench_child_t *c, const char *name, char **args)
             return 0;
         }
     }
-    return ordo_error_set(ORDO_EIO, "%s did not start", path);
+    return ordo_error_set(ORDO_ERR_IO, "%s did not start", path);
 }
 
 void ordo_bench_reap(ordo_bench_child_t *c)
@@ -92,24 +92,24 @@ int64_t ordo_bench_cpu_ns(pid_t pid)
 
 /* ---- timed round trips -------------------------------------------------------------- */
 
-/* not fused: ordo_worker_push, then ordo_worker_pull of the next iteration, requested at
+/* not fused: ordo__ps_push, then ordo__ps_pull of the next iteration, requested at
  * once */
-int ordo_bench_once(ordo_worker_t *w, int key, float *val, float *grad, int64_t *iter, bool fused,
+int ordo_bench_once(ordo__ps_t *w, int key, float *val, float *grad, int64_t *iter, bool fused,
                     ordo_bench_times_t *t)
 {
     int rc;
     int64_t t0 = ordo_clock_ns();
     if (fused) {
-        if ((rc = ordo_worker_pushpull(w, key, grad, val, *iter, 0)) != 0) return rc;
+        if ((rc = ordo__ps_pushpull(w, key, grad, val, *iter, 0)) != 0) return rc;
     } else {
-        if ((rc = ordo_worker_push(w, key, grad, *iter, 0)) != 0) return rc;
-        if ((rc = ordo_worker_pull(w, key, val, *iter + 1, 0)) != 0) return rc;
+        if ((rc = ordo__ps_push(w, key, grad, *iter, 0)) != 0) return rc;
+        if ((rc = ordo__ps_pull(w, key, val, *iter + 1, 0)) != 0) return rc;
     }
-    ordo_worker_event_t ev;
+    ordo__ps_event_t ev;
     int64_t t_push = 0, t_pull = 0;
     for (int k = 0; k < 2; k++) {
-        if ((rc = ordo_worker_poll(w, 60000, &ev)) != 0) return rc;
-        if (ev.kind == ORDO_EV_PUSH_DONE)
+        if ((rc = ordo__ps_poll(w, 60000, &ev)) != 0) return rc;
+        if (ev.kind == ORDO__EV_PUSH_DONE)
             t_push = ev.t_ns;
         else
             t_pull = ev.t_ns;
@@ -130,7 +130,7 @@ void ordo_bench_keep_best(ordo_bench_times_t *best, const ordo_bench_times_t *t)
 }
 
 /* best times of reps round trips after one warm-up */
-int ordo_bench_rtt(ordo_worker_t *w, int key, float *val, float *grad, int64_t *iter, int reps,
+int ordo_bench_rtt(ordo__ps_t *w, int key, float *val, float *grad, int64_t *iter, int reps,
                    bool fused, ordo_bench_times_t *out)
 {
     int rc;
@@ -269,7 +269,7 @@ int ordo_bench_start_daemons(const int64_t *sizes, int n, const ordo_bench_opts_
 }
 
 /* join the cluster of sched as a worker */
-int ordo_bench_join(const ordo_bench_opts_t *o, const ordo_bench_child_t *sched, ordo_worker_t **w)
+int ordo_bench_join(const ordo_bench_opts_t *o, const ordo_bench_child_t *sched, ordo__ps_t **w)
 {
     ordo_conf_t conf;
     ordo_conf_defaults(&conf);
@@ -284,22 +284,22 @@ int ordo_bench_join(const ordo_bench_opts_t *o, const ordo_bench_child_t *sched,
         snprintf(conf.keys_dir, sizeof conf.keys_dir, "%s", o->curve_keys);
     }
     ordo_log_set_level(ORDO_LOG_WARN);
-    return ordo_worker_new(&conf, w);
+    return ordo__ps_new(&conf, w);
 }
 
 /* start a scheduler and one server, and join as the only worker */
 int ordo_bench_start_cluster(const int64_t *sizes, int n, const ordo_bench_opts_t *o,
-                             ordo_bench_child_t *sched, ordo_bench_child_t *srv, ordo_worker_t **w)
+                             ordo_bench_child_t *sched, ordo_bench_child_t *srv, ordo__ps_t **w)
 {
     int rc = ordo_bench_start_daemons(sizes, n, o, sched, srv);
     return rc ? rc : ordo_bench_join(o, sched, w);
 }
 
-void ordo_bench_stop_cluster(ordo_bench_child_t *sched, ordo_bench_child_t *srv, ordo_worker_t **w)
+void ordo_bench_stop_cluster(ordo_bench_child_t *sched, ordo_bench_child_t *srv, ordo__ps_t **w)
 {
     if (*w) {
-        ordo_worker_finish(*w, NULL);
-        ordo_worker_destroy(w);
+        ordo__ps_finish(*w, NULL);
+        ordo__ps_destroy(w);
     }
     ordo_bench_reap(sched);
     for (int i = 0; i < ORDO_BENCH_MAX_SERVERS; i++)

@@ -4,7 +4,7 @@
 #ifndef ORDO_BENCH_H
 #define ORDO_BENCH_H
 
-#include "worker/ps.h"
+#include "client/ps.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -55,16 +55,16 @@ void ordo_bench_reap(ordo_bench_child_t *c);
 int64_t ordo_bench_cpu_ns(pid_t pid);
 
 /* ordo_bench_once times one round trip of key: push then pull of the next value (fused:
- * ordo_worker_pushpull, one message each way per chunk); *iter advances. */
-int ordo_bench_once(ordo_worker_t *w, int key, float *val, float *grad, int64_t *iter, bool fused,
+ * ordo__ps_pushpull, one message each way per chunk); *iter advances. */
+int ordo_bench_once(ordo__ps_t *w, int key, float *val, float *grad, int64_t *iter, bool fused,
                     ordo_bench_times_t *t);
 
 /* ordo_bench_keep_best keeps in best the smaller of each of its times and t's. */
 void ordo_bench_keep_best(ordo_bench_times_t *best, const ordo_bench_times_t *t);
 
 /* ordo_bench_rtt times reps push + pull round trips of key after one warm-up (fused:
- * ordo_worker_pushpull) and keeps the best of each time in out; *iter advances. */
-int ordo_bench_rtt(ordo_worker_t *w, int key, float *val, float *grad, int64_t *iter, int reps,
+ * ordo__ps_pushpull) and keeps the best of each time in out; *iter advances. */
+int ordo_bench_rtt(ordo__ps_t *w, int key, float *val, float *grad, int64_t *iter, int reps,
                    bool fused, ordo_bench_times_t *out);
 
 /* ordo_bench_parse_opts reads the common options into o (its defaults set by the caller):
@@ -79,13 +79,13 @@ int ordo_bench_start_daemons(const int64_t *sizes, int n, const ordo_bench_opts_
 
 /* ordo_bench_join joins sched's cluster as a worker (*w; destroy with
  * ordo_bench_stop_cluster). */
-int ordo_bench_join(const ordo_bench_opts_t *o, const ordo_bench_child_t *sched, ordo_worker_t **w);
+int ordo_bench_join(const ordo_bench_opts_t *o, const ordo_bench_child_t *sched, ordo__ps_t **w);
 
 /* ordo_bench_start_cluster starts the daemons and joins as the only worker. */
 int ordo_bench_start_cluster(const int64_t *sizes, int n, const ordo_bench_opts_t *o,
-                             ordo_bench_child_t *sched, ordo_bench_child_t *srv, ordo_worker_t **w);
+                             ordo_bench_child_t *sched, ordo_bench_child_t *srv, ordo__ps_t **w);
 
 /* ordo_bench_stop_cluster finishes and destroys *w (if any) and reaps the daemons. */
-void ordo_bench_stop_cluster(ordo_bench_child_t *sched, ordo_bench_child_t *srv, ordo_worker_t **w);
+void ordo_bench_stop_cluster(ordo_bench_child_t *sched, ordo_bench_child_t *srv, ordo__ps_t **w);
 
 #endif

@@ -7,7 +7,7 @@
 #include "common/log.h"
 #include "core/merge_cost.h"
 #include "tools/bench.h"
-#include "worker/ps.h"
+#include "client/ps.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,17 +21,17 @@
 #define CAL_BURST 8 /* pushes in flight at once for the per-message (pipelined) figures */
 
 /* seconds from pushing keys[0..n) (at once) to the last PUSH_DONE */
-static int push_burst(ordo_worker_t *w, const int *keys, int n, float *grad, int64_t *iter,
+static int push_burst(ordo__ps_t *w, const int *keys, int n, float *grad, int64_t *iter,
                       double *secs)
 {
     int rc;
     int64_t t0 = ordo_clock_ns(), last = t0;
     for (int i = 0; i < n; i++)
-        if ((rc = ordo_worker_push(w, keys[i], grad, iter[keys[i]], 0)) != 0) return rc;
+        if ((rc = ordo__ps_push(w, keys[i], grad, iter[keys[i]], 0)) != 0) return rc;
     for (int got = 0; got < n;) {
-        ordo_worker_event_t ev;
-        if ((rc = ordo_worker_poll(w, 60000, &ev)) != 0) return rc;
-        if (ev.kind != ORDO_EV_PUSH_DONE) continue;
+        ordo__ps_event_t ev;
+        if ((rc = ordo__ps_poll(w, 60000, &ev)) != 0) return rc;
+        if (ev.kind != ORDO__EV_PUSH_DONE) continue;
         iter[ev.key]++;
         last = ev.t_ns;
         got++;
@@ -41,15 +41,15 @@ static int push_burst(ordo_worker_t *w, const int *keys, int n, float *grad, int
 }
 
 /* pull keys[0..n) at their next iteration (waits for every worker's pushes) */
-static int pull_keys(ordo_worker_t *w, const int *keys, int n, float *val, const int64_t *iter)
+static int pull_keys(ordo__ps_t *w, const int *keys, int n, float *val, const int64_t *iter)
 {
     int rc;
     for (int i = 0; i < n; i++)
-        if ((rc = ordo_worker_pull(w, keys[i], val, iter[keys[i]], 0)) != 0) return rc;
+        if ((rc = ordo__ps_pull(w, keys[i], val, iter[keys[i]], 0)) != 0) return rc;
     for (int got = 0; got < n;) {
-        ordo_worker_event_t ev;
-        if ((rc = ordo_worker_poll(w, 60000, &ev)) != 0) return rc;
-        if (ev.kind == ORDO_EV_PULL_DONE) got++;
+        ordo__ps_event_t ev;
+        if ((rc = ordo__ps_poll(w, 60000, &ev)) != 0) return rc;
+        if (ev.kind == ORDO__EV_PULL_DONE) got++;
     }
     return 0;
 }
@@ -58,14 +58,14 @@ static int pull_keys(ordo_worker_t *w, const int *keys, int n, float *val, const
  * worker that got its pulled values first would otherwise start its next burst while the
  * server's link still carries the other workers' values, and its pushes' acks would queue
  * behind them (with one server and 4 workers, several ms at 256 KiB on 10 Gbit/s) */
-static int sync_workers(ordo_worker_t *w, int64_t *id)
+static int sync_workers(ordo__ps_t *w, int64_t *id)
 {
-    int rc = ordo_worker_barrier(w, ++*id);
+    int rc = ordo__ps_barrier(w, ++*id);
     if (rc) return rc;
     for (;;) {
-        ordo_worker_event_t ev;
-        if ((rc = ordo_worker_poll(w, 60000, &ev)) != 0) return rc;
-        if (ev.kind == ORDO_EV_BARRIER && ev.iter == *id) return 0;
+        ordo__ps_event_t ev;
+        if ((rc = ordo__ps_poll(w, 60000, &ev)) != 0) return rc;
+        if (ev.kind == ORDO__EV_BARRIER && ev.iter == *id) return 0;
     }
 }
 
@@ -84,12 +84,12 @@ typedef struct {
                                             * one push alone per burst size */
 } cal_t;
 
-static int calibrate_run(ordo_worker_t *w, cal_t *c, bool print)
+static int calibrate_run(ordo__ps_t *w, cal_t *c, bool print)
 {
     const ordo_bench_opts_t *o = c->o;
     int rc;
     for (int i = 0; i < c->n_keys; i++) /* the servers keep the first initial value they get */
-        if ((rc = ordo_worker_init(w, i, c->val)) != 0) return rc;
+        if ((rc = ordo__ps_init(w, i, c->val)) != 0) return rc;
     for (int i = 0; i < c->n_rt; i++) {
         /* one round trip: the push, and the pull of the value it makes (the server answers
          * the pull once the push is applied, so both travel in one round trip) */
@@ -144,12 +144,12 @@ static int calibrate_run(ordo_worker_t *w, cal_t *c, bool print)
 /* a worker forked by the calibration: joins, measures the same sequence, and leaves */
 static int calibrate_child(cal_t *c, const ordo_bench_child_t *sched)
 {
-    ordo_worker_t *w = NULL;
+    ordo__ps_t *w = NULL;
     int rc = ordo_bench_join(c->o, sched, &w);
     if (!rc) rc = calibrate_run(w, c, false);
-    if (!rc) rc = ordo_worker_finish(w, NULL);
-    if (rc && w) ordo_worker_abort(w, "a calibration worker failed");
-    ordo_worker_destroy(&w);
+    if (!rc) rc = ordo__ps_finish(w, NULL);
+    if (rc && w) ordo__ps_abort(w, "a calibration worker failed");
+    ordo__ps_destroy(&w);
     return rc ? 1 : 0;
 }
 
@@ -179,7 +179,7 @@ int ordo_bench_calibrate(int argc, char **argv)
     ordo_bench_child_t sched = {0}, srv[ORDO_BENCH_MAX_SERVERS] = {{0}};
     pid_t kids[64];
     int n_kids = 0;
-    ordo_worker_t *w = NULL;
+    ordo__ps_t *w = NULL;
     cal_t c = {.o = &o,
                .sizes = sizes,
                .n_keys = n,
@@ -194,7 +194,7 @@ int ordo_bench_calibrate(int argc, char **argv)
     double rt_x[24], msg_x[12], a_rt, b_rt, a_msg, b_msg, a_one, b_one;
     ordo_merge_cost_t cost;
     if (!c.iter || !c.val || !c.grad || !c.t || !c.t1) {
-        rc = ORDO_ENOMEM;
+        rc = ORDO_ERR_NOMEM;
         goto done;
     }
     if ((rc = ordo_bench_start_daemons(sizes, n, &o, &sched, srv)) != 0) goto done;
@@ -203,7 +203,7 @@ int ordo_bench_calibrate(int argc, char **argv)
     for (; n_kids < o.workers - 1; n_kids++) {
         kids[n_kids] = fork();
         if (kids[n_kids] < 0) {
-            rc = ordo_error_set(ORDO_EIO, "cannot fork a calibration worker");
+            rc = ordo_error_set(ORDO_ERR_IO, "cannot fork a calibration worker");
             goto done;
         }
         if (kids[n_kids] == 0) _exit(calibrate_child(&c, &sched));
@@ -249,13 +249,13 @@ int ordo_bench_calibrate(int argc, char **argv)
     }
 done:
     if (rc) fprintf(stderr, "ordo-bench calibrate: %s\n", ordo_error_text(rc));
-    if (rc && w) ordo_worker_abort(w, "the calibration failed");
+    if (rc && w) ordo__ps_abort(w, "the calibration failed");
     ordo_bench_stop_cluster(&sched, srv, &w);
     for (int i = 0; i < n_kids; i++) {
         int st;
         if (kids[i] > 0 && waitpid(kids[i], &st, 0) == kids[i] &&
             !(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !rc)
-            rc = ordo_error_set(ORDO_EIO, "calibration worker %d failed", i + 1);
+            rc = ordo_error_set(ORDO_ERR_IO, "calibration worker %d failed", i + 1);
     }
     free(c.iter);
     free(c.val);

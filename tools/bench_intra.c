@@ -4,7 +4,7 @@
 #include "tools/bench_intra.h"
 #include "common/clock.h"
 #include "common/error.h"
-#include "worker/intra.h"
+#include "client/intra.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +20,7 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* wait (bounded by the backend's checks) until pred(slot) holds */
-static int wait_for(ordo_intra_t *it, int slot, int64_t iter, bool reduce)
+static int wait_for(ordo__intra_t *it, int slot, int64_t iter, bool reduce)
 {
     for (;;) {
         uint64_t g = it->ops->generation(it);
@@ -38,15 +38,15 @@ static int wait_for(ordo_intra_t *it, int slot, int64_t iter, bool reduce)
 static int member(const char *run, int lr, int L, int n_slots, const int64_t *off, int reps,
                   bool inplace, int64_t *times)
 {
-    ordo_intra_opts_t o = {.run = run, .group = 0, .local_rank = lr, .local_size = L,
+    ordo__intra_opts_t o = {.run = run, .group = 0, .local_rank = lr, .local_size = L,
                            .n_slots = n_slots, .slot_off = off, .timeout_ms = 10000};
-    ordo_intra_t *it = NULL;
-    int rc = ordo_intra_new("shm", &o, &it);
+    ordo__intra_t *it = NULL;
+    int rc = ordo__intra_new("shm", &o, &it);
     if (rc) return rc;
     int64_t n = off[n_slots];
     float *grad = malloc(sizeof(float) * (size_t)n), *sum = malloc(sizeof(float) * (size_t)n),
           *out = malloc(sizeof(float) * (size_t)n);
-    if (!grad || !sum || !out) rc = ORDO_ENOMEM;
+    if (!grad || !sum || !out) rc = ORDO_ERR_NOMEM;
     for (int64_t i = 0; !rc && i < n; i++) grad[i] = (float)(i % 13);
     for (int s = 0; !rc && inplace && s < n_slots; s++)
         memcpy(it->ops->area(it, s), grad + off[s], sizeof(float) * (size_t)(off[s + 1] - off[s]));
@@ -75,11 +75,11 @@ static int member(const char *run, int lr, int L, int n_slots, const int64_t *of
         }
     }
     if (!rc) rc = it->ops->barrier(it);
-    if (!rc && out[n - 1] != (float)L * (float)((n - 1) % 13)) rc = ORDO_EPROTO;
+    if (!rc && out[n - 1] != (float)L * (float)((n - 1) % 13)) rc = ORDO_ERR_PROTO;
     free(grad);
     free(sum);
     free(out);
-    ordo_intra_destroy(&it);
+    ordo__intra_destroy(&it);
     return rc;
 }
 
@@ -147,7 +147,7 @@ int ordo_bench_intra(int argc, char **argv)
         for (int m = 1; m < L; m++) {
             int st = 0;
             waitpid(kids[m], &st, 0);
-            if (!WIFEXITED(st) || WEXITSTATUS(st)) rc = rc ? rc : ORDO_EIO;
+            if (!WIFEXITED(st) || WEXITSTATUS(st)) rc = rc ? rc : ORDO_ERR_IO;
         }
         if (rc) {
             fprintf(stderr, "ordo-bench intra: L = %d %s: %s\n", L, mode, ordo_error_text(rc));

@@ -8,7 +8,7 @@
 #include "common/log.h"
 #include "tools/bench.h"
 #include "tools/bench_repl.h"
-#include "worker/ps.h"
+#include "client/ps.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -143,7 +143,7 @@ static int pushpull_curve(ordo_bench_opts_t *o, const int64_t *sizes, int n)
     const char *names[] = {"worker"};
     int rc = ordo_curve_keygen(dir, names, 1, false);
     ordo_bench_child_t sched[2] = {{0}}, srv[2][ORDO_BENCH_MAX_SERVERS] = {{{0}}};
-    ordo_worker_t *w[2] = {NULL, NULL};
+    ordo__ps_t *w[2] = {NULL, NULL};
     for (int c = 0; c < 2 && rc == 0; c++) {
         o->curve_keys = c ? dir : NULL;
         rc = ordo_bench_start_cluster(sizes, n, o, &sched[c], srv[c], &w[c]);
@@ -163,7 +163,7 @@ static int pushpull_curve(ordo_bench_opts_t *o, const int64_t *sizes, int n)
         memset(val, 1, (size_t)sizes[i]);
         int64_t iter[2] = {0, 0};
         for (int c = 0; c < 2; c++)
-            ordo_worker_init(w[c], i, grad);
+            ordo__ps_init(w[c], i, grad);
         ordo_bench_times_t best[2] = {{1e30, 1e30, 1e30}, {1e30, 1e30, 1e30}}, t;
         int rounds = 0;
         int64_t until = ordo_clock_ns() + (int64_t)(o->min_time_s * 1e9);
@@ -221,12 +221,12 @@ int ordo_bench_pushpull(int argc, char **argv)
     for (int64_t b = o.min_bytes; b <= o.max_bytes && n < 32; b *= 4)
         sizes[n++] = b;
     if (o.replicas > 1 && o.curve)
-        return ordo_error_set(ORDO_EINVAL, "pushpull: --replicas and --curve are separate "
+        return ordo_error_set(ORDO_ERR_INVAL, "pushpull: --replicas and --curve are separate "
                               "comparisons; give one");
     if (o.replicas > 1) return ordo_bench_replicas(sizes, n, &o); /* tools/bench_repl.h */
     if (o.curve) return pushpull_curve(&o, sizes, n);
     ordo_bench_child_t sched = {0}, srv[ORDO_BENCH_MAX_SERVERS] = {{0}};
-    ordo_worker_t *w = NULL;
+    ordo__ps_t *w = NULL;
     if ((rc = ordo_bench_start_cluster(sizes, n, &o, &sched, srv, &w)) != 0) {
         fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
         ordo_bench_stop_cluster(&sched, srv, &w);
@@ -266,7 +266,7 @@ int ordo_bench_pushpull(int argc, char **argv)
     double best_raw = 0, last_og = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         float *val = malloc((size_t)sizes[i]), *grad = calloc(1, (size_t)sizes[i]);
-        ordo_worker_init(w, i, grad);
+        ordo__ps_init(w, i, grad);
         iter = 0;
         /* the three round trips take turns, so that the machine's slow moments hit them
          * alike; each keeps its best */

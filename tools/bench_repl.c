@@ -6,7 +6,7 @@
 #include "tools/bench_repl.h"
 #include "common/clock.h"
 #include "common/error.h"
-#include "worker/ps.h"
+#include "client/ps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@ int ordo_bench_replicas(const int64_t *sizes, int n, const ordo_bench_opts_t *o)
 {
     ordo_bench_opts_t opt[2] = {*o, *o};
     ordo_bench_child_t sched[2] = {{0}}, srv[2][ORDO_BENCH_MAX_SERVERS] = {{{0}}};
-    ordo_worker_t *w[2] = {NULL, NULL};
+    ordo__ps_t *w[2] = {NULL, NULL};
     int R = o->replicas, rc = 0;
     for (int c = 0; c < 2; c++) {
         opt[c].servers = R;
@@ -43,7 +43,7 @@ int ordo_bench_replicas(const int64_t *sizes, int n, const ordo_bench_opts_t *o)
         int64_t iter[2] = {0, 0};
         double best[2] = {1e30, 1e30};
         for (int c = 0; c < 2; c++)
-            ordo_worker_init(w[c], i, grad);
+            ordo__ps_init(w[c], i, grad);
         int rounds = 0;
         int64_t until = ordo_clock_ns() + (int64_t)(o->min_time_s * 1e9);
         for (int r = -1; (r < o->reps || ordo_clock_ns() < until) && rc == 0; r++) {

@@ -238,7 +238,7 @@ typedef struct {
  * The take pass is ordo_sparsify_scan; *_thr_ms are the parts before it. */
 static int topk_one(const opts_t *o, const char *dist, topk_row_t *row)
 {
-    int rc = ORDO_ENOMEM;
+    int rc = ORDO_ERR_NOMEM;
     size_t n = o->n, k = ordo_sparsify_k_for(n, o->density), cap = 2 * k + 1024;
     float *x = malloc(n * sizeof *x);
     uint32_t *m = malloc(n * sizeof *m);
@@ -279,7 +279,7 @@ static int topk_one(const opts_t *o, const char *dist, topk_row_t *row)
         t_scan[r] = ms_since(t0);
         if (thr != thr_sort || memcmp(&thr, &thr_bits, 4) != 0 || c_sort != row->selected) {
             fprintf(stderr, "ordo-bench topk: %s: sort and quickselect disagree\n", dist);
-            rc = ORDO_EINVAL;
+            rc = ORDO_ERR_INVAL;
             goto done;
         }
     }
@@ -374,7 +374,7 @@ static int make_pushes(const opts_t *o, size_t k, uint8_t **bufs, size_t *lens)
 fail:
     free(mark);
     free(e);
-    return ORDO_ENOMEM;
+    return ORDO_ERR_NOMEM;
 }
 
 static int agg_time(const opts_t *o, ordo_sparse_agg_kind_t kind, uint8_t **bufs, size_t *lens,
@@ -383,7 +383,7 @@ static int agg_time(const opts_t *o, ordo_sparse_agg_kind_t kind, uint8_t **bufs
     ordo_sparse_agg_t *agg = NULL;
     double *t = calloc((size_t)o->reps + 1, sizeof *t);
     int rc =
-        t ? ordo_sparse_agg_new(&agg, 0, (uint32_t)o->n, o->workers, kind, 1000000) : ORDO_ENOMEM;
+        t ? ordo_sparse_agg_new(&agg, 0, (uint32_t)o->n, o->workers, kind, 1000000) : ORDO_ERR_NOMEM;
     if (rc < 0) goto done;
     for (int r = 0; r <= o->reps; r++) { /* run 0 warms the memory up */
         int64_t t0 = ordo_clock_ns();
@@ -429,7 +429,7 @@ int ordo_bench_aggregate(int argc, char **argv)
     size_t touched = 0;
     for (int v = 0; v < 2; v++) {
         if (agg_time(&o, (ordo_sparse_agg_kind_t)v, bufs, lens, &ms[v], &touched) < 0) {
-            fprintf(stderr, "ordo-bench aggregate: %s\n", ordo_error_text(ORDO_EINVAL));
+            fprintf(stderr, "ordo-bench aggregate: %s\n", ordo_error_text(ORDO_ERR_INVAL));
             goto done;
         }
     }

@@ -197,7 +197,7 @@ static int load_inputs(const args_t *a, inputs_t *in)
     size_t np = (size_t)in->m->n_params;
     in->channel = calloc(np, sizeof *in->channel);
     in->priority = calloc(np, sizeof *in->priority);
-    if (!in->channel || !in->priority) return ordo_error_set(ORDO_ENOMEM, "out of memory");
+    if (!in->channel || !in->priority) return ordo_error_set(ORDO_ERR_NOMEM, "out of memory");
     if ((rc = ordo_order_assign_channels(in->m, a->servers, in->channel))) return rc;
     if ((rc =
              ordo_oracle_times_new(in->m, a->bandwidth_bps, a->latency_us, in->oracle, &in->times)))
@@ -331,7 +331,7 @@ static int cmd_oracle(int argc, char **argv)
     long batch = 64;
     int n_pos = 0;
     const char **pos = calloc((size_t)argc + 1, sizeof *pos);
-    if (!pos) return fail(ordo_error_set(ORDO_ENOMEM, "out of memory"));
+    if (!pos) return fail(ordo_error_set(ORDO_ERR_NOMEM, "out of memory"));
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {

@@ -45,10 +45,10 @@ int ordo_compute_new(int kind, const ordo_model_t *m, double compute_scale,
                      ordo_compute_ctx_t **out)
 {
     if (!m || !out || !(compute_scale > 0))
-        return ordo_error_set(ORDO_EINVAL, "compute: missing model or compute_scale %g <= 0",
+        return ordo_error_set(ORDO_ERR_INVAL, "compute: missing model or compute_scale %g <= 0",
                               compute_scale);
     ordo_compute_ctx_t *c = calloc(1, sizeof *c);
-    if (!c) return ordo_error_set(ORDO_ENOMEM, "compute: out of memory");
+    if (!c) return ordo_error_set(ORDO_ERR_NOMEM, "compute: out of memory");
     c->kind = kind;
     c->m = m;
     int rc;
@@ -63,17 +63,17 @@ int ordo_compute_new(int kind, const ordo_model_t *m, double compute_scale,
 #ifdef ORDO_HAVE_CUDA
         const char *why = NULL;
         if (ordo__compute_cuda_probe(&why) != 1)
-            rc = ordo_error_set(ORDO_ENOTSUP, "compute cuda: %s", why);
+            rc = ordo_error_set(ORDO_ERR_NOTSUP, "compute cuda: %s", why);
         else
             rc = ordo__compute_cuda_new(m, &c->impl, &c->ops);
 #else
-        rc = ordo_error_set(ORDO_ENOTSUP, "compute cuda: not built (no CUDA toolkit when "
+        rc = ordo_error_set(ORDO_ERR_NOTSUP, "compute cuda: not built (no CUDA toolkit when "
                                           "ordo was configured)");
 #endif
         break;
     }
     default:
-        rc = ordo_error_set(ORDO_EINVAL, "compute: unknown backend kind %d", kind);
+        rc = ordo_error_set(ORDO_ERR_INVAL, "compute: unknown backend kind %d", kind);
         break;
     }
     if (rc < 0) {
@@ -88,11 +88,11 @@ int ordo_compute_bind(ordo_compute_ctx_t *c, float *const *params, float *const 
 {
     if (c->kind != ORDO_COMPUTE_EMULATE) {
         if (!params || !grads)
-            return ordo_error_set(ORDO_EINVAL, "compute %s: bind needs params and grads",
+            return ordo_error_set(ORDO_ERR_INVAL, "compute %s: bind needs params and grads",
                                   ordo_compute_kind_name(c->kind));
         for (int p = 0; p < c->m->n_params; p++)
             if (!params[p] || !grads[p])
-                return ordo_error_set(ORDO_EINVAL, "compute %s: no buffer for parameter '%s'",
+                return ordo_error_set(ORDO_ERR_INVAL, "compute %s: no buffer for parameter '%s'",
                                       ordo_compute_kind_name(c->kind), c->m->params[p].name);
     }
     int rc = c->ops->bind(c->impl, params, grads);
@@ -104,14 +104,14 @@ int ordo_compute_bind(ordo_compute_ctx_t *c, float *const *params, float *const 
 int ordo_compute_set_batch(ordo_compute_ctx_t *c, const float *x, const int *labels, int n)
 {
     if (n < 1 || n > c->m->batch)
-        return ordo_error_set(ORDO_EINVAL, "compute: batch of %d samples, model %s takes 1..%d", n,
+        return ordo_error_set(ORDO_ERR_INVAL, "compute: batch of %d samples, model %s takes 1..%d", n,
                               c->m->name, c->m->batch);
     if (c->kind != ORDO_COMPUTE_EMULATE) {
         if (!x || !labels)
-            return ordo_error_set(ORDO_EINVAL, "compute: set_batch needs x and labels");
+            return ordo_error_set(ORDO_ERR_INVAL, "compute: set_batch needs x and labels");
         for (int i = 0; i < n; i++)
             if (labels[i] < 0 || labels[i] >= 10)
-                return ordo_error_set(ORDO_EINVAL,
+                return ordo_error_set(ORDO_ERR_INVAL,
                                       "compute: label %d of sample %d is not in "
                                       "[0, 10)",
                                       labels[i], i);
@@ -126,10 +126,10 @@ int ordo_compute_set_batch(ordo_compute_ctx_t *c, const float *x, const int *lab
 static int ready(const ordo_compute_ctx_t *c, int op, const char *what)
 {
     if (op < 0 || op >= c->m->n_ops)
-        return ordo_error_set(ORDO_EINVAL, "compute: %s of op %d, model %s has %d ops", what, op,
+        return ordo_error_set(ORDO_ERR_INVAL, "compute: %s of op %d, model %s has %d ops", what, op,
                               c->m->name, c->m->n_ops);
     if (c->kind != ORDO_COMPUTE_EMULATE && (!c->bound || !c->have_batch))
-        return ordo_error_set(ORDO_EINVAL, "compute %s: %s of op '%s' before %s",
+        return ordo_error_set(ORDO_ERR_INVAL, "compute %s: %s of op '%s' before %s",
                               ordo_compute_kind_name(c->kind), what, c->m->ops[op].name,
                               c->bound ? "set_batch" : "bind");
     return 0;

@@ -24,7 +24,7 @@ typedef struct ordo_compute_ctx ordo_compute_ctx_t;
 /* ordo_compute_new makes a context of backend kind (ORDO_COMPUTE_EMULATE, _CPU or _CUDA) for
  * model m, which must outlive it. It allocates every workspace for batches of up to
  * m->batch samples, so iterations allocate nothing. compute_scale (> 0) multiplies emulated
- * op times. Fails with ORDO_ENOTSUP when cpu/cuda cannot run m's ops (detail names the op)
+ * op times. Fails with ORDO_ERR_NOTSUP when cpu/cuda cannot run m's ops (detail names the op)
  * or when cuda is not built or no CUDA device is present ("no CUDA device"). */
 int ordo_compute_new(int kind, const ordo_model_t *m, double compute_scale,
                      ordo_compute_ctx_t **out);

@@ -79,7 +79,7 @@ static int cpu_forward(void *impl, int o)
     cpu_t *c = impl;
     const ordo_nn_layer_t *l = &c->layers[o];
     if (l->input >= 0 && !c->fwd_done[l->input])
-        return ordo_error_set(ORDO_EINVAL, "compute cpu: forward of op '%s' before its input '%s'",
+        return ordo_error_set(ORDO_ERR_INVAL, "compute cpu: forward of op '%s' before its input '%s'",
                               c->m->ops[o].name, c->m->ops[l->input].name);
     const float *in = l->input < 0 ? c->x : c->out[l->input];
     float *y = c->out[o];
@@ -116,7 +116,7 @@ static int cpu_backward(void *impl, int o)
     const ordo_nn_layer_t *l = &c->layers[o];
     int next = c->consumer[o];
     if (!c->fwd_done[o] || (next >= 0 && !c->bwd_done[next]))
-        return ordo_error_set(ORDO_EINVAL, "compute cpu: backward of op '%s' before %s",
+        return ordo_error_set(ORDO_ERR_INVAL, "compute cpu: backward of op '%s' before %s",
                               c->m->ops[o].name,
                               !c->fwd_done[o] ? "its forward" : c->m->ops[next].name);
     const float *in = l->input < 0 ? c->x : c->out[l->input];
@@ -155,7 +155,7 @@ static int cpu_loss(void *impl, double *loss, int *correct)
     cpu_t *c = impl;
     int last = c->m->n_ops - 1;
     if (!c->fwd_done[last])
-        return ordo_error_set(ORDO_EINVAL, "compute cpu: no loss before a complete forward pass");
+        return ordo_error_set(ORDO_ERR_INVAL, "compute cpu: no loss before a complete forward pass");
     *loss = c->loss;
     *correct = c->correct;
     return 0;
@@ -175,7 +175,7 @@ int ordo__compute_cpu_new(const ordo_model_t *m, void **impl, const ordo__comput
     int rc;
     const size_t n_ops = (size_t)m->n_ops;
     cpu_t *c = calloc(1, sizeof *c);
-    if (!c) return ordo_error_set(ORDO_ENOMEM, "compute cpu: out of memory");
+    if (!c) return ordo_error_set(ORDO_ERR_NOMEM, "compute cpu: out of memory");
     c->m = m;
     if ((rc = ordo_nn_layers(m, &c->layers)) < 0) goto fail;
     c->out = calloc(n_ops, sizeof *c->out);
@@ -210,7 +210,7 @@ int ordo__compute_cpu_new(const ordo_model_t *m, void **impl, const ordo__comput
     *ops = &cpu_ops;
     return 0;
 nomem:
-    rc = ordo_error_set(ORDO_ENOMEM, "compute cpu: out of memory for model %s (batch %d)", m->name,
+    rc = ordo_error_set(ORDO_ERR_NOMEM, "compute cpu: out of memory for model %s (batch %d)", m->name,
                         m->batch);
 fail:
     cpu_destroy(c);

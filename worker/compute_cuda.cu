@@ -23,14 +23,14 @@ extern "C" {
 
 static int cuda_fail(cudaError_t e, const char *what)
 {
-    int rc = e == cudaErrorMemoryAllocation ? ORDO_ENOMEM : ORDO_EIO;
+    int rc = e == cudaErrorMemoryAllocation ? ORDO_ERR_NOMEM : ORDO_ERR_IO;
     return ordo_error_set(rc, "compute cuda: %s: %s (%s)", what, cudaGetErrorString(e),
                           cudaGetErrorName(e));
 }
 
 static int blas_fail(cublasStatus_t s, const char *what)
 {
-    int rc = s == CUBLAS_STATUS_ALLOC_FAILED ? ORDO_ENOMEM : ORDO_EIO;
+    int rc = s == CUBLAS_STATUS_ALLOC_FAILED ? ORDO_ERR_NOMEM : ORDO_ERR_IO;
     return ordo_error_set(rc, "compute cuda: %s: %s", what, cublasGetStatusString(s));
 }
 
@@ -314,7 +314,7 @@ static int cuda_forward(void *impl, int o)
     cuda_t *c = (cuda_t *)impl;
     const ordo_nn_layer_t *l = &c->layers[o];
     if (l->input >= 0 && !c->fwd_done[l->input])
-        return ordo_error_set(ORDO_EINVAL, "compute cuda: forward of op '%s' before its input '%s'",
+        return ordo_error_set(ORDO_ERR_INVAL, "compute cuda: forward of op '%s' before its input '%s'",
                               c->m->ops[o].name, c->m->ops[l->input].name);
     int rc = upload_params(c, o);
     if (rc < 0) return rc;
@@ -392,7 +392,7 @@ static int cuda_backward(void *impl, int o)
     const ordo_nn_layer_t *l = &c->layers[o];
     int next = c->consumer[o];
     if (!c->fwd_done[o] || (next >= 0 && !c->bwd_done[next]))
-        return ordo_error_set(ORDO_EINVAL, "compute cuda: backward of op '%s' before %s",
+        return ordo_error_set(ORDO_ERR_INVAL, "compute cuda: backward of op '%s' before %s",
                               c->m->ops[o].name,
                               !c->fwd_done[o] ? "its forward" : c->m->ops[next].name);
     const float *in = l->input < 0 ? c->d_x : c->d_out[l->input];
@@ -491,7 +491,7 @@ static int cuda_loss(void *impl, double *loss, int *correct)
 {
     cuda_t *c = (cuda_t *)impl;
     if (!c->fwd_done[c->m->n_ops - 1])
-        return ordo_error_set(ORDO_EINVAL, "compute cuda: no loss before a complete forward pass");
+        return ordo_error_set(ORDO_ERR_INVAL, "compute cuda: no loss before a complete forward pass");
     *loss = c->loss;
     *correct = c->correct;
     return 0;
@@ -536,7 +536,7 @@ extern "C" int ordo__compute_cuda_new(const ordo_model_t *m, void **impl,
     const size_t B = (size_t)m->batch;
     size_t col_len = 0, wpart_len = 0, tmp_len = 1, ones_len = B;
     cuda_t *c = (cuda_t *)calloc(1, sizeof *c);
-    if (!c) return ordo_error_set(ORDO_ENOMEM, "compute cuda: out of memory");
+    if (!c) return ordo_error_set(ORDO_ERR_NOMEM, "compute cuda: out of memory");
     c->m = m;
     if ((rc = ordo_nn_layers(m, &c->layers)) < 0) goto fail;
     c->consumer = (int *)malloc(n_ops * sizeof(int));
@@ -551,7 +551,7 @@ extern "C" int ordo__compute_cuda_new(const ordo_model_t *m, void **impl,
     c->h_right = (int *)malloc(B * sizeof(int));
     if (!c->consumer || !c->fwd_done || !c->bwd_done || !c->d_param || !c->d_grad || !c->d_out ||
         !c->d_dout || !c->d_arg || !c->h_loss || !c->h_right) {
-        rc = ordo_error_set(ORDO_ENOMEM, "compute cuda: out of memory");
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "compute cuda: out of memory");
         goto fail;
     }
     {

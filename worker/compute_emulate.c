@@ -76,7 +76,7 @@ int ordo__compute_emulate_new(const ordo_model_t *m, double compute_scale, void 
                               const ordo__compute_ops_t **ops)
 {
     emulate_t *e = calloc(1, sizeof *e);
-    if (!e) return ordo_error_set(ORDO_ENOMEM, "compute emulate: out of memory");
+    if (!e) return ordo_error_set(ORDO_ERR_NOMEM, "compute emulate: out of memory");
     e->m = m;
     e->scale = compute_scale;
     double pass_us = 0;

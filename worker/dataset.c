@@ -53,13 +53,13 @@ static int read_exact(gzFile f, const char *path, void *buf, size_t len, const c
         if (r < 0) {
             int zerr;
             const char *msg = gzerror(f, &zerr);
-            return ordo_error_set(ORDO_EFORMAT, "%s: reading %s: %s", path, what, msg);
+            return ordo_error_set(ORDO_ERR_FORMAT, "%s: reading %s: %s", path, what, msg);
         }
         if (r == 0) break;
         got += (size_t)r;
     }
     if (got < len)
-        return ordo_error_set(ORDO_EFORMAT, "%s: truncated: %s needs %zu bytes, file has %zu", path,
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: truncated: %s needs %zu bytes, file has %zu", path,
                               what, len, got);
     return 0;
 }
@@ -78,17 +78,17 @@ static int read_idx(const char *path, int ndim, uint32_t *dims, uint8_t **data)
     gzFile f = gzopen(path, "rb");
     if (!f) {
         if (errno == ENOENT)
-            return ordo_error_set(ORDO_ENOTFOUND,
+            return ordo_error_set(ORDO_ERR_NOTFOUND,
                                   "%s: no such file (install the "
                                   "dataset-fashion-mnist package or set model.data_dir)",
                                   path);
-        return ordo_error_set(ORDO_EIO, "%s: cannot open: %s", path, strerror(errno));
+        return ordo_error_set(ORDO_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     }
     uint8_t head[4 + 4 * 3];
     if ((rc = read_exact(f, path, head, 4 + 4 * (size_t)ndim, "the header")) < 0) goto fail;
     uint32_t magic = be32(head);
     if (magic != 0x800u + (uint32_t)ndim) {
-        rc = ordo_error_set(ORDO_EFORMAT,
+        rc = ordo_error_set(ORDO_ERR_FORMAT,
                             "%s: bad magic number 0x%08x (want 0x%08x: IDX unsigned bytes, "
                             "%d dimension%s)",
                             path, magic, 0x800u + ndim, ndim, ndim > 1 ? "s" : "");
@@ -99,7 +99,7 @@ static int read_idx(const char *path, int ndim, uint32_t *dims, uint8_t **data)
         dims[d] = be32(head + 4 + 4 * d);
         uint32_t lim = d == 0 ? (uint32_t)MAX_SAMPLES : MAX_SIDE;
         if (dims[d] == 0 || dims[d] > lim) {
-            rc = ordo_error_set(ORDO_EFORMAT, "%s: dimension %d is %u (want 1..%u)", path, d,
+            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: dimension %d is %u (want 1..%u)", path, d,
                                 dims[d], lim);
             goto fail;
         }
@@ -107,7 +107,7 @@ static int read_idx(const char *path, int ndim, uint32_t *dims, uint8_t **data)
     }
     buf = malloc(total);
     if (!buf) {
-        rc = ordo_error_set(ORDO_ENOMEM, "%s: cannot allocate %llu bytes", path,
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: cannot allocate %llu bytes", path,
                             (unsigned long long)total);
         goto fail;
     }
@@ -115,7 +115,7 @@ static int read_idx(const char *path, int ndim, uint32_t *dims, uint8_t **data)
     char extra;
     int r = gzread(f, &extra, 1);
     if (r != 0) {
-        rc = ordo_error_set(ORDO_EFORMAT, "%s: %s after %llu data bytes", path,
+        rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: %s after %llu data bytes", path,
                             r > 0 ? "trailing bytes" : "corrupt stream", (unsigned long long)total);
         goto fail;
     }
@@ -135,11 +135,11 @@ int ordo_dataset_load_files(const char *images_path, const char *labels_path, or
     int rc;
     uint32_t idims[3] = {0}, ldims[1] = {0};
     ordo_dataset_t *ds = calloc(1, sizeof(*ds));
-    if (!ds) return ordo_error_set(ORDO_ENOMEM, "dataset: out of memory");
+    if (!ds) return ordo_error_set(ORDO_ERR_NOMEM, "dataset: out of memory");
     if ((rc = read_idx(images_path, 3, idims, &ds->pixels)) < 0) goto fail;
     if ((rc = read_idx(labels_path, 1, ldims, &ds->labels)) < 0) goto fail;
     if (idims[0] != ldims[0]) {
-        rc = ordo_error_set(ORDO_EFORMAT, "%s: %u labels, but %s holds %u images", labels_path,
+        rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: %u labels, but %s holds %u images", labels_path,
                             ldims[0], images_path, idims[0]);
         goto fail;
     }
@@ -148,7 +148,7 @@ int ordo_dataset_load_files(const char *images_path, const char *labels_path, or
     ds->cols = (int)idims[2];
     for (int64_t i = 0; i < ds->n; i++) {
         if (ds->labels[i] >= ORDO_DATASET_CLASSES) {
-            rc = ordo_error_set(ORDO_EFORMAT, "%s: label %u of sample %lld is not in [0, %d)",
+            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: label %u of sample %lld is not in [0, %d)",
                                 labels_path, ds->labels[i], (long long)i, ORDO_DATASET_CLASSES);
             goto fail;
         }
@@ -169,7 +169,7 @@ int ordo_dataset_load(const char *dir, ordo_dataset_split_t split, ordo_dataset_
     int a = snprintf(images, sizeof(images), "%s/%s-images-idx3-ubyte.gz", dir, prefix);
     int b = snprintf(labels, sizeof(labels), "%s/%s-labels-idx1-ubyte.gz", dir, prefix);
     if (a < 0 || b < 0 || (size_t)a >= sizeof(images) || (size_t)b >= sizeof(labels))
-        return ordo_error_set(ORDO_EINVAL, "%s: data set directory name too long", dir);
+        return ordo_error_set(ORDO_ERR_INVAL, "%s: data set directory name too long", dir);
     return ordo_dataset_load_files(images, labels, out);
 }
 
@@ -235,16 +235,16 @@ int ordo_dataset_iter_new(const ordo_dataset_t *ds, int worker, int workers, int
                           uint64_t seed, ordo_dataset_iter_t **out)
 {
     if (workers < 1 || worker < 0 || worker >= workers || batch < 1)
-        return ordo_error_set(ORDO_EINVAL, "dataset: bad worker %d of %d or batch %d", worker,
+        return ordo_error_set(ORDO_ERR_INVAL, "dataset: bad worker %d of %d or batch %d", worker,
                               workers, batch);
     int64_t smallest = ds->n / workers;
     if (smallest < batch)
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "dataset: a shard of %lld samples (%lld over %d workers) is "
                               "smaller than the batch %d",
                               (long long)smallest, (long long)ds->n, workers, batch);
     ordo_dataset_iter_t *it = calloc(1, sizeof(*it));
-    if (!it) return ordo_error_set(ORDO_ENOMEM, "dataset: out of memory");
+    if (!it) return ordo_error_set(ORDO_ERR_NOMEM, "dataset: out of memory");
     int64_t end;
     ordo_dataset_shard(ds->n, worker, workers, &it->begin, &end);
     it->ds = ds;
@@ -260,7 +260,7 @@ int ordo_dataset_iter_new(const ordo_dataset_t *ds, int worker, int workers, int
     it->y = malloc(sizeof(int) * (size_t)batch);
     if (!it->order || !it->x || !it->y) {
         ordo_dataset_iter_destroy(&it);
-        return ordo_error_set(ORDO_ENOMEM, "dataset: out of memory for the batch iterator");
+        return ordo_error_set(ORDO_ERR_NOMEM, "dataset: out of memory for the batch iterator");
     }
     *out = it;
     return 0;

@@ -20,7 +20,7 @@ typedef struct ordo_dataset_iter ordo_dataset_iter_t;
 
 /* ordo_dataset_load reads the split's two files from dir ("train-images-idx3-ubyte.gz" and
  * "train-labels-idx1-ubyte.gz", or the "t10k-" pair); *out owns the data. Fails with
- * ORDO_ENOTFOUND (missing file) or ORDO_EFORMAT, the detail naming the file and the fault. */
+ * ORDO_ERR_NOTFOUND (missing file) or ORDO_ERR_FORMAT, the detail naming the file and the fault. */
 int ordo_dataset_load(const char *dir, ordo_dataset_split_t split, ordo_dataset_t **out);
 
 /* ordo_dataset_load_files reads an IDX image file (magic 0x803, n x rows x cols bytes) and
@@ -52,7 +52,7 @@ void ordo_dataset_shard(int64_t n, int worker, int workers, int64_t *begin, int6
  * outlive it). Every epoch reshuffles the shard with a generator seeded from (seed, worker,
  * epoch): ordo_rng_seed2(seed ^ 0xda7a5e7da7a5e7, worker << 32 | epoch). An epoch yields
  * floor((count / workers) / batch) full batches, the same number on every worker (a
- * shard's left-over samples wait for a later epoch's shuffle). Fails with ORDO_EINVAL when
+ * shard's left-over samples wait for a later epoch's shuffle). Fails with ORDO_ERR_INVAL when
  * a shard holds fewer than batch samples. */
 int ordo_dataset_iter_new(const ordo_dataset_t *ds, int worker, int workers, int batch,
                           uint64_t seed, ordo_dataset_iter_t **out);

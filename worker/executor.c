@@ -3,7 +3,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "worker/push.h"
+#include "client/push.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -59,9 +59,9 @@ struct ordo_exec {
     int64_t barrier_done; /* the last barrier every worker reached (-1 none) */
     /* parameters and gradients are each one block in model order */
     float *param_block, *grad_block;
-    /* the push path (worker/push.h, owned by ps): its ops run on the communication thread,
+    /* the push path (client/push.h, owned by ps): its ops run on the communication thread,
      * on_event, have and stats under mu */
-    ordo_push_t *path;
+    ordo__push_t *path;
 };
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -90,7 +90,7 @@ static void post_text(ordo_exec_t *e, cmd_kind_t kind, int key, int64_t iter, ch
     }
     e->q[(e->q_head + e->q_n++) % e->q_cap] = (cmd_t){kind, key, iter, text};
     pthread_mutex_unlock(&e->mu);
-    ordo_worker_wake(e->o.ps);
+    ordo__ps_wake(e->o.ps);
 }
 
 static void post(ordo_exec_t *e, cmd_kind_t kind, int key, int64_t iter)
@@ -115,17 +115,17 @@ static int by_priority(const void *a, const void *b)
 
 /* ---- communication thread ----------------------------------------------------------- */
 
-/* an event of the push path's own (ORDO_EV_HOOK): it may have brought every parameter's
+/* an event of the push path's own (ORDO__EV_HOOK): it may have brought every parameter's
  * value of ev->iter, or finished the iteration's pushes */
-static void path_done(ordo_exec_t *e, const ordo_worker_event_t *ev)
+static void path_done(ordo_exec_t *e, const ordo__ps_event_t *ev)
 {
     pthread_mutex_lock(&e->mu);
-    ordo_push_done_t done = e->path->ops->on_event(e->path, ev);
-    if (done == ORDO_PUSH_DONE_PULLED) {
+    ordo__push_done_t done = e->path->ops->on_event(e->path, ev);
+    if (done == ORDO__PUSH_DONE_PULLED) {
         for (int i = 0; i < e->n; i++)
             e->ready_iter[i] = ev->iter;
         e->pulls_left = 0;
-    } else if (done == ORDO_PUSH_DONE_PUSHED) {
+    } else if (done == ORDO__PUSH_DONE_PUSHED) {
         e->pushes_left = 0;
     }
     pthread_cond_broadcast(&e->cv);
@@ -172,7 +172,7 @@ static int push_then_pull(ordo_exec_t *e, int key, int64_t iter)
         return rc;
     e->want_iter[key] = iter + 1;
     e->pull_start_ns[key] = ordo_clock_ns();
-    return ordo_worker_pull(e->o.ps, key, e->params[key], iter + 1, prio_of(e, key));
+    return ordo__ps_pull(e->o.ps, key, e->params[key], iter + 1, prio_of(e, key));
 }
 
 static void *comm_main(void *arg)
@@ -180,8 +180,8 @@ static void *comm_main(void *arg)
     ordo_exec_t *e = arg;
     char args[128];
     for (;;) {
-        ordo_worker_event_t ev;
-        int rc = ordo_worker_poll(e->o.ps, -1, &ev);
+        ordo__ps_event_t ev;
+        int rc = ordo__ps_poll(e->o.ps, -1, &ev);
         if (rc) {
             ORDO_ERROR("%s", ordo_error_text(rc));
             pthread_mutex_lock(&e->mu);
@@ -190,7 +190,7 @@ static void *comm_main(void *arg)
             pthread_mutex_unlock(&e->mu);
             return NULL;
         }
-        if (ev.kind == ORDO_EV_PULL_DONE) {
+        if (ev.kind == ORDO__EV_PULL_DONE) {
             if (e->o.trace) {
                 snprintf(args, sizeof args, "{\"iter\":%lld}", (long long)ev.iter);
                 ordo_trace_complete(e->o.trace, e->o.model->params[ev.key].name, "pull", 1,
@@ -205,7 +205,7 @@ static void *comm_main(void *arg)
             pthread_mutex_unlock(&e->mu);
             continue;
         }
-        if (ev.kind == ORDO_EV_PUSH_DONE) {
+        if (ev.kind == ORDO__EV_PUSH_DONE) {
             if (e->o.trace) {
                 snprintf(args, sizeof args, "{\"iter\":%lld}", (long long)ev.iter);
                 ordo_trace_complete(e->o.trace, e->o.model->params[ev.key].name, "push", 3,
@@ -217,11 +217,11 @@ static void *comm_main(void *arg)
             pthread_mutex_unlock(&e->mu);
             continue;
         }
-        if (ev.kind == ORDO_EV_HOOK) {
+        if (ev.kind == ORDO__EV_HOOK) {
             path_done(e, &ev);
             continue;
         }
-        if (ev.kind == ORDO_EV_BARRIER) {
+        if (ev.kind == ORDO__EV_BARRIER) {
             pthread_mutex_lock(&e->mu);
             e->barrier_done = ev.iter;
             pthread_cond_broadcast(&e->cv);
@@ -241,7 +241,7 @@ static void *comm_main(void *arg)
             pthread_mutex_unlock(&e->mu);
             if (c.kind == CMD_STOP) return NULL;
             if (c.kind == CMD_REPORT) {
-                ordo_worker_report(e->o.ps, c.text);
+                ordo__ps_report(e->o.ps, c.text);
                 free(c.text);
                 continue;
             }
@@ -262,7 +262,7 @@ static void *comm_main(void *arg)
                 if (c.kind == CMD_GRADS_DONE)
                     rc = e->path->ops->grads_done(e->path, c.iter);
                 else if (c.kind == CMD_BARRIER)
-                    rc = ordo_worker_barrier(e->o.ps, c.iter);
+                    rc = ordo__ps_barrier(e->o.ps, c.iter);
                 else
                     rc = push_then_pull(e, c.key, c.iter);
                 if (rc) {
@@ -281,10 +281,10 @@ static void *comm_main(void *arg)
 int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
 {
     ordo_exec_t *e = calloc(1, sizeof *e);
-    if (!e) return ORDO_ENOMEM;
+    if (!e) return ORDO_ERR_NOMEM;
     e->o = *o;
     e->n = o->model->n_params;
-    e->rng = o->seed * 0x100000001b3ull + (uint64_t)ordo_worker_rank(o->ps) + 1;
+    e->rng = o->seed * 0x100000001b3ull + (uint64_t)ordo__ps_rank(o->ps) + 1;
     e->barrier_done = -1;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
@@ -293,7 +293,7 @@ int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
     e->order = calloc((size_t)e->n, sizeof *e->order);
     e->pull_keys = calloc((size_t)e->n + 1, sizeof *e->pull_keys);
     e->pull_prio = calloc((size_t)e->n + 1, sizeof *e->pull_prio);
-    e->path = ordo__worker_push_path(o->ps);
+    e->path = ordo__ps_push_path(o->ps);
     e->ready_iter = calloc((size_t)e->n, sizeof *e->ready_iter);
     e->arrive_ns = calloc((size_t)e->n + 1, sizeof *e->arrive_ns);
     e->op_end_ns = calloc((size_t)o->model->n_ops + 1, sizeof *e->op_end_ns);
@@ -317,7 +317,7 @@ int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
         /* merged pushes: a gradient computed in its merge buffer is not copied there; the
          * iteration ends only when every push was acknowledged, so the next backward cannot
          * overwrite one still being sent */
-        float *home = ordo_worker_grad_home(o->ps, i);
+        float *home = ordo__ps_grad_home(o->ps, i);
         e->grads[i] = home ? home : e->grad_block + at;
         at += o->model->params[i].numel;
         e->order[i] = i;
@@ -335,7 +335,7 @@ int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
     }
     if (pthread_create(&e->comm, NULL, comm_main, e) != 0) {
         ordo_exec_destroy(&e);
-        return ordo_error_set(ORDO_EIO, "cannot start the communication thread");
+        return ordo_error_set(ORDO_ERR_IO, "cannot start the communication thread");
     }
     e->comm_started = true;
     if (o->trace) {
@@ -348,7 +348,7 @@ int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out)
     return 0;
 nomem:
     ordo_exec_destroy(&e);
-    return ORDO_ENOMEM;
+    return ORDO_ERR_NOMEM;
 }
 
 void ordo_exec_destroy(ordo_exec_t **ep)
@@ -477,7 +477,7 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     int rc;
     int64_t pull_iter = e->o.forward_only ? 0 : t;
     memset(st, 0, sizeof *st);
-    if (e->o.forward_only && ordo_worker_n_workers(e->o.ps) > 1) {
+    if (e->o.forward_only && ordo__ps_n_workers(e->o.ps) > 1) {
         /* nothing else keeps forward-only workers in step (no pushes, no new versions):
          * iteration t starts when every worker has reached it */
         if ((rc = ordo_exec_barrier(e, t)) != 0) return rc;
@@ -504,7 +504,7 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
     if (x && (rc = ordo_compute_set_batch(e->o.compute, x, labels, n)) != 0) return rc;
     int64_t waited = 0, computing = 0;
     double delay = e->o.straggle
-                       ? ordo_conf_straggle_delay_ms(e->o.straggle, ordo_worker_rank(e->o.ps), t)
+                       ? ordo_conf_straggle_delay_ms(e->o.straggle, ordo__ps_rank(e->o.ps), t)
                        : 0;
     if (delay > 0) { /* a transient straggler: this iteration's compute is late */
         int64_t d0 = ordo_clock_ns();

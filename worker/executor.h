@@ -18,12 +18,12 @@
 #include "common/trace.h"
 #include "core/model.h"
 #include "worker/compute.h"
-#include "worker/ps.h"
+#include "client/ps.h"
 
 typedef struct ordo_exec ordo_exec_t;
 
 typedef struct ordo_exec_opts {
-    ordo_worker_t *ps;            /* the worker's push/pull library (borrowed) */
+    ordo__ps_t *ps;            /* the worker's push/pull library (borrowed) */
     const ordo_model_t *model;    /* its parameters are the keys, in order */
     ordo_compute_ctx_t *compute;  /* bound to params/grads by the executor */
     const int *priority;          /* per parameter, 0 first; NULL = listed order */
@@ -91,7 +91,7 @@ void ordo_exec_report(ordo_exec_t *e, const char *json);
 void ordo_exec_destroy(ordo_exec_t **e);
 
 /* ordo_exec_path_state saves (save) the push path's own state to the file path between
- * iterations, or restores it before the first (worker/push.h, state); 0 without doing
+ * iterations, or restores it before the first (client/push.h, state); 0 without doing
  * anything when the path keeps none (dense, merged). */
 int ordo_exec_path_state(ordo_exec_t *e, const char *path, bool save);
 

@@ -19,7 +19,7 @@
 #include "worker/compute.h"
 #include "worker/dataset.h"
 #include "worker/executor.h"
-#include "worker/ps.h"
+#include "client/ps.h"
 #include "worker/train.h"
 
 #include <jansson.h>
@@ -81,26 +81,26 @@ static void log_final_hash(const ordo_keys_t *k, float **val, int64_t updates)
               (unsigned long long)h);
 }
 
-int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
+int ordo_run_synthetic(ordo__ps_t *w, const ordo_conf_t *conf)
 {
-    const ordo_keys_t *k = ordo_worker_keys(w);
-    int rank = ordo_worker_rank(w), W = ordo_worker_n_workers(w);
+    const ordo_keys_t *k = ordo__ps_keys(w);
+    int rank = ordo__ps_rank(w), W = ordo__ps_n_workers(w);
     float **val = calloc((size_t)k->n_keys, sizeof *val);
     float **grad = calloc((size_t)k->n_keys, sizeof *grad);
     int rc = 0;
     int64_t checked = 0, wrong = 0;
-    int64_t rejoin = ordo_worker_rejoin_iter(w); /* fault.worker = restart */
+    int64_t rejoin = ordo__ps_rejoin_iter(w); /* fault.worker = restart */
     for (int key = 0; key < k->n_keys; key++) {
         val[key] = malloc(sizeof(float) * (size_t)k->numel[key]);
         grad[key] = malloc(sizeof(float) * (size_t)k->numel[key]);
         if (!val[key] || !grad[key]) {
-            rc = ORDO_ENOMEM;
+            rc = ORDO_ERR_NOMEM;
             goto done;
         }
         if (rank == 0 && rejoin < 0) {
             for (int64_t i = 0; i < k->numel[key]; i++)
                 val[key][i] = synth_init(key, i);
-            if ((rc = ordo_worker_init(w, key, val[key])) != 0) goto done;
+            if ((rc = ordo__ps_init(w, key, val[key])) != 0) goto done;
         }
     }
     if (rejoin >= 0)
@@ -116,7 +116,7 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
         if (t == conf->iterations && (conf->sync_mode != ORDO_SYNC_BSP || !check)) break;
         int li, nl;
         int64_t since;
-        if (check && ordo_worker_members(w, &li, &nl, &since)) {
+        if (check && ordo__ps_members(w, &li, &nl, &since)) {
             /* fault.worker = shrink: the updates are over fewer pushes from now on */
             check = false;
             ORDO_INFO("synthetic job: a worker left; values are not checked from here on");
@@ -126,8 +126,8 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
         if (delay > 0) ordo_clock_sleep_ns((int64_t)(delay * 1e6));
         int64_t tc = ordo_clock_ns();
         for (int key = 0; key < k->n_keys; key++)
-            if ((rc = ordo_worker_pull(w, key, val[key], t, key)) != 0) goto done;
-        if ((rc = ordo_worker_wait_all(w, -1)) != 0) goto done;
+            if ((rc = ordo__ps_pull(w, key, val[key], t, key)) != 0) goto done;
+        if ((rc = ordo__ps_wait_all(w, -1)) != 0) goto done;
         int64_t t1 = ordo_clock_ns();
         for (int key = 0; check && key < k->n_keys; key++)
             for (int64_t i = 0; i < k->numel[key]; i++) {
@@ -153,12 +153,12 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
         for (int key = 0; key < k->n_keys; key++) {
             for (int64_t i = 0; i < k->numel[key]; i++)
                 grad[key][i] = g;
-            if ((rc = ordo_worker_push(w, key, grad[key], t, key)) != 0) goto done;
+            if ((rc = ordo__ps_push(w, key, grad[key], t, key)) != 0) goto done;
         }
-        if ((rc = ordo_worker_wait_all(w, -1)) != 0) goto done;
+        if ((rc = ordo__ps_wait_all(w, -1)) != 0) goto done;
         int64_t t2 = ordo_clock_ns();
         int64_t bp, bl;
-        ordo_worker_bytes(w, &bp, &bl);
+        ordo__ps_bytes(w, &bp, &bl);
         char js[512];
         snprintf(js, sizeof js,
                  "{\"worker\":%d,\"iter\":%lld,\"step_ms\":%.4f,\"wait_ms\":%.4f,\"compute_ms\":%.4f,"
@@ -169,7 +169,7 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
                  (long long)(bl - last_bl), (long long)t0, (long long)t2, (long long)t2);
         last_bp = bp;
         last_bl = bl;
-        ordo_worker_report(w, js);
+        ordo__ps_report(w, js);
         if (conf->progress_every && (t + 1) % conf->progress_every == 0)
             ORDO_INFO("iteration %lld/%d: step %.2f ms", (long long)t + 1, conf->iterations,
                       (t2 - t0) / 1e6);
@@ -179,7 +179,7 @@ int ordo_run_synthetic(ordo_worker_t *w, const ordo_conf_t *conf)
         log_final_hash(k, val, conf->iterations);
     ORDO_INFO("synthetic job: %d iterations, %lld pulled values checked, %lld wrong (the final "
               "values included)", conf->iterations, (long long)checked, (long long)wrong);
-    if (wrong) rc = ordo_error_set(ORDO_EPROTO, "%lld pulled values were wrong", (long long)wrong);
+    if (wrong) rc = ordo_error_set(ORDO_ERR_PROTO, "%lld pulled values were wrong", (long long)wrong);
 done:
     for (int key = 0; key < k->n_keys; key++) {
         free(val[key]);
@@ -193,7 +193,7 @@ done:
 /* ---- model jobs: profiles (emulated compute) and the built-in trainers ---------------- */
 
 /* [push] calibrate with real compute: the op times for the merge planner, measured by worker
- * 0 during the start-up calibration (ordo_worker_join; the other workers wait meanwhile) as
+ * 0 during the start-up calibration (ordo__ps_join; the other workers wait meanwhile) as
  * OP_TIME_PASSES forward and backward passes of one batch (the first a warm-up), each op's
  * least time, as ordo-oracle/1 text in *out (caller frees). *out stays NULL when there is
  * nothing to measure: emulated compute sleeps the profile's times, which the scheduler has,
@@ -218,18 +218,18 @@ int ordo_run_op_times(void *ctx, char **out)
     g = calloc((size_t)m->n_params, sizeof *g);
     x = calloc((size_t)m->batch * 28 * 28, sizeof *x);
     labels = calloc((size_t)m->batch, sizeof *labels);
-    rc = p && g && x && labels ? 0 : ORDO_ENOMEM;
+    rc = p && g && x && labels ? 0 : ORDO_ERR_NOMEM;
     for (int i = 0; !rc && i < m->n_params; i++)
         if (!(p[i] = calloc((size_t)m->params[i].numel, sizeof(float))) ||
             !(g[i] = calloc((size_t)m->params[i].numel, sizeof(float))))
-            rc = ORDO_ENOMEM;
+            rc = ORDO_ERR_NOMEM;
     if (rc) goto done;
     ordo_nn_init(m, conf->seed, p);
     if ((rc = ordo_compute_bind(cc, p, g)) != 0) goto done;
     if ((rc = ordo_compute_set_batch(cc, x, labels, m->batch)) != 0) goto done;
     if ((rc = ordo_oracle_new(m, &o)) != 0) goto done;
     double *fwd_us = calloc((size_t)m->n_ops, sizeof *fwd_us);
-    if (!fwd_us) rc = ORDO_ENOMEM;
+    if (!fwd_us) rc = ORDO_ERR_NOMEM;
     for (int pass = 0; pass < OP_TIME_PASSES && !rc; pass++) {
         for (int op = 0; op < m->n_ops && !rc; op++) {
             int64_t t0 = ordo_clock_ns();
@@ -248,7 +248,7 @@ int ordo_run_op_times(void *ctx, char **out)
     size_t len = 0;
     FILE *f = open_memstream(out, &len);
     if (!f) {
-        rc = ORDO_ENOMEM;
+        rc = ORDO_ERR_NOMEM;
         goto done;
     }
     rc = ordo_oracle_write(o, f);
@@ -275,9 +275,9 @@ done:
 }
 
 /* per-key plan priorities from the scheduler's WELCOME, or NULL for listed order */
-static int *plan_priorities(ordo_worker_t *w, int n_keys)
+static int *plan_priorities(ordo__ps_t *w, int n_keys)
 {
-    const char *plan = ordo_worker_plan(w);
+    const char *plan = ordo__ps_plan(w);
     json_t *root = plan ? json_loads(plan, 0, NULL) : NULL;
     json_t *pr = root ? json_object_get(root, "priorities") : NULL;
     int *out = NULL;
@@ -343,9 +343,9 @@ static void progress(int64_t t, int64_t total, int64_t per_epoch, bool training,
     }
 }
 
-int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
+int ordo_run_model(ordo__ps_t *w, const ordo_conf_t *conf)
 {
-    int rank = ordo_worker_rank(w), W = ordo_worker_n_workers(w);
+    int rank = ordo__ps_rank(w), W = ordo__ps_n_workers(w);
     bool training = !strcmp(conf->trainer, "mlp") || !strcmp(conf->trainer, "cnn");
     ordo_model_t *m = NULL;
     ordo_compute_ctx_t *cc = NULL;
@@ -359,9 +359,9 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
     int *prio = NULL;
     int rc;
     if ((rc = ordo_job_model(conf, &m)) != 0) goto done;
-    if (m->n_params != ordo_worker_keys(w)->n_keys) {
-        rc = ordo_error_set(ORDO_EPROTO, "the scheduler's key map has %d keys, the model %d",
-                            ordo_worker_keys(w)->n_keys, m->n_params);
+    if (m->n_params != ordo__ps_keys(w)->n_keys) {
+        rc = ordo_error_set(ORDO_ERR_PROTO, "the scheduler's key map has %d keys, the model %d",
+                            ordo__ps_keys(w)->n_keys, m->n_params);
         goto done;
     }
     int kind = training ? (conf->compute == ORDO_COMPUTE_EMULATE ? ORDO_COMPUTE_CPU : conf->compute)
@@ -376,7 +376,7 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         char name[64];
         snprintf(name, sizeof name, "worker %d", rank);
         if ((rc = ordo_trace_new(name, 1000 + rank, &trace)) != 0) goto done;
-        ordo__worker_set_trace(w, trace); /* the push path's own spans (intra groups) */
+        ordo__ps_set_trace(w, trace); /* the push path's own spans (intra groups) */
     }
     prio = plan_priorities(w, m->n_params);
     ordo_exec_opts_t eo = {.ps = w,
@@ -417,7 +417,7 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
             goto done;
         }
         if (t0 >= iterations) {
-            rc = ordo_error_set(ORDO_EINVAL, "fault.resume: %s is after %lld updates, and the run "
+            rc = ordo_error_set(ORDO_ERR_INVAL, "fault.resume: %s is after %lld updates, and the run "
                                 "has %lld iterations: nothing left to run", resume_path,
                                 (long long)t0, (long long)iterations);
             goto done;
@@ -427,8 +427,8 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
     }
     /* fault.worker = restart: a restarted worker goes on at the first iteration its dead
      * predecessor did not finish, with the servers' values and its shard's next batches */
-    int64_t first = ordo_worker_rejoin_iter(w) > t0 ? ordo_worker_rejoin_iter(w) : t0;
-    bool rejoined = ordo_worker_rejoin_iter(w) >= 0;
+    int64_t first = ordo__ps_rejoin_iter(w) > t0 ? ordo__ps_rejoin_iter(w) : t0;
+    bool rejoined = ordo__ps_rejoin_iter(w) >= 0;
     const float *skip_x;
     const int *skip_y;
     for (int64_t i = 0; it && i < first; i++) /* the batches the iterations before used */
@@ -445,12 +445,12 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         /* rank 0 gives the servers the initial values */
         init = calloc((size_t)m->n_params, sizeof *init);
         if (!init) {
-            rc = ordo_error_set(ORDO_ENOMEM, "out of memory for the initial values");
+            rc = ordo_error_set(ORDO_ERR_NOMEM, "out of memory for the initial values");
             goto done;
         }
         for (int i = 0; i < m->n_params; i++)
             if (!(init[i] = calloc((size_t)m->params[i].numel, sizeof(float)))) {
-                rc = ordo_error_set(ORDO_ENOMEM, "out of memory for the initial values");
+                rc = ordo_error_set(ORDO_ERR_NOMEM, "out of memory for the initial values");
                 goto done;
             }
         if (training) ordo_nn_init(m, conf->seed, init);
@@ -481,7 +481,7 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         snap = malloc(sizeof(float) * (size_t)(ordo_model_total_numel(m) + 1));
         snap_of = malloc(sizeof *snap_of * (size_t)m->n_params);
         if (!snap || !snap_of) {
-            rc = ordo_error_set(ORDO_ENOMEM, "out of memory for checkpoints");
+            rc = ordo_error_set(ORDO_ERR_NOMEM, "out of memory for checkpoints");
             goto done;
         }
         int64_t at = 0;
@@ -499,7 +499,7 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         const int *labels = NULL;
         int li, nl;
         int64_t since;
-        if (it && per_epoch > 0 && t % per_epoch == 0 && ordo_worker_members(w, &li, &nl, &since) &&
+        if (it && per_epoch > 0 && t % per_epoch == 0 && ordo__ps_members(w, &li, &nl, &since) &&
             nl != shard_of) {
             /* fault.worker = shrink: at an epoch's start the data is divided among the
              * workers left */
@@ -522,24 +522,24 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
              * 0's checkpoint.bin still finds the ones of that checkpoint */
             char path[ORDO_CONF_PATH + 96];
             snprintf(path, sizeof path, "%s/checkpoint-worker-%d-%lld.bin",
-                     ordo_worker_run_dir(w), rank, (long long)t);
+                     ordo__ps_run_dir(w), rank, (long long)t);
             if ((rc = ordo_exec_path_state(ex, path, true)) != 0) goto done;
             snprintf(path, sizeof path, "%s/checkpoint-worker-%d-%lld.bin",
-                     ordo_worker_run_dir(w), rank, (long long)(t - 2 * path_every));
+                     ordo__ps_run_dir(w), rank, (long long)(t - 2 * path_every));
             unlink(path); /* the one before the previous is no longer needed */
         }
         if ((rc = ordo_exec_iteration(ex, t - t0, x, labels, training ? batch : 0, &st)) != 0)
             goto done;
         if (checkpoint) {
             char path[ORDO_CONF_PATH + 64];
-            snprintf(path, sizeof path, "%s/checkpoint.bin", ordo_worker_run_dir(w));
+            snprintf(path, sizeof path, "%s/checkpoint.bin", ordo__ps_run_dir(w));
             if ((rc = ordo_paramfile_write(path, m, snap_of, t)) != 0) goto done;
             ORDO_INFO("checkpoint: %s after %lld updates", path, (long long)t);
         }
         double makespan =
             eo.forward_only ? (double)(st.t_forward_end_ns - st.t_start_ns) / 1e6 : st.step_ms;
         double eff = eo.forward_only
-                         ? efficiency(m, ordo_worker_keys(w), conf, W, st.compute_ms, makespan)
+                         ? efficiency(m, ordo__ps_keys(w), conf, W, st.compute_ms, makespan)
                          : NAN;
         /* [model] eval_every: worker 0's test accuracy on the values it computed with */
         char evals[96] = "";
@@ -606,7 +606,7 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
         if ((rc = ordo_exec_pull_all(ex, version)) != 0) goto done;
         if (conf->save_params) {
             char path[ORDO_CONF_PATH + 64];
-            snprintf(path, sizeof path, "%s/params.bin", ordo_worker_run_dir(w));
+            snprintf(path, sizeof path, "%s/params.bin", ordo__ps_run_dir(w));
             int64_t updates = eo.forward_only ? 0 : iterations;
             if ((rc = ordo_paramfile_write(path, m, ordo_exec_params(ex), updates)) != 0) goto done;
             ORDO_INFO("wrote the parameters after %lld updates to %s", (long long)updates, path);
@@ -627,11 +627,11 @@ int ordo_run_model(ordo_worker_t *w, const ordo_conf_t *conf)
     }
     if (trace) {
         char path[ORDO_CONF_PATH + 64];
-        snprintf(path, sizeof path, "%s/trace-worker-%d.json", ordo_worker_run_dir(w), rank);
+        snprintf(path, sizeof path, "%s/trace-worker-%d.json", ordo__ps_run_dir(w), rank);
         if ((rc = ordo_trace_write(trace, path)) != 0) goto done;
     }
     ordo_exec_destroy(&ex);
-    rc = ordo_worker_finish(w, final);
+    rc = ordo__ps_finish(w, final);
 done:
     ordo_exec_destroy(&ex);
     if (init)
@@ -641,7 +641,7 @@ done:
     free(snap);
     free(snap_of);
     free(prio);
-    ordo__worker_set_trace(w, NULL);
+    ordo__ps_set_trace(w, NULL);
     ordo_trace_destroy(&trace);
     ordo_dataset_iter_destroy(&it);
     ordo_dataset_destroy(&train);

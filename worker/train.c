@@ -22,7 +22,7 @@ struct ordo_train {
 static int check_input(const ordo_dataset_t *ds, const char *what)
 {
     if (ordo_dataset_rows(ds) != ORDO_NN_IN_H || ordo_dataset_cols(ds) != ORDO_NN_IN_W)
-        return ordo_error_set(ORDO_EFORMAT, "%s: images are %dx%d, the networks read %dx%d", what,
+        return ordo_error_set(ORDO_ERR_FORMAT, "%s: images are %dx%d, the networks read %dx%d", what,
                               ordo_dataset_rows(ds), ordo_dataset_cols(ds), ORDO_NN_IN_H,
                               ORDO_NN_IN_W);
     return 0;
@@ -76,10 +76,10 @@ int ordo_train_new(const ordo_train_opts_t *o, ordo_train_t **out)
     if (!o || !o->network || !o->data_dir || o->workers < 1 || o->batch < 1 ||
         (o->iterations <= 0 && o->epochs <= 0) || !(o->lr > 0) || o->momentum < 0 ||
         o->weight_decay < 0)
-        return ordo_error_set(ORDO_EINVAL, "train: bad options (network, data_dir, workers >= 1, "
+        return ordo_error_set(ORDO_ERR_INVAL, "train: bad options (network, data_dir, workers >= 1, "
                                            "batch >= 1, iterations or epochs, lr > 0)");
     ordo_train_t *t = calloc(1, sizeof *t);
-    if (!t) return ordo_error_set(ORDO_ENOMEM, "train: out of memory");
+    if (!t) return ordo_error_set(ORDO_ERR_NOMEM, "train: out of memory");
     t->o = *o;
     if ((rc = ordo_nn_model(o->network, o->batch, &t->m)) < 0 ||
         (rc = ordo_dataset_load(o->data_dir, ORDO_DATASET_TRAIN, &t->train)) < 0 ||
@@ -91,7 +91,7 @@ int ordo_train_new(const ordo_train_opts_t *o, ordo_train_t **out)
     t->grads = alloc_set(t->m);
     t->acc = alloc_set(t->m);
     if (!t->iters || !t->params || !t->velocity || !t->grads || !t->acc) {
-        rc = ordo_error_set(ORDO_ENOMEM, "train: out of memory for %s", o->network);
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "train: out of memory for %s", o->network);
         goto fail;
     }
     for (int w = 0; w < o->workers; w++)
@@ -186,7 +186,7 @@ int ordo_train_evaluate_first(ordo_compute_ctx_t *c, const ordo_model_t *m,
     float *x = malloc(sizeof(float) * (size_t)m->batch * ORDO_NN_IN_H * ORDO_NN_IN_W);
     int *y = malloc(sizeof(int) * (size_t)m->batch);
     if (!x || !y) {
-        rc = ordo_error_set(ORDO_ENOMEM, "evaluate: out of memory");
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "evaluate: out of memory");
         goto done;
     }
     double loss_sum = 0;

@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/node.h"
-#include "worker/ps.h"
+#include "client/ps.h"
 #include "worker/run.h"
 
 #include <stdio.h>
@@ -22,26 +22,26 @@ int main(int argc, char **argv)
     int rc = ordo_daemon_init(&conf, argc, argv, &dopts);
     if (rc) return rc > 0 ? 0 : 2;
 
-    ordo_worker_t *w = NULL;
-    if ((rc = ordo_worker_join(&conf, ordo_run_op_times, &conf, &w)) != 0) {
+    ordo__ps_t *w = NULL;
+    if ((rc = ordo__ps_join(&conf, ordo_run_op_times, &conf, &w)) != 0) {
         fprintf(stderr, "ordo-worker: %s\n", ordo_error_text(rc));
         /* a worker restarted after its rank had finished (fault.worker = restart) */
-        if (rc == ORDO_EAUTH && strstr(ordo_error_text(rc), ORDO_REJECT_FINISHED)) return 0;
+        if (rc == ORDO_ERR_AUTH && strstr(ordo_error_text(rc), ORDO_REJECT_FINISHED)) return 0;
         return ordo_daemon_exit_code(rc);
     }
-    ordo_log_set_role("worker", ordo_worker_rank(w));
+    ordo_log_set_role("worker", ordo__ps_rank(w));
     if (!strcmp(conf.trainer, "synthetic")) {
         rc = ordo_run_synthetic(w, &conf);
-        if (rc == 0) rc = ordo_worker_finish(w, NULL);
+        if (rc == 0) rc = ordo__ps_finish(w, NULL);
     } else {
         rc = ordo_run_model(w, &conf);
     }
-    if (rc != 0 && rc != ORDO_EABORT && rc != ORDO_EPEERDEAD) {
+    if (rc != 0 && rc != ORDO_ERR_ABORT && rc != ORDO_ERR_PEERDEAD) {
         char why[600];
-        snprintf(why, sizeof why, "worker %d: %s", ordo_worker_rank(w), ordo_error_text(rc));
-        ordo_worker_abort(w, why);
+        snprintf(why, sizeof why, "worker %d: %s", ordo__ps_rank(w), ordo_error_text(rc));
+        ordo__ps_abort(w, why);
     }
     if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
-    ordo_worker_destroy(&w);
+    ordo__ps_destroy(&w);
     return ordo_daemon_exit_code(rc);
 }

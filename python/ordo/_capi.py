@@ -2,7 +2,7 @@
 
 Where the library comes from, first match wins: the ORDO_LIBRARY environment variable (a
 path to libordo.so*), the build tree of the repository this package sits in
-(build/worker/libordo.so.0), then the system's library path (an installed libordo.so.0).
+(build/client/libordo.so.0), then the system's library path (an installed libordo.so.0).
 """
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def _candidates() -> list[str]:
     if env:
         found.append(env)
     repo = Path(__file__).resolve().parent.parent.parent
-    found.append(str(repo / "build" / "worker" / "libordo.so.0"))
+    found.append(str(repo / "build" / "client" / "libordo.so.0"))
     found.append("libordo.so.0")
     return found
 

@@ -84,7 +84,7 @@ for b in ordo-plan ordo-scheduler ordo-server; do
 done
 # the checkout's own binding and library (a .venv shared between worktrees has another's)
 export PYTHONPATH="$here/python${PYTHONPATH:+:$PYTHONPATH}"
-export ORDO_LIBRARY="${ORDO_LIBRARY:-$here/build/worker/libordo.so.0}"
+export ORDO_LIBRARY="${ORDO_LIBRARY:-$here/build/client/libordo.so.0}"
 worker="$here/scripts/experiments/torch_worker.py"
 mkdir -p "$out/runs"
 log="$out/torch.log"

@@ -21,7 +21,7 @@ static void coo(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi)
 {
     size_t count = 0;
     int rc = ordo_coo_check(buf, len, lo, hi, &count);
-    CHECK(rc == 0 || rc == ORDO_EPROTO);
+    CHECK(rc == 0 || rc == ORDO_ERR_PROTO);
     size_t cap = len / ORDO_COO_ENTRY_BYTES + 1;
     ordo_coo_entry_t *out = malloc(cap * sizeof *out);
     float *dst = malloc(sizeof(float) * ((size_t)hi + 1));
@@ -37,7 +37,7 @@ static void coo(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi)
             CHECK(e.index == out[i].index && memcmp(&e.value, &out[i].value, sizeof e.value) == 0);
         }
         if (n > 0) /* one entry short of room */
-            CHECK(ordo_coo_decode(buf, len, lo, hi, out, n - 1, &n) == ORDO_ERANGE);
+            CHECK(ordo_coo_decode(buf, len, lo, hi, out, n - 1, &n) == ORDO_ERR_RANGE);
         CHECK(ordo_coo_patch(buf, len, lo, hi, dst) == 0);
         for (size_t i = 0; i < count; i++) {
             float v = dst[out[i].index];
@@ -50,8 +50,8 @@ static void coo(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi)
         free(again);
     } else {
         size_t n = 12345;
-        CHECK(ordo_coo_decode(buf, len, lo, hi, out, cap, &n) == ORDO_EPROTO && n == 12345);
-        CHECK(ordo_coo_patch(buf, len, lo, hi, dst) == ORDO_EPROTO);
+        CHECK(ordo_coo_decode(buf, len, lo, hi, out, cap, &n) == ORDO_ERR_PROTO && n == 12345);
+        CHECK(ordo_coo_patch(buf, len, lo, hi, dst) == ORDO_ERR_PROTO);
         for (uint32_t i = 0; i <= hi; i++) CHECK(dst[i] == -1.0f); /* nothing written */
     }
     free(dst);
@@ -64,7 +64,7 @@ static void sparse_wire(const uint8_t *buf, size_t len, uint32_t lo, uint32_t sp
     size_t n = lo % 16;
     uint64_t sum[16] = {0};
     int rc = ordo_sparse_wire_add_counts(buf, len, n, sum, "fuzz");
-    CHECK(rc == 0 ? len == 8 * n : rc == ORDO_EPROTO);
+    CHECK(rc == 0 ? len == 8 * n : rc == ORDO_ERR_PROTO);
     /* REGIONS: S servers, n entries */
     int S = 1 + (int)(lo % 8);
     uint32_t entries = span * 97;
@@ -75,12 +75,12 @@ static void sparse_wire(const uint8_t *buf, size_t len, uint32_t lo, uint32_t sp
         CHECK(bounds[0] == 0 && bounds[S] == entries);
         for (int s = 0; s < S; s++) CHECK(bounds[s] < bounds[s + 1]);
     } else {
-        CHECK(rc == ORDO_EPROTO);
+        CHECK(rc == ORDO_ERR_PROTO);
     }
     /* THRESHOLD: one finite float >= 0 */
     float t = -1;
     rc = ordo_sparse_wire_get_float(buf, len, &t);
-    CHECK(rc == 0 ? len == 4 && isfinite(t) && t >= 0 : rc == ORDO_EPROTO);
+    CHECK(rc == 0 ? len == 4 && isfinite(t) && t >= 0 : rc == ORDO_ERR_PROTO);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

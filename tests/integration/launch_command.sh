@@ -9,7 +9,7 @@ root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=$(cd "$BIN/.." && pwd)
 passed=0
 cc -std=c11 -O1 -I"$root/include" -I"$build/include" "$root/examples/hello_ordo.c" \
-  -L"$build/worker" -l:libordo.so.0 -Wl,-rpath,"$build/worker" -o "$T/hello_ordo" \
+  -L"$build/client" -l:libordo.so.0 -Wl,-rpath,"$build/client" -o "$T/hello_ordo" \
   > "$T/cc.log" 2>&1 || fail "cannot build examples/hello_ordo.c"
 
 # conf WORKER_COMMAND: a conf without [model] whose workers are WORKER_COMMAND
@@ -55,7 +55,7 @@ c.declare("w", 4)
 c.declare("fc.bias", 20 if os.environ["ORDO_WORKER_RANK"] == "0" else 10)
 c.join()
 PY
-conf "PYTHONPATH=$root/python ORDO_LIBRARY=$build/worker/libordo.so.0 python3 $T/declare.py"
+conf "PYTHONPATH=$root/python ORDO_LIBRARY=$build/client/libordo.so.0 python3 $T/declare.py"
 launch && fail "workers declaring different tensors did not fail"
 grep -q 'worker 1 declared tensor 1 "fc.bias" of 10 elements, worker 0 "fc.bias" of 20' "$T/launch.log" ||
   fail "the mismatch is not named"

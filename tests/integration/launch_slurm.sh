@@ -59,8 +59,8 @@ grep -q "^127.0.0.1 bash -c .*ordo-scheduler" "$T/srun.calls" && fail "a schedul
 ok "2 nodes: scheduler on the first, a server and a worker on each, all through srun; 0 wrong values"
 
 build=$(cd "$BIN/.." && pwd)
-cc -std=c11 -I"$SRC/include" -I"$build/include" "$SRC/examples/hello_ordo.c" -L"$build/worker" \
-  -l:libordo.so.0 -Wl,-rpath,"$build/worker" -o "$T/hello_ordo" || fail "cannot build hello_ordo"
+cc -std=c11 -I"$SRC/include" -I"$build/include" "$SRC/examples/hello_ordo.c" -L"$build/client" \
+  -l:libordo.so.0 -Wl,-rpath,"$build/client" -o "$T/hello_ordo" || fail "cannot build hello_ordo"
 cat > "$T/command.ini" <<INI
 [optimizer]
 lr = 1

@@ -2,17 +2,17 @@
  * 3 workers (forked processes using the worker library) run 20 iterations over tensors of
  * mixed sizes, one above partition_bytes. Every pulled value is compared with the value
  * this test computes on its own, and every push and pull must complete (nothing lost). The
- * second run pushes the odd keys with ordo_worker_pushpull (the pull of the next iteration
+ * second run pushes the odd keys with ordo__ps_pushpull (the pull of the next iteration
  * rides on the push) and the even keys with separate push and pull, in the same cluster;
  * the third does the same with a dedicated I/O thread in every process. A fourth run checks
- * ordo__worker_relay (how the nccl backend's ids reach a host group): each of the 3 workers
+ * ordo__ps_relay (how the nccl backend's ids reach a host group): each of the 3 workers
  * roots one blocking broadcast through the scheduler and every worker gets every root's
  * bytes. */
 #include "cluster_util.h"
 #include "common/conf.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "worker/ps.h"
+#include "client/ps.h"
 #include "tests/unit/ordo_check.h"
 
 #include <math.h>
@@ -67,7 +67,7 @@ static int check_values(int rank, int t, float *const *val)
 }
 
 /* the body of one worker process; returns the number of wrong values (or -1). With fused,
- * odd keys go through ordo_worker_pushpull. */
+ * odd keys go through ordo__ps_pushpull. */
 static int worker_body(const char *sched, int fused, int io_thread)
 {
     ordo_conf_t conf;
@@ -80,10 +80,10 @@ static int worker_body(const char *sched, int fused, int io_thread)
     conf.timeout_ms = 5000;
     conf.heartbeat_ms = 200;
     conf.io_thread = io_thread;
-    ordo_worker_t *w;
-    if (ordo_worker_new(&conf, &w) != 0) return -1;
-    const ordo_keys_t *k = ordo_worker_keys(w);
-    int rank = ordo_worker_rank(w), wrong = 0, pulls = 0, pushes = 0;
+    ordo__ps_t *w;
+    if (ordo__ps_new(&conf, &w) != 0) return -1;
+    const ordo_keys_t *k = ordo__ps_keys(w);
+    int rank = ordo__ps_rank(w), wrong = 0, pulls = 0, pushes = 0;
     if (k->n_keys != NK) return -1;
     float *val[NK], *grad[NK];
     for (int key = 0; key < NK; key++) {
@@ -91,19 +91,19 @@ static int worker_body(const char *sched, int fused, int io_thread)
         grad[key] = malloc(sizeof(float) * (size_t)sizes[key]);
         for (int64_t i = 0; i < sizes[key]; i++)
             val[key][i] = (float)init_value(key, i);
-        if (rank == 0 && ordo_worker_init(w, key, val[key]) != 0) return -1;
+        if (rank == 0 && ordo__ps_init(w, key, val[key]) != 0) return -1;
     }
     for (int t = 0; t < ITERS; t++) {
         int want_pulls = 0;
         for (int key = 0; key < NK; key++) {
             if (t > 0 && fused && key % 2) continue; /* pulled with the last push */
             memset(val[key], 0xff, sizeof(float) * (size_t)sizes[key]); /* NaN until pulled */
-            if (ordo_worker_pull(w, key, val[key], t, key) != 0) return -1;
+            if (ordo__ps_pull(w, key, val[key], t, key) != 0) return -1;
             want_pulls++;
         }
-        ordo_worker_event_t ev;
+        ordo__ps_event_t ev;
         for (int n = 0; n < want_pulls; n++) {
-            if (ordo_worker_poll(w, 20000, &ev) != 0 || ev.kind != ORDO_EV_PULL_DONE ||
+            if (ordo__ps_poll(w, 20000, &ev) != 0 || ev.kind != ORDO__EV_PULL_DONE ||
                 ev.iter != t)
                 return -1;
             pulls++;
@@ -115,18 +115,18 @@ static int worker_body(const char *sched, int fused, int io_thread)
                 grad[key][i] = (float)((rank + 1) * (t + 1) + key);
             if (fused && key % 2) {
                 memset(val[key], 0xff, sizeof(float) * (size_t)sizes[key]);
-                if (ordo_worker_pushpull(w, key, grad[key], val[key], t, key) != 0) return -1;
+                if (ordo__ps_pushpull(w, key, grad[key], val[key], t, key) != 0) return -1;
                 want_events += 2;
             } else {
-                if (ordo_worker_push(w, key, grad[key], t, key) != 0) return -1;
+                if (ordo__ps_push(w, key, grad[key], t, key) != 0) return -1;
                 want_events++;
             }
         }
         for (int n = 0; n < want_events; n++) {
-            if (ordo_worker_poll(w, 20000, &ev) != 0) return -1;
-            if (ev.kind == ORDO_EV_PUSH_DONE && ev.iter == t) {
+            if (ordo__ps_poll(w, 20000, &ev) != 0) return -1;
+            if (ev.kind == ORDO__EV_PUSH_DONE && ev.iter == t) {
                 pushes++;
-            } else if (ev.kind == ORDO_EV_PULL_DONE && ev.iter == t + 1 && fused && ev.key % 2) {
+            } else if (ev.kind == ORDO__EV_PULL_DONE && ev.iter == t + 1 && fused && ev.key % 2) {
                 pulls++; /* the fused pull of the next iteration */
             } else {
                 fprintf(stderr, "worker %d iter %d: unexpected event %d key %d iter %lld\n", rank,
@@ -136,17 +136,17 @@ static int worker_body(const char *sched, int fused, int io_thread)
         }
     }
     if (fused) { /* the fused keys hold iteration ITERS: pull the others and check all */
-        ordo_worker_event_t ev;
+        ordo__ps_event_t ev;
         for (int key = 0; key < NK; key += 2) {
-            if (ordo_worker_pull(w, key, val[key], ITERS, key) != 0) return -1;
-            if (ordo_worker_poll(w, 20000, &ev) != 0 || ev.kind != ORDO_EV_PULL_DONE) return -1;
+            if (ordo__ps_pull(w, key, val[key], ITERS, key) != 0) return -1;
+            if (ordo__ps_poll(w, 20000, &ev) != 0 || ev.kind != ORDO__EV_PULL_DONE) return -1;
         }
         wrong += check_values(rank, ITERS, val);
         pulls -= NK / 2; /* the fused pulls of iteration ITERS are not among the counted ones */
     }
     if (pulls != ITERS * NK || pushes != ITERS * NK) return -1;
-    if (ordo_worker_finish(w, "{\"test_accuracy\":0.5}") != 0) return -1;
-    ordo_worker_destroy(&w);
+    if (ordo__ps_finish(w, "{\"test_accuracy\":0.5}") != 0) return -1;
+    ordo__ps_destroy(&w);
     for (int key = 0; key < NK; key++) {
         free(val[key]);
         free(grad[key]);
@@ -241,18 +241,18 @@ static int relay_body(const char *sched)
     conf.workers = W;
     conf.timeout_ms = 5000;
     conf.heartbeat_ms = 200;
-    ordo_worker_t *w;
-    if (ordo_worker_new(&conf, &w) != 0) return -1;
-    int rank = ordo_worker_rank(w), wrong = 0;
+    ordo__ps_t *w;
+    if (ordo__ps_new(&conf, &w) != 0) return -1;
+    int rank = ordo__ps_rank(w), wrong = 0;
     for (int r = 0; r < W; r++) {
         unsigned char buf[300];
         memset(buf, r == rank ? r + 1 : 0xee, sizeof buf);
-        if (ordo__worker_relay(w, ((int64_t)1 << 40) + r, r, buf, sizeof buf, 10000) != 0)
+        if (ordo__ps_relay(w, ((int64_t)1 << 40) + r, r, buf, sizeof buf, 10000) != 0)
             return -1;
         for (size_t i = 0; i < sizeof buf; i++) wrong += buf[i] != r + 1;
     }
-    if (ordo_worker_finish(w, "{}") != 0) return -1;
-    ordo_worker_destroy(&w);
+    if (ordo__ps_finish(w, "{}") != 0) return -1;
+    ordo__ps_destroy(&w);
     return wrong;
 }
 

@@ -21,7 +21,7 @@
 #include "common/keys.h"
 #include "common/log.h"
 #include "tests/unit/ordo_check.h"
-#include "worker/ps.h"
+#include "client/ps.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -86,30 +86,30 @@ static int worker_body(const job_t *j, const char *sched)
     conf.heartbeat_ms = 200;
     if (j->bandwidth && ordo_conf_parse_rate(j->bandwidth, &conf.bandwidth_bps) != 0) return 2;
     conf.latency_us = j->bandwidth ? 50 : 0;
-    ordo_worker_t *w;
-    if (ordo_worker_new(&conf, &w) != 0) return 2;
-    const ordo_keys_t *k = ordo_worker_keys(w);
+    ordo__ps_t *w;
+    if (ordo__ps_new(&conf, &w) != 0) return 2;
+    const ordo_keys_t *k = ordo__ps_keys(w);
     if (k->n_keys != j->n) return 3;
     float *val[MAX_KEYS];
     for (int i = 0; i < j->n; i++) {
         val[i] = calloc((size_t)k->numel[i], sizeof(float));
-        if (ordo_worker_rank(w) == 0 && ordo_worker_init(w, i, val[i]) != 0) return 4;
+        if (ordo__ps_rank(w) == 0 && ordo__ps_init(w, i, val[i]) != 0) return 4;
     }
-    ordo_worker_event_t ev;
+    ordo__ps_event_t ev;
     for (int t = 0; t < j->iters; t++) {
         int64_t it = j->forward_only ? 0 : t;
         for (int i = 0; i < j->n; i++)
-            if (ordo_worker_pull(w, req_order[i], val[req_order[i]], it, 0) != 0) return 5;
+            if (ordo__ps_pull(w, req_order[i], val[req_order[i]], it, 0) != 0) return 5;
         for (int i = 0; i < j->n; i++)
-            if (ordo_worker_poll(w, 30000, &ev) != 0 || ev.kind != ORDO_EV_PULL_DONE) return 6;
+            if (ordo__ps_poll(w, 30000, &ev) != 0 || ev.kind != ORDO__EV_PULL_DONE) return 6;
         if (j->forward_only) continue;
         for (int i = 0; i < j->n; i++)
-            if (ordo_worker_push(w, i, val[i], t, 0) != 0) return 7;
+            if (ordo__ps_push(w, i, val[i], t, 0) != 0) return 7;
         for (int i = 0; i < j->n; i++)
-            if (ordo_worker_poll(w, 30000, &ev) != 0 || ev.kind != ORDO_EV_PUSH_DONE) return 8;
+            if (ordo__ps_poll(w, 30000, &ev) != 0 || ev.kind != ORDO__EV_PUSH_DONE) return 8;
     }
-    if (ordo_worker_finish(w, NULL) != 0) return 9;
-    ordo_worker_destroy(&w);
+    if (ordo__ps_finish(w, NULL) != 0) return 9;
+    ordo__ps_destroy(&w);
     for (int i = 0; i < j->n; i++)
         free(val[i]);
     return 0;

@@ -9,5 +9,5 @@ if [ ! -x "$py" ] || ! "$py" -c 'import pytest' 2>/dev/null; then
   exit 77
 fi
 export PYTHONPATH=$src/python${PYTHONPATH:+:$PYTHONPATH}
-export ORDO_LIBRARY=${ORDO_LIBRARY:-$ORDO_BUILD_DIR/worker/libordo.so.0}
+export ORDO_LIBRARY=${ORDO_LIBRARY:-$ORDO_BUILD_DIR/client/libordo.so.0}
 cd "$src" && "$py" -m pytest -q -p no:cacheprovider tests/python "$@"

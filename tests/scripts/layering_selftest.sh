@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # layering_selftest: scripts/check-layering.py fails, naming file, line and both folders, on
 # a tree where a role folder includes another role's header, where common/ includes core/,
-# and where a public header includes an internal one; and passes on a tree that keeps the
-# rule (the same files without those includes).
+# where a public header includes an internal one, where client/ includes a worker/ header,
+# where worker/ includes a client/ header instead of the public API, and where a folder
+# includes another folder's *_internal.h; and passes on a tree that keeps the rule (the same
+# files without those includes).
 set -euo pipefail
 src=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 check="python3 $src/scripts/check-layering.py"
@@ -10,25 +12,35 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-mkdir -p "$tmp"/{common,core,server,worker,include/ordo}
+mkdir -p "$tmp"/{common,core,planner,client,server,worker,include/ordo}
 printf '#include "common/log.h"\n' > "$tmp/common/log.c"; : > "$tmp/common/log.h"
-printf '#include "common/log.h"\n' > "$tmp/core/model.c"
-printf '#include "core/model.h"\n#include "common/log.h"\n' > "$tmp/worker/ps.c"
-: > "$tmp/worker/ps.h"; : > "$tmp/core/model.h"
+printf '#include "common/log.h"\n#include "core/cost_internal.h"\n' > "$tmp/core/model.c"
+: > "$tmp/core/cost_internal.h"
+printf '#include "core/model.h"\n' > "$tmp/planner/merge.c"
+printf '#include "core/model.h"\n#include "common/log.h"\n#include "client/ps_internal.h"\n' \
+  > "$tmp/client/ps.c"
+: > "$tmp/client/ps.h"; : > "$tmp/client/ps_internal.h"; : > "$tmp/core/model.h"
+printf '#include "ordo/ordo.h"\n#include "core/model.h"\n' > "$tmp/worker/train.c"
+: > "$tmp/worker/executor.h"
 printf '#include <stddef.h>\n' > "$tmp/include/ordo/ordo.h"
 $check "$tmp" > "$tmp/out" || fail "a clean tree was refused: $(cat "$tmp/out")"
 
-printf '#include "server/store.h"\n#include "worker/ps.h"\n' > "$tmp/server/store.c"
+printf '#include "server/store.h"\n#include "worker/executor.h"\n' > "$tmp/server/store.c"
 : > "$tmp/server/store.h"
 printf '#include "common/log.h"\n#include "core/model.h"\n' > "$tmp/common/log.c"
-printf '#include "worker/ps.h"\n' > "$tmp/include/ordo/ordo.h"
+printf '#include "client/ps.h"\n' > "$tmp/include/ordo/ordo.h"
+printf '#include "core/model.h"\n#include "worker/executor.h"\n' > "$tmp/client/push.c"
+printf '#include "ordo/ordo.h"\n#include "client/ps.h"\n' > "$tmp/worker/train.c"
+printf '#include "core/model.h"\n#include "core/cost_internal.h"\n' > "$tmp/planner/merge.c"
 rc=0; $check "$tmp" > "$tmp/out" || rc=$?
 [ "$rc" = 1 ] || fail "exit $rc on a tree with violations (want 1)"
-grep -q '^server/store.c:2: server/ includes "worker/ps.h" of another role folder' "$tmp/out" ||
-  fail "no role-folder violation reported: $(cat "$tmp/out")"
-grep -q '^common/log.c:2: common/ includes "core/model.h" of a higher layer' "$tmp/out" ||
-  fail "no higher-layer violation reported: $(cat "$tmp/out")"
-grep -q '^include/ordo/ordo.h:1: public header includes "worker/ps.h"' "$tmp/out" ||
-  fail "no public-header violation reported: $(cat "$tmp/out")"
-grep -q '3 violations' "$tmp/out" || fail "wrong count: $(cat "$tmp/out")"
+want() { grep -qF "$1" "$tmp/out" || fail "not reported: $1
+got: $(cat "$tmp/out")"; }
+want 'server/store.c:2: server/ includes "worker/executor.h" of another role folder'
+want 'common/log.c:2: common/ includes "core/model.h" of a higher layer'
+want 'include/ordo/ordo.h:1: public header includes "client/ps.h"'
+want 'client/push.c:2: client/ includes "worker/executor.h" of a higher layer'
+want 'worker/train.c:2: worker/ includes "client/ps.h": worker/ reaches client/ only through the public API'
+want 'planner/merge.c:2: planner/ includes "core/cost_internal.h": an *_internal.h is for its own folder only'
+grep -q '6 violations' "$tmp/out" || fail "wrong count: $(cat "$tmp/out")"
 echo "layering_selftest: ok"

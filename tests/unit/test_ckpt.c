@@ -96,26 +96,26 @@ START_TEST(momentum_round_trips_through_the_file)
         ck_assert(!memcmp(ordo_store_momentum(u2, held[j]), want2[j],
                           sizeof(float) * (size_t)k->slices[held[j]].numel));
     /* no file holds the state after 6 updates */
-    ORDO_CK_ERR(ordo_srv_ckpt_load(u2, k, 1, dir, 6), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_srv_ckpt_load(u2, k, 1, dir, 6), ORDO_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "holds the momentum after 4 updates"));
     /* server 0's state is not in server 1's file */
     ordo_store_t *other = make_store(k, 0, 0.9f);
-    ORDO_CK_ERR(ordo_srv_ckpt_load(other, k, 0, dir, 4), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_srv_ckpt_load(other, k, 0, dir, 4), ORDO_ERR_NOTFOUND);
     char src[300], dst[300];
     snprintf(src, sizeof src, "%s/checkpoint-server-1.bin", dir);
     snprintf(dst, sizeof dst, "%s/checkpoint-server-0.bin", dir);
     ck_assert_int_eq(link(src, dst), 0);
-    ORDO_CK_ERR(ordo_srv_ckpt_load(other, k, 0, dir, 4), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_srv_ckpt_load(other, k, 0, dir, 4), ORDO_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "offset 8: server 1's checkpoint, this is server 0"));
     /* bytes after the last float, or cut short */
     FILE *f = fopen(src, "ab");
     ck_assert_ptr_nonnull(f);
     ck_assert_int_eq(fputs("junk", f) >= 0, 1);
     fclose(f);
-    ORDO_CK_ERR(ordo_srv_ckpt_load(t, k, 1, dir, 4), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_srv_ckpt_load(t, k, 1, dir, 4), ORDO_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "(trailing bytes)"));
     ck_assert_int_eq(truncate(src, 30), 0);
-    ORDO_CK_ERR(ordo_srv_ckpt_load(t, k, 1, dir, 4), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_srv_ckpt_load(t, k, 1, dir, 4), ORDO_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "truncated slice table"));
     ordo_store_destroy(&other);
     ordo_store_destroy(&u2);

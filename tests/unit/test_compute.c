@@ -77,21 +77,21 @@ START_TEST(emulate_runs_any_model_and_counts_calls)
     int correct = -1;
     ORDO_CK_OK(ordo_compute_loss(c, &loss, &correct));
     ck_assert(loss == 0.0 && correct == 0);
-    ORDO_CK_ERR(ordo_compute_forward(c, 2), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_compute_forward(c, 2), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "model profile has 2 ops"));
-    ORDO_CK_ERR(ordo_compute_backward(c, -1), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_compute_set_batch(c, NULL, NULL, 17), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_compute_backward(c, -1), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_compute_set_batch(c, NULL, NULL, 17), ORDO_ERR_INVAL);
     ordo_compute_calls(c, &f, &b);
     ck_assert_int_eq(f, 6); /* refused calls are not counted */
     ordo_compute_destroy(&c);
     ck_assert_ptr_null(c);
     ordo_compute_destroy(&c); /* NULL-safe */
 
-    ORDO_CK_ERR(ordo_compute_new(ORDO_COMPUTE_EMULATE, m, 0.0, &c), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_compute_new(7, m, 1.0, &c), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_compute_new(ORDO_COMPUTE_EMULATE, m, 0.0, &c), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_compute_new(7, m, 1.0, &c), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "unknown backend kind 7"));
     /* cpu cannot run the profile's ops, and says which */
-    ORDO_CK_ERR(ordo_compute_new(ORDO_COMPUTE_CPU, m, 1.0, &c), ORDO_ENOTSUP);
+    ORDO_CK_ERR(ordo_compute_new(ORDO_COMPUTE_CPU, m, 1.0, &c), ORDO_ERR_NOTSUP);
     ck_assert(strstr(ordo_error_detail(), "op 'embed'"));
     ck_assert_ptr_null(c);
     ordo_model_destroy(&m);
@@ -252,33 +252,33 @@ START_TEST(cpu_refuses_misuse)
     int y[4] = {1, 2, 3, 4};
     ordo_compute_ctx_t *c = NULL;
     ORDO_CK_OK(ordo_compute_new(ORDO_COMPUTE_CPU, m, 1.0, &c));
-    ORDO_CK_ERR(ordo_compute_forward(c, 0), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_compute_forward(c, 0), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "before bind"));
-    ORDO_CK_ERR(ordo_compute_bind(c, NULL, g), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_compute_bind(c, NULL, g), ORDO_ERR_INVAL);
     float *keep = p[3];
     p[3] = NULL;
-    ORDO_CK_ERR(ordo_compute_bind(c, p, g), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_compute_bind(c, p, g), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "fc2.b"));
     p[3] = keep;
     ORDO_CK_OK(ordo_compute_bind(c, p, g));
-    ORDO_CK_ERR(ordo_compute_forward(c, 0), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_compute_forward(c, 0), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "before set_batch"));
-    ORDO_CK_ERR(ordo_compute_set_batch(c, x, y, 5), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_compute_set_batch(c, x, y, 0), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_compute_set_batch(c, x, y, 5), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_compute_set_batch(c, x, y, 0), ORDO_ERR_INVAL);
     y[2] = 10;
-    ORDO_CK_ERR(ordo_compute_set_batch(c, x, y, 4), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_compute_set_batch(c, x, y, 4), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "label 10 of sample 2"));
     y[2] = 3;
     ORDO_CK_OK(ordo_compute_set_batch(c, x, y, 4));
-    ORDO_CK_ERR(ordo_compute_forward(c, 2), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_compute_forward(c, 2), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "before its input 'relu1'"));
-    ORDO_CK_ERR(ordo_compute_backward(c, 5), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_compute_backward(c, 5), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "before its forward"));
     double loss;
     int correct;
-    ORDO_CK_ERR(ordo_compute_loss(c, &loss, &correct), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_compute_loss(c, &loss, &correct), ORDO_ERR_INVAL);
     full_pass(c, m, false);
-    ORDO_CK_ERR(ordo_compute_backward(c, 3), ORDO_EINVAL); /* fc3 and loss not done yet */
+    ORDO_CK_ERR(ordo_compute_backward(c, 3), ORDO_ERR_INVAL); /* fc3 and loss not done yet */
     ck_assert(strstr(ordo_error_detail(), "backward of op 'relu2' before fc3"));
     ORDO_CK_OK(ordo_compute_loss(c, &loss, &correct));
     ck_assert_double_eq_tol(loss, log(10.0), 1e-6); /* zero parameters: uniform softmax */
@@ -347,7 +347,7 @@ START_TEST(cuda_is_refused_exactly_without_a_device)
         ordo_compute_destroy(&c);
     } else {
         ck_assert_ptr_nonnull(why);
-        ORDO_CK_ERR(ordo_compute_new(ORDO_COMPUTE_CUDA, m, 1.0, &c), ORDO_ENOTSUP);
+        ORDO_CK_ERR(ordo_compute_new(ORDO_COMPUTE_CUDA, m, 1.0, &c), ORDO_ERR_NOTSUP);
         ck_assert(strstr(ordo_error_detail(), "compute cuda: "));
     }
     ck_assert_ptr_null(c);

@@ -29,12 +29,12 @@ START_TEST(calibrate_needs_merged_pushes_planned_here)
     ck_assert(!c.calibrate);
     ck_assert_int_eq(c.calibrate_reps, 7);
     ORDO_CK_OK(ordo_conf_set(&c, "push.calibrate", "true", "test"));
-    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "push.calibrate = true needs push.mode = merged"));
     ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "merged", "test"));
     ORDO_CK_OK(ordo_conf_validate(&c));
     ORDO_CK_OK(ordo_conf_set(&c, "push.merge", "file:plan.json", "test"));
-    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "push.merge = file:plan.json brings its own"));
     ck_assert_int_ne(ordo_conf_set(&c, "push.calibrate_reps", "0", "test"), 0);
 }
@@ -51,7 +51,7 @@ START_TEST(resume_refuses_what_checkpoints_do_not_hold)
     ORDO_CK_OK(ordo_conf_set(&c, "fault.resume", "runs/r1", "test"));
     ORDO_CK_OK(ordo_conf_validate(&c));
     ORDO_CK_OK(ordo_conf_set(&c, "model.init", "params.bin", "test"));
-    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "model.init cannot give others"));
     ORDO_CK_OK(ordo_conf_set(&c, "model.init", "", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "sparse", "test")); /* residuals are saved */
@@ -59,7 +59,7 @@ START_TEST(resume_refuses_what_checkpoints_do_not_hold)
     ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "dense", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "model.trainer", "synthetic", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "model.compute", "emulate", "test"));
-    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "the synthetic job keeps no checkpoints"));
 }
 END_TEST
@@ -74,13 +74,13 @@ START_TEST(fault_worker_modes_are_checked)
     ck_assert_int_eq(c.fault_worker, ORDO_FAULT_RESTART);
     ck_assert_int_eq(c.restarts, 3);
     ORDO_CK_OK(ordo_conf_set(&c, "sync.mode", "ssp", "test"));
-    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
     ck_assert_ptr_nonnull(
         strstr(ordo_error_detail(), "fault.worker = restart needs sync.mode = bsp"));
     ORDO_CK_OK(ordo_conf_set(&c, "sync.mode", "bsp", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "fault.worker", "shrink", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "cluster.workers", "1", "test"));
-    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "cluster.workers >= 2"));
     ck_assert_int_ne(ordo_conf_set(&c, "fault.worker", "retry", "test"), 0);
 }
@@ -140,7 +140,7 @@ static void expect_error(const char *text, const char *want)
 {
     ordo_conf_t c;
     ordo_conf_defaults(&c);
-    ORDO_CK_ERR(ordo_conf_load_string(&c, text, "bad.ini"), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_conf_load_string(&c, text, "bad.ini"), ORDO_ERR_FORMAT);
     ck_assert_msg(strstr(ordo_error_detail(), want) != NULL, "detail '%s' lacks '%s'",
                   ordo_error_detail(), want);
 }
@@ -165,7 +165,7 @@ START_TEST(missing_file_is_reported)
 {
     ordo_conf_t c;
     ordo_conf_defaults(&c);
-    ORDO_CK_ERR(ordo_conf_load_file(&c, "/nonexistent/x.ini"), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_conf_load_file(&c, "/nonexistent/x.ini"), ORDO_ERR_NOTFOUND);
     ck_assert(strstr(ordo_error_detail(), "/nonexistent/x.ini") != NULL);
 }
 END_TEST
@@ -178,13 +178,13 @@ START_TEST(overrides_from_flags_and_env)
     ck_assert_int_eq(c.workers, 7);
     ORDO_CK_OK(ordo_conf_set(&c, "lr", "0.5", "--lr"));
     ck_assert_double_eq(c.lr, 0.5);
-    ORDO_CK_ERR(ordo_conf_set(&c, "nope", "1", "--nope"), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_conf_set(&c, "nope", "1", "--nope"), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "unknown key 'nope'"));
     setenv("ORDO_CLUSTER_SERVERS", "5", 1);
     ORDO_CK_OK(ordo_conf_apply_env(&c));
     ck_assert_int_eq(c.servers, 5);
     setenv("ORDO_CLUSTER_SERVERS", "-5", 1);
-    ORDO_CK_ERR(ordo_conf_apply_env(&c), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_conf_apply_env(&c), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "ORDO_CLUSTER_SERVERS"));
     unsetenv("ORDO_CLUSTER_SERVERS");
 }
@@ -219,13 +219,13 @@ START_TEST(units_parse)
     ck_assert_int_eq(b, 25 << 20);
     ORDO_CK_OK(ordo_conf_parse_bytes("64k", &b));
     ck_assert_int_eq(b, 65536);
-    ORDO_CK_ERR(ordo_conf_parse_bytes("1.5", &b), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_conf_parse_bytes("-3", &b), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_conf_parse_bytes("1.5", &b), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_conf_parse_bytes("-3", &b), ORDO_ERR_INVAL);
     ORDO_CK_OK(ordo_conf_parse_rate("100mbit", &r));
     ck_assert_double_eq(r, 1e8);
     ORDO_CK_OK(ordo_conf_parse_rate("10gbit", &r));
     ck_assert_double_eq(r, 1e10);
-    ORDO_CK_ERR(ordo_conf_parse_rate("100", &r), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_conf_parse_rate("100", &r), ORDO_ERR_INVAL);
 }
 END_TEST
 
@@ -251,15 +251,15 @@ START_TEST(sync_and_straggle_keys_are_checked)
     ck_assert_int_eq(c.backup, 0);
     c.workers = 4;
     /* a negative staleness is refused by the key's bounds, with the key named */
-    ck_assert_int_eq(ordo_conf_set(&c, "sync.staleness", "-1", "--sync.staleness"), ORDO_EINVAL);
+    ck_assert_int_eq(ordo_conf_set(&c, "sync.staleness", "-1", "--sync.staleness"), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "staleness"));
     ORDO_CK_OK(ordo_conf_set(&c, "sync.backup", "4", "test"));
-    ck_assert_int_eq(ordo_conf_validate(&c), ORDO_EINVAL);
+    ck_assert_int_eq(ordo_conf_validate(&c), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "sync.backup"));
     ORDO_CK_OK(ordo_conf_set(&c, "sync.backup", "1", "test"));
     ORDO_CK_OK(ordo_conf_validate(&c));
     ORDO_CK_OK(ordo_conf_set(&c, "sync.mode", "asp", "test"));
-    ck_assert_int_eq(ordo_conf_validate(&c), ORDO_EINVAL); /* backup needs bsp */
+    ck_assert_int_eq(ordo_conf_validate(&c), ORDO_ERR_INVAL); /* backup needs bsp */
     c.backup = 0;
     ORDO_CK_OK(ordo_conf_validate(&c));
     ORDO_CK_OK(ordo_conf_set(&c, "straggle.ranks", "1, 3", "test"));
@@ -267,10 +267,10 @@ START_TEST(sync_and_straggle_keys_are_checked)
     ck_assert(ordo_conf_is_straggler(&c, 1) && ordo_conf_is_straggler(&c, 3));
     ck_assert(!ordo_conf_is_straggler(&c, 0) && !ordo_conf_is_straggler(&c, 2));
     ORDO_CK_OK(ordo_conf_set(&c, "straggle.ranks", "1,4", "test"));
-    ck_assert_int_eq(ordo_conf_validate(&c), ORDO_EINVAL);
+    ck_assert_int_eq(ordo_conf_validate(&c), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "straggle.ranks"));
     ORDO_CK_OK(ordo_conf_set(&c, "straggle.ranks", "one", "test"));
-    ck_assert_int_eq(ordo_conf_validate(&c), ORDO_EINVAL);
+    ck_assert_int_eq(ordo_conf_validate(&c), ORDO_ERR_INVAL);
     /* transient delays: about `probability` of the iterations, the same ones every time */
     c.straggle_probability = 0.25;
     c.straggle_delay_ms = 7;
@@ -293,16 +293,16 @@ START_TEST(replicas_within_the_servers_and_dense_bsp)
     ck_assert_int_eq(c.replicas, 1);
     ck_assert_int_ne(ordo_conf_set(&c, "fault.replicas", "4", "test"), 0);
     ORDO_CK_OK(ordo_conf_set(&c, "fault.replicas", "3", "test"));
-    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "fault.replicas (3) must be at most cluster.servers (1)"));
     ORDO_CK_OK(ordo_conf_set(&c, "cluster.servers", "3", "test"));
     ORDO_CK_OK(ordo_conf_validate(&c));
     ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "merged", "test"));
-    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "fault.replicas = 3 needs push.mode = dense"));
     ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "dense", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "fault.checkpoint_every", "10", "test"));
-    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
 }
 END_TEST
 

@@ -9,7 +9,7 @@ static void expect_reject(const uint8_t *buf, size_t len, uint32_t lo, uint32_t 
                           const char *want)
 {
     size_t count = 12345;
-    ORDO_CK_ERR(ordo_coo_check(buf, len, lo, hi, &count), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_coo_check(buf, len, lo, hi, &count), ORDO_ERR_PROTO);
     ck_assert_msg(strstr(ordo_error_detail(), want) != NULL, "detail '%s' lacks '%s'",
                   ordo_error_detail(), want);
     ck_assert_uint_eq(count, 12345); /* out-parameter untouched on failure */
@@ -42,7 +42,7 @@ START_TEST(round_trip_and_patch)
     ORDO_CK_OK(ordo_coo_decode(buf, sizeof buf, 2, 64, out, 5, &count));
     ck_assert_uint_eq(count, 5);
     ck_assert_mem_eq(out, e, sizeof e);
-    ORDO_CK_ERR(ordo_coo_decode(buf, sizeof buf, 0, 64, out, 4, &count), ORDO_ERANGE);
+    ORDO_CK_ERR(ordo_coo_decode(buf, sizeof buf, 0, 64, out, 4, &count), ORDO_ERR_RANGE);
 
     float dst[64];
     for (int i = 0; i < 64; i++)
@@ -89,12 +89,12 @@ START_TEST(bad_payloads_are_rejected)
     ordo_coo_entry_t late[3] = {{0, 5.0f}, {1, 6.0f}, {100, 7.0f}};
     ordo_coo_encode(late, 3, buf);
     float dst[4] = {1, 1, 1, 1};
-    ORDO_CK_ERR(ordo_coo_patch(buf, 24, 0, 4, dst), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_coo_patch(buf, 24, 0, 4, dst), ORDO_ERR_PROTO);
     ck_assert_float_eq(dst[0], 1.0f);
     ck_assert_float_eq(dst[1], 1.0f);
     ordo_coo_entry_t out[3];
     size_t count = 99;
-    ORDO_CK_ERR(ordo_coo_decode(buf, 24, 0, 4, out, 3, &count), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_coo_decode(buf, 24, 0, 4, out, 3, &count), ORDO_ERR_PROTO);
     ck_assert_uint_eq(count, 99);
 }
 END_TEST

@@ -65,14 +65,14 @@ START_TEST(keygen_writes_private_keys_and_keeps_the_server_pair)
     fclose(f);
     ck_assert(!memcmp(a, b, 40 + 30));
     const char *bad[] = {"../up"};
-    ORDO_CK_ERR(ordo_curve_keygen(dir, bad, 1, false), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_curve_keygen(dir, bad, 1, false), ORDO_ERR_INVAL);
     ordo_curve_t *c = NULL;
     ORDO_CK_OK(ordo_curve_new(dir, "worker", &c));
     ordo_curve_destroy(&c);
     ck_assert_ptr_null(c);
     ORDO_CK_OK(ordo_curve_new(dir, NULL, &c));
     ordo_curve_destroy(&c);
-    ORDO_CK_ERR(ordo_curve_new(dir, "nobody", &c), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_curve_new(dir, "nobody", &c), ORDO_ERR_NOTFOUND);
     ck_assert(strstr(ordo_error_detail(), "clients/nobody.key"));
     remove_dirs();
 }
@@ -128,7 +128,7 @@ START_TEST(listed_clients_cross_and_others_are_refused)
 
     /* another cluster's keys: its messages never arrive */
     ordo_transport_t *foreign = client(other, "worker", ep, &sock);
-    ORDO_CK_ERR(ordo_transport_recv(srv, &m, 700), ORDO_ETIMEDOUT);
+    ORDO_CK_ERR(ordo_transport_recv(srv, &m, 700), ORDO_ERR_TIMEDOUT);
     /* and the good client still gets through */
     ordo_msg_init(&m, ORDO_MSG_PULL);
     m.sock = 0;

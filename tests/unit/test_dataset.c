@@ -150,28 +150,28 @@ START_TEST(bad_files_are_rejected_naming_the_file)
 
     /* truncated pixel data: 20 images announced, 10 present */
     write_idx(other, 0x803, idims, 3, px, 40);
-    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_ERR_FORMAT);
     expect_detail(other, "truncated");
     /* truncated header */
     write_idx(other, 0x803, idims, 0, NULL, 0);
-    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_ERR_FORMAT);
     expect_detail(other, "truncated");
     /* bad magic: a label file where images belong, and a float IDX */
-    ORDO_CK_ERR(ordo_dataset_load_files(labels, labels, &ds), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_dataset_load_files(labels, labels, &ds), ORDO_ERR_FORMAT);
     expect_detail(labels, "bad magic number 0x00000801");
     write_idx(other, 0xd03, idims, 3, px, 80);
-    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_ERR_FORMAT);
     expect_detail(other, "bad magic number 0x00000d03");
     /* label out of range */
     lb[7] = 10;
     write_idx(other, 0x801, ldims, 1, lb, 20);
-    ORDO_CK_ERR(ordo_dataset_load_files(images, other, &ds), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_dataset_load_files(images, other, &ds), ORDO_ERR_FORMAT);
     expect_detail(other, "label 10 of sample 7");
     /* counts disagree */
     ldims[0] = 19;
     lb[7] = 0;
     write_idx(other, 0x801, ldims, 1, lb, 19);
-    ORDO_CK_ERR(ordo_dataset_load_files(images, other, &ds), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_dataset_load_files(images, other, &ds), ORDO_ERR_FORMAT);
     expect_detail(other, "19 labels");
     /* trailing bytes */
     ldims[0] = 20;
@@ -180,18 +180,18 @@ START_TEST(bad_files_are_rejected_naming_the_file)
     ordo_dataset_destroy(&ds);
     uint8_t more[21] = {0};
     write_idx(other, 0x801, ldims, 1, more, 21);
-    ORDO_CK_ERR(ordo_dataset_load_files(images, other, &ds), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_dataset_load_files(images, other, &ds), ORDO_ERR_FORMAT);
     expect_detail(other, "trailing bytes");
     /* zero dimension */
     idims[1] = 0;
     write_idx(other, 0x803, idims, 3, NULL, 0);
-    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_ERR_FORMAT);
     expect_detail(other, "dimension 1 is 0");
     /* missing file, and a directory without the data set */
     sprintf(other, "%s/missing.gz", tmpdir);
-    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_ERR_NOTFOUND);
     expect_detail(other, "no such file");
-    ORDO_CK_ERR(ordo_dataset_load(tmpdir, ORDO_DATASET_TEST, &ds), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_dataset_load(tmpdir, ORDO_DATASET_TEST, &ds), ORDO_ERR_NOTFOUND);
     expect_detail("t10k-images-idx3-ubyte.gz", NULL);
     ck_assert_ptr_null(ds);
     remove_tmpdir();
@@ -279,9 +279,9 @@ START_TEST(iterator_is_deterministic_and_stays_in_its_shard)
     ck_assert_int_eq(total, W * 6 * B);
     /* a shard smaller than the batch is refused */
     ordo_dataset_iter_t *it = NULL;
-    ORDO_CK_ERR(ordo_dataset_iter_new(ds, 0, 30, 50, 1, &it), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_dataset_iter_new(ds, 0, 30, 50, 1, &it), ORDO_ERR_INVAL);
     expect_detail("smaller than the batch 50", NULL);
-    ORDO_CK_ERR(ordo_dataset_iter_new(ds, 3, 3, 50, 1, &it), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_dataset_iter_new(ds, 3, 3, 50, 1, &it), ORDO_ERR_INVAL);
     free(seen);
     ordo_dataset_destroy(&ds);
     remove_tmpdir();

@@ -26,7 +26,7 @@ static int next(ordo_enforce_t *e, bool link_free, ordo_enforce_release_t *info)
     ordo_msg_t m;
     ordo_enforce_release_t dummy;
     int rc = ordo_enforce_next(e, link_free, &m, info ? info : &dummy);
-    if (rc == ORDO_EAGAIN) return -1;
+    if (rc == ORDO_ERR_AGAIN) return -1;
     ck_assert_int_eq(rc, 0);
     int slice = (int)m.hdr.key;
     ordo_msg_close(&m);
@@ -244,7 +244,7 @@ START_TEST(serial_share_serves_one_worker_to_the_end)
     ck_assert_int_eq(r.worker, 1);
     ck_assert_int_eq(next(e, true, &r), 1);
     ck_assert_int_eq(r.worker, 1);
-    ORDO_CK_ERR(ordo_enforce_set_share(e, 7), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_enforce_set_share(e, 7), ORDO_ERR_INVAL);
     ordo_enforce_destroy(&e);
 }
 END_TEST
@@ -252,13 +252,13 @@ END_TEST
 START_TEST(bad_arguments_are_refused)
 {
     ordo_enforce_t *e = NULL;
-    ORDO_CK_ERR(ordo_enforce_new(7, 1, 1, NULL, 0, &e), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_enforce_new(ORDO_ENFORCE_STRICT, 0, 1, NULL, 0, &e), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_enforce_new(7, 1, 1, NULL, 0, &e), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_enforce_new(ORDO_ENFORCE_STRICT, 0, 1, NULL, 0, &e), ORDO_ERR_INVAL);
     ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_STRICT, 1, 2, NULL, 2, &e));
     ordo_msg_t m;
     ordo_msg_init(&m, ORDO_MSG_PULL_RESP);
-    ORDO_CK_ERR(ordo_enforce_add(e, 1, 0, 0, &m), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_enforce_add(e, 0, 0, 2, &m), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_enforce_add(e, 1, 0, 0, &m), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_enforce_add(e, 0, 0, 2, &m), ORDO_ERR_INVAL);
     ordo_msg_close(&m);
     add(e, 0, 0, 1, 10); /* held when destroyed: the module frees it */
     ordo_enforce_destroy(&e);

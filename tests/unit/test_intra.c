@@ -1,9 +1,9 @@
-/* Unit tests of worker/intra.h's shared-memory backend (intra_shm.c), with real processes: the
+/* Unit tests of client/intra.h's shared-memory backend (intra_shm.c), with real processes: the
  * test forks the other members. Sums over members are exact and stay inside their slots (odd
  * slot sizes, neighbours untouched), published values reach every member, the segment's name
  * is gone from /dev/shm once everyone attached, and a member that dies is named within the
  * timeout. */
-#include "worker/intra.h"
+#include "client/intra.h"
 #include "core/vec.h"
 #include "common/error.h"
 #include "tests/unit/ordo_check.h"
@@ -33,9 +33,9 @@ static void new_run(void)
     snprintf(run_id, sizeof run_id, "unit%ld", (long)getpid());
 }
 
-static ordo_intra_opts_t opts(int lr, int L)
+static ordo__intra_opts_t opts(int lr, int L)
 {
-    return (ordo_intra_opts_t){.run = run_id,
+    return (ordo__intra_opts_t){.run = run_id,
                                .group = 3,
                                .local_rank = lr,
                                .local_size = L,
@@ -45,7 +45,7 @@ static ordo_intra_opts_t opts(int lr, int L)
 }
 
 /* wait (bounded) until every slot was reduced / published for iter */
-static int wait_all(ordo_intra_t *it, int64_t iter, bool reduce)
+static int wait_all(ordo__intra_t *it, int64_t iter, bool reduce)
 {
     for (int tries = 0; tries < 200; tries++) {
         uint64_t g = it->ops->generation(it);
@@ -56,7 +56,7 @@ static int wait_all(ordo_intra_t *it, int64_t iter, bool reduce)
         int rc = it->ops->wait(it, g, 50);
         if (rc) return rc;
     }
-    return ORDO_ETIMEDOUT;
+    return ORDO_ERR_TIMEDOUT;
 }
 
 /* in place: each member writes its contribution in its area of the segment and waits until
@@ -64,7 +64,7 @@ static int wait_all(ordo_intra_t *it, int64_t iter, bool reduce)
 static bool in_place;
 
 /* wait (bounded) until the root summed every slot of iter */
-static int wait_summed(ordo_intra_t *it, int64_t iter)
+static int wait_summed(ordo__intra_t *it, int64_t iter)
 {
     for (int tries = 0; tries < 200; tries++) {
         uint64_t g = it->ops->generation(it);
@@ -74,16 +74,16 @@ static int wait_summed(ordo_intra_t *it, int64_t iter)
         int rc = it->ops->wait(it, g, 50);
         if (rc) return rc;
     }
-    return ORDO_ETIMEDOUT;
+    return ORDO_ERR_TIMEDOUT;
 }
 
 /* one member's part of two iterations: put, (root) sum and check, publish, fetch and check;
  * 0 when everything agreed */
 static int member(int lr, int L)
 {
-    ordo_intra_opts_t o = opts(lr, L);
-    ordo_intra_t *it = NULL;
-    if (ordo_intra_new("shm", &o, &it)) return 1;
+    ordo__intra_opts_t o = opts(lr, L);
+    ordo__intra_t *it = NULL;
+    if (ordo__intra_new("shm", &o, &it)) return 1;
     static float src[TOTAL], dst[TOTAL + 1];
     int bad = 0;
     for (int64_t iter = 0; iter < 2; iter++) {
@@ -122,7 +122,7 @@ static int member(int lr, int L)
         }
         if (it->ops->barrier(it)) return 4;
     }
-    ordo_intra_destroy(&it);
+    ordo__intra_destroy(&it);
     return bad ? 5 : 0;
 }
 
@@ -177,15 +177,15 @@ START_TEST(a_dead_member_is_named_within_the_timeout)
     new_run();
     pid_t kid = fork();
     if (kid == 0) {
-        ordo_intra_opts_t o = opts(1, 2);
-        ordo_intra_t *it = NULL;
-        if (ordo_intra_new("shm", &o, &it)) _exit(1);
+        ordo__intra_opts_t o = opts(1, 2);
+        ordo__intra_t *it = NULL;
+        if (ordo__intra_new("shm", &o, &it)) _exit(1);
         pause(); /* until killed: never destroys */
         _exit(0);
     }
-    ordo_intra_opts_t o = opts(0, 2);
-    ordo_intra_t *it = NULL;
-    ORDO_CK_OK(ordo_intra_new("shm", &o, &it));
+    ordo__intra_opts_t o = opts(0, 2);
+    ordo__intra_t *it = NULL;
+    ORDO_CK_OK(ordo__intra_new("shm", &o, &it));
     /* wait for the member to attach: the name goes when both did */
     for (int i = 0; i < 300 && name_exists(); i++) usleep(10000);
     ck_assert(!name_exists());
@@ -193,22 +193,22 @@ START_TEST(a_dead_member_is_named_within_the_timeout)
     waitpid(kid, NULL, 0);
     int rc = 0;
     for (int i = 0; i < 100 && !rc; i++) rc = it->ops->wait(it, it->ops->generation(it), 50);
-    ck_assert_int_eq(rc, ORDO_EPEERDEAD);
+    ck_assert_int_eq(rc, ORDO_ERR_PEERDEAD);
     char want[64];
     snprintf(want, sizeof want, "worker 1 (pid %d) died", (int)kid);
     ck_assert_msg(strstr(ordo_error_text(rc), want), "%s", ordo_error_text(rc));
-    ordo_intra_destroy(&it);
+    ordo__intra_destroy(&it);
 }
 END_TEST
 
 START_TEST(unknown_backend_is_refused)
 {
     new_run();
-    ordo_intra_opts_t o = opts(0, 1);
-    ordo_intra_t *it = NULL;
-    ORDO_CK_ERR(ordo_intra_new("carrier-pigeon", &o, &it), ORDO_EINVAL);
+    ordo__intra_opts_t o = opts(0, 1);
+    ordo__intra_t *it = NULL;
+    ORDO_CK_ERR(ordo__intra_new("carrier-pigeon", &o, &it), ORDO_ERR_INVAL);
     o.local_rank = 2;
-    ORDO_CK_ERR(ordo_intra_new("shm", &o, &it), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo__intra_new("shm", &o, &it), ORDO_ERR_INVAL);
 }
 END_TEST
 
@@ -237,14 +237,14 @@ static const char *nccl_missing(void)
 {
     static char why[300];
     new_run();
-    ordo_intra_opts_t o = opts(0, 1);
+    ordo__intra_opts_t o = opts(0, 1);
     int root[N_SLOTS] = {0};
     o.slot_root = root;
     o.relay = relay_none;
-    ordo_intra_t *it = NULL;
-    int rc = ordo_intra_new("nccl", &o, &it);
+    ordo__intra_t *it = NULL;
+    int rc = ordo__intra_new("nccl", &o, &it);
     if (!rc) {
-        ordo_intra_destroy(&it);
+        ordo__intra_destroy(&it);
         return NULL;
     }
     snprintf(why, sizeof why, "%s", ordo_error_text(rc));
@@ -270,12 +270,12 @@ END_TEST
 START_TEST(nccl_group_of_one_sums_and_shares_every_slot)
 {
     new_run();
-    ordo_intra_opts_t o = opts(0, 1);
+    ordo__intra_opts_t o = opts(0, 1);
     int root[N_SLOTS] = {0};
     o.slot_root = root;
     o.relay = relay_none;
-    ordo_intra_t *it = NULL;
-    ORDO_CK_OK(ordo_intra_new("nccl", &o, &it));
+    ordo__intra_t *it = NULL;
+    ORDO_CK_OK(ordo__intra_new("nccl", &o, &it));
     static float src[TOTAL], dst[TOTAL];
     for (int64_t iter = 0; iter < 2; iter++) {
         for (int64_t i = 0; i < TOTAL; i++) src[i] = value(0, i, iter);
@@ -291,7 +291,7 @@ START_TEST(nccl_group_of_one_sums_and_shares_every_slot)
         ck_assert_mem_eq(dst, src, sizeof src);
         ORDO_CK_OK(it->ops->barrier(it));
     }
-    ordo_intra_destroy(&it);
+    ordo__intra_destroy(&it);
 }
 END_TEST
 

@@ -110,21 +110,21 @@ START_TEST(json_round_trip_and_rejects)
         ck_assert(memcmp(&g->slices[i], &k->slices[i], sizeof g->slices[i]) == 0);
     free(js);
     ordo_keys_destroy(&g);
-    ORDO_CK_ERR(ordo_keys_from_json("{", &g), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_keys_from_json("{", &g), ORDO_ERR_PROTO);
     ORDO_CK_ERR(ordo_keys_from_json(
                     "{\"servers\":1,\"elem\":4,\"numel\":[4],\"slices\":[[0,0,0,3,0]]}", &g),
-                ORDO_EPROTO);
+                ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "do not cover"));
     ORDO_CK_ERR(ordo_keys_from_json(
                     "{\"servers\":1,\"elem\":4,\"numel\":[4],\"slices\":[[0,0,0,4,1]]}", &g),
-                ORDO_EPROTO);
+                ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "slices[0] does not tile"));
     ORDO_CK_ERR(ordo_keys_from_json(
                     "{\"servers\":1,\"elem\":4,\"numel\":[4],\"slices\":[[0,0,1,3,0]]}", &g),
-                ORDO_EPROTO);
+                ORDO_ERR_PROTO);
     ORDO_CK_ERR(
         ordo_keys_from_json("{\"servers\":1,\"elem\":4,\"numel\":[4],\"slices\":[\"x\"]}", &g),
-        ORDO_EPROTO);
+        ORDO_ERR_PROTO);
     ordo_keys_destroy(&k);
 }
 END_TEST
@@ -134,8 +134,8 @@ START_TEST(replicas_and_failed_servers)
     int64_t numel[] = {1000, 2000, 3000, 4000};
     ordo_keys_t *k, *g;
     ORDO_CK_OK(ordo_keys_partition(numel, 4, 4, 1 << 20, 0, 3, &k));
-    ORDO_CK_ERR(ordo_keys_set_replicas(k, 4), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_keys_set_replicas(k, 0), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_keys_set_replicas(k, 4), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_keys_set_replicas(k, 0), ORDO_ERR_INVAL);
     ORDO_CK_OK(ordo_keys_set_replicas(k, 2));
     for (int i = 0; i < k->n_slices; i++) { /* home, then the next server */
         ck_assert_int_eq(ordo_keys_replica(k, i, 0), k->slices[i].server);
@@ -161,7 +161,7 @@ START_TEST(replicas_and_failed_servers)
     int before[16];
     for (int i = 0; i < k->n_slices; i++)
         before[i] = k->slices[i].server;
-    ORDO_CK_ERR(ordo_keys_server_failed(k, 2, &moved), ORDO_EPEERDEAD);
+    ORDO_CK_ERR(ordo_keys_server_failed(k, 2, &moved), ORDO_ERR_PEERDEAD);
     for (int i = 0; i < k->n_slices; i++)
         ck_assert_int_eq(k->slices[i].server, before[i]);
     /* the map travels with its replicas and dead servers */
@@ -176,10 +176,10 @@ START_TEST(replicas_and_failed_servers)
     free(js);
     ordo_keys_destroy(&g);
     ORDO_CK_ERR(ordo_keys_from_json("{\"servers\":1,\"elem\":4,\"numel\":[4],\"slices\":"
-                                    "[[0,0,0,4,0]],\"replicas\":2}", &g), ORDO_EPROTO);
+                                    "[[0,0,0,4,0]],\"replicas\":2}", &g), ORDO_ERR_PROTO);
     ORDO_CK_ERR(ordo_keys_from_json("{\"servers\":2,\"elem\":4,\"numel\":[4],\"slices\":"
                                     "[[0,0,0,4,0]],\"replicas\":2,\"dead\":[0,1]}", &g),
-                ORDO_EPROTO);
+                ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "dead[1]"));
     /* a replacement joins in server 1's place: a backup again, the primaries stay */
     ORDO_CK_OK(ordo_keys_server_joined(k, 1));

@@ -121,8 +121,8 @@ START_TEST(mgwfbp_follows_the_papers_cases)
     /* merging exactly at the threshold is not done: the paper's test is strict */
     double edge[2] = {1.0, 0.5};
     ck_assert_int_eq(ordo_merge_mgwfbp(2, edge, bytes, 0.5, 0.1, g), 2);
-    ORDO_CK_ERR(ordo_merge_mgwfbp(2, edge, bytes, -1, 0.1, g), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_merge_optimal(2, edge, bytes, 0.5, NAN, 0, 0, NULL, g), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_mgwfbp(2, edge, bytes, -1, 0.1, g), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_merge_optimal(2, edge, bytes, 0.5, NAN, 0, 0, NULL, g), ORDO_ERR_INVAL);
     expect_detail("finite and >= 0");
     ck_assert_int_eq(ordo_merge_mgwfbp(0, NULL, NULL, 0.5, 0.1, NULL), 0);
     ck_assert_int_eq(ordo_merge_optimal(0, NULL, NULL, 0.5, 0.1, 0, 0, NULL, NULL), 0);
@@ -543,23 +543,23 @@ START_TEST(fit_planner_takes_a_from_the_small_sizes_and_b_at_least_the_link)
     /* no link: the slope as measured */
     ORDO_CK_OK(ordo_merge_fit_planner(x, msg, one, 7, 0, &k));
     close_to(k.b, k.b_msg);
-    ORDO_CK_ERR(ordo_merge_fit_planner(x, msg, one, 1, 0, &k), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_fit_planner(x, msg, one, 1, 0, &k), ORDO_ERR_INVAL);
 }
 END_TEST
 
 START_TEST(fit_rejects_bad_input)
 {
     double x[3] = {1000, 1000, 1000}, y[3] = {1, 2, 3}, fa = -7, fb = -7;
-    ORDO_CK_ERR(ordo_merge_fit_cost(x, y, 1, &fa, &fb), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_fit_cost(x, y, 1, &fa, &fb), ORDO_ERR_INVAL);
     expect_detail("at least 2 measurements, got 1");
-    ORDO_CK_ERR(ordo_merge_fit_cost(x, y, 3, &fa, &fb), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_fit_cost(x, y, 3, &fa, &fb), ORDO_ERR_INVAL);
     expect_detail("at least 2 distinct sizes");
     double xn[2] = {1, NAN}, yn[2] = {1, 2};
-    ORDO_CK_ERR(ordo_merge_fit_cost(xn, yn, 2, &fa, &fb), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_fit_cost(xn, yn, 2, &fa, &fb), ORDO_ERR_INVAL);
     expect_detail("measurement 1");
     double xm[2] = {1, 2}, ym[2] = {1, -2};
-    ORDO_CK_ERR(ordo_merge_fit_cost(xm, ym, 2, &fa, &fb), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_merge_fit_cost(NULL, ym, 2, &fa, &fb), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_fit_cost(xm, ym, 2, &fa, &fb), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_merge_fit_cost(NULL, ym, 2, &fa, &fb), ORDO_ERR_INVAL);
     ck_assert(fa == -7 && fb == -7); /* untouched on failure */
 }
 END_TEST

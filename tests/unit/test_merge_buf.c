@@ -5,7 +5,7 @@
  * rejection. */
 #include "common/keys.h"
 #include "server/groups.h"
-#include "worker/merge_buf.h"
+#include "client/merge_buf.h"
 #include "ordo_check.h"
 
 #include <stdlib.h>
@@ -53,21 +53,21 @@ static void free_grads(float **g)
 START_TEST(parts_cover_each_group_in_server_order)
 {
     ordo_keys_t *k = make_keys();
-    ordo_merge_buf_t *mb;
-    ORDO_CK_OK(ordo_merge_buf_new(k, NG, group_start, order, 0, &mb));
-    ck_assert_int_eq(ordo_merge_buf_n_groups(mb), NG);
+    ordo__merge_buf_t *mb;
+    ORDO_CK_OK(ordo__merge_buf_new(k, NG, group_start, order, 0, &mb));
+    ck_assert_int_eq(ordo__merge_buf_n_groups(mb), NG);
     int seen[64] = {0}, total_parts = 0;
     for (int g = 0; g < NG; g++) {
         int nkeys;
-        const int *keys = ordo_merge_buf_group_keys(mb, g, &nkeys);
+        const int *keys = ordo__merge_buf_group_keys(mb, g, &nkeys);
         ck_assert_int_eq(nkeys, group_start[g + 1] - group_start[g]);
         for (int i = 0; i < nkeys; i++) {
             ck_assert_int_eq(keys[i], order[group_start[g] + i]);
-            ck_assert_int_eq(ordo_merge_buf_group_of(mb, keys[i]), g);
+            ck_assert_int_eq(ordo__merge_buf_group_of(mb, keys[i]), g);
         }
         int prev_server = -1;
-        for (int p = 0; p < ordo_merge_buf_n_parts(mb, g); p++) {
-            const ordo_merge_part_t *pt = ordo_merge_buf_part(mb, g, p);
+        for (int p = 0; p < ordo__merge_buf_n_parts(mb, g); p++) {
+            const ordo_merge_part_t *pt = ordo__merge_buf_part(mb, g, p);
             ck_assert_int_ge(pt->server, prev_server); /* in server order */
             prev_server = pt->server;
             int64_t off = 0;
@@ -76,7 +76,7 @@ START_TEST(parts_cover_each_group_in_server_order)
             for (int j = 0; j < pt->n_slices; j++) {
                 const ordo_slice_t *sl = &k->slices[pt->slices[j]];
                 ck_assert_int_eq(sl->server, pt->server);
-                ck_assert_int_eq(ordo_merge_buf_group_of(mb, (int)sl->key), g);
+                ck_assert_int_eq(ordo__merge_buf_group_of(mb, (int)sl->key), g);
                 ck_assert_int_eq(pt->offset[j], off);
                 /* a chunked key's slices go alone, as a run of consecutive slices; keys of
                  * one slice go together */
@@ -94,15 +94,15 @@ START_TEST(parts_cover_each_group_in_server_order)
     for (int s = 0; s < k->n_slices; s++)
         ck_assert_int_eq(seen[s], 1);
     /* key 3's 4 chunks spread over the 3 servers: group 0 has parts on each */
-    ck_assert_int_ge(ordo_merge_buf_n_parts(mb, 0), 3);
+    ck_assert_int_ge(ordo__merge_buf_n_parts(mb, 0), 3);
     int on[NS] = {0};
-    for (int p = 0; p < ordo_merge_buf_n_parts(mb, 0); p++)
-        on[ordo_merge_buf_part(mb, 0, p)->server]++;
+    for (int p = 0; p < ordo__merge_buf_n_parts(mb, 0); p++)
+        on[ordo__merge_buf_part(mb, 0, p)->server]++;
     for (int s = 0; s < NS; s++)
         ck_assert_int_ge(on[s], 1);
     ck_assert_int_ge(total_parts, NG);
-    ck_assert_int_eq(ordo_merge_buf_group_of(mb, NK), -1);
-    ordo_merge_buf_destroy(&mb);
+    ck_assert_int_eq(ordo__merge_buf_group_of(mb, NK), -1);
+    ordo__merge_buf_destroy(&mb);
     ck_assert_ptr_null(mb);
     ordo_keys_destroy(&k);
 }
@@ -114,8 +114,8 @@ static const int64_t caps[] = {0, 1200};
 START_TEST(pack_then_split_gives_back_every_gradient)
 {
     ordo_keys_t *k = make_keys();
-    ordo_merge_buf_t *mb;
-    ORDO_CK_OK(ordo_merge_buf_new(k, NG, group_start, order, caps[_i], &mb));
+    ordo__merge_buf_t *mb;
+    ORDO_CK_OK(ordo__merge_buf_new(k, NG, group_start, order, caps[_i], &mb));
     ordo_groups_t *srv[NS];
     for (int s = 0; s < NS; s++)
         ORDO_CK_OK(ordo_groups_new(k, s, &srv[s]));
@@ -127,16 +127,16 @@ START_TEST(pack_then_split_gives_back_every_gradient)
         int completed = 0;
         for (int i = 0; i < NK; i++) {
             int key = order[i], g = -1;
-            int rc = ordo_merge_buf_put(mb, key, grad[key], &g);
+            int rc = ordo__merge_buf_put(mb, key, grad[key], &g);
             ck_assert_int_ge(rc, 0);
-            ck_assert_int_eq(g, ordo_merge_buf_group_of(mb, key));
+            ck_assert_int_eq(g, ordo__merge_buf_group_of(mb, key));
             /* complete exactly at the group's last key */
             ck_assert_int_eq(rc, i + 1 == group_start[g + 1]);
             if (rc != 1) continue;
             completed++;
-            for (int p = 0; p < ordo_merge_buf_n_parts(mb, g); p++) {
-                const ordo_merge_part_t *pt = ordo_merge_buf_part(mb, g, p);
-                const float *payload = ordo_merge_buf_payload(mb, g, p);
+            for (int p = 0; p < ordo__merge_buf_n_parts(mb, g); p++) {
+                const ordo_merge_part_t *pt = ordo__merge_buf_part(mb, g, p);
+                const float *payload = ordo__merge_buf_payload(mb, g, p);
                 int n;
                 ORDO_CK_OK(ordo_groups_split(srv[pt->server], pt->slices,
                                              sizeof(uint32_t) * (size_t)pt->n_slices,
@@ -164,12 +164,12 @@ START_TEST(pack_then_split_gives_back_every_gradient)
                 else
                     ck_assert_ptr_ne(payload, grad[s0->key] + s0->offset);
             }
-            ordo_merge_buf_reset(mb, g);
+            ordo__merge_buf_reset(mb, g);
         }
         ck_assert_int_eq(completed, NG);
         int parts = 0;
         for (int g = 0; g < NG; g++)
-            parts += ordo_merge_buf_n_parts(mb, g);
+            parts += ordo__merge_buf_n_parts(mb, g);
         if (caps[_i] > 0) ck_assert_int_gt(parts, 5); /* the cap cut some server shares */
         for (int key = 0; key < NK; key++) {
             ck_assert(memcmp(back[key], grad[key], sizeof(float) * (size_t)numel[key]) == 0);
@@ -183,7 +183,7 @@ START_TEST(pack_then_split_gives_back_every_gradient)
     free_grads(grad);
     for (int s = 0; s < NS; s++)
         ordo_groups_destroy(&srv[s]);
-    ordo_merge_buf_destroy(&mb);
+    ordo__merge_buf_destroy(&mb);
     ordo_keys_destroy(&k);
 }
 END_TEST
@@ -201,16 +201,16 @@ START_TEST(segments_of_a_chunk_are_sent_without_a_copy)
     ck_assert_int_eq(k->slices[k->first_slice[1]].server, k->slices[0].server);
     const int ord[] = {0, 1}, start[] = {0, 2};
     for (int cap = 0; cap < 2; cap++) {
-        ordo_merge_buf_t *mb;
-        ORDO_CK_OK(ordo_merge_buf_new(k, 1, start, ord, cap ? 2048 : 0, &mb));
+        ordo__merge_buf_t *mb;
+        ORDO_CK_OK(ordo__merge_buf_new(k, 1, start, ord, cap ? 2048 : 0, &mb));
         float *g0 = calloc(2048, sizeof(float)), g1[10] = {0};
         int g;
-        ck_assert_int_eq(ordo_merge_buf_put(mb, 0, g0, &g), 0);
-        ck_assert_int_eq(ordo_merge_buf_put(mb, 1, g1, &g), 1);
+        ck_assert_int_eq(ordo__merge_buf_put(mb, 0, g0, &g), 0);
+        ck_assert_int_eq(ordo__merge_buf_put(mb, 1, g1, &g), 1);
         int direct = 0, alone = 0;
-        for (int p = 0; p < ordo_merge_buf_n_parts(mb, 0); p++) {
-            const ordo_merge_part_t *pt = ordo_merge_buf_part(mb, 0, p);
-            const float *payload = ordo_merge_buf_payload(mb, 0, p);
+        for (int p = 0; p < ordo__merge_buf_n_parts(mb, 0); p++) {
+            const ordo_merge_part_t *pt = ordo__merge_buf_part(mb, 0, p);
+            const float *payload = ordo__merge_buf_payload(mb, 0, p);
             if (pt->slices[0] == (uint32_t)k->first_slice[1]) {
                 ck_assert_int_eq(pt->n_slices, 1);
                 ck_assert_ptr_eq(payload, g1);
@@ -224,11 +224,11 @@ START_TEST(segments_of_a_chunk_are_sent_without_a_copy)
         }
         ck_assert_int_eq(direct, cap ? 4 : 2);
         ck_assert_int_eq(alone, 1);
-        ck_assert_int_eq(ordo_merge_buf_bytes(mb), 0); /* nothing to copy into */
-        ck_assert_ptr_null(ordo_merge_buf_home(mb, 0));
-        ck_assert_ptr_null(ordo_merge_buf_home(mb, 1));
+        ck_assert_int_eq(ordo__merge_buf_bytes(mb), 0); /* nothing to copy into */
+        ck_assert_ptr_null(ordo__merge_buf_home(mb, 0));
+        ck_assert_ptr_null(ordo__merge_buf_home(mb, 1));
         free(g0);
-        ordo_merge_buf_destroy(&mb);
+        ordo__merge_buf_destroy(&mb);
     }
     ordo_keys_destroy(&k);
 }
@@ -242,16 +242,16 @@ START_TEST(gradients_computed_in_their_home_are_not_copied)
     ordo_keys_t *k;
     ORDO_CK_OK(ordo_keys_partition(n3, 3, 4, 4096, 0, 1, &k));
     const int ord[] = {2, 1, 0}, start[] = {0, 3};
-    ordo_merge_buf_t *mb;
-    ORDO_CK_OK(ordo_merge_buf_new(k, 1, start, ord, 0, &mb));
-    ck_assert_int_eq(ordo_merge_buf_n_parts(mb, 0), 1);
-    const ordo_merge_part_t *pt = ordo_merge_buf_part(mb, 0, 0);
+    ordo__merge_buf_t *mb;
+    ORDO_CK_OK(ordo__merge_buf_new(k, 1, start, ord, 0, &mb));
+    ck_assert_int_eq(ordo__merge_buf_n_parts(mb, 0), 1);
+    const ordo_merge_part_t *pt = ordo__merge_buf_part(mb, 0, 0);
     float *h[3];
     for (int key = 0; key < 3; key++) {
-        h[key] = ordo_merge_buf_home(mb, key);
+        h[key] = ordo__merge_buf_home(mb, key);
         ck_assert_ptr_nonnull(h[key]);
     }
-    ck_assert_ptr_null(ordo_merge_buf_home(mb, 3));
+    ck_assert_ptr_null(ordo__merge_buf_home(mb, 3));
     /* homes in push order, back to back: key 2 first, then 1, then 0 */
     ck_assert_ptr_eq(h[1], h[2] + 4);
     ck_assert_ptr_eq(h[0], h[1] + 8);
@@ -264,10 +264,10 @@ START_TEST(gradients_computed_in_their_home_are_not_copied)
         for (int i = 0; i < 8; i++)
             h[1][i] = 7.0f;
         int g;
-        ck_assert_int_eq(ordo_merge_buf_put(mb, 2, other, &g), 0); /* copied in */
-        ck_assert_int_eq(ordo_merge_buf_put(mb, 1, h[1], &g), 0);  /* in place */
-        ck_assert_int_eq(ordo_merge_buf_put(mb, 0, h[0], &g), 1);
-        const float *payload = ordo_merge_buf_payload(mb, 0, 0);
+        ck_assert_int_eq(ordo__merge_buf_put(mb, 2, other, &g), 0); /* copied in */
+        ck_assert_int_eq(ordo__merge_buf_put(mb, 1, h[1], &g), 0);  /* in place */
+        ck_assert_int_eq(ordo__merge_buf_put(mb, 0, h[0], &g), 1);
+        const float *payload = ordo__merge_buf_payload(mb, 0, 0);
         ck_assert_ptr_eq(payload, h[2]);
         ck_assert_int_eq(pt->numel, 28);
         for (int i = 0; i < 4; i++)
@@ -276,9 +276,9 @@ START_TEST(gradients_computed_in_their_home_are_not_copied)
             ck_assert(payload[4 + i] == 7.0f);
         for (int i = 0; i < 16; i++)
             ck_assert(payload[12 + i] == 100.0f * (float)round + (float)i);
-        ordo_merge_buf_reset(mb, 0);
+        ordo__merge_buf_reset(mb, 0);
     }
-    ordo_merge_buf_destroy(&mb);
+    ordo__merge_buf_destroy(&mb);
     ordo_keys_destroy(&k);
 }
 END_TEST
@@ -286,24 +286,24 @@ END_TEST
 START_TEST(put_rejects_repeats_and_unknown_keys)
 {
     ordo_keys_t *k = make_keys();
-    ordo_merge_buf_t *mb;
-    ORDO_CK_OK(ordo_merge_buf_new(k, NG, group_start, order, 0, &mb));
+    ordo__merge_buf_t *mb;
+    ORDO_CK_OK(ordo__merge_buf_new(k, NG, group_start, order, 0, &mb));
     float **grad = make_grads();
     int g;
-    ck_assert_int_eq(ordo_merge_buf_put(mb, 4, grad[4], &g), 0);
-    ORDO_CK_ERR(ordo_merge_buf_put(mb, 4, grad[4], &g), ORDO_EINVAL);
+    ck_assert_int_eq(ordo__merge_buf_put(mb, 4, grad[4], &g), 0);
+    ORDO_CK_ERR(ordo__merge_buf_put(mb, 4, grad[4], &g), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "key 4 was put twice into group 0"));
-    ORDO_CK_ERR(ordo_merge_buf_put(mb, 5, grad[4], &g), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_merge_buf_put(mb, -1, grad[4], &g), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo__merge_buf_put(mb, 5, grad[4], &g), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__merge_buf_put(mb, -1, grad[4], &g), ORDO_ERR_INVAL);
     free_grads(grad);
-    ordo_merge_buf_destroy(&mb);
+    ordo__merge_buf_destroy(&mb);
     /* groupings that do not list every key exactly once */
     const int dup[] = {4, 3, 2, 1, 1}, gs_bad[] = {0, 2, 2, 5};
-    ORDO_CK_ERR(ordo_merge_buf_new(k, NG, group_start, dup, 0, &mb), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_merge_buf_new(k, NG, gs_bad, order, 0, &mb), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo__merge_buf_new(k, NG, group_start, dup, 0, &mb), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__merge_buf_new(k, NG, gs_bad, order, 0, &mb), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "group 1 is empty"));
     const int gs_short[] = {0, 2, 4};
-    ORDO_CK_ERR(ordo_merge_buf_new(k, 2, gs_short, order, 0, &mb), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo__merge_buf_new(k, 2, gs_short, order, 0, &mb), ORDO_ERR_INVAL);
     ordo_keys_destroy(&k);
 }
 END_TEST
@@ -327,23 +327,23 @@ START_TEST(split_rejects_bad_indexes)
     int n;
     ORDO_CK_OK(ordo_groups_split(g, mine, n_mine * 4, (size_t)bytes_mine, &n));
     ck_assert_int_eq(n, (int)n_mine);
-    ORDO_CK_ERR(ordo_groups_split(g, mine, 0, 0, &n), ORDO_EPROTO);
-    ORDO_CK_ERR(ordo_groups_split(g, mine, 6, 40, &n), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_groups_split(g, mine, 0, 0, &n), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo_groups_split(g, mine, 6, 40, &n), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "index of 6 bytes"));
-    ORDO_CK_ERR(ordo_groups_split(g, mine, n_mine * 4, (size_t)bytes_mine + 4, &n), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_groups_split(g, mine, n_mine * 4, (size_t)bytes_mine + 4, &n), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "payload of"));
     uint32_t bad[2] = {mine[0], other};
-    ORDO_CK_ERR(ordo_groups_split(g, bad, 8, 8, &n), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_groups_split(g, bad, 8, 8, &n), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "entry 1: slice") &&
               strstr(ordo_error_detail(), "lives on server"));
     bad[1] = mine[0];
-    ORDO_CK_ERR(ordo_groups_split(g, bad, 8, 8, &n), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_groups_split(g, bad, 8, 8, &n), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "is listed twice"));
     bad[1] = (uint32_t)k->n_slices;
-    ORDO_CK_ERR(ordo_groups_split(g, bad, 8, 8, &n), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_groups_split(g, bad, 8, 8, &n), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "entry 1: no slice"));
     uint32_t many[64] = {0};
-    ORDO_CK_ERR(ordo_groups_split(g, many, sizeof many, 0, &n), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_groups_split(g, many, sizeof many, 0, &n), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "this server holds only"));
     /* an unaligned index is read as well as an aligned one */
     char raw[4 * 8 + 1];
@@ -360,7 +360,7 @@ START_TEST(plan_merge_member)
 {
     int ng, *gs, *ord;
     int64_t mx = -1;
-    ORDO_CK_OK(ordo_merge_buf_groups_from_plan(
+    ORDO_CK_OK(ordo__merge_buf_groups_from_plan(
         "{\"policy\":\"fifo\",\"merge\":{\"algo\":\"wfbp\",\"groups\":[[4,3],[2,1],[0]]}}", NK, &ng,
         &gs, &ord, &mx));
     ck_assert_int_eq(ng, 3);
@@ -371,41 +371,41 @@ START_TEST(plan_merge_member)
         ck_assert_int_eq(ord[i], order[i]);
     free(gs);
     free(ord);
-    ORDO_CK_OK(ordo_merge_buf_groups_from_plan(
+    ORDO_CK_OK(ordo__merge_buf_groups_from_plan(
         "{\"merge\":{\"groups\":[[4,3,2,1,0]],\"max_message_bytes\":4096}}", NK, &ng, &gs, &ord,
         &mx));
     ck_assert_int_eq(mx, 4096);
     free(gs);
     free(ord);
-    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan(
+    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan(
                     "{\"merge\":{\"groups\":[[4,3,2,1,0]],\"max_message_bytes\":-1}}", NK, &ng, &gs,
                     &ord, &mx),
-                ORDO_EPROTO);
+                ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.max_message_bytes: not an integer >= 0");
-    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"policy\":\"fifo\"}", NK, &ng, &gs, &ord, &mx),
-                ORDO_ENOTFOUND);
-    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan(NULL, NK, &ng, &gs, &ord, &mx), ORDO_ENOTFOUND);
-    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[2,3],[0,1]]}}", NK,
+    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"policy\":\"fifo\"}", NK, &ng, &gs, &ord, &mx),
+                ORDO_ERR_NOTFOUND);
+    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan(NULL, NK, &ng, &gs, &ord, &mx), ORDO_ERR_NOTFOUND);
+    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[2,3],[0,1]]}}", NK,
                                                 &ng, &gs, &ord, &mx),
-                ORDO_EPROTO);
+                ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[1][1]: key 3 again");
-    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[2,1]]}}", NK, &ng,
+    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[2,1]]}}", NK, &ng,
                                                 &gs, &ord, &mx),
-                ORDO_EPROTO);
+                ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups: 4 of 5 keys listed");
-    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[],[2,1,0]]}}", NK,
+    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[],[2,1,0]]}}", NK,
                                                 &ng, &gs, &ord, &mx),
-                ORDO_EPROTO);
+                ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[1]: not a non-empty array");
-    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3,\"2\",1,0]]}}", NK,
+    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3,\"2\",1,0]]}}", NK,
                                                 &ng, &gs, &ord, &mx),
-                ORDO_EPROTO);
+                ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[0][2]: not a key in [0, 5)");
-    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3,9,1,0]]}}", NK, &ng,
+    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3,9,1,0]]}}", NK, &ng,
                                                 &gs, &ord, &mx),
-                ORDO_EPROTO);
-    ORDO_CK_ERR(ordo_merge_buf_groups_from_plan("{\"merge\":{}}", NK, &ng, &gs, &ord, &mx),
-                ORDO_EPROTO);
+                ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{}}", NK, &ng, &gs, &ord, &mx),
+                ORDO_ERR_PROTO);
 }
 END_TEST
 

@@ -5,8 +5,8 @@
  * evaluation, optimal equals the minimum); and the margin rule (among the groupings of least
  * time, the least time with costs 1 + margin larger, then wfbp's, then the fewest groups). */
 #include "merge_fixtures.h"
-#include "core/merge_cost_internal.h"
-#include "worker/merge_buf.h"
+#include "core/merge_packer.h"
+#include "client/merge_buf.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -73,11 +73,11 @@ START_TEST(messages_are_the_workers_parts)
             numel[i] = m->params[i].numel;
         ordo_keys_t *keys = NULL;
         ORDO_CK_OK(ordo_keys_partition(numel, m->n_params, 4, partition, segment, servers, &keys));
-        ordo_merge_buf_t *mb = NULL;
-        ORDO_CK_OK(ordo_merge_buf_new(keys, p->n_groups, p->group_start, p->order, partition, &mb));
+        ordo__merge_buf_t *mb = NULL;
+        ORDO_CK_OK(ordo__merge_buf_new(keys, p->n_groups, p->group_start, p->order, partition, &mb));
         int parts = 0;
         for (int g = 0; g < p->n_groups; g++)
-            parts += ordo_merge_buf_n_parts(mb, g);
+            parts += ordo__merge_buf_n_parts(mb, g);
         ck_assert_int_eq(ordo_merge_plan_messages(p, m), parts);
 
         /* message by message: the packer over the plan's parameters, group by group */
@@ -87,19 +87,19 @@ START_TEST(messages_are_the_workers_parts)
         ORDO_CK_OK(ordo_merge_pieces_new(t, keys, partition, p->order, &pc));
         ORDO_CK_OK(ordo_merge_pieces_check(pc, m->n_params));
         const double zero = 0;
-        ordo__merge_packer_t k;
-        ORDO_CK_OK(ordo__merge_packer_init(&k, pc, 1, &zero, &zero, &zero));
+        ordo_merge_packer_t k;
+        ORDO_CK_OK(ordo_merge_packer_init(&k, pc, 1, &zero, &zero, &zero));
         for (int g = 0; g < p->n_groups; g++) {
-            ordo__merge_packer_reset(&k);
+            ordo_merge_packer_reset(&k);
             for (int i = p->group_start[g]; i < p->group_start[g + 1]; i++)
-                ordo__merge_packer_add(&k, i);
-            ck_assert_int_eq(k.count, ordo_merge_buf_n_parts(mb, g));
+                ordo_merge_packer_add(&k, i);
+            ck_assert_int_eq(k.count, ordo__merge_buf_n_parts(mb, g));
             /* per server in server order: as many messages, as many bytes, the same last one */
             int q = 0;
             for (int v = 0; v < servers; v++) {
                 int64_t sum = 0, last = 0;
                 for (int j = 0; j < k.n[v]; j++, q++) {
-                    const ordo_merge_part_t *part = ordo_merge_buf_part(mb, g, q);
+                    const ordo_merge_part_t *part = ordo__merge_buf_part(mb, g, q);
                     ck_assert_int_eq(part->server, v);
                     sum += part->numel * 4;
                     last = part->numel * 4;
@@ -108,10 +108,10 @@ START_TEST(messages_are_the_workers_parts)
                 ck_assert_int_eq(last, k.open[v]);
             }
         }
-        ordo__merge_packer_free(&k);
+        ordo_merge_packer_free(&k);
         ordo_merge_pieces_destroy(&pc);
         ordo_merge_timeline_destroy(&t);
-        ordo_merge_buf_destroy(&mb);
+        ordo__merge_buf_destroy(&mb);
         ordo_keys_destroy(&keys);
         free(numel);
         ordo_merge_plan_destroy(&p);
@@ -158,11 +158,11 @@ START_TEST(layout_counts_messages_of_a_known_model)
     const char *why[3] = {"servers", "partition_bytes", "segment_bytes"};
     for (int i = 0; i < 3; i++) {
         ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 1e-3, 1e-9, 0, 0, &bad[i], &p),
-                    ORDO_EINVAL);
+                    ORDO_ERR_INVAL);
         expect_detail(why[i]);
     }
     ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, 1e-3, 1e-9, 0, -1, NULL, &p),
-                ORDO_EINVAL);
+                ORDO_ERR_INVAL);
     expect_detail("margin");
     ordo_model_destroy(&m);
 }
@@ -397,7 +397,7 @@ START_TEST(margin_keeps_slack_on_a_fixed_case)
     ck_assert_int_eq(ordo_merge_optimal(3, tb, bytes, 1, 1, 0, 0.5, NULL, g), 3);
     close_to(ordo_merge_comm_times(3, ready, bytes, g, 1, 1, 0, NULL, NULL, NULL), 19);
     close_to(ordo_merge_comm_times(3, ready, bytes, g, 1.5, 1.5, 0, NULL, NULL, NULL), 22);
-    ORDO_CK_ERR(ordo_merge_optimal(3, tb, bytes, 1, 1, 0, NAN, NULL, g), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_optimal(3, tb, bytes, 1, 1, 0, NAN, NULL, g), ORDO_ERR_INVAL);
     expect_detail("margin");
 }
 END_TEST

@@ -51,9 +51,9 @@ START_TEST(plan_compute_on_toy)
     close_to(p->predicted_iter_s, 640.6e-6);
     ordo_merge_plan_destroy(&p);
 
-    ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, 0, a, b, 0, 0, NULL, &p), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, 0, a, b, 0, 0, NULL, &p), ORDO_ERR_INVAL);
     ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, INFINITY, b, 0, 0, NULL, &p),
-                ORDO_EINVAL);
+                ORDO_ERR_INVAL);
     expect_detail("must be finite and >= 0");
     ck_assert_ptr_null(p);
     ordo_model_destroy(&m);
@@ -106,9 +106,9 @@ START_TEST(algo_names_parse)
     ck_assert_int_eq(n, 25000000);
     ORDO_CK_OK(ordo_merge_algo_parse("bytes:64k", &al, &n));
     ck_assert_int_eq(n, 65536);
-    ORDO_CK_ERR(ordo_merge_algo_parse("bytes:0", &al, &n), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_merge_algo_parse("bytes:lots", &al, &n), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_merge_algo_parse("greedy", &al, &n), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_merge_algo_parse("bytes:0", &al, &n), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_merge_algo_parse("bytes:lots", &al, &n), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_merge_algo_parse("greedy", &al, &n), ORDO_ERR_INVAL);
     expect_detail("'greedy' is not one of optimal|mgwfbp|wfbp|all|bytes:N");
 }
 END_TEST
@@ -233,7 +233,7 @@ START_TEST(plan_json_keeps_layout_and_margin)
          "plan.json: $.margin: -1 must be finite and >= 0"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ORDO_CK_ERR(ordo_merge_plan_load_string(bad[i].json, "plan.json", m, &q), ORDO_EFORMAT);
+        ORDO_CK_ERR(ordo_merge_plan_load_string(bad[i].json, "plan.json", m, &q), ORDO_ERR_FORMAT);
         ck_assert_ptr_null(q);
         ck_assert_msg(strstr(ordo_error_detail(), bad[i].want) != NULL,
                       "case %zu: detail '%s' lacks '%s'", i, ordo_error_detail(), bad[i].want);
@@ -286,13 +286,13 @@ START_TEST(plan_load_rejects_bad_plans)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ordo_merge_plan_t *p = NULL;
         int rc = ordo_merge_plan_load_string(cases[i].json, "plan.json", m, &p);
-        ck_assert_msg(rc == ORDO_EFORMAT, "case %zu: rc %d", i, rc);
+        ck_assert_msg(rc == ORDO_ERR_FORMAT, "case %zu: rc %d", i, rc);
         ck_assert_ptr_null(p);
         ck_assert_msg(strstr(ordo_error_detail(), cases[i].want) != NULL,
                       "case %zu: detail '%s' lacks '%s'", i, ordo_error_detail(), cases[i].want);
     }
     ordo_merge_plan_t *p = NULL;
-    ORDO_CK_ERR(ordo_merge_plan_load_file("/nonexistent/plan.json", m, &p), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_merge_plan_load_file("/nonexistent/plan.json", m, &p), ORDO_ERR_NOTFOUND);
     expect_detail("/nonexistent/plan.json: cannot open");
     ordo_model_destroy(&m);
 }
@@ -320,7 +320,7 @@ START_TEST(plan_load_file_reads_what_was_written)
     ck_assert_int_eq(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
     close(fd);
     ordo_merge_plan_t *r = NULL;
-    ORDO_CK_ERR(ordo_merge_plan_load_file(path, m, &r), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_merge_plan_load_file(path, m, &r), ORDO_ERR_FORMAT);
     ck_assert_msg(strncmp(ordo_error_detail(), path, strlen(path)) == 0, "%s", ordo_error_detail());
     expect_detail(": $.groups[0]: empty group");
     unlink(path);

@@ -81,37 +81,37 @@ START_TEST(builder_rejects_bad_calls)
     ordo_model_t *m = ordo_model_new("x", 1, NULL);
     int64_t s[2] = {3, 4}, zero[1] = {0}, nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
     ck_assert_int_eq(ordo_model_add_param(m, "a", 2, s), 0);
-    ORDO_CK_ERR(ordo_model_add_param(m, "a", 2, s), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_model_add_param(m, "a", 2, s), ORDO_ERR_INVAL);
     expect_detail("duplicate parameter name 'a'");
-    ORDO_CK_ERR(ordo_model_add_param(m, "z", 1, zero), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_model_add_param(m, "z", 1, zero), ORDO_ERR_INVAL);
     expect_detail("parameter 'z': dim 0 is 0, must be > 0");
-    ORDO_CK_ERR(ordo_model_add_param(m, "n", 9, nine), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_model_add_param(m, "n", 9, nine), ORDO_ERR_INVAL);
     expect_detail("parameter 'n': 9 dims, must be 1 to 8");
-    ORDO_CK_ERR(ordo_model_add_param(m, "", 1, s), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_model_add_param(m, "", 1, s), ORDO_ERR_INVAL);
     int64_t huge[2] = {INT64_MAX / 2, 3};
-    ORDO_CK_ERR(ordo_model_add_param(m, "h", 2, huge), ORDO_ERANGE);
+    ORDO_CK_ERR(ordo_model_add_param(m, "h", 2, huge), ORDO_ERR_RANGE);
     expect_detail("parameter 'h': shape too large");
 
     /* check before any op: no ops */
-    ORDO_CK_ERR(ordo_model_check(m), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_model_check(m), ORDO_ERR_INVAL);
     expect_detail("model 'x': has no ops");
 
     const char *pa[1] = {"a"}, *pq[1] = {"q"}, *in_self[1] = {"o1"}, *in0[1] = {"o0"};
     const char *twice[2] = {"a", "a"};
-    ORDO_CK_ERR(ordo_model_add_op(m, "o0", 0, NULL, 1, pq, 1, 1), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_model_add_op(m, "o0", 0, NULL, 1, pq, 1, 1), ORDO_ERR_NOTFOUND);
     expect_detail("op 'o0': unknown parameter 'q'");
-    ORDO_CK_ERR(ordo_model_add_op(m, "o0", 0, NULL, 1, pa, -1, 1), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_model_add_op(m, "o0", 0, NULL, 1, pa, -1, 1), ORDO_ERR_INVAL);
     expect_detail("op 'o0': times must be >= 0");
-    ORDO_CK_ERR(ordo_model_add_op(m, "o0", 0, NULL, 2, twice, 1, 1), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_model_add_op(m, "o0", 0, NULL, 2, twice, 1, 1), ORDO_ERR_INVAL);
     expect_detail("listed twice");
     ck_assert_int_eq(ordo_model_add_op(m, "o0", 0, NULL, 0, NULL, 1, 1), 0);
-    ORDO_CK_ERR(ordo_model_add_op(m, "o0", 0, NULL, 0, NULL, 1, 1), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_model_add_op(m, "o0", 0, NULL, 0, NULL, 1, 1), ORDO_ERR_INVAL);
     expect_detail("duplicate op name 'o0'");
-    ORDO_CK_ERR(ordo_model_add_op(m, "o1", 1, in_self, 0, NULL, 1, 1), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_model_add_op(m, "o1", 1, in_self, 0, NULL, 1, 1), ORDO_ERR_NOTFOUND);
     expect_detail("op 'o1': input 'o1' is not an earlier op");
 
     /* a parameter nobody reads */
-    ORDO_CK_ERR(ordo_model_check(m), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_model_check(m), ORDO_ERR_INVAL);
     expect_detail("model 'x': parameter 'a' is read by no op");
     ck_assert_int_eq(ordo_model_add_op(m, "o1", 1, in0, 1, pa, 1, 1), 1);
     ORDO_CK_OK(ordo_model_check(m));
@@ -145,9 +145,9 @@ START_TEST(from_sizes_builds_a_chain)
 
     int64_t bad[2] = {8, 0};
     m = NULL;
-    ORDO_CK_ERR(ordo_model_from_sizes(bad, 2, &m), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_model_from_sizes(bad, 2, &m), ORDO_ERR_INVAL);
     ck_assert_ptr_null(m);
-    ORDO_CK_ERR(ordo_model_from_sizes(bad, 0, &m), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_model_from_sizes(bad, 0, &m), ORDO_ERR_INVAL);
 }
 END_TEST
 
@@ -205,7 +205,7 @@ static void expect_bad(const char *from, const char *to, const char *want)
 {
     char *text = replace(from, to);
     ordo_model_t *m = NULL;
-    ORDO_CK_ERR(ordo_model_load_string(text, "bad.json", &m), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_model_load_string(text, "bad.json", &m), ORDO_ERR_FORMAT);
     ck_assert_ptr_null(m);
     expect_detail(want);
     free(text);
@@ -218,9 +218,9 @@ START_TEST(loader_rejects_invalid_json)
     expect_bad("\"fwd_us\": 5,", "\"fwd_us\": 5 \"x\": 1,", "bad.json:6:");
     expect_bad("\"batch\": 32,", "\"batch\": 32, \"batch\": 2,", "duplicate object key");
     ordo_model_t *m = NULL;
-    ORDO_CK_ERR(ordo_model_load_string("", "empty.json", &m), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_model_load_string("", "empty.json", &m), ORDO_ERR_FORMAT);
     expect_detail("empty.json:");
-    ORDO_CK_ERR(ordo_model_load_string("[1, 2]", "arr.json", &m), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_model_load_string("[1, 2]", "arr.json", &m), ORDO_ERR_FORMAT);
     expect_detail("arr.json: $: must be an object");
 }
 END_TEST
@@ -254,9 +254,9 @@ START_TEST(loader_rejects_missing_and_mistyped_fields)
     expect_bad("{\"name\": \"fc1.w\", ", "{", "bad.json: $.params[0]: missing 'name'");
     ordo_model_t *m = NULL;
     ORDO_CK_ERR(ordo_model_load_string(HEAD_JSON "\"params\": {}, \"ops\": []}", "bad.json", &m),
-                ORDO_EFORMAT);
+                ORDO_ERR_FORMAT);
     expect_detail("bad.json: $.params: must be an array");
-    ORDO_CK_ERR(ordo_model_load_string(HEAD_JSON "\"params\": []}", "bad.json", &m), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_model_load_string(HEAD_JSON "\"params\": []}", "bad.json", &m), ORDO_ERR_FORMAT);
     expect_detail("bad.json: $: missing 'ops'");
     ck_assert_ptr_null(m);
     expect_bad("\"shape\": [256]", "\"shape\": 256",
@@ -311,7 +311,7 @@ START_TEST(loader_rejects_unused_parameters)
                "bad.json: $.params[2]: parameter 'fc2.w' is read by no op");
     ordo_model_t *m = NULL;
     ORDO_CK_ERR(ordo_model_load_string(HEAD_JSON "\"params\": [], \"ops\": []}", "bad.json", &m),
-                ORDO_EFORMAT);
+                ORDO_ERR_FORMAT);
     expect_detail("bad.json: $.ops: no ops");
 }
 END_TEST
@@ -346,7 +346,7 @@ END_TEST
 START_TEST(loader_reads_files)
 {
     ordo_model_t *m = NULL;
-    ORDO_CK_ERR(ordo_model_load_file("/nonexistent/dir/m.json", &m), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_model_load_file("/nonexistent/dir/m.json", &m), ORDO_ERR_NOTFOUND);
     expect_detail("/nonexistent/dir/m.json");
     ck_assert_ptr_null(m);
     char path[] = "/tmp/ordo_test_model_XXXXXX";
@@ -361,7 +361,7 @@ START_TEST(loader_reads_files)
     f = fopen(path, "w");
     fputs("{\"format\": \"ordo-model/1\",\n \"name\": 3}", f);
     fclose(f);
-    ORDO_CK_ERR(ordo_model_load_file(path, &m), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_model_load_file(path, &m), ORDO_ERR_FORMAT);
     char want[128];
     snprintf(want, sizeof want, "%s: $.name: must be a string", path);
     expect_detail(want);
@@ -370,7 +370,7 @@ START_TEST(loader_reads_files)
 END_TEST
 
 /* Every truncation and many single-byte mangles of a valid file either load or fail with
- * ORDO_EFORMAT; none crashes (the suite also runs under ASan/UBSan). */
+ * ORDO_ERR_FORMAT; none crashes (the suite also runs under ASan/UBSan). */
 START_TEST(loader_survives_mangled_input)
 {
     size_t n = strlen(toy);
@@ -381,7 +381,7 @@ START_TEST(loader_survives_mangled_input)
     for (size_t cut = 0; cut < n - 1; cut++) /* the last byte is a newline */ {
         ordo_model_t *m = NULL;
         int rc = ordo_model_load_buffer(toy, cut, "cut.json", &m);
-        ck_assert_int_eq(rc, ORDO_EFORMAT);
+        ck_assert_int_eq(rc, ORDO_ERR_FORMAT);
         ck_assert_ptr_null(m);
         rejected++;
     }
@@ -391,7 +391,7 @@ START_TEST(loader_survives_mangled_input)
             buf[at] = mangles[k];
             ordo_model_t *m = NULL;
             int rc = ordo_model_load_buffer(buf, n, "mangled.json", &m);
-            ck_assert_msg(rc == 0 || rc == ORDO_EFORMAT, "rc %d at %zu", rc, at);
+            ck_assert_msg(rc == 0 || rc == ORDO_ERR_FORMAT, "rc %d at %zu", rc, at);
             ck_assert_msg((rc == 0) == (m != NULL), "out set on failure");
             if (rc == 0) {
                 ORDO_CK_OK(ordo_model_check(m));

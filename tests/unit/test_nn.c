@@ -95,9 +95,9 @@ END_TEST
 START_TEST(unknown_networks_and_unrunnable_models_are_rejected)
 {
     ordo_model_t *m = NULL;
-    ORDO_CK_ERR(ordo_nn_model("resnet", 8, &m), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_nn_model("resnet", 8, &m), ORDO_ERR_NOTFOUND);
     ck_assert(strstr(ordo_error_detail(), "resnet"));
-    ORDO_CK_ERR(ordo_nn_model("mlp", 0, &m), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_nn_model("mlp", 0, &m), ORDO_ERR_INVAL);
     ck_assert_ptr_null(m);
 
     /* an op kind no backend runs */
@@ -108,7 +108,7 @@ START_TEST(unknown_networks_and_unrunnable_models_are_rejected)
     ck_assert_int_ge(ordo_model_add_op(m, "attention", 0, NULL, 1, pw, 1, 1), 0);
     ORDO_CK_OK(ordo_model_check(m));
     ordo_nn_layer_t *l = NULL;
-    ORDO_CK_ERR(ordo_nn_layers(m, &l), ORDO_ENOTSUP);
+    ORDO_CK_ERR(ordo_nn_layers(m, &l), ORDO_ERR_NOTSUP);
     ck_assert(strstr(ordo_error_detail(), "op 'attention'"));
     ordo_model_destroy(&m);
 
@@ -121,7 +121,7 @@ START_TEST(unknown_networks_and_unrunnable_models_are_rejected)
     const char *in[] = {"fc"};
     ck_assert_int_ge(ordo_model_add_op(m, "fc", 0, NULL, 2, pp, 1, 1), 0);
     ck_assert_int_ge(ordo_model_add_op(m, "loss", 1, in, 0, NULL, 1, 1), 0);
-    ORDO_CK_ERR(ordo_nn_layers(m, &l), ORDO_ENOTSUP);
+    ORDO_CK_ERR(ordo_nn_layers(m, &l), ORDO_ERR_NOTSUP);
     ck_assert(strstr(ordo_error_detail(), "op 'fc'") && strstr(ordo_error_detail(), "784"));
     ordo_model_destroy(&m);
 
@@ -132,7 +132,7 @@ START_TEST(unknown_networks_and_unrunnable_models_are_rejected)
     ck_assert_int_ge(ordo_model_add_param(m, "fc.b", 1, b), 0);
     ck_assert_int_ge(ordo_model_add_op(m, "fc", 0, NULL, 2, pp, 1, 1), 0);
     ck_assert_int_ge(ordo_model_add_op(m, "relu", 1, in, 0, NULL, 1, 1), 0);
-    ORDO_CK_ERR(ordo_nn_layers(m, &l), ORDO_ENOTSUP);
+    ORDO_CK_ERR(ordo_nn_layers(m, &l), ORDO_ERR_NOTSUP);
     ck_assert(strstr(ordo_error_detail(), "must be the loss"));
     ordo_model_destroy(&m);
     ck_assert_ptr_null(l);

@@ -148,7 +148,7 @@ START_TEST(seq32_tao_is_the_chain_and_tio_never_decreases)
         ck_assert_int_eq(prio[i], i - 1);
     }
     /* a timing-independent graph cannot run TAO */
-    ORDO_CK_ERR(ordo_order_tao(g, prio), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_order_tao(g, prio), ORDO_ERR_INVAL);
     ordo_order_graph_destroy(&g);
     ordo_model_destroy(&m);
 }
@@ -178,7 +178,7 @@ START_TEST(channels_largest_first_to_least_loaded)
     ORDO_CK_OK(ordo_order_assign_channels(m, 1, ch));
     for (int i = 0; i < 5; i++)
         ck_assert_int_eq(ch[i], 0);
-    ORDO_CK_ERR(ordo_order_assign_channels(m, 0, ch), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_order_assign_channels(m, 0, ch), ORDO_ERR_INVAL);
     ordo_model_destroy(&m);
 }
 END_TEST
@@ -190,7 +190,7 @@ START_TEST(plan_policies)
     ORDO_CK_OK(ordo_order_plan(m, NULL, 1, 1e9, 10, ORDO_POLICY_FIFO, prio));
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(prio[i], 0);
-    ORDO_CK_ERR(ordo_order_plan(m, NULL, 1, 1e9, 10, ORDO_POLICY_FILE, prio), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_order_plan(m, NULL, 1, 1e9, 10, ORDO_POLICY_FILE, prio), ORDO_ERR_INVAL);
     ordo_order_opts_t o;
     ordo_order_opts_default(&o);
     ck_assert_int_eq(o.search_budget_ms, 2000);
@@ -202,7 +202,7 @@ START_TEST(plan_policies)
     ck_assert_int_eq(prio[1], 2);
     ck_assert_int_eq(prio[0], 3);
     int ch[4] = {0, 1, 2, 3};
-    ck_assert_int_eq(ordo_order_plan(m, ch, 2, 1e9, 10, ORDO_POLICY_TAO, prio), ORDO_EINVAL);
+    ck_assert_int_eq(ordo_order_plan(m, ch, 2, 1e9, 10, ORDO_POLICY_TAO, prio), ORDO_ERR_INVAL);
     expect_detail("channel 2 not in [0, 2)");
     ordo_model_destroy(&m);
 }
@@ -253,7 +253,7 @@ END_TEST
 static void expect_order_error(const ordo_model_t *m, const char *json, const char *want)
 {
     int prio[4];
-    ORDO_CK_ERR(ordo_order_read_string(json, "o.json", m, prio), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_order_read_string(json, "o.json", m, prio), ORDO_ERR_FORMAT);
     expect_detail(want);
 }
 
@@ -271,7 +271,7 @@ START_TEST(order_file_roundtrip_and_rejections)
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(back[i], prio[i]);
     unlink(path);
-    ORDO_CK_ERR(ordo_order_read_file(path, m, back), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_order_read_file(path, m, back), ORDO_ERR_NOTFOUND);
     expect_detail(path);
 
 #define HEAD "{\"format\": \"ordo-order/1\", \"model\": \"fig4\", \"policy\": \"tao\", "
@@ -314,7 +314,7 @@ END_TEST
 static void expect_oracle_error(const ordo_model_t *m, const char *json, const char *want)
 {
     ordo_oracle_t *o = NULL;
-    ORDO_CK_ERR(ordo_oracle_load_string(json, "t.json", m, &o), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_oracle_load_string(json, "t.json", m, &o), ORDO_ERR_FORMAT);
     ck_assert_ptr_null(o);
     expect_detail(want);
 }
@@ -364,7 +364,7 @@ START_TEST(oracle_load_apply_and_reject)
     expect_oracle_error(m, HEAD "\"ops\": [], \"iterations\": -2}",
                         "t.json: $.iterations: must be an integer >= 0");
 #undef HEAD
-    ORDO_CK_ERR(ordo_oracle_load_file("/nonexistent/t.json", m, &o), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_oracle_load_file("/nonexistent/t.json", m, &o), ORDO_ERR_NOTFOUND);
     ordo_model_destroy(&m);
 }
 END_TEST
@@ -398,7 +398,7 @@ START_TEST(oracle_keeps_the_minimum_and_roundtrips)
     ordo_oracle_times_destroy(&t);
     /* an oracle of another model is refused when applied */
     ordo_model_t *other = fx_fig4();
-    ORDO_CK_ERR(ordo_oracle_times_new(other, 1e9, 10, back, &t), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_oracle_times_new(other, 1e9, 10, back, &t), ORDO_ERR_INVAL);
     expect_detail("does not fit model 'fig4'");
     ordo_model_destroy(&other);
     ordo_oracle_destroy(&o);
@@ -418,7 +418,7 @@ static void write_file(char *path, const char *text)
     fclose(f);
 }
 
-/* expect_trace_error: reading text as a trace fails with ORDO_EFORMAT and the detail
+/* expect_trace_error: reading text as a trace fails with ORDO_ERR_FORMAT and the detail
  * (after the file's name) want */
 static void expect_trace_error(const ordo_model_t *m, const char *text, const char *want)
 {
@@ -427,7 +427,7 @@ static void expect_trace_error(const ordo_model_t *m, const char *text, const ch
     ordo_oracle_t *o = NULL;
     ORDO_CK_OK(ordo_oracle_new(m, &o));
     int n = -1;
-    ORDO_CK_ERR(ordo_oracle_observe_trace(o, path, &n), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_oracle_observe_trace(o, path, &n), ORDO_ERR_FORMAT);
     ck_assert_int_eq(n, 0);
     const char *d = ordo_error_detail();
     ck_assert_msg(strncmp(d, path, strlen(path)) == 0 && strstr(d, want), "detail '%s' lacks '%s'",
@@ -499,7 +499,7 @@ START_TEST(oracle_from_traces_and_into_a_model)
     ordo_oracle_destroy(&part);
     /* an oracle of another model is refused */
     ordo_model_t *other = fx_fig4();
-    ORDO_CK_ERR(ordo_oracle_timed_model(other, o, &timed), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_oracle_timed_model(other, o, &timed), ORDO_ERR_INVAL);
     ck_assert_ptr_null(timed);
     expect_detail("does not fit model 'fig4'");
     ordo_model_destroy(&other);
@@ -524,7 +524,7 @@ START_TEST(oracle_from_traces_and_into_a_model)
                        "no forward or backward events");
     expect_trace_error(m, "{\"traceEvents\": [", "");
     ordo_oracle_new(m, &o);
-    ORDO_CK_ERR(ordo_oracle_observe_trace(o, "/nonexistent/trace.json", NULL), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_oracle_observe_trace(o, "/nonexistent/trace.json", NULL), ORDO_ERR_NOTFOUND);
     ordo_oracle_destroy(&o);
     ordo_model_destroy(&m);
 }

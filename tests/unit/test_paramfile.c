@@ -117,7 +117,7 @@ START_TEST(match_names_the_first_difference)
     ORDO_CK_OK(ordo_paramfile_write(path_of("p.bin"), m, v, 1));
     ordo_paramfile_t *pf = NULL;
     ORDO_CK_OK(ordo_paramfile_read(path_of("p.bin"), &pf));
-    ORDO_CK_ERR(ordo_paramfile_match(pf, other), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_paramfile_match(pf, other), ORDO_ERR_FORMAT);
     ck_assert_str_eq(ordo_error_detail(), "parameter 0 is w in the file, w2 in model small");
     ordo_paramfile_destroy(&pf);
     for (int p = 0; p < 3; p++)
@@ -141,7 +141,7 @@ static void expect_bad(void (*edit)(unsigned char *, size_t *), const char *text
     edit(raw, &n);
     write_bytes(path_of("bad.bin"), raw, n);
     ordo_paramfile_t *pf = NULL;
-    ORDO_CK_ERR(ordo_paramfile_read(path_of("bad.bin"), &pf), ORDO_EFORMAT);
+    ORDO_CK_ERR(ordo_paramfile_read(path_of("bad.bin"), &pf), ORDO_ERR_FORMAT);
     ck_assert_ptr_null(pf);
     ck_assert_msg(strstr(ordo_error_detail(), path_of("bad.bin")) &&
                       strstr(ordo_error_detail(), text),
@@ -205,7 +205,7 @@ START_TEST(damaged_files_are_refused)
     expect_bad(cut_values, "76 bytes of values, the header announces 80");
     expect_bad(trailing, "81 bytes of values, the header announces 80");
     ordo_paramfile_t *pf = NULL;
-    ORDO_CK_ERR(ordo_paramfile_read(path_of("missing.bin"), &pf), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_paramfile_read(path_of("missing.bin"), &pf), ORDO_ERR_NOTFOUND);
     ck_assert(strstr(ordo_error_detail(), "missing.bin") != NULL);
     remove_dir();
 }

@@ -2,7 +2,7 @@
  * the table each [push] mode maps to, that every table fills every op (so a path file cannot
  * leave a call site with a NULL to jump to), and that an unknown mode is rejected. No cluster:
  * the paths' behaviour is tested by integration.merged and integration.sparse against dense. */
-#include "worker/push.h"
+#include "client/push.h"
 #include "ordo_check.h"
 
 #include <string.h>
@@ -10,7 +10,7 @@
 static int mode_of(const char *plan)
 {
     int mode = -1;
-    ORDO_CK_OK(ordo_push_mode_of_plan(plan, &mode));
+    ORDO_CK_OK(ordo__push_mode_of_plan(plan, &mode));
     return mode;
 }
 
@@ -39,8 +39,8 @@ START_TEST(mode_maps_to_its_table)
                 {ORDO_PUSH_MERGED, "merged", true},
                 {ORDO_PUSH_SPARSE, "sparse", false}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        const ordo_push_ops_t *ops = NULL;
-        ORDO_CK_OK(ordo_push_ops_for(want[i].mode, &ops));
+        const ordo__push_ops_t *ops = NULL;
+        ORDO_CK_OK(ordo__push_ops_for(want[i].mode, &ops));
         ck_assert_str_eq(ops->name, want[i].name);
         ck_assert_int_eq(ops->mode, want[i].mode);
         ck_assert_int_eq(ops->key_pushes, want[i].key_pushes);
@@ -51,8 +51,8 @@ END_TEST
 START_TEST(every_op_filled)
 {
     for (int mode = ORDO_PUSH_DENSE; mode <= ORDO_PUSH_SPARSE; mode++) {
-        const ordo_push_ops_t *o = NULL;
-        ORDO_CK_OK(ordo_push_ops_for(mode, &o));
+        const ordo__push_ops_t *o = NULL;
+        ORDO_CK_OK(ordo__push_ops_for(mode, &o));
 #define FILLED(op) ck_assert_msg(o->op != NULL, "path %s: %s is NULL", o->name, #op)
         FILLED(create);
         FILLED(destroy);
@@ -77,15 +77,15 @@ END_TEST
 
 START_TEST(bad_mode_rejected)
 {
-    const ordo_push_ops_t *ops = NULL;
-    ORDO_CK_ERR(ordo_push_ops_for(-1, &ops), ORDO_EINVAL);
+    const ordo__push_ops_t *ops = NULL;
+    ORDO_CK_ERR(ordo__push_ops_for(-1, &ops), ORDO_ERR_INVAL);
     ck_assert_ptr_null(ops);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "push.mode -1"));
-    ORDO_CK_ERR(ordo_push_ops_for(ORDO__PUSH_HIER + 1, &ops), ORDO_EINVAL);
-    ordo_push_t *p = NULL;
-    ORDO_CK_ERR(ordo_push_new(42, NULL, &p), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo__push_ops_for(ORDO__PUSH_HIER + 1, &ops), ORDO_ERR_INVAL);
+    ordo__push_t *p = NULL;
+    ORDO_CK_ERR(ordo__push_new(42, NULL, &p), ORDO_ERR_INVAL);
     ck_assert_ptr_null(p);
-    ordo_push_destroy(&p); /* NULL-safe */
+    ordo__push_destroy(&p); /* NULL-safe */
 }
 END_TEST
 
@@ -93,11 +93,11 @@ END_TEST
 START_TEST(new_and_destroy)
 {
     for (int mode = ORDO_PUSH_DENSE; mode <= ORDO_PUSH_SPARSE; mode += 2) {
-        ordo_push_t *p = NULL;
-        ORDO_CK_OK(ordo_push_new(mode, NULL, &p));
+        ordo__push_t *p = NULL;
+        ORDO_CK_OK(ordo__push_new(mode, NULL, &p));
         ck_assert_int_eq(p->ops->mode, mode);
         ck_assert_ptr_null(p->ops->grad_home(p, 0));
-        ordo_push_destroy(&p);
+        ordo__push_destroy(&p);
         ck_assert_ptr_null(p);
     }
 }

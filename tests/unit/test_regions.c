@@ -87,15 +87,15 @@ START_TEST(balance_edges_and_validation)
     int r = ordo_regions_find(b, 8, 4); /* ... and the hot index alone in its own */
     ck_assert_uint_eq(b[r], 4);
     ck_assert_uint_eq(b[r + 1], 5);
-    ORDO_CK_ERR(ordo_regions_balance(spike, 8, 4, 5, b), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_regions_balance(spike, 0, 100, 2, b), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_regions_balance(spike, 8, 4, 5, b), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_regions_balance(spike, 0, 100, 2, b), ORDO_ERR_INVAL);
     uint32_t bad[3] = {0, 50, 40};
-    ORDO_CK_ERR(ordo_regions_check(bad, 2, 40), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_regions_check(bad, 2, 40), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "bounds[2] = 40 does not exceed bounds[1] = 50"));
     uint32_t bad2[3] = {1, 5, 40};
-    ORDO_CK_ERR(ordo_regions_check(bad2, 2, 40), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_regions_check(bad2, 2, 40), ORDO_ERR_PROTO);
     uint32_t bad3[3] = {0, 5, 41};
-    ORDO_CK_ERR(ordo_regions_check(bad3, 2, 40), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_regions_check(bad3, 2, 40), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "not n = 40"));
     ck_assert_uint_eq(ordo_regions_bin_start(3, 10, 4), 8); /* bins of [0,10) by 4: 0 3 5 8 */
     ck_assert_uint_eq(ordo_regions_bin_of(7, 10, 4), 2);

@@ -49,19 +49,19 @@ END_TEST
 START_TEST(bad_profiles_are_refused_naming_the_problem)
 {
     ordo_model_t *m = NULL;
-    ORDO_CK_ERR(match(PROFILE("z", "256"), &m), ORDO_EFORMAT);
+    ORDO_CK_ERR(match(PROFILE("z", "256"), &m), ORDO_ERR_FORMAT);
     ck_assert_str_eq(ordo_error_detail(), "worker 0's profile: $.params[1]: 'z' is not one of "
                                           "the cluster's 3 tensors");
-    ORDO_CK_ERR(match(PROFILE("a", "255"), &m), ORDO_EFORMAT);
+    ORDO_CK_ERR(match(PROFILE("a", "255"), &m), ORDO_ERR_FORMAT);
     ck_assert_str_eq(ordo_error_detail(), "worker 0's profile: $.params[2]: 'b' has 255 "
                                           "elements, the cluster's tensor 1 has 256");
-    ORDO_CK_ERR(match("{nope", &m), ORDO_EFORMAT);
+    ORDO_CK_ERR(match("{nope", &m), ORDO_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "worker 0's profile:1:"));
     const char *two[] = {"a", "b", "c", "d"};
     const int64_t four[] = {65536, 256, 2560, 7};
     const char *text = PROFILE("a", "256");
     ORDO_CK_ERR(ordo_replan_model_match(text, strlen(text), two, four, 4, "float32", &m),
-                ORDO_EFORMAT);
+                ORDO_ERR_FORMAT);
     ck_assert_str_eq(ordo_error_detail(),
                      "worker 0's profile: $.params: the cluster's tensor 3 'd' is missing");
     ck_assert_ptr_null(m);
@@ -148,7 +148,7 @@ START_TEST(workers_are_released_after_every_server_switched)
     /* a server that cannot switch is an error of the run */
     request(r, k, 0, PROFILE("a", "256"));
     request(r, k, 1, NULL);
-    ORDO_CK_ERR(ack(r, 1, "{\"error\":\"out of memory\"}"), ORDO_EPROTO);
+    ORDO_CK_ERR(ack(r, 1, "{\"error\":\"out of memory\"}"), ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "replan: server 1 could not switch: out of memory");
     ordo_replan_destroy(&r);
     ordo_keys_destroy(&k);

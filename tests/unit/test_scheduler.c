@@ -141,7 +141,7 @@ static void expect_text(rig_t *r, int i, int type, const char *what)
 static void nothing_more(rig_t *r)
 {
     ordo_msg_t m;
-    ck_assert_int_eq(ordo_transport_recv(r->tp, &m, 100), ORDO_ETIMEDOUT);
+    ck_assert_int_eq(ordo_transport_recv(r->tp, &m, 100), ORDO_ERR_TIMEDOUT);
 }
 
 static json_t *last_plan; /* the plan of the last WELCOME take_welcomes saw */
@@ -281,7 +281,7 @@ START_TEST(an_abort_reaches_every_node)
     rig_new(&r);
     join(&r);
     send_msg(&r, WB, ORDO_MSG_ABORT, ORDO_ROLE_WORKER, 0, "out of disk");
-    ck_assert_int_eq(feed(&r), ORDO_EABORT);
+    ck_assert_int_eq(feed(&r), ORDO_ERR_ABORT);
     for (int n = 0; n < 3; n++) {
         ordo_msg_t m;
         char body[256];
@@ -291,7 +291,7 @@ START_TEST(an_abort_reaches_every_node)
         ck_assert_msg(strstr(body, "worker 0") && strstr(body, "out of disk"), "%s", body);
         ordo_msg_close(&m);
     }
-    ck_assert_int_eq(ordo_scheduler_check(r.sch), ORDO_EABORT);
+    ck_assert_int_eq(ordo_scheduler_check(r.sch), ORDO_ERR_ABORT);
     char path[128];
     snprintf(path, sizeof path, "%s/summary.json", ordo_scheduler_run_dir(r.sch));
     ck_assert_int_eq(access(path, R_OK), 0); /* what was recorded is kept */
@@ -335,7 +335,7 @@ static void differ(const char *a_tensors, const char *b_tensors, const char *why
     rig_new_trainer(&r, "declared");
     reg(&r, SRV, "server", -1, "secret");
     ck_assert_int_eq(reg_declaring(&r, WA, "worker", 1, "secret", a_tensors), 0);
-    ck_assert_int_eq(reg_declaring(&r, WB, "worker", -1, "secret", b_tensors), ORDO_EABORT);
+    ck_assert_int_eq(reg_declaring(&r, WB, "worker", -1, "secret", b_tensors), ORDO_ERR_ABORT);
     for (int n = 0; n < 3; n++) {
         ordo_msg_t m;
         char body[512];
@@ -390,12 +390,12 @@ START_TEST(sparse_runs_take_one_declared_sgd_for_every_tensor)
     ck_assert_int_eq(sparse("[{\"name\":\"w\",\"numel\":8}]", why, sizeof why), 0);
     ck_assert_int_eq(sparse("[{\"name\":\"w\",\"numel\":8," SGD("0.1") "},"
                             "{\"name\":\"b\",\"numel\":2," SGD("0.2") "}]", why, sizeof why),
-                     ORDO_EINVAL);
+                     ORDO_ERR_INVAL);
     ck_assert_msg(strstr(why, "tensor 1 \"b\" declares other hyperparameters"), "%s", why);
     ck_assert_int_eq(sparse("[{\"name\":\"w\",\"numel\":8," SGD("0.1") "},"
                             "{\"name\":\"n\",\"numel\":2,\"update\":{\"kind\":\"average\"}}]",
                             why, sizeof why),
-                     ORDO_EINVAL);
+                     ORDO_ERR_INVAL);
     ck_assert_msg(strstr(why, "tensor 1 \"n\" asks for an average"), "%s", why);
 #undef SGD
 }
@@ -449,7 +449,7 @@ START_TEST(a_broadcast_relays_the_roots_bytes)
     bcast(&r, WB, 2, 0, 3, "abc");
     ck_assert_int_eq(feed(&r), 0);
     bcast(&r, WA, 2, 0, 4, NULL);
-    ck_assert_int_eq(feed(&r), ORDO_EABORT);
+    ck_assert_int_eq(feed(&r), ORDO_ERR_ABORT);
     expect_text(&r, SRV, ORDO_MSG_ABORT,
                 "broadcast 2: worker 1 passed 4 bytes from root 0, worker 0 3 bytes from root 0");
     rig_destroy(&r);
@@ -490,7 +490,7 @@ START_TEST(a_restarted_worker_takes_the_dead_ones_rank)
     send_msg(&r, WB, ORDO_MSG_DONE, ORDO_ROLE_WORKER, 0, NULL);
     ck_assert_int_eq(feed(&r), 0); /* worker 1 is not done yet */
     /* a second restart of rank 1 is one too many (fault.restarts = 1) */
-    ck_assert_int_eq(reg_declaring(&r, WA, "worker", 1, "secret", NULL), ORDO_EABORT);
+    ck_assert_int_eq(reg_declaring(&r, WA, "worker", 1, "secret", NULL), ORDO_ERR_ABORT);
     char path[128];
     snprintf(path, sizeof path, "%s/summary.json", ordo_scheduler_run_dir(r.sch));
     json_t *sum = json_load_file(path, 0, NULL);

@@ -98,7 +98,7 @@ START_TEST(search_is_deterministic_under_a_cap)
     ck_assert_double_eq(ra.makespan_us, rb.makespan_us);
     ck_assert_int_eq(ra.evals, 500);
     o.max_evals = 0;
-    ORDO_CK_ERR(ordo_search_run(r.s, r.tao, &o, a, NULL), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_search_run(r.s, r.tao, &o, a, NULL), ORDO_ERR_INVAL);
     /* the plan entry point gives the same order from the same seed and cap */
     ordo_order_opts_t po;
     ordo_order_opts_default(&po);

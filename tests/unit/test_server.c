@@ -122,7 +122,7 @@ static void expect(rig_t *r, int w, int type, ordo_msg_t *m)
 static void nothing_more(rig_t *r)
 {
     ordo_msg_t m;
-    ck_assert_int_eq(ordo_transport_recv(r->ctp, &m, 100), ORDO_ETIMEDOUT);
+    ck_assert_int_eq(ordo_transport_recv(r->ctp, &m, 100), ORDO_ERR_TIMEDOUT);
 }
 
 /* expect_value receives worker w's PULL_RESP for key at iter and compares it with want */
@@ -326,9 +326,9 @@ START_TEST(a_malformed_update_rule_fails_the_start)
 {
     rig_t r;
     ck_assert_int_eq(rig_make(&r, "{\"updates\": [null, {\"kind\": \"adam\"}]}", ORDO_AGG_SUM),
-                     ORDO_EPROTO);
+                     ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: updates[1]: unknown kind");
-    ck_assert_int_eq(rig_make(&r, "{\"updates\": [null]}", ORDO_AGG_SUM), ORDO_EPROTO);
+    ck_assert_int_eq(rig_make(&r, "{\"updates\": [null]}", ORDO_AGG_SUM), ORDO_ERR_PROTO);
 }
 END_TEST
 
@@ -352,8 +352,8 @@ START_TEST(scheduler_messages_end_the_run)
     ck_assert_int_eq(ctl(&r, ORDO_MSG_HEARTBEAT_ACK), 0); /* ignored */
     ck_assert_int_eq(ctl(&r, ORDO_MSG_PLAN), 0);          /* no sparse side: ignored */
     ck_assert_int_eq(ctl(&r, ORDO_MSG_SHUTDOWN), 1);
-    ck_assert_int_eq(ctl(&r, ORDO_MSG_ABORT), ORDO_EABORT);
-    ck_assert_int_eq(ctl(&r, ORDO_MSG_PEER_DEAD), ORDO_EABORT);
+    ck_assert_int_eq(ctl(&r, ORDO_MSG_ABORT), ORDO_ERR_ABORT);
+    ck_assert_int_eq(ctl(&r, ORDO_MSG_PEER_DEAD), ORDO_ERR_ABORT);
     rig_destroy(&r);
 }
 END_TEST
@@ -467,7 +467,7 @@ static void rexpect(rrig_t *r, int s, int type, int64_t iter, const float *want)
 static void rnothing(rrig_t *r)
 {
     ordo_msg_t m;
-    ck_assert_int_eq(ordo_transport_recv(r->ctp, &m, 100), ORDO_ETIMEDOUT);
+    ck_assert_int_eq(ordo_transport_recv(r->ctp, &m, 100), ORDO_ERR_TIMEDOUT);
 }
 
 START_TEST(replicas_answer_after_the_backup_and_survive_the_primary)

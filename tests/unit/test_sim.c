@@ -119,7 +119,7 @@ START_TEST(channels_run_in_parallel)
     int bad[3] = {0, 5, 0};
     ordo_oracle_times_t *t = NULL;
     ORDO_CK_OK(ordo_oracle_times_new(m, 1e9, 10, NULL, &t));
-    ORDO_CK_ERR(ordo_sim_new(m, t, bad, 2, 0, &s), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sim_new(m, t, bad, 2, 0, &s), ORDO_ERR_INVAL);
     ordo_oracle_times_destroy(&t);
     ordo_model_destroy(&m);
 }
@@ -200,7 +200,7 @@ START_TEST(seq32_chain_vs_reverse)
     ORDO_CK_OK(ordo_sim_run(s, rev, &r));
     CK_NEAR(r.makespan_us, 32 * recv + 32 * 1000); /* nothing overlaps */
     CK_NEAR(r.efficiency, 0);
-    ck_assert_int_eq(ordo_sim_exhaustive(s, NULL, NULL, NULL, NULL), ORDO_ERANGE);
+    ck_assert_int_eq(ordo_sim_exhaustive(s, NULL, NULL, NULL, NULL), ORDO_ERR_RANGE);
     ordo_sim_destroy(&s);
     ordo_model_destroy(&m);
 }

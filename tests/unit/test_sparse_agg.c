@@ -30,34 +30,34 @@ START_TEST(pushes_are_validated)
         ordo_sparse_agg_t *agg;
         ORDO_CK_OK(ordo_sparse_agg_new(&agg, 10, 20, 2, (ordo_sparse_agg_kind_t)kind, 4));
         ordo_coo_entry_t out_of_range[2] = {{10, 1.0f}, {20, 2.0f}};
-        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 0, out_of_range, 2), ORDO_EPROTO);
+        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 0, out_of_range, 2), ORDO_ERR_PROTO);
         expect_detail("worker 0 entry 1: index 20 outside [10, 20)");
         ordo_coo_entry_t dup[2] = {{12, 1.0f}, {12, 2.0f}};
-        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 0, dup, 2), ORDO_EPROTO);
+        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 0, dup, 2), ORDO_ERR_PROTO);
         expect_detail("index 12 not increasing");
         ordo_coo_entry_t nan[1] = {{12, NAN}};
-        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 1, nan, 1), ORDO_EPROTO);
+        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 1, nan, 1), ORDO_ERR_PROTO);
         expect_detail("value not finite");
         ordo_coo_entry_t ok[2] = {{11, 1.0f}, {15, 2.0f}};
-        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 2, ok, 2), ORDO_EPROTO);
+        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 2, ok, 2), ORDO_ERR_PROTO);
         expect_detail("worker 2 outside [0, 2)");
         ck_assert_int_eq(ordo_sparse_agg_pushed(agg), 0); /* rejected pushes left no trace */
         ck_assert_uint_eq(ordo_sparse_agg_touched(agg), 0);
 
         ORDO_CK_OK(ordo_sparse_agg_push(agg, 0, ok, 2));
-        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 0, ok, 2), ORDO_EPROTO);
+        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 0, ok, 2), ORDO_ERR_PROTO);
         expect_detail("worker 0 already pushed iteration 0");
-        ORDO_CK_ERR(ordo_sparse_agg_select_topk(agg, 1), ORDO_EAGAIN);
+        ORDO_CK_ERR(ordo_sparse_agg_select_topk(agg, 1), ORDO_ERR_AGAIN);
         expect_detail("1 of 2 workers pushed iteration 0");
         uint8_t bad[12] = {0};
-        ORDO_CK_ERR(ordo_sparse_agg_push_coo(agg, 1, bad, sizeof bad), ORDO_EPROTO);
+        ORDO_CK_ERR(ordo_sparse_agg_push_coo(agg, 1, bad, sizeof bad), ORDO_ERR_PROTO);
         expect_detail("not a multiple of 8");
         uint8_t buf[16];
         ordo_coo_encode(ok, 2, buf);
         ORDO_CK_OK(ordo_sparse_agg_push_coo(agg, 1, buf, sizeof buf));
         ck_assert_uint_eq(ordo_sparse_agg_touched(agg), 2);
         ORDO_CK_OK(ordo_sparse_agg_select_topk(agg, 1));
-        ORDO_CK_ERR(ordo_sparse_agg_select_topk(agg, 1), ORDO_EINVAL);
+        ORDO_CK_ERR(ordo_sparse_agg_select_topk(agg, 1), ORDO_ERR_INVAL);
         size_t c;
         const ordo_coo_entry_t *sel = ordo_sparse_agg_selected(agg, &c);
         ck_assert_uint_eq(c, 1);
@@ -70,9 +70,9 @@ START_TEST(pushes_are_validated)
         ck_assert_ptr_null(agg);
     }
     ordo_sparse_agg_t *agg = NULL;
-    ORDO_CK_ERR(ordo_sparse_agg_new(&agg, 5, 5, 1, ORDO_SPARSE_AGG_DENSE, 1), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_sparse_agg_new(&agg, 0, 5, 0, ORDO_SPARSE_AGG_DENSE, 1), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_sparse_agg_new(&agg, 0, 5, 1, (ordo_sparse_agg_kind_t)7, 1), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sparse_agg_new(&agg, 5, 5, 1, ORDO_SPARSE_AGG_DENSE, 1), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_sparse_agg_new(&agg, 0, 5, 0, ORDO_SPARSE_AGG_DENSE, 1), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_sparse_agg_new(&agg, 0, 5, 1, (ordo_sparse_agg_kind_t)7, 1), ORDO_ERR_INVAL);
     ck_assert_ptr_null(agg);
 }
 END_TEST
@@ -145,7 +145,7 @@ START_TEST(threshold_is_due_every_period)
         ORDO_CK_OK(ordo_sparse_agg_push(agg, 0, e, 3));
         due[it] = ordo_sparse_agg_threshold_due(agg);
         if (due[it]) {
-            ORDO_CK_ERR(ordo_sparse_agg_select(agg), ORDO_EAGAIN);
+            ORDO_CK_ERR(ordo_sparse_agg_select(agg), ORDO_ERR_AGAIN);
             expect_detail("threshold due");
             ORDO_CK_OK(ordo_sparse_agg_select_topk(agg, 2));
             ck_assert_float_eq(ordo_sparse_agg_threshold(agg), 3.0f);
@@ -159,8 +159,8 @@ START_TEST(threshold_is_due_every_period)
     }
     ck_assert(due[0] && !due[1] && !due[2] && due[3] && !due[4] && !due[5] && due[6]);
     ORDO_CK_OK(ordo_sparse_agg_push(agg, 0, e, 3));
-    ORDO_CK_ERR(ordo_sparse_agg_select_threshold(agg, -1.0f), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_sparse_agg_select_threshold(agg, NAN), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sparse_agg_select_threshold(agg, -1.0f), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_sparse_agg_select_threshold(agg, NAN), ORDO_ERR_INVAL);
     ORDO_CK_OK(ordo_sparse_agg_select_threshold(agg, 1.0f)); /* e.g. from the scheduler */
     size_t c;
     ordo_sparse_agg_selected(agg, &c);
@@ -178,10 +178,10 @@ START_TEST(sgd_touches_selected_entries_only)
     ORDO_CK_OK(ordo_sparse_agg_push(agg, 0, a, 2));
     ORDO_CK_OK(ordo_sparse_agg_push(agg, 1, b, 2));
     ORDO_CK_ERR(ordo_sparse_agg_apply_sgd(agg, w, m, &(ordo_sparse_sgd_t){0.1f, 0, 0, true}),
-                ORDO_EINVAL);
+                ORDO_ERR_INVAL);
     ORDO_CK_OK(ordo_sparse_agg_select_topk(agg, 2)); /* sums 6 (100), 1 (102), -8 (103) */
     ordo_sparse_sgd_t opt = {.lr = 0.5f, .momentum = 0.9f, .weight_decay = 0.1f, .mean = true};
-    ORDO_CK_ERR(ordo_sparse_agg_apply_sgd(agg, w, NULL, &opt), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sparse_agg_apply_sgd(agg, w, NULL, &opt), ORDO_ERR_INVAL);
     ORDO_CK_OK(ordo_sparse_agg_apply_sgd(agg, w, m, &opt));
     /* index 100: d = 6/2 + 0.1*1 = 3.1; m = 0.45 + 3.1 = 3.55; w = 1 - 1.775 = -0.775 */
     ck_assert_float_eq_tol(m[0], 3.55f, 1e-6f);
@@ -193,13 +193,13 @@ START_TEST(sgd_touches_selected_entries_only)
     ck_assert_float_eq(m[1], 0.5f); /* momentum of unselected entries is frozen */
     ck_assert_float_eq(w[2], 3.0f); /* pushed but not selected: no decay, no step */
     ck_assert_float_eq(m[2], 0.5f);
-    ORDO_CK_ERR(ordo_sparse_agg_apply_sgd(agg, w, m, &opt), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sparse_agg_apply_sgd(agg, w, m, &opt), ORDO_ERR_INVAL);
     expect_detail("already applied");
 
     ck_assert_uint_eq(ordo_sparse_agg_changed_size(agg), 16);
     uint8_t buf[16];
     size_t len;
-    ORDO_CK_ERR(ordo_sparse_agg_encode_changed(agg, w, buf, 15, &len), ORDO_ERANGE);
+    ORDO_CK_ERR(ordo_sparse_agg_encode_changed(agg, w, buf, 15, &len), ORDO_ERR_RANGE);
     ORDO_CK_OK(ordo_sparse_agg_encode_changed(agg, w, buf, sizeof buf, &len));
     ordo_coo_entry_t got[2];
     size_t c;
@@ -455,7 +455,7 @@ START_TEST(region_can_move_between_iterations)
     ORDO_CK_OK(ordo_sparse_agg_new(&agg, 0, 10, 1, ORDO_SPARSE_AGG_DENSE, 1));
     ordo_coo_entry_t e[1] = {{5, 1.0f}};
     ORDO_CK_OK(ordo_sparse_agg_push(agg, 0, e, 1));
-    ORDO_CK_ERR(ordo_sparse_agg_set_range(agg, 5, 30), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sparse_agg_set_range(agg, 5, 30), ORDO_ERR_INVAL);
     ordo_sparse_agg_next(agg); /* discards the unselected iteration */
     ORDO_CK_OK(ordo_sparse_agg_set_range(agg, 5, 30));
     ordo_coo_entry_t f[2] = {{5, 1.0f}, {29, 2.0f}};

@@ -101,17 +101,17 @@ START_TEST(servers_get_one_global_threshold)
     /* refused: a duplicate, another iteration, a worker, a wrong size */
     ORDO_CK_ERR(
         send_hist(c, ORDO_ROLE_SERVER, 1, ORDO_SPARSE_MAGHIST, 8, b, ORDO_REGIONS_MAGHIST_BINS),
-        ORDO_EPROTO);
+        ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "MAGHIST: a second histogram for iteration 8");
     ORDO_CK_ERR(
         send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_MAGHIST, 9, a, ORDO_REGIONS_MAGHIST_BINS),
-        ORDO_EPROTO);
+        ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "MAGHIST of iteration 9 while gathering iteration 8");
     ORDO_CK_ERR(
         send_hist(c, ORDO_ROLE_WORKER, 0, ORDO_SPARSE_MAGHIST, 8, a, ORDO_REGIONS_MAGHIST_BINS),
-        ORDO_EPROTO);
+        ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "MAGHIST from a node that is not a server");
-    ORDO_CK_ERR(send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_MAGHIST, 8, a, 100), ORDO_EPROTO);
+    ORDO_CK_ERR(send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_MAGHIST, 8, a, 100), ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "MAGHIST: 800 bytes, expected 65536");
     ck_assert_int_eq(n_sent, 0);
     ORDO_CK_OK(
@@ -146,12 +146,12 @@ START_TEST(workers_positions_give_balanced_regions)
     ck_assert_uint_eq(ordo_sparse_coord_bounds(c)[1], 800);
     ORDO_CK_OK(send_hist(c, ORDO_ROLE_WORKER, 2, ORDO_SPARSE_POSHIST, 7, h[2], NBINS));
     ORDO_CK_ERR(send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_POSHIST, 7, h[0], NBINS),
-                ORDO_EPROTO);
+                ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "POSHIST from a node that is not a worker");
     ORDO_CK_ERR(send_hist(c, ORDO_ROLE_WORKER, 3, ORDO_SPARSE_POSHIST, 7, h[0], NBINS),
-                ORDO_EPROTO);
+                ORDO_ERR_PROTO);
     ORDO_CK_ERR(send_hist(c, ORDO_ROLE_WORKER, 0, ORDO_SPARSE_POSHIST, 7, h[0], NBINS - 1),
-                ORDO_EPROTO);
+                ORDO_ERR_PROTO);
     ORDO_CK_OK(send_hist(c, ORDO_ROLE_WORKER, 0, ORDO_SPARSE_POSHIST, 7, h[0], NBINS));
     ck_assert_int_eq(n_sent, 0);
     ORDO_CK_OK(send_hist(c, ORDO_ROLE_WORKER, 1, ORDO_SPARSE_POSHIST, 7, h[1], NBINS));
@@ -179,7 +179,7 @@ START_TEST(workers_positions_give_balanced_regions)
     ck_assert_uint_eq(epoch, 2);
     ck_assert_int_eq(sent[3].iter, 16);
     /* unknown kinds are refused */
-    ORDO_CK_ERR(send_hist(c, ORDO_ROLE_WORKER, 0, 9, 15, h[0], NBINS), ORDO_EPROTO);
+    ORDO_CK_ERR(send_hist(c, ORDO_ROLE_WORKER, 0, 9, 15, h[0], NBINS), ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "sparse message of unknown kind 9");
     ordo_sparse_coord_destroy(&c);
 }

@@ -33,9 +33,9 @@ END_TEST
 START_TEST(plan_without_sparse_member_is_not_found)
 {
     ordo_sparse_plan_t p;
-    ORDO_CK_ERR(ordo_sparse_wire_plan("{\"policy\":\"tao\"}", 2, &p), ORDO_ENOTFOUND);
-    ORDO_CK_ERR(ordo_sparse_wire_plan(NULL, 2, &p), ORDO_ENOTFOUND);
-    ORDO_CK_ERR(ordo_sparse_wire_plan("not json", 2, &p), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_sparse_wire_plan("{\"policy\":\"tao\"}", 2, &p), ORDO_ERR_NOTFOUND);
+    ORDO_CK_ERR(ordo_sparse_wire_plan(NULL, 2, &p), ORDO_ERR_NOTFOUND);
+    ORDO_CK_ERR(ordo_sparse_wire_plan("not json", 2, &p), ORDO_ERR_NOTFOUND);
 }
 END_TEST
 
@@ -55,25 +55,25 @@ static int parse_with(const char *from, const char *to, int servers)
 
 START_TEST(bad_plans_are_refused_with_the_member)
 {
-    ORDO_CK_ERR(parse_with("\"k\":10", "\"k\":0", 2), ORDO_EPROTO);
+    ORDO_CK_ERR(parse_with("\"k\":10", "\"k\":0", 2), ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: sparse.k must be an integer in [1, 1000]");
-    ORDO_CK_ERR(parse_with("\"k\":10", "\"k\":1001", 2), ORDO_EPROTO);
-    ORDO_CK_ERR(parse_with("\"n\":1000", "\"n\":\"1000\"", 2), ORDO_EPROTO);
+    ORDO_CK_ERR(parse_with("\"k\":10", "\"k\":1001", 2), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(parse_with("\"n\":1000", "\"n\":\"1000\"", 2), ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: sparse.n must be an integer in [1, 4294967294]");
-    ORDO_CK_ERR(parse_with("\"nbins\":64", "\"nbins\":0", 2), ORDO_EPROTO);
-    ORDO_CK_ERR(parse_with("\"threshold_period\":8", "\"threshold_period\":-1", 2), ORDO_EPROTO);
+    ORDO_CK_ERR(parse_with("\"nbins\":64", "\"nbins\":0", 2), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(parse_with("\"threshold_period\":8", "\"threshold_period\":-1", 2), ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(),
                      "plan: sparse.threshold_period must be an integer in [1, 1000000]");
-    ORDO_CK_ERR(parse_with("\"density\":0.01", "\"density\":1.5", 2), ORDO_EPROTO);
+    ORDO_CK_ERR(parse_with("\"density\":0.01", "\"density\":1.5", 2), ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: sparse.density must be a number in (0, 1]");
-    ORDO_CK_ERR(parse_with("\"bounds\":[0,400,1000]", "\"bounds\":[0,1000]", 2), ORDO_EPROTO);
+    ORDO_CK_ERR(parse_with("\"bounds\":[0,400,1000]", "\"bounds\":[0,1000]", 2), ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: sparse.bounds must hold 3 boundaries");
-    ORDO_CK_ERR(parse_with("[0,400,1000]", "[0,400,1000]", 3), ORDO_EPROTO); /* 3 servers */
-    ORDO_CK_ERR(parse_with("[0,400,1000]", "[0,-4,1000]", 2), ORDO_EPROTO);
+    ORDO_CK_ERR(parse_with("[0,400,1000]", "[0,400,1000]", 3), ORDO_ERR_PROTO); /* 3 servers */
+    ORDO_CK_ERR(parse_with("[0,400,1000]", "[0,-4,1000]", 2), ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "plan: sparse.bounds[1] is not an index in [0, 1000]");
-    ORDO_CK_ERR(parse_with("[0,400,1000]", "[0,400,999]", 2), ORDO_EPROTO);
-    ORDO_CK_ERR(parse_with("[0,400,1000]", "[0,0,1000]", 2), ORDO_EPROTO);
-    ORDO_CK_ERR(parse_with("[0,400,1000]", "[1,400,1000]", 2), ORDO_EPROTO);
+    ORDO_CK_ERR(parse_with("[0,400,1000]", "[0,400,999]", 2), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(parse_with("[0,400,1000]", "[0,0,1000]", 2), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(parse_with("[0,400,1000]", "[1,400,1000]", 2), ORDO_ERR_PROTO);
     ORDO_CK_OK(parse_with("[0,400,1000]", "[0,999,1000]", 2));
 }
 END_TEST
@@ -88,9 +88,9 @@ START_TEST(counts_round_trip_and_sizes_are_checked)
     ck_assert_uint_eq(sum[0], 11);
     ck_assert_uint_eq(sum[1], 0x123456789abcull + 20);
     ck_assert_uint_eq(sum[2], 37);
-    ORDO_CK_ERR(ordo_sparse_wire_add_counts(buf, 23, 3, sum, "POSHIST"), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_sparse_wire_add_counts(buf, 23, 3, sum, "POSHIST"), ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "POSHIST: 23 bytes, expected 24");
-    ORDO_CK_ERR(ordo_sparse_wire_add_counts(NULL, 0, 3, sum, "MAGHIST"), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_sparse_wire_add_counts(NULL, 0, 3, sum, "MAGHIST"), ORDO_ERR_PROTO);
     ck_assert_uint_eq(sum[0], 11); /* a refused payload adds nothing */
 }
 END_TEST
@@ -105,13 +105,13 @@ START_TEST(regions_round_trip_and_are_validated)
     ck_assert_uint_eq(epoch, 5);
     ck_assert_uint_eq(got[1], 77);
     ck_assert_uint_eq(got[2], 100);
-    ORDO_CK_ERR(ordo_sparse_wire_get_regions(buf, 12, 2, 100, &epoch, got), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_sparse_wire_get_regions(buf, 12, 2, 100, &epoch, got), ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "REGIONS: 12 bytes, expected 16 for 2 servers");
-    ORDO_CK_ERR(ordo_sparse_wire_get_regions(buf, 16, 2, 101, &epoch, got), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_sparse_wire_get_regions(buf, 16, 2, 101, &epoch, got), ORDO_ERR_PROTO);
     uint32_t bad[3] = {0, 100, 100};
     ordo_sparse_wire_put_regions(6, bad, 2, buf);
     got[1] = 1;
-    ORDO_CK_ERR(ordo_sparse_wire_get_regions(buf, 16, 2, 100, &epoch, got), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_sparse_wire_get_regions(buf, 16, 2, 100, &epoch, got), ORDO_ERR_PROTO);
     ck_assert_uint_eq(epoch, 5); /* nothing written on refusal */
     ck_assert_uint_eq(got[1], 1);
 }
@@ -128,13 +128,13 @@ START_TEST(thresholds_must_be_finite_and_not_negative)
     ORDO_CK_OK(ordo_sparse_wire_get_float(buf, 4, &v));
     ck_assert_float_eq(v, 0.0f);
     ordo_sparse_wire_put_float(-1.0f, buf);
-    ORDO_CK_ERR(ordo_sparse_wire_get_float(buf, 4, &v), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_sparse_wire_get_float(buf, 4, &v), ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "THRESHOLD: -1 is not a finite value >= 0");
     ordo_sparse_wire_put_float(NAN, buf);
-    ORDO_CK_ERR(ordo_sparse_wire_get_float(buf, 4, &v), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_sparse_wire_get_float(buf, 4, &v), ORDO_ERR_PROTO);
     ordo_sparse_wire_put_float(INFINITY, buf);
-    ORDO_CK_ERR(ordo_sparse_wire_get_float(buf, 4, &v), ORDO_EPROTO);
-    ORDO_CK_ERR(ordo_sparse_wire_get_float(buf, 3, &v), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_sparse_wire_get_float(buf, 4, &v), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo_sparse_wire_get_float(buf, 3, &v), ORDO_ERR_PROTO);
     ck_assert_str_eq(ordo_error_detail(), "THRESHOLD: 3 bytes, expected 4");
     float f[2] = {0}, src[2] = {1.5f, -2.0f};
     ordo_sparse_wire_get_f32s(src, 8, f);

@@ -134,9 +134,9 @@ START_TEST(topk_all_equal_and_edges)
     ORDO_CK_OK(ordo_sparsify_topk(x, 100, 100, NULL, out, &thr)); /* k = n: everything */
     for (uint32_t i = 0; i < 100; i++)
         ck_assert_uint_eq(out[i].index, i);
-    ORDO_CK_ERR(ordo_sparsify_topk(x, 100, 101, NULL, out, &thr), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sparsify_topk(x, 100, 101, NULL, out, &thr), ORDO_ERR_INVAL);
     ck_assert(strstr(ordo_error_detail(), "k = 101 exceeds n = 100"));
-    ORDO_CK_ERR(ordo_sparsify_kth_magnitude(x, 100, 0, NULL, &thr), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sparsify_kth_magnitude(x, 100, 0, NULL, &thr), ORDO_ERR_INVAL);
     ORDO_CK_OK(ordo_sparsify_kth_magnitude(x, 100, 100, NULL, &thr));
     ck_assert_float_eq(thr, 3.0f);
 }
@@ -150,16 +150,16 @@ START_TEST(nan_and_inf_are_rejected)
     ordo_coo_entry_t out[40];
     float thr = 42.0f;
     x[5] = NAN;
-    ORDO_CK_ERR(ordo_sparsify_topk(x, 40, 3, NULL, out, &thr), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sparsify_topk(x, 40, 3, NULL, out, &thr), ORDO_ERR_INVAL);
     ck_assert_str_eq(ordo_error_detail(), "input entry 5 is NaN");
-    ORDO_CK_ERR(ordo_sparsify_topk(x, 40, 0, NULL, out, &thr), ORDO_EINVAL); /* even k = 0 */
-    ORDO_CK_ERR(ordo_sparsify_kth_magnitude(x, 40, 3, NULL, &thr), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sparsify_topk(x, 40, 0, NULL, out, &thr), ORDO_ERR_INVAL); /* even k = 0 */
+    ORDO_CK_ERR(ordo_sparsify_kth_magnitude(x, 40, 3, NULL, &thr), ORDO_ERR_INVAL);
     ck_assert_float_eq(thr, 42.0f);
     x[5] = 5.0f;
     x[39] = -INFINITY;
-    ORDO_CK_ERR(ordo_sparsify_topk(x, 40, 3, NULL, out, &thr), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sparsify_topk(x, 40, 3, NULL, out, &thr), ORDO_ERR_INVAL);
     ck_assert_str_eq(ordo_error_detail(), "input entry 39 is infinite");
-    ORDO_CK_ERR(ordo_sparsify_check_finite(x, 40, "gradient"), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sparsify_check_finite(x, 40, "gradient"), ORDO_ERR_INVAL);
     ck_assert_str_eq(ordo_error_detail(), "gradient entry 39 is infinite");
     x[39] = 39.0f;
     ORDO_CK_OK(ordo_sparsify_check_finite(x, 40, "gradient"));
@@ -257,10 +257,10 @@ END_TEST
 START_TEST(state_validation_and_k)
 {
     ordo_sparsify_t *sp = NULL;
-    ORDO_CK_ERR(ordo_sparsify_new(&sp, 0, 1, 4), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_sparsify_new(&sp, 10, 11, 4), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_sparsify_new(&sp, 10, 0, 4), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_sparsify_new(&sp, 10, 2, 0), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sparsify_new(&sp, 0, 1, 4), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_sparsify_new(&sp, 10, 11, 4), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_sparsify_new(&sp, 10, 0, 4), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_sparsify_new(&sp, 10, 2, 0), ORDO_ERR_INVAL);
     ck_assert_ptr_null(sp);
     ck_assert_uint_eq(ordo_sparsify_k_for(1000, 0.01), 10);
     ck_assert_uint_eq(ordo_sparsify_k_for(10, 0.01), 1);
@@ -352,11 +352,11 @@ START_TEST(bad_gradient_leaves_state_unchanged)
     ORDO_CK_OK(ordo_sparsify_commit(sp, NULL, 0)); /* nothing applied: residual = acc */
     memcpy(before, ordo_sparsify_residual(sp), sizeof before);
     g[3] = NAN;
-    ORDO_CK_ERR(ordo_sparsify_push(sp, g), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sparsify_push(sp, g), ORDO_ERR_INVAL);
     ck_assert_str_eq(ordo_error_detail(), "gradient entry 3 is NaN");
     ck_assert_mem_eq(ordo_sparsify_residual(sp), before, sizeof before);
     g[3] = 3.0f;
-    ORDO_CK_ERR(ordo_sparsify_push(sp, g), ORDO_ERANGE); /* 3e38 + 3e38 overflows */
+    ORDO_CK_ERR(ordo_sparsify_push(sp, g), ORDO_ERR_RANGE); /* 3e38 + 3e38 overflows */
     ck_assert(strstr(ordo_error_detail(), "entry 7 overflows"));
     ck_assert_mem_eq(ordo_sparsify_residual(sp), before, sizeof before);
     ck_assert_uint_eq(ordo_sparsify_iteration(sp), 1);
@@ -404,7 +404,7 @@ START_TEST(pack_regions_and_apply_pulls)
     ck_assert_uint_eq(ordo_sparsify_region_count(sp, 12, 32), 4);
     uint8_t buf[64];
     size_t len;
-    ORDO_CK_ERR(ordo_sparsify_pack_region(sp, 12, 32, buf, 31, &len), ORDO_ERANGE);
+    ORDO_CK_ERR(ordo_sparsify_pack_region(sp, 12, 32, buf, 31, &len), ORDO_ERR_RANGE);
     ORDO_CK_OK(ordo_sparsify_pack_region(sp, bounds[1], bounds[2], buf, sizeof buf, &len));
     ck_assert_uint_eq(len, 32);
     ordo_coo_entry_t e[4];
@@ -418,7 +418,7 @@ START_TEST(pack_regions_and_apply_pulls)
     ordo_coo_entry_t ans[3] = {{13, -1.0f}, {15, -2.0f}, {25, -3.0f}};
     ordo_coo_encode(ans, 3, buf);
     size_t consumed = 0;
-    ORDO_CK_ERR(ordo_sparsify_apply_pull(sp, buf, 24, 0, 12, params, &consumed), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_sparsify_apply_pull(sp, buf, 24, 0, 12, params, &consumed), ORDO_ERR_PROTO);
     ck_assert_float_eq(params[13], 100.0f); /* rejected: nothing changed */
     ORDO_CK_OK(ordo_sparsify_apply_pull(sp, buf, 24, 12, 32, params, &consumed));
     ck_assert_uint_eq(consumed, 2);
@@ -435,7 +435,7 @@ START_TEST(pack_regions_and_apply_pulls)
     ck_assert_float_eq(res[5], 0.0f);
     ck_assert_float_eq(res[6], 1.0f);
     uint32_t bad[2] = {6, 5};
-    ORDO_CK_ERR(ordo_sparsify_commit(sp, bad, 2), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_sparsify_commit(sp, bad, 2), ORDO_ERR_INVAL);
 
     uint64_t hist[4] = {0};
     ORDO_CK_OK(ordo_sparsify_position_hist(sp, 4, hist)); /* bins of 8: 5 | 10 15 | 20 | 25 30 */
@@ -466,11 +466,11 @@ START_TEST(state_record_round_trip)
             uint8_t *rec = malloc(size);
             ordo_sparsify_state_get(a, rec);
             ORDO_CK_OK(ordo_sparsify_state_set(b, rec, size));
-            ck_assert_int_eq(ordo_sparsify_state_set(c, rec, size), ORDO_EFORMAT);
-            ck_assert_int_eq(ordo_sparsify_state_set(b, rec, size - 4), ORDO_EFORMAT);
+            ck_assert_int_eq(ordo_sparsify_state_set(c, rec, size), ORDO_ERR_FORMAT);
+            ck_assert_int_eq(ordo_sparsify_state_set(b, rec, size - 4), ORDO_ERR_FORMAT);
             float nan = NAN;
             memcpy(rec + size - 4, &nan, 4);
-            ck_assert_int_eq(ordo_sparsify_state_set(b, rec, size), ORDO_EFORMAT);
+            ck_assert_int_eq(ordo_sparsify_state_set(b, rec, size), ORDO_ERR_FORMAT);
             free(rec);
         }
         for (size_t i = 0; i < n; i++)

@@ -148,7 +148,7 @@ START_TEST(held_pushes_are_freed_with_the_store)
     ordo_store_frame_unref(f);
     ORDO_CK_OK(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u));
     ck_assert(!u);
-    ORDO_CK_ERR(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "worker 1 pushed slice 0 twice"));
     ck_assert_int_eq(ordo_store_version(s, 0), 0);
     ordo_store_destroy(&s);
@@ -199,7 +199,7 @@ START_TEST(ssp_sums_iterations_ahead_and_applies_them_in_order)
     ck_assert(ordo_store_ready(s, 0, 2));  /* 2 - staleness <= version */
     ck_assert(!ordo_store_ready(s, 0, 3)); /* would need iteration 0 */
     grad_of(1, 3, g);                      /* beyond the window */
-    ORDO_CK_ERR(ordo_store_push(s, 0, 1, 3, g, sizeof g, &u), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_store_push(s, 0, 1, 3, g, sizeof g, &u), ORDO_ERR_PROTO);
     grad_of(0, 0, g);
     ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g, sizeof g, &u));
     ck_assert(u);
@@ -260,7 +260,7 @@ START_TEST(ssp_zero_staleness_is_bsp)
     bool u;
     grad_of(0, 0, g);
     ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g, sizeof g, &u));
-    ORDO_CK_ERR(ordo_store_push(s, 0, 0, 1, g, sizeof g, &u), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_store_push(s, 0, 0, 1, g, sizeof g, &u), ORDO_ERR_PROTO);
     ck_assert(ordo_store_ready(s, 0, 0));
     ck_assert(!ordo_store_ready(s, 0, 1));
     ordo_store_destroy(&s);
@@ -283,7 +283,7 @@ START_TEST(asp_applies_every_push_at_once)
     ck_assert_int_eq(ordo_store_version(s, 0), 0); /* workers 0 and 2 miss iteration 0 */
     grad_of(1, 1, g);
     ORDO_CK_OK(ordo_store_push(s, 0, 1, 1, g, sizeof g, &u)); /* worker 1 runs on */
-    ORDO_CK_ERR(ordo_store_push(s, 0, 0, 1, g, sizeof g, &u), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_store_push(s, 0, 0, 1, g, sizeof g, &u), ORDO_ERR_PROTO);
     for (int w = 0; w < W; w += 2) {
         grad_of(w, 0, g);
         ORDO_CK_OK(ordo_store_push(s, 0, w, 0, g, sizeof g, &u));
@@ -329,9 +329,9 @@ START_TEST(set_sync_refuses_what_the_conf_refuses)
 {
     ordo_keys_t *k;
     ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f, ORDO_SYNC_BSP, 0, 0);
-    ORDO_CK_ERR(ordo_store_set_sync(s, ORDO_SYNC_BSP, 0, W), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_store_set_sync(s, ORDO_SYNC_SSP, -1, 0), ORDO_EINVAL);
-    ORDO_CK_ERR(ordo_store_set_sync(s, ORDO_SYNC_ASP, 0, 1), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_store_set_sync(s, ORDO_SYNC_BSP, 0, W), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_store_set_sync(s, ORDO_SYNC_SSP, -1, 0), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo_store_set_sync(s, ORDO_SYNC_ASP, 0, 1), ORDO_ERR_INVAL);
     ordo_store_destroy(&s);
     ordo_keys_destroy(&k);
 }
@@ -367,7 +367,7 @@ START_TEST(resent_pushes_are_left_out)
     ordo_store_destroy(&s);
     ordo_keys_destroy(&k);
     s = sync_store(&k, 3, 0.0f, 1.0f, ORDO_SYNC_SSP, 1, 0);
-    ORDO_CK_ERR(ordo_store_set_resend(s, true), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_store_set_resend(s, true), ORDO_ERR_INVAL);
     ordo_store_destroy(&s);
     ordo_keys_destroy(&k);
 }
@@ -446,8 +446,8 @@ START_TEST(install_replaces_the_state_and_pushed_spots_resends)
     ordo_store_copy_value(s[b], 0, w);
     ck_assert(memcmp(v, w, sizeof v) == 0);
     /* a wrong size or momentum is refused */
-    ORDO_CK_ERR(ordo_store_install(s[b], 0, 2, v, sizeof v - 4, NULL, 0), ORDO_EPROTO);
-    ORDO_CK_ERR(ordo_store_install(s[b], 0, 2, v, sizeof v, v, 8), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_store_install(s[b], 0, 2, v, sizeof v - 4, NULL, 0), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo_store_install(s[b], 0, 2, v, sizeof v, v, 8), ORDO_ERR_PROTO);
     for (int r = 0; r < 2; r++)
         ordo_store_destroy(&s[r]);
     ordo_keys_destroy(&k);

@@ -92,14 +92,14 @@ START_TEST(bad_options_are_refused)
 {
     ordo_train_t *t = NULL;
     ordo_train_opts_t o = opts("mlp", 0, 1, 0);
-    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_ERR_INVAL);
     o = opts("mlp", 1, 0, 0);
-    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_EINVAL);
+    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_ERR_INVAL);
     o = opts("vgg", 1, 1, 0);
-    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_ERR_NOTFOUND);
     o = opts("mlp", 1, 1, 0);
     o.data_dir = "/nonexistent";
-    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_ENOTFOUND);
+    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_ERR_NOTFOUND);
     ck_assert(strstr(ordo_error_detail(), "/nonexistent/train-images-idx3-ubyte.gz"));
     ck_assert_ptr_null(t);
 }

@@ -33,7 +33,7 @@ START_TEST(local_types_are_refused)
     size_t len;
     ORDO_CK_OK(ordo_wire_encode_hdr(&h, buf, sizeof buf, &len));
     ordo_wire_hdr_t g;
-    ORDO_CK_ERR(ordo_wire_decode_hdr(buf, len, &g), ORDO_EPROTO);
+    ORDO_CK_ERR(ordo_wire_decode_hdr(buf, len, &g), ORDO_ERR_PROTO);
 }
 END_TEST
 
@@ -110,7 +110,7 @@ static void expect_reject(zmq_msg_t *frames, int n, const char *why)
     for (int i = 0; i < n; i++) zmq_msg_send(&frames[i], a, i + 1 < n ? ZMQ_SNDMORE : 0);
     ordo_msg_t r;
     int rc = ordo_wire_recv(b, 1, &r, 0);
-    ck_assert_msg(rc == ORDO_EPROTO, "expected EPROTO for '%s', got %d", why, rc);
+    ck_assert_msg(rc == ORDO_ERR_PROTO, "expected EPROTO for '%s', got %d", why, rc);
     ck_assert_msg(strstr(ordo_error_detail(), why) != NULL, "detail '%s' lacks '%s'",
                   ordo_error_detail(), why);
     /* the socket is still usable: nothing of the bad message is left behind */
@@ -221,7 +221,7 @@ START_TEST(random_bytes_never_crash)
         ordo_wire_hdr_t h;
         int rc = ordo_wire_decode_hdr(m, len, &h);
         if (rc != 0) {
-            ck_assert_int_eq(rc, ORDO_EPROTO);
+            ck_assert_int_eq(rc, ORDO_ERR_PROTO);
             rejected++;
         } else {
             ck_assert_int_le(h.nframes, ORDO_WIRE_MAX_FRAMES);

@@ -1,4 +1,4 @@
-/* intra_nccl: the NCCL backend of worker/intra.h (built when the CUDA toolkit and NCCL are
+/* intra_nccl: the NCCL backend of client/intra.h (built when the CUDA toolkit and NCCL are
  * found; UNTESTED on a GPU: written and compiled on a machine without one). Every member
  * keeps device buffers of the model (its contributions, the owners' sums, the values) and
  * pinned host copies. Reduce: put copies a slot to the device and issues an ncclReduce to the
@@ -11,7 +11,7 @@
  * communicator) are made by local rank 0 and relayed to the others through ordo's scheduler
  * (the opts' relay). A member that dies is not detected here: NCCL calls then hang on the
  * device, and the scheduler's heartbeat ends the run. */
-#include "worker/intra.h"
+#include "client/intra.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -33,7 +33,7 @@ typedef struct {
 } ids_t;
 
 typedef struct {
-    ordo_intra_t base;
+    ordo__intra_t base;
     int lr, L, n_slots, dev;
     int64_t *off, numel;
     int *root;
@@ -52,20 +52,20 @@ typedef struct {
 
 static int cuda_err(cudaError_t e, const char *what)
 {
-    return ordo_error_set(ORDO_EIO, "intra nccl: %s: %s", what, cudaGetErrorString(e));
+    return ordo_error_set(ORDO_ERR_IO, "intra nccl: %s: %s", what, cudaGetErrorString(e));
 }
 
 static int nccl_err(ncclResult_t r, const char *what)
 {
-    return ordo_error_set(ORDO_EIO, "intra nccl: %s: %s", what, ncclGetErrorString(r));
+    return ordo_error_set(ORDO_ERR_IO, "intra nccl: %s: %s", what, ncclGetErrorString(r));
 }
 
 /* the unique ids through the scheduler: local rank 0 makes them, the relay (push_hier's
  * broadcast through the scheduler) hands them to the others; no MPI, no shared file */
-static int exchange_ids(const ordo_intra_opts_t *o, ids_t *ids)
+static int exchange_ids(const ordo__intra_opts_t *o, ids_t *ids)
 {
     if (!o->relay)
-        return ordo_error_set(ORDO_EINVAL, "intra nccl: no relay for the unique ids (the "
+        return ordo_error_set(ORDO_ERR_INVAL, "intra nccl: no relay for the unique ids (the "
                               "hierarchical push path passes the scheduler's)");
     memset(ids, 0, sizeof *ids);
     if (o->local_rank == 0) {
@@ -79,12 +79,12 @@ static int exchange_ids(const ordo_intra_opts_t *o, ids_t *ids)
     int rc = o->relay(o->relay_ctx, ids, sizeof *ids);
     if (rc) return rc;
     if (ids->magic != MAGIC || ids->local_size != o->local_size)
-        return ordo_error_set(ORDO_EPROTO, "intra nccl: the relayed ids are for %d members, "
+        return ordo_error_set(ORDO_ERR_PROTO, "intra nccl: the relayed ids are for %d members, "
                               "this group has %d", ids->local_size, o->local_size);
     return 0;
 }
 
-static void nc_destroy(ordo_intra_t *it)
+static void nc_destroy(ordo__intra_t *it)
 {
     nc_t *n = (nc_t *)it;
     cudaSetDevice(n->dev);
@@ -118,24 +118,24 @@ static void nc_destroy(ordo_intra_t *it)
     free(n);
 }
 
-static int nc_create(const ordo_intra_opts_t *o, ordo_intra_t **out)
+static int nc_create(const ordo__intra_opts_t *o, ordo__intra_t **out)
 {
     if (!o->slot_root || o->local_size < 1 || o->local_size > ORDO_INTRA_MAX_LOCAL)
-        return ordo_error_set(ORDO_EINVAL, "intra nccl: needs each slot's root, 1..%d members",
+        return ordo_error_set(ORDO_ERR_INVAL, "intra nccl: needs each slot's root, 1..%d members",
                               ORDO_INTRA_MAX_LOCAL);
     int count = 0;
     cudaError_t ce = cudaGetDeviceCount(&count);
     if (ce != cudaSuccess || count < 1)
-        return ordo_error_set(ORDO_ENOTSUP, "intra.backend = nccl needs a CUDA device (%s)",
+        return ordo_error_set(ORDO_ERR_NOTSUP, "intra.backend = nccl needs a CUDA device (%s)",
                               ce != cudaSuccess ? cudaGetErrorString(ce) : "none found");
     nc_t *n = calloc(1, sizeof *n);
-    if (!n) return ORDO_ENOMEM;
+    if (!n) return ORDO_ERR_NOMEM;
     n->lr = o->local_rank;
     n->L = o->local_size;
     n->n_slots = o->n_slots;
     n->dev = o->local_rank % count;
     size_t S = (size_t)o->n_slots;
-    int rc = ORDO_ENOMEM;
+    int rc = ORDO_ERR_NOMEM;
     n->off = malloc((S + 1) * sizeof *n->off);
     n->root = malloc(S * sizeof *n->root);
     n->ev_red = calloc(S, sizeof *n->ev_red);
@@ -205,7 +205,7 @@ fail:
     return rc;
 }
 
-static int nc_put(ordo_intra_t *it, int slot, const float *src, int64_t iter)
+static int nc_put(ordo__intra_t *it, int slot, const float *src, int64_t iter)
 {
     nc_t *n = (nc_t *)it;
     int64_t off = n->off[slot], cnt = n->off[slot + 1] - off;
@@ -234,14 +234,14 @@ static bool event_done(nc_t *n, cudaEvent_t ev)
     return cudaEventQuery(ev) == cudaSuccess;
 }
 
-static bool nc_reduced(ordo_intra_t *it, int slot, int64_t iter)
+static bool nc_reduced(ordo__intra_t *it, int slot, int64_t iter)
 {
     nc_t *n = (nc_t *)it;
     return __atomic_load_n(&n->red_iter[slot], __ATOMIC_ACQUIRE) == iter &&
            event_done(n, n->ev_red[slot]);
 }
 
-static void nc_sum(ordo_intra_t *it, int slot, float *dst)
+static void nc_sum(ordo__intra_t *it, int slot, float *dst)
 {
     nc_t *n = (nc_t *)it;
     int64_t off = n->off[slot];
@@ -289,7 +289,7 @@ static int advance(nc_t *n, int r, int slot, int64_t iter)
     return rc;
 }
 
-static int nc_publish(ordo_intra_t *it, int slot, const float *src, int64_t iter)
+static int nc_publish(ordo__intra_t *it, int slot, const float *src, int64_t iter)
 {
     nc_t *n = (nc_t *)it;
     int64_t off = n->off[slot];
@@ -299,32 +299,32 @@ static int nc_publish(ordo_intra_t *it, int slot, const float *src, int64_t iter
     return advance(n, n->lr, slot, iter);
 }
 
-static bool nc_published(ordo_intra_t *it, int slot, int64_t iter)
+static bool nc_published(ordo__intra_t *it, int slot, int64_t iter)
 {
     nc_t *n = (nc_t *)it;
     int r = n->root[slot];
     if (r != n->lr && n->ready_iter[slot] != iter && n->bc_iter[slot] != iter) {
         n->ready_iter[slot] = iter; /* asked for: post its receive in r's order */
-        if (advance(n, r, slot, iter)) ORDO_ERROR("%s", ordo_error_text(ORDO_EIO));
+        if (advance(n, r, slot, iter)) ORDO_ERROR("%s", ordo_error_text(ORDO_ERR_IO));
     }
     return __atomic_load_n(&n->bc_iter[slot], __ATOMIC_ACQUIRE) == iter &&
            event_done(n, n->ev_bc[slot]);
 }
 
-static void nc_fetch(ordo_intra_t *it, int slot, float *dst)
+static void nc_fetch(ordo__intra_t *it, int slot, float *dst)
 {
     nc_t *n = (nc_t *)it;
     int64_t off = n->off[slot];
     memcpy(dst, n->h_val + off, sizeof(float) * (size_t)(n->off[slot + 1] - off));
 }
 
-static uint64_t nc_generation(ordo_intra_t *it)
+static uint64_t nc_generation(ordo__intra_t *it)
 {
     return __atomic_load_n(&((nc_t *)it)->gen, __ATOMIC_RELAXED);
 }
 
 /* device work completes without a wake-up: poll every 100 us, and report NCCL's own errors */
-static int nc_wait(ordo_intra_t *it, uint64_t seen, int timeout_ms)
+static int nc_wait(ordo__intra_t *it, uint64_t seen, int timeout_ms)
 {
     nc_t *n = (nc_t *)it;
     (void)seen;
@@ -335,12 +335,12 @@ static int nc_wait(ordo_intra_t *it, uint64_t seen, int timeout_ms)
     return 0;
 }
 
-static void nc_kick(ordo_intra_t *it)
+static void nc_kick(ordo__intra_t *it)
 {
     (void)it;
 }
 
-static int nc_barrier(ordo_intra_t *it)
+static int nc_barrier(ordo__intra_t *it)
 {
     nc_t *n = (nc_t *)it;
     cudaSetDevice(n->dev);
@@ -351,7 +351,7 @@ static int nc_barrier(ordo_intra_t *it)
     return ce == cudaSuccess ? 0 : cuda_err(ce, "barrier");
 }
 
-const ordo_intra_ops_t ordo__intra_nccl_ops = {
+const ordo__intra_ops_t ordo__intra_nccl_ops = {
     .name = "nccl",
     .create = nc_create,
     .destroy = nc_destroy,

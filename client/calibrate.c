@@ -1,5 +1,5 @@
 /* calibrate: the merge planner's cost model measured by the run's workers at start-up. */
-#include "worker/calibrate.h"
+#include "client/calibrate.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -11,18 +11,18 @@
 #define WAIT_MS 60000 /* one probe's or barrier's wait; dead peers end it sooner (ABORT) */
 
 /* seconds from sending n probes of bytes (at once) to the last acknowledgement */
-static int burst(ordo_worker_t *w, const float *src, size_t bytes, int n, int first_server,
+static int burst(ordo__ps_t *w, const float *src, size_t bytes, int n, int first_server,
                  double *secs)
 {
-    int rc, servers = ordo_worker_n_servers(w);
+    int rc, servers = ordo__ps_n_servers(w);
     int64_t t0 = ordo_clock_ns(), last = t0;
     for (int j = 0; j < n; j++)
-        if ((rc = ordo_worker_probe(w, (first_server + j) % servers, src, bytes, j)) != 0)
+        if ((rc = ordo__ps_probe(w, (first_server + j) % servers, src, bytes, j)) != 0)
             return rc;
     for (int got = 0; got < n;) {
-        ordo_worker_event_t ev;
-        if ((rc = ordo_worker_poll(w, WAIT_MS, &ev)) != 0) return rc;
-        if (ev.kind != ORDO_EV_PROBE_DONE) continue;
+        ordo__ps_event_t ev;
+        if ((rc = ordo__ps_poll(w, WAIT_MS, &ev)) != 0) return rc;
+        if (ev.kind != ORDO__EV_PROBE_DONE) continue;
         last = ev.t_ns;
         got++;
     }
@@ -32,22 +32,22 @@ static int burst(ordo_worker_t *w, const float *src, size_t bytes, int n, int fi
 
 /* every worker reaches barrier *id before anyone goes on: a worker that finished its burst
  * first would otherwise measure its next one against the others' still in flight */
-static int meet(ordo_worker_t *w, int64_t *id)
+static int meet(ordo__ps_t *w, int64_t *id)
 {
-    int rc = ordo_worker_barrier(w, ++*id);
+    int rc = ordo__ps_barrier(w, ++*id);
     while (!rc) {
-        ordo_worker_event_t ev;
-        if ((rc = ordo_worker_poll(w, WAIT_MS, &ev)) != 0) return rc;
-        if (ev.kind == ORDO_EV_BARRIER && ev.iter == *id) return 0;
+        ordo__ps_event_t ev;
+        if ((rc = ordo__ps_poll(w, WAIT_MS, &ev)) != 0) return rc;
+        if (ev.kind == ORDO__EV_BARRIER && ev.iter == *id) return 0;
     }
     return rc;
 }
 
-int ordo_calibrate_measure(ordo_worker_t *w, const ordo_calibrate_opts_t *o,
+int ordo__calibrate_measure(ordo__ps_t *w, const ordo__calibrate_opts_t *o,
                            ordo_calibration_t *out)
 {
     if (o->reps < 1 || o->max_bytes < 4096 || o->max_bytes > (int64_t)ORDO_PROBE_MAX_BYTES)
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "calibration: %d repeats up to %lld bytes (needs at least 1 "
                               "repeat and 4 KiB to %u bytes)",
                               o->reps, (long long)o->max_bytes, ORDO_PROBE_MAX_BYTES);
@@ -56,7 +56,7 @@ int ordo_calibrate_measure(ordo_worker_t *w, const ordo_calibrate_opts_t *o,
         out->bytes[out->n++] = (double)b;
     float *src = calloc((size_t)o->max_bytes / sizeof(float), sizeof(float));
     double *one = malloc(sizeof *one * (size_t)o->reps), *msg = malloc(sizeof *msg * (size_t)o->reps);
-    int rc = src && one && msg ? 0 : ORDO_ENOMEM;
+    int rc = src && one && msg ? 0 : ORDO_ERR_NOMEM;
     int64_t barrier = 0;
     int64_t t0 = ordo_clock_ns();
     for (int i = 0; !rc && i < out->n; i++) {
@@ -101,11 +101,11 @@ static json_t *array_of(const double *v, int n)
     return a;
 }
 
-int ordo_calibrate_send(ordo_worker_t *w, const ordo_calibration_t *c, const char *op_times)
+int ordo__calibrate_send(ordo__ps_t *w, const ordo_calibration_t *c, const char *op_times)
 {
     json_t *ops = NULL;
     if (op_times && !(ops = json_loads(op_times, 0, NULL)))
-        return ordo_error_set(ORDO_EFORMAT, "the measured op times are not JSON");
+        return ordo_error_set(ORDO_ERR_FORMAT, "the measured op times are not JSON");
     json_t *o = json_pack("{s:{s:f,s:f,s:f,s:f,s:f,s:o,s:o,s:o}}", "calibration", "a_s", c->cost.a,
                           "b_s", c->cost.b, "c_s", c->cost.c, "b_msg_s", c->cost.b_msg, "b_one_s",
                           c->cost.b_one, "bytes", array_of(c->bytes, c->n), "per_msg_s",
@@ -114,7 +114,7 @@ int ordo_calibrate_send(ordo_worker_t *w, const ordo_calibration_t *c, const cha
     json_decref(ops);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
-    if (!text) return ORDO_ENOMEM;
+    if (!text) return ORDO_ERR_NOMEM;
     ordo_msg_t m;
     ordo_msg_init(&m, ORDO_MSG_PLAN);
     m.hdr.dtype = ORDO_DTYPE_JSON;
@@ -124,5 +124,5 @@ int ordo_calibrate_send(ordo_worker_t *w, const ordo_calibration_t *c, const cha
         ordo_msg_close(&m);
         return rc;
     }
-    return ordo_worker_send(w, -1, &m);
+    return ordo__ps_send(w, -1, &m);
 }

@@ -1,97 +1,97 @@
 /* push_sparse: sparse pushes ([push] mode = sparse): once the backward pass of an iteration
  * ended, the whole gradient is sparsified and pushed, and the servers' answers patch the
- * parameters (worker/sparse_push.h, which this path drives on the executor's communication
+ * parameters (client/sparse_push.h, which this path drives on the executor's communication
  * thread); pulls ask for the whole model at once. Key pushes through the push/pull library,
  * which the executor does not make in this mode, are dense. */
-#include "worker/push.h"
+#include "client/push.h"
 #include "common/error.h"
-#include "worker/sparse_push.h"
+#include "client/sparse_push.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
 typedef struct {
-    ordo_push_t base;
-    ordo_sparse_push_t *sp; /* from bind to unbind; communication thread */
+    ordo__push_t base;
+    ordo__sparse_push_t *sp; /* from bind to unbind; communication thread */
     /* copies taken at completions, under the executor's lock */
     int64_t version; /* of the local parameters (-1 none) */
     int64_t bytes_push, bytes_pull;
     char stats[512];
 } sparse_t;
 
-static int create(ordo_worker_t *ps, ordo_push_t **out)
+static int create(ordo__ps_t *ps, ordo__push_t **out)
 {
     (void)ps;
     sparse_t *s = calloc(1, sizeof *s);
-    if (!s) return ORDO_ENOMEM;
+    if (!s) return ORDO_ERR_NOMEM;
     s->version = -1;
     *out = &s->base;
     return 0;
 }
 
-static void destroy(ordo_push_t *p)
+static void destroy(ordo__push_t *p)
 {
     sparse_t *s = (sparse_t *)p;
-    ordo_sparse_push_destroy(&s->sp);
+    ordo__sparse_push_destroy(&s->sp);
     free(s);
 }
 
-static int bind(ordo_push_t *p, const ordo_model_t *m, float *params, const float *grads)
+static int bind(ordo__push_t *p, const ordo_model_t *m, float *params, const float *grads)
 {
-    return ordo_sparse_push_new(p->ps, m, params, grads, &((sparse_t *)p)->sp);
+    return ordo__sparse_push_new(p->ps, m, params, grads, &((sparse_t *)p)->sp);
 }
 
-static void unbind(ordo_push_t *p)
+static void unbind(ordo__push_t *p)
 {
-    ordo_sparse_push_destroy(&((sparse_t *)p)->sp);
+    ordo__sparse_push_destroy(&((sparse_t *)p)->sp);
 }
 
-static int init(ordo_push_t *p, float *const *values)
+static int init(ordo__push_t *p, float *const *values)
 {
-    return ordo_sparse_push_init(((sparse_t *)p)->sp, values);
+    return ordo__sparse_push_init(((sparse_t *)p)->sp, values);
 }
 
 /* the whole model: every server sends its region */
-static int pulls(ordo_push_t *p, int64_t iter, const int *keys, const int *priority, int n,
+static int pulls(ordo__push_t *p, int64_t iter, const int *keys, const int *priority, int n,
                  float *const *dst)
 {
     (void)keys, (void)priority, (void)n, (void)dst;
-    return ordo_sparse_push_pull(((sparse_t *)p)->sp, iter);
+    return ordo__sparse_push_pull(((sparse_t *)p)->sp, iter);
 }
 
-static int grad_ready(ordo_push_t *p, int key, const float *grad, int64_t iter, int priority)
+static int grad_ready(ordo__push_t *p, int key, const float *grad, int64_t iter, int priority)
 {
     (void)p, (void)key, (void)grad, (void)iter, (void)priority; /* all at once, at the end */
     return 0;
 }
 
-static int grads_done(ordo_push_t *p, int64_t iter)
+static int grads_done(ordo__push_t *p, int64_t iter)
 {
-    return ordo_sparse_push_iteration(((sparse_t *)p)->sp, iter);
+    return ordo__sparse_push_iteration(((sparse_t *)p)->sp, iter);
 }
 
 /* a request completed: the parameters of ev->iter are in (PULLED), or every server answered
  * the push of ev->iter and the parameters are now of the next iteration (PUSHED) */
-static ordo_push_done_t on_event(ordo_push_t *p, const ordo_worker_event_t *ev)
+static ordo__push_done_t on_event(ordo__push_t *p, const ordo__ps_event_t *ev)
 {
     sparse_t *s = (sparse_t *)p;
     int64_t push, pull;
-    const char *stats = ordo_sparse_push_stats(s->sp, &push, &pull);
-    s->version = ordo_sparse_push_version(s->sp);
-    if (ev->key == ORDO_SPARSE_PUSH_PULLED) return ORDO_PUSH_DONE_PULLED;
+    const char *stats = ordo__sparse_push_stats(s->sp, &push, &pull);
+    s->version = ordo__sparse_push_version(s->sp);
+    if (ev->key == ORDO_SPARSE_PUSH_PULLED) return ORDO__PUSH_DONE_PULLED;
     s->bytes_push = push;
     s->bytes_pull = pull;
     snprintf(s->stats, sizeof s->stats, "%s", stats);
-    return ORDO_PUSH_DONE_PUSHED;
+    return ORDO__PUSH_DONE_PUSHED;
 }
 
 /* the answers to the last push already made the parameters of this iteration */
-static bool have(const ordo_push_t *p, int64_t iter)
+static bool have(const ordo__push_t *p, int64_t iter)
 {
     return ((const sparse_t *)p)->version == iter;
 }
 
-static void stats(const ordo_push_t *p, int64_t *bytes_push, int64_t *bytes_pull, char *extra,
+static void stats(const ordo__push_t *p, int64_t *bytes_push, int64_t *bytes_pull, char *extra,
                   size_t size)
 {
     const sparse_t *s = (const sparse_t *)p;
@@ -100,12 +100,12 @@ static void stats(const ordo_push_t *p, int64_t *bytes_push, int64_t *bytes_pull
     snprintf(extra, size, "%s", s->stats);
 }
 
-static int state(ordo_push_t *p, const char *path, bool save)
+static int state(ordo__push_t *p, const char *path, bool save)
 {
-    return ordo_sparse_push_state(((sparse_t *)p)->sp, path, save);
+    return ordo__sparse_push_state(((sparse_t *)p)->sp, path, save);
 }
 
-const ordo_push_ops_t ordo__push_sparse_ops = {
+const ordo__push_ops_t ordo__push_sparse_ops = {
     .name = "sparse",
     .mode = ORDO_PUSH_SPARSE,
     .create = create,

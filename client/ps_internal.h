@@ -11,8 +11,8 @@
 
 #include "common/conf.h"
 #include "common/node.h"
-#include "worker/ps.h"
-#include "worker/push.h"
+#include "client/ps.h"
+#include "client/push.h"
 
 typedef struct {
     float *pull_dst;
@@ -20,7 +20,7 @@ typedef struct {
     int pull_left; /* chunks still to come; 0 = no pull outstanding */
     int push_left; /* chunks still to be acknowledged */
     int64_t push_iter;
-    bool fused; /* the push carries the pull (ordo_worker_pushpull) */
+    bool fused; /* the push carries the pull (ordo__ps_pushpull) */
 } keystate_t;
 
 typedef struct {
@@ -46,10 +46,10 @@ struct ordo_worker {
     queued_push_t *pq;
     int pq_n, pq_cap;
     uint64_t seq, req;
-    ordo_worker_event_t *ev;
+    ordo__ps_event_t *ev;
     int ev_head, ev_n, ev_cap;
     int outstanding;
-    ordo_push_t *path; /* how pushes leave: dense, merged or sparse (worker/push.h) */
+    ordo__push_t *path; /* how pushes leave: dense, merged or sparse (client/push.h) */
     int64_t bytes_push, bytes_pull;
     int64_t stale[ORDO_STALE_BUCKETS]; /* pulled slices by staleness ([sync]) */
     int64_t late;                      /* pushed slices the servers left out as late */
@@ -63,7 +63,7 @@ struct ordo_worker {
     size_t bcast_bytes;
     char *replan_reply; /* the scheduler's answer to the last REPLAN, until taken */
     /* the message hook (sparse pushes) */
-    ordo_worker_hook_fn hook;
+    ordo__ps_hook_fn hook;
     void *hook_ctx;
     uint32_t hook_key;
     struct ordo_trace *trace; /* lent by the model run for the push path's spans */
@@ -73,26 +73,26 @@ struct ordo_worker {
     _Atomic long long live_since;
 };
 
-/* ordo__worker_send_init sends the kept initial value of slice (init_val) to its server. */
-int ordo__worker_send_init(ordo_worker_t *w, int slice);
+/* ordo__ps_send_init sends the kept initial value of slice (init_val) to its server. */
+int ordo__ps_send_init(ordo__ps_t *w, int slice);
 
-/* ordo__worker_send_pull sends the PULL of slice for iteration iter to its server. */
-int ordo__worker_send_pull(ordo_worker_t *w, int slice, int64_t iter);
+/* ordo__ps_send_pull sends the PULL of slice for iteration iter to its server. */
+int ordo__ps_send_pull(ordo__ps_t *w, int slice, int64_t iter);
 
-/* ordo__worker_on_keymap applies the scheduler's KEYMAP ([fault] replicas, ps_repl.c): the
+/* ordo__ps_on_keymap applies the scheduler's KEYMAP ([fault] replicas, ps_repl.c): the
  * dead servers' slices move to their backups, and the pushes and pulls of those slices not
  * answered yet are sent again, to the new primaries. */
-int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m);
+int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m);
 
-/* ordo__worker_add_event queues an event for ordo_worker_poll. */
-void ordo__worker_add_event(ordo_worker_t *w, int kind, int key, int64_t iter);
+/* ordo__ps_add_event queues an event for ordo__ps_poll. */
+void ordo__ps_add_event(ordo__ps_t *w, int kind, int key, int64_t iter);
 
-/* ordo__worker_send_ctl sends a control message of type with JSON text (may be NULL) to the
+/* ordo__ps_send_ctl sends a control message of type with JSON text (may be NULL) to the
  * scheduler. */
-int ordo__worker_send_ctl(ordo_worker_t *w, int type, const char *text);
+int ordo__ps_send_ctl(ordo__ps_t *w, int type, const char *text);
 
-/* ordo__worker_take_replan keeps the scheduler's answer to this worker's REPLAN (m's body)
- * for ordo_worker_replan_take and reports ORDO_EV_REPLAN. */
-int ordo__worker_take_replan(ordo_worker_t *w, ordo_msg_t *m);
+/* ordo__ps_take_replan keeps the scheduler's answer to this worker's REPLAN (m's body)
+ * for ordo__ps_replan_take and reports ORDO__EV_REPLAN. */
+int ordo__ps_take_replan(ordo__ps_t *w, ordo_msg_t *m);
 
 #endif

@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "common/keys.h"
 #include "common/log.h"
-#include "worker/ps_internal.h"
+#include "client/ps_internal.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -19,18 +19,18 @@
 
 /* a KEYMAP's "joined": [rank, endpoint]: a replacement took a dead server's place; connect to
  * it and say hello (it becomes a primary only if another server dies) */
-static int on_joined(ordo_worker_t *w, json_t *j)
+static int on_joined(ordo__ps_t *w, json_t *j)
 {
     ordo_keys_t *k = w->node.keys;
     int srv = (int)json_integer_value(json_array_get(j, 0));
     const char *ep = json_string_value(json_array_get(j, 1));
     if (!json_is_integer(json_array_get(j, 0)) || srv < 0 || srv >= k->n_servers || !ep ||
         strncmp(ep, "tcp://", 6) != 0)
-        return ordo_error_set(ORDO_EPROTO, "KEYMAP: a bad \"joined\"");
+        return ordo_error_set(ORDO_ERR_PROTO, "KEYMAP: a bad \"joined\"");
     int sock = ordo_transport_connect(w->node.tp, ep, 1);
     if (sock < 0) return sock;
     char *copy = strdup(ep);
-    if (!copy) return ORDO_ENOMEM;
+    if (!copy) return ORDO_ERR_NOMEM;
     free(w->node.server_endpoints[srv]);
     w->node.server_endpoints[srv] = copy;
     w->server_sock[srv] = sock;
@@ -43,7 +43,7 @@ static int on_joined(ordo_worker_t *w, json_t *j)
     return ordo_transport_send(w->node.tp, &m);
 }
 
-int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m)
+int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m)
 {
     ordo_keys_t *k = w->node.keys;
     char buf[256];
@@ -52,7 +52,7 @@ int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m)
     json_t *o = d ? json_loadb(d, len, 0, NULL) : NULL;
     json_t *dead = json_object_get(o, "dead");
     int *was = malloc(sizeof *was * ((size_t)k->n_slices + 1));
-    int rc = k->replicas > 1 && json_is_array(dead) && was ? 0 : ORDO_EPROTO;
+    int rc = k->replicas > 1 && json_is_array(dead) && was ? 0 : ORDO_ERR_PROTO;
     for (int i = 0; was && i < k->n_slices; i++)
         was[i] = k->slices[i].server;
     if (!rc && json_object_get(o, "joined")) rc = on_joined(w, json_object_get(o, "joined"));
@@ -63,11 +63,11 @@ int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m)
     json_decref(o);
     if (rc) {
         free(was);
-        return ordo_error_set(ORDO_EPROTO, "cannot apply the scheduler's KEYMAP %s",
+        return ordo_error_set(ORDO_ERR_PROTO, "cannot apply the scheduler's KEYMAP %s",
                               ordo_msg_text(m, 0, buf, sizeof buf));
     }
     int pushes = 0, pulls = 0, moved = 0;
-    if ((rc = ordo__worker_reserve(w, k->n_slices)) != 0) {
+    if ((rc = ordo__ps_reserve(w, k->n_slices)) != 0) {
         free(was);
         return rc;
     }
@@ -76,7 +76,7 @@ int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m)
         moved++;
         keystate_t *ks = &w->ks[k->slices[i].key];
         /* an initial value the dead primary may not have passed on (ignored if it did) */
-        if (w->init_val[i] && (rc = ordo__worker_send_init(w, i)) != 0) break;
+        if (w->init_val[i] && (rc = ordo__ps_send_init(w, i)) != 0) break;
         if (w->sent[i]) { /* left for the dead primary, never answered: queue it again */
             queued_push_t q = w->last[i];
             q.seq = w->seq++;
@@ -87,7 +87,7 @@ int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m)
         }
         bool rides = ks->fused && ks->push_left && ks->push_iter + 1 == ks->pull_iter;
         if (ks->pull_left && !w->got[i] && !rides) { /* a fused push still queued carries it */
-            if ((rc = ordo__worker_send_pull(w, i, ks->pull_iter)) != 0) break;
+            if ((rc = ordo__ps_send_pull(w, i, ks->pull_iter)) != 0) break;
             pulls++;
         }
     }
@@ -97,6 +97,6 @@ int ordo__worker_on_keymap(ordo_worker_t *w, ordo_msg_t *m)
                   "pushes and %d pulls", ordo_msg_text(m, 0, buf, sizeof buf), pushes, pulls);
     else
         ORDO_INFO("KEYMAP %s: no primary changed", ordo_msg_text(m, 0, buf, sizeof buf));
-    ordo__worker_pump(w);
+    ordo__ps_pump(w);
     return rc;
 }

@@ -1,48 +1,48 @@
 /* push_dense: dense pushes ([push] mode = dense): every gradient leaves as the chunks of its
  * key as soon as it is complete, and every parameter is pulled key by key. Its iteration-level
  * ops are the merged path's too, its key-level ops the sparse path's. */
-#include "worker/push.h"
+#include "client/push.h"
 #include "common/error.h"
 #include "common/log.h"
 
 #include <stdlib.h>
 
-static int create(ordo_worker_t *ps, ordo_push_t **out)
+static int create(ordo__ps_t *ps, ordo__push_t **out)
 {
     (void)ps;
-    ordo_push_t *p = calloc(1, sizeof *p);
-    if (!p) return ORDO_ENOMEM;
+    ordo__push_t *p = calloc(1, sizeof *p);
+    if (!p) return ORDO_ERR_NOMEM;
     *out = p;
     return 0;
 }
 
-static void destroy(ordo_push_t *p)
+static void destroy(ordo__push_t *p)
 {
     free(p);
 }
 
 /* ---- key level ---------------------------------------------------------------------- */
 
-int ordo__push_dense_push(ordo_push_t *p, int key, const float *src, int64_t iter, int priority)
+int ordo__push_dense_push(ordo__push_t *p, int key, const float *src, int64_t iter, int priority)
 {
-    return ordo__worker_queue_key(p->ps, key, src, NULL, iter, priority, false);
+    return ordo__ps_queue_key(p->ps, key, src, NULL, iter, priority, false);
 }
 
 /* the pull rides on the push: one message per chunk each way */
-int ordo__push_dense_pushpull(ordo_push_t *p, int key, const float *src, float *dst, int64_t iter,
+int ordo__push_dense_pushpull(ordo__push_t *p, int key, const float *src, float *dst, int64_t iter,
                               int priority)
 {
-    return ordo__worker_queue_key(p->ps, key, src, dst, iter, priority, true);
+    return ordo__ps_queue_key(p->ps, key, src, dst, iter, priority, true);
 }
 
-void ordo__push_dense_send_part(ordo_push_t *p, int group, int part, int64_t iter, int priority)
+void ordo__push_dense_send_part(ordo__push_t *p, int group, int part, int64_t iter, int priority)
 {
     /* a dense push queues no parts */
     (void)p, (void)group, (void)part, (void)iter, (void)priority;
     ORDO_ASSERT(!"a dense push path has no parts to send");
 }
 
-int ordo__push_dense_group_ack(ordo_push_t *p, const ordo_msg_t *m)
+int ordo__push_dense_group_ack(ordo__push_t *p, const ordo_msg_t *m)
 {
     (void)p;
     ORDO_WARN("dropped an unexpected merged PUSH_ACK (group %u part %u iter %lld)", m->hdr.key,
@@ -50,7 +50,7 @@ int ordo__push_dense_group_ack(ordo_push_t *p, const ordo_msg_t *m)
     return 0;
 }
 
-float *ordo__push_dense_grad_home(const ordo_push_t *p, int key)
+float *ordo__push_dense_grad_home(const ordo__push_t *p, int key)
 {
     (void)p, (void)key;
     return NULL; /* pushed from wherever it is */
@@ -58,67 +58,67 @@ float *ordo__push_dense_grad_home(const ordo_push_t *p, int key)
 
 /* ---- iteration level ---------------------------------------------------------------- */
 
-int ordo__push_dense_bind(ordo_push_t *p, const ordo_model_t *m, float *params, const float *grads)
+int ordo__push_dense_bind(ordo__push_t *p, const ordo_model_t *m, float *params, const float *grads)
 {
     (void)p, (void)m, (void)params, (void)grads;
     return 0;
 }
 
-void ordo__push_dense_unbind(ordo_push_t *p)
+void ordo__push_dense_unbind(ordo__push_t *p)
 {
     (void)p;
 }
 
-int ordo__push_dense_init(ordo_push_t *p, float *const *values)
+int ordo__push_dense_init(ordo__push_t *p, float *const *values)
 {
-    int n = ordo_worker_keys(p->ps)->n_keys, rc = 0;
+    int n = ordo__ps_keys(p->ps)->n_keys, rc = 0;
     for (int i = 0; i < n && rc == 0; i++)
-        rc = ordo_worker_init(p->ps, i, values[i]);
+        rc = ordo__ps_init(p->ps, i, values[i]);
     return rc;
 }
 
-int ordo__push_dense_pulls(ordo_push_t *p, int64_t iter, const int *keys, const int *priority,
+int ordo__push_dense_pulls(ordo__push_t *p, int64_t iter, const int *keys, const int *priority,
                            int n, float *const *dst)
 {
     for (int i = 0; i < n; i++) {
-        int rc = ordo_worker_pull(p->ps, keys[i], dst[keys[i]], iter, priority[i]);
+        int rc = ordo__ps_pull(p->ps, keys[i], dst[keys[i]], iter, priority[i]);
         if (rc) return rc;
     }
     return 0;
 }
 
-int ordo__push_dense_grad_ready(ordo_push_t *p, int key, const float *grad, int64_t iter,
+int ordo__push_dense_grad_ready(ordo__push_t *p, int key, const float *grad, int64_t iter,
                                 int priority)
 {
-    return ordo_worker_push(p->ps, key, grad, iter, priority);
+    return ordo__ps_push(p->ps, key, grad, iter, priority);
 }
 
-int ordo__push_dense_grads_done(ordo_push_t *p, int64_t iter)
+int ordo__push_dense_grads_done(ordo__push_t *p, int64_t iter)
 {
     (void)p, (void)iter; /* every gradient already left on its own */
     return 0;
 }
 
-ordo_push_done_t ordo__push_dense_on_event(ordo_push_t *p, const ordo_worker_event_t *ev)
+ordo__push_done_t ordo__push_dense_on_event(ordo__push_t *p, const ordo__ps_event_t *ev)
 {
     (void)p, (void)ev; /* installs no hook: nothing to finish */
-    return ORDO_PUSH_DONE_NONE;
+    return ORDO__PUSH_DONE_NONE;
 }
 
-bool ordo__push_dense_have(const ordo_push_t *p, int64_t iter)
+bool ordo__push_dense_have(const ordo__push_t *p, int64_t iter)
 {
     (void)p, (void)iter;
     return false;
 }
 
-void ordo__push_dense_stats(const ordo_push_t *p, int64_t *bytes_push, int64_t *bytes_pull,
+void ordo__push_dense_stats(const ordo__push_t *p, int64_t *bytes_push, int64_t *bytes_pull,
                             char *extra, size_t size)
 {
     /* the whole model each way, as the executor counted it */
     (void)p, (void)bytes_push, (void)bytes_pull, (void)extra, (void)size;
 }
 
-const ordo_push_ops_t ordo__push_dense_ops = {
+const ordo__push_ops_t ordo__push_dense_ops = {
     .name = "dense",
     .mode = ORDO_PUSH_DENSE,
     .create = create,

@@ -1,12 +1,12 @@
 /* ps: asynchronous push/pull of chunked tensors against the servers. */
-#include "worker/ps.h"
+#include "client/ps.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/le.h"
 #include "common/log.h"
 #include "common/node.h"
-#include "worker/calibrate.h"
-#include "worker/push.h"
+#include "client/calibrate.h"
+#include "client/push.h"
 
 #include <jansson.h>
 
@@ -15,79 +15,79 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker/ps_internal.h"
+#include "client/ps_internal.h"
 
-int ordo_worker_rank(const ordo_worker_t *w)
+int ordo__ps_rank(const ordo__ps_t *w)
 {
     return w->node.rank;
 }
 
-int ordo_worker_n_workers(const ordo_worker_t *w)
+int ordo__ps_n_workers(const ordo__ps_t *w)
 {
     return w->node.n_workers;
 }
 
-int ordo_worker_n_servers(const ordo_worker_t *w)
+int ordo__ps_n_servers(const ordo__ps_t *w)
 {
     return w->node.n_servers;
 }
 
-const ordo_keys_t *ordo_worker_keys(const ordo_worker_t *w)
+const ordo_keys_t *ordo__ps_keys(const ordo__ps_t *w)
 {
     return w->node.keys;
 }
 
-const char *ordo_worker_plan(const ordo_worker_t *w)
+const char *ordo__ps_plan(const ordo__ps_t *w)
 {
     return w->node.plan_json;
 }
 
-const char *ordo_worker_run_dir(const ordo_worker_t *w)
+const char *ordo__ps_run_dir(const ordo__ps_t *w)
 {
     return w->node.run_dir;
 }
 
-int ordo_worker_members(const ordo_worker_t *w, int *index, int *n_live, int64_t *since)
+int ordo__ps_members(const ordo__ps_t *w, int *index, int *n_live, int64_t *since)
 {
-    int n = atomic_load(&((ordo_worker_t *)w)->n_live);
+    int n = atomic_load(&((ordo__ps_t *)w)->n_live);
     if (n <= 0) {
         *index = w->node.rank;
         *n_live = w->node.n_workers;
         *since = -1;
         return 0;
     }
-    *index = atomic_load(&((ordo_worker_t *)w)->live_index);
+    *index = atomic_load(&((ordo__ps_t *)w)->live_index);
     *n_live = n;
-    *since = atomic_load(&((ordo_worker_t *)w)->live_since);
+    *since = atomic_load(&((ordo__ps_t *)w)->live_since);
     return 1;
 }
 
-int64_t ordo_worker_rejoin_iter(const ordo_worker_t *w)
+int64_t ordo__ps_rejoin_iter(const ordo__ps_t *w)
 {
     return w->node.rejoin_iter;
 }
 
-void ordo_worker_sync_stats(const ordo_worker_t *w, int64_t *stale, int64_t *late)
+void ordo__ps_sync_stats(const ordo__ps_t *w, int64_t *stale, int64_t *late)
 {
     memcpy(stale, w->stale, sizeof w->stale);
     *late = w->late;
 }
 
-void ordo_worker_bytes(const ordo_worker_t *w, int64_t *pushed, int64_t *pulled)
+void ordo__ps_bytes(const ordo__ps_t *w, int64_t *pushed, int64_t *pulled)
 {
     *pushed = w->bytes_push;
     *pulled = w->bytes_pull;
 }
 
-int ordo_worker_outstanding(const ordo_worker_t *w)
+int ordo__ps_outstanding(const ordo__ps_t *w)
 {
     return w->outstanding;
 }
 
 /* [push] calibrate = true: the plan holds a "merge_calibrate" member instead of "merge". Every
- * worker measures (worker/calibrate.h), worker 0 sends the fit to the scheduler, and every
+ * worker measures (client/calibrate.h), worker 0 sends the fit to the scheduler, and every
  * worker waits for the scheduler's PLAN with the merge groups, which joins the plan. */
-static int calibrate_at_start(ordo_worker_t *w, ordo_worker_op_times_fn op_times, void *ctx)
+static int calibrate_at_start(ordo__ps_t *w, ordo__ps_op_times_fn op_times, void *ctx)
 {
     json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
     json_t *want = json_object_get(plan, "merge_calibrate");
@@ -95,36 +95,36 @@ static int calibrate_at_start(ordo_worker_t *w, ordo_worker_op_times_fn op_times
         json_decref(plan);
         return 0;
     }
-    ordo_calibrate_opts_t o = {.reps = (int)json_integer_value(json_object_get(want, "reps")),
+    ordo__calibrate_opts_t o = {.reps = (int)json_integer_value(json_object_get(want, "reps")),
                                .max_bytes = json_integer_value(json_object_get(want, "max_bytes")),
                                .link_bps = w->conf.bandwidth_bps};
     ordo_calibration_t cal;
     w->want_plan = true;
-    int rc = ordo_calibrate_measure(w, &o, &cal);
+    int rc = ordo__calibrate_measure(w, &o, &cal);
     if (!rc && w->node.rank == 0) {
         char *ops = NULL;
         if (op_times) rc = op_times(ctx, &ops);
-        if (!rc) rc = ordo_calibrate_send(w, &cal, ops);
+        if (!rc) rc = ordo__calibrate_send(w, &cal, ops);
         free(ops);
     }
     int64_t deadline = ordo_clock_ns() + (int64_t)w->conf.startup_ms * 1000000;
     while (!rc && !w->merge_plan) { /* the scheduler plans and answers, or aborts the run */
         int64_t left = (deadline - ordo_clock_ns()) / 1000000;
         if (left <= 0) {
-            rc = ordo_error_set(ORDO_ETIMEDOUT, "no merge plan from the scheduler within %d ms "
+            rc = ordo_error_set(ORDO_ERR_TIMEDOUT, "no merge plan from the scheduler within %d ms "
                                 "of the calibration", w->conf.startup_ms);
             break;
         }
-        ordo_worker_event_t ev;
-        rc = ordo_worker_poll(w, (int)left, &ev);
-        if (rc == ORDO_ETIMEDOUT) rc = 0;
+        ordo__ps_event_t ev;
+        rc = ordo__ps_poll(w, (int)left, &ev);
+        if (rc == ORDO_ERR_TIMEDOUT) rc = 0;
     }
     w->want_plan = false;
     if (!rc) {
         json_object_del(plan, "merge_calibrate");
         json_object_set(plan, "merge", w->merge_plan);
         char *text = json_dumps(plan, JSON_COMPACT);
-        if (!text) rc = ORDO_ENOMEM;
+        if (!text) rc = ORDO_ERR_NOMEM;
         else {
             free(w->node.plan_json);
             w->node.plan_json = text;
@@ -134,31 +134,31 @@ static int calibrate_at_start(ordo_worker_t *w, ordo_worker_op_times_fn op_times
     return rc;
 }
 
-int ordo_worker_new(const ordo_conf_t *conf, ordo_worker_t **out)
+int ordo__ps_new(const ordo_conf_t *conf, ordo__ps_t **out)
 {
-    return ordo_worker_join(conf, NULL, NULL, out);
+    return ordo__ps_join(conf, NULL, NULL, out);
 }
 
-static int join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void *ctx,
-                const char *tensors, ordo_worker_t **out);
+static int join(const ordo_conf_t *conf, ordo__ps_op_times_fn op_times, void *ctx,
+                const char *tensors, ordo__ps_t **out);
 
-int ordo_worker_join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void *ctx,
-                     ordo_worker_t **out)
+int ordo__ps_join(const ordo_conf_t *conf, ordo__ps_op_times_fn op_times, void *ctx,
+                     ordo__ps_t **out)
 {
     return join(conf, op_times, ctx, NULL, out);
 }
 
-int ordo_worker_new_declared(const ordo_conf_t *conf, const char *tensors, ordo_worker_t **out)
+int ordo__ps_new_declared(const ordo_conf_t *conf, const char *tensors, ordo__ps_t **out)
 {
     return join(conf, NULL, NULL, tensors, out);
 }
 
-static int join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void *ctx,
-                const char *tensors, ordo_worker_t **out)
+static int join(const ordo_conf_t *conf, ordo__ps_op_times_fn op_times, void *ctx,
+                const char *tensors, ordo__ps_t **out)
 {
     int rc;
-    ordo_worker_t *w = calloc(1, sizeof *w);
-    if (!w) return ORDO_ENOMEM;
+    ordo__ps_t *w = calloc(1, sizeof *w);
+    if (!w) return ORDO_ERR_NOMEM;
     w->conf = *conf;
     ordo_transport_opts_t opts = {.bandwidth_bps = conf->bandwidth_bps,
                                   .latency_us = conf->latency_us,
@@ -180,7 +180,7 @@ static int join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void 
     w->last = calloc((size_t)k->n_slices + 1, sizeof *w->last);
     w->init_val = calloc((size_t)k->n_slices + 1, sizeof *w->init_val);
     if (!w->server_sock || !w->ks || !w->got || !w->sent || !w->last || !w->init_val) {
-        rc = ORDO_ENOMEM;
+        rc = ORDO_ERR_NOMEM;
         goto fail;
     }
     for (int s = 0; s < w->node.n_servers; s++) {
@@ -195,22 +195,22 @@ static int join(const ordo_conf_t *conf, ordo_worker_op_times_fn op_times, void 
         if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) goto fail;
     }
     /* pushes are dense until the plan is final: a calibration brings the merge groups */
-    if ((rc = ordo_push_new(ORDO_PUSH_DENSE, w, &w->path)) != 0) goto fail;
+    if ((rc = ordo__push_new(ORDO_PUSH_DENSE, w, &w->path)) != 0) goto fail;
     if ((rc = calibrate_at_start(w, op_times, ctx)) != 0) goto fail;
     int mode;
-    if ((rc = ordo_push_mode_of_plan(w->node.plan_json, &mode)) != 0) goto fail;
-    ordo_push_destroy(&w->path);
-    if ((rc = ordo_push_new(mode, w, &w->path)) != 0) goto fail;
+    if ((rc = ordo__push_mode_of_plan(w->node.plan_json, &mode)) != 0) goto fail;
+    ordo__push_destroy(&w->path);
+    if ((rc = ordo__push_new(mode, w, &w->path)) != 0) goto fail;
     *out = w;
     return 0;
 fail:
-    ordo_worker_destroy(&w);
+    ordo__ps_destroy(&w);
     return rc;
 }
 
-void ordo_worker_destroy(ordo_worker_t **wp)
+void ordo__ps_destroy(ordo__ps_t **wp)
 {
-    ordo_worker_t *w = *wp;
+    ordo__ps_t *w = *wp;
     if (!w) return;
     /* the path's own threads post to the transport: they end first */
     if (w->path && w->path->ops->stop) w->path->ops->stop(w->path);
@@ -226,14 +226,14 @@ void ordo_worker_destroy(ordo_worker_t **wp)
     free(w->last);
     free(w->pq);
     free(w->ev);
-    ordo_push_destroy(&w->path);
+    ordo__push_destroy(&w->path);
     json_decref(w->merge_plan);
     free(w->replan_reply);
     free(w);
     *wp = NULL;
 }
 
-static void data_msg(ordo_worker_t *w, ordo_msg_t *m, int type, int slice, int64_t iter, int prio)
+static void data_msg(ordo__ps_t *w, ordo_msg_t *m, int type, int slice, int64_t iter, int prio)
 {
     const ordo_slice_t *sl = &w->node.keys->slices[slice];
     ordo_msg_init(m, type);
@@ -250,15 +250,15 @@ static void data_msg(ordo_worker_t *w, ordo_msg_t *m, int type, int slice, int64
         m->hdr.flags |= ORDO_FLAG_LAST_CHUNK;
 }
 
-static int check_key(const ordo_worker_t *w, int key)
+static int check_key(const ordo__ps_t *w, int key)
 {
     if (key < 0 || key >= w->node.keys->n_keys)
-        return ordo_error_set(ORDO_EINVAL, "no key %d (the model has %d)", key,
+        return ordo_error_set(ORDO_ERR_INVAL, "no key %d (the model has %d)", key,
                               w->node.keys->n_keys);
     return 0;
 }
 
-int ordo_worker_init(ordo_worker_t *w, int key, const float *values)
+int ordo__ps_init(ordo__ps_t *w, int key, const float *values)
 {
     int rc = check_key(w, key);
     if (rc) return rc;
@@ -280,7 +280,7 @@ int ordo_worker_init(ordo_worker_t *w, int key, const float *values)
 }
 
 /* start key's pull of iteration iter into dst: the bookkeeping both kinds of pull share */
-static void begin_pull(ordo_worker_t *w, int key, float *dst, int64_t iter)
+static void begin_pull(ordo__ps_t *w, int key, float *dst, int64_t iter)
 {
     const ordo_keys_t *k = w->node.keys;
     keystate_t *ks = &w->ks[key];
@@ -292,12 +292,12 @@ static void begin_pull(ordo_worker_t *w, int key, float *dst, int64_t iter)
         w->got[k->first_slice[key] + c] = 0;
 }
 
-int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int priority)
+int ordo__ps_pull(ordo__ps_t *w, int key, float *dst, int64_t iter, int priority)
 {
     int rc = check_key(w, key);
     if (rc) return rc;
     if (w->ks[key].pull_left)
-        return ordo_error_set(ORDO_EINVAL, "key %d already has a pull outstanding", key);
+        return ordo_error_set(ORDO_ERR_INVAL, "key %d already has a pull outstanding", key);
     const ordo_keys_t *k = w->node.keys;
     begin_pull(w, key, dst, iter);
     for (int c = 0; c < k->n_chunks[key]; c++) {
@@ -308,7 +308,7 @@ int ordo_worker_pull(ordo_worker_t *w, int key, float *dst, int64_t iter, int pr
     return 0;
 }
 
-int ordo__worker_send_init(ordo_worker_t *w, int slice)
+int ordo__ps_send_init(ordo__ps_t *w, int slice)
 {
     ordo_msg_t m;
     data_msg(w, &m, ORDO_MSG_INIT, slice, 0, 0);
@@ -316,20 +316,20 @@ int ordo__worker_send_init(ordo_worker_t *w, int slice)
     return rc ? rc : ordo_transport_send(w->node.tp, &m);
 }
 
-int ordo__worker_send_pull(ordo_worker_t *w, int slice, int64_t iter)
+int ordo__ps_send_pull(ordo__ps_t *w, int slice, int64_t iter)
 {
     ordo_msg_t m;
     data_msg(w, &m, ORDO_MSG_PULL, slice, iter, 0);
     return ordo_transport_send(w->node.tp, &m);
 }
 
-int ordo_worker_probe(ordo_worker_t *w, int server, const float *src, size_t bytes, int id)
+int ordo__ps_probe(ordo__ps_t *w, int server, const float *src, size_t bytes, int id)
 {
     if (server < 0 || server >= w->node.n_servers)
-        return ordo_error_set(ORDO_EINVAL, "no server %d (the cluster has %d)", server,
+        return ordo_error_set(ORDO_ERR_INVAL, "no server %d (the cluster has %d)", server,
                               w->node.n_servers);
     if (bytes % sizeof(float) || bytes > ORDO_PROBE_MAX_BYTES)
-        return ordo_error_set(ORDO_EINVAL, "a probe of %zu bytes (a multiple of 4 up to %u)",
+        return ordo_error_set(ORDO_ERR_INVAL, "a probe of %zu bytes (a multiple of 4 up to %u)",
                               bytes, ORDO_PROBE_MAX_BYTES);
     ordo_msg_t m;
     ordo_msg_init(&m, ORDO_MSG_PUSH);
@@ -342,7 +342,7 @@ int ordo_worker_probe(ordo_worker_t *w, int server, const float *src, size_t byt
     m.hdr.flags = ORDO_FLAG_PROBE;
     ordo_msg_add_ref(&m, (void *)src, bytes, NULL, NULL);
     int rc = ordo_transport_send(w->node.tp, &m);
-    if (rc == 0) { /* until its ORDO_EV_PROBE_DONE */
+    if (rc == 0) { /* until its ORDO__EV_PROBE_DONE */
         w->outstanding++;
         w->probes_out++;
     }
@@ -350,13 +350,13 @@ int ordo_worker_probe(ordo_worker_t *w, int server, const float *src, size_t byt
 }
 
 /* Queued pushes go to the emulated link this long before it frees up: waits in
- * ordo_worker_poll are whole milliseconds, and without it the link would idle up to 1 ms (or
+ * ordo__ps_poll are whole milliseconds, and without it the link would idle up to 1 ms (or
  * until the next ack) after every push. A push handed over early can no longer be overtaken,
  * so priority order is kept up to 1 ms of link time. */
 #define PUSH_LOOKAHEAD_NS 1000000
 
 /* hand queued pushes to the transport, smallest priority first, while the link is free */
-static void pump(ordo_worker_t *w)
+static void pump(ordo__ps_t *w)
 {
     while (w->pq_n > 0) {
         if (w->conf.bandwidth_bps > 0 &&
@@ -387,23 +387,23 @@ static void pump(ordo_worker_t *w)
     }
 }
 
-static int grow_queue(ordo_worker_t *w, int more)
+static int grow_queue(ordo__ps_t *w, int more)
 {
     if (w->pq_n + more <= w->pq_cap) return 0;
     int cap = (w->pq_n + more) * 2;
     queued_push_t *p = realloc(w->pq, sizeof *p * (size_t)cap);
-    if (!p) return ORDO_ENOMEM;
+    if (!p) return ORDO_ERR_NOMEM;
     w->pq = p;
     w->pq_cap = cap;
     return 0;
 }
 
-float *ordo_worker_grad_home(const ordo_worker_t *w, int key)
+float *ordo__ps_grad_home(const ordo__ps_t *w, int key)
 {
     return w->path->ops->grad_home(w->path, key);
 }
 
-int ordo__worker_queue_key(ordo_worker_t *w, int key, const float *src, float *dst,
+int ordo__ps_queue_key(ordo__ps_t *w, int key, const float *src, float *dst,
                            int64_t iter, int priority, bool fused)
 {
     const ordo_keys_t *k = w->node.keys;
@@ -426,7 +426,7 @@ int ordo__worker_queue_key(ordo_worker_t *w, int key, const float *src, float *d
     return 0;
 }
 
-void ordo__worker_push_begin(ordo_worker_t *w, int key, int64_t iter)
+void ordo__ps_push_begin(ordo__ps_t *w, int key, int64_t iter)
 {
     keystate_t *ks = &w->ks[key];
     ks->push_left = 1;
@@ -434,12 +434,12 @@ void ordo__worker_push_begin(ordo_worker_t *w, int key, int64_t iter)
     w->outstanding++;
 }
 
-int ordo__worker_reserve(ordo_worker_t *w, int more)
+int ordo__ps_reserve(ordo__ps_t *w, int more)
 {
     return grow_queue(w, more);
 }
 
-void ordo__worker_queue_part(ordo_worker_t *w, int group, int part, int64_t iter, int priority)
+void ordo__ps_queue_part(ordo__ps_t *w, int group, int part, int64_t iter, int priority)
 {
     ORDO_ASSERT(w->pq_n < w->pq_cap);
     w->pq[w->pq_n++] = (queued_push_t){
@@ -447,24 +447,24 @@ void ordo__worker_queue_part(ordo_worker_t *w, int group, int part, int64_t iter
         .iter = iter};
 }
 
-void ordo__worker_pump(ordo_worker_t *w)
+void ordo__ps_pump(ordo__ps_t *w)
 {
     pump(w);
 }
 
 
-void ordo__worker_pull_begin(ordo_worker_t *w, int key, int64_t iter)
+void ordo__ps_pull_begin(ordo__ps_t *w, int key, int64_t iter)
 {
     (void)key, (void)iter; /* the key's own pull state stays free for the path's real pulls */
     w->outstanding++;
 }
 
-void ordo__worker_pull_done(ordo_worker_t *w, int key, int64_t iter)
+void ordo__ps_pull_done(ordo__ps_t *w, int key, int64_t iter)
 {
-    ordo__worker_add_event(w, ORDO_EV_PULL_DONE, key, iter);
+    ordo__ps_add_event(w, ORDO__EV_PULL_DONE, key, iter);
 }
 
-void ordo__worker_post(ordo_worker_t *w, int code, int key, int64_t iter)
+void ordo__ps_post(ordo__ps_t *w, int code, int key, int64_t iter)
 {
     ordo_msg_t m;
     ordo_msg_init(&m, ORDO_MSG_INTRA);
@@ -474,65 +474,65 @@ void ordo__worker_post(ordo_worker_t *w, int code, int key, int64_t iter)
     ordo_transport_post(w->node.tp, &m);
 }
 
-void ordo__worker_set_trace(ordo_worker_t *w, struct ordo_trace *t)
+void ordo__ps_set_trace(ordo__ps_t *w, struct ordo_trace *t)
 {
     w->trace = t;
 }
 
-struct ordo_trace *ordo__worker_trace(const ordo_worker_t *w)
+struct ordo_trace *ordo__ps_trace(const ordo__ps_t *w)
 {
     return w->trace;
 }
 
-const ordo_conf_t *ordo__worker_conf(const ordo_worker_t *w)
+const ordo_conf_t *ordo__ps_conf(const ordo__ps_t *w)
 {
     return &w->conf;
 }
 
-void ordo__worker_count_push(ordo_worker_t *w, int64_t bytes)
+void ordo__ps_count_push(ordo__ps_t *w, int64_t bytes)
 {
     w->bytes_push += bytes;
 }
 
-struct ordo_push *ordo__worker_push_path(const ordo_worker_t *w)
+struct ordo__push *ordo__ps_push_path(const ordo__ps_t *w)
 {
     return w->path;
 }
 
-int ordo_worker_push(ordo_worker_t *w, int key, const float *src, int64_t iter, int priority)
+int ordo__ps_push(ordo__ps_t *w, int key, const float *src, int64_t iter, int priority)
 {
     int rc = check_key(w, key);
     if (rc) return rc;
     if (w->ks[key].push_left)
-        return ordo_error_set(ORDO_EINVAL, "key %d already has a push outstanding", key);
+        return ordo_error_set(ORDO_ERR_INVAL, "key %d already has a push outstanding", key);
     return w->path->ops->push(w->path, key, src, iter, priority);
 }
 
-int ordo_worker_pushpull(ordo_worker_t *w, int key, const float *src, float *dst, int64_t iter,
+int ordo__ps_pushpull(ordo__ps_t *w, int key, const float *src, float *dst, int64_t iter,
                          int priority)
 {
     int rc = check_key(w, key);
     if (rc) return rc;
     keystate_t *ks = &w->ks[key];
     if (ks->push_left)
-        return ordo_error_set(ORDO_EINVAL, "key %d already has a push outstanding", key);
+        return ordo_error_set(ORDO_ERR_INVAL, "key %d already has a push outstanding", key);
     if (ks->pull_left)
-        return ordo_error_set(ORDO_EINVAL, "key %d already has a pull outstanding", key);
+        return ordo_error_set(ORDO_ERR_INVAL, "key %d already has a pull outstanding", key);
     return w->path->ops->pushpull(w->path, key, src, dst, iter, priority);
 }
 
-void ordo_worker_wake(ordo_worker_t *w)
+void ordo__ps_wake(ordo__ps_t *w)
 {
     ordo_msg_t m;
     ordo_msg_init(&m, ORDO_MSG_WAKE);
     ordo_transport_post(w->node.tp, &m);
 }
 
-void ordo__worker_add_event(ordo_worker_t *w, int kind, int key, int64_t iter)
+void ordo__ps_add_event(ordo__ps_t *w, int kind, int key, int64_t iter)
 {
     if (w->ev_n == w->ev_cap) {
         int cap = w->ev_cap ? w->ev_cap * 2 : 64;
-        ordo_worker_event_t *p = malloc(sizeof *p * (size_t)cap);
+        ordo__ps_event_t *p = malloc(sizeof *p * (size_t)cap);
         if (!p) return;
         for (int i = 0; i < w->ev_n; i++)
             p[i] = w->ev[(w->ev_head + i) % w->ev_cap];
@@ -542,18 +542,18 @@ void ordo__worker_add_event(ordo_worker_t *w, int kind, int key, int64_t iter)
         w->ev_head = 0;
     }
     w->ev[(w->ev_head + w->ev_n++) % w->ev_cap] =
-        (ordo_worker_event_t){.kind = kind, .key = key, .iter = iter, .t_ns = ordo_clock_ns()};
-    if (kind != ORDO_EV_WAKE && kind != ORDO_EV_HOOK && kind != ORDO_EV_PLAN) w->outstanding--;
+        (ordo__ps_event_t){.kind = kind, .key = key, .iter = iter, .t_ns = ordo_clock_ns()};
+    if (kind != ORDO__EV_WAKE && kind != ORDO__EV_HOOK && kind != ORDO__EV_PLAN) w->outstanding--;
 }
 
-void ordo__worker_push_done(ordo_worker_t *w, int key, int64_t iter)
+void ordo__ps_push_done(ordo__ps_t *w, int key, int64_t iter)
 {
     w->ks[key].push_left = 0;
-    ordo__worker_add_event(w, ORDO_EV_PUSH_DONE, key, iter);
+    ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, key, iter);
 }
 
 /* the scheduler's PLAN after a start-up calibration: {"merge": {...}} */
-static int take_merge_plan(ordo_worker_t *w, ordo_msg_t *m)
+static int take_merge_plan(ordo__ps_t *w, ordo_msg_t *m)
 {
     char buf[256];
     size_t len = 0;
@@ -569,13 +569,13 @@ static int take_merge_plan(ordo_worker_t *w, ordo_msg_t *m)
     }
     w->merge_plan = json_incref(merge);
     json_decref(o);
-    ordo__worker_add_event(w, ORDO_EV_PLAN, -1, -1);
+    ordo__ps_add_event(w, ORDO__EV_PLAN, -1, -1);
     return 0;
 }
 
 /* MEMBERS (fault.worker = shrink): a worker left; this one's place among the live ones is
  * what its data shard follows from the next epoch on */
-static void take_members(ordo_worker_t *w, ordo_msg_t *m)
+static void take_members(ordo__ps_t *w, ordo_msg_t *m)
 {
     char body[4096];
     json_t *o = json_loads(ordo_msg_text(m, 0, body, sizeof body), 0, NULL);
@@ -596,7 +596,7 @@ static void take_members(ordo_worker_t *w, ordo_msg_t *m)
 }
 
 /* handle one inbound message; returns 0 or a fatal error */
-static int handle(ordo_worker_t *w, ordo_msg_t *m)
+static int handle(ordo__ps_t *w, ordo_msg_t *m)
 {
     char buf[512];
     const ordo_keys_t *k = w->node.keys;
@@ -604,7 +604,7 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         (m->hdr.type == ORDO_MSG_PULL_RESP || m->hdr.type == ORDO_MSG_ERROR ||
          m->hdr.type == ORDO_MSG_PLAN)) {
         int rc = w->hook(w->hook_ctx, m);
-        if (rc > 0) ordo__worker_add_event(w, ORDO_EV_HOOK, rc, m->hdr.iter);
+        if (rc > 0) ordo__ps_add_event(w, ORDO__EV_HOOK, rc, m->hdr.iter);
         return rc < 0 ? rc : 0;
     }
     switch (m->hdr.type) {
@@ -632,13 +632,13 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         if (ks->fused && ks->push_left && ks->push_iter + 1 == m->hdr.iter &&
             --ks->push_left == 0) {
             ks->fused = false;
-            ordo__worker_add_event(w, ORDO_EV_PUSH_DONE, (int)m->hdr.key, ks->push_iter);
+            ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, (int)m->hdr.key, ks->push_iter);
         }
         if (--ks->pull_left == 0) {
             if (w->path->ops->pulled && w->path->ops->pulled(w->path, (int)m->hdr.key, m->hdr.iter))
                 w->outstanding--; /* the path's own pull: no event */
             else
-                ordo__worker_add_event(w, ORDO_EV_PULL_DONE, (int)m->hdr.key, m->hdr.iter);
+                ordo__ps_add_event(w, ORDO__EV_PULL_DONE, (int)m->hdr.key, m->hdr.iter);
         }
         return 0;
     }
@@ -650,7 +650,7 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
                 return 0;
             }
             w->probes_out--;
-            ordo__worker_add_event(w, ORDO_EV_PROBE_DONE, (int)m->hdr.key, m->hdr.iter);
+            ordo__ps_add_event(w, ORDO__EV_PROBE_DONE, (int)m->hdr.key, m->hdr.iter);
             return 0;
         }
         int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
@@ -662,33 +662,33 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         }
         w->sent[s] = 0;
         if (m->hdr.flags & ORDO_FLAG_DROPPED) w->late++;
-        if (--ks->push_left == 0) ordo__worker_add_event(w, ORDO_EV_PUSH_DONE, (int)m->hdr.key, m->hdr.iter);
+        if (--ks->push_left == 0) ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, (int)m->hdr.key, m->hdr.iter);
         return 0;
     }
     case ORDO_MSG_ERROR:
-        return ordo_error_set(ORDO_EPROTO, "server %d refused %s key %u chunk %u: %s", m->hdr.rank,
+        return ordo_error_set(ORDO_ERR_PROTO, "server %d refused %s key %u chunk %u: %s", m->hdr.rank,
                               "a request for", m->hdr.key, m->hdr.chunk,
                               ordo_msg_text(m, 0, buf, sizeof buf));
     case ORDO_MSG_ABORT:
         w->aborted = true;
-        return ordo_error_set(ORDO_EABORT, "run aborted: %s", ordo_msg_text(m, 0, buf, sizeof buf));
+        return ordo_error_set(ORDO_ERR_ABORT, "run aborted: %s", ordo_msg_text(m, 0, buf, sizeof buf));
     case ORDO_MSG_PEER_DEAD:
         w->aborted = true;
         if (m->nframes > 0) /* the transport's reason: a server or the scheduler refused us */
-            return ordo_error_set(ORDO_EAUTH, "%s", ordo_msg_text(m, 0, buf, sizeof buf));
-        return ordo_error_set(ORDO_EPEERDEAD, "the scheduler has been silent for %lld ms",
+            return ordo_error_set(ORDO_ERR_AUTH, "%s", ordo_msg_text(m, 0, buf, sizeof buf));
+        return ordo_error_set(ORDO_ERR_PEERDEAD, "the scheduler has been silent for %lld ms",
                               (long long)m->hdr.iter);
     case ORDO_MSG_SHUTDOWN:
-        return ordo_error_set(ORDO_ECLOSED, "the scheduler shut the run down");
+        return ordo_error_set(ORDO_ERR_CLOSED, "the scheduler shut the run down");
     case ORDO_MSG_WAKE:
-        ordo__worker_add_event(w, ORDO_EV_WAKE, -1, -1);
+        ordo__ps_add_event(w, ORDO__EV_WAKE, -1, -1);
         return 0;
     case ORDO_MSG_INTRA: /* posted by the path's own thread; the wire refuses the type */
         if (w->path->ops->local) return w->path->ops->local(w->path, m);
         ORDO_WARN("dropped an unexpected INTRA message");
         return 0;
     case ORDO_MSG_BARRIER_DONE:
-        ordo__worker_add_event(w, ORDO_EV_BARRIER, -1, m->hdr.iter);
+        ordo__ps_add_event(w, ORDO__EV_BARRIER, -1, m->hdr.iter);
         return 0;
     case ORDO_MSG_BCAST: {
         size_t len = 0;
@@ -699,16 +699,16 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
         }
         if (data && len) memcpy(w->bcast_dst, data, len);
         w->bcast_id = 0;
-        ordo__worker_add_event(w, ORDO_EV_BCAST, -1, m->hdr.iter);
+        ordo__ps_add_event(w, ORDO__EV_BCAST, -1, m->hdr.iter);
         return 0;
     }
     case ORDO_MSG_REPLAN:
-        return ordo__worker_take_replan(w, m);
+        return ordo__ps_take_replan(w, m);
     case ORDO_MSG_MEMBERS:
         take_members(w, m);
         return 0;
     case ORDO_MSG_KEYMAP: /* a server died; its backups took its slices */
-        return ordo__worker_on_keymap(w, m);
+        return ordo__ps_on_keymap(w, m);
     case ORDO_MSG_PLAN: /* the merge groups planned from the start-up calibration */
         if (w->want_plan) return take_merge_plan(w, m);
         ORDO_DEBUG("ignored a PLAN");
@@ -719,7 +719,7 @@ static int handle(ordo_worker_t *w, ordo_msg_t *m)
     }
 }
 
-int ordo_worker_poll(ordo_worker_t *w, int timeout_ms, ordo_worker_event_t *ev)
+int ordo__ps_poll(ordo__ps_t *w, int timeout_ms, ordo__ps_event_t *ev)
 {
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
     for (;;) {
@@ -743,10 +743,10 @@ int ordo_worker_poll(ordo_worker_t *w, int timeout_ms, ordo_worker_event_t *ev)
         if (last || (wait_ms < 0 && until != INT64_MAX)) wait_ms = 0;
         ordo_msg_t m;
         int rc = ordo_transport_recv(w->node.tp, &m, wait_ms);
-        if (rc == ORDO_ETIMEDOUT) {
+        if (rc == ORDO_ERR_TIMEDOUT) {
             if (last) {
                 pump(w);
-                if (w->ev_n == 0) return ORDO_ETIMEDOUT;
+                if (w->ev_n == 0) return ORDO_ERR_TIMEDOUT;
             }
             continue;
         }
@@ -757,35 +757,35 @@ int ordo_worker_poll(ordo_worker_t *w, int timeout_ms, ordo_worker_event_t *ev)
     }
 }
 
-int ordo_worker_wait_all(ordo_worker_t *w, int timeout_ms)
+int ordo__ps_wait_all(ordo__ps_t *w, int timeout_ms)
 {
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
-    ordo_worker_event_t ev;
+    ordo__ps_event_t ev;
     while (w->outstanding > 0 || w->ev_n > 0) {
         int64_t left = deadline == INT64_MAX ? -1 : (deadline - ordo_clock_ns()) / 1000000;
-        if (deadline != INT64_MAX && left <= 0) return ORDO_ETIMEDOUT;
-        int rc = ordo_worker_poll(w, (int)left, &ev);
+        if (deadline != INT64_MAX && left <= 0) return ORDO_ERR_TIMEDOUT;
+        int rc = ordo__ps_poll(w, (int)left, &ev);
         if (rc) return rc;
     }
     return 0;
 }
 
-int ordo_worker_finish(ordo_worker_t *w, const char *final_json)
+int ordo__ps_finish(ordo__ps_t *w, const char *final_json)
 {
-    int rc = ordo__worker_send_ctl(w, ORDO_MSG_DONE, final_json ? final_json : "{}");
+    int rc = ordo__ps_send_ctl(w, ORDO_MSG_DONE, final_json ? final_json : "{}");
     if (rc) return rc;
     int64_t deadline = ordo_clock_ns() + (int64_t)w->conf.timeout_ms * 1000000 * 4;
     for (;;) {
         int64_t left = (deadline - ordo_clock_ns()) / 1000000;
         if (left <= 0)
-            return ordo_error_set(ORDO_ETIMEDOUT, "no SHUTDOWN from the scheduler after DONE");
+            return ordo_error_set(ORDO_ERR_TIMEDOUT, "no SHUTDOWN from the scheduler after DONE");
         ordo_msg_t m;
         rc = ordo_transport_recv(w->node.tp, &m, (int)left);
-        if (rc == ORDO_ETIMEDOUT) continue;
+        if (rc == ORDO_ERR_TIMEDOUT) continue;
         if (rc) return rc;
         rc = handle(w, &m);
         ordo_msg_close(&m);
-        if (rc == ORDO_ECLOSED) return 0;
+        if (rc == ORDO_ERR_CLOSED) return 0;
         if (rc) return rc;
     }
 }

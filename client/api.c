@@ -1,7 +1,7 @@
 /* api: the public C API (include/ordo/ordo.h) over the worker's push/pull library
- * (worker/ps.h). It holds the conf until the program joins, checks the program's declared
+ * (client/ps.h). It holds the conf until the program joins, checks the program's declared
  * tensors against the cluster's key map, numbers each tensor's updates so that pushes and
- * pulls need no iteration argument, and turns ordo_worker_poll's completion events into
+ * pulls need no iteration argument, and turns ordo__ps_poll's completion events into
  * handles a program waits on or tests. */
 #include "ordo/ordo.h"
 
@@ -17,21 +17,8 @@
 #include "common/error.h"
 #include "common/keys.h"
 #include "common/log.h"
-#include "worker/api_internal.h"
-#include "worker/ps.h"
-
-/* The public codes are ordo's own codes under public names. */
-#define SAME(a, b) ((int)(a) == (int)(b))
-_Static_assert(SAME(ORDO_ERR_INVAL, ORDO_EINVAL) && SAME(ORDO_ERR_NOMEM, ORDO_ENOMEM) &&
-                   SAME(ORDO_ERR_PROTO, ORDO_EPROTO) && SAME(ORDO_ERR_IO, ORDO_EIO) &&
-                   SAME(ORDO_ERR_TIMEDOUT, ORDO_ETIMEDOUT) && SAME(ORDO_ERR_CLOSED, ORDO_ECLOSED) &&
-                   SAME(ORDO_ERR_NOTFOUND, ORDO_ENOTFOUND) &&
-                   SAME(ORDO_ERR_PEERDEAD, ORDO_EPEERDEAD) && SAME(ORDO_ERR_AUTH, ORDO_EAUTH) &&
-                   SAME(ORDO_ERR_RANGE, ORDO_ERANGE) && SAME(ORDO_ERR_FORMAT, ORDO_EFORMAT) &&
-                   SAME(ORDO_ERR_AGAIN, ORDO_EAGAIN) && SAME(ORDO_ERR_FULL, ORDO_EFULL) &&
-                   SAME(ORDO_ERR_NOTSUP, ORDO_ENOTSUP) && SAME(ORDO_ERR_ABORT, ORDO_EABORT),
-               "include/ordo/ordo.h's codes must equal common/error.h's");
-#undef SAME
+#include "client/api_internal.h"
+#include "client/ps.h"
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
@@ -66,17 +53,17 @@ int ordo__api_cluster_failed(ordo_t *o, int rc)
 int ordo__api_usable(ordo_t *o, const char *fn)
 {
     ordo_error_clear();
-    if (!o) return ordo_error_set(ORDO_EINVAL, "%s: NULL handle", fn);
+    if (!o) return ordo_error_set(ORDO_ERR_INVAL, "%s: NULL handle", fn);
     if (o->failed) return ordo_error_set(o->failed, "%s", o->failed_msg);
-    if (o->state == NEW) return ordo_error_set(ORDO_EINVAL, "%s: call ordo_join first", fn);
-    if (o->state == LEFT) return ordo_error_set(ORDO_ECLOSED, "%s: this worker left", fn);
+    if (o->state == NEW) return ordo_error_set(ORDO_ERR_INVAL, "%s: call ordo_join first", fn);
+    if (o->state == LEFT) return ordo_error_set(ORDO_ERR_CLOSED, "%s: this worker left", fn);
     return 0;
 }
 
 int ordo__api_check_tensor(const ordo_t *o, int tensor, const char *fn)
 {
     if (tensor < 0 || tensor >= o->n_tensors)
-        return ordo_error_set(ORDO_ENOTFOUND, "%s: no tensor %d (there are %d)", fn, tensor,
+        return ordo_error_set(ORDO_ERR_NOTFOUND, "%s: no tensor %d (there are %d)", fn, tensor,
                               o->n_tensors);
     return 0;
 }
@@ -86,9 +73,9 @@ int ordo__api_check_tensor(const ordo_t *o, int tensor, const char *fn)
 int ordo_new(const char *conf_path, ordo_t **out)
 {
     ordo_error_clear();
-    if (!out) return ordo__api_fail(ORDO_EINVAL);
+    if (!out) return ordo__api_fail(ORDO_ERR_INVAL);
     ordo_t *o = calloc(1, sizeof *o);
-    if (!o) return ordo__api_fail(ORDO_ENOMEM);
+    if (!o) return ordo__api_fail(ORDO_ERR_NOMEM);
     ordo_conf_defaults(&o->conf);
     o->conf.io_thread = true;
     o->rank = o->size = o->servers = -1;
@@ -109,9 +96,9 @@ fail:
 int ordo_set(ordo_t *o, const char *key, const char *value)
 {
     ordo_error_clear();
-    if (!o || !key || !value) return ordo_error_set(ORDO_EINVAL, "ordo_set: NULL argument");
+    if (!o || !key || !value) return ordo_error_set(ORDO_ERR_INVAL, "ordo_set: NULL argument");
     if (o->state != NEW)
-        return ordo_error_set(ORDO_EINVAL, "ordo_set %s: the conf is fixed once joined", key);
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_set %s: the conf is fixed once joined", key);
     return ordo__api_fail(ordo_conf_set(&o->conf, key, value, "ordo_set"));
 }
 
@@ -121,12 +108,12 @@ static int add_tensor(ordo_t *o, const char *name, int64_t numel)
     if (o->n_tensors == o->cap_tensors) {
         int cap = o->cap_tensors ? 2 * o->cap_tensors : 16;
         tensor_t *t = realloc(o->t, sizeof *t * (size_t)cap);
-        if (!t) return ORDO_ENOMEM;
+        if (!t) return ORDO_ERR_NOMEM;
         o->t = t;
         o->cap_tensors = cap;
     }
     char *copy = strdup(name);
-    if (!copy) return ORDO_ENOMEM;
+    if (!copy) return ORDO_ERR_NOMEM;
     int idx = o->n_tensors++;
     o->t[idx] = (tensor_t){.name = copy,
                            .numel = numel,
@@ -141,11 +128,11 @@ static int add_tensor(ordo_t *o, const char *name, int64_t numel)
 int ordo_declare(ordo_t *o, const char *name, int64_t numel, int *tensor)
 {
     ordo_error_clear();
-    if (!o || !name) return ordo_error_set(ORDO_EINVAL, "ordo_declare: NULL argument");
+    if (!o || !name) return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare: NULL argument");
     if (o->state != NEW)
-        return ordo_error_set(ORDO_EINVAL, "ordo_declare \"%s\": declare before ordo_join", name);
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare \"%s\": declare before ordo_join", name);
     if (numel <= 0)
-        return ordo_error_set(ORDO_EINVAL, "ordo_declare \"%s\": %lld elements (must be > 0)", name,
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare \"%s\": %lld elements (must be > 0)", name,
                               (long long)numel);
     int rc = add_tensor(o, name, numel);
     if (rc) return ordo__api_fail(rc);
@@ -167,13 +154,13 @@ static int match_keys(ordo_t *o, const ordo_keys_t *k)
         return 0;
     }
     if (o->n_tensors != k->n_keys)
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "the program declared %d tensors, the cluster's model has %d "
                               "([model] in its conf)",
                               o->n_tensors, k->n_keys);
     for (int i = 0; i < o->n_tensors; i++)
         if (o->t[i].numel != k->numel[i])
-            return ordo_error_set(ORDO_EINVAL,
+            return ordo_error_set(ORDO_ERR_INVAL,
                                   "tensor %d \"%s\": declared %lld elements, the cluster's "
                                   "tensor %d has %lld ([model] in its conf)",
                                   i, o->t[i].name, (long long)o->t[i].numel, i,
@@ -203,7 +190,7 @@ static int declarations_json(const ordo_t *o, char **out)
     }
     *out = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
     json_decref(arr);
-    return *out ? 0 : ORDO_ENOMEM;
+    return *out ? 0 : ORDO_ERR_NOMEM;
 }
 
 /* ordo__api_set_priorities takes each tensor's priority from a plan's "priorities" (JSON text), or
@@ -223,17 +210,17 @@ void ordo__api_set_priorities(ordo_t *o, const char *plan_text)
 int ordo_join(ordo_t *o)
 {
     ordo_error_clear();
-    if (!o) return ordo_error_set(ORDO_EINVAL, "ordo_join: NULL handle");
-    if (o->state != NEW) return ordo_error_set(ORDO_EINVAL, "ordo_join: already joined");
+    if (!o) return ordo_error_set(ORDO_ERR_INVAL, "ordo_join: NULL handle");
+    if (o->state != NEW) return ordo_error_set(ORDO_ERR_INVAL, "ordo_join: already joined");
     int rc = ordo_conf_validate(&o->conf);
     if (rc) return ordo__api_fail(rc);
     bool declared = !strcmp(o->conf.trainer, "declared");
     if (declared && o->n_tensors == 0)
-        return ordo_error_set(ORDO_EINVAL, "ordo_join: [model] trainer = declared, but the "
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_join: [model] trainer = declared, but the "
                                            "program declared no tensors (ordo_declare)");
     for (int i = 0; !declared && i < o->n_tensors; i++)
         if (o->t[i].update.kind != ORDO_UPDATE_CONF)
-            return ordo_error_set(ORDO_EINVAL,
+            return ordo_error_set(ORDO_ERR_INVAL,
                                   "ordo_join: tensor %d \"%s\" declares its update rule, which "
                                   "needs [model] trainer = declared (the conf has %s)",
                                   i, o->t[i].name, o->conf.trainer);
@@ -242,20 +229,20 @@ int ordo_join(ordo_t *o)
     ordo_log_set_role("worker", -1);
     char *tensors = NULL;
     if ((rc = declarations_json(o, &tensors)) != 0) return ordo__api_fail(rc);
-    rc = ordo_worker_new_declared(&o->conf, tensors, &o->w);
+    rc = ordo__ps_new_declared(&o->conf, tensors, &o->w);
     free(tensors);
     if (rc) return ordo__api_fail(ordo_error_context(rc, "ordo_join"));
-    if ((rc = match_keys(o, ordo_worker_keys(o->w))) != 0) {
+    if ((rc = match_keys(o, ordo__ps_keys(o->w))) != 0) {
         char why[600];
-        snprintf(why, sizeof why, "worker %d: %s", ordo_worker_rank(o->w), ordo_error_text(rc));
-        ordo_worker_abort(o->w, why);
-        ordo_worker_destroy(&o->w);
+        snprintf(why, sizeof why, "worker %d: %s", ordo__ps_rank(o->w), ordo_error_text(rc));
+        ordo__ps_abort(o->w, why);
+        ordo__ps_destroy(&o->w);
         return ordo_error_set(rc, "%s", why);
     }
-    ordo__api_set_priorities(o, ordo_worker_plan(o->w));
-    o->rank = ordo_worker_rank(o->w);
-    o->size = ordo_worker_n_workers(o->w);
-    o->servers = ordo_worker_n_servers(o->w);
+    ordo__api_set_priorities(o, ordo__ps_plan(o->w));
+    o->rank = ordo__ps_rank(o->w);
+    o->size = ordo__ps_n_workers(o->w);
+    o->servers = ordo__ps_n_servers(o->w);
     ordo_log_set_role("worker", o->rank);
     o->state = JOINED;
     o->step_t0_ns = ordo_clock_ns();
@@ -267,8 +254,8 @@ int ordo_leave(ordo_t *o)
     int rc = ordo__api_usable(o, "ordo_leave");
     if (rc) return rc;
     if ((rc = ordo_wait_all(o, -1)) != 0) return rc;
-    if ((rc = ordo_worker_finish(o->w, NULL)) != 0) return ordo__api_cluster_failed(o, rc);
-    ordo_worker_destroy(&o->w);
+    if ((rc = ordo__ps_finish(o->w, NULL)) != 0) return ordo__api_cluster_failed(o, rc);
+    ordo__ps_destroy(&o->w);
     o->state = LEFT;
     return 0;
 }
@@ -278,8 +265,8 @@ void ordo_abort(ordo_t *o, const char *reason)
     if (!o || o->state != JOINED || o->failed) return;
     char why[600];
     snprintf(why, sizeof why, "worker %d: %s", o->rank, reason ? reason : "aborted");
-    ordo_worker_abort(o->w, why);
-    o->failed = ORDO_EABORT;
+    ordo__ps_abort(o->w, why);
+    o->failed = ORDO_ERR_ABORT;
     snprintf(o->failed_msg, sizeof o->failed_msg, "this worker aborted the run: %s", why);
 }
 
@@ -288,7 +275,7 @@ void ordo_destroy(ordo_t **op)
     ordo_t *o = op ? *op : NULL;
     if (!o) return;
     if (o->state == JOINED && !o->failed) ordo_abort(o, "the program ended without ordo_leave");
-    ordo_worker_destroy(&o->w);
+    ordo__ps_destroy(&o->w);
     for (int i = 0; i < o->n_tensors; i++)
         free(o->t[i].name);
     free(o->t);
@@ -321,7 +308,7 @@ int ordo_num_tensors(const ordo_t *o)
 
 int64_t ordo_tensor_numel(const ordo_t *o, int tensor)
 {
-    if (!o) return ORDO_EINVAL;
+    if (!o) return ORDO_ERR_INVAL;
     int rc = ordo__api_check_tensor(o, tensor, "ordo_tensor_numel");
     return rc ? rc : o->t[tensor].numel;
 }
@@ -333,7 +320,7 @@ const char *ordo_tensor_name(const ordo_t *o, int tensor)
 
 int64_t ordo_tensor_version(const ordo_t *o, int tensor)
 {
-    if (!o) return ORDO_EINVAL;
+    if (!o) return ORDO_ERR_INVAL;
     int rc = ordo__api_check_tensor(o, tensor, "ordo_tensor_version");
     return rc ? rc : o->t[tensor].version;
 }
@@ -346,7 +333,7 @@ static int op_new(ordo_t *o, int tensor, uint8_t need, bool detached, int *slot)
     if (o->free_op == 0) { /* free list empty (free_op is the slot + 1) */
         int cap = o->cap_ops ? 2 * o->cap_ops : 64;
         op_t *ops = realloc(o->ops, sizeof *ops * (size_t)cap);
-        if (!ops) return ORDO_ENOMEM;
+        if (!ops) return ORDO_ERR_NOMEM;
         for (int i = o->cap_ops; i < cap; i++)
             ops[i] = (op_t){.gen = 1, .next_free = i + 1 < cap ? i + 2 : 0};
         o->ops = ops;
@@ -387,7 +374,7 @@ static int op_of(const ordo_t *o, ordo_handle_t h, const char *fn)
     int64_t s = (h & 0xffffffff) - 1;
     if (h <= 0 || s < 0 || s >= o->cap_ops || !o->ops[s].used ||
         o->ops[s].gen != (uint32_t)(h >> 32)) {
-        ordo_error_set(ORDO_ENOTFOUND, "%s: no transfer with handle %lld (already released?)", fn,
+        ordo_error_set(ORDO_ERR_NOTFOUND, "%s: no transfer with handle %lld (already released?)", fn,
                        (long long)h);
         return -1;
     }
@@ -409,30 +396,30 @@ static void op_progress(ordo_t *o, int s, uint8_t part)
  * EAGAIN (woken by ordo_interrupt), or the cluster's failure (remembered). */
 static int pump(ordo_t *o, int timeout_ms)
 {
-    ordo_worker_event_t ev;
-    int rc = ordo_worker_poll(o->w, timeout_ms, &ev);
-    if (rc == ORDO_ETIMEDOUT) return rc;
+    ordo__ps_event_t ev;
+    int rc = ordo__ps_poll(o->w, timeout_ms, &ev);
+    if (rc == ORDO_ERR_TIMEDOUT) return rc;
     if (rc) return ordo__api_cluster_failed(o, rc);
-    if (ev.kind == ORDO_EV_WAKE) return ORDO_EAGAIN;
-    if (ev.kind == ORDO_EV_REPLAN) {
+    if (ev.kind == ORDO__EV_WAKE) return ORDO_ERR_AGAIN;
+    if (ev.kind == ORDO__EV_REPLAN) {
         o->replan_answered = true;
         return 0;
     }
-    if (ev.kind == ORDO_EV_BARRIER) {
+    if (ev.kind == ORDO__EV_BARRIER) {
         if (ev.iter > o->barrier_done) o->barrier_done = ev.iter;
         return 0;
     }
-    if (ev.kind == ORDO_EV_BCAST) {
+    if (ev.kind == ORDO__EV_BCAST) {
         if (ev.iter > o->bcast_done) o->bcast_done = ev.iter;
         return 0;
     }
     if (ev.key < 0 || ev.key >= o->n_tensors) return 0;
     tensor_t *t = &o->t[ev.key];
-    if (ev.kind == ORDO_EV_PUSH_DONE && t->push_op >= 0) {
+    if (ev.kind == ORDO__EV_PUSH_DONE && t->push_op >= 0) {
         int s = t->push_op;
         t->push_op = -1;
         op_progress(o, s, NEED_PUSH);
-    } else if (ev.kind == ORDO_EV_PULL_DONE && t->pull_op >= 0) {
+    } else if (ev.kind == ORDO__EV_PULL_DONE && t->pull_op >= 0) {
         int s = t->pull_op;
         t->pull_op = -1;
         op_progress(o, s, NEED_PULL);
@@ -452,13 +439,13 @@ static int wait_until_done(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int
             left = ns > 0 ? (int)((ns + 999999) / 1000000) : 0;
         }
         int rc = pump(o, left);
-        if (rc == ORDO_ETIMEDOUT) {
+        if (rc == ORDO_ERR_TIMEDOUT) {
             if (deadline >= 0 && ordo_clock_ns() >= deadline && !done(o, arg))
-                return ordo_error_set(ORDO_ETIMEDOUT, "not complete after %d ms", timeout_ms);
+                return ordo_error_set(ORDO_ERR_TIMEDOUT, "not complete after %d ms", timeout_ms);
             continue;
         }
-        if (rc == ORDO_EAGAIN)
-            return done(o, arg) ? 0 : ordo_error_set(ORDO_EAGAIN, "interrupted (ordo_interrupt)");
+        if (rc == ORDO_ERR_AGAIN)
+            return done(o, arg) ? 0 : ordo_error_set(ORDO_ERR_AGAIN, "interrupted (ordo_interrupt)");
         if (rc) return rc;
     }
     return 0;
@@ -490,7 +477,7 @@ int ordo_wait(ordo_t *o, ordo_handle_t h, int timeout_ms)
     int rc = ordo__api_usable(o, "ordo_wait");
     if (rc) return rc;
     int s = op_of(o, h, "ordo_wait");
-    if (s < 0) return ORDO_ENOTFOUND;
+    if (s < 0) return ORDO_ERR_NOTFOUND;
     if ((rc = ordo__api_wait_until(o, op_done, s, timeout_ms)) != 0) return rc;
     op_release(o, s);
     return 0;
@@ -501,13 +488,13 @@ int ordo_test(ordo_t *o, ordo_handle_t h)
     int rc = ordo__api_usable(o, "ordo_test");
     if (rc) return rc;
     int s = op_of(o, h, "ordo_test");
-    if (s < 0) return ORDO_ENOTFOUND;
+    if (s < 0) return ORDO_ERR_NOTFOUND;
     /* each round takes what has arrived without blocking; stop at the first quiet round */
     while (!o->ops[s].done && (rc = pump(o, 0)) == 0) {
     }
-    if (!o->ops[s].done && rc != ORDO_ETIMEDOUT && rc != ORDO_EAGAIN) return rc;
+    if (!o->ops[s].done && rc != ORDO_ERR_TIMEDOUT && rc != ORDO_ERR_AGAIN) return rc;
     ordo_error_clear();
-    if (!o->ops[s].done) return ORDO_EAGAIN;
+    if (!o->ops[s].done) return ORDO_ERR_AGAIN;
     op_release(o, s);
     return 0;
 }
@@ -524,7 +511,7 @@ int ordo_wait_all(ordo_t *o, int timeout_ms)
 
 void ordo_interrupt(ordo_t *o)
 {
-    if (o && o->w) ordo_worker_wake(o->w);
+    if (o && o->w) ordo__ps_wake(o->w);
 }
 
 /* ---- transfers ------------------------------------------------------------------------- */
@@ -534,8 +521,8 @@ int ordo_init(ordo_t *o, int tensor, const float *values)
     int rc = ordo__api_usable(o, "ordo_init");
     if (!rc) rc = ordo__api_check_tensor(o, tensor, "ordo_init");
     if (rc) return rc;
-    if (!values) return ordo_error_set(ORDO_EINVAL, "ordo_init: NULL values");
-    if ((rc = ordo_worker_init(o->w, tensor, values)) != 0) return ordo__api_cluster_failed(o, rc);
+    if (!values) return ordo_error_set(ORDO_ERR_INVAL, "ordo_init: NULL values");
+    if ((rc = ordo__ps_init(o->w, tensor, values)) != 0) return ordo__api_cluster_failed(o, rc);
     return 0;
 }
 
@@ -547,12 +534,12 @@ static int start(ordo_t *o, int tensor, uint8_t need, const void *buf, const cha
     if (!rc) rc = ordo__api_check_tensor(o, tensor, fn);
     if (rc) return rc;
     tensor_t *t = &o->t[tensor];
-    if (!buf) return ordo_error_set(ORDO_EINVAL, "%s \"%s\": NULL buffer", fn, t->name);
+    if (!buf) return ordo_error_set(ORDO_ERR_INVAL, "%s \"%s\": NULL buffer", fn, t->name);
     if ((need & NEED_PUSH) && t->push_op >= 0)
-        return ordo_error_set(ORDO_EINVAL, "%s \"%s\": a push of this tensor is in flight", fn,
+        return ordo_error_set(ORDO_ERR_INVAL, "%s \"%s\": a push of this tensor is in flight", fn,
                               t->name);
     if ((need & NEED_PULL) && t->pull_op >= 0)
-        return ordo_error_set(ORDO_EINVAL, "%s \"%s\": a pull of this tensor is in flight", fn,
+        return ordo_error_set(ORDO_ERR_INVAL, "%s \"%s\": a pull of this tensor is in flight", fn,
                               t->name);
     if ((rc = op_new(o, tensor, need, h == NULL, slot)) != 0) return ordo__api_fail(rc);
     return 0;
@@ -566,7 +553,7 @@ static int issued(ordo_t *o, int s, int rc, ordo_handle_t *h)
     if (rc) {
         o->in_flight--;
         op_release(o, s);
-        return rc == ORDO_EINVAL || rc == ORDO_ERANGE ? ordo__api_fail(rc)
+        return rc == ORDO_ERR_INVAL || rc == ORDO_ERR_RANGE ? ordo__api_fail(rc)
                                                       : ordo__api_cluster_failed(o, rc);
     }
     tensor_t *t = &o->t[p->tensor];
@@ -584,7 +571,7 @@ int ordo_push(ordo_t *o, int tensor, const float *grad, int priority, ordo_handl
     int s, rc = start(o, tensor, NEED_PUSH, grad, "ordo_push", h, &s);
     if (rc) return rc;
     tensor_t *t = &o->t[tensor];
-    rc = ordo_worker_push(o->w, tensor, grad, t->version, priority);
+    rc = ordo__ps_push(o->w, tensor, grad, t->version, priority);
     if (!rc) t->version++;
     return issued(o, s, rc, h);
 }
@@ -593,7 +580,7 @@ int ordo_pull(ordo_t *o, int tensor, float *dst, int priority, ordo_handle_t *h)
 {
     int s, rc = start(o, tensor, NEED_PULL, dst, "ordo_pull", h, &s);
     if (rc) return rc;
-    return issued(o, s, ordo_worker_pull(o->w, tensor, dst, o->t[tensor].version, priority), h);
+    return issued(o, s, ordo__ps_pull(o->w, tensor, dst, o->t[tensor].version, priority), h);
 }
 
 int ordo_pushpull(ordo_t *o, int tensor, const float *grad, float *dst, int priority,
@@ -604,10 +591,10 @@ int ordo_pushpull(ordo_t *o, int tensor, const float *grad, float *dst, int prio
     if (!dst) {
         o->in_flight--;
         op_release(o, s);
-        return ordo_error_set(ORDO_EINVAL, "ordo_pushpull \"%s\": NULL dst", o->t[tensor].name);
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_pushpull \"%s\": NULL dst", o->t[tensor].name);
     }
     tensor_t *t = &o->t[tensor];
-    rc = ordo_worker_pushpull(o->w, tensor, grad, dst, t->version, priority);
+    rc = ordo__ps_pushpull(o->w, tensor, grad, dst, t->version, priority);
     if (!rc) t->version++;
     return issued(o, s, rc, h);
 }
@@ -617,19 +604,19 @@ int ordo_pushpull(ordo_t *o, int tensor, const float *grad, float *dst, int prio
 int ordo_declare_update(ordo_t *o, int tensor, const ordo_update_t *u)
 {
     ordo_error_clear();
-    if (!o || !u) return ordo_error_set(ORDO_EINVAL, "ordo_declare_update: NULL argument");
+    if (!o || !u) return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare_update: NULL argument");
     if (o->state != NEW)
-        return ordo_error_set(ORDO_EINVAL, "ordo_declare_update: declare before ordo_join");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare_update: declare before ordo_join");
     int rc = ordo__api_check_tensor(o, tensor, "ordo_declare_update");
     if (rc) return rc;
     const char *name = o->t[tensor].name;
     if (u->kind != ORDO_UPDATE_CONF && u->kind != ORDO_UPDATE_SGD && u->kind != ORDO_UPDATE_AVERAGE)
-        return ordo_error_set(ORDO_EINVAL, "ordo_declare_update \"%s\": unknown kind %d", name,
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare_update \"%s\": unknown kind %d", name,
                               u->kind);
     if (u->kind == ORDO_UPDATE_SGD &&
         (!isfinite(u->lr) || u->lr < 0 || !isfinite(u->momentum) || u->momentum < 0 ||
          !isfinite(u->weight_decay) || u->weight_decay < 0))
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "ordo_declare_update \"%s\": lr %g, momentum %g, weight_decay %g "
                               "(each must be finite and >= 0)",
                               name, u->lr, u->momentum, u->weight_decay);
@@ -640,9 +627,9 @@ int ordo_declare_update(ordo_t *o, int tensor, const ordo_update_t *u)
 int ordo_declare_occasional(ordo_t *o, int tensor)
 {
     ordo_error_clear();
-    if (!o) return ordo_error_set(ORDO_EINVAL, "ordo_declare_occasional: NULL argument");
+    if (!o) return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare_occasional: NULL argument");
     if (o->state != NEW)
-        return ordo_error_set(ORDO_EINVAL, "ordo_declare_occasional: declare before ordo_join");
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare_occasional: declare before ordo_join");
     int rc = ordo__api_check_tensor(o, tensor, "ordo_declare_occasional");
     if (rc) return rc;
     o->t[tensor].occasional = true;

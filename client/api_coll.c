@@ -1,7 +1,7 @@
 /* api_coll: the calls of the public C API (include/ordo/ordo.h) that every worker makes
  * together or that mark the run: barriers, broadcasts, collective re-plans and the
  * iterations reported for the run's metrics (ordo_step). The handle and transfer
- * machinery they wait with is api.c's (worker/api_internal.h). */
+ * machinery they wait with is api.c's (client/api_internal.h). */
 #include "ordo/ordo.h"
 
 #include <jansson.h>
@@ -13,8 +13,8 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "worker/api_internal.h"
-#include "worker/ps.h"
+#include "client/api_internal.h"
+#include "client/ps.h"
 
 /* ---- barriers ------------------------------------------------------------------------- */
 
@@ -29,7 +29,7 @@ int ordo_barrier(ordo_t *o, int timeout_ms)
     if (rc) return rc;
     /* after an interrupted or timed-out wait, calling again waits for the same barrier */
     if (o->barrier_sent == o->barrier_done) {
-        if ((rc = ordo_worker_barrier(o->w, o->barrier_sent + 1)) != 0)
+        if ((rc = ordo__ps_barrier(o->w, o->barrier_sent + 1)) != 0)
             return ordo__api_cluster_failed(o, rc);
         o->barrier_sent++;
     }
@@ -42,9 +42,9 @@ int ordo_step(ordo_t *o, int samples, double loss)
 {
     int rc = ordo__api_usable(o, "ordo_step");
     if (rc) return rc;
-    if (samples < 0) return ordo_error_set(ORDO_EINVAL, "ordo_step: samples is %d", samples);
+    if (samples < 0) return ordo_error_set(ORDO_ERR_INVAL, "ordo_step: samples is %d", samples);
     int64_t now = ordo_clock_ns(), bp, bl;
-    ordo_worker_bytes(o->w, &bp, &bl);
+    ordo__ps_bytes(o->w, &bp, &bl);
     int64_t t0 = o->step_t0_ns, pushed = o->step_push_ns;
     if (pushed < t0 || pushed > now) pushed = now; /* no push in this iteration */
     double step_ms = (double)(now - t0) / 1e6, wait_ms = (double)o->step_wait_ns / 1e6;
@@ -64,7 +64,7 @@ int ordo_step(ordo_t *o, int samples, double loss)
     o->step_wait_ns = 0;
     o->step_bytes_push = bp;
     o->step_bytes_pull = bl;
-    if ((rc = ordo_worker_report(o->w, js)) != 0) return ordo__api_cluster_failed(o, rc);
+    if ((rc = ordo__ps_report(o->w, js)) != 0) return ordo__api_cluster_failed(o, rc);
     return 0;
 }
 
@@ -80,12 +80,12 @@ int ordo_broadcast(ordo_t *o, void *buf, size_t bytes, int root, int timeout_ms)
     int rc = ordo__api_usable(o, "ordo_broadcast");
     if (rc) return rc;
     if (root < 0 || root >= o->size)
-        return ordo_error_set(ORDO_EINVAL, "ordo_broadcast: root %d out of range (%d workers)",
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_broadcast: root %d out of range (%d workers)",
                               root, o->size);
-    if (!buf && bytes) return ordo_error_set(ORDO_EINVAL, "ordo_broadcast: NULL buffer");
+    if (!buf && bytes) return ordo_error_set(ORDO_ERR_INVAL, "ordo_broadcast: NULL buffer");
     /* after an interrupted or timed-out wait, calling again waits for the same broadcast */
     if (o->bcast_sent == o->bcast_done) {
-        if ((rc = ordo_worker_broadcast(o->w, o->bcast_sent + 1, root, buf, bytes)) != 0)
+        if ((rc = ordo__ps_broadcast(o->w, o->bcast_sent + 1, root, buf, bytes)) != 0)
             return ordo__api_cluster_failed(o, rc);
         o->bcast_sent++;
     }
@@ -110,9 +110,9 @@ static int replan_request(ordo_t *o, const char *profile_json)
             json_array_append_new(a, json_string(o->t[i].name));
         names = a ? json_dumps(a, JSON_COMPACT) : NULL;
         json_decref(a);
-        if (!names) return ordo__api_fail(ORDO_ENOMEM);
+        if (!names) return ordo__api_fail(ORDO_ERR_NOMEM);
     }
-    int rc = ordo_worker_replan(o->w, names, names ? profile_json : NULL);
+    int rc = ordo__ps_replan(o->w, names, names ? profile_json : NULL);
     free(names);
     return rc ? ordo__api_cluster_failed(o, rc) : 0;
 }
@@ -130,17 +130,17 @@ int ordo_replan(ordo_t *o, const char *profile_json, int timeout_ms)
     }
     if ((rc = ordo__api_wait_until(o, replan_answered, 0, timeout_ms)) != 0) return rc;
     o->replan_sent = false;
-    char *text = ordo_worker_replan_take(o->w);
+    char *text = ordo__ps_replan_take(o->w);
     json_t *ans = text ? json_loads(text, 0, NULL) : NULL;
     const char *err = json_string_value(json_object_get(ans, "error"));
     json_t *code = json_object_get(ans, "code");
     if (!ans) {
-        rc = ordo_error_set(ORDO_EPROTO, "ordo_replan: the scheduler's answer is not JSON");
+        rc = ordo_error_set(ORDO_ERR_PROTO, "ordo_replan: the scheduler's answer is not JSON");
     } else if (err) { /* refused: the cluster goes on with the plan it had */
         rc = json_is_integer(code) && json_integer_value(code) < 0 ? (int)json_integer_value(code)
-                                                                   : ORDO_EPROTO;
+                                                                   : ORDO_ERR_PROTO;
         rc = ordo_error_set(rc, "ordo_replan: %s", err);
-    } else if ((rc = ordo_worker_replan_apply(o->w, text)) != 0) {
+    } else if ((rc = ordo__ps_replan_apply(o->w, text)) != 0) {
         rc = ordo__api_cluster_failed(o, rc); /* no push path: this worker cannot go on */
     } else {
         ordo__api_set_priorities(o, text);
@@ -152,7 +152,7 @@ int ordo_replan(ordo_t *o, const char *profile_json, int timeout_ms)
 
 int ordo_tensor_priority(const ordo_t *o, int tensor)
 {
-    if (!o) return ORDO_EINVAL;
+    if (!o) return ORDO_ERR_INVAL;
     int rc = ordo__api_check_tensor(o, tensor, "ordo_tensor_priority");
     return rc ? rc : o->t[tensor].priority;
 }

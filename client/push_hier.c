@@ -1,6 +1,6 @@
 /* push_hier: the hierarchical path (the plan's "intra" member: [intra] backend with [cluster]
  * local_size > 1). The workers of a host group share their tensors through an intra backend
- * (worker/intra.h) and only one member talks to the servers for each key, so a host sends and
+ * (client/intra.h) and only one member talks to the servers for each key, so a host sends and
  * receives one model's worth per iteration instead of L. Keys are sharded whole: each key (with
  * merged pushes, each merge group) has an owner, assigned greedily by bytes so every member
  * carries about 1/L of the model. Backward (reduce): every member puts its gradient into the
@@ -16,13 +16,13 @@
  * there (nothing copied in or out but the members' fetches). The servers count one pusher per
  * group and divide by every worker for the mean (server/server.c). Sparse pushes keep the flat
  * path (the scheduler refuses the mix). */
-#include "worker/push.h"
+#include "client/push.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/trace.h"
-#include "worker/intra.h"
-#include "worker/merge_buf.h"
+#include "client/intra.h"
+#include "client/merge_buf.h"
 
 #include <jansson.h>
 
@@ -34,9 +34,9 @@
 enum { CODE_REDUCED = 1, CODE_GATHERED = 2, CODE_FAILED = 3, CODE_FREED = 4 };
 
 typedef struct {
-    ordo_push_t base;
-    ordo_push_t *inner; /* dense or merged: how the owner's sums leave */
-    ordo_intra_t *it;
+    ordo__push_t base;
+    ordo__push_t *inner; /* dense or merged: how the owner's sums leave */
+    ordo__intra_t *it;
     int L, lr, group, n_keys;
     int *owner;    /* [n_keys] local rank that pushes and pulls the key */
     int64_t *off;  /* [n_keys + 1] first float of each key */
@@ -91,7 +91,7 @@ static bool all_gathered(hier_t *h)
 static void *intra_main(void *arg)
 {
     hier_t *h = arg;
-    const ordo_intra_ops_t *io = h->it->ops;
+    const ordo__intra_ops_t *io = h->it->ops;
     for (;;) {
         uint64_t gen = io->generation(h->it);
         int n = 0;
@@ -126,14 +126,14 @@ static void *intra_main(void *arg)
             int64_t t0 = ordo_clock_ns();
             int k = h->ready[i];
             if (h->ready_code[i] == CODE_FREED) {
-                ordo__worker_post(h->base.ps, CODE_FREED, k, h->ready_iter[i]);
+                ordo__ps_post(h->base.ps, CODE_FREED, k, h->ready_iter[i]);
             } else if (h->ready_code[i] == CODE_REDUCED) {
                 io->sum(h->it, k, h->sum + h->off[k]);
                 int64_t dt = ordo_clock_ns() - t0;
                 __atomic_add_fetch(&h->reduce_ns, dt, __ATOMIC_RELAXED);
                 h->span_sum[2 * k] = t0; /* read by local() after the post */
                 h->span_sum[2 * k + 1] = dt;
-                ordo__worker_post(h->base.ps, CODE_REDUCED, k, h->ready_iter[i]);
+                ordo__ps_post(h->base.ps, CODE_REDUCED, k, h->ready_iter[i]);
             } else {
                 io->fetch(h->it, k, h->dst[k]);
                 int64_t dt = ordo_clock_ns() - t0;
@@ -141,7 +141,7 @@ static void *intra_main(void *arg)
                 h->span_fetch[2 * k] = t0;
                 h->span_fetch[2 * k + 1] = dt;
                 if (h->overlap) {
-                    ordo__worker_post(h->base.ps, CODE_GATHERED, k, h->ready_iter[i]);
+                    ordo__ps_post(h->base.ps, CODE_GATHERED, k, h->ready_iter[i]);
                 } else {
                     h->held[h->n_held] = k;
                     h->held_iter[h->n_held++] = h->ready_iter[i];
@@ -150,7 +150,7 @@ static void *intra_main(void *arg)
         }
         if (h->n_held && all_gathered(h)) {
             for (int i = 0; i < h->n_held; i++)
-                ordo__worker_post(h->base.ps, CODE_GATHERED, h->held[i], h->held_iter[i]);
+                ordo__ps_post(h->base.ps, CODE_GATHERED, h->held[i], h->held_iter[i]);
             h->n_held = 0;
         }
         if (n) continue;
@@ -160,13 +160,13 @@ static void *intra_main(void *arg)
             h->why_rc = rc;
             snprintf(h->why, sizeof h->why, "%s", ordo_error_text(rc));
             pthread_mutex_unlock(&h->mu);
-            ordo__worker_post(h->base.ps, CODE_FAILED, 0, 0);
+            ordo__ps_post(h->base.ps, CODE_FAILED, 0, 0);
             return NULL;
         }
     }
 }
 
-static void stop(ordo_push_t *p)
+static void stop(ordo__push_t *p)
 {
     hier_t *h = (hier_t *)p;
     if (!h->running) return;
@@ -180,12 +180,12 @@ static void stop(ordo_push_t *p)
 
 /* ---- bring-up ----------------------------------------------------------------------- */
 
-static void destroy(ordo_push_t *p)
+static void destroy(ordo__push_t *p)
 {
     hier_t *h = (hier_t *)p;
     stop(p);
-    ordo_intra_destroy(&h->it);
-    ordo_push_destroy(&h->inner);
+    ordo__intra_destroy(&h->it);
+    ordo__push_destroy(&h->inner);
     pthread_mutex_destroy(&h->mu);
     free(h->owner);
     free(h->off);
@@ -237,31 +237,31 @@ static void assign_owners(hier_t *h, int n_units, const int *start, const int *k
 static int relay(void *ctx, void *buf, size_t bytes)
 {
     hier_t *h = ctx;
-    ordo_worker_t *ps = h->base.ps;
-    int groups = ordo_worker_n_workers(ps) / h->L, rc = 0;
-    int timeout_ms = ordo__worker_conf(ps)->startup_ms;
+    ordo__ps_t *ps = h->base.ps;
+    int groups = ordo__ps_n_workers(ps) / h->L, rc = 0;
+    int timeout_ms = ordo__ps_conf(ps)->startup_ms;
     void *other = malloc(bytes ? bytes : 1);
-    if (!other) return ORDO_ENOMEM;
+    if (!other) return ORDO_ERR_NOMEM;
     for (int g = 0; g < groups && !rc; g++)
-        rc = ordo__worker_relay(ps, RELAY_ID0 + g, g * h->L, g == h->group ? buf : other, bytes,
+        rc = ordo__ps_relay(ps, RELAY_ID0 + g, g * h->L, g == h->group ? buf : other, bytes,
                                 timeout_ms);
     free(other);
     return rc;
 }
 
-static int create(ordo_worker_t *ps, ordo_push_t **out)
+static int create(ordo__ps_t *ps, ordo__push_t **out)
 {
-    const ordo_keys_t *k = ordo_worker_keys(ps);
-    const ordo_conf_t *conf = ordo__worker_conf(ps);
-    json_t *plan = json_loads(ordo_worker_plan(ps), 0, NULL);
+    const ordo_keys_t *k = ordo__ps_keys(ps);
+    const ordo_conf_t *conf = ordo__ps_conf(ps);
+    json_t *plan = json_loads(ordo__ps_plan(ps), 0, NULL);
     json_t *intra = json_object_get(plan, "intra");
     int L = (int)json_integer_value(json_object_get(intra, "local_size"));
     const char *backend = json_string_value(json_object_get(intra, "backend"));
     const char *run = json_string_value(json_object_get(intra, "run"));
-    int rank = ordo_worker_rank(ps), W = ordo_worker_n_workers(ps), rc;
+    int rank = ordo__ps_rank(ps), W = ordo__ps_n_workers(ps), rc;
     if (L < 1 || L > ORDO_INTRA_MAX_LOCAL || W % L || !backend || !run) {
         json_decref(plan);
-        return ordo_error_set(ORDO_EPROTO, "plan member intra: local_size %d for %d workers "
+        return ordo_error_set(ORDO_ERR_PROTO, "plan member intra: local_size %d for %d workers "
                               "(at most %d), backend and run needed", L, W, ORDO_INTRA_MAX_LOCAL);
     }
     json_t *merge = json_object_get(plan, "merge");
@@ -269,7 +269,7 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
     hier_t *h = calloc(1, sizeof *h);
     if (!h) {
         json_decref(plan);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     pthread_mutex_init(&h->mu, NULL);
     h->L = L;
@@ -302,7 +302,7 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
         const char *nm = json_string_value(json_array_get(names, i));
         if (nm) h->names[i] = strdup(nm);
     }
-    rc = ORDO_ENOMEM;
+    rc = ORDO_ERR_NOMEM;
     if (!h->owner || !h->off || !h->dst || !h->prio || !h->asked || !h->own_pull || !h->want_sum ||
         !h->want_val || !h->order || !h->ready || !h->ready_iter || !h->ready_code ||
         !h->want_free || !h->held || !h->held_iter || !h->span_sum || !h->span_fetch || !h->names)
@@ -318,7 +318,7 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
     if (inner_mode == ORDO_PUSH_MERGED) {
         int ng = 0, *start = NULL, *order = NULL;
         int64_t max_bytes;
-        rc = ordo_merge_buf_groups_from_plan(ordo_worker_plan(ps), k->n_keys, &ng, &start, &order,
+        rc = ordo__merge_buf_groups_from_plan(ordo__ps_plan(ps), k->n_keys, &ng, &start, &order,
                                              &max_bytes);
         if (rc) goto fail;
         assign_owners(h, ng, start, order);
@@ -331,10 +331,10 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
         assign_owners(h, k->n_keys, start, h->order);
         free(start);
     }
-    if ((rc = ordo_push_new(inner_mode, ps, &h->inner)) != 0) goto fail;
+    if ((rc = ordo__push_new(inner_mode, ps, &h->inner)) != 0) goto fail;
     int wr[ORDO_INTRA_MAX_LOCAL];
     for (int m = 0; m < L; m++) wr[m] = h->group * L + m;
-    ordo_intra_opts_t io = {.run = run,
+    ordo__intra_opts_t io = {.run = run,
                             .group = h->group,
                             .local_rank = h->lr,
                             .local_size = L,
@@ -345,12 +345,12 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
                             .slot_root = h->owner,
                             .relay = relay,
                             .relay_ctx = h};
-    h->base.ps = ps; /* the relay and the thread use it before ordo_push_new sets it */
-    if ((rc = ordo_intra_new(backend, &io, &h->it)) != 0) goto fail;
+    h->base.ps = ps; /* the relay and the thread use it before ordo__push_new sets it */
+    if ((rc = ordo__intra_new(backend, &io, &h->it)) != 0) goto fail;
     h->inplace = h->it->ops->area && h->it->ops->value_area && h->it->ops->summed &&
                  h->it->ops->area(h->it, 0) != NULL;
     if (pthread_create(&h->th, NULL, intra_main, h) != 0) {
-        rc = ordo_error_set(ORDO_EIO, "intra: cannot start its thread");
+        rc = ordo_error_set(ORDO_ERR_IO, "intra: cannot start its thread");
         goto fail;
     }
     h->running = true;
@@ -374,7 +374,7 @@ fail:
 /* ---- key level ---------------------------------------------------------------------- */
 
 /* backward: the member's gradient into the group; the owner's thread sums and pushes */
-static int grad_ready(ordo_push_t *p, int key, const float *grad, int64_t iter, int priority)
+static int grad_ready(ordo__push_t *p, int key, const float *grad, int64_t iter, int priority)
 {
     hier_t *h = (hier_t *)p;
     int64_t t0 = ordo_clock_ns();
@@ -382,9 +382,9 @@ static int grad_ready(ordo_push_t *p, int key, const float *grad, int64_t iter, 
     __atomic_add_fetch(&h->reduce_ns, ordo_clock_ns() - t0, __ATOMIC_RELAXED);
     if (rc) return rc;
     if (h->owner[key] != h->lr) {
-        ordo__worker_push_begin(p->ps, key, iter);
+        ordo__ps_push_begin(p->ps, key, iter);
         if (!h->inplace) { /* the gradient was copied: its buffer is free again */
-            ordo__worker_push_done(p->ps, key, iter);
+            ordo__ps_push_done(p->ps, key, iter);
             return 0;
         }
         pthread_mutex_lock(&h->mu); /* in place: free once the owner summed it */
@@ -401,28 +401,28 @@ static int grad_ready(ordo_push_t *p, int key, const float *grad, int64_t iter, 
     return 0;
 }
 
-static int pushpull_refused(ordo_push_t *p, int key, const float *src, float *dst, int64_t iter,
+static int pushpull_refused(ordo__push_t *p, int key, const float *src, float *dst, int64_t iter,
                             int priority)
 {
     (void)p, (void)src, (void)dst, (void)iter, (void)priority;
-    return ordo_error_set(ORDO_EINVAL, "key %d: push-and-pull in one call does not work with "
+    return ordo_error_set(ORDO_ERR_INVAL, "key %d: push-and-pull in one call does not work with "
                           "intra groups (intra.backend); push, then pull", key);
 }
 
-static void send_part(ordo_push_t *p, int group, int part, int64_t iter, int priority)
+static void send_part(ordo__push_t *p, int group, int part, int64_t iter, int priority)
 {
     hier_t *h = (hier_t *)p;
     h->inner->ops->send_part(h->inner, group, part, iter, priority);
 }
 
-static int group_ack(ordo_push_t *p, const ordo_msg_t *m)
+static int group_ack(ordo__push_t *p, const ordo_msg_t *m)
 {
     hier_t *h = (hier_t *)p;
     return h->inner->ops->group_ack(h->inner, m);
 }
 
 /* in place: this member's area of the group's memory; else copied in from wherever it is */
-static float *grad_home(const ordo_push_t *p, int key)
+static float *grad_home(const ordo__push_t *p, int key)
 {
     const hier_t *h = (const hier_t *)p;
     return h->inplace ? h->it->ops->area(h->it, key) : NULL;
@@ -440,7 +440,7 @@ static float *val_of(hier_t *h, int key)
 
 /* forward: the owner asks the servers for what nobody asked yet (iteration 0, a resume),
  * and every key's value comes from the group's memory as the owner publishes it */
-static int pulls(ordo_push_t *p, int64_t iter, const int *keys, const int *priority, int n,
+static int pulls(ordo__push_t *p, int64_t iter, const int *keys, const int *priority, int n,
                  float *const *dst)
 {
     hier_t *h = (hier_t *)p;
@@ -448,7 +448,7 @@ static int pulls(ordo_push_t *p, int64_t iter, const int *keys, const int *prior
         int k = keys[i];
         if (h->owner[k] == h->lr && h->asked[k] < iter) {
             h->asked[k] = iter;
-            int rc = ordo_worker_pull(p->ps, k, val_of(h, k), iter, priority[i]);
+            int rc = ordo__ps_pull(p->ps, k, val_of(h, k), iter, priority[i]);
             if (rc) return rc;
             h->own_pull[k] = true;
         }
@@ -460,7 +460,7 @@ static int pulls(ordo_push_t *p, int64_t iter, const int *keys, const int *prior
         h->dst[k] = dst[k];
         h->want_val[k] = iter;
         h->order[j++] = k;
-        ordo__worker_pull_begin(p->ps, k, iter);
+        ordo__ps_pull_begin(p->ps, k, iter);
     }
     for (int k = 0; k < h->n_keys && j < h->n_keys; k++) { /* the rest keep their turn after */
         bool listed = false;
@@ -473,10 +473,10 @@ static int pulls(ordo_push_t *p, int64_t iter, const int *keys, const int *prior
 }
 
 /* the owner's value arrived: into the group's memory for everyone (the owner included) */
-static bool pulled(ordo_push_t *p, int key, int64_t iter)
+static bool pulled(ordo__push_t *p, int key, int64_t iter)
 {
     hier_t *h = (hier_t *)p;
-    if (!h->own_pull[key]) return false; /* a caller's own ordo_worker_pull */
+    if (!h->own_pull[key]) return false; /* a caller's own ordo__ps_pull */
     h->own_pull[key] = false;
     int64_t t0 = ordo_clock_ns();
     h->it->ops->publish(h->it, key, val_of(h, key), iter);
@@ -487,7 +487,7 @@ static bool pulled(ordo_push_t *p, int key, int64_t iter)
 /* a span of the intra phases on the run's trace (track 4, "intra") */
 static void trace_span(hier_t *h, const char *phase, int k, const int64_t *span, int64_t iter)
 {
-    ordo_trace_t *t = ordo__worker_trace(h->base.ps);
+    ordo_trace_t *t = ordo__ps_trace(h->base.ps);
     if (!t) return;
     if (!h->track_named) {
         ordo_trace_name_track(t, 4, "intra");
@@ -503,27 +503,27 @@ static void trace_span(hier_t *h, const char *phase, int k, const int64_t *span,
 }
 
 /* what the intra thread finished, on the thread that polls */
-static int local(ordo_push_t *p, const ordo_msg_t *m)
+static int local(ordo__push_t *p, const ordo_msg_t *m)
 {
     hier_t *h = (hier_t *)p;
     int k = (int)m->hdr.key;
     if (m->hdr.chunk == CODE_FAILED) {
         pthread_mutex_lock(&h->mu);
         char why[320];
-        snprintf(why, sizeof why, "worker %d: %s", ordo_worker_rank(p->ps), h->why);
+        snprintf(why, sizeof why, "worker %d: %s", ordo__ps_rank(p->ps), h->why);
         pthread_mutex_unlock(&h->mu);
         /* the scheduler hears the reason from here: the executor's caller sees only the code */
-        ordo_worker_abort(p->ps, why);
-        return ordo_error_set(ORDO_EABORT, "%s", why);
+        ordo__ps_abort(p->ps, why);
+        return ordo_error_set(ORDO_ERR_ABORT, "%s", why);
     }
     if (k < 0 || k >= h->n_keys) return 0;
     if (m->hdr.chunk == CODE_FREED) {
-        ordo__worker_push_done(p->ps, k, m->hdr.iter);
+        ordo__ps_push_done(p->ps, k, m->hdr.iter);
         return 0;
     }
     if (m->hdr.chunk == CODE_GATHERED) {
         trace_span(h, "all-gather", k, h->span_fetch, m->hdr.iter);
-        ordo__worker_pull_done(p->ps, k, m->hdr.iter);
+        ordo__ps_pull_done(p->ps, k, m->hdr.iter);
         return 0;
     }
     trace_span(h, "reduce-scatter", k, h->span_sum, m->hdr.iter);
@@ -534,19 +534,19 @@ static int local(ordo_push_t *p, const ordo_msg_t *m)
                                    h->prio[k]);
 }
 
-static bool have(const ordo_push_t *p, int64_t iter)
+static bool have(const ordo__push_t *p, int64_t iter)
 {
     (void)p, (void)iter;
     return false;
 }
 
 /* the bytes this worker really moved since the last call, and each phase's busy time */
-static void stats(const ordo_push_t *p, int64_t *bytes_push, int64_t *bytes_pull, char *extra,
+static void stats(const ordo__push_t *p, int64_t *bytes_push, int64_t *bytes_pull, char *extra,
                   size_t size)
 {
     hier_t *h = (hier_t *)p;
     int64_t pu, pl;
-    ordo_worker_bytes(p->ps, &pu, &pl);
+    ordo__ps_bytes(p->ps, &pu, &pl);
     *bytes_push = pu - h->last_push;
     *bytes_pull = pl - h->last_pull;
     h->last_push = pu;
@@ -557,7 +557,7 @@ static void stats(const ordo_push_t *p, int64_t *bytes_push, int64_t *bytes_pull
              (double)g / 1e6);
 }
 
-const ordo_push_ops_t ordo__push_hier_ops = {
+const ordo__push_ops_t ordo__push_hier_ops = {
     .name = "hier",
     .mode = ORDO__PUSH_HIER,
     .create = create,

@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct ordo_intra ordo_intra_t;
+typedef struct ordo__intra ordo__intra_t;
 
-typedef struct ordo_intra_opts {
+typedef struct ordo__intra_opts {
     const char *run;      /* the run id (plan "intra.run"): names the segment */
     int group;            /* the group's index */
     int local_rank;       /* this member, 0 .. local_size - 1 (0 creates the segment) */
@@ -32,60 +32,60 @@ typedef struct ordo_intra_opts {
      * them. Every worker of the run calls it once, with the same bytes. 0 or ORDO_E*. */
     int (*relay)(void *ctx, void *buf, size_t bytes);
     void *relay_ctx;
-} ordo_intra_opts_t;
+} ordo__intra_opts_t;
 
 #define ORDO_INTRA_MAX_LOCAL 64
 
-typedef struct ordo_intra_ops {
+typedef struct ordo__intra_ops {
     const char *name;
-    int (*create)(const ordo_intra_opts_t *o, ordo_intra_t **out);
-    void (*destroy)(ordo_intra_t *it);
+    int (*create)(const ordo__intra_opts_t *o, ordo__intra_t **out);
+    void (*destroy)(ordo__intra_t *it);
     /* reduce: put this member's floats of slot (from src) for iteration iter */
-    int (*put)(ordo_intra_t *it, int slot, const float *src, int64_t iter);
+    int (*put)(ordo__intra_t *it, int slot, const float *src, int64_t iter);
     /* reduced: has every member put slot of iter? */
-    bool (*reduced)(ordo_intra_t *it, int slot, int64_t iter);
+    bool (*reduced)(ordo__intra_t *it, int slot, int64_t iter);
     /* sum writes the sum of the members' floats of slot into dst (after reduced) */
-    void (*sum)(ordo_intra_t *it, int slot, float *dst);
+    void (*sum)(ordo__intra_t *it, int slot, float *dst);
     /* broadcast: the root publishes slot's value of iter from src */
-    int (*publish)(ordo_intra_t *it, int slot, const float *src, int64_t iter);
+    int (*publish)(ordo__intra_t *it, int slot, const float *src, int64_t iter);
     /* published: is slot's value of iter there? fetch copies it into dst */
-    bool (*published)(ordo_intra_t *it, int slot, int64_t iter);
-    void (*fetch)(ordo_intra_t *it, int slot, float *dst);
+    bool (*published)(ordo__intra_t *it, int slot, int64_t iter);
+    void (*fetch)(ordo__intra_t *it, int slot, float *dst);
     /* summed: has the root summed slot of iter (every member's area of it is free again)?
      * NULL when put copies (the caller's buffer is free when put returns) */
-    bool (*summed)(ordo_intra_t *it, int slot, int64_t iter);
+    bool (*summed)(ordo__intra_t *it, int slot, int64_t iter);
     /* area: where this member's floats of slot live in the group's memory, so a caller can
      * write its contribution there and put it with src = area (nothing copied); value_area:
      * the same for slot's published value (sum into it, publish from it). NULL (or a NULL
      * op) when the backend has no memory the caller may write. */
-    float *(*area)(ordo_intra_t *it, int slot);
-    float *(*value_area)(ordo_intra_t *it, int slot);
+    float *(*area)(ordo__intra_t *it, int slot);
+    float *(*value_area)(ordo__intra_t *it, int slot);
     /* generation counts the changes so far; wait blocks until it differs from seen or
-     * timeout_ms passed, then checks the members: ORDO_EPEERDEAD naming a dead one, else 0 */
-    uint64_t (*generation)(ordo_intra_t *it);
-    int (*wait)(ordo_intra_t *it, uint64_t seen, int timeout_ms);
+     * timeout_ms passed, then checks the members: ORDO_ERR_PEERDEAD naming a dead one, else 0 */
+    uint64_t (*generation)(ordo__intra_t *it);
+    int (*wait)(ordo__intra_t *it, uint64_t seen, int timeout_ms);
     /* kick wakes every waiter of the group (a new wait of this member's) */
-    void (*kick)(ordo_intra_t *it);
+    void (*kick)(ordo__intra_t *it);
     /* barrier returns once every member reached it (bounded by the timeout) */
-    int (*barrier)(ordo_intra_t *it);
-} ordo_intra_ops_t;
+    int (*barrier)(ordo__intra_t *it);
+} ordo__intra_ops_t;
 
-struct ordo_intra {
-    const ordo_intra_ops_t *ops;
+struct ordo__intra {
+    const ordo__intra_ops_t *ops;
 };
 
-extern const ordo_intra_ops_t ordo__intra_shm_ops;
-/* The NCCL backend is an object library (ordo_intra_nccl) that ordo-worker and the tests link
+extern const ordo__intra_ops_t ordo__intra_shm_ops;
+/* The NCCL backend is an object library (ordo__intra_nccl) that ordo-worker and the tests link
  * when the build found the CUDA toolkit and NCCL; the reference is weak, so a program without
  * it (libordo.so, whose users may load their own NCCL, e.g. PyTorch's) gets NULL and never
  * loads libcudart or libnccl. */
-extern const ordo_intra_ops_t ordo__intra_nccl_ops __attribute__((weak));
+extern const ordo__intra_ops_t ordo__intra_nccl_ops __attribute__((weak));
 
-/* ordo_intra_new makes the backend named `backend` ("shm", "nccl") for o; ORDO_EINVAL naming
+/* ordo__intra_new makes the backend named `backend` ("shm", "nccl") for o; ORDO_ERR_INVAL naming
  * it when this build has none. The caller owns *out. */
-int ordo_intra_new(const char *backend, const ordo_intra_opts_t *o, ordo_intra_t **out);
+int ordo__intra_new(const char *backend, const ordo__intra_opts_t *o, ordo__intra_t **out);
 
-/* ordo_intra_destroy frees *it and sets it to NULL; NULL-safe. */
-void ordo_intra_destroy(ordo_intra_t **it);
+/* ordo__intra_destroy frees *it and sets it to NULL; NULL-safe. */
+void ordo__intra_destroy(ordo__intra_t **it);
 
 #endif

@@ -3,7 +3,7 @@
  * through the same (emulated) links as its pushes, so the figures include the other workers'
  * contention: for sizes 1 KiB, 4 KiB, 16 KiB, ... up to max_bytes, reps times each, one probe
  * alone (to its acknowledgement), a barrier, a burst of ORDO_CALIBRATE_BURST probes in flight
- * (to the last acknowledgement), a barrier. Probes (ordo_worker_probe) are pushes the servers
+ * (to the last acknowledgement), a barrier. Probes (ordo__ps_probe) are pushes the servers
  * sum into scratch memory, so nothing of the model changes. The medians per size give, as
  * for ordo-bench calibrate, what one more pipelined push costs ((T_burst - T_one) / (burst -
  * 1)) and what one push alone costs (T_one), and ordo_merge_fit_planner turns them into the
@@ -14,16 +14,16 @@
 #include <stdint.h>
 
 #include "core/merge_cost.h"
-#include "worker/ps.h"
+#include "client/ps.h"
 
 #define ORDO_CALIBRATE_BURST 8   /* probes in flight at once */
 #define ORDO_CALIBRATE_MAX_SIZES 12
 
-typedef struct ordo_calibrate_opts {
+typedef struct ordo__calibrate_opts {
     int reps;          /* repeats per size (the median is fitted); at least 1 */
     int64_t max_bytes; /* the largest size (at least 4 KiB, at most ORDO_PROBE_MAX_BYTES) */
     double link_bps;   /* the emulated link's rate (0: none), the floor of the planner's b */
-} ordo_calibrate_opts_t;
+} ordo__calibrate_opts_t;
 
 /* What a calibration measured: per size, the medians it fitted. */
 typedef struct ordo_calibration {
@@ -34,18 +34,18 @@ typedef struct ordo_calibration {
     ordo_merge_cost_t cost;                     /* the fit */
 } ordo_calibration_t;
 
-/* ordo_calibrate_measure runs the sequence above on w (every worker of the run must call it
+/* ordo__calibrate_measure runs the sequence above on w (every worker of the run must call it
  * with the same options, or the barriers never complete) and fits the result into *out.
  * Probes go to the servers in turn (probe j of a burst to server j mod servers). Fails with
- * the transport's and the fit's errors; ORDO_EINVAL for options out of range. */
-int ordo_calibrate_measure(ordo_worker_t *w, const ordo_calibrate_opts_t *o,
+ * the transport's and the fit's errors; ORDO_ERR_INVAL for options out of range. */
+int ordo__calibrate_measure(ordo__ps_t *w, const ordo__calibrate_opts_t *o,
                            ordo_calibration_t *out);
 
-/* ordo_calibrate_send gives the scheduler a calibration as a PLAN message with the JSON body
+/* ordo__calibrate_send gives the scheduler a calibration as a PLAN message with the JSON body
  * {"calibration": {"a_s", "b_s", "c_s", "b_msg_s", "b_one_s", "bytes": [...],
  * "per_msg_s": [...], "one_s": [...]}}, and "op_times": the ordo-oracle/1 object of op_times
- * when that is not NULL (the op times the worker measured). Fails with ORDO_EFORMAT when
+ * when that is not NULL (the op times the worker measured). Fails with ORDO_ERR_FORMAT when
  * op_times is not JSON. */
-int ordo_calibrate_send(ordo_worker_t *w, const ordo_calibration_t *c, const char *op_times);
+int ordo__calibrate_send(ordo__ps_t *w, const ordo_calibration_t *c, const char *op_times);
 
 #endif

@@ -1,5 +1,5 @@
 /* sparse_push: top-k pushes, sparse pull answers and region switches on a worker. */
-#include "worker/sparse_push.h"
+#include "client/sparse_push.h"
 #include "core/coo.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -26,8 +26,8 @@ typedef enum { OP_NONE, OP_PULL, OP_PUSH } op_kind_t;
  * the exact top-k instead (docs/sparse.md §8) */
 #define LOCAL_SLACK 1.15
 
-struct ordo_sparse_push {
-    ordo_worker_t *ps;
+struct ordo__sparse_push {
+    ordo__ps_t *ps;
     const ordo_model_t *m;
     ordo_sparse_plan_t plan;
     int S;
@@ -68,11 +68,11 @@ struct ordo_sparse_push {
     uint64_t *counts; /* the report */
 };
 
-static int reserve(ordo_sparse_push_t *sp, size_t bytes)
+static int reserve(ordo__sparse_push_t *sp, size_t bytes)
 {
     if (bytes <= sp->cap) return 0;
     uint8_t *p = realloc(sp->buf, bytes);
-    if (!p) return ordo_error_set(ORDO_ENOMEM, "sparse: no memory for %zu bytes", bytes);
+    if (!p) return ordo_error_set(ORDO_ERR_NOMEM, "sparse: no memory for %zu bytes", bytes);
     sp->buf = p;
     sp->cap = bytes;
     return 0;
@@ -89,24 +89,24 @@ static void sparse_msg(ordo_msg_t *m, int type, int64_t iter, uint32_t chunk, in
 
 static int hook(void *ctx, ordo_msg_t *m);
 
-int ordo_sparse_push_new(ordo_worker_t *ps, const ordo_model_t *m, float *params,
-                         const float *grads, ordo_sparse_push_t **out)
+int ordo__sparse_push_new(ordo__ps_t *ps, const ordo_model_t *m, float *params,
+                         const float *grads, ordo__sparse_push_t **out)
 {
     *out = NULL;
-    int S = ordo_worker_keys(ps)->n_servers;
+    int S = ordo__ps_keys(ps)->n_servers;
     ordo_sparse_plan_t p;
-    int rc = ordo_sparse_wire_plan(ordo_worker_plan(ps), S, &p);
-    if (rc == ORDO_ENOTFOUND) return 0;
+    int rc = ordo_sparse_wire_plan(ordo__ps_plan(ps), S, &p);
+    if (rc == ORDO_ERR_NOTFOUND) return 0;
     if (rc) return rc;
     if ((int64_t)p.n != ordo_model_total_numel(m)) {
         ordo_sparse_wire_plan_fini(&p);
-        return ordo_error_set(ORDO_EPROTO, "sparse plan for %u entries; the model has %lld", p.n,
+        return ordo_error_set(ORDO_ERR_PROTO, "sparse plan for %u entries; the model has %lld", p.n,
                               (long long)ordo_model_total_numel(m));
     }
-    ordo_sparse_push_t *sp = calloc(1, sizeof *sp);
+    ordo__sparse_push_t *sp = calloc(1, sizeof *sp);
     if (!sp) {
         ordo_sparse_wire_plan_fini(&p);
-        return ORDO_ENOMEM;
+        return ORDO_ERR_NOMEM;
     }
     sp->plan = p;
     sp->ps = ps;
@@ -128,26 +128,26 @@ int ordo_sparse_push_new(ordo_worker_t *ps, const ordo_model_t *m, float *params
     sp->idx = malloc(sizeof *sp->idx * (most + 1));
     if (!sp->bounds || !sp->next_bounds || !sp->answered || !sp->per_server || !sp->hist ||
         !sp->counts || !sp->idx) {
-        ordo_sparse_push_destroy(&sp);
-        return ORDO_ENOMEM;
+        ordo__sparse_push_destroy(&sp);
+        return ORDO_ERR_NOMEM;
     }
     memcpy(sp->bounds, p.bounds, sizeof *sp->bounds * ((size_t)S + 1));
     if ((rc = ordo_sparsify_new(&sp->sp, p.n, p.k, p.threshold_period)) != 0) {
-        ordo_sparse_push_destroy(&sp);
+        ordo__sparse_push_destroy(&sp);
         return rc;
     }
-    ordo_worker_set_hook(ps, ORDO_SPARSE_KEY, hook, sp);
+    ordo__ps_set_hook(ps, ORDO_SPARSE_KEY, hook, sp);
     ORDO_INFO("sparse pushes: %u entries, k = %u (density %g), %d server regions", p.n, p.k,
               p.density, S);
     *out = sp;
     return 0;
 }
 
-void ordo_sparse_push_destroy(ordo_sparse_push_t **spp)
+void ordo__sparse_push_destroy(ordo__sparse_push_t **spp)
 {
-    ordo_sparse_push_t *sp = *spp;
+    ordo__sparse_push_t *sp = *spp;
     if (!sp) return;
-    if (sp->ps && sp->sp) ordo_worker_set_hook(sp->ps, ORDO_SPARSE_KEY, NULL, NULL);
+    if (sp->ps && sp->sp) ordo__ps_set_hook(sp->ps, ORDO_SPARSE_KEY, NULL, NULL);
     ordo_sparsify_destroy(&sp->sp);
     ordo_sparse_wire_plan_fini(&sp->plan);
     free(sp->bounds);
@@ -165,12 +165,12 @@ void ordo_sparse_push_destroy(ordo_sparse_push_t **spp)
     *spp = NULL;
 }
 
-int64_t ordo_sparse_push_version(const ordo_sparse_push_t *sp)
+int64_t ordo__sparse_push_version(const ordo__sparse_push_t *sp)
 {
     return sp->version;
 }
 
-const char *ordo_sparse_push_stats(const ordo_sparse_push_t *sp, int64_t *bytes_push,
+const char *ordo__sparse_push_stats(const ordo__sparse_push_t *sp, int64_t *bytes_push,
                                    int64_t *bytes_pull)
 {
     *bytes_push = sp->stats_push;
@@ -178,7 +178,7 @@ const char *ordo_sparse_push_stats(const ordo_sparse_push_t *sp, int64_t *bytes_
     return sp->stats;
 }
 
-int ordo_sparse_push_init(ordo_sparse_push_t *sp, float *const *values)
+int ordo__sparse_push_init(ordo__sparse_push_t *sp, float *const *values)
 {
     int rc = reserve(sp, (size_t)sp->plan.n * sizeof(float));
     if (rc) return rc;
@@ -196,7 +196,7 @@ int ordo_sparse_push_init(ordo_sparse_push_t *sp, float *const *values)
             ordo_msg_close(&m);
             return rc;
         }
-        if ((rc = ordo_worker_send(sp->ps, s, &m)) != 0) return rc;
+        if ((rc = ordo__ps_send(sp->ps, s, &m)) != 0) return rc;
     }
     return 0;
 }
@@ -204,7 +204,7 @@ int ordo_sparse_push_init(ordo_sparse_push_t *sp, float *const *values)
 /* ---- requests ----------------------------------------------------------------------- */
 
 /* the first entry of mine with index >= i */
-static size_t lower_bound(const ordo_sparse_push_t *sp, uint32_t i)
+static size_t lower_bound(const ordo__sparse_push_t *sp, uint32_t i)
 {
     size_t a = 0, b = sp->n_mine;
     while (a < b) {
@@ -217,7 +217,7 @@ static size_t lower_bound(const ordo_sparse_push_t *sp, uint32_t i)
     return a;
 }
 
-static int send_pushes(ordo_sparse_push_t *sp)
+static int send_pushes(ordo__sparse_push_t *sp)
 {
     for (int s = 0; s < sp->S; s++) {
         uint32_t lo = sp->bounds[s], hi = sp->bounds[s + 1];
@@ -232,26 +232,26 @@ static int send_pushes(ordo_sparse_push_t *sp)
             ordo_msg_close(&m);
             return rc;
         }
-        if ((rc = ordo_worker_send(sp->ps, s, &m)) != 0) return rc;
+        if ((rc = ordo__ps_send(sp->ps, s, &m)) != 0) return rc;
         sp->per_server[s] = count;
         sp->bytes_push += (int64_t)len;
     }
     return 0;
 }
 
-static int send_pulls(ordo_sparse_push_t *sp)
+static int send_pulls(ordo__sparse_push_t *sp)
 {
     for (int s = 0; s < sp->S; s++) {
         ordo_msg_t m;
         sparse_msg(&m, ORDO_MSG_PULL, sp->op_iter, sp->epoch, ORDO_DTYPE_NONE);
-        int rc = ordo_worker_send(sp->ps, s, &m);
+        int rc = ordo__ps_send(sp->ps, s, &m);
         if (rc) return rc;
     }
     return 0;
 }
 
 /* send the request under way once the regions it must use are in force */
-static int try_send(ordo_sparse_push_t *sp)
+static int try_send(ordo__sparse_push_t *sp)
 {
     if (sp->op == OP_NONE || sp->op_sent) return 0;
     if (sp->op_switch) {
@@ -266,10 +266,10 @@ static int try_send(ordo_sparse_push_t *sp)
     return sp->op == OP_PUSH ? send_pushes(sp) : send_pulls(sp);
 }
 
-static int begin(ordo_sparse_push_t *sp, op_kind_t op, int64_t iter)
+static int begin(ordo__sparse_push_t *sp, op_kind_t op, int64_t iter)
 {
     if (sp->op != OP_NONE)
-        return ordo_error_set(ORDO_EINVAL, "sparse: a request of iteration %lld is under way",
+        return ordo_error_set(ORDO_ERR_INVAL, "sparse: a request of iteration %lld is under way",
                               (long long)sp->op_iter);
     sp->op = op;
     sp->op_iter = iter;
@@ -280,7 +280,7 @@ static int begin(ordo_sparse_push_t *sp, op_kind_t op, int64_t iter)
     return 0;
 }
 
-int ordo_sparse_push_pull(ordo_sparse_push_t *sp, int64_t version)
+int ordo__sparse_push_pull(ordo__sparse_push_t *sp, int64_t version)
 {
     int rc = begin(sp, OP_PULL, version);
     if (rc) return rc;
@@ -289,7 +289,7 @@ int ordo_sparse_push_pull(ordo_sparse_push_t *sp, int64_t version)
 }
 
 /* the position histogram of the pushes, recent ones weighted most, for region balancing */
-static int send_poshist(ordo_sparse_push_t *sp, int64_t iter)
+static int send_poshist(ordo__sparse_push_t *sp, int64_t iter)
 {
     size_t nb = (size_t)sp->plan.nbins;
     int rc = reserve(sp, 8 * nb);
@@ -305,13 +305,13 @@ static int send_poshist(ordo_sparse_push_t *sp, int64_t iter)
     }
     sp->ctl_bytes += (int64_t)(8 * nb);
     sp->expect_E = iter + 1;
-    return ordo_worker_send(sp->ps, -1, &m);
+    return ordo__ps_send(sp->ps, -1, &m);
 }
 
 /* what to push: the selection, unless a reused threshold took more than LOCAL_SLACK * k
  * entries; then the exact top-k, which lies inside that selection (every entry at least as
  * large as the k-th largest is above the threshold) */
-static int choose(ordo_sparse_push_t *sp)
+static int choose(ordo__sparse_push_t *sp)
 {
     size_t c, k = sp->plan.k;
     const ordo_coo_entry_t *sel = ordo_sparsify_selected(sp->sp, &c);
@@ -327,7 +327,7 @@ static int choose(ordo_sparse_push_t *sp)
         sp->vals = malloc(sizeof *sp->vals * c);
         sp->scratch = malloc(sizeof *sp->scratch * c);
         sp->cap_top = sp->top && sp->vals && sp->scratch ? c : 0;
-        if (!sp->cap_top) return ORDO_ENOMEM;
+        if (!sp->cap_top) return ORDO_ERR_NOMEM;
     }
     for (size_t i = 0; i < c; i++)
         sp->vals[i] = sel[i].value;
@@ -342,10 +342,10 @@ static int choose(ordo_sparse_push_t *sp)
     return 0;
 }
 
-int ordo_sparse_push_iteration(ordo_sparse_push_t *sp, int64_t iter)
+int ordo__sparse_push_iteration(ordo__sparse_push_t *sp, int64_t iter)
 {
     if (sp->version != iter)
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "sparse: push of iteration %lld on parameters of "
                               "version %lld",
                               (long long)iter, (long long)sp->version);
@@ -369,7 +369,7 @@ int ordo_sparse_push_iteration(ordo_sparse_push_t *sp, int64_t iter)
 
 /* ---- answers ------------------------------------------------------------------------ */
 
-static void make_stats(ordo_sparse_push_t *sp)
+static void make_stats(ordo__sparse_push_t *sp)
 {
     int n = snprintf(sp->stats, sizeof sp->stats,
                      ",\"sparse_k\":%u,\"sparse_local\":%zu,\"sparse_global\":%zu,"
@@ -388,7 +388,7 @@ static void make_stats(ordo_sparse_push_t *sp)
 }
 
 /* which server sent m, or a reason to refuse it */
-static int answer_from(ordo_sparse_push_t *sp, const ordo_msg_t *m, op_kind_t want)
+static int answer_from(ordo__sparse_push_t *sp, const ordo_msg_t *m, op_kind_t want)
 {
     int s = m->hdr.rank;
     if (m->hdr.role != ORDO_ROLE_SERVER || s < 0 || s >= sp->S || sp->op != want || !sp->op_sent ||
@@ -400,14 +400,14 @@ static int answer_from(ordo_sparse_push_t *sp, const ordo_msg_t *m, op_kind_t wa
     return s;
 }
 
-static int on_push_answer(ordo_sparse_push_t *sp, ordo_msg_t *m)
+static int on_push_answer(ordo__sparse_push_t *sp, ordo_msg_t *m)
 {
     int s = answer_from(sp, m, OP_PUSH);
     if (s < 0) return 0;
     size_t len = 0, used = 0;
     const uint8_t *data = ordo_msg_data(m, 0, &len);
     if (m->hdr.chunk != sp->epoch || m->nframes != 1)
-        return ordo_error_set(ORDO_EPROTO,
+        return ordo_error_set(ORDO_ERR_PROTO,
                               "server %d answered iteration %lld with regions of "
                               "epoch %u, not %u",
                               s, (long long)m->hdr.iter, m->hdr.chunk, sp->epoch);
@@ -434,7 +434,7 @@ static int on_push_answer(ordo_sparse_push_t *sp, ordo_msg_t *m)
     return ORDO_SPARSE_PUSH_PUSHED;
 }
 
-static int on_pull_answer(ordo_sparse_push_t *sp, ordo_msg_t *m)
+static int on_pull_answer(ordo__sparse_push_t *sp, ordo_msg_t *m)
 {
     int s = answer_from(sp, m, OP_PULL);
     if (s < 0) return 0;
@@ -442,13 +442,13 @@ static int on_pull_answer(ordo_sparse_push_t *sp, ordo_msg_t *m)
     size_t len = 0;
     const void *data = ordo_msg_data(m, 0, &len);
     if (m->nframes != 1 || m->hdr.chunk != lo || len != (size_t)(hi - lo) * sizeof(float))
-        return ordo_error_set(ORDO_EPROTO,
+        return ordo_error_set(ORDO_ERR_PROTO,
                               "server %d answered a pull of version %lld with "
                               "%zu bytes from %u; its region is [%u, %u)",
                               s, (long long)m->hdr.iter, len, m->hdr.chunk, lo, hi);
     if (sp->version == sp->op_iter) { /* the local copy must already be exactly this */
         float *fresh = malloc(len ? len : 1);
-        if (!fresh) return ORDO_ENOMEM;
+        if (!fresh) return ORDO_ERR_NOMEM;
         ordo_sparse_wire_get_f32s(data, len, fresh);
         for (uint32_t i = lo; i < hi; i++)
             sp->mismatched += fresh[i - lo] != sp->params[i];
@@ -469,20 +469,20 @@ static int on_pull_answer(ordo_sparse_push_t *sp, ordo_msg_t *m)
     return ORDO_SPARSE_PUSH_PULLED;
 }
 
-static int on_regions(ordo_sparse_push_t *sp, ordo_msg_t *m)
+static int on_regions(ordo__sparse_push_t *sp, ordo_msg_t *m)
 {
     size_t len = 0;
     const void *data = ordo_msg_data(m, 0, &len);
     uint32_t epoch;
     int rc;
     if (sp->has_next || m->hdr.iter != sp->expect_E)
-        return ordo_error_set(ORDO_EPROTO, "sparse: REGIONS for iteration %lld; expected %lld",
+        return ordo_error_set(ORDO_ERR_PROTO, "sparse: REGIONS for iteration %lld; expected %lld",
                               (long long)m->hdr.iter, (long long)sp->expect_E);
     if ((rc = ordo_sparse_wire_get_regions(data, len, sp->S, sp->plan.n, &epoch,
                                            sp->next_bounds)) != 0)
         return rc;
     if (epoch != sp->epoch + 1)
-        return ordo_error_set(ORDO_EPROTO, "sparse: REGIONS of epoch %u after epoch %u", epoch,
+        return ordo_error_set(ORDO_ERR_PROTO, "sparse: REGIONS of epoch %u after epoch %u", epoch,
                               sp->epoch);
     sp->next_epoch = epoch;
     sp->next_E = m->hdr.iter;
@@ -492,7 +492,7 @@ static int on_regions(ordo_sparse_push_t *sp, ordo_msg_t *m)
 
 static int hook(void *ctx, ordo_msg_t *m)
 {
-    ordo_sparse_push_t *sp = ctx;
+    ordo__sparse_push_t *sp = ctx;
     char why[512];
     switch (m->hdr.type) {
     case ORDO_MSG_PULL_RESP:
@@ -502,7 +502,7 @@ static int hook(void *ctx, ordo_msg_t *m)
         ORDO_WARN("sparse: dropped a scheduler message of kind %u", m->hdr.chunk);
         return 0;
     case ORDO_MSG_ERROR:
-        return ordo_error_set(ORDO_EPROTO,
+        return ordo_error_set(ORDO_ERR_PROTO,
                               "server %d refused a sparse request of iteration "
                               "%lld: %s",
                               m->hdr.rank, (long long)m->hdr.iter,
@@ -512,11 +512,11 @@ static int hook(void *ctx, ordo_msg_t *m)
     }
 }
 
-int ordo_sparse_push_state(ordo_sparse_push_t *sp, const char *path, bool save)
+int ordo__sparse_push_state(ordo__sparse_push_t *sp, const char *path, bool save)
 {
     size_t size = ordo_sparsify_state_size(sp->sp);
     uint8_t *buf = malloc(size + 1);
-    if (!buf) return ordo_error_set(ORDO_ENOMEM, "no memory for the sparse state");
+    if (!buf) return ordo_error_set(ORDO_ERR_NOMEM, "no memory for the sparse state");
     int rc = 0;
     if (save) {
         /* written beside and renamed: a death while writing leaves the last one whole */
@@ -525,13 +525,13 @@ int ordo_sparse_push_state(ordo_sparse_push_t *sp, const char *path, bool save)
         ordo_sparsify_state_get(sp->sp, buf);
         FILE *f = fopen(tmp, "wb");
         if (!f || fwrite(buf, 1, size, f) != size || fclose(f) != 0 || rename(tmp, path) != 0)
-            rc = ordo_error_set(ORDO_EIO, "cannot write %s: %s", path, strerror(errno));
+            rc = ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
     } else {
         FILE *f = fopen(path, "rb");
         size_t got = f ? fread(buf, 1, size + 1, f) : 0;
         if (f) fclose(f);
         if (!f)
-            rc = ordo_error_set(ORDO_EIO, "cannot read %s: %s", path, strerror(errno));
+            rc = ordo_error_set(ORDO_ERR_IO, "cannot read %s: %s", path, strerror(errno));
         else if ((rc = ordo_sparsify_state_set(sp->sp, buf, got)) != 0)
             rc = ordo_error_context(rc, path);
     }

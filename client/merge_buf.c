@@ -1,5 +1,5 @@
 /* merge_buf: per-group, per-server packing of gradients for merged pushes. */
-#include "worker/merge_buf.h"
+#include "client/merge_buf.h"
 #include "common/error.h"
 
 #include <jansson.h>
@@ -21,7 +21,7 @@ typedef struct {
     int put; /* keys put since the last reset */
 } group_t;
 
-struct ordo_merge_buf {
+struct ordo__merge_buf {
     const ordo_keys_t *keys;
     int n_groups;
     group_t *groups;
@@ -40,7 +40,7 @@ struct ordo_merge_buf {
 
 /* ---- the plan's merge member --------------------------------------------------------- */
 
-int ordo_merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_groups,
+int ordo__merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_groups,
                                     int **group_start, int **order, int64_t *max_part_bytes)
 {
     json_error_t jerr;
@@ -48,12 +48,12 @@ int ordo_merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_gr
     json_t *merge = root ? json_object_get(root, "merge") : NULL;
     int *start = NULL, *ord = NULL, *seen = NULL, rc = 0;
     if (!merge || json_is_null(merge)) {
-        rc = ordo_error_set(ORDO_ENOTFOUND, "plan: no merge member");
+        rc = ordo_error_set(ORDO_ERR_NOTFOUND, "plan: no merge member");
         goto done;
     }
     json_t *groups = json_object_get(merge, "groups");
     if (!json_is_array(groups) || json_array_size(groups) == 0) {
-        rc = ordo_error_set(ORDO_EPROTO, "plan: $.merge.groups: not a non-empty array");
+        rc = ordo_error_set(ORDO_ERR_PROTO, "plan: $.merge.groups: not a non-empty array");
         goto done;
     }
     int ng = (int)json_array_size(groups);
@@ -61,7 +61,7 @@ int ordo_merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_gr
     ord = malloc(sizeof *ord * ((size_t)n_keys + 1));
     seen = calloc((size_t)n_keys + 1, sizeof *seen);
     if (!start || !ord || !seen) {
-        rc = ORDO_ENOMEM;
+        rc = ORDO_ERR_NOMEM;
         goto done;
     }
     int n = 0;
@@ -69,20 +69,20 @@ int ordo_merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_gr
         json_t *grp = json_array_get(groups, (size_t)g);
         start[g] = n;
         if (!json_is_array(grp) || json_array_size(grp) == 0) {
-            rc = ordo_error_set(ORDO_EPROTO, "plan: $.merge.groups[%d]: not a non-empty array", g);
+            rc = ordo_error_set(ORDO_ERR_PROTO, "plan: $.merge.groups[%d]: not a non-empty array", g);
             goto done;
         }
         for (size_t i = 0; i < json_array_size(grp); i++) {
             json_t *k = json_array_get(grp, i);
             json_int_t key = json_is_integer(k) ? json_integer_value(k) : -1;
             if (key < 0 || key >= n_keys) {
-                rc = ordo_error_set(ORDO_EPROTO,
+                rc = ordo_error_set(ORDO_ERR_PROTO,
                                     "plan: $.merge.groups[%d][%zu]: not a key in [0, %d)", g, i,
                                     n_keys);
                 goto done;
             }
             if (seen[key]) {
-                rc = ordo_error_set(ORDO_EPROTO, "plan: $.merge.groups[%d][%zu]: key %d again", g,
+                rc = ordo_error_set(ORDO_ERR_PROTO, "plan: $.merge.groups[%d][%zu]: key %d again", g,
                                     i, (int)key);
                 goto done;
             }
@@ -91,12 +91,12 @@ int ordo_merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_gr
         }
     }
     if (n != n_keys) {
-        rc = ordo_error_set(ORDO_EPROTO, "plan: $.merge.groups: %d of %d keys listed", n, n_keys);
+        rc = ordo_error_set(ORDO_ERR_PROTO, "plan: $.merge.groups: %d of %d keys listed", n, n_keys);
         goto done;
     }
     json_t *mx = json_object_get(merge, "max_message_bytes");
     if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 0)) {
-        rc = ordo_error_set(ORDO_EPROTO, "plan: $.merge.max_message_bytes: not an integer >= 0");
+        rc = ordo_error_set(ORDO_ERR_PROTO, "plan: $.merge.max_message_bytes: not an integer >= 0");
         goto done;
     }
     start[ng] = n;
@@ -118,17 +118,17 @@ done:
 static int check_grouping(int n_keys, int n_groups, const int *group_start, const int *order)
 {
     if (n_groups < 1 || group_start[0] != 0 || group_start[n_groups] != n_keys)
-        return ordo_error_set(ORDO_EINVAL, "merge groups: %d groups do not cover %d keys", n_groups,
+        return ordo_error_set(ORDO_ERR_INVAL, "merge groups: %d groups do not cover %d keys", n_groups,
                               n_keys);
     for (int g = 0; g < n_groups; g++)
         if (group_start[g + 1] <= group_start[g])
-            return ordo_error_set(ORDO_EINVAL, "merge groups: group %d is empty", g);
+            return ordo_error_set(ORDO_ERR_INVAL, "merge groups: group %d is empty", g);
     uint8_t *seen = calloc((size_t)n_keys + 1, 1);
-    if (!seen) return ORDO_ENOMEM;
+    if (!seen) return ORDO_ERR_NOMEM;
     int rc = 0;
     for (int i = 0; i < n_keys && !rc; i++) {
         if (order[i] < 0 || order[i] >= n_keys || seen[order[i]])
-            rc = ordo_error_set(ORDO_EINVAL, "merge groups: key %d is out of range or repeated",
+            rc = ordo_error_set(ORDO_ERR_INVAL, "merge groups: key %d is out of range or repeated",
                                 order[i]);
         else
             seen[order[i]] = 1;
@@ -154,7 +154,7 @@ static bool one_run(const ordo_keys_t *k, const ordo_merge_part_t *p)
     }
     return true;
 }
-static int build_group(ordo_merge_buf_t *mb, int g, int64_t max_bytes, int *next_entry)
+static int build_group(ordo__merge_buf_t *mb, int g, int64_t max_bytes, int *next_entry)
 {
     const ordo_keys_t *k = mb->keys;
     group_t *gr = &mb->groups[g];
@@ -200,7 +200,7 @@ static int build_group(ordo_merge_buf_t *mb, int g, int64_t max_bytes, int *next
         if (one_run(mb->keys, &p->pub)) continue;
         size_t bytes = ((size_t)p->pub.numel * sizeof(float) + 63) & ~(size_t)63;
         p->buf = aligned_alloc(64, bytes ? bytes : 64);
-        if (!p->buf) return ORDO_ENOMEM;
+        if (!p->buf) return ORDO_ERR_NOMEM;
         mb->bytes += (int64_t)bytes;
         /* a packed part holds whole keys of one slice each: their homes */
         for (int j = 0; j < p->pub.n_slices; j++) {
@@ -212,13 +212,13 @@ static int build_group(ordo_merge_buf_t *mb, int g, int64_t max_bytes, int *next
     return 0;
 }
 
-int ordo_merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_start,
-                       const int *order, int64_t max_part_bytes, ordo_merge_buf_t **out)
+int ordo__merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_start,
+                       const int *order, int64_t max_part_bytes, ordo__merge_buf_t **out)
 {
     int rc = check_grouping(keys->n_keys, n_groups, group_start, order);
     if (rc) return rc;
-    ordo_merge_buf_t *mb = calloc(1, sizeof *mb);
-    if (!mb) return ORDO_ENOMEM;
+    ordo__merge_buf_t *mb = calloc(1, sizeof *mb);
+    if (!mb) return ORDO_ERR_NOMEM;
     size_t nk = (size_t)keys->n_keys + 1, ns = (size_t)keys->n_slices + 1;
     mb->keys = keys;
     mb->n_groups = n_groups;
@@ -234,7 +234,7 @@ int ordo_merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_s
     mb->home = calloc(nk, sizeof *mb->home);
     if (!mb->groups || !mb->order || !mb->group_of || !mb->put || !mb->parts || !mb->slice_ids ||
         !mb->offsets || !mb->slice_part || !mb->slice_off || !mb->home) {
-        rc = ORDO_ENOMEM;
+        rc = ORDO_ERR_NOMEM;
         goto fail;
     }
     memcpy(mb->order, order, sizeof *order * (size_t)keys->n_keys);
@@ -250,13 +250,13 @@ int ordo_merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_s
     *out = mb;
     return 0;
 fail:
-    ordo_merge_buf_destroy(&mb);
+    ordo__merge_buf_destroy(&mb);
     return rc;
 }
 
-void ordo_merge_buf_destroy(ordo_merge_buf_t **mbp)
+void ordo__merge_buf_destroy(ordo__merge_buf_t **mbp)
 {
-    ordo_merge_buf_t *mb = *mbp;
+    ordo__merge_buf_t *mb = *mbp;
     if (!mb) return;
     if (mb->parts)
         for (int i = 0; i < mb->n_parts; i++)
@@ -277,39 +277,39 @@ void ordo_merge_buf_destroy(ordo_merge_buf_t **mbp)
 
 /* ---- use ------------------------------------------------------------------------------ */
 
-int ordo_merge_buf_n_groups(const ordo_merge_buf_t *mb)
+int ordo__merge_buf_n_groups(const ordo__merge_buf_t *mb)
 {
     return mb->n_groups;
 }
 
-int ordo_merge_buf_group_of(const ordo_merge_buf_t *mb, int key)
+int ordo__merge_buf_group_of(const ordo__merge_buf_t *mb, int key)
 {
     return key >= 0 && key < mb->keys->n_keys ? mb->group_of[key] : -1;
 }
 
-const int *ordo_merge_buf_group_keys(const ordo_merge_buf_t *mb, int g, int *n)
+const int *ordo__merge_buf_group_keys(const ordo__merge_buf_t *mb, int g, int *n)
 {
     *n = mb->groups[g].n_keys;
     return mb->order + mb->groups[g].first_key;
 }
 
-int ordo_merge_buf_n_parts(const ordo_merge_buf_t *mb, int g)
+int ordo__merge_buf_n_parts(const ordo__merge_buf_t *mb, int g)
 {
     return mb->groups[g].n_parts;
 }
 
-const ordo_merge_part_t *ordo_merge_buf_part(const ordo_merge_buf_t *mb, int g, int p)
+const ordo_merge_part_t *ordo__merge_buf_part(const ordo__merge_buf_t *mb, int g, int p)
 {
     return &mb->parts[mb->groups[g].first_part + p].pub;
 }
 
-int ordo_merge_buf_put(ordo_merge_buf_t *mb, int key, const float *src, int *group)
+int ordo__merge_buf_put(ordo__merge_buf_t *mb, int key, const float *src, int *group)
 {
     const ordo_keys_t *k = mb->keys;
     if (key < 0 || key >= k->n_keys)
-        return ordo_error_set(ORDO_EINVAL, "merge: no key %d (the model has %d)", key, k->n_keys);
+        return ordo_error_set(ORDO_ERR_INVAL, "merge: no key %d (the model has %d)", key, k->n_keys);
     if (mb->put[key])
-        return ordo_error_set(ORDO_EINVAL, "merge: key %d was put twice into group %d", key,
+        return ordo_error_set(ORDO_ERR_INVAL, "merge: key %d was put twice into group %d", key,
                               mb->group_of[key]);
     for (int c = 0; c < k->n_chunks[key]; c++) {
         int sl = k->first_slice[key] + c;
@@ -327,13 +327,13 @@ int ordo_merge_buf_put(ordo_merge_buf_t *mb, int key, const float *src, int *gro
     return ++gr->put == gr->n_keys ? 1 : 0;
 }
 
-const float *ordo_merge_buf_payload(const ordo_merge_buf_t *mb, int g, int p)
+const float *ordo__merge_buf_payload(const ordo__merge_buf_t *mb, int g, int p)
 {
     const part_t *pt = &mb->parts[mb->groups[g].first_part + p];
     return pt->buf ? pt->buf : pt->single;
 }
 
-void ordo_merge_buf_reset(ordo_merge_buf_t *mb, int g)
+void ordo__merge_buf_reset(ordo__merge_buf_t *mb, int g)
 {
     group_t *gr = &mb->groups[g];
     for (int i = 0; i < gr->n_keys; i++)
@@ -341,12 +341,12 @@ void ordo_merge_buf_reset(ordo_merge_buf_t *mb, int g)
     gr->put = 0;
 }
 
-int64_t ordo_merge_buf_bytes(const ordo_merge_buf_t *mb)
+int64_t ordo__merge_buf_bytes(const ordo__merge_buf_t *mb)
 {
     return mb->bytes;
 }
 
-float *ordo_merge_buf_home(const ordo_merge_buf_t *mb, int key)
+float *ordo__merge_buf_home(const ordo__merge_buf_t *mb, int key)
 {
     return key >= 0 && key < mb->keys->n_keys ? mb->home[key] : NULL;
 }

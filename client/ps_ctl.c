@@ -1,7 +1,7 @@
 /* ps_ctl: the worker's messages to and from the scheduler beside the data path: reports,
  * barriers, broadcasts, collective re-plans, aborts, and messages of a caller's own (hooks,
- * ordo_worker_send). The data path and the event loop are ps.c. */
-#include "worker/ps.h"
+ * ordo__ps_send). The data path and the event loop are ps.c. */
+#include "client/ps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,25 +11,25 @@
 #include "common/error.h"
 #include "common/le.h"
 #include "common/log.h"
-#include "worker/ps_internal.h"
-#include "worker/push.h"
+#include "client/ps_internal.h"
+#include "client/push.h"
 
 /* ---- collective re-plans ------------------------------------------------------------ */
 
 /* the scheduler's answer to this worker's REPLAN: the new plan or {"error", "code"} */
-int ordo__worker_take_replan(ordo_worker_t *w, ordo_msg_t *m)
+int ordo__ps_take_replan(ordo__ps_t *w, ordo_msg_t *m)
 {
     size_t len = 0;
     const char *d = ordo_msg_data(m, 0, &len);
     char *text = d ? strndup(d, len) : NULL;
-    if (!text) return ordo_error_set(ORDO_EPROTO, "a REPLAN answer without a body");
+    if (!text) return ordo_error_set(ORDO_ERR_PROTO, "a REPLAN answer without a body");
     free(w->replan_reply);
     w->replan_reply = text;
-    ordo__worker_add_event(w, ORDO_EV_REPLAN, -1, -1);
+    ordo__ps_add_event(w, ORDO__EV_REPLAN, -1, -1);
     return 0;
 }
 
-int ordo_worker_replan(ordo_worker_t *w, const char *names_json, const char *profile)
+int ordo__ps_replan(ordo__ps_t *w, const char *names_json, const char *profile)
 {
     ordo_msg_t m;
     ordo_msg_init(&m, ORDO_MSG_REPLAN);
@@ -44,37 +44,37 @@ int ordo_worker_replan(ordo_worker_t *w, const char *names_json, const char *pro
         return rc;
     }
     rc = ordo_node_send_ctl(&w->node, &m);
-    if (rc == 0) w->outstanding++; /* until its ORDO_EV_REPLAN */
+    if (rc == 0) w->outstanding++; /* until its ORDO__EV_REPLAN */
     return rc;
 }
 
-int ordo_worker_replan_apply(ordo_worker_t *w, const char *plan_json)
+int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json)
 {
     if (w->outstanding || w->pq_n)
-        return ordo_error_set(ORDO_EINVAL, "replan: %d transfers still in flight",
+        return ordo_error_set(ORDO_ERR_INVAL, "replan: %d transfers still in flight",
                               w->outstanding + w->pq_n);
     char *text = strdup(plan_json);
-    if (!text) return ORDO_ENOMEM;
+    if (!text) return ORDO_ERR_NOMEM;
     free(w->node.plan_json);
     w->node.plan_json = text;
     /* a merged path's groups come from the plan: the path follows it (nothing is in flight) */
-    int mode, rc = ordo_push_mode_of_plan(text, &mode);
+    int mode, rc = ordo__push_mode_of_plan(text, &mode);
     if (rc) return rc;
-    ordo_push_destroy(&w->path);
-    if ((rc = ordo_push_new(mode, w, &w->path)) != 0)
+    ordo__push_destroy(&w->path);
+    if ((rc = ordo__push_new(mode, w, &w->path)) != 0)
         return ordo_error_context(rc, "replan: the push path of the new plan");
     ORDO_INFO("replan: new plan applied (push path %s)", w->path->ops->name);
     return 0;
 }
 
-char *ordo_worker_replan_take(ordo_worker_t *w)
+char *ordo__ps_replan_take(ordo__ps_t *w)
 {
     char *text = w->replan_reply;
     w->replan_reply = NULL;
     return text;
 }
 
-int ordo__worker_send_ctl(ordo_worker_t *w, int type, const char *text)
+int ordo__ps_send_ctl(ordo__ps_t *w, int type, const char *text)
 {
     ordo_msg_t m;
     ordo_msg_init(&m, type);
@@ -83,18 +83,18 @@ int ordo__worker_send_ctl(ordo_worker_t *w, int type, const char *text)
     return ordo_node_send_ctl(&w->node, &m);
 }
 
-void ordo_worker_set_hook(ordo_worker_t *w, uint32_t key, ordo_worker_hook_fn fn, void *ctx)
+void ordo__ps_set_hook(ordo__ps_t *w, uint32_t key, ordo__ps_hook_fn fn, void *ctx)
 {
     w->hook = fn;
     w->hook_ctx = ctx;
     w->hook_key = key;
 }
 
-int ordo_worker_send(ordo_worker_t *w, int server, ordo_msg_t *m)
+int ordo__ps_send(ordo__ps_t *w, int server, ordo_msg_t *m)
 {
     if (server < -1 || server >= w->node.n_servers) {
         ordo_msg_close(m);
-        return ordo_error_set(ORDO_EINVAL, "no server %d (the cluster has %d)", server,
+        return ordo_error_set(ORDO_ERR_INVAL, "no server %d (the cluster has %d)", server,
                               w->node.n_servers);
     }
     if (server < 0) return ordo_node_send_ctl(&w->node, m);
@@ -105,14 +105,14 @@ int ordo_worker_send(ordo_worker_t *w, int server, ordo_msg_t *m)
     return ordo_transport_send(w->node.tp, m);
 }
 
-int ordo_worker_report(ordo_worker_t *w, const char *json)
+int ordo__ps_report(ordo__ps_t *w, const char *json)
 {
     size_t n = strlen(json);
     if ((w->conf.sync_mode == ORDO_SYNC_BSP && w->conf.backup == 0) || n < 2 || json[n - 1] != '}')
-        return ordo__worker_send_ctl(w, ORDO_MSG_STATS, json);
+        return ordo__ps_send_ctl(w, ORDO_MSG_STATS, json);
     /* [sync]: what the pulls and pushes since the last report saw */
     char *text = malloc(n + 24 * ORDO_STALE_BUCKETS + 64);
-    if (!text) return ORDO_ENOMEM;
+    if (!text) return ORDO_ERR_NOMEM;
     int last = 0;
     for (int i = 0; i < ORDO_STALE_BUCKETS; i++)
         if (w->stale[i] != w->stale_sent[i]) last = i;
@@ -124,26 +124,26 @@ int ordo_worker_report(ordo_worker_t *w, const char *json)
     }
     sprintf(text + at, "],\"late_pushes\":%lld}", (long long)(w->late - w->late_sent));
     w->late_sent = w->late;
-    int rc = ordo__worker_send_ctl(w, ORDO_MSG_STATS, text);
+    int rc = ordo__ps_send_ctl(w, ORDO_MSG_STATS, text);
     free(text);
     return rc;
 }
 
-int ordo_worker_barrier(ordo_worker_t *w, int64_t id)
+int ordo__ps_barrier(ordo__ps_t *w, int64_t id)
 {
     ordo_msg_t m;
     ordo_msg_init(&m, ORDO_MSG_BARRIER);
     m.hdr.iter = id;
     int rc = ordo_node_send_ctl(&w->node, &m);
-    if (rc == 0) w->outstanding++; /* until its ORDO_EV_BARRIER */
+    if (rc == 0) w->outstanding++; /* until its ORDO__EV_BARRIER */
     return rc;
 }
 
-int ordo_worker_broadcast(ordo_worker_t *w, int64_t id, int root, void *buf, size_t bytes)
+int ordo__ps_broadcast(ordo__ps_t *w, int64_t id, int root, void *buf, size_t bytes)
 {
-    if (w->bcast_id) return ordo_error_set(ORDO_EINVAL, "a broadcast is in flight");
+    if (w->bcast_id) return ordo_error_set(ORDO_ERR_INVAL, "a broadcast is in flight");
     if (bytes + (1 << 16) > ((size_t)w->conf.max_message_mb << 20))
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "a broadcast of %zu bytes: above net.max_message_mb "
                               "(%d MiB)",
                               bytes, w->conf.max_message_mb);
@@ -164,33 +164,33 @@ int ordo_worker_broadcast(ordo_worker_t *w, int64_t id, int root, void *buf, siz
     w->bcast_id = id;
     w->bcast_dst = buf;
     w->bcast_bytes = bytes;
-    w->outstanding++; /* until its ORDO_EV_BCAST */
+    w->outstanding++; /* until its ORDO__EV_BCAST */
     return 0;
 }
 
-int ordo__worker_relay(ordo_worker_t *w, int64_t id, int root, void *buf, size_t bytes,
+int ordo__ps_relay(ordo__ps_t *w, int64_t id, int root, void *buf, size_t bytes,
                        int timeout_ms)
 {
-    int rc = ordo_worker_broadcast(w, id, root, buf, bytes);
+    int rc = ordo__ps_broadcast(w, id, root, buf, bytes);
     int64_t deadline = ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
     while (!rc) {
         int64_t left = (deadline - ordo_clock_ns()) / 1000000;
         if (left <= 0) {
             w->bcast_id = 0; /* a late answer is dropped */
-            return ordo_error_set(ORDO_ETIMEDOUT, "broadcast %lld from worker %d: not relayed "
+            return ordo_error_set(ORDO_ERR_TIMEDOUT, "broadcast %lld from worker %d: not relayed "
                                   "by the scheduler within %d ms", (long long)id, root,
                                   timeout_ms);
         }
-        ordo_worker_event_t ev;
-        rc = ordo_worker_poll(w, (int)left, &ev);
-        if (rc == ORDO_ETIMEDOUT) rc = 0;
-        else if (!rc && ev.kind == ORDO_EV_BCAST && ev.iter == id) return 0;
+        ordo__ps_event_t ev;
+        rc = ordo__ps_poll(w, (int)left, &ev);
+        if (rc == ORDO_ERR_TIMEDOUT) rc = 0;
+        else if (!rc && ev.kind == ORDO__EV_BCAST && ev.iter == id) return 0;
     }
     return rc;
 }
 
-void ordo_worker_abort(ordo_worker_t *w, const char *reason)
+void ordo__ps_abort(ordo__ps_t *w, const char *reason)
 {
-    ordo__worker_send_ctl(w, ORDO_MSG_ABORT, reason);
+    ordo__ps_send_ctl(w, ORDO_MSG_ABORT, reason);
     w->aborted = true;
 }

@@ -1,10 +1,10 @@
 /* push: the worker's push paths ([push] mode) behind one ops table, one file per path:
  * push_dense.c (every gradient leaves as its own chunks), push_merged.c (gradients are put
- * into the plan's merge groups, worker/merge_buf.h, and a complete group leaves as one message
+ * into the plan's merge groups, client/merge_buf.h, and a complete group leaves as one message
  * per server) and push_sparse.c (the whole gradient is sparsified once per iteration,
- * worker/sparse_push.h). The push/pull library (worker/ps.c) picks the path once when it
+ * client/sparse_push.h). The push/pull library (worker/ps.c) picks the path once when it
  * joins, from the scheduler's plan, and owns it; it calls the key-level ops from
- * ordo_worker_push / ordo_worker_pushpull and for the messages it does not know. The executor
+ * ordo__ps_push / ordo__ps_pushpull and for the messages it does not know. The executor
  * (worker/executor.c) binds the path to its model and calls the iteration-level ops on its
  * communication thread. A new path is a new file and one row in push.c's table. */
 #ifndef ORDO_PUSH_H
@@ -16,134 +16,134 @@
 
 #include "common/wire.h"
 #include "core/model.h"
-#include "worker/ps.h"
+#include "client/ps.h"
 
-typedef struct ordo_push ordo_push_t;
+typedef struct ordo__push ordo__push_t;
 
 /* what a completion event of the path finished, as far as the executor is concerned */
 typedef enum {
-    ORDO_PUSH_DONE_NONE = 0,
-    ORDO_PUSH_DONE_PULLED = 1, /* every parameter's value of ev.iter is in */
-    ORDO_PUSH_DONE_PUSHED = 2  /* every push of the iteration was answered */
-} ordo_push_done_t;
+    ORDO__PUSH_DONE_NONE = 0,
+    ORDO__PUSH_DONE_PULLED = 1, /* every parameter's value of ev.iter is in */
+    ORDO__PUSH_DONE_PUSHED = 2  /* every push of the iteration was answered */
+} ordo__push_done_t;
 
-typedef struct ordo_push_ops {
+typedef struct ordo__push_ops {
     const char *name; /* the [push] mode it implements: "dense", "merged", "sparse" */
     int mode;         /* ordo_push_mode_t */
-    /* ordo_push_new's work for this path: the state for worker ps (joined; its keys and plan
+    /* ordo__push_new's work for this path: the state for worker ps (joined; its keys and plan
      * are final). */
-    int (*create)(ordo_worker_t *ps, ordo_push_t **out);
-    void (*destroy)(ordo_push_t *p);
+    int (*create)(ordo__ps_t *ps, ordo__push_t **out);
+    void (*destroy)(ordo__push_t *p);
 
     /* --- key level: worker/ps.c, on the thread that owns the handle --- */
     /* push queues key's gradient of iter (checked: a key in range, no push outstanding). */
-    int (*push)(ordo_push_t *p, int key, const float *src, int64_t iter, int priority);
+    int (*push)(ordo__push_t *p, int key, const float *src, int64_t iter, int priority);
     /* pushpull pushes key's gradient of iter and pulls iter + 1 into dst (no pull
      * outstanding either). */
-    int (*pushpull)(ordo_push_t *p, int key, const float *src, float *dst, int64_t iter,
+    int (*pushpull)(ordo__push_t *p, int key, const float *src, float *dst, int64_t iter,
                     int priority);
     /* send_part sends message `part` of the path's unit `group`, queued with
-     * ordo__worker_queue_part, now that the link is free. */
-    void (*send_part)(ordo_push_t *p, int group, int part, int64_t iter, int priority);
+     * ordo__ps_queue_part, now that the link is free. */
+    void (*send_part)(ordo__push_t *p, int group, int part, int64_t iter, int priority);
     /* group_ack takes a PUSH_ACK flagged ORDO_FLAG_GROUP; 0 or a fatal error. */
-    int (*group_ack)(ordo_push_t *p, const ordo_msg_t *m);
+    int (*group_ack)(ordo__push_t *p, const ordo_msg_t *m);
     /* grad_home returns where key's gradient may be computed so that its push copies
-     * nothing, or NULL (ordo_worker_grad_home). */
-    float *(*grad_home)(const ordo_push_t *p, int key);
+     * nothing, or NULL (ordo__ps_grad_home). */
+    float *(*grad_home)(const ordo__push_t *p, int key);
 
     /* --- iteration level: worker/executor.c --- */
     /* key_pushes: gradients leave key by key, each completing with its own PUSH_DONE (so a
      * pull may follow each push); false: an iteration's pushes complete as one
-     * ORDO_PUSH_DONE_PUSHED. */
+     * ORDO__PUSH_DONE_PUSHED. */
     bool key_pushes;
     /* bind gives the path the model and its parameter and gradient blocks (each one block
      * of ordo_model_total_numel floats in model order, borrowed until unbind). */
-    int (*bind)(ordo_push_t *p, const ordo_model_t *m, float *params, const float *grads);
+    int (*bind)(ordo__push_t *p, const ordo_model_t *m, float *params, const float *grads);
     /* unbind drops what bind made; after it no message writes into the blocks. */
-    void (*unbind)(ordo_push_t *p);
+    void (*unbind)(ordo__push_t *p);
     /* init sends every parameter's initial value (values[key], borrowed for the call). */
-    int (*init)(ordo_push_t *p, float *const *values);
+    int (*init)(ordo__push_t *p, float *const *values);
     /* pulls asks for the values of iteration iter: keys[0..n) in request order with their
      * priorities, each into dst[key]; a whole-model path asks for everything at once. */
-    int (*pulls)(ordo_push_t *p, int64_t iter, const int *keys, const int *priority, int n,
+    int (*pulls)(ordo__push_t *p, int64_t iter, const int *keys, const int *priority, int n,
                  float *const *dst);
     /* grad_ready: key's gradient of iter (at grad) is complete; push it, or not yet. */
-    int (*grad_ready)(ordo_push_t *p, int key, const float *grad, int64_t iter, int priority);
+    int (*grad_ready)(ordo__push_t *p, int key, const float *grad, int64_t iter, int priority);
     /* grads_done: the backward pass of iter ended (every gradient is complete). */
-    int (*grads_done)(ordo_push_t *p, int64_t iter);
-    /* The following three run under the executor's lock. on_event takes an ORDO_EV_HOOK
+    int (*grads_done)(ordo__push_t *p, int64_t iter);
+    /* The following three run under the executor's lock. on_event takes an ORDO__EV_HOOK
      * event and says what it finished; have says whether the values of iteration iter are
      * already local (nothing to pull); stats overrides the iteration's bytes and appends
      * STATS members to extra (size bytes) after an iteration that pushed. */
-    ordo_push_done_t (*on_event)(ordo_push_t *p, const ordo_worker_event_t *ev);
-    bool (*have)(const ordo_push_t *p, int64_t iter);
-    void (*stats)(const ordo_push_t *p, int64_t *bytes_push, int64_t *bytes_pull, char *extra,
+    ordo__push_done_t (*on_event)(ordo__push_t *p, const ordo__ps_event_t *ev);
+    bool (*have)(const ordo__push_t *p, int64_t iter);
+    void (*stats)(const ordo__push_t *p, int64_t *bytes_push, int64_t *bytes_pull, char *extra,
                   size_t size);
 
     /* --- optional (NULL: not used by the path) --- */
-    /* local takes an ORDO_MSG_INTRA the path posted to itself (ordo__worker_post); 0 or a
+    /* local takes an ORDO_MSG_INTRA the path posted to itself (ordo__ps_post); 0 or a
      * fatal error. */
-    int (*local)(ordo_push_t *p, const ordo_msg_t *m);
+    int (*local)(ordo__push_t *p, const ordo_msg_t *m);
     /* pulled: key's pull of iter completed; true when the path took it for itself (no
      * PULL_DONE event follows), false when the event goes to the caller as usual. */
-    bool (*pulled)(ordo_push_t *p, int key, int64_t iter);
+    bool (*pulled)(ordo__push_t *p, int key, int64_t iter);
     /* stop ends the path's own threads before the handle's transport goes away. */
-    void (*stop)(ordo_push_t *p);
+    void (*stop)(ordo__push_t *p);
     /* state saves (save) the path's own state between iterations to the file path, or
      * restores it from there: checkpoints and fault.resume (sparse: residuals, thresholds). */
-    int (*state)(ordo_push_t *p, const char *path, bool save);
-} ordo_push_ops_t;
+    int (*state)(ordo__push_t *p, const char *path, bool save);
+} ordo__push_ops_t;
 
 /* The hierarchical path (push_hier.c) is not a [push] mode: the plan's "intra" member picks it
  * and it pushes dense or merged inside. */
 #define ORDO__PUSH_HIER 3
 
 /* The part every path's state starts with. */
-struct ordo_push {
-    const ordo_push_ops_t *ops;
-    ordo_worker_t *ps; /* borrowed: the handle that owns the path */
+struct ordo__push {
+    const ordo__push_ops_t *ops;
+    ordo__ps_t *ps; /* borrowed: the handle that owns the path */
 };
 
-/* ordo_push_mode_of_plan reads which path the scheduler's plan JSON asks for into *mode
+/* ordo__push_mode_of_plan reads which path the scheduler's plan JSON asks for into *mode
  * (ordo_push_mode_t; the plan carries the scheduler's [push] mode): an "intra" object means
  * the hierarchical path (ORDO__PUSH_HIER), else a non-null "merge" member merged, else a
  * "sparse" object sparse, else (no plan, or one that does not parse) dense. Returns 0. */
-int ordo_push_mode_of_plan(const char *plan_json, int *mode);
+int ordo__push_mode_of_plan(const char *plan_json, int *mode);
 
-/* ordo_push_ops_for sets *ops to the table of path `mode` (ordo_push_mode_t); ORDO_EINVAL
+/* ordo__push_ops_for sets *ops to the table of path `mode` (ordo_push_mode_t); ORDO_ERR_INVAL
  * naming the mode when there is none. */
-int ordo_push_ops_for(int mode, const ordo_push_ops_t **ops);
+int ordo__push_ops_for(int mode, const ordo__push_ops_t **ops);
 
-/* ordo_push_new makes path `mode` for worker ps; the caller owns it. */
-int ordo_push_new(int mode, ordo_worker_t *ps, ordo_push_t **out);
+/* ordo__push_new makes path `mode` for worker ps; the caller owns it. */
+int ordo__push_new(int mode, ordo__ps_t *ps, ordo__push_t **out);
 
-/* ordo_push_destroy frees *p and sets it to NULL; NULL-safe. */
-void ordo_push_destroy(ordo_push_t **p);
+/* ordo__push_destroy frees *p and sets it to NULL; NULL-safe. */
+void ordo__push_destroy(ordo__push_t **p);
 
 /* ---- shared by the path files (not for other callers) ----------------------------- */
 
 /* The dense path's ops; the merged path pushes through the same iteration-level ops and the
  * sparse path through the same key-level ones. */
-int ordo__push_dense_push(ordo_push_t *p, int key, const float *src, int64_t iter, int priority);
-int ordo__push_dense_pushpull(ordo_push_t *p, int key, const float *src, float *dst, int64_t iter,
+int ordo__push_dense_push(ordo__push_t *p, int key, const float *src, int64_t iter, int priority);
+int ordo__push_dense_pushpull(ordo__push_t *p, int key, const float *src, float *dst, int64_t iter,
                               int priority);
-void ordo__push_dense_send_part(ordo_push_t *p, int group, int part, int64_t iter, int priority);
-int ordo__push_dense_group_ack(ordo_push_t *p, const ordo_msg_t *m);
-float *ordo__push_dense_grad_home(const ordo_push_t *p, int key);
-int ordo__push_dense_bind(ordo_push_t *p, const ordo_model_t *m, float *params, const float *grads);
-void ordo__push_dense_unbind(ordo_push_t *p);
-int ordo__push_dense_init(ordo_push_t *p, float *const *values);
-int ordo__push_dense_pulls(ordo_push_t *p, int64_t iter, const int *keys, const int *priority,
+void ordo__push_dense_send_part(ordo__push_t *p, int group, int part, int64_t iter, int priority);
+int ordo__push_dense_group_ack(ordo__push_t *p, const ordo_msg_t *m);
+float *ordo__push_dense_grad_home(const ordo__push_t *p, int key);
+int ordo__push_dense_bind(ordo__push_t *p, const ordo_model_t *m, float *params, const float *grads);
+void ordo__push_dense_unbind(ordo__push_t *p);
+int ordo__push_dense_init(ordo__push_t *p, float *const *values);
+int ordo__push_dense_pulls(ordo__push_t *p, int64_t iter, const int *keys, const int *priority,
                            int n, float *const *dst);
-int ordo__push_dense_grad_ready(ordo_push_t *p, int key, const float *grad, int64_t iter,
+int ordo__push_dense_grad_ready(ordo__push_t *p, int key, const float *grad, int64_t iter,
                                 int priority);
-int ordo__push_dense_grads_done(ordo_push_t *p, int64_t iter);
-ordo_push_done_t ordo__push_dense_on_event(ordo_push_t *p, const ordo_worker_event_t *ev);
-bool ordo__push_dense_have(const ordo_push_t *p, int64_t iter);
-void ordo__push_dense_stats(const ordo_push_t *p, int64_t *bytes_push, int64_t *bytes_pull,
+int ordo__push_dense_grads_done(ordo__push_t *p, int64_t iter);
+ordo__push_done_t ordo__push_dense_on_event(ordo__push_t *p, const ordo__ps_event_t *ev);
+bool ordo__push_dense_have(const ordo__push_t *p, int64_t iter);
+void ordo__push_dense_stats(const ordo__push_t *p, int64_t *bytes_push, int64_t *bytes_pull,
                             char *extra, size_t size);
 
-extern const ordo_push_ops_t ordo__push_dense_ops, ordo__push_merged_ops, ordo__push_sparse_ops,
+extern const ordo__push_ops_t ordo__push_dense_ops, ordo__push_merged_ops, ordo__push_sparse_ops,
     ordo__push_hier_ops;
 
 #endif

@@ -1,4 +1,4 @@
-/* intra_shm: the shared-memory backend of worker/intra.h. One POSIX shared-memory segment per
+/* intra_shm: the shared-memory backend of client/intra.h. One POSIX shared-memory segment per
  * group, named after the run and the group: a header (a change counter that is also the
  * futex everyone sleeps on, every member's pid and heartbeat), per slot and member
  * the iteration last put, per slot the iteration last published, then one area of the model's
@@ -13,7 +13,7 @@
  * (a process-shared pthread condition variable can stay wedged when a waiter dies inside it).
  * A member is dead when its pid is gone or its heartbeat (renewed on every wait, at least
  * every 50 ms) is older than the timeout. */
-#include "worker/intra.h"
+#include "client/intra.h"
 #include "core/vec.h"
 #include "common/clock.h"
 #include "common/error.h"
@@ -51,7 +51,7 @@ typedef struct {
 } hdr_t;
 
 typedef struct {
-    ordo_intra_t base;
+    ordo__intra_t base;
     char name[128];
     int lr, L, n_slots, timeout_ms, group;
     int wrank[ORDO_INTRA_MAX_LOCAL];
@@ -104,7 +104,7 @@ static void beat(shm_t *s)
     __atomic_store_n(&s->h->beat_ns[s->lr], ordo_clock_ns(), __ATOMIC_RELEASE);
 }
 
-/* ORDO_EPEERDEAD naming the first member that died or went silent, else 0 */
+/* ORDO_ERR_PEERDEAD naming the first member that died or went silent, else 0 */
 static int check_members(shm_t *s)
 {
     int64_t now = ordo_clock_ns();
@@ -113,11 +113,11 @@ static int check_members(shm_t *s)
         int pid = __atomic_load_n(&s->h->pid[m], __ATOMIC_ACQUIRE);
         int64_t b = __atomic_load_n(&s->h->beat_ns[m], __ATOMIC_ACQUIRE);
         if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
-            return ordo_error_set(ORDO_EPEERDEAD,
+            return ordo_error_set(ORDO_ERR_PEERDEAD,
                                   "intra group %d: member %d: worker %d (pid %d) died", s->group,
                                   m, s->wrank[m], pid);
         if (b > 0 && now - b > (int64_t)s->timeout_ms * 1000000)
-            return ordo_error_set(ORDO_EPEERDEAD,
+            return ordo_error_set(ORDO_ERR_PEERDEAD,
                                   "intra group %d: member %d: worker %d (pid %d) has been silent "
                                   "for %lld ms",
                                   s->group, m, s->wrank[m], pid, (long long)((now - b) / 1000000));
@@ -131,7 +131,7 @@ static void bump(shm_t *s)
     futex_wake_all(&s->h->gen);
 }
 
-static void shm_destroy(ordo_intra_t *it)
+static void shm_destroy(ordo__intra_t *it)
 {
     shm_t *s = (shm_t *)it;
     if (s->map && __atomic_load_n(&s->h->attached, __ATOMIC_ACQUIRE) < s->L) s->named = true;
@@ -166,19 +166,19 @@ static int open_segment(shm_t *s, int64_t deadline)
     size_t o_put, o_pub, o_area, o_vals;
     s->size = layout(s, &o_put, &o_pub, &o_area, &o_vals);
     int fd = shm_open(s->name, O_CREAT | O_RDWR, 0600);
-    if (fd < 0) return ordo_error_set(ORDO_EIO, "intra segment %s: %s", s->name, strerror(errno));
+    if (fd < 0) return ordo_error_set(ORDO_ERR_IO, "intra segment %s: %s", s->name, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || ((size_t)st.st_size != s->size && st.st_size != 0) ||
         ftruncate(fd, (off_t)s->size) != 0) {
         close(fd);
-        return ordo_error_set(ORDO_EIO, "intra segment %s: %lld bytes there, %zu expected",
+        return ordo_error_set(ORDO_ERR_IO, "intra segment %s: %lld bytes there, %zu expected",
                               s->name, (long long)st.st_size, s->size);
     }
     s->map = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (s->map == MAP_FAILED) {
         s->map = NULL;
-        return ordo_error_set(ORDO_EIO, "intra segment %s: mmap %zu bytes: %s", s->name, s->size,
+        return ordo_error_set(ORDO_ERR_IO, "intra segment %s: mmap %zu bytes: %s", s->name, s->size,
                               strerror(errno));
     }
     char *b = s->map;
@@ -194,24 +194,24 @@ static int open_segment(shm_t *s, int64_t deadline)
         return init_header(s);
     while (__atomic_load_n(&s->h->magic, __ATOMIC_ACQUIRE) != MAGIC) {
         if (ordo_clock_ns() > deadline)
-            return ordo_error_set(ORDO_ETIMEDOUT, "intra segment %s never got ready", s->name);
+            return ordo_error_set(ORDO_ERR_TIMEDOUT, "intra segment %s never got ready", s->name);
         usleep(100);
     }
     if (s->h->local_size != s->L || s->h->n_slots != s->n_slots || s->h->numel != s->numel)
-        return ordo_error_set(ORDO_EPROTO, "intra segment %s holds %d members x %lld floats, "
+        return ordo_error_set(ORDO_ERR_PROTO, "intra segment %s holds %d members x %lld floats, "
                               "this member expects %d x %lld", s->name, s->h->local_size,
                               (long long)s->h->numel, s->L, (long long)s->numel);
     return 0;
 }
 
-static int shm_create(const ordo_intra_opts_t *o, ordo_intra_t **out)
+static int shm_create(const ordo__intra_opts_t *o, ordo__intra_t **out)
 {
     if (o->local_size < 1 || o->local_size > ORDO_INTRA_MAX_LOCAL || o->local_rank < 0 ||
         o->local_rank >= o->local_size || o->n_slots < 1 || !o->run)
-        return ordo_error_set(ORDO_EINVAL, "intra: member %d of %d (at most %d), %d slots",
+        return ordo_error_set(ORDO_ERR_INVAL, "intra: member %d of %d (at most %d), %d slots",
                               o->local_rank, o->local_size, ORDO_INTRA_MAX_LOCAL, o->n_slots);
     shm_t *s = calloc(1, sizeof *s);
-    if (!s) return ORDO_ENOMEM;
+    if (!s) return ORDO_ERR_NOMEM;
     s->lr = o->local_rank;
     s->L = o->local_size;
     s->n_slots = o->n_slots;
@@ -220,7 +220,7 @@ static int shm_create(const ordo_intra_opts_t *o, ordo_intra_t **out)
     for (int m = 0; m < s->L; m++) s->wrank[m] = o->worker_rank ? o->worker_rank[m] : m;
     s->numel = o->slot_off[o->n_slots];
     snprintf(s->name, sizeof s->name, "/ordo-%s-g%d", o->run, o->group);
-    int rc = ORDO_ENOMEM;
+    int rc = ORDO_ERR_NOMEM;
     s->slot_off = malloc(sizeof *s->slot_off * (size_t)(o->n_slots + 1));
     if (!s->slot_off) goto fail;
     memcpy(s->slot_off, o->slot_off, sizeof *s->slot_off * (size_t)(o->n_slots + 1));
@@ -242,7 +242,7 @@ fail:
     return rc;
 }
 
-static int shm_put(ordo_intra_t *it, int slot, const float *src, int64_t iter)
+static int shm_put(ordo__intra_t *it, int slot, const float *src, int64_t iter)
 {
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
@@ -254,7 +254,7 @@ static int shm_put(ordo_intra_t *it, int slot, const float *src, int64_t iter)
     return 0;
 }
 
-static bool shm_reduced(ordo_intra_t *it, int slot, int64_t iter)
+static bool shm_reduced(ordo__intra_t *it, int slot, int64_t iter)
 {
     shm_t *s = (shm_t *)it;
     for (int m = 0; m < s->L; m++)
@@ -265,7 +265,7 @@ static bool shm_reduced(ordo_intra_t *it, int slot, int64_t iter)
 }
 
 /* members in rank order, so every run sums the same way */
-static void shm_sum(ordo_intra_t *it, int slot, float *dst)
+static void shm_sum(ordo__intra_t *it, int slot, float *dst)
 {
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
@@ -286,7 +286,7 @@ static void shm_sum(ordo_intra_t *it, int slot, float *dst)
     bump(s);
 }
 
-static int shm_publish(ordo_intra_t *it, int slot, const float *src, int64_t iter)
+static int shm_publish(ordo__intra_t *it, int slot, const float *src, int64_t iter)
 {
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
@@ -296,43 +296,43 @@ static int shm_publish(ordo_intra_t *it, int slot, const float *src, int64_t ite
     return 0;
 }
 
-static bool shm_summed(ordo_intra_t *it, int slot, int64_t iter)
+static bool shm_summed(ordo__intra_t *it, int slot, int64_t iter)
 {
     shm_t *s = (shm_t *)it;
     return __atomic_load_n(&s->sum_iter[slot], __ATOMIC_ACQUIRE) >= iter;
 }
 
-static bool shm_published(ordo_intra_t *it, int slot, int64_t iter)
+static bool shm_published(ordo__intra_t *it, int slot, int64_t iter)
 {
     shm_t *s = (shm_t *)it;
     return __atomic_load_n(&s->pub_iter[slot], __ATOMIC_ACQUIRE) == iter;
 }
 
-static void shm_fetch(ordo_intra_t *it, int slot, float *dst)
+static void shm_fetch(ordo__intra_t *it, int slot, float *dst)
 {
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
     memcpy(dst, s->vals + off, sizeof(float) * (size_t)n);
 }
 
-static float *shm_area(ordo_intra_t *it, int slot)
+static float *shm_area(ordo__intra_t *it, int slot)
 {
     shm_t *s = (shm_t *)it;
     return s->area + (size_t)s->lr * (size_t)s->numel + s->slot_off[slot];
 }
 
-static float *shm_value_area(ordo_intra_t *it, int slot)
+static float *shm_value_area(ordo__intra_t *it, int slot)
 {
     shm_t *s = (shm_t *)it;
     return s->vals + s->slot_off[slot];
 }
 
-static uint64_t shm_generation(ordo_intra_t *it)
+static uint64_t shm_generation(ordo__intra_t *it)
 {
     return __atomic_load_n(&((shm_t *)it)->h->gen, __ATOMIC_ACQUIRE);
 }
 
-static int shm_wait(ordo_intra_t *it, uint64_t seen, int timeout_ms)
+static int shm_wait(ordo__intra_t *it, uint64_t seen, int timeout_ms)
 {
     shm_t *s = (shm_t *)it;
     int64_t until = ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
@@ -346,12 +346,12 @@ static int shm_wait(ordo_intra_t *it, uint64_t seen, int timeout_ms)
     }
 }
 
-static void shm_kick(ordo_intra_t *it)
+static void shm_kick(ordo__intra_t *it)
 {
     bump((shm_t *)it);
 }
 
-static int shm_barrier(ordo_intra_t *it)
+static int shm_barrier(ordo__intra_t *it)
 {
     shm_t *s = (shm_t *)it;
     hdr_t *h = s->h;
@@ -367,7 +367,7 @@ static int shm_barrier(ordo_intra_t *it)
         uint32_t seen = __atomic_load_n(&h->gen, __ATOMIC_ACQUIRE);
         if (__atomic_load_n(&h->bar_gen, __ATOMIC_ACQUIRE) != g) return 0;
         if (ordo_clock_ns() >= until)
-            return ordo_error_set(ORDO_ETIMEDOUT, "intra group %d: barrier not reached by every "
+            return ordo_error_set(ORDO_ERR_TIMEDOUT, "intra group %d: barrier not reached by every "
                                   "member within %d ms", s->group, s->timeout_ms);
         beat(s);
         int rc = check_members(s);
@@ -376,7 +376,7 @@ static int shm_barrier(ordo_intra_t *it)
     }
 }
 
-const ordo_intra_ops_t ordo__intra_shm_ops = {
+const ordo__intra_ops_t ordo__intra_shm_ops = {
     .name = "shm",
     .create = shm_create,
     .destroy = shm_destroy,

@@ -8,7 +8,7 @@
 
 #include "common/conf.h"
 #include "ordo/ordo.h"
-#include "worker/ps.h"
+#include "client/ps.h"
 
 enum { NEW, JOINED, LEFT };
 enum { NEED_PUSH = 1, NEED_PULL = 2 };
@@ -35,7 +35,7 @@ typedef struct op {
 
 struct ordo {
     ordo_conf_t conf;
-    ordo_worker_t *w;
+    ordo__ps_t *w;
     int state;
     int failed; /* the cluster's failure, sticky: every later call returns it */
     char failed_msg[700];
@@ -63,7 +63,7 @@ int ordo__api_cluster_failed(ordo_t *o, int rc);
  * (fn names the call in the message). */
 int ordo__api_usable(ordo_t *o, const char *fn);
 
-/* ordo__api_check_tensor returns 0 when tensor is one of o's, else ORDO_EINVAL naming fn. */
+/* ordo__api_check_tensor returns 0 when tensor is one of o's, else ORDO_ERR_INVAL naming fn. */
 int ordo__api_check_tensor(const ordo_t *o, int tensor, const char *fn);
 
 /* ordo__api_wait_until makes progress until done(o, arg) holds, up to timeout_ms (-1: no

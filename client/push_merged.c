@@ -1,27 +1,27 @@
 /* push_merged: merged pushes ([push] mode = merged): a gradient is put into its group's merge
- * buffer (worker/merge_buf.h), a complete group leaves as one message per server part with the
+ * buffer (client/merge_buf.h), a complete group leaves as one message per server part with the
  * smallest priority of its keys, and each of its keys gets its PUSH_DONE when the whole group
  * is acknowledged. Pulls and the executor's side are the dense path's. */
-#include "worker/push.h"
+#include "client/push.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "worker/merge_buf.h"
+#include "client/merge_buf.h"
 
 #include <stdlib.h>
 
 typedef struct {
-    ordo_push_t base;
-    ordo_merge_buf_t *mb;
+    ordo__push_t base;
+    ordo__merge_buf_t *mb;
     /* per group: the iteration being filled (-1 none), its priority, the iteration in
      * flight and acks still due */
     int64_t *group_iter, *group_sent_iter;
     int *group_prio, *group_left;
 } merged_t;
 
-static void destroy(ordo_push_t *p)
+static void destroy(ordo__push_t *p)
 {
     merged_t *mp = (merged_t *)p;
-    ordo_merge_buf_destroy(&mp->mb);
+    ordo__merge_buf_destroy(&mp->mb);
     free(mp->group_iter);
     free(mp->group_sent_iter);
     free(mp->group_prio);
@@ -30,17 +30,17 @@ static void destroy(ordo_push_t *p)
 }
 
 /* the buffers of the groups of the scheduler's plan (its merge member decides for everyone) */
-static int create(ordo_worker_t *ps, ordo_push_t **out)
+static int create(ordo__ps_t *ps, ordo__push_t **out)
 {
-    const ordo_keys_t *k = ordo_worker_keys(ps);
+    const ordo_keys_t *k = ordo__ps_keys(ps);
     int ng = 0, *start = NULL, *order = NULL;
     int64_t max_bytes = 0;
-    int rc = ordo_merge_buf_groups_from_plan(ordo_worker_plan(ps), k->n_keys, &ng, &start, &order,
+    int rc = ordo__merge_buf_groups_from_plan(ordo__ps_plan(ps), k->n_keys, &ng, &start, &order,
                                              &max_bytes);
     if (rc) return rc;
     merged_t *mp = calloc(1, sizeof *mp);
-    if (!mp) rc = ORDO_ENOMEM;
-    if (!rc) rc = ordo_merge_buf_new(k, ng, start, order, max_bytes, &mp->mb);
+    if (!mp) rc = ORDO_ERR_NOMEM;
+    if (!rc) rc = ordo__merge_buf_new(k, ng, start, order, max_bytes, &mp->mb);
     free(start);
     free(order);
     if (rc) goto fail;
@@ -49,17 +49,17 @@ static int create(ordo_worker_t *ps, ordo_push_t **out)
     mp->group_prio = calloc((size_t)ng, sizeof *mp->group_prio);
     mp->group_left = calloc((size_t)ng, sizeof *mp->group_left);
     if (!mp->group_iter || !mp->group_sent_iter || !mp->group_prio || !mp->group_left) {
-        rc = ORDO_ENOMEM;
+        rc = ORDO_ERR_NOMEM;
         goto fail;
     }
     int msgs = 0;
     for (int g = 0; g < ng; g++) {
         mp->group_iter[g] = mp->group_sent_iter[g] = -1;
-        msgs += ordo_merge_buf_n_parts(mp->mb, g);
+        msgs += ordo__merge_buf_n_parts(mp->mb, g);
     }
     ORDO_INFO("merged pushes: %d keys in %d groups, %d messages per iteration, %.1f MiB of "
               "merge buffers",
-              k->n_keys, ng, msgs, (double)ordo_merge_buf_bytes(mp->mb) / 1048576.0);
+              k->n_keys, ng, msgs, (double)ordo__merge_buf_bytes(mp->mb) / 1048576.0);
     *out = &mp->base;
     return 0;
 fail:
@@ -69,46 +69,46 @@ fail:
 
 /* copy the gradient into its group; a complete group queues its parts, with the smallest
  * priority of its keys */
-static int push(ordo_push_t *p, int key, const float *src, int64_t iter, int priority)
+static int push(ordo__push_t *p, int key, const float *src, int64_t iter, int priority)
 {
     merged_t *mp = (merged_t *)p;
-    int g = ordo_merge_buf_group_of(mp->mb, key), n_parts = ordo_merge_buf_n_parts(mp->mb, g);
+    int g = ordo__merge_buf_group_of(mp->mb, key), n_parts = ordo__merge_buf_n_parts(mp->mb, g);
     if (mp->group_iter[g] >= 0 && mp->group_iter[g] != iter)
-        return ordo_error_set(ORDO_EINVAL,
+        return ordo_error_set(ORDO_ERR_INVAL,
                               "key %d of iteration %lld joins merge group %d of iteration %lld",
                               key, (long long)iter, g, (long long)mp->group_iter[g]);
-    int rc = ordo__worker_reserve(p->ps, n_parts);
+    int rc = ordo__ps_reserve(p->ps, n_parts);
     if (rc) return rc;
-    if ((rc = ordo_merge_buf_put(mp->mb, key, src, &g)) < 0) return rc;
-    ordo__worker_push_begin(p->ps, key, iter);
+    if ((rc = ordo__merge_buf_put(mp->mb, key, src, &g)) < 0) return rc;
+    ordo__ps_push_begin(p->ps, key, iter);
     if (mp->group_iter[g] < 0 || priority < mp->group_prio[g]) mp->group_prio[g] = priority;
     mp->group_iter[g] = iter;
     if (rc == 1) { /* complete: it leaves when the link frees up, in priority order */
         for (int part = 0; part < n_parts; part++)
-            ordo__worker_queue_part(p->ps, g, part, iter, mp->group_prio[g]);
+            ordo__ps_queue_part(p->ps, g, part, iter, mp->group_prio[g]);
         mp->group_left[g] = n_parts;
         mp->group_sent_iter[g] = iter;
         mp->group_iter[g] = -1;
-        ordo_merge_buf_reset(mp->mb, g);
-        ordo__worker_pump(p->ps);
+        ordo__merge_buf_reset(mp->mb, g);
+        ordo__ps_pump(p->ps);
     }
     return 0;
 }
 
 /* a push followed by a pull: the group's message cannot carry every key's pull */
-static int pushpull(ordo_push_t *p, int key, const float *src, float *dst, int64_t iter,
+static int pushpull(ordo__push_t *p, int key, const float *src, float *dst, int64_t iter,
                     int priority)
 {
     int rc = push(p, key, src, iter, priority);
     if (rc) return rc;
-    return ordo_worker_pull(p->ps, key, dst, iter + 1, priority);
+    return ordo__ps_pull(p->ps, key, dst, iter + 1, priority);
 }
 
 /* one part of a group: payload and index go zero-copy from the merge buffer */
-static void send_part(ordo_push_t *p, int group, int part, int64_t iter, int priority)
+static void send_part(ordo__push_t *p, int group, int part, int64_t iter, int priority)
 {
     merged_t *mp = (merged_t *)p;
-    const ordo_merge_part_t *pt = ordo_merge_buf_part(mp->mb, group, part);
+    const ordo_merge_part_t *pt = ordo__merge_buf_part(mp->mb, group, part);
     ordo_msg_t m;
     ordo_msg_init(&m, ORDO_MSG_PUSH);
     m.hdr.iter = iter;
@@ -117,39 +117,39 @@ static void send_part(ordo_push_t *p, int group, int part, int64_t iter, int pri
     m.hdr.priority = priority;
     m.hdr.dtype = ORDO_DTYPE_F32;
     m.hdr.flags = ORDO_FLAG_GROUP;
-    float *payload = (float *)ordo_merge_buf_payload(mp->mb, group, part);
+    float *payload = (float *)ordo__merge_buf_payload(mp->mb, group, part);
     ordo_msg_add_ref(&m, payload, (size_t)pt->numel * sizeof(float), NULL, NULL);
     ordo_msg_add_ref(&m, (void *)pt->slices, (size_t)pt->n_slices * sizeof(uint32_t), NULL, NULL);
-    ordo__worker_count_push(p->ps, pt->numel * (int64_t)sizeof(float));
-    ordo_worker_send(p->ps, pt->server, &m);
+    ordo__ps_count_push(p->ps, pt->numel * (int64_t)sizeof(float));
+    ordo__ps_send(p->ps, pt->server, &m);
 }
 
 /* the ack of one part of a group; the last one completes every key of the group */
-static int group_ack(ordo_push_t *p, const ordo_msg_t *m)
+static int group_ack(ordo__push_t *p, const ordo_msg_t *m)
 {
     merged_t *mp = (merged_t *)p;
     int g = (int)m->hdr.key;
-    if (m->hdr.key >= (uint32_t)ordo_merge_buf_n_groups(mp->mb) || !mp->group_left[g] ||
+    if (m->hdr.key >= (uint32_t)ordo__merge_buf_n_groups(mp->mb) || !mp->group_left[g] ||
         mp->group_sent_iter[g] != m->hdr.iter ||
-        m->hdr.chunk >= (uint32_t)ordo_merge_buf_n_parts(mp->mb, g)) {
+        m->hdr.chunk >= (uint32_t)ordo__merge_buf_n_parts(mp->mb, g)) {
         ORDO_WARN("dropped an unexpected merged PUSH_ACK (group %u part %u iter %lld)", m->hdr.key,
                   m->hdr.chunk, (long long)m->hdr.iter);
         return 0;
     }
     if (--mp->group_left[g] > 0) return 0;
     int n;
-    const int *keys = ordo_merge_buf_group_keys(mp->mb, g, &n);
+    const int *keys = ordo__merge_buf_group_keys(mp->mb, g, &n);
     for (int i = 0; i < n; i++)
-        ordo__worker_push_done(p->ps, keys[i], m->hdr.iter);
+        ordo__ps_push_done(p->ps, keys[i], m->hdr.iter);
     return 0;
 }
 
-static float *grad_home(const ordo_push_t *p, int key)
+static float *grad_home(const ordo__push_t *p, int key)
 {
-    return ordo_merge_buf_home(((const merged_t *)p)->mb, key);
+    return ordo__merge_buf_home(((const merged_t *)p)->mb, key);
 }
 
-const ordo_push_ops_t ordo__push_merged_ops = {
+const ordo__push_ops_t ordo__push_merged_ops = {
     .name = "merged",
     .mode = ORDO_PUSH_MERGED,
     .create = create,

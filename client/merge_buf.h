@@ -7,7 +7,7 @@
  * slices of a chunked key (one with several slices) travel in parts of their own, runs of its
  * consecutive slices whose payload is the gradient itself; the keys of one slice are packed
  * together into a buffer, allocated once when the plan is read, where their gradients can
- * live (ordo_merge_buf_home) so that nothing is copied; a gradient put from elsewhere is
+ * live (ordo__merge_buf_home) so that nothing is copied; a gradient put from elsewhere is
  * copied in. A group is complete when every one of its keys was put. */
 #ifndef ORDO_MERGE_BUF_H
 #define ORDO_MERGE_BUF_H
@@ -16,7 +16,7 @@
 
 #include "common/keys.h"
 
-typedef struct ordo_merge_buf ordo_merge_buf_t;
+typedef struct ordo__merge_buf ordo__merge_buf_t;
 
 /* One message of a group: the slices of the group that live on one server. */
 typedef struct ordo_merge_part {
@@ -27,65 +27,65 @@ typedef struct ordo_merge_part {
     int64_t numel;          /* floats in the payload */
 } ordo_merge_part_t;
 
-/* ordo_merge_buf_groups_from_plan reads the "merge" member of the scheduler's plan JSON:
+/* ordo__merge_buf_groups_from_plan reads the "merge" member of the scheduler's plan JSON:
  * {"groups": [[key, ...], ...], "max_message_bytes": N, ...}, keys in push order. Every key
  * in [0, n_keys) must appear exactly once. Writes *n_groups, *group_start ([n_groups + 1]
  * offsets into *order), *order ([n_keys] keys), both the caller's to free, and
- * *max_part_bytes (0 when absent: no limit). ORDO_ENOTFOUND when the plan has no merge
- * member (dense pushes); ORDO_EPROTO naming the JSON path when it is malformed. */
-int ordo_merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_groups,
+ * *max_part_bytes (0 when absent: no limit). ORDO_ERR_NOTFOUND when the plan has no merge
+ * member (dense pushes); ORDO_ERR_PROTO naming the JSON path when it is malformed. */
+int ordo__merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_groups,
                                     int **group_start, int **order, int64_t *max_part_bytes);
 
-/* ordo_merge_buf_new builds the parts of every group of a grouping of keys' tensors
+/* ordo__merge_buf_new builds the parts of every group of a grouping of keys' tensors
  * (n_groups groups; group g is order[group_start[g]] .. order[group_start[g + 1] - 1]) and
  * allocates their buffers. A server's share of a group is cut into parts of at most
  * max_part_bytes (0: no limit; a slice is never split, so a part of one slice may be larger).
- * keys is borrowed and must outlive the buffer. Fails with ORDO_EINVAL when the grouping does
+ * keys is borrowed and must outlive the buffer. Fails with ORDO_ERR_INVAL when the grouping does
  * not list every key exactly once. */
-int ordo_merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_start,
-                       const int *order, int64_t max_part_bytes, ordo_merge_buf_t **out);
+int ordo__merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_start,
+                       const int *order, int64_t max_part_bytes, ordo__merge_buf_t **out);
 
-/* ordo_merge_buf_destroy frees *mb and sets *mb = NULL; NULL-safe. */
-void ordo_merge_buf_destroy(ordo_merge_buf_t **mb);
+/* ordo__merge_buf_destroy frees *mb and sets *mb = NULL; NULL-safe. */
+void ordo__merge_buf_destroy(ordo__merge_buf_t **mb);
 
-/* ordo_merge_buf_n_groups returns the number of groups. */
-int ordo_merge_buf_n_groups(const ordo_merge_buf_t *mb);
+/* ordo__merge_buf_n_groups returns the number of groups. */
+int ordo__merge_buf_n_groups(const ordo__merge_buf_t *mb);
 
-/* ordo_merge_buf_group_of returns the group of key (-1 when out of range). */
-int ordo_merge_buf_group_of(const ordo_merge_buf_t *mb, int key);
+/* ordo__merge_buf_group_of returns the group of key (-1 when out of range). */
+int ordo__merge_buf_group_of(const ordo__merge_buf_t *mb, int key);
 
-/* ordo_merge_buf_group_keys returns group g's keys in push order and sets *n. */
-const int *ordo_merge_buf_group_keys(const ordo_merge_buf_t *mb, int g, int *n);
+/* ordo__merge_buf_group_keys returns group g's keys in push order and sets *n. */
+const int *ordo__merge_buf_group_keys(const ordo__merge_buf_t *mb, int g, int *n);
 
-/* ordo_merge_buf_n_parts returns how many messages group g is sent as; parts are in server
+/* ordo__merge_buf_n_parts returns how many messages group g is sent as; parts are in server
  * order (and in push order within a server). */
-int ordo_merge_buf_n_parts(const ordo_merge_buf_t *mb, int g);
+int ordo__merge_buf_n_parts(const ordo__merge_buf_t *mb, int g);
 
-/* ordo_merge_buf_part returns part p of group g (borrowed from mb). */
-const ordo_merge_part_t *ordo_merge_buf_part(const ordo_merge_buf_t *mb, int g, int p);
+/* ordo__merge_buf_part returns part p of group g (borrowed from mb). */
+const ordo_merge_part_t *ordo__merge_buf_part(const ordo__merge_buf_t *mb, int g, int p);
 
-/* ordo_merge_buf_put copies key's gradient (keys->numel[key] floats at src) into the
+/* ordo__merge_buf_put copies key's gradient (keys->numel[key] floats at src) into the
  * payloads of its group's parts, unless src is its home; for a part of one key's consecutive
  * slices it only records src, which the caller then keeps unchanged until the part was sent
  * and acknowledged. Sets *group to
  * key's group and returns 1 when that group is now complete (every key put since its last
- * reset), 0 when it is not, ORDO_EINVAL when key is out of range or was already put. */
-int ordo_merge_buf_put(ordo_merge_buf_t *mb, int key, const float *src, int *group);
+ * reset), 0 when it is not, ORDO_ERR_INVAL when key is out of range or was already put. */
+int ordo__merge_buf_put(ordo__merge_buf_t *mb, int key, const float *src, int *group);
 
-/* ordo_merge_buf_payload returns the payload of part p of complete group g: its buffer, or
+/* ordo__merge_buf_payload returns the payload of part p of complete group g: its buffer, or
  * for a part of one slice, the put gradient at that slice's offset. */
-const float *ordo_merge_buf_payload(const ordo_merge_buf_t *mb, int g, int p);
+const float *ordo__merge_buf_payload(const ordo__merge_buf_t *mb, int g, int p);
 
-/* ordo_merge_buf_reset empties group g for the next iteration (its keys may be put again). */
-void ordo_merge_buf_reset(ordo_merge_buf_t *mb, int g);
+/* ordo__merge_buf_reset empties group g for the next iteration (its keys may be put again). */
+void ordo__merge_buf_reset(ordo__merge_buf_t *mb, int g);
 
-/* ordo_merge_buf_bytes returns the bytes allocated for payload buffers (for logs). */
-int64_t ordo_merge_buf_bytes(const ordo_merge_buf_t *mb);
+/* ordo__merge_buf_bytes returns the bytes allocated for payload buffers (for logs). */
+int64_t ordo__merge_buf_bytes(const ordo__merge_buf_t *mb);
 
-/* ordo_merge_buf_home returns where key's gradient may be computed so that putting it copies
+/* ordo__merge_buf_home returns where key's gradient may be computed so that putting it copies
  * nothing: its place in its part's buffer (borrowed from mb), or NULL for a key sent from
  * wherever it is (a chunked key, a part of one key) or out of range. A gradient computed
  * there must not be written again before its group was sent and acknowledged. */
-float *ordo_merge_buf_home(const ordo_merge_buf_t *mb, int key);
+float *ordo__merge_buf_home(const ordo__merge_buf_t *mb, int key);
 
 #endif

@@ -1,5 +1,5 @@
 /* push: picks a push path from the plan and [push] mode, and frees it. */
-#include "worker/push.h"
+#include "client/push.h"
 #include "common/error.h"
 
 #include <jansson.h>
@@ -7,14 +7,14 @@
 #include <stdlib.h>
 
 /* one row per path, indexed by ordo_push_mode_t */
-static const ordo_push_ops_t *const paths[] = {
+static const ordo__push_ops_t *const paths[] = {
     [ORDO_PUSH_DENSE] = &ordo__push_dense_ops,
     [ORDO_PUSH_MERGED] = &ordo__push_merged_ops,
     [ORDO_PUSH_SPARSE] = &ordo__push_sparse_ops,
     [ORDO__PUSH_HIER] = &ordo__push_hier_ops,
 };
 
-int ordo_push_mode_of_plan(const char *plan_json, int *mode)
+int ordo__push_mode_of_plan(const char *plan_json, int *mode)
 {
     /* as the paths read their members: a plan that does not parse has neither */
     json_t *plan = plan_json ? json_loads(plan_json, 0, NULL) : NULL;
@@ -28,20 +28,20 @@ int ordo_push_mode_of_plan(const char *plan_json, int *mode)
     return 0;
 }
 
-int ordo_push_ops_for(int mode, const ordo_push_ops_t **ops)
+int ordo__push_ops_for(int mode, const ordo__push_ops_t **ops)
 {
     if (mode < 0 || mode >= (int)(sizeof paths / sizeof paths[0]) || !paths[mode])
-        return ordo_error_set(ORDO_EINVAL, "no push path for push.mode %d", mode);
+        return ordo_error_set(ORDO_ERR_INVAL, "no push path for push.mode %d", mode);
     *ops = paths[mode];
     return 0;
 }
 
-int ordo_push_new(int mode, ordo_worker_t *ps, ordo_push_t **out)
+int ordo__push_new(int mode, ordo__ps_t *ps, ordo__push_t **out)
 {
-    const ordo_push_ops_t *ops;
-    int rc = ordo_push_ops_for(mode, &ops);
+    const ordo__push_ops_t *ops;
+    int rc = ordo__push_ops_for(mode, &ops);
     if (rc) return rc;
-    ordo_push_t *p = NULL;
+    ordo__push_t *p = NULL;
     if ((rc = ops->create(ps, &p)) != 0) return rc;
     p->ops = ops;
     p->ps = ps;
@@ -49,9 +49,9 @@ int ordo_push_new(int mode, ordo_worker_t *ps, ordo_push_t **out)
     return 0;
 }
 
-void ordo_push_destroy(ordo_push_t **pp)
+void ordo__push_destroy(ordo__push_t **pp)
 {
-    ordo_push_t *p = *pp;
+    ordo__push_t *p = *pp;
     if (!p) return;
     p->ops->destroy(p);
     *pp = NULL;
