@@ -17,6 +17,7 @@
 #include "common/error.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "common/trace.h"
 #include "client/api_internal.h"
 #include "client/ps.h"
 
@@ -229,7 +230,7 @@ int ordo_join(ordo_t *o)
     ordo_log_set_role("worker", -1);
     char *tensors = NULL;
     if ((rc = declarations_json(o, &tensors)) != 0) return ordo__api_fail(rc);
-    rc = ordo__ps_new_declared(&o->conf, tensors, &o->w);
+    rc = ordo__ps_join(&o->conf, tensors, o->op_times, o->op_times_ctx, &o->w);
     free(tensors);
     if (rc) return ordo__api_fail(ordo_error_context(rc, "ordo_join"));
     if ((rc = match_keys(o, ordo__ps_keys(o->w))) != 0) {
@@ -240,7 +241,21 @@ int ordo_join(ordo_t *o)
         return ordo_error_set(rc, "%s", why);
     }
     ordo__api_set_priorities(o, ordo__ps_plan(o->w));
+    /* fault.worker = restart: the dead predecessor's pushes up to here are the servers' */
+    int64_t resume = ordo__ps_rejoin_iter(o->w);
+    for (int i = 0; resume > 0 && i < o->n_tensors; i++)
+        o->t[i].version = resume;
     o->rank = ordo__ps_rank(o->w);
+    if (o->conf.trace) {
+        char name[64];
+        snprintf(name, sizeof name, "worker %d", o->rank);
+        if ((rc = ordo_trace_new(name, 1000 + o->rank, &o->trace)) != 0) {
+            ordo__ps_abort(o->w, "out of memory for the trace");
+            ordo__ps_destroy(&o->w);
+            return ordo__api_fail(rc);
+        }
+        ordo__ps_set_trace(o->w, o->trace); /* the push path's own spans (host groups) */
+    }
     o->size = ordo__ps_n_workers(o->w);
     o->servers = ordo__ps_n_servers(o->w);
     ordo_log_set_role("worker", o->rank);
@@ -251,10 +266,22 @@ int ordo_join(ordo_t *o)
 
 int ordo_leave(ordo_t *o)
 {
+    return ordo_leave_with(o, NULL);
+}
+
+int ordo_leave_with(ordo_t *o, const char *final_json)
+{
     int rc = ordo__api_usable(o, "ordo_leave");
     if (rc) return rc;
+    if (o->bound && (rc = ordo_unbind(o)) != 0) return rc;
     if ((rc = ordo_wait_all(o, -1)) != 0) return rc;
-    if ((rc = ordo__ps_finish(o->w, NULL)) != 0) return ordo__api_cluster_failed(o, rc);
+    if (o->trace) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/trace-worker-%d.json", ordo__ps_run_dir(o->w), o->rank);
+        if ((rc = ordo_trace_write(o->trace, path)) != 0) return ordo__api_fail(rc);
+    }
+    if ((rc = ordo__ps_finish(o->w, final_json)) != 0) return ordo__api_cluster_failed(o, rc);
+    ordo__ps_set_trace(o->w, NULL);
     ordo__ps_destroy(&o->w);
     o->state = LEFT;
     return 0;
@@ -275,7 +302,10 @@ void ordo_destroy(ordo_t **op)
     ordo_t *o = op ? *op : NULL;
     if (!o) return;
     if (o->state == JOINED && !o->failed) ordo_abort(o, "the program ended without ordo_leave");
+    ordo__api_unbind(o);
+    if (o->w) ordo__ps_set_trace(o->w, NULL);
     ordo__ps_destroy(&o->w);
+    ordo_trace_destroy(&o->trace);
     for (int i = 0; i < o->n_tensors; i++)
         free(o->t[i].name);
     free(o->t);
@@ -475,6 +505,7 @@ static bool all_done(const ordo_t *o, int64_t unused)
 int ordo_wait(ordo_t *o, ordo_handle_t h, int timeout_ms)
 {
     int rc = ordo__api_usable(o, "ordo_wait");
+    if (!rc) rc = ordo__api_unbound(o, "ordo_wait");
     if (rc) return rc;
     int s = op_of(o, h, "ordo_wait");
     if (s < 0) return ORDO_ERR_NOTFOUND;
@@ -486,6 +517,7 @@ int ordo_wait(ordo_t *o, ordo_handle_t h, int timeout_ms)
 int ordo_test(ordo_t *o, ordo_handle_t h)
 {
     int rc = ordo__api_usable(o, "ordo_test");
+    if (!rc) rc = ordo__api_unbound(o, "ordo_test");
     if (rc) return rc;
     int s = op_of(o, h, "ordo_test");
     if (s < 0) return ORDO_ERR_NOTFOUND;
@@ -502,6 +534,7 @@ int ordo_test(ordo_t *o, ordo_handle_t h)
 int ordo_wait_all(ordo_t *o, int timeout_ms)
 {
     int rc = ordo__api_usable(o, "ordo_wait_all");
+    if (!rc) rc = ordo__api_unbound(o, "ordo_wait_all");
     if (rc) return rc;
     if ((rc = ordo__api_wait_until(o, all_done, 0, timeout_ms)) != 0) return rc;
     for (int s = 0; s < o->cap_ops; s++)
@@ -519,6 +552,7 @@ void ordo_interrupt(ordo_t *o)
 int ordo_init(ordo_t *o, int tensor, const float *values)
 {
     int rc = ordo__api_usable(o, "ordo_init");
+    if (!rc) rc = ordo__api_unbound(o, "ordo_init");
     if (!rc) rc = ordo__api_check_tensor(o, tensor, "ordo_init");
     if (rc) return rc;
     if (!values) return ordo_error_set(ORDO_ERR_INVAL, "ordo_init: NULL values");
@@ -531,6 +565,7 @@ static int start(ordo_t *o, int tensor, uint8_t need, const void *buf, const cha
                  ordo_handle_t *h, int *slot)
 {
     int rc = ordo__api_usable(o, fn);
+    if (!rc) rc = ordo__api_unbound(o, fn);
     if (!rc) rc = ordo__api_check_tensor(o, tensor, fn);
     if (rc) return rc;
     tensor_t *t = &o->t[tensor];

@@ -27,6 +27,14 @@ int ordo_barrier(ordo_t *o, int timeout_ms)
 {
     int rc = ordo__api_usable(o, "ordo_barrier");
     if (rc) return rc;
+    if (o->bound) { /* the library's thread owns the connection */
+        if (o->barrier_sent == o->barrier_done) o->barrier_sent++;
+        rc = ordo__bound_barrier(o->bound, o->barrier_sent, timeout_ms);
+        if (!rc) o->barrier_done = o->barrier_sent;
+        return rc == ORDO_ERR_TIMEDOUT ? ordo__api_fail(rc)
+               : rc                    ? ordo__api_cluster_failed(o, rc)
+                                       : 0;
+    }
     /* after an interrupted or timed-out wait, calling again waits for the same barrier */
     if (o->barrier_sent == o->barrier_done) {
         if ((rc = ordo__ps_barrier(o->w, o->barrier_sent + 1)) != 0)
@@ -64,8 +72,7 @@ int ordo_step(ordo_t *o, int samples, double loss)
     o->step_wait_ns = 0;
     o->step_bytes_push = bp;
     o->step_bytes_pull = bl;
-    if ((rc = ordo__ps_report(o->w, js)) != 0) return ordo__api_cluster_failed(o, rc);
-    return 0;
+    return ordo__api_report(o, js);
 }
 
 /* ---- broadcasts ----------------------------------------------------------------------- */

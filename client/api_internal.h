@@ -8,7 +8,10 @@
 
 #include "common/conf.h"
 #include "ordo/ordo.h"
+#include "client/bound.h"
 #include "client/ps.h"
+
+struct ordo_trace;
 
 enum { NEW, JOINED, LEFT };
 enum { NEED_PUSH = 1, NEED_PULL = 2 };
@@ -50,6 +53,13 @@ struct ordo {
     /* ordo_step: the iteration being measured, its start, the time spent waiting in it, its
      * last push, and the bytes counted at its start */
     int64_t step_iter, step_t0_ns, step_wait_ns, step_push_ns, step_bytes_push, step_bytes_pull;
+    ordo_op_times_fn op_times; /* ordo_set_op_times */
+    void *op_times_ctx;
+    ordo__bound_t *bound;      /* ordo_bind: the library's thread owns w meanwhile */
+    int *priority;             /* [n_tensors] while bound: the plan's */
+    int64_t *numel;            /* [n_tensors] while bound */
+    const char **names;        /* [n_tensors] while bound */
+    struct ordo_trace *trace;  /* [output] trace = true: the library's trace */
 };
 
 /* ordo__api_fail returns rc with a message: the detail already set, else the code's text. */
@@ -62,6 +72,17 @@ int ordo__api_cluster_failed(ordo_t *o, int rc);
 /* ordo__api_usable returns 0 when o has joined and the cluster has not failed, else why not
  * (fn names the call in the message). */
 int ordo__api_usable(ordo_t *o, const char *fn);
+
+/* ordo__api_unbound returns 0 when o is not bound (ordo_bind), else ORDO_ERR_INVAL naming fn:
+ * the library's thread owns the connection meanwhile. */
+int ordo__api_unbound(const ordo_t *o, const char *fn);
+
+/* ordo__api_unbind ends o's binding, if any, and frees what it made (destroy and leave). */
+void ordo__api_unbind(ordo_t *o);
+
+/* ordo__api_report sends json to the scheduler: through the bound model's thread while
+ * bound, directly otherwise. */
+int ordo__api_report(ordo_t *o, const char *json);
 
 /* ordo__api_check_tensor returns 0 when tensor is one of o's, else ORDO_ERR_INVAL naming fn. */
 int ordo__api_check_tensor(const ordo_t *o, int tensor, const char *fn);

@@ -136,25 +136,11 @@ static int calibrate_at_start(ordo__ps_t *w, ordo__ps_op_times_fn op_times, void
 
 int ordo__ps_new(const ordo_conf_t *conf, ordo__ps_t **out)
 {
-    return ordo__ps_join(conf, NULL, NULL, out);
+    return ordo__ps_join(conf, NULL, NULL, NULL, out);
 }
 
-static int join(const ordo_conf_t *conf, ordo__ps_op_times_fn op_times, void *ctx,
-                const char *tensors, ordo__ps_t **out);
-
-int ordo__ps_join(const ordo_conf_t *conf, ordo__ps_op_times_fn op_times, void *ctx,
-                     ordo__ps_t **out)
-{
-    return join(conf, op_times, ctx, NULL, out);
-}
-
-int ordo__ps_new_declared(const ordo_conf_t *conf, const char *tensors, ordo__ps_t **out)
-{
-    return join(conf, NULL, NULL, tensors, out);
-}
-
-static int join(const ordo_conf_t *conf, ordo__ps_op_times_fn op_times, void *ctx,
-                const char *tensors, ordo__ps_t **out)
+int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_times_fn op_times,
+                  void *ctx, ordo__ps_t **out)
 {
     int rc;
     ordo__ps_t *w = calloc(1, sizeof *w);

@@ -47,18 +47,15 @@ int ordo__ps_new(const ordo_conf_t *conf, ordo__ps_t **out);
  * ordo-oracle/1 text in *out (malloc'd; NULL: nothing measured), or an error. */
 typedef int (*ordo__ps_op_times_fn)(void *ctx, char **out);
 
-/* ordo__ps_join is ordo__ps_new with a way to measure op times: when the plan asks for
- * a start-up calibration, worker 0 calls op_times (if not NULL) after its pushes were timed,
- * while the other workers wait, and sends the result with its fit; the scheduler plans the
- * merge groups with those times. */
-int ordo__ps_join(const ordo_conf_t *conf, ordo__ps_op_times_fn op_times, void *ctx,
-                     ordo__ps_t **out);
-
-/* ordo__ps_new_declared is ordo__ps_new with the program's declared tensors: tensors
- * is a JSON array of {"name", "numel", "update"} objects (worker/api.c writes it) that the
- * REGISTER carries, so that with [model] trainer = declared the scheduler builds the key map
- * from them. */
-int ordo__ps_new_declared(const ordo_conf_t *conf, const char *tensors, ordo__ps_t **out);
+/* ordo__ps_join is ordo__ps_new with the program's declared tensors and a way to measure op
+ * times. tensors (NULL: none) is a JSON array of {"name", "numel", "update"} objects
+ * (client/api.c writes it) that the REGISTER carries, so that with [model] trainer = declared
+ * the scheduler builds the key map from them. When the plan asks for a start-up calibration,
+ * worker 0 calls op_times (if not NULL) after its pushes were timed, while the other workers
+ * wait, and sends the result with its fit; the scheduler plans the merge groups with those
+ * times. */
+int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_times_fn op_times,
+                  void *ctx, ordo__ps_t **out);
 
 /* ordo__ps_destroy leaves and frees; NULL-safe. */
 void ordo__ps_destroy(ordo__ps_t **w);

@@ -56,9 +56,9 @@ typedef struct ordo__push_ops {
      * pull may follow each push); false: an iteration's pushes complete as one
      * ORDO__PUSH_DONE_PUSHED. */
     bool key_pushes;
-    /* bind gives the path the model and its parameter and gradient blocks (each one block
-     * of ordo_model_total_numel floats in model order, borrowed until unbind). */
-    int (*bind)(ordo__push_t *p, const ordo_model_t *m, float *params, const float *grads);
+    /* bind gives the path the value and gradient blocks (each one block of the key map's
+     * floats, keys in order, borrowed until unbind). */
+    int (*bind)(ordo__push_t *p, float *params, const float *grads);
     /* unbind drops what bind made; after it no message writes into the blocks. */
     void (*unbind)(ordo__push_t *p);
     /* init sends every parameter's initial value (values[key], borrowed for the call). */
@@ -130,7 +130,7 @@ int ordo__push_dense_pushpull(ordo__push_t *p, int key, const float *src, float 
 void ordo__push_dense_send_part(ordo__push_t *p, int group, int part, int64_t iter, int priority);
 int ordo__push_dense_group_ack(ordo__push_t *p, const ordo_msg_t *m);
 float *ordo__push_dense_grad_home(const ordo__push_t *p, int key);
-int ordo__push_dense_bind(ordo__push_t *p, const ordo_model_t *m, float *params, const float *grads);
+int ordo__push_dense_bind(ordo__push_t *p, float *params, const float *grads);
 void ordo__push_dense_unbind(ordo__push_t *p);
 int ordo__push_dense_init(ordo__push_t *p, float *const *values);
 int ordo__push_dense_pulls(ordo__push_t *p, int64_t iter, const int *keys, const int *priority,

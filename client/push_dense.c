@@ -58,9 +58,9 @@ float *ordo__push_dense_grad_home(const ordo__push_t *p, int key)
 
 /* ---- iteration level ---------------------------------------------------------------- */
 
-int ordo__push_dense_bind(ordo__push_t *p, const ordo_model_t *m, float *params, const float *grads)
+int ordo__push_dense_bind(ordo__push_t *p, float *params, const float *grads)
 {
-    (void)p, (void)m, (void)params, (void)grads;
+    (void)p, (void)params, (void)grads;
     return 0;
 }
 

@@ -36,9 +36,9 @@ static void destroy(ordo__push_t *p)
     free(s);
 }
 
-static int bind(ordo__push_t *p, const ordo_model_t *m, float *params, const float *grads)
+static int bind(ordo__push_t *p, float *params, const float *grads)
 {
-    return ordo__sparse_push_new(p->ps, m, params, grads, &((sparse_t *)p)->sp);
+    return ordo__sparse_push_new(p->ps, params, grads, &((sparse_t *)p)->sp);
 }
 
 static void unbind(ordo__push_t *p)

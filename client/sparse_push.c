@@ -28,7 +28,7 @@ typedef enum { OP_NONE, OP_PULL, OP_PUSH } op_kind_t;
 
 struct ordo__sparse_push {
     ordo__ps_t *ps;
-    const ordo_model_t *m;
+    const ordo_keys_t *k; /* the layout: keys in order */
     ordo_sparse_plan_t plan;
     int S;
     float *params;
@@ -89,19 +89,23 @@ static void sparse_msg(ordo_msg_t *m, int type, int64_t iter, uint32_t chunk, in
 
 static int hook(void *ctx, ordo_msg_t *m);
 
-int ordo__sparse_push_new(ordo__ps_t *ps, const ordo_model_t *m, float *params,
-                         const float *grads, ordo__sparse_push_t **out)
+int ordo__sparse_push_new(ordo__ps_t *ps, float *params, const float *grads,
+                          ordo__sparse_push_t **out)
 {
     *out = NULL;
+    const ordo_keys_t *k = ordo__ps_keys(ps);
+    int64_t total = 0;
+    for (int key = 0; key < k->n_keys; key++)
+        total += k->numel[key];
     int S = ordo__ps_keys(ps)->n_servers;
     ordo_sparse_plan_t p;
     int rc = ordo_sparse_wire_plan(ordo__ps_plan(ps), S, &p);
     if (rc == ORDO_ERR_NOTFOUND) return 0;
     if (rc) return rc;
-    if ((int64_t)p.n != ordo_model_total_numel(m)) {
+    if ((int64_t)p.n != total) {
         ordo_sparse_wire_plan_fini(&p);
-        return ordo_error_set(ORDO_ERR_PROTO, "sparse plan for %u entries; the model has %lld", p.n,
-                              (long long)ordo_model_total_numel(m));
+        return ordo_error_set(ORDO_ERR_PROTO, "sparse plan for %u entries; the tensors have %lld",
+                              p.n, (long long)total);
     }
     ordo__sparse_push_t *sp = calloc(1, sizeof *sp);
     if (!sp) {
@@ -110,7 +114,7 @@ int ordo__sparse_push_new(ordo__ps_t *ps, const ordo_model_t *m, float *params,
     }
     sp->plan = p;
     sp->ps = ps;
-    sp->m = m;
+    sp->k = k;
     sp->S = S;
     sp->params = params;
     sp->grads = grads;
@@ -184,9 +188,9 @@ int ordo__sparse_push_init(ordo__sparse_push_t *sp, float *const *values)
     if (rc) return rc;
     float *flat = (float *)sp->buf;
     size_t at = 0;
-    for (int p = 0; p < sp->m->n_params; p++) {
-        memcpy(flat + at, values[p], (size_t)sp->m->params[p].numel * sizeof(float));
-        at += (size_t)sp->m->params[p].numel;
+    for (int p = 0; p < sp->k->n_keys; p++) {
+        memcpy(flat + at, values[p], (size_t)sp->k->numel[p] * sizeof(float));
+        at += (size_t)sp->k->numel[p];
     }
     for (int s = 0; s < sp->S; s++) {
         uint32_t lo = sp->plan.bounds[s], hi = sp->plan.bounds[s + 1];

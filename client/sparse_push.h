@@ -29,7 +29,7 @@ enum { ORDO_SPARSE_PUSH_PULLED = 1, ORDO_SPARSE_PUSH_PUSHED = 2 };
  * plan has a sparse member (*out is NULL and 0 returned otherwise), and installs its message
  * hook on ps. params and grads are the model's parameters and gradients, each one block of
  * ordo_model_total_numel(m) floats in model order (borrowed for its life). */
-int ordo__sparse_push_new(ordo__ps_t *ps, const ordo_model_t *m, float *params,
+int ordo__sparse_push_new(ordo__ps_t *ps, float *params,
                          const float *grads, ordo__sparse_push_t **out);
 
 /* ordo__sparse_push_destroy removes the hook, frees, sets *sp to NULL; NULL-safe. */

@@ -1,13 +1,12 @@
-/* executor: runs one worker's iterations over a model graph. The calling thread is the
- * compute thread; a communication thread owns the push/pull library. At the start of
- * iteration t every parameter's pull is requested at once (in the plan's priority order);
- * a forward op starts as soon as its inputs are done and its parameters have arrived;
- * backward runs the ops in reverse listed order and each parameter's gradient is handed
- * to the push engine the moment its op's backward ends. The two threads meet through a
- * mutex-protected queue and condition variables; nothing polls or sleeps to wait. With
- * pull_early the next iteration's value of a parameter is asked for right after its
- * gradient is handed over (the server answers once every worker's push is in), so pulled
- * values travel during backward; the start of an iteration then asks only for the rest. */
+/* executor: runs one worker's iterations over a model graph on a bound libordo handle
+ * (include/ordo/ordo.h, "a bound model"): the calling thread computes, the library's thread
+ * moves the values and gradients. At the start of iteration t every value not already here
+ * is asked for at once (in the plan's priority order); a forward op starts as soon as its
+ * inputs are done and its parameters' values have arrived (the library's arrivals, taken as
+ * they come); backward runs the ops in reverse listed order and each parameter's gradient is
+ * handed over the moment its op's backward ends. With early pulls the next iteration's value
+ * of a parameter is asked for right after its gradient left, so values travel during
+ * backward. The executor reaches the cluster through the public API only. */
 #ifndef ORDO_EXECUTOR_H
 #define ORDO_EXECUTOR_H
 
@@ -15,23 +14,21 @@
 #include <stdint.h>
 
 #include "common/conf.h"
-#include "common/trace.h"
 #include "core/model.h"
+#include "ordo/ordo.h"
 #include "worker/compute.h"
-#include "client/ps.h"
 
 typedef struct ordo_exec ordo_exec_t;
 
 typedef struct ordo_exec_opts {
-    ordo__ps_t *ps;            /* the worker's push/pull library (borrowed) */
+    ordo_t *ordo;                 /* the joined worker (borrowed); the executor binds it */
     const ordo_model_t *model;    /* its parameters are the keys, in order */
     ordo_compute_ctx_t *compute;  /* bound to params/grads by the executor */
-    const int *priority;          /* per parameter, 0 first; NULL = listed order */
     bool shuffle_pulls;           /* policy none: a seeded random request order per iteration */
     uint64_t seed;
     bool forward_only;            /* no backward, no pushes: every iteration reads version 0;
                                      with several workers, iterations start at a barrier */
-    ordo_trace_t *trace;          /* NULL = no trace */
+    bool trace;                   /* spans into the library's trace (ordo_trace_span) */
     bool pull_early;              /* [order] pull = early: pull t + 1 right after each push of t */
     int64_t iterations;           /* pull_early: no early pulls in iteration iterations - 1 */
     double slowdown;              /* [straggle]: each op's compute is followed by a sleep of
@@ -51,14 +48,14 @@ typedef struct ordo_exec_stats {
     char extra[512]; /* further STATS members (",\"name\":value..."): sparse counters */
 } ordo_exec_stats_t;
 
-/* ordo_exec_new allocates the parameter and gradient buffers and starts the communication
- * thread. */
+/* ordo_exec_new binds the handle (ordo_bind: the library's value and gradient buffers, its
+ * thread) and the compute backend to those buffers. */
 int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out);
 
 /* ordo_exec_params returns the parameter buffers (model order; the latest pulled values). */
 float *const *ordo_exec_params(const ordo_exec_t *e);
 
-/* ordo_exec_init sends every parameter's initial value (from params) to the servers. */
+/* ordo_exec_init sends every parameter's initial value (params[i], copied) to the servers. */
 int ordo_exec_init(ordo_exec_t *e, float *const *params);
 
 /* ordo_exec_iteration runs iteration t on a batch (x, labels, n; NULL for emulation). */
@@ -69,9 +66,8 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
  * (the final model after the last iteration). */
 int ordo_exec_pull_all(ordo_exec_t *e, int64_t t);
 
-/* ordo_exec_barrier waits until every worker has called it with the same id (ids increase
- * over a run, and stay above the iterations of a forward-only run). */
-int ordo_exec_barrier(ordo_exec_t *e, int64_t id);
+/* ordo_exec_barrier waits until every worker has called it as many times. */
+int ordo_exec_barrier(ordo_exec_t *e);
 
 /* ordo_exec_snapshot makes the next ordo_exec_iteration copy the parameters it computes with
  * (model order, one block of the model's total element count, borrowed) into block when its
@@ -79,15 +75,10 @@ int ordo_exec_barrier(ordo_exec_t *e, int64_t id);
  * of its pushes (or early pulls) can change them. */
 void ordo_exec_snapshot(ordo_exec_t *e, float *block);
 
-/* ordo_exec_pulls_early reports whether e asks for values early: pull_early, unless the run
- * is forward-only or sparse (nothing is pushed densely for a pull to follow). */
-bool ordo_exec_pulls_early(const ordo_exec_t *e);
+/* ordo_exec_report sends one iteration's stats (JSON) to the scheduler (ordo_report). */
+int ordo_exec_report(ordo_exec_t *e, const char *json);
 
-/* ordo_exec_report sends one iteration's stats (JSON) to the scheduler through the
- * communication thread (the only thread that may use the sockets). */
-void ordo_exec_report(ordo_exec_t *e, const char *json);
-
-/* ordo_exec_destroy stops the communication thread and frees; NULL-safe. */
+/* ordo_exec_destroy unbinds the handle and frees; NULL-safe. */
 void ordo_exec_destroy(ordo_exec_t **e);
 
 /* ordo_exec_path_state saves (save) the push path's own state to the file path between

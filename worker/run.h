@@ -1,26 +1,27 @@
-/* run: the jobs ordo-worker runs on a joined worker: the synthetic job that checks every
- * pulled value against the closed form of the servers' sums, and model jobs (profiles with
- * emulated compute, the built-in mlp and cnn trainers) driven by the graph executor. */
+/* run: the jobs ordo-worker runs on a joined libordo handle: the synthetic job that checks
+ * every pulled value against the closed form of the servers' sums (run.c), and model jobs
+ * (profiles with emulated compute, the built-in mlp and cnn trainers) driven by the graph
+ * executor (run_model.c). Both use the public API (include/ordo/ordo.h) only. */
 #ifndef ORDO_RUN_H
 #define ORDO_RUN_H
 
 #include "common/conf.h"
-#include "client/ps.h"
+#include "ordo/ordo.h"
 
-/* ordo_run_synthetic pushes and pulls the conf's tensors ([model] tensors) on w for
+/* ordo_run_synthetic pushes and pulls the conf's tensors ([model] tensors) on o for
  * [model] iterations and checks each pulled value; ORDO_ERR_PROTO when any was wrong. It does
- * not finish the worker (the caller calls ordo__ps_finish). */
-int ordo_run_synthetic(ordo__ps_t *w, const ordo_conf_t *conf);
+ * not leave (the caller calls ordo_leave). */
+int ordo_run_synthetic(ordo_t *o, const ordo_conf_t *conf);
 
-/* ordo_run_model runs the conf's model job on w (rank 0 also gives the servers the initial
- * values, writes checkpoints and params.bin, and evaluates a trained model) and finishes the
- * worker with the final figures. */
-int ordo_run_model(ordo__ps_t *w, const ordo_conf_t *conf);
+/* ordo_run_model runs the conf's model job on o (rank 0 also gives the servers the initial
+ * values, writes checkpoints and params.bin, and evaluates a trained model) and leaves the
+ * cluster with the final figures (ordo_leave_with). */
+int ordo_run_model(ordo_t *o, const ordo_conf_t *conf);
 
 /* ordo_run_op_times measures the model's op times for the start-up calibration ([push]
  * calibrate with real compute; ctx is the ordo_conf_t) as ordo-oracle/1 text in *out
- * (caller frees); *out stays NULL when there is nothing to measure. The callback of
- * ordo__ps_join. */
+ * (caller frees); *out stays NULL when there is nothing to measure. An ordo_op_times_fn
+ * (ordo_set_op_times). */
 int ordo_run_op_times(void *ctx, char **out);
 
 #endif

@@ -1,11 +1,12 @@
-/* ordo-worker: reads the conf, joins the cluster and runs the job the conf names
- * (worker/run.h: the synthetic job or a model job). Exit codes: 0 when the job finished, 3
- * when the run was aborted, 1 on a failure (the scheduler is told why), 2 on a usage error. */
+/* ordo-worker: reads the conf, joins the cluster through libordo's public API and runs the
+ * job the conf names (worker/run.h: the synthetic job or a model job). Exit codes: 0 when the
+ * job finished, 3 when the run was aborted, 1 on a failure (the scheduler is told why), 2 on
+ * a usage error. */
 #include "common/daemon.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/node.h"
-#include "client/ps.h"
+#include "ordo/ordo.h"
 #include "worker/run.h"
 
 #include <stdio.h>
@@ -22,26 +23,36 @@ int main(int argc, char **argv)
     int rc = ordo_daemon_init(&conf, argc, argv, &dopts);
     if (rc) return rc > 0 ? 0 : 2;
 
-    ordo__ps_t *w = NULL;
-    if ((rc = ordo__ps_join(&conf, ordo_run_op_times, &conf, &w)) != 0) {
-        fprintf(stderr, "ordo-worker: %s\n", ordo_error_text(rc));
+    /* the library reads the same command line; the network moves on the bound model's
+     * thread, so [net] io_thread keeps the conf's value (false unless set) */
+    ordo_t *o = NULL;
+    if ((rc = ordo_new_args(argc, argv, &o)) != 0 ||
+        (rc = ordo_set(o, "net.io_thread", conf.io_thread ? "true" : "false")) != 0 ||
+        (rc = ordo_set_op_times(o, ordo_run_op_times, &conf)) != 0) {
+        fprintf(stderr, "ordo-worker: %s\n", ordo_last_error());
+        ordo_destroy(&o);
+        return 2;
+    }
+    if ((rc = ordo_join(o)) != 0) {
+        fprintf(stderr, "ordo-worker: %s\n", ordo_last_error());
         /* a worker restarted after its rank had finished (fault.worker = restart) */
-        if (rc == ORDO_ERR_AUTH && strstr(ordo_error_text(rc), ORDO_REJECT_FINISHED)) return 0;
-        return ordo_daemon_exit_code(rc);
+        bool finished = rc == ORDO_ERR_AUTH && strstr(ordo_last_error(), ORDO_REJECT_FINISHED);
+        ordo_destroy(&o);
+        return finished ? 0 : ordo_daemon_exit_code(rc);
     }
-    ordo_log_set_role("worker", ordo__ps_rank(w));
     if (!strcmp(conf.trainer, "synthetic")) {
-        rc = ordo_run_synthetic(w, &conf);
-        if (rc == 0) rc = ordo__ps_finish(w, NULL);
+        rc = ordo_run_synthetic(o, &conf);
+        if (rc == 0) rc = ordo_leave(o);
     } else {
-        rc = ordo_run_model(w, &conf);
+        rc = ordo_run_model(o, &conf);
     }
-    if (rc != 0 && rc != ORDO_ERR_ABORT && rc != ORDO_ERR_PEERDEAD) {
+    if (rc) {
         char why[600];
-        snprintf(why, sizeof why, "worker %d: %s", ordo__ps_rank(w), ordo_error_text(rc));
-        ordo__ps_abort(w, why);
+        snprintf(why, sizeof why, "%s", ordo_last_error());
+        ORDO_ERROR("%s", why);
+        /* a failure of this worker's own (not the cluster's) is the scheduler's to hear */
+        if (rc != ORDO_ERR_ABORT && rc != ORDO_ERR_PEERDEAD) ordo_abort(o, why);
     }
-    if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
-    ordo__ps_destroy(&w);
+    ordo_destroy(&o);
     return ordo_daemon_exit_code(rc);
 }

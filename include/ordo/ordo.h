@@ -100,6 +100,23 @@ ORDO_API int ordo_declare_update(ordo_t *o, int tensor, const ordo_update_t *u);
  * their tensors. Only before ordo_join; every worker must mark the same tensors. */
 ORDO_API int ordo_declare_occasional(ordo_t *o, int tensor);
 
+/* ordo_new_args is ordo_new with a daemon's command line: "-c FILE" names the conf file and
+ * each "--section.key=VALUE" sets one key, over the file and the ORDO_SECTION_KEY environment
+ * variables (ordo-worker's own arguments; argv[0] is the program's name and is skipped).
+ * An unknown argument fails with ORDO_ERR_INVAL naming it. *out is the caller's. */
+ORDO_API int ordo_new_args(int argc, char *const *argv, ordo_t **out);
+
+/* ordo_op_times_fn measures the program's op times for the start-up calibration ([push]
+ * calibrate = true): 0 with ordo-oracle/1 text in *json (malloc'd, the library frees it;
+ * NULL: nothing measured), or a negative ORDO_ERR_* code. */
+typedef int (*ordo_op_times_fn)(void *ctx, char **json);
+
+/* ordo_set_op_times gives ordo_join a way to measure op times: when the plan asks for a
+ * start-up calibration, worker 0 calls fn(ctx, ...) after its pushes were timed, while the
+ * other workers wait, and the scheduler plans the merge groups with those times. Only before
+ * ordo_join; fn NULL removes it. */
+ORDO_API int ordo_set_op_times(ordo_t *o, ordo_op_times_fn fn, void *ctx);
+
 /* ordo_join checks the conf, registers with the scheduler and connects to every server;
  * it returns once the whole cluster is up. With [model] trainer = declared the workers'
  * declarations (names, sizes, update rules, in order; all workers the same, or the run aborts
@@ -113,6 +130,12 @@ ORDO_API int ordo_join(ordo_t *o);
  * waits (bounded by [fault] timeout_ms) for the cluster to shut down; the run ends when
  * every worker has left. The handle then only answers ordo_rank and friends. */
 ORDO_API int ordo_leave(ordo_t *o);
+
+/* ordo_leave_with is ordo_leave that hands the scheduler the run's final figures for
+ * summary.json: final_json is a JSON object ("{\"test_accuracy\":0.88}"; NULL: none). With
+ * [output] trace = true the library's trace (ordo_trace_span) is written to the run folder
+ * as trace-worker-RANK.json first. */
+ORDO_API int ordo_leave_with(ordo_t *o, const char *final_json);
 
 /* ordo_abort tells the scheduler this worker gives up (reason, for every node's log); the
  * whole run ends. */
@@ -225,6 +248,134 @@ ORDO_API int ordo_broadcast(ordo_t *o, void *buf, size_t bytes, int root, int ti
  * ordo_barrier, the bytes moved, samples (>= 0) and loss (NAN: none) go to the scheduler
  * (metrics.jsonl, summary.json's step_ms, throughput and straggler effect). Optional. */
 ORDO_API int ordo_step(ordo_t *o, int samples, double loss);
+
+/* ---- the run: membership, folder, metrics, traces, saved state ----------------------- */
+
+/* ordo_run_dir returns the run folder the scheduler named (runs/RUN), "" before ordo_join;
+ * the text lives as long as o. */
+ORDO_API const char *ordo_run_dir(const ordo_t *o);
+
+/* ordo_resume_iter returns the iteration a restarted worker goes on at ([fault] worker =
+ * restart: the first its dead predecessor did not finish; every tensor's version starts
+ * there), or -1 for a worker of the run's start. */
+ORDO_API int64_t ordo_resume_iter(const ordo_t *o);
+
+/* ordo_members tells, after a worker left the run ([fault] worker = shrink: returns 1), this
+ * worker's index among the live ones, their number and the iteration from which they hold;
+ * it returns 0 with the rank, the cluster's worker count and 0 while everyone is in. Any
+ * out-parameter may be NULL. */
+ORDO_API int ordo_members(ordo_t *o, int *index, int *live, int64_t *since);
+
+/* ordo_server_load gives the bytes of the cluster's tensors that server holds (as primary)
+ * and in how many slices they travel; for a program that models its links. */
+ORDO_API int ordo_server_load(const ordo_t *o, int server, int64_t *bytes, int *slices);
+
+/* ordo_report sends one iteration's stats, a JSON object, to the scheduler (a line of
+ * metrics.jsonl; its "step_ms", "wait_ms", "samples", "bytes_push" and friends feed
+ * summary.json, docs/formats.md): for a program that measures its iterations itself
+ * (ordo-worker); ordo_step measures them for you. json is copied. */
+ORDO_API int ordo_report(ordo_t *o, const char *json);
+
+/* ordo_trace_span records one span in the library's trace ([output] trace = true; otherwise
+ * it does nothing): name and cat (copied), track (a row of the trace: 0 .. 63), its start
+ * and duration in CLOCK_MONOTONIC nanoseconds, args a JSON object or NULL. The library
+ * records its own transfers there (tracks 1 pulls, 3 pushes, 4.. its paths) and writes the
+ * file at ordo_leave_with. */
+ORDO_API void ordo_trace_span(ordo_t *o, const char *name, const char *cat, int track,
+                              int64_t t0_ns, int64_t dur_ns, const char *args);
+
+/* ordo_trace_track names track of the library's trace ("compute"); a no-op without one. */
+ORDO_API void ordo_trace_track(ordo_t *o, int track, const char *name);
+
+/* ordo_save_state writes the push path's own state between iterations to the file path
+ * (sparse pushes: residuals and thresholds), for a checkpoint; ordo_load_state reads it back
+ * before the first iteration ([fault] resume). Both return 0 without touching the file when
+ * the path keeps none (dense, merged). */
+ORDO_API int ordo_save_state(ordo_t *o, const char *path);
+ORDO_API int ordo_load_state(ordo_t *o, const char *path);
+
+/* ---- a bound model: the library drives whole iterations -------------------------------- */
+
+/* For a program that trains the cluster's tensors as one model, iteration by iteration
+ * (ordo-worker is one). After ordo_bind the library holds each tensor's value buffer and
+ * gradient buffer, asks for each iteration's values in the plan's order, pushes each
+ * gradient the moment the program says it is complete, on whatever path the plan names
+ * (dense, merged groups, sparse, host groups), and reports each value as it arrives. A
+ * thread of the library then owns the connection: ordo_init, ordo_push, ordo_pull,
+ * ordo_pushpull, ordo_wait, ordo_test and ordo_wait_all fail with ORDO_ERR_INVAL until
+ * ordo_unbind; ordo_barrier, ordo_report, ordo_step, ordo_save_state and ordo_load_state go
+ * through that thread. One program thread makes the bound calls. */
+typedef struct ordo_bind_opts {
+    int pull_early;     /* 1: ask for iteration t + 1's value of a tensor right after its
+                           push of t (the servers answer once every worker pushed) */
+    int shuffle;        /* 1: request each iteration's values in a seeded random order (the
+                           plan is none) instead of the plan's priorities */
+    uint64_t seed;      /* of the shuffle */
+    int64_t iterations; /* iterations the program will run (no early pulls after the last);
+                           -1: unknown */
+    int forward_only;   /* 1: no pushes; every iteration reads the values after 0 updates */
+} ordo_bind_opts_t;
+
+/* ordo_bind makes the value and gradient buffers (one block each, in tensor order) and
+ * starts the library's thread; opts NULL takes the conf's [order] pull and policy. Only
+ * after ordo_join, once. */
+ORDO_API int ordo_bind(ordo_t *o, const ordo_bind_opts_t *opts);
+
+/* ordo_value_buffer returns where tensor's values land (numel floats, the library's; valid
+ * until ordo_unbind); read a value of iteration t only after its arrival. NULL when unbound
+ * or no such tensor. */
+ORDO_API float *ordo_value_buffer(ordo_t *o, int tensor);
+
+/* ordo_grad_buffer returns where the program computes tensor's gradient so that its push
+ * copies nothing (a merged path's group buffer, or the gradient block); the library reads
+ * it from ordo_grad_ready until the iteration's ordo_iter_end returns. */
+ORDO_API float *ordo_grad_buffer(ordo_t *o, int tensor);
+
+/* ordo_bound_init sends the values now in the value buffers as the tensors' initial values
+ * (one worker, rank 0, inits; servers keep the first). */
+ORDO_API int ordo_bound_init(ordo_t *o);
+
+/* ordo_iter_begin starts iteration iter (counted from 0 for this binding): the values of
+ * iter that are not here yet are asked for, in the plan's order. */
+ORDO_API int ordo_iter_begin(ordo_t *o, int64_t iter);
+
+/* ordo_arrival_t is one completion: tensor's value of iteration iter is in its value buffer
+ * since t_ns (CLOCK_MONOTONIC nanoseconds). */
+typedef struct ordo_arrival {
+    int tensor;
+    int64_t iter;
+    int64_t t_ns;
+} ordo_arrival_t;
+
+/* ordo_next_arrival takes the oldest arrival not yet taken, waiting up to timeout_ms (-1: no
+ * limit; 0: only what is there): 0, ORDO_ERR_TIMEDOUT when none came, or the cluster's
+ * failure. Every value the library brings in is reported once, in arrival order (early
+ * pulls' values of the next iteration included). */
+ORDO_API int ordo_next_arrival(ordo_t *o, ordo_arrival_t *a, int timeout_ms);
+
+/* ordo_grad_ready hands over tensor's gradient of iteration iter, complete in its gradient
+ * buffer: it is pushed now, or with its merge group or host group once those are complete. */
+ORDO_API int ordo_grad_ready(ordo_t *o, int tensor, int64_t iter);
+
+/* ordo_iter_end ends iteration iter: the backward pass is over (with merged or host-group
+ * paths the last groups leave now), then it waits up to timeout_ms (-1: no limit) until
+ * every push of iter was acknowledged and every value of iter arrived. The gradient buffers
+ * are free again when it returns 0. */
+ORDO_API int ordo_iter_end(ordo_t *o, int64_t iter, int timeout_ms);
+
+/* ordo_iter_bytes gives the payload bytes the last ended iteration pushed and pulled as its
+ * path counts them (a merged message's, a sparse push's), and appends the path's own
+ * counters to extra as JSON members (",\"name\":value", at most size bytes; may be NULL). */
+ORDO_API int ordo_iter_bytes(ordo_t *o, int64_t *pushed, int64_t *pulled, char *extra,
+                             size_t size);
+
+/* ordo_pull_values asks for every tensor's value after iter updates and waits up to
+ * timeout_ms for them (the final model after the last iteration). */
+ORDO_API int ordo_pull_values(ordo_t *o, int64_t iter, int timeout_ms);
+
+/* ordo_unbind stops the library's thread and frees the buffers; the key-level calls work
+ * again. ordo_leave and ordo_destroy unbind first. */
+ORDO_API int ordo_unbind(ordo_t *o);
 
 /* ordo_interrupt makes a call of another thread blocked in ordo_wait, ordo_wait_all or
  * ordo_barrier return ORDO_ERR_AGAIN soon. The only function that may be called while

@@ -20,7 +20,7 @@ printf '#include "core/model.h"\n' > "$tmp/planner/merge.c"
 printf '#include "core/model.h"\n#include "common/log.h"\n#include "client/ps_internal.h"\n' \
   > "$tmp/client/ps.c"
 : > "$tmp/client/ps.h"; : > "$tmp/client/ps_internal.h"; : > "$tmp/core/model.h"
-printf '#include "ordo/ordo.h"\n#include "core/model.h"\n' > "$tmp/worker/train.c"
+printf '#include "ordo/ordo.h"\n#include "core/model.h"\n' > "$tmp/worker/executor.c"
 : > "$tmp/worker/executor.h"
 printf '#include <stddef.h>\n' > "$tmp/include/ordo/ordo.h"
 $check "$tmp" > "$tmp/out" || fail "a clean tree was refused: $(cat "$tmp/out")"
@@ -30,7 +30,7 @@ printf '#include "server/store.h"\n#include "worker/executor.h"\n' > "$tmp/serve
 printf '#include "common/log.h"\n#include "core/model.h"\n' > "$tmp/common/log.c"
 printf '#include "client/ps.h"\n' > "$tmp/include/ordo/ordo.h"
 printf '#include "core/model.h"\n#include "worker/executor.h"\n' > "$tmp/client/push.c"
-printf '#include "ordo/ordo.h"\n#include "client/ps.h"\n' > "$tmp/worker/train.c"
+printf '#include "ordo/ordo.h"\n#include "client/ps.h"\n' > "$tmp/worker/executor.c"
 printf '#include "core/model.h"\n#include "core/cost_internal.h"\n' > "$tmp/planner/merge.c"
 rc=0; $check "$tmp" > "$tmp/out" || rc=$?
 [ "$rc" = 1 ] || fail "exit $rc on a tree with violations (want 1)"
@@ -40,7 +40,7 @@ want 'server/store.c:2: server/ includes "worker/executor.h" of another role fol
 want 'common/log.c:2: common/ includes "core/model.h" of a higher layer'
 want 'include/ordo/ordo.h:1: public header includes "client/ps.h"'
 want 'client/push.c:2: client/ includes "worker/executor.h" of a higher layer'
-want 'worker/train.c:2: worker/ includes "client/ps.h": worker/ reaches client/ only through the public API'
+want 'worker/executor.c:2: worker/ includes "client/ps.h": worker/ reaches client/ only through the public API'
 want 'planner/merge.c:2: planner/ includes "core/cost_internal.h": an *_internal.h is for its own folder only'
 grep -q '6 violations' "$tmp/out" || fail "wrong count: $(cat "$tmp/out")"
 echo "layering_selftest: ok"

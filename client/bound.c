@@ -1,0 +1,598 @@
+/* bound: a bound model's thread, its command and arrival queues, and the waits of the
+ * program's thread on them (client/bound.h). */
+#include "client/bound.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/trace.h"
+#include "client/push.h"
+
+typedef enum {
+    CMD_START,  /* ask for the values of iter not asked for yet */
+    CMD_PUSH,   /* key's gradient of iter is complete */
+    CMD_GRADS_DONE,
+    CMD_INIT,
+    CMD_REPORT, /* text: owned by the command */
+    CMD_BARRIER,
+    CMD_STOP
+} cmd_kind_t;
+
+typedef struct {
+    cmd_kind_t kind;
+    int key;
+    int64_t iter;
+    char *text;
+} cmd_t;
+
+struct ordo__bound {
+    ordo__bound_opts_t o;
+    int n;
+    float **values, **grads;
+    float *value_block, *grad_block;
+    int *order;                 /* request order: by priority */
+    int *pull_keys, *pull_prio; /* one iteration's requests (the thread's) */
+    uint64_t rng;
+    pthread_t thread;
+    bool started;
+    ordo__push_t *path; /* owned by ps; its ops run on the thread, on_event/have/stats under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* under mu */
+    cmd_t *q;
+    int q_head, q_n, q_cap;
+    ordo_arrival_t *arr;
+    int a_head, a_n, a_cap;
+    int64_t *ready_iter; /* per key: the iteration whose value is in (-1: none) */
+    int64_t cur_pull;    /* the iteration pulls_left counts */
+    int pulls_left, pushes_left;
+    int fatal;
+    bool init_done;
+    int64_t barrier_done, barrier_want;
+    /* the thread's */
+    int64_t *want_iter; /* per key: the last iteration asked for */
+    int64_t *pull_start_ns, *push_start_ns;
+};
+
+/* ---- queues ------------------------------------------------------------------------- */
+
+static int post_text(ordo__bound_t *b, cmd_kind_t kind, int key, int64_t iter, char *text)
+{
+    pthread_mutex_lock(&b->mu);
+    if (b->q_n == b->q_cap) {
+        int cap = b->q_cap ? b->q_cap * 2 : 64;
+        cmd_t *p = malloc(sizeof *p * (size_t)cap);
+        if (!p) {
+            pthread_mutex_unlock(&b->mu);
+            free(text);
+            return ordo_error_set(ORDO_ERR_NOMEM, "out of memory for the bound model's commands");
+        }
+        for (int i = 0; i < b->q_n; i++)
+            p[i] = b->q[(b->q_head + i) % b->q_cap];
+        free(b->q);
+        b->q = p;
+        b->q_cap = cap;
+        b->q_head = 0;
+    }
+    b->q[(b->q_head + b->q_n++) % b->q_cap] = (cmd_t){kind, key, iter, text};
+    pthread_mutex_unlock(&b->mu);
+    ordo__ps_wake(b->o.ps);
+    return 0;
+}
+
+static int post(ordo__bound_t *b, cmd_kind_t kind, int key, int64_t iter)
+{
+    return post_text(b, kind, key, iter, NULL);
+}
+
+/* under mu: key's value of iter is in */
+static void arrived(ordo__bound_t *b, int key, int64_t iter, int64_t t_ns)
+{
+    if (b->a_n == b->a_cap) {
+        int cap = b->a_cap * 2;
+        ordo_arrival_t *p = malloc(sizeof *p * (size_t)cap);
+        if (!p) {
+            b->fatal = ordo_error_set(ORDO_ERR_NOMEM, "out of memory for arrivals");
+            return;
+        }
+        for (int i = 0; i < b->a_n; i++)
+            p[i] = b->arr[(b->a_head + i) % b->a_cap];
+        free(b->arr);
+        b->arr = p;
+        b->a_cap = cap;
+        b->a_head = 0;
+    }
+    b->arr[(b->a_head + b->a_n++) % b->a_cap] = (ordo_arrival_t){key, iter, t_ns};
+    b->ready_iter[key] = iter;
+    if (iter == b->cur_pull && b->pulls_left > 0) b->pulls_left--;
+}
+
+static void fail(ordo__bound_t *b, int rc)
+{
+    pthread_mutex_lock(&b->mu);
+    if (!b->fatal) b->fatal = rc;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* waits (under mu) until done(b) or the fatal error, up to timeout_ms (-1: no limit) */
+static int wait_for(ordo__bound_t *b, bool (*done)(const ordo__bound_t *), int timeout_ms)
+{
+    int64_t deadline = timeout_ms < 0 ? -1 : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
+    while (!done(b) && !b->fatal) {
+        if (deadline < 0) {
+            pthread_cond_wait(&b->cv, &b->mu);
+            continue;
+        }
+        if (ordo_clock_ns() >= deadline)
+            return ordo_error_set(ORDO_ERR_TIMEDOUT, "not complete after %d ms", timeout_ms);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t at = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (deadline - ordo_clock_ns());
+        ts = (struct timespec){.tv_sec = at / 1000000000, .tv_nsec = at % 1000000000};
+        pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+    }
+    return b->fatal;
+}
+
+/* ---- the thread --------------------------------------------------------------------- */
+
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void trace_span(ordo__bound_t *b, int key, const char *cat, int track, int64_t t0,
+                       int64_t t1, int64_t iter)
+{
+    if (!b->o.trace) return;
+    char args[64];
+    snprintf(args, sizeof args, "{\"iter\":%lld}", (long long)iter);
+    ordo_trace_complete(b->o.trace, b->o.name[key], cat, track, t0, t1 - t0, args);
+}
+
+static void issue_pulls(ordo__bound_t *b, int64_t iter)
+{
+    if (b->o.run.shuffle) {
+        for (int i = b->n - 1; i > 0; i--) {
+            int j = (int)(splitmix(&b->rng) % (uint64_t)(i + 1));
+            int t = b->order[i];
+            b->order[i] = b->order[j];
+            b->order[j] = t;
+        }
+    }
+    int64_t now = ordo_clock_ns();
+    int n = 0;
+    for (int i = 0; i < b->n; i++) {
+        int key = b->order[i];
+        if (b->want_iter[key] >= iter) continue; /* asked for after its push */
+        b->want_iter[key] = iter;
+        b->pull_start_ns[key] = now;
+        b->pull_keys[n] = key;
+        /* under `none` the request order is the only order there is */
+        b->pull_prio[n++] = b->o.run.shuffle ? i : b->o.priority[key];
+    }
+    int rc = b->path->ops->pulls(b->path, iter, b->pull_keys, b->pull_prio, n, b->values);
+    if (rc) fail(b, rc);
+}
+
+/* a gradient of iter to the push path; with early pulls the value it leads to is asked for
+ * at once (the server holds the request until every worker's push is in) */
+static int push_then_pull(ordo__bound_t *b, int key, int64_t iter)
+{
+    b->push_start_ns[key] = ordo_clock_ns();
+    int rc = b->path->ops->grad_ready(b->path, key, b->grads[key], iter, b->o.priority[key]);
+    if (rc || !b->o.run.pull_early || b->want_iter[key] > iter ||
+        (b->o.run.iterations >= 0 && iter + 1 >= b->o.run.iterations))
+        return rc;
+    b->want_iter[key] = iter + 1;
+    b->pull_start_ns[key] = ordo_clock_ns();
+    return ordo__ps_pull(b->o.ps, key, b->values[key], iter + 1, b->o.priority[key]);
+}
+
+/* an event of the path's own (ORDO__EV_HOOK): it may have brought every value of ev->iter,
+ * or finished the iteration's pushes */
+static void path_event(ordo__bound_t *b, const ordo__ps_event_t *ev)
+{
+    pthread_mutex_lock(&b->mu);
+    ordo__push_done_t done = b->path->ops->on_event(b->path, ev);
+    if (done == ORDO__PUSH_DONE_PULLED) {
+        for (int i = 0; i < b->n; i++)
+            if (b->ready_iter[i] != ev->iter) arrived(b, i, ev->iter, ev->t_ns);
+        if (ev->iter == b->cur_pull) b->pulls_left = 0;
+    } else if (done == ORDO__PUSH_DONE_PUSHED) {
+        b->pushes_left = 0;
+    }
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* runs one command; false on CMD_STOP */
+static bool run_command(ordo__bound_t *b, cmd_t c)
+{
+    int rc = 0;
+    switch (c.kind) {
+    case CMD_STOP:
+        return false;
+    case CMD_REPORT:
+        rc = ordo__ps_report(b->o.ps, c.text);
+        free(c.text);
+        break;
+    case CMD_INIT:
+        rc = b->path->ops->init(b->path, b->values);
+        pthread_mutex_lock(&b->mu);
+        b->init_done = true;
+        pthread_cond_broadcast(&b->cv);
+        pthread_mutex_unlock(&b->mu);
+        break;
+    case CMD_START:
+        issue_pulls(b, c.iter);
+        break;
+    case CMD_GRADS_DONE:
+        rc = b->path->ops->grads_done(b->path, c.iter);
+        break;
+    case CMD_BARRIER:
+        rc = ordo__ps_barrier(b->o.ps, c.iter);
+        break;
+    case CMD_PUSH:
+        rc = push_then_pull(b, c.key, c.iter);
+        break;
+    }
+    if (rc) fail(b, rc);
+    return true;
+}
+
+static void *thread_main(void *arg)
+{
+    ordo__bound_t *b = arg;
+    for (;;) {
+        ordo__ps_event_t ev;
+        int rc = ordo__ps_poll(b->o.ps, -1, &ev);
+        if (rc) {
+            ORDO_ERROR("%s", ordo_error_text(rc));
+            fail(b, rc);
+            return NULL;
+        }
+        if (ev.kind == ORDO__EV_PULL_DONE) {
+            trace_span(b, ev.key, "pull", 1, b->pull_start_ns[ev.key], ev.t_ns, ev.iter);
+            pthread_mutex_lock(&b->mu);
+            arrived(b, ev.key, ev.iter, ev.t_ns);
+            pthread_cond_broadcast(&b->cv);
+            pthread_mutex_unlock(&b->mu);
+        } else if (ev.kind == ORDO__EV_PUSH_DONE) {
+            trace_span(b, ev.key, "push", 3, b->push_start_ns[ev.key], ev.t_ns, ev.iter);
+            pthread_mutex_lock(&b->mu);
+            if (--b->pushes_left == 0) pthread_cond_broadcast(&b->cv);
+            pthread_mutex_unlock(&b->mu);
+        } else if (ev.kind == ORDO__EV_HOOK) {
+            path_event(b, &ev);
+        } else if (ev.kind == ORDO__EV_BARRIER) {
+            pthread_mutex_lock(&b->mu);
+            if (ev.iter > b->barrier_done) b->barrier_done = ev.iter;
+            pthread_cond_broadcast(&b->cv);
+            pthread_mutex_unlock(&b->mu);
+        } else if (ev.kind == ORDO__EV_WAKE) {
+            for (;;) {
+                pthread_mutex_lock(&b->mu);
+                if (b->q_n == 0) {
+                    pthread_mutex_unlock(&b->mu);
+                    break;
+                }
+                cmd_t c = b->q[b->q_head];
+                b->q_head = (b->q_head + 1) % b->q_cap;
+                b->q_n--;
+                pthread_mutex_unlock(&b->mu);
+                if (!run_command(b, c)) return NULL;
+            }
+        }
+    }
+}
+
+/* ---- life cycle --------------------------------------------------------------------- */
+
+static const ordo__bound_t *sort_ctx;
+
+static int by_priority(const void *x, const void *y)
+{
+    int a = *(const int *)x, c = *(const int *)y;
+    int pa = sort_ctx->o.priority[a], pc = sort_ctx->o.priority[c];
+    if (pa != pc) return pa < pc ? -1 : 1;
+    return a - c;
+}
+
+int ordo__bound_new(const ordo__bound_opts_t *o, ordo__bound_t **out)
+{
+    ordo__bound_t *b = calloc(1, sizeof *b);
+    if (!b) return ORDO_ERR_NOMEM;
+    b->o = *o;
+    int n = b->n = o->n;
+    b->rng = o->run.seed * 0x100000001b3ull + (uint64_t)ordo__ps_rank(o->ps) + 1;
+    b->barrier_done = -1;
+    b->cur_pull = -1;
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    b->values = calloc((size_t)n + 1, sizeof *b->values);
+    b->grads = calloc((size_t)n + 1, sizeof *b->grads);
+    b->order = calloc((size_t)n + 1, sizeof *b->order);
+    b->pull_keys = calloc((size_t)n + 1, sizeof *b->pull_keys);
+    b->pull_prio = calloc((size_t)n + 1, sizeof *b->pull_prio);
+    b->ready_iter = calloc((size_t)n + 1, sizeof *b->ready_iter);
+    b->want_iter = calloc((size_t)n + 1, sizeof *b->want_iter);
+    b->pull_start_ns = calloc((size_t)n + 1, sizeof *b->pull_start_ns);
+    b->push_start_ns = calloc((size_t)n + 1, sizeof *b->push_start_ns);
+    b->a_cap = 4 * n + 16;
+    b->arr = malloc(sizeof *b->arr * (size_t)b->a_cap);
+    int64_t total = 0, at = 0;
+    for (int i = 0; i < n; i++)
+        total += o->numel[i];
+    b->value_block = calloc((size_t)total + 1, sizeof(float));
+    b->grad_block = calloc((size_t)total + 1, sizeof(float));
+    if (!b->values || !b->grads || !b->order || !b->pull_keys || !b->pull_prio ||
+        !b->ready_iter || !b->want_iter || !b->pull_start_ns || !b->push_start_ns || !b->arr ||
+        !b->value_block || !b->grad_block) {
+        ordo__bound_destroy(&b);
+        return ordo_error_set(ORDO_ERR_NOMEM, "out of memory for the bound model's buffers");
+    }
+    b->path = ordo__ps_push_path(o->ps);
+    for (int i = 0; i < n; i++) {
+        b->values[i] = b->value_block + at;
+        /* merged pushes: a gradient computed in its merge buffer is not copied there; the
+         * iteration ends only when every push was acknowledged, so the next backward cannot
+         * overwrite one still being sent */
+        float *home = ordo__ps_grad_home(o->ps, i);
+        b->grads[i] = home ? home : b->grad_block + at;
+        at += o->numel[i];
+        b->order[i] = i;
+        b->ready_iter[i] = -1;
+        b->want_iter[i] = -1;
+    }
+    sort_ctx = b;
+    qsort(b->order, (size_t)n, sizeof *b->order, by_priority);
+    int rc = b->path->ops->bind(b->path, b->value_block, b->grad_block);
+    if (rc) {
+        b->path = NULL; /* bind failed: nothing to unbind */
+        ordo__bound_destroy(&b);
+        return rc;
+    }
+    /* an early pull follows a key's push: none without key-by-key pushes */
+    if (!b->path->ops->key_pushes || o->run.forward_only) b->o.run.pull_early = 0;
+    if (b->o.run.pull_early)
+        ORDO_INFO("pulls: early (each tensor's next value asked for right after its push)");
+    if (pthread_create(&b->thread, NULL, thread_main, b) != 0) {
+        ordo__bound_destroy(&b);
+        return ordo_error_set(ORDO_ERR_IO, "cannot start the bound model's thread");
+    }
+    b->started = true;
+    if (o->trace) {
+        ordo_trace_name_track(o->trace, 1, "pulls");
+        ordo_trace_name_track(o->trace, 3, "pushes");
+    }
+    *out = b;
+    return 0;
+}
+
+void ordo__bound_destroy(ordo__bound_t **bp)
+{
+    ordo__bound_t *b = *bp;
+    if (!b) return;
+    if (b->started) {
+        post(b, CMD_STOP, 0, 0);
+        pthread_join(b->thread, NULL);
+    }
+    if (b->path) b->path->ops->unbind(b->path);
+    for (int i = 0; i < b->q_n; i++)
+        free(b->q[(b->q_head + i) % b->q_cap].text);
+    free(b->q);
+    free(b->arr);
+    free(b->value_block);
+    free(b->grad_block);
+    free(b->values);
+    free(b->grads);
+    free(b->order);
+    free(b->pull_keys);
+    free(b->pull_prio);
+    free(b->ready_iter);
+    free(b->want_iter);
+    free(b->pull_start_ns);
+    free(b->push_start_ns);
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+    free(b);
+    *bp = NULL;
+}
+
+float *ordo__bound_value(const ordo__bound_t *b, int key)
+{
+    return b->values[key];
+}
+
+float *ordo__bound_grad(const ordo__bound_t *b, int key)
+{
+    return b->grads[key];
+}
+
+bool ordo__bound_pulls_early(const ordo__bound_t *b)
+{
+    return b->o.run.pull_early != 0;
+}
+
+/* ---- the program's calls ------------------------------------------------------------ */
+
+static bool init_done(const ordo__bound_t *b)
+{
+    return b->init_done;
+}
+
+int ordo__bound_init(ordo__bound_t *b)
+{
+    pthread_mutex_lock(&b->mu);
+    b->init_done = false;
+    pthread_mutex_unlock(&b->mu);
+    int rc = post(b, CMD_INIT, 0, 0);
+    if (rc) return rc;
+    pthread_mutex_lock(&b->mu);
+    rc = wait_for(b, init_done, -1);
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+/* under mu: the values of iter are the ones to count; those already in (early pulls) stay */
+static void expect_pulls(ordo__bound_t *b, int64_t iter)
+{
+    b->cur_pull = iter;
+    b->pulls_left = b->n;
+    for (int i = 0; i < b->n; i++)
+        if (b->ready_iter[i] == iter) b->pulls_left--;
+}
+
+int ordo__bound_iter_begin(ordo__bound_t *b, int64_t iter)
+{
+    int64_t pull_iter = b->o.run.forward_only ? 0 : iter;
+    pthread_mutex_lock(&b->mu);
+    int rc = b->fatal;
+    if (rc) {
+        pthread_mutex_unlock(&b->mu);
+        return rc;
+    }
+    b->pushes_left = b->o.run.forward_only ? 0 : b->path->ops->key_pushes ? b->n : 1;
+    bool have = false;
+    if (b->path->ops->have(b->path, pull_iter)) {
+        /* a path whose pushes are answered with the new values has them already */
+        int64_t now = ordo_clock_ns();
+        b->cur_pull = pull_iter;
+        for (int i = 0; i < b->n; i++)
+            if (b->ready_iter[i] != pull_iter) arrived(b, i, pull_iter, now);
+        b->pulls_left = 0;
+        have = true;
+    } else {
+        expect_pulls(b, pull_iter);
+        have = b->pulls_left == 0; /* early pulls: everything arrived after its push */
+    }
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    /* (the thread skips the keys it asked for after their pushes) */
+    return have ? 0 : post(b, CMD_START, 0, pull_iter);
+}
+
+static bool has_arrival(const ordo__bound_t *b)
+{
+    return b->a_n > 0;
+}
+
+int ordo__bound_next_arrival(ordo__bound_t *b, ordo_arrival_t *a, int timeout_ms)
+{
+    pthread_mutex_lock(&b->mu);
+    int rc = wait_for(b, has_arrival, timeout_ms);
+    if (!rc || (b->a_n > 0 && rc != ORDO_ERR_TIMEDOUT)) {
+        /* values that came before a failure are still handed out */
+        if (b->a_n > 0) {
+            *a = b->arr[b->a_head];
+            b->a_head = (b->a_head + 1) % b->a_cap;
+            b->a_n--;
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+int ordo__bound_grad_ready(ordo__bound_t *b, int key, int64_t iter)
+{
+    return post(b, CMD_PUSH, key, iter);
+}
+
+static bool iter_done(const ordo__bound_t *b)
+{
+    return b->pushes_left <= 0 && b->pulls_left <= 0;
+}
+
+int ordo__bound_iter_end(ordo__bound_t *b, int64_t iter, int timeout_ms)
+{
+    if (!b->o.run.forward_only) {
+        int rc = post(b, CMD_GRADS_DONE, 0, iter);
+        if (rc) return rc;
+    }
+    pthread_mutex_lock(&b->mu);
+    int rc = wait_for(b, iter_done, timeout_ms);
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+void ordo__bound_iter_bytes(ordo__bound_t *b, int64_t *pushed, int64_t *pulled, char *extra,
+                            size_t size)
+{
+    int64_t bytes = 0;
+    for (int i = 0; i < b->n; i++)
+        bytes += b->o.numel[i] * (int64_t)sizeof(float);
+    char none[1];
+    if (!extra || size == 0) {
+        extra = none;
+        size = sizeof none;
+    }
+    extra[0] = '\0';
+    *pulled = bytes;
+    *pushed = b->o.run.forward_only ? 0 : bytes;
+    if (b->o.run.forward_only) return;
+    pthread_mutex_lock(&b->mu);
+    b->path->ops->stats(b->path, pushed, pulled, extra, size);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static bool pulls_done(const ordo__bound_t *b)
+{
+    return b->pulls_left <= 0;
+}
+
+int ordo__bound_pull_values(ordo__bound_t *b, int64_t iter, int timeout_ms)
+{
+    pthread_mutex_lock(&b->mu);
+    expect_pulls(b, iter);
+    pthread_mutex_unlock(&b->mu);
+    int rc = post(b, CMD_START, 0, iter);
+    if (rc) return rc;
+    pthread_mutex_lock(&b->mu);
+    rc = wait_for(b, pulls_done, timeout_ms);
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+static bool barrier_reached(const ordo__bound_t *b)
+{
+    return b->barrier_done >= b->barrier_want;
+}
+
+int ordo__bound_barrier(ordo__bound_t *b, int64_t id, int timeout_ms)
+{
+    int rc = post(b, CMD_BARRIER, 0, id);
+    if (rc) return rc;
+    pthread_mutex_lock(&b->mu);
+    b->barrier_want = id;
+    rc = wait_for(b, barrier_reached, timeout_ms);
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+int ordo__bound_report(ordo__bound_t *b, const char *json)
+{
+    char *copy = strdup(json);
+    if (!copy) return ORDO_ERR_NOMEM;
+    return post_text(b, CMD_REPORT, 0, 0, copy);
+}
+
+int ordo__bound_state(ordo__bound_t *b, const char *path, bool save)
+{
+    if (!b->path->ops->state) return 0;
+    pthread_mutex_lock(&b->mu);
+    int rc = b->path->ops->state(b->path, path, save);
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}

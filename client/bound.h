@@ -1,0 +1,60 @@
+/* bound: the library's side of a bound model (include/ordo/ordo.h, "a bound model"): a
+ * thread that owns the push/pull library while the program computes, asks for each
+ * iteration's values in the plan's order (or early, right after each push), hands each
+ * gradient to the push path (client/push.h) the moment the program says it is complete,
+ * and queues every value's arrival for the program to take. The program's thread and this
+ * one meet through a mutex-protected command queue, an arrival queue and a condition
+ * variable; nothing polls or sleeps to wait. client/api_bound.c puts the public calls on it. */
+#ifndef ORDO_BOUND_H
+#define ORDO_BOUND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ordo/ordo.h"
+#include "client/ps.h"
+
+typedef struct ordo__bound ordo__bound_t;
+
+/* What a binding needs to know of its tensors and its run. */
+typedef struct ordo__bound_opts {
+    ordo__ps_t *ps;          /* borrowed: the joined worker; the binding's thread owns it */
+    int n;                   /* tensors = keys */
+    const int64_t *numel;    /* [n] */
+    const char *const *name; /* [n] for the trace */
+    const int *priority;     /* [n] the plan's, 0 first */
+    ordo_bind_opts_t run;
+    struct ordo_trace *trace; /* NULL: none; pulls on track 1, pushes on track 3 */
+} ordo__bound_opts_t;
+
+/* ordo__bound_new makes the buffers, binds the push path to them and starts the thread. */
+int ordo__bound_new(const ordo__bound_opts_t *o, ordo__bound_t **out);
+
+/* ordo__bound_destroy stops the thread, unbinds the path and frees; NULL-safe. */
+void ordo__bound_destroy(ordo__bound_t **b);
+
+float *ordo__bound_value(const ordo__bound_t *b, int key);
+float *ordo__bound_grad(const ordo__bound_t *b, int key);
+
+/* The calls of the public API, on the program's thread (include/ordo/ordo.h says what each
+ * does); each returns 0 or an ORDO_ERR_* code, the binding's fatal error once there is one. */
+int ordo__bound_init(ordo__bound_t *b);
+int ordo__bound_iter_begin(ordo__bound_t *b, int64_t iter);
+int ordo__bound_next_arrival(ordo__bound_t *b, ordo_arrival_t *a, int timeout_ms);
+int ordo__bound_grad_ready(ordo__bound_t *b, int key, int64_t iter);
+int ordo__bound_iter_end(ordo__bound_t *b, int64_t iter, int timeout_ms);
+void ordo__bound_iter_bytes(ordo__bound_t *b, int64_t *pushed, int64_t *pulled, char *extra,
+                            size_t size);
+int ordo__bound_pull_values(ordo__bound_t *b, int64_t iter, int timeout_ms);
+/* ordo__bound_barrier joins barrier id (ids increase) and waits for every worker. */
+int ordo__bound_barrier(ordo__bound_t *b, int64_t id, int timeout_ms);
+/* ordo__bound_report sends json (copied) to the scheduler from the binding's thread. */
+int ordo__bound_report(ordo__bound_t *b, const char *json);
+/* ordo__bound_state saves or restores the push path's own state (client/push.h, state). */
+int ordo__bound_state(ordo__bound_t *b, const char *path, bool save);
+/* ordo__bound_pulls_early reports whether the binding asks for values early (not on paths
+ * whose pushes are not key by key, nor forward-only). */
+bool ordo__bound_pulls_early(const ordo__bound_t *b);
+
+#endif
