@@ -57,7 +57,8 @@ struct ordo__bound {
     int64_t barrier_done, barrier_want;
     /* the thread's */
     int64_t *want_iter; /* per key: the last iteration asked for */
-    int64_t *pull_start_ns, *push_start_ns;
+    int64_t *pull_start_ns;
+    int64_t *push_start_ns; /* written by the program's thread before it posts the push */
 };
 
 /* ---- queues ------------------------------------------------------------------------- */
@@ -189,7 +190,6 @@ static void issue_pulls(ordo__bound_t *b, int64_t iter)
  * at once (the server holds the request until every worker's push is in) */
 static int push_then_pull(ordo__bound_t *b, int key, int64_t iter)
 {
-    b->push_start_ns[key] = ordo_clock_ns();
     int rc = b->path->ops->grad_ready(b->path, key, b->grads[key], iter, b->o.priority[key]);
     if (rc || !b->o.run.pull_early || b->want_iter[key] > iter ||
         (b->o.run.iterations >= 0 && iter + 1 >= b->o.run.iterations))
@@ -507,6 +507,9 @@ int ordo__bound_next_arrival(ordo__bound_t *b, ordo_arrival_t *a, int timeout_ms
 
 int ordo__bound_grad_ready(ordo__bound_t *b, int key, int64_t iter)
 {
+    /* the trace's push starts when the program hands it over (the thread reads it after it
+     * took the command, under mu) */
+    b->push_start_ns[key] = ordo_clock_ns();
     return post(b, CMD_PUSH, key, iter);
 }
 

@@ -13,6 +13,10 @@
  * not leave (the caller calls ordo_leave). */
 int ordo_run_synthetic(ordo_t *o, const ordo_conf_t *conf);
 
+/* ordo_run_declare declares the model job's parameters on o (before ordo_join), so that the
+ * handle's tensors carry their names and the cluster's key map is checked against them. */
+int ordo_run_declare(ordo_t *o, const ordo_conf_t *conf);
+
 /* ordo_run_model runs the conf's model job on o (rank 0 also gives the servers the initial
  * values, writes checkpoints and params.bin, and evaluates a trained model) and leaves the
  * cluster with the final figures (ordo_leave_with). */

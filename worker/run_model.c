@@ -450,6 +450,17 @@ static void job_free(job_t *j)
     ordo_model_destroy(&j->m);
 }
 
+int ordo_run_declare(ordo_t *o, const ordo_conf_t *conf)
+{
+    if (!strcmp(conf->trainer, "synthetic")) return 0; /* the cluster's tensors as they are */
+    ordo_model_t *m = NULL;
+    int rc = ordo_job_model(conf, &m);
+    for (int i = 0; !rc && i < m->n_params; i++)
+        rc = ordo_declare(o, m->params[i].name, m->params[i].numel, NULL);
+    ordo_model_destroy(&m);
+    return rc;
+}
+
 int ordo_run_model(ordo_t *o, const ordo_conf_t *conf)
 {
     job_t j = {.conf = conf, .o = o, .rank = ordo_rank(o), .W = ordo_size(o),
@@ -458,6 +469,10 @@ int ordo_run_model(ordo_t *o, const ordo_conf_t *conf)
     if (!rc) rc = resume(&j);
     if (!rc) rc = loop(&j);
     if (!rc) rc = finish(&j);
+    /* the clean-up's calls (ordo_unbind) start from a clear error: keep the failure's */
+    char why[700] = "";
+    if (rc) snprintf(why, sizeof why, "%s", ordo_error_text(rc));
     job_free(&j);
+    if (rc) ordo_error_set(rc, "%s", why);
     return rc;
 }

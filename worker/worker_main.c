@@ -28,7 +28,8 @@ int main(int argc, char **argv)
     ordo_t *o = NULL;
     if ((rc = ordo_new_args(argc, argv, &o)) != 0 ||
         (rc = ordo_set(o, "net.io_thread", conf.io_thread ? "true" : "false")) != 0 ||
-        (rc = ordo_set_op_times(o, ordo_run_op_times, &conf)) != 0) {
+        (rc = ordo_set_op_times(o, ordo_run_op_times, &conf)) != 0 ||
+        (rc = ordo_run_declare(o, &conf)) != 0) {
         fprintf(stderr, "ordo-worker: %s\n", ordo_last_error());
         ordo_destroy(&o);
         return 2;
@@ -48,7 +49,7 @@ int main(int argc, char **argv)
     }
     if (rc) {
         char why[600];
-        snprintf(why, sizeof why, "%s", ordo_last_error());
+        snprintf(why, sizeof why, "%s", ordo_error_text(rc));
         ORDO_ERROR("%s", why);
         /* a failure of this worker's own (not the cluster's) is the scheduler's to hear */
         if (rc != ORDO_ERR_ABORT && rc != ORDO_ERR_PEERDEAD) ordo_abort(o, why);
