@@ -20,6 +20,7 @@
 #include "common/trace.h"
 #include "client/api_internal.h"
 #include "client/ps.h"
+#include "client/push.h"
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
@@ -570,6 +571,11 @@ static int start(ordo_t *o, int tensor, uint8_t need, const void *buf, const cha
     if (rc) return rc;
     tensor_t *t = &o->t[tensor];
     if (!buf) return ordo_error_set(ORDO_ERR_INVAL, "%s \"%s\": NULL buffer", fn, t->name);
+    if (ordo__ps_push_path(o->w)->ops->mode == ORDO__PUSH_HIER)
+        return ordo_error_set(ORDO_ERR_NOTSUP,
+                              "%s \"%s\": in host groups ([cluster] local_size, [intra] backend) "
+                              "a group moves whole iterations: use ordo_bind and its calls", fn,
+                              t->name);
     if ((need & NEED_PUSH) && t->push_op >= 0)
         return ordo_error_set(ORDO_ERR_INVAL, "%s \"%s\": a push of this tensor is in flight", fn,
                               t->name);

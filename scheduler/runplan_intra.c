@@ -24,9 +24,12 @@ int ordo_runplan_intra(const ordo_conf_t *conf, json_t *plan)
     if (conf->push_mode == ORDO_PUSH_SPARSE)
         return ordo_error_set(ORDO_ERR_INVAL, "intra.backend needs push.mode = dense or merged "
                                            "(sparse pushes keep the flat path)");
-    if (strcmp(conf->trainer, "synthetic") == 0)
+    /* ordo-worker's synthetic job pushes and pulls key by key; a [worker] command program
+     * drives its iterations through ordo_bind (key-level calls are refused in groups) */
+    if (strcmp(conf->trainer, "synthetic") == 0 && !conf->worker_command[0])
         return ordo_error_set(ORDO_ERR_INVAL, "intra.backend needs a model run (model.trainer = "
-                                           "profile, mlp or cnn); the synthetic job pushes and "
+                                           "profile, mlp, cnn or declared, or a [worker] command "
+                                           "program); ordo-worker's synthetic job pushes and "
                                            "pulls every key itself");
     if (conf->pull == ORDO_PULL_EARLY)
         return ordo_error_set(ORDO_ERR_INVAL, "intra.backend needs order.pull = start (a group "
