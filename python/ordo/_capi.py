@@ -3,12 +3,15 @@
 Where the library comes from, first match wins: the ORDO_LIBRARY environment variable (a
 path to libordo.so*), the build tree of the repository this package sits in
 (build/client/libordo.so.0), then the system's library path (an installed libordo.so.0).
+The library is opened at the first call that needs it, not at import: `import ordo` works
+before libordo is built, and that first call raises OSError naming every place looked in.
 """
 from __future__ import annotations
 
 import ctypes
 import os
 from pathlib import Path
+from typing import Any
 
 # The error codes of ordo.h (ORDO_ERR_*), by name.
 ERRORS = {
@@ -83,26 +86,51 @@ def _candidates() -> list[str]:
     return found
 
 
+def _where(path: str) -> str:
+    """_where says which place of _candidates path is, for the error of load."""
+    if path == os.environ.get("ORDO_LIBRARY"):
+        return f"ORDO_LIBRARY={path}"
+    if os.sep not in path:
+        return f"{path} on the system's library path"
+    return path
+
+
 def load() -> ctypes.CDLL:
     """load opens libordo and declares every function's types; it raises OSError naming every
     place it looked when none works."""
-    tried = []
+    tried = [] if os.environ.get("ORDO_LIBRARY") else ["ORDO_LIBRARY (not set)"]
     for path in _candidates():
         if os.sep in path and not os.path.exists(path):
-            tried.append(f"{path} (no such file)")
+            tried.append(f"{_where(path)} (no such file)")
             continue
         try:
             lib = ctypes.CDLL(path)
         except OSError as e:
-            tried.append(f"{path} ({e})")
+            tried.append(f"{_where(path)} ({e})")
             continue
         for name, (restype, argtypes) in _SIGNATURES.items():
-            fn = getattr(lib, name)
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                raise OSError(f"ordo: {path} does not export {name}: the library is older than "
+                              "this binding (rebuild it with scripts/build.sh)") from None
             fn.restype = restype
             fn.argtypes = argtypes
         return lib
-    raise OSError("ordo: cannot load libordo: tried " + "; ".join(tried) +
-                  " (build it with scripts/build.sh, or set ORDO_LIBRARY)")
+    raise OSError("ordo: cannot load libordo; looked in: " + "; ".join(tried) +
+                  ". Build it with scripts/build.sh, or set ORDO_LIBRARY to a libordo.so.")
 
 
-lib = load()
+class _Lazy:
+    """_Lazy stands for libordo (ordo._capi.lib) and opens it, with load, at the first function
+    looked up on it; until it succeeds, every lookup tries again and raises load's OSError."""
+
+    _lib: ctypes.CDLL | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if _Lazy._lib is None:
+            _Lazy._lib = load()
+        return getattr(_Lazy._lib, name)
+
+
+lib = _Lazy()

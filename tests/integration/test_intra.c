@@ -1,5 +1,5 @@
 /* Integration test: intra-host groups ([cluster] local_size, [intra] backend = shm,
- * worker/push_hier.c). A real cluster (1 scheduler, 2 servers, 4 ordo-worker processes in two
+ * client/push_hier.c). A real cluster (1 scheduler, 2 servers, 4 ordo-worker processes in two
  * emulated hosts of 2) trains the mlp from a fixed seed; worker 0 saves the final parameters.
  * They must equal the single-process reference trainer's over the same 4 workers' batches
  * within 1e-5 relative, with dense and with merged pushes inside the groups; and the bytes

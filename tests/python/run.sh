@@ -10,4 +10,8 @@ if [ ! -x "$py" ] || ! "$py" -c 'import pytest' 2>/dev/null; then
 fi
 export PYTHONPATH=$src/python${PYTHONPATH:+:$PYTHONPATH}
 export ORDO_LIBRARY=${ORDO_LIBRARY:-$ORDO_BUILD_DIR/client/libordo.so.0}
-cd "$src" && "$py" -m pytest -q -p no:cacheprovider tests/python "$@"
+# Arguments go to pytest (-k, -x, ...); it runs tests/python unless the first one names a file
+# or folder (run.sh tests/python/test_capi.py). -rs prints each skip's reason in the log.
+paths=(tests/python)
+[ $# -gt 0 ] && [ -e "$src/$1" ] && paths=()
+cd "$src" && "$py" -m pytest -q -rs -p no:cacheprovider "${paths[@]}" "$@"

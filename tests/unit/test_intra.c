@@ -251,16 +251,20 @@ static const char *nccl_missing(void)
     return why;
 }
 
+/* "cuda": NCCL can run here; "no_nccl": it cannot (a build without NCCL, or no device) */
 static const char *probe(const char *need)
 {
-    if (strcmp(need, "cuda") != 0) return "unknown capability";
-    return nccl_missing();
+    if (strcmp(need, "cuda") == 0) return nccl_missing();
+    if (strcmp(need, "no_nccl") == 0)
+        return nccl_missing() ? NULL : "NCCL runs here: unit.intra.nccl checks the backend";
+    fprintf(stderr, "ORDO_CK_NEEDS names '%s', which this suite cannot check\n", need);
+    exit(2);
 }
 
 START_TEST(nccl_is_refused_clearly_where_it_cannot_run)
 {
     const char *why = nccl_missing();
-    if (!why) return; /* it can run here: unit.intra.nccl checks it */
+    ck_assert_msg(why, "the nccl backend started: this case runs only where it cannot");
     ck_assert_msg(strstr(why, "not in this build") || strstr(why, "needs a CUDA device"), "%s",
                   why);
 }
@@ -306,6 +310,11 @@ static Suite *intra_suite(void)
     tcase_add_test(tc, a_dead_member_is_named_within_the_timeout);
     tcase_add_test(tc, unknown_backend_is_refused);
     tcase_add_test(tc, sum_matches_a_plain_loop);
+    suite_add_tcase(s, tc);
+    /* Tagged "no_nccl": ctest's unit.intra.nccl_refused runs it alone and skips where NCCL
+     * can run (unit.intra.nccl runs there instead). */
+    tc = tcase_create("nccl_refused");
+    tcase_set_tags(tc, "no_nccl");
     tcase_add_test(tc, nccl_is_refused_clearly_where_it_cannot_run);
     suite_add_tcase(s, tc);
     /* Tagged "cuda": ctest's unit.intra.nccl runs it alone and skips without a device. */

@@ -1,4 +1,4 @@
-/* Tests of worker/merge_buf (packing gradients of merged pushes into one message per group
+/* Tests of client/merge_buf (packing gradients of merged pushes into one message per group
  * and server) and server/groups (checking a merged push and taking it apart): the layout of
  * the parts, the packed bytes, a pack-then-split round trip over every server, zero-copy
  * parts of one key's consecutive slices, reuse after reset, the plan's merge member, and every

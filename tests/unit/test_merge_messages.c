@@ -1,6 +1,6 @@
 /* Tests of scheduler/merge's messages and tie rule: a group costs the messages the workers
  * send (one per server holding part of it, cut at the largest message size), which the
- * planner must count exactly as worker/merge_buf packs them; brute force over every grouping
+ * planner must count exactly as client/merge_buf packs them; brute force over every grouping
  * of random layers with random slices (the model equals a plain message-by-message
  * evaluation, optimal equals the minimum); and the margin rule (among the groupings of least
  * time, the least time with costs 1 + margin larger, then wfbp's, then the fewest groups). */

@@ -1,4 +1,4 @@
-/* Tests of worker/push (the push-path interface): which path the scheduler's plan selects,
+/* Tests of client/push (the push-path interface): which path the scheduler's plan selects,
  * the table each [push] mode maps to, that every table fills every op (so a path file cannot
  * leave a call site with a NULL to jump to), and that an unknown mode is rejected. No cluster:
  * the paths' behaviour is tested by integration.merged and integration.sparse against dense. */
