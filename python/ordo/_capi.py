@@ -33,6 +33,23 @@ class Update(ctypes.Structure):
                 ("weight_decay", ctypes.c_double)]
 
 
+class BindOpts(ctypes.Structure):
+    """BindOpts is ordo_bind_opts_t: how a bound model's iterations move (ordo_bind)."""
+
+    _fields_ = [("pull_early", ctypes.c_int), ("shuffle", ctypes.c_int),
+                ("seed", ctypes.c_uint64), ("iterations", ctypes.c_int64),
+                ("forward_only", ctypes.c_int)]
+
+
+class Arrival(ctypes.Structure):
+    """Arrival is ordo_arrival_t: tensor's value of iteration iter arrived at t_ns."""
+
+    _fields_ = [("tensor", ctypes.c_int), ("iter", ctypes.c_int64), ("t_ns", ctypes.c_int64)]
+
+
+# ordo_op_times_fn: int (*)(void *ctx, char **json)
+OpTimesFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p))
+
 _P = ctypes.c_void_p
 _H = ctypes.c_int64
 _SIGNATURES = {
@@ -71,6 +88,35 @@ _SIGNATURES = {
     "ordo_declare_occasional": (ctypes.c_int, [_P, ctypes.c_int]),
     "ordo_replan": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_int]),
     "ordo_tensor_priority": (ctypes.c_int, [_P, ctypes.c_int]),
+    "ordo_new_args": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
+                                     ctypes.POINTER(_P)]),
+    "ordo_set_op_times": (ctypes.c_int, [_P, OpTimesFn, _P]),
+    "ordo_leave_with": (ctypes.c_int, [_P, ctypes.c_char_p]),
+    "ordo_run_dir": (ctypes.c_char_p, [_P]),
+    "ordo_resume_iter": (ctypes.c_int64, [_P]),
+    "ordo_members": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int),
+                                    ctypes.POINTER(ctypes.c_int64)]),
+    "ordo_server_load": (ctypes.c_int, [_P, ctypes.c_int, ctypes.POINTER(ctypes.c_int64),
+                                        ctypes.POINTER(ctypes.c_int)]),
+    "ordo_report": (ctypes.c_int, [_P, ctypes.c_char_p]),
+    "ordo_trace_span": (None, [_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
+                               ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p]),
+    "ordo_trace_track": (None, [_P, ctypes.c_int, ctypes.c_char_p]),
+    "ordo_save_state": (ctypes.c_int, [_P, ctypes.c_char_p]),
+    "ordo_load_state": (ctypes.c_int, [_P, ctypes.c_char_p]),
+    "ordo_bind": (ctypes.c_int, [_P, ctypes.POINTER(BindOpts)]),
+    "ordo_unbind": (ctypes.c_int, [_P]),
+    "ordo_value_buffer": (ctypes.POINTER(ctypes.c_float), [_P, ctypes.c_int]),
+    "ordo_grad_buffer": (ctypes.POINTER(ctypes.c_float), [_P, ctypes.c_int]),
+    "ordo_bound_init": (ctypes.c_int, [_P]),
+    "ordo_iter_begin": (ctypes.c_int, [_P, ctypes.c_int64]),
+    "ordo_next_arrival": (ctypes.c_int, [_P, ctypes.POINTER(Arrival), ctypes.c_int]),
+    "ordo_grad_ready": (ctypes.c_int, [_P, ctypes.c_int, ctypes.c_int64]),
+    "ordo_iter_end": (ctypes.c_int, [_P, ctypes.c_int64, ctypes.c_int]),
+    "ordo_iter_bytes": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_int64),
+                                       ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p,
+                                       ctypes.c_size_t]),
+    "ordo_pull_values": (ctypes.c_int, [_P, ctypes.c_int64, ctypes.c_int]),
 }
 
 

@@ -331,3 +331,94 @@ class Client:
     def priorities(self) -> list[int]:
         """priorities lists every tensor's priority in the cluster's plan, in index order."""
         return [self.priority(i) for i in range(_check(lib.ordo_num_tensors(self._ptr())))]
+
+    # ---- the run ---------------------------------------------------------------------------
+
+    def run_dir(self) -> str:
+        """run_dir is the run folder the scheduler named ("" before join)."""
+        return (lib.ordo_run_dir(self._ptr()) or b"").decode()
+
+    def resume_iter(self) -> int:
+        """resume_iter is the iteration a restarted worker goes on at, -1 for one of the start."""
+        return int(lib.ordo_resume_iter(self._ptr()))
+
+    def members(self) -> tuple[bool, int, int, int]:
+        """members is (someone left, this worker's index among the live ones, their number, the
+        iteration from which they hold)."""
+        i, n, since = ctypes.c_int(), ctypes.c_int(), ctypes.c_int64()
+        left = _check(lib.ordo_members(self._ptr(), ctypes.byref(i), ctypes.byref(n),
+                                       ctypes.byref(since)))
+        return bool(left), i.value, n.value, since.value
+
+    def report(self, stats_json: str) -> None:
+        """report sends one iteration's stats (a JSON object) to the scheduler's metrics."""
+        _check(lib.ordo_report(self._ptr(), stats_json.encode()))
+
+    def leave_with(self, final_json: str | None) -> None:
+        """leave_with is leave that hands the scheduler the run's final figures (JSON)."""
+        if self._o is None:
+            return
+        try:
+            if self._joined:
+                _check(lib.ordo_leave_with(self._o, final_json.encode() if final_json else None))
+        finally:
+            self.close()
+
+    # ---- a bound model: the library drives whole iterations -------------------------------
+
+    def bind(self, pull_early: bool | None = None, shuffle: bool = False, seed: int = 0,
+             iterations: int = -1) -> None:
+        """bind hands the library the model's iterations (ordo_bind): it keeps each tensor's
+        value and gradient buffer (value_buffer, grad_buffer), asks for each iteration's values
+        in the plan's order and pushes each gradient when grad_ready says it is complete, on
+        the path the plan names (flat, merged, host groups). pull_early None: the conf's."""
+        if pull_early is None:
+            _check(lib.ordo_bind(self._ptr(), None))
+            return
+        opts = _capi.BindOpts(int(pull_early), int(shuffle), seed, iterations, 0)
+        _check(lib.ordo_bind(self._ptr(), ctypes.byref(opts)))
+
+    def unbind(self) -> None:
+        """unbind stops the library's thread; the key-level calls work again."""
+        _check(lib.ordo_unbind(self._ptr()))
+
+    def value_buffer(self, tensor: int) -> Any:
+        """value_buffer is tensor's value buffer (a ctypes float array over the library's
+        memory, valid until unbind; numpy.ctypeslib.as_array or torch.frombuffer wrap it)."""
+        p = lib.ordo_value_buffer(self._ptr(), tensor)
+        if not p:
+            raise OrdoError(-1, "ordo: value_buffer: not bound, or no such tensor")
+        return (ctypes.c_float * self.numel(tensor)).from_address(ctypes.addressof(p.contents))
+
+    def grad_buffer(self, tensor: int) -> Any:
+        """grad_buffer is where tensor's gradient is computed so that its push copies nothing."""
+        p = lib.ordo_grad_buffer(self._ptr(), tensor)
+        if not p:
+            raise OrdoError(-1, "ordo: grad_buffer: not bound, or no such tensor")
+        return (ctypes.c_float * self.numel(tensor)).from_address(ctypes.addressof(p.contents))
+
+    def bound_init(self) -> None:
+        """bound_init sends the values in the value buffers as the initial values."""
+        _check(lib.ordo_bound_init(self._ptr()))
+
+    def iter_begin(self, iteration: int) -> None:
+        """iter_begin asks for the values of iteration that are not here yet."""
+        _check(lib.ordo_iter_begin(self._ptr(), iteration))
+
+    def next_arrival(self, timeout_ms: int = -1) -> tuple[int, int, int]:
+        """next_arrival takes the oldest value's arrival: (tensor, iteration, time in ns)."""
+        a = _capi.Arrival()
+        _check(lib.ordo_next_arrival(self._ptr(), ctypes.byref(a), timeout_ms))
+        return a.tensor, a.iter, a.t_ns
+
+    def grad_ready(self, tensor: int, iteration: int) -> None:
+        """grad_ready hands over tensor's gradient of iteration, complete in its grad_buffer."""
+        _check(lib.ordo_grad_ready(self._ptr(), tensor, iteration))
+
+    def iter_end(self, iteration: int, timeout_ms: int = -1) -> None:
+        """iter_end ends iteration: pushes acknowledged and its values in."""
+        _check(lib.ordo_iter_end(self._ptr(), iteration, timeout_ms))
+
+    def pull_values(self, iteration: int, timeout_ms: int = -1) -> None:
+        """pull_values brings every tensor's value after iteration updates."""
+        _check(lib.ordo_pull_values(self._ptr(), iteration, timeout_ms))
