@@ -304,7 +304,9 @@ static int receive(ordo_transport_t *t, int i)
         s->last_in_ns = ordo_clock_ns();
         if (rc != 0) {
             atomic_fetch_add(&t->malformed, 1);
-            ORDO_WARN("transport: dropped a malformed message: %s", ordo_error_text(rc));
+            m.sock = i; /* m holds the routing id (on a ROUTER) and no frames */
+            m.hdr.type = 0;
+            ordo_transport_drop(t, &m, "malformed", ordo_error_text(rc));
             continue;
         }
         m.sock = i;
@@ -465,6 +467,7 @@ int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out
     if ((rc = ordo__transport_hb_init(t)) != 0) goto fail;
     rc = ORDO_ENOMEM;
     pthread_mutex_init(&t->mu, NULL);
+    pthread_mutex_init(&t->drops.mu, NULL);
     pthread_cond_init(&t->in_cv, NULL);
     pthread_cond_init(&t->out_cv, NULL);
     pthread_cond_init(&t->cmd_cv, NULL);
@@ -528,6 +531,7 @@ void ordo_transport_destroy(ordo_transport_t **tp, int linger_ms)
     pthread_cond_destroy(&t->out_cv);
     pthread_cond_destroy(&t->cmd_cv);
     ordo__transport_hb_fini(t);
+    pthread_mutex_destroy(&t->drops.mu);
     free(t);
     *tp = NULL;
 }

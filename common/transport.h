@@ -94,6 +94,20 @@ int64_t ordo_transport_link_free_ns(ordo_transport_t *t);
  * emulated link (not yet handed to ZeroMQ). */
 int ordo_transport_outbound(ordo_transport_t *t);
 
+#define ORDO_DROP_REASON_LEN 48
+
+/* ordo_transport_drop records that message m (received on this transport) was refused for
+ * reason, a short fixed phrase ("malformed", "unregistered peer") that counts go by; detail
+ * (may be NULL) is only logged. Log lines are summaries: at most one per second per peer
+ * and a few per second in all, each with the count of what it stands for. Thread-safe. */
+void ordo_transport_drop(ordo_transport_t *t, const ordo_msg_t *m, const char *reason,
+                         const char *detail);
+
+/* ordo_transport_dropped copies at most max (reason, count) pairs of what was refused so far
+ * (by the transport and through ordo_transport_drop) and returns how many. */
+int ordo_transport_dropped(ordo_transport_t *t, char (*reasons)[ORDO_DROP_REASON_LEN],
+                           uint64_t *counts, int max);
+
 /* ordo_transport_stats copies the counters. */
 void ordo_transport_get_stats(ordo_transport_t *t, ordo_transport_stats_t *out);
 

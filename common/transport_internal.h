@@ -45,6 +45,31 @@ typedef struct {
     uint64_t id;       /* stamped in every HEARTBEAT's req: the peer tells us apart by it */
 } hb_t;
 
+/* rejected traffic (transport_drop.c) */
+#define DROP_PEERS       64 /* peers followed one by one; more share one count */
+#define DROP_REASONS     16
+#define DROP_LINES_PER_S 10 /* log lines about dropped messages per second, all peers */
+
+typedef struct {
+    bool used;
+    int sock;
+    uint8_t rid[ORDO_WIRE_MAX_RID];
+    size_t rid_len;
+    int64_t seen_ns, logged_ns; /* the last drop, the last line */
+    int64_t pending;            /* drops since that line */
+    char last_reason[ORDO_DROP_REASON_LEN];
+} drop_peer_t;
+
+typedef struct {
+    pthread_mutex_t mu;
+    drop_peer_t peers[DROP_PEERS];
+    char reasons[DROP_REASONS][ORDO_DROP_REASON_LEN];
+    uint64_t counts[DROP_REASONS];
+    int n_reasons;
+    int64_t suppressed;          /* drops of peers no longer followed, not logged yet */
+    int64_t window_ns; int lines; /* lines in the current second */
+} drop_table_t;
+
 /* a ring of messages */
 typedef struct {
     ordo_msg_t *items;
@@ -85,6 +110,7 @@ struct ordo_transport {
     char curve_dir[ORDO_CONF_PATH];
     _Atomic uint64_t msgs_in, msgs_out, bytes_in, bytes_out, malformed;
     hb_t hb;
+    drop_table_t drops;
 };
 
 /* ordo__transport_put_inbound queues m (moved) for the owner's ordo_transport_recv. */

@@ -210,17 +210,19 @@ static void on_register(sched_t *s, ordo_msg_t *m)
                                       : -1;
     if (!o || r < 0 || !token || !json_is_integer(rank) || !json_is_integer(pid) ||
         (r == ORDO_ROLE_SERVER && (!ep || strncmp(ep, "tcp://", 6) != 0 || strlen(ep) > 255))) {
-        ORDO_WARN("refused a malformed registration");
+        ordo_transport_drop(s->tp, m, "malformed registration", NULL);
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "malformed registration");
         goto done;
     }
     if (strcmp(token, s->conf.token) != 0) {
-        ORDO_WARN("refused registration of a %s (pid %lld): wrong cluster token", role,
-                  (long long)json_integer_value(pid));
+        char who[96];
+        snprintf(who, sizeof who, "a %s, pid %lld", role, (long long)json_integer_value(pid));
+        ordo_transport_drop(s->tp, m, "wrong cluster token", who);
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "wrong cluster token");
         goto done;
     }
     if (find_member(s, m)) {
+        ordo_transport_drop(s->tp, m, "registered twice", NULL);
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "already registered");
         goto done;
     }
@@ -248,7 +250,9 @@ static void on_register(sched_t *s, ordo_msg_t *m)
     int *count = r == ORDO_ROLE_SERVER ? &s->n_servers : &s->n_workers;
     int limit = r == ORDO_ROLE_SERVER ? s->conf.servers : s->conf.workers;
     if (s->welcomed || *count >= limit) {
-        ORDO_WARN("refused registration of a %s: the cluster already has %d", role, limit);
+        char why[96];
+        snprintf(why, sizeof why, "a %s; the cluster already has %d", role, limit);
+        ordo_transport_drop(s->tp, m, "cluster full", why);
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "cluster is full");
         goto done;
     }
@@ -339,6 +343,19 @@ static int declared_model(sched_t *s, char *why, size_t wsz)
 
 /* ---- run ---------------------------------------------------------------------------- */
 
+/* summary_dropped puts what the scheduler refused into the summary: "dropped": {"scheduler":
+ * {reason: count, ...}} (an empty object when nothing was) */
+static void summary_dropped(sched_t *s)
+{
+    char reasons[32][ORDO_DROP_REASON_LEN];
+    uint64_t counts[32];
+    int n = ordo_transport_dropped(s->tp, reasons, counts, 32);
+    json_t *mine = json_object();
+    for (int i = 0; i < n; i++)
+        json_object_set_new(mine, reasons[i], json_integer((json_int_t)counts[i]));
+    ordo_runlog_set_section(s->log, "dropped", json_pack("{s:o}", "scheduler", mine));
+}
+
 /* abort_run tells every member why the run ends and writes the summary of what was
  * recorded; the caller returns ORDO_EABORT (the transport gets a second to deliver it) */
 int ordo__sched_abort_run(sched_t *s, const char *why)
@@ -348,6 +365,7 @@ int ordo__sched_abort_run(sched_t *s, const char *why)
     broadcast(s, ORDO_MSG_ABORT, why);
     ordo__sched_membership_close(s);
     if (s->log) {
+        summary_dropped(s);
         ordo_runlog_write_summary(s->log, NULL);
         ordo_runlog_destroy(&s->log);
     }
@@ -438,7 +456,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
         return s->aborted ? ORDO_EABORT : 0;
     }
     if (!mb) {
-        ORDO_WARN("dropped %s from an unregistered peer", ordo_wire_type_name(m->hdr.type));
+        ordo_transport_drop(s->tp, m, "unregistered peer", NULL);
         return 0;
     }
     if (mb->gone) { /* a server declared dead that came back: it is no longer part of the run */
@@ -628,6 +646,7 @@ int ordo_scheduler_run(ordo_scheduler_t *s)
     if (rc < 0) return rc;
     broadcast(s, ORDO_MSG_SHUTDOWN, NULL);
     ordo__sched_membership_close(s);
+    summary_dropped(s);
     rc = ordo_runlog_write_summary(s->log, &s->summary);
     if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
     ORDO_INFO("run complete; summary in %s/summary.json", s->run_dir);
