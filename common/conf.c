@@ -186,7 +186,13 @@ const key_t_ ordo__conf_keys[] = {
     {"output", "progress_every", T_INT, OFF(progress_every), 0, "50", 0, 1000000, NULL,
      "iterations between progress lines (0 = none)"},
     {"fault", "timeout_ms", T_INT, OFF(timeout_ms), 0, "5000", 50, 3600000, NULL,
-     "a peer silent this long is declared dead"},
+     "a peer silent this long is probed, and declared dead when it does not answer within 2 x "
+     "heartbeat_ms: the floor of the adaptive timeout"},
+    {"fault", "timeout_max_ms", T_INT, OFF(timeout_max_ms), 0, "0", 0, 3600000, NULL,
+     "the ceiling of the adaptive timeout, which grows with the jitter of a peer's heartbeats "
+     "(mean + 6 standard deviations of their inter-arrival times); a death is found at most "
+     "this + 2 x heartbeat_ms after the last sign of life (0 = 4 x timeout_ms; = timeout_ms: "
+     "a fixed timeout)"},
     {"fault", "heartbeat_ms", T_INT, OFF(heartbeat_ms), 0, "500", 10, 600000, NULL,
      "interval between heartbeats"},
     {"fault", "startup_ms", T_INT, OFF(startup_ms), 0, "60000", 100, 3600000, NULL,

@@ -106,7 +106,8 @@ typedef struct ordo_conf {
     char log_level[16];
     int progress_every;
     /* [fault] */
-    int timeout_ms;
+    int timeout_ms;     /* the adaptive timeout's floor */
+    int timeout_max_ms; /* its ceiling (0: 4 x timeout_ms); ordo_conf_timeout_max_ms */
     int heartbeat_ms;
     int startup_ms;
     int replicas; /* servers holding each key slice: a primary and replicas - 1 backups */
@@ -149,6 +150,10 @@ int ordo_conf_validate(const ordo_conf_t *conf);
 /* ordo_conf_is_straggler tells whether rank is listed in [straggle] ranks (a persistent
  * straggler, whose compute runs [straggle] slowdown times slower). */
 bool ordo_conf_is_straggler(const ordo_conf_t *conf, int rank);
+
+/* ordo_conf_timeout_max_ms is the ceiling of the adaptive heartbeat timeout: [fault]
+ * timeout_max_ms, or 4 x timeout_ms when it is 0, never below timeout_ms. */
+int ordo_conf_timeout_max_ms(const ordo_conf_t *conf);
 
 /* ordo_conf_straggle_delay_ms is the transient delay of rank in iteration iter: [straggle]
  * delay_ms with [straggle] probability, drawn from a hash of (seed, rank, iter) so every run

@@ -53,6 +53,13 @@ bool ordo_conf_is_straggler(const ordo_conf_t *conf, int rank)
     return false;
 }
 
+int ordo_conf_timeout_max_ms(const ordo_conf_t *conf)
+{
+    int64_t m = conf->timeout_max_ms ? conf->timeout_max_ms : 4 * (int64_t)conf->timeout_ms;
+    if (m < conf->timeout_ms) m = conf->timeout_ms;
+    return m > 4 * 3600000 ? 4 * 3600000 : (int)m;
+}
+
 double ordo_conf_straggle_delay_ms(const ordo_conf_t *conf, int rank, int64_t iter)
 {
     if (conf->straggle_probability <= 0 || conf->straggle_delay_ms <= 0) return 0;
@@ -137,6 +144,10 @@ int ordo_conf_validate(const ordo_conf_t *conf)
         return ordo_error_set(
             ORDO_ERR_INVAL, "fault.heartbeat_ms (%d) must be at most half of fault.timeout_ms (%d)",
             conf->heartbeat_ms, conf->timeout_ms);
+    if (conf->timeout_max_ms && conf->timeout_max_ms < conf->timeout_ms)
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "fault.timeout_max_ms (%d) must be 0 or at least fault.timeout_ms (%d)",
+                              conf->timeout_max_ms, conf->timeout_ms);
     if (!strcmp(conf->trainer, "profile") && !conf->model_file[0])
         return ordo_error_set(ORDO_ERR_INVAL, "model.trainer = profile needs model.file");
     if (conf->compute == ORDO_COMPUTE_EMULATE &&

@@ -123,6 +123,8 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
     json_t *reg = json_pack("{s:s, s:s, s:i, s:i}", "role", ordo_wire_role_name(role), "token",
                             conf->token, "rank", conf->rank, "pid", (int)getpid());
     if (endpoint) json_object_set_new(reg, "endpoint", json_string(endpoint));
+    /* the heartbeat thread's messages carry this id: the scheduler knows them by it */
+    json_object_set_new(reg, "beat", json_integer((json_int_t)ordo_transport_heartbeat_id(node->tp)));
     if (node->join) json_object_set_new(reg, "join", json_true());
     if (node->reg_tensors) {
         json_t *t = json_loads(node->reg_tensors, 0, NULL);
@@ -143,7 +145,7 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
     if ((rc = ordo_node_send_ctl(node, &m)) != 0) return rc;
     /* heartbeats start now, so a scheduler that vanishes during start-up is noticed */
     rc = ordo_transport_heartbeat(node->tp, node->sched_sock, conf->heartbeat_ms,
-                                  conf->startup_ms);
+                                  conf->startup_ms, conf->startup_ms);
     if (rc < 0) return rc;
 
     int64_t deadline = ordo_clock_ns() + (int64_t)conf->startup_ms * 1000000;
@@ -166,7 +168,9 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
             if (rc) return rc;
             /* from now on the scheduler must answer within the run's timeout */
             return ordo_transport_heartbeat(node->tp, node->sched_sock, conf->heartbeat_ms,
-                                            conf->timeout_ms) < 0 ? ORDO_ERR_IO : 0;
+                                            conf->timeout_ms, ordo_conf_timeout_max_ms(conf)) < 0
+                       ? ORDO_ERR_IO
+                       : 0;
         }
         case ORDO_MSG_REJECT:
             ordo_msg_text(&m, 0, buf, sizeof buf);

@@ -1,5 +1,6 @@
-/* transport: the I/O thread, its queues, heartbeats, the emulated egress link and the
- * sockets' limits and security (their monitors: transport_monitor.c). */
+/* transport: the I/O thread, its queues, the emulated egress link and the sockets' limits
+ * and security (their monitors: transport_monitor.c; the heartbeat thread:
+ * transport_heartbeat.c). */
 #include "common/transport.h"
 #include "common/transport_internal.h"
 #include "common/clock.h"
@@ -182,18 +183,6 @@ static void flush_link(ordo_transport_t *t, bool all)
 static void run_command(ordo_transport_t *t)
 {
     int rc = 0;
-    if (t->cmd == CMD_HEARTBEAT) {
-        if (t->cmd_sock < 0 || t->cmd_sock >= t->nsocks) {
-            rc = ordo_error_set(ORDO_ERR_INVAL, "heartbeat: no socket %d", t->cmd_sock);
-        } else {
-            sock_t *s = &t->socks[t->cmd_sock];
-            s->hb_interval_ms = t->cmd_interval;
-            s->hb_timeout_ms = t->cmd_timeout;
-            s->last_in_ns = ordo_clock_ns();
-            s->next_hb_ns = s->last_in_ns;
-        }
-        goto done;
-    }
     if (t->nsocks >= MAX_SOCKS) {
         rc = ordo_error_set(ORDO_ERR_FULL, "transport: more than %d sockets", MAX_SOCKS);
         goto done;
@@ -269,42 +258,9 @@ done:
     pthread_cond_broadcast(&t->cmd_cv);
 }
 
-static void send_heartbeats(ordo_transport_t *t, int64_t now)
-{
-    for (int i = 0; i < t->nsocks; i++) {
-        sock_t *s = &t->socks[i];
-        if (!s->hb_interval_ms) continue;
-        if (!s->dead_reported && now - s->last_in_ns > (int64_t)s->hb_timeout_ms * 1000000) {
-            s->dead_reported = true;
-            ordo_msg_t m;
-            ordo_msg_init(&m, ORDO_MSG_PEER_DEAD);
-            m.sock = i;
-            m.hdr.key = (uint32_t)i;
-            m.hdr.iter = (now - s->last_in_ns) / 1000000;
-            ordo__transport_put_inbound(t, &m);
-        }
-        if (now >= s->next_hb_ns) {
-            ordo_msg_t m;
-            ordo_msg_init(&m, ORDO_MSG_HEARTBEAT);
-            m.sock = i;
-            m.hdr.role = (uint8_t)t->opts.role;
-            m.hdr.rank = t->opts.rank;
-            send_now(t, &m);
-            s->next_hb_ns = now + (int64_t)s->hb_interval_ms * 1000000;
-        }
-    }
-}
-
 static int64_t next_timer(ordo_transport_t *t)
 {
     int64_t next = INT64_MAX;
-    for (int i = 0; i < t->nsocks; i++) {
-        sock_t *s = &t->socks[i];
-        if (!s->hb_interval_ms) continue;
-        if (s->next_hb_ns < next) next = s->next_hb_ns;
-        int64_t dead = s->last_in_ns + (int64_t)s->hb_timeout_ms * 1000000;
-        if (!s->dead_reported && dead < next) next = dead;
-    }
     if (t->link.count > 0 && t->link.when[t->link.head] < next) next = t->link.when[t->link.head];
     return next;
 }
@@ -348,13 +304,15 @@ static int receive(ordo_transport_t *t, int i)
         s->last_in_ns = ordo_clock_ns();
         if (rc != 0) {
             atomic_fetch_add(&t->malformed, 1);
-            ORDO_WARN("transport: dropped a malformed message: %s", ordo_error_text(rc));
+            m.sock = i; /* m holds the routing id (on a ROUTER) and no frames */
+            m.hdr.type = 0;
+            ordo_transport_drop(t, &m, "malformed", ordo_error_text(rc));
             continue;
         }
         m.sock = i;
         atomic_fetch_add(&t->msgs_in, 1);
         atomic_fetch_add(&t->bytes_in, msg_bytes(&m));
-        if (m.hdr.type == ORDO_MSG_HEARTBEAT_ACK) {
+        if (m.hdr.type == ORDO_MSG_HEARTBEAT_ACK) { /* the heartbeat thread's business */
             ordo_msg_close(&m);
             continue;
         }
@@ -391,7 +349,6 @@ static bool io_cycle(ordo_transport_t *t, int wait_ms)
     if (stopping) return false;
     flush_link(t, false);
     int64_t now = ordo_clock_ns();
-    send_heartbeats(t, now);
     arm_timer(t, next_timer(t));
 
     /* Sockets that may hold messages are drained first, without sleeping; only then does
@@ -505,9 +462,12 @@ int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out
     if (t->opts.send_hwm <= 0) t->opts.send_hwm = 65536;
     const char *keys = t->opts.curve_keys, *client = t->opts.curve_client;
     t->opts.curve_keys = t->opts.curve_client = NULL; /* the caller's strings */
-    t->evfd = t->tfd = -1;
+    t->evfd = t->tfd = t->hb.evfd = -1;
     t->armed_at = INT64_MAX;
+    if ((rc = ordo__transport_hb_init(t)) != 0) goto fail;
+    rc = ORDO_ERR_NOMEM;
     pthread_mutex_init(&t->mu, NULL);
+    pthread_mutex_init(&t->drops.mu, NULL);
     pthread_cond_init(&t->in_cv, NULL);
     pthread_cond_init(&t->out_cv, NULL);
     pthread_cond_init(&t->cmd_cv, NULL);
@@ -547,6 +507,7 @@ void ordo_transport_destroy(ordo_transport_t **tp, int linger_ms)
 {
     ordo_transport_t *t = *tp;
     if (!t) return;
+    ordo__transport_hb_stop(t); /* its socket closes before the context ends */
     if (t->io_started) {
         pthread_mutex_lock(&t->mu);
         t->stopping = true;
@@ -569,6 +530,8 @@ void ordo_transport_destroy(ordo_transport_t **tp, int linger_ms)
     pthread_cond_destroy(&t->in_cv);
     pthread_cond_destroy(&t->out_cv);
     pthread_cond_destroy(&t->cmd_cv);
+    ordo__transport_hb_fini(t);
+    pthread_mutex_destroy(&t->drops.mu);
     free(t);
     *tp = NULL;
 }
@@ -613,9 +576,10 @@ int ordo_transport_connect(ordo_transport_t *t, const char *endpoint, int data)
     return command(t, CMD_CONNECT, endpoint, data, NULL, 0, 0, 0, 0);
 }
 
-int ordo_transport_heartbeat(ordo_transport_t *t, int sock, int interval_ms, int timeout_ms)
+int ordo_transport_heartbeat(ordo_transport_t *t, int sock, int interval_ms, int timeout_ms,
+                            int timeout_max_ms)
 {
-    return command(t, CMD_HEARTBEAT, NULL, 0, NULL, 0, sock, interval_ms, timeout_ms);
+    return ordo__transport_hb_start(t, sock, interval_ms, timeout_ms, timeout_max_ms);
 }
 
 int ordo_transport_send(ordo_transport_t *t, ordo_msg_t *m)

@@ -1,7 +1,8 @@
 /* transport: ordo's ZeroMQ layer. One I/O thread per process owns every socket (ROUTER
  * where a process serves, DEALER towards each peer), sends what the application queues,
- * receives whole validated messages into a bounded inbound queue, keeps heartbeats to
- * the scheduler and reports a silent peer as a local PEER_DEAD message. With link
+ * receives whole validated messages into a bounded inbound queue; a heartbeat thread of its
+ * own keeps heartbeats to the scheduler and reports a silent peer as a local PEER_DEAD
+ * message. With link
  * emulation on, data sockets share one paced egress link of the configured rate and
  * latency. Application threads only touch the queues. Every socket bounds what a peer may
  * send (frame size, queued messages) and, with CURVE on, encrypts and authenticates
@@ -60,10 +61,18 @@ int ordo_transport_bind(ordo_transport_t *t, const char *endpoint, int data, cha
 /* ordo_transport_connect opens a DEALER socket to endpoint; returns its socket index. */
 int ordo_transport_connect(ordo_transport_t *t, const char *endpoint, int data);
 
-/* ordo_transport_heartbeat makes the I/O thread send HEARTBEAT on sock every interval_ms
- * and queue a PEER_DEAD message (hdr.key = sock) when nothing arrived on sock for
- * timeout_ms. HEARTBEAT_ACKs are consumed by the I/O thread. */
-int ordo_transport_heartbeat(ordo_transport_t *t, int sock, int interval_ms, int timeout_ms);
+/* ordo_transport_heartbeat starts the heartbeat thread towards sock's peer (a DEALER of its
+ * own to the same endpoint, which compute and the I/O loop cannot hold back): a HEARTBEAT
+ * (req = ordo_transport_heartbeat_id) every interval_ms, and a PEER_DEAD message (hdr.key =
+ * sock, hdr.iter = the silence in ms) once the peer was silent past an adaptive timeout
+ * between timeout_ms and timeout_max_ms (common/liveness.h) and did not answer a probe
+ * within 2 x interval_ms. Called again, it changes the settings. */
+int ordo_transport_heartbeat(ordo_transport_t *t, int sock, int interval_ms, int timeout_ms,
+                             int timeout_max_ms);
+
+/* ordo_transport_heartbeat_id returns the id the heartbeats carry (a node sends it in its
+ * REGISTER, so the scheduler knows the heartbeat socket's messages as that node's). */
+uint64_t ordo_transport_heartbeat_id(const ordo_transport_t *t);
 
 /* ordo_transport_send queues m for sending on m->sock (to m->rid on a ROUTER). The frames
  * move into the queue and m is left empty. Blocks while the outbound queue is full. */
@@ -84,6 +93,20 @@ int64_t ordo_transport_link_free_ns(ordo_transport_t *t);
 /* ordo_transport_outbound returns how many messages wait in the outbound queue or on the
  * emulated link (not yet handed to ZeroMQ). */
 int ordo_transport_outbound(ordo_transport_t *t);
+
+#define ORDO_DROP_REASON_LEN 48
+
+/* ordo_transport_drop records that message m (received on this transport) was refused for
+ * reason, a short fixed phrase ("malformed", "unregistered peer") that counts go by; detail
+ * (may be NULL) is only logged. Log lines are summaries: at most one per second per peer
+ * and a few per second in all, each with the count of what it stands for. Thread-safe. */
+void ordo_transport_drop(ordo_transport_t *t, const ordo_msg_t *m, const char *reason,
+                         const char *detail);
+
+/* ordo_transport_dropped copies at most max (reason, count) pairs of what was refused so far
+ * (by the transport and through ordo_transport_drop) and returns how many. */
+int ordo_transport_dropped(ordo_transport_t *t, char (*reasons)[ORDO_DROP_REASON_LEN],
+                           uint64_t *counts, int max);
 
 /* ordo_transport_stats copies the counters. */
 void ordo_transport_get_stats(ordo_transport_t *t, ordo_transport_stats_t *out);

@@ -78,6 +78,10 @@ typedef enum { ORDO_DTYPE_NONE = 0, ORDO_DTYPE_F32 = 1, ORDO_DTYPE_BYTES = 2, OR
 /* PULL_RESP: bits 16 to 31 of the flags hold, as an int16_t, the staleness of the value sent:
  * the requested iteration minus the oldest iteration whose pushes the value is missing
  * ([sync]; 0 under bsp, negative when the value is newer than asked) */
+/* HEARTBEAT_ACK with this flag is a liveness probe: the node's heartbeat thread answers
+ * with a HEARTBEAT at once; a HEARTBEAT with it asks the same of the scheduler. Bit 0x20
+ * means nothing else on heartbeats. */
+#define ORDO_FLAG_PING 0x20u
 #define ORDO_FLAG_STALE_SHIFT 16
 #define ORDO_FLAG_STALE(st) ((uint32_t)(uint16_t)(int16_t)((st) > 32767 ? 32767 : (st) < -32768 ? -32768 : (st)) << ORDO_FLAG_STALE_SHIFT)
 #define ORDO_FLAG_STALENESS(flags) ((int)(int16_t)(uint16_t)((flags) >> ORDO_FLAG_STALE_SHIFT))

@@ -72,8 +72,9 @@ int ordo__sched_member_silent(sched_t *s, member_t *m, int64_t silent_ms)
     int mode = m->role == ORDO_ROLE_WORKER ? s->conf.fault_worker : ORDO_FAULT_ABORT;
     if (m->done && mode != ORDO_FAULT_ABORT) return 0; /* it finished its part */
     if (mode == ORDO_FAULT_ABORT) {
-        snprintf(why, sizeof why, "%s is dead: no heartbeat for %lld ms (timeout %d ms)", name,
-                 (long long)silent_ms, s->conf.timeout_ms);
+        snprintf(why, sizeof why,
+                 "%s is dead: no heartbeat for %lld ms (timeout %d ms) and no answer to a probe",
+                 name, (long long)silent_ms, ordo_liveness_timeout_ms(&m->live));
         return ordo__sched_abort_run(s, why);
     }
     int64_t now = ordo_clock_ns();

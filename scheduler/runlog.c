@@ -1,6 +1,10 @@
-/* runlog: metrics.jsonl and summary.json of a run. */
+/* runlog: metrics.jsonl and summary.json of a run. The summary is kept as the records come,
+ * in memory that does not grow with the iterations: streaming histograms for the
+ * distributions, sums for the means, and a window of the iterations still being reported
+ * for the straggler effect. metrics.jsonl is the whole record. */
 #include "scheduler/runlog.h"
 #include "common/error.h"
+#include "common/histo.h"
 #include "common/log.h"
 #include "scheduler/runlog_sparse.h"
 #include "scheduler/runlog_sync.h"
@@ -8,21 +12,52 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* an iteration whose workers are still reporting: what its straggler effect needs */
+typedef struct {
+    int64_t iter; /* -1: free */
+    int n;
+    int64_t min_pd, max_pd, min_start, max_end;
+} open_iter_t;
+
+/* iterations reported at once; a record more than this many iterations behind the newest
+ * one of its slot is left out of the straggler effect (asp runs can drift that far) */
+#define OPEN_ITERS 1024
+
+/* the figures of one set of records: all of them, or those after warm-up */
+typedef struct {
+    ordo_histo_t step, compute, wait;
+    int64_t n, eff_n, samples, t0, t1, strag_n, intra_n;
+    double eff_sum, bytes_sum, strag_sum, intra_red, intra_gat;
+} totals_t;
 
 struct ordo_runlog {
     char dir[ORDO_CONF_PATH];
     ordo_conf_t conf;
     int n_workers;
     FILE *metrics;
-    ordo_iter_stats_t *recs;
-    int n, cap;
+    int64_t max_iter;
+    totals_t all, warm; /* warm: iterations >= conf.warmup */
+    open_iter_t open[OPEN_ITERS];
+    ordo_runlog_sparse_t *sparse;
+    ordo_runlog_sync_t sync;
     json_t **finals; /* per worker */
     json_t *sections; /* members the summary carries as given (ordo_runlog_set_section) */
 };
+
+static void totals_init(totals_t *t)
+{
+    memset(t, 0, sizeof *t);
+    ordo_histo_init(&t->step);
+    ordo_histo_init(&t->compute);
+    ordo_histo_init(&t->wait);
+    t->t0 = INT64_MAX;
+}
 
 static int mkdirs(const char *path)
 {
@@ -47,10 +82,16 @@ int ordo_runlog_new(const char *dir, const ordo_conf_t *conf, int n_workers, ord
     r->conf = *conf;
     r->n_workers = n_workers;
     r->finals = calloc((size_t)n_workers, sizeof *r->finals);
+    r->max_iter = -1;
+    totals_init(&r->all);
+    totals_init(&r->warm);
+    for (int i = 0; i < OPEN_ITERS; i++)
+        r->open[i].iter = -1;
+    ordo_runlog_sync_init(&r->sync);
     char path[ORDO_CONF_PATH + 32];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     r->metrics = fopen(path, "w");
-    if (!r->metrics || !r->finals) {
+    if (!r->metrics || !r->finals || ordo_runlog_sparse_new(n_workers, &r->sparse) != 0) {
         int rc = ordo_error_set(ORDO_ERR_IO, "cannot open %s: %s", path, strerror(errno));
         ordo_runlog_destroy(&r);
         return rc;
@@ -69,7 +110,7 @@ void ordo_runlog_destroy(ordo_runlog_t **rp)
         for (int i = 0; i < r->n_workers; i++)
             json_decref(r->finals[i]);
     free(r->finals);
-    free(r->recs);
+    ordo_runlog_sparse_destroy(&r->sparse);
     free(r);
     *rp = NULL;
 }
@@ -143,16 +184,76 @@ done:
     return rc;
 }
 
+/* close_iter counts open iteration o's straggler effect (the longest wait of a worker for
+ * the last one to finish pushing, over the iteration time) into the totals, when every
+ * worker reported it */
+static void close_iter(const ordo_runlog_t *r, const open_iter_t *o, totals_t *all, totals_t *warm)
+{
+    if (o->iter < 0 || o->n != r->n_workers || o->max_end <= o->min_start) return;
+    double e = (double)(o->max_pd - o->min_pd) / (double)(o->max_end - o->min_start);
+    all->strag_sum += e;
+    all->strag_n++;
+    if (o->iter >= r->conf.warmup) {
+        warm->strag_sum += e;
+        warm->strag_n++;
+    }
+}
+
+/* the intra-host phases' busy times (client/push_hier.c reports intra_reduce_ms and
+ * intra_gather_ms with its stats) */
+static void add_intra(totals_t *t, const ordo_iter_stats_t *s)
+{
+    if (!strstr(s->extra, "intra_reduce_ms")) return;
+    char text[sizeof s->extra + 4];
+    snprintf(text, sizeof text, "{%s}", s->extra);
+    json_t *o = json_loads(text, 0, NULL);
+    t->intra_red += json_number_value(json_object_get(o, "intra_reduce_ms"));
+    t->intra_gat += json_number_value(json_object_get(o, "intra_gather_ms"));
+    t->intra_n++;
+    json_decref(o);
+}
+
+static void add_totals(totals_t *t, const ordo_iter_stats_t *s)
+{
+    ordo_histo_add(&t->step, s->step_ms);
+    ordo_histo_add(&t->compute, s->compute_ms);
+    ordo_histo_add(&t->wait, s->wait_ms);
+    t->n++;
+    if (!isnan(s->efficiency)) {
+        t->eff_sum += s->efficiency;
+        t->eff_n++;
+    }
+    t->bytes_sum += (double)(s->bytes_push + s->bytes_pull);
+    t->samples += s->samples;
+    if (s->t_start_ns < t->t0) t->t0 = s->t_start_ns;
+    if (s->t_end_ns > t->t1) t->t1 = s->t_end_ns;
+    add_intra(t, s);
+}
+
+/* add_open counts s into its iteration's slot, closing the older iteration it replaces */
+static void add_open(ordo_runlog_t *r, const ordo_iter_stats_t *s)
+{
+    open_iter_t *o = &r->open[s->iter % OPEN_ITERS];
+    if (o->iter > s->iter) return; /* too late: that iteration's slot was reused */
+    if (o->iter != s->iter) {
+        close_iter(r, o, &r->all, &r->warm);
+        *o = (open_iter_t){.iter = s->iter, .min_pd = INT64_MAX, .min_start = INT64_MAX};
+    }
+    o->n++;
+    if (s->t_push_done_ns > o->max_pd) o->max_pd = s->t_push_done_ns;
+    if (s->t_push_done_ns < o->min_pd) o->min_pd = s->t_push_done_ns;
+    if (s->t_start_ns < o->min_start) o->min_start = s->t_start_ns;
+    if (s->t_end_ns > o->max_end) o->max_end = s->t_end_ns;
+}
+
 int ordo_runlog_add(ordo_runlog_t *r, const ordo_iter_stats_t *s)
 {
-    if (r->n == r->cap) {
-        int cap = r->cap ? r->cap * 2 : 1024;
-        ordo_iter_stats_t *p = realloc(r->recs, sizeof *p * (size_t)cap);
-        if (!p) return ORDO_ERR_NOMEM;
-        r->recs = p;
-        r->cap = cap;
-    }
-    r->recs[r->n++] = *s;
+    if (s->iter > r->max_iter) r->max_iter = s->iter;
+    add_totals(&r->all, s);
+    if (s->iter >= r->conf.warmup) add_totals(&r->warm, s);
+    add_open(r, s);
+    ordo_runlog_sparse_add(r->sparse, s);
+    ordo_runlog_sync_add(&r->sync, s, &r->conf);
     fprintf(r->metrics,
             "{\"worker\":%d,\"iter\":%lld,\"step_ms\":%.4f,\"wait_ms\":%.4f,\"compute_ms\":%.4f,"
             "\"bytes_push\":%lld,\"bytes_pull\":%lld,\"efficiency\":",
@@ -182,58 +283,18 @@ int ordo_runlog_final(ordo_runlog_t *r, int worker, const char *text)
     return 0;
 }
 
-/* the mean per worker and iteration of the intra-host phases' busy times (worker/push_hier.c
- * reports intra_reduce_ms and intra_gather_ms with its stats); NULL when no run had them */
-static json_t *intra_summary(const ordo_runlog_t *r, int64_t warm)
-{
-    double red = 0, gat = 0;
-    int n = 0;
-    for (int i = 0; i < r->n; i++) {
-        const ordo_iter_stats_t *s = &r->recs[i];
-        if (s->iter < warm || !strstr(s->extra, "intra_reduce_ms")) continue;
-        char text[sizeof s->extra + 4];
-        snprintf(text, sizeof text, "{%s}", s->extra);
-        json_t *o = json_loads(text, 0, NULL);
-        double a = json_number_value(json_object_get(o, "intra_reduce_ms"));
-        double b = json_number_value(json_object_get(o, "intra_gather_ms"));
-        json_decref(o);
-        red += a;
-        gat += b;
-        n++;
-    }
-    if (!n) return NULL;
-    return json_pack("{s:f,s:f}", "reduce", red / n, "gather", gat / n);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double pct(const double *sorted, int n, double p)
-{
-    if (n == 0) return NAN;
-    double idx = p * (n - 1);
-    int lo = (int)floor(idx), hi = (int)ceil(idx);
-    return sorted[lo] + (sorted[hi] - sorted[lo]) * (idx - lo);
-}
-
 static json_t *num(double v)
 {
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-/* {"mean", "p50", "p95"} of n sorted values */
-static json_t *distribution(const double *sorted, int n)
+/* {"mean", "p50", "p95"} of a histogram (the quantiles within ORDO_HISTO_REL_ERR) */
+static json_t *distribution(const ordo_histo_t *h)
 {
-    double mean = 0;
-    for (int i = 0; i < n; i++)
-        mean += sorted[i];
     json_t *o = json_object();
-    json_object_set_new(o, "mean", num(n ? mean / n : NAN));
-    json_object_set_new(o, "p50", num(pct(sorted, n, 0.5)));
-    json_object_set_new(o, "p95", num(pct(sorted, n, 0.95)));
+    json_object_set_new(o, "mean", num(ordo_histo_mean(h)));
+    json_object_set_new(o, "p50", num(ordo_histo_quantile(h, 0.5)));
+    json_object_set_new(o, "p95", num(ordo_histo_quantile(h, 0.95)));
     return o;
 }
 
@@ -248,67 +309,16 @@ int ordo_runlog_set_section(ordo_runlog_t *r, const char *name, json_t *value)
 
 int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
 {
+    int64_t max_iter = r->max_iter;
     int warm = r->conf.warmup;
-    int64_t max_iter = -1;
-    for (int i = 0; i < r->n; i++)
-        if (r->recs[i].iter > max_iter) max_iter = r->recs[i].iter;
-    if (warm > max_iter) warm = 0; /* too short a run to leave anything out */
-    double *steps = malloc(sizeof *steps * ((size_t)r->n + 1));
-    double *computes = malloc(sizeof *computes * ((size_t)r->n + 1));
-    double *waits = malloc(sizeof *waits * ((size_t)r->n + 1));
-    if (!steps || !computes || !waits) {
-        free(steps);
-        free(computes);
-        free(waits);
-        return ORDO_ERR_NOMEM;
-    }
-    int ns = 0;
-    double eff_sum = 0, bytes_sum = 0;
-    int eff_n = 0;
-    int64_t samples = 0, t0 = INT64_MAX, t1 = 0;
-    for (int i = 0; i < r->n; i++) {
-        const ordo_iter_stats_t *s = &r->recs[i];
-        if (s->iter < warm) continue;
-        computes[ns] = s->compute_ms;
-        waits[ns] = s->wait_ms;
-        steps[ns++] = s->step_ms;
-        if (!isnan(s->efficiency)) {
-            eff_sum += s->efficiency;
-            eff_n++;
-        }
-        bytes_sum += (double)(s->bytes_push + s->bytes_pull);
-        samples += s->samples;
-        if (s->t_start_ns < t0) t0 = s->t_start_ns;
-        if (s->t_end_ns > t1) t1 = s->t_end_ns;
-    }
-    qsort(steps, (size_t)ns, sizeof *steps, cmp_double);
-    qsort(computes, (size_t)ns, sizeof *computes, cmp_double);
-    qsort(waits, (size_t)ns, sizeof *waits, cmp_double);
-
-    /* straggler effect: per iteration, the longest wait of a worker for the last one to
-     * finish pushing, over the iteration time; averaged over iterations */
-    double strag_sum = 0;
-    int strag_n = 0;
-    for (int64_t it = warm; it <= max_iter; it++) {
-        int64_t last = 0, first_start = INT64_MAX, last_end = 0;
-        int cnt = 0;
-        for (int i = 0; i < r->n; i++) {
-            const ordo_iter_stats_t *s = &r->recs[i];
-            if (s->iter != it) continue;
-            cnt++;
-            if (s->t_push_done_ns > last) last = s->t_push_done_ns;
-            if (s->t_start_ns < first_start) first_start = s->t_start_ns;
-            if (s->t_end_ns > last_end) last_end = s->t_end_ns;
-        }
-        if (cnt != r->n_workers || last_end <= first_start) continue;
-        int64_t worst = 0;
-        for (int i = 0; i < r->n; i++) {
-            const ordo_iter_stats_t *s = &r->recs[i];
-            if (s->iter == it && last - s->t_push_done_ns > worst) worst = last - s->t_push_done_ns;
-        }
-        strag_sum += (double)worst / (double)(last_end - first_start);
-        strag_n++;
-    }
+    bool all = warm > max_iter; /* too short a run to leave anything out */
+    if (all) warm = 0;
+    /* the iterations still open are counted into copies: more records may come */
+    totals_t ta = r->all, tw = r->warm;
+    for (int i = 0; i < OPEN_ITERS; i++)
+        close_iter(r, &r->open[i], &ta, &tw);
+    const totals_t *t = all ? &ta : &tw;
+    int64_t ns = t->n;
 
     json_t *root = json_object();
     char *conf_json = ordo_conf_to_json(&r->conf);
@@ -317,22 +327,26 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
     json_object_set_new(root, "workers", json_integer(r->n_workers));
     json_object_set_new(root, "iterations", json_integer(max_iter + 1));
     json_object_set_new(root, "warmup", json_integer(warm));
-    double secs = t1 > t0 ? (double)(t1 - t0) / 1e9 : NAN;
-    json_object_set_new(root, "throughput_samples_per_s", num((double)samples / secs));
-    json_object_set_new(root, "step_ms", distribution(steps, ns));
-    json_object_set_new(root, "compute_ms", distribution(computes, ns));
-    json_object_set_new(root, "wait_ms", distribution(waits, ns));
-    json_object_set_new(root, "straggler_effect", num(strag_n ? strag_sum / strag_n : NAN));
-    json_object_set_new(root, "efficiency_mean", num(eff_n ? eff_sum / eff_n : NAN));
-    json_object_set_new(root, "bytes_per_iter", num(ns ? bytes_sum / ns : NAN));
+    double secs = t->t1 > t->t0 ? (double)(t->t1 - t->t0) / 1e9 : NAN;
+    json_object_set_new(root, "throughput_samples_per_s", num((double)t->samples / secs));
+    json_object_set_new(root, "step_ms", distribution(&t->step));
+    json_object_set_new(root, "compute_ms", distribution(&t->compute));
+    json_object_set_new(root, "wait_ms", distribution(&t->wait));
+    json_object_set_new(root, "straggler_effect",
+                        num(t->strag_n ? t->strag_sum / (double)t->strag_n : NAN));
+    json_object_set_new(root, "efficiency_mean",
+                        num(t->eff_n ? t->eff_sum / (double)t->eff_n : NAN));
+    json_object_set_new(root, "bytes_per_iter", num(ns ? t->bytes_sum / (double)ns : NAN));
     /* every worker's bytes to and from the servers in one iteration, together */
     json_object_set_new(root, "network_bytes_per_iter",
-                        num(ns ? bytes_sum / ns * r->n_workers : NAN));
-    json_t *intra = intra_summary(r, warm);
-    if (intra) json_object_set_new(root, "intra_ms", intra);
-    json_t *sparse = ordo_runlog_sparse_summary(r->recs, r->n, r->n_workers);
+                        num(ns ? t->bytes_sum / (double)ns * r->n_workers : NAN));
+    if (t->intra_n)
+        json_object_set_new(root, "intra_ms",
+                            json_pack("{s:f,s:f}", "reduce", t->intra_red / (double)t->intra_n,
+                                      "gather", t->intra_gat / (double)t->intra_n));
+    json_t *sparse = ordo_runlog_sparse_section(r->sparse);
     if (sparse) json_object_set_new(root, "sparse", sparse);
-    ordo_runlog_sync_summary(root, r->recs, r->n, &r->conf);
+    ordo_runlog_sync_write(root, &r->sync, &r->conf);
     if (r->sections) json_object_update(root, r->sections);
     /* training results: the mean over workers of what they reported */
     static const char *finals[] = {"final_loss", "test_accuracy", NULL};
@@ -348,9 +362,6 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
         }
         if (cnt) json_object_set_new(root, finals[f], json_real(sum / cnt));
     }
-    free(steps);
-    free(computes);
-    free(waits);
     char path[ORDO_CONF_PATH + 32];
     snprintf(path, sizeof path, "%s/summary.json", r->dir);
     int rc = 0;

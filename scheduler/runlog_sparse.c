@@ -7,15 +7,35 @@
 #include <string.h>
 
 #define MAX_SERVERS 256
+#define MAX_EPOCHS  1000000
+#define WINDOW      256 /* iterations whose per-server loads are still gathered */
 
 /* the sparse counters of one record */
 typedef struct {
-    int64_t iter;
-    double bytes; /* pushed + pulled */
     double k, local, global, consumed, epoch;
     double load[MAX_SERVERS];
     int servers;
 } rec_t;
+
+/* one iteration whose records are still coming in */
+typedef struct {
+    int64_t iter; /* -1: free */
+    int n, epoch;
+} slot_t;
+
+struct ordo_runlog_sparse {
+    int n_workers;
+    int m, S, epochs;
+    int64_t iters;
+    double k;
+    double local, local_max, global, global_max, consumed, bytes, bytes_max;
+    double *by_epoch;   /* epochs x S loads */
+    int cap_epochs;
+    double *load;       /* S: every load, summed */
+    slot_t slots[WINDOW];
+    double *slot_load;  /* WINDOW x S */
+    double iter_after;  /* the largest imbalance of a complete iteration after epoch 0 */
+};
 
 static double get(json_t *o, const char *name)
 {
@@ -25,6 +45,7 @@ static double get(json_t *o, const char *name)
 
 static int parse(const ordo_iter_stats_t *s, rec_t *r)
 {
+    if (!strstr(s->extra, "\"sparse_k\"")) return -1;
     char text[sizeof s->extra + 4];
     snprintf(text, sizeof text, "{%s}", s->extra);
     json_t *o = json_loads(text, 0, NULL);
@@ -43,7 +64,7 @@ static int parse(const ordo_iter_stats_t *s, rec_t *r)
         r->load[r->servers++] = v;
     }
     json_decref(o);
-    return isnan(r->k) || isnan(r->epoch) || r->servers == 0 ? -1 : 0;
+    return isnan(r->k) || !(r->epoch >= 0) || r->epoch >= MAX_EPOCHS || r->servers == 0 ? -1 : 0;
 }
 
 static json_t *num(double v)
@@ -62,93 +83,146 @@ static double imbalance(const double *load, int S)
     return sum > 0 ? max * S / sum : 1.0;
 }
 
-json_t *ordo_runlog_sparse_summary(const ordo_iter_stats_t *recs, int n, int n_workers)
+int ordo_runlog_sparse_new(int n_workers, ordo_runlog_sparse_t **out)
 {
-    rec_t *r = malloc(sizeof *r * ((size_t)n + 1));
-    if (!r) return NULL;
-    int m = 0, S = 0, epochs = 0;
-    int64_t iters = 0;
-    for (int i = 0; i < n; i++) {
-        if (parse(&recs[i], &r[m]) != 0) continue;
-        if (S == 0) S = r[m].servers;
-        if (r[m].servers != S) continue;
-        r[m].iter = recs[i].iter;
-        r[m].bytes = (double)(recs[i].bytes_push + recs[i].bytes_pull);
-        if ((int)r[m].epoch + 1 > epochs) epochs = (int)r[m].epoch + 1;
-        if (recs[i].iter + 1 > iters) iters = recs[i].iter + 1;
-        m++;
+    ordo_runlog_sparse_t *a = calloc(1, sizeof *a);
+    if (!a) return -1;
+    a->n_workers = n_workers;
+    a->iter_after = NAN;
+    for (int i = 0; i < WINDOW; i++)
+        a->slots[i].iter = -1;
+    *out = a;
+    return 0;
+}
+
+void ordo_runlog_sparse_destroy(ordo_runlog_sparse_t **ap)
+{
+    ordo_runlog_sparse_t *a = *ap;
+    if (!a) return;
+    free(a->by_epoch);
+    free(a->load);
+    free(a->slot_load);
+    free(a);
+    *ap = NULL;
+}
+
+/* close_slot counts slot i's iteration when every worker reported it (after epoch 0) */
+static void close_slot(const ordo_runlog_sparse_t *a, double *iter_after, int i)
+{
+    const slot_t *sl = &a->slots[i];
+    if (sl->iter < 0 || sl->n != a->n_workers || sl->epoch == 0) return;
+    double im = imbalance(&a->slot_load[(size_t)i * a->S], a->S);
+    if (isnan(*iter_after) || im > *iter_after) *iter_after = im;
+}
+
+/* first: the sizes of everything per server come from the first record */
+static int start(ordo_runlog_sparse_t *a, const rec_t *x)
+{
+    a->S = x->servers;
+    a->k = x->k;
+    a->load = calloc((size_t)a->S, sizeof *a->load);
+    a->slot_load = calloc((size_t)WINDOW * (size_t)a->S, sizeof *a->slot_load);
+    return a->load && a->slot_load ? 0 : -1;
+}
+
+static int grow_epochs(ordo_runlog_sparse_t *a, int epochs)
+{
+    if (epochs <= a->cap_epochs) return 0;
+    int cap = a->cap_epochs ? a->cap_epochs : 16;
+    while (cap < epochs) cap *= 2;
+    double *p = realloc(a->by_epoch, sizeof *p * (size_t)cap * (size_t)a->S);
+    if (!p) return -1;
+    memset(p + (size_t)a->cap_epochs * a->S, 0,
+           sizeof *p * (size_t)(cap - a->cap_epochs) * (size_t)a->S);
+    a->by_epoch = p;
+    a->cap_epochs = cap;
+    return 0;
+}
+
+void ordo_runlog_sparse_add(ordo_runlog_sparse_t *a, const ordo_iter_stats_t *s)
+{
+    rec_t x;
+    if (parse(s, &x) != 0) return;
+    if (a->m == 0 && start(a, &x) != 0) return;
+    if (x.servers != a->S) return;
+    int e = (int)x.epoch;
+    if (grow_epochs(a, e + 1) != 0) return;
+    double b = (double)(s->bytes_push + s->bytes_pull);
+    a->m++;
+    a->local += x.local;
+    a->global += x.global;
+    a->consumed += x.consumed;
+    a->bytes += b;
+    if (x.local > a->local_max) a->local_max = x.local;
+    if (x.global > a->global_max) a->global_max = x.global;
+    if (b > a->bytes_max) a->bytes_max = b;
+    if (e + 1 > a->epochs) a->epochs = e + 1;
+    if (s->iter + 1 > a->iters) a->iters = s->iter + 1;
+    int i = (int)(s->iter % WINDOW);
+    slot_t *sl = &a->slots[i];
+    if (sl->iter != s->iter && sl->iter > s->iter) sl = NULL; /* too late to count per iteration */
+    if (sl && sl->iter != s->iter) {
+        close_slot(a, &a->iter_after, i);
+        sl->iter = s->iter;
+        sl->n = 0;
+        memset(&a->slot_load[(size_t)i * a->S], 0, sizeof(double) * (size_t)a->S);
     }
-    json_t *out = NULL;
-    if (m == 0 || epochs > 1000000) goto done;
-    double k = r[0].k, bound = 2.0 * 8.0 * k * 1.25;
-    double local = 0, local_max = 0, global = 0, global_max = 0, consumed = 0;
-    double bytes = 0, bytes_max = 0;
-    double *by_epoch = calloc((size_t)epochs * (size_t)S, sizeof *by_epoch);
-    double *by_iter = calloc((size_t)iters * (size_t)S, sizeof *by_iter);
-    int *iter_epoch = malloc(sizeof *iter_epoch * ((size_t)iters + 1));
-    int *iter_n = calloc((size_t)iters + 1, sizeof *iter_n);
-    if (!by_epoch || !by_iter || !iter_epoch || !iter_n) goto free_all;
-    for (int j = 0; j < m; j++) {
-        const rec_t *x = &r[j];
-        double b = x->bytes;
-        local += x->local;
-        global += x->global;
-        consumed += x->consumed;
-        bytes += b;
-        if (x->local > local_max) local_max = x->local;
-        if (x->global > global_max) global_max = x->global;
-        if (b > bytes_max) bytes_max = b;
-        int e = (int)x->epoch;
-        int64_t it = x->iter;
-        iter_epoch[it] = e;
-        iter_n[it]++;
-        for (int s = 0; s < S; s++) {
-            by_epoch[(size_t)e * S + s] += x->load[s];
-            by_iter[(size_t)it * S + s] += x->load[s];
-        }
+    if (sl) {
+        sl->n++;
+        sl->epoch = e;
     }
-    out = json_object();
+    for (int j = 0; j < a->S; j++) {
+        a->by_epoch[(size_t)e * a->S + j] += x.load[j];
+        a->load[j] += x.load[j];
+        if (sl) a->slot_load[(size_t)i * a->S + j] += x.load[j];
+    }
+}
+
+json_t *ordo_runlog_sparse_section(const ordo_runlog_sparse_t *a)
+{
+    if (a->m == 0) return NULL;
+    int m = a->m, S = a->S;
+    double k = a->k, bound = 2.0 * 8.0 * k * 1.25;
+    json_t *out = json_object();
     json_object_set_new(out, "k", json_integer((json_int_t)k));
-    json_object_set_new(out, "local_mean", num(local / m));
-    json_object_set_new(out, "local_max", num(local_max));
-    json_object_set_new(out, "global_mean", num(global / m));
-    json_object_set_new(out, "global_max", num(global_max));
-    json_object_set_new(out, "global_over_k", num(global / m / k));
-    json_object_set_new(out, "consumed_mean", num(consumed / m));
-    json_object_set_new(out, "bytes_per_worker_iter_mean", num(bytes / m));
-    json_object_set_new(out, "bytes_per_worker_iter_max", num(bytes_max));
+    json_object_set_new(out, "local_mean", num(a->local / m));
+    json_object_set_new(out, "local_max", num(a->local_max));
+    json_object_set_new(out, "global_mean", num(a->global / m));
+    json_object_set_new(out, "global_max", num(a->global_max));
+    json_object_set_new(out, "global_over_k", num(a->global / m / k));
+    json_object_set_new(out, "consumed_mean", num(a->consumed / m));
+    json_object_set_new(out, "bytes_per_worker_iter_mean", num(a->bytes / m));
+    json_object_set_new(out, "bytes_per_worker_iter_max", num(a->bytes_max));
     json_object_set_new(out, "bytes_bound", num(bound));
-    json_object_set_new(out, "bytes_over_bound_max", num(bytes_max / bound));
+    json_object_set_new(out, "bytes_over_bound_max", num(a->bytes_max / bound));
     json_object_set_new(out, "servers", json_integer(S));
     json_t *per_epoch = json_array(), *load_mean = json_array();
-    double after = NAN, iter_after = NAN;
-    for (int e = 0; e < epochs; e++) {
-        double im = imbalance(&by_epoch[(size_t)e * S], S);
+    double after = NAN;
+    for (int e = 0; e < a->epochs; e++) {
+        double im = imbalance(&a->by_epoch[(size_t)e * S], S);
         json_array_append_new(per_epoch, num(im));
         if (e > 0 && (isnan(after) || im > after)) after = im;
     }
-    for (int s = 0; s < S; s++) {
-        double sum = 0;
-        for (int e = 0; e < epochs; e++)
-            sum += by_epoch[(size_t)e * S + s];
-        json_array_append_new(load_mean, num(sum / (double)iters));
-    }
-    for (int64_t it = 0; it < iters; it++) {
-        if (iter_n[it] != n_workers || iter_epoch[it] == 0) continue;
-        double im = imbalance(&by_iter[(size_t)it * S], S);
-        if (isnan(iter_after) || im > iter_after) iter_after = im;
-    }
+    for (int s = 0; s < S; s++)
+        json_array_append_new(load_mean, num(a->load[s] / (double)a->iters));
+    double iter_after = a->iter_after; /* and the iterations still in the window */
+    for (int i = 0; i < WINDOW; i++)
+        close_slot(a, &iter_after, i);
     json_object_set_new(out, "load_per_server_mean", load_mean);
-    json_object_set_new(out, "epochs", json_integer(epochs));
+    json_object_set_new(out, "epochs", json_integer(a->epochs));
     json_object_set_new(out, "imbalance_by_epoch", per_epoch);
     json_object_set_new(out, "imbalance_after_rebalance_max", num(after));
     json_object_set_new(out, "imbalance_iter_after_rebalance_max", num(iter_after));
-free_all:
-    free(by_epoch);
-    free(by_iter);
-    free(iter_epoch);
-    free(iter_n);
-done:
-    free(r);
+    return out;
+}
+
+json_t *ordo_runlog_sparse_summary(const ordo_iter_stats_t *recs, int n, int n_workers)
+{
+    ordo_runlog_sparse_t *a;
+    if (ordo_runlog_sparse_new(n_workers, &a) != 0) return NULL;
+    for (int i = 0; i < n; i++)
+        ordo_runlog_sparse_add(a, &recs[i]);
+    json_t *out = ordo_runlog_sparse_section(a);
+    ordo_runlog_sparse_destroy(&a);
     return out;
 }

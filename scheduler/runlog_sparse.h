@@ -3,7 +3,8 @@
  * entries selected locally and globally against k, payload bytes per worker and iteration
  * against the traffic bound 2 x 8 x k x 1.25 (index and value, both ways, 25% slack), and
  * the per-server load (entries pushed to each server, summed over workers) with its
- * imbalance per region epoch, before and after re-balancing. */
+ * imbalance per region epoch, before and after re-balancing. The records are taken as they
+ * come: memory grows with the region epochs, not with the iterations. */
 #ifndef ORDO_RUNLOG_SPARSE_H
 #define ORDO_RUNLOG_SPARSE_H
 
@@ -11,8 +12,23 @@
 
 #include "scheduler/runlog.h"
 
-/* ordo_runlog_sparse_summary computes the section from n records of n_workers workers;
- * NULL when the records carry no sparse counters (dense or merged runs). */
+typedef struct ordo_runlog_sparse ordo_runlog_sparse_t;
+
+/* ordo_runlog_sparse_new makes an empty accumulator for n_workers workers. */
+int ordo_runlog_sparse_new(int n_workers, ordo_runlog_sparse_t **out);
+
+/* ordo_runlog_sparse_add takes one record (records without sparse counters are ignored). */
+void ordo_runlog_sparse_add(ordo_runlog_sparse_t *a, const ordo_iter_stats_t *s);
+
+/* ordo_runlog_sparse_section computes the section from the records taken (the caller owns
+ * it); NULL when none carried sparse counters (dense or merged runs). */
+json_t *ordo_runlog_sparse_section(const ordo_runlog_sparse_t *a);
+
+/* ordo_runlog_sparse_destroy frees a; NULL-safe, sets *a = NULL. */
+void ordo_runlog_sparse_destroy(ordo_runlog_sparse_t **a);
+
+/* ordo_runlog_sparse_summary computes the section from n records of n_workers workers at
+ * once (new, add each, section, destroy); NULL as above. */
 json_t *ordo_runlog_sparse_summary(const ordo_iter_stats_t *recs, int n, int n_workers);
 
 #endif

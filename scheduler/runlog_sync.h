@@ -1,19 +1,38 @@
 /* runlog_sync: the consistency-model and straggler section of the run summary: the
  * staleness the pulls saw, the pushes left out as late, and the time to a target test
- * accuracy (docs/formats.md, summary.json). */
+ * accuracy (docs/formats.md, summary.json). It is kept as the records come, in constant
+ * memory. */
 #ifndef ORDO_RUNLOG_SYNC_H
 #define ORDO_RUNLOG_SYNC_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "common/conf.h"
 #include "scheduler/runlog.h"
 
-/* ordo_runlog_sync_summary adds to root, from the n records' further members ("stale",
- * "late_pushes", worker 0's "test_accuracy"): "sync" (the mode, the histogram of
- * the pulled slices' staleness, its mean and max, the late pushes) when the records carry
- * them, and "time_to_target_s" when conf's model.target_accuracy is set. */
-void ordo_runlog_sync_summary(json_t *root, const ordo_iter_stats_t *recs, int n,
-                              const ordo_conf_t *conf);
+#define ORDO_RUNLOG_SYNC_BUCKETS 64
+
+/* What the section needs of the records seen so far (the runlog embeds it). */
+typedef struct ordo_runlog_sync {
+    int64_t hist[ORDO_RUNLOG_SYNC_BUCKETS], late, pulls;
+    int top;
+    bool any;
+    int64_t t0, hit_ns;
+} ordo_runlog_sync_t;
+
+/* ordo_runlog_sync_init empties y. */
+void ordo_runlog_sync_init(ordo_runlog_sync_t *y);
+
+/* ordo_runlog_sync_add takes record s's further members ("stale", "late_pushes", worker 0's
+ * "test_accuracy") into y. */
+void ordo_runlog_sync_add(ordo_runlog_sync_t *y, const ordo_iter_stats_t *s,
+                          const ordo_conf_t *conf);
+
+/* ordo_runlog_sync_write adds to root "sync" (the mode, the histogram of the pulled slices'
+ * staleness, its mean and max, the late pushes) when the records carried them, and
+ * "time_to_target_s" when conf's model.target_accuracy is set. */
+void ordo_runlog_sync_write(json_t *root, const ordo_runlog_sync_t *y, const ordo_conf_t *conf);
 
 #endif

@@ -84,6 +84,32 @@ static member_t *find_member(sched_t *s, const ordo_msg_t *m)
     return NULL;
 }
 
+/* find_beat: the member whose heartbeat thread sent HEARTBEAT m (by the id its REGISTER
+ * announced); its socket is remembered for probes */
+static member_t *find_beat(sched_t *s, const ordo_msg_t *m)
+{
+    if (m->hdr.type != ORDO_MSG_HEARTBEAT || m->hdr.req == 0) return NULL;
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *mb = &s->members[i];
+        if (mb->beat != m->hdr.req) continue;
+        memcpy(mb->hb_rid, m->rid, m->rid_len);
+        mb->hb_rid_len = m->rid_len;
+        return mb;
+    }
+    return NULL;
+}
+
+void ordo__sched_member_fresh(sched_t *s, member_t *m, json_t *o)
+{
+    json_t *beat = json_object_get(o, "beat");
+    m->beat = json_is_integer(beat) && json_integer_value(beat) > 0
+                  ? (uint64_t)json_integer_value(beat)
+                  : 0;
+    m->hb_rid_len = 0;
+    ordo_liveness_init(&m->live, ordo_clock_ns(), s->conf.timeout_ms,
+                       ordo_conf_timeout_max_ms(&s->conf), 2 * s->conf.heartbeat_ms);
+}
+
 
 /* ---- registration ------------------------------------------------------------------- */
 
@@ -184,22 +210,26 @@ static void on_register(sched_t *s, ordo_msg_t *m)
                                       : -1;
     if (!o || r < 0 || !token || !json_is_integer(rank) || !json_is_integer(pid) ||
         (r == ORDO_ROLE_SERVER && (!ep || strncmp(ep, "tcp://", 6) != 0 || strlen(ep) > 255))) {
-        ORDO_WARN("refused a malformed registration");
+        ordo_transport_drop(s->tp, m, "malformed registration", NULL);
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "malformed registration");
         goto done;
     }
     if (strcmp(token, s->conf.token) != 0) {
-        ORDO_WARN("refused registration of a %s (pid %lld): wrong cluster token", role,
-                  (long long)json_integer_value(pid));
+        char who[96];
+        snprintf(who, sizeof who, "a %s, pid %lld", role, (long long)json_integer_value(pid));
+        ordo_transport_drop(s->tp, m, "wrong cluster token", who);
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "wrong cluster token");
         goto done;
     }
     if (find_member(s, m)) {
+        ordo_transport_drop(s->tp, m, "registered twice", NULL);
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "already registered");
         goto done;
     }
     if (s->welcomed && r == ORDO_ROLE_WORKER && s->conf.fault_worker == ORDO_FAULT_RESTART) {
         ordo__sched_rejoin(s, m, o); /* a restarted worker takes its dead predecessor's rank */
+        member_t *back = find_member(s, m);
+        if (back) ordo__sched_member_fresh(s, back, o);
         goto done;
     }
     json_t *tensors = json_object_get(o, "tensors");
@@ -213,12 +243,16 @@ static void on_register(sched_t *s, ordo_msg_t *m)
     if (s->welcomed && r == ORDO_ROLE_SERVER && json_is_true(json_object_get(o, "join"))) {
         /* a replacement for a dead server (scheduler/replicas.h) */
         ordo_replicas_join(s, m, ep, (int)json_integer_value(pid), (int)json_integer_value(rank));
+        member_t *back = find_member(s, m);
+        if (back) ordo__sched_member_fresh(s, back, o);
         goto done;
     }
     int *count = r == ORDO_ROLE_SERVER ? &s->n_servers : &s->n_workers;
     int limit = r == ORDO_ROLE_SERVER ? s->conf.servers : s->conf.workers;
     if (s->welcomed || *count >= limit) {
-        ORDO_WARN("refused registration of a %s: the cluster already has %d", role, limit);
+        char why[96];
+        snprintf(why, sizeof why, "a %s; the cluster already has %d", role, limit);
+        ordo_transport_drop(s->tp, m, "cluster full", why);
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "cluster is full");
         goto done;
     }
@@ -233,6 +267,7 @@ static void on_register(sched_t *s, ordo_msg_t *m)
     if (ep) snprintf(mb->endpoint, sizeof mb->endpoint, "%s", ep);
     if (s->declared && r == ORDO_ROLE_WORKER) mb->tensors = json_incref(tensors);
     mb->last_seen_ns = ordo_clock_ns();
+    ordo__sched_member_fresh(s, mb, o);
     (*count)++;
     ORDO_INFO("registered %s pid %d%s%s (%d/%d servers, %d/%d workers)", role, mb->pid,
               ep ? " at " : "", ep ? ep : "", s->n_servers, s->conf.servers, s->n_workers,
@@ -308,6 +343,19 @@ static int declared_model(sched_t *s, char *why, size_t wsz)
 
 /* ---- run ---------------------------------------------------------------------------- */
 
+/* summary_dropped puts what the scheduler refused into the summary: "dropped": {"scheduler":
+ * {reason: count, ...}} (an empty object when nothing was) */
+static void summary_dropped(sched_t *s)
+{
+    char reasons[32][ORDO_DROP_REASON_LEN];
+    uint64_t counts[32];
+    int n = ordo_transport_dropped(s->tp, reasons, counts, 32);
+    json_t *mine = json_object();
+    for (int i = 0; i < n; i++)
+        json_object_set_new(mine, reasons[i], json_integer((json_int_t)counts[i]));
+    ordo_runlog_set_section(s->log, "dropped", json_pack("{s:o}", "scheduler", mine));
+}
+
 /* abort_run tells every member why the run ends and writes the summary of what was
  * recorded; the caller returns ORDO_ERR_ABORT (the transport gets a second to deliver it) */
 int ordo__sched_abort_run(sched_t *s, const char *why)
@@ -317,6 +365,7 @@ int ordo__sched_abort_run(sched_t *s, const char *why)
     broadcast(s, ORDO_MSG_ABORT, why);
     ordo__sched_membership_close(s);
     if (s->log) {
+        summary_dropped(s);
         ordo_runlog_write_summary(s->log, NULL);
         ordo_runlog_destroy(&s->log);
     }
@@ -324,9 +373,29 @@ int ordo__sched_abort_run(sched_t *s, const char *why)
     return ORDO_ERR_ABORT;
 }
 
+/* probe asks member m's heartbeat thread (or, not known yet, its process) to answer at once */
+static void probe(sched_t *s, member_t *m)
+{
+    char name[320];
+    ORDO_INFO("%s silent for %lld ms (timeout %d ms): probing",
+              ordo__sched_member_name(m, name, sizeof name),
+              (long long)ordo_liveness_silent_ms(&m->live, ordo_clock_ns()),
+              ordo_liveness_timeout_ms(&m->live));
+    ordo_msg_t p;
+    if (m->hb_rid_len)
+        ordo__sched_msg_to(s, m->hb_rid, m->hb_rid_len, ORDO_MSG_HEARTBEAT_ACK, &p);
+    else
+        ordo__sched_msg_to(s, m->rid, m->rid_len, ORDO_MSG_HEARTBEAT_ACK, &p);
+    p.hdr.flags = ORDO_FLAG_PING;
+    ordo_transport_send(s->tp, &p);
+}
+
 /* check_liveness aborts the run when a member fell silent, or when the cluster did not
- * fill up within the start-up time; 0 or ORDO_ERR_ABORT */
-static int check_liveness(sched_t *s)
+ * fill up within the start-up time; 0 or ORDO_ERR_ABORT. A silent member is probed first
+ * (common/liveness.h); it is declared dead only when idle (nothing waits in the inbound
+ * queue: the scheduler itself may have been the one held back, with the member's heartbeats
+ * unread), or silent for twice the timeout's ceiling. */
+static int check_liveness(sched_t *s, bool idle)
 {
     int64_t now = ordo_clock_ns();
     if (!s->welcomed) {
@@ -341,9 +410,15 @@ static int check_liveness(sched_t *s)
         member_t *m = &s->members[i];
         int64_t silent_ms = (now - m->last_seen_ns) / 1000000;
         if (m->gone) continue; /* a server whose slices went to its backups */
-        if (silent_ms > s->conf.timeout_ms && ordo_replicas_server_dead(s, i, silent_ms) == 0)
-            continue;
-        if (silent_ms > s->conf.timeout_ms || m->dead) {
+        bool silent = false;
+        if (!m->dead) {
+            ordo_live_t v = ordo_liveness_check(&m->live, now);
+            if (v == ORDO_LIVE_PROBE) probe(s, m);
+            silent = v == ORDO_LIVE_DEAD &&
+                     (idle || silent_ms > 2 * (int64_t)ordo_conf_timeout_max_ms(&s->conf));
+        }
+        if (silent && ordo_replicas_server_dead(s, i, silent_ms) == 0) continue;
+        if (silent || m->dead) {
             int rc = ordo__sched_member_silent(s, m, silent_ms); /* scheduler/membership.c */
             if (rc) return rc;
         }
@@ -374,13 +449,14 @@ static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *
 static int handle(sched_t *s, ordo_msg_t *m)
 {
     member_t *mb = find_member(s, m);
+    if (!mb) mb = find_beat(s, m);
     char name[320];
     if (m->hdr.type == ORDO_MSG_REGISTER) {
         on_register(s, m);
         return s->aborted ? ORDO_ERR_ABORT : 0;
     }
     if (!mb) {
-        ORDO_WARN("dropped %s from an unregistered peer", ordo_wire_type_name(m->hdr.type));
+        ordo_transport_drop(s->tp, m, "unregistered peer", NULL);
         return 0;
     }
     if (mb->gone) { /* a server declared dead that came back: it is no longer part of the run */
@@ -389,9 +465,13 @@ static int handle(sched_t *s, ordo_msg_t *m)
         return 0;
     }
     mb->last_seen_ns = ordo_clock_ns();
+    if (m->hdr.type == ORDO_MSG_HEARTBEAT)
+        ordo_liveness_beat(&mb->live, mb->last_seen_ns);
+    else
+        ordo_liveness_seen(&mb->live, mb->last_seen_ns);
     switch (m->hdr.type) {
-    case ORDO_MSG_HEARTBEAT:
-        ordo__sched_reply(s, mb->rid, mb->rid_len, ORDO_MSG_HEARTBEAT_ACK, NULL);
+    case ORDO_MSG_HEARTBEAT: /* answered on the socket it came from: the heartbeat thread's */
+        ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_HEARTBEAT_ACK, NULL);
         break;
     case ORDO_MSG_STATS: {
         char body[4096];
@@ -547,7 +627,7 @@ int ordo_scheduler_handle(ordo_scheduler_t *s, ordo_msg_t *m)
 int ordo_scheduler_check(ordo_scheduler_t *s)
 {
     if (s->aborted) return ORDO_ERR_ABORT;
-    return check_liveness(s);
+    return check_liveness(s, true);
 }
 
 int ordo_scheduler_run(ordo_scheduler_t *s)
@@ -556,15 +636,17 @@ int ordo_scheduler_run(ordo_scheduler_t *s)
     while (rc == 0) {
         if (ordo_daemon_stop_signal()) return ordo__sched_abort_run(s, "the scheduler was interrupted");
         ordo_msg_t m;
-        if (ordo_transport_recv(s->tp, &m, s->conf.heartbeat_ms / 2 + 1) == 0) {
+        bool got = ordo_transport_recv(s->tp, &m, s->conf.heartbeat_ms / 2 + 1) == 0;
+        if (got) {
             rc = handle(s, &m);
             ordo_msg_close(&m);
         }
-        if (rc == 0) rc = check_liveness(s);
+        if (rc == 0) rc = check_liveness(s, !got);
     }
     if (rc < 0) return rc;
     broadcast(s, ORDO_MSG_SHUTDOWN, NULL);
     ordo__sched_membership_close(s);
+    summary_dropped(s);
     rc = ordo_runlog_write_summary(s->log, &s->summary);
     if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
     ORDO_INFO("run complete; summary in %s/summary.json", s->run_dir);

@@ -11,6 +11,7 @@
 
 #include "common/conf.h"
 #include "common/keys.h"
+#include "common/liveness.h"
 #include "common/transport.h"
 #include "core/model.h"
 #include "scheduler/replan.h"
@@ -27,6 +28,10 @@ typedef struct {
     int pid;
     char endpoint[256];
     int64_t last_seen_ns;
+    uint64_t beat;                       /* the id its heartbeat thread's messages carry */
+    uint8_t hb_rid[ORDO_WIRE_MAX_RID];   /* that thread's socket (probes go there) */
+    size_t hb_rid_len;
+    ordo_liveness_t live;                /* the verdict on it (common/liveness.h) */
     bool done;
     bool dead;          /* fault.worker = restart | shrink: it died (restart: not back yet) */
     int64_t dead_ns;    /* when it was found dead */
@@ -74,6 +79,10 @@ struct ordo_scheduler {
 };
 
 typedef ordo_scheduler_t sched_t;
+
+/* ordo__sched_member_fresh starts m's liveness afresh for a new process: its heartbeat id
+ * from the REGISTER body o ("beat"), no heartbeat socket known yet. */
+void ordo__sched_member_fresh(sched_t *s, member_t *m, json_t *o);
 
 /* ordo__sched_member_name writes m's role, rank, pid and endpoint into buf and returns it. */
 const char *ordo__sched_member_name(const member_t *m, char *buf, size_t size);

@@ -374,6 +374,19 @@ static int apply_replan(ordo_server_t *s, ordo_msg_t *m)
     return ordo_node_send_ctl(&s->node, &ack) == 0 && !rc && s->enforce ? 0 : ORDO_ERR_ABORT;
 }
 
+/* log_dropped writes what this server refused, by reason, in one line */
+static void log_dropped(ordo_server_t *s)
+{
+    char reasons[16][ORDO_DROP_REASON_LEN], line[1024];
+    uint64_t counts[16];
+    int n = ordo_transport_dropped(s->node.tp, reasons, counts, 16), len = 0;
+    line[0] = '\0';
+    for (int i = 0; i < n && len < (int)sizeof line - 80; i++)
+        len += snprintf(line + len, sizeof line - (size_t)len, "%s%s: %llu", i ? ", " : "",
+                        reasons[i], (unsigned long long)counts[i]);
+    if (n) ORDO_INFO("dropped messages by reason: %s", line);
+}
+
 /* on_ctl takes a message from the scheduler: 0 to go on, 1 to stop, ORDO_ERR_ABORT to abort */
 static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
 {
@@ -390,6 +403,7 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
     case ORDO_MSG_KEYMAP: /* a server died; its backups took its slices (server/replica.h) */
         return ordo_replica_on_keymap(s, m);
     case ORDO_MSG_SHUTDOWN:
+        log_dropped(s);
         ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out, "
                   "%llu re-sent pushes left out%s", (unsigned long long)s->n_push,
                   (unsigned long long)s->n_pull, (unsigned long long)s->n_dropped,

@@ -58,9 +58,15 @@ static void ack_push(ordo_server_t *s, const ordo_msg_t *m, int slice, uint32_t 
 static void answer_error(ordo_server_t *s, const ordo_msg_t *m, const char *why)
 {
     s->n_dropped++;
-    ORDO_WARN("dropped %s (key %u chunk %u iter %lld) from %s %d: %s",
-              ordo_wire_type_name(m->hdr.type), m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter,
-              ordo_wire_role_name(m->hdr.role), m->hdr.rank, why);
+    char what[160];
+    snprintf(what, sizeof what, "key %u chunk %u iter %lld, from %s %d: %s", m->hdr.key,
+             m->hdr.chunk, (long long)m->hdr.iter, ordo_wire_role_name(m->hdr.role), m->hdr.rank,
+             why);
+    ordo_transport_drop(s->node.tp, m, m->hdr.role == ORDO_ROLE_WORKER &&
+                                               m->hdr.rank >= 0 && m->hdr.rank < s->node.n_workers
+                                           ? "refused request"
+                                           : "not a worker of this cluster",
+                        what);
     ordo_msg_t e;
     answer_init(s, m, ORDO_MSG_ERROR, &e);
     ordo_msg_add_text(&e, why);
