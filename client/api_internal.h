@@ -1,4 +1,4 @@
-/* api_internal: what the files of the public C API share (worker/api.c, api_coll.c): the
+/* api_internal: what the files of the public C API share (client/api.c, api_coll.c): the
  * state of an ordo_t and the helpers every call goes through. Not installed. */
 #ifndef ORDO_API_INTERNAL_H
 #define ORDO_API_INTERNAL_H

@@ -1,4 +1,4 @@
-/* intra: how the workers of one host group (worker/push_hier.c) exchange tensors without the
+/* intra: how the workers of one host group (client/push_hier.c) exchange tensors without the
  * servers, behind one ops table with one file per mechanism: intra_shm.c (a POSIX shared-memory
  * segment per group, CPU) and intra_nccl.c (NCCL on GPUs, built when the CUDA toolkit and NCCL
  * are found; untested on a GPU). The

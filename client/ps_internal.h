@@ -1,6 +1,6 @@
 /* ps_internal: the worker object's state, shared by the files of the push/pull library
  * (ps.c: the data path and the event loop; ps_ctl.c: the control messages). Nothing outside
- * worker/ps*.c includes it. */
+ * client/ps*.c includes it. */
 #ifndef ORDO_PS_INTERNAL_H
 #define ORDO_PS_INTERNAL_H
 

@@ -2,7 +2,7 @@
  * push_dense.c (every gradient leaves as its own chunks), push_merged.c (gradients are put
  * into the plan's merge groups, client/merge_buf.h, and a complete group leaves as one message
  * per server) and push_sparse.c (the whole gradient is sparsified once per iteration,
- * client/sparse_push.h). The push/pull library (worker/ps.c) picks the path once when it
+ * client/sparse_push.h). The push/pull library (client/ps.c) picks the path once when it
  * joins, from the scheduler's plan, and owns it; it calls the key-level ops from
  * ordo__ps_push / ordo__ps_pushpull and for the messages it does not know. The executor
  * (worker/executor.c) binds the path to its model and calls the iteration-level ops on its
@@ -35,7 +35,7 @@ typedef struct ordo__push_ops {
     int (*create)(ordo__ps_t *ps, ordo__push_t **out);
     void (*destroy)(ordo__push_t *p);
 
-    /* --- key level: worker/ps.c, on the thread that owns the handle --- */
+    /* --- key level: client/ps.c, on the thread that owns the handle --- */
     /* push queues key's gradient of iter (checked: a key in range, no push outstanding). */
     int (*push)(ordo__push_t *p, int key, const float *src, int64_t iter, int priority);
     /* pushpull pushes key's gradient of iter and pulls iter + 1 into dst (no pull

@@ -45,7 +45,7 @@ void ordo_merge_timeline_destroy(ordo_merge_timeline_t **t);
 /* The live system sends a group as messages per server holding part of it, in server order,
  * a server's share (its slices in push order) cut between slices into messages of at most
  * max_bytes; the slices of a chunked key (one with several slices) go in messages of their
- * own, runs of that key's consecutive slices (worker/merge_buf.c). ordo_merge_pieces_t
+ * own, runs of that key's consecutive slices (client/merge_buf.c). ordo_merge_pieces_t
  * describes this for n_items items (layers or parameters) in push order: item i's slices are
  * first[i] .. first[i + 1] - 1, slice s on server[s] with bytes[s] bytes, in the order the
  * worker packs them; run_key[s] is its key when that key is chunked, else -1, and run_off[s]

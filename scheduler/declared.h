@@ -1,6 +1,6 @@
 /* declared: the model of a run whose workers declare their tensors ([model] trainer =
  * declared). Each worker's registration carries a JSON array of {"name", "numel", "update"}
- * objects (worker/api.c writes it); every worker's must equal worker 0's, and the model and
+ * objects (client/api.c writes it); every worker's must equal worker 0's, and the model and
  * the per-key update rules for the plan are built from them. */
 #ifndef ORDO_DECLARED_H
 #define ORDO_DECLARED_H

@@ -1,6 +1,6 @@
 /* runplan_intra: the "intra" member of the run's plan ([intra] backend with [cluster]
  * local_size > 1): the groups of consecutive worker ranks that sum their gradients inside a
- * host before the servers see them (worker/push_hier.c), and the run id that names their
+ * host before the servers see them (client/push_hier.c), and the run id that names their
  * shared-memory segments. Servers read it to count one pusher per group. */
 #ifndef ORDO_RUNPLAN_INTRA_H
 #define ORDO_RUNPLAN_INTRA_H

@@ -87,7 +87,7 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
     double pull_msg = early ? (double)conf->workers * conf->msg_us * 1e-6 : 0;
     if (scale < 1e-9) scale = 1e-9;
     /* the planner counts the messages the workers will send: a group's share of each
-     * server, cut at partition_bytes (worker/merge_buf.c) */
+     * server, cut at partition_bytes (client/merge_buf.c) */
     const ordo_merge_layout_t layout = {conf->servers, conf->partition_bytes, conf->segment_bytes};
     ordo_merge_plan_t *p = NULL;
     if (file) {

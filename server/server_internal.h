@@ -58,7 +58,7 @@ struct ordo_server {
 };
 
 /* ordo__server_pusher maps a pushing worker's rank to its pusher index in the store: its
- * intra-host group (worker/push_hier.c) when the plan has groups, else the rank itself. */
+ * intra-host group (client/push_hier.c) when the plan has groups, else the rank itself. */
 static inline int ordo__server_pusher(const ordo_server_t *s, int rank)
 {
     return s->local_size > 1 ? rank / s->local_size : rank;

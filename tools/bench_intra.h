@@ -1,5 +1,5 @@
 /* bench_intra: the `ordo-bench intra` benchmark of the shared-memory intra-host backend
- * (worker/intra_shm.c): a reduce-scatter (every member puts the model, each chunk's owner
+ * (client/intra_shm.c): a reduce-scatter (every member puts the model, each chunk's owner
  * sums it) plus an all-gather (the owner publishes, every member fetches) among L forked
  * processes, against a memcpy of the same bytes in the same run. */
 #ifndef ORDO_BENCH_INTRA_H
