@@ -760,11 +760,15 @@ int ordo__ps_finish(ordo__ps_t *w, const char *final_json)
 {
     int rc = ordo__ps_send_ctl(w, ORDO_MSG_DONE, final_json ? final_json : "{}");
     if (rc) return rc;
-    int64_t deadline = ordo_clock_ns() + (int64_t)w->conf.timeout_ms * 1000000 * 4;
+    /* the other workers may still be computing (rank 0 evaluating the model, a straggler's
+     * last iterations): wait as long as the scheduler lives; its silence ends the wait through
+     * the heartbeats' PEER_DEAD (docs/fault.md), and an hour bounds it regardless */
+    int64_t deadline = ordo_clock_ns() + (int64_t)3600 * 1000000000;
     for (;;) {
         int64_t left = (deadline - ordo_clock_ns()) / 1000000;
         if (left <= 0)
-            return ordo_error_set(ORDO_ERR_TIMEDOUT, "no SHUTDOWN from the scheduler after DONE");
+            return ordo_error_set(ORDO_ERR_TIMEDOUT, "no SHUTDOWN from the scheduler in the hour "
+                                                     "after DONE");
         ordo_msg_t m;
         rc = ordo_transport_recv(w->node.tp, &m, (int)left);
         if (rc == ORDO_ERR_TIMEDOUT) continue;

@@ -163,8 +163,8 @@ int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json);
 /* ordo__ps_abort tells the scheduler this worker gives up (reason), so the run ends. */
 void ordo__ps_abort(ordo__ps_t *w, const char *reason);
 
-/* ordo__ps_finish tells the scheduler this worker is done (final JSON or NULL) and waits
- * (bounded by the fault timeout) for the SHUTDOWN. */
+/* ordo__ps_finish tells the scheduler this worker is done (final JSON or NULL) and waits for
+ * the SHUTDOWN as long as the scheduler lives (its heartbeats; an hour at most). */
 int ordo__ps_finish(ordo__ps_t *w, const char *final_json);
 
 /* A message hook takes the inbound PULL_RESP, ERROR and PLAN messages whose header key is
