@@ -9,7 +9,8 @@ init() reads the conf the launcher gives ($ORDO_CONF, ORDO_* variables; scripts/
 with [worker] command). The cluster is joined lazily, at the first transfer (a gradient, a
 push_pull, a broadcast), because its tensors are fixed when the workers join: the
 DistributedOptimizer declares the model's parameters, declare() adds others. A broadcast asked
-for before any tensor is declared runs at the join. See docs/torch.md.
+for before any tensor is declared runs at the join. A DDP model trains through the servers
+with model.register_comm_hook(None, ordo.torch.ddp_comm_hook). See docs/torch.md.
 """
 from __future__ import annotations
 
@@ -20,13 +21,16 @@ from typing import Any
 import torch
 
 import ordo
+from ordo.torch import ddp as _ddp
 from ordo.torch import optimizer as _optimizer
 from ordo.torch import runtime as _rt
+from ordo.torch.ddp import ddp_comm_hook
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size", "declare",
     "push_pull", "push_pull_async", "synchronize", "poll", "broadcast_parameters",
     "broadcast_optimizer_state", "broadcast_object", "DistributedOptimizer", "Handle",
+    "ddp_comm_hook",
 ]
 
 _runtime: _rt.Runtime | None = None
@@ -67,6 +71,7 @@ def shutdown() -> None:
     """shutdown waits for the transfers in flight and leaves the cluster (the run ends when
     every worker has left)."""
     global _runtime
+    _ddp.reset()
     if _runtime is None:
         return
     r, _runtime = _runtime, None
