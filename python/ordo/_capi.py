@@ -1,13 +1,16 @@
 """_capi: loads libordo.so and declares the C API of include/ordo/ordo.h for ctypes.
 
 Where the library comes from, first match wins: the ORDO_LIBRARY environment variable (a
-path to libordo.so*), the build tree of the repository this package sits in
-(build/worker/libordo.so.0), then the system's library path (an installed libordo.so.0).
+path to libordo.so*), the package itself (ordo/_native/lib/libordo.so.0, where the wheel puts
+it: pip install), the build tree of the repository this package sits in
+(build/client/libordo.so.0, then build/worker/libordo.so.0), then the system's library path
+(an installed libordo.so.0).
 """
 from __future__ import annotations
 
 import ctypes
 import os
+from importlib import resources
 from pathlib import Path
 
 # The error codes of ordo.h (ORDO_ERR_*), by name.
@@ -77,8 +80,12 @@ def _candidates() -> list[str]:
     env = os.environ.get("ORDO_LIBRARY")
     if env:
         found.append(env)
+    packaged = resources.files(__package__).joinpath("_native", "lib", "libordo.so.0")
+    if isinstance(packaged, Path):  # an installed package (not one inside a zip)
+        found.append(str(packaged))
     repo = Path(__file__).resolve().parent.parent.parent
-    found.append(str(repo / "build" / "worker" / "libordo.so.0"))
+    for folder in ("client", "worker"):  # the library's folder, then its former one
+        found.append(str(repo / "build" / folder / "libordo.so.0"))
     found.append("libordo.so.0")
     return found
 
