@@ -9,8 +9,9 @@
 # skipped without it.
 source "$ORDO_SOURCE_DIR/tests/integration/lib.sh"
 SRC=$ORDO_SOURCE_DIR
-site=$(echo "$SRC"/.venv/lib/python3*/site-packages)
-[ -d "$site/torch" ] || skip "no torch in $SRC/.venv (scripts/setup-python.sh)"
+# the folder torch is imported from in .venv (its site-packages, or one a .pth file names)
+site=$("$SRC/.venv/bin/python" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))' 2> /dev/null) ||
+  skip "no torch in $SRC/.venv (scripts/setup-python.sh)"
 python3 -c 'import venv, ensurepip' 2>/dev/null || skip "python3 has no venv module (python3-venv)"
 V=$T/venv
 python3 -m venv "$V" || fail "python3 -m venv"
@@ -56,6 +57,7 @@ print(f"rank {hvd.rank()} of {hvd.size()}: mean gradient {net.weight.grad[0, 0].
 hvd.shutdown()
 PY
 OMP_NUM_THREADS=1 "$V/bin/ordo-launch" --workers 2 --servers 1 --fault.timeout_ms=10000 \
+  --fault.startup_ms=600000 \
   -- "$V/bin/python" train.py > "$T/launch.log" 2>&1 || { cat "$T/launch.log"; fail "ordo-launch"; }
 for r in 0 1; do # rank r's gradient is 2(r + 1): the mean over the two is 3
   grep -q "^\[worker $r\] rank $r of 2: mean gradient 3.0$" "$T/launch.log" ||

@@ -26,7 +26,7 @@ def launch(tmp: Path, *args: str) -> str:
                PYTHONPATH=os.pathsep.join([str(SRC / "python"), str(HERE)]))
     p = subprocess.run([str(SRC / "scripts" / "ordo-launch"), "--bin", str(BIN), *args],
                        cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, timeout=300)
+                       text=True, timeout=600)
     assert p.returncode == 0, p.stdout
     return p.stdout
 
@@ -36,6 +36,7 @@ def test_ddp_comm_hook_two_workers_equal_one_process(tmp_path: Path):
     same ranks in torch.distributed and ordo.torch, and DDP through ordo's servers (several
     buckets per step) equal to single-process SGD on the whole batches within 1e-5."""
     out = launch(tmp_path, "--workers", "2", "--servers=2", "--fault.timeout_ms=10000",
+                 "--fault.startup_ms=600000",
                  "--", sys.executable, str(HERE / "ddp_worker.py"), str(tmp_path))
     ports = set()
     for r in range(2):
