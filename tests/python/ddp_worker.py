@@ -37,13 +37,19 @@ def main(folder: str) -> int:
         with torch.no_grad():  # DDP's broadcast at construction must undo this
             for p in net.parameters():
                 p.add_(1.0)
-    # bucket_cap_mb: about 1 KiB, so the 4 parameters make several buckets
-    ddp = DistributedDataParallel(net, bucket_cap_mb=0.001)
-    ddp.register_comm_hook(None, hvd.ddp_comm_hook)
+    # bucket_cap_mb: about 100 bytes, so the 4 parameters (848 bytes) make 2 buckets
+    ddp = DistributedDataParallel(net, bucket_cap_mb=0.0001)
+    buckets = set()
+
+    def hook(state, bucket):  # counts the buckets (no annotations: DDP checks them)
+        buckets.add(bucket.index())
+        return hvd.ddp_comm_hook(state, bucket)
+
+    ddp.register_comm_hook(None, hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9, weight_decay=0.01)
     torch_mlp.train(ddp, opt, dist.get_rank(), dist.get_world_size())
-    print(f"joined: ordo rank {hvd.rank()} of {hvd.size()}, torch rank {dist.get_rank()}",
-          flush=True)
+    print(f"joined: ordo rank {hvd.rank()} of {hvd.size()}, torch rank {dist.get_rank()}; "
+          f"{len(buckets)} buckets", flush=True)
     torch.save({k: v.detach().clone() for k, v in net.state_dict().items()},
                f"{folder}/out{dist.get_rank()}.pt")
     hvd.shutdown()
