@@ -7,11 +7,14 @@ set -euo pipefail
 # openssh: ordo-launch --hosts runs processes over ssh; its test starts a throw-away sshd in
 # each of two network namespaces (the package's service is not started in containers)
 # tcpdump: integration.curve captures loopback traffic to check CURVE leaves nothing in clear
+# slurmctld, slurmd, slurm-client, munge: integration.slurm runs a real Slurm on this host
+# (daemons of its own, on loopback) and ordo-slurm in it
 pkgs=(build-essential cmake pkg-config git
       libzmq3-dev libmsgpack-dev check libinih-dev libjansson-dev
       libopenblas-dev zlib1g-dev dataset-fashion-mnist
       gnuplot-nox iproute2 python3 python3-venv procps
-      openssh-client openssh-server tcpdump)
+      openssh-client openssh-server tcpdump
+      slurmctld slurmd slurm-client munge)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,7 +1,8 @@
 """_capi: loads libordo.so and declares the C API of include/ordo/ordo.h for ctypes.
 
 Where the library comes from, first match wins: the ORDO_LIBRARY environment variable (a
-path to libordo.so*), the build tree of the repository this package sits in
+path to libordo.so*), the package itself (ordo/_native/lib/libordo.so.0, where the wheel puts
+it: pip install), the build tree of the repository this package sits in
 (build/client/libordo.so.0), then the system's library path (an installed libordo.so.0).
 The library is opened at the first call that needs it, not at import: `import ordo` works
 before libordo is built, and that first call raises OSError naming every place looked in.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +128,9 @@ def _candidates() -> list[str]:
     env = os.environ.get("ORDO_LIBRARY")
     if env:
         found.append(env)
+    packaged = resources.files(__package__).joinpath("_native", "lib", "libordo.so.0")
+    if isinstance(packaged, Path):  # an installed package (not one inside a zip)
+        found.append(str(packaged))
     repo = Path(__file__).resolve().parent.parent.parent
     found.append(str(repo / "build" / "client" / "libordo.so.0"))
     found.append("libordo.so.0")

@@ -40,15 +40,32 @@ def _check(rc: int) -> int:
 
 
 def version() -> str:
-    """version returns the version of the loaded libordo."""
+    """version returns the version of the loaded libordo.
+
+    Returns:
+        The version, e.g. "0.1.0".
+
+    Raises:
+        OSError: libordo cannot be loaded (the places tried are named)
+    """
     return lib.ordo_version().decode()
 
 
 def buffer_address(obj: Any, numel: int, writable: bool) -> int:
-    """buffer_address returns the address of obj's numel float32 values, without a copy. obj is
-    a torch tensor (CPU, float32, contiguous), a numpy array (float32, C-contiguous) or any
-    object with the buffer protocol (format 'f', C-contiguous, writable). Anything else raises
-    TypeError or ValueError saying what is wrong."""
+    """buffer_address returns the address of obj's numel float32 values, without a copy.
+
+    Args:
+        obj: a torch tensor (CPU, float32, contiguous), a numpy array (float32,
+            C-contiguous) or any object with the buffer protocol (format 'f', C-contiguous)
+        numel: the number of values obj must hold
+        writable: whether ordo writes into obj
+
+    Returns:
+        The address of the first value.
+
+    Raises:
+        TypeError, ValueError: anything else, saying what is wrong
+    """
     mod = type(obj).__module__
     if mod.startswith("torch"):
         if obj.dtype.__repr__() != "torch.float32":
@@ -97,15 +114,29 @@ class Handle:
         self._keep: tuple | None = keep
 
     def wait(self, timeout_ms: int = -1) -> None:
-        """wait blocks until the transfer completes (raises Timeout after timeout_ms, -1: no
-        limit; the transfer then stays in flight and wait may be called again)."""
+        """wait blocks until the transfer completes.
+
+        Args:
+            timeout_ms: how long to wait; -1: no limit
+
+        Raises:
+            Timeout: timeout_ms ran out; the transfer stays in flight and wait may be called again
+            OrdoError: the C API's error (its code, name and message), e.g. a call out of turn
+        """
         if self._keep is None:
             return
         _check(lib.ordo_wait(self._client._ptr(), self._value, timeout_ms))
         self._keep = None
 
     def done(self) -> bool:
-        """done reports whether the transfer completed, without blocking for long."""
+        """done reports whether the transfer completed, without blocking for long.
+
+        Returns:
+            True once the transfer completed (its buffers are then released).
+
+        Raises:
+            OrdoError: the C API's error (its code, name and message), e.g. a call out of turn
+        """
         if self._keep is None:
             return True
         rc = lib.ordo_test(self._client._ptr(), self._value)
@@ -117,8 +148,18 @@ class Handle:
 
 
 class Client:
-    """Client is one worker of a cluster: Client(conf, **settings), declare, join, then
-    transfers; leave (or the with-statement) ends it."""
+    """Client is one worker of a cluster: Client(conf, settings), declare, join, then
+    transfers; leave (or the with-statement) ends it. One thread drives a Client.
+
+    Args:
+        conf: the conf file (None: $ORDO_CONF when set, else the defaults); ORDO_*
+            variables override it.
+        settings: {"section.key": value}, applied after the file (see set).
+
+    Raises:
+        OrdoError: an unreadable or invalid conf file or setting.
+        OSError: libordo cannot be loaded.
+    """
 
     _o: ctypes.c_void_p | None = None
 
@@ -138,23 +179,52 @@ class Client:
         return self._o
 
     def set(self, key: str, value: Any) -> None:
-        """set sets conf key "section.key" to value (before join), as the conf file would."""
+        """set sets a conf key (before join), as the conf file would.
+
+        Args:
+            key: "section.key", e.g. "cluster.scheduler"
+            value: its value (bool: true/false; anything else as str())
+
+        Raises:
+            OrdoError: an unknown key, a bad value, or after join
+        """
         if isinstance(value, bool):
             value = "true" if value else "false"
         _check(lib.ordo_set(self._ptr(), key.encode(), str(value).encode()))
 
     def declare(self, name: str, numel: int) -> int:
-        """declare adds a tensor of numel float32 values (before join) and returns its index;
-        join checks the declarations against the cluster's tensors."""
+        """declare adds a tensor of numel float32 values (before join); join checks the
+        declarations against the cluster's tensors.
+
+        Args:
+            name: the tensor's name (the same on every worker)
+            numel: its number of float32 values
+
+        Returns:
+            The tensor's index, for the transfers.
+
+        Raises:
+            OrdoError: a duplicate name, numel < 1, or after join
+        """
         idx = ctypes.c_int()
         _check(lib.ordo_declare(self._ptr(), name.encode(), int(numel), ctypes.byref(idx)))
         return idx.value
 
     def declare_update(self, tensor: int, kind: str, lr: float = 0.0, momentum: float = 0.0,
                        weight_decay: float = 0.0) -> None:
-        """declare_update sets tensor's update rule on the servers (before join): kind "conf"
-        (the conf's [optimizer]), "sgd" (torch.optim.SGD's step with lr, momentum and
-        weight_decay) or "average" (pulls return the mean of the workers' gradients)."""
+        """declare_update sets tensor's update rule on the servers (before join).
+
+        Args:
+            tensor: the tensor's index (declare's return value)
+            kind: "conf" (the conf's [optimizer]), "sgd" (torch.optim.SGD's step with lr,
+                momentum and weight_decay) or "average" (pulls return the mean of the
+                workers' gradients)
+            lr, momentum, weight_decay: the SGD step's hyperparameters (kind "sgd")
+
+        Raises:
+            ValueError: an unknown kind
+            OrdoError: no such tensor, or after join
+        """
         kinds = {"conf": _capi.UPDATE_CONF, "sgd": _capi.UPDATE_SGD,
                  "average": _capi.UPDATE_AVERAGE}
         if kind not in kinds:
@@ -164,18 +234,37 @@ class Client:
 
     def declare_occasional(self, tensor: int) -> None:
         """declare_occasional marks tensor as one not transferred every iteration (before
-        join): merged pushes keep it out of their groups."""
+        join): merged pushes keep it out of their groups.
+
+        Args:
+            tensor: the tensor's index (declare's return value)
+
+        Raises:
+            OrdoError: no such tensor, or after join
+        """
         _check(lib.ordo_declare_occasional(self._ptr(), tensor))
 
     def join(self) -> Client:
-        """join registers with the scheduler and waits for the cluster to form."""
+        """join registers with the scheduler and waits for the cluster to form.
+
+        Returns:
+            This client, joined.
+
+        Raises:
+            OrdoError: no scheduler within fault.startup_ms, a refused token or
+                declaration (the message says which), or a second join
+        """
         _check(lib.ordo_join(self._ptr()))
         self._joined = True
         return self
 
     def leave(self) -> None:
         """leave waits for the transfers in flight, tells the scheduler this worker is done and
-        closes the client."""
+        closes the client (a client never joined is only closed).
+
+        Raises:
+            OrdoError: a transfer or the goodbye failed (the client is closed all the same)
+        """
         if self._o is None:
             return
         try:
@@ -185,7 +274,11 @@ class Client:
             self.close()
 
     def abort(self, reason: str) -> None:
-        """abort stops the whole run, telling the cluster why, and closes the client."""
+        """abort stops the whole run, telling the cluster why, and closes the client.
+
+        Args:
+            reason: the text every process of the run logs
+        """
         if self._o is not None:
             lib.ordo_abort(self._o, reason.encode())
             self.close()
@@ -226,41 +319,121 @@ class Client:
         return _check(lib.ordo_num_servers(self._ptr()))
 
     def tensors(self) -> list[tuple[str, int]]:
-        """tensors lists the cluster's tensors as (name, numel), in index order."""
+        """tensors lists the cluster's tensors, in index order.
+
+        Returns:
+            (name, numel) of each tensor.
+
+        Raises:
+            OrdoError: the C API's error (its code, name and message), e.g. a call out of turn
+        """
         n = _check(lib.ordo_num_tensors(self._ptr()))
         return [(lib.ordo_tensor_name(self._o, i).decode(), self.numel(i)) for i in range(n)]
 
     def numel(self, tensor: int) -> int:
-        """numel is the number of values of tensor."""
+        """numel is the number of values of tensor.
+
+        Args:
+            tensor: the tensor's index (declare's return value)
+
+        Returns:
+            Its number of float32 values.
+
+        Raises:
+            OrdoError: no such tensor
+        """
         return _check(lib.ordo_tensor_numel(self._ptr(), tensor))
 
     def version(self, tensor: int) -> int:
-        """version is how many pushes of tensor this worker has made."""
+        """version is how many pushes of tensor this worker has made.
+
+        Args:
+            tensor: the tensor's index (declare's return value)
+
+        Returns:
+            The count.
+
+        Raises:
+            OrdoError: no such tensor
+        """
         return _check(lib.ordo_tensor_version(self._ptr(), tensor))
 
     # ---- transfers ------------------------------------------------------------------------
 
     def init(self, tensor: int, values: Any) -> None:
-        """init gives tensor its initial values (rank 0's count; the servers keep the first)."""
+        """init gives tensor its initial values (rank 0's count; the servers keep the first).
+
+        Args:
+            tensor: the tensor's index (declare's return value)
+            values: numel float32 values (copied before init returns)
+
+        Raises:
+            TypeError, ValueError: a buffer that is not float32, C-contiguous (writable where
+                written) and of the tensor's size
+            OrdoError: the C API's error (its code, name and message), e.g. a call out of turn
+        """
         addr = buffer_address(values, self.numel(tensor), writable=False)
         _check(lib.ordo_init(self._ptr(), tensor, addr))
 
     def push(self, tensor: int, grad: Any, priority: int = 0) -> Handle:
-        """push sends grad as tensor's next gradient; lower priorities leave first."""
+        """push sends grad as tensor's next gradient; lower priorities leave first.
+
+        Args:
+            tensor: the tensor's index (declare's return value)
+            grad: numel float32 values, unchanged until the transfer completes
+            priority: its place in the order of this worker's transfers (smaller first)
+
+        Returns:
+            The transfer's Handle (it keeps grad alive).
+
+        Raises:
+            TypeError, ValueError: a buffer that is not float32, C-contiguous (writable where
+                written) and of the tensor's size
+            OrdoError: the C API's error (its code, name and message), e.g. a call out of turn
+        """
         h = _capi._H()
         addr = buffer_address(grad, self.numel(tensor), writable=False)
         _check(lib.ordo_push(self._ptr(), tensor, addr, priority, ctypes.byref(h)))
         return Handle(self, h.value, (grad,))
 
     def pull(self, tensor: int, out: Any, priority: int = 0) -> Handle:
-        """pull fetches tensor's value after this worker's pushes so far into out."""
+        """pull fetches tensor's value after this worker's pushes so far into out.
+
+        Args:
+            tensor: the tensor's index (declare's return value)
+            out: a writable buffer of numel float32 values
+            priority: its place in the order of this worker's transfers (smaller first)
+
+        Returns:
+            The transfer's Handle; out holds the value once it completes.
+
+        Raises:
+            TypeError, ValueError: a buffer that is not float32, C-contiguous (writable where
+                written) and of the tensor's size
+            OrdoError: the C API's error (its code, name and message), e.g. a call out of turn
+        """
         h = _capi._H()
         addr = buffer_address(out, self.numel(tensor), writable=True)
         _check(lib.ordo_pull(self._ptr(), tensor, addr, priority, ctypes.byref(h)))
         return Handle(self, h.value, (out,))
 
     def pushpull(self, tensor: int, grad: Any, out: Any, priority: int = 0) -> Handle:
-        """pushpull is push of grad then pull into out, one message each way."""
+        """pushpull is push of grad then pull into out, one message each way.
+
+        Args:
+            tensor: the tensor's index (declare's return value)
+            grad: the gradient, unchanged until the transfer completes
+            out: a writable buffer for the value the push produced
+            priority: its place in the order of this worker's transfers (smaller first)
+
+        Returns:
+            The transfer's Handle.
+
+        Raises:
+            TypeError, ValueError: a buffer that is not float32, C-contiguous (writable where
+                written) and of the tensor's size
+            OrdoError: the C API's error (its code, name and message), e.g. a call out of turn
+        """
         h = _capi._H()
         n = self.numel(tensor)
         src = buffer_address(grad, n, writable=False)
@@ -269,22 +442,57 @@ class Client:
         return Handle(self, h.value, (grad, out))
 
     def wait_all(self, timeout_ms: int = -1) -> None:
-        """wait_all waits for every transfer in flight."""
+        """wait_all waits for every transfer in flight.
+
+        Args:
+            timeout_ms: how long to wait; -1: no limit
+
+        Raises:
+            Timeout: timeout_ms ran out (the operation goes on)
+            OrdoError: the C API's error (its code, name and message), e.g. a call out of turn
+        """
         _check(lib.ordo_wait_all(self._ptr(), timeout_ms))
 
     def step(self, samples: int = 0, loss: float | None = None) -> None:
         """step marks the end of one training iteration for the run's metrics (step time, the
         part spent waiting for transfers, bytes, samples, loss): summary.json's step_ms,
-        throughput and straggler effect come from these."""
+        throughput and straggler effect come from these.
+
+        Args:
+            samples: the samples this worker trained on in the iteration
+            loss: the iteration's loss, None when not known
+
+        Raises:
+            OrdoError: the C API's error (its code, name and message), e.g. a call out of turn
+        """
         _check(lib.ordo_step(self._ptr(), samples, float("nan") if loss is None else loss))
 
     def barrier(self, timeout_ms: int = -1) -> None:
-        """barrier returns once every worker called it as many times."""
+        """barrier returns once every worker called it as many times.
+
+        Args:
+            timeout_ms: how long to wait; -1: no limit
+
+        Raises:
+            Timeout: timeout_ms ran out (the operation goes on)
+            OrdoError: the C API's error (its code, name and message), e.g. a call out of turn
+        """
         _check(lib.ordo_barrier(self._ptr(), timeout_ms))
 
     def broadcast(self, buf: Any, root: int = 0, timeout_ms: int = -1) -> None:
-        """broadcast copies root's buf into every worker's buf (a writable buffer of the same
-        size everywhere: bytearray, numpy array, CPU torch tensor); every worker calls it."""
+        """broadcast copies root's buf into every worker's buf; every worker calls it.
+
+        Args:
+            buf: a writable buffer of the same size everywhere (bytearray, numpy array,
+                contiguous CPU torch tensor)
+            root: the rank whose buf is copied
+            timeout_ms: how long to wait; -1: no limit
+
+        Raises:
+            ValueError: a read-only buffer or a tensor not on the CPU
+            Timeout: timeout_ms ran out (the operation goes on)
+            OrdoError: the C API's error (its code, name and message), e.g. a call out of turn
+        """
         view = memoryview(buf).cast("B") if not type(buf).__module__.startswith("torch") \
             else None
         if view is not None:
@@ -299,8 +507,21 @@ class Client:
         _check(lib.ordo_broadcast(self._ptr(), addr, n, root, timeout_ms))
 
     def broadcast_bytes(self, data: bytes | None, root: int = 0, timeout_ms: int = -1) -> bytes:
-        """broadcast_bytes returns root's data on every worker (the others pass None or
-        anything): its length first, then its bytes, so the sizes may differ."""
+        """broadcast_bytes returns root's data on every worker: its length first, then its
+        bytes, so the sizes may differ.
+
+        Args:
+            data: root's bytes (the others pass None or anything)
+            root: the sending rank
+            timeout_ms: how long to wait; -1: no limit
+
+        Returns:
+            root's data.
+
+        Raises:
+            Timeout: timeout_ms ran out (the operation goes on)
+            OrdoError: the C API's error (its code, name and message), e.g. a call out of turn
+        """
         mine = self.rank == root
         size = bytearray(len(data).to_bytes(8, "little") if mine else bytes(8))
         self.broadcast(size, root, timeout_ms)
@@ -309,27 +530,56 @@ class Client:
         return bytes(out)
 
     def interrupt(self) -> None:
-        """interrupt wakes a wait of another thread (it raises OrdoError AGAIN there)."""
+        """interrupt wakes a wait of another thread (it raises OrdoError AGAIN there).
+        """
         if self._o is not None:
             lib.ordo_interrupt(self._o)
 
     # ---- re-planning the transfer order ---------------------------------------------------
 
     def replan(self, profile_json: str | None, timeout_ms: int = -1) -> list[int]:
-        """replan re-plans the transfer order for the whole cluster (every worker calls it at
-        the same point; rank 0 passes an ordo-model/1 profile of the tensors, the others None)
-        and returns each tensor's new priority. A refused profile raises OrdoError with the
-        reason on every worker; the cluster keeps its plan."""
+        """replan re-plans the transfer order for the whole cluster; every worker calls it at
+        the same point.
+
+        Args:
+            profile_json: rank 0: an ordo-model/1 profile of the tensors; the others None
+            timeout_ms: how long to wait; -1: no limit
+
+        Returns:
+            Each tensor's new priority, in index order.
+
+        Raises:
+            OrdoError: a refused profile, with the reason, on every worker (the cluster keeps
+                its plan)
+            Timeout: timeout_ms ran out (the operation goes on)
+        """
         text = profile_json.encode() if profile_json is not None else None
         _check(lib.ordo_replan(self._ptr(), text, timeout_ms))
         return self.priorities()
 
     def priority(self, tensor: int) -> int:
-        """priority is tensor's priority in the cluster's plan (smaller goes first)."""
+        """priority is tensor's priority in the cluster's plan (smaller goes first).
+
+        Args:
+            tensor: the tensor's index (declare's return value)
+
+        Returns:
+            The priority to pass to push, pull and pushpull.
+
+        Raises:
+            OrdoError: no such tensor
+        """
         return _check(lib.ordo_tensor_priority(self._ptr(), tensor))
 
     def priorities(self) -> list[int]:
-        """priorities lists every tensor's priority in the cluster's plan, in index order."""
+        """priorities lists every tensor's priority in the cluster's plan.
+
+        Returns:
+            The priorities, in index order.
+
+        Raises:
+            OrdoError: the C API's error (its code, name and message), e.g. a call out of turn
+        """
         return [self.priority(i) for i in range(_check(lib.ordo_num_tensors(self._ptr())))]
 
     # ---- the run ---------------------------------------------------------------------------

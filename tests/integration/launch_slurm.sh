@@ -23,7 +23,7 @@ node=""
 while [ \$# -gt 0 ]; do
   case "\$1" in
     --nodelist=*) node=\${1#--nodelist=}; shift ;;
-    --nodes=1|--ntasks=1|--quiet) shift ;;
+    --nodes=1|--ntasks=1|--overlap|--quiet) shift ;;
     --*) echo "stand-in srun: unexpected option \$1" >&2; exit 1 ;;
     *) break ;;
   esac

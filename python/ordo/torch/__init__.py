@@ -9,7 +9,8 @@ init() reads the conf the launcher gives ($ORDO_CONF, ORDO_* variables; scripts/
 with [worker] command). The cluster is joined lazily, at the first transfer (a gradient, a
 push_pull, a broadcast), because its tensors are fixed when the workers join: the
 DistributedOptimizer declares the model's parameters, declare() adds others. A broadcast asked
-for before any tensor is declared runs at the join. See docs/torch.md.
+for before any tensor is declared runs at the join. A DDP model trains through the servers
+with model.register_comm_hook(None, ordo.torch.ddp_comm_hook). See docs/torch.md.
 """
 from __future__ import annotations
 
@@ -20,13 +21,16 @@ from typing import Any
 import torch
 
 import ordo
+from ordo.torch import ddp as _ddp
 from ordo.torch import optimizer as _optimizer
 from ordo.torch import runtime as _rt
+from ordo.torch.ddp import ddp_comm_hook
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size", "declare",
     "push_pull", "push_pull_async", "synchronize", "poll", "broadcast_parameters",
     "broadcast_optimizer_state", "broadcast_object", "DistributedOptimizer", "Handle",
+    "ddp_comm_hook",
 ]
 
 _runtime: _rt.Runtime | None = None
@@ -40,10 +44,19 @@ def _rt_or_raise() -> _rt.Runtime:
 
 
 def init(conf: str | None = None, settings: dict[str, Any] | None = None) -> None:
-    """init makes this process a worker of the cluster its launcher started: conf (default
-    $ORDO_CONF) and ORDO_* variables, then settings ("section.key": value). Nothing is
-    connected until the first transfer. Raises RuntimeError when there is no cluster to join,
-    OrdoError on a bad conf."""
+    """init makes this process a worker of the cluster its launcher started; nothing is
+    connected until the first transfer (the join).
+
+    Args:
+        conf: the conf file (default $ORDO_CONF, which ordo-launch sets); ORDO_* variables
+            override it
+        settings: {"section.key": value}, applied last
+
+    Raises:
+        RuntimeError: no cluster to join: neither $ORDO_CONF nor $ORDO_CLUSTER_SCHEDULER
+            (not started by ordo-launch)
+        OrdoError: a bad conf file or setting
+    """
     global _runtime
     if _runtime is not None:
         return
@@ -59,14 +72,24 @@ def init(conf: str | None = None, settings: dict[str, Any] | None = None) -> Non
 
 
 def is_initialized() -> bool:
-    """is_initialized reports whether init() was called (and shutdown() not since)."""
+    """is_initialized reports whether init() was called (and shutdown() not since).
+
+    Returns:
+        True between init() and shutdown().
+    """
     return _runtime is not None
 
 
 def shutdown() -> None:
     """shutdown waits for the transfers in flight and leaves the cluster (the run ends when
-    every worker has left)."""
+    every worker has left); a DDP comm hook's thread stops first. Without init() it does
+    nothing.
+
+    Raises:
+        OrdoError: the cluster's error (a dead peer, a refused declaration, ...)
+    """
     global _runtime
+    _ddp.reset()
     if _runtime is None:
         return
     r, _runtime = _runtime, None
@@ -77,62 +100,160 @@ def shutdown() -> None:
 
 
 def rank() -> int:
-    """rank is this worker's rank, 0 .. size() - 1 (the launcher's before the join)."""
+    """rank is this worker's rank (the launcher's before the join, then the cluster's;
+    the same as torch.distributed's RANK under ordo-launch).
+
+    Returns:
+        0 .. size() - 1.
+
+    Raises:
+        RuntimeError: init() was not called, or the launcher assigned no rank and the
+            cluster is not joined yet
+    """
     return _rt_or_raise().rank()
 
 
 def size() -> int:
-    """size is the number of workers."""
+    """size is the number of workers.
+
+    Returns:
+        [cluster] workers before the join, the cluster's after it.
+
+    Raises:
+        RuntimeError: init() was not called
+    """
     return _rt_or_raise().size()
 
 
 def local_rank() -> int:
-    """local_rank is this worker's rank among the workers of its host ($ORDO_LOCAL_RANK)."""
+    """local_rank is this worker's rank among the workers of its host.
+
+    Returns:
+        $ORDO_LOCAL_RANK (0 without it).
+    """
     return int(os.environ.get("ORDO_LOCAL_RANK", "0"))
 
 
 def local_size() -> int:
-    """local_size is the number of workers on this host ($ORDO_LOCAL_SIZE)."""
+    """local_size is the number of workers on this host.
+
+    Returns:
+        $ORDO_LOCAL_SIZE (1 without it).
+    """
     return int(os.environ.get("ORDO_LOCAL_SIZE", "1"))
 
 
 def declare(name: str, tensor: torch.Tensor) -> None:
-    """declare adds a tensor that push_pull will average under name; only before the first
-    transfer (the join). push_pull declares unknown names itself while it can."""
+    """declare adds a tensor that push_pull will average under name; only before the
+    first transfer (the join). push_pull declares unknown names itself while it can.
+
+    Args:
+        name: the name, the same on every worker
+        tensor: a float32 contiguous CPU or CUDA tensor (its size is declared)
+
+    Raises:
+        TypeError, ValueError: a tensor ordo cannot move
+        ValueError: name declared before
+            with another size
+        RuntimeError: init() was not called, or the cluster is
+            joined already
+    """
     _rt.check_tensor(tensor, f"tensor {name!r}")
     _rt_or_raise().declare(name, tensor.numel())
 
 
 def push_pull_async(tensor: torch.Tensor, name: str, average: bool = True,
                     priority: int | None = None) -> Handle:
-    """push_pull_async starts averaging (average=False: summing) tensor across the workers
-    under name; synchronize(handle) writes the result into tensor. Lower priorities leave
-    first (default: the tensor's declaration index). tensor must stay unchanged meanwhile."""
+    """push_pull_async starts averaging (or summing) tensor across the workers under name;
+    the tensor must stay unchanged until synchronize().
+
+    Args:
+        tensor: a float32 contiguous CPU or CUDA tensor
+        name: its name (declared here
+            when new, before the join)
+        average: the mean (True) or the sum (False)
+        priority: its place in this worker's order, smaller first (default: the
+            declaration index)
+
+    Returns:
+        A Handle for synchronize() and poll().
+
+    Raises:
+        TypeError, ValueError: a tensor ordo cannot move, or of another size than declared
+        RuntimeError: init() was not called
+        OrdoError: the cluster's error (a dead peer, a refused declaration, ...)
+    """
     return _rt_or_raise().push_pull_async(tensor, name, average, priority)
 
 
 def synchronize(handle: Handle, timeout_ms: int = -1) -> torch.Tensor:
-    """synchronize waits for a push_pull_async and returns its tensor, now holding the
-    result."""
+    """synchronize waits for a push_pull_async and writes the result into its tensor.
+
+    Args:
+        handle: push_pull_async's Handle
+        timeout_ms: how long to wait; -1: no limit
+
+    Returns:
+        The tensor, now holding the result.
+
+    Raises:
+        Timeout: timeout_ms ran out (the transfer goes on)
+        RuntimeError: init() was not called
+        OrdoError: the cluster's error (a dead peer, a refused declaration, ...)
+    """
     return _rt_or_raise().synchronize(handle, timeout_ms)
 
 
 def poll(handle: Handle) -> bool:
-    """poll reports whether handle's push_pull completed (synchronize then returns at once)."""
+    """poll reports whether handle's push_pull completed.
+
+    Args:
+        handle: push_pull_async's Handle
+
+    Returns:
+        True when synchronize() would return at once.
+
+    Raises:
+        OrdoError: the cluster's error (a dead peer, a refused declaration, ...)
+    """
     return handle.done or handle.handle.done()
 
 
 def push_pull(tensor: torch.Tensor, name: str, average: bool = True,
               priority: int | None = None) -> torch.Tensor:
-    """push_pull averages (sums) tensor across the workers in place and returns it."""
+    """push_pull averages (or sums) tensor across the workers, in place.
+
+    Args:
+        tensor: a float32 contiguous CPU or CUDA tensor
+        name: its name
+        average: the mean (True) or the sum (False)
+        priority: its place in this worker's order
+
+    Returns:
+        tensor, holding the result.
+
+    Raises:
+        TypeError, ValueError: a tensor ordo cannot move
+        RuntimeError: init() was not called
+        OrdoError: the cluster's error (a dead peer, a refused declaration, ...)
+    """
     return synchronize(push_pull_async(tensor, name, average, priority))
 
 
 def broadcast_parameters(params: dict[str, torch.Tensor] | Iterable[tuple[str, torch.Tensor]],
                          root_rank: int = 0) -> None:
-    """broadcast_parameters copies root_rank's tensors into every worker's, in place: a
-    state_dict (parameters and buffers, any dtype) or named_parameters(). Before any tensor
-    is declared it runs at the join."""
+    """broadcast_parameters copies root_rank's tensors into every worker's, in place.
+    Before any tensor is declared it runs at the join.
+
+    Args:
+        params: a state_dict (parameters and buffers, any dtype) or named_parameters()
+        root_rank: the rank whose values are copied
+
+    Raises:
+        ValueError: the workers' state dicts hold different names
+        RuntimeError: init() was not called
+        OrdoError: the cluster's error (a dead peer, a refused declaration, ...)
+    """
     state = dict(params.items() if isinstance(params, dict) else params)
     r = _rt_or_raise()
     r.when_joined(lambda: r.broadcast_state(state, root_rank))
@@ -140,7 +261,16 @@ def broadcast_parameters(params: dict[str, torch.Tensor] | Iterable[tuple[str, t
 
 def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int = 0) -> None:
     """broadcast_optimizer_state gives every worker root_rank's optimizer state and
-    hyperparameters (optimizer.load_state_dict of root's state_dict)."""
+    hyperparameters (optimizer.load_state_dict of root's state_dict).
+
+    Args:
+        optimizer: the optimizer, the same kind on every worker
+        root_rank: the rank whose state is copied
+
+    Raises:
+        RuntimeError: init() was not called
+        OrdoError: the cluster's error (a dead peer, a refused declaration, ...)
+    """
     r = _rt_or_raise()
 
     def run() -> None:
@@ -150,8 +280,19 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int =
 
 
 def broadcast_object(obj: Any, root_rank: int = 0) -> Any:
-    """broadcast_object returns root_rank's obj (anything torch.save takes) on every
-    worker."""
+    """broadcast_object returns root_rank's obj on every worker.
+
+    Args:
+        obj: anything torch.save takes (the others' is ignored)
+        root_rank: the sending rank
+
+    Returns:
+        root_rank's obj.
+
+    Raises:
+        RuntimeError: init() was not called
+        OrdoError: the cluster's error (a dead peer, a refused declaration, ...)
+    """
     return _rt_or_raise().broadcast_object(obj, root_rank)
 
 
@@ -159,9 +300,25 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,  # noqa: N802 (Horovo
                          named_parameters: Iterable[tuple[str, torch.Tensor]] | None = None,
                          mode: str = "gradients", model: torch.nn.Module | None = None,
                          backward_passes_per_step: int = 1) -> torch.optim.Optimizer:
-    """DistributedOptimizer returns optimizer (still of its class) with its gradients averaged
-    by the servers (mode="gradients": then its own step runs) or its SGD run on the servers
-    (mode="server"). Every optimized parameter must be in named_parameters, float32 on the CPU.
-    model= lets ordo profile the model and plan the order of transfers (docs/torch.md)."""
+    """DistributedOptimizer returns optimizer, still of its class, with its gradients
+    averaged by the servers (mode="gradients": its own step then runs) or its SGD run on the
+    servers (mode="server").
+
+    Args:
+        optimizer: the optimizer to wrap
+        named_parameters: the model's named_parameters(): every optimized parameter,
+            float32 (CPU or CUDA)
+        mode: "gradients" or "server" (docs/torch.md, "Modes")
+        model: lets ordo profile the model and plan the order of transfers (docs/torch.md)
+        backward_passes_per_step: backward passes accumulated before each transfer
+
+    Returns:
+        optimizer, whose step() waits for the averages (or the servers' values).
+
+    Raises:
+        ValueError: a parameter missing from named_parameters, a mode that is not known, or
+            in server mode an optimizer other than plain SGD
+        RuntimeError: init() was not called
+    """
     return _optimizer.make(optimizer, _rt_or_raise(), named_parameters, mode,
                            backward_passes_per_step, model)

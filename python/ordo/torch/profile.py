@@ -361,7 +361,22 @@ def export_profile(model: nn.Module, example_input: Any, path: str, iterations: 
                    named_parameters: dict[str, nn.Parameter] | None = None) -> str:
     """export_profile runs forward and backward (the loss: the sum of the output) on
     example_input iterations + 1 times, writes the ordo-model/1 profile to path and returns
-    its text. Parameters default to model.named_parameters() that require gradients."""
+    its text (for ordo-plan offline).
+
+    Args:
+        model: the model to measure.
+        example_input: one batch of its input.
+        path: where the profile is written.
+        iterations: the measured passes (one more warms up); times are their medians.
+        named_parameters: the parameters to profile (default: model.named_parameters()
+            that require gradients).
+
+    Returns:
+        The profile's JSON text (ordo-model/1, docs/formats.md).
+
+    Raises:
+        OSError: path cannot be written.
+    """
     named = named_parameters if named_parameters is not None else {
         n: p for n, p in model.named_parameters() if p.requires_grad}
     batch = example_input.shape[0] if isinstance(example_input, torch.Tensor) and \
