@@ -10,17 +10,22 @@
 # BIN_A and BIN_B are folders holding ordo-scheduler, ordo-server, ordo-worker and ordo-bench.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
-reps=3 iters=300 jobs="mlp:2 mlp:4 cnn:2 cnn:4"
-while [ $# -gt 2 ]; do
+usage() {
+  echo "usage: scripts/experiments/abtest.sh [--reps N] [--iters N] [--jobs \"mlp:2 cnn:4\"] BIN_A BIN_B"
+}
+reps=3 iters=300 jobs="mlp:2 mlp:4 cnn:2 cnn:4" bins=()
+while [ $# -gt 0 ]; do
   case $1 in
+    -h|--help) usage; exit 0 ;;
     --reps) reps=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
-    *) echo "abtest: unknown option $1" >&2; exit 2 ;;
+    -*) echo "abtest: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    *) bins+=("$1"); shift ;;
   esac
 done
-[ $# -eq 2 ] || { echo "usage: abtest.sh [--reps N] [--iters N] [--jobs LIST] BIN_A BIN_B" >&2; exit 2; }
-A=$(cd "$1" && pwd) B=$(cd "$2" && pwd)
+[ ${#bins[@]} -eq 2 ] || { usage >&2; exit 2; }
+A=$(cd "${bins[0]}" && pwd) B=$(cd "${bins[1]}" && pwd)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 load() { cut -d' ' -f1-3 /proc/loadavg; }
