@@ -279,6 +279,7 @@ void ordo_destroy(ordo_t **op)
     for (int i = 0; i < o->n_tensors; i++)
         free(o->t[i].name);
     free(o->t);
+    free(o->batch_spec);
     free(o->ops);
     free(o);
     *op = NULL;

@@ -50,6 +50,8 @@ struct ordo {
     /* ordo_step: the iteration being measured, its start, the time spent waiting in it, its
      * last push, and the bytes counted at its start */
     int64_t step_iter, step_t0_ns, step_wait_ns, step_push_ns, step_bytes_push, step_bytes_pull;
+    char *batch_spec; /* ordo_batches: the request body (JSON), NULL before */
+    bool batch_asked; /* ordo_next_batch: a request is in flight (a timed-out call's) */
 };
 
 /* ordo__api_fail returns rc with a message: the detail already set, else the code's text. */

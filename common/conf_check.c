@@ -175,3 +175,9 @@ int ordo_conf_validate(const ordo_conf_t *conf)
                               conf->warmup, conf->iterations);
     return 0;
 }
+
+bool ordo_conf_batch_service(const ordo_conf_t *conf)
+{
+    if (conf->batches != ORDO_BATCHES_AUTO) return conf->batches == ORDO_BATCHES_ON;
+    return conf->sync_mode != ORDO_SYNC_BSP || conf->backup > 0;
+}

@@ -18,7 +18,8 @@ typedef enum {
     CMD_INIT,
     CMD_REPORT,
     CMD_BARRIER,
-    CMD_GRADS_DONE /* the backward pass of an iteration ended */
+    CMD_GRADS_DONE, /* the backward pass of an iteration ended */
+    CMD_BATCH       /* ask the batch service for the next batch (text: the spec) */
 } cmd_kind_t;
 
 typedef struct {
@@ -57,6 +58,11 @@ struct ordo_exec {
     float *const *init_values; /* CMD_INIT: what to send */
     bool init_done;
     int64_t barrier_done; /* the last barrier every worker reached (-1 none) */
+    /* ordo_exec_next_batch: the answer (batch_rc: 0 a batch, 1, 2 the ends, < 0 refused) */
+    bool batch_done;
+    int batch_rc, batch_n;
+    int64_t *batch_idx;
+    int batch_cap;
     /* parameters and gradients are each one block in model order */
     float *param_block, *grad_block;
     /* the push path (client/push.h, owned by ps): its ops run on the communication thread,
@@ -221,6 +227,16 @@ static void *comm_main(void *arg)
             path_done(e, &ev);
             continue;
         }
+        if (ev.kind == ORDO__EV_BATCH) {
+            pthread_mutex_lock(&e->mu);
+            int64_t epoch;
+            e->batch_rc = ordo__ps_batch_take(e->o.ps, e->batch_idx, e->batch_cap, &e->batch_n,
+                                              &epoch);
+            e->batch_done = true;
+            pthread_cond_broadcast(&e->cv);
+            pthread_mutex_unlock(&e->mu);
+            continue;
+        }
         if (ev.kind == ORDO__EV_BARRIER) {
             pthread_mutex_lock(&e->mu);
             e->barrier_done = ev.iter;
@@ -243,6 +259,18 @@ static void *comm_main(void *arg)
             if (c.kind == CMD_REPORT) {
                 ordo__ps_report(e->o.ps, c.text);
                 free(c.text);
+                continue;
+            }
+            if (c.kind == CMD_BATCH) {
+                rc = ordo__ps_batch_request(e->o.ps, c.text, -1, c.iter);
+                free(c.text);
+                if (rc) {
+                    pthread_mutex_lock(&e->mu);
+                    e->batch_rc = rc;
+                    e->batch_done = true;
+                    pthread_cond_broadcast(&e->cv);
+                    pthread_mutex_unlock(&e->mu);
+                }
                 continue;
             }
             if (c.kind == CMD_INIT) {
@@ -624,6 +652,25 @@ void ordo_exec_report(ordo_exec_t *e, const char *json)
 {
     char *copy = strdup(json);
     if (copy) post_text(e, CMD_REPORT, 0, 0, copy);
+}
+
+int ordo_exec_next_batch(ordo_exec_t *e, const char *spec, int64_t iter, int64_t *idx, int cap,
+                         int *count)
+{
+    char *copy = strdup(spec);
+    if (!copy) return ORDO_ERR_NOMEM;
+    pthread_mutex_lock(&e->mu);
+    e->batch_done = false;
+    e->batch_idx = idx;
+    e->batch_cap = cap;
+    pthread_mutex_unlock(&e->mu);
+    post_text(e, CMD_BATCH, 0, iter, copy);
+    pthread_mutex_lock(&e->mu);
+    while (!e->batch_done && !e->fatal) pthread_cond_wait(&e->cv, &e->mu);
+    int rc = e->fatal ? e->fatal : e->batch_rc;
+    *count = e->batch_n;
+    pthread_mutex_unlock(&e->mu);
+    return rc;
 }
 
 bool ordo_exec_pulls_early(const ordo_exec_t *e)

@@ -87,6 +87,12 @@ bool ordo_exec_pulls_early(const ordo_exec_t *e);
  * communication thread (the only thread that may use the sockets). */
 void ordo_exec_report(ordo_exec_t *e, const char *json);
 
+/* ordo_exec_next_batch asks the batch service (client/ps.h, ordo__ps_batch_request; spec
+ * its JSON) for the next batch at iteration iter and waits: 0 with *count indices in idx
+ * (cap at most), 1 the end of the epoch, 2 the end of the run, or an error. */
+int ordo_exec_next_batch(ordo_exec_t *e, const char *spec, int64_t iter, int64_t *idx, int cap,
+                         int *count);
+
 /* ordo_exec_destroy stops the communication thread and frees; NULL-safe. */
 void ordo_exec_destroy(ordo_exec_t **e);
 

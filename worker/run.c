@@ -16,6 +16,7 @@
 #include "core/nn.h"
 #include "core/paramfile.h"
 #include "planner/oracle.h"
+#include "worker/batch_feed.h"
 #include "worker/compute.h"
 #include "worker/dataset.h"
 #include "worker/executor.h"
@@ -192,6 +193,21 @@ done:
 
 /* ---- model jobs: profiles (emulated compute) and the built-in trainers ---------------- */
 
+/* next_shared_batch fetches iteration *t's batch from the batch service: 0 with the batch,
+ * 1 at the end of the run. Under backup workers a worker whose push came late (the servers
+ * said how far they got) starts the current iteration instead of finishing stale work. */
+static int next_shared_batch(ordo_batch_feed_t *feed, ordo_exec_t *ex, ordo__ps_t *w,
+                             const ordo_conf_t *conf, int64_t t0, int64_t *t, const float **x,
+                             const int **labels, int *n)
+{
+    int64_t current = ordo__ps_newest_version(w) + t0;
+    if (conf->backup > 0 && current > *t) {
+        ORDO_DEBUG("late: iteration %lld goes on at %lld", (long long)*t, (long long)current);
+        *t = current;
+    }
+    return ordo_batch_feed_next(feed, ex, *t - t0, x, labels, n);
+}
+
 /* [push] calibrate with real compute: the op times for the merge planner, measured by worker
  * 0 during the start-up calibration (ordo__ps_join; the other workers wait meanwhile) as
  * OP_TIME_PASSES forward and backward passes of one batch (the first a warm-up), each op's
@@ -352,6 +368,7 @@ int ordo_run_model(ordo__ps_t *w, const ordo_conf_t *conf)
     ordo_exec_t *ex = NULL;
     ordo_dataset_t *train = NULL, *test = NULL;
     ordo_dataset_iter_t *it = NULL;
+    ordo_batch_feed_t *feed = NULL;
     ordo_trace_t *trace = NULL;
     float **init = NULL;
     float *snap = NULL;       /* [fault] checkpoint_every: worker 0's copy of the parameters */
@@ -438,6 +455,17 @@ int ordo_run_model(ordo__ps_t *w, const ordo_conf_t *conf)
         ORDO_INFO("restarted: rejoining at iteration %lld with the servers' values",
                   (long long)first);
     eo.iterations = iterations - t0;
+    /* [sync] batches: the scheduler hands out the batches of one shared epoch and the run is
+     * as many samples as the equal split's (worker/batch_feed.h) */
+    if (training && ordo_conf_batch_service(conf)) {
+        eo.pull_early = false; /* the last iteration is not known in advance */
+        eo.iterations = INT64_MAX / 4;
+        if ((rc = ordo_batch_feed_new(train, batch, (iterations - first) * batch * W, conf->seed,
+                                      &feed)) != 0)
+            goto done;
+        ORDO_INFO("batch service: %lld samples in batches of %d from the scheduler (sync.batches)",
+                  (long long)((iterations - first) * batch * W), batch);
+    }
     if ((rc = ordo_exec_new(&eo, &ex)) != 0) goto done;
     if (ordo_exec_pulls_early(ex))
         ORDO_INFO("pulls: early (each key's next value asked for right after its push)");
@@ -494,9 +522,11 @@ int ordo_run_model(ordo__ps_t *w, const ordo_conf_t *conf)
     double loss_sum = 0, step_sum = 0, last_loss = NAN;
     int correct_sum = 0, seen = 0;
     int shard_of = W; /* the number of workers the data is divided among */
-    for (int64_t t = first; t < iterations; t++) {
+    int64_t ran = iterations; /* the last iteration run + 1 */
+    for (int64_t t = first; t < (feed ? INT64_MAX / 4 : iterations); t++) {
         const float *x = NULL;
         const int *labels = NULL;
+        int n_batch = batch;
         int li, nl;
         int64_t since;
         if (it && per_epoch > 0 && t % per_epoch == 0 && ordo__ps_members(w, &li, &nl, &since) &&
@@ -511,7 +541,14 @@ int ordo_run_model(ordo__ps_t *w, const ordo_conf_t *conf)
             ORDO_INFO("epoch %lld: the data is divided among the %d workers left (this one has "
                       "part %d)", (long long)(t / per_epoch + 1), nl, li);
         }
-        if (it && (rc = ordo_dataset_iter_next(it, &x, &labels)) < 0) goto done;
+        if (feed) {
+            if ((rc = next_shared_batch(feed, ex, w, conf, t0, &t, &x, &labels, &n_batch)) < 0)
+                goto done;
+            if (rc > 0) break;
+            ran = t + 1;
+        } else if (it && (rc = ordo_dataset_iter_next(it, &x, &labels)) < 0) {
+            goto done;
+        }
         ordo_exec_stats_t st;
         /* a checkpoint holds the values iteration t computes with: after t updates */
         bool checkpoint = every > 0 && t > first && t % every == 0;
@@ -528,7 +565,7 @@ int ordo_run_model(ordo__ps_t *w, const ordo_conf_t *conf)
                      ordo__ps_run_dir(w), rank, (long long)(t - 2 * path_every));
             unlink(path); /* the one before the previous is no longer needed */
         }
-        if ((rc = ordo_exec_iteration(ex, t - t0, x, labels, training ? batch : 0, &st)) != 0)
+        if ((rc = ordo_exec_iteration(ex, t - t0, x, labels, training ? n_batch : 0, &st)) != 0)
             goto done;
         if (checkpoint) {
             char path[ORDO_CONF_PATH + 64];
@@ -569,7 +606,7 @@ int ordo_run_model(ordo__ps_t *w, const ordo_conf_t *conf)
             "\"bytes_push\":%lld,\"bytes_pull\":%lld,\"efficiency\":%s%s,\"samples\":%d,"
             "\"forward_ms\":%.4f,\"t_start_ns\":%lld,\"t_push_done_ns\":%lld,\"t_end_ns\":%lld%s%s}",
             rank, (long long)t, st.step_ms, st.wait_ms, st.compute_ms, (long long)st.bytes_push,
-            (long long)st.bytes_pull, effs, losss, batch,
+            (long long)st.bytes_pull, effs, losss, n_batch,
             (double)(st.t_forward_end_ns - st.t_start_ns) / 1e6, (long long)st.t_start_ns,
             (long long)st.t_push_done_ns, (long long)st.t_end_ns, st.extra, evals);
         ordo_exec_report(ex, js);
@@ -596,7 +633,12 @@ int ordo_run_model(ordo__ps_t *w, const ordo_conf_t *conf)
     char final[256] = "{}";
     /* ssp and asp workers (and backup workers' stragglers) end at different times: the final
      * values are read once every worker has pushed its last gradient */
-    if ((conf->sync_mode != ORDO_SYNC_BSP || conf->backup > 0) && !eo.forward_only &&
+    rc = 0;
+    if (feed && ran != iterations) {
+        ORDO_INFO("batch service: the last iteration was %lld", (long long)ran - 1);
+        iterations = ran; /* the final values are those after it */
+    }
+    if ((conf->sync_mode != ORDO_SYNC_BSP || conf->backup > 0 || feed) && !eo.forward_only &&
         (rc = ordo_exec_barrier(ex, INT64_MAX / 2)) != 0)
         goto done;
     if (rank == 0 && ((training && iterations > 0) || conf->save_params)) {
@@ -644,6 +686,7 @@ done:
     ordo__ps_set_trace(w, NULL);
     ordo_trace_destroy(&trace);
     ordo_dataset_iter_destroy(&it);
+    ordo_batch_feed_destroy(&feed);
     ordo_dataset_destroy(&train);
     ordo_dataset_destroy(&test);
     ordo_compute_destroy(&cc);
