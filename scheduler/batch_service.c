@@ -107,6 +107,7 @@ void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m)
     if (rc == ORDO_BATCHES_END_EPOCH) a.hdr.flags = ORDO_BATCH_END_EPOCH;
     if (rc == ORDO_BATCHES_END_RUN) a.hdr.flags = ORDO_BATCH_END_RUN;
     a.hdr.dtype = ORDO_DTYPE_BYTES;
+    int sent = 0;
     if (rc == 0) { /* little-endian on the wire */
         unsigned char *le = (unsigned char *)idx;
         for (int i = 0; i < count; i++) {
@@ -114,10 +115,10 @@ void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m)
             for (int j = 0; j < 8; j++)
                 le[8 * i + j] = (unsigned char)(v >> (8 * j));
         }
-        rc = ordo_msg_add_copy(&a, idx, sizeof *idx * (size_t)count);
+        sent = ordo_msg_add_copy(&a, idx, sizeof *idx * (size_t)count);
     }
     free(idx);
-    if (rc) {
+    if (sent) {
         ordo_msg_close(&a);
         return;
     }

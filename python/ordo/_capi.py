@@ -68,7 +68,15 @@ _SIGNATURES = {
     "ordo_declare_occasional": (ctypes.c_int, [_P, ctypes.c_int]),
     "ordo_replan": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_int]),
     "ordo_tensor_priority": (ctypes.c_int, [_P, ctypes.c_int]),
+    "ordo_batches": (ctypes.c_int, [_P, ctypes.c_int64, ctypes.c_int, ctypes.c_int64,
+                                    ctypes.c_uint64, ctypes.c_int]),
+    "ordo_next_batch": (ctypes.c_int, [_P, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
+                                       ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int]),
 }
+
+# ordo_next_batch's outcomes beside a batch (0)
+BATCH_END_OF_EPOCH = 1
+BATCH_END_OF_RUN = 2
 
 
 def _candidates() -> list[str]:
