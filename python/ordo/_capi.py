@@ -16,7 +16,9 @@ ERRORS = {
     -7: "NOTFOUND", -8: "PEERDEAD", -9: "AUTH", -10: "RANGE", -11: "FORMAT", -12: "AGAIN",
     -13: "FULL", -14: "NOTSUP", -15: "ABORT",
 }
+ERR_INVAL = -1
 ERR_TIMEDOUT = -5
+ERR_NOTSUP = -14
 ERR_AGAIN = -12
 
 # The update rules of ordo.h (ORDO_UPDATE_*).

@@ -22,11 +22,13 @@ import torch
 import ordo
 from ordo.torch import optimizer as _optimizer
 from ordo.torch import runtime as _rt
+from ordo.torch.sampler import ElasticSampler
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size", "declare",
     "push_pull", "push_pull_async", "synchronize", "poll", "broadcast_parameters",
     "broadcast_optimizer_state", "broadcast_object", "DistributedOptimizer", "Handle",
+    "ElasticSampler",
 ]
 
 _runtime: _rt.Runtime | None = None
