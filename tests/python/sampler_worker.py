@@ -11,10 +11,9 @@ import json
 import sys
 import time
 
+import ordo.torch as hvd
 import torch
 from torch.utils.data import DataLoader, Dataset
-
-import ordo.torch as hvd
 
 N = 100
 

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
+import ordo.torch as hvd  # noqa: E402
 from torch.utils.data import DistributedSampler  # noqa: E402
 from torch_cluster import SRC, Cluster  # noqa: E402
-
-import ordo.torch as hvd  # noqa: E402
 
 WORKER = SRC / "tests" / "python" / "sampler_worker.py"
 
