@@ -14,7 +14,8 @@
 #include "scheduler/batches.h"
 #include "scheduler/scheduler_internal.h"
 
-static void refuse(sched_t *s, const member_t *mb, int code, const char *why)
+static void refuse(sched_t *s, const member_t *mb, const ordo_msg_t *req, int code,
+                   const char *why)
 {
     char name[320];
     ORDO_WARN("refused a batch to %s: %s", ordo__sched_member_name(mb, name, sizeof name), why);
@@ -22,6 +23,7 @@ static void refuse(sched_t *s, const member_t *mb, int code, const char *why)
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     ordo_msg_t m;
     ordo__sched_msg_to(s, mb->rid, mb->rid_len, ORDO_MSG_BATCH, &m);
+    m.hdr.req = req->hdr.req; /* the answer to that request */
     m.hdr.dtype = ORDO_DTYPE_JSON;
     if (text) ordo_msg_add_text(&m, text);
     ordo_transport_send(s->tp, &m);
@@ -70,7 +72,7 @@ void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m)
         return;
     }
     if (!ordo_conf_batch_service(&s->conf)) {
-        refuse(s, mb, ORDO_ERR_NOTSUP, "the batch service is off (sync.batches; auto: on under "
+        refuse(s, mb, m, ORDO_ERR_NOTSUP, "the batch service is off (sync.batches; auto: on under "
                "ssp, asp and backup workers)");
         return;
     }
@@ -86,7 +88,7 @@ void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m)
         rc = ordo_batches_same(s->batches, &sp);
     }
     if (rc) {
-        refuse(s, mb, rc, ordo_error_text(rc));
+        refuse(s, mb, m, rc, ordo_error_text(rc));
         return;
     }
     int64_t *idx = malloc(sizeof *idx * (size_t)sp.batch), epoch = 0;
@@ -96,7 +98,7 @@ void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m)
     rc = ordo_batches_next(s->batches, mb->rank, want, m->hdr.iter, idx, sp.batch, &count, &epoch);
     if (rc < 0) {
         free(idx);
-        refuse(s, mb, rc, ordo_error_text(rc));
+        refuse(s, mb, m, rc, ordo_error_text(rc));
         return;
     }
     ordo_msg_t a;

@@ -32,18 +32,20 @@ def test_service_off_is_distributed_sampler(shuffle: bool, drop_last: bool):
             assert len(mine) == len(theirs)
 
 
-def conf(tmp: Path) -> Path:
+def conf(tmp: Path, mode: str) -> Path:
     path = tmp / "sampler.ini"
     path.write_text("[cluster]\nservers = 1\nworkers = 2\n\n[model]\ntrainer = declared\n\n"
-                    "[sync]\nmode = asp\n\n[fault]\ntimeout_ms = 5000\n")
+                    f"[sync]\nmode = {mode}\n\n[fault]\ntimeout_ms = 5000\n")
     return path
 
 
-def test_two_workers_share_each_epoch(tmp_path: Path):
-    c = Cluster(tmp_path, conf=conf(tmp_path), servers=1)
+def read_by_rank(tmp: Path, mode: str, slow: list[str]) -> dict[int, list[list[int]]]:
+    """read_by_rank runs two sampler_workers (2 epochs; worker r sleeps slow[r] per batch)
+    and returns what each read, per epoch."""
+    c = Cluster(tmp, conf=conf(tmp, mode), servers=1)
     try:
-        c.start_worker(0, [sys.executable, str(WORKER), "2", "0"])
-        c.start_worker(1, [sys.executable, str(WORKER), "2", "0.2"])
+        for r in range(2):
+            c.start_worker(r, [sys.executable, str(WORKER), "2", slow[r]])
         for name in ["worker0", "worker1", "server0", "scheduler"]:
             assert c.finish(name) == 0, f"{name}: {c.log(name)}"
     finally:
@@ -53,6 +55,21 @@ def test_two_workers_share_each_epoch(tmp_path: Path):
         line = [x for x in c.log(f"worker{r}").splitlines() if x.startswith("{")][-1]
         out = json.loads(line)
         read[out["rank"]] = out["epochs"]
+    return read
+
+
+def test_service_off_in_a_cluster_is_each_workers_share(tmp_path: Path):
+    read = read_by_rank(tmp_path, "bsp", ["0", "0"])
+    for r in range(2):
+        theirs = DistributedSampler(list(range(100)), num_replicas=2, rank=r, shuffle=True,
+                                    seed=5)
+        for e in range(2):
+            theirs.set_epoch(e)
+            assert read[r][e] == list(theirs), (r, e, read)
+
+
+def test_two_workers_share_each_epoch(tmp_path: Path):
+    read = read_by_rank(tmp_path, "asp", ["0", "0.2"])
     for e in range(2):
         both = read[0][e] + read[1][e]
         assert sorted(both) == list(range(100)), (e, read)
