@@ -240,6 +240,7 @@ int ordo_join(ordo_t *o)
         return ordo_error_set(rc, "%s", why);
     }
     ordo__api_set_priorities(o, ordo__ps_plan(o->w));
+    ordo__api_rejoined(o);
     o->rank = ordo__ps_rank(o->w);
     o->size = ordo__ps_n_workers(o->w);
     o->servers = ordo__ps_n_servers(o->w);

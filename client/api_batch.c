@@ -1,6 +1,7 @@
-/* api_batch: the batch service's calls of the public C API (include/ordo/ordo.h):
- * ordo_batches describes the data set, ordo_next_batch asks the scheduler for this worker's
- * next batch (client/ps_batch.c carries the messages). */
+/* api_batch: the public C API's calls for elastic training (include/ordo/ordo.h): the batch
+ * service (ordo_batches describes the data set, ordo_next_batch asks the scheduler for this
+ * worker's next batch; client/ps_batch.c carries the messages), and where a restarted worker
+ * goes on. */
 #include "ordo/ordo.h"
 
 #include <inttypes.h>
@@ -69,4 +70,13 @@ int ordo_next_batch(ordo_t *o, int64_t epoch, int64_t *indices, int capacity, in
     o->batch_asked = false;
     int64_t e;
     return ordo__ps_batch_take(o->w, indices, capacity, count, &e);
+}
+
+void ordo__api_rejoined(ordo_t *o)
+{
+    int64_t at = ordo__ps_rejoin_iter(o->w);
+    if (at <= 0) return;
+    for (int i = 0; i < o->n_tensors; i++)
+        o->t[i].version = at;
+    o->step_iter = at;
 }

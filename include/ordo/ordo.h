@@ -146,7 +146,8 @@ ORDO_API int64_t ordo_tensor_numel(const ordo_t *o, int tensor);
 ORDO_API const char *ordo_tensor_name(const ordo_t *o, int tensor);
 
 /* ordo_tensor_version returns how many gradients of tensor this worker pushed: the next
- * ordo_pull gets the value after that many updates. */
+ * ordo_pull gets the value after that many updates. A process that took a dead worker's
+ * place ([fault] worker = restart) starts at the iteration its predecessor did not finish. */
 ORDO_API int64_t ordo_tensor_version(const ordo_t *o, int tensor);
 
 /* ---- re-planning the transfer order --------------------------------------------------- */
