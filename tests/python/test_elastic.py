@@ -39,16 +39,18 @@ def test_a_killed_worker_restarts_and_the_run_ends_as_without_the_fault(tmp_path
     rc, log = launch(tmp_path, "clean", -1)
     assert rc == 0, log
     want = torch.load(tmp_path / "clean" / "params.pt")
-    # killed after step 10; killed in step 12 after its pushes went out: the new process
-    # pushes step 12 again and the servers leave those pushes out
-    for name, how, at in [("boundary", "boundary", 11), ("mid", "mid", 12)]:
+    # killed right after step 10: the new process goes on at 11, or at 10 when the report of
+    # step 10 was still in the dead process (its pushes of 10 are then sent again). Killed in
+    # step 12 once its pushes were in but before it reported the step: the new process goes
+    # on at 12 and pushes step 12 again; the servers leave those pushes out
+    for name, how, at in [("boundary", "boundary", (10, 11)), ("mid", "mid", (12,))]:
         rc, log = launch(tmp_path, name, 10 if how == "boundary" else 12, how)
         assert rc == 0, log
         assert "starting it again (restart 1/" in log, log
-        assert f"rank 1 starts at step {at} (restarted)" in log, log
+        assert any(f"rank 1 starts at step {s} (restarted)" in log for s in at), log
         resent = sum(int(line.split(" re-sent pushes")[0].rsplit(" ", 1)[1])
                      for line in log.splitlines() if "re-sent pushes left out" in line)
-        assert (resent > 0) == (how == "mid"), log
+        assert resent > 0 or how == "boundary", log
         got = torch.load(tmp_path / name / "params.pt")
         for k, v in want.items():
             torch.testing.assert_close(got[k], v, rtol=1e-5, atol=1e-7, msg=f"{name} {k}")
