@@ -242,10 +242,7 @@ int ordo_join(ordo_t *o)
         return ordo_error_set(rc, "%s", why);
     }
     ordo__api_set_priorities(o, ordo__ps_plan(o->w));
-    /* fault.worker = restart: the dead predecessor's pushes up to here are the servers' */
-    int64_t resume = ordo__ps_rejoin_iter(o->w);
-    for (int i = 0; resume > 0 && i < o->n_tensors; i++)
-        o->t[i].version = resume;
+    ordo__api_rejoined(o);
     o->rank = ordo__ps_rank(o->w);
     if (o->conf.trace) {
         char name[64];
@@ -310,6 +307,7 @@ void ordo_destroy(ordo_t **op)
     for (int i = 0; i < o->n_tensors; i++)
         free(o->t[i].name);
     free(o->t);
+    free(o->batch_spec);
     free(o->ops);
     free(o);
     *op = NULL;

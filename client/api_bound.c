@@ -145,7 +145,13 @@ int ordo_grad_ready(ordo_t *o, int tensor, int64_t iter)
 int ordo_iter_end(ordo_t *o, int64_t iter, int timeout_ms)
 {
     int rc = bound_usable(o, "ordo_iter_end");
-    return rc ? rc : failed(o, ordo__bound_iter_end(o->bound, iter, timeout_ms));
+    if (!rc) rc = failed(o, ordo__bound_iter_end(o->bound, iter, timeout_ms));
+    if (rc) return rc;
+    /* every tensor's gradient of iter was pushed: the next push's iteration is iter + 1
+     * (ordo_tensor_version; the batch service counts by it) */
+    for (int i = 0; i < o->n_tensors && !ordo__bound_forward_only(o->bound); i++)
+        if (o->t[i].version < iter + 1) o->t[i].version = iter + 1;
+    return 0;
 }
 
 int ordo_iter_bytes(ordo_t *o, int64_t *pushed, int64_t *pulled, char *extra, size_t size)

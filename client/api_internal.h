@@ -60,6 +60,8 @@ struct ordo {
     int64_t *numel;            /* [n_tensors] while bound */
     const char **names;        /* [n_tensors] while bound */
     struct ordo_trace *trace;  /* [output] trace = true: the library's trace */
+    char *batch_spec; /* ordo_batches: the request body (JSON), NULL before */
+    bool batch_asked; /* ordo_next_batch: a request is in flight (a timed-out call's) */
 };
 
 /* ordo__api_fail returns rc with a message: the detail already set, else the code's text. */
@@ -95,5 +97,10 @@ int ordo__api_wait_until(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64
 /* ordo__api_set_priorities takes each tensor's priority from a plan's "priorities" (JSON
  * text), or the tensor's index when the plan has none. */
 void ordo__api_set_priorities(ordo_t *o, const char *plan_text);
+
+/* ordo__api_rejoined makes a restarted worker ([fault] worker = restart) go on where its
+ * predecessor stopped: every tensor's version and the iteration ordo_step counts are the
+ * iteration the scheduler's WELCOME names (nothing when this is no restart). */
+void ordo__api_rejoined(ordo_t *o);
 
 #endif

@@ -21,6 +21,7 @@ typedef enum {
     CMD_INIT,
     CMD_REPORT, /* text: owned by the command */
     CMD_BARRIER,
+    CMD_BATCH, /* ask the batch service (text: the spec; key: the epoch) */
     CMD_STOP
 } cmd_kind_t;
 
@@ -55,6 +56,11 @@ struct ordo__bound {
     int fatal;
     bool init_done;
     int64_t barrier_done, barrier_want;
+    /* the batch service: an answer the thread took (batch_rc: 0 a batch, 1 and 2 the ends,
+     * < 0 refused), into batch_idx (batch_cap), valid while batch_done */
+    bool batch_asked, batch_done;
+    int batch_rc, batch_n, batch_cap;
+    int64_t *batch_idx;
     /* the thread's */
     int64_t *want_iter; /* per key: the last iteration asked for */
     int64_t *pull_start_ns;
@@ -243,6 +249,18 @@ static bool run_command(ordo__bound_t *b, cmd_t c)
     case CMD_BARRIER:
         rc = ordo__ps_barrier(b->o.ps, c.iter);
         break;
+    case CMD_BATCH: {
+        int brc = ordo__ps_batch_request(b->o.ps, c.text, c.key, c.iter);
+        free(c.text);
+        if (brc) { /* refused before it left: the program's call fails with it */
+            pthread_mutex_lock(&b->mu);
+            b->batch_rc = brc;
+            b->batch_done = true;
+            pthread_cond_broadcast(&b->cv);
+            pthread_mutex_unlock(&b->mu);
+        }
+        break;
+    }
     case CMD_PUSH:
         rc = push_then_pull(b, c.key, c.iter);
         break;
@@ -275,6 +293,14 @@ static void *thread_main(void *arg)
             pthread_mutex_unlock(&b->mu);
         } else if (ev.kind == ORDO__EV_HOOK) {
             path_event(b, &ev);
+        } else if (ev.kind == ORDO__EV_BATCH) {
+            pthread_mutex_lock(&b->mu);
+            int64_t epoch;
+            b->batch_rc = ordo__ps_batch_take(b->o.ps, b->batch_idx, b->batch_cap, &b->batch_n,
+                                              &epoch);
+            b->batch_done = true;
+            pthread_cond_broadcast(&b->cv);
+            pthread_mutex_unlock(&b->mu);
         } else if (ev.kind == ORDO__EV_BARRIER) {
             pthread_mutex_lock(&b->mu);
             if (ev.iter > b->barrier_done) b->barrier_done = ev.iter;
@@ -404,6 +430,7 @@ void ordo__bound_destroy(ordo__bound_t **bp)
     free(b->want_iter);
     free(b->pull_start_ns);
     free(b->push_start_ns);
+    free(b->batch_idx);
     pthread_mutex_destroy(&b->mu);
     pthread_cond_destroy(&b->cv);
     free(b);
@@ -418,6 +445,11 @@ float *ordo__bound_value(const ordo__bound_t *b, int key)
 float *ordo__bound_grad(const ordo__bound_t *b, int key)
 {
     return b->grads[key];
+}
+
+bool ordo__bound_forward_only(const ordo__bound_t *b)
+{
+    return b->o.run.forward_only != 0;
 }
 
 bool ordo__bound_pulls_early(const ordo__bound_t *b)
@@ -596,6 +628,54 @@ int ordo__bound_state(ordo__bound_t *b, const char *path, bool save)
     if (!b->path->ops->state) return 0;
     pthread_mutex_lock(&b->mu);
     int rc = b->path->ops->state(b->path, path, save);
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+static bool batch_answered(const ordo__bound_t *b)
+{
+    return b->batch_done;
+}
+
+int ordo__bound_batch(ordo__bound_t *b, const char *spec, int64_t epoch, int64_t iter,
+                      int64_t *idx, int cap, int *count, int *answer, int timeout_ms)
+{
+    /* after a timed-out wait, calling again waits for the same answer */
+    pthread_mutex_lock(&b->mu);
+    bool asked = b->batch_asked;
+    if (!asked) {
+        if (b->batch_cap < cap) {
+            int64_t *p = realloc(b->batch_idx, sizeof *p * (size_t)cap);
+            if (!p) {
+                pthread_mutex_unlock(&b->mu);
+                return ORDO_ERR_NOMEM;
+            }
+            b->batch_idx = p;
+            b->batch_cap = cap;
+        }
+        b->batch_done = false;
+        b->batch_asked = true;
+    }
+    pthread_mutex_unlock(&b->mu);
+    if (!asked) {
+        char *copy = strdup(spec);
+        int rc = copy ? post_text(b, CMD_BATCH, (int)epoch, iter, copy) : ORDO_ERR_NOMEM;
+        if (rc) {
+            b->batch_asked = false;
+            return rc;
+        }
+    }
+    pthread_mutex_lock(&b->mu);
+    int rc = wait_for(b, batch_answered, timeout_ms);
+    if (!rc) {
+        *answer = b->batch_rc;
+        int n = b->batch_n < cap ? b->batch_n : cap;
+        if (*answer == 0) memcpy(idx, b->batch_idx, sizeof *idx * (size_t)n);
+        *count = *answer == 0 ? n : 0;
+        b->batch_asked = false;
+    } else if (rc != ORDO_ERR_TIMEDOUT) {
+        b->batch_asked = false;
+    }
     pthread_mutex_unlock(&b->mu);
     return rc;
 }

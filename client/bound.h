@@ -53,6 +53,17 @@ int ordo__bound_barrier(ordo__bound_t *b, int64_t id, int timeout_ms);
 int ordo__bound_report(ordo__bound_t *b, const char *json);
 /* ordo__bound_state saves or restores the push path's own state (client/push.h, state). */
 int ordo__bound_state(ordo__bound_t *b, const char *path, bool save);
+/* ordo__bound_batch asks the batch service (client/ps.h, ordo__ps_batch_request: spec, epoch,
+ * iter) through the thread and waits up to timeout_ms. It returns 0 when the service
+ * answered, with *answer 0 and *count indices in idx (cap), 1 or 2 (the ends) or its
+ * refusal; ORDO_ERR_TIMEDOUT (calling again waits for the same answer); or the binding's
+ * fatal error. */
+int ordo__bound_batch(ordo__bound_t *b, const char *spec, int64_t epoch, int64_t iter,
+                      int64_t *idx, int cap, int *count, int *answer, int timeout_ms);
+
+/* ordo__bound_forward_only reports whether the binding pushes nothing. */
+bool ordo__bound_forward_only(const ordo__bound_t *b);
+
 /* ordo__bound_pulls_early reports whether the binding asks for values early (not on paths
  * whose pushes are not key by key, nor forward-only). */
 bool ordo__bound_pulls_early(const ordo__bound_t *b);

@@ -215,6 +215,7 @@ void ordo__ps_destroy(ordo__ps_t **wp)
     ordo__push_destroy(&w->path);
     json_decref(w->merge_plan);
     free(w->replan_reply);
+    free(w->batch_idx);
     free(w);
     *wp = NULL;
 }
@@ -611,6 +612,8 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
         w->init_val[s] = NULL;
         int st = ORDO_FLAG_STALENESS(m->hdr.flags);
         w->stale[st < 0 ? 0 : st >= ORDO_STALE_BUCKETS ? ORDO_STALE_BUCKETS - 1 : st]++;
+        if (m->hdr.iter - st > (int64_t)atomic_load(&w->newest_version))
+            atomic_store(&w->newest_version, (long long)(m->hdr.iter - st));
         if (m->hdr.flags & ORDO_FLAG_DROPPED) w->late++;
         w->bytes_pull += (int64_t)len;
         /* a fused push's answer is its acknowledgement too (the push was applied first) */
@@ -647,7 +650,13 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
             return 0;
         }
         w->sent[s] = 0;
-        if (m->hdr.flags & ORDO_FLAG_DROPPED) w->late++;
+        if (m->hdr.flags & ORDO_FLAG_DROPPED) {
+            /* the server says how far it got (its version, as a negative staleness) */
+            int64_t v = m->hdr.iter - ORDO_FLAG_STALENESS(m->hdr.flags);
+            w->late++;
+            if (v > (int64_t)atomic_load(&w->newest_version))
+                atomic_store(&w->newest_version, (long long)v);
+        }
         if (--ks->push_left == 0) ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, (int)m->hdr.key, m->hdr.iter);
         return 0;
     }
@@ -690,6 +699,8 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
     }
     case ORDO_MSG_REPLAN:
         return ordo__ps_take_replan(w, m);
+    case ORDO_MSG_BATCH:
+        return ordo__ps_on_batch(w, m);
     case ORDO_MSG_MEMBERS:
         take_members(w, m);
         return 0;

@@ -26,7 +26,8 @@ typedef enum {
     ORDO__EV_PROBE_DONE = 6, /* a calibration push was acknowledged: ev.key = its id */
     ORDO__EV_PLAN = 7,       /* the merge groups planned from the calibration arrived */
     ORDO__EV_BCAST = 8,      /* broadcast ev.iter completed: the root's bytes are in place */
-    ORDO__EV_REPLAN = 9      /* the scheduler answered this worker's REPLAN */
+    ORDO__EV_REPLAN = 9,     /* the scheduler answered this worker's REPLAN */
+    ORDO__EV_BATCH = 10      /* the scheduler answered this worker's BATCH_REQ */
 } ordo__ps_ev_kind_t;
 
 typedef struct ordo__ps_event {
@@ -237,6 +238,30 @@ void ordo__ps_post(ordo__ps_t *w, int code, int key, int64_t iter);
 struct ordo_trace;
 void ordo__ps_set_trace(ordo__ps_t *w, struct ordo_trace *t);
 struct ordo_trace *ordo__ps_trace(const ordo__ps_t *w);
+
+/* ---- the batch service (client/ps_batch.c) ---- */
+
+/* ordo__ps_batch_request asks the scheduler for this worker's next batch: spec_json is the
+ * {"n", "batch", "samples", "seed", "shuffle"} every worker sends alike, epoch the epoch it
+ * reads (-1: any), iter its next iteration (-1: none). ORDO__EV_BATCH says the answer is
+ * in. One request at a time (ORDO_ERR_INVAL otherwise). */
+int ordo__ps_batch_request(ordo__ps_t *w, const char *spec_json, int64_t epoch, int64_t iter);
+
+/* ordo__ps_batch_ready reports whether the answer to the request is in. */
+bool ordo__ps_batch_ready(const ordo__ps_t *w);
+
+/* ordo__ps_batch_take hands over the answer: 0 with the batch's indices in idx (cap of
+ * them at most), their number in *count and epoch in *epoch; 1 the epoch asked for is over;
+ * 2 the run's samples are all handed out; or the scheduler's refusal (ORDO_ERR_NOTSUP: the
+ * service is off). */
+int ordo__ps_batch_take(ordo__ps_t *w, int64_t *idx, int cap, int *count, int64_t *epoch);
+
+/* ordo__ps_on_batch takes the scheduler's BATCH m (ps.c's message handler). */
+int ordo__ps_on_batch(ordo__ps_t *w, ordo_msg_t *m);
+
+/* ordo__ps_newest_version returns the newest version of a value any server reported to this
+ * worker (0: none yet); any thread may call it. */
+int64_t ordo__ps_newest_version(const ordo__ps_t *w);
 
 /* ordo__ps_relay is a blocking ordo__ps_broadcast: it joins broadcast id (every worker
  * of the run must join it with the same root and bytes) and returns once the root's bytes

@@ -62,6 +62,16 @@ struct ordo_worker {
     void *bcast_dst;    /* where its bytes go */
     size_t bcast_bytes;
     char *replan_reply; /* the scheduler's answer to the last REPLAN, until taken */
+    /* the batch service (client/ps_batch.c): the request in flight and its answer */
+    bool batch_out, batch_in; /* a BATCH_REQ is in flight; its answer arrived, not taken */
+    uint64_t batch_req;       /* its request id */
+    int batch_status;         /* the answer: 0 a batch, 1 the epoch's end, 2 the run's, < 0 refused */
+    int64_t *batch_idx, batch_epoch;
+    int batch_n, batch_cap;
+    char batch_err[256];
+    /* the newest value version a server reported (a DROPPED push's acknowledgement, a newer
+     * pull): backup workers start the current iteration from it */
+    _Atomic long long newest_version;
     /* the message hook (sparse pushes) */
     ordo__ps_hook_fn hook;
     void *hook_ctx;

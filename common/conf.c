@@ -142,6 +142,10 @@ const key_t_ ordo__conf_keys[] = {
     {"sync", "backup", T_INT, OFF(backup), 0, "0", 0, 4095, NULL,
      "bsp: backup workers; each iteration's update takes the first workers - backup pushes "
      "(their mean) and drops the later ones"},
+    {"sync", "batches", T_ENUM, OFF(batches), 0, "auto", 0, 0, "auto|on|off",
+     "the batch service (a shared epoch): the scheduler hands out batches of sample indices, "
+     "fast workers take more, and the run's length is its samples; auto: on under ssp, asp "
+     "and backup workers, off under bsp (each worker its own equal shard)"},
     {"straggle", "ranks", T_STR, OFF(straggle_ranks), SZ(straggle_ranks), "", 0, 0, NULL,
      "persistent stragglers: comma list of worker ranks whose compute is straggle.slowdown "
      "times slower"},

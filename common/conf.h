@@ -21,6 +21,7 @@ typedef enum { ORDO_COMPUTE_EMULATE, ORDO_COMPUTE_CPU, ORDO_COMPUTE_CUDA } ordo_
 typedef enum { ORDO_AGG_MEAN, ORDO_AGG_SUM } ordo_aggregate_t;
 typedef enum { ORDO_INTRA_NONE, ORDO_INTRA_SHM, ORDO_INTRA_NCCL } ordo_intra_backend_t;
 typedef enum { ORDO_SYNC_BSP, ORDO_SYNC_SSP, ORDO_SYNC_ASP } ordo_sync_t;
+typedef enum { ORDO_BATCHES_AUTO, ORDO_BATCHES_ON, ORDO_BATCHES_OFF } ordo_batches_mode_t;
 /* [fault] worker: what a worker's death does to the run */
 typedef enum { ORDO_FAULT_ABORT, ORDO_FAULT_RESTART, ORDO_FAULT_SHRINK } ordo_fault_worker_t;
 #define ORDO_STRAGGLE_MAX_RANKS 64
@@ -87,6 +88,7 @@ typedef struct ordo_conf {
     int sync_mode; /* ordo_sync_t */
     int staleness; /* ssp: how many iterations a worker may run ahead of the slowest */
     int backup;    /* bsp: the last `backup` pushes of each iteration are dropped */
+    int batches;   /* ordo_batches_mode_t: [sync] batches, the batch service */
     /* [straggle] */
     char straggle_ranks[ORDO_CONF_STR]; /* comma list of persistent stragglers */
     double slowdown;                    /* their compute time multiplier */
@@ -146,6 +148,10 @@ int ordo_conf_apply_env(ordo_conf_t *conf);
 
 /* ordo_conf_validate checks cross-key rules (e.g. workers >= 1, density in (0,1]). */
 int ordo_conf_validate(const ordo_conf_t *conf);
+
+/* ordo_conf_batch_service reports whether the run hands out batches from the scheduler
+ * ([sync] batches; auto: under ssp, asp and backup workers). */
+bool ordo_conf_batch_service(const ordo_conf_t *conf);
 
 /* ordo_conf_is_straggler tells whether rank is listed in [straggle] ranks (a persistent
  * straggler, whose compute runs [straggle] slowdown times slower). */

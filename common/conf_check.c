@@ -85,8 +85,8 @@ static int fault_worker_check(const ordo_conf_t *conf)
                       : conf->calibrate                     ? "push.calibrate = false"
                       : conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1
                           ? "intra.backend = none"
-                      : !strcmp(conf->trainer, "declared") ? "a built-in job (model.trainer = "
-                                                             "synthetic, profile, mlp or cnn)"
+                      : !strcmp(conf->trainer, "declared") && conf->fault_worker == ORDO_FAULT_SHRINK
+                          ? "a built-in job (model.trainer = synthetic, profile, mlp or cnn)"
                       : conf->forward_only                 ? "model.forward_only = false"
                                                            : NULL;
     if (why) return ordo_error_set(ORDO_ERR_INVAL, "fault.worker = %s needs %s", mode, why);
@@ -185,4 +185,10 @@ int ordo_conf_validate(const ordo_conf_t *conf)
         return ordo_error_set(ORDO_ERR_INVAL, "model.warmup (%d) must be below model.iterations (%d)",
                               conf->warmup, conf->iterations);
     return 0;
+}
+
+bool ordo_conf_batch_service(const ordo_conf_t *conf)
+{
+    if (conf->batches != ORDO_BATCHES_AUTO) return conf->batches == ORDO_BATCHES_ON;
+    return conf->sync_mode != ORDO_SYNC_BSP || conf->backup > 0;
 }

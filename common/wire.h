@@ -52,11 +52,25 @@ typedef enum {
     ORDO_MSG_MEMBERS,        /* scheduler -> server, worker: JSON {"live": [ranks], "left": rank,
                               * "iter": t}: fault.worker = shrink, worker `left` is gone; the
                               * iterations from t on are the live workers' alone */
+    ORDO_MSG_BATCH_REQ,      /* worker -> scheduler ([sync] batches, scheduler/batches.h): iter
+                              * = the worker's next iteration (-1: none), key = the epoch it
+                              * reads (ORDO_BATCH_ANY_EPOCH: any); frame 0 JSON {"n", "batch",
+                              * "samples", "seed", "shuffle"}: the data set and the run */
+    ORDO_MSG_BATCH,          /* scheduler -> worker: the answer. iter = the batch's epoch; flags
+                              * ORDO_BATCH_END_EPOCH or ORDO_BATCH_END_RUN (no frame), else
+                              * dtype BYTES: frame 0 the sample indices (int64, little-endian);
+                              * dtype JSON: a refusal {"error", "code"} */
     ORDO_MSG_INTRA,          /* local only: a worker's intra-host group finished a step */
     ORDO_MSG_PEER_DEAD,      /* local only: the transport lost a peer (never on the wire) */
     ORDO_MSG_WAKE,           /* local only: another thread of the process wants attention */
     ORDO_MSG_TYPE_MAX
 } ordo_msg_type_t;
+
+/* BATCH_REQ and BATCH header values (the batch service) */
+#define ORDO_BATCH_ANY_EPOCH 0xffffffffu /* BATCH_REQ key: whichever epoch is being handed out */
+#define ORDO_BATCH_END_EPOCH 0x1u       /* BATCH flags: the epoch asked for has no batch left */
+#define ORDO_BATCH_END_RUN 0x2u         /* BATCH flags: the run's samples are all handed out */
+#define ORDO_BATCH_MAX 65536            /* the largest batch the service hands out */
 
 typedef enum { ORDO_ROLE_SCHEDULER = 0, ORDO_ROLE_SERVER = 1, ORDO_ROLE_WORKER = 2 } ordo_role_t;
 

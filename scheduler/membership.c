@@ -24,6 +24,7 @@
  * chaos experiment matches it with the times of its kills) */
 static void record(sched_t *s, const char *event, const member_t *m, int64_t iter)
 {
+    if (!strcmp(event, "death") || !strcmp(event, "shrink")) ordo__sched_batches_dead(s, m);
     if (!s->members_log) {
         char path[sizeof s->run_dir + 32];
         snprintf(path, sizeof path, "%s/membership.jsonl", s->run_dir);

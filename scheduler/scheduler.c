@@ -17,6 +17,7 @@
 #include "common/transport.h"
 #include "core/job.h"
 #include "planner/oracle.h"
+#include "scheduler/batches.h"
 #include "scheduler/declared.h"
 #include "scheduler/replan.h"
 #include "scheduler/replicas.h"
@@ -364,6 +365,7 @@ int ordo__sched_abort_run(sched_t *s, const char *why)
     ORDO_ERROR("aborting the run: %s", why);
     broadcast(s, ORDO_MSG_ABORT, why);
     ordo__sched_membership_close(s);
+    ordo__sched_batches_close(s);
     if (s->log) {
         summary_dropped(s);
         ordo_runlog_write_summary(s->log, NULL);
@@ -486,6 +488,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
         else if (s->log)
             ordo_runlog_add(s->log, &st);
         if (!rc) ordo__sched_on_stats(s, mb, st.iter);
+        if (!rc) ordo__sched_batches_stats(s, st.t_start_ns, st.t_end_ns);
         if (!rc) ordo_replicas_on_stats(s, st.worker, st.iter);
         break;
     }
@@ -506,6 +509,9 @@ static int handle(sched_t *s, ordo_msg_t *m)
         break;
     case ORDO_MSG_BCAST:
         return ordo__sched_on_bcast(s, mb, m);
+    case ORDO_MSG_BATCH_REQ:
+        ordo__sched_on_batch_req(s, mb, m);
+        break;
     case ORDO_MSG_PLAN: { /* sparse histograms (scheduler/sparse_coord.h) */
         if (s->calibrating && mb->role == ORDO_ROLE_WORKER && mb->rank == 0) {
             return ordo__sched_on_calibration(s, m); /* the start-up calibration's result */
@@ -647,6 +653,7 @@ int ordo_scheduler_run(ordo_scheduler_t *s)
     broadcast(s, ORDO_MSG_SHUTDOWN, NULL);
     ordo__sched_membership_close(s);
     summary_dropped(s);
+    ordo__sched_batches_close(s);
     rc = ordo_runlog_write_summary(s->log, &s->summary);
     if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
     ORDO_INFO("run complete; summary in %s/summary.json", s->run_dir);
@@ -661,6 +668,7 @@ void ordo_scheduler_destroy(ordo_scheduler_t **p)
     ordo_transport_destroy(&s->tp, s->aborted ? 1000 : 2000);
     ordo_keys_destroy(&s->keys);
     ordo_replicas_destroy(&s->repl);
+    ordo_batches_destroy(&s->batches);
     ordo_model_destroy(&s->model);
     json_decref(s->plan);
     ordo_sparse_coord_destroy(&s->sparse);

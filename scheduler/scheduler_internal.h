@@ -76,6 +76,9 @@ struct ordo_scheduler {
     int worker_deaths, n_restarts, n_shrinks; /* membership changes (summary.json) */
     FILE *members_log;     /* RUN/membership.jsonl: one line per change */
     struct ordo_replicas *repl; /* [fault] replicas > 1: promotions (scheduler/replicas.h) */
+    struct ordo_batches *batches;  /* [sync] batches: the shared epoch, made at the first
+                                      BATCH_REQ (scheduler/batches.h) */
+    int64_t wall_first_ns, wall_last_ns; /* the first iteration's start, the last one's end */
 };
 
 typedef ordo_scheduler_t sched_t;
@@ -140,5 +143,20 @@ void ordo__sched_replan_send(void *ctx, int role, const char *text);
 
 /* ordo__sched_on_replan hands worker mb's REPLAN m to the collective. */
 int ordo__sched_on_replan(sched_t *s, member_t *mb, ordo_msg_t *m);
+
+/* ---- the batch service (scheduler/batch_service.c): [sync] batches ---- */
+
+/* ordo__sched_on_batch_req answers worker mb's BATCH_REQ m with its next batch, the end of
+ * its epoch or of the run, or a refusal (the service off, a spec that differs). */
+void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m);
+
+/* ordo__sched_batches_dead returns the batch a dead worker mb was handed to the pool. */
+void ordo__sched_batches_dead(sched_t *s, const member_t *mb);
+
+/* ordo__sched_batches_stats notes an iteration's start and end (the run's wall time). */
+void ordo__sched_batches_stats(sched_t *s, int64_t t_start_ns, int64_t t_end_ns);
+
+/* ordo__sched_batches_close puts wall_s, samples and batches into the run's summary. */
+void ordo__sched_batches_close(sched_t *s);
 
 #endif

@@ -41,6 +41,11 @@ static void send_ack(ordo_server_t *s, const ordo_msg_t *m, uint32_t flags)
     ordo_transport_send(s->node.tp, &ack);
 }
 
+static bool fused_push(const ordo_msg_t *m)
+{
+    return m->hdr.flags & ORDO_FLAG_PULL;
+}
+
 /* ack_push acknowledges push m of slice: at once, or with replicas once the update it went
  * into is held by every live backup (the worker keeps its gradient until then) */
 static void ack_push(ordo_server_t *s, const ordo_msg_t *m, int slice, uint32_t flags)
@@ -401,8 +406,12 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
             answer_error(s, m, ordo_error_text(rc));
             return;
         }
-        /* a late push (backup workers) or a re-send (a restarted worker) was left out */
+        /* a late push (backup workers) or a re-send (a restarted worker) was left out; the
+         * acknowledgement says how far the slice got (the version, as a negative staleness),
+         * so that the worker starts the current iteration (docs/stragglers.md) */
         uint32_t flags = rc > 0 ? ORDO_FLAG_DROPPED : 0;
+        if (rc > 0 && !fused_push(m))
+            flags |= ORDO_FLAG_STALE(m->hdr.iter - ordo_store_version(s->store, slice));
         s->n_push++;
         if (updated) ordo_srv_ckpt_updated(s->ckpt, slice);
         bool fused = m->hdr.flags & ORDO_FLAG_PULL; /* the answer to its pull acknowledges it */

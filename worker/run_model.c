@@ -20,6 +20,7 @@
 #include "core/job.h"
 #include "core/nn.h"
 #include "core/paramfile.h"
+#include "worker/batch_feed.h"
 #include "worker/compute.h"
 #include "worker/dataset.h"
 #include "worker/executor.h"
@@ -37,6 +38,7 @@ typedef struct job {
     ordo_exec_t *ex;
     ordo_dataset_t *train, *test;
     ordo_dataset_iter_t *it;
+    ordo_batch_feed_t *feed; /* [sync] batches: the shared epoch's batches (NULL: the shard's) */
     int64_t iterations, per_epoch;
     int64_t t0;     /* [fault] resume: the checkpoint's updates (the servers count from here) */
     int64_t first;  /* the first iteration this worker runs */
@@ -231,6 +233,17 @@ static int resume(job_t *j)
         ORDO_INFO("restarted: rejoining at iteration %lld with the servers' values",
                   (long long)j->first);
     j->eo.iterations = j->iterations - j->t0;
+    /* [sync] batches: the scheduler hands out the batches of one shared epoch and the run is
+     * as many samples as the equal split's (worker/batch_feed.h) */
+    if (j->training && ordo_conf_batch_service(conf)) {
+        int64_t samples = (j->iterations - j->first) * j->batch * j->W;
+        j->eo.pull_early = false; /* the last iteration is not known in advance */
+        j->eo.iterations = INT64_MAX / 4;
+        if ((rc = ordo_batch_feed_new(j->o, j->train, j->batch, samples, conf->seed, &j->feed)))
+            return rc;
+        ORDO_INFO("batch service: %lld samples in batches of %d from the scheduler "
+                  "(sync.batches)", (long long)samples, j->batch);
+    }
     if ((rc = ordo_exec_new(&j->eo, &j->ex)) != 0) return rc;
     if (j->rank == 0 && rejoin < 0 && (rc = initial_values(j)) != 0) return rc;
     ORDO_INFO("running %s: %lld iterations, batch %d, %d tensors (%.1f MiB), compute %s",
@@ -301,7 +314,8 @@ static int save_path_state(job_t *j, int64_t t)
 
 /* one iteration's metrics line (metrics.jsonl), with worker 0's test accuracy every
  * [model] eval_every iterations */
-static int report(job_t *j, int64_t t, const ordo_exec_stats_t *st, int64_t *eval_ns)
+static int report(job_t *j, int64_t t, const ordo_exec_stats_t *st, int samples,
+                  int64_t *eval_ns)
 {
     const ordo_conf_t *conf = j->conf;
     double makespan =
@@ -333,7 +347,7 @@ static int report(job_t *j, int64_t t, const ordo_exec_stats_t *st, int64_t *eva
              "\"forward_ms\":%.4f,\"t_start_ns\":%lld,\"t_push_done_ns\":%lld,\"t_end_ns\":%lld"
              "%s%s}",
              j->rank, (long long)t, st->step_ms, st->wait_ms, st->compute_ms,
-             (long long)st->bytes_push, (long long)st->bytes_pull, effs, losss, j->batch,
+             (long long)st->bytes_push, (long long)st->bytes_pull, effs, losss, samples,
              (double)(st->t_forward_end_ns - st->t_start_ns) / 1e6, (long long)st->t_start_ns,
              (long long)st->t_push_done_ns, (long long)st->t_end_ns, st->extra, evals);
     return ordo_exec_report(j->ex, js);
@@ -363,24 +377,45 @@ static void show_progress(job_t *j, int64_t t, const ordo_exec_stats_t *st, prog
     *p = (progress_sums_t){.t_begin = p->t_begin};
 }
 
+/* next_shared_batch fetches iteration *t's batch from the batch service: 0 with the batch,
+ * 1 at the end of the run. Under backup workers a worker whose push came late (the servers
+ * said how far they got) starts the current iteration instead of finishing stale work. */
+static int next_shared_batch(job_t *j, int64_t *t, const float **x, const int **labels, int *n)
+{
+    int64_t current = ordo_servers_version(j->o) + j->t0;
+    if (j->conf->backup > 0 && current > *t) {
+        ORDO_DEBUG("late: iteration %lld goes on at %lld", (long long)*t, (long long)current);
+        *t = current;
+    }
+    return ordo_batch_feed_next(j->feed, x, labels, n);
+}
+
 static int loop(job_t *j)
 {
     int64_t eval_ns = 0;
     progress_sums_t sums = {.t_begin = ordo_clock_ns()};
     int shard_of = j->W; /* the number of workers the data is divided among */
     int rc;
-    for (int64_t t = j->first; t < j->iterations; t++) {
+    int64_t ran = j->iterations; /* the last iteration run + 1 */
+    for (int64_t t = j->first; t < (j->feed ? INT64_MAX / 4 : j->iterations); t++) {
         const float *x = NULL;
         const int *labels = NULL;
-        if ((rc = reshard(j, t, &shard_of)) != 0) return rc;
-        if (j->it && (rc = ordo_dataset_iter_next(j->it, &x, &labels)) < 0) return rc;
+        int n_batch = j->batch;
+        if (j->feed) {
+            if ((rc = next_shared_batch(j, &t, &x, &labels, &n_batch)) < 0) return rc;
+            if (rc > 0) break;
+            ran = t + 1;
+        } else {
+            if ((rc = reshard(j, t, &shard_of)) != 0) return rc;
+            if (j->it && (rc = ordo_dataset_iter_next(j->it, &x, &labels)) < 0) return rc;
+        }
         /* a checkpoint holds the values iteration t computes with: after t updates */
         bool checkpoint = j->every > 0 && t > j->first && t % j->every == 0;
         if (checkpoint) ordo_exec_snapshot(j->ex, j->snap);
         if ((rc = save_path_state(j, t)) != 0) return rc;
         ordo_exec_stats_t st;
         /* the executor and the servers count this run's iterations from 0 */
-        rc = ordo_exec_iteration(j->ex, t - j->t0, x, labels, j->training ? j->batch : 0, &st);
+        rc = ordo_exec_iteration(j->ex, t - j->t0, x, labels, j->training ? n_batch : 0, &st);
         if (rc) return rc;
         if (checkpoint) {
             char path[ORDO_CONF_PATH + 64];
@@ -388,9 +423,13 @@ static int loop(job_t *j)
             if ((rc = ordo_paramfile_write(path, j->m, j->snap_of, t)) != 0) return rc;
             ORDO_INFO("checkpoint: %s after %lld updates", path, (long long)t);
         }
-        if ((rc = report(j, t, &st, &eval_ns)) != 0) return rc;
+        if ((rc = report(j, t, &st, n_batch, &eval_ns)) != 0) return rc;
         j->last_loss = st.loss;
         show_progress(j, t, &st, &sums);
+    }
+    if (j->feed && ran != j->iterations) {
+        ORDO_INFO("batch service: the last iteration was %lld", (long long)ran - 1);
+        j->iterations = ran; /* the final values are those after it */
     }
     return 0;
 }
@@ -404,7 +443,7 @@ static int finish(job_t *j)
     char final[256] = "{}";
     /* ssp and asp workers (and backup workers' stragglers) end at different times: the final
      * values are read once every worker has pushed its last gradient */
-    if ((conf->sync_mode != ORDO_SYNC_BSP || conf->backup > 0) && !j->eo.forward_only &&
+    if ((conf->sync_mode != ORDO_SYNC_BSP || conf->backup > 0 || j->feed) && !j->eo.forward_only &&
         (rc = ordo_exec_barrier(j->ex)) != 0)
         return rc;
     if (j->rank == 0 && ((j->training && j->iterations > 0) || conf->save_params)) {
@@ -444,6 +483,7 @@ static void job_free(job_t *j)
     free(j->snap);
     free(j->snap_of);
     ordo_dataset_iter_destroy(&j->it);
+    ordo_batch_feed_destroy(&j->feed);
     ordo_dataset_destroy(&j->train);
     ordo_dataset_destroy(&j->test);
     ordo_compute_destroy(&j->cc);

@@ -169,7 +169,8 @@ ORDO_API int64_t ordo_tensor_numel(const ordo_t *o, int tensor);
 ORDO_API const char *ordo_tensor_name(const ordo_t *o, int tensor);
 
 /* ordo_tensor_version returns how many gradients of tensor this worker pushed: the next
- * ordo_pull gets the value after that many updates. */
+ * ordo_pull gets the value after that many updates. A process that took a dead worker's
+ * place ([fault] worker = restart) starts at the iteration its predecessor did not finish. */
 ORDO_API int64_t ordo_tensor_version(const ordo_t *o, int tensor);
 
 /* ---- re-planning the transfer order --------------------------------------------------- */
@@ -381,6 +382,45 @@ ORDO_API int ordo_unbind(ordo_t *o);
  * ordo_barrier return ORDO_ERR_AGAIN soon. The only function that may be called while
  * another thread is inside a call on o. */
 ORDO_API void ordo_interrupt(ordo_t *o);
+
+/* ---- the batch service: a shared epoch ------------------------------------------------ */
+
+/* ordo_next_batch's outcomes beside a batch (0): not errors. */
+enum {
+    ORDO_BATCH_END_OF_EPOCH = 1, /* the epoch asked for has no batch left: go on to the next */
+    ORDO_BATCH_END_OF_RUN = 2    /* the run's samples are all handed out: stop training */
+};
+
+/* ordo_batches describes the data set the program reads to the cluster's batch service
+ * ([sync] batches; on by default under ssp, asp and backup workers, docs/stragglers.md):
+ * dataset_size samples (indices 0 .. dataset_size - 1), batch samples per batch, samples
+ * the run reads in all (0: no end; the program stops after its epochs), and the shuffle:
+ * each epoch a permutation seeded by seed and the epoch (shuffle 0: in order). Every worker
+ * passes the same values (the first request fixes them for the run; a request with others
+ * is refused with ORDO_ERR_INVAL). Copied; any time, before or after ordo_join. */
+ORDO_API int ordo_batches(ordo_t *o, int64_t dataset_size, int batch, int64_t samples,
+                          uint64_t seed, int shuffle);
+
+/* ordo_next_batch asks the batch service for this worker's next batch and waits up to
+ * timeout_ms (-1: no limit) for it: 0 with *count (1 .. batch) sample indices in indices
+ * (room for capacity, at least the batch), ORDO_BATCH_END_OF_EPOCH when epoch (>= 0; -1:
+ * any) has no batch left, ORDO_BATCH_END_OF_RUN when the run's samples are all handed out.
+ * Workers share one stream of batches, so a fast worker takes more of them. The batch
+ * stays leased to this worker until its next call: if the worker dies before, the batch
+ * goes to the next worker that asks. Under ssp and backup workers (whose servers count
+ * iterations) the end of the run is an iteration, the one of the last batch handed out (by
+ * the tensors' versions, ordo_tensor_version): a worker still before it gets a batch more.
+ * ORDO_ERR_NOTSUP: the service is off (bsp: each worker reads its own shard);
+ * ORDO_ERR_TIMEDOUT: calling again waits for the same answer; ORDO_ERR_INVAL: no
+ * ordo_batches, or a spec that differs from the run's. */
+ORDO_API int ordo_next_batch(ordo_t *o, int64_t epoch, int64_t *indices, int capacity,
+                             int *count, int timeout_ms);
+
+/* ordo_servers_version returns the newest version of a value any server reported to this
+ * worker (its pulls' answers, and under backup workers a late push's acknowledgement): how far
+ * the servers got. Under backup workers a worker behind it starts that iteration instead of
+ * finishing stale work. -1 before any answer; safe from any thread. */
+ORDO_API int64_t ordo_servers_version(const ordo_t *o);
 
 #ifdef __cplusplus
 }

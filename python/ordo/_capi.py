@@ -21,7 +21,9 @@ ERRORS = {
     -7: "NOTFOUND", -8: "PEERDEAD", -9: "AUTH", -10: "RANGE", -11: "FORMAT", -12: "AGAIN",
     -13: "FULL", -14: "NOTSUP", -15: "ABORT",
 }
+ERR_INVAL = -1
 ERR_TIMEDOUT = -5
+ERR_NOTSUP = -14
 ERR_AGAIN = -12
 
 # The update rules of ordo.h (ORDO_UPDATE_*).
@@ -119,7 +121,16 @@ _SIGNATURES = {
                                        ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p,
                                        ctypes.c_size_t]),
     "ordo_pull_values": (ctypes.c_int, [_P, ctypes.c_int64, ctypes.c_int]),
+    "ordo_batches": (ctypes.c_int, [_P, ctypes.c_int64, ctypes.c_int, ctypes.c_int64,
+                                    ctypes.c_uint64, ctypes.c_int]),
+    "ordo_next_batch": (ctypes.c_int, [_P, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
+                                       ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int]),
+    "ordo_servers_version": (ctypes.c_int64, [_P]),
 }
+
+# ordo_next_batch's outcomes beside a batch (0)
+BATCH_END_OF_EPOCH = 1
+BATCH_END_OF_RUN = 2
 
 
 def _candidates() -> list[str]:

@@ -672,3 +672,28 @@ class Client:
     def pull_values(self, iteration: int, timeout_ms: int = -1) -> None:
         """pull_values brings every tensor's value after iteration updates."""
         _check(lib.ordo_pull_values(self._ptr(), iteration, timeout_ms))
+    # ---- the batch service: a shared epoch ------------------------------------------------
+
+    def batches(self, dataset_size: int, batch: int, samples: int = 0, seed: int = 0,
+                shuffle: bool = True) -> None:
+        """batches describes the data set to the cluster's batch service ([sync] batches):
+        dataset_size samples, batch per batch, samples in all (0: no end), the shuffle seed.
+        Every worker passes the same values."""
+        _check(lib.ordo_batches(self._ptr(), dataset_size, batch, samples, seed & (2**63 - 1),
+                                1 if shuffle else 0))
+        self._batch_room = (ctypes.c_int64 * batch)()
+
+    def next_batch(self, epoch: int = -1, timeout_ms: int = -1) -> list[int] | None:
+        """next_batch returns this worker's next batch of sample indices from the batch
+        service, or None when epoch (-1: any) has no batch left or the run's samples are all
+        handed out (end_of_run tells which). OrdoError NOTSUP: the service is off."""
+        room = getattr(self, "_batch_room", None)
+        if room is None:
+            raise OrdoError(_capi.ERR_INVAL, "ordo: next_batch before batches()")
+        count = ctypes.c_int(0)
+        rc = _check(lib.ordo_next_batch(self._ptr(), epoch, room, len(room),
+                                        ctypes.byref(count), timeout_ms))
+        self.end_of_run = rc == _capi.BATCH_END_OF_RUN
+        if rc:
+            return None
+        return list(room[:count.value])

@@ -5,7 +5,8 @@
 # each iteration delayed 20 ms with probability 0.1), every sync model (bsp, ssp 1, ssp 3,
 # asp, bsp with 1 backup worker) and every ordering (fifo = off, tao), and writes one CSV
 # row per run (throughput, mean step, time to the target test accuracy, final accuracy,
-# staleness, late pushes), gnuplot plots (when gnuplot is installed) and a Markdown table.
+# staleness, late pushes; wall_s and samples, the run's length, in the CSV: the trainers
+# read through the batch service under ssp, asp and backup workers, docs/stragglers.md), gnuplot plots (when gnuplot is installed) and a Markdown table.
 # Worker 0 evaluates the first --eval-samples test samples every --eval-every iterations;
 # the times to the target accuracy include those evaluations (leaving them out would favour
 # the models whose other workers go on meanwhile). A model profile (--model resnet50,
@@ -141,9 +142,9 @@ def time_to(run, target):
 
 def busy_rate(run, d):
     """the sum over workers of batch / that worker's mean step after the warm-up: the rate
-    while every worker runs. With a fixed number of iterations the run's wall-clock
-    throughput ends with the slowest worker's last iterations, alone, under asp and backup
-    workers as under bsp"""
+    while every worker runs. Without the batch service (bsp, and profiles, which read no
+    data) the run's wall-clock throughput ends with the slowest worker's last iterations,
+    alone, under asp and backup workers as under bsp"""
     m = (d.get("conf") or {}).get("model") or {}
     batch = m.get("batch") or 0
     if not batch and m.get("file") and os.path.isfile(m["file"]):
@@ -175,7 +176,8 @@ for name in sorted(os.listdir(out)):
                      test_accuracy=d.get("test_accuracy"),
                      staleness_mean=sync.get("staleness_mean", 0.0),
                      staleness_max=sync.get("staleness_max", 0),
-                     late_pushes=sync.get("late_pushes", 0)))
+                     late_pushes=sync.get("late_pushes", 0),
+                     wall_s=d.get("wall_s"), samples=d.get("samples")))
 cols = list(rows[0].keys()) if rows else []
 with open(os.path.join(out, "stragglers.csv"), "w") as f:
     f.write(",".join(cols) + "\n")

@@ -33,6 +33,7 @@ typedef struct {
 
 static void rig_new_trainer(rig_t *r, const char *trainer);
 static int rig_fault_worker = ORDO_FAULT_ABORT; /* [fault] worker of the next rig */
+static int rig_batches = ORDO_BATCHES_AUTO;       /* [sync] batches of the next rig */
 
 static void rig_new(rig_t *r)
 {
@@ -54,6 +55,7 @@ static void rig_new_trainer(rig_t *r, const char *trainer)
     conf.servers = 1;
     conf.workers = 2;
     conf.fault_worker = rig_fault_worker;
+    conf.batches = rig_batches;
     conf.restarts = 1;
     ORDO_CK_OK(ordo_scheduler_new(&conf, &r->sch));
     ORDO_CK_OK(ordo_transport_new(NULL, &r->tp));
@@ -503,6 +505,100 @@ START_TEST(a_restarted_worker_takes_the_dead_ones_rank)
 }
 END_TEST
 
+/* ---- the batch service ([sync] batches) ---- */
+
+/* batch_req: worker node i asks for a batch at iteration iter with request id req */
+static void batch_req(rig_t *r, int i, int64_t iter, uint64_t req, const char *spec)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_BATCH_REQ);
+    m.sock = r->sock[i];
+    m.hdr.role = ORDO_ROLE_WORKER;
+    m.hdr.iter = iter;
+    m.hdr.req = req;
+    m.hdr.key = ORDO_BATCH_ANY_EPOCH;
+    m.hdr.dtype = ORDO_DTYPE_JSON;
+    ORDO_CK_OK(ordo_msg_add_text(&m, spec));
+    ORDO_CK_OK(ordo_transport_send(r->tp, &m));
+    ck_assert_int_eq(feed(r), 0);
+}
+
+/* expect_batch: node i's answer to request req: the indices first .. first + n - 1 (n > 0),
+ * or the flags of an end (n 0) */
+static void expect_batch(rig_t *r, int i, uint64_t req, int64_t first, int n, uint32_t flags)
+{
+    ordo_msg_t m;
+    expect(r, i, ORDO_MSG_BATCH, &m);
+    ck_assert_uint_eq(m.hdr.req, req);
+    ck_assert_uint_eq(m.hdr.flags, flags);
+    size_t len = 0;
+    const unsigned char *d = ordo_msg_data(&m, 0, &len);
+    ck_assert_uint_eq(len, (size_t)n * 8);
+    for (int k = 0; k < n; k++)
+        ck_assert_int_eq(d[8 * k], first + k); /* little-endian, small values */
+    ordo_msg_close(&m);
+}
+
+static void expect_refusal(rig_t *r, int i, uint64_t req, const char *what)
+{
+    ordo_msg_t m;
+    char body[512];
+    expect(r, i, ORDO_MSG_BATCH, &m);
+    ck_assert_uint_eq(m.hdr.req, req);
+    ck_assert_int_eq(m.hdr.dtype, ORDO_DTYPE_JSON);
+    ordo_msg_text(&m, 0, body, sizeof body);
+    ck_assert_msg(strstr(body, what) && strstr(body, "\"error\""), "body '%s', expected '%s'",
+                  body, what);
+    ordo_msg_close(&m);
+}
+
+#define SPEC "{\"n\":10,\"batch\":4,\"samples\":8,\"seed\":1,\"shuffle\":false}"
+
+START_TEST(the_batch_service_answers_and_refuses)
+{
+    rig_t r;
+    rig_batches = ORDO_BATCHES_ON;
+    rig_new(&r);
+    rig_batches = ORDO_BATCHES_AUTO;
+    join(&r);
+    batch_req(&r, WB, 0, 7, SPEC);
+    expect_batch(&r, WB, 7, 0, 4, 0);
+    /* bad requests are refused, naming what was wrong; the service goes on */
+    batch_req(&r, WA, 0, 8, "{\"n\":10,\"batch\":5,\"samples\":8,\"seed\":1,\"shuffle\":false}");
+    expect_refusal(&r, WA, 8, "batch 5");
+    batch_req(&r, WA, 0, 9, "{not json");
+    expect_refusal(&r, WA, 9, "BATCH_REQ");
+    batch_req(&r, WA, 0, 10, "{\"n\":10,\"batch\":4,\"samples\":8,\"seed\":1}");
+    expect_refusal(&r, WA, 10, "BATCH_REQ");
+    batch_req(&r, WA, 0, 11, "{\"n\":10,\"batch\":4,\"samples\":8,\"seed\":-1,\"shuffle\":false}");
+    expect_refusal(&r, WA, 11, "negative seed");
+    batch_req(&r, WA, 0, 12, SPEC);
+    expect_batch(&r, WA, 12, 4, 4, 0);
+    /* the 8 samples are out: the last iteration handed out is 0, so a request for 0 still
+     * gets a batch (bsp counts iterations), one for 1 is the end */
+    batch_req(&r, WB, 1, 13, SPEC);
+    expect_batch(&r, WB, 13, 0, 0, ORDO_BATCH_END_RUN);
+    batch_req(&r, WA, 0, 14, SPEC);
+    expect_batch(&r, WA, 14, 8, 2, 0); /* the epoch's last 2 samples, beyond the 8 */
+    batch_req(&r, WA, 1, 15, SPEC);
+    expect_batch(&r, WA, 15, 0, 0, ORDO_BATCH_END_RUN);
+    nothing_more(&r);
+    rig_destroy(&r);
+}
+END_TEST
+
+START_TEST(the_batch_service_off_says_so)
+{
+    rig_t r;
+    rig_new(&r); /* bsp, sync.batches = auto: off */
+    join(&r);
+    batch_req(&r, WB, 0, 3, SPEC);
+    expect_refusal(&r, WB, 3, "batch service is off");
+    nothing_more(&r);
+    rig_destroy(&r);
+}
+END_TEST
+
 static Suite *scheduler_suite(void)
 {
     Suite *s = suite_create("scheduler");
@@ -525,6 +621,11 @@ static Suite *scheduler_suite(void)
     tc = tcase_create("membership");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, a_restarted_worker_takes_the_dead_ones_rank);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("batches");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, the_batch_service_answers_and_refuses);
+    tcase_add_test(tc, the_batch_service_off_says_so);
     suite_add_tcase(s, tc);
     return s;
 }

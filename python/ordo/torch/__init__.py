@@ -25,12 +25,13 @@ from ordo.torch import ddp as _ddp
 from ordo.torch import optimizer as _optimizer
 from ordo.torch import runtime as _rt
 from ordo.torch.ddp import ddp_comm_hook
+from ordo.torch.sampler import ElasticSampler
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size", "declare",
     "push_pull", "push_pull_async", "synchronize", "poll", "broadcast_parameters",
     "broadcast_optimizer_state", "broadcast_object", "DistributedOptimizer", "Handle",
-    "ddp_comm_hook",
+    "ddp_comm_hook", "ElasticSampler",
 ]
 
 _runtime: _rt.Runtime | None = None

@@ -1,0 +1,122 @@
+/* ps_batch: the worker's side of the batch service ([sync] batches, scheduler/batches.h):
+ * a BATCH_REQ to the scheduler, its answer checked and kept until taken, and the newest value
+ * version the servers reported. */
+#include "client/ps.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "client/ps_internal.h"
+
+int ordo__ps_batch_request(ordo__ps_t *w, const char *spec_json, int64_t epoch, int64_t iter)
+{
+    if (w->batch_out || w->batch_in)
+        return ordo_error_set(ORDO_ERR_INVAL, "a batch request is in flight");
+    if (epoch < -1 || epoch >= (int64_t)ORDO_BATCH_ANY_EPOCH)
+        return ordo_error_set(ORDO_ERR_RANGE, "epoch %lld out of range", (long long)epoch);
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_BATCH_REQ);
+    m.hdr.dtype = ORDO_DTYPE_JSON;
+    m.hdr.iter = iter < 0 ? -1 : iter;
+    m.hdr.key = epoch < 0 ? ORDO_BATCH_ANY_EPOCH : (uint32_t)epoch;
+    m.hdr.req = ++w->req;
+    int rc = ordo_msg_add_text(&m, spec_json);
+    if (rc) {
+        ordo_msg_close(&m);
+        return rc;
+    }
+    if ((rc = ordo_node_send_ctl(&w->node, &m)) != 0) return rc;
+    w->batch_out = true;
+    w->batch_req = m.hdr.req;
+    w->outstanding++; /* until its ORDO__EV_BATCH */
+    return 0;
+}
+
+bool ordo__ps_batch_ready(const ordo__ps_t *w)
+{
+    return w->batch_in;
+}
+
+/* a refusal: {"error": text, "code": a negative ORDO_ERR_*} */
+static void take_refusal(ordo__ps_t *w, ordo_msg_t *m)
+{
+    size_t len = 0;
+    const char *d = ordo_msg_data(m, 0, &len);
+    json_t *o = d ? json_loadb(d, len, 0, NULL) : NULL;
+    const char *err = json_string_value(json_object_get(o, "error"));
+    json_t *code = json_object_get(o, "code");
+    long long c = json_is_integer(code) ? json_integer_value(code) : 0;
+    w->batch_status = c < 0 && c >= ORDO_ERR_ABORT ? (int)c : ORDO_ERR_PROTO;
+    snprintf(w->batch_err, sizeof w->batch_err, "%s", err ? err : "refused without a reason");
+    json_decref(o);
+}
+
+int ordo__ps_on_batch(ordo__ps_t *w, ordo_msg_t *m)
+{
+    size_t len = 0;
+    const unsigned char *d = ordo_msg_data(m, 0, &len);
+    uint32_t ends = ORDO_BATCH_END_EPOCH | ORDO_BATCH_END_RUN;
+    const char *bad = NULL;
+    if (!w->batch_out || m->hdr.req != w->batch_req)
+        bad = "no request of this worker's";
+    else if (m->hdr.dtype == ORDO_DTYPE_JSON)
+        ;
+    else if (m->hdr.flags & ~ends || (m->hdr.flags & ends) == ends)
+        bad = "unknown flags";
+    else if (m->hdr.flags ? m->nframes != 0 : m->hdr.dtype != ORDO_DTYPE_BYTES || m->nframes != 1)
+        bad = "frames that do not match its flags";
+    else if (!m->hdr.flags && (len == 0 || len % 8 || len / 8 > ORDO_BATCH_MAX))
+        bad = "a batch of a wrong size";
+    if (!bad && !m->hdr.flags && m->hdr.dtype == ORDO_DTYPE_BYTES) {
+        int n = (int)(len / 8);
+        if (n > w->batch_cap) {
+            int64_t *p = realloc(w->batch_idx, sizeof *p * (size_t)n);
+            if (!p) return ORDO_ERR_NOMEM;
+            w->batch_idx = p;
+            w->batch_cap = n;
+        }
+        for (int i = 0; i < n && !bad; i++) {
+            uint64_t v = 0;
+            for (int j = 7; j >= 0; j--)
+                v = v << 8 | d[8 * i + j];
+            if (v > (uint64_t)INT64_MAX) bad = "a negative index";
+            w->batch_idx[i] = (int64_t)v;
+        }
+        w->batch_n = n;
+    }
+    if (bad) {
+        ORDO_WARN("dropped a BATCH from the scheduler: %s", bad);
+        return 0;
+    }
+    w->batch_epoch = m->hdr.iter;
+    if (m->hdr.dtype == ORDO_DTYPE_JSON)
+        take_refusal(w, m);
+    else
+        w->batch_status = m->hdr.flags & ORDO_BATCH_END_EPOCH ? 1 : m->hdr.flags ? 2 : 0;
+    w->batch_out = false;
+    w->batch_in = true;
+    ordo__ps_add_event(w, ORDO__EV_BATCH, -1, m->hdr.iter);
+    return 0;
+}
+
+int ordo__ps_batch_take(ordo__ps_t *w, int64_t *idx, int cap, int *count, int64_t *epoch)
+{
+    if (!w->batch_in) return ordo_error_set(ORDO_ERR_INVAL, "no batch answer to take");
+    w->batch_in = false;
+    int st = w->batch_status;
+    if (st < 0) return ordo_error_set(st, "batch service: %s", w->batch_err);
+    if (st == 0 && w->batch_n > cap)
+        return ordo_error_set(ORDO_ERR_RANGE, "a batch of %d samples, room for %d", w->batch_n, cap);
+    if (st == 0) memcpy(idx, w->batch_idx, sizeof *idx * (size_t)w->batch_n);
+    *count = st == 0 ? w->batch_n : 0;
+    *epoch = w->batch_epoch;
+    return st;
+}
+
+int64_t ordo__ps_newest_version(const ordo__ps_t *w)
+{
+    return (int64_t)atomic_load(&((ordo__ps_t *)w)->newest_version);
+}

@@ -1,0 +1,154 @@
+/* batch_service: the scheduler's side of the batch service ([sync] batches): it answers a
+ * worker's BATCH_REQ with its next batch from the shared epoch (scheduler/batches.h), made at
+ * the first request from its data set and run description, returns a dead worker's lease, and
+ * puts the run's wall time, samples and each worker's batch count into summary.json. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/transport.h"
+#include "scheduler/batches.h"
+#include "scheduler/scheduler_internal.h"
+
+static void refuse(sched_t *s, const member_t *mb, const ordo_msg_t *req, int code,
+                   const char *why)
+{
+    char name[320];
+    ORDO_WARN("refused a batch to %s: %s", ordo__sched_member_name(mb, name, sizeof name), why);
+    json_t *o = json_pack("{s:s, s:i}", "error", why, "code", code);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    ordo_msg_t m;
+    ordo__sched_msg_to(s, mb->rid, mb->rid_len, ORDO_MSG_BATCH, &m);
+    m.hdr.req = req->hdr.req; /* the answer to that request */
+    m.hdr.dtype = ORDO_DTYPE_JSON;
+    if (text) ordo_msg_add_text(&m, text);
+    ordo_transport_send(s->tp, &m);
+    free(text);
+    json_decref(o);
+}
+
+/* the request's body: {"n", "batch", "samples", "seed", "shuffle"}, every field checked */
+static int parse_spec(ordo_msg_t *m, ordo_batches_spec_t *sp)
+{
+    size_t len = 0;
+    const char *d = m->hdr.dtype == ORDO_DTYPE_JSON ? ordo_msg_data(m, 0, &len) : NULL;
+    if (!d || m->nframes != 1) return ordo_error_set(ORDO_ERR_PROTO, "BATCH_REQ needs one JSON frame");
+    json_error_t err;
+    json_t *o = json_loadb(d, len, 0, &err);
+    json_t *n = json_object_get(o, "n"), *b = json_object_get(o, "batch"),
+           *smp = json_object_get(o, "samples"), *seed = json_object_get(o, "seed"),
+           *sh = json_object_get(o, "shuffle");
+    int rc = 0;
+    if (!json_is_object(o) || json_object_size(o) != 5)
+        rc = ordo_error_set(ORDO_ERR_PROTO, "BATCH_REQ: not an object of n, batch, samples, seed, "
+                            "shuffle");
+    else if (!json_is_integer(n) || !json_is_integer(b) || !json_is_integer(smp) ||
+             !json_is_integer(seed) || !json_is_boolean(sh))
+        rc = ordo_error_set(ORDO_ERR_PROTO, "BATCH_REQ: n, batch, samples and seed must be "
+                            "integers, shuffle a boolean");
+    else if (json_integer_value(b) < 1 || json_integer_value(b) > ORDO_BATCH_MAX)
+        rc = ordo_error_set(ORDO_ERR_INVAL, "BATCH_REQ: batch %lld (1 to %d)",
+                            (long long)json_integer_value(b), ORDO_BATCH_MAX);
+    else if (json_integer_value(seed) < 0)
+        rc = ordo_error_set(ORDO_ERR_INVAL, "BATCH_REQ: a negative seed");
+    if (!rc)
+        *sp = (ordo_batches_spec_t){.n = json_integer_value(n),
+                                    .batch = (int)json_integer_value(b),
+                                    .samples = json_integer_value(smp),
+                                    .seed = (uint64_t)json_integer_value(seed),
+                                    .shuffle = json_is_true(sh)};
+    json_decref(o);
+    return rc;
+}
+
+void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m)
+{
+    if (mb->role != ORDO_ROLE_WORKER || mb->rank < 0) {
+        ORDO_WARN("dropped a BATCH_REQ that no worker sent");
+        return;
+    }
+    if (!ordo_conf_batch_service(&s->conf)) {
+        refuse(s, mb, m, ORDO_ERR_NOTSUP, "the batch service is off (sync.batches; auto: on under "
+               "ssp, asp and backup workers)");
+        return;
+    }
+    ordo_batches_spec_t sp;
+    int rc = parse_spec(m, &sp);
+    if (!rc && !s->batches) {
+        bool gate = s->conf.sync_mode != ORDO_SYNC_ASP; /* bsp and ssp count iterations */
+        rc = ordo_batches_new(&sp, s->conf.workers, gate, &s->batches);
+        if (!rc)
+            ORDO_INFO("batch service: %lld samples in batches of %d, %lld in all%s", (long long)sp.n,
+                      sp.batch, (long long)sp.samples, gate ? " (the end is an iteration)" : "");
+    } else if (!rc) {
+        rc = ordo_batches_same(s->batches, &sp);
+    }
+    if (rc) {
+        refuse(s, mb, m, rc, ordo_error_text(rc));
+        return;
+    }
+    int64_t *idx = malloc(sizeof *idx * (size_t)sp.batch), epoch = 0;
+    int count = 0;
+    if (!idx) return; /* the worker's call times out or is asked again */
+    int64_t want = m->hdr.key == ORDO_BATCH_ANY_EPOCH ? -1 : (int64_t)m->hdr.key;
+    rc = ordo_batches_next(s->batches, mb->rank, want, m->hdr.iter, idx, sp.batch, &count, &epoch);
+    if (rc < 0) {
+        free(idx);
+        refuse(s, mb, m, rc, ordo_error_text(rc));
+        return;
+    }
+    ordo_msg_t a;
+    ordo__sched_msg_to(s, mb->rid, mb->rid_len, ORDO_MSG_BATCH, &a);
+    a.hdr.req = m->hdr.req;
+    a.hdr.key = m->hdr.key;
+    a.hdr.iter = rc == 0 ? epoch : want < 0 ? 0 : want;
+    if (rc == ORDO_BATCHES_END_EPOCH) a.hdr.flags = ORDO_BATCH_END_EPOCH;
+    if (rc == ORDO_BATCHES_END_RUN) a.hdr.flags = ORDO_BATCH_END_RUN;
+    a.hdr.dtype = ORDO_DTYPE_BYTES;
+    int sent = 0;
+    if (rc == 0) { /* little-endian on the wire */
+        unsigned char *le = (unsigned char *)idx;
+        for (int i = 0; i < count; i++) {
+            uint64_t v = (uint64_t)idx[i];
+            for (int j = 0; j < 8; j++)
+                le[8 * i + j] = (unsigned char)(v >> (8 * j));
+        }
+        sent = ordo_msg_add_copy(&a, idx, sizeof *idx * (size_t)count);
+    }
+    free(idx);
+    if (sent) {
+        ordo_msg_close(&a);
+        return;
+    }
+    ordo_transport_send(s->tp, &a);
+}
+
+void ordo__sched_batches_dead(sched_t *s, const member_t *mb)
+{
+    if (s->batches && mb->role == ORDO_ROLE_WORKER) ordo_batches_release(s->batches, mb->rank);
+}
+
+void ordo__sched_batches_stats(sched_t *s, int64_t t_start_ns, int64_t t_end_ns)
+{
+    if (t_start_ns > 0 && (s->wall_first_ns == 0 || t_start_ns < s->wall_first_ns))
+        s->wall_first_ns = t_start_ns;
+    if (t_end_ns > s->wall_last_ns) s->wall_last_ns = t_end_ns;
+}
+
+void ordo__sched_batches_close(sched_t *s)
+{
+    if (!s->log) return;
+    if (s->wall_last_ns > s->wall_first_ns && s->wall_first_ns > 0)
+        ordo_runlog_set_section(s->log, "wall_s",
+                                json_real((double)(s->wall_last_ns - s->wall_first_ns) / 1e9));
+    if (!s->batches) return;
+    json_t *counts = json_array();
+    for (int w = 0; w < s->conf.workers; w++)
+        json_array_append_new(counts, json_integer(ordo_batches_count(s->batches, w)));
+    ordo_runlog_set_section(s->log, "samples", json_integer(ordo_batches_samples(s->batches)));
+    ordo_runlog_set_section(s->log, "batches", counts);
+}

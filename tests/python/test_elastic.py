@@ -1,0 +1,56 @@
+"""test_elastic: ordo.torch.elastic with [fault] worker = restart. A PyTorch worker (server
+mode, data seeded by step) SIGKILLed mid-run is started again by ordo-launch, goes on at the
+step its predecessor did not finish with the servers' values, and the run ends with the
+parameters of a fault-free run (within 1e-5)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from cluster import BIN, SRC, worker_env  # noqa: E402
+
+WORKER = SRC / "tests" / "python" / "elastic_worker.py"
+
+
+def launch(tmp: Path, name: str, kill_at: int, how: str = "boundary") -> tuple[int, str]:
+    out = tmp / name
+    out.mkdir()
+    conf = tmp / f"{name}.ini"
+    conf.write_text("[cluster]\nservers = 2\nworkers = 2\n\n[model]\ntrainer = declared\n\n"
+                    f"[worker]\ncommand = {sys.executable} {WORKER} {out}\n\n"
+                    "[fault]\nworker = restart\ntimeout_ms = 5000\n")
+    env = worker_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC / "tests" / "python"), env["PYTHONPATH"]])
+    env["KILL_AT"] = str(kill_at)
+    env["KILL_HOW"] = how
+    env["OMP_NUM_THREADS"] = "1"
+    p = subprocess.run([str(SRC / "scripts" / "ordo-launch"), str(conf), "--bin", str(BIN),
+                        f"--output.dir={tmp}", f"--output.run=run-{name}"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+    return p.returncode, p.stdout
+
+
+def test_a_killed_worker_restarts_and_the_run_ends_as_without_the_fault(tmp_path: Path):
+    rc, log = launch(tmp_path, "clean", -1)
+    assert rc == 0, log
+    want = torch.load(tmp_path / "clean" / "params.pt")
+    # killed right after step 10: the new process goes on at 11, or at 10 when the report of
+    # step 10 was still in the dead process (its pushes of 10 are then sent again). Killed in
+    # step 12 once its pushes were in but before it reported the step: the new process goes
+    # on at 12 and pushes step 12 again; the servers leave those pushes out
+    for name, how, at in [("boundary", "boundary", (10, 11)), ("mid", "mid", (12,))]:
+        rc, log = launch(tmp_path, name, 10 if how == "boundary" else 12, how)
+        assert rc == 0, log
+        assert "starting it again (restart 1/" in log, log
+        assert any(f"rank 1 starts at step {s} (restarted)" in log for s in at), log
+        resent = sum(int(line.split(" re-sent pushes")[0].rsplit(" ", 1)[1])
+                     for line in log.splitlines() if "re-sent pushes left out" in line)
+        assert resent > 0 or how == "boundary", log
+        got = torch.load(tmp_path / name / "params.pt")
+        for k, v in want.items():
+            torch.testing.assert_close(got[k], v, rtol=1e-5, atol=1e-7, msg=f"{name} {k}")
