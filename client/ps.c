@@ -160,6 +160,7 @@ static int join(const ordo_conf_t *conf, ordo__ps_op_times_fn op_times, void *ct
     ordo__ps_t *w = calloc(1, sizeof *w);
     if (!w) return ORDO_ERR_NOMEM;
     w->conf = *conf;
+    ordo__credit_init(&w->credit, ordo_conf_credit_bytes(conf), conf->bandwidth_bps);
     ordo_transport_opts_t opts = {.bandwidth_bps = conf->bandwidth_bps,
                                   .latency_us = conf->latency_us,
                                   .msg_us = conf->msg_us,
@@ -349,19 +350,15 @@ int ordo__ps_probe(ordo__ps_t *w, int server, const float *src, size_t bytes, in
     return rc;
 }
 
-/* Queued pushes go to the emulated link this long before it frees up: waits in
- * ordo__ps_poll are whole milliseconds, and without it the link would idle up to 1 ms (or
- * until the next ack) after every push. A push handed over early can no longer be overtaken,
- * so priority order is kept up to 1 ms of link time. */
-#define PUSH_LOOKAHEAD_NS 1000000
-
-/* hand queued pushes to the transport, smallest priority first, while the link is free */
+/* hand queued pushes to the transport, smallest priority first, while the credit allows
+ * ([order] credit_bytes: less than that ahead of them on the link). A push handed over can no
+ * longer be overtaken; waits in ordo__ps_poll are whole milliseconds, so the auto credit (1 ms
+ * of link time) keeps the link from idling between pushes. */
 static void pump(ordo__ps_t *w)
 {
     while (w->pq_n > 0) {
-        if (w->conf.bandwidth_bps > 0 &&
-            ordo_transport_link_free_ns(w->node.tp) > ordo_clock_ns() + PUSH_LOOKAHEAD_NS)
-            return;
+        int64_t lf = w->conf.bandwidth_bps > 0 ? ordo_transport_link_free_ns(w->node.tp) : 0;
+        if (!ordo__credit_allows(&w->credit, ordo_clock_ns(), lf)) return;
         int best = 0;
         for (int i = 1; i < w->pq_n; i++) {
             const queued_push_t *a = &w->pq[i], *b = &w->pq[best];
@@ -381,6 +378,7 @@ static void pump(ordo__ps_t *w)
         /* zero-copy: the caller keeps src until PUSH_DONE */
         ordo_msg_add_ref(&m, (void *)(q.src + sl->offset), (size_t)sl->numel * 4, NULL, NULL);
         w->bytes_push += sl->numel * 4;
+        if (!q.fused) ordo__credit_sent(&w->credit, sl->numel * 4);
         w->sent[q.slice] = 1;
         w->last[q.slice] = q;
         ordo_transport_send(w->node.tp, &m);
@@ -661,6 +659,7 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
             return 0;
         }
         w->sent[s] = 0;
+        ordo__credit_acked(&w->credit, k->slices[s].numel * 4);
         if (m->hdr.flags & ORDO_FLAG_DROPPED) w->late++;
         if (--ks->push_left == 0) ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, (int)m->hdr.key, m->hdr.iter);
         return 0;
@@ -735,8 +734,8 @@ int ordo__ps_poll(ordo__ps_t *w, int timeout_ms, ordo__ps_event_t *ev)
          * arrived */
         bool last = now >= deadline;
         int64_t until = deadline;
-        if (w->pq_n > 0) { /* wake when the link frees up for the next push */
-            int64_t lf = ordo_transport_link_free_ns(w->node.tp) - PUSH_LOOKAHEAD_NS;
+        if (w->pq_n > 0 && w->conf.bandwidth_bps > 0) { /* wake when the credit allows */
+            int64_t lf = ordo__credit_wake_ns(&w->credit, ordo_transport_link_free_ns(w->node.tp));
             if (lf < until) until = lf;
         }
         int wait_ms = until == INT64_MAX ? -1 : (int)((until - now + 999999) / 1000000);

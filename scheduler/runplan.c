@@ -139,7 +139,7 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
                   "bound %.3f ms, E %.4f) at %.3g gbit/s, %.0f us latency, %d channel%s",
                   conf->policy,
                   !ordered                               ? "fifo"
-                  : conf->enforce == ORDO_ENFORCE_GREEDY ? "greedy"
+                  : ordo_conf_enforce_mode(conf) == ORDO_ENFORCE_GREEDY ? "greedy"
                                                          : "strict",
                   res.makespan_us / 1e3, res.lower_us / 1e3, res.efficiency, bps / 1e9,
                   conf->latency_us, keys->n_servers, keys->n_servers == 1 ? "" : "s");

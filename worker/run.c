@@ -387,7 +387,7 @@ int ordo_run_model(ordo__ps_t *w, const ordo_conf_t *conf)
                            .seed = conf->seed,
                            .forward_only = conf->forward_only && !training,
                            .trace = trace,
-                           .pull_early = conf->pull == ORDO_PULL_EARLY,
+                           .pull_early = ordo_conf_pull_mode(conf) == ORDO_PULL_EARLY,
                            .slowdown = kind == ORDO_COMPUTE_EMULATE ? 1.0 : slowdown,
                            .straggle = conf};
 
