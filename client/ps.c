@@ -87,6 +87,17 @@ int ordo__ps_outstanding(const ordo__ps_t *w)
 /* [push] calibrate = true: the plan holds a "merge_calibrate" member instead of "merge". Every
  * worker measures (client/calibrate.h), worker 0 sends the fit to the scheduler, and every
  * worker waits for the scheduler's PLAN with the merge groups, which joins the plan. */
+/* with [order] credit_bytes = auto the scheduler's step model may have chosen the credit */
+static void credit_from_plan(ordo__ps_t *w)
+{
+    if (w->conf.credit_bytes != ORDO_CONF_AUTO_BYTES) return;
+    json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
+    json_t *v = json_object_get(json_object_get(plan, "step"), "credit_bytes");
+    if (json_is_integer(v) && json_integer_value(v) >= 0)
+        ordo__credit_init(&w->credit, (int64_t)json_integer_value(v), w->conf.bandwidth_bps);
+    json_decref(plan);
+}
+
 static int calibrate_at_start(ordo__ps_t *w, ordo__ps_op_times_fn op_times, void *ctx)
 {
     json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
@@ -198,6 +209,7 @@ static int join(const ordo_conf_t *conf, ordo__ps_op_times_fn op_times, void *ct
     /* pushes are dense until the plan is final: a calibration brings the merge groups */
     if ((rc = ordo__push_new(ORDO_PUSH_DENSE, w, &w->path)) != 0) goto fail;
     if ((rc = calibrate_at_start(w, op_times, ctx)) != 0) goto fail;
+    credit_from_plan(w);
     int mode;
     if ((rc = ordo__push_mode_of_plan(w->node.plan_json, &mode)) != 0) goto fail;
     ordo__push_destroy(&w->path);

@@ -84,13 +84,16 @@ const key_t_ ordo__conf_keys[] = {
      "policy in training without intra groups, else start)"},
     {"order", "partition_bytes", T_BYTES, OFF(partition_bytes), 0, "4MiB", 1024, 1LL << 32, NULL,
      "tensors above this are split into chunks; a chunk is the unit spread over the servers"},
-    {"order", "segment_bytes", T_BYTES, OFF(segment_bytes), 0, "1MiB", 0, 1LL << 32, NULL,
-     "chunks travel in pieces of at most this size, pipelining large tensors (0 = whole chunks)"},
+    {"order", "segment_bytes", T_BYTES, OFF(segment_bytes), 0, "auto", 0, 1LL << 32, "auto",
+     "the slice size: chunks travel, are summed and answered in pieces of at most this size, "
+     "each with its tensor's priority (0 = whole chunks; auto = chosen with order.credit_bytes "
+     "by the step model for a planned policy in training with dense pushes, else 1MiB)"},
     {"order", "credit_bytes", T_BYTES, OFF(credit_bytes), 0, "auto", 0, 1LL << 32, "auto",
      "a worker hands its queued pushes (smallest priority first) to the egress link while "
      "less than this is on the link ahead of them, so that a later gradient of higher "
-     "priority overtakes the rest of the queue (auto = 1 ms of the planners' link rate, at "
-     "least 64KiB; 0 = one push at a time)"},
+     "priority overtakes the rest of the queue (auto = chosen with order.segment_bytes by "
+     "the step model, as for segment_bytes, else 1 ms of the planners' link rate, at least "
+     "64KiB; 0 = one push at a time)"},
     {"order", "plan_bandwidth", T_RATE, OFF(plan_bandwidth_bps), 0, "0", 0, 1e13, NULL,
      "the link rate the ordering and merge planners assume, for real links that are not "
      "emulated (0 = [net] bandwidth, or 10gbit when that is 0 too)"},

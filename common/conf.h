@@ -148,9 +148,10 @@ int ordo_conf_set(ordo_conf_t *conf, const char *key, const char *value, const c
 /* ordo_conf_apply_env applies every ORDO_SECTION_KEY variable that names a known key. */
 int ordo_conf_apply_env(ordo_conf_t *conf);
 
-/* ordo_conf_resolve replaces every "auto" value by what it stands for, from the other keys:
- * order.enforce and order.pull (ordo_conf_enforce_mode, ordo_conf_pull_mode) and
- * order.credit_bytes (ordo_conf_credit_bytes). Idempotent; ordo_conf_cli calls it. */
+/* ordo_conf_resolve replaces the "auto" values of order.enforce and order.pull by what they
+ * stand for (ordo_conf_enforce_mode, ordo_conf_pull_mode). order.segment_bytes and
+ * credit_bytes stay auto: the scheduler tunes them (ordo_conf_step_tuned). Idempotent;
+ * ordo_conf_cli calls it. */
 void ordo_conf_resolve(ordo_conf_t *conf);
 
 /* ordo_conf_planned tells whether order.policy computes or reads a priority order (tio,
@@ -166,9 +167,18 @@ int ordo_conf_enforce_mode(const ordo_conf_t *conf);
  * training without intra groups (which need start), start otherwise. */
 int ordo_conf_pull_mode(const ordo_conf_t *conf);
 
-/* ordo_conf_credit_bytes returns order.credit_bytes with auto resolved: 1 ms of the planners'
- * link rate (order.plan_bandwidth, net.bandwidth, else 10gbit), at least 64 KiB. */
+/* ordo_conf_credit_bytes returns order.credit_bytes with auto resolved when nothing was tuned:
+ * 1 ms of the planners' link rate (order.plan_bandwidth, net.bandwidth, else 10gbit), at least
+ * 64 KiB. */
 int64_t ordo_conf_credit_bytes(const ordo_conf_t *conf);
+
+/* ordo_conf_segment_bytes returns order.segment_bytes with auto resolved when nothing was
+ * tuned: 1 MiB. */
+int64_t ordo_conf_segment_bytes(const ordo_conf_t *conf);
+
+/* ordo_conf_step_tuned tells whether the scheduler chooses the slice size and the credit from
+ * the step model: either is auto, the policy is planned, the run trains with dense pushes. */
+bool ordo_conf_step_tuned(const ordo_conf_t *conf);
 
 /* ordo_conf_validate checks cross-key rules (e.g. workers >= 1, density in (0,1]). */
 int ordo_conf_validate(const ordo_conf_t *conf);

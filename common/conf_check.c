@@ -99,11 +99,22 @@ int64_t ordo_conf_credit_bytes(const ordo_conf_t *conf)
     return b < 65536 ? 65536 : b;
 }
 
+int64_t ordo_conf_segment_bytes(const ordo_conf_t *conf)
+{
+    return conf->segment_bytes != ORDO_CONF_AUTO_BYTES ? conf->segment_bytes : 1 << 20;
+}
+
+bool ordo_conf_step_tuned(const ordo_conf_t *conf)
+{
+    return (conf->segment_bytes == ORDO_CONF_AUTO_BYTES ||
+            conf->credit_bytes == ORDO_CONF_AUTO_BYTES) &&
+           ordo_conf_planned(conf) && !conf->forward_only && conf->push_mode == ORDO_PUSH_DENSE;
+}
+
 void ordo_conf_resolve(ordo_conf_t *conf)
 {
     conf->enforce = ordo_conf_enforce_mode(conf);
     conf->pull = ordo_conf_pull_mode(conf);
-    conf->credit_bytes = ordo_conf_credit_bytes(conf);
 }
 
 /* fault.worker = restart | shrink: a worker joins or leaves a running bsp iteration, which
@@ -203,7 +214,8 @@ int ordo_conf_validate(const ordo_conf_t *conf)
                               "fault.resume needs a model job (model.trainer = "
                               "profile, mlp or cnn); the synthetic job keeps no checkpoints");
     if ((rc = fault_worker_check(conf)) != 0) return rc;
-    if (conf->segment_bytes > 0 && conf->segment_bytes < 1024)
+    if (conf->segment_bytes != ORDO_CONF_AUTO_BYTES && conf->segment_bytes > 0 &&
+        conf->segment_bytes < 1024)
         return ordo_error_set(
             ORDO_ERR_INVAL, "order.segment_bytes (%lld) must be 0 (whole chunks) or at least 1024",
             (long long)conf->segment_bytes);

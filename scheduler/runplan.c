@@ -7,6 +7,7 @@
 #include "scheduler/runplan_intra.h"
 #include "scheduler/runplan_sparse.h"
 #include "scheduler/runplan_merge.h"
+#include "scheduler/runplan_step.h"
 #include "planner/sim.h"
 
 #include <math.h>
@@ -166,6 +167,9 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
     /* the oracle file, when the ordering planners read it already, is not read twice */
     if ((rc = ordo_runplan_merge(conf, m, oracle, plan)) != 0) goto fail;
     if ((rc = ordo_runplan_intra(conf, plan)) != 0) goto fail;
+    if (ordered &&
+        (rc = ordo_runplan_step(conf, m, oracle, channel, keys->n_servers, prio, plan)) != 0)
+        goto fail;
     *out = plan;
     plan = NULL;
 fail:

@@ -88,7 +88,8 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
     if (scale < 1e-9) scale = 1e-9;
     /* the planner counts the messages the workers will send: a group's share of each
      * server, cut at partition_bytes (worker/merge_buf.c) */
-    const ordo_merge_layout_t layout = {conf->servers, conf->partition_bytes, conf->segment_bytes};
+    const ordo_merge_layout_t layout = {conf->servers, conf->partition_bytes,
+                                        ordo_conf_segment_bytes(conf)};
     ordo_merge_plan_t *p = NULL;
     if (file) {
         /* a plan made elsewhere (ordo-plan merge, a script): its groups, timed for this run */

@@ -345,10 +345,17 @@ START_TEST(auto_order_settings_follow_the_policy)
     ordo_conf_resolve(&c);
     ck_assert_int_eq(c.enforce, ORDO_ENFORCE_GREEDY);
     ck_assert_int_eq(c.pull, ORDO_PULL_EARLY);
-    ck_assert_int_eq(c.credit_bytes, 65536);
+    ck_assert_int_eq(c.credit_bytes, ORDO_CONF_AUTO_BYTES); /* the scheduler tunes it */
+    ck_assert(ordo_conf_step_tuned(&c));
+    ck_assert_int_eq(ordo_conf_segment_bytes(&c), 1 << 20);
     ordo_conf_resolve(&c); /* idempotent */
     ck_assert_int_eq(c.enforce, ORDO_ENFORCE_GREEDY);
-    ck_assert_int_eq(c.credit_bytes, 65536);
+    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "merged", "test"));
+    ck_assert(!ordo_conf_step_tuned(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "dense", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "order.segment_bytes", "0", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "order.credit_bytes", "1MiB", "test"));
+    ck_assert(!ordo_conf_step_tuned(&c));
     ORDO_CK_ERR(ordo_conf_set(&c, "order.partition_bytes", "auto", "test"), ORDO_ERR_INVAL);
 }
 END_TEST
