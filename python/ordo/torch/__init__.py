@@ -158,10 +158,13 @@ def broadcast_object(obj: Any, root_rank: int = 0) -> Any:
 def DistributedOptimizer(optimizer: torch.optim.Optimizer,  # noqa: N802 (Horovod's name)
                          named_parameters: Iterable[tuple[str, torch.Tensor]] | None = None,
                          mode: str = "gradients", model: torch.nn.Module | None = None,
-                         backward_passes_per_step: int = 1) -> torch.optim.Optimizer:
+                         backward_passes_per_step: int = 1,
+                         per_parameter: bool | None = None) -> torch.optim.Optimizer:
     """DistributedOptimizer returns optimizer (still of its class) with its gradients averaged
     by the servers (mode="gradients": then its own step runs) or its SGD run on the servers
     (mode="server"). Every optimized parameter must be in named_parameters, float32 on the CPU.
-    model= lets ordo profile the model and plan the order of transfers (docs/torch.md)."""
+    model= lets ordo profile the model and plan the order of transfers (docs/torch.md); in
+    gradients mode each parameter is then updated as its mean arrives, unless per_parameter is
+    False or the optimizer may couple parameters (per_parameter=True makes that an error)."""
     return _optimizer.make(optimizer, _rt_or_raise(), named_parameters, mode,
-                           backward_passes_per_step, model)
+                           backward_passes_per_step, model, per_parameter)
