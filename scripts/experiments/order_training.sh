@@ -64,16 +64,17 @@ print(f"{r['model']} s{r['servers']} {r['bw']} x{r['scale']:g} {r['setting']:12s
       f"{r['sps']:7.1f} samples/s, step p50 {r['p50']:.0f} ms, load {r['load']}")
 PY
 }
+points=("$@")
 for rep in $(seq 1 "$repeats"); do
-  for pt in "$@"; do
-    set -- $pt
-    run "$1" "$2" "$3" none_start "$rep" --order.policy=none --order.pull=start
-    run "$1" "$2" "$3" none_early "$rep" --order.policy=none --order.pull=early
-    run "$1" "$2" "$3" tao "$rep" --order.policy=tao
+  for pt in "${points[@]}"; do
+    read -r s bw sc <<<"$pt"
+    run "$s" "$bw" "$sc" none_start "$rep" --order.policy=none --order.pull=start
+    run "$s" "$bw" "$sc" none_early "$rep" --order.policy=none --order.pull=early
+    run "$s" "$bw" "$sc" tao "$rep" --order.policy=tao
     read -r sl cr < <(python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1])][-1]; o=r['order_step'] or {}; print(o.get('slice_bytes', 1048576), o.get('credit_bytes', 1048576))" "$out/results.jsonl")
-    run "$1" "$2" "$3" layer_index "$rep" "--order.policy=file:$out/layer-index.json" \
+    run "$s" "$bw" "$sc" layer_index "$rep" "--order.policy=file:$out/layer-index.json" \
       "--order.segment_bytes=$sl" "--order.credit_bytes=$cr"
-    run "$1" "$2" "$3" search "$rep" --order.policy=search --order.search_budget_ms=1000
+    run "$s" "$bw" "$sc" search "$rep" --order.policy=search --order.search_budget_ms=1000
   done
 done
 python3 "$here/scripts/experiments/order_training_report.py" "$out/results.jsonl" --bin "$bin"
