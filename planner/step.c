@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STEP_ITERS          5      /* simulated steps; the last one is reported */
-#define WIRE_OVERHEAD_BYTES 64     /* the transport's framing, as the emulated link counts it */
-#define SERVER_LOOKAHEAD_US 5000.0 /* servers hand an answer over this long before the link frees  \
-                                    */
+#define STEP_ITERS          5  /* simulated steps; the last one is reported */
+#define WIRE_OVERHEAD_BYTES 64 /* the transport's framing, as the emulated link counts it */
+#define SERVER_LOOKAHEAD_US                                                                        \
+    5000.0 /* servers hand an answer over this long before the link frees                          \
+            */
 
 typedef struct {
     int param;
@@ -224,14 +225,15 @@ int ordo_step_tune(const ordo_model_t *m, const ordo_oracle_times_t *t, const in
     for (size_t i = 0; i < sizeof slices / sizeof *slices; i++)
         for (size_t j = 0; j < sizeof credits / sizeof *credits; j++) {
             q.slice_bytes = slices[i];
-            q.credit_bytes = credits[j];
+            q.credit_bytes =
+                credits[j] > o->credit_floor_bytes ? credits[j] : o->credit_floor_bytes;
             int rc = ordo_step_simulate(m, t, priority, &q, &r);
             if (rc) return rc;
             /* a smaller slice or credit must gain 0.5 %: messages cost more than the model says */
             if (r.step_us < best.step_us * 0.995) {
                 best = r;
                 bs = slices[i];
-                bc = credits[j];
+                bc = q.credit_bytes;
             }
         }
     *slice_bytes = bs;

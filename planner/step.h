@@ -15,15 +15,17 @@
 
 /* What the step model is given besides the model and its op times. */
 typedef struct ordo_step_opts {
-    int n_workers;        /* W, at least 1 */
-    int n_channels;       /* servers */
-    const int *channel;   /* per parameter: its server (NULL: all on 0) */
-    double bandwidth_bps; /* every process's egress rate (0: unlimited) */
-    double latency_us;    /* one way, per message */
-    double msg_us;        /* link time each message costs beyond its bytes */
-    int64_t slice_bytes;  /* tensors travel in slices of at most this (0: whole tensors) */
-    int64_t credit_bytes; /* a worker's pushes ahead on its link before the next may go */
-    int early_pulls;      /* 1: each value is asked for with its push; 0: at the step start */
+    int n_workers;              /* W, at least 1 */
+    int n_channels;             /* servers */
+    const int *channel;         /* per parameter: its server (NULL: all on 0) */
+    double bandwidth_bps;       /* every process's egress rate (0: unlimited) */
+    double latency_us;          /* one way, per message */
+    double msg_us;              /* link time each message costs beyond its bytes */
+    int64_t slice_bytes;        /* tensors travel in slices of at most this (0: whole tensors) */
+    int64_t credit_bytes;       /* a worker's pushes ahead on its link before the next may go */
+    int early_pulls;            /* 1: each value is asked for with its push; 0: at the step start */
+    int64_t credit_floor_bytes; /* tuning: no credit below this (what the worker's wake-ups,
+                                   whole milliseconds, can keep the link busy with) */
 } ordo_step_opts_t;
 
 /* The modelled step. */
@@ -42,9 +44,10 @@ typedef struct ordo_step_result {
 int ordo_step_simulate(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
                        const ordo_step_opts_t *o, ordo_step_result_t *out);
 
-/* ordo_step_tune picks, among a few slice sizes and credits, the pair of the shortest
- * modelled step (ties: the larger slice, then the larger credit) and writes it with its
- * result; *slice_bytes and *credit_bytes are left alone on an error. */
+/* ordo_step_tune picks, among a few slice sizes and credits (each credit raised to
+ * o->credit_floor_bytes), the pair of the shortest modelled step (ties: the larger slice, then
+ * the larger credit) and writes it with its result; *slice_bytes and *credit_bytes are left
+ * alone on an error. */
 int ordo_step_tune(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
                    const ordo_step_opts_t *o, int64_t *slice_bytes, int64_t *credit_bytes,
                    ordo_step_result_t *out);

@@ -23,7 +23,11 @@ int ordo_runplan_step(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
                           .msg_us = conf->msg_us + conf->merge_a_us,
                           .slice_bytes = conf->segment_bytes,
                           .credit_bytes = conf->credit_bytes,
-                          .early_pulls = ordo_conf_pull_mode(conf) == ORDO_PULL_EARLY};
+                          .early_pulls = ordo_conf_pull_mode(conf) == ORDO_PULL_EARLY,
+                          /* the worker's pump wakes in whole milliseconds: a credit below
+                           * 1 ms of link time leaves the link idle between pushes, which the
+                           * model does not see */
+                          .credit_floor_bytes = ordo_conf_credit_bytes(conf)};
     ordo_step_result_t r;
     int64_t slice = 0, credit = 0;
     if (o.slice_bytes < 0 || o.credit_bytes < 0) {

@@ -315,7 +315,11 @@ static int cmd_simulate(const args_t *a)
                                .channel = in.channel, .bandwidth_bps = a->bandwidth_bps,
                                .latency_us = a->latency_us, .msg_us = a->msg_us,
                                .slice_bytes = slice, .credit_bytes = credit,
-                               .early_pulls = !a->pull_start};
+                               .early_pulls = !a->pull_start,
+                               /* as the scheduler: 1 ms of link time, at least 64 KiB */
+                               .credit_floor_bytes =
+                                   a->bandwidth_bps / 8e3 > 65536 ? (int64_t)(a->bandwidth_bps / 8e3)
+                                                                  : 65536};
         if (slice < 0 || credit < 0) {
             int64_t ts, tc;
             rc = ordo_step_tune(in.m, in.times, in.priority, &so, &ts, &tc, &st);
