@@ -84,9 +84,6 @@ int ordo__ps_outstanding(const ordo__ps_t *w)
     return w->outstanding;
 }
 
-/* [push] calibrate = true: the plan holds a "merge_calibrate" member instead of "merge". Every
- * worker measures (client/calibrate.h), worker 0 sends the fit to the scheduler, and every
- * worker waits for the scheduler's PLAN with the merge groups, which joins the plan. */
 /* with [order] credit_bytes = auto the scheduler's step model may have chosen the credit */
 static void credit_from_plan(ordo__ps_t *w)
 {
@@ -98,6 +95,9 @@ static void credit_from_plan(ordo__ps_t *w)
     json_decref(plan);
 }
 
+/* [push] calibrate = true: the plan holds a "merge_calibrate" member instead of "merge". Every
+ * worker measures (client/calibrate.h), worker 0 sends the fit to the scheduler, and every
+ * worker waits for the scheduler's PLAN with the merge groups, which joins the plan. */
 static int calibrate_at_start(ordo__ps_t *w, ordo__ps_op_times_fn op_times, void *ctx)
 {
     json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;

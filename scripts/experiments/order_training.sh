@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
-    -*) echo "order_training.sh: unknown option $1" >&2; exit 2 ;;
+    -*) echo "order_training.sh: unknown argument $1" >&2; exit 2 ;;
     *) break ;;
   esac
 done
