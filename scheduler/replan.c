@@ -24,7 +24,7 @@ struct ordo_replan {
     json_t *names;   /* worker 0's tensor names */
     char *plan_text; /* the new plan, while the servers acknowledge it */
     int n_acks;
-    int n_done; /* re-plans completed */
+    int n_done;                   /* re-plans completed */
     const ordo_model_t *declared; /* the declared tensors (occasional marks), or NULL */
 };
 
@@ -116,6 +116,9 @@ static int plan(ordo_replan_t *r, const ordo_keys_t *keys, char **out)
     ordo_conf_t c = r->conf;
     c.oracle[0] = '\0';
     c.compute_scale = 1.0;
+    /* the key map's slices and the workers' push credit stay those of the start-up: no step
+     * tuning (only dense pushes are tuned, and they read neither value from the plan) */
+    if (ordo_conf_step_tuned(&c)) c.segment_bytes = c.credit_bytes = 0;
     if (!rc) rc = ordo_runplan_make(&c, m, keys, &p);
     /* the merge plan's ordo-merge/1 text is for the start-up's run folder only */
     if (!rc) json_object_del(json_object_get(p, "merge"), ORDO_RUNPLAN_MERGE_FILE_MEMBER);
@@ -179,7 +182,8 @@ static int on_server(ordo_replan_t *r, int rank, ordo_msg_t *m)
     json_t *o = json_loads(body, 0, NULL);
     const char *err = json_string_value(json_object_get(o, "error"));
     int rc =
-        err ? ordo_error_set(ORDO_ERR_PROTO, "replan: server %d could not switch: %s", rank, err) : 0;
+        err ? ordo_error_set(ORDO_ERR_PROTO, "replan: server %d could not switch: %s", rank, err)
+            : 0;
     json_decref(o);
     if (rc) {
         reset(r);
