@@ -24,7 +24,7 @@ struct ordo_replan {
     json_t *names;   /* worker 0's tensor names */
     char *plan_text; /* the new plan, while the servers acknowledge it */
     int n_acks;
-    int n_done;                   /* re-plans completed */
+    int n_done; /* re-plans completed */
     const ordo_model_t *declared; /* the declared tensors (occasional marks), or NULL */
 };
 
@@ -182,8 +182,7 @@ static int on_server(ordo_replan_t *r, int rank, ordo_msg_t *m)
     json_t *o = json_loads(body, 0, NULL);
     const char *err = json_string_value(json_object_get(o, "error"));
     int rc =
-        err ? ordo_error_set(ORDO_ERR_PROTO, "replan: server %d could not switch: %s", rank, err)
-            : 0;
+        err ? ordo_error_set(ORDO_ERR_PROTO, "replan: server %d could not switch: %s", rank, err) : 0;
     json_decref(o);
     if (rc) {
         reset(r);
