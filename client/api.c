@@ -214,6 +214,7 @@ int ordo_join(ordo_t *o)
     ordo_error_clear();
     if (!o) return ordo_error_set(ORDO_ERR_INVAL, "ordo_join: NULL handle");
     if (o->state != NEW) return ordo_error_set(ORDO_ERR_INVAL, "ordo_join: already joined");
+    ordo_conf_resolve(&o->conf);
     int rc = ordo_conf_validate(&o->conf);
     if (rc) return ordo__api_fail(rc);
     bool declared = !strcmp(o->conf.trainer, "declared");

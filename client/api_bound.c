@@ -54,7 +54,7 @@ int ordo_bind(ordo_t *o, const ordo_bind_opts_t *opts)
     int rc = ordo__api_usable(o, "ordo_bind");
     if (rc) return rc;
     if (o->bound) return ordo_error_set(ORDO_ERR_INVAL, "ordo_bind: already bound");
-    ordo_bind_opts_t run = {.pull_early = o->conf.pull == ORDO_PULL_EARLY,
+    ordo_bind_opts_t run = {.pull_early = ordo_conf_pull_mode(&o->conf) == ORDO_PULL_EARLY,
                             .shuffle = o->conf.policy_kind == ORDO_POLICY_NONE,
                             .seed = o->conf.seed,
                             .iterations = -1};

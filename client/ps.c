@@ -84,6 +84,17 @@ int ordo__ps_outstanding(const ordo__ps_t *w)
     return w->outstanding;
 }
 
+/* with [order] credit_bytes = auto the scheduler's step model may have chosen the credit */
+static void credit_from_plan(ordo__ps_t *w)
+{
+    if (w->conf.credit_bytes != ORDO_CONF_AUTO_BYTES) return;
+    json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
+    json_t *v = json_object_get(json_object_get(plan, "step"), "credit_bytes");
+    if (json_is_integer(v) && json_integer_value(v) >= 0)
+        ordo__credit_init(&w->credit, (int64_t)json_integer_value(v), w->conf.bandwidth_bps);
+    json_decref(plan);
+}
+
 /* [push] calibrate = true: the plan holds a "merge_calibrate" member instead of "merge". Every
  * worker measures (client/calibrate.h), worker 0 sends the fit to the scheduler, and every
  * worker waits for the scheduler's PLAN with the merge groups, which joins the plan. */
@@ -146,6 +157,7 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
     ordo__ps_t *w = calloc(1, sizeof *w);
     if (!w) return ORDO_ERR_NOMEM;
     w->conf = *conf;
+    ordo__credit_init(&w->credit, ordo_conf_credit_bytes(conf), conf->bandwidth_bps);
     ordo_transport_opts_t opts = {.bandwidth_bps = conf->bandwidth_bps,
                                   .latency_us = conf->latency_us,
                                   .msg_us = conf->msg_us,
@@ -183,6 +195,7 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
     /* pushes are dense until the plan is final: a calibration brings the merge groups */
     if ((rc = ordo__push_new(ORDO_PUSH_DENSE, w, &w->path)) != 0) goto fail;
     if ((rc = calibrate_at_start(w, op_times, ctx)) != 0) goto fail;
+    credit_from_plan(w);
     int mode;
     if ((rc = ordo__push_mode_of_plan(w->node.plan_json, &mode)) != 0) goto fail;
     ordo__push_destroy(&w->path);
@@ -336,19 +349,15 @@ int ordo__ps_probe(ordo__ps_t *w, int server, const float *src, size_t bytes, in
     return rc;
 }
 
-/* Queued pushes go to the emulated link this long before it frees up: waits in
- * ordo__ps_poll are whole milliseconds, and without it the link would idle up to 1 ms (or
- * until the next ack) after every push. A push handed over early can no longer be overtaken,
- * so priority order is kept up to 1 ms of link time. */
-#define PUSH_LOOKAHEAD_NS 1000000
-
-/* hand queued pushes to the transport, smallest priority first, while the link is free */
+/* hand queued pushes to the transport, smallest priority first, while the credit allows
+ * ([order] credit_bytes: less than that ahead of them on the link). A push handed over can no
+ * longer be overtaken; waits in ordo__ps_poll are whole milliseconds, so the auto credit (1 ms
+ * of link time) keeps the link from idling between pushes. */
 static void pump(ordo__ps_t *w)
 {
     while (w->pq_n > 0) {
-        if (w->conf.bandwidth_bps > 0 &&
-            ordo_transport_link_free_ns(w->node.tp) > ordo_clock_ns() + PUSH_LOOKAHEAD_NS)
-            return;
+        int64_t lf = w->conf.bandwidth_bps > 0 ? ordo_transport_link_free_ns(w->node.tp) : 0;
+        if (!ordo__credit_allows(&w->credit, ordo_clock_ns(), lf)) return;
         int best = 0;
         for (int i = 1; i < w->pq_n; i++) {
             const queued_push_t *a = &w->pq[i], *b = &w->pq[best];
@@ -368,6 +377,7 @@ static void pump(ordo__ps_t *w)
         /* zero-copy: the caller keeps src until PUSH_DONE */
         ordo_msg_add_ref(&m, (void *)(q.src + sl->offset), (size_t)sl->numel * 4, NULL, NULL);
         w->bytes_push += sl->numel * 4;
+        if (!q.fused) ordo__credit_sent(&w->credit, sl->numel * 4);
         w->sent[q.slice] = 1;
         w->last[q.slice] = q;
         ordo_transport_send(w->node.tp, &m);
@@ -650,6 +660,7 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
             return 0;
         }
         w->sent[s] = 0;
+        ordo__credit_acked(&w->credit, k->slices[s].numel * 4);
         if (m->hdr.flags & ORDO_FLAG_DROPPED) {
             /* the server says how far it got (its version, as a negative staleness) */
             int64_t v = m->hdr.iter - ORDO_FLAG_STALENESS(m->hdr.flags);
@@ -732,8 +743,8 @@ int ordo__ps_poll(ordo__ps_t *w, int timeout_ms, ordo__ps_event_t *ev)
          * arrived */
         bool last = now >= deadline;
         int64_t until = deadline;
-        if (w->pq_n > 0) { /* wake when the link frees up for the next push */
-            int64_t lf = ordo_transport_link_free_ns(w->node.tp) - PUSH_LOOKAHEAD_NS;
+        if (w->pq_n > 0 && w->conf.bandwidth_bps > 0) { /* wake when the credit allows */
+            int64_t lf = ordo__credit_wake_ns(&w->credit, ordo_transport_link_free_ns(w->node.tp));
             if (lf < until) until = lf;
         }
         int wait_ms = until == INT64_MAX ? -1 : (int)((until - now + 999999) / 1000000);

@@ -1,8 +1,8 @@
 /* ps: the worker's side of the parameter server (ordo__ps_*): join the cluster, connect
  * to every server, and push and pull tensors asynchronously. A tensor (key) is sent as the
  * chunks of the key map; a pull completes when every chunk arrived, a push when every
- * chunk was acknowledged. Queued pushes leave in priority order (smallest first) as the
- * egress link frees up. Completions are reported as events by ordo__ps_poll. One thread
+ * chunk was acknowledged. Queued pushes leave in priority order (smallest first) while the
+ * push credit allows ([order] credit_bytes, client/credit.h). Completions are reported as events by ordo__ps_poll. One thread
  * owns a handle; with net.io_thread = false the network (heartbeats included) only moves
  * inside its calls, so a thread that stops polling for fault.timeout_ms is declared dead. */
 #ifndef ORDO_PS_H

@@ -11,6 +11,7 @@
 
 #include "common/conf.h"
 #include "common/node.h"
+#include "client/credit.h"
 #include "client/ps.h"
 #include "client/push.h"
 
@@ -45,6 +46,7 @@ struct ordo_worker {
                        * slice's first value arrives (re-sent when its primary dies) */
     queued_push_t *pq;
     int pq_n, pq_cap;
+    ordo__credit_t credit; /* how much of the queue may be on the link (client/credit.h) */
     uint64_t seq, req;
     ordo__ps_event_t *ev;
     int ev_head, ev_n, ev_cap;

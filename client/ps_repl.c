@@ -55,6 +55,7 @@ int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m)
     int rc = k->replicas > 1 && json_is_array(dead) && was ? 0 : ORDO_ERR_PROTO;
     for (int i = 0; was && i < k->n_slices; i++)
         was[i] = k->slices[i].server;
+    ordo__credit_reset(&w->credit); /* the dead server's pushes are sent again */
     if (!rc && json_object_get(o, "joined")) rc = on_joined(w, json_object_get(o, "joined"));
     for (size_t i = 0; !rc && i < json_array_size(dead); i++) {
         json_t *v = json_array_get(dead, i);

@@ -70,19 +70,30 @@ const key_t_ ordo__conf_keys[] = {
      "set; the final evaluation always does)"},
     {"order", "policy", T_STR, OFF(policy), SZ(policy), "fifo", 0, 0, NULL,
      "none | fifo | tio | tao | search | file:PATH"},
-    {"order", "enforce", T_ENUM, OFF(enforce), 0, "strict", 0, 0, "strict|greedy",
-     "how servers release ordered transfers"},
+    {"order", "enforce", T_ENUM, OFF(enforce), 0, "auto", 0, 0, "strict|greedy|auto",
+     "how servers release ordered transfers: strict (the plan's order, TicTac), greedy (the "
+     "ready one of smallest priority) or auto (greedy for a planned policy in training, else "
+     "strict)"},
     {"order", "share", T_ENUM, OFF(share), 0, "fair", 0, 0, "fair|serial",
      "a server's link among the workers' pulled values: fair (byte-fair turns, as connections "
      "share a NIC) or serial (the worker furthest along in its iteration first)"},
-    {"order", "pull", T_ENUM, OFF(pull), 0, "start", 0, 0, "start|early",
+    {"order", "pull", T_ENUM, OFF(pull), 0, "auto", 0, 0, "start|early|auto",
      "when a worker asks for a parameter's next value: start (every pull at the start of the "
-     "iteration, in the order policy's order) or early (each key's right after its gradient "
-     "is pushed, so pulled values travel during backward)"},
+     "iteration, in the order policy's order), early (each key's right after its gradient "
+     "is pushed, so pulled values travel during backward) or auto (early for a planned "
+     "policy in training without intra groups, else start)"},
     {"order", "partition_bytes", T_BYTES, OFF(partition_bytes), 0, "4MiB", 1024, 1LL << 32, NULL,
      "tensors above this are split into chunks; a chunk is the unit spread over the servers"},
-    {"order", "segment_bytes", T_BYTES, OFF(segment_bytes), 0, "1MiB", 0, 1LL << 32, NULL,
-     "chunks travel in pieces of at most this size, pipelining large tensors (0 = whole chunks)"},
+    {"order", "segment_bytes", T_BYTES, OFF(segment_bytes), 0, "auto", 0, 1LL << 32, "auto",
+     "the slice size: chunks travel, are summed and answered in pieces of at most this size, "
+     "each with its tensor's priority (0 = whole chunks; auto = chosen with order.credit_bytes "
+     "by the step model for a planned policy in training with dense pushes, else 1MiB)"},
+    {"order", "credit_bytes", T_BYTES, OFF(credit_bytes), 0, "auto", 0, 1LL << 32, "auto",
+     "a worker hands its queued pushes (smallest priority first) to the egress link while "
+     "less than this is on the link ahead of them, so that a later gradient of higher "
+     "priority overtakes the rest of the queue (auto = chosen with order.segment_bytes by "
+     "the step model, as for segment_bytes, else 1 ms of the planners' link rate, at least "
+     "64KiB; 0 = one push at a time)"},
     {"order", "plan_bandwidth", T_RATE, OFF(plan_bandwidth_bps), 0, "0", 0, 1e13, NULL,
      "the link rate the ordering and merge planners assume, for real links that are not "
      "emulated (0 = [net] bandwidth, or 10gbit when that is 0 too)"},
@@ -388,6 +399,10 @@ static int set_value(ordo_conf_t *conf, const key_t_ *k, const char *s, char *wh
     }
     case T_BYTES: {
         int64_t v;
+        if (k->choices && !strcmp(s, "auto")) { /* a size chosen by ordo_conf_resolve */
+            *(int64_t *)field = ORDO_CONF_AUTO_BYTES;
+            return 0;
+        }
         if (ordo_conf_parse_bytes(s, &v) != 0) {
             snprintf(why, wsz, "'%s' is not a size in bytes (e.g. 4MiB)", s);
             return ORDO_ERR_INVAL;
@@ -693,6 +708,7 @@ int ordo_conf_cli(ordo_conf_t *conf, int argc, char **argv, const char *prog, co
         key[n] = '\0';
         if ((rc = ordo_conf_set(conf, key, eq + 1, argv[i])) != 0) goto fail;
     }
+    ordo_conf_resolve(conf);
     if ((rc = ordo_conf_validate(conf)) != 0) goto fail;
     if (print) {
         ordo_conf_print(conf, stdout, true);

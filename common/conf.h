@@ -13,9 +13,13 @@
 
 typedef enum { ORDO_POLICY_NONE, ORDO_POLICY_FIFO, ORDO_POLICY_TIO, ORDO_POLICY_TAO,
                ORDO_POLICY_SEARCH, ORDO_POLICY_FILE } ordo_policy_t;
-typedef enum { ORDO_ENFORCE_STRICT, ORDO_ENFORCE_GREEDY } ordo_enforce_kind_t;
+/* AUTO is resolved by ordo_conf_resolve: greedy for a planned policy in training, else strict */
+typedef enum { ORDO_ENFORCE_STRICT, ORDO_ENFORCE_GREEDY, ORDO_ENFORCE_AUTO } ordo_enforce_kind_t;
 typedef enum { ORDO_SHARE_FAIR, ORDO_SHARE_SERIAL } ordo_share_t;
-typedef enum { ORDO_PULL_START, ORDO_PULL_EARLY } ordo_pull_t;
+/* AUTO is resolved by ordo_conf_resolve: early for a planned policy in training, else start */
+typedef enum { ORDO_PULL_START, ORDO_PULL_EARLY, ORDO_PULL_AUTO } ordo_pull_t;
+/* a bytes key written "auto" holds this until ordo_conf_resolve */
+#define ORDO_CONF_AUTO_BYTES (-1)
 typedef enum { ORDO_PUSH_DENSE, ORDO_PUSH_MERGED, ORDO_PUSH_SPARSE } ordo_push_mode_t;
 typedef enum { ORDO_COMPUTE_EMULATE, ORDO_COMPUTE_CPU, ORDO_COMPUTE_CUDA } ordo_compute_t;
 typedef enum { ORDO_AGG_MEAN, ORDO_AGG_SUM } ordo_aggregate_t;
@@ -61,6 +65,7 @@ typedef struct ordo_conf {
     int pull;                    /* ordo_pull_t: when workers ask for the next values */
     int64_t partition_bytes;
     int64_t segment_bytes; /* wire pieces of a chunk (0 = whole chunks) */
+    int64_t credit_bytes;  /* a worker's pushes on the egress link ahead of the queue */
     int search_budget_ms;
     double plan_bandwidth_bps; /* the link rate the planners assume (0: [net] bandwidth) */
     char oracle[ORDO_CONF_PATH];
@@ -145,6 +150,38 @@ int ordo_conf_set(ordo_conf_t *conf, const char *key, const char *value, const c
 
 /* ordo_conf_apply_env applies every ORDO_SECTION_KEY variable that names a known key. */
 int ordo_conf_apply_env(ordo_conf_t *conf);
+
+/* ordo_conf_resolve replaces the "auto" values of order.enforce and order.pull by what they
+ * stand for (ordo_conf_enforce_mode, ordo_conf_pull_mode). order.segment_bytes and
+ * credit_bytes stay auto: the scheduler tunes them (ordo_conf_step_tuned). Idempotent;
+ * ordo_conf_cli calls it. */
+void ordo_conf_resolve(ordo_conf_t *conf);
+
+/* ordo_conf_planned tells whether order.policy computes or reads a priority order (tio,
+ * tao, search, file:PATH), as opposed to none and fifo. */
+bool ordo_conf_planned(const ordo_conf_t *conf);
+
+/* ordo_conf_enforce_mode returns order.enforce with auto resolved: greedy for a planned
+ * policy in training (the order that pays while gradients arrive in backward order),
+ * strict otherwise (forward-only runs: TicTac's set-up). */
+int ordo_conf_enforce_mode(const ordo_conf_t *conf);
+
+/* ordo_conf_pull_mode returns order.pull with auto resolved: early for a planned policy in
+ * training without intra groups (which need start), start otherwise. */
+int ordo_conf_pull_mode(const ordo_conf_t *conf);
+
+/* ordo_conf_credit_bytes returns order.credit_bytes with auto resolved when nothing was tuned:
+ * 1 ms of the planners' link rate (order.plan_bandwidth, net.bandwidth, else 10gbit), at least
+ * 64 KiB. */
+int64_t ordo_conf_credit_bytes(const ordo_conf_t *conf);
+
+/* ordo_conf_segment_bytes returns order.segment_bytes with auto resolved when nothing was
+ * tuned: 1 MiB. */
+int64_t ordo_conf_segment_bytes(const ordo_conf_t *conf);
+
+/* ordo_conf_step_tuned tells whether the scheduler chooses the slice size and the credit from
+ * the step model: either is auto, the policy is planned, the run trains with dense pushes. */
+bool ordo_conf_step_tuned(const ordo_conf_t *conf);
 
 /* ordo_conf_validate checks cross-key rules (e.g. workers >= 1, density in (0,1]). */
 int ordo_conf_validate(const ordo_conf_t *conf);

@@ -73,6 +73,57 @@ double ordo_conf_straggle_delay_ms(const ordo_conf_t *conf, int rank, int64_t it
     return u < conf->straggle_probability ? conf->straggle_delay_ms : 0;
 }
 
+/* ---- auto values -------------------------------------------------------------------- */
+
+bool ordo_conf_planned(const ordo_conf_t *conf)
+{
+    return conf->policy_kind != ORDO_POLICY_NONE && conf->policy_kind != ORDO_POLICY_FIFO;
+}
+
+int ordo_conf_enforce_mode(const ordo_conf_t *conf)
+{
+    if (conf->enforce != ORDO_ENFORCE_AUTO) return conf->enforce;
+    return ordo_conf_planned(conf) && !conf->forward_only ? ORDO_ENFORCE_GREEDY
+                                                          : ORDO_ENFORCE_STRICT;
+}
+
+int ordo_conf_pull_mode(const ordo_conf_t *conf)
+{
+    if (conf->pull != ORDO_PULL_AUTO) return conf->pull;
+    /* local_size 0 is the launcher's host size, which may make groups */
+    bool groups = conf->intra_backend != ORDO_INTRA_NONE && conf->local_size != 1;
+    return ordo_conf_planned(conf) && !conf->forward_only && !groups ? ORDO_PULL_EARLY
+                                                                     : ORDO_PULL_START;
+}
+
+int64_t ordo_conf_credit_bytes(const ordo_conf_t *conf)
+{
+    if (conf->credit_bytes != ORDO_CONF_AUTO_BYTES) return conf->credit_bytes;
+    double bps = conf->plan_bandwidth_bps > 0 ? conf->plan_bandwidth_bps
+                 : conf->bandwidth_bps > 0    ? conf->bandwidth_bps
+                                              : 10e9;
+    int64_t b = (int64_t)(bps / 8 * 1e-3);
+    return b < 65536 ? 65536 : b;
+}
+
+int64_t ordo_conf_segment_bytes(const ordo_conf_t *conf)
+{
+    return conf->segment_bytes != ORDO_CONF_AUTO_BYTES ? conf->segment_bytes : 1 << 20;
+}
+
+bool ordo_conf_step_tuned(const ordo_conf_t *conf)
+{
+    return (conf->segment_bytes == ORDO_CONF_AUTO_BYTES ||
+            conf->credit_bytes == ORDO_CONF_AUTO_BYTES) &&
+           ordo_conf_planned(conf) && !conf->forward_only && conf->push_mode == ORDO_PUSH_DENSE;
+}
+
+void ordo_conf_resolve(ordo_conf_t *conf)
+{
+    conf->enforce = ordo_conf_enforce_mode(conf);
+    conf->pull = ordo_conf_pull_mode(conf);
+}
+
 /* fault.worker = restart | shrink: a worker joins or leaves a running bsp iteration, which
  * the modes that keep state across workers or iterations cannot follow */
 static int fault_worker_check(const ordo_conf_t *conf)
@@ -174,7 +225,8 @@ int ordo_conf_validate(const ordo_conf_t *conf)
                               "fault.resume needs a model job (model.trainer = "
                               "profile, mlp or cnn); the synthetic job keeps no checkpoints");
     if ((rc = fault_worker_check(conf)) != 0) return rc;
-    if (conf->segment_bytes > 0 && conf->segment_bytes < 1024)
+    if (conf->segment_bytes != ORDO_CONF_AUTO_BYTES && conf->segment_bytes > 0 &&
+        conf->segment_bytes < 1024)
         return ordo_error_set(
             ORDO_ERR_INVAL, "order.segment_bytes (%lld) must be 0 (whole chunks) or at least 1024",
             (long long)conf->segment_bytes);

@@ -38,7 +38,10 @@ static void format_value(const ordo_conf_t *conf, const key_t_ *k, char *buf, si
     case T_BOOL: snprintf(buf, size, "%s", *(const bool *)field ? "true" : "false"); break;
     case T_STR: snprintf(buf, size, "%s", field); break;
     case T_ENUM: enum_name(k->choices, *(const int *)field, buf, size); break;
-    case T_BYTES: snprintf(buf, size, "%lld", (long long)*(const int64_t *)field); break;
+    case T_BYTES:
+        if (*(const int64_t *)field == ORDO_CONF_AUTO_BYTES) snprintf(buf, size, "auto");
+        else snprintf(buf, size, "%lld", (long long)*(const int64_t *)field);
+        break;
     case T_RATE: {
         double v = *(const double *)field;
         if (v == 0) snprintf(buf, size, "0");
@@ -116,6 +119,8 @@ void ordo_conf_reference(FILE *out)
         }
         char range[128] = "";
         if (k->type == T_ENUM) snprintf(range, sizeof range, "%s", k->choices);
+        else if (k->type == T_BYTES && k->choices)
+            snprintf(range, sizeof range, "%s, %g .. %g", k->choices, k->min, k->max);
         else if (k->type == T_INT || k->type == T_DOUBLE || k->type == T_BYTES)
             snprintf(range, sizeof range, "%g .. %g", k->min, k->max);
         fprintf(out, "| `%s` | %s | `%s` | %s | %s |\n", k->name, type_name(k), k->def, range,
@@ -140,7 +145,11 @@ char *ordo_conf_to_json(const ordo_conf_t *conf)
         case T_U64: v = json_integer((json_int_t) * (const uint64_t *)field); break;
         case T_DOUBLE: v = json_real(*(const double *)field); break;
         case T_BOOL: v = json_boolean(*(const bool *)field); break;
-        case T_BYTES: v = json_integer(*(const int64_t *)field); break;
+        case T_BYTES:
+            v = *(const int64_t *)field == ORDO_CONF_AUTO_BYTES
+                    ? json_string("auto")
+                    : json_integer(*(const int64_t *)field);
+            break;
         default:
             format_value(conf, &ordo__conf_keys[i], buf, sizeof buf);
             v = json_string(buf);

@@ -116,6 +116,9 @@ static int plan(ordo_replan_t *r, const ordo_keys_t *keys, char **out)
     ordo_conf_t c = r->conf;
     c.oracle[0] = '\0';
     c.compute_scale = 1.0;
+    /* the key map's slices and the workers' push credit stay those of the start-up: no step
+     * tuning (only dense pushes are tuned, and they read neither value from the plan) */
+    if (ordo_conf_step_tuned(&c)) c.segment_bytes = c.credit_bytes = 0;
     if (!rc) rc = ordo_runplan_make(&c, m, keys, &p);
     /* the merge plan's ordo-merge/1 text is for the start-up's run folder only */
     if (!rc) json_object_del(json_object_get(p, "merge"), ORDO_RUNPLAN_MERGE_FILE_MEMBER);

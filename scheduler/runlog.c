@@ -348,6 +348,14 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
     if (sparse) json_object_set_new(root, "sparse", sparse);
     ordo_runlog_sync_write(root, &r->sync, &r->conf);
     if (r->sections) json_object_update(root, r->sections);
+    /* the step model's prediction (scheduler/runplan_step.h) against the measured median */
+    json_t *pred = json_object_get(json_object_get(root, "order_step"), "predicted_step_ms");
+    if (json_is_number(pred) && ns > 0) {
+        json_t *os = json_object_get(root, "order_step");
+        double p50 = ordo_histo_quantile(&t->step, 0.5);
+        json_object_set_new(os, "measured_step_ms", num(p50));
+        json_object_set_new(os, "measured_over_predicted", num(p50 / json_number_value(pred)));
+    }
     /* training results: the mean over workers of what they reported */
     static const char *finals[] = {"final_loss", "test_accuracy", NULL};
     for (int f = 0; finals[f]; f++) {

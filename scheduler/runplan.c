@@ -7,6 +7,7 @@
 #include "scheduler/runplan_intra.h"
 #include "scheduler/runplan_sparse.h"
 #include "scheduler/runplan_merge.h"
+#include "scheduler/runplan_step.h"
 #include "planner/sim.h"
 
 #include <math.h>
@@ -139,7 +140,7 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
                   "bound %.3f ms, E %.4f) at %.3g gbit/s, %.0f us latency, %d channel%s",
                   conf->policy,
                   !ordered                               ? "fifo"
-                  : conf->enforce == ORDO_ENFORCE_GREEDY ? "greedy"
+                  : ordo_conf_enforce_mode(conf) == ORDO_ENFORCE_GREEDY ? "greedy"
                                                          : "strict",
                   res.makespan_us / 1e3, res.lower_us / 1e3, res.efficiency, bps / 1e9,
                   conf->latency_us, keys->n_servers, keys->n_servers == 1 ? "" : "s");
@@ -166,6 +167,9 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
     /* the oracle file, when the ordering planners read it already, is not read twice */
     if ((rc = ordo_runplan_merge(conf, m, oracle, plan)) != 0) goto fail;
     if ((rc = ordo_runplan_intra(conf, plan)) != 0) goto fail;
+    if (ordered &&
+        (rc = ordo_runplan_step(conf, m, oracle, channel, keys->n_servers, prio, plan)) != 0)
+        goto fail;
     *out = plan;
     plan = NULL;
 fail:

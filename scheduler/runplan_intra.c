@@ -31,7 +31,7 @@ int ordo_runplan_intra(const ordo_conf_t *conf, json_t *plan)
                                            "profile, mlp, cnn or declared, or a [worker] command "
                                            "program); ordo-worker's synthetic job pushes and "
                                            "pulls every key itself");
-    if (conf->pull == ORDO_PULL_EARLY)
+    if (ordo_conf_pull_mode(conf) == ORDO_PULL_EARLY)
         return ordo_error_set(ORDO_ERR_INVAL, "intra.backend needs order.pull = start (a group "
                                            "member pulls only its share of the keys)");
     /* unique per run: segment names must never meet a crashed run's */

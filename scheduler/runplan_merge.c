@@ -82,13 +82,14 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
      * server sending its share to every worker over its link (the plan's third stage), each
      * value one message per worker: on an emulated link with a per-message cost each holds
      * the link that long too */
-    bool early = conf->pull == ORDO_PULL_EARLY;
+    bool early = ordo_conf_pull_mode(conf) == ORDO_PULL_EARLY;
     double pull = early ? (double)conf->workers * 8.0 / bps : 0;
     double pull_msg = early ? (double)conf->workers * conf->msg_us * 1e-6 : 0;
     if (scale < 1e-9) scale = 1e-9;
     /* the planner counts the messages the workers will send: a group's share of each
      * server, cut at partition_bytes (client/merge_buf.c) */
-    const ordo_merge_layout_t layout = {conf->servers, conf->partition_bytes, conf->segment_bytes};
+    const ordo_merge_layout_t layout = {conf->servers, conf->partition_bytes,
+                                        ordo_conf_segment_bytes(conf)};
     ordo_merge_plan_t *p = NULL;
     if (file) {
         /* a plan made elsewhere (ordo-plan merge, a script): its groups, timed for this run */

@@ -23,6 +23,7 @@
 #include "scheduler/replicas.h"
 #include "scheduler/runlog.h"
 #include "scheduler/runplan.h"
+#include "scheduler/runplan_step.h"
 #include "scheduler/runplan_merge.h"
 #include "scheduler/sparse_coord.h"
 
@@ -163,6 +164,8 @@ char *ordo__sched_welcome_text(sched_t *s, const member_t *m, int64_t rejoin)
     return text;
 }
 
+static void summarize_step(sched_t *s);
+
 static int send_welcome(sched_t *s)
 {
     assign_ranks(s, ORDO_ROLE_SERVER, s->conf.servers);
@@ -175,6 +178,7 @@ static int send_welcome(sched_t *s)
             snprintf(why, sizeof why, "cannot plan the run of the declared tensors: %s",
                      ordo_error_text(rc));
         if (rc) return ordo__sched_abort_run(s, why[0] ? why : ordo_error_text(rc));
+        summarize_step(s);
         ordo_runplan_merge_take_file(s->plan, s->run_dir);
         ordo_replan_set_declared(s->replan, s->model);
         ORDO_INFO("model declared by the workers: %d tensors, %.1f MiB", s->model->n_params,
@@ -286,18 +290,44 @@ done:
 
 /* ---- the model and its plan ------------------------------------------------------------ */
 
-/* plan_model makes the key map, the plan and the sparse coordinator of s->model. */
-static int plan_model(sched_t *s)
+/* partition makes s->keys for s->model with slices of at most segment bytes */
+static int partition(sched_t *s, int64_t segment)
 {
     int n = s->model->n_params;
     int64_t *numel = malloc(sizeof *numel * (size_t)n);
     if (!numel) return ORDO_ERR_NOMEM;
     for (int i = 0; i < n; i++)
         numel[i] = s->model->params[i].numel;
-    int rc = ordo_keys_partition(numel, n, s->model->dtype_size, s->conf.partition_bytes,
-                                 s->conf.segment_bytes, s->conf.servers, &s->keys);
+    ordo_keys_destroy(&s->keys);
+    int rc = ordo_keys_partition(numel, n, s->model->dtype_size, s->conf.partition_bytes, segment,
+                                 s->conf.servers, &s->keys);
     free(numel);
+    return rc;
+}
+
+/* summarize_step puts the step model's choice and prediction into summary.json (order_step),
+ * beside the measured step_ms */
+static void summarize_step(sched_t *s)
+{
+    json_t *step = json_object_get(s->plan, "step");
+    if (step && s->log) ordo_runlog_set_section(s->log, "order_step", json_deep_copy(step));
+}
+
+/* plan_model makes the key map, the plan and the sparse coordinator of s->model. */
+static int plan_model(sched_t *s)
+{
+    int64_t segment = ordo_conf_segment_bytes(&s->conf);
+    int rc = partition(s, segment);
     if (rc) return rc;
+    /* the plan is made before anyone registers (before the welcome when the workers declare
+     * the model), so a bad order or oracle file stops the start-up with its reason */
+    if ((rc = ordo_runplan_make(&s->conf, s->model, s->keys, &s->plan)) != 0)
+        return ordo_error_context(rc, "cannot plan the run");
+    /* the step model may choose other slices; a chunk's slices stay on its server, so the
+     * channels the plan was made with do not change */
+    if (ordo_runplan_step_slice(&s->conf, s->plan) != segment &&
+        (rc = partition(s, ordo_runplan_step_slice(&s->conf, s->plan))) != 0)
+        return rc;
     if ((rc = ordo_replicas_new(s, &s->repl)) != 0) return rc;
     /* every message must pass the sockets' net.max_message_mb: a slice, in merged mode a
      * group of up to partition_bytes, in sparse mode a slice's (index, value) pairs */
@@ -315,10 +345,6 @@ static int plan_model(sched_t *s)
                               "messages of %lld bytes (order.partition_bytes / segment_bytes) "
                               "would not fit in net.max_message_mb (%d MiB): raise it",
                               (long long)biggest, s->conf.max_message_mb);
-    /* the plan is made before anyone registers (before the welcome when the workers declare
-     * the model), so a bad order or oracle file stops the start-up with its reason */
-    if ((rc = ordo_runplan_make(&s->conf, s->model, s->keys, &s->plan)) != 0)
-        return ordo_error_context(rc, "cannot plan the run");
     if (s->updates) json_object_set(s->plan, "updates", s->updates);
     rc = ordo_sparse_coord_new(s->plan, s->conf.servers, s->conf.workers, sparse_send, s,
                                &s->sparse);
@@ -570,6 +596,7 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
     }
     make_run_dir(s);
     if ((rc = ordo_runlog_new(s->run_dir, &s->conf, s->conf.workers, &s->log)) != 0) goto fail;
+    summarize_step(s);
     if (s->plan) ordo_runplan_merge_take_file(s->plan, s->run_dir);
     if ((rc = ordo_replan_new(&s->conf, s->run_dir, ordo__sched_replan_send, s, &s->replan)) != 0) goto fail;
     s->members = calloc((size_t)(s->conf.servers + s->conf.workers), sizeof *s->members);

@@ -143,7 +143,7 @@ static int setup_enforcement(ordo_server_t *s, const char *plan_text)
         }
     }
     if (json_is_array(pr) && (int)json_array_size(pr) == k->n_keys) {
-        mode = s->conf.enforce;
+        mode = ordo_conf_enforce_mode(&s->conf);
         s->prio = malloc(sizeof *s->prio * (size_t)k->n_slices);
         norm = malloc(sizeof *norm * (size_t)k->n_slices);
         srv = malloc(sizeof *srv * (size_t)k->n_slices);

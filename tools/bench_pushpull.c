@@ -209,7 +209,7 @@ int ordo_bench_pushpull(int argc, char **argv)
                            .min_bytes = 4096,
                            .max_bytes = 64 << 20,
                            .partition = defaults.partition_bytes,
-                           .segment = defaults.segment_bytes};
+                           .segment = ordo_conf_segment_bytes(&defaults)};
     int rc = ordo_bench_parse_opts(
         argc, argv, &o,
         "[--json] [--reps N] [--min-time SEC] [--min BYTES] [--max BYTES] [--partition BYTES] "
@@ -222,7 +222,7 @@ int ordo_bench_pushpull(int argc, char **argv)
         sizes[n++] = b;
     if (o.replicas > 1 && o.curve)
         return ordo_error_set(ORDO_ERR_INVAL, "pushpull: --replicas and --curve are separate "
-                              "comparisons; give one");
+                                              "comparisons; give one");
     if (o.replicas > 1) return ordo_bench_replicas(sizes, n, &o); /* tools/bench_repl.h */
     if (o.curve) return pushpull_curve(&o, sizes, n);
     ordo_bench_child_t sched = {0}, srv[ORDO_BENCH_MAX_SERVERS] = {{0}};

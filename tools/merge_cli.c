@@ -106,7 +106,7 @@ int ordo_merge_cli(int argc, char **argv)
     int want_compare = 0;
     ordo_conf_t defaults;
     ordo_conf_defaults(&defaults);
-    ordo_merge_layout_t layout = {0, defaults.partition_bytes, defaults.segment_bytes};
+    ordo_merge_layout_t layout = {0, defaults.partition_bytes, ordo_conf_segment_bytes(&defaults)};
     double margin = defaults.merge_margin;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *val = NULL;

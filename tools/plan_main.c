@@ -10,6 +10,7 @@
 #include "planner/order.h"
 #include "planner/search.h"
 #include "planner/sim.h"
+#include "planner/step.h"
 #include "core/nn.h"
 #include "tools/merge_cli.h"
 
@@ -40,6 +41,15 @@ static const char usage[] =
     "  --budget-ms MS            search: wall-clock budget (default 2000)\n"
     "  --evals N                 search: stop after N simulations (deterministic)\n"
     "  --seed N                  search: random seed (default 1)\n"
+    "  --compute-scale X         multiply the profile's op times by X (as [model] compute_scale)\n"
+    "  --workers W               simulate: also model a whole training step with W workers\n"
+    "                            (slices, credit, the servers' answers, the next forward) and\n"
+    "                            print it with the bound, the fastest step any order gives\n"
+    "  --slice-bytes N|auto      step: slice size (default auto: the tuned one)\n"
+    "  --credit-bytes N|auto     step: a worker's push credit (default auto: the tuned one)\n"
+    "  --pull early|start        step: when values are asked for (default early)\n"
+    "  --msg-us US               step: link time each message costs beyond its bytes\n"
+    "                            (default 20, [push] merge_a_us)\n"
     "  -v, --verbose             search figures to stderr\n"
     "  -h, --help, --version\n";
 
@@ -57,6 +67,12 @@ typedef struct {
     int verbose;
     int budget_given;
     ordo_order_opts_t opts;
+    double compute_scale;
+    int workers;           /* > 0: model a training step too */
+    int64_t slice_bytes;   /* -1: tuned */
+    int64_t credit_bytes;  /* -1: tuned */
+    int pull_start;
+    double msg_us;
 } args_t;
 
 static int usage_error(const char *what, const char *arg)
@@ -107,7 +123,10 @@ static int parse_args(int argc, char **argv, args_t *a)
                     !strcmp(arg, "--latency-us") || !strcmp(arg, "--servers") ||
                     !strcmp(arg, "--oracle") || !strcmp(arg, "--order") ||
                     !strcmp(arg, "--budget-ms") || !strcmp(arg, "--evals") ||
-                    !strcmp(arg, "--seed");
+                    !strcmp(arg, "--seed") || !strcmp(arg, "--compute-scale") ||
+                    !strcmp(arg, "--workers") || !strcmp(arg, "--slice-bytes") ||
+                    !strcmp(arg, "--credit-bytes") || !strcmp(arg, "--pull") ||
+                    !strcmp(arg, "--msg-us");
         if (takes && !val) {
             if (i + 1 >= argc) return usage_error("missing value for", arg);
             val = argv[++i];
@@ -144,6 +163,27 @@ static int parse_args(int argc, char **argv, args_t *a)
         } else if (!strcmp(arg, "--seed")) {
             if (parse_long(val, 0, 2147483647, &v)) return usage_error("bad --seed", val);
             a->opts.seed = (uint64_t)v;
+        } else if (!strcmp(arg, "--compute-scale") || !strcmp(arg, "--msg-us")) {
+            char *end;
+            errno = 0;
+            double d = strtod(val, &end);
+            if (end == val || *end || errno || !(d >= 0) || d > 1e6)
+                return usage_error("not a number >= 0", val);
+            if (arg[2] == 'c') a->compute_scale = d;
+            else a->msg_us = d;
+        } else if (!strcmp(arg, "--workers")) {
+            if (parse_long(val, 1, 4096, &v)) return usage_error("workers must be 1..4096", val);
+            a->workers = (int)v;
+        } else if (!strcmp(arg, "--slice-bytes") || !strcmp(arg, "--credit-bytes")) {
+            int64_t b = -1;
+            if (strcmp(val, "auto") && (ordo_conf_parse_bytes(val, &b) || b < 0))
+                return usage_error("not a size in bytes or auto", val);
+            if (arg[2] == 's') a->slice_bytes = b;
+            else a->credit_bytes = b;
+        } else if (!strcmp(arg, "--pull")) {
+            if (strcmp(val, "early") && strcmp(val, "start"))
+                return usage_error("--pull is early or start", val);
+            a->pull_start = !strcmp(val, "start");
         } else if (!strcmp(arg, "--backward")) {
             a->backward = 1;
         } else if (!strcmp(arg, "-v") || !strcmp(arg, "--verbose")) {
@@ -202,6 +242,10 @@ static int load_inputs(const args_t *a, inputs_t *in)
     if ((rc =
              ordo_oracle_times_new(in->m, a->bandwidth_bps, a->latency_us, in->oracle, &in->times)))
         return rc;
+    for (int j = 0; a->compute_scale != 1 && j < in->times->n_ops; j++) {
+        in->times->fwd_us[j] *= a->compute_scale;
+        in->times->bwd_us[j] *= a->compute_scale;
+    }
     return ordo_sim_new(in->m, in->times, in->channel, a->servers, a->backward, &in->sim);
 }
 
@@ -264,15 +308,44 @@ static int cmd_simulate(const args_t *a)
     if (!rc && !a->order_path) rc = plan(a, &in, a->policy);
     ordo_sim_result_t r;
     if (!rc) rc = ordo_sim_run(in.sim, in.priority, &r);
+    ordo_step_result_t st;
+    int64_t slice = a->slice_bytes, credit = a->credit_bytes;
+    if (!rc && a->workers > 0) {
+        ordo_step_opts_t so = {.n_workers = a->workers, .n_channels = a->servers,
+                               .channel = in.channel, .bandwidth_bps = a->bandwidth_bps,
+                               .latency_us = a->latency_us, .msg_us = a->msg_us,
+                               .slice_bytes = slice, .credit_bytes = credit,
+                               .early_pulls = !a->pull_start,
+                               /* as the scheduler: 1 ms of link time, at least 64 KiB */
+                               .credit_floor_bytes =
+                                   a->bandwidth_bps / 8e3 > 65536 ? (int64_t)(a->bandwidth_bps / 8e3)
+                                                                  : 65536};
+        if (slice < 0 || credit < 0) {
+            int64_t ts, tc;
+            rc = ordo_step_tune(in.m, in.times, in.priority, &so, &ts, &tc, &st);
+            if (slice < 0) so.slice_bytes = slice = ts;
+            if (credit < 0) so.credit_bytes = credit = tc;
+        }
+        if (!rc) rc = ordo_step_simulate(in.m, in.times, in.priority, &so, &st);
+    }
     if (!rc) {
         printf("{\"model\": ");
         put_str(in.m->name);
         printf(", \"order\": ");
         put_str(a->order_path ? a->order_path : ordo_order_policy_name(a->policy));
         printf(", \"servers\": %d, \"backward\": %s, \"makespan_us\": %.3f, \"U_us\": %.3f, "
-               "\"L_us\": %.3f, \"E\": %.6f}\n",
+               "\"L_us\": %.3f, \"E\": %.6f",
                a->servers, a->backward ? "true" : "false", r.makespan_us, r.upper_us, r.lower_us,
                r.efficiency);
+        if (a->workers > 0)
+            printf(", \"step\": {\"workers\": %d, \"pull\": \"%s\", \"slice_bytes\": %lld, "
+                   "\"credit_bytes\": %lld, \"messages\": %d, \"step_us\": %.3f, "
+                   "\"bound_us\": %.3f, \"compute_us\": %.3f, \"push_us\": %.3f, "
+                   "\"answer_us\": %.3f}",
+                   a->workers, a->pull_start ? "start" : "early", (long long)slice,
+                   (long long)credit, st.n_messages, st.step_us, st.bound_us, st.compute_us,
+                   st.push_us, st.answer_us);
+        printf("}\n");
     }
     inputs_free(&in);
     return rc ? fail(rc) : 0;
@@ -414,7 +487,11 @@ int main(int argc, char **argv)
                 .policy = ORDO_POLICY_TAO,
                 .bandwidth_bps = 1e9,
                 .latency_us = 50,
-                .servers = 1};
+                .servers = 1,
+                .compute_scale = 1,
+                .slice_bytes = -1,
+                .credit_bytes = -1,
+                .msg_us = 20};
     ordo_order_opts_default(&a.opts);
     int rc = parse_args(argc - 1, argv + 1, &a);
     if (rc) return rc;

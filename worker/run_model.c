@@ -148,7 +148,7 @@ static int prepare(job_t *j)
                                .seed = conf->seed,
                                .forward_only = conf->forward_only && !j->training,
                                .trace = conf->trace,
-                               .pull_early = conf->pull == ORDO_PULL_EARLY,
+                               .pull_early = ordo_conf_pull_mode(conf) == ORDO_PULL_EARLY,
                                .slowdown = j->kind == ORDO_COMPUTE_EMULATE ? 1.0 : slowdown,
                                .straggle = conf};
     j->iterations = conf->iterations;

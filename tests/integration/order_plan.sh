@@ -31,7 +31,7 @@ for pol in tio tao search none fifo; do
   case $pol in
     none) grep -q "order: policy none: every worker requests its pulls in a seeded random order" "$log" ||
             fail "policy none: no plan line in $(cat "$log")" ;;
-    *) want=strict; [ $pol = fifo ] && want=fifo
+    *) want=greedy; [ $pol = fifo ] && want=fifo # enforce = auto: greedy in training
        grep -q "order: policy $pol, enforce $want; simulated forward makespan [0-9.]* ms" "$log" ||
          fail "policy $pol: no simulated makespan in $(cat "$log")" ;;
   esac

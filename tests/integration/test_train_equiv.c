@@ -72,10 +72,11 @@ static double rel_diff(const float *a, const float *b, int64_t n, int64_t *ident
     return scale > 0 ? diff / scale : diff;
 }
 
-START_TEST(two_workers_two_servers_equal_the_reference_trainer)
+/* equiv runs the cluster with up to three overrides (NULL ends them) and compares */
+static void equiv(const char *o1, const char *o2, const char *o3)
 {
     it_run_t run;
-    ck_assert_int_eq(it_run_launch(&run, conf_text, 240, NULL), 0);
+    ck_assert_int_eq(it_run_launch(&run, conf_text, 240, o1, o2, o3, NULL), 0);
     ordo_paramfile_t *pf = NULL;
     ORDO_CK_OK(ordo_paramfile_read(it_run_path(&run, "params.bin"), &pf));
     ck_assert_int_eq(pf->iteration, ITERS);
@@ -139,6 +140,21 @@ START_TEST(two_workers_two_servers_equal_the_reference_trainer)
     ordo_paramfile_destroy(&pf);
     it_run_destroy(&run);
 }
+
+START_TEST(two_workers_two_servers_equal_the_reference_trainer)
+{
+    equiv("--order.policy=fifo", NULL, NULL);
+}
+END_TEST
+
+/* a planned order with its defaults (greedy release, early pulls, the step model's slices
+ * and credit), and with small slices and credit so that tensors are cut and pushes overtake:
+ * the order changes when values travel, never what they are */
+START_TEST(planned_order_slices_and_credit_change_no_value)
+{
+    equiv("--order.policy=tao", NULL, NULL);
+    equiv("--order.policy=tao", "--order.segment_bytes=64KiB", "--order.credit_bytes=64KiB");
+}
 END_TEST
 
 static Suite *equiv_suite(void)
@@ -147,6 +163,7 @@ static Suite *equiv_suite(void)
     TCase *tc = tcase_create("mlp");
     tcase_set_timeout(tc, 280);
     tcase_add_test(tc, two_workers_two_servers_equal_the_reference_trainer);
+    tcase_add_test(tc, planned_order_slices_and_credit_change_no_value);
     suite_add_tcase(s, tc);
     return s;
 }

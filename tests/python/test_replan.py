@@ -27,8 +27,9 @@ PROFILE = {
             {"name": "op_a", "inputs": ["op_b"], "params": ["a"], "fwd_us": 100,
              "bwd_us": 200}],
 }
-ARGS = ["--cluster.servers=1", "--order.policy=tao", "--order.plan_bandwidth=1gbit",
-        "--output.trace=true"]
+# strict: the servers' releases show the plan's order although the workers request in reverse
+ARGS = ["--cluster.servers=1", "--order.policy=tao", "--order.enforce=strict",
+        "--order.plan_bandwidth=1gbit", "--output.trace=true"]
 
 
 @pytest.fixture

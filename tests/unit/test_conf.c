@@ -14,7 +14,9 @@ START_TEST(defaults_are_documented_values)
     ck_assert_int_eq(c.servers, 1);
     ck_assert_int_eq(c.partition_bytes, 4 << 20);
     ck_assert_int_eq(c.policy_kind, ORDO_POLICY_FIFO);
-    ck_assert_int_eq(c.enforce, ORDO_ENFORCE_STRICT);
+    ck_assert_int_eq(c.enforce, ORDO_ENFORCE_AUTO);
+    ck_assert_int_eq(c.pull, ORDO_PULL_AUTO);
+    ck_assert_int_eq(c.credit_bytes, ORDO_CONF_AUTO_BYTES);
     ck_assert_str_eq(c.scheduler, "tcp://127.0.0.1:9100");
     ck_assert(c.bandwidth_bps == 0);
     ORDO_CK_OK(ordo_conf_validate(&c));
@@ -153,7 +155,7 @@ START_TEST(errors_name_file_and_line)
     expect_error("[cluster]\nworkers = 0\n", "bad.ini:2: cluster.workers: 0 is out of range");
     expect_error("[order]\n\npolicy = best\n", "bad.ini:3: order.policy: 'best' is not one of");
     expect_error("[net]\nbandwidth = fast\n", "bad.ini:2: net.bandwidth:");
-    expect_error("[order]\nenforce = maybe\n", "bad.ini:2: order.enforce: 'maybe' is not one of strict|greedy");
+    expect_error("[order]\nenforce = maybe\n", "bad.ini:2: order.enforce: 'maybe' is not one of strict|greedy|auto");
     expect_error("[push]\nmerge = bytes:lots\n", "bad.ini:2: push.merge:");
     expect_error("[push]\nmerge = file:\n", "bad.ini:2: push.merge: 'file:' is not one of");
     expect_error("[push]\nmerge_margin = -1\n", "bad.ini:2: push.merge_margin:");
@@ -306,6 +308,58 @@ START_TEST(replicas_within_the_servers_and_dense_bsp)
 }
 END_TEST
 
+/* auto: a planned policy in training pulls early and releases greedily; fifo, none and
+ * forward-only runs keep start and strict; a value written out stays as written */
+START_TEST(auto_order_settings_follow_the_policy)
+{
+    ordo_conf_t c;
+    ordo_conf_defaults(&c);
+    ck_assert_int_eq(ordo_conf_enforce_mode(&c), ORDO_ENFORCE_STRICT);
+    ck_assert_int_eq(ordo_conf_pull_mode(&c), ORDO_PULL_START);
+    ck_assert_int_eq(ordo_conf_credit_bytes(&c), 1250000); /* 1 ms of 10gbit */
+    const char *planned[] = {"tio", "tao", "search", "file:o.json"};
+    for (int i = 0; i < 4; i++) {
+        ORDO_CK_OK(ordo_conf_set(&c, "order.policy", planned[i], "test"));
+        ck_assert_int_eq(ordo_conf_enforce_mode(&c), ORDO_ENFORCE_GREEDY);
+        ck_assert_int_eq(ordo_conf_pull_mode(&c), ORDO_PULL_EARLY);
+    }
+    ORDO_CK_OK(ordo_conf_set(&c, "model.forward_only", "true", "test"));
+    ck_assert_int_eq(ordo_conf_enforce_mode(&c), ORDO_ENFORCE_STRICT);
+    ck_assert_int_eq(ordo_conf_pull_mode(&c), ORDO_PULL_START);
+    ORDO_CK_OK(ordo_conf_set(&c, "model.forward_only", "false", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "intra.backend", "shm", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "cluster.local_size", "2", "test"));
+    ck_assert_int_eq(ordo_conf_pull_mode(&c), ORDO_PULL_START); /* host groups need start */
+    ORDO_CK_OK(ordo_conf_set(&c, "intra.backend", "none", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "order.enforce", "strict", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "order.pull", "start", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "net.bandwidth", "100mbit", "test"));
+    ck_assert_int_eq(ordo_conf_enforce_mode(&c), ORDO_ENFORCE_STRICT);
+    ck_assert_int_eq(ordo_conf_pull_mode(&c), ORDO_PULL_START);
+    ck_assert_int_eq(ordo_conf_credit_bytes(&c), 65536); /* 12500 bytes, raised to the floor */
+    ORDO_CK_OK(ordo_conf_set(&c, "order.credit_bytes", "0", "test"));
+    ck_assert_int_eq(ordo_conf_credit_bytes(&c), 0);
+    ORDO_CK_OK(ordo_conf_set(&c, "order.credit_bytes", "auto", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "order.enforce", "auto", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "order.pull", "auto", "test"));
+    ordo_conf_resolve(&c);
+    ck_assert_int_eq(c.enforce, ORDO_ENFORCE_GREEDY);
+    ck_assert_int_eq(c.pull, ORDO_PULL_EARLY);
+    ck_assert_int_eq(c.credit_bytes, ORDO_CONF_AUTO_BYTES); /* the scheduler tunes it */
+    ck_assert(ordo_conf_step_tuned(&c));
+    ck_assert_int_eq(ordo_conf_segment_bytes(&c), 1 << 20);
+    ordo_conf_resolve(&c); /* idempotent */
+    ck_assert_int_eq(c.enforce, ORDO_ENFORCE_GREEDY);
+    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "merged", "test"));
+    ck_assert(!ordo_conf_step_tuned(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "dense", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "order.segment_bytes", "0", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "order.credit_bytes", "1MiB", "test"));
+    ck_assert(!ordo_conf_step_tuned(&c));
+    ORDO_CK_ERR(ordo_conf_set(&c, "order.partition_bytes", "auto", "test"), ORDO_ERR_INVAL);
+}
+END_TEST
+
 static Suite *conf_suite(void)
 {
     Suite *s = suite_create("conf");
@@ -326,6 +380,7 @@ static Suite *conf_suite(void)
     tcase_add_test(tc, json_dump_has_every_section);
     tcase_add_test(tc, calibrate_needs_merged_pushes_planned_here);
     tcase_add_test(tc, printed_conf_reads_back);
+    tcase_add_test(tc, auto_order_settings_follow_the_policy);
     tcase_add_test(tc, resume_refuses_what_checkpoints_do_not_hold);
     tcase_add_test(tc, fault_worker_modes_are_checked);
     tcase_add_test(tc, sync_and_straggle_keys_are_checked);

@@ -94,7 +94,7 @@ static ordo_replan_t *make(ordo_conf_t *conf, ordo_keys_t **keys)
     ORDO_CK_OK(ordo_conf_set(conf, "order.policy", "tao", "test"));
     ORDO_CK_OK(ordo_conf_validate(conf));
     ORDO_CK_OK(
-        ordo_keys_partition(numel, 3, 4, conf->partition_bytes, conf->segment_bytes, 2, keys));
+        ordo_keys_partition(numel, 3, 4, conf->partition_bytes, ordo_conf_segment_bytes(conf), 2, keys));
     ordo_replan_t *r = NULL;
     n_sent = 0;
     ORDO_CK_OK(ordo_replan_new(conf, "/nonexistent-dir", capture, NULL, &r));

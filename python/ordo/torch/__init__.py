@@ -300,7 +300,8 @@ def broadcast_object(obj: Any, root_rank: int = 0) -> Any:
 def DistributedOptimizer(optimizer: torch.optim.Optimizer,  # noqa: N802 (Horovod's name)
                          named_parameters: Iterable[tuple[str, torch.Tensor]] | None = None,
                          mode: str = "gradients", model: torch.nn.Module | None = None,
-                         backward_passes_per_step: int = 1) -> torch.optim.Optimizer:
+                         backward_passes_per_step: int = 1,
+                         per_parameter: bool | None = None) -> torch.optim.Optimizer:
     """DistributedOptimizer returns optimizer, still of its class, with its gradients
     averaged by the servers (mode="gradients": its own step then runs) or its SGD run on the
     servers (mode="server").
@@ -312,14 +313,18 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,  # noqa: N802 (Horovo
         mode: "gradients" or "server" (docs/torch.md, "Modes")
         model: lets ordo profile the model and plan the order of transfers (docs/torch.md)
         backward_passes_per_step: backward passes accumulated before each transfer
+        per_parameter: in gradients mode with model=, update each parameter as its mean
+            arrives (None: when the optimizer updates each parameter alone; True: an error
+            for one that may couple parameters; False: the whole step at once)
 
     Returns:
         optimizer, whose step() waits for the averages (or the servers' values).
 
     Raises:
-        ValueError: a parameter missing from named_parameters, a mode that is not known, or
-            in server mode an optimizer other than plain SGD
+        ValueError: a parameter missing from named_parameters, a mode that is not known, in
+            server mode an optimizer other than plain SGD, or per_parameter=True with an
+            optimizer that may couple parameters
         RuntimeError: init() was not called
     """
     return _optimizer.make(optimizer, _rt_or_raise(), named_parameters, mode,
-                           backward_passes_per_step, model)
+                           backward_passes_per_step, model, per_parameter)

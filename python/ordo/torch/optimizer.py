@@ -5,7 +5,9 @@ original's attributes, as Horovod does), so param_groups, state_dict, zero_grad 
 schedulers work as before. A hook per parameter (register_post_accumulate_grad_hook) sends each
 gradient the moment autograd has it, in backward order; step() waits for the results.
   mode="gradients": the servers average the workers' gradients; step() writes the mean into
-                    .grad and runs the wrapped optimizer (any torch optimizer).
+                    .grad and runs the wrapped optimizer (any torch optimizer). Once planned
+                    (model=), each parameter is updated as its mean arrives, by the forward
+                    of its module (ordo.torch.per_param), when the optimizer allows it.
   mode="server":    the servers run SGD with the optimizer's lr, momentum and weight decay (per
                     param group); the new parameter is pulled straight into the parameter's data.
 """
@@ -16,6 +18,7 @@ from typing import Any
 
 import torch
 
+from ordo.torch import per_param as pp
 from ordo.torch import runtime as rt
 from ordo.torch.staging import CudaStaging
 
@@ -73,9 +76,13 @@ class _Distributed:
     _ordo_params: list[_Param]
 
     def _ordo_setup(self, runtime: rt.Runtime, named: list[tuple[str, torch.Tensor]],
-                    mode: str, backward_passes_per_step: int, model: Any) -> None:
+                    mode: str, backward_passes_per_step: int, model: Any,
+                    per_parameter: bool) -> None:
         self._ordo_rt = runtime
         self._ordo_mode = mode
+        # gradients mode, once planned: the optimizer per parameter (ordo.torch.per_param)
+        self._ordo_per_parameter = per_parameter and mode == "gradients"
+        self._ordo_updates: pp.PerParameterUpdates | None = None
         self._ordo_passes = backward_passes_per_step
         self._ordo_iteration = 0
         group_of = {id(p): g for g in self.param_groups for p in g["params"]}
@@ -184,7 +191,9 @@ class _Distributed:
         if self._ordo_synced:
             return
         if self._ordo_gated:
-            self._ordo_wait_all()  # the pulls of the last step; pushes wait for backward
+            # the pulls of the last step (gradients mode: and their updates); pushes wait for
+            # backward
+            self._ordo_wait_all()
             return
         self._ordo_push_missing()
         self._ordo_wait_all()
@@ -204,7 +213,8 @@ class _Distributed:
         stepped; once gated, each module's forward waits for its own parameters)."""
         if closure is not None:
             raise ValueError("ordo.torch: DistributedOptimizer.step takes no closure")
-        if self._ordo_gated:
+        gated = self._ordo_gated
+        if gated:
             self._ordo_push_missing()
         else:
             self.synchronize()
@@ -217,7 +227,7 @@ class _Distributed:
         result = None
         if self._ordo_mode == "server":
             self._ordo_check_hyper()
-        else:
+        elif not gated:  # gated: each parameter is updated when its mean arrives
             result = super().step()  # type: ignore[misc]
         self._ordo_rt.client.step(self._ordo_batch)
         return result
@@ -286,14 +296,21 @@ class _Distributed:
         priorities = client.replan(doc, rt.BROADCAST_TIMEOUT_MS)
         for q in self._ordo_params:
             q.priority = int(priorities[q.tensor.index])
-        if self._ordo_mode == "server":
+        if self._ordo_mode == "gradients" and self._ordo_per_parameter:
+            self._ordo_updates = pp.PerParameterUpdates(self._ordo_opt_class, self,
+                                                        [q.param for q in self._ordo_params])
+            # the values a checkpoint reads are the updated ones
+            self._ordo_model.register_state_dict_pre_hook(
+                lambda *_: self._ordo_wait_all())
+        if self._ordo_mode == "server" or self._ordo_updates is not None:
             from ordo.torch import profile  # type: ignore[attr-defined]
             index = {q.param: q.tensor.index for q in self._ordo_params}
             self._ordo_gate = profile.ForwardGate(self._ordo_model, index, self._ordo_wait)
             self._ordo_gated = True
 
     def _ordo_wait(self, tensor_indices: list[int]) -> None:
-        """_ordo_wait waits for the pulls of the given tensors (ForwardGate's wait_fn)."""
+        """_ordo_wait waits for the pulls of the given tensors (ForwardGate's wait_fn) and,
+        with per-parameter updates, applies each mean to its parameter."""
         self._ordo_push_staged(block=True)
         for i in tensor_indices:
             q = self._ordo_by_index[i]
@@ -303,14 +320,26 @@ class _Distributed:
                 q.grad = None
                 if q.cuda and q.tensor.kind != rt.AVERAGE:
                     self._ordo_staging.to_device(q.param.data, q.recv)  # the new parameter
+                if self._ordo_updates is not None and q.tensor.kind == rt.AVERAGE:
+                    mean = q.recv.to(q.param.device) if q.cuda else q.recv
+                    self._ordo_updates.apply(q.param, mean)
 
 
 def make(optimizer: torch.optim.Optimizer, runtime: rt.Runtime,
          named_parameters: Iterable[tuple[str, torch.Tensor]] | None, mode: str,
-         backward_passes_per_step: int, model: Any) -> torch.optim.Optimizer:
-    """make returns optimizer as a DistributedOptimizer (see ordo.torch.DistributedOptimizer)."""
+         backward_passes_per_step: int, model: Any,
+         per_parameter: bool | None = None) -> torch.optim.Optimizer:
+    """make returns optimizer as a DistributedOptimizer (see ordo.torch.DistributedOptimizer).
+    per_parameter (gradients mode, model= given): None = when the optimizer's class allows it
+    (ordo.torch.per_param.SEPARABLE), True = required (ValueError otherwise), False = never."""
     if mode not in MODES:
         raise ValueError(f"ordo.torch: mode={mode!r}; choose 'gradients' or 'server'")
+    if per_parameter and not pp.separable(type(optimizer)):
+        raise ValueError(f"ordo.torch: per_parameter=True: {type(optimizer).__name__} may "
+                         "couple parameters in its step; per-parameter updates need one of "
+                         f"{', '.join(c.__name__ for c in pp.SEPARABLE)}")
+    if per_parameter is None:
+        per_parameter = pp.separable(type(optimizer))
     if backward_passes_per_step < 1:
         raise ValueError("ordo.torch: backward_passes_per_step must be at least 1")
     if mode == "server":
@@ -329,5 +358,6 @@ def make(optimizer: torch.optim.Optimizer, runtime: rt.Runtime,
     cls = type(optimizer.__class__.__name__, (_Distributed, optimizer.__class__), {})
     dist = cls.__new__(cls)
     dist.__dict__ = optimizer.__dict__  # the same param_groups, state, hooks and defaults
-    dist._ordo_setup(runtime, named, mode, backward_passes_per_step, model)
+    dist._ordo_opt_class = type(optimizer)
+    dist._ordo_setup(runtime, named, mode, backward_passes_per_step, model, per_parameter)
     return dist

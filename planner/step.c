@@ -1,0 +1,243 @@
+/* step: the training step model (slices, credit, greedy answers, the next forward pass)
+ * and the resource bound of a step. */
+#include "planner/step.h"
+
+#include "common/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STEP_ITERS          5  /* simulated steps; the last one is reported */
+#define WIRE_OVERHEAD_BYTES 64 /* the transport's framing, as the emulated link counts it */
+#define SERVER_LOOKAHEAD_US                                                                        \
+    5000.0 /* servers hand an answer over this long before the link frees                          \
+            */
+
+typedef struct {
+    int param;
+    int64_t bytes;
+    int channel;
+    int prio;
+    double ready; /* push: gradient ready; answer: value ready at the server */
+    double done;  /* push: at the server; answer: at the worker */
+    double link_us;
+} slice_t;
+
+static double link_us(const ordo_step_opts_t *o, int64_t bytes)
+{
+    double t = o->msg_us;
+    if (o->bandwidth_bps > 0) t += (double)(bytes + WIRE_OVERHEAD_BYTES) * 8e6 / o->bandwidth_bps;
+    return t;
+}
+
+/* cut every parameter into slices of at most o->slice_bytes, in listed order */
+static int make_slices(const ordo_model_t *m, const int *priority, const ordo_step_opts_t *o,
+                       slice_t **out, int *n_out)
+{
+    int n = 0;
+    for (int p = 0; p < m->n_params; p++) {
+        int64_t b = m->params[p].bytes, s = o->slice_bytes;
+        n += s > 0 && b > s ? (int)((b + s - 1) / s) : 1;
+    }
+    slice_t *sl = calloc((size_t)n, sizeof *sl);
+    if (!sl) return ordo_error_set(ORDO_ERR_NOMEM, "step: out of memory");
+    int i = 0;
+    for (int p = 0; p < m->n_params; p++) {
+        int64_t b = m->params[p].bytes, s = o->slice_bytes;
+        int k = s > 0 && b > s ? (int)((b + s - 1) / s) : 1;
+        for (int c = 0; c < k; c++, i++) {
+            sl[i].param = p;
+            sl[i].bytes = b / k + (c < b % k ? 1 : 0); /* equal pieces, as the key map cuts */
+            sl[i].channel = o->channel ? o->channel[p] : 0;
+            sl[i].prio = priority ? priority[p] : 0;
+            sl[i].link_us = link_us(o, sl[i].bytes);
+        }
+    }
+    *out = sl;
+    *n_out = n;
+    return 0;
+}
+
+/* the best queued slice of idx[0..n) ready by t: smallest priority, then the first ready (equal
+ * priorities, no order at all included, go first come first served), then listed order; -1
+ * when none is ready */
+static int pick(const slice_t *sl, const int *idx, const char *taken, int n, double t)
+{
+    int best = -1;
+    for (int j = 0; j < n; j++) {
+        const slice_t *s = &sl[idx[j]];
+        if (taken[j] || s->ready > t) continue;
+        const slice_t *b = best < 0 ? NULL : &sl[idx[best]];
+        if (!b || s->prio < b->prio || (s->prio == b->prio && s->ready < b->ready) ||
+            (s->prio == b->prio && s->ready == b->ready && idx[j] < idx[best]))
+            best = j;
+    }
+    return best;
+}
+
+/* earliest ready time among the untaken slices of idx */
+static double next_ready(const slice_t *sl, const int *idx, const char *taken, int n)
+{
+    double t = INFINITY;
+    for (int j = 0; j < n; j++)
+        if (!taken[j] && sl[idx[j]].ready < t) t = sl[idx[j]].ready;
+    return t;
+}
+
+/* one link carrying the slices idx[0..n): each goes, smallest priority first among those
+ * ready, once less than ahead_us of link time is committed before it; a slice holds the link
+ * for copies times its link time and is done latency_us after that. *link_free carries the
+ * link's state across steps. */
+static void run_link(slice_t *sl, const int *idx, char *taken, int n, double ahead_us, int copies,
+                     double latency_us, double *link_free)
+{
+    memset(taken, 0, (size_t)n);
+    double t = 0;
+    for (int left = n; left > 0; left--) {
+        double commit = *link_free - ahead_us;
+        if (commit < t) commit = t;
+        int j = pick(sl, idx, taken, n, commit);
+        if (j < 0) {
+            commit = next_ready(sl, idx, taken, n);
+            j = pick(sl, idx, taken, n, commit);
+        }
+        taken[j] = 1;
+        t = commit;
+        slice_t *s = &sl[idx[j]];
+        double start = *link_free > commit ? *link_free : commit;
+        *link_free = start + s->link_us * copies;
+        s->done = *link_free + latency_us;
+    }
+}
+
+/* the compute of one step: the forward pass (each op once its parameters arrived), then the
+ * backward pass; writes each parameter's gradient time and returns when compute is free */
+static double compute_step(const ordo_model_t *m, const ordo_oracle_times_t *t, double start,
+                           const double *arrived, double *grad)
+{
+    double c = start;
+    for (int j = 0; j < m->n_ops; j++) {
+        const ordo_model_op_t *op = &m->ops[j];
+        for (int k = 0; k < op->n_params; k++)
+            if (arrived[op->params[k]] > c) c = arrived[op->params[k]];
+        c += t->fwd_us[j];
+    }
+    for (int j = m->n_ops - 1; j >= 0; j--) {
+        c += t->bwd_us[j];
+        for (int k = 0; k < m->ops[j].n_params; k++) {
+            int p = m->ops[j].params[k];
+            if (m->params[p].first_op == j) grad[p] = c;
+        }
+    }
+    return c;
+}
+
+static void bound(const ordo_model_t *m, const ordo_oracle_times_t *t, const slice_t *sl, int n,
+                  const ordo_step_opts_t *o, ordo_step_result_t *r)
+{
+    r->compute_us = 0;
+    for (int j = 0; j < m->n_ops; j++)
+        r->compute_us += t->fwd_us[j] + t->bwd_us[j];
+    r->push_us = 0;
+    double *per = calloc((size_t)o->n_channels, sizeof *per);
+    for (int i = 0; i < n; i++) {
+        r->push_us += sl[i].link_us;
+        if (per) per[sl[i].channel] += sl[i].link_us * o->n_workers;
+    }
+    r->answer_us = 0;
+    for (int c = 0; per && c < o->n_channels; c++)
+        if (per[c] > r->answer_us) r->answer_us = per[c];
+    free(per);
+    r->bound_us = fmax(r->compute_us, fmax(r->push_us, r->answer_us));
+    r->n_messages = n;
+}
+
+int ordo_step_simulate(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
+                       const ordo_step_opts_t *o, ordo_step_result_t *out)
+{
+    if (!m || !t || !o || !out || o->n_workers < 1 || o->n_channels < 1 || t->n_ops != m->n_ops ||
+        o->slice_bytes < 0 || o->credit_bytes < 0)
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_step_simulate: bad arguments");
+    for (int p = 0; o->channel && p < m->n_params; p++)
+        if (o->channel[p] < 0 || o->channel[p] >= o->n_channels)
+            return ordo_error_set(ORDO_ERR_INVAL, "ordo_step_simulate: parameter %d on channel %d",
+                                  p, o->channel[p]);
+    slice_t *sl = NULL;
+    int n = 0, rc = make_slices(m, priority, o, &sl, &n);
+    if (rc) return rc;
+    size_t np = (size_t)m->n_params;
+    double *arrived = calloc(np, sizeof *arrived), *grad = calloc(np, sizeof *grad);
+    double *srv_free = calloc((size_t)o->n_channels, sizeof *srv_free);
+    int *idx = malloc(sizeof *idx * (size_t)n), *cidx = malloc(sizeof *cidx * (size_t)n);
+    char *taken = malloc((size_t)n);
+    if (!arrived || !grad || !srv_free || !idx || !cidx || !taken) {
+        rc = ordo_error_set(ORDO_ERR_NOMEM, "step: out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < n; i++)
+        idx[i] = i;
+    double credit_us = o->bandwidth_bps > 0 ? (double)o->credit_bytes * 8e6 / o->bandwidth_bps : 0;
+    double c = 0, push_free = 0, end[STEP_ITERS];
+    for (int it = 0; it < STEP_ITERS; it++) {
+        c = compute_step(m, t, c, arrived, grad);
+        end[it] = c;
+        for (int i = 0; i < n; i++)
+            sl[i].ready = grad[sl[i].param];
+        run_link(sl, idx, taken, n, credit_us, 1, o->latency_us, &push_free);
+        for (int i = 0; i < n; i++) /* the answer: with early pulls the push asked for it */
+            sl[i].ready = o->early_pulls ? sl[i].done : fmax(sl[i].done, c + o->latency_us);
+        for (int ch = 0; ch < o->n_channels; ch++) {
+            int k = 0;
+            for (int i = 0; i < n; i++)
+                if (sl[i].channel == ch) cidx[k++] = i;
+            run_link(sl, cidx, taken, k, SERVER_LOOKAHEAD_US, o->n_workers, o->latency_us,
+                     &srv_free[ch]);
+        }
+        memset(arrived, 0, sizeof *arrived * np);
+        for (int i = 0; i < n; i++)
+            if (sl[i].done > arrived[sl[i].param]) arrived[sl[i].param] = sl[i].done;
+    }
+    ordo_step_result_t r;
+    bound(m, t, sl, n, o, &r);
+    r.step_us = end[STEP_ITERS - 1] - end[STEP_ITERS - 2];
+    *out = r;
+fail:
+    free(taken);
+    free(cidx);
+    free(idx);
+    free(srv_free);
+    free(grad);
+    free(arrived);
+    free(sl);
+    return rc;
+}
+
+int ordo_step_tune(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
+                   const ordo_step_opts_t *o, int64_t *slice_bytes, int64_t *credit_bytes,
+                   ordo_step_result_t *out)
+{
+    static const int64_t slices[] = {4 << 20, 2 << 20, 1 << 20, 512 << 10, 256 << 10};
+    static const int64_t credits[] = {4 << 20, 1 << 20, 256 << 10, 64 << 10};
+    ordo_step_opts_t q = *o;
+    ordo_step_result_t best = {.step_us = INFINITY}, r;
+    int64_t bs = 0, bc = 0;
+    for (size_t i = 0; i < sizeof slices / sizeof *slices; i++)
+        for (size_t j = 0; j < sizeof credits / sizeof *credits; j++) {
+            q.slice_bytes = slices[i];
+            q.credit_bytes =
+                credits[j] > o->credit_floor_bytes ? credits[j] : o->credit_floor_bytes;
+            int rc = ordo_step_simulate(m, t, priority, &q, &r);
+            if (rc) return rc;
+            /* a smaller slice or credit must gain 0.5 %: messages cost more than the model says */
+            if (r.step_us < best.step_us * 0.995) {
+                best = r;
+                bs = slices[i];
+                bc = q.credit_bytes;
+            }
+        }
+    *slice_bytes = bs;
+    *credit_bytes = bc;
+    *out = best;
+    return 0;
+}

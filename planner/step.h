@@ -1,0 +1,55 @@
+/* step: a model of one steady-state training step (forward, backward, gradient pushes, the
+ * servers' answers and the next forward pass) under a priority order, with tensors cut into
+ * slices and a credit on each worker's push queue (docs/ordering.md, "The training step").
+ * W identical workers run in step; each server's egress link carries every worker's copy of
+ * an answer, greedily by priority; each worker's egress link carries its pushes, handed to
+ * the link smallest priority first while less than the credit is ahead on it. It also gives
+ * the resource bound: the fastest step any order could give on these links and compute. */
+#ifndef ORDO_STEP_H
+#define ORDO_STEP_H
+
+#include <stdint.h>
+
+#include "core/model.h"
+#include "planner/oracle.h"
+
+/* What the step model is given besides the model and its op times. */
+typedef struct ordo_step_opts {
+    int n_workers;              /* W, at least 1 */
+    int n_channels;             /* servers */
+    const int *channel;         /* per parameter: its server (NULL: all on 0) */
+    double bandwidth_bps;       /* every process's egress rate (0: unlimited) */
+    double latency_us;          /* one way, per message */
+    double msg_us;              /* link time each message costs beyond its bytes */
+    int64_t slice_bytes;        /* tensors travel in slices of at most this (0: whole tensors) */
+    int64_t credit_bytes;       /* a worker's pushes ahead on its link before the next may go */
+    int early_pulls;            /* 1: each value is asked for with its push; 0: at the step start */
+    int64_t credit_floor_bytes; /* tuning: no credit below this (what the worker's wake-ups,
+                                   whole milliseconds, can keep the link busy with) */
+} ordo_step_opts_t;
+
+/* The modelled step. */
+typedef struct ordo_step_result {
+    double step_us;    /* steady-state time of one step (the last of several simulated) */
+    double bound_us;   /* the busiest resource's work per step: no order gives less */
+    double compute_us; /* forward + backward compute of one step */
+    double push_us;    /* a worker's egress link per step (its pushes) */
+    double answer_us;  /* the busiest server's egress link per step (answers to W workers) */
+    int n_messages;    /* slices per worker per step */
+} ordo_step_result_t;
+
+/* ordo_step_simulate models a steady-state step of m with op times t (recv_us/send_us are not
+ * used: transfers follow the link and the slices) under priority (per parameter, 0 first;
+ * NULL: all equal, i.e. no order: pushes in order of readiness) and fills *out. */
+int ordo_step_simulate(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
+                       const ordo_step_opts_t *o, ordo_step_result_t *out);
+
+/* ordo_step_tune picks, among a few slice sizes and credits (each credit raised to
+ * o->credit_floor_bytes), the pair of the shortest modelled step (ties: the larger slice, then
+ * the larger credit) and writes it with its result; *slice_bytes and *credit_bytes are left
+ * alone on an error. */
+int ordo_step_tune(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
+                   const ordo_step_opts_t *o, int64_t *slice_bytes, int64_t *credit_bytes,
+                   ordo_step_result_t *out);
+
+#endif

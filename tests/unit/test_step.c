@@ -1,0 +1,145 @@
+/* Tests of planner/step: the training step model's bound, slices, priorities and credit. */
+#include "planner/step.h"
+#include "ordering_fixtures.h"
+
+#include <math.h>
+
+static ordo_oracle_times_t *times_of(const ordo_model_t *m)
+{
+    ordo_oracle_times_t *t;
+    ORDO_CK_OK(ordo_oracle_times_new(m, 1e9, 0, NULL, &t));
+    return t;
+}
+
+static ordo_step_opts_t opts(int workers)
+{
+    return (ordo_step_opts_t){.n_workers = workers,
+                              .n_channels = 1,
+                              .bandwidth_bps = 1e9,
+                              .latency_us = 0,
+                              .msg_us = 0,
+                              .slice_bytes = 0,
+                              .credit_bytes = 1 << 20,
+                              .early_pulls = 1};
+}
+
+/* the bound is the busiest resource: compute, a worker's pushes, or W answers per slice */
+START_TEST(bound_is_the_busiest_resource)
+{
+    ordo_model_t *m = fx_seq32();
+    ordo_oracle_times_t *t = times_of(m);
+    ordo_step_opts_t o = opts(3);
+    ordo_step_result_t r;
+    ORDO_CK_OK(ordo_step_simulate(m, t, NULL, &o, &r));
+    double compute = 0, push = 0;
+    for (int j = 0; j < m->n_ops; j++)
+        compute += t->fwd_us[j] + t->bwd_us[j];
+    for (int p = 0; p < m->n_params; p++)
+        push += (double)(m->params[p].bytes + 64) * 8e6 / 1e9;
+    ck_assert_double_eq_tol(r.compute_us, compute, 1e-6);
+    ck_assert_double_eq_tol(r.push_us, push, 1e-6);
+    ck_assert_double_eq_tol(r.answer_us, 3 * push, 1e-6);
+    ck_assert_double_eq_tol(r.bound_us, fmax(compute, 3 * push), 1e-6);
+    ck_assert_double_ge(r.step_us, r.bound_us - 1e-6);
+    ck_assert_int_eq(r.n_messages, m->n_params);
+    ordo_oracle_times_destroy(&t);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+/* slices: a tensor of 8 KiB in slices of at most 3000 bytes is three messages */
+START_TEST(slices_cut_tensors)
+{
+    ordo_model_t *m = ordo_model_new("one", 1, NULL);
+    fx_param(m, "w", 2048);
+    fx_op(m, "op", NULL, FX_L("w"), 10, 10);
+    ORDO_CK_OK(ordo_model_check(m));
+    ordo_oracle_times_t *t = times_of(m);
+    ordo_step_opts_t o = opts(1);
+    o.slice_bytes = 3000;
+    ordo_step_result_t r;
+    ORDO_CK_OK(ordo_step_simulate(m, t, NULL, &o, &r));
+    ck_assert_int_eq(r.n_messages, 3);
+    o.slice_bytes = -1;
+    ORDO_CK_ERR(ordo_step_simulate(m, t, NULL, &o, &r), ORDO_ERR_INVAL);
+    ordo_oracle_times_destroy(&t);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+/* small S feeds the first op, big B the second: B's gradient is ready first, S's a little
+ * later. With S first in priority and a small credit, S overtakes the queued slices of B and
+ * the next forward pass starts its first op while B still travels; with a credit that lets
+ * all of B onto the link, or with no order, S waits behind B. */
+static ordo_model_t *late_first_layer(void)
+{
+    ordo_model_t *m = ordo_model_new("late", 1, NULL);
+    fx_param(m, "S", 1000);
+    fx_param(m, "B", 4 << 20); /* 16 MiB: 134 ms at 1gbit */
+    fx_op(m, "op1", NULL, FX_L("S"), 50000, 1000);
+    fx_op(m, "op2", FX_L("op1"), FX_L("B"), 1000, 1000);
+    ORDO_CK_OK(ordo_model_check(m));
+    return m;
+}
+
+START_TEST(credit_lets_a_late_high_priority_gradient_overtake)
+{
+    ordo_model_t *m = late_first_layer();
+    ordo_oracle_times_t *t = times_of(m);
+    ordo_step_opts_t o = opts(1);
+    o.slice_bytes = 256 << 10;
+    int prio[] = {0, 1};
+    ordo_step_result_t small, big, none;
+    o.credit_bytes = 64 << 10;
+    ORDO_CK_OK(ordo_step_simulate(m, t, prio, &o, &small));
+    o.credit_bytes = 64 << 20;
+    ORDO_CK_OK(ordo_step_simulate(m, t, prio, &o, &big));
+    o.credit_bytes = 64 << 10;
+    ORDO_CK_OK(ordo_step_simulate(m, t, NULL, &o, &none));
+    /* op1's 50 ms forward hides behind B's transfer only when S overtakes */
+    ck_assert_double_lt(small.step_us + 40000, big.step_us);
+    ck_assert_double_lt(small.step_us + 40000, none.step_us);
+    ck_assert_double_ge(small.step_us, small.bound_us - 1e-6);
+    ordo_oracle_times_destroy(&t);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+/* tuning returns one of its candidates and a step no longer than any other candidate's */
+START_TEST(tune_picks_the_shortest_modelled_step)
+{
+    ordo_model_t *m = late_first_layer();
+    ordo_oracle_times_t *t = times_of(m);
+    ordo_step_opts_t o = opts(2);
+    int prio[] = {0, 1};
+    int64_t slice = 0, credit = 0;
+    ordo_step_result_t best, r;
+    ORDO_CK_OK(ordo_step_tune(m, t, prio, &o, &slice, &credit, &best));
+    ck_assert_int_gt(slice, 0);
+    ck_assert_int_gt(credit, 0);
+    o.slice_bytes = slice;
+    o.credit_bytes = credit;
+    ORDO_CK_OK(ordo_step_simulate(m, t, prio, &o, &r));
+    ck_assert_double_eq_tol(r.step_us, best.step_us, 1e-6);
+    o.slice_bytes = 4 << 20;
+    o.credit_bytes = 4 << 20;
+    ORDO_CK_OK(ordo_step_simulate(m, t, prio, &o, &r));
+    ck_assert_double_le(best.step_us, r.step_us + 1e-6);
+    ordo_oracle_times_destroy(&t);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+static Suite *step_suite(void)
+{
+    Suite *s = suite_create("step");
+    TCase *tc = tcase_create("model");
+    tcase_add_test(tc, bound_is_the_busiest_resource);
+    tcase_add_test(tc, slices_cut_tensors);
+    tcase_add_test(tc, credit_lets_a_late_high_priority_gradient_overtake);
+    tcase_add_test(tc, tune_picks_the_shortest_modelled_step);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+ORDO_CK_MAIN(step_suite)
