@@ -181,7 +181,8 @@ static void issue_pulls(ordo__bound_t *b, int64_t iter)
     int n = 0;
     for (int i = 0; i < b->n; i++) {
         int key = b->order[i];
-        if (b->want_iter[key] >= iter) continue; /* asked for after its push */
+        /* asked for after its push (forward-only runs ask for version 0 every iteration) */
+        if (b->o.run.pull_early && b->want_iter[key] >= iter) continue;
         b->want_iter[key] = iter;
         b->pull_start_ns[key] = now;
         b->pull_keys[n] = key;
@@ -477,13 +478,19 @@ int ordo__bound_init(ordo__bound_t *b)
     return rc;
 }
 
-/* under mu: the values of iter are the ones to count; those already in (early pulls) stay */
+/* under mu: the values of iter are the ones to count; with early pulls those already in
+ * stay, every other value is asked for again (a forward-only run reads version 0 every
+ * iteration, and each iteration's pulls are what it measures) */
 static void expect_pulls(ordo__bound_t *b, int64_t iter)
 {
     b->cur_pull = iter;
     b->pulls_left = b->n;
-    for (int i = 0; i < b->n; i++)
-        if (b->ready_iter[i] == iter) b->pulls_left--;
+    for (int i = 0; i < b->n; i++) {
+        if (b->o.run.pull_early && b->ready_iter[i] == iter)
+            b->pulls_left--;
+        else
+            b->ready_iter[i] = -1;
+    }
 }
 
 int ordo__bound_iter_begin(ordo__bound_t *b, int64_t iter)

@@ -239,6 +239,11 @@ int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *la
         if ((rc = ordo_barrier(o, -1)) != 0) return rc;
     }
     st->t_start_ns = ordo_clock_ns();
+    /* a forward-only run reads version 0 every iteration: the values pulled again this time
+     * are the ones to wait for (an iteration of training has a new number) */
+    if (e->o.forward_only)
+        for (int i = 0; i < e->n; i++)
+            e->ready_iter[i] = -1;
     if ((rc = ordo_iter_begin(o, t)) != 0) return rc;
     if (x && (rc = ordo_compute_set_batch(e->o.compute, x, labels, n)) != 0) return rc;
     int64_t waited = 0, computing = 0;
