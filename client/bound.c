@@ -503,6 +503,14 @@ int ordo__bound_iter_begin(ordo__bound_t *b, int64_t iter)
         return rc;
     }
     b->pushes_left = b->o.run.forward_only ? 0 : b->path->ops->key_pushes ? b->n : 1;
+    /* arrivals of earlier iterations the program did not take are of no use now: drop them,
+     * so that the queue stays within two iterations' worth over a long run */
+    int kept = 0;
+    for (int i = 0; i < b->a_n; i++) {
+        ordo_arrival_t a = b->arr[(b->a_head + i) % b->a_cap];
+        if (a.iter >= pull_iter) b->arr[(b->a_head + kept++) % b->a_cap] = a;
+    }
+    b->a_n = kept;
     bool have = false;
     if (b->path->ops->have(b->path, pull_iter)) {
         /* a path whose pushes are answered with the new values has them already */

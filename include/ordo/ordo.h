@@ -351,7 +351,8 @@ typedef struct ordo_arrival {
 /* ordo_next_arrival takes the oldest arrival not yet taken, waiting up to timeout_ms (-1: no
  * limit; 0: only what is there): 0, ORDO_ERR_TIMEDOUT when none came, or the cluster's
  * failure. Every value the library brings in is reported once, in arrival order (early
- * pulls' values of the next iteration included). */
+ * pulls' values of the next iteration included); ordo_iter_begin(t) drops the arrivals of
+ * iterations before t not taken by then. */
 ORDO_API int ordo_next_arrival(ordo_t *o, ordo_arrival_t *a, int timeout_ms);
 
 /* ordo_grad_ready hands over tensor's gradient of iteration iter, complete in its gradient
