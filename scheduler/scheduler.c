@@ -484,7 +484,10 @@ static int handle(sched_t *s, ordo_msg_t *m)
         return s->aborted ? ORDO_ERR_ABORT : 0;
     }
     if (!mb) {
-        ordo_transport_drop(s->tp, m, "unregistered peer", NULL);
+        /* a heartbeat thread's first beats may come before its process's REGISTER (another
+         * socket): nothing to say about them */
+        if (m->hdr.type != ORDO_MSG_HEARTBEAT)
+            ordo_transport_drop(s->tp, m, "unregistered peer", NULL);
         return 0;
     }
     if (mb->gone) { /* a server declared dead that came back: it is no longer part of the run */
