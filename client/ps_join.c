@@ -1,0 +1,169 @@
+/* ps_join: a worker joining the cluster and leaving it: registration and the data
+ * connections to every server (common/node.h), the start-up calibration of merged pushes
+ * ([push] calibrate), the push credit the plan chose, the push path the plan names, and the
+ * teardown of all of it. The data path and the messages are ps.c's. */
+#include "client/ps.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/node.h"
+#include "client/calibrate.h"
+#include "client/push.h"
+
+#include <jansson.h>
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/ps_internal.h"
+
+
+/* with [order] credit_bytes = auto the scheduler's step model may have chosen the credit */
+static void credit_from_plan(ordo__ps_t *w)
+{
+    if (w->conf.credit_bytes != ORDO_CONF_AUTO_BYTES) return;
+    json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
+    json_t *v = json_object_get(json_object_get(plan, "step"), "credit_bytes");
+    if (json_is_integer(v) && json_integer_value(v) >= 0)
+        ordo__credit_init(&w->credit, (int64_t)json_integer_value(v), w->conf.bandwidth_bps);
+    json_decref(plan);
+}
+
+/* [push] calibrate = true: the plan holds a "merge_calibrate" member instead of "merge". Every
+ * worker measures (client/calibrate.h), worker 0 sends the fit to the scheduler, and every
+ * worker waits for the scheduler's PLAN with the merge groups, which joins the plan. */
+static int calibrate_at_start(ordo__ps_t *w, ordo__ps_op_times_fn op_times, void *ctx)
+{
+    json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
+    json_t *want = json_object_get(plan, "merge_calibrate");
+    if (!want) {
+        json_decref(plan);
+        return 0;
+    }
+    ordo__calibrate_opts_t o = {.reps = (int)json_integer_value(json_object_get(want, "reps")),
+                               .max_bytes = json_integer_value(json_object_get(want, "max_bytes")),
+                               .link_bps = w->conf.bandwidth_bps};
+    ordo_calibration_t cal;
+    w->want_plan = true;
+    int rc = ordo__calibrate_measure(w, &o, &cal);
+    if (!rc && w->node.rank == 0) {
+        char *ops = NULL;
+        if (op_times) rc = op_times(ctx, &ops);
+        if (!rc) rc = ordo__calibrate_send(w, &cal, ops);
+        free(ops);
+    }
+    int64_t deadline = ordo_clock_ns() + (int64_t)w->conf.startup_ms * 1000000;
+    while (!rc && !w->merge_plan) { /* the scheduler plans and answers, or aborts the run */
+        int64_t left = (deadline - ordo_clock_ns()) / 1000000;
+        if (left <= 0) {
+            rc = ordo_error_set(ORDO_ERR_TIMEDOUT, "no merge plan from the scheduler within %d ms "
+                                "of the calibration", w->conf.startup_ms);
+            break;
+        }
+        ordo__ps_event_t ev;
+        rc = ordo__ps_poll(w, (int)left, &ev);
+        if (rc == ORDO_ERR_TIMEDOUT) rc = 0;
+    }
+    w->want_plan = false;
+    if (!rc) {
+        json_object_del(plan, "merge_calibrate");
+        json_object_set(plan, "merge", w->merge_plan);
+        char *text = json_dumps(plan, JSON_COMPACT);
+        if (!text) rc = ORDO_ERR_NOMEM;
+        else {
+            free(w->node.plan_json);
+            w->node.plan_json = text;
+        }
+    }
+    json_decref(plan);
+    return rc;
+}
+
+int ordo__ps_new(const ordo_conf_t *conf, ordo__ps_t **out)
+{
+    return ordo__ps_join(conf, NULL, NULL, NULL, out);
+}
+
+int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_times_fn op_times,
+                  void *ctx, ordo__ps_t **out)
+{
+    int rc;
+    ordo__ps_t *w = calloc(1, sizeof *w);
+    if (!w) return ORDO_ERR_NOMEM;
+    w->conf = *conf;
+    ordo__credit_init(&w->credit, ordo_conf_credit_bytes(conf), conf->bandwidth_bps);
+    ordo_transport_opts_t opts = {.bandwidth_bps = conf->bandwidth_bps,
+                                  .latency_us = conf->latency_us,
+                                  .msg_us = conf->msg_us,
+                                  .role = ORDO_ROLE_WORKER,
+                                  .rank = -1,
+                                  .inline_io = !conf->io_thread};
+    ordo_transport_opts_conf(&opts, conf);
+    if ((rc = ordo_transport_new(&opts, &w->node.tp)) != 0) goto fail;
+    w->node.reg_tensors = tensors;
+    rc = ordo_node_join(&w->node, conf, ORDO_ROLE_WORKER, NULL);
+    w->node.reg_tensors = NULL;
+    if (rc) goto fail;
+    const ordo_keys_t *k = w->node.keys;
+    w->server_sock = calloc((size_t)w->node.n_servers, sizeof *w->server_sock);
+    w->ks = calloc((size_t)k->n_keys + 1, sizeof *w->ks);
+    w->got = calloc((size_t)k->n_slices + 1, 1);
+    w->sent = calloc((size_t)k->n_slices + 1, 1);
+    w->last = calloc((size_t)k->n_slices + 1, sizeof *w->last);
+    w->init_val = calloc((size_t)k->n_slices + 1, sizeof *w->init_val);
+    if (!w->server_sock || !w->ks || !w->got || !w->sent || !w->last || !w->init_val) {
+        rc = ORDO_ERR_NOMEM;
+        goto fail;
+    }
+    for (int s = 0; s < w->node.n_servers; s++) {
+        rc = ordo_transport_connect(w->node.tp, w->node.server_endpoints[s], 1);
+        if (rc < 0) goto fail;
+        w->server_sock[s] = rc;
+        ordo_msg_t m;
+        ordo_msg_init(&m, ORDO_MSG_HELLO);
+        m.sock = rc;
+        m.hdr.role = ORDO_ROLE_WORKER;
+        m.hdr.rank = w->node.rank;
+        if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) goto fail;
+    }
+    /* pushes are dense until the plan is final: a calibration brings the merge groups */
+    if ((rc = ordo__push_new(ORDO_PUSH_DENSE, w, &w->path)) != 0) goto fail;
+    if ((rc = calibrate_at_start(w, op_times, ctx)) != 0) goto fail;
+    credit_from_plan(w);
+    int mode;
+    if ((rc = ordo__push_mode_of_plan(w->node.plan_json, &mode)) != 0) goto fail;
+    ordo__push_destroy(&w->path);
+    if ((rc = ordo__push_new(mode, w, &w->path)) != 0) goto fail;
+    *out = w;
+    return 0;
+fail:
+    ordo__ps_destroy(&w);
+    return rc;
+}
+
+void ordo__ps_destroy(ordo__ps_t **wp)
+{
+    ordo__ps_t *w = *wp;
+    if (!w) return;
+    /* the path's own threads post to the transport: they end first */
+    if (w->path && w->path->ops->stop) w->path->ops->stop(w->path);
+    ordo_transport_destroy(&w->node.tp, w->aborted ? 0 : 1000);
+    for (int i = 0; w->init_val && w->node.keys && i < w->node.keys->n_slices; i++)
+        free(w->init_val[i]);
+    free(w->init_val);
+    ordo_node_fini(&w->node);
+    free(w->server_sock);
+    free(w->ks);
+    free(w->got);
+    free(w->sent);
+    free(w->last);
+    free(w->pq);
+    free(w->ev);
+    ordo__push_destroy(&w->path);
+    json_decref(w->merge_plan);
+    free(w->replan_reply);
+    free(w->batch_idx);
+    free(w);
+    *wp = NULL;
+}
