@@ -8,6 +8,11 @@ void ordo__credit_init(ordo__credit_t *c, int64_t limit, double link_bps)
     c->unacked = 0;
 }
 
+void ordo__credit_set_limit(ordo__credit_t *c, int64_t limit)
+{
+    c->limit = limit < 0 ? 0 : limit;
+}
+
 /* the bytes the emulated link still has to carry at now_ns */
 static int64_t backlog(const ordo__credit_t *c, int64_t now_ns, int64_t link_free_ns)
 {

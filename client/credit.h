@@ -20,6 +20,10 @@ typedef struct ordo__credit {
  * emulated). */
 void ordo__credit_init(ordo__credit_t *c, int64_t limit, double link_bps);
 
+/* ordo__credit_set_limit changes the credit mid-run (the scheduler's check of its step model
+ * against the measured steps); what is in flight stays counted. */
+void ordo__credit_set_limit(ordo__credit_t *c, int64_t limit);
+
 /* ordo__credit_allows tells whether the next queued push may go now: at now_ns, the
  * emulated link is busy until link_free_ns (ignored without emulation). */
 bool ordo__credit_allows(const ordo__credit_t *c, int64_t now_ns, int64_t link_free_ns);

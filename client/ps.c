@@ -400,8 +400,22 @@ void ordo__ps_push_done(ordo__ps_t *w, int key, int64_t iter)
     ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, key, iter);
 }
 
-/* the scheduler's PLAN after a start-up calibration: {"merge": {...}} */
-static int take_merge_plan(ordo__ps_t *w, ordo_msg_t *m)
+/* the scheduler's check of its step model against the first measured iterations:
+ * {"step": {"credit_bytes": N}}, a new push credit (only with [order] credit_bytes = auto) */
+static bool take_step_plan(ordo__ps_t *w, json_t *o)
+{
+    json_t *v = json_object_get(json_object_get(o, "step"), "credit_bytes");
+    if (!json_is_integer(v) || json_integer_value(v) < 0) return false;
+    if (w->conf.credit_bytes != ORDO_CONF_AUTO_BYTES) return true; /* the conf's credit wins */
+    ordo__credit_set_limit(&w->credit, (int64_t)json_integer_value(v));
+    if (w->node.rank == 0)
+        ORDO_INFO("push credit now %lld bytes (the scheduler's check of the step model)",
+                  (long long)json_integer_value(v));
+    return true;
+}
+
+/* the scheduler's PLAN: after a start-up calibration {"merge": {...}}, or a new credit */
+static int take_plan(ordo__ps_t *w, ordo_msg_t *m)
 {
     char buf[256];
     size_t len = 0;
@@ -409,6 +423,15 @@ static int take_merge_plan(ordo__ps_t *w, ordo_msg_t *m)
     json_error_t err;
     json_t *o = d ? json_loadb(d, len, 0, &err) : NULL;
     json_t *merge = json_object_get(o, "merge");
+    if (take_step_plan(w, o)) {
+        json_decref(o);
+        return 0;
+    }
+    if (!w->want_plan) {
+        ORDO_DEBUG("ignored a PLAN");
+        json_decref(o);
+        return 0;
+    }
     if (w->merge_plan || !json_is_object(merge)) {
         ORDO_WARN("dropped an unexpected PLAN from the scheduler (%s)",
                   ordo_msg_text(m, 0, buf, sizeof buf));
@@ -568,10 +591,8 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
         return 0;
     case ORDO_MSG_KEYMAP: /* a server died; its backups took its slices */
         return ordo__ps_on_keymap(w, m);
-    case ORDO_MSG_PLAN: /* the merge groups planned from the start-up calibration */
-        if (w->want_plan) return take_merge_plan(w, m);
-        ORDO_DEBUG("ignored a PLAN");
-        return 0;
+    case ORDO_MSG_PLAN: /* the merge groups of a start-up calibration, or a new credit */
+        return take_plan(w, m);
     default:
         ORDO_DEBUG("ignored %s", ordo_wire_type_name(m->hdr.type));
         return 0;

@@ -519,6 +519,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
         if (!rc) ordo__sched_on_stats(s, mb, st.iter);
         if (!rc) ordo__sched_batches_stats(s, st.t_start_ns, st.t_end_ns);
         if (!rc) ordo_replicas_on_stats(s, st.worker, st.iter);
+        if (!rc) ordo__sched_step_check_stats(s, &st);
         break;
     }
     case ORDO_MSG_DONE: {
@@ -711,6 +712,7 @@ void ordo_scheduler_destroy(ordo_scheduler_t **p)
     ordo_keys_destroy(&s->keys);
     ordo_replicas_destroy(&s->repl);
     ordo_batches_destroy(&s->batches);
+    ordo__sched_step_check_free(s);
     ordo_model_destroy(&s->model);
     json_decref(s->plan);
     ordo_sparse_coord_destroy(&s->sparse);
