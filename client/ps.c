@@ -228,7 +228,7 @@ static void pump(ordo__ps_t *w)
         /* zero-copy: the caller keeps src until PUSH_DONE */
         ordo_msg_add_ref(&m, (void *)(q.src + sl->offset), (size_t)sl->numel * 4, NULL, NULL);
         w->bytes_push += sl->numel * 4;
-        if (!q.fused) ordo__credit_sent(&w->credit, sl->numel * 4);
+        ordo__credit_sent(&w->credit, sl->numel * 4, ordo_clock_ns(), !q.fused);
         w->sent[q.slice] = 1;
         w->last[q.slice] = q;
         ordo_transport_send(w->node.tp, &m);
