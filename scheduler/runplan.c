@@ -103,7 +103,8 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
     ordo_runplan_channels(keys, channel);
     double bps = ordo_runplan_bps(conf);
     bool ordered = policy == ORDO_POLICY_TIO || policy == ORDO_POLICY_TAO ||
-                   policy == ORDO_POLICY_SEARCH || policy == ORDO_POLICY_FILE;
+                   policy == ORDO_POLICY_SEARCH || policy == ORDO_POLICY_FILE ||
+                   policy == ORDO_POLICY_LAYER;
     if (ordered && (rc = ordo_runplan_oracle(conf, m, &oracle)) != 0) goto fail;
     if (policy == ORDO_POLICY_FILE) {
         const char *path = conf->policy + 5;
