@@ -99,6 +99,10 @@ int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m);
 /* ordo__ps_add_event queues an event for ordo__ps_poll. */
 void ordo__ps_add_event(ordo__ps_t *w, int kind, int key, int64_t iter);
 
+/* ordo__ps_credit_from_plan takes the push credit of the plan's step member when
+ * [order] credit_bytes is auto (the start-up's plan, or a re-plan's). */
+void ordo__ps_credit_from_plan(ordo__ps_t *w);
+
 /* ordo__ps_send_ctl sends a control message of type with JSON text (may be NULL) to the
  * scheduler. */
 int ordo__ps_send_ctl(ordo__ps_t *w, int type, const char *text);

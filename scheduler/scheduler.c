@@ -181,6 +181,8 @@ static int send_welcome(sched_t *s)
         summarize_step(s);
         ordo_runplan_merge_take_file(s->plan, s->run_dir);
         ordo_replan_set_declared(s->replan, s->model);
+        if (json_object_get(s->plan, "step"))
+            ordo_replan_set_slice(s->replan, ordo_runplan_step_slice(&s->conf, s->plan));
         ORDO_INFO("model declared by the workers: %d tensors, %.1f MiB", s->model->n_params,
                   (double)ordo_model_total_bytes(s->model) / 1048576.0);
     }
@@ -603,6 +605,8 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
     summarize_step(s);
     if (s->plan) ordo_runplan_merge_take_file(s->plan, s->run_dir);
     if ((rc = ordo_replan_new(&s->conf, s->run_dir, ordo__sched_replan_send, s, &s->replan)) != 0) goto fail;
+    if (s->plan && json_object_get(s->plan, "step"))
+        ordo_replan_set_slice(s->replan, ordo_runplan_step_slice(&s->conf, s->plan));
     s->members = calloc((size_t)(s->conf.servers + s->conf.workers), sizeof *s->members);
     if (!s->members) {
         rc = ORDO_ERR_NOMEM;

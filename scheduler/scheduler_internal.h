@@ -161,6 +161,9 @@ void ordo__sched_batches_stats(sched_t *s, int64_t t_start_ns, int64_t t_end_ns)
 /* ordo__sched_step_check_stats takes one worker's stats into the check of the plan's step
  * model against the first measured iterations (step_check.c); ..._free frees its state. */
 void ordo__sched_step_check_stats(sched_t *s, const ordo_iter_stats_t *st);
+/* ordo__sched_step_check_replanned starts the check again after a re-plan, on its plan and the
+ * profile's model, from a few iterations on. */
+void ordo__sched_step_check_replanned(sched_t *s);
 void ordo__sched_step_check_free(sched_t *s);
 
 /* ordo__sched_batches_close puts wall_s, samples and batches into the run's summary. */

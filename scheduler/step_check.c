@@ -10,12 +10,15 @@
 #include "scheduler/scheduler_internal.h"
 
 #define STEP_CHECK_ITERS 10 /* iterations measured before the check */
+#define STEP_CHECK_SKIP 2   /* after a re-plan: iterations left out before the window */
 
 struct ordo_step_check {
     int64_t from, to; /* the window [from, to) */
     double *step, *compute;
     int n, cap;
     bool done;
+    int64_t newest;   /* the newest iteration reported */
+    bool replanned;   /* the window is after a re-plan: its plan and model are the replan's */
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -49,14 +52,17 @@ static void check(sched_t *s, struct ordo_step_check *c)
                             .step_ms = median(c->step, c->n),
                             .compute_ms = median(c->compute, c->n)};
     int64_t credit = -1;
-    int rc = ordo_runplan_step_check(&s->conf, s->model, s->keys, s->plan, &w, &credit);
+    json_t *plan = c->replanned ? ordo_replan_last_plan(s->replan) : s->plan;
+    const ordo_model_t *model = c->replanned ? ordo_replan_last_model(s->replan) : s->model;
+    if (!plan || !model || !json_is_object(json_object_get(plan, "step"))) return;
+    int rc = ordo_runplan_step_check(&s->conf, model, s->keys, plan, &w, &credit);
     if (rc) {
         ORDO_WARN("order: the step model's check failed (%s); the run keeps its plan",
                   ordo_error_text(rc));
         return;
     }
     if (credit >= 0) send_credit(s, credit);
-    json_t *step = json_object_get(s->plan, "step");
+    json_t *step = json_object_get(plan, "step");
     if (step && s->log) ordo_runlog_set_section(s->log, "order_step", json_deep_copy(step));
 }
 
@@ -83,6 +89,7 @@ void ordo__sched_step_check_stats(sched_t *s, const ordo_iter_stats_t *st)
         c->from = s->conf.warmup;
         c->to = c->from + STEP_CHECK_ITERS;
     }
+    if (st->iter > c->newest) c->newest = st->iter;
     if (c->done) return;
     if (st->iter >= c->from && st->iter < c->to && c->n < c->cap) {
         c->step[c->n] = st->step_ms;
@@ -91,6 +98,20 @@ void ordo__sched_step_check_stats(sched_t *s, const ordo_iter_stats_t *st)
     }
     /* every live worker's window is in, or one is two iterations past it */
     if (c->n >= STEP_CHECK_ITERS * s->n_live || (st->iter >= c->to + 2 && c->n > 0)) check(s, c);
+}
+
+void ordo__sched_step_check_replanned(sched_t *s)
+{
+    struct ordo_step_check *c = s->step_check;
+    json_t *plan = ordo_replan_last_plan(s->replan);
+    if (!c || !json_is_object(json_object_get(plan, "step"))) return;
+    /* the re-plan's step model replaces the start-up's in the summary until its check */
+    if (s->log) ordo_runlog_set_section(s->log, "order_step", json_deep_copy(json_object_get(plan, "step")));
+    c->replanned = true;
+    c->done = false;
+    c->n = 0;
+    c->from = c->newest + 1 + STEP_CHECK_SKIP;
+    c->to = c->from + STEP_CHECK_ITERS;
 }
 
 void ordo__sched_step_check_free(sched_t *s)
