@@ -66,29 +66,34 @@ static void check(sched_t *s, struct ordo_step_check *c)
     if (step && s->log) ordo_runlog_set_section(s->log, "order_step", json_deep_copy(step));
 }
 
+/* the check's state, made at its first use (NULL: no step model, or out of memory) */
+static struct ordo_step_check *state(sched_t *s)
+{
+    if (s->step_check || s->step_check_off) return s->step_check;
+    struct ordo_step_check *c = s->step_check = calloc(1, sizeof *c);
+    int cap = STEP_CHECK_ITERS * s->conf.workers;
+    if (c) {
+        c->step = malloc(sizeof *c->step * (size_t)cap);
+        c->compute = malloc(sizeof *c->compute * (size_t)cap);
+    }
+    if (!c || !c->step || !c->compute) {
+        ordo__sched_step_check_free(s);
+        s->step_check_off = true;
+        return NULL;
+    }
+    c->cap = cap;
+    c->from = s->conf.warmup;
+    c->to = c->from + STEP_CHECK_ITERS;
+    c->newest = -1;
+    return c;
+}
+
 void ordo__sched_step_check_stats(sched_t *s, const ordo_iter_stats_t *st)
 {
-    struct ordo_step_check *c = s->step_check;
-    if (!c) {
-        if (s->step_check_off || !json_is_object(json_object_get(s->plan, "step"))) {
-            s->step_check_off = true;
-            return;
-        }
-        c = s->step_check = calloc(1, sizeof *c);
-        int cap = STEP_CHECK_ITERS * s->conf.workers;
-        if (c) {
-            c->step = malloc(sizeof *c->step * (size_t)cap);
-            c->compute = malloc(sizeof *c->compute * (size_t)cap);
-        }
-        if (!c || !c->step || !c->compute) {
-            ordo__sched_step_check_free(s);
-            s->step_check_off = true;
-            return;
-        }
-        c->cap = cap;
-        c->from = s->conf.warmup;
-        c->to = c->from + STEP_CHECK_ITERS;
-    }
+    if (!s->step_check && !json_is_object(json_object_get(s->plan, "step")))
+        s->step_check_off = true;
+    struct ordo_step_check *c = state(s);
+    if (!c) return;
     if (st->iter > c->newest) c->newest = st->iter;
     if (c->done) return;
     if (st->iter >= c->from && st->iter < c->to && c->n < c->cap) {
@@ -102,15 +107,19 @@ void ordo__sched_step_check_stats(sched_t *s, const ordo_iter_stats_t *st)
 
 void ordo__sched_step_check_replanned(sched_t *s)
 {
-    struct ordo_step_check *c = s->step_check;
     json_t *plan = ordo_replan_last_plan(s->replan);
-    if (!c || !json_is_object(json_object_get(plan, "step"))) return;
+    if (!json_is_object(json_object_get(plan, "step"))) return;
     /* the re-plan's step model replaces the start-up's in the summary until its check */
-    if (s->log) ordo_runlog_set_section(s->log, "order_step", json_deep_copy(json_object_get(plan, "step")));
+    if (s->log)
+        ordo_runlog_set_section(s->log, "order_step",
+                                json_deep_copy(json_object_get(plan, "step")));
+    s->step_check_off = false; /* a start-up plan without a step model may get one now */
+    struct ordo_step_check *c = state(s);
+    if (!c) return;
     c->replanned = true;
     c->done = false;
     c->n = 0;
-    c->from = c->newest + 1 + STEP_CHECK_SKIP;
+    c->from = (c->newest > s->conf.warmup - 1 ? c->newest : s->conf.warmup - 1) + 1 + STEP_CHECK_SKIP;
     c->to = c->from + STEP_CHECK_ITERS;
 }
 
