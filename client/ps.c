@@ -200,7 +200,8 @@ int ordo__ps_probe(ordo__ps_t *w, int server, const float *src, size_t bytes, in
     return rc;
 }
 
-/* hand queued pushes to the transport, smallest priority first, while the credit allows
+/* hand queued pushes to the transport, smallest priority first (first queued first when the
+ * plan has no priorities: policies none and fifo), while the credit allows
  * ([order] credit_bytes: less than that ahead of them on the link). A push handed over can no
  * longer be overtaken; waits in ordo__ps_poll are whole milliseconds, so the auto credit (1 ms
  * of link time) keeps the link from idling between pushes. */
@@ -212,8 +213,8 @@ static void pump(ordo__ps_t *w)
         int best = 0;
         for (int i = 1; i < w->pq_n; i++) {
             const queued_push_t *a = &w->pq[i], *b = &w->pq[best];
-            if (a->priority < b->priority || (a->priority == b->priority && a->seq < b->seq))
-                best = i;
+            bool same = w->push_fifo || a->priority == b->priority;
+            if ((!same && a->priority < b->priority) || (same && a->seq < b->seq)) best = i;
         }
         queued_push_t q = w->pq[best];
         w->pq[best] = w->pq[--w->pq_n];
