@@ -47,6 +47,7 @@ typedef struct {
 typedef struct {
     int64_t numel;
     ordo_vbuf_t *value;
+    ordo_vbuf_t *prev; /* re-sends on: the value before the last update (version - 1) */
     float *mom;
     ordo_optim_t opt; /* its update rule: the store's, or the one its key declared */
     round_t *rounds;
@@ -208,6 +209,7 @@ void ordo_store_destroy(ordo_store_t **sp)
     for (int i = 0; i < s->n_slots; i++) {
         free_rounds(s, &s->slots[i]);
         vbuf_unref(s->slots[i].value);
+        vbuf_unref(s->slots[i].prev);
         free(s->slots[i].mom);
     }
     free(s->slots);
@@ -363,6 +365,21 @@ static int step_scaled(ordo_store_t *s, slot_t *sl, const float *acc, const floa
     /* A value still referenced by a send in flight is left to that send; the new value
      * goes into a fresh buffer. */
     ordo_vbuf_t *cur = sl->value;
+    if (s->resend) {
+        /* a restarted worker may ask for the value before this update (the first iteration
+         * its predecessor did not finish, which the others may have completed): it is kept,
+         * and the update goes into the buffer the one before it had, when nothing reads it */
+        ordo_vbuf_t *nb = sl->prev && atomic_load(&sl->prev->refs) == 1 ? sl->prev : NULL;
+        if (!nb) {
+            vbuf_unref(sl->prev);
+            sl->prev = NULL;
+            if (!(nb = vbuf_new(sl->numel))) return ORDO_ERR_NOMEM;
+        }
+        ordo_optim_step_sum(&sl->opt, nb->data, cur->data, sl->mom, acc, g, scale, sl->numel);
+        sl->prev = cur;
+        sl->value = nb;
+        return 0;
+    }
     if (atomic_load(&cur->refs) == 1) {
         ordo_optim_step_sum(&sl->opt, cur->data, cur->data, sl->mom, acc, g, scale, sl->numel);
     } else {
@@ -637,6 +654,13 @@ int64_t ordo_store_version(const ordo_store_t *s, int slice)
     return s->slots[s->slot_of[slice]].version;
 }
 
+int64_t ordo_store_pull_version(const ordo_store_t *s, int slice, int64_t iter)
+{
+    if (!ordo_store_owns(s, slice)) return -1;
+    const slot_t *sl = &s->slots[s->slot_of[slice]];
+    return sl->prev && iter == sl->version - 1 ? iter : sl->version;
+}
+
 void ordo_store_ref(ordo_store_t *s, int slice, void **data, size_t *bytes, void **hint)
 {
     slot_t *sl = &s->slots[s->slot_of[slice]];
@@ -650,6 +674,13 @@ int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, s
                         void **hint)
 {
     slot_t *sl = &s->slots[s->slot_of[slice]];
+    if (sl->prev && iter == sl->version - 1) { /* a restarted worker's first pull */
+        atomic_fetch_add(&sl->prev->refs, 1);
+        *data = sl->prev->data;
+        *bytes = (size_t)sl->numel * sizeof(float);
+        *hint = sl->prev;
+        return 0;
+    }
     if (s->mode != ORDO_SYNC_SSP || sl->version >= iter) {
         ordo_store_ref(s, slice, data, bytes, hint);
         return 0;
