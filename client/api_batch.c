@@ -75,7 +75,7 @@ int ordo_next_batch(ordo_t *o, int64_t epoch, int64_t *indices, int capacity, in
     }
     /* after a timed-out or interrupted wait, calling again waits for the same answer */
     if (!o->batch_asked) {
-        if ((rc = ordo__ps_batch_request(o->w, o->batch_spec, epoch, next_iteration(o))) != 0)
+        if ((rc = ordo__ps_batch_request(o->w, o->batch_spec, epoch, next_iteration(o))) < 0)
             return rc == ORDO_ERR_RANGE || rc == ORDO_ERR_INVAL ? rc
                                                                  : ordo__api_cluster_failed(o, rc);
         o->batch_asked = true;

@@ -224,6 +224,17 @@ static void path_event(ordo__bound_t *b, const ordo__ps_event_t *ev)
 }
 
 /* runs one command; false on CMD_STOP */
+/* take_batch hands the program the batch service's answer that is in */
+static void take_batch(ordo__bound_t *b)
+{
+    pthread_mutex_lock(&b->mu);
+    int64_t epoch;
+    b->batch_rc = ordo__ps_batch_take(b->o.ps, b->batch_idx, b->batch_cap, &b->batch_n, &epoch);
+    b->batch_done = true;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
 static bool run_command(ordo__bound_t *b, cmd_t c)
 {
     int rc = 0;
@@ -253,7 +264,9 @@ static bool run_command(ordo__bound_t *b, cmd_t c)
     case CMD_BATCH: {
         int brc = ordo__ps_batch_request(b->o.ps, c.text, c.key, c.iter);
         free(c.text);
-        if (brc) { /* refused before it left: the program's call fails with it */
+        if (brc == 1) { /* asked for ahead and answered already */
+            take_batch(b);
+        } else if (brc) { /* refused before it left: the program's call fails with it */
             pthread_mutex_lock(&b->mu);
             b->batch_rc = brc;
             b->batch_done = true;
@@ -295,13 +308,8 @@ static void *thread_main(void *arg)
         } else if (ev.kind == ORDO__EV_HOOK) {
             path_event(b, &ev);
         } else if (ev.kind == ORDO__EV_BATCH) {
-            pthread_mutex_lock(&b->mu);
-            int64_t epoch;
-            b->batch_rc = ordo__ps_batch_take(b->o.ps, b->batch_idx, b->batch_cap, &b->batch_n,
-                                              &epoch);
-            b->batch_done = true;
-            pthread_cond_broadcast(&b->cv);
-            pthread_mutex_unlock(&b->mu);
+            /* an answer asked for ahead waits in the library until the program asks */
+            if (!ordo__ps_batch_unasked(b->o.ps)) take_batch(b);
         } else if (ev.kind == ORDO__EV_BARRIER) {
             pthread_mutex_lock(&b->mu);
             if (ev.iter > b->barrier_done) b->barrier_done = ev.iter;

@@ -244,8 +244,14 @@ struct ordo_trace *ordo__ps_trace(const ordo__ps_t *w);
 /* ordo__ps_batch_request asks the scheduler for this worker's next batch: spec_json is the
  * {"n", "batch", "samples", "seed", "shuffle"} every worker sends alike, epoch the epoch it
  * reads (-1: any), iter its next iteration (-1: none). ORDO__EV_BATCH says the answer is
- * in. One request at a time (ORDO_ERR_INVAL otherwise). */
+ * in. One request at a time (ORDO_ERR_INVAL otherwise). Once a batch of any epoch is taken,
+ * the next one is asked for ahead (without backup workers): the request after it then sends
+ * nothing and returns 1 when that answer is in already, else 0. */
 int ordo__ps_batch_request(ordo__ps_t *w, const char *spec_json, int64_t epoch, int64_t iter);
+
+/* ordo__ps_batch_unasked reports whether the answer in is one asked for ahead that the program
+ * has not asked for yet (the bound thread leaves it until the program asks). */
+bool ordo__ps_batch_unasked(const ordo__ps_t *w);
 
 /* ordo__ps_batch_ready reports whether the answer to the request is in. */
 bool ordo__ps_batch_ready(const ordo__ps_t *w);

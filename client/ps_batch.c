@@ -11,17 +11,16 @@
 #include "common/log.h"
 #include "client/ps_internal.h"
 
-int ordo__ps_batch_request(ordo__ps_t *w, const char *spec_json, int64_t epoch, int64_t iter)
+/* send a BATCH_REQ (flags: ORDO_BATCH_AHEAD or 0) */
+static int send_request(ordo__ps_t *w, const char *spec_json, int64_t epoch, int64_t iter,
+                        uint32_t flags)
 {
-    if (w->batch_out || w->batch_in)
-        return ordo_error_set(ORDO_ERR_INVAL, "a batch request is in flight");
-    if (epoch < -1 || epoch >= (int64_t)ORDO_BATCH_ANY_EPOCH)
-        return ordo_error_set(ORDO_ERR_RANGE, "epoch %lld out of range", (long long)epoch);
     ordo_msg_t m;
     ordo_msg_init(&m, ORDO_MSG_BATCH_REQ);
     m.hdr.dtype = ORDO_DTYPE_JSON;
     m.hdr.iter = iter < 0 ? -1 : iter;
     m.hdr.key = epoch < 0 ? ORDO_BATCH_ANY_EPOCH : (uint32_t)epoch;
+    m.hdr.flags = flags;
     m.hdr.req = ++w->req;
     int rc = ordo_msg_add_text(&m, spec_json);
     if (rc) {
@@ -35,9 +34,58 @@ int ordo__ps_batch_request(ordo__ps_t *w, const char *spec_json, int64_t epoch, 
     return 0;
 }
 
+int ordo__ps_batch_request(ordo__ps_t *w, const char *spec_json, int64_t epoch, int64_t iter)
+{
+    if (w->batch_ahead && !w->batch_asked && (w->batch_out || w->batch_in)) {
+        /* the next batch was asked for ahead: of any epoch, with the same description */
+        if (epoch >= 0 || !w->batch_spec || strcmp(spec_json, w->batch_spec) != 0)
+            return ordo_error_set(ORDO_ERR_INVAL, "the next batch of any epoch was asked for "
+                                  "ahead: ask for any epoch with the same data set");
+        w->batch_asked = true;
+        return w->batch_in ? 1 : 0;
+    }
+    if (w->batch_out || w->batch_in)
+        return ordo_error_set(ORDO_ERR_INVAL, "a batch request is in flight");
+    if (epoch < -1 || epoch >= (int64_t)ORDO_BATCH_ANY_EPOCH)
+        return ordo_error_set(ORDO_ERR_RANGE, "epoch %lld out of range", (long long)epoch);
+    if (!w->batch_spec || strcmp(spec_json, w->batch_spec) != 0) {
+        char *copy = strdup(spec_json);
+        if (!copy) return ORDO_ERR_NOMEM;
+        free(w->batch_spec);
+        w->batch_spec = copy;
+    }
+    int rc = send_request(w, spec_json, epoch, iter, 0);
+    if (rc) return rc;
+    w->batch_ahead = false;
+    w->batch_asked = true;
+    w->batch_any = epoch < 0;
+    w->batch_last_iter = iter;
+    return 0;
+}
+
 bool ordo__ps_batch_ready(const ordo__ps_t *w)
 {
-    return w->batch_in;
+    return w->batch_in && w->batch_asked;
+}
+
+bool ordo__ps_batch_unasked(const ordo__ps_t *w)
+{
+    return w->batch_in && !w->batch_asked;
+}
+
+/* after a batch of any epoch was taken, ask for the next one ahead (its answer is there when
+ * the program asks: the round trip through the scheduler overlaps the iteration). Not with
+ * backup workers: a worker left behind jumps to the servers' iteration, which the request
+ * ahead cannot know. */
+static void ask_ahead(ordo__ps_t *w)
+{
+    if (w->conf.backup > 0 || !w->batch_spec) return;
+    int64_t iter = w->batch_last_iter < 0 ? -1 : w->batch_last_iter + 1;
+    if (send_request(w, w->batch_spec, -1, iter, ORDO_BATCH_AHEAD) != 0) return; /* asked later */
+    w->batch_ahead = true;
+    w->batch_asked = false;
+    w->batch_any = true;
+    w->batch_last_iter = iter;
 }
 
 /* a refusal: {"error": text, "code": a negative ORDO_ERR_*} */
@@ -104,8 +152,10 @@ int ordo__ps_on_batch(ordo__ps_t *w, ordo_msg_t *m)
 
 int ordo__ps_batch_take(ordo__ps_t *w, int64_t *idx, int cap, int *count, int64_t *epoch)
 {
-    if (!w->batch_in) return ordo_error_set(ORDO_ERR_INVAL, "no batch answer to take");
+    if (!w->batch_in || !w->batch_asked)
+        return ordo_error_set(ORDO_ERR_INVAL, "no batch answer to take");
     w->batch_in = false;
+    w->batch_asked = false;
     int st = w->batch_status;
     if (st < 0) return ordo_error_set(st, "batch service: %s", w->batch_err);
     if (st == 0 && w->batch_n > cap)
@@ -113,6 +163,8 @@ int ordo__ps_batch_take(ordo__ps_t *w, int64_t *idx, int cap, int *count, int64_
     if (st == 0) memcpy(idx, w->batch_idx, sizeof *idx * (size_t)w->batch_n);
     *count = st == 0 ? w->batch_n : 0;
     *epoch = w->batch_epoch;
+    /* a batch of any epoch: the next one is asked for now (hdr.key kept the epoch asked) */
+    if (st == 0 && w->batch_any) ask_ahead(w);
     return st;
 }
 

@@ -73,6 +73,13 @@ struct ordo_worker {
     int64_t *batch_idx, batch_epoch;
     int batch_n, batch_cap;
     char batch_err[256];
+    /* the next batch asked for ahead when a batch of any epoch was taken (client/ps_batch.c):
+     * batch_ahead marks the request in flight (or its answer) as one; batch_asked whether the
+     * program has asked for it since */
+    bool batch_ahead, batch_asked;
+    bool batch_any;          /* the request in flight (or its answer) is for any epoch */
+    char *batch_spec;        /* the last request's spec (the request ahead sends it again) */
+    int64_t batch_last_iter; /* the last request's iteration */
     /* the newest value version a server reported (a DROPPED push's acknowledgement, a newer
      * pull): backup workers start the current iteration from it */
     _Atomic long long newest_version;

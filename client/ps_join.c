@@ -164,6 +164,7 @@ void ordo__ps_destroy(ordo__ps_t **wp)
     json_decref(w->merge_plan);
     free(w->replan_reply);
     free(w->batch_idx);
+    free(w->batch_spec);
     free(w);
     *wp = NULL;
 }

@@ -70,6 +70,8 @@ typedef enum {
 #define ORDO_BATCH_ANY_EPOCH 0xffffffffu /* BATCH_REQ key: whichever epoch is being handed out */
 #define ORDO_BATCH_END_EPOCH 0x1u       /* BATCH flags: the epoch asked for has no batch left */
 #define ORDO_BATCH_END_RUN 0x2u         /* BATCH flags: the run's samples are all handed out */
+#define ORDO_BATCH_AHEAD 0x4u           /* BATCH_REQ flags: asked for ahead, while the worker
+                                           still works on its last batch (it stays leased) */
 #define ORDO_BATCH_MAX 65536            /* the largest batch the service hands out */
 
 typedef enum { ORDO_ROLE_SCHEDULER = 0, ORDO_ROLE_SERVER = 1, ORDO_ROLE_WORKER = 2 } ordo_role_t;

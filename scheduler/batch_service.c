@@ -95,7 +95,12 @@ void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m)
     int count = 0;
     if (!idx) return; /* the worker's call times out or is asked again */
     int64_t want = m->hdr.key == ORDO_BATCH_ANY_EPOCH ? -1 : (int64_t)m->hdr.key;
-    rc = ordo_batches_next(s->batches, mb->rank, want, m->hdr.iter, idx, sp.batch, &count, &epoch);
+    /* asked for ahead: the last batch is still being worked on and stays leased */
+    rc = m->hdr.flags & ORDO_BATCH_AHEAD
+             ? ordo_batches_prefetch(s->batches, mb->rank, want, m->hdr.iter, idx, sp.batch,
+                                     &count, &epoch)
+             : ordo_batches_next(s->batches, mb->rank, want, m->hdr.iter, idx, sp.batch, &count,
+                                 &epoch);
     if (rc < 0) {
         free(idx);
         refuse(s, mb, m, rc, ordo_error_text(rc));

@@ -23,7 +23,9 @@ struct ordo_batches {
     int64_t pos;        /* the stream's next sample: epoch pos / n, place pos % n */
     int64_t perm_epoch; /* the epoch perm holds (-1: none) */
     int64_t *perm;
-    batch_t *lease;     /* per worker: the batch it was handed last (count 0: none) */
+    batch_t *lease;     /* per worker two: [2w] the one before the last when the last was
+                           asked for ahead (ordo_batches_prefetch), [2w + 1] the last (count
+                           0: none) */
     batch_t *pool;      /* batches dead workers returned, handed out first */
     int n_pool;
     int64_t *handed;    /* per worker: batches handed out */
@@ -53,11 +55,11 @@ int ordo_batches_new(const ordo_batches_spec_t *spec, int workers, bool gate,
     b->max_iter = -1;
     b->last_iter = -1;
     b->perm = malloc(sizeof *b->perm * (size_t)spec->n);
-    b->lease = calloc((size_t)workers, sizeof *b->lease);
-    b->pool = calloc((size_t)workers, sizeof *b->pool);
+    b->lease = calloc((size_t)workers * 2, sizeof *b->lease);
+    b->pool = calloc((size_t)workers * 2, sizeof *b->pool);
     b->handed = calloc((size_t)workers, sizeof *b->handed);
     if (!b->perm || !b->lease || !b->pool || !b->handed) goto nomem;
-    for (int w = 0; w < workers; w++) {
+    for (int w = 0; w < 2 * workers; w++) {
         b->lease[w].idx = malloc(sizeof(int64_t) * (size_t)spec->batch);
         b->pool[w].idx = malloc(sizeof(int64_t) * (size_t)spec->batch);
         if (!b->lease[w].idx || !b->pool[w].idx) goto nomem;
@@ -103,7 +105,7 @@ static void make_perm(ordo_batches_t *b, int64_t e)
 static void take(ordo_batches_t *b, int worker, const batch_t *from, int64_t *idx, int *count,
                  int64_t *epoch_out)
 {
-    batch_t *l = &b->lease[worker];
+    batch_t *l = &b->lease[2 * worker + 1];
     memcpy(l->idx, from->idx, sizeof(int64_t) * (size_t)from->count);
     l->count = from->count;
     l->epoch = from->epoch;
@@ -113,21 +115,29 @@ static void take(ordo_batches_t *b, int worker, const batch_t *from, int64_t *id
     b->handed[worker]++;
 }
 
-int ordo_batches_next(ordo_batches_t *b, int worker, int64_t epoch, int64_t iter, int64_t *idx,
-                      int cap, int *count, int64_t *epoch_out)
+/* next hands worker its next batch; keep: the last one stays leased (asked for ahead) */
+static int next(ordo_batches_t *b, int worker, int64_t epoch, int64_t iter, bool keep,
+                int64_t *idx, int cap, int *count, int64_t *epoch_out)
 {
     if (worker < 0 || worker >= b->workers)
         return ordo_error_set(ORDO_ERR_INVAL, "batches: no worker %d (%d)", worker, b->workers);
     if (cap < b->spec.batch)
         return ordo_error_set(ORDO_ERR_INVAL, "batches: room for %d indices, a batch is %d", cap,
                               b->spec.batch);
-    b->lease[worker].count = 0; /* its previous batch is done */
-    if (b->n_pool > 0) {        /* a dead worker's batch first, whatever its epoch */
+    batch_t *older = &b->lease[2 * worker], *last = &b->lease[2 * worker + 1];
+    older->count = 0; /* done: the worker has moved past it */
+    if (keep) {       /* the last one is being worked on: it becomes the older lease */
+        int64_t *spare = older->idx;
+        *older = *last;
+        last->idx = spare;
+    }
+    last->count = 0;
+    if (b->n_pool > 0) { /* a dead worker's batch first, whatever its epoch */
         batch_t t = b->pool[--b->n_pool];
-        b->pool[b->n_pool].idx = b->lease[worker].idx;
-        b->lease[worker].idx = t.idx; /* swap buffers: take copies into the lease */
-        b->lease[worker].count = t.count;
-        b->lease[worker].epoch = t.epoch;
+        b->pool[b->n_pool].idx = last->idx;
+        last->idx = t.idx; /* swap buffers: take copies into the lease */
+        last->count = t.count;
+        last->epoch = t.epoch;
         memcpy(idx, t.idx, sizeof(int64_t) * (size_t)t.count);
         *count = t.count;
         *epoch_out = t.epoch;
@@ -155,14 +165,31 @@ int ordo_batches_next(ordo_batches_t *b, int worker, int64_t epoch, int64_t iter
     return 0;
 }
 
+int ordo_batches_next(ordo_batches_t *b, int worker, int64_t epoch, int64_t iter, int64_t *idx,
+                      int cap, int *count, int64_t *epoch_out)
+{
+    return next(b, worker, epoch, iter, false, idx, cap, count, epoch_out);
+}
+
+int ordo_batches_prefetch(ordo_batches_t *b, int worker, int64_t epoch, int64_t iter,
+                          int64_t *idx, int cap, int *count, int64_t *epoch_out)
+{
+    return next(b, worker, epoch, iter, true, idx, cap, count, epoch_out);
+}
+
 void ordo_batches_release(ordo_batches_t *b, int worker)
 {
-    if (worker < 0 || worker >= b->workers || b->lease[worker].count == 0) return;
-    batch_t *p = &b->pool[b->n_pool++]; /* at most one lease per worker: room for all */
-    int64_t *spare = p->idx;
-    *p = b->lease[worker];
-    b->lease[worker].idx = spare;
-    b->lease[worker].count = 0;
+    if (worker < 0 || worker >= b->workers) return;
+    /* the last one on top: the older goes out again first (the pool is a stack) */
+    for (int k = 2 * worker + 1; k >= 2 * worker; k--) {
+        batch_t *l = &b->lease[k];
+        if (l->count == 0) continue;
+        batch_t *p = &b->pool[b->n_pool++]; /* at most two leases per worker: room for all */
+        int64_t *spare = p->idx;
+        *p = *l;
+        l->idx = spare;
+        l->count = 0;
+    }
 }
 
 int64_t ordo_batches_samples(const ordo_batches_t *b)
@@ -179,7 +206,7 @@ void ordo_batches_destroy(ordo_batches_t **bp)
 {
     ordo_batches_t *b = bp ? *bp : NULL;
     if (!b) return;
-    for (int w = 0; w < b->workers; w++) {
+    for (int w = 0; w < 2 * b->workers; w++) {
         if (b->lease) free(b->lease[w].idx);
         if (b->pool) free(b->pool[w].idx);
     }

@@ -4,7 +4,9 @@
  * for its next batch and gets the next `batch` indices of the stream (an epoch's last batch
  * may be shorter; a batch never crosses an epoch), so fast workers take more batches. The
  * batch a worker was handed last is its lease: a worker that dies returns it to the pool, and
- * the next request of any worker takes it first. With `gate` (ssp and backup workers, whose
+ * the next request of any worker takes it first. A worker may ask for its next batch ahead,
+ * while it still works on the last one (ordo_batches_prefetch): both are its leases then.
+ * With `gate` (ssp and backup workers, whose
  * servers count iterations) the stream's end is an iteration: once the samples are all
  * handed out, requests for iterations up to the highest one handed out so far still get
  * batches (from the stream beyond the end, counted), later ones none, so that every worker
@@ -47,7 +49,13 @@ int ordo_batches_same(const ordo_batches_t *b, const ordo_batches_spec_t *spec);
 int ordo_batches_next(ordo_batches_t *b, int worker, int64_t epoch, int64_t iter, int64_t *idx,
                       int cap, int *count, int64_t *epoch_out);
 
-/* ordo_batches_release returns worker's leased batch to the pool (the worker died). */
+/* ordo_batches_prefetch is ordo_batches_next for a worker that asks ahead: the batch it was
+ * handed last is still being worked on and stays leased with the new one (the one before it
+ * is done). */
+int ordo_batches_prefetch(ordo_batches_t *b, int worker, int64_t epoch, int64_t iter,
+                          int64_t *idx, int cap, int *count, int64_t *epoch_out);
+
+/* ordo_batches_release returns worker's leased batches to the pool (the worker died). */
 void ordo_batches_release(ordo_batches_t *b, int worker);
 
 /* ordo_batches_samples returns the samples handed out so far (returned ones counted once). */
