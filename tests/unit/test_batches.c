@@ -96,6 +96,36 @@ START_TEST(end_of_epoch_for_a_reader_of_that_epoch)
 }
 END_TEST
 
+/* a worker that asks ahead holds two leases: its last batch (being worked on) and the new
+ * one; asking ahead again completes the older; a death returns both, the older first */
+START_TEST(asking_ahead_keeps_the_last_batch_leased)
+{
+    ordo_batches_t *b;
+    ORDO_CK_OK(ordo_batches_new(&spec10, 2, false, &b));
+    int64_t x[4], y[4], z[4], idx[4], e;
+    int nx, ny, nz, n;
+    ORDO_CK_OK(ordo_batches_next(b, 1, -1, -1, x, 4, &nx, &e));     /* works on x */
+    ORDO_CK_OK(ordo_batches_prefetch(b, 1, -1, -1, y, 4, &ny, &e)); /* y ahead: x still leased */
+    ordo_batches_release(b, 1);
+    ORDO_CK_OK(ordo_batches_next(b, 0, -1, -1, idx, 4, &n, &e));
+    ck_assert(n == nx && !memcmp(idx, x, sizeof(int64_t) * (size_t)n)); /* x first */
+    ORDO_CK_OK(ordo_batches_next(b, 0, -1, -1, idx, 4, &n, &e));
+    ck_assert(n == ny && !memcmp(idx, y, sizeof(int64_t) * (size_t)n));
+    /* worker 1 again (restarted): x2 then y2 ahead, then z ahead: x2 is done, y2 and z leased */
+    ORDO_CK_OK(ordo_batches_next(b, 1, -1, -1, x, 4, &nx, &e));
+    ORDO_CK_OK(ordo_batches_prefetch(b, 1, -1, -1, y, 4, &ny, &e));
+    ORDO_CK_OK(ordo_batches_prefetch(b, 1, -1, -1, z, 4, &nz, &e));
+    ordo_batches_release(b, 1);
+    ORDO_CK_OK(ordo_batches_next(b, 0, -1, -1, idx, 4, &n, &e));
+    ck_assert(n == ny && !memcmp(idx, y, sizeof(int64_t) * (size_t)n));
+    ORDO_CK_OK(ordo_batches_next(b, 0, -1, -1, idx, 4, &n, &e));
+    ck_assert(n == nz && !memcmp(idx, z, sizeof(int64_t) * (size_t)n));
+    /* five batches drawn (4, 4, then 2 ending epoch 0, 4, 4); the returned ones counted once */
+    ck_assert_int_eq(ordo_batches_samples(b), 18);
+    ordo_batches_destroy(&b);
+}
+END_TEST
+
 START_TEST(a_dead_workers_lease_comes_back)
 {
     ordo_batches_t *b;
@@ -179,6 +209,7 @@ static Suite *batches_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("leases");
     tcase_add_test(tc, a_dead_workers_lease_comes_back);
+    tcase_add_test(tc, asking_ahead_keeps_the_last_batch_leased);
     suite_add_tcase(s, tc);
     tc = tcase_create("end");
     tcase_add_test(tc, gated_end_is_an_iteration);
