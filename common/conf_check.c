@@ -136,8 +136,6 @@ static int fault_worker_check(const ordo_conf_t *conf)
                       : conf->calibrate                     ? "push.calibrate = false"
                       : conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1
                           ? "intra.backend = none"
-                      : !strcmp(conf->trainer, "declared") && conf->fault_worker == ORDO_FAULT_SHRINK
-                          ? "a built-in job (model.trainer = synthetic, profile, mlp or cnn)"
                       : conf->forward_only                 ? "model.forward_only = false"
                                                            : NULL;
     if (why) return ordo_error_set(ORDO_ERR_INVAL, "fault.worker = %s needs %s", mode, why);

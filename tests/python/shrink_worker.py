@@ -1,0 +1,86 @@
+"""shrink_worker: one worker of test_elastic_shrink.py, started by ordo-launch as its [worker]
+command. Trains torch_mlp's model (MODE = server or gradients in the environment) on a fixed
+data set of N samples read through ordo.torch.ElasticSampler (the batch service, one epoch)
+under [fault] worker = shrink. After each step it appends "STEP RANK INDICES" to
+OUT/batches-RANK.txt. With KILL_AT=K, worker 1 SIGKILLs itself once it holds its batch of
+step K, before computing it (the batch is leased to it and goes back to the service). Every
+worker that ends saves its parameters to OUT/params-RANK.pt.
+
+    python shrink_worker.py OUT
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import ordo.torch as hvd
+import torch
+import torch_mlp
+from ordo.torch import elastic
+
+N = 240
+BATCH = 8
+
+
+def dataset() -> torch.utils.data.TensorDataset:
+    """dataset is N fixed samples of torch_mlp's shapes."""
+    g = torch.Generator().manual_seed(3)
+    return torch.utils.data.TensorDataset(torch.randn(N, 8, generator=g),
+                                          torch.randn(N, 4, generator=g))
+
+
+class Indexed(torch.utils.data.Dataset):
+    """Indexed yields (index, x, y): the worker logs which samples it trained on."""
+
+    def __init__(self, base: torch.utils.data.TensorDataset):
+        self.base = base
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+    def __getitem__(self, i: int):
+        x, y = self.base[i]
+        return i, x, y
+
+
+def main(argv: list[str]) -> int:
+    out = Path(argv[1])
+    mode = os.environ.get("MODE", "server")
+    kill_at = int(os.environ.get("KILL_AT", "-1"))
+    torch.set_num_threads(1)
+    hvd.init()
+    net = torch_mlp.model()
+    opt = hvd.DistributedOptimizer(torch_mlp.optimizer(mode, net.parameters()),
+                                   named_parameters=net.named_parameters(), mode=mode)
+    data = Indexed(dataset())
+    sampler = hvd.ElasticSampler(data, shuffle=True, seed=5, batch_size=BATCH, epochs=1)
+    loader = torch.utils.data.DataLoader(data, batch_size=BATCH, sampler=sampler)
+    state = elastic.TorchState(net, opt, step=0)
+
+    @elastic.run
+    def train(state: elastic.TorchState) -> None:
+        rank = hvd.rank()
+        log = open(out / f"batches-{rank}.txt", "a")
+        sampler.set_epoch(0)
+        for idx, x, y in loader:
+            if rank == 1 and state.step == kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)  # holding the batch, before its push
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(net(x), y).backward()
+            opt.step()
+            log.write(f"{state.step} {rank} {' '.join(str(int(i)) for i in idx)}\n")
+            log.flush()
+            state.step += 1
+            state.commit()
+        log.close()
+
+    train(state)  # step() waited for the last values (server mode) or means
+    torch.save(net.state_dict(), out / f"params-{hvd.rank()}.pt")
+    hvd.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
