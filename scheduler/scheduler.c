@@ -231,6 +231,10 @@ static void on_register(sched_t *s, ordo_msg_t *m)
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "already registered");
         goto done;
     }
+    if (s->welcomed && r == ORDO_ROLE_WORKER && json_integer_value(rank) >= s->conf.workers) {
+        ordo__sched_grow(s, m, o); /* fault.max_workers: a new worker joins the run */
+        goto done;
+    }
     if (s->welcomed && r == ORDO_ROLE_WORKER && s->conf.fault_worker == ORDO_FAULT_RESTART) {
         ordo__sched_rejoin(s, m, o); /* a restarted worker takes its dead predecessor's rank */
         member_t *back = find_member(s, m);
@@ -508,13 +512,13 @@ static int handle(sched_t *s, ordo_msg_t *m)
         char body[4096];
         ordo_iter_stats_t st;
         ordo_msg_text(m, 0, body, sizeof body);
-        int rc = ordo_runlog_parse_stats(body, s->conf.workers, &st);
+        int rc = ordo_runlog_parse_stats(body, ordo_conf_max_workers(&s->conf), &st);
         if (rc == 0 && st.worker != mb->rank)
             rc = ordo_error_set(ORDO_ERR_PROTO, "STATS names worker %d", st.worker);
         if (rc)
             ORDO_WARN("dropped stats of %s: %s", ordo__sched_member_name(mb, name, sizeof name),
                       ordo_error_text(rc));
-        else if (s->log)
+        else if (s->log && st.worker < s->conf.workers) /* not a joined one's (grow.c) */
             ordo_runlog_add(s->log, &st);
         if (!rc) ordo__sched_on_stats(s, mb, st.iter);
         if (!rc) ordo__sched_batches_stats(s, st.t_start_ns, st.t_end_ns);
@@ -525,7 +529,8 @@ static int handle(sched_t *s, ordo_msg_t *m)
         if (mb->role != ORDO_ROLE_WORKER || mb->done) break;
         char body[4096];
         ordo_msg_text(m, 0, body, sizeof body);
-        if (m->nframes && s->log && ordo_runlog_final(s->log, mb->rank, body) != 0)
+        if (m->nframes && s->log && mb->rank < s->conf.workers &&
+            ordo_runlog_final(s->log, mb->rank, body) != 0)
             ORDO_WARN("bad DONE body from %s", ordo__sched_member_name(mb, name, sizeof name));
         mb->done = true;
         s->n_done++;
@@ -602,7 +607,8 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
     summarize_step(s);
     if (s->plan) ordo_runplan_merge_take_file(s->plan, s->run_dir);
     if ((rc = ordo_replan_new(&s->conf, s->run_dir, ordo__sched_replan_send, s, &s->replan)) != 0) goto fail;
-    s->members = calloc((size_t)(s->conf.servers + s->conf.workers), sizeof *s->members);
+    s->members = calloc((size_t)(s->conf.servers + ordo_conf_max_workers(&s->conf)),
+                        sizeof *s->members);
     if (!s->members) {
         rc = ORDO_ERR_NOMEM;
         goto fail;

@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from cluster import BIN, SRC, worker_env  # noqa: E402
 
-WORKER = SRC / "tests" / "python" / "shrink_worker.py"
+WORKER = SRC / "tests" / "python" / "epoch_worker.py"
 KILL_AT = 2
 
 
@@ -42,13 +42,13 @@ def launch(tmp: Path, name: str, mode: str) -> tuple[int, str]:
     return p.returncode, p.stdout
 
 
-def replay(mode: str, steps: dict[int, list[tuple[int, list[int]]]]) -> dict:
+def replay(mode: str, steps: dict[int, list[tuple[int, list[int]]]], n: int = 240) -> dict:
     """replay trains the model in one process: step t's gradient is the mean of the logged
     workers' batch gradients of step t."""
     sys.path.insert(0, str(SRC / "tests" / "python"))
-    import shrink_worker
+    import epoch_worker
     import torch_mlp
-    xs, ys = shrink_worker.dataset().tensors
+    xs, ys = epoch_worker.dataset(n).tensors
     net = torch_mlp.model()
     opt = torch_mlp.optimizer(mode, net.parameters())
     params = list(net.parameters())

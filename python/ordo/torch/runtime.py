@@ -163,6 +163,15 @@ class Runtime:
         n = self.settings.get("cluster.workers") or _launcher_int("workers", self.conf)
         return int(n) if n is not None else 1
 
+    def live(self) -> tuple[int, int]:
+        """live is this worker's index among the workers still in the run and their number:
+        (rank, size) until a worker left ([fault] worker = shrink, the scheduler's MEMBERS)."""
+        if self.joined:
+            left, index, n, _ = self.client.members()
+            if left:
+                return index, n
+        return self.rank(), self.size()
+
     # ---- transfers ------------------------------------------------------------------------
 
     def push_pull_async(self, tensor: torch.Tensor, name: str, average: bool,
@@ -184,7 +193,8 @@ class Runtime:
         recv = torch.empty_like(src)
         prio = t.index if priority is None else priority
         h = self.client.pushpull(t.index, src, recv, prio)
-        return PushPull(h, tensor, recv, 1.0 if average else float(self.client.size))
+        # the servers' mean is over the workers that pushed: the live ones after a shrink
+        return PushPull(h, tensor, recv, 1.0 if average else float(self.live()[1]))
 
     def synchronize(self, pp: PushPull, timeout_ms: int = -1) -> torch.Tensor:
         """synchronize waits for pp and writes the result into its tensor, which it returns."""

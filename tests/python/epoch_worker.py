@@ -1,18 +1,21 @@
-"""shrink_worker: one worker of test_elastic_shrink.py, started by ordo-launch as its [worker]
-command. Trains torch_mlp's model (MODE = server or gradients in the environment) on a fixed
-data set of N samples read through ordo.torch.ElasticSampler (the batch service, one epoch)
-under [fault] worker = shrink. After each step it appends "STEP RANK INDICES" to
-OUT/batches-RANK.txt. With KILL_AT=K, worker 1 SIGKILLs itself once it holds its batch of
-step K, before computing it (the batch is leased to it and goes back to the service). Every
-worker that ends saves its parameters to OUT/params-RANK.pt.
+"""epoch_worker: one worker of test_elastic_shrink.py and test_elastic_grow.py, started by
+ordo-launch as its [worker] command (or ordo-launch --add-worker). Trains torch_mlp's model
+(MODE = server or gradients in the environment) on a fixed data set of N samples read through
+ordo.torch.ElasticSampler (the batch service, one epoch; N = $SAMPLES, default 240). After each step it appends "STEP
+RANK INDICES" to OUT/batches-RANK.txt. With KILL_AT=K, worker 1 SIGKILLs itself once it holds
+its batch of step K, before computing it (the batch is leased to it and goes back to the
+service). With WAIT_AT=K and WAIT_FOR=W, the workers of the start wait before step K until
+the run has W workers (a worker added with ordo-launch --add-worker joined), at most 120 s.
+Every worker that ends saves its parameters to OUT/params-RANK.pt.
 
-    python shrink_worker.py OUT
+    python epoch_worker.py OUT
 """
 from __future__ import annotations
 
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import ordo.torch as hvd
@@ -20,15 +23,14 @@ import torch
 import torch_mlp
 from ordo.torch import elastic
 
-N = 240
 BATCH = 8
 
 
-def dataset() -> torch.utils.data.TensorDataset:
-    """dataset is N fixed samples of torch_mlp's shapes."""
+def dataset(n: int) -> torch.utils.data.TensorDataset:
+    """dataset is n fixed samples of torch_mlp's shapes."""
     g = torch.Generator().manual_seed(3)
-    return torch.utils.data.TensorDataset(torch.randn(N, 8, generator=g),
-                                          torch.randn(N, 4, generator=g))
+    return torch.utils.data.TensorDataset(torch.randn(n, 8, generator=g),
+                                          torch.randn(n, 4, generator=g))
 
 
 class Indexed(torch.utils.data.Dataset):
@@ -49,12 +51,14 @@ def main(argv: list[str]) -> int:
     out = Path(argv[1])
     mode = os.environ.get("MODE", "server")
     kill_at = int(os.environ.get("KILL_AT", "-1"))
+    wait_at = int(os.environ.get("WAIT_AT", "-1"))
+    wait_for = int(os.environ.get("WAIT_FOR", "0"))
     torch.set_num_threads(1)
     hvd.init()
     net = torch_mlp.model()
     opt = hvd.DistributedOptimizer(torch_mlp.optimizer(mode, net.parameters()),
                                    named_parameters=net.named_parameters(), mode=mode)
-    data = Indexed(dataset())
+    data = Indexed(dataset(int(os.environ.get("SAMPLES", "240"))))
     sampler = hvd.ElasticSampler(data, shuffle=True, seed=5, batch_size=BATCH, epochs=1)
     loader = torch.utils.data.DataLoader(data, batch_size=BATCH, sampler=sampler)
     state = elastic.TorchState(net, opt, step=0)
@@ -67,6 +71,12 @@ def main(argv: list[str]) -> int:
         for idx, x, y in loader:
             if rank == 1 and state.step == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)  # holding the batch, before its push
+            if state.step == wait_at and not state.restarted:
+                deadline = time.monotonic() + 120
+                while hvd._rt_or_raise().live()[1] < wait_for and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                print(f"epoch_worker: rank {rank}: {hvd._rt_or_raise().live()[1]} workers at "
+                      f"step {state.step}", flush=True)
             opt.zero_grad()
             torch.nn.functional.mse_loss(net(x), y).backward()
             opt.step()
