@@ -569,6 +569,10 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
         return ordo__ps_take_replan(w, m);
     case ORDO_MSG_BATCH:
         return ordo__ps_on_batch(w, m);
+    case ORDO_MSG_STATE_REQ:
+        return ordo__ps_on_state_req(w, m);
+    case ORDO_MSG_STATE:
+        return ordo__ps_on_state(w, m);
     case ORDO_MSG_MEMBERS:
         take_members(w, m);
         return 0;

@@ -546,6 +546,12 @@ static int handle(sched_t *s, ordo_msg_t *m)
     case ORDO_MSG_BATCH_REQ:
         ordo__sched_on_batch_req(s, mb, m);
         break;
+    case ORDO_MSG_STATE_REQ:
+        ordo__sched_on_state_req(s, mb, m);
+        break;
+    case ORDO_MSG_STATE:
+        ordo__sched_on_state(s, mb, m);
+        break;
     case ORDO_MSG_PLAN: { /* sparse histograms (scheduler/sparse_coord.h) */
         if (s->calibrating && mb->role == ORDO_ROLE_WORKER && mb->rank == 0) {
             return ordo__sched_on_calibration(s, m); /* the start-up calibration's result */

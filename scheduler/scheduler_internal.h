@@ -137,6 +137,15 @@ void ordo__sched_tell_members(sched_t *s, const char *change, int rank, int64_t 
  * naming why. */
 void ordo__sched_grow(sched_t *s, const ordo_msg_t *m, json_t *o);
 
+/* ---- peer state (scheduler/peer_state.c): ordo_peer_state ---- */
+
+/* ordo__sched_on_state_req forwards worker mb's STATE_REQ m to a live peer that finished an
+ * iteration (the lowest rank), or answers mb with an error when there is none. */
+void ordo__sched_on_state_req(sched_t *s, member_t *mb, ordo_msg_t *m);
+
+/* ordo__sched_on_state relays the STATE m of worker mb to the worker that asked (its key). */
+void ordo__sched_on_state(sched_t *s, member_t *mb, ordo_msg_t *m);
+
 /* ordo__sched_on_stats notes that worker mb finished iteration iter. */
 void ordo__sched_on_stats(sched_t *s, member_t *mb, int64_t iter);
 
