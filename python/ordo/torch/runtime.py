@@ -64,21 +64,30 @@ def check_tensor(t: torch.Tensor, what: str, cuda: bool = True) -> None:
         raise ValueError(f"ordo.torch: {what} is not contiguous (use .contiguous())")
 
 
-def _launcher_int(key: str, conf: str | None) -> int | None:
-    """_launcher_int reads [cluster] key from ORDO_CLUSTER_KEY or the conf file, as ordo_new
+def launcher_value(section: str, key: str, conf: str | None) -> str | None:
+    """launcher_value reads [section] key from ORDO_SECTION_KEY or the conf file, as ordo_new
     would (the environment over the file); None when neither sets it."""
-    env = os.environ.get(f"ORDO_CLUSTER_{key.upper()}")
+    env = os.environ.get(f"ORDO_{section.upper()}_{key.upper()}")
     if env is not None:
-        return int(env)
+        return env
     if conf:
         parser = configparser.ConfigParser(inline_comment_prefixes=(";", "#"), strict=False)
         try:
             parser.read(conf)
-            if parser.has_option("cluster", key):
-                return int(parser.get("cluster", key))
-        except (configparser.Error, ValueError):
+            if parser.has_option(section, key):
+                return parser.get(section, key).strip()
+        except configparser.Error:
             return None  # ordo_new has the conf's errors to say
     return None
+
+
+def _launcher_int(key: str, conf: str | None) -> int | None:
+    """_launcher_int reads [cluster] key as an integer (launcher_value)."""
+    v = launcher_value("cluster", key, conf)
+    try:
+        return int(v) if v is not None else None
+    except ValueError:
+        return None  # ordo_new has the conf's errors to say
 
 
 @dataclass
