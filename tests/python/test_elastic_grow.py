@@ -1,6 +1,7 @@
 """test_elastic_grow: [fault] max_workers and ordo-launch --add-worker with PyTorch workers. Two
-workers (server mode) read one epoch through ElasticSampler; a third is added mid-run. It must
-join at an iteration boundary with the servers' values, take batches, and the run must end
+workers read one epoch through ElasticSampler; a third is added mid-run. It must join at an
+iteration boundary with the servers' values (server mode) or a live peer's parameters and
+optimizer state (gradients mode), take batches, and the run must end
 (exit 0) with every sample trained on exactly once and the three workers' parameters equal to
 each other and to a single-process replay in which each step's update is the mean over the
 workers that pushed in it. And the bad input: max_workers below workers, --add-worker to a job
@@ -73,9 +74,10 @@ def wait_for_step(out: Path, step: int, job: subprocess.Popen) -> None:
     raise AssertionError(f"worker 0 did not reach step {step}: {job.poll()}")
 
 
-def test_a_worker_added_mid_run_joins_and_the_epoch_is_shared(tmp_path: Path):
+@pytest.mark.parametrize("mode", ["server", "gradients"])
+def test_a_worker_added_mid_run_joins_and_the_epoch_is_shared(tmp_path: Path, mode: str):
     conf, out = write_conf(tmp_path, "grow", 3)
-    env = env_for("server", WAIT_AT=str(WAIT_AT), WAIT_FOR="3", SAMPLES=str(N))
+    env = env_for(mode, WAIT_AT=str(WAIT_AT), WAIT_FOR="3", SAMPLES=str(N))
     job = start(tmp_path, "grow", conf, env)
     try:
         wait_for_step(out, WAIT_AT, job)
@@ -92,6 +94,8 @@ def test_a_worker_added_mid_run_joins_and_the_epoch_is_shared(tmp_path: Path):
     assert late.returncode == 1 and "has fault.max_workers = 3 workers already" in late.stdout, \
         late.stdout
     assert "joins the run at iteration" in log, log
+    if mode == "gradients":  # the parameters and Adam's state of a live peer
+        assert "took a peer's state of iteration 5" in added.stdout, added.stdout
     steps: dict[int, list[tuple[int, list[int]]]] = defaultdict(list)
     seen: list[int] = []
     for f in sorted(out.glob("batches-*.txt")):
@@ -111,7 +115,7 @@ def test_a_worker_added_mid_run_joins_and_the_epoch_is_shared(tmp_path: Path):
     assert summary["membership"]["workers_left"] == 3, summary["membership"]
     assert len(summary["batches"]) == 3 and summary["batches"][2] > 0, summary["batches"]
     p = [torch.load(out / f"params-{r}.pt") for r in range(3)]
-    want = replay("server", steps, N)
+    want = replay(mode, steps, N)
     for k, v in want.items():
         for r in (1, 2):
             torch.testing.assert_close(p[r][k], p[0][k], rtol=0, atol=0, msg=f"rank {r} {k}")
