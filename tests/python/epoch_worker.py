@@ -72,8 +72,14 @@ def main(argv: list[str]) -> int:
             if rank == 1 and state.step == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)  # holding the batch, before its push
             if state.step == wait_at and not state.restarted:
+                # the library takes the scheduler's messages (MEMBERS, a peer's request for
+                # this worker's state) within its calls: a pull of a value already there
+                rt = hvd._rt_or_raise()
+                t = next(iter(rt.tensors.values()))
+                scratch = torch.empty(t.numel)
                 deadline = time.monotonic() + 120
-                while hvd._rt_or_raise().live()[1] < wait_for and time.monotonic() < deadline:
+                while rt.live()[1] < wait_for and time.monotonic() < deadline:
+                    rt.client.pull(t.index, scratch).wait()
                     time.sleep(0.05)
                 print(f"epoch_worker: rank {rank}: {hvd._rt_or_raise().live()[1]} workers at "
                       f"step {state.step}", flush=True)
