@@ -1,12 +1,12 @@
 """epoch_worker: one worker of test_elastic_shrink.py and test_elastic_grow.py, started by
 ordo-launch as its [worker] command (or ordo-launch --add-worker). Trains torch_mlp's model
 (MODE = server or gradients in the environment) on a fixed data set of N samples read through
-ordo.torch.ElasticSampler (the batch service, one epoch; N = $SAMPLES, default 240). After each step it appends "STEP
-RANK INDICES" to OUT/batches-RANK.txt. With KILL_AT=K, worker 1 SIGKILLs itself once it holds
-its batch of step K, before computing it (the batch is leased to it and goes back to the
-service). With WAIT_AT=K and WAIT_FOR=W, the workers of the start wait before step K until
-the run has W workers (a worker added with ordo-launch --add-worker joined), at most 120 s.
-Every worker that ends saves its parameters to OUT/params-RANK.pt.
+ordo.torch.ElasticSampler (the batch service, one epoch; N = $SAMPLES, default 240). After
+each step it appends "STEP RANK INDICES" to OUT/batches-RANK.txt. With KILL_AT=K, worker 1
+SIGKILLs itself once it holds its batch of step K, before computing it (the batch is leased to
+it and goes back to the service). With WAIT_AT=K and WAIT_FOR=W, the workers of the start
+wait before step K until the run has W workers (a worker added with ordo-launch --add-worker
+joined), at most 120 s. Every worker that ends saves its parameters to OUT/params-RANK.pt.
 
     python epoch_worker.py OUT
 """
@@ -17,6 +17,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import ordo.torch as hvd
 import torch
@@ -66,8 +67,11 @@ def main(argv: list[str]) -> int:
     @elastic.run
     def train(state: elastic.TorchState) -> None:
         rank = hvd.rank()
-        log = open(out / f"batches-{rank}.txt", "a")
         sampler.set_epoch(0)
+        with open(out / f"batches-{rank}.txt", "a") as log:
+            train_epoch(state, rank, log)
+
+    def train_epoch(state: elastic.TorchState, rank: int, log: Any) -> None:
         for idx, x, y in loader:
             if rank == 1 and state.step == kill_at:
                 os.kill(os.getpid(), signal.SIGKILL)  # holding the batch, before its push
@@ -90,7 +94,6 @@ def main(argv: list[str]) -> int:
             log.flush()
             state.step += 1
             state.commit()
-        log.close()
 
     train(state)  # step() waited for the last values (server mode) or means
     torch.save(net.state_dict(), out / f"params-{hvd.rank()}.pt")
