@@ -200,7 +200,8 @@ int ordo__ps_probe(ordo__ps_t *w, int server, const float *src, size_t bytes, in
     return rc;
 }
 
-/* hand queued pushes to the transport, smallest priority first, while the credit allows
+/* hand queued pushes to the transport, smallest priority first (first queued first when the
+ * plan has no priorities: policies none and fifo), while the credit allows
  * ([order] credit_bytes: less than that ahead of them on the link). A push handed over can no
  * longer be overtaken; waits in ordo__ps_poll are whole milliseconds, so the auto credit (1 ms
  * of link time) keeps the link from idling between pushes. */
@@ -212,8 +213,8 @@ static void pump(ordo__ps_t *w)
         int best = 0;
         for (int i = 1; i < w->pq_n; i++) {
             const queued_push_t *a = &w->pq[i], *b = &w->pq[best];
-            if (a->priority < b->priority || (a->priority == b->priority && a->seq < b->seq))
-                best = i;
+            bool same = w->push_fifo || a->priority == b->priority;
+            if ((!same && a->priority < b->priority) || (same && a->seq < b->seq)) best = i;
         }
         queued_push_t q = w->pq[best];
         w->pq[best] = w->pq[--w->pq_n];
@@ -228,7 +229,7 @@ static void pump(ordo__ps_t *w)
         /* zero-copy: the caller keeps src until PUSH_DONE */
         ordo_msg_add_ref(&m, (void *)(q.src + sl->offset), (size_t)sl->numel * 4, NULL, NULL);
         w->bytes_push += sl->numel * 4;
-        if (!q.fused) ordo__credit_sent(&w->credit, sl->numel * 4);
+        ordo__credit_sent(&w->credit, sl->numel * 4, ordo_clock_ns(), !q.fused);
         w->sent[q.slice] = 1;
         w->last[q.slice] = q;
         ordo_transport_send(w->node.tp, &m);
@@ -400,8 +401,22 @@ void ordo__ps_push_done(ordo__ps_t *w, int key, int64_t iter)
     ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, key, iter);
 }
 
-/* the scheduler's PLAN after a start-up calibration: {"merge": {...}} */
-static int take_merge_plan(ordo__ps_t *w, ordo_msg_t *m)
+/* the scheduler's check of its step model against the first measured iterations:
+ * {"step": {"credit_bytes": N}}, a new push credit (only with [order] credit_bytes = auto) */
+static bool take_step_plan(ordo__ps_t *w, json_t *o)
+{
+    json_t *v = json_object_get(json_object_get(o, "step"), "credit_bytes");
+    if (!json_is_integer(v) || json_integer_value(v) < 0) return false;
+    if (w->conf.credit_bytes != ORDO_CONF_AUTO_BYTES) return true; /* the conf's credit wins */
+    ordo__credit_set_limit(&w->credit, (int64_t)json_integer_value(v));
+    if (w->node.rank == 0)
+        ORDO_INFO("push credit now %lld bytes (the scheduler's check of the step model)",
+                  (long long)json_integer_value(v));
+    return true;
+}
+
+/* the scheduler's PLAN: after a start-up calibration {"merge": {...}}, or a new credit */
+static int take_plan(ordo__ps_t *w, ordo_msg_t *m)
 {
     char buf[256];
     size_t len = 0;
@@ -409,6 +424,15 @@ static int take_merge_plan(ordo__ps_t *w, ordo_msg_t *m)
     json_error_t err;
     json_t *o = d ? json_loadb(d, len, 0, &err) : NULL;
     json_t *merge = json_object_get(o, "merge");
+    if (take_step_plan(w, o)) {
+        json_decref(o);
+        return 0;
+    }
+    if (!w->want_plan) {
+        ORDO_DEBUG("ignored a PLAN");
+        json_decref(o);
+        return 0;
+    }
     if (w->merge_plan || !json_is_object(merge)) {
         ORDO_WARN("dropped an unexpected PLAN from the scheduler (%s)",
                   ordo_msg_text(m, 0, buf, sizeof buf));
@@ -578,10 +602,8 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
         return 0;
     case ORDO_MSG_KEYMAP: /* a server died; its backups took its slices */
         return ordo__ps_on_keymap(w, m);
-    case ORDO_MSG_PLAN: /* the merge groups planned from the start-up calibration */
-        if (w->want_plan) return take_merge_plan(w, m);
-        ORDO_DEBUG("ignored a PLAN");
-        return 0;
+    case ORDO_MSG_PLAN: /* the merge groups of a start-up calibration, or a new credit */
+        return take_plan(w, m);
     default:
         ORDO_DEBUG("ignored %s", ordo_wire_type_name(m->hdr.type));
         return 0;

@@ -63,6 +63,7 @@ int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json)
     ordo__push_destroy(&w->path);
     if ((rc = ordo__push_new(mode, w, &w->path)) != 0)
         return ordo_error_context(rc, "replan: the push path of the new plan");
+    ordo__ps_credit_from_plan(w); /* the re-plan's step model may have tuned it again */
     ORDO_INFO("replan: new plan applied (push path %s)", w->path->ops->name);
     return 0;
 }

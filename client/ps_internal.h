@@ -45,6 +45,8 @@ struct ordo_worker {
     float **init_val; /* [fault] replicas: per slice, a copy of the INIT sent, kept until the
                        * slice's first value arrives (re-sent when its primary dies) */
     queued_push_t *pq;
+    bool push_fifo; /* the plan has no priorities (none, fifo): queued pushes leave in the
+                       order they were queued, whatever priority they carry */
     int pq_n, pq_cap;
     ordo__credit_t credit; /* how much of the queue may be on the link (client/credit.h) */
     uint64_t seq, req;
@@ -116,6 +118,11 @@ int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m);
 
 /* ordo__ps_add_event queues an event for ordo__ps_poll. */
 void ordo__ps_add_event(ordo__ps_t *w, int kind, int key, int64_t iter);
+
+/* ordo__ps_credit_from_plan takes the push credit of the plan's step member when
+ * [order] credit_bytes is auto (the start-up's plan, or a re-plan's), and whether queued
+ * pushes follow priorities (the plan has them) or leave first in, first out. */
+void ordo__ps_credit_from_plan(ordo__ps_t *w);
 
 /* ordo__ps_send_ctl sends a control message of type with JSON text (may be NULL) to the
  * scheduler. */

@@ -19,13 +19,13 @@
 #include "client/ps_internal.h"
 
 
-/* with [order] credit_bytes = auto the scheduler's step model may have chosen the credit */
-static void credit_from_plan(ordo__ps_t *w)
+void ordo__ps_credit_from_plan(ordo__ps_t *w)
 {
-    if (w->conf.credit_bytes != ORDO_CONF_AUTO_BYTES) return;
     json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
+    w->push_fifo = !json_is_array(json_object_get(plan, "priorities"));
     json_t *v = json_object_get(json_object_get(plan, "step"), "credit_bytes");
-    if (json_is_integer(v) && json_integer_value(v) >= 0)
+    if (w->conf.credit_bytes == ORDO_CONF_AUTO_BYTES && json_is_integer(v) &&
+        json_integer_value(v) >= 0)
         ordo__credit_init(&w->credit, (int64_t)json_integer_value(v), w->conf.bandwidth_bps);
     json_decref(plan);
 }
@@ -131,7 +131,7 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
     /* pushes are dense until the plan is final: a calibration brings the merge groups */
     if ((rc = ordo__push_new(ORDO_PUSH_DENSE, w, &w->path)) != 0) goto fail;
     if ((rc = calibrate_at_start(w, op_times, ctx)) != 0) goto fail;
-    credit_from_plan(w);
+    ordo__ps_credit_from_plan(w);
     int mode;
     if ((rc = ordo__push_mode_of_plan(w->node.plan_json, &mode)) != 0) goto fail;
     ordo__push_destroy(&w->path);

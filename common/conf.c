@@ -69,7 +69,7 @@ const key_t_ ordo__conf_keys[] = {
      "the evaluations of model.eval_every use the first N test samples (0 = the whole test "
      "set; the final evaluation always does)"},
     {"order", "policy", T_STR, OFF(policy), SZ(policy), "fifo", 0, 0, NULL,
-     "none | fifo | tio | tao | search | file:PATH"},
+     "none | fifo | tio | tao | search | layer | file:PATH"},
     {"order", "enforce", T_ENUM, OFF(enforce), 0, "auto", 0, 0, "strict|greedy|auto",
      "how servers release ordered transfers: strict (the plan's order, TicTac), greedy (the "
      "ready one of smallest priority) or auto (greedy for a planned policy in training, else "
@@ -447,11 +447,15 @@ static int check_key(ordo_conf_t *conf, const key_t_ *k, char *why, size_t wsz)
                 conf->policy_kind = i;
                 return 0;
             }
+        if (strcmp(conf->policy, "layer") == 0) {
+            conf->policy_kind = ORDO_POLICY_LAYER;
+            return 0;
+        }
         if (strncmp(conf->policy, "file:", 5) == 0 && conf->policy[5]) {
             conf->policy_kind = ORDO_POLICY_FILE;
             return 0;
         }
-        snprintf(why, wsz, "'%s' is not one of none|fifo|tio|tao|search|file:PATH", conf->policy);
+        snprintf(why, wsz, "'%s' is not one of none|fifo|tio|tao|search|layer|file:PATH", conf->policy);
         return ORDO_ERR_INVAL;
     }
     if (k->off == OFF(trainer)) {

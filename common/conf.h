@@ -11,8 +11,9 @@
 #define ORDO_CONF_STR 256
 #define ORDO_CONF_PATH 1024
 
+/* LAYER: ByteScheduler's rule, priority = the parameter's listed (forward) place, no plan */
 typedef enum { ORDO_POLICY_NONE, ORDO_POLICY_FIFO, ORDO_POLICY_TIO, ORDO_POLICY_TAO,
-               ORDO_POLICY_SEARCH, ORDO_POLICY_FILE } ordo_policy_t;
+               ORDO_POLICY_SEARCH, ORDO_POLICY_FILE, ORDO_POLICY_LAYER } ordo_policy_t;
 /* AUTO is resolved by ordo_conf_resolve: greedy for a planned policy in training, else strict */
 typedef enum { ORDO_ENFORCE_STRICT, ORDO_ENFORCE_GREEDY, ORDO_ENFORCE_AUTO } ordo_enforce_kind_t;
 typedef enum { ORDO_SHARE_FAIR, ORDO_SHARE_SERIAL } ordo_share_t;

@@ -418,6 +418,8 @@ const char *ordo_order_policy_name(ordo_policy_t policy)
         return "search";
     case ORDO_POLICY_FILE:
         return "file";
+    case ORDO_POLICY_LAYER:
+        return "layer";
     }
     return "?";
 }
@@ -449,6 +451,11 @@ int ordo_order_plan_ex(const ordo_model_t *m, const int *channel, int n_channels
     if (policy == ORDO_POLICY_NONE || policy == ORDO_POLICY_FIFO) {
         for (int p = 0; p < m->n_params; p++)
             priority[p] = 0;
+        return 0;
+    }
+    if (policy == ORDO_POLICY_LAYER) { /* ByteScheduler: the layer's place, no plan */
+        for (int p = 0; p < m->n_params; p++)
+            priority[p] = p;
         return 0;
     }
     if (policy != ORDO_POLICY_TIO && policy != ORDO_POLICY_TAO && policy != ORDO_POLICY_SEARCH)

@@ -70,7 +70,8 @@ typedef struct ordo_order_opts {
 void ordo_order_opts_default(ordo_order_opts_t *o);
 
 /* ordo_order_plan computes priority[p] for every parameter of m (0 goes first, equal values
- * may go in parallel) under policy TIO, TAO or SEARCH; NONE and FIFO give every parameter
+ * may go in parallel) under policy TIO, TAO or SEARCH; LAYER gives each its listed place
+ * (ByteScheduler's rule: the forward order, no plan); NONE and FIFO give every parameter
  * priority 0 (no order); FILE is refused (read it with ordo_order_read_file). channel and
  * n_channels as in ordo_order_graph_new; the link gives the transfer times. */
 int ordo_order_plan(const ordo_model_t *m, const int *channel, int n_channels, double bandwidth_bps,
@@ -81,7 +82,7 @@ int ordo_order_plan_ex(const ordo_model_t *m, const int *channel, int n_channels
                        double bandwidth_bps, double latency_us, ordo_policy_t policy,
                        const ordo_order_opts_t *opts, int *priority);
 
-/* ordo_order_policy_name returns "none", "fifo", "tio", "tao", "search" or "file". */
+/* ordo_order_policy_name returns "none", "fifo", "tio", "tao", "search", "file" or "layer". */
 const char *ordo_order_policy_name(ordo_policy_t policy);
 
 /* ordo_order_write writes an ordo-order/1 document for model m (policy names how it was

@@ -217,22 +217,28 @@ int ordo_step_tune(const ordo_model_t *m, const ordo_oracle_times_t *t, const in
                    const ordo_step_opts_t *o, int64_t *slice_bytes, int64_t *credit_bytes,
                    ordo_step_result_t *out)
 {
-    static const int64_t slices[] = {4 << 20, 2 << 20, 1 << 20, 512 << 10, 256 << 10};
-    static const int64_t credits[] = {4 << 20, 1 << 20, 256 << 10, 64 << 10};
+    static const int64_t all_slices[] = {4 << 20, 2 << 20, 1 << 20, 512 << 10, 256 << 10};
+    static const int64_t all_credits[] = {4 << 20, 1 << 20, 256 << 10, 64 << 10};
+    /* a value the caller fixed (not negative) is the only candidate */
+    const int64_t *slices = o->slice_bytes < 0 ? all_slices : &o->slice_bytes;
+    const int64_t *credits = o->credit_bytes < 0 ? all_credits : &o->credit_bytes;
+    size_t n_slices = o->slice_bytes < 0 ? sizeof all_slices / sizeof *all_slices : 1;
+    size_t n_credits = o->credit_bytes < 0 ? sizeof all_credits / sizeof *all_credits : 1;
     ordo_step_opts_t q = *o;
     ordo_step_result_t best = {.step_us = INFINITY}, r;
     int64_t bs = 0, bc = 0;
-    for (size_t i = 0; i < sizeof slices / sizeof *slices; i++)
-        for (size_t j = 0; j < sizeof credits / sizeof *credits; j++) {
+    for (size_t i = 0; i < n_slices; i++)
+        for (size_t j = 0; j < n_credits; j++) {
             q.slice_bytes = slices[i];
-            q.credit_bytes =
-                credits[j] > o->credit_floor_bytes ? credits[j] : o->credit_floor_bytes;
+            q.credit_bytes = o->credit_bytes >= 0 || credits[j] > o->credit_floor_bytes
+                                 ? credits[j]
+                                 : o->credit_floor_bytes;
             int rc = ordo_step_simulate(m, t, priority, &q, &r);
             if (rc) return rc;
             /* a smaller slice or credit must gain 0.5 %: messages cost more than the model says */
             if (r.step_us < best.step_us * 0.995) {
                 best = r;
-                bs = slices[i];
+                bs = q.slice_bytes;
                 bc = q.credit_bytes;
             }
         }
@@ -240,4 +246,76 @@ int ordo_step_tune(const ordo_model_t *m, const ordo_oracle_times_t *t, const in
     *credit_bytes = bc;
     *out = best;
     return 0;
+}
+
+/* scaled_times copies t with every op's compute time multiplied by f */
+static int scaled_times(const ordo_oracle_times_t *t, double f, ordo_oracle_times_t *out)
+{
+    *out = *t;
+    out->fwd_us = malloc(sizeof *out->fwd_us * (size_t)(t->n_ops ? t->n_ops : 1));
+    out->bwd_us = malloc(sizeof *out->bwd_us * (size_t)(t->n_ops ? t->n_ops : 1));
+    if (!out->fwd_us || !out->bwd_us) {
+        free(out->fwd_us);
+        free(out->bwd_us);
+        return ordo_error_set(ORDO_ERR_NOMEM, "step: out of memory");
+    }
+    for (int j = 0; j < t->n_ops; j++) {
+        out->fwd_us[j] = t->fwd_us[j] * f;
+        out->bwd_us[j] = t->bwd_us[j] * f;
+    }
+    return 0;
+}
+
+int ordo_step_correct(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
+                      const ordo_step_opts_t *o, double measured_step_us,
+                      double measured_compute_us, ordo_step_fit_t *out)
+{
+    if (!(measured_step_us > 0) || !isfinite(measured_step_us))
+        return ordo_error_set(ORDO_ERR_INVAL, "step: a measured step of %g us", measured_step_us);
+    ordo_step_result_t r;
+    int rc = ordo_step_simulate(m, t, priority, o, &r);
+    if (rc) return rc;
+    /* compute: what the workers measured against what the profile says */
+    double f = 1.0;
+    if (measured_compute_us > 0 && isfinite(measured_compute_us) && r.compute_us > 0)
+        f = fmin(fmax(measured_compute_us / r.compute_us, 0.05), 20.0);
+    ordo_oracle_times_t ts;
+    if ((rc = scaled_times(t, f, &ts)) != 0) return rc;
+    /* the rest of the gap goes to the per-message cost: the modelled step grows with it, so
+     * the cost that makes it the measured step is found by bisection (none when the model is
+     * already slower with no message cost at all) */
+    ordo_step_opts_t q = *o;
+    double lo = 0, hi = fmax(2 * o->msg_us, 1000.0);
+    q.msg_us = 0;
+    if ((rc = ordo_step_simulate(m, &ts, priority, &q, &r)) != 0) goto done;
+    if (r.step_us < measured_step_us) {
+        for (;;) {
+            q.msg_us = hi;
+            if ((rc = ordo_step_simulate(m, &ts, priority, &q, &r)) != 0) goto done;
+            if (r.step_us >= measured_step_us || hi >= 1e6) break;
+            lo = hi;
+            hi *= 4;
+        }
+        for (int i = 0; i < 30 && hi - lo > 0.01; i++) {
+            q.msg_us = (lo + hi) / 2;
+            if ((rc = ordo_step_simulate(m, &ts, priority, &q, &r)) != 0) goto done;
+            if (r.step_us < measured_step_us)
+                lo = q.msg_us;
+            else
+                hi = q.msg_us;
+        }
+        q.msg_us = hi;
+    }
+    /* the credit again, on the corrected model; the slice stays (the key map is cut) */
+    q.credit_bytes = -1;
+    int64_t slice, credit;
+    if ((rc = ordo_step_tune(m, &ts, priority, &q, &slice, &credit, &r)) != 0) goto done;
+    out->compute_factor = f;
+    out->msg_us = q.msg_us;
+    out->credit_bytes = credit;
+    out->r = r;
+done:
+    free(ts.fwd_us);
+    free(ts.bwd_us);
+    return rc;
 }

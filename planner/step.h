@@ -47,9 +47,26 @@ int ordo_step_simulate(const ordo_model_t *m, const ordo_oracle_times_t *t, cons
 /* ordo_step_tune picks, among a few slice sizes and credits (each credit raised to
  * o->credit_floor_bytes), the pair of the shortest modelled step (ties: the larger slice, then
  * the larger credit) and writes it with its result; *slice_bytes and *credit_bytes are left
- * alone on an error. */
+ * alone on an error. Only what o leaves negative (auto) is tuned: a slice or credit of 0 or
+ * more is kept as given. */
 int ordo_step_tune(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
                    const ordo_step_opts_t *o, int64_t *slice_bytes, int64_t *credit_bytes,
                    ordo_step_result_t *out);
+
+/* What a check of the model against measured steps found (ordo_step_correct). */
+typedef struct ordo_step_fit {
+    double compute_factor; /* measured compute over the modelled one (0.05 to 20) */
+    double msg_us;         /* the per-message cost that makes the modelled step the measured one */
+    int64_t credit_bytes;  /* the credit tuned again on the corrected model (slice kept) */
+    ordo_step_result_t r;  /* the corrected model's step at that credit */
+} ordo_step_fit_t;
+
+/* ordo_step_correct fits the model to a measured step: op times are scaled by the measured
+ * compute over the modelled one (measured_compute_us <= 0: not scaled), then the per-message
+ * cost is set to the one that makes the modelled step measured_step_us (0 when the model is
+ * slower even without it), and the credit is tuned again on that model with o's slice. */
+int ordo_step_correct(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
+                      const ordo_step_opts_t *o, double measured_step_us,
+                      double measured_compute_us, ordo_step_fit_t *out);
 
 #endif

@@ -26,7 +26,32 @@ struct ordo_replan {
     int n_acks;
     int n_done; /* re-plans completed */
     const ordo_model_t *declared; /* the declared tensors (occasional marks), or NULL */
+    int64_t slice_bytes;          /* the start-up's slices (the key map is cut with them) */
+    json_t *next_plan;            /* the plan being switched to, with its model */
+    ordo_model_t *next_model;
+    json_t *last_plan; /* the plan of the last completed re-plan (NULL: none yet) */
+    ordo_model_t *last_model;
 };
+
+void ordo_replan_set_slice(ordo_replan_t *r, int64_t slice_bytes)
+{
+    r->slice_bytes = slice_bytes;
+}
+
+int ordo_replan_count(const ordo_replan_t *r)
+{
+    return r->n_done;
+}
+
+json_t *ordo_replan_last_plan(const ordo_replan_t *r)
+{
+    return r->last_plan;
+}
+
+const ordo_model_t *ordo_replan_last_model(const ordo_replan_t *r)
+{
+    return r->last_model;
+}
 
 void ordo_replan_set_declared(ordo_replan_t *r, const ordo_model_t *declared)
 {
@@ -62,6 +87,9 @@ static void reset(ordo_replan_t *r)
     free(r->plan_text);
     r->plan_text = NULL;
     r->n_acks = 0;
+    json_decref(r->next_plan);
+    r->next_plan = NULL;
+    ordo_model_destroy(&r->next_model);
 }
 
 void ordo_replan_destroy(ordo_replan_t **p)
@@ -69,6 +97,8 @@ void ordo_replan_destroy(ordo_replan_t **p)
     ordo_replan_t *r = p ? *p : NULL;
     if (!r) return;
     reset(r);
+    json_decref(r->last_plan);
+    ordo_model_destroy(&r->last_model);
     free(r->arrived);
     free(r);
     *p = NULL;
@@ -116,9 +146,12 @@ static int plan(ordo_replan_t *r, const ordo_keys_t *keys, char **out)
     ordo_conf_t c = r->conf;
     c.oracle[0] = '\0';
     c.compute_scale = 1.0;
-    /* the key map's slices and the workers' push credit stay those of the start-up: no step
-     * tuning (only dense pushes are tuned, and they read neither value from the plan) */
-    if (ordo_conf_step_tuned(&c)) c.segment_bytes = c.credit_bytes = 0;
+    /* the key map's slices stay those of the start-up; the push credit is tuned again on the
+     * profile's measured compute (with the start-up's slices), when it is auto */
+    if (ordo_conf_step_tuned(&c)) {
+        c.segment_bytes = r->slice_bytes > 0 ? r->slice_bytes : 0;
+        if (r->slice_bytes <= 0) c.credit_bytes = 0;
+    }
     if (!rc) rc = ordo_runplan_make(&c, m, keys, &p);
     /* the merge plan's ordo-merge/1 text is for the start-up's run folder only */
     if (!rc) json_object_del(json_object_get(p, "merge"), ORDO_RUNPLAN_MERGE_FILE_MEMBER);
@@ -129,6 +162,11 @@ static int plan(ordo_replan_t *r, const ordo_keys_t *keys, char **out)
         if (json_dump_file(p, path, JSON_INDENT(1)) != 0) ORDO_WARN("cannot write %s", path);
         ORDO_INFO("replan %d: planned from worker 0's profile '%s' (%d ops), policy %s",
                   r->n_done + 1, m->name, m->n_ops, r->conf.policy);
+        json_decref(r->next_plan);
+        ordo_model_destroy(&r->next_model);
+        r->next_plan = json_incref(p);
+        r->next_model = m;
+        m = NULL;
     }
     json_decref(p);
     ordo_model_destroy(&m);
@@ -191,6 +229,12 @@ static int on_server(ordo_replan_t *r, int rank, ordo_msg_t *m)
     if (++r->n_acks < r->conf.servers) return 0;
     r->send(r->ctx, ORDO_ROLE_WORKER, r->plan_text);
     r->n_done++;
+    json_decref(r->last_plan);
+    ordo_model_destroy(&r->last_model);
+    r->last_plan = r->next_plan;
+    r->last_model = r->next_model;
+    r->next_plan = NULL;
+    r->next_model = NULL;
     ORDO_INFO("replan %d: every server switched; workers released", r->n_done);
     reset(r);
     return 0;

@@ -10,6 +10,8 @@
 #ifndef ORDO_REPLAN_H
 #define ORDO_REPLAN_H
 
+#include <jansson.h>
+
 #include "common/conf.h"
 #include "common/keys.h"
 #include "common/wire.h"
@@ -35,6 +37,18 @@ int ordo_replan_on_msg(ordo_replan_t *r, const ordo_keys_t *keys, int role, int 
 /* ordo_replan_set_declared gives the model the workers declared (borrowed; it outlives r):
  * each re-planned model takes its tensors' occasional marks. */
 void ordo_replan_set_declared(ordo_replan_t *r, const ordo_model_t *declared);
+
+/* ordo_replan_set_slice gives the start-up's slice size (the key map is cut with it): a re-plan
+ * of a run whose slices and credit the step model tuned keeps the slices and tunes the push
+ * credit again on the profile (0: neither is tuned again). */
+void ordo_replan_set_slice(ordo_replan_t *r, int64_t slice_bytes);
+
+/* ordo_replan_count returns the re-plans completed; ordo_replan_last_plan and
+ * ordo_replan_last_model the last one's plan (with its "step" member when tuned) and the
+ * model planned from worker 0's profile (NULL before the first; r keeps them). */
+int ordo_replan_count(const ordo_replan_t *r);
+json_t *ordo_replan_last_plan(const ordo_replan_t *r);
+const ordo_model_t *ordo_replan_last_model(const ordo_replan_t *r);
 
 /* ordo_replan_destroy frees *r and sets it to NULL; NULL-safe. */
 void ordo_replan_destroy(ordo_replan_t **r);

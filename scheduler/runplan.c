@@ -35,9 +35,7 @@ void ordo_runplan_channels(const ordo_keys_t *keys, int *channel)
     free(bytes);
 }
 
-/* the oracle planning uses: the conf's measured file, or the profile's op times scaled by
- * compute_scale when the run emulates compute at another scale, or none */
-static int planning_oracle(const ordo_conf_t *conf, const ordo_model_t *m, ordo_oracle_t **out)
+int ordo_runplan_oracle(const ordo_conf_t *conf, const ordo_model_t *m, ordo_oracle_t **out)
 {
     *out = NULL;
     if (conf->oracle[0]) {
@@ -105,8 +103,9 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
     ordo_runplan_channels(keys, channel);
     double bps = ordo_runplan_bps(conf);
     bool ordered = policy == ORDO_POLICY_TIO || policy == ORDO_POLICY_TAO ||
-                   policy == ORDO_POLICY_SEARCH || policy == ORDO_POLICY_FILE;
-    if (ordered && (rc = planning_oracle(conf, m, &oracle)) != 0) goto fail;
+                   policy == ORDO_POLICY_SEARCH || policy == ORDO_POLICY_FILE ||
+                   policy == ORDO_POLICY_LAYER;
+    if (ordered && (rc = ordo_runplan_oracle(conf, m, &oracle)) != 0) goto fail;
     if (policy == ORDO_POLICY_FILE) {
         const char *path = conf->policy + 5;
         if ((rc = ordo_order_read_file(path, m, prio)) != 0) {

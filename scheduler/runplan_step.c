@@ -1,4 +1,5 @@
-/* runplan_step: slice size and push credit from the training step model. */
+/* runplan_step: slice size and push credit from the training step model, and the check of
+ * that model against the run's first measured steps. */
 #include "scheduler/runplan_step.h"
 
 #include "common/error.h"
@@ -6,28 +7,40 @@
 #include "planner/step.h"
 #include "scheduler/runplan.h"
 
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+/* a check within this factor of the prediction agrees with the model */
+#define STEP_CHECK_AGREES 1.15
+
+/* the step model's inputs for conf's run (the slice and credit: the conf's, maybe auto) */
+static ordo_step_opts_t step_opts(const ordo_conf_t *conf, const int *channel, int n_channels)
+{
+    /* a message costs the emulated per-message time and the push cost the merge planner uses */
+    return (ordo_step_opts_t){.n_workers = conf->workers,
+                              .n_channels = n_channels,
+                              .channel = channel,
+                              .bandwidth_bps = ordo_runplan_bps(conf),
+                              .latency_us = conf->latency_us,
+                              .msg_us = conf->msg_us + conf->merge_a_us,
+                              .slice_bytes = conf->segment_bytes,
+                              .credit_bytes = conf->credit_bytes,
+                              .early_pulls = ordo_conf_pull_mode(conf) == ORDO_PULL_EARLY,
+                              /* the worker's pump wakes in whole milliseconds: a credit below
+                               * 1 ms of link time leaves the link idle between pushes, which
+                               * the model does not see */
+                              .credit_floor_bytes = ordo_conf_credit_bytes(conf)};
+}
+
 int ordo_runplan_step(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_oracle_t *oracle,
                       const int *channel, int n_channels, const int *priority, json_t *plan)
 {
     if (!ordo_conf_step_tuned(conf)) return 0;
     ordo_oracle_times_t *t = NULL;
-    double bps = ordo_runplan_bps(conf);
-    int rc = ordo_oracle_times_new(m, bps, conf->latency_us, oracle, &t);
+    int rc = ordo_oracle_times_new(m, ordo_runplan_bps(conf), conf->latency_us, oracle, &t);
     if (rc) return rc;
-    /* a message costs the emulated per-message time and the push cost the merge planner uses */
-    ordo_step_opts_t o = {.n_workers = conf->workers,
-                          .n_channels = n_channels,
-                          .channel = channel,
-                          .bandwidth_bps = bps,
-                          .latency_us = conf->latency_us,
-                          .msg_us = conf->msg_us + conf->merge_a_us,
-                          .slice_bytes = conf->segment_bytes,
-                          .credit_bytes = conf->credit_bytes,
-                          .early_pulls = ordo_conf_pull_mode(conf) == ORDO_PULL_EARLY,
-                          /* the worker's pump wakes in whole milliseconds: a credit below
-                           * 1 ms of link time leaves the link idle between pushes, which the
-                           * model does not see */
-                          .credit_floor_bytes = ordo_conf_credit_bytes(conf)};
+    ordo_step_opts_t o = step_opts(conf, channel, n_channels);
     ordo_step_result_t r;
     int64_t slice = 0, credit = 0;
     if (o.slice_bytes < 0 || o.credit_bytes < 0) {
@@ -55,4 +68,82 @@ int64_t ordo_runplan_step_slice(const ordo_conf_t *conf, const json_t *plan)
 {
     json_t *v = json_object_get(json_object_get(plan, "step"), "slice_bytes");
     return json_is_integer(v) ? (int64_t)json_integer_value(v) : ordo_conf_segment_bytes(conf);
+}
+
+/* fit fits the step model to the measured step and tunes the credit on it again */
+static int fit(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_keys_t *keys,
+               const json_t *step, const json_t *prio_js, double step_ms, double compute_ms,
+               ordo_step_fit_t *out)
+{
+    int n = m->n_params, rc = 0;
+    if (!json_is_array(prio_js) || (int)json_array_size(prio_js) != n || keys->n_keys != n)
+        return ordo_error_set(ORDO_ERR_INVAL, "step check: the plan has no priority per key");
+    int *prio = malloc(sizeof *prio * (size_t)n), *channel = malloc(sizeof *channel * (size_t)n);
+    ordo_oracle_t *oracle = NULL;
+    ordo_oracle_times_t *t = NULL;
+    if (!prio || !channel) rc = ordo_error_set(ORDO_ERR_NOMEM, "step check: out of memory");
+    for (int p = 0; !rc && p < n; p++)
+        prio[p] = (int)json_integer_value(json_array_get(prio_js, (size_t)p));
+    if (!rc) ordo_runplan_channels(keys, channel);
+    if (!rc) rc = ordo_runplan_oracle(conf, m, &oracle);
+    if (!rc) rc = ordo_oracle_times_new(m, ordo_runplan_bps(conf), conf->latency_us, oracle, &t);
+    if (!rc) {
+        ordo_step_opts_t o = step_opts(conf, channel, keys->n_servers);
+        o.slice_bytes = json_integer_value(json_object_get(step, "slice_bytes"));
+        o.credit_bytes = json_integer_value(json_object_get(step, "credit_bytes"));
+        rc = ordo_step_correct(m, t, prio, &o, step_ms * 1e3, compute_ms * 1e3, out);
+    }
+    ordo_oracle_times_destroy(&t);
+    ordo_oracle_destroy(&oracle);
+    free(prio);
+    free(channel);
+    return rc;
+}
+
+int ordo_runplan_step_check(const ordo_conf_t *conf, const ordo_model_t *m,
+                            const ordo_keys_t *keys, json_t *plan, const ordo_step_window_t *w,
+                            int64_t *new_credit)
+{
+    *new_credit = -1;
+    json_t *step = json_object_get(plan, "step");
+    double predicted = json_number_value(json_object_get(step, "predicted_step_ms"));
+    if (!json_is_object(step) || !(predicted > 0) || !(w->step_ms > 0)) return 0;
+    double ratio = w->step_ms / predicted;
+    json_t *check = json_pack("{s:I,s:I,s:f,s:f,s:f}", "from_iter", (json_int_t)w->from_iter,
+                              "to_iter", (json_int_t)w->to_iter, "measured_step_ms", w->step_ms,
+                              "measured_compute_ms", w->compute_ms, "measured_over_predicted",
+                              ratio);
+    if (!check) return ORDO_ERR_NOMEM;
+    bool agrees = ratio <= STEP_CHECK_AGREES && ratio >= 1 / STEP_CHECK_AGREES;
+    json_object_set_new(check, "agrees", json_boolean(agrees));
+    json_object_set_new(step, "check", check);
+    if (agrees) {
+        ORDO_INFO("order: measured step %.3f ms over iterations %lld-%lld agrees with the model's "
+                  "%.3f ms",
+                  w->step_ms, (long long)w->from_iter, (long long)w->to_iter - 1, predicted);
+        return 0;
+    }
+    ordo_step_fit_t f;
+    int rc = fit(conf, m, keys, step, json_object_get(plan, "priorities"), w->step_ms,
+                 w->compute_ms, &f);
+    if (rc) return rc;
+    int64_t old = json_integer_value(json_object_get(step, "credit_bytes"));
+    bool tuned = conf->credit_bytes == ORDO_CONF_AUTO_BYTES;
+    json_object_set_new(check, "compute_factor", json_real(f.compute_factor));
+    json_object_set_new(check, "msg_us", json_real(f.msg_us));
+    json_object_set_new(check, "corrected_step_ms", json_real(f.r.step_us / 1e3));
+    json_object_set_new(check, "credit_bytes", json_integer(tuned ? f.credit_bytes : old));
+    ORDO_INFO("order: measured step %.3f ms over iterations %lld-%lld is %.2fx the model's %.3f "
+              "ms; fitted: compute x%.2f, %.0f us a message; push credit %lld bytes%s",
+              w->step_ms, (long long)w->from_iter, (long long)w->to_iter - 1, ratio, predicted,
+              f.compute_factor, f.msg_us, (long long)(tuned ? f.credit_bytes : old),
+              !tuned                   ? " (the conf's, kept)"
+              : f.credit_bytes == old ? " (unchanged)"
+                                      : " (changed)");
+    if (tuned && f.credit_bytes != old) {
+        json_object_set_new(check, "credit_bytes_planned", json_integer(old));
+        json_object_set_new(step, "credit_bytes", json_integer(f.credit_bytes));
+        *new_credit = f.credit_bytes;
+    }
+    return 0;
 }

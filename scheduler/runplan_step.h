@@ -6,7 +6,10 @@
 
 #include <jansson.h>
 
+#include <stdint.h>
+
 #include "common/conf.h"
+#include "common/keys.h"
 #include "core/model.h"
 #include "planner/oracle.h"
 
@@ -21,5 +24,23 @@ int ordo_runplan_step(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
 /* ordo_runplan_step_slice returns the slice size plan's "step" member chose, or
  * ordo_conf_segment_bytes(conf) when there is none. */
 int64_t ordo_runplan_step_slice(const ordo_conf_t *conf, const json_t *plan);
+
+/* The first measured steps of a run (after the warm-up): the median over every worker. */
+typedef struct ordo_step_window {
+    int64_t from_iter, to_iter; /* iterations [from_iter, to_iter) */
+    double step_ms, compute_ms; /* medians of the workers' step and compute times */
+} ordo_step_window_t;
+
+/* ordo_runplan_step_check compares the measured window w with plan's "step" prediction and
+ * records it as step's "check" member {"from_iter", "to_iter", "measured_step_ms",
+ * "measured_compute_ms", "measured_over_predicted", "agrees"}. When the two are more than
+ * 15 % apart it fits the model (ordo_step_correct: compute factor, per-message cost), adds
+ * "compute_factor", "msg_us", "corrected_step_ms", "credit_bytes" and, when the credit is
+ * auto and the corrected model chooses another, sets step's "credit_bytes" to it
+ * ("credit_bytes_planned": the old one) and *new_credit to it; else *new_credit = -1. A plan
+ * without a step member is left alone. keys is the run's key map (the planning channels). */
+int ordo_runplan_step_check(const ordo_conf_t *conf, const ordo_model_t *m,
+                            const ordo_keys_t *keys, json_t *plan, const ordo_step_window_t *w,
+                            int64_t *new_credit);
 
 #endif

@@ -181,6 +181,8 @@ static int send_welcome(sched_t *s)
         summarize_step(s);
         ordo_runplan_merge_take_file(s->plan, s->run_dir);
         ordo_replan_set_declared(s->replan, s->model);
+        if (json_object_get(s->plan, "step"))
+            ordo_replan_set_slice(s->replan, ordo_runplan_step_slice(&s->conf, s->plan));
         ORDO_INFO("model declared by the workers: %d tensors, %.1f MiB", s->model->n_params,
                   (double)ordo_model_total_bytes(s->model) / 1048576.0);
     }
@@ -523,6 +525,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
         if (!rc) ordo__sched_on_stats(s, mb, st.iter);
         if (!rc) ordo__sched_batches_stats(s, st.t_start_ns, st.t_end_ns);
         if (!rc) ordo_replicas_on_stats(s, st.worker, st.iter);
+        if (!rc) ordo__sched_step_check_stats(s, &st);
         break;
     }
     case ORDO_MSG_DONE: {
@@ -613,6 +616,8 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
     summarize_step(s);
     if (s->plan) ordo_runplan_merge_take_file(s->plan, s->run_dir);
     if ((rc = ordo_replan_new(&s->conf, s->run_dir, ordo__sched_replan_send, s, &s->replan)) != 0) goto fail;
+    if (s->plan && json_object_get(s->plan, "step"))
+        ordo_replan_set_slice(s->replan, ordo_runplan_step_slice(&s->conf, s->plan));
     s->members = calloc((size_t)(s->conf.servers + ordo_conf_max_workers(&s->conf)),
                         sizeof *s->members);
     if (!s->members) {
@@ -723,6 +728,7 @@ void ordo_scheduler_destroy(ordo_scheduler_t **p)
     ordo_keys_destroy(&s->keys);
     ordo_replicas_destroy(&s->repl);
     ordo_batches_destroy(&s->batches);
+    ordo__sched_step_check_free(s);
     ordo_model_destroy(&s->model);
     json_decref(s->plan);
     ordo_sparse_coord_destroy(&s->sparse);

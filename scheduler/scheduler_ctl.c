@@ -193,7 +193,9 @@ void ordo__sched_replan_send(void *ctx, int role, const char *text)
 /* a REPLAN from a worker (its request) or a server (its acknowledgement) */
 int ordo__sched_on_replan(sched_t *s, member_t *mb, ordo_msg_t *m)
 {
+    int done = ordo_replan_count(s->replan);
     int rc = ordo_replan_on_msg(s->replan, s->welcomed ? s->keys : NULL, mb->role, mb->rank, m);
     if (rc) return ordo__sched_abort_run(s, ordo_error_text(rc));
+    if (ordo_replan_count(s->replan) != done) ordo__sched_step_check_replanned(s);
     return 0;
 }

@@ -78,6 +78,8 @@ struct ordo_scheduler {
     struct ordo_replicas *repl; /* [fault] replicas > 1: promotions (scheduler/replicas.h) */
     struct ordo_batches *batches;  /* [sync] batches: the shared epoch, made at the first
                                       BATCH_REQ (scheduler/batches.h) */
+    struct ordo_step_check *step_check; /* the step model's check (step_check.c) */
+    bool step_check_off;                /* no step model in the plan, or checked already */
     int64_t wall_first_ns, wall_last_ns; /* the first iteration's start, the last one's end */
 };
 
@@ -181,6 +183,14 @@ void ordo__sched_batches_dead(sched_t *s, const member_t *mb);
 
 /* ordo__sched_batches_stats notes an iteration's start and end (the run's wall time). */
 void ordo__sched_batches_stats(sched_t *s, int64_t t_start_ns, int64_t t_end_ns);
+
+/* ordo__sched_step_check_stats takes one worker's stats into the check of the plan's step
+ * model against the first measured iterations (step_check.c); ..._free frees its state. */
+void ordo__sched_step_check_stats(sched_t *s, const ordo_iter_stats_t *st);
+/* ordo__sched_step_check_replanned starts the check again after a re-plan, on its plan and the
+ * profile's model, from a few iterations on. */
+void ordo__sched_step_check_replanned(sched_t *s);
+void ordo__sched_step_check_free(sched_t *s);
 
 /* ordo__sched_batches_close puts wall_s, samples and batches into the run's summary. */
 void ordo__sched_batches_close(sched_t *s);

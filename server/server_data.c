@@ -96,7 +96,8 @@ static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
     r.hdr.priority = s->prio ? s->prio[slice] : 0;
     r.hdr.dtype = ORDO_DTYPE_F32;
     /* the value's staleness (wire.h), taken with the value itself */
-    r.hdr.flags = ORDO_FLAG_STALE(w->iter - ordo_store_version(s->store, slice)) | w->flags;
+    r.hdr.flags =
+        ORDO_FLAG_STALE(w->iter - ordo_store_pull_version(s->store, slice, w->iter)) | w->flags;
     void *data, *hint;
     size_t bytes;
     if (ordo_store_ref_pull(s->store, slice, w->iter, &data, &bytes, &hint) != 0) {

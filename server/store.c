@@ -47,6 +47,8 @@ typedef struct {
 typedef struct {
     int64_t numel;
     ordo_vbuf_t *value;
+    ordo_vbuf_t *prev;    /* re-sends on: the value before the last update */
+    int64_t prev_version; /* its version (-1: none kept) */
     float *mom;
     ordo_optim_t opt; /* its update rule: the store's, or the one its key declared */
     round_t *rounds;
@@ -125,6 +127,7 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
         s->slot_of[i] = s->n_slots++;
         sl->numel = keys->slices[i].numel;
         sl->version = -1;
+        sl->prev_version = -1;
         sl->value = vbuf_new(sl->numel);
         sl->opt = *opt;
         if (opt->momentum > 0) sl->mom = calloc((size_t)sl->numel, sizeof(float));
@@ -210,6 +213,7 @@ void ordo_store_destroy(ordo_store_t **sp)
     for (int i = 0; i < s->n_slots; i++) {
         free_rounds(s, &s->slots[i]);
         vbuf_unref(s->slots[i].value);
+        vbuf_unref(s->slots[i].prev);
         free(s->slots[i].mom);
     }
     free(s->slots);
@@ -371,6 +375,22 @@ static int step_scaled(ordo_store_t *s, slot_t *sl, const float *acc, const floa
     /* A value still referenced by a send in flight is left to that send; the new value
      * goes into a fresh buffer. */
     ordo_vbuf_t *cur = sl->value;
+    if (s->resend) {
+        /* a restarted worker may ask for the value before this update (the first iteration
+         * its predecessor did not finish, which the others may have completed): it is kept,
+         * and the update goes into the buffer the one before it had, when nothing reads it */
+        ordo_vbuf_t *nb = sl->prev && atomic_load(&sl->prev->refs) == 1 ? sl->prev : NULL;
+        if (!nb) {
+            vbuf_unref(sl->prev);
+            sl->prev = NULL;
+            if (!(nb = vbuf_new(sl->numel))) return ORDO_ERR_NOMEM;
+        }
+        ordo_optim_step_sum(&sl->opt, nb->data, cur->data, sl->mom, acc, g, scale, sl->numel);
+        sl->prev = cur;
+        sl->prev_version = sl->version;
+        sl->value = nb;
+        return 0;
+    }
     if (atomic_load(&cur->refs) == 1) {
         ordo_optim_step_sum(&sl->opt, cur->data, cur->data, sl->mom, acc, g, scale, sl->numel);
     } else {
@@ -652,6 +672,13 @@ int64_t ordo_store_version(const ordo_store_t *s, int slice)
     return s->slots[s->slot_of[slice]].version;
 }
 
+int64_t ordo_store_pull_version(const ordo_store_t *s, int slice, int64_t iter)
+{
+    if (!ordo_store_owns(s, slice)) return -1;
+    const slot_t *sl = &s->slots[s->slot_of[slice]];
+    return sl->prev && iter == sl->prev_version && iter < sl->version ? iter : sl->version;
+}
+
 void ordo_store_ref(ordo_store_t *s, int slice, void **data, size_t *bytes, void **hint)
 {
     slot_t *sl = &s->slots[s->slot_of[slice]];
@@ -665,6 +692,13 @@ int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, s
                         void **hint)
 {
     slot_t *sl = &s->slots[s->slot_of[slice]];
+    if (sl->prev && iter == sl->prev_version && iter < sl->version) { /* a restarted worker's */
+        atomic_fetch_add(&sl->prev->refs, 1);
+        *data = sl->prev->data;
+        *bytes = (size_t)sl->numel * sizeof(float);
+        *hint = sl->prev;
+        return 0;
+    }
     if (s->mode != ORDO_SYNC_SSP || sl->version >= iter) {
         ordo_store_ref(s, slice, data, bytes, hint);
         return 0;
@@ -744,11 +778,20 @@ int ordo_store_install(ordo_store_t *s, int slice, int64_t version, const void *
     if (mom && (!sl->mom || mom_bytes != bytes))
         return ordo_error_set(ORDO_ERR_PROTO, "slice %d: %zu bytes of momentum, expected %s", slice,
                               mom_bytes, sl->mom ? "the value's size" : "none");
-    if (atomic_load(&sl->value->refs) != 1) { /* a send still reads the old value */
+    bool keep = s->resend && sl->version >= 0 && version == sl->version + 1;
+    if (keep || atomic_load(&sl->value->refs) != 1) { /* a send still reads the old value */
         ordo_vbuf_t *nb = vbuf_new(sl->numel);
         if (!nb) return ORDO_ERR_NOMEM;
-        vbuf_unref(sl->value);
+        /* re-sends on and the state is the next update's: the old value is the one before it */
+        vbuf_unref(sl->prev);
+        sl->prev = keep ? sl->value : NULL;
+        sl->prev_version = keep ? sl->version : -1;
+        if (!keep) vbuf_unref(sl->value);
         sl->value = nb;
+    } else {
+        vbuf_unref(sl->prev); /* a state of another version: what was kept is not its past */
+        sl->prev = NULL;
+        sl->prev_version = -1;
     }
     memcpy(sl->value->data, value, bytes);
     if (sl->mom) {

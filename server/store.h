@@ -52,7 +52,12 @@ int ordo_store_sync_mode(const ordo_store_t *s);
 #define ORDO_STORE_DUPLICATE 2
 
 /* ordo_store_set_resend turns on (bsp without backup workers only; ORDO_ERR_INVAL otherwise)
- * the recognition of re-sent pushes (ORDO_STORE_DUPLICATE), which are errors by default. */
+ * the recognition of re-sent pushes (ORDO_STORE_DUPLICATE), which are errors by default, and
+ * keeps each slice's value before its last update beside the current one (twice the values'
+ * memory): a restarted worker goes on at the first iteration its predecessor did not finish,
+ * which the others may have completed for some slices with the pushes it had sent, and its
+ * pull of that iteration then gets exactly that iteration's values (ordo_store_ref_pull), so
+ * the gradients it computes are its predecessor's. */
 int ordo_store_set_resend(ordo_store_t *s, bool on);
 
 /* ordo_store_leave takes worker out of the run (fault.worker = shrink; bsp without backup
@@ -155,7 +160,13 @@ int64_t ordo_store_version(const ordo_store_t *s, int slice);
  * data and bytes describe it; pass ordo_store_unref_cb and *hint to zmq_msg_init_data. */
 void ordo_store_ref(ordo_store_t *s, int slice, void **data, size_t *bytes, void **hint);
 
-/* ordo_store_ref_pull is ordo_store_ref for the answer to a pull of iteration iter. Under ssp,
+/* ordo_store_pull_version returns the version of the value a pull of iteration iter gets: the
+ * slice's, or iter when re-sends are on and iter is the version before the last update. */
+int64_t ordo_store_pull_version(const ordo_store_t *s, int slice, int64_t iter);
+
+/* ordo_store_ref_pull is ordo_store_ref for the answer to a pull of iteration iter. With
+ * re-sends on, a pull of the iteration before the last update gets the value kept from then.
+ * Under ssp,
  * when the value is behind iter, the answer is a fresh buffer: the value after the updates of
  * iterations version .. iter - 1 made from the pushes that have arrived so far (on scratch
  * copies of the momentum; the stored value and momentum are untouched until each iteration

@@ -30,7 +30,7 @@ static const char usage[] =
     "       ordo-plan oracle   ...                    measured op times from traces\n"
     "                                                 (ordo-plan oracle --help)\n"
     "options:\n"
-    "  --policy tio|tao|search|fifo  ordering policy (default tao)\n"
+    "  --policy tio|tao|search|layer|fifo|none  ordering policy (default tao)\n"
     "  --bandwidth RATE          link rate, tc style: 100mbit, 1gbit (default 1gbit; 0 =\n"
     "                            unlimited)\n"
     "  --latency-us US           per-transfer latency in microseconds (default 50)\n"
@@ -100,6 +100,7 @@ static int parse_policy(const char *s, ordo_policy_t *out)
     } t[] = {{"tio", ORDO_POLICY_TIO},
              {"tao", ORDO_POLICY_TAO},
              {"search", ORDO_POLICY_SEARCH},
+             {"layer", ORDO_POLICY_LAYER},
              {"fifo", ORDO_POLICY_FIFO},
              {"none", ORDO_POLICY_NONE}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)

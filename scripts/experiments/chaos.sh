@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # chaos.sh: a run under a seeded random schedule of faults, against the same run without
-# them. Each trainer (the synthetic job, whose every value follows a formula, and the mlp on
-# Fashion-MNIST) runs once fault-free and once with [fault] worker = restart while this
+# them. Each trainer (the synthetic job, whose every value follows a formula, the mlp on
+# Fashion-MNIST, and a PyTorch program: examples/torch/train_fmnist_elastic.py, the CNN on
+# Fashion-MNIST through ordo.torch.elastic as a [worker] command) runs once fault-free and once with [fault] worker = restart while this
 # script SIGKILLs workers (scripts/ordo-launch starts them again and they rejoin) and pauses
 # workers and servers with SIGSTOP/SIGCONT for less than half of fault.timeout_ms. The
 # faults come at iterations drawn from --seed (between 5 % and 85 % of the run), one at a
@@ -9,12 +10,14 @@
 # run) and faults.csv (one row per fault: what, when, and for a kill the recovery time from
 # the SIGKILL to the restarted worker's first finished iteration, from RUN/membership.jsonl)
 # and prints a table: kills, pauses, exit status, recovery median and worst, the synthetic
-# job's wrong values (final values included) and the mlp's test accuracy against the
-# fault-free run's. Exits non-zero when a chaos run failed, a synthetic value was wrong, or
+# job's wrong values (final values included), the mlp's and the PyTorch CNN's test accuracy
+# against the fault-free run's, and for the PyTorch run the largest relative difference of
+# its final parameters from the fault-free run's. Exits non-zero when a chaos run failed, a synthetic value was wrong, or
 # the accuracy is more than --max-acc-drop points below the fault-free run's.
 #
 # usage: scripts/experiments/chaos.sh [OPTIONS]
-#   --trainers LIST   synthetic,mlp (default both; mlp is left out without Fashion-MNIST)
+#   --trainers LIST   synthetic,mlp,torch (default synthetic,mlp; mlp and torch need
+#                     Fashion-MNIST, torch the venv's PyTorch: ORDO_PYTHON, default .venv/bin/python)
 #   --seed S          the fault schedule's seed (default 1)
 #   --kills K         worker SIGKILLs per chaos run (default 4)
 #   --pauses P        SIGSTOP/SIGCONT pauses per chaos run (default 4)
@@ -24,7 +27,7 @@
 #                     for it; a server's recovery is from the SIGKILL to the next iteration
 #                     every worker finished (summary.json "promotions")
 #   --servers S --workers W   (default 2 and 3)
-#   --iterations N    per run (default: synthetic 6000, mlp 3000)
+#   --iterations N    per run (default: synthetic 6000, mlp 3000, torch 600)
 #   --timeout-ms T    fault.timeout_ms (default 2000; heartbeats every T/10)
 #   --conf FILE       a conf under the runs' settings (e.g. one with [fault] replicas = 2)
 #   --max-acc-drop D  accuracy points the mlp may lose (default 0.5)
@@ -89,7 +92,7 @@ chaos() {
   local name=$1 trainer=$2 iters=$3
   local dir="$out/$name" pids="$out/$name.pids"
   rm -f "$pids"
-  "$here/scripts/ordo-launch" "$conf" --bin "$bin" --pids "$pids" "${common[@]}" \
+  "$here/scripts/ordo-launch" "$conf" --bin "$bin" --pids "$pids" "${common[@]}" "${wcmd[@]/RUN/$name}" \
     --output.run="$name" --fault.worker=restart --fault.restarts=$((kills + 1)) \
     > "$out/$name.log" 2>&1 &
   local launcher=$! k
@@ -155,7 +158,7 @@ chaos() {
 
 # faultfree NAME TRAINER: the same run without faults
 faultfree() {
-  "$here/scripts/ordo-launch" "$conf" --bin "$bin" "${common[@]}" --output.run="$1" \
+  "$here/scripts/ordo-launch" "$conf" --bin "$bin" "${common[@]}" "${wcmd[@]/RUN/$1}" --output.run="$1" \
     > "$out/$1.log" 2>&1
   echo $? > "$out/$1.rc"
 }
@@ -163,6 +166,7 @@ faultfree() {
 rm -f "$out/faults.raw"
 IFS=, read -ra tlist <<<"$trainers"
 for trainer in "${tlist[@]}"; do
+  wcmd=() # the torch trainer's [worker] command (RUN: the run's name, where its parameters go)
   case $trainer in
     synthetic) iters=${iterations:-6000}
                common=(--model.trainer=synthetic "--model.tensors=64KiB,256KiB,16KiB") ;;
@@ -172,7 +176,18 @@ for trainer in "${tlist[@]}"; do
          iters=${iterations:-3000}
          common=(--model.trainer=mlp --model.compute=cpu --model.batch=32 --model.seed=$seed
                  --optimizer.lr=0.05 --optimizer.momentum=0.9) ;;
-    *) echo "chaos.sh: unknown trainer $trainer (synthetic, mlp)" >&2; exit 2 ;;
+    torch) if [ ! -r "$data/train-images-idx3-ubyte.gz" ]; then
+             echo "chaos.sh: no Fashion-MNIST in $data: the torch trainer is left out" >&2; continue
+           fi
+           py=${ORDO_PYTHON:-$here/.venv/bin/python}
+           if ! "$py" -c "import torch, ordo.torch.elastic" 2>/dev/null; then
+             echo "chaos.sh: $py cannot import torch and ordo.torch.elastic (scripts/setup-python.sh, or ORDO_PYTHON): the torch trainer is left out" >&2
+             continue
+           fi
+           iters=${iterations:-600}
+           wcmd=("--worker.command=$py $here/examples/torch/train_fmnist_elastic.py --steps $iters --seed $seed --out $out/RUN")
+           common=(--model.trainer=declared) ;;
+    *) echo "chaos.sh: unknown trainer $trainer (synthetic, mlp, torch)" >&2; exit 2 ;;
   esac
   common+=(--model.iterations="$iters" --cluster.servers="$servers" --cluster.workers="$workers"
            --fault.timeout_ms="$timeout_ms" --fault.heartbeat_ms=$((timeout_ms / 10))
@@ -181,6 +196,16 @@ for trainer in "${tlist[@]}"; do
   faultfree "$trainer-faultfree"
   chaos "$trainer-chaos" "$trainer" "$iters"
 done
+
+# the PyTorch runs' final parameters against the fault-free run's (the venv's torch)
+if [ -f "$out/torch-chaos/params.pt" ] && [ -f "$out/torch-faultfree/params.pt" ]; then
+  "${ORDO_PYTHON:-$here/.venv/bin/python}" - "$out" > "$out/torch-params.txt" <<'EOF'
+import sys, torch
+a = torch.load(f"{sys.argv[1]}/torch-faultfree/params.pt")
+b = torch.load(f"{sys.argv[1]}/torch-chaos/params.pt")
+print(max(float(((b[k] - v).abs() / v.abs().clamp_min(1e-6)).max()) for k, v in a.items()))
+EOF
+fi
 
 python3 - "$out" "$timeout_ms" "$max_drop" "${tlist[@]}" <<'EOF'
 import csv, json, os, re, statistics, sys
@@ -233,6 +258,14 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
         wrong = sum(int(m) for m in re.findall(r"pulled values checked.*?, (\d+) wrong", lg))
         acc = summary(run).get("test_accuracy")
         acc0 = summary(f"{t}-faultfree").get("test_accuracy")
+        params_diff = ""
+        if t == "torch":  # worker 0 prints it; summary.json has none for a [worker] command
+            def printed(r):
+                m = re.findall(r"test accuracy ([0-9.]+)%", log_of(r))
+                return float(m[-1]) / 100 if m else None
+            acc, acc0 = printed(run), printed(f"{t}-faultfree")
+            if os.path.exists(f"{out}/torch-params.txt"):
+                params_diff = float(open(f"{out}/torch-params.txt").read())
         mem = summary(run).get("membership", {})
         row = dict(trainer=t, kills=kills, pauses=pauses, exit=rc_of(run),
                    exit_faultfree=rc_of(f"{t}-faultfree"), restarts=mem.get("restarts"),
@@ -241,7 +274,8 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
                    recovery_worst_ms=max(rec) if rec else "",
                    wrong_values=wrong if t == "synthetic" else "",
                    accuracy=acc if acc is not None else "",
-                   accuracy_faultfree=acc0 if acc0 is not None else "")
+                   accuracy_faultfree=acc0 if acc0 is not None else "",
+                   params_max_rel_diff=params_diff)
         rows.append(row)
         if row["exit"] != 0 or row["exit_faultfree"] != 0:
             bad.append(f"{t}: exit {row['exit']} (fault-free {row['exit_faultfree']})")
@@ -250,19 +284,20 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
         if len(rec) != sum(1 for x in faults if x["run"] == run and x["kind"] == "kill"):
             bad.append(f"{t}: {len(rec)} of the killed processes recovered (a worker back, or a "
                        "server's slices served again)")
-        if t == "mlp" and (acc is None or acc0 is None or (acc0 - acc) * 100 > max_drop):
-            bad.append(f"mlp: accuracy {acc} against {acc0} fault-free")
+        if t in ("mlp", "torch") and (acc is None or acc0 is None or (acc0 - acc) * 100 > max_drop):
+            bad.append(f"{t}: accuracy {acc} against {acc0} fault-free")
 with open(f"{out}/chaos.csv", "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["trainer"])
     w.writeheader()
     w.writerows(rows)
-print(f"| trainer | kills | pauses | exit | recovery median (ms) | recovery worst (ms) | wrong values | accuracy (fault-free) |")
-print(f"|---|---|---|---|---|---|---|---|")
+print(f"| trainer | kills | pauses | exit | recovery median (ms) | recovery worst (ms) | wrong values | accuracy (fault-free) | params vs fault-free |")
+print(f"|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     acc = (f"{100 * r['accuracy']:.2f} % ({100 * r['accuracy_faultfree']:.2f} %)"
            if r["accuracy"] != "" and r["accuracy_faultfree"] != "" else "")
     print(f"| {r['trainer']} | {r['kills']} | {r['pauses']} | {r['exit']} | {r['recovery_median_ms']} | "
-          f"{r['recovery_worst_ms']} | {r['wrong_values']} | {acc} |")
+          f"{r['recovery_worst_ms']} | {r['wrong_values']} | {acc} | "
+          f"{'' if r['params_max_rel_diff'] == '' else format(r['params_max_rel_diff'], '.1e')} |")
 print(f"(fault.timeout_ms {timeout_ms}; recovery: from the SIGKILL to the restarted worker's first finished iteration, or for a server to the next iteration every worker finished; {out}/faults.csv)")
 for b in bad:
     print("FAILED:", b)

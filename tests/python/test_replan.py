@@ -86,6 +86,13 @@ def test_replan_matches_ordo_plan_and_servers_release_in_the_new_order(cluster, 
             assert prios == sorted(prios), (w, it, prios)  # requested in reverse, released in order
             assert prios and prios[0] == min(want), (w, it, prios)
     assert (cluster.tmp / "run" / "replan-1.json").exists()
+    # the re-plan's step model has the profile's compute (3 ops: 1.8 ms forward and backward)
+    # and keeps the start-up's slices; the credit is tuned again (auto)
+    step = json.loads((cluster.tmp / "run" / "replan-1.json").read_text())["step"]
+    assert abs(step["compute_ms"] - 1.8) < 1e-9, step
+    start = json.loads((cluster.tmp / "run" / "summary.json").read_text())
+    assert start["order_step"]["slice_bytes"] == step["slice_bytes"], (start["order_step"], step)
+    assert start["order_step"]["compute_ms"] == step["compute_ms"], start["order_step"]
 
 
 def bad(profile: dict, change) -> str:

@@ -317,8 +317,8 @@ START_TEST(auto_order_settings_follow_the_policy)
     ck_assert_int_eq(ordo_conf_enforce_mode(&c), ORDO_ENFORCE_STRICT);
     ck_assert_int_eq(ordo_conf_pull_mode(&c), ORDO_PULL_START);
     ck_assert_int_eq(ordo_conf_credit_bytes(&c), 1250000); /* 1 ms of 10gbit */
-    const char *planned[] = {"tio", "tao", "search", "file:o.json"};
-    for (int i = 0; i < 4; i++) {
+    const char *planned[] = {"tio", "tao", "search", "file:o.json", "layer"};
+    for (int i = 0; i < 5; i++) {
         ORDO_CK_OK(ordo_conf_set(&c, "order.policy", planned[i], "test"));
         ck_assert_int_eq(ordo_conf_enforce_mode(&c), ORDO_ENFORCE_GREEDY);
         ck_assert_int_eq(ordo_conf_pull_mode(&c), ORDO_PULL_EARLY);

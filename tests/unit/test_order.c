@@ -191,6 +191,11 @@ START_TEST(plan_policies)
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(prio[i], 0);
     ORDO_CK_ERR(ordo_order_plan(m, NULL, 1, 1e9, 10, ORDO_POLICY_FILE, prio), ORDO_ERR_INVAL);
+    /* layer: ByteScheduler's rule, each parameter's listed place */
+    ORDO_CK_OK(ordo_order_plan(m, NULL, 1, 1e9, 10, ORDO_POLICY_LAYER, prio));
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(prio[i], i);
+    ck_assert_str_eq(ordo_order_policy_name(ORDO_POLICY_LAYER), "layer");
     ordo_order_opts_t o;
     ordo_order_opts_default(&o);
     ck_assert_int_eq(o.search_budget_ms, 2000);

@@ -114,6 +114,8 @@ START_TEST(tune_picks_the_shortest_modelled_step)
     int prio[] = {0, 1};
     int64_t slice = 0, credit = 0;
     ordo_step_result_t best, r;
+    o.slice_bytes = -1; /* both auto: tuned */
+    o.credit_bytes = -1;
     ORDO_CK_OK(ordo_step_tune(m, t, prio, &o, &slice, &credit, &best));
     ck_assert_int_gt(slice, 0);
     ck_assert_int_gt(credit, 0);
@@ -130,6 +132,70 @@ START_TEST(tune_picks_the_shortest_modelled_step)
 }
 END_TEST
 
+/* a value the caller fixed is kept: only the auto (negative) one is tuned */
+START_TEST(tune_keeps_a_fixed_slice)
+{
+    ordo_model_t *m = late_first_layer();
+    ordo_oracle_times_t *t = times_of(m);
+    ordo_step_opts_t o = opts(2);
+    int prio[] = {0, 1};
+    int64_t slice = 0, credit = 0;
+    ordo_step_result_t best;
+    o.slice_bytes = 3 << 20;
+    o.credit_bytes = -1;
+    ORDO_CK_OK(ordo_step_tune(m, t, prio, &o, &slice, &credit, &best));
+    ck_assert_int_eq(slice, 3 << 20);
+    ck_assert_int_gt(credit, 0);
+    ordo_oracle_times_destroy(&t);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+/* a measured step made with a per-message cost of 3 ms and twice the profile's compute: the
+ * fit finds the compute factor, a message cost that gives the measured step, and the credit
+ * tuning on that model picks */
+START_TEST(correct_fits_compute_and_message_cost)
+{
+    ordo_model_t *m = late_first_layer();
+    ordo_oracle_times_t *t = times_of(m), *t2 = times_of(m);
+    for (int j = 0; j < m->n_ops; j++) {
+        t2->fwd_us[j] *= 2;
+        t2->bwd_us[j] *= 2;
+    }
+    ordo_step_opts_t o = opts(2);
+    o.slice_bytes = 256 << 10;
+    o.credit_bytes = 4 << 20;
+    int prio[] = {0, 1};
+    ordo_step_opts_t real = o;
+    real.msg_us = 3000;
+    ordo_step_result_t measured, r;
+    ORDO_CK_OK(ordo_step_simulate(m, t2, prio, &real, &measured));
+    ordo_step_fit_t fit;
+    ORDO_CK_OK(ordo_step_correct(m, t, prio, &o, measured.step_us, measured.compute_us, &fit));
+    ck_assert_double_eq_tol(fit.compute_factor, 2.0, 1e-9);
+    ck_assert_double_gt(fit.msg_us, 0);
+    ordo_step_opts_t q = o;
+    q.msg_us = fit.msg_us;
+    ORDO_CK_OK(ordo_step_simulate(m, t2, prio, &q, &r));
+    ck_assert_double_eq_tol(r.step_us, measured.step_us, measured.step_us * 1e-3);
+    /* the credit: what tuning the real model (slice kept) chooses */
+    int64_t slice, credit;
+    ordo_step_result_t best;
+    real.credit_bytes = -1;
+    ORDO_CK_OK(ordo_step_tune(m, t2, prio, &real, &slice, &credit, &best));
+    ck_assert_int_eq(slice, 256 << 10);
+    ck_assert_int_eq(fit.credit_bytes, credit);
+    /* a measured step shorter than the model gives even without message costs: no cost */
+    ORDO_CK_OK(ordo_step_correct(m, t, prio, &o, measured.step_us / 10, 0, &fit));
+    ck_assert_double_eq(fit.msg_us, 0);
+    ck_assert_double_eq(fit.compute_factor, 1.0);
+    ORDO_CK_ERR(ordo_step_correct(m, t, prio, &o, 0, 0, &fit), ORDO_ERR_INVAL);
+    ordo_oracle_times_destroy(&t);
+    ordo_oracle_times_destroy(&t2);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
 static Suite *step_suite(void)
 {
     Suite *s = suite_create("step");
@@ -138,6 +204,8 @@ static Suite *step_suite(void)
     tcase_add_test(tc, slices_cut_tensors);
     tcase_add_test(tc, credit_lets_a_late_high_priority_gradient_overtake);
     tcase_add_test(tc, tune_picks_the_shortest_modelled_step);
+    tcase_add_test(tc, tune_keeps_a_fixed_slice);
+    tcase_add_test(tc, correct_fits_compute_and_message_cost);
     suite_add_tcase(s, tc);
     return s;
 }

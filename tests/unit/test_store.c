@@ -365,6 +365,27 @@ START_TEST(resent_pushes_are_left_out)
     ordo_store_copy_value(s, 0, v2);
     ck_assert(memcmp(v, v2, sizeof v) == 0);
     ck_assert_int_eq((int)ordo_store_resent(s), 2);
+    /* a pull of iteration 0 (a restarted worker whose predecessor did not finish it) gets the
+     * value before the update, the slice at version 1 (0, the initial value of sync_store);
+     * a pull of 1 the current one */
+    void *data, *hint;
+    size_t bytes;
+    ck_assert_int_eq((int)ordo_store_pull_version(s, 0, 0), 0);
+    ck_assert_int_eq((int)ordo_store_pull_version(s, 0, 1), 1);
+    ORDO_CK_OK(ordo_store_ref_pull(s, 0, 0, &data, &bytes, &hint));
+    for (int i = 0; i < N; i++)
+        ck_assert_float_eq(((float *)data)[i], 0.0f);
+    ordo_store_unref_cb(data, hint);
+    ORDO_CK_OK(ordo_store_ref_pull(s, 0, 1, &data, &bytes, &hint));
+    ck_assert(memcmp(data, v, sizeof v) == 0);
+    /* held by a send in flight, the current value is not written over by the next update */
+    for (int w = 0; w < 3; w++)
+        ORDO_CK_OK(ordo_store_push(s, 0, w, 1, g[w], sizeof g[w], &u));
+    ck_assert(memcmp(data, v, sizeof v) == 0);
+    ordo_store_unref_cb(data, hint);
+    ORDO_CK_OK(ordo_store_ref_pull(s, 0, 1, &data, &bytes, &hint)); /* kept from before */
+    ck_assert(memcmp(data, v, sizeof v) == 0);
+    ordo_store_unref_cb(data, hint);
     ordo_store_destroy(&s);
     ordo_keys_destroy(&k);
     s = sync_store(&k, 3, 0.0f, 1.0f, ORDO_SYNC_SSP, 1, 0);
