@@ -309,6 +309,7 @@ void ordo_destroy(ordo_t **op)
         free(o->t[i].name);
     free(o->t);
     free(o->batch_spec);
+    free(o->state_buf);
     free(o->ops);
     free(o);
     *op = NULL;

@@ -62,6 +62,12 @@ struct ordo {
     struct ordo_trace *trace;  /* [output] trace = true: the library's trace */
     char *batch_spec; /* ordo_batches: the request body (JSON), NULL before */
     bool batch_asked; /* ordo_next_batch: a request is in flight (a timed-out call's) */
+    /* ordo_peer_state (client/api_state.c): a request in flight, and the answer kept until
+     * a call with room takes it */
+    bool state_asked, state_have;
+    void *state_buf;
+    size_t state_bytes;
+    int64_t state_iter;
 };
 
 /* ordo__api_fail returns rc with a message: the detail already set, else the code's text. */

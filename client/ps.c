@@ -445,8 +445,8 @@ static int take_plan(ordo__ps_t *w, ordo_msg_t *m)
     return 0;
 }
 
-/* MEMBERS (fault.worker = shrink): a worker left; this one's place among the live ones is
- * what its data shard follows from the next epoch on */
+/* MEMBERS (fault.worker = shrink): a worker left, or (fault.max_workers) one joined; this
+ * one's place among the live ones is what its data shard follows from the next epoch on */
 static void take_members(ordo__ps_t *w, ordo_msg_t *m)
 {
     char body[4096];
@@ -455,14 +455,20 @@ static void take_members(ordo__ps_t *w, ordo_msg_t *m)
     int index = -1, n = json_is_array(live) ? (int)json_array_size(live) : 0;
     for (int i = 0; i < n; i++)
         if (json_integer_value(json_array_get(live, (size_t)i)) == w->node.rank) index = i;
-    if (index < 0 || n < 1 || n > w->node.n_workers) {
+    json_t *joined = json_object_get(o, "joined");
+    if (index < 0 || n < 1 || n > ordo_conf_max_workers(&w->conf)) {
         ORDO_WARN("dropped a MEMBERS message that does not list this worker");
     } else {
         atomic_store(&w->live_since, (long long)m->hdr.iter);
         atomic_store(&w->live_index, index);
         atomic_store(&w->n_live, n);
-        ORDO_WARN("worker %lld left the run: %d workers go on, this one is %d of them",
-                  (long long)json_integer_value(json_object_get(o, "left")), n, index);
+        if (json_is_integer(joined)) /* fault.max_workers: ordo-launch --add-worker */
+            ORDO_INFO("worker %lld joins the run at iteration %lld: %d workers, this one is %d "
+                      "of them", (long long)json_integer_value(joined), (long long)m->hdr.iter, n,
+                      index);
+        else
+            ORDO_WARN("worker %lld left the run: %d workers go on, this one is %d of them",
+                      (long long)json_integer_value(json_object_get(o, "left")), n, index);
     }
     json_decref(o);
 }
@@ -587,6 +593,10 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
         return ordo__ps_take_replan(w, m);
     case ORDO_MSG_BATCH:
         return ordo__ps_on_batch(w, m);
+    case ORDO_MSG_STATE_REQ:
+        return ordo__ps_on_state_req(w, m);
+    case ORDO_MSG_STATE:
+        return ordo__ps_on_state(w, m);
     case ORDO_MSG_MEMBERS:
         take_members(w, m);
         return 0;

@@ -27,7 +27,8 @@ typedef enum {
     ORDO__EV_PLAN = 7,       /* the merge groups planned from the calibration arrived */
     ORDO__EV_BCAST = 8,      /* broadcast ev.iter completed: the root's bytes are in place */
     ORDO__EV_REPLAN = 9,     /* the scheduler answered this worker's REPLAN */
-    ORDO__EV_BATCH = 10      /* the scheduler answered this worker's BATCH_REQ */
+    ORDO__EV_BATCH = 10,     /* the scheduler answered this worker's BATCH_REQ */
+    ORDO__EV_STATE = 11      /* a peer's state (or a refusal) answered this worker's STATE_REQ */
 } ordo__ps_ev_kind_t;
 
 typedef struct ordo__ps_event {
@@ -264,6 +265,29 @@ int ordo__ps_batch_take(ordo__ps_t *w, int64_t *idx, int cap, int *count, int64_
 
 /* ordo__ps_on_batch takes the scheduler's BATCH m (ps.c's message handler). */
 int ordo__ps_on_batch(ordo__ps_t *w, ordo_msg_t *m);
+
+/* ---- peer state (client/ps_state.c): ordo_commit_state, ordo_peer_state ---- */
+
+/* ordo__ps_state_commit keeps a copy of this worker's state (bytes) as of iteration iter and
+ * answers the peers' requests that waited for it. */
+int ordo__ps_state_commit(ordo__ps_t *w, const void *state, size_t bytes, int64_t iter);
+
+/* ordo__ps_state_request asks the scheduler for a live peer's state of iteration want or
+ * later; ORDO__EV_STATE says the answer is in. One request at a time. */
+int ordo__ps_state_request(ordo__ps_t *w, int64_t want);
+
+/* ordo__ps_state_ready reports whether the answer to the request is in. */
+bool ordo__ps_state_ready(const ordo__ps_t *w);
+
+/* ordo__ps_state_take hands over the answer: 0 with *state (the caller frees it), *bytes and
+ * *iter, or the refusal's error (the reason in the error text). */
+int ordo__ps_state_take(ordo__ps_t *w, void **state, size_t *bytes, int64_t *iter);
+
+/* ordo__ps_on_state_req and ordo__ps_on_state take the scheduler's STATE_REQ (a peer asks
+ * for this worker's state) and STATE (the answer to this worker's request) (ps.c's message
+ * handler). */
+int ordo__ps_on_state_req(ordo__ps_t *w, ordo_msg_t *m);
+int ordo__ps_on_state(ordo__ps_t *w, ordo_msg_t *m);
 
 /* ordo__ps_newest_version returns the newest version of a value any server reported to this
  * worker (0: none yet); any thread may call it. */

@@ -92,6 +92,24 @@ struct ordo_worker {
      * iteration from which they hold (MEMBERS); written by the communication thread */
     _Atomic int live_index, n_live;
     _Atomic long long live_since;
+    /* peer state (client/ps_state.c): this worker's committed state, the peers' requests
+     * waiting for a later commit, and the answer to this worker's own request */
+    void *state;
+    size_t state_len;
+    int64_t state_iter; /* -1: nothing committed */
+    struct {
+        int rank;
+        uint64_t req;
+        int64_t want;
+    } state_wait[16];
+    int n_state_wait;
+    bool state_out, state_in;
+    uint64_t state_req;
+    int state_status;
+    void *state_got;
+    size_t state_got_len;
+    int64_t state_got_iter;
+    char state_err[256];
 };
 
 /* ordo__ps_send_init sends the kept initial value of slice (init_val) to its server. */

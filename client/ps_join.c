@@ -92,6 +92,7 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
     ordo__ps_t *w = calloc(1, sizeof *w);
     if (!w) return ORDO_ERR_NOMEM;
     w->conf = *conf;
+    w->state_iter = -1;
     ordo__credit_init(&w->credit, ordo_conf_credit_bytes(conf), conf->bandwidth_bps);
     ordo_transport_opts_t opts = {.bandwidth_bps = conf->bandwidth_bps,
                                   .latency_us = conf->latency_us,
@@ -165,6 +166,8 @@ void ordo__ps_destroy(ordo__ps_t **wp)
     free(w->replan_reply);
     free(w->batch_idx);
     free(w->batch_spec);
+    free(w->state);
+    free(w->state_got);
     free(w);
     *wp = NULL;
 }

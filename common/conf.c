@@ -234,6 +234,11 @@ const key_t_ ordo__conf_keys[] = {
     {"fault", "restarts", T_INT, OFF(restarts), 0, "3", 0, 1000, NULL,
      "fault.worker = restart: how many times one worker rank may be restarted before its death "
      "aborts the run"},
+    {"fault", "max_workers", T_INT, OFF(max_workers), 0, "0", 0, 65536, NULL,
+     "the most workers the run may have: scripts/ordo-launch --add-worker RUN starts one more "
+     "mid-run (ranks cluster.workers .. max_workers - 1; it joins at an iteration boundary with "
+     "the servers' values); 0 = cluster.workers (no growth); at least cluster.workers; "
+     "docs/fault.md"},
     {"worker", "command", T_STR, OFF(worker_command), SZ(worker_command), "", 0, 0, NULL,
      "a program scripts/ordo-launch starts as each worker (through bash -c, in the "
      "repository's root) instead of ordo-worker, e.g. a PyTorch script using ordo.torch; it finds "

@@ -123,6 +123,7 @@ typedef struct ordo_conf {
     char resume[ORDO_CONF_PATH]; /* a run folder whose checkpoint the run goes on from */
     int fault_worker;            /* ordo_fault_worker_t */
     int restarts;                /* restart: how many times a worker rank may be restarted */
+    int max_workers;             /* growth: the most workers (0: cluster.workers) */
     /* [worker] */
     char worker_command[ORDO_CONF_PATH]; /* what ordo-launch starts as each worker ("": none) */
     /* [net] limits on what a peer may send */
@@ -194,6 +195,10 @@ bool ordo_conf_batch_service(const ordo_conf_t *conf);
 /* ordo_conf_is_straggler tells whether rank is listed in [straggle] ranks (a persistent
  * straggler, whose compute runs [straggle] slowdown times slower). */
 bool ordo_conf_is_straggler(const ordo_conf_t *conf, int rank);
+
+/* ordo_conf_max_workers is the most workers the run may have: [fault] max_workers, or
+ * cluster.workers when it is 0 (a run that cannot grow). */
+int ordo_conf_max_workers(const ordo_conf_t *conf);
 
 /* ordo_conf_timeout_max_ms is the ceiling of the adaptive heartbeat timeout: [fault]
  * timeout_max_ms, or 4 x timeout_ms when it is 0, never below timeout_ms. */

@@ -124,26 +124,53 @@ void ordo_conf_resolve(ordo_conf_t *conf)
     conf->pull = ordo_conf_pull_mode(conf);
 }
 
-/* fault.worker = restart | shrink: a worker joins or leaves a running bsp iteration, which
- * the modes that keep state across workers or iterations cannot follow */
+/* what a worker joining or leaving a running bsp iteration needs (fault.worker = restart |
+ * shrink, fault.max_workers above cluster.workers): the modes that keep state across workers
+ * or iterations cannot follow; NULL when the conf allows it */
+static const char *elastic_needs(const ordo_conf_t *conf)
+{
+    return conf->sync_mode != ORDO_SYNC_BSP      ? "sync.mode = bsp"
+           : conf->backup > 0                    ? "sync.backup = 0"
+           : conf->push_mode == ORDO_PUSH_SPARSE ? "push.mode = dense or merged"
+           : conf->calibrate                     ? "push.calibrate = false"
+           : conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1
+               ? "intra.backend = none"
+           : conf->forward_only ? "model.forward_only = false"
+                                : NULL;
+}
+
 static int fault_worker_check(const ordo_conf_t *conf)
 {
+    if (conf->max_workers && conf->max_workers < conf->workers)
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "fault.max_workers (%d) must be 0 (no growth) or at least "
+                              "cluster.workers (%d)",
+                              conf->max_workers, conf->workers);
+    if (conf->max_workers > conf->workers) {
+        const char *why = elastic_needs(conf);
+        if (!why && conf->push_mode != ORDO_PUSH_DENSE) why = "push.mode = dense";
+        if (!why && conf->replicas > 1) why = "fault.replicas = 1";
+        if (!why && strcmp(conf->trainer, "declared") != 0)
+            why = "a [worker] command program (model.trainer = declared; the built-in jobs "
+                  "divide their data by cluster.workers)";
+        if (why)
+            return ordo_error_set(ORDO_ERR_INVAL,
+                                  "fault.max_workers = %d (growing the run beyond cluster.workers "
+                                  "= %d) needs %s",
+                                  conf->max_workers, conf->workers, why);
+    }
     if (conf->fault_worker == ORDO_FAULT_ABORT) return 0;
     const char *mode = conf->fault_worker == ORDO_FAULT_RESTART ? "restart" : "shrink";
-    const char *why = conf->sync_mode != ORDO_SYNC_BSP      ? "sync.mode = bsp"
-                      : conf->backup > 0                    ? "sync.backup = 0"
-                      : conf->push_mode == ORDO_PUSH_SPARSE ? "push.mode = dense or merged"
-                      : conf->calibrate                     ? "push.calibrate = false"
-                      : conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1
-                          ? "intra.backend = none"
-                      : !strcmp(conf->trainer, "declared") && conf->fault_worker == ORDO_FAULT_SHRINK
-                          ? "a built-in job (model.trainer = synthetic, profile, mlp or cnn)"
-                      : conf->forward_only                 ? "model.forward_only = false"
-                                                           : NULL;
+    const char *why = elastic_needs(conf);
     if (why) return ordo_error_set(ORDO_ERR_INVAL, "fault.worker = %s needs %s", mode, why);
     if (conf->fault_worker == ORDO_FAULT_SHRINK && conf->workers < 2)
         return ordo_error_set(ORDO_ERR_INVAL, "fault.worker = shrink needs cluster.workers >= 2");
     return 0;
+}
+
+int ordo_conf_max_workers(const ordo_conf_t *conf)
+{
+    return conf->max_workers > conf->workers ? conf->max_workers : conf->workers;
 }
 
 int ordo_conf_validate(const ordo_conf_t *conf)

@@ -12,7 +12,8 @@ static const char *type_names[] = {
     "?", "REGISTER", "WELCOME", "REJECT", "BARRIER", "BARRIER_DONE", "HEARTBEAT",
     "HEARTBEAT_ACK", "SHUTDOWN", "ABORT", "DONE", "STATS", "HELLO", "INIT", "PUSH",
     "PUSH_ACK", "PULL", "PULL_RESP", "PLAN", "ERROR", "BCAST", "REPLAN", "KEYMAP", "REPL",
-    "REPL_ACK", "MEMBERS", "BATCH_REQ", "BATCH", "INTRA", "PEER_DEAD", "WAKE"};
+    "REPL_ACK", "MEMBERS", "BATCH_REQ", "BATCH", "STATE_REQ", "STATE", "INTRA", "PEER_DEAD",
+    "WAKE"};
 
 const char *ordo_wire_type_name(int type)
 {

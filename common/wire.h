@@ -60,6 +60,13 @@ typedef enum {
                               * ORDO_BATCH_END_EPOCH or ORDO_BATCH_END_RUN (no frame), else
                               * dtype BYTES: frame 0 the sample indices (int64, little-endian);
                               * dtype JSON: a refusal {"error", "code"} */
+    ORDO_MSG_STATE_REQ,      /* worker -> scheduler: a restarted or joining worker asks for a
+                              * live peer's committed state (ordo_peer_state), iter = the
+                              * oldest iteration it may be of; scheduler -> worker (the peer):
+                              * the same, key = the asking worker's rank */
+    ORDO_MSG_STATE,          /* worker -> scheduler -> worker: the answer, key = the asking
+                              * worker's rank, iter = the state's iteration; dtype BYTES: frame
+                              * 0 the state (ordo_commit_state's bytes); dtype JSON: {"error"} */
     ORDO_MSG_INTRA,          /* local only: a worker's intra-host group finished a step */
     ORDO_MSG_PEER_DEAD,      /* local only: the transport lost a peer (never on the wire) */
     ORDO_MSG_WAKE,           /* local only: another thread of the process wants attention */

@@ -80,7 +80,7 @@ void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m)
     int rc = parse_spec(m, &sp);
     if (!rc && !s->batches) {
         bool gate = s->conf.sync_mode != ORDO_SYNC_ASP; /* bsp and ssp count iterations */
-        rc = ordo_batches_new(&sp, s->conf.workers, gate, &s->batches);
+        rc = ordo_batches_new(&sp, ordo_conf_max_workers(&s->conf), gate, &s->batches);
         if (!rc)
             ORDO_INFO("batch service: %lld samples in batches of %d, %lld in all%s", (long long)sp.n,
                       sp.batch, (long long)sp.samples, gate ? " (the end is an iteration)" : "");
@@ -152,7 +152,7 @@ void ordo__sched_batches_close(sched_t *s)
                                 json_real((double)(s->wall_last_ns - s->wall_first_ns) / 1e9));
     if (!s->batches) return;
     json_t *counts = json_array();
-    for (int w = 0; w < s->conf.workers; w++)
+    for (int w = 0; w < ordo_conf_max_workers(&s->conf); w++)
         json_array_append_new(counts, json_integer(ordo_batches_count(s->batches, w)));
     ordo_runlog_set_section(s->log, "samples", json_integer(ordo_batches_samples(s->batches)));
     ordo_runlog_set_section(s->log, "batches", counts);

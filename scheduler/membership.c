@@ -20,9 +20,9 @@
 #include "scheduler/scheduler.h"
 #include "scheduler/scheduler_internal.h"
 
-/* record appends one membership event to RUN/membership.jsonl, with the wall-clock time (the
+/* ordo__sched_record appends one membership event to RUN/membership.jsonl, with the wall-clock time (the
  * chaos experiment matches it with the times of its kills) */
-static void record(sched_t *s, const char *event, const member_t *m, int64_t iter)
+void ordo__sched_record(sched_t *s, const char *event, const member_t *m, int64_t iter)
 {
     if (!strcmp(event, "death") || !strcmp(event, "shrink")) ordo__sched_batches_dead(s, m);
     if (!s->members_log) {
@@ -41,16 +41,13 @@ static void record(sched_t *s, const char *event, const member_t *m, int64_t ite
     fflush(s->members_log);
 }
 
-/* tell_members sends MEMBERS (the live workers, the one that left and the iteration from
- * which the run is the live workers' alone) to every live server and worker */
-static void tell_members(sched_t *s, const member_t *left, int64_t iter)
+void ordo__sched_tell_members(sched_t *s, const char *change, int rank, int64_t iter)
 {
     json_t *live = json_array();
     for (int i = 0; i < s->n_members; i++)
         if (s->members[i].role == ORDO_ROLE_WORKER && !s->members[i].dead)
             json_array_append_new(live, json_integer(s->members[i].rank));
-    json_t *o = json_pack("{s:o,s:i,s:I}", "live", live, "left", left->rank, "iter",
-                          (json_int_t)iter);
+    json_t *o = json_pack("{s:o,s:i,s:I}", "live", live, change, rank, "iter", (json_int_t)iter);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     for (int i = 0; text && i < s->n_members; i++) {
@@ -84,7 +81,7 @@ int ordo__sched_member_silent(sched_t *s, member_t *m, int64_t silent_ms)
             m->dead = true;
             m->dead_ns = now;
             s->worker_deaths++;
-            record(s, "death", m, m->next_iter);
+            ordo__sched_record(s, "death", m, m->next_iter);
             if (m->restarts >= s->conf.restarts) {
                 snprintf(why, sizeof why, "%s is dead (no heartbeat for %lld ms) and was "
                          "restarted %d times already (fault.restarts)", name, (long long)silent_ms,
@@ -108,12 +105,12 @@ int ordo__sched_member_silent(sched_t *s, member_t *m, int64_t silent_ms)
     s->worker_deaths++;
     s->n_shrinks++;
     s->n_live--;
-    record(s, "shrink", m, m->next_iter);
+    ordo__sched_record(s, "shrink", m, m->next_iter);
     if (s->n_live == 0) return ordo__sched_abort_run(s, "every worker is dead");
     ORDO_WARN("%s is dead: no heartbeat for %lld ms; the run goes on with %d workers from "
               "iteration %lld (fault.worker = shrink)", name, (long long)silent_ms, s->n_live,
               (long long)m->next_iter);
-    tell_members(s, m, m->next_iter);
+    ordo__sched_tell_members(s, "left", m->rank, m->next_iter);
     /* the workers left may be waiting for the dead one only */
     if (s->barrier_n > 0) ordo__sched_on_barrier(s, NULL, s->barrier_id);
     return s->n_done == s->n_live ? 1 : 0;
@@ -141,7 +138,7 @@ int ordo__sched_rejoin(sched_t *s, const ordo_msg_t *msg, json_t *o)
         m->dead = true;
         m->dead_ns = ordo_clock_ns();
         s->worker_deaths++;
-        record(s, "death", m, m->next_iter);
+        ordo__sched_record(s, "death", m, m->next_iter);
         ORDO_WARN("%s is replaced by a new process (pid %d): counted as dead", name, pid);
     }
     if (m->restarts >= s->conf.restarts) {
@@ -163,7 +160,7 @@ int ordo__sched_rejoin(sched_t *s, const ordo_msg_t *msg, json_t *o)
     if (!text) return ordo__sched_abort_run(s, "out of memory for a WELCOME");
     ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_WELCOME, text);
     free(text);
-    record(s, "restart", m, m->next_iter);
+    ordo__sched_record(s, "restart", m, m->next_iter);
     ORDO_INFO("%s rejoined at iteration %lld, %.0f ms after its death was noticed (restart %d/%d)",
               ordo__sched_member_name(m, name, sizeof name), (long long)m->next_iter,
               (double)(ordo_clock_ns() - m->dead_ns) / 1e6, m->restarts, s->conf.restarts);
@@ -175,7 +172,7 @@ void ordo__sched_on_stats(sched_t *s, member_t *mb, int64_t iter)
     if (iter + 1 > mb->next_iter) mb->next_iter = iter + 1;
     if (!mb->recovering) return;
     mb->recovering = false;
-    record(s, "recovered", mb, iter);
+    ordo__sched_record(s, "recovered", mb, iter);
     char name[320];
     ORDO_INFO("%s finished iteration %lld, %.0f ms after its predecessor's death",
               ordo__sched_member_name(mb, name, sizeof name), (long long)iter,
@@ -185,14 +182,14 @@ void ordo__sched_on_stats(sched_t *s, member_t *mb, int64_t iter)
 void ordo__sched_membership_close(sched_t *s)
 {
     if (!s->log) return;
-    json_t *o = json_pack("{s:s,s:i,s:i,s:i,s:i}", "worker",
+    json_t *o = json_pack("{s:s,s:i,s:i,s:i,s:i,s:i}", "worker",
                           s->conf.fault_worker == ORDO_FAULT_RESTART  ? "restart"
                           : s->conf.fault_worker == ORDO_FAULT_SHRINK ? "shrink"
                                                                       : "abort",
                           "worker_deaths", s->worker_deaths, "restarts", s->n_restarts, "shrinks",
-                          s->n_shrinks, "workers_left", s->n_live);
+                          s->n_shrinks, "joins", s->n_joins, "workers_left", s->n_live);
     if (o) ordo_runlog_set_section(s->log, "membership", o);
-    if (s->worker_deaths)
-        ORDO_INFO("membership: %d worker deaths, %d restarts, %d shrinks; %d workers at the end",
-                  s->worker_deaths, s->n_restarts, s->n_shrinks, s->n_live);
+    if (s->worker_deaths || s->n_joins)
+        ORDO_INFO("membership: %d worker deaths, %d restarts, %d shrinks, %d joins; %d workers at "
+                  "the end", s->worker_deaths, s->n_restarts, s->n_shrinks, s->n_joins, s->n_live);
 }

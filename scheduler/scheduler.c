@@ -233,6 +233,10 @@ static void on_register(sched_t *s, ordo_msg_t *m)
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "already registered");
         goto done;
     }
+    if (s->welcomed && r == ORDO_ROLE_WORKER && json_integer_value(rank) >= s->conf.workers) {
+        ordo__sched_grow(s, m, o); /* fault.max_workers: a new worker joins the run */
+        goto done;
+    }
     if (s->welcomed && r == ORDO_ROLE_WORKER && s->conf.fault_worker == ORDO_FAULT_RESTART) {
         ordo__sched_rejoin(s, m, o); /* a restarted worker takes its dead predecessor's rank */
         member_t *back = find_member(s, m);
@@ -510,13 +514,13 @@ static int handle(sched_t *s, ordo_msg_t *m)
         char body[4096];
         ordo_iter_stats_t st;
         ordo_msg_text(m, 0, body, sizeof body);
-        int rc = ordo_runlog_parse_stats(body, s->conf.workers, &st);
+        int rc = ordo_runlog_parse_stats(body, ordo_conf_max_workers(&s->conf), &st);
         if (rc == 0 && st.worker != mb->rank)
             rc = ordo_error_set(ORDO_ERR_PROTO, "STATS names worker %d", st.worker);
         if (rc)
             ORDO_WARN("dropped stats of %s: %s", ordo__sched_member_name(mb, name, sizeof name),
                       ordo_error_text(rc));
-        else if (s->log)
+        else if (s->log && st.worker < s->conf.workers) /* not a joined one's (grow.c) */
             ordo_runlog_add(s->log, &st);
         if (!rc) ordo__sched_on_stats(s, mb, st.iter);
         if (!rc) ordo__sched_batches_stats(s, st.t_start_ns, st.t_end_ns);
@@ -528,7 +532,8 @@ static int handle(sched_t *s, ordo_msg_t *m)
         if (mb->role != ORDO_ROLE_WORKER || mb->done) break;
         char body[4096];
         ordo_msg_text(m, 0, body, sizeof body);
-        if (m->nframes && s->log && ordo_runlog_final(s->log, mb->rank, body) != 0)
+        if (m->nframes && s->log && mb->rank < s->conf.workers &&
+            ordo_runlog_final(s->log, mb->rank, body) != 0)
             ORDO_WARN("bad DONE body from %s", ordo__sched_member_name(mb, name, sizeof name));
         mb->done = true;
         s->n_done++;
@@ -543,6 +548,12 @@ static int handle(sched_t *s, ordo_msg_t *m)
         return ordo__sched_on_bcast(s, mb, m);
     case ORDO_MSG_BATCH_REQ:
         ordo__sched_on_batch_req(s, mb, m);
+        break;
+    case ORDO_MSG_STATE_REQ:
+        ordo__sched_on_state_req(s, mb, m);
+        break;
+    case ORDO_MSG_STATE:
+        ordo__sched_on_state(s, mb, m);
         break;
     case ORDO_MSG_PLAN: { /* sparse histograms (scheduler/sparse_coord.h) */
         if (s->calibrating && mb->role == ORDO_ROLE_WORKER && mb->rank == 0) {
@@ -607,7 +618,8 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
     if ((rc = ordo_replan_new(&s->conf, s->run_dir, ordo__sched_replan_send, s, &s->replan)) != 0) goto fail;
     if (s->plan && json_object_get(s->plan, "step"))
         ordo_replan_set_slice(s->replan, ordo_runplan_step_slice(&s->conf, s->plan));
-    s->members = calloc((size_t)(s->conf.servers + s->conf.workers), sizeof *s->members);
+    s->members = calloc((size_t)(s->conf.servers + ordo_conf_max_workers(&s->conf)),
+                        sizeof *s->members);
     if (!s->members) {
         rc = ORDO_ERR_NOMEM;
         goto fail;

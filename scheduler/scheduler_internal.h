@@ -73,7 +73,7 @@ struct ordo_scheduler {
     char *summary;         /* the summary's JSON text once the run completed */
     ordo_replan_t *replan; /* collective re-plans (ordo_replan) */
     int n_live;            /* workers in the run (fault.worker = shrink: fewer after deaths) */
-    int worker_deaths, n_restarts, n_shrinks; /* membership changes (summary.json) */
+    int worker_deaths, n_restarts, n_shrinks, n_joins; /* membership changes (summary.json) */
     FILE *members_log;     /* RUN/membership.jsonl: one line per change */
     struct ordo_replicas *repl; /* [fault] replicas > 1: promotions (scheduler/replicas.h) */
     struct ordo_batches *batches;  /* [sync] batches: the shared epoch, made at the first
@@ -121,6 +121,32 @@ int ordo__sched_member_silent(sched_t *s, member_t *m, int64_t silent_ms);
  * gets the WELCOME with the iteration to go on at, or is refused. 0, or ORDO_ERR_ABORT when
  * the rank has no restarts left. */
 int ordo__sched_rejoin(sched_t *s, const ordo_msg_t *m, json_t *o);
+
+/* ordo__sched_record appends membership event ("death", "restart", "recovered", "shrink",
+ * "join") of worker m at iteration iter to RUN/membership.jsonl. */
+void ordo__sched_record(sched_t *s, const char *event, const member_t *m, int64_t iter);
+
+/* ordo__sched_tell_members sends MEMBERS (the live workers, and change = "left" or "joined"
+ * with rank, from iteration iter on) to every live server and worker. */
+void ordo__sched_tell_members(sched_t *s, const char *change, int rank, int64_t iter);
+
+/* ---- growth (scheduler/grow.c): fault.max_workers ---- */
+
+/* ordo__sched_grow takes the registration (o, from m) of a worker that joins the running job
+ * with a rank from cluster.workers to fault.max_workers - 1 (scripts/ordo-launch
+ * --add-worker): it gets the WELCOME with the iteration it starts at (two past the newest
+ * one reported) and the servers and workers are told (MEMBERS "joined"); or it is refused,
+ * naming why. */
+void ordo__sched_grow(sched_t *s, const ordo_msg_t *m, json_t *o);
+
+/* ---- peer state (scheduler/peer_state.c): ordo_peer_state ---- */
+
+/* ordo__sched_on_state_req forwards worker mb's STATE_REQ m to a live peer that finished an
+ * iteration (the lowest rank), or answers mb with an error when there is none. */
+void ordo__sched_on_state_req(sched_t *s, member_t *mb, ordo_msg_t *m);
+
+/* ordo__sched_on_state relays the STATE m of worker mb to the worker that asked (its key). */
+void ordo__sched_on_state(sched_t *s, member_t *mb, ordo_msg_t *m);
 
 /* ordo__sched_on_stats notes that worker mb finished iteration iter. */
 void ordo__sched_on_stats(sched_t *s, member_t *mb, int64_t iter);

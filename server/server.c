@@ -242,7 +242,9 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     s->conf = *conf;
     s->node = *node; /* moved back on failure; the sparse side keeps &s->node */
     s->data_sock = data_sock;
-    int rc;
+    int rc, present = s->node.n_workers;
+    /* [fault] max_workers: room for the workers that may join (ordo-launch --add-worker) */
+    if (ordo_conf_max_workers(conf) > present) s->node.n_workers = ordo_conf_max_workers(conf);
     ordo_optim_t opt = {.lr = (float)conf->lr,
                         .momentum = (float)conf->momentum,
                         .weight_decay = (float)conf->weight_decay};
@@ -256,6 +258,8 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
         goto fail;
     if ((rc = setup_updates(s)) != 0) goto fail;
     if ((rc = ordo_store_set_sync(s->store, conf->sync_mode, conf->staleness, conf->backup)) != 0)
+        goto fail;
+    if ((rc = ordo_store_set_members(s->store, present, conf->aggregate == ORDO_AGG_MEAN)) != 0)
         goto fail;
     /* a restarted worker pushes again what its predecessor may have pushed */
     if (conf->fault_worker == ORDO_FAULT_RESTART &&
@@ -398,8 +402,7 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
     case ORDO_MSG_REPLAN:
         return apply_replan(s, m);
     case ORDO_MSG_MEMBERS:
-        ordo__server_on_members(s, m);
-        return 0;
+        return ordo__server_on_members(s, m);
     case ORDO_MSG_KEYMAP: /* a server died; its backups took its slices (server/replica.h) */
         return ordo_replica_on_keymap(s, m);
     case ORDO_MSG_SHUTDOWN:

@@ -288,12 +288,26 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
     wl->w[wl->n++] = w;
 }
 
-void ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
+int ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
 {
     char body[4096];
     json_error_t jerr;
     json_t *o = json_loads(ordo_msg_text(m, 0, body, sizeof body), 0, &jerr);
-    json_t *left = json_object_get(o, "left");
+    json_t *left = json_object_get(o, "left"), *joined = json_object_get(o, "joined");
+    if (json_is_integer(joined)) { /* ordo-launch --add-worker: from iteration "iter" on */
+        int64_t at = json_integer_value(json_object_get(o, "iter"));
+        int rc = ordo_store_join(s->store, (int)json_integer_value(joined), at);
+        if (rc) {
+            /* the run cannot go on consistently: a slice here would never wait for it */
+            ORDO_ERROR("worker %lld cannot join: %s", (long long)json_integer_value(joined),
+                       ordo_error_text(rc));
+        } else {
+            ORDO_INFO("worker %lld joins the run at iteration %lld (fault.max_workers)",
+                      (long long)json_integer_value(joined), (long long)at);
+        }
+        json_decref(o);
+        return rc;
+    }
     int *upd = malloc(sizeof *upd * ((size_t)s->node.keys->n_slices + 1)), n = 0, rc;
     if (!json_is_integer(left) || json_integer_value(left) < 0 ||
         json_integer_value(left) >= s->node.n_workers) {
@@ -315,6 +329,7 @@ void ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
     }
     free(upd);
     json_decref(o);
+    return 0;
 }
 
 /* on_resent_push: with replicas, a push the store already has (a worker re-sends what was not

@@ -65,9 +65,10 @@ static inline int ordo__server_pusher(const ordo_server_t *s, int rank)
 }
 
 /* ordo__server_on_members takes the scheduler's MEMBERS (fault.worker = shrink): the worker
- * that left no longer holds up an update, and the pulls its absence completes are answered
- * (server_data.c). */
-void ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m);
+ * that left no longer holds up an update, and the pulls its absence completes are answered;
+ * or, with "joined" (fault.max_workers), the rounds from "iter" on wait for the new worker
+ * too. Non-zero: the join came too late here, the server cannot go on (server_data.c). */
+int ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m);
 
 /* ordo__server_wake answers the pulls of slice that can be answered now (server_data.c). */
 void ordo__server_wake(ordo_server_t *s, int slice);

@@ -67,6 +67,8 @@ struct ordo_store {
     uint64_t dropped;
     uint64_t resent; /* re-sent pushes acknowledged and left out */
     uint8_t *gone;   /* per worker: it left the run (ordo_store_leave); NULL: nobody did */
+    int64_t *join_at; /* per worker: the first iteration it pushes (ordo_store_set_members,
+                       * ordo_store_join; INT64_MAX: not in the run yet); NULL: all 0 */
     bool mean_of_pushed; /* after a worker left: an update's scale is over the pushes it had */
     int *slot_of; /* per slice: local slot or -1 */
     slot_t *slots;
@@ -217,6 +219,7 @@ void ordo_store_destroy(ordo_store_t **sp)
     free(s->slots);
     free(s->slot_of);
     free(s->gone);
+    free(s->join_at);
     free(s);
     *sp = NULL;
 }
@@ -264,6 +267,11 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
         return ordo_error_set(ORDO_ERR_PROTO, "push to slice %d before its initial value", slice);
     if (s->gone && s->gone[worker])
         return ordo_error_set(ORDO_ERR_PROTO, "push from worker %d, which left the run", worker);
+    if (s->join_at && iter < s->join_at[worker])
+        return ordo_error_set(ORDO_ERR_PROTO, "push of iteration %lld from worker %d, which %s",
+                              (long long)iter, worker,
+                              s->join_at[worker] == INT64_MAX ? "has not joined the run"
+                                                              : "joined the run later");
     if (s->mode == ORDO_SYNC_ASP) {
         if (iter != sl->clock[worker])
             return ordo_error_set(ORDO_ERR_PROTO, "push of iteration %lld to slice %d from worker %d, "
@@ -400,16 +408,23 @@ static int step(ordo_store_t *s, slot_t *sl, const float *acc, const float *g)
     return step_scaled(s, sl, acc, g, s->scale);
 }
 
-/* the worker after `from` whose push is summed next: workers that left without pushing in
- * this round are passed over */
-static int next_pusher(const ordo_store_t *s, const round_t *rd, int from)
+/* absent: worker takes no part in iteration iter (it left, or joins later) */
+static bool absent(const ordo_store_t *s, int worker, int64_t iter)
 {
-    while (from < s->n_workers && s->gone && s->gone[from] && !rd->pushed[from])
+    return (s->gone && s->gone[worker]) || (s->join_at && iter < s->join_at[worker]);
+}
+
+/* the worker after `from` whose push is summed next in the round of iteration iter: workers
+ * that left without pushing in this round, or join later, are passed over */
+static int next_pusher(const ordo_store_t *s, const round_t *rd, int from, int64_t iter)
+{
+    while (from < s->n_workers && absent(s, from, iter) && !rd->pushed[from])
         from++;
     return from;
 }
 
-static void round_reset(ordo_store_t *s, round_t *rd)
+/* round_reset empties rd for iteration iter */
+static void round_reset(ordo_store_t *s, round_t *rd, int64_t iter)
 {
     ordo_store_frame_unref(rd->sum_owner);
     rd->sum_owner = NULL;
@@ -418,7 +433,7 @@ static void round_reset(ordo_store_t *s, round_t *rd)
     rd->count = 0;
     rd->complete = false;
     memset(rd->pushed, 0, (size_t)s->n_workers);
-    rd->next = next_pusher(s, rd, 0);
+    rd->next = next_pusher(s, rd, 0, iter);
 }
 
 /* the last push of the current iteration: value <- step(value, acc + g), then the version
@@ -431,12 +446,12 @@ static int apply(ordo_store_t *s, slot_t *sl, round_t *rd, const float *acc, con
         scale = s->scale * (float)s->n_workers / (float)(rd->count + 1);
     int rc = step_scaled(s, sl, acc, g, scale);
     if (rc) return rc;
-    round_reset(s, rd);
+    round_reset(s, rd, sl->version + s->n_rounds); /* the round's next iteration */
     sl->version++;
     for (rd = &sl->rounds[sl->version % s->n_rounds]; rd->complete;
          rd = &sl->rounds[sl->version % s->n_rounds]) {
         if ((rc = step(s, sl, NULL, rd->sum)) != 0) return rc;
-        round_reset(s, rd);
+        round_reset(s, rd, sl->version + s->n_rounds);
         sl->version++;
     }
     return 0;
@@ -448,7 +463,7 @@ static int apply(ordo_store_t *s, slot_t *sl, round_t *rd, const float *acc, con
 static int fold(ordo_store_t *s, slot_t *sl, round_t *rd, int64_t iter, const float *data,
                 ordo_store_frame_t *owner, bool *updated)
 {
-    int after = next_pusher(s, rd, rd->next + 1);
+    int after = next_pusher(s, rd, rd->next + 1, iter);
     bool last = after == s->n_workers;
     if (last && iter == sl->version) {
         int rc = apply(s, sl, rd, rd->sum, data);
@@ -611,7 +626,7 @@ int ordo_store_leave(ordo_store_t *s, int worker, bool mean, int *updated_slices
         if (sl->version < 0) continue;
         /* the round no longer waits for the worker that left: the pushes held after it are
          * summed, and the round applied when nobody else is missing */
-        rd->next = next_pusher(s, rd, rd->next);
+        rd->next = next_pusher(s, rd, rd->next, sl->version);
         bool updated = false;
         int rc = 0;
         while (rc == 0 && !updated && rd->next < s->n_workers && rd->held[rd->next].owner) {
@@ -785,8 +800,42 @@ int ordo_store_install(ordo_store_t *s, int slice, int64_t version, const void *
         else
             memset(sl->mom, 0, bytes);
     }
-    for (int r = 0; r < s->n_rounds; r++)
-        round_reset(s, &sl->rounds[r]);
+    for (int r = 0; r < s->n_rounds; r++) /* round r holds the iteration = r mod n_rounds */
+        round_reset(s, &sl->rounds[r],
+                    version + ((r - version % s->n_rounds) + s->n_rounds) % s->n_rounds);
     sl->version = version;
+    return 0;
+}
+
+int ordo_store_set_members(ordo_store_t *s, int present, bool mean)
+{
+    if (present < 1 || present > s->n_workers)
+        return ordo_error_set(ORDO_ERR_INVAL, "%d workers present of %d", present, s->n_workers);
+    if (present == s->n_workers) return 0;
+    if (s->mode != ORDO_SYNC_BSP || s->backup > 0)
+        return ordo_error_set(ORDO_ERR_INVAL, "workers can join a bsp run without backup workers "
+                              "only");
+    if (!s->join_at && !(s->join_at = calloc((size_t)s->n_workers, sizeof *s->join_at)))
+        return ORDO_ERR_NOMEM;
+    for (int w = present; w < s->n_workers; w++)
+        s->join_at[w] = INT64_MAX;
+    s->mean_of_pushed = mean;
+    return 0;
+}
+
+int ordo_store_join(ordo_store_t *s, int worker, int64_t iter)
+{
+    if (worker < 0 || worker >= s->n_workers || !s->join_at || s->join_at[worker] != INT64_MAX ||
+        (s->gone && s->gone[worker]))
+        return ordo_error_set(ORDO_ERR_INVAL, "worker %d cannot join: not a free place of the "
+                              "run's %d", worker, s->n_workers);
+    if (iter < 0) return ordo_error_set(ORDO_ERR_INVAL, "worker %d joins at iteration %lld",
+                                        worker, (long long)iter);
+    for (int i = 0; i < s->n_slots; i++)
+        if (s->slots[i].version > iter)
+            return ordo_error_set(ORDO_ERR_INVAL, "worker %d joins at iteration %lld, but a slice "
+                                  "here is at %lld already", worker, (long long)iter,
+                                  (long long)s->slots[i].version);
+    s->join_at[worker] = iter;
     return 0;
 }

@@ -67,6 +67,16 @@ int ordo_store_set_resend(ordo_store_t *s, bool on);
  * count to *n_updated. */
 int ordo_store_leave(ordo_store_t *s, int worker, bool mean, int *updated_slices, int *n_updated);
 
+/* ordo_store_set_members makes a store for more workers than the run starts with ([fault]
+ * max_workers): workers present .. n_workers - 1 are not in the run until ordo_store_join;
+ * with mean each update is scaled over the pushes it had. bsp without backup workers only. */
+int ordo_store_set_members(ordo_store_t *s, int present, bool mean);
+
+/* ordo_store_join takes worker (a free place, ordo_store_set_members) into the run from
+ * iteration iter on: the rounds of iter and later wait for its push. ORDO_ERR_INVAL when a
+ * slice here is past iter already (the join came too late) or the place is not free. */
+int ordo_store_join(ordo_store_t *s, int worker, int64_t iter);
+
 /* ordo_store_resent counts the re-sent pushes left out. */
 uint64_t ordo_store_resent(const ordo_store_t *s);
 

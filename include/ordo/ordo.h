@@ -417,6 +417,25 @@ ORDO_API int ordo_batches(ordo_t *o, int64_t dataset_size, int batch, int64_t sa
 ORDO_API int ordo_next_batch(ordo_t *o, int64_t epoch, int64_t *indices, int capacity,
                              int *count, int timeout_ms);
 
+/* ordo_commit_state keeps a copy of the program's own state (bytes the program makes and
+ * reads: its parameters and optimizer state in ordo.torch gradients mode, where the servers
+ * hold no parameters) as of the iteration it is at (every tensor's gradients pushed so far).
+ * A worker that restarted or joined the run asks a live peer for it (ordo_peer_state): commit
+ * after every step, between iterations. The copy is sent from within the library's calls
+ * (a peer waiting at its next pull answers); a request for an iteration not committed yet is
+ * answered at the commit that reaches it. */
+ORDO_API int ordo_commit_state(ordo_t *o, const void *state, size_t bytes);
+
+/* ordo_peer_state asks a live peer (through the scheduler: the lowest-ranked worker that has
+ * finished an iteration) for its committed state of this worker's iteration or later, and
+ * waits up to timeout_ms (-1: no limit): *bytes its size and *iter its iteration. It is
+ * copied into buf when capacity allows (buf NULL: only the size; call again with room: the
+ * same state, not asked again); once copied every tensor's version and ordo_step's iteration
+ * are *iter: the program goes on from there. ORDO_ERR_NOTSUP: no peer has a state to give
+ * (the reason in ordo_last_error); ORDO_ERR_TIMEDOUT: calling again waits for the same answer. */
+ORDO_API int ordo_peer_state(ordo_t *o, void *buf, size_t capacity, size_t *bytes, int64_t *iter,
+                             int timeout_ms);
+
 /* ordo_servers_version returns the newest version of a value any server reported to this
  * worker (its pulls' answers, and under backup workers a late push's acknowledgement): how far
  * the servers got. Under backup workers a worker behind it starts that iteration instead of

@@ -126,6 +126,10 @@ _SIGNATURES = {
     "ordo_next_batch": (ctypes.c_int, [_P, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
                                        ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int]),
     "ordo_servers_version": (ctypes.c_int64, [_P]),
+    "ordo_commit_state": (ctypes.c_int, [_P, ctypes.c_void_p, ctypes.c_size_t]),
+    "ordo_peer_state": (ctypes.c_int, [_P, ctypes.c_void_p, ctypes.c_size_t,
+                                       ctypes.POINTER(ctypes.c_size_t),
+                                       ctypes.POINTER(ctypes.c_int64), ctypes.c_int]),
 }
 
 # ordo_next_batch's outcomes beside a batch (0)

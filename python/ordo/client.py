@@ -600,6 +600,23 @@ class Client:
                                        ctypes.byref(since)))
         return bool(left), i.value, n.value, since.value
 
+    def commit_state(self, state: bytes) -> None:
+        """commit_state keeps state (the program's own bytes: parameters, optimizer state) as
+        of the iteration this worker is at, for a peer that restarts or joins
+        (ordo_commit_state)."""
+        _check(lib.ordo_commit_state(self._ptr(), state, len(state)))
+
+    def peer_state(self, timeout_ms: int = -1) -> tuple[bytes, int]:
+        """peer_state asks a live peer for its committed state (ordo_peer_state) and returns
+        it with its iteration; this worker's tensors then go on at that iteration."""
+        n, it = ctypes.c_size_t(0), ctypes.c_int64(0)
+        _check(lib.ordo_peer_state(self._ptr(), None, 0, ctypes.byref(n), ctypes.byref(it),
+                                   timeout_ms))
+        buf = ctypes.create_string_buffer(max(n.value, 1))
+        _check(lib.ordo_peer_state(self._ptr(), buf, n.value, ctypes.byref(n), ctypes.byref(it),
+                                   timeout_ms))
+        return buf.raw[:n.value], it.value
+
     def report(self, stats_json: str) -> None:
         """report sends one iteration's stats (a JSON object) to the scheduler's metrics."""
         _check(lib.ordo_report(self._ptr(), stats_json.encode()))

@@ -1,5 +1,6 @@
 """elastic_worker: one worker of the elastic test (test_elastic.py), started by ordo-launch as
-its [worker] command. Trains torch_mlp's model in server mode through ordo.torch.elastic for
+its [worker] command. Trains torch_mlp's model in MODE (server, the default, or gradients)
+through ordo.torch.elastic for
 torch_mlp.ITERS steps on its half of each step's batch (the data seeded by step), reporting
 each step. With KILL_AT=K in the environment, worker 1 SIGKILLs itself once (a marker file
 in OUT remembers it) in step K: right after it (KILL_HOW=boundary), or once its pushes of K
@@ -27,8 +28,9 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(1)
     hvd.init()
     net = torch_mlp.model()
-    opt = hvd.DistributedOptimizer(torch_mlp.optimizer("server", net.parameters()),
-                                   named_parameters=net.named_parameters(), mode="server")
+    mode = os.environ.get("MODE", "server")
+    opt = hvd.DistributedOptimizer(torch_mlp.optimizer(mode, net.parameters()),
+                                   named_parameters=net.named_parameters(), mode=mode)
     state = elastic.TorchState(net, opt, step=0)
     kill_at = int(os.environ.get("KILL_AT", "-1"))
     mid = os.environ.get("KILL_HOW") == "mid"

@@ -1,7 +1,8 @@
-"""test_elastic: ordo.torch.elastic with [fault] worker = restart. A PyTorch worker (server
-mode, data seeded by step) SIGKILLed mid-run is started again by ordo-launch, goes on at the
-step its predecessor did not finish with the servers' values, and the run ends with the
-parameters of a fault-free run (within 1e-5)."""
+"""test_elastic: ordo.torch.elastic with [fault] worker = restart. A PyTorch worker (data seeded
+by step) SIGKILLed mid-run is started again by ordo-launch and goes on where its predecessor
+stopped: server mode at the step it did not finish, with the servers' values; gradients mode at
+the iteration of a live peer's last commit, with that peer's parameters and Adam state. The run
+ends with the parameters of a fault-free run (within 1e-5)."""
 from __future__ import annotations
 
 import os
@@ -17,7 +18,8 @@ from cluster import BIN, SRC, worker_env  # noqa: E402
 WORKER = SRC / "tests" / "python" / "elastic_worker.py"
 
 
-def launch(tmp: Path, name: str, kill_at: int, how: str = "boundary") -> tuple[int, str]:
+def launch(tmp: Path, name: str, kill_at: int, how: str = "boundary",
+           mode: str = "server") -> tuple[int, str]:
     out = tmp / name
     out.mkdir()
     conf = tmp / f"{name}.ini"
@@ -28,6 +30,7 @@ def launch(tmp: Path, name: str, kill_at: int, how: str = "boundary") -> tuple[i
     env["PYTHONPATH"] = os.pathsep.join([str(SRC / "tests" / "python"), env["PYTHONPATH"]])
     env["KILL_AT"] = str(kill_at)
     env["KILL_HOW"] = how
+    env["MODE"] = mode
     env["OMP_NUM_THREADS"] = "1"
     p = subprocess.run([str(SRC / "scripts" / "ordo-launch"), str(conf), "--bin", str(BIN),
                         f"--output.dir={tmp}", f"--output.run=run-{name}"], env=env,
@@ -35,22 +38,29 @@ def launch(tmp: Path, name: str, kill_at: int, how: str = "boundary") -> tuple[i
     return p.returncode, p.stdout
 
 
-def test_a_killed_worker_restarts_and_the_run_ends_as_without_the_fault(tmp_path: Path):
-    rc, log = launch(tmp_path, "clean", -1)
+@pytest.mark.parametrize("mode", ["server", "gradients"])
+def test_a_killed_worker_restarts_and_the_run_ends_as_without_the_fault(tmp_path: Path,
+                                                                        mode: str):
+    rc, log = launch(tmp_path, "clean", -1, mode=mode)
     assert rc == 0, log
     want = torch.load(tmp_path / "clean" / "params.pt")
     # killed right after step 10: the new process goes on at 11, or at 10 when the report of
     # step 10 was still in the dead process (its pushes of 10 are then sent again). Killed in
-    # step 12 once its pushes were in but before it reported the step: the new process goes
-    # on at 12 and pushes step 12 again; the servers leave those pushes out
-    for name, how, at in [("boundary", "boundary", (10, 11)), ("mid", "mid", (12,))]:
-        rc, log = launch(tmp_path, name, 10 if how == "boundary" else 12, how)
+    # step 12 once its pushes were in but before it reported the step: server mode, the new
+    # process goes on at 12 and pushes step 12 again, and the servers leave those pushes out;
+    # gradients mode, it goes on at the iteration of the peer's last commit, 13 once the peer
+    # finished step 12 (12 if it had not: then it pushes 12 again, left out)
+    mid = (12,) if mode == "server" else (12, 13)
+    for name, how, at in [("boundary", "boundary", (10, 11)), ("mid", "mid", mid)]:
+        rc, log = launch(tmp_path, name, 10 if how == "boundary" else 12, how, mode)
         assert rc == 0, log
         assert "starting it again (restart 1/" in log, log
         assert any(f"rank 1 starts at step {s} (restarted)" in log for s in at), log
+        if mode == "gradients":
+            assert "took a peer's state of iteration" in log, log
         resent = sum(int(line.split(" re-sent pushes")[0].rsplit(" ", 1)[1])
                      for line in log.splitlines() if "re-sent pushes left out" in line)
-        assert resent > 0 or how == "boundary", log
+        assert resent > 0 or how == "boundary" or mode == "gradients", log
         got = torch.load(tmp_path / name / "params.pt")
         for k, v in want.items():
             torch.testing.assert_close(got[k], v, rtol=1e-5, atol=1e-7, msg=f"{name} {k}")

@@ -4,7 +4,8 @@
  * frames shared by several slices (merged pushes); and the consistency models: ssp's
  * iterations summed ahead and applied in order (the bits of bsp), asp's push-by-push
  * updates, backup workers' first pushes taken and late ones dropped; a restarted worker's
- * re-sent pushes left out, and a worker that left (shrink) no longer waited for. */
+ * re-sent pushes left out, a worker that left (shrink) no longer waited for, and one that
+ * joins (fault.max_workers) waited for from its join iteration on. */
 #include "common/keys.h"
 #include "server/store.h"
 #include "ordo_check.h"
@@ -433,6 +434,59 @@ START_TEST(a_worker_that_left_no_longer_holds_up_updates)
 }
 END_TEST
 
+/* fault.max_workers: a store for 3 workers of which 2 start; the third's pushes before it
+ * joined are refused, rounds before its join iteration are the two's mean, rounds from it on
+ * wait for it and are the three's mean; a join behind a slice's version is refused */
+START_TEST(a_worker_joins_at_an_iteration)
+{
+    ordo_keys_t *k;
+    ordo_store_t *s = sync_store(&k, 3, 0.0f, 1.0f / 3, ORDO_SYNC_BSP, 0, 0);
+    ORDO_CK_OK(ordo_store_set_members(s, 2, true));
+    float g[3][N], v[N], before[N];
+    bool u;
+    for (int w = 0; w < 3; w++) grad_of(w, 0, g[w]);
+    ck_assert(ordo_store_push(s, 0, 2, 0, g[2], sizeof g[2], &u) < 0); /* not in the run */
+    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
+    ck_assert(!u);
+    ORDO_CK_OK(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u));
+    ck_assert(u); /* round 0: the two's */
+    ordo_store_copy_value(s, 0, v);
+    for (int i = 0; i < N; i++)
+        ck_assert_float_eq(v[i], 0.0f - (1.0f / 3 * 3.0f / 2.0f) * (g[0][i] + g[1][i]));
+    ORDO_CK_OK(ordo_store_join(s, 2, 2));
+    ck_assert(ordo_store_join(s, 2, 2) < 0); /* its place is taken */
+    /* round 1: still the two's; worker 2's push of 1 comes before its join iteration */
+    for (int w = 0; w < 3; w++) grad_of(w, 1, g[w]);
+    ck_assert(ordo_store_push(s, 0, 2, 1, g[2], sizeof g[2], &u) < 0);
+    ORDO_CK_OK(ordo_store_push(s, 0, 1, 1, g[1], sizeof g[1], &u));
+    ORDO_CK_OK(ordo_store_push(s, 0, 0, 1, g[0], sizeof g[0], &u));
+    ck_assert(u);
+    ck_assert_int_eq(ordo_store_version(s, 0), 2);
+    /* round 2: waits for worker 2 */
+    ordo_store_copy_value(s, 0, before);
+    for (int w = 0; w < 3; w++) grad_of(w, 2, g[w]);
+    ORDO_CK_OK(ordo_store_push(s, 0, 0, 2, g[0], sizeof g[0], &u));
+    ORDO_CK_OK(ordo_store_push(s, 0, 1, 2, g[1], sizeof g[1], &u));
+    ck_assert(!u);
+    ORDO_CK_OK(ordo_store_push(s, 0, 2, 2, g[2], sizeof g[2], &u));
+    ck_assert(u);
+    ordo_store_copy_value(s, 0, v);
+    for (int i = 0; i < N; i++) /* the mean of the 3 pushes */
+        ck_assert_float_eq(v[i], before[i] - (1.0f / 3 * 3.0f / 3.0f) *
+                                                 (g[0][i] + g[1][i] + g[2][i]));
+    ordo_store_destroy(&s);
+    ordo_keys_destroy(&k);
+    /* a join at an iteration a slice has passed */
+    s = sync_store(&k, 3, 0.0f, 1.0f / 3, ORDO_SYNC_BSP, 0, 0);
+    ORDO_CK_OK(ordo_store_set_members(s, 2, true));
+    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
+    ORDO_CK_OK(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u));
+    ORDO_CK_ERR(ordo_store_join(s, 2, 0), ORDO_ERR_INVAL);
+    ordo_store_destroy(&s);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
 START_TEST(install_replaces_the_state_and_pushed_spots_resends)
 {
     ordo_keys_t *k;
@@ -495,6 +549,7 @@ static Suite *store_suite(void)
     tc = tcase_create("membership");
     tcase_add_test(tc, resent_pushes_are_left_out);
     tcase_add_test(tc, a_worker_that_left_no_longer_holds_up_updates);
+    tcase_add_test(tc, a_worker_joins_at_an_iteration);
     tcase_add_test(tc, install_replaces_the_state_and_pushed_spots_resends);
     suite_add_tcase(s, tc);
     return s;

@@ -1,9 +1,11 @@
 """elastic: Horovod's elastic names for ordo.torch. A worker process that dies is started
 again by the launcher with its rank ([fault] worker = restart, scripts/ordo-launch, a
-[worker] command included) and goes on where its predecessor stopped: in server mode the
-parameters come from the servers, and the step from the scheduler (the first iteration the
-dead process did not finish). A push the dead process had sent already is recognised by the
-servers and not applied twice.
+[worker] command included) and goes on where its predecessor stopped; a worker added to a
+running job (ordo-launch --add-worker, [fault] max_workers) starts where the others are. In
+server mode the parameters come from the servers; in gradients mode the parameters, the
+optimizer state and the kwargs come from a live peer's last commit() (ordo_peer_state); the
+step from the cluster. A push the dead process had sent already is recognised by the servers
+and not applied twice. Under [fault] worker = shrink the others go on without a dead worker.
 
     state = ordo.torch.elastic.TorchState(model, optimizer, step=0)
 
@@ -17,14 +19,17 @@ servers and not applied twice.
 
     train(state)
 
-Unlike Horovod, the workers that stay alive do not stop and re-sync when one dies: they wait
-at their next pull until the new process pushes (bsp), so run() only has the new process to
-sync (TorchState.sync) and calls the reset callbacks when a restart took place.
+Unlike Horovod, the workers that stay alive do not stop and re-sync when one dies or joins:
+they wait at their next pull until the new process pushes (bsp), so run() only has the new
+process to sync (TorchState.sync) and calls the reset callbacks when it restarted or joined.
+In gradients mode commit() after every optimizer step: a live peer gives the new process its
+last commit, which must be of the iteration the cluster is at.
 """
 from __future__ import annotations
 
 import copy
 import functools
+import io
 from collections.abc import Callable
 from typing import Any
 
@@ -50,10 +55,38 @@ class TorchState:
         self.commit()
 
     def commit(self) -> None:
-        """commit keeps a copy of the model's and optimizer's state and of the kwargs."""
+        """commit keeps a copy of the model's and optimizer's state and of the kwargs; in
+        gradients mode, when a worker may restart or join ([fault] worker = restart, or
+        max_workers above workers), the library keeps it serialized for a peer that does."""
         self._saved = {"model": copy.deepcopy(self.model.state_dict()),
                        "optimizer": copy.deepcopy(self.optimizer.state_dict()),
                        "kwargs": {k: copy.deepcopy(getattr(self, k)) for k in self._keys}}
+        rt = self._peer_runtime()
+        if rt is not None:
+            out = io.BytesIO()
+            torch.save(self._saved, out)
+            rt.client.commit_state(out.getvalue())
+
+    def _gradients_mode(self) -> bool:
+        return getattr(self.optimizer, "_ordo_mode", None) == "gradients"
+
+    def _peer_runtime(self) -> Any:
+        """_peer_runtime is the runtime when this state is what a new process takes from its
+        peers (gradients mode in an elastic run, joined), else None."""
+        import ordo.torch as ot
+        from ordo.torch import runtime as rt_mod
+        rt = ot._runtime
+        if rt is None or not rt.joined or not self._gradients_mode():
+            return None
+        if not hasattr(self, "_elastic"):
+            worker = rt_mod.launcher_value("fault", "worker", rt.conf)
+            grow = rt_mod.launcher_value("fault", "max_workers", rt.conf)
+            try:
+                grows = int(grow or 0) > rt.size()
+            except ValueError:
+                grows = False
+            self._elastic = worker == "restart" or grows
+        return rt if self._elastic else None
 
     def restore(self) -> None:
         """restore goes back to the last commit."""
@@ -70,16 +103,42 @@ class TorchState:
 
     def sync(self) -> None:
         """sync joins the cluster (the optimizer declared the tensors) and, in a process that
-        took a dead worker's place, sets `step` to the iteration the cluster goes on at; the
-        servers' values arrive with the optimizer's first pull (server mode)."""
+        took a dead worker's place or joined a running job, sets `step` to the iteration the
+        cluster goes on at: server mode, the servers' values arrive with the optimizer's first
+        pull; gradients mode, the model, optimizer and kwargs are a live peer's last commit
+        (and the step its iteration)."""
         import ordo.torch as ot
         rt = ot._rt_or_raise()
         rt.join()
         at = min((rt.client.version(t.index) for t in rt.tensors.values()), default=0)
         self.restarted = at > 0
+        if self.restarted and self._gradients_mode():
+            if self._peer_runtime() is None:
+                raise RuntimeError("ordo.torch.elastic: a restarted gradients-mode worker needs "
+                                   "its peers' state, which they keep only under [fault] worker "
+                                   "= restart or max_workers above workers")
+            blob, at = rt.client.peer_state(self._peer_timeout_ms(rt))
+            saved = torch.load(io.BytesIO(blob), weights_only=False)
+            self.model.load_state_dict(saved["model"])
+            self.optimizer.load_state_dict(saved["optimizer"])
+            for k, v in saved["kwargs"].items():
+                setattr(self, k, v)
+            print(f"ordo.torch.elastic: rank {rt.rank()} took a peer's state of iteration {at} "
+                  f"({len(blob)} bytes)", flush=True)
         if self.restarted and "step" in self._keys:
             self.step = at
+        if self.restarted:
             self.commit()
+
+    @staticmethod
+    def _peer_timeout_ms(rt: Any) -> int:
+        """the wait for a peer's state: [fault] startup_ms (default 60 s)"""
+        from ordo.torch import runtime as rt_mod
+        v = rt_mod.launcher_value("fault", "startup_ms", rt.conf)
+        try:
+            return int(v) if v is not None else 60000
+        except ValueError:
+            return 60000
 
     def reset(self) -> None:
         """reset runs the reset callbacks."""

@@ -64,21 +64,30 @@ def check_tensor(t: torch.Tensor, what: str, cuda: bool = True) -> None:
         raise ValueError(f"ordo.torch: {what} is not contiguous (use .contiguous())")
 
 
-def _launcher_int(key: str, conf: str | None) -> int | None:
-    """_launcher_int reads [cluster] key from ORDO_CLUSTER_KEY or the conf file, as ordo_new
+def launcher_value(section: str, key: str, conf: str | None) -> str | None:
+    """launcher_value reads [section] key from ORDO_SECTION_KEY or the conf file, as ordo_new
     would (the environment over the file); None when neither sets it."""
-    env = os.environ.get(f"ORDO_CLUSTER_{key.upper()}")
+    env = os.environ.get(f"ORDO_{section.upper()}_{key.upper()}")
     if env is not None:
-        return int(env)
+        return env
     if conf:
         parser = configparser.ConfigParser(inline_comment_prefixes=(";", "#"), strict=False)
         try:
             parser.read(conf)
-            if parser.has_option("cluster", key):
-                return int(parser.get("cluster", key))
-        except (configparser.Error, ValueError):
+            if parser.has_option(section, key):
+                return parser.get(section, key).strip()
+        except configparser.Error:
             return None  # ordo_new has the conf's errors to say
     return None
+
+
+def _launcher_int(key: str, conf: str | None) -> int | None:
+    """_launcher_int reads [cluster] key as an integer (launcher_value)."""
+    v = launcher_value("cluster", key, conf)
+    try:
+        return int(v) if v is not None else None
+    except ValueError:
+        return None  # ordo_new has the conf's errors to say
 
 
 @dataclass
@@ -163,6 +172,15 @@ class Runtime:
         n = self.settings.get("cluster.workers") or _launcher_int("workers", self.conf)
         return int(n) if n is not None else 1
 
+    def live(self) -> tuple[int, int]:
+        """live is this worker's index among the workers still in the run and their number:
+        (rank, size) until a worker left ([fault] worker = shrink, the scheduler's MEMBERS)."""
+        if self.joined:
+            left, index, n, _ = self.client.members()
+            if left:
+                return index, n
+        return self.rank(), self.size()
+
     # ---- transfers ------------------------------------------------------------------------
 
     def push_pull_async(self, tensor: torch.Tensor, name: str, average: bool,
@@ -184,7 +202,8 @@ class Runtime:
         recv = torch.empty_like(src)
         prio = t.index if priority is None else priority
         h = self.client.pushpull(t.index, src, recv, prio)
-        return PushPull(h, tensor, recv, 1.0 if average else float(self.client.size))
+        # the servers' mean is over the workers that pushed: the live ones after a shrink
+        return PushPull(h, tensor, recv, 1.0 if average else float(self.live()[1]))
 
     def synchronize(self, pp: PushPull, timeout_ms: int = -1) -> torch.Tensor:
         """synchronize waits for pp and writes the result into its tensor, which it returns."""

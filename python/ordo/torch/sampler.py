@@ -118,7 +118,8 @@ class ElasticSampler(Sampler[int]):
         import ordo.torch as ot
         if ot._runtime is None:
             return 1, 0
-        return ot.size(), ot.rank()
+        index, n = ot._runtime.live()  # after a shrink: the workers left share the data
+        return n, index
 
     def __len__(self) -> int:
         """__len__ is this worker's equal share (DistributedSampler's); drawing from the
