@@ -6,7 +6,8 @@
  * replica holds its update) and pulls not answered. The new primary recognises a push it
  * already holds by (worker, slice, iteration) and does not apply it twice. Pushes still
  * queued here simply leave for the new primary, and initial values not yet seen back are sent
- * again too. A KEYMAP may also name a server that joined in a dead one's place: the worker
+ * again too, and a push path's own messages (merged groups' parts, push_merged.c's moved)
+ * not acknowledged. A KEYMAP may also name a server that joined in a dead one's place: the worker
  * connects to it. */
 #include "common/error.h"
 #include "common/keys.h"
@@ -91,6 +92,11 @@ int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m)
             if ((rc = ordo__ps_send_pull(w, i, ks->pull_iter)) != 0) break;
             pulls++;
         }
+    }
+    if (!rc && moved && w->path->ops->moved) { /* the path's own messages (merged parts) */
+        int n = w->path->ops->moved(w->path, was);
+        if (n < 0) rc = n;
+        else pushes += n;
     }
     free(was);
     if (moved)

@@ -146,6 +146,47 @@ static int fault_worker_check(const ordo_conf_t *conf)
     return 0;
 }
 
+/* replicas_check: [fault] replicas > 1 with what replication is not built for, each refused
+ * pair named with its reason (docs/fault.md's table) */
+static int replicas_check(const ordo_conf_t *conf)
+{
+    int r = conf->replicas;
+    if (r <= 1) return 0;
+    if (conf->push_mode == ORDO_PUSH_SPARSE)
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "fault.replicas = %d with push.mode = sparse is not supported: the "
+                              "servers' sparse regions, their momentum and the global threshold are "
+                              "not replicated (use push.mode = dense or merged)", r);
+    if (conf->sync_mode != ORDO_SYNC_BSP)
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "fault.replicas = %d with sync.mode = %s is not supported: a backup "
+                              "holds a slice's applied value and version only, not the per-worker "
+                              "push clocks and the pushes of later iterations that %s keeps, so a "
+                              "promoted backup could apply a push twice or lose one (use sync.mode = "
+                              "bsp)", r, conf->sync_mode == ORDO_SYNC_SSP ? "ssp" : "asp",
+                              conf->sync_mode == ORDO_SYNC_SSP ? "ssp" : "asp");
+    if (conf->backup > 0)
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "fault.replicas = %d with sync.backup = %d is not supported: the pushes "
+                              "a primary held for an iteration and the ones it dropped as late are "
+                              "not replicated, so a promoted backup cannot tell a late push from a "
+                              "re-sent one", r, conf->backup);
+    if (conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1)
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "fault.replicas = %d with intra.backend = %s is not supported: a host "
+                              "group's owner re-sends only its own pushes after a promotion, not "
+                              "the sums its members wait for (use intra.backend = none)", r,
+                              conf->intra_backend == ORDO_INTRA_NCCL ? "nccl" : "shm");
+    if (conf->checkpoint_every > 0 || conf->resume[0])
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "fault.replicas = %d with %s is not supported: a server's checkpoint "
+                              "file gathers the momentum of every slice it holds, and the slices it "
+                              "backs up change by its primaries' state messages, not by its own "
+                              "updates, so no file would be complete",
+                              r, conf->resume[0] ? "fault.resume" : "fault.checkpoint_every");
+    return 0;
+}
+
 int ordo_conf_validate(const ordo_conf_t *conf)
 {
     int ranks[ORDO_STRAGGLE_MAX_RANKS], n_ranks, rc;
@@ -181,16 +222,7 @@ int ordo_conf_validate(const ordo_conf_t *conf)
                               "fault.replicas (%d) must be at most cluster.servers "
                               "(%d): each copy of a slice lives on another server",
                               conf->replicas, conf->servers);
-    if (conf->replicas > 1 &&
-        (conf->push_mode != ORDO_PUSH_DENSE || conf->sync_mode != ORDO_SYNC_BSP ||
-         conf->backup > 0 || (conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1) ||
-         conf->checkpoint_every > 0 || conf->resume[0]))
-        return ordo_error_set(
-            ORDO_ERR_INVAL,
-            "fault.replicas = %d needs push.mode = dense, "
-            "sync.mode = bsp without sync.backup, no intra groups and no "
-            "fault.checkpoint_every or fault.resume (not combined with replicas yet)",
-            conf->replicas);
+    if ((rc = replicas_check(conf)) != 0) return rc;
     if (conf->heartbeat_ms * 2 > conf->timeout_ms)
         return ordo_error_set(
             ORDO_ERR_INVAL, "fault.heartbeat_ms (%d) must be at most half of fault.timeout_ms (%d)",

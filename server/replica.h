@@ -11,7 +11,8 @@
  * (ordo-server --join): the primaries connect to it and send it the state of every slice it
  * backs up; until it acknowledged them, those slices' answers wait, as for any backup. Re-sent
  * pushes (workers re-send what was not acknowledged) are recognised
- * by (worker, slice, iteration) and answered without being applied twice. */
+ * by (worker, slice, iteration) and answered without being applied twice; a merged push's
+ * acknowledgement waits for every slice it carries. */
 #ifndef ORDO_SERVER_REPLICA_H
 #define ORDO_SERVER_REPLICA_H
 
@@ -52,6 +53,10 @@ void ordo_replica_updated(ordo_server_t *s, int slice);
 /* ordo_replica_ack sends ack (a PUSH_ACK of a push of iteration iter to slice, moved out)
  * once the update it went into is visible (ordo_replica_visible of iter + 1). */
 void ordo_replica_ack(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack);
+
+/* ordo_replica_ack_group sends ack (a PUSH_ACK of a merged push of iteration iter to the n
+ * slices of slices, both moved out: slices is freed) once every slice's update is visible. */
+void ordo_replica_ack_group(ordo_server_t *s, int *slices, int n, int64_t iter, ordo_msg_t *ack);
 
 /* ordo_replica_on_keymap applies the scheduler's KEYMAP: 0 to go on, ORDO_ERR_ABORT when it
  * names this server dead or is malformed. */

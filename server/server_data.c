@@ -153,8 +153,26 @@ static int slice_of(ordo_server_t *s, const ordo_msg_t *m, char *why, size_t siz
     return slice;
 }
 
+/* with replicas, a merged push whose first slice this server holds as a backup comes from a
+ * worker whose KEYMAP arrived before ours: it is kept until ours does (true when it was) */
+static bool park_group_push(ordo_server_t *s, ordo_msg_t *m, const void *index, size_t ilen)
+{
+    uint32_t id;
+    if (!s->repl || ilen < sizeof id) return false;
+    memcpy(&id, index, sizeof id);
+    if (id >= (uint32_t)s->node.keys->n_slices || !ordo_store_owns(s->store, (int)id) ||
+        s->node.keys->slices[id].server == s->node.rank)
+        return false;
+    int rc = ordo_replica_park(s, m);
+    if (rc) answer_error(s, m, ordo_error_text(rc));
+    return true;
+}
+
 /* a merged push ([push] mode = merged, server/groups.h): several slices in one message,
- * checked as a whole, then added to the store from the received frame (no copy); one ack */
+ * checked as a whole, then added to the store from the received frame (no copy); one ack.
+ * With replicas, slices a re-sent push (its primary died) already has are left out, each
+ * update goes to the backups, and the ack waits until every live backup holds every slice's
+ * update (server/replica.h) */
 static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
 {
     size_t len = 0, ilen = 0;
@@ -164,13 +182,19 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
         answer_error(s, m, "a merged PUSH needs a float32 payload frame and an index frame");
         return;
     }
+    if (park_group_push(s, m, index, ilen)) return;
     if ((rc = ordo_groups_split(s->groups, index, ilen, len, &n)) != 0) {
         answer_error(s, m, ordo_error_text(rc));
         return;
     }
     const ordo_slice_t *slices = s->node.keys->slices;
+    int dup = 0;
     for (int i = 0; i < n; i++) {
         int sl = ordo_groups_slice(s->groups, i);
+        if (s->repl && ordo_store_pushed(s->store, sl, worker, m->hdr.iter)) {
+            dup++;
+            continue;
+        }
         rc = ordo_store_check_push(s->store, sl, worker, m->hdr.iter,
                                    (size_t)slices[sl].numel * sizeof(float));
         if (rc < 0) {
@@ -178,6 +202,7 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
             return;
         }
     }
+    if (dup) ordo_replica_count_duplicate(s->repl);
     ordo_store_frame_t *f = ordo_store_frame_wrap(&m->frames[0]);
     if (!f) {
         ORDO_ERROR("out of memory taking a merged push");
@@ -187,15 +212,33 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
     for (int i = 0; i < n; i++) {
         int sl = ordo_groups_slice(s->groups, i);
         bool updated;
+        if (dup && ordo_store_pushed(s->store, sl, worker, m->hdr.iter)) continue;
         rc = ordo_store_push_ref(s->store, sl, worker, m->hdr.iter,
                                  (const float *)(base + ordo_groups_offset(s->groups, i)),
                                  (size_t)slices[sl].numel * sizeof(float), f, &updated);
         if (rc < 0) ORDO_ERROR("merged push, slice %d: %s", sl, ordo_error_text(rc));
-        if (rc == 0 && updated) ordo_srv_ckpt_updated(s->ckpt, sl);
+        if (rc == 0 && updated) {
+            ordo_srv_ckpt_updated(s->ckpt, sl);
+            ordo_replica_updated(s, sl);
+        }
     }
     ordo_store_frame_unref(f);
     s->n_push++;
-    send_ack(s, m, ORDO_FLAG_GROUP);
+    if (s->repl) {
+        ordo_msg_t ack;
+        answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
+        ack.hdr.flags = ORDO_FLAG_GROUP;
+        int *ids = malloc(sizeof *ids * (size_t)n);
+        for (int i = 0; ids && i < n; i++)
+            ids[i] = ordo_groups_slice(s->groups, i);
+        if (ids)
+            ordo_replica_ack_group(s, ids, n, m->hdr.iter, &ack);
+        else
+            ORDO_ERROR("out of memory keeping a merged push's acknowledgement");
+        ordo_msg_close(&ack);
+    } else {
+        send_ack(s, m, ORDO_FLAG_GROUP);
+    }
     for (int i = 0; i < n; i++) { /* the slices this push completed answer their pulls */
         int sl = ordo_groups_slice(s->groups, i);
         if (ordo_store_version(s->store, sl) == m->hdr.iter + 1) ordo__server_wake(s, sl);
