@@ -17,7 +17,7 @@
 #define MAX_PARKED_BYTES ((size_t)1 << 30)
 
 typedef struct {
-    int64_t iter; /* the push's iteration: sent once iter + 1 is visible */
+    int64_t need; /* the update count (ordo_store_seq) every live backup must hold first */
     ordo_msg_t msg;
 } pending_ack_t;
 
@@ -66,7 +66,7 @@ int ordo_replica_new(ordo_server_t *s, ordo_replica_t **out)
     for (int i = 0; i < k->n_slices; i++)
         for (int b = 0; b < k->n_servers; b++)
             r->acked[(size_t)i * (size_t)k->n_servers + (size_t)b] =
-                ordo_store_owns(s->store, i) ? ordo_store_version(s->store, i) : -1;
+                ordo_store_owns(s->store, i) ? ordo_store_seq(s->store, i) : -1;
     for (int b = 0; b < k->n_servers; b++) {
         r->peer_sock[b] = -1;
         if (b == s->node.rank) continue;
@@ -130,7 +130,7 @@ static int64_t *acked(const ordo_replica_t *r, int slice, int server)
     return &r->acked[(size_t)slice * (size_t)r->n_servers + (size_t)server];
 }
 
-bool ordo_replica_visible(const ordo_server_t *s, int slice, int64_t iter)
+bool ordo_replica_visible(const ordo_server_t *s, int slice, int64_t seq)
 {
     const ordo_replica_t *r = s->repl;
     if (!r) return true;
@@ -138,12 +138,13 @@ bool ordo_replica_visible(const ordo_server_t *s, int slice, int64_t iter)
     for (int j = 0; j < k->replicas; j++) {
         int b = ordo_keys_replica(k, slice, j);
         if (b == s->node.rank || k->dead[b]) continue;
-        if (*acked(r, slice, b) < iter) return false;
+        if (*acked(r, slice, b) < seq) return false;
     }
     return true;
 }
 
-/* send slice's state to backup b */
+/* send slice's state to backup b: its value, its momentum (if any) and, under asp, the
+ * workers' push clocks; the header's iteration is its update count (ordo_store_seq) */
 static void send_state(ordo_server_t *s, int slice, int b)
 {
     ordo_replica_t *r = s->repl;
@@ -155,7 +156,7 @@ static void send_state(ordo_server_t *s, int slice, int b)
     m.hdr.rank = s->node.rank;
     m.hdr.key = sl->key;
     m.hdr.chunk = sl->chunk;
-    m.hdr.iter = ordo_store_version(s->store, slice);
+    m.hdr.iter = ordo_store_seq(s->store, slice);
     m.hdr.dtype = ORDO_DTYPE_F32;
     void *data, *hint;
     size_t bytes;
@@ -164,6 +165,9 @@ static void send_state(ordo_server_t *s, int slice, int b)
     if (rc) ordo_store_unref_cb(data, hint);
     const float *mom = ordo_store_momentum(s->store, slice);
     if (!rc && mom) rc = ordo_msg_add_copy(&m, mom, bytes);
+    const int64_t *clocks = ordo_store_clocks(s->store, slice);
+    if (!rc && clocks)
+        rc = ordo_msg_add_copy(&m, clocks, sizeof *clocks * (size_t)s->node.n_workers);
     if (rc) {
         ORDO_ERROR("replicas: cannot send key %u chunk %u to server %d: %s", sl->key, sl->chunk, b,
                    ordo_error_text(rc));
@@ -190,7 +194,7 @@ static void flush_acks(ordo_server_t *s, int slice)
     ack_list_t *l = &s->repl->acks[slice];
     int keep = 0;
     for (int i = 0; i < l->n; i++) {
-        if (ordo_replica_visible(s, slice, l->a[i].iter + 1))
+        if (ordo_replica_visible(s, slice, l->a[i].need))
             ordo_transport_send(s->node.tp, &l->a[i].msg);
         else
             l->a[keep++] = l->a[i];
@@ -202,7 +206,7 @@ static void flush_acks(ordo_server_t *s, int slice)
 static bool group_visible(const ordo_server_t *s, const group_ack_t *g)
 {
     for (int i = 0; i < g->n; i++)
-        if (!ordo_replica_visible(s, g->slices[i], g->iter + 1)) return false;
+        if (!ordo_replica_visible(s, g->slices[i], g->iter + 1)) return false; /* bsp only */
     return true;
 }
 
@@ -248,9 +252,9 @@ void ordo_replica_ack_group(ordo_server_t *s, int *slices, int n, int64_t iter, 
     r->gacks[r->n_gacks++] = g;
 }
 
-void ordo_replica_ack(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack)
+void ordo_replica_ack(ordo_server_t *s, int slice, int64_t need, ordo_msg_t *ack)
 {
-    if (!s->repl || ordo_replica_visible(s, slice, iter + 1)) {
+    if (!s->repl || ordo_replica_visible(s, slice, need)) {
         ordo_transport_send(s->node.tp, ack);
         return;
     }
@@ -266,7 +270,7 @@ void ordo_replica_ack(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack
         l->a = p;
         l->cap = cap;
     }
-    l->a[l->n].iter = iter;
+    l->a[l->n].need = need;
     ordo_msg_init(&l->a[l->n].msg, ORDO_MSG_PUSH_ACK);
     ordo_msg_move(&l->a[l->n].msg, ack);
     l->n++;
@@ -312,12 +316,21 @@ static void on_state(ordo_server_t *s, ordo_msg_t *m)
         if (ordo_replica_park(s, m) != 0) ORDO_WARN("replicas: dropped an early REPL");
         return;
     }
-    size_t len = 0, mlen = 0;
+    /* frames: the value, the momentum when the slice has one, the push clocks under asp */
+    size_t len = 0, mlen = 0, clen = 0;
+    bool has_mom = ordo_store_momentum(s->store, slice) != NULL;
+    bool has_clocks = ordo_store_sync_mode(s->store) == ORDO_SYNC_ASP;
+    int want = 1 + has_mom + has_clocks;
     const void *value = ordo_msg_data(m, 0, &len);
-    const void *mom = m->nframes > 1 ? ordo_msg_data(m, 1, &mlen) : NULL;
-    int rc = value && m->nframes <= 2
-                 ? ordo_store_install(s->store, slice, m->hdr.iter, value, len, mom, mlen)
-                 : ordo_error_set(ORDO_ERR_PROTO, "a REPL needs a value frame and at most a momentum frame");
+    const void *mom = has_mom ? ordo_msg_data(m, 1, &mlen) : NULL;
+    const void *clocks = has_clocks ? ordo_msg_data(m, want - 1, &clen) : NULL;
+    int rc = value && m->nframes == want
+                 ? ordo_store_install(s->store, slice, has_clocks ? 0 : m->hdr.iter, value, len, mom,
+                                      mlen)
+                 : ordo_error_set(ORDO_ERR_PROTO, "a REPL needs %d frames (the value%s%s), not %d",
+                                  want, has_mom ? ", the momentum" : "",
+                                  has_clocks ? ", the push clocks" : "", m->nframes);
+    if (!rc && has_clocks) rc = ordo_store_install_clocks(s->store, slice, clocks, clen);
     if (rc) {
         ORDO_WARN("replicas: dropped REPL of key %u chunk %u from server %d: %s", m->hdr.key,
                   m->hdr.chunk, from, ordo_error_text(rc));
@@ -433,14 +446,14 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
         if (k->slices[i].server != s->node.rank) continue;
         if (joined >= 0 && ordo_keys_holds(k, i, joined)) { /* a fresh backup: bring it up */
             *acked(r, i, joined) = -1;
-            if (ordo_store_version(s->store, i) >= 0) send_state(s, i, joined);
+            if (ordo_store_seq(s->store, i) >= 0) send_state(s, i, joined);
             sent++;
         }
         if (was[i] != s->node.rank) { /* ours now: its live backups take our state */
             promoted++;
             for (int b = 0; b < k->n_servers; b++)
                 *acked(r, i, b) = -1;
-            if (ordo_store_version(s->store, i) >= 0) ordo_replica_updated(s, i);
+            if (ordo_store_seq(s->store, i) >= 0) ordo_replica_updated(s, i);
         }
         ordo__server_wake(s, i); /* a dead backup no longer holds anything back */
         flush_acks(s, i);

@@ -1,8 +1,10 @@
 /* replica: a server's side of replicated key slices ([fault] replicas > 1, primary-backup).
  * As a primary, after every update of a slice (and its initial value) it sends the slice's
- * state (value, momentum, version) to the slice's live backups, and a pull of that version,
- * or the acknowledgement of a push it contains, goes out only once every live backup
- * acknowledged holding it. As a backup it installs the states its slices' primaries send.
+ * state (value, momentum, version; under asp the workers' push clocks too) to the slice's
+ * live backups, and a pull of that version, or the acknowledgement of a push it contains, goes
+ * out only once every live backup acknowledged holding it (under asp a plain pull takes the
+ * primary's current value at once, as asp pulls do; a push's acknowledgement, or the answer
+ * of a pull riding on it, waits for the update it made). As a backup it installs the states its slices' primaries send.
  * When the scheduler's KEYMAP names dead servers it recomputes the key map: slices whose
  * primary died are now its own when it is their first live backup; it sends their state to
  * their remaining backups and answers what waited on the dead ones. A worker's message for a
@@ -42,17 +44,19 @@ void ordo_replica_on_server_msg(ordo_server_t *s, ordo_msg_t *m);
  * as a backup, until a KEYMAP makes it the primary; ORDO_ERR_FULL when too many are kept. */
 int ordo_replica_park(ordo_server_t *s, ordo_msg_t *m);
 
-/* ordo_replica_visible tells whether every live backup of slice holds version iter (true
- * without replicas). */
-bool ordo_replica_visible(const ordo_server_t *s, int slice, int64_t iter);
+/* ordo_replica_visible tells whether every live backup of slice holds its state of update
+ * count seq (ordo_store_seq: the version under bsp, the pushes applied under asp) or a newer
+ * one (true without replicas). */
+bool ordo_replica_visible(const ordo_server_t *s, int slice, int64_t seq);
 
 /* ordo_replica_updated sends slice's new state to its live backups (after an update or its
  * initial value). */
 void ordo_replica_updated(ordo_server_t *s, int slice);
 
-/* ordo_replica_ack sends ack (a PUSH_ACK of a push of iteration iter to slice, moved out)
- * once the update it went into is visible (ordo_replica_visible of iter + 1). */
-void ordo_replica_ack(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack);
+/* ordo_replica_ack sends ack (a PUSH_ACK of a push to slice, moved out) once the update it
+ * went into is visible: ordo_replica_visible of need (bsp: the push's iteration + 1; asp: the
+ * update count right after the push was applied). */
+void ordo_replica_ack(ordo_server_t *s, int slice, int64_t need, ordo_msg_t *ack);
 
 /* ordo_replica_ack_group sends ack (a PUSH_ACK of a merged push of iteration iter to the n
  * slices of slices, both moved out: slices is freed) once every slice's update is visible. */

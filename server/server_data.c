@@ -46,6 +46,15 @@ static bool fused_push(const ordo_msg_t *m)
     return m->hdr.flags & ORDO_FLAG_PULL;
 }
 
+/* need_of_push: with replicas, the update count (ordo_store_seq) every live backup must hold
+ * before push m of slice is acknowledged: bsp the version its iteration completes, asp the
+ * count right after it was applied (each push is an update of its own) */
+static int64_t need_of_push(const ordo_server_t *s, const ordo_msg_t *m, int slice)
+{
+    if (ordo_store_sync_mode(s->store) == ORDO_SYNC_ASP) return ordo_store_seq(s->store, slice);
+    return m->hdr.iter + 1;
+}
+
 /* ack_push acknowledges push m of slice: at once, or with replicas once the update it went
  * into is held by every live backup (the worker keeps its gradient until then) */
 static void ack_push(ordo_server_t *s, const ordo_msg_t *m, int slice, uint32_t flags)
@@ -57,7 +66,7 @@ static void ack_push(ordo_server_t *s, const ordo_msg_t *m, int slice, uint32_t 
     ordo_msg_t ack;
     answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
     ack.hdr.flags = flags;
-    ordo_replica_ack(s, slice, m->hdr.iter, &ack);
+    ordo_replica_ack(s, slice, need_of_push(s, m, slice), &ack);
 }
 
 static void answer_error(ordo_server_t *s, const ordo_msg_t *m, const char *why)
@@ -118,11 +127,11 @@ static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
     }
 }
 
-/* a pull of iteration iter can be answered: the store has the value, and with replicas every
- * live backup holds it too */
-static bool ready(ordo_server_t *s, int slice, int64_t iter)
+/* waiter w's pull can be answered: the store has the value, and with replicas every live
+ * backup holds what it needs (w->need) too */
+static bool ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
 {
-    return ordo_store_ready(s->store, slice, iter) && ordo_replica_visible(s, slice, iter);
+    return ordo_store_ready(s->store, slice, w->iter) && ordo_replica_visible(s, slice, w->need);
 }
 
 void ordo__server_wake(ordo_server_t *s, int slice)
@@ -130,7 +139,7 @@ void ordo__server_wake(ordo_server_t *s, int slice)
     ordo__waitlist_t *wl = &s->waiting[slice];
     int keep = 0;
     for (int i = 0; i < wl->n; i++) {
-        if (ready(s, slice, wl->w[i].iter))
+        if (ready(s, slice, &wl->w[i]))
             make_ready(s, slice, &wl->w[i]);
         else
             wl->w[keep++] = wl->w[i];
@@ -305,10 +314,15 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
         return;
     }
     s->n_pull++;
-    ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .req = m->hdr.req, .rid_len = m->rid_len,
-                        .flags = flags};
+    ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .need = iter, .req = m->hdr.req,
+                        .rid_len = m->rid_len, .flags = flags};
+    /* asp with replicas: a plain pull takes the current value at once (asp pulls wait for no
+     * update), one riding on a push also acknowledges it, so it waits for the update the
+     * push made */
+    if (ordo_store_sync_mode(s->store) == ORDO_SYNC_ASP)
+        w.need = m->hdr.type == ORDO_MSG_PUSH ? ordo_store_seq(s->store, slice) : -1;
     memcpy(w.rid, m->rid, m->rid_len);
-    if (ready(s, slice, iter)) {
+    if (ready(s, slice, &w)) {
         make_ready(s, slice, &w);
         return;
     }
