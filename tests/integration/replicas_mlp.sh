@@ -4,7 +4,10 @@
 # is within 0.5 points of a fault-free run with the same seed (the parameters are in fact
 # byte for byte the same: params.bin is compared too). Once with dense pushes, once merged
 # (push.mode = merged: a group's message carries several slices; the new primary takes the
-# parts the dead one had not acknowledged).
+# parts the dead one had not acknowledged). Then under asp (sync.mode = asp; nondeterministic
+# whatever happens): every survivor exits 0, the test accuracy is within 1.5 points of a
+# fault-free asp run, and the surviving server holds exactly one update per push (its slices x
+# the worker-iterations recorded): none lost, none applied twice.
 source "$(dirname "$0")/lib.sh"
 need_fmnist
 root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -57,4 +60,34 @@ for mode in dense merged; do
   rec=$(python3 -c "import json; print(json.load(open('$T/kill-$mode/summary.json'))['promotions'][0]['next_iteration_unix_ms'] - $kill_ms)")
   ok "$mode: server 1 killed after $at of $((2 * iters)) worker-iterations: test accuracy $a_kill (fault-free $a_ref), params.bin identical, recovery $rec ms from the kill to the next completed iteration"
 done
-echo "2 passed, 0 failed"
+
+# asp
+cluster ref-asp --sync.mode=asp
+for n in scheduler server0 server1 worker0 worker1; do
+  finish $n 150
+  [ "$st" = 0 ] || fail "asp, fault-free run: $n ended with '$st'"
+done
+a_ref=$(acc ref-asp)
+cluster kill-asp --sync.mode=asp
+for _ in $(seq 1 2400); do
+  [ -f "$T/kill-asp/metrics.jsonl" ] && [ "$(wc -l < "$T/kill-asp/metrics.jsonl")" -ge $iters ] && break
+  sleep 0.05
+done
+at=$(wc -l < "$T/kill-asp/metrics.jsonl")
+[ "$at" -lt $((2 * iters)) ] || fail "asp: the run ended before the kill"
+kill -KILL "${PID[server1]}"
+for n in scheduler server0 worker0 worker1; do
+  finish $n 150
+  [ "$st" = 0 ] || fail "asp, server 1 killed: $n ended with '$st', expected 0"
+done
+a_kill=$(acc kill-asp)
+python3 -c "import sys; sys.exit(0 if abs($a_kill - $a_ref) <= 0.015 else 1)" ||
+  fail "asp: test accuracy $a_kill with a server killed, $a_ref without: more than 1.5 points apart"
+line=$(grep "shutdown:" "$T/server0.log") || fail "asp: server 0 logged no shutdown line"
+slices=$(sed -n 's/.*primary of \([0-9]*\) slices holding \([0-9]*\) updates.*/\1/p' <<< "$line")
+updates=$(sed -n 's/.*primary of \([0-9]*\) slices holding \([0-9]*\) updates.*/\2/p' <<< "$line")
+n_iters=$(wc -l < "$T/kill-asp/metrics.jsonl")
+[ -n "$slices" ] && [ "$updates" = $((slices * n_iters)) ] ||
+  fail "asp: server 0 holds $updates updates of its $slices slices after $n_iters worker-iterations, expected one per push: $line"
+ok "asp: server 1 killed after $at of $n_iters worker-iterations: test accuracy $a_kill (fault-free asp $a_ref), server 0 holds $updates updates = $slices slices x $n_iters pushes"
+echo "3 passed, 0 failed"
