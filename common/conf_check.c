@@ -166,23 +166,17 @@ static int replicas_check(const ordo_conf_t *conf)
                               "would take ssp's slack away (use bsp or asp)", r);
     if (conf->backup > 0)
         return ordo_error_set(ORDO_ERR_INVAL,
-                              "fault.replicas = %d with sync.backup = %d is not supported: the pushes "
-                              "a primary held for an iteration and the ones it dropped as late are "
-                              "not replicated, so a promoted backup cannot tell a late push from a "
-                              "re-sent one", r, conf->backup);
+                              "fault.replicas = %d with sync.backup = %d is not supported: a "
+                              "promoted backup cannot tell a re-sent push the dead primary had "
+                              "left out as late from one it applied, so the worker would not learn "
+                              "that its push was dropped", r, conf->backup);
     if (conf->intra_backend != ORDO_INTRA_NONE && conf->local_size > 1)
         return ordo_error_set(ORDO_ERR_INVAL,
-                              "fault.replicas = %d with intra.backend = %s is not supported: a host "
-                              "group's owner re-sends only its own pushes after a promotion, not "
-                              "the sums its members wait for (use intra.backend = none)", r,
+                              "fault.replicas = %d with intra.backend = %s is not supported: "
+                              "re-sending after a promotion was not made to work and tested for "
+                              "host groups (client/push_hier.c: one owner per key pushes the "
+                              "group's sum and shares the value it pulls)", r,
                               conf->intra_backend == ORDO_INTRA_NCCL ? "nccl" : "shm");
-    if (conf->checkpoint_every > 0 || conf->resume[0])
-        return ordo_error_set(ORDO_ERR_INVAL,
-                              "fault.replicas = %d with %s is not supported: a server's checkpoint "
-                              "file gathers the momentum of every slice it holds, and the slices it "
-                              "backs up change by its primaries' state messages, not by its own "
-                              "updates, so no file would be complete",
-                              r, conf->resume[0] ? "fault.resume" : "fault.checkpoint_every");
     return 0;
 }
 

@@ -336,6 +336,7 @@ static void on_state(ordo_server_t *s, ordo_msg_t *m)
                   m->hdr.chunk, from, ordo_error_text(rc));
         return;
     }
+    ordo_srv_ckpt_updated(s->ckpt, slice); /* the backup's copy goes into its checkpoint too */
     ordo_msg_t a;
     ordo_msg_init(&a, ORDO_MSG_REPL_ACK);
     a.sock = s->data_sock;
