@@ -157,13 +157,6 @@ static int replicas_check(const ordo_conf_t *conf)
                               "fault.replicas = %d with push.mode = sparse is not supported: the "
                               "servers' sparse regions, their momentum and the global threshold are "
                               "not replicated (use push.mode = dense or merged)", r);
-    if (conf->sync_mode == ORDO_SYNC_SSP)
-        return ordo_error_set(ORDO_ERR_INVAL,
-                              "fault.replicas = %d with sync.mode = ssp is not supported: an ssp "
-                              "primary holds pushes of up to sync.staleness later iterations that "
-                              "no backup has (only applied updates are replicated), so a push "
-                              "could be acknowledged only once its iteration completed, which "
-                              "would take ssp's slack away (use bsp or asp)", r);
     if (conf->backup > 0)
         return ordo_error_set(ORDO_ERR_INVAL,
                               "fault.replicas = %d with sync.backup = %d is not supported: a "

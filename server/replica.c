@@ -178,6 +178,38 @@ static void send_state(ordo_server_t *s, int slice, int b)
     ordo_transport_send(s->node.tp, &m);
 }
 
+void ordo_replica_forward(ordo_server_t *s, int slice, int worker, int64_t iter, const void *data,
+                          size_t bytes, int64_t seq)
+{
+    ordo_replica_t *r = s->repl;
+    const ordo_keys_t *k = s->node.keys;
+    if (!r) return;
+    for (int j = 0; j < k->replicas; j++) {
+        int b = ordo_keys_replica(k, slice, j);
+        if (b == s->node.rank || k->dead[b]) continue;
+        ordo_msg_t m;
+        ordo_msg_init(&m, ORDO_MSG_REPL);
+        m.sock = r->peer_sock[b];
+        m.hdr.role = ORDO_ROLE_SERVER;
+        m.hdr.rank = s->node.rank;
+        m.hdr.key = k->slices[slice].key;
+        m.hdr.chunk = k->slices[slice].chunk;
+        m.hdr.iter = iter;
+        m.hdr.priority = worker;
+        m.hdr.req = (uint64_t)seq;
+        m.hdr.flags = ORDO_FLAG_FORWARD;
+        m.hdr.dtype = ORDO_DTYPE_F32;
+        if (ordo_msg_add_copy(&m, data, bytes) != 0) {
+            ORDO_ERROR("replicas: cannot forward a push of key %u chunk %u to server %d",
+                       m.hdr.key, m.hdr.chunk, b);
+            ordo_msg_close(&m);
+            continue;
+        }
+        r->n_sent++;
+        ordo_transport_send(s->node.tp, &m);
+    }
+}
+
 void ordo_replica_updated(ordo_server_t *s, int slice)
 {
     const ordo_keys_t *k = s->node.keys;
@@ -299,6 +331,48 @@ int ordo_replica_park(ordo_server_t *s, ordo_msg_t *m)
     return 0;
 }
 
+/* acknowledge REPL m to its primary, as holding update count seq */
+static void send_repl_ack(ordo_server_t *s, const ordo_msg_t *m, int64_t seq)
+{
+    ordo_msg_t a;
+    ordo_msg_init(&a, ORDO_MSG_REPL_ACK);
+    a.sock = s->data_sock;
+    memcpy(a.rid, m->rid, m->rid_len);
+    a.rid_len = m->rid_len;
+    a.hdr.role = ORDO_ROLE_SERVER;
+    a.hdr.rank = s->node.rank;
+    a.hdr.key = m->hdr.key;
+    a.hdr.chunk = m->hdr.chunk;
+    a.hdr.iter = seq;
+    ordo_transport_send(s->node.tp, &a);
+}
+
+/* ssp: a backup takes a worker's push its primary forwarded, as the primary did (the same
+ * pushes in the same rounds, summed in rank order: the same state, bit for bit), unless it
+ * has it already (a new primary forwards the re-sent pushes it had) */
+static void on_forward(ordo_server_t *s, ordo_msg_t *m, int slice)
+{
+    size_t len = 0;
+    int worker = m->hdr.priority;
+    if (!ordo_msg_data(m, 0, &len) || m->nframes != 1 || worker < 0 ||
+        worker >= s->node.n_workers) {
+        ORDO_WARN("replicas: dropped a malformed forwarded push of key %u chunk %u", m->hdr.key,
+                  m->hdr.chunk);
+        return;
+    }
+    int pusher = ordo__server_pusher(s, worker);
+    if (!ordo_store_pushed(s->store, slice, pusher, m->hdr.iter)) {
+        bool updated;
+        int rc = ordo_store_push_frame(s->store, slice, pusher, m->hdr.iter, &m->frames[0], &updated);
+        if (rc < 0) {
+            ORDO_WARN("replicas: forwarded push of key %u chunk %u iteration %lld from worker %d: %s",
+                      m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter, worker, ordo_error_text(rc));
+            return;
+        }
+    }
+    send_repl_ack(s, m, (int64_t)m->hdr.req);
+}
+
 /* a backup takes the state of a slice from its primary and acknowledges it */
 static void on_state(ordo_server_t *s, ordo_msg_t *m)
 {
@@ -314,6 +388,10 @@ static void on_state(ordo_server_t *s, ordo_msg_t *m)
     if (k->dead[from]) return; /* from a server declared dead: its state is no longer the slice's */
     if (k->slices[slice].server != from) { /* a new primary whose KEYMAP has not come here yet */
         if (ordo_replica_park(s, m) != 0) ORDO_WARN("replicas: dropped an early REPL");
+        return;
+    }
+    if (m->hdr.flags & ORDO_FLAG_FORWARD) {
+        on_forward(s, m, slice);
         return;
     }
     /* frames: the value, the momentum when the slice has one, the push clocks under asp */
@@ -337,17 +415,7 @@ static void on_state(ordo_server_t *s, ordo_msg_t *m)
         return;
     }
     ordo_srv_ckpt_updated(s->ckpt, slice); /* the backup's copy goes into its checkpoint too */
-    ordo_msg_t a;
-    ordo_msg_init(&a, ORDO_MSG_REPL_ACK);
-    a.sock = s->data_sock;
-    memcpy(a.rid, m->rid, m->rid_len);
-    a.rid_len = m->rid_len;
-    a.hdr.role = ORDO_ROLE_SERVER;
-    a.hdr.rank = s->node.rank;
-    a.hdr.key = m->hdr.key;
-    a.hdr.chunk = m->hdr.chunk;
-    a.hdr.iter = m->hdr.iter;
-    ordo_transport_send(s->node.tp, &a);
+    send_repl_ack(s, m, m->hdr.iter);
 }
 
 /* a primary learns that a backup holds a version */
@@ -454,7 +522,10 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
             promoted++;
             for (int b = 0; b < k->n_servers; b++)
                 *acked(r, i, b) = -1;
-            if (ordo_store_seq(s->store, i) >= 0) ordo_replica_updated(s, i);
+            /* ssp: the backups hold the pushes of later iterations too, which a state would
+             * drop; they get the re-sent pushes this server forwards instead */
+            if (ordo_store_seq(s->store, i) >= 0 && ordo_store_sync_mode(s->store) != ORDO_SYNC_SSP)
+                ordo_replica_updated(s, i);
         }
         ordo__server_wake(s, i); /* a dead backup no longer holds anything back */
         flush_acks(s, i);

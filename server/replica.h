@@ -4,7 +4,9 @@
  * live backups, and a pull of that version, or the acknowledgement of a push it contains, goes
  * out only once every live backup acknowledged holding it (under asp a plain pull takes the
  * primary's current value at once, as asp pulls do; a push's acknowledgement, or the answer
- * of a pull riding on it, waits for the update it made). As a backup it installs the states its slices' primaries send.
+ * of a pull riding on it, waits for the update it made). Under ssp a primary holds pushes of
+ * later iterations no state carries, so it forwards each push it takes to the backups
+ * instead, which take it as it did; acknowledgements wait for the backups to hold the push. As a backup it installs the states its slices' primaries send.
  * When the scheduler's KEYMAP names dead servers it recomputes the key map: slices whose
  * primary died are now its own when it is their first live backup; it sends their state to
  * their remaining backups and answers what waited on the dead ones. A worker's message for a
@@ -48,6 +50,13 @@ int ordo_replica_park(ordo_server_t *s, ordo_msg_t *m);
  * count seq (ordo_store_seq: the version under bsp, the pushes applied under asp) or a newer
  * one (true without replicas). */
 bool ordo_replica_visible(const ordo_server_t *s, int slice, int64_t seq);
+
+/* ordo_replica_forward sends worker's push of iteration iter to slice (bytes of data, copied)
+ * to slice's live backups, with the update count seq it makes here (sync.mode = ssp: the
+ * backups take the pushes themselves, since the state after an update would not carry the
+ * pushes of later iterations the primary holds). */
+void ordo_replica_forward(ordo_server_t *s, int slice, int worker, int64_t iter, const void *data,
+                          size_t bytes, int64_t seq);
 
 /* ordo_replica_updated sends slice's new state to its live backups (after an update or its
  * initial value). */

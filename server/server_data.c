@@ -47,11 +47,11 @@ static bool fused_push(const ordo_msg_t *m)
 }
 
 /* need_of_push: with replicas, the update count (ordo_store_seq) every live backup must hold
- * before push m of slice is acknowledged: bsp the version its iteration completes, asp the
- * count right after it was applied (each push is an update of its own) */
+ * before push m of slice is acknowledged: bsp the version its iteration completes, asp and ssp
+ * the count right after it was taken (asp: applied, an update of its own; ssp: forwarded) */
 static int64_t need_of_push(const ordo_server_t *s, const ordo_msg_t *m, int slice)
 {
-    if (ordo_store_sync_mode(s->store) == ORDO_SYNC_ASP) return ordo_store_seq(s->store, slice);
+    if (ordo_store_sync_mode(s->store) != ORDO_SYNC_BSP) return ordo_store_seq(s->store, slice);
     return m->hdr.iter + 1;
 }
 
@@ -316,10 +316,11 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
     s->n_pull++;
     ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .need = iter, .req = m->hdr.req,
                         .rid_len = m->rid_len, .flags = flags};
-    /* asp with replicas: a plain pull takes the current value at once (asp pulls wait for no
-     * update), one riding on a push also acknowledges it, so it waits for the update the
-     * push made */
-    if (ordo_store_sync_mode(s->store) == ORDO_SYNC_ASP)
+    /* asp and ssp with replicas: a plain pull takes the value the consistency model allows
+     * at once (its pushes not yet on the backups were not acknowledged: their senders send
+     * them again if this server dies), one riding on a push also acknowledges it, so it waits
+     * for the backups to hold that push */
+    if (ordo_store_sync_mode(s->store) != ORDO_SYNC_BSP)
         w.need = m->hdr.type == ORDO_MSG_PUSH ? ordo_store_seq(s->store, slice) : -1;
     memcpy(w.rid, m->rid, m->rid_len);
     if (ready(s, slice, &w)) {
@@ -383,6 +384,11 @@ static bool on_resent_push(ordo_server_t *s, ordo_msg_t *m, int slice)
     ordo_replica_count_duplicate(s->repl);
     ORDO_DEBUG("re-sent push of key %u chunk %u iteration %lld from worker %d: already in",
                m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter, m->hdr.rank);
+    size_t len = 0;
+    const void *data = ordo_msg_data(m, 0, &len);
+    if (ordo_store_sync_mode(s->store) == ORDO_SYNC_SSP && data) /* a backup may miss it */
+        ordo_replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,
+                             ordo_store_seq(s->store, slice));
     if (m->hdr.flags & ORDO_FLAG_PULL)
         add_pull(s, m, slice, m->hdr.iter + 1, 0);
     else
@@ -456,6 +462,11 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
             return;
         }
         if (s->repl && on_resent_push(s, m, slice)) return;
+        bool forward = s->repl && ordo_store_sync_mode(s->store) == ORDO_SYNC_SSP;
+        if (forward && ordo_store_check_push(s->store, slice, ordo__server_pusher(s, m->hdr.rank),
+                                             m->hdr.iter, len) == 0)
+            ordo_replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,
+                                 ordo_store_seq(s->store, slice) + 1);
         int rc = ordo_store_push_frame(s->store, slice, ordo__server_pusher(s, m->hdr.rank),
                                        m->hdr.iter, &m->frames[0],
                                        &updated);
@@ -472,7 +483,7 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
         s->n_push++;
         if (updated) ordo_srv_ckpt_updated(s->ckpt, slice);
         bool fused = m->hdr.flags & ORDO_FLAG_PULL; /* the answer to its pull acknowledges it */
-        if (updated) ordo_replica_updated(s, slice);
+        if (updated && !forward) ordo_replica_updated(s, slice);
         if (!fused) ack_push(s, m, slice, flags);
         if (updated) ordo__server_wake(s, slice);
         if (fused) add_pull(s, m, slice, m->hdr.iter + 1, flags);

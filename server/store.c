@@ -52,6 +52,7 @@ typedef struct {
     round_t *rounds;
     int64_t *clock;  /* asp: per worker, the iteration of its next push */
     int64_t version; /* -1 before init; asp: the oldest iteration with a push missing */
+    int64_t taken;   /* pushes taken (summed, held or applied) since init: ssp's update count */
 } slot_t;
 
 struct ordo_store {
@@ -506,6 +507,7 @@ int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, co
         s->dropped++;
         return ORDO_STORE_DROPPED;
     }
+    sl->taken++;
     if (s->mode == ORDO_SYNC_ASP) return apply_one(s, sl, worker, data, updated);
     round_t *rd = &sl->rounds[iter % s->n_rounds];
     ordo_store_frame_t *copy = NULL;
@@ -722,7 +724,8 @@ bool ordo_store_pushed(const ordo_store_t *s, int slice, int worker, int64_t ite
 int64_t ordo_store_seq(const ordo_store_t *s, int slice)
 {
     const slot_t *sl = &s->slots[s->slot_of[slice]];
-    if (s->mode != ORDO_SYNC_ASP || sl->version < 0) return sl->version;
+    if (s->mode == ORDO_SYNC_BSP || sl->version < 0) return sl->version;
+    if (s->mode == ORDO_SYNC_SSP) return sl->taken;
     int64_t n = 0;
     for (int w = 0; w < s->n_workers; w++)
         n += sl->clock[w];

@@ -135,8 +135,9 @@ int ordo_store_install(ordo_store_t *s, int slice, int64_t version, const void *
                        size_t bytes, const void *mom, size_t mom_bytes);
 
 /* ordo_store_seq returns the slice's update count, by which replicas tell how new a state is
- * (-1 before init): the version under bsp and ssp, under asp the pushes applied (the sum of
- * the workers' push clocks), which grows with every update. */
+ * (-1 before init): the version under bsp, under asp the pushes applied (the sum of the
+ * workers' push clocks), under ssp the pushes taken into its rounds since its initial value
+ * (a backup takes the same pushes, forwarded by the primary). */
 int64_t ordo_store_seq(const ordo_store_t *s, int slice);
 
 /* ordo_store_clocks returns the slice's per-worker push clocks under asp (the iteration of
