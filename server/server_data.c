@@ -380,6 +380,11 @@ void ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
 static bool on_resent_push(ordo_server_t *s, ordo_msg_t *m, int slice)
 {
     int worker = ordo__server_pusher(s, m->hdr.rank);
+    /* backup workers: a push of an iteration already applied was either in the update or left
+     * out as late, which the dead primary alone knew; either way the iteration is done
+     * without it, so it is answered as a late push (the store's path), with how far the slice
+     * got */
+    if (s->conf.backup > 0 && m->hdr.iter < ordo_store_version(s->store, slice)) return false;
     if (!ordo_store_pushed(s->store, slice, worker, m->hdr.iter)) return false;
     ordo_replica_count_duplicate(s->repl);
     ORDO_DEBUG("re-sent push of key %u chunk %u iteration %lld from worker %d: already in",

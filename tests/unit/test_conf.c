@@ -287,9 +287,9 @@ START_TEST(sync_and_straggle_keys_are_checked)
 }
 END_TEST
 
-/* [fault] replicas: at most the servers; dense and merged pushes, every sync mode and
- * checkpoints are replicated, and each pair replication is not built for is refused with its
- * own reason */
+/* [fault] replicas: at most the servers; dense and merged pushes, every sync mode, backup
+ * workers, shm host groups and checkpoints are replicated; sparse pushes and nccl groups are
+ * refused, each with its own reason */
 START_TEST(replicas_within_the_servers_and_dense_bsp)
 {
     ordo_conf_t c;
@@ -311,8 +311,7 @@ START_TEST(replicas_within_the_servers_and_dense_bsp)
     ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "dense", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "sync.backup", "1", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "cluster.workers", "2", "test"));
-    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
-    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "fault.replicas = 3 with sync.backup = 1 is not supported"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
     ORDO_CK_OK(ordo_conf_set(&c, "sync.backup", "0", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "fault.checkpoint_every", "10", "test"));
     ORDO_CK_OK(ordo_conf_validate(&c));
@@ -324,8 +323,10 @@ START_TEST(replicas_within_the_servers_and_dense_bsp)
     ORDO_CK_OK(ordo_conf_set(&c, "sync.mode", "bsp", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "intra.backend", "shm", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "cluster.local_size", "2", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "intra.backend", "nccl", "test"));
     ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
-    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "fault.replicas = 3 with intra.backend = shm is not supported"));
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "fault.replicas = 3 with intra.backend = nccl is not supported"));
 }
 END_TEST
 
