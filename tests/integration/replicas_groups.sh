@@ -5,10 +5,11 @@
 #   owner pushes the group's sum and sends again what the dead server had not answered; the
 #   survivors exit 0 and params.bin is the fault-free run's bit for bit.
 # - backup workers (sync.backup = 1 of 2 workers; which push makes each update depends on
-#   timing, so no two runs are alike): the survivors exit 0, the test accuracy is within 2
-#   points of a fault-free run's, and the surviving server applied each slice once per
-#   iteration (its slices x the run's iterations, summary.json: the batch service sets their
-#   number; a re-sent push of an applied iteration is answered as a late one, never applied).
+#   timing, so no two runs are alike: fault-free runs differ by up to 2 points here): the
+#   survivors exit 0, the test accuracy is within 3 points of a fault-free run's, and the
+#   surviving server applied each slice once per iteration (its slices x the run's
+#   iterations, summary.json: the batch service sets their number; a re-sent push of an
+#   applied iteration is answered as a late one, never applied).
 source "$(dirname "$0")/lib.sh"
 need_fmnist
 root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -68,8 +69,8 @@ ok "host groups (shm, 2 x 2 workers): server 1 killed after $at of $((4 * iters)
 
 pair backup 2 --sync.backup=1
 a_ref=$(acc ref-backup) a_kill=$(acc kill-backup)
-python3 -c "import sys; sys.exit(0 if abs($a_kill - $a_ref) <= 0.02 else 1)" ||
-  fail "backup: test accuracy $a_kill with a server killed, $a_ref without: more than 2 points apart"
+python3 -c "import sys; sys.exit(0 if abs($a_kill - $a_ref) <= 0.03 else 1)" ||
+  fail "backup: test accuracy $a_kill with a server killed, $a_ref without: more than 3 points apart"
 read -r slices n <<< "$(updates)"
 run_iters=$(python3 -c "import json; print(json.load(open('$T/kill-backup/summary.json'))['iterations'])")
 [ -n "$slices" ] && [ "$n" = $((slices * run_iters)) ] ||
