@@ -79,15 +79,19 @@ int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m)
         keystate_t *ks = &w->ks[k->slices[i].key];
         /* an initial value the dead primary may not have passed on (ignored if it did) */
         if (w->init_val[i] && (rc = ordo__ps_send_init(w, i)) != 0) break;
+        bool resent_fused = false; /* a fused push queued again carries its pull */
         if (w->sent[i]) { /* left for the dead primary, never answered: queue it again */
             queued_push_t q = w->last[i];
             q.seq = w->seq++;
             w->sent[i] = 0;
             w->pq[w->pq_n++] = q;
             pushes++;
-            continue;
+            resent_fused = q.fused;
         }
-        bool rides = ks->fused && ks->push_left && ks->push_iter + 1 == ks->pull_iter;
+        /* a pull of its own (a push, then a pull of the next iteration, as a libordo program
+         * may send them) goes again too */
+        bool rides = resent_fused ||
+                     (ks->fused && ks->push_left && ks->push_iter + 1 == ks->pull_iter);
         if (ks->pull_left && !w->got[i] && !rides) { /* a fused push still queued carries it */
             if ((rc = ordo__ps_send_pull(w, i, ks->pull_iter)) != 0) break;
             pulls++;
@@ -95,8 +99,10 @@ int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m)
     }
     if (!rc && moved && w->path->ops->moved) { /* the path's own messages (merged parts) */
         int n = w->path->ops->moved(w->path, was);
-        if (n < 0) rc = n;
-        else pushes += n;
+        if (n < 0)
+            rc = n;
+        else
+            pushes += n;
     }
     free(was);
     if (moved)
