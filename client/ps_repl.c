@@ -79,20 +79,23 @@ int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m)
         keystate_t *ks = &w->ks[k->slices[i].key];
         /* an initial value the dead primary may not have passed on (ignored if it did) */
         if (w->init_val[i] && (rc = ordo__ps_send_init(w, i)) != 0) break;
-        bool resent_fused = false; /* a fused push queued again carries its pull */
         if (w->sent[i]) { /* left for the dead primary, never answered: queue it again */
             queued_push_t q = w->last[i];
             q.seq = w->seq++;
             w->sent[i] = 0;
             w->pq[w->pq_n++] = q;
             pushes++;
-            resent_fused = q.fused;
         }
-        /* a pull of its own (a push, then a pull of the next iteration, as a libordo program
-         * may send them) goes again too */
-        bool rides = resent_fused ||
-                     (ks->fused && ks->push_left && ks->push_iter + 1 == ks->pull_iter);
-        if (ks->pull_left && !w->got[i] && !rides) { /* a fused push still queued carries it */
+        bool rides = ks->fused && ks->push_left && ks->push_iter + 1 == ks->pull_iter;
+        if (ks->pull_left && !w->got[i] && !rides && ks->push_left) {
+            /* a pull of its own while the key's push is not complete (a libordo program may
+             * send a push of t and a pull of t + 1): it goes once the push completed
+             * (ps.c's send_held_pulls), so that its answer, which the new primary may have at
+             * once, cannot come first */
+            w->repull[i] = 1;
+            pulls++;
+        } else if (ks->pull_left && !w->got[i] && !rides && !w->repull[i]) {
+            /* (a fused push carries its pull; a held-back one goes when its push completes) */
             if ((rc = ordo__ps_send_pull(w, i, ks->pull_iter)) != 0) break;
             pulls++;
         }
