@@ -200,6 +200,23 @@ int ordo__ps_probe(ordo__ps_t *w, int server, const float *src, size_t bytes, in
     return rc;
 }
 
+/* send_held_pulls: after a promotion ([fault] replicas, ps_repl.c) a key's pulls wait until
+ * its push, sent again, completed, so that their answers (which the new primary may have at
+ * once) cannot come before it; key's push just completed: they go now */
+static int send_held_pulls(ordo__ps_t *w, int key)
+{
+    const ordo_keys_t *k = w->node.keys;
+    keystate_t *ks = &w->ks[key];
+    for (int c = 0; c < k->n_chunks[key]; c++) {
+        int s = k->first_slice[key] + c;
+        if (!w->repull[s]) continue;
+        w->repull[s] = 0;
+        int rc = ks->pull_left && !w->got[s] ? ordo__ps_send_pull(w, s, ks->pull_iter) : 0;
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 /* hand queued pushes to the transport, smallest priority first (first queued first when the
  * plan has no priorities: policies none and fifo), while the credit allows
  * ([order] credit_bytes: less than that ahead of them on the link). A push handed over can no
@@ -399,6 +416,8 @@ void ordo__ps_push_done(ordo__ps_t *w, int key, int64_t iter)
 {
     w->ks[key].push_left = 0;
     ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, key, iter);
+    int rc = send_held_pulls(w, key);
+    if (rc) ORDO_ERROR("key %d: sending its pull again: %s", key, ordo_error_text(rc));
 }
 
 /* the scheduler's check of its step model against the first measured iterations:
@@ -542,6 +561,7 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
         }
         w->sent[s] = 0;
         ordo__credit_acked(&w->credit, k->slices[s].numel * 4);
+
         if (m->hdr.flags & ORDO_FLAG_DROPPED) {
             /* the server says how far it got (its version, as a negative staleness) */
             int64_t v = m->hdr.iter - ORDO_FLAG_STALENESS(m->hdr.flags);
@@ -549,7 +569,10 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
             if (v > (int64_t)atomic_load(&w->newest_version))
                 atomic_store(&w->newest_version, (long long)v);
         }
-        if (--ks->push_left == 0) ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, (int)m->hdr.key, m->hdr.iter);
+        if (--ks->push_left == 0) {
+            ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, (int)m->hdr.key, m->hdr.iter);
+            return send_held_pulls(w, (int)m->hdr.key);
+        }
         return 0;
     }
     case ORDO_MSG_ERROR:

@@ -42,6 +42,8 @@ struct ordo_worker {
     uint8_t *got; /* per slice: chunk of the current pull arrived */
     uint8_t *sent;           /* per slice: its push left and is not acknowledged yet */
     queued_push_t *last;     /* per slice: that push (re-sent when its primary dies) */
+    uint8_t *repull;         /* per slice: after a promotion, its pull goes again once the
+                              * push re-sent before it is acknowledged (ps_repl.c) */
     float **init_val; /* [fault] replicas: per slice, a copy of the INIT sent, kept until the
                        * slice's first value arrives (re-sent when its primary dies) */
     queued_push_t *pq;

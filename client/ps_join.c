@@ -111,9 +111,11 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
     w->ks = calloc((size_t)k->n_keys + 1, sizeof *w->ks);
     w->got = calloc((size_t)k->n_slices + 1, 1);
     w->sent = calloc((size_t)k->n_slices + 1, 1);
+    w->repull = calloc((size_t)k->n_slices + 1, 1);
     w->last = calloc((size_t)k->n_slices + 1, sizeof *w->last);
     w->init_val = calloc((size_t)k->n_slices + 1, sizeof *w->init_val);
-    if (!w->server_sock || !w->ks || !w->got || !w->sent || !w->last || !w->init_val) {
+    if (!w->server_sock || !w->ks || !w->got || !w->sent || !w->repull || !w->last ||
+        !w->init_val) {
         rc = ORDO_ERR_NOMEM;
         goto fail;
     }
@@ -158,6 +160,7 @@ void ordo__ps_destroy(ordo__ps_t **wp)
     free(w->ks);
     free(w->got);
     free(w->sent);
+    free(w->repull);
     free(w->last);
     free(w->pq);
     free(w->ev);

@@ -6,7 +6,8 @@
  * replica holds its update) and pulls not answered. The new primary recognises a push it
  * already holds by (worker, slice, iteration) and does not apply it twice. Pushes still
  * queued here simply leave for the new primary, and initial values not yet seen back are sent
- * again too. A KEYMAP may also name a server that joined in a dead one's place: the worker
+ * again too, and a push path's own messages (merged groups' parts, push_merged.c's moved)
+ * not acknowledged. A KEYMAP may also name a server that joined in a dead one's place: the worker
  * connects to it. */
 #include "common/error.h"
 #include "common/keys.h"
@@ -84,13 +85,27 @@ int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m)
             w->sent[i] = 0;
             w->pq[w->pq_n++] = q;
             pushes++;
-            continue;
         }
         bool rides = ks->fused && ks->push_left && ks->push_iter + 1 == ks->pull_iter;
-        if (ks->pull_left && !w->got[i] && !rides) { /* a fused push still queued carries it */
+        if (ks->pull_left && !w->got[i] && !rides && ks->push_left) {
+            /* a pull of its own while the key's push is not complete (a libordo program may
+             * send a push of t and a pull of t + 1): it goes once the push completed
+             * (ps.c's send_held_pulls), so that its answer, which the new primary may have at
+             * once, cannot come first */
+            w->repull[i] = 1;
+            pulls++;
+        } else if (ks->pull_left && !w->got[i] && !rides && !w->repull[i]) {
+            /* (a fused push carries its pull; a held-back one goes when its push completes) */
             if ((rc = ordo__ps_send_pull(w, i, ks->pull_iter)) != 0) break;
             pulls++;
         }
+    }
+    if (!rc && moved && w->path->ops->moved) { /* the path's own messages (merged parts) */
+        int n = w->path->ops->moved(w->path, was);
+        if (n < 0)
+            rc = n;
+        else
+            pushes += n;
     }
     free(was);
     if (moved)

@@ -92,6 +92,10 @@ typedef struct ordo__push_ops {
     /* state saves (save) the path's own state between iterations to the file path, or
      * restores it from there: checkpoints and fault.resume (sparse: residuals, thresholds). */
     int (*state)(ordo__push_t *p, const char *path, bool save);
+    /* moved: a KEYMAP ([fault] replicas) moved slices to new primaries (was: each slice's
+     * primary before it); the path queues again the messages it sent to the old ones that
+     * were not acknowledged, and returns how many (or a negative error). */
+    int (*moved)(ordo__push_t *p, const int *was);
 } ordo__push_ops_t;
 
 /* The hierarchical path (push_hier.c) is not a [push] mode: the plan's "intra" member picks it

@@ -16,6 +16,10 @@ typedef struct {
      * flight and acks still due */
     int64_t *group_iter, *group_sent_iter;
     int *group_prio, *group_left;
+    /* per group and part (at part_at[group] + part): sent and not acknowledged (re-sent to a
+     * new primary when its server dies, [fault] replicas) */
+    uint8_t *part_out;
+    int *part_at, n_msgs;
 } merged_t;
 
 static void destroy(ordo__push_t *p)
@@ -26,6 +30,8 @@ static void destroy(ordo__push_t *p)
     free(mp->group_sent_iter);
     free(mp->group_prio);
     free(mp->group_left);
+    free(mp->part_out);
+    free(mp->part_at);
     free(mp);
 }
 
@@ -48,14 +54,22 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
     mp->group_sent_iter = malloc(sizeof *mp->group_sent_iter * (size_t)ng);
     mp->group_prio = calloc((size_t)ng, sizeof *mp->group_prio);
     mp->group_left = calloc((size_t)ng, sizeof *mp->group_left);
-    if (!mp->group_iter || !mp->group_sent_iter || !mp->group_prio || !mp->group_left) {
+    mp->part_at = malloc(sizeof *mp->part_at * ((size_t)ng + 1));
+    if (!mp->group_iter || !mp->group_sent_iter || !mp->group_prio || !mp->group_left ||
+        !mp->part_at) {
         rc = ORDO_ERR_NOMEM;
         goto fail;
     }
     int msgs = 0;
     for (int g = 0; g < ng; g++) {
         mp->group_iter[g] = mp->group_sent_iter[g] = -1;
+        mp->part_at[g] = msgs;
         msgs += ordo__merge_buf_n_parts(mp->mb, g);
+    }
+    mp->n_msgs = msgs;
+    if (!(mp->part_out = calloc((size_t)msgs + 1, 1))) {
+        rc = ORDO_ERR_NOMEM;
+        goto fail;
     }
     ORDO_INFO("merged pushes: %d keys in %d groups, %d messages per iteration, %.1f MiB of "
               "merge buffers",
@@ -104,11 +118,15 @@ static int pushpull(ordo__push_t *p, int key, const float *src, float *dst, int6
     return ordo__ps_pull(p->ps, key, dst, iter + 1, priority);
 }
 
-/* one part of a group: payload and index go zero-copy from the merge buffer */
+/* one part of a group: payload and index go zero-copy from the merge buffer, to the current
+ * primary of its slices (all of a part's slices share their home server, so their replica
+ * sets and their primary) */
 static void send_part(ordo__push_t *p, int group, int part, int64_t iter, int priority)
 {
     merged_t *mp = (merged_t *)p;
     const ordo_merge_part_t *pt = ordo__merge_buf_part(mp->mb, group, part);
+    const ordo_keys_t *k = ordo__ps_keys(p->ps);
+    int server = pt->n_slices > 0 ? k->slices[pt->slices[0]].server : pt->server;
     ordo_msg_t m;
     ordo_msg_init(&m, ORDO_MSG_PUSH);
     m.hdr.iter = iter;
@@ -121,7 +139,8 @@ static void send_part(ordo__push_t *p, int group, int part, int64_t iter, int pr
     ordo_msg_add_ref(&m, payload, (size_t)pt->numel * sizeof(float), NULL, NULL);
     ordo_msg_add_ref(&m, (void *)pt->slices, (size_t)pt->n_slices * sizeof(uint32_t), NULL, NULL);
     ordo__ps_count_push(p->ps, pt->numel * (int64_t)sizeof(float));
-    ordo__ps_send(p->ps, pt->server, &m);
+    mp->part_out[mp->part_at[group] + part] = 1;
+    ordo__ps_send(p->ps, server, &m);
 }
 
 /* the ack of one part of a group; the last one completes every key of the group */
@@ -131,17 +150,43 @@ static int group_ack(ordo__push_t *p, const ordo_msg_t *m)
     int g = (int)m->hdr.key;
     if (m->hdr.key >= (uint32_t)ordo__merge_buf_n_groups(mp->mb) || !mp->group_left[g] ||
         mp->group_sent_iter[g] != m->hdr.iter ||
-        m->hdr.chunk >= (uint32_t)ordo__merge_buf_n_parts(mp->mb, g)) {
+        m->hdr.chunk >= (uint32_t)ordo__merge_buf_n_parts(mp->mb, g) ||
+        !mp->part_out[mp->part_at[g] + (int)m->hdr.chunk]) {
         ORDO_WARN("dropped an unexpected merged PUSH_ACK (group %u part %u iter %lld)", m->hdr.key,
                   m->hdr.chunk, (long long)m->hdr.iter);
         return 0;
     }
+    mp->part_out[mp->part_at[g] + (int)m->hdr.chunk] = 0;
     if (--mp->group_left[g] > 0) return 0;
     int n;
     const int *keys = ordo__merge_buf_group_keys(mp->mb, g, &n);
     for (int i = 0; i < n; i++)
         ordo__ps_push_done(p->ps, keys[i], m->hdr.iter);
     return 0;
+}
+
+/* the parts a dead primary did not acknowledge leave again, for the slices' new primary (the
+ * merge buffer still holds them: a group is refilled only once its next values were pulled,
+ * and then every live replica holds its update and the new primary leaves the part out) */
+static int moved(ordo__push_t *p, const int *was)
+{
+    merged_t *mp = (merged_t *)p;
+    const ordo_keys_t *k = ordo__ps_keys(p->ps);
+    int n = 0, ng = ordo__merge_buf_n_groups(mp->mb);
+    int rc = ordo__ps_reserve(p->ps, mp->n_msgs);
+    if (rc) return rc;
+    for (int g = 0; g < ng; g++) {
+        for (int part = 0; mp->group_left[g] && part < ordo__merge_buf_n_parts(mp->mb, g); part++) {
+            const ordo_merge_part_t *pt = ordo__merge_buf_part(mp->mb, g, part);
+            int sl = pt->n_slices > 0 ? (int)pt->slices[0] : -1;
+            if (!mp->part_out[mp->part_at[g] + part] || sl < 0 || k->slices[sl].server == was[sl])
+                continue;
+            mp->part_out[mp->part_at[g] + part] = 0;
+            ordo__ps_queue_part(p->ps, g, part, mp->group_sent_iter[g], mp->group_prio[g]);
+            n++;
+        }
+    }
+    return n;
 }
 
 static float *grad_home(const ordo__push_t *p, int key)
@@ -159,6 +204,7 @@ const ordo__push_ops_t ordo__push_merged_ops = {
     .send_part = send_part,
     .group_ack = group_ack,
     .grad_home = grad_home,
+    .moved = moved,
     .key_pushes = true,
     .bind = ordo__push_dense_bind,
     .unbind = ordo__push_dense_unbind,

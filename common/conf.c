@@ -216,8 +216,8 @@ const key_t_ ordo__conf_keys[] = {
      "servers holding each key slice: a primary and replicas - 1 backups on the next servers in "
      "rank order; an update is answered only once every live replica holds it, and when a "
      "server dies the scheduler promotes a backup and the run goes on (1 = no copies: a dead "
-     "server stops the run; at most cluster.servers; needs push.mode = dense, sync.mode = bsp "
-     "without backup workers, no intra groups, no checkpoints)"},
+     "server stops the run; at most cluster.servers; not with push.mode = sparse or "
+     "intra.backend = nccl)"},
     {"fault", "checkpoint_every", T_INT, OFF(checkpoint_every), 0, "0", 0, 100000000, NULL,
      "worker 0 writes RUN/checkpoint.bin (the params.bin format) with the parameters after "
      "every N updates, and the servers their momentum (checkpoint-server-R.bin); "

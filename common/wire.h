@@ -105,6 +105,11 @@ typedef enum { ORDO_DTYPE_NONE = 0, ORDO_DTYPE_F32 = 1, ORDO_DTYPE_BYTES = 2, OR
  * with a HEARTBEAT at once; a HEARTBEAT with it asks the same of the scheduler. Bit 0x20
  * means nothing else on heartbeats. */
 #define ORDO_FLAG_PING 0x20u
+/* REPL with this flag carries a worker's push to a backup (sync.mode = ssp with [fault]
+ * replicas, server/replica.h): key, chunk and iter are the push's, priority the worker's rank,
+ * req the primary's update count after it; the backup takes it as the primary did and
+ * answers REPL_ACK with that count as its iter */
+#define ORDO_FLAG_FORWARD 0x40u
 #define ORDO_FLAG_STALE_SHIFT 16
 #define ORDO_FLAG_STALE(st) ((uint32_t)(uint16_t)(int16_t)((st) > 32767 ? 32767 : (st) < -32768 ? -32768 : (st)) << ORDO_FLAG_STALE_SHIFT)
 #define ORDO_FLAG_STALENESS(flags) ((int)(int16_t)(uint16_t)((flags) >> ORDO_FLAG_STALE_SHIFT))

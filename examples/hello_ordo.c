@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ITERS     5
+#ifndef ITERS /* cc -DITERS=N: a longer run (tests/integration/replicas_declared.sh) */
+#define ITERS 5
+#endif
 #define N_TENSORS 3
 
 static const char *names[N_TENSORS] = {"layer1.weight", "layer1.bias", "layer2.weight"};

@@ -166,6 +166,9 @@ void ordo_replicas_join(struct ordo_scheduler *s, const ordo_msg_t *m, const cha
         why = "fault.replicas = 1: no server can join a running cluster";
     else if (at < 0)
         why = "no dead server to replace: the cluster is full";
+    else if (s->conf.sync_mode == ORDO_SYNC_SSP)
+        why = "sync.mode = ssp: a replacement cannot be brought up to date (the primaries hold "
+              "pushes of later iterations that the state they send does not carry)";
     if (why) {
         ORDO_WARN("refused a server joining (pid %d at %s): %s", pid, endpoint, why);
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, why);

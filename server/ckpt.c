@@ -17,6 +17,8 @@ typedef struct {
     int64_t iter; /* -1: none */
     int left;     /* slices still to copy */
     float *data;
+    int64_t *copied; /* [n] per slice: the iteration last copied (a backup may be sent a state
+                      * twice, [fault] replicas: counted once) */
 } gen_t;
 
 struct ordo_srv_ckpt {
@@ -66,8 +68,12 @@ int ordo_srv_ckpt_new(ordo_store_t *st, const ordo_keys_t *keys, int rank, int e
     for (int g = 0; g < 2; g++) {
         c->gen[g].iter = -1;
         c->gen[g].data = malloc(sizeof(float) * (size_t)(c->total + 1));
+        c->gen[g].copied = malloc(sizeof(int64_t) * (size_t)(c->n + 1));
+        for (int j = 0; c->gen[g].copied && j < c->n; j++)
+            c->gen[g].copied[j] = -1;
     }
-    if (rc || !c->index_of || !c->offset || !c->gen[0].data || !c->gen[1].data) {
+    if (rc || !c->index_of || !c->offset || !c->gen[0].data || !c->gen[1].data ||
+        !c->gen[0].copied || !c->gen[1].copied) {
         ordo_srv_ckpt_destroy(&c);
         return rc ? rc : ORDO_ERR_NOMEM;
     }
@@ -92,6 +98,8 @@ void ordo_srv_ckpt_destroy(ordo_srv_ckpt_t **cp)
     free(c->offset);
     free(c->gen[0].data);
     free(c->gen[1].data);
+    free(c->gen[0].copied);
+    free(c->gen[1].copied);
     free(c);
     *cp = NULL;
 }
@@ -150,6 +158,8 @@ void ordo_srv_ckpt_updated(ordo_srv_ckpt_t *c, int slice)
     int j = c->index_of[slice];
     memcpy(g->data + c->offset[j], ordo_store_momentum(c->st, slice),
            sizeof(float) * (size_t)c->keys->slices[slice].numel);
+    if (g->copied[j] == iter) return; /* the same state again: copied, counted before */
+    g->copied[j] = iter;
     if (--g->left > 0) return;
     int rc = write_gen(c, g);
     if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
@@ -195,6 +205,81 @@ static int read_head(FILE *f, const char *path, int rank, const ordo_keys_t *key
     return 0;
 }
 
+/* with replicas every slice lives in the files of each server that held it (primary or
+ * backup): take each slice this server holds from the first file, of any server, written
+ * after `iteration` updates (this server's own first), so that a server that died before the
+ * checkpoint the run resumes from costs nothing. 0 once every slice was found. */
+static int gather(ordo_store_t *st, const ordo_keys_t *keys, int rank, const char *dir,
+                  int64_t iteration, const int *slices, int n)
+{
+    uint8_t *done = calloc((size_t)keys->n_slices + 1, 1);
+    if (!done) return ORDO_ERR_NOMEM;
+    int left = n, files = 0, rc = 0;
+    for (int k = 0; k < 2 * keys->n_servers && left > 0 && !rc; k++) {
+        int r = (rank + k / 2) % keys->n_servers;
+        char path[4200];
+        file_name(path, sizeof path, dir, r, k % 2 ? ".prev" : "");
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        unsigned char h[HEADER_BYTES];
+        int fn = 0;
+        int64_t it = -1;
+        if (fread(h, 1, sizeof h, f) == sizeof h && !memcmp(h, ORDO_CKPT_MAGIC, 8)) {
+            fn = (int)ordo_get_le(h + 12, 4);
+            it = (int64_t)ordo_get_le(h + 16, 8);
+        }
+        unsigned char *table = it == iteration && fn > 0 && fn <= keys->n_slices
+                                   ? malloc((size_t)fn * ENTRY_BYTES)
+                                   : NULL;
+        if (!table || fread(table, ENTRY_BYTES, (size_t)fn, f) != (size_t)fn) {
+            free(table);
+            fclose(f);
+            continue;
+        }
+        int used = 0;
+        for (int j = 0; j < fn && !rc; j++) { /* entries in the file's order, floats after */
+            const unsigned char *e = table + (size_t)j * ENTRY_BYTES;
+            int64_t numel = (int64_t)ordo_get_le(e + 8, 8);
+            int sl = ordo_keys_slice(keys, (uint32_t)ordo_get_le(e, 4), (uint32_t)ordo_get_le(e + 4, 4));
+            bool want = sl >= 0 && !done[sl] && ordo_store_owns(st, sl) &&
+                        keys->slices[sl].numel == numel;
+            if (!want) {
+                if (fseek(f, (long)(numel * 4), SEEK_CUR) != 0) break;
+                continue;
+            }
+            unsigned char *buf = malloc((size_t)numel * 4 + 1);
+            if (!buf) {
+                rc = ORDO_ERR_NOMEM;
+            } else if (fread(buf, 4, (size_t)numel, f) == (size_t)numel) {
+                ordo_get_floats_le(ordo_store_momentum(st, sl), buf, numel);
+                done[sl] = 1;
+                left--;
+                used++;
+            }
+            free(buf);
+        }
+        free(table);
+        fclose(f);
+        if (used) {
+            files++;
+            ORDO_INFO("resume: momentum of %d slices after %lld updates from %s", used,
+                      (long long)iteration, path);
+        }
+    }
+    for (int j = 0; j < n && !rc && left > 0; j++)
+        if (!done[slices[j]]) {
+            const ordo_slice_t *sl = &keys->slices[slices[j]];
+            rc = ordo_error_set(ORDO_ERR_NOTFOUND,
+                                "%s: no checkpoint-server-R.bin of any server holds the momentum "
+                                "of key %u chunk %u after %lld updates (the values in "
+                                "checkpoint.bin): no consistent state to resume from",
+                                dir, sl->key, sl->chunk, (long long)iteration);
+        }
+    free(done);
+    (void)files;
+    return rc;
+}
+
 int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, const char *dir,
                        int64_t iteration)
 {
@@ -205,6 +290,11 @@ int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, cons
     if (n == 0 || !ordo_store_momentum(st, slices[0])) { /* nothing but values to restore */
         free(slices);
         return 0;
+    }
+    if (keys->replicas > 1) {
+        rc = gather(st, keys, rank, dir, iteration, slices, n);
+        free(slices);
+        return rc;
     }
     char path[4200], other[4200];
     file_name(path, sizeof path, dir, rank, "");

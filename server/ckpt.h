@@ -43,7 +43,8 @@ void ordo_srv_ckpt_destroy(ordo_srv_ckpt_t **c);
  * checkpoint-server-R.bin (or .prev.bin) holding the state after `iteration` updates. Fails
  * with ORDO_ERR_NOTFOUND or ORDO_ERR_FORMAT, the detail naming the file and the fault (another
  * server's or key map's file, another iteration, truncation). A store without momentum
- * needs no file. */
+ * needs no file. With replicas (keys->replicas > 1) each slice is taken from whichever
+ * server's file (this one's first) holds it after `iteration` updates. */
 int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, const char *dir,
                        int64_t iteration);
 

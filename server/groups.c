@@ -11,8 +11,8 @@ struct ordo_groups {
     int n_local;     /* slices on this server: the most one message may carry */
     uint32_t *stamp; /* per slice: the split that last saw it (duplicate check) */
     uint32_t epoch;
-    int *slice;     /* [n_local] entries of the last split */
-    size_t *offset; /* [n_local] */
+    int *slice;     /* [n_slices] entries of the last split */
+    size_t *offset; /* [n_slices] */
 };
 
 int ordo_groups_new(const ordo_keys_t *keys, int server, ordo_groups_t **out)
@@ -24,8 +24,9 @@ int ordo_groups_new(const ordo_keys_t *keys, int server, ordo_groups_t **out)
     for (int i = 0; i < keys->n_slices; i++)
         if (keys->slices[i].server == server) g->n_local++;
     g->stamp = calloc((size_t)keys->n_slices + 1, sizeof *g->stamp);
-    g->slice = malloc(sizeof *g->slice * ((size_t)g->n_local + 1));
-    g->offset = malloc(sizeof *g->offset * ((size_t)g->n_local + 1));
+    /* room for every slice: with replicas a promotion gives this server more */
+    g->slice = malloc(sizeof *g->slice * ((size_t)keys->n_slices + 1));
+    g->offset = malloc(sizeof *g->offset * ((size_t)keys->n_slices + 1));
     if (!g->stamp || !g->slice || !g->offset) {
         ordo_groups_destroy(&g);
         return ORDO_ERR_NOMEM;
@@ -55,6 +56,11 @@ int ordo_groups_split(ordo_groups_t *g, const void *index, size_t index_len, siz
                               "list of uint32 slice ids",
                               index_len);
     size_t count = index_len / sizeof(uint32_t);
+    if (count > (size_t)g->n_local) { /* a promotion ([fault] replicas) may have added some */
+        g->n_local = 0;
+        for (int i = 0; i < k->n_slices; i++)
+            if (k->slices[i].server == g->server) g->n_local++;
+    }
     if (count > (size_t)g->n_local)
         return ordo_error_set(ORDO_ERR_PROTO, "merged push: %zu slices, but this server holds only %d",
                               count, g->n_local);

@@ -17,7 +17,7 @@
 #define MAX_PARKED_BYTES ((size_t)1 << 30)
 
 typedef struct {
-    int64_t iter; /* the push's iteration: sent once iter + 1 is visible */
+    int64_t need; /* the update count (ordo_store_seq) every live backup must hold first */
     ordo_msg_t msg;
 } pending_ack_t;
 
@@ -26,11 +26,20 @@ typedef struct {
     int n, cap;
 } ack_list_t;
 
+/* a merged push's acknowledgement: sent once every one of its slices' updates is visible */
+typedef struct {
+    int64_t iter;
+    int *slices, n;
+    ordo_msg_t msg;
+} group_ack_t;
+
 struct ordo_replica {
     int n_servers, n_slices;
     int *peer_sock;      /* per server rank: the connection to its data port (-1: self) */
     int64_t *acked;      /* per slice and server: the newest version that backup holds */
     ack_list_t *acks;    /* per slice: push acknowledgements waiting for the backups */
+    group_ack_t *gacks;  /* merged pushes' acknowledgements waiting for the backups */
+    int n_gacks, cap_gacks;
     ordo_msg_t *parked;  /* workers' messages for slices not (yet) ours */
     int n_parked, cap_parked;
     size_t parked_bytes; /* their payloads */
@@ -57,7 +66,7 @@ int ordo_replica_new(ordo_server_t *s, ordo_replica_t **out)
     for (int i = 0; i < k->n_slices; i++)
         for (int b = 0; b < k->n_servers; b++)
             r->acked[(size_t)i * (size_t)k->n_servers + (size_t)b] =
-                ordo_store_owns(s->store, i) ? ordo_store_version(s->store, i) : -1;
+                ordo_store_owns(s->store, i) ? ordo_store_seq(s->store, i) : -1;
     for (int b = 0; b < k->n_servers; b++) {
         r->peer_sock[b] = -1;
         if (b == s->node.rank) continue;
@@ -83,6 +92,11 @@ void ordo_replica_destroy(ordo_replica_t **rp)
             ordo_msg_close(&r->acks[i].a[j].msg);
         free(r->acks[i].a);
     }
+    for (int i = 0; i < r->n_gacks; i++) {
+        ordo_msg_close(&r->gacks[i].msg);
+        free(r->gacks[i].slices);
+    }
+    free(r->gacks);
     for (int i = 0; i < r->n_parked; i++)
         ordo_msg_close(&r->parked[i]);
     free(r->parked);
@@ -116,7 +130,7 @@ static int64_t *acked(const ordo_replica_t *r, int slice, int server)
     return &r->acked[(size_t)slice * (size_t)r->n_servers + (size_t)server];
 }
 
-bool ordo_replica_visible(const ordo_server_t *s, int slice, int64_t iter)
+bool ordo_replica_visible(const ordo_server_t *s, int slice, int64_t seq)
 {
     const ordo_replica_t *r = s->repl;
     if (!r) return true;
@@ -124,12 +138,13 @@ bool ordo_replica_visible(const ordo_server_t *s, int slice, int64_t iter)
     for (int j = 0; j < k->replicas; j++) {
         int b = ordo_keys_replica(k, slice, j);
         if (b == s->node.rank || k->dead[b]) continue;
-        if (*acked(r, slice, b) < iter) return false;
+        if (*acked(r, slice, b) < seq) return false;
     }
     return true;
 }
 
-/* send slice's state to backup b */
+/* send slice's state to backup b: its value, its momentum (if any) and, under asp, the
+ * workers' push clocks; the header's iteration is its update count (ordo_store_seq) */
 static void send_state(ordo_server_t *s, int slice, int b)
 {
     ordo_replica_t *r = s->repl;
@@ -141,7 +156,7 @@ static void send_state(ordo_server_t *s, int slice, int b)
     m.hdr.rank = s->node.rank;
     m.hdr.key = sl->key;
     m.hdr.chunk = sl->chunk;
-    m.hdr.iter = ordo_store_version(s->store, slice);
+    m.hdr.iter = ordo_store_seq(s->store, slice);
     m.hdr.dtype = ORDO_DTYPE_F32;
     void *data, *hint;
     size_t bytes;
@@ -150,6 +165,9 @@ static void send_state(ordo_server_t *s, int slice, int b)
     if (rc) ordo_store_unref_cb(data, hint);
     const float *mom = ordo_store_momentum(s->store, slice);
     if (!rc && mom) rc = ordo_msg_add_copy(&m, mom, bytes);
+    const int64_t *clocks = ordo_store_clocks(s->store, slice);
+    if (!rc && clocks)
+        rc = ordo_msg_add_copy(&m, clocks, sizeof *clocks * (size_t)s->node.n_workers);
     if (rc) {
         ORDO_ERROR("replicas: cannot send key %u chunk %u to server %d: %s", sl->key, sl->chunk, b,
                    ordo_error_text(rc));
@@ -158,6 +176,38 @@ static void send_state(ordo_server_t *s, int slice, int b)
     }
     r->n_sent++;
     ordo_transport_send(s->node.tp, &m);
+}
+
+void ordo_replica_forward(ordo_server_t *s, int slice, int worker, int64_t iter, const void *data,
+                          size_t bytes, int64_t seq)
+{
+    ordo_replica_t *r = s->repl;
+    const ordo_keys_t *k = s->node.keys;
+    if (!r) return;
+    for (int j = 0; j < k->replicas; j++) {
+        int b = ordo_keys_replica(k, slice, j);
+        if (b == s->node.rank || k->dead[b]) continue;
+        ordo_msg_t m;
+        ordo_msg_init(&m, ORDO_MSG_REPL);
+        m.sock = r->peer_sock[b];
+        m.hdr.role = ORDO_ROLE_SERVER;
+        m.hdr.rank = s->node.rank;
+        m.hdr.key = k->slices[slice].key;
+        m.hdr.chunk = k->slices[slice].chunk;
+        m.hdr.iter = iter;
+        m.hdr.priority = worker;
+        m.hdr.req = (uint64_t)seq;
+        m.hdr.flags = ORDO_FLAG_FORWARD;
+        m.hdr.dtype = ORDO_DTYPE_F32;
+        if (ordo_msg_add_copy(&m, data, bytes) != 0) {
+            ORDO_ERROR("replicas: cannot forward a push of key %u chunk %u to server %d",
+                       m.hdr.key, m.hdr.chunk, b);
+            ordo_msg_close(&m);
+            continue;
+        }
+        r->n_sent++;
+        ordo_transport_send(s->node.tp, &m);
+    }
 }
 
 void ordo_replica_updated(ordo_server_t *s, int slice)
@@ -176,7 +226,7 @@ static void flush_acks(ordo_server_t *s, int slice)
     ack_list_t *l = &s->repl->acks[slice];
     int keep = 0;
     for (int i = 0; i < l->n; i++) {
-        if (ordo_replica_visible(s, slice, l->a[i].iter + 1))
+        if (ordo_replica_visible(s, slice, l->a[i].need))
             ordo_transport_send(s->node.tp, &l->a[i].msg);
         else
             l->a[keep++] = l->a[i];
@@ -184,9 +234,59 @@ static void flush_acks(ordo_server_t *s, int slice)
     l->n = keep;
 }
 
-void ordo_replica_ack(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack)
+/* every slice of a merged push holds the update of iteration iter + 1 on every live backup */
+static bool group_visible(const ordo_server_t *s, const group_ack_t *g)
 {
-    if (!s->repl || ordo_replica_visible(s, slice, iter + 1)) {
+    for (int i = 0; i < g->n; i++)
+        if (!ordo_replica_visible(s, g->slices[i], g->iter + 1)) return false; /* bsp only */
+    return true;
+}
+
+/* send the merged pushes' acknowledgements whose updates every live backup holds */
+static void flush_group_acks(ordo_server_t *s)
+{
+    ordo_replica_t *r = s->repl;
+    int keep = 0;
+    for (int i = 0; i < r->n_gacks; i++) {
+        if (group_visible(s, &r->gacks[i])) {
+            ordo_transport_send(s->node.tp, &r->gacks[i].msg);
+            free(r->gacks[i].slices);
+        } else {
+            r->gacks[keep++] = r->gacks[i];
+        }
+    }
+    r->n_gacks = keep;
+}
+
+void ordo_replica_ack_group(ordo_server_t *s, int *slices, int n, int64_t iter, ordo_msg_t *ack)
+{
+    ordo_replica_t *r = s->repl;
+    group_ack_t g = {.iter = iter, .slices = slices, .n = n};
+    if (group_visible(s, &g)) {
+        ordo_transport_send(s->node.tp, ack);
+        free(slices);
+        return;
+    }
+    if (r->n_gacks == r->cap_gacks) {
+        int cap = r->cap_gacks ? r->cap_gacks * 2 : 8;
+        group_ack_t *p = realloc(r->gacks, sizeof *p * (size_t)cap);
+        if (!p) {
+            ORDO_ERROR("out of memory keeping a merged push's acknowledgement");
+            ordo_msg_close(ack);
+            free(slices);
+            return;
+        }
+        r->gacks = p;
+        r->cap_gacks = cap;
+    }
+    ordo_msg_init(&g.msg, ORDO_MSG_PUSH_ACK);
+    ordo_msg_move(&g.msg, ack);
+    r->gacks[r->n_gacks++] = g;
+}
+
+void ordo_replica_ack(ordo_server_t *s, int slice, int64_t need, ordo_msg_t *ack)
+{
+    if (!s->repl || ordo_replica_visible(s, slice, need)) {
         ordo_transport_send(s->node.tp, ack);
         return;
     }
@@ -202,7 +302,7 @@ void ordo_replica_ack(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack
         l->a = p;
         l->cap = cap;
     }
-    l->a[l->n].iter = iter;
+    l->a[l->n].need = need;
     ordo_msg_init(&l->a[l->n].msg, ORDO_MSG_PUSH_ACK);
     ordo_msg_move(&l->a[l->n].msg, ack);
     l->n++;
@@ -231,6 +331,48 @@ int ordo_replica_park(ordo_server_t *s, ordo_msg_t *m)
     return 0;
 }
 
+/* acknowledge REPL m to its primary, as holding update count seq */
+static void send_repl_ack(ordo_server_t *s, const ordo_msg_t *m, int64_t seq)
+{
+    ordo_msg_t a;
+    ordo_msg_init(&a, ORDO_MSG_REPL_ACK);
+    a.sock = s->data_sock;
+    memcpy(a.rid, m->rid, m->rid_len);
+    a.rid_len = m->rid_len;
+    a.hdr.role = ORDO_ROLE_SERVER;
+    a.hdr.rank = s->node.rank;
+    a.hdr.key = m->hdr.key;
+    a.hdr.chunk = m->hdr.chunk;
+    a.hdr.iter = seq;
+    ordo_transport_send(s->node.tp, &a);
+}
+
+/* ssp: a backup takes a worker's push its primary forwarded, as the primary did (the same
+ * pushes in the same rounds, summed in rank order: the same state, bit for bit), unless it
+ * has it already (a new primary forwards the re-sent pushes it had) */
+static void on_forward(ordo_server_t *s, ordo_msg_t *m, int slice)
+{
+    size_t len = 0;
+    int worker = m->hdr.priority;
+    if (!ordo_msg_data(m, 0, &len) || m->nframes != 1 || worker < 0 ||
+        worker >= s->node.n_workers) {
+        ORDO_WARN("replicas: dropped a malformed forwarded push of key %u chunk %u", m->hdr.key,
+                  m->hdr.chunk);
+        return;
+    }
+    int pusher = ordo__server_pusher(s, worker);
+    if (!ordo_store_pushed(s->store, slice, pusher, m->hdr.iter)) {
+        bool updated;
+        int rc = ordo_store_push_frame(s->store, slice, pusher, m->hdr.iter, &m->frames[0], &updated);
+        if (rc < 0) {
+            ORDO_WARN("replicas: forwarded push of key %u chunk %u iteration %lld from worker %d: %s",
+                      m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter, worker, ordo_error_text(rc));
+            return;
+        }
+    }
+    send_repl_ack(s, m, (int64_t)m->hdr.req);
+}
+
 /* a backup takes the state of a slice from its primary and acknowledges it */
 static void on_state(ordo_server_t *s, ordo_msg_t *m)
 {
@@ -248,28 +390,32 @@ static void on_state(ordo_server_t *s, ordo_msg_t *m)
         if (ordo_replica_park(s, m) != 0) ORDO_WARN("replicas: dropped an early REPL");
         return;
     }
-    size_t len = 0, mlen = 0;
+    if (m->hdr.flags & ORDO_FLAG_FORWARD) {
+        on_forward(s, m, slice);
+        return;
+    }
+    /* frames: the value, the momentum when the slice has one, the push clocks under asp */
+    size_t len = 0, mlen = 0, clen = 0;
+    bool has_mom = ordo_store_momentum(s->store, slice) != NULL;
+    bool has_clocks = ordo_store_sync_mode(s->store) == ORDO_SYNC_ASP;
+    int want = 1 + has_mom + has_clocks;
     const void *value = ordo_msg_data(m, 0, &len);
-    const void *mom = m->nframes > 1 ? ordo_msg_data(m, 1, &mlen) : NULL;
-    int rc = value && m->nframes <= 2
-                 ? ordo_store_install(s->store, slice, m->hdr.iter, value, len, mom, mlen)
-                 : ordo_error_set(ORDO_ERR_PROTO, "a REPL needs a value frame and at most a momentum frame");
+    const void *mom = has_mom ? ordo_msg_data(m, 1, &mlen) : NULL;
+    const void *clocks = has_clocks ? ordo_msg_data(m, want - 1, &clen) : NULL;
+    int rc = value && m->nframes == want
+                 ? ordo_store_install(s->store, slice, has_clocks ? 0 : m->hdr.iter, value, len, mom,
+                                      mlen)
+                 : ordo_error_set(ORDO_ERR_PROTO, "a REPL needs %d frames (the value%s%s), not %d",
+                                  want, has_mom ? ", the momentum" : "",
+                                  has_clocks ? ", the push clocks" : "", m->nframes);
+    if (!rc && has_clocks) rc = ordo_store_install_clocks(s->store, slice, clocks, clen);
     if (rc) {
         ORDO_WARN("replicas: dropped REPL of key %u chunk %u from server %d: %s", m->hdr.key,
                   m->hdr.chunk, from, ordo_error_text(rc));
         return;
     }
-    ordo_msg_t a;
-    ordo_msg_init(&a, ORDO_MSG_REPL_ACK);
-    a.sock = s->data_sock;
-    memcpy(a.rid, m->rid, m->rid_len);
-    a.rid_len = m->rid_len;
-    a.hdr.role = ORDO_ROLE_SERVER;
-    a.hdr.rank = s->node.rank;
-    a.hdr.key = m->hdr.key;
-    a.hdr.chunk = m->hdr.chunk;
-    a.hdr.iter = m->hdr.iter;
-    ordo_transport_send(s->node.tp, &a);
+    ordo_srv_ckpt_updated(s->ckpt, slice); /* the backup's copy goes into its checkpoint too */
+    send_repl_ack(s, m, m->hdr.iter);
 }
 
 /* a primary learns that a backup holds a version */
@@ -288,6 +434,7 @@ static void on_state_ack(ordo_server_t *s, ordo_msg_t *m)
     if (k->slices[slice].server != s->node.rank) return;
     ordo__server_wake(s, slice);
     flush_acks(s, slice);
+    flush_group_acks(s);
 }
 
 void ordo_replica_on_server_msg(ordo_server_t *s, ordo_msg_t *m)
@@ -368,18 +515,22 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
         if (k->slices[i].server != s->node.rank) continue;
         if (joined >= 0 && ordo_keys_holds(k, i, joined)) { /* a fresh backup: bring it up */
             *acked(r, i, joined) = -1;
-            if (ordo_store_version(s->store, i) >= 0) send_state(s, i, joined);
+            if (ordo_store_seq(s->store, i) >= 0) send_state(s, i, joined);
             sent++;
         }
         if (was[i] != s->node.rank) { /* ours now: its live backups take our state */
             promoted++;
             for (int b = 0; b < k->n_servers; b++)
                 *acked(r, i, b) = -1;
-            if (ordo_store_version(s->store, i) >= 0) ordo_replica_updated(s, i);
+            /* ssp: the backups hold the pushes of later iterations too, which a state would
+             * drop; they get the re-sent pushes this server forwards instead */
+            if (ordo_store_seq(s->store, i) >= 0 && ordo_store_sync_mode(s->store) != ORDO_SYNC_SSP)
+                ordo_replica_updated(s, i);
         }
         ordo__server_wake(s, i); /* a dead backup no longer holds anything back */
         flush_acks(s, i);
     }
+    flush_group_acks(s);
     free(was);
     if (joined >= 0)
         ORDO_WARN("KEYMAP %s: server %d joined; sent it the state of the %d slices it backs up "

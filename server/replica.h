@@ -1,8 +1,12 @@
 /* replica: a server's side of replicated key slices ([fault] replicas > 1, primary-backup).
  * As a primary, after every update of a slice (and its initial value) it sends the slice's
- * state (value, momentum, version) to the slice's live backups, and a pull of that version,
- * or the acknowledgement of a push it contains, goes out only once every live backup
- * acknowledged holding it. As a backup it installs the states its slices' primaries send.
+ * state (value, momentum, version; under asp the workers' push clocks too) to the slice's
+ * live backups, and a pull of that version, or the acknowledgement of a push it contains, goes
+ * out only once every live backup acknowledged holding it (under asp a plain pull takes the
+ * primary's current value at once, as asp pulls do; a push's acknowledgement, or the answer
+ * of a pull riding on it, waits for the update it made). Under ssp a primary holds pushes of
+ * later iterations no state carries, so it forwards each push it takes to the backups
+ * instead, which take it as it did; acknowledgements wait for the backups to hold the push. As a backup it installs the states its slices' primaries send.
  * When the scheduler's KEYMAP names dead servers it recomputes the key map: slices whose
  * primary died are now its own when it is their first live backup; it sends their state to
  * their remaining backups and answers what waited on the dead ones. A worker's message for a
@@ -11,7 +15,8 @@
  * (ordo-server --join): the primaries connect to it and send it the state of every slice it
  * backs up; until it acknowledged them, those slices' answers wait, as for any backup. Re-sent
  * pushes (workers re-send what was not acknowledged) are recognised
- * by (worker, slice, iteration) and answered without being applied twice. */
+ * by (worker, slice, iteration) and answered without being applied twice; a merged push's
+ * acknowledgement waits for every slice it carries. */
 #ifndef ORDO_SERVER_REPLICA_H
 #define ORDO_SERVER_REPLICA_H
 
@@ -41,17 +46,30 @@ void ordo_replica_on_server_msg(ordo_server_t *s, ordo_msg_t *m);
  * as a backup, until a KEYMAP makes it the primary; ORDO_ERR_FULL when too many are kept. */
 int ordo_replica_park(ordo_server_t *s, ordo_msg_t *m);
 
-/* ordo_replica_visible tells whether every live backup of slice holds version iter (true
- * without replicas). */
-bool ordo_replica_visible(const ordo_server_t *s, int slice, int64_t iter);
+/* ordo_replica_visible tells whether every live backup of slice holds its state of update
+ * count seq (ordo_store_seq: the version under bsp, the pushes applied under asp) or a newer
+ * one (true without replicas). */
+bool ordo_replica_visible(const ordo_server_t *s, int slice, int64_t seq);
+
+/* ordo_replica_forward sends worker's push of iteration iter to slice (bytes of data, copied)
+ * to slice's live backups, with the update count seq it makes here (sync.mode = ssp: the
+ * backups take the pushes themselves, since the state after an update would not carry the
+ * pushes of later iterations the primary holds). */
+void ordo_replica_forward(ordo_server_t *s, int slice, int worker, int64_t iter, const void *data,
+                          size_t bytes, int64_t seq);
 
 /* ordo_replica_updated sends slice's new state to its live backups (after an update or its
  * initial value). */
 void ordo_replica_updated(ordo_server_t *s, int slice);
 
-/* ordo_replica_ack sends ack (a PUSH_ACK of a push of iteration iter to slice, moved out)
- * once the update it went into is visible (ordo_replica_visible of iter + 1). */
-void ordo_replica_ack(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack);
+/* ordo_replica_ack sends ack (a PUSH_ACK of a push to slice, moved out) once the update it
+ * went into is visible: ordo_replica_visible of need (bsp: the push's iteration + 1; asp: the
+ * update count right after the push was applied). */
+void ordo_replica_ack(ordo_server_t *s, int slice, int64_t need, ordo_msg_t *ack);
+
+/* ordo_replica_ack_group sends ack (a PUSH_ACK of a merged push of iteration iter to the n
+ * slices of slices, both moved out: slices is freed) once every slice's update is visible. */
+void ordo_replica_ack_group(ordo_server_t *s, int *slices, int n, int64_t iter, ordo_msg_t *ack);
 
 /* ordo_replica_on_keymap applies the scheduler's KEYMAP: 0 to go on, ORDO_ERR_ABORT when it
  * names this server dead or is malformed. */

@@ -333,14 +333,24 @@ static const char *probes_note(const ordo_server_t *s, char *buf, size_t size)
     return buf;
 }
 
-/* ", N states sent to backups, N re-sent pushes recognised" with replicas, else "" */
+/* ", N states sent to backups, N re-sent pushes recognised, primary of N slices holding N
+ * updates" with replicas, else "": the updates are each slice's update count (bsp: its
+ * version; asp: the pushes applied), so that a test can tell none was lost or applied twice */
 static const char *repl_note(const ordo_server_t *s, char *buf, size_t size)
 {
     uint64_t sent, dup;
     if (!s->repl) return "";
     ordo_replica_stats(s->repl, &sent, &dup);
-    snprintf(buf, size, ", %llu states sent to backups, %llu re-sent pushes already in",
-             (unsigned long long)sent, (unsigned long long)dup);
+    const ordo_keys_t *k = s->node.keys;
+    long long primary = 0, updates = 0;
+    for (int i = 0; i < k->n_slices; i++)
+        if (k->slices[i].server == s->node.rank && ordo_store_owns(s->store, i)) {
+            primary++;
+            updates += ordo_store_seq(s->store, i);
+        }
+    snprintf(buf, size, ", %llu states sent to backups, %llu re-sent pushes already in, primary "
+             "of %lld slices holding %lld updates", (unsigned long long)sent,
+             (unsigned long long)dup, primary, updates);
     return buf;
 }
 
@@ -394,7 +404,7 @@ static void log_dropped(ordo_server_t *s)
 /* on_ctl takes a message from the scheduler: 0 to go on, 1 to stop, ORDO_ERR_ABORT to abort */
 static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
 {
-    char buf[512], buf2[128];
+    char buf[512], buf2[256];
     switch (m->hdr.type) {
     case ORDO_MSG_PLAN:
         if (s->sparse) ordo_sparse_srv_on_ctl(s->sparse, m);

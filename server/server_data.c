@@ -46,6 +46,15 @@ static bool fused_push(const ordo_msg_t *m)
     return m->hdr.flags & ORDO_FLAG_PULL;
 }
 
+/* need_of_push: with replicas, the update count (ordo_store_seq) every live backup must hold
+ * before push m of slice is acknowledged: bsp the version its iteration completes, asp and ssp
+ * the count right after it was taken (asp: applied, an update of its own; ssp: forwarded) */
+static int64_t need_of_push(const ordo_server_t *s, const ordo_msg_t *m, int slice)
+{
+    if (ordo_store_sync_mode(s->store) != ORDO_SYNC_BSP) return ordo_store_seq(s->store, slice);
+    return m->hdr.iter + 1;
+}
+
 /* ack_push acknowledges push m of slice: at once, or with replicas once the update it went
  * into is held by every live backup (the worker keeps its gradient until then) */
 static void ack_push(ordo_server_t *s, const ordo_msg_t *m, int slice, uint32_t flags)
@@ -57,7 +66,7 @@ static void ack_push(ordo_server_t *s, const ordo_msg_t *m, int slice, uint32_t 
     ordo_msg_t ack;
     answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
     ack.hdr.flags = flags;
-    ordo_replica_ack(s, slice, m->hdr.iter, &ack);
+    ordo_replica_ack(s, slice, need_of_push(s, m, slice), &ack);
 }
 
 static void answer_error(ordo_server_t *s, const ordo_msg_t *m, const char *why)
@@ -119,11 +128,11 @@ static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
     }
 }
 
-/* a pull of iteration iter can be answered: the store has the value, and with replicas every
- * live backup holds it too */
-static bool ready(ordo_server_t *s, int slice, int64_t iter)
+/* waiter w's pull can be answered: the store has the value, and with replicas every live
+ * backup holds what it needs (w->need) too */
+static bool ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
 {
-    return ordo_store_ready(s->store, slice, iter) && ordo_replica_visible(s, slice, iter);
+    return ordo_store_ready(s->store, slice, w->iter) && ordo_replica_visible(s, slice, w->need);
 }
 
 void ordo__server_wake(ordo_server_t *s, int slice)
@@ -131,7 +140,7 @@ void ordo__server_wake(ordo_server_t *s, int slice)
     ordo__waitlist_t *wl = &s->waiting[slice];
     int keep = 0;
     for (int i = 0; i < wl->n; i++) {
-        if (ready(s, slice, wl->w[i].iter))
+        if (ready(s, slice, &wl->w[i]))
             make_ready(s, slice, &wl->w[i]);
         else
             wl->w[keep++] = wl->w[i];
@@ -154,8 +163,26 @@ static int slice_of(ordo_server_t *s, const ordo_msg_t *m, char *why, size_t siz
     return slice;
 }
 
+/* with replicas, a merged push whose first slice this server holds as a backup comes from a
+ * worker whose KEYMAP arrived before ours: it is kept until ours does (true when it was) */
+static bool park_group_push(ordo_server_t *s, ordo_msg_t *m, const void *index, size_t ilen)
+{
+    uint32_t id;
+    if (!s->repl || ilen < sizeof id) return false;
+    memcpy(&id, index, sizeof id);
+    if (id >= (uint32_t)s->node.keys->n_slices || !ordo_store_owns(s->store, (int)id) ||
+        s->node.keys->slices[id].server == s->node.rank)
+        return false;
+    int rc = ordo_replica_park(s, m);
+    if (rc) answer_error(s, m, ordo_error_text(rc));
+    return true;
+}
+
 /* a merged push ([push] mode = merged, server/groups.h): several slices in one message,
- * checked as a whole, then added to the store from the received frame (no copy); one ack */
+ * checked as a whole, then added to the store from the received frame (no copy); one ack.
+ * With replicas, slices a re-sent push (its primary died) already has are left out, each
+ * update goes to the backups, and the ack waits until every live backup holds every slice's
+ * update (server/replica.h) */
 static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
 {
     size_t len = 0, ilen = 0;
@@ -165,13 +192,19 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
         answer_error(s, m, "a merged PUSH needs a float32 payload frame and an index frame");
         return;
     }
+    if (park_group_push(s, m, index, ilen)) return;
     if ((rc = ordo_groups_split(s->groups, index, ilen, len, &n)) != 0) {
         answer_error(s, m, ordo_error_text(rc));
         return;
     }
     const ordo_slice_t *slices = s->node.keys->slices;
+    int dup = 0;
     for (int i = 0; i < n; i++) {
         int sl = ordo_groups_slice(s->groups, i);
+        if (s->repl && ordo_store_pushed(s->store, sl, worker, m->hdr.iter)) {
+            dup++;
+            continue;
+        }
         rc = ordo_store_check_push(s->store, sl, worker, m->hdr.iter,
                                    (size_t)slices[sl].numel * sizeof(float));
         if (rc < 0) {
@@ -179,6 +212,7 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
             return;
         }
     }
+    if (dup) ordo_replica_count_duplicate(s->repl);
     ordo_store_frame_t *f = ordo_store_frame_wrap(&m->frames[0]);
     if (!f) {
         ORDO_ERROR("out of memory taking a merged push");
@@ -188,15 +222,33 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
     for (int i = 0; i < n; i++) {
         int sl = ordo_groups_slice(s->groups, i);
         bool updated;
+        if (dup && ordo_store_pushed(s->store, sl, worker, m->hdr.iter)) continue;
         rc = ordo_store_push_ref(s->store, sl, worker, m->hdr.iter,
                                  (const float *)(base + ordo_groups_offset(s->groups, i)),
                                  (size_t)slices[sl].numel * sizeof(float), f, &updated);
         if (rc < 0) ORDO_ERROR("merged push, slice %d: %s", sl, ordo_error_text(rc));
-        if (rc == 0 && updated) ordo_srv_ckpt_updated(s->ckpt, sl);
+        if (rc == 0 && updated) {
+            ordo_srv_ckpt_updated(s->ckpt, sl);
+            ordo_replica_updated(s, sl);
+        }
     }
     ordo_store_frame_unref(f);
     s->n_push++;
-    send_ack(s, m, ORDO_FLAG_GROUP);
+    if (s->repl) {
+        ordo_msg_t ack;
+        answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
+        ack.hdr.flags = ORDO_FLAG_GROUP;
+        int *ids = malloc(sizeof *ids * (size_t)n);
+        for (int i = 0; ids && i < n; i++)
+            ids[i] = ordo_groups_slice(s->groups, i);
+        if (ids)
+            ordo_replica_ack_group(s, ids, n, m->hdr.iter, &ack);
+        else
+            ORDO_ERROR("out of memory keeping a merged push's acknowledgement");
+        ordo_msg_close(&ack);
+    } else {
+        send_ack(s, m, ORDO_FLAG_GROUP);
+    }
     for (int i = 0; i < n; i++) { /* the slices this push completed answer their pulls */
         int sl = ordo_groups_slice(s->groups, i);
         if (ordo_store_version(s->store, sl) == m->hdr.iter + 1) ordo__server_wake(s, sl);
@@ -263,10 +315,16 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
         return;
     }
     s->n_pull++;
-    ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .req = m->hdr.req, .rid_len = m->rid_len,
-                        .flags = flags};
+    ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .need = iter, .req = m->hdr.req,
+                        .rid_len = m->rid_len, .flags = flags};
+    /* asp and ssp with replicas: a plain pull takes the value the consistency model allows
+     * at once (its pushes not yet on the backups were not acknowledged: their senders send
+     * them again if this server dies), one riding on a push also acknowledges it, so it waits
+     * for the backups to hold that push */
+    if (ordo_store_sync_mode(s->store) != ORDO_SYNC_BSP)
+        w.need = m->hdr.type == ORDO_MSG_PUSH ? ordo_store_seq(s->store, slice) : -1;
     memcpy(w.rid, m->rid, m->rid_len);
-    if (ready(s, slice, iter)) {
+    if (ready(s, slice, &w)) {
         make_ready(s, slice, &w);
         return;
     }
@@ -338,10 +396,20 @@ int ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
 static bool on_resent_push(ordo_server_t *s, ordo_msg_t *m, int slice)
 {
     int worker = ordo__server_pusher(s, m->hdr.rank);
+    /* backup workers: a push of an iteration already applied was either in the update or left
+     * out as late, which the dead primary alone knew; either way the iteration is done
+     * without it, so it is answered as a late push (the store's path), with how far the slice
+     * got */
+    if (s->conf.backup > 0 && m->hdr.iter < ordo_store_version(s->store, slice)) return false;
     if (!ordo_store_pushed(s->store, slice, worker, m->hdr.iter)) return false;
     ordo_replica_count_duplicate(s->repl);
     ORDO_DEBUG("re-sent push of key %u chunk %u iteration %lld from worker %d: already in",
                m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter, m->hdr.rank);
+    size_t len = 0;
+    const void *data = ordo_msg_data(m, 0, &len);
+    if (ordo_store_sync_mode(s->store) == ORDO_SYNC_SSP && data) /* a backup may miss it */
+        ordo_replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,
+                             ordo_store_seq(s->store, slice));
     if (m->hdr.flags & ORDO_FLAG_PULL)
         add_pull(s, m, slice, m->hdr.iter + 1, 0);
     else
@@ -415,6 +483,11 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
             return;
         }
         if (s->repl && on_resent_push(s, m, slice)) return;
+        bool forward = s->repl && ordo_store_sync_mode(s->store) == ORDO_SYNC_SSP;
+        if (forward && ordo_store_check_push(s->store, slice, ordo__server_pusher(s, m->hdr.rank),
+                                             m->hdr.iter, len) == 0)
+            ordo_replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,
+                                 ordo_store_seq(s->store, slice) + 1);
         int rc = ordo_store_push_frame(s->store, slice, ordo__server_pusher(s, m->hdr.rank),
                                        m->hdr.iter, &m->frames[0],
                                        &updated);
@@ -431,7 +504,7 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
         s->n_push++;
         if (updated) ordo_srv_ckpt_updated(s->ckpt, slice);
         bool fused = m->hdr.flags & ORDO_FLAG_PULL; /* the answer to its pull acknowledges it */
-        if (updated) ordo_replica_updated(s, slice);
+        if (updated && !forward) ordo_replica_updated(s, slice);
         if (!fused) ack_push(s, m, slice, flags);
         if (updated) ordo__server_wake(s, slice);
         if (fused) add_pull(s, m, slice, m->hdr.iter + 1, flags);

@@ -20,6 +20,7 @@
 typedef struct {
     int worker;
     int64_t iter;
+    int64_t need; /* [fault] replicas: the update count every live backup must hold first */
     uint64_t req;
     uint32_t flags; /* for the answer's header (ORDO_FLAG_DROPPED) */
     uint8_t rid[ORDO_WIRE_MAX_RID];

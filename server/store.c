@@ -54,6 +54,7 @@ typedef struct {
     round_t *rounds;
     int64_t *clock;  /* asp: per worker, the iteration of its next push */
     int64_t version; /* -1 before init; asp: the oldest iteration with a push missing */
+    int64_t taken;   /* pushes taken (summed, held or applied) since init: ssp's update count */
 } slot_t;
 
 struct ordo_store {
@@ -541,6 +542,7 @@ int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, co
         s->dropped++;
         return ORDO_STORE_DROPPED;
     }
+    sl->taken++;
     if (s->mode == ORDO_SYNC_ASP) return apply_one(s, sl, worker, data, updated);
     round_t *rd = &sl->rounds[iter % s->n_rounds];
     ordo_store_frame_t *copy = NULL;
@@ -763,8 +765,42 @@ bool ordo_store_pushed(const ordo_store_t *s, int slice, int worker, int64_t ite
     if (!ordo_store_owns(s, slice) || worker < 0 || worker >= s->n_workers) return false;
     const slot_t *sl = &s->slots[s->slot_of[slice]];
     if (iter < sl->version) return true;
-    if (iter >= sl->version + s->n_rounds || s->mode == ORDO_SYNC_ASP) return false;
+    if (s->mode == ORDO_SYNC_ASP) return iter < sl->clock[worker];
+    if (iter >= sl->version + s->n_rounds) return false;
     return sl->rounds[iter % s->n_rounds].pushed[worker] != 0;
+}
+
+int64_t ordo_store_seq(const ordo_store_t *s, int slice)
+{
+    const slot_t *sl = &s->slots[s->slot_of[slice]];
+    if (s->mode == ORDO_SYNC_BSP || sl->version < 0) return sl->version;
+    if (s->mode == ORDO_SYNC_SSP) return sl->taken;
+    int64_t n = 0;
+    for (int w = 0; w < s->n_workers; w++)
+        n += sl->clock[w];
+    return n;
+}
+
+const int64_t *ordo_store_clocks(const ordo_store_t *s, int slice)
+{
+    if (!ordo_store_owns(s, slice) || s->mode != ORDO_SYNC_ASP) return NULL;
+    return s->slots[s->slot_of[slice]].clock;
+}
+
+int ordo_store_install_clocks(ordo_store_t *s, int slice, const void *clocks, size_t bytes)
+{
+    if (!ordo_store_owns(s, slice) || s->mode != ORDO_SYNC_ASP)
+        return ordo_error_set(ORDO_ERR_INVAL, "slice %d keeps no push clocks here", slice);
+    if (bytes != sizeof(int64_t) * (size_t)s->n_workers)
+        return ordo_error_set(ORDO_ERR_PROTO, "slice %d: %zu bytes of push clocks, expected %zu",
+                              slice, bytes, sizeof(int64_t) * (size_t)s->n_workers);
+    slot_t *sl = &s->slots[s->slot_of[slice]];
+    memcpy(sl->clock, clocks, bytes);
+    int64_t v = sl->clock[0];
+    for (int w = 1; w < s->n_workers; w++)
+        if (sl->clock[w] < v) v = sl->clock[w];
+    sl->version = v;
+    return 0;
 }
 
 int ordo_store_install(ordo_store_t *s, int slice, int64_t version, const void *value,

@@ -138,8 +138,9 @@ int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, co
 bool ordo_store_ready(const ordo_store_t *s, int slice, int64_t iter);
 
 /* ordo_store_pushed tells whether worker's push of iteration iter to slice is already in:
- * summed into the round (bsp, ssp) or applied (iter below the version). Re-sent pushes after a
- * promotion ([fault] replicas) are recognised by it. */
+ * summed into the round (bsp, ssp) or applied (iter below the version; asp: below the
+ * worker's push clock). Re-sent pushes after a promotion ([fault] replicas) are recognised by
+ * it. */
 bool ordo_store_pushed(const ordo_store_t *s, int slice, int worker, int64_t iter);
 
 /* ordo_store_install replaces the slice's state with a replica's: its value (bytes), its
@@ -147,6 +148,20 @@ bool ordo_store_pushed(const ordo_store_t *s, int slice, int worker, int64_t ite
  * holds none). The primary sends it after each update ([fault] replicas). */
 int ordo_store_install(ordo_store_t *s, int slice, int64_t version, const void *value,
                        size_t bytes, const void *mom, size_t mom_bytes);
+
+/* ordo_store_seq returns the slice's update count, by which replicas tell how new a state is
+ * (-1 before init): the version under bsp, under asp the pushes applied (the sum of the
+ * workers' push clocks), under ssp the pushes taken into its rounds since its initial value
+ * (a backup takes the same pushes, forwarded by the primary). */
+int64_t ordo_store_seq(const ordo_store_t *s, int slice);
+
+/* ordo_store_clocks returns the slice's per-worker push clocks under asp (the iteration of
+ * each worker's next push; n_workers of them), NULL otherwise. */
+const int64_t *ordo_store_clocks(const ordo_store_t *s, int slice);
+
+/* ordo_store_install_clocks sets an asp slice's push clocks to a replica's (n entries, one per
+ * worker, any alignment) after ordo_store_install, and its version to their smallest. */
+int ordo_store_install_clocks(ordo_store_t *s, int slice, const void *clocks, size_t bytes);
 
 /* ordo_store_dropped counts the pushes dropped as late (backup workers). */
 uint64_t ordo_store_dropped(const ordo_store_t *s);

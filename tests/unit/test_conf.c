@@ -287,7 +287,9 @@ START_TEST(sync_and_straggle_keys_are_checked)
 }
 END_TEST
 
-/* [fault] replicas: at most the servers, and only where replication is built (dense bsp) */
+/* [fault] replicas: at most the servers; dense and merged pushes, every sync mode, backup
+ * workers, shm host groups and checkpoints are replicated; sparse pushes and nccl groups are
+ * refused, each with its own reason */
 START_TEST(replicas_within_the_servers_and_dense_bsp)
 {
     ordo_conf_t c;
@@ -300,11 +302,31 @@ START_TEST(replicas_within_the_servers_and_dense_bsp)
     ORDO_CK_OK(ordo_conf_set(&c, "cluster.servers", "3", "test"));
     ORDO_CK_OK(ordo_conf_validate(&c));
     ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "merged", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "model.trainer", "mlp", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "model.compute", "cpu", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "sparse", "test"));
     ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
-    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "fault.replicas = 3 needs push.mode = dense"));
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "fault.replicas = 3 with push.mode = sparse is not supported: the servers' sparse regions"));
     ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "dense", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "sync.backup", "1", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "cluster.workers", "2", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "sync.backup", "0", "test"));
     ORDO_CK_OK(ordo_conf_set(&c, "fault.checkpoint_every", "10", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "fault.checkpoint_every", "0", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "sync.mode", "asp", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "sync.mode", "ssp", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "sync.mode", "bsp", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "intra.backend", "shm", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "cluster.local_size", "2", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "intra.backend", "nccl", "test"));
     ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "fault.replicas = 3 with intra.backend = nccl is not supported"));
 }
 END_TEST
 

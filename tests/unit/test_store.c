@@ -269,6 +269,53 @@ START_TEST(ssp_zero_staleness_is_bsp)
 }
 END_TEST
 
+/* [fault] replicas: the update count a backup acknowledges (the version under bsp, the pushes
+ * applied under asp, the pushes taken under ssp); an asp backup that installs a primary's
+ * value and push clocks knows the version and which re-sent pushes it already has */
+START_TEST(replica_update_count_and_asp_clocks)
+{
+    ordo_keys_t *k, *kb, *ks;
+    ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f, ORDO_SYNC_ASP, 0, 0);
+    ordo_store_t *b = sync_store(&kb, W, 0.0f, 1.0f, ORDO_SYNC_ASP, 0, 0);
+    float g[N], v[N];
+    bool u;
+    ck_assert_int_eq(ordo_store_seq(s, 0), 0);
+    grad_of(0, 0, g);
+    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g, sizeof g, &u));
+    ORDO_CK_OK(ordo_store_push(s, 0, 0, 1, g, sizeof g, &u));
+    ORDO_CK_OK(ordo_store_push(s, 0, 2, 0, g, sizeof g, &u));
+    ck_assert_int_eq(ordo_store_seq(s, 0), 3); /* three pushes applied */
+    ck_assert_int_eq(ordo_store_version(s, 0), 0); /* worker 1 has pushed nothing */
+    const int64_t *clocks = ordo_store_clocks(s, 0);
+    ck_assert_ptr_nonnull(clocks);
+    ordo_store_copy_value(s, 0, v);
+    ORDO_CK_OK(ordo_store_install(b, 0, 0, v, sizeof v, NULL, 0));
+    ORDO_CK_OK(ordo_store_install_clocks(b, 0, clocks, sizeof(int64_t) * W));
+    ck_assert_int_eq(ordo_store_seq(b, 0), 3);
+    ck_assert(ordo_store_pushed(b, 0, 0, 1));  /* worker 0's push of 1: applied */
+    ck_assert(!ordo_store_pushed(b, 0, 0, 2)); /* its next */
+    ck_assert(!ordo_store_pushed(b, 0, 1, 0));
+    ORDO_CK_ERR(ordo_store_install_clocks(b, 0, clocks, sizeof(int64_t)), ORDO_ERR_PROTO);
+    grad_of(1, 0, g);
+    ORDO_CK_OK(ordo_store_push(b, 0, 1, 0, g, sizeof g, &u)); /* the backup goes on from there */
+    ck_assert_int_eq(ordo_store_version(b, 0), 1);
+    ck_assert_int_eq(ordo_store_seq(b, 0), 4);
+    ordo_store_destroy(&s);
+    ordo_store_destroy(&b);
+    /* ssp counts the pushes taken, completed or not; no clocks */
+    s = sync_store(&ks, W, 0.0f, 1.0f, ORDO_SYNC_SSP, 2, 0);
+    ORDO_CK_OK(ordo_store_push(s, 0, 1, 1, g, sizeof g, &u));
+    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g, sizeof g, &u));
+    ck_assert_int_eq(ordo_store_seq(s, 0), 2);
+    ck_assert_int_eq(ordo_store_version(s, 0), 0);
+    ck_assert_ptr_null(ordo_store_clocks(s, 0));
+    ordo_store_destroy(&s);
+    ordo_keys_destroy(&k);
+    ordo_keys_destroy(&kb);
+    ordo_keys_destroy(&ks);
+}
+END_TEST
+
 START_TEST(asp_applies_every_push_at_once)
 {
     ordo_keys_t *k;
@@ -542,6 +589,7 @@ static Suite *store_suite(void)
     tcase_add_test(tc, ssp_pull_ahead_reads_the_pushes_received);
     tcase_add_test(tc, ssp_zero_staleness_is_bsp);
     tcase_add_test(tc, asp_applies_every_push_at_once);
+    tcase_add_test(tc, replica_update_count_and_asp_clocks);
     tcase_add_test(tc, backup_takes_the_first_pushes_and_drops_the_rest);
     tcase_add_test(tc, set_sync_refuses_what_the_conf_refuses);
     tcase_add_test(tc, install_replaces_the_state_and_pushed_spots_resends);
