@@ -64,21 +64,30 @@ def check_tensor(t: torch.Tensor, what: str, cuda: bool = True) -> None:
         raise ValueError(f"ordo.torch: {what} is not contiguous (use .contiguous())")
 
 
-def _launcher_int(key: str, conf: str | None) -> int | None:
-    """_launcher_int reads [cluster] key from ORDO_CLUSTER_KEY or the conf file, as ordo_new
+def launcher_str(section: str, key: str, conf: str | None) -> str | None:
+    """launcher_str reads [section] key from ORDO_SECTION_KEY or the conf file, as ordo_new
     would (the environment over the file); None when neither sets it."""
-    env = os.environ.get(f"ORDO_CLUSTER_{key.upper()}")
+    env = os.environ.get(f"ORDO_{section.upper()}_{key.upper()}")
     if env is not None:
-        return int(env)
+        return env
     if conf:
         parser = configparser.ConfigParser(inline_comment_prefixes=(";", "#"), strict=False)
         try:
             parser.read(conf)
-            if parser.has_option("cluster", key):
-                return int(parser.get("cluster", key))
-        except (configparser.Error, ValueError):
+            if parser.has_option(section, key):
+                return parser.get(section, key).strip()
+        except configparser.Error:
             return None  # ordo_new has the conf's errors to say
     return None
+
+
+def _launcher_int(key: str, conf: str | None) -> int | None:
+    """_launcher_int reads [cluster] key as an integer (launcher_str); None when unset."""
+    try:
+        v = launcher_str("cluster", key, conf)
+        return int(v) if v is not None else None
+    except ValueError:
+        return None  # ordo_new has the conf's errors to say
 
 
 @dataclass
@@ -90,6 +99,30 @@ class Runtime:
     tensors: dict[str, Tensor] = field(default_factory=dict)
     joined: bool = False
     on_join: list[Callable[[], None]] = field(default_factory=list)
+
+    def in_groups(self) -> bool:
+        """in_groups tells whether the conf puts this worker in a host group: [cluster]
+        local_size above 1 (0: the launcher's ORDO_LOCAL_SIZE) and an [intra] backend other
+        than none. DistributedOptimizer then trains through the bound model (ordo.torch.groups),
+        which runs on any path, so a conf the scheduler does not group still trains."""
+        backend = self.settings.get("intra.backend") or launcher_str("intra", "backend",
+                                                                     self.conf)
+        if str(backend or "none").strip() == "none":
+            return False
+        size = self.settings.get("cluster.local_size")
+        if size is None:
+            size = _launcher_int("local_size", self.conf)
+        size = int(size or 0) or int(os.environ.get("ORDO_LOCAL_SIZE", "1"))
+        return size > 1
+
+    def refuse_in_groups(self, what: str) -> None:
+        """refuse_in_groups raises RuntimeError for a key-level call in host groups."""
+        if self.in_groups():
+            raise RuntimeError(f"ordo.torch: {what} is not available in host groups ([cluster] "
+                               "local_size > 1 with an [intra] backend): a group moves whole "
+                               "iterations of the DistributedOptimizer's parameters; run "
+                               "without groups ([intra] backend = none) to average tensors of "
+                               "your own")
 
     # ---- declaring and joining -----------------------------------------------------------
 
@@ -170,6 +203,7 @@ class Runtime:
         """push_pull_async pushes tensor as name's next value and pulls the workers' mean (sum
         without average) into a receive buffer; synchronize() writes it back into tensor."""
         check_tensor(tensor, f"push_pull tensor {name!r}")
+        self.refuse_in_groups("push_pull")
         t = self.tensors.get(name)
         if t is None:
             t = self.declare(name, tensor.numel())
