@@ -30,8 +30,6 @@ from typing import Any
 
 import torch
 
-from ordo.torch import runtime as rt
-
 WAIT_MS = 600_000  # one wait for the cluster; a dead peer fails it sooner ([fault] timeout_ms)
 
 
@@ -52,8 +50,8 @@ class BoundSteps:
 
     def bind(self) -> None:
         """bind (at the join) binds the cluster's tensors, points every CPU parameter's .grad
-        at its gradient buffer, sends rank 0's parameters as the initial values and asks for
-        iteration 0's values (server mode: waits for them, every worker starts from rank 0's
+        at its gradient buffer, sends rank 0's parameters as the initial values (server mode)
+        and waits for iteration 0's values (server mode: every worker starts from rank 0's
         parameters)."""
         runtime = self.opt._ordo_rt
         extra = sorted(set(runtime.tensors) - {q.name for q in self.opt._ordo_params})
@@ -72,14 +70,16 @@ class BoundSteps:
                 q.gview.zero_()
                 q.param.grad = q.gview
         self.bound = True
-        if c.rank == 0:
+        if c.rank == 0 and self.server:
             with torch.no_grad():
                 for q in self.opt._ordo_params:
                     q.vview.copy_(q.param.data)
             c.bound_init()
         c.iter_begin(0)
-        if self.server:
-            self.wait([q.tensor.index for q in self.opt._ordo_params], 0)
+        # every worker takes iteration 0's values before its first push, in gradients mode
+        # too (zeros: an average tensor keeps no parameter): an owner's pull of them still
+        # in flight would land in the group's memory after the next iteration's values
+        self.wait([q.tensor.index for q in self.opt._ordo_params], 0)
 
     # ---- backward --------------------------------------------------------------------------
 
@@ -149,6 +149,8 @@ class BoundSteps:
         with torch.no_grad():
             if self.server:
                 q.param.data.copy_(q.vview)
+            elif self.arrived[index] == 0:
+                pass  # gradients mode: iteration 0's values are zeros, no one's mean
             elif self.opt._ordo_updates is not None:
                 mean = q.vview.to(q.param.device) if q.cuda else q.vview
                 self.opt._ordo_updates.apply(q.param, mean)
