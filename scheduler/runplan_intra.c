@@ -31,21 +31,6 @@ int ordo_runplan_intra(const ordo_conf_t *conf, json_t *plan)
                                            "profile, mlp, cnn or declared, or a [worker] command "
                                            "program); ordo-worker's synthetic job pushes and "
                                            "pulls every key itself");
-    /* the servers count one pusher per group, but staleness bounds, asp's per-push updates
-     * and backup workers are about single workers' pushes */
-    if (conf->sync_mode != ORDO_SYNC_BSP)
-        return ordo_error_set(ORDO_ERR_INVAL, "intra.backend with sync.mode = %s: refused: a "
-                              "group pushes the sum of its members' gradients once per "
-                              "iteration, while %s counts each worker's own pushes (use "
-                              "sync.mode = bsp, or intra.backend = none)",
-                              conf->sync_mode == ORDO_SYNC_SSP ? "ssp" : "asp",
-                              conf->sync_mode == ORDO_SYNC_SSP ? "ssp's staleness bound"
-                                                               : "asp's update per push");
-    if (conf->backup > 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "intra.backend with sync.backup = %d: refused: "
-                              "a group's push carries %d workers' gradients, so dropping the "
-                              "last pushes would drop whole groups (use sync.backup = 0, or "
-                              "intra.backend = none)", conf->backup, L);
     if (ordo_conf_pull_mode(conf) == ORDO_PULL_EARLY)
         return ordo_error_set(ORDO_ERR_INVAL, "intra.backend needs order.pull = start (a group "
                                            "member pulls only its share of the keys)");

@@ -26,7 +26,7 @@ def conf(tmp: Path) -> Path:
     path = tmp / "groups.ini"
     path.write_text(f"[cluster]\nservers = 2\nworkers = {WORKERS}\nlocal_size = 2\n\n"
                     "[intra]\nbackend = shm\n\n[model]\ntrainer = declared\n\n"
-                    f"[fault]\ntimeout_ms = {FAULT_MS}\nheartbeat_ms = 200\n")
+                    f"[fault]\ntimeout_ms = {FAULT_MS}\nheartbeat_ms = 200\nstartup_ms = 180000\n")
     return path
 
 
