@@ -96,10 +96,11 @@ def test_a_killed_group_member_ends_the_run_naming_it(tmp_path: Path):
     # a hang bound, not a timing: the member sees the pid gone at once (at the latest within
     # the fault timeout); the rest is Python's teardown on a loaded machine
     assert took < 60, took
-    # its group's other member sees it die in the segment and gives up, the scheduler aborts
-    # the run with that reason, and every worker's error names worker 1
-    assert "aborting the run: worker 0" in c.log("scheduler"), c.log("scheduler")
-    assert "worker 1 (pid" in c.log("scheduler"), c.log("scheduler")
+    # its group's other member sees its pid gone in the segment and gives up (or, where that
+    # member stalls, the scheduler misses its heartbeats): the scheduler aborts the run with
+    # the reason, and every worker's error names worker 1
+    sched = c.log("scheduler")
+    assert "aborting the run" in sched and "worker 1 (pid" in sched, sched
     for r in (0, 2, 3):
         assert "worker 1 (pid" in c.log(f"worker{r}"), c.log(f"worker{r}")
     assert set(ordo_segments()) <= before, ordo_segments()
