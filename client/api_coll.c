@@ -90,6 +90,14 @@ int ordo_broadcast(ordo_t *o, void *buf, size_t bytes, int root, int timeout_ms)
         return ordo_error_set(ORDO_ERR_INVAL, "ordo_broadcast: root %d out of range (%d workers)",
                               root, o->size);
     if (!buf && bytes) return ordo_error_set(ORDO_ERR_INVAL, "ordo_broadcast: NULL buffer");
+    if (o->bound) { /* the library's thread owns the connection */
+        if (o->bcast_sent == o->bcast_done) o->bcast_sent++;
+        rc = ordo__bound_broadcast(o->bound, o->bcast_sent, root, buf, bytes, timeout_ms);
+        if (!rc) o->bcast_done = o->bcast_sent;
+        return rc == ORDO_ERR_TIMEDOUT ? ordo__api_fail(rc)
+               : rc                    ? ordo__api_cluster_failed(o, rc)
+                                       : 0;
+    }
     /* after an interrupted or timed-out wait, calling again waits for the same broadcast */
     if (o->bcast_sent == o->bcast_done) {
         if ((rc = ordo__ps_broadcast(o->w, o->bcast_sent + 1, root, buf, bytes)) != 0)

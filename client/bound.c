@@ -22,6 +22,7 @@ typedef enum {
     CMD_REPORT, /* text: owned by the command */
     CMD_BARRIER,
     CMD_BATCH, /* ask the batch service (text: the spec; key: the epoch) */
+    CMD_BCAST, /* broadcast iter (the id) from root key into buf (bytes) */
     CMD_STOP
 } cmd_kind_t;
 
@@ -30,6 +31,8 @@ typedef struct {
     int key;
     int64_t iter;
     char *text;
+    void *buf; /* CMD_BCAST: the program's buffer (it waits until the broadcast is done) */
+    size_t bytes;
 } cmd_t;
 
 struct ordo__bound {
@@ -56,6 +59,7 @@ struct ordo__bound {
     int fatal;
     bool init_done;
     int64_t barrier_done, barrier_want;
+    int64_t bcast_done, bcast_want;
     /* the batch service: an answer the thread took (batch_rc: 0 a batch, 1 and 2 the ends,
      * < 0 refused), into batch_idx (batch_cap), valid while batch_done */
     bool batch_asked, batch_done;
@@ -69,7 +73,7 @@ struct ordo__bound {
 
 /* ---- queues ------------------------------------------------------------------------- */
 
-static int post_text(ordo__bound_t *b, cmd_kind_t kind, int key, int64_t iter, char *text)
+static int post_cmd(ordo__bound_t *b, cmd_t c)
 {
     pthread_mutex_lock(&b->mu);
     if (b->q_n == b->q_cap) {
@@ -77,7 +81,7 @@ static int post_text(ordo__bound_t *b, cmd_kind_t kind, int key, int64_t iter, c
         cmd_t *p = malloc(sizeof *p * (size_t)cap);
         if (!p) {
             pthread_mutex_unlock(&b->mu);
-            free(text);
+            free(c.text);
             return ordo_error_set(ORDO_ERR_NOMEM, "out of memory for the bound model's commands");
         }
         for (int i = 0; i < b->q_n; i++)
@@ -87,10 +91,15 @@ static int post_text(ordo__bound_t *b, cmd_kind_t kind, int key, int64_t iter, c
         b->q_cap = cap;
         b->q_head = 0;
     }
-    b->q[(b->q_head + b->q_n++) % b->q_cap] = (cmd_t){kind, key, iter, text};
+    b->q[(b->q_head + b->q_n++) % b->q_cap] = c;
     pthread_mutex_unlock(&b->mu);
     ordo__ps_wake(b->o.ps);
     return 0;
+}
+
+static int post_text(ordo__bound_t *b, cmd_kind_t kind, int key, int64_t iter, char *text)
+{
+    return post_cmd(b, (cmd_t){kind, key, iter, text, NULL, 0});
 }
 
 static int post(ordo__bound_t *b, cmd_kind_t kind, int key, int64_t iter)
@@ -261,6 +270,9 @@ static bool run_command(ordo__bound_t *b, cmd_t c)
     case CMD_BARRIER:
         rc = ordo__ps_barrier(b->o.ps, c.iter);
         break;
+    case CMD_BCAST:
+        rc = ordo__ps_broadcast(b->o.ps, c.iter, c.key, c.buf, c.bytes);
+        break;
     case CMD_BATCH: {
         int brc = ordo__ps_batch_request(b->o.ps, c.text, c.key, c.iter);
         free(c.text);
@@ -310,6 +322,11 @@ static void *thread_main(void *arg)
         } else if (ev.kind == ORDO__EV_BATCH) {
             /* an answer asked for ahead waits in the library until the program asks */
             if (!ordo__ps_batch_unasked(b->o.ps)) take_batch(b);
+        } else if (ev.kind == ORDO__EV_BCAST) {
+            pthread_mutex_lock(&b->mu);
+            if (ev.iter > b->bcast_done) b->bcast_done = ev.iter;
+            pthread_cond_broadcast(&b->cv);
+            pthread_mutex_unlock(&b->mu);
         } else if (ev.kind == ORDO__EV_BARRIER) {
             pthread_mutex_lock(&b->mu);
             if (ev.iter > b->barrier_done) b->barrier_done = ev.iter;
@@ -635,6 +652,29 @@ int ordo__bound_barrier(ordo__bound_t *b, int64_t id, int timeout_ms)
     pthread_mutex_lock(&b->mu);
     b->barrier_want = id;
     rc = wait_for(b, barrier_reached, timeout_ms);
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+static bool bcast_reached(const ordo__bound_t *b)
+{
+    return b->bcast_done >= b->bcast_want;
+}
+
+int ordo__bound_broadcast(ordo__bound_t *b, int64_t id, int root, void *buf, size_t bytes,
+                          int timeout_ms)
+{
+    /* after a timed-out wait the program calls again with the same id: not sent twice */
+    pthread_mutex_lock(&b->mu);
+    bool sent = b->bcast_want >= id;
+    b->bcast_want = id;
+    pthread_mutex_unlock(&b->mu);
+    if (!sent) {
+        int rc = post_cmd(b, (cmd_t){CMD_BCAST, root, id, NULL, buf, bytes});
+        if (rc) return rc;
+    }
+    pthread_mutex_lock(&b->mu);
+    int rc = wait_for(b, bcast_reached, timeout_ms);
     pthread_mutex_unlock(&b->mu);
     return rc;
 }

@@ -49,6 +49,11 @@ void ordo__bound_iter_bytes(ordo__bound_t *b, int64_t *pushed, int64_t *pulled, 
 int ordo__bound_pull_values(ordo__bound_t *b, int64_t iter, int timeout_ms);
 /* ordo__bound_barrier joins barrier id (ids increase) and waits for every worker. */
 int ordo__bound_barrier(ordo__bound_t *b, int64_t id, int timeout_ms);
+/* ordo__bound_broadcast sends root's bytes of buf (the program's, untouched until it returns)
+ * as broadcast id (ids increase; the same id again after a timeout waits for the same one)
+ * and waits up to timeout_ms until every worker's buf holds them. */
+int ordo__bound_broadcast(ordo__bound_t *b, int64_t id, int root, void *buf, size_t bytes,
+                          int timeout_ms);
 /* ordo__bound_report sends json (copied) to the scheduler from the binding's thread. */
 int ordo__bound_report(ordo__bound_t *b, const char *json);
 /* ordo__bound_state saves or restores the push path's own state (client/push.h, state). */

@@ -304,8 +304,8 @@ ORDO_API int ordo_load_state(ordo_t *o, const char *path);
  * (dense, merged groups, sparse, host groups), and reports each value as it arrives. A
  * thread of the library then owns the connection: ordo_init, ordo_push, ordo_pull,
  * ordo_pushpull, ordo_wait, ordo_test and ordo_wait_all fail with ORDO_ERR_INVAL until
- * ordo_unbind; ordo_barrier, ordo_report, ordo_step, ordo_save_state and ordo_load_state go
- * through that thread. One program thread makes the bound calls. */
+ * ordo_unbind; ordo_barrier, ordo_broadcast, ordo_report, ordo_step, ordo_save_state and
+ * ordo_load_state go through that thread. One program thread makes the bound calls. */
 typedef struct ordo_bind_opts {
     int pull_early;     /* 1: ask for iteration t + 1's value of a tensor right after its
                            push of t (the servers answer once every worker pushed) */

@@ -160,7 +160,9 @@ def declare(name: str, tensor: torch.Tensor) -> None:
             joined already
     """
     _rt.check_tensor(tensor, f"tensor {name!r}")
-    _rt_or_raise().declare(name, tensor.numel())
+    r = _rt_or_raise()
+    r.refuse_in_groups("declare()")
+    r.declare(name, tensor.numel())
 
 
 def push_pull_async(tensor: torch.Tensor, name: str, average: bool = True,

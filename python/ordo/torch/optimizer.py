@@ -10,6 +10,9 @@ gradient the moment autograd has it, in backward order; step() waits for the res
                     of its module (ordo.torch.per_param), when the optimizer allows it.
   mode="server":    the servers run SGD with the optimizer's lr, momentum and weight decay (per
                     param group); the new parameter is pulled straight into the parameter's data.
+In host groups ([cluster] local_size > 1 with an [intra] backend) both modes run through the
+library's bound model instead (ordo.torch.groups): the gradients are produced in the group's
+memory, and the values come back per tensor in the plan's order.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from typing import Any
 
 import torch
 
+from ordo.torch import groups as gr
 from ordo.torch import per_param as pp
 from ordo.torch import runtime as rt
 from ordo.torch.staging import CudaStaging
@@ -111,7 +115,12 @@ class _Distributed:
         self._ordo_by_index = {q.tensor.index: q for q in params}
         self._ordo_gated = False
         self._ordo_synced = False
-        self._ordo_plan_seam(model)
+        # host groups: whole iterations through the bound model, bound at the join
+        self._ordo_bound = gr.BoundSteps(self) if runtime.in_groups() else None
+        if self._ordo_bound is not None:
+            self._ordo_groups_seam(model)
+        else:
+            self._ordo_plan_seam(model)
         # The run's metrics count the samples of each step: the batch of the model's last
         # training forward (model= given), else none.
         self._ordo_batch = 0
@@ -120,7 +129,9 @@ class _Distributed:
         # The join waits for the first transfer, unless something must happen before the first
         # forward: the servers' initial values (server mode) or a broadcast asked for before
         # the tensors were known.
-        if mode == "server":
+        if self._ordo_bound is not None:
+            runtime.on_join.append(self._ordo_bound.bind)
+        elif mode == "server":
             runtime.on_join.append(self._ordo_pull_initial)
         if runtime.on_join:
             runtime.join()
@@ -146,6 +157,11 @@ class _Distributed:
             raise RuntimeError(f"ordo.torch: gradient of {q.name!r} produced again before "
                                "step(): call step() after each backward (or set "
                                "backward_passes_per_step)")
+        if self._ordo_bound is not None:
+            if self._ordo_gated:  # its module did not run: last step's value first
+                self._ordo_bound.wait([q.tensor.index])
+            self._ordo_bound.grad_ready(q, p.grad)
+            return
         if q.handle is not None:  # gated: last step's pull, its module did not run
             self._ordo_wait([q.tensor.index])
         self._ordo_push(q, p.grad)
@@ -190,6 +206,11 @@ class _Distributed:
         (gradients mode; call it before step() to clip them) or the new parameters (server)."""
         if self._ordo_synced:
             return
+        if self._ordo_bound is not None:
+            self._ordo_bound.end_iteration()
+            self._ordo_bound.wait_all()
+            self._ordo_synced = True
+            return
         if self._ordo_gated:
             # the pulls of the last step (gradients mode: and their updates); pushes wait for
             # backward
@@ -214,7 +235,12 @@ class _Distributed:
         if closure is not None:
             raise ValueError("ordo.torch: DistributedOptimizer.step takes no closure")
         gated = self._ordo_gated
-        if gated:
+        if self._ordo_bound is not None:
+            if not self._ordo_synced:
+                self._ordo_bound.end_iteration()
+                if not gated:
+                    self._ordo_bound.wait_all()
+        elif gated:
             self._ordo_push_missing()
         else:
             self.synchronize()
@@ -249,6 +275,14 @@ class _Distributed:
                                  "servers keep those of the join (use mode='gradients' with "
                                  "an LR schedule)")
 
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """zero_grad is the optimizer's; in host groups the gradient buffers are zeroed in
+        place, so that each CPU parameter's .grad stays the view over the group's memory."""
+        if self._ordo_bound is not None and self._ordo_bound.bound:
+            self._ordo_bound.zero_grad()
+            return
+        super().zero_grad(set_to_none)  # type: ignore[misc]
+
     def remove_hooks(self) -> None:
         """remove_hooks detaches the gradient hooks (the optimizer then works locally)."""
         for h in self._ordo_hooks:
@@ -282,6 +316,28 @@ class _Distributed:
                  for name, t in sorted(self._ordo_rt.tensors.items(), key=lambda kv: kv[1].index)]
         self._ordo_profiler = profile.ModelProfiler(model, named, iterations=PROFILE_ITERATIONS)
         self._ordo_profiler.start()
+
+    def _ordo_groups_seam(self, model: Any) -> None:
+        """In host groups with model= given, each module's forward waits for its own values
+        from the first step (ForwardGate over the bound model's arrivals, in the order of the
+        join's plan): the server mode's parameters, or in gradients mode the mean gradients,
+        applied per parameter when the optimizer allows it. The profile and re-plan of the
+        flat path are not run (ordo_replan needs the unbound client)."""
+        self._ordo_profiler = None
+        self._ordo_gate = None
+        if model is None:
+            return
+        if self._ordo_mode == "gradients":
+            if not self._ordo_per_parameter:
+                return
+            self._ordo_updates = pp.PerParameterUpdates(self._ordo_opt_class, self,
+                                                        [q.param for q in self._ordo_params])
+        from ordo.torch import profile  # type: ignore[attr-defined]
+        index = {q.param: q.tensor.index for q in self._ordo_params}
+        self._ordo_gate = profile.ForwardGate(model, index, self._ordo_bound.wait)
+        self._ordo_gated = True
+        # a checkpoint reads the values after the last step
+        model.register_state_dict_pre_hook(lambda *_: self._ordo_bound.wait_all())
 
     def _ordo_plan_step(self) -> None:
         prof = self._ordo_profiler

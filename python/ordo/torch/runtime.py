@@ -100,6 +100,30 @@ class Runtime:
     joined: bool = False
     on_join: list[Callable[[], None]] = field(default_factory=list)
 
+    def in_groups(self) -> bool:
+        """in_groups tells whether the conf puts this worker in a host group: [cluster]
+        local_size above 1 (0: the launcher's ORDO_LOCAL_SIZE) and an [intra] backend other
+        than none. DistributedOptimizer then trains through the bound model (ordo.torch.groups),
+        which runs on any path, so a conf the scheduler does not group still trains."""
+        backend = self.settings.get("intra.backend") or launcher_value("intra", "backend",
+                                                                     self.conf)
+        if str(backend or "none").strip() == "none":
+            return False
+        size = self.settings.get("cluster.local_size")
+        if size is None:
+            size = _launcher_int("local_size", self.conf)
+        size = int(size or 0) or int(os.environ.get("ORDO_LOCAL_SIZE", "1"))
+        return size > 1
+
+    def refuse_in_groups(self, what: str) -> None:
+        """refuse_in_groups raises RuntimeError for a key-level call in host groups."""
+        if self.in_groups():
+            raise RuntimeError(f"ordo.torch: {what} is not available in host groups ([cluster] "
+                               "local_size > 1 with an [intra] backend): a group moves whole "
+                               "iterations of the DistributedOptimizer's parameters; run "
+                               "without groups ([intra] backend = none) to average tensors of "
+                               "your own")
+
     # ---- declaring and joining -----------------------------------------------------------
 
     def declare(self, name: str, numel: int, kind: str = AVERAGE,
@@ -188,6 +212,7 @@ class Runtime:
         """push_pull_async pushes tensor as name's next value and pulls the workers' mean (sum
         without average) into a receive buffer; synchronize() writes it back into tensor."""
         check_tensor(tensor, f"push_pull tensor {name!r}")
+        self.refuse_in_groups("push_pull")
         t = self.tensors.get(name)
         if t is None:
             t = self.declare(name, tensor.numel())

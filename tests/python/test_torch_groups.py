@@ -1,0 +1,106 @@
+"""test_torch_groups: ordo.torch workers in host groups ([cluster] local_size = 2, [intra]
+backend = shm) against real clusters of the C daemons on loopback: 4 workers in 2 groups
+equal one process training on the whole batches, in both DistributedOptimizer modes, with
+each CPU gradient produced in the group's shared memory; a SIGKILLed member ends the run
+naming it and leaves nothing of ordo in /dev/shm. Needs torch (skipped without it)."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (scripts/setup-python.sh)")
+
+import torch_mlp  # noqa: E402
+from torch_cluster import SRC, Cluster  # noqa: E402
+
+WORKER = SRC / "tests" / "python" / "torch_groups_worker.py"
+WORKERS = 4
+FAULT_MS = 3000
+
+
+def conf(tmp: Path, push: str = "dense") -> Path:
+    path = tmp / "groups.ini"
+    path.write_text(f"[cluster]\nservers = 2\nworkers = {WORKERS}\nlocal_size = 2\n\n"
+                    "[intra]\nbackend = shm\n\n[model]\ntrainer = declared\n\n"
+                    f"[push]\nmode = {push}\nmerge = all\n\n"
+                    f"[fault]\ntimeout_ms = {FAULT_MS}\nheartbeat_ms = 200\nstartup_ms = 180000\n")
+    return path
+
+
+def ordo_segments() -> list[str]:
+    return [n for n in os.listdir("/dev/shm") if "ordo" in n] if os.path.isdir("/dev/shm") else []
+
+
+def start(tmp: Path, *args: str, push: str = "dense") -> Cluster:
+    c = Cluster(tmp, conf=conf(tmp, push), servers=2)
+    for r in range(WORKERS):
+        c.start_worker(r, [sys.executable, str(WORKER), *args[:1], str(tmp / f"out{r}.pt"),
+                           *args[1:]])
+    return c
+
+
+@pytest.mark.parametrize("mode,gate,push", [("gradients", "", "dense"),
+                                            ("gradients", "gate", "dense"),
+                                            ("server", "", "dense"),
+                                            ("server", "gate", "dense"),
+                                            ("server", "gate", "merged")])
+def test_four_workers_in_two_groups_equal_one_process(tmp_path: Path, mode: str, gate: str,
+                                                      push: str):
+    """With gate, model=: each module's forward waits for its own values (server mode: the
+    parameters; gradients mode: Adam per parameter on the mean). Merged: the owner pushes
+    the group's sums as one merge group (merge = all)."""
+    c = start(tmp_path, mode, gate, push=push)
+    try:
+        for name in [f"worker{r}" for r in range(WORKERS)] + ["server0", "server1",
+                                                               "scheduler"]:
+            assert c.finish(name) == 0, f"{name}: {c.log(name)}"
+    finally:
+        c.stop()
+    log = c.log("worker0")
+    assert "intra: 2 groups of 2 workers (shm" in c.log("scheduler"), c.log("scheduler")
+    assert f"(shm, {push} pushes inside" in log, log
+    for r in range(WORKERS):
+        # every step's backward wrote each gradient into the library's buffer itself
+        assert f"{torch_mlp.ITERS} steps, grads in the library's buffer in " \
+               f"{torch_mlp.ITERS}" in c.log(f"worker{r}"), c.log(f"worker{r}")
+    torch.set_num_threads(1)
+    net = torch_mlp.model()
+    torch_mlp.train(net, torch_mlp.optimizer(mode, net.parameters()), 0, 1)
+    want = net.state_dict()
+    for r in range(WORKERS):
+        got = torch.load(tmp_path / f"out{r}.pt")
+        for k, v in want.items():
+            # 1e-5 relative (1e-7 absolute near 0: the servers average 4 quarter-batch means)
+            torch.testing.assert_close(got[k], v, rtol=1e-5, atol=1e-7, msg=f"rank {r} {k}")
+        assert not torch.equal(got["0.weight"], torch_mlp.model().state_dict()["0.weight"])
+    assert not ordo_segments(), ordo_segments()
+
+
+def test_a_killed_group_member_ends_the_run_naming_it(tmp_path: Path):
+    before = set(ordo_segments())
+    c = start(tmp_path, "server", "kill:1:3")
+    try:
+        assert c.finish("worker1") == -9, c.log("worker1")
+        killed = time.monotonic()
+        for r in (0, 2, 3):
+            assert c.finish(f"worker{r}") != 0, c.log(f"worker{r}")
+        took = time.monotonic() - killed
+        for name in ["server0", "server1", "scheduler"]:
+            c.finish(name)
+    finally:
+        c.stop()
+    # a hang bound, not a timing: the member sees the pid gone at once (at the latest within
+    # the fault timeout); the rest is Python's teardown on a loaded machine
+    assert took < 60, took
+    # its group's other member sees its pid gone in the segment and gives up (or, where that
+    # member stalls, the scheduler misses its heartbeats): the scheduler aborts the run with
+    # the reason, and every worker's error names worker 1
+    sched = c.log("scheduler")
+    assert "aborting the run" in sched and "worker 1 (pid" in sched, sched
+    for r in (0, 2, 3):
+        assert "worker 1 (pid" in c.log(f"worker{r}"), c.log(f"worker{r}")
+    assert set(ordo_segments()) <= before, ordo_segments()

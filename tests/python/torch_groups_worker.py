@@ -1,0 +1,63 @@
+"""torch_groups_worker: one worker of the ordo.torch host-group tests: trains torch_mlp's model
+through DistributedOptimizer in MODE with the conf's host groups and writes its final
+parameters to OUT.
+
+    python torch_groups_worker.py MODE OUT [gate] [kill:RANK:ITER]
+
+With "gate", DistributedOptimizer gets model= (each module's forward waits for its own values).
+With kill:RANK:ITER, worker RANK SIGKILLs itself at the start of step ITER (the others must
+fail naming it). It prints how many steps found every CPU .grad in the library's gradient
+buffer (the group's shared memory: nothing copied on the way out).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import ordo.torch as hvd
+import torch
+import torch_mlp
+
+
+def main(mode: str, out: str, gate: bool, kill: tuple[int, int] | None) -> int:
+    torch.set_num_threads(1)
+    hvd.init()
+    net = torch_mlp.model()
+    if hvd.rank() != 0:
+        with torch.no_grad():  # the broadcast (or the servers' values) must undo this
+            for p in net.parameters():
+                p.add_(1.0)
+    opt = hvd.DistributedOptimizer(torch_mlp.optimizer(mode, net.parameters()),
+                                   named_parameters=net.named_parameters(), mode=mode,
+                                   model=net if gate else None)
+    hvd.broadcast_parameters(net.state_dict(), root_rank=0)  # through the bound model
+    hvd.broadcast_optimizer_state(opt, root_rank=0)
+    xs, ys = torch_mlp.data()
+    rank, size = hvd.rank(), hvd.size()
+    part = torch_mlp.BATCH // size
+    in_place = 0
+    iters = torch_mlp.ITERS if kill is None else 10_000
+    for t in range(iters):
+        if kill is not None and rank == kill[0] and t == kill[1]:
+            print(f"torch_groups_worker: rank {rank}: SIGKILL at step {t}", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        x = xs[t % torch_mlp.ITERS, rank * part:(rank + 1) * part]
+        y = ys[t % torch_mlp.ITERS, rank * part:(rank + 1) * part]
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(net(x), y).backward()
+        in_place += all(q.param.grad.data_ptr() == getattr(q, "gview", q.param).data_ptr()
+                        for q in opt._ordo_params)
+        opt.step()
+    print(f"torch_groups_worker: rank {rank} of {size}: {iters} steps, grads in the "
+          f"library's buffer in {in_place}", flush=True)
+    torch.save({k: v.cpu() for k, v in net.state_dict().items()}, out)
+    hvd.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    kills = [a for a in args[2:] if a.startswith("kill:")]
+    kill = tuple(int(x) for x in kills[0].split(":")[1:]) if kills else None
+    sys.exit(main(args[0], args[1], "gate" in args[2:], kill))  # type: ignore[arg-type]
