@@ -259,7 +259,10 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     if ((rc = setup_updates(s)) != 0) goto fail;
     if ((rc = ordo_store_set_sync(s->store, conf->sync_mode, conf->staleness, conf->backup)) != 0)
         goto fail;
-    if ((rc = ordo_store_set_members(s->store, present, conf->aggregate == ORDO_AGG_MEAN)) != 0)
+    /* the places of workers that may join stay empty until they do (a run that can grow has
+     * no host groups: one pusher per worker) */
+    if (s->node.n_workers > present &&
+        (rc = ordo_store_set_members(s->store, present, conf->aggregate == ORDO_AGG_MEAN)) != 0)
         goto fail;
     /* a restarted worker pushes again what its predecessor may have pushed */
     if (conf->fault_worker == ORDO_FAULT_RESTART &&
