@@ -1,12 +1,12 @@
 """elastic_worker: one worker of the elastic test (test_elastic.py), started by ordo-launch as
 its [worker] command. Trains torch_mlp's model in MODE (server, the default, or gradients)
-through ordo.torch.elastic for
-torch_mlp.ITERS steps on its half of each step's batch (the data seeded by step), reporting
-each step. With KILL_AT=K in the environment, worker 1 SIGKILLs itself once (a marker file
-in OUT remembers it) in step K: right after it (KILL_HOW=boundary), or once its pushes of K
-were acknowledged but before it reported the step (KILL_HOW=mid: the new process pushes them
-again); the launcher starts it again. Worker 0 saves the
-final parameters to OUT/params.pt.
+through ordo.torch.elastic for torch_mlp.ITERS steps on its half of each step's batch (the
+data seeded by step), reporting each step. With KILL_AT=K in the environment, worker 1
+SIGKILLs itself once (a marker file in OUT remembers it) in step K: right after it
+(KILL_HOW=boundary), in its backward pass once the last layer's pushes went out and before
+the first layer's (KILL_HOW=partial), or once its pushes of K were acknowledged but before it
+reported the step (KILL_HOW=mid: the new process pushes them again); the launcher starts it
+again. Worker 0 saves the final parameters to OUT/params.pt.
 
     python elastic_worker.py OUT
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import ordo.torch as hvd
@@ -35,6 +36,16 @@ def main(argv: list[str]) -> int:
     kill_at = int(os.environ.get("KILL_AT", "-1"))
     mid = os.environ.get("KILL_HOW") == "mid"
     marker = out / "killed"
+    if os.environ.get("KILL_HOW") == "partial":
+        # worker 1 dies in backward of step KILL_AT before the first layer's gradients exist:
+        # the last layer's pushes went out (and, with worker 0's, were applied), the first's
+        # never do; the others finish that step's updates for the last layer only
+        def die(module, grad_output):
+            if hvd.rank() == 1 and state.step == kill_at and not marker.exists():
+                time.sleep(1.0)  # the last layer's pushes reach the servers
+                marker.write_text("1")
+                os.kill(os.getpid(), signal.SIGKILL)
+        net[0].register_full_backward_pre_hook(die)
 
     @elastic.run
     def train(state: elastic.TorchState) -> None:
