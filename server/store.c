@@ -1,4 +1,5 @@
-/* store: the shard store, push aggregation and update. */
+/* store: the shard store, push aggregation and update (what replicas and checkpoints read
+ * and install: store_state.c). */
 #include "server/store.h"
 #include "core/vec.h"
 #include "common/error.h"
@@ -8,75 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct ordo_vbuf {
-    _Atomic int refs;
-    int64_t numel;
-    float *data; /* 64-byte aligned */
-};
+#include "server/store_internal.h"
 
-/* A received payload the store may keep past the call that handed it over: a ZeroMQ frame
- * (or an aligned copy of one), shared by the slices of a merged push. Only the server's
- * main thread touches it, so the count is plain. */
-struct ordo_store_frame {
-    int refs;
-    bool is_msg;
-    zmq_msg_t msg;
-    void *buf; /* !is_msg: 64-byte aligned copy */
-    size_t len;
-};
 
-typedef struct {
-    const float *data;
-    ordo_store_frame_t *owner; /* NULL: no push held for this worker */
-} held_t;
-
-/* One iteration's aggregation: bsp and asp use one round, ssp one per iteration of its
- * window (version .. version + staleness), indexed by iteration modulo their count. */
-typedef struct {
-    float *acc;
-    float *sum;                    /* the running sum: acc, or inside sum_owner; NULL if none */
-    ordo_store_frame_t *sum_owner; /* the first push's frame, kept as the running sum */
-    int next;                      /* the worker whose push is added next (rank order) */
-    int count;                     /* pushes summed so far */
-    int taken;                     /* backup workers: pushes held for this iteration */
-    bool complete;                 /* ssp: every push summed, waiting for the earlier rounds */
-    held_t *held;                  /* per worker: a push that came before its turn */
-    uint8_t *pushed;               /* per worker, for this round's iteration */
-} round_t;
-
-typedef struct {
-    int64_t numel;
-    ordo_vbuf_t *value;
-    ordo_vbuf_t *prev;    /* re-sends on: the value before the last update */
-    int64_t prev_version; /* its version (-1: none kept) */
-    float *mom;
-    ordo_optim_t opt; /* its update rule: the store's, or the one its key declared */
-    round_t *rounds;
-    int64_t *clock;  /* asp: per worker, the iteration of its next push */
-    int64_t version; /* -1 before init; asp: the oldest iteration with a push missing */
-    int64_t taken;   /* pushes taken (summed, held or applied) since init: ssp's update count */
-} slot_t;
-
-struct ordo_store {
-    const ordo_keys_t *keys;
-    int rank, n_workers;
-    ordo_optim_t opt;
-    float scale;
-    int mode, staleness, backup; /* ordo_sync_t ([sync]) */
-    bool resend;                 /* a worker's push again (a restarted worker): acknowledged */
-    int n_rounds;
-    uint64_t dropped;
-    uint64_t resent; /* re-sent pushes acknowledged and left out */
-    uint8_t *gone;   /* per worker: it left the run (ordo_store_leave); NULL: nobody did */
-    int64_t *join_at; /* per worker: the first iteration it pushes (ordo_store_set_members,
-                       * ordo_store_join; INT64_MAX: not in the run yet); NULL: all 0 */
-    bool mean_of_pushed; /* after a worker left: an update's scale is over the pushes it had */
-    int *slot_of; /* per slice: local slot or -1 */
-    slot_t *slots;
-    int n_slots;
-};
-
-static ordo_vbuf_t *vbuf_new(int64_t numel)
+ordo_vbuf_t *ordo__store_vbuf_new(int64_t numel)
 {
     ordo_vbuf_t *b = malloc(sizeof *b);
     if (!b) return NULL;
@@ -91,7 +27,7 @@ static ordo_vbuf_t *vbuf_new(int64_t numel)
     return b;
 }
 
-static void vbuf_unref(ordo_vbuf_t *b)
+void ordo__store_vbuf_unref(ordo_vbuf_t *b)
 {
     if (b && atomic_fetch_sub(&b->refs, 1) == 1) {
         free(b->data);
@@ -102,7 +38,7 @@ static void vbuf_unref(ordo_vbuf_t *b)
 void ordo_store_unref_cb(void *data, void *hint)
 {
     (void)data;
-    vbuf_unref(hint);
+    ordo__store_vbuf_unref(hint);
 }
 
 int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_optim_t *opt,
@@ -129,7 +65,7 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
         sl->numel = keys->slices[i].numel;
         sl->version = -1;
         sl->prev_version = -1;
-        sl->value = vbuf_new(sl->numel);
+        sl->value = ordo__store_vbuf_new(sl->numel);
         sl->opt = *opt;
         if (opt->momentum > 0) sl->mom = calloc((size_t)sl->numel, sizeof(float));
         if (!sl->value || (opt->momentum > 0 && !sl->mom)) goto nomem;
@@ -213,8 +149,8 @@ void ordo_store_destroy(ordo_store_t **sp)
     if (!s) return;
     for (int i = 0; i < s->n_slots; i++) {
         free_rounds(s, &s->slots[i]);
-        vbuf_unref(s->slots[i].value);
-        vbuf_unref(s->slots[i].prev);
+        ordo__store_vbuf_unref(s->slots[i].value);
+        ordo__store_vbuf_unref(s->slots[i].prev);
         free(s->slots[i].mom);
     }
     free(s->slots);
@@ -230,7 +166,7 @@ bool ordo_store_owns(const ordo_store_t *s, int slice)
     return slice >= 0 && slice < s->keys->n_slices && s->slot_of[slice] >= 0;
 }
 
-static int check_size(const slot_t *sl, int slice, size_t bytes)
+int ordo__store_check_size(const slot_t *sl, int slice, size_t bytes)
 {
     if (bytes != (size_t)sl->numel * sizeof(float))
         return ordo_error_set(ORDO_ERR_PROTO, "slice %d: %zu bytes, expected %lld", slice, bytes,
@@ -242,7 +178,7 @@ int ordo_store_init(ordo_store_t *s, int slice, const void *data, size_t bytes, 
 {
     if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_ERR_INVAL, "slice %d is not here", slice);
     slot_t *sl = &s->slots[s->slot_of[slice]];
-    int rc = check_size(sl, slice, bytes);
+    int rc = ordo__store_check_size(sl, slice, bytes);
     if (rc) return rc;
     *ignored = sl->version >= 0;
     if (*ignored) return 0;
@@ -260,7 +196,7 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
     *late = 0;
     if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_ERR_INVAL, "slice %d is not here", slice);
     slot_t *sl = &s->slots[s->slot_of[slice]];
-    int rc = check_size(sl, slice, bytes);
+    int rc = ordo__store_check_size(sl, slice, bytes);
     if (rc) return rc;
     if (worker < 0 || worker >= s->n_workers)
         return ordo_error_set(ORDO_ERR_PROTO, "push from unknown worker %d", worker);
@@ -382,9 +318,9 @@ static int step_scaled(ordo_store_t *s, slot_t *sl, const float *acc, const floa
          * and the update goes into the buffer the one before it had, when nothing reads it */
         ordo_vbuf_t *nb = sl->prev && atomic_load(&sl->prev->refs) == 1 ? sl->prev : NULL;
         if (!nb) {
-            vbuf_unref(sl->prev);
+            ordo__store_vbuf_unref(sl->prev);
             sl->prev = NULL;
-            if (!(nb = vbuf_new(sl->numel))) return ORDO_ERR_NOMEM;
+            if (!(nb = ordo__store_vbuf_new(sl->numel))) return ORDO_ERR_NOMEM;
         }
         ordo_optim_step_sum(&sl->opt, nb->data, cur->data, sl->mom, acc, g, scale, sl->numel);
         sl->prev = cur;
@@ -395,11 +331,11 @@ static int step_scaled(ordo_store_t *s, slot_t *sl, const float *acc, const floa
     if (atomic_load(&cur->refs) == 1) {
         ordo_optim_step_sum(&sl->opt, cur->data, cur->data, sl->mom, acc, g, scale, sl->numel);
     } else {
-        ordo_vbuf_t *nb = vbuf_new(sl->numel);
+        ordo_vbuf_t *nb = ordo__store_vbuf_new(sl->numel);
         if (!nb) return ORDO_ERR_NOMEM;
         ordo_optim_step_sum(&sl->opt, nb->data, cur->data, sl->mom, acc, g, scale, sl->numel);
         sl->value = nb;
-        vbuf_unref(cur);
+        ordo__store_vbuf_unref(cur);
     }
     return 0;
 }
@@ -425,7 +361,7 @@ static int next_pusher(const ordo_store_t *s, const round_t *rd, int from, int64
 }
 
 /* round_reset empties rd for iteration iter */
-static void round_reset(ordo_store_t *s, round_t *rd, int64_t iter)
+void ordo__store_round_reset(ordo_store_t *s, round_t *rd, int64_t iter)
 {
     ordo_store_frame_unref(rd->sum_owner);
     rd->sum_owner = NULL;
@@ -447,12 +383,12 @@ static int apply(ordo_store_t *s, slot_t *sl, round_t *rd, const float *acc, con
         scale = s->scale * (float)s->n_workers / (float)(rd->count + 1);
     int rc = step_scaled(s, sl, acc, g, scale);
     if (rc) return rc;
-    round_reset(s, rd, sl->version + s->n_rounds); /* the round's next iteration */
+    ordo__store_round_reset(s, rd, sl->version + s->n_rounds); /* the round's next iteration */
     sl->version++;
     for (rd = &sl->rounds[sl->version % s->n_rounds]; rd->complete;
          rd = &sl->rounds[sl->version % s->n_rounds]) {
         if ((rc = step(s, sl, NULL, rd->sum)) != 0) return rc;
-        round_reset(s, rd, sl->version + s->n_rounds);
+        ordo__store_round_reset(s, rd, sl->version + s->n_rounds);
         sl->version++;
     }
     return 0;
@@ -705,7 +641,7 @@ int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, s
         ordo_store_ref(s, slice, data, bytes, hint);
         return 0;
     }
-    ordo_vbuf_t *b = vbuf_new(sl->numel);
+    ordo_vbuf_t *b = ordo__store_vbuf_new(sl->numel);
     if (!b) return ORDO_ERR_NOMEM;
     memcpy(b->data, sl->value->data, (size_t)sl->numel * sizeof(float));
     /* the updates of iterations version .. iter - 1 as if their pushes received so far were
@@ -715,7 +651,7 @@ int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, s
     if (!g || (sl->mom && !mom)) {
         free(g);
         free(mom);
-        vbuf_unref(b);
+        ordo__store_vbuf_unref(b);
         return ORDO_ERR_NOMEM;
     }
     if (mom) memcpy(mom, sl->mom, n * sizeof *mom);
@@ -734,112 +670,6 @@ int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, s
     *data = b->data;
     *bytes = (size_t)sl->numel * sizeof(float);
     *hint = b;
-    return 0;
-}
-
-void ordo_store_copy_value(const ordo_store_t *s, int slice, float *dst)
-{
-    const slot_t *sl = &s->slots[s->slot_of[slice]];
-    memcpy(dst, sl->value->data, (size_t)sl->numel * sizeof(float));
-}
-
-float *ordo_store_momentum(ordo_store_t *s, int slice)
-{
-    return ordo_store_owns(s, slice) ? s->slots[s->slot_of[slice]].mom : NULL;
-}
-
-int64_t ordo_store_numel(const ordo_store_t *s, int slice)
-{
-    return ordo_store_owns(s, slice) ? s->slots[s->slot_of[slice]].numel : 0;
-}
-
-int64_t ordo_store_bytes(const ordo_store_t *s)
-{
-    int64_t b = 0;
-    for (int i = 0; i < s->n_slots; i++) b += s->slots[i].numel * 4;
-    return b;
-}
-
-bool ordo_store_pushed(const ordo_store_t *s, int slice, int worker, int64_t iter)
-{
-    if (!ordo_store_owns(s, slice) || worker < 0 || worker >= s->n_workers) return false;
-    const slot_t *sl = &s->slots[s->slot_of[slice]];
-    if (iter < sl->version) return true;
-    if (s->mode == ORDO_SYNC_ASP) return iter < sl->clock[worker];
-    if (iter >= sl->version + s->n_rounds) return false;
-    return sl->rounds[iter % s->n_rounds].pushed[worker] != 0;
-}
-
-int64_t ordo_store_seq(const ordo_store_t *s, int slice)
-{
-    const slot_t *sl = &s->slots[s->slot_of[slice]];
-    if (s->mode == ORDO_SYNC_BSP || sl->version < 0) return sl->version;
-    if (s->mode == ORDO_SYNC_SSP) return sl->taken;
-    int64_t n = 0;
-    for (int w = 0; w < s->n_workers; w++)
-        n += sl->clock[w];
-    return n;
-}
-
-const int64_t *ordo_store_clocks(const ordo_store_t *s, int slice)
-{
-    if (!ordo_store_owns(s, slice) || s->mode != ORDO_SYNC_ASP) return NULL;
-    return s->slots[s->slot_of[slice]].clock;
-}
-
-int ordo_store_install_clocks(ordo_store_t *s, int slice, const void *clocks, size_t bytes)
-{
-    if (!ordo_store_owns(s, slice) || s->mode != ORDO_SYNC_ASP)
-        return ordo_error_set(ORDO_ERR_INVAL, "slice %d keeps no push clocks here", slice);
-    if (bytes != sizeof(int64_t) * (size_t)s->n_workers)
-        return ordo_error_set(ORDO_ERR_PROTO, "slice %d: %zu bytes of push clocks, expected %zu",
-                              slice, bytes, sizeof(int64_t) * (size_t)s->n_workers);
-    slot_t *sl = &s->slots[s->slot_of[slice]];
-    memcpy(sl->clock, clocks, bytes);
-    int64_t v = sl->clock[0];
-    for (int w = 1; w < s->n_workers; w++)
-        if (sl->clock[w] < v) v = sl->clock[w];
-    sl->version = v;
-    return 0;
-}
-
-int ordo_store_install(ordo_store_t *s, int slice, int64_t version, const void *value,
-                       size_t bytes, const void *mom, size_t mom_bytes)
-{
-    if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_ERR_INVAL, "slice %d is not here", slice);
-    slot_t *sl = &s->slots[s->slot_of[slice]];
-    int rc = check_size(sl, slice, bytes);
-    if (rc) return rc;
-    if (version < 0) return ordo_error_set(ORDO_ERR_PROTO, "slice %d: version %lld", slice, (long long)version);
-    if (mom && (!sl->mom || mom_bytes != bytes))
-        return ordo_error_set(ORDO_ERR_PROTO, "slice %d: %zu bytes of momentum, expected %s", slice,
-                              mom_bytes, sl->mom ? "the value's size" : "none");
-    bool keep = s->resend && sl->version >= 0 && version == sl->version + 1;
-    if (keep || atomic_load(&sl->value->refs) != 1) { /* a send still reads the old value */
-        ordo_vbuf_t *nb = vbuf_new(sl->numel);
-        if (!nb) return ORDO_ERR_NOMEM;
-        /* re-sends on and the state is the next update's: the old value is the one before it */
-        vbuf_unref(sl->prev);
-        sl->prev = keep ? sl->value : NULL;
-        sl->prev_version = keep ? sl->version : -1;
-        if (!keep) vbuf_unref(sl->value);
-        sl->value = nb;
-    } else {
-        vbuf_unref(sl->prev); /* a state of another version: what was kept is not its past */
-        sl->prev = NULL;
-        sl->prev_version = -1;
-    }
-    memcpy(sl->value->data, value, bytes);
-    if (sl->mom) {
-        if (mom)
-            memcpy(sl->mom, mom, bytes);
-        else
-            memset(sl->mom, 0, bytes);
-    }
-    for (int r = 0; r < s->n_rounds; r++) /* round r holds the iteration = r mod n_rounds */
-        round_reset(s, &sl->rounds[r],
-                    version + ((r - version % s->n_rounds) + s->n_rounds) % s->n_rounds);
-    sl->version = version;
     return 0;
 }
 

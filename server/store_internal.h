@@ -1,0 +1,94 @@
+/* store_internal: the store's slots, rounds and value buffers, shared by store.c (pushes,
+ * aggregation, updates, membership) and store_state.c (what replicas and checkpoints read
+ * and install). Nothing outside server/store*.c includes it. */
+#ifndef ORDO_STORE_INTERNAL_H
+#define ORDO_STORE_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <zmq.h>
+
+#include "server/store.h"
+
+struct ordo_vbuf {
+    _Atomic int refs;
+    int64_t numel;
+    float *data; /* 64-byte aligned */
+};
+
+/* A received payload the store may keep past the call that handed it over: a ZeroMQ frame
+ * (or an aligned copy of one), shared by the slices of a merged push. Only the server's
+ * main thread touches it, so the count is plain. */
+struct ordo_store_frame {
+    int refs;
+    bool is_msg;
+    zmq_msg_t msg;
+    void *buf; /* !is_msg: 64-byte aligned copy */
+    size_t len;
+};
+
+typedef struct {
+    const float *data;
+    ordo_store_frame_t *owner; /* NULL: no push held for this worker */
+} held_t;
+
+/* One iteration's aggregation: bsp and asp use one round, ssp one per iteration of its
+ * window (version .. version + staleness), indexed by iteration modulo their count. */
+typedef struct {
+    float *acc;
+    float *sum;                    /* the running sum: acc, or inside sum_owner; NULL if none */
+    ordo_store_frame_t *sum_owner; /* the first push's frame, kept as the running sum */
+    int next;                      /* the worker whose push is added next (rank order) */
+    int count;                     /* pushes summed so far */
+    int taken;                     /* backup workers: pushes held for this iteration */
+    bool complete;                 /* ssp: every push summed, waiting for the earlier rounds */
+    held_t *held;                  /* per worker: a push that came before its turn */
+    uint8_t *pushed;               /* per worker, for this round's iteration */
+} round_t;
+
+typedef struct {
+    int64_t numel;
+    ordo_vbuf_t *value;
+    ordo_vbuf_t *prev;    /* re-sends on: the value before the last update */
+    int64_t prev_version; /* its version (-1: none kept) */
+    float *mom;
+    ordo_optim_t opt; /* its update rule: the store's, or the one its key declared */
+    round_t *rounds;
+    int64_t *clock;  /* asp: per worker, the iteration of its next push */
+    int64_t version; /* -1 before init; asp: the oldest iteration with a push missing */
+    int64_t taken;   /* pushes taken (summed, held or applied) since init: ssp's update count */
+} slot_t;
+
+struct ordo_store {
+    const ordo_keys_t *keys;
+    int rank, n_workers;
+    ordo_optim_t opt;
+    float scale;
+    int mode, staleness, backup; /* ordo_sync_t ([sync]) */
+    bool resend;                 /* a worker's push again (a restarted worker): acknowledged */
+    int n_rounds;
+    uint64_t dropped;
+    uint64_t resent; /* re-sent pushes acknowledged and left out */
+    uint8_t *gone;   /* per worker: it left the run (ordo_store_leave); NULL: nobody did */
+    int64_t *join_at; /* per worker: the first iteration it pushes (ordo_store_set_members,
+                       * ordo_store_join; INT64_MAX: not in the run yet); NULL: all 0 */
+    bool mean_of_pushed; /* after a worker left: an update's scale is over the pushes it had */
+    int *slot_of; /* per slice: local slot or -1 */
+    slot_t *slots;
+    int n_slots;
+};
+
+/* ordo__store_vbuf_new makes a value buffer of numel floats (one reference), NULL when out of
+ * memory; ordo__store_vbuf_unref drops a reference (NULL-safe). */
+ordo_vbuf_t *ordo__store_vbuf_new(int64_t numel);
+void ordo__store_vbuf_unref(ordo_vbuf_t *b);
+
+/* ordo__store_check_size: ORDO_ERR_INVAL naming the slice unless bytes is its numel * 4 */
+int ordo__store_check_size(const slot_t *sl, int slice, size_t bytes);
+
+/* ordo__store_round_reset empties rd for iteration iter */
+void ordo__store_round_reset(ordo_store_t *s, round_t *rd, int64_t iter);
+
+#endif
