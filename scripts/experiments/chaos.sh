@@ -21,6 +21,10 @@
 #   --seed S          the fault schedule's seed (default 1)
 #   --kills K         worker SIGKILLs per chaos run (default 4)
 #   --pauses P        SIGSTOP/SIGCONT pauses per chaos run (default 4)
+#   --joins J         workers added mid-run per chaos run (ordo-launch --add-worker; the torch
+#                     trainer only: [worker] command programs can join; its runs get
+#                     fault.max_workers = workers + J); a join's time is from the command to
+#                     the scheduler's welcome (membership.jsonl "join")
 #   --kill-servers    also SIGKILL servers (needs [fault] replicas >= 2 in the conf: replicated
 #                     servers; refused otherwise): the backups take over, the launcher starts a
 #                     replacement that joins (ordo-server --join), and the next fault waits
@@ -39,6 +43,7 @@ trainers="synthetic,mlp"
 seed=1
 kills=4
 pauses=4
+joins=0
 kill_servers=0
 servers=2
 workers=3
@@ -55,6 +60,7 @@ while [ $# -gt 0 ]; do
     --seed) seed=$2; shift 2 ;;
     --kills) kills=$2; shift 2 ;;
     --pauses) pauses=$2; shift 2 ;;
+    --joins) joins=$2; shift 2 ;;
     --kill-servers) kill_servers=1; shift ;;
     --servers) servers=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
@@ -67,7 +73,7 @@ while [ $# -gt 0 ]; do
     *) echo "chaos.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-for v in seed kills pauses servers workers timeout_ms; do
+for v in seed kills pauses joins servers workers timeout_ms; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "chaos.sh: --${v//_/-} takes a number, not '${!v}'" >&2; exit 2; }
 done
 [ -n "$out" ] || out="runs/chaos-$(date +%Y%m%d-%H%M%S)"
@@ -96,12 +102,13 @@ chaos() {
     --output.run="$name" --fault.worker=restart --fault.restarts=$((kills + 1)) \
     > "$out/$name.log" 2>&1 &
   local launcher=$! k
-  # the schedule: fault k at iteration at[k], a kill or a pause, of a target drawn too
+  # the schedule: fault k at iteration at[k], a kill, a pause or a join, of a target drawn too
   RANDOM=$seed
-  local n=$((kills + pauses)) at=() kind=() i
+  local n=$((kills + pauses + run_joins)) at=() kind=() i
   for ((k = 0; k < n; k++)); do
     at+=($(( iters * 5 / 100 + RANDOM % (iters * 80 / 100) )))
-    kind+=($([ $k -lt $kills ] && echo kill || echo pause))
+    if [ $k -lt $kills ]; then kind+=(kill); elif [ $k -lt $((kills + pauses)) ]; then kind+=(pause)
+    else kind+=(join); fi
   done
   # shuffle the kinds, sort the iterations
   for ((k = n - 1; k > 0; k--)); do
@@ -124,6 +131,22 @@ chaos() {
     pid=$(awk -v r="$role" -v n="$rank" '$1==r && $2==n {p=$3} END {print p}' "$pids")
     [ -n "$pid" ] || continue
     local t0 iter=$(( $(wc -l < "$dir/metrics.jsonl") / workers ))
+    if [ "${kind[$k]}" = join ]; then
+      # one more worker: the launcher reads RUN/add-worker.env; the next fault waits for its
+      # welcome (at most 4 timeouts and its start)
+      local before=0
+      [ -f "$dir/membership.jsonl" ] && before=$(grep -c '"event":"join"' "$dir/membership.jsonl")
+      t0=$(now_s)
+      "$here/scripts/ordo-launch" --add-worker "$dir" > "$out/$name.join$k.log" 2>&1 &
+      echo "$name,join,worker,-1,$iter,$t0,$before" >> "$out/faults.raw"
+      local deadline=$(( $(date +%s) + 4 * timeout_ms / 1000 + 60 ))
+      while kill -0 $launcher 2>/dev/null && [ "$(date +%s)" -lt $deadline ]; do
+        [ -f "$dir/membership.jsonl" ] &&
+          [ "$(grep -c '"event":"join"' "$dir/membership.jsonl")" -gt "$before" ] && break
+        sleep 0.05
+      done
+      continue
+    fi
     if [ "${kind[$k]}" = kill ]; then
       local before=0
       [ "$role" = worker ] && [ -f "$dir/membership.jsonl" ] && before=$(grep -c "\"recovered\",\"worker\":$rank," "$dir/membership.jsonl")
@@ -167,6 +190,7 @@ rm -f "$out/faults.raw"
 IFS=, read -ra tlist <<<"$trainers"
 for trainer in "${tlist[@]}"; do
   wcmd=() # the torch trainer's [worker] command (RUN: the run's name, where its parameters go)
+  run_joins=0
   case $trainer in
     synthetic) iters=${iterations:-6000}
                common=(--model.trainer=synthetic "--model.tensors=64KiB,256KiB,16KiB") ;;
@@ -186,13 +210,18 @@ for trainer in "${tlist[@]}"; do
            fi
            iters=${iterations:-600}
            wcmd=("--worker.command=$py $here/examples/torch/train_fmnist_elastic.py --steps $iters --seed $seed --out $out/RUN")
-           common=(--model.trainer=declared) ;;
+           common=(--model.trainer=declared)
+           run_joins=$joins
+           [ "$joins" -gt 0 ] && common+=(--fault.max_workers=$((workers + joins))) ;;
     *) echo "chaos.sh: unknown trainer $trainer (synthetic, mlp, torch)" >&2; exit 2 ;;
   esac
   common+=(--model.iterations="$iters" --cluster.servers="$servers" --cluster.workers="$workers"
            --fault.timeout_ms="$timeout_ms" --fault.heartbeat_ms=$((timeout_ms / 10))
            --output.dir="$out" --output.progress_every=0)
-  echo "chaos.sh: $trainer: fault-free run, then $kills kills and $pauses pauses (seed $seed)" >&2
+  if [ "$joins" -gt 0 ] && [ "$run_joins" = 0 ]; then
+    echo "chaos.sh: $trainer: no joins (only [worker] command programs can join a running job)" >&2
+  fi
+  echo "chaos.sh: $trainer: fault-free run, then $kills kills, $pauses pauses and $run_joins joins (seed $seed)" >&2
   faultfree "$trainer-faultfree"
   chaos "$trainer-chaos" "$trainer" "$iters"
 done
@@ -234,7 +263,7 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
     for t in trainers:
         run = f"{t}-chaos"
         ev = events(run)
-        rec = []
+        rec, joins_ms = [], []
         for x in faults:
             if x["run"] != run:
                 continue
@@ -244,6 +273,11 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
                 if len(back) > x["extra"]:
                     r = round((back[x["extra"]]["time_s"] - x["t"]) * 1000, 1)
                     rec.append(r)
+            if x["kind"] == "join":
+                joined = [e for e in ev if e["event"] == "join"]
+                if len(joined) > x["extra"]:
+                    r = round((joined[x["extra"]]["time_s"] - x["t"]) * 1000, 1)
+                    joins_ms.append(r)
             if x["kind"] == "kill" and x["role"] == "server":
                 # the extra-th promotion (in kill order): the next iteration every worker finished
                 promos = summary(run).get("promotions", [])
@@ -254,6 +288,7 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
                         x["extra"] if x["kind"] == "pause" else "", r])
         kills = sum(1 for x in faults if x["run"] == run and x["kind"] == "kill")
         pauses = sum(1 for x in faults if x["run"] == run and x["kind"] == "pause")
+        joins = sum(1 for x in faults if x["run"] == run and x["kind"] == "join")
         lg = log_of(run)
         wrong = sum(int(m) for m in re.findall(r"pulled values checked.*?, (\d+) wrong", lg))
         acc = summary(run).get("test_accuracy")
@@ -267,7 +302,9 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
             if os.path.exists(f"{out}/torch-params.txt"):
                 params_diff = float(open(f"{out}/torch-params.txt").read())
         mem = summary(run).get("membership", {})
-        row = dict(trainer=t, kills=kills, pauses=pauses, exit=rc_of(run),
+        row = dict(trainer=t, kills=kills, pauses=pauses, joins=joins,
+                   joined=len(joins_ms), join_ms_median=round(statistics.median(joins_ms), 1)
+                   if joins_ms else "", exit=rc_of(run),
                    exit_faultfree=rc_of(f"{t}-faultfree"), restarts=mem.get("restarts"),
                    recovered=len(rec),
                    recovery_median_ms=round(statistics.median(rec), 1) if rec else "",
@@ -284,19 +321,22 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
         if len(rec) != sum(1 for x in faults if x["run"] == run and x["kind"] == "kill"):
             bad.append(f"{t}: {len(rec)} of the killed processes recovered (a worker back, or a "
                        "server's slices served again)")
+        if len(joins_ms) != joins:
+            bad.append(f"{t}: {len(joins_ms)} of {joins} added workers joined")
         if t in ("mlp", "torch") and (acc is None or acc0 is None or (acc0 - acc) * 100 > max_drop):
             bad.append(f"{t}: accuracy {acc} against {acc0} fault-free")
 with open(f"{out}/chaos.csv", "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["trainer"])
     w.writeheader()
     w.writerows(rows)
-print(f"| trainer | kills | pauses | exit | recovery median (ms) | recovery worst (ms) | wrong values | accuracy (fault-free) | params vs fault-free |")
-print(f"|---|---|---|---|---|---|---|---|---|")
+print(f"| trainer | kills | pauses | joins | exit | recovery median (ms) | recovery worst (ms) | join median (ms) | wrong values | accuracy (fault-free) | params vs fault-free |")
+print(f"|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     acc = (f"{100 * r['accuracy']:.2f} % ({100 * r['accuracy_faultfree']:.2f} %)"
            if r["accuracy"] != "" and r["accuracy_faultfree"] != "" else "")
-    print(f"| {r['trainer']} | {r['kills']} | {r['pauses']} | {r['exit']} | {r['recovery_median_ms']} | "
-          f"{r['recovery_worst_ms']} | {r['wrong_values']} | {acc} | "
+    print(f"| {r['trainer']} | {r['kills']} | {r['pauses']} | {r['joined']}/{r['joins']} | {r['exit']} | "
+          f"{r['recovery_median_ms']} | {r['recovery_worst_ms']} | {r['join_median_ms']} | "
+          f"{r['wrong_values']} | {acc} | "
           f"{'' if r['params_max_rel_diff'] == '' else format(r['params_max_rel_diff'], '.1e')} |")
 print(f"(fault.timeout_ms {timeout_ms}; recovery: from the SIGKILL to the restarted worker's first finished iteration, or for a server to the next iteration every worker finished; {out}/faults.csv)")
 for b in bad:
