@@ -212,7 +212,11 @@ for trainer in "${tlist[@]}"; do
            wcmd=("--worker.command=$py $here/examples/torch/train_fmnist_elastic.py --steps $iters --seed $seed --out $out/RUN")
            common=(--model.trainer=declared)
            run_joins=$joins
-           [ "$joins" -gt 0 ] && common+=(--fault.max_workers=$((workers + joins))) ;;
+           if [ "$joins" -gt 0 ] && [ $kill_servers = 1 ]; then
+             echo "chaos.sh: --joins with --kill-servers: a run cannot grow with replicated servers (fault.max_workers needs fault.replicas = 1); the torch run gets no joins" >&2
+             run_joins=0
+           fi
+           [ "$run_joins" -gt 0 ] && common+=(--fault.max_workers=$((workers + joins))) ;;
     *) echo "chaos.sh: unknown trainer $trainer (synthetic, mlp, torch)" >&2; exit 2 ;;
   esac
   common+=(--model.iterations="$iters" --cluster.servers="$servers" --cluster.workers="$workers"
@@ -303,7 +307,7 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
                 params_diff = float(open(f"{out}/torch-params.txt").read())
         mem = summary(run).get("membership", {})
         row = dict(trainer=t, kills=kills, pauses=pauses, joins=joins,
-                   joined=len(joins_ms), join_ms_median=round(statistics.median(joins_ms), 1)
+                   joined=len(joins_ms), join_median_ms=round(statistics.median(joins_ms), 1)
                    if joins_ms else "", exit=rc_of(run),
                    exit_faultfree=rc_of(f"{t}-faultfree"), restarts=mem.get("restarts"),
                    recovered=len(rec),
