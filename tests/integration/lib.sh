@@ -38,6 +38,23 @@ ready() {
   fail "$1 never became ready"
 }
 
+# start_cluster RUN SERVERS WORKERS ARGS...: a scheduler, SERVERS servers and WORKERS
+# ordo-workers of run RUN on loopback, each given the caller's "${common[@]}" and ARGS
+start_cluster() {
+  local run=$1 ns=$2 nw=$3 i ep; shift 3
+  start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run="$run" "$@" \
+    --cluster.scheduler=tcp://127.0.0.1:0
+  ep=$(ready scheduler)
+  for ((i = 0; i < ns; i++)); do
+    start server$i "$BIN/ordo-server" "${common[@]}" --output.run="$run" "$@" \
+      --cluster.scheduler="$ep" --cluster.rank=$i
+  done
+  for ((i = 0; i < nw; i++)); do
+    start worker$i "$BIN/ordo-worker" "${common[@]}" --output.run="$run" "$@" \
+      --cluster.scheduler="$ep" --cluster.rank=$i
+  done
+}
+
 # finish NAME SECONDS: wait for a process; its exit status (or "timeout") goes to $st
 finish() {
   local pid=${PID[$1]} n=$(( $2 * 20 ))

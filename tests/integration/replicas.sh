@@ -16,21 +16,7 @@ common=(--model.trainer=synthetic "--model.tensors=64KiB,1MiB,4KiB" --model.iter
         --output.dir="$T" --output.progress_every=0)
 
 # cluster RUN ARGS...: start a scheduler, $NS servers (default 2) and 2 workers of run RUN
-cluster() {
-  local run=$1; shift
-  local ns=${NS:-2}
-  start scheduler "$BIN/ordo-scheduler" "${common[@]}" --cluster.servers="$ns" --output.run="$run" "$@" \
-    --cluster.scheduler=tcp://127.0.0.1:0
-  local ep; ep=$(ready scheduler)
-  for i in $(seq 0 $((ns - 1))); do
-    start server$i "$BIN/ordo-server" "${common[@]}" --cluster.servers="$ns" --output.run="$run" "$@" \
-      --cluster.scheduler="$ep" --cluster.rank=$i
-  done
-  for i in 0 1; do
-    start worker$i "$BIN/ordo-worker" "${common[@]}" --cluster.servers="$ns" --output.run="$run" "$@" \
-      --cluster.scheduler="$ep" --cluster.rank=$i
-  done
-}
+cluster() { local run=$1 ns=${NS:-2}; shift; start_cluster "$run" "$ns" 2 --cluster.servers="$ns" "$@"; }
 # wait_iters RUN N: until N worker-iterations are recorded
 wait_iters() {
   for _ in $(seq 1 1200); do

@@ -19,20 +19,7 @@ common=(-c "$root/conf/mlp.ini" --model.epochs=0 --model.iterations=$iters --fau
         --output.save_params=true)
 
 # cluster RUN WORKERS ARGS...: a scheduler, 2 servers and WORKERS workers of run RUN
-cluster() {
-  local run=$1 nw=$2; shift 2
-  start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run="$run" "$@" \
-    --cluster.scheduler=tcp://127.0.0.1:0
-  local ep; ep=$(ready scheduler)
-  for i in 0 1; do
-    start server$i "$BIN/ordo-server" "${common[@]}" --output.run="$run" "$@" \
-      --cluster.scheduler="$ep" --cluster.rank=$i
-  done
-  for i in $(seq 0 $((nw - 1))); do
-    start worker$i "$BIN/ordo-worker" "${common[@]}" --output.run="$run" "$@" \
-      --cluster.scheduler="$ep" --cluster.rank=$i
-  done
-}
+cluster() { local run=$1 nw=$2; shift 2; start_cluster "$run" 2 "$nw" "$@"; }
 # pair NAME WORKERS ARGS...: a fault-free run ref-NAME, then kill-NAME with server 1 SIGKILLed
 # once half of its worker-iterations are recorded; every survivor must exit 0
 pair() {

@@ -17,20 +17,7 @@ common=(-c "$root/conf/mlp.ini" --model.epochs=0 --model.iterations=$iters --fau
         --fault.timeout_ms=2000 --fault.heartbeat_ms=200 --output.dir="$T" --output.progress_every=0
         --output.save_params=true)
 
-cluster() {
-  local run=$1; shift
-  start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run="$run" "$@" \
-    --cluster.scheduler=tcp://127.0.0.1:0
-  local ep; ep=$(ready scheduler)
-  for i in 0 1; do
-    start server$i "$BIN/ordo-server" "${common[@]}" --output.run="$run" "$@" \
-      --cluster.scheduler="$ep" --cluster.rank=$i
-  done
-  for i in 0 1; do
-    start worker$i "$BIN/ordo-worker" "${common[@]}" --output.run="$run" "$@" \
-      --cluster.scheduler="$ep" --cluster.rank=$i
-  done
-}
+cluster() { local run=$1; shift; start_cluster "$run" 2 2 "$@"; }
 acc() { python3 -c "import json; print(json.load(open('$T/$1/summary.json'))['test_accuracy'])"; }
 
 for mode in dense merged; do

@@ -18,20 +18,7 @@ common=(--model.trainer=synthetic "--model.tensors=64KiB,1MiB,4KiB,16KiB,8KiB" -
         --fault.replicas=2 --output.dir="$T" --output.progress_every=0)
 
 # cluster RUN ARGS...: start a scheduler, 2 servers and 2 workers of run RUN
-cluster() {
-  local run=$1; shift
-  start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run="$run" "$@" \
-    --cluster.scheduler=tcp://127.0.0.1:0
-  local ep; ep=$(ready scheduler)
-  for i in 0 1; do
-    start server$i "$BIN/ordo-server" "${common[@]}" --output.run="$run" "$@" \
-      --cluster.scheduler="$ep" --cluster.rank=$i
-  done
-  for i in 0 1; do
-    start worker$i "$BIN/ordo-worker" "${common[@]}" --output.run="$run" "$@" \
-      --cluster.scheduler="$ep" --cluster.rank=$i
-  done
-}
+cluster() { local run=$1; shift; start_cluster "$run" 2 2 "$@"; }
 # kill_mid RUN WHAT: SIGKILL server 1 once 150 worker-iterations are recorded, then every
 # survivor must exit 0
 kill_mid() {
