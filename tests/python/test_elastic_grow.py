@@ -13,14 +13,13 @@ import os
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 from cluster import BIN, SRC, worker_env  # noqa: E402
-from test_elastic_shrink import replay  # noqa: E402
+from test_elastic_shrink import read_batches, replay  # noqa: E402
 
 WORKER = SRC / "tests" / "python" / "epoch_worker.py"
 LAUNCH = SRC / "scripts" / "ordo-launch"
@@ -96,13 +95,7 @@ def test_a_worker_added_mid_run_joins_and_the_epoch_is_shared(tmp_path: Path, mo
     assert "joins the run at iteration" in log, log
     if mode == "gradients":  # the parameters and Adam's state of a live peer
         assert "took a peer's state of iteration 5" in added.stdout, added.stdout
-    steps: dict[int, list[tuple[int, list[int]]]] = defaultdict(list)
-    seen: list[int] = []
-    for f in sorted(out.glob("batches-*.txt")):
-        for line in f.read_text().splitlines():
-            t, r, *idx = (int(v) for v in line.split())
-            steps[t].append((r, idx))
-            seen.extend(idx)
+    steps, seen = read_batches(out)
     joined = min(t for t, b in steps.items() if any(r == 2 for r, _ in b))
     assert joined == WAIT_AT + 2, sorted(steps)  # two past the newest step reported
     for t, b in steps.items():  # every step: both workers, and the third from its join on

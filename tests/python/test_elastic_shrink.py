@@ -42,6 +42,19 @@ def launch(tmp: Path, name: str, mode: str) -> tuple[int, str]:
     return p.returncode, p.stdout
 
 
+def read_batches(out: Path) -> tuple[dict[int, list[tuple[int, list[int]]]], list[int]]:
+    """read_batches reads the workers' OUT/batches-RANK.txt (epoch_worker.py): per step the
+    (rank, indices) that trained it, and every index trained, in file order."""
+    steps: dict[int, list[tuple[int, list[int]]]] = defaultdict(list)
+    seen: list[int] = []
+    for f in sorted(out.glob("batches-*.txt")):
+        for line in f.read_text().splitlines():
+            t, r, *idx = (int(v) for v in line.split())
+            steps[t].append((r, idx))
+            seen.extend(idx)
+    return steps, seen
+
+
 def replay(mode: str, steps: dict[int, list[tuple[int, list[int]]]], n: int = 240) -> dict:
     """replay trains the model in one process: step t's gradient is the mean of the logged
     workers' batch gradients of step t."""
@@ -71,13 +84,7 @@ def test_a_killed_worker_leaves_and_the_others_finish_the_epoch(tmp_path: Path, 
     assert "the run goes on without it (fault.worker = shrink)" in log, log
     assert "the run goes on with 2 workers" in log, log
     out = tmp_path / mode
-    steps: dict[int, list[tuple[int, list[int]]]] = defaultdict(list)
-    seen: list[int] = []
-    for f in sorted(out.glob("batches-*.txt")):
-        for line in f.read_text().splitlines():
-            t, r, *idx = (int(v) for v in line.split())
-            steps[t].append((r, idx))
-            seen.extend(idx)
+    steps, seen = read_batches(out)
     # the dead worker trained steps 0 .. KILL_AT - 1; its batch of KILL_AT went to another
     assert sorted(r for r, _ in steps[KILL_AT - 1]) == [0, 1, 2], steps[KILL_AT - 1]
     assert sorted(r for r, _ in steps[KILL_AT]) == [0, 2], steps[KILL_AT]
