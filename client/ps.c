@@ -424,13 +424,10 @@ void ordo__ps_push_done(ordo__ps_t *w, int key, int64_t iter)
  * {"step": {"credit_bytes": N}}, a new push credit (only with [order] credit_bytes = auto) */
 static bool take_step_plan(ordo__ps_t *w, json_t *o)
 {
-    json_t *v = json_object_get(json_object_get(o, "step"), "credit_bytes");
-    if (!json_is_integer(v) || json_integer_value(v) < 0) return false;
-    if (w->conf.credit_bytes != ORDO_CONF_AUTO_BYTES) return true; /* the conf's credit wins */
-    ordo__credit_set_limit(&w->credit, (int64_t)json_integer_value(v));
-    if (w->node.rank == 0)
+    if (!ordo__ps_take_credit(w, o)) return false;
+    if (w->node.rank == 0 && w->conf.credit_bytes == ORDO_CONF_AUTO_BYTES)
         ORDO_INFO("push credit now %lld bytes (the scheduler's check of the step model)",
-                  (long long)json_integer_value(v));
+                  (long long)w->credit.limit);
     return true;
 }
 

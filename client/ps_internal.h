@@ -133,6 +133,10 @@ void ordo__ps_add_event(ordo__ps_t *w, int kind, int key, int64_t iter);
  * pushes follow priorities (the plan has them) or leave first in, first out. */
 void ordo__ps_credit_from_plan(ordo__ps_t *w);
 
+/* ordo__ps_take_credit applies plan's {"step": {"credit_bytes": N}} when [order]
+ * credit_bytes is auto; false when plan has no such member. */
+bool ordo__ps_take_credit(ordo__ps_t *w, const json_t *plan);
+
 /* ordo__ps_send_ctl sends a control message of type with JSON text (may be NULL) to the
  * scheduler. */
 int ordo__ps_send_ctl(ordo__ps_t *w, int type, const char *text);

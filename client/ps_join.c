@@ -19,14 +19,20 @@
 #include "client/ps_internal.h"
 
 
+bool ordo__ps_take_credit(ordo__ps_t *w, const json_t *plan)
+{
+    json_t *v = json_object_get(json_object_get(plan, "step"), "credit_bytes");
+    if (!json_is_integer(v) || json_integer_value(v) < 0) return false;
+    if (w->conf.credit_bytes == ORDO_CONF_AUTO_BYTES) /* else the conf's credit wins */
+        ordo__credit_set_limit(&w->credit, (int64_t)json_integer_value(v));
+    return true;
+}
+
 void ordo__ps_credit_from_plan(ordo__ps_t *w)
 {
     json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
     w->push_fifo = !json_is_array(json_object_get(plan, "priorities"));
-    json_t *v = json_object_get(json_object_get(plan, "step"), "credit_bytes");
-    if (w->conf.credit_bytes == ORDO_CONF_AUTO_BYTES && json_is_integer(v) &&
-        json_integer_value(v) >= 0)
-        ordo__credit_init(&w->credit, (int64_t)json_integer_value(v), w->conf.bandwidth_bps);
+    ordo__ps_take_credit(w, plan);
     json_decref(plan);
 }
 
