@@ -49,6 +49,10 @@ typedef struct {
     /* the intra thread's work, under mu: per key the iteration to sum / to fetch (-1 none) */
     pthread_mutex_t mu;
     int64_t *want_sum, *want_val;
+    /* the thread is fetching into dst outside mu; unbind waits on fetched until it is not, so
+     * no value lands in a block the program freed */
+    bool fetching;
+    pthread_cond_t fetched;
     int *order; /* [n_keys] the order fetches are served in (the last pulls' priority order) */
     int *ready; /* [2 * n_keys] the thread's scratch: key and code */
     int *ready_code;
@@ -121,6 +125,7 @@ static void *intra_main(void *arg)
                 h->want_val[k] = -1;
             }
         }
+        h->fetching = n > 0;
         pthread_mutex_unlock(&h->mu);
         for (int i = 0; i < n; i++) {
             int64_t t0 = ordo_clock_ns();
@@ -148,6 +153,12 @@ static void *intra_main(void *arg)
                 }
             }
         }
+        if (n) {
+            pthread_mutex_lock(&h->mu);
+            h->fetching = false;
+            pthread_cond_broadcast(&h->fetched);
+            pthread_mutex_unlock(&h->mu);
+        }
         if (h->n_held && all_gathered(h)) {
             for (int i = 0; i < h->n_held; i++)
                 ordo__ps_post(h->base.ps, CODE_GATHERED, h->held[i], h->held_iter[i]);
@@ -164,6 +175,19 @@ static void *intra_main(void *arg)
             return NULL;
         }
     }
+}
+
+/* unbind: the program's value blocks go away. The next iteration's values may still be on
+ * their way (asked for while the last forward pass ran): their fetches are dropped, and one
+ * under way is waited for. The thread keeps serving the group (the other members' sums and
+ * this member's owned keys) until the path stops. */
+static void unbind(ordo__push_t *p)
+{
+    hier_t *h = (hier_t *)p;
+    pthread_mutex_lock(&h->mu);
+    for (int k = 0; k < h->n_keys; k++) h->want_val[k] = -1;
+    while (h->fetching) pthread_cond_wait(&h->fetched, &h->mu);
+    pthread_mutex_unlock(&h->mu);
 }
 
 static void stop(ordo__push_t *p)
@@ -187,6 +211,7 @@ static void destroy(ordo__push_t *p)
     ordo__intra_destroy(&h->it);
     ordo__push_destroy(&h->inner);
     pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->fetched);
     free(h->owner);
     free(h->off);
     free(h->sum);
@@ -272,6 +297,7 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
         return ORDO_ERR_NOMEM;
     }
     pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->fetched, NULL);
     h->L = L;
     h->lr = rank % L;
     h->group = rank / L;
@@ -569,7 +595,7 @@ const ordo__push_ops_t ordo__push_hier_ops = {
     .grad_home = grad_home,
     .key_pushes = true,
     .bind = ordo__push_dense_bind,
-    .unbind = ordo__push_dense_unbind,
+    .unbind = unbind,
     .init = ordo__push_dense_init,
     .pulls = pulls,
     .grad_ready = grad_ready,

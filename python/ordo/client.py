@@ -582,6 +582,15 @@ class Client:
         """
         return [self.priority(i) for i in range(_check(lib.ordo_num_tensors(self._ptr())))]
 
+    def iter_bytes(self) -> tuple[int, int]:
+        """iter_bytes is (pushed, pulled): the payload bytes the last ended iteration of the
+        bound model moved to and from the servers, as this worker's path counts them (in host
+        groups only an owner's keys; ordo_iter_bytes)."""
+        pushed, pulled = ctypes.c_int64(), ctypes.c_int64()
+        _check(lib.ordo_iter_bytes(self._ptr(), ctypes.byref(pushed), ctypes.byref(pulled),
+                                   None, 0))
+        return pushed.value, pulled.value
+
     # ---- the run ---------------------------------------------------------------------------
 
     def run_dir(self) -> str:

@@ -11,7 +11,10 @@
 #            shaped by tbf to --ddp-bandwidth each way; ordo.torch's DistributedOptimizer in
 #            gradients and server mode, ordering off (policy none) and on (tao, planned from
 #            the model; enforced strict, and greedy), against DistributedDataParallel with the
-#            same per-worker batch.
+#            same per-worker batch. A variant ending in -groups runs ordo.torch in host groups
+#            ([cluster] local_size = 2, [intra] backend = shm: one owner per key and host
+#            talks to the servers). Every worker writes its host's interface byte counts over
+#            the measured iterations (netRANK.json; torch_report.py: host_tx/rx_models).
 #            Needs root, iproute2, the bridge and tbf (otherwise the part is skipped).
 # torch_report.py then writes torch-ordering.csv, torch-ddp.csv, the gnuplot plots and
 # torch-tables.md into the output folder.
@@ -26,7 +29,11 @@
 #   --batch LIST          ordering part: M=B,... a model's batch per worker instead of the
 #                         one the calibration picks (the calibration is noisy on a busy host)
 #   --ddp-bandwidth RATE  ddp part: each host's link each way (default 1gbit)
-#   --train-batch B       ddp part: samples per worker and step (default 16)
+#   --variants LIST       ddp part: ordo-MODE-POLICY[-ENFORCE][-groups] and ddp[-bMB] (DDP with
+#                         MB-megabyte buckets; ddp is its default 25), comma-separated
+#                         (default the flat ordo variants and ddp)
+#   --train-batch LIST    ddp part: samples per worker and step, B or M=B,... per model
+#                         (default 16)
 #   --width X             vgg's width factor (default 1)
 #   --image PX            image side, Fashion-MNIST resized (default 28)
 #   --smoke               a minute-long check that everything runs (tiny vgg, 2 iterations,
@@ -46,6 +53,7 @@ fixed_batch=""
 bin="${ORDO_BIN_DIR:-$here/build/bin}"
 ddp_bw=1gbit
 tbatch=16
+ddp_variants=""
 width=1
 image=28
 smoke=0
@@ -53,7 +61,7 @@ out=""
 report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --parts) parts=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --policies) policies=$2; shift 2 ;;
@@ -63,6 +71,7 @@ while [ $# -gt 0 ]; do
     --batch) fixed_batch=$2; shift 2 ;;
     --ddp-bandwidth) ddp_bw=$2; shift 2 ;;
     --train-batch) tbatch=$2; shift 2 ;;
+    --variants) ddp_variants=${2//,/ }; shift 2 ;;
     --width) width=$2; shift 2 ;;
     --image) image=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
@@ -188,38 +197,52 @@ ddp_part() {
   done
   local variants="ordo-gradients-none ordo-gradients-tao ordo-gradients-tao-greedy"
   variants+=" ordo-server-none ordo-server-tao ordo-server-tao-greedy ddp"
-  [ $smoke = 1 ] && variants="ordo-gradients-tao ddp"
+  [ $smoke = 1 ] && variants="ordo-gradients-tao ordo-server-tao-greedy-groups ddp"
+  [ -n "$ddp_variants" ] && variants=$ddp_variants
   # ordo's planned runs profile 6 steps before the plan: every run leaves 7 out
   local warm=7
   echo "torch ddp: hosts s0 s1 (servers) h0 h1 (2 workers each) on a bridge, each link" \
        "$ddp_bw each way; models $models; batch $tbatch per worker; $n iterations (+$warm" \
-       "warm-up)" | tee -a "$log"
+       "warm-up); variants $variants" | tee -a "$log"
   for m in ${models//,/ }; do
+    local mb=$tbatch e
+    for e in ${tbatch//,/ }; do
+      case $e in
+        "$m"=*) mb=${e#*=} ;;
+        *=*) ;;
+        *) [ "$mb" = "$tbatch" ] && mb=$e ;;
+      esac
+    done
+    case $mb in *=*) mb=16 ;; esac
     for v in $variants; do
       local run="ddp-$m-$v" dir t0 st=0 p ep=""
       dir="$out/runs/$run"
       rm -rf "$dir" && mkdir -p "$dir"
       t0=$(date +%s)
-      local wargs=(--model "$m" --batch "$tbatch" --iterations "$n" --warmup $warm --out "$dir"
+      local wargs=(--model "$m" --batch "$mb" --iterations "$n" --warmup $warm --out "$dir"
                    "${wflags[@]}")
       pids=()
-      if [ "$v" = ddp ]; then
+      if [ "${v%%-*}" = ddp ]; then
+        local bucket=25
+        case $v in ddp-b*) bucket=${v#ddp-b} ;; esac
         for w in 0 1 2 3; do
           h=h$((w / 2))
           ip netns exec "$tag-$h" env MASTER_ADDR="${addr[h0]}" MASTER_PORT=29511 RANK=$w \
             WORLD_SIZE=4 GLOO_SOCKET_IFNAME="$tag$h" "$py" "$worker" ddp "${wargs[@]}" \
-            > "$dir/worker$w.log" 2>&1 &
+            --bucket-mb "$bucket" > "$dir/worker$w.log" 2>&1 &
           pids+=($!)
         done
       else
-        local mode pol enf
-        mode=$(echo "$v" | cut -d- -f2)
-        pol=$(echo "$v" | cut -d- -f3)
-        enf=$(echo "$v" | cut -d- -f4)
+        local mode pol enf groups=1 backend=none vv=$v
+        case $vv in *-groups) groups=2; backend=shm; vv=${vv%-groups} ;; esac
+        mode=$(echo "$vv" | cut -d- -f2)
+        pol=$(echo "$vv" | cut -d- -f3)
+        enf=$(echo "$vv" | cut -d- -f4)
         enf=${enf:-strict}
         local common=(-c "$here/conf/experiments/torch.ini" --cluster.servers=2 --cluster.workers=4
                       --net.bandwidth=0 --net.latency_us=0 "--order.policy=$pol"
-                      "--order.enforce=$enf"
+                      "--order.enforce=$enf" "--cluster.local_size=$groups"
+                      "--intra.backend=$backend"
                       "--output.dir=$dir" --output.run=cluster)
         ip netns exec "$tag-s0" "$bin/ordo-scheduler" "${common[@]}" \
           "--cluster.scheduler=tcp://${addr[s0]}:0" > "$dir/scheduler.log" 2>&1 &
@@ -243,6 +266,7 @@ ddp_part() {
             ORDO_CLUSTER_SCHEDULER="$ep" ORDO_CLUSTER_RANK=$w ORDO_CLUSTER_HOST="${addr[$h]}" \
             ORDO_CLUSTER_SERVERS=2 ORDO_CLUSTER_WORKERS=4 ORDO_NET_BANDWIDTH=0 \
             ORDO_NET_LATENCY_US=0 ORDO_ORDER_POLICY="$pol" ORDO_ORDER_ENFORCE="$enf" \
+            ORDO_CLUSTER_LOCAL_SIZE=$groups ORDO_INTRA_BACKEND=$backend \
             ORDO_LOCAL_RANK=$((w % 2)) \
             ORDO_LOCAL_SIZE=2 "$py" "$worker" train --mode "$mode" "${plan[@]}" "${wargs[@]}" \
             > "$dir/worker$w.log" 2>&1 &

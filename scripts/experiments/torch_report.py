@@ -13,7 +13,10 @@ worker's fair share of the link; policy none: the mean over 5 random orders), me
 predicted, fwd_profile_ms (the profile's forward compute) and pull_ms (the model's bytes at the
 share). torch-ddp.csv, one row per model and system: batch, throughput (samples/s),
 steps_per_s, step_ms_mean, p50, the means of forward_ms, backward_ms and step_wait_ms (the
-wait in opt.step() for the transfers), vs_ddp (throughput over DDP's). Plots (gnuplot, when
+wait in opt.step() for the transfers), host_tx_models and host_rx_models (a worker host's
+interface bytes per iteration over the model's bytes, the mean of the 2 hosts), ordo_push_models
+and ordo_pull_models (the payload ordo's path counted, per host; host groups only) and vs_ddp
+(throughput over the best DDP variant's: ddp and ddp-bMB, the bucket sizes that ran). Plots (gnuplot, when
 installed): torch-throughput.png, torch-speedup.png, torch-straggler.png,
 torch-predicted.png, torch-ddp.png.
 torch-tables.md: both tables in Markdown.
@@ -46,6 +49,38 @@ models = a.models.replace(",", " ").split()
 policies = a.policies.replace(",", " ").split()
 DDP_SYSTEMS = ["ordo-gradients-none", "ordo-gradients-tao", "ordo-gradients-tao-greedy",
                "ordo-server-none", "ordo-server-tao", "ordo-server-tao-greedy", "ddp"]
+
+
+def ddp_systems(m):
+    """the ddp part's systems of model m that ran: the usual ones first, then the rest"""
+    ran = [os.path.basename(d)[len("ddp-%s-" % m):]
+           for d in sorted(glob.glob(os.path.join(a.out, "runs", "ddp-%s-*" % m)))]
+    return [x for x in DDP_SYSTEMS if x in ran] + [x for x in ran if x not in DDP_SYSTEMS]
+
+
+def host_bytes(run):
+    """per worker host (workers 2h and 2h + 1), per measured iteration, in models: the bytes
+    its interface sent and received (the mean over the hosts), and ordo's own count of the
+    payload its workers pushed and pulled ("" where the path gives none)"""
+    nets = {}
+    for path in glob.glob(os.path.join(a.out, "runs", run, "net*.json")):
+        d = json.load(open(path))
+        nets[d["worker"]] = d
+    hosts = sorted({w // 2 for w in nets})
+    if not hosts:
+        return {}
+    out = {"host_tx_models": [], "host_rx_models": [], "ordo_push_models": [],
+           "ordo_pull_models": []}
+    for h in hosts:
+        ws = [nets[w] for w in (2 * h, 2 * h + 1) if w in nets]
+        first = ws[0]
+        per = first["iterations"] * first["model_bytes"]
+        out["host_tx_models"].append(first["tx_bytes"] / per)
+        out["host_rx_models"].append(first["rx_bytes"] / per)
+        if all("ordo_pushed_bytes" in w for w in ws) and len(ws) == 2:
+            out["ordo_push_models"].append(sum(w["ordo_pushed_bytes"] for w in ws) / per)
+            out["ordo_pull_models"].append(sum(w["ordo_pulled_bytes"] for w in ws) / per)
+    return {k: r4(statistics.mean(v)) if v else "" for k, v in out.items()}
 
 
 def rate_bps(s):
@@ -154,7 +189,7 @@ ddp = []
 for m in models:
     base = None
     rows = []
-    for sysname in DDP_SYSTEMS:
+    for sysname in ddp_systems(m):
         recs = records("ddp-%s-%s" % (m, sysname))
         if not recs:
             continue
@@ -168,9 +203,10 @@ for m in models:
                      "steps_per_s": r4(s["throughput"] / (batch * a.workers)),
                      "step_ms_mean": r4(s["step_ms_mean"]), "p50": r4(s["p50"]),
                      "forward_ms": mean_of("forward_ms"), "backward_ms": mean_of("backward_ms"),
-                     "step_wait_ms": mean_of("step_wait_ms"), "iterations": s["iterations"]})
-        if sysname == "ddp":
-            base = s["throughput"]
+                     "step_wait_ms": mean_of("step_wait_ms"), "iterations": s["iterations"],
+                     **host_bytes("ddp-%s-%s" % (m, sysname))})
+        if sysname.split("-")[0] == "ddp":  # DDP's best bucket size is the baseline
+            base = max(base or 0, s["throughput"])
     for r in rows:
         r["vs_ddp"] = r4(r["throughput"] / base) if base else ""
     ddp += rows

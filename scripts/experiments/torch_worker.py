@@ -5,10 +5,11 @@
     torch_worker.py train     --model M --out DIR ...   ordo.torch DistributedOptimizer
     torch_worker.py ddp       --model M --out DIR ...   torch DistributedDataParallel (gloo)
 
-Models: `resnet18` (torchvision, random initialisation, 1-channel input, 10 classes) and `vgg`
+Models: `resnet18` (torchvision, random initialisation, 1-channel input, 10 classes), `vgg`
 (VGG-style: conv 64, pool, conv 128, pool, conv 256 x 2, pool, conv 512 x 2, pool, fc 2048,
 fc 2048, fc 10; --width scales every layer's width) on Fashion-MNIST images (resized to
---image pixels). Every run writes DIR/workerRANK.jsonl, one line per iteration:
+--image pixels), and `transformer` (Encoder below: torch.nn.TransformerEncoder, 23.1 M
+parameters, on synthetic tokens). Every run writes DIR/workerRANK.jsonl, one line per iteration:
 {"worker", "iter", "warmup" (left out of the figures), "t_start_ns", "t_end_ns",
 "step_ms", "samples"} (CLOCK_MONOTONIC, the same on
 every process of the host and its network namespaces).
@@ -72,13 +73,39 @@ def make_model(name: str, width: float) -> nn.Module:
                              nn.Linear(cin, w(2048)), nn.ReLU(inplace=True),
                              nn.Linear(w(2048), w(2048)), nn.ReLU(inplace=True),
                              nn.Linear(w(2048), 10))
-    raise SystemExit(f"torch_worker: unknown model {name!r} (resnet18, vgg)")
+    if name == "transformer":
+        return Encoder()
+    raise SystemExit(f"torch_worker: unknown model {name!r} (resnet18, vgg, transformer)")
 
 
-def batches(image: int, batch: int, rank: int, size: int, synthetic: bool):
+SEQ, VOCAB = 64, 8192
+
+
+class Encoder(nn.Module):
+    """Encoder: a token classifier on torch.nn.TransformerEncoder (6 layers, d 512, 8 heads,
+    feed-forward 2048: 23.1 M parameters with the embedding), inputs SEQ tokens of VOCAB."""
+
+    def __init__(self, d: int = 512, layers: int = 6):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, d)
+        self.pos = nn.Parameter(torch.zeros(SEQ, d))
+        layer = nn.TransformerEncoderLayer(d, 8, 4 * d, dropout=0.0, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.enc(self.emb(x) + self.pos).mean(1))
+
+
+def batches(model: str, image: int, batch: int, rank: int, size: int, synthetic: bool):
     """batches yields this worker's (x, y) batches of Fashion-MNIST forever (synthetic data
     when asked or when the data set is missing)."""
     x = y = None
+    if model == "transformer":  # synthetic tokens, seeded per worker
+        g = torch.Generator().manual_seed(rank)
+        while True:
+            yield torch.randint(0, VOCAB, (batch, SEQ), generator=g), \
+                torch.randint(0, 10, (batch,), generator=g)
     if not synthetic:
         try:
             import fmnist
@@ -121,7 +148,7 @@ class Log:
 
 def calibrate(a: argparse.Namespace) -> int:
     net = make_model(a.model, a.width).eval()
-    x = torch.randn(a.batch, 1, a.image, a.image)
+    x, _ = next(batches(a.model, a.image, a.batch, 0, 1, True))
     with torch.no_grad():
         net(x)
         t = time.perf_counter()
@@ -148,7 +175,7 @@ def forward(a: argparse.Namespace) -> int:
     if rank == 0:
         for n, p in named:
             client.init(index[n], p.data)
-    data = batches(a.image, a.batch, rank, size, a.synthetic)
+    data = batches(a.model, a.image, a.batch, rank, size, a.synthetic)
     x, _ = next(data)
     # every worker profiles at once (the same CPU sharing as the run); rank 0's is the plan's
     path = os.path.join(a.out, "profile.json" if rank == 0 else f"profile{rank}.json")
@@ -203,7 +230,10 @@ def train(a: argparse.Namespace) -> int:
                                    model=net if a.plan else None)
     hvd.broadcast_parameters(net.state_dict(), root_rank=0)
     rank, size = hvd.rank(), hvd.size()
-    return loop(a, net, opt, rank, size, hvd.shutdown)
+    rt = hvd._rt_or_raise()
+    client = rt.client if rt.in_groups() else None
+    return loop(a, net, opt, rank, size, hvd.shutdown,
+                client.iter_bytes if client is not None else None)
 
 
 def ddp(a: argparse.Namespace) -> int:
@@ -211,19 +241,41 @@ def ddp(a: argparse.Namespace) -> int:
     from torch.nn.parallel import DistributedDataParallel
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     dist.init_process_group("gloo", rank=rank, world_size=size)
-    net = DistributedDataParallel(make_model(a.model, a.width))
+    net = DistributedDataParallel(make_model(a.model, a.width), bucket_cap_mb=a.bucket_mb)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     return loop(a, net, opt, rank, size, dist.destroy_process_group)
 
 
+def net_counters() -> dict[str, int]:
+    """net_counters sums the bytes sent and received by this network namespace's interfaces
+    (lo left out) as the kernel counts them: torch.sh gives every host a namespace."""
+    tx = rx = 0
+    for dev in Path("/sys/class/net").iterdir():
+        if dev.name == "lo":
+            continue
+        tx += int((dev / "statistics" / "tx_bytes").read_text())
+        rx += int((dev / "statistics" / "rx_bytes").read_text())
+    return {"tx_bytes": tx, "rx_bytes": rx}
+
+
 def loop(a: argparse.Namespace, net: nn.Module, opt: torch.optim.Optimizer, rank: int,
-         size: int, done) -> int:
-    data = batches(a.image, a.batch, rank, size, a.synthetic)
+         size: int, done, iter_bytes=None) -> int:
+    """loop trains; over the measured iterations it also writes DIR/netRANK.json: this host's
+    interface bytes (net_counters; every worker of a host counts the same host) and, in host
+    groups, the payload bytes ordo's path counted for this worker (ordo_iter_bytes: the bytes
+    since its last call)."""
+    data = batches(a.model, a.image, a.batch, rank, size, a.synthetic)
     log = Log(a.out, rank, a.warmup)
     loss_fn = nn.CrossEntropyLoss()
     net.train()
+    c0 = None
+    ordo_bytes = [0, 0]
     for it in range(a.warmup + a.iterations):
         x, y = next(data)
+        if it == a.warmup:
+            c0 = net_counters()
+            if iter_bytes is not None:
+                iter_bytes()  # its counts are since the last call: start the window here
         t0 = now_ns()
         opt.zero_grad()
         loss = loss_fn(net(x), y)
@@ -236,6 +288,20 @@ def loop(a: argparse.Namespace, net: nn.Module, opt: torch.optim.Optimizer, rank
                 forward_ms=round((t_fwd - t0) / 1e6, 4),
                 backward_ms=round((t_bwd - t_fwd) / 1e6, 4),
                 step_wait_ms=round((t1 - t_bwd) / 1e6, 4))
+        if iter_bytes is not None and it >= a.warmup:
+            pushed, pulled = iter_bytes()
+            ordo_bytes[0] += pushed
+            ordo_bytes[1] += pulled
+    c1 = net_counters()
+    if c0 is not None:
+        doc = {"worker": rank, "iterations": a.iterations,
+               "model_bytes": 4 * sum(p.numel() for p in net.parameters()),
+               "tx_bytes": c1["tx_bytes"] - c0["tx_bytes"],
+               "rx_bytes": c1["rx_bytes"] - c0["rx_bytes"]}
+        if iter_bytes is not None:
+            doc.update(ordo_pushed_bytes=ordo_bytes[0], ordo_pulled_bytes=ordo_bytes[1])
+        with open(os.path.join(a.out, f"net{rank}.json"), "w") as f:
+            json.dump(doc, f)
     done()
     return 0
 
@@ -253,6 +319,7 @@ def main() -> int:
     ap.add_argument("--mode", choices=["gradients", "server"], default="gradients")
     ap.add_argument("--plan", action="store_true", help="train: model= (planned order)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--bucket-mb", type=float, default=25, help="ddp: bucket_cap_mb")
     ap.add_argument("--synthetic", action="store_true", help="random inputs, no data set")
     ap.add_argument("--out", default=".")
     a = ap.parse_args()
