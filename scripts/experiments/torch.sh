@@ -13,7 +13,8 @@
 #            the model; enforced strict, and greedy), against DistributedDataParallel with the
 #            same per-worker batch. A variant ending in -groups runs ordo.torch in host groups
 #            ([cluster] local_size = 2, [intra] backend = shm: one owner per key and host
-#            talks to the servers). Every worker writes its host's interface byte counts over
+#            talks to the servers; -groups-nooverlap: [intra] overlap = false, the next
+#            forward pass waits for every value). Every worker writes its host's interface byte counts over
 #            the measured iterations (netRANK.json; torch_report.py: host_tx/rx_models).
 #            Needs root, iproute2, the bridge and tbf (otherwise the part is skipped).
 # torch_report.py then writes torch-ordering.csv, torch-ddp.csv, the gnuplot plots and
@@ -29,7 +30,7 @@
 #   --batch LIST          ordering part: M=B,... a model's batch per worker instead of the
 #                         one the calibration picks (the calibration is noisy on a busy host)
 #   --ddp-bandwidth RATE  ddp part: each host's link each way (default 1gbit)
-#   --variants LIST       ddp part: ordo-MODE-POLICY[-ENFORCE][-groups] and ddp[-bMB] (DDP with
+#   --variants LIST       ddp part: ordo-MODE-POLICY[-ENFORCE][-groups[-nooverlap]] and ddp[-bMB] (DDP with
 #                         MB-megabyte buckets; ddp is its default 25), comma-separated
 #                         (default the flat ordo variants and ddp)
 #   --train-batch LIST    ddp part: samples per worker and step, B or M=B,... per model
@@ -233,7 +234,8 @@ ddp_part() {
           pids+=($!)
         done
       else
-        local mode pol enf groups=1 backend=none vv=$v
+        local mode pol enf groups=1 backend=none overlap=true vv=$v
+        case $vv in *-groups-nooverlap) overlap=false; vv=${vv%-nooverlap} ;; esac
         case $vv in *-groups) groups=2; backend=shm; vv=${vv%-groups} ;; esac
         mode=$(echo "$vv" | cut -d- -f2)
         pol=$(echo "$vv" | cut -d- -f3)
@@ -242,7 +244,7 @@ ddp_part() {
         local common=(-c "$here/conf/experiments/torch.ini" --cluster.servers=2 --cluster.workers=4
                       --net.bandwidth=0 --net.latency_us=0 "--order.policy=$pol"
                       "--order.enforce=$enf" "--cluster.local_size=$groups"
-                      "--intra.backend=$backend"
+                      "--intra.backend=$backend" "--intra.overlap=$overlap"
                       "--output.dir=$dir" --output.run=cluster)
         ip netns exec "$tag-s0" "$bin/ordo-scheduler" "${common[@]}" \
           "--cluster.scheduler=tcp://${addr[s0]}:0" > "$dir/scheduler.log" 2>&1 &
@@ -266,7 +268,7 @@ ddp_part() {
             ORDO_CLUSTER_SCHEDULER="$ep" ORDO_CLUSTER_RANK=$w ORDO_CLUSTER_HOST="${addr[$h]}" \
             ORDO_CLUSTER_SERVERS=2 ORDO_CLUSTER_WORKERS=4 ORDO_NET_BANDWIDTH=0 \
             ORDO_NET_LATENCY_US=0 ORDO_ORDER_POLICY="$pol" ORDO_ORDER_ENFORCE="$enf" \
-            ORDO_CLUSTER_LOCAL_SIZE=$groups ORDO_INTRA_BACKEND=$backend \
+            ORDO_CLUSTER_LOCAL_SIZE=$groups ORDO_INTRA_BACKEND=$backend ORDO_INTRA_OVERLAP=$overlap \
             ORDO_LOCAL_RANK=$((w % 2)) \
             ORDO_LOCAL_SIZE=2 "$py" "$worker" train --mode "$mode" "${plan[@]}" "${wargs[@]}" \
             > "$dir/worker$w.log" 2>&1 &

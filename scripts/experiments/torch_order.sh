@@ -5,7 +5,9 @@
 # each model and these settings (docs/training-order.md):
 #   none_early  the best unordered setting: no order, each value pulled right after its push
 #   layer       ByteScheduler's rule: priority = the parameter's place in the model, with the
-#               planned defaults (greedy release, early pulls, slices and push credit tuned)
+#               planned defaults (greedy release, early pulls, slices and push credit tuned);
+#               it profiles and re-plans like tao (--plan), so its credit is tuned on the same
+#               measured compute (the order stays the layers' places)
 #   tao         TAO planned from the model's measured profile (ordo.torch profiles the first
 #               steps and re-plans: --plan), the same defaults
 #   search      the search from TAO's order, the same defaults
@@ -84,7 +86,7 @@ for rep in $(seq 1 "$repeats"); do
       for st in ${settings//,/ }; do
         case $st in
           none_early) flags=(--order.policy=none --order.pull=early); plan="" ;;
-          layer) flags=(--order.policy=layer); plan="" ;;
+          layer) flags=(--order.policy=layer); plan=--plan ;;
           tao) flags=(--order.policy=tao); plan=--plan ;;
           search) flags=(--order.policy=search); plan=--plan ;;
           *) echo "torch_order.sh: unknown setting $st" >&2; exit 2 ;;
