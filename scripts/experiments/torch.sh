@@ -7,7 +7,7 @@
 #            time the shared link needs for the 4 workers' pulls; per policy the forward pass
 #            is run with ordered pulls and gated modules (torch_worker.py forward).
 #  ddp       ordo.torch against PyTorch DDP (gloo): network namespaces s0, s1 (the servers; the
-#            scheduler on s0) and h0, h1 (2 workers each) on a bridge, every host's link
+#            scheduler on s0) and h0, h1 (2 workers each; --hosts) on a bridge, every host's link
 #            shaped by tbf to --ddp-bandwidth each way; ordo.torch's DistributedOptimizer in
 #            gradients and server mode, ordering off (policy none) and on (tao, planned from
 #            the model; enforced strict, and greedy), against DistributedDataParallel with the
@@ -33,6 +33,7 @@
 #   --variants LIST       ddp part: ordo-MODE-POLICY[-ENFORCE][-groups[-nooverlap]] and ddp[-bMB] (DDP with
 #                         MB-megabyte buckets; ddp is its default 25), comma-separated
 #                         (default the flat ordo variants and ddp)
+#   --hosts HxL           ddp part: H worker hosts of L workers (default 2x2)
 #   --train-batch LIST    ddp part: samples per worker and step, B or M=B,... per model
 #                         (default 16)
 #   --width X             vgg's width factor (default 1)
@@ -55,6 +56,8 @@ bin="${ORDO_BIN_DIR:-$here/build/bin}"
 ddp_bw=1gbit
 tbatch=16
 ddp_variants=""
+whosts=2
+per_host=2
 width=1
 image=28
 smoke=0
@@ -62,7 +65,7 @@ out=""
 report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --parts) parts=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --policies) policies=$2; shift 2 ;;
@@ -73,6 +76,7 @@ while [ $# -gt 0 ]; do
     --ddp-bandwidth) ddp_bw=$2; shift 2 ;;
     --train-batch) tbatch=$2; shift 2 ;;
     --variants) ddp_variants=${2//,/ }; shift 2 ;;
+    --hosts) whosts=${2%x*}; per_host=${2#*x}; shift 2 ;;
     --width) width=$2; shift 2 ;;
     --image) image=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
@@ -150,14 +154,16 @@ EOF
 }
 
 ddp_part() {
-  local n=${iters:-10} tag="otx$$" net sw
+  local n=${iters:-10} tag="otx$$" net sw nworkers=$((whosts * per_host))
   if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
     echo "torch.sh: the ddp part needs root and iproute2 (ip, tc); skipped" | tee -a "$log"
     return 0
   fi
   net=10.215.$(( $$ % 200 + 20 ))
   sw="$tag-sw"
-  hosts=(s0 s1 h0 h1)
+  hosts=(s0 s1)
+  local hh
+  for ((hh = 0; hh < whosts; hh++)); do hosts+=("h$hh"); done
   declare -gA addr
   pids=()
   teardown() {
@@ -202,7 +208,7 @@ ddp_part() {
   [ -n "$ddp_variants" ] && variants=$ddp_variants
   # ordo's planned runs profile 6 steps before the plan: every run leaves 7 out
   local warm=7
-  echo "torch ddp: hosts s0 s1 (servers) h0 h1 (2 workers each) on a bridge, each link" \
+  echo "torch ddp: hosts s0 s1 (servers) and $whosts worker hosts of $per_host workers on a bridge, each link" \
        "$ddp_bw each way; models $models; batch $tbatch per worker; $n iterations (+$warm" \
        "warm-up); variants $variants" | tee -a "$log"
   for m in ${models//,/ }; do
@@ -226,22 +232,23 @@ ddp_part() {
       if [ "${v%%-*}" = ddp ]; then
         local bucket=25
         case $v in ddp-b*) bucket=${v#ddp-b} ;; esac
-        for w in 0 1 2 3; do
-          h=h$((w / 2))
+        for ((w = 0; w < nworkers; w++)); do
+          h=h$((w / per_host))
           ip netns exec "$tag-$h" env MASTER_ADDR="${addr[h0]}" MASTER_PORT=29511 RANK=$w \
-            WORLD_SIZE=4 GLOO_SOCKET_IFNAME="$tag$h" "$py" "$worker" ddp "${wargs[@]}" \
+            WORLD_SIZE=$nworkers GLOO_SOCKET_IFNAME="$tag$h" ORDO_LOCAL_SIZE=$per_host \
+            "$py" "$worker" ddp "${wargs[@]}" \
             --bucket-mb "$bucket" > "$dir/worker$w.log" 2>&1 &
           pids+=($!)
         done
       else
         local mode pol enf groups=1 backend=none overlap=true vv=$v
         case $vv in *-groups-nooverlap) overlap=false; vv=${vv%-nooverlap} ;; esac
-        case $vv in *-groups) groups=2; backend=shm; vv=${vv%-groups} ;; esac
+        case $vv in *-groups) groups=$per_host; backend=shm; vv=${vv%-groups} ;; esac
         mode=$(echo "$vv" | cut -d- -f2)
         pol=$(echo "$vv" | cut -d- -f3)
         enf=$(echo "$vv" | cut -d- -f4)
         enf=${enf:-strict}
-        local common=(-c "$here/conf/experiments/torch.ini" --cluster.servers=2 --cluster.workers=4
+        local common=(-c "$here/conf/experiments/torch.ini" --cluster.servers=2 "--cluster.workers=$nworkers"
                       --net.bandwidth=0 --net.latency_us=0 "--order.policy=$pol"
                       "--order.enforce=$enf" "--cluster.local_size=$groups"
                       "--intra.backend=$backend" "--intra.overlap=$overlap"
@@ -262,15 +269,15 @@ ddp_part() {
         done
         local plan=()
         [ "$pol" != none ] && plan=(--plan)
-        for w in 0 1 2 3; do
-          h=h$((w / 2))
+        for ((w = 0; w < nworkers; w++)); do
+          h=h$((w / per_host))
           ip netns exec "$tag-$h" env ORDO_CONF="$here/conf/experiments/torch.ini" \
             ORDO_CLUSTER_SCHEDULER="$ep" ORDO_CLUSTER_RANK=$w ORDO_CLUSTER_HOST="${addr[$h]}" \
-            ORDO_CLUSTER_SERVERS=2 ORDO_CLUSTER_WORKERS=4 ORDO_NET_BANDWIDTH=0 \
+            ORDO_CLUSTER_SERVERS=2 ORDO_CLUSTER_WORKERS=$nworkers ORDO_NET_BANDWIDTH=0 \
             ORDO_NET_LATENCY_US=0 ORDO_ORDER_POLICY="$pol" ORDO_ORDER_ENFORCE="$enf" \
             ORDO_CLUSTER_LOCAL_SIZE=$groups ORDO_INTRA_BACKEND=$backend ORDO_INTRA_OVERLAP=$overlap \
-            ORDO_LOCAL_RANK=$((w % 2)) \
-            ORDO_LOCAL_SIZE=2 "$py" "$worker" train --mode "$mode" "${plan[@]}" "${wargs[@]}" \
+            ORDO_LOCAL_RANK=$((w % per_host)) \
+            ORDO_LOCAL_SIZE=$per_host "$py" "$worker" train --mode "$mode" "${plan[@]}" "${wargs[@]}" \
             > "$dir/worker$w.log" 2>&1 &
           pids+=($!)
         done
@@ -307,4 +314,5 @@ if [ $report_only = 0 ]; then
   done
 fi
 "$py" "$here/scripts/experiments/torch_report.py" --out "$out" --bin "$bin" \
-  --models "$models" --policies "$policies" --bandwidth "$bandwidth" --workers 4
+  --models "$models" --policies "$policies" --bandwidth "$bandwidth" --workers 4 \
+  --ddp-workers $((whosts * per_host))

@@ -43,6 +43,7 @@ ap.add_argument("--models", required=True)
 ap.add_argument("--policies", required=True)
 ap.add_argument("--bandwidth", default="2gbit")
 ap.add_argument("--workers", type=int, default=4)
+ap.add_argument("--ddp-workers", type=int, default=4, help="the ddp part's workers")
 ap.add_argument("--latency-us", default="100")
 a = ap.parse_args()
 models = a.models.replace(",", " ").split()
@@ -59,25 +60,25 @@ def ddp_systems(m):
 
 
 def host_bytes(run):
-    """per worker host (workers 2h and 2h + 1), per measured iteration, in models: the bytes
+    """per worker host (netRANK.json's host), per measured iteration, in models: the bytes
     its interface sent and received (the mean over the hosts), and ordo's own count of the
     payload its workers pushed and pulled ("" where the path gives none)"""
     nets = {}
     for path in glob.glob(os.path.join(a.out, "runs", run, "net*.json")):
         d = json.load(open(path))
         nets[d["worker"]] = d
-    hosts = sorted({w // 2 for w in nets})
+    hosts = sorted({d.get("host", w // 2) for w, d in nets.items()})
     if not hosts:
         return {}
     out = {"host_tx_models": [], "host_rx_models": [], "ordo_push_models": [],
            "ordo_pull_models": []}
     for h in hosts:
-        ws = [nets[w] for w in (2 * h, 2 * h + 1) if w in nets]
+        ws = [d for w, d in sorted(nets.items()) if d.get("host", w // 2) == h]
         first = ws[0]
         per = first["iterations"] * first["model_bytes"]
         out["host_tx_models"].append(first["tx_bytes"] / per)
         out["host_rx_models"].append(first["rx_bytes"] / per)
-        if all("ordo_pushed_bytes" in w for w in ws) and len(ws) == 2:
+        if all("ordo_pushed_bytes" in w for w in ws):
             out["ordo_push_models"].append(sum(w["ordo_pushed_bytes"] for w in ws) / per)
             out["ordo_pull_models"].append(sum(w["ordo_pulled_bytes"] for w in ws) / per)
     return {k: r4(statistics.mean(v)) if v else "" for k, v in out.items()}
@@ -100,15 +101,16 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
-def summary(recs):
+def summary(recs, workers=None):
     """throughput, straggler effect and step-time distribution of a run's records"""
+    workers = workers or a.workers
     t0 = min(r["t_start_ns"] for r in recs)
     t1 = max(r["t_end_ns"] for r in recs)
     samples = sum(r["samples"] for r in recs)
     strag = []
     for it in sorted({r["iter"] for r in recs}):
         its = [r for r in recs if r["iter"] == it]
-        if len(its) != a.workers:
+        if len(its) != workers:
             continue
         last = max(r["t_end_ns"] for r in its)
         span = last - min(r["t_start_ns"] for r in its)
@@ -193,14 +195,14 @@ for m in models:
         recs = records("ddp-%s-%s" % (m, sysname))
         if not recs:
             continue
-        s = summary(recs)
+        s = summary(recs, a.ddp_workers)
         batch = recs[0]["samples"]
         def mean_of(key, recs=recs):
             xs = [r[key] for r in recs if key in r]
             return r4(statistics.mean(xs)) if xs else ""
         rows.append({"model": m, "system": sysname, "batch": batch,
                      "throughput": r4(s["throughput"]),
-                     "steps_per_s": r4(s["throughput"] / (batch * a.workers)),
+                     "steps_per_s": r4(s["throughput"] / (batch * a.ddp_workers)),
                      "step_ms_mean": r4(s["step_ms_mean"]), "p50": r4(s["p50"]),
                      "forward_ms": mean_of("forward_ms"), "backward_ms": mean_of("backward_ms"),
                      "step_wait_ms": mean_of("step_wait_ms"), "iterations": s["iterations"],
@@ -270,8 +272,9 @@ if ordering:
                         "profile"))
 if ddp:
     scripts.append(bars("torch-ddp", ddp, "model", "system", "throughput",
-                        "samples/s (4 workers)", "ordo.torch against DDP (gloo), 2 + 2 hosts "
-                        "on shaped links"))
+                        "samples/s (%d workers)" % a.ddp_workers,
+                        "ordo.torch against DDP (gloo), %d workers on shaped links"
+                        % a.ddp_workers))
 if scripts:
     gp = os.path.join(a.out, "plots.gp")
     with open(gp, "w") as f:

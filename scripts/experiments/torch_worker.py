@@ -294,7 +294,8 @@ def loop(a: argparse.Namespace, net: nn.Module, opt: torch.optim.Optimizer, rank
             ordo_bytes[1] += pulled
     c1 = net_counters()
     if c0 is not None:
-        doc = {"worker": rank, "iterations": a.iterations,
+        doc = {"worker": rank, "host": rank // int(os.environ.get("ORDO_LOCAL_SIZE", "1")),
+               "iterations": a.iterations,
                "model_bytes": 4 * sum(p.numel() for p in net.parameters()),
                "tx_bytes": c1["tx_bytes"] - c0["tx_bytes"],
                "rx_bytes": c1["rx_bytes"] - c0["rx_bytes"]}
