@@ -11,11 +11,11 @@
  * the root's sum marks the areas free (summed); a member that reads the values where they
  * are (fetch into value_area) copies nothing either. The root sums every member's area in one
  * pass, and slots of 1 MiB or more are summed and copied with stores that bypass the caches
- * (no read of the destination first; its reader is another process or comes back later). Waiting is a futex on the change counter,
- * never a lock: the kernel keeps no state a killed member could leave half-changed
- * (a process-shared pthread condition variable can stay wedged when a waiter dies inside it).
- * A member is dead when its pid is gone or its heartbeat (renewed on every wait, at least
- * every 50 ms) is older than the timeout. */
+ * (no read of the destination first; its reader is another process or comes back later).
+ * Waiting is a futex on the change counter, never a lock: the kernel keeps no state a killed
+ * member could leave half-changed (a process-shared pthread condition variable can stay
+ * wedged when a waiter dies inside it). A member is dead when its pid is gone or its
+ * heartbeat (renewed on every wait, at least every 50 ms) is older than the timeout. */
 #include "client/intra.h"
 #include "core/vec.h"
 #include "common/clock.h"
