@@ -48,7 +48,8 @@ typedef struct ordo__intra_ops {
     void (*sum)(ordo__intra_t *it, int slot, float *dst);
     /* broadcast: the root publishes slot's value of iter from src */
     int (*publish)(ordo__intra_t *it, int slot, const float *src, int64_t iter);
-    /* published: is slot's value of iter there? fetch copies it into dst */
+    /* published: is slot's value of iter there? fetch copies it into dst (nothing when dst
+     * is value_area(slot): the caller reads the value where it is shared) */
     bool (*published)(ordo__intra_t *it, int slot, int64_t iter);
     void (*fetch)(ordo__intra_t *it, int slot, float *dst);
     /* summed: has the root summed slot of iter (every member's area of it is free again)?

@@ -8,11 +8,14 @@
  * Data is written before the iteration that announces it (release/acquire atomics), so
  * readers need no lock. A member may write its contribution in its area itself (area) and
  * the root sum into the shared values (value_area): put and publish then copy nothing, and
- * the root's sum marks the areas free (summed). Waiting is a futex on the change counter,
- * never a lock: the kernel keeps no state a killed member could leave half-changed
- * (a process-shared pthread condition variable can stay wedged when a waiter dies inside it).
- * A member is dead when its pid is gone or its heartbeat (renewed on every wait, at least
- * every 50 ms) is older than the timeout. */
+ * the root's sum marks the areas free (summed); a member that reads the values where they
+ * are (fetch into value_area) copies nothing either. The root sums every member's area in one
+ * pass, and slots of 1 MiB or more are summed and copied with stores that bypass the caches
+ * (no read of the destination first; its reader is another process or comes back later).
+ * Waiting is a futex on the change counter, never a lock: the kernel keeps no state a killed
+ * member could leave half-changed (a process-shared pthread condition variable can stay
+ * wedged when a waiter dies inside it). A member is dead when its pid is gone or its
+ * heartbeat (renewed on every wait, at least every 50 ms) is older than the timeout. */
 #include "client/intra.h"
 #include "core/vec.h"
 #include "common/clock.h"
@@ -36,6 +39,7 @@
 #define MAGIC 0x4f52444f494e5452ull /* "ORDOINTR" */
 #define ALIGN 64
 #define TICK_MS 50 /* longest sleep between two heartbeats */
+#define STREAM_BYTES (1 << 20) /* copies and sums from this size on bypass the caches */
 
 typedef struct {
     uint64_t magic; /* written last by the creator */
@@ -242,12 +246,22 @@ fail:
     return rc;
 }
 
+/* a copy of n floats: streamed past the caches when it is bigger than a core's cache (the
+ * reader is another process, or comes back to it after other slots), else memcpy */
+static void copy(float *dst, const float *src, int64_t n)
+{
+    if (n * (int64_t)sizeof(float) >= STREAM_BYTES)
+        ordo_vec_copy_stream(dst, src, n);
+    else
+        memcpy(dst, src, sizeof(float) * (size_t)n);
+}
+
 static int shm_put(ordo__intra_t *it, int slot, const float *src, int64_t iter)
 {
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
     float *dst = s->area + (size_t)s->lr * (size_t)s->numel + off;
-    if (src != dst) memcpy(dst, src, sizeof(float) * (size_t)n); /* else written in place */
+    if (src != dst) copy(dst, src, n); /* else written in place */
     __atomic_store_n(&s->put_iter[(size_t)slot * (size_t)s->L + (size_t)s->lr], iter,
                      __ATOMIC_RELEASE);
     bump(s);
@@ -264,20 +278,21 @@ static bool shm_reduced(ordo__intra_t *it, int slot, int64_t iter)
     return true;
 }
 
-/* members in rank order, so every run sums the same way */
+/* members in rank order, so every run sums the same way; one pass over every member's area */
 static void shm_sum(ordo__intra_t *it, int slot, float *dst)
 {
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
-    const float *a0 = s->area + off;
-    if (s->L == 1) {
-        memcpy(dst, a0, sizeof(float) * (size_t)n);
-        __atomic_store_n(&s->sum_iter[slot], s->put_iter[slot], __ATOMIC_RELEASE);
-        return;
+    const float *rows[ORDO_INTRA_MAX_LOCAL];
+    for (int m = 0; m < s->L; m++) rows[m] = s->area + (size_t)m * (size_t)s->numel + off;
+    if (n * (int64_t)sizeof(float) >= STREAM_BYTES) {
+        ordo_vec_sum_rows(dst, rows, s->L, n);
+    } else if (s->L == 1) {
+        memcpy(dst, rows[0], sizeof(float) * (size_t)n);
+    } else {
+        ordo_vec_sum(dst, rows[0], rows[1], n);
+        for (int m = 2; m < s->L; m++) ordo_vec_add(dst, rows[m], n);
     }
-    ordo_vec_sum(dst, a0, s->area + (size_t)s->numel + off, n); /* one pass for the first two */
-    for (int m = 2; m < s->L; m++)
-        ordo_vec_add(dst, s->area + (size_t)m * (size_t)s->numel + off, n);
     /* the members' areas of slot are free again: a contribution written in place may change */
     __atomic_store_n(&s->sum_iter[slot],
                      __atomic_load_n(&s->put_iter[(size_t)slot * (size_t)s->L + (size_t)s->lr],
@@ -290,7 +305,7 @@ static int shm_publish(ordo__intra_t *it, int slot, const float *src, int64_t it
 {
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
-    if (src != s->vals + off) memcpy(s->vals + off, src, sizeof(float) * (size_t)n);
+    if (src != s->vals + off) copy(s->vals + off, src, n); /* else summed or pulled there */
     __atomic_store_n(&s->pub_iter[slot], iter, __ATOMIC_RELEASE);
     bump(s);
     return 0;
@@ -312,7 +327,7 @@ static void shm_fetch(ordo__intra_t *it, int slot, float *dst)
 {
     shm_t *s = (shm_t *)it;
     int64_t off = s->slot_off[slot], n = s->slot_off[slot + 1] - off;
-    memcpy(dst, s->vals + off, sizeof(float) * (size_t)n);
+    if (dst != s->vals + off) copy(dst, s->vals + off, n); /* else read where it is */
 }
 
 static float *shm_area(ordo__intra_t *it, int slot)

@@ -1,6 +1,9 @@
 /* bench_intra: reduce-scatter + all-gather bandwidth of the shm backend against memcpy, with
- * the members' contributions copied into the group's memory (copy) and written there in
- * place (inplace: a gradient computed in the segment, sums made where values are shared). */
+ * the members' contributions copied into the group's memory (copy), written there in place
+ * (inplace: a gradient computed in the segment, sums made where values are shared, every
+ * member's fetch a copy of the values into its own buffer), and with the values read where
+ * they are shared too (shared: fetch copies nothing, as for a program whose parameters live
+ * in the segment). */
 #include "tools/bench_intra.h"
 #include "common/clock.h"
 #include "common/error.h"
@@ -19,27 +22,41 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* wait (bounded by the backend's checks) until pred(slot) holds */
+#define TIMEOUT_MS 10000
+
+/* wait until pred(slot) holds: bounded by the backend's checks, and by TIMEOUT_MS for a
+ * member that left early (a failed one) */
 static int wait_for(ordo__intra_t *it, int slot, int64_t iter, bool reduce)
 {
+    int64_t until = ordo_clock_ns() + (int64_t)TIMEOUT_MS * 1000000;
     for (;;) {
         uint64_t g = it->ops->generation(it);
         if (reduce ? it->ops->reduced(it, slot, iter) : it->ops->published(it, slot, iter))
             return 0;
+        if (ordo_clock_ns() > until)
+            return ordo_error_set(ORDO_ERR_TIMEDOUT, "slot %d of round %lld not %s in %d ms",
+                                  slot, (long long)iter, reduce ? "reduced" : "published",
+                                  TIMEOUT_MS);
         int rc = it->ops->wait(it, g, 50);
         if (rc) return rc;
     }
 }
 
+enum { MODE_COPY, MODE_INPLACE, MODE_SHARED, N_MODES };
+static const char *const mode_name[N_MODES] = {"copy", "inplace", "shared"};
+
 /* one member: reps rounds, each timed from a barrier to its own last fetch; member 0 writes
- * the round times (the slowest member's, via the shared array). inplace: the contribution
- * is already in the member's area (written there before the rounds, as a gradient computed
- * there would be), the owner sums straight into the shared value */
+ * the round times (the slowest member's, via the shared array). inplace and shared: the
+ * contribution is already in the member's area (written there before the rounds, as a
+ * gradient computed there would be), the owner sums straight into the shared value; shared:
+ * the member fetches into the shared value itself (nothing copied: the round ends when it
+ * has seen every slot published) */
 static int member(const char *run, int lr, int L, int n_slots, const int64_t *off, int reps,
-                  bool inplace, int64_t *times)
+                  int mode, int64_t *times)
 {
+    bool inplace = mode != MODE_COPY;
     ordo__intra_opts_t o = {.run = run, .group = 0, .local_rank = lr, .local_size = L,
-                           .n_slots = n_slots, .slot_off = off, .timeout_ms = 10000};
+                           .n_slots = n_slots, .slot_off = off, .timeout_ms = TIMEOUT_MS};
     ordo__intra_t *it = NULL;
     int rc = ordo__intra_new("shm", &o, &it);
     if (rc) return rc;
@@ -64,7 +81,8 @@ static int member(const char *run, int lr, int L, int n_slots, const int64_t *of
         }
         for (int s = 0; s < n_slots && !rc; s++) {
             if ((rc = wait_for(it, s, r, false)) != 0) break;
-            it->ops->fetch(it, s, out + off[s]);
+            float *to = mode == MODE_SHARED ? it->ops->value_area(it, s) : out + off[s];
+            it->ops->fetch(it, s, to); /* shared: nothing copied */
         }
         int64_t dt = ordo_clock_ns() - t0;
         if (r > 0) { /* the slowest member's time */
@@ -75,7 +93,8 @@ static int member(const char *run, int lr, int L, int n_slots, const int64_t *of
         }
     }
     if (!rc) rc = it->ops->barrier(it);
-    if (!rc && out[n - 1] != (float)L * (float)((n - 1) % 13)) rc = ORDO_ERR_PROTO;
+    const float *got = mode == MODE_SHARED ? it->ops->value_area(it, 0) : out;
+    if (!rc && got[n - 1] != (float)L * (float)((n - 1) % 13)) rc = ORDO_ERR_PROTO;
     free(grad);
     free(sum);
     free(out);
@@ -131,10 +150,9 @@ int ordo_bench_intra(int argc, char **argv)
         printf("%-3s %-8s %10s %10s %12s %12s %9s\n", "L", "mode", "bytes", "chunk",
                "allred GB/s", "memcpy GB/s", "of floor");
     int status = 0;
-    for (int v = 0; v < 4; v++) {
-        int L = v < 2 ? 2 : 4;
-        bool inplace = v % 2;
-        const char *mode = inplace ? "inplace" : "copy";
+    for (int v = 0; v < 2 * N_MODES; v++) {
+        int L = v < N_MODES ? 2 : 4;
+        const char *mode = mode_name[v % N_MODES];
         int64_t *times = mmap(NULL, sizeof(int64_t) * (size_t)reps, PROT_READ | PROT_WRITE,
                               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         char run[64];
@@ -142,8 +160,8 @@ int ordo_bench_intra(int argc, char **argv)
         pid_t kids[4];
         for (int m = 1; m < L; m++)
             if ((kids[m] = fork()) == 0)
-                _exit(member(run, m, L, n_slots, off, reps, inplace, times) ? 1 : 0);
-        int rc = member(run, 0, L, n_slots, off, reps, inplace, times);
+                _exit(member(run, m, L, n_slots, off, reps, v % N_MODES, times) ? 1 : 0);
+        int rc = member(run, 0, L, n_slots, off, reps, v % N_MODES, times);
         for (int m = 1; m < L; m++) {
             int st = 0;
             waitpid(kids[m], &st, 0);

@@ -120,6 +120,15 @@ static int member(int lr, int L)
             for (int m = 0; m < L; m++) want += value(m, i, iter);
             bad += dst[i] != want;
         }
+        for (int s = 0; in_place && s < N_SLOTS; s++) { /* read where shared: nothing copied */
+            float *v = it->ops->value_area(it, s);
+            it->ops->fetch(it, s, v);
+            for (int64_t i = slot_off[s]; i < slot_off[s + 1]; i++) {
+                float want = 0;
+                for (int m = 0; m < L; m++) want += value(m, i, iter);
+                bad += v[i - slot_off[s]] != want;
+            }
+        }
         if (it->ops->barrier(it)) return 4;
     }
     ordo__intra_destroy(&it);
@@ -225,6 +234,41 @@ START_TEST(sum_matches_a_plain_loop)
 }
 END_TEST
 
+/* the streamed sums and copies (slots of 1 MiB or more) give the bits of the plain loops,
+ * whatever the destination's alignment and the length's remainder */
+START_TEST(streamed_sums_and_copies_match_plain_loops)
+{
+    enum { N = (1 << 18) + 13 };
+    float *rows_buf = malloc(sizeof(float) * 4 * N), *want = malloc(sizeof(float) * (N + 4)),
+          *got = malloc(sizeof(float) * (N + 4));
+    ck_assert(rows_buf && want && got);
+    const float *rows[4];
+    for (int r = 0; r < 4; r++) {
+        float *row = rows_buf + (size_t)r * N;
+        for (int64_t i = 0; i < N; i++) row[i] = (float)((i * (r + 3)) % 1009) * 0.37f - 91.0f;
+        rows[r] = row;
+    }
+    for (int m = 1; m <= 4; m++) {
+        for (int shift = 0; shift < 4; shift++) { /* dst 4-byte aligned only, up to 16 */
+            int64_t n = N - shift;
+            memcpy(want, rows[0], sizeof(float) * (size_t)n);
+            if (m > 1) ordo_vec_sum(want, rows[0], rows[1], n);
+            for (int r = 2; r < m; r++) ordo_vec_add(want, rows[r], n);
+            got[shift + n] = -7.0f; /* a sentinel past the end */
+            ordo_vec_sum_rows(got + shift, rows, m, n);
+            ck_assert_mem_eq(got + shift, want, sizeof(float) * (size_t)n);
+            ck_assert(got[shift + n] == -7.0f);
+            ordo_vec_copy_stream(got + shift, rows[m - 1], n);
+            ck_assert_mem_eq(got + shift, rows[m - 1], sizeof(float) * (size_t)n);
+            ck_assert(got[shift + n] == -7.0f);
+        }
+    }
+    free(rows_buf);
+    free(want);
+    free(got);
+}
+END_TEST
+
 /* a group of one has nobody to relay the ids to: the bytes are already where they go */
 static int relay_none(void *ctx, void *buf, size_t bytes)
 {
@@ -310,6 +354,7 @@ static Suite *intra_suite(void)
     tcase_add_test(tc, a_dead_member_is_named_within_the_timeout);
     tcase_add_test(tc, unknown_backend_is_refused);
     tcase_add_test(tc, sum_matches_a_plain_loop);
+    tcase_add_test(tc, streamed_sums_and_copies_match_plain_loops);
     suite_add_tcase(s, tc);
     /* Tagged "no_nccl": ctest's unit.intra.nccl_refused runs it alone and skips where NCCL
      * can run (unit.intra.nccl runs there instead). */
