@@ -10,7 +10,8 @@
 #            scheduler on s0) and h0, h1 (2 workers each; --hosts) on a bridge, every host's link
 #            shaped by tbf to --ddp-bandwidth each way; ordo.torch's DistributedOptimizer in
 #            gradients and server mode, ordering off (policy none) and on (tao, planned from
-#            the model; enforced strict, and greedy), against DistributedDataParallel with the
+#            the model for the shaped rate, [order] plan_bandwidth; enforced strict, and
+#            greedy), against DistributedDataParallel with the
 #            same per-worker batch. A variant ending in -groups runs ordo.torch in host groups
 #            ([cluster] local_size = 2, [intra] backend = shm: one owner per key and host
 #            talks to the servers; -groups-nooverlap: [intra] overlap = false, the next
@@ -65,7 +66,7 @@ out=""
 report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --parts) parts=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --policies) policies=$2; shift 2 ;;
@@ -250,7 +251,8 @@ ddp_part() {
         enf=${enf:-strict}
         local common=(-c "$here/conf/experiments/torch.ini" --cluster.servers=2 "--cluster.workers=$nworkers"
                       --net.bandwidth=0 --net.latency_us=0 "--order.policy=$pol"
-                      "--order.enforce=$enf" "--cluster.local_size=$groups"
+                      "--order.enforce=$enf" "--order.plan_bandwidth=$ddp_bw"
+                      "--cluster.local_size=$groups"
                       "--intra.backend=$backend" "--intra.overlap=$overlap"
                       "--output.dir=$dir" --output.run=cluster)
         ip netns exec "$tag-s0" "$bin/ordo-scheduler" "${common[@]}" \
@@ -274,7 +276,7 @@ ddp_part() {
           ip netns exec "$tag-$h" env ORDO_CONF="$here/conf/experiments/torch.ini" \
             ORDO_CLUSTER_SCHEDULER="$ep" ORDO_CLUSTER_RANK=$w ORDO_CLUSTER_HOST="${addr[$h]}" \
             ORDO_CLUSTER_SERVERS=2 ORDO_CLUSTER_WORKERS=$nworkers ORDO_NET_BANDWIDTH=0 \
-            ORDO_NET_LATENCY_US=0 ORDO_ORDER_POLICY="$pol" ORDO_ORDER_ENFORCE="$enf" \
+            ORDO_NET_LATENCY_US=0 ORDO_ORDER_POLICY="$pol" ORDO_ORDER_ENFORCE="$enf" ORDO_ORDER_PLAN_BANDWIDTH="$ddp_bw" \
             ORDO_CLUSTER_LOCAL_SIZE=$groups ORDO_INTRA_BACKEND=$backend ORDO_INTRA_OVERLAP=$overlap \
             ORDO_LOCAL_RANK=$((w % per_host)) \
             ORDO_LOCAL_SIZE=$per_host "$py" "$worker" train --mode "$mode" "${plan[@]}" "${wargs[@]}" \
