@@ -57,6 +57,7 @@ struct ordo__bound {
     int64_t cur_pull;    /* the iteration pulls_left counts */
     int pulls_left, pushes_left;
     int fatal;
+    char fatal_msg[512]; /* its detail, taken on the thread that failed (the detail is per thread) */
     bool init_done;
     int64_t barrier_done, barrier_want;
     int64_t bcast_done, bcast_want;
@@ -115,6 +116,7 @@ static void arrived(ordo__bound_t *b, int key, int64_t iter, int64_t t_ns)
         ordo_arrival_t *p = malloc(sizeof *p * (size_t)cap);
         if (!p) {
             b->fatal = ordo_error_set(ORDO_ERR_NOMEM, "out of memory for arrivals");
+            snprintf(b->fatal_msg, sizeof b->fatal_msg, "%s", ordo_error_text(b->fatal));
             return;
         }
         for (int i = 0; i < b->a_n; i++)
@@ -132,9 +134,19 @@ static void arrived(ordo__bound_t *b, int key, int64_t iter, int64_t t_ns)
 static void fail(ordo__bound_t *b, int rc)
 {
     pthread_mutex_lock(&b->mu);
-    if (!b->fatal) b->fatal = rc;
+    if (!b->fatal) {
+        b->fatal = rc;
+        snprintf(b->fatal_msg, sizeof b->fatal_msg, "%s", ordo_error_text(rc));
+    }
     pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->mu);
+}
+
+/* fatal_error (under mu) gives the calling thread the fatal error with its detail (the
+ * dead peer's name, the scheduler's reason), 0 when there is none */
+static int fatal_error(const ordo__bound_t *b)
+{
+    return b->fatal ? ordo_error_set(b->fatal, "%s", b->fatal_msg) : 0;
 }
 
 /* waits (under mu) until done(b) or the fatal error, up to timeout_ms (-1: no limit) */
@@ -154,7 +166,7 @@ static int wait_for(ordo__bound_t *b, bool (*done)(const ordo__bound_t *), int t
         ts = (struct timespec){.tv_sec = at / 1000000000, .tv_nsec = at % 1000000000};
         pthread_cond_timedwait(&b->cv, &b->mu, &ts);
     }
-    return b->fatal;
+    return fatal_error(b);
 }
 
 /* ---- the thread --------------------------------------------------------------------- */
@@ -522,7 +534,7 @@ int ordo__bound_iter_begin(ordo__bound_t *b, int64_t iter)
 {
     int64_t pull_iter = b->o.run.forward_only ? 0 : iter;
     pthread_mutex_lock(&b->mu);
-    int rc = b->fatal;
+    int rc = fatal_error(b);
     if (rc) {
         pthread_mutex_unlock(&b->mu);
         return rc;
