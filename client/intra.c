@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 
 #define PLUGIN_FILE "libordo_nccl.so"
-#define PLUGIN_ENV "ORDO_NCCL_PLUGIN"
+#define PLUGIN_ENV  "ORDO_NCCL_PLUGIN"
 
 /* ---- the plugin ---------------------------------------------------------------------- */
 
@@ -64,7 +64,8 @@ static void plugin_load(void)
     if (!from_env && strchr(path, '/') && stat(path, &st) != 0 && errno == ENOENT) {
         snprintf(plugin_why, sizeof plugin_why,
                  "this libordo was built without NCCL (no %s; the NCCL backend needs the CUDA "
-                 "toolkit and NCCL at build time, or set " PLUGIN_ENV " to the plugin)", path);
+                 "toolkit and NCCL at build time, or set " PLUGIN_ENV " to the plugin)",
+                 path);
         return;
     }
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -119,7 +120,8 @@ const char *ordo__intra_auto(int device)
     const char *why = "";
     if (nccl_ops(&why)) return "nccl";
     ORDO_INFO("intra.backend = auto: CUDA tensors, but the NCCL backend cannot be used (%s): "
-              "shm, through host memory", why);
+              "shm, through host memory",
+              why);
     return "shm";
 }
 

@@ -30,12 +30,12 @@ static ordo__intra_opts_t opts(void)
     static char run[64];
     snprintf(run, sizeof run, "unitplugin%ld", (long)getpid());
     return (ordo__intra_opts_t){.run = run,
-                               .local_size = 1,
-                               .n_slots = 1,
-                               .slot_off = slot_off,
-                               .timeout_ms = 3000,
-                               .slot_root = slot_root,
-                               .relay = relay_none};
+                                .local_size = 1,
+                                .n_slots = 1,
+                                .slot_off = slot_off,
+                                .timeout_ms = 3000,
+                                .slot_root = slot_root,
+                                .relay = relay_none};
 }
 
 static const char *plugin(void)
@@ -113,15 +113,18 @@ START_TEST(the_plugin_backend_runs_or_says_there_is_no_device)
      * goes through NCCL's reduce and broadcast and comes back unchanged */
     ck_assert_str_eq(it->ops->name, "nccl");
     static float src[1000], dst[1000];
-    for (int i = 0; i < 1000; i++) src[i] = (float)i * 0.5f;
+    for (int i = 0; i < 1000; i++)
+        src[i] = (float)i * 0.5f;
     ORDO_CK_OK(it->ops->put(it, 0, src, 0));
-    for (int n = 0; n < 30000 && !it->ops->reduced(it, 0, 0); n++) ORDO_CK_OK(it->ops->wait(it, 0, 1));
+    for (int n = 0; n < 30000 && !it->ops->reduced(it, 0, 0); n++)
+        ORDO_CK_OK(it->ops->wait(it, 0, 1));
     ck_assert(it->ops->reduced(it, 0, 0));
     it->ops->sum(it, 0, dst);
     ck_assert_mem_eq(dst, src, sizeof src);
     ORDO_CK_OK(it->ops->publish(it, 0, dst, 0));
     memset(dst, 0, sizeof dst);
-    for (int n = 0; n < 30000 && !it->ops->published(it, 0, 0); n++) ORDO_CK_OK(it->ops->wait(it, 0, 1));
+    for (int n = 0; n < 30000 && !it->ops->published(it, 0, 0); n++)
+        ORDO_CK_OK(it->ops->wait(it, 0, 1));
     it->ops->fetch(it, 0, dst);
     ck_assert_mem_eq(dst, src, sizeof src);
     ordo__intra_destroy(&it);
