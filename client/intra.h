@@ -1,7 +1,7 @@
 /* intra: how the workers of one host group (client/push_hier.c) exchange tensors without the
  * servers, behind one ops table with one file per mechanism: intra_shm.c (a POSIX shared-memory
  * segment per group, CPU) and intra_nccl.c (NCCL on GPUs, built when the CUDA toolkit and NCCL
- * are found; untested on a GPU). The
+ * are found; untested on a GPU; linked in or loaded as a plugin, below). The
  * model's floats are cut into slots (the hierarchical path uses one slot per key); every slot
  * has one root, the member that talks to the servers for it. Reduce: every member puts its
  * slot of iteration iter, the root sums the L contributions once all are in. Broadcast: the
@@ -76,15 +76,47 @@ struct ordo__intra {
 };
 
 extern const ordo__intra_ops_t ordo__intra_shm_ops;
-/* The NCCL backend is an object library (ordo__intra_nccl) that ordo-worker and the tests link
- * when the build found the CUDA toolkit and NCCL; the reference is weak, so a program without
- * it (libordo.so, whose users may load their own NCCL, e.g. PyTorch's) gets NULL and never
- * loads libcudart or libnccl. */
+/* The NCCL backend (intra_nccl.c) reaches a program in one of two ways, both only where the
+ * build found the CUDA toolkit and NCCL:
+ *   - linked in: the object library ordo__intra_nccl, which ordo-worker and the unit tests
+ *     link. The reference below is weak, so a program without it gets NULL;
+ *   - the plugin libordo_nccl.so, built beside libordo.so (and installed beside it, in the
+ *     wheel too), which libordo dlopens the first time a worker asks for nccl (client/
+ *     intra_plugin.h). libordo itself never links libcudart or libnccl: it loads where CUDA
+ *     is absent, and a PyTorch process keeps its own NCCL (the plugin's libnccl.so.2 is the
+ *     one already loaded, by soname).
+ * The plugin holds intra_nccl.c and intra_nccl_host.c, no copy of ordo_common: its
+ * ordo_error_set, ordo_error_text and ordo_log_write forward to libordo's through the host
+ * table it is handed, so an error it sets lands in the calling thread's error state of
+ * libordo (ordo_strerror_detail, the Python OrdoError) and its log lines in libordo's log. */
 extern const ordo__intra_ops_t ordo__intra_nccl_ops __attribute__((weak));
 
-/* ordo__intra_new makes the backend named `backend` ("shm", "nccl") for o; ORDO_ERR_INVAL naming
- * it when this build has none. The caller owns *out. */
+/* what libordo hands the plugin: its own error and log functions (common/error.h, log.h) */
+typedef struct ordo__intra_host {
+    int abi; /* ORDO_INTRA_PLUGIN_ABI */
+    int (*error_set)(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+    const char *(*error_text)(int rc);
+    void (*log_write)(int level, const char *text); /* level: ordo_log_level_t */
+    const int *log_threshold;                      /* libordo's ordo_log_threshold */
+} ordo__intra_host_t;
+
+/* the version of ordo__intra_host_t and ordo__intra_ops_t: a plugin of another version is
+ * refused by name (it is built from the same tree as its libordo) */
+#define ORDO_INTRA_PLUGIN_ABI 1
+/* the plugin's one exported symbol: ordo_intra_nccl_plugin(host) keeps host (which must
+ * outlive the plugin's use) and returns the ops, or NULL when host->abi differs */
+#define ORDO_INTRA_PLUGIN_ENTRY "ordo_intra_nccl_plugin"
+typedef const ordo__intra_ops_t *(*ordo__intra_plugin_fn)(const ordo__intra_host_t *host);
+
+/* ordo__intra_new makes the backend named `backend` ("shm", "nccl") for o; ORDO_ERR_INVAL
+ * naming it when this build has none ("auto" is resolved before: ordo__intra_auto). nccl is
+ * the linked-in backend when the program has it, else the plugin's. The caller owns *out. */
 int ordo__intra_new(const char *backend, const ordo__intra_opts_t *o, ordo__intra_t **out);
+
+/* ordo__intra_auto is what intra.backend = auto means for this worker: "nccl" when its
+ * tensors are on CUDA (device, an ordo_intra_device_t; auto counts as cpu) and the NCCL
+ * backend can be loaded (linked in, or the plugin loads), else "shm". A static string. */
+const char *ordo__intra_auto(int device);
 
 /* ordo__intra_destroy frees *it and sets it to NULL; NULL-safe. */
 void ordo__intra_destroy(ordo__intra_t **it);

@@ -1,5 +1,6 @@
 /* intra_nccl: the NCCL backend of client/intra.h (built when the CUDA toolkit and NCCL are
- * found; UNTESTED on a GPU: written and compiled on a machine without one). Every member
+ * found, linked into ordo-worker and as libordo's plugin libordo_nccl.so; UNTESTED on a GPU:
+ * written and compiled on a machine without one). Every member
  * keeps device buffers of the model (its contributions, the owners' sums, the values) and
  * pinned host copies. Reduce: put copies a slot to the device and issues an ncclReduce to the
  * slot's root on the reduce communicator's stream; members put in the same backward order, as
@@ -126,7 +127,7 @@ static int nc_create(const ordo__intra_opts_t *o, ordo__intra_t **out)
     int count = 0;
     cudaError_t ce = cudaGetDeviceCount(&count);
     if (ce != cudaSuccess || count < 1)
-        return ordo_error_set(ORDO_ERR_NOTSUP, "intra.backend = nccl needs a CUDA device (%s)",
+        return ordo_error_set(ORDO_ERR_NOTSUP, "intra.backend nccl: no CUDA device (%s)",
                               ce != cudaSuccess ? cudaGetErrorString(ce) : "none found");
     nc_t *n = calloc(1, sizeof *n);
     if (!n) return ORDO_ERR_NOMEM;

@@ -57,9 +57,10 @@ int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json)
     if (!text) return ORDO_ERR_NOMEM;
     free(w->node.plan_json);
     w->node.plan_json = text;
-    /* a merged path's groups come from the plan: the path follows it (nothing is in flight) */
-    int mode, rc = ordo__push_mode_of_plan(text, &mode);
+    int mode, rc = ordo__ps_intra_from_plan(w);
     if (rc) return rc;
+    /* a merged path's groups come from the plan: the path follows it (nothing is in flight) */
+    if ((rc = ordo__push_mode_of_plan(w->node.plan_json, &mode)) != 0) return rc;
     ordo__push_destroy(&w->path);
     if ((rc = ordo__push_new(mode, w, &w->path)) != 0)
         return ordo_error_context(rc, "replan: the push path of the new plan");

@@ -56,6 +56,7 @@ struct ordo_worker {
     int ev_head, ev_n, ev_cap;
     int outstanding;
     ordo__push_t *path; /* how pushes leave: dense, merged or sparse (client/push.h) */
+    const char *intra; /* the intra backend this worker takes for a plan's "auto" */
     int64_t bytes_push, bytes_pull;
     int64_t stale[ORDO_STALE_BUCKETS]; /* pulled slices by staleness ([sync]) */
     int64_t late;                      /* pushed slices the servers left out as late */
@@ -132,6 +133,11 @@ void ordo__ps_add_event(ordo__ps_t *w, int kind, int key, int64_t iter);
  * [order] credit_bytes is auto (the start-up's plan, or a re-plan's), and whether queued
  * pushes follow priorities (the plan has them) or leave first in, first out. */
 void ordo__ps_credit_from_plan(ordo__ps_t *w);
+
+/* ordo__ps_intra_from_plan rewrites a plan's intra backend "auto" (each worker resolves it;
+ * the scheduler checked that every group's members agree) into w's choice, w->intra; 0 or
+ * ORDO_ERR_NOMEM. */
+int ordo__ps_intra_from_plan(ordo__ps_t *w);
 
 /* ordo__ps_take_credit applies plan's {"step": {"credit_bytes": N}} when [order]
  * credit_bytes is auto; false when plan has no such member. */

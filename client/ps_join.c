@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/node.h"
 #include "client/calibrate.h"
+#include "client/intra.h"
 #include "client/push.h"
 
 #include <jansson.h>
@@ -34,6 +35,36 @@ void ordo__ps_credit_from_plan(ordo__ps_t *w)
     w->push_fifo = !json_is_array(json_object_get(plan, "priorities"));
     ordo__ps_take_credit(w, plan);
     json_decref(plan);
+}
+
+int ordo__ps_intra_from_plan(ordo__ps_t *w)
+{
+    json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
+    json_t *intra = json_object_get(plan, "intra");
+    const char *backend = json_string_value(json_object_get(intra, "backend"));
+    int rc = 0;
+    if (backend && strcmp(backend, "auto") == 0) {
+        json_object_set_new(intra, "backend", json_string(w->intra));
+        char *text = json_dumps(plan, JSON_COMPACT);
+        if (!text) rc = ORDO_ERR_NOMEM;
+        else {
+            free(w->node.plan_json);
+            w->node.plan_json = text;
+            ORDO_INFO("intra.backend = auto: %s (intra.device %s)", w->intra,
+                      w->conf.intra_device == ORDO_DEVICE_CUDA ? "cuda" : "cpu");
+        }
+    }
+    json_decref(plan);
+    return rc;
+}
+
+/* intra_choice: what this worker takes for intra.backend = auto: the backend its own conf
+ * names, else what auto means for its tensors' device (client/intra.h) */
+static const char *intra_choice(const ordo_conf_t *conf)
+{
+    if (conf->intra_backend == ORDO_INTRA_SHM) return "shm";
+    if (conf->intra_backend == ORDO_INTRA_NCCL) return "nccl";
+    return ordo__intra_auto(conf->intra_device);
 }
 
 /* [push] calibrate = true: the plan holds a "merge_calibrate" member instead of "merge". Every
@@ -109,9 +140,11 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
     ordo_transport_opts_conf(&opts, conf);
     if ((rc = ordo_transport_new(&opts, &w->node.tp)) != 0) goto fail;
     w->node.reg_tensors = tensors;
+    w->intra = intra_choice(conf);
+    w->node.reg_intra = w->intra;
     rc = ordo_node_join(&w->node, conf, ORDO_ROLE_WORKER, NULL);
     w->node.reg_tensors = NULL;
-    if (rc) goto fail;
+    if (rc || (rc = ordo__ps_intra_from_plan(w)) != 0) goto fail;
     const ordo_keys_t *k = w->node.keys;
     w->server_sock = calloc((size_t)w->node.n_servers, sizeof *w->server_sock);
     w->ks = calloc((size_t)k->n_keys + 1, sizeof *w->ks);

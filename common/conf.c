@@ -102,10 +102,15 @@ const key_t_ ordo__conf_keys[] = {
     {"order", "oracle", T_STR, OFF(oracle), SZ(oracle), "", 0, 0, NULL,
      "measured op times for the ordering and merge planners (ordo-oracle/1, e.g. from "
      "ordo-plan oracle; empty = the profile's times)"},
-    {"intra", "backend", T_ENUM, OFF(intra_backend), 0, "none", 0, 0, "none|shm|nccl",
+    {"intra", "backend", T_ENUM, OFF(intra_backend), 0, "none", 0, 0, "none|shm|nccl|auto",
      "how a host's workers ([cluster] local_size) sum gradients and share values before the "
      "servers see them: none (every worker talks to the servers), shm (shared memory), nccl "
-     "(GPUs; docs/intra.md)"},
+     "(GPUs), auto (each worker: nccl for CUDA tensors where it can be loaded, else shm; "
+     "intra.device; docs/intra.md)"},
+    {"intra", "device", T_ENUM, OFF(intra_device), 0, "auto", 0, 0, "auto|cpu|cuda",
+     "where this worker's tensors live, for intra.backend = auto: cuda picks nccl, cpu shm; "
+     "auto: ordo-worker takes model.compute, ordo.torch the model's parameters, other "
+     "libordo programs cpu"},
     {"intra", "overlap", T_BOOL, OFF(intra_overlap), 0, "true", 0, 0, NULL,
      "true: each forward op waits only for its own parameters' all-gather, which overlaps "
      "the forward pass (DeAR); false: the forward pass starts once every all-gather is done"},

@@ -24,7 +24,14 @@ typedef enum { ORDO_PULL_START, ORDO_PULL_EARLY, ORDO_PULL_AUTO } ordo_pull_t;
 typedef enum { ORDO_PUSH_DENSE, ORDO_PUSH_MERGED, ORDO_PUSH_SPARSE } ordo_push_mode_t;
 typedef enum { ORDO_COMPUTE_EMULATE, ORDO_COMPUTE_CPU, ORDO_COMPUTE_CUDA } ordo_compute_t;
 typedef enum { ORDO_AGG_MEAN, ORDO_AGG_SUM } ordo_aggregate_t;
-typedef enum { ORDO_INTRA_NONE, ORDO_INTRA_SHM, ORDO_INTRA_NCCL } ordo_intra_backend_t;
+typedef enum {
+    ORDO_INTRA_NONE,
+    ORDO_INTRA_SHM,
+    ORDO_INTRA_NCCL,
+    ORDO_INTRA_AUTO /* each worker: nccl for CUDA tensors where it loads, else shm */
+} ordo_intra_backend_t;
+/* [intra] device: where a worker's tensors live (AUTO: the program says; libordo: cpu) */
+typedef enum { ORDO_DEVICE_AUTO, ORDO_DEVICE_CPU, ORDO_DEVICE_CUDA } ordo_intra_device_t;
 typedef enum { ORDO_SYNC_BSP, ORDO_SYNC_SSP, ORDO_SYNC_ASP } ordo_sync_t;
 typedef enum { ORDO_BATCHES_AUTO, ORDO_BATCHES_ON, ORDO_BATCHES_OFF } ordo_batches_mode_t;
 /* [fault] worker: what a worker's death does to the run */
@@ -72,6 +79,7 @@ typedef struct ordo_conf {
     char oracle[ORDO_CONF_PATH];
     /* [intra] */
     int intra_backend; /* ordo_intra_backend_t */
+    int intra_device;  /* ordo_intra_device_t: for intra_backend AUTO */
     bool intra_overlap; /* all-gathers overlap the next forward (DeAR) */
     /* [push] */
     int push_mode; /* ordo_push_mode_t */

@@ -126,6 +126,7 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
     /* the heartbeat thread's messages carry this id: the scheduler knows them by it */
     json_object_set_new(reg, "beat", json_integer((json_int_t)ordo_transport_heartbeat_id(node->tp)));
     if (node->join) json_object_set_new(reg, "join", json_true());
+    if (node->reg_intra) json_object_set_new(reg, "intra", json_string(node->reg_intra));
     if (node->reg_tensors) {
         json_t *t = json_loads(node->reg_tensors, 0, NULL);
         if (!json_is_array(t)) {

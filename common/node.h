@@ -24,6 +24,9 @@ typedef struct ordo_node {
     int64_t rejoin_iter; /* a restarted worker: the iteration it goes on at; -1 otherwise */
     const char *reg_tensors; /* set before joining: a JSON array the REGISTER carries as
                               * "tensors" (a worker's declared tensors), or NULL */
+    const char *reg_intra; /* set before joining: the intra backend this worker resolves
+                            * intra.backend = auto to ("shm", "nccl"), carried as "intra"
+                            * for the scheduler's check of each group, or NULL */
     bool join; /* set before joining: a server that replaces a dead one in a running cluster
                 * ([fault] replicas; the REGISTER carries "join": true) */
     ordo_msg_t *early; /* data messages that arrived before the WELCOME, in order */

@@ -23,6 +23,7 @@
 #include "scheduler/replicas.h"
 #include "scheduler/runlog.h"
 #include "scheduler/runplan.h"
+#include "scheduler/runplan_intra.h"
 #include "scheduler/runplan_step.h"
 #include "scheduler/runplan_merge.h"
 #include "scheduler/sparse_coord.h"
@@ -166,6 +167,22 @@ char *ordo__sched_welcome_text(sched_t *s, const member_t *m, int64_t rejoin)
 
 static void summarize_step(sched_t *s);
 
+/* intra_check: intra.backend = auto needs one backend per group (scheduler/runplan_intra.h);
+ * a run whose groups disagree is refused before anyone starts */
+static int intra_check(sched_t *s)
+{
+    const char **choice = calloc((size_t)s->conf.workers, sizeof *choice);
+    if (!choice) return ordo__sched_abort_run(s, "out of memory");
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *m = &s->members[i];
+        if (m->role == ORDO_ROLE_WORKER && m->rank >= 0 && m->rank < s->conf.workers)
+            choice[m->rank] = m->intra[0] ? m->intra : NULL;
+    }
+    int rc = ordo_runplan_intra_check(&s->conf, s->plan, choice, s->conf.workers);
+    free(choice);
+    return rc ? ordo__sched_abort_run(s, ordo_error_text(rc)) : 0;
+}
+
 static int send_welcome(sched_t *s)
 {
     assign_ranks(s, ORDO_ROLE_SERVER, s->conf.servers);
@@ -186,6 +203,8 @@ static int send_welcome(sched_t *s)
         ORDO_INFO("model declared by the workers: %d tensors, %.1f MiB", s->model->n_params,
                   (double)ordo_model_total_bytes(s->model) / 1048576.0);
     }
+    int rc = intra_check(s);
+    if (rc) return rc;
     for (int i = 0; i < s->n_members; i++) {
         member_t *m = &s->members[i];
         char *text = ordo__sched_welcome_text(s, m, -1);
@@ -277,6 +296,9 @@ static void on_register(sched_t *s, ordo_msg_t *m)
     mb->pid = (int)json_integer_value(pid);
     if (ep) snprintf(mb->endpoint, sizeof mb->endpoint, "%s", ep);
     if (s->declared && r == ORDO_ROLE_WORKER) mb->tensors = json_incref(tensors);
+    const char *intra = json_string_value(json_object_get(o, "intra"));
+    if (intra && (!strcmp(intra, "shm") || !strcmp(intra, "nccl")))
+        snprintf(mb->intra, sizeof mb->intra, "%s", intra);
     mb->last_seen_ns = ordo_clock_ns();
     ordo__sched_member_fresh(s, mb, o);
     (*count)++;

@@ -40,6 +40,7 @@ typedef struct {
     bool recovering;    /* a restarted worker that has not finished an iteration yet */
     bool gone; /* a server declared dead whose slices went to backups ([fault] replicas) */
     json_t *tensors; /* a worker's declared tensors ([model] trainer = declared), or NULL */
+    char intra[8];   /* a worker's choice for intra.backend = auto ("shm", "nccl"), or "" */
 } member_t;
 
 struct ordo_scheduler {

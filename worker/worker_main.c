@@ -28,6 +28,10 @@ int main(int argc, char **argv)
     ordo_t *o = NULL;
     if ((rc = ordo_new_args(argc, argv, &o)) != 0 ||
         (rc = ordo_set(o, "net.io_thread", conf.io_thread ? "true" : "false")) != 0 ||
+        /* intra.backend = auto: the tensors are where the executor computes */
+        (conf.intra_device == ORDO_DEVICE_AUTO &&
+         (rc = ordo_set(o, "intra.device",
+                        conf.compute == ORDO_COMPUTE_CUDA ? "cuda" : "cpu")) != 0) ||
         (rc = ordo_set_op_times(o, ordo_run_op_times, &conf)) != 0 ||
         (rc = ordo_run_declare(o, &conf)) != 0) {
         fprintf(stderr, "ordo-worker: %s\n", ordo_last_error());

@@ -28,6 +28,17 @@ have=$(nm -D --defined-only "$LIB/libordo.so" | awk '$2 == "T" {sub(/@.*/, "", $
 [ "$want" = "$have" ] || fail "exported symbols differ from the header: $(diff <(echo "$want") <(echo "$have") | grep '^[<>]' | tr '\n' ' ')"
 ok "libordo.so exports the header's $(echo "$want" | wc -l) functions and nothing else"
 
+# libordo loads where CUDA is absent: its NCCL backend is a plugin beside it (client/intra.h)
+needed=$(readelf -d "$LIB/libordo.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+case "$needed" in *cuda*|*nccl*) fail "libordo.so needs CUDA or NCCL: $needed";; esac
+ok "libordo.so needs no CUDA or NCCL library ($needed)"
+if [ -e "$ORDO_BUILD_DIR/client/libordo_nccl.so" ]; then
+  [ -f "$LIB/libordo_nccl.so" ] || fail "the build has libordo_nccl.so, $LIB has not: $(ls "$LIB")"
+  plugin=$(nm -D --defined-only "$LIB/libordo_nccl.so" | awk '$2 == "T" {print $3}' | tr '\n' ' ')
+  [ "$plugin" = "ordo_intra_nccl_plugin " ] || fail "libordo_nccl.so exports: $plugin"
+  ok "the NCCL plugin is installed beside libordo, exporting only its entry point"
+fi
+
 # build against the installed files only
 export PKG_CONFIG_PATH=$LIB/pkgconfig
 flags=$(pkg-config --cflags --libs ordo) || fail "pkg-config ordo"

@@ -2,7 +2,8 @@
  * client/push_hier.c). A real cluster (1 scheduler, 2 servers, 4 ordo-worker processes in two
  * emulated hosts of 2) trains the mlp from a fixed seed; worker 0 saves the final parameters.
  * They must equal the single-process reference trainer's over the same 4 workers' batches
- * within 1e-5 relative, with dense and with merged pushes inside the groups; and the bytes
+ * within 1e-5 relative, with dense and with merged pushes inside the groups (merged with
+ * intra.backend = auto, which ordo-worker computing on the CPU resolves to shm); and the bytes
  * between workers and servers per iteration (summary.json network_bytes_per_iter) must be at
  * most 0.55 of the flat run's (every worker talking to the servers). */
 #include "run_util.h"
@@ -119,10 +120,14 @@ START_TEST(dense_groups_equal_the_reference_and_halve_the_bytes)
 }
 END_TEST
 
+/* with intra.backend = auto: ordo-worker's tensors are where it computes (cpu): shm */
 START_TEST(merged_groups_equal_the_reference)
 {
     it_run_t run;
-    ck_assert_int_eq(it_run_launch(&run, conf_text, 200, "--push.mode=merged", NULL), 0);
+    ck_assert_int_eq(it_run_launch(&run, conf_text, 200, "--push.mode=merged",
+                                   "--intra.backend=auto", NULL), 0);
+    ck_assert(it_run_log_has(&run, "intra.backend = auto: group 1 takes shm"));
+    ck_assert(it_run_log_has(&run, "intra.backend = auto: shm (intra.device cpu)"));
     ck_assert(it_run_log_has(&run, "intra: group 0 member 0 of 2 (shm, merged"));
     check_equals_reference(&run);
     it_run_destroy(&run);

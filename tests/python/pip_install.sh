@@ -39,6 +39,15 @@ case "$lib" in "$V"/lib/python3*/site-packages/ordo/_native/lib/libordo.so.0) ;;
   *) fail "libordo loaded from $lib, not from the installed package" ;; esac
 ok "import ordo.torch from another folder: libordo from the package ($lib)"
 
+# where the build makes libordo's NCCL plugin (the CUDA toolkit and NCCL found), the wheel
+# carries it beside libordo, and libordo finds it there (no device here: the plugin's own
+# "no CUDA device" error; where there is one, the plugin's backend starts)
+if [ -e "${ORDO_BUILD_DIR:-$SRC/build}/client/libordo_nccl.so" ]; then
+  plugin=$(dirname "$lib")/libordo_nccl.so
+  [ -e "$plugin" ] || fail "the build has libordo_nccl.so, the installed package has no $plugin"
+  ok "the wheel carries the NCCL plugin beside libordo ($plugin)"
+fi
+
 cat > train.py <<'PY'
 import ordo.torch as hvd
 import torch

@@ -1,8 +1,10 @@
 """test_torch_groups: ordo.torch workers in host groups ([cluster] local_size = 2, [intra]
-backend = shm) against real clusters of the C daemons on loopback: 4 workers in 2 groups
-equal one process training on the whole batches, in both DistributedOptimizer modes, with
-each CPU gradient produced in the group's shared memory; a SIGKILLed member ends the run
-naming it and leaves nothing of ordo in /dev/shm. Needs torch (skipped without it)."""
+backend = shm, or auto resolved to shm) against real clusters of the C daemons on loopback:
+4 workers in 2 groups equal one process training on the whole batches, in both
+DistributedOptimizer modes, with each CPU gradient produced in the group's shared memory; a
+SIGKILLed member ends the run naming it and leaves nothing of ordo in /dev/shm. The CUDA
+case (backend nccl or auto, through libordo's NCCL plugin) needs 2 GPUs and has never run.
+Needs torch (skipped without it)."""
 from __future__ import annotations
 
 import os
@@ -22,10 +24,10 @@ WORKERS = 4
 FAULT_MS = 3000
 
 
-def conf(tmp: Path, push: str = "dense") -> Path:
+def conf(tmp: Path, push: str = "dense", backend: str = "shm") -> Path:
     path = tmp / "groups.ini"
     path.write_text(f"[cluster]\nservers = 2\nworkers = {WORKERS}\nlocal_size = 2\n\n"
-                    "[intra]\nbackend = shm\n\n[model]\ntrainer = declared\n\n"
+                    f"[intra]\nbackend = {backend}\n\n[model]\ntrainer = declared\n\n"
                     f"[push]\nmode = {push}\nmerge = all\n\n"
                     f"[fault]\ntimeout_ms = {FAULT_MS}\nheartbeat_ms = 200\nstartup_ms = 180000\n")
     return path
@@ -35,34 +37,38 @@ def ordo_segments() -> list[str]:
     return [n for n in os.listdir("/dev/shm") if "ordo" in n] if os.path.isdir("/dev/shm") else []
 
 
-def start(tmp: Path, *args: str, push: str = "dense") -> Cluster:
-    c = Cluster(tmp, conf=conf(tmp, push), servers=2)
+def start(tmp: Path, *args: str, push: str = "dense", backend: str = "shm") -> Cluster:
+    c = Cluster(tmp, conf=conf(tmp, push, backend), servers=2)
     for r in range(WORKERS):
         c.start_worker(r, [sys.executable, str(WORKER), *args[:1], str(tmp / f"out{r}.pt"),
                            *args[1:]])
     return c
 
 
-@pytest.mark.parametrize("mode,gate,push", [("gradients", "", "dense"),
-                                            ("gradients", "gate", "dense"),
-                                            ("server", "", "dense"),
-                                            ("server", "gate", "dense"),
-                                            ("server", "gate", "merged")])
+@pytest.mark.parametrize("mode,gate,push,backend", [("gradients", "", "dense", "auto"),
+                                                    ("gradients", "gate", "dense", "shm"),
+                                                    ("server", "", "dense", "shm"),
+                                                    ("server", "gate", "dense", "shm"),
+                                                    ("server", "gate", "merged", "shm")])
 def test_four_workers_in_two_groups_equal_one_process(tmp_path: Path, mode: str, gate: str,
-                                                      push: str):
+                                                      push: str, backend: str):
     """With gate, model=: each module's forward waits for its own values (server mode: the
     parameters; gradients mode: Adam per parameter on the mean). Merged: the owner pushes
-    the group's sums as one merge group (merge = all)."""
-    c = start(tmp_path, mode, gate, push=push)
+    the group's sums as one merge group (merge = all). Backend auto: CPU parameters, so
+    every worker resolves it to shm."""
+    c = start(tmp_path, mode, gate, push=push, backend=backend)
     try:
         for name in [f"worker{r}" for r in range(WORKERS)] + ["server0", "server1",
                                                                "scheduler"]:
             assert c.finish(name) == 0, f"{name}: {c.log(name)}"
     finally:
         c.stop()
-    log = c.log("worker0")
-    assert "intra: 2 groups of 2 workers (shm" in c.log("scheduler"), c.log("scheduler")
+    log, sched = c.log("worker0"), c.log("scheduler")
+    assert f"intra: 2 groups of 2 workers ({backend}" in sched, sched
     assert f"(shm, {push} pushes inside" in log, log
+    if backend == "auto":
+        assert "intra.backend = auto: group 1 takes shm" in sched, sched
+        assert "intra.backend = auto: shm (intra.device cpu)" in log, log
     for r in range(WORKERS):
         # every step's backward wrote each gradient into the library's buffer itself
         assert f"{torch_mlp.ITERS} steps, grads in the library's buffer in " \
@@ -128,3 +134,33 @@ def test_leaving_with_the_next_values_on_the_wire(tmp_path: Path):
     finally:
         c.stop()
     assert not ordo_segments(), ordo_segments()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2,
+                    reason="needs 2 CUDA devices (a group's 2 members, one GPU each: NCCL "
+                    "takes one rank per GPU)")
+@pytest.mark.parametrize("backend", ["nccl", "auto"])
+def test_cuda_workers_in_groups_equal_one_process(tmp_path: Path, backend: str):
+    """NEVER RUN: written on a machine without a GPU. 4 workers with CUDA models in 2 groups
+    of 2 (each group's members on GPUs 0 and 1), summing through libordo's NCCL plugin
+    (backend nccl, or auto resolved to it from the CUDA parameters), equal one CPU process
+    training on the whole batches."""
+    c = start(tmp_path, "server", "gate", "cuda", backend=backend)
+    try:
+        for name in [f"worker{r}" for r in range(WORKERS)] + ["server0", "server1",
+                                                               "scheduler"]:
+            assert c.finish(name) == 0, f"{name}: {c.log(name)}"
+    finally:
+        c.stop()
+    log = c.log("worker0")
+    assert "(nccl, dense pushes inside" in log, log
+    if backend == "auto":
+        assert "intra.backend = auto: nccl (intra.device cuda)" in log, log
+    torch.set_num_threads(1)
+    net = torch_mlp.model()
+    torch_mlp.train(net, torch_mlp.optimizer("server", net.parameters()), 0, 1)
+    for r in range(WORKERS):
+        got = torch.load(tmp_path / f"out{r}.pt")
+        for k, v in net.state_dict().items():
+            # the GPU's float32 sums round differently from the CPU's
+            torch.testing.assert_close(got[k], v, rtol=1e-4, atol=1e-6, msg=f"rank {r} {k}")

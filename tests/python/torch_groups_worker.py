@@ -2,9 +2,10 @@
 through DistributedOptimizer in MODE with the conf's host groups and writes its final
 parameters to OUT.
 
-    python torch_groups_worker.py MODE OUT [gate] [kill:RANK:ITER]
+    python torch_groups_worker.py MODE OUT [gate] [cuda] [kill:RANK:ITER]
 
 With "gate", DistributedOptimizer gets model= (each module's forward waits for its own values).
+With "cuda", the model and the batches are on GPU rank % 2 (a group's members on two GPUs).
 With kill:RANK:ITER, worker RANK SIGKILLs itself at the start of step ITER (the others must
 fail naming it). It prints how many steps found every CPU .grad in the library's gradient
 buffer (the group's shared memory: nothing copied on the way out).
@@ -20,10 +21,13 @@ import torch
 import torch_mlp
 
 
-def main(mode: str, out: str, gate: bool, kill: tuple[int, int] | None) -> int:
+def main(mode: str, out: str, gate: bool, cuda: bool, kill: tuple[int, int] | None) -> int:
     torch.set_num_threads(1)
     hvd.init()
-    net = torch_mlp.model()
+    device = torch.device("cuda", hvd.rank() % 2) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    net = torch_mlp.model().to(device)
     if hvd.rank() != 0:
         with torch.no_grad():  # the broadcast (or the servers' values) must undo this
             for p in net.parameters():
@@ -33,7 +37,7 @@ def main(mode: str, out: str, gate: bool, kill: tuple[int, int] | None) -> int:
                                    model=net if gate else None)
     hvd.broadcast_parameters(net.state_dict(), root_rank=0)  # through the bound model
     hvd.broadcast_optimizer_state(opt, root_rank=0)
-    xs, ys = torch_mlp.data()
+    xs, ys = (t.to(device) for t in torch_mlp.data())
     rank, size = hvd.rank(), hvd.size()
     part = torch_mlp.BATCH // size
     in_place = 0
@@ -60,4 +64,4 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     kills = [a for a in args[2:] if a.startswith("kill:")]
     kill = tuple(int(x) for x in kills[0].split(":")[1:]) if kills else None
-    sys.exit(main(args[0], args[1], "gate" in args[2:], kill))  # type: ignore[arg-type]
+    sys.exit(main(args[0], args[1], "gate" in args[2:], "cuda" in args[2:], kill))  # type: ignore[arg-type]

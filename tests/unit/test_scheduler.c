@@ -11,6 +11,7 @@
 #include "common/keys.h"
 #include "common/transport.h"
 #include "scheduler/declared.h"
+#include "scheduler/runplan_intra.h"
 #include "scheduler/scheduler.h"
 #include "ordo_check.h"
 
@@ -599,6 +600,34 @@ START_TEST(the_batch_service_off_says_so)
 }
 END_TEST
 
+/* intra.backend = auto: one backend per group, any per group; the detail names the members */
+START_TEST(auto_groups_must_agree_inside_each_group)
+{
+    ordo_conf_t conf;
+    ordo_conf_defaults(&conf);
+    json_t *plan = json_pack("{s:{s:s,s:i}}", "intra", "backend", "auto", "local_size", 2);
+    const char *same[] = {"nccl", "nccl", "shm", NULL}; /* NULL: said nothing, shm */
+    ORDO_CK_OK(ordo_runplan_intra_check(&conf, plan, same, 4));
+    const char *split[] = {"shm", "shm", "shm", "nccl"};
+    ORDO_CK_ERR(ordo_runplan_intra_check(&conf, plan, split, 4), ORDO_ERR_INVAL);
+    ck_assert_str_eq(ordo_error_detail(),
+                     "intra.backend = auto: the members of group 1 resolved different backends "
+                     "(worker 2 shm, worker 3 nccl); a group needs one: put every member's "
+                     "tensors on the same kind of device (intra.device), or set intra.backend");
+    conf.replicas = 2;
+    ORDO_CK_ERR(ordo_runplan_intra_check(&conf, plan, same, 4), ORDO_ERR_INVAL);
+    ck_assert_msg(strstr(ordo_error_detail(), "fault.replicas = 2 with intra.backend = auto, "
+                                              "resolved to nccl by 2 workers"),
+                  "%s", ordo_error_detail());
+    const char *cpu[] = {"shm", "shm", "shm", "shm"};
+    ORDO_CK_OK(ordo_runplan_intra_check(&conf, plan, cpu, 4));
+    /* a plan that names its backend is not checked */
+    json_object_set_new(json_object_get(plan, "intra"), "backend", json_string("shm"));
+    ORDO_CK_OK(ordo_runplan_intra_check(&conf, plan, split, 4));
+    json_decref(plan);
+}
+END_TEST
+
 static Suite *scheduler_suite(void)
 {
     Suite *s = suite_create("scheduler");
@@ -617,6 +646,7 @@ static Suite *scheduler_suite(void)
     tcase_add_test(tc, declared_tensors_make_the_key_map);
     tcase_add_test(tc, declarations_that_differ_abort_naming_worker_and_tensor);
     tcase_add_test(tc, sparse_runs_take_one_declared_sgd_for_every_tensor);
+    tcase_add_test(tc, auto_groups_must_agree_inside_each_group);
     suite_add_tcase(s, tc);
     tc = tcase_create("membership");
     tcase_set_timeout(tc, 60);

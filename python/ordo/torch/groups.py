@@ -9,7 +9,13 @@ merge group) pushes and pulls, so a group moves whole iterations: the key-level 
              (Client.grad_buffer), which under the shm backend is this member's area of the
              group's shared-memory segment: backward writes the gradient where the owner sums
              it, and nothing is copied on the way out. A CUDA parameter's gradient is copied
-             there once (no NCCL backend in libordo.so; docs/torch.md, "Host groups").
+             there once (device to host); under the nccl backend the library copies it to
+             its own device buffers for NCCL's reduce, and the values come back through host
+             memory the same way (docs/torch.md, "Host groups").
+  backend:   [intra] backend = auto resolves per worker from [intra] device, which
+             BoundSteps sets from the parameters before the join when the conf leaves it
+             auto: cuda (any CUDA parameter) takes nccl where libordo's NCCL plugin loads,
+             else shm; the scheduler refuses a group whose members resolved differently.
   values:    each tensor's value of iteration t lands in its value buffer; it is copied into
              the parameter when taken (server mode: the new parameter; gradients mode: the
              mean gradient, into .grad or, gated, straight into the per-parameter update).
@@ -30,6 +36,8 @@ from typing import Any
 
 import torch
 
+from ordo.torch import runtime as rt
+
 WAIT_MS = 600_000  # one wait for the cluster; a dead peer fails it sooner ([fault] timeout_ms)
 
 
@@ -45,6 +53,20 @@ class BoundSteps:
         self.iteration = 0  # the binding's iteration the next backward belongs to
         self.arrived: dict[int, int] = {}  # tensor index -> newest iteration taken
         self.bound = False
+        self.tell_device()
+
+    def tell_device(self) -> None:
+        """tell_device sets [intra] device (what intra.backend = auto resolves by) from where
+        the parameters are, unless the conf, the environment or init()'s settings name it, or
+        the cluster was joined already (then the library takes cpu: shm, which stages CUDA
+        tensors through host memory too)."""
+        runtime = self.opt._ordo_rt
+        given = runtime.settings.get("intra.device") or rt.launcher_value("intra", "device",
+                                                                          runtime.conf)
+        if runtime.joined or str(given or "auto").strip() != "auto":
+            return
+        cuda = any(q.cuda for q in self.opt._ordo_params)
+        self.client.set("intra.device", "cuda" if cuda else "cpu")
 
     # ---- binding ---------------------------------------------------------------------------
 
