@@ -3,7 +3,11 @@
 # to a live server is cut off and logged, the server goes on answering (a new connection's bad
 # request gets its ERROR), and the run completes with every pulled value right.
 source "$(dirname "$0")/lib.sh"
-common=(--model.trainer=synthetic "--model.tensors=4KiB,1MiB" --model.iterations=6000
+# The run must outlast the oversized frames below (about 10 s, most of it it_poke waiting 5 s
+# for the scheduler's answer that never comes): each iteration waits 20 ms (a straggle delay
+# on every one), so 1000 iterations last 20 s or more however fast the machine moves 1 MiB.
+common=(--model.trainer=synthetic "--model.tensors=4KiB,1MiB" --model.iterations=1000
+        --straggle.probability=1 --straggle.delay_ms=20
         --cluster.servers=1 --cluster.workers=2 --fault.timeout_ms=5000 --fault.heartbeat_ms=200
         --order.partition_bytes=1MiB --net.max_message_mb=2
         --output.dir="$T" --output.run=lim --output.progress_every=0)
