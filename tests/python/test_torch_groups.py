@@ -45,6 +45,18 @@ def start(tmp: Path, *args: str, push: str = "dense", backend: str = "shm") -> C
     return c
 
 
+def finish_all(c: Cluster) -> Cluster:
+    """finish_all waits for every worker, the servers and the scheduler to exit 0 (stopping
+    the cluster either way) and returns c for its logs."""
+    try:
+        for name in [f"worker{r}" for r in range(WORKERS)] + ["server0", "server1",
+                                                               "scheduler"]:
+            assert c.finish(name) == 0, f"{name}: {c.log(name)}"
+    finally:
+        c.stop()
+    return c
+
+
 @pytest.mark.parametrize("mode,gate,push,backend", [("gradients", "", "dense", "auto"),
                                                     ("gradients", "gate", "dense", "shm"),
                                                     ("server", "", "dense", "shm"),
@@ -56,13 +68,7 @@ def test_four_workers_in_two_groups_equal_one_process(tmp_path: Path, mode: str,
     parameters; gradients mode: Adam per parameter on the mean). Merged: the owner pushes
     the group's sums as one merge group (merge = all). Backend auto: CPU parameters, so
     every worker resolves it to shm."""
-    c = start(tmp_path, mode, gate, push=push, backend=backend)
-    try:
-        for name in [f"worker{r}" for r in range(WORKERS)] + ["server0", "server1",
-                                                               "scheduler"]:
-            assert c.finish(name) == 0, f"{name}: {c.log(name)}"
-    finally:
-        c.stop()
+    c = finish_all(start(tmp_path, mode, gate, push=push, backend=backend))
     log, sched = c.log("worker0"), c.log("scheduler")
     assert f"intra: 2 groups of 2 workers ({backend}" in sched, sched
     assert f"(shm, {push} pushes inside" in log, log
@@ -125,14 +131,9 @@ def test_leaving_with_the_next_values_on_the_wire(tmp_path: Path):
     for r in range(WORKERS):
         c.start_worker(r, [sys.executable, str(SRC / "tests" / "python" /
                                                "torch_groups_leave_worker.py"), "3"])
-    try:
-        for r in range(WORKERS):
-            assert c.finish(f"worker{r}") == 0, c.log(f"worker{r}")
-            assert f"rank {r} left" in c.log(f"worker{r}"), c.log(f"worker{r}")
-        for name in ["server0", "server1", "scheduler"]:
-            assert c.finish(name) == 0, f"{name}: {c.log(name)}"
-    finally:
-        c.stop()
+    finish_all(c)
+    for r in range(WORKERS):
+        assert f"rank {r} left" in c.log(f"worker{r}"), c.log(f"worker{r}")
     assert not ordo_segments(), ordo_segments()
 
 
@@ -145,13 +146,7 @@ def test_cuda_workers_in_groups_equal_one_process(tmp_path: Path, backend: str):
     of 2 (each group's members on GPUs 0 and 1), summing through libordo's NCCL plugin
     (backend nccl, or auto resolved to it from the CUDA parameters), equal one CPU process
     training on the whole batches."""
-    c = start(tmp_path, "server", "gate", "cuda", backend=backend)
-    try:
-        for name in [f"worker{r}" for r in range(WORKERS)] + ["server0", "server1",
-                                                               "scheduler"]:
-            assert c.finish(name) == 0, f"{name}: {c.log(name)}"
-    finally:
-        c.stop()
+    c = finish_all(start(tmp_path, "server", "gate", "cuda", backend=backend))
     log = c.log("worker0")
     assert "(nccl, dense pushes inside" in log, log
     if backend == "auto":
