@@ -98,7 +98,7 @@ const key_t_ ordo__conf_keys[] = {
      "the link rate the ordering and merge planners assume, for real links that are not "
      "emulated (0 = [net] bandwidth, or 10gbit when that is 0 too)"},
     {"order", "search_budget_ms", T_INT, OFF(search_budget_ms), 0, "2000", 0, 3600000, NULL,
-     "time budget of the search policy"},
+     "time budget of the search policy (in training, each of its two searches)"},
     {"order", "oracle", T_STR, OFF(oracle), SZ(oracle), "", 0, 0, NULL,
      "measured op times for the ordering and merge planners (ordo-oracle/1, e.g. from "
      "ordo-plan oracle; empty = the profile's times)"},

@@ -121,6 +121,9 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
         if ((rc = ordo_order_plan_ex(m, channel, keys->n_servers, bps, conf->latency_us, policy,
                                      &opts, prio)) != 0)
             goto fail;
+        if ((rc = ordo_runplan_step_search(conf, m, oracle, channel, keys->n_servers, prio,
+                                           plan)) != 0)
+            goto fail;
     }
     if (ordered && conf->bandwidth_bps <= 0 && conf->plan_bandwidth_bps <= 0)
         ORDO_INFO("order: no [net] bandwidth or [order] plan_bandwidth set; planning assumes "

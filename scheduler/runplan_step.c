@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "planner/step.h"
+#include "planner/step_search.h"
 #include "scheduler/runplan.h"
 
 #include <math.h>
@@ -61,6 +62,42 @@ int ordo_runplan_step(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
                   "bound_ms", r.bound_us / 1e3, "compute_ms", r.compute_us / 1e3, "push_ms",
                   r.push_us / 1e3, "answer_ms", r.answer_us / 1e3, "messages", r.n_messages);
     if (!js || json_object_set_new(plan, "step", js) != 0) return ORDO_ERR_NOMEM;
+    return 0;
+}
+
+int ordo_runplan_step_search(const ordo_conf_t *conf, const ordo_model_t *m,
+                             const ordo_oracle_t *oracle, const int *channel, int n_channels,
+                             int *priority, json_t *plan)
+{
+    if (!ordo_conf_step_tuned(conf) || conf->policy_kind != ORDO_POLICY_SEARCH) return 0;
+    ordo_oracle_times_t *t = NULL;
+    int rc = ordo_oracle_times_new(m, ordo_runplan_bps(conf), conf->latency_us, oracle, &t);
+    ordo_step_opts_t o = step_opts(conf, channel, n_channels);
+    ordo_step_result_t r;
+    int64_t slice = 0, credit = 0;
+    /* the slice and credit searched with: the ones tuned for the planned order (the plan's
+     * step member tunes them again for the order found) */
+    if (!rc && (o.slice_bytes < 0 || o.credit_bytes < 0) &&
+        (rc = ordo_step_tune(m, t, priority, &o, &slice, &credit, &r)) == 0) {
+        if (o.slice_bytes < 0) o.slice_bytes = slice;
+        if (o.credit_bytes < 0) o.credit_bytes = credit;
+    }
+    ordo_search_opts_t so;
+    ordo_search_opts_default(&so);
+    so.budget_ms = conf->search_budget_ms;
+    so.seed = conf->seed ? conf->seed : 1;
+    ordo_step_search_result_t res = {0};
+    if (!rc) rc = ordo_step_search_plan(m, t, priority, &o, &so, &res);
+    ordo_oracle_times_destroy(&t);
+    if (rc) return ordo_error_context(rc, "order: the training search");
+    const char *start = res.from_listed ? "listed" : "planned";
+    ORDO_INFO("order: training search from the %s order (modelled step: planned %.3f ms, listed "
+              "%.3f ms): %.3f ms after %ld modelled steps",
+              start, res.planned_us / 1e3, res.listed_us / 1e3, res.step_us / 1e3, res.evals);
+    json_t *js = json_pack("{s:s,s:f,s:f,s:f,s:I}", "start", start, "planned_ms",
+                           res.planned_us / 1e3, "listed_ms", res.listed_us / 1e3, "found_ms",
+                           res.step_us / 1e3, "evals", (json_int_t)res.evals);
+    if (!js || json_object_set_new(plan, "step_search", js) != 0) return ORDO_ERR_NOMEM;
     return 0;
 }
 

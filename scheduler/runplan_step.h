@@ -21,6 +21,17 @@
 int ordo_runplan_step(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_oracle_t *oracle,
                       const int *channel, int n_channels, const int *priority, json_t *plan);
 
+/* ordo_runplan_step_search, for the search policy when ordo_conf_step_tuned(conf), improves
+ * priority (the planned order, per parameter) for training: it starts from the better of it
+ * and the listed (forward) order under the training step model, with the slice and credit
+ * tuned for the planned order, searches within [order] search_budget_ms
+ * (ordo_step_search), writes the order found into priority (0..n-1) and sets plan's
+ * "step_search" member {"start": "planned"|"listed", "planned_ms", "listed_ms", "found_ms",
+ * "evals"}. Otherwise a no-op. */
+int ordo_runplan_step_search(const ordo_conf_t *conf, const ordo_model_t *m,
+                             const ordo_oracle_t *oracle, const int *channel, int n_channels,
+                             int *priority, json_t *plan);
+
 /* ordo_runplan_step_slice returns the slice size plan's "step" member chose, or
  * ordo_conf_segment_bytes(conf) when there is none. */
 int64_t ordo_runplan_step_slice(const ordo_conf_t *conf, const json_t *plan);

@@ -11,6 +11,7 @@
 #include "planner/search.h"
 #include "planner/sim.h"
 #include "planner/step.h"
+#include "planner/step_search.h"
 #include "core/nn.h"
 #include "tools/merge_cli.h"
 
@@ -324,9 +325,36 @@ static int cmd_simulate(const args_t *a)
         if (slice < 0 || credit < 0) {
             int64_t ts, tc;
             rc = ordo_step_tune(in.m, in.times, in.priority, &so, &ts, &tc, &st);
-            if (slice < 0) so.slice_bytes = slice = ts;
-            if (credit < 0) so.credit_bytes = credit = tc;
+            if (slice < 0) so.slice_bytes = ts;
+            if (credit < 0) so.credit_bytes = tc;
         }
+        /* the search policy in training: the step model's search from the better of the
+         * planned and the listed order (as the scheduler), then the slice and credit again */
+        if (!rc && a->policy == ORDO_POLICY_SEARCH && !a->order_path) {
+            ordo_search_opts_t sso;
+            ordo_search_opts_default(&sso);
+            sso.budget_ms = a->opts.search_budget_ms;
+            sso.max_evals = a->opts.search_evals;
+            sso.seed = a->opts.seed;
+            ordo_step_search_result_t sr;
+            rc = ordo_step_search_plan(in.m, in.times, in.priority, &so, &sso, &sr);
+            if (!rc && a->verbose)
+                fprintf(stderr,
+                        "ordo-plan: %s: training search from the %s order (step %.3f us; planned "
+                        "%.3f, listed %.3f): %.3f us after %ld modelled steps\n",
+                        in.m->name, sr.from_listed ? "listed" : "planned", sr.start_us,
+                        sr.planned_us, sr.listed_us, sr.step_us, sr.evals);
+            if (!rc && (slice < 0 || credit < 0)) {
+                int64_t ts, tc;
+                so.slice_bytes = slice;
+                so.credit_bytes = credit;
+                rc = ordo_step_tune(in.m, in.times, in.priority, &so, &ts, &tc, &st);
+                if (slice < 0) so.slice_bytes = ts;
+                if (credit < 0) so.credit_bytes = tc;
+            }
+        }
+        slice = so.slice_bytes;
+        credit = so.credit_bytes;
         if (!rc) rc = ordo_step_simulate(in.m, in.times, in.priority, &so, &st);
     }
     if (!rc) {

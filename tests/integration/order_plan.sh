@@ -39,6 +39,12 @@ for pol in tio tao search none fifo; do
     grep -q "order: no \[net\] bandwidth or \[order\] plan_bandwidth set; planning assumes 10 gbit/s" "$log" ||
       fail "policy $pol: the assumed link rate is not logged" ;;
   esac
+  # search in training searches again under the step model, from the better start
+  case $pol in
+    search) grep -qE "order: training search from the (planned|listed) order \(modelled step: planned [0-9.]+ ms, listed [0-9.]+ ms\): [0-9.]+ ms after [0-9]+ modelled steps" "$log" ||
+              fail "policy search: no training search line in $(cat "$log")" ;;
+    *) grep -q "training search" "$log" && fail "policy $pol: ran the training search" ;;
+  esac
   ok "policy $pol: $(grep -o 'order: policy.*' "$log" | head -1)"
 done
 

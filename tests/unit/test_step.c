@@ -1,5 +1,6 @@
 /* Tests of planner/step: the training step model's bound, slices, priorities and credit. */
 #include "planner/step.h"
+#include "planner/step_search.h"
 #include "ordering_fixtures.h"
 
 #include <math.h>
@@ -196,6 +197,72 @@ START_TEST(correct_fits_compute_and_message_cost)
 }
 END_TEST
 
+/* the training search turns B-first into S-first on the late first layer: S overtakes */
+START_TEST(step_search_finds_the_overtaking_order)
+{
+    ordo_model_t *m = late_first_layer();
+    ordo_oracle_times_t *t = times_of(m);
+    ordo_step_opts_t o = opts(1);
+    o.slice_bytes = 256 << 10;
+    o.credit_bytes = 64 << 10;
+    int start[] = {1, 0}, want[] = {0, 1}, got[2];
+    ordo_search_opts_t so;
+    ordo_search_opts_default(&so);
+    so.budget_ms = 0;
+    so.max_evals = 50;
+    ordo_step_search_result_t res;
+    ORDO_CK_OK(ordo_step_search(m, t, start, &o, &so, got, &res));
+    ordo_step_result_t r;
+    ORDO_CK_OK(ordo_step_simulate(m, t, want, &o, &r));
+    ck_assert_int_eq(got[0], 0);
+    ck_assert_int_eq(got[1], 1);
+    ck_assert_double_eq_tol(res.step_us, r.step_us, 1e-6);
+    ck_assert_double_lt(res.step_us + 40000, res.start_us);
+    ck_assert_int_eq(res.evals, 50);
+    o.credit_bytes = -1;
+    ORDO_CK_ERR(ordo_step_search(m, t, start, &o, &so, got, &res), ORDO_ERR_INVAL);
+    ordo_oracle_times_destroy(&t);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+/* on a 32-layer chain from the reversed order: a permutation, modelled no slower than its
+ * start (and faster here), the same for the same seed and cap */
+START_TEST(step_search_improves_and_repeats)
+{
+    ordo_model_t *m = fx_seq32();
+    ordo_oracle_times_t *t = times_of(m);
+    ordo_step_opts_t o = opts(2);
+    o.bandwidth_bps = 1e10; /* the links' 107 ms of answers against 96 ms of compute */
+    o.slice_bytes = 1 << 20;
+    o.credit_bytes = 1 << 20;
+    int n = m->n_params, start[64], a[64], b[64], seen[64] = {0};
+    for (int p = 0; p < n; p++)
+        start[p] = n - 1 - p;
+    ordo_search_opts_t so;
+    ordo_search_opts_default(&so);
+    so.budget_ms = 0;
+    so.max_evals = 300;
+    so.seed = 7;
+    ordo_step_search_result_t ra, rb;
+    ORDO_CK_OK(ordo_step_search(m, t, start, &o, &so, a, &ra));
+    ORDO_CK_OK(ordo_step_search(m, t, start, &o, &so, b, &rb));
+    for (int p = 0; p < n; p++) {
+        ck_assert_int_ge(a[p], 0);
+        ck_assert_int_lt(a[p], n);
+        ck_assert_int_eq(seen[a[p]]++, 0);
+        ck_assert_int_eq(a[p], b[p]);
+    }
+    ordo_step_result_t r;
+    ORDO_CK_OK(ordo_step_simulate(m, t, a, &o, &r));
+    ck_assert_double_eq_tol(r.step_us, ra.step_us, 1e-6);
+    ck_assert_double_eq_tol(ra.step_us, rb.step_us, 1e-9);
+    ck_assert_double_lt(ra.step_us, ra.start_us);
+    ordo_oracle_times_destroy(&t);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
 static Suite *step_suite(void)
 {
     Suite *s = suite_create("step");
@@ -206,6 +273,8 @@ static Suite *step_suite(void)
     tcase_add_test(tc, tune_picks_the_shortest_modelled_step);
     tcase_add_test(tc, tune_keeps_a_fixed_slice);
     tcase_add_test(tc, correct_fits_compute_and_message_cost);
+    tcase_add_test(tc, step_search_finds_the_overtaking_order);
+    tcase_add_test(tc, step_search_improves_and_repeats);
     suite_add_tcase(s, tc);
     return s;
 }
