@@ -95,6 +95,30 @@ def test_replan_matches_ordo_plan_and_servers_release_in_the_new_order(cluster, 
     assert start["order_step"]["compute_ms"] == step["compute_ms"], start["order_step"]
 
 
+def test_search_replans_under_the_step_model(tmp_path: Path):
+    """With policy search the re-plan searches the order under the training step model from
+    the better of TAO's and the listed order: replan-1.json's step_search says from which,
+    its modelled step is no longer than either start's, and the plan's step is that order's."""
+    args = [a for a in ARGS if not a.startswith("--order.policy")]
+    c = Cluster(tmp_path, *args, "--order.policy=search", "--order.search_budget_ms=200")
+    try:
+        outs = run_workers(c, json.dumps(PROFILE))
+    finally:
+        c.stop()
+    plan = json.loads((tmp_path / "run" / "replan-1.json").read_text())
+    ss = plan["step_search"]
+    assert ss["start"] in ("planned", "listed"), ss
+    assert ss["evals"] > 0, ss
+    assert ss["found_ms"] <= min(ss["planned_ms"], ss["listed_ms"]) + 1e-9, ss
+    # the credit is tuned again for the order found: never a longer modelled step
+    assert plan["step"]["predicted_step_ms"] <= ss["found_ms"] * (1 + 1e-9), (plan["step"], ss)
+    by_name = dict(zip(plan["params"], plan["priorities"]))
+    want = [by_name[n] for n in SIZES]
+    for out in outs:
+        assert sorted(out["after"]) == [0, 1, 2], out  # a total order
+        assert out["after"] == want, (out, plan)
+
+
 def bad(profile: dict, change) -> str:
     p = json.loads(json.dumps(profile))
     change(p)
