@@ -5,6 +5,7 @@
  * improvement the search restarts from the best order with a few random moves. The best
  * order seen is what it returns. Deterministic for a given seed and evaluation cap. */
 #include "planner/search.h"
+#include "planner/seq_move.h"
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -18,20 +19,6 @@ void ordo_search_opts_default(ordo_search_opts_t *o)
     memset(o, 0, sizeof *o);
     o->budget_ms = 2000;
     o->seed = 1;
-}
-
-/* splitmix64: small, fast and good enough to pick moves */
-static uint64_t rng_next(uint64_t *st)
-{
-    uint64_t z = (*st += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
-static int rng_below(uint64_t *st, int n)
-{
-    return (int)(rng_next(st) % (uint64_t)n);
 }
 
 typedef struct {
@@ -70,24 +57,15 @@ static int find(const int *seq, int n, int p)
 /* random_move applies one random swap or insert between two recvs of one channel. */
 static void random_move(search_t *s, int *seq)
 {
-    int a = s->movable[rng_below(&s->rng, s->n_movable)];
+    int a = s->movable[ordo_rng_below(&s->rng, s->n_movable)];
     int c = ordo_sim_channel(s->sim, a);
     int size = s->mate_off[c + 1] - s->mate_off[c];
     int b;
     do
-        b = s->mates[s->mate_off[c] + rng_below(&s->rng, size)];
+        b = s->mates[s->mate_off[c] + ordo_rng_below(&s->rng, size)];
     while (b == a);
     int ia = find(seq, s->n, a), ib = find(seq, s->n, b);
-    if (rng_next(&s->rng) & 1) {
-        seq[ia] = b;
-        seq[ib] = a;
-    } else if (ia < ib) {
-        memmove(&seq[ia], &seq[ia + 1], (size_t)(ib - ia) * sizeof *seq);
-        seq[ib] = a;
-    } else {
-        memmove(&seq[ib + 1], &seq[ib], (size_t)(ia - ib) * sizeof *seq);
-        seq[ib] = a;
-    }
+    ordo_seq_move(seq, ia, ib, (int)(ordo_rng_next(&s->rng) & 1));
 }
 
 static int out_of_budget(const search_t *s, const ordo_search_opts_t *o, int64_t deadline)

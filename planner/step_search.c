@@ -1,6 +1,7 @@
 /* step_search: iterated local search over the priority order, scored by the training step
  * model (step_search.h). */
 #include "planner/step_search.h"
+#include "planner/seq_move.h"
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -20,20 +21,6 @@ typedef struct {
     uint64_t rng;
     long evals;
 } step_search_t;
-
-/* splitmix64, as search.c: small, fast and good enough to pick moves */
-static uint64_t rng_next(uint64_t *st)
-{
-    uint64_t z = (*st += UINT64_C(0x9e3779b97f4a7c15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
-static int rng_below(uint64_t *st, int n)
-{
-    return (int)(rng_next(st) % (uint64_t)n);
-}
 
 /* score models the step of seq (the parameters, first to last) */
 static int score(step_search_t *s, const int *seq, double *step_us)
@@ -56,21 +43,11 @@ static int improves(double f, double ref)
 /* random_move swaps two places of seq or moves one parameter to another's place */
 static void random_move(step_search_t *s, int *seq)
 {
-    int i = rng_below(&s->rng, s->n), j;
+    int i = ordo_rng_below(&s->rng, s->n), j;
     do
-        j = rng_below(&s->rng, s->n);
+        j = ordo_rng_below(&s->rng, s->n);
     while (j == i);
-    int a = seq[i];
-    if (rng_next(&s->rng) & 1) {
-        seq[i] = seq[j];
-        seq[j] = a;
-    } else if (i < j) {
-        memmove(&seq[i], &seq[i + 1], (size_t)(j - i) * sizeof *seq);
-        seq[j] = a;
-    } else {
-        memmove(&seq[j + 1], &seq[j], (size_t)(i - j) * sizeof *seq);
-        seq[j] = a;
-    }
+    ordo_seq_move(seq, i, j, (int)(ordo_rng_next(&s->rng) & 1));
 }
 
 static int out_of_budget(const step_search_t *s, const ordo_search_opts_t *so, int64_t deadline)
