@@ -160,6 +160,12 @@ static int plan(ordo_replan_t *r, const ordo_keys_t *keys, char **out)
         char path[sizeof r->run_dir + 32];
         snprintf(path, sizeof path, "%s/replan-%d.json", r->run_dir, r->n_done + 1);
         if (json_dump_file(p, path, JSON_INDENT(1)) != 0) ORDO_WARN("cannot write %s", path);
+        /* the profile it was planned from, for ordo-plan simulate offline */
+        snprintf(path, sizeof path, "%s/replan-%d-profile.json", r->run_dir, r->n_done + 1);
+        FILE *f = fopen(path, "w");
+        if (!f || fwrite(r->profile, 1, r->profile_len, f) != r->profile_len)
+            ORDO_WARN("cannot write %s", path);
+        if (f) fclose(f);
         ORDO_INFO("replan %d: planned from worker 0's profile '%s' (%d ops), policy %s",
                   r->n_done + 1, m->name, m->n_ops, r->conf.policy);
         json_decref(r->next_plan);

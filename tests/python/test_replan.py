@@ -86,6 +86,14 @@ def test_replan_matches_ordo_plan_and_servers_release_in_the_new_order(cluster, 
             assert prios == sorted(prios), (w, it, prios)  # requested in reverse, released in order
             assert prios and prios[0] == min(want), (w, it, prios)
     assert (cluster.tmp / "run" / "replan-1.json").exists()
+    # the profile it planned from is kept, and ordo-plan replays the step model from it
+    kept = cluster.tmp / "run" / "replan-1-profile.json"
+    assert json.loads(kept.read_text()) == PROFILE
+    sim = json.loads(subprocess.run(
+        [str(BIN / "ordo-plan"), "simulate", "--policy", "tao", "--workers", "2", "--bandwidth",
+         "1gbit", "--latency-us", "0", str(kept)], capture_output=True, text=True,
+        check=True).stdout)
+    assert abs(sim["step"]["compute_us"] - 1800) < 1e-6, sim
     # the re-plan's step model has the profile's compute (3 ops: 1.8 ms forward and backward)
     # and keeps the start-up's slices; the credit is tuned again (auto)
     step = json.loads((cluster.tmp / "run" / "replan-1.json").read_text())["step"]
