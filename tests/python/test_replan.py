@@ -120,7 +120,7 @@ def test_search_replans_under_the_step_model(tmp_path: Path):
     assert ss["found_ms"] <= min(ss["planned_ms"], ss["listed_ms"]) + 1e-9, ss
     # the credit is tuned again for the order found: never a longer modelled step
     assert plan["step"]["predicted_step_ms"] <= ss["found_ms"] * (1 + 1e-9), (plan["step"], ss)
-    by_name = dict(zip(plan["params"], plan["priorities"]))
+    by_name = dict(zip(plan["params"], plan["priorities"], strict=True))
     want = [by_name[n] for n in SIZES]
     for out in outs:
         assert sorted(out["after"]) == [0, 1, 2], out  # a total order
