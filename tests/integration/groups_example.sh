@@ -11,9 +11,6 @@ build=$(cd "$BIN/.." && pwd)
 cc -std=c11 -O1 -I"$root/include" -I"$build/include" "$root/examples/groups.c" \
   -L"$build/client" -l:libordo.so.0 -Wl,-rpath,"$build/client" -lm -o "$T/groups" \
   > "$T/cc.log" 2>&1 || fail "cannot build examples/groups.c: $(cat "$T/cc.log")"
-cc -std=c11 -O1 -I"$root/include" -I"$build/include" "$root/tests/integration/groups_values.c" \
-  -L"$build/client" -l:libordo.so.0 -Wl,-rpath,"$build/client" -lm -o "$T/groups_values" \
-  > "$T/cc.log" 2>&1 || fail "cannot build groups_values.c: $(cat "$T/cc.log")"
 
 cat > "$T/conf.ini" <<INI
 [cluster]
@@ -52,21 +49,6 @@ launch groups 4 --cluster.local_size=2 --intra.backend=shm
 grep -q "intra: 2 groups of 2 workers (shm" "$T/groups.log" ||
   fail "groups: the plan has no host groups: $(grep -i intra "$T/groups.log" | head -3)"
 ok "host groups (2 x 2, shm): every value exact"
-# where the value buffers are, and that they hold iteration t's values (groups_values.c)
-values() {
-  local mode=$1 want=$2
-  launch "values-$mode" 4 --cluster.local_size=2 --intra.backend=shm --intra.values="$mode" \
-    --worker.command="$T/groups_values $mode"
-  [ "$(grep -c "groups_values: worker .* $want of 3 value buffers in the group's segment, .* 0 wrong" \
-    "$T/values-$mode.log")" = 4 ] ||
-    fail "values = $mode: $(grep 'groups_values' "$T/values-$mode.log" | head)"
-}
-values shared 3
-grep -q "values shared" "$T/values-shared.log" || fail "values = shared: not in the path's log line"
-ok "values = shared: every value buffer is the group's segment, exact on arrival, after the forward pass and between iterations; ordo_bound_init refused"
-values copy 0
-grep -q "values copied" "$T/values-copy.log" || fail "values = copy: not in the path's log line"
-ok "values = copy: every value buffer is the worker's own, every value exact"
 ls /dev/shm 2>/dev/null | grep -q ordo && fail "an ordo segment stayed in /dev/shm: $(ls /dev/shm)"
 ok "nothing of ordo left in /dev/shm"
 
