@@ -4,6 +4,13 @@
 source "$(dirname "$0")/lib.sh"
 need_fmnist
 root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+# run.sh configures and builds build/ first (scripts/build.sh: -Werror when CI=true). Keep the
+# build's own ORDO_WERROR, whatever CI is in this environment: flipping it recompiled the whole
+# tree (77 s of a CI run) and relinked the binaries under the tests running beside this one.
+case $(sed -n 's/^ORDO_WERROR:BOOL=//p' "$root/build/CMakeCache.txt" 2>/dev/null) in
+  ON) export CI=true ;;
+  OFF) unset CI ;;
+esac
 out="$T/run.out"
 if ! (cd "$root" && bash scripts/run.sh --output.dir="$T/runs") > "$out" 2>&1; then
   tail -30 "$out"

@@ -65,6 +65,16 @@ PlugStackConfig=/dev/null
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
 PartitionName=ordo Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 CONF
+# on exit, pass or fail: cancel the jobs left (their steps' processes outlive slurmd) while
+# slurmctld still answers, then stop the daemons and the sbatch --wait clients (one whose
+# slurmctld is gone polls it for minutes: it once held a failed run until ctest's 300 s)
+slurm_cleanup() {
+  if timeout 10 scancel --partition=ordo 2> /dev/null; then
+    for _ in $(seq 1 50); do [ -z "$(timeout 5 squeue -h 2> /dev/null)" ] && break; sleep 0.1; done
+  fi
+  cleanup_all
+}
+trap slurm_cleanup EXIT
 start slurmctld slurmctld -D -i
 start slurmd slurmd -D -N localhost
 for _ in $(seq 1 300); do
@@ -76,9 +86,9 @@ done
 ok "slurmctld and slurmd on this host (ports $ctld_port, $d_port), munged with its own key"
 
 # 1. the mlp through ordo-slurm in an sbatch job
-sbatch --wait -N 1 -J ordo-mlp -o "$T/mlp.log" --wrap "$(printf '%q ' "$SRC/scripts/ordo-slurm" \
-  "$SRC/conf/mlp.ini" --servers-per-node 2 --workers-per-node 2 --bin "$BIN" \
-  --output.dir="$T/out" --output.run=mlp --output.progress_every=0)" > "$T/sbatch-mlp.log" 2>&1 ||
+timeout 240 sbatch --wait -N 1 -J ordo-mlp -o "$T/mlp.log" --wrap "$(printf '%q ' \
+  "$SRC/scripts/ordo-slurm" "$SRC/conf/mlp.ini" --servers-per-node 2 --workers-per-node 2 \
+  --bin "$BIN" --output.dir="$T/out" --output.run=mlp --output.progress_every=0)" > "$T/sbatch-mlp.log" 2>&1 ||
   fail "the mlp job failed: $(tail -n 20 "$T/mlp.log")"
 grep -q "ordo-slurm: 1 nodes (localhost): 2 servers, 2 workers" "$T/mlp.log" ||
   fail "ordo-slurm did not lay out the node: $(head -n 5 "$T/mlp.log")"
@@ -106,13 +116,15 @@ sbatch --wait -N 1 -J ordo-fault -o "$T/fault.log" --wrap "$(printf '%q ' "$SRC/
   --fault.replicas=2 --fault.timeout_ms=2000 --fault.heartbeat_ms=200 --output.dir="$T/out" \
   --output.run=fault --output.progress_every=0)" > "$T/sbatch-fault.log" 2>&1 &
 sbatch_pid=$!
+PID[sbatch]=$sbatch_pid
 for _ in $(seq 1 100); do grep -q '^Submitted batch job' "$T/sbatch-fault.log" && break; sleep 0.1; done
 job=$(grep -o '[0-9]*$' "$T/sbatch-fault.log") || fail "sbatch: $(cat "$T/sbatch-fault.log")"
 # at_iter N: wait (120 s) until the run recorded N worker-iterations
 at_iter() {
   for _ in $(seq 1 2400); do
     [ -f "$T/out/fault/metrics.jsonl" ] && [ "$(wc -l < "$T/out/fault/metrics.jsonl")" -ge "$1" ] && return 0
-    [ -n "$(squeue -h -j "$job" 2> /dev/null)" ] || fail "the job ended early: $(tail -n 20 "$T/fault.log")"
+    [ -n "$(squeue -h -j "$job" 2> /dev/null)" ] ||
+      fail "the job ended early: $(grep 'ordo-launch:' "$T/fault.log"; tail -n 20 "$T/fault.log")"
     sleep 0.05
   done
   fail "the run did not reach $1 worker-iterations: $(tail -n 20 "$T/fault.log")"

@@ -1,12 +1,17 @@
 """cluster: a scheduler and servers of the C daemons on loopback for the Python tests; the
 tests start their workers (plain processes, or with the environment ordo-launch gives a
-[worker] command). Needs ORDO_BIN_DIR and ORDO_SOURCE_DIR (ctest sets both)."""
+[worker] command; in the PyTorch tests, forks of a process with PyTorch imported:
+forkserver.py). Needs ORDO_BIN_DIR and ORDO_SOURCE_DIR (ctest sets both)."""
 from __future__ import annotations
 
+import atexit
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
+
+import forkserver
 
 SRC = Path(os.environ.get("ORDO_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 BIN = Path(os.environ.get("ORDO_BIN_DIR", SRC / "build" / "bin"))
@@ -21,7 +26,7 @@ class Cluster:
     def __init__(self, tmp: Path, *args: str, conf: Path = CONF, servers: int | None = None):
         self.tmp = tmp
         self.conf = conf
-        self.procs: dict[str, subprocess.Popen] = {}
+        self.procs: dict[str, subprocess.Popen | forkserver.Worker] = {}
         common = ["-c", str(conf), f"--output.dir={tmp}", "--output.run=run", *args]
         sched = self.start("scheduler", str(BIN / "ordo-scheduler"), *common,
                            "--cluster.scheduler=tcp://127.0.0.1:0")
@@ -39,14 +44,22 @@ class Cluster:
         self.procs[name] = p
         return p
 
-    def start_worker(self, rank: int, cmd: list[str]) -> subprocess.Popen:
-        """start_worker runs cmd as worker rank with the environment of a [worker] command."""
+    def start_worker(self, rank: int, cmd: list[str]) -> subprocess.Popen | forkserver.Worker:
+        """start_worker runs cmd as worker rank with the environment of a [worker] command; a
+        Python script (cmd: sys.executable, the script, its arguments) runs as a fork of the
+        fork server, which has PyTorch imported already (forkserver.py)."""
         env = worker_env()
         env.update({"ORDO_CONF": str(self.conf), "ORDO_CLUSTER_SCHEDULER": self.endpoint,
                     "ORDO_CLUSTER_RANK": str(rank), "ORDO_LOCAL_RANK": str(rank),
                     "ORDO_OUTPUT_DIR": str(self.tmp), "ORDO_OUTPUT_RUN": "run",
                     "OMP_NUM_THREADS": "1"})
-        return self.start(f"worker{rank}", *cmd, env=env)
+        name = f"worker{rank}"
+        server = fork_server() if len(cmd) > 1 and cmd[0] == sys.executable else None
+        if server is None:
+            return self.start(name, *cmd, env=env)
+        w = server.spawn(cmd[1:], env, str(self.tmp / f"{name}.log"), os.getcwd())
+        self.procs[name] = w
+        return w
 
     def ready(self, p: subprocess.Popen) -> str:
         deadline = time.monotonic() + LIMIT_S
@@ -75,6 +88,24 @@ class Cluster:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+_server: forkserver.ForkServer | None = None
+
+
+def fork_server() -> forkserver.ForkServer | None:
+    """fork_server is this process's fork server of PyTorch workers, started on first use;
+    None unless this process imported torch (a PyTorch test), or with
+    ORDO_TEST_FORKSERVER=0."""
+    global _server
+    if os.environ.get("ORDO_TEST_FORKSERVER", "1") == "0" or "torch" not in sys.modules:
+        return None
+    if _server is None:
+        env = worker_env()
+        env["OMP_NUM_THREADS"] = "1"
+        _server = forkserver.ForkServer(env)
+        atexit.register(_server.close)
+    return _server
 
 
 def worker_env() -> dict:

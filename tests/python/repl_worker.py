@@ -63,4 +63,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    torch_mlp.exit_now(main(sys.argv))
