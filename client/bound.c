@@ -515,15 +515,18 @@ int ordo__bound_init(ordo__bound_t *b)
     return rc;
 }
 
-/* under mu: the values of iter are the ones to count; with early pulls those already in
- * stay, every other value is asked for again (a forward-only run reads version 0 every
- * iteration, and each iteration's pulls are what it measures) */
+/* under mu: the values of iter are the ones to count; in training those already in stay
+ * (early pulls, or an ordo_pull_values(iter) before ordo_iter_begin(iter): asking again for a
+ * value the group may already have moved past would wait forever), every other value is asked
+ * for again (a forward-only run reads version 0 every iteration, and each iteration's pulls
+ * are what it measures) */
 static void expect_pulls(ordo__bound_t *b, int64_t iter)
 {
     b->cur_pull = iter;
     b->pulls_left = b->n;
+    bool keep = b->o.run.pull_early || !b->o.run.forward_only;
     for (int i = 0; i < b->n; i++) {
-        if (b->o.run.pull_early && b->ready_iter[i] == iter)
+        if (keep && b->ready_iter[i] == iter)
             b->pulls_left--;
         else
             b->ready_iter[i] = -1;

@@ -11,6 +11,9 @@ build=$(cd "$BIN/.." && pwd)
 cc -std=c11 -O1 -I"$root/include" -I"$build/include" "$root/examples/groups.c" \
   -L"$build/client" -l:libordo.so.0 -Wl,-rpath,"$build/client" -lm -o "$T/groups" \
   > "$T/cc.log" 2>&1 || fail "cannot build examples/groups.c: $(cat "$T/cc.log")"
+cc -std=c11 -O1 -I"$root/include" -I"$build/include" "$root/tests/integration/groups_values.c" \
+  -L"$build/client" -l:libordo.so.0 -Wl,-rpath,"$build/client" -lm -o "$T/groups_values" \
+  > "$T/cc.log" 2>&1 || fail "cannot build groups_values.c: $(cat "$T/cc.log")"
 
 cat > "$T/conf.ini" <<INI
 [cluster]
@@ -49,6 +52,12 @@ launch groups 4 --cluster.local_size=2 --intra.backend=shm
 grep -q "intra: 2 groups of 2 workers (shm" "$T/groups.log" ||
   fail "groups: the plan has no host groups: $(grep -i intra "$T/groups.log" | head -3)"
 ok "host groups (2 x 2, shm): every value exact"
+# values pulled between iterations (ordo_pull_values(t + 1), then ordo_iter_begin(t + 1)):
+# every value exact, and no member waits forever for a value its group has moved past
+launch values-copy 4 --cluster.local_size=2 --intra.backend=shm --worker.command="$T/groups_values copy"
+[ "$(grep -c "groups_values: worker .* 0 of 3 value buffers in the group's segment, .* 0 wrong" \
+  "$T/values-copy.log")" = 4 ] || fail "values between iterations: $(grep 'groups_values' "$T/values-copy.log" | head)"
+ok "values pulled between iterations: every value exact"
 ls /dev/shm 2>/dev/null | grep -q ordo && fail "an ordo segment stayed in /dev/shm: $(ls /dev/shm)"
 ok "nothing of ordo left in /dev/shm"
 
