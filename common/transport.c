@@ -423,7 +423,9 @@ static void io_close(ordo_transport_t *t)
     pthread_mutex_unlock(&t->mu);
     for (int i = 0; i < t->nsocks; i++) {
         ordo__transport_monitor_close(&t->socks[i]);
-        zmq_setsockopt(t->socks[i].z, ZMQ_LINGER, &t->linger_ms, sizeof t->linger_ms);
+        /* what waits on a connection the peer refused will never go */
+        int linger = t->socks[i].refused ? 0 : t->linger_ms;
+        zmq_setsockopt(t->socks[i].z, ZMQ_LINGER, &linger, sizeof linger);
         zmq_close(t->socks[i].z);
     }
     t->nsocks = 0;
@@ -503,6 +505,85 @@ fail:
     return rc;
 }
 
+/* ---- ending the context, bounded -------------------------------------------------- */
+
+/* zmq_ctx_term returns once every socket is closed and its linger has run out; libzmq
+ * 4.3 has been seen, rarely, never to return after a refused handshake (a worker without
+ * CURVE at a CURVE scheduler, under load). The term runs on its own thread, and a context
+ * that has not ended in time is left behind with a warning, so that no process waits
+ * forever in its teardown. */
+#define CTX_TERM_SLACK_MS 5000 /* beyond the sockets' linger */
+
+typedef struct {
+    void *ctx;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    int refs; /* the waiter and the thread: the last one out frees it */
+} ctx_term_t;
+
+static void ctx_term_unref(ctx_term_t *k)
+{
+    bool last = --k->refs == 0;
+    pthread_mutex_unlock(&k->mu);
+    if (!last) return;
+    pthread_mutex_destroy(&k->mu);
+    pthread_cond_destroy(&k->cv);
+    free(k);
+}
+
+static void *ctx_term_main(void *arg)
+{
+    ctx_term_t *k = arg;
+    zmq_ctx_term(k->ctx);
+    pthread_mutex_lock(&k->mu);
+    k->done = true;
+    pthread_cond_signal(&k->cv);
+    ctx_term_unref(k);
+    return NULL;
+}
+
+/* ctx_term_bounded ends ctx within limit_ms and returns true, or returns false and leaves
+ * its term running */
+static bool ctx_term_bounded(void *ctx, int limit_ms)
+{
+    ctx_term_t *k = calloc(1, sizeof *k);
+    pthread_condattr_t ca;
+    pthread_t th;
+    pthread_attr_t aa;
+    if (!k || pthread_attr_init(&aa) != 0) {
+        free(k);
+        zmq_ctx_term(ctx);
+        return true;
+    }
+    k->ctx = ctx;
+    k->refs = 2;
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&k->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_attr_setdetachstate(&aa, PTHREAD_CREATE_DETACHED);
+    bool started = pthread_create(&th, &aa, ctx_term_main, k) == 0;
+    pthread_attr_destroy(&aa);
+    if (!started) {
+        zmq_ctx_term(ctx);
+        k->done = true;
+        k->refs = 1;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = ts.tv_nsec + (int64_t)limit_ms * 1000000;
+    ts.tv_sec += ns / 1000000000;
+    ts.tv_nsec = ns % 1000000000;
+    pthread_mutex_lock(&k->mu);
+    while (!k->done)
+        if (pthread_cond_timedwait(&k->cv, &k->mu, &ts) == ETIMEDOUT) break;
+    bool done = k->done;
+    ctx_term_unref(k);
+    return done;
+}
+
 void ordo_transport_destroy(ordo_transport_t **tp, int linger_ms)
 {
     ordo_transport_t *t = *tp;
@@ -519,8 +600,14 @@ void ordo_transport_destroy(ordo_transport_t **tp, int linger_ms)
         t->linger_ms = linger_ms;
         io_close(t);
     }
-    if (t->ctx) zmq_ctx_term(t->ctx); /* which also ends the ZAP thread */
-    ordo_curve_destroy(&t->curve);
+    /* the context's end also ends the ZAP thread, which reads t->curve: a context left
+     * behind keeps it */
+    if (t->ctx && !ctx_term_bounded(t->ctx, (linger_ms > 0 ? linger_ms : 0) + CTX_TERM_SLACK_MS))
+        ORDO_WARN("transport: the ZeroMQ context did not end within %d ms of closing its "
+                  "sockets; left behind so that this process can go on",
+                  (linger_ms > 0 ? linger_ms : 0) + CTX_TERM_SLACK_MS);
+    else
+        ordo_curve_destroy(&t->curve);
     ring_free(&t->in);
     ring_free(&t->out);
     ring_free(&t->link);

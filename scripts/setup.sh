@@ -6,6 +6,7 @@ set -euo pipefail
 # python3-venv: the .venv of the Python binding (scripts/setup-python.sh)
 # openssh: ordo-launch --hosts runs processes over ssh; its test starts a throw-away sshd in
 # each of two network namespaces (the package's service is not started in containers)
+# gdb: a shell test that times out waiting for a process prints that process's stacks
 # tcpdump: integration.curve captures loopback traffic to check CURVE leaves nothing in clear
 # slurmctld, slurmd, slurm-client, munge: integration.slurm runs a real Slurm on this host
 # (daemons of its own, on loopback) and ordo-slurm in it
@@ -13,7 +14,7 @@ pkgs=(build-essential cmake pkg-config git
       libzmq3-dev libmsgpack-dev check libinih-dev libjansson-dev
       libopenblas-dev zlib1g-dev dataset-fashion-mnist
       gnuplot-nox iproute2 python3 python3-venv procps
-      openssh-client openssh-server tcpdump
+      openssh-client openssh-server tcpdump gdb
       slurmctld slurmd slurm-client munge)
 
 missing=()

@@ -55,7 +55,8 @@ start_cluster() {
   done
 }
 
-# finish NAME SECONDS: wait for a process; its exit status (or "timeout") goes to $st
+# finish NAME SECONDS: wait for a process; its exit status (or "timeout") goes to $st. A
+# process still running at the limit has its threads' stacks printed (when gdb is here).
 finish() {
   local pid=${PID[$1]} n=$(( $2 * 20 ))
   st=timeout
@@ -63,6 +64,15 @@ finish() {
     if ! kill -0 "$pid" 2>/dev/null; then wait "$pid"; st=$?; return; fi
     sleep 0.05
   done
+  stacks "$1" "$pid"
+}
+
+# stacks NAME PID: the threads' stacks of a process that did not end, for the test's log
+stacks() {
+  command -v gdb > /dev/null || return 0
+  echo "--- $1 (pid $2) did not end; its threads:"
+  timeout 60 gdb -p "$2" -batch -ex "thread apply all bt" 2>/dev/null |
+    grep -E '^(Thread|#)' | sed -E 's/ \(.*\) at / at /' | head -n 80
 }
 
 # two_hosts A B VA VB NET: two test hosts, network namespaces A and B joined by a veth pair
