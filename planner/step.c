@@ -248,6 +248,19 @@ int ordo_step_tune(const ordo_model_t *m, const ordo_oracle_times_t *t, const in
     return 0;
 }
 
+int ordo_step_tune_auto(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
+                        ordo_step_opts_t *o)
+{
+    if (o->slice_bytes >= 0 && o->credit_bytes >= 0) return 0;
+    int64_t slice = 0, credit = 0;
+    ordo_step_result_t r;
+    int rc = ordo_step_tune(m, t, priority, o, &slice, &credit, &r);
+    if (rc) return rc;
+    if (o->slice_bytes < 0) o->slice_bytes = slice;
+    if (o->credit_bytes < 0) o->credit_bytes = credit;
+    return 0;
+}
+
 /* scaled_times copies t with every op's compute time multiplied by f */
 static int scaled_times(const ordo_oracle_times_t *t, double f, ordo_oracle_times_t *out)
 {

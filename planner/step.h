@@ -53,6 +53,11 @@ int ordo_step_tune(const ordo_model_t *m, const ordo_oracle_times_t *t, const in
                    const ordo_step_opts_t *o, int64_t *slice_bytes, int64_t *credit_bytes,
                    ordo_step_result_t *out);
 
+/* ordo_step_tune_auto fills in what o leaves auto (a negative slice or credit) with the tuned
+ * values for this order (ordo_step_tune); o is left as it was on an error. */
+int ordo_step_tune_auto(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
+                        ordo_step_opts_t *o);
+
 /* What a check of the model against measured steps found (ordo_step_correct). */
 typedef struct ordo_step_fit {
     double compute_factor; /* measured compute over the modelled one (0.05 to 20) */

@@ -43,12 +43,7 @@ int ordo_runplan_step(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
     if (rc) return rc;
     ordo_step_opts_t o = step_opts(conf, channel, n_channels);
     ordo_step_result_t r;
-    int64_t slice = 0, credit = 0;
-    if (o.slice_bytes < 0 || o.credit_bytes < 0) {
-        rc = ordo_step_tune(m, t, priority, &o, &slice, &credit, &r);
-        if (!rc && o.slice_bytes < 0) o.slice_bytes = slice;
-        if (!rc && o.credit_bytes < 0) o.credit_bytes = credit;
-    }
+    rc = ordo_step_tune_auto(m, t, priority, &o);
     if (!rc) rc = ordo_step_simulate(m, t, priority, &o, &r);
     ordo_oracle_times_destroy(&t);
     if (rc) return rc;
@@ -73,15 +68,9 @@ int ordo_runplan_step_search(const ordo_conf_t *conf, const ordo_model_t *m,
     ordo_oracle_times_t *t = NULL;
     int rc = ordo_oracle_times_new(m, ordo_runplan_bps(conf), conf->latency_us, oracle, &t);
     ordo_step_opts_t o = step_opts(conf, channel, n_channels);
-    ordo_step_result_t r;
-    int64_t slice = 0, credit = 0;
     /* the slice and credit searched with: the ones tuned for the planned order (the plan's
      * step member tunes them again for the order found) */
-    if (!rc && (o.slice_bytes < 0 || o.credit_bytes < 0) &&
-        (rc = ordo_step_tune(m, t, priority, &o, &slice, &credit, &r)) == 0) {
-        if (o.slice_bytes < 0) o.slice_bytes = slice;
-        if (o.credit_bytes < 0) o.credit_bytes = credit;
-    }
+    if (!rc) rc = ordo_step_tune_auto(m, t, priority, &o);
     ordo_search_opts_t so;
     ordo_search_opts_default(&so);
     so.budget_ms = conf->search_budget_ms;

@@ -322,12 +322,7 @@ static int cmd_simulate(const args_t *a)
                                .credit_floor_bytes =
                                    a->bandwidth_bps / 8e3 > 65536 ? (int64_t)(a->bandwidth_bps / 8e3)
                                                                   : 65536};
-        if (slice < 0 || credit < 0) {
-            int64_t ts, tc;
-            rc = ordo_step_tune(in.m, in.times, in.priority, &so, &ts, &tc, &st);
-            if (slice < 0) so.slice_bytes = ts;
-            if (credit < 0) so.credit_bytes = tc;
-        }
+        rc = ordo_step_tune_auto(in.m, in.times, in.priority, &so);
         /* the search policy in training: the step model's search from the better of the
          * planned and the listed order (as the scheduler), then the slice and credit again */
         if (!rc && a->policy == ORDO_POLICY_SEARCH && !a->order_path) {
@@ -344,13 +339,10 @@ static int cmd_simulate(const args_t *a)
                         "%.3f, listed %.3f): %.3f us after %ld modelled steps\n",
                         in.m->name, sr.from_listed ? "listed" : "planned", sr.start_us,
                         sr.planned_us, sr.listed_us, sr.step_us, sr.evals);
-            if (!rc && (slice < 0 || credit < 0)) {
-                int64_t ts, tc;
+            if (!rc) { /* what was auto is tuned again for the order found */
                 so.slice_bytes = slice;
                 so.credit_bytes = credit;
-                rc = ordo_step_tune(in.m, in.times, in.priority, &so, &ts, &tc, &st);
-                if (slice < 0) so.slice_bytes = ts;
-                if (credit < 0) so.credit_bytes = tc;
+                rc = ordo_step_tune_auto(in.m, in.times, in.priority, &so);
             }
         }
         slice = so.slice_bytes;

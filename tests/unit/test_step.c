@@ -147,6 +147,14 @@ START_TEST(tune_keeps_a_fixed_slice)
     ORDO_CK_OK(ordo_step_tune(m, t, prio, &o, &slice, &credit, &best));
     ck_assert_int_eq(slice, 3 << 20);
     ck_assert_int_gt(credit, 0);
+    /* tune_auto fills in the auto credit with the same value and keeps the slice */
+    ORDO_CK_OK(ordo_step_tune_auto(m, t, prio, &o));
+    ck_assert_int_eq(o.slice_bytes, 3 << 20);
+    ck_assert_int_eq(o.credit_bytes, credit);
+    o.credit_bytes = 123456; /* nothing auto: nothing changes */
+    ORDO_CK_OK(ordo_step_tune_auto(m, t, prio, &o));
+    ck_assert_int_eq(o.slice_bytes, 3 << 20);
+    ck_assert_int_eq(o.credit_bytes, 123456);
     ordo_oracle_times_destroy(&t);
     ordo_model_destroy(&m);
 }
