@@ -30,6 +30,10 @@ typedef struct {
     ordo_transport_t *tp; /* the nodes' */
     int sock[N_NODES];
     char dir[64];
+    /* messages received while waiting for another node's: ZeroMQ keeps the order of one
+     * connection, not across the nodes' connections */
+    ordo_msg_t held[16];
+    int n_held;
 } rig_t;
 
 static void rig_new_trainer(rig_t *r, const char *trainer);
@@ -45,6 +49,7 @@ static void rig_new_trainer(rig_t *r, const char *trainer)
 {
     ordo_conf_t conf;
     ordo_conf_defaults(&conf);
+    r->n_held = 0;
     snprintf(r->dir, sizeof r->dir, "/tmp/ordo-test-sched-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(r->dir));
     snprintf(conf.scheduler, sizeof conf.scheduler, "tcp://127.0.0.1:0");
@@ -68,6 +73,9 @@ static void rig_new_trainer(rig_t *r, const char *trainer)
 
 static void rig_destroy(rig_t *r)
 {
+    for (int k = 0; k < r->n_held; k++)
+        ordo_msg_close(&r->held[k]);
+    r->n_held = 0;
     ordo_transport_destroy(&r->tp, 0);
     ordo_scheduler_destroy(&r->sch);
     ck_assert_ptr_null(r->sch);
@@ -122,10 +130,36 @@ static void reg(rig_t *r, int i, const char *role, int rank, const char *token)
     ck_assert_int_eq(reg_declaring(r, i, role, rank, token, NULL), 0);
 }
 
-/* expect receives the next message for the nodes: its type, on node i's socket */
+/* next_msg: the next message for the nodes, held ones first */
+static int next_msg(rig_t *r, ordo_msg_t *m, int timeout_ms)
+{
+    if (r->n_held == 0) return ordo_transport_recv(r->tp, m, timeout_ms);
+    ordo_msg_move(m, &r->held[0]);
+    for (int k = 1; k < r->n_held; k++)
+        ordo_msg_move(&r->held[k - 1], &r->held[k]);
+    r->n_held--;
+    return 0;
+}
+
+/* expect receives the next message for node i (others' are held for later): its type */
 static void expect(rig_t *r, int i, int type, ordo_msg_t *m)
 {
-    ORDO_CK_OK(ordo_transport_recv(r->tp, m, 5000));
+    int k = 0;
+    while (k < r->n_held && r->held[k].sock != r->sock[i])
+        k++;
+    if (k < r->n_held) {
+        ordo_msg_move(m, &r->held[k]);
+        for (k++; k < r->n_held; k++)
+            ordo_msg_move(&r->held[k - 1], &r->held[k]);
+        r->n_held--;
+    } else {
+        for (;;) {
+            ORDO_CK_OK(ordo_transport_recv(r->tp, m, 5000));
+            if (m->sock == r->sock[i]) break;
+            ck_assert_int_lt(r->n_held, 16);
+            ordo_msg_move(&r->held[r->n_held++], m);
+        }
+    }
     ck_assert_msg(m->hdr.type == type, "got %s, expected %s", ordo_wire_type_name(m->hdr.type),
                   ordo_wire_type_name(type));
     ck_assert_int_eq(m->sock, r->sock[i]);
@@ -144,6 +178,7 @@ static void expect_text(rig_t *r, int i, int type, const char *what)
 static void nothing_more(rig_t *r)
 {
     ordo_msg_t m;
+    ck_assert_msg(r->n_held == 0, "%d messages not taken", r->n_held);
     ck_assert_int_eq(ordo_transport_recv(r->tp, &m, 100), ORDO_ERR_TIMEDOUT);
 }
 
@@ -159,7 +194,7 @@ static void take_welcomes(rig_t *r, int rank[N_NODES])
         rank[i] = -1;
     for (int n = 0; n < 3; n++) {
         ordo_msg_t m;
-        ORDO_CK_OK(ordo_transport_recv(r->tp, &m, 5000));
+        ORDO_CK_OK(next_msg(r, &m, 5000));
         ck_assert_int_eq(m.hdr.type, ORDO_MSG_WELCOME);
         int i = 0;
         while (i < N_NODES && r->sock[i] != m.sock)
@@ -257,7 +292,7 @@ START_TEST(barrier_waits_for_every_worker)
     bool done[N_NODES] = {false};
     for (int n = 0; n < 2; n++) {
         ordo_msg_t m;
-        ORDO_CK_OK(ordo_transport_recv(r.tp, &m, 5000));
+        ORDO_CK_OK(next_msg(&r, &m, 5000));
         ck_assert_int_eq(m.hdr.type, ORDO_MSG_BARRIER_DONE);
         ck_assert_int_eq(m.hdr.iter, 3);
         done[m.sock == r.sock[WA] ? WA : m.sock == r.sock[WB] ? WB : SRV] = true;
@@ -288,7 +323,7 @@ START_TEST(an_abort_reaches_every_node)
     for (int n = 0; n < 3; n++) {
         ordo_msg_t m;
         char body[256];
-        ORDO_CK_OK(ordo_transport_recv(r.tp, &m, 5000));
+        ORDO_CK_OK(next_msg(&r, &m, 5000));
         ck_assert_int_eq(m.hdr.type, ORDO_MSG_ABORT);
         ordo_msg_text(&m, 0, body, sizeof body);
         ck_assert_msg(strstr(body, "worker 0") && strstr(body, "out of disk"), "%s", body);
@@ -342,7 +377,7 @@ static void differ(const char *a_tensors, const char *b_tensors, const char *why
     for (int n = 0; n < 3; n++) {
         ordo_msg_t m;
         char body[512];
-        ORDO_CK_OK(ordo_transport_recv(r.tp, &m, 5000));
+        ORDO_CK_OK(next_msg(&r, &m, 5000));
         ck_assert_int_eq(m.hdr.type, ORDO_MSG_ABORT);
         ordo_msg_text(&m, 0, body, sizeof body);
         ck_assert_msg(strstr(body, why), "ABORT says '%s', expected '%s'", body, why);
@@ -433,7 +468,7 @@ START_TEST(a_broadcast_relays_the_roots_bytes)
     ck_assert_int_eq(feed(&r), 0);
     for (int n = 0; n < 2; n++) {
         ordo_msg_t m;
-        ORDO_CK_OK(ordo_transport_recv(r.tp, &m, 5000));
+        ORDO_CK_OK(next_msg(&r, &m, 5000));
         ck_assert_int_eq(m.hdr.type, ORDO_MSG_BCAST);
         ck_assert_int_eq(m.hdr.iter, 1);
         size_t len = 0;
