@@ -351,7 +351,8 @@ ORDO_API int ordo_bound_init(ordo_t *o);
 ORDO_API int ordo_bound_init_from(ordo_t *o, const float *const *values);
 
 /* ordo_iter_begin starts iteration iter (counted from 0 for this binding): the values of
- * iter that are not here yet are asked for, in the plan's order. */
+ * iter that are not here yet are asked for, in the plan's order; in training, those already
+ * here (early pulls, or an ordo_pull_values(o, iter) before it) count as arrived. */
 ORDO_API int ordo_iter_begin(ordo_t *o, int64_t iter);
 
 /* ordo_arrival_t is one completion: tensor's value of iteration iter is in its value buffer
