@@ -117,6 +117,14 @@ int ordo_bound_init(ordo_t *o)
     return rc ? rc : failed(o, ordo__bound_init(o->bound));
 }
 
+int ordo_bound_init_from(ordo_t *o, const float *const *values)
+{
+    int rc = bound_usable(o, "ordo_bound_init_from");
+    if (rc) return rc;
+    if (!values) return ordo_error_set(ORDO_ERR_INVAL, "ordo_bound_init_from: NULL values");
+    return failed(o, ordo__bound_init_from(o->bound, values));
+}
+
 int ordo_iter_begin(ordo_t *o, int64_t iter)
 {
     int rc = bound_usable(o, "ordo_iter_begin");

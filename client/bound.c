@@ -18,7 +18,7 @@ typedef enum {
     CMD_START,  /* ask for the values of iter not asked for yet */
     CMD_PUSH,   /* key's gradient of iter is complete */
     CMD_GRADS_DONE,
-    CMD_INIT,
+    CMD_INIT,   /* buf: the initial values (float *[n]); NULL: the value buffers */
     CMD_REPORT, /* text: owned by the command */
     CMD_BARRIER,
     CMD_BATCH, /* ask the batch service (text: the spec; key: the epoch) */
@@ -40,6 +40,11 @@ struct ordo__bound {
     int n;
     float **values, **grads;
     float *value_block, *grad_block;
+    /* the value buffers are the path's shared values (a host group's segment, [intra] values
+     * = shared): only the path writes them, so initial values come from the program's own
+     * buffers (ordo__bound_init_from) */
+    bool shared;
+    float **own; /* per key its place in value_block (the value buffers unless shared) */
     int *order;                 /* request order: by priority */
     int *pull_keys, *pull_prio; /* one iteration's requests (the thread's) */
     uint64_t rng;
@@ -267,7 +272,7 @@ static bool run_command(ordo__bound_t *b, cmd_t c)
         free(c.text);
         break;
     case CMD_INIT:
-        rc = b->path->ops->init(b->path, b->values);
+        rc = b->path->ops->init(b->path, c.buf ? (float *const *)c.buf : b->values);
         pthread_mutex_lock(&b->mu);
         b->init_done = true;
         pthread_cond_broadcast(&b->cv);
@@ -386,6 +391,7 @@ int ordo__bound_new(const ordo__bound_opts_t *o, ordo__bound_t **out)
     pthread_cond_init(&b->cv, NULL);
     b->values = calloc((size_t)n + 1, sizeof *b->values);
     b->grads = calloc((size_t)n + 1, sizeof *b->grads);
+    b->own = calloc((size_t)n + 1, sizeof *b->own);
     b->order = calloc((size_t)n + 1, sizeof *b->order);
     b->pull_keys = calloc((size_t)n + 1, sizeof *b->pull_keys);
     b->pull_prio = calloc((size_t)n + 1, sizeof *b->pull_prio);
@@ -400,7 +406,7 @@ int ordo__bound_new(const ordo__bound_opts_t *o, ordo__bound_t **out)
         total += o->numel[i];
     b->value_block = calloc((size_t)total + 1, sizeof(float));
     b->grad_block = calloc((size_t)total + 1, sizeof(float));
-    if (!b->values || !b->grads || !b->order || !b->pull_keys || !b->pull_prio ||
+    if (!b->values || !b->grads || !b->own || !b->order || !b->pull_keys || !b->pull_prio ||
         !b->ready_iter || !b->want_iter || !b->pull_start_ns || !b->push_start_ns || !b->arr ||
         !b->value_block || !b->grad_block) {
         ordo__bound_destroy(&b);
@@ -408,7 +414,11 @@ int ordo__bound_new(const ordo__bound_opts_t *o, ordo__bound_t **out)
     }
     b->path = ordo__ps_push_path(o->ps);
     for (int i = 0; i < n; i++) {
-        b->values[i] = b->value_block + at;
+        /* host groups with shared values: the group's value itself, written by the path only */
+        float *shared = ordo__ps_value_home(o->ps, i);
+        b->own[i] = b->value_block + at;
+        b->values[i] = shared ? shared : b->own[i];
+        b->shared |= shared != NULL;
         /* merged pushes: a gradient computed in its merge buffer is not copied there; the
          * iteration ends only when every push was acknowledged, so the next backward cannot
          * overwrite one still being sent */
@@ -461,6 +471,7 @@ void ordo__bound_destroy(ordo__bound_t **bp)
     free(b->grad_block);
     free(b->values);
     free(b->grads);
+    free(b->own);
     free(b->order);
     free(b->pull_keys);
     free(b->pull_prio);
@@ -502,17 +513,43 @@ static bool init_done(const ordo__bound_t *b)
     return b->init_done;
 }
 
-int ordo__bound_init(ordo__bound_t *b)
+/* init_with sends values (NULL: the value buffers), which outlive the thread */
+static int init_with(ordo__bound_t *b, float **values)
 {
     pthread_mutex_lock(&b->mu);
     b->init_done = false;
     pthread_mutex_unlock(&b->mu);
-    int rc = post(b, CMD_INIT, 0, 0);
+    int rc = post_cmd(b, (cmd_t){CMD_INIT, 0, 0, NULL, values, 0});
     if (rc) return rc;
     pthread_mutex_lock(&b->mu);
     rc = wait_for(b, init_done, -1);
     pthread_mutex_unlock(&b->mu);
     return rc;
+}
+
+int ordo__bound_init(ordo__bound_t *b)
+{
+    if (b->shared)
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "ordo_bound_init: the value buffers are the host group's shared "
+                              "memory ([intra] values = shared), written only by the group's "
+                              "owners; send the initial values from your own buffers with "
+                              "ordo_bound_init_from, or set [intra] values = copy");
+    return init_with(b, NULL);
+}
+
+int ordo__bound_init_from(ordo__bound_t *b, const float *const *values)
+{
+    /* copied into the binding's own block first (the value buffers themselves unless they are
+     * shared): the call returns early on a failure of the cluster, and the thread may still
+     * send them after the caller freed its buffers */
+    for (int i = 0; i < b->n; i++)
+        if (!values[i])
+            return ordo_error_set(ORDO_ERR_INVAL, "ordo_bound_init_from: NULL values of "
+                                  "tensor %d", i);
+    for (int i = 0; i < b->n; i++)
+        memcpy(b->own[i], values[i], sizeof(float) * (size_t)b->o.numel[i]);
+    return init_with(b, b->own);
 }
 
 /* under mu: the values of iter are the ones to count; in training those already in stay

@@ -39,7 +39,12 @@ float *ordo__bound_grad(const ordo__bound_t *b, int key);
 
 /* The calls of the public API, on the program's thread (include/ordo/ordo.h says what each
  * does); each returns 0 or an ORDO_ERR_* code, the binding's fatal error once there is one. */
+/* ordo__bound_init sends the value buffers as the initial values: ORDO_ERR_INVAL when they
+ * are the path's shared values (host groups under [intra] values = shared,
+ * ordo__ps_value_home); ordo__bound_init_from sends values[i] (numel[i] floats each, the
+ * caller's, copied) instead. */
 int ordo__bound_init(ordo__bound_t *b);
+int ordo__bound_init_from(ordo__bound_t *b, const float *const *values);
 int ordo__bound_iter_begin(ordo__bound_t *b, int64_t iter);
 int ordo__bound_next_arrival(ordo__bound_t *b, ordo_arrival_t *a, int timeout_ms);
 int ordo__bound_grad_ready(ordo__bound_t *b, int key, int64_t iter);

@@ -269,6 +269,11 @@ float *ordo__ps_grad_home(const ordo__ps_t *w, int key)
     return w->path->ops->grad_home(w->path, key);
 }
 
+float *ordo__ps_value_home(const ordo__ps_t *w, int key)
+{
+    return w->path->ops->value_home ? w->path->ops->value_home(w->path, key) : NULL;
+}
+
 int ordo__ps_queue_key(ordo__ps_t *w, int key, const float *src, float *dst,
                            int64_t iter, int priority, bool fused)
 {

@@ -74,6 +74,11 @@ const char *ordo__ps_plan(const ordo__ps_t *w);
  * NULL when it is pushed from wherever it is (dense and sparse pushes, chunked keys). A
  * gradient there must not be written again before its push was acknowledged (PUSH_DONE). */
 float *ordo__ps_grad_home(const ordo__ps_t *w, int key);
+/* ordo__ps_value_home returns where the path shares key's values so that a bound model reads
+ * them in place (a host group's value in its shm segment, [intra] values = shared), borrowed
+ * from w until it is destroyed, or NULL when values land in the caller's own buffer. Only the
+ * path writes there: value t + 1 once every member of the group handed over gradient t. */
+float *ordo__ps_value_home(const ordo__ps_t *w, int key);
 /* ordo__ps_run_dir returns the run folder the scheduler named. */
 const char *ordo__ps_run_dir(const ordo__ps_t *w);
 

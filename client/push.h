@@ -87,6 +87,9 @@ typedef struct ordo__push_ops {
     /* pulled: key's pull of iter completed; true when the path took it for itself (no
      * PULL_DONE event follows), false when the event goes to the caller as usual. */
     bool (*pulled)(ordo__push_t *p, int key, int64_t iter);
+    /* value_home: where the path shares key's values for a bound model to read in place
+     * (ordo__ps_value_home), or NULL: into the caller's block (pulls' dst). */
+    float *(*value_home)(const ordo__push_t *p, int key);
     /* stop ends the path's own threads before the handle's transport goes away. */
     void (*stop)(ordo__push_t *p);
     /* state saves (save) the path's own state between iterations to the file path, or

@@ -13,7 +13,11 @@
  * TicTac's order); with [intra] overlap = false every PULL_DONE of an iteration waits for its
  * last all-gather (the all-reduce as one step, to measure what the decoupling gains). With the
  * shm backend the gradients are computed in the group's memory and the owner's values arrive
- * there (nothing copied in or out but the members' fetches). The servers count one pusher per
+ * there; with [intra] values = shared (the default) a bound model's value buffers are those
+ * shared values (value_home), so nothing is copied in or out at all, else each member fetches
+ * (copies) every value into its own buffer. A key's value t + 1 is written into the shared
+ * value only once every member put its gradient t: the owner asks for it with the push of the
+ * group's sum, which needs every member's put. The servers count one pusher per
  * group and divide by every worker for the mean (server/server.c). Sparse pushes keep the flat
  * path (the scheduler refuses the mix). */
 #include "client/push.h"
@@ -62,6 +66,9 @@ typedef struct {
      * owner summed the key (want_free); the owner pulls values straight into the shared
      * value (nothing copied at publish) */
     bool inplace;
+    /* values read in place ([intra] values = shared, in place only): a bound model's value
+     * buffers are the group's shared values (value_home), its fetches copy nothing */
+    bool shared;
     int64_t *want_free;
     bool overlap;      /* false: an iteration's PULL_DONEs wait for its last all-gather */
     int *held;         /* [n_keys] the thread's fetched keys not yet announced (overlap off) */
@@ -375,6 +382,7 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
     if ((rc = ordo__intra_new(backend, &io, &h->it)) != 0) goto fail;
     h->inplace = h->it->ops->area && h->it->ops->value_area && h->it->ops->summed &&
                  h->it->ops->area(h->it, 0) != NULL;
+    h->shared = h->inplace && conf->intra_values == ORDO_INTRA_VALUES_SHARED;
     if (pthread_create(&h->th, NULL, intra_main, h) != 0) {
         rc = ordo_error_set(ORDO_ERR_IO, "intra: cannot start its thread");
         goto fail;
@@ -383,10 +391,10 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
     int64_t mine = 0;
     for (int i = 0; i < k->n_keys; i++)
         if (h->owner[i] == h->lr) mine += k->numel[i];
-    ORDO_INFO("intra: group %d member %d of %d (%s, %s pushes inside%s): pushes and pulls %.1f "
-              "of %.1f MiB",
+    ORDO_INFO("intra: group %d member %d of %d (%s, %s pushes inside, values %s%s): pushes and "
+              "pulls %.1f of %.1f MiB",
               h->group, h->lr, L, backend, inner_mode == ORDO_PUSH_MERGED ? "merged" : "dense",
-              h->overlap ? "" : ", all-gathers not overlapped",
+              h->shared ? "shared" : "copied", h->overlap ? "" : ", all-gathers not overlapped",
               (double)mine * 4 / 1048576.0, (double)h->off[n] * 4 / 1048576.0);
     json_decref(plan);
     *out = &h->base;
@@ -455,11 +463,20 @@ static float *grad_home(const ordo__push_t *p, int key)
 }
 
 /* where the owner's value of key arrives and is published from: in place, the group's
- * value itself (every member fetched the previous one before the owner could ask for the
- * next: it is asked for with the sum of every member's gradient, after their forward) */
+ * value itself. Every member is done with the previous one before the owner can ask for the
+ * next: it is asked for with the push of the group's sum (local, CODE_REDUCED), which needs
+ * every member's put of the key, and a member puts it (grad_ready) after its backward read
+ * the value for the last time (a copying member fetched it before its forward) */
 static float *val_of(hier_t *h, int key)
 {
     return h->inplace ? h->it->ops->value_area(h->it, key) : h->val + h->off[key];
+}
+
+/* values = shared: a bound model's value buffer of key is the group's value itself */
+static float *value_home(const ordo__push_t *p, int key)
+{
+    const hier_t *h = (const hier_t *)p;
+    return h->shared ? h->it->ops->value_area(h->it, key) : NULL;
 }
 
 /* ---- iteration level ---------------------------------------------------------------- */
@@ -593,6 +610,7 @@ const ordo__push_ops_t ordo__push_hier_ops = {
     .send_part = send_part,
     .group_ack = group_ack,
     .grad_home = grad_home,
+    .value_home = value_home,
     .key_pushes = true,
     .bind = ordo__push_dense_bind,
     .unbind = unbind,

@@ -114,6 +114,10 @@ const key_t_ ordo__conf_keys[] = {
     {"intra", "overlap", T_BOOL, OFF(intra_overlap), 0, "true", 0, 0, NULL,
      "true: each forward op waits only for its own parameters' all-gather, which overlaps "
      "the forward pass (DeAR); false: the forward pass starts once every all-gather is done"},
+    {"intra", "values", T_ENUM, OFF(intra_values), 0, "shared", 0, 0, "shared|copy",
+     "backend = shm, a bound model (ordo_bind: ordo-worker, ordo.torch): shared = each "
+     "tensor's value buffer is the group's shared value in the segment, read in place; copy = "
+     "each member copies every value into its own buffer (docs/intra.md)"},
     {"push", "mode", T_ENUM, OFF(push_mode), 0, "dense", 0, 0, "dense|merged|sparse",
      "how gradients are pushed"},
     {"push", "merge", T_STR, OFF(merge), SZ(merge), "optimal", 0, 0, NULL,

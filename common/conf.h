@@ -32,6 +32,8 @@ typedef enum {
 } ordo_intra_backend_t;
 /* [intra] device: where a worker's tensors live (AUTO: the program says; libordo: cpu) */
 typedef enum { ORDO_DEVICE_AUTO, ORDO_DEVICE_CPU, ORDO_DEVICE_CUDA } ordo_intra_device_t;
+/* [intra] values: where a bound model's value buffers are under the shm backend */
+typedef enum { ORDO_INTRA_VALUES_SHARED, ORDO_INTRA_VALUES_COPY } ordo_intra_values_t;
 typedef enum { ORDO_SYNC_BSP, ORDO_SYNC_SSP, ORDO_SYNC_ASP } ordo_sync_t;
 typedef enum { ORDO_BATCHES_AUTO, ORDO_BATCHES_ON, ORDO_BATCHES_OFF } ordo_batches_mode_t;
 /* [fault] worker: what a worker's death does to the run */
@@ -81,6 +83,7 @@ typedef struct ordo_conf {
     int intra_backend; /* ordo_intra_backend_t */
     int intra_device;  /* ordo_intra_device_t: for intra_backend AUTO */
     bool intra_overlap; /* all-gathers overlap the next forward (DeAR) */
+    int intra_values;   /* ordo_intra_values_t */
     /* [push] */
     int push_mode; /* ordo_push_mode_t */
     char merge[ORDO_CONF_STR];

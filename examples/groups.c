@@ -2,10 +2,11 @@
  * iterations to the library (ordo_bind), so that whatever path the cluster's plan names
  * carries them: flat pushes, merged groups ([push] mode = merged), or host groups ([cluster]
  * local_size, [intra] backend = shm: the members sum their gradients in shared memory and one
- * owner per tensor pushes and pulls). It declares four tensors, lets rank 0 set their initial
- * values, and for ITERS iterations computes a "gradient" of (rank + 1) * (t + 1) in every
- * element, in the buffers the library hands out, and takes each value as it arrives,
- * checking it. With lr = 1 and aggregate = sum the value after t updates is
+ * owner per tensor pushes and pulls; the value buffers are then the group's shared memory,
+ * which only the library writes). It declares four tensors, lets rank 0 send their initial
+ * values from its own buffers, and for ITERS iterations computes a "gradient" of
+ * (rank + 1) * (t + 1) in every element, in the buffers the library hands out, and takes each
+ * value as it arrives, checking it. With lr = 1 and aggregate = sum the value after t updates is
  * v0 - W(W + 1)/2 * t(t + 1)/2, exactly; the program exits 1 when any value differs.
  *
  *   cc groups.c $(pkg-config --cflags --libs ordo) -o groups
@@ -58,12 +59,19 @@ int main(int argc, char **argv)
     /* NULL: the conf's [order] pull and policy */
     if ((rc = ordo_bind(o, NULL)) != 0) return die("bind", rc);
     if (rank == 0) {
+        /* from the program's own memory: in host groups the value buffers may be the group's
+         * shared values, which only the library writes */
+        float *init[N_TENSORS];
         for (int k = 0; k < N_TENSORS; k++) {
-            float *v = ordo_value_buffer(o, k);
+            init[k] = malloc(sizeof(float) * (size_t)sizes[k]);
+            if (!init[k]) return die("init", ORDO_ERR_NOMEM);
             for (int64_t i = 0; i < sizes[k]; i++)
-                v[i] = initial(k, i);
+                init[k][i] = initial(k, i);
         }
-        if ((rc = ordo_bound_init(o)) != 0) return die("init", rc);
+        rc = ordo_bound_init_from(o, (const float *const *)init);
+        for (int k = 0; k < N_TENSORS; k++)
+            free(init[k]);
+        if (rc) return die("init", rc);
     }
     long wrong = 0, checked = 0;
     for (int64_t t = 0; t < ITERS; t++) {

@@ -1,9 +1,10 @@
 /* bench_intra: reduce-scatter + all-gather bandwidth of the shm backend against memcpy, with
  * the members' contributions copied into the group's memory (copy), written there in place
  * (inplace: a gradient computed in the segment, sums made where values are shared, every
- * member's fetch a copy of the values into its own buffer), and with the values read where
- * they are shared too (shared: fetch copies nothing, as for a program whose parameters live
- * in the segment). */
+ * member's fetch a copy of the values into its own buffer: the hierarchical path under
+ * [intra] values = copy), and with the values read where they are shared too (shared: fetch
+ * copies nothing, as the path does under [intra] values = shared, its default, where a bound
+ * model's value buffers are the segment's values). */
 #include "tools/bench_intra.h"
 #include "common/clock.h"
 #include "common/error.h"

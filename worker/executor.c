@@ -162,9 +162,12 @@ float *const *ordo_exec_params(const ordo_exec_t *e)
 
 int ordo_exec_init(ordo_exec_t *e, float *const *params)
 {
-    for (int i = 0; i < e->n; i++)
-        memcpy(e->params[i], params[i], sizeof(float) * (size_t)e->o.model->params[i].numel);
-    return ordo_bound_init(e->o.ordo);
+    return ordo_bound_init_from(e->o.ordo, (const float *const *)params);
+}
+
+int ordo_exec_compute_on(ordo_exec_t *e, float *const *params)
+{
+    return ordo_compute_bind(e->o.compute, params ? params : e->params, e->grads);
 }
 
 /* ---- one iteration ------------------------------------------------------------------ */

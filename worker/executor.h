@@ -52,11 +52,21 @@ typedef struct ordo_exec_stats {
  * thread) and the compute backend to those buffers. */
 int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out);
 
-/* ordo_exec_params returns the parameter buffers (model order; the latest pulled values). */
+/* ordo_exec_params returns the parameter buffers (model order; the library's value buffers,
+ * ordo_value_buffer). Between iterations they are consistent only after ordo_exec_pull_all:
+ * in host groups with shared values a tensor's next value overwrites it as soon as every
+ * member pushed its gradient (a snapshot taken inside an iteration is consistent always). */
 float *const *ordo_exec_params(const ordo_exec_t *e);
 
-/* ordo_exec_init sends every parameter's initial value (params[i], copied) to the servers. */
+/* ordo_exec_init sends every parameter's initial value (params[i], copied) to the servers
+ * (ordo_bound_init_from: the parameter buffers may be a host group's shared values, which
+ * only the library writes). */
 int ordo_exec_init(ordo_exec_t *e, float *const *params);
+
+/* ordo_exec_compute_on binds the compute context to params (model order, borrowed until the
+ * next call) for forward passes the caller runs between iterations, such as an evaluation of
+ * a snapshot; NULL binds it back to the parameter buffers. */
+int ordo_exec_compute_on(ordo_exec_t *e, float *const *params);
 
 /* ordo_exec_iteration runs iteration t on a batch (x, labels, n; NULL for emulation). */
 int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *labels, int n,

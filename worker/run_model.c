@@ -44,8 +44,11 @@ typedef struct job {
     int64_t first;  /* the first iteration this worker runs */
     char resume_path[ORDO_CONF_PATH + 32];
     int every, path_every; /* checkpoints: worker 0's values, every worker's path state */
-    float *snap;           /* checkpoint_every: worker 0's copy of the values */
-    float **snap_of;       /* per parameter, where it starts in snap */
+    /* checkpoint_every and eval_every: worker 0's copy of the values an iteration computes
+     * with, taken inside it (between iterations the values may already be the next ones:
+     * host groups' shared values, early pulls) */
+    float *snap;
+    float **snap_of; /* per parameter, where it starts in snap */
     double last_loss;
 } job_t;
 
@@ -261,11 +264,11 @@ static int resume(job_t *j)
             return ordo_error_context(rc, "fault.resume");
         ORDO_INFO("resume: residuals and threshold from %s", path);
     }
-    if (j->every > 0) {
+    if (j->every > 0 || (j->training && j->rank == 0 && conf->eval_every > 0)) {
         j->snap = malloc(sizeof(float) * (size_t)(ordo_model_total_numel(j->m) + 1));
         j->snap_of = malloc(sizeof *j->snap_of * (size_t)(j->m->n_params + 1));
         if (!j->snap || !j->snap_of)
-            return ordo_error_set(ORDO_ERR_NOMEM, "out of memory for checkpoints");
+            return ordo_error_set(ORDO_ERR_NOMEM, "out of memory for snapshots of the values");
         int64_t at = 0;
         for (int i = 0; i < j->m->n_params; i++) {
             j->snap_of[i] = j->snap + at;
@@ -312,6 +315,26 @@ static int save_path_state(job_t *j, int64_t t)
     return 0;
 }
 
+/* does worker 0 evaluate after iteration t ([model] eval_every)? */
+static bool evaluates(const job_t *j, int64_t t)
+{
+    return j->training && j->rank == 0 && j->conf->eval_every > 0 &&
+           (t + 1) % j->conf->eval_every == 0;
+}
+
+/* evaluate measures the test accuracy of the values iteration t computed with: its snapshot
+ * (the parameter buffers may already hold values of t + 1, or part of them) */
+static int evaluate(job_t *j, double *loss, double *acc)
+{
+    int rc;
+    if (!j->test && (rc = ordo_dataset_load(j->conf->data_dir, ORDO_DATASET_TEST, &j->test)))
+        return rc;
+    if ((rc = ordo_exec_compute_on(j->ex, j->snap_of)) != 0) return rc;
+    rc = ordo_train_evaluate_first(j->cc, j->m, j->test, j->conf->eval_samples, loss, acc);
+    int back = ordo_exec_compute_on(j->ex, NULL);
+    return rc ? rc : back;
+}
+
 /* one iteration's metrics line (metrics.jsonl), with worker 0's test accuracy every
  * [model] eval_every iterations */
 static int report(job_t *j, int64_t t, const ordo_exec_stats_t *st, int samples,
@@ -322,14 +345,11 @@ static int report(job_t *j, int64_t t, const ordo_exec_stats_t *st, int samples,
         j->eo.forward_only ? (double)(st->t_forward_end_ns - st->t_start_ns) / 1e6 : st->step_ms;
     double eff = j->eo.forward_only ? efficiency(j->o, conf, st->compute_ms, makespan) : NAN;
     char evals[96] = "";
-    if (j->training && j->rank == 0 && conf->eval_every > 0 && (t + 1) % conf->eval_every == 0) {
+    if (evaluates(j, t)) {
         double tl, acc;
         int64_t e0 = ordo_clock_ns();
-        int rc;
-        if (!j->test && (rc = ordo_dataset_load(conf->data_dir, ORDO_DATASET_TEST, &j->test)))
-            return rc;
-        if ((rc = ordo_train_evaluate_first(j->cc, j->m, j->test, conf->eval_samples, &tl, &acc)))
-            return rc;
+        int rc = evaluate(j, &tl, &acc);
+        if (rc) return rc;
         *eval_ns += ordo_clock_ns() - e0;
         snprintf(evals, sizeof evals, ",\"test_accuracy\":%.6f,\"eval_ms\":%.3f", acc,
                  (double)*eval_ns / 1e6);
@@ -411,7 +431,7 @@ static int loop(job_t *j)
         }
         /* a checkpoint holds the values iteration t computes with: after t updates */
         bool checkpoint = j->every > 0 && t > j->first && t % j->every == 0;
-        if (checkpoint) ordo_exec_snapshot(j->ex, j->snap);
+        if (checkpoint || evaluates(j, t)) ordo_exec_snapshot(j->ex, j->snap);
         if ((rc = save_path_state(j, t)) != 0) return rc;
         ordo_exec_stats_t st;
         /* the executor and the servers count this run's iterations from 0 */

@@ -324,7 +324,15 @@ ORDO_API int ordo_bind(ordo_t *o, const ordo_bind_opts_t *opts);
 
 /* ordo_value_buffer returns where tensor's values land (numel floats, the library's; valid
  * until ordo_unbind); read a value of iteration t only after its arrival. NULL when unbound
- * or no such tensor. */
+ * or no such tensor. In host groups with the shm backend and [intra] values = shared (the
+ * default) it is the group's shared memory, which only the library writes: the program must
+ * not write it (initial values: ordo_bound_init_from), and tensor's value of iteration t is
+ * overwritten with that of t + 1 as soon as every member of the group handed over its
+ * gradient of t (ordo_grad_ready). So value t holds from its arrival until this worker's
+ * ordo_grad_ready(tensor, t); between iterations t and t + 1, read the buffers only after
+ * ordo_pull_values(o, t + 1) returned (they then hold the values after t + 1 updates and stay
+ * until this worker's next ordo_grad_ready). Otherwise (flat paths, [intra] values = copy,
+ * nccl) the buffer is this worker's own and a value stays until the next one arrives. */
 ORDO_API float *ordo_value_buffer(ordo_t *o, int tensor);
 
 /* ordo_grad_buffer returns where the program computes tensor's gradient so that its push
@@ -333,11 +341,18 @@ ORDO_API float *ordo_value_buffer(ordo_t *o, int tensor);
 ORDO_API float *ordo_grad_buffer(ordo_t *o, int tensor);
 
 /* ordo_bound_init sends the values now in the value buffers as the tensors' initial values
- * (one worker, rank 0, inits; servers keep the first). */
+ * (one worker, rank 0, inits; servers keep the first). ORDO_ERR_INVAL when the value buffers
+ * are a host group's shared memory (ordo_value_buffer): use ordo_bound_init_from. */
 ORDO_API int ordo_bound_init(ordo_t *o);
 
+/* ordo_bound_init_from sends values[t] (tensor t's numel floats, the caller's, copied) as
+ * the tensors' initial values, as ordo_bound_init does, without writing the value buffers
+ * where they are shared (with flat paths they receive the copy). */
+ORDO_API int ordo_bound_init_from(ordo_t *o, const float *const *values);
+
 /* ordo_iter_begin starts iteration iter (counted from 0 for this binding): the values of
- * iter that are not here yet are asked for, in the plan's order. */
+ * iter that are not here yet are asked for, in the plan's order; in training, those already
+ * here (early pulls, or an ordo_pull_values(o, iter) before it) count as arrived. */
 ORDO_API int ordo_iter_begin(ordo_t *o, int64_t iter);
 
 /* ordo_arrival_t is one completion: tensor's value of iteration iter is in its value buffer
@@ -372,7 +387,10 @@ ORDO_API int ordo_iter_bytes(ordo_t *o, int64_t *pushed, int64_t *pulled, char *
                              size_t size);
 
 /* ordo_pull_values asks for every tensor's value after iter updates and waits up to
- * timeout_ms for them (the final model after the last iteration). */
+ * timeout_ms for them (the final model after the last iteration). In host groups the owners
+ * asked for them with their last pushes already: it waits until every value of iter is
+ * in the value buffers (with shared values: completely published), so that a program may read
+ * them between iterations iter - 1 and iter (evaluation) or after the last one. */
 ORDO_API int ordo_pull_values(ordo_t *o, int64_t iter, int timeout_ms);
 
 /* ordo_unbind stops the library's thread and frees the buffers; the key-level calls work

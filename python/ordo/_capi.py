@@ -113,6 +113,7 @@ _SIGNATURES = {
     "ordo_value_buffer": (ctypes.POINTER(ctypes.c_float), [_P, ctypes.c_int]),
     "ordo_grad_buffer": (ctypes.POINTER(ctypes.c_float), [_P, ctypes.c_int]),
     "ordo_bound_init": (ctypes.c_int, [_P]),
+    "ordo_bound_init_from": (ctypes.c_int, [_P, _P]),
     "ordo_iter_begin": (ctypes.c_int, [_P, ctypes.c_int64]),
     "ordo_next_arrival": (ctypes.c_int, [_P, ctypes.POINTER(Arrival), ctypes.c_int]),
     "ordo_grad_ready": (ctypes.c_int, [_P, ctypes.c_int, ctypes.c_int64]),

@@ -673,9 +673,20 @@ class Client:
             raise OrdoError(-1, "ordo: grad_buffer: not bound, or no such tensor")
         return (ctypes.c_float * self.numel(tensor)).from_address(ctypes.addressof(p.contents))
 
-    def bound_init(self) -> None:
-        """bound_init sends the values in the value buffers as the initial values."""
-        _check(lib.ordo_bound_init(self._ptr()))
+    def bound_init(self, values: list[Any] | None = None) -> None:
+        """bound_init sends the initial values (rank 0's count; the servers keep the first):
+        values[t] for every tensor t (numel float32 values each, copied before it returns;
+        ordo_bound_init_from), or with values None what is in the value buffers, which host
+        groups' shared values refuse (only the library writes them: pass values)."""
+        if values is None:
+            _check(lib.ordo_bound_init(self._ptr()))
+            return
+        n = len(self.tensors())
+        if len(values) != n:
+            raise ValueError(f"ordo: bound_init: {len(values)} value buffers for {n} tensors")
+        ptrs = (ctypes.c_void_p * max(n, 1))(
+            *[buffer_address(v, self.numel(t), writable=False) for t, v in enumerate(values)])
+        _check(lib.ordo_bound_init_from(self._ptr(), ctypes.cast(ptrs, ctypes.c_void_p)))
 
     def iter_begin(self, iteration: int) -> None:
         """iter_begin asks for the values of iteration that are not here yet."""

@@ -52,12 +52,23 @@ launch groups 4 --cluster.local_size=2 --intra.backend=shm
 grep -q "intra: 2 groups of 2 workers (shm" "$T/groups.log" ||
   fail "groups: the plan has no host groups: $(grep -i intra "$T/groups.log" | head -3)"
 ok "host groups (2 x 2, shm): every value exact"
-# values pulled between iterations (ordo_pull_values(t + 1), then ordo_iter_begin(t + 1)):
-# every value exact, and no member waits forever for a value its group has moved past
-launch values-copy 4 --cluster.local_size=2 --intra.backend=shm --worker.command="$T/groups_values copy"
-[ "$(grep -c "groups_values: worker .* 0 of 3 value buffers in the group's segment, .* 0 wrong" \
-  "$T/values-copy.log")" = 4 ] || fail "values between iterations: $(grep 'groups_values' "$T/values-copy.log" | head)"
-ok "values pulled between iterations: every value exact"
+# where the value buffers are, and that they hold iteration t's values (groups_values.c); the
+# values are also pulled between iterations (ordo_pull_values(t + 1), then
+# ordo_iter_begin(t + 1)): no member waits forever for a value its group has moved past
+values() {
+  local mode=$1 want=$2
+  launch "values-$mode" 4 --cluster.local_size=2 --intra.backend=shm --intra.values="$mode" \
+    --worker.command="$T/groups_values $mode"
+  [ "$(grep -c "groups_values: worker .* $want of 3 value buffers in the group's segment, .* 0 wrong" \
+    "$T/values-$mode.log")" = 4 ] ||
+    fail "values = $mode: $(grep 'groups_values' "$T/values-$mode.log" | head)"
+}
+values shared 3
+grep -q "values shared" "$T/values-shared.log" || fail "values = shared: not in the path's log line"
+ok "values = shared: every value buffer is the group's segment, exact on arrival, after the forward pass and between iterations; ordo_bound_init refused"
+values copy 0
+grep -q "values copied" "$T/values-copy.log" || fail "values = copy: not in the path's log line"
+ok "values = copy: every value buffer is the worker's own, every value exact"
 ls /dev/shm 2>/dev/null | grep -q ordo && fail "an ordo segment stayed in /dev/shm: $(ls /dev/shm)"
 ok "nothing of ordo left in /dev/shm"
 

@@ -2,9 +2,9 @@
  * examples/groups.c, built and run by groups_example.sh) that checks where its value buffers
  * are and what they hold in host groups. Each worker reads /proc/self/maps and counts the
  * tensors whose ordo_value_buffer lies in the group's shared-memory segment (/dev/shm/ordo-*):
- * none here (argv[1]: "copy"; "shared" expects all of them, for the values-in-place path).
- * Rank 0 writes the initial values into its value buffers and sends them (ordo_bound_init).
- * In every
+ * with [intra] values = shared, all of them, with copy none (argv[1]: "shared" or "copy").
+ * Rank 0 checks that ordo_bound_init is refused when the buffers are shared, naming
+ * ordo_bound_init_from, and sends the initial values with ordo_bound_init_from. In every
  * iteration t each tensor's buffer must hold exactly its value of t when it arrives and still
  * after the whole forward pass; between iterations t and t + 1, after ordo_pull_values(t + 1),
  * every buffer must hold its value of t + 1. With lr = 1 and aggregate = sum the value after
@@ -91,13 +91,27 @@ int main(int argc, char **argv)
                 "segment, expected %s\n", rank, inside, N_TENSORS, shared ? "all" : "none");
         wrong++;
     }
-    if (rank == 0) { /* the initial values, written where the values land, then sent */
-        for (int k = 0; k < N_TENSORS; k++) {
-            float *v = ordo_value_buffer(o, k);
-            for (int64_t i = 0; i < sizes[k]; i++)
-                v[i] = initial(k, i);
+    if (rank == 0) {
+        /* (with copied values it would send the buffers' zeros, and the servers keep the
+         * first initial values) */
+        rc = shared ? ordo_bound_init(o) : ORDO_ERR_INVAL;
+        bool named = !shared || strstr(ordo_last_error(), "ordo_bound_init_from") != NULL;
+        if (rc != ORDO_ERR_INVAL || !named) {
+            fprintf(stderr, "groups_values: ordo_bound_init over shared values: %d (%s), "
+                    "expected a refusal naming ordo_bound_init_from\n", rc, ordo_last_error());
+            wrong++;
         }
-        if ((rc = ordo_bound_init(o)) != 0) return die("init", rc);
+        float *init[N_TENSORS];
+        for (int k = 0; k < N_TENSORS; k++) {
+            init[k] = malloc(sizeof(float) * (size_t)sizes[k]);
+            if (!init[k]) return die("init", ORDO_ERR_NOMEM);
+            for (int64_t i = 0; i < sizes[k]; i++)
+                init[k][i] = initial(k, i);
+        }
+        rc = ordo_bound_init_from(o, (const float *const *)init);
+        for (int k = 0; k < N_TENSORS; k++)
+            free(init[k]);
+        if (rc) return die("init", rc);
     }
     for (int64_t t = 0; t < ITERS; t++) {
         if ((rc = ordo_iter_begin(o, t)) != 0) return die("iter_begin", rc);

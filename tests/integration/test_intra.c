@@ -3,7 +3,10 @@
  * emulated hosts of 2) trains the mlp from a fixed seed; worker 0 saves the final parameters.
  * They must equal the single-process reference trainer's over the same 4 workers' batches
  * within 1e-5 relative, with dense and with merged pushes inside the groups (merged with
- * intra.backend = auto, which ordo-worker computing on the CPU resolves to shm); and the bytes
+ * intra.backend = auto, which ordo-worker computing on the CPU resolves to shm). With dense
+ * pushes the members read the values where the group shares them ([intra] values = shared,
+ * the default): worker 0's evaluations between iterations (model.eval_every) and its final
+ * parameters must equal the flat run's; merged pushes run with values = copy. The bytes
  * between workers and servers per iteration (summary.json network_bytes_per_iter) must be at
  * most 0.55 of the flat run's (every worker talking to the servers). */
 #include "run_util.h"
@@ -24,6 +27,8 @@
 #define MOMENTUM 0.9
 #define WD       0.0005
 #define TOL      1e-5
+#define EVERY    5    /* model.eval_every */
+#define EVALS    1000 /* model.eval_samples */
 
 static const char conf_text[] = "[cluster]\n"
                                 "servers = 2\n"
@@ -37,6 +42,8 @@ static const char conf_text[] = "[cluster]\n"
                                 "batch = 64\n"
                                 "iterations = 20\n"
                                 "seed = 7\n"
+                                "eval_every = 5\n"
+                                "eval_samples = 1000\n"
                                 "[optimizer]\n"
                                 "lr = 0.02\n"
                                 "momentum = 0.9\n"
@@ -91,6 +98,45 @@ static void check_equals_reference(const it_run_t *run)
     ordo_paramfile_destroy(&pf);
 }
 
+/* worker 0's test accuracy after each EVERY-th iteration (metrics.jsonl), into acc */
+static void evaluations(const it_run_t *run, double acc[ITERS / EVERY])
+{
+    json_t *lines = it_run_metrics(run);
+    ck_assert_ptr_nonnull(lines);
+    int n = 0;
+    size_t i;
+    json_t *l;
+    json_array_foreach(lines, i, l) {
+        double a = it_num(l, "test_accuracy");
+        if (isnan(a)) continue;
+        int t = (int)it_num(l, "iter");
+        ck_assert_msg(it_num(l, "worker") == 0 && (t + 1) % EVERY == 0 && n < ITERS / EVERY,
+                      "an evaluation at iteration %d", t);
+        acc[t / EVERY] = a;
+        n++;
+    }
+    ck_assert_int_eq(n, ITERS / EVERY);
+    json_decref(lines);
+}
+
+/* the params.bin of two runs, tensor by tensor */
+static double params_diff(const it_run_t *a, const it_run_t *b)
+{
+    ordo_paramfile_t *pa = NULL, *pb = NULL;
+    ORDO_CK_OK(ordo_paramfile_read(it_run_path(a, "params.bin"), &pa));
+    ORDO_CK_OK(ordo_paramfile_read(it_run_path(b, "params.bin"), &pb));
+    ck_assert_int_eq(pa->n, pb->n);
+    double worst = 0;
+    for (int p = 0; p < pa->n; p++) {
+        ck_assert_int_eq(pa->numel[p], pb->numel[p]);
+        double d = rel_diff(pa->values[p], pb->values[p], pa->numel[p]);
+        if (d > worst) worst = d;
+    }
+    ordo_paramfile_destroy(&pa);
+    ordo_paramfile_destroy(&pb);
+    return worst;
+}
+
 static double network_bytes(const it_run_t *run)
 {
     json_t *s = it_run_summary(run);
@@ -104,12 +150,27 @@ START_TEST(dense_groups_equal_the_reference_and_halve_the_bytes)
 {
     it_run_t run, flat;
     ck_assert_int_eq(it_run_launch(&run, conf_text, 200, NULL), 0);
-    ck_assert(it_run_log_has(&run, "intra: group 1 member 1 of 2 (shm, dense"));
+    ck_assert(it_run_log_has(&run, "intra: group 1 member 1 of 2 (shm, dense pushes inside, "
+                                   "values shared"));
     check_equals_reference(&run);
     json_t *s = it_run_summary(&run);
     ck_assert_ptr_nonnull(json_object_get(s, "intra_ms"));
     json_decref(s);
     ck_assert_int_eq(it_run_launch(&flat, conf_text, 200, "--intra.backend=none", NULL), 0);
+    /* the values each evaluation and the final parameters see are the flat run's */
+    double ga[ITERS / EVERY], fa[ITERS / EVERY];
+    evaluations(&run, ga);
+    evaluations(&flat, fa);
+    for (int e = 0; e < ITERS / EVERY; e++) {
+        printf("test accuracy after iteration %d: %.4f with shared values, %.4f flat\n",
+               (e + 1) * EVERY - 1, ga[e], fa[e]);
+        /* the sums' order differs (1e-7 relative): at most one sample may flip */
+        ck_assert_msg(fabs(ga[e] - fa[e]) <= 1.0 / EVALS + 1e-9, "evaluation %d: %.4f with "
+                      "shared values, %.4f flat", e, ga[e], fa[e]);
+    }
+    double pd = params_diff(&run, &flat);
+    printf("final parameters, shared values vs flat: worst relative difference %.3g\n", pd);
+    ck_assert_msg(pd <= TOL, "the final parameters differ from the flat run's by %.3g", pd);
     double hb = network_bytes(&run), fb = network_bytes(&flat);
     printf("network bytes per iteration: %.0f with groups of 2, %.0f flat (%.3f x)\n", hb, fb,
            hb / fb);
@@ -120,15 +181,17 @@ START_TEST(dense_groups_equal_the_reference_and_halve_the_bytes)
 }
 END_TEST
 
-/* with intra.backend = auto: ordo-worker's tensors are where it computes (cpu): shm */
+/* with intra.backend = auto: ordo-worker's tensors are where it computes (cpu): shm; each
+ * member copies the values into its own buffers (intra.values = copy) */
 START_TEST(merged_groups_equal_the_reference)
 {
     it_run_t run;
     ck_assert_int_eq(it_run_launch(&run, conf_text, 200, "--push.mode=merged",
-                                   "--intra.backend=auto", NULL), 0);
+                                   "--intra.backend=auto", "--intra.values=copy", NULL), 0);
     ck_assert(it_run_log_has(&run, "intra.backend = auto: group 1 takes shm"));
     ck_assert(it_run_log_has(&run, "intra.backend = auto: shm (intra.device cpu)"));
-    ck_assert(it_run_log_has(&run, "intra: group 0 member 0 of 2 (shm, merged"));
+    ck_assert(it_run_log_has(&run, "intra: group 0 member 0 of 2 (shm, merged pushes inside, "
+                                   "values copied"));
     check_equals_reference(&run);
     it_run_destroy(&run);
 }

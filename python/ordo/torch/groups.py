@@ -20,7 +20,10 @@ merge group) pushes and pulls, so a group moves whole iterations: the key-level 
              the parameter when taken (server mode: the new parameter; gradients mode: the
              mean gradient, into .grad or, gated, straight into the per-parameter update).
              A copy, not a view, because autograd keeps the parameters for backward while the
-             library already writes the next iteration's values there.
+             library already writes the next iteration's values there: under the shm backend
+             ([intra] values = shared, the default) the value buffer is the group's shared
+             value itself, which the owner overwrites with the next one once every member
+             handed over the tensor's gradient (each member takes a value before that).
 
 Iteration t of the binding is the t-th step: backward hands each gradient over (grad_ready)
 from its hook, step() ends the iteration (iter_end) and starts the next (iter_begin), whose
@@ -93,10 +96,11 @@ class BoundSteps:
                 q.param.grad = q.gview
         self.bound = True
         if c.rank == 0 and self.server:
+            # from the parameters themselves: under [intra] values = shared the value buffers
+            # are the group's shared memory, which only the library writes
+            order = sorted(self.opt._ordo_params, key=lambda q: q.tensor.index)
             with torch.no_grad():
-                for q in self.opt._ordo_params:
-                    q.vview.copy_(q.param.data)
-            c.bound_init()
+                c.bound_init([q.param.data.detach().cpu().contiguous() for q in order])
         c.iter_begin(0)
         # every worker takes iteration 0's values before its first push, in gradients mode
         # too (zeros: an average tensor keeps no parameter): an owner's pull of them still
