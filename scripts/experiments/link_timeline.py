@@ -33,7 +33,8 @@ def sample(out_path: str, seconds: float) -> None:
 
 
 def report(path: str, link_mbit: float) -> None:
-    rows = [json.loads(line) for line in open(path)]
+    with open(path) as f:
+        rows = [json.loads(line) for line in f]
     # the samples taken while every port existed (the sampler may start before the hosts
     # are made and outlive them)
     width = max(len(r) for r in rows)
@@ -45,7 +46,7 @@ def report(path: str, link_mbit: float) -> None:
     ports = sorted({k.split(":")[0] for k in rows[0] if k != "t"})
     hosts = {p: p[p.index("b", 3) + 1:] for p in ports}
     rate = {p: [] for p in ports}  # (egress, ingress) Mbit/s per window
-    for a, b in zip(sel, sel[1:]):
+    for a, b in zip(sel, sel[1:], strict=False):
         dt = b["t"] - a["t"]
         for p in ports:
             eg = (b[f"{p}:rx_bytes"] - a[f"{p}:rx_bytes"]) * 8 / dt / 1e6
