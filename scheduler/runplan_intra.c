@@ -9,6 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
+int ordo_runplan_pushers(const ordo_conf_t *conf)
+{
+    int L = conf->local_size;
+    bool groups = conf->intra_backend != ORDO_INTRA_NONE && L > 1 && conf->workers % L == 0;
+    return groups ? conf->workers / L : conf->workers;
+}
+
 int ordo_runplan_intra(const ordo_conf_t *conf, json_t *plan)
 {
     int L = conf->local_size;

@@ -15,6 +15,10 @@
  * into groups of L or the push mode is sparse. */
 int ordo_runplan_intra(const ordo_conf_t *conf, json_t *plan);
 
+/* ordo_runplan_pushers is how many pushers the servers see: one per host group when conf
+ * asks for groups (the workers / local_size), else every worker. */
+int ordo_runplan_pushers(const ordo_conf_t *conf);
+
 /* ordo_runplan_intra_check checks, when plan's intra backend is "auto" (each worker resolves
  * it: nccl for CUDA tensors where it loads, else shm), that the members of every group chose
  * the same backend: choice[r] is worker r's REGISTER "intra" (NULL: none said, shm). 0 when

@@ -7,6 +7,7 @@
 #include "planner/step.h"
 #include "planner/step_search.h"
 #include "scheduler/runplan.h"
+#include "scheduler/runplan_intra.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -19,7 +20,8 @@
 static ordo_step_opts_t step_opts(const ordo_conf_t *conf, const int *channel, int n_channels)
 {
     /* a message costs the emulated per-message time and the push cost the merge planner uses */
-    return (ordo_step_opts_t){.n_workers = conf->workers,
+    /* in host groups the servers see one pusher per group: its owners' sums */
+    return (ordo_step_opts_t){.n_workers = ordo_runplan_pushers(conf),
                               .n_channels = n_channels,
                               .channel = channel,
                               .bandwidth_bps = ordo_runplan_bps(conf),

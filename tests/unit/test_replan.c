@@ -5,6 +5,9 @@
  * profile, and releases the workers only after every server acknowledged the new plan. */
 #include "scheduler/replan.h"
 #include "scheduler/replan_model.h"
+#include "scheduler/runplan.h"
+#include "common/conf.h"
+#include "common/keys.h"
 #include "ordo_check.h"
 
 #include <jansson.h>
@@ -176,6 +179,55 @@ START_TEST(a_bad_profile_is_answered_to_every_worker)
 }
 END_TEST
 
+/* plan_step: the step model's "step" member of the plan of profile PROFILE("a", "256") for a
+ * run of `workers` workers in groups of local_size (shm), 1 server, tao at 1 Gbit/s */
+static json_t *plan_step(int workers, int local_size)
+{
+    ordo_model_t *m = NULL;
+    ORDO_CK_OK(match(PROFILE("a", "256"), &m));
+    ordo_conf_t conf;
+    ordo_conf_defaults(&conf);
+    char w[16], l[16];
+    snprintf(w, sizeof w, "%d", workers);
+    snprintf(l, sizeof l, "%d", local_size);
+    ORDO_CK_OK(ordo_conf_set(&conf, "cluster.workers", w, "test"));
+    ORDO_CK_OK(ordo_conf_set(&conf, "cluster.servers", "1", "test"));
+    ORDO_CK_OK(ordo_conf_set(&conf, "cluster.local_size", l, "test"));
+    ORDO_CK_OK(ordo_conf_set(&conf, "intra.backend", local_size > 1 ? "shm" : "none", "test"));
+    ORDO_CK_OK(ordo_conf_set(&conf, "model.trainer", "declared", "test"));
+    ORDO_CK_OK(ordo_conf_set(&conf, "order.policy", "tao", "test"));
+    ORDO_CK_OK(ordo_conf_set(&conf, "order.pull", "start", "test"));
+    ORDO_CK_OK(ordo_conf_set(&conf, "order.plan_bandwidth", "1gbit", "test"));
+    ordo_conf_resolve(&conf);
+    ordo_keys_t *keys = NULL;
+    ORDO_CK_OK(ordo_keys_partition(numel, 3, 4, conf.partition_bytes, 65536, 1, &keys));
+    json_t *plan = NULL;
+    ORDO_CK_OK(ordo_runplan_make(&conf, m, keys, &plan));
+    json_t *step = json_incref(json_object_get(plan, "step"));
+    ck_assert_ptr_nonnull(step);
+    json_decref(plan);
+    ordo_keys_destroy(&keys);
+    ordo_model_destroy(&m);
+    return step;
+}
+
+/* in host groups the step model sees one pusher per group: 4 workers in groups of 2 are
+ * modelled as 2 flat workers (the server answers 2 owners), not as 4 */
+START_TEST(step_model_counts_one_pusher_per_group)
+{
+    json_t *groups = plan_step(4, 2), *two = plan_step(2, 1), *four = plan_step(4, 1);
+    double g = json_real_value(json_object_get(groups, "answer_ms"));
+    double t = json_real_value(json_object_get(two, "answer_ms"));
+    double f = json_real_value(json_object_get(four, "answer_ms"));
+    ck_assert_double_gt(t, 0);
+    ck_assert_double_eq_tol(g, t, 1e-9);
+    ck_assert_double_gt(f, 1.5 * t);
+    json_decref(groups);
+    json_decref(two);
+    json_decref(four);
+}
+END_TEST
+
 static Suite *replan_suite(void)
 {
     Suite *s = suite_create("replan");
@@ -186,6 +238,9 @@ static Suite *replan_suite(void)
     t = tcase_create("collective");
     tcase_add_test(t, workers_are_released_after_every_server_switched);
     tcase_add_test(t, a_bad_profile_is_answered_to_every_worker);
+    suite_add_tcase(s, t);
+    t = tcase_create("step");
+    tcase_add_test(t, step_model_counts_one_pusher_per_group);
     suite_add_tcase(s, t);
     return s;
 }
