@@ -22,6 +22,7 @@ int ordo__api_unbound(const ordo_t *o, const char *fn)
 void ordo__api_unbind(ordo_t *o)
 {
     ordo__bound_destroy(&o->bound);
+    o->bound_in_iter = false;
     free(o->priority);
     free(o->numel);
     free(o->names);
@@ -131,6 +132,8 @@ int ordo_iter_begin(ordo_t *o, int64_t iter)
     if (rc) return rc;
     if (iter < 0) return ordo_error_set(ORDO_ERR_INVAL, "ordo_iter_begin: iteration %lld",
                                         (long long)iter);
+    o->bound_in_iter = true; /* (a failed begin may have asked for values already) */
+    o->bound_iter = iter;
     return failed(o, ordo__bound_iter_begin(o->bound, iter));
 }
 
@@ -155,6 +158,7 @@ int ordo_iter_end(ordo_t *o, int64_t iter, int timeout_ms)
     int rc = bound_usable(o, "ordo_iter_end");
     if (!rc) rc = failed(o, ordo__bound_iter_end(o->bound, iter, timeout_ms));
     if (rc) return rc;
+    o->bound_in_iter = false;
     /* every tensor's gradient of iter was pushed: the next push's iteration is iter + 1
      * (ordo_tensor_version; the batch service counts by it) */
     for (int i = 0; i < o->n_tensors && !ordo__bound_forward_only(o->bound); i++)

@@ -114,38 +114,75 @@ static bool replan_answered(const ordo_t *o, int64_t unused)
     return o->replan_answered;
 }
 
+/* replan_names sets *names to what worker 0's REPLAN carries beside the profile: its tensor
+ * names (a JSON array); NULL on the others, or without a profile. */
+static int replan_names(ordo_t *o, const char *profile_json, char **names)
+{
+    *names = NULL;
+    if (o->rank != 0 || !profile_json) return 0;
+    json_t *a = json_array();
+    for (int i = 0; a && i < o->n_tensors; i++)
+        json_array_append_new(a, json_string(o->t[i].name));
+    *names = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    return *names ? 0 : ordo__api_fail(ORDO_ERR_NOMEM);
+}
+
 /* replan_request sends this worker's REPLAN: worker 0's carries its tensor names and the
  * profile, the others' nothing. */
 static int replan_request(ordo_t *o, const char *profile_json)
 {
-    char *names = NULL;
-    if (o->rank == 0 && profile_json) {
-        json_t *a = json_array();
-        for (int i = 0; a && i < o->n_tensors; i++)
-            json_array_append_new(a, json_string(o->t[i].name));
-        names = a ? json_dumps(a, JSON_COMPACT) : NULL;
-        json_decref(a);
-        if (!names) return ordo__api_fail(ORDO_ERR_NOMEM);
-    }
-    int rc = ordo__ps_replan(o->w, names, names ? profile_json : NULL);
+    char *names;
+    int rc = replan_names(o, profile_json, &names);
+    if (rc) return rc;
+    rc = ordo__ps_replan(o->w, names, names ? profile_json : NULL);
     free(names);
     return rc ? ordo__api_cluster_failed(o, rc) : 0;
+}
+
+/* replan_bound runs the re-plan on the bound model's thread, which applies the plan; *text
+ * is the scheduler's answer. Only between ordo_iter_end(t) and ordo_iter_begin(t + 1). */
+static int replan_bound(ordo_t *o, const char *profile_json, int timeout_ms, char **text)
+{
+    *text = NULL;
+    if (o->bound_in_iter)
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "ordo_replan: iteration %lld of the bound model is under way "
+                              "(its transfers may be in flight): call it between "
+                              "ordo_iter_end(t) and ordo_iter_begin(t + 1)",
+                              (long long)o->bound_iter);
+    char *names, *profile = NULL;
+    int rc = replan_names(o, profile_json, &names);
+    if (rc) return rc;
+    if (names && !(profile = strdup(profile_json))) {
+        free(names);
+        return ordo__api_fail(ORDO_ERR_NOMEM);
+    }
+    rc = ordo__bound_replan(o->bound, names, profile, timeout_ms, text);
+    return rc == ORDO_ERR_TIMEDOUT || rc == ORDO_ERR_NOMEM ? ordo__api_fail(rc)
+           : rc                                            ? ordo__api_cluster_failed(o, rc)
+                                                           : 0;
 }
 
 int ordo_replan(ordo_t *o, const char *profile_json, int timeout_ms)
 {
     int rc = ordo__api_usable(o, "ordo_replan");
     if (rc) return rc;
-    /* after a timed-out call, calling again waits for the same re-plan */
-    if (!o->replan_sent) {
-        if ((rc = ordo_wait_all(o, timeout_ms)) != 0) return rc;
-        if ((rc = replan_request(o, profile_json)) != 0) return rc;
-        o->replan_sent = true;
-        o->replan_answered = false;
+    char *text = NULL;
+    if (o->bound) {
+        if ((rc = replan_bound(o, profile_json, timeout_ms, &text)) != 0) return rc;
+    } else {
+        /* after a timed-out call, calling again waits for the same re-plan */
+        if (!o->replan_sent) {
+            if ((rc = ordo_wait_all(o, timeout_ms)) != 0) return rc;
+            if ((rc = replan_request(o, profile_json)) != 0) return rc;
+            o->replan_sent = true;
+            o->replan_answered = false;
+        }
+        if ((rc = ordo__api_wait_until(o, replan_answered, 0, timeout_ms)) != 0) return rc;
+        o->replan_sent = false;
+        text = ordo__ps_replan_take(o->w);
     }
-    if ((rc = ordo__api_wait_until(o, replan_answered, 0, timeout_ms)) != 0) return rc;
-    o->replan_sent = false;
-    char *text = ordo__ps_replan_take(o->w);
     json_t *ans = text ? json_loads(text, 0, NULL) : NULL;
     const char *err = json_string_value(json_object_get(ans, "error"));
     json_t *code = json_object_get(ans, "code");
@@ -155,10 +192,15 @@ int ordo_replan(ordo_t *o, const char *profile_json, int timeout_ms)
         rc = json_is_integer(code) && json_integer_value(code) < 0 ? (int)json_integer_value(code)
                                                                    : ORDO_ERR_PROTO;
         rc = ordo_error_set(rc, "ordo_replan: %s", err);
-    } else if ((rc = ordo__ps_replan_apply(o->w, text)) != 0) {
+    } else if (!o->bound && (rc = ordo__ps_replan_apply(o->w, text)) != 0) {
         rc = ordo__api_cluster_failed(o, rc); /* no push path: this worker cannot go on */
-    } else {
+    } else { /* (the bound model's thread applied it) */
         ordo__api_set_priorities(o, text);
+        if (o->bound) { /* its requests follow the new priorities from the next iteration */
+            for (int i = 0; i < o->n_tensors; i++)
+                o->priority[i] = o->t[i].priority;
+            ordo__bound_reorder(o->bound);
+        }
     }
     json_decref(ans);
     free(text);

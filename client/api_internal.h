@@ -56,6 +56,8 @@ struct ordo {
     ordo_op_times_fn op_times; /* ordo_set_op_times */
     void *op_times_ctx;
     ordo__bound_t *bound;      /* ordo_bind: the library's thread owns w meanwhile */
+    bool bound_in_iter;        /* between ordo_iter_begin(bound_iter) and its ordo_iter_end */
+    int64_t bound_iter;
     int *priority;             /* [n_tensors] while bound: the plan's */
     int64_t *numel;            /* [n_tensors] while bound */
     const char **names;        /* [n_tensors] while bound */

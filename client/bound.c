@@ -23,6 +23,7 @@ typedef enum {
     CMD_BARRIER,
     CMD_BATCH, /* ask the batch service (text: the spec; key: the epoch) */
     CMD_BCAST, /* broadcast iter (the id) from root key into buf (bytes) */
+    CMD_REPLAN, /* ask for a re-plan (text: worker 0's names, buf: its profile; both owned) */
     CMD_STOP
 } cmd_kind_t;
 
@@ -66,6 +67,10 @@ struct ordo__bound {
     bool init_done;
     int64_t barrier_done, barrier_want;
     int64_t bcast_done, bcast_want;
+    /* the re-plan asked for: its answer (the thread applied an accepted one, apply_rc) */
+    bool replan_asked, replan_done;
+    char *replan_text;
+    int replan_rc;
     /* the batch service: an answer the thread took (batch_rc: 0 a batch, 1 and 2 the ends,
      * < 0 refused), into batch_idx (batch_cap), valid while batch_done */
     bool batch_asked, batch_done;
@@ -290,6 +295,11 @@ static bool run_command(ordo__bound_t *b, cmd_t c)
     case CMD_BCAST:
         rc = ordo__ps_broadcast(b->o.ps, c.iter, c.key, c.buf, c.bytes);
         break;
+    case CMD_REPLAN:
+        rc = ordo__ps_replan(b->o.ps, c.text, c.text ? c.buf : NULL);
+        free(c.text);
+        free(c.buf);
+        break;
     case CMD_BATCH: {
         int brc = ordo__ps_batch_request(b->o.ps, c.text, c.key, c.iter);
         free(c.text);
@@ -344,6 +354,18 @@ static void *thread_main(void *arg)
             if (ev.iter > b->bcast_done) b->bcast_done = ev.iter;
             pthread_cond_broadcast(&b->cv);
             pthread_mutex_unlock(&b->mu);
+        } else if (ev.kind == ORDO__EV_REPLAN) {
+            /* applied here, between iterations, by the thread that owns the handle */
+            char *text = ordo__ps_replan_take(b->o.ps);
+            int arc = ordo__ps_replan_accepted(text) ? ordo__ps_replan_apply(b->o.ps, text) : 0;
+            pthread_mutex_lock(&b->mu);
+            free(b->replan_text);
+            b->replan_text = text;
+            b->replan_rc = arc;
+            b->replan_done = true;
+            pthread_cond_broadcast(&b->cv);
+            pthread_mutex_unlock(&b->mu);
+            if (arc) fail(b, arc); /* no push path: this worker cannot go on */
         } else if (ev.kind == ORDO__EV_BARRIER) {
             pthread_mutex_lock(&b->mu);
             if (ev.iter > b->barrier_done) b->barrier_done = ev.iter;
@@ -463,8 +485,12 @@ void ordo__bound_destroy(ordo__bound_t **bp)
         pthread_join(b->thread, NULL);
     }
     if (b->path) b->path->ops->unbind(b->path);
-    for (int i = 0; i < b->q_n; i++)
-        free(b->q[(b->q_head + i) % b->q_cap].text);
+    for (int i = 0; i < b->q_n; i++) {
+        cmd_t *c = &b->q[(b->q_head + i) % b->q_cap];
+        free(c->text);
+        if (c->kind == CMD_REPLAN) free(c->buf);
+    }
+    free(b->replan_text);
     free(b->q);
     free(b->arr);
     free(b->value_block);
@@ -729,6 +755,54 @@ int ordo__bound_broadcast(ordo__bound_t *b, int64_t id, int root, void *buf, siz
     int rc = wait_for(b, bcast_reached, timeout_ms);
     pthread_mutex_unlock(&b->mu);
     return rc;
+}
+
+static bool replan_answered(const ordo__bound_t *b)
+{
+    return b->replan_done;
+}
+
+int ordo__bound_replan(ordo__bound_t *b, char *names, char *profile, int timeout_ms,
+                       char **answer)
+{
+    /* after a timed-out wait the program calls again: the same re-plan, not asked twice */
+    pthread_mutex_lock(&b->mu);
+    bool asked = b->replan_asked;
+    if (!asked) {
+        b->replan_asked = true;
+        b->replan_done = false;
+    }
+    pthread_mutex_unlock(&b->mu);
+    int rc = 0;
+    if (!asked) {
+        rc = post_cmd(b, (cmd_t){CMD_REPLAN, 0, 0, names, profile, 0});
+        if (rc) {
+            free(profile);
+            b->replan_asked = false;
+            return rc;
+        }
+    } else {
+        free(names);
+        free(profile);
+    }
+    pthread_mutex_lock(&b->mu);
+    rc = wait_for(b, replan_answered, timeout_ms);
+    if (!rc) {
+        *answer = b->replan_text;
+        b->replan_text = NULL;
+        rc = b->replan_rc;
+    }
+    if (rc != ORDO_ERR_TIMEDOUT) b->replan_asked = false;
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
+void ordo__bound_reorder(ordo__bound_t *b)
+{
+    pthread_mutex_lock(&b->mu);
+    sort_ctx = b;
+    qsort(b->order, (size_t)b->n, sizeof *b->order, by_priority);
+    pthread_mutex_unlock(&b->mu);
 }
 
 int ordo__bound_report(ordo__bound_t *b, const char *json)

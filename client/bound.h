@@ -59,6 +59,17 @@ int ordo__bound_barrier(ordo__bound_t *b, int64_t id, int timeout_ms);
  * and waits up to timeout_ms until every worker's buf holds them. */
 int ordo__bound_broadcast(ordo__bound_t *b, int64_t id, int root, void *buf, size_t bytes,
                           int timeout_ms);
+/* ordo__bound_replan asks for a collective re-plan through the thread (names and profile:
+ * worker 0's request, ordo__ps_replan's; owned by the call, NULL elsewhere) and waits up to
+ * timeout_ms for the scheduler's answer, which the thread applies when it is a plan
+ * (ordo__ps_replan_apply, the host group's path kept). Only between iterations (the caller
+ * checks). 0 with *answer the answer's text (the caller frees it, a refusal included);
+ * ORDO_ERR_TIMEDOUT (calling again waits for the same one); or the binding's fatal error. */
+int ordo__bound_replan(ordo__bound_t *b, char *names, char *profile, int timeout_ms,
+                       char **answer);
+/* ordo__bound_reorder sorts the request order again by the priorities (the opts' array,
+ * which the caller changed after a re-plan); between iterations only. */
+void ordo__bound_reorder(ordo__bound_t *b);
 /* ordo__bound_report sends json (copied) to the scheduler from the binding's thread. */
 int ordo__bound_report(ordo__bound_t *b, const char *json);
 /* ordo__bound_state saves or restores the push path's own state (client/push.h, state). */

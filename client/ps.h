@@ -161,10 +161,17 @@ int ordo__ps_replan(ordo__ps_t *w, const char *names_json, const char *profile);
  * new plan, or {"error", "code"}; the caller frees it), or NULL when none is there. */
 char *ordo__ps_replan_take(ordo__ps_t *w);
 
+/* ordo__ps_replan_accepted says whether answer (ordo__ps_replan_take's) is a new plan, not
+ * a refusal ({"error"}) nor text that does not parse. */
+bool ordo__ps_replan_accepted(const char *answer);
+
 /* ordo__ps_replan_apply makes plan_json (the scheduler's answer to REPLAN) the worker's
  * plan: ordo__ps_plan returns it, and the push path is made again from it (a merged
  * path takes the new merge groups). Only with nothing outstanding; on failure the worker
- * has no push path and must leave. */
+ * has no push path and must leave. A host group's path (hierarchical, and the new plan's
+ * too) is kept instead, with whatever is in flight (a bound model's early pulls): the plan
+ * text and the push credit change, the group's shared memory, owners and merge groups stay
+ * those of the join. */
 int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json);
 
 /* ordo__ps_abort tells the scheduler this worker gives up (reason), so the run ends. */

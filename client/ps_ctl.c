@@ -3,6 +3,7 @@
  * ordo__ps_send). The data path and the event loop are ps.c. */
 #include "client/ps.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,17 +49,36 @@ int ordo__ps_replan(ordo__ps_t *w, const char *names_json, const char *profile)
     return rc;
 }
 
+bool ordo__ps_replan_accepted(const char *answer)
+{
+    json_t *ans = answer ? json_loads(answer, 0, NULL) : NULL;
+    bool ok = json_is_object(ans) && !json_object_get(ans, "error");
+    json_decref(ans);
+    return ok;
+}
+
 int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json)
 {
-    if (w->outstanding || w->pq_n)
+    int mode, rc = ordo__push_mode_of_plan(plan_json, &mode);
+    if (rc) return rc;
+    /* a host group's path stays: its shared memory, owners and intra thread are the group's,
+     * and the next values may already be on their way (early pulls); only the plan text (the
+     * priorities the bound model requests by) and the credit change */
+    bool keep = mode == ORDO__PUSH_HIER && w->path && w->path->ops->mode == ORDO__PUSH_HIER;
+    if (!keep && (w->outstanding || w->pq_n))
         return ordo_error_set(ORDO_ERR_INVAL, "replan: %d transfers still in flight",
                               w->outstanding + w->pq_n);
     char *text = strdup(plan_json);
     if (!text) return ORDO_ERR_NOMEM;
     free(w->node.plan_json);
     w->node.plan_json = text;
-    int mode, rc = ordo__ps_intra_from_plan(w);
-    if (rc) return rc;
+    if ((rc = ordo__ps_intra_from_plan(w)) != 0) return rc;
+    if (keep) {
+        ordo__ps_credit_from_plan(w);
+        ORDO_INFO("replan: new plan applied (push path hier kept: the host group's memory and "
+                  "owners stay, the new priorities order its requests)");
+        return 0;
+    }
     /* a merged path's groups come from the plan: the path follows it (nothing is in flight) */
     if ((rc = ordo__push_mode_of_plan(w->node.plan_json, &mode)) != 0) return rc;
     ordo__push_destroy(&w->path);

@@ -7,6 +7,7 @@ case (backend nccl or auto, through libordo's NCCL plugin) needs 2 GPUs and has 
 Needs torch (skipped without it)."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -24,9 +25,10 @@ WORKERS = 4
 FAULT_MS = 3000
 
 
-def conf(tmp: Path, push: str = "dense", backend: str = "shm") -> Path:
+def conf(tmp: Path, push: str = "dense", backend: str = "shm", policy: str = "fifo") -> Path:
     path = tmp / "groups.ini"
     path.write_text(f"[cluster]\nservers = 2\nworkers = {WORKERS}\nlocal_size = 2\n\n"
+                    f"[order]\npolicy = {policy}\n\n"
                     f"[intra]\nbackend = {backend}\n\n[model]\ntrainer = declared\n\n"
                     f"[push]\nmode = {push}\nmerge = all\n\n"
                     f"[fault]\ntimeout_ms = {FAULT_MS}\nheartbeat_ms = 200\nstartup_ms = 180000\n")
@@ -37,8 +39,9 @@ def ordo_segments() -> list[str]:
     return [n for n in os.listdir("/dev/shm") if "ordo" in n] if os.path.isdir("/dev/shm") else []
 
 
-def start(tmp: Path, *args: str, push: str = "dense", backend: str = "shm") -> Cluster:
-    c = Cluster(tmp, conf=conf(tmp, push, backend), servers=2)
+def start(tmp: Path, *args: str, push: str = "dense", backend: str = "shm",
+          policy: str = "fifo") -> Cluster:
+    c = Cluster(tmp, conf=conf(tmp, push, backend, policy), servers=2)
     for r in range(WORKERS):
         c.start_worker(r, [sys.executable, str(WORKER), *args[:1], str(tmp / f"out{r}.pt"),
                            *args[1:]])
@@ -65,10 +68,14 @@ def finish_all(c: Cluster) -> Cluster:
 def test_four_workers_in_two_groups_equal_one_process(tmp_path: Path, mode: str, gate: str,
                                                       push: str, backend: str):
     """With gate, model=: each module's forward waits for its own values (server mode: the
-    parameters; gradients mode: Adam per parameter on the mean). Merged: the owner pushes
+    parameters; gradients mode: Adam per parameter on the mean), and after the profiled
+    first steps the cluster re-plans from rank 0's profile (replan-1.json): every worker's
+    priorities are the new plan's, the host groups keep their path, the result is unchanged. Merged: the owner pushes
     the group's sums as one merge group (merge = all). Backend auto: CPU parameters, so
     every worker resolves it to shm."""
-    c = finish_all(start(tmp_path, mode, gate, push=push, backend=backend))
+    # gate: policy tao, so that the re-plan's priorities are an order of the profile's
+    c = finish_all(start(tmp_path, mode, gate, push=push, backend=backend,
+                         policy="tao" if gate else "fifo"))
     log, sched = c.log("worker0"), c.log("scheduler")
     assert f"intra: 2 groups of 2 workers ({backend}" in sched, sched
     assert f"(shm, {push} pushes inside" in log, log
@@ -79,6 +86,21 @@ def test_four_workers_in_two_groups_equal_one_process(tmp_path: Path, mode: str,
         # every step's backward wrote each gradient into the library's buffer itself
         assert f"{torch_mlp.ITERS} steps, grads in the library's buffer in " \
                f"{torch_mlp.ITERS}" in c.log(f"worker{r}"), c.log(f"worker{r}")
+    if gate:  # model=: profiled, then re-planned on the bound models between two steps
+        plan = json.loads((tmp_path / "run" / "replan-1.json").read_text())
+        want_prio = dict(zip(plan["params"], plan["priorities"], strict=True))
+        assert "replan 1: planned from worker 0's profile 'Sequential' (3 ops), policy tao" \
+            in sched, sched
+        assert "replan 1: every server switched; workers released" in sched, sched
+        assert sorted(want_prio.values()) == list(range(len(want_prio))), want_prio
+        assert not (tmp_path / "run" / "replan-2.json").exists()
+        for r in range(WORKERS):
+            wlog = c.log(f"worker{r}")
+            assert "push path hier kept" in wlog, wlog
+            line = [ln for ln in wlog.splitlines() if "torch_groups_worker: priorities " in ln]
+            assert line, wlog
+            got = json.loads(line[-1].split("priorities ", 1)[1])
+            assert got == want_prio, (r, got, want_prio)
     torch.set_num_threads(1)
     net = torch_mlp.model()
     torch_mlp.train(net, torch_mlp.optimizer(mode, net.parameters()), 0, 1)

@@ -8,10 +8,12 @@ With "gate", DistributedOptimizer gets model= (each module's forward waits for i
 With "cuda", the model and the batches are on GPU rank % 2 (a group's members on two GPUs).
 With kill:RANK:ITER, worker RANK SIGKILLs itself at the start of step ITER (the others must
 fail naming it). It prints how many steps found every CPU .grad in the library's gradient
-buffer (the group's shared memory: nothing copied on the way out).
+buffer (the group's shared memory: nothing copied on the way out) and, as JSON, each
+parameter's priority at the end (with model=: the re-plan's).
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -55,6 +57,10 @@ def main(mode: str, out: str, gate: bool, cuda: bool, kill: tuple[int, int] | No
         opt.step()
     print(f"torch_groups_worker: rank {rank} of {size}: {iters} steps, grads in the "
           f"library's buffer in {in_place}", flush=True)
+    # the priorities the transfers carried last (after a re-plan: the new plan's)
+    client = opt._ordo_rt.client
+    print("torch_groups_worker: priorities " + json.dumps(
+        {q.name: client.priority(q.tensor.index) for q in opt._ordo_params}), flush=True)
     torch.save({k: v.cpu() for k, v in net.state_dict().items()}, out)
     hvd.shutdown()
     return 0

@@ -35,7 +35,7 @@ all of them.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -141,9 +141,10 @@ class BoundSteps:
 
     # ---- the step --------------------------------------------------------------------------
 
-    def end_iteration(self) -> None:
+    def end_iteration(self, between: Callable[[], None] | None = None) -> None:
         """end_iteration pushes what no hook pushed (zeros without a gradient), ends this
-        iteration and asks for the next one's values."""
+        iteration, calls between() (the re-plan's place: no transfer of the binding in
+        flight) and asks for the next one's values."""
         for q in self.opt._ordo_params:
             if not q.pushed:
                 self.grad_ready(q, q.param.grad)
@@ -153,6 +154,8 @@ class BoundSteps:
             q.pushed = False
             q.passes = 0
         self.iteration = t + 1
+        if between is not None:
+            between()
         self.client.iter_begin(t + 1)
 
     def wait(self, indices: list[int], iteration: int | None = None) -> None:

@@ -207,7 +207,7 @@ class _Distributed:
         if self._ordo_synced:
             return
         if self._ordo_bound is not None:
-            self._ordo_bound.end_iteration()
+            self._ordo_bound.end_iteration(between=self._ordo_plan_step)
             self._ordo_bound.wait_all()
             self._ordo_synced = True
             return
@@ -237,7 +237,8 @@ class _Distributed:
         gated = self._ordo_gated
         if self._ordo_bound is not None:
             if not self._ordo_synced:
-                self._ordo_bound.end_iteration()
+                # the profile's step and the re-plan between this iteration and the next
+                self._ordo_bound.end_iteration(between=self._ordo_plan_step)
                 if not gated:
                     self._ordo_bound.wait_all()
         elif gated:
@@ -249,7 +250,8 @@ class _Distributed:
             q.pushed = False
         self._ordo_synced = False
         self._ordo_iteration += 1
-        self._ordo_plan_step()
+        if self._ordo_bound is None:
+            self._ordo_plan_step()
         result = None
         if self._ordo_mode == "server":
             self._ordo_check_hyper()
@@ -295,7 +297,9 @@ class _Distributed:
     # them; every worker reaches ready() at the same step), then the scheduler plans from
     # rank 0's profile (Client.replan, collective) and from then on each tensor's transfers
     # carry the plan's priority. In server mode each module's forward then waits only for its
-    # own parameters (ForwardGate) instead of step() waiting for all of them.
+    # own parameters (ForwardGate) instead of step() waiting for all of them. In host groups
+    # (_ordo_groups_seam) the same profile and re-plan run on the bound model, the re-plan
+    # between one iteration's iter_end and the next one's iter_begin.
 
     def _ordo_plan_seam(self, model: Any) -> None:
         self._ordo_profiler = None
@@ -319,25 +323,30 @@ class _Distributed:
 
     def _ordo_groups_seam(self, model: Any) -> None:
         """In host groups with model= given, each module's forward waits for its own values
-        from the first step (ForwardGate over the bound model's arrivals, in the order of the
-        join's plan): the server mode's parameters, or in gradients mode the mean gradients,
-        applied per parameter when the optimizer allows it. The profile and re-plan of the
-        flat path are not run (ordo_replan needs the unbound client)."""
+        from the first step (ForwardGate over the bound model's arrivals, which come in the
+        order of the plan's priorities): the server mode's parameters, or in gradients mode
+        the mean gradients, applied per parameter when the optimizer allows it. The first
+        steps are profiled as on the flat path and the cluster re-plans from rank 0's profile
+        (Client.replan on the bound model, between two iterations): from then on the bound
+        model asks for the values, and pushes, in the new plan's order."""
         self._ordo_profiler = None
         self._ordo_gate = None
         if model is None:
             return
-        if self._ordo_mode == "gradients":
-            if not self._ordo_per_parameter:
-                return
-            self._ordo_updates = pp.PerParameterUpdates(self._ordo_opt_class, self,
-                                                        [q.param for q in self._ordo_params])
         from ordo.torch import profile  # type: ignore[attr-defined]
-        index = {q.param: q.tensor.index for q in self._ordo_params}
-        self._ordo_gate = profile.ForwardGate(model, index, self._ordo_bound.wait)
-        self._ordo_gated = True
-        # a checkpoint reads the values after the last step
-        model.register_state_dict_pre_hook(lambda *_: self._ordo_bound.wait_all())
+        if self._ordo_mode == "server" or self._ordo_per_parameter:
+            if self._ordo_mode == "gradients":
+                self._ordo_updates = pp.PerParameterUpdates(
+                    self._ordo_opt_class, self, [q.param for q in self._ordo_params])
+            index = {q.param: q.tensor.index for q in self._ordo_params}
+            self._ordo_gate = profile.ForwardGate(model, index, self._ordo_bound.wait)
+            self._ordo_gated = True
+            # a checkpoint reads the values after the last step
+            model.register_state_dict_pre_hook(lambda *_: self._ordo_bound.wait_all())
+        # after the gate's hooks: a module's profiled time starts once its values are in
+        gate = self._ordo_gate
+        self._ordo_plan_seam(model)
+        self._ordo_gate = gate
 
     def _ordo_plan_step(self) -> None:
         prof = self._ordo_profiler
@@ -352,6 +361,8 @@ class _Distributed:
         priorities = client.replan(doc, rt.BROADCAST_TIMEOUT_MS)
         for q in self._ordo_params:
             q.priority = int(priorities[q.tensor.index])
+        if self._ordo_bound is not None:
+            return  # host groups: gated (or not) from the first step (_ordo_groups_seam)
         if self._ordo_mode == "gradients" and self._ordo_per_parameter:
             self._ordo_updates = pp.PerParameterUpdates(self._ordo_opt_class, self,
                                                         [q.param for q in self._ordo_params])
