@@ -4,12 +4,13 @@ parameters to OUT.
 
     python torch_groups_worker.py MODE OUT [gate] [cuda] [kill:RANK:ITER]
 
-With "gate", DistributedOptimizer gets model= (each module's forward waits for its own values).
+With "gate", DistributedOptimizer gets model= (each module's forward waits for its own values)
+and the parameters last layer first (so the profile's re-plan changes the join's order).
 With "cuda", the model and the batches are on GPU rank % 2 (a group's members on two GPUs).
 With kill:RANK:ITER, worker RANK SIGKILLs itself at the start of step ITER (the others must
 fail naming it). It prints how many steps found every CPU .grad in the library's gradient
 buffer (the group's shared memory: nothing copied on the way out) and, as JSON, each
-parameter's priority at the end (with model=: the re-plan's).
+parameter's priority after the join and at the end (with model=: the re-plan's).
 """
 from __future__ import annotations
 
@@ -34,9 +35,15 @@ def main(mode: str, out: str, gate: bool, cuda: bool, kill: tuple[int, int] | No
         with torch.no_grad():  # the broadcast (or the servers' values) must undo this
             for p in net.parameters():
                 p.add_(1.0)
+    # with model=, the tensors are declared last layer first: the join's plan (no op times)
+    # orders them so, the re-plan from the profile in forward order
+    named = list(net.named_parameters())
     opt = hvd.DistributedOptimizer(torch_mlp.optimizer(mode, net.parameters()),
-                                   named_parameters=net.named_parameters(), mode=mode,
+                                   named_parameters=named[::-1] if gate else named, mode=mode,
                                    model=net if gate else None)
+    client = opt._ordo_rt.client
+    print("torch_groups_worker: join priorities " + json.dumps(
+        {q.name: client.priority(q.tensor.index) for q in opt._ordo_params}), flush=True)
     hvd.broadcast_parameters(net.state_dict(), root_rank=0)  # through the bound model
     hvd.broadcast_optimizer_state(opt, root_rank=0)
     xs, ys = (t.to(device) for t in torch_mlp.data())
@@ -58,8 +65,7 @@ def main(mode: str, out: str, gate: bool, cuda: bool, kill: tuple[int, int] | No
     print(f"torch_groups_worker: rank {rank} of {size}: {iters} steps, grads in the "
           f"library's buffer in {in_place}", flush=True)
     # the priorities the transfers carried last (after a re-plan: the new plan's)
-    client = opt._ordo_rt.client
-    print("torch_groups_worker: priorities " + json.dumps(
+    print("torch_groups_worker: end priorities " + json.dumps(
         {q.name: client.priority(q.tensor.index) for q in opt._ordo_params}), flush=True)
     torch.save({k: v.cpu() for k, v in net.state_dict().items()}, out)
     hvd.shutdown()
