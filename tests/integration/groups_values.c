@@ -9,7 +9,9 @@
  * after the whole forward pass; between iterations t and t + 1, after ordo_pull_values(t + 1),
  * every buffer must hold its value of t + 1. With lr = 1 and aggregate = sum the value after
  * t updates is v0 - W(W + 1)/2 * t(t + 1)/2 (each worker's gradient is (rank + 1)(t + 1)).
- * Prints one line per worker; exits 1 when anything differs. */
+ * In iteration 1 ordo_replan must be refused (ORDO_ERR_INVAL, naming the iteration and where
+ * a bound model's re-plan belongs) and the run go on. Prints one line per worker; exits 1
+ * when anything differs. */
 #include <ordo/ordo.h>
 
 #include <math.h>
@@ -115,6 +117,17 @@ int main(int argc, char **argv)
     }
     for (int64_t t = 0; t < ITERS; t++) {
         if ((rc = ordo_iter_begin(o, t)) != 0) return die("iter_begin", rc);
+        if (t == 1) { /* a re-plan inside an iteration is refused, naming where it belongs */
+            rc = ordo_replan(o, NULL, 1000);
+            if (rc != ORDO_ERR_INVAL ||
+                !strstr(ordo_last_error(), "ordo_replan: iteration 1 of the bound model is "
+                                           "under way") ||
+                !strstr(ordo_last_error(), "between ordo_iter_end(t) and ordo_iter_begin(t + 1)")) {
+                fprintf(stderr, "groups_values: ordo_replan mid-iteration: %d, '%s'\n", rc,
+                        ordo_last_error());
+                wrong++;
+            }
+        }
         int have = 0, seen[N_TENSORS] = {0};
         while (have < N_TENSORS) { /* the forward pass: each value as it arrives */
             ordo_arrival_t a;
