@@ -1,6 +1,7 @@
 /* bound: a bound model's thread, its command and arrival queues, and the waits of the
  * program's thread on them (client/bound.h). */
 #include "client/bound.h"
+#include "client/bound_internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -14,77 +15,9 @@
 #include "common/trace.h"
 #include "client/push.h"
 
-typedef enum {
-    CMD_START,  /* ask for the values of iter not asked for yet */
-    CMD_PUSH,   /* key's gradient of iter is complete */
-    CMD_GRADS_DONE,
-    CMD_INIT,   /* buf: the initial values (float *[n]); NULL: the value buffers */
-    CMD_REPORT, /* text: owned by the command */
-    CMD_BARRIER,
-    CMD_BATCH, /* ask the batch service (text: the spec; key: the epoch) */
-    CMD_BCAST, /* broadcast iter (the id) from root key into buf (bytes) */
-    CMD_REPLAN, /* ask for a re-plan (text: worker 0's names, buf: its profile; both owned) */
-    CMD_STOP
-} cmd_kind_t;
-
-typedef struct {
-    cmd_kind_t kind;
-    int key;
-    int64_t iter;
-    char *text;
-    void *buf; /* CMD_BCAST: the program's buffer (it waits until the broadcast is done) */
-    size_t bytes;
-} cmd_t;
-
-struct ordo__bound {
-    ordo__bound_opts_t o;
-    int n;
-    float **values, **grads;
-    float *value_block, *grad_block;
-    /* the value buffers are the path's shared values (a host group's segment, [intra] values
-     * = shared): only the path writes them, so initial values come from the program's own
-     * buffers (ordo__bound_init_from) */
-    bool shared;
-    float **own; /* per key its place in value_block (the value buffers unless shared) */
-    int *order;                 /* request order: by priority */
-    int *pull_keys, *pull_prio; /* one iteration's requests (the thread's) */
-    uint64_t rng;
-    pthread_t thread;
-    bool started;
-    ordo__push_t *path; /* owned by ps; its ops run on the thread, on_event/have/stats under mu */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    /* under mu */
-    cmd_t *q;
-    int q_head, q_n, q_cap;
-    ordo_arrival_t *arr;
-    int a_head, a_n, a_cap;
-    int64_t *ready_iter; /* per key: the iteration whose value is in (-1: none) */
-    int64_t cur_pull;    /* the iteration pulls_left counts */
-    int pulls_left, pushes_left;
-    int fatal;
-    char fatal_msg[512]; /* its detail, taken on the thread that failed (the detail is per thread) */
-    bool init_done;
-    int64_t barrier_done, barrier_want;
-    int64_t bcast_done, bcast_want;
-    /* the re-plan asked for: its answer (the thread applied an accepted one, apply_rc) */
-    bool replan_asked, replan_done;
-    char *replan_text;
-    int replan_rc;
-    /* the batch service: an answer the thread took (batch_rc: 0 a batch, 1 and 2 the ends,
-     * < 0 refused), into batch_idx (batch_cap), valid while batch_done */
-    bool batch_asked, batch_done;
-    int batch_rc, batch_n, batch_cap;
-    int64_t *batch_idx;
-    /* the thread's */
-    int64_t *want_iter; /* per key: the last iteration asked for */
-    int64_t *pull_start_ns;
-    int64_t *push_start_ns; /* written by the program's thread before it posts the push */
-};
-
 /* ---- queues ------------------------------------------------------------------------- */
 
-static int post_cmd(ordo__bound_t *b, cmd_t c)
+int ordo__bound_post_cmd(ordo__bound_t *b, cmd_t c)
 {
     pthread_mutex_lock(&b->mu);
     if (b->q_n == b->q_cap) {
@@ -108,14 +41,9 @@ static int post_cmd(ordo__bound_t *b, cmd_t c)
     return 0;
 }
 
-static int post_text(ordo__bound_t *b, cmd_kind_t kind, int key, int64_t iter, char *text)
-{
-    return post_cmd(b, (cmd_t){kind, key, iter, text, NULL, 0});
-}
-
 static int post(ordo__bound_t *b, cmd_kind_t kind, int key, int64_t iter)
 {
-    return post_text(b, kind, key, iter, NULL);
+    return ordo__bound_post_cmd(b, (cmd_t){kind, key, iter, NULL, NULL, 0});
 }
 
 /* under mu: key's value of iter is in */
@@ -160,7 +88,7 @@ static int fatal_error(const ordo__bound_t *b)
 }
 
 /* waits (under mu) until done(b) or the fatal error, up to timeout_ms (-1: no limit) */
-static int wait_for(ordo__bound_t *b, bool (*done)(const ordo__bound_t *), int timeout_ms)
+int ordo__bound_wait_for(ordo__bound_t *b, bool (*done)(const ordo__bound_t *), int timeout_ms)
 {
     int64_t deadline = timeout_ms < 0 ? -1 : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
     while (!done(b) && !b->fatal) {
@@ -390,12 +318,12 @@ static void *thread_main(void *arg)
 
 /* ---- life cycle --------------------------------------------------------------------- */
 
-static const ordo__bound_t *sort_ctx;
+const ordo__bound_t *ordo__bound_sort_ctx;
 
-static int by_priority(const void *x, const void *y)
+int ordo__bound_by_priority(const void *x, const void *y)
 {
     int a = *(const int *)x, c = *(const int *)y;
-    int pa = sort_ctx->o.priority[a], pc = sort_ctx->o.priority[c];
+    int pa = ordo__bound_sort_ctx->o.priority[a], pc = ordo__bound_sort_ctx->o.priority[c];
     if (pa != pc) return pa < pc ? -1 : 1;
     return a - c;
 }
@@ -451,8 +379,8 @@ int ordo__bound_new(const ordo__bound_opts_t *o, ordo__bound_t **out)
         b->ready_iter[i] = -1;
         b->want_iter[i] = -1;
     }
-    sort_ctx = b;
-    qsort(b->order, (size_t)n, sizeof *b->order, by_priority);
+    ordo__bound_sort_ctx = b;
+    qsort(b->order, (size_t)n, sizeof *b->order, ordo__bound_by_priority);
     int rc = b->path->ops->bind(b->path, b->value_block, b->grad_block);
     if (rc) {
         b->path = NULL; /* bind failed: nothing to unbind */
@@ -545,10 +473,10 @@ static int init_with(ordo__bound_t *b, float **values)
     pthread_mutex_lock(&b->mu);
     b->init_done = false;
     pthread_mutex_unlock(&b->mu);
-    int rc = post_cmd(b, (cmd_t){CMD_INIT, 0, 0, NULL, values, 0});
+    int rc = ordo__bound_post_cmd(b, (cmd_t){CMD_INIT, 0, 0, NULL, values, 0});
     if (rc) return rc;
     pthread_mutex_lock(&b->mu);
-    rc = wait_for(b, init_done, -1);
+    rc = ordo__bound_wait_for(b, init_done, -1);
     pthread_mutex_unlock(&b->mu);
     return rc;
 }
@@ -641,7 +569,7 @@ static bool has_arrival(const ordo__bound_t *b)
 int ordo__bound_next_arrival(ordo__bound_t *b, ordo_arrival_t *a, int timeout_ms)
 {
     pthread_mutex_lock(&b->mu);
-    int rc = wait_for(b, has_arrival, timeout_ms);
+    int rc = ordo__bound_wait_for(b, has_arrival, timeout_ms);
     if (!rc || (b->a_n > 0 && rc != ORDO_ERR_TIMEDOUT)) {
         /* values that came before a failure are still handed out */
         if (b->a_n > 0) {
@@ -675,7 +603,7 @@ int ordo__bound_iter_end(ordo__bound_t *b, int64_t iter, int timeout_ms)
         if (rc) return rc;
     }
     pthread_mutex_lock(&b->mu);
-    int rc = wait_for(b, iter_done, timeout_ms);
+    int rc = ordo__bound_wait_for(b, iter_done, timeout_ms);
     pthread_mutex_unlock(&b->mu);
     return rc;
 }
@@ -713,103 +641,9 @@ int ordo__bound_pull_values(ordo__bound_t *b, int64_t iter, int timeout_ms)
     int rc = post(b, CMD_START, 0, iter);
     if (rc) return rc;
     pthread_mutex_lock(&b->mu);
-    rc = wait_for(b, pulls_done, timeout_ms);
+    rc = ordo__bound_wait_for(b, pulls_done, timeout_ms);
     pthread_mutex_unlock(&b->mu);
     return rc;
-}
-
-static bool barrier_reached(const ordo__bound_t *b)
-{
-    return b->barrier_done >= b->barrier_want;
-}
-
-int ordo__bound_barrier(ordo__bound_t *b, int64_t id, int timeout_ms)
-{
-    int rc = post(b, CMD_BARRIER, 0, id);
-    if (rc) return rc;
-    pthread_mutex_lock(&b->mu);
-    b->barrier_want = id;
-    rc = wait_for(b, barrier_reached, timeout_ms);
-    pthread_mutex_unlock(&b->mu);
-    return rc;
-}
-
-static bool bcast_reached(const ordo__bound_t *b)
-{
-    return b->bcast_done >= b->bcast_want;
-}
-
-int ordo__bound_broadcast(ordo__bound_t *b, int64_t id, int root, void *buf, size_t bytes,
-                          int timeout_ms)
-{
-    /* after a timed-out wait the program calls again with the same id: not sent twice */
-    pthread_mutex_lock(&b->mu);
-    bool sent = b->bcast_want >= id;
-    b->bcast_want = id;
-    pthread_mutex_unlock(&b->mu);
-    if (!sent) {
-        int rc = post_cmd(b, (cmd_t){CMD_BCAST, root, id, NULL, buf, bytes});
-        if (rc) return rc;
-    }
-    pthread_mutex_lock(&b->mu);
-    int rc = wait_for(b, bcast_reached, timeout_ms);
-    pthread_mutex_unlock(&b->mu);
-    return rc;
-}
-
-static bool replan_answered(const ordo__bound_t *b)
-{
-    return b->replan_done;
-}
-
-int ordo__bound_replan(ordo__bound_t *b, char *names, char *profile, int timeout_ms,
-                       char **answer)
-{
-    /* after a timed-out wait the program calls again: the same re-plan, not asked twice */
-    pthread_mutex_lock(&b->mu);
-    bool asked = b->replan_asked;
-    if (!asked) {
-        b->replan_asked = true;
-        b->replan_done = false;
-    }
-    pthread_mutex_unlock(&b->mu);
-    int rc = 0;
-    if (!asked) {
-        rc = post_cmd(b, (cmd_t){CMD_REPLAN, 0, 0, names, profile, 0});
-        if (rc) {
-            free(profile);
-            b->replan_asked = false;
-            return rc;
-        }
-    } else {
-        free(names);
-        free(profile);
-    }
-    pthread_mutex_lock(&b->mu);
-    rc = wait_for(b, replan_answered, timeout_ms);
-    if (!rc) {
-        *answer = b->replan_text;
-        b->replan_text = NULL;
-        rc = b->replan_rc;
-    }
-    if (rc != ORDO_ERR_TIMEDOUT) b->replan_asked = false;
-    pthread_mutex_unlock(&b->mu);
-    return rc;
-}
-
-void ordo__bound_reorder(ordo__bound_t *b)
-{
-    pthread_mutex_lock(&b->mu);
-    sort_ctx = b;
-    qsort(b->order, (size_t)b->n, sizeof *b->order, by_priority);
-    pthread_mutex_unlock(&b->mu);
-}
-
-int ordo__bound_report(ordo__bound_t *b, const char *json)
-{
-    char *copy = strdup(json);
-    if (!copy) return ORDO_ERR_NOMEM;
-    return post_text(b, CMD_REPORT, 0, 0, copy);
 }
 
 int ordo__bound_state(ordo__bound_t *b, const char *path, bool save)
@@ -821,50 +655,3 @@ int ordo__bound_state(ordo__bound_t *b, const char *path, bool save)
     return rc;
 }
 
-static bool batch_answered(const ordo__bound_t *b)
-{
-    return b->batch_done;
-}
-
-int ordo__bound_batch(ordo__bound_t *b, const char *spec, int64_t epoch, int64_t iter,
-                      int64_t *idx, int cap, int *count, int *answer, int timeout_ms)
-{
-    /* after a timed-out wait, calling again waits for the same answer */
-    pthread_mutex_lock(&b->mu);
-    bool asked = b->batch_asked;
-    if (!asked) {
-        if (b->batch_cap < cap) {
-            int64_t *p = realloc(b->batch_idx, sizeof *p * (size_t)cap);
-            if (!p) {
-                pthread_mutex_unlock(&b->mu);
-                return ORDO_ERR_NOMEM;
-            }
-            b->batch_idx = p;
-            b->batch_cap = cap;
-        }
-        b->batch_done = false;
-        b->batch_asked = true;
-    }
-    pthread_mutex_unlock(&b->mu);
-    if (!asked) {
-        char *copy = strdup(spec);
-        int rc = copy ? post_text(b, CMD_BATCH, (int)epoch, iter, copy) : ORDO_ERR_NOMEM;
-        if (rc) {
-            b->batch_asked = false;
-            return rc;
-        }
-    }
-    pthread_mutex_lock(&b->mu);
-    int rc = wait_for(b, batch_answered, timeout_ms);
-    if (!rc) {
-        *answer = b->batch_rc;
-        int n = b->batch_n < cap ? b->batch_n : cap;
-        if (*answer == 0) memcpy(idx, b->batch_idx, sizeof *idx * (size_t)n);
-        *count = *answer == 0 ? n : 0;
-        b->batch_asked = false;
-    } else if (rc != ORDO_ERR_TIMEDOUT) {
-        b->batch_asked = false;
-    }
-    pthread_mutex_unlock(&b->mu);
-    return rc;
-}

@@ -4,7 +4,8 @@
  * gradient to the push path (client/push.h) the moment the program says it is complete,
  * and queues every value's arrival for the program to take. The program's thread and this
  * one meet through a mutex-protected command queue, an arrival queue and a condition
- * variable; nothing polls or sleeps to wait. client/api_bound.c puts the public calls on it. */
+ * variable; nothing polls or sleeps to wait. client/api_bound.c puts the public calls on it;
+ * bound.c runs the thread and the iteration calls, bound_coll.c the collectives and services. */
 #ifndef ORDO_BOUND_H
 #define ORDO_BOUND_H
 
