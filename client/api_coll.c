@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "client/api_internal.h"
 #include "client/ps.h"
+#include "client/push.h"
 
 /* ---- barriers ------------------------------------------------------------------------- */
 
@@ -151,6 +152,11 @@ static int replan_bound(ordo_t *o, const char *profile_json, int timeout_ms, cha
                               "(its transfers may be in flight): call it between "
                               "ordo_iter_end(t) and ordo_iter_begin(t + 1)",
                               (long long)o->bound_iter);
+    /* the binding holds the push path: only a host group's is kept across a re-plan */
+    if (ordo__ps_push_path(o->w)->ops->mode != ORDO__PUSH_HIER)
+        return ordo_error_set(ORDO_ERR_NOTSUP,
+                              "ordo_replan: a bound model re-plans only in host groups ([cluster] "
+                              "local_size > 1 with [intra] backend); call ordo_unbind first");
     char *names, *profile = NULL;
     int rc = replan_names(o, profile_json, &names);
     if (rc) return rc;

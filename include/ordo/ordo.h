@@ -185,8 +185,8 @@ ORDO_API int64_t ordo_tensor_version(const ordo_t *o, int tensor);
  * reason (ORDO_ERR_FORMAT: not JSON, an unknown tensor, a size that differs; ORDO_ERR_NOTSUP:
  * [push] mode merged or sparse); the cluster goes on with its old plan. ORDO_ERR_TIMEDOUT
  * after timeout_ms (-1: no limit): calling again waits for the same re-plan. On a bound model
- * (ordo_bind) it runs on the library's thread and only between ordo_iter_end(t) and
- * ordo_iter_begin(t + 1), else ORDO_ERR_INVAL; host groups keep their shared memory and
+ * (ordo_bind) it runs on the library's thread, only in host groups (else ORDO_ERR_NOTSUP) and
+ * only between ordo_iter_end(t) and ordo_iter_begin(t + 1) (else ORDO_ERR_INVAL); host groups keep their shared memory and
  * owners, the new priorities order the next iterations' requests. */
 ORDO_API int ordo_replan(ordo_t *o, const char *profile_json, int timeout_ms);
 
