@@ -539,7 +539,7 @@ class Client:
 
     def replan(self, profile_json: str | None, timeout_ms: int = -1) -> list[int]:
         """replan re-plans the transfer order for the whole cluster; every worker calls it at
-        the same point.
+        the same point (bound, in host groups: between iter_end(t) and iter_begin(t + 1)).
 
         Args:
             profile_json: rank 0: an ordo-model/1 profile of the tensors; the others None
