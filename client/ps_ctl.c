@@ -57,6 +57,23 @@ bool ordo__ps_replan_accepted(const char *answer)
     return ok;
 }
 
+/* with_old_intra returns plan_json with old_json's "intra" member (the group's segments are
+ * named by the start-up plan's run id, which a new plan would change), or NULL when out of
+ * memory */
+static char *with_old_intra(const char *plan_json, const char *old_json)
+{
+    json_t *plan = json_loads(plan_json, 0, NULL), *old = json_loads(old_json, 0, NULL);
+    json_t *intra = json_object_get(old, "intra");
+    char *text = NULL;
+    if (json_is_object(plan) && intra && json_object_set(plan, "intra", intra) == 0)
+        text = json_dumps(plan, JSON_COMPACT);
+    else if (json_is_object(plan))
+        text = strdup(plan_json);
+    json_decref(plan);
+    json_decref(old);
+    return text;
+}
+
 int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json)
 {
     int mode, rc = ordo__push_mode_of_plan(plan_json, &mode);
@@ -68,7 +85,8 @@ int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json)
     if (!keep && (w->outstanding || w->pq_n))
         return ordo_error_set(ORDO_ERR_INVAL, "replan: %d transfers still in flight",
                               w->outstanding + w->pq_n);
-    char *text = strdup(plan_json);
+    char *text = keep && w->node.plan_json ? with_old_intra(plan_json, w->node.plan_json)
+                                           : strdup(plan_json);
     if (!text) return ORDO_ERR_NOMEM;
     free(w->node.plan_json);
     w->node.plan_json = text;

@@ -70,9 +70,9 @@ def test_four_workers_in_two_groups_equal_one_process(tmp_path: Path, mode: str,
     """With gate, model=: each module's forward waits for its own values (server mode: the
     parameters; gradients mode: Adam per parameter on the mean), and after the profiled
     first steps the cluster re-plans from rank 0's profile (replan-1.json): every worker's
-    priorities are the new plan's, the host groups keep their path, the result is unchanged. Merged: the owner pushes
-    the group's sums as one merge group (merge = all). Backend auto: CPU parameters, so
-    every worker resolves it to shm."""
+    priorities are the new plan's, the host groups keep their path, the result is
+    unchanged. Merged: the owner pushes the group's sums as one merge group (merge = all).
+    Backend auto: CPU parameters, so every worker resolves it to shm."""
     # gate: policy tio, whose plan from the profile (first layer first) differs from the
     # join's (the worker declares the last layer first)
     c = finish_all(start(tmp_path, mode, gate, push=push, backend=backend,
