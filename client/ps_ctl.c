@@ -97,8 +97,8 @@ int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json)
                   "owners stay, the new priorities order its requests)");
         return 0;
     }
-    /* a merged path's groups come from the plan: the path follows it (nothing is in flight) */
-    if ((rc = ordo__push_mode_of_plan(w->node.plan_json, &mode)) != 0) return rc;
+    /* a merged path's groups come from the plan: the path follows it (nothing is in flight;
+     * the mode read above: the intra rewrite changes no member it is read from) */
     ordo__push_destroy(&w->path);
     if ((rc = ordo__push_new(mode, w, &w->path)) != 0)
         return ordo_error_context(rc, "replan: the push path of the new plan");
