@@ -130,14 +130,20 @@ static void reg(rig_t *r, int i, const char *role, int rank, const char *token)
     ck_assert_int_eq(reg_declaring(r, i, role, rank, token, NULL), 0);
 }
 
+/* take_held moves held message k into m, the later ones up */
+static void take_held(rig_t *r, int k, ordo_msg_t *m)
+{
+    ordo_msg_move(m, &r->held[k]);
+    for (k++; k < r->n_held; k++)
+        ordo_msg_move(&r->held[k - 1], &r->held[k]);
+    r->n_held--;
+}
+
 /* next_msg: the next message for the nodes, held ones first */
 static int next_msg(rig_t *r, ordo_msg_t *m, int timeout_ms)
 {
     if (r->n_held == 0) return ordo_transport_recv(r->tp, m, timeout_ms);
-    ordo_msg_move(m, &r->held[0]);
-    for (int k = 1; k < r->n_held; k++)
-        ordo_msg_move(&r->held[k - 1], &r->held[k]);
-    r->n_held--;
+    take_held(r, 0, m);
     return 0;
 }
 
@@ -148,10 +154,7 @@ static void expect(rig_t *r, int i, int type, ordo_msg_t *m)
     while (k < r->n_held && r->held[k].sock != r->sock[i])
         k++;
     if (k < r->n_held) {
-        ordo_msg_move(m, &r->held[k]);
-        for (k++; k < r->n_held; k++)
-            ordo_msg_move(&r->held[k - 1], &r->held[k]);
-        r->n_held--;
+        take_held(r, k, m);
     } else {
         for (;;) {
             ORDO_CK_OK(ordo_transport_recv(r->tp, m, 5000));
