@@ -1,6 +1,6 @@
 /* codec: the table of wire codecs, compression specs (parse, format, k) and the error-feedback
  * decorator every codec shares. */
-#include "core/codec.h"
+#include "common/codec.h"
 
 #include "common/error.h"
 #include "common/wire.h"

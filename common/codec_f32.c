@@ -1,5 +1,5 @@
 /* codec_f32: float32 on the wire, the codec of no compression: the frame is the values. */
-#include "core/codec.h"
+#include "common/codec.h"
 
 #include "common/error.h"
 #include "common/wire.h"

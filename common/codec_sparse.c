@@ -3,7 +3,7 @@
  * write the same frame: k uint32 indices, strictly increasing, then their k float32 values;
  * the others decode to zero. k is a count or a fraction of the tensor (ordo__codec_k). Error
  * feedback (on by default) keeps what was left out for the next push. */
-#include "core/codec.h"
+#include "common/codec.h"
 
 #include "common/error.h"
 #include "common/wire.h"
