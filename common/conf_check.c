@@ -210,6 +210,12 @@ static int compression(const ordo_conf_t *conf)
                               "fault.worker = restart: ordo-worker's restart does not carry the "
                               "residuals yet (ef=none, or fault.worker = abort | shrink)",
                               conf->compression);
+    if (c.ef && conf->replicas > 1)
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "push.compression = %s with error feedback does not go with "
+                              "fault.replicas = %d: a push sent again to a promoted backup would "
+                              "be encoded twice (ef=none, or fault.replicas = 1)",
+                              conf->compression, conf->replicas);
     return 0;
 }
 
