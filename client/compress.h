@@ -16,12 +16,13 @@
 typedef struct ordo__compress ordo__compress_t;
 
 /* ordo__compress_new makes the state of n_keys keys: each takes the conf's
- * [push] compression, or tensors[key]'s "compression" member when tensors (the declarations'
- * JSON array, may be NULL) has one; fp16 scales by 1 / workers. n_units residual slots are
+ * [push] compression (auto: the codec the plan's "compression" member chose for it), or
+ * tensors[key]'s "compression" member when tensors (the declarations' JSON array, may be
+ * NULL) has one; fp16 scales by 1 / workers. n_units residual slots are
  * kept (pushes are encoded per unit: a slice, or a merged part). ORDO_ERR_INVAL naming the
  * tensor for a bad spec. */
 int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const char *tensors,
-                       int n_workers, int n_units, ordo__compress_t **out);
+                       const char *plan, int n_workers, int n_units, ordo__compress_t **out);
 
 /* ordo__compress_destroy frees c and sets *c to NULL (NULL-safe). */
 void ordo__compress_destroy(ordo__compress_t **c);

@@ -339,6 +339,13 @@ static void summarize_step(sched_t *s)
 {
     json_t *step = json_object_get(s->plan, "step");
     if (step && s->log) ordo_runlog_set_section(s->log, "order_step", json_deep_copy(step));
+    /* compression = auto: what the step model chose and why (scheduler/runplan_compress.h) */
+    json_t *comp = json_object_get(s->plan, "compression");
+    if (comp && s->log) {
+        json_t *c = json_deep_copy(comp);
+        json_object_del(c, "keys"); /* one codec per key: the plan's, not the summary's */
+        ordo_runlog_set_section(s->log, "compression", c);
+    }
 }
 
 /* plan_model makes the key map, the plan and the sparse coordinator of s->model. */
