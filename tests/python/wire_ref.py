@@ -67,7 +67,11 @@ def roundtrip(spec: str, x: np.ndarray, workers: int, seed: int) -> np.ndarray:
     if name == "fp16":
         scale = np.float32(1.0) / np.float32(workers)
         mult = np.float32(1.0) / scale
-        return (x * scale).astype(np.float16).astype(np.float32) * mult
+        with np.errstate(over="ignore"):
+            h = (x * scale).astype(np.float16)
+        if not np.isfinite(h).all():  # out of fp16's range: the message goes as float32
+            return x.copy()
+        return h.astype(np.float32) * mult
     if name == "onebit":
         l1 = np.cumsum(np.abs(x).astype(np.float64))[-1]  # a sequential double sum, as the C
         s = np.float32(l1 / n)
@@ -109,5 +113,7 @@ def pulled(spec: str, value: np.ndarray) -> np.ndarray:
     if name == "bf16":
         return bf16(value)
     if name == "fp16":
-        return value.astype(np.float32).astype(np.float16).astype(np.float32)
+        with np.errstate(over="ignore"):
+            h = value.astype(np.float32).astype(np.float16)
+        return h.astype(np.float32) if np.isfinite(h).all() else value.astype(np.float32).copy()
     return value.astype(np.float32).copy()
