@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/transport.h"
+#include "server/pull_codec.h"
 #include "server/replica.h"
 #include "server/server_internal.h"
 
@@ -88,42 +89,6 @@ static void answer_error(ordo_server_t *s, const ordo_msg_t *m, const char *why)
     ordo_transport_send(s->node.tp, &e);
 }
 
-static void free_frame(void *data, void *hint)
-{
-    (void)hint;
-    free(data);
-}
-
-/* encode_value puts slice's value (bytes of float32) into answer r in wire type dtype (a 16-bit
- * cast: the workers' copies are then within one rounding of the value held here); 0, or a
- * negative code when the value goes as float32 instead (fp16 values out of its range: the
- * answer says so by its dtype, never with an inf) */
-static int encode_value(ordo_server_t *s, int slice, ordo_msg_t *r, const void *data,
-                        size_t bytes, int dtype)
-{
-    const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
-    ordo__codec_spec_t c = {.id = ops ? ops->id : ORDO__CODEC_NONE};
-    int64_t n = (int64_t)(bytes / sizeof(float));
-    if (!ops || ops->lossy || ops->id == ORDO__CODEC_NONE) return ORDO_ERR_INVAL;
-    void *buf = malloc(ops->max_bytes(&c, n));
-    if (!buf) return ORDO_ERR_NOMEM;
-    ordo__codec_io_t io = {0};
-    int64_t len = ops->encode(&c, data, n, buf, &io);
-    if (len < 0) {
-        free(buf);
-        if (io.overflow && !s->warned_fp16++)
-            ORDO_WARN("slice %d: %lld values do not fit in fp16; their pulls go as float32",
-                      slice, (long long)io.overflow);
-        return (int)len;
-    }
-    if (ordo_msg_add_ref(r, buf, (size_t)len, free_frame, NULL) != 0) {
-        free(buf);
-        return ORDO_ERR_NOMEM;
-    }
-    r->hdr.dtype = (uint8_t)dtype;
-    return 0;
-}
-
 /* a pull that can be answered now becomes a response held by the enforcement module */
 static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
 {
@@ -151,8 +116,12 @@ static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
         ordo_msg_close(&r);
         return;
     }
-    if (w->dtype != ORDO_DTYPE_F32 && encode_value(s, slice, &r, data, bytes, w->dtype) == 0) {
-        ordo_store_unref_cb(data, hint); /* the answer carries its own encoded copy */
+    /* a 16-bit answer carries the value's encoded copy (server/pull_codec.h): the workers'
+     * copies are then within one rounding of the value held here */
+    if (w->dtype != ORDO_DTYPE_F32 &&
+        ordo__pull_codec_attach(s->pull_codec, slice, ordo_store_seq(s->store, slice), data,
+                                bytes, w->dtype, &r) == 0) {
+        ordo_store_unref_cb(data, hint);
     } else if (ordo_msg_add_ref(&r, data, bytes, ordo_store_unref_cb, hint) != 0) {
         ordo_store_unref_cb(data, hint);
         ORDO_ERROR("out of memory answering a pull");

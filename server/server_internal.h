@@ -44,7 +44,7 @@ struct ordo_server {
     ordo__waitlist_t *waiting; /* per slice */
     int *prio;                 /* plan priority per slice (for response headers) */
     uint64_t n_push, n_pull, n_dropped;
-    int warned_fp16; /* fp16 values out of range were reported once */
+    struct ordo__pull_codec *pull_codec; /* 16-bit pull answers (server/pull_codec.h) */
     int64_t link_end_ns; /* when the emulated link finishes what was released so far */
     uint64_t n_released;
     ordo_trace_t *trace; /* [output] trace: one event per released response */
