@@ -6,14 +6,23 @@
 #include "common/wire.h"
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* a unit's frame buffer, reused while no frame of it is on its way (busy: ZeroMQ holds it) */
+typedef struct {
+    atomic_int busy;
+    size_t cap;
+    void *data;
+} frame_t;
+
 typedef struct {
     float *v; /* NULL until the unit's first lossy push */
     int64_t n;
+    frame_t *frame; /* NULL until the unit's first encoded push */
 } residual_t;
 
 struct ordo__compress {
@@ -60,8 +69,10 @@ int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const c
         js_plan = plan ? json_loads(plan, 0, NULL) : NULL;
         chosen = json_object_get(json_object_get(js_plan, "compression"), "keys");
         if (!json_is_array(chosen) || (int)json_array_size(chosen) != c->n_keys) {
-            rc = ordo_error_set(ORDO_ERR_PROTO, "push.compression = auto, but the plan chose no "
-                                "codec for each of the %d keys", c->n_keys);
+            rc = ordo_error_set(ORDO_ERR_PROTO,
+                                "push.compression = auto, but the plan chose no "
+                                "codec for each of the %d keys",
+                                c->n_keys);
             goto fail;
         }
     } else if ((rc = ordo__codec_parse(conf->compression, &run)) != 0) {
@@ -103,8 +114,16 @@ void ordo__compress_destroy(ordo__compress_t **cp)
 {
     ordo__compress_t *c = *cp;
     if (!c) return;
-    for (int k = 0; c->name && k < c->n_keys; k++) free(c->name[k]);
-    for (int u = 0; c->res && u < c->n_units; u++) free(c->res[u].v);
+    for (int k = 0; c->name && k < c->n_keys; k++)
+        free(c->name[k]);
+    for (int u = 0; c->res && u < c->n_units; u++) {
+        free(c->res[u].v);
+        frame_t *f = c->res[u].frame;
+        if (f && !atomic_load(&f->busy)) { /* a frame still on its way is left to ZeroMQ */
+            free(f->data);
+            free(f);
+        }
+    }
     free(c->spec);
     free(c->name);
     free(c->warned);
@@ -138,8 +157,9 @@ int ordo__compress_any(const ordo__compress_t *c)
 int ordo__compress_pull_dtype(const ordo__compress_t *c, int key)
 {
     int id = c->spec[key].id;
-    return id == ORDO__CODEC_BF16 ? ORDO_DTYPE_BF16 : id == ORDO__CODEC_FP16 ? ORDO_DTYPE_F16
-                                                                              : ORDO_DTYPE_F32;
+    return id == ORDO__CODEC_BF16   ? ORDO_DTYPE_BF16
+           : id == ORDO__CODEC_FP16 ? ORDO_DTYPE_F16
+                                    : ORDO_DTYPE_F32;
 }
 
 float *ordo__compress_residual(ordo__compress_t *c, int unit, int64_t *n)
@@ -149,8 +169,38 @@ float *ordo__compress_residual(ordo__compress_t *c, int unit, int64_t *n)
     return c->res[unit].v;
 }
 
+void ordo__compress_frame_free(void *data, void *hint)
+{
+    frame_t *f = hint;
+    if (f)
+        atomic_store(&f->busy, 0);
+    else
+        free(data);
+}
+
+/* frame_for returns room for `need` bytes to encode unit's push into: the unit's buffer when
+ * free (*hint = it, marked busy), else a new allocation (*hint = NULL) */
+static void *frame_for(ordo__compress_t *c, int unit, size_t need, void **hint)
+{
+    *hint = NULL;
+    if (unit < 0 || unit >= c->n_units) return malloc(need);
+    residual_t *r = &c->res[unit];
+    if (!r->frame && !(r->frame = calloc(1, sizeof *r->frame))) return malloc(need);
+    frame_t *f = r->frame;
+    if (atomic_load(&f->busy)) return malloc(need);
+    if (f->cap < need) {
+        void *d = realloc(f->data, need);
+        if (!d) return malloc(need);
+        f->data = d;
+        f->cap = need;
+    }
+    atomic_store(&f->busy, 1);
+    *hint = f;
+    return f->data;
+}
+
 int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *src, int64_t n,
-                          uint64_t seed, void **out, size_t *len, int *dtype)
+                          uint64_t seed, void **out, size_t *len, int *dtype, void **hint)
 {
     const ordo__codec_spec_t *spec = &c->spec[key];
     const ordo__codec_ops_t *ops = ordo__codec_ops(spec->id);
@@ -162,8 +212,11 @@ int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *s
             if (!(r->v = calloc((size_t)n, sizeof *r->v))) return ORDO_ERR_NOMEM;
             r->n = n;
         }
-        if (r->n != n) return ordo_error_set(ORDO_ERR_INVAL, "unit %d: %lld values, its residual "
-                                             "has %lld", unit, (long long)n, (long long)r->n);
+        if (r->n != n)
+            return ordo_error_set(ORDO_ERR_INVAL,
+                                  "unit %d: %lld values, its residual "
+                                  "has %lld",
+                                  unit, (long long)n, (long long)r->n);
         if (c->scratch_n < n) {
             float *s = realloc(c->scratch, (size_t)n * sizeof *s);
             if (!s) return ORDO_ERR_NOMEM;
@@ -172,12 +225,12 @@ int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *s
         }
         res = r->v;
     }
-    void *buf = malloc(ops->max_bytes(spec, n));
+    void *buf = frame_for(c, unit, ops->max_bytes(spec, n), hint);
     if (!buf) return ORDO_ERR_NOMEM;
     ordo__codec_io_t io = {.seed = seed};
     int64_t l = ordo__codec_encode_ef(spec, src, n, res, c->scratch, buf, &io);
     if (l < 0) {
-        free(buf);
+        ordo__compress_frame_free(buf, *hint);
         if (io.overflow) { /* fp16: this push goes as float32, never as inf */
             char nb[32];
             if (!c->warned[key] && (c->warned[key] = 1))

@@ -41,13 +41,18 @@ int ordo__compress_any(const ordo__compress_t *c);
  * float32 (lossy codecs' pulls are float32). */
 int ordo__compress_pull_dtype(const ordo__compress_t *c, int key);
 
-/* ordo__compress_encode encodes n floats of src, pushed as unit `unit` of key, into a new
- * frame: 1 and *out (malloc'd, *len bytes, *dtype its wire type; the caller frees it) when it
- * is encoded, 0 when it goes as float32 as it is (the key is not compressed, or fp16 values
- * out of range this time: reported once per tensor), or a negative code. seed drives randomk
- * (the same for every worker in one step: the iteration). */
+/* ordo__compress_encode encodes n floats of src, pushed as unit `unit` of key, into a frame:
+ * 1 and *out (*len bytes, *dtype its wire type) when it is encoded, 0 when it goes as float32
+ * as it is (the key is not compressed, or fp16 values out of range this time: reported once
+ * per tensor), or a negative code. The frame is the unit's own buffer while no earlier frame
+ * of the unit is still on its way, else a new one; either way the caller hands it to ZeroMQ
+ * with ordo__compress_frame_free and *hint, which release it. seed drives randomk (the same
+ * for every worker in one step: the iteration). */
 int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *src, int64_t n,
-                          uint64_t seed, void **out, size_t *len, int *dtype);
+                          uint64_t seed, void **out, size_t *len, int *dtype, void **hint);
+
+/* ordo__compress_frame_free releases a frame of ordo__compress_encode (a zmq_free_fn). */
+void ordo__compress_frame_free(void *data, void *hint);
 
 /* ordo__compress_key_bytes sets the bytes one push and one pull of key put on the wire, its
  * slices (keys) encoded one by one (exact but for fp16 pushes sent as float32). */

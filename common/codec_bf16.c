@@ -26,7 +26,8 @@ ORDO_VECTOR_CLONES
 void ordo__codec_from_bf16(const uint16_t *src, int64_t n, float *dst)
 {
     uint32_t *u = (uint32_t *)dst;
-    for (int64_t i = 0; i < n; i++) u[i] = (uint32_t)src[i] << 16;
+    for (int64_t i = 0; i < n; i++)
+        u[i] = (uint32_t)src[i] << 16;
 }
 
 static size_t max_bytes(const ordo__codec_spec_t *c, int64_t n)

@@ -60,13 +60,13 @@ static float from_half(uint16_t h)
 
 #ifdef HAVE_F16C_PATH
 __attribute__((target("avx,f16c"))) static int64_t to_fp16_f16c(const float *src, int64_t n,
-                                                               float scale, uint16_t *dst)
+                                                                float scale, uint16_t *dst)
 {
     int64_t i = 0, bad = 0;
     __m256 s = _mm256_set1_ps(scale);
     for (; i + 8 <= n; i += 8) {
-        __m128i h = _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(src + i), s),
-                                    _MM_FROUND_TO_NEAREST_INT);
+        __m128i h =
+            _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(src + i), s), _MM_FROUND_TO_NEAREST_INT);
         _mm_storeu_si128((__m128i *)(dst + i), h);
         /* all-ones exponent: inf or NaN (an overflow rounds to inf) */
         __m128i e = _mm_and_si128(h, _mm_set1_epi16(0x7c00));
@@ -81,15 +81,16 @@ __attribute__((target("avx,f16c"))) static int64_t to_fp16_f16c(const float *src
 }
 
 __attribute__((target("avx,f16c"))) static void from_fp16_f16c(const uint16_t *src, int64_t n,
-                                                              float mult, float *dst)
+                                                               float mult, float *dst)
 {
     int64_t i = 0;
     __m256 m = _mm256_set1_ps(mult);
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(
-                                                    (const __m128i *)(src + i))),
-                                                m));
-    for (; i < n; i++) dst[i] = from_half(src[i]) * mult;
+        _mm256_storeu_ps(
+            dst + i,
+            _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))), m));
+    for (; i < n; i++)
+        dst[i] = from_half(src[i]) * mult;
 }
 
 static int have_f16c(void)
@@ -124,7 +125,8 @@ void ordo__codec_from_fp16(const uint16_t *src, int64_t n, float mult, float *ds
         return;
     }
 #endif
-    for (int64_t i = 0; i < n; i++) dst[i] = from_half(src[i]) * mult;
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = from_half(src[i]) * mult;
 }
 
 static size_t max_bytes(const ordo__codec_spec_t *c, int64_t n)

@@ -21,7 +21,8 @@ static int64_t encode(const ordo__codec_spec_t *c, const float *src, int64_t n, 
 {
     (void)io;
     double l1 = 0;
-    for (int64_t i = 0; i < n; i++) l1 += fabsf(src[i]);
+    for (int64_t i = 0; i < n; i++)
+        l1 += fabsf(src[i]);
     float s = n > 0 ? (float)(l1 / (double)n) : 0.0f;
     if (!isfinite(s)) return ordo_error_set(ORDO_ERR_RANGE, "onebit: a value is not finite");
     uint8_t *bits = (uint8_t *)dst + sizeof s;
@@ -42,7 +43,8 @@ static int decode(const void *frame, size_t len, int64_t n, float *dst)
     if (!isfinite(s) || s < 0)
         return ordo_error_set(ORDO_ERR_PROTO, "a onebit frame's scale is %g", (double)s);
     const uint8_t *bits = (const uint8_t *)frame + sizeof s;
-    for (int64_t i = 0; i < n; i++) dst[i] = (bits[i >> 3] >> (i & 7)) & 1u ? -s : s;
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = (bits[i >> 3] >> (i & 7)) & 1u ? -s : s;
     return 0;
 }
 

@@ -27,8 +27,10 @@ static float kth_largest(float *a, int64_t n, int64_t k)
         float pivot = x < y ? (y < z ? y : x < z ? z : x) : (x < z ? x : y < z ? z : y);
         int64_t i = lo, j = hi;
         while (i <= j) {
-            while (a[i] > pivot) i++;
-            while (a[j] < pivot) j--;
+            while (a[i] > pivot)
+                i++;
+            while (a[j] < pivot)
+                j--;
             if (i <= j) {
                 float t = a[i];
                 a[i++] = a[j];
@@ -49,7 +51,8 @@ static int64_t write_frame(const float *src, const uint32_t *idx, int64_t k, voi
 {
     uint8_t *out = dst;
     memcpy(out, idx, (size_t)k * 4);
-    for (int64_t j = 0; j < k; j++) memcpy(out + (size_t)(k + j) * 4, &src[idx[j]], 4);
+    for (int64_t j = 0; j < k; j++)
+        memcpy(out + (size_t)(k + j) * 4, &src[idx[j]], 4);
     return k * 8;
 }
 
@@ -64,11 +67,13 @@ static int64_t encode_topk(const ordo__codec_spec_t *c, const float *src, int64_
         free(mag), free(idx);
         return ORDO_ERR_NOMEM;
     }
-    for (int64_t i = 0; i < n; i++) mag[i] = isnan(src[i]) ? INFINITY : fabsf(src[i]);
+    for (int64_t i = 0; i < n; i++)
+        mag[i] = isnan(src[i]) ? INFINITY : fabsf(src[i]);
     float t = kth_largest(mag, n, k);
     /* every value above the threshold, then those equal to it in index order until k */
     int64_t above = 0;
-    for (int64_t i = 0; i < n; i++) above += (isnan(src[i]) ? INFINITY : fabsf(src[i])) > t;
+    for (int64_t i = 0; i < n; i++)
+        above += (isnan(src[i]) ? INFINITY : fabsf(src[i])) > t;
     int64_t ties = k - above, m = 0;
     for (int64_t i = 0; i < n && m < k; i++) {
         float a = isnan(src[i]) ? INFINITY : fabsf(src[i]);
@@ -89,8 +94,8 @@ static uint64_t next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static int64_t encode_randomk(const ordo__codec_spec_t *c, const float *src, int64_t n,
-                              void *dst, ordo__codec_io_t *io)
+static int64_t encode_randomk(const ordo__codec_spec_t *c, const float *src, int64_t n, void *dst,
+                              ordo__codec_io_t *io)
 {
     int64_t k = ordo__codec_k(c, n);
     uint32_t *idx = malloc((size_t)k * sizeof *idx);

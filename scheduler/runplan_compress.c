@@ -27,7 +27,8 @@ static double conversion_ns(const ordo__codec_ops_t *ops)
     void *frame = malloc(ops->max_bytes(&c, n));
     double best = 1e30;
     if (!src || !dst || !frame) goto done;
-    for (int64_t i = 0; i < n; i++) src[i] = (float)(i % 1000) * 1e-3f - 0.5f;
+    for (int64_t i = 0; i < n; i++)
+        src[i] = (float)(i % 1000) * 1e-3f - 0.5f;
     for (int rep = 0; rep < 5; rep++) {
         int64_t t0 = ordo_clock_ns();
         int64_t len = ops->encode(&c, src, n, frame, NULL);
@@ -88,7 +89,8 @@ int ordo_runplan_compress(const ordo_conf_t *conf, const ordo_model_t *m,
                  chosen.compute_us >= chosen.push_us && chosen.compute_us >= chosen.answer_us
                      ? "compute"
                      : "what a cast does not shorten");
-        for (int p = 0; p < n; p++) json_array_set_new(keys, (size_t)p, json_string("none"));
+        for (int p = 0; p < n; p++)
+            json_array_set_new(keys, (size_t)p, json_string("none"));
         compressed = 0;
         chosen = f32;
     } else if (compressed) {
@@ -105,10 +107,10 @@ int ordo_runplan_compress(const ordo_conf_t *conf, const ordo_model_t *m,
                  bps / 1e9, conv, 16e9 / bps);
     }
     ORDO_INFO("compression auto: %s", why);
-    json_t *js = json_pack("{s:s,s:s,s:o,s:i,s:f,s:f,s:f,s:f,s:s}", "policy", "auto", "codec",
-                           name, "keys", keys, "compressed", compressed,
-                           "conversion_ns_per_value", conv, "link_bps", bps, "float32_step_ms",
-                           f32.step_us / 1e3, "chosen_step_ms", chosen.step_us / 1e3, "why", why);
+    json_t *js = json_pack("{s:s,s:s,s:o,s:i,s:f,s:f,s:f,s:f,s:s}", "policy", "auto", "codec", name,
+                           "keys", keys, "compressed", compressed, "conversion_ns_per_value", conv,
+                           "link_bps", bps, "float32_step_ms", f32.step_us / 1e3, "chosen_step_ms",
+                           chosen.step_us / 1e3, "why", why);
     keys = NULL; /* the pack took it */
     if (!js || json_object_set_new(plan, "compression", js) != 0) rc = ORDO_ERR_NOMEM;
 done:

@@ -54,7 +54,8 @@ void ordo__pull_codec_destroy(ordo__pull_codec_t **pcp)
 {
     ordo__pull_codec_t *pc = *pcp;
     if (!pc) return;
-    for (int i = 0; i < pc->n; i++) unref(pc->e[i].b);
+    for (int i = 0; i < pc->n; i++)
+        unref(pc->e[i].b);
     free(pc->e);
     free(pc);
     *pcp = NULL;
@@ -79,7 +80,8 @@ int ordo__pull_codec_attach(ordo__pull_codec_t *pc, int slice, int64_t seq, cons
             free(b);
             if (io.overflow && !pc->warned++)
                 ORDO_WARN("slice %d: %lld values do not fit in fp16; pulls of such values go as "
-                          "float32", slice, (long long)io.overflow);
+                          "float32",
+                          slice, (long long)io.overflow);
             return (int)len;
         }
         atomic_init(&b->refs, 1);

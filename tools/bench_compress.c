@@ -46,13 +46,14 @@ int ordo_bench_compress(const int64_t *sizes, int n, const ordo_bench_opts_t *o)
                "server + 1 worker on loopback at once, partition_bytes %lld, best of at least %d "
                "rounds and %g s per size (taking turns)\n",
                nc, (long long)o->partition, o->reps, o->min_time_s);
-        printf("%10s %-12s %10s %11s %9s %9s %10s %9s\n", "bytes", "codec", "fused_us",
-               "Mvalues/s", "B/v push", "B/v pull", "cpu_ns/v", "vs f32");
+        printf("%10s %-12s %10s %11s %9s %9s %10s %9s\n", "bytes", "codec", "fused_us", "Mvalues/s",
+               "B/v push", "B/v pull", "cpu_ns/v", "vs f32");
     }
     for (int i = 0; i < n && rc == 0; i++) {
         int64_t numel = sizes[i] / 4, iter[MAX_CODECS] = {0};
         float *val = malloc((size_t)sizes[i]), *grad = malloc((size_t)sizes[i]);
-        for (int64_t j = 0; j < numel; j++) grad[j] = (float)((j * 7919) % 1000 - 500) * 1e-3f;
+        for (int64_t j = 0; j < numel; j++)
+            grad[j] = (float)((j * 7919) % 1000 - 500) * 1e-3f;
         double best[MAX_CODECS], cpu[MAX_CODECS] = {0};
         int64_t p0[MAX_CODECS], l0[MAX_CODECS], p1[MAX_CODECS], l1[MAX_CODECS];
         for (int c = 0; c < nc; c++) {

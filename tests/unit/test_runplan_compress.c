@@ -17,7 +17,7 @@
     "{\"name\":\"big\",\"shape\":[256,256]},{\"name\":\"small\",\"shape\":[256]},"                 \
     "{\"name\":\"mid\",\"shape\":[2560]}],\"ops\":["                                               \
     "{\"name\":\"op_b\",\"inputs\":[],\"params\":[\"big\"],\"fwd_us\":30,\"bwd_us\":60},"          \
-    "{\"name\":\"op_s\",\"inputs\":[\"op_b\"],\"params\":[\"small\"],\"fwd_us\":2,\"bwd_us\":4},"   \
+    "{\"name\":\"op_s\",\"inputs\":[\"op_b\"],\"params\":[\"small\"],\"fwd_us\":2,\"bwd_us\":4},"  \
     "{\"name\":\"op_m\",\"inputs\":[\"op_s\"],\"params\":[\"mid\"],\"fwd_us\":1,\"bwd_us\":2}]}"
 
 /* plan_of: the plan of PROFILE for 2 workers and 1 server under tao, compression and the
@@ -36,7 +36,8 @@ static json_t *plan_of(const char *compression, const char *bw)
     ordo_conf_resolve(&conf);
     ORDO_CK_OK(ordo_conf_validate(&conf));
     int64_t numel[3];
-    for (int p = 0; p < 3; p++) numel[p] = m->params[p].numel;
+    for (int p = 0; p < 3; p++)
+        numel[p] = m->params[p].numel;
     ordo_keys_t *keys = NULL;
     ORDO_CK_OK(ordo_keys_partition(numel, 3, 4, conf.partition_bytes, 0, 1, &keys));
     json_t *plan = NULL;
@@ -74,9 +75,8 @@ START_TEST(auto_fp16_names_its_codec)
 {
     json_t *plan = plan_of("auto:fp16", "1gbit");
     ck_assert_str_eq(key_codec(plan, 0), "fp16");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(plan, "compression"),
-                                                       "codec")),
-                     "fp16");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(plan, "compression"), "codec")), "fp16");
     json_decref(plan);
 }
 END_TEST
@@ -85,7 +85,8 @@ START_TEST(a_fast_link_stays_float32)
 {
     /* at 10 Tbit/s two bytes take 1.6 ps of link time: no conversion is that cheap */
     json_t *plan = plan_of("auto", "10000gbit");
-    for (int k = 0; k < 3; k++) ck_assert_str_eq(key_codec(plan, k), "none");
+    for (int k = 0; k < 3; k++)
+        ck_assert_str_eq(key_codec(plan, k), "none");
     json_t *c = json_object_get(plan, "compression");
     ck_assert_int_eq(json_integer_value(json_object_get(c, "compressed")), 0);
     ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(c, "why")), "float32"));
