@@ -35,6 +35,12 @@ struct ordo__compress {
     float *scratch;
     int64_t scratch_n;
     int any;
+    /* lossy pulls: whether the run keeps the workers' copies in step, and per slice the copy
+     * of the servers' value this worker holds and the iteration of its answer (-1: none) */
+    bool lossy_pulls;
+    int n_slices;
+    float **copy;
+    int64_t *copy_iter;
 };
 
 static const char *key_name(const ordo__compress_t *c, int key, char *buf, size_t size)
@@ -57,7 +63,14 @@ int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const c
     c->warned = calloc((size_t)c->n_keys + 1, 1);
     c->res = calloc((size_t)n_units + 1, sizeof *c->res);
     c->n_units = n_units;
-    if (!c->spec || !c->name || !c->warned || !c->res) {
+    c->n_slices = keys->n_slices;
+    c->copy = calloc((size_t)keys->n_slices + 1, sizeof *c->copy);
+    c->copy_iter = malloc(((size_t)keys->n_slices + 1) * sizeof *c->copy_iter);
+    /* the servers keep one copy per slice for every worker (server/pull_codec.h): every
+     * worker must take every version's answer, in order */
+    c->lossy_pulls = conf->sync_mode == ORDO_SYNC_BSP &&
+                     conf->fault_worker != ORDO_FAULT_RESTART && conf->replicas <= 1;
+    if (!c->spec || !c->name || !c->warned || !c->res || !c->copy || !c->copy_iter) {
         rc = ORDO_ERR_NOMEM;
         goto fail;
     }
@@ -99,6 +112,7 @@ int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const c
             c->spec[k].scale = 1.0f / (float)(n_workers > 0 ? n_workers : 1);
         if (c->spec[k].id != ORDO__CODEC_NONE) c->any = 1;
     }
+    for (int i = 0; i < keys->n_slices; i++) c->copy_iter[i] = -1;
     json_decref(decl);
     json_decref(js_plan);
     *out = c;
@@ -124,6 +138,9 @@ void ordo__compress_destroy(ordo__compress_t **cp)
             free(f);
         }
     }
+    for (int i = 0; c->copy && i < c->n_slices; i++) free(c->copy[i]);
+    free(c->copy);
+    free(c->copy_iter);
     free(c->spec);
     free(c->name);
     free(c->warned);
@@ -156,10 +173,56 @@ int ordo__compress_any(const ordo__compress_t *c)
 
 int ordo__compress_pull_dtype(const ordo__compress_t *c, int key)
 {
-    int id = c->spec[key].id;
-    return id == ORDO__CODEC_BF16   ? ORDO_DTYPE_BF16
-           : id == ORDO__CODEC_FP16 ? ORDO_DTYPE_F16
-                                    : ORDO_DTYPE_F32;
+    const ordo__codec_ops_t *ops = ordo__codec_ops(c->spec[key].id);
+    if (ops->lossy && !c->lossy_pulls) return ORDO_DTYPE_F32;
+    return ops->dtype;
+}
+
+static bool lossy_key(const ordo__compress_t *c, int key)
+{
+    return c->lossy_pulls && ordo__codec_ops(c->spec[key].id)->lossy;
+}
+
+uint32_t ordo__compress_pull_flags(const ordo__compress_t *c, int key, int slice, int64_t iter)
+{
+    if (!lossy_key(c, key) || slice < 0 || slice >= c->n_slices) return 0;
+    return c->copy[slice] && c->copy_iter[slice] == iter - 1 ? ORDO_FLAG_HAVE_PREV : 0;
+}
+
+int ordo__compress_take_pull(ordo__compress_t *c, int key, int slice, int64_t iter, int dtype,
+                             uint32_t flags, const void *frame, size_t len, int64_t n,
+                             float *dst)
+{
+    if (!lossy_key(c, key) || slice < 0 || slice >= c->n_slices)
+        return ordo__codec_decode(dtype, frame, len, n, dst);
+    if (!c->copy[slice] && !(c->copy[slice] = malloc((size_t)n * sizeof(float))))
+        return ORDO_ERR_NOMEM;
+    float *copy = c->copy[slice];
+    if (flags & ORDO_FLAG_DELTA) {
+        if (c->copy_iter[slice] != iter - 1)
+            return ordo_error_set(ORDO_ERR_PROTO,
+                                  "slice %d: a change from iteration %lld's answer, this worker "
+                                  "holds %lld's",
+                                  slice, (long long)(iter - 1), (long long)c->copy_iter[slice]);
+        if (c->scratch_n < n) {
+            float *sc = realloc(c->scratch, (size_t)n * sizeof *sc);
+            if (!sc) return ORDO_ERR_NOMEM;
+            c->scratch = sc;
+            c->scratch_n = n;
+        }
+        int rc = ordo__codec_decode(dtype, frame, len, n, c->scratch);
+        if (rc) return rc;
+        for (int64_t i = 0; i < n; i++) copy[i] += c->scratch[i];
+    } else {
+        int rc = ordo__codec_decode(dtype, frame, len, n, copy);
+        if (rc) {
+            c->copy_iter[slice] = -1;
+            return rc;
+        }
+    }
+    c->copy_iter[slice] = iter;
+    memcpy(dst, copy, (size_t)n * sizeof(float));
+    return 0;
 }
 
 float *ordo__compress_residual(ordo__compress_t *c, int unit, int64_t *n)

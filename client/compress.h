@@ -37,9 +37,24 @@ const ordo__codec_spec_t *ordo__compress_spec(const ordo__compress_t *c, int key
 /* ordo__compress_any tells whether some key is pushed in another wire type than float32. */
 int ordo__compress_any(const ordo__compress_t *c);
 
-/* ordo__compress_pull_dtype is the wire type key's pulls ask for: a 16-bit cast's own, else
- * float32 (lossy codecs' pulls are float32). */
+/* ordo__compress_pull_dtype is the wire type key's pulls ask for: a codec's own, or float32
+ * (none; a lossy codec's where the run cannot keep the workers' copies in step: under ssp or
+ * asp, fault.worker = restart, replicas). */
 int ordo__compress_pull_dtype(const ordo__compress_t *c, int key);
+
+/* ordo__compress_pull_flags returns the header flags of a pull of slice (of key) for
+ * iteration iter: ORDO_FLAG_HAVE_PREV when the key's pulls are lossy and this worker holds its
+ * answer of iter - 1, else 0. */
+uint32_t ordo__compress_pull_flags(const ordo__compress_t *c, int key, int slice, int64_t iter);
+
+/* ordo__compress_take_pull writes the n values of slice an answer of iteration iter brought
+ * (frame of len bytes, wire dtype, header flags) into dst: decoded, or for a lossy key's
+ * answer added to (ORDO_FLAG_DELTA) or taken as the copy of the servers' value this worker
+ * keeps. ORDO_ERR_PROTO with a detail for a malformed frame or a change with no copy under
+ * it; dst is then unchanged. */
+int ordo__compress_take_pull(ordo__compress_t *c, int key, int slice, int64_t iter, int dtype,
+                             uint32_t flags, const void *frame, size_t len, int64_t n,
+                             float *dst);
 
 /* ordo__compress_encode encodes n floats of src, pushed as unit `unit` of key, into a frame:
  * 1 and *out (*len bytes, *dtype its wire type) when it is encoded, 0 when it goes as float32

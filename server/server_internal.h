@@ -23,7 +23,9 @@ typedef struct {
     int64_t need; /* [fault] replicas: the update count every live backup must hold first */
     uint64_t req;
     uint32_t flags; /* for the answer's header (ORDO_FLAG_DROPPED) */
-    uint8_t dtype;  /* the wire type the answer's values go in (ORDO_DTYPE_F32, BF16, F16) */
+    uint8_t dtype;  /* the wire type the answer's values go in (ORDO_DTYPE_F32, BF16, F16, a
+                       lossy one: server/pull_codec.h) */
+    bool have_prev; /* lossy pulls: the worker holds its answer of iter - 1 */
     uint8_t rid[ORDO_WIRE_MAX_RID];
     size_t rid_len;
 } ordo__waiter_t;

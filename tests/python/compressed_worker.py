@@ -56,6 +56,7 @@ def main(argv: list[str]) -> int:
     w = [x.copy() for x in init]
     mom = np.zeros(TENSORS[1][1], dtype=np.float32)
     senders = [[wire_ref.Sender(codec, n, size) for _, n, _ in TENSORS] for _ in range(size)]
+    pullers = [wire_ref.Puller(codec, n) for _, n, _ in TENSORS]
     scale = np.float32(1.0 / size)
     checked = wrong = 0
     worst = 0.0
@@ -77,7 +78,7 @@ def main(argv: list[str]) -> int:
                 w[k] = w[k] - np.float32(LR) * mom
             else:
                 w[k] = w[k] - np.float32(conf_lr) * (scale * total)
-            expect = wire_ref.pulled(codec, w[k])
+            expect = pullers[k].pull(w[k], t + 1)
             rel = np.abs(vals[k] - expect) / np.maximum(np.abs(expect), np.float32(1e-30))
             worst = max(worst, float(rel.max()))
             bad = np.nonzero(rel > 1e-6)[0]

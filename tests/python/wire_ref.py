@@ -106,6 +106,34 @@ class Sender:
         return got
 
 
+class Puller:
+    """Puller replays what a worker reads of one slice's pulls under spec: the 16-bit casts
+    round each value once; a lossy codec's pulls carry the change from the copy the servers
+    track for every worker (server/pull_codec.h): the first answer is the value itself, each
+    later one the copy plus the decoded encoding of (value - copy); topk and randomk keep the
+    top-k of the change, k as many as their pushes keep."""
+
+    def __init__(self, spec: str, n: int):
+        self.spec, self.n = spec, n
+        self.copy: np.ndarray | None = None
+
+    def pull(self, value: np.ndarray, it: int) -> np.ndarray:
+        name, k, _ = parse(self.spec)
+        if name not in ("onebit", "topk", "randomk"):
+            return pulled(self.spec, value)
+        if self.copy is None:
+            self.copy = value.astype(np.float32).copy()
+            return self.copy.copy()
+        change = value.astype(np.float32) - self.copy
+        if name == "onebit":
+            got = roundtrip("onebit", change, 1, it)
+        else:
+            kk = count_k(k, self.n)
+            got = roundtrip(f"topk:{kk}", change, 1, it)
+        self.copy = self.copy + got
+        return self.copy.copy()
+
+
 def pulled(spec: str, value: np.ndarray) -> np.ndarray:
     """pulled is what a worker reads of a value pulled with its tensor's codec: 16-bit casts
     round it once (fp16 unscaled), lossy codecs' pulls are float32."""
