@@ -72,6 +72,19 @@ def test_workers_that_disagree_on_a_codec_are_refused_at_the_join(cluster_of):
                      r"with (fp16|bf16)", logs), logs
 
 
+def test_workers_whose_confs_disagree_on_compression_are_refused(cluster_of):
+    pytest.importorskip("numpy")
+    c = cluster_of(*DECLARED)
+    settings = [a[2:] for a in DECLARED] + [f"cluster.scheduler={c.endpoint}"]
+    for i, codec in enumerate(["bf16", "onebit"]):
+        c.start(f"worker{i}", sys.executable, WORKER, "bf16", str(CONF), *settings,
+                f"push.compression={codec}", env=worker_env())
+    assert c.finish("worker0") != 0 or c.finish("worker1") != 0
+    logs = c.log("worker0") + c.log("worker1") + c.log("scheduler")
+    assert re.search(r"the workers disagree on push.compression: worker 1 has (bf16|onebit), "
+                     r"worker 0 (onebit|bf16)", logs), logs
+
+
 def test_an_unknown_codec_is_refused_naming_the_tensor(tmp_path):
     import ordo
 
