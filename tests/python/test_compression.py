@@ -10,7 +10,9 @@ import sys
 import pytest
 from cluster import CONF, SRC, Cluster, worker_env
 
-DECLARED = ["--model.trainer=declared", "--optimizer.aggregate=mean", "--optimizer.lr=0.5"]
+# a generous liveness timeout: the suite runs two tests per core
+DECLARED = ["--model.trainer=declared", "--optimizer.aggregate=mean", "--optimizer.lr=0.5",
+            "--fault.timeout_ms=30000"]
 WORKER = str(SRC / "tests" / "python" / "compressed_worker.py")
 
 
