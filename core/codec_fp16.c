@@ -18,6 +18,9 @@
 #define HAVE_F16C_PATH 1
 #endif
 
+/* a frame's halves wherever ZeroMQ put them (a frame may start at an odd address) */
+typedef uint16_t half_any_t __attribute__((aligned(1), may_alias));
+
 /* float to half, round to nearest even (F. Giesen's float_to_half_fast3_rtne) */
 static uint16_t to_half(float f)
 {
@@ -89,8 +92,25 @@ __attribute__((target("avx,f16c"))) static void from_fp16_f16c(const uint16_t *s
         _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(
                                                     (const __m128i *)(src + i))),
                                                 m));
-    for (; i < n; i++) dst[i] = from_half(src[i]) * mult;
+    for (; i < n; i++) dst[i] = from_half(((const half_any_t *)src)[i]) * mult;
 }
+
+/* acc += h * mult, the multiply and the add rounded apart (no FMA: the same bits as decode
+ * then add) */
+__attribute__((target("avx,f16c"))) static void add_fp16_f16c(const void *src, int64_t n,
+                                                             float mult, float *acc)
+{
+    const half_any_t *h = src;
+    int64_t i = 0;
+    __m256 m = _mm256_set1_ps(mult);
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))), m);
+        _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), v));
+    }
+    for (; i < n; i++) acc[i] += from_half(h[i]) * mult;
+}
+
+static bool simd_off; /* ordo__codec_set_simd(false): the scalar paths only */
 
 static int have_f16c(void)
 {
@@ -99,9 +119,21 @@ static int have_f16c(void)
         __builtin_cpu_init();
         have = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
     }
-    return have;
+    return have && !simd_off;
 }
 #endif
+
+bool ordo__codec_set_simd(bool on)
+{
+#ifdef HAVE_F16C_PATH
+    bool was = !simd_off;
+    simd_off = !on;
+    return was;
+#else
+    (void)on;
+    return false;
+#endif
+}
 
 int64_t ordo__codec_to_fp16(const float *src, int64_t n, float scale, uint16_t *dst)
 {
@@ -124,7 +156,8 @@ void ordo__codec_from_fp16(const uint16_t *src, int64_t n, float mult, float *ds
         return;
     }
 #endif
-    for (int64_t i = 0; i < n; i++) dst[i] = from_half(src[i]) * mult;
+    const half_any_t *h = (const half_any_t *)src;
+    for (int64_t i = 0; i < n; i++) dst[i] = from_half(h[i]) * mult;
 }
 
 static size_t max_bytes(const ordo__codec_spec_t *c, int64_t n)
@@ -144,17 +177,41 @@ static int64_t encode(const ordo__codec_spec_t *c, const float *src, int64_t n, 
     return (int64_t)max_bytes(c, n);
 }
 
+/* check_frame reads a frame's multiplier once its length and value are checked */
+static int check_frame(const void *frame, size_t len, int64_t n, float *mult)
+{
+    if (len != sizeof *mult + (size_t)n * 2)
+        return ordo_error_set(ORDO_ERR_PROTO, "an fp16 frame of %zu bytes for %lld values", len,
+                              (long long)n);
+    memcpy(mult, frame, sizeof *mult);
+    if (!isfinite(*mult) || *mult == 0)
+        return ordo_error_set(ORDO_ERR_PROTO, "an fp16 frame's multiplier is %g", (double)*mult);
+    return 0;
+}
+
 static int decode(const void *frame, size_t len, int64_t n, float *dst)
 {
     float mult;
-    if (len != sizeof mult + (size_t)n * 2)
-        return ordo_error_set(ORDO_ERR_PROTO, "an fp16 frame of %zu bytes for %lld values", len,
-                              (long long)n);
-    memcpy(&mult, frame, sizeof mult);
-    if (!isfinite(mult) || mult == 0)
-        return ordo_error_set(ORDO_ERR_PROTO, "an fp16 frame's multiplier is %g", (double)mult);
-    /* the halves start 4 bytes in: aligned for uint16_t whenever the frame is */
+    int rc = check_frame(frame, len, n, &mult);
+    if (rc) return rc;
+    /* the halves start 4 bytes in; the loops read them unaligned */
     ordo__codec_from_fp16((const uint16_t *)((const char *)frame + sizeof mult), n, mult, dst);
+    return 0;
+}
+
+static int decode_add(const void *frame, size_t len, int64_t n, float *acc)
+{
+    float mult;
+    int rc = check_frame(frame, len, n, &mult);
+    if (rc) return rc;
+    const half_any_t *h = (const half_any_t *)((const char *)frame + sizeof mult);
+#ifdef HAVE_F16C_PATH
+    if (have_f16c()) {
+        add_fp16_f16c(h, n, mult, acc);
+        return 0;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) acc[i] += from_half(h[i]) * mult;
     return 0;
 }
 
@@ -165,4 +222,5 @@ const ordo__codec_ops_t ordo__codec_fp16_ops = {
     .max_bytes = max_bytes,
     .encode = encode,
     .decode = decode,
+    .decode_add = decode_add,
 };

@@ -32,17 +32,35 @@ static int64_t encode(const ordo__codec_spec_t *c, const float *src, int64_t n, 
     return (int64_t)max_bytes(c, n);
 }
 
-static int decode(const void *frame, size_t len, int64_t n, float *dst)
+/* check_frame reads a frame's scale once its length and value are checked */
+static int check_frame(const void *frame, size_t len, int64_t n, float *s)
 {
-    float s;
     if (len != max_bytes(NULL, n))
         return ordo_error_set(ORDO_ERR_PROTO, "a onebit frame of %zu bytes for %lld values", len,
                               (long long)n);
-    memcpy(&s, frame, sizeof s);
-    if (!isfinite(s) || s < 0)
-        return ordo_error_set(ORDO_ERR_PROTO, "a onebit frame's scale is %g", (double)s);
+    memcpy(s, frame, sizeof *s);
+    if (!isfinite(*s) || *s < 0)
+        return ordo_error_set(ORDO_ERR_PROTO, "a onebit frame's scale is %g", (double)*s);
+    return 0;
+}
+
+static int decode(const void *frame, size_t len, int64_t n, float *dst)
+{
+    float s;
+    int rc = check_frame(frame, len, n, &s);
+    if (rc) return rc;
     const uint8_t *bits = (const uint8_t *)frame + sizeof s;
     for (int64_t i = 0; i < n; i++) dst[i] = (bits[i >> 3] >> (i & 7)) & 1u ? -s : s;
+    return 0;
+}
+
+static int decode_add(const void *frame, size_t len, int64_t n, float *acc)
+{
+    float s;
+    int rc = check_frame(frame, len, n, &s);
+    if (rc) return rc;
+    const uint8_t *bits = (const uint8_t *)frame + sizeof s;
+    for (int64_t i = 0; i < n; i++) acc[i] += (bits[i >> 3] >> (i & 7)) & 1u ? -s : s;
     return 0;
 }
 
@@ -54,4 +72,5 @@ const ordo__codec_ops_t ordo__codec_onebit_ops = {
     .max_bytes = max_bytes,
     .encode = encode,
     .decode = decode,
+    .decode_add = decode_add,
 };

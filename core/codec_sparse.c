@@ -58,6 +58,7 @@ static int64_t encode_topk(const ordo__codec_spec_t *c, const float *src, int64_
 {
     (void)io;
     int64_t k = ordo__codec_k(c, n);
+    if (k == 0) return 0; /* an empty tensor: an empty frame */
     float *mag = malloc((size_t)n * sizeof *mag);
     uint32_t *idx = malloc((size_t)k * sizeof *idx);
     if (!mag || !idx) {
@@ -93,6 +94,7 @@ static int64_t encode_randomk(const ordo__codec_spec_t *c, const float *src, int
                               void *dst, ordo__codec_io_t *io)
 {
     int64_t k = ordo__codec_k(c, n);
+    if (k == 0) return 0;
     uint32_t *idx = malloc((size_t)k * sizeof *idx);
     if (!idx) return ORDO_ERR_NOMEM;
     uint64_t s = io ? io->seed : 0;
@@ -107,17 +109,16 @@ static int64_t encode_randomk(const ordo__codec_spec_t *c, const float *src, int
     return len;
 }
 
-static int decode(const void *frame, size_t len, int64_t n, float *dst)
+/* check_frame returns the frame's k once its length and indices are checked */
+static int64_t check_frame(const void *frame, size_t len, int64_t n)
 {
     if (len % 8 || len / 8 > (size_t)n)
         return ordo_error_set(ORDO_ERR_PROTO,
                               "a sparse frame of %zu bytes for %lld values (8 bytes a value, at "
                               "most all of them)",
                               len, (long long)n);
-    int64_t k = (int64_t)(len / 8);
+    int64_t k = (int64_t)(len / 8), prev = -1;
     const uint8_t *in = frame;
-    memset(dst, 0, (size_t)n * sizeof *dst);
-    int64_t prev = -1;
     for (int64_t j = 0; j < k; j++) {
         uint32_t i;
         memcpy(&i, in + (size_t)j * 4, 4);
@@ -126,8 +127,38 @@ static int decode(const void *frame, size_t len, int64_t n, float *dst)
                                   "a sparse frame's index %u (entry %lld) is out of range or not "
                                   "increasing (%lld values)",
                                   i, (long long)j, (long long)n);
-        memcpy(&dst[i], in + (size_t)(k + j) * 4, 4);
         prev = i;
+    }
+    return k;
+}
+
+static int decode(const void *frame, size_t len, int64_t n, float *dst)
+{
+    int64_t k = check_frame(frame, len, n);
+    if (k < 0) return (int)k;
+    const uint8_t *in = frame;
+    memset(dst, 0, (size_t)n * sizeof *dst);
+    for (int64_t j = 0; j < k; j++) {
+        uint32_t i;
+        memcpy(&i, in + (size_t)j * 4, 4);
+        memcpy(&dst[i], in + (size_t)(k + j) * 4, 4);
+    }
+    return 0;
+}
+
+/* acc += the frame's values at their indices; the entries it does not carry are left as they
+ * are (decode then add would add +0: the same values, but a -0 there would become +0) */
+static int decode_add(const void *frame, size_t len, int64_t n, float *acc)
+{
+    int64_t k = check_frame(frame, len, n);
+    if (k < 0) return (int)k;
+    const uint8_t *in = frame;
+    for (int64_t j = 0; j < k; j++) {
+        uint32_t i;
+        float v;
+        memcpy(&i, in + (size_t)j * 4, 4);
+        memcpy(&v, in + (size_t)(k + j) * 4, 4);
+        acc[i] += v;
     }
     return 0;
 }
@@ -141,6 +172,7 @@ const ordo__codec_ops_t ordo__codec_topk_ops = {
     .max_bytes = max_bytes,
     .encode = encode_topk,
     .decode = decode,
+    .decode_add = decode_add,
 };
 
 const ordo__codec_ops_t ordo__codec_randomk_ops = {
@@ -152,4 +184,5 @@ const ordo__codec_ops_t ordo__codec_randomk_ops = {
     .max_bytes = max_bytes,
     .encode = encode_randomk,
     .decode = decode,
+    .decode_add = decode_add,
 };
