@@ -10,6 +10,17 @@
 #include <math.h>
 #include <string.h>
 
+/* a float's bits read and written in place */
+typedef uint32_t bits32_t __attribute__((may_alias));
+
+/* the signs of 8 values as one byte, least significant first */
+static inline uint8_t signs8(const bits32_t *u)
+{
+    uint32_t b = 0;
+    for (int j = 0; j < 8; j++) b |= (u[j] >> 31) << j;
+    return (uint8_t)b;
+}
+
 static size_t max_bytes(const ordo__codec_spec_t *c, int64_t n)
 {
     (void)c;
@@ -25,9 +36,14 @@ static int64_t encode(const ordo__codec_spec_t *c, const float *src, int64_t n, 
     float s = n > 0 ? (float)(l1 / (double)n) : 0.0f;
     if (!isfinite(s)) return ordo_error_set(ORDO_ERR_RANGE, "onebit: a value is not finite");
     uint8_t *bits = (uint8_t *)dst + sizeof s;
-    memset(bits, 0, (size_t)(n + 7) / 8);
-    for (int64_t i = 0; i < n; i++)
-        if (signbit(src[i])) bits[i >> 3] |= (uint8_t)(1u << (i & 7));
+    const bits32_t *u = (const bits32_t *)src;
+    int64_t full = n / 8;
+    for (int64_t b = 0; b < full; b++) bits[b] = signs8(u + 8 * b); /* a byte at a time */
+    if (n % 8) {
+        bits32_t last[8] = {0};
+        memcpy(last, u + 8 * full, (size_t)(n % 8) * sizeof *u);
+        bits[full] = signs8(last);
+    }
     memcpy(dst, &s, sizeof s);
     return (int64_t)max_bytes(c, n);
 }
@@ -50,7 +66,13 @@ static int decode(const void *frame, size_t len, int64_t n, float *dst)
     int rc = check_frame(frame, len, n, &s);
     if (rc) return rc;
     const uint8_t *bits = (const uint8_t *)frame + sizeof s;
-    for (int64_t i = 0; i < n; i++) dst[i] = (bits[i >> 3] >> (i & 7)) & 1u ? -s : s;
+    /* value i is s with bit i as its sign (s >= 0): a byte at a time, no branch */
+    uint32_t sb;
+    memcpy(&sb, &s, sizeof sb);
+    bits32_t *u = (bits32_t *)dst;
+    for (int64_t b = 0; b < n / 8; b++)
+        for (int j = 0; j < 8; j++) u[8 * b + j] = sb | (uint32_t)((bits[b] >> j) & 1u) << 31;
+    for (int64_t i = n / 8 * 8; i < n; i++) u[i] = sb | (uint32_t)((bits[i >> 3] >> (i & 7)) & 1u) << 31;
     return 0;
 }
 
@@ -60,7 +82,21 @@ static int decode_add(const void *frame, size_t len, int64_t n, float *acc)
     int rc = check_frame(frame, len, n, &s);
     if (rc) return rc;
     const uint8_t *bits = (const uint8_t *)frame + sizeof s;
-    for (int64_t i = 0; i < n; i++) acc[i] += (bits[i >> 3] >> (i & 7)) & 1u ? -s : s;
+    uint32_t sb;
+    memcpy(&sb, &s, sizeof sb);
+    for (int64_t b = 0; b < n / 8; b++)
+        for (int j = 0; j < 8; j++) {
+            uint32_t v = sb | (uint32_t)((bits[b] >> j) & 1u) << 31;
+            float f;
+            memcpy(&f, &v, sizeof f);
+            acc[8 * b + j] += f;
+        }
+    for (int64_t i = n / 8 * 8; i < n; i++) {
+        uint32_t v = sb | (uint32_t)((bits[i >> 3] >> (i & 7)) & 1u) << 31;
+        float f;
+        memcpy(&f, &v, sizeof f);
+        acc[i] += f;
+    }
     return 0;
 }
 
