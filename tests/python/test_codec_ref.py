@@ -74,6 +74,9 @@ CASES = [
     ("topk:0.05", 1000, 0.0, False),
     ("topk:0.5", 13, 0.0, False),
     ("topk:3,ef=none", 1000, 0.0, False),
+    ("topk:0.01", 200000, 0.0, False),  # large enough for Floyd-Rivest's sampling
+    ("topk:777,ef=none", 200000, 0.0, False),
+    ("randomk:0.01", 200000, 0.0, False),
     ("randomk:0.1", 1000, 0.0, False),
     ("randomk:50,ef=none", 1000, 0.0, False),
     ("randomk:1", 1, 0.0, False),
