@@ -110,25 +110,26 @@ __attribute__((target("avx,f16c"))) static void add_fp16_f16c(const void *src, i
     for (; i < n; i++) acc[i] += from_half(h[i]) * mult;
 }
 
+/* both read and written with relaxed atomics: pushes convert on several threads at once */
 static bool simd_off; /* ordo__codec_set_simd(false): the scalar paths only */
 
 static int have_f16c(void)
 {
     static int have = -1;
-    if (have < 0) {
+    int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
+    if (h < 0) {
         __builtin_cpu_init();
-        have = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+        h = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+        __atomic_store_n(&have, h, __ATOMIC_RELAXED);
     }
-    return have && !simd_off;
+    return h && !__atomic_load_n(&simd_off, __ATOMIC_RELAXED);
 }
 #endif
 
 bool ordo__codec_set_simd(bool on)
 {
 #ifdef HAVE_F16C_PATH
-    bool was = !simd_off;
-    simd_off = !on;
-    return was;
+    return !__atomic_exchange_n(&simd_off, !on, __ATOMIC_RELAXED);
 #else
     (void)on;
     return false;
@@ -170,9 +171,16 @@ static int64_t encode(const ordo__codec_spec_t *c, const float *src, int64_t n, 
                       ordo__codec_io_t *io)
 {
     float scale = c->scale > 0 ? c->scale : 1.0f, mult = 1.0f / scale;
+    if (!isfinite(scale) || !isfinite(mult)) /* the receiver would refuse the frame */
+        return ordo_error_set(ORDO_ERR_INVAL, "fp16: scale %g has no finite inverse",
+                              (double)scale);
     int64_t bad = ordo__codec_to_fp16(src, n, scale, (uint16_t *)((char *)dst + sizeof mult));
     if (io) io->overflow = bad;
-    if (bad) return ORDO_ERR_RANGE;
+    if (bad) /* a detail of its own: a stale one would name another failure */
+        return ordo_error_set(ORDO_ERR_RANGE,
+                              "fp16: %lld of %lld values do not fit (|x * %g| rounds past 65504, "
+                              "or is inf or NaN)",
+                              (long long)bad, (long long)n, (double)scale);
     memcpy(dst, &mult, sizeof mult);
     return (int64_t)max_bytes(c, n);
 }

@@ -36,14 +36,22 @@ static inline void write_entry(uint8_t *out, int64_t k, int64_t j, uint32_t i, c
     memcpy(out + (size_t)(k + j) * 4, &src[i], 4);
 }
 
+/* a sparse frame's indices are uint32 */
+static int too_long(int64_t n)
+{
+    return ordo_error_set(ORDO_ERR_INVAL, "a sparse frame indexes at most 2^32 values, not %lld",
+                          (long long)n);
+}
+
 static int64_t encode_topk(const ordo__codec_spec_t *c, const float *src, int64_t n, void *dst,
                            ordo__codec_io_t *io)
 {
     (void)io;
     int64_t k = ordo__codec_k(c, n);
     if (k == 0) return 0; /* an empty tensor: an empty frame */
+    if (n > (int64_t)UINT32_MAX + 1) return too_long(n);
     uint32_t *m = malloc((size_t)n * sizeof *m);
-    if (!m) return ORDO_ERR_NOMEM;
+    if (!m) return ordo_error_set(ORDO_ERR_NOMEM, "topk: no memory for %lld keys", (long long)n);
     const bits32_t *u = (const bits32_t *)src;
     for (int64_t i = 0; i < n; i++) m[i] = mag_key(u[i]);
     /* the k-th largest key by Floyd-Rivest selection (core/sparsify, the sparse pushes' own) */
@@ -76,6 +84,7 @@ static int64_t encode_randomk(const ordo__codec_spec_t *c, const float *src, int
 {
     int64_t k = ordo__codec_k(c, n);
     if (k == 0) return 0;
+    if (n > (int64_t)UINT32_MAX + 1) return too_long(n);
     uint64_t s = io ? io->seed : 0;
     /* selection sampling (Knuth's algorithm S): k of n, in increasing order, in one pass */
     int64_t m = 0;

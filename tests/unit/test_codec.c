@@ -303,6 +303,8 @@ START_TEST(fp16_encode_scales_and_refuses_overflow)
     const float y[3] = {INFINITY, NAN, 70000.0f};
     ck_assert_int_eq(ops->encode(&c, y, 3, frame, &io), ORDO_ERR_RANGE);
     ck_assert_int_eq(io.overflow, 3);
+    ck_assert_str_eq(ordo_error_detail(),
+                     "fp16: 3 of 3 values do not fit (|x * 1| rounds past 65504, or is inf or NaN)");
     /* scale 1/4 (4 workers): the frame's multiplier is 4, the halves are x / 4 */
     c.scale = 0.25f;
     ck_assert_int_eq(ops->max_bytes(&c, 4), sizeof frame);
@@ -323,6 +325,10 @@ START_TEST(fp16_encode_scales_and_refuses_overflow)
     ck_assert_float_eq(out[1], -3.0f);
     ck_assert_float_eq(out[2], 0.5f);
     ck_assert_float_eq(out[3], 65504.0f);
+    /* a scale whose inverse is not finite would make a frame the receiver refuses */
+    c.scale = 1e-39f;
+    ck_assert_int_eq(ops->encode(&c, x, 4, frame, &io), ORDO_ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "no finite inverse"));
     /* scale 0 means 1 */
     c.scale = 0;
     ck_assert_int_eq(ops->encode(&c, x + 1, 3, frame, &io), 4 + 6);
