@@ -71,14 +71,14 @@ typedef struct {
     void *frame;
 } bufs_t;
 
-#define TIME(dst, expr)                                                                    \
-    do {                                                                                   \
-        for (int r_ = -1; r_ < o->reps; r_++) { /* run -1 warms up */                      \
-            int64_t t0_ = ordo_clock_ns();                                                 \
-            if ((rc = (expr)) < 0) goto fail;                                              \
-            if (r_ >= 0) t[r_] = ordo_clock_ns() - t0_;                                    \
-        }                                                                                  \
-        dst = median_ns(t, o->reps, o->n);                                                 \
+#define TIME(dst, expr)                                                                            \
+    do {                                                                                           \
+        for (int r_ = -1; r_ < o->reps; r_++) { /* run -1 warms up */                              \
+            int64_t t0_ = ordo_clock_ns();                                                         \
+            if ((rc = (expr)) < 0) goto fail;                                                      \
+            if (r_ >= 0) t[r_] = ordo_clock_ns() - t0_;                                            \
+        }                                                                                          \
+        dst = median_ns(t, o->reps, o->n);                                                         \
     } while (0)
 
 static int64_t enc_plain(const ordo__codec_ops_t *ops, const ordo__codec_spec_t *c, bufs_t *b,
@@ -168,14 +168,15 @@ static int parse(int argc, char **argv, opts_t *o)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            printf("usage: ordo-bench codec [--n N (4194304)] [--reps R (7)] [--scalar] [--json]\n"
-                   "  per codec (%s, %s, %s scaled by 1/4, %s, %s, %s), on N gradient-like floats,\n"
-                   "  median of R: encode, encode under error feedback and decode, in ns and\n"
-                   "  millions of values per second, and bytes per value on the wire; the server's\n"
-                   "  sum of a push per value: decode then ordo_vec_add, and the fused\n"
-                   "  ordo__codec_decode_add; beside a float32 memcpy and ordo_vec_add of a float32\n"
-                   "  push. --scalar turns the hand-written vector paths (F16C) off.\n",
-                   specs[0], specs[1], specs[2], specs[3], specs[4], specs[5]);
+            printf(
+                "usage: ordo-bench codec [--n N (4194304)] [--reps R (7)] [--scalar] [--json]\n"
+                "  per codec (%s, %s, %s scaled by 1/4, %s, %s, %s), on N gradient-like floats,\n"
+                "  median of R: encode, encode under error feedback and decode, in ns and\n"
+                "  millions of values per second, and bytes per value on the wire; the server's\n"
+                "  sum of a push per value: decode then ordo_vec_add, and the fused\n"
+                "  ordo__codec_decode_add; beside a float32 memcpy and ordo_vec_add of a float32\n"
+                "  push. --scalar turns the hand-written vector paths (F16C) off.\n",
+                specs[0], specs[1], specs[2], specs[3], specs[4], specs[5]);
             return 1;
         }
         if (!strcmp(a, "--json")) {
@@ -225,8 +226,8 @@ int ordo_bench_codec(int argc, char **argv)
     int prc = parse(argc, argv, &o);
     if (prc) return prc == 1 ? 0 : prc;
     size_t bytes = (size_t)o.n * sizeof(float);
-    bufs_t b = {malloc(bytes), malloc(bytes), malloc(bytes), calloc((size_t)o.n, 4),
-                malloc(bytes), malloc(bytes + 64)};
+    bufs_t b = {malloc(bytes),          malloc(bytes), malloc(bytes),
+                calloc((size_t)o.n, 4), malloc(bytes), malloc(bytes + 64)};
     int64_t *t = calloc((size_t)o.reps, sizeof *t);
     int status = 1, rc = 0;
     if (!b.x || !b.acc || !b.dec || !b.res || !b.scratch || !b.frame || !t) {
@@ -265,8 +266,7 @@ int ordo_bench_codec(int argc, char **argv)
         else
             printf("%-13s %8.3f %9.0f %10.0f %9.0f %10.3f %8.3f %9.3f %8.2fx\n", row.name,
                    row.bytes_per_value, mvs(row.enc_ns), mvs(row.enc_ef_ns), mvs(row.dec_ns),
-                   row.dec_then_add_ns, row.dec_add_ns, row.f32_add_ns,
-                   row.fused_ratio);
+                   row.dec_then_add_ns, row.dec_add_ns, row.f32_add_ns, row.fused_ratio);
         fflush(stdout);
     }
     status = 0;

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) __builtin_trap();                                                     \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) __builtin_trap();                                                             \
     } while (0)
 
 static bool same(float a, float b)
@@ -27,7 +27,8 @@ static bool same(float a, float b)
 static void decode(int dtype, const uint8_t *frame, size_t len, int64_t n)
 {
     float *dst = malloc((size_t)n * sizeof *dst + 1), *acc = malloc((size_t)n * sizeof *acc + 1);
-    for (int64_t i = 0; i < n; i++) acc[i] = 1.0f;
+    for (int64_t i = 0; i < n; i++)
+        acc[i] = 1.0f;
     int rc = ordo__codec_decode(dtype, frame, len, n, dst);
     CHECK(rc == 0 || rc == ORDO_ERR_PROTO);
     int rc_add = ordo__codec_decode_add(dtype, frame, len, n, acc);
@@ -35,8 +36,12 @@ static void decode(int dtype, const uint8_t *frame, size_t len, int64_t n)
     if (rc == 0) {
         float s;
         switch (dtype) {
-        case ORDO_DTYPE_F32: CHECK(len == (size_t)n * 4); break;
-        case ORDO_DTYPE_BF16: CHECK(len == (size_t)n * 2); break;
+        case ORDO_DTYPE_F32:
+            CHECK(len == (size_t)n * 4);
+            break;
+        case ORDO_DTYPE_BF16:
+            CHECK(len == (size_t)n * 2);
+            break;
         case ORDO_DTYPE_F16:
             CHECK(len == 4 + (size_t)n * 2);
             memcpy(&s, frame, 4);
@@ -46,7 +51,8 @@ static void decode(int dtype, const uint8_t *frame, size_t len, int64_t n)
             CHECK(len == 4 + (size_t)(n + 7) / 8);
             memcpy(&s, frame, 4);
             CHECK(isfinite(s) && s >= 0);
-            for (int64_t i = 0; i < n; i++) CHECK(dst[i] == s || dst[i] == -s);
+            for (int64_t i = 0; i < n; i++)
+                CHECK(dst[i] == s || dst[i] == -s);
             break;
         case ORDO_DTYPE_KV: {
             CHECK(len % 8 == 0 && len / 8 <= (size_t)n);
@@ -59,15 +65,19 @@ static void decode(int dtype, const uint8_t *frame, size_t len, int64_t n)
                 CHECK(memcmp(&dst[i], frame + (k + j) * 4, 4) == 0);
                 prev = i;
             }
-            for (int64_t i = 0; i < n; i++) carried += dst[i] != 0 || signbit(dst[i]);
+            for (int64_t i = 0; i < n; i++)
+                carried += dst[i] != 0 || signbit(dst[i]);
             CHECK(carried <= (int64_t)k);
             break;
         }
-        default: CHECK(0); /* no other dtype decodes */
+        default:
+            CHECK(0); /* no other dtype decodes */
         }
-        for (int64_t i = 0; i < n; i++) CHECK(same(acc[i], 1.0f + dst[i]));
+        for (int64_t i = 0; i < n; i++)
+            CHECK(same(acc[i], 1.0f + dst[i]));
     } else {
-        for (int64_t i = 0; i < n; i++) CHECK(acc[i] == 1.0f); /* untouched */
+        for (int64_t i = 0; i < n; i++)
+            CHECK(acc[i] == 1.0f); /* untouched */
     }
     free(dst);
     free(acc);

@@ -14,8 +14,9 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: codec_cli SPEC N STEPS [--seed S] [--scale F] [--scalar]\n"
-                    "  reads STEPS*N float32 from stdin, writes a record a step (see the source)\n");
+    fprintf(stderr,
+            "usage: codec_cli SPEC N STEPS [--seed S] [--scale F] [--scalar]\n"
+            "  reads STEPS*N float32 from stdin, writes a record a step (see the source)\n");
     return 2;
 }
 

@@ -43,12 +43,18 @@ static uint32_t any_bits(uint64_t *s)
     uint64_t r = rng_next(s);
     uint32_t u = (uint32_t)r;
     switch ((r >> 32) % 8) {
-    case 0: return u & 0x807fffffu;                            /* subnormal or zero */
-    case 1: return u | 0x7f800000u;                            /* inf or NaN */
-    case 2: return (u & 0xffff0000u) | 0x8000u;                /* a tie */
-    case 3: return (u & 0xffff0000u) | (0x7fffu + (r >> 40) % 3); /* beside a tie */
-    case 4: return (u & 0x80000000u) | (0x7f7f0000u + (u & 0xffffu)); /* near the largest */
-    default: return u;
+    case 0:
+        return u & 0x807fffffu; /* subnormal or zero */
+    case 1:
+        return u | 0x7f800000u; /* inf or NaN */
+    case 2:
+        return (u & 0xffff0000u) | 0x8000u; /* a tie */
+    case 3:
+        return (u & 0xffff0000u) | (0x7fffu + (r >> 40) % 3); /* beside a tie */
+    case 4:
+        return (u & 0x80000000u) | (0x7f7f0000u + (u & 0xffffu)); /* near the largest */
+    default:
+        return u;
     }
 }
 
@@ -72,9 +78,7 @@ static bool bf16_is_nan(uint16_t h)
 static double half_value(uint16_t h)
 {
     int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    double v = e == 0    ? ldexp(m, -24)
-               : e == 31 ? (m ? NAN : INFINITY)
-                         : ldexp(1024 + m, e - 25);
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
     return h & 0x8000 ? -v : v;
 }
 
@@ -150,8 +154,8 @@ START_TEST(bf16_rounds_chosen_patterns_to_nearest_even)
         ck_assert_uint_eq(u_of(back), (uint32_t)h << 16);
     }
     /* NaNs stay NaNs, with their sign, even those whose upper half alone would read inf */
-    static const uint32_t nans[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff800001u,
-                                    0x7f80ffffu, 0x7fffffffu};
+    static const uint32_t nans[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u,
+                                    0xff800001u, 0x7f80ffffu, 0x7fffffffu};
     for (size_t i = 0; i < sizeof nans / sizeof nans[0]; i++) {
         uint16_t h;
         ordo__codec_to_bf16((const float[]){f_of(nans[i])}, 1, &h);
@@ -168,14 +172,15 @@ START_TEST(bf16_vector_path_equals_reference_over_random_patterns)
     uint16_t *h = malloc(N * sizeof *h);
     float *back = malloc(N * sizeof *back);
     uint64_t s = 1;
-    for (int i = 0; i < N; i++) in[i] = any_bits(&s);
+    for (int i = 0; i < N; i++)
+        in[i] = any_bits(&s);
     ordo__codec_to_bf16((const float *)in, N, h);
     ordo__codec_from_bf16(h, N, back);
     int64_t bad = 0;
     for (int i = 0; i < N; i++) {
         bool nan_in = (in[i] & 0x7fffffffu) > 0x7f800000u;
-        bool ok = nan_in ? bf16_is_nan(h[i]) && (h[i] >> 15) == (in[i] >> 31)
-                         : h[i] == bf16_ref(in[i]);
+        bool ok =
+            nan_in ? bf16_is_nan(h[i]) && (h[i] >> 15) == (in[i] >> 31) : h[i] == bf16_ref(in[i]);
         if (!ok && bad++ < 5) fprintf(stderr, "bf16(0x%08x) = 0x%04x\n", in[i], h[i]);
         bad += u_of(back[i]) != (uint32_t)h[i] << 16;
     }
@@ -200,7 +205,8 @@ static void check_from_fp16_exhaustive(float mult)
 {
     uint16_t *h = malloc(65536 * sizeof *h);
     float *f = malloc(65536 * sizeof *f);
-    for (int i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    for (int i = 0; i < 65536; i++)
+        h[i] = (uint16_t)i;
     ordo__codec_from_fp16(h, 65536, mult, f);
     for (int i = 0; i < 65536; i++) {
         float want = (float)half_value((uint16_t)i) * mult;
@@ -239,15 +245,17 @@ START_TEST(fp16_conversions_equal_references_on_both_paths)
     enum { N = 1 << 18 };
     float *x = malloc((N + 65536) * sizeof *x);
     uint64_t s = 2;
-    for (int i = 0; i < N; i++) x[i] = half_range_float(&s);
+    for (int i = 0; i < N; i++)
+        x[i] = half_range_float(&s);
     /* every midpoint between two positive halves (ties), and the top of the range */
     int n = N;
     for (unsigned h = 0; h < 0x7bff; h++)
         x[n++] = (float)((half_value((uint16_t)h) + half_value((uint16_t)(h + 1))) / 2);
-    const float edge[] = {65504.0f, 65519.996f, 65520.0f, -65520.0f, 65536.0f, INFINITY,
-                          -INFINITY, NAN, 0.0f, -0.0f, 5.9604645e-8f, 2.9802322e-8f,
-                          2.9802326e-8f, 1e-30f};
-    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) x[n++] = edge[i];
+    const float edge[] = {65504.0f,      65519.996f,    65520.0f,      -65520.0f, 65536.0f,
+                          INFINITY,      -INFINITY,     NAN,           0.0f,      -0.0f,
+                          5.9604645e-8f, 2.9802322e-8f, 2.9802326e-8f, 1e-30f};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++)
+        x[n++] = edge[i];
     int64_t counts[2][3];
     for (int simd = 0; simd < 2; simd++) {
         ordo__codec_set_simd(simd);
@@ -258,7 +266,8 @@ START_TEST(fp16_conversions_equal_references_on_both_paths)
         counts[simd][2] = check_to_fp16(x, n, 1.0f / 3.0f);
     }
     ordo__codec_set_simd(true);
-    for (int j = 0; j < 3; j++) ck_assert_int_eq(counts[0][j], counts[1][j]);
+    for (int j = 0; j < 3; j++)
+        ck_assert_int_eq(counts[0][j], counts[1][j]);
     ck_assert_int_gt(counts[0][0], counts[0][1]); /* scaling down brings values into range */
     free(x);
 }
@@ -271,7 +280,8 @@ START_TEST(fp16_paths_give_the_same_bits)
     uint16_t *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
     float *fa = malloc(N * sizeof *fa), *fb = malloc(N * sizeof *fb);
     uint64_t s = 3;
-    for (int i = 0; i < N; i++) x[i] = i % 2 ? f_of(any_bits(&s)) : half_range_float(&s);
+    for (int i = 0; i < N; i++)
+        x[i] = i % 2 ? f_of(any_bits(&s)) : half_range_float(&s);
     ordo__codec_set_simd(true);
     int64_t bad_a = ordo__codec_to_fp16(x, N, 0.5f, a);
     ordo__codec_from_fp16(a, N, 2.0f, fa);
@@ -303,8 +313,9 @@ START_TEST(fp16_encode_scales_and_refuses_overflow)
     const float y[3] = {INFINITY, NAN, 70000.0f};
     ck_assert_int_eq(ops->encode(&c, y, 3, frame, &io), ORDO_ERR_RANGE);
     ck_assert_int_eq(io.overflow, 3);
-    ck_assert_str_eq(ordo_error_detail(),
-                     "fp16: 3 of 3 values do not fit (|x * 1| rounds past 65504, or is inf or NaN)");
+    ck_assert_str_eq(
+        ordo_error_detail(),
+        "fp16: 3 of 3 values do not fit (|x * 1| rounds past 65504, or is inf or NaN)");
     /* scale 1/4 (4 workers): the frame's multiplier is 4, the halves are x / 4 */
     c.scale = 0.25f;
     ck_assert_int_eq(ops->max_bytes(&c, 4), sizeof frame);
@@ -349,12 +360,13 @@ START_TEST(onebit_sends_signs_and_mean_magnitude)
     ck_assert_int_eq(ops->encode(&c, x, 10, frame, NULL), 6);
     float s;
     memcpy(&s, frame, 4);
-    ck_assert_float_eq(s, 1.4f); /* 14 / 10 */
+    ck_assert_float_eq(s, 1.4f);       /* 14 / 10 */
     ck_assert_uint_eq(frame[4], 0xaa); /* values 1, 3, 5, 7 negative (-0 counts as negative) */
     ck_assert_uint_eq(frame[5], 0x02); /* value 9 */
     float out[10];
     ORDO_CK_OK(ordo__codec_decode(ORDO_DTYPE_ONEBIT, frame, 6, 10, out));
-    for (int i = 0; i < 10; i++) ck_assert_float_eq(out[i], signbit(x[i]) ? -1.4f : 1.4f);
+    for (int i = 0; i < 10; i++)
+        ck_assert_float_eq(out[i], signbit(x[i]) ? -1.4f : 1.4f);
     /* the scale is the double sum of |x| over n, then cast (a float sum would lose the 1s) */
     float big[3] = {16777216.0f, 1.0f, 1.0f};
     ck_assert_int_eq(ops->encode(&c, big, 3, frame, NULL), 5);
@@ -396,14 +408,20 @@ START_TEST(topk_keeps_largest_magnitudes_ties_in_index_order)
     float val[3];
     memcpy(idx, frame, 12);
     memcpy(val, frame + 12, 12);
-    ck_assert_uint_eq(idx[0], 1); ck_assert_uint_eq(idx[1], 3); ck_assert_uint_eq(idx[2], 6);
-    ck_assert_float_eq(val[0], -3); ck_assert_float_eq(val[1], 3); ck_assert_float_eq(val[2], -3);
+    ck_assert_uint_eq(idx[0], 1);
+    ck_assert_uint_eq(idx[1], 3);
+    ck_assert_uint_eq(idx[2], 6);
+    ck_assert_float_eq(val[0], -3);
+    ck_assert_float_eq(val[1], 3);
+    ck_assert_float_eq(val[2], -3);
     c.k = 4; /* then 2 */
     ck_assert_int_eq(ops->encode(&c, x, 8, frame, NULL), 32);
     uint32_t i4[4];
     memcpy(i4, frame, 16);
-    ck_assert_uint_eq(i4[0], 1); ck_assert_uint_eq(i4[1], 3);
-    ck_assert_uint_eq(i4[2], 5); ck_assert_uint_eq(i4[3], 6);
+    ck_assert_uint_eq(i4[0], 1);
+    ck_assert_uint_eq(i4[1], 3);
+    ck_assert_uint_eq(i4[2], 5);
+    ck_assert_uint_eq(i4[3], 6);
     c.k = 6; /* 1, then one of the ties at 0.5: the first in index order */
     ck_assert_int_eq(ops->encode(&c, x, 8, frame, NULL), 48);
     uint32_t i6[6];
@@ -413,7 +431,8 @@ START_TEST(topk_keeps_largest_magnitudes_ties_in_index_order)
     float out[8];
     ORDO_CK_OK(ordo__codec_decode(ORDO_DTYPE_KV, frame, 48, 8, out));
     const float want[8] = {0.5f, -3, 1, 3, 0, 2, -3, 0};
-    for (int i = 0; i < 8; i++) ck_assert_float_eq(out[i], want[i]);
+    for (int i = 0; i < 8; i++)
+        ck_assert_float_eq(out[i], want[i]);
     /* random inputs with many ties and some NaNs, k as count and fraction, against the
      * reference */
     uint64_t s = 4;
@@ -433,7 +452,8 @@ START_TEST(topk_keeps_largest_magnitudes_ties_in_index_order)
         topk_ref(v, n, k, ref);
         ck_assert_msg(memcmp(got, ref, (size_t)k * 4) == 0, "trial %d: n %lld k %lld", trial,
                       (long long)n, (long long)k);
-        for (int64_t j = 0; j < k; j++) ck_assert_int_eq(memcmp(f + (k + j) * 4, &v[ref[j]], 4), 0);
+        for (int64_t j = 0; j < k; j++)
+            ck_assert_int_eq(memcmp(f + (k + j) * 4, &v[ref[j]], 4), 0);
         free(v), free(f), free(got), free(ref);
     }
 }
@@ -468,7 +488,8 @@ static void randomk_indices(int64_t n, double k, uint64_t seed, uint32_t *idx, f
     int64_t kk = ordo__codec_k(&c, n);
     float *x = malloc((size_t)n * sizeof *x);
     uint8_t *f = malloc((size_t)kk * 8);
-    for (int64_t i = 0; i < n; i++) x[i] = (float)i + 0.25f;
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (float)i + 0.25f;
     ordo__codec_io_t io = {.seed = seed};
     ck_assert_int_eq(ordo__codec_ops(ORDO__CODEC_RANDOMK)->encode(&c, x, n, f, &io), kk * 8);
     memcpy(idx, f, (size_t)kk * 4);
@@ -505,7 +526,8 @@ START_TEST(randomk_is_seeded_increasing_and_uniform)
     /* k = n takes everything */
     uint32_t all[7];
     randomk_indices(7, 7, 5, all, NULL);
-    for (uint32_t j = 0; j < 7; j++) ck_assert_uint_eq(all[j], j);
+    for (uint32_t j = 0; j < 7; j++)
+        ck_assert_uint_eq(all[j], j);
 }
 END_TEST
 
@@ -520,10 +542,12 @@ START_TEST(ef_residual_is_what_the_frame_left_out)
     uint8_t frame[5];
     ck_assert_int_eq(ordo__codec_encode_ef(&c, x, 4, res, scratch, frame, NULL), 5);
     const float r1[4] = {-1.5f, 0.5f, 0.5f, -1.5f}; /* s = 2.5 */
-    for (int i = 0; i < 4; i++) ck_assert_float_eq(res[i], r1[i]);
+    for (int i = 0; i < 4; i++)
+        ck_assert_float_eq(res[i], r1[i]);
     ck_assert_int_eq(ordo__codec_encode_ef(&c, x, 4, res, scratch, frame, NULL), 5);
     const float r2[4] = {2.25f, 1.25f, 0.75f, -2.75f}; /* x + r1 = -.5 -1.5 3.5 -5.5, s = 2.75 */
-    for (int i = 0; i < 4; i++) ck_assert_float_eq(res[i], r2[i]);
+    for (int i = 0; i < 4; i++)
+        ck_assert_float_eq(res[i], r2[i]);
     /* onebit, topk and randomk over ten steps: residual = (src + old residual) - decoded */
     const int ids[3] = {ORDO__CODEC_ONEBIT, ORDO__CODEC_TOPK, ORDO__CODEC_RANDOMK};
     enum { N = 1000 };
@@ -535,12 +559,15 @@ START_TEST(ef_residual_is_what_the_frame_left_out)
         float *dec = malloc(N * 4), *sc = malloc(N * 4);
         uint8_t *f = malloc(ops->max_bytes(&c, N)), *g = malloc(ops->max_bytes(&c, N));
         for (int step = 0; step < 10; step++) {
-            for (int i = 0; i < N; i++) src[i] = (float)((int64_t)(rng_next(&s) % 2001) - 1000) / 997;
+            for (int i = 0; i < N; i++)
+                src[i] = (float)((int64_t)(rng_next(&s) % 2001) - 1000) / 997;
             ordo__codec_io_t io = {.seed = (uint64_t)step};
-            for (int i = 0; i < N; i++) sum[i] = src[i] + want[i];
+            for (int i = 0; i < N; i++)
+                sum[i] = src[i] + want[i];
             int64_t len = ops->encode(&c, sum, N, g, &io);
             ORDO_CK_OK(ops->decode(g, (size_t)len, N, dec));
-            for (int i = 0; i < N; i++) want[i] = sum[i] - dec[i];
+            for (int i = 0; i < N; i++)
+                want[i] = sum[i] - dec[i];
             ck_assert_int_eq(ordo__codec_encode_ef(&c, src, N, r, sc, f, &io), len);
             ck_assert_int_eq(memcmp(f, g, (size_t)len), 0);
             ck_assert_int_eq(memcmp(r, want, N * 4), 0);
@@ -558,7 +585,8 @@ START_TEST(ef_residual_is_what_the_frame_left_out)
     ck_assert_int_eq(ordo__codec_encode_ef(&c, x, 4, keep, scratch, f1, NULL), 16);
     ck_assert_int_eq(ordo__codec_ops(c.id)->encode(&c, x, 4, f2, NULL), 16);
     ck_assert_int_eq(memcmp(f1, f2, 16), 0);
-    for (int i = 0; i < 4; i++) ck_assert_float_eq(keep[i], 7);
+    for (int i = 0; i < 4; i++)
+        ck_assert_float_eq(keep[i], 7);
     /* an fp16 overflow under ef leaves the residual as it was */
     c = (ordo__codec_spec_t){.id = ORDO__CODEC_FP16, .ef = true};
     const float big[4] = {1, 2, 1e6f, 3};
@@ -566,7 +594,8 @@ START_TEST(ef_residual_is_what_the_frame_left_out)
     ordo__codec_io_t io = {0};
     ck_assert_int_eq(ordo__codec_encode_ef(&c, big, 4, keep, scratch, f3, &io), ORDO_ERR_RANGE);
     ck_assert_int_eq(io.overflow, 1);
-    for (int i = 0; i < 4; i++) ck_assert_float_eq(keep[i], 7);
+    for (int i = 0; i < 4; i++)
+        ck_assert_float_eq(keep[i], 7);
 }
 END_TEST
 
@@ -574,11 +603,23 @@ END_TEST
 
 START_TEST(specs_round_trip)
 {
-    static const char *const good[] = {
-        "none",        "bf16",          "fp16",           "onebit",         "topk:10",
-        "topk:0.01",   "randomk:5",     "randomk:0.5",    "onebit,ef=none", "topk:3,ef=none",
-        "bf16,ef=vanilla", "fp16,ef=vanilla", "topk:1234567", "topk:0.1234567",
-        "randomk:2147483647", "none,ef=vanilla", "topk:0.001953125"};
+    static const char *const good[] = {"none",
+                                       "bf16",
+                                       "fp16",
+                                       "onebit",
+                                       "topk:10",
+                                       "topk:0.01",
+                                       "randomk:5",
+                                       "randomk:0.5",
+                                       "onebit,ef=none",
+                                       "topk:3,ef=none",
+                                       "bf16,ef=vanilla",
+                                       "fp16,ef=vanilla",
+                                       "topk:1234567",
+                                       "topk:0.1234567",
+                                       "randomk:2147483647",
+                                       "none,ef=vanilla",
+                                       "topk:0.001953125"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         ordo__codec_spec_t a, b;
         char text[96];
@@ -645,13 +686,15 @@ END_TEST
 static void proto(int dtype, const void *frame, size_t len, int64_t n, const char *words)
 {
     float dst[16], acc[16];
-    for (int i = 0; i < 16; i++) acc[i] = (float)i;
+    for (int i = 0; i < 16; i++)
+        acc[i] = (float)i;
     ordo_error_clear();
     ORDO_CK_ERR(ordo__codec_decode(dtype, frame, len, n, dst), ORDO_ERR_PROTO);
     ck_assert_msg(strstr(ordo_error_detail(), words), "\"%s\" does not say \"%s\"",
                   ordo_error_detail(), words);
     ORDO_CK_ERR(ordo__codec_decode_add(dtype, frame, len, n, acc), ORDO_ERR_PROTO);
-    for (int i = 0; i < 16; i++) ck_assert_float_eq(acc[i], (float)i); /* untouched */
+    for (int i = 0; i < 16; i++)
+        ck_assert_float_eq(acc[i], (float)i); /* untouched */
 }
 
 START_TEST(malformed_frames_are_refused)
@@ -689,7 +732,8 @@ START_TEST(malformed_frames_are_refused)
     for (size_t i = 0; i < sizeof bad_idx / sizeof bad_idx[0]; i++) {
         uint8_t f[24];
         memcpy(f, bad_idx[i], 12);
-        for (int j = 0; j < 3; j++) memcpy(f + 12 + 4 * j, &(float){1}, 4);
+        for (int j = 0; j < 3; j++)
+            memcpy(f + 12 + 4 * j, &(float){1}, 4);
         proto(ORDO_DTYPE_KV, f, sizeof f, 8, "out of range or not increasing");
     }
 }
@@ -703,7 +747,8 @@ START_TEST(decode_add_equals_decode_then_add)
     float *x = malloc(N * 4), *acc = malloc(N * 4), *want = malloc(N * 4), *dec = malloc(N * 4);
     uint8_t *frame = malloc(N * 8 + 8), *odd = malloc(N * 8 + 9);
     uint64_t s = 6;
-    for (int i = 0; i < N; i++) x[i] = (float)((int64_t)(rng_next(&s) % 20001) - 10000) / 3001;
+    for (int i = 0; i < N; i++)
+        x[i] = (float)((int64_t)(rng_next(&s) % 20001) - 10000) / 3001;
     for (int id = 0; id < ORDO__CODEC_MAX; id++) {
         const ordo__codec_ops_t *ops = ordo__codec_ops(id);
         ordo__codec_spec_t c = {.id = id, .k = 0.1, .scale = 0.5f};
@@ -713,7 +758,8 @@ START_TEST(decode_add_equals_decode_then_add)
         memcpy(odd + 1, frame, (size_t)len); /* frames may sit at odd addresses */
         for (int simd = 0; simd < 2; simd++) {
             ordo__codec_set_simd(simd);
-            for (int i = 0; i < N; i++) want[i] = acc[i] = (float)i / 7;
+            for (int i = 0; i < N; i++)
+                want[i] = acc[i] = (float)i / 7;
             ORDO_CK_OK(ordo__codec_decode(ops->dtype, odd + 1, (size_t)len, N, dec));
             ordo_vec_add(want, dec, N);
             ORDO_CK_OK(ordo__codec_decode_add(ops->dtype, odd + 1, (size_t)len, N, acc));
