@@ -4,11 +4,12 @@
  * range) and m undoes it. A value that would not fit (|x| > 65504 after rounding, inf, NaN)
  * is never sent as inf: encode refuses the frame (ORDO_ERR_RANGE) and counts them, and the
  * caller sends that message in float32. Conversions use F16C where the CPU has it (chosen at
- * run time) and a scalar path that gives the same bits elsewhere. */
+ * run time) and portable loops that give the same bits elsewhere. */
 #include "core/codec.h"
 
 #include "common/error.h"
 #include "common/wire.h"
+#include "core/vec.h" /* ORDO_VECTOR_CLONES */
 
 #include <math.h>
 #include <string.h>
@@ -21,44 +22,76 @@
 /* a frame's halves wherever ZeroMQ put them (a frame may start at an odd address) */
 typedef uint16_t half_any_t __attribute__((aligned(1), may_alias));
 
-/* float to half, round to nearest even (F. Giesen's float_to_half_fast3_rtne) */
-static uint16_t to_half(float f)
+static inline uint32_t bits_of(float f)
 {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float float_of(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* float to half, round to nearest even (F. Giesen's float_to_half_fast3_rtne), its three
+ * cases computed alike and one chosen, without branches, so that the compiler vectorises the
+ * loops that call it (the path of CPUs without F16C, and of other architectures) */
+static inline uint16_t to_half(float f)
+{
+    uint32_t x = bits_of(f), sign = (x >> 16) & 0x8000u;
     x &= 0x7fffffffu;
-    uint32_t o;
-    if (x >= (127u + 16u) << 23) { /* 65536 and up, inf, NaN */
-        o = x > 0x7f800000u ? 0x7e00u : 0x7c00u;
-    } else if (x < 113u << 23) { /* a subnormal half (or zero): let the FPU round */
-        const uint32_t magic_u = ((127u - 15u) + (23u - 10u) + 1u) << 23;
-        float magic, v;
-        memcpy(&magic, &magic_u, sizeof magic);
-        memcpy(&v, &x, sizeof v);
-        v += magic;
-        memcpy(&o, &v, sizeof o);
-        o -= magic_u;
-    } else {
-        uint32_t odd = (x >> 13) & 1u;
-        x += ((uint32_t)(15 - 127) << 23) + 0xfffu;
-        x += odd;
-        o = x >> 13; /* 65520 and up carry into the exponent: inf */
-    }
+    /* 65536 and up, inf, NaN (0x7e00) */
+    uint32_t big = 0x7c00u | (uint32_t)(x > 0x7f800000u) << 9;
+    /* a subnormal half (or zero): the FPU rounds when the value is added to 0.5 */
+    const uint32_t magic_u = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+    uint32_t sub = bits_of(float_of(x) + float_of(magic_u)) - magic_u;
+    /* a normal half: 65520 and up carry into the exponent, inf (x past 2^16 wraps, unused) */
+    uint32_t norm = (x + ((uint32_t)(15 - 127) << 23) + 0xfffu + ((x >> 13) & 1u)) >> 13;
+    /* masks, not branches: GCC will not if-convert the nested choice */
+    uint32_t is_big = 0u - (uint32_t)(x >= (127u + 16u) << 23);
+    uint32_t is_sub = 0u - (uint32_t)(x < 113u << 23);
+    uint32_t o = (big & is_big) | (sub & is_sub) | (norm & ~(is_big | is_sub));
     return (uint16_t)(sign | o);
 }
 
-static float from_half(uint16_t h)
+/* half to float (Giesen's half_to_float), without branches: a subnormal half is 2^-14 times
+ * (1 + m / 1024) less 2^-14, exact */
+static inline float from_half(uint16_t h)
 {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;
-    if (e == 0) {
-        float v = (float)m * 5.9604644775390625e-8f; /* 2^-24 */
-        return sign ? -v : v;
+    uint32_t o = (uint32_t)(h & 0x7fffu) << 13, e = o & 0x0f800000u;
+    o += (127u - 15u) << 23;
+    o += (uint32_t)(e == 0x0f800000u) * ((128u - 16u) << 23); /* inf, NaN: all ones */
+    uint32_t sub = bits_of(float_of(o + (1u << 23)) - 0x1p-14f);
+    uint32_t is_sub = 0u - (uint32_t)(e == 0);
+    return float_of((sub & is_sub) | (o & ~is_sub) | (uint32_t)(h & 0x8000u) << 16);
+}
+
+/* the portable loops (the compiler's vector clones where it has them) */
+ORDO_VECTOR_CLONES
+static int64_t to_fp16_any(const float *src, int64_t n, float scale, uint16_t *dst)
+{
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint16_t h = to_half(src[i] * scale);
+        dst[i] = h;
+        bad += (h & 0x7c00u) == 0x7c00u;
     }
-    x = e == 31 ? sign | 0x7f800000u | (m << 13) : sign | ((e + 112u) << 23) | (m << 13);
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
+    return bad;
+}
+
+ORDO_VECTOR_CLONES
+static void from_fp16_any(const half_any_t *h, int64_t n, float mult, float *dst)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = from_half(h[i]) * mult;
+}
+
+ORDO_VECTOR_CLONES
+static void add_fp16_any(const half_any_t *h, int64_t n, float mult, float *restrict acc)
+{
+    for (int64_t i = 0; i < n; i++) acc[i] += from_half(h[i]) * mult;
 }
 
 #ifdef HAVE_F16C_PATH
@@ -141,12 +174,7 @@ int64_t ordo__codec_to_fp16(const float *src, int64_t n, float scale, uint16_t *
 #ifdef HAVE_F16C_PATH
     if (have_f16c()) return to_fp16_f16c(src, n, scale, dst);
 #endif
-    int64_t bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        dst[i] = to_half(src[i] * scale);
-        bad += (dst[i] & 0x7c00u) == 0x7c00u;
-    }
-    return bad;
+    return to_fp16_any(src, n, scale, dst);
 }
 
 void ordo__codec_from_fp16(const uint16_t *src, int64_t n, float mult, float *dst)
@@ -157,8 +185,7 @@ void ordo__codec_from_fp16(const uint16_t *src, int64_t n, float mult, float *ds
         return;
     }
 #endif
-    const half_any_t *h = (const half_any_t *)src;
-    for (int64_t i = 0; i < n; i++) dst[i] = from_half(h[i]) * mult;
+    from_fp16_any((const half_any_t *)src, n, mult, dst);
 }
 
 static size_t max_bytes(const ordo__codec_spec_t *c, int64_t n)
@@ -219,7 +246,7 @@ static int decode_add(const void *frame, size_t len, int64_t n, float *acc)
         return 0;
     }
 #endif
-    for (int64_t i = 0; i < n; i++) acc[i] += from_half(h[i]) * mult;
+    add_fp16_any(h, n, mult, acc);
     return 0;
 }
 
