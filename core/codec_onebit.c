@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/wire.h"
+#include "core/vec.h" /* ORDO_VECTOR_CLONES */
 
 #include <math.h>
 #include <string.h>
@@ -60,19 +61,53 @@ static int check_frame(const void *frame, size_t len, int64_t n, float *s)
     return 0;
 }
 
+/* the signs of values 32 w .. 32 w + 31 as one word (bytes 4 w .. 4 w + 3, little-endian) */
+static inline uint32_t sign_word(const uint8_t *bits, int64_t w)
+{
+    const uint8_t *p = bits + 4 * w;
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* value i is s with bit i as its sign (s >= 0): 32 values a word, no branch, so that the
+ * compiler's clones shift the word by each lane's index */
+ORDO_VECTOR_CLONES
+static void expand(const uint8_t *bits, int64_t n, uint32_t sb, bits32_t *restrict u)
+{
+    for (int64_t w = 0; w < n / 32; w++) {
+        uint32_t word = sign_word(bits, w);
+        for (int j = 0; j < 32; j++) u[32 * w + j] = sb | ((word >> j) & 1u) << 31;
+    }
+    for (int64_t i = n / 32 * 32; i < n; i++) u[i] = sb | (uint32_t)((bits[i >> 3] >> (i & 7)) & 1u) << 31;
+}
+
+ORDO_VECTOR_CLONES
+static void expand_add(const uint8_t *bits, int64_t n, uint32_t sb, float *restrict acc)
+{
+    for (int64_t w = 0; w < n / 32; w++) {
+        uint32_t word = sign_word(bits, w);
+        for (int j = 0; j < 32; j++) {
+            uint32_t v = sb | ((word >> j) & 1u) << 31;
+            float f;
+            memcpy(&f, &v, sizeof f);
+            acc[32 * w + j] += f;
+        }
+    }
+    for (int64_t i = n / 32 * 32; i < n; i++) {
+        uint32_t v = sb | (uint32_t)((bits[i >> 3] >> (i & 7)) & 1u) << 31;
+        float f;
+        memcpy(&f, &v, sizeof f);
+        acc[i] += f;
+    }
+}
+
 static int decode(const void *frame, size_t len, int64_t n, float *dst)
 {
     float s;
     int rc = check_frame(frame, len, n, &s);
     if (rc) return rc;
-    const uint8_t *bits = (const uint8_t *)frame + sizeof s;
-    /* value i is s with bit i as its sign (s >= 0): a byte at a time, no branch */
     uint32_t sb;
     memcpy(&sb, &s, sizeof sb);
-    bits32_t *u = (bits32_t *)dst;
-    for (int64_t b = 0; b < n / 8; b++)
-        for (int j = 0; j < 8; j++) u[8 * b + j] = sb | (uint32_t)((bits[b] >> j) & 1u) << 31;
-    for (int64_t i = n / 8 * 8; i < n; i++) u[i] = sb | (uint32_t)((bits[i >> 3] >> (i & 7)) & 1u) << 31;
+    expand((const uint8_t *)frame + sizeof s, n, sb, (bits32_t *)dst);
     return 0;
 }
 
@@ -81,22 +116,9 @@ static int decode_add(const void *frame, size_t len, int64_t n, float *acc)
     float s;
     int rc = check_frame(frame, len, n, &s);
     if (rc) return rc;
-    const uint8_t *bits = (const uint8_t *)frame + sizeof s;
     uint32_t sb;
     memcpy(&sb, &s, sizeof sb);
-    for (int64_t b = 0; b < n / 8; b++)
-        for (int j = 0; j < 8; j++) {
-            uint32_t v = sb | (uint32_t)((bits[b] >> j) & 1u) << 31;
-            float f;
-            memcpy(&f, &v, sizeof f);
-            acc[8 * b + j] += f;
-        }
-    for (int64_t i = n / 8 * 8; i < n; i++) {
-        uint32_t v = sb | (uint32_t)((bits[i >> 3] >> (i & 7)) & 1u) << 31;
-        float f;
-        memcpy(&f, &v, sizeof f);
-        acc[i] += f;
-    }
+    expand_add((const uint8_t *)frame + sizeof s, n, sb, acc);
     return 0;
 }
 
