@@ -149,6 +149,7 @@ int64_t ordo__codec_encode_ef(const ordo__codec_spec_t *c, const float *src, int
                               float *residual, float *scratch, void *dst, ordo__codec_io_t *io)
 {
     const ordo__codec_ops_t *ops = ordo__codec_ops(c->id);
+    if (!ops) return ordo_error_set(ORDO_ERR_INVAL, "no codec of id %d", c->id);
     if (!c->ef) return ops->encode(c, src, n, dst, io);
     for (int64_t i = 0; i < n; i++) scratch[i] = src[i] + residual[i];
     int64_t len = ops->encode(c, scratch, n, dst, io);

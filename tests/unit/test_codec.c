@@ -781,6 +781,10 @@ START_TEST(table_and_dtypes_agree)
         ck_assert_int_eq(ordo__codec_of_dtype(ops->dtype)->dtype, ops->dtype);
     }
     ck_assert_ptr_null(ordo__codec_ops(-1));
+    ordo__codec_spec_t bad = {.id = ORDO__CODEC_MAX};
+    float v[1] = {1}, r[1] = {0}, sc[1];
+    uint8_t f[8];
+    ck_assert_int_eq(ordo__codec_encode_ef(&bad, v, 1, r, sc, f, NULL), ORDO_ERR_INVAL);
     ck_assert_ptr_null(ordo__codec_ops(ORDO__CODEC_MAX));
     ck_assert_ptr_null(ordo__codec_of_dtype(ORDO_DTYPE_COO));
     ck_assert_str_eq(ordo__codec_of_dtype(ORDO_DTYPE_F32)->name, "none");
