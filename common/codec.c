@@ -14,9 +14,9 @@ extern const ordo__codec_ops_t ordo__codec_f32_ops, ordo__codec_bf16_ops, ordo__
     ordo__codec_onebit_ops, ordo__codec_topk_ops, ordo__codec_randomk_ops;
 
 static const ordo__codec_ops_t *const table[ORDO__CODEC_MAX] = {
-    [ORDO__CODEC_NONE] = &ordo__codec_f32_ops,  [ORDO__CODEC_BF16] = &ordo__codec_bf16_ops,
-    [ORDO__CODEC_FP16] = &ordo__codec_fp16_ops, [ORDO__CODEC_ONEBIT] = &ordo__codec_onebit_ops,
-    [ORDO__CODEC_TOPK] = &ordo__codec_topk_ops, [ORDO__CODEC_RANDOMK] = &ordo__codec_randomk_ops,
+    [ORDO__CODEC_NONE] = &ordo__codec_f32_ops,     [ORDO__CODEC_BF16] = &ordo__codec_bf16_ops,
+    [ORDO__CODEC_FP16] = &ordo__codec_fp16_ops,    [ORDO__CODEC_ONEBIT] = &ordo__codec_onebit_ops,
+    [ORDO__CODEC_TOPK] = &ordo__codec_topk_ops,    [ORDO__CODEC_RANDOMK] = &ordo__codec_randomk_ops,
 };
 
 const ordo__codec_ops_t *ordo__codec_ops(int id)
@@ -51,9 +51,8 @@ int ordo__codec_parse(const char *text, ordo__codec_spec_t *out)
     for (int i = 0; i < ORDO__CODEC_MAX; i++)
         if (strcmp(buf, table[i]->name) == 0) c.id = i;
     if (c.id < 0)
-        return ordo_error_set(ORDO_ERR_INVAL,
-                              "compression \"%s\": unknown codec \"%s\" (one of %s)", text, buf,
-                              names());
+        return ordo_error_set(ORDO_ERR_INVAL, "compression \"%s\": unknown codec \"%s\" (one of %s)",
+                              text, buf, names());
     const ordo__codec_ops_t *ops = table[c.id];
     if (ops->needs_k && !karg)
         return ordo_error_set(ORDO_ERR_INVAL,
@@ -66,8 +65,9 @@ int ordo__codec_parse(const char *text, ordo__codec_spec_t *out)
         char *end;
         errno = 0;
         c.k = strtod(karg, &end);
-        if (errno || end == karg || *end || !(c.k > 0) ||
-            (c.k >= 1 && c.k != (double)(int64_t)c.k) || c.k > 2147483647.0)
+        /* the bound comes before the cast: converting inf or 1e300 to int64_t is undefined */
+        if (errno || end == karg || *end || !(c.k > 0) || c.k > 2147483647.0 ||
+            (c.k >= 1 && c.k != (double)(int64_t)c.k))
             return ordo_error_set(ORDO_ERR_INVAL,
                                   "compression \"%s\": k \"%s\" is out of range (a whole count "
                                   ">= 1, or a fraction in (0, 1))",
@@ -80,9 +80,9 @@ int ordo__codec_parse(const char *text, ordo__codec_spec_t *out)
         else if (strcmp(opt, "ef=none") == 0)
             c.ef = false;
         else
-            return ordo_error_set(
-                ORDO_ERR_INVAL, "compression \"%s\": unknown option \"%s\" (ef=vanilla or ef=none)",
-                text, opt);
+            return ordo_error_set(ORDO_ERR_INVAL,
+                                  "compression \"%s\": unknown option \"%s\" (ef=vanilla or ef=none)",
+                                  text, opt);
     }
     *out = c;
     return 0;
@@ -96,8 +96,16 @@ const char *ordo__codec_format(const ordo__codec_spec_t *c, char *buf, size_t si
         return buf;
     }
     int n = snprintf(buf, size, "%s", ops->name);
-    if (ops->needs_k && n >= 0 && (size_t)n < size)
-        n += snprintf(buf + n, size - (size_t)n, ":%g", c->k);
+    if (ops->needs_k && n >= 0 && (size_t)n < size) {
+        /* %g keeps 6 digits: a count of 1234567 or a fraction of 0.1234567 needs more to read
+         * back the same k */
+        char k[32];
+        for (int digits = 6; digits <= 17; digits++) { /* the shortest that reads back */
+            snprintf(k, sizeof k, "%.*g", digits, c->k);
+            if (strtod(k, NULL) == c->k) break;
+        }
+        n += snprintf(buf + n, size - (size_t)n, ":%s", k);
+    }
     if (c->ef != ops->lossy && n >= 0 && (size_t)n < size)
         snprintf(buf + n, size - (size_t)n, ",ef=%s", c->ef ? "vanilla" : "none");
     return buf;
@@ -105,6 +113,7 @@ const char *ordo__codec_format(const ordo__codec_spec_t *c, char *buf, size_t si
 
 int64_t ordo__codec_k(const ordo__codec_spec_t *c, int64_t n)
 {
+    if (n <= 0) return 0; /* an empty tensor keeps nothing (1 <= k would read past it) */
     int64_t k = c->k >= 1 ? (int64_t)c->k : (int64_t)(c->k * (double)n + 0.5);
     return k < 1 ? 1 : k > n ? n : k;
 }
@@ -119,22 +128,34 @@ double ordo__codec_bytes_per_value(const ordo__codec_spec_t *c, int64_t n)
 int ordo__codec_decode(int dtype, const void *frame, size_t len, int64_t n, float *dst)
 {
     const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
-    if (!ops) return ordo_error_set(ORDO_ERR_PROTO, "dtype %d is no tensor payload", dtype);
+    if (!ops)
+        return ordo_error_set(ORDO_ERR_PROTO, "dtype %d is no tensor payload", dtype);
+    if (n < 0 || (uint64_t)n > SIZE_MAX / 8) /* n * 4 and n * 8 must not wrap in the checks */
+        return ordo_error_set(ORDO_ERR_PROTO, "a frame for %lld values", (long long)n);
     return ops->decode(frame, len, n, dst);
+}
+
+int ordo__codec_decode_add(int dtype, const void *frame, size_t len, int64_t n, float *acc)
+{
+    const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
+    if (!ops)
+        return ordo_error_set(ORDO_ERR_PROTO, "dtype %d is no tensor payload", dtype);
+    if (n < 0 || (uint64_t)n > SIZE_MAX / 8)
+        return ordo_error_set(ORDO_ERR_PROTO, "a frame for %lld values", (long long)n);
+    return ops->decode_add(frame, len, n, acc);
 }
 
 int64_t ordo__codec_encode_ef(const ordo__codec_spec_t *c, const float *src, int64_t n,
                               float *residual, float *scratch, void *dst, ordo__codec_io_t *io)
 {
     const ordo__codec_ops_t *ops = ordo__codec_ops(c->id);
+    if (!ops) return ordo_error_set(ORDO_ERR_INVAL, "no codec of id %d", c->id);
     if (!c->ef) return ops->encode(c, src, n, dst, io);
-    for (int64_t i = 0; i < n; i++)
-        scratch[i] = src[i] + residual[i];
+    for (int64_t i = 0; i < n; i++) scratch[i] = src[i] + residual[i];
     int64_t len = ops->encode(c, scratch, n, dst, io);
     if (len < 0) return len; /* residual untouched: the caller sends src another way */
     int rc = ops->decode(dst, (size_t)len, n, residual);
     if (rc) return rc;
-    for (int64_t i = 0; i < n; i++)
-        residual[i] = scratch[i] - residual[i];
+    for (int64_t i = 0; i < n; i++) residual[i] = scratch[i] - residual[i];
     return len;
 }
