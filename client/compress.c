@@ -174,13 +174,13 @@ int ordo__compress_any(const ordo__compress_t *c)
 int ordo__compress_pull_dtype(const ordo__compress_t *c, int key)
 {
     const ordo__codec_ops_t *ops = ordo__codec_ops(c->spec[key].id);
-    if (ops->lossy && !c->lossy_pulls) return ORDO_DTYPE_F32;
+    if (ops->lossy && (!c->lossy_pulls || !c->spec[key].pull_delta)) return ORDO_DTYPE_F32;
     return ops->dtype;
 }
 
 static bool lossy_key(const ordo__compress_t *c, int key)
 {
-    return c->lossy_pulls && ordo__codec_ops(c->spec[key].id)->lossy;
+    return c->lossy_pulls && c->spec[key].pull_delta && ordo__codec_ops(c->spec[key].id)->lossy;
 }
 
 uint32_t ordo__compress_pull_flags(const ordo__compress_t *c, int key, int slice, int64_t iter)

@@ -74,14 +74,20 @@ int ordo__codec_parse(const char *text, ordo__codec_spec_t *out)
                                   text, karg);
     }
     c.ef = ops->lossy;
-    if (opt) {
+    for (char *next; opt; opt = next) { /* options, each once: ef=..., pull=... */
+        if ((next = strchr(opt, ','))) *next++ = '\0';
         if (strcmp(opt, "ef=vanilla") == 0)
             c.ef = true;
         else if (strcmp(opt, "ef=none") == 0)
             c.ef = false;
+        else if (strcmp(opt, "pull=delta") == 0 && ops->lossy)
+            c.pull_delta = true;
+        else if (strcmp(opt, "pull=float32") == 0)
+            c.pull_delta = false;
         else
             return ordo_error_set(ORDO_ERR_INVAL,
-                                  "compression \"%s\": unknown option \"%s\" (ef=vanilla or ef=none)",
+                                  "compression \"%s\": unknown option \"%s\" (ef=vanilla, "
+                                  "ef=none; for onebit, topk, randomk pull=delta or pull=float32)",
                                   text, opt);
     }
     *out = c;
@@ -107,7 +113,9 @@ const char *ordo__codec_format(const ordo__codec_spec_t *c, char *buf, size_t si
         n += snprintf(buf + n, size - (size_t)n, ":%s", k);
     }
     if (c->ef != ops->lossy && n >= 0 && (size_t)n < size)
-        snprintf(buf + n, size - (size_t)n, ",ef=%s", c->ef ? "vanilla" : "none");
+        n += snprintf(buf + n, size - (size_t)n, ",ef=%s", c->ef ? "vanilla" : "none");
+    if (c->pull_delta && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, ",pull=delta");
     return buf;
 }
 

@@ -30,6 +30,8 @@ typedef struct ordo__codec_spec {
     bool ef;     /* error feedback (ef = vanilla): the residual is added to the next push */
     float scale; /* fp16: values are multiplied by this before the cast and divided after
                     (1 / workers, as DDP's hook divides before it casts); 0 means 1 */
+    bool pull_delta; /* onebit, topk, randomk: pulls carry the encoded change from the copy
+                        every worker holds (pull=delta) instead of float32 values */
 } ordo__codec_spec_t;
 
 /* Per-message knobs and results of an encoding. */
@@ -69,7 +71,9 @@ const ordo__codec_ops_t *ordo__codec_of_dtype(int dtype);
 /* ordo__codec_parse reads a compression spec: "none", "bf16", "fp16", "onebit", "topk:K",
  * "randomk:K" (K a count >= 1 or a fraction in (0, 1)), each optionally followed by ",ef=vanilla"
  * or ",ef=none" (default: vanilla for onebit, topk and randomk, none for the casts, which
- * round and lose no more). ORDO_ERR_INVAL with a detail naming what is wrong. */
+ * round and lose no more) and, for onebit, topk and randomk, ",pull=delta" (pulls carry the
+ * encoded change; default ",pull=float32"). ORDO_ERR_INVAL with a detail naming what is
+ * wrong. */
 int ordo__codec_parse(const char *text, ordo__codec_spec_t *out);
 
 /* ordo__codec_format writes spec as text ordo__codec_parse reads back (buf of size bytes). */

@@ -29,7 +29,8 @@ def cluster_of(tmp_path):
         c.stop()
 
 
-@pytest.mark.parametrize("codec", ["bf16", "fp16", "onebit", "topk:0.1", "randomk:64",
+@pytest.mark.parametrize("codec", ["bf16", "fp16", "onebit", "onebit,pull=delta",
+                                   "topk:0.1,pull=delta", "randomk:64,pull=delta",
                                    "topk:0.05,ef=none"])
 def test_compressed_run_equals_the_replay(cluster_of, codec):
     pytest.importorskip("numpy")

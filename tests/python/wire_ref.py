@@ -12,11 +12,16 @@ from codec_ref import LOSSY, Codec, Overflow
 F32 = np.float32
 
 
+def strip_pull(spec: str) -> str:
+    """strip_pull drops a spec's pull= option, which codec_ref's Codec does not take."""
+    return ",".join(p for p in spec.split(",") if not p.startswith("pull="))
+
+
 class Sender:
     """Sender replays one worker's pushes of one slice: encode with error feedback."""
 
     def __init__(self, spec: str, n: int, workers: int):
-        self.codec = Codec(spec, scale=float(F32(1.0) / F32(workers)))
+        self.codec = Codec(strip_pull(spec), scale=float(F32(1.0) / F32(workers)))
         self.residual = np.zeros(n, dtype=F32)
 
     def send(self, g: np.ndarray, seed: int) -> np.ndarray:
@@ -30,12 +35,14 @@ class Sender:
 
 class Puller:
     """Puller replays what a worker reads of one slice's pulls under spec: the 16-bit casts
-    round each value once (fp16 unscaled; out of range: float32); a lossy codec's first answer
-    is the value itself, each later one the copy plus the decoded encoding of (value - copy),
-    topk and randomk keeping the top-k of the change, as many values as their pushes keep."""
+    round each value once (fp16 unscaled; out of range: float32); a lossy codec's pulls are
+    float32 values, or with pull=delta the first answer is the value itself, each later one
+    the copy plus the decoded encoding of (value - copy), topk and randomk keeping the top-k of
+    the change, as many values as their pushes keep."""
 
     def __init__(self, spec: str, n: int):
-        self.codec = Codec(spec)
+        self.delta = "pull=delta" in spec.split(",")
+        self.codec = Codec(strip_pull(spec))
         self.n = n
         self.copy: np.ndarray | None = None
 
@@ -47,6 +54,8 @@ class Puller:
                 return c.decode(c.encode(value), self.n)
             except Overflow:
                 return value.copy()
+        if not self.delta:  # float32 pulls
+            return value.copy()
         if self.copy is None:
             self.copy = value.copy()
             return self.copy.copy()

@@ -640,6 +640,11 @@ START_TEST(specs_round_trip)
     char text[96];
     ORDO_CK_OK(ordo__codec_parse("topk:1e3,ef=vanilla", &c));
     ck_assert_str_eq(ordo__codec_format(&c, text, sizeof text), "topk:1000");
+    ORDO_CK_OK(ordo__codec_parse("onebit,pull=delta,ef=none", &c));
+    ck_assert(c.pull_delta && !c.ef);
+    ck_assert_str_eq(ordo__codec_format(&c, text, sizeof text), "onebit,ef=none,pull=delta");
+    ORDO_CK_OK(ordo__codec_parse("topk:0.5,pull=float32", &c));
+    ck_assert(!c.pull_delta);
 }
 END_TEST
 
@@ -674,6 +679,8 @@ START_TEST(bad_specs_are_refused_naming_the_problem)
     refused("bf16:3", "bf16 takes no k");
     refused("onebit,ef=momentum", "unknown option \"ef=momentum\"");
     refused("topk:5,ef=vanilla,x", "unknown option");
+    refused("bf16,pull=delta", "unknown option \"pull=delta\""); /* a cast's pulls are casts */
+    refused("onebit,pull=maybe", "unknown option \"pull=maybe\"");
     char lng[200];
     memset(lng, 'a', sizeof lng - 1);
     lng[sizeof lng - 1] = '\0';
