@@ -124,7 +124,8 @@ const key_t_ ordo__conf_keys[] = {
      "the wire type of every tensor's pushes and pulls (a tensor declared with its own wins): "
      "none (float32), bf16, fp16 (scaled by 1 / workers before the cast), onebit (sign and "
      "scale), topk:K or randomk:K (K a count >= 1 or a fraction in (0, 1)); ',ef=none' or "
-     "',ef=vanilla' turns error feedback off or on (default: on for onebit, topk, randomk). "
+     "',ef=vanilla' turns error feedback off or on (default: on for onebit, topk, randomk), "
+     "',pull=delta' sends a lossy codec's pulls as encoded changes (default: float32). "
      "Servers sum and update in float32 (docs/compression.md)"},
     {"push", "merge", T_STR, OFF(merge), SZ(merge), "optimal", 0, 0, NULL,
      "optimal | mgwfbp | wfbp | all | bytes:N | file:PATH (an ordo-merge/1 plan; merged mode)"},
