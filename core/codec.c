@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/wire.h"
+#include "core/vec.h" /* ORDO_VECTOR_CLONES */
 
 #include <errno.h>
 #include <stdio.h>
@@ -145,17 +146,31 @@ int ordo__codec_decode_add(int dtype, const void *frame, size_t len, int64_t n, 
     return ops->decode_add(frame, len, n, acc);
 }
 
+/* the decorator's two passes, in the compiler's vector clones */
+ORDO_VECTOR_CLONES
+static void sum(float *restrict dst, const float *restrict a, const float *restrict b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) dst[i] = a[i] + b[i];
+}
+
+/* r = sent - r: what the frame left out, where r held what it carries */
+ORDO_VECTOR_CLONES
+static void left_out(float *restrict r, const float *restrict sent, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) r[i] = sent[i] - r[i];
+}
+
 int64_t ordo__codec_encode_ef(const ordo__codec_spec_t *c, const float *src, int64_t n,
                               float *residual, float *scratch, void *dst, ordo__codec_io_t *io)
 {
     const ordo__codec_ops_t *ops = ordo__codec_ops(c->id);
     if (!ops) return ordo_error_set(ORDO_ERR_INVAL, "no codec of id %d", c->id);
     if (!c->ef) return ops->encode(c, src, n, dst, io);
-    for (int64_t i = 0; i < n; i++) scratch[i] = src[i] + residual[i];
+    sum(scratch, src, residual, n);
     int64_t len = ops->encode(c, scratch, n, dst, io);
     if (len < 0) return len; /* residual untouched: the caller sends src another way */
     int rc = ops->decode(dst, (size_t)len, n, residual);
     if (rc) return rc;
-    for (int64_t i = 0; i < n; i++) residual[i] = scratch[i] - residual[i];
+    left_out(residual, scratch, n);
     return len;
 }
