@@ -4,7 +4,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "core/codec.h"
+#include "common/codec.h"
 #include "core/vec.h"
 
 #include <math.h>

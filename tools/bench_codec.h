@@ -1,4 +1,4 @@
-/* bench_codec: the `ordo-bench codec` benchmark of the wire codecs (core/codec.h): per codec,
+/* bench_codec: the `ordo-bench codec` benchmark of the wire codecs (common/codec.h): per codec,
  * encode and decode throughput and bytes per value on a gradient-like tensor, beside a
  * float32 memcpy and ordo_vec_add (a float32 push's cost on the server), and the server's
  * cost per value of summing a push: decode then add, against the fused decode_add. */

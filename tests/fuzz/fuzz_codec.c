@@ -1,4 +1,4 @@
-/* fuzz_codec: any bytes given as a tensor frame (core/codec.h) are decoded, or refused with
+/* fuzz_codec: any bytes given as a tensor frame (common/codec.h) are decoded, or refused with
  * ORDO_ERR_PROTO, without a read past the frame or a write past the n floats; a decoded frame
  * is what its dtype says (onebit: +-scale, sparse: the carried entries at increasing indices,
  * zeros elsewhere), decode_add adds exactly that and touches nothing on a refusal. The same
@@ -7,7 +7,7 @@
  * from an aligned address (ZeroMQ frames may sit anywhere); the rest is the frame. */
 #include "common/error.h"
 #include "common/wire.h"
-#include "core/codec.h"
+#include "common/codec.h"
 
 #include <math.h>
 #include <stdint.h>

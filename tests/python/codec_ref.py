@@ -1,4 +1,4 @@
-"""codec_ref: a numpy reference of ordo's wire codecs (core/codec*.c) and their error feedback.
+"""codec_ref: a numpy reference of ordo's wire codecs (common/codec*.c) and their error feedback.
 
 It writes the same frames as the C, bit for bit, in float32 arithmetic where the C uses float:
 bf16 (round to nearest even, a NaN kept a NaN), fp16 (a float32 multiplier, then the halves

@@ -1,4 +1,4 @@
-"""The C codecs (core/codec*.c, run by build/bin/codec_cli) against the numpy reference
+"""The C codecs (common/codec*.c, run by build/bin/codec_cli) against the numpy reference
 (codec_ref.py) over several steps of error feedback: the same frames, decoded values and
 residuals, bit for bit, with zero mismatches. Skipped without numpy or without codec_cli."""
 

@@ -6,7 +6,7 @@
  *   and the N float32 residual after the step.
  * Step s encodes with seed SEED + s (randomk). Not installed: a test tool. */
 #include "common/error.h"
-#include "core/codec.h"
+#include "common/codec.h"
 
 #include <stdio.h>
 #include <stdlib.h>

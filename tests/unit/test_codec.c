@@ -1,9 +1,9 @@
-/* Tests of core/codec: the wire codecs' values against independent references (bf16 and fp16
+/* Tests of common/codec: the wire codecs' values against independent references (bf16 and fp16
  * rounding on chosen bit patterns, over random ones and exhaustively, on the vector and the
  * scalar paths), onebit, topk and randomk, the error-feedback decorator over several steps,
  * spec parsing and formatting, and the refusal of malformed frames with the reason. */
 #include "common/wire.h"
-#include "core/codec.h"
+#include "common/codec.h"
 #include "core/vec.h"
 #include "ordo_check.h"
 

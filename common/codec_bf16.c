@@ -2,11 +2,11 @@
  * halves (the float's upper 16 bits, rounded to nearest even). The loops are written so the
  * compiler vectorises them (AVX-512 and AVX2 clones, picked at load time); every path gives
  * the same bits. */
-#include "core/codec.h"
+#include "common/codec.h"
 
 #include "common/error.h"
 #include "common/wire.h"
-#include "core/vec.h" /* ORDO_VECTOR_CLONES */
+#include "common/vec_clones.h" /* ORDO_VECTOR_CLONES */
 
 #include <string.h>
 

@@ -3,11 +3,11 @@
  * write the same frame: k uint32 indices, strictly increasing, then their k float32 values;
  * the others decode to zero. k is a count or a fraction of the tensor (ordo__codec_k). Error
  * feedback (on by default) keeps what was left out for the next push. */
-#include "core/codec.h"
+#include "common/codec.h"
 
 #include "common/error.h"
 #include "common/wire.h"
-#include "core/sparsify.h" /* ordo_sparsify_select_u32 */
+#include "common/select.h" /* ordo__select_u32 */
 
 #include <math.h>
 #include <stdlib.h>
@@ -55,7 +55,7 @@ static int64_t encode_topk(const ordo__codec_spec_t *c, const float *src, int64_
     const bits32_t *u = (const bits32_t *)src;
     for (int64_t i = 0; i < n; i++) m[i] = mag_key(u[i]);
     /* the k-th largest key by Floyd-Rivest selection (core/sparsify, the sparse pushes' own) */
-    ordo_sparsify_select_u32(m, (size_t)n, (size_t)(n - k));
+    ordo__select_u32(m, (size_t)n, (size_t)(n - k));
     uint32_t t = m[n - k];
     free(m);
     /* every value above the threshold, then those equal to it in index order until k */

@@ -5,11 +5,11 @@
  * is never sent as inf: encode refuses the frame (ORDO_ERR_RANGE) and counts them, and the
  * caller sends that message in float32. Conversions use F16C where the CPU has it (chosen at
  * run time) and portable loops that give the same bits elsewhere. */
-#include "core/codec.h"
+#include "common/codec.h"
 
 #include "common/error.h"
 #include "common/wire.h"
-#include "core/vec.h" /* ORDO_VECTOR_CLONES */
+#include "common/vec_clones.h" /* ORDO_VECTOR_CLONES */
 
 #include <math.h>
 #include <string.h>

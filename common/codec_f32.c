@@ -1,9 +1,9 @@
 /* codec_f32: float32 on the wire, the codec of no compression: the frame is the values. */
-#include "core/codec.h"
+#include "common/codec.h"
 
 #include "common/error.h"
 #include "common/wire.h"
-#include "core/vec.h" /* ORDO_VECTOR_CLONES */
+#include "common/vec_clones.h" /* ORDO_VECTOR_CLONES */
 
 #include <string.h>
 

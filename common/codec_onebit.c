@@ -2,11 +2,11 @@
  * float32 scale s, the mean of |x|, then one bit per value, set for a negative one (bit i of
  * byte i / 8, least significant first); value i decodes to -s or +s. 32 times fewer bytes than
  * float32; error feedback (on by default) carries what the sign dropped into the next push. */
-#include "core/codec.h"
+#include "common/codec.h"
 
 #include "common/error.h"
 #include "common/wire.h"
-#include "core/vec.h" /* ORDO_VECTOR_CLONES */
+#include "common/vec_clones.h" /* ORDO_VECTOR_CLONES */
 
 #include <math.h>
 #include <string.h>
