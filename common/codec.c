@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/wire.h"
+#include "common/vec_clones.h" /* ORDO_VECTOR_CLONES */
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,9 +15,9 @@ extern const ordo__codec_ops_t ordo__codec_f32_ops, ordo__codec_bf16_ops, ordo__
     ordo__codec_onebit_ops, ordo__codec_topk_ops, ordo__codec_randomk_ops;
 
 static const ordo__codec_ops_t *const table[ORDO__CODEC_MAX] = {
-    [ORDO__CODEC_NONE] = &ordo__codec_f32_ops,     [ORDO__CODEC_BF16] = &ordo__codec_bf16_ops,
-    [ORDO__CODEC_FP16] = &ordo__codec_fp16_ops,    [ORDO__CODEC_ONEBIT] = &ordo__codec_onebit_ops,
-    [ORDO__CODEC_TOPK] = &ordo__codec_topk_ops,    [ORDO__CODEC_RANDOMK] = &ordo__codec_randomk_ops,
+    [ORDO__CODEC_NONE] = &ordo__codec_f32_ops,  [ORDO__CODEC_BF16] = &ordo__codec_bf16_ops,
+    [ORDO__CODEC_FP16] = &ordo__codec_fp16_ops, [ORDO__CODEC_ONEBIT] = &ordo__codec_onebit_ops,
+    [ORDO__CODEC_TOPK] = &ordo__codec_topk_ops, [ORDO__CODEC_RANDOMK] = &ordo__codec_randomk_ops,
 };
 
 const ordo__codec_ops_t *ordo__codec_ops(int id)
@@ -51,8 +52,9 @@ int ordo__codec_parse(const char *text, ordo__codec_spec_t *out)
     for (int i = 0; i < ORDO__CODEC_MAX; i++)
         if (strcmp(buf, table[i]->name) == 0) c.id = i;
     if (c.id < 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "compression \"%s\": unknown codec \"%s\" (one of %s)",
-                              text, buf, names());
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "compression \"%s\": unknown codec \"%s\" (one of %s)", text, buf,
+                              names());
     const ordo__codec_ops_t *ops = table[c.id];
     if (ops->needs_k && !karg)
         return ordo_error_set(ORDO_ERR_INVAL,
@@ -136,8 +138,7 @@ double ordo__codec_bytes_per_value(const ordo__codec_spec_t *c, int64_t n)
 int ordo__codec_decode(int dtype, const void *frame, size_t len, int64_t n, float *dst)
 {
     const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
-    if (!ops)
-        return ordo_error_set(ORDO_ERR_PROTO, "dtype %d is no tensor payload", dtype);
+    if (!ops) return ordo_error_set(ORDO_ERR_PROTO, "dtype %d is no tensor payload", dtype);
     if (n < 0 || (uint64_t)n > SIZE_MAX / 8) /* n * 4 and n * 8 must not wrap in the checks */
         return ordo_error_set(ORDO_ERR_PROTO, "a frame for %lld values", (long long)n);
     return ops->decode(frame, len, n, dst);
@@ -146,11 +147,26 @@ int ordo__codec_decode(int dtype, const void *frame, size_t len, int64_t n, floa
 int ordo__codec_decode_add(int dtype, const void *frame, size_t len, int64_t n, float *acc)
 {
     const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
-    if (!ops)
-        return ordo_error_set(ORDO_ERR_PROTO, "dtype %d is no tensor payload", dtype);
+    if (!ops) return ordo_error_set(ORDO_ERR_PROTO, "dtype %d is no tensor payload", dtype);
     if (n < 0 || (uint64_t)n > SIZE_MAX / 8)
         return ordo_error_set(ORDO_ERR_PROTO, "a frame for %lld values", (long long)n);
     return ops->decode_add(frame, len, n, acc);
+}
+
+/* the decorator's two passes, in the compiler's vector clones */
+ORDO_VECTOR_CLONES
+static void sum(float *restrict dst, const float *restrict a, const float *restrict b, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = a[i] + b[i];
+}
+
+/* r = sent - r: what the frame left out, where r held what it carries */
+ORDO_VECTOR_CLONES
+static void left_out(float *restrict r, const float *restrict sent, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        r[i] = sent[i] - r[i];
 }
 
 int64_t ordo__codec_encode_ef(const ordo__codec_spec_t *c, const float *src, int64_t n,
@@ -159,11 +175,11 @@ int64_t ordo__codec_encode_ef(const ordo__codec_spec_t *c, const float *src, int
     const ordo__codec_ops_t *ops = ordo__codec_ops(c->id);
     if (!ops) return ordo_error_set(ORDO_ERR_INVAL, "no codec of id %d", c->id);
     if (!c->ef) return ops->encode(c, src, n, dst, io);
-    for (int64_t i = 0; i < n; i++) scratch[i] = src[i] + residual[i];
+    sum(scratch, src, residual, n);
     int64_t len = ops->encode(c, scratch, n, dst, io);
     if (len < 0) return len; /* residual untouched: the caller sends src another way */
     int rc = ops->decode(dst, (size_t)len, n, residual);
     if (rc) return rc;
-    for (int64_t i = 0; i < n; i++) residual[i] = scratch[i] - residual[i];
+    left_out(residual, scratch, n);
     return len;
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define HAVE_F16C_PATH 1
 #endif
@@ -85,24 +86,26 @@ static int64_t to_fp16_any(const float *src, int64_t n, float scale, uint16_t *d
 ORDO_VECTOR_CLONES
 static void from_fp16_any(const half_any_t *h, int64_t n, float mult, float *dst)
 {
-    for (int64_t i = 0; i < n; i++) dst[i] = from_half(h[i]) * mult;
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = from_half(h[i]) * mult;
 }
 
 ORDO_VECTOR_CLONES
 static void add_fp16_any(const half_any_t *h, int64_t n, float mult, float *restrict acc)
 {
-    for (int64_t i = 0; i < n; i++) acc[i] += from_half(h[i]) * mult;
+    for (int64_t i = 0; i < n; i++)
+        acc[i] += from_half(h[i]) * mult;
 }
 
 #ifdef HAVE_F16C_PATH
 __attribute__((target("avx,f16c"))) static int64_t to_fp16_f16c(const float *src, int64_t n,
-                                                               float scale, uint16_t *dst)
+                                                                float scale, uint16_t *dst)
 {
     int64_t i = 0, bad = 0;
     __m256 s = _mm256_set1_ps(scale);
     for (; i + 8 <= n; i += 8) {
-        __m128i h = _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(src + i), s),
-                                    _MM_FROUND_TO_NEAREST_INT);
+        __m128i h =
+            _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(src + i), s), _MM_FROUND_TO_NEAREST_INT);
         _mm_storeu_si128((__m128i *)(dst + i), h);
         /* all-ones exponent: inf or NaN (an overflow rounds to inf) */
         __m128i e = _mm_and_si128(h, _mm_set1_epi16(0x7c00));
@@ -117,21 +120,22 @@ __attribute__((target("avx,f16c"))) static int64_t to_fp16_f16c(const float *src
 }
 
 __attribute__((target("avx,f16c"))) static void from_fp16_f16c(const uint16_t *src, int64_t n,
-                                                              float mult, float *dst)
+                                                               float mult, float *dst)
 {
     int64_t i = 0;
     __m256 m = _mm256_set1_ps(mult);
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128(
-                                                    (const __m128i *)(src + i))),
-                                                m));
-    for (; i < n; i++) dst[i] = from_half(((const half_any_t *)src)[i]) * mult;
+        _mm256_storeu_ps(
+            dst + i,
+            _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))), m));
+    for (; i < n; i++)
+        dst[i] = from_half(((const half_any_t *)src)[i]) * mult;
 }
 
 /* acc += h * mult, the multiply and the add rounded apart (no FMA: the same bits as decode
  * then add) */
 __attribute__((target("avx,f16c"))) static void add_fp16_f16c(const void *src, int64_t n,
-                                                             float mult, float *acc)
+                                                              float mult, float *acc)
 {
     const half_any_t *h = src;
     int64_t i = 0;
@@ -140,7 +144,8 @@ __attribute__((target("avx,f16c"))) static void add_fp16_f16c(const void *src, i
         __m256 v = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + i))), m);
         _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), v));
     }
-    for (; i < n; i++) acc[i] += from_half(h[i]) * mult;
+    for (; i < n; i++)
+        acc[i] += from_half(h[i]) * mult;
 }
 
 /* both read and written with relaxed atomics: pushes convert on several threads at once */
@@ -151,8 +156,14 @@ static int have_f16c(void)
     static int have = -1;
     int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
     if (h < 0) {
-        __builtin_cpu_init();
-        h = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+        /* cpuid, not __builtin_cpu_supports: clang (14) knows no "f16c" there. F16C and AVX,
+         * and the OS saving the ymm registers (OSXSAVE, XCR0 bits 1 and 2). */
+        unsigned a = 0, b = 0, c = 0, d = 0, lo = 0, hi = 0;
+        h = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) && (c & bit_AVX) && (c & bit_OSXSAVE);
+        if (h) {
+            __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            h = (lo & 6u) == 6u;
+        }
         __atomic_store_n(&have, h, __ATOMIC_RELAXED);
     }
     return h && !__atomic_load_n(&simd_off, __ATOMIC_RELAXED);
