@@ -15,6 +15,7 @@ struct ordo_train {
     ordo_dataset_iter_t **iters; /* one per simulated worker */
     ordo_compute_ctx_t *c;
     float **params, **velocity, **grads, **acc; /* per model parameter */
+    float **group; /* local_size > 1: the current host group's sum, per model parameter */
     long per_epoch;
     long done;
 };
@@ -63,6 +64,7 @@ void ordo_train_destroy(ordo_train_t **tp)
         free_set(t->m, t->velocity);
         free_set(t->m, t->grads);
         free_set(t->m, t->acc);
+        free_set(t->m, t->group);
     }
     ordo_dataset_destroy(&t->train);
     ordo_model_destroy(&t->m);
@@ -90,7 +92,9 @@ int ordo_train_new(const ordo_train_opts_t *o, ordo_train_t **out)
     t->velocity = alloc_set(t->m);
     t->grads = alloc_set(t->m);
     t->acc = alloc_set(t->m);
-    if (!t->iters || !t->params || !t->velocity || !t->grads || !t->acc) {
+    t->group = o->local_size > 1 ? alloc_set(t->m) : NULL;
+    if (!t->iters || !t->params || !t->velocity || !t->grads || !t->acc ||
+        (o->local_size > 1 && !t->group)) {
         rc = ordo_error_set(ORDO_ERR_NOMEM, "train: out of memory for %s", o->network);
         goto fail;
     }
@@ -132,12 +136,21 @@ int ordo_train_step(ordo_train_t *t, double *loss)
         for (int op = m->n_ops - 1; op >= 0; op--)
             if ((rc = ordo_compute_backward(t->c, op)) < 0) return rc;
         /* What a server does with the W pushes: sum them in arrival order (here worker
-         * order) into a zeroed float accumulator. */
+         * order) into a zeroed float accumulator; in host groups each group's members are
+         * summed first, in member order, and the server sums the groups' sums */
+        const int L = t->o.local_size > 1 ? t->o.local_size : 1;
         for (int p = 0; p < m->n_params; p++) {
-            float *restrict a = t->acc[p];
+            float *restrict a = L > 1 ? t->group[p] : t->acc[p];
             const float *restrict g = t->grads[p];
-            for (int64_t i = 0; i < m->params[p].numel; i++)
-                a[i] += g[i];
+            int64_t n = m->params[p].numel;
+            if (L > 1 && w % L == 0)
+                memcpy(a, g, sizeof(float) * (size_t)n);
+            else
+                for (int64_t i = 0; i < n; i++) a[i] += g[i];
+            if (L > 1 && w % L == L - 1) {
+                float *restrict s = t->acc[p];
+                for (int64_t i = 0; i < n; i++) s[i] += a[i];
+            }
         }
     }
     /* The mean as the servers form it (server/optim.c): the sum times 1/W, in float. */

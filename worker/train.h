@@ -25,6 +25,9 @@ typedef struct ordo_train_opts {
     long iterations;      /* > 0: exactly this many iterations */
     uint64_t seed;        /* parameter initialization and data order */
     double lr, momentum, weight_decay;
+    int local_size;       /* > 1: the workers sum in host groups of this many first (each
+                             group's members in order, as [intra] does), then the servers sum
+                             the groups' sums in group order; 0 or 1: every worker's in order */
 } ordo_train_opts_t;
 
 typedef struct ordo_train_result {
