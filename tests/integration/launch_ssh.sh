@@ -7,7 +7,8 @@
 # worker on B (the launcher stops every remote process and exits non-zero) and one by
 # TERM to the launcher: no ordo process of either run may be left on any host. Every
 # address is inside the namespaces the test creates, which it always deletes. Skips (exit
-# 77) when not root, or without sshd (openssh-server), `ip netns` or veth.
+# 77) when not root, without sshd (openssh-server), or where network namespaces cannot be
+# made, entered, addressed or reached (lib.sh's netns_probe, which names the failed step).
 source "$(dirname "$0")/lib.sh"
 SRC=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 [ "$(id -u)" = 0 ] || skip "needs root to create network namespaces and run sshd"
