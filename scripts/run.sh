@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run.sh: the main job. Installs dependencies, builds, then trains the built-in MLP on
+# run.sh: the main job. Installs its dependencies (scripts/setup.sh: the build's and the run's
+# packages, not the test suite's), builds, then trains the built-in MLP on
 # Fashion-MNIST for one epoch on a local cluster (1 scheduler, 2 servers, 2 workers;
 # conf/mlp.ini) and prints the result. Extra arguments go to ordo-launch, e.g.
 #   scripts/run.sh --model.epochs=2 --order.policy=tao

@@ -5,10 +5,10 @@
 # not in the key folder, with another cluster's keys or without CURVE are refused (a clear
 # line on both sides), and the cluster then runs the good workers' job to the end with every
 # value right.
-# Needs root and tcpdump (scripts/setup.sh installs it); skips (77) otherwise.
+# Needs root and tcpdump (scripts/setup.sh --test installs it); skips (77) otherwise.
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || skip "capturing packets needs root"
-command -v tcpdump > /dev/null || skip "no tcpdump (scripts/setup.sh installs it)"
+command -v tcpdump > /dev/null || skip "no tcpdump (scripts/setup.sh --test installs it)"
 "$BIN/ordo-keygen" "$T/keys" worker intruder > /dev/null || fail "ordo-keygen failed"
 rm "$T/keys/clients/intruder.pub" # its pair exists, but the cluster does not list it
 "$BIN/ordo-keygen" "$T/other" > /dev/null || fail "ordo-keygen failed"

@@ -13,7 +13,7 @@ source "$(dirname "$0")/lib.sh"
 SRC=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 [ "$(id -u)" = 0 ] || skip "needs root to create network namespaces and run sshd"
 SSHD=/usr/sbin/sshd
-[ -x "$SSHD" ] || skip "sshd is not installed (openssh-server; scripts/setup.sh installs it)"
+[ -x "$SSHD" ] || skip "sshd is not installed (openssh-server; scripts/setup.sh --test installs it)"
 command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || skip "no ssh client"
 command -v ip >/dev/null || skip "ip (iproute2) is not installed"
 

@@ -84,7 +84,7 @@ stacks() {
 netns_probe() {
   [ "${NETNS_PROBED:-0}" = 1 ] && return 0
   command -v ip > /dev/null || skip "network namespaces: ip (iproute2) is not installed"
-  local a=ordo-probe-$$-a b=ordo-probe-$$-b va=opr$$a vb=opr$$b net=10.213.99 step="" err
+  local a=ordo-probe-$$-a b=ordo-probe-$$-b va=opr$$a vb=opr$$b net=10.213.99 step="" err out
   err=$(
     set -o pipefail
     trap 'ip netns del '"$a"' 2>/dev/null; ip netns del '"$b"' 2>/dev/null; ip link del '"$va"' 2>/dev/null' EXIT
@@ -99,7 +99,7 @@ netns_probe() {
       ip -n "$a" link set "$va" up && ip -n "$b" link set "$vb" up; } 2>&1 || { echo "$step"; exit 1; }
     if command -v ping > /dev/null; then
       step="ping $net.2 from the other namespace"
-      ip netns exec "$a" ping -c 1 -W 5 "$net.2" 2>&1 > /dev/null || { echo "$step"; exit 1; }
+      out=$(ip netns exec "$a" ping -c 1 -W 5 "$net.2" 2>&1) || { tail -n 1 <<< "$out"; echo "$step"; exit 1; }
     else
       step="reach $net.2 from the other namespace (a TCP connection to a closed port)"
       ip netns exec "$a" python3 -c '
