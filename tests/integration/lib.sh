@@ -29,9 +29,10 @@ need_fmnist() {
 # start NAME CMD...: run in the background, output in $T/NAME.log
 start() { local name=$1; shift; "$@" > "$T/$name.log" 2>&1 & PID[$name]=$!; }
 
-# ready NAME: wait (10 s) for the READY line and print its endpoint
+# ready NAME: wait (up to 60 s: a loaded machine, a sanitizer build) for the READY line and
+# print its endpoint
 ready() {
-  for _ in $(seq 1 200); do
+  for _ in $(seq 1 1200); do
     local l; l=$(grep -m1 '^READY ' "$T/$1.log" 2>/dev/null) && { echo "${l#READY }"; return 0; }
     sleep 0.05
   done

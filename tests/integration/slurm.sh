@@ -49,7 +49,7 @@ mkdir -p "$T/munge" "$T/state" "$T/spool" && chmod 700 "$T/munge"
 head -c 1024 /dev/urandom > "$T/munge/munge.key" && chmod 400 "$T/munge/munge.key"
 start munged munged -F --force --socket="$T/munge/sock" --key-file="$T/munge/munge.key" \
   --pid-file="$T/munge/pid" --seed-file="$T/munge/seed" --log-file="$T/munged-file.log"
-for _ in $(seq 1 100); do [ -S "$T/munge/sock" ] && break; sleep 0.05; done
+for _ in $(seq 1 600); do [ -S "$T/munge/sock" ] && break; sleep 0.05; done
 [ -S "$T/munge/sock" ] || fail "munged did not start"
 
 # slurmctld and slurmd on free loopback ports
@@ -99,7 +99,7 @@ slurm_cleanup() {
 trap slurm_cleanup EXIT
 start slurmctld slurmctld -D -i
 start slurmd slurmd -D -N localhost
-for _ in $(seq 1 300); do
+for _ in $(seq 1 600); do
   [ "$(sinfo -h -n localhost -o %t 2> /dev/null)" = idle ] && break
   sleep 0.1
 done
@@ -139,7 +139,7 @@ sbatch --wait -N 1 -J ordo-fault -o "$T/fault.log" --wrap "$(printf '%q ' "$SRC/
   --output.run=fault --output.progress_every=0)" > "$T/sbatch-fault.log" 2>&1 &
 sbatch_pid=$!
 PID[sbatch]=$sbatch_pid
-for _ in $(seq 1 100); do grep -q '^Submitted batch job' "$T/sbatch-fault.log" && break; sleep 0.1; done
+for _ in $(seq 1 600); do grep -q '^Submitted batch job' "$T/sbatch-fault.log" && break; sleep 0.1; done
 job=$(grep -o '[0-9]*$' "$T/sbatch-fault.log") || fail "sbatch: $(cat "$T/sbatch-fault.log")"
 # at_iter N: wait (120 s) until the run recorded N worker-iterations
 at_iter() {
