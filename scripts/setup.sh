@@ -42,13 +42,13 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
-echo "setup: installing ${missing[*]}"
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null || { echo "setup: need root to install: ${missing[*]}" >&2; exit 1; }
   SUDO=sudo
 fi
 log=$(mktemp /tmp/ordo-setup.XXXXXX.log)
+echo "setup: installing ${missing[*]} (apt's output: $log)"
 export DEBIAN_FRONTEND=noninteractive
 if ! { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"; } > "$log" 2>&1; then
   tail -n 40 "$log" >&2
