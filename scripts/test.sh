@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# test.sh: install dependencies (Debian's packages, and .venv for the Python binding), build,
-# and run the whole default test suite with ctest.
+# test.sh: install dependencies (Debian's packages: the run's and what the tests add, through
+# scripts/setup.sh --test; and .venv for the Python binding), build, and run the whole default
+# test suite with ctest.
 # The default suite (ctest -LE long) aims at about 10 minutes on CI's 2 cores: it runs with
 # one test per core (ctest -j, ORDO_TEST_JOBS or the number of cores), each test's ctest
 # properties keeping heavy or clashing ones apart (PROCESSORS: integration.hardening has the
@@ -14,7 +15,7 @@
 # script. Arguments are ctest's (default: -LE long); they select the tests of both runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --test
 bash scripts/setup-python.sh
 bash scripts/build.sh
 cd build

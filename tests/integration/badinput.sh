@@ -21,7 +21,7 @@ ok "wrong token refused (worker exit $st)"
 
 # the real workers start the job; the bad input arrives while it runs
 for i in 0 1; do start worker$i "$BIN/ordo-worker" "${common[@]}" --cluster.scheduler="$ep"; done
-for _ in $(seq 1 400); do
+for _ in $(seq 1 1200); do
   [ -f "$T/bad/metrics.jsonl" ] && [ "$(wc -l < "$T/bad/metrics.jsonl")" -ge 4 ] && break
   sleep 0.05
 done

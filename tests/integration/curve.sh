@@ -5,18 +5,24 @@
 # not in the key folder, with another cluster's keys or without CURVE are refused (a clear
 # line on both sides), and the cluster then runs the good workers' job to the end with every
 # value right.
-# Needs root and tcpdump (scripts/setup.sh installs it); skips (77) otherwise.
+# Needs root and tcpdump (scripts/setup.sh --test installs it); skips (77) otherwise.
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || skip "capturing packets needs root"
-command -v tcpdump > /dev/null || skip "no tcpdump (scripts/setup.sh installs it)"
+command -v tcpdump > /dev/null || skip "no tcpdump (scripts/setup.sh --test installs it)"
 "$BIN/ordo-keygen" "$T/keys" worker intruder > /dev/null || fail "ordo-keygen failed"
 rm "$T/keys/clients/intruder.pub" # its pair exists, but the cluster does not list it
 "$BIN/ordo-keygen" "$T/other" > /dev/null || fail "ordo-keygen failed"
 [ "$(stat -c %a "$T/keys/server.key")" = 600 ] && [ "$(stat -c %a "$T/keys/clients/worker.key")" = 600 ] ||
   fail "secret key files are not mode 0600"
-tcpdump -i lo -c 1 -w /dev/null 'tcp port 9' > /dev/null 2>&1 & probe=$!
-sleep 0.5
-if ! kill -0 $probe 2>/dev/null; then wait $probe; skip "tcpdump cannot capture on lo here"; fi
+# tcpdump says "listening on" once it captures, or ends at once when it cannot (waited for,
+# not slept on: a slow machine takes longer either way)
+tcpdump -i lo -c 1 -w /dev/null 'tcp port 9' > "$T/probe.txt" 2>&1 & probe=$!
+for _ in $(seq 1 600); do
+  grep -q "listening on" "$T/probe.txt" && break
+  kill -0 $probe 2>/dev/null || break
+  sleep 0.05
+done
+if ! kill -0 $probe 2>/dev/null; then wait $probe; skip "tcpdump cannot capture on lo here: $(tail -n 1 "$T/probe.txt")"; fi
 kill $probe 2>/dev/null; wait $probe 2>/dev/null
 
 token=ordo-curve-test-token-5b1e
@@ -40,7 +46,7 @@ daemons() {
   start server_$name "$BIN/ordo-server" "${common[@]}" --output.run=$name "$@" --cluster.scheduler="$ep"
   local sep; sep=$(ready server_$name)
   start tcpdump_$name tcpdump -i lo -U -B 65536 -w "$T/$name.pcap" "tcp port ${ep##*:} or tcp port ${sep##*:}"
-  for _ in $(seq 1 100); do grep -q "listening on" "$T/tcpdump_$name.log" && break; sleep 0.05; done
+  for _ in $(seq 1 600); do grep -q "listening on" "$T/tcpdump_$name.log" && break; sleep 0.05; done
   EP=$ep
 }
 # workers NAME ARGS...: the run's two workers

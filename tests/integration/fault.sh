@@ -13,7 +13,7 @@ for i in 0 1; do start server$i "$BIN/ordo-server" "${common[@]}" --cluster.sche
 for i in 0 1 2; do start worker$i "$BIN/ordo-worker" "${common[@]}" --cluster.scheduler="$ep" --cluster.rank=$i; done
 
 # wait until the run is going: at least 10 iterations recorded
-for _ in $(seq 1 400); do
+for _ in $(seq 1 1200); do
   [ -f "$T/fault/metrics.jsonl" ] && [ "$(wc -l < "$T/fault/metrics.jsonl")" -ge 30 ] && break
   sleep 0.05
 done
@@ -42,7 +42,7 @@ start scheduler "$BIN/ordo-scheduler" "${cal[@]}" --cluster.scheduler=tcp://127.
 ep=$(ready scheduler)
 for i in 0 1; do start server$i "$BIN/ordo-server" "${cal[@]}" --cluster.scheduler="$ep" --cluster.rank=$i; done
 for i in 0 1 2; do start worker$i "$BIN/ordo-worker" "${cal[@]}" --cluster.scheduler="$ep" --cluster.rank=$i; done
-for _ in $(seq 1 200); do grep -q "cluster complete" "$T/scheduler.log" && break; sleep 0.05; done
+for _ in $(seq 1 1200); do grep -q "cluster complete" "$T/scheduler.log" && break; sleep 0.05; done
 grep -q "cluster complete" "$T/scheduler.log" || fail "the calibrating cluster did not form"
 sleep 1
 grep -q "merge: .* groups for" "$T/scheduler.log" && fail "the calibration ended before the kill"

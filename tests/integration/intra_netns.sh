@@ -4,12 +4,14 @@
 # tbf-shaped veths run a 4 MiB chain profile flat, hierarchical and hierarchical with the
 # overlapped all-gather. Asserts bytes, not times: every variant produced a row; the
 # hierarchical runs move at most 0.55 times the flat run's network_bytes_per_iter, and worker
-# host 0's link carried less per iteration than flat. Skips (exit 77) when not root, or when
-# the kernel lacks namespaces, veth, bridges or tbf.
+# host 0's link carried less per iteration than flat. Skips (exit 77) when not root, when
+# network namespaces cannot be made, entered, addressed or reached (lib.sh's netns_probe), or
+# when the kernel lacks bridges or tbf.
 source "$(dirname "$0")/lib.sh"
 SRC=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 [ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"
 command -v ip >/dev/null && command -v tc >/dev/null || skip "ip or tc (iproute2) is not installed"
+netns_probe
 rc=0
 bash "$SRC/scripts/experiments/intra.sh" --smoke --bin "$BIN" --out "$T/out" > "$T/smoke.log" 2>&1 || rc=$?
 [ $rc = 77 ] && skip "$(tail -n 1 "$T/smoke.log")"

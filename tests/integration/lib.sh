@@ -29,9 +29,10 @@ need_fmnist() {
 # start NAME CMD...: run in the background, output in $T/NAME.log
 start() { local name=$1; shift; "$@" > "$T/$name.log" 2>&1 & PID[$name]=$!; }
 
-# ready NAME: wait (10 s) for the READY line and print its endpoint
+# ready NAME: wait (up to 60 s: a loaded machine, a sanitizer build) for the READY line and
+# print its endpoint
 ready() {
-  for _ in $(seq 1 200); do
+  for _ in $(seq 1 1200); do
     local l; l=$(grep -m1 '^READY ' "$T/$1.log" 2>/dev/null) && { echo "${l#READY }"; return 0; }
     sleep 0.05
   done
@@ -75,15 +76,61 @@ stacks() {
     grep -E '^(Thread|#)' | sed -E 's/ \(.*\) at / at /' | head -n 80
 }
 
+# netns_probe: skip (exit 77) unless network namespaces work here, naming the step that
+# failed: create two namespaces joined by a veth pair, enter one (`ip netns exec`: in a
+# chroot its "mount --make-rslave /" fails), address both ends, reach one from the other
+# (ping, or a TCP connection refused at once when ping is not installed). Needs ip
+# (iproute2); deletes what it made. Every test that uses namespaces calls it first
+# (two_hosts does).
+netns_probe() {
+  [ "${NETNS_PROBED:-0}" = 1 ] && return 0
+  command -v ip > /dev/null || skip "network namespaces: ip (iproute2) is not installed"
+  local a=ordo-probe-$$-a b=ordo-probe-$$-b va=opr$$a vb=opr$$b net=10.213.99 step="" err out
+  err=$(
+    set -o pipefail
+    trap 'ip netns del '"$a"' 2>/dev/null; ip netns del '"$b"' 2>/dev/null; ip link del '"$va"' 2>/dev/null' EXIT
+    step="create (ip netns add, ip link add type veth)"
+    { ip netns add "$a" && ip netns add "$b" && ip link add "$va" type veth peer name "$vb" &&
+      ip link set "$va" netns "$a" && ip link set "$vb" netns "$b"; } 2>&1 || { echo "$step"; exit 1; }
+    step="enter (ip netns exec)"
+    ip netns exec "$a" true 2>&1 || { echo "$step"; exit 1; }
+    step="address (ip addr add, ip link set up)"
+    { ip -n "$a" addr add "$net.1/24" dev "$va" && ip -n "$b" addr add "$net.2/24" dev "$vb" &&
+      ip -n "$a" link set lo up && ip -n "$b" link set lo up &&
+      ip -n "$a" link set "$va" up && ip -n "$b" link set "$vb" up; } 2>&1 || { echo "$step"; exit 1; }
+    if command -v ping > /dev/null; then
+      step="ping $net.2 from the other namespace"
+      out=$(ip netns exec "$a" ping -c 1 -W 5 "$net.2" 2>&1) || { tail -n 1 <<< "$out"; echo "$step"; exit 1; }
+    else
+      step="reach $net.2 from the other namespace (a TCP connection to a closed port)"
+      ip netns exec "$a" python3 -c '
+import socket, sys
+try:
+    socket.create_connection((sys.argv[1], 9), timeout=5)
+except ConnectionRefusedError:
+    sys.exit(0)
+except OSError as e:
+    sys.exit(str(e))
+' "$net.2" 2>&1 || { echo "$step"; exit 1; }
+    fi
+  ) || {
+    local why=${err##*$'\n'} out=${err%$'\n'*}
+    [ "$out" != "$err" ] || out="(no error text)"
+    skip "network namespaces do not work here: $why failed: $(head -n 1 <<< "$out")"
+  }
+  NETNS_PROBED=1
+}
+
 # two_hosts A B VA VB NET: two test hosts, network namespaces A and B joined by a veth pair
-# (VA in A, VB in B) addressed NET.1 and NET.2, loopbacks up. Calls the caller's skip
-# function when the kernel cannot (no netns or veth), fail on any later step. The caller
-# deletes them (netns_cleanup A B VA) on exit.
+# (VA in A, VB in B) addressed NET.1 and NET.2, loopbacks up. Skips (netns_probe) where
+# namespaces cannot be made, entered, addressed or reached; once the probe passed, a failing
+# step is a failure. The caller deletes them (netns_cleanup A B VA) on exit.
 two_hosts() {
   local a=$1 b=$2 va=$3 vb=$4 net=$5
-  ip netns add "$a" 2>/dev/null || skip "cannot create a network namespace (ip netns add)"
-  ip netns add "$b" 2>/dev/null || skip "cannot create a second network namespace"
-  ip link add "$va" type veth peer name "$vb" 2>/dev/null || skip "no veth support in this kernel"
+  netns_probe
+  ip netns add "$a" || fail "cannot create a network namespace (ip netns add)"
+  ip netns add "$b" || fail "cannot create a second network namespace"
+  ip link add "$va" type veth peer name "$vb" || fail "cannot make a veth pair"
   ip link set "$va" netns "$a" && ip link set "$vb" netns "$b" || fail "cannot move the veth ends"
   ip -n "$a" addr add "$net.1/24" dev "$va" && ip -n "$b" addr add "$net.2/24" dev "$vb" ||
     fail "cannot address the veth ends"

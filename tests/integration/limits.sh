@@ -16,7 +16,7 @@ ep=$(ready scheduler)
 start server0 "$BIN/ordo-server" "${common[@]}" --cluster.scheduler="$ep"
 sep=$(ready server0)
 for i in 0 1; do start worker$i "$BIN/ordo-worker" "${common[@]}" --cluster.scheduler="$ep"; done
-for _ in $(seq 1 400); do
+for _ in $(seq 1 1200); do
   [ -f "$T/lim/metrics.jsonl" ] && [ "$(wc -l < "$T/lim/metrics.jsonl")" -ge 4 ] && break
   sleep 0.05
 done

@@ -7,7 +7,8 @@
 # ([net] bandwidth = 200mbit). Their median forward times must agree within 20% (TCP/IP
 # headers and tbf's bucket make the real link a few percent slower). Every address used is
 # inside the namespaces this test creates, which it always deletes. Skips (exit 77) when not
-# root, or when `ip netns`, veth or the tbf qdisc are unavailable.
+# root, where network namespaces cannot be made, entered, addressed or reached (lib.sh's
+# netns_probe, which names the failed step), or without the tbf qdisc.
 source "$(dirname "$0")/lib.sh"
 SRC=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 [ "$(id -u)" = 0 ] || skip "needs root to create network namespaces"

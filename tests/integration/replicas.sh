@@ -54,7 +54,7 @@ grep -q "recovered from the death of server 1" "$T/scheduler.log" || fail "no it
 ep=$(ready scheduler)
 start server2 "$BIN/ordo-server" "${common[@]}" --output.run=kill --fault.replicas=2 \
   --cluster.scheduler="$ep" --join
-for _ in $(seq 1 400); do grep -q "joined in place of the dead server 1" "$T/scheduler.log" && break; sleep 0.05; done
+for _ in $(seq 1 1200); do grep -q "joined in place of the dead server 1" "$T/scheduler.log" && break; sleep 0.05; done
 grep -q "joined in place of the dead server 1" "$T/scheduler.log" || fail "the replacement did not join"
 wait_iters kill $(( $(wc -l < "$T/kill/metrics.jsonl") + 60 ))
 kill -KILL "${PID[server0]}"

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The README's main command: scripts/run.sh must end with a printed result and exit 0.
+# The README's main command: scripts/run.sh must end with a printed result and exit 0: a
+# readable summary (no screen-wide SUMMARY JSON line) naming the run's summary.json, whose
+# test accuracy is the one printed.
 # Skips (exit 77) without the Fashion-MNIST files it trains on.
 source "$(dirname "$0")/lib.sh"
 need_fmnist
@@ -19,6 +21,11 @@ fi
 grep -q "ordo run complete" "$out" || fail "no result printed"
 acc=$(grep -o 'test accuracy: *[0-9.]*' "$out" | grep -o '[0-9.]*$')
 [ -n "$acc" ] || fail "no test accuracy printed"
-ok "scripts/run.sh printed a result: test accuracy $acc %"
-ls "$T"/runs/*/summary.json > /dev/null || fail "no summary.json"
+! grep -q 'SUMMARY {' "$out" || fail "the summary's JSON line was printed"
+js=$(sed -n 's/^  summary: *//p' "$out")
+[ -f "$js" ] || fail "the printed summary path '$js' is not a file"
+python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))
+sys.exit(0 if "%.2f" % (100 * s["test_accuracy"]) == sys.argv[2] else 1)' "$js" "$acc" ||
+  fail "$js does not hold the printed test accuracy $acc %"
+ok "scripts/run.sh printed a result: test accuracy $acc %, the whole summary in $js"
 echo "1 passed, 0 failed"

@@ -10,16 +10,38 @@
 #     started again through srun and rejoins; server 1 SIGKILLed with [fault] replicas = 2 is
 #     replaced by a server that joins; the run exits 0 with every pulled value right.
 # Root only (slurmd runs jobs as their users); skipped without root, the packages (slurmctld,
-# slurmd, slurm-client, munge: scripts/setup.sh) or the Fashion-MNIST data set.
+# slurmd, slurm-client, munge: scripts/setup.sh --test), the Fashion-MNIST data set, or what
+# slurmd needs to start (a cgroup hierarchy on /sys/fs/cgroup; slurmd -C).
 source "$(dirname "$0")/lib.sh"
 SRC=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 [ "$(id -u)" = 0 ] || skip "not root (slurmd runs the jobs' steps as their users)"
 for b in munged slurmctld slurmd sbatch srun scontrol sinfo; do
   command -v "$b" > /dev/null || PATH=$PATH:/usr/sbin command -v "$b" > /dev/null ||
-    skip "no $b: Debian's slurmctld, slurmd, slurm-client and munge (scripts/setup.sh)"
+    skip "no $b: Debian's slurmctld, slurmd, slurm-client and munge (scripts/setup.sh --test)"
 done
 PATH=$PATH:/usr/sbin
 need_fmnist
+# slurmd's prerequisites, checked before anything starts: its cgroup plugin (loaded whatever
+# the conf's ProctrackType and TaskPlugin) finds the cgroup version from /sys/fs/cgroup and
+# stops the daemon ("No filesystem mounted on /sys/fs/cgroup") where nothing is mounted there,
+# as in a chroot or a container without cgroups; and it reads the node's hardware (slurmd -C)
+slurmd_prereqs() {
+  local fs
+  fs=$(stat -f -c %T /sys/fs/cgroup 2> /dev/null) ||
+    skip "slurmd needs a cgroup hierarchy: there is no /sys/fs/cgroup"
+  case $fs in
+    cgroup2fs)
+      [ -r /sys/fs/cgroup/cgroup.controllers ] ||
+        skip "slurmd needs a cgroup hierarchy: /sys/fs/cgroup is cgroup2 without cgroup.controllers" ;;
+    tmpfs)
+      awk '$2 ~ "^/sys/fs/cgroup/" && ($3 == "cgroup" || $3 == "cgroup2") {f = 1} END {exit !f}' /proc/mounts ||
+        skip "slurmd needs a cgroup hierarchy: /sys/fs/cgroup is a tmpfs with no cgroup controller mounted in it" ;;
+    *) skip "slurmd needs a cgroup hierarchy: nothing is mounted on /sys/fs/cgroup (its file system is $fs; mount cgroup2 there)" ;;
+  esac
+  SLURM_CONF=/dev/null slurmd -C > /dev/null 2>&1 ||
+    skip "slurmd -C cannot read this node's hardware: $(SLURM_CONF=/dev/null slurmd -C 2>&1 | tail -n 1)"
+}
+slurmd_prereqs
 chmod 755 "$T" # slurmd's steps and munged check the folders on their paths
 
 # munged, with a key and socket of its own
@@ -27,7 +49,7 @@ mkdir -p "$T/munge" "$T/state" "$T/spool" && chmod 700 "$T/munge"
 head -c 1024 /dev/urandom > "$T/munge/munge.key" && chmod 400 "$T/munge/munge.key"
 start munged munged -F --force --socket="$T/munge/sock" --key-file="$T/munge/munge.key" \
   --pid-file="$T/munge/pid" --seed-file="$T/munge/seed" --log-file="$T/munged-file.log"
-for _ in $(seq 1 100); do [ -S "$T/munge/sock" ] && break; sleep 0.05; done
+for _ in $(seq 1 600); do [ -S "$T/munge/sock" ] && break; sleep 0.05; done
 [ -S "$T/munge/sock" ] || fail "munged did not start"
 
 # slurmctld and slurmd on free loopback ports
@@ -77,7 +99,7 @@ slurm_cleanup() {
 trap slurm_cleanup EXIT
 start slurmctld slurmctld -D -i
 start slurmd slurmd -D -N localhost
-for _ in $(seq 1 300); do
+for _ in $(seq 1 600); do
   [ "$(sinfo -h -n localhost -o %t 2> /dev/null)" = idle ] && break
   sleep 0.1
 done
@@ -117,7 +139,7 @@ sbatch --wait -N 1 -J ordo-fault -o "$T/fault.log" --wrap "$(printf '%q ' "$SRC/
   --output.run=fault --output.progress_every=0)" > "$T/sbatch-fault.log" 2>&1 &
 sbatch_pid=$!
 PID[sbatch]=$sbatch_pid
-for _ in $(seq 1 100); do grep -q '^Submitted batch job' "$T/sbatch-fault.log" && break; sleep 0.1; done
+for _ in $(seq 1 600); do grep -q '^Submitted batch job' "$T/sbatch-fault.log" && break; sleep 0.1; done
 job=$(grep -o '[0-9]*$' "$T/sbatch-fault.log") || fail "sbatch: $(cat "$T/sbatch-fault.log")"
 # at_iter N: wait (120 s) until the run recorded N worker-iterations
 at_iter() {

@@ -44,7 +44,7 @@ member() { python3 -c "import json;print(json.load(open('$T/$1/summary.json'))['
 launch restart --cluster.workers=2 --model.iterations=4000 --fault.worker=restart
 at_iter restart 2 300
 kill -KILL "$(pid_of restart 1)"
-for _ in $(seq 1 400); do grep -q '"recovered","worker":1,' "$T/restart/membership.jsonl" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 1200); do grep -q '"recovered","worker":1,' "$T/restart/membership.jsonl" 2>/dev/null && break; sleep 0.05; done
 grep -q '"recovered","worker":1,' "$T/restart/membership.jsonl" || fail "worker 1 did not come back"
 at_iter restart 2 1500
 kill -KILL "$(pid_of restart 0)"
@@ -61,7 +61,7 @@ ok "worker = restart: workers 1 and 0 killed and rejoined; exit 0, every value (
 launch bound --cluster.workers=2 --model.iterations=100000 --fault.worker=restart --fault.restarts=1
 at_iter bound 2 200
 kill -KILL "$(pid_of bound 1)"
-for _ in $(seq 1 400); do grep -q '"recovered","worker":1,' "$T/bound/membership.jsonl" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 1200); do grep -q '"recovered","worker":1,' "$T/bound/membership.jsonl" 2>/dev/null && break; sleep 0.05; done
 kill -KILL "$(pid_of bound 1)"
 launched bound 60
 [ "$st" != 0 ] && [ "$st" != timeout ] || fail "a second death with fault.restarts = 1 ended with '$st'"

@@ -1,6 +1,6 @@
 """test_overtake: credit-based preemption on a live cluster (docs/training-order.md). One
 worker, one server, an emulated 250 mbit/s egress link. The worker pushes a big tensor B
-(16 MiB: 537 ms of link time, 64 slices of 256 KiB) at low priority and, 20 ms later, a
+(16 MiB: 537 ms of link time, 64 slices of 256 KiB) at low priority and, 100 ms later, a
 small tensor S at high priority. With a push credit of 64 KiB only about one slice of B is on
 the link at a time, so S's push overtakes B's queued slices and is acknowledged while B is
 still on its way. With a credit larger than B all of B is handed to the link before S is
@@ -42,7 +42,9 @@ def run(tmp: Path, credit: int) -> bool:
         gb = array.array("f", [0.5]) * B_NUMEL
         gs = array.array("f", [0.5]) * S_NUMEL
         hb = client.push(b, gb, priority=1)
-        time.sleep(0.02)
+        # time for the client to queue all of B (a slow machine's too); B is still on the
+        # link for over 400 ms more
+        time.sleep(0.1)
         hs = client.push(s, gs, priority=0)
         s_first = None
         deadline = time.monotonic() + 60

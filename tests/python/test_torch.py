@@ -171,7 +171,8 @@ def test_rank_and_size_before_the_join_are_the_launchers(runtime_reset, monkeypa
     net = torch_mlp.model()
     started = time.monotonic()
     hvd.broadcast_parameters(net.state_dict(), root_rank=0)  # nothing declared: at the join
-    assert time.monotonic() - started < 1
+    # no join was tried (it would wait fault.startup_ms, 60 s): a bound a slow machine keeps
+    assert time.monotonic() - started < 10
 
 
 def test_a_tensor_declared_after_the_join_is_refused():

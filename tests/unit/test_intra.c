@@ -195,8 +195,9 @@ START_TEST(a_dead_member_is_named_within_the_timeout)
     ordo__intra_opts_t o = opts(0, 2);
     ordo__intra_t *it = NULL;
     ORDO_CK_OK(ordo__intra_new("shm", &o, &it));
-    /* wait for the member to attach: the name goes when both did */
-    for (int i = 0; i < 300 && name_exists(); i++) usleep(10000);
+    /* wait for the member to attach: the name goes when both did (up to 30 s: a loaded
+     * machine, a sanitizer build) */
+    for (int i = 0; i < 3000 && name_exists(); i++) usleep(10000);
     ck_assert(!name_exists());
     kill(kid, SIGKILL);
     waitpid(kid, NULL, 0);
