@@ -35,6 +35,8 @@ from typing import Any
 
 import torch
 
+from ordo.torch.sampler import ElasticSampler  # noqa: F401 (hvd.elastic.ElasticSampler)
+
 
 class TorchState:
     """TorchState(model, optimizer, **kwargs) is the state elastic training keeps: the model
