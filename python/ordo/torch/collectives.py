@@ -52,8 +52,8 @@ class ProcessSet:
     def _all(self) -> bool:
         if self.ranks is None:
             return True
-        from ordo.torch import size
-        return self.ranks == list(range(size()))
+        from ordo.torch import is_initialized, size
+        return is_initialized() and self.ranks == list(range(size()))
 
     def size(self) -> int:
         """size is the number of ranks in the set."""

@@ -431,10 +431,8 @@ def start_timeline(file_path: str, mark_cycles: bool = False) -> None:
 
 
 def stop_timeline() -> None:
-    """stop_timeline: the trace is written when the worker leaves (shutdown); this only
-    forgets the path start_timeline gave."""
-    global _timeline
-    _timeline = None
+    """stop_timeline does nothing: ordo's trace covers the worker's whole run and is written
+    when it leaves (shutdown), then copied to start_timeline's path."""
 
 
 def copy_timeline(run_dir: str, rank: int) -> None:
