@@ -14,6 +14,7 @@ with model.register_comm_hook(None, ordo.torch.ddp_comm_hook). See docs/torch.md
 """
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -85,6 +86,14 @@ def init(conf: str | None = None, settings: dict[str, Any] | None = None, *,
                            "scripts/ordo-launch CONF, whose [worker] command runs this script)")
     client = ordo.Client(conf, settings)
     _runtime = _rt.Runtime(client, conf, settings)
+    atexit.register(_shutdown_at_exit)
+
+
+def _shutdown_at_exit() -> None:
+    """A worker still in the cluster at exit leaves it (Horovod scripts never call
+    shutdown())."""
+    if _runtime is not None:
+        shutdown()
 
 
 def is_initialized() -> bool:
