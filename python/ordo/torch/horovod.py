@@ -1,7 +1,8 @@
 """horovod: the rest of horovod.torch's names on ordo.torch, with Horovod's signatures: the
 collectives (over ordo.torch.collectives), join, the *_built queries, timelines, the host
-counts and process sets. ordo.torch re-exports them; docs/torch.md has the table of every
-Horovod and BytePS name with ordo's answer.
+counts and process sets; and BytePS's byteps_push_pull, suspend and resume. ordo.torch
+re-exports them; docs/torch.md has the table of every Horovod and BytePS name with ordo's
+answer.
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ __all__ = [
     "allgather_object", "barrier", "join", "start_timeline", "stop_timeline", "cross_rank",
     "cross_size", "is_homogeneous", "mpi_threads_supported", "mpi_enabled", "mpi_built",
     "gloo_enabled", "gloo_built", "nccl_built", "ddl_built", "ccl_built", "cuda_built",
-    "rocm_built",
+    "rocm_built", "suspend", "resume", "byteps_push_pull",
 ]
 
 _PS = global_process_set
@@ -442,3 +443,43 @@ def copy_timeline(run_dir: str, rank: int) -> None:
     src = os.path.join(run_dir, f"trace-worker-{rank}.json")
     if os.path.exists(src):
         shutil.copyfile(src, _timeline if rank == 0 else f"{_timeline}.{rank}")
+
+
+# ---- BytePS's names beyond Horovod's -----------------------------------------------------
+
+def byteps_push_pull(tensor: torch.Tensor, average: bool = True, name: str | None = None,
+                     version: int = 0, priority: int = 0) -> Any:
+    """byteps_push_pull is BytePS's in-place push_pull_async: tensor averaged (or summed)
+    across the workers under name, returning a handle for synchronize().
+
+    Raises:
+        ValueError: no name (ordo declares each tensor by name, the same on every worker)
+    """
+    from ordo.torch import push_pull_async
+    if name is None:
+        raise ValueError("ordo.torch.byteps_push_pull: pass name=: ordo declares each tensor "
+                         "by its name, the same on every worker")
+    return push_pull_async(tensor, name, average, priority or None)
+
+
+def suspend() -> None:
+    """suspend: BytePS stops a job to resize it; ordo does not stop the others, so it is
+    refused.
+
+    Raises:
+        RuntimeError: always, naming what to use
+    """
+    raise RuntimeError("ordo.torch.suspend: ordo resizes a running job without stopping it: "
+                       "add a worker with ordo-launch --add-worker ([fault] max_workers) and "
+                       "keep the state in ordo.torch.elastic.TorchState")
+
+
+def resume(num_workers: int = 0, num_servers: int = 0, global_rank: int = -1,
+           context: Any = None) -> None:
+    """resume: see suspend (refused).
+
+    Raises:
+        RuntimeError: always, naming what to use
+    """
+    raise RuntimeError("ordo.torch.resume: ordo resizes a running job without stopping it: "
+                       "add a worker with ordo-launch --add-worker ([fault] max_workers)")
