@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/conf.h"
+#include "common/codec.h"
 #include "common/error.h"
 #include "common/keys.h"
 #include "common/log.h"
@@ -188,6 +189,8 @@ static int declarations_json(const ordo_t *o, char **out)
         else if (t->update.kind == ORDO_UPDATE_AVERAGE)
             json_object_set_new(d, "update", json_pack("{s:s}", "kind", "average"));
         if (t->occasional) json_object_set_new(d, "occasional", json_true());
+        if (t->compression[0])
+            json_object_set_new(d, "compression", json_string(t->compression));
         json_array_append_new(arr, d);
     }
     *out = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
@@ -674,5 +677,23 @@ int ordo_declare_occasional(ordo_t *o, int tensor)
     int rc = ordo__api_check_tensor(o, tensor, "ordo_declare_occasional");
     if (rc) return rc;
     o->t[tensor].occasional = true;
+    return 0;
+}
+
+int ordo_declare_compression(ordo_t *o, int tensor, const char *codec)
+{
+    ordo_error_clear();
+    if (!o || !codec) return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare_compression: NULL argument");
+    if (o->state != NEW)
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare_compression: declare before ordo_join");
+    int rc = ordo__api_check_tensor(o, tensor, "ordo_declare_compression");
+    if (rc) return rc;
+    ordo__codec_spec_t spec;
+    if ((rc = ordo__codec_parse(codec, &spec)) != 0) {
+        char what[160];
+        snprintf(what, sizeof what, "ordo_declare_compression \"%s\"", o->t[tensor].name);
+        return ordo_error_context(rc, what);
+    }
+    ordo__codec_format(&spec, o->t[tensor].compression, sizeof o->t[tensor].compression);
     return 0;
 }

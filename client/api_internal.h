@@ -25,6 +25,7 @@ typedef struct tensor {
     ordo_update_t update; /* ordo_declare_update's rule (kind ORDO_UPDATE_CONF: none) */
     int priority;         /* the plan's (ordo_tensor_priority) */
     bool occasional;      /* ordo_declare_occasional */
+    char compression[96]; /* ordo_declare_compression ("": the conf's [push] compression) */
 } tensor_t;
 
 /* One transfer. A handle is (generation << 32) | (slot + 1), so a stale handle is refused. */

@@ -1,6 +1,7 @@
 /* bound: a bound model's thread, its command and arrival queues, and the waits of the
  * program's thread on them (client/bound.h). */
 #include "client/bound.h"
+#include "client/compress.h"
 #include "client/bound_internal.h"
 
 #include <pthread.h>
@@ -618,9 +619,15 @@ int ordo__bound_iter_end(ordo__bound_t *b, int64_t iter, int timeout_ms)
 void ordo__bound_iter_bytes(ordo__bound_t *b, int64_t *pushed, int64_t *pulled, char *extra,
                             size_t size)
 {
-    int64_t bytes = 0;
-    for (int i = 0; i < b->n; i++)
-        bytes += b->o.numel[i] * (int64_t)sizeof(float);
+    /* each tensor once each way, in its wire type (client/compress.h) */
+    int64_t bytes = 0, push_bytes = 0;
+    const ordo__compress_t *c = ordo__ps_compress(b->path->ps);
+    for (int i = 0; i < b->n; i++) {
+        int64_t pu, pl;
+        ordo__compress_key_bytes(c, ordo__ps_keys(b->path->ps), i, &pu, &pl);
+        push_bytes += pu;
+        bytes += pl;
+    }
     char none[1];
     if (!extra || size == 0) {
         extra = none;
@@ -628,7 +635,7 @@ void ordo__bound_iter_bytes(ordo__bound_t *b, int64_t *pushed, int64_t *pulled, 
     }
     extra[0] = '\0';
     *pulled = bytes;
-    *pushed = b->o.run.forward_only ? 0 : bytes;
+    *pushed = b->o.run.forward_only ? 0 : push_bytes;
     if (b->o.run.forward_only) return;
     pthread_mutex_lock(&b->mu);
     b->path->ops->stats(b->path, pushed, pulled, extra, size);

@@ -2,6 +2,7 @@
  * messages of a joined worker and its events (ps_join.c joins and tears down). */
 #include "client/ps.h"
 #include "common/clock.h"
+#include "common/codec.h"
 #include "common/error.h"
 #include "common/le.h"
 #include "common/log.h"
@@ -96,7 +97,9 @@ static void data_msg(ordo__ps_t *w, ordo_msg_t *m, int type, int slice, int64_t 
     m->hdr.key = sl->key;
     m->hdr.chunk = sl->chunk;
     m->hdr.priority = prio;
-    m->hdr.dtype = ORDO_DTYPE_F32;
+    /* a PULL asks for its answer in the key's pull type (client/compress.h) */
+    m->hdr.dtype = type == ORDO_MSG_PULL ? (uint8_t)ordo__compress_pull_dtype(w->compress, (int)sl->key)
+                                         : ORDO_DTYPE_F32;
     if (sl->chunk + 1 == (uint32_t)w->node.keys->n_chunks[sl->key])
         m->hdr.flags |= ORDO_FLAG_LAST_CHUNK;
 }
@@ -217,6 +220,12 @@ static int send_held_pulls(ordo__ps_t *w, int key)
     return 0;
 }
 
+static void free_frame(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
 /* hand queued pushes to the transport, smallest priority first (first queued first when the
  * plan has no priorities: policies none and fifo), while the credit allows
  * ([order] credit_bytes: less than that ahead of them on the link). A push handed over can no
@@ -243,10 +252,23 @@ static void pump(ordo__ps_t *w)
         ordo_msg_t m;
         data_msg(w, &m, ORDO_MSG_PUSH, q.slice, q.iter, q.priority);
         if (q.fused) m.hdr.flags |= ORDO_FLAG_PULL;
-        /* zero-copy: the caller keeps src until PUSH_DONE */
-        ordo_msg_add_ref(&m, (void *)(q.src + sl->offset), (size_t)sl->numel * 4, NULL, NULL);
-        w->bytes_push += sl->numel * 4;
-        ordo__credit_sent(&w->credit, sl->numel * 4, ordo_clock_ns(), !q.fused);
+        /* zero-copy: the caller keeps src until PUSH_DONE; a compressed push goes as a frame
+         * of its own */
+        void *enc = NULL;
+        size_t bytes = (size_t)sl->numel * 4;
+        int dtype = ORDO_DTYPE_F32;
+        int rc = ordo__compress_encode(w->compress, (int)sl->key, q.slice, q.src + sl->offset,
+                                       sl->numel, (uint64_t)q.iter, &enc, &bytes, &dtype);
+        if (rc < 0) ORDO_ERROR("key %u: %s; pushed as float32", sl->key, ordo_error_text(rc));
+        if (rc == 1) {
+            m.hdr.dtype = (uint8_t)dtype;
+            ordo_msg_add_ref(&m, enc, bytes, free_frame, NULL);
+        } else {
+            bytes = (size_t)sl->numel * 4;
+            ordo_msg_add_ref(&m, (void *)(q.src + sl->offset), bytes, NULL, NULL);
+        }
+        w->bytes_push += (int64_t)bytes;
+        ordo__credit_sent(&w->credit, (int64_t)bytes, ordo_clock_ns(), !q.fused);
         w->sent[q.slice] = 1;
         w->last[q.slice] = q;
         ordo_transport_send(w->node.tp, &m);
@@ -358,6 +380,11 @@ struct ordo_trace *ordo__ps_trace(const ordo__ps_t *w)
 const ordo_conf_t *ordo__ps_conf(const ordo__ps_t *w)
 {
     return &w->conf;
+}
+
+struct ordo__compress *ordo__ps_compress(ordo__ps_t *w)
+{
+    return w->compress;
 }
 
 void ordo__ps_count_push(ordo__ps_t *w, int64_t bytes)
@@ -512,13 +539,19 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
         keystate_t *ks = s >= 0 ? &w->ks[m->hdr.key] : NULL;
         size_t len = 0;
         void *d = ordo_msg_data(m, 0, &len);
-        if (!ks || !ks->pull_left || ks->pull_iter != m->hdr.iter || w->got[s] || !d ||
-            len != (size_t)k->slices[s].numel * 4) {
+        if (!ks || !ks->pull_left || ks->pull_iter != m->hdr.iter || w->got[s] || !d) {
             ORDO_WARN("dropped an unexpected PULL_RESP (key %u chunk %u iter %lld)", m->hdr.key,
                       m->hdr.chunk, (long long)m->hdr.iter);
             return 0;
         }
-        memcpy(ks->pull_dst + k->slices[s].offset, d, len);
+        /* float32, or the wire type the pull asked for (common/codec.h) */
+        int rc = ordo__codec_decode(m->hdr.dtype, d, len, k->slices[s].numel,
+                                    ks->pull_dst + k->slices[s].offset);
+        if (rc) {
+            ORDO_WARN("dropped a PULL_RESP (key %u chunk %u iter %lld): %s", m->hdr.key,
+                      m->hdr.chunk, (long long)m->hdr.iter, ordo_error_text(rc));
+            return 0;
+        }
         w->got[s] = 1;
         free(w->init_val[s]); /* a replica holds the initial value (or a later one) */
         w->init_val[s] = NULL;

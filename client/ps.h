@@ -316,6 +316,9 @@ int ordo__ps_relay(ordo__ps_t *w, int64_t id, int root, void *buf, size_t bytes,
 /* ordo__ps_conf returns the configuration w joined with. */
 const ordo_conf_t *ordo__ps_conf(const ordo__ps_t *w);
 
+/* ordo__ps_compress returns the worker's wire compression (client/compress.h), owned by w. */
+struct ordo__compress *ordo__ps_compress(ordo__ps_t *w);
+
 /* ordo__ps_count_push adds bytes to the payload bytes pushed (ordo__ps_bytes). */
 void ordo__ps_count_push(ordo__ps_t *w, int64_t bytes);
 

@@ -11,6 +11,7 @@
 
 #include "common/conf.h"
 #include "common/node.h"
+#include "client/compress.h"
 #include "client/credit.h"
 #include "client/ps.h"
 #include "client/push.h"
@@ -56,6 +57,7 @@ struct ordo_worker {
     int ev_head, ev_n, ev_cap;
     int outstanding;
     ordo__push_t *path; /* how pushes leave: dense, merged or sparse (client/push.h) */
+    ordo__compress_t *compress; /* each key's wire type and residuals (client/compress.h) */
     const char *intra; /* the intra backend this worker takes for a plan's "auto" */
     int64_t bytes_push, bytes_pull;
     int64_t stale[ORDO_STALE_BUCKETS]; /* pulled slices by staleness ([sync]) */

@@ -158,6 +158,8 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
         rc = ORDO_ERR_NOMEM;
         goto fail;
     }
+    rc = ordo__compress_new(conf, k, tensors, w->node.n_workers, k->n_slices, &w->compress);
+    if (rc) goto fail;
     for (int s = 0; s < w->node.n_servers; s++) {
         rc = ordo_transport_connect(w->node.tp, w->node.server_endpoints[s], 1);
         if (rc < 0) goto fail;
@@ -194,6 +196,7 @@ void ordo__ps_destroy(ordo__ps_t **wp)
     for (int i = 0; w->init_val && w->node.keys && i < w->node.keys->n_slices; i++)
         free(w->init_val[i]);
     free(w->init_val);
+    ordo__compress_destroy(&w->compress);
     ordo_node_fini(&w->node);
     free(w->server_sock);
     free(w->ks);

@@ -5,6 +5,7 @@
 #include "client/push.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "client/compress.h"
 #include "client/merge_buf.h"
 
 #include <stdlib.h>
@@ -20,6 +21,7 @@ typedef struct {
      * new primary when its server dies, [fault] replicas) */
     uint8_t *part_out;
     int *part_at, n_msgs;
+    int unit0; /* the residual slot of part 0 of group 0 (client/compress.h) */
 } merged_t;
 
 static void destroy(ordo__push_t *p)
@@ -71,6 +73,10 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
         rc = ORDO_ERR_NOMEM;
         goto fail;
     }
+    if ((mp->unit0 = ordo__compress_units(ordo__ps_compress(ps), msgs)) < 0) {
+        rc = mp->unit0;
+        goto fail;
+    }
     ORDO_INFO("merged pushes: %d keys in %d groups, %d messages per iteration, %.1f MiB of "
               "merge buffers",
               k->n_keys, ng, msgs, (double)ordo__merge_buf_bytes(mp->mb) / 1048576.0);
@@ -118,6 +124,12 @@ static int pushpull(ordo__push_t *p, int key, const float *src, float *dst, int6
     return ordo__ps_pull(p->ps, key, dst, iter + 1, priority);
 }
 
+static void free_frame(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
 /* one part of a group: payload and index go zero-copy from the merge buffer, to the current
  * primary of its slices (all of a part's slices share their home server, so their replica
  * sets and their primary) */
@@ -136,9 +148,22 @@ static void send_part(ordo__push_t *p, int group, int part, int64_t iter, int pr
     m.hdr.dtype = ORDO_DTYPE_F32;
     m.hdr.flags = ORDO_FLAG_GROUP;
     float *payload = (float *)ordo__merge_buf_payload(mp->mb, group, part);
-    ordo_msg_add_ref(&m, payload, (size_t)pt->numel * sizeof(float), NULL, NULL);
+    /* the part goes in the wire type of its first key (client/compress.h), or zero-copy */
+    void *enc = NULL;
+    size_t bytes = (size_t)pt->numel * sizeof(float);
+    int dtype = ORDO_DTYPE_F32, key = pt->n_slices > 0 ? (int)k->slices[pt->slices[0]].key : 0;
+    int rc = ordo__compress_encode(ordo__ps_compress(p->ps), key, mp->unit0 + mp->part_at[group] + part,
+                                   payload, pt->numel, (uint64_t)iter, &enc, &bytes, &dtype);
+    if (rc < 0) ORDO_ERROR("merged group %d: %s; pushed as float32", group, ordo_error_text(rc));
+    if (rc == 1) {
+        m.hdr.dtype = (uint8_t)dtype;
+        ordo_msg_add_ref(&m, enc, bytes, free_frame, NULL);
+    } else {
+        bytes = (size_t)pt->numel * sizeof(float);
+        ordo_msg_add_ref(&m, payload, bytes, NULL, NULL);
+    }
     ordo_msg_add_ref(&m, (void *)pt->slices, (size_t)pt->n_slices * sizeof(uint32_t), NULL, NULL);
-    ordo__ps_count_push(p->ps, pt->numel * (int64_t)sizeof(float));
+    ordo__ps_count_push(p->ps, (int64_t)bytes);
     mp->part_out[mp->part_at[group] + part] = 1;
     ordo__ps_send(p->ps, server, &m);
 }

@@ -120,6 +120,12 @@ const key_t_ ordo__conf_keys[] = {
      "each member copies every value into its own buffer (docs/intra.md)"},
     {"push", "mode", T_ENUM, OFF(push_mode), 0, "dense", 0, 0, "dense|merged|sparse",
      "how gradients are pushed"},
+    {"push", "compression", T_STR, OFF(compression), SZ(compression), "none", 0, 0, NULL,
+     "the wire type of every tensor's pushes and pulls (a tensor declared with its own wins): "
+     "none (float32), bf16, fp16 (scaled by 1 / workers before the cast), onebit (sign and "
+     "scale), topk:K or randomk:K (K a count >= 1 or a fraction in (0, 1)); ',ef=none' or "
+     "',ef=vanilla' turns error feedback off or on (default: on for onebit, topk, randomk). "
+     "Servers sum and update in float32 (docs/compression.md)"},
     {"push", "merge", T_STR, OFF(merge), SZ(merge), "optimal", 0, 0, NULL,
      "optimal | mgwfbp | wfbp | all | bytes:N | file:PATH (an ordo-merge/1 plan; merged mode)"},
     {"push", "merge_a_us", T_DOUBLE, OFF(merge_a_us), 0, "20", 0, 1e7, NULL,

@@ -87,6 +87,7 @@ typedef struct ordo_conf {
     /* [push] */
     int push_mode; /* ordo_push_mode_t */
     char merge[ORDO_CONF_STR];
+    char compression[ORDO_CONF_STR]; /* the wire codec of pushes and pulls (common/codec.h) */
     double merge_a_us; /* merge planner's cost model a + b * bytes */
     double merge_b_ns; /* 0 = from [net] bandwidth */
     double merge_c_ns; /* receivers' per-byte work, a second stage after each message */

@@ -1,5 +1,6 @@
 /* conf_check: the rules between keys (ordo_conf_validate: what one key's value asks of
  * another's, each refusal naming both) and the [straggle] injection the workers query. */
+#include "common/codec.h"
 #include "common/conf.h"
 #include "common/error.h"
 
@@ -192,6 +193,32 @@ static int replicas_check(const ordo_conf_t *conf)
     return 0;
 }
 
+/* push.compression: a codec spec, and the pairs a compressed wire cannot serve */
+static int compression(const ordo_conf_t *conf)
+{
+    ordo__codec_spec_t c;
+    int rc = ordo__codec_parse(conf->compression, &c);
+    if (rc) return ordo_error_context(rc, "push.compression");
+    if (c.id != ORDO__CODEC_NONE && conf->push_mode == ORDO_PUSH_SPARSE)
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "push.compression = %s does not go with push.mode = sparse (the "
+                              "sparse path is a compressor of its own: push.density)",
+                              conf->compression);
+    if (c.ef && conf->fault_worker == ORDO_FAULT_RESTART)
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "push.compression = %s with error feedback does not go with "
+                              "fault.worker = restart: ordo-worker's restart does not carry the "
+                              "residuals yet (ef=none, or fault.worker = abort | shrink)",
+                              conf->compression);
+    if (c.ef && conf->replicas > 1)
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "push.compression = %s with error feedback does not go with "
+                              "fault.replicas = %d: a push sent again to a promoted backup would "
+                              "be encoded twice (ef=none, or fault.replicas = 1)",
+                              conf->compression, conf->replicas);
+    return 0;
+}
+
 int ordo_conf_validate(const ordo_conf_t *conf)
 {
     int ranks[ORDO_STRAGGLE_MAX_RANKS], n_ranks, rc;
@@ -222,6 +249,7 @@ int ordo_conf_validate(const ordo_conf_t *conf)
                               : conf->sync_mode == ORDO_SYNC_ASP ? "asp"
                                                                  : "bsp",
                               conf->backup > 0 ? " with sync.backup" : "");
+    if ((rc = compression(conf)) != 0) return rc;
     if (conf->replicas > conf->servers)
         return ordo_error_set(ORDO_ERR_INVAL,
                               "fault.replicas (%d) must be at most cluster.servers "

@@ -83,8 +83,12 @@ typedef enum {
 
 typedef enum { ORDO_ROLE_SCHEDULER = 0, ORDO_ROLE_SERVER = 1, ORDO_ROLE_WORKER = 2 } ordo_role_t;
 
+/* BF16, F16, ONEBIT and KV are compressed tensor payloads (core/codec.h owns their layout):
+ * a PUSH or a PULL_RESP may carry its values in one of them instead of F32, and a PULL asks
+ * for its answer in the dtype it carries (NONE or F32: float32). */
 typedef enum { ORDO_DTYPE_NONE = 0, ORDO_DTYPE_F32 = 1, ORDO_DTYPE_BYTES = 2, ORDO_DTYPE_COO = 3,
-               ORDO_DTYPE_JSON = 4, ORDO_DTYPE_MAX } ordo_dtype_t;
+               ORDO_DTYPE_JSON = 4, ORDO_DTYPE_BF16 = 5, ORDO_DTYPE_F16 = 6,
+               ORDO_DTYPE_ONEBIT = 7, ORDO_DTYPE_KV = 8, ORDO_DTYPE_MAX } ordo_dtype_t;
 
 /* flags */
 #define ORDO_FLAG_LAST_CHUNK 0x1u /* the last chunk of a tensor */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/codec.h"
 #include "common/error.h"
 #include "core/job.h"
 
@@ -16,6 +17,10 @@ static bool check_declaration(json_t *d, int worker, int i, char *why, size_t ws
     json_t *u = json_object_get(d, "update"), *occ = json_object_get(d, "occasional");
     const char *bad = NULL;
     if (occ && !json_is_boolean(occ)) bad = "\"occasional\" that is not true or false";
+    json_t *comp = json_object_get(d, "compression");
+    ordo__codec_spec_t spec;
+    if (comp && (!json_is_string(comp) || ordo__codec_parse(json_string_value(comp), &spec) != 0))
+        bad = "a \"compression\" that is no codec spec";
     if (bad) {
     } else if (!json_is_string(name) || !json_string_length(name) ||
                json_string_length(name) > 1000)
@@ -104,6 +109,15 @@ int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo
                          "worker %d declared tensor %d \"%s\" %s, worker 0 %s", w, i, an,
                          json_is_true(json_object_get(a, "occasional")) ? "occasional" : "every step",
                          json_is_true(json_object_get(b, "occasional")) ? "occasional" : "every step");
+                goto done;
+            }
+            const char *ac = json_string_value(json_object_get(a, "compression"));
+            const char *bc = json_string_value(json_object_get(b, "compression"));
+            if (strcmp(ac ? ac : "the conf's", bc ? bc : "the conf's")) {
+                snprintf(why, wsz,
+                         "worker %d declared tensor %d \"%s\" with compression %s, worker 0 "
+                         "with %s",
+                         w, i, an, ac ? ac : "the conf's", bc ? bc : "the conf's");
                 goto done;
             }
             json_t *au = json_object_get(a, "update"), *bu = json_object_get(b, "update");

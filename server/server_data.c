@@ -4,6 +4,7 @@
  * the pushes of the iteration before are in. Each answer carries its staleness. A malformed or
  * out-of-place message is answered with ERROR, counted and dropped; it never stops the
  * server. */
+#include "common/codec.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/transport.h"
@@ -87,6 +88,42 @@ static void answer_error(ordo_server_t *s, const ordo_msg_t *m, const char *why)
     ordo_transport_send(s->node.tp, &e);
 }
 
+static void free_frame(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+/* encode_value puts slice's value (bytes of float32) into answer r in wire type dtype (a 16-bit
+ * cast: the workers' copies are then within one rounding of the value held here); 0, or a
+ * negative code when the value goes as float32 instead (fp16 values out of its range: the
+ * answer says so by its dtype, never with an inf) */
+static int encode_value(ordo_server_t *s, int slice, ordo_msg_t *r, const void *data,
+                        size_t bytes, int dtype)
+{
+    const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
+    ordo__codec_spec_t c = {.id = ops ? ops->id : ORDO__CODEC_NONE};
+    int64_t n = (int64_t)(bytes / sizeof(float));
+    if (!ops || ops->lossy || ops->id == ORDO__CODEC_NONE) return ORDO_ERR_INVAL;
+    void *buf = malloc(ops->max_bytes(&c, n));
+    if (!buf) return ORDO_ERR_NOMEM;
+    ordo__codec_io_t io = {0};
+    int64_t len = ops->encode(&c, data, n, buf, &io);
+    if (len < 0) {
+        free(buf);
+        if (io.overflow && !s->warned_fp16++)
+            ORDO_WARN("slice %d: %lld values do not fit in fp16; their pulls go as float32",
+                      slice, (long long)io.overflow);
+        return (int)len;
+    }
+    if (ordo_msg_add_ref(r, buf, (size_t)len, free_frame, NULL) != 0) {
+        free(buf);
+        return ORDO_ERR_NOMEM;
+    }
+    r->hdr.dtype = (uint8_t)dtype;
+    return 0;
+}
+
 /* a pull that can be answered now becomes a response held by the enforcement module */
 static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
 {
@@ -114,7 +151,9 @@ static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
         ordo_msg_close(&r);
         return;
     }
-    if (ordo_msg_add_ref(&r, data, bytes, ordo_store_unref_cb, hint) != 0) {
+    if (w->dtype != ORDO_DTYPE_F32 && encode_value(s, slice, &r, data, bytes, w->dtype) == 0) {
+        ordo_store_unref_cb(data, hint); /* the answer carries its own encoded copy */
+    } else if (ordo_msg_add_ref(&r, data, bytes, ordo_store_unref_cb, hint) != 0) {
         ordo_store_unref_cb(data, hint);
         ORDO_ERROR("out of memory answering a pull");
         return;
@@ -255,6 +294,67 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
     }
 }
 
+/* the number of floats a compressed push's payload stands for: its slice's (dense), or the
+ * sum of its index's slices' (merged, checked again by ordo_groups_split); -1 when the
+ * message names no slice of the key map */
+static int64_t push_numel(ordo_server_t *s, ordo_msg_t *m)
+{
+    const ordo_keys_t *k = s->node.keys;
+    if (!(m->hdr.flags & ORDO_FLAG_GROUP)) {
+        int slice = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
+        return slice < 0 ? -1 : k->slices[slice].numel;
+    }
+    size_t ilen = 0;
+    const uint8_t *index = ordo_msg_data(m, 1, &ilen);
+    if (!index || ilen == 0 || ilen % sizeof(uint32_t)) return -1;
+    int64_t n = 0;
+    for (size_t i = 0; i < ilen; i += sizeof(uint32_t)) {
+        uint32_t id;
+        memcpy(&id, index + i, sizeof id);
+        if (id >= (uint32_t)k->n_slices) return -1;
+        n += k->slices[id].numel;
+    }
+    return n;
+}
+
+/* decode_push turns a push whose values come in a compressed wire type (common/codec.h) into
+ * the float32 push the store sums: frame 0 is replaced by its decoded floats. false (answered
+ * with ERROR) when the frame is malformed: a length that disagrees with its dtype, indices
+ * out of range. */
+static bool decode_push(ordo_server_t *s, ordo_msg_t *m)
+{
+    size_t len = 0;
+    const void *frame = ordo_msg_data(m, 0, &len);
+    int64_t n = push_numel(s, m);
+    if (!frame || n < 0) {
+        answer_error(s, m, "a compressed PUSH names no slice held here");
+        return false;
+    }
+    zmq_msg_t out;
+    if (zmq_msg_init_size(&out, (size_t)n * sizeof(float)) != 0) {
+        answer_error(s, m, "out of memory decoding a compressed push");
+        return false;
+    }
+    int rc = ordo__codec_decode(m->hdr.dtype, frame, len, n, zmq_msg_data(&out));
+    if (rc) {
+        zmq_msg_close(&out);
+        answer_error(s, m, ordo_error_text(rc));
+        return false;
+    }
+    zmq_msg_move(&m->frames[0], &out); /* releases the compressed frame */
+    zmq_msg_close(&out);
+    m->hdr.lens[0] = (uint64_t)n * sizeof(float);
+    m->hdr.dtype = ORDO_DTYPE_F32;
+    return true;
+}
+
+/* the wire type a pull's answer goes in: the PULL's dtype, or for a push that carries a pull
+ * the push's own (16-bit casts only: lossy codecs' pulls go as float32) */
+static uint8_t pull_dtype(int dtype)
+{
+    return dtype == ORDO_DTYPE_BF16 || dtype == ORDO_DTYPE_F16 ? (uint8_t)dtype : ORDO_DTYPE_F32;
+}
+
 /* a calibration push ([push] calibrate = true, ORDO_FLAG_PROBE): its floats are added to
  * scratch memory, as a push's are to its key's sum, and it is acknowledged; no value changes */
 static void on_probe(ordo_server_t *s, ordo_msg_t *m)
@@ -298,7 +398,7 @@ static void on_probe(ordo_server_t *s, ordo_msg_t *m)
  * there, else when the pushes it needs are in (bsp: those of iter - 1); flags go on the
  * answer (ORDO_FLAG_DROPPED for a fused push left out) */
 static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t iter,
-                     uint32_t flags)
+                     uint32_t flags, uint8_t dtype)
 {
     char why[128];
     int64_t v = ordo_store_version(s->store, slice);
@@ -316,7 +416,7 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
     }
     s->n_pull++;
     ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .need = iter, .req = m->hdr.req,
-                        .rid_len = m->rid_len, .flags = flags};
+                        .rid_len = m->rid_len, .flags = flags, .dtype = dtype};
     /* asp and ssp with replicas: a plain pull takes the value the consistency model allows
      * at once (its pushes not yet on the backups were not acknowledged: their senders send
      * them again if this server dies), one riding on a push also acknowledges it, so it waits
@@ -393,7 +493,7 @@ int ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
 /* on_resent_push: with replicas, a push the store already has (a worker re-sends what was not
  * acknowledged when a primary died; the new primary may hold it, summed or applied) is
  * answered as the first was and not applied again; true when m was such a push */
-static bool on_resent_push(ordo_server_t *s, ordo_msg_t *m, int slice)
+static bool on_resent_push(ordo_server_t *s, ordo_msg_t *m, int slice, uint8_t want)
 {
     int worker = ordo__server_pusher(s, m->hdr.rank);
     /* backup workers: a push of an iteration already applied was either in the update or left
@@ -411,7 +511,7 @@ static bool on_resent_push(ordo_server_t *s, ordo_msg_t *m, int slice)
         ordo_replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,
                              ordo_store_seq(s->store, slice));
     if (m->hdr.flags & ORDO_FLAG_PULL)
-        add_pull(s, m, slice, m->hdr.iter + 1, 0);
+        add_pull(s, m, slice, m->hdr.iter + 1, 0, want);
     else
         ack_push(s, m, slice, 0);
     return true;
@@ -437,6 +537,10 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
         on_probe(s, m);
         return;
     }
+    uint8_t want = pull_dtype(m->hdr.dtype); /* before a compressed push is decoded */
+    if (m->hdr.type == ORDO_MSG_PUSH && m->hdr.dtype != ORDO_DTYPE_F32 &&
+        ordo__codec_of_dtype(m->hdr.dtype) && !decode_push(s, m))
+        return;
     if (m->hdr.type == ORDO_MSG_PUSH && (m->hdr.flags & ORDO_FLAG_GROUP)) {
         if (m->hdr.flags & ORDO_FLAG_PULL) {
             answer_error(s, m, "a merged PUSH cannot carry a pull");
@@ -482,7 +586,7 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
             answer_error(s, m, "PUSH needs one float32 payload frame");
             return;
         }
-        if (s->repl && on_resent_push(s, m, slice)) return;
+        if (s->repl && on_resent_push(s, m, slice, want)) return;
         bool forward = s->repl && ordo_store_sync_mode(s->store) == ORDO_SYNC_SSP;
         if (forward && ordo_store_check_push(s->store, slice, ordo__server_pusher(s, m->hdr.rank),
                                              m->hdr.iter, len) == 0)
@@ -507,11 +611,11 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
         if (updated && !forward) ordo_replica_updated(s, slice);
         if (!fused) ack_push(s, m, slice, flags);
         if (updated) ordo__server_wake(s, slice);
-        if (fused) add_pull(s, m, slice, m->hdr.iter + 1, flags);
+        if (fused) add_pull(s, m, slice, m->hdr.iter + 1, flags, want);
         return;
     }
     case ORDO_MSG_PULL:
-        add_pull(s, m, slice, m->hdr.iter, 0);
+        add_pull(s, m, slice, m->hdr.iter, 0, want);
         return;
     default:
         answer_error(s, m, "unexpected message type on the data port");

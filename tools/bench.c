@@ -194,6 +194,8 @@ int ordo_bench_parse_opts(int argc, char **argv, ordo_bench_opts_t *o, const cha
             ok = (o->workers = atoi(v)) >= 1 && o->workers <= 64;
         else if (!strncmp(a, "--replicas", 10))
             ok = (o->replicas = atoi(v)) >= 1 && o->replicas <= 3;
+        else if (!strncmp(a, "--compression", 13))
+            o->compression = v;
         else if (!strncmp(a, "--servers", 9))
             ok = (o->servers = atoi(v)) >= 1 && o->servers <= ORDO_BENCH_MAX_SERVERS;
         else {
@@ -279,6 +281,8 @@ int ordo_bench_join(const ordo_bench_opts_t *o, const ordo_bench_child_t *sched,
     conf.latency_us = o->latency_us;
     conf.msg_us = o->msg_us;
     conf.io_thread = o->io_thread;
+    if (o->compression)
+        snprintf(conf.compression, sizeof conf.compression, "%s", o->compression);
     if (o->curve_keys) {
         conf.curve = true;
         snprintf(conf.keys_dir, sizeof conf.keys_dir, "%s", o->curve_keys);

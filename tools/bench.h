@@ -35,6 +35,8 @@ typedef struct {
     int replicas;   /* [fault] replicas of the servers started (0 = 1); pushpull --replicas */
     int curve;      /* pushpull --curve: a plain and a CURVE cluster side by side */
     const char *curve_keys; /* the cluster started and joined uses CURVE with these keys */
+    const char *compression; /* pushpull --compression: the codecs compared; the cluster joined
+                              * pushes in this one ([push] compression) */
 } ordo_bench_opts_t;
 
 /* the best times of round trips (ordo_bench_rtt) */

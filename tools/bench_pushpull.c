@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "tools/bench.h"
+#include "tools/bench_compress.h"
 #include "tools/bench_repl.h"
 #include "client/ps.h"
 
@@ -214,7 +215,7 @@ int ordo_bench_pushpull(int argc, char **argv)
         argc, argv, &o,
         "[--json] [--reps N] [--min-time SEC] [--min BYTES] [--max BYTES] [--partition BYTES] "
         "[--segment BYTES] [--io-thread] "
-        "[--raw-thread] [--replicas 2|3] [--curve]");
+        "[--raw-thread] [--replicas 2|3] [--curve] [--compression 'bf16 fp16 onebit ...']");
     if (rc) return rc > 0 ? 0 : 2;
     int64_t sizes[32];
     int n = 0;
@@ -225,6 +226,7 @@ int ordo_bench_pushpull(int argc, char **argv)
                                               "comparisons; give one");
     if (o.replicas > 1) return ordo_bench_replicas(sizes, n, &o); /* tools/bench_repl.h */
     if (o.curve) return pushpull_curve(&o, sizes, n);
+    if (o.compression) return ordo_bench_compress(sizes, n, &o); /* tools/bench_compress.h */
     ordo_bench_child_t sched = {0}, srv[ORDO_BENCH_MAX_SERVERS] = {{0}};
     ordo__ps_t *w = NULL;
     if ((rc = ordo_bench_start_cluster(sizes, n, &o, &sched, srv, &w)) != 0) {

@@ -100,6 +100,15 @@ ORDO_API int ordo_declare_update(ordo_t *o, int tensor, const ordo_update_t *u);
  * their tensors. Only before ordo_join; every worker must mark the same tensors. */
 ORDO_API int ordo_declare_occasional(ordo_t *o, int tensor);
 
+/* ordo_declare_compression sets the wire type of the declared tensor's pushes and pulls in
+ * place of the conf's [push] compression: "none" (float32), "bf16", "fp16", "onebit",
+ * "topk:K" or "randomk:K" (K a count >= 1 or a fraction in (0, 1)), optionally followed by
+ * ",ef=vanilla" or ",ef=none" (error feedback; on by default for onebit, topk and randomk).
+ * Servers sum and update in float32 whatever the wire carries. Only before ordo_join; every
+ * worker must declare the same, or the join is refused naming the tensor and both codecs.
+ * An unknown codec or a k out of range fails with ORDO_ERR_INVAL naming the tensor. */
+ORDO_API int ordo_declare_compression(ordo_t *o, int tensor, const char *codec);
+
 /* ordo_new_args is ordo_new with a daemon's command line: "-c FILE" names the conf file and
  * each "--section.key=VALUE" sets one key, over the file and the ORDO_SECTION_KEY environment
  * variables (ordo-worker's own arguments; argv[0] is the program's name and is skipped).

@@ -90,6 +90,7 @@ _SIGNATURES = {
     "ordo_interrupt": (None, [_P]),
     "ordo_step": (ctypes.c_int, [_P, ctypes.c_int, ctypes.c_double]),
     "ordo_declare_occasional": (ctypes.c_int, [_P, ctypes.c_int]),
+    "ordo_declare_compression": (ctypes.c_int, [_P, ctypes.c_int, ctypes.c_char_p]),
     "ordo_replan": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_int]),
     "ordo_tensor_priority": (ctypes.c_int, [_P, ctypes.c_int]),
     "ordo_new_args": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),

@@ -244,6 +244,21 @@ class Client:
         """
         _check(lib.ordo_declare_occasional(self._ptr(), tensor))
 
+    def declare_compression(self, tensor: int, codec: str) -> None:
+        """declare_compression sets the wire type of tensor's pushes and pulls (before join),
+        in place of the conf's [push] compression; servers still sum in float32.
+
+        Args:
+            tensor: the tensor's index (declare's return value)
+            codec: "none", "bf16", "fp16", "onebit", "topk:K" or "randomk:K" (K a count >= 1
+                or a fraction in (0, 1)), optionally with ",ef=vanilla" or ",ef=none"
+
+        Raises:
+            OrdoError: an unknown codec or a k out of range (naming the tensor), no such
+                tensor, or after join
+        """
+        _check(lib.ordo_declare_compression(self._ptr(), tensor, codec.encode()))
+
     def join(self) -> Client:
         """join registers with the scheduler and waits for the cluster to form.
 

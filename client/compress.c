@@ -1,0 +1,194 @@
+/* compress: a worker's per-key codecs, their residuals and the encoding of pushes. */
+#include "client/compress.h"
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/wire.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    float *v; /* NULL until the unit's first lossy push */
+    int64_t n;
+} residual_t;
+
+struct ordo__compress {
+    int n_keys;
+    ordo__codec_spec_t *spec; /* per key */
+    char **name;              /* per key: the declared tensor's name, or NULL */
+    uint8_t *warned;          /* per key: an fp16 overflow was reported */
+    residual_t *res;          /* per unit */
+    int n_units;
+    float *scratch;
+    int64_t scratch_n;
+    int any;
+};
+
+static const char *key_name(const ordo__compress_t *c, int key, char *buf, size_t size)
+{
+    if (c->name[key]) return c->name[key];
+    snprintf(buf, size, "tensor%d", key);
+    return buf;
+}
+
+int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const char *tensors,
+                       int n_workers, int n_units, ordo__compress_t **out)
+{
+    int rc = 0;
+    ordo__compress_t *c = calloc(1, sizeof *c);
+    json_t *decl = tensors ? json_loads(tensors, 0, NULL) : NULL;
+    if (!c) return ORDO_ERR_NOMEM;
+    c->n_keys = keys->n_keys;
+    c->spec = calloc((size_t)c->n_keys + 1, sizeof *c->spec);
+    c->name = calloc((size_t)c->n_keys + 1, sizeof *c->name);
+    c->warned = calloc((size_t)c->n_keys + 1, 1);
+    c->res = calloc((size_t)n_units + 1, sizeof *c->res);
+    c->n_units = n_units;
+    if (!c->spec || !c->name || !c->warned || !c->res) {
+        rc = ORDO_ERR_NOMEM;
+        goto fail;
+    }
+    ordo__codec_spec_t run;
+    if ((rc = ordo__codec_parse(conf->compression, &run)) != 0) {
+        rc = ordo_error_context(rc, "push.compression");
+        goto fail;
+    }
+    for (int k = 0; k < c->n_keys; k++) {
+        json_t *d = json_array_get(decl, (size_t)k);
+        const char *nm = json_string_value(json_object_get(d, "name"));
+        const char *spec = json_string_value(json_object_get(d, "compression"));
+        c->spec[k] = run;
+        if (nm && !(c->name[k] = strdup(nm))) {
+            rc = ORDO_ERR_NOMEM;
+            goto fail;
+        }
+        if (spec && (rc = ordo__codec_parse(spec, &c->spec[k])) != 0) {
+            char ctx[160];
+            snprintf(ctx, sizeof ctx, "tensor %d \"%s\"", k, nm ? nm : "?");
+            rc = ordo_error_context(rc, ctx);
+            goto fail;
+        }
+        if (c->spec[k].id == ORDO__CODEC_FP16 && !(c->spec[k].scale > 0))
+            c->spec[k].scale = 1.0f / (float)(n_workers > 0 ? n_workers : 1);
+        if (c->spec[k].id != ORDO__CODEC_NONE) c->any = 1;
+    }
+    json_decref(decl);
+    *out = c;
+    return 0;
+fail:
+    json_decref(decl);
+    ordo__compress_destroy(&c);
+    return rc;
+}
+
+void ordo__compress_destroy(ordo__compress_t **cp)
+{
+    ordo__compress_t *c = *cp;
+    if (!c) return;
+    for (int k = 0; c->name && k < c->n_keys; k++) free(c->name[k]);
+    for (int u = 0; c->res && u < c->n_units; u++) free(c->res[u].v);
+    free(c->spec);
+    free(c->name);
+    free(c->warned);
+    free(c->res);
+    free(c->scratch);
+    free(c);
+    *cp = NULL;
+}
+
+int ordo__compress_units(ordo__compress_t *c, int n)
+{
+    residual_t *r = realloc(c->res, sizeof *r * (size_t)(c->n_units + n + 1));
+    if (!r) return ORDO_ERR_NOMEM;
+    memset(r + c->n_units, 0, sizeof *r * (size_t)(n + 1));
+    c->res = r;
+    int first = c->n_units;
+    c->n_units += n;
+    return first;
+}
+
+const ordo__codec_spec_t *ordo__compress_spec(const ordo__compress_t *c, int key)
+{
+    return &c->spec[key];
+}
+
+int ordo__compress_any(const ordo__compress_t *c)
+{
+    return c->any;
+}
+
+int ordo__compress_pull_dtype(const ordo__compress_t *c, int key)
+{
+    int id = c->spec[key].id;
+    return id == ORDO__CODEC_BF16 ? ORDO_DTYPE_BF16 : id == ORDO__CODEC_FP16 ? ORDO_DTYPE_F16
+                                                                              : ORDO_DTYPE_F32;
+}
+
+float *ordo__compress_residual(ordo__compress_t *c, int unit, int64_t *n)
+{
+    if (unit < 0 || unit >= c->n_units) return NULL;
+    *n = c->res[unit].n;
+    return c->res[unit].v;
+}
+
+int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *src, int64_t n,
+                          uint64_t seed, void **out, size_t *len, int *dtype)
+{
+    const ordo__codec_spec_t *spec = &c->spec[key];
+    const ordo__codec_ops_t *ops = ordo__codec_ops(spec->id);
+    if (spec->id == ORDO__CODEC_NONE) return 0;
+    float *res = NULL;
+    if (spec->ef) {
+        residual_t *r = &c->res[unit];
+        if (!r->v) {
+            if (!(r->v = calloc((size_t)n, sizeof *r->v))) return ORDO_ERR_NOMEM;
+            r->n = n;
+        }
+        if (r->n != n) return ordo_error_set(ORDO_ERR_INVAL, "unit %d: %lld values, its residual "
+                                             "has %lld", unit, (long long)n, (long long)r->n);
+        if (c->scratch_n < n) {
+            float *s = realloc(c->scratch, (size_t)n * sizeof *s);
+            if (!s) return ORDO_ERR_NOMEM;
+            c->scratch = s;
+            c->scratch_n = n;
+        }
+        res = r->v;
+    }
+    void *buf = malloc(ops->max_bytes(spec, n));
+    if (!buf) return ORDO_ERR_NOMEM;
+    ordo__codec_io_t io = {.seed = seed};
+    int64_t l = ordo__codec_encode_ef(spec, src, n, res, c->scratch, buf, &io);
+    if (l < 0) {
+        free(buf);
+        if (io.overflow) { /* fp16: this push goes as float32, never as inf */
+            char nb[32];
+            if (!c->warned[key] && (c->warned[key] = 1))
+                ORDO_WARN("tensor \"%s\": %lld values out of fp16's range (|x| / workers > "
+                          "65504, inf or NaN); its pushes go as float32 while they are",
+                          key_name(c, key, nb, sizeof nb), (long long)io.overflow);
+            return 0;
+        }
+        return (int)l;
+    }
+    *out = buf;
+    *len = (size_t)l;
+    *dtype = ops->dtype;
+    return 1;
+}
+
+void ordo__compress_key_bytes(const ordo__compress_t *c, const ordo_keys_t *keys, int key,
+                              int64_t *push, int64_t *pull)
+{
+    const ordo__codec_spec_t *spec = &c->spec[key];
+    const ordo__codec_ops_t *ops = ordo__codec_ops(spec->id),
+                            *pops = ordo__codec_of_dtype(ordo__compress_pull_dtype(c, key));
+    ordo__codec_spec_t plain = {.id = pops->id};
+    *push = *pull = 0;
+    for (int ch = 0; ch < keys->n_chunks[key]; ch++) {
+        int64_t n = keys->slices[keys->first_slice[key] + ch].numel;
+        *push += (int64_t)ops->max_bytes(spec, n);
+        *pull += (int64_t)pops->max_bytes(&plain, n);
+    }
+}

@@ -1,0 +1,60 @@
+/* compress: a worker's wire compression (common/codec.h): each key's codec (the conf's
+ * [push] compression, or the one its tensor was declared with), the error-feedback residuals
+ * of what it pushes, and the encoding of a push into one frame. The push paths (client/ps.c
+ * for dense pushes, client/push_merged.c for merged ones) call it on their way to the wire;
+ * pulls ask for a key's pull type and decode what comes back. */
+#ifndef ORDO_COMPRESS_H
+#define ORDO_COMPRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/codec.h"
+#include "common/conf.h"
+#include "common/keys.h"
+
+typedef struct ordo__compress ordo__compress_t;
+
+/* ordo__compress_new makes the state of n_keys keys: each takes the conf's
+ * [push] compression, or tensors[key]'s "compression" member when tensors (the declarations'
+ * JSON array, may be NULL) has one; fp16 scales by 1 / workers. n_units residual slots are
+ * kept (pushes are encoded per unit: a slice, or a merged part). ORDO_ERR_INVAL naming the
+ * tensor for a bad spec. */
+int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const char *tensors,
+                       int n_workers, int n_units, ordo__compress_t **out);
+
+/* ordo__compress_destroy frees c and sets *c to NULL (NULL-safe). */
+void ordo__compress_destroy(ordo__compress_t **c);
+
+/* ordo__compress_units adds n more residual slots and returns the first one's index, or a
+ * negative code (a merged path's parts). */
+int ordo__compress_units(ordo__compress_t *c, int n);
+
+/* ordo__compress_spec returns key's codec spec. */
+const ordo__codec_spec_t *ordo__compress_spec(const ordo__compress_t *c, int key);
+
+/* ordo__compress_any tells whether some key is pushed in another wire type than float32. */
+int ordo__compress_any(const ordo__compress_t *c);
+
+/* ordo__compress_pull_dtype is the wire type key's pulls ask for: a 16-bit cast's own, else
+ * float32 (lossy codecs' pulls are float32). */
+int ordo__compress_pull_dtype(const ordo__compress_t *c, int key);
+
+/* ordo__compress_encode encodes n floats of src, pushed as unit `unit` of key, into a new
+ * frame: 1 and *out (malloc'd, *len bytes, *dtype its wire type; the caller frees it) when it
+ * is encoded, 0 when it goes as float32 as it is (the key is not compressed, or fp16 values
+ * out of range this time: reported once per tensor), or a negative code. seed drives randomk
+ * (the same for every worker in one step: the iteration). */
+int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *src, int64_t n,
+                          uint64_t seed, void **out, size_t *len, int *dtype);
+
+/* ordo__compress_key_bytes sets the bytes one push and one pull of key put on the wire, its
+ * slices (keys) encoded one by one (exact but for fp16 pushes sent as float32). */
+void ordo__compress_key_bytes(const ordo__compress_t *c, const ordo_keys_t *keys, int key,
+                              int64_t *push, int64_t *pull);
+
+/* ordo__compress_residual returns unit's residual (n floats) or NULL when it has none yet:
+ * for state that must survive a restart. */
+float *ordo__compress_residual(ordo__compress_t *c, int unit, int64_t *n);
+
+#endif

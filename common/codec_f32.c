@@ -1,0 +1,39 @@
+/* codec_f32: float32 on the wire, the codec of no compression: the frame is the values. */
+#include "common/codec.h"
+
+#include "common/error.h"
+#include "common/wire.h"
+
+#include <string.h>
+
+static size_t max_bytes(const ordo__codec_spec_t *c, int64_t n)
+{
+    (void)c;
+    return (size_t)n * sizeof(float);
+}
+
+static int64_t encode(const ordo__codec_spec_t *c, const float *src, int64_t n, void *dst,
+                      ordo__codec_io_t *io)
+{
+    (void)c, (void)io;
+    memcpy(dst, src, (size_t)n * sizeof(float));
+    return n * (int64_t)sizeof(float);
+}
+
+static int decode(const void *frame, size_t len, int64_t n, float *dst)
+{
+    if (len != (size_t)n * sizeof(float))
+        return ordo_error_set(ORDO_ERR_PROTO, "a float32 frame of %zu bytes for %lld values", len,
+                              (long long)n);
+    memcpy(dst, frame, len);
+    return 0;
+}
+
+const ordo__codec_ops_t ordo__codec_f32_ops = {
+    .name = "none",
+    .id = ORDO__CODEC_NONE,
+    .dtype = ORDO_DTYPE_F32,
+    .max_bytes = max_bytes,
+    .encode = encode,
+    .decode = decode,
+};
