@@ -4,7 +4,8 @@ as Horovod has them) run under ordo-launch with only `import horovod.torch as hv
 --fp16-allreduce, on a small torchvision model and batch; the MNIST example on 640 images of
 Fashion-MNIST (a generated set without the dataset package) in its MNIST folder layout. Each
 finishes with exit 0 and, in fp32, the parameters equal single-process SGD on both ranks'
-batches within 1e-5. Needs torch and torchvision (skipped without them)."""
+batches within 1e-5. The elastic benchmark is in test_horovod_examples_long.py (ctest label
+long). Needs torch and torchvision (skipped without them)."""
 from __future__ import annotations
 
 import gzip
@@ -82,13 +83,11 @@ def _bench_reference(ranks: list[dict]) -> list[torch.Tensor]:
     return [p.detach() for p in params]
 
 
-@pytest.mark.parametrize("fp16", [False, True], ids=["fp32", "fp16"])
-@pytest.mark.parametrize("script", ["pytorch_synthetic_benchmark.py",
-                                    "pytorch_synthetic_benchmark_elastic.py"])
-def test_synthetic_benchmark(tmp_path: Path, script: str, fp16: bool):
-    """Horovod's synthetic benchmark (flat, or elastic with hvd.elastic.run and TorchState)
-    runs to its result line; fp32 ends with single-process SGD's parameters (within 1e-5),
-    fp16 (Compression.fp16, ordo's fp16 wire) within fp16's rounding."""
+def run_benchmark(tmp_path: Path, script: str, fp16: bool) -> None:
+    """run_benchmark runs Horovod's synthetic benchmark script (flat, or elastic with
+    hvd.elastic.run and TorchState) to its result line; fp32 ends with single-process SGD's
+    parameters (within 1e-5), fp16 (Compression.fp16, ordo's fp16 wire) within fp16's
+    rounding."""
     if fp16 and _codecs():
         pytest.skip(_codecs())
     out = launch(tmp_path, port(tmp_path, script), *BENCH, *(["--fp16-allreduce"] if fp16
@@ -101,6 +100,13 @@ def test_synthetic_benchmark(tmp_path: Path, script: str, fp16: bool):
     for r in range(2):
         for i, (got, w) in enumerate(zip(ranks[r]["params"], want, strict=True)):
             torch.testing.assert_close(got, w, **tol, msg=f"rank {r} parameter {i}")
+
+
+@pytest.mark.parametrize("fp16", [False, True], ids=["fp32", "fp16"])
+def test_synthetic_benchmark(tmp_path: Path, fp16: bool):
+    """Horovod's pytorch_synthetic_benchmark.py, with and without --fp16-allreduce (the
+    elastic one is in test_horovod_examples_long.py)."""
+    run_benchmark(tmp_path, "pytorch_synthetic_benchmark.py", fp16)
 
 
 def _idx(path: Path, data: torch.Tensor) -> None:
