@@ -233,10 +233,15 @@ def test_collectives_through_a_cluster_equal_one_process(tmp_path: Path):
 
 def _compressed_reference(codec: str, rounded: bool) -> dict[str, torch.Tensor]:
     """SGD on the mean of both ranks' gradients as the codec carries it: each push rounded
-    to 16 bits, summed in float32 by the server, the mean rounded again for the pull."""
+    to 16 bits (fp16: scaled by 1 / workers before the cast and back after it), summed in
+    float32 by the server, the mean rounded again (unscaled) for the pull."""
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[codec]
+    scale = 0.5 if codec == "fp16" else 1.0
 
-    def wire(t: torch.Tensor) -> torch.Tensor:
+    def push(t: torch.Tensor) -> torch.Tensor:
+        return (t * scale).to(dtype).float() / scale if rounded else t
+
+    def pull(t: torch.Tensor) -> torch.Tensor:
         return t.to(dtype).float() if rounded else t
 
     torch.manual_seed(0)
@@ -250,9 +255,9 @@ def _compressed_reference(codec: str, rounded: bool) -> dict[str, torch.Tensor]:
             net.zero_grad()
             rows = slice(r * part, (r + 1) * part)
             torch.nn.functional.mse_loss(net(xs[t, rows]), ys[t, rows]).backward()
-            grads.append([wire(p.grad) for p in net.parameters()])
+            grads.append([push(p.grad) for p in net.parameters()])
         for p, g0, g1 in zip(net.parameters(), *grads, strict=True):
-            p.grad = wire((g0 + g1) / 2)
+            p.grad = pull((g0 + g1) / 2)
         opt.step()
     return net.state_dict()
 
