@@ -27,6 +27,7 @@ from ordo.torch import ddp as _ddp
 from ordo.torch import horovod as _hvd
 from ordo.torch import optimizer as _optimizer
 from ordo.torch import runtime as _rt
+from ordo.torch.compression import Compressor as _Compressor
 from ordo.torch.ddp import ddp_comm_hook
 from ordo.torch.horovod import *  # noqa: F403 (Horovod's names: ordo/torch/horovod.py)
 from ordo.torch.sampler import ElasticSampler
@@ -380,6 +381,12 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,  # noqa: N802 (Horovo
             process set of some workers, or a codec this libordo lacks
         RuntimeError: init() was not called
     """
+    # Horovod's positional order (optimizer, named_parameters, compression,
+    # backward_passes_per_step, ...): a Compressor or an int where ordo has mode and model
+    if isinstance(mode, _Compressor):
+        mode, compression = "gradients", mode
+    if isinstance(model, int) and not isinstance(model, bool):
+        model, backward_passes_per_step = None, model
     r = _rt_or_raise()
     opts = _optimizer.horovod_options(r, mode, compression, op, gradient_predivide_factor,
                                       num_groups, groups, process_set)

@@ -293,13 +293,19 @@ class _Distributed:
         """join_step is one step of a rank that ran out of data (ordo.torch.join): zeros for
         every gradient and the join flag at 1, the results dropped; it returns how many ranks
         have joined."""
-        for q in self._ordo_params:
-            if not q.pushed:
-                q.passes = self._ordo_passes
-                self._ordo_push(q, torch.zeros_like(q.param))
-        self._ordo_push_flag(1.0)
-        self._ordo_push_staged(block=True)
-        self._ordo_wait_all()
+        if self._ordo_gated:  # the last step's values (and per-parameter updates) first
+            self._ordo_wait_all()
+        updates, self._ordo_updates = self._ordo_updates, None  # the zeros update nothing
+        try:
+            for q in self._ordo_params:
+                if not q.pushed:
+                    q.passes = self._ordo_passes
+                    self._ordo_push(q, torch.zeros_like(q.param))
+            self._ordo_push_flag(1.0)
+            self._ordo_push_staged(block=True)
+            self._ordo_wait_all()
+        finally:
+            self._ordo_updates = updates
         joined = self._ordo_joined_count()
         for q in self._ordo_params:
             q.passes = 0
