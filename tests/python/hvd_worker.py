@@ -107,6 +107,17 @@ def collectives(hvd: Any, me: int, x: dict[str, torch.Tensor]) -> dict[str, Any]
     out["grs_async"] = hvd.synchronize(hvd.grouped_reducescatter_async([x["rs"], x["x"]]))
     out["objects"] = hvd.allgather_object({"rank": me, "text": "r" * (me + 1)})
     out["object"] = hvd.broadcast_object({"from": me}, root_rank=1)
+    # differentiable forms: the backward runs the reverse collective on every rank
+    w = torch.arange(12.0).reshape(3, 4) * (me + 1)
+    t = x["x"].clone().requires_grad_(True)
+    (hvd.allreduce(t, op=hvd.Sum) * w).sum().backward()
+    out["grad_allreduce"] = t.grad
+    t = x["rows"].clone().requires_grad_(True)
+    (hvd.allgather(t) * torch.arange(28.0).reshape(7, 4)).sum().backward()
+    out["grad_allgather"] = t.grad
+    t = x["x"].clone().requires_grad_(True)
+    (hvd.broadcast(t, root_rank=1) * w).sum().backward()
+    out["grad_broadcast"] = t.grad
     hvd.barrier()
     hvd.barrier(process_set=hvd.global_process_set)
     return out

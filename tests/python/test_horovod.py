@@ -129,6 +129,13 @@ def _expected(me: int) -> dict:
         "rs_sum": _split(rs_sum, rs_rows, me),
         "grs": [_split(rs_sum, rs_rows, me), _split(s, x_rows, me)],
         "grs_async": [_split(rs_sum / 2, rs_rows, me), _split(s / 2, x_rows, me)],
+        # d/dx of sum(w_r * allreduce(x)) over the ranks, w_r = arange * (r + 1); of
+        # sum(c * allgather(rows)) on both ranks, c = arange; of sum(w_r * broadcast(x, 1)):
+        # the root gets the ranks' mean, the others zeros (as Horovod's)
+        "grad_allreduce": torch.arange(12.0).reshape(3, 4) * 3,
+        "grad_allgather": _split(2 * torch.arange(28.0).reshape(7, 4), [2, 5], me),
+        "grad_broadcast": torch.arange(12.0).reshape(3, 4) * 1.5 if me == 1
+        else torch.zeros(3, 4),
     }
 
 

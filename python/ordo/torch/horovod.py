@@ -46,6 +46,65 @@ __all__ = [
 _PS = global_process_set
 
 
+# ---- autograd: Horovod's allreduce, allgather and broadcast are differentiable -----------
+
+def _grad_wanted(t: torch.Tensor) -> bool:
+    return torch.is_grad_enabled() and t.requires_grad
+
+
+class _Allreduce(torch.autograd.Function):
+    """_Allreduce: the backward of a mean (sum) over the ranks is the mean (sum) of the
+    ranks' output gradients, scaled as the forward was."""
+
+    @staticmethod
+    def forward(ctx: Any, t: torch.Tensor, name: str | None, op: int, pre: float,
+                post: float) -> torch.Tensor:
+        ctx.op, ctx.scale = op, pre * post
+        return co.grouped_allreduce_values([t], name, op, pre, post, "allreduce")[0]
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> Any:
+        out = co.grouped_allreduce_values([g.contiguous()], None, ctx.op, ctx.scale, 1.0,
+                                          "allreduce.backward")[0]
+        return out, None, None, None, None
+
+
+class _Allgather(torch.autograd.Function):
+    """_Allgather: the backward sums the ranks' output gradients and keeps this rank's
+    rows."""
+
+    @staticmethod
+    def forward(ctx: Any, t: torch.Tensor, name: str | None) -> torch.Tensor:
+        rows = co.allgather_object(int(t.shape[0]), "allgather.rows")
+        ctx.start = sum(rows[:co._runtime("allgather").client.rank])
+        ctx.rows = int(t.shape[0])
+        return co.grouped_allgather_values([t], name, "allgather")[0]
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> Any:
+        total = co.grouped_allreduce_values([g.contiguous()], None, Sum, 1.0, 1.0,
+                                            "allgather.backward")[0]
+        return total[ctx.start:ctx.start + ctx.rows], None
+
+
+class _Broadcast(torch.autograd.Function):
+    """_Broadcast: the root's gradient is the mean of the ranks' output gradients, the
+    others' zero (as Horovod's)."""
+
+    @staticmethod
+    def forward(ctx: Any, t: torch.Tensor, root: int, name: str | None) -> torch.Tensor:
+        ctx.root = root
+        return co.broadcast_value(t, root, name, "broadcast")
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> Any:
+        out = co.grouped_allreduce_values([g.contiguous()], None, Average, 1.0, 1.0,
+                                          "broadcast.backward")[0]
+        if co._runtime("broadcast").client.rank != ctx.root:
+            out = torch.zeros_like(out)
+        return out, None, None
+
+
 # ---- allreduce ---------------------------------------------------------------------------
 
 def grouped_allreduce(tensors: list[torch.Tensor], average: bool | None = None,
@@ -105,7 +164,14 @@ def allreduce(tensor: torch.Tensor, average: bool | None = None, name: str | Non
               prescale_factor: float = 1.0, postscale_factor: float = 1.0,
               process_set: ProcessSet = _PS) -> torch.Tensor:
     """allreduce returns tensor reduced over every worker (op: Average by default, Sum, Min,
-    Max, Product); tensor is unchanged. See grouped_allreduce."""
+    Max, Product); tensor is unchanged. See grouped_allreduce. With a tensor that requires
+    grad (Average or Sum), the result is differentiable: its backward reduces the gradients
+    the same way (every rank runs it)."""
+    if _grad_wanted(tensor):
+        co.check_process_set(process_set, "allreduce")
+        op = co.resolve_op(average, op, "allreduce")
+        if op in (Average, Sum):
+            return _Allreduce.apply(tensor, name, op, prescale_factor, postscale_factor)
     return grouped_allreduce([tensor], average, name, compression, op, prescale_factor,
                              postscale_factor, process_set)[0]
 
@@ -169,7 +235,11 @@ def grouped_allgather_async(tensors: list[torch.Tensor], name: str | None = None
 def allgather(tensor: torch.Tensor, name: str | None = None,
               process_set: ProcessSet = _PS) -> torch.Tensor:
     """allgather concatenates every worker's tensor along the first dimension, in rank order;
-    the other dimensions and the dtype must match (an error on every rank otherwise)."""
+    the other dimensions and the dtype must match (an error on every rank otherwise).
+    Differentiable for a tensor that requires grad."""
+    if _grad_wanted(tensor):
+        co.check_process_set(process_set, "allgather")
+        return _Allgather.apply(tensor, name)
     return grouped_allgather([tensor], name, process_set)[0]
 
 
@@ -182,8 +252,10 @@ def allgather_async(tensor: torch.Tensor, name: str | None = None,
 def broadcast(tensor: torch.Tensor, root_rank: int, name: str | None = None,
               process_set: ProcessSet = _PS) -> torch.Tensor:
     """broadcast returns root_rank's tensor on every worker (through the scheduler); the
-    shapes and dtypes must match."""
+    shapes and dtypes must match. Differentiable for a tensor that requires grad."""
     co.check_process_set(process_set, "broadcast")
+    if _grad_wanted(tensor):
+        return _Broadcast.apply(tensor, root_rank, name)
     return co.broadcast_value(tensor, root_rank, name, "broadcast")
 
 
