@@ -238,11 +238,12 @@ def test_collectives_through_a_cluster_equal_one_process(tmp_path: Path):
     assert not works - called, f"working names no cluster case called: {works - called}"
 
 
-def _compressed_reference(codec: str, rounded: bool) -> dict[str, torch.Tensor]:
+def _compressed_reference(codec: str, rounded: bool, op: str = "Average"
+                          ) -> dict[str, torch.Tensor]:
     """SGD on the mean of both ranks' gradients as the codec carries it: each push rounded
     to 16 bits (fp16: scaled by 1 / workers before the cast and back after it), summed in
     float32 by the server, the mean rounded again (unscaled) for the pull."""
-    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[codec]
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "none": torch.float32}[codec]
     scale = 0.5 if codec == "fp16" else 1.0
 
     def push(t: torch.Tensor) -> torch.Tensor:
@@ -264,16 +265,19 @@ def _compressed_reference(codec: str, rounded: bool) -> dict[str, torch.Tensor]:
             torch.nn.functional.mse_loss(net(xs[t, rows]), ys[t, rows]).backward()
             grads.append([push(p.grad) for p in net.parameters()])
         for p, g0, g1 in zip(net.parameters(), *grads, strict=True):
-            p.grad = pull((g0 + g1) / 2)
+            p.grad = pull((g0 + g1) / 2) * (2 if op == "Sum" else 1)
         opt.step()
     return net.state_dict()
 
 
-@pytest.mark.parametrize("codec", ["fp16", "bf16"])
-def test_distributed_optimizer_compression_uses_the_wire_codec(tmp_path: Path, codec: str):
+@pytest.mark.parametrize("codec,op", [("fp16", "Average"), ("bf16", "Average"),
+                                      ("none", "Sum")])
+def test_distributed_optimizer_compression_uses_the_wire_codec(tmp_path: Path, codec: str,
+                                                               op: str):
     """DistributedOptimizer(compression=Compression.fp16 or .bf16): the parameters equal one
     process whose gradients are rounded as the wire rounds them (each push, then the pulled
-    mean), and differ from the unrounded run, so the codec was applied."""
+    mean), and differ from the unrounded run, so the codec was applied. op=Sum: the sum of
+    the gradients (twice the mean's step)."""
     if not hasattr(ordo.Client, "declare_compression"):
         pytest.skip("this libordo's binding has no wire codecs (Client.declare_compression)")
     conf = tmp_path / "hvd.ini"
@@ -283,16 +287,19 @@ def test_distributed_optimizer_compression_uses_the_wire_codec(tmp_path: Path, c
     worker = str(SRC / "tests" / "python" / "hvd_compress_worker.py")
     try:
         for r in range(2):
-            c.start_worker(r, [sys.executable, worker, codec, str(tmp_path / f"c{r}.pt")])
+            c.start_worker(r, [sys.executable, worker, codec, str(tmp_path / f"c{r}.pt"),
+                               op])
         for name in ["worker0", "worker1", "server0", "scheduler"]:
             assert c.finish(name) == 0, f"{name}: {c.log(name)}"
     finally:
         c.stop()
-    want = _compressed_reference(codec, rounded=True)
-    plain = _compressed_reference(codec, rounded=False)
+    want = _compressed_reference(codec, rounded=True, op=op)
+    # what the run must differ from: fp16, bf16 unrounded; Sum, the mean
+    plain = _compressed_reference(codec, rounded=False, op=op) if codec != "none" else \
+        _compressed_reference(codec, rounded=False, op="Average")
     for r in range(2):
         got = torch.load(tmp_path / f"c{r}.pt", weights_only=True)
         for k, v in want.items():
             torch.testing.assert_close(got[k], v, rtol=1e-5, atol=1e-6, msg=f"rank {r} {k}")
         assert any((got[k] - plain[k]).abs().max() > 1e-5 for k in plain), \
-            f"rank {r}: the {codec} run equals the float32 one"
+            f"rank {r}: the {codec} {op} run equals the other one"
