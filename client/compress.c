@@ -6,12 +6,23 @@
 #include "common/wire.h"
 
 #include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* a unit's frame buffer, reused while no frame of it is on its way (busy: ZeroMQ holds it) */
+typedef struct {
+    atomic_int busy;
+    size_t cap;
+    void *data;
+} frame_t;
 
 typedef struct {
     float *v; /* NULL until the unit's first lossy push */
     int64_t n;
+    frame_t *frame; /* NULL until the unit's first encoded push */
 } residual_t;
 
 struct ordo__compress {
@@ -24,6 +35,12 @@ struct ordo__compress {
     float *scratch;
     int64_t scratch_n;
     int any;
+    /* lossy pulls: whether the run keeps the workers' copies in step, and per slice the copy
+     * of the servers' value this worker holds and the iteration of its answer (-1: none) */
+    bool lossy_pulls;
+    int n_slices;
+    float **copy;
+    int64_t *copy_iter;
 };
 
 static const char *key_name(const ordo__compress_t *c, int key, char *buf, size_t size)
@@ -34,11 +51,11 @@ static const char *key_name(const ordo__compress_t *c, int key, char *buf, size_
 }
 
 int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const char *tensors,
-                       int n_workers, int n_units, ordo__compress_t **out)
+                       const char *plan, int n_workers, int n_units, ordo__compress_t **out)
 {
     int rc = 0;
     ordo__compress_t *c = calloc(1, sizeof *c);
-    json_t *decl = tensors ? json_loads(tensors, 0, NULL) : NULL;
+    json_t *decl = tensors ? json_loads(tensors, 0, NULL) : NULL, *js_plan = NULL;
     if (!c) return ORDO_ERR_NOMEM;
     c->n_keys = keys->n_keys;
     c->spec = calloc((size_t)c->n_keys + 1, sizeof *c->spec);
@@ -46,12 +63,32 @@ int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const c
     c->warned = calloc((size_t)c->n_keys + 1, 1);
     c->res = calloc((size_t)n_units + 1, sizeof *c->res);
     c->n_units = n_units;
-    if (!c->spec || !c->name || !c->warned || !c->res) {
+    c->n_slices = keys->n_slices;
+    c->copy = calloc((size_t)keys->n_slices + 1, sizeof *c->copy);
+    c->copy_iter = malloc(((size_t)keys->n_slices + 1) * sizeof *c->copy_iter);
+    /* the servers keep one copy per slice for every worker (server/pull_codec.h): every
+     * worker must take every version's answer, in order */
+    c->lossy_pulls = conf->sync_mode == ORDO_SYNC_BSP &&
+                     conf->fault_worker != ORDO_FAULT_RESTART && conf->replicas <= 1;
+    if (!c->spec || !c->name || !c->warned || !c->res || !c->copy || !c->copy_iter) {
         rc = ORDO_ERR_NOMEM;
         goto fail;
     }
-    ordo__codec_spec_t run;
-    if ((rc = ordo__codec_parse(conf->compression, &run)) != 0) {
+    ordo__codec_spec_t run = {.id = ORDO__CODEC_NONE};
+    /* auto: the scheduler's step model chose each key's codec (scheduler/runplan_compress.h) */
+    bool automatic = !strncmp(conf->compression, "auto", 4);
+    json_t *chosen = NULL;
+    if (automatic) {
+        js_plan = plan ? json_loads(plan, 0, NULL) : NULL;
+        chosen = json_object_get(json_object_get(js_plan, "compression"), "keys");
+        if (!json_is_array(chosen) || (int)json_array_size(chosen) != c->n_keys) {
+            rc = ordo_error_set(ORDO_ERR_PROTO,
+                                "push.compression = auto, but the plan chose no "
+                                "codec for each of the %d keys",
+                                c->n_keys);
+            goto fail;
+        }
+    } else if ((rc = ordo__codec_parse(conf->compression, &run)) != 0) {
         rc = ordo_error_context(rc, "push.compression");
         goto fail;
     }
@@ -59,6 +96,7 @@ int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const c
         json_t *d = json_array_get(decl, (size_t)k);
         const char *nm = json_string_value(json_object_get(d, "name"));
         const char *spec = json_string_value(json_object_get(d, "compression"));
+        if (!spec && chosen) spec = json_string_value(json_array_get(chosen, (size_t)k));
         c->spec[k] = run;
         if (nm && !(c->name[k] = strdup(nm))) {
             rc = ORDO_ERR_NOMEM;
@@ -74,11 +112,14 @@ int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const c
             c->spec[k].scale = 1.0f / (float)(n_workers > 0 ? n_workers : 1);
         if (c->spec[k].id != ORDO__CODEC_NONE) c->any = 1;
     }
+    for (int i = 0; i < keys->n_slices; i++) c->copy_iter[i] = -1;
     json_decref(decl);
+    json_decref(js_plan);
     *out = c;
     return 0;
 fail:
     json_decref(decl);
+    json_decref(js_plan);
     ordo__compress_destroy(&c);
     return rc;
 }
@@ -87,8 +128,19 @@ void ordo__compress_destroy(ordo__compress_t **cp)
 {
     ordo__compress_t *c = *cp;
     if (!c) return;
-    for (int k = 0; c->name && k < c->n_keys; k++) free(c->name[k]);
-    for (int u = 0; c->res && u < c->n_units; u++) free(c->res[u].v);
+    for (int k = 0; c->name && k < c->n_keys; k++)
+        free(c->name[k]);
+    for (int u = 0; c->res && u < c->n_units; u++) {
+        free(c->res[u].v);
+        frame_t *f = c->res[u].frame;
+        if (f && !atomic_load(&f->busy)) { /* a frame still on its way is left to ZeroMQ */
+            free(f->data);
+            free(f);
+        }
+    }
+    for (int i = 0; c->copy && i < c->n_slices; i++) free(c->copy[i]);
+    free(c->copy);
+    free(c->copy_iter);
     free(c->spec);
     free(c->name);
     free(c->warned);
@@ -121,9 +173,56 @@ int ordo__compress_any(const ordo__compress_t *c)
 
 int ordo__compress_pull_dtype(const ordo__compress_t *c, int key)
 {
-    int id = c->spec[key].id;
-    return id == ORDO__CODEC_BF16 ? ORDO_DTYPE_BF16 : id == ORDO__CODEC_FP16 ? ORDO_DTYPE_F16
-                                                                              : ORDO_DTYPE_F32;
+    const ordo__codec_ops_t *ops = ordo__codec_ops(c->spec[key].id);
+    if (ops->lossy && !c->lossy_pulls) return ORDO_DTYPE_F32;
+    return ops->dtype;
+}
+
+static bool lossy_key(const ordo__compress_t *c, int key)
+{
+    return c->lossy_pulls && ordo__codec_ops(c->spec[key].id)->lossy;
+}
+
+uint32_t ordo__compress_pull_flags(const ordo__compress_t *c, int key, int slice, int64_t iter)
+{
+    if (!lossy_key(c, key) || slice < 0 || slice >= c->n_slices) return 0;
+    return c->copy[slice] && c->copy_iter[slice] == iter - 1 ? ORDO_FLAG_HAVE_PREV : 0;
+}
+
+int ordo__compress_take_pull(ordo__compress_t *c, int key, int slice, int64_t iter, int dtype,
+                             uint32_t flags, const void *frame, size_t len, int64_t n,
+                             float *dst)
+{
+    if (!lossy_key(c, key) || slice < 0 || slice >= c->n_slices)
+        return ordo__codec_decode(dtype, frame, len, n, dst);
+    if (!c->copy[slice] && !(c->copy[slice] = malloc((size_t)n * sizeof(float))))
+        return ORDO_ERR_NOMEM;
+    float *copy = c->copy[slice];
+    if (flags & ORDO_FLAG_DELTA) {
+        if (c->copy_iter[slice] != iter - 1)
+            return ordo_error_set(ORDO_ERR_PROTO,
+                                  "slice %d: a change from iteration %lld's answer, this worker "
+                                  "holds %lld's",
+                                  slice, (long long)(iter - 1), (long long)c->copy_iter[slice]);
+        if (c->scratch_n < n) {
+            float *sc = realloc(c->scratch, (size_t)n * sizeof *sc);
+            if (!sc) return ORDO_ERR_NOMEM;
+            c->scratch = sc;
+            c->scratch_n = n;
+        }
+        int rc = ordo__codec_decode(dtype, frame, len, n, c->scratch);
+        if (rc) return rc;
+        for (int64_t i = 0; i < n; i++) copy[i] += c->scratch[i];
+    } else {
+        int rc = ordo__codec_decode(dtype, frame, len, n, copy);
+        if (rc) {
+            c->copy_iter[slice] = -1;
+            return rc;
+        }
+    }
+    c->copy_iter[slice] = iter;
+    memcpy(dst, copy, (size_t)n * sizeof(float));
+    return 0;
 }
 
 float *ordo__compress_residual(ordo__compress_t *c, int unit, int64_t *n)
@@ -133,8 +232,38 @@ float *ordo__compress_residual(ordo__compress_t *c, int unit, int64_t *n)
     return c->res[unit].v;
 }
 
+void ordo__compress_frame_free(void *data, void *hint)
+{
+    frame_t *f = hint;
+    if (f)
+        atomic_store(&f->busy, 0);
+    else
+        free(data);
+}
+
+/* frame_for returns room for `need` bytes to encode unit's push into: the unit's buffer when
+ * free (*hint = it, marked busy), else a new allocation (*hint = NULL) */
+static void *frame_for(ordo__compress_t *c, int unit, size_t need, void **hint)
+{
+    *hint = NULL;
+    if (unit < 0 || unit >= c->n_units) return malloc(need);
+    residual_t *r = &c->res[unit];
+    if (!r->frame && !(r->frame = calloc(1, sizeof *r->frame))) return malloc(need);
+    frame_t *f = r->frame;
+    if (atomic_load(&f->busy)) return malloc(need);
+    if (f->cap < need) {
+        void *d = realloc(f->data, need);
+        if (!d) return malloc(need);
+        f->data = d;
+        f->cap = need;
+    }
+    atomic_store(&f->busy, 1);
+    *hint = f;
+    return f->data;
+}
+
 int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *src, int64_t n,
-                          uint64_t seed, void **out, size_t *len, int *dtype)
+                          uint64_t seed, void **out, size_t *len, int *dtype, void **hint)
 {
     const ordo__codec_spec_t *spec = &c->spec[key];
     const ordo__codec_ops_t *ops = ordo__codec_ops(spec->id);
@@ -146,8 +275,11 @@ int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *s
             if (!(r->v = calloc((size_t)n, sizeof *r->v))) return ORDO_ERR_NOMEM;
             r->n = n;
         }
-        if (r->n != n) return ordo_error_set(ORDO_ERR_INVAL, "unit %d: %lld values, its residual "
-                                             "has %lld", unit, (long long)n, (long long)r->n);
+        if (r->n != n)
+            return ordo_error_set(ORDO_ERR_INVAL,
+                                  "unit %d: %lld values, its residual "
+                                  "has %lld",
+                                  unit, (long long)n, (long long)r->n);
         if (c->scratch_n < n) {
             float *s = realloc(c->scratch, (size_t)n * sizeof *s);
             if (!s) return ORDO_ERR_NOMEM;
@@ -156,12 +288,12 @@ int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *s
         }
         res = r->v;
     }
-    void *buf = malloc(ops->max_bytes(spec, n));
+    void *buf = frame_for(c, unit, ops->max_bytes(spec, n), hint);
     if (!buf) return ORDO_ERR_NOMEM;
     ordo__codec_io_t io = {.seed = seed};
     int64_t l = ordo__codec_encode_ef(spec, src, n, res, c->scratch, buf, &io);
     if (l < 0) {
-        free(buf);
+        ordo__compress_frame_free(buf, *hint);
         if (io.overflow) { /* fp16: this push goes as float32, never as inf */
             char nb[32];
             if (!c->warned[key] && (c->warned[key] = 1))

@@ -16,12 +16,13 @@
 typedef struct ordo__compress ordo__compress_t;
 
 /* ordo__compress_new makes the state of n_keys keys: each takes the conf's
- * [push] compression, or tensors[key]'s "compression" member when tensors (the declarations'
- * JSON array, may be NULL) has one; fp16 scales by 1 / workers. n_units residual slots are
+ * [push] compression (auto: the codec the plan's "compression" member chose for it), or
+ * tensors[key]'s "compression" member when tensors (the declarations' JSON array, may be
+ * NULL) has one; fp16 scales by 1 / workers. n_units residual slots are
  * kept (pushes are encoded per unit: a slice, or a merged part). ORDO_ERR_INVAL naming the
  * tensor for a bad spec. */
 int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const char *tensors,
-                       int n_workers, int n_units, ordo__compress_t **out);
+                       const char *plan, int n_workers, int n_units, ordo__compress_t **out);
 
 /* ordo__compress_destroy frees c and sets *c to NULL (NULL-safe). */
 void ordo__compress_destroy(ordo__compress_t **c);
@@ -36,17 +37,37 @@ const ordo__codec_spec_t *ordo__compress_spec(const ordo__compress_t *c, int key
 /* ordo__compress_any tells whether some key is pushed in another wire type than float32. */
 int ordo__compress_any(const ordo__compress_t *c);
 
-/* ordo__compress_pull_dtype is the wire type key's pulls ask for: a 16-bit cast's own, else
- * float32 (lossy codecs' pulls are float32). */
+/* ordo__compress_pull_dtype is the wire type key's pulls ask for: a codec's own, or float32
+ * (none; a lossy codec's where the run cannot keep the workers' copies in step: under ssp or
+ * asp, fault.worker = restart, replicas). */
 int ordo__compress_pull_dtype(const ordo__compress_t *c, int key);
 
-/* ordo__compress_encode encodes n floats of src, pushed as unit `unit` of key, into a new
- * frame: 1 and *out (malloc'd, *len bytes, *dtype its wire type; the caller frees it) when it
- * is encoded, 0 when it goes as float32 as it is (the key is not compressed, or fp16 values
- * out of range this time: reported once per tensor), or a negative code. seed drives randomk
- * (the same for every worker in one step: the iteration). */
+/* ordo__compress_pull_flags returns the header flags of a pull of slice (of key) for
+ * iteration iter: ORDO_FLAG_HAVE_PREV when the key's pulls are lossy and this worker holds its
+ * answer of iter - 1, else 0. */
+uint32_t ordo__compress_pull_flags(const ordo__compress_t *c, int key, int slice, int64_t iter);
+
+/* ordo__compress_take_pull writes the n values of slice an answer of iteration iter brought
+ * (frame of len bytes, wire dtype, header flags) into dst: decoded, or for a lossy key's
+ * answer added to (ORDO_FLAG_DELTA) or taken as the copy of the servers' value this worker
+ * keeps. ORDO_ERR_PROTO with a detail for a malformed frame or a change with no copy under
+ * it; dst is then unchanged. */
+int ordo__compress_take_pull(ordo__compress_t *c, int key, int slice, int64_t iter, int dtype,
+                             uint32_t flags, const void *frame, size_t len, int64_t n,
+                             float *dst);
+
+/* ordo__compress_encode encodes n floats of src, pushed as unit `unit` of key, into a frame:
+ * 1 and *out (*len bytes, *dtype its wire type) when it is encoded, 0 when it goes as float32
+ * as it is (the key is not compressed, or fp16 values out of range this time: reported once
+ * per tensor), or a negative code. The frame is the unit's own buffer while no earlier frame
+ * of the unit is still on its way, else a new one; either way the caller hands it to ZeroMQ
+ * with ordo__compress_frame_free and *hint, which release it. seed drives randomk (the same
+ * for every worker in one step: the iteration). */
 int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *src, int64_t n,
-                          uint64_t seed, void **out, size_t *len, int *dtype);
+                          uint64_t seed, void **out, size_t *len, int *dtype, void **hint);
+
+/* ordo__compress_frame_free releases a frame of ordo__compress_encode (a zmq_free_fn). */
+void ordo__compress_frame_free(void *data, void *hint);
 
 /* ordo__compress_key_bytes sets the bytes one push and one pull of key put on the wire, its
  * slices (keys) encoded one by one (exact but for fp16 pushes sent as float32). */

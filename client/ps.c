@@ -98,8 +98,11 @@ static void data_msg(ordo__ps_t *w, ordo_msg_t *m, int type, int slice, int64_t 
     m->hdr.chunk = sl->chunk;
     m->hdr.priority = prio;
     /* a PULL asks for its answer in the key's pull type (client/compress.h) */
-    m->hdr.dtype = type == ORDO_MSG_PULL ? (uint8_t)ordo__compress_pull_dtype(w->compress, (int)sl->key)
-                                         : ORDO_DTYPE_F32;
+    m->hdr.dtype = type == ORDO_MSG_PULL
+                       ? (uint8_t)ordo__compress_pull_dtype(w->compress, (int)sl->key)
+                       : ORDO_DTYPE_F32;
+    if (type == ORDO_MSG_PULL)
+        m->hdr.flags |= ordo__compress_pull_flags(w->compress, (int)sl->key, slice, iter);
     if (sl->chunk + 1 == (uint32_t)w->node.keys->n_chunks[sl->key])
         m->hdr.flags |= ORDO_FLAG_LAST_CHUNK;
 }
@@ -220,12 +223,6 @@ static int send_held_pulls(ordo__ps_t *w, int key)
     return 0;
 }
 
-static void free_frame(void *data, void *hint)
-{
-    (void)hint;
-    free(data);
-}
-
 /* hand queued pushes to the transport, smallest priority first (first queued first when the
  * plan has no priorities: policies none and fifo), while the credit allows
  * ([order] credit_bytes: less than that ahead of them on the link). A push handed over can no
@@ -254,15 +251,22 @@ static void pump(ordo__ps_t *w)
         if (q.fused) m.hdr.flags |= ORDO_FLAG_PULL;
         /* zero-copy: the caller keeps src until PUSH_DONE; a compressed push goes as a frame
          * of its own */
-        void *enc = NULL;
+        void *enc = NULL, *hint = NULL;
         size_t bytes = (size_t)sl->numel * 4;
         int dtype = ORDO_DTYPE_F32;
         int rc = ordo__compress_encode(w->compress, (int)sl->key, q.slice, q.src + sl->offset,
-                                       sl->numel, (uint64_t)q.iter, &enc, &bytes, &dtype);
+                                       sl->numel, (uint64_t)q.iter, &enc, &bytes, &dtype,
+                                       &hint);
         if (rc < 0) ORDO_ERROR("key %u: %s; pushed as float32", sl->key, ordo_error_text(rc));
         if (rc == 1) {
             m.hdr.dtype = (uint8_t)dtype;
-            ordo_msg_add_ref(&m, enc, bytes, free_frame, NULL);
+            ordo_msg_add_ref(&m, enc, bytes, ordo__compress_frame_free, hint);
+            /* the answer of a lossy push's pull: a change, in the push's own codec */
+            if (q.fused && ordo__compress_pull_dtype(w->compress, (int)sl->key) == dtype &&
+                ordo__codec_of_dtype(dtype)->lossy)
+                m.hdr.flags |= ORDO_FLAG_PULL_CODED |
+                               ordo__compress_pull_flags(w->compress, (int)sl->key, q.slice,
+                                                         q.iter + 1);
         } else {
             bytes = (size_t)sl->numel * 4;
             ordo_msg_add_ref(&m, (void *)(q.src + sl->offset), bytes, NULL, NULL);
@@ -545,8 +549,9 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
             return 0;
         }
         /* float32, or the wire type the pull asked for (common/codec.h) */
-        int rc = ordo__codec_decode(m->hdr.dtype, d, len, k->slices[s].numel,
-                                    ks->pull_dst + k->slices[s].offset);
+        int rc = ordo__compress_take_pull(w->compress, (int)m->hdr.key, s, m->hdr.iter,
+                                          m->hdr.dtype, m->hdr.flags, d, len,
+                                          k->slices[s].numel, ks->pull_dst + k->slices[s].offset);
         if (rc) {
             ORDO_WARN("dropped a PULL_RESP (key %u chunk %u iter %lld): %s", m->hdr.key,
                       m->hdr.chunk, (long long)m->hdr.iter, ordo_error_text(rc));

@@ -158,7 +158,8 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
         rc = ORDO_ERR_NOMEM;
         goto fail;
     }
-    rc = ordo__compress_new(conf, k, tensors, w->node.n_workers, k->n_slices, &w->compress);
+    rc = ordo__compress_new(conf, k, tensors, w->node.plan_json, w->node.n_workers, k->n_slices,
+                            &w->compress);
     if (rc) goto fail;
     for (int s = 0; s < w->node.n_servers; s++) {
         rc = ordo_transport_connect(w->node.tp, w->node.server_endpoints[s], 1);

@@ -124,12 +124,6 @@ static int pushpull(ordo__push_t *p, int key, const float *src, float *dst, int6
     return ordo__ps_pull(p->ps, key, dst, iter + 1, priority);
 }
 
-static void free_frame(void *data, void *hint)
-{
-    (void)hint;
-    free(data);
-}
-
 /* one part of a group: payload and index go zero-copy from the merge buffer, to the current
  * primary of its slices (all of a part's slices share their home server, so their replica
  * sets and their primary) */
@@ -149,15 +143,16 @@ static void send_part(ordo__push_t *p, int group, int part, int64_t iter, int pr
     m.hdr.flags = ORDO_FLAG_GROUP;
     float *payload = (float *)ordo__merge_buf_payload(mp->mb, group, part);
     /* the part goes in the wire type of its first key (client/compress.h), or zero-copy */
-    void *enc = NULL;
+    void *enc = NULL, *hint = NULL;
     size_t bytes = (size_t)pt->numel * sizeof(float);
     int dtype = ORDO_DTYPE_F32, key = pt->n_slices > 0 ? (int)k->slices[pt->slices[0]].key : 0;
-    int rc = ordo__compress_encode(ordo__ps_compress(p->ps), key, mp->unit0 + mp->part_at[group] + part,
-                                   payload, pt->numel, (uint64_t)iter, &enc, &bytes, &dtype);
+    int rc = ordo__compress_encode(ordo__ps_compress(p->ps), key,
+                                   mp->unit0 + mp->part_at[group] + part, payload, pt->numel,
+                                   (uint64_t)iter, &enc, &bytes, &dtype, &hint);
     if (rc < 0) ORDO_ERROR("merged group %d: %s; pushed as float32", group, ordo_error_text(rc));
     if (rc == 1) {
         m.hdr.dtype = (uint8_t)dtype;
-        ordo_msg_add_ref(&m, enc, bytes, free_frame, NULL);
+        ordo_msg_add_ref(&m, enc, bytes, ordo__compress_frame_free, hint);
     } else {
         bytes = (size_t)pt->numel * sizeof(float);
         ordo_msg_add_ref(&m, payload, bytes, NULL, NULL);

@@ -65,8 +65,9 @@ int ordo__codec_parse(const char *text, ordo__codec_spec_t *out)
         char *end;
         errno = 0;
         c.k = strtod(karg, &end);
-        if (errno || end == karg || *end || !(c.k > 0) || (c.k >= 1 && c.k != (double)(int64_t)c.k) ||
-            c.k > 2147483647.0)
+        /* the bound comes before the cast: converting inf or 1e300 to int64_t is undefined */
+        if (errno || end == karg || *end || !(c.k > 0) || c.k > 2147483647.0 ||
+            (c.k >= 1 && c.k != (double)(int64_t)c.k))
             return ordo_error_set(ORDO_ERR_INVAL,
                                   "compression \"%s\": k \"%s\" is out of range (a whole count "
                                   ">= 1, or a fraction in (0, 1))",
@@ -95,7 +96,16 @@ const char *ordo__codec_format(const ordo__codec_spec_t *c, char *buf, size_t si
         return buf;
     }
     int n = snprintf(buf, size, "%s", ops->name);
-    if (ops->needs_k && n >= 0 && (size_t)n < size) n += snprintf(buf + n, size - (size_t)n, ":%g", c->k);
+    if (ops->needs_k && n >= 0 && (size_t)n < size) {
+        /* %g keeps 6 digits: a count of 1234567 or a fraction of 0.1234567 needs more to read
+         * back the same k */
+        char k[32];
+        for (int digits = 6; digits <= 17; digits++) { /* the shortest that reads back */
+            snprintf(k, sizeof k, "%.*g", digits, c->k);
+            if (strtod(k, NULL) == c->k) break;
+        }
+        n += snprintf(buf + n, size - (size_t)n, ":%s", k);
+    }
     if (c->ef != ops->lossy && n >= 0 && (size_t)n < size)
         snprintf(buf + n, size - (size_t)n, ",ef=%s", c->ef ? "vanilla" : "none");
     return buf;
@@ -103,6 +113,7 @@ const char *ordo__codec_format(const ordo__codec_spec_t *c, char *buf, size_t si
 
 int64_t ordo__codec_k(const ordo__codec_spec_t *c, int64_t n)
 {
+    if (n <= 0) return 0; /* an empty tensor keeps nothing (1 <= k would read past it) */
     int64_t k = c->k >= 1 ? (int64_t)c->k : (int64_t)(c->k * (double)n + 0.5);
     return k < 1 ? 1 : k > n ? n : k;
 }
@@ -119,13 +130,26 @@ int ordo__codec_decode(int dtype, const void *frame, size_t len, int64_t n, floa
     const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
     if (!ops)
         return ordo_error_set(ORDO_ERR_PROTO, "dtype %d is no tensor payload", dtype);
+    if (n < 0 || (uint64_t)n > SIZE_MAX / 8) /* n * 4 and n * 8 must not wrap in the checks */
+        return ordo_error_set(ORDO_ERR_PROTO, "a frame for %lld values", (long long)n);
     return ops->decode(frame, len, n, dst);
+}
+
+int ordo__codec_decode_add(int dtype, const void *frame, size_t len, int64_t n, float *acc)
+{
+    const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
+    if (!ops)
+        return ordo_error_set(ORDO_ERR_PROTO, "dtype %d is no tensor payload", dtype);
+    if (n < 0 || (uint64_t)n > SIZE_MAX / 8)
+        return ordo_error_set(ORDO_ERR_PROTO, "a frame for %lld values", (long long)n);
+    return ops->decode_add(frame, len, n, acc);
 }
 
 int64_t ordo__codec_encode_ef(const ordo__codec_spec_t *c, const float *src, int64_t n,
                               float *residual, float *scratch, void *dst, ordo__codec_io_t *io)
 {
     const ordo__codec_ops_t *ops = ordo__codec_ops(c->id);
+    if (!ops) return ordo_error_set(ORDO_ERR_INVAL, "no codec of id %d", c->id);
     if (!c->ef) return ops->encode(c, src, n, dst, io);
     for (int64_t i = 0; i < n; i++) scratch[i] = src[i] + residual[i];
     int64_t len = ops->encode(c, scratch, n, dst, io);

@@ -54,6 +54,9 @@ typedef struct ordo__codec_ops {
     /* decode writes the n floats a frame of len bytes stands for into dst; ORDO_ERR_PROTO with
      * a detail when the frame is malformed (see ordo__codec_decode). */
     int (*decode)(const void *frame, size_t len, int64_t n, float *dst);
+    /* decode_add adds the n floats a frame stands for into acc, in one pass (see
+     * ordo__codec_decode_add); acc is untouched when the frame is malformed. */
+    int (*decode_add)(const void *frame, size_t len, int64_t n, float *acc);
 } ordo__codec_ops_t;
 
 /* ordo__codec_ops returns the codec of id, or NULL when there is none. */
@@ -85,6 +88,14 @@ double ordo__codec_bytes_per_value(const ordo__codec_spec_t *c, int64_t n);
  * not increasing, is refused with ORDO_ERR_PROTO and a detail; dst is then undefined. */
 int ordo__codec_decode(int dtype, const void *frame, size_t len, int64_t n, float *dst);
 
+/* ordo__codec_decode_add adds the n floats frame stands for into acc (acc += decoded) in one
+ * pass, the server's sum of a push: for the 16-bit casts it reads 2 bytes a value where
+ * decoding then adding a float32 copy reads 8 (vectorised, chosen at run time). The sums are
+ * the same bits as ordo__codec_decode into a buffer then ordo_vec_add, except that an entry
+ * a sparse frame does not carry is left as it is (a -0 stays -0). A malformed frame is
+ * refused as by ordo__codec_decode, and acc is then untouched. */
+int ordo__codec_decode_add(int dtype, const void *frame, size_t len, int64_t n, float *acc);
+
 /* ordo__codec_encode_ef is encode under error feedback: residual (n floats, zero at first) is
  * added to src, that is encoded, and what the frame does not carry becomes the new residual.
  * scratch holds n floats. Without ef in c it is plain encode and residual is untouched. */
@@ -100,5 +111,11 @@ void ordo__codec_from_bf16(const uint16_t *src, int64_t n, float *dst);
 int64_t ordo__codec_to_fp16(const float *src, int64_t n, float scale, uint16_t *dst);
 /* ordo__codec_from_fp16 writes src's values times mult into dst. */
 void ordo__codec_from_fp16(const uint16_t *src, int64_t n, float mult, float *dst);
+
+/* ordo__codec_set_simd turns the hand-written vector paths (F16C) off, or back on where the
+ * CPU has them, and returns the previous setting: for tests and benchmarks that compare them
+ * with the scalar paths (which give the same bits). Not thread-safe; set it before converting.
+ * The compiler's clones (ORDO_VECTOR_CLONES) are picked at load time and stay. */
+bool ordo__codec_set_simd(bool on);
 
 #endif

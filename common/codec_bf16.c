@@ -10,10 +10,15 @@
 
 #include <string.h>
 
+/* a float's bits read in place (may_alias), and a frame's halves wherever ZeroMQ put them
+ * (aligned(1): a frame may start at an odd address in its receive buffer) */
+typedef uint32_t bits32_t __attribute__((may_alias));
+typedef uint16_t half_any_t __attribute__((aligned(1), may_alias));
+
 ORDO_VECTOR_CLONES
 void ordo__codec_to_bf16(const float *src, int64_t n, uint16_t *dst)
 {
-    const uint32_t *u = (const uint32_t *)src;
+    const bits32_t *u = (const bits32_t *)src;
     for (int64_t i = 0; i < n; i++) {
         uint32_t x = u[i];
         uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
@@ -25,8 +30,23 @@ void ordo__codec_to_bf16(const float *src, int64_t n, uint16_t *dst)
 ORDO_VECTOR_CLONES
 void ordo__codec_from_bf16(const uint16_t *src, int64_t n, float *dst)
 {
-    uint32_t *u = (uint32_t *)dst;
-    for (int64_t i = 0; i < n; i++) u[i] = (uint32_t)src[i] << 16;
+    const half_any_t *h = (const half_any_t *)src;
+    bits32_t *u = (bits32_t *)dst;
+    for (int64_t i = 0; i < n; i++) u[i] = (uint32_t)h[i] << 16;
+}
+
+/* acc += the halves as floats: one pass that reads 2 bytes a value, where decode then add
+ * would write 4 and read them back */
+ORDO_VECTOR_CLONES
+static void add_bf16(const void *frame, int64_t n, float *restrict acc)
+{
+    const half_any_t *h = frame;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)h[i] << 16;
+        float f;
+        memcpy(&f, &u, sizeof f);
+        acc[i] += f;
+    }
 }
 
 static size_t max_bytes(const ordo__codec_spec_t *c, int64_t n)
@@ -52,6 +72,15 @@ static int decode(const void *frame, size_t len, int64_t n, float *dst)
     return 0;
 }
 
+static int decode_add(const void *frame, size_t len, int64_t n, float *acc)
+{
+    if (len != (size_t)n * 2)
+        return ordo_error_set(ORDO_ERR_PROTO, "a bf16 frame of %zu bytes for %lld values", len,
+                              (long long)n);
+    add_bf16(frame, n, acc);
+    return 0;
+}
+
 const ordo__codec_ops_t ordo__codec_bf16_ops = {
     .name = "bf16",
     .id = ORDO__CODEC_BF16,
@@ -59,4 +88,5 @@ const ordo__codec_ops_t ordo__codec_bf16_ops = {
     .max_bytes = max_bytes,
     .encode = encode,
     .decode = decode,
+    .decode_add = decode_add,
 };

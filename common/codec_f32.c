@@ -3,6 +3,7 @@
 
 #include "common/error.h"
 #include "common/wire.h"
+#include "common/vec_clones.h" /* ORDO_VECTOR_CLONES */
 
 #include <string.h>
 
@@ -29,6 +30,25 @@ static int decode(const void *frame, size_t len, int64_t n, float *dst)
     return 0;
 }
 
+/* a frame may sit unaligned in ZeroMQ's receive buffer */
+typedef float float_any_t __attribute__((aligned(1), may_alias));
+
+ORDO_VECTOR_CLONES
+static void add_f32(const void *frame, int64_t n, float *restrict acc)
+{
+    const float_any_t *v = frame;
+    for (int64_t i = 0; i < n; i++) acc[i] += v[i];
+}
+
+static int decode_add(const void *frame, size_t len, int64_t n, float *acc)
+{
+    if (len != (size_t)n * sizeof(float))
+        return ordo_error_set(ORDO_ERR_PROTO, "a float32 frame of %zu bytes for %lld values", len,
+                              (long long)n);
+    add_f32(frame, n, acc);
+    return 0;
+}
+
 const ordo__codec_ops_t ordo__codec_f32_ops = {
     .name = "none",
     .id = ORDO__CODEC_NONE,
@@ -36,4 +56,5 @@ const ordo__codec_ops_t ordo__codec_f32_ops = {
     .max_bytes = max_bytes,
     .encode = encode,
     .decode = decode,
+    .decode_add = decode_add,
 };

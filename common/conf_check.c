@@ -197,8 +197,15 @@ static int replicas_check(const ordo_conf_t *conf)
 static int compression(const ordo_conf_t *conf)
 {
     ordo__codec_spec_t c;
-    int rc = ordo__codec_parse(conf->compression, &c);
+    const char *spec = conf->compression;
+    bool automatic = !strcmp(spec, "auto") || !strncmp(spec, "auto:", 5);
+    int rc = ordo__codec_parse(automatic ? (spec[4] ? spec + 5 : "bf16") : spec, &c);
     if (rc) return ordo_error_context(rc, "push.compression");
+    if (automatic && c.id != ORDO__CODEC_BF16 && c.id != ORDO__CODEC_FP16)
+        return ordo_error_set(ORDO_ERR_INVAL,
+                              "push.compression = %s: auto chooses between float32 and a 16-bit "
+                              "cast (auto, auto:bf16 or auto:fp16)",
+                              spec);
     if (c.id != ORDO__CODEC_NONE && conf->push_mode == ORDO_PUSH_SPARSE)
         return ordo_error_set(ORDO_ERR_INVAL,
                               "push.compression = %s does not go with push.mode = sparse (the "

@@ -127,6 +127,9 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
     json_object_set_new(reg, "beat", json_integer((json_int_t)ordo_transport_heartbeat_id(node->tp)));
     if (node->join) json_object_set_new(reg, "join", json_true());
     if (node->reg_intra) json_object_set_new(reg, "intra", json_string(node->reg_intra));
+    /* the scheduler checks that every worker pushes in the same wire type */
+    if (role == ORDO_ROLE_WORKER)
+        json_object_set_new(reg, "compression", json_string(conf->compression));
     if (node->reg_tensors) {
         json_t *t = json_loads(node->reg_tensors, 0, NULL);
         if (!json_is_array(t)) {

@@ -114,6 +114,14 @@ typedef enum { ORDO_DTYPE_NONE = 0, ORDO_DTYPE_F32 = 1, ORDO_DTYPE_BYTES = 2, OR
  * req the primary's update count after it; the backup takes it as the primary did and
  * answers REPL_ACK with that count as its iter */
 #define ORDO_FLAG_FORWARD 0x40u
+/* Lossy pulls (common/codec.h: onebit, index-value) carry the change from the copy every
+ * worker holds: a PULL (or a push carrying one, with ORDO_FLAG_PULL_CODED) with HAVE_PREV says
+ * its sender holds its answer of iter - 1; an answer with DELTA carries the encoded change
+ * from that answer (the receiver adds it), one without carries the servers' copy in float32
+ * (server/pull_codec.h) */
+#define ORDO_FLAG_HAVE_PREV 0x80u
+#define ORDO_FLAG_DELTA 0x100u
+#define ORDO_FLAG_PULL_CODED 0x200u /* a fused PUSH: answer in the push's own lossy dtype */
 #define ORDO_FLAG_STALE_SHIFT 16
 #define ORDO_FLAG_STALE(st) ((uint32_t)(uint16_t)(int16_t)((st) > 32767 ? 32767 : (st) < -32768 ? -32768 : (st)) << ORDO_FLAG_STALE_SHIFT)
 #define ORDO_FLAG_STALENESS(flags) ((int)(int16_t)(uint16_t)((flags) >> ORDO_FLAG_STALE_SHIFT))

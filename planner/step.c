@@ -51,7 +51,9 @@ static int make_slices(const ordo_model_t *m, const int *priority, const ordo_st
             sl[i].bytes = b / k + (c < b % k ? 1 : 0); /* equal pieces, as the key map cuts */
             sl[i].channel = o->channel ? o->channel[p] : 0;
             sl[i].prio = priority ? priority[p] : 0;
-            sl[i].link_us = link_us(o, sl[i].bytes);
+            sl[i].link_us = link_us(o, o->wire_factor ? (int64_t)((double)sl[i].bytes *
+                                                                   o->wire_factor[p] + 0.5)
+                                                      : sl[i].bytes);
         }
     }
     *out = sl;

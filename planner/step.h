@@ -26,6 +26,8 @@ typedef struct ordo_step_opts {
     int early_pulls;            /* 1: each value is asked for with its push; 0: at the step start */
     int64_t credit_floor_bytes; /* tuning: no credit below this (what the worker's wake-ups,
                                    whole milliseconds, can keep the link busy with) */
+    const double *wire_factor;  /* per parameter: its link time over float32's (a compressed
+                                   wire type, its conversions counted in; NULL: all 1) */
 } ordo_step_opts_t;
 
 /* The modelled step. */

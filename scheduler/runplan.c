@@ -1,5 +1,6 @@
 /* runplan: the run's plan from the conf, the model and the key map. */
 #include "scheduler/runplan.h"
+#include "scheduler/runplan_compress.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "planner/oracle.h"
@@ -171,6 +172,9 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
     if ((rc = ordo_runplan_intra(conf, plan)) != 0) goto fail;
     if (ordered &&
         (rc = ordo_runplan_step(conf, m, oracle, channel, keys->n_servers, prio, plan)) != 0)
+        goto fail;
+    if ((rc = ordo_runplan_compress(conf, m, oracle, channel, keys->n_servers,
+                                    ordered ? prio : NULL, plan)) != 0)
         goto fail;
     *out = plan;
     plan = NULL;

@@ -17,7 +17,7 @@
 #define STEP_CHECK_AGREES 1.15
 
 /* the step model's inputs for conf's run (the slice and credit: the conf's, maybe auto) */
-static ordo_step_opts_t step_opts(const ordo_conf_t *conf, const int *channel, int n_channels)
+ordo_step_opts_t ordo_runplan_step_opts(const ordo_conf_t *conf, const int *channel, int n_channels)
 {
     /* a message costs the emulated per-message time and the push cost the merge planner uses */
     /* in host groups the servers see one pusher per group: its owners' sums */
@@ -43,7 +43,7 @@ int ordo_runplan_step(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
     ordo_oracle_times_t *t = NULL;
     int rc = ordo_oracle_times_new(m, ordo_runplan_bps(conf), conf->latency_us, oracle, &t);
     if (rc) return rc;
-    ordo_step_opts_t o = step_opts(conf, channel, n_channels);
+    ordo_step_opts_t o = ordo_runplan_step_opts(conf, channel, n_channels);
     ordo_step_result_t r;
     rc = ordo_step_tune_auto(m, t, priority, &o);
     if (!rc) rc = ordo_step_simulate(m, t, priority, &o, &r);
@@ -69,7 +69,7 @@ int ordo_runplan_step_search(const ordo_conf_t *conf, const ordo_model_t *m,
     if (!ordo_conf_step_tuned(conf) || conf->policy_kind != ORDO_POLICY_SEARCH) return 0;
     ordo_oracle_times_t *t = NULL;
     int rc = ordo_oracle_times_new(m, ordo_runplan_bps(conf), conf->latency_us, oracle, &t);
-    ordo_step_opts_t o = step_opts(conf, channel, n_channels);
+    ordo_step_opts_t o = ordo_runplan_step_opts(conf, channel, n_channels);
     /* the slice and credit searched with: the ones tuned for the planned order (the plan's
      * step member tunes them again for the order found) */
     if (!rc) rc = ordo_step_tune_auto(m, t, priority, &o);
@@ -116,7 +116,7 @@ static int fit(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_keys_t
     if (!rc) rc = ordo_runplan_oracle(conf, m, &oracle);
     if (!rc) rc = ordo_oracle_times_new(m, ordo_runplan_bps(conf), conf->latency_us, oracle, &t);
     if (!rc) {
-        ordo_step_opts_t o = step_opts(conf, channel, keys->n_servers);
+        ordo_step_opts_t o = ordo_runplan_step_opts(conf, channel, keys->n_servers);
         o.slice_bytes = json_integer_value(json_object_get(step, "slice_bytes"));
         o.credit_bytes = json_integer_value(json_object_get(step, "credit_bytes"));
         rc = ordo_step_correct(m, t, prio, &o, step_ms * 1e3, compute_ms * 1e3, out);

@@ -12,6 +12,12 @@
 #include "common/keys.h"
 #include "core/model.h"
 #include "planner/oracle.h"
+#include "planner/step.h"
+
+/* ordo_runplan_step_opts returns the step model's inputs for conf's run: its pushers (one per
+ * host group), link, per-message costs, and the conf's slice and credit (maybe auto: < 0). */
+ordo_step_opts_t ordo_runplan_step_opts(const ordo_conf_t *conf, const int *channel,
+                                        int n_channels);
 
 /* ordo_runplan_step, when ordo_conf_step_tuned(conf), tunes [order] segment_bytes and
  * credit_bytes (those set to auto) with ordo_step_tune under priority (per parameter) and

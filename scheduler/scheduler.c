@@ -183,6 +183,31 @@ static int intra_check(sched_t *s)
     return rc ? ordo__sched_abort_run(s, ordo_error_text(rc)) : 0;
 }
 
+/* compression_check: every worker pushes with the same [push] compression (the wire types
+ * of the tensors it declares are checked with the declarations), or the run is refused
+ * naming two that differ */
+static int compression_check(sched_t *s)
+{
+    const member_t *first = NULL;
+    for (int i = 0; i < s->n_members; i++) {
+        const member_t *m = &s->members[i];
+        if (m->role != ORDO_ROLE_WORKER || !m->compression[0]) continue;
+        if (!first || m->rank < first->rank) first = m;
+    }
+    for (int i = 0; first && i < s->n_members; i++) {
+        const member_t *m = &s->members[i];
+        if (m->role != ORDO_ROLE_WORKER || !m->compression[0] ||
+            !strcmp(m->compression, first->compression))
+            continue;
+        char why[400];
+        snprintf(why, sizeof why,
+                 "the workers disagree on push.compression: worker %d has %s, worker %d %s",
+                 m->rank, m->compression, first->rank, first->compression);
+        return ordo__sched_abort_run(s, why);
+    }
+    return 0;
+}
+
 static int send_welcome(sched_t *s)
 {
     assign_ranks(s, ORDO_ROLE_SERVER, s->conf.servers);
@@ -204,6 +229,7 @@ static int send_welcome(sched_t *s)
                   (double)ordo_model_total_bytes(s->model) / 1048576.0);
     }
     int rc = intra_check(s);
+    if (!rc) rc = compression_check(s);
     if (rc) return rc;
     for (int i = 0; i < s->n_members; i++) {
         member_t *m = &s->members[i];
@@ -296,6 +322,9 @@ static void on_register(sched_t *s, ordo_msg_t *m)
     mb->pid = (int)json_integer_value(pid);
     if (ep) snprintf(mb->endpoint, sizeof mb->endpoint, "%s", ep);
     if (s->declared && r == ORDO_ROLE_WORKER) mb->tensors = json_incref(tensors);
+    const char *comp = json_string_value(json_object_get(o, "compression"));
+    if (comp && r == ORDO_ROLE_WORKER)
+        snprintf(mb->compression, sizeof mb->compression, "%s", comp);
     const char *intra = json_string_value(json_object_get(o, "intra"));
     if (intra && (!strcmp(intra, "shm") || !strcmp(intra, "nccl")))
         snprintf(mb->intra, sizeof mb->intra, "%s", intra);
@@ -339,6 +368,13 @@ static void summarize_step(sched_t *s)
 {
     json_t *step = json_object_get(s->plan, "step");
     if (step && s->log) ordo_runlog_set_section(s->log, "order_step", json_deep_copy(step));
+    /* compression = auto: what the step model chose and why (scheduler/runplan_compress.h) */
+    json_t *comp = json_object_get(s->plan, "compression");
+    if (comp && s->log) {
+        json_t *c = json_deep_copy(comp);
+        json_object_del(c, "keys"); /* one codec per key: the plan's, not the summary's */
+        ordo_runlog_set_section(s->log, "compression", c);
+    }
 }
 
 /* plan_model makes the key map, the plan and the sparse coordinator of s->model. */

@@ -41,6 +41,7 @@ typedef struct {
     bool gone; /* a server declared dead whose slices went to backups ([fault] replicas) */
     json_t *tensors; /* a worker's declared tensors ([model] trainer = declared), or NULL */
     char intra[8];   /* a worker's choice for intra.backend = auto ("shm", "nccl"), or "" */
+    char compression[96]; /* a worker's [push] compression, as it registered ("": none said) */
 } member_t;
 
 struct ordo_scheduler {

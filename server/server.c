@@ -9,6 +9,7 @@
 #include "common/transport.h"
 #include "core/paramfile.h"
 #include "server/replica.h"
+#include "server/pull_codec.h"
 #include "server/server_internal.h"
 
 #include <jansson.h>
@@ -198,6 +199,7 @@ static int setup_checkpoints(ordo_server_t *s)
 static void free_parts(ordo_server_t *s)
 {
     ordo_trace_destroy(&s->trace);
+    ordo__pull_codec_destroy(&s->pull_codec);
     if (s->names)
         for (int i = 0; i < s->node.keys->n_keys; i++)
             free(s->names[i]);
@@ -253,6 +255,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
      * update scaled as one W-th of the mean */
     int taken = s->node.n_workers - (conf->sync_mode == ORDO_SYNC_BSP ? conf->backup : 0);
     float scale = conf->aggregate == ORDO_AGG_MEAN ? 1.0f / (float)taken : 1.0f;
+    if ((rc = ordo__pull_codec_new(s->node.keys->n_slices, &s->pull_codec)) != 0) goto fail;
     if ((rc = ordo_store_new(s->node.keys, s->node.rank, intra_pushers(s), &opt, scale,
                              &s->store)) != 0)
         goto fail;

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/transport.h"
+#include "server/pull_codec.h"
 #include "server/replica.h"
 #include "server/server_internal.h"
 
@@ -88,42 +89,6 @@ static void answer_error(ordo_server_t *s, const ordo_msg_t *m, const char *why)
     ordo_transport_send(s->node.tp, &e);
 }
 
-static void free_frame(void *data, void *hint)
-{
-    (void)hint;
-    free(data);
-}
-
-/* encode_value puts slice's value (bytes of float32) into answer r in wire type dtype (a 16-bit
- * cast: the workers' copies are then within one rounding of the value held here); 0, or a
- * negative code when the value goes as float32 instead (fp16 values out of its range: the
- * answer says so by its dtype, never with an inf) */
-static int encode_value(ordo_server_t *s, int slice, ordo_msg_t *r, const void *data,
-                        size_t bytes, int dtype)
-{
-    const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
-    ordo__codec_spec_t c = {.id = ops ? ops->id : ORDO__CODEC_NONE};
-    int64_t n = (int64_t)(bytes / sizeof(float));
-    if (!ops || ops->lossy || ops->id == ORDO__CODEC_NONE) return ORDO_ERR_INVAL;
-    void *buf = malloc(ops->max_bytes(&c, n));
-    if (!buf) return ORDO_ERR_NOMEM;
-    ordo__codec_io_t io = {0};
-    int64_t len = ops->encode(&c, data, n, buf, &io);
-    if (len < 0) {
-        free(buf);
-        if (io.overflow && !s->warned_fp16++)
-            ORDO_WARN("slice %d: %lld values do not fit in fp16; their pulls go as float32",
-                      slice, (long long)io.overflow);
-        return (int)len;
-    }
-    if (ordo_msg_add_ref(r, buf, (size_t)len, free_frame, NULL) != 0) {
-        free(buf);
-        return ORDO_ERR_NOMEM;
-    }
-    r->hdr.dtype = (uint8_t)dtype;
-    return 0;
-}
-
 /* a pull that can be answered now becomes a response held by the enforcement module */
 static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
 {
@@ -151,8 +116,16 @@ static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
         ordo_msg_close(&r);
         return;
     }
-    if (w->dtype != ORDO_DTYPE_F32 && encode_value(s, slice, &r, data, bytes, w->dtype) == 0) {
-        ordo_store_unref_cb(data, hint); /* the answer carries its own encoded copy */
+    /* a 16-bit answer carries the value's encoded copy (server/pull_codec.h): the workers'
+     * copies are then within one rounding of the value held here */
+    const ordo__codec_ops_t *wire = ordo__codec_of_dtype(w->dtype);
+    bool lossy = wire && wire->lossy;
+    if (w->dtype != ORDO_DTYPE_F32 &&
+        (lossy ? ordo__pull_codec_attach_delta(s->pull_codec, slice, w->iter, data, bytes,
+                                               w->dtype, w->have_prev, &r)
+               : ordo__pull_codec_attach(s->pull_codec, slice, ordo_store_seq(s->store, slice),
+                                         data, bytes, w->dtype, &r)) == 0) {
+        ordo_store_unref_cb(data, hint);
     } else if (ordo_msg_add_ref(&r, data, bytes, ordo_store_unref_cb, hint) != 0) {
         ordo_store_unref_cb(data, hint);
         ORDO_ERROR("out of memory answering a pull");
@@ -317,6 +290,25 @@ static int64_t push_numel(ordo_server_t *s, ordo_msg_t *m)
     return n;
 }
 
+/* note_k tells the pull codec the fraction of its values an index-value push m kept, for
+ * each slice it carries */
+static void note_k(ordo_server_t *s, ordo_msg_t *m, double fraction)
+{
+    const ordo_keys_t *k = s->node.keys;
+    if (!(m->hdr.flags & ORDO_FLAG_GROUP)) {
+        ordo__pull_codec_note_k(s->pull_codec, ordo_keys_slice(k, m->hdr.key, m->hdr.chunk),
+                                fraction);
+        return;
+    }
+    size_t ilen = 0;
+    const uint8_t *index = ordo_msg_data(m, 1, &ilen);
+    for (size_t i = 0; index && i + sizeof(uint32_t) <= ilen; i += sizeof(uint32_t)) {
+        uint32_t id;
+        memcpy(&id, index + i, sizeof id);
+        ordo__pull_codec_note_k(s->pull_codec, (int)id, fraction);
+    }
+}
+
 /* decode_push turns a push whose values come in a compressed wire type (common/codec.h) into
  * the float32 push the store sums: frame 0 is replaced by its decoded floats. false (answered
  * with ERROR) when the frame is malformed: a length that disagrees with its dtype, indices
@@ -341,6 +333,8 @@ static bool decode_push(ordo_server_t *s, ordo_msg_t *m)
         answer_error(s, m, ordo_error_text(rc));
         return false;
     }
+    if (m->hdr.dtype == ORDO_DTYPE_KV) /* the pulls of the slices keep as many (pull_codec.h) */
+        note_k(s, m, (double)(len / 8) / (double)n);
     zmq_msg_move(&m->frames[0], &out); /* releases the compressed frame */
     zmq_msg_close(&out);
     m->hdr.lens[0] = (uint64_t)n * sizeof(float);
@@ -349,10 +343,15 @@ static bool decode_push(ordo_server_t *s, ordo_msg_t *m)
 }
 
 /* the wire type a pull's answer goes in: the PULL's dtype, or for a push that carries a pull
- * the push's own (16-bit casts only: lossy codecs' pulls go as float32) */
-static uint8_t pull_dtype(int dtype)
+ * the push's own (a 16-bit cast; a lossy one when the push asks for it: ORDO_FLAG_PULL_CODED) */
+static uint8_t pull_dtype(const ordo_msg_t *m)
 {
-    return dtype == ORDO_DTYPE_BF16 || dtype == ORDO_DTYPE_F16 ? (uint8_t)dtype : ORDO_DTYPE_F32;
+    int d = m->hdr.dtype;
+    const ordo__codec_ops_t *ops = ordo__codec_of_dtype(d);
+    if (!ops || d == ORDO_DTYPE_F32) return ORDO_DTYPE_F32;
+    if (m->hdr.type == ORDO_MSG_PULL || !ops->lossy || (m->hdr.flags & ORDO_FLAG_PULL_CODED))
+        return (uint8_t)d;
+    return ORDO_DTYPE_F32;
 }
 
 /* a calibration push ([push] calibrate = true, ORDO_FLAG_PROBE): its floats are added to
@@ -416,7 +415,8 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
     }
     s->n_pull++;
     ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .need = iter, .req = m->hdr.req,
-                        .rid_len = m->rid_len, .flags = flags, .dtype = dtype};
+                        .rid_len = m->rid_len, .flags = flags, .dtype = dtype,
+                        .have_prev = (m->hdr.flags & ORDO_FLAG_HAVE_PREV) != 0};
     /* asp and ssp with replicas: a plain pull takes the value the consistency model allows
      * at once (its pushes not yet on the backups were not acknowledged: their senders send
      * them again if this server dies), one riding on a push also acknowledges it, so it waits
@@ -537,7 +537,7 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
         on_probe(s, m);
         return;
     }
-    uint8_t want = pull_dtype(m->hdr.dtype); /* before a compressed push is decoded */
+    uint8_t want = pull_dtype(m); /* before a compressed push is decoded */
     if (m->hdr.type == ORDO_MSG_PUSH && m->hdr.dtype != ORDO_DTYPE_F32 &&
         ordo__codec_of_dtype(m->hdr.dtype) && !decode_push(s, m))
         return;

@@ -23,7 +23,9 @@ typedef struct {
     int64_t need; /* [fault] replicas: the update count every live backup must hold first */
     uint64_t req;
     uint32_t flags; /* for the answer's header (ORDO_FLAG_DROPPED) */
-    uint8_t dtype;  /* the wire type the answer's values go in (ORDO_DTYPE_F32, BF16, F16) */
+    uint8_t dtype;  /* the wire type the answer's values go in (ORDO_DTYPE_F32, BF16, F16, a
+                       lossy one: server/pull_codec.h) */
+    bool have_prev; /* lossy pulls: the worker holds its answer of iter - 1 */
     uint8_t rid[ORDO_WIRE_MAX_RID];
     size_t rid_len;
 } ordo__waiter_t;
@@ -44,7 +46,7 @@ struct ordo_server {
     ordo__waitlist_t *waiting; /* per slice */
     int *prio;                 /* plan priority per slice (for response headers) */
     uint64_t n_push, n_pull, n_dropped;
-    int warned_fp16; /* fp16 values out of range were reported once */
+    struct ordo__pull_codec *pull_codec; /* 16-bit pull answers (server/pull_codec.h) */
     int64_t link_end_ns; /* when the emulated link finishes what was released so far */
     uint64_t n_released;
     ordo_trace_t *trace; /* [output] trace: one event per released response */

@@ -1,6 +1,7 @@
 /* ordo-bench: ordo's benchmarks, one subcommand each; every one prints a readable table,
  * or with --json one JSON object per row. */
 #include "common/transport.h"
+#include "tools/bench_codec.h"
 #include "tools/bench_intra.h"
 #include "tools/bench_pushpull.h"
 #include "tools/bench_topk.h"
@@ -19,6 +20,7 @@ static const cmd_t cmds[] = {
     {"calibrate", ordo_bench_calibrate, "fit the cost model a + b*bytes from round trips"},
     {"topk", ordo_bench_topk, "full sort vs quickselect vs threshold scan on 25M floats"},
     {"aggregate", ordo_bench_aggregate, "sparse aggregation: dense accumulator vs hash"},
+    {"codec", ordo_bench_codec, "wire codecs: encode/decode throughput, the server's sum per value"},
     {"intra", ordo_bench_intra, "shm reduce-scatter + all-gather among L processes vs memcpy"},
     {"echo", ordo_bench_echo, "(used by pushpull) a raw ZeroMQ echo process"},
 };

@@ -31,8 +31,11 @@
 #   --batch LIST          ordering part: M=B,... a model's batch per worker instead of the
 #                         one the calibration picks (the calibration is noisy on a busy host)
 #   --ddp-bandwidth RATE  ddp part: each host's link each way (default 1gbit)
-#   --variants LIST       ddp part: ordo-MODE-POLICY[-ENFORCE][-groups[-nooverlap]] and ddp[-bMB] (DDP with
-#                         MB-megabyte buckets; ddp is its default 25), comma-separated
+#   --variants LIST       ddp part: ordo-MODE-POLICY[-ENFORCE][-groups[-nooverlap]][-cCODEC] (CODEC:
+#                         [push] compression, ':' written '_': -cbf16, -conebit, -ctopk_0.01) and
+#                         ddp[-bMB][-bf16|-fp16|-powersgd] (DDP with MB-megabyte buckets, default
+#                         25, and a compression comm hook: PowerSGD rank 4 from step 10, error
+#                         feedback and warm start), comma-separated
 #                         (default the flat ordo variants and ddp)
 #   --hosts HxL           ddp part: H worker hosts of L workers (default 2x2)
 #   --train-batch LIST    ddp part: samples per worker and step, B or M=B,... per model
@@ -66,7 +69,7 @@ out=""
 report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --parts) parts=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --policies) policies=$2; shift 2 ;;
@@ -231,18 +234,20 @@ ddp_part() {
                    "${wflags[@]}")
       pids=()
       if [ "${v%%-*}" = ddp ]; then
-        local bucket=25
-        case $v in ddp-b*) bucket=${v#ddp-b} ;; esac
+        local bucket=25 hook=none dv=$v
+        case $dv in *-bf16|*-fp16|*-powersgd) hook=${dv##*-}; dv=${dv%-*} ;; esac
+        case $dv in ddp-b*) bucket=${dv#ddp-b} ;; esac
         for ((w = 0; w < nworkers; w++)); do
           h=h$((w / per_host))
           ip netns exec "$tag-$h" env MASTER_ADDR="${addr[h0]}" MASTER_PORT=29511 RANK=$w \
             WORLD_SIZE=$nworkers GLOO_SOCKET_IFNAME="$tag$h" ORDO_LOCAL_SIZE=$per_host \
             "$py" "$worker" ddp "${wargs[@]}" \
-            --bucket-mb "$bucket" > "$dir/worker$w.log" 2>&1 &
+            --bucket-mb "$bucket" --hook "$hook" > "$dir/worker$w.log" 2>&1 &
           pids+=($!)
         done
       else
-        local mode pol enf groups=1 backend=none overlap=true vv=$v
+        local mode pol enf groups=1 backend=none overlap=true vv=$v codec=none
+        case $vv in *-c*) codec=${vv##*-c}; vv=${vv%-c*}; codec=${codec//_/:} ;; esac
         case $vv in *-groups-nooverlap) overlap=false; vv=${vv%-nooverlap} ;; esac
         case $vv in *-groups) groups=$per_host; backend=shm; vv=${vv%-groups} ;; esac
         mode=$(echo "$vv" | cut -d- -f2)
@@ -254,6 +259,7 @@ ddp_part() {
                       "--order.enforce=$enf" "--order.plan_bandwidth=$ddp_bw"
                       "--cluster.local_size=$groups"
                       "--intra.backend=$backend" "--intra.overlap=$overlap"
+                      "--push.compression=$codec"
                       "--output.dir=$dir" --output.run=cluster)
         ip netns exec "$tag-s0" "$bin/ordo-scheduler" "${common[@]}" \
           "--cluster.scheduler=tcp://${addr[s0]}:0" > "$dir/scheduler.log" 2>&1 &
@@ -278,6 +284,7 @@ ddp_part() {
             ORDO_CLUSTER_SERVERS=2 ORDO_CLUSTER_WORKERS=$nworkers ORDO_NET_BANDWIDTH=0 \
             ORDO_NET_LATENCY_US=0 ORDO_ORDER_POLICY="$pol" ORDO_ORDER_ENFORCE="$enf" ORDO_ORDER_PLAN_BANDWIDTH="$ddp_bw" \
             ORDO_CLUSTER_LOCAL_SIZE=$groups ORDO_INTRA_BACKEND=$backend ORDO_INTRA_OVERLAP=$overlap \
+            ORDO_PUSH_COMPRESSION="$codec" \
             ORDO_LOCAL_RANK=$((w % per_host)) \
             ORDO_LOCAL_SIZE=$per_host "$py" "$worker" train --mode "$mode" "${plan[@]}" "${wargs[@]}" \
             > "$dir/worker$w.log" 2>&1 &

@@ -16,7 +16,8 @@ steps_per_s, step_ms_mean, p50, the means of forward_ms, backward_ms and step_wa
 wait in opt.step() for the transfers), host_tx_models and host_rx_models (a worker host's
 interface bytes per iteration over the model's bytes, the mean of the 2 hosts), ordo_push_models
 and ordo_pull_models (the payload ordo's path counted, per host; host groups only) and vs_ddp
-(throughput over the best DDP variant's: ddp and ddp-bMB, the bucket sizes that ran). Plots (gnuplot, when
+(throughput over the best float32 DDP variant's: ddp and ddp-bMB, the bucket sizes that ran)
+and vs_ddp_hook (over the best DDP variant with a compression hook: -bf16, -fp16, -powersgd). Plots (gnuplot, when
 installed): torch-throughput.png, torch-speedup.png, torch-straggler.png,
 torch-predicted.png, torch-ddp.png.
 torch-tables.md: both tables in Markdown.
@@ -189,7 +190,7 @@ for m in models:
 
 ddp = []
 for m in models:
-    base = None
+    base = best_hook = None
     rows = []
     for sysname in ddp_systems(m):
         recs = records("ddp-%s-%s" % (m, sysname))
@@ -207,10 +208,15 @@ for m in models:
                      "forward_ms": mean_of("forward_ms"), "backward_ms": mean_of("backward_ms"),
                      "step_wait_ms": mean_of("step_wait_ms"), "iterations": s["iterations"],
                      **host_bytes("ddp-%s-%s" % (m, sysname))})
-        if sysname.split("-")[0] == "ddp":  # DDP's best bucket size is the baseline
-            base = max(base or 0, s["throughput"])
+        if sysname.split("-")[0] == "ddp":
+            hooked = sysname.rsplit("-", 1)[-1] in ("bf16", "fp16", "powersgd")
+            if hooked:  # DDP's best with a compression hook
+                best_hook = max(best_hook or 0, s["throughput"])
+            else:  # DDP's best bucket size, float32
+                base = max(base or 0, s["throughput"])
     for r in rows:
         r["vs_ddp"] = r4(r["throughput"] / base) if base else ""
+        r["vs_ddp_hook"] = r4(r["throughput"] / best_hook) if best_hook else ""
     ddp += rows
 
 

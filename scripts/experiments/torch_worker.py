@@ -236,12 +236,34 @@ def train(a: argparse.Namespace) -> int:
                 client.iter_bytes if client is not None else None)
 
 
+def register_hook(net: nn.Module, hook: str) -> None:
+    """register_hook gives DDP one of its compression hooks: bf16 or fp16 (the bucket divided by
+    the world size, cast, all-reduced, cast back) or PowerSGD at rank 4 from step 10, with error
+    feedback and warm start, the settings PowerSGD's authors and PyTorch's docs recommend."""
+    if hook == "none":
+        return
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as psgd
+    if hook == "bf16":
+        net.register_comm_hook(None, default_hooks.bf16_compress_hook)
+    elif hook == "fp16":
+        net.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    elif hook == "powersgd":
+        state = psgd.PowerSGDState(process_group=None, matrix_approximation_rank=4,
+                                   start_powerSGD_iter=10, use_error_feedback=True,
+                                   warm_start=True)
+        net.register_comm_hook(state, psgd.powerSGD_hook)
+    else:
+        raise ValueError(f"torch_worker: unknown DDP hook {hook!r}")
+
+
 def ddp(a: argparse.Namespace) -> int:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     dist.init_process_group("gloo", rank=rank, world_size=size)
     net = DistributedDataParallel(make_model(a.model, a.width), bucket_cap_mb=a.bucket_mb)
+    register_hook(net, a.hook)
     opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     return loop(a, net, opt, rank, size, dist.destroy_process_group)
 
@@ -321,6 +343,8 @@ def main() -> int:
     ap.add_argument("--plan", action="store_true", help="train: model= (planned order)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--bucket-mb", type=float, default=25, help="ddp: bucket_cap_mb")
+    ap.add_argument("--hook", default="none", choices=["none", "bf16", "fp16", "powersgd"],
+                    help="ddp: a compression comm hook")
     ap.add_argument("--synthetic", action="store_true", help="random inputs, no data set")
     ap.add_argument("--out", default=".")
     a = ap.parse_args()

@@ -6,12 +6,14 @@ Tensors: "avg" (a pull returns the mean of the pushes), "sgd" (SGD with momentum
 decay on the servers) and "conf" (the conf's [optimizer]), each declared with CODEC. ITERS
 iterations push a pseudo-random gradient (a seed of rank, iteration and tensor, so every
 worker can replay every other's) and pull every tensor; each value is compared with the
-replay. Prints "N values checked, M wrong, largest relative difference D".
+replay ($COMPRESSED_BIG puts values that large into one gradient). Prints "N values
+checked, M wrong, largest relative difference D".
 
     python compressed_worker.py CODEC CONF key=value ...
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -23,9 +25,16 @@ LR, MOMENTUM, WD = 0.25, 0.9, 0.125
 TENSORS = [("avg", 1000, "average"), ("sgd", 3000, "sgd"), ("conf", 517, "conf")]
 
 
+# $COMPRESSED_BIG: tensor "avg"'s gradients are this large at iteration 2 (fp16's range)
+BIG = float(os.environ.get("COMPRESSED_BIG", "0"))
+
+
 def grad(rank: int, t: int, k: int, n: int) -> np.ndarray:
     rng = np.random.default_rng(1000 * rank + 10 * t + k)
-    return (rng.standard_normal(n) * (1 + k)).astype(np.float32)
+    g = (rng.standard_normal(n) * (1 + k)).astype(np.float32)
+    if BIG and k == 0 and t == 2:
+        g[:3] = np.float32(BIG)
+    return g
 
 
 def main(argv: list[str]) -> int:
@@ -47,13 +56,15 @@ def main(argv: list[str]) -> int:
     w = [x.copy() for x in init]
     mom = np.zeros(TENSORS[1][1], dtype=np.float32)
     senders = [[wire_ref.Sender(codec, n, size) for _, n, _ in TENSORS] for _ in range(size)]
+    pullers = [wire_ref.Puller(codec, n) for _, n, _ in TENSORS]
     scale = np.float32(1.0 / size)
     checked = wrong = 0
     worst = 0.0
     vals = [np.zeros(n, dtype=np.float32) for _, n, _ in TENSORS]
     for t in range(ITERS):
-        for k, (_, n, _) in enumerate(TENSORS):
-            client.pushpull(k, grad(rank, t, k, n), vals[k], priority=k)
+        grads = [grad(rank, t, k, n) for k, (_, n, _) in enumerate(TENSORS)]
+        for k in range(len(TENSORS)):  # the library reads grads[k] until the push is done
+            client.pushpull(k, grads[k], vals[k], priority=k)
         client.wait_all(timeout_ms=30000)
         for k, (name, n, kind) in enumerate(TENSORS):
             total = np.zeros(n, dtype=np.float32)
@@ -67,7 +78,7 @@ def main(argv: list[str]) -> int:
                 w[k] = w[k] - np.float32(LR) * mom
             else:
                 w[k] = w[k] - np.float32(conf_lr) * (scale * total)
-            expect = wire_ref.pulled(codec, w[k])
+            expect = pullers[k].pull(w[k], t + 1)
             rel = np.abs(vals[k] - expect) / np.maximum(np.abs(expect), np.float32(1e-30))
             worst = max(worst, float(rel.max()))
             bad = np.nonzero(rel > 1e-6)[0]

@@ -330,6 +330,60 @@ START_TEST(replicas_within_the_servers_and_dense_bsp)
 }
 END_TEST
 
+/* push.compression: a codec spec, checked where it is read; the pairs it cannot serve are
+ * refused naming both keys */
+START_TEST(compression_specs_and_their_pairs_are_checked)
+{
+    ordo_conf_t c;
+    ordo_conf_defaults(&c);
+    ck_assert_str_eq(c.compression, "none");
+    const char *good[] = {"bf16", "fp16", "onebit", "topk:0.01", "randomk:1000", "onebit,ef=none",
+                          "bf16,ef=vanilla", "auto", "auto:fp16"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        ORDO_CK_OK(ordo_conf_set(&c, "push.compression", good[i], "test"));
+        ORDO_CK_OK(ordo_conf_validate(&c));
+    }
+    const struct {
+        const char *spec, *says;
+    } bad[] = {
+        {"zstd", "push.compression: compression \"zstd\": unknown codec \"zstd\""},
+        {"topk", "topk needs k"},
+        {"topk:0", "k \"0\" is out of range"},
+        {"topk:1.5", "k \"1.5\" is out of range"},
+        {"randomk:-3", "k \"-3\" is out of range"},
+        {"bf16:4", "bf16 takes no k"},
+        {"onebit,ef=maybe", "unknown option \"ef=maybe\""},
+        {"auto:onebit", "auto chooses between float32 and a 16-bit cast"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ORDO_CK_OK(ordo_conf_set(&c, "push.compression", bad[i].spec, "test"));
+        ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
+        ck_assert_msg(strstr(ordo_error_detail(), bad[i].says), "%s: %s", bad[i].spec,
+                      ordo_error_detail());
+    }
+    ORDO_CK_OK(ordo_conf_set(&c, "push.compression", "onebit", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "fault.worker", "restart", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "does not go with fault.worker = restart"));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.compression", "onebit,ef=none", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "fault.worker", "abort", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.compression", "topk:0.1", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "cluster.servers", "2", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "fault.replicas", "2", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "does not go with fault.replicas = 2"));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.compression", "bf16", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "fault.replicas", "1", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "model.trainer", "mlp", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "model.compute", "cpu", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "sparse", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "does not go with push.mode = sparse"));
+}
+END_TEST
+
 /* auto: a planned policy in training pulls early and releases greedily; fifo, none and
  * forward-only runs keep start and strict; a value written out stays as written */
 START_TEST(auto_order_settings_follow_the_policy)
@@ -407,6 +461,7 @@ static Suite *conf_suite(void)
     tcase_add_test(tc, fault_worker_modes_are_checked);
     tcase_add_test(tc, sync_and_straggle_keys_are_checked);
     tcase_add_test(tc, replicas_within_the_servers_and_dense_bsp);
+    tcase_add_test(tc, compression_specs_and_their_pairs_are_checked);
     suite_add_tcase(s, tc);
     return s;
 }
