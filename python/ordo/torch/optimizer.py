@@ -514,6 +514,10 @@ def horovod_options(runtime: rt.Runtime, mode: str, compression: Any, op: int | 
     if mode == "server" and (op != co.Average or gradient_predivide_factor != 1.0):
         raise ValueError(f"ordo.torch.{call}: mode='server' runs SGD on the mean gradient; "
                          "op=Sum and gradient_predivide_factor need mode='gradients'")
+    if (op != co.Average or gradient_predivide_factor != 1.0) and runtime.in_groups():
+        raise ValueError(f"ordo.torch.{call}: in host groups the bound model averages whole "
+                         "iterations; op=Sum and gradient_predivide_factor need flat workers "
+                         "([intra] backend = none)")
     if num_groups and groups is None:
         groups = num_groups
     if groups is not None and not (isinstance(groups, int) and groups >= 0) and \
