@@ -139,6 +139,11 @@ def mismatches(hvd: Any, me: int) -> list[str]:
             errors.append("no error")
         except ValueError as e:
             errors.append(str(e))
+    try:  # rank 0 reduces where rank 1 gathers
+        (hvd.allreduce if me == 0 else hvd.allgather)(torch.zeros(2), name="bad")
+        errors.append("no error")
+    except ValueError as e:
+        errors.append(str(e))
     for call in (lambda: hvd.allreduce(torch.zeros(1), op=hvd.Adasum),
                  lambda: hvd.add_process_set([0]),
                  lambda: hvd.allreduce(torch.zeros(1), process_set=hvd.ProcessSet([1]))):

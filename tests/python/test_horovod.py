@@ -224,9 +224,10 @@ def test_collectives_through_a_cluster_equal_one_process(tmp_path: Path):
         assert "tensor 'bad' has dtype torch.float32 on rank 0 and torch.float64 on rank 1" \
             in e[1]
         assert "allgather: tensor 'bad' has shape [2, 3] on rank 0 and [2, 4] on rank 1" in e[2]
-        assert "op=Adasum" in e[3] and "use op=Average" in e[3], e[3]
-        assert "add_process_set" in e[4] and "every worker" in e[4], e[4]
-        assert "allreduce: process_set=" in e[5], e[5]
+        assert "rank 0 called allreduce 'bad' where rank 1 called allgather 'bad'" in e[3], e[3]
+        assert "op=Adasum" in e[4] and "use op=Average" in e[4], e[4]
+        assert "add_process_set" in e[5] and "every worker" in e[5], e[5]
+        assert "allreduce: process_set=" in e[6], e[6]
         assert got["queries"]["mpi_built"] is False and got["queries"]["gloo_built"] is False
         assert got["queries"]["cuda_built"] == torch.cuda.is_available()
         assert got["remove_process_set"] is False and got["internal_error"] and got["elastic"]

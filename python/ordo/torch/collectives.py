@@ -146,20 +146,18 @@ def _gather(call: str, record: dict) -> list[dict]:
     for root in range(r.client.size):
         data = r.broadcast_bytes(mine if root == r.client.rank else None, root)
         records.append(torch.load(io.BytesIO(data), weights_only=False))
-    for i, rec in enumerate(records):
-        if rec["call"] != record["call"]:
-            raise ValueError(f"ordo.torch.{call}: rank {r.client.rank} called {record['call']} "
-                             f"{record['name']!r} where rank {i} called {rec['call']} "
+    # every rank compares the same records against rank 0's: the same error on every rank
+    first = records[0]
+    for i, rec in enumerate(records[1:], start=1):
+        if rec["call"] != first["call"] or (first["name"] and rec["name"]
+                                             and rec["name"] != first["name"]):
+            raise ValueError(f"ordo.torch: rank 0 called {first['call']} "
+                             f"{first['name']!r} where rank {i} called {rec['call']} "
                              f"{rec['name']!r}: every rank must make the same collectives in "
                              "the same order")
-        if record["name"] and rec["name"] and rec["name"] != record["name"]:
-            raise ValueError(f"ordo.torch.{call}: rank {r.client.rank} reduces "
-                             f"{record['name']!r} where rank {i} reduces {rec['name']!r}: every "
-                             "rank must make the same collectives in the same order")
-        if len(rec["shapes"]) != len(record["shapes"]):
-            raise ValueError(f"ordo.torch.{call} {record['name']!r}: {len(rec['shapes'])} "
-                             f"tensors on rank {i}, {len(record['shapes'])} on rank "
-                             f"{r.client.rank}")
+        if len(rec["shapes"]) != len(first["shapes"]):
+            raise ValueError(f"ordo.torch.{call} {first['name']!r}: {len(first['shapes'])} "
+                             f"tensors on rank 0, {len(rec['shapes'])} on rank {i}")
     return records
 
 

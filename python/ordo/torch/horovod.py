@@ -122,10 +122,17 @@ def grouped_allreduce(tensors: list[torch.Tensor], average: bool | None = None,
         ValueError: Adasum, a process set other than every worker, or ranks whose tensors
             differ in shape or dtype (on every rank, naming the tensor and both shapes)
     """
-    co.check_process_set(process_set, "grouped_allreduce")
-    op = co.resolve_op(average, op, "grouped_allreduce")
-    return co.grouped_allreduce_values(list(tensors), name, op, prescale_factor,
-                                       postscale_factor, "grouped_allreduce")
+    return _allreduce_list(list(tensors), average, name, op, prescale_factor,
+                           postscale_factor, process_set, "grouped_allreduce")
+
+
+def _allreduce_list(tensors: list[torch.Tensor], average: bool | None, name: str | None,
+                    op: int | None, prescale_factor: float, postscale_factor: float,
+                    process_set: ProcessSet, call: str) -> list[torch.Tensor]:
+    co.check_process_set(process_set, call)
+    op = co.resolve_op(average, op, call)
+    return co.grouped_allreduce_values(tensors, name, op, prescale_factor, postscale_factor,
+                                       call)
 
 
 def grouped_allreduce_async(tensors: list[torch.Tensor], average: bool | None = None,
@@ -142,8 +149,8 @@ def grouped_allreduce_(tensors: list[torch.Tensor], average: bool | None = None,
                        prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                        process_set: ProcessSet = _PS) -> list[torch.Tensor]:
     """grouped_allreduce_ is grouped_allreduce written into the tensors, which it returns."""
-    out = grouped_allreduce(tensors, average, name, Compression.none, op, prescale_factor,
-                            postscale_factor, process_set)
+    out = _allreduce_list(list(tensors), average, name, op, prescale_factor, postscale_factor,
+                          process_set, "grouped_allreduce_")
     with torch.no_grad():
         for t, v in zip(tensors, out, strict=True):
             t.copy_(v)
@@ -172,8 +179,8 @@ def allreduce(tensor: torch.Tensor, average: bool | None = None, name: str | Non
         op = co.resolve_op(average, op, "allreduce")
         if op in (Average, Sum):
             return _Allreduce.apply(tensor, name, op, prescale_factor, postscale_factor)
-    return grouped_allreduce([tensor], average, name, compression, op, prescale_factor,
-                             postscale_factor, process_set)[0]
+    return _allreduce_list([tensor], average, name, op, prescale_factor, postscale_factor,
+                           process_set, "allreduce")[0]
 
 
 def allreduce_async(tensor: torch.Tensor, average: bool | None = None, name: str | None = None,
@@ -188,8 +195,11 @@ def allreduce_(tensor: torch.Tensor, average: bool | None = None, name: str | No
                op: int | None = None, prescale_factor: float = 1.0,
                postscale_factor: float = 1.0, process_set: ProcessSet = _PS) -> torch.Tensor:
     """allreduce_ is allreduce written into tensor, which it returns."""
-    return grouped_allreduce_([tensor], average, name, op, prescale_factor, postscale_factor,
-                              process_set)[0]
+    out = _allreduce_list([tensor], average, name, op, prescale_factor, postscale_factor,
+                          process_set, "allreduce_")[0]
+    with torch.no_grad():
+        tensor.copy_(out)
+    return tensor
 
 
 def allreduce_async_(tensor: torch.Tensor, average: bool | None = None, name: str | None = None,
@@ -237,10 +247,10 @@ def allgather(tensor: torch.Tensor, name: str | None = None,
     """allgather concatenates every worker's tensor along the first dimension, in rank order;
     the other dimensions and the dtype must match (an error on every rank otherwise).
     Differentiable for a tensor that requires grad."""
+    co.check_process_set(process_set, "allgather")
     if _grad_wanted(tensor):
-        co.check_process_set(process_set, "allgather")
         return _Allgather.apply(tensor, name)
-    return grouped_allgather([tensor], name, process_set)[0]
+    return co.grouped_allgather_values([tensor], name, "allgather")[0]
 
 
 def allgather_async(tensor: torch.Tensor, name: str | None = None,
