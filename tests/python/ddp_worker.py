@@ -3,9 +3,10 @@
 environment against ordo.torch, joins a gloo process group with init_process_group()
 unchanged, trains torch_mlp's model under DistributedDataParallel with
 ordo.torch.ddp_comm_hook (small buckets: several per step), and writes its parameters to
-DIR/outRANK.pt.
+DIR/outRANK.pt. With CODEC (bf16, fp16), the hook's state is ordo.torch.Compression.CODEC:
+every gradient travels in that wire type.
 
-    python ddp_worker.py DIR
+    python ddp_worker.py DIR [CODEC]
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from torch.nn.parallel import DistributedDataParallel
 ENV = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]
 
 
-def main(folder: str) -> int:
+def main(folder: str, codec: str | None = None) -> int:
     torch.set_num_threads(1)
     missing = [k for k in ENV if k not in os.environ]
     if missing:
@@ -45,7 +46,7 @@ def main(folder: str) -> int:
         buckets.add(bucket.index())
         return hvd.ddp_comm_hook(state, bucket)
 
-    ddp.register_comm_hook(None, hook)
+    ddp.register_comm_hook(getattr(hvd.Compression, codec) if codec else None, hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9, weight_decay=0.01)
     torch_mlp.train(ddp, opt, dist.get_rank(), dist.get_world_size())
     print(f"joined: ordo rank {hvd.rank()} of {hvd.size()}, torch rank {dist.get_rank()}; "
@@ -58,4 +59,4 @@ def main(folder: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(*sys.argv[1:3]))

@@ -14,6 +14,7 @@ with model.register_comm_hook(None, ordo.torch.ddp_comm_hook). See docs/torch.md
 """
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -21,17 +22,22 @@ from typing import Any
 import torch
 
 import ordo
+from ordo.torch import collectives as _co
 from ordo.torch import ddp as _ddp
+from ordo.torch import horovod as _hvd
 from ordo.torch import optimizer as _optimizer
 from ordo.torch import runtime as _rt
+from ordo.torch.compression import Compressor as _Compressor
 from ordo.torch.ddp import ddp_comm_hook
+from ordo.torch.horovod import *  # noqa: F403 (Horovod's names: ordo/torch/horovod.py)
 from ordo.torch.sampler import ElasticSampler
+from ordo.torch.sync_batch_norm import SyncBatchNorm
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size", "declare",
     "push_pull", "push_pull_async", "synchronize", "poll", "broadcast_parameters",
     "broadcast_optimizer_state", "broadcast_object", "DistributedOptimizer", "Handle",
-    "ddp_comm_hook", "ElasticSampler",
+    "ddp_comm_hook", "ElasticSampler", "SyncBatchNorm", "elastic", *_hvd.__all__,
 ]
 
 _runtime: _rt.Runtime | None = None
@@ -44,7 +50,8 @@ def _rt_or_raise() -> _rt.Runtime:
     return _runtime
 
 
-def init(conf: str | None = None, settings: dict[str, Any] | None = None) -> None:
+def init(conf: str | None = None, settings: dict[str, Any] | None = None, *,
+         comm: Any = None, process_sets: Any = None) -> None:
     """init makes this process a worker of the cluster its launcher started; nothing is
     connected until the first transfer (the join).
 
@@ -52,13 +59,23 @@ def init(conf: str | None = None, settings: dict[str, Any] | None = None) -> Non
         conf: the conf file (default $ORDO_CONF, which ordo-launch sets); ORDO_* variables
             override it
         settings: {"section.key": value}, applied last
+        comm, process_sets: Horovod's; only None (every worker) can be served
 
     Raises:
         RuntimeError: no cluster to join: neither $ORDO_CONF nor $ORDO_CLUSTER_SCHEDULER
             (not started by ordo-launch)
+        ValueError: an MPI communicator or process sets (ordo's workers are one set)
         OrdoError: a bad conf file or setting
     """
     global _runtime
+    if comm is not None:
+        raise ValueError("ordo.torch.init: comm= is an MPI communicator; ordo's workers are "
+                         "the ones ordo-launch started (drop comm=)")
+    for ps in (process_sets if isinstance(process_sets, list) else []):
+        _co.check_process_set(ps, "init")
+    if process_sets is not None and not isinstance(process_sets, list):
+        raise ValueError(f"ordo.torch.init: process_sets={process_sets!r}: ordo's collectives "
+                         "run over every worker (drop process_sets=)")
     if _runtime is not None:
         return
     conf = conf or os.environ.get("ORDO_CONF") or None
@@ -70,6 +87,14 @@ def init(conf: str | None = None, settings: dict[str, Any] | None = None) -> Non
                            "scripts/ordo-launch CONF, whose [worker] command runs this script)")
     client = ordo.Client(conf, settings)
     _runtime = _rt.Runtime(client, conf, settings)
+    atexit.register(_shutdown_at_exit)
+
+
+def _shutdown_at_exit() -> None:
+    """A worker still in the cluster at exit leaves it (Horovod scripts never call
+    shutdown())."""
+    if _runtime is not None:
+        shutdown()
 
 
 def is_initialized() -> bool:
@@ -95,7 +120,9 @@ def shutdown() -> None:
         return
     r, _runtime = _runtime, None
     if r.joined:
+        run_dir, rank_ = r.client.run_dir(), r.client.rank
         r.client.leave()
+        _hvd.copy_timeline(run_dir, rank_)
     else:
         r.client.close()
 
@@ -189,25 +216,28 @@ def push_pull_async(tensor: torch.Tensor, name: str, average: bool = True,
     return _rt_or_raise().push_pull_async(tensor, name, average, priority)
 
 
-def synchronize(handle: Handle, timeout_ms: int = -1) -> torch.Tensor:
-    """synchronize waits for a push_pull_async and writes the result into its tensor.
+def synchronize(handle: Handle | _co.Done, timeout_ms: int = -1) -> Any:
+    """synchronize waits for a push_pull_async and writes the result into its tensor; for a
+    Horovod-style async collective (allreduce_async ...) it returns the collective's result.
 
     Args:
-        handle: push_pull_async's Handle
+        handle: push_pull_async's Handle, or an async collective's
         timeout_ms: how long to wait; -1: no limit
 
     Returns:
-        The tensor, now holding the result.
+        The tensor, now holding the result (the collective's result).
 
     Raises:
         Timeout: timeout_ms ran out (the transfer goes on)
         RuntimeError: init() was not called
         OrdoError: the cluster's error (a dead peer, a refused declaration, ...)
     """
+    if isinstance(handle, _co.Done):
+        return handle.value
     return _rt_or_raise().synchronize(handle, timeout_ms)
 
 
-def poll(handle: Handle) -> bool:
+def poll(handle: Handle | _co.Done) -> bool:
     """poll reports whether handle's push_pull completed.
 
     Args:
@@ -219,6 +249,8 @@ def poll(handle: Handle) -> bool:
     Raises:
         OrdoError: the cluster's error (a dead peer, a refused declaration, ...)
     """
+    if isinstance(handle, _co.Done):
+        return True
     return handle.done or handle.handle.done()
 
 
@@ -262,13 +294,15 @@ def broadcast_parameters(params: dict[str, torch.Tensor] | Iterable[tuple[str, t
     r.when_joined(lambda: r.broadcast_state(state, root_rank))
 
 
-def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int = 0) -> None:
+def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int = 0,
+                              model: torch.nn.Module | None = None) -> None:
     """broadcast_optimizer_state gives every worker root_rank's optimizer state and
     hyperparameters (optimizer.load_state_dict of root's state_dict).
 
     Args:
         optimizer: the optimizer, the same kind on every worker
         root_rank: the rank whose state is copied
+        model: Horovod's (for its state made before the first step); not needed here
 
     Raises:
         RuntimeError: init() was not called
@@ -282,12 +316,15 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int =
     r.when_joined(run)
 
 
-def broadcast_object(obj: Any, root_rank: int = 0) -> Any:
+def broadcast_object(obj: Any, root_rank: int = 0, name: str | None = None,
+                     process_set: Any = None) -> Any:
     """broadcast_object returns root_rank's obj on every worker.
 
     Args:
         obj: anything torch.save takes (the others' is ignored)
         root_rank: the sending rank
+        name: Horovod's name of the operation (unused)
+        process_set: Horovod's; only every worker (the default) can be served
 
     Returns:
         root_rank's obj.
@@ -296,6 +333,7 @@ def broadcast_object(obj: Any, root_rank: int = 0) -> Any:
         RuntimeError: init() was not called
         OrdoError: the cluster's error (a dead peer, a refused declaration, ...)
     """
+    _co.check_process_set(process_set, "broadcast_object")
     return _rt_or_raise().broadcast_object(obj, root_rank)
 
 
@@ -303,7 +341,11 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,  # noqa: N802 (Horovo
                          named_parameters: Iterable[tuple[str, torch.Tensor]] | None = None,
                          mode: str = "gradients", model: torch.nn.Module | None = None,
                          backward_passes_per_step: int = 1,
-                         per_parameter: bool | None = None) -> torch.optim.Optimizer:
+                         per_parameter: bool | None = None, *,
+                         compression: Any = None, op: int | None = None,
+                         gradient_predivide_factor: float = 1.0, num_groups: int = 0,
+                         groups: Any = None, sparse_as_dense: bool = False,
+                         process_set: Any = None) -> torch.optim.Optimizer:
     """DistributedOptimizer returns optimizer, still of its class, with its gradients
     averaged by the servers (mode="gradients": its own step then runs) or its SGD run on the
     servers (mode="server").
@@ -311,22 +353,45 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,  # noqa: N802 (Horovo
     Args:
         optimizer: the optimizer to wrap
         named_parameters: the model's named_parameters(): every optimized parameter,
-            float32 (CPU or CUDA)
+            float32 (CPU or CUDA); None: model's, else Horovod's names by position in the
+            optimizer's param groups (the same on every worker)
         mode: "gradients" or "server" (docs/torch.md, "Modes")
         model: lets ordo profile the model and plan the order of transfers (docs/torch.md)
         backward_passes_per_step: backward passes accumulated before each transfer
         per_parameter: in gradients mode with model=, update each parameter as its mean
             arrives (None: when the optimizer updates each parameter alone; True: an error
             for one that may couple parameters; False: the whole step at once)
+        compression: the wire codec of every parameter's tensor (ordo.torch.Compression)
+        op: Average (default) or Sum of the workers' gradients (gradients mode)
+        gradient_predivide_factor: Horovod's: each push divided by it, the mean multiplied
+            back (op=Average, gradients mode)
+        num_groups, groups: Horovod's fusion groups; accepted and checked: ordo fuses pushes
+            as the cluster's [push] mode and merge plan say (docs/merging.md), which leaves
+            the values unchanged
+        sparse_as_dense: accepted; ordo always pushes a sparse gradient densely
+        process_set: Horovod's; only every worker (the default) can be served
 
     Returns:
         optimizer, whose step() waits for the averages (or the servers' values).
 
     Raises:
         ValueError: a parameter missing from named_parameters, a mode that is not known, in
-            server mode an optimizer other than plain SGD, or per_parameter=True with an
-            optimizer that may couple parameters
+            server mode an optimizer other than plain SGD, per_parameter=True with an
+            optimizer that may couple parameters, op=Adasum (or Min, Max, Product), a
+            process set of some workers, or a codec this libordo lacks
         RuntimeError: init() was not called
     """
-    return _optimizer.make(optimizer, _rt_or_raise(), named_parameters, mode,
-                           backward_passes_per_step, model, per_parameter)
+    # Horovod's positional order (optimizer, named_parameters, compression,
+    # backward_passes_per_step, ...): a Compressor or an int where ordo has mode and model
+    if isinstance(mode, _Compressor):
+        mode, compression = "gradients", mode
+    if isinstance(model, int) and not isinstance(model, bool):
+        model, backward_passes_per_step = None, model
+    r = _rt_or_raise()
+    opts = _optimizer.horovod_options(r, mode, compression, op, gradient_predivide_factor,
+                                      num_groups, groups, process_set)
+    return _optimizer.make(optimizer, r, named_parameters, mode, backward_passes_per_step,
+                           model, per_parameter, opts)
+
+
+from ordo.torch import elastic  # noqa: E402 (hvd.elastic, as horovod.torch has it)

@@ -31,6 +31,7 @@ import torch
 import torch.distributed as dist
 
 from ordo.client import Handle, Timeout
+from ordo.torch import compression as cp
 from ordo.torch import runtime as rt
 
 POLL_MS = 2  # how long the hook's thread waits on one transfer before it looks for new buckets
@@ -53,7 +54,8 @@ class CommHook:
     """CommHook is the state of ddp_comm_hook in this process: the parameters declared from
     the first iteration's buckets, and the thread that runs the transfers."""
 
-    def __init__(self) -> None:
+    def __init__(self, codec: str = "none") -> None:
+        self.codec = codec  # the wire codec of every gradient (ddp_comm_hook's state)
         self.first: list[Bucket] = []  # the first iteration's buckets, until the last one
         self.learned = False            # the buckets are known (the join is queued)
         self.keys: dict[int, tuple[int, int]] = {}  # parameter data pointer -> tensor, priority
@@ -104,7 +106,8 @@ class CommHook:
         order = [p for b in sorted(buckets, key=lambda b: -b.index) for p in reversed(b.params)]
         index = {}
         for k, (ptr, numel) in enumerate(order):
-            index[ptr] = r.declare(f"ddp.{k}", numel, rt.AVERAGE, every_step=True).index
+            index[ptr] = r.declare(f"ddp.{k}", numel, rt.AVERAGE, every_step=True,
+                                   codec=self.codec).index
         r.join()
         self.keys = {ptr: (i, r.client.priority(i)) for ptr, i in index.items()}
 
@@ -203,7 +206,9 @@ def ddp_comm_hook(state: Any,
     joins the cluster; the process leaves it at exit (or at ordo.torch.shutdown()).
 
     Args:
-        state: DDP's hook state; unused (pass None).
+        state: DDP's hook state: None, or the wire codec of every gradient
+            (ordo.torch.Compression.bf16, .fp16, ...: register_comm_hook(Compression.bf16,
+            ordo.torch.ddp_comm_hook), as DDP's bf16_compress_hook; the servers sum float32).
         bucket: the bucket DDP hands over: float32 gradients, on the CPU or a CUDA device
             (staged through host memory).
 
@@ -219,8 +224,12 @@ def ddp_comm_hook(state: Any,
     global _hook, _at_exit
     with _lock:
         if _hook is None:
-            _runtime()
-            _hook = CommHook()
+            r = _runtime()
+            codec = cp.codec_of(state)
+            if codec != "none" and not hasattr(r.client, "declare_compression"):
+                raise ValueError(f"ordo.torch.ddp_comm_hook: state {codec!r} needs libordo's "
+                                 "wire codecs (Client.declare_compression)")
+            _hook = CommHook(codec)
             if not _at_exit:
                 atexit.register(_leave_at_exit)
                 _at_exit = True

@@ -35,6 +35,8 @@ from typing import Any
 
 import torch
 
+from ordo.torch.sampler import ElasticSampler  # noqa: F401 (hvd.elastic.ElasticSampler)
+
 
 class TorchState:
     """TorchState(model, optimizer, **kwargs) is the state elastic training keeps: the model
@@ -102,7 +104,9 @@ class TorchState:
         self._callbacks.extend(callbacks)
 
     def sync(self) -> None:
-        """sync joins the cluster (the optimizer declared the tensors) and, in a process that
+        """sync joins the cluster (the optimizer declared the tensors); at the run's start
+        every worker takes rank 0's model, optimizer state and kwargs (Horovod's sync); in a
+        process that
         took a dead worker's place or joined a running job, sets `step` to the iteration the
         cluster goes on at: server mode, the servers' values arrive with the optimizer's first
         pull; gradients mode, the model, optimizer and kwargs are a live peer's last commit
@@ -112,6 +116,8 @@ class TorchState:
         rt.join()
         at = min((rt.client.version(t.index) for t in rt.tensors.values()), default=0)
         self.restarted = at > 0
+        if not self.restarted and rt.client.resume_iter() < 0:
+            self._from_root(ot)
         if self.restarted and self._gradients_mode():
             if self._peer_runtime() is None:
                 raise RuntimeError("ordo.torch.elastic: a restarted gradients-mode worker needs "
@@ -129,6 +135,19 @@ class TorchState:
             self.step = at
         if self.restarted:
             self.commit()
+
+    def _from_root(self, ot: Any) -> None:
+        """_from_root gives every worker of the run's start rank 0's model, optimizer state
+        and kwargs, as Horovod's first sync does (a collective of those workers)."""
+        mine = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "kwargs": {k: getattr(self, k) for k in self._keys}}
+        got = ot.broadcast_object(mine, root_rank=0)
+        if ot.rank() != 0:
+            self.model.load_state_dict(got["model"])
+            self.optimizer.load_state_dict(got["optimizer"])
+            for k, v in got["kwargs"].items():
+                setattr(self, k, v)
+        self.commit()
 
     @staticmethod
     def _peer_timeout_ms(rt: Any) -> int:

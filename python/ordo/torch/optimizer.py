@@ -21,12 +21,15 @@ from typing import Any
 
 import torch
 
+from ordo.torch import collectives as co
+from ordo.torch import compression as cp
 from ordo.torch import groups as gr
 from ordo.torch import per_param as pp
 from ordo.torch import runtime as rt
 from ordo.torch.staging import CudaStaging
 
 MODES = ("gradients", "server")
+JOIN_FLAG = "ordo.torch.join"  # 1 value pushed each step: the mean tells how many joined
 PROFILE_ITERATIONS = 5  # iterations profiled (after one warm-up) before the plan (model=)
 
 
@@ -41,6 +44,23 @@ def _check_sgd(opt: torch.optim.Optimizer) -> None:
                 raise ValueError(f"ordo.torch: mode='server': param group {i} has {key}="
                                  f"{g[key]}; the servers run SGD without it (use "
                                  "mode='gradients')")
+
+
+class Options:
+    """Options are Horovod's DistributedOptimizer arguments past the ones ordo had: the wire
+    codec, the op (Average, or Sum: the servers' mean times the workers) and the gradient
+    predivide factor (the push divided by it, the mean multiplied back)."""
+
+    def __init__(self, codec: str = "none", op: int = co.Average, predivide: float = 1.0):
+        self.codec = codec
+        self.op = op
+        self.predivide = predivide
+
+    def postscale(self, runtime: rt.Runtime) -> float:
+        """postscale is the factor on the servers' mean: predivide, times the workers for
+        Sum."""
+        n = runtime.live()[1] if self.op == co.Sum else 1
+        return self.predivide * n
 
 
 def _hyper(group: dict) -> tuple[float, float, float]:
@@ -81,9 +101,10 @@ class _Distributed:
 
     def _ordo_setup(self, runtime: rt.Runtime, named: list[tuple[str, torch.Tensor]],
                     mode: str, backward_passes_per_step: int, model: Any,
-                    per_parameter: bool) -> None:
+                    per_parameter: bool, opts: Options | None = None) -> None:
         self._ordo_rt = runtime
         self._ordo_mode = mode
+        self._ordo_opts = opts = opts or Options()
         # gradients mode, once planned: the optimizer per parameter (ordo.torch.per_param)
         self._ordo_per_parameter = per_parameter and mode == "gradients"
         self._ordo_updates: pp.PerParameterUpdates | None = None
@@ -103,11 +124,22 @@ class _Distributed:
             rt.check_tensor(p, f"parameter {name!r}")
             if mode == "server":
                 hyper = _hyper(group_of[id(p)])
-                t = runtime.declare(name, p.numel(), rt.SGD, hyper, every_step=True)
+                t = runtime.declare(name, p.numel(), rt.SGD, hyper, every_step=True,
+                                    codec=opts.codec)
             else:
-                t = runtime.declare(name, p.numel(), rt.AVERAGE, every_step=True)
+                t = runtime.declare(name, p.numel(), rt.AVERAGE, every_step=True,
+                                    codec=opts.codec)
             params.append(_Param(name, p, t))
         self._ordo_params = params
+        # join(): a rank out of data pushes zeros with this flag at 1 until every rank has
+        # (flat gradients mode; the flag is one more value per step)
+        self._ordo_join_flag = None
+        if mode == "gradients" and not runtime.in_groups():
+            k = sum(1 for n in runtime.tensors if n.startswith(JOIN_FLAG))
+            t = runtime.declare(f"{JOIN_FLAG}.{k}", 1, rt.AVERAGE, every_step=True)
+            self._ordo_join_flag = _Param(f"{JOIN_FLAG}.{k}", torch.zeros(1), t)
+            self._ordo_join_flag.priority = t.index
+            runtime.optimizers.append(self)
         self._ordo_staging = CudaStaging() if any(q.cuda for q in params) else None
         self._ordo_hooks = [q.param.register_post_accumulate_grad_hook(self._ordo_hook)
                             for q in params]
@@ -170,10 +202,14 @@ class _Distributed:
         self._ordo_rt.join()
         if grad is None:
             grad = torch.zeros_like(q.param)
+        elif grad.is_sparse:  # Horovod's sparse_as_dense; the servers sum dense tensors
+            grad = grad.to_dense()
         elif not grad.is_contiguous():
             grad = grad.contiguous()
-        if self._ordo_passes > 1:
-            grad = grad / self._ordo_passes
+        # Horovod's scaling: 1/passes and 1/gradient_predivide_factor before the sum
+        scale = self._ordo_passes * self._ordo_opts.predivide
+        if scale != 1.0:
+            grad = grad / scale
         q.grad = grad
         q.pushed = True
         if q.cuda:  # pushed once its copy to q.host is done, here or at a later call
@@ -196,6 +232,27 @@ class _Distributed:
         for q in self._ordo_params:
             if not q.pushed:
                 self._ordo_push(q, q.param.grad)
+        self._ordo_push_flag(0.0)
+
+    def _ordo_push_flag(self, value: float) -> None:
+        """_ordo_push_flag pushes this step's join flag (1: this rank joined)."""
+        f = self._ordo_join_flag
+        if f is None or f.pushed:
+            return
+        if f.handle is not None:  # gated steps: last step's flag
+            f.handle.wait()
+        f.param.fill_(value)
+        f.pushed = True
+        f.handle = self._ordo_rt.client.pushpull(f.tensor.index, f.param, f.recv, f.priority)
+
+    def _ordo_joined_count(self) -> int:
+        """_ordo_joined_count waits for this step's join flag: the ranks that joined."""
+        f = self._ordo_join_flag
+        if f is None or f.handle is None:
+            return 0
+        f.handle.wait()
+        f.handle = None
+        return round(float(f.recv[0]) * self._ordo_rt.live()[1])
 
     def _ordo_wait_all(self) -> None:
         self._ordo_wait([q.tensor.index for q in self._ordo_params])
@@ -218,15 +275,56 @@ class _Distributed:
             return
         self._ordo_push_missing()
         self._ordo_wait_all()
+        self._ordo_joined_count()
         if self._ordo_mode == "gradients":
+            post = self._ordo_opts.postscale(self._ordo_rt)
             for q in self._ordo_params:
-                if q.param.grad is None:
+                if q.param.grad is None or q.param.grad.is_sparse:
                     q.param.grad = torch.empty_like(q.param)
                 if q.cuda:
                     self._ordo_staging.to_device(q.param.grad, q.recv)
                 else:
                     q.param.grad.copy_(q.recv)
+                if post != 1.0:
+                    q.param.grad.mul_(post)
         self._ordo_synced = True
+
+    def join_step(self) -> int:
+        """join_step is one step of a rank that ran out of data (ordo.torch.join): zeros for
+        every gradient and the join flag at 1, the results dropped; it returns how many ranks
+        have joined."""
+        if self._ordo_gated:  # the last step's values (and per-parameter updates) first
+            self._ordo_wait_all()
+        updates, self._ordo_updates = self._ordo_updates, None  # the zeros update nothing
+        try:
+            for q in self._ordo_params:
+                if not q.pushed:
+                    q.passes = self._ordo_passes
+                    self._ordo_push(q, torch.zeros_like(q.param))
+            self._ordo_push_flag(1.0)
+            self._ordo_push_staged(block=True)
+            self._ordo_wait_all()
+        finally:
+            self._ordo_updates = updates
+        joined = self._ordo_joined_count()
+        for q in self._ordo_params:
+            q.passes = 0
+            q.pushed = False
+        self._ordo_join_flag.pushed = False
+        self._ordo_iteration += 1
+        return joined
+
+    def skip_synchronize(self) -> Any:
+        """skip_synchronize is Horovod's context for step() after synchronize(): ordo's
+        step() never waits twice for one step, so it does nothing."""
+        import contextlib
+        return contextlib.nullcontext()
+
+    def set_backward_passes_per_step(self, passes: int) -> None:
+        """set_backward_passes_per_step changes the passes accumulated before each push."""
+        if passes < 1:
+            raise ValueError("ordo.torch: backward_passes_per_step must be at least 1")
+        self._ordo_passes = passes
 
     def step(self, closure: Any = None) -> Any:
         """step waits for this step's transfers, then runs the wrapped optimizer on the
@@ -248,6 +346,8 @@ class _Distributed:
         for q in self._ordo_params:
             q.passes = 0
             q.pushed = False
+        if self._ordo_join_flag is not None:
+            self._ordo_join_flag.pushed = False
         self._ordo_synced = False
         self._ordo_iteration += 1
         if self._ordo_bound is None:
@@ -389,13 +489,61 @@ class _Distributed:
                     self._ordo_staging.to_device(q.param.data, q.recv)  # the new parameter
                 if self._ordo_updates is not None and q.tensor.kind == rt.AVERAGE:
                     mean = q.recv.to(q.param.device) if q.cuda else q.recv
+                    post = self._ordo_opts.postscale(self._ordo_rt)
+                    if post != 1.0:
+                        mean = mean * post
                     self._ordo_updates.apply(q.param, mean)
+
+
+def horovod_options(runtime: rt.Runtime, mode: str, compression: Any, op: int | None,
+                    gradient_predivide_factor: float, num_groups: int, groups: Any,
+                    process_set: Any) -> Options:
+    """horovod_options checks Horovod's DistributedOptimizer arguments and returns what ordo
+    does with them (see ordo.torch.DistributedOptimizer)."""
+    call = "DistributedOptimizer"
+    co.check_process_set(process_set, call)
+    op = co.resolve_op(None, op, call)
+    if op not in (co.Average, co.Sum):
+        raise ValueError(f"ordo.torch.{call}: op={co.OP_NAMES[op]}; the servers average or "
+                         "sum gradients (op=Average or Sum)")
+    if gradient_predivide_factor <= 0:
+        raise ValueError(f"ordo.torch.{call}: gradient_predivide_factor must be > 0")
+    if gradient_predivide_factor != 1.0 and op != co.Average:
+        raise ValueError(f"ordo.torch.{call}: gradient_predivide_factor needs op=Average "
+                         "(as in Horovod)")
+    if mode == "server" and (op != co.Average or gradient_predivide_factor != 1.0):
+        raise ValueError(f"ordo.torch.{call}: mode='server' runs SGD on the mean gradient; "
+                         "op=Sum and gradient_predivide_factor need mode='gradients'")
+    if (op != co.Average or gradient_predivide_factor != 1.0) and runtime.in_groups():
+        raise ValueError(f"ordo.torch.{call}: in host groups the bound model averages whole "
+                         "iterations; op=Sum and gradient_predivide_factor need flat workers "
+                         "([intra] backend = none)")
+    if num_groups and groups is None:
+        groups = num_groups
+    if groups is not None and not (isinstance(groups, int) and groups >= 0) and \
+            not (isinstance(groups, list) and all(isinstance(g, list) for g in groups)):
+        raise ValueError(f"ordo.torch.{call}: groups={groups!r}: a number of groups or a "
+                         "list of lists of parameters")
+    codec = cp.codec_of(compression)
+    if codec != "none" and not hasattr(runtime.client, "declare_compression"):
+        raise ValueError(f"ordo.torch.{call}: compression={codec!r} needs libordo's wire "
+                         "codecs (Client.declare_compression), which this build lacks; use "
+                         "Compression.none")
+    return Options(codec, op, float(gradient_predivide_factor))
+
+
+def horovod_names(optimizer: torch.optim.Optimizer) -> list[tuple[str, torch.Tensor]]:
+    """horovod_names names the optimizer's parameters as Horovod does without
+    named_parameters (allreduce.noname.GROUP.INDEX), the same on every worker."""
+    return [(f"allreduce.noname.{i}.{j}", p) for i, g in enumerate(optimizer.param_groups)
+            for j, p in enumerate(g["params"])]
 
 
 def make(optimizer: torch.optim.Optimizer, runtime: rt.Runtime,
          named_parameters: Iterable[tuple[str, torch.Tensor]] | None, mode: str,
          backward_passes_per_step: int, model: Any,
-         per_parameter: bool | None = None) -> torch.optim.Optimizer:
+         per_parameter: bool | None = None,
+         opts: Options | None = None) -> torch.optim.Optimizer:
     """make returns optimizer as a DistributedOptimizer (see ordo.torch.DistributedOptimizer).
     per_parameter (gradients mode, model= given): None = when the optimizer's class allows it
     (ordo.torch.per_param.SEPARABLE), True = required (ValueError otherwise), False = never."""
@@ -412,10 +560,8 @@ def make(optimizer: torch.optim.Optimizer, runtime: rt.Runtime,
     if mode == "server":
         _check_sgd(optimizer)
     if named_parameters is None:
-        if model is None:
-            raise ValueError("ordo.torch: pass named_parameters=model.named_parameters() (or "
-                             "model=): ordo names each tensor the same way on every worker")
-        named_parameters = model.named_parameters()
+        named_parameters = model.named_parameters() if model is not None else \
+            horovod_names(optimizer)
     named = list(named_parameters)
     seen: set[str] = set()
     for name, _ in named:
@@ -426,5 +572,6 @@ def make(optimizer: torch.optim.Optimizer, runtime: rt.Runtime,
     dist = cls.__new__(cls)
     dist.__dict__ = optimizer.__dict__  # the same param_groups, state, hooks and defaults
     dist._ordo_opt_class = type(optimizer)
-    dist._ordo_setup(runtime, named, mode, backward_passes_per_step, model, per_parameter)
+    dist._ordo_setup(runtime, named, mode, backward_passes_per_step, model, per_parameter,
+                     opts)
     return dist

@@ -99,6 +99,7 @@ class Runtime:
     tensors: dict[str, Tensor] = field(default_factory=dict)
     joined: bool = False
     on_join: list[Callable[[], None]] = field(default_factory=list)
+    optimizers: list[Any] = field(default_factory=list)  # DistributedOptimizers (join())
 
     def in_groups(self) -> bool:
         """in_groups tells whether the conf puts this worker in a host group: [cluster]
@@ -128,10 +129,11 @@ class Runtime:
 
     def declare(self, name: str, numel: int, kind: str = AVERAGE,
                 hyper: tuple[float, float, float] = (0.0, 0.0, 0.0),
-                every_step: bool = False) -> Tensor:
-        """declare adds tensor name (before the join) with the update its servers run; a name
-        declared again must have the same size and update. A tensor not transferred
-        every_step (the program's own, push_pull's) travels alone under merged pushes."""
+                every_step: bool = False, codec: str = "none") -> Tensor:
+        """declare adds tensor name (before the join) with the update its servers run and its
+        wire codec; a name declared again must have the same size and update. A tensor not
+        transferred every_step (the program's own, push_pull's) travels alone under merged
+        pushes."""
         old = self.tensors.get(name)
         if old is not None:
             if (old.numel, old.kind, old.hyper) != (numel, kind, hyper):
@@ -147,6 +149,8 @@ class Runtime:
         self.client.declare_update(index, kind, lr, momentum, wd)
         if not every_step:
             self.client.declare_occasional(index)
+        if codec != "none":
+            self.client.declare_compression(index, codec)
         t = Tensor(index, numel, kind, hyper)
         self.tensors[name] = t
         return t

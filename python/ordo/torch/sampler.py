@@ -42,6 +42,13 @@ class ElasticSampler(Sampler[int]):
         """set_epoch makes the next iteration draw from epoch (call it before each epoch)."""
         self.epoch = epoch
 
+    def record_batch(self, batch_idx: int, batch_size: int) -> None:
+        """record_batch is Horovod's record of the samples trained on; the cluster's batch
+        service knows which batches it handed out, so there is nothing to record."""
+
+    def record_indices(self, indices: list[int]) -> None:
+        """record_indices: as record_batch, nothing to record."""
+
     # ---- the cluster ------------------------------------------------------------------------
 
     def _runtime_client(self) -> ordo.Client | None:
