@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "common/keys.h"
 #include "core/model.h"
 #include "planner/oracle.h"
 
@@ -26,6 +27,12 @@ typedef struct ordo_step_opts {
     int early_pulls;            /* 1: each value is asked for with its push; 0: at the step start */
     int64_t credit_floor_bytes; /* tuning: no credit below this (what the worker's wake-ups,
                                    whole milliseconds, can keep the link busy with) */
+    /* what a cluster adds (planner/cluster.c); left 0 (NULL) they change nothing */
+    double server_bandwidth_bps; /* the servers' egress rate (0: bandwidth_bps) */
+    double push_wire_scale;      /* bytes on the wire per byte of a gradient (0: 1) */
+    double answer_wire_scale;    /* bytes on the wire per byte of a value (0: 1) */
+    const ordo_keys_t *keys;     /* the key map (key = parameter index): a slice's server is
+                                    its chunk's, overriding channel (NULL: channel) */
 } ordo_step_opts_t;
 
 /* The modelled step. */
