@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""cluster_report: the table and error distribution of a cluster.sh run (docs/planning.md).
+
+    scripts/experiments/cluster_report.py CLUSTER.csv [--max-error X] [--markdown]
+
+Prints one row per grid point (predicted and measured step, error, the limit the planner
+named, bytes a worker host and a server host sent per iteration against the prediction) and
+the median, 90th percentile and worst of |error|. With --max-error X it exits 1 when a
+point's |error| is above X (a fraction).
+"""
+
+import argparse
+import csv
+import sys
+
+
+def percentile(xs: list[float], q: float) -> float:
+    """The q-quantile of xs by linear interpolation between order statistics."""
+    s = sorted(xs)
+    if not s:
+        return float("nan")
+    k = (len(s) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Summarise a cluster.sh run.")
+    ap.add_argument("csv")
+    ap.add_argument("--max-error", type=float, default=None)
+    ap.add_argument("--markdown", action="store_true", help="a Markdown table")
+    a = ap.parse_args(argv)
+    rows = list(csv.DictReader(open(a.csv, encoding="utf-8")))
+    if not rows:
+        print("cluster_report: no rows in " + a.csv, file=sys.stderr)
+        return 1
+    md = a.markdown
+    head = ["model", "W", "L", "S", "links (w/s)", "groups", "order", "x", "predicted ms",
+            "measured ms", "error", "limit", "h0 tx MB (pred)", "s0 tx MB (pred)"]
+    if md:
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * 4 + "---|---|---|---:|---:|---:|---:|---|---:|---:|")
+    else:
+        print("%-11s %2s %2s %2s %-16s %-3s %-4s %3s %9s %9s %7s  %-11s %15s %15s" % tuple(head))
+    errs = []
+    for r in rows:
+        e = float(r["error"])
+        errs.append(abs(e))
+        links = "%s/%s" % (r["worker_link"], r["server_link"])
+        h = "%s (%s)" % (r["worker_tx_mb"], r["predicted_worker_mb"])
+        s = "%s (%s)" % (r["server_tx_mb"], r["predicted_server_mb"])
+        cells = [r["model"], r["workers"], r["per_host"], r["server_hosts"], links, r["groups"],
+                 r["order"], r["compute_scale"], r["predicted_ms"], r["measured_ms"],
+                 "%+.1f %%" % (100 * e), r["limit"], h, s]
+        if md:
+            print("| " + " | ".join(cells) + " |")
+        else:
+            print("%-11s %2s %2s %2s %-16s %-3s %-4s %3s %9s %9s %7s  %-11s %15s %15s"
+                  % tuple(cells))
+    print()
+    print("%d points: |error| median %.1f %%, 90th percentile %.1f %%, worst %.1f %%"
+          % (len(errs), 100 * percentile(errs, 0.5), 100 * percentile(errs, 0.9),
+             100 * max(errs)))
+    if a.max_error is not None and max(errs) > a.max_error:
+        print("cluster_report: a point is off by more than %.0f %%" % (100 * a.max_error))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
