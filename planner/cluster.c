@@ -235,7 +235,9 @@ int ordo_cluster_predict(const ordo_model_t *m, const ordo_cluster_t *c,
                            .msg_us = c->msg_us,
                            .slice_bytes = c->ordered ? -1 : 1 << 20,
                            .credit_bytes = c->ordered ? -1 : floor,
-                           .early_pulls = c->ordered && !c->groups,
+                           /* a host group's owner asks for the next value with its push
+                            * (fused); flat, an order pulls early and fifo at the start */
+                           .early_pulls = c->ordered || c->groups,
                            .credit_floor_bytes = floor,
                            .push_wire_scale = ordo_cluster_wire_bytes(c->wire, c->topk_density,
                                                                       0) / 4.0,

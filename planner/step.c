@@ -212,8 +212,14 @@ int ordo_step_simulate(const ordo_model_t *m, const ordo_oracle_times_t *t, cons
         for (int i = 0; i < n; i++)
             sl[i].ready = grad[sl[i].param];
         run_link(sl, idx, taken, n, credit_us, 1, 0, o->latency_us, &push_free);
-        for (int i = 0; i < n; i++) /* the answer: with early pulls the push asked for it */
-            sl[i].ready = o->early_pulls ? sl[i].done : fmax(sl[i].done, c + o->latency_us);
+        /* the answer: with early pulls the push asked for it; else the next iteration's pull
+         * does, and the iteration ends once its last push is in (measured: with pulls at the
+         * start a step is the pushes' time plus the answers', docs/planning.md) */
+        double pushed = c;
+        for (int i = 0; i < n; i++)
+            pushed = fmax(pushed, sl[i].done);
+        for (int i = 0; i < n; i++)
+            sl[i].ready = o->early_pulls ? sl[i].done : fmax(sl[i].done, pushed + o->latency_us);
         for (int ch = 0; ch < o->n_channels; ch++) {
             int k = 0;
             for (int i = 0; i < n; i++)

@@ -281,7 +281,7 @@ int ordo_cluster_cli(int argc, char **argv)
     if (a.a.groups && a.c.workers_per_host < 2) a.a.groups = 0, a.c.groups = 0;
     ordo_model_t *m = NULL;
     if ((rc = ordo_model_load_file(a.model_path, &m)) != 0) {
-        fprintf(stderr, "ordo-plan cluster: %s\n", ordo_error_text(rc));
+        fprintf(stderr, "ordo-plan cluster: MODEL.json: %s\n", ordo_error_text(rc));
         return 1;
     }
     ordo_cluster_plan_t *p = calloc(1, sizeof *p);
