@@ -12,7 +12,8 @@ static double ring_us(const ordo_cluster_t *c, int n, double bytes, double *link
     *link_bytes = n > 1 ? 2.0 * (n - 1) / n * bytes : 0;
     double buckets = ceil(bytes / ORDO_ALLREDUCE_BUCKET_BYTES);
     double steps = n > 1 ? 2.0 * (n - 1) * buckets : 0;
-    return *link_bytes * 8e6 / c->worker_bps + steps * (c->latency_us + c->msg_us);
+    return *link_bytes * 8e6 / (c->worker_bps * c->link_efficiency) +
+           steps * (c->latency_us + c->msg_us);
 }
 
 /* fills out from the compute of m and the all-reduce's time */

@@ -43,6 +43,7 @@ typedef struct ordo_cluster {
     double intra_ns;         /* a host group's reduce and gather, per value */
     double server_ns;        /* a server's CPU per value per pusher (decode and sum) */
     double sched_us;         /* the scheduler's CPU per member per step */
+    double link_efficiency;  /* payload over link rate that TCP gets through a link, (0, 1] */
     int64_t partition_bytes; /* tensors above this are chunks spread over the servers */
 } ordo_cluster_t;
 
@@ -75,7 +76,9 @@ typedef struct ordo_cluster_result {
 } ordo_cluster_result_t;
 
 /* ordo_cluster_defaults fills c with one worker, one server host, 10gbit links, 50 us latency,
- * 20 us a message, no codec, no groups, fifo, the codec's conversion cost, 4 MiB partitions. */
+ * 20 us a message, no codec, no groups, fifo, the codec's conversion cost, a server's CPU of
+ * 4 ns per value per pusher and a link efficiency of 0.93 (both measured, docs/planning.md),
+ * 4 MiB partitions. */
 void ordo_cluster_defaults(ordo_cluster_t *c);
 
 /* ordo_cluster_check returns 0 when c is a cluster that can exist, else ORDO_ERR_INVAL with

@@ -42,8 +42,11 @@ static const char usage_text[] =
     "  --compute-scale X       the profile's op times times X (default 1)\n"
     "  --convert-ns NS         a codec's CPU per value per encode or decode (default: the\n"
     "                          codec's: bf16 0.5, onebit 1.5, topk 4)\n"
-    "  --intra-ns NS           a host group's reduce and gather per value (default 0.25)\n"
-    "  --server-ns NS          a server's CPU per value per pusher (default 0.5)\n"
+    "  --intra-ns NS           a host group's reduce and gather per value (default 1:\n"
+    "                          ordo-bench intra's 3.6 GB/s for 4 members, docs/planning.md)\n"
+    "  --server-ns NS          a server's CPU per value per pusher, receive, sum and answer\n"
+    "                          (default 4: measured, docs/planning.md)\n"
+    "  --link-efficiency E     TCP payload over link rate (default 0.93: measured)\n"
     "  --sched-us US           the scheduler's CPU per member per step (default 30)\n"
     "  --partition-bytes N     tensors above this are chunks spread over servers (default 4MiB)\n"
     "  --json                  one JSON object instead of the table\n"
@@ -116,6 +119,9 @@ static int take(args_t *a, const char *opt, const char *val)
             return usage_error(opt, g ? "on, off or auto" : "tao, fifo or auto", val);
         if (g) a->a.groups = is_auto, a->c.groups = v;
         else a->a.order = is_auto, a->c.ordered = v;
+    } else if (!strcmp(opt, "--link-efficiency")) {
+        if (parse_num(val, 0, 1, &a->c.link_efficiency))
+            return usage_error(opt, "not in (0, 1]", val);
     } else if (!strcmp(opt, "--density")) {
         if (parse_num(val, 0, 1, &a->c.topk_density)) return usage_error(opt, "not in (0, 1]", val);
     } else if (!strcmp(opt, "--partition-bytes")) {

@@ -19,6 +19,8 @@ static ordo_cluster_t cluster(int w, int l, int s, double bps)
     c.workers_per_host = l;
     c.server_hosts = s;
     c.worker_bps = c.server_bps = bps;
+    c.link_efficiency = 1; /* exact link times; the measured defaults have their own test */
+    c.server_ns = 0;
     return c;
 }
 
@@ -108,6 +110,31 @@ START_TEST(limit_is_the_busiest_resource)
     ORDO_CK_OK(ordo_cluster_predict(m, &c, &r));
     ck_assert_int_eq(r.limit, ORDO_CLUSTER_LIMIT_SCHEDULER);
     ck_assert_double_eq_tol(r.step_us, 4e6, 1);
+    ordo_model_destroy(&m);
+}
+END_TEST
+
+/* the measured defaults: TCP gets 0.93 of a link, and a server's CPU (4 ns per value per
+ * pusher) adds to the step: one thread receives, sums and answers */
+START_TEST(link_efficiency_and_server_cpu_add_up)
+{
+    ordo_model_t *m = fx_seq32();
+    ordo_cluster_t c = cluster(2, 1, 1, 1e9);
+    c.ordered = 1;
+    ordo_cluster_result_t bare, r;
+    ORDO_CK_OK(ordo_cluster_predict(m, &c, &bare));
+    ordo_cluster_t d;
+    ordo_cluster_defaults(&d);
+    c.link_efficiency = d.link_efficiency;
+    c.server_ns = d.server_ns;
+    ck_assert_double_eq_tol(c.link_efficiency, 0.93, 1e-12);
+    ck_assert_double_eq_tol(c.server_ns, 4.0, 1e-12);
+    ORDO_CK_OK(ordo_cluster_predict(m, &c, &r));
+    ck_assert_double_eq_tol(r.server_link_us, bare.server_link_us / 0.93, 1e-6);
+    ck_assert_double_eq_tol(r.server_cpu_us, 2 * 32 * 524288 * 4.0 / 1e3, 1e-6);
+    /* the link-bound step stretches by 1 / 0.93 and then takes the server's CPU on top */
+    ck_assert_double_ge(r.step_us, bare.step_us / 0.93 * 0.98 + r.server_cpu_us);
+    ck_assert_double_le(r.step_us, bare.step_us / 0.93 * 1.02 + r.server_cpu_us);
     ordo_model_destroy(&m);
 }
 END_TEST
@@ -205,6 +232,7 @@ static Suite *cluster_suite(void)
     tcase_add_test(tc, bytes_match_byteps_analysis);
     tcase_add_test(tc, groups_carry_one_model_per_host);
     tcase_add_test(tc, limit_is_the_busiest_resource);
+    tcase_add_test(tc, link_efficiency_and_server_cpu_add_up);
     tcase_add_test(tc, codecs_scale_the_bytes);
     tcase_add_test(tc, impossible_clusters_are_refused);
     tcase_add_test(tc, plan_recommends_groups_and_servers);
