@@ -77,7 +77,9 @@ void ordo_cluster_defaults(ordo_cluster_t *c)
                           .server_ns = 4.0,
                           .sched_us = 30,
                           .link_efficiency = 0.93,
-                          .partition_bytes = 4 << 20};
+                          .partition_bytes = 4 << 20,
+                          .slice_bytes = -1,
+                          .credit_bytes = -1};
 }
 
 int ordo_cluster_check(const ordo_cluster_t *c)
@@ -241,8 +243,12 @@ int ordo_cluster_predict(const ordo_model_t *m, const ordo_cluster_t *c,
                            .server_bandwidth_bps = srv_bps,
                            .latency_us = c->latency_us,
                            .msg_us = c->msg_us,
-                           .slice_bytes = c->ordered ? -1 : 1 << 20,
-                           .credit_bytes = c->ordered ? -1 : floor,
+                           .slice_bytes = c->slice_bytes >= 0 ? c->slice_bytes
+                                          : c->ordered        ? -1
+                                                              : 1 << 20,
+                           .credit_bytes = c->credit_bytes >= 0 ? c->credit_bytes
+                                           : c->ordered         ? -1
+                                                                : floor,
                            /* a host group's owner asks for the next value with its push
                             * (fused); flat, an order pulls early and fifo at the start */
                            .early_pulls = c->ordered || c->groups,

@@ -45,6 +45,8 @@ typedef struct ordo_cluster {
     double sched_us;         /* the scheduler's CPU per member per step */
     double link_efficiency;  /* payload over link rate that TCP gets through a link, (0, 1] */
     int64_t partition_bytes; /* tensors above this are chunks spread over the servers */
+    int64_t slice_bytes;     /* -1: tuned with an order, 1 MiB with fifo (as the scheduler) */
+    int64_t credit_bytes;    /* -1: tuned with an order, 1 ms of link with fifo */
 } ordo_cluster_t;
 
 /* The resources of a step. */

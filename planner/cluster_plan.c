@@ -59,6 +59,9 @@ static int fill_table(const ordo_model_t *m, const ordo_cluster_t *c,
                     k.groups = g;
                     k.ordered = o;
                     k.server_hosts = t->s[i];
+                    /* the candidates at the scheduler's untuned slice and credit (20 times
+                     * fewer modelled steps); the choice is then tuned */
+                    if (k.slice_bytes < 0) k.slice_bytes = 1 << 20;
                     if ((!a->wire && w != (int)c->wire) || (!a->groups && g != c->groups) ||
                         (!a->order && o != c->ordered) || ordo_cluster_check(&k) != 0)
                         continue;

@@ -37,7 +37,9 @@ typedef struct ordo_cluster_plan {
 } ordo_cluster_plan_t;
 
 /* ordo_cluster_plan chooses the settings a marks auto for m on c (the others as c gives them)
- * and fills *out (on success only). c is checked as given, with the auto fields ignored. */
+ * and fills *out (on success only). c is checked as given, with the auto fields ignored. The
+ * candidates are modelled at 1 MiB slices (unless c fixes them); the choice's result has its
+ * slice and credit tuned. */
 int ordo_cluster_plan(const ordo_model_t *m, const ordo_cluster_t *c, const ordo_cluster_auto_t *a,
                       ordo_cluster_plan_t *out);
 

@@ -266,7 +266,7 @@ static void print_table(const ordo_model_t *m, const args_t *a, const ordo_clust
            ring->bytes / 1e6, ring->bytes / 1e6);
     printf("%-26s %12s %14.1f %14.1f\n", "hier: a worker host's link", "", hier->bytes / 1e6,
            hier->bytes / 1e6);
-    if (p->n_why) printf("\nwhy (%d clusters modelled):\n", p->evaluated);
+    if (p->n_why) printf("\nwhy (%d clusters modelled, at 1 MiB slices):\n", p->evaluated);
     for (int i = 0; i < p->n_why; i++)
         printf("  %s\n", p->why[i]);
 }
