@@ -6,8 +6,11 @@
 # so each host has a link of that rate each way. For each point the script asks
 # `ordo-plan cluster --json` for the predicted step with the point's settings fixed, runs the
 # cluster with the slice and credit the planner chose, and compares the measured step
-# (the median of every worker's step after two warm-up iterations: workers start at different
-# times, and the first steps carry that) with the prediction. It prints one row per
+# (the median of every worker's steps but the two warm-up iterations, when workers start at
+# different times, and the last, which nothing follows) with the prediction. It also records the
+# CPU the run's own processes used (cores on average over the run): where they need most of
+# the machine's 2 cores, the emulated cluster is CPU-bound, not network-bound, and the report
+# lists the point apart. It prints one row per
 # point and the error distribution, and writes cluster.csv into the output folder. Needs root
 # (namespaces), iproute2 and the tbf qdisc.
 #
@@ -60,8 +63,8 @@ transformer 4 2 1 1gbit 1gbit off fifo 1 5
 transformer 8 2 2 1gbit 1gbit on tao 1 5
 transformer 6 2 3 500mbit 500mbit on tao 1 5
 transformer 4 2 2 1gbit 1gbit on tao 20 5
-vgg16 2 1 1 1gbit 1gbit off tao 1 4
-vgg16 4 2 2 1gbit 1gbit on tao 1 4
+vgg16 2 1 1 1gbit 1gbit off tao 1 5
+vgg16 4 2 2 1gbit 1gbit on tao 1 5
 EOF
 }
 heldout_grid() { echo "transformer 4 2 2 500mbit 500mbit on tao 1 5"; }
@@ -83,7 +86,7 @@ done
 [ -n "$out" ] || out="$here/runs/cluster-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out/runs"
 csv="$out/cluster.csv"
-echo "model,workers,per_host,server_hosts,worker_link,server_link,groups,order,compute_scale,predicted_ms,bound_ms,limit,measured_ms,error,compute_ms,worker_tx_mb,predicted_worker_mb,server_tx_mb,predicted_server_mb,load" > "$csv"
+echo "model,workers,per_host,server_hosts,worker_link,server_link,groups,order,compute_scale,predicted_ms,bound_ms,limit,measured_ms,error,compute_ms,worker_tx_mb,predicted_worker_mb,server_tx_mb,predicted_server_mb,load,cores" > "$csv"
 
 tag="ocl$$"
 net=10.215.$(( $$ % 200 + 20 ))
@@ -129,6 +132,10 @@ host() {
     latency 50ms
 }
 
+# children_cpu: CPU seconds (user + system) of this shell's children waited for so far (the
+# daemons; read from /proc: a $(...) subshell's own `times` would not see them)
+children_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f\n", ($16 + $17) / hz }' /proc/$$/stat; }
+
 tx_bytes() { ip -n "$tag-$1" -s -j link show dev "$tag$1" |
   python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["stats64"]["tx"]["bytes"])'; }
 
@@ -161,8 +168,9 @@ run_point() {
   local load tx0=() tx1=() i
   load=$(cut -d' ' -f1 /proc/loadavg)
   for h in "${hosts[@]}"; do tx0+=("$(tx_bytes "$h")"); done
-  local ep="" p st=0 t0
-  t0=$(date +%s)
+  local ep="" p st=0 t0 cpu0 cpu1
+  t0=$(date +%s.%N)
+  cpu0=$(children_cpu)
   pids=()
   ip netns exec "$tag-s0" "$bin/ordo-scheduler" "${common[@]}" \
     "--cluster.scheduler=tcp://${addr[s0]}:0" > "$dir/scheduler.log" 2>&1 &
@@ -185,7 +193,7 @@ run_point() {
       "--cluster.host=${addr[$h]}" "--cluster.rank=$w" > "$dir/worker$w.log" 2>&1 &
     pids+=($!)
   done
-  local deadline=$((t0 + 300))
+  local deadline=$(( ${t0%.*} + 300 ))
   for p in "${pids[@]}"; do
     while kill -0 "$p" 2>/dev/null && [ "$(date +%s)" -lt $deadline ]; do sleep 0.2; done
     if kill -0 "$p" 2>/dev/null; then st=124; break; fi
@@ -195,6 +203,7 @@ run_point() {
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   pids=()
+  cpu1=$(children_cpu)
   for h in "${hosts[@]}"; do tx1+=("$(tx_bytes "$h")"); done
   if [ $st != 0 ]; then
     echo "cluster.sh: run $name failed ($st); logs in $dir" >&2
@@ -207,14 +216,20 @@ run_point() {
     [ "${hosts[$i]}" = h0 ] && htx=$(( tx1[i] - tx0[i] ))
     [ "${hosts[$i]}" = s0 ] && stx=$(( tx1[i] - tx0[i] ))
   done
-  python3 - "$dir" "$csv" "$iters" "$htx" "$stx" "$load" "$model,$W,$L,$S,$wl,$sl,$groups,$order,$cs" \
-    "$(( $(date +%s) - t0 ))" <<'EOF'
+  local wall cores
+  wall=$(python3 -c "import time; print('%.1f' % (time.time() - $t0))")
+  cores=$(python3 -c "print('%.2f' % (($cpu1 - $cpu0) / $wall))")
+  python3 - "$dir" "$csv" "$iters" "$htx" "$stx" "$load,$cores" \
+    "$model,$W,$L,$S,$wl,$sl,$groups,$order,$cs" "$wall" <<'EOF'
 import json, sys
 d, csv, iters, htx, stx, load, key, secs = sys.argv[1:9]
 plan = json.load(open(d + "/plan.json"))["ps"]
 summ = json.load(open(d + "/summary.json"))
 lines = [json.loads(l) for l in open(d + "/metrics.jsonl") if l.strip()]
-steady = [x for x in lines if x["iter"] >= summ["warmup"]]  # the start-up transient left out
+last = max(x["iter"] for x in lines)
+# the steady state: not the warm-up (workers start at different times), not the last iteration
+# (nothing follows it: with pulls at the start it ends up to 40 % shorter)
+steady = [x for x in lines if summ["warmup"] <= x["iter"] < last]
 steps = sorted(x["step_ms"] for x in steady)
 meas = steps[len(steps) // 2] if len(steps) % 2 else sum(steps[len(steps) // 2 - 1:][:2]) / 2
 comp = sorted(x["compute_ms"] for x in steady)[len(steady) // 2]
@@ -225,7 +240,7 @@ row = [key, "%.1f" % plan["step_ms"], "%.1f" % plan["bound_ms"], plan["limit"],
        "%.1f" % (plan["worker_link_bytes_out"] / 1e6), "%.1f" % (int(stx) / it / 1e6),
        "%.1f" % (plan["server_link_bytes_out"] / 1e6), load]
 open(csv, "a").write(",".join(row) + "\n")
-print("%-52s predicted %8.1f ms  measured %8.1f ms  error %+6.1f %%  (%s s, load %s)"
+print("%-52s predicted %8.1f ms  measured %8.1f ms  error %+6.1f %%  (%s s, load, cores %s)"
       % (key, plan["step_ms"], meas, 100 * err, secs, load), flush=True)
 EOF
 }
