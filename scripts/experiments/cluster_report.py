@@ -47,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         e = float(r["error"])
         errs.append(abs(e))
-        links = "%s/%s" % (r["worker_link"], r["server_link"])
-        h = "%s (%s)" % (r["worker_tx_mb"], r["predicted_worker_mb"])
-        s = "%s (%s)" % (r["server_tx_mb"], r["predicted_server_mb"])
+        links = "{}/{}".format(r["worker_link"], r["server_link"])
+        h = "{} ({})".format(r["worker_tx_mb"], r["predicted_worker_mb"])
+        s = "{} ({})".format(r["server_tx_mb"], r["predicted_server_mb"])
         cells = [r["model"], r["workers"], r["per_host"], r["server_hosts"], links, r["groups"],
                  r["order"], r["compute_scale"], r["predicted_ms"], r["measured_ms"],
                  "%+.1f %%" % (100 * e), r["limit"], h, s]
