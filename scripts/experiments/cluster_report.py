@@ -25,24 +25,37 @@ def percentile(xs: list[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
+WIDTHS = (-11, 2, 2, 2, -16, -3, -4, 3, 9, 9, 7, -11, 15, 15, 5, 5)
+
+
+def row_text(cells: list[str]) -> str:
+    """One row of the plain table: cells padded (negative width: left-aligned)."""
+    out = []
+    for c, w in zip(cells, WIDTHS, strict=True):
+        out.append(c.ljust(-w) if w < 0 else c.rjust(w))
+    return " ".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Summarise a cluster.sh run.")
     ap.add_argument("csv")
     ap.add_argument("--max-error", type=float, default=None)
     ap.add_argument("--markdown", action="store_true", help="a Markdown table")
     a = ap.parse_args(argv)
-    rows = list(csv.DictReader(open(a.csv, encoding="utf-8")))
+    with open(a.csv, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
     if not rows:
         print("cluster_report: no rows in " + a.csv, file=sys.stderr)
         return 1
     md = a.markdown
     head = ["model", "W", "L", "S", "links (w/s)", "groups", "order", "x", "predicted ms",
-            "measured ms", "error", "limit", "h0 tx MB (pred)", "s0 tx MB (pred)"]
+            "measured ms", "error", "limit", "h0 tx MB (pred)", "s0 tx MB (pred)", "load",
+            "cores"]
     if md:
         print("| " + " | ".join(head) + " |")
-        print("|" + "---|" * 4 + "---|---|---|---:|---:|---:|---:|---|---:|---:|")
+        print("|" + "---|" * 4 + "---|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
     else:
-        print("%-11s %2s %2s %2s %-16s %-3s %-4s %3s %9s %9s %7s  %-11s %15s %15s" % tuple(head))
+        print(row_text(head))
     errs = []
     for r in rows:
         e = float(r["error"])
@@ -52,16 +65,16 @@ def main(argv: list[str] | None = None) -> int:
         s = "{} ({})".format(r["server_tx_mb"], r["predicted_server_mb"])
         cells = [r["model"], r["workers"], r["per_host"], r["server_hosts"], links, r["groups"],
                  r["order"], r["compute_scale"], r["predicted_ms"], r["measured_ms"],
-                 "%+.1f %%" % (100 * e), r["limit"], h, s]
+                 f"{100 * e:+.1f} %", r["limit"], h, s, r.get("load", ""), r.get("cores", "")]
         if md:
             print("| " + " | ".join(cells) + " |")
         else:
-            print("%-11s %2s %2s %2s %-16s %-3s %-4s %3s %9s %9s %7s  %-11s %15s %15s"
-                  % tuple(cells))
+            print(row_text(cells))
     print()
-    print("%d points: |error| median %.1f %%, 90th percentile %.1f %%, worst %.1f %%"
-          % (len(errs), 100 * percentile(errs, 0.5), 100 * percentile(errs, 0.9),
-             100 * max(errs)))
+    med, p90, worst = (100 * percentile(errs, 0.5), 100 * percentile(errs, 0.9),
+                       100 * max(errs))
+    print(f"{len(errs)} points: |error| median {med:.1f} %, 90th percentile {p90:.1f} %, "
+          f"worst {worst:.1f} %")
     if a.max_error is not None and max(errs) > a.max_error:
         print("cluster_report: a point is off by more than %.0f %%" % (100 * a.max_error))
         return 1

@@ -34,7 +34,7 @@ def plan(binary: str, model: str, workers: int, link: str, extra: list[str]) -> 
 
 def settings(d: dict) -> str:
     s = d["settings"]
-    return "S=%d %s groups %s %s" % (s["server_hosts"], s["compression"], s["groups"], s["order"])
+    return f"S={s['server_hosts']} {s['compression']} groups {s['groups']} {s['order']}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,10 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         for workers in (64, 256, 1024):
             for link in ("10gbit", "25gbit", "100gbit"):
                 d = plan(binary, model, workers, link, [])
-                ps, ring, hier = d["ps"]["step_ms"], d["ring"]["step_ms"], d["hierarchical"]["step_ms"]
-                print("| %s | %d | %s | %s | %.0f | %s | %.0f | %.0f | %.2fx | %.2fx |"
-                      % (model, workers, link, settings(d), ps, d["ps"]["limit"], ring, hier,
-                         ring / ps, hier / ps))
+                ps, ring = d["ps"]["step_ms"], d["ring"]["step_ms"]
+                hier = d["hierarchical"]["step_ms"]
+                print(f"| {model} | {workers} | {link} | {settings(d)} | {ps:.0f} | "
+                      f"{d['ps']['limit']} | {ring:.0f} | {hier:.0f} | {ring / ps:.2f}x | "
+                      f"{hier / ps:.2f}x |")
     print()
     print("| BytePS setting | published BytePS / Horovod | ordo's settings | ordo ms | ring ms | "
           "predicted ordo / ring |")
@@ -70,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     for model, workers, link, extra, what, published in cases:
         d = plan(binary, model, workers, link, extra)
         ps, ring = d["ps"]["step_ms"], d["ring"]["step_ms"]
-        print("| %s (%d GPUs) | %s | %s | %.0f | %.0f | %.2fx |"
-              % (what, workers, published, settings(d), ps, ring, ring / ps))
+        print(f"| {what} ({workers} GPUs) | {published} | {settings(d)} | {ps:.0f} | "
+              f"{ring:.0f} | {ring / ps:.2f}x |")
     return 0
 
 
