@@ -75,7 +75,7 @@ void ordo_cluster_defaults(ordo_cluster_t *c)
                           .convert_ns = -1,
                           .intra_ns = 1.0,
                           .server_ns = 4.0,
-                          .sched_us = 30,
+                          .sched_us = 35,
                           .link_efficiency = 0.93,
                           .partition_bytes = 4 << 20,
                           .slice_bytes = -1,
