@@ -9,13 +9,13 @@
 # (the median of every worker's steps but the two warm-up iterations, when workers start at
 # different times, and the last, which nothing follows) with the prediction. It also records the
 # CPU the run's own processes used (cores on average over the run): where they need most of
-# the machine's 2 cores, the emulated cluster is CPU-bound, not network-bound, and the report
-# lists the point apart. It prints one row per
-# point and the error distribution, and writes cluster.csv into the output folder. Needs root
-# (namespaces), iproute2 and the tbf qdisc.
+# the machine's 2 cores, the emulated cluster is CPU-bound, not network-bound; the report
+# shows it beside each point with the load. It prints one row per point and the error
+# distribution, and writes cluster.csv into the output folder. Needs root (namespaces),
+# iproute2 and the tbf qdisc.
 #
 # usage: scripts/experiments/cluster.sh [OPTIONS]
-#   --grid NAME      main (the validation grid, ~10 min on 2 cores), heldout (one point not
+#   --grid NAME      main (the validation grid, ~12 min on 2 cores), heldout (one point not
 #                    used for tuning: the ctest's), smoke (one tiny point) (default main)
 #   --points FILE    a grid of your own: one point a line, "model W L S wlink slink groups
 #                    order compute_scale iterations" (groups on|off, order tao|fifo)
@@ -31,7 +31,7 @@ bin="$here/build/bin"
 max_error=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     --grid) grid=$2; shift 2 ;;
     --points) points=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
