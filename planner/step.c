@@ -21,14 +21,32 @@ typedef struct {
     int prio;
     double ready; /* push: gradient ready; answer: value ready at the server */
     double done;  /* push: at the server; answer: at the worker */
-    double link_us;
+    double link_us;     /* on a worker's link (the push) */
+    double srv_link_us; /* on a server's link (one copy of the answer) */
 } slice_t;
 
-static double link_us(const ordo_step_opts_t *o, int64_t bytes)
+static double link_us(double msg_us, double bps, double bytes)
 {
-    double t = o->msg_us;
-    if (o->bandwidth_bps > 0) t += (double)(bytes + WIRE_OVERHEAD_BYTES) * 8e6 / o->bandwidth_bps;
+    double t = msg_us;
+    if (bps > 0) t += (bytes + WIRE_OVERHEAD_BYTES) * 8e6 / bps;
     return t;
+}
+
+static double scale_or_1(double s)
+{
+    return s > 0 ? s : 1.0;
+}
+
+/* the server of the slice that starts at byte off of parameter p */
+static int slice_channel(const ordo_step_opts_t *o, int p, int64_t off)
+{
+    const ordo_keys_t *k = o->keys;
+    if (!k) return o->channel ? o->channel[p] : 0;
+    int64_t elem = off / (int64_t)k->elem_size;
+    int first = k->first_slice[p], n = k->n_chunks[p];
+    for (int c = n - 1; c > 0; c--)
+        if (k->slices[first + c].offset <= elem) return k->slices[first + c].server;
+    return k->slices[first].server;
 }
 
 /* cut every parameter into slices of at most o->slice_bytes, in listed order */
@@ -43,17 +61,24 @@ static int make_slices(const ordo_model_t *m, const int *priority, const ordo_st
     slice_t *sl = calloc((size_t)n, sizeof *sl);
     if (!sl) return ordo_error_set(ORDO_ERR_NOMEM, "step: out of memory");
     int i = 0;
+    double srv_bps = o->server_bandwidth_bps > 0 ? o->server_bandwidth_bps : o->bandwidth_bps;
     for (int p = 0; p < m->n_params; p++) {
-        int64_t b = m->params[p].bytes, s = o->slice_bytes;
+        int64_t b = m->params[p].bytes, s = o->slice_bytes, off = 0;
         int k = s > 0 && b > s ? (int)((b + s - 1) / s) : 1;
         for (int c = 0; c < k; c++, i++) {
             sl[i].param = p;
             sl[i].bytes = b / k + (c < b % k ? 1 : 0); /* equal pieces, as the key map cuts */
-            sl[i].channel = o->channel ? o->channel[p] : 0;
+            sl[i].channel = slice_channel(o, p, off);
             sl[i].prio = priority ? priority[p] : 0;
-            sl[i].link_us = link_us(o, o->wire_factor ? (int64_t)((double)sl[i].bytes *
-                                                                   o->wire_factor[p] + 0.5)
-                                                      : sl[i].bytes);
+            /* a per-parameter wire factor (compression = auto's choice) on top of the
+             * cluster's scales */
+            double wf = o->wire_factor ? o->wire_factor[p] : 1.0;
+            sl[i].link_us = link_us(o->msg_us, o->bandwidth_bps,
+                                    (double)sl[i].bytes * scale_or_1(o->push_wire_scale) * wf);
+            sl[i].srv_link_us = link_us(o->msg_us, srv_bps,
+                                        (double)sl[i].bytes * scale_or_1(o->answer_wire_scale) *
+                                            wf);
+            off += sl[i].bytes;
         }
     }
     *out = sl;
@@ -92,7 +117,7 @@ static double next_ready(const slice_t *sl, const int *idx, const char *taken, i
  * for copies times its link time and is done latency_us after that. *link_free carries the
  * link's state across steps. */
 static void run_link(slice_t *sl, const int *idx, char *taken, int n, double ahead_us, int copies,
-                     double latency_us, double *link_free)
+                     int server, double latency_us, double *link_free)
 {
     memset(taken, 0, (size_t)n);
     double t = 0;
@@ -108,7 +133,7 @@ static void run_link(slice_t *sl, const int *idx, char *taken, int n, double ahe
         t = commit;
         slice_t *s = &sl[idx[j]];
         double start = *link_free > commit ? *link_free : commit;
-        *link_free = start + s->link_us * copies;
+        *link_free = start + (server ? s->srv_link_us : s->link_us) * copies;
         s->done = *link_free + latency_us;
     }
 }
@@ -145,7 +170,7 @@ static void bound(const ordo_model_t *m, const ordo_oracle_times_t *t, const sli
     double *per = calloc((size_t)o->n_channels, sizeof *per);
     for (int i = 0; i < n; i++) {
         r->push_us += sl[i].link_us;
-        if (per) per[sl[i].channel] += sl[i].link_us * o->n_workers;
+        if (per) per[sl[i].channel] += sl[i].srv_link_us * o->n_workers;
     }
     r->answer_us = 0;
     for (int c = 0; per && c < o->n_channels; c++)
@@ -161,6 +186,10 @@ int ordo_step_simulate(const ordo_model_t *m, const ordo_oracle_times_t *t, cons
     if (!m || !t || !o || !out || o->n_workers < 1 || o->n_channels < 1 || t->n_ops != m->n_ops ||
         o->slice_bytes < 0 || o->credit_bytes < 0)
         return ordo_error_set(ORDO_ERR_INVAL, "ordo_step_simulate: bad arguments");
+    if (o->keys && (o->keys->n_keys != m->n_params || o->keys->n_servers != o->n_channels))
+        return ordo_error_set(ORDO_ERR_INVAL, "ordo_step_simulate: a key map of %d keys on %d "
+                              "servers for %d parameters on %d", o->keys->n_keys,
+                              o->keys->n_servers, m->n_params, o->n_channels);
     for (int p = 0; o->channel && p < m->n_params; p++)
         if (o->channel[p] < 0 || o->channel[p] >= o->n_channels)
             return ordo_error_set(ORDO_ERR_INVAL, "ordo_step_simulate: parameter %d on channel %d",
@@ -186,14 +215,20 @@ int ordo_step_simulate(const ordo_model_t *m, const ordo_oracle_times_t *t, cons
         end[it] = c;
         for (int i = 0; i < n; i++)
             sl[i].ready = grad[sl[i].param];
-        run_link(sl, idx, taken, n, credit_us, 1, o->latency_us, &push_free);
-        for (int i = 0; i < n; i++) /* the answer: with early pulls the push asked for it */
-            sl[i].ready = o->early_pulls ? sl[i].done : fmax(sl[i].done, c + o->latency_us);
+        run_link(sl, idx, taken, n, credit_us, 1, 0, o->latency_us, &push_free);
+        /* the answer: with early pulls the push asked for it; else the next iteration's pull
+         * does, and the iteration ends once its last push is in (measured: with pulls at the
+         * start a step is the pushes' time plus the answers', docs/planning.md) */
+        double pushed = c;
+        for (int i = 0; i < n; i++)
+            pushed = fmax(pushed, sl[i].done);
+        for (int i = 0; i < n; i++)
+            sl[i].ready = o->early_pulls ? sl[i].done : fmax(sl[i].done, pushed + o->latency_us);
         for (int ch = 0; ch < o->n_channels; ch++) {
             int k = 0;
             for (int i = 0; i < n; i++)
                 if (sl[i].channel == ch) cidx[k++] = i;
-            run_link(sl, cidx, taken, k, SERVER_LOOKAHEAD_US, o->n_workers, o->latency_us,
+            run_link(sl, cidx, taken, k, SERVER_LOOKAHEAD_US, o->n_workers, 1, o->latency_us,
                      &srv_free[ch]);
         }
         memset(arrived, 0, sizeof *arrived * np);

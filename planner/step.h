@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "common/keys.h"
 #include "core/model.h"
 #include "planner/oracle.h"
 
@@ -28,6 +29,12 @@ typedef struct ordo_step_opts {
                                    whole milliseconds, can keep the link busy with) */
     const double *wire_factor;  /* per parameter: its link time over float32's (a compressed
                                    wire type, its conversions counted in; NULL: all 1) */
+    /* what a cluster adds (planner/cluster.c); left 0 (NULL) they change nothing */
+    double server_bandwidth_bps; /* the servers' egress rate (0: bandwidth_bps) */
+    double push_wire_scale;      /* bytes on the wire per byte of a gradient (0: 1) */
+    double answer_wire_scale;    /* bytes on the wire per byte of a value (0: 1) */
+    const ordo_keys_t *keys;     /* the key map (key = parameter index): a slice's server is
+                                    its chunk's, overriding channel (NULL: channel) */
 } ordo_step_opts_t;
 
 /* The modelled step. */

@@ -29,7 +29,10 @@ ordo_step_opts_t ordo_runplan_step_opts(const ordo_conf_t *conf, const int *chan
                               .msg_us = conf->msg_us + conf->merge_a_us,
                               .slice_bytes = conf->segment_bytes,
                               .credit_bytes = conf->credit_bytes,
-                              .early_pulls = ordo_conf_pull_mode(conf) == ORDO_PULL_EARLY,
+                              /* a host group's owner asks for the next value with its
+                               * push (fused), whatever order.pull says */
+                              .early_pulls = ordo_conf_pull_mode(conf) == ORDO_PULL_EARLY ||
+                                             ordo_runplan_pushers(conf) < conf->workers,
                               /* the worker's pump wakes in whole milliseconds: a credit below
                                * 1 ms of link time leaves the link idle between pushes, which
                                * the model does not see */

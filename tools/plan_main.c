@@ -1,8 +1,9 @@
 /* plan_main: the `ordo-plan` command line. Subcommands: order (a priority order as
  * ordo-order/1 JSON), simulate (makespan, U, L, E of an order), bounds (the best and worst
- * makespans found), merge (the merge planner, in merge_cli.c) and oracle (measured op times
- * from workers' traces). Everything it prints to
- * stdout is JSON; errors go to stderr as one line (exit 2 on usage, 1 otherwise). */
+ * makespans found), merge (the merge planner, in merge_cli.c), cluster (a whole cluster's
+ * step and recommended settings, in cluster_cli.c) and oracle (measured op times from
+ * workers' traces). Everything but cluster's table prints JSON to stdout; errors go to
+ * stderr as one line (exit 2 on usage, 1 otherwise). */
 #include "common/conf.h"
 #include "common/error.h"
 #include "core/model.h"
@@ -13,6 +14,7 @@
 #include "planner/step.h"
 #include "planner/step_search.h"
 #include "core/nn.h"
+#include "tools/cluster_cli.h"
 #include "tools/merge_cli.h"
 
 #include <errno.h>
@@ -28,6 +30,9 @@ static const char usage[] =
     "       ordo-plan bounds   [OPTIONS] MODEL.json   best and worst makespans found\n"
     "                                                 (exhaustive up to 8 recvs)\n"
     "       ordo-plan merge    ...                    merge plan (ordo-plan merge --help)\n"
+    "       ordo-plan cluster  ...                    a cluster's step, PS against all-reduce,\n"
+    "                                                 recommended settings (ordo-plan cluster\n"
+    "                                                 --help)\n"
     "       ordo-plan oracle   ...                    measured op times from traces\n"
     "                                                 (ordo-plan oracle --help)\n"
     "options:\n"
@@ -476,7 +481,8 @@ static int cmd_oracle(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return usage_error("missing subcommand (order, simulate, bounds, merge, oracle)", NULL);
+        return usage_error("missing subcommand (order, simulate, bounds, merge, cluster, oracle)",
+                           NULL);
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
         fputs(usage, stdout);
@@ -490,6 +496,7 @@ int main(int argc, char **argv)
         return ordo_merge_cli(argc - 1, argv + 1);
     }
     if (!strcmp(cmd, "oracle")) return cmd_oracle(argc - 1, argv + 1);
+    if (!strcmp(cmd, "cluster")) return ordo_cluster_cli(argc - 1, argv + 1);
     int (*run)(const args_t *) = NULL;
     if (!strcmp(cmd, "order"))
         run = cmd_order;

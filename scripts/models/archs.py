@@ -318,6 +318,75 @@ def smallmany(cost, batch):
     return g
 
 
+# ------------------------------------------------------------------------- Transformer encoders
+
+
+def _tlinear(g, name, x, nout):
+    """A Linear applied to every token of x (seq, nin): weight [nout, nin], bias [nout]."""
+    seq, nin = x.shape
+    ps = [g.param(name + ".weight", [nout, nin]), g.param(name + ".bias", [nout])]
+    macs = seq * nin * nout * g.batch
+    return g.op(name, [x], ps, (seq, nout), 2 * macs,
+                g._act_bytes(seq * nin, seq * nout) + nin * nout * 4)
+
+
+def _layernorm(g, name, x):
+    h = x.shape[-1]
+    ps = [g.param(name + ".weight", [h]), g.param(name + ".bias", [h])]
+    return g.op(name, [x], ps, x.shape, 5 * x.numel() * g.batch, g._act_bytes(x, x, x))
+
+
+def _encoder(name, cost, batch, hidden, layers, ffn, vocab, seq, heads):
+    """A BERT encoder (Devlin et al. 2019, HuggingFace BertModel's names and shapes) over
+    sequences of seq tokens: embeddings (word, position, token type, LayerNorm), `layers`
+    layers of self-attention (query, key, value, scores and context as one op, output
+    projection, LayerNorm) and feed-forward (intermediate, GELU, output, LayerNorm), and the
+    pooler."""
+    g = Graph(name, batch, cost)
+    e = "embeddings."
+    ps = [g.param(e + "word_embeddings.weight", [vocab, hidden]),
+          g.param(e + "position_embeddings.weight", [512, hidden]),
+          g.param(e + "token_type_embeddings.weight", [2, hidden])]
+    x = g.op("embeddings", [], ps, (seq, hidden), 3 * seq * hidden * batch,
+             g._act_bytes(3 * seq * hidden, seq * hidden))
+    x = _layernorm(g, e + "LayerNorm", x)
+    for i in range(layers):
+        p = "encoder.layer.%d." % i
+        q = _tlinear(g, p + "attention.self.query", x, hidden)
+        k = _tlinear(g, p + "attention.self.key", x, hidden)
+        v = _tlinear(g, p + "attention.self.value", x, hidden)
+        # scores = q k^T per head, softmax, context = scores v: 2 seq^2 hidden MACs
+        ctx = g.op(p + "attention.self.context", [q, k, v], [], (seq, hidden),
+                   4 * seq * seq * hidden * batch,
+                   g._act_bytes(3 * seq * hidden, heads * seq * seq * 2, seq * hidden))
+        y = _tlinear(g, p + "attention.output.dense", ctx, hidden)
+        y = g.add(p + "attention.add", y, x)
+        x = _layernorm(g, p + "attention.output.LayerNorm", y)
+        y = _tlinear(g, p + "intermediate.dense", x, ffn)
+        y = g.op(p + "intermediate.gelu", [y], [], y.shape, 8 * y.numel() * batch,
+                 g._act_bytes(y, y))
+        y = _tlinear(g, p + "output.dense", y, hidden)
+        y = g.add(p + "output.add", y, x)
+        x = _layernorm(g, p + "output.LayerNorm", y)
+    first = T(x.op, (1, hidden))  # the pooler reads the first token only
+    _tlinear(g, "pooler.dense", first, hidden)
+    return g
+
+
+def transformer(cost, batch):
+    """A small BERT-style encoder for the validation runs (docs/planning.md): 6 layers,
+    hidden 512, 8 heads, feed-forward 2048, a vocabulary of 8,000, sequences of 128 tokens;
+    23,537,152 parameters in 103 tensors."""
+    return _encoder("transformer", cost, batch, 512, 6, 2048, 8000, 128, 8)
+
+
+def bert_large(cost, batch):
+    """BERT-large (uncased): 24 layers, hidden 1024, 16 heads, feed-forward 4096, a vocabulary
+    of 30,522, sequences of 128 tokens (pre-training phase 1); 335,141,888 parameters in 391
+    tensors (the masked-LM head, tied to the word embeddings, is left out)."""
+    return _encoder("bert_large", cost, batch, 1024, 24, 4096, 30522, 128, 16)
+
+
 MODELS = {
     "alexnet": alexnet,
     "vgg16": vgg16,
@@ -328,4 +397,6 @@ MODELS = {
     "par32": par32,
     "seq32": seq32,
     "smallmany": smallmany,
+    "transformer": transformer,
+    "bert_large": bert_large,
 }

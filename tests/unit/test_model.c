@@ -461,7 +461,8 @@ static const struct {
     {"googlenet", 173, 6624904, 196, 32}, {"inception_v2", 278, 11295240, 231, 32},
     {"resnet50", 161, 25557032, 174, 32}, {"densenet121", 364, 7978856, 426, 32},
     {"par32", 32, 32 * 524288, 33, 1},    {"seq32", 32, 32 * 524288, 32, 1},
-    {"smallmany", 160, 4835456, 160, 32},
+    {"smallmany", 160, 4835456, 160, 32}, {"transformer", 103, 23537152, 75, 32},
+    {"bert_large", 391, 335141888, 291, 32},
 };
 
 START_TEST(profile_counts_match_published)

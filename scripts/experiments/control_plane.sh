@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# control_plane.sh: the scheduler's CPU per member and iteration (docs/planning.md, the
+# cluster planner's --sched-us). For each worker count it runs the synthetic job (one 4 KiB
+# tensor, one server, loopback) twice, N1 and N2 iterations, under /usr/bin/time, and prints
+# the scheduler's user + system CPU of each and the slope per member-iteration:
+#   (cpu(N2) - cpu(N1)) / ((N2 - N1) x W), which leaves out start-up and teardown.
+#
+# usage: scripts/experiments/control_plane.sh [--workers "16 32 64"] [--iterations "50 250"]
+#        [--bin DIR]
+set -uo pipefail
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+workers="16 32 64"
+iters="50 250"
+bin="$here/build/bin"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --workers) workers=$2; shift 2 ;;
+    --iterations) iters=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
+    *) echo "control_plane.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ -x /usr/bin/time ] || { echo "control_plane.sh: needs /usr/bin/time" >&2; exit 77; }
+export ORDO_BIN_DIR="$bin"
+# shellcheck source=../../tests/integration/lib.sh
+source "$here/tests/integration/lib.sh"
+read -r n1 n2 <<<"$iters"
+echo "control plane: $(uptime)"
+for W in $workers; do
+  cpu=()
+  for N in $n1 $n2; do
+    common=(--model.trainer=synthetic --model.tensors=4KiB "--model.iterations=$N"
+            --model.warmup=1 --net.bandwidth=0 --output.progress_every=0 "--output.dir=$T"
+            "--cluster.workers=$W" --cluster.servers=1 --fault.timeout_ms=60000
+            "--output.run=cp-$W-$N")
+    start scheduler /usr/bin/time -f "SCHEDCPU %U %S" "$BIN/ordo-scheduler" "${common[@]}" \
+      --cluster.scheduler=tcp://127.0.0.1:0
+    ep=$(ready scheduler)
+    start server0 "$BIN/ordo-server" "${common[@]}" "--cluster.scheduler=$ep" --cluster.rank=0
+    for ((i = 0; i < W; i++)); do
+      start "worker$i" "$BIN/ordo-worker" "${common[@]}" "--cluster.scheduler=$ep" \
+        "--cluster.rank=$i"
+    done
+    finish scheduler 600
+    [ "$st" = 0 ] || fail "W=$W N=$N: the scheduler ended with $st"
+    for ((i = 0; i < W; i++)); do finish "worker$i" 60; done
+    finish server0 60
+    cpu+=("$(awk '/^SCHEDCPU/ { print $2 + $3 }' "$T/scheduler.log")")
+  done
+  python3 -c "
+w, n1, n2, c1, c2 = $W, $n1, $n2, ${cpu[0]}, ${cpu[1]}
+print('W=%d: scheduler CPU %.2f s (%d iterations), %.2f s (%d): %.1f us per member-iteration'
+      % (w, c1, n1, c2, n2, (c2 - c1) / ((n2 - n1) * w) * 1e6))"
+done
