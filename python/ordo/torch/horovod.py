@@ -366,6 +366,8 @@ def join(device: int = -1) -> int:
     in the other ranks' DistributedOptimizer steps with zero gradients (the mean is over every
     worker, as with Horovod), without updating its own model. Flat gradients mode (the
     DistributedOptimizer's join flag); with no such optimizer it only waits for the others.
+    In server mode or host groups it raises RuntimeError (the others' steps would wait for
+    this rank's pushes).
 
     Args:
         device: ignored (Horovod's device for the zero tensors)
@@ -376,6 +378,12 @@ def join(device: int = -1) -> int:
     r = co._runtime("join")
     r.join()
     opts = list(r.optimizers)
+    if any(o._ordo_join_flag is None for o in opts):
+        # the other ranks' steps would wait for this rank's pushes: a hang, not a join
+        raise RuntimeError("ordo.torch.join: uneven inputs need the DistributedOptimizer in "
+                           "gradients mode without host groups (its join flag); in server "
+                           "mode or host groups give every rank the same number of batches "
+                           "(ordo.torch.ElasticSampler, or drop_last)")
     zero_steps = 0
     if opts:
         while True:
