@@ -32,7 +32,8 @@
 #                         one the calibration picks (the calibration is noisy on a busy host)
 #   --ddp-bandwidth RATE  ddp part: each host's link each way (default 1gbit)
 #   --variants LIST       ddp part: ordo-MODE-POLICY[-ENFORCE][-groups[-nooverlap]][-cCODEC] (CODEC:
-#                         [push] compression, ':' written '_': -cbf16, -conebit, -ctopk_0.01) and
+#                         [push] compression, ':' written '_' and ',' '+': -cbf16, -conebit,
+#                         -conebit+pull=delta, -ctopk_0.01) and
 #                         ddp[-bMB][-bf16|-fp16|-powersgd] (DDP with MB-megabyte buckets, default
 #                         25, and a compression comm hook: PowerSGD rank 4 from step 10, error
 #                         feedback and warm start), comma-separated
@@ -69,7 +70,7 @@ out=""
 report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --parts) parts=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --policies) policies=$2; shift 2 ;;
@@ -247,7 +248,7 @@ ddp_part() {
         done
       else
         local mode pol enf groups=1 backend=none overlap=true vv=$v codec=none
-        case $vv in *-c*) codec=${vv##*-c}; vv=${vv%-c*}; codec=${codec//_/:} ;; esac
+        case $vv in *-c*) codec=${vv##*-c}; vv=${vv%-c*}; codec=${codec//_/:}; codec=${codec//+/,} ;; esac
         case $vv in *-groups-nooverlap) overlap=false; vv=${vv%-nooverlap} ;; esac
         case $vv in *-groups) groups=$per_host; backend=shm; vv=${vv%-groups} ;; esac
         mode=$(echo "$vv" | cut -d- -f2)
