@@ -12,7 +12,7 @@
 #
 # usage: scripts/experiments/compression.sh [OPTIONS]
 #   --parts LIST        bench,accuracy (default both)
-#   --codecs LIST       space or comma list (default "none bf16 fp16 onebit topk:0.01")
+#   --codecs LIST       space-separated specs (default "none bf16 fp16 onebit topk:0.01")
 #   --model M           cnn or mlp (default cnn)
 #   --epochs N          default 2
 #   --workers W         default 2 (--groups L: hosts of L workers in shared-memory groups)
@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --parts) parts=$2; shift 2 ;;
-    --codecs) codecs=${2//,/ }; shift 2 ;;
+    --codecs) codecs=$2; shift 2 ;;
     --model) model=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
