@@ -46,7 +46,7 @@ int ordo_bench_compress(const int64_t *sizes, int n, const ordo_bench_opts_t *o)
                "server + 1 worker on loopback at once, partition_bytes %lld, best of at least %d "
                "rounds and %g s per size (taking turns)\n",
                nc, (long long)o->partition, o->reps, o->min_time_s);
-        printf("%10s %-12s %10s %11s %9s %9s %10s %10s %9s\n", "bytes", "codec", "fused_us",
+        printf("%10s %-18s %10s %11s %9s %9s %10s %10s %9s\n", "bytes", "codec", "fused_us",
                "Mvalues/s", "B/v push", "B/v pull", "cpu_ns/v", "srv_ns/v", "vs f32");
     }
     for (int i = 0; i < n && rc == 0; i++) {
@@ -94,7 +94,7 @@ int ordo_bench_compress(const int64_t *sizes, int n, const ordo_bench_opts_t *o)
                        (long long)sizes[i], specs[c], best[c] * 1e6, mvps, bpush, bpull, cpu_ns,
                        srv_ns, ratio, rounds);
             else
-                printf("%10lld %-12s %10.1f %11.1f %9.3f %9.3f %10.3f %10.3f %8.2fx\n",
+                printf("%10lld %-18s %10.1f %11.1f %9.3f %9.3f %10.3f %10.3f %8.2fx\n",
                        (long long)sizes[i], specs[c], best[c] * 1e6, mvps, bpush, bpull, cpu_ns,
                        srv_ns, ratio);
         }
