@@ -19,9 +19,9 @@ import sys
 import numpy as np
 import ordo
 import wire_ref
+from declared_worker import LR, MOMENTUM, WD, update
 
 ITERS = 6
-LR, MOMENTUM, WD = 0.25, 0.9, 0.125
 TENSORS = [("avg", 1000, "average"), ("sgd", 3000, "sgd"), ("conf", 517, "conf")]
 
 
@@ -70,14 +70,7 @@ def main(argv: list[str]) -> int:
             total = np.zeros(n, dtype=np.float32)
             for r in range(size):  # the servers sum in worker order what they decoded
                 total = total + senders[r][k].send(grad(r, t, k, n), seed=t)
-            if kind == "average":
-                w[k] = scale * total
-            elif kind == "sgd":
-                d = scale * total + np.float32(WD) * w[k]
-                mom = np.float32(MOMENTUM) * mom + d
-                w[k] = w[k] - np.float32(LR) * mom
-            else:
-                w[k] = w[k] - np.float32(conf_lr) * (scale * total)
+            w[k], mom = update(kind, w[k], mom, total, scale, conf_lr)
             expect = pullers[k].pull(w[k], t + 1)
             rel = np.abs(vals[k] - expect) / np.maximum(np.abs(expect), np.float32(1e-30))
             worst = max(worst, float(rel.max()))

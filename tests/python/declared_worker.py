@@ -24,6 +24,19 @@ LR, MOMENTUM, WD = 0.25, 0.9, 0.125
 TENSORS = [("avg", 1000, "average"), ("sgd", 3000, "sgd"), ("conf", 500, "conf")]
 
 
+def update(kind: str, w: np.ndarray, mom: np.ndarray, total: np.ndarray, scale: np.float32,
+           conf_lr: float) -> tuple[np.ndarray, np.ndarray]:
+    """update replays the servers' update of a tensor of kind from the sum of the workers'
+    pushes, in float32 as they compute it: returns the new value and the sgd momentum (mom,
+    unchanged for the other kinds)."""
+    if kind == "average":
+        return scale * total, mom
+    if kind == "sgd":
+        mom = np.float32(MOMENTUM) * mom + (scale * total + np.float32(WD) * w)
+        return w - np.float32(LR) * mom, mom
+    return w - np.float32(conf_lr) * (scale * total), mom
+
+
 def main(argv: list[str]) -> int:
     settings = dict(arg.split("=", 1) for arg in argv[2:])
     client = ordo.Client(argv[1] if argv[1] != "-" else None, settings)
@@ -73,14 +86,7 @@ def main(argv: list[str]) -> int:
             total = np.zeros(n, dtype=np.float32)
             for r in range(size):  # the servers sum in worker order
                 total = total + ((r + 1) * (t + 1) + np.arange(n) % 7).astype(np.float32)
-            if kind == "average":
-                w[k] = scale * total
-            elif kind == "sgd":
-                d = scale * total + np.float32(WD) * w[k]
-                mom = np.float32(MOMENTUM) * mom + d
-                w[k] = w[k] - np.float32(LR) * mom
-            else:
-                w[k] = w[k] - np.float32(conf_lr) * (scale * total)
+            w[k], mom = update(kind, w[k], mom, total, scale, conf_lr)
             bad = np.nonzero(vals[k] != w[k])[0]
             checked += n
             wrong += len(bad)
