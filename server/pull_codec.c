@@ -70,48 +70,6 @@ void ordo__pull_codec_destroy(ordo__pull_codec_t **pcp)
     *pcp = NULL;
 }
 
-int ordo__pull_codec_attach(ordo__pull_codec_t *pc, int slice, int64_t seq, const float *data,
-                            size_t bytes, int dtype, ordo_msg_t *r)
-{
-    const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
-    if (!ops || (ops->id != ORDO__CODEC_BF16 && ops->id != ORDO__CODEC_FP16) || slice < 0 ||
-        slice >= pc->n)
-        return ORDO_ERR_INVAL;
-    entry_t *e = &pc->e[slice];
-    if (!e->b || e->value != data || e->seq != seq || e->dtype != dtype) {
-        ordo__codec_spec_t c = {.id = ops->id};
-        int64_t n = (int64_t)(bytes / sizeof(float));
-        block_t *b = malloc(sizeof *b + ops->max_bytes(&c, n));
-        if (!b) return ORDO_ERR_NOMEM;
-        ordo__codec_io_t io = {0};
-        int64_t len = ops->encode(&c, data, n, b->data, &io);
-        if (len < 0) {
-            free(b);
-            if (io.overflow && !pc->warned++)
-                ORDO_WARN("slice %d: %lld values do not fit in fp16; pulls of such values go as "
-                          "float32",
-                          slice, (long long)io.overflow);
-            return (int)len;
-        }
-        atomic_init(&b->refs, 1);
-        b->len = (size_t)len;
-        unref(e->b);
-        *e = (entry_t){.b = b, .value = data, .seq = seq, .dtype = dtype};
-    }
-    atomic_fetch_add(&e->b->refs, 1);
-    if (ordo_msg_add_ref(r, e->b->data, e->b->len, unref_cb, e->b) != 0) {
-        unref(e->b);
-        return ORDO_ERR_NOMEM;
-    }
-    r->hdr.dtype = (uint8_t)dtype;
-    return 0;
-}
-
-void ordo__pull_codec_note_k(ordo__pull_codec_t *pc, int slice, double fraction)
-{
-    if (slice >= 0 && slice < pc->n && fraction > 0 && fraction <= 1) pc->e[slice].k = fraction;
-}
-
 static int attach(ordo_msg_t *r, block_t *b, int dtype, uint32_t flags)
 {
     atomic_fetch_add(&b->refs, 1);
@@ -132,6 +90,46 @@ static block_t *block_new(size_t len)
     b->len = len;
     return b;
 }
+
+int ordo__pull_codec_attach(ordo__pull_codec_t *pc, int slice, int64_t seq, const float *data,
+                            size_t bytes, int dtype, ordo_msg_t *r)
+{
+    const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
+    if (!ops || (ops->id != ORDO__CODEC_BF16 && ops->id != ORDO__CODEC_FP16) || slice < 0 ||
+        slice >= pc->n)
+        return ORDO_ERR_INVAL;
+    entry_t *e = &pc->e[slice];
+    if (!e->b || e->value != data || e->seq != seq || e->dtype != dtype) {
+        ordo__codec_spec_t c = {.id = ops->id};
+        int64_t n = (int64_t)(bytes / sizeof(float));
+        block_t *b = block_new(ops->max_bytes(&c, n));
+        if (!b) return ORDO_ERR_NOMEM;
+        ordo__codec_io_t io = {0};
+        int64_t len = ops->encode(&c, data, n, b->data, &io);
+        if (len < 0) {
+            free(b);
+            if (io.overflow && !pc->warned++)
+                ORDO_WARN("slice %d: %lld values do not fit in fp16; pulls of such values go as "
+                          "float32",
+                          slice, (long long)io.overflow);
+            return (int)len;
+        }
+        b->len = (size_t)len;
+        unref(e->b); /* the cast's fields only: the lossy copy's are the other path's */
+        e->b = b;
+        e->value = data;
+        e->seq = seq;
+        e->dtype = dtype;
+    }
+    return attach(r, e->b, dtype, 0);
+}
+
+void ordo__pull_codec_note_k(ordo__pull_codec_t *pc, int slice, double fraction)
+{
+    if (slice >= 0 && slice < pc->n && fraction > 0 && fraction <= 1) pc->e[slice].k = fraction;
+}
+
+
 
 /* advance moves e's copy to iteration iter's value v (n floats): the first time v itself, then
  * the copy plus the decoded encoding of the change */
