@@ -309,7 +309,13 @@ static int save_path_state(job_t *j, int64_t t)
     const char *dir = ordo_run_dir(j->o);
     snprintf(path, sizeof path, "%s/checkpoint-worker-%d-%lld.bin", dir, j->rank, (long long)t);
     int rc = ordo_exec_path_state(j->ex, path, true);
-    if (rc) return rc;
+    if (rc && j->conf->disk_full == ORDO_DISK_FULL_STOP)
+        return ordo_error_context(rc, "checkpoint (fault.disk_full = stop)");
+    if (rc) { /* the older files stay: a resume may need them */
+        ORDO_ERROR("checkpoint after %lld updates: %s; the run goes on (fault.disk_full = retry)",
+                   (long long)t, ordo_error_text(rc));
+        return 0;
+    }
     snprintf(path, sizeof path, "%s/checkpoint-worker-%d-%lld.bin", dir, j->rank,
              (long long)(t - 2 * j->path_every));
     unlink(path); /* the one before the previous is no longer needed */
