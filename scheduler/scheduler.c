@@ -547,6 +547,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
         on_register(s, m);
         return s->aborted ? ORDO_ERR_ABORT : 0;
     }
+    if (ordo__sched_fence_refuse(s, m)) return 0; /* a worker declared dead that came back */
     if (!mb) {
         /* a heartbeat thread's first beats may come before its process's REGISTER (another
          * socket): nothing to say about them */
@@ -796,6 +797,7 @@ void ordo_scheduler_destroy(ordo_scheduler_t **p)
     if (s->have_bcast_data) ordo_msg_close(&s->bcast_data);
     ordo_replan_destroy(&s->replan);
     if (s->members_log) fclose(s->members_log);
+    ordo__sched_fence_destroy(s);
     free(s->members);
     free(s->summary);
     free(s);
