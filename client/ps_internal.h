@@ -62,6 +62,7 @@ struct ordo_worker {
     int64_t bytes_push, bytes_pull;
     int64_t stale[ORDO_STALE_BUCKETS]; /* pulled slices by staleness ([sync]) */
     int64_t late;                      /* pushed slices the servers left out as late */
+    int64_t fenced_answers;            /* answers of servers declared dead, dropped */
     int64_t stale_sent[ORDO_STALE_BUCKETS], late_sent; /* what the last report counted */
     bool aborted;
     json_t *merge_plan; /* the merge member of the scheduler's PLAN after a calibration */
