@@ -71,8 +71,13 @@ void ordo__sched_fence(sched_t *s, const member_t *m, int64_t iter, int64_t gene
     fenced_t *f = &s->fence->f[s->fence->next];
     s->fence->next = (s->fence->next + 1) % MAX_FENCED;
     if (s->fence->n < MAX_FENCED) s->fence->n++;
-    *f = (fenced_t){.rid_len = m->rid_len, .hb_rid_len = m->hb_rid_len, .beat = m->beat,
-                    .rank = m->rank, .pid = m->pid, .iter = iter, .generation = generation};
+    *f = (fenced_t){.rid_len = m->rid_len,
+                    .hb_rid_len = m->hb_rid_len,
+                    .beat = m->beat,
+                    .rank = m->rank,
+                    .pid = m->pid,
+                    .iter = iter,
+                    .generation = generation};
     memcpy(f->rid, m->rid, m->rid_len);
     memcpy(f->hb_rid, m->hb_rid, m->hb_rid_len);
     tell_servers(s, f);
