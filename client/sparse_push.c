@@ -23,7 +23,7 @@ typedef enum { OP_NONE, OP_PULL, OP_PUSH } op_kind_t;
 #define HIST_SCALE 1000.0
 
 /* a reused threshold may select up to this many times k; beyond it the iteration pushes
- * the exact top-k instead (docs/sparse.md §8) */
+ * the exact top-k instead (docs/sparse-live.md) */
 #define LOCAL_SLACK 1.15
 
 struct ordo__sparse_push {
