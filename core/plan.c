@@ -46,8 +46,8 @@ static int get_array(json_t *o, const char *path, const char *name, int n, json_
     *out = NULL;
     if (!v) return 0;
     if (!json_is_array(v) || (int)json_array_size(v) != n)
-        return ordo_error_set(ORDO_ERR_PROTO, "plan: %s.%s: not an array of %d entries", path,
-                              name, n);
+        return ordo_error_set(ORDO_ERR_PROTO, "plan: %s.%s: not an array of %d entries", path, name,
+                              n);
     *out = v;
     return 0;
 }
@@ -62,8 +62,7 @@ static int take_priorities(ordo__plan_t *p, json_t *root)
     for (int i = 0; i < p->n_keys; i++) {
         json_t *v = json_array_get(a, (size_t)i);
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
-            return ordo_error_set(ORDO_ERR_PROTO, "plan: $.priorities[%d]: not an integer >= 0",
-                                  i);
+            return ordo_error_set(ORDO_ERR_PROTO, "plan: $.priorities[%d]: not an integer >= 0", i);
         p->priorities[i] = (int)json_integer_value(v);
     }
     return 0;
@@ -235,8 +234,10 @@ static int take_updates(ordo__plan_t *p, json_t *root)
             up->momentum = (float)json_number_value(json_object_get(u, "momentum"));
             up->weight_decay = (float)json_number_value(json_object_get(u, "weight_decay"));
         } else {
-            return ordo_error_set(ORDO_ERR_PROTO, "plan: $.updates[%d].kind: not \"sgd\" or "
-                                                  "\"average\"", key);
+            return ordo_error_set(ORDO_ERR_PROTO,
+                                  "plan: $.updates[%d].kind: not \"sgd\" or "
+                                  "\"average\"",
+                                  key);
         }
     }
     return 0;

@@ -115,7 +115,8 @@ END_TEST
 START_TEST(intra_overlaps_unless_told)
 {
     ordo__plan_t *p = NULL;
-    ORDO_CK_OK(parse("{\"intra\": {\"backend\": \"auto\", \"local_size\": 1, \"run\": \"x\"}}", &p));
+    ORDO_CK_OK(
+        parse("{\"intra\": {\"backend\": \"auto\", \"local_size\": 1, \"run\": \"x\"}}", &p));
     ck_assert(p->intra.overlap);
     ck_assert_str_eq(p->intra.backend, "auto");
     ordo__plan_destroy(&p);
@@ -165,8 +166,9 @@ START_TEST(malformed_members_are_named)
     ck_assert_str_eq(refused("{\"merge_calibrate\": {\"reps\": 0, \"max_bytes\": 10}}"),
                      "plan: $.merge_calibrate.reps: not an integer in [1, 2147483647]");
     ck_assert_str_eq(refused("{\"intra\": 2}"), "plan: $.intra: not an object");
-    ck_assert_str_eq(refused("{\"intra\": {\"backend\": \"shm\", \"local_size\": 0, \"run\": \"x\"}}"),
-                     "plan: $.intra.local_size: not an integer in [1, 2147483647]");
+    ck_assert_str_eq(
+        refused("{\"intra\": {\"backend\": \"shm\", \"local_size\": 0, \"run\": \"x\"}}"),
+        "plan: $.intra.local_size: not an integer in [1, 2147483647]");
     ck_assert_str_eq(refused("{\"intra\": {\"local_size\": 2, \"run\": \"x\"}}"),
                      "plan: $.intra.backend: not a string");
     ck_assert_str_eq(refused("{\"intra\": {\"backend\": \"shm\", \"local_size\": 2, \"run\": \"x\","
