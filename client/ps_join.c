@@ -48,7 +48,7 @@ static int read_plan(ordo__ps_t *w)
     const char *text = w->node.plan_json;
     int rc = ordo__plan_parse(text, text ? strlen(text) : 0, w->node.keys->n_keys,
                               w->node.n_servers, &w->plan);
-    if (rc) return ordo_error_context(rc, "the scheduler's plan");
+    if (rc) return rc;
     free(w->node.plan_json);
     w->node.plan_json = NULL;
     ordo__ps_intra_from_plan(w, w->plan);
