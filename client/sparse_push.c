@@ -4,6 +4,7 @@
 #include "common/durable.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "core/plan.h"
 #include "core/sparse_wire.h"
 #include "core/regions.h"
 #include "core/sparsify.h"
@@ -99,9 +100,10 @@ int ordo__sparse_push_new(ordo__ps_t *ps, float *params, const float *grads,
     for (int key = 0; key < k->n_keys; key++)
         total += k->numel[key];
     int S = ordo__ps_keys(ps)->n_servers;
+    const ordo__plan_t *plan = ordo__ps_plan(ps);
+    if (!plan->has_sparse) return 0;
     ordo_sparse_plan_t p;
-    int rc = ordo_sparse_wire_plan(ordo__ps_plan(ps), S, &p);
-    if (rc == ORDO_ERR_NOTFOUND) return 0;
+    int rc = ordo_sparse_wire_plan_copy(&plan->sparse, &p);
     if (rc) return rc;
     if ((int64_t)p.n != total) {
         ordo_sparse_wire_plan_fini(&p);
