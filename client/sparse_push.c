@@ -4,6 +4,7 @@
 #include "common/durable.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "core/plan.h"
 #include "core/sparse_wire.h"
 #include "core/regions.h"
 #include "core/sparsify.h"
@@ -24,7 +25,7 @@ typedef enum { OP_NONE, OP_PULL, OP_PUSH } op_kind_t;
 #define HIST_SCALE 1000.0
 
 /* a reused threshold may select up to this many times k; beyond it the iteration pushes
- * the exact top-k instead (docs/sparse.md §8) */
+ * the exact top-k instead (docs/sparse-live.md) */
 #define LOCAL_SLACK 1.15
 
 struct ordo__sparse_push {
@@ -99,9 +100,10 @@ int ordo__sparse_push_new(ordo__ps_t *ps, float *params, const float *grads,
     for (int key = 0; key < k->n_keys; key++)
         total += k->numel[key];
     int S = ordo__ps_keys(ps)->n_servers;
+    const ordo__plan_t *plan = ordo__ps_plan(ps);
+    if (!plan->has_sparse) return 0;
     ordo_sparse_plan_t p;
-    int rc = ordo_sparse_wire_plan(ordo__ps_plan(ps), S, &p);
-    if (rc == ORDO_ERR_NOTFOUND) return 0;
+    int rc = ordo_sparse_wire_plan_copy(&plan->sparse, &p);
     if (rc) return rc;
     if ((int64_t)p.n != total) {
         ordo_sparse_wire_plan_fini(&p);
