@@ -101,7 +101,7 @@ bool ordo__sched_fence_refuse(sched_t *s, const ordo_msg_t *m)
             ORDO_WARN("worker %d (pid %d), declared dead at iteration %lld (generation %lld), is "
                       "back: fenced, its messages are refused",
                       f->rank, f->pid, (long long)f->iter, (long long)f->generation);
-        if (m->hdr.type == ORDO_MSG_ABORT || m->hdr.type == ORDO_MSG_DONE) return true;
+        if (m->hdr.type == ORDO_MSG_ABORT) return true; /* it is leaving already */
         char why[256];
         snprintf(why, sizeof why,
                  "fenced: worker %d (pid %d) was declared dead at iteration %lld (membership "
