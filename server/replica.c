@@ -4,6 +4,7 @@
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/transport.h"
+#include "server/consistency/model.h"
 #include "server/server_internal.h"
 
 #include <jansson.h>
@@ -258,7 +259,7 @@ static void flush_group_acks(ordo_server_t *s)
     r->n_gacks = keep;
 }
 
-void ordo_replica_ack_group(ordo_server_t *s, int *slices, int n, int64_t iter, ordo_msg_t *ack)
+void ordo_replica_ack_merged(ordo_server_t *s, int *slices, int n, int64_t iter, ordo_msg_t *ack)
 {
     ordo_replica_t *r = s->repl;
     group_ack_t g = {.iter = iter, .slices = slices, .n = n};
@@ -397,7 +398,7 @@ static void on_state(ordo_server_t *s, ordo_msg_t *m)
     /* frames: the value, the momentum when the slice has one, the push clocks under asp */
     size_t len = 0, mlen = 0, clen = 0;
     bool has_mom = ordo_store_momentum(s->store, slice) != NULL;
-    bool has_clocks = ordo_store_sync_mode(s->store) == ORDO_SYNC_ASP;
+    bool has_clocks = ordo__store_model(s->store)->clocks;
     int want = 1 + has_mom + has_clocks;
     const void *value = ordo_msg_data(m, 0, &len);
     const void *mom = has_mom ? ordo_msg_data(m, 1, &mlen) : NULL;
@@ -524,7 +525,7 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
                 *acked(r, i, b) = -1;
             /* ssp: the backups hold the pushes of later iterations too, which a state would
              * drop; they get the re-sent pushes this server forwards instead */
-            if (ordo_store_seq(s->store, i) >= 0 && ordo_store_sync_mode(s->store) != ORDO_SYNC_SSP)
+            if (ordo_store_seq(s->store, i) >= 0 && !ordo__store_model(s->store)->forwards_pushes)
                 ordo_replica_updated(s, i);
         }
         ordo__server_wake(s, i); /* a dead backup no longer holds anything back */

@@ -67,9 +67,9 @@ void ordo_replica_updated(ordo_server_t *s, int slice);
  * update count right after the push was applied). */
 void ordo_replica_ack(ordo_server_t *s, int slice, int64_t need, ordo_msg_t *ack);
 
-/* ordo_replica_ack_group sends ack (a PUSH_ACK of a merged push of iteration iter to the n
+/* ordo_replica_ack_merged sends ack (a PUSH_ACK of a merged push of iteration iter to the n
  * slices of slices, both moved out: slices is freed) once every slice's update is visible. */
-void ordo_replica_ack_group(ordo_server_t *s, int *slices, int n, int64_t iter, ordo_msg_t *ack);
+void ordo_replica_ack_merged(ordo_server_t *s, int *slices, int n, int64_t iter, ordo_msg_t *ack);
 
 /* ordo_replica_on_keymap applies the scheduler's KEYMAP: 0 to go on, ORDO_ERR_ABORT when it
  * names this server dead or is malformed. */

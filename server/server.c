@@ -9,6 +9,7 @@
 #include "common/transport.h"
 #include "core/paramfile.h"
 #include "server/replica.h"
+#include "server/consistency/model.h"
 #include "server/pull_codec.h"
 #include "server/server_internal.h"
 
@@ -215,7 +216,7 @@ static void free_parts(ordo_server_t *s)
     s->waiting = NULL;
     free(s->prio);
     s->prio = NULL;
-    ordo_groups_destroy(&s->groups);
+    ordo__merged_destroy(&s->merged);
     ordo_replica_destroy(&s->repl);
     ordo_sparse_srv_destroy(&s->sparse);
     ordo_srv_ckpt_destroy(&s->ckpt);
@@ -253,7 +254,8 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     /* the mean is over the pushes an update takes: every worker (a host group pushes the sum
      * of its members'), W - backup with backup workers, and under asp each push is one
      * update scaled as one W-th of the mean */
-    int taken = s->node.n_workers - (conf->sync_mode == ORDO_SYNC_BSP ? conf->backup : 0);
+    const ordo__sync_model_t *model = ordo__sync_model_of(conf->sync_mode, conf->backup);
+    int taken = s->node.n_workers - (model && model->backup ? conf->backup : 0);
     float scale = conf->aggregate == ORDO_AGG_MEAN ? 1.0f / (float)taken : 1.0f;
     if ((rc = ordo__pull_codec_new(s->node.keys->n_slices, &s->pull_codec)) != 0) goto fail;
     if ((rc = ordo_store_new(s->node.keys, s->node.rank, intra_pushers(s), &opt, scale,
@@ -271,7 +273,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     if (conf->fault_worker == ORDO_FAULT_RESTART &&
         (rc = ordo_store_set_resend(s->store, true)) != 0)
         goto fail;
-    if ((rc = ordo_groups_new(s->node.keys, s->node.rank, &s->groups)) != 0) goto fail;
+    if ((rc = ordo__merged_new(s->node.keys, s->node.rank, &s->merged)) != 0) goto fail;
     /* sparse servers run one SGD: the workers' declared one (all the same, the scheduler
      * checked), else the conf's [optimizer] */
     ordo_conf_t sparse_conf = s->conf;

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/transport.h"
+#include "server/consistency/model.h"
 #include "server/pull_codec.h"
 #include "server/replica.h"
 #include "server/server_internal.h"
@@ -48,15 +49,6 @@ static bool fused_push(const ordo_msg_t *m)
     return m->hdr.flags & ORDO_FLAG_PULL;
 }
 
-/* need_of_push: with replicas, the update count (ordo_store_seq) every live backup must hold
- * before push m of slice is acknowledged: bsp the version its iteration completes, asp and ssp
- * the count right after it was taken (asp: applied, an update of its own; ssp: forwarded) */
-static int64_t need_of_push(const ordo_server_t *s, const ordo_msg_t *m, int slice)
-{
-    if (ordo_store_sync_mode(s->store) != ORDO_SYNC_BSP) return ordo_store_seq(s->store, slice);
-    return m->hdr.iter + 1;
-}
-
 /* ack_push acknowledges push m of slice: at once, or with replicas once the update it went
  * into is held by every live backup (the worker keeps its gradient until then) */
 static void ack_push(ordo_server_t *s, const ordo_msg_t *m, int slice, uint32_t flags)
@@ -68,7 +60,9 @@ static void ack_push(ordo_server_t *s, const ordo_msg_t *m, int slice, uint32_t 
     ordo_msg_t ack;
     answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
     ack.hdr.flags = flags;
-    ordo_replica_ack(s, slice, need_of_push(s, m, slice), &ack);
+    /* the update count every live backup must hold first: the consistency model's */
+    ordo_replica_ack(s, slice, ordo__store_model(s->store)->push_need(s->store, slice, m->hdr.iter),
+                     &ack);
 }
 
 static void answer_error(ordo_server_t *s, const ordo_msg_t *m, const char *why)
@@ -177,7 +171,7 @@ static int slice_of(ordo_server_t *s, const ordo_msg_t *m, char *why, size_t siz
 
 /* with replicas, a merged push whose first slice this server holds as a backup comes from a
  * worker whose KEYMAP arrived before ours: it is kept until ours does (true when it was) */
-static bool park_group_push(ordo_server_t *s, ordo_msg_t *m, const void *index, size_t ilen)
+static bool park_merged_push(ordo_server_t *s, ordo_msg_t *m, const void *index, size_t ilen)
 {
     uint32_t id;
     if (!s->repl || ilen < sizeof id) return false;
@@ -190,12 +184,12 @@ static bool park_group_push(ordo_server_t *s, ordo_msg_t *m, const void *index, 
     return true;
 }
 
-/* a merged push ([push] mode = merged, server/groups.h): several slices in one message,
+/* a merged push ([push] mode = merged, server/merged.h): several slices in one message,
  * checked as a whole, then added to the store from the received frame (no copy); one ack.
  * With replicas, slices a re-sent push (its primary died) already has are left out, each
  * update goes to the backups, and the ack waits until every live backup holds every slice's
  * update (server/replica.h) */
-static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
+static void on_merged_push(ordo_server_t *s, ordo_msg_t *m)
 {
     size_t len = 0, ilen = 0;
     int n, rc, worker = ordo__server_pusher(s, m->hdr.rank);
@@ -204,15 +198,15 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
         answer_error(s, m, "a merged PUSH needs a float32 payload frame and an index frame");
         return;
     }
-    if (park_group_push(s, m, index, ilen)) return;
-    if ((rc = ordo_groups_split(s->groups, index, ilen, len, &n)) != 0) {
+    if (park_merged_push(s, m, index, ilen)) return;
+    if ((rc = ordo__merged_split(s->merged, index, ilen, len, &n)) != 0) {
         answer_error(s, m, ordo_error_text(rc));
         return;
     }
     const ordo_slice_t *slices = s->node.keys->slices;
     int dup = 0;
     for (int i = 0; i < n; i++) {
-        int sl = ordo_groups_slice(s->groups, i);
+        int sl = ordo__merged_slice(s->merged, i);
         if (s->repl && ordo_store_pushed(s->store, sl, worker, m->hdr.iter)) {
             dup++;
             continue;
@@ -232,11 +226,11 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
     }
     const char *base = ordo_store_frame_data(f, &len);
     for (int i = 0; i < n; i++) {
-        int sl = ordo_groups_slice(s->groups, i);
+        int sl = ordo__merged_slice(s->merged, i);
         bool updated;
         if (dup && ordo_store_pushed(s->store, sl, worker, m->hdr.iter)) continue;
         rc = ordo_store_push_ref(s->store, sl, worker, m->hdr.iter,
-                                 (const float *)(base + ordo_groups_offset(s->groups, i)),
+                                 (const float *)(base + ordo__merged_offset(s->merged, i)),
                                  (size_t)slices[sl].numel * sizeof(float), f, &updated);
         if (rc < 0) ORDO_ERROR("merged push, slice %d: %s", sl, ordo_error_text(rc));
         if (rc == 0 && updated) {
@@ -252,9 +246,9 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
         ack.hdr.flags = ORDO_FLAG_GROUP;
         int *ids = malloc(sizeof *ids * (size_t)n);
         for (int i = 0; ids && i < n; i++)
-            ids[i] = ordo_groups_slice(s->groups, i);
+            ids[i] = ordo__merged_slice(s->merged, i);
         if (ids)
-            ordo_replica_ack_group(s, ids, n, m->hdr.iter, &ack);
+            ordo_replica_ack_merged(s, ids, n, m->hdr.iter, &ack);
         else
             ORDO_ERROR("out of memory keeping a merged push's acknowledgement");
         ordo_msg_close(&ack);
@@ -262,13 +256,13 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
         send_ack(s, m, ORDO_FLAG_GROUP);
     }
     for (int i = 0; i < n; i++) { /* the slices this push completed answer their pulls */
-        int sl = ordo_groups_slice(s->groups, i);
+        int sl = ordo__merged_slice(s->merged, i);
         if (ordo_store_version(s->store, sl) == m->hdr.iter + 1) ordo__server_wake(s, sl);
     }
 }
 
 /* the number of floats a compressed push's payload stands for: its slice's (dense), or the
- * sum of its index's slices' (merged, checked again by ordo_groups_split); -1 when the
+ * sum of its index's slices' (merged, checked again by ordo__merged_split); -1 when the
  * message names no slice of the key map */
 static int64_t push_numel(ordo_server_t *s, ordo_msg_t *m)
 {
@@ -403,7 +397,8 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
     int64_t v = ordo_store_version(s->store, slice);
     /* bsp and ssp values never get ahead of a worker's pulls; backup workers and asp let
      * the slow ones see newer values */
-    bool newer_ok = s->conf.backup > 0 || ordo_store_sync_mode(s->store) == ORDO_SYNC_ASP;
+    const ordo__sync_model_t *model = ordo__store_model(s->store);
+    bool newer_ok = model->newer_pulls;
     /* a restarted worker goes on at the first iteration its predecessor did not report,
      * which the others may have completed with the pushes it did send */
     if (s->conf.fault_worker == ORDO_FAULT_RESTART) newer_ok = true;
@@ -414,15 +409,11 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
         return;
     }
     s->n_pull++;
-    ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .need = iter, .req = m->hdr.req,
+    ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .req = m->hdr.req,
                         .rid_len = m->rid_len, .flags = flags, .dtype = dtype,
                         .have_prev = (m->hdr.flags & ORDO_FLAG_HAVE_PREV) != 0};
-    /* asp and ssp with replicas: a plain pull takes the value the consistency model allows
-     * at once (its pushes not yet on the backups were not acknowledged: their senders send
-     * them again if this server dies), one riding on a push also acknowledges it, so it waits
-     * for the backups to hold that push */
-    if (ordo_store_sync_mode(s->store) != ORDO_SYNC_BSP)
-        w.need = m->hdr.type == ORDO_MSG_PUSH ? ordo_store_seq(s->store, slice) : -1;
+    /* with replicas, what every live backup must hold first (server/consistency/model.h) */
+    w.need = model->pull_need(s->store, slice, iter, m->hdr.type == ORDO_MSG_PUSH);
     memcpy(w.rid, m->rid, m->rid_len);
     if (ready(s, slice, &w)) {
         make_ready(s, slice, &w);
@@ -500,14 +491,15 @@ static bool on_resent_push(ordo_server_t *s, ordo_msg_t *m, int slice, uint8_t w
      * out as late, which the dead primary alone knew; either way the iteration is done
      * without it, so it is answered as a late push (the store's path), with how far the slice
      * got */
-    if (s->conf.backup > 0 && m->hdr.iter < ordo_store_version(s->store, slice)) return false;
+    const ordo__sync_model_t *model = ordo__store_model(s->store);
+    if (model->late_resends && m->hdr.iter < ordo_store_version(s->store, slice)) return false;
     if (!ordo_store_pushed(s->store, slice, worker, m->hdr.iter)) return false;
     ordo_replica_count_duplicate(s->repl);
     ORDO_DEBUG("re-sent push of key %u chunk %u iteration %lld from worker %d: already in",
                m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter, m->hdr.rank);
     size_t len = 0;
     const void *data = ordo_msg_data(m, 0, &len);
-    if (ordo_store_sync_mode(s->store) == ORDO_SYNC_SSP && data) /* a backup may miss it */
+    if (model->forwards_pushes && data) /* a backup may miss it */
         ordo_replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,
                              ordo_store_seq(s->store, slice));
     if (m->hdr.flags & ORDO_FLAG_PULL)
@@ -546,7 +538,7 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
             answer_error(s, m, "a merged PUSH cannot carry a pull");
             return;
         }
-        on_group_push(s, m);
+        on_merged_push(s, m);
         return;
     }
     int slice = ordo_keys_slice(s->node.keys, m->hdr.key, m->hdr.chunk);
@@ -587,7 +579,7 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
             return;
         }
         if (s->repl && on_resent_push(s, m, slice, want)) return;
-        bool forward = s->repl && ordo_store_sync_mode(s->store) == ORDO_SYNC_SSP;
+        bool forward = s->repl && ordo__store_model(s->store)->forwards_pushes;
         if (forward && ordo_store_check_push(s->store, slice, ordo__server_pusher(s, m->hdr.rank),
                                              m->hdr.iter, len) == 0)
             ordo_replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,

@@ -8,7 +8,7 @@
 #include "common/trace.h"
 #include "server/ckpt.h"
 #include "server/enforce.h"
-#include "server/groups.h"
+#include "server/merged.h"
 #include "server/server.h"
 #include "server/sparse_srv.h"
 #include "server/store.h"
@@ -40,7 +40,7 @@ struct ordo_server {
     ordo_node_t node;
     int data_sock;
     ordo_store_t *store;
-    ordo_groups_t *groups;     /* checks merged pushes */
+    ordo__merged_t *merged;    /* checks merged pushes */
     ordo_sparse_srv_t *sparse; /* [push] mode = sparse: the plan's sparse member */
     ordo_enforce_t *enforce;
     ordo__waitlist_t *waiting; /* per slice */
