@@ -552,3 +552,81 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
     free(parked);
     return 0;
 }
+
+/* ---- the data handlers' hooks (server/replica.h) --------------------------------------- */
+
+static bool pb_park(ordo_server_t *s, ordo_msg_t *m, int slice)
+{
+    if (!ordo_store_owns(s->store, slice) || s->node.keys->slices[slice].server == s->node.rank)
+        return false;
+    int rc = ordo_replica_park(s, m);
+    if (rc) ordo__server_refuse(s, m, ordo_error_text(rc));
+    return true;
+}
+
+static bool pb_resent(ordo_server_t *s, ordo_msg_t *m, int slice, int worker)
+{
+    /* backup workers: a push of an iteration already applied was either in the update or left
+     * out as late, which the dead primary alone knew; either way the iteration is done
+     * without it, so it is answered as a late push (the store's path), with how far the slice
+     * got */
+    const ordo__sync_model_t *model = ordo__store_model(s->store);
+    if (model->late_resends && m->hdr.iter < ordo_store_version(s->store, slice)) return false;
+    if (!ordo_store_pushed(s->store, slice, worker, m->hdr.iter)) return false;
+    ordo_replica_count_duplicate(s->repl);
+    ORDO_DEBUG("re-sent push of key %u chunk %u iteration %lld from worker %d: already in",
+               m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter, m->hdr.rank);
+    size_t len = 0;
+    const void *data = ordo_msg_data(m, 0, &len);
+    if (model->forwards_pushes && data) /* a backup may miss it */
+        ordo_replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,
+                             ordo_store_seq(s->store, slice));
+    return true;
+}
+
+static bool pb_has(const ordo_server_t *s, int slice, int worker, int64_t iter)
+{
+    return ordo_store_pushed(s->store, slice, worker, iter);
+}
+
+static bool pb_forward(ordo_server_t *s, ordo_msg_t *m, int slice, int worker)
+{
+    if (!ordo__store_model(s->store)->forwards_pushes) return false;
+    size_t len = 0;
+    const void *data = ordo_msg_data(m, 0, &len);
+    if (ordo_store_check_push(s->store, slice, worker, m->hdr.iter, len) == 0)
+        ordo_replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,
+                             ordo_store_seq(s->store, slice) + 1);
+    return true;
+}
+
+static void pb_ack_push(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack)
+{
+    /* the update count every live backup must hold first: the consistency model's */
+    ordo_replica_ack(s, slice, ordo__store_model(s->store)->push_need(s->store, slice, iter), ack);
+}
+
+static void pb_ack_merged(ordo_server_t *s, int n, int64_t iter, ordo_msg_t *ack)
+{
+    int *ids = malloc(sizeof *ids * (size_t)n);
+    for (int i = 0; ids && i < n; i++)
+        ids[i] = ordo__merged_slice(s->merged, i);
+    if (ids)
+        ordo_replica_ack_merged(s, ids, n, iter, ack);
+    else
+        ORDO_ERROR("out of memory keeping a merged push's acknowledgement");
+    ordo_msg_close(ack);
+}
+
+const ordo__replication_t ordo__replication_primary_backup = {
+    .name = "primary-backup",
+    .on_server_msg = ordo_replica_on_server_msg,
+    .park = pb_park,
+    .resent = pb_resent,
+    .has = pb_has,
+    .forward = pb_forward,
+    .updated = ordo_replica_updated,
+    .visible = ordo_replica_visible,
+    .ack_push = pb_ack_push,
+    .ack_merged = pb_ack_merged,
+};

@@ -292,6 +292,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     }
     if ((rc = setup_enforcement(s, s->node.plan_json)) != 0) goto fail;
     if ((rc = ordo_replica_new(s, &s->repl)) != 0) goto fail;
+    s->replication = s->repl ? &ordo__replication_primary_backup : &ordo__replication_none;
     if (conf->trace) {
         char name[64];
         snprintf(name, sizeof name, "server %d", s->node.rank);
@@ -409,40 +410,63 @@ static void log_dropped(ordo_server_t *s)
     if (n) ORDO_INFO("dropped messages by reason: %s", line);
 }
 
-/* on_ctl takes a message from the scheduler: 0 to go on, 1 to stop, ORDO_ERR_ABORT to abort */
-static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
+/* ---- the scheduler's messages: one handler per type, found in ON_CTL; each returns 0 to go
+ * on, 1 to stop, ORDO_ERR_ABORT to abort ------------------------------------------------ */
+
+static int on_plan(ordo_server_t *s, ordo_msg_t *m)
+{
+    if (s->sparse) ordo_sparse_srv_on_ctl(s->sparse, m);
+    return 0;
+}
+
+static int on_shutdown(ordo_server_t *s, ordo_msg_t *m)
 {
     char buf[512], buf2[256];
-    switch (m->hdr.type) {
-    case ORDO_MSG_PLAN:
-        if (s->sparse) ordo_sparse_srv_on_ctl(s->sparse, m);
-        return 0;
-    case ORDO_MSG_REPLAN:
-        return apply_replan(s, m);
-    case ORDO_MSG_MEMBERS:
-        return ordo__server_on_members(s, m);
-    case ORDO_MSG_KEYMAP: /* a server died; its backups took its slices (server/replica.h) */
-        return ordo_replica_on_keymap(s, m);
-    case ORDO_MSG_SHUTDOWN:
-        log_dropped(s);
-        ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out, "
-                  "%llu re-sent pushes left out%s", (unsigned long long)s->n_push,
-                  (unsigned long long)s->n_pull, (unsigned long long)s->n_dropped,
-                  probes_note(s, buf, sizeof buf), (unsigned long long)ordo_store_dropped(s->store),
-                  (unsigned long long)ordo_store_resent(s->store), repl_note(s, buf2, sizeof buf2));
-        return 1;
-    case ORDO_MSG_ABORT:
-        ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));
-        return ORDO_ERR_ABORT;
-    case ORDO_MSG_PEER_DEAD:
-        if (m->nframes > 0) /* the transport's reason: a handshake was refused */
-            ORDO_ERROR("%s: giving up", ordo_msg_text(m, 0, buf, sizeof buf));
-        else
-            ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
-        return ORDO_ERR_ABORT;
-    default:
-        return 0;
-    }
+    (void)m;
+    log_dropped(s);
+    ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out, "
+              "%llu re-sent pushes left out%s", (unsigned long long)s->n_push,
+              (unsigned long long)s->n_pull, (unsigned long long)s->n_dropped,
+              probes_note(s, buf, sizeof buf), (unsigned long long)ordo_store_dropped(s->store),
+              (unsigned long long)ordo_store_resent(s->store), repl_note(s, buf2, sizeof buf2));
+    return 1;
+}
+
+static int on_abort(ordo_server_t *s, ordo_msg_t *m)
+{
+    char buf[512];
+    (void)s;
+    ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));
+    return ORDO_ERR_ABORT;
+}
+
+static int on_peer_dead(ordo_server_t *s, ordo_msg_t *m)
+{
+    char buf[512];
+    (void)s;
+    if (m->nframes > 0) /* the transport's reason: a handshake was refused */
+        ORDO_ERROR("%s: giving up", ordo_msg_text(m, 0, buf, sizeof buf));
+    else
+        ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
+    return ORDO_ERR_ABORT;
+}
+
+/* the scheduler's messages by type; a type without a row is ignored */
+static int (*const ON_CTL[ORDO_MSG_TYPE_MAX])(ordo_server_t *s, ordo_msg_t *m) = {
+    [ORDO_MSG_PLAN] = on_plan,
+    [ORDO_MSG_REPLAN] = apply_replan,
+    [ORDO_MSG_MEMBERS] = ordo__server_on_members,
+    [ORDO_MSG_KEYMAP] = ordo_replica_on_keymap, /* a server died (server/replica.h) */
+    [ORDO_MSG_SHUTDOWN] = on_shutdown,
+    [ORDO_MSG_ABORT] = on_abort,
+    [ORDO_MSG_PEER_DEAD] = on_peer_dead,
+};
+
+/* on_ctl takes a message from the scheduler */
+static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
+{
+    if (m->hdr.type >= ORDO_MSG_TYPE_MAX || !ON_CTL[m->hdr.type]) return 0;
+    return ON_CTL[m->hdr.type](s, m);
 }
 
 int ordo_server_handle(ordo_server_t *s, ordo_msg_t *m)

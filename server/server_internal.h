@@ -9,6 +9,7 @@
 #include "server/ckpt.h"
 #include "server/enforce.h"
 #include "server/merged.h"
+#include "server/replica.h"
 #include "server/server.h"
 #include "server/sparse_srv.h"
 #include "server/store.h"
@@ -60,6 +61,7 @@ struct ordo_server {
     bool has_declared_sgd; /* the workers declared sgd rules; the first is declared_sgd */
     ordo_optim_t declared_sgd;
     struct ordo_replica *repl; /* [fault] replicas > 1 (server/replica.h), else NULL */
+    const ordo__replication_t *replication; /* the data handlers' hooks (server/replica.h) */
 };
 
 /* ordo__server_pusher maps a pushing worker's rank to its pusher index in the store: its
@@ -77,6 +79,9 @@ int ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m);
 
 /* ordo__server_wake answers the pulls of slice that can be answered now (server_data.c). */
 void ordo__server_wake(ordo_server_t *s, int slice);
+
+/* ordo__server_refuse answers m with ERROR carrying why, counts and logs it (server_data.c). */
+void ordo__server_refuse(ordo_server_t *s, const ordo_msg_t *m, const char *why);
 
 /* ordo__server_on_data handles one message from the data port (server_data.c). */
 void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m);

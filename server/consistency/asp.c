@@ -7,15 +7,16 @@
 #include "common/conf.h"
 #include "common/error.h"
 
-static int check_push(const ordo_store_t *s, const slot_t *sl, int slice, int worker,
-                      int64_t iter, int *late)
+static int check_push(const ordo_store_t *s, const slot_t *sl, int slice, int worker, int64_t iter,
+                      int *late)
 {
     (void)s;
     (void)late;
     if (iter != sl->clock[worker])
-        return ordo_error_set(ORDO_ERR_PROTO, "push of iteration %lld to slice %d from worker %d, "
-                              "whose next is %lld", (long long)iter, slice, worker,
-                              (long long)sl->clock[worker]);
+        return ordo_error_set(ORDO_ERR_PROTO,
+                              "push of iteration %lld to slice %d from worker %d, "
+                              "whose next is %lld",
+                              (long long)iter, slice, worker, (long long)sl->clock[worker]);
     return 0;
 }
 

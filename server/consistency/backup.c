@@ -11,8 +11,8 @@
 #include "common/error.h"
 #include "core/vec.h"
 
-static int check_push(const ordo_store_t *s, const slot_t *sl, int slice, int worker,
-                      int64_t iter, int *late)
+static int check_push(const ordo_store_t *s, const slot_t *sl, int slice, int worker, int64_t iter,
+                      int *late)
 {
     if (iter >= 0 && iter < sl->version) {
         *late = ORDO_STORE_DROPPED;
@@ -36,7 +36,8 @@ static int apply_taken(ordo_store_t *s, slot_t *sl, round_t *rd, bool *updated)
         sum = rd->acc;
         left--;
     }
-    while (!rd->held[w].owner) w++;
+    while (!rd->held[w].owner)
+        w++;
     rc = ordo__store_apply(s, sl, rd, sum, rd->held[w].data);
     for (w = 0; w < s->n_workers; w++) {
         ordo_store_frame_unref(rd->held[w].owner);

@@ -34,13 +34,13 @@ typedef struct ordo__sync_model {
                       int64_t iter, int *late);
     /* take_push: adds a checked push (data, kept alive by owner when not NULL, else borrowed
      * for the call) and applies the update when it completes a round: *updated */
-    int (*take_push)(ordo_store_t *s, struct ordo__slot *sl, int worker, int64_t iter, const float *data,
-                     size_t bytes, ordo_store_frame_t *owner, bool *updated);
+    int (*take_push)(ordo_store_t *s, struct ordo__slot *sl, int worker, int64_t iter,
+                     const float *data, size_t bytes, ordo_store_frame_t *owner, bool *updated);
     /* pull_ready: a pull of iter can be answered from a value at version (>= 0) */
     bool (*pull_ready)(const ordo_store_t *s, int64_t version, int64_t iter);
     /* answer_pull: a reference on the value a pull of iter gets (ordo_store_ref_pull) */
-    int (*answer_pull)(ordo_store_t *s, struct ordo__slot *sl, int64_t iter, void **data, size_t *bytes,
-                       void **hint);
+    int (*answer_pull)(ordo_store_t *s, struct ordo__slot *sl, int64_t iter, void **data,
+                       size_t *bytes, void **hint);
     /* pushed: worker's push of iter is in (held, summed or applied; iter >= the version) */
     bool (*pushed)(const ordo_store_t *s, const struct ordo__slot *sl, int worker, int64_t iter);
     /* seq: the slice's update count, by which replicas tell how new a state is (version >= 0) */
@@ -62,8 +62,7 @@ typedef struct ordo__sync_model {
 } ordo__sync_model_t;
 
 /* the models (one file each) */
-extern const ordo__sync_model_t ordo__sync_bsp, ordo__sync_backup, ordo__sync_ssp,
-    ordo__sync_asp;
+extern const ordo__sync_model_t ordo__sync_bsp, ordo__sync_backup, ordo__sync_ssp, ordo__sync_asp;
 
 /* ordo__sync_model_of returns the model of [sync] mode with backup workers (> 0) or none;
  * NULL when no model is that pair (models.c). */

@@ -14,8 +14,8 @@
 #include "common/error.h"
 #include "core/vec.h"
 
-static int check_push(const ordo_store_t *s, const slot_t *sl, int slice, int worker,
-                      int64_t iter, int *late)
+static int check_push(const ordo_store_t *s, const slot_t *sl, int slice, int worker, int64_t iter,
+                      int *late)
 {
     (void)late;
     return ordo__store_check_round(s, sl, slice, worker, iter);
