@@ -32,15 +32,15 @@ typedef struct {
     int64_t iter;
     int *slices, n;
     ordo_msg_t msg;
-} group_ack_t;
+} merged_ack_t;
 
 struct ordo_replica {
     int n_servers, n_slices;
     int *peer_sock;      /* per server rank: the connection to its data port (-1: self) */
     int64_t *acked;      /* per slice and server: the newest version that backup holds */
     ack_list_t *acks;    /* per slice: push acknowledgements waiting for the backups */
-    group_ack_t *gacks;  /* merged pushes' acknowledgements waiting for the backups */
-    int n_gacks, cap_gacks;
+    merged_ack_t *macks; /* merged pushes' acknowledgements waiting for the backups */
+    int n_macks, cap_macks;
     ordo_msg_t *parked;  /* workers' messages for slices not (yet) ours */
     int n_parked, cap_parked;
     size_t parked_bytes; /* their payloads */
@@ -93,11 +93,11 @@ void ordo_replica_destroy(ordo_replica_t **rp)
             ordo_msg_close(&r->acks[i].a[j].msg);
         free(r->acks[i].a);
     }
-    for (int i = 0; i < r->n_gacks; i++) {
-        ordo_msg_close(&r->gacks[i].msg);
-        free(r->gacks[i].slices);
+    for (int i = 0; i < r->n_macks; i++) {
+        ordo_msg_close(&r->macks[i].msg);
+        free(r->macks[i].slices);
     }
-    free(r->gacks);
+    free(r->macks);
     for (int i = 0; i < r->n_parked; i++)
         ordo_msg_close(&r->parked[i]);
     free(r->parked);
@@ -236,7 +236,7 @@ static void flush_acks(ordo_server_t *s, int slice)
 }
 
 /* every slice of a merged push holds the update of iteration iter + 1 on every live backup */
-static bool group_visible(const ordo_server_t *s, const group_ack_t *g)
+static bool merged_visible(const ordo_server_t *s, const merged_ack_t *g)
 {
     for (int i = 0; i < g->n; i++)
         if (!ordo_replica_visible(s, g->slices[i], g->iter + 1)) return false; /* bsp only */
@@ -244,45 +244,45 @@ static bool group_visible(const ordo_server_t *s, const group_ack_t *g)
 }
 
 /* send the merged pushes' acknowledgements whose updates every live backup holds */
-static void flush_group_acks(ordo_server_t *s)
+static void flush_merged_acks(ordo_server_t *s)
 {
     ordo_replica_t *r = s->repl;
     int keep = 0;
-    for (int i = 0; i < r->n_gacks; i++) {
-        if (group_visible(s, &r->gacks[i])) {
-            ordo_transport_send(s->node.tp, &r->gacks[i].msg);
-            free(r->gacks[i].slices);
+    for (int i = 0; i < r->n_macks; i++) {
+        if (merged_visible(s, &r->macks[i])) {
+            ordo_transport_send(s->node.tp, &r->macks[i].msg);
+            free(r->macks[i].slices);
         } else {
-            r->gacks[keep++] = r->gacks[i];
+            r->macks[keep++] = r->macks[i];
         }
     }
-    r->n_gacks = keep;
+    r->n_macks = keep;
 }
 
 void ordo_replica_ack_merged(ordo_server_t *s, int *slices, int n, int64_t iter, ordo_msg_t *ack)
 {
     ordo_replica_t *r = s->repl;
-    group_ack_t g = {.iter = iter, .slices = slices, .n = n};
-    if (group_visible(s, &g)) {
+    merged_ack_t g = {.iter = iter, .slices = slices, .n = n};
+    if (merged_visible(s, &g)) {
         ordo_transport_send(s->node.tp, ack);
         free(slices);
         return;
     }
-    if (r->n_gacks == r->cap_gacks) {
-        int cap = r->cap_gacks ? r->cap_gacks * 2 : 8;
-        group_ack_t *p = realloc(r->gacks, sizeof *p * (size_t)cap);
+    if (r->n_macks == r->cap_macks) {
+        int cap = r->cap_macks ? r->cap_macks * 2 : 8;
+        merged_ack_t *p = realloc(r->macks, sizeof *p * (size_t)cap);
         if (!p) {
             ORDO_ERROR("out of memory keeping a merged push's acknowledgement");
             ordo_msg_close(ack);
             free(slices);
             return;
         }
-        r->gacks = p;
-        r->cap_gacks = cap;
+        r->macks = p;
+        r->cap_macks = cap;
     }
     ordo_msg_init(&g.msg, ORDO_MSG_PUSH_ACK);
     ordo_msg_move(&g.msg, ack);
-    r->gacks[r->n_gacks++] = g;
+    r->macks[r->n_macks++] = g;
 }
 
 void ordo_replica_ack(ordo_server_t *s, int slice, int64_t need, ordo_msg_t *ack)
@@ -435,7 +435,7 @@ static void on_state_ack(ordo_server_t *s, ordo_msg_t *m)
     if (k->slices[slice].server != s->node.rank) return;
     ordo__server_wake(s, slice);
     flush_acks(s, slice);
-    flush_group_acks(s);
+    flush_merged_acks(s);
 }
 
 void ordo_replica_on_server_msg(ordo_server_t *s, ordo_msg_t *m)
@@ -531,7 +531,7 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
         ordo__server_wake(s, i); /* a dead backup no longer holds anything back */
         flush_acks(s, i);
     }
-    flush_group_acks(s);
+    flush_merged_acks(s);
     free(was);
     if (joined >= 0)
         ORDO_WARN("KEYMAP %s: server %d joined; sent it the state of the %d slices it backs up "

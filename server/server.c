@@ -206,8 +206,7 @@ static void free_parts(ordo_server_t *s)
             free(s->names[i]);
     free(s->names);
     s->names = NULL;
-    free(s->probe_sum);
-    s->probe_sum = NULL;
+    ordo__probe_free(&s->probe);
     ordo_enforce_destroy(&s->enforce);
     if (s->waiting)
         for (int i = 0; i < s->node.keys->n_slices; i++)
@@ -325,9 +324,9 @@ void ordo_server_get_stats(const ordo_server_t *s, ordo_server_stats_t *out)
 {
     out->pushes = s->n_push;
     out->pulls = s->n_pull;
-    out->dropped = s->n_dropped;
+    out->dropped = s->n_refused;
     out->late = ordo_store_dropped(s->store);
-    out->probes = s->n_probe;
+    out->probes = s->probe.n;
     out->released = s->n_released;
     out->shard_bytes = (uint64_t)ordo_store_bytes(s->store);
 }
@@ -337,8 +336,8 @@ void ordo_server_get_stats(const ordo_server_t *s, ordo_server_stats_t *out)
 /* ", N calibration probes" for the shutdown line when there were any, else "" */
 static const char *probes_note(const ordo_server_t *s, char *buf, size_t size)
 {
-    if (!s->n_probe) return "";
-    snprintf(buf, size, ", %llu calibration probes", (unsigned long long)s->n_probe);
+    if (!s->probe.n) return "";
+    snprintf(buf, size, ", %llu calibration probes", (unsigned long long)s->probe.n);
     return buf;
 }
 
@@ -426,7 +425,7 @@ static int on_shutdown(ordo_server_t *s, ordo_msg_t *m)
     log_dropped(s);
     ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out, "
               "%llu re-sent pushes left out%s", (unsigned long long)s->n_push,
-              (unsigned long long)s->n_pull, (unsigned long long)s->n_dropped,
+              (unsigned long long)s->n_pull, (unsigned long long)s->n_refused,
               probes_note(s, buf, sizeof buf), (unsigned long long)ordo_store_dropped(s->store),
               (unsigned long long)ordo_store_resent(s->store), repl_note(s, buf2, sizeof buf2));
     return 1;

@@ -61,7 +61,7 @@ static void ack_push(ordo_server_t *s, const ordo_msg_t *m, int slice, uint32_t 
 
 void ordo__server_refuse(ordo_server_t *s, const ordo_msg_t *m, const char *why)
 {
-    s->n_dropped++;
+    s->n_refused++;
     char what[160];
     snprintf(what, sizeof what, "key %u chunk %u iter %lld, from %s %d: %s", m->hdr.key,
              m->hdr.chunk, (long long)m->hdr.iter, ordo_wire_role_name(m->hdr.role), m->hdr.rank,
@@ -331,44 +331,15 @@ static uint8_t pull_dtype(const ordo_msg_t *m)
     return ORDO_DTYPE_F32;
 }
 
-/* a calibration push ([push] calibrate = true, ORDO_FLAG_PROBE): its floats are added to
- * scratch memory, as a push's are to its key's sum, and it is acknowledged; no value changes */
+/* a calibration push (server/probe.h): summed into scratch memory and acknowledged */
 static void on_probe(ordo_server_t *s, ordo_msg_t *m)
 {
-    char why[160];
-    size_t len = 0;
-    const char *data = ordo_msg_data(m, 0, &len);
-    if (!data || m->nframes != 1 || m->hdr.dtype != ORDO_DTYPE_F32 || len % sizeof(float) ||
-        (m->hdr.flags & (ORDO_FLAG_GROUP | ORDO_FLAG_PULL))) {
-        ordo__server_refuse(s, m,
-                            "a probe PUSH needs one float32 payload frame and no group or pull "
-                            "flag");
-        return;
-    }
-    if (len > ORDO_PROBE_MAX_BYTES) {
-        snprintf(why, sizeof why, "a probe of %zu bytes is larger than the %u a server takes", len,
-                 ORDO_PROBE_MAX_BYTES);
+    char buf[160];
+    const char *why = ordo__probe_take(&s->probe, m, buf, sizeof buf);
+    if (why)
         ordo__server_refuse(s, m, why);
-        return;
-    }
-    size_t n = len / sizeof(float);
-    if (n > s->probe_cap) {
-        float *p = realloc(s->probe_sum, n * sizeof *p);
-        if (!p) {
-            ordo__server_refuse(s, m, "out of memory for a probe");
-            return;
-        }
-        memset(p + s->probe_cap, 0, (n - s->probe_cap) * sizeof *p);
-        s->probe_sum = p;
-        s->probe_cap = n;
-    }
-    for (size_t i = 0; i < n; i++) { /* the frame may sit unaligned in ZeroMQ's buffer */
-        float g;
-        memcpy(&g, data + i * sizeof g, sizeof g);
-        s->probe_sum[i] += g;
-    }
-    s->n_probe++;
-    send_ack(s, m, ORDO_FLAG_PROBE);
+    else
+        send_ack(s, m, ORDO_FLAG_PROBE);
 }
 
 /* a pull of slice's value of iteration iter for m's sender: answered now if the value is

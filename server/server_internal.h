@@ -9,6 +9,7 @@
 #include "server/ckpt.h"
 #include "server/enforce.h"
 #include "server/merged.h"
+#include "server/probe.h"
 #include "server/replica.h"
 #include "server/server.h"
 #include "server/sparse_srv.h"
@@ -46,15 +47,13 @@ struct ordo_server {
     ordo_enforce_t *enforce;
     ordo__waitlist_t *waiting; /* per slice */
     int *prio;                 /* plan priority per slice (for response headers) */
-    uint64_t n_push, n_pull, n_dropped;
+    uint64_t n_push, n_pull, n_refused; /* n_refused: requests answered with ERROR */
     struct ordo__pull_codec *pull_codec; /* 16-bit pull answers (server/pull_codec.h) */
     int64_t link_end_ns; /* when the emulated link finishes what was released so far */
     uint64_t n_released;
     ordo_trace_t *trace; /* [output] trace: one event per released response */
     char **names;        /* parameter name per key, from the plan (NULL: "key K") */
-    float *probe_sum;    /* calibration pushes are summed here ([push] calibrate) */
-    size_t probe_cap;    /* its floats */
-    uint64_t n_probe;
+    ordo__probe_t probe; /* calibration pushes ([push] calibrate; server/probe.h) */
     ordo_srv_ckpt_t *ckpt; /* [fault] checkpoint_every: the momentum's part (server/ckpt.h) */
     int end_rc;            /* how the run ended: 0, or ORDO_ERR_ABORT (sets the linger) */
     int local_size;        /* the plan's intra groups: one pusher per local_size workers */
