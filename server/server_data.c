@@ -3,7 +3,8 @@
  * once or parked until the store's consistency model ([sync]) lets them be: under bsp until
  * the pushes of the iteration before are in. Each answer carries its staleness. A malformed or
  * out-of-place message is answered with ERROR, counted and dropped; it never stops the
- * server. */
+ * server. One handler per message type, found in ON_DATA; the consistency model and the
+ * replicas take part through their tables (server/consistency/model.h, server/replica.h). */
 #include "common/codec.h"
 #include "common/error.h"
 #include "common/log.h"

@@ -1,5 +1,8 @@
-/* server_internal: the server object's state, shared by server.c (bring-up, loop, release
- * of answers) and server_data.c (the data port's handlers). Not part of the contract. */
+/* server_internal: the server object's state, shared by server.c (bring-up, loop, the
+ * scheduler's messages, release of answers), server_data.c (the data port's handlers) and the
+ * replication hooks (replica.c, replica_none.c). What one part alone keeps lives in that
+ * part's own object (the store, the consistency model, the probes, the replicas' state). Not
+ * part of the contract. */
 #ifndef ORDO_SERVER_INTERNAL_H
 #define ORDO_SERVER_INTERNAL_H
 
