@@ -10,6 +10,7 @@
 #include "core/paramfile.h"
 #include "core/plan.h"
 #include "server/replica.h"
+#include "server/consistency/model.h"
 #include "server/pull_codec.h"
 #include "server/fence.h"
 #include "server/server_internal.h"
@@ -189,8 +190,7 @@ static void free_parts(ordo_server_t *s)
             free(s->names[i]);
     free(s->names);
     s->names = NULL;
-    free(s->probe_sum);
-    s->probe_sum = NULL;
+    ordo__probe_free(&s->probe);
     ordo_enforce_destroy(&s->enforce);
     if (s->waiting)
         for (int i = 0; i < s->node.keys->n_slices; i++)
@@ -199,7 +199,7 @@ static void free_parts(ordo_server_t *s)
     s->waiting = NULL;
     free(s->prio);
     s->prio = NULL;
-    ordo_groups_destroy(&s->groups);
+    ordo__merged_destroy(&s->merged);
     ordo_replica_destroy(&s->repl);
     ordo_sparse_srv_destroy(&s->sparse);
     ordo_srv_ckpt_destroy(&s->ckpt);
@@ -236,7 +236,8 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     /* the mean is over the pushes an update takes: every worker (a host group pushes the sum
      * of its members'), W - backup with backup workers, and under asp each push is one
      * update scaled as one W-th of the mean */
-    int taken = s->node.n_workers - (conf->sync_mode == ORDO_SYNC_BSP ? conf->backup : 0);
+    const ordo__sync_model_t *model = ordo__sync_model_of(conf->sync_mode, conf->backup);
+    int taken = s->node.n_workers - (model && model->backup ? conf->backup : 0);
     float scale = conf->aggregate == ORDO_AGG_MEAN ? 1.0f / (float)taken : 1.0f;
     if ((rc = ordo__pull_codec_new(s->node.keys->n_slices, &s->pull_codec)) != 0) goto fail;
     /* the plan, read once (core/plan.h); its text goes once the server is made */
@@ -259,7 +260,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     if (conf->fault_worker == ORDO_FAULT_RESTART &&
         (rc = ordo_store_set_resend(s->store, true)) != 0)
         goto fail;
-    if ((rc = ordo_groups_new(s->node.keys, s->node.rank, &s->groups)) != 0) goto fail;
+    if ((rc = ordo__merged_new(s->node.keys, s->node.rank, &s->merged)) != 0) goto fail;
     /* sparse servers run one SGD: the workers' declared one (all the same, the scheduler
      * checked), else the conf's [optimizer] */
     ordo_conf_t sparse_conf = s->conf;
@@ -278,6 +279,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     }
     if ((rc = setup_enforcement(s, plan)) != 0) goto fail;
     if ((rc = ordo_replica_new(s, &s->repl)) != 0) goto fail;
+    s->replication = s->repl ? &ordo__replication_primary_backup : &ordo__replication_none;
     if (conf->trace) {
         char name[64];
         snprintf(name, sizeof name, "server %d", s->node.rank);
@@ -314,9 +316,9 @@ void ordo_server_get_stats(const ordo_server_t *s, ordo_server_stats_t *out)
 {
     out->pushes = s->n_push;
     out->pulls = s->n_pull;
-    out->dropped = s->n_dropped;
+    out->dropped = s->n_refused;
     out->late = ordo_store_dropped(s->store);
-    out->probes = s->n_probe;
+    out->probes = s->probe.n;
     out->released = s->n_released;
     out->shard_bytes = (uint64_t)ordo_store_bytes(s->store);
 }
@@ -326,8 +328,8 @@ void ordo_server_get_stats(const ordo_server_t *s, ordo_server_stats_t *out)
 /* ", N calibration probes" for the shutdown line when there were any, else "" */
 static const char *probes_note(const ordo_server_t *s, char *buf, size_t size)
 {
-    if (!s->n_probe) return "";
-    snprintf(buf, size, ", %llu calibration probes", (unsigned long long)s->n_probe);
+    if (!s->probe.n) return "";
+    snprintf(buf, size, ", %llu calibration probes", (unsigned long long)s->probe.n);
     return buf;
 }
 
@@ -416,41 +418,64 @@ static void log_updates(ordo_server_t *s)
               "refused", updates, held, (unsigned long long)ordo__srv_fence_refused(s->fence));
 }
 
-/* on_ctl takes a message from the scheduler: 0 to go on, 1 to stop, ORDO_ERR_ABORT to abort */
-static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
+/* ---- the scheduler's messages: one handler per type, found in ON_CTL; each returns 0 to go
+ * on, 1 to stop, ORDO_ERR_ABORT to abort ------------------------------------------------ */
+
+static int on_plan(ordo_server_t *s, ordo_msg_t *m)
+{
+    if (s->sparse) ordo_sparse_srv_on_ctl(s->sparse, m);
+    return 0;
+}
+
+static int on_shutdown(ordo_server_t *s, ordo_msg_t *m)
 {
     char buf[512], buf2[256];
-    switch (m->hdr.type) {
-    case ORDO_MSG_PLAN:
-        if (s->sparse) ordo_sparse_srv_on_ctl(s->sparse, m);
-        return 0;
-    case ORDO_MSG_REPLAN:
-        return apply_replan(s, m);
-    case ORDO_MSG_MEMBERS:
-        return ordo__server_on_members(s, m);
-    case ORDO_MSG_KEYMAP: /* a server died; its backups took its slices (server/replica.h) */
-        return ordo_replica_on_keymap(s, m);
-    case ORDO_MSG_SHUTDOWN:
-        log_dropped(s);
-        ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out, "
-                  "%llu re-sent pushes left out%s", (unsigned long long)s->n_push,
-                  (unsigned long long)s->n_pull, (unsigned long long)s->n_dropped,
-                  probes_note(s, buf, sizeof buf), (unsigned long long)ordo_store_dropped(s->store),
-                  (unsigned long long)ordo_store_resent(s->store), repl_note(s, buf2, sizeof buf2));
-        log_updates(s);
-        return 1;
-    case ORDO_MSG_ABORT:
-        ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));
-        return ORDO_ERR_ABORT;
-    case ORDO_MSG_PEER_DEAD:
-        if (m->nframes > 0) /* the transport's reason: a handshake was refused */
-            ORDO_ERROR("%s: giving up", ordo_msg_text(m, 0, buf, sizeof buf));
-        else
-            ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
-        return ORDO_ERR_ABORT;
-    default:
-        return 0;
-    }
+    (void)m;
+    log_dropped(s);
+    ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out, "
+              "%llu re-sent pushes left out%s", (unsigned long long)s->n_push,
+              (unsigned long long)s->n_pull, (unsigned long long)s->n_refused,
+              probes_note(s, buf, sizeof buf), (unsigned long long)ordo_store_dropped(s->store),
+              (unsigned long long)ordo_store_resent(s->store), repl_note(s, buf2, sizeof buf2));
+    log_updates(s);
+    return 1;
+}
+
+static int on_abort(ordo_server_t *s, ordo_msg_t *m)
+{
+    char buf[512];
+    (void)s;
+    ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));
+    return ORDO_ERR_ABORT;
+}
+
+static int on_peer_dead(ordo_server_t *s, ordo_msg_t *m)
+{
+    char buf[512];
+    (void)s;
+    if (m->nframes > 0) /* the transport's reason: a handshake was refused */
+        ORDO_ERROR("%s: giving up", ordo_msg_text(m, 0, buf, sizeof buf));
+    else
+        ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
+    return ORDO_ERR_ABORT;
+}
+
+/* the scheduler's messages by type; a type without a row is ignored */
+static int (*const ON_CTL[ORDO_MSG_TYPE_MAX])(ordo_server_t *s, ordo_msg_t *m) = {
+    [ORDO_MSG_PLAN] = on_plan,
+    [ORDO_MSG_REPLAN] = apply_replan,
+    [ORDO_MSG_MEMBERS] = ordo__server_on_members,
+    [ORDO_MSG_KEYMAP] = ordo_replica_on_keymap, /* a server died (server/replica.h) */
+    [ORDO_MSG_SHUTDOWN] = on_shutdown,
+    [ORDO_MSG_ABORT] = on_abort,
+    [ORDO_MSG_PEER_DEAD] = on_peer_dead,
+};
+
+/* on_ctl takes a message from the scheduler */
+static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
+{
+    if (m->hdr.type >= ORDO_MSG_TYPE_MAX || !ON_CTL[m->hdr.type]) return 0;
+    return ON_CTL[m->hdr.type](s, m);
 }
 
 int ordo_server_handle(ordo_server_t *s, ordo_msg_t *m)
