@@ -17,8 +17,9 @@ package are outside the rule.
 A consistency model ([sync]: bsp, bsp with backup workers, ssp, asp) is one table of
 operations in server/consistency/ (server/consistency/model.h), and its rows are all the rest of
 server/ knows of it: code in server/ outside server/consistency/ that tests the mode (compares
-against an ORDO_SYNC_ constant or a sync_mode, or tests backup workers by their count) is a
-violation too; it asks the model's table instead.
+against an ORDO_SYNC_ constant or a sync_mode, tests backup workers by their count, or names a
+model's row, as in `model == &ordo__sync_asp`) is a violation too; it asks the model's table
+instead.
 
 Usage: check-layering.py [ROOT]   (ROOT: the repository, default: this script's parent's
 parent). Prints one line per violation, "path:line: reason", and exits 1 if there is any.
@@ -37,10 +38,11 @@ PUBLIC_ONLY = {"worker": "client"}
 SOURCES = (".c", ".h", ".cu")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 # a test of the consistency mode: a comparison with an ORDO_SYNC_ constant or a sync_mode, a
-# case of one, or backup workers told by their count
+# case of one, backup workers told by their count, or a model's own row or helper named (only
+# the table's type and its lookup, ordo__sync_model(_t) and ordo__sync_model_of, are for all)
 MODE_TEST = re.compile(r"(==|!=|<=?|>=?)\s*ORDO_SYNC_\w+|\bORDO_SYNC_\w+\s*(==|!=|<=?|>=?)"
                        r"|\bcase\s+ORDO_SYNC_|\bsync_mode\b\s*(\([^)]*\))?\s*(==|!=)"
-                       r"|\bbackup\s*(>|!=|==)\s*0")
+                       r"|\bbackup\s*(>|!=|==)\s*0|\bordo__sync_(?!model\b|model_t\b|model_of\b)\w+")
 MODELS = ("server", "consistency")
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 

@@ -4,7 +4,8 @@
 # where a public header includes an internal one, where client/ includes a worker/ header,
 # where worker/ includes a client/ header instead of the public API, and where a folder
 # includes another folder's *_internal.h, and where server/ outside server/consistency/ tests
-# the consistency mode (a comparison with ORDO_SYNC_*, backup workers by their count); and
+# the consistency mode (a comparison with ORDO_SYNC_*, backup workers by their count, a model's
+# row named); and
 # passes on a tree that keeps the rule (the same files without those includes and tests, a
 # model's file in server/consistency/ that tests its mode, a comment that names one).
 set -euo pipefail
@@ -40,6 +41,8 @@ printf '#include "ordo/ordo.h"\n#include "client/ps.h"\n' > "$tmp/worker/executo
 printf '#include "core/model.h"\n#include "core/cost_internal.h"\n' > "$tmp/planner/merge.c"
 printf '/* asp */\nint f(const S *s)\n{\n    if (s->conf.backup > 0) return 1;\n    return ordo_store_sync_mode(s->store) != ORDO_SYNC_ASP;\n}\n' \
   > "$tmp/server/server_data.c"
+printf 'bool f(const ordo__sync_model_t *m)\n{\n    return m == ordo__sync_model_of(0, 0) || m == &ordo__sync_ssp;\n}\n' \
+  > "$tmp/server/replica.c"
 rc=0; $check "$tmp" > "$tmp/out" || rc=$?
 [ "$rc" = 1 ] || fail "exit $rc on a tree with violations (want 1)"
 want() { grep -qF "$1" "$tmp/out" || fail "not reported: $1
@@ -53,5 +56,6 @@ want 'planner/merge.c:2: planner/ includes "core/cost_internal.h": an *_internal
 want 'server/server_data.c:4: a test of the consistency mode (backup > 0) outside server/consistency/'
 want 'server/server_data.c:5: a test of the consistency mode (!= ORDO_SYNC_ASP) outside server/consistency/'
 grep -q 'consistency/backup.c' "$tmp/out" && fail "a model's own file was refused: $(cat "$tmp/out")"
-grep -q '8 violations' "$tmp/out" || fail "wrong count: $(cat "$tmp/out")"
+want 'server/replica.c:3: a test of the consistency mode (ordo__sync_ssp) outside server/consistency/'
+grep -q '9 violations' "$tmp/out" || fail "wrong count: $(cat "$tmp/out")"
 echo "layering_selftest: ok"
