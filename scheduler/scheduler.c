@@ -458,6 +458,7 @@ int ordo__sched_abort_run(sched_t *s, const char *why)
     ordo__sched_batches_close(s);
     if (s->log) {
         summary_dropped(s);
+        ordo__sched_cp_summary(s);
         ordo_runlog_write_summary(s->log, NULL);
         ordo_runlog_destroy(&s->log);
     }
@@ -669,6 +670,7 @@ static const msg_row_t handlers[ORDO_MSG_TYPE_MAX] = {
 static int handle(sched_t *s, ordo_msg_t *m)
 {
     const msg_row_t *row = m->hdr.type < ORDO_MSG_TYPE_MAX ? &handlers[m->hdr.type] : NULL;
+    ordo__sched_cp_count(s, m); /* control_plane.c */
     if (row && row->anyone) return row->fn(s, NULL, m);
     if (ordo__sched_fence_refuse(s, m)) return 0; /* a worker declared dead that came back */
     member_t *mb = find_member(s, m);
@@ -830,6 +832,7 @@ int ordo_scheduler_run(ordo_scheduler_t *s)
     broadcast(s, ORDO_MSG_SHUTDOWN, NULL);
     ordo__sched_membership_close(s);
     summary_dropped(s);
+    ordo__sched_cp_summary(s);
     ordo__sched_batches_close(s);
     rc = ordo_runlog_write_summary(s->log, &s->summary);
     if (rc) ORDO_ERROR("%s", ordo_error_text(rc));

@@ -71,6 +71,8 @@ struct ordo_scheduler {
     char run_dir[ORDO_CONF_PATH + ORDO_CONF_STR + 64];
     char endpoint[256];    /* where it listens */
     int64_t start_ns;      /* when it started listening (the start-up timeout counts from it) */
+    uint64_t cp_msgs[ORDO_MSG_TYPE_MAX], cp_bytes[ORDO_MSG_TYPE_MAX]; /* taken, by type
+                                                                    (control_plane.c) */
     bool aborted;          /* the run was aborted: ABORT sent, summary written */
     char *summary;         /* the summary's JSON text once the run completed */
     ordo_replan_t *replan; /* collective re-plans (ordo_replan) */
@@ -110,6 +112,13 @@ bool ordo__sched_fence_refuse(sched_t *s, const ordo_msg_t *m);
 
 /* ordo__sched_fence_destroy frees the fencing state. */
 void ordo__sched_fence_destroy(sched_t *s);
+
+/* ordo__sched_cp_count counts message m, taken by the scheduler, by its type. */
+void ordo__sched_cp_count(sched_t *s, ordo_msg_t *m);
+
+/* ordo__sched_cp_summary puts the counts, the members, the wall time and the scheduler's CPU
+ * into the summary ("control_plane") and logs them in one line. */
+void ordo__sched_cp_summary(sched_t *s);
 
 /* ordo__sched_msg_to initialises *m as a message of type from the scheduler to the node rid
  * (its socket, routing id and header); the caller adds fields and frames and sends it. */

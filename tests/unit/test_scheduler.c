@@ -336,6 +336,19 @@ START_TEST(an_abort_reaches_every_node)
     char path[128];
     snprintf(path, sizeof path, "%s/summary.json", ordo_scheduler_run_dir(r.sch));
     ck_assert_int_eq(access(path, R_OK), 0); /* what was recorded is kept */
+    /* and what the scheduler took, by type: three registrations, one abort of 11 bytes */
+    json_t *sum = json_load_file(path, 0, NULL);
+    json_t *cp = json_object_get(sum, "control_plane");
+    json_t *msgs = json_object_get(cp, "messages");
+    ck_assert_int_eq(json_integer_value(json_object_get(msgs, "REGISTER")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(msgs, "ABORT")), 1);
+    ck_assert_int_eq(json_object_size(msgs), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(cp, "messages_total")), 4);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(cp, "bytes"), "ABORT")),
+                     (json_int_t)strlen("out of disk"));
+    ck_assert_int_eq(json_integer_value(json_object_get(cp, "members")), 3);
+    ck_assert(json_real_value(json_object_get(cp, "cpu_user_s")) >= 0);
+    json_decref(sum);
     rig_destroy(&r);
 }
 END_TEST
