@@ -4,20 +4,25 @@
 # tensor, one server, loopback) twice, N1 and N2 iterations, under /usr/bin/time, and prints
 # the scheduler's user + system CPU of each and the slope per member-iteration:
 #   (cpu(N2) - cpu(N1)) / ((N2 - N1) x W), which leaves out start-up and teardown.
+# From the longer run's summary.json "control_plane" member it prints the messages the
+# scheduler took per member and second, by type, and it fails when anyone was declared dead
+# (membership.jsonl) or the scheduler's log names a dead node.
 #
 # usage: scripts/experiments/control_plane.sh [--workers "16 32 64"] [--iterations "50 250"]
-#        [--bin DIR]
+#        [--bin DIR] [-- EXTRA-OPTIONS...]   (EXTRA-OPTIONS go to every process)
 set -uo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 workers="16 32 64"
 iters="50 250"
 bin="$here/build/bin"
+extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --workers) workers=$2; shift 2 ;;
     --iterations) iters=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
+    --) shift; extra=("$@"); break ;;
     *) echo "control_plane.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -33,7 +38,7 @@ for W in $workers; do
     common=(--model.trainer=synthetic --model.tensors=4KiB "--model.iterations=$N"
             --model.warmup=1 --net.bandwidth=0 --output.progress_every=0 "--output.dir=$T"
             "--cluster.workers=$W" --cluster.servers=1 --fault.timeout_ms=60000
-            "--output.run=cp-$W-$N")
+            "--output.run=cp-$W-$N" "${extra[@]}")
     start scheduler /usr/bin/time -f "SCHEDCPU %U %S" "$BIN/ordo-scheduler" "${common[@]}" \
       --cluster.scheduler=tcp://127.0.0.1:0
     ep=$(ready scheduler)
@@ -47,7 +52,19 @@ for W in $workers; do
     for ((i = 0; i < W; i++)); do finish "worker$i" 60; done
     finish server0 60
     cpu+=("$(awk '/^SCHEDCPU/ { print $2 + $3 }' "$T/scheduler.log")")
+    if [ -s "$T/cp-$W-$N/membership.jsonl" ] || grep -qi "dead" "$T/scheduler.log"; then
+      fail "W=$W N=$N: a member was declared dead: $(grep -i dead "$T/scheduler.log" | head -3)"
+    fi
   done
+  python3 -c "
+import json
+cp = json.load(open('$T/cp-$W-$n2/summary.json'))['control_plane']
+m, s = cp['members'], cp['seconds']
+by = ', '.join('%s %.2f' % (k, v / m / s) for k, v in sorted(cp['messages'].items()))
+print('W=%d: %d members, %d messages in %.1f s: %.2f per member-second (%s); CPU %.2f s'
+      % ($W, m, cp['messages_total'], s, cp['messages_total'] / m / s, by,
+         cp['cpu_user_s'] + cp['cpu_system_s']))"
+  grep -h "control plane:" "$T/scheduler.log" | sed 's/^/  /'
   python3 -c "
 w, n1, n2, c1, c2 = $W, $n1, $n2, ${cpu[0]}, ${cpu[1]}
 print('W=%d: scheduler CPU %.2f s (%d iterations), %.2f s (%d): %.1f us per member-iteration'
