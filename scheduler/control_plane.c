@@ -57,10 +57,12 @@ void ordo__sched_cp_summary(sched_t *s)
               "%.2f s CPU (user %.2f, system %.2f) in %.1f s",
               (unsigned long long)n, line, (unsigned long long)b, s->n_members, user + sys, user,
               sys, wall);
-    json_t *cp = json_pack("{s:o, s:o, s:I, s:I, s:i, s:f, s:f, s:f}", "messages", msgs,
-                           "bytes", bytes, "messages_total", (json_int_t)n, "bytes_total",
-                           (json_int_t)b, "members", s->n_members, "seconds", wall,
-                           "cpu_user_s", user, "cpu_system_s", sys);
-    if (s->log && cp) ordo_runlog_set_section(s->log, "control_plane", cp);
-    else json_decref(cp);
+    json_t *cp =
+        json_pack("{s:o, s:o, s:I, s:I, s:i, s:f, s:f, s:f}", "messages", msgs, "bytes", bytes,
+                  "messages_total", (json_int_t)n, "bytes_total", (json_int_t)b, "members",
+                  s->n_members, "seconds", wall, "cpu_user_s", user, "cpu_system_s", sys);
+    if (s->log && cp)
+        ordo_runlog_set_section(s->log, "control_plane", cp);
+    else
+        json_decref(cp);
 }
