@@ -77,7 +77,7 @@ report_only=0
 tta=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     --parts) parts=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --policies) policies=$2; shift 2 ;;
