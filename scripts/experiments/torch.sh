@@ -169,7 +169,8 @@ EOF
 }
 
 ddp_part() {
-  local n=${iters:-10} tag="otx$$" net sw nworkers=$((whosts * per_host))
+  local n=${iters:-10} net sw nworkers=$((whosts * per_host))
+  tag="otx$$" # global: the EXIT trap's teardown runs after this function's locals are gone
   if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
     echo "torch.sh: the ddp part needs root and iproute2 (ip, tc); skipped" | tee -a "$log"
     return 0
@@ -318,7 +319,7 @@ ddp_part() {
         exit 1
       fi
       local reached=""
-      [ -f "$dir/tta0.json" ] && reached=" $("$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(f"accuracy {d["accuracy"]:.4f} after {d["steps"]} steps, {d["wall_s"]:.1f} s ({"reached" if d["reached"] else "NOT reached"})")' "$dir/tta0.json")"
+      [ -f "$dir/tta0.json" ] && reached=" $("$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); print("accuracy %.4f after %d steps, %.1f s (%s)" % (d["accuracy"], d["steps"], d["wall_s"], "reached" if d["reached"] else "NOT reached"))' "$dir/tta0.json")"
       echo "$(date +%T) $run: $(( $(date +%s) - t0 )) s$reached" | tee -a "$log"
     done
   done
