@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Error feedback under [fault] worker = restart (docs/compression.md, docs/fault.md): an mlp
-# run of 2 workers pushing onebit (then topk) with residuals has a worker SIGKILLed mid-run;
-# ordo-launch starts it again, it takes up its predecessor's residuals (RUN/residuals-worker-R)
-# and the run's params.bin equals, byte for byte, the same conf's run without the kill.
+# run of 2 workers pushing onebit (then topk; then onebit in merged pushes) with residuals has
+# a worker SIGKILLed mid-run; ordo-launch starts it again, it takes up its predecessor's
+# residuals (RUN/residuals-worker-R) and the run's params.bin equals, byte for byte, the same
+# conf's run without the kill.
 source "$(dirname "$0")/lib.sh"
 need_fmnist
 LAUNCH=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}/scripts/ordo-launch
@@ -41,11 +42,13 @@ at_iter() {
   fail "$1 did not reach iteration $2"
 }
 pid_of() { awk -v r="$2" '$1=="worker" && $2==r {p=$3} END {print p}' "$T/$1.pids"; }
-for case in "onebit:1" "topk:0.01:0"; do
-  codec=${case%:*} victim=${case##*:} name=${case%%:*}
-  run "$name-ref" --push.compression="$codec"
+# CODEC VICTIM PUSH-MODE: merged pushes keep a residual per merged part
+for case in "onebit 1 dense" "topk:0.01 0 dense" "onebit 1 merged"; do
+  read -r codec victim mode <<< "$case"
+  name=${codec%%:*}-$mode
+  run "$name-ref" --push.compression="$codec" --push.mode="$mode"
   finished "$name-ref"
-  run "$name-kill" --push.compression="$codec"
+  run "$name-kill" --push.compression="$codec" --push.mode="$mode"
   at_iter "$name-kill" 150
   kill -KILL "$(pid_of "$name-kill" "$victim")"
   finished "$name-kill"
@@ -57,6 +60,6 @@ for case in "onebit:1" "topk:0.01:0"; do
     fail "$codec: no residual files in $name-kill/residuals-worker-$victim"
   cmp -s "$T/$name-ref/params.bin" "$T/$name-kill/params.bin" ||
     fail "$codec: params.bin of the run with worker $victim killed differs from the fault-free run's"
-  ok "$codec with error feedback: worker $victim killed, rejoined at iteration $(grep -o "rejoined at iteration [0-9]*" "$T/$name-kill.log" | head -1 | awk '{print $4}'), restarted; params.bin equals the fault-free run's byte for byte"
+  ok "$codec with error feedback, $mode pushes: worker $victim killed, rejoined at iteration $(grep -o "rejoined at iteration [0-9]*" "$T/$name-kill.log" | head -1 | awk '{print $4}'), restarted; params.bin equals the fault-free run's byte for byte"
 done
 echo "all passed"
