@@ -8,8 +8,10 @@
 #include "common/log.h"
 #include "common/transport.h"
 #include "core/paramfile.h"
+#include "core/plan.h"
 #include "server/replica.h"
 #include "server/pull_codec.h"
+#include "server/fence.h"
 #include "server/server_internal.h"
 
 #include <jansson.h>
@@ -85,77 +87,60 @@ static void release(ordo_server_t *s)
 /* the update rules the workers declared ([model] trainer = declared): the plan's "updates"
  * holds per key null (the conf's [optimizer]) or {"kind": "sgd", lr, momentum, weight_decay}
  * or {"kind": "average"}; the scheduler checked them, a malformed one still fails here */
-static int setup_updates(ordo_server_t *s)
+static int setup_updates(ordo_server_t *s, const ordo__plan_t *plan)
 {
     const ordo_keys_t *k = s->node.keys;
-    json_t *plan = s->node.plan_json ? json_loads(s->node.plan_json, 0, NULL) : NULL;
-    json_t *up = json_object_get(plan, "updates");
+    const ordo__plan_update_t *up = plan->updates;
     int rc = 0, n_sgd = 0, n_avg = 0;
-    if (up && (!json_is_array(up) || (int)json_array_size(up) != k->n_keys))
-        rc = ordo_error_set(ORDO_ERR_PROTO, "plan: \"updates\" is not an array of %d rules",
-                            k->n_keys);
     for (int key = 0; !rc && up && key < k->n_keys; key++) {
-        json_t *u = json_array_get(up, (size_t)key);
-        if (json_is_null(u)) continue;
-        const char *kind = json_string_value(json_object_get(u, "kind"));
         ordo_optim_t opt = {0};
-        if (kind && !strcmp(kind, "average")) {
+        if (up[key].kind == ORDO__PLAN_UPDATE_CONF) continue;
+        if (up[key].kind == ORDO__PLAN_UPDATE_AVERAGE) {
             opt.average = 1;
             n_avg++;
-        } else if (kind && !strcmp(kind, "sgd")) {
-            opt.lr = (float)json_number_value(json_object_get(u, "lr"));
-            opt.momentum = (float)json_number_value(json_object_get(u, "momentum"));
-            opt.weight_decay = (float)json_number_value(json_object_get(u, "weight_decay"));
+        } else {
+            opt.lr = up[key].lr;
+            opt.momentum = up[key].momentum;
+            opt.weight_decay = up[key].weight_decay;
             if (!n_sgd) {
                 s->declared_sgd = opt;
                 s->has_declared_sgd = true;
             }
             n_sgd++;
-        } else {
-            rc = ordo_error_set(ORDO_ERR_PROTO, "plan: updates[%d]: unknown kind", key);
-            break;
         }
         rc = ordo_store_set_update(s->store, key, &opt);
     }
-    json_decref(plan);
     if (!rc && up)
         ORDO_INFO("declared update rules: %d sgd, %d average, %d the conf's", n_sgd, n_avg,
                   k->n_keys - n_sgd - n_avg);
     return rc;
 }
 
-/* plan priorities per slice (chunks share their key's priority), normalized for us, from
- * the plan's JSON text (NULL: none) */
-static int setup_enforcement(ordo_server_t *s, const char *plan_text)
+/* plan priorities per slice (chunks share their key's priority), normalized for us (a plan
+ * without priorities: fifo) */
+static int setup_enforcement(ordo_server_t *s, const ordo__plan_t *plan)
 {
     const ordo_keys_t *k = s->node.keys;
     int mode = ORDO_ENFORCE_MODE_FIFO, round = 0;
     int *norm = NULL, *srv = NULL;
-    json_t *plan = plan_text ? json_loads(plan_text, 0, NULL) : NULL;
-    json_t *pr = plan ? json_object_get(plan, "priorities") : NULL;
-    json_t *names = plan ? json_object_get(plan, "params") : NULL;
     for (int i = 0; i < k->n_slices; i++)
         round += k->slices[i].server == s->node.rank;
-    if (!s->names && json_is_array(names) && (int)json_array_size(names) == k->n_keys) {
+    if (!s->names && plan->params) {
         s->names = calloc((size_t)k->n_keys, sizeof *s->names);
-        for (int i = 0; s->names && i < k->n_keys; i++) {
-            const char *n = json_string_value(json_array_get(names, (size_t)i));
-            s->names[i] = n ? strdup(n) : NULL;
-        }
+        for (int i = 0; s->names && i < k->n_keys; i++)
+            s->names[i] = strdup(plan->params[i]);
     }
-    if (json_is_array(pr) && (int)json_array_size(pr) == k->n_keys) {
+    if (plan->priorities) {
         mode = ordo_conf_enforce_mode(&s->conf);
         s->prio = malloc(sizeof *s->prio * (size_t)k->n_slices);
         norm = malloc(sizeof *norm * (size_t)k->n_slices);
         srv = malloc(sizeof *srv * (size_t)k->n_slices);
         for (int i = 0; i < k->n_slices; i++) {
-            json_t *p = json_array_get(pr, k->slices[i].key);
-            s->prio[i] = json_is_integer(p) ? (int)json_integer_value(p) : 0;
+            s->prio[i] = plan->priorities[k->slices[i].key];
             srv[i] = k->slices[i].server;
         }
         ordo_enforce_normalize(s->prio, srv, k->n_slices, s->node.rank, norm);
     }
-    json_decref(plan);
     int rc = ordo_enforce_new(mode, s->node.n_workers, k->n_slices, norm, round, &s->enforce);
     if (!rc) rc = ordo_enforce_set_share(s->enforce, s->conf.share);
     free(norm);
@@ -176,9 +161,8 @@ static int setup_checkpoints(ordo_server_t *s)
     int64_t base = 0;
     int rc = 0;
     if (s->conf.resume[0]) {
-        char path[ORDO_CONF_PATH + 32];
-        snprintf(path, sizeof path, "%s/checkpoint.bin", s->conf.resume);
-        rc = ordo_paramfile_read_iteration(path, &base);
+        char path[ORDO_CONF_PATH + 32]; /* the one worker 0 resumes from too */
+        rc = ordo_paramfile_newest(s->conf.resume, path, sizeof path, &base);
         if (!rc && !s->sparse)
             rc = ordo_srv_ckpt_load(s->store, s->node.keys, s->node.rank, s->conf.resume, base);
         if (rc) return ordo_error_context(rc, "fault.resume");
@@ -219,17 +203,15 @@ static void free_parts(ordo_server_t *s)
     ordo_replica_destroy(&s->repl);
     ordo_sparse_srv_destroy(&s->sparse);
     ordo_srv_ckpt_destroy(&s->ckpt);
+    ordo__srv_fence_destroy(&s->fence);
     ordo_store_destroy(&s->store);
 }
 
 /* the plan's "intra" member (scheduler/runplan_intra.h): a group of local_size workers sums
  * its gradients before one of them pushes, so the store counts one pusher per group */
-static int intra_pushers(ordo_server_t *s)
+static int intra_pushers(ordo_server_t *s, const ordo__plan_t *plan)
 {
-    json_t *plan = s->node.plan_json ? json_loads(s->node.plan_json, 0, NULL) : NULL;
-    json_t *intra = json_object_get(plan, "intra");
-    int L = (int)json_integer_value(json_object_get(intra, "local_size"));
-    json_decref(plan);
+    int L = plan->has_intra ? plan->intra.local_size : 1;
     s->local_size = L > 1 && s->node.n_workers % L == 0 ? L : 1;
     if (s->local_size > 1)
         ORDO_INFO("intra groups of %d workers: %d pushers per slice", L, s->node.n_workers / L);
@@ -245,6 +227,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     s->node = *node; /* moved back on failure; the sparse side keeps &s->node */
     s->data_sock = data_sock;
     int rc, present = s->node.n_workers;
+    ordo__plan_t *plan = NULL;
     /* [fault] max_workers: room for the workers that may join (ordo-launch --add-worker) */
     if (ordo_conf_max_workers(conf) > present) s->node.n_workers = ordo_conf_max_workers(conf);
     ordo_optim_t opt = {.lr = (float)conf->lr,
@@ -256,10 +239,15 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     int taken = s->node.n_workers - (conf->sync_mode == ORDO_SYNC_BSP ? conf->backup : 0);
     float scale = conf->aggregate == ORDO_AGG_MEAN ? 1.0f / (float)taken : 1.0f;
     if ((rc = ordo__pull_codec_new(s->node.keys->n_slices, &s->pull_codec)) != 0) goto fail;
-    if ((rc = ordo_store_new(s->node.keys, s->node.rank, intra_pushers(s), &opt, scale,
+    /* the plan, read once (core/plan.h); its text goes once the server is made */
+    const char *text = s->node.plan_json;
+    rc = ordo__plan_parse(text, text ? strlen(text) : 0, s->node.keys->n_keys, s->node.n_servers,
+                          &plan);
+    if (rc) goto fail;
+    if ((rc = ordo_store_new(s->node.keys, s->node.rank, intra_pushers(s, plan), &opt, scale,
                              &s->store)) != 0)
         goto fail;
-    if ((rc = setup_updates(s)) != 0) goto fail;
+    if ((rc = setup_updates(s, plan)) != 0) goto fail;
     if ((rc = ordo_store_set_sync(s->store, conf->sync_mode, conf->staleness, conf->backup)) != 0)
         goto fail;
     /* the places of workers that may join stay empty until they do (a run that can grow has
@@ -280,7 +268,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
         sparse_conf.momentum = s->declared_sgd.momentum;
         sparse_conf.weight_decay = s->declared_sgd.weight_decay;
     }
-    if ((rc = ordo_sparse_srv_new(&s->node, &sparse_conf, s->data_sock, &s->sparse)) != 0)
+    if ((rc = ordo_sparse_srv_new(&s->node, &sparse_conf, plan, s->data_sock, &s->sparse)) != 0)
         goto fail;
     if ((rc = setup_checkpoints(s)) != 0) goto fail;
     s->waiting = calloc((size_t)s->node.keys->n_slices, sizeof *s->waiting);
@@ -288,7 +276,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
         rc = ORDO_ERR_NOMEM;
         goto fail;
     }
-    if ((rc = setup_enforcement(s, s->node.plan_json)) != 0) goto fail;
+    if ((rc = setup_enforcement(s, plan)) != 0) goto fail;
     if ((rc = ordo_replica_new(s, &s->repl)) != 0) goto fail;
     if (conf->trace) {
         char name[64];
@@ -297,10 +285,14 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
         ordo_trace_name_track(s->trace, 0, "released pull responses (on the link)");
         ordo_trace_name_track(s->trace, 1, "enforcement waits");
     }
+    ordo__plan_destroy(&plan);
+    free(s->node.plan_json);
+    s->node.plan_json = NULL;
     memset(node, 0, sizeof *node);
     *out = s;
     return 0;
 fail:
+    ordo__plan_destroy(&plan);
     free_parts(s);
     free(s);
     return rc;
@@ -367,8 +359,9 @@ static int apply_replan(ordo_server_t *s, ordo_msg_t *m)
 {
     size_t len = 0;
     const char *d = ordo_msg_data(m, 0, &len);
-    char *text = d ? strndup(d, len) : NULL;
-    int rc = text ? 0 : ordo_error_set(ORDO_ERR_PROTO, "a REPLAN without a plan");
+    ordo__plan_t *plan = NULL;
+    int rc = d ? ordo__plan_parse(d, len, s->node.keys->n_keys, s->node.n_servers, &plan)
+               : ordo_error_set(ORDO_ERR_PROTO, "a REPLAN without a plan");
     if (!rc && ordo_enforce_pending(s->enforce))
         rc = ordo_error_set(ORDO_ERR_PROTO, "%d pull responses still held",
                             ordo_enforce_pending(s->enforce));
@@ -376,9 +369,9 @@ static int apply_replan(ordo_server_t *s, ordo_msg_t *m)
         ordo_enforce_destroy(&s->enforce);
         free(s->prio);
         s->prio = NULL;
-        rc = setup_enforcement(s, text);
+        rc = setup_enforcement(s, plan);
     }
-    free(text);
+    ordo__plan_destroy(&plan);
     ordo_msg_t ack;
     ordo_msg_init(&ack, ORDO_MSG_REPLAN);
     ack.hdr.dtype = ORDO_DTYPE_JSON;
@@ -407,6 +400,22 @@ static void log_dropped(ordo_server_t *s)
     if (n) ORDO_INFO("dropped messages by reason: %s", line);
 }
 
+/* at shutdown: the updates the store applied over its slices (the fencing test counts
+ * them) and the messages of fenced workers refused (server/fence.h) */
+static void log_updates(ordo_server_t *s)
+{
+    const ordo_keys_t *k = s->node.keys;
+    long long updates = 0;
+    int held = 0;
+    for (int i = 0; k && i < k->n_slices; i++)
+        if (ordo_store_owns(s->store, i)) {
+            updates += (long long)ordo_store_version(s->store, i);
+            held++;
+        }
+    ORDO_INFO("shutdown: %lld updates applied over %d slices, %llu messages of fenced workers "
+              "refused", updates, held, (unsigned long long)ordo__srv_fence_refused(s->fence));
+}
+
 /* on_ctl takes a message from the scheduler: 0 to go on, 1 to stop, ORDO_ERR_ABORT to abort */
 static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
 {
@@ -428,6 +437,7 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
                   (unsigned long long)s->n_pull, (unsigned long long)s->n_dropped,
                   probes_note(s, buf, sizeof buf), (unsigned long long)ordo_store_dropped(s->store),
                   (unsigned long long)ordo_store_resent(s->store), repl_note(s, buf2, sizeof buf2));
+        log_updates(s);
         return 1;
     case ORDO_MSG_ABORT:
         ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));

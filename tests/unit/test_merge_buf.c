@@ -1,7 +1,7 @@
 /* Tests of client/merge_buf (packing gradients of merged pushes into one message per group
  * and server) and server/groups (checking a merged push and taking it apart): the layout of
  * the parts, the packed bytes, a pack-then-split round trip over every server, zero-copy
- * parts of one key's consecutive slices, reuse after reset, the plan's merge member, and every
+ * parts of one key's consecutive slices, reuse after reset, and every
  * rejection. */
 #include "common/keys.h"
 #include "server/groups.h"
@@ -356,59 +356,6 @@ START_TEST(split_rejects_bad_indexes)
 }
 END_TEST
 
-START_TEST(plan_merge_member)
-{
-    int ng, *gs, *ord;
-    int64_t mx = -1;
-    ORDO_CK_OK(ordo__merge_buf_groups_from_plan(
-        "{\"policy\":\"fifo\",\"merge\":{\"algo\":\"wfbp\",\"groups\":[[4,3],[2,1],[0]]}}", NK, &ng,
-        &gs, &ord, &mx));
-    ck_assert_int_eq(ng, 3);
-    ck_assert_int_eq(mx, 0); /* no max_message_bytes: no limit */
-    for (int i = 0; i <= ng; i++)
-        ck_assert_int_eq(gs[i], group_start[i]);
-    for (int i = 0; i < NK; i++)
-        ck_assert_int_eq(ord[i], order[i]);
-    free(gs);
-    free(ord);
-    ORDO_CK_OK(ordo__merge_buf_groups_from_plan(
-        "{\"merge\":{\"groups\":[[4,3,2,1,0]],\"max_message_bytes\":4096}}", NK, &ng, &gs, &ord,
-        &mx));
-    ck_assert_int_eq(mx, 4096);
-    free(gs);
-    free(ord);
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan(
-                    "{\"merge\":{\"groups\":[[4,3,2,1,0]],\"max_message_bytes\":-1}}", NK, &ng, &gs,
-                    &ord, &mx),
-                ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.max_message_bytes: not an integer >= 0");
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"policy\":\"fifo\"}", NK, &ng, &gs, &ord, &mx),
-                ORDO_ERR_NOTFOUND);
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan(NULL, NK, &ng, &gs, &ord, &mx), ORDO_ERR_NOTFOUND);
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[2,3],[0,1]]}}", NK,
-                                                &ng, &gs, &ord, &mx),
-                ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[1][1]: key 3 again");
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[2,1]]}}", NK, &ng,
-                                                &gs, &ord, &mx),
-                ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups: 4 of 5 keys listed");
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[],[2,1,0]]}}", NK,
-                                                &ng, &gs, &ord, &mx),
-                ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[1]: not a non-empty array");
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3,\"2\",1,0]]}}", NK,
-                                                &ng, &gs, &ord, &mx),
-                ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[0][2]: not a key in [0, 5)");
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3,9,1,0]]}}", NK, &ng,
-                                                &gs, &ord, &mx),
-                ORDO_ERR_PROTO);
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{}}", NK, &ng, &gs, &ord, &mx),
-                ORDO_ERR_PROTO);
-}
-END_TEST
-
 static Suite *merge_buf_suite(void)
 {
     Suite *s = suite_create("merge_buf");
@@ -423,9 +370,6 @@ static Suite *merge_buf_suite(void)
     tcase_add_test(tc, gradients_computed_in_their_home_are_not_copied);
     tcase_add_test(tc, put_rejects_repeats_and_unknown_keys);
     tcase_add_test(tc, split_rejects_bad_indexes);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("plan");
-    tcase_add_test(tc, plan_merge_member);
     suite_add_tcase(s, tc);
     return s;
 }
