@@ -288,9 +288,10 @@ static int kept_map(ordo__compress_t *c, int unit, int64_t n)
     }
     if (fresh) {
         if (c->keep_rejoin && !c->keep_lost && (c->keep_lost = true))
-            ORDO_WARN("error-feedback residuals: %s is missing or not of %lld values; this "
-                      "worker goes on with zero residuals where its predecessor's are missing, "
-                      "and the run is no longer the fault-free one",
+            ORDO_WARN("error-feedback residuals: %s is missing or not of %lld values (a "
+                      "worker added to the run has none; a restarted one had its predecessor's "
+                      "on another node): this worker goes on with zero residuals there, and a "
+                      "restarted worker's run is no longer the fault-free one",
                       path, (long long)n);
         fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
         if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0) {
