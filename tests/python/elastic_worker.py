@@ -6,7 +6,8 @@ SIGKILLs itself once (a marker file in OUT remembers it) in step K: right after 
 (KILL_HOW=boundary), in its backward pass once the last layer's pushes went out and before
 the first layer's (KILL_HOW=partial), or once its pushes of K were acknowledged but before it
 reported the step (KILL_HOW=mid: the new process pushes them again); the launcher starts it
-again. Worker 0 saves the final parameters to OUT/params.pt.
+again. COMPRESSION (none, onebit or topk: 10% with error feedback) is every parameter's wire
+codec. Worker 0 saves the final parameters to OUT/params.pt.
 
     python elastic_worker.py OUT
 """
@@ -30,8 +31,11 @@ def main(argv: list[str]) -> int:
     hvd.init()
     net = torch_mlp.model()
     mode = os.environ.get("MODE", "server")
+    codec = os.environ.get("COMPRESSION", "none")
+    compression = hvd.Compression.topk(0.1) if codec == "topk" else getattr(hvd.Compression, codec)
     opt = hvd.DistributedOptimizer(torch_mlp.optimizer(mode, net.parameters()),
-                                   named_parameters=net.named_parameters(), mode=mode)
+                                   named_parameters=net.named_parameters(), mode=mode,
+                                   compression=compression)
     state = elastic.TorchState(net, opt, step=0)
     kill_at = int(os.environ.get("KILL_AT", "-1"))
     mid = os.environ.get("KILL_HOW") == "mid"
