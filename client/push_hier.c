@@ -291,7 +291,8 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
     if (!plan->has_intra || L > ORDO_INTRA_MAX_LOCAL || W % L)
         return ordo_error_set(ORDO_ERR_PROTO, "plan member intra: local_size %d for %d workers "
                               "(at most %d)", L, W, ORDO_INTRA_MAX_LOCAL);
-    int inner_mode = plan->has_merge ? ORDO_PUSH_MERGED : ORDO_PUSH_DENSE;
+    /* pushes inside: the [push] mode's path (merged when the plan has groups) */
+    const ordo__push_ops_t *inner = plan->has_merge ? &ordo__push_merged_ops : &ordo__push_dense_ops;
     hier_t *h = calloc(1, sizeof *h);
     if (!h) return ORDO_ERR_NOMEM;
     pthread_mutex_init(&h->mu, NULL);
@@ -335,7 +336,7 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
     h->sum = malloc(sizeof(float) * (size_t)(h->off[n] + 1));
     h->val = malloc(sizeof(float) * (size_t)(h->off[n] + 1));
     if (!h->sum || !h->val) goto fail;
-    if (inner_mode == ORDO_PUSH_MERGED) {
+    if (plan->has_merge) {
         assign_owners(h, plan->merge.n_groups, plan->merge.group_start, plan->merge.order);
     } else {
         int *start = malloc((n + 1) * sizeof *start);
@@ -344,10 +345,7 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
         assign_owners(h, k->n_keys, start, h->order);
         free(start);
     }
-    const ordo__push_ops_t *inner;
-    if ((rc = ordo__push_ops_for(inner_mode, &inner)) != 0 ||
-        (rc = ordo__push_new(inner, ps, &h->inner)) != 0)
-        goto fail;
+    if ((rc = ordo__push_new(inner, ps, &h->inner)) != 0) goto fail;
     int wr[ORDO_INTRA_MAX_LOCAL];
     for (int m = 0; m < L; m++) wr[m] = h->group * L + m;
     ordo__intra_opts_t io = {.run = intra->run,
@@ -376,7 +374,7 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
         if (h->owner[i] == h->lr) mine += k->numel[i];
     ORDO_INFO("intra: group %d member %d of %d (%s, %s pushes inside, values %s%s): pushes and "
               "pulls %.1f of %.1f MiB",
-              h->group, h->lr, L, intra->backend, inner_mode == ORDO_PUSH_MERGED ? "merged" : "dense",
+              h->group, h->lr, L, intra->backend, inner->name,
               h->shared ? "shared" : "copied", h->overlap ? "" : ", all-gathers not overlapped",
               (double)mine * 4 / 1048576.0, (double)h->off[n] * 4 / 1048576.0);
     *out = &h->base;
