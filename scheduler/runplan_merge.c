@@ -4,7 +4,7 @@
 #include "common/log.h"
 #include "planner/merge.h"
 #include "planner/oracle.h"
-#include "scheduler/runplan.h"
+#include "scheduler/runplan_inputs.h"
 
 #include <math.h>
 #include <stdio.h>
