@@ -542,11 +542,31 @@ int ordo__ps_on_push_ack(ordo__ps_t *w, ordo_msg_t *m)
     return 0;
 }
 
+/* [fault] replicas: an answer about a slice from a server that no longer holds it (one
+ * declared dead that came back: a paused process, a healed partition) is a late one; its
+ * acknowledgement or value is never counted (docs/fault.md, "Fencing") */
+static bool from_fenced_server(ordo__ps_t *w, const ordo_msg_t *m)
+{
+    const ordo_keys_t *k = w->node.keys;
+    if (k->replicas <= 1 || m->hdr.role != ORDO_ROLE_SERVER ||
+        (m->hdr.type != ORDO_MSG_PUSH_ACK && m->hdr.type != ORDO_MSG_PULL_RESP) ||
+        (m->hdr.flags & (ORDO_FLAG_GROUP | ORDO_FLAG_PROBE)))
+        return false;
+    int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
+    if (s < 0 || k->slices[s].server == m->hdr.rank) return false;
+    if (w->fenced_answers++ == 0)
+        ORDO_WARN("dropped a %s of key %u chunk %u from server %d, which no longer holds it "
+                  "(declared dead; later ones are dropped silently)",
+                  ordo_wire_type_name(m->hdr.type), m->hdr.key, m->hdr.chunk, m->hdr.rank);
+    return true;
+}
+
 /* ordo__ps_handle: one inbound message, by the worker's table (w->msgs, ps_msgs.c); 0 or a
- * fatal error. A message for the hook's key (ordo__ps_set_hook) goes to the hook whatever its
- * handler. */
+ * fatal error. A late answer of a fenced server is dropped first; a message for the hook's
+ * key (ordo__ps_set_hook) goes to the hook whatever its handler. */
 int ordo__ps_handle(ordo__ps_t *w, ordo_msg_t *m)
 {
+    if (from_fenced_server(w, m)) return 0;
     if (w->hook && m->hdr.key == w->hook_key &&
         (m->hdr.type == ORDO_MSG_PULL_RESP || m->hdr.type == ORDO_MSG_ERROR ||
          m->hdr.type == ORDO_MSG_PLAN)) {

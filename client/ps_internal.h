@@ -69,6 +69,7 @@ struct ordo_worker {
     int64_t bytes_push, bytes_pull;
     int64_t stale[ORDO_STALE_BUCKETS]; /* pulled slices by staleness ([sync]) */
     int64_t late;                      /* pushed slices the servers left out as late */
+    int64_t fenced_answers;            /* answers of servers declared dead, dropped */
     int64_t stale_sent[ORDO_STALE_BUCKETS], late_sent; /* what the last report counted */
     bool aborted;
     ordo__plan_t *merge_plan; /* the scheduler's PLAN with the merge groups after a

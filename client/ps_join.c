@@ -122,6 +122,7 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
         m.sock = rc;
         m.hdr.role = ORDO_ROLE_WORKER;
         m.hdr.rank = w->node.rank;
+        m.hdr.req = ordo_transport_heartbeat_id(w->node.tp); /* this process: server/fence.h */
         if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) goto fail;
     }
     /* pushes are dense until the plan is final: a calibration brings the merge groups */

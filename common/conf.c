@@ -247,6 +247,11 @@ const key_t_ ordo__conf_keys[] = {
      "(scripts/ordo-launch starts it again; it rejoins at the current iteration with the "
      "servers' values and its own data shard) or shrink (the run goes on with the workers left; "
      "the mean is over the workers that pushed); docs/fault.md"},
+    {"fault", "disk_full", T_ENUM, OFF(disk_full), 0, "retry", 0, 0, "retry|stop",
+     "what a checkpoint that cannot be written (a full disk, an I/O error) does to the run: "
+     "retry (the error is logged naming the file and errno, the previous checkpoint stays "
+     "whole, the run goes on and writes the next one) or stop (the run stops with that error); "
+     "docs/fault.md"},
     {"fault", "restarts", T_INT, OFF(restarts), 0, "3", 0, 1000, NULL,
      "fault.worker = restart: how many times one worker rank may be restarted before its death "
      "aborts the run"},

@@ -1,5 +1,5 @@
 /* sparse_wire: what the scheduler, servers and workers agree on in sparse push mode
- * ([push] mode = sparse, docs/sparse.md §8): the plan's "sparse" member (the flat index
+ * ([push] mode = sparse, docs/sparse-live.md): the plan's "sparse" member (the flat index
  * space of the model, k, the periods and the first region boundaries) and the messages of
  * the sparse protocol. Every sparse message has header key ORDO_SPARSE_KEY, which no model
  * parameter has, so the daemons route them apart from dense traffic:

@@ -11,6 +11,7 @@
 #include "core/plan.h"
 #include "server/replica.h"
 #include "server/pull_codec.h"
+#include "server/fence.h"
 #include "server/server_internal.h"
 
 #include <jansson.h>
@@ -160,9 +161,8 @@ static int setup_checkpoints(ordo_server_t *s)
     int64_t base = 0;
     int rc = 0;
     if (s->conf.resume[0]) {
-        char path[ORDO_CONF_PATH + 32];
-        snprintf(path, sizeof path, "%s/checkpoint.bin", s->conf.resume);
-        rc = ordo_paramfile_read_iteration(path, &base);
+        char path[ORDO_CONF_PATH + 32]; /* the one worker 0 resumes from too */
+        rc = ordo_paramfile_newest(s->conf.resume, path, sizeof path, &base);
         if (!rc && !s->sparse)
             rc = ordo_srv_ckpt_load(s->store, s->node.keys, s->node.rank, s->conf.resume, base);
         if (rc) return ordo_error_context(rc, "fault.resume");
@@ -203,6 +203,7 @@ static void free_parts(ordo_server_t *s)
     ordo_replica_destroy(&s->repl);
     ordo_sparse_srv_destroy(&s->sparse);
     ordo_srv_ckpt_destroy(&s->ckpt);
+    ordo__srv_fence_destroy(&s->fence);
     ordo_store_destroy(&s->store);
 }
 
@@ -399,6 +400,22 @@ static void log_dropped(ordo_server_t *s)
     if (n) ORDO_INFO("dropped messages by reason: %s", line);
 }
 
+/* at shutdown: the updates the store applied over its slices (the fencing test counts
+ * them) and the messages of fenced workers refused (server/fence.h) */
+static void log_updates(ordo_server_t *s)
+{
+    const ordo_keys_t *k = s->node.keys;
+    long long updates = 0;
+    int held = 0;
+    for (int i = 0; k && i < k->n_slices; i++)
+        if (ordo_store_owns(s->store, i)) {
+            updates += (long long)ordo_store_version(s->store, i);
+            held++;
+        }
+    ORDO_INFO("shutdown: %lld updates applied over %d slices, %llu messages of fenced workers "
+              "refused", updates, held, (unsigned long long)ordo__srv_fence_refused(s->fence));
+}
+
 /* on_ctl takes a message from the scheduler: 0 to go on, 1 to stop, ORDO_ERR_ABORT to abort */
 static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
 {
@@ -420,6 +437,7 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
                   (unsigned long long)s->n_pull, (unsigned long long)s->n_dropped,
                   probes_note(s, buf, sizeof buf), (unsigned long long)ordo_store_dropped(s->store),
                   (unsigned long long)ordo_store_resent(s->store), repl_note(s, buf2, sizeof buf2));
+        log_updates(s);
         return 1;
     case ORDO_MSG_ABORT:
         ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));

@@ -452,6 +452,10 @@ int ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
     json_error_t jerr;
     json_t *o = json_loads(ordo_msg_text(m, 0, body, sizeof body), 0, &jerr);
     json_t *left = json_object_get(o, "left"), *joined = json_object_get(o, "joined");
+    if (ordo__server_on_fenced(s, o)) { /* a worker declared dead: fence its process */
+        json_decref(o);
+        return 0;
+    }
     if (json_is_integer(joined)) { /* ordo-launch --add-worker: from iteration "iter" on */
         int64_t at = json_integer_value(json_object_get(o, "iter"));
         int rc = ordo_store_join(s->store, (int)json_integer_value(joined), at);
@@ -530,6 +534,11 @@ void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
     }
     if (m->hdr.role != ORDO_ROLE_WORKER || m->hdr.rank < 0 || m->hdr.rank >= s->node.n_workers) {
         answer_error(s, m, "sender is not a worker of this cluster");
+        return;
+    }
+    const char *fenced = ordo__server_fenced(s, m); /* server/fence.h */
+    if (fenced) {
+        if (m->hdr.type != ORDO_MSG_HELLO) answer_error(s, m, fenced);
         return;
     }
     if (m->hdr.type == ORDO_MSG_HELLO) return;

@@ -60,7 +60,18 @@ struct ordo_server {
     bool has_declared_sgd; /* the workers declared sgd rules; the first is declared_sgd */
     ordo_optim_t declared_sgd;
     struct ordo_replica *repl; /* [fault] replicas > 1 (server/replica.h), else NULL */
+    struct ordo__srv_fence *fence; /* workers' processes and the fenced ones (server/fence.h) */
 };
+
+struct json_t;
+
+/* ordo__server_fenced checks a worker's data message against the fencing table (made at its
+ * first use): NULL to handle it, or why it is refused (server/fence.h). */
+const char *ordo__server_fenced(ordo_server_t *s, const ordo_msg_t *m);
+
+/* ordo__server_on_fenced takes a MEMBERS body o: true when it fenced a worker's process
+ * ("fenced": rank, "beat", "iter", "generation"), false when it is about something else. */
+bool ordo__server_on_fenced(ordo_server_t *s, struct json_t *o);
 
 /* ordo__server_pusher maps a pushing worker's rank to its pusher index in the store: its
  * intra-host group (client/push_hier.c) when the plan has groups, else the rank itself. */
