@@ -101,9 +101,10 @@ int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json, bool keep_path)
      * plan (the priorities the bound model requests by) and the credit change */
     bool keep = ops->kept_on_replan && w->path && w->path->ops == ops;
     if (keep_path && !keep) {
-        rc = ordo_error_set(ORDO_ERR_PROTO, "replan: the new plan asks for push path %s; a "
-                            "bound model cannot change its push path (%s)", ops->name,
-                            w->path ? w->path->ops->name : "none");
+        rc = ordo_error_set(ORDO_ERR_PROTO,
+                            "replan: the new plan asks for push path %s; a "
+                            "bound model cannot change its push path (%s)",
+                            ops->name, w->path ? w->path->ops->name : "none");
         goto fail;
     }
     if (!keep && (w->outstanding || w->pq_n)) {
@@ -119,7 +120,8 @@ int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json, bool keep_path)
     if (keep) {
         ordo__ps_credit_from_plan(w);
         ORDO_INFO("replan: new plan applied (push path %s kept: its shared memory and owners "
-                  "stay, the new priorities order its requests)", ops->name);
+                  "stay, the new priorities order its requests)",
+                  ops->name);
         return 0;
     }
     /* a merged path's groups come from the plan: the path follows it (nothing is in flight) */
