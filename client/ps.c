@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/le.h"
 #include "common/log.h"
+#include "common/node_rejoin.h"
 #include "common/node.h"
 #include "client/calibrate.h"
 #include "client/push.h"
@@ -623,11 +624,13 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
         w->aborted = true;
         return ordo_error_set(ORDO_ERR_ABORT, "run aborted: %s", ordo_msg_text(m, 0, buf, sizeof buf));
     case ORDO_MSG_PEER_DEAD:
-        w->aborted = true;
-        if (m->nframes > 0) /* the transport's reason: a server or the scheduler refused us */
+        if (m->nframes > 0) { /* the transport's reason: a server or the scheduler refused us */
+            w->aborted = true;
             return ordo_error_set(ORDO_ERR_AUTH, "%s", ordo_msg_text(m, 0, buf, sizeof buf));
-        return ordo_error_set(ORDO_ERR_PEERDEAD, "the scheduler has been silent for %lld ms",
-                              (long long)m->hdr.iter);
+        }
+        return ordo__ps_sched_lost(w, m); /* fault.scheduler = restart: go on (ps_rejoin.c) */
+    case ORDO_MSG_WELCOME: /* a new scheduler's */
+        return ordo__ps_rejoined(w, m);
     case ORDO_MSG_SHUTDOWN:
         return ordo_error_set(ORDO_ERR_CLOSED, "the scheduler shut the run down");
     case ORDO_MSG_WAKE:
@@ -638,6 +641,7 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
         ORDO_WARN("dropped an unexpected INTRA message");
         return 0;
     case ORDO_MSG_BARRIER_DONE:
+        w->barrier_out = false;
         ordo__ps_add_event(w, ORDO__EV_BARRIER, -1, m->hdr.iter);
         return 0;
     case ORDO_MSG_BCAST: {
@@ -677,6 +681,8 @@ int ordo__ps_poll(ordo__ps_t *w, int timeout_ms, ordo__ps_event_t *ev)
 {
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
     for (;;) {
+        int lost = ordo_node_sched_check(&w->node); /* fault.scheduler = restart: bounded */
+        if (lost) return lost;
         pump(w);
         if (w->ev_n > 0) {
             *ev = w->ev[w->ev_head];
@@ -695,6 +701,7 @@ int ordo__ps_poll(ordo__ps_t *w, int timeout_ms, ordo__ps_event_t *ev)
         }
         int wait_ms = until == INT64_MAX ? -1 : (int)((until - now + 999999) / 1000000);
         if (last || (wait_ms < 0 && until != INT64_MAX)) wait_ms = 0;
+        wait_ms = ordo_node_sched_timeout(&w->node, wait_ms);
         ordo_msg_t m;
         int rc = ordo_transport_recv(w->node.tp, &m, wait_ms);
         if (rc == ORDO_ERR_TIMEDOUT) {
@@ -728,6 +735,8 @@ int ordo__ps_finish(ordo__ps_t *w, const char *final_json)
 {
     int rc = ordo__ps_send_ctl(w, ORDO_MSG_DONE, final_json ? final_json : "{}");
     if (rc) return rc;
+    free(w->done_body); /* told to a new scheduler (ps_rejoin.c) */
+    w->done_body = strdup(final_json ? final_json : "{}");
     /* the other workers may still be computing (rank 0 evaluating the model, a straggler's
      * last iterations): wait as long as the scheduler lives; its silence ends the wait through
      * the heartbeats' PEER_DEAD (docs/fault.md), and an hour bounds it regardless */
@@ -737,8 +746,9 @@ int ordo__ps_finish(ordo__ps_t *w, const char *final_json)
         if (left <= 0)
             return ordo_error_set(ORDO_ERR_TIMEDOUT, "no SHUTDOWN from the scheduler in the hour "
                                                      "after DONE");
+        if ((rc = ordo_node_sched_check(&w->node)) != 0) return rc;
         ordo_msg_t m;
-        rc = ordo_transport_recv(w->node.tp, &m, (int)left);
+        rc = ordo_transport_recv(w->node.tp, &m, ordo_node_sched_timeout(&w->node, (int)left));
         if (rc == ORDO_ERR_TIMEDOUT) continue;
         if (rc) return rc;
         rc = handle(w, &m);

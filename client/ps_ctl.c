@@ -149,7 +149,10 @@ int ordo__ps_report(ordo__ps_t *w, const char *json)
 {
     size_t n = strlen(json);
     if ((w->conf.sync_mode == ORDO_SYNC_BSP && w->conf.backup == 0) || n < 2 || json[n - 1] != '}')
+    {
+        ordo__ps_keep_report(w, json);
         return ordo__ps_send_ctl(w, ORDO_MSG_STATS, json);
+    }
     /* [sync]: what the pulls and pushes since the last report saw */
     char *text = malloc(n + 24 * ORDO_STALE_BUCKETS + 64);
     if (!text) return ORDO_ERR_NOMEM;
@@ -164,6 +167,7 @@ int ordo__ps_report(ordo__ps_t *w, const char *json)
     }
     sprintf(text + at, "],\"late_pushes\":%lld}", (long long)(w->late - w->late_sent));
     w->late_sent = w->late;
+    ordo__ps_keep_report(w, text);
     int rc = ordo__ps_send_ctl(w, ORDO_MSG_STATS, text);
     free(text);
     return rc;
@@ -176,6 +180,10 @@ int ordo__ps_barrier(ordo__ps_t *w, int64_t id)
     m.hdr.iter = id;
     int rc = ordo_node_send_ctl(&w->node, &m);
     if (rc == 0) w->outstanding++; /* until its ORDO__EV_BARRIER */
+    if (rc == 0) {
+        w->barrier_out = true; /* told to a new scheduler (ps_rejoin.c) */
+        w->barrier_id = id;
+    }
     return rc;
 }
 

@@ -6,6 +6,7 @@
 #include "common/daemon.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/node_rejoin.h"
 #include "common/transport.h"
 #include "core/paramfile.h"
 #include "server/replica.h"
@@ -179,6 +180,7 @@ static int setup_checkpoints(ordo_server_t *s)
         char path[ORDO_CONF_PATH + 32];
         snprintf(path, sizeof path, "%s/checkpoint.bin", s->conf.resume);
         rc = ordo_paramfile_read_iteration(path, &base);
+        s->resume_base = base;
         if (!rc && !s->sparse)
             rc = ordo_srv_ckpt_load(s->store, s->node.keys, s->node.rank, s->conf.resume, base);
         if (rc) return ordo_error_context(rc, "fault.resume");
@@ -407,6 +409,18 @@ static void log_dropped(ordo_server_t *s)
     if (n) ORDO_INFO("dropped messages by reason: %s", line);
 }
 
+/* rejoin_state: what this server tells a new scheduler (common/node_rejoin.h): the newest
+ * version of its slices, counted from the start of the run */
+static json_t *rejoin_state(const ordo_server_t *s)
+{
+    const ordo_keys_t *k = s->node.keys;
+    int64_t newest = -1;
+    for (int i = 0; i < k->n_slices; i++)
+        if (ordo_store_owns(s->store, i) && ordo_store_version(s->store, i) > newest)
+            newest = ordo_store_version(s->store, i);
+    return json_pack("{s:I}", "version", (json_int_t)(newest < 0 ? -1 : s->resume_base + newest));
+}
+
 /* on_ctl takes a message from the scheduler: 0 to go on, 1 to stop, ORDO_ERR_ABORT to abort */
 static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
 {
@@ -433,11 +447,18 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
         ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));
         return ORDO_ERR_ABORT;
     case ORDO_MSG_PEER_DEAD:
-        if (m->nframes > 0) /* the transport's reason: a handshake was refused */
+        if (m->nframes > 0) { /* the transport's reason: a handshake was refused */
             ORDO_ERROR("%s: giving up", ordo_msg_text(m, 0, buf, sizeof buf));
-        else
-            ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
+            return ORDO_ERR_ABORT;
+        }
+        if (ordo_node_sched_lost(&s->node, m->hdr.iter, rejoin_state(s)) == 0) return 0;
+        ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
         return ORDO_ERR_ABORT;
+    case ORDO_MSG_WELCOME: { /* a new scheduler (fault.scheduler = restart) */
+        int rc = ordo_node_on_rejoined(&s->node, m, NULL);
+        if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
+        return rc ? ORDO_ERR_ABORT : 0;
+    }
     default:
         return 0;
     }
@@ -484,6 +505,11 @@ int ordo_server_run(ordo_server_t *s)
     for (;;) {
         if (ordo_daemon_stop_signal()) {
             ORDO_WARN("interrupted");
+            rc = ORDO_ERR_ABORT;
+            break;
+        }
+        if ((rc = ordo_node_sched_check(&s->node)) != 0) {
+            ORDO_ERROR("%s", ordo_error_text(rc));
             rc = ORDO_ERR_ABORT;
             break;
         }
