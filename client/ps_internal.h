@@ -35,9 +35,6 @@ typedef struct {
     bool fused; /* ORDO_FLAG_PULL: the server answers with the value of iter + 1 */
 } queued_push_t;
 
-/* reports kept for a new scheduler: the newest iterations' (fault.scheduler = restart) */
-#define ORDO__PS_REPORTS 16
-
 struct ordo_worker {
     ordo_conf_t conf;
     ordo_node_t node;
@@ -119,10 +116,13 @@ struct ordo_worker {
     int64_t state_got_iter;
     char state_err[256];
     /* fault.scheduler = restart (client/ps_rejoin.c): what a new scheduler is told and sent
-     * again: the newest reports, the barrier waited at, the DONE sent */
-    char *reports[ORDO__PS_REPORTS];
-    int64_t report_iter[ORDO__PS_REPORTS];
-    int n_reports;           /* kept so far, at most ORDO__PS_REPORTS, the oldest replaced */
+     * again: the reports of the last moments (those in flight when the scheduler died may
+     * be lost), the barrier waited at, the DONE sent */
+    struct ordo__ps_report {
+        int64_t iter, t_ns;
+        char *text;
+    } *reports;
+    int n_reports, cap_reports;
     bool barrier_out;        /* a BARRIER is waiting for its BARRIER_DONE */
     int64_t barrier_id;
     char *done_body;         /* the DONE sent (NULL: none yet) */

@@ -1,10 +1,12 @@
 /* ps_rejoin: a worker's side of a scheduler restart (fault.scheduler = restart, docs/fault.md,
- * common/node_rejoin.h). The worker keeps its newest reports, the barrier it waits at and
+ * common/node_rejoin.h). The worker keeps its reports of the last moments, the barrier it waits at and
  * its DONE; when the scheduler dies it registers again with them ("iter": the newest
  * iteration reported, "barrier", "done" with the DONE's body), and once the new scheduler
- * welcomes it, sends the reports the run log does not hold ("reported" in the WELCOME), so
+ * welcomes it, sends again the reports after the run log's unbroken part ("reported" in
+ * the WELCOME; the ones in flight when the old scheduler died were lost with it), so
  * metrics.jsonl goes on without a hole. */
 #include "client/ps.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/node_rejoin.h"
@@ -15,6 +17,16 @@
 
 #include "client/ps_internal.h"
 
+/* reports are kept while the scheduler is lost, and otherwise for this long: more than the
+ * time a death takes to be found, so the reports in flight when it died are among them */
+static int64_t keep_ns(const ordo__ps_t *w)
+{
+    return 4 * ((int64_t)ordo_conf_timeout_max_ms(&w->conf) + 2 * w->conf.heartbeat_ms) * 1000000;
+}
+
+/* the most reports kept (a bound on memory for very short iterations) */
+#define MAX_REPORTS 100000
+
 void ordo__ps_keep_report(ordo__ps_t *w, const char *json)
 {
     if (w->conf.fault_scheduler != ORDO_SCHED_RESTART) return;
@@ -22,26 +34,32 @@ void ordo__ps_keep_report(ordo__ps_t *w, const char *json)
     json_t *it = json_object_get(o, "iter");
     int64_t iter = json_is_integer(it) ? json_integer_value(it) : -1;
     json_decref(o);
-    char *copy = iter >= 0 ? strdup(json) : NULL;
-    if (!copy) return;
-    int slot = w->n_reports;
-    if (slot < ORDO__PS_REPORTS) {
-        w->n_reports++;
-    } else { /* full: the oldest goes */
-        slot = 0;
-        for (int i = 1; i < ORDO__PS_REPORTS; i++)
-            if (w->report_iter[i] < w->report_iter[slot]) slot = i;
-        free(w->reports[slot]);
+    if (iter < 0) return;
+    int64_t now = ordo_clock_ns();
+    int drop = 0; /* the old ones go, unless a new scheduler is awaited */
+    while (!ordo_node_sched_waiting(&w->node) && drop < w->n_reports &&
+           now - w->reports[drop].t_ns > keep_ns(w))
+        drop++;
+    if (drop == 0 && w->n_reports == MAX_REPORTS) drop = 1;
+    for (int i = 0; i < drop; i++)
+        free(w->reports[i].text);
+    memmove(w->reports, w->reports + drop, sizeof *w->reports * (size_t)(w->n_reports - drop));
+    w->n_reports -= drop;
+    if (w->n_reports == w->cap_reports) {
+        int cap = w->cap_reports ? 2 * w->cap_reports : 64;
+        void *p = realloc(w->reports, sizeof *w->reports * (size_t)cap);
+        if (!p) return;
+        w->reports = p;
+        w->cap_reports = cap;
     }
-    w->reports[slot] = copy;
-    w->report_iter[slot] = iter;
+    char *copy = strdup(json);
+    if (!copy) return;
+    w->reports[w->n_reports++] = (struct ordo__ps_report){.iter = iter, .t_ns = now, .text = copy};
 }
 
 int ordo__ps_sched_lost(ordo__ps_t *w, const ordo_msg_t *m)
 {
-    int64_t newest = -1;
-    for (int i = 0; i < w->n_reports; i++)
-        if (w->report_iter[i] > newest) newest = w->report_iter[i];
+    int64_t newest = w->n_reports ? w->reports[w->n_reports - 1].iter : -1;
     json_t *st = json_pack("{s:I}", "iter", (json_int_t)newest);
     if (st && w->barrier_out) json_object_set_new(st, "barrier", json_integer(w->barrier_id));
     if (st && w->done_body) {
@@ -62,19 +80,15 @@ int ordo__ps_rejoined(ordo__ps_t *w, ordo_msg_t *m)
         w->aborted = true;
         return rc;
     }
-    /* the reports the new scheduler's run log lacks, oldest first */
-    for (;;) {
-        int next = -1;
-        for (int i = 0; i < w->n_reports; i++)
-            if (w->report_iter[i] > reported && (next < 0 || w->report_iter[i] < w->report_iter[next]))
-                next = i;
-        if (next < 0) break;
+    /* the reports after the run log's unbroken part, oldest first: the scheduler leaves out
+     * those it holds */
+    for (int i = 0; i < w->n_reports; i++) {
+        if (w->reports[i].iter <= reported) continue;
         ordo_msg_t s;
         ordo_msg_init(&s, ORDO_MSG_STATS);
         s.hdr.dtype = ORDO_DTYPE_JSON;
-        ordo_msg_add_text(&s, w->reports[next]);
+        ordo_msg_add_text(&s, w->reports[i].text);
         if ((rc = ordo_node_send_ctl(&w->node, &s)) != 0) return rc;
-        reported = w->report_iter[next];
     }
     return 0;
 }
@@ -82,8 +96,10 @@ int ordo__ps_rejoined(ordo__ps_t *w, ordo_msg_t *m)
 void ordo__ps_rejoin_free(ordo__ps_t *w)
 {
     for (int i = 0; i < w->n_reports; i++)
-        free(w->reports[i]);
-    w->n_reports = 0;
+        free(w->reports[i].text);
+    free(w->reports);
+    w->reports = NULL;
+    w->n_reports = w->cap_reports = 0;
     free(w->done_body);
     w->done_body = NULL;
 }

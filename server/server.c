@@ -421,6 +421,21 @@ static json_t *rejoin_state(const ordo_server_t *s)
     return json_pack("{s:I}", "version", (json_int_t)(newest < 0 ? -1 : s->resume_base + newest));
 }
 
+/* send_version answers a new scheduler's WELCOME with this server's version now (STATS) */
+static int send_version(ordo_server_t *s)
+{
+    json_t *o = rejoin_state(s);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!text) return ORDO_ERR_NOMEM;
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_STATS);
+    m.hdr.dtype = ORDO_DTYPE_JSON;
+    ordo_msg_add_text(&m, text);
+    free(text);
+    return ordo_node_send_ctl(&s->node, &m);
+}
+
 /* on_ctl takes a message from the scheduler: 0 to go on, 1 to stop, ORDO_ERR_ABORT to abort */
 static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
 {
@@ -456,6 +471,7 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
         return ORDO_ERR_ABORT;
     case ORDO_MSG_WELCOME: { /* a new scheduler (fault.scheduler = restart) */
         int rc = ordo_node_on_rejoined(&s->node, m, NULL);
+        if (!rc) rc = send_version(s); /* the scheduler checks the workers against it */
         if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
         return rc ? ORDO_ERR_ABORT : 0;
     }

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# fault.scheduler = restart (docs/fault.md): the mlp (Fashion-MNIST; skips without it), 2
+# servers, 2 workers, bsp. The test SIGKILLs the scheduler in mid-run and starts a new one at
+# the same address; the servers and workers go on training, register again, and the run
+# ends as the fault-free one: every process exits 0, params.bin is byte for byte the
+# fault-free run's, every server took as many pushes as in the fault-free run (none lost,
+# none applied twice), metrics.jsonl holds every worker-iteration once and summary.json
+# counts "scheduler_restarts": 1. Printed: the time from the kill to the new scheduler's
+# rebuild, and the longest pause between two iterations of a worker around it. Then the same
+# kill under fault.scheduler = stop: the servers and workers exit 3, as before.
+source "$(dirname "$0")/lib.sh"
+need_fmnist
+root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+iters=${ITERS:-600}
+sync=${SYNC:-bsp}
+common=(-c "$root/conf/mlp.ini" --model.epochs=0 --model.iterations=$iters --sync.mode=$sync
+        --sync.batches=off --fault.timeout_ms=1000 --fault.timeout_max_ms=1000
+        --fault.heartbeat_ms=100 --output.dir="$T" --output.progress_every=0
+        --output.save_params=true "$@")
+names=(server0 server1 worker0 worker1)
+
+# pushes NAME: the pushes a server took, from its shutdown line
+pushes() { sed -n 's/.*shutdown: \([0-9]*\) pushes.*/\1/p' "$T/$1.log"; }
+# wait_lines RUN N: until metrics.jsonl has N lines
+wait_lines() {
+  for _ in $(seq 1 2400); do
+    [ -f "$T/$1/metrics.jsonl" ] && [ "$(wc -l < "$T/$1/metrics.jsonl")" -ge "$2" ] && return
+    sleep 0.05
+  done
+  fail "$1: metrics.jsonl never reached $2 lines"
+}
+
+start_cluster ref 2 2 --fault.scheduler=restart
+for n in scheduler "${names[@]}"; do
+  finish $n 150
+  [ "$st" = 0 ] || fail "fault-free run: $n ended with '$st'"
+done
+declare -A ref_pushes
+for n in server0 server1; do ref_pushes[$n]=$(pushes $n); done
+[ ! -e "$T/ref/scheduler.json" ] || fail "fault-free run: RUN/scheduler.json is left after the run"
+mv "$T"/*.log "$T/ref/"
+
+start_cluster kill 2 2 --fault.scheduler=restart
+ep=$(ready scheduler)
+wait_lines kill $((iters / 2))  # a quarter of the 2 x iters worker-iterations
+at=$(wc -l < "$T/kill/metrics.jsonl")
+kill -KILL "${PID[scheduler]}"
+kill_ns=$(python3 -c 'import time; print(time.monotonic_ns())')
+wait "${PID[scheduler]}" 2>/dev/null
+mv "$T/scheduler.log" "$T/scheduler-old.log"
+start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run=kill --fault.scheduler=restart \
+  --cluster.scheduler="$ep"
+for n in scheduler "${names[@]}"; do
+  finish $n 150
+  [ "$st" = 0 ] || fail "scheduler killed and restarted: $n ended with '$st', expected 0"
+done
+grep -q "this scheduler restarts the run as generation 2" "$T/scheduler.log" ||
+  fail "the new scheduler did not take the run over"
+cmp -s "$T/ref/params.bin" "$T/kill/params.bin" || fail "params.bin differs from the fault-free run's"
+for n in server0 server1; do
+  [ "$(pushes $n)" = "${ref_pushes[$n]}" ] ||
+    fail "$n took $(pushes $n) pushes, the fault-free run's ${ref_pushes[$n]}"
+done
+python3 - "$T/kill" $iters "$kill_ns" <<'PY' || fail "metrics.jsonl or summary.json of the restarted run"
+import json, sys
+run, iters, kill_ns = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+lines = [json.loads(l) for l in open(f"{run}/metrics.jsonl")]
+seen = sorted((d["worker"], d["iter"]) for d in lines)
+want = sorted((w, i) for w in range(2) for i in range(iters))
+if seen != want:
+    sys.exit(f"metrics.jsonl: {len(lines)} records, want each of the {len(want)} worker-iterations once")
+s = json.load(open(f"{run}/summary.json"))
+if s.get("scheduler_restarts") != 1 or s.get("iterations") != iters:
+    sys.exit(f"summary.json: scheduler_restarts {s.get('scheduler_restarts')}, iterations {s.get('iterations')}")
+ends = sorted(d["t_end_ns"] for d in lines if d["worker"] == 0)
+after = [e for e in ends if e > kill_ns]
+gaps = [b - a for a, b in zip(ends, ends[1:])]
+gaps.sort()
+around = max((b - a for a, b in zip(ends, ends[1:]) if b > kill_ns and a < kill_ns + 10**10), default=0)
+print(f"worker 0: first iteration completed {((after[0] - kill_ns) / 1e6) if after else float('nan'):.0f} ms after the kill; "
+      f"longest pause between two of its iterations from the kill on {around / 1e6:.0f} ms "
+      f"(median step {gaps[len(gaps) // 2] / 1e6:.1f} ms)")
+PY
+rebuilt=$(grep -o "every member registered again [0-9]* ms after this scheduler started" "$T/scheduler.log" | grep -o "[0-9]*")
+mv "$T"/*.log "$T/kill/"
+ok "$sync: scheduler killed after $at of $((2 * iters)) worker-iterations and restarted: params.bin identical, server pushes ${ref_pushes[server0]}/${ref_pushes[server1]} as fault-free, every member registered again ${rebuilt} ms after the new scheduler started"
+
+# the same kill under fault.scheduler = stop: every member exits 3
+start_cluster stop 2 2 --fault.scheduler=stop
+wait_lines stop $((iters / 2))
+kill -KILL "${PID[scheduler]}"
+for n in "${names[@]}"; do
+  finish $n 60
+  [ "$st" = 3 ] || fail "fault.scheduler = stop: $n ended with '$st', expected 3"
+done
+ok "$sync: fault.scheduler = stop: every server and worker exited 3 when the scheduler was killed"
