@@ -631,6 +631,11 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
         return ordo__ps_sched_lost(w, m); /* fault.scheduler = restart: go on (ps_rejoin.c) */
     case ORDO_MSG_WELCOME: /* a new scheduler's */
         return ordo__ps_rejoined(w, m);
+    case ORDO_MSG_REJECT: { /* a new scheduler's refusal */
+        int rc = ordo_node_on_reject(&w->node, m);
+        if (rc) w->aborted = true;
+        return rc;
+    }
     case ORDO_MSG_SHUTDOWN:
         return ordo_error_set(ORDO_ERR_CLOSED, "the scheduler shut the run down");
     case ORDO_MSG_WAKE:

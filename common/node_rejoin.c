@@ -144,3 +144,11 @@ int ordo_node_on_rejoined(ordo_node_t *node, ordo_msg_t *m, int64_t *reported)
               "predecessor was found silent", (long long)node->generation, waited);
     return 0;
 }
+
+int ordo_node_on_reject(ordo_node_t *node, ordo_msg_t *m)
+{
+    if (!node->lost_ns) return 0;
+    char why[512];
+    return ordo_error_set(ORDO_ERR_AUTH, "the new scheduler at %s refused this node: %s",
+                          node->sched_addr, ordo_msg_text(m, 0, why, sizeof why));
+}

@@ -47,4 +47,9 @@ int ordo_node_sched_timeout(const ordo_node_t *node, int timeout_ms);
  * "reported" (the last iteration the run log holds of this worker; -1 when absent). */
 int ordo_node_on_rejoined(ordo_node_t *node, ordo_msg_t *m, int64_t *reported);
 
+/* ordo_node_on_reject takes a REJECT from the scheduler in mid-run: while the node waits for
+ * a new scheduler it is that one's refusal, and ends the wait (ORDO_ERR_AUTH with its text);
+ * else 0 (a late answer, ignored). */
+int ordo_node_on_reject(ordo_node_t *node, ordo_msg_t *m);
+
 #endif

@@ -108,16 +108,16 @@ static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *));
 /* server_version takes a welcomed server's answer (a STATS with its current "version") */
 static int server_version(sched_t *s, member_t *mb, ordo_msg_t *m)
 {
-    char body[256];
-    ordo_msg_text(m, 0, body, sizeof body);
-    json_t *o = json_loads(body, 0, NULL);
+    size_t len = 0;
+    const char *body = ordo_msg_data(m, 0, &len);
+    json_t *o = body ? json_loadb(body, len, 0, NULL) : NULL;
     json_t *v = json_object_get(o, "version");
     if (!mb->rejoin || !json_is_integer(v) || json_object_get(mb->rejoin, "current")) {
         json_decref(o);
         ordo_transport_drop(s->tp, m, "a server's version: unexpected or malformed", NULL);
         return 0;
     }
-    json_object_set(mb->rejoin, "version", v);
+    json_object_update(mb->rejoin, o); /* "version", and "clocks" under asp */
     json_object_set_new(mb->rejoin, "current", json_true());
     json_decref(o);
     if (--s->versions_due > 0) return 0;
@@ -197,8 +197,10 @@ static void refuse(sched_t *s, const ordo_msg_t *m, const char *why)
     ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, why);
 }
 
-/* check_one: what one member's registration must hold; "" when it does */
-static void check_one(sched_t *s, int role, int rank, json_t *st, char *why, size_t wsz)
+/* check_one: what one member's registration must hold; "" when it does. *contradicts: the
+ * member's state is another run's (not a second copy of a rank) */
+static void check_one(sched_t *s, int role, int rank, json_t *st, char *why, size_t wsz,
+                      bool *contradicts)
 {
     json_t *gen = json_object_get(st, "generation"), *plan = json_object_get(st, "plan");
     int limit = role == ORDO_ROLE_SERVER ? s->conf.servers : s->conf.workers;
@@ -214,6 +216,7 @@ static void check_one(sched_t *s, int role, int rank, json_t *st, char *why, siz
                      s->members[i].pid);
             return;
         }
+    *contradicts = true;
     if (!json_is_integer(gen) || json_integer_value(gen) >= s->generation)
         snprintf(why, wsz, "generation: %s %d obeys scheduler generation %lld; this one is "
                  "generation %lld (a newer scheduler runs this job)", rn, rank,
@@ -225,22 +228,23 @@ static void check_one(sched_t *s, int role, int rank, json_t *st, char *why, siz
                  "scheduler computes from the conf (did the conf change?)", rn, rank);
 }
 
-/* newest_version: the newest value version any server holds (-1: none said) */
-static int64_t newest_version(const sched_t *s)
+/* newest: how far the servers got for worker w: under asp the newest push clock (the
+ * iteration of its next push) any server holds of it, else the newest value version; a
+ * worker that finished iteration t saw t + 1 or more (-1: nothing said) */
+static int64_t newest(const sched_t *s, int w)
 {
     int64_t v = -1;
     for (int i = 0; i < s->n_members; i++) {
-        json_t *ver = json_object_get(s->members[i].rejoin, "version");
-        if (s->members[i].role == ORDO_ROLE_SERVER && json_is_integer(ver) &&
-            json_integer_value(ver) > v)
-            v = json_integer_value(ver);
+        if (s->members[i].role != ORDO_ROLE_SERVER) continue;
+        json_t *st = s->members[i].rejoin, *clocks = json_object_get(st, "clocks");
+        json_t *ver = clocks ? json_array_get(clocks, (size_t)w) : json_object_get(st, "version");
+        if (json_is_integer(ver) && json_integer_value(ver) > v) v = json_integer_value(ver);
     }
     return v;
 }
 
 /* check_all: the members against each other once all are in and the servers said their
- * current versions (after every worker's state was taken: a worker that finished iteration t
- * saw every server at version t + 1 or later); 0 or the abort's code */
+ * current versions (after every worker's state was taken); 0 or the abort's code */
 static int check_all(sched_t *s)
 {
     if (s->declared) { /* the plan comes from the declarations the workers sent again */
@@ -257,17 +261,20 @@ static int check_all(sched_t *s)
             return ordo__sched_abort_run(s, why);
         }
     }
-    int64_t v = newest_version(s);
     for (int i = 0; i < s->n_members; i++) {
         member_t *m = &s->members[i];
         json_t *it = json_object_get(m->rejoin, "iter");
-        if (m->role != ORDO_ROLE_WORKER || !json_is_integer(it)) continue;
-        /* a worker reports iteration t once the servers applied its pushes of t: version t+1 */
-        if (json_integer_value(it) >= 0 && json_integer_value(it) >= v) {
+        if (m->role != ORDO_ROLE_WORKER || !json_is_integer(it) || json_integer_value(it) < 0)
+            continue;
+        int64_t v = newest(s, m->rank);
+        if (json_integer_value(it) >= v) {
             char why[400];
             snprintf(why, sizeof why, "iter: worker %d says it finished iteration %lld, ahead of "
-                     "every server (the newest value is version %lld); its state contradicts "
-                     "theirs", m->rank, (long long)json_integer_value(it), (long long)v);
+                     "every server (the newest %s %lld); its state contradicts theirs", m->rank,
+                     (long long)json_integer_value(it),
+                     s->conf.sync_mode == ORDO_SYNC_ASP ? "push of it they took is of iteration"
+                                                        : "value is version",
+                     (long long)v - (s->conf.sync_mode == ORDO_SYNC_ASP));
             ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, why);
             return ordo__sched_abort_run(s, why);
         }
@@ -381,10 +388,12 @@ int ordo__sched_restart_register(sched_t *s, ordo_msg_t *m, json_t *o,
                      "the file removed");
         return 0;
     }
-    check_one(s, r, rank, st, why, sizeof why);
+    bool contradicts = false;
+    check_one(s, r, rank, st, why, sizeof why, &contradicts);
     if (why[0]) {
         refuse(s, m, why);
-        return 0;
+        /* a member that holds another run's state: the run cannot be rebuilt from these */
+        return contradicts ? ordo__sched_abort_run(s, why) : 0;
     }
     member_t *mb = &s->members[s->n_members++];
     memset(mb, 0, sizeof *mb);

@@ -410,15 +410,33 @@ static void log_dropped(ordo_server_t *s)
 }
 
 /* rejoin_state: what this server tells a new scheduler (common/node_rejoin.h): the newest
- * version of its slices, counted from the start of the run */
+ * version of its slices, counted from the start of the run, and under asp each worker's
+ * push clock (the iteration of its next push, the newest over the slices) */
 static json_t *rejoin_state(const ordo_server_t *s)
 {
     const ordo_keys_t *k = s->node.keys;
     int64_t newest = -1;
-    for (int i = 0; i < k->n_slices; i++)
-        if (ordo_store_owns(s->store, i) && ordo_store_version(s->store, i) > newest)
-            newest = ordo_store_version(s->store, i);
-    return json_pack("{s:I}", "version", (json_int_t)(newest < 0 ? -1 : s->resume_base + newest));
+    json_t *clocks = NULL;
+    for (int i = 0; i < k->n_slices; i++) {
+        if (!ordo_store_owns(s->store, i)) continue;
+        if (ordo_store_version(s->store, i) > newest) newest = ordo_store_version(s->store, i);
+        const int64_t *c = ordo_store_clocks(s->store, i);
+        if (!c) continue;
+        if (!clocks) {
+            clocks = json_array();
+            for (int w = 0; w < s->node.n_workers; w++)
+                json_array_append_new(clocks, json_integer(-1));
+        }
+        for (int w = 0; w < s->node.n_workers; w++) {
+            int64_t v = s->resume_base + c[ordo__server_pusher(s, w)];
+            if (v > json_integer_value(json_array_get(clocks, (size_t)w)))
+                json_array_set_new(clocks, (size_t)w, json_integer(v));
+        }
+    }
+    json_t *o = json_pack("{s:I}", "version", (json_int_t)(newest < 0 ? -1 : s->resume_base + newest));
+    if (o && clocks) json_object_set_new(o, "clocks", clocks);
+    else json_decref(clocks);
+    return o;
 }
 
 /* send_version answers a new scheduler's WELCOME with this server's version now (STATS) */
@@ -469,6 +487,11 @@ static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
         if (ordo_node_sched_lost(&s->node, m->hdr.iter, rejoin_state(s)) == 0) return 0;
         ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
         return ORDO_ERR_ABORT;
+    case ORDO_MSG_REJECT: { /* a new scheduler's refusal */
+        int rc = ordo_node_on_reject(&s->node, m);
+        if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
+        return rc ? ORDO_ERR_ABORT : 0;
+    }
     case ORDO_MSG_WELCOME: { /* a new scheduler (fault.scheduler = restart) */
         int rc = ordo_node_on_rejoined(&s->node, m, NULL);
         if (!rc) rc = send_version(s); /* the scheduler checks the workers against it */

@@ -56,7 +56,9 @@ for n in scheduler "${names[@]}"; do
 done
 grep -q "this scheduler restarts the run as generation 2" "$T/scheduler.log" ||
   fail "the new scheduler did not take the run over"
-cmp -s "$T/ref/params.bin" "$T/kill/params.bin" || fail "params.bin differs from the fault-free run's"
+if [ "$sync" = bsp ]; then # asp's values depend on timing; its push counts do not
+  cmp -s "$T/ref/params.bin" "$T/kill/params.bin" || fail "params.bin differs from the fault-free run's"
+fi
 for n in server0 server1; do
   [ "$(pushes $n)" = "${ref_pushes[$n]}" ] ||
     fail "$n took $(pushes $n) pushes, the fault-free run's ${ref_pushes[$n]}"
@@ -83,7 +85,7 @@ print(f"worker 0: first iteration completed {((after[0] - kill_ns) / 1e6) if aft
 PY
 rebuilt=$(grep -o "every member registered again [0-9]* ms after this scheduler started" "$T/scheduler.log" | grep -o "[0-9]*")
 mv "$T"/*.log "$T/kill/"
-ok "$sync: scheduler killed after $at of $((2 * iters)) worker-iterations and restarted: params.bin identical, server pushes ${ref_pushes[server0]}/${ref_pushes[server1]} as fault-free, every member registered again ${rebuilt} ms after the new scheduler started"
+ok "$sync: scheduler killed after $at of $((2 * iters)) worker-iterations and restarted: $([ "$sync" = bsp ] && echo "params.bin identical, ") server pushes ${ref_pushes[server0]}/${ref_pushes[server1]} as fault-free, every member registered again ${rebuilt} ms after the new scheduler started"
 
 # the same kill under fault.scheduler = stop: every member exits 3
 start_cluster stop 2 2 --fault.scheduler=stop
@@ -94,3 +96,22 @@ for n in "${names[@]}"; do
   [ "$st" = 3 ] || fail "fault.scheduler = stop: $n ended with '$st', expected 3"
 done
 ok "$sync: fault.scheduler = stop: every server and worker exited 3 when the scheduler was killed"
+
+# a new scheduler whose plan differs from the one the members run with (another order
+# policy): it refuses them, naming the field, and the run ends (status 3) without a hang
+start_cluster plan 2 2 --fault.scheduler=restart
+ep=$(ready scheduler)
+wait_lines plan $((iters / 2))
+kill -KILL "${PID[scheduler]}"
+wait "${PID[scheduler]}" 2>/dev/null
+start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run=plan --fault.scheduler=restart \
+  --cluster.scheduler="$ep" --order.policy=tao
+finish scheduler 60
+[ "$st" = 3 ] || fail "a new scheduler with another plan: it ended with '$st', expected 3"
+grep -q "refused a member registering again: plan: .* runs with another key map or plan" \
+  "$T/scheduler.log" || fail "the new scheduler did not name the plan"
+for n in "${names[@]}"; do
+  finish $n 60
+  [ "$st" != 0 ] && [ "$st" != timeout ] || fail "a new scheduler with another plan: $n ended with '$st'"
+done
+ok "$sync: a new scheduler with another order policy refused the members (plan) and the run ended"
