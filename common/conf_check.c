@@ -203,9 +203,6 @@ static int fault_scheduler_check(const ordo_conf_t *conf)
     } else if (conf->curve) {
         with = "security.curve = true";
         why = "not built: a new scheduler's handshake with the running members is untested";
-    } else if (!conf->run_name[0]) {
-        with = "no output.run";
-        why = "a new scheduler finds the run's folder by its name (scripts/ordo-launch sets it)";
     }
     if (!with) return 0;
     return ordo_error_set(ORDO_ERR_INVAL, "fault.scheduler = restart cannot be combined with %s: %s",

@@ -48,6 +48,10 @@ int ordo__sched_restart_open(sched_t *s)
 {
     s->generation = 0;
     if (s->conf.fault_scheduler != ORDO_SCHED_RESTART) return 0;
+    if (!s->conf.run_name[0])
+        return ordo_error_set(ORDO_ERR_INVAL, "fault.scheduler = restart needs output.run: a new "
+                              "scheduler finds the run's folder by its name (scripts/ordo-launch "
+                              "sets one)");
     char path[sizeof s->run_dir + 32];
     state_path(s, path, sizeof path);
     json_error_t jerr;
@@ -342,10 +346,11 @@ static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *))
     int64_t newest = -1;
     for (int w = 0; w < s->conf.workers; w++)
         if (s->reported[w].prefix > newest) newest = s->reported[w].prefix;
-    ORDO_INFO("every member registered again %.0f ms after this scheduler started: the run goes "
-              "on under generation %lld (the run log holds iterations up to %lld)",
+    ORDO_INFO("cluster complete: every member registered again %.0f ms after this scheduler "
+              "started, and the run goes on under generation %lld (the run log holds every "
+              "iteration up to %lld); run folder %s",
               (double)(ordo_clock_ns() - s->start_ns) / 1e6, (long long)s->generation,
-              (long long)newest);
+              (long long)newest, s->run_dir);
     for (int i = 0; i < s->n_members; i++)
         take_state(s, &s->members[i]);
     /* what the members sent before they registered again, in the order it came */
