@@ -91,6 +91,24 @@ ok "$sync: scheduler killed after $at of $((2 * iters)) worker-iterations and re
 
 [ "$sync" = bsp ] || exit 0 # the checks below do not depend on the mode
 
+# the same kill under scripts/ordo-launch: it starts the new scheduler itself
+LAUNCH=$root/scripts/ordo-launch
+"$LAUNCH" "$root/conf/mlp.ini" --bin "$BIN" --pids "$T/launch.pids" "${common[@]:2}" \
+  --fault.scheduler=restart --output.run=launch > "$T/launch.log" 2>&1 &
+lpid=$!
+wait_lines launch $((iters / 2))
+kill -KILL "$(awk '$1=="scheduler" {print $2; exit}' "$T/launch.pids")"
+st=timeout
+for _ in $(seq 1 2400); do
+  if ! kill -0 $lpid 2>/dev/null; then wait $lpid; st=$?; break; fi
+  sleep 0.05
+done
+[ "$st" = 0 ] || fail "ordo-launch: the job ended with '$st' after the scheduler's death: $(tail -n 5 "$T/launch.log")"
+grep -q "ordo-launch: the scheduler exited with status 137; starting it again at tcp://" "$T/launch.log" ||
+  fail "ordo-launch did not start the scheduler again"
+cmp -s "$T/ref/params.bin" "$T/launch/params.bin" || fail "ordo-launch: params.bin differs from the fault-free run's"
+ok "ordo-launch started the killed scheduler again; the job exited 0 with the fault-free params.bin"
+
 # the same kill under fault.scheduler = stop: every member exits 3
 start_cluster stop 2 2 --fault.scheduler=stop
 wait_lines stop $((iters / 2))
