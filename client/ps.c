@@ -457,6 +457,8 @@ void ordo__ps_push_done(ordo__ps_t *w, int key, int64_t iter)
     if (rc) ORDO_ERROR("key %d: sending its pull again: %s", key, ordo_error_text(rc));
 }
 
+/* ---- inbound messages: one handler per type, found through the table below ---------- */
+
 /* the scheduler's check of its step model against the first measured iterations:
  * {"step": {"credit_bytes": N}}, a new push credit (only with [order] credit_bytes = auto) */
 static bool take_step_plan(ordo__ps_t *w, json_t *o)
@@ -469,7 +471,7 @@ static bool take_step_plan(ordo__ps_t *w, json_t *o)
 }
 
 /* the scheduler's PLAN: after a start-up calibration {"merge": {...}}, or a new credit */
-static int take_plan(ordo__ps_t *w, ordo_msg_t *m)
+static int on_plan(ordo__ps_t *w, ordo_msg_t *m)
 {
     char buf[256];
     size_t len = 0;
@@ -500,7 +502,7 @@ static int take_plan(ordo__ps_t *w, ordo_msg_t *m)
 
 /* MEMBERS (fault.worker = shrink): a worker left, or (fault.max_workers) one joined; this
  * one's place among the live ones is what its data shard follows from the next epoch on */
-static void take_members(ordo__ps_t *w, ordo_msg_t *m)
+static int on_members(ordo__ps_t *w, ordo_msg_t *m)
 {
     char body[4096];
     json_t *o = json_loads(ordo_msg_text(m, 0, body, sizeof body), 0, NULL);
@@ -524,13 +526,200 @@ static void take_members(ordo__ps_t *w, ordo_msg_t *m)
                       (long long)json_integer_value(json_object_get(o, "left")), n, index);
     }
     json_decref(o);
+    return 0;
 }
 
-/* handle one inbound message; returns 0 or a fatal error */
-static int handle(ordo__ps_t *w, ordo_msg_t *m)
+/* a value of key arrived (all of it, or one chunk): float32, or the wire type the pull asked
+ * for (common/codec.h) */
+static int on_pull_resp(ordo__ps_t *w, ordo_msg_t *m)
+{
+    const ordo_keys_t *k = w->node.keys;
+    int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
+    keystate_t *ks = s >= 0 ? &w->ks[m->hdr.key] : NULL;
+    size_t len = 0;
+    void *d = ordo_msg_data(m, 0, &len);
+    if (!ks || !ks->pull_left || ks->pull_iter != m->hdr.iter || w->got[s] || !d) {
+        ORDO_WARN("dropped an unexpected PULL_RESP (key %u chunk %u iter %lld)", m->hdr.key,
+                  m->hdr.chunk, (long long)m->hdr.iter);
+        return 0;
+    }
+    int rc = ordo__compress_take_pull(w->compress, (int)m->hdr.key, s, m->hdr.iter,
+                                      m->hdr.dtype, m->hdr.flags, d, len,
+                                      k->slices[s].numel, ks->pull_dst + k->slices[s].offset);
+    if (rc) {
+        ORDO_WARN("dropped a PULL_RESP (key %u chunk %u iter %lld): %s", m->hdr.key,
+                  m->hdr.chunk, (long long)m->hdr.iter, ordo_error_text(rc));
+        return 0;
+    }
+    w->got[s] = 1;
+    free(w->init_val[s]); /* a replica holds the initial value (or a later one) */
+    w->init_val[s] = NULL;
+    int st = ORDO_FLAG_STALENESS(m->hdr.flags);
+    w->stale[st < 0 ? 0 : st >= ORDO_STALE_BUCKETS ? ORDO_STALE_BUCKETS - 1 : st]++;
+    if (m->hdr.iter - st > (int64_t)atomic_load(&w->newest_version))
+        atomic_store(&w->newest_version, (long long)(m->hdr.iter - st));
+    if (m->hdr.flags & ORDO_FLAG_DROPPED) w->late++;
+    w->bytes_pull += (int64_t)len;
+    /* a fused push's answer is its acknowledgement too (the push was applied first) */
+    if (ks->fused && ks->push_left && ks->push_iter + 1 == m->hdr.iter) w->sent[s] = 0;
+    if (ks->fused && ks->push_left && ks->push_iter + 1 == m->hdr.iter &&
+        --ks->push_left == 0) {
+        ks->fused = false;
+        ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, (int)m->hdr.key, ks->push_iter);
+    }
+    if (--ks->pull_left == 0) {
+        if (w->path->ops->pulled && w->path->ops->pulled(w->path, (int)m->hdr.key, m->hdr.iter))
+            w->outstanding--; /* the path's own pull: no event */
+        else
+            ordo__ps_add_event(w, ORDO__EV_PULL_DONE, (int)m->hdr.key, m->hdr.iter);
+    }
+    return 0;
+}
+
+/* a server applied a push: of a merge group (the path's), of a probe, or of one slice */
+static int on_push_ack(ordo__ps_t *w, ordo_msg_t *m)
+{
+    const ordo_keys_t *k = w->node.keys;
+    if (m->hdr.flags & ORDO_FLAG_GROUP) return w->path->ops->group_ack(w->path, m);
+    if (m->hdr.flags & ORDO_FLAG_PROBE) {
+        if (w->probes_out == 0) {
+            ORDO_WARN("dropped an unexpected probe PUSH_ACK (probe %u)", m->hdr.key);
+            return 0;
+        }
+        w->probes_out--;
+        ordo__ps_add_event(w, ORDO__EV_PROBE_DONE, (int)m->hdr.key, m->hdr.iter);
+        return 0;
+    }
+    int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
+    keystate_t *ks = s >= 0 ? &w->ks[m->hdr.key] : NULL;
+    if (!ks || !ks->push_left || ks->push_iter != m->hdr.iter ||
+        (k->replicas > 1 && !w->sent[s])) { /* with replicas: a re-sent push answered twice */
+        ORDO_WARN("dropped an unexpected PUSH_ACK (key %u)", m->hdr.key);
+        return 0;
+    }
+    w->sent[s] = 0;
+    ordo__credit_acked(&w->credit, k->slices[s].numel * 4);
+
+    if (m->hdr.flags & ORDO_FLAG_DROPPED) {
+        /* the server says how far it got (its version, as a negative staleness) */
+        int64_t v = m->hdr.iter - ORDO_FLAG_STALENESS(m->hdr.flags);
+        w->late++;
+        if (v > (int64_t)atomic_load(&w->newest_version))
+            atomic_store(&w->newest_version, (long long)v);
+    }
+    if (--ks->push_left == 0) {
+        ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, (int)m->hdr.key, m->hdr.iter);
+        return send_held_pulls(w, (int)m->hdr.key);
+    }
+    return 0;
+}
+
+static int on_error(ordo__ps_t *w, ordo_msg_t *m)
+{
+    (void)w;
+    char buf[512];
+    return ordo_error_set(ORDO_ERR_PROTO, "server %d refused %s key %u chunk %u: %s", m->hdr.rank,
+                          "a request for", m->hdr.key, m->hdr.chunk,
+                          ordo_msg_text(m, 0, buf, sizeof buf));
+}
+
+static int on_abort(ordo__ps_t *w, ordo_msg_t *m)
 {
     char buf[512];
-    const ordo_keys_t *k = w->node.keys;
+    w->aborted = true;
+    return ordo_error_set(ORDO_ERR_ABORT, "run aborted: %s", ordo_msg_text(m, 0, buf, sizeof buf));
+}
+
+static int on_peer_dead(ordo__ps_t *w, ordo_msg_t *m)
+{
+    char buf[512];
+    if (m->nframes > 0) { /* the transport's reason: a server or the scheduler refused us */
+        w->aborted = true;
+        return ordo_error_set(ORDO_ERR_AUTH, "%s", ordo_msg_text(m, 0, buf, sizeof buf));
+    }
+    return ordo__ps_sched_lost(w, m); /* fault.scheduler = restart: go on (ps_rejoin.c) */
+}
+
+/* a new scheduler's refusal (fault.scheduler = restart) */
+static int on_reject(ordo__ps_t *w, ordo_msg_t *m)
+{
+    int rc = ordo_node_on_reject(&w->node, m);
+    if (rc) w->aborted = true;
+    return rc;
+}
+
+static int on_shutdown(ordo__ps_t *w, ordo_msg_t *m)
+{
+    (void)w, (void)m;
+    return ordo_error_set(ORDO_ERR_CLOSED, "the scheduler shut the run down");
+}
+
+static int on_wake(ordo__ps_t *w, ordo_msg_t *m)
+{
+    (void)m;
+    ordo__ps_add_event(w, ORDO__EV_WAKE, -1, -1);
+    return 0;
+}
+
+/* posted by the path's own thread; the wire refuses the type */
+static int on_intra(ordo__ps_t *w, ordo_msg_t *m)
+{
+    if (w->path->ops->local) return w->path->ops->local(w->path, m);
+    ORDO_WARN("dropped an unexpected INTRA message");
+    return 0;
+}
+
+static int on_barrier_done(ordo__ps_t *w, ordo_msg_t *m)
+{
+    w->barrier_out = false;
+    ordo__ps_add_event(w, ORDO__EV_BARRIER, -1, m->hdr.iter);
+    return 0;
+}
+
+static int on_bcast(ordo__ps_t *w, ordo_msg_t *m)
+{
+    size_t len = 0;
+    const void *data = ordo_msg_data(m, 0, &len);
+    if (!w->bcast_id || m->hdr.iter != w->bcast_id || (data && len != w->bcast_bytes)) {
+        ORDO_WARN("dropped an unexpected BCAST %lld (%zu bytes)", (long long)m->hdr.iter, len);
+        return 0;
+    }
+    if (data && len) memcpy(w->bcast_dst, data, len);
+    w->bcast_id = 0;
+    ordo__ps_add_event(w, ORDO__EV_BCAST, -1, m->hdr.iter);
+    return 0;
+}
+
+/* one handler per message type a worker takes: 0 to go on, or a fatal error. A type without
+ * a row is ignored. A new message is one handler and one row. */
+typedef int (*msg_handler_fn)(ordo__ps_t *w, ordo_msg_t *m);
+
+static const msg_handler_fn handlers[ORDO_MSG_TYPE_MAX] = {
+    [ORDO_MSG_PULL_RESP] = on_pull_resp,
+    [ORDO_MSG_PUSH_ACK] = on_push_ack,
+    [ORDO_MSG_ERROR] = on_error,
+    [ORDO_MSG_ABORT] = on_abort,
+    [ORDO_MSG_PEER_DEAD] = on_peer_dead,
+    [ORDO_MSG_WELCOME] = ordo__ps_rejoined, /* a new scheduler's (ps_rejoin.c) */
+    [ORDO_MSG_REJECT] = on_reject,
+    [ORDO_MSG_SHUTDOWN] = on_shutdown,
+    [ORDO_MSG_WAKE] = on_wake,
+    [ORDO_MSG_INTRA] = on_intra,
+    [ORDO_MSG_BARRIER_DONE] = on_barrier_done,
+    [ORDO_MSG_BCAST] = on_bcast,
+    [ORDO_MSG_REPLAN] = ordo__ps_take_replan,
+    [ORDO_MSG_BATCH] = ordo__ps_on_batch,         /* ps_batch.c */
+    [ORDO_MSG_STATE_REQ] = ordo__ps_on_state_req, /* ps_state.c */
+    [ORDO_MSG_STATE] = ordo__ps_on_state,
+    [ORDO_MSG_MEMBERS] = on_members,
+    [ORDO_MSG_KEYMAP] = ordo__ps_on_keymap, /* a server died; its backups took its slices */
+    [ORDO_MSG_PLAN] = on_plan, /* the merge groups of a start-up calibration, or a new credit */
+};
+
+/* handle one inbound message; returns 0 or a fatal error. A message for the hook's key
+ * (ordo__ps_set_hook) goes to the hook whatever its handler. */
+static int handle(ordo__ps_t *w, ordo_msg_t *m)
+{
     if (w->hook && m->hdr.key == w->hook_key &&
         (m->hdr.type == ORDO_MSG_PULL_RESP || m->hdr.type == ORDO_MSG_ERROR ||
          m->hdr.type == ORDO_MSG_PLAN)) {
@@ -538,148 +727,12 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
         if (rc > 0) ordo__ps_add_event(w, ORDO__EV_HOOK, rc, m->hdr.iter);
         return rc < 0 ? rc : 0;
     }
-    switch (m->hdr.type) {
-    case ORDO_MSG_PULL_RESP: {
-        int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
-        keystate_t *ks = s >= 0 ? &w->ks[m->hdr.key] : NULL;
-        size_t len = 0;
-        void *d = ordo_msg_data(m, 0, &len);
-        if (!ks || !ks->pull_left || ks->pull_iter != m->hdr.iter || w->got[s] || !d) {
-            ORDO_WARN("dropped an unexpected PULL_RESP (key %u chunk %u iter %lld)", m->hdr.key,
-                      m->hdr.chunk, (long long)m->hdr.iter);
-            return 0;
-        }
-        /* float32, or the wire type the pull asked for (common/codec.h) */
-        int rc = ordo__compress_take_pull(w->compress, (int)m->hdr.key, s, m->hdr.iter,
-                                          m->hdr.dtype, m->hdr.flags, d, len,
-                                          k->slices[s].numel, ks->pull_dst + k->slices[s].offset);
-        if (rc) {
-            ORDO_WARN("dropped a PULL_RESP (key %u chunk %u iter %lld): %s", m->hdr.key,
-                      m->hdr.chunk, (long long)m->hdr.iter, ordo_error_text(rc));
-            return 0;
-        }
-        w->got[s] = 1;
-        free(w->init_val[s]); /* a replica holds the initial value (or a later one) */
-        w->init_val[s] = NULL;
-        int st = ORDO_FLAG_STALENESS(m->hdr.flags);
-        w->stale[st < 0 ? 0 : st >= ORDO_STALE_BUCKETS ? ORDO_STALE_BUCKETS - 1 : st]++;
-        if (m->hdr.iter - st > (int64_t)atomic_load(&w->newest_version))
-            atomic_store(&w->newest_version, (long long)(m->hdr.iter - st));
-        if (m->hdr.flags & ORDO_FLAG_DROPPED) w->late++;
-        w->bytes_pull += (int64_t)len;
-        /* a fused push's answer is its acknowledgement too (the push was applied first) */
-        if (ks->fused && ks->push_left && ks->push_iter + 1 == m->hdr.iter) w->sent[s] = 0;
-        if (ks->fused && ks->push_left && ks->push_iter + 1 == m->hdr.iter &&
-            --ks->push_left == 0) {
-            ks->fused = false;
-            ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, (int)m->hdr.key, ks->push_iter);
-        }
-        if (--ks->pull_left == 0) {
-            if (w->path->ops->pulled && w->path->ops->pulled(w->path, (int)m->hdr.key, m->hdr.iter))
-                w->outstanding--; /* the path's own pull: no event */
-            else
-                ordo__ps_add_event(w, ORDO__EV_PULL_DONE, (int)m->hdr.key, m->hdr.iter);
-        }
-        return 0;
-    }
-    case ORDO_MSG_PUSH_ACK: {
-        if (m->hdr.flags & ORDO_FLAG_GROUP) return w->path->ops->group_ack(w->path, m);
-        if (m->hdr.flags & ORDO_FLAG_PROBE) {
-            if (w->probes_out == 0) {
-                ORDO_WARN("dropped an unexpected probe PUSH_ACK (probe %u)", m->hdr.key);
-                return 0;
-            }
-            w->probes_out--;
-            ordo__ps_add_event(w, ORDO__EV_PROBE_DONE, (int)m->hdr.key, m->hdr.iter);
-            return 0;
-        }
-        int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
-        keystate_t *ks = s >= 0 ? &w->ks[m->hdr.key] : NULL;
-        if (!ks || !ks->push_left || ks->push_iter != m->hdr.iter ||
-            (k->replicas > 1 && !w->sent[s])) { /* with replicas: a re-sent push answered twice */
-            ORDO_WARN("dropped an unexpected PUSH_ACK (key %u)", m->hdr.key);
-            return 0;
-        }
-        w->sent[s] = 0;
-        ordo__credit_acked(&w->credit, k->slices[s].numel * 4);
-
-        if (m->hdr.flags & ORDO_FLAG_DROPPED) {
-            /* the server says how far it got (its version, as a negative staleness) */
-            int64_t v = m->hdr.iter - ORDO_FLAG_STALENESS(m->hdr.flags);
-            w->late++;
-            if (v > (int64_t)atomic_load(&w->newest_version))
-                atomic_store(&w->newest_version, (long long)v);
-        }
-        if (--ks->push_left == 0) {
-            ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, (int)m->hdr.key, m->hdr.iter);
-            return send_held_pulls(w, (int)m->hdr.key);
-        }
-        return 0;
-    }
-    case ORDO_MSG_ERROR:
-        return ordo_error_set(ORDO_ERR_PROTO, "server %d refused %s key %u chunk %u: %s", m->hdr.rank,
-                              "a request for", m->hdr.key, m->hdr.chunk,
-                              ordo_msg_text(m, 0, buf, sizeof buf));
-    case ORDO_MSG_ABORT:
-        w->aborted = true;
-        return ordo_error_set(ORDO_ERR_ABORT, "run aborted: %s", ordo_msg_text(m, 0, buf, sizeof buf));
-    case ORDO_MSG_PEER_DEAD:
-        if (m->nframes > 0) { /* the transport's reason: a server or the scheduler refused us */
-            w->aborted = true;
-            return ordo_error_set(ORDO_ERR_AUTH, "%s", ordo_msg_text(m, 0, buf, sizeof buf));
-        }
-        return ordo__ps_sched_lost(w, m); /* fault.scheduler = restart: go on (ps_rejoin.c) */
-    case ORDO_MSG_WELCOME: /* a new scheduler's */
-        return ordo__ps_rejoined(w, m);
-    case ORDO_MSG_REJECT: { /* a new scheduler's refusal */
-        int rc = ordo_node_on_reject(&w->node, m);
-        if (rc) w->aborted = true;
-        return rc;
-    }
-    case ORDO_MSG_SHUTDOWN:
-        return ordo_error_set(ORDO_ERR_CLOSED, "the scheduler shut the run down");
-    case ORDO_MSG_WAKE:
-        ordo__ps_add_event(w, ORDO__EV_WAKE, -1, -1);
-        return 0;
-    case ORDO_MSG_INTRA: /* posted by the path's own thread; the wire refuses the type */
-        if (w->path->ops->local) return w->path->ops->local(w->path, m);
-        ORDO_WARN("dropped an unexpected INTRA message");
-        return 0;
-    case ORDO_MSG_BARRIER_DONE:
-        w->barrier_out = false;
-        ordo__ps_add_event(w, ORDO__EV_BARRIER, -1, m->hdr.iter);
-        return 0;
-    case ORDO_MSG_BCAST: {
-        size_t len = 0;
-        const void *data = ordo_msg_data(m, 0, &len);
-        if (!w->bcast_id || m->hdr.iter != w->bcast_id || (data && len != w->bcast_bytes)) {
-            ORDO_WARN("dropped an unexpected BCAST %lld (%zu bytes)", (long long)m->hdr.iter, len);
-            return 0;
-        }
-        if (data && len) memcpy(w->bcast_dst, data, len);
-        w->bcast_id = 0;
-        ordo__ps_add_event(w, ORDO__EV_BCAST, -1, m->hdr.iter);
-        return 0;
-    }
-    case ORDO_MSG_REPLAN:
-        return ordo__ps_take_replan(w, m);
-    case ORDO_MSG_BATCH:
-        return ordo__ps_on_batch(w, m);
-    case ORDO_MSG_STATE_REQ:
-        return ordo__ps_on_state_req(w, m);
-    case ORDO_MSG_STATE:
-        return ordo__ps_on_state(w, m);
-    case ORDO_MSG_MEMBERS:
-        take_members(w, m);
-        return 0;
-    case ORDO_MSG_KEYMAP: /* a server died; its backups took its slices */
-        return ordo__ps_on_keymap(w, m);
-    case ORDO_MSG_PLAN: /* the merge groups of a start-up calibration, or a new credit */
-        return take_plan(w, m);
-    default:
+    msg_handler_fn fn = m->hdr.type < ORDO_MSG_TYPE_MAX ? handlers[m->hdr.type] : NULL;
+    if (!fn) {
         ORDO_DEBUG("ignored %s", ordo_wire_type_name(m->hdr.type));
         return 0;
     }
+    return fn(w, m);
 }
 
 int ordo__ps_poll(ordo__ps_t *w, int timeout_ms, ordo__ps_event_t *ev)

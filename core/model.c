@@ -176,7 +176,7 @@ fail:
     return rc;
 }
 
-int ordo__model_check(ordo_model_t *m, int *unused_param)
+int ordo__model_first_ops(ordo_model_t *m, int *unused_param)
 {
     *unused_param = -1;
     if (m->n_ops < 1) return ORDO_ERR_INVAL;
@@ -199,7 +199,7 @@ int ordo_model_check(ordo_model_t *m)
 {
     if (!m) return ordo_error_set(ORDO_ERR_INVAL, "ordo_model_check: no model");
     int unused;
-    int rc = ordo__model_check(m, &unused);
+    int rc = ordo__model_first_ops(m, &unused);
     if (rc == 0) return 0;
     if (unused >= 0)
         return ordo_error_set(rc, "model '%s': parameter '%s' is read by no op", m->name,
@@ -229,7 +229,7 @@ int ordo_model_from_sizes(const int64_t *bytes, int n, ordo_model_t **out)
         if ((rc = ordo__model_add_op_checked(m, oname, i > 0, &prev, 1, &i, 0, 0)) < 0) goto fail;
     }
     int unused;
-    ORDO_ASSERT(ordo__model_check(m, &unused) == 0);
+    ORDO_ASSERT(ordo__model_first_ops(m, &unused) == 0);
     *out = m;
     return 0;
 fail:

@@ -19,8 +19,8 @@ int ordo__model_add_param_checked(ordo_model_t *m, const char *name, int ndim,
 int ordo__model_add_op_checked(ordo_model_t *m, const char *name, int n_inputs, const int *inputs,
                                int n_params, const int *params, double fwd_us, double bwd_us);
 
-/* ordo__model_check fills first_op and returns 0, or ORDO_ERR_INVAL with *unused_param the
+/* ordo__model_first_ops fills first_op and returns 0, or ORDO_ERR_INVAL with *unused_param the
  * index of a parameter no op reads (-1 when the model has no ops). Sets no error detail. */
-int ordo__model_check(ordo_model_t *m, int *unused_param);
+int ordo__model_first_ops(ordo_model_t *m, int *unused_param);
 
 #endif

@@ -255,7 +255,7 @@ static int load_root(loader_t *ld, json_t *root)
     for (size_t i = 0; i < json_array_size(ops); i++)
         if ((rc = load_op(ld, ops, (int)i))) return rc;
     int unused;
-    if (ordo__model_check(ld->m, &unused))
+    if (ordo__model_first_ops(ld->m, &unused))
         return BAD(ld, "$.params[%d]: parameter '%s' is read by no op", unused,
                    ld->m->params[unused].name);
     return 0;

@@ -571,15 +571,144 @@ static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *
     }
 }
 
-/* handle: one message from a node; 0 to go on, 1 when every worker is done, ORDO_ERR_ABORT */
+/* ---- inbound messages: one handler per type, found through the table below ---------- */
+
+/* each returns 0 to go on, 1 when every worker is done, or ORDO_ERR_ABORT; mb is the member
+ * that sent m (NULL only for a row taken from anyone) */
+
+static int on_register_msg(sched_t *s, member_t *mb, ordo_msg_t *m)
+{
+    (void)mb;
+    return on_register(s, m);
+}
+
+/* answered on the socket it came from: the heartbeat thread's */
+static int on_heartbeat(sched_t *s, member_t *mb, ordo_msg_t *m)
+{
+    (void)mb;
+    ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_HEARTBEAT_ACK, NULL);
+    return 0;
+}
+
+static int on_stats(sched_t *s, member_t *mb, ordo_msg_t *m)
+{
+    char name[320], body[4096];
+    ordo_iter_stats_t st;
+    ordo_msg_text(m, 0, body, sizeof body);
+    int rc = ordo_runlog_parse_stats(body, ordo_conf_max_workers(&s->conf), &st);
+    if (rc == 0 && st.worker != mb->rank)
+        rc = ordo_error_set(ORDO_ERR_PROTO, "STATS names worker %d", st.worker);
+    if (rc) {
+        ORDO_WARN("dropped stats of %s: %s", ordo__sched_member_name(mb, name, sizeof name),
+                  ordo_error_text(rc));
+        return 0;
+    }
+    if (ordo__sched_restart_old_stats(s, st.worker, st.iter))
+        return 0; /* sent again to this restarted scheduler: in the run log already */
+    if (s->log && st.worker < s->conf.workers) /* not a joined one's (grow.c) */
+        ordo_runlog_add(s->log, &st);
+    ordo__sched_on_stats(s, mb, st.iter);
+    ordo__sched_batches_stats(s, st.t_start_ns, st.t_end_ns);
+    ordo_replicas_on_stats(s, st.worker, st.iter);
+    ordo__sched_step_check_stats(s, &st);
+    return 0;
+}
+
+static int on_done(sched_t *s, member_t *mb, ordo_msg_t *m)
+{
+    if (mb->role != ORDO_ROLE_WORKER || mb->done) return 0;
+    char name[320], body[4096];
+    ordo_msg_text(m, 0, body, sizeof body);
+    if (m->nframes && s->log && mb->rank < s->conf.workers &&
+        ordo_runlog_final(s->log, mb->rank, body) != 0)
+        ORDO_WARN("bad DONE body from %s", ordo__sched_member_name(mb, name, sizeof name));
+    mb->done = true;
+    s->n_done++;
+    ORDO_INFO("%s finished (%d/%d)", ordo__sched_member_name(mb, name, sizeof name), s->n_done,
+              s->n_live);
+    return s->n_done == s->n_live;
+}
+
+static int on_barrier(sched_t *s, member_t *mb, ordo_msg_t *m)
+{
+    ordo__sched_on_barrier(s, mb, m->hdr.iter); /* scheduler_ctl.c */
+    return 0;
+}
+
+static int on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m)
+{
+    ordo__sched_on_batch_req(s, mb, m); /* batch_service.c */
+    return 0;
+}
+
+static int on_state_req(sched_t *s, member_t *mb, ordo_msg_t *m)
+{
+    ordo__sched_on_state_req(s, mb, m); /* peer_state.c */
+    return 0;
+}
+
+static int on_state(sched_t *s, member_t *mb, ordo_msg_t *m)
+{
+    ordo__sched_on_state(s, mb, m); /* peer_state.c */
+    return 0;
+}
+
+/* worker 0's start-up calibration, or the sparse coordinator's histograms
+ * (scheduler/sparse_coord.h) */
+static int on_plan(sched_t *s, member_t *mb, ordo_msg_t *m)
+{
+    char name[320];
+    if (s->calibrating && mb->role == ORDO_ROLE_WORKER && mb->rank == 0)
+        return ordo__sched_on_calibration(s, m); /* the start-up calibration's result */
+    int rc = s->sparse ? ordo_sparse_coord_on_msg(s->sparse, mb->role, mb->rank, m)
+                       : ordo_error_set(ORDO_ERR_PROTO, "no sparse pushes in this run");
+    if (rc)
+        ORDO_WARN("dropped a PLAN message from %s: %s",
+                  ordo__sched_member_name(mb, name, sizeof name), ordo_error_text(rc));
+    return 0;
+}
+
+static int on_abort(sched_t *s, member_t *mb, ordo_msg_t *m)
+{
+    char why[600], body[400], name[320];
+    snprintf(why, sizeof why, "%s gave up: %s", ordo__sched_member_name(mb, name, sizeof name),
+             ordo_msg_text(m, 0, body, sizeof body));
+    return ordo__sched_abort_run(s, why);
+}
+
+/* one row per message type the scheduler takes; a type without a row is dropped with a
+ * warning. A new message is one handler and one row. */
+typedef struct {
+    int (*fn)(sched_t *s, member_t *mb, ordo_msg_t *m);
+    bool anyone; /* taken from a peer not registered yet (mb is NULL), before any check */
+} msg_row_t;
+
+static const msg_row_t handlers[ORDO_MSG_TYPE_MAX] = {
+    [ORDO_MSG_REGISTER] = {on_register_msg, .anyone = true},
+    [ORDO_MSG_HEARTBEAT] = {on_heartbeat},
+    [ORDO_MSG_STATS] = {on_stats},
+    [ORDO_MSG_DONE] = {on_done},
+    [ORDO_MSG_BARRIER] = {on_barrier},
+    [ORDO_MSG_BCAST] = {ordo__sched_on_bcast}, /* scheduler_ctl.c */
+    [ORDO_MSG_BATCH_REQ] = {on_batch_req},
+    [ORDO_MSG_STATE_REQ] = {on_state_req},
+    [ORDO_MSG_STATE] = {on_state},
+    [ORDO_MSG_PLAN] = {on_plan},
+    [ORDO_MSG_REPLAN] = {ordo__sched_on_replan}, /* scheduler_ctl.c */
+    [ORDO_MSG_ABORT] = {on_abort},
+};
+
+/* handle: one message from a node; 0 to go on, 1 when every worker is done, ORDO_ERR_ABORT.
+ * Its sender is found (a registered member, or a member's heartbeat thread) and its
+ * liveness noted before its row's handler runs. */
 static int handle(sched_t *s, ordo_msg_t *m)
 {
-    member_t *mb = find_member(s, m);
-    if (!mb) mb = find_beat(s, m);
-    char name[320];
-    if (m->hdr.type == ORDO_MSG_REGISTER) return on_register(s, m);
+    const msg_row_t *row = m->hdr.type < ORDO_MSG_TYPE_MAX ? &handlers[m->hdr.type] : NULL;
+    if (row && row->anyone) return row->fn(s, NULL, m);
     int kept = ordo__sched_restart_stash(s, m); /* while a restarted run is rebuilt */
     if (kept >= 0 || kept == ORDO_ERR_ABORT) return kept;
+    member_t *mb = find_member(s, m);
+    if (!mb) mb = find_beat(s, m);
     if (!mb) {
         /* a heartbeat thread's first beats may come before its process's REGISTER (another
          * socket): nothing to say about them */
@@ -597,81 +726,13 @@ static int handle(sched_t *s, ordo_msg_t *m)
         ordo_liveness_beat(&mb->live, mb->last_seen_ns);
     else
         ordo_liveness_seen(&mb->live, mb->last_seen_ns);
-    switch (m->hdr.type) {
-    case ORDO_MSG_HEARTBEAT: /* answered on the socket it came from: the heartbeat thread's */
-        ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_HEARTBEAT_ACK, NULL);
-        break;
-    case ORDO_MSG_STATS: {
-        char body[4096];
-        ordo_iter_stats_t st;
-        ordo_msg_text(m, 0, body, sizeof body);
-        int rc = ordo_runlog_parse_stats(body, ordo_conf_max_workers(&s->conf), &st);
-        if (rc == 0 && st.worker != mb->rank)
-            rc = ordo_error_set(ORDO_ERR_PROTO, "STATS names worker %d", st.worker);
-        if (rc)
-            ORDO_WARN("dropped stats of %s: %s", ordo__sched_member_name(mb, name, sizeof name),
-                      ordo_error_text(rc));
-        else if (ordo__sched_restart_old_stats(s, st.worker, st.iter))
-            break; /* sent again to this restarted scheduler: in the run log already */
-        else if (s->log && st.worker < s->conf.workers) /* not a joined one's (grow.c) */
-            ordo_runlog_add(s->log, &st);
-        if (!rc) ordo__sched_on_stats(s, mb, st.iter);
-        if (!rc) ordo__sched_batches_stats(s, st.t_start_ns, st.t_end_ns);
-        if (!rc) ordo_replicas_on_stats(s, st.worker, st.iter);
-        if (!rc) ordo__sched_step_check_stats(s, &st);
-        break;
-    }
-    case ORDO_MSG_DONE: {
-        if (mb->role != ORDO_ROLE_WORKER || mb->done) break;
-        char body[4096];
-        ordo_msg_text(m, 0, body, sizeof body);
-        if (m->nframes && s->log && mb->rank < s->conf.workers &&
-            ordo_runlog_final(s->log, mb->rank, body) != 0)
-            ORDO_WARN("bad DONE body from %s", ordo__sched_member_name(mb, name, sizeof name));
-        mb->done = true;
-        s->n_done++;
-        ORDO_INFO("%s finished (%d/%d)", ordo__sched_member_name(mb, name, sizeof name), s->n_done,
-                  s->n_live);
-        return s->n_done == s->n_live;
-    }
-    case ORDO_MSG_BARRIER:
-        ordo__sched_on_barrier(s, mb, m->hdr.iter);
-        break;
-    case ORDO_MSG_BCAST:
-        return ordo__sched_on_bcast(s, mb, m);
-    case ORDO_MSG_BATCH_REQ:
-        ordo__sched_on_batch_req(s, mb, m);
-        break;
-    case ORDO_MSG_STATE_REQ:
-        ordo__sched_on_state_req(s, mb, m);
-        break;
-    case ORDO_MSG_STATE:
-        ordo__sched_on_state(s, mb, m);
-        break;
-    case ORDO_MSG_PLAN: { /* sparse histograms (scheduler/sparse_coord.h) */
-        if (s->calibrating && mb->role == ORDO_ROLE_WORKER && mb->rank == 0) {
-            return ordo__sched_on_calibration(s, m); /* the start-up calibration's result */
-        }
-        int rc = s->sparse ? ordo_sparse_coord_on_msg(s->sparse, mb->role, mb->rank, m)
-                           : ordo_error_set(ORDO_ERR_PROTO, "no sparse pushes in this run");
-        if (rc)
-            ORDO_WARN("dropped a PLAN message from %s: %s", ordo__sched_member_name(mb, name, sizeof name),
-                      ordo_error_text(rc));
-        break;
-    }
-    case ORDO_MSG_REPLAN:
-        return ordo__sched_on_replan(s, mb, m);
-    case ORDO_MSG_ABORT: {
-        char why[600], body[400];
-        snprintf(why, sizeof why, "%s gave up: %s", ordo__sched_member_name(mb, name, sizeof name),
-                 ordo_msg_text(m, 0, body, sizeof body));
-        return ordo__sched_abort_run(s, why);
-    }
-    default:
+    if (!row || !row->fn) {
+        char name[320];
         ORDO_WARN("dropped unexpected %s from %s", ordo_wire_type_name(m->hdr.type),
                   ordo__sched_member_name(mb, name, sizeof name));
+        return 0;
     }
-    return 0;
+    return row->fn(s, mb, m);
 }
 
 static void make_run_dir(sched_t *s)
