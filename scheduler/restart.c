@@ -301,28 +301,38 @@ static void take_state(sched_t *s, member_t *m)
     }
 }
 
+static int welcome_one(sched_t *s, member_t *m);
+
 /* welcome sends the WELCOME of a rebuilt run to every member of role */
 static int welcome(sched_t *s, int role)
 {
     for (int i = 0; i < s->n_members; i++) {
-        member_t *m = &s->members[i];
-        if (m->role != role) continue;
-        char *text = ordo__sched_welcome_text(s, m, -1);
-        json_t *o = text ? json_loads(text, 0, NULL) : NULL;
-        free(text);
-        if (!o) return ordo__sched_abort_run(s, "out of memory for the WELCOME");
-        json_object_set_new(o, "rejoined", json_true());
-        if (m->role == ORDO_ROLE_WORKER)
-            json_object_set_new(o, "reported", json_integer(s->reported[m->rank].prefix));
-        text = json_dumps(o, JSON_COMPACT);
-        json_decref(o);
-        if (!text) return ordo__sched_abort_run(s, "out of memory for the WELCOME");
-        ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_WELCOME, text);
-        free(text);
-        m->last_seen_ns = ordo_clock_ns();
-        ordo_liveness_init(&m->live, m->last_seen_ns, s->conf.timeout_ms,
-                           ordo_conf_timeout_max_ms(&s->conf), 2 * s->conf.heartbeat_ms);
+        if (s->members[i].role != role) continue;
+        int rc = welcome_one(s, &s->members[i]);
+        if (rc) return rc;
     }
+    return 0;
+}
+
+/* welcome_one sends m the WELCOME of a rebuilt run: its generation, and to a worker the
+ * iteration up to which the run log has all of its reports */
+static int welcome_one(sched_t *s, member_t *m)
+{
+    char *text = ordo__sched_welcome_text(s, m, -1);
+    json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    if (!o) return ordo__sched_abort_run(s, "out of memory for the WELCOME");
+    json_object_set_new(o, "rejoined", json_true());
+    if (m->role == ORDO_ROLE_WORKER)
+        json_object_set_new(o, "reported", json_integer(s->reported[m->rank].prefix));
+    text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!text) return ordo__sched_abort_run(s, "out of memory for the WELCOME");
+    ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_WELCOME, text);
+    free(text);
+    m->last_seen_ns = ordo_clock_ns();
+    ordo_liveness_init(&m->live, m->last_seen_ns, s->conf.timeout_ms,
+                       ordo_conf_timeout_max_ms(&s->conf), 2 * s->conf.heartbeat_ms);
     return 0;
 }
 
@@ -363,6 +373,29 @@ static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *))
     return s->n_done == s->n_live ? 1 : 0;
 }
 
+/* take_back: a member of this live scheduler's run found it silent (it was paused, or cut
+ * off) and registers again: the scheduler is still the run's, so it welcomes the member
+ * back under a new generation (newer than any the members obey) */
+static int take_back(sched_t *s, member_t *mb, ordo_msg_t *m, json_t *o)
+{
+    s->generation++;
+    int rc = write_state(s);
+    if (rc) ORDO_WARN("%s", ordo_error_text(rc));
+    memcpy(mb->rid, m->rid, m->rid_len);
+    mb->rid_len = m->rid_len;
+    json_decref(mb->rejoin);
+    mb->rejoin = json_incref(json_object_get(o, "rejoin"));
+    mb->pid = (int)json_integer_value(json_object_get(o, "pid"));
+    ordo__sched_member_fresh(s, mb, o);
+    char name[320];
+    ORDO_WARN("%s found this scheduler silent and registered again: welcomed back under "
+              "generation %lld", ordo__sched_member_name(mb, name, sizeof name),
+              (long long)s->generation);
+    if ((rc = welcome_one(s, mb)) != 0) return rc;
+    if (mb->role == ORDO_ROLE_WORKER) take_state(s, mb);
+    return s->n_done == s->n_live ? 1 : 0;
+}
+
 int ordo__sched_restart_register(sched_t *s, ordo_msg_t *m, json_t *o,
                                  int (*handle)(sched_t *, ordo_msg_t *))
 {
@@ -370,7 +403,15 @@ int ordo__sched_restart_register(sched_t *s, ordo_msg_t *m, json_t *o,
     const char *role = json_string_value(json_object_get(o, "role"));
     int r = role && !strcmp(role, "server") ? ORDO_ROLE_SERVER : ORDO_ROLE_WORKER;
     int rank = (int)json_integer_value(json_object_get(o, "rank"));
-    char why[512];
+    char why[600];
+    if (!s->restarted && s->welcomed && json_is_object(st)) {
+        member_t *back = NULL;
+        for (int i = 0; i < s->n_members; i++)
+            if (s->members[i].role == r && s->members[i].rank == rank && !s->members[i].dead &&
+                !s->members[i].gone)
+                back = &s->members[i];
+        if (back) return take_back(s, back, m, o);
+    }
     if (!s->restarted) {
         snprintf(why, sizeof why, "this scheduler (generation %lld) started a new run; it takes "
                  "no member of an earlier one", (long long)s->generation);
@@ -395,10 +436,19 @@ int ordo__sched_restart_register(sched_t *s, ordo_msg_t *m, json_t *o,
     }
     bool contradicts = false;
     check_one(s, r, rank, st, why, sizeof why, &contradicts);
+    if (!why[0] && s->cannot_rebuild[0])
+        snprintf(why, sizeof why, "the run cannot be rebuilt: %s", s->cannot_rebuild);
     if (why[0]) {
         refuse(s, m, why);
-        /* a member that holds another run's state: the run cannot be rebuilt from these */
-        return contradicts ? ordo__sched_abort_run(s, why) : 0;
+        /* a member that holds another run's state: the run cannot be rebuilt from these;
+         * every member is told (refused as it comes, ABORT to those welcomed) */
+        if (contradicts && !s->cannot_rebuild[0])
+            snprintf(s->cannot_rebuild, sizeof s->cannot_rebuild, "%s", why);
+        if (contradicts || s->cannot_rebuild[0]) s->n_refused++;
+        if (s->cannot_rebuild[0] &&
+            s->n_servers + s->n_workers + s->n_refused >= s->conf.servers + s->conf.workers)
+            return ordo__sched_abort_run(s, s->cannot_rebuild);
+        return 0;
     }
     member_t *mb = &s->members[s->n_members++];
     memset(mb, 0, sizeof *mb);
@@ -427,5 +477,6 @@ int ordo__sched_restart_register(sched_t *s, ordo_msg_t *m, json_t *o,
               ordo__sched_member_name(mb, name, sizeof name), s->n_servers, s->conf.servers,
               s->n_workers, s->conf.workers);
     if (s->n_servers < s->conf.servers || s->n_workers < s->conf.workers) return 0;
+    if (s->cannot_rebuild[0]) return ordo__sched_abort_run(s, s->cannot_rebuild);
     return complete(s, handle);
 }

@@ -97,6 +97,8 @@ struct ordo_scheduler {
     ordo_msg_t *stash;     /* what came before every member registered again */
     int n_stash, cap_stash;
     int versions_due;      /* servers welcomed back that have not said their version yet */
+    char cannot_rebuild[512]; /* why a member's state contradicts the run ("": none does) */
+    int n_refused;            /* members refused since */
     int (*rebuild_handle)(struct ordo_scheduler *, ordo_msg_t *); /* replays the stash */
 };
 

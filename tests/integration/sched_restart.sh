@@ -144,3 +144,19 @@ for n in "${names[@]}"; do
   [ "$st" != 0 ] && [ "$st" != timeout ] || fail "a new scheduler with another plan: $n ended with '$st'"
 done
 ok "$sync: a new scheduler with another order policy refused the members (plan) and the run ended"
+
+# a scheduler paused (SIGSTOP) past the timeout, not dead: the members find it silent and
+# register again; when it goes on (SIGCONT) it welcomes them back, and the run completes
+start_cluster pause 2 2 --fault.scheduler=restart
+wait_lines pause $((iters / 2))
+kill -STOP "${PID[scheduler]}"
+sleep 2.5
+kill -CONT "${PID[scheduler]}"
+for n in scheduler "${names[@]}"; do
+  finish $n 120
+  [ "$st" = 0 ] || fail "a paused scheduler: $n ended with '$st', expected 0"
+done
+[ "$(grep -c "found this scheduler silent and registered again: welcomed back" "$T/scheduler.log")" = 4 ] ||
+  fail "the paused scheduler did not welcome the 4 members back"
+[ "$(wc -l < "$T/pause/metrics.jsonl")" = $((2 * iters)) ] || fail "a paused scheduler: metrics.jsonl lacks records"
+ok "$sync: a scheduler paused for 2.5 s welcomed its 4 members back and the run completed"
