@@ -765,6 +765,19 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
         if ((rc = ordo_job_model(&s->conf, &s->model)) != 0) goto fail;
         if ((rc = plan_model(s)) != 0) goto fail;
     }
+    /* the address first: a second scheduler at a live one's stops here, touching nothing */
+    ordo_transport_opts_t opts = {
+        .role = ORDO_ROLE_SCHEDULER, .rank = 0, .inline_io = !s->conf.io_thread};
+    ordo_transport_opts_conf(&opts, &s->conf);
+    if ((rc = ordo_transport_new(&opts, &s->tp)) != 0) goto fail;
+    rc = ordo_transport_bind(s->tp, s->conf.scheduler, 0, s->endpoint, sizeof s->endpoint);
+    if (rc < 0) {
+        char what[ORDO_CONF_STR + 32];
+        snprintf(what, sizeof what, "cannot listen on %s", s->conf.scheduler);
+        rc = ordo_error_context(rc, what);
+        goto fail;
+    }
+    s->sock = rc;
     make_run_dir(s);
     if ((rc = ordo__sched_restart_open(s)) != 0) goto fail;
     if (s->restarted)
@@ -784,18 +797,6 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
         rc = ORDO_ERR_NOMEM;
         goto fail;
     }
-    ordo_transport_opts_t opts = {
-        .role = ORDO_ROLE_SCHEDULER, .rank = 0, .inline_io = !s->conf.io_thread};
-    ordo_transport_opts_conf(&opts, &s->conf);
-    if ((rc = ordo_transport_new(&opts, &s->tp)) != 0) goto fail;
-    rc = ordo_transport_bind(s->tp, s->conf.scheduler, 0, s->endpoint, sizeof s->endpoint);
-    if (rc < 0) {
-        char what[ORDO_CONF_STR + 32];
-        snprintf(what, sizeof what, "cannot listen on %s", s->conf.scheduler);
-        rc = ordo_error_context(rc, what);
-        goto fail;
-    }
-    s->sock = rc;
     s->start_ns = ordo_clock_ns();
     if (s->keys) s->plan_digest = plan_digest(s);
     if ((rc = ordo__sched_restart_listening(s)) != 0) goto fail;

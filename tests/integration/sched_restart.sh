@@ -48,10 +48,19 @@ mv "$T"/*.log "$T/ref/"
 
 start_cluster kill 2 2 --fault.scheduler=restart
 ep=$(ready scheduler)
+wait_lines kill $((iters / 4))
+# a second scheduler at the live one's address: it cannot listen there, and stops
+start second "$BIN/ordo-scheduler" "${common[@]}" --output.run=kill --fault.scheduler=restart \
+  --cluster.scheduler="$ep"
+finish second 30
+[ "$st" = 1 ] && grep -q "cannot listen on $ep" "$T/second.log" ||
+  fail "a second scheduler at the live one's address ended with '$st': $(cat "$T/second.log")"
+ok "a second scheduler at the live one's address stopped: $(grep -o "cannot listen on.*" "$T/second.log")"
 wait_lines kill $((iters / 2))  # a quarter of the 2 x iters worker-iterations
 at=$(wc -l < "$T/kill/metrics.jsonl")
 kill -KILL "${PID[scheduler]}"
-kill_ns=$(python3 -c 'import time; print(time.monotonic_ns())')
+read -r kill_ns kill_clock < <(python3 -c 'import time, datetime
+print(time.monotonic_ns(), datetime.datetime.now().strftime("%H:%M:%S.%f")[:-3])')
 wait "${PID[scheduler]}" 2>/dev/null
 mv "$T/scheduler.log" "$T/scheduler-old.log"
 start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run=kill --fault.scheduler=restart \
@@ -90,8 +99,17 @@ print(f"worker 0: first iteration completed {((after[0] - kill_ns) / 1e6) if aft
       f"(median step {gaps[len(gaps) // 2] / 1e6:.1f} ms)")
 PY
 rebuilt=$(grep -o "every member registered again [0-9]* ms after this scheduler started" "$T/scheduler.log" | grep -o "[0-9]*")
+# the log's clock (HH:MM:SS.mmm) of the rebuild's end, from the kill
+since_kill=$(python3 - "$kill_clock" "$(grep -m1 "cluster complete: every member" "$T/scheduler.log" | cut -d' ' -f1)" <<'PY'
+import sys
+def ms(t):
+    h, m, s = t.split(":")
+    return (int(h) * 3600 + int(m) * 60 + float(s)) * 1000
+print(f"{(ms(sys.argv[2]) - ms(sys.argv[1])) % 86400000:.0f}")
+PY
+)
 mv "$T"/*.log "$T/kill/"
-ok "$sync: scheduler killed after $at of $((2 * iters)) worker-iterations and restarted: $([ "$sync" = bsp ] && echo "params.bin identical, ") server pushes ${ref_pushes[server0]}/${ref_pushes[server1]} as fault-free, every member registered again ${rebuilt} ms after the new scheduler started"
+ok "$sync: scheduler killed after $at of $((2 * iters)) worker-iterations and restarted: $([ "$sync" = bsp ] && echo "params.bin identical, ") server pushes ${ref_pushes[server0]}/${ref_pushes[server1]} as fault-free, every member registered again ${rebuilt} ms after the new scheduler started, ${since_kill} ms after the kill (fault.timeout_ms 1000)"
 
 if [ "$sync" = bsp ]; then
 
