@@ -218,6 +218,8 @@ void ordo_node_fini(ordo_node_t *node)
     node->plan_json = NULL;
     free(node->reg_body);
     node->reg_body = NULL;
+    free(node->lost_body);
+    node->lost_body = NULL;
     for (int i = 0; i < node->n_early; i++) ordo_msg_close(&node->early[i]);
     free(node->early);
     node->early = NULL;

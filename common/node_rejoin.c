@@ -47,6 +47,21 @@ bool ordo_node_sched_waiting(const ordo_node_t *node)
     return node->lost_ns != 0;
 }
 
+/* send_again sends the REGISTER of a node waiting for a new scheduler: queued on the
+ * connection, which ZeroMQ re-opens once a scheduler listens again. It goes again every
+ * RESEND_MS: a new scheduler that died before it welcomed anyone took the first copy with
+ * it, and one that lives takes a second copy as the same registration. */
+#define RESEND_MS 2000
+static int send_again(ordo_node_t *node)
+{
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_REGISTER);
+    m.hdr.dtype = ORDO_DTYPE_JSON;
+    ordo_msg_add_text(&m, node->lost_body);
+    node->sent_ns = ordo_clock_ns();
+    return ordo_node_send_ctl(node, &m);
+}
+
 int ordo_node_sched_lost(ordo_node_t *node, int64_t silent_ms, json_t *state)
 {
     if (node->restart_sched != ORDO_SCHED_RESTART) {
@@ -78,13 +93,9 @@ int ordo_node_sched_lost(ordo_node_t *node, int64_t silent_ms, json_t *state)
     char *text = json_dumps(reg, JSON_COMPACT);
     json_decref(reg);
     if (!text) return ORDO_ERR_NOMEM;
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_REGISTER);
-    m.hdr.dtype = ORDO_DTYPE_JSON;
-    ordo_msg_add_text(&m, text);
-    free(text);
-    /* queued on the connection, which ZeroMQ re-opens once a scheduler listens again */
-    return ordo_node_send_ctl(node, &m);
+    free(node->lost_body);
+    node->lost_body = text;
+    return send_again(node);
 }
 
 static int64_t wait_left_ms(const ordo_node_t *node)
@@ -92,9 +103,14 @@ static int64_t wait_left_ms(const ordo_node_t *node)
     return node->wait_ms - (ordo_clock_ns() - node->lost_ns) / 1000000;
 }
 
-int ordo_node_sched_check(const ordo_node_t *node)
+int ordo_node_sched_check(ordo_node_t *node)
 {
-    if (!node->lost_ns || wait_left_ms(node) > 0) return 0;
+    if (!node->lost_ns) return 0;
+    if (wait_left_ms(node) > 0) {
+        if ((ordo_clock_ns() - node->sent_ns) / 1000000 >= RESEND_MS && node->lost_body)
+            return send_again(node);
+        return 0;
+    }
     return ordo_error_set(ORDO_ERR_PEERDEAD, "no new scheduler registered this node again at %s "
                           "within fault.scheduler_wait_ms = %d ms of the old one's silence",
                           node->sched_addr, node->wait_ms);
@@ -104,6 +120,7 @@ int ordo_node_sched_timeout(const ordo_node_t *node, int timeout_ms)
 {
     if (!node->lost_ns) return timeout_ms;
     int64_t left = wait_left_ms(node);
+    if (left > RESEND_MS) left = RESEND_MS; /* wake to send the REGISTER again */
     if (left < 0) left = 0;
     return timeout_ms < 0 || left < timeout_ms ? (int)left + 1 : timeout_ms;
 }

@@ -34,11 +34,13 @@ int ordo_node_sched_lost(ordo_node_t *node, int64_t silent_ms, json_t *state);
 bool ordo_node_sched_waiting(const ordo_node_t *node);
 
 /* ordo_node_sched_check returns 0 while the scheduler answers or the wait for a new one is
- * within fault.scheduler_wait_ms, else ORDO_ERR_PEERDEAD naming the address and the time. */
-int ordo_node_sched_check(const ordo_node_t *node);
+ * within fault.scheduler_wait_ms (sending the REGISTER again every 2 s meanwhile), else
+ * ORDO_ERR_PEERDEAD naming the address and the time. */
+int ordo_node_sched_check(ordo_node_t *node);
 
 /* ordo_node_sched_timeout returns timeout_ms (-1: none) cut to the end of the wait for a new
- * scheduler, so a blocking receive wakes for ordo_node_sched_check. */
+ * scheduler and the next copy of the REGISTER, so a blocking receive wakes for
+ * ordo_node_sched_check. */
 int ordo_node_sched_timeout(const ordo_node_t *node, int timeout_ms);
 
 /* ordo_node_on_rejoined takes the WELCOME m of a new scheduler: it must name this node's

@@ -251,20 +251,6 @@ static int64_t newest(const sched_t *s, int w)
  * current versions (after every worker's state was taken); 0 or the abort's code */
 static int check_all(sched_t *s)
 {
-    if (s->declared) { /* the plan comes from the declarations the workers sent again */
-        int rc = ordo__sched_plan_declared(s);
-        if (rc) return rc;
-        for (int i = 0; i < s->n_members; i++) {
-            json_t *plan = json_object_get(s->members[i].rejoin, "plan");
-            if (json_is_integer(plan) && (uint64_t)json_integer_value(plan) == s->plan_digest)
-                continue;
-            char why[400], name[320];
-            snprintf(why, sizeof why, "plan: %s runs with another key map or plan than the "
-                     "workers' declarations give now",
-                     ordo__sched_member_name(&s->members[i], name, sizeof name));
-            return ordo__sched_abort_run(s, why);
-        }
-    }
     for (int i = 0; i < s->n_members; i++) {
         member_t *m = &s->members[i];
         json_t *it = json_object_get(m->rejoin, "iter");
@@ -340,6 +326,20 @@ static int welcome_one(sched_t *s, member_t *m)
  * current versions (server_version), then finish_rebuild goes on */
 static int complete(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *))
 {
+    if (s->declared) { /* the plan comes from the declarations the workers sent again */
+        int rc = ordo__sched_plan_declared(s);
+        if (rc) return rc;
+        for (int i = 0; i < s->n_members; i++) {
+            json_t *plan = json_object_get(s->members[i].rejoin, "plan");
+            if (json_is_integer(plan) && (uint64_t)json_integer_value(plan) == s->plan_digest)
+                continue;
+            char why[400], name[320];
+            snprintf(why, sizeof why, "plan: %s runs with another key map or plan than the "
+                     "workers' declarations give now",
+                     ordo__sched_member_name(&s->members[i], name, sizeof name));
+            return ordo__sched_abort_run(s, why);
+        }
+    }
     s->rebuild_handle = handle;
     s->versions_due = s->conf.servers;
     return welcome(s, ORDO_ROLE_SERVER);
@@ -378,6 +378,9 @@ static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *))
  * back under a new generation (newer than any the members obey) */
 static int take_back(sched_t *s, member_t *mb, ordo_msg_t *m, json_t *o)
 {
+    if (mb->rejoin && json_equal(mb->rejoin, json_object_get(o, "rejoin")) &&
+        mb->rid_len == m->rid_len && !memcmp(mb->rid, m->rid, m->rid_len))
+        return 0; /* a copy the member sent again: it was welcomed back */
     s->generation++;
     int rc = write_state(s);
     if (rc) ORDO_WARN("%s", ordo_error_text(rc));
@@ -434,6 +437,10 @@ int ordo__sched_restart_register(sched_t *s, ordo_msg_t *m, json_t *o,
                      "the file removed");
         return 0;
     }
+    for (int i = 0; i < s->n_members; i++) /* a copy the member sent again: it is in */
+        if (s->members[i].role == r && s->members[i].rank == rank &&
+            s->members[i].rid_len == m->rid_len && !memcmp(s->members[i].rid, m->rid, m->rid_len))
+            return 0;
     bool contradicts = false;
     check_one(s, r, rank, st, why, sizeof why, &contradicts);
     if (!why[0] && s->cannot_rebuild[0])
