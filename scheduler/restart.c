@@ -35,8 +35,10 @@ static int write_state(sched_t *s)
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f) return ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
-    int ok = fprintf(f, "{\"generation\":%lld,\"pid\":%d,\"endpoint\":\"%s\"}\n",
-                     (long long)s->generation, (int)getpid(), s->endpoint) > 0;
+    const char *run = json_string_value(json_object_get(json_object_get(s->plan, "intra"), "run"));
+    if (run) snprintf(s->intra_run, sizeof s->intra_run, "%s", run);
+    int ok = fprintf(f, "{\"generation\":%lld,\"pid\":%d,\"endpoint\":\"%s\",\"intra_run\":\"%s\"}\n",
+                     (long long)s->generation, (int)getpid(), s->endpoint, s->intra_run) > 0;
     ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok &= fclose(f) == 0;
     if (!ok || rename(tmp, path) != 0)
@@ -66,7 +68,10 @@ int ordo__sched_restart_open(sched_t *s)
     }
     s->restarted = o != NULL;
     s->generation = o ? json_integer_value(gen) + 1 : 1;
+    const char *run = json_string_value(json_object_get(o, "intra_run"));
+    if (run) snprintf(s->intra_run, sizeof s->intra_run, "%s", run);
     json_decref(o);
+    ordo__sched_restart_plan(s);
     s->reported = calloc((size_t)s->conf.workers, sizeof *s->reported);
     if (!s->reported) return ORDO_ERR_NOMEM;
     for (int i = 0; i < s->conf.workers; i++)
@@ -76,6 +81,17 @@ int ordo__sched_restart_open(sched_t *s)
                   "its %d servers and %d workers to register again", path,
                   (long long)s->generation, s->conf.servers, s->conf.workers);
     return 0;
+}
+
+void ordo__sched_restart_plan(sched_t *s)
+{
+    json_t *intra = json_object_get(s->plan, "intra");
+    if (s->restarted && s->intra_run[0] && json_is_object(intra))
+        json_object_set_new(intra, "run", json_string(s->intra_run));
+    else if (!s->restarted && s->generation > 0 && json_is_object(intra) && s->endpoint[0]) {
+        int rc = write_state(s); /* the run id of a plan made from declarations */
+        if (rc) ORDO_WARN("%s", ordo_error_text(rc));
+    }
 }
 
 int ordo__sched_restart_listening(sched_t *s)

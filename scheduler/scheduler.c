@@ -237,6 +237,7 @@ int ordo__sched_plan_declared(sched_t *s)
     ordo_replan_set_declared(s->replan, s->model);
     if (json_object_get(s->plan, "step"))
         ordo_replan_set_slice(s->replan, ordo_runplan_step_slice(&s->conf, s->plan));
+    ordo__sched_restart_plan(s);
     s->plan_digest = plan_digest(s);
     ORDO_INFO("model declared by the workers: %d tensors, %.1f MiB", s->model->n_params,
               (double)ordo_model_total_bytes(s->model) / 1048576.0);

@@ -98,6 +98,7 @@ struct ordo_scheduler {
     int n_stash, cap_stash;
     int versions_due;      /* servers welcomed back that have not said their version yet */
     char cannot_rebuild[512]; /* why a member's state contradicts the run ("": none does) */
+    char intra_run[64];       /* the run's id in its host groups' plan (taken over) */
     int n_refused;            /* members refused since */
     int (*rebuild_handle)(struct ordo_scheduler *, ordo_msg_t *); /* replays the stash */
 };
@@ -113,6 +114,10 @@ void ordo__sched_member_fresh(sched_t *s, member_t *m, json_t *o);
 /* ordo__sched_restart_open reads RUN/scheduler.json (the run folder known): found, this
  * scheduler restarts the run with the next generation; else it is generation 1. */
 int ordo__sched_restart_open(sched_t *s);
+
+/* ordo__sched_restart_plan gives a restarted scheduler's plan what its predecessor's had of
+ * its own (the host groups' run id, which names their shared memory). */
+void ordo__sched_restart_plan(sched_t *s);
 
 /* ordo__sched_restart_listening writes RUN/scheduler.json with the address listened at and
  * puts the restarts into the summary. */
