@@ -10,8 +10,9 @@
 # kill under scripts/ordo-launch, which starts the scheduler again itself (bsp). PART=refuse
 # runs the rest instead: the kill under fault.scheduler = stop (the servers and workers exit
 # 3, as before), and a new scheduler whose plan differs, which refuses the members naming the
-# field. SYNC=asp runs the first part under asp (params.bin then differs by timing; the push
-# counts not).
+# field, and a scheduler paused past the timeout, which welcomes its members back. SYNC=asp
+# runs the first part under asp (params.bin then differs by timing; the push counts not).
+# Arguments go to every process (integration.sched_restart_groups: host groups).
 source "$(dirname "$0")/lib.sh"
 need_fmnist
 root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
