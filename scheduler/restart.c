@@ -146,15 +146,15 @@ static int server_version(sched_t *s, member_t *mb, ordo_msg_t *m)
 
 int ordo__sched_restart_stash(sched_t *s, ordo_msg_t *m)
 {
+    for (int i = 0; s->generation > 0 && m->hdr.type == ORDO_MSG_STATS && i < s->n_members; i++) {
+        member_t *mb = &s->members[i];
+        if (mb->role == ORDO_ROLE_SERVER && mb->rid_len == m->rid_len &&
+            !memcmp(mb->rid, m->rid, m->rid_len)) /* a server's version, due in a rebuild */
+            return s->restarted && !s->welcomed ? server_version(s, mb, m) : 0;
+    }
     if (!s->restarted || s->welcomed || m->hdr.type == ORDO_MSG_REGISTER ||
         m->hdr.type == ORDO_MSG_HEARTBEAT)
         return -1;
-    for (int i = 0; m->hdr.type == ORDO_MSG_STATS && i < s->n_members; i++) {
-        member_t *mb = &s->members[i];
-        if (mb->role == ORDO_ROLE_SERVER && mb->rid_len == m->rid_len &&
-            !memcmp(mb->rid, m->rid, m->rid_len))
-            return server_version(s, mb, m);
-    }
     if (s->n_stash == s->cap_stash) {
         int cap = s->cap_stash ? s->cap_stash * 2 : 64;
         ordo_msg_t *p = cap <= STASH_MAX ? malloc(sizeof *p * (size_t)cap) : NULL;
