@@ -22,6 +22,7 @@
 #include "client/api_internal.h"
 #include "client/ps.h"
 #include "client/push.h"
+#include "core/plan.h"
 
 /* ---- errors ---------------------------------------------------------------------------- */
 
@@ -198,18 +199,13 @@ static int declarations_json(const ordo_t *o, char **out)
     return *out ? 0 : ORDO_ERR_NOMEM;
 }
 
-/* ordo__api_set_priorities takes each tensor's priority from a plan's "priorities" (JSON text), or
+/* ordo__api_set_priorities takes each tensor's priority from the plan's priorities, or
  * the tensor's index when the plan has none (policies none and fifo). */
-void ordo__api_set_priorities(ordo_t *o, const char *plan_text)
+void ordo__api_set_priorities(ordo_t *o, const ordo__plan_t *plan)
 {
-    json_t *plan = plan_text ? json_loads(plan_text, 0, NULL) : NULL;
-    json_t *pr = json_object_get(plan, "priorities");
-    bool have = json_is_array(pr) && (int)json_array_size(pr) == o->n_tensors;
-    for (int i = 0; i < o->n_tensors; i++) {
-        json_t *p = have ? json_array_get(pr, (size_t)i) : NULL;
-        o->t[i].priority = json_is_integer(p) ? (int)json_integer_value(p) : i;
-    }
-    json_decref(plan);
+    bool have = plan->priorities && plan->n_keys == o->n_tensors;
+    for (int i = 0; i < o->n_tensors; i++)
+        o->t[i].priority = have ? plan->priorities[i] : i;
 }
 
 int ordo_join(ordo_t *o)
@@ -574,7 +570,7 @@ static int start(ordo_t *o, int tensor, uint8_t need, const void *buf, const cha
     if (rc) return rc;
     tensor_t *t = &o->t[tensor];
     if (!buf) return ordo_error_set(ORDO_ERR_INVAL, "%s \"%s\": NULL buffer", fn, t->name);
-    if (ordo__ps_push_path(o->w)->ops->mode == ORDO__PUSH_HIER)
+    if (ordo__ps_push_path(o->w)->ops->whole_iterations)
         return ordo_error_set(ORDO_ERR_NOTSUP,
                               "%s \"%s\": in host groups ([cluster] local_size, [intra] backend) "
                               "a group moves whole iterations: use ordo_bind and its calls", fn,

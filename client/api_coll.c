@@ -153,7 +153,7 @@ static int replan_bound(ordo_t *o, const char *profile_json, int timeout_ms, cha
                               "ordo_iter_end(t) and ordo_iter_begin(t + 1)",
                               (long long)o->bound_iter);
     /* the binding holds the push path: only a host group's is kept across a re-plan */
-    if (ordo__ps_push_path(o->w)->ops->mode != ORDO__PUSH_HIER)
+    if (!ordo__ps_push_path(o->w)->ops->kept_on_replan)
         return ordo_error_set(ORDO_ERR_NOTSUP,
                               "ordo_replan: a bound model re-plans only in host groups ([cluster] "
                               "local_size > 1 with [intra] backend); call ordo_unbind first");
@@ -198,10 +198,10 @@ int ordo_replan(ordo_t *o, const char *profile_json, int timeout_ms)
         rc = json_is_integer(code) && json_integer_value(code) < 0 ? (int)json_integer_value(code)
                                                                    : ORDO_ERR_PROTO;
         rc = ordo_error_set(rc, "ordo_replan: %s", err);
-    } else if (!o->bound && (rc = ordo__ps_replan_apply(o->w, text)) != 0) {
+    } else if (!o->bound && (rc = ordo__ps_replan_apply(o->w, text, false)) != 0) {
         rc = ordo__api_cluster_failed(o, rc); /* no push path: this worker cannot go on */
     } else { /* (the bound model's thread applied it) */
-        ordo__api_set_priorities(o, text);
+        ordo__api_set_priorities(o, ordo__ps_plan(o->w)); /* the plan just applied */
         if (o->bound) { /* its requests follow the new priorities from the next iteration */
             for (int i = 0; i < o->n_tensors; i++)
                 o->priority[i] = o->t[i].priority;

@@ -103,9 +103,9 @@ int ordo__api_check_tensor(const ordo_t *o, int tensor, const char *fn);
 int ordo__api_wait_until(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64_t arg,
                          int timeout_ms);
 
-/* ordo__api_set_priorities takes each tensor's priority from a plan's "priorities" (JSON
- * text), or the tensor's index when the plan has none. */
-void ordo__api_set_priorities(ordo_t *o, const char *plan_text);
+/* ordo__api_set_priorities takes each tensor's priority from the plan's priorities, or the
+ * tensor's index when the plan has none. */
+void ordo__api_set_priorities(ordo_t *o, const struct ordo__plan *plan);
 
 /* ordo__api_rejoined makes a restarted worker ([fault] worker = restart) go on where its
  * predecessor stopped: every tensor's version and the iteration ordo_step counts are the

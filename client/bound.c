@@ -286,14 +286,9 @@ static void *thread_main(void *arg)
         } else if (ev.kind == ORDO__EV_REPLAN) {
             /* applied here, between iterations, by the thread that owns the handle */
             char *text = ordo__ps_replan_take(b->o.ps);
-            int arc = 0, mode = 0;
-            if (ordo__ps_replan_accepted(text)) { /* the bound path stays: a host group's */
-                ordo__push_mode_of_plan(text, &mode);
-                arc = mode == ORDO__PUSH_HIER
-                          ? ordo__ps_replan_apply(b->o.ps, text)
-                          : ordo_error_set(ORDO_ERR_PROTO, "replan: the new plan has no host "
-                                           "groups; a bound model cannot change its push path");
-            }
+            int arc = 0;
+            if (ordo__ps_replan_accepted(text)) /* the bound path stays: a host group's */
+                arc = ordo__ps_replan_apply(b->o.ps, text, true);
             pthread_mutex_lock(&b->mu);
             free(b->replan_text);
             b->replan_text = text;

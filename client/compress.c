@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/wire.h"
+#include "core/plan.h"
 
 #include <jansson.h>
 #include <stdatomic.h>
@@ -51,11 +52,11 @@ static const char *key_name(const ordo__compress_t *c, int key, char *buf, size_
 }
 
 int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const char *tensors,
-                       const char *plan, int n_workers, int n_units, ordo__compress_t **out)
+                       const ordo__plan_t *plan, int n_workers, int n_units, ordo__compress_t **out)
 {
     int rc = 0;
     ordo__compress_t *c = calloc(1, sizeof *c);
-    json_t *decl = tensors ? json_loads(tensors, 0, NULL) : NULL, *js_plan = NULL;
+    json_t *decl = tensors ? json_loads(tensors, 0, NULL) : NULL;
     if (!c) return ORDO_ERR_NOMEM;
     c->n_keys = keys->n_keys;
     c->spec = calloc((size_t)c->n_keys + 1, sizeof *c->spec);
@@ -77,11 +78,10 @@ int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const c
     ordo__codec_spec_t run = {.id = ORDO__CODEC_NONE};
     /* auto: the scheduler's step model chose each key's codec (scheduler/runplan_compress.h) */
     bool automatic = !strncmp(conf->compression, "auto", 4);
-    json_t *chosen = NULL;
+    char *const *chosen = NULL;
     if (automatic) {
-        js_plan = plan ? json_loads(plan, 0, NULL) : NULL;
-        chosen = json_object_get(json_object_get(js_plan, "compression"), "keys");
-        if (!json_is_array(chosen) || (int)json_array_size(chosen) != c->n_keys) {
+        chosen = plan ? plan->compression : NULL;
+        if (!chosen) {
             rc = ordo_error_set(ORDO_ERR_PROTO,
                                 "push.compression = auto, but the plan chose no "
                                 "codec for each of the %d keys",
@@ -96,7 +96,7 @@ int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const c
         json_t *d = json_array_get(decl, (size_t)k);
         const char *nm = json_string_value(json_object_get(d, "name"));
         const char *spec = json_string_value(json_object_get(d, "compression"));
-        if (!spec && chosen) spec = json_string_value(json_array_get(chosen, (size_t)k));
+        if (!spec && chosen) spec = chosen[k];
         c->spec[k] = run;
         if (nm && !(c->name[k] = strdup(nm))) {
             rc = ORDO_ERR_NOMEM;
@@ -114,12 +114,10 @@ int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const c
     }
     for (int i = 0; i < keys->n_slices; i++) c->copy_iter[i] = -1;
     json_decref(decl);
-    json_decref(js_plan);
     *out = c;
     return 0;
 fail:
     json_decref(decl);
-    json_decref(js_plan);
     ordo__compress_destroy(&c);
     return rc;
 }

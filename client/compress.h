@@ -14,6 +14,7 @@
 #include "common/keys.h"
 
 typedef struct ordo__compress ordo__compress_t;
+struct ordo__plan;
 
 /* ordo__compress_new makes the state of n_keys keys: each takes the conf's
  * [push] compression (auto: the codec the plan's "compression" member chose for it), or
@@ -22,7 +23,7 @@ typedef struct ordo__compress ordo__compress_t;
  * kept (pushes are encoded per unit: a slice, or a merged part). ORDO_ERR_INVAL naming the
  * tensor for a bad spec. */
 int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const char *tensors,
-                       const char *plan, int n_workers, int n_units, ordo__compress_t **out);
+                       const struct ordo__plan *plan, int n_workers, int n_units, ordo__compress_t **out);
 
 /* ordo__compress_destroy frees c and sets *c to NULL (NULL-safe). */
 void ordo__compress_destroy(ordo__compress_t **c);

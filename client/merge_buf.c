@@ -2,7 +2,6 @@
 #include "client/merge_buf.h"
 #include "common/error.h"
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,81 +36,6 @@ struct ordo__merge_buf {
     float **home;        /* [n_keys] where the key's gradient may live (NULL: anywhere) */
     int64_t bytes;
 };
-
-/* ---- the plan's merge member --------------------------------------------------------- */
-
-int ordo__merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_groups,
-                                    int **group_start, int **order, int64_t *max_part_bytes)
-{
-    json_error_t jerr;
-    json_t *root = plan_json ? json_loads(plan_json, 0, &jerr) : NULL;
-    json_t *merge = root ? json_object_get(root, "merge") : NULL;
-    int *start = NULL, *ord = NULL, *seen = NULL, rc = 0;
-    if (!merge || json_is_null(merge)) {
-        rc = ordo_error_set(ORDO_ERR_NOTFOUND, "plan: no merge member");
-        goto done;
-    }
-    json_t *groups = json_object_get(merge, "groups");
-    if (!json_is_array(groups) || json_array_size(groups) == 0) {
-        rc = ordo_error_set(ORDO_ERR_PROTO, "plan: $.merge.groups: not a non-empty array");
-        goto done;
-    }
-    int ng = (int)json_array_size(groups);
-    start = malloc(sizeof *start * ((size_t)ng + 1));
-    ord = malloc(sizeof *ord * ((size_t)n_keys + 1));
-    seen = calloc((size_t)n_keys + 1, sizeof *seen);
-    if (!start || !ord || !seen) {
-        rc = ORDO_ERR_NOMEM;
-        goto done;
-    }
-    int n = 0;
-    for (int g = 0; g < ng; g++) {
-        json_t *grp = json_array_get(groups, (size_t)g);
-        start[g] = n;
-        if (!json_is_array(grp) || json_array_size(grp) == 0) {
-            rc = ordo_error_set(ORDO_ERR_PROTO, "plan: $.merge.groups[%d]: not a non-empty array", g);
-            goto done;
-        }
-        for (size_t i = 0; i < json_array_size(grp); i++) {
-            json_t *k = json_array_get(grp, i);
-            json_int_t key = json_is_integer(k) ? json_integer_value(k) : -1;
-            if (key < 0 || key >= n_keys) {
-                rc = ordo_error_set(ORDO_ERR_PROTO,
-                                    "plan: $.merge.groups[%d][%zu]: not a key in [0, %d)", g, i,
-                                    n_keys);
-                goto done;
-            }
-            if (seen[key]) {
-                rc = ordo_error_set(ORDO_ERR_PROTO, "plan: $.merge.groups[%d][%zu]: key %d again", g,
-                                    i, (int)key);
-                goto done;
-            }
-            seen[key] = 1;
-            ord[n++] = (int)key;
-        }
-    }
-    if (n != n_keys) {
-        rc = ordo_error_set(ORDO_ERR_PROTO, "plan: $.merge.groups: %d of %d keys listed", n, n_keys);
-        goto done;
-    }
-    json_t *mx = json_object_get(merge, "max_message_bytes");
-    if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 0)) {
-        rc = ordo_error_set(ORDO_ERR_PROTO, "plan: $.merge.max_message_bytes: not an integer >= 0");
-        goto done;
-    }
-    start[ng] = n;
-    *max_part_bytes = mx ? (int64_t)json_integer_value(mx) : 0;
-    *n_groups = ng;
-    *group_start = start;
-    *order = ord;
-    start = ord = NULL;
-done:
-    free(start);
-    free(ord);
-    free(seen);
-    json_decref(root);
-    return rc;
-}
 
 /* ---- building ------------------------------------------------------------------------- */
 

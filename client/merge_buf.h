@@ -27,15 +27,6 @@ typedef struct ordo_merge_part {
     int64_t numel;          /* floats in the payload */
 } ordo_merge_part_t;
 
-/* ordo__merge_buf_groups_from_plan reads the "merge" member of the scheduler's plan JSON:
- * {"groups": [[key, ...], ...], "max_message_bytes": N, ...}, keys in push order. Every key
- * in [0, n_keys) must appear exactly once. Writes *n_groups, *group_start ([n_groups + 1]
- * offsets into *order), *order ([n_keys] keys), both the caller's to free, and
- * *max_part_bytes (0 when absent: no limit). ORDO_ERR_NOTFOUND when the plan has no merge
- * member (dense pushes); ORDO_ERR_PROTO naming the JSON path when it is malformed. */
-int ordo__merge_buf_groups_from_plan(const char *plan_json, int n_keys, int *n_groups,
-                                    int **group_start, int **order, int64_t *max_part_bytes);
-
 /* ordo__merge_buf_new builds the parts of every group of a grouping of keys' tensors
  * (n_groups groups; group g is order[group_start[g]] .. order[group_start[g + 1] - 1]) and
  * allocates their buffers. A server's share of a group is cut into parts of at most

@@ -40,9 +40,9 @@ const ordo_keys_t *ordo__ps_keys(const ordo__ps_t *w)
     return w->node.keys;
 }
 
-const char *ordo__ps_plan(const ordo__ps_t *w)
+const ordo__plan_t *ordo__ps_plan(const ordo__ps_t *w)
 {
-    return w->node.plan_json;
+    return w->plan;
 }
 
 const char *ordo__ps_run_dir(const ordo__ps_t *w)
@@ -461,9 +461,9 @@ void ordo__ps_push_done(ordo__ps_t *w, int key, int64_t iter)
 
 /* the scheduler's check of its step model against the first measured iterations:
  * {"step": {"credit_bytes": N}}, a new push credit (only with [order] credit_bytes = auto) */
-static bool take_step_plan(ordo__ps_t *w, json_t *o)
+static bool take_step_plan(ordo__ps_t *w, const ordo__plan_t *p)
 {
-    if (!ordo__ps_take_credit(w, o)) return false;
+    if (!ordo__ps_take_credit(w, p)) return false;
     if (w->node.rank == 0 && w->conf.credit_bytes == ORDO_CONF_AUTO_BYTES)
         ORDO_INFO("push credit now %lld bytes (the scheduler's check of the step model)",
                   (long long)w->credit.limit);
@@ -476,27 +476,24 @@ static int on_plan(ordo__ps_t *w, ordo_msg_t *m)
     char buf[256];
     size_t len = 0;
     const char *d = ordo_msg_data(m, 0, &len);
-    json_error_t err;
-    json_t *o = d ? json_loadb(d, len, 0, &err) : NULL;
-    json_t *merge = json_object_get(o, "merge");
-    if (take_step_plan(w, o)) {
-        json_decref(o);
+    ordo__plan_t *p = NULL;
+    int rc = ordo__plan_parse(d, d ? len : 0, w->node.keys->n_keys, w->node.n_servers, &p);
+    if (!rc && take_step_plan(w, p)) {
+        ordo__plan_destroy(&p);
         return 0;
     }
     if (!w->want_plan) {
         ORDO_DEBUG("ignored a PLAN");
-        json_decref(o);
-        return 0;
+    } else if (rc || w->merge_plan || !p->has_merge) {
+        ORDO_WARN("dropped an unexpected PLAN from the scheduler (%s)%s%s",
+                  ordo_msg_text(m, 0, buf, sizeof buf), rc ? ": " : "",
+                  rc ? ordo_error_text(rc) : "");
+    } else {
+        w->merge_plan = p;
+        p = NULL;
+        ordo__ps_add_event(w, ORDO__EV_PLAN, -1, -1);
     }
-    if (w->merge_plan || !json_is_object(merge)) {
-        ORDO_WARN("dropped an unexpected PLAN from the scheduler (%s)",
-                  ordo_msg_text(m, 0, buf, sizeof buf));
-        json_decref(o);
-        return 0;
-    }
-    w->merge_plan = json_incref(merge);
-    json_decref(o);
-    ordo__ps_add_event(w, ORDO__EV_PLAN, -1, -1);
+    ordo__plan_destroy(&p);
     return 0;
 }
 
@@ -716,10 +713,30 @@ static const msg_handler_fn handlers[ORDO_MSG_TYPE_MAX] = {
     [ORDO_MSG_PLAN] = on_plan, /* the merge groups of a start-up calibration, or a new credit */
 };
 
+/* [fault] replicas: an answer about a slice from a server that no longer holds it (one
+ * declared dead that came back: a paused process, a healed partition) is a late one; its
+ * acknowledgement or value is never counted (docs/fault.md, "Fencing") */
+static bool from_fenced_server(ordo__ps_t *w, const ordo_msg_t *m)
+{
+    const ordo_keys_t *k = w->node.keys;
+    if (k->replicas <= 1 || m->hdr.role != ORDO_ROLE_SERVER ||
+        (m->hdr.type != ORDO_MSG_PUSH_ACK && m->hdr.type != ORDO_MSG_PULL_RESP) ||
+        (m->hdr.flags & (ORDO_FLAG_GROUP | ORDO_FLAG_PROBE)))
+        return false;
+    int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
+    if (s < 0 || k->slices[s].server == m->hdr.rank) return false;
+    if (w->fenced_answers++ == 0)
+        ORDO_WARN("dropped a %s of key %u chunk %u from server %d, which no longer holds it "
+                  "(declared dead; later ones are dropped silently)",
+                  ordo_wire_type_name(m->hdr.type), m->hdr.key, m->hdr.chunk, m->hdr.rank);
+    return true;
+}
+
 /* handle one inbound message; returns 0 or a fatal error. A message for the hook's key
  * (ordo__ps_set_hook) goes to the hook whatever its handler. */
 static int handle(ordo__ps_t *w, ordo_msg_t *m)
 {
+    if (from_fenced_server(w, m)) return 0;
     if (w->hook && m->hdr.key == w->hook_key &&
         (m->hdr.type == ORDO_MSG_PULL_RESP || m->hdr.type == ORDO_MSG_ERROR ||
          m->hdr.type == ORDO_MSG_PLAN)) {

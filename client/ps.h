@@ -16,6 +16,7 @@
 #include "common/wire.h"
 
 typedef struct ordo_worker ordo__ps_t;
+struct ordo__plan; /* core/plan.h */
 
 typedef enum {
     ORDO__EV_PULL_DONE = 1,
@@ -66,8 +67,9 @@ int ordo__ps_rank(const ordo__ps_t *w);
 int ordo__ps_n_workers(const ordo__ps_t *w);
 int ordo__ps_n_servers(const ordo__ps_t *w);
 const ordo_keys_t *ordo__ps_keys(const ordo__ps_t *w);
-/* ordo__ps_plan returns the scheduler's plan JSON text (or NULL). */
-const char *ordo__ps_plan(const ordo__ps_t *w);
+/* ordo__ps_plan returns the scheduler's plan (core/plan.h), borrowed from w: a re-plan
+ * (ordo__ps_replan_apply) replaces it. */
+const struct ordo__plan *ordo__ps_plan(const ordo__ps_t *w);
 
 /* ordo__ps_grad_home returns where key's gradient may be computed so that a merged push
  * of it copies nothing (its place in a merge buffer, client/merge_buf.h, borrowed from w), or
@@ -168,11 +170,12 @@ bool ordo__ps_replan_accepted(const char *answer);
 /* ordo__ps_replan_apply makes plan_json (the scheduler's answer to REPLAN) the worker's
  * plan: ordo__ps_plan returns it, and the push path is made again from it (a merged
  * path takes the new merge groups). Only with nothing outstanding; on failure the worker
- * has no push path and must leave. A host group's path (hierarchical, and the new plan's
- * too) is kept instead, with whatever is in flight (a bound model's early pulls): the plan
- * text and the push credit change, the group's shared memory, owners and merge groups stay
- * those of the join. */
-int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json);
+ * has no push path and must leave. A path kept on re-plans (client/push.h: a host group's),
+ * when the new plan asks for it too, is kept instead, with whatever is in flight (a bound
+ * model's early pulls): the plan and the push credit change, the group's shared memory,
+ * owners and merge groups stay those of the join. keep_path (a bound model, which holds its
+ * path): a plan that would change the path is refused, nothing changed. */
+int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json, bool keep_path);
 
 /* ordo__ps_abort tells the scheduler this worker gives up (reason), so the run ends. */
 void ordo__ps_abort(ordo__ps_t *w, const char *reason);

@@ -57,54 +57,50 @@ bool ordo__ps_replan_accepted(const char *answer)
     return ok;
 }
 
-/* with_old_intra returns plan_json with old_json's "intra" member (the group's segments are
- * named by the start-up plan's run id, which a new plan would change), or NULL when out of
- * memory */
-static char *with_old_intra(const char *plan_json, const char *old_json)
+int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json, bool keep_path)
 {
-    json_t *plan = json_loads(plan_json, 0, NULL), *old = json_loads(old_json, 0, NULL);
-    json_t *intra = json_object_get(old, "intra");
-    char *text = NULL;
-    if (json_is_object(plan) && intra && json_object_set(plan, "intra", intra) == 0)
-        text = json_dumps(plan, JSON_COMPACT);
-    else if (json_is_object(plan))
-        text = strdup(plan_json);
-    json_decref(plan);
-    json_decref(old);
-    return text;
-}
-
-int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json)
-{
-    int mode, rc = ordo__push_mode_of_plan(plan_json, &mode);
-    if (rc) return rc;
-    /* a host group's path stays: its shared memory, owners and intra thread are the group's,
-     * and the next values may already be on their way (early pulls); only the plan text (the
-     * priorities the bound model requests by) and the credit change */
-    bool keep = mode == ORDO__PUSH_HIER && w->path && w->path->ops->mode == ORDO__PUSH_HIER;
-    if (!keep && (w->outstanding || w->pq_n))
-        return ordo_error_set(ORDO_ERR_INVAL, "replan: %d transfers still in flight",
-                              w->outstanding + w->pq_n);
-    char *text = keep && w->node.plan_json ? with_old_intra(plan_json, w->node.plan_json)
-                                           : strdup(plan_json);
-    if (!text) return ORDO_ERR_NOMEM;
-    free(w->node.plan_json);
-    w->node.plan_json = text;
-    if ((rc = ordo__ps_intra_from_plan(w)) != 0) return rc;
+    ordo__plan_t *plan = NULL;
+    const ordo__push_ops_t *ops;
+    int rc = ordo__plan_parse(plan_json, plan_json ? strlen(plan_json) : 0, w->node.keys->n_keys,
+                              w->node.n_servers, &plan);
+    if (rc) return ordo_error_context(rc, "replan");
+    ordo__push_ops_of_plan(plan, &ops);
+    /* a path whose state is shared with other workers stays (a host group's memory, owners
+     * and thread), and the next values may already be on their way (early pulls); only the
+     * plan (the priorities the bound model requests by) and the credit change */
+    bool keep = ops->kept_on_replan && w->path && w->path->ops == ops;
+    if (keep_path && !keep) {
+        rc = ordo_error_set(ORDO_ERR_PROTO, "replan: the new plan asks for push path %s; a "
+                            "bound model cannot change its push path (%s)", ops->name,
+                            w->path ? w->path->ops->name : "none");
+        goto fail;
+    }
+    if (!keep && (w->outstanding || w->pq_n)) {
+        rc = ordo_error_set(ORDO_ERR_INVAL, "replan: %d transfers still in flight",
+                            w->outstanding + w->pq_n);
+        goto fail;
+    }
+    /* the group's segments are named by the start-up plan's run id, which a new plan changes */
+    if (keep) plan->intra = w->plan->intra;
+    ordo__ps_intra_from_plan(w, plan);
+    ordo__plan_destroy(&w->plan);
+    w->plan = plan;
     if (keep) {
         ordo__ps_credit_from_plan(w);
-        ORDO_INFO("replan: new plan applied (push path hier kept: the host group's memory and "
-                  "owners stay, the new priorities order its requests)");
+        ORDO_INFO("replan: new plan applied (push path %s kept: its shared memory and owners "
+                  "stay, the new priorities order its requests)", ops->name);
         return 0;
     }
-    /* a merged path's groups come from the plan: the path follows it (nothing is in flight;
-     * the mode read above: the intra rewrite changes no member it is read from) */
+    /* a merged path's groups come from the plan: the path follows it (nothing is in flight) */
     ordo__push_destroy(&w->path);
-    if ((rc = ordo__push_new(mode, w, &w->path)) != 0)
+    if ((rc = ordo__push_new(ops, w, &w->path)) != 0)
         return ordo_error_context(rc, "replan: the push path of the new plan");
     ordo__ps_credit_from_plan(w); /* the re-plan's step model may have tuned it again */
     ORDO_INFO("replan: new plan applied (push path %s)", w->path->ops->name);
     return 0;
+fail:
+    ordo__plan_destroy(&plan);
+    return rc;
 }
 
 char *ordo__ps_replan_take(ordo__ps_t *w)

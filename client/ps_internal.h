@@ -15,6 +15,7 @@
 #include "client/credit.h"
 #include "client/ps.h"
 #include "client/push.h"
+#include "core/plan.h"
 
 typedef struct {
     float *pull_dst;
@@ -38,6 +39,8 @@ typedef struct {
 struct ordo_worker {
     ordo_conf_t conf;
     ordo_node_t node;
+    ordo__plan_t *plan; /* the scheduler's plan, read once at join (core/plan.h); a re-plan
+                         * replaces it */
     int *server_sock; /* per server rank */
     keystate_t *ks;
     uint8_t *got; /* per slice: chunk of the current pull arrived */
@@ -62,9 +65,11 @@ struct ordo_worker {
     int64_t bytes_push, bytes_pull;
     int64_t stale[ORDO_STALE_BUCKETS]; /* pulled slices by staleness ([sync]) */
     int64_t late;                      /* pushed slices the servers left out as late */
+    int64_t fenced_answers;            /* answers of servers declared dead, dropped */
     int64_t stale_sent[ORDO_STALE_BUCKETS], late_sent; /* what the last report counted */
     bool aborted;
-    json_t *merge_plan; /* the merge member of the scheduler's PLAN after a calibration */
+    ordo__plan_t *merge_plan; /* the scheduler's PLAN with the merge groups after a
+                               * calibration, until the plan takes them */
     bool want_plan;     /* calibrating: that PLAN is due */
     int probes_out;     /* calibration probes not yet acknowledged */
     int64_t bcast_id;   /* the broadcast in flight (0: none) */
@@ -162,14 +167,13 @@ void ordo__ps_add_event(ordo__ps_t *w, int kind, int key, int64_t iter);
  * pushes follow priorities (the plan has them) or leave first in, first out. */
 void ordo__ps_credit_from_plan(ordo__ps_t *w);
 
-/* ordo__ps_intra_from_plan rewrites a plan's intra backend "auto" (each worker resolves it;
- * the scheduler checked that every group's members agree) into w's choice, w->intra; 0 or
- * ORDO_ERR_NOMEM. */
-int ordo__ps_intra_from_plan(ordo__ps_t *w);
+/* ordo__ps_intra_from_plan rewrites plan's intra backend "auto" (each worker resolves it;
+ * the scheduler checked that every group's members agree) into w's choice, w->intra. */
+void ordo__ps_intra_from_plan(ordo__ps_t *w, ordo__plan_t *plan);
 
 /* ordo__ps_take_credit applies plan's {"step": {"credit_bytes": N}} when [order]
  * credit_bytes is auto; false when plan has no such member. */
-bool ordo__ps_take_credit(ordo__ps_t *w, const json_t *plan);
+bool ordo__ps_take_credit(ordo__ps_t *w, const ordo__plan_t *plan);
 
 /* ordo__ps_send_ctl sends a control message of type with JSON text (may be NULL) to the
  * scheduler. */

@@ -11,51 +11,48 @@
 #include "client/intra.h"
 #include "client/push.h"
 
-#include <jansson.h>
-
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/ps_internal.h"
 
 
-bool ordo__ps_take_credit(ordo__ps_t *w, const json_t *plan)
+bool ordo__ps_take_credit(ordo__ps_t *w, const ordo__plan_t *plan)
 {
-    json_t *v = json_object_get(json_object_get(plan, "step"), "credit_bytes");
-    if (!json_is_integer(v) || json_integer_value(v) < 0) return false;
+    if (plan->credit_bytes < 0) return false;
     if (w->conf.credit_bytes == ORDO_CONF_AUTO_BYTES) /* else the conf's credit wins */
-        ordo__credit_set_limit(&w->credit, (int64_t)json_integer_value(v));
+        ordo__credit_set_limit(&w->credit, plan->credit_bytes);
     return true;
 }
 
 void ordo__ps_credit_from_plan(ordo__ps_t *w)
 {
-    json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
-    w->push_fifo = !json_is_array(json_object_get(plan, "priorities"));
-    ordo__ps_take_credit(w, plan);
-    json_decref(plan);
+    w->push_fifo = !w->plan->priorities;
+    ordo__ps_take_credit(w, w->plan);
 }
 
-int ordo__ps_intra_from_plan(ordo__ps_t *w)
+void ordo__ps_intra_from_plan(ordo__ps_t *w, ordo__plan_t *plan)
 {
-    json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
-    json_t *intra = json_object_get(plan, "intra");
-    const char *backend = json_string_value(json_object_get(intra, "backend"));
-    int rc = 0;
-    if (backend && strcmp(backend, "auto") == 0) {
-        json_object_set_new(intra, "backend", json_string(w->intra));
-        char *text = json_dumps(plan, JSON_COMPACT);
-        if (!text) rc = ORDO_ERR_NOMEM;
-        else {
-            free(w->node.plan_json);
-            w->node.plan_json = text;
-            ORDO_INFO("intra.backend = auto: %s (intra.device %s)", w->intra,
-                      w->conf.intra_device == ORDO_DEVICE_CUDA ? "cuda" : "cpu");
-        }
-    }
-    json_decref(plan);
-    return rc;
+    if (!plan->has_intra || strcmp(plan->intra.backend, "auto") != 0) return;
+    snprintf(plan->intra.backend, sizeof plan->intra.backend, "%s", w->intra);
+    ORDO_INFO("intra.backend = auto: %s (intra.device %s)", w->intra,
+              w->conf.intra_device == ORDO_DEVICE_CUDA ? "cuda" : "cpu");
+}
+
+/* read_plan parses the plan the WELCOME brought, once: every reader takes w->plan's fields.
+ * The text goes (nothing reads it again). */
+static int read_plan(ordo__ps_t *w)
+{
+    const char *text = w->node.plan_json;
+    int rc = ordo__plan_parse(text, text ? strlen(text) : 0, w->node.keys->n_keys,
+                              w->node.n_servers, &w->plan);
+    if (rc) return rc;
+    free(w->node.plan_json);
+    w->node.plan_json = NULL;
+    ordo__ps_intra_from_plan(w, w->plan);
+    return 0;
 }
 
 /* intra_choice: what this worker takes for intra.backend = auto: the backend its own conf
@@ -72,14 +69,9 @@ static const char *intra_choice(const ordo_conf_t *conf)
  * worker waits for the scheduler's PLAN with the merge groups, which joins the plan. */
 static int calibrate_at_start(ordo__ps_t *w, ordo__ps_op_times_fn op_times, void *ctx)
 {
-    json_t *plan = w->node.plan_json ? json_loads(w->node.plan_json, 0, NULL) : NULL;
-    json_t *want = json_object_get(plan, "merge_calibrate");
-    if (!want) {
-        json_decref(plan);
-        return 0;
-    }
-    ordo__calibrate_opts_t o = {.reps = (int)json_integer_value(json_object_get(want, "reps")),
-                               .max_bytes = json_integer_value(json_object_get(want, "max_bytes")),
+    if (!w->plan->has_calibrate) return 0;
+    ordo__calibrate_opts_t o = {.reps = w->plan->calibrate_reps,
+                               .max_bytes = w->plan->calibrate_max_bytes,
                                .link_bps = w->conf.bandwidth_bps};
     ordo_calibration_t cal;
     w->want_plan = true;
@@ -103,17 +95,8 @@ static int calibrate_at_start(ordo__ps_t *w, ordo__ps_op_times_fn op_times, void
         if (rc == ORDO_ERR_TIMEDOUT) rc = 0;
     }
     w->want_plan = false;
-    if (!rc) {
-        json_object_del(plan, "merge_calibrate");
-        json_object_set(plan, "merge", w->merge_plan);
-        char *text = json_dumps(plan, JSON_COMPACT);
-        if (!text) rc = ORDO_ERR_NOMEM;
-        else {
-            free(w->node.plan_json);
-            w->node.plan_json = text;
-        }
-    }
-    json_decref(plan);
+    if (!rc) ordo__plan_take_merge(w->plan, w->merge_plan);
+    ordo__plan_destroy(&w->merge_plan);
     return rc;
 }
 
@@ -144,7 +127,7 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
     w->node.reg_intra = w->intra;
     rc = ordo_node_join(&w->node, conf, ORDO_ROLE_WORKER, NULL);
     w->node.reg_tensors = NULL;
-    if (rc || (rc = ordo__ps_intra_from_plan(w)) != 0) goto fail;
+    if (rc || (rc = read_plan(w)) != 0) goto fail;
     const ordo_keys_t *k = w->node.keys;
     w->server_sock = calloc((size_t)w->node.n_servers, sizeof *w->server_sock);
     w->ks = calloc((size_t)k->n_keys + 1, sizeof *w->ks);
@@ -158,7 +141,7 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
         rc = ORDO_ERR_NOMEM;
         goto fail;
     }
-    rc = ordo__compress_new(conf, k, tensors, w->node.plan_json, w->node.n_workers, k->n_slices,
+    rc = ordo__compress_new(conf, k, tensors, w->plan, w->node.n_workers, k->n_slices,
                             &w->compress);
     if (rc) goto fail;
     for (int s = 0; s < w->node.n_servers; s++) {
@@ -170,16 +153,19 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
         m.sock = rc;
         m.hdr.role = ORDO_ROLE_WORKER;
         m.hdr.rank = w->node.rank;
+        m.hdr.req = ordo_transport_heartbeat_id(w->node.tp); /* this process: server/fence.h */
         if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) goto fail;
     }
     /* pushes are dense until the plan is final: a calibration brings the merge groups */
-    if ((rc = ordo__push_new(ORDO_PUSH_DENSE, w, &w->path)) != 0) goto fail;
+    const ordo__push_ops_t *ops;
+    if ((rc = ordo__push_ops_for(ORDO_PUSH_DENSE, &ops)) != 0 ||
+        (rc = ordo__push_new(ops, w, &w->path)) != 0)
+        goto fail;
     if ((rc = calibrate_at_start(w, op_times, ctx)) != 0) goto fail;
     ordo__ps_credit_from_plan(w);
-    int mode;
-    if ((rc = ordo__push_mode_of_plan(w->node.plan_json, &mode)) != 0) goto fail;
+    ordo__push_ops_of_plan(w->plan, &ops);
     ordo__push_destroy(&w->path);
-    if ((rc = ordo__push_new(mode, w, &w->path)) != 0) goto fail;
+    if ((rc = ordo__push_new(ops, w, &w->path)) != 0) goto fail;
     *out = w;
     return 0;
 fail:
@@ -208,7 +194,8 @@ void ordo__ps_destroy(ordo__ps_t **wp)
     free(w->pq);
     free(w->ev);
     ordo__push_destroy(&w->path);
-    json_decref(w->merge_plan);
+    ordo__plan_destroy(&w->merge_plan);
+    ordo__plan_destroy(&w->plan);
     free(w->replan_reply);
     free(w->batch_idx);
     free(w->batch_spec);

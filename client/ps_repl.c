@@ -41,6 +41,7 @@ static int on_joined(ordo__ps_t *w, json_t *j)
     m.sock = sock;
     m.hdr.role = ORDO_ROLE_WORKER;
     m.hdr.rank = w->node.rank;
+    m.hdr.req = ordo_transport_heartbeat_id(w->node.tp); /* this process: server/fence.h */
     return ordo_transport_send(w->node.tp, &m);
 }
 

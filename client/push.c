@@ -1,48 +1,38 @@
 /* push: picks a push path from the plan and [push] mode, and frees it. */
 #include "client/push.h"
 #include "common/error.h"
-
-#include <jansson.h>
+#include "core/plan.h"
 
 #include <stdlib.h>
 
-/* one row per path, indexed by ordo_push_mode_t */
-static const ordo__push_ops_t *const paths[] = {
+/* one row per [push] mode, indexed by ordo_push_mode_t */
+static const ordo__push_ops_t *const modes[] = {
     [ORDO_PUSH_DENSE] = &ordo__push_dense_ops,
     [ORDO_PUSH_MERGED] = &ordo__push_merged_ops,
     [ORDO_PUSH_SPARSE] = &ordo__push_sparse_ops,
-    [ORDO__PUSH_HIER] = &ordo__push_hier_ops,
 };
 
-int ordo__push_mode_of_plan(const char *plan_json, int *mode)
+void ordo__push_ops_of_plan(const ordo__plan_t *plan, const ordo__push_ops_t **ops)
 {
-    /* as the paths read their members: a plan that does not parse has neither */
-    json_t *plan = plan_json ? json_loads(plan_json, 0, NULL) : NULL;
-    json_t *merge = json_object_get(plan, "merge");
-    int m = json_is_object(json_object_get(plan, "intra"))  ? ORDO__PUSH_HIER
-            : merge && !json_is_null(merge)                   ? ORDO_PUSH_MERGED
-            : json_is_object(json_object_get(plan, "sparse")) ? ORDO_PUSH_SPARSE
-                                                              : ORDO_PUSH_DENSE;
-    json_decref(plan);
-    *mode = m;
-    return 0;
+    *ops = plan->has_intra    ? &ordo__push_hier_ops
+           : plan->has_merge  ? modes[ORDO_PUSH_MERGED]
+           : plan->has_sparse ? modes[ORDO_PUSH_SPARSE]
+                              : modes[ORDO_PUSH_DENSE];
 }
 
 int ordo__push_ops_for(int mode, const ordo__push_ops_t **ops)
 {
-    if (mode < 0 || mode >= (int)(sizeof paths / sizeof paths[0]) || !paths[mode])
+    if (mode < 0 || mode >= (int)(sizeof modes / sizeof modes[0]) || !modes[mode])
         return ordo_error_set(ORDO_ERR_INVAL, "no push path for push.mode %d", mode);
-    *ops = paths[mode];
+    *ops = modes[mode];
     return 0;
 }
 
-int ordo__push_new(int mode, ordo__ps_t *ps, ordo__push_t **out)
+int ordo__push_new(const ordo__push_ops_t *ops, ordo__ps_t *ps, ordo__push_t **out)
 {
-    const ordo__push_ops_t *ops;
-    int rc = ordo__push_ops_for(mode, &ops);
-    if (rc) return rc;
     ordo__push_t *p = NULL;
-    if ((rc = ops->create(ps, &p)) != 0) return rc;
+    int rc = ops->create(ps, &p);
+    if (rc) return rc;
     p->ops = ops;
     p->ps = ps;
     *out = p;

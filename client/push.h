@@ -6,7 +6,9 @@
  * joins, from the scheduler's plan, and owns it; it calls the key-level ops from
  * ordo__ps_push / ordo__ps_pushpull and for the messages it does not know. The executor
  * (worker/executor.c) binds the path to its model and calls the iteration-level ops on its
- * communication thread. A new path is a new file and one row in push.c's table. */
+ * communication thread. A new path is a new file and one row in push.c's table. Callers
+ * outside the path files ask the table what a path can do (key_pushes, whole_iterations,
+ * kept_on_replan, value_home), never which path it is. */
 #ifndef ORDO_PUSH_H
 #define ORDO_PUSH_H
 
@@ -28,8 +30,9 @@ typedef enum {
 } ordo__push_done_t;
 
 typedef struct ordo__push_ops {
-    const char *name; /* the [push] mode it implements: "dense", "merged", "sparse" */
-    int mode;         /* ordo_push_mode_t */
+    const char *name; /* for messages: "dense", "merged", "sparse", "hier" */
+    int mode;         /* the [push] mode it implements (ordo_push_mode_t), or -1: a path a
+                         plan member other than the mode picks (host groups: "intra") */
     /* ordo__push_new's work for this path: the state for worker ps (joined; its keys and plan
      * are final). */
     int (*create)(ordo__ps_t *ps, ordo__push_t **out);
@@ -56,6 +59,13 @@ typedef struct ordo__push_ops {
      * pull may follow each push); false: an iteration's pushes complete as one
      * ORDO__PUSH_DONE_PUSHED. */
     bool key_pushes;
+    /* whole_iterations: the path moves whole iterations only (a bound model's calls): no
+     * key-level transfers (ordo_push, ordo_pull) through it. */
+    bool whole_iterations;
+    /* kept_on_replan: the path's state is shared with other workers (a host group's memory,
+     * owners and thread), so a re-plan that asks for the same path keeps it, in flight
+     * transfers included, and only the plan's priorities and credit change. */
+    bool kept_on_replan;
     /* bind gives the path the value and gradient blocks (each one block of the key map's
      * floats, keys in order, borrowed until unbind). */
     int (*bind)(ordo__push_t *p, float *params, const float *grads);
@@ -101,28 +111,23 @@ typedef struct ordo__push_ops {
     int (*moved)(ordo__push_t *p, const int *was);
 } ordo__push_ops_t;
 
-/* The hierarchical path (push_hier.c) is not a [push] mode: the plan's "intra" member picks it
- * and it pushes dense or merged inside. */
-#define ORDO__PUSH_HIER 3
-
 /* The part every path's state starts with. */
 struct ordo__push {
     const ordo__push_ops_t *ops;
     ordo__ps_t *ps; /* borrowed: the handle that owns the path */
 };
 
-/* ordo__push_mode_of_plan reads which path the scheduler's plan JSON asks for into *mode
- * (ordo_push_mode_t; the plan carries the scheduler's [push] mode): an "intra" object means
- * the hierarchical path (ORDO__PUSH_HIER), else a non-null "merge" member merged, else a
- * "sparse" object sparse, else (no plan, or one that does not parse) dense. Returns 0. */
-int ordo__push_mode_of_plan(const char *plan_json, int *mode);
+/* ordo__push_ops_of_plan sets *ops to the path the scheduler's plan asks for: host groups
+ * (an "intra" member) the hierarchical path, which pushes dense or merged inside; else the
+ * [push] mode the plan carries: a merge member merged, a sparse member sparse, else dense. */
+void ordo__push_ops_of_plan(const struct ordo__plan *plan, const ordo__push_ops_t **ops);
 
-/* ordo__push_ops_for sets *ops to the table of path `mode` (ordo_push_mode_t); ORDO_ERR_INVAL
- * naming the mode when there is none. */
+/* ordo__push_ops_for sets *ops to the table of [push] mode `mode` (ordo_push_mode_t);
+ * ORDO_ERR_INVAL naming the mode when there is none. */
 int ordo__push_ops_for(int mode, const ordo__push_ops_t **ops);
 
-/* ordo__push_new makes path `mode` for worker ps; the caller owns it. */
-int ordo__push_new(int mode, ordo__ps_t *ps, ordo__push_t **out);
+/* ordo__push_new makes the path of table ops for worker ps; the caller owns it. */
+int ordo__push_new(const ordo__push_ops_t *ops, ordo__ps_t *ps, ordo__push_t **out);
 
 /* ordo__push_destroy frees *p and sets it to NULL; NULL-safe. */
 void ordo__push_destroy(ordo__push_t **p);

@@ -28,7 +28,7 @@
 #include "client/intra.h"
 #include "client/merge_buf.h"
 
-#include <jansson.h>
+#include "core/plan.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -285,24 +285,15 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
 {
     const ordo_keys_t *k = ordo__ps_keys(ps);
     const ordo_conf_t *conf = ordo__ps_conf(ps);
-    json_t *plan = json_loads(ordo__ps_plan(ps), 0, NULL);
-    json_t *intra = json_object_get(plan, "intra");
-    int L = (int)json_integer_value(json_object_get(intra, "local_size"));
-    const char *backend = json_string_value(json_object_get(intra, "backend"));
-    const char *run = json_string_value(json_object_get(intra, "run"));
-    int rank = ordo__ps_rank(ps), W = ordo__ps_n_workers(ps), rc;
-    if (L < 1 || L > ORDO_INTRA_MAX_LOCAL || W % L || !backend || !run) {
-        json_decref(plan);
+    const ordo__plan_t *plan = ordo__ps_plan(ps);
+    const ordo__plan_intra_t *intra = &plan->intra;
+    int L = intra->local_size, rank = ordo__ps_rank(ps), W = ordo__ps_n_workers(ps), rc;
+    if (!plan->has_intra || L > ORDO_INTRA_MAX_LOCAL || W % L)
         return ordo_error_set(ORDO_ERR_PROTO, "plan member intra: local_size %d for %d workers "
-                              "(at most %d), backend and run needed", L, W, ORDO_INTRA_MAX_LOCAL);
-    }
-    json_t *merge = json_object_get(plan, "merge");
-    int inner_mode = merge && !json_is_null(merge) ? ORDO_PUSH_MERGED : ORDO_PUSH_DENSE;
+                              "(at most %d)", L, W, ORDO_INTRA_MAX_LOCAL);
+    int inner_mode = plan->has_merge ? ORDO_PUSH_MERGED : ORDO_PUSH_DENSE;
     hier_t *h = calloc(1, sizeof *h);
-    if (!h) {
-        json_decref(plan);
-        return ORDO_ERR_NOMEM;
-    }
+    if (!h) return ORDO_ERR_NOMEM;
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->fetched, NULL);
     h->L = L;
@@ -325,16 +316,12 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
     h->want_free = malloc(n * sizeof *h->want_free);
     h->held = malloc(n * sizeof *h->held);
     h->held_iter = malloc(n * sizeof *h->held_iter);
-    json_t *ov = json_object_get(intra, "overlap");
-    h->overlap = !json_is_false(ov); /* absent (an older scheduler): overlapped */
+    h->overlap = intra->overlap;
     h->span_sum = calloc(2 * n, sizeof *h->span_sum);
     h->span_fetch = calloc(2 * n, sizeof *h->span_fetch);
     h->names = calloc(n, sizeof *h->names);
-    json_t *names = json_object_get(plan, "params");
-    for (size_t i = 0; h->names && i < n; i++) {
-        const char *nm = json_string_value(json_array_get(names, i));
-        if (nm) h->names[i] = strdup(nm);
-    }
+    for (size_t i = 0; h->names && plan->params && i < n; i++)
+        h->names[i] = strdup(plan->params[i]);
     rc = ORDO_ERR_NOMEM;
     if (!h->owner || !h->off || !h->dst || !h->prio || !h->asked || !h->own_pull || !h->want_sum ||
         !h->want_val || !h->order || !h->ready || !h->ready_iter || !h->ready_code ||
@@ -349,14 +336,7 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
     h->val = malloc(sizeof(float) * (size_t)(h->off[n] + 1));
     if (!h->sum || !h->val) goto fail;
     if (inner_mode == ORDO_PUSH_MERGED) {
-        int ng = 0, *start = NULL, *order = NULL;
-        int64_t max_bytes;
-        rc = ordo__merge_buf_groups_from_plan(ordo__ps_plan(ps), k->n_keys, &ng, &start, &order,
-                                             &max_bytes);
-        if (rc) goto fail;
-        assign_owners(h, ng, start, order);
-        free(start);
-        free(order);
+        assign_owners(h, plan->merge.n_groups, plan->merge.group_start, plan->merge.order);
     } else {
         int *start = malloc((n + 1) * sizeof *start);
         if (!start) goto fail;
@@ -364,10 +344,13 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
         assign_owners(h, k->n_keys, start, h->order);
         free(start);
     }
-    if ((rc = ordo__push_new(inner_mode, ps, &h->inner)) != 0) goto fail;
+    const ordo__push_ops_t *inner;
+    if ((rc = ordo__push_ops_for(inner_mode, &inner)) != 0 ||
+        (rc = ordo__push_new(inner, ps, &h->inner)) != 0)
+        goto fail;
     int wr[ORDO_INTRA_MAX_LOCAL];
     for (int m = 0; m < L; m++) wr[m] = h->group * L + m;
-    ordo__intra_opts_t io = {.run = run,
+    ordo__intra_opts_t io = {.run = intra->run,
                             .group = h->group,
                             .local_rank = h->lr,
                             .local_size = L,
@@ -379,7 +362,7 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
                             .relay = relay,
                             .relay_ctx = h};
     h->base.ps = ps; /* the relay and the thread use it before ordo__push_new sets it */
-    if ((rc = ordo__intra_new(backend, &io, &h->it)) != 0) goto fail;
+    if ((rc = ordo__intra_new(intra->backend, &io, &h->it)) != 0) goto fail;
     h->inplace = h->it->ops->area && h->it->ops->value_area && h->it->ops->summed &&
                  h->it->ops->area(h->it, 0) != NULL;
     h->shared = h->inplace && conf->intra_values == ORDO_INTRA_VALUES_SHARED;
@@ -393,14 +376,12 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
         if (h->owner[i] == h->lr) mine += k->numel[i];
     ORDO_INFO("intra: group %d member %d of %d (%s, %s pushes inside, values %s%s): pushes and "
               "pulls %.1f of %.1f MiB",
-              h->group, h->lr, L, backend, inner_mode == ORDO_PUSH_MERGED ? "merged" : "dense",
+              h->group, h->lr, L, intra->backend, inner_mode == ORDO_PUSH_MERGED ? "merged" : "dense",
               h->shared ? "shared" : "copied", h->overlap ? "" : ", all-gathers not overlapped",
               (double)mine * 4 / 1048576.0, (double)h->off[n] * 4 / 1048576.0);
-    json_decref(plan);
     *out = &h->base;
     return 0;
 fail:
-    json_decref(plan);
     destroy(&h->base);
     return rc;
 }
@@ -602,7 +583,7 @@ static void stats(const ordo__push_t *p, int64_t *bytes_push, int64_t *bytes_pul
 
 const ordo__push_ops_t ordo__push_hier_ops = {
     .name = "hier",
-    .mode = ORDO__PUSH_HIER,
+    .mode = -1, /* the plan's "intra" member picks it, whatever the [push] mode */
     .create = create,
     .destroy = destroy,
     .push = grad_ready,
@@ -612,6 +593,8 @@ const ordo__push_ops_t ordo__push_hier_ops = {
     .grad_home = grad_home,
     .value_home = value_home,
     .key_pushes = true,
+    .whole_iterations = true,
+    .kept_on_replan = true,
     .bind = ordo__push_dense_bind,
     .unbind = unbind,
     .init = ordo__push_dense_init,

@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "client/compress.h"
 #include "client/merge_buf.h"
+#include "core/plan.h"
 
 #include <stdlib.h>
 
@@ -41,16 +42,14 @@ static void destroy(ordo__push_t *p)
 static int create(ordo__ps_t *ps, ordo__push_t **out)
 {
     const ordo_keys_t *k = ordo__ps_keys(ps);
-    int ng = 0, *start = NULL, *order = NULL;
-    int64_t max_bytes = 0;
-    int rc = ordo__merge_buf_groups_from_plan(ordo__ps_plan(ps), k->n_keys, &ng, &start, &order,
-                                             &max_bytes);
-    if (rc) return rc;
+    const ordo__plan_t *plan = ordo__ps_plan(ps);
+    if (!plan->has_merge)
+        return ordo_error_set(ORDO_ERR_PROTO, "push.mode = merged: the plan has no merge groups");
+    const ordo__plan_merge_t *g = &plan->merge;
+    int ng = g->n_groups, rc = 0;
     merged_t *mp = calloc(1, sizeof *mp);
-    if (!mp) rc = ORDO_ERR_NOMEM;
-    if (!rc) rc = ordo__merge_buf_new(k, ng, start, order, max_bytes, &mp->mb);
-    free(start);
-    free(order);
+    if (!mp) return ORDO_ERR_NOMEM;
+    rc = ordo__merge_buf_new(k, ng, g->group_start, g->order, g->max_message_bytes, &mp->mb);
     if (rc) goto fail;
     mp->group_iter = malloc(sizeof *mp->group_iter * (size_t)ng);
     mp->group_sent_iter = malloc(sizeof *mp->group_sent_iter * (size_t)ng);

@@ -1,8 +1,10 @@
 /* sparse_push: top-k pushes, sparse pull answers and region switches on a worker. */
 #include "client/sparse_push.h"
 #include "core/coo.h"
+#include "common/durable.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "core/plan.h"
 #include "core/sparse_wire.h"
 #include "core/regions.h"
 #include "core/sparsify.h"
@@ -23,7 +25,7 @@ typedef enum { OP_NONE, OP_PULL, OP_PUSH } op_kind_t;
 #define HIST_SCALE 1000.0
 
 /* a reused threshold may select up to this many times k; beyond it the iteration pushes
- * the exact top-k instead (docs/sparse.md §8) */
+ * the exact top-k instead (docs/sparse-live.md) */
 #define LOCAL_SLACK 1.15
 
 struct ordo__sparse_push {
@@ -98,9 +100,10 @@ int ordo__sparse_push_new(ordo__ps_t *ps, float *params, const float *grads,
     for (int key = 0; key < k->n_keys; key++)
         total += k->numel[key];
     int S = ordo__ps_keys(ps)->n_servers;
+    const ordo__plan_t *plan = ordo__ps_plan(ps);
+    if (!plan->has_sparse) return 0;
     ordo_sparse_plan_t p;
-    int rc = ordo_sparse_wire_plan(ordo__ps_plan(ps), S, &p);
-    if (rc == ORDO_ERR_NOTFOUND) return 0;
+    int rc = ordo_sparse_wire_plan_copy(&plan->sparse, &p);
     if (rc) return rc;
     if ((int64_t)p.n != total) {
         ordo_sparse_wire_plan_fini(&p);
@@ -519,24 +522,26 @@ static int hook(void *ctx, ordo_msg_t *m)
 int ordo__sparse_push_state(ordo__sparse_push_t *sp, const char *path, bool save)
 {
     size_t size = ordo_sparsify_state_size(sp->sp);
-    uint8_t *buf = malloc(size + 1);
+    uint8_t *buf = malloc(size + ORDO_DURABLE_TRAILER + 1);
     if (!buf) return ordo_error_set(ORDO_ERR_NOMEM, "no memory for the sparse state");
     int rc = 0;
     if (save) {
-        /* written beside and renamed: a death while writing leaves the last one whole */
-        char tmp[4200];
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        /* durably, with a checksum: a death or a full disk leaves the last one whole */
         ordo_sparsify_state_get(sp->sp, buf);
-        FILE *f = fopen(tmp, "wb");
-        if (!f || fwrite(buf, 1, size, f) != size || fclose(f) != 0 || rename(tmp, path) != 0)
-            rc = ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        ordo__durable_t *d;
+        if ((rc = ordo__durable_open(path, &d)) == 0) {
+            (void)fwrite(buf, 1, size, ordo__durable_file(d)); /* the commit reports a failure */
+            rc = ordo__durable_commit(&d, true, NULL);
+        }
     } else {
         FILE *f = fopen(path, "rb");
-        size_t got = f ? fread(buf, 1, size + 1, f) : 0;
+        size_t got = f ? fread(buf, 1, size + ORDO_DURABLE_TRAILER + 1, f) : 0;
+        bool had;
         if (f) fclose(f);
         if (!f)
             rc = ordo_error_set(ORDO_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-        else if ((rc = ordo_sparsify_state_set(sp->sp, buf, got)) != 0)
+        else if ((rc = ordo__durable_check(path, buf, &got, &had)) == 0 &&
+                 (rc = ordo_sparsify_state_set(sp->sp, buf, got)) != 0)
             rc = ordo_error_context(rc, path);
     }
     free(buf);

@@ -255,6 +255,11 @@ const key_t_ ordo__conf_keys[] = {
     {"fault", "scheduler_wait_ms", T_INT, OFF(scheduler_wait_ms), 0, "60000", 100, 3600000, NULL,
      "fault.scheduler = restart: how long the servers and workers wait for a new scheduler "
      "after the old one fell silent before they exit (status 3)"},
+    {"fault", "disk_full", T_ENUM, OFF(disk_full), 0, "retry", 0, 0, "retry|stop",
+     "what a checkpoint that cannot be written (a full disk, an I/O error) does to the run: "
+     "retry (the error is logged naming the file and errno, the previous checkpoint stays "
+     "whole, the run goes on and writes the next one) or stop (the run stops with that error); "
+     "docs/fault.md"},
     {"fault", "restarts", T_INT, OFF(restarts), 0, "3", 0, 1000, NULL,
      "fault.worker = restart: how many times one worker rank may be restarted before its death "
      "aborts the run"},

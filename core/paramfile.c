@@ -1,6 +1,8 @@
 /* paramfile: writing and validated reading of params.bin. */
 #include "core/paramfile.h"
+#include "common/durable.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "common/le.h"
 
 #include <errno.h>
@@ -16,11 +18,21 @@
 int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *params,
                          int64_t iteration)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return ordo_error_set(ORDO_ERR_INVAL, "%s: path too long", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    return ordo_paramfile_write_kept(path, NULL, m, params, iteration);
+}
+
+int ordo_paramfile_write_kept(const char *path, const char *keep, const ordo_model_t *m,
+                              float *const *params, int64_t iteration)
+{
+    for (int i = 0; i < m->n_params; i++) {
+        size_t len = strlen(m->params[i].name);
+        if (len == 0 || len > MAX_NAME)
+            return ordo_error_set(ORDO_ERR_INVAL, "%s: parameter %d's name does not fit", path, i);
+    }
+    ordo__durable_t *d;
+    int rc = ordo__durable_open(path, &d);
+    if (rc) return rc;
+    FILE *f = ordo__durable_file(d);
     unsigned char hdr[HEADER_BYTES];
     memcpy(hdr, ORDO_PARAMFILE_MAGIC, 8);
     ordo_put_le(hdr + 8, (uint64_t)m->n_params, 4);
@@ -30,11 +42,6 @@ int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *
     for (int i = 0; i < m->n_params && !bad; i++) {
         size_t len = strlen(m->params[i].name);
         unsigned char b[8];
-        if (len == 0 || len > MAX_NAME) {
-            fclose(f);
-            remove(tmp);
-            return ordo_error_set(ORDO_ERR_INVAL, "%s: parameter %d's name does not fit", path, i);
-        }
         ordo_put_le(b, len, 2);
         bad |= fwrite(b, 1, 2, f) != 2 || fwrite(m->params[i].name, 1, len, f) != len;
         ordo_put_le(b, (uint64_t)m->params[i].numel, 8);
@@ -42,14 +49,8 @@ int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *
     }
     for (int i = 0; i < m->n_params && !bad; i++)
         bad |= ordo_fwrite_floats_le(f, params[i], m->params[i].numel) != 0;
-    bad |= ferror(f) != 0;
-    if (fclose(f) != 0) bad = 1;
-    if (bad || rename(tmp, path) != 0) {
-        int rc = ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-        remove(tmp);
-        return rc;
-    }
-    return 0;
+    /* a failed write left the stream's error set: the commit reports it, naming path */
+    return ordo__durable_commit(&d, true, keep);
 }
 
 /* ---- read --------------------------------------------------------------------------- */
@@ -124,6 +125,7 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
     size_t len = 0;
     int rc = slurp(path, &d, &len);
     if (rc) return rc;
+    bool sum = ordo__durable_trailer(d, &len); /* its CRC is checked after the fields */
     ordo_paramfile_t *p = calloc(1, sizeof *p);
     if (!p) {
         free(d);
@@ -203,6 +205,7 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
         ordo_get_floats_le(p->values[i], d + off, p->numel[i]);
         off += (size_t)p->numel[i] * 4;
     }
+    if (sum && (rc = ordo__durable_verify(path, d, len)) != 0) goto fail;
     free(d);
     *out = p;
     return 0;
@@ -231,4 +234,34 @@ int ordo_paramfile_match(const ordo_paramfile_t *pf, const ordo_model_t *m)
                                   (long long)m->params[i].numel, m->name);
     }
     return 0;
+}
+
+int ordo_paramfile_newest(const char *dir, char *path, size_t size, int64_t *iteration)
+{
+    static const char *const names[] = {"checkpoint.bin", "checkpoint.prev.bin"};
+    int first = 0;
+    char refused[2][1024] = {"", ""};
+    for (int k = 0; k < 2; k++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s/%s", dir, names[k]);
+        ordo_paramfile_t *pf = NULL;
+        int rc = ordo_paramfile_read(p, &pf);
+        if (!rc) {
+            int64_t it = pf->iteration;
+            ordo_paramfile_destroy(&pf);
+            if (k > 0)
+                ORDO_WARN("resume: %s refused (%s); using the previous checkpoint %s, after %lld "
+                          "updates", names[0], refused[0], p, (long long)it);
+            if (snprintf(path, size, "%s", p) >= (int)size)
+                return ordo_error_set(ORDO_ERR_INVAL, "%s: path too long", p);
+            *iteration = it;
+            return 0;
+        }
+        if (k == 0) first = rc;
+        snprintf(refused[k], sizeof refused[k], "%s", ordo_error_text(rc));
+    }
+    if (first == ORDO_ERR_NOTFOUND && refused[1][0] && strstr(refused[1], "No such file"))
+        return ordo_error_set(ORDO_ERR_NOTFOUND, "%s", refused[0]);
+    return ordo_error_set(first == ORDO_ERR_NOTFOUND ? ORDO_ERR_FORMAT : first,
+                          "no whole checkpoint in %s: %s; %s", dir, refused[0], refused[1]);
 }

@@ -29,11 +29,9 @@ static int get_int(json_t *o, const char *name, long long lo, long long hi, long
     return 0;
 }
 
-int ordo_sparse_wire_plan(const char *plan_json, int servers, ordo_sparse_plan_t *out)
+int ordo_sparse_wire_plan_of(struct json_t *sp, int servers, ordo_sparse_plan_t *out)
 {
     memset(out, 0, sizeof *out);
-    json_t *root = plan_json ? json_loads(plan_json, 0, NULL) : NULL;
-    json_t *sp = root ? json_object_get(root, "sparse") : NULL;
     int rc = 0;
     long long n = 0, k = 0, nbins = 0, tp = 0, rp = 0;
     if (!json_is_object(sp)) {
@@ -80,8 +78,26 @@ int ordo_sparse_wire_plan(const char *plan_json, int servers, ordo_sparse_plan_t
     out->servers = servers;
 done:
     if (rc) ordo_sparse_wire_plan_fini(out);
+    return rc;
+}
+
+int ordo_sparse_wire_plan(const char *plan_json, int servers, ordo_sparse_plan_t *out)
+{
+    json_t *root = plan_json ? json_loads(plan_json, 0, NULL) : NULL;
+    int rc = ordo_sparse_wire_plan_of(json_object_get(root, "sparse"), servers, out);
     json_decref(root);
     return rc;
+}
+
+int ordo_sparse_wire_plan_copy(const ordo_sparse_plan_t *src, ordo_sparse_plan_t *dst)
+{
+    size_t bytes = sizeof *src->bounds * ((size_t)src->servers + 1);
+    uint32_t *bounds = malloc(bytes);
+    if (!bounds) return ORDO_ERR_NOMEM;
+    memcpy(bounds, src->bounds, bytes);
+    *dst = *src;
+    dst->bounds = bounds;
+    return 0;
 }
 
 void ordo_sparse_wire_plan_fini(ordo_sparse_plan_t *p)

@@ -1,5 +1,5 @@
 /* sparse_wire: what the scheduler, servers and workers agree on in sparse push mode
- * ([push] mode = sparse, docs/sparse.md §8): the plan's "sparse" member (the flat index
+ * ([push] mode = sparse, docs/sparse-live.md): the plan's "sparse" member (the flat index
  * space of the model, k, the periods and the first region boundaries) and the messages of
  * the sparse protocol. Every sparse message has header key ORDO_SPARSE_KEY, which no model
  * parameter has, so the daemons route them apart from dense traffic:
@@ -58,6 +58,15 @@ typedef struct ordo_sparse_plan {
  * when the plan has no sparse member (dense or merged mode); ORDO_ERR_PROTO with a detail
  * naming the member when it is malformed. */
 int ordo_sparse_wire_plan(const char *plan_json, int servers, ordo_sparse_plan_t *out);
+
+/* ordo_sparse_wire_plan_of is ordo_sparse_wire_plan on the "sparse" member itself (a jansson
+ * json_t; NULL or not an object: ORDO_ERR_NOTFOUND). */
+struct json_t;
+int ordo_sparse_wire_plan_of(struct json_t *sparse, int servers, ordo_sparse_plan_t *out);
+
+/* ordo_sparse_wire_plan_copy fills *dst with a copy of src (its own bounds; the caller calls
+ * ordo_sparse_wire_plan_fini on it). */
+int ordo_sparse_wire_plan_copy(const ordo_sparse_plan_t *src, ordo_sparse_plan_t *dst);
 
 /* ordo_sparse_wire_plan_fini frees what ordo_sparse_wire_plan filled; NULL-safe. */
 void ordo_sparse_wire_plan_fini(ordo_sparse_plan_t *p);

@@ -1,6 +1,6 @@
 /* step: a model of one steady-state training step (forward, backward, gradient pushes, the
  * servers' answers and the next forward pass) under a priority order, with tensors cut into
- * slices and a credit on each worker's push queue (docs/ordering.md, "The training step").
+ * slices and a credit on each worker's push queue (docs/ordering-live.md, "The training step").
  * W identical workers run in step; each server's egress link carries every worker's copy of
  * an answer, greedily by priority; each worker's egress link carries its pushes, handed to
  * the link smallest priority first while less than the credit is ahead on it. It also gives

@@ -24,7 +24,11 @@
  * chaos experiment matches it with the times of its kills) */
 void ordo__sched_record(sched_t *s, const char *event, const member_t *m, int64_t iter)
 {
-    if (!strcmp(event, "death") || !strcmp(event, "shrink")) ordo__sched_batches_dead(s, m);
+    int64_t generation = ordo__sched_generation_next(s); /* every change starts one */
+    if (!strcmp(event, "death") || !strcmp(event, "shrink")) {
+        ordo__sched_batches_dead(s, m);
+        ordo__sched_fence(s, m, iter, generation); /* a late return of it is refused */
+    }
     if (!s->members_log) {
         char path[sizeof s->run_dir + 32];
         snprintf(path, sizeof path, "%s/membership.jsonl", s->run_dir);
@@ -36,8 +40,10 @@ void ordo__sched_record(sched_t *s, const char *event, const member_t *m, int64_
     struct timeval tv;
     gettimeofday(&tv, NULL);
     fprintf(s->members_log,
-            "{\"event\":\"%s\",\"worker\":%d,\"pid\":%d,\"iter\":%lld,\"time_s\":%.6f}\n", event,
-            m->rank, m->pid, (long long)iter, (double)tv.tv_sec + tv.tv_usec / 1e6);
+            "{\"event\":\"%s\",\"worker\":%d,\"pid\":%d,\"iter\":%lld,\"time_s\":%.6f,"
+            "\"generation\":%lld}\n",
+            event, m->rank, m->pid, (long long)iter, (double)tv.tv_sec + tv.tv_usec / 1e6,
+            (long long)generation);
     fflush(s->members_log);
 }
 

@@ -1,4 +1,4 @@
-/* replan: the scheduler's side of a collective re-plan (ordo_replan, docs/ordering.md). Every
+/* replan: the scheduler's side of a collective re-plan (ordo_replan, docs/ordering-live.md). Every
  * worker sends REPLAN at the same point of its run, with nothing in flight; worker 0's
  * carries an ordo-model/1 profile of the tensors. Once all are in, the coordinator plans
  * exactly as the scheduler does at start-up ([order] policy over the profile, the key map

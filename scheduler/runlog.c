@@ -3,6 +3,7 @@
  * distributions, sums for the means, and a window of the iterations still being reported
  * for the straggler effect. metrics.jsonl is the whole record. */
 #include "scheduler/runlog.h"
+#include "common/durable.h"
 #include "common/error.h"
 #include "common/histo.h"
 #include "common/log.h"
@@ -420,9 +421,13 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
     }
     char path[ORDO_CONF_PATH + 32];
     snprintf(path, sizeof path, "%s/summary.json", r->dir);
-    int rc = 0;
-    if (json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
-        rc = ordo_error_set(ORDO_ERR_IO, "cannot write %s", path);
+    /* durably: a full disk leaves no half-written summary (common/durable.h) */
+    ordo__durable_t *d;
+    int rc = ordo__durable_open(path, &d);
+    if (!rc) {
+        (void)json_dumpf(root, ordo__durable_file(d), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        rc = ordo__durable_commit(&d, false, NULL); /* reports a failed write, naming path */
+    }
     if (text) *text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(root);
     return rc;

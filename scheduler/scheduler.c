@@ -706,6 +706,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
 {
     const msg_row_t *row = m->hdr.type < ORDO_MSG_TYPE_MAX ? &handlers[m->hdr.type] : NULL;
     if (row && row->anyone) return row->fn(s, NULL, m);
+    if (ordo__sched_fence_refuse(s, m)) return 0; /* a worker declared dead that came back */
     int kept = ordo__sched_restart_stash(s, m); /* while a restarted run is rebuilt */
     if (kept >= 0 || kept == ORDO_ERR_ABORT) return kept;
     member_t *mb = find_member(s, m);
@@ -904,6 +905,7 @@ void ordo_scheduler_destroy(ordo_scheduler_t **p)
     if (s->have_bcast_data) ordo_msg_close(&s->bcast_data);
     ordo_replan_destroy(&s->replan);
     if (s->members_log) fclose(s->members_log);
+    ordo__sched_fence_destroy(s);
     free(s->members);
     free(s->summary);
     free(s);

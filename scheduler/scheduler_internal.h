@@ -101,6 +101,7 @@ struct ordo_scheduler {
     char intra_run[64];       /* the run's id in its host groups' plan (taken over) */
     int n_refused;            /* members refused since */
     int (*rebuild_handle)(struct ordo_scheduler *, ordo_msg_t *); /* replays the stash */
+    struct ordo__sched_fence *fence;     /* fenced processes and the generation (fence.c) */
 };
 
 typedef ordo_scheduler_t sched_t;
@@ -153,6 +154,22 @@ int ordo__sched_plan_declared(sched_t *s);
 
 /* ordo__sched_member_name writes m's role, rank, pid and endpoint into buf and returns it. */
 const char *ordo__sched_member_name(const member_t *m, char *buf, size_t size);
+
+/* ordo__sched_generation_next starts a new membership generation and returns its number
+ * (1, 2, ...; fence.c). */
+int64_t ordo__sched_generation_next(sched_t *s);
+
+/* ordo__sched_fence fences the process of member m, a worker declared dead at iteration iter
+ * in membership generation `generation`: its connections are remembered and the servers
+ * told. Call before m takes a new process (ordo__sched_member_fresh). */
+void ordo__sched_fence(sched_t *s, const member_t *m, int64_t iter, int64_t generation);
+
+/* ordo__sched_fence_refuse answers message m with ABORT ("fenced: ...") and returns true when
+ * it comes from a fenced process; the caller then drops it. */
+bool ordo__sched_fence_refuse(sched_t *s, const ordo_msg_t *m);
+
+/* ordo__sched_fence_destroy frees the fencing state. */
+void ordo__sched_fence_destroy(sched_t *s);
 
 /* ordo__sched_msg_to initialises *m as a message of type from the scheduler to the node rid
  * (its socket, routing id and header); the caller adds fields and frames and sends it. */

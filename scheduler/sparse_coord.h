@@ -1,4 +1,4 @@
-/* sparse_coord: the scheduler's part of sparse pushes while a run goes (docs/sparse.md §8).
+/* sparse_coord: the scheduler's part of sparse pushes while a run goes (docs/sparse-live.md).
  * It gathers the servers' magnitude histograms of an iteration whose global threshold is due
  * and answers every server with one threshold, so that the servers' selections add up to
  * about k; and it gathers the workers' position histograms every repartition_period

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """check-docs: every relative link in README.md and docs/**/*.md resolves, and reference pages
-stay short.
+stay short and undated.
 
 For each markdown link or image `[text](target)` whose target is not a URL, the file it names
 (relative to the page) must exist; a `#anchor` on a markdown target must match one of that
-page's headings (GitHub's slugs). Reference pages (docs/*.md outside docs/results/) must not
-exceed MAX_LINES lines; dated result pages under docs/results/ may. Prints one line per
-problem as FILE:LINE: reason and exits 1 if there is any; `--root DIR` checks another tree
-(the self-test uses it).
+page's headings (GitHub's slugs). Reference pages (docs/**/*.md outside docs/results/) must
+not exceed MAX_LINES lines, and say how, not when: a date (YYYY-MM-DD), a time of day in UTC,
+a load average or a commit hash (7 to 40 hex digits, at least one a letter and one a digit)
+in one is refused; measured, dated runs go in docs/results/. Link targets are not read for
+this (a link to a dated entry's #anchor is fine). A legitimate occurrence, such as a format
+example, is allowed by ALLOW on the same line or on the line before; on the line before a
+code fence it allows the whole fenced block. Prints one line per problem as FILE:LINE: reason
+and exits 1 if there is any; `--root DIR` checks another tree (the self-test uses it).
 """
 import os
 import re
@@ -16,6 +20,14 @@ import sys
 MAX_LINES = 520
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 FENCE = re.compile(r"^\s*```")
+ALLOW = "<!-- check-docs: allow -->"
+DATED = [
+    ("a date", re.compile(r"\b\d{4}-[01]\d-[0-3]\d\b")),
+    ("a time of day", re.compile(r"\b[0-2]?\d:[0-5]\d(?::[0-5]\d)?\s*UTC\b")),
+    ("a load average", re.compile(r"\bload\s+(?:average|avg)\b|\bloadavg\b", re.IGNORECASE)),
+    ("a commit hash", re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")),
+]
+LINK_TARGET = re.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
 
 
 def slug(heading):
@@ -55,6 +67,28 @@ def pages(root):
     return sorted(found)
 
 
+def dated(page, lines):
+    """Problems for dates, times of day, load averages and commit hashes in a reference page."""
+    problems = []
+    in_fence = False
+    fence_allowed = False
+    for i, line in enumerate(lines, 1):
+        allowed = ALLOW in line or (i > 1 and ALLOW in lines[i - 2])
+        if FENCE.match(line):
+            in_fence = not in_fence
+            fence_allowed = in_fence and allowed
+            continue
+        if allowed or (in_fence and fence_allowed):
+            continue
+        text = LINK_TARGET.sub("]()", line)
+        for what, pattern in DATED:
+            m = pattern.search(text)
+            if m:
+                problems.append(f"{page}:{i}: {what} ('{m.group(0)}') in a reference page: "
+                                f"dated runs go in docs/results/ (a format example: {ALLOW})")
+    return problems
+
+
 def check(root):
     problems = []
     cache = {}
@@ -67,6 +101,8 @@ def check(root):
         if page.startswith("docs" + os.sep) and not is_results and n > MAX_LINES:
             problems.append(f"{page}:{n}: {n} lines, more than {MAX_LINES} for a reference page "
                             "(move measured results to docs/results/)")
+        if page.startswith("docs" + os.sep) and not is_results:
+            problems.extend(dated(page, lines))
         in_fence = False
         for i, line in enumerate(lines, 1):
             if FENCE.match(line):

@@ -14,6 +14,13 @@ its own folder. The public headers (include/ordo/) may include only each other a
 headers: they are all a program outside the tree sees. Tests, examples and the Python
 package are outside the rule.
 
+A consistency model ([sync]: bsp, bsp with backup workers, ssp, asp) is one table of
+operations in server/consistency/ (server/consistency/model.h), and its rows are all the rest of
+server/ knows of it: code in server/ outside server/consistency/ that tests the mode (compares
+against an ORDO_SYNC_ constant or a sync_mode, tests backup workers by their count, or names a
+model's row, as in `model == &ordo__sync_asp`) is a violation too; it asks the model's table
+instead.
+
 Usage: check-layering.py [ROOT]   (ROOT: the repository, default: this script's parent's
 parent). Prints one line per violation, "path:line: reason", and exits 1 if there is any.
 """
@@ -30,6 +37,26 @@ ROLE = 4
 PUBLIC_ONLY = {"worker": "client"}
 SOURCES = (".c", ".h", ".cu")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+# a test of the consistency mode: a comparison with an ORDO_SYNC_ constant or a sync_mode, a
+# case of one, backup workers told by their count, or a model's own row or helper named (only
+# the table's type and its lookup, ordo__sync_model(_t) and ordo__sync_model_of, are for all)
+MODE_TEST = re.compile(r"(==|!=|<=?|>=?)\s*ORDO_SYNC_\w+|\bORDO_SYNC_\w+\s*(==|!=|<=?|>=?)"
+                       r"|\bcase\s+ORDO_SYNC_|\bsync_mode\b\s*(\([^)]*\))?\s*(==|!=)"
+                       r"|\bbackup\s*(>|!=|==)\s*0|\bordo__sync_(?!model\b|model_t\b|model_of\b)\w+")
+MODELS = ("server", "consistency")
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def mode_tests_of(root: Path, path: Path) -> list[str]:
+    """mode_tests_of returns the tests of the consistency mode in a server/ file outside
+    server/consistency/, comments left out."""
+    rel = path.relative_to(root)
+    if rel.parts[0] != "server" or rel.parts[:2] == MODELS:
+        return []
+    code = COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), path.read_text(errors="replace"))
+    return [f"{rel}:{no}: a test of the consistency mode ({m.group(0).strip()}) outside "
+            "server/consistency/: ask the model's table (server/consistency/model.h)"
+            for no, line in enumerate(code.splitlines(), 1) if (m := MODE_TEST.search(line))]
 
 
 def violations_of(root: Path, path: Path) -> list[str]:
@@ -87,7 +114,7 @@ def main(argv: list[str]) -> int:
         for path in sorted(base.rglob("*")):
             if path.suffix in SOURCES and path.is_file():
                 checked += 1
-                found += violations_of(root, path)
+                found += violations_of(root, path) + mode_tests_of(root, path)
     for line in found:
         print(line)
     print(f"check-layering: {checked} files, {len(found)} violations")

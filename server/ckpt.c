@@ -1,5 +1,6 @@
 /* ckpt: the servers' momentum in checkpoints, and restoring it. */
 #include "server/ckpt.h"
+#include "common/durable.h"
 #include "common/error.h"
 #include "common/le.h"
 #include "common/log.h"
@@ -113,12 +114,13 @@ static void file_name(char *buf, size_t size, const char *dir, int rank, const c
  * as .prev.bin */
 static int write_gen(ordo_srv_ckpt_t *c, const gen_t *g)
 {
-    char path[4200], tmp[4210], prev[4210];
+    char path[4200], prev[4210];
     file_name(path, sizeof path, c->dir, c->rank, "");
     file_name(prev, sizeof prev, c->dir, c->rank, ".prev");
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    ordo__durable_t *d;
+    int rc = ordo__durable_open(path, &d);
+    if (rc) return rc;
+    FILE *f = ordo__durable_file(d);
     unsigned char h[HEADER_BYTES];
     memcpy(h, ORDO_CKPT_MAGIC, 8);
     ordo_put_le(h + 8, (uint64_t)c->rank, 4);
@@ -133,14 +135,9 @@ static int write_gen(ordo_srv_ckpt_t *c, const gen_t *g)
         ordo_put_le(e + 8, (uint64_t)sl->numel, 8);
         bad = fwrite(e, 1, sizeof e, f) != sizeof e;
     }
-    if (!bad) bad = ordo_fwrite_floats_le(f, g->data, c->total) != 0;
-    if (fclose(f) != 0) bad = 1;
-    if (!bad) (void)rename(path, prev); /* the first checkpoint has no predecessor */
-    if (bad || rename(tmp, path) != 0) {
-        int rc = ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-        remove(tmp);
-        return rc;
-    }
+    if (!bad) (void)ordo_fwrite_floats_le(f, g->data, c->total);
+    /* a failed write left the stream's error set: the commit reports it, naming path */
+    if ((rc = ordo__durable_commit(&d, true, prev)) != 0) return rc;
     ORDO_INFO("checkpoint: %s (momentum) after %lld updates", path, (long long)g->iter);
     return 0;
 }
@@ -162,7 +159,9 @@ void ordo_srv_ckpt_updated(ordo_srv_ckpt_t *c, int slice)
     g->copied[j] = iter;
     if (--g->left > 0) return;
     int rc = write_gen(c, g);
-    if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
+    if (rc)
+        ORDO_ERROR("checkpoint after %lld updates: %s; the previous checkpoint is kept",
+                   (long long)iter, ordo_error_text(rc));
 }
 
 /* ---- resuming ------------------------------------------------------------------------ */
@@ -219,6 +218,10 @@ static int gather(ordo_store_t *st, const ordo_keys_t *keys, int rank, const cha
         int r = (rank + k / 2) % keys->n_servers;
         char path[4200];
         file_name(path, sizeof path, dir, r, k % 2 ? ".prev" : "");
+        size_t body;
+        int ck = ordo__durable_check_file(path, &body); /* a corrupt file gives nothing */
+        if (ck && ck != ORDO_ERR_NOTFOUND) ORDO_WARN("resume: %s refused", ordo_error_text(ck));
+        if (ck) continue;
         FILE *f = fopen(path, "rb");
         if (!f) continue;
         unsigned char h[HEADER_BYTES];
@@ -280,6 +283,45 @@ static int gather(ordo_store_t *st, const ordo_keys_t *keys, int rank, const cha
     return rc;
 }
 
+/* load one file's momentum when it holds the state after `iteration` updates: 0 loaded, 1 a
+ * whole file of another iteration (*it), or the error naming the file and the check it failed
+ * (the checksum trailer, the header, the table, the momentum's size) */
+static int load_file(ordo_store_t *st, const ordo_keys_t *keys, int rank, const char *name,
+                     int64_t iteration, const int *slices, int n, int64_t total, int64_t *it)
+{
+    size_t body = 0;
+    int r = ordo__durable_check_file(name, &body);
+    if (r) return r;
+    FILE *f = fopen(name, "rb");
+    if (!f)
+        return ordo_error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO,
+                              "cannot read %s: %s", name, strerror(errno));
+    if ((r = read_head(f, name, rank, keys, slices, n, it)) != 0 || *it != iteration) {
+        fclose(f);
+        return r ? r : 1;
+    }
+    size_t want = (size_t)total * 4, head = HEADER_BYTES + (size_t)n * ENTRY_BYTES;
+    size_t got = body > head ? body - head : 0;
+    unsigned char *buf = malloc(want + 1);
+    if (!buf)
+        r = ORDO_ERR_NOMEM;
+    else if (got != want || fread(buf, 1, want, f) != want)
+        r = ordo_error_set(ORDO_ERR_FORMAT, "%s: %zu bytes of momentum, the table announces %zu%s",
+                           name, got, want, got > want ? " (trailing bytes)" : "");
+    int64_t at = 0;
+    for (int j = 0; !r && j < n; j++) {
+        int64_t numel = keys->slices[slices[j]].numel;
+        ordo_get_floats_le(ordo_store_momentum(st, slices[j]), buf + at * 4, numel);
+        at += numel;
+    }
+    free(buf);
+    fclose(f);
+    if (!r)
+        ORDO_INFO("resume: momentum of %d slices after %lld updates from %s", n,
+                  (long long)iteration, name);
+    return r;
+}
+
 int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, const char *dir,
                        int64_t iteration)
 {
@@ -299,55 +341,29 @@ int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, cons
     char path[4200], other[4200];
     file_name(path, sizeof path, dir, rank, "");
     file_name(other, sizeof other, dir, rank, ".prev");
-    int64_t found[2] = {-1, -1};
     const char *names[2] = {path, other};
-    rc = 0;
+    int64_t found[2] = {-1, -1};
+    int refused = 0;      /* the first file's fault, when it had one */
+    char why[1200] = ""; /* and its text */
     for (int k = 0; k < 2; k++) {
-        FILE *f = fopen(names[k], "rb");
-        if (!f) {
-            if (k == 0)
-                rc = ordo_error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO,
-                                    "cannot read %s: %s", path, strerror(errno));
-            continue;
-        }
-        int64_t it = -1;
-        int r = read_head(f, names[k], rank, keys, slices, n, &it);
-        if (!r) found[k] = it;
-        if (!r && it == iteration) {
-            unsigned char *buf = malloc((size_t)total * 4 + 1);
-            size_t got = buf ? fread(buf, 1, (size_t)total * 4 + 1, f) : 0;
-            if (!buf)
-                r = ORDO_ERR_NOMEM;
-            else if (got != (size_t)total * 4)
-                r = ordo_error_set(ORDO_ERR_FORMAT, "%s: %zu bytes of momentum, the table announces %lld%s",
-                                   names[k], got, (long long)total * 4,
-                                   got > (size_t)total * 4 ? " (trailing bytes)" : "");
-            int64_t at = 0;
-            for (int j = 0; !r && j < n; j++) {
-                int64_t numel = keys->slices[slices[j]].numel;
-                ordo_get_floats_le(ordo_store_momentum(st, slices[j]), buf + at * 4, numel);
-                at += numel;
-            }
-            free(buf);
-            fclose(f);
+        int r = load_file(st, keys, rank, names[k], iteration, slices, n, total, &found[k]);
+        if (r == 0) {
             free(slices);
-            if (!r)
-                ORDO_INFO("resume: momentum of %d slices after %lld updates from %s", n,
-                          (long long)iteration, names[k]);
-            return r;
+            return 0;
         }
-        fclose(f);
-        if (r) {
-            free(slices);
-            return r;
+        if (r == 1 || (r == ORDO_ERR_NOTFOUND && k == 1)) continue;
+        if (!refused) {
+            refused = r;
+            snprintf(why, sizeof why, "%s", ordo_error_text(r));
         }
+        if (r != ORDO_ERR_NOTFOUND) ORDO_WARN("resume: %s refused", ordo_error_text(r));
     }
     free(slices);
-    if (rc) return rc;
+    if (refused && found[1] < 0) return ordo_error_set(refused, "%s", why);
     return ordo_error_set(ORDO_ERR_FORMAT,
-                          "%s holds the momentum after %lld updates%s, checkpoint.bin the values "
-                          "after %lld: the run stopped between the two; no consistent state to "
-                          "resume from",
+                          "%s holds the momentum after %lld updates%s%s%s, checkpoint.bin the "
+                          "values after %lld: the run stopped between the two, or a file is not "
+                          "whole; no consistent state to resume from",
                           path, (long long)found[0], found[1] >= 0 ? " (and .prev.bin another)" : "",
-                          (long long)iteration);
+                          refused ? "; " : "", why, (long long)iteration);
 }

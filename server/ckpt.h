@@ -11,7 +11,8 @@
  *   int64      iteration: how many updates the momentum has seen
  *   n entries  uint32 key, uint32 chunk, uint64 numel (the key map's slices of this server,
  *              in key-map order)
- *   then each slice's numel float32 momentum values, and nothing after.
+ *   then each slice's numel float32 momentum values, and nothing after but the checksum
+ *   trailer of common/durable.h (written durably; a file without it is read too).
  * Without momentum ([optimizer] momentum = 0) there is nothing to save and no file. */
 #ifndef ORDO_CKPT_H
 #define ORDO_CKPT_H
@@ -42,7 +43,8 @@ void ordo_srv_ckpt_destroy(ordo_srv_ckpt_t **c);
 /* ordo_srv_ckpt_load restores the momentum of server `rank` from dir's
  * checkpoint-server-R.bin (or .prev.bin) holding the state after `iteration` updates. Fails
  * with ORDO_ERR_NOTFOUND or ORDO_ERR_FORMAT, the detail naming the file and the fault (another
- * server's or key map's file, another iteration, truncation). A store without momentum
+ * server's or key map's file, another iteration, truncation, a checksum mismatch; a damaged
+ * file is refused and the other one tried). A store without momentum
  * needs no file. With replicas (keys->replicas > 1) each slice is taken from whichever
  * server's file (this one's first) holds it after `iteration` updates. */
 int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, const char *dir,

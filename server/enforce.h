@@ -22,8 +22,8 @@
  * serial share (ordo_enforce_set_share) the worker with the most bytes handed over in its
  * iteration goes first instead: workers are served one after another, and the first served
  * start computing while the link still sends to the others.
- * Normalized priority (docs/ordering.md, "In the live system"): the number of this server's slices with a strictly
- * smaller plan priority. */
+ * Normalized priority (docs/ordering-live.md, "In the live system"): the number of this
+ * server's slices with a strictly smaller plan priority. */
 #ifndef ORDO_ENFORCE_H
 #define ORDO_ENFORCE_H
 

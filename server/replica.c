@@ -4,6 +4,7 @@
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/transport.h"
+#include "server/consistency/model.h"
 #include "server/server_internal.h"
 
 #include <jansson.h>
@@ -31,15 +32,15 @@ typedef struct {
     int64_t iter;
     int *slices, n;
     ordo_msg_t msg;
-} group_ack_t;
+} merged_ack_t;
 
 struct ordo_replica {
     int n_servers, n_slices;
     int *peer_sock;      /* per server rank: the connection to its data port (-1: self) */
     int64_t *acked;      /* per slice and server: the newest version that backup holds */
     ack_list_t *acks;    /* per slice: push acknowledgements waiting for the backups */
-    group_ack_t *gacks;  /* merged pushes' acknowledgements waiting for the backups */
-    int n_gacks, cap_gacks;
+    merged_ack_t *macks; /* merged pushes' acknowledgements waiting for the backups */
+    int n_macks, cap_macks;
     ordo_msg_t *parked;  /* workers' messages for slices not (yet) ours */
     int n_parked, cap_parked;
     size_t parked_bytes; /* their payloads */
@@ -92,11 +93,11 @@ void ordo_replica_destroy(ordo_replica_t **rp)
             ordo_msg_close(&r->acks[i].a[j].msg);
         free(r->acks[i].a);
     }
-    for (int i = 0; i < r->n_gacks; i++) {
-        ordo_msg_close(&r->gacks[i].msg);
-        free(r->gacks[i].slices);
+    for (int i = 0; i < r->n_macks; i++) {
+        ordo_msg_close(&r->macks[i].msg);
+        free(r->macks[i].slices);
     }
-    free(r->gacks);
+    free(r->macks);
     for (int i = 0; i < r->n_parked; i++)
         ordo_msg_close(&r->parked[i]);
     free(r->parked);
@@ -235,7 +236,7 @@ static void flush_acks(ordo_server_t *s, int slice)
 }
 
 /* every slice of a merged push holds the update of iteration iter + 1 on every live backup */
-static bool group_visible(const ordo_server_t *s, const group_ack_t *g)
+static bool merged_visible(const ordo_server_t *s, const merged_ack_t *g)
 {
     for (int i = 0; i < g->n; i++)
         if (!ordo_replica_visible(s, g->slices[i], g->iter + 1)) return false; /* bsp only */
@@ -243,45 +244,45 @@ static bool group_visible(const ordo_server_t *s, const group_ack_t *g)
 }
 
 /* send the merged pushes' acknowledgements whose updates every live backup holds */
-static void flush_group_acks(ordo_server_t *s)
+static void flush_merged_acks(ordo_server_t *s)
 {
     ordo_replica_t *r = s->repl;
     int keep = 0;
-    for (int i = 0; i < r->n_gacks; i++) {
-        if (group_visible(s, &r->gacks[i])) {
-            ordo_transport_send(s->node.tp, &r->gacks[i].msg);
-            free(r->gacks[i].slices);
+    for (int i = 0; i < r->n_macks; i++) {
+        if (merged_visible(s, &r->macks[i])) {
+            ordo_transport_send(s->node.tp, &r->macks[i].msg);
+            free(r->macks[i].slices);
         } else {
-            r->gacks[keep++] = r->gacks[i];
+            r->macks[keep++] = r->macks[i];
         }
     }
-    r->n_gacks = keep;
+    r->n_macks = keep;
 }
 
-void ordo_replica_ack_group(ordo_server_t *s, int *slices, int n, int64_t iter, ordo_msg_t *ack)
+void ordo_replica_ack_merged(ordo_server_t *s, int *slices, int n, int64_t iter, ordo_msg_t *ack)
 {
     ordo_replica_t *r = s->repl;
-    group_ack_t g = {.iter = iter, .slices = slices, .n = n};
-    if (group_visible(s, &g)) {
+    merged_ack_t g = {.iter = iter, .slices = slices, .n = n};
+    if (merged_visible(s, &g)) {
         ordo_transport_send(s->node.tp, ack);
         free(slices);
         return;
     }
-    if (r->n_gacks == r->cap_gacks) {
-        int cap = r->cap_gacks ? r->cap_gacks * 2 : 8;
-        group_ack_t *p = realloc(r->gacks, sizeof *p * (size_t)cap);
+    if (r->n_macks == r->cap_macks) {
+        int cap = r->cap_macks ? r->cap_macks * 2 : 8;
+        merged_ack_t *p = realloc(r->macks, sizeof *p * (size_t)cap);
         if (!p) {
             ORDO_ERROR("out of memory keeping a merged push's acknowledgement");
             ordo_msg_close(ack);
             free(slices);
             return;
         }
-        r->gacks = p;
-        r->cap_gacks = cap;
+        r->macks = p;
+        r->cap_macks = cap;
     }
     ordo_msg_init(&g.msg, ORDO_MSG_PUSH_ACK);
     ordo_msg_move(&g.msg, ack);
-    r->gacks[r->n_gacks++] = g;
+    r->macks[r->n_macks++] = g;
 }
 
 void ordo_replica_ack(ordo_server_t *s, int slice, int64_t need, ordo_msg_t *ack)
@@ -397,7 +398,7 @@ static void on_state(ordo_server_t *s, ordo_msg_t *m)
     /* frames: the value, the momentum when the slice has one, the push clocks under asp */
     size_t len = 0, mlen = 0, clen = 0;
     bool has_mom = ordo_store_momentum(s->store, slice) != NULL;
-    bool has_clocks = ordo_store_sync_mode(s->store) == ORDO_SYNC_ASP;
+    bool has_clocks = ordo__store_model(s->store)->clocks;
     int want = 1 + has_mom + has_clocks;
     const void *value = ordo_msg_data(m, 0, &len);
     const void *mom = has_mom ? ordo_msg_data(m, 1, &mlen) : NULL;
@@ -434,7 +435,7 @@ static void on_state_ack(ordo_server_t *s, ordo_msg_t *m)
     if (k->slices[slice].server != s->node.rank) return;
     ordo__server_wake(s, slice);
     flush_acks(s, slice);
-    flush_group_acks(s);
+    flush_merged_acks(s);
 }
 
 void ordo_replica_on_server_msg(ordo_server_t *s, ordo_msg_t *m)
@@ -524,13 +525,13 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
                 *acked(r, i, b) = -1;
             /* ssp: the backups hold the pushes of later iterations too, which a state would
              * drop; they get the re-sent pushes this server forwards instead */
-            if (ordo_store_seq(s->store, i) >= 0 && ordo_store_sync_mode(s->store) != ORDO_SYNC_SSP)
+            if (ordo_store_seq(s->store, i) >= 0 && !ordo__store_model(s->store)->forwards_pushes)
                 ordo_replica_updated(s, i);
         }
         ordo__server_wake(s, i); /* a dead backup no longer holds anything back */
         flush_acks(s, i);
     }
-    flush_group_acks(s);
+    flush_merged_acks(s);
     free(was);
     if (joined >= 0)
         ORDO_WARN("KEYMAP %s: server %d joined; sent it the state of the %d slices it backs up "
@@ -551,3 +552,81 @@ int ordo_replica_on_keymap(ordo_server_t *s, ordo_msg_t *m)
     free(parked);
     return 0;
 }
+
+/* ---- the data handlers' hooks (server/replica.h) --------------------------------------- */
+
+static bool pb_park(ordo_server_t *s, ordo_msg_t *m, int slice)
+{
+    if (!ordo_store_owns(s->store, slice) || s->node.keys->slices[slice].server == s->node.rank)
+        return false;
+    int rc = ordo_replica_park(s, m);
+    if (rc) ordo__server_refuse(s, m, ordo_error_text(rc));
+    return true;
+}
+
+static bool pb_resent(ordo_server_t *s, ordo_msg_t *m, int slice, int worker)
+{
+    /* backup workers: a push of an iteration already applied was either in the update or left
+     * out as late, which the dead primary alone knew; either way the iteration is done
+     * without it, so it is answered as a late push (the store's path), with how far the slice
+     * got */
+    const ordo__sync_model_t *model = ordo__store_model(s->store);
+    if (model->late_resends && m->hdr.iter < ordo_store_version(s->store, slice)) return false;
+    if (!ordo_store_pushed(s->store, slice, worker, m->hdr.iter)) return false;
+    ordo_replica_count_duplicate(s->repl);
+    ORDO_DEBUG("re-sent push of key %u chunk %u iteration %lld from worker %d: already in",
+               m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter, m->hdr.rank);
+    size_t len = 0;
+    const void *data = ordo_msg_data(m, 0, &len);
+    if (model->forwards_pushes && data) /* a backup may miss it */
+        ordo_replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,
+                             ordo_store_seq(s->store, slice));
+    return true;
+}
+
+static bool pb_has(const ordo_server_t *s, int slice, int worker, int64_t iter)
+{
+    return ordo_store_pushed(s->store, slice, worker, iter);
+}
+
+static bool pb_forward(ordo_server_t *s, ordo_msg_t *m, int slice, int worker)
+{
+    if (!ordo__store_model(s->store)->forwards_pushes) return false;
+    size_t len = 0;
+    const void *data = ordo_msg_data(m, 0, &len);
+    if (ordo_store_check_push(s->store, slice, worker, m->hdr.iter, len) == 0)
+        ordo_replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,
+                             ordo_store_seq(s->store, slice) + 1);
+    return true;
+}
+
+static void pb_ack_push(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack)
+{
+    /* the update count every live backup must hold first: the consistency model's */
+    ordo_replica_ack(s, slice, ordo__store_model(s->store)->push_need(s->store, slice, iter), ack);
+}
+
+static void pb_ack_merged(ordo_server_t *s, int n, int64_t iter, ordo_msg_t *ack)
+{
+    int *ids = malloc(sizeof *ids * (size_t)n);
+    for (int i = 0; ids && i < n; i++)
+        ids[i] = ordo__merged_slice(s->merged, i);
+    if (ids)
+        ordo_replica_ack_merged(s, ids, n, iter, ack);
+    else
+        ORDO_ERROR("out of memory keeping a merged push's acknowledgement");
+    ordo_msg_close(ack);
+}
+
+const ordo__replication_t ordo__replication_primary_backup = {
+    .name = "primary-backup",
+    .on_server_msg = ordo_replica_on_server_msg,
+    .park = pb_park,
+    .resent = pb_resent,
+    .has = pb_has,
+    .forward = pb_forward,
+    .updated = ordo_replica_updated,
+    .visible = ordo_replica_visible,
+    .ack_push = pb_ack_push,
+    .ack_merged = pb_ack_merged,
+};

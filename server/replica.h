@@ -67,9 +67,9 @@ void ordo_replica_updated(ordo_server_t *s, int slice);
  * update count right after the push was applied). */
 void ordo_replica_ack(ordo_server_t *s, int slice, int64_t need, ordo_msg_t *ack);
 
-/* ordo_replica_ack_group sends ack (a PUSH_ACK of a merged push of iteration iter to the n
+/* ordo_replica_ack_merged sends ack (a PUSH_ACK of a merged push of iteration iter to the n
  * slices of slices, both moved out: slices is freed) once every slice's update is visible. */
-void ordo_replica_ack_group(ordo_server_t *s, int *slices, int n, int64_t iter, ordo_msg_t *ack);
+void ordo_replica_ack_merged(ordo_server_t *s, int *slices, int n, int64_t iter, ordo_msg_t *ack);
 
 /* ordo_replica_on_keymap applies the scheduler's KEYMAP: 0 to go on, ORDO_ERR_ABORT when it
  * names this server dead or is malformed. */
@@ -80,5 +80,39 @@ void ordo_replica_stats(const ordo_replica_t *r, uint64_t *sent, uint64_t *dupli
 
 /* ordo_replica_count_duplicate counts one re-sent push recognised as already in. */
 void ordo_replica_count_duplicate(ordo_replica_t *r);
+
+/* ---- the data handlers' hooks ---------------------------------------------------------- */
+
+/* How the server's data handlers (server_data.c) take part in replication: one table per way
+ * of replicating, chosen at start (s->replication), so that the handlers call hooks, not test
+ * for replicas. */
+typedef struct ordo__replication {
+    const char *name;
+    /* on_server_msg: a message another server sent on the data port */
+    void (*on_server_msg)(ordo_server_t *s, ordo_msg_t *m);
+    /* park: a worker's message m for slice, which this server holds as a backup only (the
+     * worker saw a KEYMAP first), is kept until ours (true: kept, or refused when too many) */
+    bool (*park)(ordo_server_t *s, ordo_msg_t *m, int slice);
+    /* resent: worker's push m of slice is in the store already (a re-send after a primary
+     * died); it is counted and passed on to backups that may miss it, the caller answers it */
+    bool (*resent)(ordo_server_t *s, ordo_msg_t *m, int slice, int worker);
+    /* has: worker's push of iter to slice is in already (a merged push's slice re-sent) */
+    bool (*has)(const ordo_server_t *s, int slice, int worker, int64_t iter);
+    /* forward: before the store takes push m of slice, the backups get it when they take
+     * pushes themselves (the consistency model's forwards_pushes); true then: no state
+     * follows the update */
+    bool (*forward)(ordo_server_t *s, ordo_msg_t *m, int slice, int worker);
+    /* updated: slice's value advanced or got its initial value */
+    void (*updated)(ordo_server_t *s, int slice);
+    /* visible: every live backup of slice holds update count need (ordo_store_seq) */
+    bool (*visible)(const ordo_server_t *s, int slice, int64_t need);
+    /* ack_push: sends ack (moved out) of a push of iter to slice once its update is visible */
+    void (*ack_push)(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack);
+    /* ack_merged: the same for a merged push of iter, whose n slices are the last split's */
+    void (*ack_merged)(ordo_server_t *s, int n, int64_t iter, ordo_msg_t *ack);
+} ordo__replication_t;
+
+/* no replicas ([fault] replicas = 1; replica_none.c) and primary-backup (replica.c) */
+extern const ordo__replication_t ordo__replication_none, ordo__replication_primary_backup;
 
 #endif

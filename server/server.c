@@ -9,8 +9,11 @@
 #include "common/node_rejoin.h"
 #include "common/transport.h"
 #include "core/paramfile.h"
+#include "core/plan.h"
 #include "server/replica.h"
+#include "server/consistency/model.h"
 #include "server/pull_codec.h"
+#include "server/fence.h"
 #include "server/server_internal.h"
 
 #include <jansson.h>
@@ -86,77 +89,60 @@ static void release(ordo_server_t *s)
 /* the update rules the workers declared ([model] trainer = declared): the plan's "updates"
  * holds per key null (the conf's [optimizer]) or {"kind": "sgd", lr, momentum, weight_decay}
  * or {"kind": "average"}; the scheduler checked them, a malformed one still fails here */
-static int setup_updates(ordo_server_t *s)
+static int setup_updates(ordo_server_t *s, const ordo__plan_t *plan)
 {
     const ordo_keys_t *k = s->node.keys;
-    json_t *plan = s->node.plan_json ? json_loads(s->node.plan_json, 0, NULL) : NULL;
-    json_t *up = json_object_get(plan, "updates");
+    const ordo__plan_update_t *up = plan->updates;
     int rc = 0, n_sgd = 0, n_avg = 0;
-    if (up && (!json_is_array(up) || (int)json_array_size(up) != k->n_keys))
-        rc = ordo_error_set(ORDO_ERR_PROTO, "plan: \"updates\" is not an array of %d rules",
-                            k->n_keys);
     for (int key = 0; !rc && up && key < k->n_keys; key++) {
-        json_t *u = json_array_get(up, (size_t)key);
-        if (json_is_null(u)) continue;
-        const char *kind = json_string_value(json_object_get(u, "kind"));
         ordo_optim_t opt = {0};
-        if (kind && !strcmp(kind, "average")) {
+        if (up[key].kind == ORDO__PLAN_UPDATE_CONF) continue;
+        if (up[key].kind == ORDO__PLAN_UPDATE_AVERAGE) {
             opt.average = 1;
             n_avg++;
-        } else if (kind && !strcmp(kind, "sgd")) {
-            opt.lr = (float)json_number_value(json_object_get(u, "lr"));
-            opt.momentum = (float)json_number_value(json_object_get(u, "momentum"));
-            opt.weight_decay = (float)json_number_value(json_object_get(u, "weight_decay"));
+        } else {
+            opt.lr = up[key].lr;
+            opt.momentum = up[key].momentum;
+            opt.weight_decay = up[key].weight_decay;
             if (!n_sgd) {
                 s->declared_sgd = opt;
                 s->has_declared_sgd = true;
             }
             n_sgd++;
-        } else {
-            rc = ordo_error_set(ORDO_ERR_PROTO, "plan: updates[%d]: unknown kind", key);
-            break;
         }
         rc = ordo_store_set_update(s->store, key, &opt);
     }
-    json_decref(plan);
     if (!rc && up)
         ORDO_INFO("declared update rules: %d sgd, %d average, %d the conf's", n_sgd, n_avg,
                   k->n_keys - n_sgd - n_avg);
     return rc;
 }
 
-/* plan priorities per slice (chunks share their key's priority), normalized for us, from
- * the plan's JSON text (NULL: none) */
-static int setup_enforcement(ordo_server_t *s, const char *plan_text)
+/* plan priorities per slice (chunks share their key's priority), normalized for us (a plan
+ * without priorities: fifo) */
+static int setup_enforcement(ordo_server_t *s, const ordo__plan_t *plan)
 {
     const ordo_keys_t *k = s->node.keys;
     int mode = ORDO_ENFORCE_MODE_FIFO, round = 0;
     int *norm = NULL, *srv = NULL;
-    json_t *plan = plan_text ? json_loads(plan_text, 0, NULL) : NULL;
-    json_t *pr = plan ? json_object_get(plan, "priorities") : NULL;
-    json_t *names = plan ? json_object_get(plan, "params") : NULL;
     for (int i = 0; i < k->n_slices; i++)
         round += k->slices[i].server == s->node.rank;
-    if (!s->names && json_is_array(names) && (int)json_array_size(names) == k->n_keys) {
+    if (!s->names && plan->params) {
         s->names = calloc((size_t)k->n_keys, sizeof *s->names);
-        for (int i = 0; s->names && i < k->n_keys; i++) {
-            const char *n = json_string_value(json_array_get(names, (size_t)i));
-            s->names[i] = n ? strdup(n) : NULL;
-        }
+        for (int i = 0; s->names && i < k->n_keys; i++)
+            s->names[i] = strdup(plan->params[i]);
     }
-    if (json_is_array(pr) && (int)json_array_size(pr) == k->n_keys) {
+    if (plan->priorities) {
         mode = ordo_conf_enforce_mode(&s->conf);
         s->prio = malloc(sizeof *s->prio * (size_t)k->n_slices);
         norm = malloc(sizeof *norm * (size_t)k->n_slices);
         srv = malloc(sizeof *srv * (size_t)k->n_slices);
         for (int i = 0; i < k->n_slices; i++) {
-            json_t *p = json_array_get(pr, k->slices[i].key);
-            s->prio[i] = json_is_integer(p) ? (int)json_integer_value(p) : 0;
+            s->prio[i] = plan->priorities[k->slices[i].key];
             srv[i] = k->slices[i].server;
         }
         ordo_enforce_normalize(s->prio, srv, k->n_slices, s->node.rank, norm);
     }
-    json_decref(plan);
     int rc = ordo_enforce_new(mode, s->node.n_workers, k->n_slices, norm, round, &s->enforce);
     if (!rc) rc = ordo_enforce_set_share(s->enforce, s->conf.share);
     free(norm);
@@ -177,9 +163,8 @@ static int setup_checkpoints(ordo_server_t *s)
     int64_t base = 0;
     int rc = 0;
     if (s->conf.resume[0]) {
-        char path[ORDO_CONF_PATH + 32];
-        snprintf(path, sizeof path, "%s/checkpoint.bin", s->conf.resume);
-        rc = ordo_paramfile_read_iteration(path, &base);
+        char path[ORDO_CONF_PATH + 32]; /* the one worker 0 resumes from too */
+        rc = ordo_paramfile_newest(s->conf.resume, path, sizeof path, &base);
         s->resume_base = base;
         if (!rc && !s->sparse)
             rc = ordo_srv_ckpt_load(s->store, s->node.keys, s->node.rank, s->conf.resume, base);
@@ -207,8 +192,7 @@ static void free_parts(ordo_server_t *s)
             free(s->names[i]);
     free(s->names);
     s->names = NULL;
-    free(s->probe_sum);
-    s->probe_sum = NULL;
+    ordo__probe_free(&s->probe);
     ordo_enforce_destroy(&s->enforce);
     if (s->waiting)
         for (int i = 0; i < s->node.keys->n_slices; i++)
@@ -217,21 +201,19 @@ static void free_parts(ordo_server_t *s)
     s->waiting = NULL;
     free(s->prio);
     s->prio = NULL;
-    ordo_groups_destroy(&s->groups);
+    ordo__merged_destroy(&s->merged);
     ordo_replica_destroy(&s->repl);
     ordo_sparse_srv_destroy(&s->sparse);
     ordo_srv_ckpt_destroy(&s->ckpt);
+    ordo__srv_fence_destroy(&s->fence);
     ordo_store_destroy(&s->store);
 }
 
 /* the plan's "intra" member (scheduler/runplan_intra.h): a group of local_size workers sums
  * its gradients before one of them pushes, so the store counts one pusher per group */
-static int intra_pushers(ordo_server_t *s)
+static int intra_pushers(ordo_server_t *s, const ordo__plan_t *plan)
 {
-    json_t *plan = s->node.plan_json ? json_loads(s->node.plan_json, 0, NULL) : NULL;
-    json_t *intra = json_object_get(plan, "intra");
-    int L = (int)json_integer_value(json_object_get(intra, "local_size"));
-    json_decref(plan);
+    int L = plan->has_intra ? plan->intra.local_size : 1;
     s->local_size = L > 1 && s->node.n_workers % L == 0 ? L : 1;
     if (s->local_size > 1)
         ORDO_INFO("intra groups of %d workers: %d pushers per slice", L, s->node.n_workers / L);
@@ -247,6 +229,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     s->node = *node; /* moved back on failure; the sparse side keeps &s->node */
     s->data_sock = data_sock;
     int rc, present = s->node.n_workers;
+    ordo__plan_t *plan = NULL;
     /* [fault] max_workers: room for the workers that may join (ordo-launch --add-worker) */
     if (ordo_conf_max_workers(conf) > present) s->node.n_workers = ordo_conf_max_workers(conf);
     ordo_optim_t opt = {.lr = (float)conf->lr,
@@ -255,13 +238,19 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     /* the mean is over the pushes an update takes: every worker (a host group pushes the sum
      * of its members'), W - backup with backup workers, and under asp each push is one
      * update scaled as one W-th of the mean */
-    int taken = s->node.n_workers - (conf->sync_mode == ORDO_SYNC_BSP ? conf->backup : 0);
+    const ordo__sync_model_t *model = ordo__sync_model_of(conf->sync_mode, conf->backup);
+    int taken = s->node.n_workers - (model && model->backup ? conf->backup : 0);
     float scale = conf->aggregate == ORDO_AGG_MEAN ? 1.0f / (float)taken : 1.0f;
     if ((rc = ordo__pull_codec_new(s->node.keys->n_slices, &s->pull_codec)) != 0) goto fail;
-    if ((rc = ordo_store_new(s->node.keys, s->node.rank, intra_pushers(s), &opt, scale,
+    /* the plan, read once (core/plan.h); its text goes once the server is made */
+    const char *text = s->node.plan_json;
+    rc = ordo__plan_parse(text, text ? strlen(text) : 0, s->node.keys->n_keys, s->node.n_servers,
+                          &plan);
+    if (rc) goto fail;
+    if ((rc = ordo_store_new(s->node.keys, s->node.rank, intra_pushers(s, plan), &opt, scale,
                              &s->store)) != 0)
         goto fail;
-    if ((rc = setup_updates(s)) != 0) goto fail;
+    if ((rc = setup_updates(s, plan)) != 0) goto fail;
     if ((rc = ordo_store_set_sync(s->store, conf->sync_mode, conf->staleness, conf->backup)) != 0)
         goto fail;
     /* the places of workers that may join stay empty until they do (a run that can grow has
@@ -273,7 +262,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
     if (conf->fault_worker == ORDO_FAULT_RESTART &&
         (rc = ordo_store_set_resend(s->store, true)) != 0)
         goto fail;
-    if ((rc = ordo_groups_new(s->node.keys, s->node.rank, &s->groups)) != 0) goto fail;
+    if ((rc = ordo__merged_new(s->node.keys, s->node.rank, &s->merged)) != 0) goto fail;
     /* sparse servers run one SGD: the workers' declared one (all the same, the scheduler
      * checked), else the conf's [optimizer] */
     ordo_conf_t sparse_conf = s->conf;
@@ -282,7 +271,7 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
         sparse_conf.momentum = s->declared_sgd.momentum;
         sparse_conf.weight_decay = s->declared_sgd.weight_decay;
     }
-    if ((rc = ordo_sparse_srv_new(&s->node, &sparse_conf, s->data_sock, &s->sparse)) != 0)
+    if ((rc = ordo_sparse_srv_new(&s->node, &sparse_conf, plan, s->data_sock, &s->sparse)) != 0)
         goto fail;
     if ((rc = setup_checkpoints(s)) != 0) goto fail;
     s->waiting = calloc((size_t)s->node.keys->n_slices, sizeof *s->waiting);
@@ -290,8 +279,9 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
         rc = ORDO_ERR_NOMEM;
         goto fail;
     }
-    if ((rc = setup_enforcement(s, s->node.plan_json)) != 0) goto fail;
+    if ((rc = setup_enforcement(s, plan)) != 0) goto fail;
     if ((rc = ordo_replica_new(s, &s->repl)) != 0) goto fail;
+    s->replication = s->repl ? &ordo__replication_primary_backup : &ordo__replication_none;
     if (conf->trace) {
         char name[64];
         snprintf(name, sizeof name, "server %d", s->node.rank);
@@ -299,10 +289,14 @@ int ordo_server_new(const ordo_conf_t *conf, ordo_node_t *node, int data_sock,
         ordo_trace_name_track(s->trace, 0, "released pull responses (on the link)");
         ordo_trace_name_track(s->trace, 1, "enforcement waits");
     }
+    ordo__plan_destroy(&plan);
+    free(s->node.plan_json);
+    s->node.plan_json = NULL;
     memset(node, 0, sizeof *node);
     *out = s;
     return 0;
 fail:
+    ordo__plan_destroy(&plan);
     free_parts(s);
     free(s);
     return rc;
@@ -324,9 +318,9 @@ void ordo_server_get_stats(const ordo_server_t *s, ordo_server_stats_t *out)
 {
     out->pushes = s->n_push;
     out->pulls = s->n_pull;
-    out->dropped = s->n_dropped;
+    out->dropped = s->n_refused;
     out->late = ordo_store_dropped(s->store);
-    out->probes = s->n_probe;
+    out->probes = s->probe.n;
     out->released = s->n_released;
     out->shard_bytes = (uint64_t)ordo_store_bytes(s->store);
 }
@@ -336,8 +330,8 @@ void ordo_server_get_stats(const ordo_server_t *s, ordo_server_stats_t *out)
 /* ", N calibration probes" for the shutdown line when there were any, else "" */
 static const char *probes_note(const ordo_server_t *s, char *buf, size_t size)
 {
-    if (!s->n_probe) return "";
-    snprintf(buf, size, ", %llu calibration probes", (unsigned long long)s->n_probe);
+    if (!s->probe.n) return "";
+    snprintf(buf, size, ", %llu calibration probes", (unsigned long long)s->probe.n);
     return buf;
 }
 
@@ -369,8 +363,9 @@ static int apply_replan(ordo_server_t *s, ordo_msg_t *m)
 {
     size_t len = 0;
     const char *d = ordo_msg_data(m, 0, &len);
-    char *text = d ? strndup(d, len) : NULL;
-    int rc = text ? 0 : ordo_error_set(ORDO_ERR_PROTO, "a REPLAN without a plan");
+    ordo__plan_t *plan = NULL;
+    int rc = d ? ordo__plan_parse(d, len, s->node.keys->n_keys, s->node.n_servers, &plan)
+               : ordo_error_set(ORDO_ERR_PROTO, "a REPLAN without a plan");
     if (!rc && ordo_enforce_pending(s->enforce))
         rc = ordo_error_set(ORDO_ERR_PROTO, "%d pull responses still held",
                             ordo_enforce_pending(s->enforce));
@@ -378,9 +373,9 @@ static int apply_replan(ordo_server_t *s, ordo_msg_t *m)
         ordo_enforce_destroy(&s->enforce);
         free(s->prio);
         s->prio = NULL;
-        rc = setup_enforcement(s, text);
+        rc = setup_enforcement(s, plan);
     }
-    free(text);
+    ordo__plan_destroy(&plan);
     ordo_msg_t ack;
     ordo_msg_init(&ack, ORDO_MSG_REPLAN);
     ack.hdr.dtype = ORDO_DTYPE_JSON;
@@ -407,6 +402,53 @@ static void log_dropped(ordo_server_t *s)
         len += snprintf(line + len, sizeof line - (size_t)len, "%s%s: %llu", i ? ", " : "",
                         reasons[i], (unsigned long long)counts[i]);
     if (n) ORDO_INFO("dropped messages by reason: %s", line);
+}
+
+/* at shutdown: the updates the store applied over its slices (the fencing test counts
+ * them) and the messages of fenced workers refused (server/fence.h) */
+static void log_updates(ordo_server_t *s)
+{
+    const ordo_keys_t *k = s->node.keys;
+    long long updates = 0;
+    int held = 0;
+    for (int i = 0; k && i < k->n_slices; i++)
+        if (ordo_store_owns(s->store, i)) {
+            updates += (long long)ordo_store_version(s->store, i);
+            held++;
+        }
+    ORDO_INFO("shutdown: %lld updates applied over %d slices, %llu messages of fenced workers "
+              "refused", updates, held, (unsigned long long)ordo__srv_fence_refused(s->fence));
+}
+
+/* ---- the scheduler's messages: one handler per type, found in ON_CTL; each returns 0 to go
+ * on, 1 to stop, ORDO_ERR_ABORT to abort ------------------------------------------------ */
+
+static int on_plan(ordo_server_t *s, ordo_msg_t *m)
+{
+    if (s->sparse) ordo_sparse_srv_on_ctl(s->sparse, m);
+    return 0;
+}
+
+static int on_shutdown(ordo_server_t *s, ordo_msg_t *m)
+{
+    char buf[512], buf2[256];
+    (void)m;
+    log_dropped(s);
+    ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out, "
+              "%llu re-sent pushes left out%s", (unsigned long long)s->n_push,
+              (unsigned long long)s->n_pull, (unsigned long long)s->n_refused,
+              probes_note(s, buf, sizeof buf), (unsigned long long)ordo_store_dropped(s->store),
+              (unsigned long long)ordo_store_resent(s->store), repl_note(s, buf2, sizeof buf2));
+    log_updates(s);
+    return 1;
+}
+
+static int on_abort(ordo_server_t *s, ordo_msg_t *m)
+{
+    char buf[512];
+    (void)s;
+    ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));
+    return ORDO_ERR_ABORT;
 }
 
 /* rejoin_state: what this server tells a new scheduler (common/node_rejoin.h): the newest
@@ -454,53 +496,55 @@ static int send_version(ordo_server_t *s)
     return ordo_node_send_ctl(&s->node, &m);
 }
 
-/* on_ctl takes a message from the scheduler: 0 to go on, 1 to stop, ORDO_ERR_ABORT to abort */
+static int on_peer_dead(ordo_server_t *s, ordo_msg_t *m)
+{
+    char buf[512];
+    if (m->nframes > 0) { /* the transport's reason: a handshake was refused */
+        ORDO_ERROR("%s: giving up", ordo_msg_text(m, 0, buf, sizeof buf));
+        return ORDO_ERR_ABORT;
+    }
+    /* fault.scheduler = restart: go on and register with a new one (common/node_rejoin.h) */
+    if (ordo_node_sched_lost(&s->node, m->hdr.iter, rejoin_state(s)) == 0) return 0;
+    ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
+    return ORDO_ERR_ABORT;
+}
+
+/* a new scheduler's refusal (fault.scheduler = restart) */
+static int on_reject(ordo_server_t *s, ordo_msg_t *m)
+{
+    int rc = ordo_node_on_reject(&s->node, m);
+    if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
+    return rc ? ORDO_ERR_ABORT : 0;
+}
+
+/* a new scheduler's WELCOME (fault.scheduler = restart): answered with the version now, which
+ * the scheduler checks the workers against */
+static int on_welcome(ordo_server_t *s, ordo_msg_t *m)
+{
+    int rc = ordo_node_on_rejoined(&s->node, m, NULL);
+    if (!rc) rc = send_version(s);
+    if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
+    return rc ? ORDO_ERR_ABORT : 0;
+}
+
+/* the scheduler's messages by type; a type without a row is ignored */
+static int (*const ON_CTL[ORDO_MSG_TYPE_MAX])(ordo_server_t *s, ordo_msg_t *m) = {
+    [ORDO_MSG_PLAN] = on_plan,
+    [ORDO_MSG_REPLAN] = apply_replan,
+    [ORDO_MSG_MEMBERS] = ordo__server_on_members,
+    [ORDO_MSG_KEYMAP] = ordo_replica_on_keymap, /* a server died (server/replica.h) */
+    [ORDO_MSG_SHUTDOWN] = on_shutdown,
+    [ORDO_MSG_ABORT] = on_abort,
+    [ORDO_MSG_PEER_DEAD] = on_peer_dead,
+    [ORDO_MSG_REJECT] = on_reject,
+    [ORDO_MSG_WELCOME] = on_welcome,
+};
+
+/* on_ctl takes a message from the scheduler */
 static int on_ctl(ordo_server_t *s, ordo_msg_t *m)
 {
-    char buf[512], buf2[256];
-    switch (m->hdr.type) {
-    case ORDO_MSG_PLAN:
-        if (s->sparse) ordo_sparse_srv_on_ctl(s->sparse, m);
-        return 0;
-    case ORDO_MSG_REPLAN:
-        return apply_replan(s, m);
-    case ORDO_MSG_MEMBERS:
-        return ordo__server_on_members(s, m);
-    case ORDO_MSG_KEYMAP: /* a server died; its backups took its slices (server/replica.h) */
-        return ordo_replica_on_keymap(s, m);
-    case ORDO_MSG_SHUTDOWN:
-        log_dropped(s);
-        ORDO_INFO("shutdown: %llu pushes, %llu pulls, %llu dropped%s, %llu late pushes left out, "
-                  "%llu re-sent pushes left out%s", (unsigned long long)s->n_push,
-                  (unsigned long long)s->n_pull, (unsigned long long)s->n_dropped,
-                  probes_note(s, buf, sizeof buf), (unsigned long long)ordo_store_dropped(s->store),
-                  (unsigned long long)ordo_store_resent(s->store), repl_note(s, buf2, sizeof buf2));
-        return 1;
-    case ORDO_MSG_ABORT:
-        ORDO_ERROR("run aborted by the scheduler: %s", ordo_msg_text(m, 0, buf, sizeof buf));
-        return ORDO_ERR_ABORT;
-    case ORDO_MSG_PEER_DEAD:
-        if (m->nframes > 0) { /* the transport's reason: a handshake was refused */
-            ORDO_ERROR("%s: giving up", ordo_msg_text(m, 0, buf, sizeof buf));
-            return ORDO_ERR_ABORT;
-        }
-        if (ordo_node_sched_lost(&s->node, m->hdr.iter, rejoin_state(s)) == 0) return 0;
-        ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
-        return ORDO_ERR_ABORT;
-    case ORDO_MSG_REJECT: { /* a new scheduler's refusal */
-        int rc = ordo_node_on_reject(&s->node, m);
-        if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
-        return rc ? ORDO_ERR_ABORT : 0;
-    }
-    case ORDO_MSG_WELCOME: { /* a new scheduler (fault.scheduler = restart) */
-        int rc = ordo_node_on_rejoined(&s->node, m, NULL);
-        if (!rc) rc = send_version(s); /* the scheduler checks the workers against it */
-        if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
-        return rc ? ORDO_ERR_ABORT : 0;
-    }
-    default:
-        return 0;
-    }
+    if (m->hdr.type >= ORDO_MSG_TYPE_MAX || !ON_CTL[m->hdr.type]) return 0;
+    return ON_CTL[m->hdr.type](s, m);
 }
 
 int ordo_server_handle(ordo_server_t *s, ordo_msg_t *m)

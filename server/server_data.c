@@ -3,11 +3,13 @@
  * once or parked until the store's consistency model ([sync]) lets them be: under bsp until
  * the pushes of the iteration before are in. Each answer carries its staleness. A malformed or
  * out-of-place message is answered with ERROR, counted and dropped; it never stops the
- * server. */
+ * server. One handler per message type, found in ON_DATA; the consistency model and the
+ * replicas take part through their tables (server/consistency/model.h, server/replica.h). */
 #include "common/codec.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/transport.h"
+#include "server/consistency/model.h"
 #include "server/pull_codec.h"
 #include "server/replica.h"
 #include "server/server_internal.h"
@@ -48,32 +50,19 @@ static bool fused_push(const ordo_msg_t *m)
     return m->hdr.flags & ORDO_FLAG_PULL;
 }
 
-/* need_of_push: with replicas, the update count (ordo_store_seq) every live backup must hold
- * before push m of slice is acknowledged: bsp the version its iteration completes, asp and ssp
- * the count right after it was taken (asp: applied, an update of its own; ssp: forwarded) */
-static int64_t need_of_push(const ordo_server_t *s, const ordo_msg_t *m, int slice)
-{
-    if (ordo_store_sync_mode(s->store) != ORDO_SYNC_BSP) return ordo_store_seq(s->store, slice);
-    return m->hdr.iter + 1;
-}
-
 /* ack_push acknowledges push m of slice: at once, or with replicas once the update it went
  * into is held by every live backup (the worker keeps its gradient until then) */
 static void ack_push(ordo_server_t *s, const ordo_msg_t *m, int slice, uint32_t flags)
 {
-    if (!s->repl) {
-        send_ack(s, m, flags);
-        return;
-    }
     ordo_msg_t ack;
     answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
     ack.hdr.flags = flags;
-    ordo_replica_ack(s, slice, need_of_push(s, m, slice), &ack);
+    s->replication->ack_push(s, slice, m->hdr.iter, &ack);
 }
 
-static void answer_error(ordo_server_t *s, const ordo_msg_t *m, const char *why)
+void ordo__server_refuse(ordo_server_t *s, const ordo_msg_t *m, const char *why)
 {
-    s->n_dropped++;
+    s->n_refused++;
     char what[160];
     snprintf(what, sizeof what, "key %u chunk %u iter %lld, from %s %d: %s", m->hdr.key,
              m->hdr.chunk, (long long)m->hdr.iter, ordo_wire_role_name(m->hdr.role), m->hdr.rank,
@@ -144,7 +133,8 @@ static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
  * backup holds what it needs (w->need) too */
 static bool ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
 {
-    return ordo_store_ready(s->store, slice, w->iter) && ordo_replica_visible(s, slice, w->need);
+    return ordo_store_ready(s->store, slice, w->iter) &&
+           s->replication->visible(s, slice, w->need);
 }
 
 void ordo__server_wake(ordo_server_t *s, int slice)
@@ -177,50 +167,49 @@ static int slice_of(ordo_server_t *s, const ordo_msg_t *m, char *why, size_t siz
 
 /* with replicas, a merged push whose first slice this server holds as a backup comes from a
  * worker whose KEYMAP arrived before ours: it is kept until ours does (true when it was) */
-static bool park_group_push(ordo_server_t *s, ordo_msg_t *m, const void *index, size_t ilen)
+static bool park_merged_push(ordo_server_t *s, ordo_msg_t *m, const void *index, size_t ilen)
 {
     uint32_t id;
-    if (!s->repl || ilen < sizeof id) return false;
+    if (ilen < sizeof id) return false;
     memcpy(&id, index, sizeof id);
-    if (id >= (uint32_t)s->node.keys->n_slices || !ordo_store_owns(s->store, (int)id) ||
-        s->node.keys->slices[id].server == s->node.rank)
-        return false;
-    int rc = ordo_replica_park(s, m);
-    if (rc) answer_error(s, m, ordo_error_text(rc));
-    return true;
+    return id < (uint32_t)s->node.keys->n_slices && s->replication->park(s, m, (int)id);
 }
 
-/* a merged push ([push] mode = merged, server/groups.h): several slices in one message,
+/* a merged push ([push] mode = merged, server/merged.h): several slices in one message,
  * checked as a whole, then added to the store from the received frame (no copy); one ack.
  * With replicas, slices a re-sent push (its primary died) already has are left out, each
  * update goes to the backups, and the ack waits until every live backup holds every slice's
  * update (server/replica.h) */
-static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
+static void on_merged_push(ordo_server_t *s, ordo_msg_t *m)
 {
     size_t len = 0, ilen = 0;
     int n, rc, worker = ordo__server_pusher(s, m->hdr.rank);
     const void *index = ordo_msg_data(m, 1, &ilen);
-    if (!ordo_msg_data(m, 0, &len) || m->nframes != 2 || m->hdr.dtype != ORDO_DTYPE_F32) {
-        answer_error(s, m, "a merged PUSH needs a float32 payload frame and an index frame");
+    if (m->hdr.flags & ORDO_FLAG_PULL) {
+        ordo__server_refuse(s, m, "a merged PUSH cannot carry a pull");
         return;
     }
-    if (park_group_push(s, m, index, ilen)) return;
-    if ((rc = ordo_groups_split(s->groups, index, ilen, len, &n)) != 0) {
-        answer_error(s, m, ordo_error_text(rc));
+    if (!ordo_msg_data(m, 0, &len) || m->nframes != 2 || m->hdr.dtype != ORDO_DTYPE_F32) {
+        ordo__server_refuse(s, m, "a merged PUSH needs a float32 payload frame and an index frame");
+        return;
+    }
+    if (park_merged_push(s, m, index, ilen)) return;
+    if ((rc = ordo__merged_split(s->merged, index, ilen, len, &n)) != 0) {
+        ordo__server_refuse(s, m, ordo_error_text(rc));
         return;
     }
     const ordo_slice_t *slices = s->node.keys->slices;
     int dup = 0;
     for (int i = 0; i < n; i++) {
-        int sl = ordo_groups_slice(s->groups, i);
-        if (s->repl && ordo_store_pushed(s->store, sl, worker, m->hdr.iter)) {
+        int sl = ordo__merged_slice(s->merged, i);
+        if (s->replication->has(s, sl, worker, m->hdr.iter)) {
             dup++;
             continue;
         }
         rc = ordo_store_check_push(s->store, sl, worker, m->hdr.iter,
                                    (size_t)slices[sl].numel * sizeof(float));
         if (rc < 0) {
-            answer_error(s, m, ordo_error_text(rc));
+            ordo__server_refuse(s, m, ordo_error_text(rc));
             return;
         }
     }
@@ -232,43 +221,32 @@ static void on_group_push(ordo_server_t *s, ordo_msg_t *m)
     }
     const char *base = ordo_store_frame_data(f, &len);
     for (int i = 0; i < n; i++) {
-        int sl = ordo_groups_slice(s->groups, i);
+        int sl = ordo__merged_slice(s->merged, i);
         bool updated;
         if (dup && ordo_store_pushed(s->store, sl, worker, m->hdr.iter)) continue;
         rc = ordo_store_push_ref(s->store, sl, worker, m->hdr.iter,
-                                 (const float *)(base + ordo_groups_offset(s->groups, i)),
+                                 (const float *)(base + ordo__merged_offset(s->merged, i)),
                                  (size_t)slices[sl].numel * sizeof(float), f, &updated);
         if (rc < 0) ORDO_ERROR("merged push, slice %d: %s", sl, ordo_error_text(rc));
         if (rc == 0 && updated) {
             ordo_srv_ckpt_updated(s->ckpt, sl);
-            ordo_replica_updated(s, sl);
+            s->replication->updated(s, sl);
         }
     }
     ordo_store_frame_unref(f);
     s->n_push++;
-    if (s->repl) {
-        ordo_msg_t ack;
-        answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
-        ack.hdr.flags = ORDO_FLAG_GROUP;
-        int *ids = malloc(sizeof *ids * (size_t)n);
-        for (int i = 0; ids && i < n; i++)
-            ids[i] = ordo_groups_slice(s->groups, i);
-        if (ids)
-            ordo_replica_ack_group(s, ids, n, m->hdr.iter, &ack);
-        else
-            ORDO_ERROR("out of memory keeping a merged push's acknowledgement");
-        ordo_msg_close(&ack);
-    } else {
-        send_ack(s, m, ORDO_FLAG_GROUP);
-    }
+    ordo_msg_t ack;
+    answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
+    ack.hdr.flags = ORDO_FLAG_GROUP;
+    s->replication->ack_merged(s, n, m->hdr.iter, &ack);
     for (int i = 0; i < n; i++) { /* the slices this push completed answer their pulls */
-        int sl = ordo_groups_slice(s->groups, i);
+        int sl = ordo__merged_slice(s->merged, i);
         if (ordo_store_version(s->store, sl) == m->hdr.iter + 1) ordo__server_wake(s, sl);
     }
 }
 
 /* the number of floats a compressed push's payload stands for: its slice's (dense), or the
- * sum of its index's slices' (merged, checked again by ordo_groups_split); -1 when the
+ * sum of its index's slices' (merged, checked again by ordo__merged_split); -1 when the
  * message names no slice of the key map */
 static int64_t push_numel(ordo_server_t *s, ordo_msg_t *m)
 {
@@ -319,18 +297,18 @@ static bool decode_push(ordo_server_t *s, ordo_msg_t *m)
     const void *frame = ordo_msg_data(m, 0, &len);
     int64_t n = push_numel(s, m);
     if (!frame || n < 0) {
-        answer_error(s, m, "a compressed PUSH names no slice held here");
+        ordo__server_refuse(s, m, "a compressed PUSH names no slice held here");
         return false;
     }
     zmq_msg_t out;
     if (zmq_msg_init_size(&out, (size_t)n * sizeof(float)) != 0) {
-        answer_error(s, m, "out of memory decoding a compressed push");
+        ordo__server_refuse(s, m, "out of memory decoding a compressed push");
         return false;
     }
     int rc = ordo__codec_decode(m->hdr.dtype, frame, len, n, zmq_msg_data(&out));
     if (rc) {
         zmq_msg_close(&out);
-        answer_error(s, m, ordo_error_text(rc));
+        ordo__server_refuse(s, m, ordo_error_text(rc));
         return false;
     }
     if (m->hdr.dtype == ORDO_DTYPE_KV) /* the pulls of the slices keep as many (pull_codec.h) */
@@ -354,43 +332,15 @@ static uint8_t pull_dtype(const ordo_msg_t *m)
     return ORDO_DTYPE_F32;
 }
 
-/* a calibration push ([push] calibrate = true, ORDO_FLAG_PROBE): its floats are added to
- * scratch memory, as a push's are to its key's sum, and it is acknowledged; no value changes */
+/* a calibration push (server/probe.h): summed into scratch memory and acknowledged */
 static void on_probe(ordo_server_t *s, ordo_msg_t *m)
 {
-    char why[160];
-    size_t len = 0;
-    const char *data = ordo_msg_data(m, 0, &len);
-    if (!data || m->nframes != 1 || m->hdr.dtype != ORDO_DTYPE_F32 || len % sizeof(float) ||
-        (m->hdr.flags & (ORDO_FLAG_GROUP | ORDO_FLAG_PULL))) {
-        answer_error(s, m, "a probe PUSH needs one float32 payload frame and no group or pull "
-                           "flag");
-        return;
-    }
-    if (len > ORDO_PROBE_MAX_BYTES) {
-        snprintf(why, sizeof why, "a probe of %zu bytes is larger than the %u a server takes", len,
-                 ORDO_PROBE_MAX_BYTES);
-        answer_error(s, m, why);
-        return;
-    }
-    size_t n = len / sizeof(float);
-    if (n > s->probe_cap) {
-        float *p = realloc(s->probe_sum, n * sizeof *p);
-        if (!p) {
-            answer_error(s, m, "out of memory for a probe");
-            return;
-        }
-        memset(p + s->probe_cap, 0, (n - s->probe_cap) * sizeof *p);
-        s->probe_sum = p;
-        s->probe_cap = n;
-    }
-    for (size_t i = 0; i < n; i++) { /* the frame may sit unaligned in ZeroMQ's buffer */
-        float g;
-        memcpy(&g, data + i * sizeof g, sizeof g);
-        s->probe_sum[i] += g;
-    }
-    s->n_probe++;
-    send_ack(s, m, ORDO_FLAG_PROBE);
+    char buf[160];
+    const char *why = ordo__probe_take(&s->probe, m, buf, sizeof buf);
+    if (why)
+        ordo__server_refuse(s, m, why);
+    else
+        send_ack(s, m, ORDO_FLAG_PROBE);
 }
 
 /* a pull of slice's value of iteration iter for m's sender: answered now if the value is
@@ -403,26 +353,23 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
     int64_t v = ordo_store_version(s->store, slice);
     /* bsp and ssp values never get ahead of a worker's pulls; backup workers and asp let
      * the slow ones see newer values */
-    bool newer_ok = s->conf.backup > 0 || ordo_store_sync_mode(s->store) == ORDO_SYNC_ASP;
+    const ordo__sync_model_t *model = ordo__store_model(s->store);
+    bool newer_ok = model->newer_pulls;
     /* a restarted worker goes on at the first iteration its predecessor did not report,
      * which the others may have completed with the pushes it did send */
     if (s->conf.fault_worker == ORDO_FAULT_RESTART) newer_ok = true;
     if (iter < 0 || (v >= 0 && iter < v && !newer_ok)) {
         snprintf(why, sizeof why, "pull of iteration %lld, the value is at %lld", (long long)iter,
                  (long long)v);
-        answer_error(s, m, why);
+        ordo__server_refuse(s, m, why);
         return;
     }
     s->n_pull++;
-    ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .need = iter, .req = m->hdr.req,
+    ordo__waiter_t w = {.worker = m->hdr.rank, .iter = iter, .req = m->hdr.req,
                         .rid_len = m->rid_len, .flags = flags, .dtype = dtype,
                         .have_prev = (m->hdr.flags & ORDO_FLAG_HAVE_PREV) != 0};
-    /* asp and ssp with replicas: a plain pull takes the value the consistency model allows
-     * at once (its pushes not yet on the backups were not acknowledged: their senders send
-     * them again if this server dies), one riding on a push also acknowledges it, so it waits
-     * for the backups to hold that push */
-    if (ordo_store_sync_mode(s->store) != ORDO_SYNC_BSP)
-        w.need = m->hdr.type == ORDO_MSG_PUSH ? ordo_store_seq(s->store, slice) : -1;
+    /* with replicas, what every live backup must hold first (server/consistency/model.h) */
+    w.need = model->pull_need(s->store, slice, iter, m->hdr.type == ORDO_MSG_PUSH);
     memcpy(w.rid, m->rid, m->rid_len);
     if (ready(s, slice, &w)) {
         make_ready(s, slice, &w);
@@ -430,14 +377,14 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
     }
     ordo__waitlist_t *wl = &s->waiting[slice];
     if (wl->n >= 4 * s->node.n_workers * (s->conf.staleness + 1)) {
-        answer_error(s, m, "too many pulls waiting for this slice");
+        ordo__server_refuse(s, m, "too many pulls waiting for this slice");
         return;
     }
     if (wl->n == wl->cap) {
         int cap = wl->cap ? wl->cap * 2 : 4;
         ordo__waiter_t *p = realloc(wl->w, sizeof *p * (size_t)cap);
         if (!p) {
-            answer_error(s, m, "out of memory");
+            ordo__server_refuse(s, m, "out of memory");
             return;
         }
         wl->w = p;
@@ -452,6 +399,10 @@ int ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
     json_error_t jerr;
     json_t *o = json_loads(ordo_msg_text(m, 0, body, sizeof body), 0, &jerr);
     json_t *left = json_object_get(o, "left"), *joined = json_object_get(o, "joined");
+    if (ordo__server_on_fenced(s, o)) { /* a worker declared dead: fence its process */
+        json_decref(o);
+        return 0;
+    }
     if (json_is_integer(joined)) { /* ordo-launch --add-worker: from iteration "iter" on */
         int64_t at = json_integer_value(json_object_get(o, "iter"));
         int rc = ordo_store_join(s->store, (int)json_integer_value(joined), at);
@@ -490,135 +441,146 @@ int ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
     return 0;
 }
 
-/* on_resent_push: with replicas, a push the store already has (a worker re-sends what was not
- * acknowledged when a primary died; the new primary may hold it, summed or applied) is
- * answered as the first was and not applied again; true when m was such a push */
-static bool on_resent_push(ordo_server_t *s, ordo_msg_t *m, int slice, uint8_t want)
-{
-    int worker = ordo__server_pusher(s, m->hdr.rank);
-    /* backup workers: a push of an iteration already applied was either in the update or left
-     * out as late, which the dead primary alone knew; either way the iteration is done
-     * without it, so it is answered as a late push (the store's path), with how far the slice
-     * got */
-    if (s->conf.backup > 0 && m->hdr.iter < ordo_store_version(s->store, slice)) return false;
-    if (!ordo_store_pushed(s->store, slice, worker, m->hdr.iter)) return false;
-    ordo_replica_count_duplicate(s->repl);
-    ORDO_DEBUG("re-sent push of key %u chunk %u iteration %lld from worker %d: already in",
-               m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter, m->hdr.rank);
-    size_t len = 0;
-    const void *data = ordo_msg_data(m, 0, &len);
-    if (ordo_store_sync_mode(s->store) == ORDO_SYNC_SSP && data) /* a backup may miss it */
-        ordo_replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,
-                             ordo_store_seq(s->store, slice));
-    if (m->hdr.flags & ORDO_FLAG_PULL)
-        add_pull(s, m, slice, m->hdr.iter + 1, 0, want);
-    else
-        ack_push(s, m, slice, 0);
-    return true;
-}
+/* ---- the data port's messages: one handler per type, found in ON_DATA -------------------- */
 
-void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
+/* primary_slice: the slice a worker's message names when this server is its primary; -1 when
+ * the message was answered instead (refused, or kept for a KEYMAP not here yet) */
+static int primary_slice(ordo_server_t *s, ordo_msg_t *m)
 {
     char why[256];
-    if (s->sparse && m->hdr.key == ORDO_SPARSE_KEY) { /* server/sparse_srv.h */
-        ordo_sparse_srv_on_data(s->sparse, m);
+    int slice = ordo_keys_slice(s->node.keys, m->hdr.key, m->hdr.chunk);
+    /* a slice we back up: the worker has a KEYMAP that has not reached us yet */
+    if (slice >= 0 && s->replication->park(s, m, slice)) return -1;
+    slice = slice_of(s, m, why, sizeof why);
+    if (slice < 0) ordo__server_refuse(s, m, why);
+    return slice;
+}
+
+/* a push of one slice: summed into the store; the pulls it completes are answered, and one
+ * riding on it (ORDO_FLAG_PULL) is its acknowledgement. With replicas, a re-sent push the store
+ * has already (a worker re-sends what was not acknowledged when a primary died; the new
+ * primary may hold it, summed or applied) is answered as the first was and not applied again */
+static void on_dense_push(ordo_server_t *s, ordo_msg_t *m, uint8_t want)
+{
+    int slice = primary_slice(s, m);
+    if (slice < 0) return;
+    size_t len = 0;
+    bool updated;
+    int worker = ordo__server_pusher(s, m->hdr.rank);
+    if (!ordo_msg_data(m, 0, &len) || m->nframes != 1 || m->hdr.dtype != ORDO_DTYPE_F32) {
+        ordo__server_refuse(s, m, "PUSH needs one float32 payload frame");
         return;
     }
-    if (m->hdr.role == ORDO_ROLE_SERVER && s->repl) { /* server/replica.h */
-        ordo_replica_on_server_msg(s, m);
+    bool fused = fused_push(m); /* the answer to its pull acknowledges it */
+    if (s->replication->resent(s, m, slice, worker)) {
+        if (fused)
+            add_pull(s, m, slice, m->hdr.iter + 1, 0, want);
+        else
+            ack_push(s, m, slice, 0);
         return;
     }
-    if (m->hdr.role != ORDO_ROLE_WORKER || m->hdr.rank < 0 || m->hdr.rank >= s->node.n_workers) {
-        answer_error(s, m, "sender is not a worker of this cluster");
+    bool forwarded = s->replication->forward(s, m, slice, worker);
+    int rc = ordo_store_push_frame(s->store, slice, worker, m->hdr.iter, &m->frames[0], &updated);
+    if (rc < 0) {
+        ordo__server_refuse(s, m, ordo_error_text(rc));
         return;
     }
-    if (m->hdr.type == ORDO_MSG_HELLO) return;
-    if (m->hdr.type == ORDO_MSG_PUSH && (m->hdr.flags & ORDO_FLAG_PROBE)) {
+    /* a late push (backup workers) or a re-send (a restarted worker) was left out; the
+     * acknowledgement says how far the slice got (the version, as a negative staleness),
+     * so that the worker starts the current iteration (docs/stragglers.md) */
+    uint32_t flags = rc > 0 ? ORDO_FLAG_DROPPED : 0;
+    if (rc > 0 && !fused)
+        flags |= ORDO_FLAG_STALE(m->hdr.iter - ordo_store_version(s->store, slice));
+    s->n_push++;
+    if (updated) ordo_srv_ckpt_updated(s->ckpt, slice);
+    if (updated && !forwarded) s->replication->updated(s, slice);
+    if (!fused) ack_push(s, m, slice, flags);
+    if (updated) ordo__server_wake(s, slice);
+    if (fused) add_pull(s, m, slice, m->hdr.iter + 1, flags, want);
+}
+
+/* PUSH: a calibration probe, or a push whose compressed values are decoded first and which
+ * carries one slice or several (merged) */
+static void on_push(ordo_server_t *s, ordo_msg_t *m)
+{
+    if (m->hdr.flags & ORDO_FLAG_PROBE) {
         on_probe(s, m);
         return;
     }
     uint8_t want = pull_dtype(m); /* before a compressed push is decoded */
-    if (m->hdr.type == ORDO_MSG_PUSH && m->hdr.dtype != ORDO_DTYPE_F32 &&
-        ordo__codec_of_dtype(m->hdr.dtype) && !decode_push(s, m))
+    if (m->hdr.dtype != ORDO_DTYPE_F32 && ordo__codec_of_dtype(m->hdr.dtype) && !decode_push(s, m))
         return;
-    if (m->hdr.type == ORDO_MSG_PUSH && (m->hdr.flags & ORDO_FLAG_GROUP)) {
-        if (m->hdr.flags & ORDO_FLAG_PULL) {
-            answer_error(s, m, "a merged PUSH cannot carry a pull");
-            return;
-        }
-        on_group_push(s, m);
-        return;
-    }
-    int slice = ordo_keys_slice(s->node.keys, m->hdr.key, m->hdr.chunk);
-    if (s->repl && slice >= 0 && ordo_store_owns(s->store, slice) &&
-        s->node.keys->slices[slice].server != s->node.rank) {
-        /* a slice we back up: the worker has a KEYMAP that has not reached us yet */
-        int rc = ordo_replica_park(s, m);
-        if (rc) answer_error(s, m, ordo_error_text(rc));
-        return;
-    }
-    slice = slice_of(s, m, why, sizeof why);
-    if (slice < 0) {
-        answer_error(s, m, why);
-        return;
-    }
+    if (m->hdr.flags & ORDO_FLAG_GROUP)
+        on_merged_push(s, m);
+    else
+        on_dense_push(s, m, want);
+}
+
+/* INIT: a slice's first value (a second is ignored) */
+static void on_init(ordo_server_t *s, ordo_msg_t *m)
+{
+    int slice = primary_slice(s, m);
+    if (slice < 0) return;
     size_t len = 0;
+    bool ignored;
     void *data = ordo_msg_data(m, 0, &len);
-    switch (m->hdr.type) {
-    case ORDO_MSG_INIT: {
-        bool ignored;
-        if (!data || m->nframes != 1) {
-            answer_error(s, m, "INIT needs one payload frame");
-            return;
-        }
-        int rc = ordo_store_init(s->store, slice, data, len, &ignored);
-        if (rc) {
-            answer_error(s, m, ordo_error_text(rc));
-        } else if (!ignored) {
-            ordo_replica_updated(s, slice);
-            ordo__server_wake(s, slice);
-        }
+    if (!data || m->nframes != 1) {
+        ordo__server_refuse(s, m, "INIT needs one payload frame");
         return;
     }
-    case ORDO_MSG_PUSH: {
-        bool updated;
-        if (!data || m->nframes != 1 || m->hdr.dtype != ORDO_DTYPE_F32) {
-            answer_error(s, m, "PUSH needs one float32 payload frame");
-            return;
-        }
-        if (s->repl && on_resent_push(s, m, slice, want)) return;
-        bool forward = s->repl && ordo_store_sync_mode(s->store) == ORDO_SYNC_SSP;
-        if (forward && ordo_store_check_push(s->store, slice, ordo__server_pusher(s, m->hdr.rank),
-                                             m->hdr.iter, len) == 0)
-            ordo_replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,
-                                 ordo_store_seq(s->store, slice) + 1);
-        int rc = ordo_store_push_frame(s->store, slice, ordo__server_pusher(s, m->hdr.rank),
-                                       m->hdr.iter, &m->frames[0],
-                                       &updated);
-        if (rc < 0) {
-            answer_error(s, m, ordo_error_text(rc));
-            return;
-        }
-        /* a late push (backup workers) or a re-send (a restarted worker) was left out; the
-         * acknowledgement says how far the slice got (the version, as a negative staleness),
-         * so that the worker starts the current iteration (docs/stragglers.md) */
-        uint32_t flags = rc > 0 ? ORDO_FLAG_DROPPED : 0;
-        if (rc > 0 && !fused_push(m))
-            flags |= ORDO_FLAG_STALE(m->hdr.iter - ordo_store_version(s->store, slice));
-        s->n_push++;
-        if (updated) ordo_srv_ckpt_updated(s->ckpt, slice);
-        bool fused = m->hdr.flags & ORDO_FLAG_PULL; /* the answer to its pull acknowledges it */
-        if (updated && !forward) ordo_replica_updated(s, slice);
-        if (!fused) ack_push(s, m, slice, flags);
-        if (updated) ordo__server_wake(s, slice);
-        if (fused) add_pull(s, m, slice, m->hdr.iter + 1, flags, want);
-        return;
-    }
-    case ORDO_MSG_PULL:
-        add_pull(s, m, slice, m->hdr.iter, 0, want);
-        return;
-    default:
-        answer_error(s, m, "unexpected message type on the data port");
+    int rc = ordo_store_init(s->store, slice, data, len, &ignored);
+    if (rc) {
+        ordo__server_refuse(s, m, ordo_error_text(rc));
+    } else if (!ignored) {
+        s->replication->updated(s, slice);
+        ordo__server_wake(s, slice);
     }
 }
 
+/* PULL: answered now or when the consistency model lets it be */
+static void on_pull(ordo_server_t *s, ordo_msg_t *m)
+{
+    int slice = primary_slice(s, m);
+    if (slice >= 0) add_pull(s, m, slice, m->hdr.iter, 0, pull_dtype(m));
+}
+
+/* HELLO: a worker introduces its connection; nothing to answer */
+static void on_hello(ordo_server_t *s, ordo_msg_t *m)
+{
+    (void)s;
+    (void)m;
+}
+
+/* a worker's messages on the data port, by type; a type without a row is refused */
+static void (*const ON_DATA[ORDO_MSG_TYPE_MAX])(ordo_server_t *s, ordo_msg_t *m) = {
+    [ORDO_MSG_HELLO] = on_hello,
+    [ORDO_MSG_INIT] = on_init,
+    [ORDO_MSG_PUSH] = on_push,
+    [ORDO_MSG_PULL] = on_pull,
+};
+
+void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
+{
+    if (s->sparse && m->hdr.key == ORDO_SPARSE_KEY) { /* server/sparse_srv.h */
+        ordo_sparse_srv_on_data(s->sparse, m);
+        return;
+    }
+    if (m->hdr.role == ORDO_ROLE_SERVER) { /* another server's: server/replica.h */
+        s->replication->on_server_msg(s, m);
+        return;
+    }
+    if (m->hdr.role != ORDO_ROLE_WORKER || m->hdr.rank < 0 || m->hdr.rank >= s->node.n_workers) {
+        ordo__server_refuse(s, m, "sender is not a worker of this cluster");
+        return;
+    }
+    const char *fenced = ordo__server_fenced(s, m); /* server/fence.h */
+    if (fenced) {
+        if (m->hdr.type != ORDO_MSG_HELLO) ordo__server_refuse(s, m, fenced);
+        return;
+    }
+    if (m->hdr.type >= ORDO_MSG_TYPE_MAX || !ON_DATA[m->hdr.type]) {
+        ordo__server_refuse(s, m, "unexpected message type on the data port");
+        return;
+    }
+    ON_DATA[m->hdr.type](s, m);
+}

@@ -1,5 +1,8 @@
-/* server_internal: the server object's state, shared by server.c (bring-up, loop, release
- * of answers) and server_data.c (the data port's handlers). Not part of the contract. */
+/* server_internal: the server object's state, shared by server.c (bring-up, loop, the
+ * scheduler's messages, release of answers), server_data.c (the data port's handlers) and the
+ * replication hooks (replica.c, replica_none.c). What one part alone keeps lives in that
+ * part's own object (the store, the consistency model, the probes, the replicas' state). Not
+ * part of the contract. */
 #ifndef ORDO_SERVER_INTERNAL_H
 #define ORDO_SERVER_INTERNAL_H
 
@@ -8,7 +11,9 @@
 #include "common/trace.h"
 #include "server/ckpt.h"
 #include "server/enforce.h"
-#include "server/groups.h"
+#include "server/merged.h"
+#include "server/probe.h"
+#include "server/replica.h"
 #include "server/server.h"
 #include "server/sparse_srv.h"
 #include "server/store.h"
@@ -41,27 +46,37 @@ struct ordo_server {
     int data_sock;
     ordo_store_t *store;
     int64_t resume_base; /* fault.resume: the updates the run started after */
-    ordo_groups_t *groups;     /* checks merged pushes */
+    ordo__merged_t *merged;    /* checks merged pushes */
     ordo_sparse_srv_t *sparse; /* [push] mode = sparse: the plan's sparse member */
     ordo_enforce_t *enforce;
     ordo__waitlist_t *waiting; /* per slice */
     int *prio;                 /* plan priority per slice (for response headers) */
-    uint64_t n_push, n_pull, n_dropped;
+    uint64_t n_push, n_pull, n_refused; /* n_refused: requests answered with ERROR */
     struct ordo__pull_codec *pull_codec; /* 16-bit pull answers (server/pull_codec.h) */
     int64_t link_end_ns; /* when the emulated link finishes what was released so far */
     uint64_t n_released;
     ordo_trace_t *trace; /* [output] trace: one event per released response */
     char **names;        /* parameter name per key, from the plan (NULL: "key K") */
-    float *probe_sum;    /* calibration pushes are summed here ([push] calibrate) */
-    size_t probe_cap;    /* its floats */
-    uint64_t n_probe;
+    ordo__probe_t probe; /* calibration pushes ([push] calibrate; server/probe.h) */
     ordo_srv_ckpt_t *ckpt; /* [fault] checkpoint_every: the momentum's part (server/ckpt.h) */
     int end_rc;            /* how the run ended: 0, or ORDO_ERR_ABORT (sets the linger) */
     int local_size;        /* the plan's intra groups: one pusher per local_size workers */
     bool has_declared_sgd; /* the workers declared sgd rules; the first is declared_sgd */
     ordo_optim_t declared_sgd;
     struct ordo_replica *repl; /* [fault] replicas > 1 (server/replica.h), else NULL */
+    struct ordo__srv_fence *fence; /* workers' processes and the fenced ones (server/fence.h) */
+    const ordo__replication_t *replication; /* the data handlers' hooks (server/replica.h) */
 };
+
+struct json_t;
+
+/* ordo__server_fenced checks a worker's data message against the fencing table (made at its
+ * first use): NULL to handle it, or why it is refused (server/fence.h). */
+const char *ordo__server_fenced(ordo_server_t *s, const ordo_msg_t *m);
+
+/* ordo__server_on_fenced takes a MEMBERS body o: true when it fenced a worker's process
+ * ("fenced": rank, "beat", "iter", "generation"), false when it is about something else. */
+bool ordo__server_on_fenced(ordo_server_t *s, struct json_t *o);
 
 /* ordo__server_pusher maps a pushing worker's rank to its pusher index in the store: its
  * intra-host group (client/push_hier.c) when the plan has groups, else the rank itself. */
@@ -78,6 +93,9 @@ int ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m);
 
 /* ordo__server_wake answers the pulls of slice that can be answered now (server_data.c). */
 void ordo__server_wake(ordo_server_t *s, int slice);
+
+/* ordo__server_refuse answers m with ERROR carrying why, counts and logs it (server_data.c). */
+void ordo__server_refuse(ordo_server_t *s, const ordo_msg_t *m, const char *why);
 
 /* ordo__server_on_data handles one message from the data port (server_data.c). */
 void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m);

@@ -11,7 +11,7 @@
  * Two accumulators behind one interface: DENSE (a float per index of the region plus a
  * touched bitmap, which enumerates touched indices already in order) and HASH (open
  * addressing keyed by index, sorted by a radix sort when gathered). DENSE is the default;
- * docs/sparse.md has the measurements behind that choice.
+ * docs/sparse.md §4 says why; docs/results/sparse.md has the measurements.
  *
  * SGD on a selected entry i, with s_i the sum of the pushes and W the number of workers:
  *   g = s_i / W (aggregate = mean) or s_i (aggregate = sum)

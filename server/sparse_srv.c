@@ -90,13 +90,13 @@ void ordo__ssrv_refuse(ordo_sparse_srv_t *srv, const ordo_msg_t *m, const char *
 
 /* ---- life --------------------------------------------------------------------------- */
 
-int ordo_sparse_srv_new(ordo_node_t *node, const ordo_conf_t *conf, int data_sock,
-                        ordo_sparse_srv_t **out)
+int ordo_sparse_srv_new(ordo_node_t *node, const ordo_conf_t *conf, const ordo__plan_t *plan,
+                        int data_sock, ordo_sparse_srv_t **out)
 {
     *out = NULL;
+    if (!plan->has_sparse) return 0;
     ordo_sparse_plan_t p;
-    int rc = ordo_sparse_wire_plan(node->plan_json, node->n_servers, &p);
-    if (rc == ORDO_ERR_NOTFOUND) return 0;
+    int rc = ordo_sparse_wire_plan_copy(&plan->sparse, &p);
     if (rc) return rc;
     ordo_sparse_srv_t *srv = calloc(1, sizeof *srv);
     if (!srv) {

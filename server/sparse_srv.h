@@ -16,15 +16,16 @@
 
 #include "common/conf.h"
 #include "common/node.h"
+#include "core/plan.h"
 #include "core/sparse_wire.h"
 
 typedef struct ordo_sparse_srv ordo_sparse_srv_t;
 
 /* ordo_sparse_srv_new makes the sparse side of the server joined as node (borrowed, with
- * its transport; data_sock is the server's ROUTER data socket) from the plan's sparse
- * member and conf's optimizer. *out is NULL (and 0 returned) when the plan has none. */
-int ordo_sparse_srv_new(ordo_node_t *node, const ordo_conf_t *conf, int data_sock,
-                        ordo_sparse_srv_t **out);
+ * its transport; data_sock is the server's ROUTER data socket) from plan's sparse member
+ * (copied) and conf's optimizer. *out is NULL (and 0 returned) when the plan has none. */
+int ordo_sparse_srv_new(ordo_node_t *node, const ordo_conf_t *conf, const ordo__plan_t *plan,
+                        int data_sock, ordo_sparse_srv_t **out);
 
 /* ordo_sparse_srv_checkpoints sets up [fault] checkpoint_every (every updates, counted from
  * base, into the run folder dir: RUN/checkpoint-sparse-server-R.bin with the momentum of the

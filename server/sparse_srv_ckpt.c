@@ -1,12 +1,12 @@
 /* sparse_srv_ckpt: a sparse server's part of a checkpoint ([fault] checkpoint_every) and of
  * resuming from one. Worker 0's checkpoint.bin holds the values and each worker its
  * residuals (checkpoint-worker-R-T.bin); the server keeps the momentum of the region in force
- * after every N updates in RUN/checkpoint-sparse-server-R.bin (written beside and renamed;
- * the one before kept as .prev.bin). Layout, integers little-endian:
+ * after every N updates in RUN/checkpoint-sparse-server-R.bin (written durably with the
+ * checksum trailer of common/durable.h; the one before kept as .prev.bin). Layout, integers little-endian:
  *   bytes 0-7  magic "ORDOSSV1"
  *   uint32     the server's rank; uint32 lo, hi: its region [lo, hi) of the flat index space
  *   int64      iteration: how many updates the momentum has seen
- *   then hi - lo float32 momentum values, and nothing after.
+ *   then hi - lo float32 momentum values, and nothing after but the checksum trailer.
  * A resumed run starts from the plan's first regions, which need not be the ones in force at
  * the checkpoint: each server takes its range from whichever files cover it. */
 #include "server/sparse_srv_internal.h"
@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/durable.h"
 #include "common/error.h"
 #include "common/le.h"
 #include "common/log.h"
@@ -35,10 +36,9 @@ void ordo__ssrv_ckpt_due(ordo_sparse_srv_t *srv)
     uint32_t lo = ordo__ssrv_lo(srv), hi = ordo__ssrv_hi(srv);
     size_t n = hi - lo, size = HEAD + 4 * n;
     unsigned char *buf = malloc(size);
-    char path[4200], prev[4200], tmp[4300];
+    char path[4200], prev[4200];
     path_of(path, sizeof path, srv->ckpt_dir, srv->rank, false);
     path_of(prev, sizeof prev, srv->ckpt_dir, srv->rank, true);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     if (!buf) {
         ORDO_ERROR("checkpoint: no memory for the momentum of [%u, %u)", lo, hi);
         return;
@@ -53,12 +53,17 @@ void ordo__ssrv_ckpt_due(ordo_sparse_srv_t *srv)
         memcpy(&b, &srv->momentum[lo + i], 4);
         ordo_put_le(buf + HEAD + 4 * i, b, 4);
     }
-    FILE *f = fopen(tmp, "wb");
-    bool ok = f && fwrite(buf, 1, size, f) == size;
-    if (f && fclose(f) != 0) ok = false;
-    rename(path, prev); /* the one before, for a death between this file and the others' */
-    if (!ok || rename(tmp, path) != 0)
-        ORDO_ERROR("checkpoint: cannot write %s: %s", path, strerror(errno));
+    /* durably, with a checksum; the one before kept, for a death between this file and the
+     * others' (common/durable.h) */
+    ordo__durable_t *d;
+    int rc = ordo__durable_open(path, &d);
+    if (!rc) {
+        (void)fwrite(buf, 1, size, ordo__durable_file(d)); /* the commit reports a failure */
+        rc = ordo__durable_commit(&d, true, prev);
+    }
+    if (rc)
+        ORDO_ERROR("checkpoint after %lld updates: %s; the previous checkpoint is kept",
+                   (long long)it, ordo_error_text(rc));
     else
         ORDO_INFO("checkpoint: %s (momentum of [%u, %u)) after %lld updates", path, lo, hi,
                   (long long)it);
@@ -71,6 +76,9 @@ void ordo__ssrv_ckpt_due(ordo_sparse_srv_t *srv)
 static int take_file(ordo_sparse_srv_t *srv, const char *path, int64_t iteration, uint32_t lo,
                      uint32_t hi, size_t *covered)
 {
+    size_t body = 0; /* the bytes before the checksum trailer */
+    int ck = ordo__durable_check_file(path, &body);
+    if (ck) return ck == ORDO_ERR_NOTFOUND ? 1 : ck;
     FILE *f = fopen(path, "rb");
     if (!f) return 1;
     unsigned char head[HEAD];
@@ -97,7 +105,7 @@ static int take_file(ordo_sparse_srv_t *srv, const char *path, int64_t iteration
         rc = ORDO_ERR_NOMEM;
         goto done;
     }
-    if (fread(buf, 1, 4 * n + 1, f) != 4 * n) {
+    if (body != HEAD + 4 * n || fread(buf, 1, 4 * n, f) != 4 * n) {
         rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: not %zu momentum values for [%u, %u)", path, n,
                             flo, fhi);
         goto done;

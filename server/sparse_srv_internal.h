@@ -15,7 +15,7 @@
 /* on an iteration that reuses the global threshold, a server selects between 1/GLOBAL_SLACK
  * and GLOBAL_SLACK times what it selected at the last agreed threshold (its share of k);
  * when the cached threshold would select outside that range it takes its exact top `share`
- * entries instead (docs/sparse.md §8) */
+ * entries instead (docs/sparse-live.md) */
 #define GLOBAL_SLACK 1.15
 
 typedef struct {

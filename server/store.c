@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/consistency/model.h"
 #include "server/store_internal.h"
 
 
@@ -51,7 +52,6 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
     s->n_workers = n_workers;
     s->opt = *opt;
     s->scale = scale;
-    s->mode = -1;
     s->slot_of = malloc(sizeof *s->slot_of * ((size_t)keys->n_slices + 1));
     s->slots = calloc((size_t)keys->n_slices + 1, sizeof *s->slots);
     if (!s->slot_of || !s->slots) goto nomem;
@@ -70,7 +70,7 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
         if (opt->momentum > 0) sl->mom = calloc((size_t)sl->numel, sizeof(float));
         if (!sl->value || (opt->momentum > 0 && !sl->mom)) goto nomem;
     }
-    if (ordo_store_set_sync(s, ORDO_SYNC_BSP, 0, 0) != 0) goto nomem;
+    if (ordo_store_set_sync(s, ORDO_SYNC_BSP, 0, 0) != 0) goto nomem; /* the default model */
     *out = s;
     return 0;
 nomem:
@@ -113,17 +113,17 @@ int ordo_store_set_update(ordo_store_t *s, int key, const ordo_optim_t *opt)
 
 int ordo_store_set_sync(ordo_store_t *s, int mode, int staleness, int backup)
 {
-    if (mode < ORDO_SYNC_BSP || mode > ORDO_SYNC_ASP || staleness < 0 || backup < 0 ||
-        (backup > 0 && (mode != ORDO_SYNC_BSP || backup >= s->n_workers)))
+    const ordo__sync_model_t *model = ordo__sync_model_of(mode, backup);
+    if (!model || staleness < 0 || backup < 0 || backup >= s->n_workers)
         return ordo_error_set(ORDO_ERR_INVAL, "sync mode %d, staleness %d, backup %d for %d workers",
                               mode, staleness, backup, s->n_workers);
     for (int i = 0; i < s->n_slots; i++) {
-        if (s->slots[i].version > 0 || (s->mode >= 0 && s->slots[i].rounds[0].next))
+        if (s->slots[i].version > 0 || (s->model && s->slots[i].rounds[0].next))
             return ordo_error_set(ORDO_ERR_INVAL, "the sync mode is set before the first push");
         free_rounds(s, &s->slots[i]);
     }
-    s->mode = mode;
-    s->staleness = mode == ORDO_SYNC_SSP ? staleness : 0;
+    s->model = model;
+    s->staleness = model->window ? staleness : 0;
     s->backup = backup;
     s->n_rounds = s->staleness + 1;
     for (int i = 0; i < s->n_slots; i++) {
@@ -137,7 +137,7 @@ int ordo_store_set_sync(ordo_store_t *s, int mode, int staleness, int backup)
             rd->held = calloc((size_t)s->n_workers, sizeof *rd->held);
             if (!rd->acc || !rd->pushed || !rd->held) return ORDO_ERR_NOMEM;
         }
-        if (mode == ORDO_SYNC_ASP && !(sl->clock = calloc((size_t)s->n_workers, sizeof *sl->clock)))
+        if (model->clocks && !(sl->clock = calloc((size_t)s->n_workers, sizeof *sl->clock)))
             return ORDO_ERR_NOMEM;
     }
     return 0;
@@ -209,34 +209,19 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
                               (long long)iter, worker,
                               s->join_at[worker] == INT64_MAX ? "has not joined the run"
                                                               : "joined the run later");
-    if (s->mode == ORDO_SYNC_ASP) {
-        if (iter != sl->clock[worker])
-            return ordo_error_set(ORDO_ERR_PROTO, "push of iteration %lld to slice %d from worker %d, "
-                                  "whose next is %lld", (long long)iter, slice, worker,
-                                  (long long)sl->clock[worker]);
-        *out = sl;
-        return 0;
-    }
-    if (s->backup > 0 && iter >= 0 && iter < sl->version) {
-        *late = ORDO_STORE_DROPPED;
-        *out = sl;
-        return 0;
-    }
-    /* bsp: an iteration before the version was applied with every worker's push, and a
-     * push marked in the round is held or summed */
-    if (s->resend && iter >= 0 &&
-        (iter < sl->version || (iter == sl->version && sl->rounds[0].pushed[worker]))) {
-        *late = ORDO_STORE_DUPLICATE;
-        *out = sl;
-        return 0;
-    }
+    *out = sl;
+    return s->model->check_push(s, sl, slice, worker, iter, late);
+}
+
+int ordo__store_check_round(const ordo_store_t *s, const slot_t *sl, int slice, int worker,
+                            int64_t iter)
+{
     if (iter < sl->version || iter >= sl->version + s->n_rounds)
         return ordo_error_set(ORDO_ERR_PROTO, "push of iteration %lld to slice %d which is at %lld",
                               (long long)iter, slice, (long long)sl->version);
     if (sl->rounds[iter % s->n_rounds].pushed[worker])
         return ordo_error_set(ORDO_ERR_PROTO, "worker %d pushed slice %d twice in iteration %lld",
                               worker, slice, (long long)iter);
-    *out = sl;
     return 0;
 }
 
@@ -250,7 +235,7 @@ int ordo_store_check_push(ordo_store_t *s, int slice, int worker, int64_t iter, 
 
 /* ---- shared frames -------------------------------------------------------------------- */
 
-static ordo_store_frame_t *frame_copy(const void *data, size_t len)
+ordo_store_frame_t *ordo__store_frame_copy(const void *data, size_t len)
 {
     ordo_store_frame_t *f = calloc(1, sizeof *f);
     if (!f) return NULL;
@@ -271,7 +256,7 @@ ordo_store_frame_t *ordo_store_frame_wrap(zmq_msg_t *frame)
     const void *data = zmq_msg_data(frame);
     if ((uintptr_t)data % _Alignof(float) != 0) {
         /* small frames can sit anywhere in ZeroMQ's receive buffer: keep an aligned copy */
-        ordo_store_frame_t *f = frame_copy(data, zmq_msg_size(frame));
+        ordo_store_frame_t *f = ordo__store_frame_copy(data, zmq_msg_size(frame));
         if (f) {
             zmq_msg_close(frame);
             zmq_msg_init(frame);
@@ -340,7 +325,7 @@ static int step_scaled(ordo_store_t *s, slot_t *sl, const float *acc, const floa
     return 0;
 }
 
-static int step(ordo_store_t *s, slot_t *sl, const float *acc, const float *g)
+int ordo__store_step(ordo_store_t *s, slot_t *sl, const float *acc, const float *g)
 {
     return step_scaled(s, sl, acc, g, s->scale);
 }
@@ -375,7 +360,7 @@ void ordo__store_round_reset(ordo_store_t *s, round_t *rd, int64_t iter)
 
 /* the last push of the current iteration: value <- step(value, acc + g), then the version
  * advances, over the later iterations (ssp) whose pushes are all summed already */
-static int apply(ordo_store_t *s, slot_t *sl, round_t *rd, const float *acc, const float *g)
+int ordo__store_apply(ordo_store_t *s, slot_t *sl, round_t *rd, const float *acc, const float *g)
 {
     /* after a worker left, the mean is over the workers that pushed this round */
     float scale = s->scale;
@@ -387,7 +372,7 @@ static int apply(ordo_store_t *s, slot_t *sl, round_t *rd, const float *acc, con
     sl->version++;
     for (rd = &sl->rounds[sl->version % s->n_rounds]; rd->complete;
          rd = &sl->rounds[sl->version % s->n_rounds]) {
-        if ((rc = step(s, sl, NULL, rd->sum)) != 0) return rc;
+        if ((rc = ordo__store_step(s, sl, NULL, rd->sum)) != 0) return rc;
         ordo__store_round_reset(s, rd, sl->version + s->n_rounds);
         sl->version++;
     }
@@ -403,7 +388,7 @@ static int fold(ordo_store_t *s, slot_t *sl, round_t *rd, int64_t iter, const fl
     int after = next_pusher(s, rd, rd->next + 1, iter);
     bool last = after == s->n_workers;
     if (last && iter == sl->version) {
-        int rc = apply(s, sl, rd, rd->sum, data);
+        int rc = ordo__store_apply(s, sl, rd, rd->sum, data);
         *updated = rc == 0;
         return rc;
     }
@@ -420,45 +405,6 @@ static int fold(ordo_store_t *s, slot_t *sl, round_t *rd, int64_t iter, const fl
     rd->next = after;
     rd->count++;
     rd->complete = last;
-    return 0;
-}
-
-/* backup workers: the first workers - backup pushes of the iteration are in (held): their
- * sum, in rank order, is applied */
-static int apply_taken(ordo_store_t *s, slot_t *sl, round_t *rd, bool *updated)
-{
-    int w, rc, left = rd->taken;
-    const float *sum = NULL;
-    for (w = 0; w < s->n_workers && left > 1; w++) {
-        if (!rd->held[w].owner) continue;
-        if (!sum)
-            memcpy(rd->acc, rd->held[w].data, (size_t)sl->numel * sizeof(float));
-        else
-            ordo_vec_add(rd->acc, rd->held[w].data, sl->numel);
-        sum = rd->acc;
-        left--;
-    }
-    while (!rd->held[w].owner) w++;
-    rc = apply(s, sl, rd, sum, rd->held[w].data);
-    for (w = 0; w < s->n_workers; w++) {
-        ordo_store_frame_unref(rd->held[w].owner);
-        rd->held[w] = (held_t){NULL, NULL};
-    }
-    *updated = rc == 0;
-    return rc;
-}
-
-/* asp: one push is one update, and the version is the oldest iteration a push is missing of */
-static int apply_one(ordo_store_t *s, slot_t *sl, int worker, const float *data, bool *updated)
-{
-    int rc = step(s, sl, NULL, data);
-    if (rc) return rc;
-    sl->clock[worker]++;
-    int64_t v = sl->clock[0];
-    for (int w = 1; w < s->n_workers; w++)
-        if (sl->clock[w] < v) v = sl->clock[w];
-    sl->version = v;
-    *updated = true;
     return 0;
 }
 
@@ -479,29 +425,32 @@ int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, co
         return ORDO_STORE_DROPPED;
     }
     sl->taken++;
-    if (s->mode == ORDO_SYNC_ASP) return apply_one(s, sl, worker, data, updated);
+    return s->model->take_push(s, sl, worker, iter, data, bytes, owner, updated);
+}
+
+int ordo__store_take_in_order(ordo_store_t *s, slot_t *sl, int worker, int64_t iter,
+                              const float *data, size_t bytes, ordo_store_frame_t *owner,
+                              bool *updated)
+{
     round_t *rd = &sl->rounds[iter % s->n_rounds];
     ordo_store_frame_t *copy = NULL;
-    bool hold = s->backup > 0 || worker != rd->next;
+    bool hold = worker != rd->next;
     if ((uintptr_t)data % _Alignof(float) != 0 || (!owner && hold)) {
         /* keep a copy: the caller's memory is borrowed for this call only, or unaligned */
-        if (!(copy = frame_copy(data, bytes))) return ORDO_ERR_NOMEM;
+        if (!(copy = ordo__store_frame_copy(data, bytes))) return ORDO_ERR_NOMEM;
         owner = copy;
         data = copy->buf;
     }
     rd->pushed[worker] = 1;
     if (hold) {
         /* pushes are summed in worker order, whatever order they arrive in, so the sum (and
-         * so the model) is the same bit for bit in every run and every push mode; backup
-         * workers hold the pushes until the iteration has enough */
+         * so the model) is the same bit for bit in every run and every push mode */
         owner->refs++;
         rd->held[worker] = (held_t){data, owner};
         ordo_store_frame_unref(copy);
-        if (s->backup > 0 && ++rd->taken == s->n_workers - s->backup)
-            return apply_taken(s, sl, rd, updated);
         return 0;
     }
-    rc = fold(s, sl, rd, iter, data, owner, updated);
+    int rc = fold(s, sl, rd, iter, data, owner, updated);
     while (rc == 0 && !*updated && rd->next < s->n_workers && rd->held[rd->next].owner) {
         held_t h = rd->held[rd->next];
         rd->held[rd->next] = (held_t){NULL, NULL};
@@ -537,7 +486,7 @@ bool ordo_store_ready(const ordo_store_t *s, int slice, int64_t iter)
 {
     int64_t v = ordo_store_version(s, slice);
     if (v < 0) return false;
-    return s->mode == ORDO_SYNC_ASP || v >= iter - s->staleness;
+    return s->model->pull_ready(s, v, iter);
 }
 
 uint64_t ordo_store_dropped(const ordo_store_t *s)
@@ -548,7 +497,7 @@ uint64_t ordo_store_dropped(const ordo_store_t *s)
 int ordo_store_leave(ordo_store_t *s, int worker, bool mean, int *updated_slices, int *n_updated)
 {
     *n_updated = 0;
-    if (s->mode != ORDO_SYNC_BSP || s->backup > 0)
+    if (!s->model->elastic)
         return ordo_error_set(ORDO_ERR_INVAL, "a worker can leave a bsp run without backup workers "
                               "only");
     if (worker < 0 || worker >= s->n_workers)
@@ -576,7 +525,7 @@ int ordo_store_leave(ordo_store_t *s, int worker, bool mean, int *updated_slices
         if (rc == 0 && !updated && rd->next == s->n_workers && rd->count > 0) {
             /* every push was summed and the last to come is gone: apply the sum */
             rd->count--; /* apply counts the push it is given as one more */
-            rc = apply(s, sl, rd, NULL, rd->sum);
+            rc = ordo__store_apply(s, sl, rd, NULL, rd->sum);
             updated = rc == 0;
         }
         if (rc) return rc;
@@ -587,7 +536,7 @@ int ordo_store_leave(ordo_store_t *s, int worker, bool mean, int *updated_slices
 
 int ordo_store_set_resend(ordo_store_t *s, bool on)
 {
-    if (on && (s->mode != ORDO_SYNC_BSP || s->backup > 0))
+    if (on && !s->model->elastic)
         return ordo_error_set(ORDO_ERR_INVAL, "re-sent pushes are recognised under bsp without "
                               "backup workers only");
     s->resend = on;
@@ -599,9 +548,9 @@ uint64_t ordo_store_resent(const ordo_store_t *s)
     return s->resent;
 }
 
-int ordo_store_sync_mode(const ordo_store_t *s)
+const struct ordo__sync_model *ordo__store_model(const ordo_store_t *s)
 {
-    return s->mode;
+    return s->model;
 }
 
 int64_t ordo_store_version(const ordo_store_t *s, int slice)
@@ -637,39 +586,18 @@ int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, s
         *hint = sl->prev;
         return 0;
     }
-    if (s->mode != ORDO_SYNC_SSP || sl->version >= iter) {
-        ordo_store_ref(s, slice, data, bytes, hint);
-        return 0;
-    }
-    ordo_vbuf_t *b = ordo__store_vbuf_new(sl->numel);
-    if (!b) return ORDO_ERR_NOMEM;
-    memcpy(b->data, sl->value->data, (size_t)sl->numel * sizeof(float));
-    /* the updates of iterations version .. iter - 1 as if their pushes received so far were
-     * all: the optimizer's steps on scratch copies of the gradient sum and the momentum */
-    size_t n = (size_t)sl->numel;
-    float *g = malloc(n * sizeof *g), *mom = sl->mom ? malloc(n * sizeof *mom) : NULL;
-    if (!g || (sl->mom && !mom)) {
-        free(g);
-        free(mom);
-        ordo__store_vbuf_unref(b);
-        return ORDO_ERR_NOMEM;
-    }
-    if (mom) memcpy(mom, sl->mom, n * sizeof *mom);
-    for (int64_t t = sl->version; t < iter; t++) {
-        round_t *rd = &sl->rounds[t % s->n_rounds];
-        if (rd->sum)
-            memcpy(g, rd->sum, n * sizeof *g);
-        else
-            memset(g, 0, n * sizeof *g);
-        for (int w = 0; w < s->n_workers; w++)
-            if (rd->held[w].owner) ordo_vec_add(g, rd->held[w].data, sl->numel);
-        ordo_optim_step(&sl->opt, b->data, b->data, mom, g, s->scale, sl->numel);
-    }
-    free(g);
-    free(mom);
-    *data = b->data;
+    return s->model->answer_pull(s, sl, iter, data, bytes, hint);
+}
+
+int ordo__store_answer_value(ordo_store_t *s, slot_t *sl, int64_t iter, void **data,
+                             size_t *bytes, void **hint)
+{
+    (void)s;
+    (void)iter;
+    atomic_fetch_add(&sl->value->refs, 1);
+    *data = sl->value->data;
     *bytes = (size_t)sl->numel * sizeof(float);
-    *hint = b;
+    *hint = sl->value;
     return 0;
 }
 
@@ -678,7 +606,7 @@ int ordo_store_set_members(ordo_store_t *s, int present, bool mean)
     if (present < 1 || present > s->n_workers)
         return ordo_error_set(ORDO_ERR_INVAL, "%d workers present of %d", present, s->n_workers);
     if (present == s->n_workers) return 0;
-    if (s->mode != ORDO_SYNC_BSP || s->backup > 0)
+    if (!s->model->elastic)
         return ordo_error_set(ORDO_ERR_INVAL, "workers can join a bsp run without backup workers "
                               "only");
     if (!s->join_at && !(s->join_at = calloc((size_t)s->n_workers, sizeof *s->join_at)))

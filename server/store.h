@@ -38,8 +38,9 @@ int ordo_store_set_update(ordo_store_t *s, int key, const ordo_optim_t *opt);
  * store is bsp. ORDO_ERR_INVAL on values the conf would refuse. */
 int ordo_store_set_sync(ordo_store_t *s, int mode, int staleness, int backup);
 
-/* ordo_store_sync_mode returns the store's ordo_sync_t. */
-int ordo_store_sync_mode(const ordo_store_t *s);
+/* ordo__store_model returns the store's consistency model (server/consistency/model.h): the
+ * server and its replicas ask it, not the mode, what the model does. */
+const struct ordo__sync_model *ordo__store_model(const ordo_store_t *s);
 
 /* A push returns this (positive) when it came after its iteration was applied without it
  * (backup workers): it was counted (ordo_store_dropped) and left out. */

@@ -48,7 +48,7 @@ typedef struct {
     uint8_t *pushed;               /* per worker, for this round's iteration */
 } round_t;
 
-typedef struct {
+typedef struct ordo__slot {
     int64_t numel;
     ordo_vbuf_t *value;
     ordo_vbuf_t *prev;    /* re-sends on: the value before the last update */
@@ -66,7 +66,8 @@ struct ordo_store {
     int rank, n_workers;
     ordo_optim_t opt;
     float scale;
-    int mode, staleness, backup; /* ordo_sync_t ([sync]) */
+    const struct ordo__sync_model *model; /* [sync] (server/consistency/model.h) */
+    int staleness, backup;
     bool resend;                 /* a worker's push again (a restarted worker): acknowledged */
     int n_rounds;
     uint64_t dropped;
@@ -90,5 +91,29 @@ int ordo__store_check_size(const slot_t *sl, int slice, size_t bytes);
 
 /* ordo__store_round_reset empties rd for iteration iter */
 void ordo__store_round_reset(ordo_store_t *s, round_t *rd, int64_t iter);
+
+/* what several consistency models share (server/consistency/model.h): */
+
+/* ordo__store_check_round: iter is in sl's window of rounds and worker has not pushed it */
+int ordo__store_check_round(const ordo_store_t *s, const slot_t *sl, int slice, int worker,
+                            int64_t iter);
+/* ordo__store_take_in_order: pushes summed in worker rank order, held when they come early;
+ * the last of an iteration applies it (bsp, ssp) */
+int ordo__store_take_in_order(ordo_store_t *s, slot_t *sl, int worker, int64_t iter,
+                              const float *data, size_t bytes, ordo_store_frame_t *owner,
+                              bool *updated);
+/* ordo__store_round_pushed: worker's push of iter is marked in its round */
+bool ordo__store_round_pushed(const ordo_store_t *s, const slot_t *sl, int worker, int64_t iter);
+/* ordo__store_answer_value: a reference on sl's current value */
+int ordo__store_answer_value(ordo_store_t *s, slot_t *sl, int64_t iter, void **data,
+                             size_t *bytes, void **hint);
+/* ordo__store_step: value <- step(value, acc + g) at the store's scale */
+int ordo__store_step(ordo_store_t *s, slot_t *sl, const float *acc, const float *g);
+/* ordo__store_apply: the last push g of rd's iteration (acc: the rest's sum, or NULL) is
+ * applied and the version advances, over later rounds already complete */
+int ordo__store_apply(ordo_store_t *s, slot_t *sl, round_t *rd, const float *acc, const float *g);
+/* ordo__store_frame_copy: a shared frame holding a 64-byte aligned copy of data; NULL when
+ * out of memory */
+ordo_store_frame_t *ordo__store_frame_copy(const void *data, size_t len);
 
 #endif

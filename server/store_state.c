@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "server/consistency/model.h"
 #include "server/store_internal.h"
 
 void ordo_store_copy_value(const ordo_store_t *s, int slice, float *dst)
@@ -35,7 +36,11 @@ bool ordo_store_pushed(const ordo_store_t *s, int slice, int worker, int64_t ite
     if (!ordo_store_owns(s, slice) || worker < 0 || worker >= s->n_workers) return false;
     const slot_t *sl = &s->slots[s->slot_of[slice]];
     if (iter < sl->version) return true;
-    if (s->mode == ORDO_SYNC_ASP) return iter < sl->clock[worker];
+    return s->model->pushed(s, sl, worker, iter);
+}
+
+bool ordo__store_round_pushed(const ordo_store_t *s, const slot_t *sl, int worker, int64_t iter)
+{
     if (iter >= sl->version + s->n_rounds) return false;
     return sl->rounds[iter % s->n_rounds].pushed[worker] != 0;
 }
@@ -43,23 +48,18 @@ bool ordo_store_pushed(const ordo_store_t *s, int slice, int worker, int64_t ite
 int64_t ordo_store_seq(const ordo_store_t *s, int slice)
 {
     const slot_t *sl = &s->slots[s->slot_of[slice]];
-    if (s->mode == ORDO_SYNC_BSP || sl->version < 0) return sl->version;
-    if (s->mode == ORDO_SYNC_SSP) return sl->taken;
-    int64_t n = 0;
-    for (int w = 0; w < s->n_workers; w++)
-        n += sl->clock[w];
-    return n;
+    return sl->version < 0 ? sl->version : s->model->seq(s, sl);
 }
 
 const int64_t *ordo_store_clocks(const ordo_store_t *s, int slice)
 {
-    if (!ordo_store_owns(s, slice) || s->mode != ORDO_SYNC_ASP) return NULL;
+    if (!ordo_store_owns(s, slice) || !s->model->clocks) return NULL;
     return s->slots[s->slot_of[slice]].clock;
 }
 
 int ordo_store_install_clocks(ordo_store_t *s, int slice, const void *clocks, size_t bytes)
 {
-    if (!ordo_store_owns(s, slice) || s->mode != ORDO_SYNC_ASP)
+    if (!ordo_store_owns(s, slice) || !s->model->clocks)
         return ordo_error_set(ORDO_ERR_INVAL, "slice %d keeps no push clocks here", slice);
     if (bytes != sizeof(int64_t) * (size_t)s->n_workers)
         return ordo_error_set(ORDO_ERR_PROTO, "slice %d: %zu bytes of push clocks, expected %zu",

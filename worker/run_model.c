@@ -180,8 +180,9 @@ static int resume_point(job_t *j)
 {
     const ordo_conf_t *conf = j->conf;
     if (!conf->resume[0]) return 0;
-    snprintf(j->resume_path, sizeof j->resume_path, "%s/checkpoint.bin", conf->resume);
-    int rc = ordo_paramfile_read_iteration(j->resume_path, &j->t0);
+    /* the newest whole checkpoint: checkpoint.bin, or checkpoint.prev.bin when the newer one
+     * is truncated or corrupt (the servers pick the same one, server/server.c) */
+    int rc = ordo_paramfile_newest(conf->resume, j->resume_path, sizeof j->resume_path, &j->t0);
     if (rc) return ordo_error_context(rc, "fault.resume");
     if (j->t0 >= j->iterations)
         return ordo_error_set(ORDO_ERR_INVAL, "fault.resume: %s is after %lld updates, and the "
@@ -308,10 +309,36 @@ static int save_path_state(job_t *j, int64_t t)
     const char *dir = ordo_run_dir(j->o);
     snprintf(path, sizeof path, "%s/checkpoint-worker-%d-%lld.bin", dir, j->rank, (long long)t);
     int rc = ordo_exec_path_state(j->ex, path, true);
-    if (rc) return rc;
+    if (rc && j->conf->disk_full == ORDO_DISK_FULL_STOP)
+        return ordo_error_context(rc, "checkpoint (fault.disk_full = stop)");
+    if (rc) { /* the older files stay: a resume may need them */
+        ORDO_ERROR("checkpoint after %lld updates: %s; the run goes on (fault.disk_full = retry)",
+                   (long long)t, ordo_error_text(rc));
+        return 0;
+    }
     snprintf(path, sizeof path, "%s/checkpoint-worker-%d-%lld.bin", dir, j->rank,
              (long long)(t - 2 * j->path_every));
     unlink(path); /* the one before the previous is no longer needed */
+    return 0;
+}
+
+/* worker 0's checkpoint.bin after t updates, the one before kept as checkpoint.prev.bin (a
+ * resume falls back to it when the newer one is not whole). A write that fails leaves both as
+ * they were; [fault] disk_full says whether the run stops or goes on to the next one. */
+static int write_checkpoint(job_t *j, int64_t t)
+{
+    char path[ORDO_CONF_PATH + 64], prev[ORDO_CONF_PATH + 64];
+    snprintf(path, sizeof path, "%s/checkpoint.bin", ordo_run_dir(j->o));
+    snprintf(prev, sizeof prev, "%s/checkpoint.prev.bin", ordo_run_dir(j->o));
+    int rc = ordo_paramfile_write_kept(path, prev, j->m, j->snap_of, t);
+    if (!rc) {
+        ORDO_INFO("checkpoint: %s after %lld updates", path, (long long)t);
+        return 0;
+    }
+    if (j->conf->disk_full == ORDO_DISK_FULL_STOP)
+        return ordo_error_context(rc, "checkpoint (fault.disk_full = stop)");
+    ORDO_ERROR("checkpoint after %lld updates: %s; the previous checkpoint is kept and the run "
+               "goes on (fault.disk_full = retry)", (long long)t, ordo_error_text(rc));
     return 0;
 }
 
@@ -438,10 +465,7 @@ static int loop(job_t *j)
         rc = ordo_exec_iteration(j->ex, t - j->t0, x, labels, j->training ? n_batch : 0, &st);
         if (rc) return rc;
         if (checkpoint) {
-            char path[ORDO_CONF_PATH + 64];
-            snprintf(path, sizeof path, "%s/checkpoint.bin", ordo_run_dir(j->o));
-            if ((rc = ordo_paramfile_write(path, j->m, j->snap_of, t)) != 0) return rc;
-            ORDO_INFO("checkpoint: %s after %lld updates", path, (long long)t);
+            if ((rc = write_checkpoint(j, t)) != 0) return rc;
         }
         if ((rc = report(j, t, &st, n_batch, &eval_ns)) != 0) return rc;
         j->last_loss = st.loss;

@@ -15,6 +15,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+# The header's structs (Update: ordo_update_t, BindOpts: ordo_bind_opts_t, Arrival:
+# ordo_arrival_t), its callback type (OpTimesFn: ordo_op_times_fn) and every function's ctypes
+# declaration (_SIGNATURES), generated from include/ordo/ordo.h by scripts/gen-api.py.
+from ordo._ordo_h import SIGNATURES as _SIGNATURES
+from ordo._ordo_h import Arrival, BindOpts, OpTimesFn, Update  # noqa: F401 (the binding's)
+
 # The error codes of ordo.h (ORDO_ERR_*), by name.
 ERRORS = {
     -1: "INVAL", -2: "NOMEM", -3: "PROTO", -4: "IO", -5: "TIMEDOUT", -6: "CLOSED",
@@ -29,110 +35,7 @@ ERR_AGAIN = -12
 # The update rules of ordo.h (ORDO_UPDATE_*).
 UPDATE_CONF, UPDATE_SGD, UPDATE_AVERAGE = 0, 1, 2
 
-
-class Update(ctypes.Structure):
-    """Update is ordo_update_t: a tensor's update rule (kind, lr, momentum, weight_decay)."""
-
-    _fields_ = [("kind", ctypes.c_int), ("lr", ctypes.c_double), ("momentum", ctypes.c_double),
-                ("weight_decay", ctypes.c_double)]
-
-
-class BindOpts(ctypes.Structure):
-    """BindOpts is ordo_bind_opts_t: how a bound model's iterations move (ordo_bind)."""
-
-    _fields_ = [("pull_early", ctypes.c_int), ("shuffle", ctypes.c_int),
-                ("seed", ctypes.c_uint64), ("iterations", ctypes.c_int64),
-                ("forward_only", ctypes.c_int)]
-
-
-class Arrival(ctypes.Structure):
-    """Arrival is ordo_arrival_t: tensor's value of iteration iter arrived at t_ns."""
-
-    _fields_ = [("tensor", ctypes.c_int), ("iter", ctypes.c_int64), ("t_ns", ctypes.c_int64)]
-
-
-# ordo_op_times_fn: int (*)(void *ctx, char **json)
-OpTimesFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p))
-
-_P = ctypes.c_void_p
-_H = ctypes.c_int64
-_SIGNATURES = {
-    # name: (restype, argtypes)
-    "ordo_strerror": (ctypes.c_char_p, [ctypes.c_int]),
-    "ordo_last_error": (ctypes.c_char_p, []),
-    "ordo_version": (ctypes.c_char_p, []),
-    "ordo_new": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_P)]),
-    "ordo_set": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_char_p]),
-    "ordo_declare": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_int64,
-                                    ctypes.POINTER(ctypes.c_int)]),
-    "ordo_declare_update": (ctypes.c_int, [_P, ctypes.c_int, ctypes.POINTER(Update)]),
-    "ordo_join": (ctypes.c_int, [_P]),
-    "ordo_leave": (ctypes.c_int, [_P]),
-    "ordo_abort": (None, [_P, ctypes.c_char_p]),
-    "ordo_destroy": (None, [ctypes.POINTER(_P)]),
-    "ordo_rank": (ctypes.c_int, [_P]),
-    "ordo_size": (ctypes.c_int, [_P]),
-    "ordo_num_servers": (ctypes.c_int, [_P]),
-    "ordo_num_tensors": (ctypes.c_int, [_P]),
-    "ordo_tensor_numel": (ctypes.c_int64, [_P, ctypes.c_int]),
-    "ordo_tensor_name": (ctypes.c_char_p, [_P, ctypes.c_int]),
-    "ordo_tensor_version": (ctypes.c_int64, [_P, ctypes.c_int]),
-    "ordo_init": (ctypes.c_int, [_P, ctypes.c_int, _P]),
-    "ordo_push": (ctypes.c_int, [_P, ctypes.c_int, _P, ctypes.c_int, ctypes.POINTER(_H)]),
-    "ordo_pull": (ctypes.c_int, [_P, ctypes.c_int, _P, ctypes.c_int, ctypes.POINTER(_H)]),
-    "ordo_pushpull": (ctypes.c_int, [_P, ctypes.c_int, _P, _P, ctypes.c_int,
-                                     ctypes.POINTER(_H)]),
-    "ordo_wait": (ctypes.c_int, [_P, _H, ctypes.c_int]),
-    "ordo_test": (ctypes.c_int, [_P, _H]),
-    "ordo_wait_all": (ctypes.c_int, [_P, ctypes.c_int]),
-    "ordo_barrier": (ctypes.c_int, [_P, ctypes.c_int]),
-    "ordo_broadcast": (ctypes.c_int, [_P, _P, ctypes.c_size_t, ctypes.c_int, ctypes.c_int]),
-    "ordo_interrupt": (None, [_P]),
-    "ordo_step": (ctypes.c_int, [_P, ctypes.c_int, ctypes.c_double]),
-    "ordo_declare_occasional": (ctypes.c_int, [_P, ctypes.c_int]),
-    "ordo_declare_compression": (ctypes.c_int, [_P, ctypes.c_int, ctypes.c_char_p]),
-    "ordo_replan": (ctypes.c_int, [_P, ctypes.c_char_p, ctypes.c_int]),
-    "ordo_tensor_priority": (ctypes.c_int, [_P, ctypes.c_int]),
-    "ordo_new_args": (ctypes.c_int, [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
-                                     ctypes.POINTER(_P)]),
-    "ordo_set_op_times": (ctypes.c_int, [_P, OpTimesFn, _P]),
-    "ordo_leave_with": (ctypes.c_int, [_P, ctypes.c_char_p]),
-    "ordo_run_dir": (ctypes.c_char_p, [_P]),
-    "ordo_resume_iter": (ctypes.c_int64, [_P]),
-    "ordo_members": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int),
-                                    ctypes.POINTER(ctypes.c_int64)]),
-    "ordo_server_load": (ctypes.c_int, [_P, ctypes.c_int, ctypes.POINTER(ctypes.c_int64),
-                                        ctypes.POINTER(ctypes.c_int)]),
-    "ordo_report": (ctypes.c_int, [_P, ctypes.c_char_p]),
-    "ordo_trace_span": (None, [_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
-                               ctypes.c_int64, ctypes.c_int64, ctypes.c_char_p]),
-    "ordo_trace_track": (None, [_P, ctypes.c_int, ctypes.c_char_p]),
-    "ordo_save_state": (ctypes.c_int, [_P, ctypes.c_char_p]),
-    "ordo_load_state": (ctypes.c_int, [_P, ctypes.c_char_p]),
-    "ordo_bind": (ctypes.c_int, [_P, ctypes.POINTER(BindOpts)]),
-    "ordo_unbind": (ctypes.c_int, [_P]),
-    "ordo_value_buffer": (ctypes.POINTER(ctypes.c_float), [_P, ctypes.c_int]),
-    "ordo_grad_buffer": (ctypes.POINTER(ctypes.c_float), [_P, ctypes.c_int]),
-    "ordo_bound_init": (ctypes.c_int, [_P]),
-    "ordo_bound_init_from": (ctypes.c_int, [_P, _P]),
-    "ordo_iter_begin": (ctypes.c_int, [_P, ctypes.c_int64]),
-    "ordo_next_arrival": (ctypes.c_int, [_P, ctypes.POINTER(Arrival), ctypes.c_int]),
-    "ordo_grad_ready": (ctypes.c_int, [_P, ctypes.c_int, ctypes.c_int64]),
-    "ordo_iter_end": (ctypes.c_int, [_P, ctypes.c_int64, ctypes.c_int]),
-    "ordo_iter_bytes": (ctypes.c_int, [_P, ctypes.POINTER(ctypes.c_int64),
-                                       ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p,
-                                       ctypes.c_size_t]),
-    "ordo_pull_values": (ctypes.c_int, [_P, ctypes.c_int64, ctypes.c_int]),
-    "ordo_batches": (ctypes.c_int, [_P, ctypes.c_int64, ctypes.c_int, ctypes.c_int64,
-                                    ctypes.c_uint64, ctypes.c_int]),
-    "ordo_next_batch": (ctypes.c_int, [_P, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
-                                       ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int]),
-    "ordo_servers_version": (ctypes.c_int64, [_P]),
-    "ordo_commit_state": (ctypes.c_int, [_P, ctypes.c_void_p, ctypes.c_size_t]),
-    "ordo_peer_state": (ctypes.c_int, [_P, ctypes.c_void_p, ctypes.c_size_t,
-                                       ctypes.POINTER(ctypes.c_size_t),
-                                       ctypes.POINTER(ctypes.c_int64), ctypes.c_int]),
-}
+_H = ctypes.c_int64  # ordo_handle_t
 
 # ordo_next_batch's outcomes beside a batch (0)
 BATCH_END_OF_EPOCH = 1

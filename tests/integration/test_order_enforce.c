@@ -6,7 +6,7 @@
  *   permutation that is not the listed order) every server hands each worker's transfers
  *   of every iteration after the first over in exactly the plan's order restricted to that
  *   server (chunks of a key together), with the counter equal to the number already handed
- *   over and the normalized priorities of docs/ordering.md.
+ *   over and the normalized priorities of docs/ordering-live.md.
  * - fifo (control): the same forward-only job without a plan releases in request order, so
  *   the checks above do see the difference.
  * - greedy: on an emulated link, (1) the link never idles while a response is held: when

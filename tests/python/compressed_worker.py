@@ -53,10 +53,19 @@ def main(argv: list[str]) -> int:
         for k, (_, _, kind) in enumerate(TENSORS):
             if kind != "average":
                 client.init(k, init[k])
-    w = [x.copy() for x in init]
-    mom = np.zeros(TENSORS[1][1], dtype=np.float32)
     senders = [[wire_ref.Sender(codec, n, size) for _, n, _ in TENSORS] for _ in range(size)]
     pullers = [wire_ref.Puller(codec, n) for _, n, _ in TENSORS]
+    # the first values: a pull of version 0 waits for rank 0's init (a push may not come
+    # before it); averaged tensors read zeros. It is the first answer of each slice's pulls.
+    for k, (name, n, kind) in enumerate(TENSORS):
+        first = np.full(n, 7.0, dtype=np.float32)
+        client.pull(k, first).wait(30000)
+        expect = pullers[k].pull(0 * init[k] if kind == "average" else init[k], 0)
+        if not np.array_equal(first, expect):
+            client.abort(f"{name}: version 0 read {first[:4]}, expected {expect[:4]}")
+            return 1
+    w = [x.copy() for x in init]
+    mom = np.zeros(TENSORS[1][1], dtype=np.float32)
     scale = np.float32(1.0 / size)
     checked = wrong = 0
     worst = 0.0

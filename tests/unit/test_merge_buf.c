@@ -1,10 +1,10 @@
 /* Tests of client/merge_buf (packing gradients of merged pushes into one message per group
  * and server) and server/groups (checking a merged push and taking it apart): the layout of
  * the parts, the packed bytes, a pack-then-split round trip over every server, zero-copy
- * parts of one key's consecutive slices, reuse after reset, the plan's merge member, and every
+ * parts of one key's consecutive slices, reuse after reset, and every
  * rejection. */
 #include "common/keys.h"
-#include "server/groups.h"
+#include "server/merged.h"
 #include "client/merge_buf.h"
 #include "ordo_check.h"
 
@@ -116,9 +116,9 @@ START_TEST(pack_then_split_gives_back_every_gradient)
     ordo_keys_t *k = make_keys();
     ordo__merge_buf_t *mb;
     ORDO_CK_OK(ordo__merge_buf_new(k, NG, group_start, order, caps[_i], &mb));
-    ordo_groups_t *srv[NS];
+    ordo__merged_t *srv[NS];
     for (int s = 0; s < NS; s++)
-        ORDO_CK_OK(ordo_groups_new(k, s, &srv[s]));
+        ORDO_CK_OK(ordo__merged_new(k, s, &srv[s]));
     float **grad = make_grads();
     float *back[NK];
     for (int key = 0; key < NK; key++)
@@ -138,15 +138,15 @@ START_TEST(pack_then_split_gives_back_every_gradient)
                 const ordo_merge_part_t *pt = ordo__merge_buf_part(mb, g, p);
                 const float *payload = ordo__merge_buf_payload(mb, g, p);
                 int n;
-                ORDO_CK_OK(ordo_groups_split(srv[pt->server], pt->slices,
+                ORDO_CK_OK(ordo__merged_split(srv[pt->server], pt->slices,
                                              sizeof(uint32_t) * (size_t)pt->n_slices,
                                              sizeof(float) * (size_t)pt->numel, &n));
                 ck_assert_int_eq(n, pt->n_slices);
                 if (caps[_i] > 0 && pt->n_slices > 1) ck_assert_int_le(pt->numel * 4, caps[_i]);
                 for (int j = 0; j < n; j++) {
-                    int sl = ordo_groups_slice(srv[pt->server], j);
+                    int sl = ordo__merged_slice(srv[pt->server], j);
                     ck_assert_int_eq(sl, (int)pt->slices[j]);
-                    size_t off = ordo_groups_offset(srv[pt->server], j);
+                    size_t off = ordo__merged_offset(srv[pt->server], j);
                     ck_assert_int_eq(off, (size_t)pt->offset[j] * sizeof(float));
                     const ordo_slice_t *s = &k->slices[sl];
                     memcpy(back[s->key] + s->offset, (const char *)payload + off,
@@ -182,7 +182,7 @@ START_TEST(pack_then_split_gives_back_every_gradient)
         free(back[key]);
     free_grads(grad);
     for (int s = 0; s < NS; s++)
-        ordo_groups_destroy(&srv[s]);
+        ordo__merged_destroy(&srv[s]);
     ordo__merge_buf_destroy(&mb);
     ordo_keys_destroy(&k);
 }
@@ -311,8 +311,8 @@ END_TEST
 START_TEST(split_rejects_bad_indexes)
 {
     ordo_keys_t *k = make_keys();
-    ordo_groups_t *g;
-    ORDO_CK_OK(ordo_groups_new(k, 0, &g));
+    ordo__merged_t *g;
+    ORDO_CK_OK(ordo__merged_new(k, 0, &g));
     uint32_t mine[8], n_mine = 0, other = 0;
     int64_t bytes_mine = 0;
     for (int s = 0; s < k->n_slices; s++) {
@@ -325,87 +325,34 @@ START_TEST(split_rejects_bad_indexes)
     }
     ck_assert_uint_ge(n_mine, 2);
     int n;
-    ORDO_CK_OK(ordo_groups_split(g, mine, n_mine * 4, (size_t)bytes_mine, &n));
+    ORDO_CK_OK(ordo__merged_split(g, mine, n_mine * 4, (size_t)bytes_mine, &n));
     ck_assert_int_eq(n, (int)n_mine);
-    ORDO_CK_ERR(ordo_groups_split(g, mine, 0, 0, &n), ORDO_ERR_PROTO);
-    ORDO_CK_ERR(ordo_groups_split(g, mine, 6, 40, &n), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo__merged_split(g, mine, 0, 0, &n), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo__merged_split(g, mine, 6, 40, &n), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "index of 6 bytes"));
-    ORDO_CK_ERR(ordo_groups_split(g, mine, n_mine * 4, (size_t)bytes_mine + 4, &n), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo__merged_split(g, mine, n_mine * 4, (size_t)bytes_mine + 4, &n), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "payload of"));
     uint32_t bad[2] = {mine[0], other};
-    ORDO_CK_ERR(ordo_groups_split(g, bad, 8, 8, &n), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo__merged_split(g, bad, 8, 8, &n), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "entry 1: slice") &&
               strstr(ordo_error_detail(), "lives on server"));
     bad[1] = mine[0];
-    ORDO_CK_ERR(ordo_groups_split(g, bad, 8, 8, &n), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo__merged_split(g, bad, 8, 8, &n), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "is listed twice"));
     bad[1] = (uint32_t)k->n_slices;
-    ORDO_CK_ERR(ordo_groups_split(g, bad, 8, 8, &n), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo__merged_split(g, bad, 8, 8, &n), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "entry 1: no slice"));
     uint32_t many[64] = {0};
-    ORDO_CK_ERR(ordo_groups_split(g, many, sizeof many, 0, &n), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo__merged_split(g, many, sizeof many, 0, &n), ORDO_ERR_PROTO);
     ck_assert(strstr(ordo_error_detail(), "this server holds only"));
     /* an unaligned index is read as well as an aligned one */
     char raw[4 * 8 + 1];
     memcpy(raw + 1, mine, n_mine * 4);
-    ORDO_CK_OK(ordo_groups_split(g, raw + 1, n_mine * 4, (size_t)bytes_mine, &n));
-    ck_assert_int_eq(ordo_groups_slice(g, (int)n_mine - 1), (int)mine[n_mine - 1]);
-    ordo_groups_destroy(&g);
+    ORDO_CK_OK(ordo__merged_split(g, raw + 1, n_mine * 4, (size_t)bytes_mine, &n));
+    ck_assert_int_eq(ordo__merged_slice(g, (int)n_mine - 1), (int)mine[n_mine - 1]);
+    ordo__merged_destroy(&g);
     ck_assert_ptr_null(g);
     ordo_keys_destroy(&k);
-}
-END_TEST
-
-START_TEST(plan_merge_member)
-{
-    int ng, *gs, *ord;
-    int64_t mx = -1;
-    ORDO_CK_OK(ordo__merge_buf_groups_from_plan(
-        "{\"policy\":\"fifo\",\"merge\":{\"algo\":\"wfbp\",\"groups\":[[4,3],[2,1],[0]]}}", NK, &ng,
-        &gs, &ord, &mx));
-    ck_assert_int_eq(ng, 3);
-    ck_assert_int_eq(mx, 0); /* no max_message_bytes: no limit */
-    for (int i = 0; i <= ng; i++)
-        ck_assert_int_eq(gs[i], group_start[i]);
-    for (int i = 0; i < NK; i++)
-        ck_assert_int_eq(ord[i], order[i]);
-    free(gs);
-    free(ord);
-    ORDO_CK_OK(ordo__merge_buf_groups_from_plan(
-        "{\"merge\":{\"groups\":[[4,3,2,1,0]],\"max_message_bytes\":4096}}", NK, &ng, &gs, &ord,
-        &mx));
-    ck_assert_int_eq(mx, 4096);
-    free(gs);
-    free(ord);
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan(
-                    "{\"merge\":{\"groups\":[[4,3,2,1,0]],\"max_message_bytes\":-1}}", NK, &ng, &gs,
-                    &ord, &mx),
-                ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.max_message_bytes: not an integer >= 0");
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"policy\":\"fifo\"}", NK, &ng, &gs, &ord, &mx),
-                ORDO_ERR_NOTFOUND);
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan(NULL, NK, &ng, &gs, &ord, &mx), ORDO_ERR_NOTFOUND);
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[2,3],[0,1]]}}", NK,
-                                                &ng, &gs, &ord, &mx),
-                ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[1][1]: key 3 again");
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[2,1]]}}", NK, &ng,
-                                                &gs, &ord, &mx),
-                ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups: 4 of 5 keys listed");
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3],[],[2,1,0]]}}", NK,
-                                                &ng, &gs, &ord, &mx),
-                ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[1]: not a non-empty array");
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3,\"2\",1,0]]}}", NK,
-                                                &ng, &gs, &ord, &mx),
-                ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "plan: $.merge.groups[0][2]: not a key in [0, 5)");
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{\"groups\":[[4,3,9,1,0]]}}", NK, &ng,
-                                                &gs, &ord, &mx),
-                ORDO_ERR_PROTO);
-    ORDO_CK_ERR(ordo__merge_buf_groups_from_plan("{\"merge\":{}}", NK, &ng, &gs, &ord, &mx),
-                ORDO_ERR_PROTO);
 }
 END_TEST
 
@@ -423,9 +370,6 @@ static Suite *merge_buf_suite(void)
     tcase_add_test(tc, gradients_computed_in_their_home_are_not_copied);
     tcase_add_test(tc, put_rejects_repeats_and_unknown_keys);
     tcase_add_test(tc, split_rejects_bad_indexes);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("plan");
-    tcase_add_test(tc, plan_merge_member);
     suite_add_tcase(s, tc);
     return s;
 }

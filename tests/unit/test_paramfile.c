@@ -1,7 +1,10 @@
-/* Tests of worker/paramfile: params.bin round-trips bit for bit, matches only its model, and
- * every kind of damaged file is refused with the file, the offset and the reason. */
+/* Tests of core/paramfile: params.bin round-trips bit for bit, matches only its model, every
+ * kind of damaged file is refused with the file, the offset and the reason (the checksum
+ * trailer catching what the fields cannot), and a resume takes the newest whole checkpoint. */
 #include "core/paramfile.h"
 #include "ordo_check.h"
+
+#include <stdbool.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,9 +87,11 @@ START_TEST(round_trip_is_bit_exact)
     ck_assert_int_ne(access(path_of("params.bin.tmp"), F_OK), 0); /* replaced atomically */
     size_t n;
     unsigned char *raw = read_bytes(path_of("params.bin"), &n);
-    /* 24 header + (2+1+8) + (2+1+8) + (2+1+8) names + 20 floats */
-    ck_assert_uint_eq(n, 24 + 33 + 4 * 20);
+    /* 24 header + (2+1+8) + (2+1+8) + (2+1+8) names + 20 floats + the checksum trailer */
+    ck_assert_uint_eq(n, 24 + 33 + 4 * 20 + 16);
     ck_assert_mem_eq(raw, "ORDOPRM1\x03\0\0\0\0\0\0\0\x2a", 17);
+    ck_assert_mem_eq(raw + n - 16, "ORDOSUM1", 8);
+    ck_assert_mem_eq(raw + n - 4, "\0\0\0\0", 4);
     free(raw);
     ordo_paramfile_t *pf = NULL;
     ORDO_CK_OK(ordo_paramfile_read(path_of("params.bin"), &pf));
@@ -128,8 +133,10 @@ START_TEST(match_names_the_first_difference)
 }
 END_TEST
 
-/* writes a good file, lets edit damage its bytes, and expects the read to fail with text */
-static void expect_bad(void (*edit)(unsigned char *, size_t *), const char *text)
+/* writes a good file, lets edit damage its bytes, and expects the read to fail with text;
+ * with `plain` the checksum trailer is taken off first (the format as documented before it,
+ * which readers accept), so the fields' own checks are what refuse it */
+static void expect_bad_file(void (*edit)(unsigned char *, size_t *), const char *text, bool plain)
 {
     ordo_model_t *m = small_model("w");
     float *v[3];
@@ -138,6 +145,7 @@ static void expect_bad(void (*edit)(unsigned char *, size_t *), const char *text
     size_t n;
     unsigned char *raw = read_bytes(path_of("good.bin"), &n);
     raw = realloc(raw, n + 16);
+    if (plain) n -= 16;
     edit(raw, &n);
     write_bytes(path_of("bad.bin"), raw, n);
     ordo_paramfile_t *pf = NULL;
@@ -150,6 +158,11 @@ static void expect_bad(void (*edit)(unsigned char *, size_t *), const char *text
     for (int p = 0; p < 3; p++)
         free(v[p]);
     ordo_model_destroy(&m);
+}
+
+static void expect_bad(void (*edit)(unsigned char *, size_t *), const char *text)
+{
+    expect_bad_file(edit, text, true);
 }
 
 static void bad_magic(unsigned char *d, size_t *n)
@@ -193,6 +206,31 @@ static void trailing(unsigned char *d, size_t *n)
     d[(*n)++] = 0;
 }
 
+static void flip_value(unsigned char *d, size_t *n)
+{
+    (void)n;
+    d[24 + 33 + 4 * 7 + 1] ^= 0x10; /* a bit of w's 8th value: every field still fits */
+}
+static void flip_sum(unsigned char *d, size_t *n)
+{
+    d[*n - 6] ^= 0x01; /* the trailer's CRC itself */
+}
+static void cut_trailer(unsigned char *d, size_t *n)
+{
+    (void)d;
+    *n -= 5; /* cut short mid-trailer: no trailer is found, the values are 11 bytes long */
+}
+START_TEST(the_checksum_catches_what_the_fields_cannot)
+{
+    make_dir();
+    expect_bad_file(flip_value, "offset 137: checksum mismatch", false);
+    expect_bad_file(flip_sum, "offset 137: checksum mismatch", false);
+    expect_bad_file(cut_trailer, "91 bytes of values, the header announces 80", false);
+    expect_bad_file(bad_magic, "offset 0: not an ordo parameter file", false);
+    remove_dir();
+}
+END_TEST
+
 START_TEST(damaged_files_are_refused)
 {
     make_dir();
@@ -211,6 +249,84 @@ START_TEST(damaged_files_are_refused)
 }
 END_TEST
 
+START_TEST(a_file_without_the_trailer_is_read)
+{
+    make_dir();
+    ordo_model_t *m = small_model("w");
+    float *v[3];
+    fill(m, v);
+    ORDO_CK_OK(ordo_paramfile_write(path_of("good.bin"), m, v, 9));
+    size_t n;
+    unsigned char *raw = read_bytes(path_of("good.bin"), &n);
+    write_bytes(path_of("plain.bin"), raw, n - 16);
+    ordo_paramfile_t *pf = NULL;
+    ORDO_CK_OK(ordo_paramfile_read(path_of("plain.bin"), &pf));
+    ck_assert_int_eq(pf->iteration, 9);
+    ck_assert_mem_eq(pf->values[2], v[2], sizeof(float) * 5);
+    ordo_paramfile_destroy(&pf);
+    free(raw);
+    for (int p = 0; p < 3; p++)
+        free(v[p]);
+    ordo_model_destroy(&m);
+    remove_dir();
+}
+END_TEST
+
+/* the iteration ordo_paramfile_newest picks in dir, or the error's detail in *detail */
+static int64_t newest(char *detail, size_t size, int want_rc)
+{
+    char path[256];
+    int64_t it = -1;
+    int rc = ordo_paramfile_newest(dir, path, sizeof path, &it);
+    ck_assert_int_eq(rc, want_rc);
+    snprintf(detail, size, "%s", rc ? ordo_error_detail() : path);
+    return it;
+}
+
+START_TEST(a_resume_takes_the_newest_whole_checkpoint)
+{
+    make_dir();
+    ordo_model_t *m = small_model("w");
+    float *v[3];
+    fill(m, v);
+    char got[1024];
+    newest(got, sizeof got, ORDO_ERR_NOTFOUND);
+    ck_assert_ptr_nonnull(strstr(got, "checkpoint.bin: No such file or directory"));
+    char ckpt[256], prev[256];
+    snprintf(ckpt, sizeof ckpt, "%s", path_of("checkpoint.bin"));
+    snprintf(prev, sizeof prev, "%s", path_of("checkpoint.prev.bin"));
+    ORDO_CK_OK(ordo_paramfile_write_kept(ckpt, prev, m, v, 10));
+    ck_assert_int_ne(access(prev, F_OK), 0); /* the first has no predecessor */
+    ck_assert_int_eq(newest(got, sizeof got, 0), 10);
+    ck_assert_str_eq(got, ckpt);
+    ORDO_CK_OK(ordo_paramfile_write_kept(ckpt, prev, m, v, 20));
+    ck_assert_int_eq(newest(got, sizeof got, 0), 20);
+    /* a bit flipped in checkpoint.bin: the one before */
+    size_t n;
+    unsigned char *raw = read_bytes(ckpt, &n);
+    raw[60] ^= 0x04;
+    write_bytes(ckpt, raw, n);
+    ck_assert_int_eq(newest(got, sizeof got, 0), 10);
+    ck_assert_str_eq(got, prev);
+    /* checkpoint.bin gone (a crash between the two renames): the one before */
+    ck_assert_int_eq(remove(ckpt), 0);
+    ck_assert_int_eq(newest(got, sizeof got, 0), 10);
+    /* both damaged: refused, naming both files and their checks */
+    write_bytes(ckpt, raw, n);
+    ck_assert_int_eq(truncate(prev, 100), 0);
+    newest(got, sizeof got, ORDO_ERR_FORMAT);
+    ck_assert_msg(strstr(got, "no whole checkpoint in") &&
+                      strstr(got, "checkpoint.bin: offset 137: checksum mismatch") &&
+                      strstr(got, "checkpoint.prev.bin: offset 57: 43 bytes of values"),
+                  "detail '%s'", got);
+    free(raw);
+    for (int p = 0; p < 3; p++)
+        free(v[p]);
+    ordo_model_destroy(&m);
+    remove_dir();
+}
+END_TEST
+
 static Suite *paramfile_suite(void)
 {
     Suite *s = suite_create("paramfile");
@@ -218,6 +334,9 @@ static Suite *paramfile_suite(void)
     tcase_add_test(t, round_trip_is_bit_exact);
     tcase_add_test(t, match_names_the_first_difference);
     tcase_add_test(t, damaged_files_are_refused);
+    tcase_add_test(t, the_checksum_catches_what_the_fields_cannot);
+    tcase_add_test(t, a_file_without_the_trailer_is_read);
+    tcase_add_test(t, a_resume_takes_the_newest_whole_checkpoint);
     suite_add_tcase(s, t);
     return s;
 }

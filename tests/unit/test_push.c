@@ -1,31 +1,56 @@
 /* Tests of client/push (the push-path interface): which path the scheduler's plan selects,
- * the table each [push] mode maps to, that every table fills every op (so a path file cannot
+ * what each path says it can do, the table each [push] mode maps to, that every table fills every op (so a path file cannot
  * leave a call site with a NULL to jump to), and that an unknown mode is rejected. No cluster:
  * the paths' behaviour is tested by integration.merged and integration.sparse against dense. */
 #include "client/push.h"
+#include "core/plan.h"
 #include "ordo_check.h"
 
 #include <string.h>
 
-static int mode_of(const char *plan)
+static const char *path_of(const char *text)
 {
-    int mode = -1;
-    ORDO_CK_OK(ordo__push_mode_of_plan(plan, &mode));
-    return mode;
+    ordo__plan_t *plan = NULL;
+    const ordo__push_ops_t *ops = NULL;
+    ORDO_CK_OK(ordo__plan_parse(text, text ? strlen(text) : 0, 2, 1, &plan));
+    ordo__push_ops_of_plan(plan, &ops);
+    ordo__plan_destroy(&plan);
+    return ops->name;
 }
 
 START_TEST(plan_selects_the_path)
 {
-    ck_assert_int_eq(mode_of(NULL), ORDO_PUSH_DENSE);
-    ck_assert_int_eq(mode_of("{}"), ORDO_PUSH_DENSE);
-    ck_assert_int_eq(mode_of("{\"order\": [0, 1]}"), ORDO_PUSH_DENSE);
-    ck_assert_int_eq(mode_of("{\"merge\": {\"groups\": [[0, 1]]}}"), ORDO_PUSH_MERGED);
-    ck_assert_int_eq(mode_of("{\"merge\": null}"), ORDO_PUSH_DENSE);
-    ck_assert_int_eq(mode_of("{\"sparse\": {\"n\": 10, \"k\": 1}}"), ORDO_PUSH_SPARSE);
-    ck_assert_int_eq(mode_of("{\"sparse\": 1}"), ORDO_PUSH_DENSE);
-    /* as the paths read it: a plan that does not parse asks for nothing special */
-    ck_assert_int_eq(mode_of("not json"), ORDO_PUSH_DENSE);
-    ck_assert_int_eq(mode_of("[1, 2]"), ORDO_PUSH_DENSE);
+    ck_assert_str_eq(path_of(NULL), "dense");
+    ck_assert_str_eq(path_of("{}"), "dense");
+    ck_assert_str_eq(path_of("{\"priorities\": [0, 1]}"), "dense");
+    ck_assert_str_eq(path_of("{\"merge\": {\"groups\": [[0, 1]]}}"), "merged");
+    ck_assert_str_eq(path_of("{\"merge\": null}"), "dense");
+    ck_assert_str_eq(path_of("{\"sparse\": {\"n\": 10, \"k\": 1, \"density\": 0.1, "
+                             "\"nbins\": 4, \"threshold_period\": 1, \"repartition_period\": 1, "
+                             "\"bounds\": [0, 10]}}"),
+                      "sparse");
+    /* host groups are the plan's intra member, whatever the mode; the path pushes the mode's
+     * way inside */
+    ck_assert_str_eq(path_of("{\"intra\": {\"backend\": \"shm\", \"local_size\": 2, "
+                             "\"run\": \"r\"}, \"merge\": {\"groups\": [[0, 1]]}}"),
+                      "hier");
+}
+END_TEST
+
+/* what callers ask the table instead of which path it is */
+START_TEST(paths_say_what_they_can_do)
+{
+    ordo__plan_t *plan = NULL;
+    const ordo__push_ops_t *ops = NULL;
+    const char *groups = "{\"intra\": {\"backend\": \"shm\", \"local_size\": 2, \"run\": \"r\"}}";
+    ORDO_CK_OK(ordo__plan_parse(groups, strlen(groups), 2, 1, &plan));
+    ordo__push_ops_of_plan(plan, &ops);
+    ck_assert(ops->whole_iterations && ops->kept_on_replan && ops->value_home);
+    ordo__plan_destroy(&plan);
+    for (int mode = ORDO_PUSH_DENSE; mode <= ORDO_PUSH_SPARSE; mode++) {
+        ORDO_CK_OK(ordo__push_ops_for(mode, &ops));
+        ck_assert_msg(!ops->whole_iterations && !ops->kept_on_replan, "path %s", ops->name);
+    }
 }
 END_TEST
 
@@ -81,10 +106,8 @@ START_TEST(bad_mode_rejected)
     ORDO_CK_ERR(ordo__push_ops_for(-1, &ops), ORDO_ERR_INVAL);
     ck_assert_ptr_null(ops);
     ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "push.mode -1"));
-    ORDO_CK_ERR(ordo__push_ops_for(ORDO__PUSH_HIER + 1, &ops), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__push_ops_for(ORDO_PUSH_SPARSE + 1, &ops), ORDO_ERR_INVAL);
     ordo__push_t *p = NULL;
-    ORDO_CK_ERR(ordo__push_new(42, NULL, &p), ORDO_ERR_INVAL);
-    ck_assert_ptr_null(p);
     ordo__push_destroy(&p); /* NULL-safe */
 }
 END_TEST
@@ -94,7 +117,9 @@ START_TEST(new_and_destroy)
 {
     for (int mode = ORDO_PUSH_DENSE; mode <= ORDO_PUSH_SPARSE; mode += 2) {
         ordo__push_t *p = NULL;
-        ORDO_CK_OK(ordo__push_new(mode, NULL, &p));
+        const ordo__push_ops_t *ops = NULL;
+        ORDO_CK_OK(ordo__push_ops_for(mode, &ops));
+        ORDO_CK_OK(ordo__push_new(ops, NULL, &p));
         ck_assert_int_eq(p->ops->mode, mode);
         ck_assert_ptr_null(p->ops->grad_home(p, 0));
         ordo__push_destroy(&p);
@@ -108,6 +133,7 @@ static Suite *push_suite(void)
     Suite *s = suite_create("push");
     TCase *tc = tcase_create("plan");
     tcase_add_test(tc, plan_selects_the_path);
+    tcase_add_test(tc, paths_say_what_they_can_do);
     suite_add_tcase(s, tc);
     tc = tcase_create("tables");
     tcase_add_test(tc, mode_maps_to_its_table);

@@ -7,6 +7,7 @@
  * re-sent pushes left out, a worker that left (shrink) no longer waited for, and one that
  * joins (fault.max_workers) waited for from its join iteration on. */
 #include "common/keys.h"
+#include "server/consistency/model.h"
 #include "server/store.h"
 #include "ordo_check.h"
 
@@ -386,6 +387,45 @@ START_TEST(set_sync_refuses_what_the_conf_refuses)
 END_TEST
 
 
+/* the conf's mode and backup count pick one row of the models' table (server/consistency/),
+ * and the store answers with that row's model; a pair with no row is refused */
+START_TEST(the_conf_picks_one_model_row)
+{
+    const struct {
+        int mode, backup;
+        const char *name;
+        bool clocks, elastic, forwards, newer;
+    } rows[] = {
+        {ORDO_SYNC_BSP, 0, "bsp", false, true, false, false},
+        {ORDO_SYNC_BSP, 1, "bsp+backup", false, false, false, true},
+        {ORDO_SYNC_SSP, 0, "ssp", false, false, true, false},
+        {ORDO_SYNC_ASP, 0, "asp", true, false, false, true},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        ordo_keys_t *k;
+        ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f, rows[i].mode, 2, rows[i].backup);
+        const ordo__sync_model_t *m = ordo__store_model(s);
+        ck_assert_ptr_eq(m, ordo__sync_model_of(rows[i].mode, rows[i].backup));
+        ck_assert_str_eq(m->name, rows[i].name);
+        ck_assert_int_eq(m->clocks, rows[i].clocks);
+        ck_assert_int_eq(m->elastic, rows[i].elastic);
+        ck_assert_int_eq(m->forwards_pushes, rows[i].forwards);
+        ck_assert_int_eq(m->newer_pulls, rows[i].newer);
+        ck_assert_int_eq(ordo_store_clocks(s, 0) != NULL, rows[i].clocks);
+        ordo_store_destroy(&s);
+        ordo_keys_destroy(&k);
+    }
+    ck_assert_ptr_null(ordo__sync_model_of(ORDO_SYNC_SSP, 1));
+    ck_assert_ptr_null(ordo__sync_model_of(ORDO_SYNC_ASP + 1, 0));
+    ordo_keys_t *k;
+    ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f, ORDO_SYNC_BSP, 0, 0);
+    ORDO_CK_ERR(ordo_store_set_sync(s, ORDO_SYNC_ASP + 1, 0, 0), ORDO_ERR_INVAL);
+    ck_assert_str_eq(ordo__store_model(s)->name, "bsp"); /* a refused pair changes nothing */
+    ordo_store_destroy(&s);
+    ordo_keys_destroy(&k);
+}
+END_TEST
+
 /* fault.worker = restart: a worker's push again, of the round under way (held) or of an
  * applied iteration, is acknowledged as ORDO_STORE_DUPLICATE and changes nothing; without
  * re-sends on it is an error; ssp cannot turn them on */
@@ -592,6 +632,7 @@ static Suite *store_suite(void)
     tcase_add_test(tc, replica_update_count_and_asp_clocks);
     tcase_add_test(tc, backup_takes_the_first_pushes_and_drops_the_rest);
     tcase_add_test(tc, set_sync_refuses_what_the_conf_refuses);
+    tcase_add_test(tc, the_conf_picks_one_model_row);
     tcase_add_test(tc, install_replaces_the_state_and_pushed_spots_resends);
     suite_add_tcase(s, tc);
     tc = tcase_create("membership");

@@ -1,11 +1,11 @@
-/* groups: checking and splitting merged pushes on the server. */
-#include "server/groups.h"
+/* merged: checking and splitting merged pushes on the server. */
+#include "server/merged.h"
 #include "common/error.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-struct ordo_groups {
+struct ordo__merged {
     const ordo_keys_t *keys;
     int server;
     int n_local;     /* slices on this server: the most one message may carry */
@@ -15,9 +15,9 @@ struct ordo_groups {
     size_t *offset; /* [n_slices] */
 };
 
-int ordo_groups_new(const ordo_keys_t *keys, int server, ordo_groups_t **out)
+int ordo__merged_new(const ordo_keys_t *keys, int server, ordo__merged_t **out)
 {
-    ordo_groups_t *g = calloc(1, sizeof *g);
+    ordo__merged_t *g = calloc(1, sizeof *g);
     if (!g) return ORDO_ERR_NOMEM;
     g->keys = keys;
     g->server = server;
@@ -28,16 +28,16 @@ int ordo_groups_new(const ordo_keys_t *keys, int server, ordo_groups_t **out)
     g->slice = malloc(sizeof *g->slice * ((size_t)keys->n_slices + 1));
     g->offset = malloc(sizeof *g->offset * ((size_t)keys->n_slices + 1));
     if (!g->stamp || !g->slice || !g->offset) {
-        ordo_groups_destroy(&g);
+        ordo__merged_destroy(&g);
         return ORDO_ERR_NOMEM;
     }
     *out = g;
     return 0;
 }
 
-void ordo_groups_destroy(ordo_groups_t **gp)
+void ordo__merged_destroy(ordo__merged_t **gp)
 {
-    ordo_groups_t *g = *gp;
+    ordo__merged_t *g = *gp;
     if (!g) return;
     free(g->stamp);
     free(g->slice);
@@ -46,7 +46,7 @@ void ordo_groups_destroy(ordo_groups_t **gp)
     *gp = NULL;
 }
 
-int ordo_groups_split(ordo_groups_t *g, const void *index, size_t index_len, size_t payload_len,
+int ordo__merged_split(ordo__merged_t *g, const void *index, size_t index_len, size_t payload_len,
                       int *n)
 {
     const ordo_keys_t *k = g->keys;
@@ -96,12 +96,12 @@ int ordo_groups_split(ordo_groups_t *g, const void *index, size_t index_len, siz
     return 0;
 }
 
-int ordo_groups_slice(const ordo_groups_t *g, int i)
+int ordo__merged_slice(const ordo__merged_t *g, int i)
 {
     return g->slice[i];
 }
 
-size_t ordo_groups_offset(const ordo_groups_t *g, int i)
+size_t ordo__merged_offset(const ordo__merged_t *g, int i)
 {
     return g->offset[i];
 }
