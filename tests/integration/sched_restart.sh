@@ -166,7 +166,8 @@ ok "$sync: a new scheduler with another order policy refused the members (plan) 
 
 # a scheduler paused (SIGSTOP) past the timeout, not dead: the members find it silent and
 # register again; when it goes on (SIGCONT) it welcomes them back, and the run completes
-start_cluster pause 2 2 --fault.scheduler=restart
+# (a run long enough that its workers are still training when the scheduler goes on)
+start_cluster pause 2 2 --fault.scheduler=restart --model.iterations=$((4 * iters))
 wait_lines pause $((iters / 2))
 kill -STOP "${PID[scheduler]}"
 sleep 2.5
@@ -177,5 +178,5 @@ for n in scheduler "${names[@]}"; do
 done
 [ "$(grep -c "found this scheduler silent and registered again: welcomed back" "$T/scheduler.log")" = 4 ] ||
   fail "the paused scheduler did not welcome the 4 members back"
-[ "$(wc -l < "$T/pause/metrics.jsonl")" = $((2 * iters)) ] || fail "a paused scheduler: metrics.jsonl lacks records"
+[ "$(wc -l < "$T/pause/metrics.jsonl")" = $((8 * iters)) ] || fail "a paused scheduler: metrics.jsonl lacks records"
 ok "$sync: a scheduler paused for 2.5 s welcomed its 4 members back and the run completed"
