@@ -144,6 +144,12 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
     rc = ordo__compress_new(conf, k, tensors, w->plan, w->node.n_workers, k->n_slices,
                             &w->compress);
     if (rc) goto fail;
+    if (conf->fault_worker == ORDO_FAULT_RESTART && ordo__compress_any(w->compress)) {
+        /* the residuals outlive the process for the one restarted with its rank */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/residuals-worker-%d", w->node.run_dir, w->node.rank);
+        if ((rc = ordo__compress_keep(w->compress, dir, w->node.rejoin_iter)) != 0) goto fail;
+    }
     for (int s = 0; s < w->node.n_servers; s++) {
         rc = ordo_transport_connect(w->node.tp, w->node.server_endpoints[s], 1);
         if (rc < 0) goto fail;

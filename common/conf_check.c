@@ -251,12 +251,6 @@ static int compression(const ordo_conf_t *conf)
                               "push.compression = %s does not go with push.mode = sparse (the "
                               "sparse path is a compressor of its own: push.density)",
                               conf->compression);
-    if (c.ef && conf->fault_worker == ORDO_FAULT_RESTART)
-        return ordo_error_set(ORDO_ERR_INVAL,
-                              "push.compression = %s with error feedback does not go with "
-                              "fault.worker = restart: ordo-worker's restart does not carry the "
-                              "residuals yet (ef=none, or fault.worker = abort | shrink)",
-                              conf->compression);
     if (c.ef && conf->replicas > 1)
         return ordo_error_set(ORDO_ERR_INVAL,
                               "push.compression = %s with error feedback does not go with "

@@ -116,8 +116,7 @@ int ordo__durable_commit(ordo__durable_t **dp, bool sum, const char *keep)
     }
     int rc = 0;
     if (bad) {
-        rc = ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", d->path,
-                            strerror(err ? err : EIO));
+        rc = ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", d->path, strerror(err ? err : EIO));
         remove(d->tmp);
     } else if (sync_folder(d->path) != 0) {
         rc = ordo_error_set(ORDO_ERR_IO, "cannot sync the folder of %s: %s", d->path,
@@ -167,8 +166,8 @@ int ordo__durable_check_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return ordo_error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO, "cannot read %s: %s",
-                              path, strerror(errno));
+        return ordo_error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO,
+                              "cannot read %s: %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
     unsigned char *buf = malloc(cap);
     while (buf) {

@@ -18,11 +18,11 @@
 int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *params,
                          int64_t iteration)
 {
-    return ordo_paramfile_write_kept(path, NULL, m, params, iteration);
+    return ordo__paramfile_write_kept(path, NULL, m, params, iteration);
 }
 
-int ordo_paramfile_write_kept(const char *path, const char *keep, const ordo_model_t *m,
-                              float *const *params, int64_t iteration)
+int ordo__paramfile_write_kept(const char *path, const char *keep, const ordo_model_t *m,
+                               float *const *params, int64_t iteration)
 {
     for (int i = 0; i < m->n_params; i++) {
         size_t len = strlen(m->params[i].name);
@@ -236,7 +236,7 @@ int ordo_paramfile_match(const ordo_paramfile_t *pf, const ordo_model_t *m)
     return 0;
 }
 
-int ordo_paramfile_newest(const char *dir, char *path, size_t size, int64_t *iteration)
+int ordo__paramfile_newest(const char *dir, char *path, size_t size, int64_t *iteration)
 {
     static const char *const names[] = {"checkpoint.bin", "checkpoint.prev.bin"};
     int first = 0;
@@ -250,8 +250,9 @@ int ordo_paramfile_newest(const char *dir, char *path, size_t size, int64_t *ite
             int64_t it = pf->iteration;
             ordo_paramfile_destroy(&pf);
             if (k > 0)
-                ORDO_WARN("resume: %s refused (%s); using the previous checkpoint %s, after %lld "
-                          "updates", names[0], refused[0], p, (long long)it);
+                ORDO_WARN("resume: %s refused (%s); using the previous checkpoint %s, after "
+                          "%lld updates",
+                          names[0], refused[0], p, (long long)it);
             if (snprintf(path, size, "%s", p) >= (int)size)
                 return ordo_error_set(ORDO_ERR_INVAL, "%s: path too long", p);
             *iteration = it;

@@ -34,17 +34,17 @@ typedef struct ordo_paramfile {
 int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *params,
                          int64_t iteration);
 
-/* ordo_paramfile_write_kept is ordo_paramfile_write that first renames the old path to keep
+/* ordo__paramfile_write_kept is ordo_paramfile_write that first renames the old path to keep
  * (checkpoint.prev.bin beside checkpoint.bin); a failed write leaves both files as they were. */
-int ordo_paramfile_write_kept(const char *path, const char *keep, const ordo_model_t *m,
-                              float *const *params, int64_t iteration);
+int ordo__paramfile_write_kept(const char *path, const char *keep, const ordo_model_t *m,
+                               float *const *params, int64_t iteration);
 
-/* ordo_paramfile_newest finds the checkpoint a run resumes from in folder dir: checkpoint.bin
+/* ordo__paramfile_newest finds the checkpoint a run resumes from in folder dir: checkpoint.bin
  * when it reads back whole (every check of ordo_paramfile_read, the checksum too), else
  * checkpoint.prev.bin, logging why the newer one was refused. path gets the file, *iteration
  * its updates. Fails with ORDO_ERR_NOTFOUND when neither file exists, ORDO_ERR_FORMAT naming
  * both files and their faults when neither is whole. */
-int ordo_paramfile_newest(const char *dir, char *path, size_t size, int64_t *iteration);
+int ordo__paramfile_newest(const char *dir, char *path, size_t size, int64_t *iteration);
 
 /* ordo_paramfile_read reads and validates path into *out (caller destroys). Fails with
  * ORDO_ERR_NOTFOUND or ORDO_ERR_FORMAT, the detail naming the file, the byte offset and the fault

@@ -71,8 +71,13 @@ void ordo__sched_fence(sched_t *s, const member_t *m, int64_t iter, int64_t gene
     fenced_t *f = &s->fence->f[s->fence->next];
     s->fence->next = (s->fence->next + 1) % MAX_FENCED;
     if (s->fence->n < MAX_FENCED) s->fence->n++;
-    *f = (fenced_t){.rid_len = m->rid_len, .hb_rid_len = m->hb_rid_len, .beat = m->beat,
-                    .rank = m->rank, .pid = m->pid, .iter = iter, .generation = generation};
+    *f = (fenced_t){.rid_len = m->rid_len,
+                    .hb_rid_len = m->hb_rid_len,
+                    .beat = m->beat,
+                    .rank = m->rank,
+                    .pid = m->pid,
+                    .iter = iter,
+                    .generation = generation};
     memcpy(f->rid, m->rid, m->rid_len);
     memcpy(f->hb_rid, m->hb_rid, m->hb_rid_len);
     tell_servers(s, f);
@@ -96,7 +101,7 @@ bool ordo__sched_fence_refuse(sched_t *s, const ordo_msg_t *m)
             ORDO_WARN("worker %d (pid %d), declared dead at iteration %lld (generation %lld), is "
                       "back: fenced, its messages are refused",
                       f->rank, f->pid, (long long)f->iter, (long long)f->generation);
-        if (m->hdr.type == ORDO_MSG_ABORT || m->hdr.type == ORDO_MSG_DONE) return true;
+        if (m->hdr.type == ORDO_MSG_ABORT) return true; /* it is leaving already */
         char why[256];
         snprintf(why, sizeof why,
                  "fenced: worker %d (pid %d) was declared dead at iteration %lld (membership "

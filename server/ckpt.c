@@ -360,10 +360,15 @@ int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, cons
     }
     free(slices);
     if (refused && found[1] < 0) return ordo_error_set(refused, "%s", why);
+    if (refused) /* the newest is missing or damaged, the one before is of another checkpoint */
+        return ordo_error_set(refused == ORDO_ERR_NOTFOUND ? refused : ORDO_ERR_FORMAT,
+                              "%s; %s holds the momentum after %lld updates, checkpoint.bin the "
+                              "values after %lld: no consistent state to resume from",
+                              why, other, (long long)found[1], (long long)iteration);
     return ordo_error_set(ORDO_ERR_FORMAT,
-                          "%s holds the momentum after %lld updates%s%s%s, checkpoint.bin the "
-                          "values after %lld: the run stopped between the two, or a file is not "
-                          "whole; no consistent state to resume from",
+                          "%s holds the momentum after %lld updates%s, checkpoint.bin the values "
+                          "after %lld: the run stopped between the two; no consistent state to "
+                          "resume from",
                           path, (long long)found[0], found[1] >= 0 ? " (and .prev.bin another)" : "",
-                          refused ? "; " : "", why, (long long)iteration);
+                          (long long)iteration);
 }

@@ -80,8 +80,8 @@ void ordo__srv_fence_add(ordo__srv_fence_t *f, int rank, uint64_t beat, int64_t 
             ORDO_ERROR("out of memory fencing worker %d", rank);
             return;
         }
-        *c = (conn_t){.rank = rank, .beat = beat, .fenced = true, .iter = iter,
-                      .generation = generation};
+        *c = (conn_t){
+            .rank = rank, .beat = beat, .fenced = true, .iter = iter, .generation = generation};
         f->n_fenced++;
     }
     ORDO_WARN("worker %d's process declared dead at iteration %lld is fenced (membership "
@@ -93,7 +93,8 @@ static const char *refuse(ordo__srv_fence_t *f, const conn_t *c)
 {
     if (f->refused++ == 0)
         ORDO_WARN("refused a message of worker %d's fenced process (declared dead at iteration "
-                  "%lld); later ones are counted at shutdown", c->rank, (long long)c->iter);
+                  "%lld); later ones are counted at shutdown",
+                  c->rank, (long long)c->iter);
     snprintf(f->why, sizeof f->why,
              "fenced: worker %d's process was declared dead at iteration %lld (membership "
              "generation %lld); its pushes and pulls are refused",
@@ -162,8 +163,7 @@ bool ordo__server_on_fenced(ordo_server_t *s, struct json_t *o)
         ORDO_ERROR("%s", ordo_error_text(ORDO_ERR_NOMEM));
         return true;
     }
-    ordo__srv_fence_add(s->fence, (int)json_integer_value(rank),
-                        (uint64_t)json_integer_value(beat),
+    ordo__srv_fence_add(s->fence, (int)json_integer_value(rank), (uint64_t)json_integer_value(beat),
                         json_integer_value(json_object_get(o, "iter")),
                         json_integer_value(json_object_get(o, "generation")));
     return true;

@@ -182,7 +182,7 @@ static int resume_point(job_t *j)
     if (!conf->resume[0]) return 0;
     /* the newest whole checkpoint: checkpoint.bin, or checkpoint.prev.bin when the newer one
      * is truncated or corrupt (the servers pick the same one, server/server.c) */
-    int rc = ordo_paramfile_newest(conf->resume, j->resume_path, sizeof j->resume_path, &j->t0);
+    int rc = ordo__paramfile_newest(conf->resume, j->resume_path, sizeof j->resume_path, &j->t0);
     if (rc) return ordo_error_context(rc, "fault.resume");
     if (j->t0 >= j->iterations)
         return ordo_error_set(ORDO_ERR_INVAL, "fault.resume: %s is after %lld updates, and the "
@@ -330,7 +330,7 @@ static int write_checkpoint(job_t *j, int64_t t)
     char path[ORDO_CONF_PATH + 64], prev[ORDO_CONF_PATH + 64];
     snprintf(path, sizeof path, "%s/checkpoint.bin", ordo_run_dir(j->o));
     snprintf(prev, sizeof prev, "%s/checkpoint.prev.bin", ordo_run_dir(j->o));
-    int rc = ordo_paramfile_write_kept(path, prev, j->m, j->snap_of, t);
+    int rc = ordo__paramfile_write_kept(path, prev, j->m, j->snap_of, t);
     if (!rc) {
         ORDO_INFO("checkpoint: %s after %lld updates", path, (long long)t);
         return 0;

@@ -25,6 +25,14 @@
 #                     trainer only: [worker] command programs can join; its runs get
 #                     fault.max_workers = workers + J); a join's time is from the command to
 #                     the scheduler's welcome (membership.jsonl "join")
+#   --long-pauses L   workers paused (SIGSTOP) past fault.timeout_ms per chaos run, as a
+#                     partition would cut them off: declared dead and fenced, killed by
+#                     scripts/ordo-launch and started again; recovery from the SIGSTOP to the
+#                     restarted worker's first finished iteration
+#   --disk-full F     times per chaos run the run folder's disk fills up for 1 to 3 s (needs
+#                     root: the runs' output folder is a 256 MiB tmpfs mounted for the
+#                     experiment; checkpoints every iterations/20 updates, fault.disk_full =
+#                     retry): failed checkpoints are logged and the run goes on
 #   --kill-servers    also SIGKILL servers (needs [fault] replicas >= 2 in the conf: replicated
 #                     servers; refused otherwise): the backups take over, the launcher starts a
 #                     replacement that joins (ordo-server --join), and the next fault waits
@@ -43,6 +51,8 @@ trainers="synthetic,mlp"
 seed=1
 kills=4
 pauses=4
+long_pauses=0
+disk_full=0
 joins=0
 kill_servers=0
 servers=2
@@ -55,12 +65,14 @@ out=""
 bin="$here/build/bin"
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --trainers) trainers=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --kills) kills=$2; shift 2 ;;
     --pauses) pauses=$2; shift 2 ;;
     --joins) joins=$2; shift 2 ;;
+    --long-pauses) long_pauses=$2; shift 2 ;;
+    --disk-full) disk_full=$2; shift 2 ;;
     --kill-servers) kill_servers=1; shift ;;
     --servers) servers=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
@@ -73,13 +85,21 @@ while [ $# -gt 0 ]; do
     *) echo "chaos.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-for v in seed kills pauses joins servers workers timeout_ms; do
+for v in seed kills pauses long_pauses disk_full joins servers workers timeout_ms; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "chaos.sh: --${v//_/-} takes a number, not '${!v}'" >&2; exit 2; }
 done
 [ -n "$out" ] || out="runs/chaos-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 [ -n "$conf" ] || { conf="$out/base.ini"; : > "$conf"; }
+runs_dir=$out # where the runs' folders are: a tmpfs with --disk-full
+if [ "$disk_full" -gt 0 ]; then
+  runs_dir=$out/disk
+  mkdir -p "$runs_dir"
+  mount -t tmpfs -o size=256m tmpfs "$runs_dir" 2> "$out/mount.err" || {
+    echo "chaos.sh: --disk-full needs a tmpfs for the run folders (root): $(cat "$out/mount.err")" >&2; exit 2; }
+  trap 'rm -f "$runs_dir/filler"; for r in "$runs_dir"/*/; do [ -d "$r" ] && cp -r "$r" "$out/"; done; umount -l "$runs_dir"' EXIT
+fi
 [ -f "$conf" ] || { echo "chaos.sh: no conf file $conf" >&2; exit 2; }
 data=${ORDO_MODEL_DATA_DIR:-/usr/share/datasets/fashion-mnist}
 if [ $kill_servers = 1 ]; then
@@ -96,7 +116,7 @@ now_s() { date +%s.%N; }
 # chaos NAME TRAINER ITERS: the chaos run NAME; appends its faults to faults.csv
 chaos() {
   local name=$1 trainer=$2 iters=$3
-  local dir="$out/$name" pids="$out/$name.pids"
+  local dir="$runs_dir/$name" pids="$out/$name.pids"
   rm -f "$pids"
   "$here/scripts/ordo-launch" "$conf" --bin "$bin" --pids "$pids" "${common[@]}" "${wcmd[@]/RUN/$name}" \
     --output.run="$name" --fault.worker=restart --fault.restarts=$((kills + 1)) \
@@ -104,10 +124,12 @@ chaos() {
   local launcher=$! k
   # the schedule: fault k at iteration at[k], a kill, a pause or a join, of a target drawn too
   RANDOM=$seed
-  local n=$((kills + pauses + run_joins)) at=() kind=() i
+  local n=$((kills + pauses + run_joins + long_pauses + disk_full)) at=() kind=() i
   for ((k = 0; k < n; k++)); do
     at+=($(( iters * 5 / 100 + RANDOM % (iters * 80 / 100) )))
     if [ $k -lt $kills ]; then kind+=(kill); elif [ $k -lt $((kills + pauses)) ]; then kind+=(pause)
+    elif [ $k -lt $((kills + pauses + long_pauses)) ]; then kind+=(longpause)
+    elif [ $k -lt $((kills + pauses + long_pauses + disk_full)) ]; then kind+=(diskfull)
     else kind+=(join); fi
   done
   # shuffle the kinds, sort the iterations
@@ -131,6 +153,38 @@ chaos() {
     pid=$(awk -v r="$role" -v n="$rank" '$1==r && $2==n {p=$3} END {print p}' "$pids")
     [ -n "$pid" ] || continue
     local t0 iter=$(( $(wc -l < "$dir/metrics.jsonl") / workers ))
+    if [ "${kind[$k]}" = diskfull ]; then
+      # the run folder's disk full for 1 to 3 s: checkpoints in that time fail, are logged,
+      # and the run goes on (fault.disk_full = retry)
+      local ms=$(( 1000 + RANDOM % 2000 ))
+      t0=$(now_s)
+      dd if=/dev/zero of="$runs_dir/filler" bs=64k 2> /dev/null
+      sleep "$(awk -v m=$ms 'BEGIN{printf "%.3f", m/1000}')"
+      rm -f "$runs_dir/filler"
+      echo "$name,diskfull,disk,-1,$iter,$t0,$ms" >> "$out/faults.raw"
+      continue
+    fi
+    if [ "${kind[$k]}" = longpause ]; then
+      # a worker cut off past the timeout: declared dead and fenced; the launcher kills it and
+      # starts it again; the next fault waits for its return (at most 8 timeouts and 30 s)
+      if [ "$role" != worker ]; then
+        role=worker rank=$((RANDOM % workers))
+        pid=$(awk -v n="$rank" '$1=="worker" && $2==n {p=$3} END {print p}' "$pids")
+      fi
+      local before=0
+      [ -f "$dir/membership.jsonl" ] && before=$(grep -c "\"recovered\",\"worker\":$rank," "$dir/membership.jsonl")
+      t0=$(now_s)
+      kill -STOP "$pid" 2>/dev/null || continue
+      echo "$name,longpause,worker,$rank,$iter,$t0,$before" >> "$out/faults.raw"
+      local deadline=$(( $(date +%s) + 8 * timeout_ms / 1000 + 30 ))
+      while kill -0 $launcher 2>/dev/null && [ "$(date +%s)" -lt $deadline ]; do
+        [ -f "$dir/membership.jsonl" ] &&
+          [ "$(grep -c "\"recovered\",\"worker\":$rank," "$dir/membership.jsonl")" -gt "$before" ] && break
+        sleep 0.05
+      done
+      kill -CONT "$pid" 2>/dev/null # (killed by then; were it not, it is fenced)
+      continue
+    fi
     if [ "${kind[$k]}" = join ]; then
       # one more worker: the launcher reads RUN/add-worker.env; the next fault waits for its
       # welcome (at most 4 timeouts and its start)
@@ -221,11 +275,13 @@ for trainer in "${tlist[@]}"; do
   esac
   common+=(--model.iterations="$iters" --cluster.servers="$servers" --cluster.workers="$workers"
            --fault.timeout_ms="$timeout_ms" --fault.heartbeat_ms=$((timeout_ms / 10))
-           --output.dir="$out" --output.progress_every=0)
+           --output.dir="$runs_dir" --output.progress_every=0)
+  [ "$disk_full" -gt 0 ] && common+=(--fault.checkpoint_every=$((iters / 20)))
+  [ "$trainer" = mlp ] && common+=(--output.save_params=true)
   if [ "$joins" -gt 0 ] && [ "$run_joins" = 0 ]; then
     echo "chaos.sh: $trainer: no joins (only [worker] command programs can join a running job)" >&2
   fi
-  echo "chaos.sh: $trainer: fault-free run, then $kills kills, $pauses pauses and $run_joins joins (seed $seed)" >&2
+  echo "chaos.sh: $trainer: fault-free run, then $kills kills, $pauses pauses, $long_pauses long pauses, $disk_full full disks and $run_joins joins (seed $seed)" >&2
   faultfree "$trainer-faultfree"
   chaos "$trainer-chaos" "$trainer" "$iters"
 done
@@ -240,16 +296,37 @@ print(max(float(((b[k] - v).abs() / v.abs().clamp_min(1e-6)).max()) for k, v in 
 EOF
 fi
 
-python3 - "$out" "$timeout_ms" "$max_drop" "${tlist[@]}" <<'EOF'
+# the mlp's final parameters (params.bin) against the fault-free run's: the largest absolute
+# difference
+if [ -f "$runs_dir/mlp-chaos/params.bin" ] && [ -f "$runs_dir/mlp-faultfree/params.bin" ]; then
+  python3 - "$runs_dir/mlp-faultfree/params.bin" "$runs_dir/mlp-chaos/params.bin" > "$out/mlp-params.txt" <<'EOF'
+import struct, sys
+def values(p):
+    b = open(p, "rb").read()
+    n, _, _ = struct.unpack_from("<IIq", b, 8)
+    off, total = 24, 0
+    for _ in range(n):
+        (l,) = struct.unpack_from("<H", b, off)
+        (k,) = struct.unpack_from("<Q", b, off + 2 + l)
+        off += 10 + l
+        total += k
+    return struct.unpack_from(f"<{total}f", b, off)
+a, b = values(sys.argv[1]), values(sys.argv[2])
+print(max(abs(x - y) for x, y in zip(a, b)))
+EOF
+fi
+
+python3 - "$out" "$runs_dir" "$timeout_ms" "$max_drop" "${tlist[@]}" <<'EOF'
 import csv, json, os, re, statistics, sys
-out, timeout_ms, max_drop, trainers = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
+out, runs, timeout_ms, max_drop = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+trainers = sys.argv[5:]
 faults = []
 if os.path.exists(f"{out}/faults.raw"):
     for row in csv.reader(open(f"{out}/faults.raw")):
         faults.append(dict(run=row[0], kind=row[1], role=row[2], rank=int(row[3]),
                            iter=int(row[4]), t=float(row[5]), extra=int(row[6])))
 def events(run):
-    p = f"{out}/{run}/membership.jsonl"
+    p = f"{runs}/{run}/membership.jsonl"
     return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
 def log_of(run):
     p = f"{out}/{run}.log"
@@ -258,7 +335,7 @@ def rc_of(run):
     p = f"{out}/{run}.rc"
     return int(open(p).read()) if os.path.exists(p) else None
 def summary(run):
-    p = f"{out}/{run}/summary.json"
+    p = f"{runs}/{run}/summary.json"
     return json.load(open(p)) if os.path.exists(p) else {}
 rows, bad = [], []
 with open(f"{out}/faults.csv", "w", newline="") as f:
@@ -272,7 +349,7 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
             if x["run"] != run:
                 continue
             r = ""
-            if x["kind"] == "kill" and x["role"] == "worker":
+            if x["kind"] in ("kill", "longpause") and x["role"] == "worker":
                 back = [e for e in ev if e["event"] == "recovered" and e["worker"] == x["rank"]]
                 if len(back) > x["extra"]:
                     r = round((back[x["extra"]]["time_s"] - x["t"]) * 1000, 1)
@@ -289,10 +366,13 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
                     r = round(promos[x["extra"]]["next_iteration_unix_ms"] - x["t"] * 1000, 1)
                     rec.append(r)
             w.writerow([run, x["kind"], x["role"], x["rank"], x["iter"],
-                        x["extra"] if x["kind"] == "pause" else "", r])
+                        x["extra"] if x["kind"] in ("pause", "diskfull") else "", r])
         kills = sum(1 for x in faults if x["run"] == run and x["kind"] == "kill")
         pauses = sum(1 for x in faults if x["run"] == run and x["kind"] == "pause")
         joins = sum(1 for x in faults if x["run"] == run and x["kind"] == "join")
+        long_pauses = sum(1 for x in faults if x["run"] == run and x["kind"] == "longpause")
+        disks = sum(1 for x in faults if x["run"] == run and x["kind"] == "diskfull")
+        disk_errors = len(re.findall(r"ERROR checkpoint after \d+ updates: cannot write", log_of(run)))
         lg = log_of(run)
         wrong = sum(int(m) for m in re.findall(r"pulled values checked.*?, (\d+) wrong", lg))
         acc = summary(run).get("test_accuracy")
@@ -305,8 +385,11 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
             acc, acc0 = printed(run), printed(f"{t}-faultfree")
             if os.path.exists(f"{out}/torch-params.txt"):
                 params_diff = float(open(f"{out}/torch-params.txt").read())
+        if t == "mlp" and os.path.exists(f"{out}/mlp-params.txt"):
+            params_diff = float(open(f"{out}/mlp-params.txt").read())
         mem = summary(run).get("membership", {})
-        row = dict(trainer=t, kills=kills, pauses=pauses, joins=joins,
+        row = dict(trainer=t, kills=kills, pauses=pauses, long_pauses=long_pauses,
+                   disk_full=disks, failed_checkpoints=disk_errors, joins=joins,
                    joined=len(joins_ms), join_median_ms=round(statistics.median(joins_ms), 1)
                    if joins_ms else "", exit=rc_of(run),
                    exit_faultfree=rc_of(f"{t}-faultfree"), restarts=mem.get("restarts"),
@@ -322,7 +405,7 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
             bad.append(f"{t}: exit {row['exit']} (fault-free {row['exit_faultfree']})")
         if t == "synthetic" and (wrong or "pulled values checked" not in lg):
             bad.append(f"synthetic: {wrong} wrong values")
-        if len(rec) != sum(1 for x in faults if x["run"] == run and x["kind"] == "kill"):
+        if len(rec) != sum(1 for x in faults if x["run"] == run and x["kind"] in ("kill", "longpause")):
             bad.append(f"{t}: {len(rec)} of the killed processes recovered (a worker back, or a "
                        "server's slices served again)")
         if len(joins_ms) != joins:
@@ -333,16 +416,17 @@ with open(f"{out}/chaos.csv", "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["trainer"])
     w.writeheader()
     w.writerows(rows)
-print(f"| trainer | kills | pauses | joins | exit | recovery median (ms) | recovery worst (ms) | join median (ms) | wrong values | accuracy (fault-free) | params vs fault-free |")
-print(f"|---|---|---|---|---|---|---|---|---|---|---|")
+print(f"| trainer | kills | pauses | long pauses | full disks (failed checkpoints) | joins | exit | recovery median (ms) | recovery worst (ms) | join median (ms) | wrong values | accuracy (fault-free) | params vs fault-free |")
+print(f"|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     acc = (f"{100 * r['accuracy']:.2f} % ({100 * r['accuracy_faultfree']:.2f} %)"
            if r["accuracy"] != "" and r["accuracy_faultfree"] != "" else "")
-    print(f"| {r['trainer']} | {r['kills']} | {r['pauses']} | {r['joined']}/{r['joins']} | {r['exit']} | "
+    print(f"| {r['trainer']} | {r['kills']} | {r['pauses']} | {r['long_pauses']} | "
+          f"{r['disk_full']} ({r['failed_checkpoints']}) | {r['joined']}/{r['joins']} | {r['exit']} | "
           f"{r['recovery_median_ms']} | {r['recovery_worst_ms']} | {r['join_median_ms']} | "
           f"{r['wrong_values']} | {acc} | "
           f"{'' if r['params_max_rel_diff'] == '' else format(r['params_max_rel_diff'], '.1e')} |")
-print(f"(fault.timeout_ms {timeout_ms}; recovery: from the SIGKILL to the restarted worker's first finished iteration, or for a server to the next iteration every worker finished; {out}/faults.csv)")
+print(f"(fault.timeout_ms {timeout_ms}; recovery: from the SIGKILL (a long pause: the SIGSTOP) to the restarted worker's first finished iteration, or for a server to the next iteration every worker finished; params: the largest relative (torch) or absolute (mlp) difference of the final parameters; {out}/faults.csv)")
 for b in bad:
     print("FAILED:", b)
 sys.exit(1 if bad else 0)

@@ -8,7 +8,9 @@
 # in the fault-free run. The processes are started by hand, so the protocol's fence is what is
 # tested. Then the same pause under scripts/ordo-launch: the launcher kills the worker the
 # scheduler declared dead (it was only paused), starts it again, and the run exits 0 with
-# every value exact (before, the paused process kept its rank and the run aborted).
+# every value exact (before, the paused process kept its rank and the run aborted). Last, a
+# server paused past the timeout with fault.replicas = 2: its slices are promoted, and once
+# resumed it is told it is out and the run ends with every value as fault-free.
 source "$(dirname "$0")/lib.sh"
 ITERS=1500
 common=(--model.trainer=synthetic "--model.tensors=64KiB,256KiB,16KiB" --cluster.servers=2
@@ -90,4 +92,29 @@ grep -q "worker 1 (pid [0-9]*) rejoined at iteration" "$T/launched.log" || fail 
 [ "$(grep -c "pulled values checked, 0 wrong (the final values included)" "$T/launched.log")" = 2 ] ||
   fail "under ordo-launch, not every value was right"
 ok "under ordo-launch the paused worker was killed once declared dead, restarted, and the run exited 0 with every value exact"
-echo "2 passed, 0 failed"
+
+# a server paused past the timeout with replicas = 2: its slices are promoted to server 0;
+# resumed, it is told it is out (ABORT) and whatever it still answers is dropped by the workers
+for n in worker0 worker1 worker1b server0 server1 scheduler; do [ -f "$T/$n.log" ] && mv "$T/$n.log" "$T/run-$n.log"; done
+common+=(--fault.replicas=2)
+start_cluster srv 2 2
+for _ in $(seq 1 1200); do
+  [ -f "$T/srv/metrics.jsonl" ] && [ "$(wc -l < "$T/srv/metrics.jsonl")" -ge 200 ] && break
+  sleep 0.05
+done
+kill -STOP "${PID[server1]}"
+for _ in $(seq 1 600); do grep -q "promot" "$T/scheduler.log" && break; sleep 0.05; done
+kill -CONT "${PID[server1]}"
+grep -q "promot" "$T/scheduler.log" || fail "the paused server 1 was not replaced by its backups"
+finish server1 60
+[ "$st" != 0 ] && [ "$st" != timeout ] || fail "the resumed server 1 ended with '$st', expected a refusal"
+grep -q "declared dead" "$T/server1.log" || fail "the resumed server 1 was not told it is out"
+for n in worker0 worker1 server0 scheduler; do
+  finish $n 120
+  [ "$st" = 0 ] || fail "$n ended with '$st' after the late server came back"
+done
+n=$(grep -c "pulled values checked, 0 wrong (the final values included)" "$T/worker0.log" "$T/worker1.log" | awk -F: '{s += $2} END {print s}')
+[ "$n" = 2 ] || fail "after the late server: $n of the 2 workers checked every value without a wrong one"
+[ "$(hash_of "$T/worker0.log" "$T/worker1.log")" = "$ref_hash" ] || fail "after the late server: the final hash differs"
+ok "a paused server resumed after its slices were promoted was refused; every value and the hash as fault-free"
+echo "3 passed, 0 failed"

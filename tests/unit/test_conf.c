@@ -394,9 +394,9 @@ START_TEST(compression_specs_and_their_pairs_are_checked)
                       ordo_error_detail());
     }
     ORDO_CK_OK(ordo_conf_set(&c, "push.compression", "onebit", "test"));
+    /* error feedback under restart: the residuals are kept for the restarted worker */
     ORDO_CK_OK(ordo_conf_set(&c, "fault.worker", "restart", "test"));
-    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
-    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "does not go with fault.worker = restart"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
     ORDO_CK_OK(ordo_conf_set(&c, "push.compression", "onebit,ef=none", "test"));
     ORDO_CK_OK(ordo_conf_validate(&c));
     ORDO_CK_OK(ordo_conf_set(&c, "fault.worker", "abort", "test"));

@@ -272,12 +272,12 @@ START_TEST(a_file_without_the_trailer_is_read)
 }
 END_TEST
 
-/* the iteration ordo_paramfile_newest picks in dir, or the error's detail in *detail */
+/* the iteration ordo__paramfile_newest picks in dir, or the error's detail in *detail */
 static int64_t newest(char *detail, size_t size, int want_rc)
 {
     char path[256];
     int64_t it = -1;
-    int rc = ordo_paramfile_newest(dir, path, sizeof path, &it);
+    int rc = ordo__paramfile_newest(dir, path, sizeof path, &it);
     ck_assert_int_eq(rc, want_rc);
     snprintf(detail, size, "%s", rc ? ordo_error_detail() : path);
     return it;
@@ -295,11 +295,11 @@ START_TEST(a_resume_takes_the_newest_whole_checkpoint)
     char ckpt[256], prev[256];
     snprintf(ckpt, sizeof ckpt, "%s", path_of("checkpoint.bin"));
     snprintf(prev, sizeof prev, "%s", path_of("checkpoint.prev.bin"));
-    ORDO_CK_OK(ordo_paramfile_write_kept(ckpt, prev, m, v, 10));
+    ORDO_CK_OK(ordo__paramfile_write_kept(ckpt, prev, m, v, 10));
     ck_assert_int_ne(access(prev, F_OK), 0); /* the first has no predecessor */
     ck_assert_int_eq(newest(got, sizeof got, 0), 10);
     ck_assert_str_eq(got, ckpt);
-    ORDO_CK_OK(ordo_paramfile_write_kept(ckpt, prev, m, v, 20));
+    ORDO_CK_OK(ordo__paramfile_write_kept(ckpt, prev, m, v, 20));
     ck_assert_int_eq(newest(got, sizeof got, 0), 20);
     /* a bit flipped in checkpoint.bin: the one before */
     size_t n;
