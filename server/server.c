@@ -164,12 +164,8 @@ static int setup_checkpoints(ordo_server_t *s)
     int rc = 0;
     if (s->conf.resume[0]) {
         char path[ORDO_CONF_PATH + 32]; /* the one worker 0 resumes from too */
-<<<<<<< HEAD
-        rc = ordo_paramfile_newest(s->conf.resume, path, sizeof path, &base);
-        s->resume_base = base;
-=======
         rc = ordo__paramfile_newest(s->conf.resume, path, sizeof path, &base);
->>>>>>> main
+        s->resume_base = base;
         if (!rc && !s->sparse)
             rc = ordo_srv_ckpt_load(s->store, s->node.keys, s->node.rank, s->conf.resume, base);
         if (rc) return ordo_error_context(rc, "fault.resume");
