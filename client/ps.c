@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/le.h"
 #include "common/log.h"
+#include "common/node_rejoin.h"
 #include "common/node.h"
 #include "client/calibrate.h"
 #include "client/push.h"
@@ -586,6 +587,8 @@ int ordo__ps_poll(ordo__ps_t *w, int timeout_ms, ordo__ps_event_t *ev)
 {
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
     for (;;) {
+        int lost = ordo_node_sched_check(&w->node); /* fault.scheduler = restart: bounded */
+        if (lost) return lost;
         pump(w);
         if (w->ev_n > 0) {
             *ev = w->ev[w->ev_head];
@@ -604,6 +607,7 @@ int ordo__ps_poll(ordo__ps_t *w, int timeout_ms, ordo__ps_event_t *ev)
         }
         int wait_ms = until == INT64_MAX ? -1 : (int)((until - now + 999999) / 1000000);
         if (last || (wait_ms < 0 && until != INT64_MAX)) wait_ms = 0;
+        wait_ms = ordo_node_sched_timeout(&w->node, wait_ms);
         ordo_msg_t m;
         int rc = ordo_transport_recv(w->node.tp, &m, wait_ms);
         if (rc == ORDO_ERR_TIMEDOUT) {

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/le.h"
 #include "common/log.h"
+#include "common/node_rejoin.h"
 #include "client/ps_internal.h"
 #include "client/push.h"
 
@@ -100,7 +101,10 @@ int ordo__ps_report(ordo__ps_t *w, const char *json)
 {
     size_t n = strlen(json);
     if ((w->conf.sync_mode == ORDO_SYNC_BSP && w->conf.backup == 0) || n < 2 || json[n - 1] != '}')
+    {
+        ordo__ps_keep_report(w, json);
         return ordo__ps_send_ctl(w, ORDO_MSG_STATS, json);
+    }
     /* [sync]: what the pulls and pushes since the last report saw */
     char *text = malloc(n + 24 * ORDO_STALE_BUCKETS + 64);
     if (!text) return ORDO_ERR_NOMEM;
@@ -115,6 +119,7 @@ int ordo__ps_report(ordo__ps_t *w, const char *json)
     }
     sprintf(text + at, "],\"late_pushes\":%lld}", (long long)(w->late - w->late_sent));
     w->late_sent = w->late;
+    ordo__ps_keep_report(w, text);
     int rc = ordo__ps_send_ctl(w, ORDO_MSG_STATS, text);
     free(text);
     return rc;
@@ -127,6 +132,10 @@ int ordo__ps_barrier(ordo__ps_t *w, int64_t id)
     m.hdr.iter = id;
     int rc = ordo_node_send_ctl(&w->node, &m);
     if (rc == 0) w->outstanding++; /* until its ORDO__EV_BARRIER */
+    if (rc == 0) {
+        w->barrier_out = true; /* told to a new scheduler (ps_rejoin.c) */
+        w->barrier_id = id;
+    }
     return rc;
 }
 
@@ -190,6 +199,7 @@ void ordo__ps_abort(ordo__ps_t *w, const char *reason)
 
 int ordo__ps_on_barrier_done(ordo__ps_t *w, ordo_msg_t *m)
 {
+    w->barrier_out = false;
     ordo__ps_add_event(w, ORDO__EV_BARRIER, -1, m->hdr.iter);
     return 0;
 }
@@ -241,6 +251,8 @@ int ordo__ps_finish(ordo__ps_t *w, const char *final_json)
 {
     int rc = ordo__ps_send_ctl(w, ORDO_MSG_DONE, final_json ? final_json : "{}");
     if (rc) return rc;
+    free(w->done_body); /* told to a new scheduler (ps_rejoin.c) */
+    w->done_body = strdup(final_json ? final_json : "{}");
     /* the other workers may still be computing (rank 0 evaluating the model, a straggler's
      * last iterations): wait as long as the scheduler lives; its silence ends the wait through
      * the heartbeats' PEER_DEAD (docs/fault.md), and an hour bounds it regardless */
@@ -250,8 +262,9 @@ int ordo__ps_finish(ordo__ps_t *w, const char *final_json)
         if (left <= 0)
             return ordo_error_set(ORDO_ERR_TIMEDOUT, "no SHUTDOWN from the scheduler in the hour "
                                                      "after DONE");
+        if ((rc = ordo_node_sched_check(&w->node)) != 0) return rc;
         ordo_msg_t m;
-        rc = ordo_transport_recv(w->node.tp, &m, (int)left);
+        rc = ordo_transport_recv(w->node.tp, &m, ordo_node_sched_timeout(&w->node, (int)left));
         if (rc == ORDO_ERR_TIMEDOUT) continue;
         if (rc) return rc;
         rc = ordo__ps_handle(w, &m);

@@ -124,7 +124,33 @@ struct ordo_worker {
     size_t state_got_len;
     int64_t state_got_iter;
     char state_err[256];
+    /* fault.scheduler = restart (client/ps_rejoin.c): what a new scheduler is told and sent
+     * again: the reports of the last moments (those in flight when the scheduler died may
+     * be lost), the barrier waited at, the DONE sent */
+    struct ordo__ps_report {
+        int64_t iter, t_ns;
+        char *text;
+    } *reports;
+    int n_reports, cap_reports;
+    bool barrier_out;        /* a BARRIER is waiting for its BARRIER_DONE */
+    int64_t barrier_id;
+    char *done_body;         /* the DONE sent (NULL: none yet) */
 };
+
+/* ordo__ps_keep_report keeps the report json of iteration iter for a new scheduler (only
+ * under fault.scheduler = restart). */
+void ordo__ps_keep_report(ordo__ps_t *w, const char *json);
+
+/* ordo__ps_sched_lost takes the heartbeats' verdict that the scheduler is dead (PEER_DEAD
+ * without text): 0 under fault.scheduler = restart (the worker goes on and registers again),
+ * else ORDO_ERR_PEERDEAD. */
+int ordo__ps_sched_lost(ordo__ps_t *w, const ordo_msg_t *m);
+
+/* ordo__ps_rejoined takes a new scheduler's WELCOME and sends it the reports it lacks. */
+int ordo__ps_rejoined(ordo__ps_t *w, ordo_msg_t *m);
+
+/* ordo__ps_rejoin_free frees what ps_rejoin.c keeps. */
+void ordo__ps_rejoin_free(ordo__ps_t *w);
 
 /* ordo__ps_send_init sends the kept initial value of slice (init_val) to its server. */
 int ordo__ps_send_init(ordo__ps_t *w, int slice);

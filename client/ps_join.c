@@ -176,6 +176,7 @@ void ordo__ps_destroy(ordo__ps_t **wp)
     free(w->batch_spec);
     free(w->state);
     free(w->state_got);
+    ordo__ps_rejoin_free(w);
     free(w);
     *wp = NULL;
 }

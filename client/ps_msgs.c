@@ -1,6 +1,6 @@
 /* ps_msgs: the messages a worker takes, one handler per type found through one table
  * (ordo__ps_msgs), and the handlers of the run's life (a refused request, the run aborted or
- * shut down, the scheduler silent, a wake-up, the intra path's own messages). The other
+ * shut down, the scheduler silent or a new one's refusal, a wake-up, the intra path's own messages). The other
  * handlers live with what they change: values and acknowledgements in ps.c, barriers,
  * broadcasts and membership in ps_ctl.c, the plan in ps_plan.c, batches, peer state and
  * promotions in ps_batch.c, ps_state.c and ps_repl.c. ps.c's loop dispatches through the
@@ -9,6 +9,7 @@
 #include "client/ps.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/node_rejoin.h"
 
 #include "client/ps_internal.h"
 
@@ -31,11 +32,19 @@ static int on_abort(ordo__ps_t *w, ordo_msg_t *m)
 static int on_peer_dead(ordo__ps_t *w, ordo_msg_t *m)
 {
     char buf[512];
-    w->aborted = true;
-    if (m->nframes > 0) /* the transport's reason: a server or the scheduler refused us */
+    if (m->nframes > 0) { /* the transport's reason: a server or the scheduler refused us */
+        w->aborted = true;
         return ordo_error_set(ORDO_ERR_AUTH, "%s", ordo_msg_text(m, 0, buf, sizeof buf));
-    return ordo_error_set(ORDO_ERR_PEERDEAD, "the scheduler has been silent for %lld ms",
-                          (long long)m->hdr.iter);
+    }
+    return ordo__ps_sched_lost(w, m); /* fault.scheduler = restart: go on (ps_rejoin.c) */
+}
+
+/* a new scheduler's refusal (fault.scheduler = restart) */
+static int on_reject(ordo__ps_t *w, ordo_msg_t *m)
+{
+    int rc = ordo_node_on_reject(&w->node, m);
+    if (rc) w->aborted = true;
+    return rc;
 }
 
 static int on_shutdown(ordo__ps_t *w, ordo_msg_t *m)
@@ -65,6 +74,8 @@ const ordo__ps_msg_fn ordo__ps_msgs[ORDO_MSG_TYPE_MAX] = {
     [ORDO_MSG_ERROR] = on_error,
     [ORDO_MSG_ABORT] = on_abort,
     [ORDO_MSG_PEER_DEAD] = on_peer_dead,
+    [ORDO_MSG_WELCOME] = ordo__ps_rejoined, /* ps_rejoin.c: a new scheduler's */
+    [ORDO_MSG_REJECT] = on_reject,
     [ORDO_MSG_SHUTDOWN] = on_shutdown,
     [ORDO_MSG_WAKE] = on_wake,
     [ORDO_MSG_INTRA] = on_intra,
