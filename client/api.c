@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/trace.h"
 #include "client/api_internal.h"
+#include "client/bound.h"
 #include "client/ps.h"
 #include "client/push.h"
 #include "core/plan.h"
@@ -208,6 +209,18 @@ void ordo__api_set_priorities(ordo_t *o, const ordo__plan_t *plan)
         o->t[i].priority = have ? plan->priorities[i] : i;
 }
 
+/* rejoined makes a restarted worker ([fault] worker = restart) go on where its predecessor
+ * stopped: every tensor's version and the iteration ordo_step counts are the iteration the
+ * scheduler's WELCOME names (nothing when this is no restart). */
+static void rejoined(ordo_t *o)
+{
+    int64_t at = ordo__ps_rejoin_iter(o->w);
+    if (at <= 0) return;
+    for (int i = 0; i < o->n_tensors; i++)
+        o->t[i].version = at;
+    o->step_iter = at;
+}
+
 int ordo_join(ordo_t *o)
 {
     ordo_error_clear();
@@ -242,7 +255,7 @@ int ordo_join(ordo_t *o)
         return ordo_error_set(rc, "%s", why);
     }
     ordo__api_set_priorities(o, ordo__ps_plan(o->w));
-    ordo__api_rejoined(o);
+    rejoined(o);
     o->rank = ordo__ps_rank(o->w);
     if (o->conf.trace) {
         char name[64];
@@ -271,7 +284,7 @@ int ordo_leave_with(ordo_t *o, const char *final_json)
 {
     int rc = ordo__api_usable(o, "ordo_leave");
     if (rc) return rc;
-    if (o->bound && (rc = ordo_unbind(o)) != 0) return rc;
+    ordo__api_unbind(o); /* a bound model ends with the run (ordo_unbind's work) */
     if ((rc = ordo_wait_all(o, -1)) != 0) return rc;
     if (o->trace) {
         char path[4200];
@@ -293,6 +306,28 @@ void ordo_abort(ordo_t *o, const char *reason)
     ordo__ps_abort(o->w, why);
     o->failed = ORDO_ERR_ABORT;
     snprintf(o->failed_msg, sizeof o->failed_msg, "this worker aborted the run: %s", why);
+}
+
+/* ---- the binding's part of the handle (api_bound.c: the calls) ---- */
+
+int ordo__api_unbound(const ordo_t *o, const char *fn)
+{
+    if (!o->bound) return 0;
+    return ordo_error_set(ORDO_ERR_INVAL,
+                          "%s: the model is bound (ordo_bind); use the iteration calls or "
+                          "ordo_unbind first", fn);
+}
+
+void ordo__api_unbind(ordo_t *o)
+{
+    ordo__bound_destroy(&o->bound);
+    o->bound_in_iter = false;
+    free(o->priority);
+    free(o->numel);
+    free(o->names);
+    o->priority = NULL;
+    o->numel = NULL;
+    o->names = NULL;
 }
 
 void ordo_destroy(ordo_t **op)

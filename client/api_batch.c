@@ -86,14 +86,6 @@ int ordo_next_batch(ordo_t *o, int64_t epoch, int64_t *indices, int capacity, in
     return ordo__ps_batch_take(o->w, indices, capacity, count, &e);
 }
 
-void ordo__api_rejoined(ordo_t *o)
-{
-    int64_t at = ordo__ps_rejoin_iter(o->w);
-    if (at <= 0) return;
-    for (int i = 0; i < o->n_tensors; i++)
-        o->t[i].version = at;
-    o->step_iter = at;
-}
 
 int64_t ordo_servers_version(const ordo_t *o)
 {

@@ -11,25 +11,7 @@
 #include "client/bound.h"
 #include "client/ps.h"
 
-int ordo__api_unbound(const ordo_t *o, const char *fn)
-{
-    if (!o->bound) return 0;
-    return ordo_error_set(ORDO_ERR_INVAL,
-                          "%s: the model is bound (ordo_bind); use the iteration calls or "
-                          "ordo_unbind first", fn);
-}
 
-void ordo__api_unbind(ordo_t *o)
-{
-    ordo__bound_destroy(&o->bound);
-    o->bound_in_iter = false;
-    free(o->priority);
-    free(o->numel);
-    free(o->names);
-    o->priority = NULL;
-    o->numel = NULL;
-    o->names = NULL;
-}
 
 /* bound_usable returns 0 when o is joined, bound and the cluster has not failed. */
 static int bound_usable(ordo_t *o, const char *fn)

@@ -107,9 +107,4 @@ int ordo__api_wait_until(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64
  * tensor's index when the plan has none. */
 void ordo__api_set_priorities(ordo_t *o, const struct ordo__plan *plan);
 
-/* ordo__api_rejoined makes a restarted worker ([fault] worker = restart) go on where its
- * predecessor stopped: every tensor's version and the iteration ordo_step counts are the
- * iteration the scheduler's WELCOME names (nothing when this is no restart). */
-void ordo__api_rejoined(ordo_t *o);
-
 #endif

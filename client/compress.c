@@ -6,12 +6,17 @@
 #include "common/wire.h"
 #include "core/plan.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* a unit's frame buffer, reused while no frame of it is on its way (busy: ZeroMQ holds it) */
 typedef struct {
@@ -20,10 +25,23 @@ typedef struct {
     void *data;
 } frame_t;
 
+/* a kept unit's file (ordo__compress_keep): this header, then KEPT_SLOTS residuals of n
+ * floats; slot s holds the residual after the push of iteration tag[s] (-1: none, or being
+ * written) */
+#define KEPT_SLOTS 3
+#define KEPT_MAGIC "ORDORES1"
 typedef struct {
-    float *v; /* NULL until the unit's first lossy push */
+    char magic[8];
     int64_t n;
-    frame_t *frame; /* NULL until the unit's first encoded push */
+    int64_t tag[KEPT_SLOTS];
+} kept_head_t;
+
+typedef struct {
+    float *v; /* NULL until the unit's first lossy push (kept: the newest slot) */
+    int64_t n;
+    frame_t *frame;   /* NULL until the unit's first encoded push */
+    kept_head_t *map; /* kept: the unit's file, mapped (NULL until its first lossy push) */
+    size_t map_bytes;
 } residual_t;
 
 struct ordo__compress {
@@ -42,6 +60,11 @@ struct ordo__compress {
     int n_slices;
     float **copy;
     int64_t *copy_iter;
+    /* ordo__compress_keep: the folder of the units' files, and whether they are a dead
+     * predecessor's to take up */
+    char *keep_dir;
+    bool keep_rejoin;
+    bool keep_lost; /* a file to take up was missing (reported once) */
 };
 
 static const char *key_name(const ordo__compress_t *c, int key, char *buf, size_t size)
@@ -129,7 +152,10 @@ void ordo__compress_destroy(ordo__compress_t **cp)
     for (int k = 0; c->name && k < c->n_keys; k++)
         free(c->name[k]);
     for (int u = 0; c->res && u < c->n_units; u++) {
-        free(c->res[u].v);
+        if (c->res[u].map)
+            munmap(c->res[u].map, c->res[u].map_bytes);
+        else
+            free(c->res[u].v);
         frame_t *f = c->res[u].frame;
         if (f && !atomic_load(&f->busy)) { /* a frame still on its way is left to ZeroMQ */
             free(f->data);
@@ -142,6 +168,7 @@ void ordo__compress_destroy(ordo__compress_t **cp)
     free(c->spec);
     free(c->name);
     free(c->warned);
+    free(c->keep_dir);
     free(c->res);
     free(c->scratch);
     free(c);
@@ -230,6 +257,93 @@ float *ordo__compress_residual(ordo__compress_t *c, int unit, int64_t *n)
     return c->res[unit].v;
 }
 
+int ordo__compress_keep(ordo__compress_t *c, const char *dir, int64_t rejoin)
+{
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return ordo_error_set(ORDO_ERR_IO, "error-feedback residuals: cannot make %s: %s", dir,
+                              strerror(errno));
+    free(c->keep_dir);
+    if (!(c->keep_dir = strdup(dir))) return ORDO_ERR_NOMEM;
+    c->keep_rejoin = rejoin >= 0;
+    return 0;
+}
+
+/* kept_map maps unit's file for n values: a predecessor's when the worker rejoins and the
+ * file is there for n values, else a new one with no slot written */
+static int kept_map(ordo__compress_t *c, int unit, int64_t n)
+{
+    residual_t *r = &c->res[unit];
+    char path[4096];
+    snprintf(path, sizeof path, "%s/unit-%d.res", c->keep_dir, unit);
+    size_t bytes = sizeof(kept_head_t) + (size_t)KEPT_SLOTS * (size_t)n * sizeof(float);
+    bool fresh = true;
+    int fd = -1;
+    if (c->keep_rejoin && (fd = open(path, O_RDWR)) >= 0) {
+        struct stat st;
+        kept_head_t h;
+        fresh = !(fstat(fd, &st) == 0 && (size_t)st.st_size == bytes &&
+                  pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+                  !memcmp(h.magic, KEPT_MAGIC, 8) && h.n == n);
+        if (fresh) close(fd);
+    }
+    if (fresh) {
+        if (c->keep_rejoin && !c->keep_lost && (c->keep_lost = true))
+            ORDO_WARN("error-feedback residuals: %s is missing or not of %lld values (a "
+                      "worker added to the run has none; a restarted one had its predecessor's "
+                      "on another node): this worker goes on with zero residuals there, and a "
+                      "restarted worker's run is no longer the fault-free one",
+                      path, (long long)n);
+        fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0) {
+            int e = errno;
+            if (fd >= 0) close(fd);
+            return ordo_error_set(ORDO_ERR_IO, "error-feedback residuals: %s: %s", path,
+                                  strerror(e));
+        }
+    }
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (m == MAP_FAILED)
+        return ordo_error_set(ORDO_ERR_IO, "error-feedback residuals: mapping %s: %s", path,
+                              strerror(e));
+    r->map = m;
+    r->map_bytes = bytes;
+    r->n = n;
+    if (fresh) {
+        memcpy(r->map->magic, KEPT_MAGIC, 8);
+        r->map->n = n;
+        for (int s = 0; s < KEPT_SLOTS; s++) r->map->tag[s] = -1;
+    }
+    return 0;
+}
+
+static float *kept_slot(const residual_t *r, int s)
+{
+    return (float *)(r->map + 1) + (size_t)s * (size_t)r->n;
+}
+
+/* kept_begin returns the slot iteration iter's push of unit is encoded with: the residual
+ * after the unit's newest push before iter (zeros when there is none), copied into the
+ * oldest other slot, whose tag is -1 until kept_end */
+static int kept_begin(residual_t *r, int64_t iter)
+{
+    int src = -1, dst = -1;
+    for (int s = 0; s < KEPT_SLOTS; s++)
+        if (r->map->tag[s] >= 0 && r->map->tag[s] < iter &&
+            (src < 0 || r->map->tag[s] > r->map->tag[src]))
+            src = s;
+    for (int s = 0; s < KEPT_SLOTS; s++)
+        if (s != src && (dst < 0 || r->map->tag[s] < r->map->tag[dst])) dst = s;
+    r->map->tag[dst] = -1;
+    if (src >= 0)
+        memcpy(kept_slot(r, dst), kept_slot(r, src), (size_t)r->n * sizeof(float));
+    else
+        memset(kept_slot(r, dst), 0, (size_t)r->n * sizeof(float));
+    r->v = kept_slot(r, dst);
+    return dst;
+}
+
 void ordo__compress_frame_free(void *data, void *hint)
 {
     frame_t *f = hint;
@@ -267,9 +381,14 @@ int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *s
     const ordo__codec_ops_t *ops = ordo__codec_ops(spec->id);
     if (spec->id == ORDO__CODEC_NONE) return 0;
     float *res = NULL;
+    int slot = -1;
+    residual_t *r = NULL;
     if (spec->ef) {
-        residual_t *r = &c->res[unit];
-        if (!r->v) {
+        r = &c->res[unit];
+        /* kept (ordo__compress_keep): the unit's file, mapped at its first push */
+        int rc = c->keep_dir && !r->map ? kept_map(c, unit, n) : 0;
+        if (rc) return rc;
+        if (!r->v && !r->map) {
             if (!(r->v = calloc((size_t)n, sizeof *r->v))) return ORDO_ERR_NOMEM;
             r->n = n;
         }
@@ -284,12 +403,14 @@ int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *s
             c->scratch = s;
             c->scratch_n = n;
         }
+        if (r->map) slot = kept_begin(r, (int64_t)seed);
         res = r->v;
     }
     void *buf = frame_for(c, unit, ops->max_bytes(spec, n), hint);
     if (!buf) return ORDO_ERR_NOMEM;
     ordo__codec_io_t io = {.seed = seed};
     int64_t l = ordo__codec_encode_ef(spec, src, n, res, c->scratch, buf, &io);
+    if (slot >= 0 && l >= 0) r->map->tag[slot] = (int64_t)seed;
     if (l < 0) {
         ordo__compress_frame_free(buf, *hint);
         if (io.overflow) { /* fp16: this push goes as float32, never as inf */

@@ -62,8 +62,9 @@ int ordo__compress_take_pull(ordo__compress_t *c, int key, int slice, int64_t it
  * as it is (the key is not compressed, or fp16 values out of range this time: reported once
  * per tensor), or a negative code. The frame is the unit's own buffer while no earlier frame
  * of the unit is still on its way, else a new one; either way the caller hands it to ZeroMQ
- * with ordo__compress_frame_free and *hint, which release it. seed drives randomk (the same
- * for every worker in one step: the iteration). */
+ * with ordo__compress_frame_free and *hint, which release it. seed is the push's iteration:
+ * it drives randomk (the same for every worker in one step) and, for kept residuals, names
+ * the push (encoding one iteration's push again starts from the same residual). */
 int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *src, int64_t n,
                           uint64_t seed, void **out, size_t *len, int *dtype, void **hint);
 
@@ -75,8 +76,18 @@ void ordo__compress_frame_free(void *data, void *hint);
 void ordo__compress_key_bytes(const ordo__compress_t *c, const ordo_keys_t *keys, int key,
                               int64_t *push, int64_t *pull);
 
-/* ordo__compress_residual returns unit's residual (n floats) or NULL when it has none yet:
- * for state that must survive a restart. */
+/* ordo__compress_keep keeps the error-feedback residuals in files under dir (made if
+ * missing), one per unit, mapped shared: they outlive the process (not the node), so a
+ * worker restarted with its rank (fault.worker = restart) goes on from its predecessor's.
+ * Each file holds the residuals after the unit's last three pushes, tagged with their
+ * iterations; a push of iteration t starts from the one after the unit's newest push before
+ * t. rejoin >= 0 (the iteration a restarted worker goes on at): the files there are taken
+ * up (a missing one is warned about once, and its unit starts from zeros); else they are
+ * started afresh. ORDO_ERR_IO naming dir when it cannot be made. */
+int ordo__compress_keep(ordo__compress_t *c, const char *dir, int64_t rejoin);
+
+/* ordo__compress_residual returns unit's residual (n floats) or NULL when it has none yet
+ * (kept: the one of the newest push). */
 float *ordo__compress_residual(ordo__compress_t *c, int unit, int64_t *n);
 
 #endif

@@ -1,16 +1,16 @@
-/* ps: asynchronous push/pull of chunked tensors against the servers: the data path, the
- * messages of a joined worker and its events (ps_join.c joins and tears down). */
+/* ps: asynchronous push/pull of chunked tensors against the servers: the data path, its
+ * answers (values, acknowledgements), the events and the loop that dispatches a joined
+ * worker's messages through its table (ps_msgs.c; ps_join.c joins and tears down). */
 #include "client/ps.h"
 #include "common/clock.h"
 #include "common/codec.h"
 #include "common/error.h"
 #include "common/le.h"
 #include "common/log.h"
+#include "common/node_rejoin.h"
 #include "common/node.h"
 #include "client/calibrate.h"
 #include "client/push.h"
-
-#include <jansson.h>
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -456,78 +456,11 @@ void ordo__ps_push_done(ordo__ps_t *w, int key, int64_t iter)
     if (rc) ORDO_ERROR("key %d: sending its pull again: %s", key, ordo_error_text(rc));
 }
 
-/* ---- inbound messages: one handler per type, found through the table below ---------- */
-
-/* the scheduler's check of its step model against the first measured iterations:
- * {"step": {"credit_bytes": N}}, a new push credit (only with [order] credit_bytes = auto) */
-static bool take_step_plan(ordo__ps_t *w, const ordo__plan_t *p)
-{
-    if (!ordo__ps_take_credit(w, p)) return false;
-    if (w->node.rank == 0 && w->conf.credit_bytes == ORDO_CONF_AUTO_BYTES)
-        ORDO_INFO("push credit now %lld bytes (the scheduler's check of the step model)",
-                  (long long)w->credit.limit);
-    return true;
-}
-
-/* the scheduler's PLAN: after a start-up calibration {"merge": {...}}, or a new credit */
-static int on_plan(ordo__ps_t *w, ordo_msg_t *m)
-{
-    char buf[256];
-    size_t len = 0;
-    const char *d = ordo_msg_data(m, 0, &len);
-    ordo__plan_t *p = NULL;
-    int rc = ordo__plan_parse(d, d ? len : 0, w->node.keys->n_keys, w->node.n_servers, &p);
-    if (!rc && take_step_plan(w, p)) {
-        ordo__plan_destroy(&p);
-        return 0;
-    }
-    if (!w->want_plan) {
-        ORDO_DEBUG("ignored a PLAN");
-    } else if (rc || w->merge_plan || !p->has_merge) {
-        ORDO_WARN("dropped an unexpected PLAN from the scheduler (%s)%s%s",
-                  ordo_msg_text(m, 0, buf, sizeof buf), rc ? ": " : "",
-                  rc ? ordo_error_text(rc) : "");
-    } else {
-        w->merge_plan = p;
-        p = NULL;
-        ordo__ps_add_event(w, ORDO__EV_PLAN, -1, -1);
-    }
-    ordo__plan_destroy(&p);
-    return 0;
-}
-
-/* MEMBERS (fault.worker = shrink): a worker left, or (fault.max_workers) one joined; this
- * one's place among the live ones is what its data shard follows from the next epoch on */
-static int on_members(ordo__ps_t *w, ordo_msg_t *m)
-{
-    char body[4096];
-    json_t *o = json_loads(ordo_msg_text(m, 0, body, sizeof body), 0, NULL);
-    json_t *live = json_object_get(o, "live");
-    int index = -1, n = json_is_array(live) ? (int)json_array_size(live) : 0;
-    for (int i = 0; i < n; i++)
-        if (json_integer_value(json_array_get(live, (size_t)i)) == w->node.rank) index = i;
-    json_t *joined = json_object_get(o, "joined");
-    if (index < 0 || n < 1 || n > ordo_conf_max_workers(&w->conf)) {
-        ORDO_WARN("dropped a MEMBERS message that does not list this worker");
-    } else {
-        atomic_store(&w->live_since, (long long)m->hdr.iter);
-        atomic_store(&w->live_index, index);
-        atomic_store(&w->n_live, n);
-        if (json_is_integer(joined)) /* fault.max_workers: ordo-launch --add-worker */
-            ORDO_INFO("worker %lld joins the run at iteration %lld: %d workers, this one is %d "
-                      "of them", (long long)json_integer_value(joined), (long long)m->hdr.iter, n,
-                      index);
-        else
-            ORDO_WARN("worker %lld left the run: %d workers go on, this one is %d of them",
-                      (long long)json_integer_value(json_object_get(o, "left")), n, index);
-    }
-    json_decref(o);
-    return 0;
-}
+/* ---- the data path's answers ------------------------------------------------------- */
 
 /* a value of key arrived (all of it, or one chunk): float32, or the wire type the pull asked
  * for (common/codec.h) */
-static int on_pull_resp(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_on_pull_resp(ordo__ps_t *w, ordo_msg_t *m)
 {
     const ordo_keys_t *k = w->node.keys;
     int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
@@ -573,7 +506,7 @@ static int on_pull_resp(ordo__ps_t *w, ordo_msg_t *m)
 }
 
 /* a server applied a push: of a merge group (the path's), of a probe, or of one slice */
-static int on_push_ack(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_on_push_ack(ordo__ps_t *w, ordo_msg_t *m)
 {
     const ordo_keys_t *k = w->node.keys;
     if (m->hdr.flags & ORDO_FLAG_GROUP) return w->path->ops->group_ack(w->path, m);
@@ -610,97 +543,6 @@ static int on_push_ack(ordo__ps_t *w, ordo_msg_t *m)
     return 0;
 }
 
-static int on_error(ordo__ps_t *w, ordo_msg_t *m)
-{
-    (void)w;
-    char buf[512];
-    return ordo_error_set(ORDO_ERR_PROTO, "server %d refused %s key %u chunk %u: %s", m->hdr.rank,
-                          "a request for", m->hdr.key, m->hdr.chunk,
-                          ordo_msg_text(m, 0, buf, sizeof buf));
-}
-
-static int on_abort(ordo__ps_t *w, ordo_msg_t *m)
-{
-    char buf[512];
-    w->aborted = true;
-    return ordo_error_set(ORDO_ERR_ABORT, "run aborted: %s", ordo_msg_text(m, 0, buf, sizeof buf));
-}
-
-static int on_peer_dead(ordo__ps_t *w, ordo_msg_t *m)
-{
-    char buf[512];
-    w->aborted = true;
-    if (m->nframes > 0) /* the transport's reason: a server or the scheduler refused us */
-        return ordo_error_set(ORDO_ERR_AUTH, "%s", ordo_msg_text(m, 0, buf, sizeof buf));
-    return ordo_error_set(ORDO_ERR_PEERDEAD, "the scheduler has been silent for %lld ms",
-                          (long long)m->hdr.iter);
-}
-
-static int on_shutdown(ordo__ps_t *w, ordo_msg_t *m)
-{
-    (void)w, (void)m;
-    return ordo_error_set(ORDO_ERR_CLOSED, "the scheduler shut the run down");
-}
-
-static int on_wake(ordo__ps_t *w, ordo_msg_t *m)
-{
-    (void)m;
-    ordo__ps_add_event(w, ORDO__EV_WAKE, -1, -1);
-    return 0;
-}
-
-/* posted by the path's own thread; the wire refuses the type */
-static int on_intra(ordo__ps_t *w, ordo_msg_t *m)
-{
-    if (w->path->ops->local) return w->path->ops->local(w->path, m);
-    ORDO_WARN("dropped an unexpected INTRA message");
-    return 0;
-}
-
-static int on_barrier_done(ordo__ps_t *w, ordo_msg_t *m)
-{
-    ordo__ps_add_event(w, ORDO__EV_BARRIER, -1, m->hdr.iter);
-    return 0;
-}
-
-static int on_bcast(ordo__ps_t *w, ordo_msg_t *m)
-{
-    size_t len = 0;
-    const void *data = ordo_msg_data(m, 0, &len);
-    if (!w->bcast_id || m->hdr.iter != w->bcast_id || (data && len != w->bcast_bytes)) {
-        ORDO_WARN("dropped an unexpected BCAST %lld (%zu bytes)", (long long)m->hdr.iter, len);
-        return 0;
-    }
-    if (data && len) memcpy(w->bcast_dst, data, len);
-    w->bcast_id = 0;
-    ordo__ps_add_event(w, ORDO__EV_BCAST, -1, m->hdr.iter);
-    return 0;
-}
-
-/* one handler per message type a worker takes: 0 to go on, or a fatal error. A type without
- * a row is ignored. A new message is one handler and one row. */
-typedef int (*msg_handler_fn)(ordo__ps_t *w, ordo_msg_t *m);
-
-static const msg_handler_fn handlers[ORDO_MSG_TYPE_MAX] = {
-    [ORDO_MSG_PULL_RESP] = on_pull_resp,
-    [ORDO_MSG_PUSH_ACK] = on_push_ack,
-    [ORDO_MSG_ERROR] = on_error,
-    [ORDO_MSG_ABORT] = on_abort,
-    [ORDO_MSG_PEER_DEAD] = on_peer_dead,
-    [ORDO_MSG_SHUTDOWN] = on_shutdown,
-    [ORDO_MSG_WAKE] = on_wake,
-    [ORDO_MSG_INTRA] = on_intra,
-    [ORDO_MSG_BARRIER_DONE] = on_barrier_done,
-    [ORDO_MSG_BCAST] = on_bcast,
-    [ORDO_MSG_REPLAN] = ordo__ps_take_replan,
-    [ORDO_MSG_BATCH] = ordo__ps_on_batch,         /* ps_batch.c */
-    [ORDO_MSG_STATE_REQ] = ordo__ps_on_state_req, /* ps_state.c */
-    [ORDO_MSG_STATE] = ordo__ps_on_state,
-    [ORDO_MSG_MEMBERS] = on_members,
-    [ORDO_MSG_KEYMAP] = ordo__ps_on_keymap, /* a server died; its backups took its slices */
-    [ORDO_MSG_PLAN] = on_plan, /* the merge groups of a start-up calibration, or a new credit */
-};
-
 /* [fault] replicas: an answer about a slice from a server that no longer holds it (one
  * declared dead that came back: a paused process, a healed partition) is a late one; its
  * acknowledgement or value is never counted (docs/fault.md, "Fencing") */
@@ -720,9 +562,10 @@ static bool from_fenced_server(ordo__ps_t *w, const ordo_msg_t *m)
     return true;
 }
 
-/* handle one inbound message; returns 0 or a fatal error. A message for the hook's key
- * (ordo__ps_set_hook) goes to the hook whatever its handler. */
-static int handle(ordo__ps_t *w, ordo_msg_t *m)
+/* ordo__ps_handle: one inbound message, by the worker's table (w->msgs, ps_msgs.c); 0 or a
+ * fatal error. A late answer of a fenced server is dropped first; a message for the hook's
+ * key (ordo__ps_set_hook) goes to the hook whatever its handler. */
+int ordo__ps_handle(ordo__ps_t *w, ordo_msg_t *m)
 {
     if (from_fenced_server(w, m)) return 0;
     if (w->hook && m->hdr.key == w->hook_key &&
@@ -732,7 +575,7 @@ static int handle(ordo__ps_t *w, ordo_msg_t *m)
         if (rc > 0) ordo__ps_add_event(w, ORDO__EV_HOOK, rc, m->hdr.iter);
         return rc < 0 ? rc : 0;
     }
-    msg_handler_fn fn = m->hdr.type < ORDO_MSG_TYPE_MAX ? handlers[m->hdr.type] : NULL;
+    ordo__ps_msg_fn fn = m->hdr.type < ORDO_MSG_TYPE_MAX ? w->msgs[m->hdr.type] : NULL;
     if (!fn) {
         ORDO_DEBUG("ignored %s", ordo_wire_type_name(m->hdr.type));
         return 0;
@@ -744,6 +587,8 @@ int ordo__ps_poll(ordo__ps_t *w, int timeout_ms, ordo__ps_event_t *ev)
 {
     int64_t deadline = timeout_ms < 0 ? INT64_MAX : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
     for (;;) {
+        int lost = ordo_node_sched_check(&w->node); /* fault.scheduler = restart: bounded */
+        if (lost) return lost;
         pump(w);
         if (w->ev_n > 0) {
             *ev = w->ev[w->ev_head];
@@ -762,6 +607,7 @@ int ordo__ps_poll(ordo__ps_t *w, int timeout_ms, ordo__ps_event_t *ev)
         }
         int wait_ms = until == INT64_MAX ? -1 : (int)((until - now + 999999) / 1000000);
         if (last || (wait_ms < 0 && until != INT64_MAX)) wait_ms = 0;
+        wait_ms = ordo_node_sched_timeout(&w->node, wait_ms);
         ordo_msg_t m;
         int rc = ordo_transport_recv(w->node.tp, &m, wait_ms);
         if (rc == ORDO_ERR_TIMEDOUT) {
@@ -772,7 +618,7 @@ int ordo__ps_poll(ordo__ps_t *w, int timeout_ms, ordo__ps_event_t *ev)
             continue;
         }
         if (rc) return rc;
-        rc = handle(w, &m);
+        rc = ordo__ps_handle(w, &m);
         ordo_msg_close(&m);
         if (rc) return rc;
     }
@@ -789,28 +635,4 @@ int ordo__ps_wait_all(ordo__ps_t *w, int timeout_ms)
         if (rc) return rc;
     }
     return 0;
-}
-
-int ordo__ps_finish(ordo__ps_t *w, const char *final_json)
-{
-    int rc = ordo__ps_send_ctl(w, ORDO_MSG_DONE, final_json ? final_json : "{}");
-    if (rc) return rc;
-    /* the other workers may still be computing (rank 0 evaluating the model, a straggler's
-     * last iterations): wait as long as the scheduler lives; its silence ends the wait through
-     * the heartbeats' PEER_DEAD (docs/fault.md), and an hour bounds it regardless */
-    int64_t deadline = ordo_clock_ns() + (int64_t)3600 * 1000000000;
-    for (;;) {
-        int64_t left = (deadline - ordo_clock_ns()) / 1000000;
-        if (left <= 0)
-            return ordo_error_set(ORDO_ERR_TIMEDOUT, "no SHUTDOWN from the scheduler in the hour "
-                                                     "after DONE");
-        ordo_msg_t m;
-        rc = ordo_transport_recv(w->node.tp, &m, (int)left);
-        if (rc == ORDO_ERR_TIMEDOUT) continue;
-        if (rc) return rc;
-        rc = handle(w, &m);
-        ordo_msg_close(&m);
-        if (rc == ORDO_ERR_CLOSED) return 0;
-        if (rc) return rc;
-    }
 }

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/le.h"
 #include "common/log.h"
+#include "common/node_rejoin.h"
 #include "client/ps_internal.h"
 #include "client/push.h"
 
@@ -57,51 +58,6 @@ bool ordo__ps_replan_accepted(const char *answer)
     return ok;
 }
 
-int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json, bool keep_path)
-{
-    ordo__plan_t *plan = NULL;
-    const ordo__push_ops_t *ops;
-    int rc = ordo__plan_parse(plan_json, plan_json ? strlen(plan_json) : 0, w->node.keys->n_keys,
-                              w->node.n_servers, &plan);
-    if (rc) return ordo_error_context(rc, "replan");
-    ordo__push_ops_of_plan(plan, &ops);
-    /* a path whose state is shared with other workers stays (a host group's memory, owners
-     * and thread), and the next values may already be on their way (early pulls); only the
-     * plan (the priorities the bound model requests by) and the credit change */
-    bool keep = ops->kept_on_replan && w->path && w->path->ops == ops;
-    if (keep_path && !keep) {
-        rc = ordo_error_set(ORDO_ERR_PROTO, "replan: the new plan asks for push path %s; a "
-                            "bound model cannot change its push path (%s)", ops->name,
-                            w->path ? w->path->ops->name : "none");
-        goto fail;
-    }
-    if (!keep && (w->outstanding || w->pq_n)) {
-        rc = ordo_error_set(ORDO_ERR_INVAL, "replan: %d transfers still in flight",
-                            w->outstanding + w->pq_n);
-        goto fail;
-    }
-    /* the group's segments are named by the start-up plan's run id, which a new plan changes */
-    if (keep) plan->intra = w->plan->intra;
-    ordo__ps_intra_from_plan(w, plan);
-    ordo__plan_destroy(&w->plan);
-    w->plan = plan;
-    if (keep) {
-        ordo__ps_credit_from_plan(w);
-        ORDO_INFO("replan: new plan applied (push path %s kept: its shared memory and owners "
-                  "stay, the new priorities order its requests)", ops->name);
-        return 0;
-    }
-    /* a merged path's groups come from the plan: the path follows it (nothing is in flight) */
-    ordo__push_destroy(&w->path);
-    if ((rc = ordo__push_new(ops, w, &w->path)) != 0)
-        return ordo_error_context(rc, "replan: the push path of the new plan");
-    ordo__ps_credit_from_plan(w); /* the re-plan's step model may have tuned it again */
-    ORDO_INFO("replan: new plan applied (push path %s)", w->path->ops->name);
-    return 0;
-fail:
-    ordo__plan_destroy(&plan);
-    return rc;
-}
 
 char *ordo__ps_replan_take(ordo__ps_t *w)
 {
@@ -145,7 +101,10 @@ int ordo__ps_report(ordo__ps_t *w, const char *json)
 {
     size_t n = strlen(json);
     if ((w->conf.sync_mode == ORDO_SYNC_BSP && w->conf.backup == 0) || n < 2 || json[n - 1] != '}')
+    {
+        ordo__ps_keep_report(w, json);
         return ordo__ps_send_ctl(w, ORDO_MSG_STATS, json);
+    }
     /* [sync]: what the pulls and pushes since the last report saw */
     char *text = malloc(n + 24 * ORDO_STALE_BUCKETS + 64);
     if (!text) return ORDO_ERR_NOMEM;
@@ -160,6 +119,7 @@ int ordo__ps_report(ordo__ps_t *w, const char *json)
     }
     sprintf(text + at, "],\"late_pushes\":%lld}", (long long)(w->late - w->late_sent));
     w->late_sent = w->late;
+    ordo__ps_keep_report(w, text);
     int rc = ordo__ps_send_ctl(w, ORDO_MSG_STATS, text);
     free(text);
     return rc;
@@ -172,6 +132,10 @@ int ordo__ps_barrier(ordo__ps_t *w, int64_t id)
     m.hdr.iter = id;
     int rc = ordo_node_send_ctl(&w->node, &m);
     if (rc == 0) w->outstanding++; /* until its ORDO__EV_BARRIER */
+    if (rc == 0) {
+        w->barrier_out = true; /* told to a new scheduler (ps_rejoin.c) */
+        w->barrier_id = id;
+    }
     return rc;
 }
 
@@ -229,4 +193,83 @@ void ordo__ps_abort(ordo__ps_t *w, const char *reason)
 {
     ordo__ps_send_ctl(w, ORDO_MSG_ABORT, reason);
     w->aborted = true;
+}
+
+/* ---- messages from the scheduler -------------------------------------------------- */
+
+int ordo__ps_on_barrier_done(ordo__ps_t *w, ordo_msg_t *m)
+{
+    w->barrier_out = false;
+    ordo__ps_add_event(w, ORDO__EV_BARRIER, -1, m->hdr.iter);
+    return 0;
+}
+
+int ordo__ps_on_bcast(ordo__ps_t *w, ordo_msg_t *m)
+{
+    size_t len = 0;
+    const void *data = ordo_msg_data(m, 0, &len);
+    if (!w->bcast_id || m->hdr.iter != w->bcast_id || (data && len != w->bcast_bytes)) {
+        ORDO_WARN("dropped an unexpected BCAST %lld (%zu bytes)", (long long)m->hdr.iter, len);
+        return 0;
+    }
+    if (data && len) memcpy(w->bcast_dst, data, len);
+    w->bcast_id = 0;
+    ordo__ps_add_event(w, ORDO__EV_BCAST, -1, m->hdr.iter);
+    return 0;
+}
+
+/* MEMBERS (fault.worker = shrink): a worker left, or (fault.max_workers) one joined; this
+ * one's place among the live ones is what its data shard follows from the next epoch on */
+int ordo__ps_on_members(ordo__ps_t *w, ordo_msg_t *m)
+{
+    char body[4096];
+    json_t *o = json_loads(ordo_msg_text(m, 0, body, sizeof body), 0, NULL);
+    json_t *live = json_object_get(o, "live");
+    int index = -1, n = json_is_array(live) ? (int)json_array_size(live) : 0;
+    for (int i = 0; i < n; i++)
+        if (json_integer_value(json_array_get(live, (size_t)i)) == w->node.rank) index = i;
+    json_t *joined = json_object_get(o, "joined");
+    if (index < 0 || n < 1 || n > ordo_conf_max_workers(&w->conf)) {
+        ORDO_WARN("dropped a MEMBERS message that does not list this worker");
+    } else {
+        atomic_store(&w->live_since, (long long)m->hdr.iter);
+        atomic_store(&w->live_index, index);
+        atomic_store(&w->n_live, n);
+        if (json_is_integer(joined)) /* fault.max_workers: ordo-launch --add-worker */
+            ORDO_INFO("worker %lld joins the run at iteration %lld: %d workers, this one is %d "
+                      "of them", (long long)json_integer_value(joined), (long long)m->hdr.iter, n,
+                      index);
+        else
+            ORDO_WARN("worker %lld left the run: %d workers go on, this one is %d of them",
+                      (long long)json_integer_value(json_object_get(o, "left")), n, index);
+    }
+    json_decref(o);
+    return 0;
+}
+
+int ordo__ps_finish(ordo__ps_t *w, const char *final_json)
+{
+    int rc = ordo__ps_send_ctl(w, ORDO_MSG_DONE, final_json ? final_json : "{}");
+    if (rc) return rc;
+    free(w->done_body); /* told to a new scheduler (ps_rejoin.c) */
+    w->done_body = strdup(final_json ? final_json : "{}");
+    /* the other workers may still be computing (rank 0 evaluating the model, a straggler's
+     * last iterations): wait as long as the scheduler lives; its silence ends the wait through
+     * the heartbeats' PEER_DEAD (docs/fault.md), and an hour bounds it regardless */
+    int64_t deadline = ordo_clock_ns() + (int64_t)3600 * 1000000000;
+    for (;;) {
+        int64_t left = (deadline - ordo_clock_ns()) / 1000000;
+        if (left <= 0)
+            return ordo_error_set(ORDO_ERR_TIMEDOUT, "no SHUTDOWN from the scheduler in the hour "
+                                                     "after DONE");
+        if ((rc = ordo_node_sched_check(&w->node)) != 0) return rc;
+        ordo_msg_t m;
+        rc = ordo_transport_recv(w->node.tp, &m, ordo_node_sched_timeout(&w->node, (int)left));
+        if (rc == ORDO_ERR_TIMEDOUT) continue;
+        if (rc) return rc;
+        rc = ordo__ps_handle(w, &m);
+        ordo_msg_close(&m);
+        if (rc == ORDO_ERR_CLOSED) return 0;
+        if (rc) return rc;
+    }
 }

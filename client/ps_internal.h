@@ -17,6 +17,9 @@
 #include "client/push.h"
 #include "core/plan.h"
 
+/* a handler of one inbound message type: 0, or a fatal error (ps_msgs.c) */
+typedef int (*ordo__ps_msg_fn)(ordo__ps_t *w, ordo_msg_t *m);
+
 typedef struct {
     float *pull_dst;
     int64_t pull_iter;
@@ -39,6 +42,7 @@ typedef struct {
 struct ordo_worker {
     ordo_conf_t conf;
     ordo_node_t node;
+    const ordo__ps_msg_fn *msgs; /* by message type: the table of ps_msgs.c, set at join */
     ordo__plan_t *plan; /* the scheduler's plan, read once at join (core/plan.h); a re-plan
                          * replaces it */
     int *server_sock; /* per server rank */
@@ -120,7 +124,33 @@ struct ordo_worker {
     size_t state_got_len;
     int64_t state_got_iter;
     char state_err[256];
+    /* fault.scheduler = restart (client/ps_rejoin.c): what a new scheduler is told and sent
+     * again: the reports of the last moments (those in flight when the scheduler died may
+     * be lost), the barrier waited at, the DONE sent */
+    struct ordo__ps_report {
+        int64_t iter, t_ns;
+        char *text;
+    } *reports;
+    int n_reports, cap_reports;
+    bool barrier_out;        /* a BARRIER is waiting for its BARRIER_DONE */
+    int64_t barrier_id;
+    char *done_body;         /* the DONE sent (NULL: none yet) */
 };
+
+/* ordo__ps_keep_report keeps the report json of iteration iter for a new scheduler (only
+ * under fault.scheduler = restart). */
+void ordo__ps_keep_report(ordo__ps_t *w, const char *json);
+
+/* ordo__ps_sched_lost takes the heartbeats' verdict that the scheduler is dead (PEER_DEAD
+ * without text): 0 under fault.scheduler = restart (the worker goes on and registers again),
+ * else ORDO_ERR_PEERDEAD. */
+int ordo__ps_sched_lost(ordo__ps_t *w, const ordo_msg_t *m);
+
+/* ordo__ps_rejoined takes a new scheduler's WELCOME and sends it the reports it lacks. */
+int ordo__ps_rejoined(ordo__ps_t *w, ordo_msg_t *m);
+
+/* ordo__ps_rejoin_free frees what ps_rejoin.c keeps. */
+void ordo__ps_rejoin_free(ordo__ps_t *w);
 
 /* ordo__ps_send_init sends the kept initial value of slice (init_val) to its server. */
 int ordo__ps_send_init(ordo__ps_t *w, int slice);
@@ -135,6 +165,33 @@ int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m);
 
 /* ordo__ps_add_event queues an event for ordo__ps_poll. */
 void ordo__ps_add_event(ordo__ps_t *w, int kind, int key, int64_t iter);
+
+/* ---- messages (ps_msgs.c: the table; each handler with the state it changes) ---- */
+
+/* The worker's table: ordo__ps_msgs[type] handles a message of that type (NULL: ignored). */
+extern const ordo__ps_msg_fn ordo__ps_msgs[ORDO_MSG_TYPE_MAX];
+
+/* ordo__ps_handle gives m to the hook (its key) or to w->msgs' handler of its type. */
+int ordo__ps_handle(ordo__ps_t *w, ordo_msg_t *m);
+
+/* ps.c: a value of a key (or of one chunk) arrived; a server applied a push. */
+int ordo__ps_on_pull_resp(ordo__ps_t *w, ordo_msg_t *m);
+int ordo__ps_on_push_ack(ordo__ps_t *w, ordo_msg_t *m);
+
+/* ps_ctl.c: a barrier released, a broadcast's bytes, the live workers changed (MEMBERS). */
+int ordo__ps_on_barrier_done(ordo__ps_t *w, ordo_msg_t *m);
+int ordo__ps_on_bcast(ordo__ps_t *w, ordo_msg_t *m);
+int ordo__ps_on_members(ordo__ps_t *w, ordo_msg_t *m);
+
+/* ---- the plan (ps_plan.c) ---- */
+
+/* ordo__ps_read_plan parses the plan the WELCOME brought into w->plan, once (its text goes)
+ * and resolves an intra backend "auto"; 0 or the parser's error naming the member. */
+int ordo__ps_read_plan(ordo__ps_t *w);
+
+/* ordo__ps_on_plan takes the scheduler's PLAN: a new push credit (the step model's check), or
+ * after a start-up calibration the merge groups (w->merge_plan, ORDO__EV_PLAN). */
+int ordo__ps_on_plan(ordo__ps_t *w, ordo_msg_t *m);
 
 /* ordo__ps_credit_from_plan takes the push credit of the plan's step member when
  * [order] credit_bytes is auto (the start-up's plan, or a re-plan's), and whether queued

@@ -19,41 +19,9 @@
 #include "client/ps_internal.h"
 
 
-bool ordo__ps_take_credit(ordo__ps_t *w, const ordo__plan_t *plan)
-{
-    if (plan->credit_bytes < 0) return false;
-    if (w->conf.credit_bytes == ORDO_CONF_AUTO_BYTES) /* else the conf's credit wins */
-        ordo__credit_set_limit(&w->credit, plan->credit_bytes);
-    return true;
-}
 
-void ordo__ps_credit_from_plan(ordo__ps_t *w)
-{
-    w->push_fifo = !w->plan->priorities;
-    ordo__ps_take_credit(w, w->plan);
-}
 
-void ordo__ps_intra_from_plan(ordo__ps_t *w, ordo__plan_t *plan)
-{
-    if (!plan->has_intra || strcmp(plan->intra.backend, "auto") != 0) return;
-    snprintf(plan->intra.backend, sizeof plan->intra.backend, "%s", w->intra);
-    ORDO_INFO("intra.backend = auto: %s (intra.device %s)", w->intra,
-              w->conf.intra_device == ORDO_DEVICE_CUDA ? "cuda" : "cpu");
-}
 
-/* read_plan parses the plan the WELCOME brought, once: every reader takes w->plan's fields.
- * The text goes (nothing reads it again). */
-static int read_plan(ordo__ps_t *w)
-{
-    const char *text = w->node.plan_json;
-    int rc = ordo__plan_parse(text, text ? strlen(text) : 0, w->node.keys->n_keys,
-                              w->node.n_servers, &w->plan);
-    if (rc) return rc;
-    free(w->node.plan_json);
-    w->node.plan_json = NULL;
-    ordo__ps_intra_from_plan(w, w->plan);
-    return 0;
-}
 
 /* intra_choice: what this worker takes for intra.backend = auto: the backend its own conf
  * names, else what auto means for its tensors' device (client/intra.h) */
@@ -112,6 +80,7 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
     ordo__ps_t *w = calloc(1, sizeof *w);
     if (!w) return ORDO_ERR_NOMEM;
     w->conf = *conf;
+    w->msgs = ordo__ps_msgs; /* ps_msgs.c: the messages it takes */
     w->state_iter = -1;
     ordo__credit_init(&w->credit, ordo_conf_credit_bytes(conf), conf->bandwidth_bps);
     ordo_transport_opts_t opts = {.bandwidth_bps = conf->bandwidth_bps,
@@ -127,7 +96,7 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
     w->node.reg_intra = w->intra;
     rc = ordo_node_join(&w->node, conf, ORDO_ROLE_WORKER, NULL);
     w->node.reg_tensors = NULL;
-    if (rc || (rc = read_plan(w)) != 0) goto fail;
+    if (rc || (rc = ordo__ps_read_plan(w)) != 0) goto fail;
     const ordo_keys_t *k = w->node.keys;
     w->server_sock = calloc((size_t)w->node.n_servers, sizeof *w->server_sock);
     w->ks = calloc((size_t)k->n_keys + 1, sizeof *w->ks);
@@ -144,6 +113,12 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
     rc = ordo__compress_new(conf, k, tensors, w->plan, w->node.n_workers, k->n_slices,
                             &w->compress);
     if (rc) goto fail;
+    if (conf->fault_worker == ORDO_FAULT_RESTART && ordo__compress_any(w->compress)) {
+        /* the residuals outlive the process for the one restarted with its rank */
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/residuals-worker-%d", w->node.run_dir, w->node.rank);
+        if ((rc = ordo__compress_keep(w->compress, dir, w->node.rejoin_iter)) != 0) goto fail;
+    }
     for (int s = 0; s < w->node.n_servers; s++) {
         rc = ordo_transport_connect(w->node.tp, w->node.server_endpoints[s], 1);
         if (rc < 0) goto fail;
@@ -201,6 +176,7 @@ void ordo__ps_destroy(ordo__ps_t **wp)
     free(w->batch_spec);
     free(w->state);
     free(w->state_got);
+    ordo__ps_rejoin_free(w);
     free(w);
     *wp = NULL;
 }

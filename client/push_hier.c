@@ -99,67 +99,82 @@ static bool all_gathered(hier_t *h)
     return all;
 }
 
+/* collect moves what the group finished (a sum reduced, a gradient's buffer free, a value
+ * published) into h->ready, under h->mu; how many, or -1 when the path stops */
+static int collect(hier_t *h, const ordo__intra_ops_t *io)
+{
+    int n = 0;
+    pthread_mutex_lock(&h->mu);
+    if (h->stop) {
+        pthread_mutex_unlock(&h->mu);
+        return -1;
+    }
+    for (int i = 0; i < h->n_keys; i++) {
+        int k = h->order[i];
+        if (h->want_sum[k] >= 0 && io->reduced(h->it, k, h->want_sum[k])) {
+            h->ready[n] = k;
+            h->ready_code[n] = CODE_REDUCED;
+            h->ready_iter[n++] = h->want_sum[k];
+            h->want_sum[k] = -1;
+        }
+        if (h->want_free[k] >= 0 && io->summed(h->it, k, h->want_free[k])) {
+            h->ready[n] = k;
+            h->ready_code[n] = CODE_FREED;
+            h->ready_iter[n++] = h->want_free[k];
+            h->want_free[k] = -1;
+        }
+        if (h->want_val[k] >= 0 && io->published(h->it, k, h->want_val[k])) {
+            h->ready[n] = k;
+            h->ready_code[n] = CODE_GATHERED;
+            h->ready_iter[n++] = h->want_val[k];
+            h->want_val[k] = -1;
+        }
+    }
+    h->fetching = n > 0;
+    pthread_mutex_unlock(&h->mu);
+    return n;
+}
+
+/* serve takes ready entry i out of the group (the sum, the value) and tells the owning
+ * thread (ordo__ps_post); a value is held back until all are in without overlap */
+static void serve(hier_t *h, const ordo__intra_ops_t *io, int i)
+{
+    int64_t t0 = ordo_clock_ns();
+    int k = h->ready[i];
+    if (h->ready_code[i] == CODE_FREED) {
+        ordo__ps_post(h->base.ps, CODE_FREED, k, h->ready_iter[i]);
+    } else if (h->ready_code[i] == CODE_REDUCED) {
+        io->sum(h->it, k, h->sum + h->off[k]);
+        int64_t dt = ordo_clock_ns() - t0;
+        __atomic_add_fetch(&h->reduce_ns, dt, __ATOMIC_RELAXED);
+        h->span_sum[2 * k] = t0; /* read by local() after the post */
+        h->span_sum[2 * k + 1] = dt;
+        ordo__ps_post(h->base.ps, CODE_REDUCED, k, h->ready_iter[i]);
+    } else {
+        io->fetch(h->it, k, h->dst[k]);
+        int64_t dt = ordo_clock_ns() - t0;
+        __atomic_add_fetch(&h->gather_ns, dt, __ATOMIC_RELAXED);
+        h->span_fetch[2 * k] = t0;
+        h->span_fetch[2 * k + 1] = dt;
+        if (h->overlap) {
+            ordo__ps_post(h->base.ps, CODE_GATHERED, k, h->ready_iter[i]);
+        } else {
+            h->held[h->n_held] = k;
+            h->held_iter[h->n_held++] = h->ready_iter[i];
+        }
+    }
+}
+
 static void *intra_main(void *arg)
 {
     hier_t *h = arg;
     const ordo__intra_ops_t *io = h->it->ops;
     for (;;) {
         uint64_t gen = io->generation(h->it);
-        int n = 0;
-        pthread_mutex_lock(&h->mu);
-        if (h->stop) {
-            pthread_mutex_unlock(&h->mu);
-            return NULL;
-        }
-        for (int i = 0; i < h->n_keys; i++) {
-            int k = h->order[i];
-            if (h->want_sum[k] >= 0 && io->reduced(h->it, k, h->want_sum[k])) {
-                h->ready[n] = k;
-                h->ready_code[n] = CODE_REDUCED;
-                h->ready_iter[n++] = h->want_sum[k];
-                h->want_sum[k] = -1;
-            }
-            if (h->want_free[k] >= 0 && io->summed(h->it, k, h->want_free[k])) {
-                h->ready[n] = k;
-                h->ready_code[n] = CODE_FREED;
-                h->ready_iter[n++] = h->want_free[k];
-                h->want_free[k] = -1;
-            }
-            if (h->want_val[k] >= 0 && io->published(h->it, k, h->want_val[k])) {
-                h->ready[n] = k;
-                h->ready_code[n] = CODE_GATHERED;
-                h->ready_iter[n++] = h->want_val[k];
-                h->want_val[k] = -1;
-            }
-        }
-        h->fetching = n > 0;
-        pthread_mutex_unlock(&h->mu);
-        for (int i = 0; i < n; i++) {
-            int64_t t0 = ordo_clock_ns();
-            int k = h->ready[i];
-            if (h->ready_code[i] == CODE_FREED) {
-                ordo__ps_post(h->base.ps, CODE_FREED, k, h->ready_iter[i]);
-            } else if (h->ready_code[i] == CODE_REDUCED) {
-                io->sum(h->it, k, h->sum + h->off[k]);
-                int64_t dt = ordo_clock_ns() - t0;
-                __atomic_add_fetch(&h->reduce_ns, dt, __ATOMIC_RELAXED);
-                h->span_sum[2 * k] = t0; /* read by local() after the post */
-                h->span_sum[2 * k + 1] = dt;
-                ordo__ps_post(h->base.ps, CODE_REDUCED, k, h->ready_iter[i]);
-            } else {
-                io->fetch(h->it, k, h->dst[k]);
-                int64_t dt = ordo_clock_ns() - t0;
-                __atomic_add_fetch(&h->gather_ns, dt, __ATOMIC_RELAXED);
-                h->span_fetch[2 * k] = t0;
-                h->span_fetch[2 * k + 1] = dt;
-                if (h->overlap) {
-                    ordo__ps_post(h->base.ps, CODE_GATHERED, k, h->ready_iter[i]);
-                } else {
-                    h->held[h->n_held] = k;
-                    h->held_iter[h->n_held++] = h->ready_iter[i];
-                }
-            }
-        }
+        int n = collect(h, io);
+        if (n < 0) return NULL;
+        for (int i = 0; i < n; i++)
+            serve(h, io, i);
         if (n) {
             pthread_mutex_lock(&h->mu);
             h->fetching = false;
@@ -281,26 +296,12 @@ static int relay(void *ctx, void *buf, size_t bytes)
     return rc;
 }
 
-static int create(ordo__ps_t *ps, ordo__push_t **out)
+/* alloc_keys makes h's per-key state for keys k (names from the plan's params): 0 or
+ * ORDO_ERR_NOMEM (the caller destroys h) */
+static int alloc_keys(hier_t *h, const ordo_keys_t *k, char *const *params)
 {
-    const ordo_keys_t *k = ordo__ps_keys(ps);
-    const ordo_conf_t *conf = ordo__ps_conf(ps);
-    const ordo__plan_t *plan = ordo__ps_plan(ps);
-    const ordo__plan_intra_t *intra = &plan->intra;
-    int L = intra->local_size, rank = ordo__ps_rank(ps), W = ordo__ps_n_workers(ps), rc;
-    if (!plan->has_intra || L > ORDO_INTRA_MAX_LOCAL || W % L)
-        return ordo_error_set(ORDO_ERR_PROTO, "plan member intra: local_size %d for %d workers "
-                              "(at most %d)", L, W, ORDO_INTRA_MAX_LOCAL);
-    int inner_mode = plan->has_merge ? ORDO_PUSH_MERGED : ORDO_PUSH_DENSE;
-    hier_t *h = calloc(1, sizeof *h);
-    if (!h) return ORDO_ERR_NOMEM;
-    pthread_mutex_init(&h->mu, NULL);
-    pthread_cond_init(&h->fetched, NULL);
-    h->L = L;
-    h->lr = rank % L;
-    h->group = rank / L;
-    h->n_keys = k->n_keys;
     size_t n = (size_t)k->n_keys;
+    h->n_keys = k->n_keys;
     h->owner = calloc(n, sizeof *h->owner);
     h->off = calloc(n + 1, sizeof *h->off);
     h->dst = calloc(n, sizeof *h->dst);
@@ -316,17 +317,15 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
     h->want_free = malloc(n * sizeof *h->want_free);
     h->held = malloc(n * sizeof *h->held);
     h->held_iter = malloc(n * sizeof *h->held_iter);
-    h->overlap = intra->overlap;
     h->span_sum = calloc(2 * n, sizeof *h->span_sum);
     h->span_fetch = calloc(2 * n, sizeof *h->span_fetch);
     h->names = calloc(n, sizeof *h->names);
-    for (size_t i = 0; h->names && plan->params && i < n; i++)
-        h->names[i] = strdup(plan->params[i]);
-    rc = ORDO_ERR_NOMEM;
+    for (size_t i = 0; h->names && params && i < n; i++)
+        h->names[i] = strdup(params[i]);
     if (!h->owner || !h->off || !h->dst || !h->prio || !h->asked || !h->own_pull || !h->want_sum ||
         !h->want_val || !h->order || !h->ready || !h->ready_iter || !h->ready_code ||
         !h->want_free || !h->held || !h->held_iter || !h->span_sum || !h->span_fetch || !h->names)
-        goto fail;
+        return ORDO_ERR_NOMEM;
     for (int i = 0; i < k->n_keys; i++) {
         h->off[i + 1] = h->off[i] + k->numel[i];
         h->asked[i] = h->want_sum[i] = h->want_val[i] = h->want_free[i] = -1;
@@ -334,51 +333,77 @@ static int create(ordo__ps_t *ps, ordo__push_t **out)
     }
     h->sum = malloc(sizeof(float) * (size_t)(h->off[n] + 1));
     h->val = malloc(sizeof(float) * (size_t)(h->off[n] + 1));
-    if (!h->sum || !h->val) goto fail;
-    if (inner_mode == ORDO_PUSH_MERGED) {
-        assign_owners(h, plan->merge.n_groups, plan->merge.group_start, plan->merge.order);
-    } else {
-        int *start = malloc((n + 1) * sizeof *start);
-        if (!start) goto fail;
-        for (int i = 0; i <= k->n_keys; i++) start[i] = i;
-        assign_owners(h, k->n_keys, start, h->order);
-        free(start);
-    }
-    const ordo__push_ops_t *inner;
-    if ((rc = ordo__push_ops_for(inner_mode, &inner)) != 0 ||
-        (rc = ordo__push_new(inner, ps, &h->inner)) != 0)
-        goto fail;
+    return h->sum && h->val ? 0 : ORDO_ERR_NOMEM;
+}
+
+/* start_group opens the group's backend (intra.backend) and starts the thread that serves it */
+static int start_group(hier_t *h, const ordo__plan_intra_t *intra, const ordo_conf_t *conf)
+{
     int wr[ORDO_INTRA_MAX_LOCAL];
-    for (int m = 0; m < L; m++) wr[m] = h->group * L + m;
+    for (int m = 0; m < h->L; m++) wr[m] = h->group * h->L + m;
     ordo__intra_opts_t io = {.run = intra->run,
                             .group = h->group,
                             .local_rank = h->lr,
-                            .local_size = L,
-                            .n_slots = k->n_keys,
+                            .local_size = h->L,
+                            .n_slots = h->n_keys,
                             .slot_off = h->off,
                             .timeout_ms = conf->timeout_ms,
                             .worker_rank = wr,
                             .slot_root = h->owner,
                             .relay = relay,
                             .relay_ctx = h};
-    h->base.ps = ps; /* the relay and the thread use it before ordo__push_new sets it */
-    if ((rc = ordo__intra_new(intra->backend, &io, &h->it)) != 0) goto fail;
+    int rc = ordo__intra_new(intra->backend, &io, &h->it);
+    if (rc) return rc;
     h->inplace = h->it->ops->area && h->it->ops->value_area && h->it->ops->summed &&
                  h->it->ops->area(h->it, 0) != NULL;
     h->shared = h->inplace && conf->intra_values == ORDO_INTRA_VALUES_SHARED;
-    if (pthread_create(&h->th, NULL, intra_main, h) != 0) {
-        rc = ordo_error_set(ORDO_ERR_IO, "intra: cannot start its thread");
-        goto fail;
-    }
+    if (pthread_create(&h->th, NULL, intra_main, h) != 0)
+        return ordo_error_set(ORDO_ERR_IO, "intra: cannot start its thread");
     h->running = true;
+    return 0;
+}
+
+static int create(ordo__ps_t *ps, ordo__push_t **out)
+{
+    const ordo_keys_t *k = ordo__ps_keys(ps);
+    const ordo__plan_t *plan = ordo__ps_plan(ps);
+    const ordo__plan_intra_t *intra = &plan->intra;
+    int L = intra->local_size, rank = ordo__ps_rank(ps), W = ordo__ps_n_workers(ps), rc;
+    if (!plan->has_intra || L > ORDO_INTRA_MAX_LOCAL || W % L)
+        return ordo_error_set(ORDO_ERR_PROTO, "plan member intra: local_size %d for %d workers "
+                              "(at most %d)", L, W, ORDO_INTRA_MAX_LOCAL);
+    /* pushes inside: the [push] mode's path (merged when the plan has groups) */
+    const ordo__push_ops_t *inner = plan->has_merge ? &ordo__push_merged_ops : &ordo__push_dense_ops;
+    hier_t *h = calloc(1, sizeof *h);
+    if (!h) return ORDO_ERR_NOMEM;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->fetched, NULL);
+    h->L = L;
+    h->lr = rank % L;
+    h->group = rank / L;
+    h->overlap = intra->overlap;
+    if ((rc = alloc_keys(h, k, plan->params)) != 0) goto fail;
+    if (plan->has_merge) {
+        assign_owners(h, plan->merge.n_groups, plan->merge.group_start, plan->merge.order);
+    } else {
+        int *start = malloc(((size_t)k->n_keys + 1) * sizeof *start);
+        rc = ORDO_ERR_NOMEM;
+        if (!start) goto fail;
+        for (int i = 0; i <= k->n_keys; i++) start[i] = i;
+        assign_owners(h, k->n_keys, start, h->order);
+        free(start);
+    }
+    if ((rc = ordo__push_new(inner, ps, &h->inner)) != 0) goto fail;
+    h->base.ps = ps; /* the relay and the thread use it before ordo__push_new sets it */
+    if ((rc = start_group(h, intra, ordo__ps_conf(ps))) != 0) goto fail;
     int64_t mine = 0;
     for (int i = 0; i < k->n_keys; i++)
         if (h->owner[i] == h->lr) mine += k->numel[i];
     ORDO_INFO("intra: group %d member %d of %d (%s, %s pushes inside, values %s%s): pushes and "
               "pulls %.1f of %.1f MiB",
-              h->group, h->lr, L, intra->backend, inner_mode == ORDO_PUSH_MERGED ? "merged" : "dense",
+              h->group, h->lr, L, intra->backend, inner->name,
               h->shared ? "shared" : "copied", h->overlap ? "" : ", all-gathers not overlapped",
-              (double)mine * 4 / 1048576.0, (double)h->off[n] * 4 / 1048576.0);
+              (double)mine * 4 / 1048576.0, (double)h->off[k->n_keys] * 4 / 1048576.0);
     *out = &h->base;
     return 0;
 fail:

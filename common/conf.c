@@ -247,6 +247,14 @@ const key_t_ ordo__conf_keys[] = {
      "(scripts/ordo-launch starts it again; it rejoins at the current iteration with the "
      "servers' values and its own data shard) or shrink (the run goes on with the workers left; "
      "the mean is over the workers that pushed); docs/fault.md"},
+    {"fault", "scheduler", T_ENUM, OFF(fault_scheduler), 0, "stop", 0, 0, "stop|restart",
+     "what a dead scheduler does to the run: stop (every process exits, status 3) or restart "
+     "(the servers and workers keep their state and training, and register again with a new "
+     "scheduler at the same address, which scripts/ordo-launch starts; the run goes on where it "
+     "was); docs/fault.md"},
+    {"fault", "scheduler_wait_ms", T_INT, OFF(scheduler_wait_ms), 0, "60000", 100, 3600000, NULL,
+     "fault.scheduler = restart: how long the servers and workers wait for a new scheduler "
+     "after the old one fell silent before they exit (status 3)"},
     {"fault", "disk_full", T_ENUM, OFF(disk_full), 0, "retry", 0, 0, "retry|stop",
      "what a checkpoint that cannot be written (a full disk, an I/O error) does to the run: "
      "retry (the error is logged naming the file and errno, the previous checkpoint stays "

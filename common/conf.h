@@ -38,6 +38,8 @@ typedef enum { ORDO_SYNC_BSP, ORDO_SYNC_SSP, ORDO_SYNC_ASP } ordo_sync_t;
 typedef enum { ORDO_BATCHES_AUTO, ORDO_BATCHES_ON, ORDO_BATCHES_OFF } ordo_batches_mode_t;
 /* [fault] worker: what a worker's death does to the run */
 typedef enum { ORDO_FAULT_ABORT, ORDO_FAULT_RESTART, ORDO_FAULT_SHRINK } ordo_fault_worker_t;
+/* [fault] scheduler: what a dead scheduler does to the run */
+typedef enum { ORDO_SCHED_STOP, ORDO_SCHED_RESTART } ordo_fault_sched_t;
 /* [fault] disk_full: what a checkpoint that cannot be written does to the run */
 typedef enum { ORDO_DISK_FULL_RETRY, ORDO_DISK_FULL_STOP } ordo_disk_full_t;
 #define ORDO_STRAGGLE_MAX_RANKS 64
@@ -138,6 +140,8 @@ typedef struct ordo_conf {
     int fault_worker;            /* ordo_fault_worker_t */
     int restarts;                /* restart: how many times a worker rank may be restarted */
     int max_workers;             /* growth: the most workers (0: cluster.workers) */
+    int fault_scheduler;         /* ordo_fault_sched_t */
+    int scheduler_wait_ms;       /* restart: how long members wait for a new scheduler */
     int disk_full;               /* ordo_disk_full_t */
     /* [worker] */
     char worker_command[ORDO_CONF_PATH]; /* what ordo-launch starts as each worker ("": none) */

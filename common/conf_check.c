@@ -169,6 +169,46 @@ static int fault_worker_check(const ordo_conf_t *conf)
     return 0;
 }
 
+/* fault_scheduler_check: fault.scheduler = restart rebuilds the scheduler from what the
+ * servers and workers hold (docs/fault.md); the states only the scheduler held are refused,
+ * naming the pair and why */
+static int fault_scheduler_check(const ordo_conf_t *conf)
+{
+    if (conf->fault_scheduler != ORDO_SCHED_RESTART) return 0;
+    const char *with = NULL, *why = NULL;
+    if (conf->fault_worker != ORDO_FAULT_ABORT) {
+        with = conf->fault_worker == ORDO_FAULT_RESTART ? "fault.worker = restart"
+                                                        : "fault.worker = shrink";
+        why = "a worker's death and rejoin iteration are decided from the scheduler's record of "
+              "deaths and reports, which a new scheduler does not have";
+    } else if (conf->max_workers > conf->workers) {
+        with = "fault.max_workers above cluster.workers";
+        why = "which workers joined, and at which iteration, only the scheduler knew";
+    } else if (conf->replicas > 1) {
+        with = "fault.replicas > 1";
+        why = "a promotion in flight when the scheduler dies cannot be finished by a new one";
+    } else if (conf->push_mode == ORDO_PUSH_SPARSE) {
+        with = "push.mode = sparse";
+        why = "the sparse coordinator's global threshold and histograms live in the scheduler";
+    } else if (conf->calibrate) {
+        with = "push.calibrate = true";
+        why = "the merge groups measured at start-up are not in the plan a new scheduler makes";
+    } else if (ordo_conf_batch_service(conf)) {
+        with = "the batch service (sync.batches on; the default under ssp, asp and backup "
+               "workers)";
+        why = "the leases and the epoch position live in the scheduler; set sync.batches = off";
+    } else if (conf->backup > 0) {
+        with = "sync.backup > 0";
+        why = "not built: which pushes made each update is decided with the scheduler's batches";
+    } else if (conf->curve) {
+        with = "security.curve = true";
+        why = "not built: a new scheduler's handshake with the running members is untested";
+    }
+    if (!with) return 0;
+    return ordo_error_set(ORDO_ERR_INVAL, "fault.scheduler = restart cannot be combined with %s: %s",
+                          with, why);
+}
+
 int ordo_conf_max_workers(const ordo_conf_t *conf)
 {
     return conf->max_workers > conf->workers ? conf->max_workers : conf->workers;
@@ -210,12 +250,6 @@ static int compression(const ordo_conf_t *conf)
         return ordo_error_set(ORDO_ERR_INVAL,
                               "push.compression = %s does not go with push.mode = sparse (the "
                               "sparse path is a compressor of its own: push.density)",
-                              conf->compression);
-    if (c.ef && conf->fault_worker == ORDO_FAULT_RESTART)
-        return ordo_error_set(ORDO_ERR_INVAL,
-                              "push.compression = %s with error feedback does not go with "
-                              "fault.worker = restart: ordo-worker's restart does not carry the "
-                              "residuals yet (ef=none, or fault.worker = abort | shrink)",
                               conf->compression);
     if (c.ef && conf->replicas > 1)
         return ordo_error_set(ORDO_ERR_INVAL,
@@ -297,6 +331,7 @@ int ordo_conf_validate(const ordo_conf_t *conf)
                               "fault.resume needs a model job (model.trainer = "
                               "profile, mlp or cnn); the synthetic job keeps no checkpoints");
     if ((rc = fault_worker_check(conf)) != 0) return rc;
+    if ((rc = fault_scheduler_check(conf)) != 0) return rc;
     if (conf->segment_bytes != ORDO_CONF_AUTO_BYTES && conf->segment_bytes > 0 &&
         conf->segment_bytes < 1024)
         return ordo_error_set(

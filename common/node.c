@@ -3,6 +3,7 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/node_rejoin.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -60,6 +61,9 @@ static int parse_welcome(ordo_node_t *node, const char *text)
         goto done;
     }
     if (rejoin) node->rejoin_iter = json_integer_value(rejoin);
+    node->plan_digest = ordo_node_plan_digest(root);
+    json_t *gen = json_object_get(root, "generation");
+    if (json_is_integer(gen) && json_integer_value(gen) > 0) node->generation = json_integer_value(gen);
     rc = 0;
 done:
     json_decref(root);
@@ -141,11 +145,12 @@ int ordo_node_join(ordo_node_t *node, const ordo_conf_t *conf, int role, const c
     }
     char *text = json_dumps(reg, JSON_COMPACT);
     json_decref(reg);
+    if (!text) return ORDO_ERR_NOMEM;
+    ordo_node_rejoin_init(node, conf, text); /* the node keeps text for a new scheduler */
     ordo_msg_t m;
     ordo_msg_init(&m, ORDO_MSG_REGISTER);
     m.hdr.dtype = ORDO_DTYPE_JSON;
     ordo_msg_add_text(&m, text);
-    free(text);
     if ((rc = ordo_node_send_ctl(node, &m)) != 0) return rc;
     /* heartbeats start now, so a scheduler that vanishes during start-up is noticed */
     rc = ordo_transport_heartbeat(node->tp, node->sched_sock, conf->heartbeat_ms,
@@ -211,6 +216,10 @@ void ordo_node_fini(ordo_node_t *node)
     ordo_keys_destroy(&node->keys);
     free(node->plan_json);
     node->plan_json = NULL;
+    free(node->reg_body);
+    node->reg_body = NULL;
+    free(node->lost_body);
+    node->lost_body = NULL;
     for (int i = 0; i < node->n_early; i++) ordo_msg_close(&node->early[i]);
     free(node->early);
     node->early = NULL;

@@ -31,6 +31,17 @@ typedef struct ordo_node {
                 * ([fault] replicas; the REGISTER carries "join": true) */
     ordo_msg_t *early; /* data messages that arrived before the WELCOME, in order */
     int n_early, cap_early;
+    /* fault.scheduler = restart (common/node_rejoin.h) */
+    char *reg_body;         /* the REGISTER's JSON, sent again to a new scheduler */
+    uint64_t plan_digest;   /* of the WELCOME's key map and plan: a new scheduler compares */
+    int64_t generation;     /* the newest scheduler generation this node obeyed (0: none) */
+    int64_t lost_ns;        /* when the scheduler was found dead (0: it answers) */
+    char *lost_body;        /* the REGISTER sent since, sent again now and then */
+    int64_t sent_ns;        /* when it was last sent */
+    int restart_sched;      /* ordo_fault_sched_t of the conf */
+    int wait_ms;            /* fault.scheduler_wait_ms */
+    int heartbeat_ms, timeout_ms, timeout_max_ms;
+    char sched_addr[ORDO_CONF_STR];
 } ordo_node_t;
 
 /* The scheduler's REJECT of a restarted worker whose rank had finished its part of the run

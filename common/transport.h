@@ -70,6 +70,11 @@ int ordo_transport_connect(ordo_transport_t *t, const char *endpoint, int data);
 int ordo_transport_heartbeat(ordo_transport_t *t, int sock, int interval_ms, int timeout_ms,
                              int timeout_max_ms);
 
+/* ordo_transport_heartbeat_rearm starts the verdict on the heartbeated peer afresh after a
+ * PEER_DEAD, for a new peer at the same endpoint (a restarted scheduler): its silence counts
+ * from now, and a second death is reported again. */
+void ordo_transport_heartbeat_rearm(ordo_transport_t *t);
+
 /* ordo_transport_heartbeat_id returns the id the heartbeats carry (a node sends it in its
  * REGISTER, so the scheduler knows the heartbeat socket's messages as that node's). */
 uint64_t ordo_transport_heartbeat_id(const ordo_transport_t *t);

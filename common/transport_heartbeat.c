@@ -110,6 +110,12 @@ static void *hb_main(void *arg)
     size_t fdsz = sizeof fd;
     zmq_getsockopt(z, ZMQ_FD, &fd, &fdsz);
     while (!(c = settings(h)).stop) {
+        if (atomic_exchange(&h->rearm, false)) { /* a new peer: its silence counts from now */
+            now = ordo_clock_ns();
+            ordo_liveness_init(&lv, now, used.floor_ms, used.ceil_ms, 2 * used.interval_ms);
+            atomic_store(&t->socks[c.sock].last_in_ns, now);
+            atomic_store(&t->socks[c.sock].dead_reported, false);
+        }
         if (c.floor_ms != used.floor_ms || c.ceil_ms != used.ceil_ms) { /* new timeouts */
             lv.floor_ms = c.floor_ms;
             lv.ceil_ms = c.ceil_ms < c.floor_ms ? c.floor_ms : c.ceil_ms;
@@ -192,6 +198,16 @@ void ordo__transport_hb_stop(ordo_transport_t *t)
     (void)r;
     pthread_join(h->th, NULL);
     h->started = false;
+}
+
+void ordo_transport_heartbeat_rearm(ordo_transport_t *t)
+{
+    hb_t *h = &t->hb;
+    if (!h->started) return;
+    atomic_store(&h->rearm, true);
+    uint64_t one = 1;
+    ssize_t r = write(h->evfd, &one, sizeof one);
+    (void)r;
 }
 
 uint64_t ordo_transport_heartbeat_id(const ordo_transport_t *t)

@@ -43,6 +43,7 @@ typedef struct {
     bool stop;
     int evfd;          /* wakes the thread: new settings or stop */
     uint64_t id;       /* stamped in every HEARTBEAT's req: the peer tells us apart by it */
+    _Atomic bool rearm; /* a new peer answers at the endpoint: start its verdict afresh */
 } hb_t;
 
 /* rejected traffic (transport_drop.c) */

@@ -72,6 +72,52 @@ static int check_sparse_rules(json_t *up, const char **names, char *why, size_t 
     return 0;
 }
 
+/* same_tensor: worker w's declaration a of tensor i matches worker 0's (b): name, size,
+ * occasional, compression and update rule; false with why naming the first difference */
+static bool same_tensor(json_t *a, json_t *b, int w, int i, char *why, size_t wsz)
+{
+    const char *an = json_string_value(json_object_get(a, "name"));
+    const char *bn = json_string_value(json_object_get(b, "name"));
+    long long ae = json_integer_value(json_object_get(a, "numel"));
+    long long be = json_integer_value(json_object_get(b, "numel"));
+    if (strcmp(an, bn) || ae != be) {
+        snprintf(why, wsz,
+                 "worker %d declared tensor %d \"%s\" of %lld elements, worker 0 "
+                 "\"%s\" of %lld",
+                 w, i, an, ae, bn, be);
+        return false;
+    }
+    if (json_is_true(json_object_get(a, "occasional")) !=
+        json_is_true(json_object_get(b, "occasional"))) {
+        snprintf(why, wsz,
+                 "worker %d declared tensor %d \"%s\" %s, worker 0 %s", w, i, an,
+                 json_is_true(json_object_get(a, "occasional")) ? "occasional" : "every step",
+                 json_is_true(json_object_get(b, "occasional")) ? "occasional" : "every step");
+        return false;
+    }
+    const char *ac = json_string_value(json_object_get(a, "compression"));
+    const char *bc = json_string_value(json_object_get(b, "compression"));
+    if (strcmp(ac ? ac : "the conf's", bc ? bc : "the conf's")) {
+        snprintf(why, wsz,
+                 "worker %d declared tensor %d \"%s\" with compression %s, worker 0 "
+                 "with %s",
+                 w, i, an, ac ? ac : "the conf's", bc ? bc : "the conf's");
+        return false;
+    }
+    json_t *au = json_object_get(a, "update"), *bu = json_object_get(b, "update");
+    if (!(au == bu || (au && bu && json_equal(au, bu)))) {
+        char *at = au ? json_dumps(au, JSON_COMPACT) : strdup("the conf's"),
+             *bt = bu ? json_dumps(bu, JSON_COMPACT) : strdup("the conf's");
+        snprintf(why, wsz,
+                 "worker %d declared tensor %d \"%s\" with update rule %s, worker 0 %s", w,
+                 i, an, at ? at : "?", bt ? bt : "?");
+        free(at);
+        free(bt);
+        return false;
+    }
+    return true;
+}
+
 int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo_model_t **model,
                         json_t **updates, char *why, size_t wsz)
 {
@@ -91,46 +137,9 @@ int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo
             goto done;
         }
         for (int i = 0; i < n; i++) {
-            json_t *a = json_array_get(t, (size_t)i), *b = json_array_get(ref, (size_t)i);
-            const char *an = json_string_value(json_object_get(a, "name"));
-            const char *bn = json_string_value(json_object_get(b, "name"));
-            long long ae = json_integer_value(json_object_get(a, "numel"));
-            long long be = json_integer_value(json_object_get(b, "numel"));
-            if (strcmp(an, bn) || ae != be) {
-                snprintf(why, wsz,
-                         "worker %d declared tensor %d \"%s\" of %lld elements, worker 0 "
-                         "\"%s\" of %lld",
-                         w, i, an, ae, bn, be);
+            if (!same_tensor(json_array_get(t, (size_t)i), json_array_get(ref, (size_t)i), w, i,
+                             why, wsz))
                 goto done;
-            }
-            if (json_is_true(json_object_get(a, "occasional")) !=
-                json_is_true(json_object_get(b, "occasional"))) {
-                snprintf(why, wsz,
-                         "worker %d declared tensor %d \"%s\" %s, worker 0 %s", w, i, an,
-                         json_is_true(json_object_get(a, "occasional")) ? "occasional" : "every step",
-                         json_is_true(json_object_get(b, "occasional")) ? "occasional" : "every step");
-                goto done;
-            }
-            const char *ac = json_string_value(json_object_get(a, "compression"));
-            const char *bc = json_string_value(json_object_get(b, "compression"));
-            if (strcmp(ac ? ac : "the conf's", bc ? bc : "the conf's")) {
-                snprintf(why, wsz,
-                         "worker %d declared tensor %d \"%s\" with compression %s, worker 0 "
-                         "with %s",
-                         w, i, an, ac ? ac : "the conf's", bc ? bc : "the conf's");
-                goto done;
-            }
-            json_t *au = json_object_get(a, "update"), *bu = json_object_get(b, "update");
-            if (!(au == bu || (au && bu && json_equal(au, bu)))) {
-                char *at = au ? json_dumps(au, JSON_COMPACT) : strdup("the conf's"),
-                     *bt = bu ? json_dumps(bu, JSON_COMPACT) : strdup("the conf's");
-                snprintf(why, wsz,
-                         "worker %d declared tensor %d \"%s\" with update rule %s, worker 0 %s", w,
-                         i, an, at ? at : "?", bt ? bt : "?");
-                free(at);
-                free(bt);
-                goto done;
-            }
         }
     }
     if (n < 1) {

@@ -73,7 +73,8 @@ static int mkdirs(const char *path)
     return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
 }
 
-int ordo_runlog_new(const char *dir, const ordo_conf_t *conf, int n_workers, ordo_runlog_t **out)
+static int make(const char *dir, const ordo_conf_t *conf, int n_workers, const char *mode,
+                ordo_runlog_t **out)
 {
     if (mkdirs(dir) != 0)
         return ordo_error_set(ORDO_ERR_IO, "cannot create run folder %s: %s", dir, strerror(errno));
@@ -91,12 +92,49 @@ int ordo_runlog_new(const char *dir, const ordo_conf_t *conf, int n_workers, ord
     ordo_runlog_sync_init(&r->sync);
     char path[ORDO_CONF_PATH + 32];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    r->metrics = fopen(path, "w");
+    r->metrics = fopen(path, mode);
     if (!r->metrics || !r->finals || ordo_runlog_sparse_new(n_workers, &r->sparse) != 0) {
         int rc = ordo_error_set(ORDO_ERR_IO, "cannot open %s: %s", path, strerror(errno));
         ordo_runlog_destroy(&r);
         return rc;
     }
+    *out = r;
+    return 0;
+}
+
+int ordo_runlog_new(const char *dir, const ordo_conf_t *conf, int n_workers, ordo_runlog_t **out)
+{
+    return make(dir, conf, n_workers, "w", out);
+}
+
+static void record(ordo_runlog_t *r, const ordo_iter_stats_t *s);
+
+int ordo_runlog_continue(const char *dir, const ordo_conf_t *conf, int n_workers,
+                         ordo_runlog_seen_fn seen, void *ctx, ordo_runlog_t **out)
+{
+    char path[ORDO_CONF_PATH + 32];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return ordo_error_set(ORDO_ERR_IO, "cannot read the run's %s: %s", path, strerror(errno));
+    ordo_runlog_t *r = NULL;
+    int rc = make(dir, conf, n_workers, "a", &r);
+    char line[8192];
+    int64_t n = 0, skipped = 0;
+    while (!rc && fgets(line, sizeof line, f)) {
+        ordo_iter_stats_t st;
+        if (ordo_runlog_parse_stats(line, n_workers, &st) != 0) { /* a torn last line */
+            skipped++;
+            continue;
+        }
+        record(r, &st);
+        seen(ctx, st.worker, st.iter);
+        n++;
+    }
+    fclose(f);
+    if (rc) return rc;
+    ORDO_INFO("run log: %lld records of %s taken up%s", (long long)n, path,
+              skipped ? " (lines it could not read left out)" : "");
     *out = r;
     return 0;
 }
@@ -247,7 +285,8 @@ static void add_open(ordo_runlog_t *r, const ordo_iter_stats_t *s)
     if (s->t_end_ns > o->max_end) o->max_end = s->t_end_ns;
 }
 
-int ordo_runlog_add(ordo_runlog_t *r, const ordo_iter_stats_t *s)
+/* record counts s into the summary's figures */
+static void record(ordo_runlog_t *r, const ordo_iter_stats_t *s)
 {
     if (s->iter > r->max_iter) r->max_iter = s->iter;
     add_totals(&r->all, s);
@@ -255,6 +294,11 @@ int ordo_runlog_add(ordo_runlog_t *r, const ordo_iter_stats_t *s)
     add_open(r, s);
     ordo_runlog_sparse_add(r->sparse, s);
     ordo_runlog_sync_add(&r->sync, s, &r->conf);
+}
+
+int ordo_runlog_add(ordo_runlog_t *r, const ordo_iter_stats_t *s)
+{
+    record(r, s);
     fprintf(r->metrics,
             "{\"worker\":%d,\"iter\":%lld,\"step_ms\":%.4f,\"wait_ms\":%.4f,\"compute_ms\":%.4f,"
             "\"bytes_push\":%lld,\"bytes_pull\":%lld,\"efficiency\":",
@@ -266,6 +310,10 @@ int ordo_runlog_add(ordo_runlog_t *r, const ordo_iter_stats_t *s)
         fprintf(r->metrics, "%.4f", s->efficiency);
     if (!isnan(s->loss)) fprintf(r->metrics, ",\"loss\":%.6f", s->loss);
     if (s->extra[0]) fprintf(r->metrics, ",%s", s->extra);
+    if (r->conf.fault_scheduler == ORDO_SCHED_RESTART) /* what a new scheduler takes up */
+        fprintf(r->metrics, ",\"samples\":%d,\"t_start_ns\":%lld,\"t_push_done_ns\":%lld,"
+                "\"t_end_ns\":%lld", s->samples, (long long)s->t_start_ns,
+                (long long)s->t_push_done_ns, (long long)s->t_end_ns);
     fputs("}\n", r->metrics);
     fflush(r->metrics);
     return 0;

@@ -32,6 +32,15 @@ typedef struct ordo_iter_stats {
 /* ordo_runlog_new creates the run folder dir (and parents) and opens metrics.jsonl. */
 int ordo_runlog_new(const char *dir, const ordo_conf_t *conf, int n_workers, ordo_runlog_t **out);
 
+/* ordo_runlog_seen_fn is told each record ordo_runlog_continue takes up. */
+typedef void (*ordo_runlog_seen_fn)(void *ctx, int worker, int64_t iter);
+
+/* ordo_runlog_continue opens the metrics.jsonl of a run a dead scheduler began
+ * (fault.scheduler = restart): its records count into the summary, seen is told each one,
+ * and new ones are appended. */
+int ordo_runlog_continue(const char *dir, const ordo_conf_t *conf, int n_workers,
+                         ordo_runlog_seen_fn seen, void *ctx, ordo_runlog_t **out);
+
 /* ordo_runlog_parse_stats validates a STATS JSON body into s. */
 int ordo_runlog_parse_stats(const char *json, int n_workers, ordo_iter_stats_t *s);
 

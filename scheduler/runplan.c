@@ -16,44 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ordo_runplan_channels(const ordo_keys_t *keys, int *channel)
-{
-    int64_t *bytes = calloc((size_t)keys->n_servers, sizeof *bytes);
-    for (int k = 0; k < keys->n_keys; k++) {
-        int first = keys->first_slice[k];
-        int best = keys->slices[first].server;
-        if (bytes && keys->n_chunks[k] > 1) {
-            memset(bytes, 0, sizeof *bytes * (size_t)keys->n_servers);
-            for (int c = 0; c < keys->n_chunks[k]; c++)
-                bytes[keys->slices[first + c].server] += keys->slices[first + c].numel;
-            for (int c = 0; c < keys->n_chunks[k]; c++) {
-                int s = keys->slices[first + c].server;
-                if (bytes[s] > bytes[best]) best = s;
-            }
-        }
-        channel[k] = best;
-    }
-    free(bytes);
-}
 
-int ordo_runplan_oracle(const ordo_conf_t *conf, const ordo_model_t *m, ordo_oracle_t **out)
-{
-    *out = NULL;
-    if (conf->oracle[0]) {
-        int rc = ordo_oracle_load_file(conf->oracle, m, out);
-        if (rc) return ordo_error_context(rc, "order.oracle");
-        return 0;
-    }
-    if (conf->compute != ORDO_COMPUTE_EMULATE || conf->compute_scale == 1.0) return 0;
-    ordo_oracle_t *o = NULL;
-    int rc = ordo_oracle_new(m, &o);
-    if (rc) return rc;
-    for (int op = 0; op < m->n_ops; op++)
-        ordo_oracle_observe_op(o, op, m->ops[op].fwd_us * conf->compute_scale,
-                               m->ops[op].bwd_us * conf->compute_scale);
-    *out = o;
-    return 0;
-}
 
 /* simulate one worker's forward pass under priority (NULL: listed order) */
 static int simulate(const ordo_model_t *m, const int *channel, int n_channels, double bps,
@@ -79,10 +42,50 @@ static int simulate(const ordo_model_t *m, const int *channel, int n_channels, d
     return rc;
 }
 
-double ordo_runplan_bps(const ordo_conf_t *conf)
+/* priorities computes prio[key] for an ordered policy: read from the order file (file:PATH),
+ * or planned (tio, tao, search, layer) on the run's link, channels and oracle, the step
+ * model's search joining plan */
+static int priorities(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_keys_t *keys,
+                      const int *channel, const ordo_oracle_t *oracle, int *prio, json_t *plan)
 {
-    if (conf->plan_bandwidth_bps > 0) return conf->plan_bandwidth_bps;
-    return conf->bandwidth_bps > 0 ? conf->bandwidth_bps : ORDO_RUNPLAN_DEFAULT_BPS;
+    ordo_policy_t policy = (ordo_policy_t)conf->policy_kind;
+    if (policy == ORDO_POLICY_FILE) {
+        int rc = ordo_order_read_file(conf->policy + 5, m, prio);
+        return rc ? ordo_error_context(rc, "order.policy") : 0;
+    }
+    ordo_order_opts_t opts;
+    ordo_order_opts_default(&opts);
+    opts.oracle = oracle;
+    opts.search_budget_ms = conf->search_budget_ms;
+    opts.seed = conf->seed;
+    int rc = ordo_order_plan_ex(m, channel, keys->n_servers, ordo_runplan_bps(conf),
+                                conf->latency_us, policy, &opts, prio);
+    if (rc) return rc;
+    return ordo_runplan_step_search(conf, m, oracle, channel, keys->n_servers, prio, plan);
+}
+
+/* simulated simulates the forward pass under prio (NULL: fifo, the listed order) and writes
+ * the plan's "simulated" member into *out, logging it */
+static int simulated(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_keys_t *keys,
+                     const int *channel, const ordo_oracle_t *oracle, const int *prio,
+                     json_t **out)
+{
+    ordo_sim_result_t res;
+    double bps = ordo_runplan_bps(conf);
+    int rc = simulate(m, channel, keys->n_servers, bps, conf->latency_us, oracle, prio, &res);
+    if (rc) return rc;
+    *out = json_pack("{s:f,s:f,s:f,s:f,s:f}", "forward_us", res.makespan_us, "E",
+                     isfinite(res.efficiency) ? res.efficiency : 1.0, "bandwidth_bps", bps,
+                     "latency_us", conf->latency_us, "lower_us", res.lower_us);
+    ORDO_INFO("order: policy %s, enforce %s; simulated forward makespan %.3f ms (lower "
+              "bound %.3f ms, E %.4f) at %.3g gbit/s, %.0f us latency, %d channel%s",
+              conf->policy,
+              !prio                                                 ? "fifo"
+              : ordo_conf_enforce_mode(conf) == ORDO_ENFORCE_GREEDY ? "greedy"
+                                                                    : "strict",
+              res.makespan_us / 1e3, res.lower_us / 1e3, res.efficiency, bps / 1e9,
+              conf->latency_us, keys->n_servers, keys->n_servers == 1 ? "" : "s");
+    return 0;
 }
 
 int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_keys_t *keys,
@@ -102,51 +105,20 @@ int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
         goto fail;
     }
     ordo_runplan_channels(keys, channel);
-    double bps = ordo_runplan_bps(conf);
     bool ordered = policy == ORDO_POLICY_TIO || policy == ORDO_POLICY_TAO ||
                    policy == ORDO_POLICY_SEARCH || policy == ORDO_POLICY_FILE ||
                    policy == ORDO_POLICY_LAYER;
     if (ordered && (rc = ordo_runplan_oracle(conf, m, &oracle)) != 0) goto fail;
-    if (policy == ORDO_POLICY_FILE) {
-        const char *path = conf->policy + 5;
-        if ((rc = ordo_order_read_file(path, m, prio)) != 0) {
-            rc = ordo_error_context(rc, "order.policy");
-            goto fail;
-        }
-    } else if (ordered) {
-        ordo_order_opts_t opts;
-        ordo_order_opts_default(&opts);
-        opts.oracle = oracle;
-        opts.search_budget_ms = conf->search_budget_ms;
-        opts.seed = conf->seed;
-        if ((rc = ordo_order_plan_ex(m, channel, keys->n_servers, bps, conf->latency_us, policy,
-                                     &opts, prio)) != 0)
-            goto fail;
-        if ((rc = ordo_runplan_step_search(conf, m, oracle, channel, keys->n_servers, prio,
-                                           plan)) != 0)
-            goto fail;
-    }
+    if (ordered && (rc = priorities(conf, m, keys, channel, oracle, prio, plan)) != 0) goto fail;
     if (ordered && conf->bandwidth_bps <= 0 && conf->plan_bandwidth_bps <= 0)
         ORDO_INFO("order: no [net] bandwidth or [order] plan_bandwidth set; planning assumes "
                   "%.0f gbit/s",
                   ORDO_RUNPLAN_DEFAULT_BPS / 1e9);
     if (policy != ORDO_POLICY_NONE) {
-        ordo_sim_result_t res;
-        if ((rc = simulate(m, channel, keys->n_servers, bps, conf->latency_us, oracle,
-                           ordered ? prio : NULL, &res)) != 0)
-            goto fail;
         json_decref(sim_js);
-        sim_js = json_pack("{s:f,s:f,s:f,s:f,s:f}", "forward_us", res.makespan_us, "E",
-                           isfinite(res.efficiency) ? res.efficiency : 1.0, "bandwidth_bps", bps,
-                           "latency_us", conf->latency_us, "lower_us", res.lower_us);
-        ORDO_INFO("order: policy %s, enforce %s; simulated forward makespan %.3f ms (lower "
-                  "bound %.3f ms, E %.4f) at %.3g gbit/s, %.0f us latency, %d channel%s",
-                  conf->policy,
-                  !ordered                               ? "fifo"
-                  : ordo_conf_enforce_mode(conf) == ORDO_ENFORCE_GREEDY ? "greedy"
-                                                         : "strict",
-                  res.makespan_us / 1e3, res.lower_us / 1e3, res.efficiency, bps / 1e9,
-                  conf->latency_us, keys->n_servers, keys->n_servers == 1 ? "" : "s");
+        sim_js = NULL;
+        if ((rc = simulated(conf, m, keys, channel, oracle, ordered ? prio : NULL, &sim_js)) != 0)
+            goto fail;
     } else {
         ORDO_INFO("order: policy none: every worker requests its pulls in a seeded random order "
                   "that changes every iteration; servers release in arrival order");

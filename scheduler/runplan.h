@@ -11,9 +11,7 @@
 #include "common/keys.h"
 #include "core/model.h"
 #include "planner/oracle.h"
-
-/* The link rate the planners assume when [net] bandwidth is 0 (no emulation): 10gbit. */
-#define ORDO_RUNPLAN_DEFAULT_BPS 10e9
+#include "scheduler/runplan_inputs.h"
 
 /* ordo_runplan_make computes the run's plan as a JSON object (*out, caller decrefs):
  * {"policy": NAME, "priorities": [p per key] or null, "params": [name per key],
@@ -27,18 +25,5 @@
  * the file and the reason when the order or oracle file is missing or does not fit the model. */
 int ordo_runplan_make(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_keys_t *keys,
                       json_t **out);
-
-/* ordo_runplan_oracle sets *out to the oracle planning uses: the conf's [order] oracle file,
- * or the profile's op times scaled by compute_scale when the run emulates compute at another
- * scale, or NULL (the profile's times). Caller destroys it. */
-int ordo_runplan_oracle(const ordo_conf_t *conf, const ordo_model_t *m, ordo_oracle_t **out);
-
-/* ordo_runplan_bps returns the link rate the planners assume for conf: [order]
- * plan_bandwidth, else [net] bandwidth, else ORDO_RUNPLAN_DEFAULT_BPS. */
-double ordo_runplan_bps(const ordo_conf_t *conf);
-
-/* ordo_runplan_channels writes each key's planning channel into channel[n_keys]: the
- * server holding most of its bytes (ties: the server of its lowest chunk). */
-void ordo_runplan_channels(const ordo_keys_t *keys, int *channel);
 
 #endif

@@ -6,7 +6,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "planner/step.h"
-#include "scheduler/runplan.h"
+#include "scheduler/runplan_inputs.h"
 #include "scheduler/runplan_step.h"
 
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #include "common/log.h"
 #include "planner/merge.h"
 #include "planner/oracle.h"
-#include "scheduler/runplan.h"
+#include "scheduler/runplan_inputs.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +14,59 @@
 
 /* plan_merge plans the run's pushes for model m, whose op times are the ones the workers
  * will see after dividing by scale. */
+/* the link costs a merge plan is made with: a, b, c (seconds, seconds per byte) and the early
+ * pulls' (pull, pull_msg; 0 without them) */
+typedef struct {
+    double a, b, c, pull, pull_msg;
+} costs_t;
+
+/* put_member writes merge plan p (planned with costs k at time scale) into plan's "merge"
+ * member, with the ordo-merge/1 file the scheduler saves, and logs it */
+static int put_member(const ordo_conf_t *conf, const ordo_model_t *m, ordo_merge_plan_t *p,
+                      const costs_t *k, double scale, json_t *plan)
+{
+    double a = k->a, b = k->b, c = k->c, pull = k->pull, pull_msg = k->pull_msg;
+    int messages = ordo_merge_plan_messages(p, m);
+    json_t *groups = json_array(), *merge = NULL;
+    for (int g = 0; groups && g < p->n_groups; g++) {
+        json_t *grp = json_array();
+        for (int i = p->group_start[g]; grp && i < p->group_start[g + 1]; i++)
+            json_array_append_new(grp, json_integer(p->order[i]));
+        json_array_append_new(groups, grp);
+    }
+    /* no message above partition_bytes, as for chunks: a message is handled only once it
+     * has wholly arrived, so one huge group would serialize what pieces let overlap */
+    merge =
+        json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:o,s:i,s:I,s:f}", "algo", conf->merge, "a", a, "b", b,
+                  "c", c, "pull", pull, "pull_msg", pull_msg, "groups", groups, "groups_per_worker",
+                  p->n_groups, "max_message_bytes", (json_int_t)conf->partition_bytes,
+                  "predicted_iter_s", p->predicted_iter_s * scale);
+    /* the plan as an ordo-merge/1 file for the run folder (the scheduler writes it and drops
+     * this member before the plan goes out): the run's own costs and prediction, not the
+     * profile-time ones planned with */
+    p->a = a;
+    p->b = b;
+    p->c = c;
+    p->pull = pull;
+    p->pull_msg = pull_msg;
+    p->predicted_iter_s *= scale;
+    char *text = NULL;
+    if (merge && ordo_merge_plan_to_json(p, m, &text) == 0)
+        json_object_set_new(merge, ORDO_RUNPLAN_MERGE_FILE_MEMBER, json_string(text));
+    free(text);
+    if (!merge || json_object_set_new(plan, "merge", merge) != 0) return ORDO_ERR_NOMEM;
+    char pulls[128] = "";
+    if (pull > 0)
+        snprintf(pulls, sizeof pulls,
+                 ", early pulls %.4g ns/byte + %.4g us/value on each server's link", pull * 1e9,
+                 pull_msg * 1e6);
+    ORDO_INFO("merge: %s, %d groups for %d parameters, %d messages per worker (a = %.1f us, "
+              "b = %.4g ns/byte, c = %.4g ns/byte%s); predicted backward + pushes%s %.3f ms",
+              conf->merge, p->n_groups, m->n_params, messages, a * 1e6, b * 1e9, c * 1e9, pulls,
+              pull > 0 ? " + pulls" : "", p->predicted_iter_s * 1e3);
+    return 0;
+}
+
 static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double scale, json_t *plan);
 
 int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_oracle_t *oracle,
@@ -114,49 +167,10 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
         ORDO_INFO("merge: %d group%s split so that occasional tensors travel alone", split,
                   split == 1 ? "" : "s");
     }
-    int messages = ordo_merge_plan_messages(p, m);
-    json_t *groups = json_array(), *merge = NULL;
-    for (int g = 0; groups && g < p->n_groups; g++) {
-        json_t *grp = json_array();
-        for (int i = p->group_start[g]; grp && i < p->group_start[g + 1]; i++)
-            json_array_append_new(grp, json_integer(p->order[i]));
-        json_array_append_new(groups, grp);
-    }
-    /* no message above partition_bytes, as for chunks: a message is handled only once it
-     * has wholly arrived, so one huge group would serialize what pieces let overlap */
-    merge =
-        json_pack("{s:s,s:f,s:f,s:f,s:f,s:f,s:o,s:i,s:I,s:f}", "algo", conf->merge, "a", a, "b", b,
-                  "c", c, "pull", pull, "pull_msg", pull_msg, "groups", groups, "groups_per_worker",
-                  p->n_groups, "max_message_bytes", (json_int_t)conf->partition_bytes,
-                  "predicted_iter_s", p->predicted_iter_s * scale);
-    /* the plan as an ordo-merge/1 file for the run folder (the scheduler writes it and drops
-     * this member before the plan goes out): the run's own costs and prediction, not the
-     * profile-time ones planned with */
-    p->a = a;
-    p->b = b;
-    p->c = c;
-    p->pull = pull;
-    p->pull_msg = pull_msg;
-    p->predicted_iter_s *= scale;
-    char *text = NULL;
-    if (merge && ordo_merge_plan_to_json(p, m, &text) == 0)
-        json_object_set_new(merge, ORDO_RUNPLAN_MERGE_FILE_MEMBER, json_string(text));
-    free(text);
-    if (!merge || json_object_set_new(plan, "merge", merge) != 0) {
-        ordo_merge_plan_destroy(&p);
-        return ORDO_ERR_NOMEM;
-    }
-    char pulls[128] = "";
-    if (pull > 0)
-        snprintf(pulls, sizeof pulls,
-                 ", early pulls %.4g ns/byte + %.4g us/value on each server's link", pull * 1e9,
-                 pull_msg * 1e6);
-    ORDO_INFO("merge: %s, %d groups for %d parameters, %d messages per worker (a = %.1f us, "
-              "b = %.4g ns/byte, c = %.4g ns/byte%s); predicted backward + pushes%s %.3f ms",
-              conf->merge, p->n_groups, m->n_params, messages, a * 1e6, b * 1e9, c * 1e9, pulls,
-              pull > 0 ? " + pulls" : "", p->predicted_iter_s * 1e3);
+    const costs_t k = {a, b, c, pull, pull_msg};
+    rc = put_member(conf, m, p, &k, scale, plan);
     ordo_merge_plan_destroy(&p);
-    return 0;
+    return rc;
 }
 
 void ordo_runplan_merge_take_file(json_t *plan, const char *dir)

@@ -6,7 +6,7 @@
 #include "common/log.h"
 #include "planner/step.h"
 #include "planner/step_search.h"
-#include "scheduler/runplan.h"
+#include "scheduler/runplan_inputs.h"
 #include "scheduler/runplan_intra.h"
 
 #include <math.h>

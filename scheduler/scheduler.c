@@ -14,6 +14,7 @@
 #include "common/keys.h"
 #include "common/le.h"
 #include "common/log.h"
+#include "common/node_rejoin.h"
 #include "common/transport.h"
 #include "core/job.h"
 #include "planner/oracle.h"
@@ -38,38 +39,6 @@
 #include <unistd.h>
 
 #include "scheduler/scheduler_internal.h"
-
-const char *ordo__sched_member_name(const member_t *m, char *buf, size_t size)
-{
-    if (m->rank >= 0)
-        snprintf(buf, size, "%s %d (pid %d%s%s)", ordo_wire_role_name(m->role), m->rank, m->pid,
-                 m->endpoint[0] ? ", " : "", m->endpoint);
-    else
-        snprintf(buf, size, "unranked %s (pid %d)", ordo_wire_role_name(m->role), m->pid);
-    return buf;
-}
-
-void ordo__sched_msg_to(const sched_t *s, const uint8_t *rid, size_t rid_len, int type,
-                        ordo_msg_t *m)
-{
-    ordo_msg_init(m, type);
-    m->sock = s->sock;
-    memcpy(m->rid, rid, rid_len);
-    m->rid_len = rid_len;
-    m->hdr.role = ORDO_ROLE_SCHEDULER;
-    m->hdr.rank = 0;
-}
-
-void ordo__sched_reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type, const char *text)
-{
-    ordo_msg_t m;
-    ordo__sched_msg_to(s, rid, rid_len, type, &m);
-    if (text) {
-        m.hdr.dtype = ORDO_DTYPE_JSON;
-        ordo_msg_add_text(&m, text);
-    }
-    ordo_transport_send(s->tp, &m);
-}
 
 static void broadcast(sched_t *s, int type, const char *text)
 {
@@ -102,16 +71,6 @@ static member_t *find_beat(sched_t *s, const ordo_msg_t *m)
     return NULL;
 }
 
-void ordo__sched_member_fresh(sched_t *s, member_t *m, json_t *o)
-{
-    json_t *beat = json_object_get(o, "beat");
-    m->beat = json_is_integer(beat) && json_integer_value(beat) > 0
-                  ? (uint64_t)json_integer_value(beat)
-                  : 0;
-    m->hb_rid_len = 0;
-    ordo_liveness_init(&m->live, ordo_clock_ns(), s->conf.timeout_ms,
-                       ordo_conf_timeout_max_ms(&s->conf), 2 * s->conf.heartbeat_ms);
-}
 
 
 /* ---- registration ------------------------------------------------------------------- */
@@ -160,6 +119,7 @@ char *ordo__sched_welcome_text(sched_t *s, const member_t *m, int64_t rejoin)
     json_object_set_new(w, "run_dir", json_string(s->run_dir));
     if (s->plan) json_object_set(w, "plan", s->plan);
     if (rejoin >= 0) json_object_set_new(w, "rejoin", json_integer(rejoin));
+    if (s->generation > 0) json_object_set_new(w, "generation", json_integer(s->generation));
     char *text = json_dumps(w, JSON_COMPACT);
     json_decref(w);
     return text;
@@ -208,25 +168,47 @@ static int compression_check(sched_t *s)
     return 0;
 }
 
+/* plan_digest: the digest of the key map and plan every WELCOME carries */
+static uint64_t plan_digest(const sched_t *s)
+{
+    char *keys_text = ordo_keys_to_json(s->keys);
+    json_t *w = json_object();
+    json_object_set_new(w, "keys", keys_text ? json_loads(keys_text, 0, NULL) : json_null());
+    free(keys_text);
+    if (s->plan) json_object_set(w, "plan", s->plan);
+    uint64_t d = ordo_node_plan_digest(w);
+    json_decref(w);
+    return d;
+}
+
+int ordo__sched_plan_declared(sched_t *s)
+{
+    char why[700];
+    why[0] = '\0';
+    int rc = declared_model(s, why, sizeof why);
+    if (!rc && (rc = plan_model(s)) != 0)
+        snprintf(why, sizeof why, "cannot plan the run of the declared tensors: %s",
+                 ordo_error_text(rc));
+    if (rc) return ordo__sched_abort_run(s, why[0] ? why : ordo_error_text(rc));
+    summarize_step(s);
+    ordo_runplan_merge_take_file(s->plan, s->run_dir);
+    ordo_replan_set_declared(s->replan, s->model);
+    if (json_object_get(s->plan, "step"))
+        ordo_replan_set_slice(s->replan, ordo_runplan_step_slice(&s->conf, s->plan));
+    ordo__sched_restart_plan(s);
+    s->plan_digest = plan_digest(s);
+    ORDO_INFO("model declared by the workers: %d tensors, %.1f MiB", s->model->n_params,
+              (double)ordo_model_total_bytes(s->model) / 1048576.0);
+    return 0;
+}
+
 static int send_welcome(sched_t *s)
 {
     assign_ranks(s, ORDO_ROLE_SERVER, s->conf.servers);
     assign_ranks(s, ORDO_ROLE_WORKER, s->conf.workers);
     if (s->declared) {
-        char why[700];
-        why[0] = '\0';
-        int rc = declared_model(s, why, sizeof why);
-        if (!rc && (rc = plan_model(s)) != 0)
-            snprintf(why, sizeof why, "cannot plan the run of the declared tensors: %s",
-                     ordo_error_text(rc));
-        if (rc) return ordo__sched_abort_run(s, why[0] ? why : ordo_error_text(rc));
-        summarize_step(s);
-        ordo_runplan_merge_take_file(s->plan, s->run_dir);
-        ordo_replan_set_declared(s->replan, s->model);
-        if (json_object_get(s->plan, "step"))
-            ordo_replan_set_slice(s->replan, ordo_runplan_step_slice(&s->conf, s->plan));
-        ORDO_INFO("model declared by the workers: %d tensors, %.1f MiB", s->model->n_params,
-                  (double)ordo_model_total_bytes(s->model) / 1048576.0);
+        int rc = ordo__sched_plan_declared(s);
+        if (rc) return rc;
     }
     int rc = intra_check(s);
     if (!rc) rc = compression_check(s);
@@ -247,8 +229,13 @@ static int send_welcome(sched_t *s)
     return 0;
 }
 
-static void on_register(sched_t *s, ordo_msg_t *m)
+static int handle(sched_t *s, ordo_msg_t *m);
+
+/* on_register takes a REGISTER: 0, 1 when a restarted run's workers were all done, or
+ * ORDO_ERR_ABORT */
+static int on_register(sched_t *s, ordo_msg_t *m)
 {
+    int out = 0;
     size_t len = 0;
     const char *body = ordo_msg_data(m, 0, &len);
     json_t *o = body ? json_loadb(body, len, 0, NULL) : NULL;
@@ -271,6 +258,10 @@ static void on_register(sched_t *s, ordo_msg_t *m)
         snprintf(who, sizeof who, "a %s, pid %lld", role, (long long)json_integer_value(pid));
         ordo_transport_drop(s->tp, m, "wrong cluster token", who);
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "wrong cluster token");
+        goto done;
+    }
+    if (s->restarted || json_object_get(o, "rejoin")) { /* fault.scheduler = restart */
+        out = ordo__sched_restart_register(s, m, o, handle);
         goto done;
     }
     if (find_member(s, m)) {
@@ -343,6 +334,7 @@ static void on_register(sched_t *s, ordo_msg_t *m)
     }
 done:
     json_decref(o);
+    return s->aborted ? ORDO_ERR_ABORT : out;
 }
 
 /* ---- the model and its plan ------------------------------------------------------------ */
@@ -456,6 +448,7 @@ int ordo__sched_abort_run(sched_t *s, const char *why)
     broadcast(s, ORDO_MSG_ABORT, why);
     ordo__sched_membership_close(s);
     ordo__sched_batches_close(s);
+    ordo__sched_restart_close(s, true);
     if (s->log) {
         summary_dropped(s);
         ordo__sched_cp_summary(s);
@@ -546,8 +539,7 @@ static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *
 static int on_register_msg(sched_t *s, member_t *mb, ordo_msg_t *m)
 {
     (void)mb;
-    on_register(s, m);
-    return s->aborted ? ORDO_ERR_ABORT : 0;
+    return on_register(s, m);
 }
 
 /* answered on the socket it came from: the heartbeat thread's */
@@ -571,6 +563,8 @@ static int on_stats(sched_t *s, member_t *mb, ordo_msg_t *m)
                   ordo_error_text(rc));
         return 0;
     }
+    if (ordo__sched_restart_old_stats(s, st.worker, st.iter))
+        return 0; /* sent again to this restarted scheduler: in the run log already */
     if (s->log && st.worker < s->conf.workers) /* not a joined one's (grow.c) */
         ordo_runlog_add(s->log, &st);
     ordo__sched_on_stats(s, mb, st.iter);
@@ -673,6 +667,8 @@ static int handle(sched_t *s, ordo_msg_t *m)
     ordo__sched_cp_count(s, m); /* control_plane.c */
     if (row && row->anyone) return row->fn(s, NULL, m);
     if (ordo__sched_fence_refuse(s, m)) return 0; /* a worker declared dead that came back */
+    int kept = ordo__sched_restart_stash(s, m); /* while a restarted run is rebuilt */
+    if (kept >= 0 || kept == ORDO_ERR_ABORT) return kept;
     member_t *mb = find_member(s, m);
     if (!mb) mb = find_beat(s, m);
     if (!mb) {
@@ -731,19 +727,7 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
         if ((rc = ordo_job_model(&s->conf, &s->model)) != 0) goto fail;
         if ((rc = plan_model(s)) != 0) goto fail;
     }
-    make_run_dir(s);
-    if ((rc = ordo_runlog_new(s->run_dir, &s->conf, s->conf.workers, &s->log)) != 0) goto fail;
-    summarize_step(s);
-    if (s->plan) ordo_runplan_merge_take_file(s->plan, s->run_dir);
-    if ((rc = ordo_replan_new(&s->conf, s->run_dir, ordo__sched_replan_send, s, &s->replan)) != 0) goto fail;
-    if (s->plan && json_object_get(s->plan, "step"))
-        ordo_replan_set_slice(s->replan, ordo_runplan_step_slice(&s->conf, s->plan));
-    s->members = calloc((size_t)(s->conf.servers + ordo_conf_max_workers(&s->conf)),
-                        sizeof *s->members);
-    if (!s->members) {
-        rc = ORDO_ERR_NOMEM;
-        goto fail;
-    }
+    /* the address first: a second scheduler at a live one's stops here, touching nothing */
     ordo_transport_opts_t opts = {
         .role = ORDO_ROLE_SCHEDULER, .rank = 0, .inline_io = !s->conf.io_thread};
     ordo_transport_opts_conf(&opts, &s->conf);
@@ -756,7 +740,28 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
         goto fail;
     }
     s->sock = rc;
+    make_run_dir(s);
+    if ((rc = ordo__sched_restart_open(s)) != 0) goto fail;
+    if (s->restarted)
+        rc = ordo_runlog_continue(s->run_dir, &s->conf, s->conf.workers, ordo__sched_restart_seen,
+                                  s, &s->log);
+    else
+        rc = ordo_runlog_new(s->run_dir, &s->conf, s->conf.workers, &s->log);
+    if (rc) goto fail;
+    summarize_step(s);
+    if (s->plan) ordo_runplan_merge_take_file(s->plan, s->run_dir);
+    if ((rc = ordo_replan_new(&s->conf, s->run_dir, ordo__sched_replan_send, s, &s->replan)) != 0) goto fail;
+    if (s->plan && json_object_get(s->plan, "step"))
+        ordo_replan_set_slice(s->replan, ordo_runplan_step_slice(&s->conf, s->plan));
+    s->members = calloc((size_t)(s->conf.servers + ordo_conf_max_workers(&s->conf)),
+                        sizeof *s->members);
+    if (!s->members) {
+        rc = ORDO_ERR_NOMEM;
+        goto fail;
+    }
     s->start_ns = ordo_clock_ns();
+    if (s->keys) s->plan_digest = plan_digest(s);
+    if ((rc = ordo__sched_restart_listening(s)) != 0) goto fail;
     if (s->model)
         ORDO_INFO("listening on %s for %d servers and %d workers (model %s, %d tensors, %.1f MiB)",
                   s->endpoint, s->conf.servers, s->conf.workers, s->model->name,
@@ -834,6 +839,7 @@ int ordo_scheduler_run(ordo_scheduler_t *s)
     summary_dropped(s);
     ordo__sched_cp_summary(s);
     ordo__sched_batches_close(s);
+    ordo__sched_restart_close(s, true);
     rc = ordo_runlog_write_summary(s->log, &s->summary);
     if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
     ORDO_INFO("run complete; summary in %s/summary.json", s->run_dir);
@@ -844,6 +850,7 @@ void ordo_scheduler_destroy(ordo_scheduler_t **p)
 {
     sched_t *s = p ? *p : NULL;
     if (!s) return;
+    ordo__sched_restart_close(s, false);
     ordo_runlog_destroy(&s->log);
     ordo_transport_destroy(&s->tp, s->aborted ? 1000 : 2000);
     ordo_keys_destroy(&s->keys);

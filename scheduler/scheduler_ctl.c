@@ -31,11 +31,14 @@ void ordo__sched_on_barrier(sched_t *s, member_t *mb, int64_t id)
                   ordo__sched_member_name(mb, name, sizeof name), (long long)s->barrier_id);
         return;
     }
+    if (mb && mb->at_barrier && s->barrier_n > 0) return; /* told a restarted scheduler twice */
     s->barrier_id = id;
     if (mb) s->barrier_n++;
+    if (mb) mb->at_barrier = true;
     if (s->barrier_n < s->n_live) return; /* fewer after a shrink (membership.c) */
     s->barrier_n = 0;
     for (int i = 0; i < s->n_members; i++) {
+        s->members[i].at_barrier = false;
         if (s->members[i].role != ORDO_ROLE_WORKER || s->members[i].dead) continue;
         ordo_msg_t d;
         ordo__sched_msg_to(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_BARRIER_DONE, &d);

@@ -42,6 +42,8 @@ typedef struct {
     json_t *tensors; /* a worker's declared tensors ([model] trainer = declared), or NULL */
     char intra[8];   /* a worker's choice for intra.backend = auto ("shm", "nccl"), or "" */
     char compression[96]; /* a worker's [push] compression, as it registered ("": none said) */
+    json_t *rejoin;   /* what it held when it registered with a restarted scheduler, or NULL */
+    bool at_barrier;  /* counted at the barrier the workers gather at */
 } member_t;
 
 struct ordo_scheduler {
@@ -85,6 +87,22 @@ struct ordo_scheduler {
     struct ordo_step_check *step_check; /* the step model's check (step_check.c) */
     bool step_check_off;                /* no step model in the plan, or checked already */
     int64_t wall_first_ns, wall_last_ns; /* the first iteration's start, the last one's end */
+    /* fault.scheduler = restart (scheduler/restart.c) */
+    int64_t generation;    /* 1 for the run's first scheduler, one more per restart (0: off) */
+    bool restarted;        /* this one took over a run whose scheduler died */
+    uint64_t plan_digest;  /* of the key map and plan (common/node_rejoin.h) */
+    struct ordo__sched_seen {
+        uint8_t *bits; /* one per iteration: its report is in the run log */
+        int64_t cap;   /* bytes */
+        int64_t prefix; /* every iteration up to this one is (-1: none) */
+    } *reported;       /* per worker */
+    ordo_msg_t *stash;     /* what came before every member registered again */
+    int n_stash, cap_stash;
+    int versions_due;      /* servers welcomed back that have not said their version yet */
+    char cannot_rebuild[512]; /* why a member's state contradicts the run ("": none does) */
+    char intra_run[64];       /* the run's id in its host groups' plan (taken over) */
+    int n_refused;            /* members refused since */
+    int (*rebuild_handle)(struct ordo_scheduler *, ordo_msg_t *); /* replays the stash */
     struct ordo__sched_fence *fence;     /* fenced processes and the generation (fence.c) */
 };
 
@@ -93,6 +111,48 @@ typedef ordo_scheduler_t sched_t;
 /* ordo__sched_member_fresh starts m's liveness afresh for a new process: its heartbeat id
  * from the REGISTER body o ("beat"), no heartbeat socket known yet. */
 void ordo__sched_member_fresh(sched_t *s, member_t *m, json_t *o);
+
+/* ---- fault.scheduler = restart (scheduler/restart.c) ---- */
+
+/* ordo__sched_restart_open reads RUN/scheduler.json (the run folder known): found, this
+ * scheduler restarts the run with the next generation; else it is generation 1. */
+int ordo__sched_restart_open(sched_t *s);
+
+/* ordo__sched_restart_plan gives a restarted scheduler's plan what its predecessor's had of
+ * its own (the host groups' run id, which names their shared memory). */
+void ordo__sched_restart_plan(sched_t *s);
+
+/* ordo__sched_restart_listening writes RUN/scheduler.json with the address listened at and
+ * puts the restarts into the summary. */
+int ordo__sched_restart_listening(sched_t *s);
+
+/* ordo__sched_restart_close frees the rebuild's state; ended: the run is over (completed or
+ * aborted), so RUN/scheduler.json goes. */
+void ordo__sched_restart_close(sched_t *s, bool ended);
+
+/* ordo__sched_restart_stash takes m while a restarted run is rebuilt: a server's current
+ * version, or anything else kept (moved) until every member is back. -1 when m is to be
+ * handled now, else handle's codes. */
+int ordo__sched_restart_stash(sched_t *s, ordo_msg_t *m);
+
+/* ordo__sched_restart_seen records that the run log holds worker's report of iter
+ * (ordo_runlog_seen_fn; ctx the scheduler). */
+void ordo__sched_restart_seen(void *ctx, int worker, int64_t iter);
+
+/* ordo__sched_restart_old_stats reports whether worker's report of iter is in the run log
+ * already (a report sent again to a new scheduler), and records iter otherwise. */
+bool ordo__sched_restart_old_stats(sched_t *s, int worker, int64_t iter);
+
+/* ordo__sched_restart_register takes a REGISTER (body o) to a scheduler of a run under
+ * fault.scheduler = restart that carries "rejoin", or any REGISTER to a restarted one;
+ * once every member is back it welcomes them and replays the kept messages through handle.
+ * Returns handle's codes: 0, 1 (every worker done), ORDO_ERR_ABORT. */
+int ordo__sched_restart_register(sched_t *s, ordo_msg_t *m, json_t *o,
+                                 int (*handle)(sched_t *, ordo_msg_t *));
+
+/* ordo__sched_plan_declared makes the model, key map and plan from the workers' declared
+ * tensors ([model] trainer = declared); 0 or the abort's code. */
+int ordo__sched_plan_declared(sched_t *s);
 
 /* ordo__sched_member_name writes m's role, rank, pid and endpoint into buf and returns it. */
 const char *ordo__sched_member_name(const member_t *m, char *buf, size_t size);

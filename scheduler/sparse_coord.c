@@ -56,10 +56,10 @@ int ordo_sparse_coord_new(const json_t *plan, int servers, int workers,
                           ordo_sparse_coord_send_fn send, void *ctx, ordo_sparse_coord_t **out)
 {
     *out = NULL;
-    char *text = plan ? json_dumps(plan, JSON_COMPACT) : NULL;
+    /* the member as the nodes read it (core/sparse_wire.h), not the document printed and
+     * parsed again */
     ordo_sparse_plan_t p;
-    int rc = ordo_sparse_wire_plan(text, servers, &p);
-    free(text);
+    int rc = ordo_sparse_wire_plan_of(json_object_get(plan, "sparse"), servers, &p);
     if (rc == ORDO_ERR_NOTFOUND) return 0;
     if (rc) return rc;
     ordo_sparse_coord_t *c = calloc(1, sizeof *c);

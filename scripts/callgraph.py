@@ -9,6 +9,7 @@ Static functions make no edges (they never leave their file).
     scripts/callgraph.py build client scheduler        # cycles among client/ and scheduler/
     scripts/callgraph.py --edges build client          # every edge too
     scripts/callgraph.py --long SRC_DIR client         # functions over 80 lines instead
+    scripts/callgraph.py --max-cycles 0 build client   # exit 1 when there are more cycles
 
 --long counts, in the .c files of the folders named, the functions whose body (the line with
 the opening brace in column 0 to the line with the closing brace in column 0, both included)
@@ -135,6 +136,8 @@ def main() -> int:
     ap.add_argument("--edges", action="store_true", help="print every edge too")
     ap.add_argument("--long", action="store_true", help="count functions over --limit lines")
     ap.add_argument("--limit", type=int, default=80)
+    ap.add_argument("--max-cycles", type=int, default=-1,
+                    help="exit 1 when there are more cycles than this (-1: no limit)")
     args = ap.parse_args()
     if args.long:
         found = long_functions(args.tree, args.folders, args.limit)
@@ -157,6 +160,11 @@ def main() -> int:
         print(f"cycle of {len(comp)} files: {' '.join(comp)}")
     print(f"{len(objs)} files, {sum(map(len, edges.values()))} edges, {len(cycles)} cycles "
           f"({sum(map(len, cycles))} files in them)")
+    if 0 <= args.max_cycles < len(cycles):
+        print(f"callgraph.py: {len(cycles)} cycles between the files of {', '.join(args.folders)}"
+              f" (at most {args.max_cycles}): files that call each other cannot be read or "
+              "changed apart; move what both need below them", file=sys.stderr)
+        return 1
     return 0
 
 

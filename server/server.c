@@ -6,6 +6,7 @@
 #include "common/daemon.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/node_rejoin.h"
 #include "common/transport.h"
 #include "core/paramfile.h"
 #include "core/plan.h"
@@ -164,6 +165,7 @@ static int setup_checkpoints(ordo_server_t *s)
     if (s->conf.resume[0]) {
         char path[ORDO_CONF_PATH + 32]; /* the one worker 0 resumes from too */
         rc = ordo__paramfile_newest(s->conf.resume, path, sizeof path, &base);
+        s->resume_base = base;
         if (!rc && !s->sparse)
             rc = ordo_srv_ckpt_load(s->store, s->node.keys, s->node.rank, s->conf.resume, base);
         if (rc) return ordo_error_context(rc, "fault.resume");
@@ -449,15 +451,80 @@ static int on_abort(ordo_server_t *s, ordo_msg_t *m)
     return ORDO_ERR_ABORT;
 }
 
+/* rejoin_state: what this server tells a new scheduler (common/node_rejoin.h): the newest
+ * version of its slices, counted from the start of the run, and under asp each worker's
+ * push clock (the iteration of its next push, the newest over the slices) */
+static json_t *rejoin_state(const ordo_server_t *s)
+{
+    const ordo_keys_t *k = s->node.keys;
+    int64_t newest = -1;
+    json_t *clocks = NULL;
+    for (int i = 0; i < k->n_slices; i++) {
+        if (!ordo_store_owns(s->store, i)) continue;
+        if (ordo_store_version(s->store, i) > newest) newest = ordo_store_version(s->store, i);
+        const int64_t *c = ordo_store_clocks(s->store, i);
+        if (!c) continue;
+        if (!clocks) {
+            clocks = json_array();
+            for (int w = 0; w < s->node.n_workers; w++)
+                json_array_append_new(clocks, json_integer(-1));
+        }
+        for (int w = 0; w < s->node.n_workers; w++) {
+            int64_t v = s->resume_base + c[ordo__server_pusher(s, w)];
+            if (v > json_integer_value(json_array_get(clocks, (size_t)w)))
+                json_array_set_new(clocks, (size_t)w, json_integer(v));
+        }
+    }
+    json_t *o = json_pack("{s:I}", "version", (json_int_t)(newest < 0 ? -1 : s->resume_base + newest));
+    if (o && clocks) json_object_set_new(o, "clocks", clocks);
+    else json_decref(clocks);
+    return o;
+}
+
+/* send_version answers a new scheduler's WELCOME with this server's version now (STATS) */
+static int send_version(ordo_server_t *s)
+{
+    json_t *o = rejoin_state(s);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!text) return ORDO_ERR_NOMEM;
+    ordo_msg_t m;
+    ordo_msg_init(&m, ORDO_MSG_STATS);
+    m.hdr.dtype = ORDO_DTYPE_JSON;
+    ordo_msg_add_text(&m, text);
+    free(text);
+    return ordo_node_send_ctl(&s->node, &m);
+}
+
 static int on_peer_dead(ordo_server_t *s, ordo_msg_t *m)
 {
     char buf[512];
-    (void)s;
-    if (m->nframes > 0) /* the transport's reason: a handshake was refused */
+    if (m->nframes > 0) { /* the transport's reason: a handshake was refused */
         ORDO_ERROR("%s: giving up", ordo_msg_text(m, 0, buf, sizeof buf));
-    else
-        ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
+        return ORDO_ERR_ABORT;
+    }
+    /* fault.scheduler = restart: go on and register with a new one (common/node_rejoin.h) */
+    if (ordo_node_sched_lost(&s->node, m->hdr.iter, rejoin_state(s)) == 0) return 0;
+    ORDO_ERROR("the scheduler is silent for %lld ms: giving up", (long long)m->hdr.iter);
     return ORDO_ERR_ABORT;
+}
+
+/* a new scheduler's refusal (fault.scheduler = restart) */
+static int on_reject(ordo_server_t *s, ordo_msg_t *m)
+{
+    int rc = ordo_node_on_reject(&s->node, m);
+    if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
+    return rc ? ORDO_ERR_ABORT : 0;
+}
+
+/* a new scheduler's WELCOME (fault.scheduler = restart): answered with the version now, which
+ * the scheduler checks the workers against */
+static int on_welcome(ordo_server_t *s, ordo_msg_t *m)
+{
+    int rc = ordo_node_on_rejoined(&s->node, m, NULL);
+    if (!rc) rc = send_version(s);
+    if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
+    return rc ? ORDO_ERR_ABORT : 0;
 }
 
 /* the scheduler's messages by type; a type without a row is ignored */
@@ -469,6 +536,8 @@ static int (*const ON_CTL[ORDO_MSG_TYPE_MAX])(ordo_server_t *s, ordo_msg_t *m) =
     [ORDO_MSG_SHUTDOWN] = on_shutdown,
     [ORDO_MSG_ABORT] = on_abort,
     [ORDO_MSG_PEER_DEAD] = on_peer_dead,
+    [ORDO_MSG_REJECT] = on_reject,
+    [ORDO_MSG_WELCOME] = on_welcome,
 };
 
 /* on_ctl takes a message from the scheduler */
@@ -519,6 +588,11 @@ int ordo_server_run(ordo_server_t *s)
     for (;;) {
         if (ordo_daemon_stop_signal()) {
             ORDO_WARN("interrupted");
+            rc = ORDO_ERR_ABORT;
+            break;
+        }
+        if ((rc = ordo_node_sched_check(&s->node)) != 0) {
+            ORDO_ERROR("%s", ordo_error_text(rc));
             rc = ORDO_ERR_ABORT;
             break;
         }

@@ -45,6 +45,7 @@ struct ordo_server {
     ordo_node_t node;
     int data_sock;
     ordo_store_t *store;
+    int64_t resume_base; /* fault.resume: the updates the run started after */
     ordo__merged_t *merged;    /* checks merged pushes */
     ordo_sparse_srv_t *sparse; /* [push] mode = sparse: the plan's sparse member */
     ordo_enforce_t *enforce;

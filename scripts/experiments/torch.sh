@@ -41,6 +41,12 @@
 #   --hosts HxL           ddp part: H worker hosts of L workers (default 2x2)
 #   --train-batch LIST    ddp part: samples per worker and step, B or M=B,... per model
 #                         (default 16)
+#   --target-acc A        ddp part: time to accuracy: every run trains until the test
+#                         accuracy reaches A (evaluated every --eval-every steps, default 25),
+#                         at most --iterations steps; each worker writes ttaRANK.json
+#                         (torch_worker.py; scripts/experiments/tta.sh sums them up)
+#   --optimizer sgd|adam  ddp part: the workers' optimizer (default sgd; adam: gradients mode
+#                         and DDP only)
 #   --width X             vgg's width factor (default 1)
 #   --image PX            image side, Fashion-MNIST resized (default 28)
 #   --smoke               a minute-long check that everything runs (tiny vgg, 2 iterations,
@@ -68,9 +74,10 @@ image=28
 smoke=0
 out=""
 report_only=0
+tta=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     --parts) parts=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --policies) policies=$2; shift 2 ;;
@@ -82,6 +89,9 @@ while [ $# -gt 0 ]; do
     --train-batch) tbatch=$2; shift 2 ;;
     --variants) ddp_variants=${2//,/ }; shift 2 ;;
     --hosts) whosts=${2%x*}; per_host=${2#*x}; shift 2 ;;
+    --target-acc) tta+=(--target-acc "$2"); shift 2 ;;
+    --eval-every) tta+=(--eval-every "$2"); shift 2 ;;
+    --optimizer) tta+=(--optimizer "$2"); shift 2 ;;
     --width) width=$2; shift 2 ;;
     --image) image=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
@@ -159,7 +169,8 @@ EOF
 }
 
 ddp_part() {
-  local n=${iters:-10} tag="otx$$" net sw nworkers=$((whosts * per_host))
+  local n=${iters:-10} net sw nworkers=$((whosts * per_host))
+  tag="otx$$" # global: the EXIT trap's teardown runs after this function's locals are gone
   if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
     echo "torch.sh: the ddp part needs root and iproute2 (ip, tc); skipped" | tee -a "$log"
     return 0
@@ -232,7 +243,7 @@ ddp_part() {
       rm -rf "$dir" && mkdir -p "$dir"
       t0=$(date +%s)
       local wargs=(--model "$m" --batch "$mb" --iterations "$n" --warmup $warm --out "$dir"
-                   "${wflags[@]}")
+                   "${wflags[@]}" "${tta[@]}")
       pids=()
       if [ "${v%%-*}" = ddp ]; then
         local bucket=25 hook=none dv=$v
@@ -307,7 +318,9 @@ ddp_part() {
         tail -n 8 "$dir"/*.log >&2
         exit 1
       fi
-      echo "$(date +%T) $run: $(( $(date +%s) - t0 )) s" | tee -a "$log"
+      local reached=""
+      [ -f "$dir/tta0.json" ] && reached=" $("$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); print("accuracy %.4f after %d steps, %.1f s (%s)" % (d["accuracy"], d["steps"], d["wall_s"], "reached" if d["reached"] else "NOT reached"))' "$dir/tta0.json")"
+      echo "$(date +%T) $run: $(( $(date +%s) - t0 )) s$reached" | tee -a "$log"
     done
   done
   teardown

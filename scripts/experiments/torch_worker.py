@@ -22,6 +22,14 @@ requested in plan order (policy none: a seeded random order per worker and itera
 C workers do), and the forward pass, each module waiting only for its own parameters
 (ordo.torch.profile.ForwardGate). The step is the barrier's end to the forward's end.
 
+Time to accuracy (--target-acc A, train and ddp): every --eval-every steps each worker
+evaluates its parameters (the same on every worker: bsp) on the first --eval-samples
+Fashion-MNIST test images, and every worker stops at the first evaluation at or above A (or
+after --warmup + --iterations steps), a decision every worker takes alike. DIR/ttaRANK.json
+then holds {"target", "reached", "steps", "wall_s" (the loop's start to that evaluation's end,
+evaluations included), "train_s" (evaluations left out), "accuracy", "evals": [[step, acc],
+...]}.
+
 train: hvd.DistributedOptimizer (--mode gradients or server, --plan: model= so the order is
 planned from the model after 6 profiled steps); ddp: the same loop under DDP. The step is one
 optimizer step (forward, backward, the transfers, the update); its records also have
@@ -221,12 +229,21 @@ def forward(a: argparse.Namespace) -> int:
     return 0
 
 
+def make_optimizer(a: argparse.Namespace, net: nn.Module) -> torch.optim.Optimizer:
+    """make_optimizer: SGD (lr 0.01, momentum 0.9), or with --optimizer adam Adam (lr 1e-3;
+    gradients mode and DDP only: the servers run SGD), which trains the VGG-style net, having
+    no batch norm, from the start where SGD stays at chance for hundreds of steps."""
+    if a.optimizer == "adam":
+        return torch.optim.Adam(net.parameters(), lr=1e-3)
+    return torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+
+
 def train(a: argparse.Namespace) -> int:
     import ordo.torch as hvd
     hvd.init()
     net = make_model(a.model, a.width)
-    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
-    opt = hvd.DistributedOptimizer(opt, named_parameters=net.named_parameters(), mode=a.mode,
+    opt = hvd.DistributedOptimizer(make_optimizer(a, net), named_parameters=net.named_parameters(),
+                                   mode=a.mode,
                                    model=net if a.plan else None)
     hvd.broadcast_parameters(net.state_dict(), root_rank=0)
     rank, size = hvd.rank(), hvd.size()
@@ -264,7 +281,7 @@ def ddp(a: argparse.Namespace) -> int:
     dist.init_process_group("gloo", rank=rank, world_size=size)
     net = DistributedDataParallel(make_model(a.model, a.width), bucket_cap_mb=a.bucket_mb)
     register_hook(net, a.hook)
-    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    opt = make_optimizer(a, net)
     return loop(a, net, opt, rank, size, dist.destroy_process_group)
 
 
@@ -280,6 +297,53 @@ def net_counters() -> dict[str, int]:
     return {"tx_bytes": tx, "rx_bytes": rx}
 
 
+class Target:
+    """Target is the time-to-accuracy mode (--target-acc): the test images, the evaluations
+    and the decision to stop, the same on every worker (their parameters are equal)."""
+
+    def __init__(self, a: argparse.Namespace, out: str, rank: int):
+        import fmnist
+        x, y = fmnist.load("t10k")
+        self.x, self.y = x[:a.eval_samples], y[:a.eval_samples]
+        if a.image != 28:
+            self.x = F.interpolate(self.x, size=(a.image, a.image), mode="bilinear",
+                                   align_corners=False)
+        self.a, self.path = a, os.path.join(out, f"tta{rank}.json")
+        self.t0 = now_ns()
+        self.eval_ns = 0
+        self.evals: list[list[float]] = []
+
+    def accuracy(self, net: nn.Module) -> float:
+        net.eval()
+        right = 0
+        with torch.no_grad():
+            for i in range(0, len(self.x), 500):
+                right += int((net(self.x[i:i + 500]).argmax(1) == self.y[i:i + 500]).sum())
+        net.train()
+        return right / len(self.x)
+
+    def reached(self, net: nn.Module, steps: int, last: bool) -> bool:
+        """reached evaluates after `steps` steps when it is time (always when last) and tells
+        whether the run stops here; the stopping evaluation writes ttaRANK.json."""
+        a = self.a
+        if steps % a.eval_every and not last:
+            return False
+        t = now_ns()
+        acc = self.accuracy(net)
+        self.eval_ns += now_ns() - t
+        self.evals.append([steps, round(acc, 4)])
+        hit = acc >= a.target_acc
+        if hit or last:
+            wall = (now_ns() - self.t0) / 1e9
+            with open(self.path, "w") as f:
+                json.dump({"target": a.target_acc, "reached": hit, "steps": steps,
+                           "wall_s": round(wall, 3),
+                           "train_s": round(wall - self.eval_ns / 1e9, 3),
+                           "accuracy": acc, "evals": self.evals}, f)
+            return True
+        return False
+
+
 def loop(a: argparse.Namespace, net: nn.Module, opt: torch.optim.Optimizer, rank: int,
          size: int, done, iter_bytes=None) -> int:
     """loop trains; over the measured iterations it also writes DIR/netRANK.json: this host's
@@ -292,8 +356,11 @@ def loop(a: argparse.Namespace, net: nn.Module, opt: torch.optim.Optimizer, rank
     net.train()
     c0 = None
     ordo_bytes = [0, 0]
+    target = Target(a, a.out, rank) if a.target_acc > 0 else None
+    ran = 0
     for it in range(a.warmup + a.iterations):
         x, y = next(data)
+        ran = it + 1 - a.warmup
         if it == a.warmup:
             c0 = net_counters()
             if iter_bytes is not None:
@@ -314,10 +381,13 @@ def loop(a: argparse.Namespace, net: nn.Module, opt: torch.optim.Optimizer, rank
             pushed, pulled = iter_bytes()
             ordo_bytes[0] += pushed
             ordo_bytes[1] += pulled
+        if target is not None and target.reached(net, it + 1,
+                                                 it + 1 == a.warmup + a.iterations):
+            break
     c1 = net_counters()
     if c0 is not None:
         doc = {"worker": rank, "host": rank // int(os.environ.get("ORDO_LOCAL_SIZE", "1")),
-               "iterations": a.iterations,
+               "iterations": ran,
                "model_bytes": 4 * sum(p.numel() for p in net.parameters()),
                "tx_bytes": c1["tx_bytes"] - c0["tx_bytes"],
                "rx_bytes": c1["rx_bytes"] - c0["rx_bytes"]}
@@ -346,6 +416,12 @@ def main() -> int:
     ap.add_argument("--hook", default="none", choices=["none", "bf16", "fp16", "powersgd"],
                     help="ddp: a compression comm hook")
     ap.add_argument("--synthetic", action="store_true", help="random inputs, no data set")
+    ap.add_argument("--target-acc", type=float, default=0.0,
+                    help="train, ddp: stop at this test accuracy (time to accuracy)")
+    ap.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd",
+                    help="train, ddp: SGD lr 0.01 momentum 0.9, or Adam lr 1e-3")
+    ap.add_argument("--eval-every", type=int, default=25, help="--target-acc: steps")
+    ap.add_argument("--eval-samples", type=int, default=2000, help="--target-acc: images")
     ap.add_argument("--out", default=".")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)

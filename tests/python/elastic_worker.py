@@ -6,7 +6,10 @@ SIGKILLs itself once (a marker file in OUT remembers it) in step K: right after 
 (KILL_HOW=boundary), in its backward pass once the last layer's pushes went out and before
 the first layer's (KILL_HOW=partial), or once its pushes of K were acknowledged but before it
 reported the step (KILL_HOW=mid: the new process pushes them again); the launcher starts it
-again. Worker 0 saves the final parameters to OUT/params.pt.
+again. STEP_SLEEP=S sleeps S seconds after each step (a run long enough to kill the
+scheduler in, test_sched_restart_torch.py). COMPRESSION (none, onebit or topk: 10% with error
+feedback) is every parameter's wire codec. Worker 0 saves the final parameters to
+OUT/params.pt.
 
     python elastic_worker.py OUT
 """
@@ -30,8 +33,11 @@ def main(argv: list[str]) -> int:
     hvd.init()
     net = torch_mlp.model()
     mode = os.environ.get("MODE", "server")
+    codec = os.environ.get("COMPRESSION", "none")
+    compression = hvd.Compression.topk(0.1) if codec == "topk" else getattr(hvd.Compression, codec)
     opt = hvd.DistributedOptimizer(torch_mlp.optimizer(mode, net.parameters()),
-                                   named_parameters=net.named_parameters(), mode=mode)
+                                   named_parameters=net.named_parameters(), mode=mode,
+                                   compression=compression)
     state = elastic.TorchState(net, opt, step=0)
     kill_at = int(os.environ.get("KILL_AT", "-1"))
     mid = os.environ.get("KILL_HOW") == "mid"
@@ -66,6 +72,7 @@ def main(argv: list[str]) -> int:
                 os.kill(os.getpid(), signal.SIGKILL)
             opt.step()
             state.commit()
+            time.sleep(float(os.environ.get("STEP_SLEEP", "0")))  # a longer run to fault
             if not mid and rank == 1 and state.step == kill_at and not marker.exists():
                 marker.write_text("1")
                 os.kill(os.getpid(), signal.SIGKILL)

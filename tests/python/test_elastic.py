@@ -2,7 +2,8 @@
 by step) SIGKILLed mid-run is started again by ordo-launch and goes on where its predecessor
 stopped: server mode at the step it did not finish, with the servers' values; gradients mode at
 the iteration of a live peer's last commit, with that peer's parameters and Adam state. The run
-ends with the parameters of a fault-free run (within 1e-5)."""
+ends with the parameters of a fault-free run (within 1e-5). test_elastic_ef.py: the same
+with error feedback."""
 from __future__ import annotations
 
 import os
@@ -19,7 +20,7 @@ WORKER = SRC / "tests" / "python" / "elastic_worker.py"
 
 
 def launch(tmp: Path, name: str, kill_at: int, how: str = "boundary",
-           mode: str = "server") -> tuple[int, str]:
+           mode: str = "server", codec: str = "none") -> tuple[int, str]:
     out = tmp / name
     out.mkdir()
     conf = tmp / f"{name}.ini"
@@ -31,6 +32,7 @@ def launch(tmp: Path, name: str, kill_at: int, how: str = "boundary",
     env["KILL_AT"] = str(kill_at)
     env["KILL_HOW"] = how
     env["MODE"] = mode
+    env["COMPRESSION"] = codec
     env["OMP_NUM_THREADS"] = "1"
     p = subprocess.run([str(SRC / "scripts" / "ordo-launch"), str(conf), "--bin", str(BIN),
                         f"--output.dir={tmp}", f"--output.run=run-{name}"], env=env,
@@ -71,3 +73,4 @@ def test_a_killed_worker_restarts_and_the_run_ends_as_without_the_fault(tmp_path
         got = torch.load(tmp_path / name / "params.pt")
         for k, v in want.items():
             torch.testing.assert_close(got[k], v, rtol=1e-5, atol=1e-7, msg=f"{name} {k}")
+

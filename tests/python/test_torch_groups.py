@@ -186,3 +186,84 @@ def test_cuda_workers_in_groups_equal_one_process(tmp_path: Path, backend: str):
         for k, v in net.state_dict().items():
             # the GPU's float32 sums round differently from the CPU's
             torch.testing.assert_close(got[k], v, rtol=1e-4, atol=1e-6, msg=f"rank {r} {k}")
+
+
+def bf16_replay(mode: str, pulled_init: bool) -> dict[str, torch.Tensor]:
+    """bf16_replay runs the 4 workers' training in one process, rounding where a bf16 run
+    in 2 groups of 2 rounds (wire_ref): each group's float32 sum of its members' gradients
+    goes out in bf16, the servers sum the groups' decoded values in float32 and take the
+    mean; gradients mode: the pulled mean is rounded once, and every worker runs Adam on it;
+    server mode: the servers run SGD with momentum and weight decay in float32 and a pull is
+    the value rounded once (pulled_init: the first step's parameters too). Returns the
+    parameters every worker ends with."""
+    import numpy as np
+    import wire_ref
+
+    f32 = np.float32
+    torch.set_num_threads(1)
+    net = torch_mlp.model()
+    names = [n for n, _ in net.named_parameters()]
+    params = dict(net.named_parameters())
+    opt = torch_mlp.optimizer(mode, net.parameters()) if mode == "gradients" else None
+    w = {n: p.detach().numpy().copy() for n, p in params.items()}  # server mode: the servers'
+    mom = {n: np.zeros_like(v) for n, v in w.items()}
+    send = {n: [wire_ref.Sender("bf16", v.size, WORKERS) for _ in range(2)] for n, v in w.items()}
+    pull = {n: wire_ref.Puller("bf16", v.size) for n, v in w.items()}
+    xs, ys = torch_mlp.data()
+    part = torch_mlp.BATCH // WORKERS
+
+    def load(values: dict[str, np.ndarray]) -> None:
+        with torch.no_grad():
+            for n in names:
+                params[n].copy_(torch.from_numpy(values[n].reshape(params[n].shape)))
+
+    if mode == "server" and pulled_init:
+        load({n: pull[n].pull(w[n].ravel(), 0) for n in names})
+    for t in range(torch_mlp.ITERS):
+        grads = []
+        for r in range(WORKERS):
+            net.zero_grad()
+            x = xs[t, r * part:(r + 1) * part]
+            y = ys[t, r * part:(r + 1) * part]
+            torch.nn.functional.mse_loss(net(x), y).backward()
+            grads.append({n: params[n].grad.detach().numpy().ravel().copy() for n in names})
+        mean = {}
+        for n in names:
+            total = np.zeros(w[n].size, dtype=f32)
+            for gi in range(2):  # the owner pushes its group's float32 sum in bf16
+                total = total + send[n][gi].send(grads[2 * gi][n] + grads[2 * gi + 1][n], t)
+            mean[n] = f32(1.0 / WORKERS) * total
+        if mode == "gradients":
+            with torch.no_grad():
+                for n in names:
+                    params[n].grad = torch.from_numpy(
+                        pull[n].pull(mean[n], t + 1).reshape(params[n].shape))
+            opt.step()
+        else:
+            for n in names:
+                v = w[n].ravel()
+                mom[n] = f32(0.9) * mom[n].ravel() + (mean[n] + f32(0.01) * v)
+                w[n] = v - f32(0.05) * mom[n]
+            load({n: pull[n].pull(w[n], t + 1) for n in names})
+    return {n: p.detach().clone() for n, p in net.state_dict().items()}
+
+
+@pytest.mark.parametrize("mode", ["gradients", "server"])
+def test_bf16_in_groups_equals_a_replay_that_rounds_the_same_values(tmp_path: Path, mode: str):
+    """compression=bf16 in 2 groups of 2: the members sum in float32 inside the host and
+    the owner pushes the sum in bf16; every worker ends with the parameters of a
+    single-process replay that rounds the same values the same way (bf16_replay), within
+    1e-6 relative."""
+    pytest.importorskip("numpy")
+    c = finish_all(start(tmp_path, mode, "bf16"))
+    assert "intra: 2 groups of 2 workers (shm" in c.log("scheduler"), c.log("scheduler")
+    want = bf16_replay(mode, pulled_init=True)
+    plain = torch_mlp.model()
+    torch_mlp.train(plain, torch_mlp.optimizer(mode, plain.parameters()), 0, 1)
+    for r in range(WORKERS):
+        got = torch.load(tmp_path / f"out{r}.pt")
+        for k, v in want.items():
+            torch.testing.assert_close(got[k], v, rtol=1e-6, atol=1e-9, msg=f"rank {r} {k}")
+    # the rounding shows: float32 training ends elsewhere
+    assert not torch.allclose(want["0.weight"], plain.state_dict()["0.weight"], rtol=1e-6,
+                              atol=1e-9)

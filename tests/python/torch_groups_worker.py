@@ -2,11 +2,12 @@
 through DistributedOptimizer in MODE with the conf's host groups and writes its final
 parameters to OUT.
 
-    python torch_groups_worker.py MODE OUT [gate] [cuda] [kill:RANK:ITER]
+    python torch_groups_worker.py MODE OUT [gate] [cuda] [bf16] [kill:RANK:ITER]
 
 With "gate", DistributedOptimizer gets model= (each module's forward waits for its own values)
 and the parameters last layer first (so the profile's re-plan changes the join's order).
 With "cuda", the model and the batches are on GPU rank % 2 (a group's members on two GPUs).
+With "bf16", every parameter's tensor goes in bf16 on the wire (compression=).
 With kill:RANK:ITER, worker RANK SIGKILLs itself at the start of step ITER (the others must
 fail naming it). It prints how many steps found every CPU .grad in the library's gradient
 buffer (the group's shared memory: nothing copied on the way out) and, as JSON, each
@@ -24,7 +25,8 @@ import torch
 import torch_mlp
 
 
-def main(mode: str, out: str, gate: bool, cuda: bool, kill: tuple[int, int] | None) -> int:
+def main(mode: str, out: str, gate: bool, cuda: bool, kill: tuple[int, int] | None,
+         bf16: bool = False) -> int:
     torch.set_num_threads(1)
     hvd.init()
     device = torch.device("cuda", hvd.rank() % 2) if cuda else torch.device("cpu")
@@ -40,7 +42,8 @@ def main(mode: str, out: str, gate: bool, cuda: bool, kill: tuple[int, int] | No
     named = list(net.named_parameters())
     opt = hvd.DistributedOptimizer(torch_mlp.optimizer(mode, net.parameters()),
                                    named_parameters=named[::-1] if gate else named, mode=mode,
-                                   model=net if gate else None)
+                                   model=net if gate else None,
+                                   compression=hvd.Compression.bf16 if bf16 else None)
     client = opt._ordo_rt.client
     print("torch_groups_worker: join priorities " + json.dumps(
         {q.name: client.priority(q.tensor.index) for q in opt._ordo_params}), flush=True)
@@ -76,4 +79,5 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     kills = [a for a in args[2:] if a.startswith("kill:")]
     kill = tuple(int(x) for x in kills[0].split(":")[1:]) if kills else None
-    sys.exit(main(args[0], args[1], "gate" in args[2:], "cuda" in args[2:], kill))  # type: ignore[arg-type]
+    sys.exit(main(args[0], args[1], "gate" in args[2:], "cuda" in args[2:], kill,  # type: ignore[arg-type]
+                  "bf16" in args[2:]))

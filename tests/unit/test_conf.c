@@ -88,6 +88,38 @@ START_TEST(fault_worker_modes_are_checked)
 }
 END_TEST
 
+/* fault.scheduler = restart is refused with what a new scheduler cannot rebuild, naming the
+ * pair and why */
+START_TEST(fault_scheduler_modes_are_checked)
+{
+    ordo_conf_t c;
+    ordo_conf_defaults(&c);
+    ck_assert_int_eq(c.fault_scheduler, ORDO_SCHED_STOP);
+    ORDO_CK_OK(ordo_conf_set(&c, "fault.scheduler", "restart", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "cluster.workers", "2", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ck_assert_int_eq(c.scheduler_wait_ms, 60000);
+    ORDO_CK_OK(ordo_conf_set(&c, "fault.worker", "shrink", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "fault.scheduler = restart cannot be "
+                                                      "combined with fault.worker = shrink"));
+    ORDO_CK_OK(ordo_conf_set(&c, "fault.worker", "abort", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "sync.mode", "asp", "test")); /* the batch service by default */
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "set sync.batches = off"));
+    ORDO_CK_OK(ordo_conf_set(&c, "sync.batches", "off", "test"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
+    ORDO_CK_OK(ordo_conf_set(&c, "sync.mode", "bsp", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "push.mode", "sparse", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "model.trainer", "mlp", "test"));
+    ORDO_CK_OK(ordo_conf_set(&c, "model.compute", "cpu", "test"));
+    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "with push.mode = sparse: the sparse "
+                                                      "coordinator"));
+    ck_assert_int_ne(ordo_conf_set(&c, "fault.scheduler", "retry", "test"), 0);
+}
+END_TEST
+
 /* the effective conf as printed (--print-conf, with its help comments) reads back as the same
  * conf: ordo-launch copies it to other hosts */
 START_TEST(printed_conf_reads_back)
@@ -362,9 +394,9 @@ START_TEST(compression_specs_and_their_pairs_are_checked)
                       ordo_error_detail());
     }
     ORDO_CK_OK(ordo_conf_set(&c, "push.compression", "onebit", "test"));
+    /* error feedback under restart: the residuals are kept for the restarted worker */
     ORDO_CK_OK(ordo_conf_set(&c, "fault.worker", "restart", "test"));
-    ORDO_CK_ERR(ordo_conf_validate(&c), ORDO_ERR_INVAL);
-    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "does not go with fault.worker = restart"));
+    ORDO_CK_OK(ordo_conf_validate(&c));
     ORDO_CK_OK(ordo_conf_set(&c, "push.compression", "onebit,ef=none", "test"));
     ORDO_CK_OK(ordo_conf_validate(&c));
     ORDO_CK_OK(ordo_conf_set(&c, "fault.worker", "abort", "test"));
@@ -459,6 +491,7 @@ static Suite *conf_suite(void)
     tcase_add_test(tc, auto_order_settings_follow_the_policy);
     tcase_add_test(tc, resume_refuses_what_checkpoints_do_not_hold);
     tcase_add_test(tc, fault_worker_modes_are_checked);
+    tcase_add_test(tc, fault_scheduler_modes_are_checked);
     tcase_add_test(tc, sync_and_straggle_keys_are_checked);
     tcase_add_test(tc, replicas_within_the_servers_and_dense_bsp);
     tcase_add_test(tc, compression_specs_and_their_pairs_are_checked);

@@ -513,8 +513,9 @@ END_TEST
 
 /* fault.worker = restart: a worker that registers after the start with a rank takes that
  * rank (the old one counted dead) and gets the WELCOME with the first iteration the rank did
- * not report; a rank restarted more than fault.restarts times aborts the run; summary.json
- * counts the changes */
+ * not report, and the old process is fenced (the servers told, its messages answered with
+ * ABORT); a rank restarted more than fault.restarts times aborts the run; summary.json counts
+ * the changes */
 START_TEST(a_restarted_worker_takes_the_dead_ones_rank)
 {
     rig_t r;
@@ -537,10 +538,13 @@ START_TEST(a_restarted_worker_takes_the_dead_ones_rank)
     ck_assert_int_eq(json_integer_value(json_object_get(o, "rejoin")), 7);
     json_decref(o);
     ordo_msg_close(&m);
+    /* the old worker 1's process is fenced: the server is told to refuse it */
+    expect_text(&r, SRV, ORDO_MSG_MEMBERS, "{\"fenced\":1,");
     nothing_more(&r);
-    /* the old worker 1's messages are dropped: its DONE does not count */
+    /* the old worker 1's messages are refused: its DONE does not count, it is told why */
     send_msg(&r, WA, ORDO_MSG_DONE, ORDO_ROLE_WORKER, 0, NULL);
     ck_assert_int_eq(feed(&r), 0);
+    expect_text(&r, WA, ORDO_MSG_ABORT, "fenced: worker 1 (pid 1001) was declared dead");
     send_msg(&r, WB, ORDO_MSG_DONE, ORDO_ROLE_WORKER, 0, NULL);
     ck_assert_int_eq(feed(&r), 0); /* worker 1 is not done yet */
     /* a second restart of rank 1 is one too many (fault.restarts = 1) */

@@ -1,0 +1,505 @@
+/* restart: the scheduler's side of fault.scheduler = restart (docs/fault.md). A scheduler
+ * of such a run keeps RUN/scheduler.json (its generation, pid and address) while the run
+ * lives and removes it at the run's end; one that starts and finds the file is a restart:
+ * it takes the next generation, takes up metrics.jsonl, and instead of a rendezvous waits
+ * for every server and worker to register again with what it holds (common/node_rejoin.h).
+ * It checks them against each other (the same key map and plan; no worker an iteration
+ * ahead of every server), welcomes each with its generation and the iteration the run log
+ * holds of it, and then takes the barriers, DONEs and reports they were waiting on. What
+ * the members sent before they registered again waits in a queue until then. */
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/node_rejoin.h"
+#include "scheduler/scheduler_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* messages kept before every member registered again (each a few hundred bytes) */
+#define STASH_MAX 65536
+
+static void state_path(const sched_t *s, char *path, size_t size)
+{
+    snprintf(path, size, "%s/scheduler.json", s->run_dir);
+}
+
+/* write_state writes RUN/scheduler.json through a temporary file and a rename */
+static int write_state(sched_t *s)
+{
+    char path[sizeof s->run_dir + 32], tmp[sizeof path + 8];
+    state_path(s, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    const char *run = json_string_value(json_object_get(json_object_get(s->plan, "intra"), "run"));
+    if (run) snprintf(s->intra_run, sizeof s->intra_run, "%s", run);
+    int ok = fprintf(f, "{\"generation\":%lld,\"pid\":%d,\"endpoint\":\"%s\",\"intra_run\":\"%s\"}\n",
+                     (long long)s->generation, (int)getpid(), s->endpoint, s->intra_run) > 0;
+    ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok &= fclose(f) == 0;
+    if (!ok || rename(tmp, path) != 0)
+        return ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
+int ordo__sched_restart_open(sched_t *s)
+{
+    s->generation = 0;
+    if (s->conf.fault_scheduler != ORDO_SCHED_RESTART) return 0;
+    if (!s->conf.run_name[0])
+        return ordo_error_set(ORDO_ERR_INVAL, "fault.scheduler = restart needs output.run: a new "
+                              "scheduler finds the run's folder by its name (scripts/ordo-launch "
+                              "sets one)");
+    char path[sizeof s->run_dir + 32];
+    state_path(s, path, sizeof path);
+    json_error_t jerr;
+    json_t *o = json_load_file(path, 0, &jerr);
+    if (!o && access(path, F_OK) == 0)
+        return ordo_error_set(ORDO_ERR_INVAL, "%s: %s (a restarted scheduler reads its "
+                              "predecessor's generation there)", path, jerr.text);
+    json_t *gen = json_object_get(o, "generation");
+    if (o && (!json_is_integer(gen) || json_integer_value(gen) < 1)) {
+        json_decref(o);
+        return ordo_error_set(ORDO_ERR_INVAL, "%s: generation is not a positive integer", path);
+    }
+    s->restarted = o != NULL;
+    s->generation = o ? json_integer_value(gen) + 1 : 1;
+    const char *run = json_string_value(json_object_get(o, "intra_run"));
+    if (run) snprintf(s->intra_run, sizeof s->intra_run, "%s", run);
+    json_decref(o);
+    ordo__sched_restart_plan(s);
+    s->reported = calloc((size_t)s->conf.workers, sizeof *s->reported);
+    if (!s->reported) return ORDO_ERR_NOMEM;
+    for (int i = 0; i < s->conf.workers; i++)
+        s->reported[i].prefix = -1;
+    if (s->restarted)
+        ORDO_INFO("found %s: this scheduler restarts the run as generation %lld and waits for "
+                  "its %d servers and %d workers to register again", path,
+                  (long long)s->generation, s->conf.servers, s->conf.workers);
+    return 0;
+}
+
+void ordo__sched_restart_plan(sched_t *s)
+{
+    json_t *intra = json_object_get(s->plan, "intra");
+    if (s->restarted && s->intra_run[0] && json_is_object(intra))
+        json_object_set_new(intra, "run", json_string(s->intra_run));
+    else if (!s->restarted && s->generation > 0 && json_is_object(intra) && s->endpoint[0]) {
+        int rc = write_state(s); /* the run id of a plan made from declarations */
+        if (rc) ORDO_WARN("%s", ordo_error_text(rc));
+    }
+}
+
+int ordo__sched_restart_listening(sched_t *s)
+{
+    if (s->conf.fault_scheduler != ORDO_SCHED_RESTART) return 0;
+    ordo_runlog_set_section(s->log, "scheduler_restarts", json_integer(s->generation - 1));
+    return write_state(s);
+}
+
+void ordo__sched_restart_close(sched_t *s, bool ended)
+{
+    if (ended && s->conf.fault_scheduler == ORDO_SCHED_RESTART) { /* nothing left to restart */
+        char path[sizeof s->run_dir + 32];
+        state_path(s, path, sizeof path);
+        unlink(path);
+    }
+    for (int i = 0; i < s->n_stash; i++)
+        ordo_msg_close(&s->stash[i]);
+    free(s->stash);
+    s->stash = NULL;
+    s->n_stash = s->cap_stash = 0;
+    for (int i = 0; s->members && i < s->n_members; i++) {
+        json_decref(s->members[i].rejoin);
+        s->members[i].rejoin = NULL;
+    }
+    for (int i = 0; s->reported && i < s->conf.workers; i++)
+        free(s->reported[i].bits);
+    free(s->reported);
+    s->reported = NULL;
+}
+
+static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *));
+
+/* server_version takes a welcomed server's answer (a STATS with its current "version") */
+static int server_version(sched_t *s, member_t *mb, ordo_msg_t *m)
+{
+    size_t len = 0;
+    const char *body = ordo_msg_data(m, 0, &len);
+    json_t *o = body ? json_loadb(body, len, 0, NULL) : NULL;
+    json_t *v = json_object_get(o, "version");
+    if (!mb->rejoin || !json_is_integer(v) || json_object_get(mb->rejoin, "current")) {
+        json_decref(o);
+        ordo_transport_drop(s->tp, m, "a server's version: unexpected or malformed", NULL);
+        return 0;
+    }
+    json_object_update(mb->rejoin, o); /* "version", and "clocks" under asp */
+    json_object_set_new(mb->rejoin, "current", json_true());
+    json_decref(o);
+    if (--s->versions_due > 0) return 0;
+    return finish_rebuild(s, s->rebuild_handle);
+}
+
+int ordo__sched_restart_stash(sched_t *s, ordo_msg_t *m)
+{
+    for (int i = 0; s->generation > 0 && m->hdr.type == ORDO_MSG_STATS && i < s->n_members; i++) {
+        member_t *mb = &s->members[i];
+        if (mb->role == ORDO_ROLE_SERVER && mb->rid_len == m->rid_len &&
+            !memcmp(mb->rid, m->rid, m->rid_len)) /* a server's version, due in a rebuild */
+            return s->restarted && !s->welcomed ? server_version(s, mb, m) : 0;
+    }
+    if (!s->restarted || s->welcomed || m->hdr.type == ORDO_MSG_REGISTER ||
+        m->hdr.type == ORDO_MSG_HEARTBEAT)
+        return -1;
+    if (s->n_stash == s->cap_stash) {
+        int cap = s->cap_stash ? s->cap_stash * 2 : 64;
+        ordo_msg_t *p = cap <= STASH_MAX ? malloc(sizeof *p * (size_t)cap) : NULL;
+        if (!p) {
+            ordo_transport_drop(s->tp, m, "too many messages before the members registered again",
+                                NULL);
+            return 0;
+        }
+        for (int i = 0; i < s->n_stash; i++)
+            ordo_msg_move(&p[i], &s->stash[i]);
+        free(s->stash);
+        s->stash = p;
+        s->cap_stash = cap;
+    }
+    ordo_msg_move(&s->stash[s->n_stash++], m);
+    return 0;
+}
+
+/* ---- which reports the run log holds: one bit per worker-iteration ---- */
+
+/* mark records worker's iter; false when it was recorded already */
+static bool mark(sched_t *s, int worker, int64_t iter)
+{
+    struct ordo__sched_seen *r = &s->reported[worker];
+    if (iter >= r->cap * 8) {
+        int64_t cap = r->cap ? r->cap : 128;
+        while (iter >= cap * 8)
+            cap *= 2;
+        uint8_t *b = realloc(r->bits, (size_t)cap);
+        if (!b) return true; /* no memory: taken as recorded, at worst a metrics line less */
+        memset(b + r->cap, 0, (size_t)(cap - r->cap));
+        r->bits = b;
+        r->cap = cap;
+    }
+    if (r->bits[iter / 8] & (1u << (iter % 8))) return false;
+    r->bits[iter / 8] |= (uint8_t)(1u << (iter % 8));
+    while (r->prefix + 1 < r->cap * 8 &&
+           (r->bits[(r->prefix + 1) / 8] & (1u << ((r->prefix + 1) % 8))))
+        r->prefix++;
+    return true;
+}
+
+void ordo__sched_restart_seen(void *ctx, int worker, int64_t iter)
+{
+    sched_t *s = ctx;
+    if (s->reported && worker >= 0 && worker < s->conf.workers && iter >= 0)
+        mark(s, worker, iter);
+}
+
+bool ordo__sched_restart_old_stats(sched_t *s, int worker, int64_t iter)
+{
+    if (!s->reported || worker < 0 || worker >= s->conf.workers || iter < 0) return false;
+    return !mark(s, worker, iter);
+}
+
+/* refuse answers a registration the rebuild cannot take, naming the field, and logs it */
+static void refuse(sched_t *s, const ordo_msg_t *m, const char *why)
+{
+    ORDO_WARN("refused a member registering again: %s", why);
+    ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, why);
+}
+
+/* check_one: what one member's registration must hold; "" when it does. *contradicts: the
+ * member's state is another run's (not a second copy of a rank) */
+static void check_one(sched_t *s, int role, int rank, json_t *st, char *why, size_t wsz,
+                      bool *contradicts)
+{
+    json_t *gen = json_object_get(st, "generation"), *plan = json_object_get(st, "plan");
+    int limit = role == ORDO_ROLE_SERVER ? s->conf.servers : s->conf.workers;
+    const char *rn = ordo_wire_role_name(role);
+    why[0] = '\0';
+    if (rank < 0 || rank >= limit) {
+        snprintf(why, wsz, "rank: %s %d registers again, but the run has %d", rn, rank, limit);
+        return;
+    }
+    for (int i = 0; i < s->n_members; i++)
+        if (s->members[i].role == role && s->members[i].rank == rank) {
+            snprintf(why, wsz, "rank: %s %d has registered again already (pid %d)", rn, rank,
+                     s->members[i].pid);
+            return;
+        }
+    *contradicts = true;
+    if (!json_is_integer(gen) || json_integer_value(gen) >= s->generation)
+        snprintf(why, wsz, "generation: %s %d obeys scheduler generation %lld; this one is "
+                 "generation %lld (a newer scheduler runs this job)", rn, rank,
+                 json_is_integer(gen) ? (long long)json_integer_value(gen) : -1LL,
+                 (long long)s->generation);
+    else if (!s->declared &&
+             (!json_is_integer(plan) || (uint64_t)json_integer_value(plan) != s->plan_digest))
+        snprintf(why, wsz, "plan: %s %d runs with another key map or plan than this "
+                 "scheduler computes from the conf (did the conf change?)", rn, rank);
+}
+
+/* newest: how far the servers got for worker w: under asp the newest push clock (the
+ * iteration of its next push) any server holds of it, else the newest value version; a
+ * worker that finished iteration t saw t + 1 or more (-1: nothing said) */
+static int64_t newest(const sched_t *s, int w)
+{
+    int64_t v = -1;
+    for (int i = 0; i < s->n_members; i++) {
+        if (s->members[i].role != ORDO_ROLE_SERVER) continue;
+        json_t *st = s->members[i].rejoin, *clocks = json_object_get(st, "clocks");
+        json_t *ver = clocks ? json_array_get(clocks, (size_t)w) : json_object_get(st, "version");
+        if (json_is_integer(ver) && json_integer_value(ver) > v) v = json_integer_value(ver);
+    }
+    return v;
+}
+
+/* check_all: the members against each other once all are in and the servers said their
+ * current versions (after every worker's state was taken); 0 or the abort's code */
+static int check_all(sched_t *s)
+{
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *m = &s->members[i];
+        json_t *it = json_object_get(m->rejoin, "iter");
+        if (m->role != ORDO_ROLE_WORKER || !json_is_integer(it) || json_integer_value(it) < 0)
+            continue;
+        int64_t v = newest(s, m->rank);
+        if (json_integer_value(it) >= v) {
+            char why[400];
+            snprintf(why, sizeof why, "iter: worker %d says it finished iteration %lld, ahead of "
+                     "every server (the newest %s %lld); its state contradicts theirs", m->rank,
+                     (long long)json_integer_value(it),
+                     s->conf.sync_mode == ORDO_SYNC_ASP ? "push of it they took is of iteration"
+                                                        : "value is version",
+                     (long long)v - (s->conf.sync_mode == ORDO_SYNC_ASP));
+            ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, why);
+            return ordo__sched_abort_run(s, why);
+        }
+    }
+    return 0;
+}
+
+/* take_state: a member's barrier and DONE, as if the messages came now */
+static void take_state(sched_t *s, member_t *m)
+{
+    json_t *b = json_object_get(m->rejoin, "barrier");
+    if (m->role != ORDO_ROLE_WORKER) return;
+    if (json_is_integer(b)) ordo__sched_on_barrier(s, m, json_integer_value(b));
+    if (json_is_true(json_object_get(m->rejoin, "done")) && !m->done) {
+        char *final = json_dumps(json_object_get(m->rejoin, "final"), JSON_COMPACT);
+        if (final && s->log) ordo_runlog_final(s->log, m->rank, final);
+        free(final);
+        m->done = true;
+        s->n_done++;
+    }
+}
+
+static int welcome_one(sched_t *s, member_t *m);
+
+/* welcome sends the WELCOME of a rebuilt run to every member of role */
+static int welcome(sched_t *s, int role)
+{
+    for (int i = 0; i < s->n_members; i++) {
+        if (s->members[i].role != role) continue;
+        int rc = welcome_one(s, &s->members[i]);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* welcome_one sends m the WELCOME of a rebuilt run: its generation, and to a worker the
+ * iteration up to which the run log has all of its reports */
+static int welcome_one(sched_t *s, member_t *m)
+{
+    char *text = ordo__sched_welcome_text(s, m, -1);
+    json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    if (!o) return ordo__sched_abort_run(s, "out of memory for the WELCOME");
+    json_object_set_new(o, "rejoined", json_true());
+    if (m->role == ORDO_ROLE_WORKER)
+        json_object_set_new(o, "reported", json_integer(s->reported[m->rank].prefix));
+    text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!text) return ordo__sched_abort_run(s, "out of memory for the WELCOME");
+    ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_WELCOME, text);
+    free(text);
+    m->last_seen_ns = ordo_clock_ns();
+    ordo_liveness_init(&m->live, m->last_seen_ns, s->conf.timeout_ms,
+                       ordo_conf_timeout_max_ms(&s->conf), 2 * s->conf.heartbeat_ms);
+    return 0;
+}
+
+/* complete: every member is back: the servers are welcomed first and answer with their
+ * current versions (server_version), then finish_rebuild goes on */
+static int complete(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *))
+{
+    if (s->declared) { /* the plan comes from the declarations the workers sent again */
+        int rc = ordo__sched_plan_declared(s);
+        if (rc) return rc;
+        for (int i = 0; i < s->n_members; i++) {
+            json_t *plan = json_object_get(s->members[i].rejoin, "plan");
+            if (json_is_integer(plan) && (uint64_t)json_integer_value(plan) == s->plan_digest)
+                continue;
+            char why[400], name[320];
+            snprintf(why, sizeof why, "plan: %s runs with another key map or plan than the "
+                     "workers' declarations give now",
+                     ordo__sched_member_name(&s->members[i], name, sizeof name));
+            return ordo__sched_abort_run(s, why);
+        }
+    }
+    s->rebuild_handle = handle;
+    s->versions_due = s->conf.servers;
+    return welcome(s, ORDO_ROLE_SERVER);
+}
+
+/* finish_rebuild: the check, the workers' WELCOME, their barriers and DONEs, then what came
+ * before; 0 to go on, 1 when every worker was done, or an abort */
+static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *))
+{
+    int rc = check_all(s);
+    if (rc) return rc;
+    s->welcomed = true;
+    if ((rc = welcome(s, ORDO_ROLE_WORKER)) != 0) return rc;
+    int64_t newest = -1;
+    for (int w = 0; w < s->conf.workers; w++)
+        if (s->reported[w].prefix > newest) newest = s->reported[w].prefix;
+    ORDO_INFO("cluster complete: every member registered again %.0f ms after this scheduler "
+              "started, and the run goes on under generation %lld (the run log holds every "
+              "iteration up to %lld); run folder %s",
+              (double)(ordo_clock_ns() - s->start_ns) / 1e6, (long long)s->generation,
+              (long long)newest, s->run_dir);
+    for (int i = 0; i < s->n_members; i++)
+        take_state(s, &s->members[i]);
+    /* what the members sent before they registered again, in the order it came */
+    for (int i = 0; i < s->n_stash && rc == 0; i++)
+        rc = handle(s, &s->stash[i]);
+    for (int i = 0; i < s->n_stash; i++)
+        ordo_msg_close(&s->stash[i]);
+    s->n_stash = 0;
+    if (rc) return rc;
+    return s->n_done == s->n_live ? 1 : 0;
+}
+
+/* take_back: a member of this live scheduler's run found it silent (it was paused, or cut
+ * off) and registers again: the scheduler is still the run's, so it welcomes the member
+ * back under a new generation (newer than any the members obey) */
+static int take_back(sched_t *s, member_t *mb, ordo_msg_t *m, json_t *o)
+{
+    if (mb->rejoin && json_equal(mb->rejoin, json_object_get(o, "rejoin")) &&
+        mb->rid_len == m->rid_len && !memcmp(mb->rid, m->rid, m->rid_len))
+        return 0; /* a copy the member sent again: it was welcomed back */
+    s->generation++;
+    int rc = write_state(s);
+    if (rc) ORDO_WARN("%s", ordo_error_text(rc));
+    memcpy(mb->rid, m->rid, m->rid_len);
+    mb->rid_len = m->rid_len;
+    json_decref(mb->rejoin);
+    mb->rejoin = json_incref(json_object_get(o, "rejoin"));
+    mb->pid = (int)json_integer_value(json_object_get(o, "pid"));
+    ordo__sched_member_fresh(s, mb, o);
+    char name[320];
+    ORDO_WARN("%s found this scheduler silent and registered again: welcomed back under "
+              "generation %lld", ordo__sched_member_name(mb, name, sizeof name),
+              (long long)s->generation);
+    if ((rc = welcome_one(s, mb)) != 0) return rc;
+    if (mb->role == ORDO_ROLE_WORKER) take_state(s, mb);
+    return s->n_done == s->n_live ? 1 : 0;
+}
+
+int ordo__sched_restart_register(sched_t *s, ordo_msg_t *m, json_t *o,
+                                 int (*handle)(sched_t *, ordo_msg_t *))
+{
+    json_t *st = json_object_get(o, "rejoin");
+    const char *role = json_string_value(json_object_get(o, "role"));
+    int r = role && !strcmp(role, "server") ? ORDO_ROLE_SERVER : ORDO_ROLE_WORKER;
+    int rank = (int)json_integer_value(json_object_get(o, "rank"));
+    char why[600];
+    if (!s->restarted && s->welcomed && json_is_object(st)) {
+        member_t *back = NULL;
+        for (int i = 0; i < s->n_members; i++)
+            if (s->members[i].role == r && s->members[i].rank == rank && !s->members[i].dead &&
+                !s->members[i].gone)
+                back = &s->members[i];
+        if (back) return take_back(s, back, m, o);
+    }
+    if (!s->restarted) {
+        snprintf(why, sizeof why, "this scheduler (generation %lld) started a new run; it takes "
+                 "no member of an earlier one", (long long)s->generation);
+        refuse(s, m, why);
+        return 0;
+    }
+    if (s->welcomed) { /* the rebuild is over: a late copy, or a member it did not wait for */
+        for (int i = 0; i < s->n_members; i++)
+            if (s->members[i].role == r && s->members[i].rank == rank &&
+                s->members[i].rid_len == m->rid_len &&
+                !memcmp(s->members[i].rid, m->rid, m->rid_len))
+                return 0; /* the same process again: it was welcomed */
+        snprintf(why, sizeof why, "the run was rebuilt without %s %d", role, rank);
+        refuse(s, m, why);
+        return 0;
+    }
+    if (!json_is_object(st)) {
+        refuse(s, m, "this scheduler restarts a run (it found RUN/scheduler.json) and takes only "
+                     "its members registering again; a new run needs another output.run, or "
+                     "the file removed");
+        return 0;
+    }
+    for (int i = 0; i < s->n_members; i++) /* a copy the member sent again: it is in */
+        if (s->members[i].role == r && s->members[i].rank == rank &&
+            s->members[i].rid_len == m->rid_len && !memcmp(s->members[i].rid, m->rid, m->rid_len))
+            return 0;
+    bool contradicts = false;
+    check_one(s, r, rank, st, why, sizeof why, &contradicts);
+    if (!why[0] && s->cannot_rebuild[0])
+        snprintf(why, sizeof why, "the run cannot be rebuilt: %s", s->cannot_rebuild);
+    if (why[0]) {
+        refuse(s, m, why);
+        /* a member that holds another run's state: the run cannot be rebuilt from these;
+         * every member is told (refused as it comes, ABORT to those welcomed) */
+        if (contradicts && !s->cannot_rebuild[0])
+            snprintf(s->cannot_rebuild, sizeof s->cannot_rebuild, "%s", why);
+        if (contradicts || s->cannot_rebuild[0]) s->n_refused++;
+        if (s->cannot_rebuild[0] &&
+            s->n_servers + s->n_workers + s->n_refused >= s->conf.servers + s->conf.workers)
+            return ordo__sched_abort_run(s, s->cannot_rebuild);
+        return 0;
+    }
+    member_t *mb = &s->members[s->n_members++];
+    memset(mb, 0, sizeof *mb);
+    memcpy(mb->rid, m->rid, m->rid_len);
+    mb->rid_len = m->rid_len;
+    mb->role = r;
+    mb->want_rank = mb->rank = rank;
+    mb->pid = (int)json_integer_value(json_object_get(o, "pid"));
+    const char *ep = json_string_value(json_object_get(o, "endpoint"));
+    if (ep) snprintf(mb->endpoint, sizeof mb->endpoint, "%s", ep);
+    const char *intra = json_string_value(json_object_get(o, "intra"));
+    if (intra && (!strcmp(intra, "shm") || !strcmp(intra, "nccl")))
+        snprintf(mb->intra, sizeof mb->intra, "%s", intra);
+    const char *comp = json_string_value(json_object_get(o, "compression"));
+    if (comp && r == ORDO_ROLE_WORKER) snprintf(mb->compression, sizeof mb->compression, "%s", comp);
+    json_t *tensors = json_object_get(o, "tensors");
+    if (s->declared && r == ORDO_ROLE_WORKER && json_is_array(tensors))
+        mb->tensors = json_incref(tensors);
+    mb->rejoin = json_incref(st);
+    mb->last_seen_ns = ordo_clock_ns();
+    ordo__sched_member_fresh(s, mb, o);
+    int *count = r == ORDO_ROLE_SERVER ? &s->n_servers : &s->n_workers;
+    (*count)++;
+    char name[320];
+    ORDO_INFO("%s registered again (%d/%d servers, %d/%d workers)",
+              ordo__sched_member_name(mb, name, sizeof name), s->n_servers, s->conf.servers,
+              s->n_workers, s->conf.workers);
+    if (s->n_servers < s->conf.servers || s->n_workers < s->conf.workers) return 0;
+    if (s->cannot_rebuild[0]) return ordo__sched_abort_run(s, s->cannot_rebuild);
+    return complete(s, handle);
+}

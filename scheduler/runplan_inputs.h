@@ -1,0 +1,28 @@
+/* runplan_inputs: what every planner of the run (runplan.c's order, runplan_merge.c,
+ * runplan_step.c, runplan_compress.c) reads of the conf, the model and the key map: the link
+ * rate, each key's channel, and the measured or scaled op times. It calls no planner. */
+#ifndef ORDO_RUNPLAN_INPUTS_H
+#define ORDO_RUNPLAN_INPUTS_H
+
+#include "common/conf.h"
+#include "common/keys.h"
+#include "core/model.h"
+#include "planner/oracle.h"
+
+/* The link rate the planners assume when [net] bandwidth is 0 (no emulation): 10gbit. */
+#define ORDO_RUNPLAN_DEFAULT_BPS 10e9
+
+/* ordo_runplan_oracle sets *out to the oracle planning uses: the conf's [order] oracle file,
+ * or the profile's op times scaled by compute_scale when the run emulates compute at another
+ * scale, or NULL (the profile's times). Caller destroys it. */
+int ordo_runplan_oracle(const ordo_conf_t *conf, const ordo_model_t *m, ordo_oracle_t **out);
+
+/* ordo_runplan_bps returns the link rate the planners assume for conf: [order]
+ * plan_bandwidth, else [net] bandwidth, else ORDO_RUNPLAN_DEFAULT_BPS. */
+double ordo_runplan_bps(const ordo_conf_t *conf);
+
+/* ordo_runplan_channels writes each key's planning channel into channel[n_keys]: the
+ * server holding most of its bytes (ties: the server of its lowest chunk). */
+void ordo_runplan_channels(const ordo_keys_t *keys, int *channel);
+
+#endif
