@@ -545,7 +545,7 @@ int ordo__ps_on_push_ack(ordo__ps_t *w, ordo_msg_t *m)
 
 /* [fault] replicas: an answer about a slice from a server that no longer holds it (one
  * declared dead that came back: a paused process, a healed partition) is a late one; its
- * acknowledgement or value is never counted (docs/fault.md, "Fencing") */
+ * acknowledgement or value is never counted (docs/durability.md, "Fencing") */
 static bool from_fenced_server(ordo__ps_t *w, const ordo_msg_t *m)
 {
     const ordo_keys_t *k = w->node.keys;

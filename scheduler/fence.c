@@ -1,4 +1,4 @@
-/* fence: the scheduler's side of fencing late peers (docs/fault.md, "Fencing"). A worker
+/* fence: the scheduler's side of fencing late peers (docs/durability.md, "Fencing"). A worker
  * declared dead (fault.worker = restart or shrink) may not be dead: a paused process, a host
  * behind a partition. Its process is fenced at the verdict: its connections (the main socket's
  * routing id, its heartbeat id and socket) are remembered, every message that comes from them

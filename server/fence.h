@@ -1,4 +1,4 @@
-/* fence: a server's side of fencing late workers (docs/fault.md, "Fencing"). A worker's
+/* fence: a server's side of fencing late workers (docs/durability.md, "Fencing"). A worker's
  * process introduces each data connection with a HELLO carrying its heartbeat id (the id its
  * REGISTER gave the scheduler); when the scheduler declares the worker dead it tells the
  * servers that id (MEMBERS "fenced"), and from then on every message on that process's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Full disks and damaged checkpoints (docs/fault.md, "Disks"). The run folder lives on a 1 MiB
+# Full disks and damaged checkpoints (docs/durability.md, "Disks"). The run folder lives on a 1 MiB
 # tmpfs; a 2-server, 2-worker job (a 32768-float profile model, momentum, a checkpoint every 10
 # updates) fills it up mid-run:
 #   - fault.disk_full = retry: each failed checkpoint is logged naming the file and errno, the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fencing a late worker (docs/fault.md, "Fencing"): under fault.worker = restart, worker 1 of a
+# Fencing a late worker (docs/durability.md, "Fencing"): under fault.worker = restart, worker 1 of a
 # synthetic run (2 servers, 2 workers) is paused (SIGSTOP) until the scheduler declares it
 # dead; a new process takes rank 1 and rejoins; then the paused process is resumed (SIGCONT).
 # It is refused (it stops with an error naming the fence, not status 0) and never changes a

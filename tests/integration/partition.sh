@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Partitions (docs/fault.md, "Partitions"): two hosts on network namespaces joined by a veth
+# Partitions (docs/durability.md, "Partitions"): two hosts on network namespaces joined by a veth
 # pair; host A runs the scheduler, the servers and worker 0, host B the member whose link is
 # cut (`ip link set down` on B's end):
 #   1. worker 1 on B, cut for 1 s (a third of fault.timeout_ms): nobody is declared dead, and
