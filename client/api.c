@@ -29,7 +29,7 @@
 
 const char *ordo_last_error(void)
 {
-    return ordo_error_detail();
+    return ordo__error_detail();
 }
 
 const char *ordo_version(void)
@@ -40,7 +40,7 @@ const char *ordo_version(void)
 /* ordo__api_fail returns rc with a message: the detail already set, else the code's text. */
 int ordo__api_fail(int rc)
 {
-    if (rc && !ordo_error_detail()[0]) ordo_error_set(rc, "%s", ordo_strerror(rc));
+    if (rc && !ordo__error_detail()[0]) ordo__error_set(rc, "%s", ordo_strerror(rc));
     return rc;
 }
 
@@ -49,26 +49,26 @@ int ordo__api_cluster_failed(ordo_t *o, int rc)
 {
     if (!o->failed) {
         o->failed = rc;
-        snprintf(o->failed_msg, sizeof o->failed_msg, "%s", ordo_error_text(rc));
+        snprintf(o->failed_msg, sizeof o->failed_msg, "%s", ordo__error_text(rc));
     }
-    return ordo_error_set(o->failed, "%s", o->failed_msg);
+    return ordo__error_set(o->failed, "%s", o->failed_msg);
 }
 
 /* ordo__api_usable checks that o is joined and healthy. */
 int ordo__api_usable(ordo_t *o, const char *fn)
 {
-    ordo_error_clear();
-    if (!o) return ordo_error_set(ORDO_ERR_INVAL, "%s: NULL handle", fn);
-    if (o->failed) return ordo_error_set(o->failed, "%s", o->failed_msg);
-    if (o->state == NEW) return ordo_error_set(ORDO_ERR_INVAL, "%s: call ordo_join first", fn);
-    if (o->state == LEFT) return ordo_error_set(ORDO_ERR_CLOSED, "%s: this worker left", fn);
+    ordo__error_clear();
+    if (!o) return ordo__error_set(ORDO_ERR_INVAL, "%s: NULL handle", fn);
+    if (o->failed) return ordo__error_set(o->failed, "%s", o->failed_msg);
+    if (o->state == NEW) return ordo__error_set(ORDO_ERR_INVAL, "%s: call ordo_join first", fn);
+    if (o->state == LEFT) return ordo__error_set(ORDO_ERR_CLOSED, "%s: this worker left", fn);
     return 0;
 }
 
 int ordo__api_check_tensor(const ordo_t *o, int tensor, const char *fn)
 {
     if (tensor < 0 || tensor >= o->n_tensors)
-        return ordo_error_set(ORDO_ERR_NOTFOUND, "%s: no tensor %d (there are %d)", fn, tensor,
+        return ordo__error_set(ORDO_ERR_NOTFOUND, "%s: no tensor %d (there are %d)", fn, tensor,
                               o->n_tensors);
     return 0;
 }
@@ -77,11 +77,11 @@ int ordo__api_check_tensor(const ordo_t *o, int tensor, const char *fn)
 
 int ordo_new(const char *conf_path, ordo_t **out)
 {
-    ordo_error_clear();
+    ordo__error_clear();
     if (!out) return ordo__api_fail(ORDO_ERR_INVAL);
     ordo_t *o = calloc(1, sizeof *o);
     if (!o) return ordo__api_fail(ORDO_ERR_NOMEM);
-    ordo_conf_defaults(&o->conf);
+    ordo__conf_defaults(&o->conf);
     o->conf.io_thread = true;
     o->rank = o->size = o->servers = -1;
     int rc;
@@ -89,8 +89,8 @@ int ordo_new(const char *conf_path, ordo_t **out)
         const char *env = getenv("ORDO_CONF");
         if (env && env[0]) conf_path = env;
     }
-    if (conf_path && (rc = ordo_conf_load_file(&o->conf, conf_path)) != 0) goto fail;
-    if ((rc = ordo_conf_apply_env(&o->conf)) != 0) goto fail;
+    if (conf_path && (rc = ordo__conf_load_file(&o->conf, conf_path)) != 0) goto fail;
+    if ((rc = ordo__conf_apply_env(&o->conf)) != 0) goto fail;
     *out = o;
     return 0;
 fail:
@@ -100,11 +100,11 @@ fail:
 
 int ordo_set(ordo_t *o, const char *key, const char *value)
 {
-    ordo_error_clear();
-    if (!o || !key || !value) return ordo_error_set(ORDO_ERR_INVAL, "ordo_set: NULL argument");
+    ordo__error_clear();
+    if (!o || !key || !value) return ordo__error_set(ORDO_ERR_INVAL, "ordo_set: NULL argument");
     if (o->state != NEW)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_set %s: the conf is fixed once joined", key);
-    return ordo__api_fail(ordo_conf_set(&o->conf, key, value, "ordo_set"));
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_set %s: the conf is fixed once joined", key);
+    return ordo__api_fail(ordo__conf_set(&o->conf, key, value, "ordo_set"));
 }
 
 /* add_tensor appends a tensor (name copied). */
@@ -132,12 +132,12 @@ static int add_tensor(ordo_t *o, const char *name, int64_t numel)
 
 int ordo_declare(ordo_t *o, const char *name, int64_t numel, int *tensor)
 {
-    ordo_error_clear();
-    if (!o || !name) return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare: NULL argument");
+    ordo__error_clear();
+    if (!o || !name) return ordo__error_set(ORDO_ERR_INVAL, "ordo_declare: NULL argument");
     if (o->state != NEW)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare \"%s\": declare before ordo_join", name);
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_declare \"%s\": declare before ordo_join", name);
     if (numel <= 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare \"%s\": %lld elements (must be > 0)", name,
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_declare \"%s\": %lld elements (must be > 0)", name,
                               (long long)numel);
     int rc = add_tensor(o, name, numel);
     if (rc) return ordo__api_fail(rc);
@@ -147,7 +147,7 @@ int ordo_declare(ordo_t *o, const char *name, int64_t numel, int *tensor)
 
 /* match_keys checks the declared tensors against the cluster's key map, or adopts the
  * cluster's tensors when none were declared. */
-static int match_keys(ordo_t *o, const ordo_keys_t *k)
+static int match_keys(ordo_t *o, const ordo__keys_t *k)
 {
     if (o->n_tensors == 0) {
         for (int key = 0; key < k->n_keys; key++) {
@@ -159,13 +159,13 @@ static int match_keys(ordo_t *o, const ordo_keys_t *k)
         return 0;
     }
     if (o->n_tensors != k->n_keys)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "the program declared %d tensors, the cluster's model has %d "
                               "([model] in its conf)",
                               o->n_tensors, k->n_keys);
     for (int i = 0; i < o->n_tensors; i++)
         if (o->t[i].numel != k->numel[i])
-            return ordo_error_set(ORDO_ERR_INVAL,
+            return ordo__error_set(ORDO_ERR_INVAL,
                                   "tensor %d \"%s\": declared %lld elements, the cluster's "
                                   "tensor %d has %lld ([model] in its conf)",
                                   i, o->t[i].name, (long long)o->t[i].numel, i,
@@ -223,36 +223,36 @@ static void rejoined(ordo_t *o)
 
 int ordo_join(ordo_t *o)
 {
-    ordo_error_clear();
-    if (!o) return ordo_error_set(ORDO_ERR_INVAL, "ordo_join: NULL handle");
-    if (o->state != NEW) return ordo_error_set(ORDO_ERR_INVAL, "ordo_join: already joined");
-    ordo_conf_resolve(&o->conf);
-    int rc = ordo_conf_validate(&o->conf);
+    ordo__error_clear();
+    if (!o) return ordo__error_set(ORDO_ERR_INVAL, "ordo_join: NULL handle");
+    if (o->state != NEW) return ordo__error_set(ORDO_ERR_INVAL, "ordo_join: already joined");
+    ordo__conf_resolve(&o->conf);
+    int rc = ordo__conf_validate(&o->conf);
     if (rc) return ordo__api_fail(rc);
     bool declared = !strcmp(o->conf.trainer, "declared");
     if (declared && o->n_tensors == 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_join: [model] trainer = declared, but the "
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_join: [model] trainer = declared, but the "
                                            "program declared no tensors (ordo_declare)");
     for (int i = 0; !declared && i < o->n_tensors; i++)
         if (o->t[i].update.kind != ORDO_UPDATE_CONF)
-            return ordo_error_set(ORDO_ERR_INVAL,
+            return ordo__error_set(ORDO_ERR_INVAL,
                                   "ordo_join: tensor %d \"%s\" declares its update rule, which "
                                   "needs [model] trainer = declared (the conf has %s)",
                                   i, o->t[i].name, o->conf.trainer);
-    ordo_log_level_t lvl;
-    if (ordo_log_parse_level(o->conf.log_level, &lvl) == 0) ordo_log_set_level(lvl);
-    ordo_log_set_role("worker", -1);
+    ordo__log_level_t lvl;
+    if (ordo__log_parse_level(o->conf.log_level, &lvl) == 0) ordo__log_set_level(lvl);
+    ordo__log_set_role("worker", -1);
     char *tensors = NULL;
     if ((rc = declarations_json(o, &tensors)) != 0) return ordo__api_fail(rc);
     rc = ordo__ps_join(&o->conf, tensors, o->op_times, o->op_times_ctx, &o->w);
     free(tensors);
-    if (rc) return ordo__api_fail(ordo_error_context(rc, "ordo_join"));
+    if (rc) return ordo__api_fail(ordo__error_context(rc, "ordo_join"));
     if ((rc = match_keys(o, ordo__ps_keys(o->w))) != 0) {
         char why[600];
-        snprintf(why, sizeof why, "worker %d: %s", ordo__ps_rank(o->w), ordo_error_text(rc));
+        snprintf(why, sizeof why, "worker %d: %s", ordo__ps_rank(o->w), ordo__error_text(rc));
         ordo__ps_abort(o->w, why);
         ordo__ps_destroy(&o->w);
-        return ordo_error_set(rc, "%s", why);
+        return ordo__error_set(rc, "%s", why);
     }
     ordo__api_set_priorities(o, ordo__ps_plan(o->w));
     rejoined(o);
@@ -260,7 +260,7 @@ int ordo_join(ordo_t *o)
     if (o->conf.trace) {
         char name[64];
         snprintf(name, sizeof name, "worker %d", o->rank);
-        if ((rc = ordo_trace_new(name, 1000 + o->rank, &o->trace)) != 0) {
+        if ((rc = ordo__trace_new(name, 1000 + o->rank, &o->trace)) != 0) {
             ordo__ps_abort(o->w, "out of memory for the trace");
             ordo__ps_destroy(&o->w);
             return ordo__api_fail(rc);
@@ -269,9 +269,9 @@ int ordo_join(ordo_t *o)
     }
     o->size = ordo__ps_n_workers(o->w);
     o->servers = ordo__ps_n_servers(o->w);
-    ordo_log_set_role("worker", o->rank);
+    ordo__log_set_role("worker", o->rank);
     o->state = JOINED;
-    o->step_t0_ns = ordo_clock_ns();
+    o->step_t0_ns = ordo__clock_ns();
     return 0;
 }
 
@@ -289,7 +289,7 @@ int ordo_leave_with(ordo_t *o, const char *final_json)
     if (o->trace) {
         char path[4200];
         snprintf(path, sizeof path, "%s/trace-worker-%d.json", ordo__ps_run_dir(o->w), o->rank);
-        if ((rc = ordo_trace_write(o->trace, path)) != 0) return ordo__api_fail(rc);
+        if ((rc = ordo__trace_write(o->trace, path)) != 0) return ordo__api_fail(rc);
     }
     if ((rc = ordo__ps_finish(o->w, final_json)) != 0) return ordo__api_cluster_failed(o, rc);
     ordo__ps_set_trace(o->w, NULL);
@@ -313,7 +313,7 @@ void ordo_abort(ordo_t *o, const char *reason)
 int ordo__api_unbound(const ordo_t *o, const char *fn)
 {
     if (!o->bound) return 0;
-    return ordo_error_set(ORDO_ERR_INVAL,
+    return ordo__error_set(ORDO_ERR_INVAL,
                           "%s: the model is bound (ordo_bind); use the iteration calls or "
                           "ordo_unbind first", fn);
 }
@@ -338,7 +338,7 @@ void ordo_destroy(ordo_t **op)
     ordo__api_unbind(o);
     if (o->w) ordo__ps_set_trace(o->w, NULL);
     ordo__ps_destroy(&o->w);
-    ordo_trace_destroy(&o->trace);
+    ordo__trace_destroy(&o->trace);
     for (int i = 0; i < o->n_tensors; i++)
         free(o->t[i].name);
     free(o->t);
@@ -439,7 +439,7 @@ static int op_of(const ordo_t *o, ordo_handle_t h, const char *fn)
     int64_t s = (h & 0xffffffff) - 1;
     if (h <= 0 || s < 0 || s >= o->cap_ops || !o->ops[s].used ||
         o->ops[s].gen != (uint32_t)(h >> 32)) {
-        ordo_error_set(ORDO_ERR_NOTFOUND, "%s: no transfer with handle %lld (already released?)", fn,
+        ordo__error_set(ORDO_ERR_NOTFOUND, "%s: no transfer with handle %lld (already released?)", fn,
                        (long long)h);
         return -1;
     }
@@ -496,21 +496,21 @@ static int pump(ordo_t *o, int timeout_ms)
 static int wait_until_done(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64_t arg,
                            int timeout_ms)
 {
-    int64_t deadline = timeout_ms < 0 ? -1 : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
+    int64_t deadline = timeout_ms < 0 ? -1 : ordo__clock_ns() + (int64_t)timeout_ms * 1000000;
     while (!done(o, arg)) {
         int left = -1;
         if (deadline >= 0) {
-            int64_t ns = deadline - ordo_clock_ns();
+            int64_t ns = deadline - ordo__clock_ns();
             left = ns > 0 ? (int)((ns + 999999) / 1000000) : 0;
         }
         int rc = pump(o, left);
         if (rc == ORDO_ERR_TIMEDOUT) {
-            if (deadline >= 0 && ordo_clock_ns() >= deadline && !done(o, arg))
-                return ordo_error_set(ORDO_ERR_TIMEDOUT, "not complete after %d ms", timeout_ms);
+            if (deadline >= 0 && ordo__clock_ns() >= deadline && !done(o, arg))
+                return ordo__error_set(ORDO_ERR_TIMEDOUT, "not complete after %d ms", timeout_ms);
             continue;
         }
         if (rc == ORDO_ERR_AGAIN)
-            return done(o, arg) ? 0 : ordo_error_set(ORDO_ERR_AGAIN, "interrupted (ordo_interrupt)");
+            return done(o, arg) ? 0 : ordo__error_set(ORDO_ERR_AGAIN, "interrupted (ordo_interrupt)");
         if (rc) return rc;
     }
     return 0;
@@ -521,9 +521,9 @@ int ordo__api_wait_until(ordo_t *o, bool (*done)(const ordo_t *, int64_t), int64
                          int timeout_ms)
 {
     if (done(o, arg)) return 0;
-    int64_t t0 = ordo_clock_ns();
+    int64_t t0 = ordo__clock_ns();
     int rc = wait_until_done(o, done, arg, timeout_ms);
-    o->step_wait_ns += ordo_clock_ns() - t0;
+    o->step_wait_ns += ordo__clock_ns() - t0;
     return rc;
 }
 
@@ -560,7 +560,7 @@ int ordo_test(ordo_t *o, ordo_handle_t h)
     while (!o->ops[s].done && (rc = pump(o, 0)) == 0) {
     }
     if (!o->ops[s].done && rc != ORDO_ERR_TIMEDOUT && rc != ORDO_ERR_AGAIN) return rc;
-    ordo_error_clear();
+    ordo__error_clear();
     if (!o->ops[s].done) return ORDO_ERR_AGAIN;
     op_release(o, s);
     return 0;
@@ -590,7 +590,7 @@ int ordo_init(ordo_t *o, int tensor, const float *values)
     if (!rc) rc = ordo__api_unbound(o, "ordo_init");
     if (!rc) rc = ordo__api_check_tensor(o, tensor, "ordo_init");
     if (rc) return rc;
-    if (!values) return ordo_error_set(ORDO_ERR_INVAL, "ordo_init: NULL values");
+    if (!values) return ordo__error_set(ORDO_ERR_INVAL, "ordo_init: NULL values");
     if ((rc = ordo__ps_init(o->w, tensor, values)) != 0) return ordo__api_cluster_failed(o, rc);
     return 0;
 }
@@ -604,17 +604,17 @@ static int start(ordo_t *o, int tensor, uint8_t need, const void *buf, const cha
     if (!rc) rc = ordo__api_check_tensor(o, tensor, fn);
     if (rc) return rc;
     tensor_t *t = &o->t[tensor];
-    if (!buf) return ordo_error_set(ORDO_ERR_INVAL, "%s \"%s\": NULL buffer", fn, t->name);
+    if (!buf) return ordo__error_set(ORDO_ERR_INVAL, "%s \"%s\": NULL buffer", fn, t->name);
     if (ordo__ps_push_path(o->w)->ops->whole_iterations)
-        return ordo_error_set(ORDO_ERR_NOTSUP,
+        return ordo__error_set(ORDO_ERR_NOTSUP,
                               "%s \"%s\": in host groups ([cluster] local_size, [intra] backend) "
                               "a group moves whole iterations: use ordo_bind and its calls", fn,
                               t->name);
     if ((need & NEED_PUSH) && t->push_op >= 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "%s \"%s\": a push of this tensor is in flight", fn,
+        return ordo__error_set(ORDO_ERR_INVAL, "%s \"%s\": a push of this tensor is in flight", fn,
                               t->name);
     if ((need & NEED_PULL) && t->pull_op >= 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "%s \"%s\": a pull of this tensor is in flight", fn,
+        return ordo__error_set(ORDO_ERR_INVAL, "%s \"%s\": a pull of this tensor is in flight", fn,
                               t->name);
     if ((rc = op_new(o, tensor, need, h == NULL, slot)) != 0) return ordo__api_fail(rc);
     return 0;
@@ -634,7 +634,7 @@ static int issued(ordo_t *o, int s, int rc, ordo_handle_t *h)
     tensor_t *t = &o->t[p->tensor];
     if (p->need & NEED_PUSH) {
         t->push_op = s;
-        o->step_push_ns = ordo_clock_ns();
+        o->step_push_ns = ordo__clock_ns();
     }
     if (p->need & NEED_PULL) t->pull_op = s;
     if (h) *h = handle_of(o, s);
@@ -666,7 +666,7 @@ int ordo_pushpull(ordo_t *o, int tensor, const float *grad, float *dst, int prio
     if (!dst) {
         o->in_flight--;
         op_release(o, s);
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_pushpull \"%s\": NULL dst", o->t[tensor].name);
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_pushpull \"%s\": NULL dst", o->t[tensor].name);
     }
     tensor_t *t = &o->t[tensor];
     rc = ordo__ps_pushpull(o->w, tensor, grad, dst, t->version, priority);
@@ -678,20 +678,20 @@ int ordo_pushpull(ordo_t *o, int tensor, const float *grad, float *dst, int prio
 
 int ordo_declare_update(ordo_t *o, int tensor, const ordo_update_t *u)
 {
-    ordo_error_clear();
-    if (!o || !u) return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare_update: NULL argument");
+    ordo__error_clear();
+    if (!o || !u) return ordo__error_set(ORDO_ERR_INVAL, "ordo_declare_update: NULL argument");
     if (o->state != NEW)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare_update: declare before ordo_join");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_declare_update: declare before ordo_join");
     int rc = ordo__api_check_tensor(o, tensor, "ordo_declare_update");
     if (rc) return rc;
     const char *name = o->t[tensor].name;
     if (u->kind != ORDO_UPDATE_CONF && u->kind != ORDO_UPDATE_SGD && u->kind != ORDO_UPDATE_AVERAGE)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare_update \"%s\": unknown kind %d", name,
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_declare_update \"%s\": unknown kind %d", name,
                               u->kind);
     if (u->kind == ORDO_UPDATE_SGD &&
         (!isfinite(u->lr) || u->lr < 0 || !isfinite(u->momentum) || u->momentum < 0 ||
          !isfinite(u->weight_decay) || u->weight_decay < 0))
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "ordo_declare_update \"%s\": lr %g, momentum %g, weight_decay %g "
                               "(each must be finite and >= 0)",
                               name, u->lr, u->momentum, u->weight_decay);
@@ -701,10 +701,10 @@ int ordo_declare_update(ordo_t *o, int tensor, const ordo_update_t *u)
 
 int ordo_declare_occasional(ordo_t *o, int tensor)
 {
-    ordo_error_clear();
-    if (!o) return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare_occasional: NULL argument");
+    ordo__error_clear();
+    if (!o) return ordo__error_set(ORDO_ERR_INVAL, "ordo_declare_occasional: NULL argument");
     if (o->state != NEW)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare_occasional: declare before ordo_join");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_declare_occasional: declare before ordo_join");
     int rc = ordo__api_check_tensor(o, tensor, "ordo_declare_occasional");
     if (rc) return rc;
     o->t[tensor].occasional = true;
@@ -713,17 +713,17 @@ int ordo_declare_occasional(ordo_t *o, int tensor)
 
 int ordo_declare_compression(ordo_t *o, int tensor, const char *codec)
 {
-    ordo_error_clear();
-    if (!o || !codec) return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare_compression: NULL argument");
+    ordo__error_clear();
+    if (!o || !codec) return ordo__error_set(ORDO_ERR_INVAL, "ordo_declare_compression: NULL argument");
     if (o->state != NEW)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_declare_compression: declare before ordo_join");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_declare_compression: declare before ordo_join");
     int rc = ordo__api_check_tensor(o, tensor, "ordo_declare_compression");
     if (rc) return rc;
     ordo__codec_spec_t spec;
     if ((rc = ordo__codec_parse(codec, &spec)) != 0) {
         char what[160];
         snprintf(what, sizeof what, "ordo_declare_compression \"%s\"", o->t[tensor].name);
-        return ordo_error_context(rc, what);
+        return ordo__error_context(rc, what);
     }
     ordo__codec_format(&spec, o->t[tensor].compression, sizeof o->t[tensor].compression);
     return 0;

@@ -20,7 +20,7 @@ int ordo_batches(ordo_t *o, int64_t dataset_size, int batch, int64_t samples, ui
     if (!o) return ordo__api_fail(ORDO_ERR_INVAL);
     if (dataset_size < 1 || batch < 1 || batch > ORDO_BATCH_MAX || samples < 0 ||
         seed > (uint64_t)INT64_MAX)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_batches: a data set of %lld samples, batch %d "
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_batches: a data set of %lld samples, batch %d "
                               "(1 to %d), %lld samples in all, seed %" PRIu64 " (below 2^63)",
                               (long long)dataset_size, batch, ORDO_BATCH_MAX, (long long)samples,
                               seed);
@@ -55,10 +55,10 @@ int ordo_next_batch(ordo_t *o, int64_t epoch, int64_t *indices, int capacity, in
     int rc = ordo__api_usable(o, "ordo_next_batch");
     if (rc) return rc;
     if (!o->batch_spec)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_next_batch: describe the data set with "
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_next_batch: describe the data set with "
                               "ordo_batches first");
     if (!indices || !count || capacity < 1 || epoch < -1)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_next_batch: %s", epoch < -1 ? "a negative epoch"
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_next_batch: %s", epoch < -1 ? "a negative epoch"
                               : "no room for the indices");
     if (o->bound) { /* the library's thread owns the connection */
         int64_t iter = next_iteration(o);

@@ -18,7 +18,7 @@ static int bound_usable(ordo_t *o, const char *fn)
 {
     int rc = ordo__api_usable(o, fn);
     if (rc) return rc;
-    if (!o->bound) return ordo_error_set(ORDO_ERR_INVAL, "%s: call ordo_bind first", fn);
+    if (!o->bound) return ordo__error_set(ORDO_ERR_INVAL, "%s: call ordo_bind first", fn);
     return 0;
 }
 
@@ -36,8 +36,8 @@ int ordo_bind(ordo_t *o, const ordo_bind_opts_t *opts)
 {
     int rc = ordo__api_usable(o, "ordo_bind");
     if (rc) return rc;
-    if (o->bound) return ordo_error_set(ORDO_ERR_INVAL, "ordo_bind: already bound");
-    ordo_bind_opts_t run = {.pull_early = ordo_conf_pull_mode(&o->conf) == ORDO_PULL_EARLY,
+    if (o->bound) return ordo__error_set(ORDO_ERR_INVAL, "ordo_bind: already bound");
+    ordo_bind_opts_t run = {.pull_early = ordo__conf_pull_mode(&o->conf) == ORDO_PULL_EARLY,
                             .shuffle = o->conf.policy_kind == ORDO_POLICY_NONE,
                             .seed = o->conf.seed,
                             .iterations = -1};
@@ -48,7 +48,7 @@ int ordo_bind(ordo_t *o, const ordo_bind_opts_t *opts)
     o->names = malloc(sizeof *o->names * (size_t)(n + 1));
     if (!o->priority || !o->numel || !o->names) {
         ordo__api_unbind(o);
-        return ordo_error_set(ORDO_ERR_NOMEM, "ordo_bind: out of memory");
+        return ordo__error_set(ORDO_ERR_NOMEM, "ordo_bind: out of memory");
     }
     for (int i = 0; i < n; i++) {
         o->priority[i] = o->t[i].priority;
@@ -104,7 +104,7 @@ int ordo_bound_init_from(ordo_t *o, const float *const *values)
 {
     int rc = bound_usable(o, "ordo_bound_init_from");
     if (rc) return rc;
-    if (!values) return ordo_error_set(ORDO_ERR_INVAL, "ordo_bound_init_from: NULL values");
+    if (!values) return ordo__error_set(ORDO_ERR_INVAL, "ordo_bound_init_from: NULL values");
     return failed(o, ordo__bound_init_from(o->bound, values));
 }
 
@@ -112,7 +112,7 @@ int ordo_iter_begin(ordo_t *o, int64_t iter)
 {
     int rc = bound_usable(o, "ordo_iter_begin");
     if (rc) return rc;
-    if (iter < 0) return ordo_error_set(ORDO_ERR_INVAL, "ordo_iter_begin: iteration %lld",
+    if (iter < 0) return ordo__error_set(ORDO_ERR_INVAL, "ordo_iter_begin: iteration %lld",
                                         (long long)iter);
     o->bound_in_iter = true; /* (a failed begin may have asked for values already) */
     o->bound_iter = iter;
@@ -123,7 +123,7 @@ int ordo_next_arrival(ordo_t *o, ordo_arrival_t *a, int timeout_ms)
 {
     int rc = bound_usable(o, "ordo_next_arrival");
     if (rc) return rc;
-    if (!a) return ordo_error_set(ORDO_ERR_INVAL, "ordo_next_arrival: NULL arrival");
+    if (!a) return ordo__error_set(ORDO_ERR_INVAL, "ordo_next_arrival: NULL arrival");
     return failed(o, ordo__bound_next_arrival(o->bound, a, timeout_ms));
 }
 

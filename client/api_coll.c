@@ -51,8 +51,8 @@ int ordo_step(ordo_t *o, int samples, double loss)
 {
     int rc = ordo__api_usable(o, "ordo_step");
     if (rc) return rc;
-    if (samples < 0) return ordo_error_set(ORDO_ERR_INVAL, "ordo_step: samples is %d", samples);
-    int64_t now = ordo_clock_ns(), bp, bl;
+    if (samples < 0) return ordo__error_set(ORDO_ERR_INVAL, "ordo_step: samples is %d", samples);
+    int64_t now = ordo__clock_ns(), bp, bl;
     ordo__ps_bytes(o->w, &bp, &bl);
     int64_t t0 = o->step_t0_ns, pushed = o->step_push_ns;
     if (pushed < t0 || pushed > now) pushed = now; /* no push in this iteration */
@@ -88,9 +88,9 @@ int ordo_broadcast(ordo_t *o, void *buf, size_t bytes, int root, int timeout_ms)
     int rc = ordo__api_usable(o, "ordo_broadcast");
     if (rc) return rc;
     if (root < 0 || root >= o->size)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_broadcast: root %d out of range (%d workers)",
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_broadcast: root %d out of range (%d workers)",
                               root, o->size);
-    if (!buf && bytes) return ordo_error_set(ORDO_ERR_INVAL, "ordo_broadcast: NULL buffer");
+    if (!buf && bytes) return ordo__error_set(ORDO_ERR_INVAL, "ordo_broadcast: NULL buffer");
     if (o->bound) { /* the library's thread owns the connection */
         if (o->bcast_sent == o->bcast_done) o->bcast_sent++;
         rc = ordo__bound_broadcast(o->bound, o->bcast_sent, root, buf, bytes, timeout_ms);
@@ -147,14 +147,14 @@ static int replan_bound(ordo_t *o, const char *profile_json, int timeout_ms, cha
 {
     *text = NULL;
     if (o->bound_in_iter)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "ordo_replan: iteration %lld of the bound model is under way "
                               "(its transfers may be in flight): call it between "
                               "ordo_iter_end(t) and ordo_iter_begin(t + 1)",
                               (long long)o->bound_iter);
     /* the binding holds the push path: only a host group's is kept across a re-plan */
     if (!ordo__ps_push_path(o->w)->ops->kept_on_replan)
-        return ordo_error_set(ORDO_ERR_NOTSUP,
+        return ordo__error_set(ORDO_ERR_NOTSUP,
                               "ordo_replan: a bound model re-plans only in host groups ([cluster] "
                               "local_size > 1 with [intra] backend); call ordo_unbind first");
     char *names, *profile = NULL;
@@ -193,11 +193,11 @@ int ordo_replan(ordo_t *o, const char *profile_json, int timeout_ms)
     const char *err = json_string_value(json_object_get(ans, "error"));
     json_t *code = json_object_get(ans, "code");
     if (!ans) {
-        rc = ordo_error_set(ORDO_ERR_PROTO, "ordo_replan: the scheduler's answer is not JSON");
+        rc = ordo__error_set(ORDO_ERR_PROTO, "ordo_replan: the scheduler's answer is not JSON");
     } else if (err) { /* refused: the cluster goes on with the plan it had */
         rc = json_is_integer(code) && json_integer_value(code) < 0 ? (int)json_integer_value(code)
                                                                    : ORDO_ERR_PROTO;
-        rc = ordo_error_set(rc, "ordo_replan: %s", err);
+        rc = ordo__error_set(rc, "ordo_replan: %s", err);
     } else if (!o->bound && (rc = ordo__ps_replan_apply(o->w, text, false)) != 0) {
         rc = ordo__api_cluster_failed(o, rc); /* no push path: this worker cannot go on */
     } else { /* (the bound model's thread applied it) */

@@ -11,7 +11,7 @@
 #include "client/bound.h"
 #include "client/ps.h"
 
-struct ordo_trace;
+struct ordo__trace;
 
 enum { NEW, JOINED, LEFT };
 enum { NEED_PUSH = 1, NEED_PULL = 2 };
@@ -38,7 +38,7 @@ typedef struct op {
 } op_t;
 
 struct ordo {
-    ordo_conf_t conf;
+    ordo__conf_t conf;
     ordo__ps_t *w;
     int state;
     int failed; /* the cluster's failure, sticky: every later call returns it */
@@ -62,7 +62,7 @@ struct ordo {
     int *priority;             /* [n_tensors] while bound: the plan's */
     int64_t *numel;            /* [n_tensors] while bound */
     const char **names;        /* [n_tensors] while bound */
-    struct ordo_trace *trace;  /* [output] trace = true: the library's trace */
+    struct ordo__trace *trace;  /* [output] trace = true: the library's trace */
     char *batch_spec; /* ordo_batches: the request body (JSON), NULL before */
     bool batch_asked; /* ordo_next_batch: a request is in flight (a timed-out call's) */
     /* ordo_peer_state (client/api_state.c): a request in flight, and the answer kept until

@@ -20,17 +20,17 @@
 
 int ordo_new_args(int argc, char *const *argv, ordo_t **out)
 {
-    ordo_error_clear();
+    ordo__error_clear();
     if (!out || argc < 0 || (argc > 0 && !argv))
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_new_args: NULL argument");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_new_args: NULL argument");
     const char *conf_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--conf")) {
             if (i + 1 >= argc)
-                return ordo_error_set(ORDO_ERR_INVAL, "ordo_new_args: %s needs a file", argv[i]);
+                return ordo__error_set(ORDO_ERR_INVAL, "ordo_new_args: %s needs a file", argv[i]);
             conf_path = argv[++i];
         } else if (strncmp(argv[i], "--", 2) != 0 || !strchr(argv[i], '=')) {
-            return ordo_error_set(ORDO_ERR_INVAL,
+            return ordo__error_set(ORDO_ERR_INVAL,
                                   "ordo_new_args: \"%s\": expected -c FILE or --section.key=VALUE",
                                   argv[i]);
         }
@@ -48,11 +48,11 @@ int ordo_new_args(int argc, char *const *argv, ordo_t **out)
         size_t len = (size_t)(eq - argv[i] - 2);
         if (len == 0 || len >= sizeof key) {
             ordo_destroy(&o);
-            return ordo_error_set(ORDO_ERR_INVAL, "ordo_new_args: \"%s\": no key", argv[i]);
+            return ordo__error_set(ORDO_ERR_INVAL, "ordo_new_args: \"%s\": no key", argv[i]);
         }
         memcpy(key, argv[i] + 2, len);
         key[len] = '\0';
-        if ((rc = ordo_conf_set(&o->conf, key, eq + 1, "command line")) != 0) {
+        if ((rc = ordo__conf_set(&o->conf, key, eq + 1, "command line")) != 0) {
             ordo_destroy(&o);
             return ordo__api_fail(rc);
         }
@@ -63,10 +63,10 @@ int ordo_new_args(int argc, char *const *argv, ordo_t **out)
 
 int ordo_set_op_times(ordo_t *o, ordo_op_times_fn fn, void *ctx)
 {
-    ordo_error_clear();
-    if (!o) return ordo_error_set(ORDO_ERR_INVAL, "ordo_set_op_times: NULL handle");
+    ordo__error_clear();
+    if (!o) return ordo__error_set(ORDO_ERR_INVAL, "ordo_set_op_times: NULL handle");
     if (o->state != NEW)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_set_op_times: only before ordo_join");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_set_op_times: only before ordo_join");
     o->op_times = fn;
     o->op_times_ctx = ctx;
     return 0;
@@ -99,11 +99,11 @@ int ordo_members(ordo_t *o, int *index, int *live, int64_t *since)
 
 int ordo_server_load(const ordo_t *o, int server, int64_t *bytes, int *slices)
 {
-    ordo_error_clear();
-    if (!o || !o->w) return ordo_error_set(ORDO_ERR_INVAL, "ordo_server_load: not joined");
-    const ordo_keys_t *k = ordo__ps_keys(o->w);
+    ordo__error_clear();
+    if (!o || !o->w) return ordo__error_set(ORDO_ERR_INVAL, "ordo_server_load: not joined");
+    const ordo__keys_t *k = ordo__ps_keys(o->w);
     if (server < 0 || server >= k->n_servers)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_server_load: no server %d (there are %d)",
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_server_load: no server %d (there are %d)",
                               server, k->n_servers);
     int64_t b = 0;
     int n = 0;
@@ -128,7 +128,7 @@ int ordo_report(ordo_t *o, const char *json)
     int rc = ordo__api_usable(o, "ordo_report");
     if (rc) return rc;
     if (!json || json[0] != '{')
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_report: not a JSON object");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo_report: not a JSON object");
     return ordo__api_report(o, json);
 }
 
@@ -138,13 +138,13 @@ void ordo_trace_span(ordo_t *o, const char *name, const char *cat, int track, in
                      int64_t dur_ns, const char *args)
 {
     if (!o || !o->trace || !name || !cat || track < 0 || track > 63) return;
-    ordo_trace_complete(o->trace, name, cat, track, t0_ns, dur_ns, args);
+    ordo__trace_complete(o->trace, name, cat, track, t0_ns, dur_ns, args);
 }
 
 void ordo_trace_track(ordo_t *o, int track, const char *name)
 {
     if (!o || !o->trace || !name || track < 0 || track > 63) return;
-    ordo_trace_name_track(o->trace, track, name);
+    ordo__trace_name_track(o->trace, track, name);
 }
 
 /* ---- the push path's own state --------------------------------------------------------- */
@@ -153,9 +153,9 @@ static int path_state(ordo_t *o, const char *path, bool save, const char *fn)
 {
     int rc = ordo__api_usable(o, fn);
     if (rc) return rc;
-    if (!path) return ordo_error_set(ORDO_ERR_INVAL, "%s: NULL path", fn);
+    if (!path) return ordo__error_set(ORDO_ERR_INVAL, "%s: NULL path", fn);
     if (!o->bound) /* the path keeps state only for a bound model's buffers */
-        return ordo_error_set(ORDO_ERR_INVAL, "%s: call ordo_bind first", fn);
+        return ordo__error_set(ORDO_ERR_INVAL, "%s: call ordo_bind first", fn);
     return ordo__api_fail(ordo__bound_state(o->bound, path, save));
 }
 

@@ -25,7 +25,7 @@ int ordo_commit_state(ordo_t *o, const void *state, size_t bytes)
     int rc = ordo__api_usable(o, "ordo_commit_state");
     if (!rc) rc = ordo__api_unbound(o, "ordo_commit_state");
     if (rc) return rc;
-    if (!state && bytes) return ordo_error_set(ORDO_ERR_INVAL, "ordo_commit_state: NULL state");
+    if (!state && bytes) return ordo__error_set(ORDO_ERR_INVAL, "ordo_commit_state: NULL state");
     rc = ordo__ps_state_commit(o->w, state, bytes, program_iter(o));
     return rc == ORDO_ERR_NOMEM ? ordo__api_fail(rc) : rc ? ordo__api_cluster_failed(o, rc) : 0;
 }
@@ -42,7 +42,7 @@ int ordo_peer_state(ordo_t *o, void *buf, size_t capacity, size_t *bytes, int64_
     int rc = ordo__api_usable(o, "ordo_peer_state");
     if (!rc) rc = ordo__api_unbound(o, "ordo_peer_state");
     if (rc) return rc;
-    if (!bytes || !iter) return ordo_error_set(ORDO_ERR_INVAL, "ordo_peer_state: NULL bytes or iter");
+    if (!bytes || !iter) return ordo__error_set(ORDO_ERR_INVAL, "ordo_peer_state: NULL bytes or iter");
     if (!o->state_have) {
         /* after a timed-out or interrupted wait, calling again waits for the same answer */
         if (!o->state_asked) {
@@ -57,7 +57,7 @@ int ordo_peer_state(ordo_t *o, void *buf, size_t capacity, size_t *bytes, int64_
         if ((rc = ordo__ps_state_take(o->w, &o->state_buf, &o->state_bytes, &o->state_iter)) != 0)
             return rc;
         if (o->state_iter < program_iter(o))
-            return ordo_error_set(ORDO_ERR_INVAL, "ordo_peer_state: the peer's state is of "
+            return ordo__error_set(ORDO_ERR_INVAL, "ordo_peer_state: the peer's state is of "
                                   "iteration %lld, this worker goes on at %lld",
                                   (long long)o->state_iter, (long long)program_iter(o));
         o->state_have = true;

@@ -27,7 +27,7 @@ int ordo__bound_post_cmd(ordo__bound_t *b, cmd_t c)
         if (!p) {
             pthread_mutex_unlock(&b->mu);
             free(c.text);
-            return ordo_error_set(ORDO_ERR_NOMEM, "out of memory for the bound model's commands");
+            return ordo__error_set(ORDO_ERR_NOMEM, "out of memory for the bound model's commands");
         }
         for (int i = 0; i < b->q_n; i++)
             p[i] = b->q[(b->q_head + i) % b->q_cap];
@@ -54,8 +54,8 @@ static void arrived(ordo__bound_t *b, int key, int64_t iter, int64_t t_ns)
         int cap = b->a_cap * 2;
         ordo_arrival_t *p = malloc(sizeof *p * (size_t)cap);
         if (!p) {
-            b->fatal = ordo_error_set(ORDO_ERR_NOMEM, "out of memory for arrivals");
-            snprintf(b->fatal_msg, sizeof b->fatal_msg, "%s", ordo_error_text(b->fatal));
+            b->fatal = ordo__error_set(ORDO_ERR_NOMEM, "out of memory for arrivals");
+            snprintf(b->fatal_msg, sizeof b->fatal_msg, "%s", ordo__error_text(b->fatal));
             return;
         }
         for (int i = 0; i < b->a_n; i++)
@@ -75,7 +75,7 @@ static void fail(ordo__bound_t *b, int rc)
     pthread_mutex_lock(&b->mu);
     if (!b->fatal) {
         b->fatal = rc;
-        snprintf(b->fatal_msg, sizeof b->fatal_msg, "%s", ordo_error_text(rc));
+        snprintf(b->fatal_msg, sizeof b->fatal_msg, "%s", ordo__error_text(rc));
     }
     pthread_cond_broadcast(&b->cv);
     pthread_mutex_unlock(&b->mu);
@@ -85,23 +85,23 @@ static void fail(ordo__bound_t *b, int rc)
  * dead peer's name, the scheduler's reason), 0 when there is none */
 static int fatal_error(const ordo__bound_t *b)
 {
-    return b->fatal ? ordo_error_set(b->fatal, "%s", b->fatal_msg) : 0;
+    return b->fatal ? ordo__error_set(b->fatal, "%s", b->fatal_msg) : 0;
 }
 
 /* waits (under mu) until done(b) or the fatal error, up to timeout_ms (-1: no limit) */
 int ordo__bound_wait_for(ordo__bound_t *b, bool (*done)(const ordo__bound_t *), int timeout_ms)
 {
-    int64_t deadline = timeout_ms < 0 ? -1 : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
+    int64_t deadline = timeout_ms < 0 ? -1 : ordo__clock_ns() + (int64_t)timeout_ms * 1000000;
     while (!done(b) && !b->fatal) {
         if (deadline < 0) {
             pthread_cond_wait(&b->cv, &b->mu);
             continue;
         }
-        if (ordo_clock_ns() >= deadline)
-            return ordo_error_set(ORDO_ERR_TIMEDOUT, "not complete after %d ms", timeout_ms);
+        if (ordo__clock_ns() >= deadline)
+            return ordo__error_set(ORDO_ERR_TIMEDOUT, "not complete after %d ms", timeout_ms);
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t at = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (deadline - ordo_clock_ns());
+        int64_t at = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (deadline - ordo__clock_ns());
         ts = (struct timespec){.tv_sec = at / 1000000000, .tv_nsec = at % 1000000000};
         pthread_cond_timedwait(&b->cv, &b->mu, &ts);
     }
@@ -124,7 +124,7 @@ static void trace_span(ordo__bound_t *b, int key, const char *cat, int track, in
     if (!b->o.trace) return;
     char args[64];
     snprintf(args, sizeof args, "{\"iter\":%lld}", (long long)iter);
-    ordo_trace_complete(b->o.trace, b->o.name[key], cat, track, t0, t1 - t0, args);
+    ordo__trace_complete(b->o.trace, b->o.name[key], cat, track, t0, t1 - t0, args);
 }
 
 static void issue_pulls(ordo__bound_t *b, int64_t iter)
@@ -137,7 +137,7 @@ static void issue_pulls(ordo__bound_t *b, int64_t iter)
             b->order[j] = t;
         }
     }
-    int64_t now = ordo_clock_ns();
+    int64_t now = ordo__clock_ns();
     int n = 0;
     for (int i = 0; i < b->n; i++) {
         int key = b->order[i];
@@ -162,7 +162,7 @@ static int push_then_pull(ordo__bound_t *b, int key, int64_t iter)
         (b->o.run.iterations >= 0 && iter + 1 >= b->o.run.iterations))
         return rc;
     b->want_iter[key] = iter + 1;
-    b->pull_start_ns[key] = ordo_clock_ns();
+    b->pull_start_ns[key] = ordo__clock_ns();
     return ordo__ps_pull(b->o.ps, key, b->values[key], iter + 1, b->o.priority[key]);
 }
 
@@ -258,7 +258,7 @@ static void *thread_main(void *arg)
         ordo__ps_event_t ev;
         int rc = ordo__ps_poll(b->o.ps, -1, &ev);
         if (rc) {
-            ORDO_ERROR("%s", ordo_error_text(rc));
+            ORDO_ERROR("%s", ordo__error_text(rc));
             fail(b, rc);
             return NULL;
         }
@@ -363,7 +363,7 @@ int ordo__bound_new(const ordo__bound_opts_t *o, ordo__bound_t **out)
         !b->ready_iter || !b->want_iter || !b->pull_start_ns || !b->push_start_ns || !b->arr ||
         !b->value_block || !b->grad_block) {
         ordo__bound_destroy(&b);
-        return ordo_error_set(ORDO_ERR_NOMEM, "out of memory for the bound model's buffers");
+        return ordo__error_set(ORDO_ERR_NOMEM, "out of memory for the bound model's buffers");
     }
     b->path = ordo__ps_push_path(o->ps);
     for (int i = 0; i < n; i++) {
@@ -396,12 +396,12 @@ int ordo__bound_new(const ordo__bound_opts_t *o, ordo__bound_t **out)
         ORDO_INFO("pulls: early (each tensor's next value asked for right after its push)");
     if (pthread_create(&b->thread, NULL, thread_main, b) != 0) {
         ordo__bound_destroy(&b);
-        return ordo_error_set(ORDO_ERR_IO, "cannot start the bound model's thread");
+        return ordo__error_set(ORDO_ERR_IO, "cannot start the bound model's thread");
     }
     b->started = true;
     if (o->trace) {
-        ordo_trace_name_track(o->trace, 1, "pulls");
-        ordo_trace_name_track(o->trace, 3, "pushes");
+        ordo__trace_name_track(o->trace, 1, "pulls");
+        ordo__trace_name_track(o->trace, 3, "pushes");
     }
     *out = b;
     return 0;
@@ -487,7 +487,7 @@ static int init_with(ordo__bound_t *b, float **values)
 int ordo__bound_init(ordo__bound_t *b)
 {
     if (b->shared)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "ordo_bound_init: the value buffers are the host group's shared "
                               "memory ([intra] values = shared), written only by the group's "
                               "owners; send the initial values from your own buffers with "
@@ -502,7 +502,7 @@ int ordo__bound_init_from(ordo__bound_t *b, const float *const *values)
      * send them after the caller freed its buffers */
     for (int i = 0; i < b->n; i++)
         if (!values[i])
-            return ordo_error_set(ORDO_ERR_INVAL, "ordo_bound_init_from: NULL values of "
+            return ordo__error_set(ORDO_ERR_INVAL, "ordo_bound_init_from: NULL values of "
                                   "tensor %d", i);
     for (int i = 0; i < b->n; i++)
         memcpy(b->own[i], values[i], sizeof(float) * (size_t)b->o.numel[i]);
@@ -548,7 +548,7 @@ int ordo__bound_iter_begin(ordo__bound_t *b, int64_t iter)
     bool have = false;
     if (b->path->ops->have(b->path, pull_iter)) {
         /* a path whose pushes are answered with the new values has them already */
-        int64_t now = ordo_clock_ns();
+        int64_t now = ordo__clock_ns();
         b->cur_pull = pull_iter;
         for (int i = 0; i < b->n; i++)
             if (b->ready_iter[i] != pull_iter) arrived(b, i, pull_iter, now);
@@ -590,7 +590,7 @@ int ordo__bound_grad_ready(ordo__bound_t *b, int key, int64_t iter)
 {
     /* the trace's push starts when the program hands it over (the thread reads it after it
      * took the command, under mu) */
-    b->push_start_ns[key] = ordo_clock_ns();
+    b->push_start_ns[key] = ordo__clock_ns();
     return post(b, CMD_PUSH, key, iter);
 }
 

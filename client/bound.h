@@ -26,7 +26,7 @@ typedef struct ordo__bound_opts {
     const char *const *name; /* [n] for the trace */
     const int *priority;     /* [n] the plan's, 0 first */
     ordo_bind_opts_t run;
-    struct ordo_trace *trace; /* NULL: none; pulls on track 1, pushes on track 3 */
+    struct ordo__trace *trace; /* NULL: none; pulls on track 1, pushes on track 3 */
 } ordo__bound_opts_t;
 
 /* ordo__bound_new makes the buffers, binds the push path to them and starts the thread. */

@@ -15,7 +15,7 @@ static int burst(ordo__ps_t *w, const float *src, size_t bytes, int n, int first
                  double *secs)
 {
     int rc, servers = ordo__ps_n_servers(w);
-    int64_t t0 = ordo_clock_ns(), last = t0;
+    int64_t t0 = ordo__clock_ns(), last = t0;
     for (int j = 0; j < n; j++)
         if ((rc = ordo__ps_probe(w, (first_server + j) % servers, src, bytes, j)) != 0)
             return rc;
@@ -44,10 +44,10 @@ static int meet(ordo__ps_t *w, int64_t *id)
 }
 
 int ordo__calibrate_measure(ordo__ps_t *w, const ordo__calibrate_opts_t *o,
-                           ordo_calibration_t *out)
+                           ordo__calibration_t *out)
 {
     if (o->reps < 1 || o->max_bytes < 4096 || o->max_bytes > (int64_t)ORDO_PROBE_MAX_BYTES)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "calibration: %d repeats up to %lld bytes (needs at least 1 "
                               "repeat and 4 KiB to %u bytes)",
                               o->reps, (long long)o->max_bytes, ORDO_PROBE_MAX_BYTES);
@@ -58,7 +58,7 @@ int ordo__calibrate_measure(ordo__ps_t *w, const ordo__calibrate_opts_t *o,
     double *one = malloc(sizeof *one * (size_t)o->reps), *msg = malloc(sizeof *msg * (size_t)o->reps);
     int rc = src && one && msg ? 0 : ORDO_ERR_NOMEM;
     int64_t barrier = 0;
-    int64_t t0 = ordo_clock_ns();
+    int64_t t0 = ordo__clock_ns();
     for (int i = 0; !rc && i < out->n; i++) {
         size_t bytes = (size_t)out->bytes[i];
         for (int r = -1; !rc && r < o->reps; r++) { /* a warm-up, then the repeats */
@@ -73,24 +73,24 @@ int ordo__calibrate_measure(ordo__ps_t *w, const ordo__calibrate_opts_t *o,
             }
         }
         if (rc) break;
-        out->one_s[i] = ordo_merge_median(one, o->reps);
+        out->one_s[i] = ordo__merge_median(one, o->reps);
         /* with per-message costs below the noise the difference can come out negative */
-        double m = ordo_merge_median(msg, o->reps);
+        double m = ordo__merge_median(msg, o->reps);
         out->per_msg_s[i] = m > 0 ? m : 0;
     }
     if (!rc)
-        rc = ordo_merge_fit_planner(out->bytes, out->per_msg_s, out->one_s, out->n, o->link_bps,
+        rc = ordo__merge_fit_planner(out->bytes, out->per_msg_s, out->one_s, out->n, o->link_bps,
                                     &out->cost);
     if (!rc)
         ORDO_INFO("calibration: %d sizes to %lld bytes, %d repeats, %.2f s: a = %.2f us, b = %.4g "
                   "ns/byte (pipelined fit %.4g), c = %.4g ns/byte",
                   out->n, (long long)o->max_bytes, o->reps,
-                  (double)(ordo_clock_ns() - t0) / 1e9, out->cost.a * 1e6, out->cost.b * 1e9,
+                  (double)(ordo__clock_ns() - t0) / 1e9, out->cost.a * 1e6, out->cost.b * 1e9,
                   out->cost.b_msg * 1e9, out->cost.c * 1e9);
     free(src);
     free(one);
     free(msg);
-    return rc ? ordo_error_context(rc, "push.calibrate") : 0;
+    return rc ? ordo__error_context(rc, "push.calibrate") : 0;
 }
 
 static json_t *array_of(const double *v, int n)
@@ -101,11 +101,11 @@ static json_t *array_of(const double *v, int n)
     return a;
 }
 
-int ordo__calibrate_send(ordo__ps_t *w, const ordo_calibration_t *c, const char *op_times)
+int ordo__calibrate_send(ordo__ps_t *w, const ordo__calibration_t *c, const char *op_times)
 {
     json_t *ops = NULL;
     if (op_times && !(ops = json_loads(op_times, 0, NULL)))
-        return ordo_error_set(ORDO_ERR_FORMAT, "the measured op times are not JSON");
+        return ordo__error_set(ORDO_ERR_FORMAT, "the measured op times are not JSON");
     json_t *o = json_pack("{s:{s:f,s:f,s:f,s:f,s:f,s:o,s:o,s:o}}", "calibration", "a_s", c->cost.a,
                           "b_s", c->cost.b, "c_s", c->cost.c, "b_msg_s", c->cost.b_msg, "b_one_s",
                           c->cost.b_one, "bytes", array_of(c->bytes, c->n), "per_msg_s",
@@ -115,13 +115,13 @@ int ordo__calibrate_send(ordo__ps_t *w, const ordo_calibration_t *c, const char 
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (!text) return ORDO_ERR_NOMEM;
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_PLAN);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_PLAN);
     m.hdr.dtype = ORDO_DTYPE_JSON;
-    int rc = ordo_msg_add_text(&m, text);
+    int rc = ordo__msg_add_text(&m, text);
     free(text);
     if (rc) {
-        ordo_msg_close(&m);
+        ordo__msg_close(&m);
         return rc;
     }
     return ordo__ps_send(w, -1, &m);

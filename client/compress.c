@@ -74,7 +74,7 @@ static const char *key_name(const ordo__compress_t *c, int key, char *buf, size_
     return buf;
 }
 
-int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const char *tensors,
+int ordo__compress_new(const ordo__conf_t *conf, const ordo__keys_t *keys, const char *tensors,
                        const ordo__plan_t *plan, int n_workers, int n_units, ordo__compress_t **out)
 {
     int rc = 0;
@@ -105,14 +105,14 @@ int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const c
     if (automatic) {
         chosen = plan ? plan->compression : NULL;
         if (!chosen) {
-            rc = ordo_error_set(ORDO_ERR_PROTO,
+            rc = ordo__error_set(ORDO_ERR_PROTO,
                                 "push.compression = auto, but the plan chose no "
                                 "codec for each of the %d keys",
                                 c->n_keys);
             goto fail;
         }
     } else if ((rc = ordo__codec_parse(conf->compression, &run)) != 0) {
-        rc = ordo_error_context(rc, "push.compression");
+        rc = ordo__error_context(rc, "push.compression");
         goto fail;
     }
     for (int k = 0; k < c->n_keys; k++) {
@@ -128,7 +128,7 @@ int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const c
         if (spec && (rc = ordo__codec_parse(spec, &c->spec[k])) != 0) {
             char ctx[160];
             snprintf(ctx, sizeof ctx, "tensor %d \"%s\"", k, nm ? nm : "?");
-            rc = ordo_error_context(rc, ctx);
+            rc = ordo__error_context(rc, ctx);
             goto fail;
         }
         if (c->spec[k].id == ORDO__CODEC_FP16 && !(c->spec[k].scale > 0))
@@ -225,7 +225,7 @@ int ordo__compress_take_pull(ordo__compress_t *c, int key, int slice, int64_t it
     float *copy = c->copy[slice];
     if (flags & ORDO_FLAG_DELTA) {
         if (c->copy_iter[slice] != iter - 1)
-            return ordo_error_set(ORDO_ERR_PROTO,
+            return ordo__error_set(ORDO_ERR_PROTO,
                                   "slice %d: a change from iteration %lld's answer, this worker "
                                   "holds %lld's",
                                   slice, (long long)(iter - 1), (long long)c->copy_iter[slice]);
@@ -260,7 +260,7 @@ float *ordo__compress_residual(ordo__compress_t *c, int unit, int64_t *n)
 int ordo__compress_keep(ordo__compress_t *c, const char *dir, int64_t rejoin)
 {
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        return ordo_error_set(ORDO_ERR_IO, "error-feedback residuals: cannot make %s: %s", dir,
+        return ordo__error_set(ORDO_ERR_IO, "error-feedback residuals: cannot make %s: %s", dir,
                               strerror(errno));
     free(c->keep_dir);
     if (!(c->keep_dir = strdup(dir))) return ORDO_ERR_NOMEM;
@@ -297,7 +297,7 @@ static int kept_map(ordo__compress_t *c, int unit, int64_t n)
         if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0) {
             int e = errno;
             if (fd >= 0) close(fd);
-            return ordo_error_set(ORDO_ERR_IO, "error-feedback residuals: %s: %s", path,
+            return ordo__error_set(ORDO_ERR_IO, "error-feedback residuals: %s: %s", path,
                                   strerror(e));
         }
     }
@@ -305,7 +305,7 @@ static int kept_map(ordo__compress_t *c, int unit, int64_t n)
     int e = errno;
     close(fd);
     if (m == MAP_FAILED)
-        return ordo_error_set(ORDO_ERR_IO, "error-feedback residuals: mapping %s: %s", path,
+        return ordo__error_set(ORDO_ERR_IO, "error-feedback residuals: mapping %s: %s", path,
                               strerror(e));
     r->map = m;
     r->map_bytes = bytes;
@@ -393,7 +393,7 @@ int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *s
             r->n = n;
         }
         if (r->n != n)
-            return ordo_error_set(ORDO_ERR_INVAL,
+            return ordo__error_set(ORDO_ERR_INVAL,
                                   "unit %d: %lld values, its residual "
                                   "has %lld",
                                   unit, (long long)n, (long long)r->n);
@@ -429,7 +429,7 @@ int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *s
     return 1;
 }
 
-void ordo__compress_key_bytes(const ordo__compress_t *c, const ordo_keys_t *keys, int key,
+void ordo__compress_key_bytes(const ordo__compress_t *c, const ordo__keys_t *keys, int key,
                               int64_t *push, int64_t *pull)
 {
     const ordo__codec_spec_t *spec = &c->spec[key];

@@ -22,7 +22,7 @@ struct ordo__plan;
  * NULL) has one; fp16 scales by 1 / workers. n_units residual slots are
  * kept (pushes are encoded per unit: a slice, or a merged part). ORDO_ERR_INVAL naming the
  * tensor for a bad spec. */
-int ordo__compress_new(const ordo_conf_t *conf, const ordo_keys_t *keys, const char *tensors,
+int ordo__compress_new(const ordo__conf_t *conf, const ordo__keys_t *keys, const char *tensors,
                        const struct ordo__plan *plan, int n_workers, int n_units, ordo__compress_t **out);
 
 /* ordo__compress_destroy frees c and sets *c to NULL (NULL-safe). */
@@ -73,7 +73,7 @@ void ordo__compress_frame_free(void *data, void *hint);
 
 /* ordo__compress_key_bytes sets the bytes one push and one pull of key put on the wire, its
  * slices (keys) encoded one by one (exact but for fp16 pushes sent as float32). */
-void ordo__compress_key_bytes(const ordo__compress_t *c, const ordo_keys_t *keys, int key,
+void ordo__compress_key_bytes(const ordo__compress_t *c, const ordo__keys_t *keys, int key,
                               int64_t *push, int64_t *pull);
 
 /* ordo__compress_keep keeps the error-feedback residuals in files under dir (made if

@@ -21,15 +21,15 @@
 
 static void host_log_write(int level, const char *text)
 {
-    ordo_log_write((ordo_log_level_t)level, "%s", text);
+    ordo__log_write((ordo__log_level_t)level, "%s", text);
 }
 
 static const ordo__intra_host_t host = {
     .abi = ORDO_INTRA_PLUGIN_ABI,
-    .error_set = ordo_error_set,
-    .error_text = ordo_error_text,
+    .error_set = ordo__error_set,
+    .error_text = ordo__error_text,
     .log_write = host_log_write,
-    .log_threshold = &ordo_log_threshold,
+    .log_threshold = &ordo__log_threshold,
 };
 
 static pthread_once_t plugin_once = PTHREAD_ONCE_INIT;
@@ -106,10 +106,10 @@ int ordo__intra_new(const char *backend, const ordo__intra_opts_t *o, ordo__intr
     if (backend && strcmp(backend, "nccl") == 0) {
         const char *why = "";
         if (!(ops = nccl_ops(&why)))
-            return ordo_error_set(ORDO_ERR_NOTSUP, "intra.backend nccl: %s", why);
+            return ordo__error_set(ORDO_ERR_NOTSUP, "intra.backend nccl: %s", why);
     }
     if (!ops)
-        return ordo_error_set(ORDO_ERR_INVAL, "intra.backend %s: no such backend (shm, nccl)",
+        return ordo__error_set(ORDO_ERR_INVAL, "intra.backend %s: no such backend (shm, nccl)",
                               backend ? backend : "(none)");
     return ops->create(o, out);
 }

@@ -86,7 +86,7 @@ extern const ordo__intra_ops_t ordo__intra_shm_ops;
  *     is absent, and a PyTorch process keeps its own NCCL (the plugin's libnccl.so.2 is the
  *     one already loaded, by soname).
  * The plugin holds intra_nccl.c and intra_nccl_host.c, no copy of ordo_common: its
- * ordo_error_set, ordo_error_text and ordo_log_write forward to libordo's through the host
+ * ordo__error_set, ordo__error_text and ordo__log_write forward to libordo's through the host
  * table it is handed, so an error it sets lands in the calling thread's error state of
  * libordo (ordo_strerror_detail, the Python OrdoError) and its log lines in libordo's log. */
 extern const ordo__intra_ops_t ordo__intra_nccl_ops __attribute__((weak));
@@ -96,16 +96,16 @@ typedef struct ordo__intra_host {
     int abi; /* ORDO_INTRA_PLUGIN_ABI */
     int (*error_set)(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
     const char *(*error_text)(int rc);
-    void (*log_write)(int level, const char *text); /* level: ordo_log_level_t */
-    const int *log_threshold;                      /* libordo's ordo_log_threshold */
+    void (*log_write)(int level, const char *text); /* level: ordo__log_level_t */
+    const int *log_threshold;                      /* libordo's ordo__log_threshold */
 } ordo__intra_host_t;
 
 /* the version of ordo__intra_host_t and ordo__intra_ops_t: a plugin of another version is
  * refused by name (it is built from the same tree as its libordo) */
 #define ORDO_INTRA_PLUGIN_ABI 1
-/* the plugin's one exported symbol: ordo_intra_nccl_plugin(host) keeps host (which must
+/* the plugin's one exported symbol: ordo__intra_nccl_plugin(host) keeps host (which must
  * outlive the plugin's use) and returns the ops, or NULL when host->abi differs */
-#define ORDO_INTRA_PLUGIN_ENTRY "ordo_intra_nccl_plugin"
+#define ORDO_INTRA_PLUGIN_ENTRY "ordo__intra_nccl_plugin"
 typedef const ordo__intra_ops_t *(*ordo__intra_plugin_fn)(const ordo__intra_host_t *host);
 
 /* ordo__intra_new makes the backend named `backend` ("shm", "nccl") for o; ORDO_ERR_INVAL
@@ -114,7 +114,7 @@ typedef const ordo__intra_ops_t *(*ordo__intra_plugin_fn)(const ordo__intra_host
 int ordo__intra_new(const char *backend, const ordo__intra_opts_t *o, ordo__intra_t **out);
 
 /* ordo__intra_auto is what intra.backend = auto means for this worker: "nccl" when its
- * tensors are on CUDA (device, an ordo_intra_device_t; auto counts as cpu) and the NCCL
+ * tensors are on CUDA (device, an ordo__intra_device_t; auto counts as cpu) and the NCCL
  * backend can be loaded (linked in, or the plugin loads), else "shm". A static string. */
 const char *ordo__intra_auto(int device);
 

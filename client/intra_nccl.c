@@ -53,12 +53,12 @@ typedef struct {
 
 static int cuda_err(cudaError_t e, const char *what)
 {
-    return ordo_error_set(ORDO_ERR_IO, "intra nccl: %s: %s", what, cudaGetErrorString(e));
+    return ordo__error_set(ORDO_ERR_IO, "intra nccl: %s: %s", what, cudaGetErrorString(e));
 }
 
 static int nccl_err(ncclResult_t r, const char *what)
 {
-    return ordo_error_set(ORDO_ERR_IO, "intra nccl: %s: %s", what, ncclGetErrorString(r));
+    return ordo__error_set(ORDO_ERR_IO, "intra nccl: %s: %s", what, ncclGetErrorString(r));
 }
 
 /* the unique ids through the scheduler: local rank 0 makes them, the relay (push_hier's
@@ -66,7 +66,7 @@ static int nccl_err(ncclResult_t r, const char *what)
 static int exchange_ids(const ordo__intra_opts_t *o, ids_t *ids)
 {
     if (!o->relay)
-        return ordo_error_set(ORDO_ERR_INVAL, "intra nccl: no relay for the unique ids (the "
+        return ordo__error_set(ORDO_ERR_INVAL, "intra nccl: no relay for the unique ids (the "
                               "hierarchical push path passes the scheduler's)");
     memset(ids, 0, sizeof *ids);
     if (o->local_rank == 0) {
@@ -80,7 +80,7 @@ static int exchange_ids(const ordo__intra_opts_t *o, ids_t *ids)
     int rc = o->relay(o->relay_ctx, ids, sizeof *ids);
     if (rc) return rc;
     if (ids->magic != MAGIC || ids->local_size != o->local_size)
-        return ordo_error_set(ORDO_ERR_PROTO, "intra nccl: the relayed ids are for %d members, "
+        return ordo__error_set(ORDO_ERR_PROTO, "intra nccl: the relayed ids are for %d members, "
                               "this group has %d", ids->local_size, o->local_size);
     return 0;
 }
@@ -122,12 +122,12 @@ static void nc_destroy(ordo__intra_t *it)
 static int nc_create(const ordo__intra_opts_t *o, ordo__intra_t **out)
 {
     if (!o->slot_root || o->local_size < 1 || o->local_size > ORDO_INTRA_MAX_LOCAL)
-        return ordo_error_set(ORDO_ERR_INVAL, "intra nccl: needs each slot's root, 1..%d members",
+        return ordo__error_set(ORDO_ERR_INVAL, "intra nccl: needs each slot's root, 1..%d members",
                               ORDO_INTRA_MAX_LOCAL);
     int count = 0;
     cudaError_t ce = cudaGetDeviceCount(&count);
     if (ce != cudaSuccess || count < 1)
-        return ordo_error_set(ORDO_ERR_NOTSUP, "intra.backend nccl: no CUDA device (%s)",
+        return ordo__error_set(ORDO_ERR_NOTSUP, "intra.backend nccl: no CUDA device (%s)",
                               ce != cudaSuccess ? cudaGetErrorString(ce) : "none found");
     nc_t *n = calloc(1, sizeof *n);
     if (!n) return ORDO_ERR_NOMEM;
@@ -306,7 +306,7 @@ static bool nc_published(ordo__intra_t *it, int slot, int64_t iter)
     int r = n->root[slot];
     if (r != n->lr && n->ready_iter[slot] != iter && n->bc_iter[slot] != iter) {
         n->ready_iter[slot] = iter; /* asked for: post its receive in r's order */
-        if (advance(n, r, slot, iter)) ORDO_ERROR("%s", ordo_error_text(ORDO_ERR_IO));
+        if (advance(n, r, slot, iter)) ORDO_ERROR("%s", ordo__error_text(ORDO_ERR_IO));
     }
     return __atomic_load_n(&n->bc_iter[slot], __ATOMIC_ACQUIRE) == iter &&
            event_done(n, n->ev_bc[slot]);

@@ -12,9 +12,9 @@
 static const ordo__intra_host_t *host;
 
 /* every level reaches log_write, which checks libordo's own threshold */
-int ordo_log_threshold = ORDO_LOG_DEBUG;
+int ordo__log_threshold = ORDO_LOG_DEBUG;
 
-int ordo_error_set(int rc, const char *fmt, ...)
+int ordo__error_set(int rc, const char *fmt, ...)
 {
     char text[1024];
     va_list ap;
@@ -24,12 +24,12 @@ int ordo_error_set(int rc, const char *fmt, ...)
     return host->error_set(rc, "%s", text);
 }
 
-const char *ordo_error_text(int rc)
+const char *ordo__error_text(int rc)
 {
     return host->error_text(rc);
 }
 
-void ordo_log_write(ordo_log_level_t level, const char *fmt, ...)
+void ordo__log_write(ordo__log_level_t level, const char *fmt, ...)
 {
     if ((int)level < *host->log_threshold) return;
     char text[1024];
@@ -41,9 +41,9 @@ void ordo_log_write(ordo_log_level_t level, const char *fmt, ...)
 }
 
 __attribute__((visibility("default"))) const ordo__intra_ops_t *
-ordo_intra_nccl_plugin(const ordo__intra_host_t *h);
+ordo__intra_nccl_plugin(const ordo__intra_host_t *h);
 
-const ordo__intra_ops_t *ordo_intra_nccl_plugin(const ordo__intra_host_t *h)
+const ordo__intra_ops_t *ordo__intra_nccl_plugin(const ordo__intra_host_t *h)
 {
     if (!h || h->abi != ORDO_INTRA_PLUGIN_ABI) return NULL;
     host = h;

@@ -105,23 +105,23 @@ static void futex_wake_all(uint32_t *gen)
 
 static void beat(shm_t *s)
 {
-    __atomic_store_n(&s->h->beat_ns[s->lr], ordo_clock_ns(), __ATOMIC_RELEASE);
+    __atomic_store_n(&s->h->beat_ns[s->lr], ordo__clock_ns(), __ATOMIC_RELEASE);
 }
 
 /* ORDO_ERR_PEERDEAD naming the first member that died or went silent, else 0 */
 static int check_members(shm_t *s)
 {
-    int64_t now = ordo_clock_ns();
+    int64_t now = ordo__clock_ns();
     for (int m = 0; m < s->L; m++) {
         if (m == s->lr || __atomic_load_n(&s->h->gone[m], __ATOMIC_ACQUIRE)) continue;
         int pid = __atomic_load_n(&s->h->pid[m], __ATOMIC_ACQUIRE);
         int64_t b = __atomic_load_n(&s->h->beat_ns[m], __ATOMIC_ACQUIRE);
         if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
-            return ordo_error_set(ORDO_ERR_PEERDEAD,
+            return ordo__error_set(ORDO_ERR_PEERDEAD,
                                   "intra group %d: member %d: worker %d (pid %d) died", s->group,
                                   m, s->wrank[m], pid);
         if (b > 0 && now - b > (int64_t)s->timeout_ms * 1000000)
-            return ordo_error_set(ORDO_ERR_PEERDEAD,
+            return ordo__error_set(ORDO_ERR_PEERDEAD,
                                   "intra group %d: member %d: worker %d (pid %d) has been silent "
                                   "for %lld ms",
                                   s->group, m, s->wrank[m], pid, (long long)((now - b) / 1000000));
@@ -170,19 +170,19 @@ static int open_segment(shm_t *s, int64_t deadline)
     size_t o_put, o_pub, o_area, o_vals;
     s->size = layout(s, &o_put, &o_pub, &o_area, &o_vals);
     int fd = shm_open(s->name, O_CREAT | O_RDWR, 0600);
-    if (fd < 0) return ordo_error_set(ORDO_ERR_IO, "intra segment %s: %s", s->name, strerror(errno));
+    if (fd < 0) return ordo__error_set(ORDO_ERR_IO, "intra segment %s: %s", s->name, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || ((size_t)st.st_size != s->size && st.st_size != 0) ||
         ftruncate(fd, (off_t)s->size) != 0) {
         close(fd);
-        return ordo_error_set(ORDO_ERR_IO, "intra segment %s: %lld bytes there, %zu expected",
+        return ordo__error_set(ORDO_ERR_IO, "intra segment %s: %lld bytes there, %zu expected",
                               s->name, (long long)st.st_size, s->size);
     }
     s->map = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (s->map == MAP_FAILED) {
         s->map = NULL;
-        return ordo_error_set(ORDO_ERR_IO, "intra segment %s: mmap %zu bytes: %s", s->name, s->size,
+        return ordo__error_set(ORDO_ERR_IO, "intra segment %s: mmap %zu bytes: %s", s->name, s->size,
                               strerror(errno));
     }
     char *b = s->map;
@@ -197,12 +197,12 @@ static int open_segment(shm_t *s, int64_t deadline)
                                     __ATOMIC_ACQUIRE))
         return init_header(s);
     while (__atomic_load_n(&s->h->magic, __ATOMIC_ACQUIRE) != MAGIC) {
-        if (ordo_clock_ns() > deadline)
-            return ordo_error_set(ORDO_ERR_TIMEDOUT, "intra segment %s never got ready", s->name);
+        if (ordo__clock_ns() > deadline)
+            return ordo__error_set(ORDO_ERR_TIMEDOUT, "intra segment %s never got ready", s->name);
         usleep(100);
     }
     if (s->h->local_size != s->L || s->h->n_slots != s->n_slots || s->h->numel != s->numel)
-        return ordo_error_set(ORDO_ERR_PROTO, "intra segment %s holds %d members x %lld floats, "
+        return ordo__error_set(ORDO_ERR_PROTO, "intra segment %s holds %d members x %lld floats, "
                               "this member expects %d x %lld", s->name, s->h->local_size,
                               (long long)s->h->numel, s->L, (long long)s->numel);
     return 0;
@@ -212,7 +212,7 @@ static int shm_create(const ordo__intra_opts_t *o, ordo__intra_t **out)
 {
     if (o->local_size < 1 || o->local_size > ORDO_INTRA_MAX_LOCAL || o->local_rank < 0 ||
         o->local_rank >= o->local_size || o->n_slots < 1 || !o->run)
-        return ordo_error_set(ORDO_ERR_INVAL, "intra: member %d of %d (at most %d), %d slots",
+        return ordo__error_set(ORDO_ERR_INVAL, "intra: member %d of %d (at most %d), %d slots",
                               o->local_rank, o->local_size, ORDO_INTRA_MAX_LOCAL, o->n_slots);
     shm_t *s = calloc(1, sizeof *s);
     if (!s) return ORDO_ERR_NOMEM;
@@ -230,7 +230,7 @@ static int shm_create(const ordo__intra_opts_t *o, ordo__intra_t **out)
     memcpy(s->slot_off, o->slot_off, sizeof *s->slot_off * (size_t)(o->n_slots + 1));
     /* until attached, a failure must not leave the name behind */
     s->named = true;
-    if ((rc = open_segment(s, ordo_clock_ns() + (int64_t)s->timeout_ms * 1000000)) != 0) goto fail;
+    if ((rc = open_segment(s, ordo__clock_ns() + (int64_t)s->timeout_ms * 1000000)) != 0) goto fail;
     hdr_t *h = s->h;
     __atomic_store_n(&h->pid[s->lr], (int32_t)getpid(), __ATOMIC_RELEASE);
     beat(s);
@@ -251,7 +251,7 @@ fail:
 static void copy(float *dst, const float *src, int64_t n)
 {
     if (n * (int64_t)sizeof(float) >= STREAM_BYTES)
-        ordo_vec_copy_stream(dst, src, n);
+        ordo__vec_copy_stream(dst, src, n);
     else
         memcpy(dst, src, sizeof(float) * (size_t)n);
 }
@@ -286,12 +286,12 @@ static void shm_sum(ordo__intra_t *it, int slot, float *dst)
     const float *rows[ORDO_INTRA_MAX_LOCAL];
     for (int m = 0; m < s->L; m++) rows[m] = s->area + (size_t)m * (size_t)s->numel + off;
     if (n * (int64_t)sizeof(float) >= STREAM_BYTES) {
-        ordo_vec_sum_rows(dst, rows, s->L, n);
+        ordo__vec_sum_rows(dst, rows, s->L, n);
     } else if (s->L == 1) {
         memcpy(dst, rows[0], sizeof(float) * (size_t)n);
     } else {
-        ordo_vec_sum(dst, rows[0], rows[1], n);
-        for (int m = 2; m < s->L; m++) ordo_vec_add(dst, rows[m], n);
+        ordo__vec_sum(dst, rows[0], rows[1], n);
+        for (int m = 2; m < s->L; m++) ordo__vec_add(dst, rows[m], n);
     }
     /* the members' areas of slot are free again: a contribution written in place may change */
     __atomic_store_n(&s->sum_iter[slot],
@@ -350,12 +350,12 @@ static uint64_t shm_generation(ordo__intra_t *it)
 static int shm_wait(ordo__intra_t *it, uint64_t seen, int timeout_ms)
 {
     shm_t *s = (shm_t *)it;
-    int64_t until = ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
+    int64_t until = ordo__clock_ns() + (int64_t)timeout_ms * 1000000;
     for (;;) {
         beat(s);
         int rc = check_members(s);
         if (rc) return rc;
-        int64_t left = (until - ordo_clock_ns()) / 1000000;
+        int64_t left = (until - ordo__clock_ns()) / 1000000;
         if (__atomic_load_n(&s->h->gen, __ATOMIC_ACQUIRE) != (uint32_t)seen || left <= 0) return 0;
         futex_wait(&s->h->gen, (uint32_t)seen, left < TICK_MS ? left : TICK_MS);
     }
@@ -370,7 +370,7 @@ static int shm_barrier(ordo__intra_t *it)
 {
     shm_t *s = (shm_t *)it;
     hdr_t *h = s->h;
-    int64_t until = ordo_clock_ns() + (int64_t)s->timeout_ms * 1000000;
+    int64_t until = ordo__clock_ns() + (int64_t)s->timeout_ms * 1000000;
     int32_t g = __atomic_load_n(&h->bar_gen, __ATOMIC_ACQUIRE);
     if (__atomic_add_fetch(&h->bar_count, 1, __ATOMIC_ACQ_REL) == s->L) {
         __atomic_store_n(&h->bar_count, 0, __ATOMIC_RELEASE);
@@ -381,8 +381,8 @@ static int shm_barrier(ordo__intra_t *it)
     for (;;) {
         uint32_t seen = __atomic_load_n(&h->gen, __ATOMIC_ACQUIRE);
         if (__atomic_load_n(&h->bar_gen, __ATOMIC_ACQUIRE) != g) return 0;
-        if (ordo_clock_ns() >= until)
-            return ordo_error_set(ORDO_ERR_TIMEDOUT, "intra group %d: barrier not reached by every "
+        if (ordo__clock_ns() >= until)
+            return ordo__error_set(ORDO_ERR_TIMEDOUT, "intra group %d: barrier not reached by every "
                                   "member within %d ms", s->group, s->timeout_ms);
         beat(s);
         int rc = check_members(s);

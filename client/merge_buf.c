@@ -7,7 +7,7 @@
 #include <string.h>
 
 typedef struct {
-    ordo_merge_part_t pub;
+    ordo__merge_part_t pub;
     float *buf;          /* packed payload; NULL for a part of one key's consecutive slices */
     const float *single; /* such a part: the put gradient at its first slice's offset */
 } part_t;
@@ -21,7 +21,7 @@ typedef struct {
 } group_t;
 
 struct ordo__merge_buf {
-    const ordo_keys_t *keys;
+    const ordo__keys_t *keys;
     int n_groups;
     group_t *groups;
     int *order;    /* [n_keys] keys in push order */
@@ -42,17 +42,17 @@ struct ordo__merge_buf {
 static int check_grouping(int n_keys, int n_groups, const int *group_start, const int *order)
 {
     if (n_groups < 1 || group_start[0] != 0 || group_start[n_groups] != n_keys)
-        return ordo_error_set(ORDO_ERR_INVAL, "merge groups: %d groups do not cover %d keys", n_groups,
+        return ordo__error_set(ORDO_ERR_INVAL, "merge groups: %d groups do not cover %d keys", n_groups,
                               n_keys);
     for (int g = 0; g < n_groups; g++)
         if (group_start[g + 1] <= group_start[g])
-            return ordo_error_set(ORDO_ERR_INVAL, "merge groups: group %d is empty", g);
+            return ordo__error_set(ORDO_ERR_INVAL, "merge groups: group %d is empty", g);
     uint8_t *seen = calloc((size_t)n_keys + 1, 1);
     if (!seen) return ORDO_ERR_NOMEM;
     int rc = 0;
     for (int i = 0; i < n_keys && !rc; i++) {
         if (order[i] < 0 || order[i] >= n_keys || seen[order[i]])
-            rc = ordo_error_set(ORDO_ERR_INVAL, "merge groups: key %d is out of range or repeated",
+            rc = ordo__error_set(ORDO_ERR_INVAL, "merge groups: key %d is out of range or repeated",
                                 order[i]);
         else
             seen[order[i]] = 1;
@@ -70,17 +70,17 @@ static int check_grouping(int n_keys, int n_groups, const int *group_start, cons
 
 /* true when part p's slices are consecutive slices of one key, in order: its payload is then
  * a run of that key's gradient, sent as it is (no copy) */
-static bool one_run(const ordo_keys_t *k, const ordo_merge_part_t *p)
+static bool one_run(const ordo__keys_t *k, const ordo__merge_part_t *p)
 {
     for (int j = 1; j < p->n_slices; j++) {
-        const ordo_slice_t *a = &k->slices[p->slices[j - 1]], *b = &k->slices[p->slices[j]];
+        const ordo__slice_t *a = &k->slices[p->slices[j - 1]], *b = &k->slices[p->slices[j]];
         if (b->key != a->key || b->offset != a->offset + a->numel) return false;
     }
     return true;
 }
 static int build_group(ordo__merge_buf_t *mb, int g, int64_t max_bytes, int *next_entry)
 {
-    const ordo_keys_t *k = mb->keys;
+    const ordo__keys_t *k = mb->keys;
     group_t *gr = &mb->groups[g];
     gr->first_part = mb->n_parts;
     for (int s = 0; s < k->n_servers; s++) {
@@ -128,7 +128,7 @@ static int build_group(ordo__merge_buf_t *mb, int g, int64_t max_bytes, int *nex
         mb->bytes += (int64_t)bytes;
         /* a packed part holds whole keys of one slice each: their homes */
         for (int j = 0; j < p->pub.n_slices; j++) {
-            const ordo_slice_t *sl = &k->slices[p->pub.slices[j]];
+            const ordo__slice_t *sl = &k->slices[p->pub.slices[j]];
             ORDO_ASSERT(k->n_chunks[sl->key] == 1);
             mb->home[sl->key] = p->buf + p->pub.offset[j];
         }
@@ -136,7 +136,7 @@ static int build_group(ordo__merge_buf_t *mb, int g, int64_t max_bytes, int *nex
     return 0;
 }
 
-int ordo__merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_start,
+int ordo__merge_buf_new(const ordo__keys_t *keys, int n_groups, const int *group_start,
                        const int *order, int64_t max_part_bytes, ordo__merge_buf_t **out)
 {
     int rc = check_grouping(keys->n_keys, n_groups, group_start, order);
@@ -222,18 +222,18 @@ int ordo__merge_buf_n_parts(const ordo__merge_buf_t *mb, int g)
     return mb->groups[g].n_parts;
 }
 
-const ordo_merge_part_t *ordo__merge_buf_part(const ordo__merge_buf_t *mb, int g, int p)
+const ordo__merge_part_t *ordo__merge_buf_part(const ordo__merge_buf_t *mb, int g, int p)
 {
     return &mb->parts[mb->groups[g].first_part + p].pub;
 }
 
 int ordo__merge_buf_put(ordo__merge_buf_t *mb, int key, const float *src, int *group)
 {
-    const ordo_keys_t *k = mb->keys;
+    const ordo__keys_t *k = mb->keys;
     if (key < 0 || key >= k->n_keys)
-        return ordo_error_set(ORDO_ERR_INVAL, "merge: no key %d (the model has %d)", key, k->n_keys);
+        return ordo__error_set(ORDO_ERR_INVAL, "merge: no key %d (the model has %d)", key, k->n_keys);
     if (mb->put[key])
-        return ordo_error_set(ORDO_ERR_INVAL, "merge: key %d was put twice into group %d", key,
+        return ordo__error_set(ORDO_ERR_INVAL, "merge: key %d was put twice into group %d", key,
                               mb->group_of[key]);
     for (int c = 0; c < k->n_chunks[key]; c++) {
         int sl = k->first_slice[key] + c;

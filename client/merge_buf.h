@@ -19,13 +19,13 @@
 typedef struct ordo__merge_buf ordo__merge_buf_t;
 
 /* One message of a group: the slices of the group that live on one server. */
-typedef struct ordo_merge_part {
+typedef struct ordo__merge_part {
     int server;
     int n_slices;
     const uint32_t *slices; /* [n_slices] slice ids (indices into keys->slices), payload order */
     const int64_t *offset;  /* [n_slices] first float of each slice in the payload */
     int64_t numel;          /* floats in the payload */
-} ordo_merge_part_t;
+} ordo__merge_part_t;
 
 /* ordo__merge_buf_new builds the parts of every group of a grouping of keys' tensors
  * (n_groups groups; group g is order[group_start[g]] .. order[group_start[g + 1] - 1]) and
@@ -33,7 +33,7 @@ typedef struct ordo_merge_part {
  * max_part_bytes (0: no limit; a slice is never split, so a part of one slice may be larger).
  * keys is borrowed and must outlive the buffer. Fails with ORDO_ERR_INVAL when the grouping does
  * not list every key exactly once. */
-int ordo__merge_buf_new(const ordo_keys_t *keys, int n_groups, const int *group_start,
+int ordo__merge_buf_new(const ordo__keys_t *keys, int n_groups, const int *group_start,
                        const int *order, int64_t max_part_bytes, ordo__merge_buf_t **out);
 
 /* ordo__merge_buf_destroy frees *mb and sets *mb = NULL; NULL-safe. */
@@ -53,7 +53,7 @@ const int *ordo__merge_buf_group_keys(const ordo__merge_buf_t *mb, int g, int *n
 int ordo__merge_buf_n_parts(const ordo__merge_buf_t *mb, int g);
 
 /* ordo__merge_buf_part returns part p of group g (borrowed from mb). */
-const ordo_merge_part_t *ordo__merge_buf_part(const ordo__merge_buf_t *mb, int g, int p);
+const ordo__merge_part_t *ordo__merge_buf_part(const ordo__merge_buf_t *mb, int g, int p);
 
 /* ordo__merge_buf_put copies key's gradient (keys->numel[key] floats at src) into the
  * payloads of its group's parts, unless src is its home; for a part of one key's consecutive

@@ -34,7 +34,7 @@ int ordo__ps_n_servers(const ordo__ps_t *w)
     return w->node.n_servers;
 }
 
-const ordo_keys_t *ordo__ps_keys(const ordo__ps_t *w)
+const ordo__keys_t *ordo__ps_keys(const ordo__ps_t *w)
 {
     return w->node.keys;
 }
@@ -85,10 +85,10 @@ int ordo__ps_outstanding(const ordo__ps_t *w)
 {
     return w->outstanding;
 }
-static void data_msg(ordo__ps_t *w, ordo_msg_t *m, int type, int slice, int64_t iter, int prio)
+static void data_msg(ordo__ps_t *w, ordo__msg_t *m, int type, int slice, int64_t iter, int prio)
 {
-    const ordo_slice_t *sl = &w->node.keys->slices[slice];
-    ordo_msg_init(m, type);
+    const ordo__slice_t *sl = &w->node.keys->slices[slice];
+    ordo__msg_init(m, type);
     m->sock = w->server_sock[sl->server];
     m->hdr.role = ORDO_ROLE_WORKER;
     m->hdr.rank = w->node.rank;
@@ -110,7 +110,7 @@ static void data_msg(ordo__ps_t *w, ordo_msg_t *m, int type, int slice, int64_t 
 static int check_key(const ordo__ps_t *w, int key)
 {
     if (key < 0 || key >= w->node.keys->n_keys)
-        return ordo_error_set(ORDO_ERR_INVAL, "no key %d (the model has %d)", key,
+        return ordo__error_set(ORDO_ERR_INVAL, "no key %d (the model has %d)", key,
                               w->node.keys->n_keys);
     return 0;
 }
@@ -119,18 +119,18 @@ int ordo__ps_init(ordo__ps_t *w, int key, const float *values)
 {
     int rc = check_key(w, key);
     if (rc) return rc;
-    const ordo_keys_t *k = w->node.keys;
+    const ordo__keys_t *k = w->node.keys;
     for (int c = 0; c < k->n_chunks[key]; c++) {
         int s = k->first_slice[key] + c;
-        ordo_msg_t m;
+        ordo__msg_t m;
         data_msg(w, &m, ORDO_MSG_INIT, s, 0, 0);
         size_t bytes = (size_t)k->slices[s].numel * 4;
-        rc = ordo_msg_add_copy(&m, values + k->slices[s].offset, bytes);
+        rc = ordo__msg_add_copy(&m, values + k->slices[s].offset, bytes);
         if (!rc && k->replicas > 1 && !w->init_val[s]) { /* until the slice's first value */
             w->init_val[s] = malloc(bytes);
             if (w->init_val[s]) memcpy(w->init_val[s], values + k->slices[s].offset, bytes);
         }
-        if (!rc) rc = ordo_transport_send(w->node.tp, &m);
+        if (!rc) rc = ordo__transport_send(w->node.tp, &m);
         if (rc) return rc;
     }
     return 0;
@@ -139,7 +139,7 @@ int ordo__ps_init(ordo__ps_t *w, int key, const float *values)
 /* start key's pull of iteration iter into dst: the bookkeeping both kinds of pull share */
 static void begin_pull(ordo__ps_t *w, int key, float *dst, int64_t iter)
 {
-    const ordo_keys_t *k = w->node.keys;
+    const ordo__keys_t *k = w->node.keys;
     keystate_t *ks = &w->ks[key];
     ks->pull_dst = dst;
     ks->pull_iter = iter;
@@ -154,42 +154,42 @@ int ordo__ps_pull(ordo__ps_t *w, int key, float *dst, int64_t iter, int priority
     int rc = check_key(w, key);
     if (rc) return rc;
     if (w->ks[key].pull_left)
-        return ordo_error_set(ORDO_ERR_INVAL, "key %d already has a pull outstanding", key);
-    const ordo_keys_t *k = w->node.keys;
+        return ordo__error_set(ORDO_ERR_INVAL, "key %d already has a pull outstanding", key);
+    const ordo__keys_t *k = w->node.keys;
     begin_pull(w, key, dst, iter);
     for (int c = 0; c < k->n_chunks[key]; c++) {
-        ordo_msg_t m;
+        ordo__msg_t m;
         data_msg(w, &m, ORDO_MSG_PULL, k->first_slice[key] + c, iter, priority);
-        if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) return rc;
+        if ((rc = ordo__transport_send(w->node.tp, &m)) != 0) return rc;
     }
     return 0;
 }
 
 int ordo__ps_send_init(ordo__ps_t *w, int slice)
 {
-    ordo_msg_t m;
+    ordo__msg_t m;
     data_msg(w, &m, ORDO_MSG_INIT, slice, 0, 0);
-    int rc = ordo_msg_add_copy(&m, w->init_val[slice], (size_t)w->node.keys->slices[slice].numel * 4);
-    return rc ? rc : ordo_transport_send(w->node.tp, &m);
+    int rc = ordo__msg_add_copy(&m, w->init_val[slice], (size_t)w->node.keys->slices[slice].numel * 4);
+    return rc ? rc : ordo__transport_send(w->node.tp, &m);
 }
 
 int ordo__ps_send_pull(ordo__ps_t *w, int slice, int64_t iter)
 {
-    ordo_msg_t m;
+    ordo__msg_t m;
     data_msg(w, &m, ORDO_MSG_PULL, slice, iter, 0);
-    return ordo_transport_send(w->node.tp, &m);
+    return ordo__transport_send(w->node.tp, &m);
 }
 
 int ordo__ps_probe(ordo__ps_t *w, int server, const float *src, size_t bytes, int id)
 {
     if (server < 0 || server >= w->node.n_servers)
-        return ordo_error_set(ORDO_ERR_INVAL, "no server %d (the cluster has %d)", server,
+        return ordo__error_set(ORDO_ERR_INVAL, "no server %d (the cluster has %d)", server,
                               w->node.n_servers);
     if (bytes % sizeof(float) || bytes > ORDO_PROBE_MAX_BYTES)
-        return ordo_error_set(ORDO_ERR_INVAL, "a probe of %zu bytes (a multiple of 4 up to %u)",
+        return ordo__error_set(ORDO_ERR_INVAL, "a probe of %zu bytes (a multiple of 4 up to %u)",
                               bytes, ORDO_PROBE_MAX_BYTES);
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_PUSH);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_PUSH);
     m.sock = w->server_sock[server];
     m.hdr.role = ORDO_ROLE_WORKER;
     m.hdr.rank = w->node.rank;
@@ -197,8 +197,8 @@ int ordo__ps_probe(ordo__ps_t *w, int server, const float *src, size_t bytes, in
     m.hdr.key = (uint32_t)id;
     m.hdr.dtype = ORDO_DTYPE_F32;
     m.hdr.flags = ORDO_FLAG_PROBE;
-    ordo_msg_add_ref(&m, (void *)src, bytes, NULL, NULL);
-    int rc = ordo_transport_send(w->node.tp, &m);
+    ordo__msg_add_ref(&m, (void *)src, bytes, NULL, NULL);
+    int rc = ordo__transport_send(w->node.tp, &m);
     if (rc == 0) { /* until its ORDO__EV_PROBE_DONE */
         w->outstanding++;
         w->probes_out++;
@@ -211,7 +211,7 @@ int ordo__ps_probe(ordo__ps_t *w, int server, const float *src, size_t bytes, in
  * once) cannot come before it; key's push just completed: they go now */
 static int send_held_pulls(ordo__ps_t *w, int key)
 {
-    const ordo_keys_t *k = w->node.keys;
+    const ordo__keys_t *k = w->node.keys;
     keystate_t *ks = &w->ks[key];
     for (int c = 0; c < k->n_chunks[key]; c++) {
         int s = k->first_slice[key] + c;
@@ -231,8 +231,8 @@ static int send_held_pulls(ordo__ps_t *w, int key)
 static void pump(ordo__ps_t *w)
 {
     while (w->pq_n > 0) {
-        int64_t lf = w->conf.bandwidth_bps > 0 ? ordo_transport_link_free_ns(w->node.tp) : 0;
-        if (!ordo__credit_allows(&w->credit, ordo_clock_ns(), lf)) return;
+        int64_t lf = w->conf.bandwidth_bps > 0 ? ordo__transport_link_free_ns(w->node.tp) : 0;
+        if (!ordo__credit_allows(&w->credit, ordo__clock_ns(), lf)) return;
         int best = 0;
         for (int i = 1; i < w->pq_n; i++) {
             const queued_push_t *a = &w->pq[i], *b = &w->pq[best];
@@ -245,8 +245,8 @@ static void pump(ordo__ps_t *w)
             w->path->ops->send_part(w->path, q.group, q.part, q.iter, q.priority);
             continue;
         }
-        const ordo_slice_t *sl = &w->node.keys->slices[q.slice];
-        ordo_msg_t m;
+        const ordo__slice_t *sl = &w->node.keys->slices[q.slice];
+        ordo__msg_t m;
         data_msg(w, &m, ORDO_MSG_PUSH, q.slice, q.iter, q.priority);
         if (q.fused) m.hdr.flags |= ORDO_FLAG_PULL;
         /* zero-copy: the caller keeps src until PUSH_DONE; a compressed push goes as a frame
@@ -257,10 +257,10 @@ static void pump(ordo__ps_t *w)
         int rc = ordo__compress_encode(w->compress, (int)sl->key, q.slice, q.src + sl->offset,
                                        sl->numel, (uint64_t)q.iter, &enc, &bytes, &dtype,
                                        &hint);
-        if (rc < 0) ORDO_ERROR("key %u: %s; pushed as float32", sl->key, ordo_error_text(rc));
+        if (rc < 0) ORDO_ERROR("key %u: %s; pushed as float32", sl->key, ordo__error_text(rc));
         if (rc == 1) {
             m.hdr.dtype = (uint8_t)dtype;
-            ordo_msg_add_ref(&m, enc, bytes, ordo__compress_frame_free, hint);
+            ordo__msg_add_ref(&m, enc, bytes, ordo__compress_frame_free, hint);
             /* the answer of a lossy push's pull: a change, in the push's own codec */
             if (q.fused && ordo__compress_pull_dtype(w->compress, (int)sl->key) == dtype &&
                 ordo__codec_of_dtype(dtype)->lossy)
@@ -269,13 +269,13 @@ static void pump(ordo__ps_t *w)
                                                          q.iter + 1);
         } else {
             bytes = (size_t)sl->numel * 4;
-            ordo_msg_add_ref(&m, (void *)(q.src + sl->offset), bytes, NULL, NULL);
+            ordo__msg_add_ref(&m, (void *)(q.src + sl->offset), bytes, NULL, NULL);
         }
         w->bytes_push += (int64_t)bytes;
-        ordo__credit_sent(&w->credit, (int64_t)bytes, ordo_clock_ns(), !q.fused);
+        ordo__credit_sent(&w->credit, (int64_t)bytes, ordo__clock_ns(), !q.fused);
         w->sent[q.slice] = 1;
         w->last[q.slice] = q;
-        ordo_transport_send(w->node.tp, &m);
+        ordo__transport_send(w->node.tp, &m);
     }
 }
 
@@ -303,7 +303,7 @@ float *ordo__ps_value_home(const ordo__ps_t *w, int key)
 int ordo__ps_queue_key(ordo__ps_t *w, int key, const float *src, float *dst,
                            int64_t iter, int priority, bool fused)
 {
-    const ordo_keys_t *k = w->node.keys;
+    const ordo__keys_t *k = w->node.keys;
     if (fused) begin_pull(w, key, dst, iter + 1);
     int rc = grow_queue(w, k->n_chunks[key]);
     if (rc) return rc;
@@ -363,25 +363,25 @@ void ordo__ps_pull_done(ordo__ps_t *w, int key, int64_t iter)
 
 void ordo__ps_post(ordo__ps_t *w, int code, int key, int64_t iter)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_INTRA);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_INTRA);
     m.hdr.chunk = (uint32_t)code;
     m.hdr.key = (uint32_t)key;
     m.hdr.iter = iter;
-    ordo_transport_post(w->node.tp, &m);
+    ordo__transport_post(w->node.tp, &m);
 }
 
-void ordo__ps_set_trace(ordo__ps_t *w, struct ordo_trace *t)
+void ordo__ps_set_trace(ordo__ps_t *w, struct ordo__trace *t)
 {
     w->trace = t;
 }
 
-struct ordo_trace *ordo__ps_trace(const ordo__ps_t *w)
+struct ordo__trace *ordo__ps_trace(const ordo__ps_t *w)
 {
     return w->trace;
 }
 
-const ordo_conf_t *ordo__ps_conf(const ordo__ps_t *w)
+const ordo__conf_t *ordo__ps_conf(const ordo__ps_t *w)
 {
     return &w->conf;
 }
@@ -406,7 +406,7 @@ int ordo__ps_push(ordo__ps_t *w, int key, const float *src, int64_t iter, int pr
     int rc = check_key(w, key);
     if (rc) return rc;
     if (w->ks[key].push_left)
-        return ordo_error_set(ORDO_ERR_INVAL, "key %d already has a push outstanding", key);
+        return ordo__error_set(ORDO_ERR_INVAL, "key %d already has a push outstanding", key);
     return w->path->ops->push(w->path, key, src, iter, priority);
 }
 
@@ -417,17 +417,17 @@ int ordo__ps_pushpull(ordo__ps_t *w, int key, const float *src, float *dst, int6
     if (rc) return rc;
     keystate_t *ks = &w->ks[key];
     if (ks->push_left)
-        return ordo_error_set(ORDO_ERR_INVAL, "key %d already has a push outstanding", key);
+        return ordo__error_set(ORDO_ERR_INVAL, "key %d already has a push outstanding", key);
     if (ks->pull_left)
-        return ordo_error_set(ORDO_ERR_INVAL, "key %d already has a pull outstanding", key);
+        return ordo__error_set(ORDO_ERR_INVAL, "key %d already has a pull outstanding", key);
     return w->path->ops->pushpull(w->path, key, src, dst, iter, priority);
 }
 
 void ordo__ps_wake(ordo__ps_t *w)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_WAKE);
-    ordo_transport_post(w->node.tp, &m);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_WAKE);
+    ordo__transport_post(w->node.tp, &m);
 }
 
 void ordo__ps_add_event(ordo__ps_t *w, int kind, int key, int64_t iter)
@@ -444,7 +444,7 @@ void ordo__ps_add_event(ordo__ps_t *w, int kind, int key, int64_t iter)
         w->ev_head = 0;
     }
     w->ev[(w->ev_head + w->ev_n++) % w->ev_cap] =
-        (ordo__ps_event_t){.kind = kind, .key = key, .iter = iter, .t_ns = ordo_clock_ns()};
+        (ordo__ps_event_t){.kind = kind, .key = key, .iter = iter, .t_ns = ordo__clock_ns()};
     if (kind != ORDO__EV_WAKE && kind != ORDO__EV_HOOK && kind != ORDO__EV_PLAN) w->outstanding--;
 }
 
@@ -453,20 +453,20 @@ void ordo__ps_push_done(ordo__ps_t *w, int key, int64_t iter)
     w->ks[key].push_left = 0;
     ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, key, iter);
     int rc = send_held_pulls(w, key);
-    if (rc) ORDO_ERROR("key %d: sending its pull again: %s", key, ordo_error_text(rc));
+    if (rc) ORDO_ERROR("key %d: sending its pull again: %s", key, ordo__error_text(rc));
 }
 
 /* ---- the data path's answers ------------------------------------------------------- */
 
 /* a value of key arrived (all of it, or one chunk): float32, or the wire type the pull asked
  * for (common/codec.h) */
-int ordo__ps_on_pull_resp(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_on_pull_resp(ordo__ps_t *w, ordo__msg_t *m)
 {
-    const ordo_keys_t *k = w->node.keys;
-    int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
+    const ordo__keys_t *k = w->node.keys;
+    int s = ordo__keys_slice(k, m->hdr.key, m->hdr.chunk);
     keystate_t *ks = s >= 0 ? &w->ks[m->hdr.key] : NULL;
     size_t len = 0;
-    void *d = ordo_msg_data(m, 0, &len);
+    void *d = ordo__msg_data(m, 0, &len);
     if (!ks || !ks->pull_left || ks->pull_iter != m->hdr.iter || w->got[s] || !d) {
         ORDO_WARN("dropped an unexpected PULL_RESP (key %u chunk %u iter %lld)", m->hdr.key,
                   m->hdr.chunk, (long long)m->hdr.iter);
@@ -477,7 +477,7 @@ int ordo__ps_on_pull_resp(ordo__ps_t *w, ordo_msg_t *m)
                                       k->slices[s].numel, ks->pull_dst + k->slices[s].offset);
     if (rc) {
         ORDO_WARN("dropped a PULL_RESP (key %u chunk %u iter %lld): %s", m->hdr.key,
-                  m->hdr.chunk, (long long)m->hdr.iter, ordo_error_text(rc));
+                  m->hdr.chunk, (long long)m->hdr.iter, ordo__error_text(rc));
         return 0;
     }
     w->got[s] = 1;
@@ -506,9 +506,9 @@ int ordo__ps_on_pull_resp(ordo__ps_t *w, ordo_msg_t *m)
 }
 
 /* a server applied a push: of a merge group (the path's), of a probe, or of one slice */
-int ordo__ps_on_push_ack(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_on_push_ack(ordo__ps_t *w, ordo__msg_t *m)
 {
-    const ordo_keys_t *k = w->node.keys;
+    const ordo__keys_t *k = w->node.keys;
     if (m->hdr.flags & ORDO_FLAG_GROUP) return w->path->ops->group_ack(w->path, m);
     if (m->hdr.flags & ORDO_FLAG_PROBE) {
         if (w->probes_out == 0) {
@@ -519,7 +519,7 @@ int ordo__ps_on_push_ack(ordo__ps_t *w, ordo_msg_t *m)
         ordo__ps_add_event(w, ORDO__EV_PROBE_DONE, (int)m->hdr.key, m->hdr.iter);
         return 0;
     }
-    int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
+    int s = ordo__keys_slice(k, m->hdr.key, m->hdr.chunk);
     keystate_t *ks = s >= 0 ? &w->ks[m->hdr.key] : NULL;
     if (!ks || !ks->push_left || ks->push_iter != m->hdr.iter ||
         (k->replicas > 1 && !w->sent[s])) { /* with replicas: a re-sent push answered twice */
@@ -546,26 +546,26 @@ int ordo__ps_on_push_ack(ordo__ps_t *w, ordo_msg_t *m)
 /* [fault] replicas: an answer about a slice from a server that no longer holds it (one
  * declared dead that came back: a paused process, a healed partition) is a late one; its
  * acknowledgement or value is never counted (docs/durability.md, "Fencing") */
-static bool from_fenced_server(ordo__ps_t *w, const ordo_msg_t *m)
+static bool from_fenced_server(ordo__ps_t *w, const ordo__msg_t *m)
 {
-    const ordo_keys_t *k = w->node.keys;
+    const ordo__keys_t *k = w->node.keys;
     if (k->replicas <= 1 || m->hdr.role != ORDO_ROLE_SERVER ||
         (m->hdr.type != ORDO_MSG_PUSH_ACK && m->hdr.type != ORDO_MSG_PULL_RESP) ||
         (m->hdr.flags & (ORDO_FLAG_GROUP | ORDO_FLAG_PROBE)))
         return false;
-    int s = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
+    int s = ordo__keys_slice(k, m->hdr.key, m->hdr.chunk);
     if (s < 0 || k->slices[s].server == m->hdr.rank) return false;
     if (w->fenced_answers++ == 0)
         ORDO_WARN("dropped a %s of key %u chunk %u from server %d, which no longer holds it "
                   "(declared dead; later ones are dropped silently)",
-                  ordo_wire_type_name(m->hdr.type), m->hdr.key, m->hdr.chunk, m->hdr.rank);
+                  ordo__wire_type_name(m->hdr.type), m->hdr.key, m->hdr.chunk, m->hdr.rank);
     return true;
 }
 
 /* ordo__ps_handle: one inbound message, by the worker's table (w->msgs, ps_msgs.c); 0 or a
  * fatal error. A late answer of a fenced server is dropped first; a message for the hook's
  * key (ordo__ps_set_hook) goes to the hook whatever its handler. */
-int ordo__ps_handle(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_handle(ordo__ps_t *w, ordo__msg_t *m)
 {
     if (from_fenced_server(w, m)) return 0;
     if (w->hook && m->hdr.key == w->hook_key &&
@@ -577,7 +577,7 @@ int ordo__ps_handle(ordo__ps_t *w, ordo_msg_t *m)
     }
     ordo__ps_msg_fn fn = m->hdr.type < ORDO_MSG_TYPE_MAX ? w->msgs[m->hdr.type] : NULL;
     if (!fn) {
-        ORDO_DEBUG("ignored %s", ordo_wire_type_name(m->hdr.type));
+        ORDO_DEBUG("ignored %s", ordo__wire_type_name(m->hdr.type));
         return 0;
     }
     return fn(w, m);
@@ -585,9 +585,9 @@ int ordo__ps_handle(ordo__ps_t *w, ordo_msg_t *m)
 
 int ordo__ps_poll(ordo__ps_t *w, int timeout_ms, ordo__ps_event_t *ev)
 {
-    int64_t deadline = timeout_ms < 0 ? INT64_MAX : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : ordo__clock_ns() + (int64_t)timeout_ms * 1000000;
     for (;;) {
-        int lost = ordo_node_sched_check(&w->node); /* fault.scheduler = restart: bounded */
+        int lost = ordo__node_sched_check(&w->node); /* fault.scheduler = restart: bounded */
         if (lost) return lost;
         pump(w);
         if (w->ev_n > 0) {
@@ -596,20 +596,20 @@ int ordo__ps_poll(ordo__ps_t *w, int timeout_ms, ordo__ps_event_t *ev)
             w->ev_n--;
             return 0;
         }
-        int64_t now = ordo_clock_ns();
+        int64_t now = ordo__clock_ns();
         /* past the deadline, one more look without blocking: poll(w, 0) still reads what has
          * arrived */
         bool last = now >= deadline;
         int64_t until = deadline;
         if (w->pq_n > 0 && w->conf.bandwidth_bps > 0) { /* wake when the credit allows */
-            int64_t lf = ordo__credit_wake_ns(&w->credit, ordo_transport_link_free_ns(w->node.tp));
+            int64_t lf = ordo__credit_wake_ns(&w->credit, ordo__transport_link_free_ns(w->node.tp));
             if (lf < until) until = lf;
         }
         int wait_ms = until == INT64_MAX ? -1 : (int)((until - now + 999999) / 1000000);
         if (last || (wait_ms < 0 && until != INT64_MAX)) wait_ms = 0;
-        wait_ms = ordo_node_sched_timeout(&w->node, wait_ms);
-        ordo_msg_t m;
-        int rc = ordo_transport_recv(w->node.tp, &m, wait_ms);
+        wait_ms = ordo__node_sched_timeout(&w->node, wait_ms);
+        ordo__msg_t m;
+        int rc = ordo__transport_recv(w->node.tp, &m, wait_ms);
         if (rc == ORDO_ERR_TIMEDOUT) {
             if (last) {
                 pump(w);
@@ -619,17 +619,17 @@ int ordo__ps_poll(ordo__ps_t *w, int timeout_ms, ordo__ps_event_t *ev)
         }
         if (rc) return rc;
         rc = ordo__ps_handle(w, &m);
-        ordo_msg_close(&m);
+        ordo__msg_close(&m);
         if (rc) return rc;
     }
 }
 
 int ordo__ps_wait_all(ordo__ps_t *w, int timeout_ms)
 {
-    int64_t deadline = timeout_ms < 0 ? INT64_MAX : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : ordo__clock_ns() + (int64_t)timeout_ms * 1000000;
     ordo__ps_event_t ev;
     while (w->outstanding > 0 || w->ev_n > 0) {
-        int64_t left = deadline == INT64_MAX ? -1 : (deadline - ordo_clock_ns()) / 1000000;
+        int64_t left = deadline == INT64_MAX ? -1 : (deadline - ordo__clock_ns()) / 1000000;
         if (deadline != INT64_MAX && left <= 0) return ORDO_ERR_TIMEDOUT;
         int rc = ordo__ps_poll(w, (int)left, &ev);
         if (rc) return rc;

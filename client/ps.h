@@ -15,7 +15,7 @@
 #include "common/keys.h"
 #include "common/wire.h"
 
-typedef struct ordo_worker ordo__ps_t;
+typedef struct ordo__ps ordo__ps_t;
 struct ordo__plan; /* core/plan.h */
 
 typedef enum {
@@ -44,7 +44,7 @@ typedef struct ordo__ps_event {
  * calibrate = true) every worker then takes part in it (client/calibrate.h) and waits for the
  * scheduler's merge groups, so the handle it returns pushes merged either way. Fails with
  * ORDO_ERR_AUTH, ORDO_ERR_TIMEDOUT, ORDO_ERR_ABORT. */
-int ordo__ps_new(const ordo_conf_t *conf, ordo__ps_t **out);
+int ordo__ps_new(const ordo__conf_t *conf, ordo__ps_t **out);
 
 /* ordo__ps_op_times_fn measures the model's op times for the start-up calibration: 0 with
  * ordo-oracle/1 text in *out (malloc'd; NULL: nothing measured), or an error. */
@@ -57,7 +57,7 @@ typedef int (*ordo__ps_op_times_fn)(void *ctx, char **out);
  * worker 0 calls op_times (if not NULL) after its pushes were timed, while the other workers
  * wait, and sends the result with its fit; the scheduler plans the merge groups with those
  * times. */
-int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_times_fn op_times,
+int ordo__ps_join(const ordo__conf_t *conf, const char *tensors, ordo__ps_op_times_fn op_times,
                   void *ctx, ordo__ps_t **out);
 
 /* ordo__ps_destroy leaves and frees; NULL-safe. */
@@ -66,7 +66,7 @@ void ordo__ps_destroy(ordo__ps_t **w);
 int ordo__ps_rank(const ordo__ps_t *w);
 int ordo__ps_n_workers(const ordo__ps_t *w);
 int ordo__ps_n_servers(const ordo__ps_t *w);
-const ordo_keys_t *ordo__ps_keys(const ordo__ps_t *w);
+const ordo__keys_t *ordo__ps_keys(const ordo__ps_t *w);
 /* ordo__ps_plan returns the scheduler's plan (core/plan.h), borrowed from w: a re-plan
  * (ordo__ps_replan_apply) replaces it. */
 const struct ordo__plan *ordo__ps_plan(const ordo__ps_t *w);
@@ -189,7 +189,7 @@ int ordo__ps_finish(ordo__ps_t *w, const char *final_json);
  * returns 0, a negative error (fatal: ordo__ps_poll returns it), or a positive code that
  * ordo__ps_poll reports as an ORDO__EV_HOOK event with ev.key = the code and ev.iter = the
  * message's iteration. It runs on the thread that polls and may call ordo__ps_send. */
-typedef int (*ordo__ps_hook_fn)(void *ctx, ordo_msg_t *m);
+typedef int (*ordo__ps_hook_fn)(void *ctx, ordo__msg_t *m);
 
 /* ordo__ps_set_hook installs fn (NULL removes it) for messages with header key `key`. */
 void ordo__ps_set_hook(ordo__ps_t *w, uint32_t key, ordo__ps_hook_fn fn, void *ctx);
@@ -197,7 +197,7 @@ void ordo__ps_set_hook(ordo__ps_t *w, uint32_t key, ordo__ps_hook_fn fn, void *c
 /* ordo__ps_send sends m (type, iteration, key, chunk, dtype and frames set by the caller)
  * to server `server`, or to the scheduler when server is -1, stamping the sender's role,
  * rank and a request id; m's frames are consumed. */
-int ordo__ps_send(ordo__ps_t *w, int server, ordo_msg_t *m);
+int ordo__ps_send(ordo__ps_t *w, int server, ordo__msg_t *m);
 
 /* ordo__ps_sync_stats copies, counted since the handle was made, the pulled slices by the
  * staleness of the value the server sent (stale[i]: i iterations stale; the last bucket
@@ -251,9 +251,9 @@ void ordo__ps_post(ordo__ps_t *w, int code, int key, int64_t iter);
 
 /* ordo__ps_set_trace lends w the run's trace (NULL: none) for the path's own spans;
  * ordo__ps_trace returns it. The lender clears it before destroying the trace. */
-struct ordo_trace;
-void ordo__ps_set_trace(ordo__ps_t *w, struct ordo_trace *t);
-struct ordo_trace *ordo__ps_trace(const ordo__ps_t *w);
+struct ordo__trace;
+void ordo__ps_set_trace(ordo__ps_t *w, struct ordo__trace *t);
+struct ordo__trace *ordo__ps_trace(const ordo__ps_t *w);
 
 /* ---- the batch service (client/ps_batch.c) ---- */
 
@@ -279,7 +279,7 @@ bool ordo__ps_batch_ready(const ordo__ps_t *w);
 int ordo__ps_batch_take(ordo__ps_t *w, int64_t *idx, int cap, int *count, int64_t *epoch);
 
 /* ordo__ps_on_batch takes the scheduler's BATCH m (ps.c's message handler). */
-int ordo__ps_on_batch(ordo__ps_t *w, ordo_msg_t *m);
+int ordo__ps_on_batch(ordo__ps_t *w, ordo__msg_t *m);
 
 /* ---- peer state (client/ps_state.c): ordo_commit_state, ordo_peer_state ---- */
 
@@ -301,8 +301,8 @@ int ordo__ps_state_take(ordo__ps_t *w, void **state, size_t *bytes, int64_t *ite
 /* ordo__ps_on_state_req and ordo__ps_on_state take the scheduler's STATE_REQ (a peer asks
  * for this worker's state) and STATE (the answer to this worker's request) (ps.c's message
  * handler). */
-int ordo__ps_on_state_req(ordo__ps_t *w, ordo_msg_t *m);
-int ordo__ps_on_state(ordo__ps_t *w, ordo_msg_t *m);
+int ordo__ps_on_state_req(ordo__ps_t *w, ordo__msg_t *m);
+int ordo__ps_on_state(ordo__ps_t *w, ordo__msg_t *m);
 
 /* ordo__ps_newest_version returns the newest version of a value any server reported to this
  * worker (0: none yet); any thread may call it. */
@@ -317,7 +317,7 @@ int ordo__ps_relay(ordo__ps_t *w, int64_t id, int root, void *buf, size_t bytes,
                        int timeout_ms);
 
 /* ordo__ps_conf returns the configuration w joined with. */
-const ordo_conf_t *ordo__ps_conf(const ordo__ps_t *w);
+const ordo__conf_t *ordo__ps_conf(const ordo__ps_t *w);
 
 /* ordo__ps_compress returns the worker's wire compression (client/compress.h), owned by w. */
 struct ordo__compress *ordo__ps_compress(ordo__ps_t *w);

@@ -15,19 +15,19 @@
 static int send_request(ordo__ps_t *w, const char *spec_json, int64_t epoch, int64_t iter,
                         uint32_t flags)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_BATCH_REQ);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_BATCH_REQ);
     m.hdr.dtype = ORDO_DTYPE_JSON;
     m.hdr.iter = iter < 0 ? -1 : iter;
     m.hdr.key = epoch < 0 ? ORDO_BATCH_ANY_EPOCH : (uint32_t)epoch;
     m.hdr.flags = flags;
     m.hdr.req = ++w->req;
-    int rc = ordo_msg_add_text(&m, spec_json);
+    int rc = ordo__msg_add_text(&m, spec_json);
     if (rc) {
-        ordo_msg_close(&m);
+        ordo__msg_close(&m);
         return rc;
     }
-    if ((rc = ordo_node_send_ctl(&w->node, &m)) != 0) return rc;
+    if ((rc = ordo__node_send_ctl(&w->node, &m)) != 0) return rc;
     w->batch_out = true;
     w->batch_req = m.hdr.req;
     w->outstanding++; /* until its ORDO__EV_BATCH */
@@ -39,15 +39,15 @@ int ordo__ps_batch_request(ordo__ps_t *w, const char *spec_json, int64_t epoch, 
     if (w->batch_ahead && !w->batch_asked && (w->batch_out || w->batch_in)) {
         /* the next batch was asked for ahead: of any epoch, with the same description */
         if (epoch >= 0 || !w->batch_spec || strcmp(spec_json, w->batch_spec) != 0)
-            return ordo_error_set(ORDO_ERR_INVAL, "the next batch of any epoch was asked for "
+            return ordo__error_set(ORDO_ERR_INVAL, "the next batch of any epoch was asked for "
                                   "ahead: ask for any epoch with the same data set");
         w->batch_asked = true;
         return w->batch_in ? 1 : 0;
     }
     if (w->batch_out || w->batch_in)
-        return ordo_error_set(ORDO_ERR_INVAL, "a batch request is in flight");
+        return ordo__error_set(ORDO_ERR_INVAL, "a batch request is in flight");
     if (epoch < -1 || epoch >= (int64_t)ORDO_BATCH_ANY_EPOCH)
-        return ordo_error_set(ORDO_ERR_RANGE, "epoch %lld out of range", (long long)epoch);
+        return ordo__error_set(ORDO_ERR_RANGE, "epoch %lld out of range", (long long)epoch);
     if (!w->batch_spec || strcmp(spec_json, w->batch_spec) != 0) {
         char *copy = strdup(spec_json);
         if (!copy) return ORDO_ERR_NOMEM;
@@ -89,10 +89,10 @@ static void ask_ahead(ordo__ps_t *w)
 }
 
 /* a refusal: {"error": text, "code": a negative ORDO_ERR_*} */
-static void take_refusal(ordo__ps_t *w, ordo_msg_t *m)
+static void take_refusal(ordo__ps_t *w, ordo__msg_t *m)
 {
     size_t len = 0;
-    const char *d = ordo_msg_data(m, 0, &len);
+    const char *d = ordo__msg_data(m, 0, &len);
     json_t *o = d ? json_loadb(d, len, 0, NULL) : NULL;
     const char *err = json_string_value(json_object_get(o, "error"));
     json_t *code = json_object_get(o, "code");
@@ -102,10 +102,10 @@ static void take_refusal(ordo__ps_t *w, ordo_msg_t *m)
     json_decref(o);
 }
 
-int ordo__ps_on_batch(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_on_batch(ordo__ps_t *w, ordo__msg_t *m)
 {
     size_t len = 0;
-    const unsigned char *d = ordo_msg_data(m, 0, &len);
+    const unsigned char *d = ordo__msg_data(m, 0, &len);
     uint32_t ends = ORDO_BATCH_END_EPOCH | ORDO_BATCH_END_RUN;
     const char *bad = NULL;
     if (!w->batch_out || m->hdr.req != w->batch_req)
@@ -153,13 +153,13 @@ int ordo__ps_on_batch(ordo__ps_t *w, ordo_msg_t *m)
 int ordo__ps_batch_take(ordo__ps_t *w, int64_t *idx, int cap, int *count, int64_t *epoch)
 {
     if (!w->batch_in || !w->batch_asked)
-        return ordo_error_set(ORDO_ERR_INVAL, "no batch answer to take");
+        return ordo__error_set(ORDO_ERR_INVAL, "no batch answer to take");
     w->batch_in = false;
     w->batch_asked = false;
     int st = w->batch_status;
-    if (st < 0) return ordo_error_set(st, "batch service: %s", w->batch_err);
+    if (st < 0) return ordo__error_set(st, "batch service: %s", w->batch_err);
     if (st == 0 && w->batch_n > cap)
-        return ordo_error_set(ORDO_ERR_RANGE, "a batch of %d samples, room for %d", w->batch_n, cap);
+        return ordo__error_set(ORDO_ERR_RANGE, "a batch of %d samples, room for %d", w->batch_n, cap);
     if (st == 0) memcpy(idx, w->batch_idx, sizeof *idx * (size_t)w->batch_n);
     *count = st == 0 ? w->batch_n : 0;
     *epoch = w->batch_epoch;

@@ -19,12 +19,12 @@
 /* ---- collective re-plans ------------------------------------------------------------ */
 
 /* the scheduler's answer to this worker's REPLAN: the new plan or {"error", "code"} */
-int ordo__ps_take_replan(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_take_replan(ordo__ps_t *w, ordo__msg_t *m)
 {
     size_t len = 0;
-    const char *d = ordo_msg_data(m, 0, &len);
+    const char *d = ordo__msg_data(m, 0, &len);
     char *text = d ? strndup(d, len) : NULL;
-    if (!text) return ordo_error_set(ORDO_ERR_PROTO, "a REPLAN answer without a body");
+    if (!text) return ordo__error_set(ORDO_ERR_PROTO, "a REPLAN answer without a body");
     free(w->replan_reply);
     w->replan_reply = text;
     ordo__ps_add_event(w, ORDO__EV_REPLAN, -1, -1);
@@ -33,19 +33,19 @@ int ordo__ps_take_replan(ordo__ps_t *w, ordo_msg_t *m)
 
 int ordo__ps_replan(ordo__ps_t *w, const char *names_json, const char *profile)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_REPLAN);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_REPLAN);
     m.hdr.dtype = ORDO_DTYPE_JSON;
     int rc = 0;
     if (names_json && profile) {
-        rc = ordo_msg_add_text(&m, names_json);
-        if (!rc) rc = ordo_msg_add_text(&m, profile);
+        rc = ordo__msg_add_text(&m, names_json);
+        if (!rc) rc = ordo__msg_add_text(&m, profile);
     }
     if (rc) {
-        ordo_msg_close(&m);
+        ordo__msg_close(&m);
         return rc;
     }
-    rc = ordo_node_send_ctl(&w->node, &m);
+    rc = ordo__node_send_ctl(&w->node, &m);
     if (rc == 0) w->outstanding++; /* until its ORDO__EV_REPLAN */
     return rc;
 }
@@ -68,11 +68,11 @@ char *ordo__ps_replan_take(ordo__ps_t *w)
 
 int ordo__ps_send_ctl(ordo__ps_t *w, int type, const char *text)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, type);
+    ordo__msg_t m;
+    ordo__msg_init(&m, type);
     m.hdr.dtype = ORDO_DTYPE_JSON;
-    if (text) ordo_msg_add_text(&m, text);
-    return ordo_node_send_ctl(&w->node, &m);
+    if (text) ordo__msg_add_text(&m, text);
+    return ordo__node_send_ctl(&w->node, &m);
 }
 
 void ordo__ps_set_hook(ordo__ps_t *w, uint32_t key, ordo__ps_hook_fn fn, void *ctx)
@@ -82,19 +82,19 @@ void ordo__ps_set_hook(ordo__ps_t *w, uint32_t key, ordo__ps_hook_fn fn, void *c
     w->hook_key = key;
 }
 
-int ordo__ps_send(ordo__ps_t *w, int server, ordo_msg_t *m)
+int ordo__ps_send(ordo__ps_t *w, int server, ordo__msg_t *m)
 {
     if (server < -1 || server >= w->node.n_servers) {
-        ordo_msg_close(m);
-        return ordo_error_set(ORDO_ERR_INVAL, "no server %d (the cluster has %d)", server,
+        ordo__msg_close(m);
+        return ordo__error_set(ORDO_ERR_INVAL, "no server %d (the cluster has %d)", server,
                               w->node.n_servers);
     }
-    if (server < 0) return ordo_node_send_ctl(&w->node, m);
+    if (server < 0) return ordo__node_send_ctl(&w->node, m);
     m->sock = w->server_sock[server];
     m->hdr.role = ORDO_ROLE_WORKER;
     m->hdr.rank = w->node.rank;
     m->hdr.req = ++w->req;
-    return ordo_transport_send(w->node.tp, m);
+    return ordo__transport_send(w->node.tp, m);
 }
 
 int ordo__ps_report(ordo__ps_t *w, const char *json)
@@ -127,10 +127,10 @@ int ordo__ps_report(ordo__ps_t *w, const char *json)
 
 int ordo__ps_barrier(ordo__ps_t *w, int64_t id)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_BARRIER);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_BARRIER);
     m.hdr.iter = id;
-    int rc = ordo_node_send_ctl(&w->node, &m);
+    int rc = ordo__node_send_ctl(&w->node, &m);
     if (rc == 0) w->outstanding++; /* until its ORDO__EV_BARRIER */
     if (rc == 0) {
         w->barrier_out = true; /* told to a new scheduler (ps_rejoin.c) */
@@ -141,25 +141,25 @@ int ordo__ps_barrier(ordo__ps_t *w, int64_t id)
 
 int ordo__ps_broadcast(ordo__ps_t *w, int64_t id, int root, void *buf, size_t bytes)
 {
-    if (w->bcast_id) return ordo_error_set(ORDO_ERR_INVAL, "a broadcast is in flight");
+    if (w->bcast_id) return ordo__error_set(ORDO_ERR_INVAL, "a broadcast is in flight");
     if (bytes + (1 << 16) > ((size_t)w->conf.max_message_mb << 20))
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "a broadcast of %zu bytes: above net.max_message_mb "
                               "(%d MiB)",
                               bytes, w->conf.max_message_mb);
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_BCAST);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_BCAST);
     m.hdr.iter = id;
     m.hdr.key = (uint32_t)root;
     m.hdr.dtype = ORDO_DTYPE_BYTES;
     unsigned char size[8];
     ordo_put_le(size, (uint64_t)bytes, 8);
-    int rc = ordo_msg_add_copy(&m, size, sizeof size);
-    if (!rc && root == w->node.rank) rc = ordo_msg_add_copy(&m, buf, bytes);
+    int rc = ordo__msg_add_copy(&m, size, sizeof size);
+    if (!rc && root == w->node.rank) rc = ordo__msg_add_copy(&m, buf, bytes);
     if (!rc)
-        rc = ordo_node_send_ctl(&w->node, &m);
+        rc = ordo__node_send_ctl(&w->node, &m);
     else
-        ordo_msg_close(&m);
+        ordo__msg_close(&m);
     if (rc) return rc;
     w->bcast_id = id;
     w->bcast_dst = buf;
@@ -172,12 +172,12 @@ int ordo__ps_relay(ordo__ps_t *w, int64_t id, int root, void *buf, size_t bytes,
                        int timeout_ms)
 {
     int rc = ordo__ps_broadcast(w, id, root, buf, bytes);
-    int64_t deadline = ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
+    int64_t deadline = ordo__clock_ns() + (int64_t)timeout_ms * 1000000;
     while (!rc) {
-        int64_t left = (deadline - ordo_clock_ns()) / 1000000;
+        int64_t left = (deadline - ordo__clock_ns()) / 1000000;
         if (left <= 0) {
             w->bcast_id = 0; /* a late answer is dropped */
-            return ordo_error_set(ORDO_ERR_TIMEDOUT, "broadcast %lld from worker %d: not relayed "
+            return ordo__error_set(ORDO_ERR_TIMEDOUT, "broadcast %lld from worker %d: not relayed "
                                   "by the scheduler within %d ms", (long long)id, root,
                                   timeout_ms);
         }
@@ -197,17 +197,17 @@ void ordo__ps_abort(ordo__ps_t *w, const char *reason)
 
 /* ---- messages from the scheduler -------------------------------------------------- */
 
-int ordo__ps_on_barrier_done(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_on_barrier_done(ordo__ps_t *w, ordo__msg_t *m)
 {
     w->barrier_out = false;
     ordo__ps_add_event(w, ORDO__EV_BARRIER, -1, m->hdr.iter);
     return 0;
 }
 
-int ordo__ps_on_bcast(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_on_bcast(ordo__ps_t *w, ordo__msg_t *m)
 {
     size_t len = 0;
-    const void *data = ordo_msg_data(m, 0, &len);
+    const void *data = ordo__msg_data(m, 0, &len);
     if (!w->bcast_id || m->hdr.iter != w->bcast_id || (data && len != w->bcast_bytes)) {
         ORDO_WARN("dropped an unexpected BCAST %lld (%zu bytes)", (long long)m->hdr.iter, len);
         return 0;
@@ -220,16 +220,16 @@ int ordo__ps_on_bcast(ordo__ps_t *w, ordo_msg_t *m)
 
 /* MEMBERS (fault.worker = shrink): a worker left, or (fault.max_workers) one joined; this
  * one's place among the live ones is what its data shard follows from the next epoch on */
-int ordo__ps_on_members(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_on_members(ordo__ps_t *w, ordo__msg_t *m)
 {
     char body[4096];
-    json_t *o = json_loads(ordo_msg_text(m, 0, body, sizeof body), 0, NULL);
+    json_t *o = json_loads(ordo__msg_text(m, 0, body, sizeof body), 0, NULL);
     json_t *live = json_object_get(o, "live");
     int index = -1, n = json_is_array(live) ? (int)json_array_size(live) : 0;
     for (int i = 0; i < n; i++)
         if (json_integer_value(json_array_get(live, (size_t)i)) == w->node.rank) index = i;
     json_t *joined = json_object_get(o, "joined");
-    if (index < 0 || n < 1 || n > ordo_conf_max_workers(&w->conf)) {
+    if (index < 0 || n < 1 || n > ordo__conf_max_workers(&w->conf)) {
         ORDO_WARN("dropped a MEMBERS message that does not list this worker");
     } else {
         atomic_store(&w->live_since, (long long)m->hdr.iter);
@@ -256,19 +256,19 @@ int ordo__ps_finish(ordo__ps_t *w, const char *final_json)
     /* the other workers may still be computing (rank 0 evaluating the model, a straggler's
      * last iterations): wait as long as the scheduler lives; its silence ends the wait through
      * the heartbeats' PEER_DEAD (docs/fault.md), and an hour bounds it regardless */
-    int64_t deadline = ordo_clock_ns() + (int64_t)3600 * 1000000000;
+    int64_t deadline = ordo__clock_ns() + (int64_t)3600 * 1000000000;
     for (;;) {
-        int64_t left = (deadline - ordo_clock_ns()) / 1000000;
+        int64_t left = (deadline - ordo__clock_ns()) / 1000000;
         if (left <= 0)
-            return ordo_error_set(ORDO_ERR_TIMEDOUT, "no SHUTDOWN from the scheduler in the hour "
+            return ordo__error_set(ORDO_ERR_TIMEDOUT, "no SHUTDOWN from the scheduler in the hour "
                                                      "after DONE");
-        if ((rc = ordo_node_sched_check(&w->node)) != 0) return rc;
-        ordo_msg_t m;
-        rc = ordo_transport_recv(w->node.tp, &m, ordo_node_sched_timeout(&w->node, (int)left));
+        if ((rc = ordo__node_sched_check(&w->node)) != 0) return rc;
+        ordo__msg_t m;
+        rc = ordo__transport_recv(w->node.tp, &m, ordo__node_sched_timeout(&w->node, (int)left));
         if (rc == ORDO_ERR_TIMEDOUT) continue;
         if (rc) return rc;
         rc = ordo__ps_handle(w, &m);
-        ordo_msg_close(&m);
+        ordo__msg_close(&m);
         if (rc == ORDO_ERR_CLOSED) return 0;
         if (rc) return rc;
     }

@@ -18,7 +18,7 @@
 #include "core/plan.h"
 
 /* a handler of one inbound message type: 0, or a fatal error (ps_msgs.c) */
-typedef int (*ordo__ps_msg_fn)(ordo__ps_t *w, ordo_msg_t *m);
+typedef int (*ordo__ps_msg_fn)(ordo__ps_t *w, ordo__msg_t *m);
 
 typedef struct {
     float *pull_dst;
@@ -39,9 +39,9 @@ typedef struct {
     bool fused; /* ORDO_FLAG_PULL: the server answers with the value of iter + 1 */
 } queued_push_t;
 
-struct ordo_worker {
-    ordo_conf_t conf;
-    ordo_node_t node;
+struct ordo__ps {
+    ordo__conf_t conf;
+    ordo__node_t node;
     const ordo__ps_msg_fn *msgs; /* by message type: the table of ps_msgs.c, set at join */
     ordo__plan_t *plan; /* the scheduler's plan, read once at join (core/plan.h); a re-plan
                          * replaces it */
@@ -101,7 +101,7 @@ struct ordo_worker {
     ordo__ps_hook_fn hook;
     void *hook_ctx;
     uint32_t hook_key;
-    struct ordo_trace *trace; /* lent by the model run for the push path's spans */
+    struct ordo__trace *trace; /* lent by the model run for the push path's spans */
     /* fault.worker = shrink: this worker's place among the live ones, their number and the
      * iteration from which they hold (MEMBERS); written by the communication thread */
     _Atomic int live_index, n_live;
@@ -144,10 +144,10 @@ void ordo__ps_keep_report(ordo__ps_t *w, const char *json);
 /* ordo__ps_sched_lost takes the heartbeats' verdict that the scheduler is dead (PEER_DEAD
  * without text): 0 under fault.scheduler = restart (the worker goes on and registers again),
  * else ORDO_ERR_PEERDEAD. */
-int ordo__ps_sched_lost(ordo__ps_t *w, const ordo_msg_t *m);
+int ordo__ps_sched_lost(ordo__ps_t *w, const ordo__msg_t *m);
 
 /* ordo__ps_rejoined takes a new scheduler's WELCOME and sends it the reports it lacks. */
-int ordo__ps_rejoined(ordo__ps_t *w, ordo_msg_t *m);
+int ordo__ps_rejoined(ordo__ps_t *w, ordo__msg_t *m);
 
 /* ordo__ps_rejoin_free frees what ps_rejoin.c keeps. */
 void ordo__ps_rejoin_free(ordo__ps_t *w);
@@ -161,7 +161,7 @@ int ordo__ps_send_pull(ordo__ps_t *w, int slice, int64_t iter);
 /* ordo__ps_on_keymap applies the scheduler's KEYMAP ([fault] replicas, ps_repl.c): the
  * dead servers' slices move to their backups, and the pushes and pulls of those slices not
  * answered yet are sent again, to the new primaries. */
-int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m);
+int ordo__ps_on_keymap(ordo__ps_t *w, ordo__msg_t *m);
 
 /* ordo__ps_add_event queues an event for ordo__ps_poll. */
 void ordo__ps_add_event(ordo__ps_t *w, int kind, int key, int64_t iter);
@@ -172,16 +172,16 @@ void ordo__ps_add_event(ordo__ps_t *w, int kind, int key, int64_t iter);
 extern const ordo__ps_msg_fn ordo__ps_msgs[ORDO_MSG_TYPE_MAX];
 
 /* ordo__ps_handle gives m to the hook (its key) or to w->msgs' handler of its type. */
-int ordo__ps_handle(ordo__ps_t *w, ordo_msg_t *m);
+int ordo__ps_handle(ordo__ps_t *w, ordo__msg_t *m);
 
 /* ps.c: a value of a key (or of one chunk) arrived; a server applied a push. */
-int ordo__ps_on_pull_resp(ordo__ps_t *w, ordo_msg_t *m);
-int ordo__ps_on_push_ack(ordo__ps_t *w, ordo_msg_t *m);
+int ordo__ps_on_pull_resp(ordo__ps_t *w, ordo__msg_t *m);
+int ordo__ps_on_push_ack(ordo__ps_t *w, ordo__msg_t *m);
 
 /* ps_ctl.c: a barrier released, a broadcast's bytes, the live workers changed (MEMBERS). */
-int ordo__ps_on_barrier_done(ordo__ps_t *w, ordo_msg_t *m);
-int ordo__ps_on_bcast(ordo__ps_t *w, ordo_msg_t *m);
-int ordo__ps_on_members(ordo__ps_t *w, ordo_msg_t *m);
+int ordo__ps_on_barrier_done(ordo__ps_t *w, ordo__msg_t *m);
+int ordo__ps_on_bcast(ordo__ps_t *w, ordo__msg_t *m);
+int ordo__ps_on_members(ordo__ps_t *w, ordo__msg_t *m);
 
 /* ---- the plan (ps_plan.c) ---- */
 
@@ -191,7 +191,7 @@ int ordo__ps_read_plan(ordo__ps_t *w);
 
 /* ordo__ps_on_plan takes the scheduler's PLAN: a new push credit (the step model's check), or
  * after a start-up calibration the merge groups (w->merge_plan, ORDO__EV_PLAN). */
-int ordo__ps_on_plan(ordo__ps_t *w, ordo_msg_t *m);
+int ordo__ps_on_plan(ordo__ps_t *w, ordo__msg_t *m);
 
 /* ordo__ps_credit_from_plan takes the push credit of the plan's step member when
  * [order] credit_bytes is auto (the start-up's plan, or a re-plan's), and whether queued
@@ -212,6 +212,6 @@ int ordo__ps_send_ctl(ordo__ps_t *w, int type, const char *text);
 
 /* ordo__ps_take_replan keeps the scheduler's answer to this worker's REPLAN (m's body)
  * for ordo__ps_replan_take and reports ORDO__EV_REPLAN. */
-int ordo__ps_take_replan(ordo__ps_t *w, ordo_msg_t *m);
+int ordo__ps_take_replan(ordo__ps_t *w, ordo__msg_t *m);
 
 #endif

@@ -25,7 +25,7 @@
 
 /* intra_choice: what this worker takes for intra.backend = auto: the backend its own conf
  * names, else what auto means for its tensors' device (client/intra.h) */
-static const char *intra_choice(const ordo_conf_t *conf)
+static const char *intra_choice(const ordo__conf_t *conf)
 {
     if (conf->intra_backend == ORDO_INTRA_SHM) return "shm";
     if (conf->intra_backend == ORDO_INTRA_NCCL) return "nccl";
@@ -41,7 +41,7 @@ static int calibrate_at_start(ordo__ps_t *w, ordo__ps_op_times_fn op_times, void
     ordo__calibrate_opts_t o = {.reps = w->plan->calibrate_reps,
                                .max_bytes = w->plan->calibrate_max_bytes,
                                .link_bps = w->conf.bandwidth_bps};
-    ordo_calibration_t cal;
+    ordo__calibration_t cal;
     w->want_plan = true;
     int rc = ordo__calibrate_measure(w, &o, &cal);
     if (!rc && w->node.rank == 0) {
@@ -50,11 +50,11 @@ static int calibrate_at_start(ordo__ps_t *w, ordo__ps_op_times_fn op_times, void
         if (!rc) rc = ordo__calibrate_send(w, &cal, ops);
         free(ops);
     }
-    int64_t deadline = ordo_clock_ns() + (int64_t)w->conf.startup_ms * 1000000;
+    int64_t deadline = ordo__clock_ns() + (int64_t)w->conf.startup_ms * 1000000;
     while (!rc && !w->merge_plan) { /* the scheduler plans and answers, or aborts the run */
-        int64_t left = (deadline - ordo_clock_ns()) / 1000000;
+        int64_t left = (deadline - ordo__clock_ns()) / 1000000;
         if (left <= 0) {
-            rc = ordo_error_set(ORDO_ERR_TIMEDOUT, "no merge plan from the scheduler within %d ms "
+            rc = ordo__error_set(ORDO_ERR_TIMEDOUT, "no merge plan from the scheduler within %d ms "
                                 "of the calibration", w->conf.startup_ms);
             break;
         }
@@ -68,12 +68,12 @@ static int calibrate_at_start(ordo__ps_t *w, ordo__ps_op_times_fn op_times, void
     return rc;
 }
 
-int ordo__ps_new(const ordo_conf_t *conf, ordo__ps_t **out)
+int ordo__ps_new(const ordo__conf_t *conf, ordo__ps_t **out)
 {
     return ordo__ps_join(conf, NULL, NULL, NULL, out);
 }
 
-int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_times_fn op_times,
+int ordo__ps_join(const ordo__conf_t *conf, const char *tensors, ordo__ps_op_times_fn op_times,
                   void *ctx, ordo__ps_t **out)
 {
     int rc;
@@ -82,22 +82,22 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
     w->conf = *conf;
     w->msgs = ordo__ps_msgs; /* ps_msgs.c: the messages it takes */
     w->state_iter = -1;
-    ordo__credit_init(&w->credit, ordo_conf_credit_bytes(conf), conf->bandwidth_bps);
-    ordo_transport_opts_t opts = {.bandwidth_bps = conf->bandwidth_bps,
+    ordo__credit_init(&w->credit, ordo__conf_credit_bytes(conf), conf->bandwidth_bps);
+    ordo__transport_opts_t opts = {.bandwidth_bps = conf->bandwidth_bps,
                                   .latency_us = conf->latency_us,
                                   .msg_us = conf->msg_us,
                                   .role = ORDO_ROLE_WORKER,
                                   .rank = -1,
                                   .inline_io = !conf->io_thread};
-    ordo_transport_opts_conf(&opts, conf);
-    if ((rc = ordo_transport_new(&opts, &w->node.tp)) != 0) goto fail;
+    ordo__transport_opts_conf(&opts, conf);
+    if ((rc = ordo__transport_new(&opts, &w->node.tp)) != 0) goto fail;
     w->node.reg_tensors = tensors;
     w->intra = intra_choice(conf);
     w->node.reg_intra = w->intra;
-    rc = ordo_node_join(&w->node, conf, ORDO_ROLE_WORKER, NULL);
+    rc = ordo__node_join(&w->node, conf, ORDO_ROLE_WORKER, NULL);
     w->node.reg_tensors = NULL;
     if (rc || (rc = ordo__ps_read_plan(w)) != 0) goto fail;
-    const ordo_keys_t *k = w->node.keys;
+    const ordo__keys_t *k = w->node.keys;
     w->server_sock = calloc((size_t)w->node.n_servers, sizeof *w->server_sock);
     w->ks = calloc((size_t)k->n_keys + 1, sizeof *w->ks);
     w->got = calloc((size_t)k->n_slices + 1, 1);
@@ -120,16 +120,16 @@ int ordo__ps_join(const ordo_conf_t *conf, const char *tensors, ordo__ps_op_time
         if ((rc = ordo__compress_keep(w->compress, dir, w->node.rejoin_iter)) != 0) goto fail;
     }
     for (int s = 0; s < w->node.n_servers; s++) {
-        rc = ordo_transport_connect(w->node.tp, w->node.server_endpoints[s], 1);
+        rc = ordo__transport_connect(w->node.tp, w->node.server_endpoints[s], 1);
         if (rc < 0) goto fail;
         w->server_sock[s] = rc;
-        ordo_msg_t m;
-        ordo_msg_init(&m, ORDO_MSG_HELLO);
+        ordo__msg_t m;
+        ordo__msg_init(&m, ORDO_MSG_HELLO);
         m.sock = rc;
         m.hdr.role = ORDO_ROLE_WORKER;
         m.hdr.rank = w->node.rank;
-        m.hdr.req = ordo_transport_heartbeat_id(w->node.tp); /* this process: server/fence.h */
-        if ((rc = ordo_transport_send(w->node.tp, &m)) != 0) goto fail;
+        m.hdr.req = ordo__transport_heartbeat_id(w->node.tp); /* this process: server/fence.h */
+        if ((rc = ordo__transport_send(w->node.tp, &m)) != 0) goto fail;
     }
     /* pushes are dense until the plan is final: a calibration brings the merge groups */
     const ordo__push_ops_t *ops;
@@ -154,12 +154,12 @@ void ordo__ps_destroy(ordo__ps_t **wp)
     if (!w) return;
     /* the path's own threads post to the transport: they end first */
     if (w->path && w->path->ops->stop) w->path->ops->stop(w->path);
-    ordo_transport_destroy(&w->node.tp, w->aborted ? 0 : 1000);
+    ordo__transport_destroy(&w->node.tp, w->aborted ? 0 : 1000);
     for (int i = 0; w->init_val && w->node.keys && i < w->node.keys->n_slices; i++)
         free(w->init_val[i]);
     free(w->init_val);
     ordo__compress_destroy(&w->compress);
-    ordo_node_fini(&w->node);
+    ordo__node_fini(&w->node);
     free(w->server_sock);
     free(w->ks);
     free(w->got);

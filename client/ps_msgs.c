@@ -13,47 +13,47 @@
 
 #include "client/ps_internal.h"
 
-static int on_error(ordo__ps_t *w, ordo_msg_t *m)
+static int on_error(ordo__ps_t *w, ordo__msg_t *m)
 {
     (void)w;
     char buf[512];
-    return ordo_error_set(ORDO_ERR_PROTO, "server %d refused %s key %u chunk %u: %s", m->hdr.rank,
+    return ordo__error_set(ORDO_ERR_PROTO, "server %d refused %s key %u chunk %u: %s", m->hdr.rank,
                           "a request for", m->hdr.key, m->hdr.chunk,
-                          ordo_msg_text(m, 0, buf, sizeof buf));
+                          ordo__msg_text(m, 0, buf, sizeof buf));
 }
 
-static int on_abort(ordo__ps_t *w, ordo_msg_t *m)
+static int on_abort(ordo__ps_t *w, ordo__msg_t *m)
 {
     char buf[512];
     w->aborted = true;
-    return ordo_error_set(ORDO_ERR_ABORT, "run aborted: %s", ordo_msg_text(m, 0, buf, sizeof buf));
+    return ordo__error_set(ORDO_ERR_ABORT, "run aborted: %s", ordo__msg_text(m, 0, buf, sizeof buf));
 }
 
-static int on_peer_dead(ordo__ps_t *w, ordo_msg_t *m)
+static int on_peer_dead(ordo__ps_t *w, ordo__msg_t *m)
 {
     char buf[512];
     if (m->nframes > 0) { /* the transport's reason: a server or the scheduler refused us */
         w->aborted = true;
-        return ordo_error_set(ORDO_ERR_AUTH, "%s", ordo_msg_text(m, 0, buf, sizeof buf));
+        return ordo__error_set(ORDO_ERR_AUTH, "%s", ordo__msg_text(m, 0, buf, sizeof buf));
     }
     return ordo__ps_sched_lost(w, m); /* fault.scheduler = restart: go on (ps_rejoin.c) */
 }
 
 /* a new scheduler's refusal (fault.scheduler = restart) */
-static int on_reject(ordo__ps_t *w, ordo_msg_t *m)
+static int on_reject(ordo__ps_t *w, ordo__msg_t *m)
 {
-    int rc = ordo_node_on_reject(&w->node, m);
+    int rc = ordo__node_on_reject(&w->node, m);
     if (rc) w->aborted = true;
     return rc;
 }
 
-static int on_shutdown(ordo__ps_t *w, ordo_msg_t *m)
+static int on_shutdown(ordo__ps_t *w, ordo__msg_t *m)
 {
     (void)w, (void)m;
-    return ordo_error_set(ORDO_ERR_CLOSED, "the scheduler shut the run down");
+    return ordo__error_set(ORDO_ERR_CLOSED, "the scheduler shut the run down");
 }
 
-static int on_wake(ordo__ps_t *w, ordo_msg_t *m)
+static int on_wake(ordo__ps_t *w, ordo__msg_t *m)
 {
     (void)m;
     ordo__ps_add_event(w, ORDO__EV_WAKE, -1, -1);
@@ -61,7 +61,7 @@ static int on_wake(ordo__ps_t *w, ordo_msg_t *m)
 }
 
 /* posted by the path's own thread; the wire refuses the type */
-static int on_intra(ordo__ps_t *w, ordo_msg_t *m)
+static int on_intra(ordo__ps_t *w, ordo__msg_t *m)
 {
     if (w->path->ops->local) return w->path->ops->local(w->path, m);
     ORDO_WARN("dropped an unexpected INTRA message");

@@ -62,11 +62,11 @@ static bool take_step_plan(ordo__ps_t *w, const ordo__plan_t *p)
 }
 
 /* the scheduler's PLAN: after a start-up calibration {"merge": {...}}, or a new credit */
-int ordo__ps_on_plan(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_on_plan(ordo__ps_t *w, ordo__msg_t *m)
 {
     char buf[256];
     size_t len = 0;
-    const char *d = ordo_msg_data(m, 0, &len);
+    const char *d = ordo__msg_data(m, 0, &len);
     ordo__plan_t *p = NULL;
     int rc = ordo__plan_parse(d, d ? len : 0, w->node.keys->n_keys, w->node.n_servers, &p);
     if (!rc && take_step_plan(w, p)) {
@@ -77,8 +77,8 @@ int ordo__ps_on_plan(ordo__ps_t *w, ordo_msg_t *m)
         ORDO_DEBUG("ignored a PLAN");
     } else if (rc || w->merge_plan || !p->has_merge) {
         ORDO_WARN("dropped an unexpected PLAN from the scheduler (%s)%s%s",
-                  ordo_msg_text(m, 0, buf, sizeof buf), rc ? ": " : "",
-                  rc ? ordo_error_text(rc) : "");
+                  ordo__msg_text(m, 0, buf, sizeof buf), rc ? ": " : "",
+                  rc ? ordo__error_text(rc) : "");
     } else {
         w->merge_plan = p;
         p = NULL;
@@ -94,21 +94,21 @@ int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json, bool keep_path)
     const ordo__push_ops_t *ops;
     int rc = ordo__plan_parse(plan_json, plan_json ? strlen(plan_json) : 0, w->node.keys->n_keys,
                               w->node.n_servers, &plan);
-    if (rc) return ordo_error_context(rc, "replan");
+    if (rc) return ordo__error_context(rc, "replan");
     ordo__push_ops_of_plan(plan, &ops);
     /* a path whose state is shared with other workers stays (a host group's memory, owners
      * and thread), and the next values may already be on their way (early pulls); only the
      * plan (the priorities the bound model requests by) and the credit change */
     bool keep = ops->kept_on_replan && w->path && w->path->ops == ops;
     if (keep_path && !keep) {
-        rc = ordo_error_set(ORDO_ERR_PROTO,
+        rc = ordo__error_set(ORDO_ERR_PROTO,
                             "replan: the new plan asks for push path %s; a "
                             "bound model cannot change its push path (%s)",
                             ops->name, w->path ? w->path->ops->name : "none");
         goto fail;
     }
     if (!keep && (w->outstanding || w->pq_n)) {
-        rc = ordo_error_set(ORDO_ERR_INVAL, "replan: %d transfers still in flight",
+        rc = ordo__error_set(ORDO_ERR_INVAL, "replan: %d transfers still in flight",
                             w->outstanding + w->pq_n);
         goto fail;
     }
@@ -127,7 +127,7 @@ int ordo__ps_replan_apply(ordo__ps_t *w, const char *plan_json, bool keep_path)
     /* a merged path's groups come from the plan: the path follows it (nothing is in flight) */
     ordo__push_destroy(&w->path);
     if ((rc = ordo__push_new(ops, w, &w->path)) != 0)
-        return ordo_error_context(rc, "replan: the push path of the new plan");
+        return ordo__error_context(rc, "replan: the push path of the new plan");
     ordo__ps_credit_from_plan(w); /* the re-plan's step model may have tuned it again */
     ORDO_INFO("replan: new plan applied (push path %s)", w->path->ops->name);
     return 0;

@@ -21,7 +21,7 @@
  * time a death takes to be found, so the reports in flight when it died are among them */
 static int64_t keep_ns(const ordo__ps_t *w)
 {
-    return 4 * ((int64_t)ordo_conf_timeout_max_ms(&w->conf) + 2 * w->conf.heartbeat_ms) * 1000000;
+    return 4 * ((int64_t)ordo__conf_timeout_max_ms(&w->conf) + 2 * w->conf.heartbeat_ms) * 1000000;
 }
 
 /* the most reports kept (a bound on memory for very short iterations) */
@@ -35,9 +35,9 @@ void ordo__ps_keep_report(ordo__ps_t *w, const char *json)
     int64_t iter = json_is_integer(it) ? json_integer_value(it) : -1;
     json_decref(o);
     if (iter < 0) return;
-    int64_t now = ordo_clock_ns();
+    int64_t now = ordo__clock_ns();
     int drop = 0; /* the old ones go, unless a new scheduler is awaited */
-    while (!ordo_node_sched_waiting(&w->node) && drop < w->n_reports &&
+    while (!ordo__node_sched_waiting(&w->node) && drop < w->n_reports &&
            now - w->reports[drop].t_ns > keep_ns(w))
         drop++;
     if (drop == 0 && w->n_reports == MAX_REPORTS) drop = 1;
@@ -57,7 +57,7 @@ void ordo__ps_keep_report(ordo__ps_t *w, const char *json)
     w->reports[w->n_reports++] = (struct ordo__ps_report){.iter = iter, .t_ns = now, .text = copy};
 }
 
-int ordo__ps_sched_lost(ordo__ps_t *w, const ordo_msg_t *m)
+int ordo__ps_sched_lost(ordo__ps_t *w, const ordo__msg_t *m)
 {
     int64_t newest = w->n_reports ? w->reports[w->n_reports - 1].iter : -1;
     json_t *st = json_pack("{s:I}", "iter", (json_int_t)newest);
@@ -67,15 +67,15 @@ int ordo__ps_sched_lost(ordo__ps_t *w, const ordo_msg_t *m)
         json_object_set_new(st, "done", json_true());
         json_object_set_new(st, "final", final ? final : json_object());
     }
-    int rc = ordo_node_sched_lost(&w->node, m->hdr.iter, st);
+    int rc = ordo__node_sched_lost(&w->node, m->hdr.iter, st);
     if (rc) w->aborted = true;
     return rc;
 }
 
-int ordo__ps_rejoined(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_rejoined(ordo__ps_t *w, ordo__msg_t *m)
 {
     int64_t reported = -1;
-    int rc = ordo_node_on_rejoined(&w->node, m, &reported);
+    int rc = ordo__node_on_rejoined(&w->node, m, &reported);
     if (rc) {
         w->aborted = true;
         return rc;
@@ -84,11 +84,11 @@ int ordo__ps_rejoined(ordo__ps_t *w, ordo_msg_t *m)
      * those it holds */
     for (int i = 0; i < w->n_reports; i++) {
         if (w->reports[i].iter <= reported) continue;
-        ordo_msg_t s;
-        ordo_msg_init(&s, ORDO_MSG_STATS);
+        ordo__msg_t s;
+        ordo__msg_init(&s, ORDO_MSG_STATS);
         s.hdr.dtype = ORDO_DTYPE_JSON;
-        ordo_msg_add_text(&s, w->reports[i].text);
-        if ((rc = ordo_node_send_ctl(&w->node, &s)) != 0) return rc;
+        ordo__msg_add_text(&s, w->reports[i].text);
+        if ((rc = ordo__node_send_ctl(&w->node, &s)) != 0) return rc;
     }
     return 0;
 }

@@ -22,35 +22,35 @@
  * it and say hello (it becomes a primary only if another server dies) */
 static int on_joined(ordo__ps_t *w, json_t *j)
 {
-    ordo_keys_t *k = w->node.keys;
+    ordo__keys_t *k = w->node.keys;
     int srv = (int)json_integer_value(json_array_get(j, 0));
     const char *ep = json_string_value(json_array_get(j, 1));
     if (!json_is_integer(json_array_get(j, 0)) || srv < 0 || srv >= k->n_servers || !ep ||
         strncmp(ep, "tcp://", 6) != 0)
-        return ordo_error_set(ORDO_ERR_PROTO, "KEYMAP: a bad \"joined\"");
-    int sock = ordo_transport_connect(w->node.tp, ep, 1);
+        return ordo__error_set(ORDO_ERR_PROTO, "KEYMAP: a bad \"joined\"");
+    int sock = ordo__transport_connect(w->node.tp, ep, 1);
     if (sock < 0) return sock;
     char *copy = strdup(ep);
     if (!copy) return ORDO_ERR_NOMEM;
     free(w->node.server_endpoints[srv]);
     w->node.server_endpoints[srv] = copy;
     w->server_sock[srv] = sock;
-    ordo_keys_server_joined(k, srv);
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_HELLO);
+    ordo__keys_server_joined(k, srv);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_HELLO);
     m.sock = sock;
     m.hdr.role = ORDO_ROLE_WORKER;
     m.hdr.rank = w->node.rank;
-    m.hdr.req = ordo_transport_heartbeat_id(w->node.tp); /* this process: server/fence.h */
-    return ordo_transport_send(w->node.tp, &m);
+    m.hdr.req = ordo__transport_heartbeat_id(w->node.tp); /* this process: server/fence.h */
+    return ordo__transport_send(w->node.tp, &m);
 }
 
-int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_on_keymap(ordo__ps_t *w, ordo__msg_t *m)
 {
-    ordo_keys_t *k = w->node.keys;
+    ordo__keys_t *k = w->node.keys;
     char buf[256];
     size_t len = 0;
-    const char *d = ordo_msg_data(m, 0, &len);
+    const char *d = ordo__msg_data(m, 0, &len);
     json_t *o = d ? json_loadb(d, len, 0, NULL) : NULL;
     json_t *dead = json_object_get(o, "dead");
     int *was = malloc(sizeof *was * ((size_t)k->n_slices + 1));
@@ -61,13 +61,13 @@ int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m)
     if (!rc && json_object_get(o, "joined")) rc = on_joined(w, json_object_get(o, "joined"));
     for (size_t i = 0; !rc && i < json_array_size(dead); i++) {
         json_t *v = json_array_get(dead, i);
-        rc = ordo_keys_server_failed(k, json_is_integer(v) ? (int)json_integer_value(v) : -1, NULL);
+        rc = ordo__keys_server_failed(k, json_is_integer(v) ? (int)json_integer_value(v) : -1, NULL);
     }
     json_decref(o);
     if (rc) {
         free(was);
-        return ordo_error_set(ORDO_ERR_PROTO, "cannot apply the scheduler's KEYMAP %s",
-                              ordo_msg_text(m, 0, buf, sizeof buf));
+        return ordo__error_set(ORDO_ERR_PROTO, "cannot apply the scheduler's KEYMAP %s",
+                              ordo__msg_text(m, 0, buf, sizeof buf));
     }
     int pushes = 0, pulls = 0, moved = 0;
     if ((rc = ordo__ps_reserve(w, k->n_slices)) != 0) {
@@ -111,9 +111,9 @@ int ordo__ps_on_keymap(ordo__ps_t *w, ordo_msg_t *m)
     free(was);
     if (moved)
         ORDO_WARN("KEYMAP %s: the dead servers' backups are the primaries now; sent again %d "
-                  "pushes and %d pulls", ordo_msg_text(m, 0, buf, sizeof buf), pushes, pulls);
+                  "pushes and %d pulls", ordo__msg_text(m, 0, buf, sizeof buf), pushes, pulls);
     else
-        ORDO_INFO("KEYMAP %s: no primary changed", ordo_msg_text(m, 0, buf, sizeof buf));
+        ORDO_INFO("KEYMAP %s: no primary changed", ordo__msg_text(m, 0, buf, sizeof buf));
     ordo__ps_pump(w);
     return rc;
 }

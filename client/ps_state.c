@@ -16,8 +16,8 @@
 /* send this worker's state (or, with why, a refusal) to the worker of rank that asked (req) */
 static int send_state(ordo__ps_t *w, int rank, uint64_t req, const char *why)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_STATE);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_STATE);
     m.hdr.req = req;
     m.hdr.key = (uint32_t)rank;
     m.hdr.iter = w->state_iter;
@@ -26,21 +26,21 @@ static int send_state(ordo__ps_t *w, int rank, uint64_t req, const char *why)
         json_t *o = json_pack("{s:s}", "error", why);
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         m.hdr.dtype = ORDO_DTYPE_JSON;
-        rc = text ? ordo_msg_add_text(&m, text) : ORDO_ERR_NOMEM;
+        rc = text ? ordo__msg_add_text(&m, text) : ORDO_ERR_NOMEM;
         free(text);
         json_decref(o);
     } else {
         m.hdr.dtype = ORDO_DTYPE_BYTES;
-        rc = ordo_msg_add_copy(&m, w->state, w->state_len);
+        rc = ordo__msg_add_copy(&m, w->state, w->state_len);
     }
     if (rc) {
-        ordo_msg_close(&m);
+        ordo__msg_close(&m);
         return rc;
     }
     if (!why)
         ORDO_INFO("sent worker %d this worker's state of iteration %lld (%zu bytes)", rank,
                   (long long)w->state_iter, w->state_len);
-    return ordo_node_send_ctl(&w->node, &m);
+    return ordo__node_send_ctl(&w->node, &m);
 }
 
 int ordo__ps_state_commit(ordo__ps_t *w, const void *state, size_t bytes, int64_t iter)
@@ -66,7 +66,7 @@ int ordo__ps_state_commit(ordo__ps_t *w, const void *state, size_t bytes, int64_
     return rc;
 }
 
-int ordo__ps_on_state_req(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_on_state_req(ordo__ps_t *w, ordo__msg_t *m)
 {
     int rank = (int)m->hdr.key;
     if (w->state_iter >= 0 && w->state_iter >= m->hdr.iter) return send_state(w, rank, m->hdr.req, NULL);
@@ -84,12 +84,12 @@ int ordo__ps_on_state_req(ordo__ps_t *w, ordo_msg_t *m)
 int ordo__ps_state_request(ordo__ps_t *w, int64_t want)
 {
     if (w->state_out || w->state_in)
-        return ordo_error_set(ORDO_ERR_INVAL, "a state request is in flight");
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_STATE_REQ);
+        return ordo__error_set(ORDO_ERR_INVAL, "a state request is in flight");
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_STATE_REQ);
     m.hdr.iter = want;
     m.hdr.req = ++w->req;
-    int rc = ordo_node_send_ctl(&w->node, &m);
+    int rc = ordo__node_send_ctl(&w->node, &m);
     if (rc) return rc;
     w->state_out = true;
     w->state_req = m.hdr.req;
@@ -102,14 +102,14 @@ bool ordo__ps_state_ready(const ordo__ps_t *w)
     return w->state_in;
 }
 
-int ordo__ps_on_state(ordo__ps_t *w, ordo_msg_t *m)
+int ordo__ps_on_state(ordo__ps_t *w, ordo__msg_t *m)
 {
     if (!w->state_out || m->hdr.req != w->state_req || m->nframes != 1) {
         ORDO_WARN("dropped a STATE that answers no request of this worker's");
         return 0;
     }
     size_t len = 0;
-    const void *d = ordo_msg_data(m, 0, &len);
+    const void *d = ordo__msg_data(m, 0, &len);
     free(w->state_got);
     w->state_got = NULL;
     w->state_got_len = 0;
@@ -136,9 +136,9 @@ int ordo__ps_on_state(ordo__ps_t *w, ordo_msg_t *m)
 
 int ordo__ps_state_take(ordo__ps_t *w, void **state, size_t *bytes, int64_t *iter)
 {
-    if (!w->state_in) return ordo_error_set(ORDO_ERR_INVAL, "no state answer to take");
+    if (!w->state_in) return ordo__error_set(ORDO_ERR_INVAL, "no state answer to take");
     w->state_in = false;
-    if (w->state_status) return ordo_error_set(w->state_status, "peer state: %s", w->state_err);
+    if (w->state_status) return ordo__error_set(w->state_status, "peer state: %s", w->state_err);
     *state = w->state_got;
     *bytes = w->state_got_len;
     *iter = w->state_got_iter;

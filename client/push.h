@@ -31,7 +31,7 @@ typedef enum {
 
 typedef struct ordo__push_ops {
     const char *name; /* for messages: "dense", "merged", "sparse", "hier" */
-    int mode;         /* the [push] mode it implements (ordo_push_mode_t), or -1: a path a
+    int mode;         /* the [push] mode it implements (ordo__push_mode_t), or -1: a path a
                          plan member other than the mode picks (host groups: "intra") */
     /* ordo__push_new's work for this path: the state for worker ps (joined; its keys and plan
      * are final). */
@@ -49,7 +49,7 @@ typedef struct ordo__push_ops {
      * ordo__ps_queue_part, now that the link is free. */
     void (*send_part)(ordo__push_t *p, int group, int part, int64_t iter, int priority);
     /* group_ack takes a PUSH_ACK flagged ORDO_FLAG_GROUP; 0 or a fatal error. */
-    int (*group_ack)(ordo__push_t *p, const ordo_msg_t *m);
+    int (*group_ack)(ordo__push_t *p, const ordo__msg_t *m);
     /* grad_home returns where key's gradient may be computed so that its push copies
      * nothing, or NULL (ordo__ps_grad_home). */
     float *(*grad_home)(const ordo__push_t *p, int key);
@@ -93,7 +93,7 @@ typedef struct ordo__push_ops {
     /* --- optional (NULL: not used by the path) --- */
     /* local takes an ORDO_MSG_INTRA the path posted to itself (ordo__ps_post); 0 or a
      * fatal error. */
-    int (*local)(ordo__push_t *p, const ordo_msg_t *m);
+    int (*local)(ordo__push_t *p, const ordo__msg_t *m);
     /* pulled: key's pull of iter completed; true when the path took it for itself (no
      * PULL_DONE event follows), false when the event goes to the caller as usual. */
     bool (*pulled)(ordo__push_t *p, int key, int64_t iter);
@@ -122,7 +122,7 @@ struct ordo__push {
  * [push] mode the plan carries: a merge member merged, a sparse member sparse, else dense. */
 void ordo__push_ops_of_plan(const struct ordo__plan *plan, const ordo__push_ops_t **ops);
 
-/* ordo__push_ops_for sets *ops to the table of [push] mode `mode` (ordo_push_mode_t);
+/* ordo__push_ops_for sets *ops to the table of [push] mode `mode` (ordo__push_mode_t);
  * ORDO_ERR_INVAL naming the mode when there is none. */
 int ordo__push_ops_for(int mode, const ordo__push_ops_t **ops);
 
@@ -140,7 +140,7 @@ int ordo__push_dense_push(ordo__push_t *p, int key, const float *src, int64_t it
 int ordo__push_dense_pushpull(ordo__push_t *p, int key, const float *src, float *dst, int64_t iter,
                               int priority);
 void ordo__push_dense_send_part(ordo__push_t *p, int group, int part, int64_t iter, int priority);
-int ordo__push_dense_group_ack(ordo__push_t *p, const ordo_msg_t *m);
+int ordo__push_dense_group_ack(ordo__push_t *p, const ordo__msg_t *m);
 float *ordo__push_dense_grad_home(const ordo__push_t *p, int key);
 int ordo__push_dense_bind(ordo__push_t *p, float *params, const float *grads);
 void ordo__push_dense_unbind(ordo__push_t *p);

@@ -42,7 +42,7 @@ void ordo__push_dense_send_part(ordo__push_t *p, int group, int part, int64_t it
     ORDO_ASSERT(!"a dense push path has no parts to send");
 }
 
-int ordo__push_dense_group_ack(ordo__push_t *p, const ordo_msg_t *m)
+int ordo__push_dense_group_ack(ordo__push_t *p, const ordo__msg_t *m)
 {
     (void)p;
     ORDO_WARN("dropped an unexpected merged PUSH_ACK (group %u part %u iter %lld)", m->hdr.key,

@@ -139,20 +139,20 @@ static int collect(hier_t *h, const ordo__intra_ops_t *io)
  * thread (ordo__ps_post); a value is held back until all are in without overlap */
 static void serve(hier_t *h, const ordo__intra_ops_t *io, int i)
 {
-    int64_t t0 = ordo_clock_ns();
+    int64_t t0 = ordo__clock_ns();
     int k = h->ready[i];
     if (h->ready_code[i] == CODE_FREED) {
         ordo__ps_post(h->base.ps, CODE_FREED, k, h->ready_iter[i]);
     } else if (h->ready_code[i] == CODE_REDUCED) {
         io->sum(h->it, k, h->sum + h->off[k]);
-        int64_t dt = ordo_clock_ns() - t0;
+        int64_t dt = ordo__clock_ns() - t0;
         __atomic_add_fetch(&h->reduce_ns, dt, __ATOMIC_RELAXED);
         h->span_sum[2 * k] = t0; /* read by local() after the post */
         h->span_sum[2 * k + 1] = dt;
         ordo__ps_post(h->base.ps, CODE_REDUCED, k, h->ready_iter[i]);
     } else {
         io->fetch(h->it, k, h->dst[k]);
-        int64_t dt = ordo_clock_ns() - t0;
+        int64_t dt = ordo__clock_ns() - t0;
         __atomic_add_fetch(&h->gather_ns, dt, __ATOMIC_RELAXED);
         h->span_fetch[2 * k] = t0;
         h->span_fetch[2 * k + 1] = dt;
@@ -191,7 +191,7 @@ static void *intra_main(void *arg)
         if (rc) {
             pthread_mutex_lock(&h->mu);
             h->why_rc = rc;
-            snprintf(h->why, sizeof h->why, "%s", ordo_error_text(rc));
+            snprintf(h->why, sizeof h->why, "%s", ordo__error_text(rc));
             pthread_mutex_unlock(&h->mu);
             ordo__ps_post(h->base.ps, CODE_FAILED, 0, 0);
             return NULL;
@@ -298,7 +298,7 @@ static int relay(void *ctx, void *buf, size_t bytes)
 
 /* alloc_keys makes h's per-key state for keys k (names from the plan's params): 0 or
  * ORDO_ERR_NOMEM (the caller destroys h) */
-static int alloc_keys(hier_t *h, const ordo_keys_t *k, char *const *params)
+static int alloc_keys(hier_t *h, const ordo__keys_t *k, char *const *params)
 {
     size_t n = (size_t)k->n_keys;
     h->n_keys = k->n_keys;
@@ -337,7 +337,7 @@ static int alloc_keys(hier_t *h, const ordo_keys_t *k, char *const *params)
 }
 
 /* start_group opens the group's backend (intra.backend) and starts the thread that serves it */
-static int start_group(hier_t *h, const ordo__plan_intra_t *intra, const ordo_conf_t *conf)
+static int start_group(hier_t *h, const ordo__plan_intra_t *intra, const ordo__conf_t *conf)
 {
     int wr[ORDO_INTRA_MAX_LOCAL];
     for (int m = 0; m < h->L; m++) wr[m] = h->group * h->L + m;
@@ -358,19 +358,19 @@ static int start_group(hier_t *h, const ordo__plan_intra_t *intra, const ordo_co
                  h->it->ops->area(h->it, 0) != NULL;
     h->shared = h->inplace && conf->intra_values == ORDO_INTRA_VALUES_SHARED;
     if (pthread_create(&h->th, NULL, intra_main, h) != 0)
-        return ordo_error_set(ORDO_ERR_IO, "intra: cannot start its thread");
+        return ordo__error_set(ORDO_ERR_IO, "intra: cannot start its thread");
     h->running = true;
     return 0;
 }
 
 static int create(ordo__ps_t *ps, ordo__push_t **out)
 {
-    const ordo_keys_t *k = ordo__ps_keys(ps);
+    const ordo__keys_t *k = ordo__ps_keys(ps);
     const ordo__plan_t *plan = ordo__ps_plan(ps);
     const ordo__plan_intra_t *intra = &plan->intra;
     int L = intra->local_size, rank = ordo__ps_rank(ps), W = ordo__ps_n_workers(ps), rc;
     if (!plan->has_intra || L > ORDO_INTRA_MAX_LOCAL || W % L)
-        return ordo_error_set(ORDO_ERR_PROTO, "plan member intra: local_size %d for %d workers "
+        return ordo__error_set(ORDO_ERR_PROTO, "plan member intra: local_size %d for %d workers "
                               "(at most %d)", L, W, ORDO_INTRA_MAX_LOCAL);
     /* pushes inside: the [push] mode's path (merged when the plan has groups) */
     const ordo__push_ops_t *inner = plan->has_merge ? &ordo__push_merged_ops : &ordo__push_dense_ops;
@@ -417,9 +417,9 @@ fail:
 static int grad_ready(ordo__push_t *p, int key, const float *grad, int64_t iter, int priority)
 {
     hier_t *h = (hier_t *)p;
-    int64_t t0 = ordo_clock_ns();
+    int64_t t0 = ordo__clock_ns();
     int rc = h->it->ops->put(h->it, key, grad, iter);
-    __atomic_add_fetch(&h->reduce_ns, ordo_clock_ns() - t0, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&h->reduce_ns, ordo__clock_ns() - t0, __ATOMIC_RELAXED);
     if (rc) return rc;
     if (h->owner[key] != h->lr) {
         ordo__ps_push_begin(p->ps, key, iter);
@@ -445,7 +445,7 @@ static int pushpull_refused(ordo__push_t *p, int key, const float *src, float *d
                             int priority)
 {
     (void)p, (void)src, (void)dst, (void)iter, (void)priority;
-    return ordo_error_set(ORDO_ERR_INVAL, "key %d: push-and-pull in one call does not work with "
+    return ordo__error_set(ORDO_ERR_INVAL, "key %d: push-and-pull in one call does not work with "
                           "intra groups (intra.backend); push, then pull", key);
 }
 
@@ -455,7 +455,7 @@ static void send_part(ordo__push_t *p, int group, int part, int64_t iter, int pr
     h->inner->ops->send_part(h->inner, group, part, iter, priority);
 }
 
-static int group_ack(ordo__push_t *p, const ordo_msg_t *m)
+static int group_ack(ordo__push_t *p, const ordo__msg_t *m)
 {
     hier_t *h = (hier_t *)p;
     return h->inner->ops->group_ack(h->inner, m);
@@ -527,19 +527,19 @@ static bool pulled(ordo__push_t *p, int key, int64_t iter)
     hier_t *h = (hier_t *)p;
     if (!h->own_pull[key]) return false; /* a caller's own ordo__ps_pull */
     h->own_pull[key] = false;
-    int64_t t0 = ordo_clock_ns();
+    int64_t t0 = ordo__clock_ns();
     h->it->ops->publish(h->it, key, val_of(h, key), iter);
-    __atomic_add_fetch(&h->gather_ns, ordo_clock_ns() - t0, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&h->gather_ns, ordo__clock_ns() - t0, __ATOMIC_RELAXED);
     return true;
 }
 
 /* a span of the intra phases on the run's trace (track 4, "intra") */
 static void trace_span(hier_t *h, const char *phase, int k, const int64_t *span, int64_t iter)
 {
-    ordo_trace_t *t = ordo__ps_trace(h->base.ps);
+    ordo__trace_t *t = ordo__ps_trace(h->base.ps);
     if (!t) return;
     if (!h->track_named) {
-        ordo_trace_name_track(t, 4, "intra");
+        ordo__trace_name_track(t, 4, "intra");
         h->track_named = true;
     }
     char name[160], args[64];
@@ -548,11 +548,11 @@ static void trace_span(hier_t *h, const char *phase, int k, const int64_t *span,
     else
         snprintf(name, sizeof name, "%s key %d", phase, k);
     snprintf(args, sizeof args, "{\"iter\":%lld}", (long long)iter);
-    ordo_trace_complete(t, name, "intra", 4, span[2 * k], span[2 * k + 1], args);
+    ordo__trace_complete(t, name, "intra", 4, span[2 * k], span[2 * k + 1], args);
 }
 
 /* what the intra thread finished, on the thread that polls */
-static int local(ordo__push_t *p, const ordo_msg_t *m)
+static int local(ordo__push_t *p, const ordo__msg_t *m)
 {
     hier_t *h = (hier_t *)p;
     int k = (int)m->hdr.key;
@@ -563,7 +563,7 @@ static int local(ordo__push_t *p, const ordo_msg_t *m)
         pthread_mutex_unlock(&h->mu);
         /* the scheduler hears the reason from here: the executor's caller sees only the code */
         ordo__ps_abort(p->ps, why);
-        return ordo_error_set(ORDO_ERR_ABORT, "%s", why);
+        return ordo__error_set(ORDO_ERR_ABORT, "%s", why);
     }
     if (k < 0 || k >= h->n_keys) return 0;
     if (m->hdr.chunk == CODE_FREED) {

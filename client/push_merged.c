@@ -41,10 +41,10 @@ static void destroy(ordo__push_t *p)
 /* the buffers of the groups of the scheduler's plan (its merge member decides for everyone) */
 static int create(ordo__ps_t *ps, ordo__push_t **out)
 {
-    const ordo_keys_t *k = ordo__ps_keys(ps);
+    const ordo__keys_t *k = ordo__ps_keys(ps);
     const ordo__plan_t *plan = ordo__ps_plan(ps);
     if (!plan->has_merge)
-        return ordo_error_set(ORDO_ERR_PROTO, "push.mode = merged: the plan has no merge groups");
+        return ordo__error_set(ORDO_ERR_PROTO, "push.mode = merged: the plan has no merge groups");
     const ordo__plan_merge_t *g = &plan->merge;
     int ng = g->n_groups, rc = 0;
     merged_t *mp = calloc(1, sizeof *mp);
@@ -93,7 +93,7 @@ static int push(ordo__push_t *p, int key, const float *src, int64_t iter, int pr
     merged_t *mp = (merged_t *)p;
     int g = ordo__merge_buf_group_of(mp->mb, key), n_parts = ordo__merge_buf_n_parts(mp->mb, g);
     if (mp->group_iter[g] >= 0 && mp->group_iter[g] != iter)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "key %d of iteration %lld joins merge group %d of iteration %lld",
                               key, (long long)iter, g, (long long)mp->group_iter[g]);
     int rc = ordo__ps_reserve(p->ps, n_parts);
@@ -129,11 +129,11 @@ static int pushpull(ordo__push_t *p, int key, const float *src, float *dst, int6
 static void send_part(ordo__push_t *p, int group, int part, int64_t iter, int priority)
 {
     merged_t *mp = (merged_t *)p;
-    const ordo_merge_part_t *pt = ordo__merge_buf_part(mp->mb, group, part);
-    const ordo_keys_t *k = ordo__ps_keys(p->ps);
+    const ordo__merge_part_t *pt = ordo__merge_buf_part(mp->mb, group, part);
+    const ordo__keys_t *k = ordo__ps_keys(p->ps);
     int server = pt->n_slices > 0 ? k->slices[pt->slices[0]].server : pt->server;
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_PUSH);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_PUSH);
     m.hdr.iter = iter;
     m.hdr.key = (uint32_t)group;
     m.hdr.chunk = (uint32_t)part;
@@ -148,22 +148,22 @@ static void send_part(ordo__push_t *p, int group, int part, int64_t iter, int pr
     int rc = ordo__compress_encode(ordo__ps_compress(p->ps), key,
                                    mp->unit0 + mp->part_at[group] + part, payload, pt->numel,
                                    (uint64_t)iter, &enc, &bytes, &dtype, &hint);
-    if (rc < 0) ORDO_ERROR("merged group %d: %s; pushed as float32", group, ordo_error_text(rc));
+    if (rc < 0) ORDO_ERROR("merged group %d: %s; pushed as float32", group, ordo__error_text(rc));
     if (rc == 1) {
         m.hdr.dtype = (uint8_t)dtype;
-        ordo_msg_add_ref(&m, enc, bytes, ordo__compress_frame_free, hint);
+        ordo__msg_add_ref(&m, enc, bytes, ordo__compress_frame_free, hint);
     } else {
         bytes = (size_t)pt->numel * sizeof(float);
-        ordo_msg_add_ref(&m, payload, bytes, NULL, NULL);
+        ordo__msg_add_ref(&m, payload, bytes, NULL, NULL);
     }
-    ordo_msg_add_ref(&m, (void *)pt->slices, (size_t)pt->n_slices * sizeof(uint32_t), NULL, NULL);
+    ordo__msg_add_ref(&m, (void *)pt->slices, (size_t)pt->n_slices * sizeof(uint32_t), NULL, NULL);
     ordo__ps_count_push(p->ps, (int64_t)bytes);
     mp->part_out[mp->part_at[group] + part] = 1;
     ordo__ps_send(p->ps, server, &m);
 }
 
 /* the ack of one part of a group; the last one completes every key of the group */
-static int group_ack(ordo__push_t *p, const ordo_msg_t *m)
+static int group_ack(ordo__push_t *p, const ordo__msg_t *m)
 {
     merged_t *mp = (merged_t *)p;
     int g = (int)m->hdr.key;
@@ -190,13 +190,13 @@ static int group_ack(ordo__push_t *p, const ordo_msg_t *m)
 static int moved(ordo__push_t *p, const int *was)
 {
     merged_t *mp = (merged_t *)p;
-    const ordo_keys_t *k = ordo__ps_keys(p->ps);
+    const ordo__keys_t *k = ordo__ps_keys(p->ps);
     int n = 0, ng = ordo__merge_buf_n_groups(mp->mb);
     int rc = ordo__ps_reserve(p->ps, mp->n_msgs);
     if (rc) return rc;
     for (int g = 0; g < ng; g++) {
         for (int part = 0; mp->group_left[g] && part < ordo__merge_buf_n_parts(mp->mb, g); part++) {
-            const ordo_merge_part_t *pt = ordo__merge_buf_part(mp->mb, g, part);
+            const ordo__merge_part_t *pt = ordo__merge_buf_part(mp->mb, g, part);
             int sl = pt->n_slices > 0 ? (int)pt->slices[0] : -1;
             if (!mp->part_out[mp->part_at[g] + part] || sl < 0 || k->slices[sl].server == was[sl])
                 continue;

@@ -3,7 +3,7 @@
 #include "common/error.h"
 #include "core/plan.h"
 
-/* one row per [push] mode, indexed by ordo_push_mode_t */
+/* one row per [push] mode, indexed by ordo__push_mode_t */
 static const ordo__push_ops_t *const modes[] = {
     [ORDO_PUSH_DENSE] = &ordo__push_dense_ops,
     [ORDO_PUSH_MERGED] = &ordo__push_merged_ops,
@@ -21,7 +21,7 @@ void ordo__push_ops_of_plan(const ordo__plan_t *plan, const ordo__push_ops_t **o
 int ordo__push_ops_for(int mode, const ordo__push_ops_t **ops)
 {
     if (mode < 0 || mode >= (int)(sizeof modes / sizeof modes[0]) || !modes[mode])
-        return ordo_error_set(ORDO_ERR_INVAL, "no push path for push.mode %d", mode);
+        return ordo__error_set(ORDO_ERR_INVAL, "no push path for push.mode %d", mode);
     *ops = modes[mode];
     return 0;
 }

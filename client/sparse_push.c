@@ -30,17 +30,17 @@ typedef enum { OP_NONE, OP_PULL, OP_PUSH } op_kind_t;
 
 struct ordo__sparse_push {
     ordo__ps_t *ps;
-    const ordo_keys_t *k; /* the layout: keys in order */
-    ordo_sparse_plan_t plan;
+    const ordo__keys_t *k; /* the layout: keys in order */
+    ordo__sparse_plan_t plan;
     int S;
     float *params;
     const float *grads;
-    ordo_sparsify_t *sp;
+    ordo__sparsify_t *sp;
     /* what this iteration pushes: the sparsifier's selection, or its exact top-k when a
      * reused threshold overshot (index order) */
-    const ordo_coo_entry_t *mine;
+    const ordo__coo_entry_t *mine;
     size_t n_mine, trimmed;
-    ordo_coo_entry_t *top;
+    ordo__coo_entry_t *top;
     float *vals;
     uint32_t *scratch, *idx;
     size_t cap_top;
@@ -74,45 +74,45 @@ static int reserve(ordo__sparse_push_t *sp, size_t bytes)
 {
     if (bytes <= sp->cap) return 0;
     uint8_t *p = realloc(sp->buf, bytes);
-    if (!p) return ordo_error_set(ORDO_ERR_NOMEM, "sparse: no memory for %zu bytes", bytes);
+    if (!p) return ordo__error_set(ORDO_ERR_NOMEM, "sparse: no memory for %zu bytes", bytes);
     sp->buf = p;
     sp->cap = bytes;
     return 0;
 }
 
-static void sparse_msg(ordo_msg_t *m, int type, int64_t iter, uint32_t chunk, int dtype)
+static void sparse_msg(ordo__msg_t *m, int type, int64_t iter, uint32_t chunk, int dtype)
 {
-    ordo_msg_init(m, type);
+    ordo__msg_init(m, type);
     m->hdr.iter = iter;
     m->hdr.key = ORDO_SPARSE_KEY;
     m->hdr.chunk = chunk;
     m->hdr.dtype = (uint8_t)dtype;
 }
 
-static int hook(void *ctx, ordo_msg_t *m);
+static int hook(void *ctx, ordo__msg_t *m);
 
 int ordo__sparse_push_new(ordo__ps_t *ps, float *params, const float *grads,
                           ordo__sparse_push_t **out)
 {
     *out = NULL;
-    const ordo_keys_t *k = ordo__ps_keys(ps);
+    const ordo__keys_t *k = ordo__ps_keys(ps);
     int64_t total = 0;
     for (int key = 0; key < k->n_keys; key++)
         total += k->numel[key];
     int S = ordo__ps_keys(ps)->n_servers;
     const ordo__plan_t *plan = ordo__ps_plan(ps);
     if (!plan->has_sparse) return 0;
-    ordo_sparse_plan_t p;
-    int rc = ordo_sparse_wire_plan_copy(&plan->sparse, &p);
+    ordo__sparse_plan_t p;
+    int rc = ordo__sparse_wire_plan_copy(&plan->sparse, &p);
     if (rc) return rc;
     if ((int64_t)p.n != total) {
-        ordo_sparse_wire_plan_fini(&p);
-        return ordo_error_set(ORDO_ERR_PROTO, "sparse plan for %u entries; the tensors have %lld",
+        ordo__sparse_wire_plan_fini(&p);
+        return ordo__error_set(ORDO_ERR_PROTO, "sparse plan for %u entries; the tensors have %lld",
                               p.n, (long long)total);
     }
     ordo__sparse_push_t *sp = calloc(1, sizeof *sp);
     if (!sp) {
-        ordo_sparse_wire_plan_fini(&p);
+        ordo__sparse_wire_plan_fini(&p);
         return ORDO_ERR_NOMEM;
     }
     sp->plan = p;
@@ -139,7 +139,7 @@ int ordo__sparse_push_new(ordo__ps_t *ps, float *params, const float *grads,
         return ORDO_ERR_NOMEM;
     }
     memcpy(sp->bounds, p.bounds, sizeof *sp->bounds * ((size_t)S + 1));
-    if ((rc = ordo_sparsify_new(&sp->sp, p.n, p.k, p.threshold_period)) != 0) {
+    if ((rc = ordo__sparsify_new(&sp->sp, p.n, p.k, p.threshold_period)) != 0) {
         ordo__sparse_push_destroy(&sp);
         return rc;
     }
@@ -155,8 +155,8 @@ void ordo__sparse_push_destroy(ordo__sparse_push_t **spp)
     ordo__sparse_push_t *sp = *spp;
     if (!sp) return;
     if (sp->ps && sp->sp) ordo__ps_set_hook(sp->ps, ORDO_SPARSE_KEY, NULL, NULL);
-    ordo_sparsify_destroy(&sp->sp);
-    ordo_sparse_wire_plan_fini(&sp->plan);
+    ordo__sparsify_destroy(&sp->sp);
+    ordo__sparse_wire_plan_fini(&sp->plan);
     free(sp->bounds);
     free(sp->next_bounds);
     free(sp->answered);
@@ -197,10 +197,10 @@ int ordo__sparse_push_init(ordo__sparse_push_t *sp, float *const *values)
     }
     for (int s = 0; s < sp->S; s++) {
         uint32_t lo = sp->plan.bounds[s], hi = sp->plan.bounds[s + 1];
-        ordo_msg_t m;
+        ordo__msg_t m;
         sparse_msg(&m, ORDO_MSG_INIT, 0, lo, ORDO_DTYPE_F32);
-        if ((rc = ordo_msg_add_copy(&m, flat + lo, (size_t)(hi - lo) * sizeof(float))) != 0) {
-            ordo_msg_close(&m);
+        if ((rc = ordo__msg_add_copy(&m, flat + lo, (size_t)(hi - lo) * sizeof(float))) != 0) {
+            ordo__msg_close(&m);
             return rc;
         }
         if ((rc = ordo__ps_send(sp->ps, s, &m)) != 0) return rc;
@@ -232,11 +232,11 @@ static int send_pushes(ordo__sparse_push_t *sp)
         size_t len = ordo_coo_size(count);
         int rc = reserve(sp, len + 8);
         if (rc) return rc;
-        ordo_coo_encode(sp->mine + first, count, sp->buf);
-        ordo_msg_t m;
+        ordo__coo_encode(sp->mine + first, count, sp->buf);
+        ordo__msg_t m;
         sparse_msg(&m, ORDO_MSG_PUSH, sp->op_iter, sp->epoch, ORDO_DTYPE_COO);
-        if ((rc = ordo_msg_add_copy(&m, sp->buf, len)) != 0) {
-            ordo_msg_close(&m);
+        if ((rc = ordo__msg_add_copy(&m, sp->buf, len)) != 0) {
+            ordo__msg_close(&m);
             return rc;
         }
         if ((rc = ordo__ps_send(sp->ps, s, &m)) != 0) return rc;
@@ -249,7 +249,7 @@ static int send_pushes(ordo__sparse_push_t *sp)
 static int send_pulls(ordo__sparse_push_t *sp)
 {
     for (int s = 0; s < sp->S; s++) {
-        ordo_msg_t m;
+        ordo__msg_t m;
         sparse_msg(&m, ORDO_MSG_PULL, sp->op_iter, sp->epoch, ORDO_DTYPE_NONE);
         int rc = ordo__ps_send(sp->ps, s, &m);
         if (rc) return rc;
@@ -276,7 +276,7 @@ static int try_send(ordo__sparse_push_t *sp)
 static int begin(ordo__sparse_push_t *sp, op_kind_t op, int64_t iter)
 {
     if (sp->op != OP_NONE)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparse: a request of iteration %lld is under way",
+        return ordo__error_set(ORDO_ERR_INVAL, "sparse: a request of iteration %lld is under way",
                               (long long)sp->op_iter);
     sp->op = op;
     sp->op_iter = iter;
@@ -303,11 +303,11 @@ static int send_poshist(ordo__sparse_push_t *sp, int64_t iter)
     if (rc) return rc;
     for (size_t b = 0; b < nb; b++)
         sp->counts[b] = (uint64_t)llround(sp->hist[b] * HIST_SCALE);
-    ordo_sparse_wire_put_counts(sp->counts, nb, sp->buf);
-    ordo_msg_t m;
+    ordo__sparse_wire_put_counts(sp->counts, nb, sp->buf);
+    ordo__msg_t m;
     sparse_msg(&m, ORDO_MSG_PLAN, iter, ORDO_SPARSE_POSHIST, ORDO_DTYPE_BYTES);
-    if ((rc = ordo_msg_add_copy(&m, sp->buf, 8 * nb)) != 0) {
-        ordo_msg_close(&m);
+    if ((rc = ordo__msg_add_copy(&m, sp->buf, 8 * nb)) != 0) {
+        ordo__msg_close(&m);
         return rc;
     }
     sp->ctl_bytes += (int64_t)(8 * nb);
@@ -321,11 +321,11 @@ static int send_poshist(ordo__sparse_push_t *sp, int64_t iter)
 static int choose(ordo__sparse_push_t *sp)
 {
     size_t c, k = sp->plan.k;
-    const ordo_coo_entry_t *sel = ordo_sparsify_selected(sp->sp, &c);
+    const ordo__coo_entry_t *sel = ordo__sparsify_selected(sp->sp, &c);
     sp->mine = sel;
     sp->n_mine = c;
     sp->trimmed = 0;
-    if (ordo_sparsify_last_exact(sp->sp) || (double)c <= LOCAL_SLACK * (double)k) return 0;
+    if (ordo__sparsify_last_exact(sp->sp) || (double)c <= LOCAL_SLACK * (double)k) return 0;
     if (c > sp->cap_top) {
         free(sp->top);
         free(sp->vals);
@@ -339,7 +339,7 @@ static int choose(ordo__sparse_push_t *sp)
     for (size_t i = 0; i < c; i++)
         sp->vals[i] = sel[i].value;
     float thr;
-    int rc = ordo_sparsify_topk(sp->vals, c, k, sp->scratch, sp->top, &thr);
+    int rc = ordo__sparsify_topk(sp->vals, c, k, sp->scratch, sp->top, &thr);
     if (rc) return rc;
     for (size_t i = 0; i < k; i++)
         sp->top[i] = sel[sp->top[i].index]; /* positions, in order */
@@ -352,7 +352,7 @@ static int choose(ordo__sparse_push_t *sp)
 int ordo__sparse_push_iteration(ordo__sparse_push_t *sp, int64_t iter)
 {
     if (sp->version != iter)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "sparse: push of iteration %lld on parameters of "
                               "version %lld",
                               (long long)iter, (long long)sp->version);
@@ -360,7 +360,7 @@ int ordo__sparse_push_iteration(ordo__sparse_push_t *sp, int64_t iter)
     if (rc) return rc;
     sp->bytes_push = sp->bytes_pull = sp->ctl_bytes = 0;
     sp->global = sp->consumed = 0;
-    if ((rc = ordo_sparsify_push(sp->sp, sp->grads)) != 0 || (rc = choose(sp)) != 0) {
+    if ((rc = ordo__sparsify_push(sp->sp, sp->grads)) != 0 || (rc = choose(sp)) != 0) {
         sp->op = OP_NONE;
         return rc;
     }
@@ -384,7 +384,7 @@ static void make_stats(ordo__sparse_push_t *sp)
                      "\"sparse_epoch\":%u,\"sparse_ctl_bytes\":%lld,"
                      "\"sparse_dense_pull_bytes\":%lld",
                      sp->plan.k, sp->n_mine, sp->global, sp->consumed,
-                     ordo_sparsify_last_exact(sp->sp) ? 1 : 0, sp->trimmed, sp->epoch,
+                     ordo__sparsify_last_exact(sp->sp) ? 1 : 0, sp->trimmed, sp->epoch,
                      (long long)sp->ctl_bytes, (long long)sp->dense_bytes);
     for (int s = 0; s < sp->S && n > 0 && (size_t)n < sizeof sp->stats; s++)
         n += snprintf(sp->stats + n, sizeof sp->stats - (size_t)n, ",\"sparse_load_s%d\":%llu", s,
@@ -395,41 +395,41 @@ static void make_stats(ordo__sparse_push_t *sp)
 }
 
 /* which server sent m, or a reason to refuse it */
-static int answer_from(ordo__sparse_push_t *sp, const ordo_msg_t *m, op_kind_t want)
+static int answer_from(ordo__sparse_push_t *sp, const ordo__msg_t *m, op_kind_t want)
 {
     int s = m->hdr.rank;
     if (m->hdr.role != ORDO_ROLE_SERVER || s < 0 || s >= sp->S || sp->op != want || !sp->op_sent ||
         m->hdr.iter != sp->op_iter || sp->answered[s]) {
         ORDO_WARN("sparse: dropped an unexpected answer (from %s %d, iteration %lld)",
-                  ordo_wire_role_name(m->hdr.role), s, (long long)m->hdr.iter);
+                  ordo__wire_role_name(m->hdr.role), s, (long long)m->hdr.iter);
         return -1;
     }
     return s;
 }
 
-static int on_push_answer(ordo__sparse_push_t *sp, ordo_msg_t *m)
+static int on_push_answer(ordo__sparse_push_t *sp, ordo__msg_t *m)
 {
     int s = answer_from(sp, m, OP_PUSH);
     if (s < 0) return 0;
     size_t len = 0, used = 0;
-    const uint8_t *data = ordo_msg_data(m, 0, &len);
+    const uint8_t *data = ordo__msg_data(m, 0, &len);
     if (m->hdr.chunk != sp->epoch || m->nframes != 1)
-        return ordo_error_set(ORDO_ERR_PROTO,
+        return ordo__error_set(ORDO_ERR_PROTO,
                               "server %d answered iteration %lld with regions of "
                               "epoch %u, not %u",
                               s, (long long)m->hdr.iter, m->hdr.chunk, sp->epoch);
     uint32_t lo = sp->bounds[s], hi = sp->bounds[s + 1];
-    int rc = ordo_coo_patch(data, len, lo, hi, sp->params);
+    int rc = ordo__coo_patch(data, len, lo, hi, sp->params);
     if (rc) return rc;
     /* the residual rule: entries this worker pushed and the server selected are applied */
     size_t j = lower_bound(sp, lo), end = lower_bound(sp, hi);
     for (size_t i = 0; i < len / ORDO_COO_ENTRY_BYTES && j < end; i++) {
-        uint32_t index = ordo_coo_get(data, i).index;
+        uint32_t index = ordo__coo_get(data, i).index;
         while (j < end && sp->mine[j].index < index)
             j++;
         if (j < end && sp->mine[j].index == index) sp->idx[used++] = index;
     }
-    if ((rc = ordo_sparsify_commit(sp->sp, sp->idx, used)) != 0) return rc;
+    if ((rc = ordo__sparsify_commit(sp->sp, sp->idx, used)) != 0) return rc;
     sp->answered[s] = true;
     sp->global += len / ORDO_COO_ENTRY_BYTES;
     sp->consumed += used;
@@ -441,28 +441,28 @@ static int on_push_answer(ordo__sparse_push_t *sp, ordo_msg_t *m)
     return ORDO_SPARSE_PUSH_PUSHED;
 }
 
-static int on_pull_answer(ordo__sparse_push_t *sp, ordo_msg_t *m)
+static int on_pull_answer(ordo__sparse_push_t *sp, ordo__msg_t *m)
 {
     int s = answer_from(sp, m, OP_PULL);
     if (s < 0) return 0;
     uint32_t lo = sp->bounds[s], hi = sp->bounds[s + 1];
     size_t len = 0;
-    const void *data = ordo_msg_data(m, 0, &len);
+    const void *data = ordo__msg_data(m, 0, &len);
     if (m->nframes != 1 || m->hdr.chunk != lo || len != (size_t)(hi - lo) * sizeof(float))
-        return ordo_error_set(ORDO_ERR_PROTO,
+        return ordo__error_set(ORDO_ERR_PROTO,
                               "server %d answered a pull of version %lld with "
                               "%zu bytes from %u; its region is [%u, %u)",
                               s, (long long)m->hdr.iter, len, m->hdr.chunk, lo, hi);
     if (sp->version == sp->op_iter) { /* the local copy must already be exactly this */
         float *fresh = malloc(len ? len : 1);
         if (!fresh) return ORDO_ERR_NOMEM;
-        ordo_sparse_wire_get_f32s(data, len, fresh);
+        ordo__sparse_wire_get_f32s(data, len, fresh);
         for (uint32_t i = lo; i < hi; i++)
             sp->mismatched += fresh[i - lo] != sp->params[i];
         memcpy(sp->params + lo, fresh, len);
         free(fresh);
     } else {
-        ordo_sparse_wire_get_f32s(data, len, sp->params + lo);
+        ordo__sparse_wire_get_f32s(data, len, sp->params + lo);
     }
     sp->answered[s] = true;
     sp->dense_bytes += (int64_t)len;
@@ -476,20 +476,20 @@ static int on_pull_answer(ordo__sparse_push_t *sp, ordo_msg_t *m)
     return ORDO_SPARSE_PUSH_PULLED;
 }
 
-static int on_regions(ordo__sparse_push_t *sp, ordo_msg_t *m)
+static int on_regions(ordo__sparse_push_t *sp, ordo__msg_t *m)
 {
     size_t len = 0;
-    const void *data = ordo_msg_data(m, 0, &len);
+    const void *data = ordo__msg_data(m, 0, &len);
     uint32_t epoch;
     int rc;
     if (sp->has_next || m->hdr.iter != sp->expect_E)
-        return ordo_error_set(ORDO_ERR_PROTO, "sparse: REGIONS for iteration %lld; expected %lld",
+        return ordo__error_set(ORDO_ERR_PROTO, "sparse: REGIONS for iteration %lld; expected %lld",
                               (long long)m->hdr.iter, (long long)sp->expect_E);
-    if ((rc = ordo_sparse_wire_get_regions(data, len, sp->S, sp->plan.n, &epoch,
+    if ((rc = ordo__sparse_wire_get_regions(data, len, sp->S, sp->plan.n, &epoch,
                                            sp->next_bounds)) != 0)
         return rc;
     if (epoch != sp->epoch + 1)
-        return ordo_error_set(ORDO_ERR_PROTO, "sparse: REGIONS of epoch %u after epoch %u", epoch,
+        return ordo__error_set(ORDO_ERR_PROTO, "sparse: REGIONS of epoch %u after epoch %u", epoch,
                               sp->epoch);
     sp->next_epoch = epoch;
     sp->next_E = m->hdr.iter;
@@ -497,7 +497,7 @@ static int on_regions(ordo__sparse_push_t *sp, ordo_msg_t *m)
     return try_send(sp);
 }
 
-static int hook(void *ctx, ordo_msg_t *m)
+static int hook(void *ctx, ordo__msg_t *m)
 {
     ordo__sparse_push_t *sp = ctx;
     char why[512];
@@ -509,11 +509,11 @@ static int hook(void *ctx, ordo_msg_t *m)
         ORDO_WARN("sparse: dropped a scheduler message of kind %u", m->hdr.chunk);
         return 0;
     case ORDO_MSG_ERROR:
-        return ordo_error_set(ORDO_ERR_PROTO,
+        return ordo__error_set(ORDO_ERR_PROTO,
                               "server %d refused a sparse request of iteration "
                               "%lld: %s",
                               m->hdr.rank, (long long)m->hdr.iter,
-                              ordo_msg_text(m, 0, why, sizeof why));
+                              ordo__msg_text(m, 0, why, sizeof why));
     default:
         return 0;
     }
@@ -521,13 +521,13 @@ static int hook(void *ctx, ordo_msg_t *m)
 
 int ordo__sparse_push_state(ordo__sparse_push_t *sp, const char *path, bool save)
 {
-    size_t size = ordo_sparsify_state_size(sp->sp);
+    size_t size = ordo__sparsify_state_size(sp->sp);
     uint8_t *buf = malloc(size + ORDO_DURABLE_TRAILER + 1);
-    if (!buf) return ordo_error_set(ORDO_ERR_NOMEM, "no memory for the sparse state");
+    if (!buf) return ordo__error_set(ORDO_ERR_NOMEM, "no memory for the sparse state");
     int rc = 0;
     if (save) {
         /* durably, with a checksum: a death or a full disk leaves the last one whole */
-        ordo_sparsify_state_get(sp->sp, buf);
+        ordo__sparsify_state_get(sp->sp, buf);
         ordo__durable_t *d;
         if ((rc = ordo__durable_open(path, &d)) == 0) {
             (void)fwrite(buf, 1, size, ordo__durable_file(d)); /* the commit reports a failure */
@@ -539,10 +539,10 @@ int ordo__sparse_push_state(ordo__sparse_push_t *sp, const char *path, bool save
         bool had;
         if (f) fclose(f);
         if (!f)
-            rc = ordo_error_set(ORDO_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+            rc = ordo__error_set(ORDO_ERR_IO, "cannot read %s: %s", path, strerror(errno));
         else if ((rc = ordo__durable_check(path, buf, &got, &had)) == 0 &&
-                 (rc = ordo_sparsify_state_set(sp->sp, buf, got)) != 0)
-            rc = ordo_error_context(rc, path);
+                 (rc = ordo__sparsify_state_set(sp->sp, buf, got)) != 0)
+            rc = ordo__error_context(rc, path);
     }
     free(buf);
     return rc;

@@ -28,7 +28,7 @@ enum { ORDO_SPARSE_PUSH_PULLED = 1, ORDO_SPARSE_PUSH_PUSHED = 2 };
 /* ordo__sparse_push_new makes the sparse side of worker ps for model m when the scheduler's
  * plan has a sparse member (*out is NULL and 0 returned otherwise), and installs its message
  * hook on ps. params and grads are the model's parameters and gradients, each one block of
- * ordo_model_total_numel(m) floats in model order (borrowed for its life). */
+ * ordo__model_total_numel(m) floats in model order (borrowed for its life). */
 int ordo__sparse_push_new(ordo__ps_t *ps, float *params,
                          const float *grads, ordo__sparse_push_t **out);
 

@@ -39,10 +39,10 @@ static const char *names(void)
 
 int ordo__codec_parse(const char *text, ordo__codec_spec_t *out)
 {
-    if (!text) return ordo_error_set(ORDO_ERR_INVAL, "no compression given (one of %s)", names());
+    if (!text) return ordo__error_set(ORDO_ERR_INVAL, "no compression given (one of %s)", names());
     char buf[96];
     if (strlen(text) >= sizeof buf)
-        return ordo_error_set(ORDO_ERR_INVAL, "compression \"%.40s...\": too long", text);
+        return ordo__error_set(ORDO_ERR_INVAL, "compression \"%.40s...\": too long", text);
     strcpy(buf, text);
     char *opt = strchr(buf, ',');
     if (opt) *opt++ = '\0';
@@ -52,17 +52,17 @@ int ordo__codec_parse(const char *text, ordo__codec_spec_t *out)
     for (int i = 0; i < ORDO__CODEC_MAX; i++)
         if (strcmp(buf, table[i]->name) == 0) c.id = i;
     if (c.id < 0)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "compression \"%s\": unknown codec \"%s\" (one of %s)", text, buf,
                               names());
     const ordo__codec_ops_t *ops = table[c.id];
     if (ops->needs_k && !karg)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "compression \"%s\": %s needs k (%s:K, K a count >= 1 or a "
                               "fraction in (0, 1))",
                               text, ops->name, ops->name);
     if (!ops->needs_k && karg)
-        return ordo_error_set(ORDO_ERR_INVAL, "compression \"%s\": %s takes no k", text, ops->name);
+        return ordo__error_set(ORDO_ERR_INVAL, "compression \"%s\": %s takes no k", text, ops->name);
     if (karg) {
         char *end;
         errno = 0;
@@ -70,7 +70,7 @@ int ordo__codec_parse(const char *text, ordo__codec_spec_t *out)
         /* the bound comes before the cast: converting inf or 1e300 to int64_t is undefined */
         if (errno || end == karg || *end || !(c.k > 0) || c.k > 2147483647.0 ||
             (c.k >= 1 && c.k != (double)(int64_t)c.k))
-            return ordo_error_set(ORDO_ERR_INVAL,
+            return ordo__error_set(ORDO_ERR_INVAL,
                                   "compression \"%s\": k \"%s\" is out of range (a whole count "
                                   ">= 1, or a fraction in (0, 1))",
                                   text, karg);
@@ -87,7 +87,7 @@ int ordo__codec_parse(const char *text, ordo__codec_spec_t *out)
         else if (strcmp(opt, "pull=float32") == 0)
             c.pull_delta = false;
         else
-            return ordo_error_set(ORDO_ERR_INVAL,
+            return ordo__error_set(ORDO_ERR_INVAL,
                                   "compression \"%s\": unknown option \"%s\" (ef=vanilla, "
                                   "ef=none; for onebit, topk, randomk pull=delta or pull=float32)",
                                   text, opt);
@@ -138,18 +138,18 @@ double ordo__codec_bytes_per_value(const ordo__codec_spec_t *c, int64_t n)
 int ordo__codec_decode(int dtype, const void *frame, size_t len, int64_t n, float *dst)
 {
     const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
-    if (!ops) return ordo_error_set(ORDO_ERR_PROTO, "dtype %d is no tensor payload", dtype);
+    if (!ops) return ordo__error_set(ORDO_ERR_PROTO, "dtype %d is no tensor payload", dtype);
     if (n < 0 || (uint64_t)n > SIZE_MAX / 8) /* n * 4 and n * 8 must not wrap in the checks */
-        return ordo_error_set(ORDO_ERR_PROTO, "a frame for %lld values", (long long)n);
+        return ordo__error_set(ORDO_ERR_PROTO, "a frame for %lld values", (long long)n);
     return ops->decode(frame, len, n, dst);
 }
 
 int ordo__codec_decode_add(int dtype, const void *frame, size_t len, int64_t n, float *acc)
 {
     const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
-    if (!ops) return ordo_error_set(ORDO_ERR_PROTO, "dtype %d is no tensor payload", dtype);
+    if (!ops) return ordo__error_set(ORDO_ERR_PROTO, "dtype %d is no tensor payload", dtype);
     if (n < 0 || (uint64_t)n > SIZE_MAX / 8)
-        return ordo_error_set(ORDO_ERR_PROTO, "a frame for %lld values", (long long)n);
+        return ordo__error_set(ORDO_ERR_PROTO, "a frame for %lld values", (long long)n);
     return ops->decode_add(frame, len, n, acc);
 }
 
@@ -173,7 +173,7 @@ int64_t ordo__codec_encode_ef(const ordo__codec_spec_t *c, const float *src, int
                               float *residual, float *scratch, void *dst, ordo__codec_io_t *io)
 {
     const ordo__codec_ops_t *ops = ordo__codec_ops(c->id);
-    if (!ops) return ordo_error_set(ORDO_ERR_INVAL, "no codec of id %d", c->id);
+    if (!ops) return ordo__error_set(ORDO_ERR_INVAL, "no codec of id %d", c->id);
     if (!c->ef) return ops->encode(c, src, n, dst, io);
     sum(scratch, src, residual, n);
     int64_t len = ops->encode(c, scratch, n, dst, io);

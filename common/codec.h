@@ -95,7 +95,7 @@ int ordo__codec_decode(int dtype, const void *frame, size_t len, int64_t n, floa
 /* ordo__codec_decode_add adds the n floats frame stands for into acc (acc += decoded) in one
  * pass, the server's sum of a push: for the 16-bit casts it reads 2 bytes a value where
  * decoding then adding a float32 copy reads 8 (vectorised, chosen at run time). The sums are
- * the same bits as ordo__codec_decode into a buffer then ordo_vec_add, except that an entry
+ * the same bits as ordo__codec_decode into a buffer then ordo__vec_add, except that an entry
  * a sparse frame does not carry is left as it is (a -0 stays -0). A malformed frame is
  * refused as by ordo__codec_decode, and acc is then untouched. */
 int ordo__codec_decode_add(int dtype, const void *frame, size_t len, int64_t n, float *acc);

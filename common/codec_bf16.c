@@ -66,7 +66,7 @@ static int64_t encode(const ordo__codec_spec_t *c, const float *src, int64_t n, 
 static int decode(const void *frame, size_t len, int64_t n, float *dst)
 {
     if (len != (size_t)n * 2)
-        return ordo_error_set(ORDO_ERR_PROTO, "a bf16 frame of %zu bytes for %lld values", len,
+        return ordo__error_set(ORDO_ERR_PROTO, "a bf16 frame of %zu bytes for %lld values", len,
                               (long long)n);
     ordo__codec_from_bf16(frame, n, dst);
     return 0;
@@ -75,7 +75,7 @@ static int decode(const void *frame, size_t len, int64_t n, float *dst)
 static int decode_add(const void *frame, size_t len, int64_t n, float *acc)
 {
     if (len != (size_t)n * 2)
-        return ordo_error_set(ORDO_ERR_PROTO, "a bf16 frame of %zu bytes for %lld values", len,
+        return ordo__error_set(ORDO_ERR_PROTO, "a bf16 frame of %zu bytes for %lld values", len,
                               (long long)n);
     add_bf16(frame, n, acc);
     return 0;

@@ -24,7 +24,7 @@ static int64_t encode(const ordo__codec_spec_t *c, const float *src, int64_t n, 
 static int decode(const void *frame, size_t len, int64_t n, float *dst)
 {
     if (len != (size_t)n * sizeof(float))
-        return ordo_error_set(ORDO_ERR_PROTO, "a float32 frame of %zu bytes for %lld values", len,
+        return ordo__error_set(ORDO_ERR_PROTO, "a float32 frame of %zu bytes for %lld values", len,
                               (long long)n);
     memcpy(dst, frame, len);
     return 0;
@@ -43,7 +43,7 @@ static void add_f32(const void *frame, int64_t n, float *restrict acc)
 static int decode_add(const void *frame, size_t len, int64_t n, float *acc)
 {
     if (len != (size_t)n * sizeof(float))
-        return ordo_error_set(ORDO_ERR_PROTO, "a float32 frame of %zu bytes for %lld values", len,
+        return ordo__error_set(ORDO_ERR_PROTO, "a float32 frame of %zu bytes for %lld values", len,
                               (long long)n);
     add_f32(frame, n, acc);
     return 0;

@@ -210,12 +210,12 @@ static int64_t encode(const ordo__codec_spec_t *c, const float *src, int64_t n, 
 {
     float scale = c->scale > 0 ? c->scale : 1.0f, mult = 1.0f / scale;
     if (!isfinite(scale) || !isfinite(mult)) /* the receiver would refuse the frame */
-        return ordo_error_set(ORDO_ERR_INVAL, "fp16: scale %g has no finite inverse",
+        return ordo__error_set(ORDO_ERR_INVAL, "fp16: scale %g has no finite inverse",
                               (double)scale);
     int64_t bad = ordo__codec_to_fp16(src, n, scale, (uint16_t *)((char *)dst + sizeof mult));
     if (io) io->overflow = bad;
     if (bad) /* a detail of its own: a stale one would name another failure */
-        return ordo_error_set(ORDO_ERR_RANGE,
+        return ordo__error_set(ORDO_ERR_RANGE,
                               "fp16: %lld of %lld values do not fit (|x * %g| rounds past 65504, "
                               "or is inf or NaN)",
                               (long long)bad, (long long)n, (double)scale);
@@ -227,11 +227,11 @@ static int64_t encode(const ordo__codec_spec_t *c, const float *src, int64_t n, 
 static int check_frame(const void *frame, size_t len, int64_t n, float *mult)
 {
     if (len != sizeof *mult + (size_t)n * 2)
-        return ordo_error_set(ORDO_ERR_PROTO, "an fp16 frame of %zu bytes for %lld values", len,
+        return ordo__error_set(ORDO_ERR_PROTO, "an fp16 frame of %zu bytes for %lld values", len,
                               (long long)n);
     memcpy(mult, frame, sizeof *mult);
     if (!isfinite(*mult) || *mult == 0)
-        return ordo_error_set(ORDO_ERR_PROTO, "an fp16 frame's multiplier is %g", (double)*mult);
+        return ordo__error_set(ORDO_ERR_PROTO, "an fp16 frame's multiplier is %g", (double)*mult);
     return 0;
 }
 

@@ -35,7 +35,7 @@ static int64_t encode(const ordo__codec_spec_t *c, const float *src, int64_t n, 
     double l1 = 0;
     for (int64_t i = 0; i < n; i++) l1 += fabsf(src[i]);
     float s = n > 0 ? (float)(l1 / (double)n) : 0.0f;
-    if (!isfinite(s)) return ordo_error_set(ORDO_ERR_RANGE, "onebit: a value is not finite");
+    if (!isfinite(s)) return ordo__error_set(ORDO_ERR_RANGE, "onebit: a value is not finite");
     uint8_t *bits = (uint8_t *)dst + sizeof s;
     const bits32_t *u = (const bits32_t *)src;
     int64_t full = n / 8;
@@ -53,11 +53,11 @@ static int64_t encode(const ordo__codec_spec_t *c, const float *src, int64_t n, 
 static int check_frame(const void *frame, size_t len, int64_t n, float *s)
 {
     if (len != max_bytes(NULL, n))
-        return ordo_error_set(ORDO_ERR_PROTO, "a onebit frame of %zu bytes for %lld values", len,
+        return ordo__error_set(ORDO_ERR_PROTO, "a onebit frame of %zu bytes for %lld values", len,
                               (long long)n);
     memcpy(s, frame, sizeof *s);
     if (!isfinite(*s) || *s < 0)
-        return ordo_error_set(ORDO_ERR_PROTO, "a onebit frame's scale is %g", (double)*s);
+        return ordo__error_set(ORDO_ERR_PROTO, "a onebit frame's scale is %g", (double)*s);
     return 0;
 }
 

@@ -39,7 +39,7 @@ static inline void write_entry(uint8_t *out, int64_t k, int64_t j, uint32_t i, c
 /* a sparse frame's indices are uint32 */
 static int too_long(int64_t n)
 {
-    return ordo_error_set(ORDO_ERR_INVAL, "a sparse frame indexes at most 2^32 values, not %lld",
+    return ordo__error_set(ORDO_ERR_INVAL, "a sparse frame indexes at most 2^32 values, not %lld",
                           (long long)n);
 }
 
@@ -51,7 +51,7 @@ static int64_t encode_topk(const ordo__codec_spec_t *c, const float *src, int64_
     if (k == 0) return 0; /* an empty tensor: an empty frame */
     if (n > (int64_t)UINT32_MAX + 1) return too_long(n);
     uint32_t *m = malloc((size_t)n * sizeof *m);
-    if (!m) return ordo_error_set(ORDO_ERR_NOMEM, "topk: no memory for %lld keys", (long long)n);
+    if (!m) return ordo__error_set(ORDO_ERR_NOMEM, "topk: no memory for %lld keys", (long long)n);
     const bits32_t *u = (const bits32_t *)src;
     for (int64_t i = 0; i < n; i++) m[i] = mag_key(u[i]);
     /* the k-th largest key by Floyd-Rivest selection (core/sparsify, the sparse pushes' own) */
@@ -99,7 +99,7 @@ static int64_t encode_randomk(const ordo__codec_spec_t *c, const float *src, int
 static int64_t check_frame(const void *frame, size_t len, int64_t n)
 {
     if (len % 8 || len / 8 > (size_t)n)
-        return ordo_error_set(ORDO_ERR_PROTO,
+        return ordo__error_set(ORDO_ERR_PROTO,
                               "a sparse frame of %zu bytes for %lld values (8 bytes a value, at "
                               "most all of them)",
                               len, (long long)n);
@@ -109,7 +109,7 @@ static int64_t check_frame(const void *frame, size_t len, int64_t n)
         uint32_t i;
         memcpy(&i, in + (size_t)j * 4, 4);
         if ((int64_t)i <= prev || (int64_t)i >= n)
-            return ordo_error_set(ORDO_ERR_PROTO,
+            return ordo__error_set(ORDO_ERR_PROTO,
                                   "a sparse frame's index %u (entry %lld) is out of range or not "
                                   "increasing (%lld values)",
                                   i, (long long)j, (long long)n);

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OFF(f) offsetof(ordo_conf_t, f)
-#define SZ(f) sizeof(((ordo_conf_t *)0)->f)
+#define OFF(f) offsetof(ordo__conf_t, f)
+#define SZ(f) sizeof(((ordo__conf_t *)0)->f)
 #define BIG 1e18
 
 const key_t_ ordo__conf_keys[] = {
@@ -287,7 +287,7 @@ const size_t ordo__conf_nkeys = sizeof ordo__conf_keys / sizeof ordo__conf_keys[
 
 /* ---- value parsing ------------------------------------------------------------------ */
 
-int ordo_conf_parse_bytes(const char *s, int64_t *out)
+int ordo__conf_parse_bytes(const char *s, int64_t *out)
 {
     char *end;
     errno = 0;
@@ -312,7 +312,7 @@ int ordo_conf_parse_bytes(const char *s, int64_t *out)
     return 0;
 }
 
-int ordo_conf_parse_rate(const char *s, double *out)
+int ordo__conf_parse_rate(const char *s, double *out)
 {
     char *end;
     errno = 0;
@@ -361,7 +361,7 @@ static int enum_index(const char *choices, const char *s)
 }
 
 /* set_value parses s for key k into conf; on failure writes the reason into why. */
-static int set_value(ordo_conf_t *conf, const key_t_ *k, const char *s, char *why,
+static int set_value(ordo__conf_t *conf, const key_t_ *k, const char *s, char *why,
                      size_t wsz)
 {
     char *field = (char *)conf + k->off;
@@ -433,11 +433,11 @@ static int set_value(ordo_conf_t *conf, const key_t_ *k, const char *s, char *wh
     }
     case T_BYTES: {
         int64_t v;
-        if (k->choices && !strcmp(s, "auto")) { /* a size chosen by ordo_conf_resolve */
+        if (k->choices && !strcmp(s, "auto")) { /* a size chosen by ordo__conf_resolve */
             *(int64_t *)field = ORDO_CONF_AUTO_BYTES;
             return 0;
         }
-        if (ordo_conf_parse_bytes(s, &v) != 0) {
+        if (ordo__conf_parse_bytes(s, &v) != 0) {
             snprintf(why, wsz, "'%s' is not a size in bytes (e.g. 4MiB)", s);
             return ORDO_ERR_INVAL;
         }
@@ -451,7 +451,7 @@ static int set_value(ordo_conf_t *conf, const key_t_ *k, const char *s, char *wh
     }
     case T_RATE: {
         double v;
-        if (ordo_conf_parse_rate(s, &v) != 0) {
+        if (ordo__conf_parse_rate(s, &v) != 0) {
             snprintf(why, wsz, "'%s' is not a rate (e.g. 100mbit, 1gbit, 0)", s);
             return ORDO_ERR_INVAL;
         }
@@ -467,7 +467,7 @@ static int set_value(ordo_conf_t *conf, const key_t_ *k, const char *s, char *wh
 }
 
 /* derived fields and per-key checks that need more than a range */
-static int check_key(ordo_conf_t *conf, const key_t_ *k, char *why, size_t wsz)
+static int check_key(ordo__conf_t *conf, const key_t_ *k, char *why, size_t wsz)
 {
     if (k->off == OFF(policy)) {
         static const char *names[] = {"none", "fifo", "tio", "tao", "search"};
@@ -499,7 +499,7 @@ static int check_key(ordo_conf_t *conf, const key_t_ *k, char *why, size_t wsz)
         const char *m = conf->merge;
         int64_t n;
         if (strcmp(m, "optimal") && strcmp(m, "mgwfbp") && strcmp(m, "wfbp") && strcmp(m, "all") &&
-            !(strncmp(m, "bytes:", 6) == 0 && ordo_conf_parse_bytes(m + 6, &n) == 0 && n > 0) &&
+            !(strncmp(m, "bytes:", 6) == 0 && ordo__conf_parse_bytes(m + 6, &n) == 0 && n > 0) &&
             !(strncmp(m, "file:", 5) == 0 && m[5])) {
             snprintf(why, wsz, "'%s' is not one of optimal|mgwfbp|wfbp|all|bytes:N|file:PATH", m);
             return ORDO_ERR_INVAL;
@@ -535,7 +535,7 @@ static bool known_section(const char *section)
     return false;
 }
 
-void ordo_conf_defaults(ordo_conf_t *conf)
+void ordo__conf_defaults(ordo__conf_t *conf)
 {
     char why[ORDO_CONF_PATH + 256];
     memset(conf, 0, sizeof *conf);
@@ -550,7 +550,7 @@ void ordo_conf_defaults(ordo_conf_t *conf)
 /* ---- INI files ---------------------------------------------------------------------- */
 
 typedef struct {
-    ordo_conf_t *conf;
+    ordo__conf_t *conf;
     const char *name;
     int line;
     int section_line; /* line of the latest [section] header */
@@ -594,19 +594,19 @@ static int handler(void *user, const char *section, const char *name, const char
     if (ctx->rc) return 0;
     if (!name) return 1; /* a section header alone (inih >= 50 calls with NULL name) */
     if (!known_section(section)) {
-        ctx->rc = ordo_error_set(ORDO_ERR_FORMAT, "%s:%d: unknown section [%s]", ctx->name,
+        ctx->rc = ordo__error_set(ORDO_ERR_FORMAT, "%s:%d: unknown section [%s]", ctx->name,
                                  ctx->section_line, section);
         return 0;
     }
     const key_t_ *k = find_key(section, name);
     if (!k) {
-        ctx->rc = ordo_error_set(ORDO_ERR_FORMAT, "%s:%d: unknown key '%s' in [%s]", ctx->name,
+        ctx->rc = ordo__error_set(ORDO_ERR_FORMAT, "%s:%d: unknown key '%s' in [%s]", ctx->name,
                                  ctx->line, name, section);
         return 0;
     }
     if (set_value(ctx->conf, k, value, why, sizeof why) != 0 ||
         check_key(ctx->conf, k, why, sizeof why) != 0) {
-        ctx->rc = ordo_error_set(ORDO_ERR_FORMAT, "%s:%d: %s.%s: %s", ctx->name, ctx->line, section,
+        ctx->rc = ordo__error_set(ORDO_ERR_FORMAT, "%s:%d: %s.%s: %s", ctx->name, ctx->line, section,
                                  name, why);
         return 0;
     }
@@ -618,23 +618,23 @@ static int parse(parse_ctx_t *ctx)
     int r = ini_parse_stream(reader, ctx, handler, ctx);
     if (ctx->rc) return ctx->rc;
     if (r > 0)
-        return ordo_error_set(ORDO_ERR_FORMAT, "%s:%d: syntax error (expected [section] or key = value)",
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s:%d: syntax error (expected [section] or key = value)",
                               ctx->name, r);
-    if (r < 0) return ordo_error_set(ORDO_ERR_IO, "%s: cannot read", ctx->name);
+    if (r < 0) return ordo__error_set(ORDO_ERR_IO, "%s: cannot read", ctx->name);
     return 0;
 }
 
-int ordo_conf_load_file(ordo_conf_t *conf, const char *path)
+int ordo__conf_load_file(ordo__conf_t *conf, const char *path)
 {
     FILE *fp = fopen(path, "r");
-    if (!fp) return ordo_error_set(ORDO_ERR_NOTFOUND, "%s: %s", path, strerror(errno));
+    if (!fp) return ordo__error_set(ORDO_ERR_NOTFOUND, "%s: %s", path, strerror(errno));
     parse_ctx_t ctx = {.conf = conf, .name = path, .fp = fp};
     int rc = parse(&ctx);
     fclose(fp);
     return rc;
 }
 
-int ordo_conf_load_string(ordo_conf_t *conf, const char *text, const char *name)
+int ordo__conf_load_string(ordo__conf_t *conf, const char *text, const char *name)
 {
     parse_ctx_t ctx = {.conf = conf, .name = name, .cursor = text};
     return parse(&ctx);
@@ -642,7 +642,7 @@ int ordo_conf_load_string(ordo_conf_t *conf, const char *text, const char *name)
 
 /* ---- overrides ---------------------------------------------------------------------- */
 
-int ordo_conf_set(ordo_conf_t *conf, const char *key, const char *value, const char *origin)
+int ordo__conf_set(ordo__conf_t *conf, const char *key, const char *value, const char *origin)
 {
     const key_t_ *k = NULL;
     const char *dot = strchr(key, '.');
@@ -661,17 +661,17 @@ int ordo_conf_set(ordo_conf_t *conf, const char *key, const char *value, const c
                 found++;
             }
         if (found > 1)
-            return ordo_error_set(ORDO_ERR_INVAL, "%s: key '%s' is ambiguous; write section.%s",
+            return ordo__error_set(ORDO_ERR_INVAL, "%s: key '%s' is ambiguous; write section.%s",
                                   origin, key, key);
     }
-    if (!k) return ordo_error_set(ORDO_ERR_INVAL, "%s: unknown key '%s'", origin, key);
+    if (!k) return ordo__error_set(ORDO_ERR_INVAL, "%s: unknown key '%s'", origin, key);
     char why[ORDO_CONF_PATH + 256];
     if (set_value(conf, k, value, why, sizeof why) != 0 || check_key(conf, k, why, sizeof why) != 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "%s: %s.%s: %s", origin, k->section, k->name, why);
+        return ordo__error_set(ORDO_ERR_INVAL, "%s: %s.%s: %s", origin, k->section, k->name, why);
     return 0;
 }
 
-int ordo_conf_apply_env(ordo_conf_t *conf)
+int ordo__conf_apply_env(ordo__conf_t *conf)
 {
     for (size_t i = 0; i < ordo__conf_nkeys; i++) {
         const key_t_ *k = &ordo__conf_keys[i];
@@ -682,7 +682,7 @@ int ordo_conf_apply_env(ordo_conf_t *conf)
         if (!v) continue;
         char key[128];
         snprintf(key, sizeof key, "%s.%s", k->section, k->name);
-        int rc = ordo_conf_set(conf, key, v, var);
+        int rc = ordo__conf_set(conf, key, v, var);
         if (rc) return rc;
     }
     return 0;
@@ -690,11 +690,11 @@ int ordo_conf_apply_env(ordo_conf_t *conf)
 
 /* ---- command line ------------------------------------------------------------------- */
 
-int ordo_conf_cli(ordo_conf_t *conf, int argc, char **argv, const char *prog, const char *usage)
+int ordo__conf_cli(ordo__conf_t *conf, int argc, char **argv, const char *prog, const char *usage)
 {
     const char *file = NULL;
     bool print = false;
-    ordo_conf_defaults(conf);
+    ordo__conf_defaults(conf);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -711,7 +711,7 @@ int ordo_conf_cli(ordo_conf_t *conf, int argc, char **argv, const char *prog, co
             return 1;
         }
         if (!strcmp(a, "--conf-reference")) {
-            ordo_conf_reference(stdout);
+            ordo__conf_reference(stdout);
             return 1;
         }
     }
@@ -730,8 +730,8 @@ int ordo_conf_cli(ordo_conf_t *conf, int argc, char **argv, const char *prog, co
         }
     }
     int rc;
-    if (file && (rc = ordo_conf_load_file(conf, file)) != 0) goto fail;
-    if ((rc = ordo_conf_apply_env(conf)) != 0) goto fail;
+    if (file && (rc = ordo__conf_load_file(conf, file)) != 0) goto fail;
+    if ((rc = ordo__conf_apply_env(conf)) != 0) goto fail;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-c")) {
             i++;
@@ -744,16 +744,16 @@ int ordo_conf_cli(ordo_conf_t *conf, int argc, char **argv, const char *prog, co
         if (n >= sizeof key) n = sizeof key - 1;
         memcpy(key, argv[i] + 2, n);
         key[n] = '\0';
-        if ((rc = ordo_conf_set(conf, key, eq + 1, argv[i])) != 0) goto fail;
+        if ((rc = ordo__conf_set(conf, key, eq + 1, argv[i])) != 0) goto fail;
     }
-    ordo_conf_resolve(conf);
-    if ((rc = ordo_conf_validate(conf)) != 0) goto fail;
+    ordo__conf_resolve(conf);
+    if ((rc = ordo__conf_validate(conf)) != 0) goto fail;
     if (print) {
-        ordo_conf_print(conf, stdout, true);
+        ordo__conf_print(conf, stdout, true);
         return 1;
     }
     return 0;
 fail:
-    fprintf(stderr, "%s: %s\n", prog, ordo_error_text(rc));
+    fprintf(stderr, "%s: %s\n", prog, ordo__error_text(rc));
     return rc;
 }

@@ -28,7 +28,7 @@ static const char *enum_name(const char *choices, int idx, char *buf, size_t siz
 
 /* ---- printing ----------------------------------------------------------------------- */
 
-static void format_value(const ordo_conf_t *conf, const key_t_ *k, char *buf, size_t size)
+static void format_value(const ordo__conf_t *conf, const key_t_ *k, char *buf, size_t size)
 {
     const char *field = (const char *)conf + k->off;
     switch (k->type) {
@@ -72,7 +72,7 @@ static void print_comment(FILE *out, const char *text)
     }
 }
 
-void ordo_conf_print(const ordo_conf_t *conf, FILE *out, bool with_help)
+void ordo__conf_print(const ordo__conf_t *conf, FILE *out, bool with_help)
 {
     const char *section = "";
     char buf[ORDO_CONF_PATH + 32];
@@ -106,7 +106,7 @@ static const char *type_name(const key_t_ *k)
     return "?";
 }
 
-void ordo_conf_reference(FILE *out)
+void ordo__conf_reference(FILE *out)
 {
     const char *section = "";
     for (size_t i = 0; i < ordo__conf_nkeys; i++) {
@@ -128,7 +128,7 @@ void ordo_conf_reference(FILE *out)
     }
 }
 
-char *ordo_conf_to_json(const ordo_conf_t *conf)
+char *ordo__conf_to_json(const ordo__conf_t *conf)
 {
     json_t *root = json_object();
     char buf[ORDO_CONF_PATH + 32];

@@ -16,7 +16,7 @@
 
 #define Z85_KEY 40 /* a 32-byte key as Z85 text */
 
-struct ordo_curve {
+struct ordo__curve {
     char dir[1024];
     char server_pub[Z85_KEY + 1];
     char server_sec[Z85_KEY + 1];            /* "" until a listening socket needs it */
@@ -26,10 +26,10 @@ struct ordo_curve {
     bool zap_started;
 };
 
-int ordo_curve_check(void)
+int ordo__curve_check(void)
 {
     if (!zmq_has("curve"))
-        return ordo_error_set(ORDO_ERR_INVAL, "security.curve = true, but this libzmq was built "
+        return ordo__error_set(ORDO_ERR_INVAL, "security.curve = true, but this libzmq was built "
                                            "without CURVE (libsodium); install a libzmq with it");
     return 0;
 }
@@ -41,9 +41,9 @@ int ordo_curve_check(void)
 static int read_key(const char *path, char key[Z85_KEY + 1])
 {
     FILE *f = fopen(path, "r");
-    if (!f) return ordo_error_set(ORDO_ERR_NOTFOUND, "cannot read %s: %s", path, strerror(errno));
+    if (!f) return ordo__error_set(ORDO_ERR_NOTFOUND, "cannot read %s: %s", path, strerror(errno));
     char line[256];
-    int rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: no 40-character Z85 key in it", path);
+    int rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: no 40-character Z85 key in it", path);
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#') continue;
         size_t n = strcspn(line, " \t\r\n");
@@ -62,21 +62,21 @@ static int read_key(const char *path, char key[Z85_KEY + 1])
 static int write_key(const char *path, const char *what, const char *key, bool secret)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, secret ? 0600 : 0644);
-    if (fd < 0) return ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    if (fd < 0) return ordo__error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
     if (secret) fchmod(fd, 0600); /* an existing file keeps its mode through O_TRUNC */
     char text[256];
     int n = snprintf(text, sizeof text, "# ordo CURVE %s key (%s)%s\n%s\n", what,
                      secret ? "secret" : "public", secret ? ": keep it private" : "", key);
     bool ok = write(fd, text, (size_t)n) == n;
     if (close(fd) != 0) ok = false;
-    return ok ? 0 : ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    return ok ? 0 : ordo__error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
 }
 
 static int write_pair(const char *dir, const char *name, const char *what)
 {
     char pub[Z85_KEY + 1], sec[Z85_KEY + 1], path[1200];
     if (zmq_curve_keypair(pub, sec) != 0)
-        return ordo_error_set(ORDO_ERR_IO, "zmq_curve_keypair: %s", zmq_strerror(errno));
+        return ordo__error_set(ORDO_ERR_IO, "zmq_curve_keypair: %s", zmq_strerror(errno));
     snprintf(path, sizeof path, "%s/%s.key", dir, name);
     int rc = write_key(path, what, sec, true);
     snprintf(path, sizeof path, "%s/%s.pub", dir, name);
@@ -94,20 +94,20 @@ static bool valid_name(const char *s)
     return true;
 }
 
-int ordo_curve_keygen(const char *dir, const char *const *names, int n, bool force)
+int ordo__curve_keygen(const char *dir, const char *const *names, int n, bool force)
 {
-    int rc = ordo_curve_check();
+    int rc = ordo__curve_check();
     if (rc) return rc;
     for (int i = 0; i < n; i++)
         if (!valid_name(names[i]) || names[i][0] == '.')
-            return ordo_error_set(ORDO_ERR_INVAL,
+            return ordo__error_set(ORDO_ERR_INVAL,
                                   "client name '%s': use letters, digits, -, _ "
                                   "and . only",
                                   names[i]);
     char path[1200];
     snprintf(path, sizeof path, "%s/clients", dir);
     if ((mkdir(dir, 0755) != 0 && errno != EEXIST) || (mkdir(path, 0755) != 0 && errno != EEXIST))
-        return ordo_error_set(ORDO_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+        return ordo__error_set(ORDO_ERR_IO, "cannot create %s: %s", path, strerror(errno));
     snprintf(path, sizeof path, "%s/server.key", dir);
     if (force || access(path, F_OK) != 0)
         if ((rc = write_pair(dir, "server", "server")) != 0) return rc;
@@ -120,13 +120,13 @@ int ordo_curve_keygen(const char *dir, const char *const *names, int n, bool for
 
 /* ---- the process's keys ------------------------------------------------------------- */
 
-int ordo_curve_new(const char *dir, const char *client, ordo_curve_t **out)
+int ordo__curve_new(const char *dir, const char *client, ordo__curve_t **out)
 {
-    int rc = ordo_curve_check();
+    int rc = ordo__curve_check();
     if (rc) return rc;
     if (client && !valid_name(client))
-        return ordo_error_set(ORDO_ERR_INVAL, "security.client '%s' is not a key name", client);
-    ordo_curve_t *c = calloc(1, sizeof *c);
+        return ordo__error_set(ORDO_ERR_INVAL, "security.client '%s' is not a key name", client);
+    ordo__curve_t *c = calloc(1, sizeof *c);
     if (!c) return ORDO_ERR_NOMEM;
     snprintf(c->dir, sizeof c->dir, "%s", dir);
     char path[1200];
@@ -136,7 +136,7 @@ int ordo_curve_new(const char *dir, const char *client, ordo_curve_t **out)
         snprintf(path, sizeof path, "%s/clients/%s.key", dir, client);
         if ((rc = read_key(path, c->sec)) != 0) goto fail;
         if (zmq_curve_public(c->pub, c->sec) != 0) {
-            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: not a CURVE secret key", path);
+            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: not a CURVE secret key", path);
             goto fail;
         }
     } else {
@@ -156,7 +156,7 @@ fail:
 
 /* key_listed: whether z85 is in dir/server.pub or one of dir/clients/\*.pub. The folder is
  * read at each handshake, so removing a .pub file shuts that key out of new connections. */
-static bool key_listed(const ordo_curve_t *c, const char *z85)
+static bool key_listed(const ordo__curve_t *c, const char *z85)
 {
     char key[Z85_KEY + 1], path[1400];
     if (!strcmp(z85, c->server_pub)) return true;
@@ -187,7 +187,7 @@ static void zap_reply(void *s, zmq_msg_t *req_id, const char *status, const char
 
 /* zap_answer handles one ZAP request (RFC 27: version, request id, domain, address,
  * identity, mechanism, credentials); false when the context is terminating */
-static bool zap_answer(ordo_curve_t *c)
+static bool zap_answer(ordo__curve_t *c)
 {
     enum { MAXF = 8 };
     zmq_msg_t f[MAXF];
@@ -238,7 +238,7 @@ static bool zap_answer(ordo_curve_t *c)
 
 static void *zap_main(void *arg)
 {
-    ordo_curve_t *c = arg;
+    ordo__curve_t *c = arg;
     while (zap_answer(c)) {
     }
     zmq_close(c->zap);
@@ -246,21 +246,21 @@ static void *zap_main(void *arg)
     return NULL;
 }
 
-int ordo_curve_listen(ordo_curve_t *c, void *ctx)
+int ordo__curve_listen(ordo__curve_t *c, void *ctx)
 {
     if (!c->server_sec[0]) {
         char path[1200];
         snprintf(path, sizeof path, "%s/server.key", c->dir);
         int rc = read_key(path, c->server_sec);
-        if (rc) return ordo_error_context(rc, "this process listens (CURVE server)");
+        if (rc) return ordo__error_context(rc, "this process listens (CURVE server)");
     }
     if (c->zap_started) return 0;
     void *s = zmq_socket(ctx, ZMQ_REP);
-    if (!s) return ordo_error_set(ORDO_ERR_IO, "zmq_socket: %s", zmq_strerror(errno));
+    if (!s) return ordo__error_set(ORDO_ERR_IO, "zmq_socket: %s", zmq_strerror(errno));
     int zero = 0;
     zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
     if (zmq_bind(s, "inproc://zeromq.zap.01") != 0) {
-        int rc = ordo_error_set(ORDO_ERR_IO, "ZAP handler: bind: %s", zmq_strerror(errno));
+        int rc = ordo__error_set(ORDO_ERR_IO, "ZAP handler: bind: %s", zmq_strerror(errno));
         zmq_close(s);
         return rc;
     }
@@ -268,18 +268,18 @@ int ordo_curve_listen(ordo_curve_t *c, void *ctx)
     if (pthread_create(&c->zap_thread, NULL, zap_main, c) != 0) {
         zmq_close(s);
         c->zap = NULL;
-        return ordo_error_set(ORDO_ERR_IO, "ZAP handler: pthread_create failed");
+        return ordo__error_set(ORDO_ERR_IO, "ZAP handler: pthread_create failed");
     }
     c->zap_started = true;
     return 0;
 }
 
-int ordo_curve_setup(const ordo_curve_t *c, void *z, bool listening)
+int ordo__curve_setup(const ordo__curve_t *c, void *z, bool listening)
 {
     int one = 1, rc = 0;
     if (listening) {
         if (!c->server_sec[0])
-            return ordo_error_set(ORDO_ERR_INVAL, "CURVE server socket before ordo_curve_listen");
+            return ordo__error_set(ORDO_ERR_INVAL, "CURVE server socket before ordo__curve_listen");
         rc |= zmq_setsockopt(z, ZMQ_CURVE_SERVER, &one, sizeof one);
         rc |= zmq_setsockopt(z, ZMQ_CURVE_SECRETKEY, c->server_sec, Z85_KEY);
     } else {
@@ -287,12 +287,12 @@ int ordo_curve_setup(const ordo_curve_t *c, void *z, bool listening)
         rc |= zmq_setsockopt(z, ZMQ_CURVE_PUBLICKEY, c->pub, Z85_KEY);
         rc |= zmq_setsockopt(z, ZMQ_CURVE_SECRETKEY, c->sec, Z85_KEY);
     }
-    return rc ? ordo_error_set(ORDO_ERR_IO, "CURVE socket options: %s", zmq_strerror(errno)) : 0;
+    return rc ? ordo__error_set(ORDO_ERR_IO, "CURVE socket options: %s", zmq_strerror(errno)) : 0;
 }
 
-void ordo_curve_destroy(ordo_curve_t **cp)
+void ordo__curve_destroy(ordo__curve_t **cp)
 {
-    ordo_curve_t *c = *cp;
+    ordo__curve_t *c = *cp;
     if (!c) return;
     if (c->zap_started) pthread_join(c->zap_thread, NULL);
     memset(c->sec, 0, sizeof c->sec); /* no secret left in freed memory */

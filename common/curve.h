@@ -9,31 +9,31 @@
 
 #include <stdbool.h>
 
-typedef struct ordo_curve ordo_curve_t;
+typedef struct ordo__curve ordo__curve_t;
 
-/* ordo_curve_check returns 0 when the libzmq in use supports CURVE, else ORDO_ERR_INVAL with a
+/* ordo__curve_check returns 0 when the libzmq in use supports CURVE, else ORDO_ERR_INVAL with a
  * message saying so. */
-int ordo_curve_check(void);
+int ordo__curve_check(void);
 
-/* ordo_curve_keygen writes dir/server.key and server.pub (kept when they exist, unless
+/* ordo__curve_keygen writes dir/server.key and server.pub (kept when they exist, unless
  * force) and, for each of the n names, dir/clients/NAME.key and NAME.pub (replaced). */
-int ordo_curve_keygen(const char *dir, const char *const *names, int n, bool force);
+int ordo__curve_keygen(const char *dir, const char *const *names, int n, bool force);
 
-/* ordo_curve_new reads dir/server.pub and this process's pair: dir/clients/CLIENT.key, or
+/* ordo__curve_new reads dir/server.pub and this process's pair: dir/clients/CLIENT.key, or
  * with client NULL the server pair (dir/server.key). Errors name the file and why. */
-int ordo_curve_new(const char *dir, const char *client, ordo_curve_t **out);
+int ordo__curve_new(const char *dir, const char *client, ordo__curve_t **out);
 
-/* ordo_curve_destroy stops the ZAP thread (the ZeroMQ context must have been terminated,
+/* ordo__curve_destroy stops the ZAP thread (the ZeroMQ context must have been terminated,
  * which ends it) and frees c; NULL-safe, sets *c = NULL. */
-void ordo_curve_destroy(ordo_curve_t **c);
+void ordo__curve_destroy(ordo__curve_t **c);
 
-/* ordo_curve_listen prepares c for a listening socket on ZeroMQ context ctx: reads the
+/* ordo__curve_listen prepares c for a listening socket on ZeroMQ context ctx: reads the
  * server pair if not yet read and, the first time, binds the ZAP handler on ctx and starts
  * its thread (before any socket binds, or ZeroMQ would let every client in). */
-int ordo_curve_listen(ordo_curve_t *c, void *ctx);
+int ordo__curve_listen(ordo__curve_t *c, void *ctx);
 
-/* ordo_curve_setup makes ZeroMQ socket z a CURVE server (listening: needs
- * ordo_curve_listen first) or a client of the cluster's server key. */
-int ordo_curve_setup(const ordo_curve_t *c, void *z, bool listening);
+/* ordo__curve_setup makes ZeroMQ socket z a CURVE server (listening: needs
+ * ordo__curve_listen first) or a client of the cluster's server key. */
+int ordo__curve_setup(const ordo__curve_t *c, void *z, bool listening);
 
 #endif

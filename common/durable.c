@@ -20,15 +20,15 @@ int ordo__durable_open(const char *path, ordo__durable_t **out)
 {
     *out = NULL;
     ordo__durable_t *d = calloc(1, sizeof *d);
-    if (!d) return ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
+    if (!d) return ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
     if (snprintf(d->path, sizeof d->path, "%s", path) >= (int)sizeof d->path) {
         free(d);
-        return ordo_error_set(ORDO_ERR_INVAL, "%s: path too long", path);
+        return ordo__error_set(ORDO_ERR_INVAL, "%s: path too long", path);
     }
     snprintf(d->tmp, sizeof d->tmp, "%s.tmp", path);
     d->f = fopen(d->tmp, "w+b"); /* read back for the checksum */
     if (!d->f) {
-        int rc = ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", d->tmp, strerror(errno));
+        int rc = ordo__error_set(ORDO_ERR_IO, "cannot write %s: %s", d->tmp, strerror(errno));
         free(d);
         return rc;
     }
@@ -116,10 +116,10 @@ int ordo__durable_commit(ordo__durable_t **dp, bool sum, const char *keep)
     }
     int rc = 0;
     if (bad) {
-        rc = ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", d->path, strerror(err ? err : EIO));
+        rc = ordo__error_set(ORDO_ERR_IO, "cannot write %s: %s", d->path, strerror(err ? err : EIO));
         remove(d->tmp);
     } else if (sync_folder(d->path) != 0) {
-        rc = ordo_error_set(ORDO_ERR_IO, "cannot sync the folder of %s: %s", d->path,
+        rc = ordo__error_set(ORDO_ERR_IO, "cannot sync the folder of %s: %s", d->path,
                             strerror(errno));
     }
     free(d);
@@ -143,7 +143,7 @@ int ordo__durable_verify(const char *path, const unsigned char *data, size_t bod
         c = crc32(c, data + at, (uInt)(body - at < (1u << 30) ? body - at : (1u << 30)));
     uint32_t got = (uint32_t)c;
     if (got != want)
-        return ordo_error_set(ORDO_ERR_FORMAT,
+        return ordo__error_set(ORDO_ERR_FORMAT,
                               "%s: offset %zu: checksum mismatch (the trailer's CRC-32 is %08x, "
                               "the %zu bytes before it give %08x): the file is corrupt",
                               path, body, want, body, got);
@@ -166,7 +166,7 @@ int ordo__durable_check_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return ordo_error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO,
+        return ordo__error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO,
                               "cannot read %s: %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
     unsigned char *buf = malloc(cap);
@@ -184,9 +184,9 @@ int ordo__durable_check_file(const char *path, size_t *len)
     }
     int err = ferror(f);
     fclose(f);
-    if (!buf) return ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
+    if (!buf) return ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
     bool had;
-    int rc = err ? ordo_error_set(ORDO_ERR_IO, "cannot read %s", path)
+    int rc = err ? ordo__error_set(ORDO_ERR_IO, "cannot read %s", path)
                  : ordo__durable_check(path, buf, &n, &had);
     free(buf);
     if (!rc) *len = n;

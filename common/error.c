@@ -29,7 +29,7 @@ const char *ordo_strerror(int rc)
     }
 }
 
-int ordo_error_set(int rc, const char *fmt, ...)
+int ordo__error_set(int rc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -38,24 +38,24 @@ int ordo_error_set(int rc, const char *fmt, ...)
     return rc;
 }
 
-int ordo_error_context(int rc, const char *what)
+int ordo__error_context(int rc, const char *what)
 {
     char why[sizeof detail]; /* the detail is copied first: it is the buffer being written */
-    snprintf(why, sizeof why, "%s", ordo_error_text(rc));
-    return ordo_error_set(rc, "%s: %s", what, why);
+    snprintf(why, sizeof why, "%s", ordo__error_text(rc));
+    return ordo__error_set(rc, "%s: %s", what, why);
 }
 
-const char *ordo_error_detail(void)
+const char *ordo__error_detail(void)
 {
     return detail;
 }
 
-void ordo_error_clear(void)
+void ordo__error_clear(void)
 {
     detail[0] = '\0';
 }
 
-const char *ordo_error_text(int rc)
+const char *ordo__error_text(int rc)
 {
     return detail[0] ? detail : ordo_strerror(rc);
 }

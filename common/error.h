@@ -12,23 +12,23 @@
 
 enum { ORDO_OK = 0 };
 
-/* ordo_error_set stores a formatted detail for the calling thread and returns rc, so a
- * failing path can `return ordo_error_set(ORDO_ERR_FORMAT, "%s: ...", path)`. */
-int ordo_error_set(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ordo__error_set stores a formatted detail for the calling thread and returns rc, so a
+ * failing path can `return ordo__error_set(ORDO_ERR_FORMAT, "%s: ...", path)`. */
+int ordo__error_set(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* ordo_error_detail returns the calling thread's last detail ("" if none); the text stays
- * valid until the thread's next ordo_error_set or ordo_error_clear. */
-const char *ordo_error_detail(void);
+/* ordo__error_detail returns the calling thread's last detail ("" if none); the text stays
+ * valid until the thread's next ordo__error_set or ordo__error_clear. */
+const char *ordo__error_detail(void);
 
-/* ordo_error_clear forgets the calling thread's detail. */
-void ordo_error_clear(void);
+/* ordo__error_clear forgets the calling thread's detail. */
+void ordo__error_clear(void);
 
-/* ordo_error_context prefixes the calling thread's detail (or ordo_strerror(rc) when there is
+/* ordo__error_context prefixes the calling thread's detail (or ordo_strerror(rc) when there is
  * none) with what was being read or done ("order.oracle: FILE: $.model: ...") and returns rc. */
-int ordo_error_context(int rc, const char *what);
+int ordo__error_context(int rc, const char *what);
 
-/* ordo_error_text returns the detail when there is one, else ordo_strerror(rc). */
-const char *ordo_error_text(int rc);
+/* ordo__error_text returns the detail when there is one, else ordo_strerror(rc). */
+const char *ordo__error_text(int rc);
 
 /* ORDO_ASSERT checks an invariant of ordo's own code (never untrusted input) and aborts
  * with file:line when it fails. */

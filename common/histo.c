@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-void ordo_histo_init(ordo_histo_t *h)
+void ordo__histo_init(ordo__histo_t *h)
 {
     memset(h, 0, sizeof *h);
     h->min = INFINITY;
@@ -26,7 +26,7 @@ static double value_of(int b)
     return ORDO_HISTO_MIN * pow(ORDO_HISTO_GROWTH, b - 0.5);
 }
 
-void ordo_histo_add(ordo_histo_t *h, double v)
+void ordo__histo_add(ordo__histo_t *h, double v)
 {
     if (!(v >= 0)) return;
     h->counts[bucket_of(v)]++;
@@ -36,13 +36,13 @@ void ordo_histo_add(ordo_histo_t *h, double v)
     if (v > h->max) h->max = v;
 }
 
-double ordo_histo_mean(const ordo_histo_t *h)
+double ordo__histo_mean(const ordo__histo_t *h)
 {
     return h->n ? h->sum / (double)h->n : NAN;
 }
 
 /* the value of the element of rank r (0-based) in sorted order, to the bucket's precision */
-static double at_rank(const ordo_histo_t *h, int64_t r)
+static double at_rank(const ordo__histo_t *h, int64_t r)
 {
     if (r <= 0) return h->min;
     if (r >= h->n - 1) return h->max;
@@ -57,7 +57,7 @@ static double at_rank(const ordo_histo_t *h, int64_t r)
     return h->max;
 }
 
-double ordo_histo_quantile(const ordo_histo_t *h, double q)
+double ordo__histo_quantile(const ordo__histo_t *h, double q)
 {
     if (h->n == 0) return NAN;
     double idx = q * (double)(h->n - 1);

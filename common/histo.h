@@ -13,25 +13,25 @@
 #define ORDO_HISTO_REL_ERR 0.01 /* sqrt(GROWTH) - 1, rounded up: a quantile's relative error */
 #define ORDO_HISTO_BUCKETS 1400 /* log(MAX / MIN) / log(GROWTH) = 1396, and one below MIN */
 
-typedef struct ordo_histo {
+typedef struct ordo__histo {
     int64_t n;
     double sum, min, max;
     int64_t counts[ORDO_HISTO_BUCKETS];
-} ordo_histo_t;
+} ordo__histo_t;
 
-/* ordo_histo_init empties h (callers embed the struct: about 11 KB). */
-void ordo_histo_init(ordo_histo_t *h);
+/* ordo__histo_init empties h (callers embed the struct: about 11 KB). */
+void ordo__histo_init(ordo__histo_t *h);
 
-/* ordo_histo_add counts value v; NaN and negative values are ignored. */
-void ordo_histo_add(ordo_histo_t *h, double v);
+/* ordo__histo_add counts value v; NaN and negative values are ignored. */
+void ordo__histo_add(ordo__histo_t *h, double v);
 
-/* ordo_histo_mean returns the exact mean of the values added, NaN when none. */
-double ordo_histo_mean(const ordo_histo_t *h);
+/* ordo__histo_mean returns the exact mean of the values added, NaN when none. */
+double ordo__histo_mean(const ordo__histo_t *h);
 
-/* ordo_histo_quantile returns the q-quantile (0 <= q <= 1) with the same rank rule as a
+/* ordo__histo_quantile returns the q-quantile (0 <= q <= 1) with the same rank rule as a
  * sorted array interpolated at q * (n - 1): the value of the bucket holding that rank (its
  * geometric middle, clamped to the exact min and max), so within ORDO_HISTO_REL_ERR of the
  * value a sort would give. NaN when the histogram is empty. */
-double ordo_histo_quantile(const ordo_histo_t *h, double q);
+double ordo__histo_quantile(const ordo__histo_t *h, double q);
 
 #endif

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static ordo_keys_t *alloc_keys(int n_keys, int n_slices, int n_servers)
+static ordo__keys_t *alloc_keys(int n_keys, int n_slices, int n_servers)
 {
-    ordo_keys_t *k = calloc(1, sizeof *k);
+    ordo__keys_t *k = calloc(1, sizeof *k);
     if (!k) return NULL;
     k->n_keys = n_keys;
     k->n_servers = n_servers;
@@ -24,13 +24,13 @@ static ordo_keys_t *alloc_keys(int n_keys, int n_slices, int n_servers)
     k->replicas = 1;
     if (!k->numel || !k->first_slice || !k->n_chunks || !k->slices || !k->server_bytes ||
         !k->home || !k->dead)
-        ordo_keys_destroy(&k);
+        ordo__keys_destroy(&k);
     return k;
 }
 
-void ordo_keys_destroy(ordo_keys_t **kp)
+void ordo__keys_destroy(ordo__keys_t **kp)
 {
-    ordo_keys_t *k = *kp;
+    ordo__keys_t *k = *kp;
     if (!k) return;
     free(k->numel);
     free(k->home);
@@ -69,29 +69,29 @@ static int64_t ceil_div(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-int ordo_keys_partition(const int64_t *numel, int n_keys, size_t elem_size, int64_t partition_bytes,
-                        int64_t segment_bytes, int n_servers, ordo_keys_t **out)
+int ordo__keys_partition(const int64_t *numel, int n_keys, size_t elem_size, int64_t partition_bytes,
+                        int64_t segment_bytes, int n_servers, ordo__keys_t **out)
 {
     if (n_keys < 0 || n_servers < 1 || elem_size == 0 || partition_bytes < (int64_t)elem_size ||
         segment_bytes < 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "keys: bad partition arguments");
+        return ordo__error_set(ORDO_ERR_INVAL, "keys: bad partition arguments");
     int64_t per_chunk = partition_bytes / (int64_t)elem_size;
     int64_t per_seg = segment_bytes / (int64_t)elem_size;
     if (per_seg < 1 || per_seg > per_chunk) per_seg = per_chunk;
     int64_t total = 0, units = 0;
     for (int i = 0; i < n_keys; i++) {
-        if (numel[i] <= 0) return ordo_error_set(ORDO_ERR_INVAL, "keys: tensor %d is empty", i);
+        if (numel[i] <= 0) return ordo__error_set(ORDO_ERR_INVAL, "keys: tensor %d is empty", i);
         int64_t nc = ceil_div(numel[i], per_chunk);
         units += nc;
         for (int64_t c = 0; c < nc; c++)
             total += ceil_div(part(numel[i], nc, c), per_seg);
-        if (total > INT32_MAX) return ordo_error_set(ORDO_ERR_RANGE, "keys: too many chunks");
+        if (total > INT32_MAX) return ordo__error_set(ORDO_ERR_RANGE, "keys: too many chunks");
     }
-    ordo_keys_t *k = alloc_keys(n_keys, (int)total, n_servers);
+    ordo__keys_t *k = alloc_keys(n_keys, (int)total, n_servers);
     unit_t *unit = malloc(sizeof *unit * ((size_t)units + 1));
     int *idx = malloc(sizeof *idx * ((size_t)units + 1));
     if (!k || !unit || !idx) {
-        ordo_keys_destroy(&k);
+        ordo__keys_destroy(&k);
         free(unit);
         free(idx);
         return ORDO_ERR_NOMEM;
@@ -108,7 +108,7 @@ int ordo_keys_partition(const int64_t *numel, int n_keys, size_t elem_size, int6
             idx[u] = u;
             u++;
             for (int64_t g = 0; g < ns; g++) {
-                ordo_slice_t *sl = &k->slices[s];
+                ordo__slice_t *sl = &k->slices[s];
                 sl->key = (uint32_t)i;
                 sl->chunk = (uint32_t)(s - k->first_slice[i]);
                 sl->offset = off;
@@ -136,13 +136,13 @@ int ordo_keys_partition(const int64_t *numel, int n_keys, size_t elem_size, int6
     return 0;
 }
 
-int ordo_keys_slice(const ordo_keys_t *k, uint32_t key, uint32_t chunk)
+int ordo__keys_slice(const ordo__keys_t *k, uint32_t key, uint32_t chunk)
 {
     if (key >= (uint32_t)k->n_keys || chunk >= (uint32_t)k->n_chunks[key]) return -1;
     return k->first_slice[key] + (int)chunk;
 }
 
-char *ordo_keys_to_json(const ordo_keys_t *k)
+char *ordo__keys_to_json(const ordo__keys_t *k)
 {
     json_t *root = json_object(), *numel = json_array(), *slices = json_array();
     json_object_set_new(root, "servers", json_integer(k->n_servers));
@@ -150,7 +150,7 @@ char *ordo_keys_to_json(const ordo_keys_t *k)
     for (int i = 0; i < k->n_keys; i++)
         json_array_append_new(numel, json_integer(k->numel[i]));
     for (int i = 0; i < k->n_slices; i++) {
-        const ordo_slice_t *s = &k->slices[i];
+        const ordo__slice_t *s = &k->slices[i];
         json_array_append_new(slices, json_pack("[IIIII]", (json_int_t)s->key, (json_int_t)s->chunk,
                                                 (json_int_t)s->offset, (json_int_t)s->numel,
                                                 (json_int_t)k->home[i]));
@@ -174,34 +174,34 @@ char *ordo_keys_to_json(const ordo_keys_t *k)
 }
 
 /* the map's "replicas" and "dead" members, when there */
-static int replicas_from_json(ordo_keys_t *k, json_t *root)
+static int replicas_from_json(ordo__keys_t *k, json_t *root)
 {
     json_t *r = json_object_get(root, "replicas"), *dead = json_object_get(root, "dead");
     if (!r) return 0;
-    if (!json_is_integer(r) || ordo_keys_set_replicas(k, (int)json_integer_value(r)) != 0)
-        return ordo_error_set(ORDO_ERR_PROTO, "key map: \"replicas\" is not 1 to %d (and at most "
+    if (!json_is_integer(r) || ordo__keys_set_replicas(k, (int)json_integer_value(r)) != 0)
+        return ordo__error_set(ORDO_ERR_PROTO, "key map: \"replicas\" is not 1 to %d (and at most "
                               "the %d servers)", ORDO_KEYS_MAX_REPLICAS, k->n_servers);
     if (dead && !json_is_array(dead))
-        return ordo_error_set(ORDO_ERR_PROTO, "key map: \"dead\" is not an array");
+        return ordo__error_set(ORDO_ERR_PROTO, "key map: \"dead\" is not an array");
     for (size_t i = 0; i < json_array_size(dead); i++) {
         json_t *d = json_array_get(dead, i);
         if (!json_is_integer(d) || json_integer_value(d) < 0 ||
             json_integer_value(d) >= k->n_servers ||
-            ordo_keys_server_failed(k, (int)json_integer_value(d), NULL) != 0)
-            return ordo_error_set(ORDO_ERR_PROTO, "key map: dead[%zu] is not a server whose slices "
+            ordo__keys_server_failed(k, (int)json_integer_value(d), NULL) != 0)
+            return ordo__error_set(ORDO_ERR_PROTO, "key map: dead[%zu] is not a server whose slices "
                                   "have a live replica", i);
     }
     /* the current primaries (they stay where they are when a replacement joins) */
     json_t *primary = json_object_get(root, "primary");
     if (!primary) return 0;
     if (!json_is_array(primary) || (int)json_array_size(primary) != k->n_slices)
-        return ordo_error_set(ORDO_ERR_PROTO, "key map: \"primary\" is not an array of %d servers",
+        return ordo__error_set(ORDO_ERR_PROTO, "key map: \"primary\" is not an array of %d servers",
                               k->n_slices);
     for (int i = 0; i < k->n_slices; i++) {
         json_t *p = json_array_get(primary, (size_t)i);
         int srv = json_is_integer(p) ? (int)json_integer_value(p) : -1;
-        if (srv < 0 || srv >= k->n_servers || !ordo_keys_holds(k, i, srv))
-            return ordo_error_set(ORDO_ERR_PROTO, "key map: primary[%d] is not a live replica", i);
+        if (srv < 0 || srv >= k->n_servers || !ordo__keys_holds(k, i, srv))
+            return ordo__error_set(ORDO_ERR_PROTO, "key map: primary[%d] is not a live replica", i);
         k->server_bytes[k->slices[i].server] -= k->slices[i].numel * (int64_t)k->elem_size;
         k->server_bytes[srv] += k->slices[i].numel * (int64_t)k->elem_size;
         k->slices[i].server = srv;
@@ -209,20 +209,20 @@ static int replicas_from_json(ordo_keys_t *k, json_t *root)
     return 0;
 }
 
-int ordo_keys_from_json(const char *text, ordo_keys_t **out)
+int ordo__keys_from_json(const char *text, ordo__keys_t **out)
 {
     json_error_t jerr;
-    ordo_keys_t *k = NULL;
+    ordo__keys_t *k = NULL;
     int rc = ORDO_ERR_PROTO;
     json_t *root = json_loads(text, 0, &jerr);
-    if (!root) return ordo_error_set(ORDO_ERR_PROTO, "key map: invalid JSON: %s", jerr.text);
+    if (!root) return ordo__error_set(ORDO_ERR_PROTO, "key map: invalid JSON: %s", jerr.text);
     json_t *numel = json_object_get(root, "numel"), *slices = json_object_get(root, "slices");
     json_t *servers = json_object_get(root, "servers"), *elem = json_object_get(root, "elem");
     if (!json_is_array(numel) || !json_is_array(slices) || !json_is_integer(servers) ||
         !json_is_integer(elem) || json_integer_value(servers) < 1 ||
         json_integer_value(servers) > 65536 || json_integer_value(elem) < 1 ||
         json_integer_value(elem) > 16) {
-        rc = ordo_error_set(ORDO_ERR_PROTO, "key map: missing or bad servers/elem/numel/slices");
+        rc = ordo__error_set(ORDO_ERR_PROTO, "key map: missing or bad servers/elem/numel/slices");
         goto done;
     }
     int nk = (int)json_array_size(numel), ns = (int)json_array_size(slices);
@@ -235,7 +235,7 @@ int ordo_keys_from_json(const char *text, ordo_keys_t **out)
     for (int i = 0; i < nk; i++) {
         json_t *v = json_array_get(numel, (size_t)i);
         if (!json_is_integer(v) || json_integer_value(v) <= 0) {
-            rc = ordo_error_set(ORDO_ERR_PROTO, "key map: numel[%d] is not a positive integer", i);
+            rc = ordo__error_set(ORDO_ERR_PROTO, "key map: numel[%d] is not a positive integer", i);
             goto done;
         }
         k->numel[i] = json_integer_value(v);
@@ -247,7 +247,7 @@ int ordo_keys_from_json(const char *text, ordo_keys_t **out)
         json_int_t key, chunk, off, n, srv;
         if (json_unpack(json_array_get(slices, (size_t)i), "[IIIII]", &key, &chunk, &off, &n,
                         &srv) != 0) {
-            rc = ordo_error_set(ORDO_ERR_PROTO,
+            rc = ordo__error_set(ORDO_ERR_PROTO,
                                 "key map: slices[%d] is not [key,chunk,offset,numel,server]", i);
             goto done;
         }
@@ -262,12 +262,12 @@ int ordo_keys_from_json(const char *text, ordo_keys_t **out)
         }
         ok = ok && chunk == k->n_chunks[cur] && off == next_off && off + n <= k->numel[cur];
         if (!ok) {
-            rc = ordo_error_set(ORDO_ERR_PROTO, "key map: slices[%d] does not tile the tensors", i);
+            rc = ordo__error_set(ORDO_ERR_PROTO, "key map: slices[%d] does not tile the tensors", i);
             goto done;
         }
         k->n_chunks[cur]++;
         next_off += n;
-        ordo_slice_t *s = &k->slices[i];
+        ordo__slice_t *s = &k->slices[i];
         s->key = (uint32_t)key;
         s->chunk = (uint32_t)chunk;
         s->offset = off;
@@ -276,7 +276,7 @@ int ordo_keys_from_json(const char *text, ordo_keys_t **out)
         k->server_bytes[srv] += n * (int64_t)k->elem_size;
     }
     if (cur != nk - 1 || (nk > 0 && next_off != k->numel[cur])) {
-        rc = ordo_error_set(ORDO_ERR_PROTO, "key map: slices do not cover every tensor");
+        rc = ordo__error_set(ORDO_ERR_PROTO, "key map: slices do not cover every tensor");
         goto done;
     }
     if ((rc = replicas_from_json(k, root)) != 0) goto done;
@@ -284,55 +284,55 @@ int ordo_keys_from_json(const char *text, ordo_keys_t **out)
     k = NULL;
     rc = 0;
 done:
-    ordo_keys_destroy(&k);
+    ordo__keys_destroy(&k);
     json_decref(root);
     return rc;
 }
 
-int ordo_keys_set_replicas(ordo_keys_t *k, int replicas)
+int ordo__keys_set_replicas(ordo__keys_t *k, int replicas)
 {
     if (replicas < 1 || replicas > ORDO_KEYS_MAX_REPLICAS || replicas > k->n_servers)
-        return ordo_error_set(ORDO_ERR_INVAL, "%d replicas (1 to %d, at most the %d servers)",
+        return ordo__error_set(ORDO_ERR_INVAL, "%d replicas (1 to %d, at most the %d servers)",
                               replicas, ORDO_KEYS_MAX_REPLICAS, k->n_servers);
     k->replicas = replicas;
     return 0;
 }
 
-int ordo_keys_replica(const ordo_keys_t *k, int slice, int j)
+int ordo__keys_replica(const ordo__keys_t *k, int slice, int j)
 {
     if (j < 0 || j >= k->replicas) return -1;
     return (k->home[slice] + j) % k->n_servers;
 }
 
-bool ordo_keys_holds(const ordo_keys_t *k, int slice, int server)
+bool ordo__keys_holds(const ordo__keys_t *k, int slice, int server)
 {
     for (int j = 0; j < k->replicas; j++) {
-        int r = ordo_keys_replica(k, slice, j);
+        int r = ordo__keys_replica(k, slice, j);
         if (r == server) return !k->dead[r];
     }
     return false;
 }
 
 /* the first live replica of slice with `server` also counted as dead; -1 when none */
-static int first_live(const ordo_keys_t *k, int slice, int server)
+static int first_live(const ordo__keys_t *k, int slice, int server)
 {
     for (int j = 0; j < k->replicas; j++) {
-        int r = ordo_keys_replica(k, slice, j);
+        int r = ordo__keys_replica(k, slice, j);
         if (r != server && !k->dead[r]) return r;
     }
     return -1;
 }
 
-int ordo_keys_server_failed(ordo_keys_t *k, int server, int *moved)
+int ordo__keys_server_failed(ordo__keys_t *k, int server, int *moved)
 {
     int n = 0;
     if (moved) *moved = 0;
     if (server < 0 || server >= k->n_servers)
-        return ordo_error_set(ORDO_ERR_INVAL, "no server %d", server);
+        return ordo__error_set(ORDO_ERR_INVAL, "no server %d", server);
     if (k->dead[server]) return 0;
     for (int i = 0; i < k->n_slices; i++)
         if (first_live(k, i, server) < 0)
-            return ordo_error_set(ORDO_ERR_PEERDEAD, "key %u chunk %u has no live replica without "
+            return ordo__error_set(ORDO_ERR_PEERDEAD, "key %u chunk %u has no live replica without "
                                   "server %d", k->slices[i].key, k->slices[i].chunk, server);
     k->dead[server] = 1;
     for (int i = 0; i < k->n_slices; i++) {
@@ -347,10 +347,10 @@ int ordo_keys_server_failed(ordo_keys_t *k, int server, int *moved)
     return 0;
 }
 
-int ordo_keys_server_joined(ordo_keys_t *k, int server)
+int ordo__keys_server_joined(ordo__keys_t *k, int server)
 {
     if (server < 0 || server >= k->n_servers)
-        return ordo_error_set(ORDO_ERR_INVAL, "no server %d", server);
+        return ordo__error_set(ORDO_ERR_INVAL, "no server %d", server);
     k->dead[server] = 0;
     return 0;
 }

@@ -8,10 +8,10 @@
 #include <sys/time.h>
 #include <time.h>
 
-int ordo_log_threshold = ORDO_LOG_INFO;
+int ordo__log_threshold = ORDO_LOG_INFO;
 static char log_prefix[64] = "ordo";
 
-void ordo_log_set_role(const char *role, int rank)
+void ordo__log_set_role(const char *role, int rank)
 {
     if (rank >= 0)
         snprintf(log_prefix, sizeof log_prefix, "%s[%d]", role, rank);
@@ -19,24 +19,24 @@ void ordo_log_set_role(const char *role, int rank)
         snprintf(log_prefix, sizeof log_prefix, "%s", role);
 }
 
-void ordo_log_set_level(ordo_log_level_t level)
+void ordo__log_set_level(ordo__log_level_t level)
 {
-    ordo_log_threshold = (int)level;
+    ordo__log_threshold = (int)level;
 }
 
-int ordo_log_parse_level(const char *s, ordo_log_level_t *out)
+int ordo__log_parse_level(const char *s, ordo__log_level_t *out)
 {
     static const char *names[] = {"debug", "info", "warn", "error"};
     for (int i = 0; i < 4; i++) {
         if (strcmp(s, names[i]) == 0) {
-            *out = (ordo_log_level_t)i;
+            *out = (ordo__log_level_t)i;
             return 0;
         }
     }
     return ORDO_ERR_INVAL;
 }
 
-void ordo_log_write(ordo_log_level_t level, const char *fmt, ...)
+void ordo__log_write(ordo__log_level_t level, const char *fmt, ...)
 {
     static const char *names[] = {"DEBUG", "INFO", "WARN", "ERROR"};
     char line[2048];

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ordo_node_rejoin_init(ordo_node_t *node, const ordo_conf_t *conf, char *reg_body)
+void ordo__node_rejoin_init(ordo__node_t *node, const ordo__conf_t *conf, char *reg_body)
 {
     free(node->reg_body);
     node->reg_body = reg_body;
@@ -15,7 +15,7 @@ void ordo_node_rejoin_init(ordo_node_t *node, const ordo_conf_t *conf, char *reg
     node->wait_ms = conf->scheduler_wait_ms;
     node->heartbeat_ms = conf->heartbeat_ms;
     node->timeout_ms = conf->timeout_ms;
-    node->timeout_max_ms = ordo_conf_timeout_max_ms(conf);
+    node->timeout_max_ms = ordo__conf_timeout_max_ms(conf);
     snprintf(node->sched_addr, sizeof node->sched_addr, "%s", conf->scheduler);
     node->lost_ns = 0;
 }
@@ -29,7 +29,7 @@ static uint64_t fnv(uint64_t h, const char *text)
     return h;
 }
 
-uint64_t ordo_node_plan_digest(const json_t *welcome)
+uint64_t ordo__node_plan_digest(const json_t *welcome)
 {
     uint64_t h = 14695981039346656037ull;
     const char *part[] = {"keys", "plan"};
@@ -42,7 +42,7 @@ uint64_t ordo_node_plan_digest(const json_t *welcome)
     return h >> 1; /* a JSON integer stays positive */
 }
 
-bool ordo_node_sched_waiting(const ordo_node_t *node)
+bool ordo__node_sched_waiting(const ordo__node_t *node)
 {
     return node->lost_ns != 0;
 }
@@ -52,21 +52,21 @@ bool ordo_node_sched_waiting(const ordo_node_t *node)
  * RESEND_MS: a new scheduler that died before it welcomed anyone took the first copy with
  * it, and one that lives takes a second copy as the same registration. */
 #define RESEND_MS 2000
-static int send_again(ordo_node_t *node)
+static int send_again(ordo__node_t *node)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_REGISTER);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_REGISTER);
     m.hdr.dtype = ORDO_DTYPE_JSON;
-    ordo_msg_add_text(&m, node->lost_body);
-    node->sent_ns = ordo_clock_ns();
-    return ordo_node_send_ctl(node, &m);
+    ordo__msg_add_text(&m, node->lost_body);
+    node->sent_ns = ordo__clock_ns();
+    return ordo__node_send_ctl(node, &m);
 }
 
-int ordo_node_sched_lost(ordo_node_t *node, int64_t silent_ms, json_t *state)
+int ordo__node_sched_lost(ordo__node_t *node, int64_t silent_ms, json_t *state)
 {
     if (node->restart_sched != ORDO_SCHED_RESTART) {
         json_decref(state);
-        return ordo_error_set(ORDO_ERR_PEERDEAD, "the scheduler has been silent for %lld ms",
+        return ordo__error_set(ORDO_ERR_PEERDEAD, "the scheduler has been silent for %lld ms",
                               (long long)silent_ms);
     }
     if (node->lost_ns) { /* waiting already: the REGISTER is on its way */
@@ -76,11 +76,11 @@ int ordo_node_sched_lost(ordo_node_t *node, int64_t silent_ms, json_t *state)
     json_t *reg = node->reg_body ? json_loads(node->reg_body, 0, NULL) : NULL;
     if (!reg) {
         json_decref(state);
-        return ordo_error_set(ORDO_ERR_PEERDEAD, "the scheduler has been silent for %lld ms, "
+        return ordo__error_set(ORDO_ERR_PEERDEAD, "the scheduler has been silent for %lld ms, "
                               "and this node kept no registration to send a new one",
                               (long long)silent_ms);
     }
-    node->lost_ns = ordo_clock_ns();
+    node->lost_ns = ordo__clock_ns();
     ORDO_WARN("the scheduler has been silent for %lld ms: going on without it and waiting up to "
               "%d ms for a new one at %s (fault.scheduler = restart)",
               (long long)silent_ms, node->wait_ms, node->sched_addr);
@@ -98,25 +98,25 @@ int ordo_node_sched_lost(ordo_node_t *node, int64_t silent_ms, json_t *state)
     return send_again(node);
 }
 
-static int64_t wait_left_ms(const ordo_node_t *node)
+static int64_t wait_left_ms(const ordo__node_t *node)
 {
-    return node->wait_ms - (ordo_clock_ns() - node->lost_ns) / 1000000;
+    return node->wait_ms - (ordo__clock_ns() - node->lost_ns) / 1000000;
 }
 
-int ordo_node_sched_check(ordo_node_t *node)
+int ordo__node_sched_check(ordo__node_t *node)
 {
     if (!node->lost_ns) return 0;
     if (wait_left_ms(node) > 0) {
-        if ((ordo_clock_ns() - node->sent_ns) / 1000000 >= RESEND_MS && node->lost_body)
+        if ((ordo__clock_ns() - node->sent_ns) / 1000000 >= RESEND_MS && node->lost_body)
             return send_again(node);
         return 0;
     }
-    return ordo_error_set(ORDO_ERR_PEERDEAD, "no new scheduler registered this node again at %s "
+    return ordo__error_set(ORDO_ERR_PEERDEAD, "no new scheduler registered this node again at %s "
                           "within fault.scheduler_wait_ms = %d ms of the old one's silence",
                           node->sched_addr, node->wait_ms);
 }
 
-int ordo_node_sched_timeout(const ordo_node_t *node, int timeout_ms)
+int ordo__node_sched_timeout(const ordo__node_t *node, int timeout_ms)
 {
     if (!node->lost_ns) return timeout_ms;
     int64_t left = wait_left_ms(node);
@@ -125,47 +125,47 @@ int ordo_node_sched_timeout(const ordo_node_t *node, int timeout_ms)
     return timeout_ms < 0 || left < timeout_ms ? (int)left + 1 : timeout_ms;
 }
 
-int ordo_node_on_rejoined(ordo_node_t *node, ordo_msg_t *m, int64_t *reported)
+int ordo__node_on_rejoined(ordo__node_t *node, ordo__msg_t *m, int64_t *reported)
 {
     size_t len = 0;
-    const char *body = ordo_msg_data(m, 0, &len);
+    const char *body = ordo__msg_data(m, 0, &len);
     json_t *o = body ? json_loadb(body, len, 0, NULL) : NULL;
     json_t *rank = json_object_get(o, "rank"), *gen = json_object_get(o, "generation");
     json_t *rep = json_object_get(o, "reported");
     int rc = 0;
     if (!json_is_object(o) || !json_is_true(json_object_get(o, "rejoined")))
-        rc = ordo_error_set(ORDO_ERR_PROTO, "a WELCOME in mid-run that is not a new scheduler's");
+        rc = ordo__error_set(ORDO_ERR_PROTO, "a WELCOME in mid-run that is not a new scheduler's");
     else if (!json_is_integer(rank) || json_integer_value(rank) != node->rank)
-        rc = ordo_error_set(ORDO_ERR_PROTO, "the new scheduler's WELCOME names rank %lld, this "
+        rc = ordo__error_set(ORDO_ERR_PROTO, "the new scheduler's WELCOME names rank %lld, this "
                             "node is %d", json_is_integer(rank) ? (long long)json_integer_value(rank) : -1LL,
                             node->rank);
     else if (!json_is_integer(gen) || json_integer_value(gen) <= node->generation)
-        rc = ordo_error_set(ORDO_ERR_PROTO, "a scheduler of generation %lld answered; this node "
+        rc = ordo__error_set(ORDO_ERR_PROTO, "a scheduler of generation %lld answered; this node "
                             "obeys generation %lld already: refused",
                             json_is_integer(gen) ? (long long)json_integer_value(gen) : 0LL,
                             (long long)node->generation);
-    else if (ordo_node_plan_digest(o) != node->plan_digest)
-        rc = ordo_error_set(ORDO_ERR_PROTO, "the new scheduler's key map or plan differs from the "
+    else if (ordo__node_plan_digest(o) != node->plan_digest)
+        rc = ordo__error_set(ORDO_ERR_PROTO, "the new scheduler's key map or plan differs from the "
                             "one this node runs with");
     if (rc) {
         json_decref(o);
         return rc;
     }
-    double waited = (double)(ordo_clock_ns() - node->lost_ns) / 1e6;
+    double waited = (double)(ordo__clock_ns() - node->lost_ns) / 1e6;
     node->generation = json_integer_value(gen);
     node->lost_ns = 0;
     if (reported) *reported = json_is_integer(rep) ? json_integer_value(rep) : -1;
     json_decref(o);
-    ordo_transport_heartbeat_rearm(node->tp);
+    ordo__transport_heartbeat_rearm(node->tp);
     ORDO_INFO("registered again with the new scheduler (generation %lld) %.0f ms after its "
               "predecessor was found silent", (long long)node->generation, waited);
     return 0;
 }
 
-int ordo_node_on_reject(ordo_node_t *node, ordo_msg_t *m)
+int ordo__node_on_reject(ordo__node_t *node, ordo__msg_t *m)
 {
     if (!node->lost_ns) return 0;
     char why[512];
-    return ordo_error_set(ORDO_ERR_AUTH, "the new scheduler at %s refused this node: %s",
-                          node->sched_addr, ordo_msg_text(m, 0, why, sizeof why));
+    return ordo__error_set(ORDO_ERR_AUTH, "the new scheduler at %s refused this node: %s",
+                          node->sched_addr, ordo__msg_text(m, 0, why, sizeof why));
 }

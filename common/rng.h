@@ -6,27 +6,27 @@
 
 #include <stdint.h>
 
-typedef struct ordo_rng {
+typedef struct ordo__rng {
     uint64_t s[4];
-} ordo_rng_t;
+} ordo__rng_t;
 
-/* ordo_rng_seed sets r to the state derived from seed (any value, 0 included). */
-void ordo_rng_seed(ordo_rng_t *r, uint64_t seed);
+/* ordo__rng_seed sets r to the state derived from seed (any value, 0 included). */
+void ordo__rng_seed(ordo__rng_t *r, uint64_t seed);
 
-/* ordo_rng_seed2 seeds r from two values (e.g. a run seed and a stream id such as a
+/* ordo__rng_seed2 seeds r from two values (e.g. a run seed and a stream id such as a
  * worker rank or an epoch), so streams derived from one seed stay independent. */
-void ordo_rng_seed2(ordo_rng_t *r, uint64_t seed, uint64_t stream);
+void ordo__rng_seed2(ordo__rng_t *r, uint64_t seed, uint64_t stream);
 
-/* ordo_rng_next returns the next 64 random bits. */
-uint64_t ordo_rng_next(ordo_rng_t *r);
+/* ordo__rng_next returns the next 64 random bits. */
+uint64_t ordo__rng_next(ordo__rng_t *r);
 
-/* ordo_rng_uniform returns a double uniform in [0, 1) with 53 random bits. */
-double ordo_rng_uniform(ordo_rng_t *r);
+/* ordo__rng_uniform returns a double uniform in [0, 1) with 53 random bits. */
+double ordo__rng_uniform(ordo__rng_t *r);
 
-/* ordo_rng_below returns an integer uniform in [0, n) without modulo bias; n >= 1. */
-uint64_t ordo_rng_below(ordo_rng_t *r, uint64_t n);
+/* ordo__rng_below returns an integer uniform in [0, n) without modulo bias; n >= 1. */
+uint64_t ordo__rng_below(ordo__rng_t *r, uint64_t n);
 
-/* ordo_rng_shuffle permutes idx[0..n) in place (Fisher-Yates). */
-void ordo_rng_shuffle(ordo_rng_t *r, int64_t *idx, int64_t n);
+/* ordo__rng_shuffle permutes idx[0..n) in place (Fisher-Yates). */
+void ordo__rng_shuffle(ordo__rng_t *r, int64_t *idx, int64_t n);
 
 #endif

@@ -15,7 +15,7 @@ typedef struct {
     char *args;
 } ev_t;
 
-struct ordo_trace {
+struct ordo__trace {
     char name[64];
     int pid;
     pthread_mutex_t mu;
@@ -25,9 +25,9 @@ struct ordo_trace {
     int64_t t0;
 };
 
-int ordo_trace_new(const char *name, int pid, ordo_trace_t **out)
+int ordo__trace_new(const char *name, int pid, ordo__trace_t **out)
 {
-    ordo_trace_t *t = calloc(1, sizeof *t);
+    ordo__trace_t *t = calloc(1, sizeof *t);
     if (!t) return ORDO_ERR_NOMEM;
     snprintf(t->name, sizeof t->name, "%s", name);
     t->pid = pid;
@@ -37,7 +37,7 @@ int ordo_trace_new(const char *name, int pid, ordo_trace_t **out)
     return 0;
 }
 
-void ordo_trace_complete(ordo_trace_t *t, const char *name, const char *cat, int tid,
+void ordo__trace_complete(ordo__trace_t *t, const char *name, const char *cat, int tid,
                          int64_t start_ns, int64_t dur_ns, const char *args_json)
 {
     if (!t || tid < 0 || tid >= 16) return; /* tracks 0..15; lanes take the tids above */
@@ -62,7 +62,7 @@ void ordo_trace_complete(ordo_trace_t *t, const char *name, const char *cat, int
     pthread_mutex_unlock(&t->mu);
 }
 
-void ordo_trace_name_track(ordo_trace_t *t, int tid, const char *name)
+void ordo__trace_name_track(ordo__trace_t *t, int tid, const char *name)
 {
     if (!t || tid < 0 || tid >= 16) return;
     pthread_mutex_lock(&t->mu);
@@ -100,7 +100,7 @@ static int by_start(const void *a, const void *b)
 
 /* fills lane[i] for every event: the lowest lane of its track free at its start; returns
  * the number of lanes per track in n_lanes[16], or -1 when out of memory */
-static int assign_lanes(const ordo_trace_t *t, int *lane, int *n_lanes)
+static int assign_lanes(const ordo__trace_t *t, int *lane, int *n_lanes)
 {
     size_t *idx = malloc(sizeof *idx * (t->n ? t->n : 1));
     int64_t *end = NULL;
@@ -161,17 +161,17 @@ static void thread_meta(FILE *f, int pid, int tid, const char *name, int lane, i
             pid, tid, sort_index);
 }
 
-int ordo_trace_write(ordo_trace_t *t, const char *path)
+int ordo__trace_write(ordo__trace_t *t, const char *path)
 {
     FILE *f = fopen(path, "w");
-    if (!f) return ordo_error_set(ORDO_ERR_IO, "cannot write trace %s", path);
+    if (!f) return ordo__error_set(ORDO_ERR_IO, "cannot write trace %s", path);
     pthread_mutex_lock(&t->mu);
     int *lane = malloc(sizeof *lane * (t->n ? t->n : 1)), n_lanes[16] = {0};
     if (!lane || assign_lanes(t, lane, n_lanes) != 0) {
         pthread_mutex_unlock(&t->mu);
         free(lane);
         fclose(f);
-        return ordo_error_set(ORDO_ERR_NOMEM, "out of memory writing trace %s", path);
+        return ordo__error_set(ORDO_ERR_NOMEM, "out of memory writing trace %s", path);
     }
     fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
     fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
@@ -201,13 +201,13 @@ int ordo_trace_write(ordo_trace_t *t, const char *path)
     pthread_mutex_unlock(&t->mu);
     free(lane);
     int bad = ferror(f);
-    if (fclose(f) != 0 || bad) return ordo_error_set(ORDO_ERR_IO, "cannot write trace %s", path);
+    if (fclose(f) != 0 || bad) return ordo__error_set(ORDO_ERR_IO, "cannot write trace %s", path);
     return 0;
 }
 
-void ordo_trace_destroy(ordo_trace_t **tp)
+void ordo__trace_destroy(ordo__trace_t **tp)
 {
-    ordo_trace_t *t = *tp;
+    ordo__trace_t *t = *tp;
     if (!t) return;
     for (size_t i = 0; i < t->n; i++)
         free(t->ev[i].args);

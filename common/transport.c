@@ -36,7 +36,7 @@ static int ring_init(ring_t *r, int cap, bool timed)
 static void ring_free(ring_t *r)
 {
     for (int i = 0; i < r->count; i++)
-        ordo_msg_close(&r->items[(r->head + i) % r->cap]);
+        ordo__msg_close(&r->items[(r->head + i) % r->cap]);
     free(r->items);
     free(r->when);
     r->items = NULL;
@@ -46,7 +46,7 @@ static void ring_free(ring_t *r)
 static int ring_grow(ring_t *r)
 {
     int cap = r->cap * 2;
-    ordo_msg_t *items = calloc((size_t)cap, sizeof *items);
+    ordo__msg_t *items = calloc((size_t)cap, sizeof *items);
     int64_t *when = r->when ? calloc((size_t)cap, sizeof *when) : NULL;
     if (!items || (r->when && !when)) {
         free(items);
@@ -55,7 +55,7 @@ static int ring_grow(ring_t *r)
     }
     for (int i = 0; i < r->count; i++) {
         int j = (r->head + i) % r->cap;
-        ordo_msg_move(&items[i], &r->items[j]);
+        ordo__msg_move(&items[i], &r->items[j]);
         if (when) when[i] = r->when[j];
     }
     free(r->items);
@@ -67,22 +67,22 @@ static int ring_grow(ring_t *r)
     return 0;
 }
 
-static void ring_push(ring_t *r, ordo_msg_t *m, int64_t when)
+static void ring_push(ring_t *r, ordo__msg_t *m, int64_t when)
 {
     int j = (r->head + r->count) % r->cap;
-    ordo_msg_move(&r->items[j], m);
+    ordo__msg_move(&r->items[j], m);
     if (r->when) r->when[j] = when;
     r->count++;
 }
 
-static void ring_pop(ring_t *r, ordo_msg_t *m)
+static void ring_pop(ring_t *r, ordo__msg_t *m)
 {
-    ordo_msg_move(m, &r->items[r->head]);
+    ordo__msg_move(m, &r->items[r->head]);
     r->head = (r->head + 1) % r->cap;
     r->count--;
 }
 
-static void wake(ordo_transport_t *t)
+static void wake(ordo__transport_t *t)
 {
     uint64_t one = 1;
     ssize_t n = write(t->evfd, &one, sizeof one);
@@ -91,7 +91,7 @@ static void wake(ordo_transport_t *t)
 
 /* ---- I/O thread --------------------------------------------------------------------- */
 
-static size_t msg_bytes(const ordo_msg_t *m)
+static size_t msg_bytes(const ordo__msg_t *m)
 {
     size_t b = 64; /* header and framing, roughly */
     for (int i = 0; i < m->nframes; i++)
@@ -99,13 +99,13 @@ static size_t msg_bytes(const ordo_msg_t *m)
     return b;
 }
 
-void ordo__transport_put_inbound(ordo_transport_t *t, ordo_msg_t *m)
+void ordo__transport_put_inbound(ordo__transport_t *t, ordo__msg_t *m)
 {
     pthread_mutex_lock(&t->mu);
     if (t->in.count == t->in.cap && ring_grow(&t->in) != 0) {
         /* Only local events can exceed the ring (reads stop when it is full). */
         pthread_mutex_unlock(&t->mu);
-        ordo_msg_close(m);
+        ordo__msg_close(m);
         return;
     }
     ring_push(&t->in, m, 0);
@@ -113,12 +113,12 @@ void ordo__transport_put_inbound(ordo_transport_t *t, ordo_msg_t *m)
     pthread_mutex_unlock(&t->mu);
 }
 
-static void send_now(ordo_transport_t *t, ordo_msg_t *m)
+static void send_now(ordo__transport_t *t, ordo__msg_t *m)
 {
     if (m->sock < 0 || m->sock >= t->nsocks) {
         ORDO_WARN("transport: send %s on unknown socket %d dropped",
-                  ordo_wire_type_name(m->hdr.type), m->sock);
-        ordo_msg_close(m);
+                  ordo__wire_type_name(m->hdr.type), m->sock);
+        ordo__msg_close(m);
         return;
     }
     sock_t *s = &t->socks[m->sock];
@@ -126,16 +126,16 @@ static void send_now(ordo_transport_t *t, ordo_msg_t *m)
     /* a send may process the socket's commands, and with them the signal of ZMQ_FD that a
      * message came in: the socket has to be drained before the next sleep */
     s->pending = true;
-    int rc = ordo_wire_send(s->z, s->router, m, ZMQ_DONTWAIT);
+    int rc = ordo__wire_send(s->z, s->router, m, ZMQ_DONTWAIT);
     if (rc == ORDO_ERR_AGAIN && (s->refused || m->hdr.type == ORDO_MSG_HEARTBEAT)) {
         /* no connection to queue on (a refused handshake): the heartbeats notice */
-        ordo_msg_close(m);
+        ordo__msg_close(m);
         return;
     }
     if (rc != 0) {
-        ORDO_WARN("transport: send %s failed: %s", ordo_wire_type_name(m->hdr.type),
-                  ordo_error_text(rc));
-        ordo_msg_close(m);
+        ORDO_WARN("transport: send %s failed: %s", ordo__wire_type_name(m->hdr.type),
+                  ordo__error_text(rc));
+        ordo__msg_close(m);
         return;
     }
     atomic_fetch_add(&t->msgs_out, 1);
@@ -143,7 +143,7 @@ static void send_now(ordo_transport_t *t, ordo_msg_t *m)
 }
 
 /* hand a message to its socket, or to the emulated link when it is a paced data socket */
-static void dispatch(ordo_transport_t *t, ordo_msg_t *m)
+static void dispatch(ordo__transport_t *t, ordo__msg_t *m)
 {
     bool paced =
         t->opts.bandwidth_bps > 0 && m->sock >= 0 && m->sock < t->nsocks && t->socks[m->sock].data;
@@ -151,7 +151,7 @@ static void dispatch(ordo_transport_t *t, ordo_msg_t *m)
         send_now(t, m);
         return;
     }
-    int64_t now = ordo_clock_ns();
+    int64_t now = ordo__clock_ns();
     int64_t start = atomic_load(&t->link_free_ns);
     if (start < now) start = now;
     int64_t ser =
@@ -160,17 +160,17 @@ static void dispatch(ordo_transport_t *t, ordo_msg_t *m)
     atomic_store(&t->link_free_ns, done);
     if (t->link.count == t->link.cap && ring_grow(&t->link) != 0) {
         ORDO_ERROR("transport: out of memory on the emulated link; message dropped");
-        ordo_msg_close(m);
+        ordo__msg_close(m);
         return;
     }
     ring_push(&t->link, m, done + (int64_t)(t->opts.latency_us * 1e3));
     atomic_fetch_add(&t->link_pending, 1);
 }
 
-static void flush_link(ordo_transport_t *t, bool all)
+static void flush_link(ordo__transport_t *t, bool all)
 {
-    int64_t now = ordo_clock_ns();
-    ordo_msg_t m;
+    int64_t now = ordo__clock_ns();
+    ordo__msg_t m;
     while (t->link.count > 0 && (all || t->link.when[t->link.head] <= now)) {
         ring_pop(&t->link, &m);
         atomic_fetch_sub(&t->link_pending, 1);
@@ -180,17 +180,17 @@ static void flush_link(ordo_transport_t *t, bool all)
 
 /* ---- commands ------------------------------------------------------------------------ */
 
-static void run_command(ordo_transport_t *t)
+static void run_command(ordo__transport_t *t)
 {
     int rc = 0;
     if (t->nsocks >= MAX_SOCKS) {
-        rc = ordo_error_set(ORDO_ERR_FULL, "transport: more than %d sockets", MAX_SOCKS);
+        rc = ordo__error_set(ORDO_ERR_FULL, "transport: more than %d sockets", MAX_SOCKS);
         goto done;
     }
     bool router = t->cmd == CMD_BIND;
     void *z = zmq_socket(t->ctx, router ? ZMQ_ROUTER : ZMQ_DEALER);
     if (!z) {
-        rc = ordo_error_set(ORDO_ERR_IO, "zmq_socket: %s", zmq_strerror(errno));
+        rc = ordo__error_set(ORDO_ERR_IO, "zmq_socket: %s", zmq_strerror(errno));
         goto done;
     }
     sock_t *s = &t->socks[t->nsocks];
@@ -214,14 +214,14 @@ static void run_command(ordo_transport_t *t)
         zmq_setsockopt(z, ZMQ_RCVBUF, &buf, sizeof buf);
     }
     /* security and the monitor before the first connection can start */
-    if (t->curve && ((router && (rc = ordo_curve_listen(t->curve, t->ctx)) != 0) ||
-                     (rc = ordo_curve_setup(t->curve, z, router)) != 0))
+    if (t->curve && ((router && (rc = ordo__curve_listen(t->curve, t->ctx)) != 0) ||
+                     (rc = ordo__curve_setup(t->curve, z, router)) != 0))
         goto fail;
     if ((rc = ordo__transport_monitor_open(t, s, t->nsocks)) != 0) goto fail;
     if (router) {
         zmq_setsockopt(z, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
         if (zmq_bind(z, t->cmd_endpoint) != 0) {
-            rc = ordo_error_set(ORDO_ERR_IO, "bind %s: %s", t->cmd_endpoint, zmq_strerror(errno));
+            rc = ordo__error_set(ORDO_ERR_IO, "bind %s: %s", t->cmd_endpoint, zmq_strerror(errno));
             goto fail;
         }
         size_t sz = sizeof s->endpoint;
@@ -232,14 +232,14 @@ static void run_command(ordo_transport_t *t)
         int ivl = 100;
         zmq_setsockopt(z, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
         if (zmq_connect(z, t->cmd_endpoint) != 0) {
-            rc = ordo_error_set(ORDO_ERR_IO, "connect %s: %s", t->cmd_endpoint, zmq_strerror(errno));
+            rc = ordo__error_set(ORDO_ERR_IO, "connect %s: %s", t->cmd_endpoint, zmq_strerror(errno));
             goto fail;
         }
     }
-    s->last_in_ns = ordo_clock_ns();
+    s->last_in_ns = ordo__clock_ns();
     size_t fdsz = sizeof s->fd;
     if (zmq_getsockopt(z, ZMQ_FD, &s->fd, &fdsz) != 0) {
-        rc = ordo_error_set(ORDO_ERR_IO, "zmq_getsockopt(ZMQ_FD): %s", zmq_strerror(errno));
+        rc = ordo__error_set(ORDO_ERR_IO, "zmq_getsockopt(ZMQ_FD): %s", zmq_strerror(errno));
         goto fail;
     }
     s->pending = true;
@@ -251,21 +251,21 @@ fail:
     ordo__transport_monitor_close(s);
     zmq_close(z);
 done:
-    if (rc < 0) snprintf(t->cmd_err, sizeof t->cmd_err, "%s", ordo_error_text(rc));
+    if (rc < 0) snprintf(t->cmd_err, sizeof t->cmd_err, "%s", ordo__error_text(rc));
     t->cmd_result = rc;
     t->cmd_done = true;
     t->cmd = CMD_NONE;
     pthread_cond_broadcast(&t->cmd_cv);
 }
 
-static int64_t next_timer(ordo_transport_t *t)
+static int64_t next_timer(ordo__transport_t *t)
 {
     int64_t next = INT64_MAX;
     if (t->link.count > 0 && t->link.when[t->link.head] < next) next = t->link.when[t->link.head];
     return next;
 }
 
-static void arm_timer(ordo_transport_t *t, int64_t at)
+static void arm_timer(ordo__transport_t *t, int64_t at)
 {
     if (at == t->armed_at) return; /* unchanged: spare the system call */
     t->armed_at = at;
@@ -281,7 +281,7 @@ static void arm_timer(ordo_transport_t *t, int64_t at)
 /* receive reads socket i's messages into the inbound ring until it has none (clearing
  * pending), the ring is full, or its batch was read (one inline, else RECV_BATCH);
  * returns how many were read */
-static int receive(ordo_transport_t *t, int i)
+static int receive(ordo__transport_t *t, int i)
 {
     sock_t *s = &t->socks[i];
     int got = 0;
@@ -295,25 +295,25 @@ static int receive(ordo_transport_t *t, int i)
         if (full) t->in_full = true;
         pthread_mutex_unlock(&t->mu);
         if (full) return got;
-        ordo_msg_t m;
-        int rc = ordo_wire_recv(s->z, s->router, &m, ZMQ_DONTWAIT);
+        ordo__msg_t m;
+        int rc = ordo__wire_recv(s->z, s->router, &m, ZMQ_DONTWAIT);
         if (rc == ORDO_ERR_AGAIN || rc == ORDO_ERR_CLOSED) {
             s->pending = false; /* from here on ZMQ_FD signals the next change */
             return got;
         }
-        s->last_in_ns = ordo_clock_ns();
+        s->last_in_ns = ordo__clock_ns();
         if (rc != 0) {
             atomic_fetch_add(&t->malformed, 1);
             m.sock = i; /* m holds the routing id (on a ROUTER) and no frames */
             m.hdr.type = 0;
-            ordo_transport_drop(t, &m, "malformed", ordo_error_text(rc));
+            ordo__transport_drop(t, &m, "malformed", ordo__error_text(rc));
             continue;
         }
         m.sock = i;
         atomic_fetch_add(&t->msgs_in, 1);
         atomic_fetch_add(&t->bytes_in, msg_bytes(&m));
         if (m.hdr.type == ORDO_MSG_HEARTBEAT_ACK) { /* the heartbeat thread's business */
-            ordo_msg_close(&m);
+            ordo__msg_close(&m);
             continue;
         }
         ordo__transport_put_inbound(t, &m);
@@ -326,13 +326,13 @@ static int receive(ordo_transport_t *t, int i)
  * sends that are due, heartbeats, then a poll of every socket, the wake-up eventfd and the
  * timerfd for at most wait_ms (-1 = until something happens). Returns false when the
  * transport must stop. */
-static bool io_cycle(ordo_transport_t *t, int wait_ms)
+static bool io_cycle(ordo__transport_t *t, int wait_ms)
 {
     pthread_mutex_lock(&t->mu);
     if (t->cmd != CMD_NONE) run_command(t);
     bool stopping = t->stopping;
     int batch = 0;
-    ordo_msg_t m;
+    ordo__msg_t m;
     while (t->out.count > 0 && batch < 256) {
         ring_pop(&t->out, &m);
         pthread_cond_signal(&t->out_cv);
@@ -348,7 +348,7 @@ static bool io_cycle(ordo_transport_t *t, int wait_ms)
     pthread_mutex_unlock(&t->mu);
     if (stopping) return false;
     flush_link(t, false);
-    int64_t now = ordo_clock_ns();
+    int64_t now = ordo__clock_ns();
     arm_timer(t, next_timer(t));
 
     /* Sockets that may hold messages are drained first, without sleeping; only then does
@@ -409,11 +409,11 @@ static bool io_cycle(ordo_transport_t *t, int wait_ms)
 }
 
 /* close down: what the application queued and what is on the emulated link still goes */
-static void io_close(ordo_transport_t *t)
+static void io_close(ordo__transport_t *t)
 {
     flush_link(t, true);
     pthread_mutex_lock(&t->mu);
-    ordo_msg_t m;
+    ordo__msg_t m;
     while (t->out.count > 0) {
         ring_pop(&t->out, &m);
         pthread_mutex_unlock(&t->mu);
@@ -433,7 +433,7 @@ static void io_close(ordo_transport_t *t)
 
 static void *io_main(void *arg)
 {
-    ordo_transport_t *t = arg;
+    ordo__transport_t *t = arg;
     while (io_cycle(t, -1)) {
     }
     io_close(t);
@@ -442,7 +442,7 @@ static void *io_main(void *arg)
 
 /* ---- public ------------------------------------------------------------------------- */
 
-void ordo_transport_opts_conf(ordo_transport_opts_t *opts, const ordo_conf_t *conf)
+void ordo__transport_opts_conf(ordo__transport_opts_t *opts, const ordo__conf_t *conf)
 {
     opts->max_msg_bytes = (int64_t)conf->max_message_mb << 20;
     opts->recv_hwm = conf->recv_hwm;
@@ -451,10 +451,10 @@ void ordo_transport_opts_conf(ordo_transport_opts_t *opts, const ordo_conf_t *co
     opts->curve_client = opts->role == ORDO_ROLE_WORKER ? conf->client_key : NULL;
 }
 
-int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out)
+int ordo__transport_new(const ordo__transport_opts_t *opts, ordo__transport_t **out)
 {
     int rc = ORDO_ERR_NOMEM;
-    ordo_transport_t *t = calloc(1, sizeof *t);
+    ordo__transport_t *t = calloc(1, sizeof *t);
     if (!t) return ORDO_ERR_NOMEM;
     if (opts) t->opts = *opts;
     if (t->opts.inbound_capacity <= 0) t->opts.inbound_capacity = 4096;
@@ -478,22 +478,22 @@ int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out
         goto fail;
     t->ctx = zmq_ctx_new();
     if (!t->ctx) {
-        rc = ordo_error_set(ORDO_ERR_IO, "zmq_ctx_new: %s", zmq_strerror(errno));
+        rc = ordo__error_set(ORDO_ERR_IO, "zmq_ctx_new: %s", zmq_strerror(errno));
         goto fail;
     }
     t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     t->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (t->evfd < 0 || t->tfd < 0) {
-        rc = ordo_error_set(ORDO_ERR_IO, "eventfd/timerfd: %s", strerror(errno));
+        rc = ordo__error_set(ORDO_ERR_IO, "eventfd/timerfd: %s", strerror(errno));
         goto fail;
     }
     if (keys && keys[0]) {
         snprintf(t->curve_dir, sizeof t->curve_dir, "%s", keys);
-        if ((rc = ordo_curve_new(t->curve_dir, client, &t->curve)) != 0) goto fail;
+        if ((rc = ordo__curve_new(t->curve_dir, client, &t->curve)) != 0) goto fail;
     }
     if (!t->opts.inline_io) {
         if (pthread_create(&t->io, NULL, io_main, t) != 0) {
-            rc = ordo_error_set(ORDO_ERR_IO, "pthread_create failed");
+            rc = ordo__error_set(ORDO_ERR_IO, "pthread_create failed");
             goto fail;
         }
         t->io_started = true;
@@ -501,7 +501,7 @@ int ordo_transport_new(const ordo_transport_opts_t *opts, ordo_transport_t **out
     *out = t;
     return 0;
 fail:
-    ordo_transport_destroy(&t, 0);
+    ordo__transport_destroy(&t, 0);
     return rc;
 }
 
@@ -584,9 +584,9 @@ static bool ctx_term_bounded(void *ctx, int limit_ms)
     return done;
 }
 
-void ordo_transport_destroy(ordo_transport_t **tp, int linger_ms)
+void ordo__transport_destroy(ordo__transport_t **tp, int linger_ms)
 {
-    ordo_transport_t *t = *tp;
+    ordo__transport_t *t = *tp;
     if (!t) return;
     ordo__transport_hb_stop(t); /* its socket closes before the context ends */
     if (t->io_started) {
@@ -607,7 +607,7 @@ void ordo_transport_destroy(ordo_transport_t **tp, int linger_ms)
                   "sockets; left behind so that this process can go on",
                   (linger_ms > 0 ? linger_ms : 0) + CTX_TERM_SLACK_MS);
     else
-        ordo_curve_destroy(&t->curve);
+        ordo__curve_destroy(&t->curve);
     ring_free(&t->in);
     ring_free(&t->out);
     ring_free(&t->link);
@@ -623,7 +623,7 @@ void ordo_transport_destroy(ordo_transport_t **tp, int linger_ms)
     *tp = NULL;
 }
 
-static int command(ordo_transport_t *t, cmd_kind_t kind, const char *endpoint, int data,
+static int command(ordo__transport_t *t, cmd_kind_t kind, const char *endpoint, int data,
                    char *actual, size_t size, int sock, int interval, int timeout)
 {
     pthread_mutex_lock(&t->mu);
@@ -647,29 +647,29 @@ static int command(ordo_transport_t *t, cmd_kind_t kind, const char *endpoint, i
     }
     int rc = t->cmd_result;
     /* the detail was written where the command ran; repeat it on the caller's thread */
-    if (rc < 0) ordo_error_set(rc, "%s", t->cmd_err);
+    if (rc < 0) ordo__error_set(rc, "%s", t->cmd_err);
     pthread_mutex_unlock(&t->mu);
     return rc;
 }
 
-int ordo_transport_bind(ordo_transport_t *t, const char *endpoint, int data, char *actual,
+int ordo__transport_bind(ordo__transport_t *t, const char *endpoint, int data, char *actual,
                         size_t size)
 {
     return command(t, CMD_BIND, endpoint, data, actual, size, 0, 0, 0);
 }
 
-int ordo_transport_connect(ordo_transport_t *t, const char *endpoint, int data)
+int ordo__transport_connect(ordo__transport_t *t, const char *endpoint, int data)
 {
     return command(t, CMD_CONNECT, endpoint, data, NULL, 0, 0, 0, 0);
 }
 
-int ordo_transport_heartbeat(ordo_transport_t *t, int sock, int interval_ms, int timeout_ms,
+int ordo__transport_heartbeat(ordo__transport_t *t, int sock, int interval_ms, int timeout_ms,
                             int timeout_max_ms)
 {
     return ordo__transport_hb_start(t, sock, interval_ms, timeout_ms, timeout_max_ms);
 }
 
-int ordo_transport_send(ordo_transport_t *t, ordo_msg_t *m)
+int ordo__transport_send(ordo__transport_t *t, ordo__msg_t *m)
 {
     if (t->opts.inline_io) { /* the caller is the I/O thread: straight to the socket */
         dispatch(t, m);
@@ -680,7 +680,7 @@ int ordo_transport_send(ordo_transport_t *t, ordo_msg_t *m)
         pthread_cond_wait(&t->out_cv, &t->mu);
     if (t->stopping) {
         pthread_mutex_unlock(&t->mu);
-        ordo_msg_close(m);
+        ordo__msg_close(m);
         return ORDO_ERR_CLOSED;
     }
     bool was_empty = t->out.count == 0;
@@ -690,9 +690,9 @@ int ordo_transport_send(ordo_transport_t *t, ordo_msg_t *m)
     return 0;
 }
 
-static int recv_inline(ordo_transport_t *t, ordo_msg_t *m, int timeout_ms)
+static int recv_inline(ordo__transport_t *t, ordo__msg_t *m, int timeout_ms)
 {
-    int64_t deadline = timeout_ms < 0 ? INT64_MAX : ordo_clock_ns() + (int64_t)timeout_ms * 1000000;
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : ordo__clock_ns() + (int64_t)timeout_ms * 1000000;
     for (;;) {
         pthread_mutex_lock(&t->mu);
         if (t->in.count > 0) {
@@ -701,7 +701,7 @@ static int recv_inline(ordo_transport_t *t, ordo_msg_t *m, int timeout_ms)
             return 0;
         }
         pthread_mutex_unlock(&t->mu);
-        int64_t now = ordo_clock_ns();
+        int64_t now = ordo__clock_ns();
         if (now >= deadline && timeout_ms >= 0) {
             if (!io_cycle(t, 0)) return ORDO_ERR_CLOSED;
             pthread_mutex_lock(&t->mu);
@@ -715,7 +715,7 @@ static int recv_inline(ordo_transport_t *t, ordo_msg_t *m, int timeout_ms)
     }
 }
 
-int ordo_transport_recv(ordo_transport_t *t, ordo_msg_t *m, int timeout_ms)
+int ordo__transport_recv(ordo__transport_t *t, ordo__msg_t *m, int timeout_ms)
 {
     if (t->opts.inline_io) return recv_inline(t, m, timeout_ms);
     struct timespec ts;
@@ -745,18 +745,18 @@ timeout:
     return ORDO_ERR_TIMEDOUT;
 }
 
-void ordo_transport_post(ordo_transport_t *t, ordo_msg_t *m)
+void ordo__transport_post(ordo__transport_t *t, ordo__msg_t *m)
 {
     ordo__transport_put_inbound(t, m);
     if (t->opts.inline_io) wake(t); /* the owner may be blocked in zmq_poll */
 }
 
-int64_t ordo_transport_link_free_ns(ordo_transport_t *t)
+int64_t ordo__transport_link_free_ns(ordo__transport_t *t)
 {
     return atomic_load(&t->link_free_ns);
 }
 
-int ordo_transport_outbound(ordo_transport_t *t)
+int ordo__transport_outbound(ordo__transport_t *t)
 {
     pthread_mutex_lock(&t->mu);
     int n = t->out.count;
@@ -764,7 +764,7 @@ int ordo_transport_outbound(ordo_transport_t *t)
     return n + atomic_load(&t->link_pending);
 }
 
-void ordo_transport_get_stats(ordo_transport_t *t, ordo_transport_stats_t *out)
+void ordo__transport_get_stats(ordo__transport_t *t, ordo__transport_stats_t *out)
 {
     out->msgs_in = atomic_load(&t->msgs_in);
     out->msgs_out = atomic_load(&t->msgs_out);
@@ -773,7 +773,7 @@ void ordo_transport_get_stats(ordo_transport_t *t, ordo_transport_stats_t *out)
     out->malformed = atomic_load(&t->malformed);
 }
 
-void ordo_transport_keep_buffers(void)
+void ordo__transport_keep_buffers(void)
 {
     /* glibc's defaults map every buffer above a dynamic threshold on its own and trim freed
      * heap tops, so each 4 MiB chunk of a 64 MiB tensor cost about a thousand page faults
@@ -783,7 +783,7 @@ void ordo_transport_keep_buffers(void)
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
-void *ordo_transport_zmq_ctx(ordo_transport_t *t)
+void *ordo__transport_zmq_ctx(ordo__transport_t *t)
 {
     return t->ctx;
 }

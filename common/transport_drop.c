@@ -14,7 +14,7 @@
 #define SECOND_NS 1000000000LL
 
 /* peer_name: the socket's endpoint and, on a ROUTER, the routing id in hex */
-static void peer_name(const ordo_transport_t *t, const drop_peer_t *p, char *buf, size_t size)
+static void peer_name(const ordo__transport_t *t, const drop_peer_t *p, char *buf, size_t size)
 {
     int n = snprintf(buf, size, "%s", p->sock >= 0 && p->sock < t->nsocks ? t->socks[p->sock].endpoint
                                                                           : "?");
@@ -26,7 +26,7 @@ static void peer_name(const ordo_transport_t *t, const drop_peer_t *p, char *buf
 }
 
 /* find_peer: the peer's entry, made (replacing the longest quiet one) when new */
-static drop_peer_t *find_peer(ordo_transport_t *t, const ordo_msg_t *m, bool *fresh)
+static drop_peer_t *find_peer(ordo__transport_t *t, const ordo__msg_t *m, bool *fresh)
 {
     drop_table_t *d = &t->drops;
     drop_peer_t *old = NULL;
@@ -75,11 +75,11 @@ static bool may_log(drop_table_t *d, int64_t now)
     return d->lines < DROP_LINES_PER_S;
 }
 
-void ordo_transport_drop(ordo_transport_t *t, const ordo_msg_t *m, const char *reason,
+void ordo__transport_drop(ordo__transport_t *t, const ordo__msg_t *m, const char *reason,
                          const char *detail)
 {
     drop_table_t *d = &t->drops;
-    int64_t now = ordo_clock_ns();
+    int64_t now = ordo__clock_ns();
     pthread_mutex_lock(&d->mu);
     count_reason(d, reason);
     bool fresh;
@@ -92,7 +92,7 @@ void ordo_transport_drop(ordo_transport_t *t, const ordo_msg_t *m, const char *r
         peer_name(t, p, name, sizeof name);
         d->lines++;
         if (p->pending == 1)
-            ORDO_WARN("dropped %s from %s: %s%s%s", ordo_wire_type_name(m->hdr.type), name, reason,
+            ORDO_WARN("dropped %s from %s: %s%s%s", ordo__wire_type_name(m->hdr.type), name, reason,
                       detail ? ": " : "", detail ? detail : "");
         else
             ORDO_WARN("dropped %lld messages from %s in %.1f s (the last: %s%s%s)",
@@ -108,7 +108,7 @@ void ordo_transport_drop(ordo_transport_t *t, const ordo_msg_t *m, const char *r
     pthread_mutex_unlock(&d->mu);
 }
 
-int ordo_transport_dropped(ordo_transport_t *t, char (*reasons)[ORDO_DROP_REASON_LEN],
+int ordo__transport_dropped(ordo__transport_t *t, char (*reasons)[ORDO_DROP_REASON_LEN],
                            uint64_t *counts, int max)
 {
     drop_table_t *d = &t->drops;

@@ -35,19 +35,19 @@ static hb_conf_t settings(hb_t *h)
     return c;
 }
 
-static void send_beat(ordo_transport_t *t, void *z, uint32_t flags)
+static void send_beat(ordo__transport_t *t, void *z, uint32_t flags)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_HEARTBEAT);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_HEARTBEAT);
     m.hdr.role = (uint8_t)t->opts.role;
     m.hdr.rank = t->opts.rank;
     m.hdr.req = t->hb.id;
     m.hdr.flags = flags;
-    if (ordo_wire_send(z, 0, &m, ZMQ_DONTWAIT) != 0) ordo_msg_close(&m); /* not connected yet */
+    if (ordo__wire_send(z, 0, &m, ZMQ_DONTWAIT) != 0) ordo__msg_close(&m); /* not connected yet */
 }
 
 /* open_socket: the thread's DEALER, with the transport's limits and security */
-static void *open_socket(ordo_transport_t *t, const char *endpoint)
+static void *open_socket(ordo__transport_t *t, const char *endpoint)
 {
     void *z = zmq_socket(t->ctx, ZMQ_DEALER);
     if (!z) return NULL;
@@ -56,7 +56,7 @@ static void *open_socket(ordo_transport_t *t, const char *endpoint)
     zmq_setsockopt(z, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
     zmq_setsockopt(z, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(z, ZMQ_MAXMSGSIZE, &t->opts.max_msg_bytes, sizeof t->opts.max_msg_bytes);
-    if ((t->curve && ordo_curve_setup(t->curve, z, false) != 0) || zmq_connect(z, endpoint) != 0) {
+    if ((t->curve && ordo__curve_setup(t->curve, z, false) != 0) || zmq_connect(z, endpoint) != 0) {
         zmq_close(z);
         return NULL;
     }
@@ -64,36 +64,36 @@ static void *open_socket(ordo_transport_t *t, const char *endpoint)
 }
 
 /* drain reads the peer's answers: every HEARTBEAT_ACK is a beat; a probe is answered */
-static void drain(ordo_transport_t *t, void *z, ordo_liveness_t *lv)
+static void drain(ordo__transport_t *t, void *z, ordo__liveness_t *lv)
 {
-    ordo_msg_t m;
+    ordo__msg_t m;
     for (;;) {
-        int rc = ordo_wire_recv(z, 0, &m, ZMQ_DONTWAIT);
+        int rc = ordo__wire_recv(z, 0, &m, ZMQ_DONTWAIT);
         if (rc == ORDO_ERR_AGAIN || rc == ORDO_ERR_CLOSED) return;
         if (rc != 0) continue;
         if (m.hdr.type == ORDO_MSG_HEARTBEAT_ACK) {
-            ordo_liveness_beat(lv, ordo_clock_ns());
+            ordo__liveness_beat(lv, ordo__clock_ns());
             if (m.hdr.flags & ORDO_FLAG_PING) send_beat(t, z, 0);
         }
-        ordo_msg_close(&m);
+        ordo__msg_close(&m);
     }
 }
 
-static void report_dead(ordo_transport_t *t, int sock, int64_t silent_ms)
+static void report_dead(ordo__transport_t *t, int sock, int64_t silent_ms)
 {
     bool no = false;
     if (!atomic_compare_exchange_strong(&t->socks[sock].dead_reported, &no, true)) return;
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_PEER_DEAD);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_PEER_DEAD);
     m.sock = sock;
     m.hdr.key = (uint32_t)sock;
     m.hdr.iter = silent_ms;
-    ordo_transport_post(t, &m);
+    ordo__transport_post(t, &m);
 }
 
 static void *hb_main(void *arg)
 {
-    ordo_transport_t *t = arg;
+    ordo__transport_t *t = arg;
     hb_t *h = &t->hb;
     hb_conf_t c = settings(h);
     void *z = open_socket(t, t->socks[c.sock].endpoint);
@@ -102,17 +102,17 @@ static void *hb_main(void *arg)
                    zmq_strerror(errno));
         return NULL;
     }
-    ordo_liveness_t lv;
-    int64_t now = ordo_clock_ns(), next_beat = now;
-    ordo_liveness_init(&lv, now, c.floor_ms, c.ceil_ms, 2 * c.interval_ms);
+    ordo__liveness_t lv;
+    int64_t now = ordo__clock_ns(), next_beat = now;
+    ordo__liveness_init(&lv, now, c.floor_ms, c.ceil_ms, 2 * c.interval_ms);
     hb_conf_t used = c;
     int fd = -1;
     size_t fdsz = sizeof fd;
     zmq_getsockopt(z, ZMQ_FD, &fd, &fdsz);
     while (!(c = settings(h)).stop) {
         if (atomic_exchange(&h->rearm, false)) { /* a new peer: its silence counts from now */
-            now = ordo_clock_ns();
-            ordo_liveness_init(&lv, now, used.floor_ms, used.ceil_ms, 2 * used.interval_ms);
+            now = ordo__clock_ns();
+            ordo__liveness_init(&lv, now, used.floor_ms, used.ceil_ms, 2 * used.interval_ms);
             atomic_store(&t->socks[c.sock].last_in_ns, now);
             atomic_store(&t->socks[c.sock].dead_reported, false);
         }
@@ -123,27 +123,27 @@ static void *hb_main(void *arg)
             used = c;
         }
         drain(t, z, &lv);
-        now = ordo_clock_ns();
+        now = ordo__clock_ns();
         /* whatever the peer sent on the application's socket counts as life too */
         int64_t in = atomic_load(&t->socks[c.sock].last_in_ns);
-        if (in > lv.last_ns) ordo_liveness_seen(&lv, in);
+        if (in > lv.last_ns) ordo__liveness_seen(&lv, in);
         if (now >= next_beat) {
             send_beat(t, z, 0);
             next_beat = now + (int64_t)c.interval_ms * 1000000;
         }
         if (!atomic_load(&t->socks[c.sock].dead_reported)) {
-            ordo_live_t v = ordo_liveness_check(&lv, now);
+            ordo__live_t v = ordo__liveness_check(&lv, now);
             if (v == ORDO_LIVE_PROBE) {
                 ORDO_DEBUG("heartbeats: %s silent for %lld ms; probing",
-                           t->socks[c.sock].endpoint, (long long)ordo_liveness_silent_ms(&lv, now));
+                           t->socks[c.sock].endpoint, (long long)ordo__liveness_silent_ms(&lv, now));
                 send_beat(t, z, ORDO_FLAG_PING);
             } else if (v == ORDO_LIVE_DEAD) {
-                report_dead(t, c.sock, ordo_liveness_silent_ms(&lv, now));
+                report_dead(t, c.sock, ordo__liveness_silent_ms(&lv, now));
             }
         }
-        int64_t until = ordo_liveness_next_ns(&lv);
+        int64_t until = ordo__liveness_next_ns(&lv);
         if (next_beat < until) until = next_beat;
-        int64_t wait = (until - ordo_clock_ns()) / 1000000 + 1;
+        int64_t wait = (until - ordo__clock_ns()) / 1000000 + 1;
         struct pollfd fds[2] = {{.fd = h->evfd, .events = POLLIN}, {.fd = fd, .events = POLLIN}};
         /* ZMQ_FD is edge-triggered: drain() above emptied the socket, so an edge comes */
         if (poll(fds, 2, wait < 0 ? 0 : (int)wait) > 0 && (fds[0].revents & POLLIN)) {
@@ -156,17 +156,17 @@ static void *hb_main(void *arg)
     return NULL;
 }
 
-int ordo__transport_hb_start(ordo_transport_t *t, int sock, int interval_ms, int floor_ms,
+int ordo__transport_hb_start(ordo__transport_t *t, int sock, int interval_ms, int floor_ms,
                              int ceil_ms)
 {
     hb_t *h = &t->hb;
     if (sock < 0 || sock >= t->nsocks)
-        return ordo_error_set(ORDO_ERR_INVAL, "heartbeat: no socket %d", sock);
+        return ordo__error_set(ORDO_ERR_INVAL, "heartbeat: no socket %d", sock);
     pthread_mutex_lock(&h->mu);
     bool running = h->started;
     if (running && sock != h->sock) {
         pthread_mutex_unlock(&h->mu);
-        return ordo_error_set(ORDO_ERR_INVAL, "heartbeat: already on socket %d", h->sock);
+        return ordo__error_set(ORDO_ERR_INVAL, "heartbeat: already on socket %d", h->sock);
     }
     h->sock = sock;
     h->interval_ms = interval_ms;
@@ -179,14 +179,14 @@ int ordo__transport_hb_start(ordo_transport_t *t, int sock, int interval_ms, int
         (void)r;
         return 0;
     }
-    atomic_store(&t->socks[sock].last_in_ns, ordo_clock_ns());
+    atomic_store(&t->socks[sock].last_in_ns, ordo__clock_ns());
     if (pthread_create(&h->th, NULL, hb_main, t) != 0)
-        return ordo_error_set(ORDO_ERR_IO, "heartbeat: pthread_create failed");
+        return ordo__error_set(ORDO_ERR_IO, "heartbeat: pthread_create failed");
     h->started = true;
     return 0;
 }
 
-void ordo__transport_hb_stop(ordo_transport_t *t)
+void ordo__transport_hb_stop(ordo__transport_t *t)
 {
     hb_t *h = &t->hb;
     if (!h->started) return;
@@ -200,7 +200,7 @@ void ordo__transport_hb_stop(ordo_transport_t *t)
     h->started = false;
 }
 
-void ordo_transport_heartbeat_rearm(ordo_transport_t *t)
+void ordo__transport_heartbeat_rearm(ordo__transport_t *t)
 {
     hb_t *h = &t->hb;
     if (!h->started) return;
@@ -210,27 +210,27 @@ void ordo_transport_heartbeat_rearm(ordo_transport_t *t)
     (void)r;
 }
 
-uint64_t ordo_transport_heartbeat_id(const ordo_transport_t *t)
+uint64_t ordo__transport_heartbeat_id(const ordo__transport_t *t)
 {
     return t->hb.id;
 }
 
-/* ordo__transport_hb_init: the id and the wake-up fd, at ordo_transport_new */
-int ordo__transport_hb_init(ordo_transport_t *t)
+/* ordo__transport_hb_init: the id and the wake-up fd, at ordo__transport_new */
+int ordo__transport_hb_init(ordo__transport_t *t)
 {
     hb_t *h = &t->hb;
     pthread_mutex_init(&h->mu, NULL);
     h->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (h->evfd < 0) return ordo_error_set(ORDO_ERR_IO, "eventfd: %s", strerror(errno));
+    if (h->evfd < 0) return ordo__error_set(ORDO_ERR_IO, "eventfd: %s", strerror(errno));
     uint64_t id = 0;
     if (getrandom(&id, sizeof id, GRND_NONBLOCK) != (ssize_t)sizeof id)
-        id = (uint64_t)ordo_clock_ns() * 6364136223846793005ull ^ (uint64_t)getpid();
+        id = (uint64_t)ordo__clock_ns() * 6364136223846793005ull ^ (uint64_t)getpid();
     h->id = (id >> 2) | 1; /* positive in a JSON integer, never 0 */
     return 0;
 }
 
 /* ordo__transport_hb_fini frees what ordo__transport_hb_init made (the thread stopped) */
-void ordo__transport_hb_fini(ordo_transport_t *t)
+void ordo__transport_hb_fini(ordo__transport_t *t)
 {
     if (t->hb.evfd >= 0) close(t->hb.evfd);
     t->hb.evfd = -1;

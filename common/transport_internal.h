@@ -37,7 +37,7 @@ typedef struct {
 typedef struct {
     pthread_t th;
     bool started;
-    pthread_mutex_t mu; /* the settings below, changed by ordo_transport_heartbeat */
+    pthread_mutex_t mu; /* the settings below, changed by ordo__transport_heartbeat */
     int sock;           /* the transport's socket it stands for (PEER_DEAD's key) */
     int interval_ms, floor_ms, ceil_ms;
     bool stop;
@@ -73,13 +73,13 @@ typedef struct {
 
 /* a ring of messages */
 typedef struct {
-    ordo_msg_t *items;
+    ordo__msg_t *items;
     int64_t *when; /* link FIFO only: hand-over time */
     int cap, head, count;
 } ring_t;
 
-struct ordo_transport {
-    ordo_transport_opts_t opts;
+struct ordo__transport {
+    ordo__transport_opts_t opts;
     void *ctx;
     pthread_t io;
     bool io_started;
@@ -107,39 +107,39 @@ struct ordo_transport {
     _Atomic int64_t link_free_ns;
     _Atomic int link_pending;
     int64_t armed_at;    /* what the timerfd is set to (INT64_MAX: disarmed) */
-    ordo_curve_t *curve; /* NULL: plain TCP */
+    ordo__curve_t *curve; /* NULL: plain TCP */
     char curve_dir[ORDO_CONF_PATH];
     _Atomic uint64_t msgs_in, msgs_out, bytes_in, bytes_out, malformed;
     hb_t hb;
     drop_table_t drops;
 };
 
-/* ordo__transport_put_inbound queues m (moved) for the owner's ordo_transport_recv. */
-void ordo__transport_put_inbound(ordo_transport_t *t, ordo_msg_t *m);
+/* ordo__transport_put_inbound queues m (moved) for the owner's ordo__transport_recv. */
+void ordo__transport_put_inbound(ordo__transport_t *t, ordo__msg_t *m);
 
 /* ordo__transport_monitor_open starts monitoring socket s (slot i): handshakes, refusals
  * and disconnects come to its PAIR. */
-int ordo__transport_monitor_open(ordo_transport_t *t, sock_t *s, int i);
+int ordo__transport_monitor_open(ordo__transport_t *t, sock_t *s, int i);
 
 /* ordo__transport_monitor_close closes s's monitor; NULL-safe on a socket without one. */
 void ordo__transport_monitor_close(sock_t *s);
 
 /* ordo__transport_monitor_drain handles the events waiting on socket i's monitor: log lines
  * (rate-limited) and, for a refused handshake, a PEER_DEAD with the reason. */
-void ordo__transport_monitor_drain(ordo_transport_t *t, int i);
+void ordo__transport_monitor_drain(ordo__transport_t *t, int i);
 
 /* ordo__transport_hb_start starts (or, running, re-sets) the heartbeat thread for socket
  * sock: a HEARTBEAT every interval_ms, the peer declared dead (a PEER_DEAD) after a silence
  * longer than the adaptive timeout (floor_ms to ceil_ms) and an unanswered probe. */
-int ordo__transport_hb_start(ordo_transport_t *t, int sock, int interval_ms, int floor_ms,
+int ordo__transport_hb_start(ordo__transport_t *t, int sock, int interval_ms, int floor_ms,
                              int ceil_ms);
 
-/* ordo__transport_hb_init makes the heartbeat id and wake-up fd (ordo_transport_new);
+/* ordo__transport_hb_init makes the heartbeat id and wake-up fd (ordo__transport_new);
  * ordo__transport_hb_fini frees them once the thread stopped. */
-int ordo__transport_hb_init(ordo_transport_t *t);
-void ordo__transport_hb_fini(ordo_transport_t *t);
+int ordo__transport_hb_init(ordo__transport_t *t);
+void ordo__transport_hb_fini(ordo__transport_t *t);
 
 /* ordo__transport_hb_stop ends the heartbeat thread; safe when none runs. */
-void ordo__transport_hb_stop(ordo_transport_t *t);
+void ordo__transport_hb_stop(ordo__transport_t *t);
 
 #endif

@@ -13,19 +13,19 @@
 
 /* monitor_open makes socket i report its handshakes and disconnections to a PAIR the I/O
  * loop polls */
-int ordo__transport_monitor_open(ordo_transport_t *t, sock_t *s, int i)
+int ordo__transport_monitor_open(ordo__transport_t *t, sock_t *s, int i)
 {
     char ep[64];
     snprintf(ep, sizeof ep, "inproc://ordo-monitor-%p-%d", (void *)t, i);
     int events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                  ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_DISCONNECTED;
     if (zmq_socket_monitor(s->z, ep, events) != 0)
-        return ordo_error_set(ORDO_ERR_IO, "zmq_socket_monitor: %s", zmq_strerror(errno));
+        return ordo__error_set(ORDO_ERR_IO, "zmq_socket_monitor: %s", zmq_strerror(errno));
     s->mon = zmq_socket(t->ctx, ZMQ_PAIR);
     size_t fdsz = sizeof s->mon_fd;
     if (!s->mon || zmq_connect(s->mon, ep) != 0 ||
         zmq_getsockopt(s->mon, ZMQ_FD, &s->mon_fd, &fdsz) != 0) {
-        int rc = ordo_error_set(ORDO_ERR_IO, "socket monitor: %s", zmq_strerror(errno));
+        int rc = ordo__error_set(ORDO_ERR_IO, "socket monitor: %s", zmq_strerror(errno));
         if (s->mon) zmq_close(s->mon);
         s->mon = NULL;
         zmq_socket_monitor(s->z, NULL, 0);
@@ -82,10 +82,10 @@ static const char *protocol_why(uint32_t code)
 /* on_event: one monitor event of socket i. A refusal of our handshake by the peer we
  * connected to (its ZAP handler said no, or the mechanisms differ) will not change by
  * retrying: the peer is reported lost, with the reason as the PEER_DEAD's text. */
-static void on_event(ordo_transport_t *t, int i, uint16_t ev, uint32_t value)
+static void on_event(ordo__transport_t *t, int i, uint16_t ev, uint32_t value)
 {
     sock_t *s = &t->socks[i];
-    int64_t now = ordo_clock_ns();
+    int64_t now = ordo__clock_ns();
     int left = 0;
     char why[1400] = "";
     if (ev == ZMQ_EVENT_DISCONNECTED) {
@@ -124,19 +124,19 @@ static void on_event(ordo_transport_t *t, int i, uint16_t ev, uint32_t value)
     if (!final) return;
     s->refused = true;
     s->dead_reported = true; /* no second PEER_DEAD from the heartbeats */
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_PEER_DEAD);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_PEER_DEAD);
     m.sock = i;
     m.hdr.key = (uint32_t)i;
     m.hdr.iter = -1;
     char text[1800];
     snprintf(text, sizeof text, "%s refused the connection: %s", s->endpoint, why);
-    ordo_msg_add_text(&m, text);
+    ordo__msg_add_text(&m, text);
     ordo__transport_put_inbound(t, &m);
 }
 
 /* drain_monitor reads socket i's pending monitor events (two frames each) */
-void ordo__transport_monitor_drain(ordo_transport_t *t, int i)
+void ordo__transport_monitor_drain(ordo__transport_t *t, int i)
 {
     void *mon = t->socks[i].mon;
     for (;;) {

@@ -15,13 +15,13 @@ static const char *type_names[] = {
     "REPL_ACK", "MEMBERS", "BATCH_REQ", "BATCH", "STATE_REQ", "STATE", "INTRA", "PEER_DEAD",
     "WAKE"};
 
-const char *ordo_wire_type_name(int type)
+const char *ordo__wire_type_name(int type)
 {
     if (type <= 0 || type >= ORDO_MSG_TYPE_MAX) return "?";
     return type_names[type];
 }
 
-const char *ordo_wire_role_name(int role)
+const char *ordo__wire_role_name(int role)
 {
     switch (role) {
     case ORDO_ROLE_SCHEDULER: return "scheduler";
@@ -51,10 +51,10 @@ static int fixbuf_write(void *data, const char *src, size_t n)
     return 0;
 }
 
-int ordo_wire_encode_hdr(const ordo_wire_hdr_t *h, void *buf, size_t cap, size_t *len)
+int ordo__wire_encode_hdr(const ordo__wire_hdr_t *h, void *buf, size_t cap, size_t *len)
 {
     if (h->nframes > ORDO_WIRE_MAX_FRAMES)
-        return ordo_error_set(ORDO_ERR_INVAL, "header: %u payload frames (max %d)", h->nframes,
+        return ordo__error_set(ORDO_ERR_INVAL, "header: %u payload frames (max %d)", h->nframes,
                               ORDO_WIRE_MAX_FRAMES);
     fixbuf_t fb = {.buf = buf, .cap = cap};
     msgpack_packer pk;
@@ -73,7 +73,7 @@ int ordo_wire_encode_hdr(const ordo_wire_hdr_t *h, void *buf, size_t cap, size_t
     msgpack_pack_uint8(&pk, h->dtype);
     msgpack_pack_array(&pk, h->nframes);
     for (uint32_t i = 0; i < h->nframes; i++) msgpack_pack_uint64(&pk, h->lens[i]);
-    if (fb.overflow) return ordo_error_set(ORDO_ERR_INVAL, "header: larger than %zu bytes", cap);
+    if (fb.overflow) return ordo__error_set(ORDO_ERR_INVAL, "header: larger than %zu bytes", cap);
     *len = fb.len;
     return 0;
 }
@@ -141,39 +141,39 @@ static int get_int(rd_t *r, const char *what, int64_t lo, int64_t hi, int64_t *o
     uint64_t u = 0;
     int uns = 0;
     int rc = rd_int(r, &v, &u, &uns);
-    if (rc == -2) return ordo_error_set(ORDO_ERR_PROTO, "header: not valid msgpack (truncated)");
-    if (rc) return ordo_error_set(ORDO_ERR_PROTO, "header: %s is not an integer", what);
+    if (rc == -2) return ordo__error_set(ORDO_ERR_PROTO, "header: not valid msgpack (truncated)");
+    if (rc) return ordo__error_set(ORDO_ERR_PROTO, "header: %s is not an integer", what);
     if (uns) {
-        if (u > (uint64_t)INT64_MAX) return ordo_error_set(ORDO_ERR_PROTO, "header: %s out of range", what);
+        if (u > (uint64_t)INT64_MAX) return ordo__error_set(ORDO_ERR_PROTO, "header: %s out of range", what);
         v = (int64_t)u;
     }
     if (v < lo || v > hi)
-        return ordo_error_set(ORDO_ERR_PROTO, "header: %s = %lld out of range [%lld, %lld]", what,
+        return ordo__error_set(ORDO_ERR_PROTO, "header: %s = %lld out of range [%lld, %lld]", what,
                               (long long)v, (long long)lo, (long long)hi);
     *out = v;
     return 0;
 }
 
-int ordo_wire_decode_hdr(const void *buf, size_t len, ordo_wire_hdr_t *out)
+int ordo__wire_decode_hdr(const void *buf, size_t len, ordo__wire_hdr_t *out)
 {
-    ordo_wire_hdr_t h;
+    ordo__wire_hdr_t h;
     memset(&h, 0, sizeof h);
     if (len == 0 || len > ORDO_WIRE_MAX_HDR)
-        return ordo_error_set(ORDO_ERR_PROTO, "header: %zu bytes (expected 1..%d)", len,
+        return ordo__error_set(ORDO_ERR_PROTO, "header: %zu bytes (expected 1..%d)", len,
                               ORDO_WIRE_MAX_HDR);
     rd_t r = {.p = buf, .end = (const uint8_t *)buf + len};
     if (r.p[0] != (0x90 | HDR_FIELDS))
-        return ordo_error_set(ORDO_ERR_PROTO, "header: not an array of %d fields", HDR_FIELDS);
+        return ordo__error_set(ORDO_ERR_PROTO, "header: not an array of %d fields", HDR_FIELDS);
     r.p++;
     int64_t v;
     int rc;
     if ((rc = get_int(&r, "version", 0, 255, &v))) return rc;
     if (v != ORDO_WIRE_VERSION)
-        return ordo_error_set(ORDO_ERR_PROTO, "header: protocol version %lld (this build speaks %d)",
+        return ordo__error_set(ORDO_ERR_PROTO, "header: protocol version %lld (this build speaks %d)",
                               (long long)v, ORDO_WIRE_VERSION);
     if ((rc = get_int(&r, "type", 1, ORDO_MSG_PEER_DEAD - 1, &v))) return rc;
     if (v == ORDO_MSG_INTRA) /* local only, like PEER_DEAD */
-        return ordo_error_set(ORDO_ERR_PROTO, "header: type INTRA is local only");
+        return ordo__error_set(ORDO_ERR_PROTO, "header: type INTRA is local only");
     h.type = (uint8_t)v;
     if ((rc = get_int(&r, "role", 0, ORDO_ROLE_WORKER, &v))) return rc;
     h.role = (uint8_t)v;
@@ -183,9 +183,9 @@ int ordo_wire_decode_hdr(const void *buf, size_t len, ordo_wire_hdr_t *out)
         uint64_t u = 0;
         int uns = 0;
         int rr = rd_int(&r, &v, &u, &uns);
-        if (rr == -2) return ordo_error_set(ORDO_ERR_PROTO, "header: not valid msgpack (truncated)");
+        if (rr == -2) return ordo__error_set(ORDO_ERR_PROTO, "header: not valid msgpack (truncated)");
         if (rr || !uns)
-            return ordo_error_set(ORDO_ERR_PROTO, "header: request id is not an unsigned integer");
+            return ordo__error_set(ORDO_ERR_PROTO, "header: request id is not an unsigned integer");
         h.req = u;
     }
     if ((rc = get_int(&r, "iter", -1, INT64_MAX, &v))) return rc;
@@ -200,9 +200,9 @@ int ordo_wire_decode_hdr(const void *buf, size_t len, ordo_wire_hdr_t *out)
     h.flags = (uint32_t)v;
     if ((rc = get_int(&r, "dtype", 0, ORDO_DTYPE_MAX - 1, &v))) return rc;
     h.dtype = (uint8_t)v;
-    if (r.p >= r.end) return ordo_error_set(ORDO_ERR_PROTO, "header: not valid msgpack (truncated)");
+    if (r.p >= r.end) return ordo__error_set(ORDO_ERR_PROTO, "header: not valid msgpack (truncated)");
     if ((*r.p & 0xf0) != 0x90 || (*r.p & 0x0f) > ORDO_WIRE_MAX_FRAMES)
-        return ordo_error_set(ORDO_ERR_PROTO,
+        return ordo__error_set(ORDO_ERR_PROTO,
                               "header: lengths is not an array of at most %d sizes",
                               ORDO_WIRE_MAX_FRAMES);
     h.nframes = *r.p++ & 0x0f;
@@ -211,14 +211,14 @@ int ordo_wire_decode_hdr(const void *buf, size_t len, ordo_wire_hdr_t *out)
         h.lens[i] = (uint64_t)v;
     }
     if (r.p != r.end)
-        return ordo_error_set(ORDO_ERR_PROTO, "header: %zu trailing bytes", (size_t)(r.end - r.p));
+        return ordo__error_set(ORDO_ERR_PROTO, "header: %zu trailing bytes", (size_t)(r.end - r.p));
     *out = h;
     return 0;
 }
 
 /* ---- messages ----------------------------------------------------------------------- */
 
-void ordo_msg_init(ordo_msg_t *m, int type)
+void ordo__msg_init(ordo__msg_t *m, int type)
 {
     m->sock = 0;
     m->rid_len = 0;
@@ -228,9 +228,9 @@ void ordo_msg_init(ordo_msg_t *m, int type)
     m->nframes = 0;
 }
 
-int ordo_msg_add_copy(ordo_msg_t *m, const void *data, size_t len)
+int ordo__msg_add_copy(ordo__msg_t *m, const void *data, size_t len)
 {
-    if (m->nframes >= ORDO_WIRE_MAX_FRAMES) return ordo_error_set(ORDO_ERR_INVAL, "too many frames");
+    if (m->nframes >= ORDO_WIRE_MAX_FRAMES) return ordo__error_set(ORDO_ERR_INVAL, "too many frames");
     zmq_msg_t *f = &m->frames[m->nframes];
     if (zmq_msg_init_size(f, len) != 0) return ORDO_ERR_NOMEM;
     if (len) memcpy(zmq_msg_data(f), data, len);
@@ -240,9 +240,9 @@ int ordo_msg_add_copy(ordo_msg_t *m, const void *data, size_t len)
     return 0;
 }
 
-int ordo_msg_add_ref(ordo_msg_t *m, void *data, size_t len, zmq_free_fn *free_fn, void *hint)
+int ordo__msg_add_ref(ordo__msg_t *m, void *data, size_t len, zmq_free_fn *free_fn, void *hint)
 {
-    if (m->nframes >= ORDO_WIRE_MAX_FRAMES) return ordo_error_set(ORDO_ERR_INVAL, "too many frames");
+    if (m->nframes >= ORDO_WIRE_MAX_FRAMES) return ordo__error_set(ORDO_ERR_INVAL, "too many frames");
     zmq_msg_t *f = &m->frames[m->nframes];
     if (zmq_msg_init_data(f, data, len, free_fn, hint) != 0) return ORDO_ERR_NOMEM;
     m->hdr.lens[m->nframes] = len;
@@ -251,22 +251,22 @@ int ordo_msg_add_ref(ordo_msg_t *m, void *data, size_t len, zmq_free_fn *free_fn
     return 0;
 }
 
-int ordo_msg_add_text(ordo_msg_t *m, const char *text)
+int ordo__msg_add_text(ordo__msg_t *m, const char *text)
 {
-    return ordo_msg_add_copy(m, text, strlen(text));
+    return ordo__msg_add_copy(m, text, strlen(text));
 }
 
-void *ordo_msg_data(ordo_msg_t *m, int i, size_t *len)
+void *ordo__msg_data(ordo__msg_t *m, int i, size_t *len)
 {
     if (i < 0 || i >= m->nframes) return NULL;
     *len = zmq_msg_size(&m->frames[i]);
     return zmq_msg_data(&m->frames[i]);
 }
 
-const char *ordo_msg_text(ordo_msg_t *m, int i, char *buf, size_t size)
+const char *ordo__msg_text(ordo__msg_t *m, int i, char *buf, size_t size)
 {
     size_t len = 0;
-    const char *d = ordo_msg_data(m, i, &len);
+    const char *d = ordo__msg_data(m, i, &len);
     if (!d) len = 0;
     if (len >= size) len = size - 1;
     if (len) memcpy(buf, d, len);
@@ -274,14 +274,14 @@ const char *ordo_msg_text(ordo_msg_t *m, int i, char *buf, size_t size)
     return buf;
 }
 
-void ordo_msg_close(ordo_msg_t *m)
+void ordo__msg_close(ordo__msg_t *m)
 {
     for (int i = 0; i < m->nframes; i++) zmq_msg_close(&m->frames[i]);
     m->nframes = 0;
     m->hdr.nframes = 0;
 }
 
-void ordo_msg_move(ordo_msg_t *dst, ordo_msg_t *src)
+void ordo__msg_move(ordo__msg_t *dst, ordo__msg_t *src)
 {
     dst->sock = src->sock;
     dst->rid_len = src->rid_len;
@@ -298,24 +298,24 @@ void ordo_msg_move(ordo_msg_t *dst, ordo_msg_t *src)
 
 /* ---- send / receive ----------------------------------------------------------------- */
 
-int ordo_wire_send(void *sock, int router, ordo_msg_t *m, int flags)
+int ordo__wire_send(void *sock, int router, ordo__msg_t *m, int flags)
 {
     char hbuf[ORDO_WIRE_MAX_HDR];
     size_t hlen;
     m->hdr.nframes = (uint32_t)m->nframes;
     for (int i = 0; i < m->nframes; i++) m->hdr.lens[i] = zmq_msg_size(&m->frames[i]);
-    int rc = ordo_wire_encode_hdr(&m->hdr, hbuf, sizeof hbuf, &hlen);
+    int rc = ordo__wire_encode_hdr(&m->hdr, hbuf, sizeof hbuf, &hlen);
     if (rc) return rc;
     if (router) {
         if (zmq_send(sock, m->rid, m->rid_len, flags | ZMQ_SNDMORE) < 0) {
             if (errno == EAGAIN) return ORDO_ERR_AGAIN;
-            if (errno == EHOSTUNREACH) return ordo_error_set(ORDO_ERR_PEERDEAD, "peer unreachable");
-            return ordo_error_set(ORDO_ERR_IO, "zmq_send: %s", zmq_strerror(errno));
+            if (errno == EHOSTUNREACH) return ordo__error_set(ORDO_ERR_PEERDEAD, "peer unreachable");
+            return ordo__error_set(ORDO_ERR_IO, "zmq_send: %s", zmq_strerror(errno));
         }
     }
     if (zmq_send(sock, hbuf, hlen, flags | (m->nframes ? ZMQ_SNDMORE : 0)) < 0) {
         if (errno == EAGAIN && !router) return ORDO_ERR_AGAIN;
-        return ordo_error_set(ORDO_ERR_IO, "zmq_send: %s", zmq_strerror(errno));
+        return ordo__error_set(ORDO_ERR_IO, "zmq_send: %s", zmq_strerror(errno));
     }
     /* Once the first part is queued ZeroMQ takes the rest atomically. */
     for (int i = 0; i < m->nframes; i++) {
@@ -324,7 +324,7 @@ int ordo_wire_send(void *sock, int router, ordo_msg_t *m, int flags)
             int e = errno;
             for (int j = i; j < m->nframes; j++) zmq_msg_close(&m->frames[j]);
             m->nframes = 0;
-            return ordo_error_set(ORDO_ERR_IO, "zmq_msg_send: %s", zmq_strerror(e));
+            return ordo__error_set(ORDO_ERR_IO, "zmq_msg_send: %s", zmq_strerror(e));
         }
     }
     m->nframes = 0;
@@ -351,11 +351,11 @@ static int has_more(void *sock)
     return more;
 }
 
-int ordo_wire_recv(void *sock, int router, ordo_msg_t *m, int flags)
+int ordo__wire_recv(void *sock, int router, ordo__msg_t *m, int flags)
 {
     zmq_msg_t part;
     int rc;
-    ordo_msg_init(m, 0);
+    ordo__msg_init(m, 0);
     if (router) {
         zmq_msg_init(&part);
         if (zmq_msg_recv(&part, sock, flags) < 0) {
@@ -363,14 +363,14 @@ int ordo_wire_recv(void *sock, int router, ordo_msg_t *m, int flags)
             zmq_msg_close(&part);
             if (e == EAGAIN) return ORDO_ERR_AGAIN;
             if (e == ETERM) return ORDO_ERR_CLOSED;
-            return ordo_error_set(ORDO_ERR_IO, "zmq_msg_recv: %s", zmq_strerror(e));
+            return ordo__error_set(ORDO_ERR_IO, "zmq_msg_recv: %s", zmq_strerror(e));
         }
         size_t n = zmq_msg_size(&part);
         if (n > ORDO_WIRE_MAX_RID) n = ORDO_WIRE_MAX_RID;
         memcpy(m->rid, zmq_msg_data(&part), n);
         m->rid_len = n;
         zmq_msg_close(&part);
-        if (!has_more(sock)) return ordo_error_set(ORDO_ERR_PROTO, "message has no header frame");
+        if (!has_more(sock)) return ordo__error_set(ORDO_ERR_PROTO, "message has no header frame");
         flags = 0;
     }
     zmq_msg_init(&part);
@@ -379,9 +379,9 @@ int ordo_wire_recv(void *sock, int router, ordo_msg_t *m, int flags)
         zmq_msg_close(&part);
         if (e == EAGAIN) return ORDO_ERR_AGAIN;
         if (e == ETERM) return ORDO_ERR_CLOSED;
-        return ordo_error_set(ORDO_ERR_IO, "zmq_msg_recv: %s", zmq_strerror(e));
+        return ordo__error_set(ORDO_ERR_IO, "zmq_msg_recv: %s", zmq_strerror(e));
     }
-    rc = ordo_wire_decode_hdr(zmq_msg_data(&part), zmq_msg_size(&part), &m->hdr);
+    rc = ordo__wire_decode_hdr(zmq_msg_data(&part), zmq_msg_size(&part), &m->hdr);
     zmq_msg_close(&part);
     if (rc) {
         drain(sock);
@@ -391,16 +391,16 @@ int ordo_wire_recv(void *sock, int router, ordo_msg_t *m, int flags)
         if (m->nframes >= (int)m->hdr.nframes) {
             uint32_t want = m->hdr.nframes;
             drain(sock);
-            ordo_msg_close(m);
-            return ordo_error_set(ORDO_ERR_PROTO, "%s: more payload frames than the header's %u",
-                                  ordo_wire_type_name(m->hdr.type), want);
+            ordo__msg_close(m);
+            return ordo__error_set(ORDO_ERR_PROTO, "%s: more payload frames than the header's %u",
+                                  ordo__wire_type_name(m->hdr.type), want);
         }
         zmq_msg_t *f = &m->frames[m->nframes];
         zmq_msg_init(f);
         if (zmq_msg_recv(f, sock, 0) < 0) {
             zmq_msg_close(f);
-            ordo_msg_close(m);
-            return ordo_error_set(ORDO_ERR_IO, "zmq_msg_recv: %s", zmq_strerror(errno));
+            ordo__msg_close(m);
+            return ordo__error_set(ORDO_ERR_IO, "zmq_msg_recv: %s", zmq_strerror(errno));
         }
         m->nframes++;
         size_t got = zmq_msg_size(f);
@@ -408,18 +408,18 @@ int ordo_wire_recv(void *sock, int router, ordo_msg_t *m, int flags)
             uint64_t want = m->hdr.lens[m->nframes - 1];
             int idx = m->nframes - 1;
             drain(sock);
-            ordo_msg_close(m);
-            return ordo_error_set(ORDO_ERR_PROTO, "%s: frame %d has %zu bytes, header says %llu",
-                                  ordo_wire_type_name(m->hdr.type), idx, got,
+            ordo__msg_close(m);
+            return ordo__error_set(ORDO_ERR_PROTO, "%s: frame %d has %zu bytes, header says %llu",
+                                  ordo__wire_type_name(m->hdr.type), idx, got,
                                   (unsigned long long)want);
         }
     }
     if (m->nframes != (int)m->hdr.nframes) {
         int got = m->nframes;
         uint32_t want = m->hdr.nframes;
-        ordo_msg_close(m);
-        return ordo_error_set(ORDO_ERR_PROTO, "%s: %d payload frames, header says %u",
-                              ordo_wire_type_name(m->hdr.type), got, want);
+        ordo__msg_close(m);
+        return ordo__error_set(ORDO_ERR_PROTO, "%s: %d payload frames, header says %u",
+                              ordo__wire_type_name(m->hdr.type), got, want);
     }
     return 0;
 }

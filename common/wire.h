@@ -71,7 +71,7 @@ typedef enum {
     ORDO_MSG_PEER_DEAD,      /* local only: the transport lost a peer (never on the wire) */
     ORDO_MSG_WAKE,           /* local only: another thread of the process wants attention */
     ORDO_MSG_TYPE_MAX
-} ordo_msg_type_t;
+} ordo__msg_type_t;
 
 /* BATCH_REQ and BATCH header values (the batch service) */
 #define ORDO_BATCH_ANY_EPOCH 0xffffffffu /* BATCH_REQ key: whichever epoch is being handed out */
@@ -81,14 +81,14 @@ typedef enum {
                                            still works on its last batch (it stays leased) */
 #define ORDO_BATCH_MAX 65536            /* the largest batch the service hands out */
 
-typedef enum { ORDO_ROLE_SCHEDULER = 0, ORDO_ROLE_SERVER = 1, ORDO_ROLE_WORKER = 2 } ordo_role_t;
+typedef enum { ORDO_ROLE_SCHEDULER = 0, ORDO_ROLE_SERVER = 1, ORDO_ROLE_WORKER = 2 } ordo__role_t;
 
 /* BF16, F16, ONEBIT and KV are compressed tensor payloads (common/codec.h owns their layout):
  * a PUSH or a PULL_RESP may carry its values in one of them instead of F32, and a PULL asks
  * for its answer in the dtype it carries (NONE or F32: float32). */
 typedef enum { ORDO_DTYPE_NONE = 0, ORDO_DTYPE_F32 = 1, ORDO_DTYPE_BYTES = 2, ORDO_DTYPE_COO = 3,
                ORDO_DTYPE_JSON = 4, ORDO_DTYPE_BF16 = 5, ORDO_DTYPE_F16 = 6,
-               ORDO_DTYPE_ONEBIT = 7, ORDO_DTYPE_KV = 8, ORDO_DTYPE_MAX } ordo_dtype_t;
+               ORDO_DTYPE_ONEBIT = 7, ORDO_DTYPE_KV = 8, ORDO_DTYPE_MAX } ordo__dtype_t;
 
 /* flags */
 #define ORDO_FLAG_LAST_CHUNK 0x1u /* the last chunk of a tensor */
@@ -126,9 +126,9 @@ typedef enum { ORDO_DTYPE_NONE = 0, ORDO_DTYPE_F32 = 1, ORDO_DTYPE_BYTES = 2, OR
 #define ORDO_FLAG_STALE(st) ((uint32_t)(uint16_t)(int16_t)((st) > 32767 ? 32767 : (st) < -32768 ? -32768 : (st)) << ORDO_FLAG_STALE_SHIFT)
 #define ORDO_FLAG_STALENESS(flags) ((int)(int16_t)(uint16_t)((flags) >> ORDO_FLAG_STALE_SHIFT))
 
-typedef struct ordo_wire_hdr {
-    uint8_t type;  /* ordo_msg_type_t */
-    uint8_t role;  /* sender's ordo_role_t */
+typedef struct ordo__wire_hdr {
+    uint8_t type;  /* ordo__msg_type_t */
+    uint8_t role;  /* sender's ordo__role_t */
     int32_t rank;  /* sender's rank, -1 before assignment */
     uint64_t req;  /* request id, echoed in the answer */
     int64_t iter;
@@ -136,67 +136,67 @@ typedef struct ordo_wire_hdr {
     uint32_t chunk;
     int32_t priority;
     uint32_t flags;
-    uint8_t dtype; /* ordo_dtype_t of the payload */
+    uint8_t dtype; /* ordo__dtype_t of the payload */
     uint32_t nframes;
     uint64_t lens[ORDO_WIRE_MAX_FRAMES];
-} ordo_wire_hdr_t;
+} ordo__wire_hdr_t;
 
 /* A received or outgoing message: header, payload frames and, on a ROUTER socket, the
  * routing id of the peer. */
-typedef struct ordo_msg {
+typedef struct ordo__msg {
     int sock;                        /* transport socket index it came on / goes to */
     uint8_t rid[ORDO_WIRE_MAX_RID];  /* ROUTER routing id of the peer */
     size_t rid_len;
-    ordo_wire_hdr_t hdr;
+    ordo__wire_hdr_t hdr;
     int nframes;
     zmq_msg_t frames[ORDO_WIRE_MAX_FRAMES];
-} ordo_msg_t;
+} ordo__msg_t;
 
-/* ordo_wire_type_name returns a message type's name ("PUSH") or "?" */
-const char *ordo_wire_type_name(int type);
+/* ordo__wire_type_name returns a message type's name ("PUSH") or "?" */
+const char *ordo__wire_type_name(int type);
 
-/* ordo_wire_role_name returns "scheduler", "server", "worker" or "?" */
-const char *ordo_wire_role_name(int role);
+/* ordo__wire_role_name returns "scheduler", "server", "worker" or "?" */
+const char *ordo__wire_role_name(int role);
 
-/* ordo_wire_encode_hdr writes hdr as msgpack into buf (cap bytes) and sets *len. */
-int ordo_wire_encode_hdr(const ordo_wire_hdr_t *hdr, void *buf, size_t cap, size_t *len);
+/* ordo__wire_encode_hdr writes hdr as msgpack into buf (cap bytes) and sets *len. */
+int ordo__wire_encode_hdr(const ordo__wire_hdr_t *hdr, void *buf, size_t cap, size_t *len);
 
-/* ordo_wire_decode_hdr parses a header frame; rejects wrong version, unknown type, wrong
+/* ordo__wire_decode_hdr parses a header frame; rejects wrong version, unknown type, wrong
  * field types, out-of-range values and trailing bytes with ORDO_ERR_PROTO and a detail. */
-int ordo_wire_decode_hdr(const void *buf, size_t len, ordo_wire_hdr_t *hdr);
+int ordo__wire_decode_hdr(const void *buf, size_t len, ordo__wire_hdr_t *hdr);
 
-/* ordo_msg_init makes an empty message of the given type (no frames). */
-void ordo_msg_init(ordo_msg_t *m, int type);
+/* ordo__msg_init makes an empty message of the given type (no frames). */
+void ordo__msg_init(ordo__msg_t *m, int type);
 
-/* ordo_msg_add_copy appends a payload frame holding a copy of data. */
-int ordo_msg_add_copy(ordo_msg_t *m, const void *data, size_t len);
+/* ordo__msg_add_copy appends a payload frame holding a copy of data. */
+int ordo__msg_add_copy(ordo__msg_t *m, const void *data, size_t len);
 
-/* ordo_msg_add_ref appends a zero-copy payload frame over data; free_fn(data, hint) runs
+/* ordo__msg_add_ref appends a zero-copy payload frame over data; free_fn(data, hint) runs
  * once ZeroMQ no longer needs the memory (the caller keeps data alive until then). */
-int ordo_msg_add_ref(ordo_msg_t *m, void *data, size_t len, zmq_free_fn *free_fn, void *hint);
+int ordo__msg_add_ref(ordo__msg_t *m, void *data, size_t len, zmq_free_fn *free_fn, void *hint);
 
-/* ordo_msg_add_text appends a copy of a NUL-terminated string (JSON bodies, reasons). */
-int ordo_msg_add_text(ordo_msg_t *m, const char *text);
+/* ordo__msg_add_text appends a copy of a NUL-terminated string (JSON bodies, reasons). */
+int ordo__msg_add_text(ordo__msg_t *m, const char *text);
 
-/* ordo_msg_data returns frame i's bytes and sets *len; NULL when i is out of range. */
-void *ordo_msg_data(ordo_msg_t *m, int i, size_t *len);
+/* ordo__msg_data returns frame i's bytes and sets *len; NULL when i is out of range. */
+void *ordo__msg_data(ordo__msg_t *m, int i, size_t *len);
 
-/* ordo_msg_text copies frame i as a NUL-terminated string into buf (truncating). */
-const char *ordo_msg_text(ordo_msg_t *m, int i, char *buf, size_t size);
+/* ordo__msg_text copies frame i as a NUL-terminated string into buf (truncating). */
+const char *ordo__msg_text(ordo__msg_t *m, int i, char *buf, size_t size);
 
-/* ordo_msg_close releases the frames; the message may be reused after ordo_msg_init. */
-void ordo_msg_close(ordo_msg_t *m);
+/* ordo__msg_close releases the frames; the message may be reused after ordo__msg_init. */
+void ordo__msg_close(ordo__msg_t *m);
 
-/* ordo_msg_move moves src into dst (dst must be closed or fresh); src is left empty. */
-void ordo_msg_move(ordo_msg_t *dst, ordo_msg_t *src);
+/* ordo__msg_move moves src into dst (dst must be closed or fresh); src is left empty. */
+void ordo__msg_move(ordo__msg_t *dst, ordo__msg_t *src);
 
-/* ordo_wire_send sends m on a socket (with rid first when router is set); on success the
+/* ordo__wire_send sends m on a socket (with rid first when router is set); on success the
  * frames are consumed and m is left empty; flags are ZMQ send flags (ZMQ_DONTWAIT). On
  * ORDO_ERR_AGAIN nothing was sent and m is intact. */
-int ordo_wire_send(void *sock, int router, ordo_msg_t *m, int flags);
+int ordo__wire_send(void *sock, int router, ordo__msg_t *m, int flags);
 
-/* ordo_wire_recv receives one whole multipart message; a malformed one is drained and
+/* ordo__wire_recv receives one whole multipart message; a malformed one is drained and
  * rejected with ORDO_ERR_PROTO (detail says why), leaving no frames behind. */
-int ordo_wire_recv(void *sock, int router, ordo_msg_t *m, int flags);
+int ordo__wire_recv(void *sock, int router, ordo__msg_t *m, int flags);
 
 #endif

@@ -27,7 +27,7 @@ static uint32_t get_u32le(const uint8_t *p)
 }
 #endif
 
-void ordo_coo_encode(const ordo_coo_entry_t *entries, size_t count, uint8_t *buf)
+void ordo__coo_encode(const ordo__coo_entry_t *entries, size_t count, uint8_t *buf)
 {
     if (count == 0) return;
 #if COO_HOST_LE
@@ -42,9 +42,9 @@ void ordo_coo_encode(const ordo_coo_entry_t *entries, size_t count, uint8_t *buf
 #endif
 }
 
-ordo_coo_entry_t ordo_coo_get(const uint8_t *buf, size_t i)
+ordo__coo_entry_t ordo__coo_get(const uint8_t *buf, size_t i)
 {
-    ordo_coo_entry_t e;
+    ordo__coo_entry_t e;
 #if COO_HOST_LE
     memcpy(&e, buf + 8 * i, sizeof e);
 #else
@@ -55,51 +55,51 @@ ordo_coo_entry_t ordo_coo_get(const uint8_t *buf, size_t i)
     return e;
 }
 
-int ordo_coo_check(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, size_t *count)
+int ordo__coo_check(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, size_t *count)
 {
     if (len % ORDO_COO_ENTRY_BYTES != 0)
-        return ordo_error_set(ORDO_ERR_PROTO, "coo: payload length %zu is not a multiple of %d", len,
+        return ordo__error_set(ORDO_ERR_PROTO, "coo: payload length %zu is not a multiple of %d", len,
                               ORDO_COO_ENTRY_BYTES);
     if (len > 0 && buf == NULL)
-        return ordo_error_set(ORDO_ERR_PROTO, "coo: payload of %zu bytes has no data", len);
+        return ordo__error_set(ORDO_ERR_PROTO, "coo: payload of %zu bytes has no data", len);
     size_t n = len / ORDO_COO_ENTRY_BYTES;
     for (size_t i = 0; i < n; i++) {
-        ordo_coo_entry_t e = ordo_coo_get(buf, i);
+        ordo__coo_entry_t e = ordo__coo_get(buf, i);
         if (e.index < lo || e.index >= hi)
-            return ordo_error_set(ORDO_ERR_PROTO, "coo: entry %zu: index %u out of range [%u, %u)", i,
+            return ordo__error_set(ORDO_ERR_PROTO, "coo: entry %zu: index %u out of range [%u, %u)", i,
                                   e.index, lo, hi);
-        if (i > 0 && e.index <= ordo_coo_get(buf, i - 1).index)
-            return ordo_error_set(ORDO_ERR_PROTO,
+        if (i > 0 && e.index <= ordo__coo_get(buf, i - 1).index)
+            return ordo__error_set(ORDO_ERR_PROTO,
                                   "coo: entry %zu: index %u not greater than previous %u", i,
-                                  e.index, ordo_coo_get(buf, i - 1).index);
+                                  e.index, ordo__coo_get(buf, i - 1).index);
         if (!isfinite(e.value))
-            return ordo_error_set(ORDO_ERR_PROTO, "coo: entry %zu (index %u): value is %s", i, e.index,
+            return ordo__error_set(ORDO_ERR_PROTO, "coo: entry %zu (index %u): value is %s", i, e.index,
                                   isnan(e.value) ? "NaN" : "infinite");
     }
     *count = n;
     return 0;
 }
 
-int ordo_coo_decode(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, ordo_coo_entry_t *out,
+int ordo__coo_decode(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, ordo__coo_entry_t *out,
                     size_t cap, size_t *count)
 {
     size_t n;
-    int rc = ordo_coo_check(buf, len, lo, hi, &n);
+    int rc = ordo__coo_check(buf, len, lo, hi, &n);
     if (rc < 0) return rc;
-    if (n > cap) return ordo_error_set(ORDO_ERR_RANGE, "coo: %zu entries do not fit in %zu", n, cap);
+    if (n > cap) return ordo__error_set(ORDO_ERR_RANGE, "coo: %zu entries do not fit in %zu", n, cap);
     for (size_t i = 0; i < n; i++)
-        out[i] = ordo_coo_get(buf, i);
+        out[i] = ordo__coo_get(buf, i);
     *count = n;
     return 0;
 }
 
-int ordo_coo_patch(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, float *dst)
+int ordo__coo_patch(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, float *dst)
 {
     size_t n;
-    int rc = ordo_coo_check(buf, len, lo, hi, &n);
+    int rc = ordo__coo_check(buf, len, lo, hi, &n);
     if (rc < 0) return rc;
     for (size_t i = 0; i < n; i++) {
-        ordo_coo_entry_t e = ordo_coo_get(buf, i);
+        ordo__coo_entry_t e = ordo__coo_get(buf, i);
         dst[e.index] = e.value;
     }
     return 0;

@@ -13,7 +13,7 @@
 typedef struct {
     uint32_t index;
     float value;
-} ordo_coo_entry_t;
+} ordo__coo_entry_t;
 
 #define ORDO_COO_ENTRY_BYTES 8
 
@@ -23,28 +23,28 @@ static inline size_t ordo_coo_size(size_t count)
     return count * ORDO_COO_ENTRY_BYTES;
 }
 
-/* ordo_coo_encode writes count entries to buf, which must hold ordo_coo_size(count) bytes.
+/* ordo__coo_encode writes count entries to buf, which must hold ordo_coo_size(count) bytes.
  * It trusts its input (our own selection output): callers pass entries sorted by index. */
-void ordo_coo_encode(const ordo_coo_entry_t *entries, size_t count, uint8_t *buf);
+void ordo__coo_encode(const ordo__coo_entry_t *entries, size_t count, uint8_t *buf);
 
-/* ordo_coo_get returns entry i of a payload without validating it; use it only on a payload
- * that ordo_coo_check accepted. */
-ordo_coo_entry_t ordo_coo_get(const uint8_t *buf, size_t i);
+/* ordo__coo_get returns entry i of a payload without validating it; use it only on a payload
+ * that ordo__coo_check accepted. */
+ordo__coo_entry_t ordo__coo_get(const uint8_t *buf, size_t i);
 
-/* ordo_coo_check validates an untrusted payload of len bytes: len a multiple of 8, every
+/* ordo__coo_check validates an untrusted payload of len bytes: len a multiple of 8, every
  * index in [lo, hi), indices strictly increasing, every value finite. On success it writes
  * the entry count; on failure it returns ORDO_ERR_PROTO with a detail such as
  * "coo: entry 3: index 70 out of range [0, 64)". buf may be NULL when len is 0. */
-int ordo_coo_check(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, size_t *count);
+int ordo__coo_check(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, size_t *count);
 
-/* ordo_coo_decode validates like ordo_coo_check and copies the entries to out, which holds
+/* ordo__coo_decode validates like ordo__coo_check and copies the entries to out, which holds
  * cap entries (ORDO_ERR_RANGE when too small). Nothing is written to out on a rejected
  * payload. */
-int ordo_coo_decode(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, ordo_coo_entry_t *out,
+int ordo__coo_decode(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, ordo__coo_entry_t *out,
                     size_t cap, size_t *count);
 
-/* ordo_coo_patch validates like ordo_coo_check and then sets dst[index] = value for every
+/* ordo__coo_patch validates like ordo__coo_check and then sets dst[index] = value for every
  * entry (dst is the whole tensor, indexed absolutely). A rejected payload changes nothing. */
-int ordo_coo_patch(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, float *dst);
+int ordo__coo_patch(const uint8_t *buf, size_t len, uint32_t lo, uint32_t hi, float *dst);
 
 #endif

@@ -16,10 +16,10 @@
 /* timeline                                                                                */
 /* ======================================================================================= */
 
-void ordo_merge_timeline_destroy(ordo_merge_timeline_t **pt)
+void ordo__merge_timeline_destroy(ordo__merge_timeline_t **pt)
 {
     if (!pt || !*pt) return;
-    ordo_merge_timeline_t *t = *pt;
+    ordo__merge_timeline_t *t = *pt;
     free(t->layer_op);
     free(t->tb_s);
     free(t->ready_s);
@@ -31,13 +31,13 @@ void ordo_merge_timeline_destroy(ordo_merge_timeline_t **pt)
     *pt = NULL;
 }
 
-int ordo_merge_timeline_new(const ordo_model_t *m, ordo_merge_timeline_t **out)
+int ordo__merge_timeline_new(const ordo__model_t *m, ordo__merge_timeline_t **out)
 {
-    if (!m || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_timeline_new: no model");
+    if (!m || !out) return ordo__error_set(ORDO_ERR_INVAL, "ordo__merge_timeline_new: no model");
     int rc = ORDO_ERR_NOMEM;
     int P = m->n_params, O = m->n_ops;
     int *owner = malloc(((size_t)P + 1) * sizeof *owner);
-    ordo_merge_timeline_t *t = calloc(1, sizeof *t);
+    ordo__merge_timeline_t *t = calloc(1, sizeof *t);
     if (!owner || !t) goto fail;
 
     /* A parameter's gradient is complete when the backward of its first reader (forward
@@ -48,7 +48,7 @@ int ordo_merge_timeline_new(const ordo_model_t *m, ordo_merge_timeline_t **out)
         for (int k = 0; k < m->ops[o].n_params; k++) {
             int p = m->ops[o].params[k];
             if (p < 0 || p >= P) {
-                rc = ordo_error_set(ORDO_ERR_INVAL, "model '%s': op '%s' names parameter %d of %d",
+                rc = ordo__error_set(ORDO_ERR_INVAL, "model '%s': op '%s' names parameter %d of %d",
                                     m->name, m->ops[o].name, p, P);
                 goto fail;
             }
@@ -56,7 +56,7 @@ int ordo_merge_timeline_new(const ordo_model_t *m, ordo_merge_timeline_t **out)
         }
     for (int p = 0; p < P; p++)
         if (owner[p] < 0) {
-            rc = ordo_error_set(ORDO_ERR_INVAL, "model '%s': parameter '%s' is read by no op", m->name,
+            rc = ordo__error_set(ORDO_ERR_INVAL, "model '%s': parameter '%s' is read by no op", m->name,
                                 m->params[p].name);
             goto fail;
         }
@@ -78,7 +78,7 @@ int ordo_merge_timeline_new(const ordo_model_t *m, ordo_merge_timeline_t **out)
     double pending_us = 0, clock_s = 0;
     int L = 0, np = 0;
     for (int o = O - 1; o >= 0; o--) {
-        const ordo_model_op_t *op = &m->ops[o];
+        const ordo__model_op_t *op = &m->ops[o];
         int owns = 0;
         for (int k = 0; k < op->n_params; k++)
             if (owner[op->params[k]] == o) owns = 1;
@@ -109,9 +109,9 @@ int ordo_merge_timeline_new(const ordo_model_t *m, ordo_merge_timeline_t **out)
     *out = t;
     return 0;
 fail:
-    if (rc == ORDO_ERR_NOMEM) ordo_error_set(rc, "model '%s': out of memory", m->name);
+    if (rc == ORDO_ERR_NOMEM) ordo__error_set(rc, "model '%s': out of memory", m->name);
     free(owner);
-    ordo_merge_timeline_destroy(&t);
+    ordo__merge_timeline_destroy(&t);
     return rc;
 }
 
@@ -119,7 +119,7 @@ fail:
 /* cost model                                                                              */
 /* ======================================================================================= */
 
-int ordo_merge_grouping_valid(int n, const int *group_of)
+int ordo__merge_grouping_valid(int n, const int *group_of)
 {
     if (n < 0 || (n > 0 && !group_of)) return 0;
     for (int i = 0; i < n; i++) {
@@ -129,31 +129,31 @@ int ordo_merge_grouping_valid(int n, const int *group_of)
     return 1;
 }
 
-double ordo_merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
+double ordo__merge_comm_times(int n, const double *ready_s, const int64_t *bytes,
                              const int *group_of, double a, double b, double c,
-                             const ordo_merge_pieces_t *pieces, double *start_s, double *end_s)
+                             const ordo__merge_pieces_t *pieces, double *start_s, double *end_s)
 {
-    return ordo_merge_comm_times3(n, ready_s, bytes, group_of, a, b, c, 0, 0, pieces, start_s,
+    return ordo__merge_comm_times3(n, ready_s, bytes, group_of, a, b, c, 0, 0, pieces, start_s,
                                   end_s);
 }
 
-double ordo_merge_comm_times3(int n, const double *ready_s, const int64_t *bytes,
+double ordo__merge_comm_times3(int n, const double *ready_s, const int64_t *bytes,
                               const int *group_of, double a, double b, double c, double p,
-                              double pm, const ordo_merge_pieces_t *pieces, double *start_s,
+                              double pm, const ordo__merge_pieces_t *pieces, double *start_s,
                               double *end_s)
 {
-    return ordo_merge_times(n, ready_s, bytes, group_of, a, b, c, p, pm,
-                             ordo_merge_pull_resources(pieces), pieces, start_s, end_s);
+    return ordo__merge_times(n, ready_s, bytes, group_of, a, b, c, p, pm,
+                             ordo__merge_pull_resources(pieces), pieces, start_s, end_s);
 }
 
-double ordo_merge_times(int n, const double *ready_s, const int64_t *bytes, const int *group_of,
+double ordo__merge_times(int n, const double *ready_s, const int64_t *bytes, const int *group_of,
                          double a, double b, double c, double p, double pm, int P,
-                         const ordo_merge_pieces_t *pieces, double *start_s, double *end_s)
+                         const ordo__merge_pieces_t *pieces, double *start_s, double *end_s)
 {
-    ORDO_ASSERT(ordo_merge_grouping_valid(n, group_of));
+    ORDO_ASSERT(ordo__merge_grouping_valid(n, group_of));
     ORDO_ASSERT(!pieces || pieces->n_items == n);
-    ordo_merge_packer_t k;
-    if (pieces && ordo_merge_packer_init(&k, pieces, 1, &a, &b, &c) != 0) return NAN;
+    ordo__merge_packer_t k;
+    if (pieces && ordo__merge_packer_init(&k, pieces, 1, &a, &b, &c) != 0) return NAN;
     /* link free, receiver free, pull resources free */
     double end = 0, done = 0, back[ORDO__MERGE_PULLS_MAX] = {0};
     ORDO_ASSERT(P == 1 || (pieces && P == pieces->n_servers && P <= ORDO__MERGE_PULLS_MAX));
@@ -165,20 +165,20 @@ double ordo_merge_times(int n, const double *ready_s, const int64_t *bytes, cons
         int g = group_of[i], first = i;
         double ready = 0;
         int64_t sum = 0;
-        if (pieces) ordo_merge_packer_reset(&k);
+        if (pieces) ordo__merge_packer_reset(&k);
         for (; i < n && group_of[i] == g; i++) {
             if (ready_s[i] > ready) ready = ready_s[i];
             sum += bytes[i];
-            if (pieces) ordo_merge_packer_add(&k, i);
+            if (pieces) ordo__merge_packer_add(&k, i);
         }
         int n_msgs = pieces ? k.count : 1;
-        double phi = pieces ? ordo_merge_packer_phi(&k, 0) : a + b * (double)sum;
+        double phi = pieces ? ordo__merge_packer_phi(&k, 0) : a + b * (double)sum;
         double start = end > ready ? end : ready;
         ordo_merge_send(&end, &done, ready, n_msgs, sum, phi, a, b, c);
         double group_end = done;
         if (pulls) {
             if (pieces) {
-                ordo_merge_packer_pulls(&k, P, pulled, values);
+                ordo__merge_packer_pulls(&k, P, pulled, values);
             } else { /* one value per item */
                 pulled[0] = sum;
                 values[0] = i - first;
@@ -188,7 +188,7 @@ double ordo_merge_times(int n, const double *ready_s, const int64_t *bytes, cons
         if (start_s) start_s[g] = start;
         if (end_s) end_s[g] = group_end;
     }
-    if (pieces) ordo_merge_packer_free(&k);
+    if (pieces) ordo__merge_packer_free(&k);
     return pulls ? ordo_merge_pulls_end(back, P) : done;
 }
 
@@ -196,7 +196,7 @@ double ordo_merge_times(int n, const double *ready_s, const int64_t *bytes, cons
 /* messages of a group                                                                     */
 /* ======================================================================================= */
 
-void ordo_merge_pieces_destroy(ordo_merge_pieces_t **pp)
+void ordo__merge_pieces_destroy(ordo__merge_pieces_t **pp)
 {
     if (!pp || !*pp) return;
     free((*pp)->first);
@@ -208,17 +208,17 @@ void ordo_merge_pieces_destroy(ordo_merge_pieces_t **pp)
     *pp = NULL;
 }
 
-int ordo_merge_pieces_new(const ordo_merge_timeline_t *t, const ordo_keys_t *keys,
-                          int64_t max_bytes, const int *order, ordo_merge_pieces_t **out)
+int ordo__merge_pieces_new(const ordo__merge_timeline_t *t, const ordo__keys_t *keys,
+                          int64_t max_bytes, const int *order, ordo__merge_pieces_t **out)
 {
     int per_layer = order == NULL;
     if (!t || !keys || !out || max_bytes < 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_pieces_new: bad arguments");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__merge_pieces_new: bad arguments");
     if (keys->n_keys != t->n_params)
-        return ordo_error_set(ORDO_ERR_INVAL, "key map of %d keys for a model of %d parameters",
+        return ordo__error_set(ORDO_ERR_INVAL, "key map of %d keys for a model of %d parameters",
                               keys->n_keys, t->n_params);
     int n = per_layer ? t->n_layers : t->n_params;
-    ordo_merge_pieces_t *pc = calloc(1, sizeof *pc);
+    ordo__merge_pieces_t *pc = calloc(1, sizeof *pc);
     if (!pc) return ORDO_ERR_NOMEM;
     pc->n_servers = keys->n_servers;
     pc->max_bytes = max_bytes;
@@ -229,7 +229,7 @@ int ordo_merge_pieces_new(const ordo_merge_timeline_t *t, const ordo_keys_t *key
     pc->run_key = malloc(((size_t)keys->n_slices + 1) * sizeof *pc->run_key);
     pc->run_off = malloc(((size_t)keys->n_slices + 1) * sizeof *pc->run_off);
     if (!pc->first || !pc->server || !pc->bytes || !pc->run_key || !pc->run_off) {
-        ordo_merge_pieces_destroy(&pc);
+        ordo__merge_pieces_destroy(&pc);
         return ORDO_ERR_NOMEM;
     }
     /* parameters in push order, each one's slices in chunk order: the order in which a
@@ -241,11 +241,11 @@ int ordo_merge_pieces_new(const ordo_merge_timeline_t *t, const ordo_keys_t *key
         for (int q = p0; q < p1; q++) {
             int key = per_layer ? t->order[q] : order[q];
             if (key < 0 || key >= t->n_params) {
-                ordo_merge_pieces_destroy(&pc);
-                return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_pieces_new: order[%d] = %d", q, key);
+                ordo__merge_pieces_destroy(&pc);
+                return ordo__error_set(ORDO_ERR_INVAL, "ordo__merge_pieces_new: order[%d] = %d", q, key);
             }
             for (int c = 0; c < keys->n_chunks[key]; c++) {
-                const ordo_slice_t *sl = &keys->slices[keys->first_slice[key] + c];
+                const ordo__slice_t *sl = &keys->slices[keys->first_slice[key] + c];
                 pc->server[s] = sl->server;
                 pc->bytes[s] = sl->numel * (int64_t)keys->elem_size;
                 pc->run_key[s] = keys->n_chunks[key] > 1 ? key : -1;
@@ -259,25 +259,25 @@ int ordo_merge_pieces_new(const ordo_merge_timeline_t *t, const ordo_keys_t *key
     return 0;
 }
 
-int ordo_merge_pieces_check(const ordo_merge_pieces_t *pc, int n)
+int ordo__merge_pieces_check(const ordo__merge_pieces_t *pc, int n)
 {
     if (!pc || pc->n_items != n || pc->n_servers < 1 || pc->max_bytes < 0 || !pc->first ||
         pc->first[0] != 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "message layout: not one for %d items", n);
+        return ordo__error_set(ORDO_ERR_INVAL, "message layout: not one for %d items", n);
     for (int i = 0; i < n; i++)
         if (pc->first[i + 1] < pc->first[i])
-            return ordo_error_set(ORDO_ERR_INVAL, "message layout: item %d has a negative count", i);
+            return ordo__error_set(ORDO_ERR_INVAL, "message layout: item %d has a negative count", i);
     for (int s = 0; s < pc->first[n]; s++)
         if (pc->server[s] < 0 || pc->server[s] >= pc->n_servers || pc->bytes[s] <= 0)
-            return ordo_error_set(ORDO_ERR_INVAL,
+            return ordo__error_set(ORDO_ERR_INVAL,
                                   "message layout: slice %d: server %d of %d, %lld bytes", s,
                                   pc->server[s], pc->n_servers, (long long)pc->bytes[s]);
     if (!pc->run_key != !pc->run_off)
-        return ordo_error_set(ORDO_ERR_INVAL, "message layout: run_key and run_off go together");
+        return ordo__error_set(ORDO_ERR_INVAL, "message layout: run_key and run_off go together");
     return 0;
 }
 
-int ordo_merge_packer_init(ordo_merge_packer_t *k, const ordo_merge_pieces_t *pc, int nq,
+int ordo__merge_packer_init(ordo__merge_packer_t *k, const ordo__merge_pieces_t *pc, int nq,
                             const double *a, const double *b, const double *c)
 {
     int S = pc->n_servers;
@@ -299,14 +299,14 @@ int ordo_merge_packer_init(ordo_merge_packer_t *k, const ordo_merge_pieces_t *pc
     k->psi[1] = calloc((size_t)S + 1, sizeof *k->psi[1]);
     if (!k->n || !k->run || !k->run_end || !k->closed || !k->open || !k->slices || !k->psi[0] ||
         !k->psi[1]) {
-        ordo_merge_packer_free(k);
+        ordo__merge_packer_free(k);
         return ORDO_ERR_NOMEM;
     }
-    ordo_merge_packer_reset(k);
+    ordo__merge_packer_reset(k);
     return 0;
 }
 
-void ordo_merge_packer_free(ordo_merge_packer_t *k)
+void ordo__merge_packer_free(ordo__merge_packer_t *k)
 {
     free(k->n);
     free(k->run);
@@ -319,7 +319,7 @@ void ordo_merge_packer_free(ordo_merge_packer_t *k)
     memset(k, 0, sizeof *k);
 }
 
-void ordo_merge_packer_reset(ordo_merge_packer_t *k)
+void ordo__merge_packer_reset(ordo__merge_packer_t *k)
 {
     size_t S = (size_t)k->pc->n_servers;
     memset(k->n, 0, S * sizeof *k->n);
@@ -332,15 +332,15 @@ void ordo_merge_packer_reset(ordo_merge_packer_t *k)
 
 /* the psi term of server v's r-th message (from 1) under model q, with `before` bytes of
  * its messages before it and `len` its own: r a + b (before + len) - c before, counted from
- * the server's first message (ordo_merge_packer_phi adds the servers before it) */
-static double psi_term(const ordo_merge_packer_t *k, int q, int r, int64_t before, int64_t len)
+ * the server's first message (ordo__merge_packer_phi adds the servers before it) */
+static double psi_term(const ordo__merge_packer_t *k, int q, int r, int64_t before, int64_t len)
 {
     return (double)r * k->a[q] + k->b[q] * (double)(before + len) - k->c[q] * (double)before;
 }
 
-void ordo_merge_packer_add(ordo_merge_packer_t *k, int i)
+void ordo__merge_packer_add(ordo__merge_packer_t *k, int i)
 {
-    const ordo_merge_pieces_t *pc = k->pc;
+    const ordo__merge_pieces_t *pc = k->pc;
     for (int s = pc->first[i]; s < pc->first[i + 1]; s++) {
         int v = pc->server[s], key = pc->run_key ? pc->run_key[s] : -1;
         int64_t b = pc->bytes[s];
@@ -370,12 +370,12 @@ void ordo_merge_packer_add(ordo_merge_packer_t *k, int i)
     }
 }
 
-int ordo_merge_pull_resources(const ordo_merge_pieces_t *pc)
+int ordo__merge_pull_resources(const ordo__merge_pieces_t *pc)
 {
     return pc && pc->n_servers <= ORDO__MERGE_PULLS_MAX ? pc->n_servers : 1;
 }
 
-void ordo_merge_packer_pulls(const ordo_merge_packer_t *k, int P, int64_t *out, int *msgs)
+void ordo__merge_packer_pulls(const ordo__merge_packer_t *k, int P, int64_t *out, int *msgs)
 {
     int S = k->pc->n_servers;
     if (P == S) {
@@ -393,7 +393,7 @@ void ordo_merge_packer_pulls(const ordo_merge_packer_t *k, int P, int64_t *out, 
     }
 }
 
-double ordo_merge_packer_phi(const ordo_merge_packer_t *k, int q)
+double ordo__merge_packer_phi(const ordo__merge_packer_t *k, int q)
 {
     /* phi over the messages in sending order (server order): server v's r-th message is
      * the group's (off + r)-th with `before` bytes ahead of the server's first, so its term
@@ -417,15 +417,15 @@ double ordo_merge_packer_phi(const ordo_merge_packer_t *k, int q)
 /* calibration                                                                             */
 /* ======================================================================================= */
 
-int ordo_merge_fit_cost(const double *bytes, const double *secs, int n, double *a, double *b)
+int ordo__merge_fit_cost(const double *bytes, const double *secs, int n, double *a, double *b)
 {
     if (!bytes || !secs || !a || !b)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_fit_cost: missing argument");
-    if (n < 2) return ordo_error_set(ORDO_ERR_INVAL, "fit needs at least 2 measurements, got %d", n);
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__merge_fit_cost: missing argument");
+    if (n < 2) return ordo__error_set(ORDO_ERR_INVAL, "fit needs at least 2 measurements, got %d", n);
     double mx = 0, my = 0;
     for (int i = 0; i < n; i++) {
         if (!isfinite(bytes[i]) || !isfinite(secs[i]) || bytes[i] < 0 || secs[i] < 0)
-            return ordo_error_set(ORDO_ERR_INVAL,
+            return ordo__error_set(ORDO_ERR_INVAL,
                                   "measurement %d (%g bytes, %g s): values must be finite and "
                                   ">= 0",
                                   i, bytes[i], secs[i]);
@@ -441,7 +441,7 @@ int ordo_merge_fit_cost(const double *bytes, const double *secs, int n, double *
         sxy += (bytes[i] - mx) * (secs[i] - my);
     }
     if (!(sxx > 0))
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "fit needs at least 2 distinct sizes (all %d are %g "
                               "bytes)",
                               n, bytes[0]);
@@ -478,7 +478,7 @@ static int by_value(const void *x, const void *y)
     return u < v ? -1 : u > v;
 }
 
-double ordo_merge_median(double *v, int n)
+double ordo__merge_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, by_value);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -491,21 +491,21 @@ double ordo_merge_median(double *v, int n)
 static int fit_robust(const double *x, const double *y, int n, double *a, double *b)
 {
     double fa, fb;
-    int rc = ordo_merge_fit_cost(x, y, n, &fa, &fb);
+    int rc = ordo__merge_fit_cost(x, y, n, &fa, &fb);
     if (rc) return rc;
     double *r = malloc(sizeof *r * (size_t)n);
     if (!r) return ORDO_ERR_NOMEM;
     for (int i = 0; i < n; i++)
         r[i] = y[i] - fb * x[i];
-    double med = ordo_merge_median(r, n);
+    double med = ordo__merge_median(r, n);
     free(r);
     *a = fmax(0.0, med);
     *b = fb;
     return 0;
 }
 
-int ordo_merge_fit_planner(const double *bytes, const double *per_msg, const double *one, int n,
-                           double link_bps, ordo_merge_cost_t *out)
+int ordo__merge_fit_planner(const double *bytes, const double *per_msg, const double *one, int n,
+                           double link_bps, ordo__merge_cost_t *out)
 {
     int rc = fit_robust(bytes, per_msg, n, &out->a, &out->b_msg);
     if (!rc) rc = fit_robust(bytes, one, n, &out->a_one, &out->b_one);

@@ -37,16 +37,16 @@ static int grow(void **arr, int n, size_t elem)
     return 0;
 }
 
-ordo_model_t *ordo_model_new(const char *name, int batch, const char *dtype)
+ordo__model_t *ordo__model_new(const char *name, int batch, const char *dtype)
 {
     if (!dtype) dtype = "float32";
     size_t dsize = ordo__model_dtype_size(dtype);
     if (!name || batch <= 0 || dsize == 0) {
-        ordo_error_set(ORDO_ERR_INVAL, "ordo_model_new: bad name, batch %d or dtype '%s'", batch,
+        ordo__error_set(ORDO_ERR_INVAL, "ordo__model_new: bad name, batch %d or dtype '%s'", batch,
                        dtype);
         return NULL;
     }
-    ordo_model_t *m = calloc(1, sizeof *m);
+    ordo__model_t *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->name = strdup(name);
     if (!m->name) {
@@ -59,7 +59,7 @@ ordo_model_t *ordo_model_new(const char *name, int batch, const char *dtype)
     return m;
 }
 
-int ordo__model_add_param_checked(ordo_model_t *m, const char *name, int ndim, const int64_t *shape)
+int ordo__model_add_param_checked(ordo__model_t *m, const char *name, int ndim, const int64_t *shape)
 {
     int64_t numel = 1;
     for (int d = 0; d < ndim; d++) {
@@ -69,7 +69,7 @@ int ordo__model_add_param_checked(ordo_model_t *m, const char *name, int ndim, c
     }
     if (numel > INT64_MAX / (int64_t)m->dtype_size) return ORDO_ERR_RANGE;
     if (grow((void **)&m->params, m->n_params, sizeof *m->params)) return ORDO_ERR_NOMEM;
-    ordo_model_param_t *p = &m->params[m->n_params];
+    ordo__model_param_t *p = &m->params[m->n_params];
     memset(p, 0, sizeof *p);
     p->name = strdup(name);
     if (!p->name) return ORDO_ERR_NOMEM;
@@ -81,30 +81,30 @@ int ordo__model_add_param_checked(ordo_model_t *m, const char *name, int ndim, c
     return m->n_params++;
 }
 
-int ordo_model_add_param(ordo_model_t *m, const char *name, int ndim, const int64_t *shape)
+int ordo__model_add_param(ordo__model_t *m, const char *name, int ndim, const int64_t *shape)
 {
     if (!m || !name || !name[0] || !shape)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_model_add_param: missing model, name or shape");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__model_add_param: missing model, name or shape");
     if (ndim < 1 || ndim > ORDO_MODEL_MAX_DIMS)
-        return ordo_error_set(ORDO_ERR_INVAL, "parameter '%s': %d dims, must be 1 to %d", name, ndim,
+        return ordo__error_set(ORDO_ERR_INVAL, "parameter '%s': %d dims, must be 1 to %d", name, ndim,
                               ORDO_MODEL_MAX_DIMS);
     for (int d = 0; d < ndim; d++)
         if (shape[d] <= 0)
-            return ordo_error_set(ORDO_ERR_INVAL, "parameter '%s': dim %d is %lld, must be > 0", name,
+            return ordo__error_set(ORDO_ERR_INVAL, "parameter '%s': dim %d is %lld, must be > 0", name,
                                   d, (long long)shape[d]);
-    if (ordo_model_param_index(m, name) >= 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "duplicate parameter name '%s'", name);
+    if (ordo__model_param_index(m, name) >= 0)
+        return ordo__error_set(ORDO_ERR_INVAL, "duplicate parameter name '%s'", name);
     int rc = ordo__model_add_param_checked(m, name, ndim, shape);
-    if (rc == ORDO_ERR_RANGE) return ordo_error_set(rc, "parameter '%s': shape too large", name);
-    if (rc < 0) return ordo_error_set(rc, "parameter '%s': out of memory", name);
+    if (rc == ORDO_ERR_RANGE) return ordo__error_set(rc, "parameter '%s': shape too large", name);
+    if (rc < 0) return ordo__error_set(rc, "parameter '%s': out of memory", name);
     return rc;
 }
 
-int ordo__model_add_op_checked(ordo_model_t *m, const char *name, int n_inputs, const int *inputs,
+int ordo__model_add_op_checked(ordo__model_t *m, const char *name, int n_inputs, const int *inputs,
                                int n_params, const int *params, double fwd_us, double bwd_us)
 {
     if (grow((void **)&m->ops, m->n_ops, sizeof *m->ops)) return ORDO_ERR_NOMEM;
-    ordo_model_op_t *op = &m->ops[m->n_ops];
+    ordo__model_op_t *op = &m->ops[m->n_ops];
     memset(op, 0, sizeof *op);
     op->name = strdup(name);
     if (n_inputs > 0) op->inputs = malloc((size_t)n_inputs * sizeof *op->inputs);
@@ -133,50 +133,50 @@ static int has_dup(const int *idx, int n)
     return 0;
 }
 
-int ordo_model_add_op(ordo_model_t *m, const char *name, int n_inputs, const char *const *inputs,
+int ordo__model_add_op(ordo__model_t *m, const char *name, int n_inputs, const char *const *inputs,
                       int n_params, const char *const *params, double fwd_us, double bwd_us)
 {
     if (!m || !name || !name[0] || n_inputs < 0 || n_params < 0 || (n_inputs > 0 && !inputs) ||
         (n_params > 0 && !params))
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_model_add_op: missing model, name or lists");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__model_add_op: missing model, name or lists");
     if (!(fwd_us >= 0) || !(bwd_us >= 0)) /* also catches NaN */
-        return ordo_error_set(ORDO_ERR_INVAL, "op '%s': times must be >= 0 (fwd %g, bwd %g)", name,
+        return ordo__error_set(ORDO_ERR_INVAL, "op '%s': times must be >= 0 (fwd %g, bwd %g)", name,
                               fwd_us, bwd_us);
-    if (ordo_model_op_index(m, name) >= 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "duplicate op name '%s'", name);
+    if (ordo__model_op_index(m, name) >= 0)
+        return ordo__error_set(ORDO_ERR_INVAL, "duplicate op name '%s'", name);
     int rc = ORDO_ERR_NOMEM;
     int *in = calloc((size_t)n_inputs + 1, sizeof *in);
     int *pa = calloc((size_t)n_params + 1, sizeof *pa);
     if (!in || !pa) goto fail;
     for (int i = 0; i < n_inputs; i++) {
-        in[i] = inputs[i] ? ordo_model_op_index(m, inputs[i]) : -1;
+        in[i] = inputs[i] ? ordo__model_op_index(m, inputs[i]) : -1;
         if (in[i] < 0) {
-            rc = ordo_error_set(ORDO_ERR_NOTFOUND, "op '%s': input '%s' is not an earlier op", name,
+            rc = ordo__error_set(ORDO_ERR_NOTFOUND, "op '%s': input '%s' is not an earlier op", name,
                                 inputs[i] ? inputs[i] : "(null)");
             goto fail;
         }
     }
     for (int i = 0; i < n_params; i++) {
-        pa[i] = params[i] ? ordo_model_param_index(m, params[i]) : -1;
+        pa[i] = params[i] ? ordo__model_param_index(m, params[i]) : -1;
         if (pa[i] < 0) {
-            rc = ordo_error_set(ORDO_ERR_NOTFOUND, "op '%s': unknown parameter '%s'", name,
+            rc = ordo__error_set(ORDO_ERR_NOTFOUND, "op '%s': unknown parameter '%s'", name,
                                 params[i] ? params[i] : "(null)");
             goto fail;
         }
     }
     if (has_dup(in, n_inputs) || has_dup(pa, n_params)) {
-        rc = ordo_error_set(ORDO_ERR_INVAL, "op '%s': an input or parameter is listed twice", name);
+        rc = ordo__error_set(ORDO_ERR_INVAL, "op '%s': an input or parameter is listed twice", name);
         goto fail;
     }
     rc = ordo__model_add_op_checked(m, name, n_inputs, in, n_params, pa, fwd_us, bwd_us);
-    if (rc < 0) ordo_error_set(rc, "op '%s': out of memory", name);
+    if (rc < 0) ordo__error_set(rc, "op '%s': out of memory", name);
 fail:
     free(in);
     free(pa);
     return rc;
 }
 
-int ordo__model_first_ops(ordo_model_t *m, int *unused_param)
+int ordo__model_first_ops(ordo__model_t *m, int *unused_param)
 {
     *unused_param = -1;
     if (m->n_ops < 1) return ORDO_ERR_INVAL;
@@ -184,7 +184,7 @@ int ordo__model_first_ops(ordo_model_t *m, int *unused_param)
         m->params[p].first_op = -1;
     for (int o = 0; o < m->n_ops; o++)
         for (int k = 0; k < m->ops[o].n_params; k++) {
-            ordo_model_param_t *p = &m->params[m->ops[o].params[k]];
+            ordo__model_param_t *p = &m->params[m->ops[o].params[k]];
             if (p->first_op < 0) p->first_op = o;
         }
     for (int p = 0; p < m->n_params; p++)
@@ -195,28 +195,28 @@ int ordo__model_first_ops(ordo_model_t *m, int *unused_param)
     return 0;
 }
 
-int ordo_model_check(ordo_model_t *m)
+int ordo__model_check(ordo__model_t *m)
 {
-    if (!m) return ordo_error_set(ORDO_ERR_INVAL, "ordo_model_check: no model");
+    if (!m) return ordo__error_set(ORDO_ERR_INVAL, "ordo__model_check: no model");
     int unused;
     int rc = ordo__model_first_ops(m, &unused);
     if (rc == 0) return 0;
     if (unused >= 0)
-        return ordo_error_set(rc, "model '%s': parameter '%s' is read by no op", m->name,
+        return ordo__error_set(rc, "model '%s': parameter '%s' is read by no op", m->name,
                               m->params[unused].name);
-    return ordo_error_set(rc, "model '%s': has no ops", m->name);
+    return ordo__error_set(rc, "model '%s': has no ops", m->name);
 }
 
-int ordo_model_from_sizes(const int64_t *bytes, int n, ordo_model_t **out)
+int ordo__model_from_sizes(const int64_t *bytes, int n, ordo__model_t **out)
 {
     if (!bytes || n < 1 || !out)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_model_from_sizes: need at least one size");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__model_from_sizes: need at least one size");
     for (int i = 0; i < n; i++)
         if (bytes[i] < 1)
-            return ordo_error_set(ORDO_ERR_INVAL, "ordo_model_from_sizes: size %d is %lld bytes", i,
+            return ordo__error_set(ORDO_ERR_INVAL, "ordo__model_from_sizes: size %d is %lld bytes", i,
                                   (long long)bytes[i]);
     int rc = ORDO_ERR_NOMEM;
-    ordo_model_t *m = ordo_model_new("sizes", 1, "float32");
+    ordo__model_t *m = ordo__model_new("sizes", 1, "float32");
     if (!m) goto fail;
     for (int i = 0; i < n; i++) {
         char pname[32], oname[32];
@@ -233,11 +233,11 @@ int ordo_model_from_sizes(const int64_t *bytes, int n, ordo_model_t **out)
     *out = m;
     return 0;
 fail:
-    ordo_model_destroy(&m);
-    return ordo_error_set(rc, "ordo_model_from_sizes: out of memory");
+    ordo__model_destroy(&m);
+    return ordo__error_set(rc, "ordo__model_from_sizes: out of memory");
 }
 
-int ordo_model_param_index(const ordo_model_t *m, const char *name)
+int ordo__model_param_index(const ordo__model_t *m, const char *name)
 {
     if (!m || !name) return -1;
     for (int i = 0; i < m->n_params; i++)
@@ -245,7 +245,7 @@ int ordo_model_param_index(const ordo_model_t *m, const char *name)
     return -1;
 }
 
-int ordo_model_op_index(const ordo_model_t *m, const char *name)
+int ordo__model_op_index(const ordo__model_t *m, const char *name)
 {
     if (!m || !name) return -1;
     for (int i = 0; i < m->n_ops; i++)
@@ -253,7 +253,7 @@ int ordo_model_op_index(const ordo_model_t *m, const char *name)
     return -1;
 }
 
-int64_t ordo_model_total_numel(const ordo_model_t *m)
+int64_t ordo__model_total_numel(const ordo__model_t *m)
 {
     int64_t n = 0;
     for (int i = 0; m && i < m->n_params; i++)
@@ -261,7 +261,7 @@ int64_t ordo_model_total_numel(const ordo_model_t *m)
     return n;
 }
 
-int64_t ordo_model_total_bytes(const ordo_model_t *m)
+int64_t ordo__model_total_bytes(const ordo__model_t *m)
 {
     int64_t n = 0;
     for (int i = 0; m && i < m->n_params; i++)
@@ -269,7 +269,7 @@ int64_t ordo_model_total_bytes(const ordo_model_t *m)
     return n;
 }
 
-double ordo_model_total_us(const ordo_model_t *m, int with_bwd)
+double ordo__model_total_us(const ordo__model_t *m, int with_bwd)
 {
     double t = 0;
     for (int i = 0; m && i < m->n_ops; i++)
@@ -277,10 +277,10 @@ double ordo_model_total_us(const ordo_model_t *m, int with_bwd)
     return t;
 }
 
-void ordo_model_destroy(ordo_model_t **pm)
+void ordo__model_destroy(ordo__model_t **pm)
 {
     if (!pm || !*pm) return;
-    ordo_model_t *m = *pm;
+    ordo__model_t *m = *pm;
     for (int i = 0; i < m->n_params; i++)
         free(m->params[i].name);
     for (int i = 0; i < m->n_ops; i++) {

@@ -26,7 +26,7 @@ typedef struct {
     json_t *param_map; /* name → index */
     json_t *op_map;    /* name → index of ops seen so far */
     int *seen;         /* stamps for duplicate detection inside one op's lists */
-    ordo_model_t *m;
+    ordo__model_t *m;
 } loader_t;
 
 #define BAD(ld, ...) bad_at((ld)->file, __VA_ARGS__)
@@ -40,7 +40,7 @@ static int bad_at(const char *file, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    return ordo_error_set(ORDO_ERR_FORMAT, "%s: %s", file, why);
+    return ordo__error_set(ORDO_ERR_FORMAT, "%s: %s", file, why);
 }
 
 /* get_name reads obj.key (at path) as a non-empty string of at most MAX_NAME bytes. */
@@ -89,7 +89,7 @@ static int load_param(loader_t *ld, json_t *jp, int i)
     int rc;
     const char *name;
     json_t *jshape;
-    if ((rc = ordo_json_only_keys(jp, keys, ld->file, path)) ||
+    if ((rc = ordo__json_only_keys(jp, keys, ld->file, path)) ||
         (rc = get_name(ld, jp, path, "name", &name)) ||
         (rc = get_array(ld, jp, path, "shape", &jshape)))
         return rc;
@@ -113,9 +113,9 @@ static int load_param(loader_t *ld, json_t *jp, int i)
     }
     rc = ordo__model_add_param_checked(ld->m, name, (int)ndim, shape);
     if (rc == ORDO_ERR_RANGE) return BAD(ld, "%s.shape: too many elements", path);
-    if (rc < 0) return ordo_error_set(rc, "%s: %s: out of memory", ld->file, path);
+    if (rc < 0) return ordo__error_set(rc, "%s: %s: out of memory", ld->file, path);
     if (json_object_set_new(ld->param_map, name, json_integer(rc)))
-        return ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", ld->file);
+        return ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", ld->file);
     return 0;
 }
 
@@ -150,7 +150,7 @@ static int load_op(loader_t *ld, json_t *ops, int i)
     const char *name = NULL;
     json_t *jin = NULL, *jpar = NULL;
     double fwd = 0, bwd = 0;
-    if ((rc = ordo_json_only_keys(jo, keys, ld->file, path)) ||
+    if ((rc = ordo__json_only_keys(jo, keys, ld->file, path)) ||
         (rc = get_name(ld, jo, path, "name", &name)) ||
         (rc = get_array(ld, jo, path, "inputs", &jin)) ||
         (rc = get_array(ld, jo, path, "params", &jpar)) ||
@@ -164,7 +164,7 @@ static int load_op(loader_t *ld, json_t *ops, int i)
     int n_in = (int)json_array_size(jin), n_par = (int)json_array_size(jpar);
     int *in = calloc((size_t)n_in + 1, sizeof *in);
     int *par = calloc((size_t)n_par + 1, sizeof *par);
-    rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: %s: out of memory", ld->file, path);
+    rc = ordo__error_set(ORDO_ERR_NOMEM, "%s: %s: out of memory", ld->file, path);
     if (!in || !par) goto fail;
     /* Stamps: seen[x] == stamp means x was already listed by this op. Inputs use
      * 2i+1, parameters 2i+2 over the same array sized for both kinds. */
@@ -196,11 +196,11 @@ static int load_op(loader_t *ld, json_t *ops, int i)
     }
     rc = ordo__model_add_op_checked(ld->m, name, n_in, in, n_par, par, fwd, bwd);
     if (rc < 0) {
-        rc = ordo_error_set(rc, "%s: %s: out of memory", ld->file, path);
+        rc = ordo__error_set(rc, "%s: %s: out of memory", ld->file, path);
         goto fail;
     }
     if (json_object_set_new(ld->op_map, name, json_integer(rc))) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", ld->file);
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", ld->file);
         goto fail;
     }
     rc = 0;
@@ -223,7 +223,7 @@ static int load_root(loader_t *ld, json_t *root)
                    json_is_string(fmt) ? "'" : "",
                    json_is_string(fmt) ? json_string_value(fmt) : "(not a string)",
                    json_is_string(fmt) ? "'" : "");
-    if ((rc = ordo_json_only_keys(root, keys, ld->file, "$"))) return rc;
+    if ((rc = ordo__json_only_keys(root, keys, ld->file, "$"))) return rc;
     const char *name, *dtype = "float32";
     json_t *jb = json_object_get(root, "batch"), *jd = json_object_get(root, "dtype");
     json_t *params = NULL, *ops = NULL;
@@ -243,13 +243,13 @@ static int load_root(loader_t *ld, json_t *root)
         return rc;
     if (json_array_size(ops) == 0) return BAD(ld, "$.ops: no ops");
 
-    ld->m = ordo_model_new(name, (int)json_integer_value(jb), dtype);
+    ld->m = ordo__model_new(name, (int)json_integer_value(jb), dtype);
     size_t n_seen = json_array_size(params) + json_array_size(ops);
     ld->seen = calloc(n_seen, sizeof *ld->seen);
     ld->param_map = json_object();
     ld->op_map = json_object();
     if (!ld->m || !ld->seen || !ld->param_map || !ld->op_map)
-        return ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", ld->file);
+        return ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", ld->file);
     for (size_t i = 0; i < json_array_size(params); i++)
         if ((rc = load_param(ld, json_array_get(params, i), (int)i))) return rc;
     for (size_t i = 0; i < json_array_size(ops); i++)
@@ -261,21 +261,21 @@ static int load_root(loader_t *ld, json_t *root)
     return 0;
 }
 
-int ordo_model_load_string(const char *json, const char *name, ordo_model_t **out)
+int ordo__model_load_string(const char *json, const char *name, ordo__model_t **out)
 {
     if (!name) name = "(string)";
-    if (!json || !out) return ordo_error_set(ORDO_ERR_INVAL, "%s: no JSON text", name);
-    return ordo_model_load_buffer(json, strlen(json), name, out);
+    if (!json || !out) return ordo__error_set(ORDO_ERR_INVAL, "%s: no JSON text", name);
+    return ordo__model_load_buffer(json, strlen(json), name, out);
 }
 
-int ordo_model_load_buffer(const char *data, size_t len, const char *name, ordo_model_t **out)
+int ordo__model_load_buffer(const char *data, size_t len, const char *name, ordo__model_t **out)
 {
     if (!name) name = "(buffer)";
-    if (!data || !out) return ordo_error_set(ORDO_ERR_INVAL, "%s: no JSON text", name);
+    if (!data || !out) return ordo__error_set(ORDO_ERR_INVAL, "%s: no JSON text", name);
     json_error_t jerr;
     json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return ordo_error_set(ORDO_ERR_FORMAT, "%s:%d:%d: invalid JSON: %s", name, jerr.line,
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s:%d:%d: invalid JSON: %s", name, jerr.line,
                               jerr.column, jerr.text);
     loader_t ld = {.file = name};
     int rc = load_root(&ld, root);
@@ -284,20 +284,20 @@ int ordo_model_load_buffer(const char *data, size_t len, const char *name, ordo_
     free(ld.seen);
     json_decref(root);
     if (rc) {
-        ordo_model_destroy(&ld.m);
+        ordo__model_destroy(&ld.m);
         return rc;
     }
     *out = ld.m;
     return 0;
 }
 
-int ordo_model_load_file(const char *path, ordo_model_t **out)
+int ordo__model_load_file(const char *path, ordo__model_t **out)
 {
-    if (!path || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_model_load_file: no path");
+    if (!path || !out) return ordo__error_set(ORDO_ERR_INVAL, "ordo__model_load_file: no path");
     FILE *f = fopen(path, "rb");
     if (!f) {
         int e = errno;
-        return ordo_error_set(e == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO, "%s: %s", path, strerror(e));
+        return ordo__error_set(e == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO, "%s: %s", path, strerror(e));
     }
     int rc = 0;
     size_t len = 0, cap = 1 << 16;
@@ -306,7 +306,7 @@ int ordo_model_load_file(const char *path, ordo_model_t **out)
         len += fread(buf + len, 1, cap - len, f);
         if (len < cap) break;
         if (cap >= (size_t)MAX_FILE_SIZE) {
-            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: larger than %ld bytes", path, MAX_FILE_SIZE);
+            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: larger than %ld bytes", path, MAX_FILE_SIZE);
             goto done;
         }
         char *p = realloc(buf, cap * 2);
@@ -315,14 +315,14 @@ int ordo_model_load_file(const char *path, ordo_model_t **out)
         cap *= 2;
     }
     if (!buf || len == cap) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
         goto done;
     }
     if (ferror(f)) {
-        rc = ordo_error_set(ORDO_ERR_IO, "%s: %s", path, strerror(errno));
+        rc = ordo__error_set(ORDO_ERR_IO, "%s: %s", path, strerror(errno));
         goto done;
     }
-    rc = ordo_model_load_buffer(buf, len, path, out);
+    rc = ordo__model_load_buffer(buf, len, path, out);
 done:
     free(buf);
     fclose(f);

@@ -29,7 +29,7 @@ static double elems_us(double elems)
 /* ---- building ---------------------------------------------------------------------------- */
 
 typedef struct builder {
-    ordo_model_t *m;
+    ordo__model_t *m;
     const char *prev; /* name of the last op added; NULL = the data batch */
     int c, h, w;      /* per-sample shape of prev's output */
     int rc;
@@ -40,7 +40,7 @@ static void add_op(builder_t *b, const char *name, int n_params, const char *con
 {
     if (b->rc < 0) return;
     const char *in[1] = {b->prev};
-    int rc = ordo_model_add_op(b->m, name, b->prev ? 1 : 0, in, n_params, params, fwd_us, bwd_us);
+    int rc = ordo__model_add_op(b->m, name, b->prev ? 1 : 0, in, n_params, params, fwd_us, bwd_us);
     if (rc < 0) {
         b->rc = rc;
         return;
@@ -54,8 +54,8 @@ static void add_weighted(builder_t *b, const char *name, int ndim, const int64_t
     char wname[64], bname[64];
     snprintf(wname, sizeof wname, "%s.w", name);
     snprintf(bname, sizeof bname, "%s.b", name);
-    if (b->rc >= 0 && (b->rc = ordo_model_add_param(b->m, wname, ndim, shape)) >= 0)
-        b->rc = ordo_model_add_param(b->m, bname, 1, &bias_len);
+    if (b->rc >= 0 && (b->rc = ordo__model_add_param(b->m, wname, ndim, shape)) >= 0)
+        b->rc = ordo__model_add_param(b->m, bname, 1, &bias_len);
     const char *params[2] = {wname, bname};
     add_op(b, name, 2, params, flops_us(flops), flops_us(2 * flops));
 }
@@ -87,16 +87,16 @@ static void add_plain(builder_t *b, const char *name)
     }
 }
 
-int ordo_nn_model(const char *name, int batch, ordo_model_t **out)
+int ordo__nn_model(const char *name, int batch, ordo__model_t **out)
 {
     if (!name || (strcmp(name, "mlp") != 0 && strcmp(name, "cnn") != 0))
-        return ordo_error_set(ORDO_ERR_NOTFOUND, "no built-in network '%s' (mlp or cnn)",
+        return ordo__error_set(ORDO_ERR_NOTFOUND, "no built-in network '%s' (mlp or cnn)",
                               name ? name : "(null)");
     if (batch < 1)
-        return ordo_error_set(ORDO_ERR_INVAL, "network %s: batch %d must be >= 1", name, batch);
+        return ordo__error_set(ORDO_ERR_INVAL, "network %s: batch %d must be >= 1", name, batch);
     builder_t b = {.c = ORDO_NN_IN_C, .h = ORDO_NN_IN_H, .w = ORDO_NN_IN_W};
-    b.m = ordo_model_new(name, batch, "float32");
-    if (!b.m) return ordo_error_set(ORDO_ERR_NOMEM, "network %s: out of memory", name);
+    b.m = ordo__model_new(name, batch, "float32");
+    if (!b.m) return ordo__error_set(ORDO_ERR_NOMEM, "network %s: out of memory", name);
     if (strcmp(name, "mlp") == 0) {
         add_dense(&b, "fc1", 256);
         add_plain(&b, "relu1");
@@ -115,9 +115,9 @@ int ordo_nn_model(const char *name, int batch, ordo_model_t **out)
         add_dense(&b, "fc2", ORDO_NN_CLASSES);
     }
     add_plain(&b, "loss");
-    if (b.rc >= 0) b.rc = ordo_model_check(b.m);
+    if (b.rc >= 0) b.rc = ordo__model_check(b.m);
     if (b.rc < 0) {
-        ordo_model_destroy(&b.m);
+        ordo__model_destroy(&b.m);
         return b.rc;
     }
     *out = b.m;
@@ -126,11 +126,11 @@ int ordo_nn_model(const char *name, int batch, ordo_model_t **out)
 
 /* ---- layer table ------------------------------------------------------------------------- */
 
-static int kind_of(const char *name, ordo_nn_kind_t *kind)
+static int kind_of(const char *name, ordo__nn_kind_t *kind)
 {
     static const struct {
         const char *prefix;
-        ordo_nn_kind_t kind;
+        ordo__nn_kind_t kind;
     } kinds[] = {{"fc", ORDO_NN_DENSE},
                  {"conv", ORDO_NN_CONV},
                  {"relu", ORDO_NN_RELU},
@@ -145,51 +145,51 @@ static int kind_of(const char *name, ordo_nn_kind_t *kind)
     return -1;
 }
 
-int64_t ordo_nn_layer_in_len(const ordo_nn_layer_t *l)
+int64_t ordo__nn_layer_in_len(const ordo__nn_layer_t *l)
 {
     return (int64_t)l->in_c * l->in_h * l->in_w;
 }
 
-int64_t ordo_nn_layer_out_len(const ordo_nn_layer_t *l)
+int64_t ordo__nn_layer_out_len(const ordo__nn_layer_t *l)
 {
     return (int64_t)l->out_c * l->out_h * l->out_w;
 }
 
-#define UNSUP(...) ordo_error_set(ORDO_ERR_NOTSUP, __VA_ARGS__)
+#define UNSUP(...) ordo__error_set(ORDO_ERR_NOTSUP, __VA_ARGS__)
 
 /* weighted checks a dense or conv op's two parameters: a weight of ndim dims whose shape
  * after the first dim is want[] and a bias as long as the weight's first dim. */
-static int weighted(const ordo_model_t *m, const ordo_model_op_t *op, int ndim, const int64_t *want,
-                    ordo_nn_layer_t *l)
+static int weighted(const ordo__model_t *m, const ordo__model_op_t *op, int ndim, const int64_t *want,
+                    ordo__nn_layer_t *l)
 {
     if (op->n_params != 2)
         return UNSUP("model %s: op '%s' needs 2 parameters (weight, bias), has %d", m->name,
                      op->name, op->n_params);
-    const ordo_model_param_t *w = &m->params[op->params[0]], *b = &m->params[op->params[1]];
+    const ordo__model_param_t *w = &m->params[op->params[0]], *b = &m->params[op->params[1]];
     int ok = w->ndim == ndim && b->ndim == 1 && b->shape[0] == w->shape[0];
     for (int d = 1; ok && d < ndim; d++)
         ok = want[d - 1] < 0 || w->shape[d] == want[d - 1];
     if (!ok || w->shape[0] > (1 << 24))
         return UNSUP("model %s: op '%s': parameters '%s' and '%s' do not fit its %lld-float "
                      "input",
-                     m->name, op->name, w->name, b->name, (long long)ordo_nn_layer_in_len(l));
+                     m->name, op->name, w->name, b->name, (long long)ordo__nn_layer_in_len(l));
     l->weight = op->params[0];
     l->bias = op->params[1];
     return 0;
 }
 
-int ordo_nn_layers(const ordo_model_t *m, ordo_nn_layer_t **out)
+int ordo__nn_layers(const ordo__model_t *m, ordo__nn_layer_t **out)
 {
     int rc = 0;
-    ordo_nn_layer_t *ls = calloc((size_t)m->n_ops, sizeof *ls);
+    ordo__nn_layer_t *ls = calloc((size_t)m->n_ops, sizeof *ls);
     int *users = calloc((size_t)m->n_ops, sizeof *users);
     if (!ls || !users) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "model %s: out of memory", m->name);
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "model %s: out of memory", m->name);
         goto fail;
     }
     for (int o = 0; o < m->n_ops; o++) {
-        const ordo_model_op_t *op = &m->ops[o];
-        ordo_nn_layer_t *l = &ls[o];
+        const ordo__model_op_t *op = &m->ops[o];
+        ordo__nn_layer_t *l = &ls[o];
         if (kind_of(op->name, &l->kind) < 0) {
             rc = UNSUP("model %s: op '%s' is not a kind the compute backends run "
                        "(fc*, conv*, relu*, pool*, loss*)",
@@ -223,7 +223,7 @@ int ordo_nn_layers(const ordo_model_t *m, ordo_nn_layer_t **out)
         switch (l->kind) {
         case ORDO_NN_DENSE: {
             /* A dense layer flattens its input (NCHW order). */
-            l->in_c = (int)ordo_nn_layer_in_len(l);
+            l->in_c = (int)ordo__nn_layer_in_len(l);
             l->in_h = l->in_w = 1;
             int64_t want[1] = {l->in_c};
             if ((rc = weighted(m, op, 2, want, l)) < 0) goto fail;
@@ -234,7 +234,7 @@ int ordo_nn_layers(const ordo_model_t *m, ordo_nn_layer_t **out)
         case ORDO_NN_CONV: {
             int64_t want[3] = {l->in_c, -1, -1};
             if ((rc = weighted(m, op, 4, want, l)) < 0) goto fail;
-            const ordo_model_param_t *w = &m->params[l->weight];
+            const ordo__model_param_t *w = &m->params[l->weight];
             if (w->shape[2] != w->shape[3] || w->shape[2] % 2 == 0 || w->shape[2] > l->in_h ||
                 w->shape[2] > l->in_w) {
                 rc = UNSUP("model %s: op '%s': kernel %lldx%lld must be square, odd and fit "
@@ -258,7 +258,7 @@ int ordo_nn_layers(const ordo_model_t *m, ordo_nn_layer_t **out)
             l->out_w = l->in_w / 2;
             break;
         case ORDO_NN_XENT:
-            if (o != m->n_ops - 1 || ordo_nn_layer_in_len(l) != ORDO_NN_CLASSES) {
+            if (o != m->n_ops - 1 || ordo__nn_layer_in_len(l) != ORDO_NN_CLASSES) {
                 rc = UNSUP("model %s: op '%s': the loss must be the last op and read %d "
                            "logits",
                            m->name, op->name, ORDO_NN_CLASSES);
@@ -294,24 +294,24 @@ fail:
 
 /* ---- initialization and optimizer -------------------------------------------------------- */
 
-void ordo_nn_init(const ordo_model_t *m, uint64_t seed, float *const *params)
+void ordo__nn_init(const ordo__model_t *m, uint64_t seed, float *const *params)
 {
     for (int p = 0; p < m->n_params; p++) {
-        const ordo_model_param_t *mp = &m->params[p];
+        const ordo__model_param_t *mp = &m->params[p];
         float *restrict v = params[p];
         if (mp->ndim < 2) {
             memset(v, 0, sizeof(float) * (size_t)mp->numel);
             continue;
         }
         double bound = sqrt(6.0 / (double)(mp->numel / mp->shape[0]));
-        ordo_rng_t r;
-        ordo_rng_seed2(&r, seed, (uint64_t)p);
+        ordo__rng_t r;
+        ordo__rng_seed2(&r, seed, (uint64_t)p);
         for (int64_t i = 0; i < mp->numel; i++)
-            v[i] = (float)((2.0 * ordo_rng_uniform(&r) - 1.0) * bound);
+            v[i] = (float)((2.0 * ordo__rng_uniform(&r) - 1.0) * bound);
     }
 }
 
-void ordo_nn_sgd_update(int64_t n, float *restrict w, float *restrict v, const float *restrict g,
+void ordo__nn_sgd_update(int64_t n, float *restrict w, float *restrict v, const float *restrict g,
                         float lr, float momentum, float weight_decay)
 {
     for (int64_t i = 0; i < n; i++) {

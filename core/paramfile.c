@@ -15,19 +15,19 @@
 
 /* ---- write -------------------------------------------------------------------------- */
 
-int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *params,
+int ordo__paramfile_write(const char *path, const ordo__model_t *m, float *const *params,
                          int64_t iteration)
 {
     return ordo__paramfile_write_kept(path, NULL, m, params, iteration);
 }
 
-int ordo__paramfile_write_kept(const char *path, const char *keep, const ordo_model_t *m,
+int ordo__paramfile_write_kept(const char *path, const char *keep, const ordo__model_t *m,
                                float *const *params, int64_t iteration)
 {
     for (int i = 0; i < m->n_params; i++) {
         size_t len = strlen(m->params[i].name);
         if (len == 0 || len > MAX_NAME)
-            return ordo_error_set(ORDO_ERR_INVAL, "%s: parameter %d's name does not fit", path, i);
+            return ordo__error_set(ORDO_ERR_INVAL, "%s: parameter %d's name does not fit", path, i);
     }
     ordo__durable_t *d;
     int rc = ordo__durable_open(path, &d);
@@ -55,26 +55,26 @@ int ordo__paramfile_write_kept(const char *path, const char *keep, const ordo_mo
 
 /* ---- read --------------------------------------------------------------------------- */
 
-int ordo_paramfile_read_iteration(const char *path, int64_t *iteration)
+int ordo__paramfile_read_iteration(const char *path, int64_t *iteration)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return ordo_error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO, "cannot read %s: %s",
+        return ordo__error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO, "cannot read %s: %s",
                               path, strerror(errno));
     unsigned char h[HEADER_BYTES];
     size_t got = fread(h, 1, sizeof h, f);
     fclose(f);
     if (got != sizeof h)
-        return ordo_error_set(ORDO_ERR_FORMAT, "%s: offset 0: truncated header", path);
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: offset 0: truncated header", path);
     if (memcmp(h, ORDO_PARAMFILE_MAGIC, 8) != 0)
-        return ordo_error_set(ORDO_ERR_FORMAT, "%s: offset 0: not a parameter file (magic)", path);
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: offset 0: not a parameter file (magic)", path);
     *iteration = (int64_t)ordo_get_le(h + 16, 8);
     return 0;
 }
 
-void ordo_paramfile_destroy(ordo_paramfile_t **pp)
+void ordo__paramfile_destroy(ordo__paramfile_t **pp)
 {
-    ordo_paramfile_t *p = pp ? *pp : NULL;
+    ordo__paramfile_t *p = pp ? *pp : NULL;
     if (!p) return;
     for (int i = 0; i < p->n; i++) {
         if (p->names) free(p->names[i]);
@@ -91,7 +91,7 @@ static int slurp(const char *path, unsigned char **data, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return ordo_error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO, "cannot read %s: %s",
+        return ordo__error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO, "cannot read %s: %s",
                               path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
     unsigned char *buf = malloc(cap);
@@ -109,30 +109,30 @@ static int slurp(const char *path, unsigned char **data, size_t *len)
     }
     int err = ferror(f);
     fclose(f);
-    if (!buf) return ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
+    if (!buf) return ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
     if (err) {
         free(buf);
-        return ordo_error_set(ORDO_ERR_IO, "cannot read %s", path);
+        return ordo__error_set(ORDO_ERR_IO, "cannot read %s", path);
     }
     *data = buf;
     *len = n;
     return 0;
 }
 
-int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
+int ordo__paramfile_read(const char *path, ordo__paramfile_t **out)
 {
     unsigned char *d = NULL;
     size_t len = 0;
     int rc = slurp(path, &d, &len);
     if (rc) return rc;
     bool sum = ordo__durable_trailer(d, &len); /* its CRC is checked after the fields */
-    ordo_paramfile_t *p = calloc(1, sizeof *p);
+    ordo__paramfile_t *p = calloc(1, sizeof *p);
     if (!p) {
         free(d);
-        return ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
+        return ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
     }
     if (len < HEADER_BYTES || memcmp(d, ORDO_PARAMFILE_MAGIC, 8) != 0) {
-        rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: offset 0: not an ordo parameter file (magic %s)",
+        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: offset 0: not an ordo parameter file (magic %s)",
                             path, ORDO_PARAMFILE_MAGIC);
         goto fail;
     }
@@ -140,7 +140,7 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
     p->iteration = (int64_t)ordo_get_le(d + 16, 8);
     /* each entry needs at least 11 bytes, which bounds n before allocating */
     if (n > (len - HEADER_BYTES) / 11 || p->iteration < 0) {
-        rc = ordo_error_set(ORDO_ERR_FORMAT,
+        rc = ordo__error_set(ORDO_ERR_FORMAT,
                             "%s: offset 8: %llu parameters (iteration %lld) do not "
                             "fit a file of %zu bytes",
                             path, (unsigned long long)n, (long long)p->iteration, len);
@@ -150,7 +150,7 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
     p->values = calloc(n ? n : 1, sizeof *p->values);
     p->numel = calloc(n ? n : 1, sizeof *p->numel);
     if (!p->names || !p->values || !p->numel) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
         goto fail;
     }
     p->n = (int)n;
@@ -162,19 +162,19 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
         size_t l = (size_t)ordo_get_le(d + off, 2);
         off += 2;
         if (l == 0) {
-            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: offset %zu: parameter %d has an empty name",
+            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: offset %zu: parameter %d has an empty name",
                                 path, at, i);
             goto fail;
         }
         if (len - off < l + 8) goto truncated;
         if (!(p->names[i] = malloc(l + 1))) {
-            rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
+            rc = ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
             goto fail;
         }
         memcpy(p->names[i], d + off, l);
         p->names[i][l] = '\0';
         if (strlen(p->names[i]) != l) {
-            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: offset %zu: parameter %d's name holds a NUL",
+            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: offset %zu: parameter %d's name holds a NUL",
                                 path, at, i);
             goto fail;
         }
@@ -182,7 +182,7 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
         uint64_t ne = ordo_get_le(d + off, 8);
         off += 8;
         if (ne == 0 || ne > (uint64_t)(len / 4) || total + ne > (uint64_t)(len / 4)) {
-            rc = ordo_error_set(ORDO_ERR_FORMAT,
+            rc = ordo__error_set(ORDO_ERR_FORMAT,
                                 "%s: offset %zu: parameter %s has %llu values, more than the "
                                 "file holds",
                                 path, off - 8, p->names[i], (unsigned long long)ne);
@@ -192,14 +192,14 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
         total += ne;
     }
     if ((uint64_t)(len - off) != total * 4) {
-        rc = ordo_error_set(ORDO_ERR_FORMAT,
+        rc = ordo__error_set(ORDO_ERR_FORMAT,
                             "%s: offset %zu: %zu bytes of values, the header announces %llu", path,
                             off, len - off, (unsigned long long)(total * 4));
         goto fail;
     }
     for (int i = 0; i < p->n; i++) {
         if (!(p->values[i] = malloc(sizeof(float) * (size_t)p->numel[i]))) {
-            rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
+            rc = ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
             goto fail;
         }
         ordo_get_floats_le(p->values[i], d + off, p->numel[i]);
@@ -210,24 +210,24 @@ int ordo_paramfile_read(const char *path, ordo_paramfile_t **out)
     *out = p;
     return 0;
 truncated:
-    rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: offset %zu: truncated parameter table", path, off);
+    rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: offset %zu: truncated parameter table", path, off);
 fail:
     free(d);
-    ordo_paramfile_destroy(&p);
+    ordo__paramfile_destroy(&p);
     return rc;
 }
 
-int ordo_paramfile_match(const ordo_paramfile_t *pf, const ordo_model_t *m)
+int ordo__paramfile_match(const ordo__paramfile_t *pf, const ordo__model_t *m)
 {
     if (pf->n != m->n_params)
-        return ordo_error_set(ORDO_ERR_FORMAT, "parameter file has %d parameters, model %s has %d",
+        return ordo__error_set(ORDO_ERR_FORMAT, "parameter file has %d parameters, model %s has %d",
                               pf->n, m->name, m->n_params);
     for (int i = 0; i < pf->n; i++) {
         if (strcmp(pf->names[i], m->params[i].name) != 0)
-            return ordo_error_set(ORDO_ERR_FORMAT, "parameter %d is %s in the file, %s in model %s", i,
+            return ordo__error_set(ORDO_ERR_FORMAT, "parameter %d is %s in the file, %s in model %s", i,
                                   pf->names[i], m->params[i].name, m->name);
         if (pf->numel[i] != m->params[i].numel)
-            return ordo_error_set(ORDO_ERR_FORMAT,
+            return ordo__error_set(ORDO_ERR_FORMAT,
                                   "parameter %s has %lld values in the file, %lld "
                                   "in model %s",
                                   pf->names[i], (long long)pf->numel[i],
@@ -244,25 +244,25 @@ int ordo__paramfile_newest(const char *dir, char *path, size_t size, int64_t *it
     for (int k = 0; k < 2; k++) {
         char p[4200];
         snprintf(p, sizeof p, "%s/%s", dir, names[k]);
-        ordo_paramfile_t *pf = NULL;
-        int rc = ordo_paramfile_read(p, &pf);
+        ordo__paramfile_t *pf = NULL;
+        int rc = ordo__paramfile_read(p, &pf);
         if (!rc) {
             int64_t it = pf->iteration;
-            ordo_paramfile_destroy(&pf);
+            ordo__paramfile_destroy(&pf);
             if (k > 0)
                 ORDO_WARN("resume: %s refused (%s); using the previous checkpoint %s, after "
                           "%lld updates",
                           names[0], refused[0], p, (long long)it);
             if (snprintf(path, size, "%s", p) >= (int)size)
-                return ordo_error_set(ORDO_ERR_INVAL, "%s: path too long", p);
+                return ordo__error_set(ORDO_ERR_INVAL, "%s: path too long", p);
             *iteration = it;
             return 0;
         }
         if (k == 0) first = rc;
-        snprintf(refused[k], sizeof refused[k], "%s", ordo_error_text(rc));
+        snprintf(refused[k], sizeof refused[k], "%s", ordo__error_text(rc));
     }
     if (first == ORDO_ERR_NOTFOUND && refused[1][0] && strstr(refused[1], "No such file"))
-        return ordo_error_set(ORDO_ERR_NOTFOUND, "%s", refused[0]);
-    return ordo_error_set(first == ORDO_ERR_NOTFOUND ? ORDO_ERR_FORMAT : first,
+        return ordo__error_set(ORDO_ERR_NOTFOUND, "%s", refused[0]);
+    return ordo__error_set(first == ORDO_ERR_NOTFOUND ? ORDO_ERR_FORMAT : first,
                           "no whole checkpoint in %s: %s; %s", dir, refused[0], refused[1]);
 }

@@ -20,48 +20,48 @@
 
 #define ORDO_PARAMFILE_MAGIC "ORDOPRM1"
 
-typedef struct ordo_paramfile {
+typedef struct ordo__paramfile {
     int n;
     int64_t iteration;
     char **names;   /* n NUL-terminated names */
     int64_t *numel; /* n counts */
     float **values; /* n arrays of numel[i] floats */
-} ordo_paramfile_t;
+} ordo__paramfile_t;
 
-/* ordo_paramfile_write writes m's parameters (params[i] holds m->params[i].numel floats,
+/* ordo__paramfile_write writes m's parameters (params[i] holds m->params[i].numel floats,
  * borrowed) after `iteration` updates to path, replacing it. Fails with ORDO_ERR_IO naming the
  * path. */
-int ordo_paramfile_write(const char *path, const ordo_model_t *m, float *const *params,
+int ordo__paramfile_write(const char *path, const ordo__model_t *m, float *const *params,
                          int64_t iteration);
 
-/* ordo__paramfile_write_kept is ordo_paramfile_write that first renames the old path to keep
+/* ordo__paramfile_write_kept is ordo__paramfile_write that first renames the old path to keep
  * (checkpoint.prev.bin beside checkpoint.bin); a failed write leaves both files as they were. */
-int ordo__paramfile_write_kept(const char *path, const char *keep, const ordo_model_t *m,
+int ordo__paramfile_write_kept(const char *path, const char *keep, const ordo__model_t *m,
                                float *const *params, int64_t iteration);
 
 /* ordo__paramfile_newest finds the checkpoint a run resumes from in folder dir: checkpoint.bin
- * when it reads back whole (every check of ordo_paramfile_read, the checksum too), else
+ * when it reads back whole (every check of ordo__paramfile_read, the checksum too), else
  * checkpoint.prev.bin, logging why the newer one was refused. path gets the file, *iteration
  * its updates. Fails with ORDO_ERR_NOTFOUND when neither file exists, ORDO_ERR_FORMAT naming
  * both files and their faults when neither is whole. */
 int ordo__paramfile_newest(const char *dir, char *path, size_t size, int64_t *iteration);
 
-/* ordo_paramfile_read reads and validates path into *out (caller destroys). Fails with
+/* ordo__paramfile_read reads and validates path into *out (caller destroys). Fails with
  * ORDO_ERR_NOTFOUND or ORDO_ERR_FORMAT, the detail naming the file, the byte offset and the fault
  * (bad magic, truncation, an empty or oversized name, counts that do not fit the file,
  * trailing bytes). */
-int ordo_paramfile_read(const char *path, ordo_paramfile_t **out);
+int ordo__paramfile_read(const char *path, ordo__paramfile_t **out);
 
-/* ordo_paramfile_read_iteration reads only path's header: *iteration, the updates its values
- * have seen. Fails as ordo_paramfile_read does on a missing file, a bad magic or a short
+/* ordo__paramfile_read_iteration reads only path's header: *iteration, the updates its values
+ * have seen. Fails as ordo__paramfile_read does on a missing file, a bad magic or a short
  * header. */
-int ordo_paramfile_read_iteration(const char *path, int64_t *iteration);
+int ordo__paramfile_read_iteration(const char *path, int64_t *iteration);
 
-/* ordo_paramfile_match checks that pf holds exactly m's parameters (same count, names and
+/* ordo__paramfile_match checks that pf holds exactly m's parameters (same count, names and
  * element counts, in model order); ORDO_ERR_FORMAT names the first difference. */
-int ordo_paramfile_match(const ordo_paramfile_t *pf, const ordo_model_t *m);
+int ordo__paramfile_match(const ordo__paramfile_t *pf, const ordo__model_t *m);
 
-/* ordo_paramfile_destroy frees *pf and sets it to NULL; NULL-safe. */
-void ordo_paramfile_destroy(ordo_paramfile_t **pf);
+/* ordo__paramfile_destroy frees *pf and sets it to NULL; NULL-safe. */
+void ordo__paramfile_destroy(ordo__paramfile_t **pf);
 
 #endif

@@ -19,9 +19,9 @@ static json_t *member(json_t *o, const char *name)
 static int get_str(json_t *o, const char *path, const char *name, char *buf, size_t size)
 {
     const char *v = json_string_value(json_object_get(o, name));
-    if (!v) return ordo_error_set(ORDO_ERR_PROTO, "plan: %s.%s: not a string", path, name);
+    if (!v) return ordo__error_set(ORDO_ERR_PROTO, "plan: %s.%s: not a string", path, name);
     if (strlen(v) >= size)
-        return ordo_error_set(ORDO_ERR_PROTO, "plan: %s.%s: longer than %zu bytes", path, name,
+        return ordo__error_set(ORDO_ERR_PROTO, "plan: %s.%s: longer than %zu bytes", path, name,
                               size - 1);
     memcpy(buf, v, strlen(v) + 1);
     return 0;
@@ -33,7 +33,7 @@ static int get_int(json_t *o, const char *path, const char *name, json_int_t lo,
 {
     json_t *v = json_object_get(o, name);
     if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-        return ordo_error_set(ORDO_ERR_PROTO, "plan: %s.%s: not an integer in [%lld, %lld]", path,
+        return ordo__error_set(ORDO_ERR_PROTO, "plan: %s.%s: not an integer in [%lld, %lld]", path,
                               name, (long long)lo, (long long)hi);
     *out = json_integer_value(v);
     return 0;
@@ -46,7 +46,7 @@ static int get_array(json_t *o, const char *path, const char *name, int n, json_
     *out = NULL;
     if (!v) return 0;
     if (!json_is_array(v) || (int)json_array_size(v) != n)
-        return ordo_error_set(ORDO_ERR_PROTO, "plan: %s.%s: not an array of %d entries", path, name,
+        return ordo__error_set(ORDO_ERR_PROTO, "plan: %s.%s: not an array of %d entries", path, name,
                               n);
     *out = v;
     return 0;
@@ -62,7 +62,7 @@ static int take_priorities(ordo__plan_t *p, json_t *root)
     for (int i = 0; i < p->n_keys; i++) {
         json_t *v = json_array_get(a, (size_t)i);
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX)
-            return ordo_error_set(ORDO_ERR_PROTO, "plan: $.priorities[%d]: not an integer >= 0", i);
+            return ordo__error_set(ORDO_ERR_PROTO, "plan: $.priorities[%d]: not an integer >= 0", i);
         p->priorities[i] = (int)json_integer_value(v);
     }
     return 0;
@@ -76,7 +76,7 @@ static int take_strings(json_t *a, const char *path, int n, char ***out)
     *out = s;
     for (int i = 0; i < n; i++) {
         const char *v = json_string_value(json_array_get(a, (size_t)i));
-        if (!v) return ordo_error_set(ORDO_ERR_PROTO, "plan: %s[%d]: not a string", path, i);
+        if (!v) return ordo__error_set(ORDO_ERR_PROTO, "plan: %s[%d]: not a string", path, i);
         if (!(s[i] = strdup(v))) return ORDO_ERR_NOMEM;
     }
     return 0;
@@ -97,7 +97,7 @@ static int take_merge(ordo__plan_t *p, json_t *root)
     if (!merge) return 0;
     json_t *groups = json_object_get(merge, "groups");
     if (!json_is_array(groups) || json_array_size(groups) == 0)
-        return ordo_error_set(ORDO_ERR_PROTO, "plan: $.merge.groups: not a non-empty array");
+        return ordo__error_set(ORDO_ERR_PROTO, "plan: $.merge.groups: not a non-empty array");
     int ng = (int)json_array_size(groups), n = 0, n_keys = p->n_keys;
     ordo__plan_merge_t *m = &p->merge;
     p->has_merge = true;
@@ -109,7 +109,7 @@ static int take_merge(ordo__plan_t *p, json_t *root)
         json_t *grp = json_array_get(groups, (size_t)g);
         m->group_start[g] = n;
         if (!json_is_array(grp) || json_array_size(grp) == 0) {
-            rc = ordo_error_set(ORDO_ERR_PROTO, "plan: $.merge.groups[%d]: not a non-empty array",
+            rc = ordo__error_set(ORDO_ERR_PROTO, "plan: $.merge.groups[%d]: not a non-empty array",
                                 g);
             break;
         }
@@ -117,11 +117,11 @@ static int take_merge(ordo__plan_t *p, json_t *root)
             json_t *k = json_array_get(grp, i);
             json_int_t key = json_is_integer(k) ? json_integer_value(k) : -1;
             if (key < 0 || key >= n_keys)
-                rc = ordo_error_set(ORDO_ERR_PROTO,
+                rc = ordo__error_set(ORDO_ERR_PROTO,
                                     "plan: $.merge.groups[%d][%zu]: not a key in [0, %d)", g, i,
                                     n_keys);
             else if (seen[key])
-                rc = ordo_error_set(ORDO_ERR_PROTO, "plan: $.merge.groups[%d][%zu]: key %d again",
+                rc = ordo__error_set(ORDO_ERR_PROTO, "plan: $.merge.groups[%d][%zu]: key %d again",
                                     g, i, (int)key);
             else
                 seen[key] = 1, m->order[n++] = (int)key;
@@ -130,11 +130,11 @@ static int take_merge(ordo__plan_t *p, json_t *root)
     free(seen);
     if (rc) return rc;
     if (n != n_keys)
-        return ordo_error_set(ORDO_ERR_PROTO, "plan: $.merge.groups: %d of %d keys listed", n,
+        return ordo__error_set(ORDO_ERR_PROTO, "plan: $.merge.groups: %d of %d keys listed", n,
                               n_keys);
     json_t *mx = json_object_get(merge, "max_message_bytes");
     if (mx && (!json_is_integer(mx) || json_integer_value(mx) < 0))
-        return ordo_error_set(ORDO_ERR_PROTO,
+        return ordo__error_set(ORDO_ERR_PROTO,
                               "plan: $.merge.max_message_bytes: not an integer >= 0");
     m->group_start[ng] = n;
     m->n_groups = ng;
@@ -162,7 +162,7 @@ static int take_intra(ordo__plan_t *p, json_t *root)
 {
     json_t *o = member(root, "intra");
     if (!o) return 0;
-    if (!json_is_object(o)) return ordo_error_set(ORDO_ERR_PROTO, "plan: $.intra: not an object");
+    if (!json_is_object(o)) return ordo__error_set(ORDO_ERR_PROTO, "plan: $.intra: not an object");
     ordo__plan_intra_t *in = &p->intra;
     json_int_t L;
     int rc = get_int(o, "$.intra", "local_size", 1, INT32_MAX, &L);
@@ -170,7 +170,7 @@ static int take_intra(ordo__plan_t *p, json_t *root)
     if (!rc) rc = get_str(o, "$.intra", "run", in->run, sizeof in->run);
     json_t *ov = json_object_get(o, "overlap");
     if (!rc && ov && !json_is_boolean(ov))
-        rc = ordo_error_set(ORDO_ERR_PROTO, "plan: $.intra.overlap: not true or false");
+        rc = ordo__error_set(ORDO_ERR_PROTO, "plan: $.intra.overlap: not true or false");
     if (rc) return rc;
     in->local_size = (int)L;
     in->overlap = !json_is_false(ov); /* absent (an older scheduler): overlapped */
@@ -182,9 +182,9 @@ static int take_sparse(ordo__plan_t *p, json_t *root, int n_servers)
 {
     json_t *sp = member(root, "sparse");
     if (!sp) return 0;
-    int rc = ordo_sparse_wire_plan_of(sp, n_servers, &p->sparse);
+    int rc = ordo__sparse_wire_plan_of(sp, n_servers, &p->sparse);
     if (rc == ORDO_ERR_NOTFOUND) /* present, not an object */
-        return ordo_error_set(ORDO_ERR_PROTO, "plan: $.sparse: not an object");
+        return ordo__error_set(ORDO_ERR_PROTO, "plan: $.sparse: not an object");
     p->has_sparse = rc == 0;
     return rc;
 }
@@ -196,7 +196,7 @@ static int take_step(ordo__plan_t *p, json_t *root)
     p->credit_bytes = -1;
     if (!v) return 0;
     if (!json_is_integer(v) || json_integer_value(v) < 0)
-        return ordo_error_set(ORDO_ERR_PROTO, "plan: $.step.credit_bytes: not an integer >= 0");
+        return ordo__error_set(ORDO_ERR_PROTO, "plan: $.step.credit_bytes: not an integer >= 0");
     p->credit_bytes = (int64_t)json_integer_value(v);
     return 0;
 }
@@ -209,7 +209,7 @@ static int take_compression(ordo__plan_t *p, json_t *root)
     json_t *keys;
     int rc = get_array(c, "$.compression", "keys", p->n_keys, &keys);
     if (rc) return rc;
-    if (!keys) return ordo_error_set(ORDO_ERR_PROTO, "plan: $.compression.keys: missing");
+    if (!keys) return ordo__error_set(ORDO_ERR_PROTO, "plan: $.compression.keys: missing");
     return take_strings(keys, "$.compression.keys", p->n_keys, &p->compression);
 }
 
@@ -234,7 +234,7 @@ static int take_updates(ordo__plan_t *p, json_t *root)
             up->momentum = (float)json_number_value(json_object_get(u, "momentum"));
             up->weight_decay = (float)json_number_value(json_object_get(u, "weight_decay"));
         } else {
-            return ordo_error_set(ORDO_ERR_PROTO,
+            return ordo__error_set(ORDO_ERR_PROTO,
                                   "plan: $.updates[%d].kind: not \"sgd\" or "
                                   "\"average\"",
                                   key);
@@ -247,7 +247,7 @@ static int take_updates(ordo__plan_t *p, json_t *root)
 
 int ordo__plan_parse(const char *text, size_t len, int n_keys, int n_servers, ordo__plan_t **out)
 {
-    if (n_keys < 0) return ordo_error_set(ORDO_ERR_INVAL, "plan: %d keys", n_keys);
+    if (n_keys < 0) return ordo__error_set(ORDO_ERR_INVAL, "plan: %d keys", n_keys);
     ordo__plan_t *p = calloc(1, sizeof *p);
     if (!p) return ORDO_ERR_NOMEM;
     p->n_keys = n_keys;
@@ -258,8 +258,8 @@ int ordo__plan_parse(const char *text, size_t len, int n_keys, int n_servers, or
         json_error_t err;
         root = json_loadb(text, len, 0, &err);
         if (!json_is_object(root))
-            rc = root ? ordo_error_set(ORDO_ERR_PROTO, "plan: not a JSON object")
-                      : ordo_error_set(ORDO_ERR_PROTO, "plan: line %d: %s", err.line, err.text);
+            rc = root ? ordo__error_set(ORDO_ERR_PROTO, "plan: not a JSON object")
+                      : ordo__error_set(ORDO_ERR_PROTO, "plan: line %d: %s", err.line, err.text);
     }
     if (!rc && root) {
         if (!rc) rc = take_priorities(p, root);
@@ -312,7 +312,7 @@ void ordo__plan_destroy(ordo__plan_t **pp)
     free(p->priorities);
     strings_free(p->params, p->n_keys);
     merge_free(&p->merge);
-    ordo_sparse_wire_plan_fini(&p->sparse);
+    ordo__sparse_wire_plan_fini(&p->sparse);
     strings_free(p->compression, p->n_keys);
     free(p->updates);
     free(p);

@@ -52,7 +52,7 @@ typedef struct ordo__plan {
     bool has_intra;
     ordo__plan_intra_t intra;
     bool has_sparse;
-    ordo_sparse_plan_t sparse;    /* "sparse" (core/sparse_wire.h) */
+    ordo__sparse_plan_t sparse;    /* "sparse" (core/sparse_wire.h) */
     int64_t credit_bytes;         /* "step"."credit_bytes": the push credit; -1: none */
     char **compression;           /* "compression"."keys": n_keys codec specs, or NULL */
     ordo__plan_update_t *updates; /* "updates": n_keys rules, or NULL: the conf's for all */

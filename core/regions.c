@@ -6,33 +6,33 @@
 #include <math.h>
 #include <string.h>
 
-int ordo_regions_even(uint32_t n, int S, uint32_t *bounds)
+int ordo__regions_even(uint32_t n, int S, uint32_t *bounds)
 {
     if (S < 1 || (uint32_t)S > n)
-        return ordo_error_set(ORDO_ERR_INVAL, "regions: cannot split %u indices into %d regions", n,
+        return ordo__error_set(ORDO_ERR_INVAL, "regions: cannot split %u indices into %d regions", n,
                               S);
     for (int s = 0; s <= S; s++)
         bounds[s] = (uint32_t)((uint64_t)n * (uint64_t)s / (uint64_t)S);
     return 0;
 }
 
-int ordo_regions_check(const uint32_t *bounds, int S, uint32_t n)
+int ordo__regions_check(const uint32_t *bounds, int S, uint32_t n)
 {
-    if (S < 1) return ordo_error_set(ORDO_ERR_PROTO, "regions: %d regions", S);
+    if (S < 1) return ordo__error_set(ORDO_ERR_PROTO, "regions: %d regions", S);
     if (bounds[0] != 0)
-        return ordo_error_set(ORDO_ERR_PROTO, "regions: bounds[0] is %u, not 0", bounds[0]);
+        return ordo__error_set(ORDO_ERR_PROTO, "regions: bounds[0] is %u, not 0", bounds[0]);
     if (bounds[S] != n)
-        return ordo_error_set(ORDO_ERR_PROTO, "regions: bounds[%d] is %u, not n = %u", S, bounds[S],
+        return ordo__error_set(ORDO_ERR_PROTO, "regions: bounds[%d] is %u, not n = %u", S, bounds[S],
                               n);
     for (int s = 0; s < S; s++)
         if (bounds[s + 1] <= bounds[s])
-            return ordo_error_set(ORDO_ERR_PROTO,
+            return ordo__error_set(ORDO_ERR_PROTO,
                                   "regions: bounds[%d] = %u does not exceed bounds[%d] = %u", s + 1,
                                   bounds[s + 1], s, bounds[s]);
     return 0;
 }
 
-int ordo_regions_find(const uint32_t *bounds, int S, uint32_t i)
+int ordo__regions_find(const uint32_t *bounds, int S, uint32_t i)
 {
     int lo = 0, hi = S; /* invariant: bounds[lo] <= i < bounds[hi] */
     while (hi - lo > 1) {
@@ -45,12 +45,12 @@ int ordo_regions_find(const uint32_t *bounds, int S, uint32_t i)
     return lo;
 }
 
-int ordo_regions_balance(const uint64_t *hist, size_t nbins, uint32_t n, int S, uint32_t *bounds)
+int ordo__regions_balance(const uint64_t *hist, size_t nbins, uint32_t n, int S, uint32_t *bounds)
 {
     if (nbins < 1 || nbins > ORDO_REGIONS_MAX_BINS)
-        return ordo_error_set(ORDO_ERR_INVAL, "regions: %zu histogram bins (want 1..%u)", nbins,
+        return ordo__error_set(ORDO_ERR_INVAL, "regions: %zu histogram bins (want 1..%u)", nbins,
                               ORDO_REGIONS_MAX_BINS);
-    int rc = ordo_regions_even(n, S, bounds);
+    int rc = ordo__regions_even(n, S, bounds);
     if (rc < 0) return rc;
     uint64_t total = 0;
     for (size_t b = 0; b < nbins; b++)
@@ -80,7 +80,7 @@ int ordo_regions_balance(const uint64_t *hist, size_t nbins, uint32_t n, int S, 
     return 0;
 }
 
-double ordo_regions_load(const uint64_t *hist, size_t nbins, uint32_t n, uint32_t lo, uint32_t hi)
+double ordo__regions_load(const uint64_t *hist, size_t nbins, uint32_t n, uint32_t lo, uint32_t hi)
 {
     double load = 0;
     if (lo >= hi) return 0;
@@ -95,8 +95,8 @@ double ordo_regions_load(const uint64_t *hist, size_t nbins, uint32_t n, uint32_
     return load;
 }
 
-size_t ordo_regions_moves(const uint32_t *old_bounds, const uint32_t *new_bounds, int S,
-                          ordo_regions_move_t *out, size_t cap)
+size_t ordo__regions_moves(const uint32_t *old_bounds, const uint32_t *new_bounds, int S,
+                          ordo__regions_move_t *out, size_t cap)
 {
     size_t count = 0;
     int i = 0, j = 0;
@@ -105,7 +105,7 @@ size_t ordo_regions_moves(const uint32_t *old_bounds, const uint32_t *new_bounds
         uint32_t end =
             old_bounds[i + 1] < new_bounds[j + 1] ? old_bounds[i + 1] : new_bounds[j + 1];
         if (i != j && end > pos) {
-            if (count < cap) out[count] = (ordo_regions_move_t){i, j, pos, end};
+            if (count < cap) out[count] = (ordo__regions_move_t){i, j, pos, end};
             count++;
         }
         pos = end;
@@ -115,7 +115,7 @@ size_t ordo_regions_moves(const uint32_t *old_bounds, const uint32_t *new_bounds
     return count;
 }
 
-void ordo_regions_maghist_add(uint64_t *bins, const float *x, size_t n)
+void ordo__regions_maghist_add(uint64_t *bins, const float *x, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         uint32_t bits;
@@ -126,7 +126,7 @@ void ordo_regions_maghist_add(uint64_t *bins, const float *x, size_t n)
     }
 }
 
-float ordo_regions_maghist_threshold(const uint64_t *bins, uint64_t k)
+float ordo__regions_maghist_threshold(const uint64_t *bins, uint64_t k)
 {
     if (k == 0) return INFINITY;
     uint64_t total = 0;

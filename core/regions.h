@@ -34,47 +34,47 @@ static inline uint64_t ordo_regions_bin_start(size_t b, uint64_t n, size_t nbins
     return ((uint64_t)b * n + nbins - 1) / nbins;
 }
 
-/* ordo_regions_even writes S + 1 boundaries splitting [0, n) into S near-equal regions;
+/* ordo__regions_even writes S + 1 boundaries splitting [0, n) into S near-equal regions;
  * requires 1 <= S <= n. */
-int ordo_regions_even(uint32_t n, int S, uint32_t *bounds);
+int ordo__regions_even(uint32_t n, int S, uint32_t *bounds);
 
-/* ordo_regions_check validates boundaries received from elsewhere: ORDO_ERR_PROTO with the
+/* ordo__regions_check validates boundaries received from elsewhere: ORDO_ERR_PROTO with the
  * offending position when they do not start at 0, end at n, or strictly increase. */
-int ordo_regions_check(const uint32_t *bounds, int S, uint32_t n);
+int ordo__regions_check(const uint32_t *bounds, int S, uint32_t n);
 
-/* ordo_regions_find returns the region holding index i (binary search; i < bounds[S]). */
-int ordo_regions_find(const uint32_t *bounds, int S, uint32_t i);
+/* ordo__regions_find returns the region holding index i (binary search; i < bounds[S]). */
+int ordo__regions_find(const uint32_t *bounds, int S, uint32_t i);
 
-/* ordo_regions_balance computes S contiguous regions of [0, n) whose expected loads are
+/* ordo__regions_balance computes S contiguous regions of [0, n) whose expected loads are
  * equal: hist holds nbins counts (top-k entries per position bin, summed over workers);
  * entries are assumed uniform inside a bin, so a boundary may fall inside one. Every
  * region gets at least one index. An all-zero histogram gives the even split. */
-int ordo_regions_balance(const uint64_t *hist, size_t nbins, uint32_t n, int S, uint32_t *bounds);
+int ordo__regions_balance(const uint64_t *hist, size_t nbins, uint32_t n, int S, uint32_t *bounds);
 
-/* ordo_regions_load returns the expected load of [lo, hi) under hist (same interpolation
- * as ordo_regions_balance), for reports and tests. */
-double ordo_regions_load(const uint64_t *hist, size_t nbins, uint32_t n, uint32_t lo, uint32_t hi);
+/* ordo__regions_load returns the expected load of [lo, hi) under hist (same interpolation
+ * as ordo__regions_balance), for reports and tests. */
+double ordo__regions_load(const uint64_t *hist, size_t nbins, uint32_t n, uint32_t lo, uint32_t hi);
 
 /* A range of indices whose owner changes when boundaries change: the server `from` hands
  * [lo, hi) (parameters and optimizer state) to server `to`. */
 typedef struct {
     int from, to;
     uint32_t lo, hi;
-} ordo_regions_move_t;
+} ordo__regions_move_t;
 
-/* ordo_regions_moves lists the ranges that change owner between two boundary arrays of the
+/* ordo__regions_moves lists the ranges that change owner between two boundary arrays of the
  * same S and n, in index order; it returns their number (at most 2 * S) and writes up to
  * cap of them to out. */
-size_t ordo_regions_moves(const uint32_t *old_bounds, const uint32_t *new_bounds, int S,
-                          ordo_regions_move_t *out, size_t cap);
+size_t ordo__regions_moves(const uint32_t *old_bounds, const uint32_t *new_bounds, int S,
+                          ordo__regions_move_t *out, size_t cap);
 
-/* ordo_regions_maghist_add adds the magnitudes of n finite values to bins
+/* ordo__regions_maghist_add adds the magnitudes of n finite values to bins
  * (ORDO_REGIONS_MAGHIST_BINS counts). Non-finite values are not counted. */
-void ordo_regions_maghist_add(uint64_t *bins, const float *x, size_t n);
+void ordo__regions_maghist_add(uint64_t *bins, const float *x, size_t n);
 
-/* ordo_regions_maghist_threshold returns the magnitude threshold t such that about k of the
+/* ordo__regions_maghist_threshold returns the magnitude threshold t such that about k of the
  * counted values have |x| >= t (interpolating inside the bin where the k-th largest falls):
  * +INFINITY when k = 0, 0 when k is at least the total count. */
-float ordo_regions_maghist_threshold(const uint64_t *bins, uint64_t k);
+float ordo__regions_maghist_threshold(const uint64_t *bins, uint64_t k);
 
 #endif

@@ -12,7 +12,7 @@
 
 /* ==== per-tensor state ================================================================ */
 
-struct ordo_sparsify {
+struct ordo__sparsify {
     size_t n, k;
     int period;
     int reuse_left; /* iterations the cached threshold may still be reused */
@@ -21,11 +21,11 @@ struct ordo_sparsify {
     bool last_exact;
     float *residual;
     uint32_t *scratch; /* n magnitudes, allocated at the first exact evaluation */
-    ordo_coo_entry_t *sel;
+    ordo__coo_entry_t *sel;
     size_t nsel, cap;
 };
 
-size_t ordo_sparsify_k_for(size_t n, double density)
+size_t ordo__sparsify_k_for(size_t n, double density)
 {
     if (n == 0) return 0;
     double k = nearbyint(density * (double)n);
@@ -34,15 +34,15 @@ size_t ordo_sparsify_k_for(size_t n, double density)
     return (size_t)k;
 }
 
-int ordo_sparsify_new(ordo_sparsify_t **out, size_t n, size_t k, int threshold_period)
+int ordo__sparsify_new(ordo__sparsify_t **out, size_t n, size_t k, int threshold_period)
 {
     if (n < 1 || n > UINT32_MAX)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparsify: tensor size %zu outside [1, 2^32)", n);
+        return ordo__error_set(ORDO_ERR_INVAL, "sparsify: tensor size %zu outside [1, 2^32)", n);
     if (k < 1 || k > n)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparsify: k = %zu outside [1, %zu]", k, n);
+        return ordo__error_set(ORDO_ERR_INVAL, "sparsify: k = %zu outside [1, %zu]", k, n);
     if (threshold_period < 1)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparsify: threshold_period %d < 1", threshold_period);
-    ordo_sparsify_t *sp = calloc(1, sizeof *sp);
+        return ordo__error_set(ORDO_ERR_INVAL, "sparsify: threshold_period %d < 1", threshold_period);
+    ordo__sparsify_t *sp = calloc(1, sizeof *sp);
     if (!sp) goto fail;
     sp->n = n;
     sp->k = k;
@@ -54,14 +54,14 @@ int ordo_sparsify_new(ordo_sparsify_t **out, size_t n, size_t k, int threshold_p
     *out = sp;
     return 0;
 fail:
-    ordo_sparsify_destroy(&sp);
-    return ordo_error_set(ORDO_ERR_NOMEM, "sparsify: no memory for a tensor of %zu", n);
+    ordo__sparsify_destroy(&sp);
+    return ordo__error_set(ORDO_ERR_NOMEM, "sparsify: no memory for a tensor of %zu", n);
 }
 
-void ordo_sparsify_destroy(ordo_sparsify_t **p)
+void ordo__sparsify_destroy(ordo__sparsify_t **p)
 {
     if (!p || !*p) return;
-    ordo_sparsify_t *sp = *p;
+    ordo__sparsify_t *sp = *p;
     free(sp->residual);
     free(sp->scratch);
     free(sp->sel);
@@ -77,22 +77,22 @@ static int check_acc(const float *res, const float *g, size_t n)
     for (size_t i = 0; i < n; i++)
         bad |= (ordo__float_bits(res[i] + g[i]) & 0x7fffffffu) + 0x00800000u;
     if (!(bad & 0x80000000u)) return 0;
-    int rc = ordo_sparsify_check_finite(g, n, "gradient");
+    int rc = ordo__sparsify_check_finite(g, n, "gradient");
     if (rc < 0) return rc;
     for (size_t i = 0; i < n; i++)
         if (!isfinite(res[i] + g[i]))
-            return ordo_error_set(ORDO_ERR_RANGE,
+            return ordo__error_set(ORDO_ERR_RANGE,
                                   "sparsify: entry %zu overflows (residual %g + gradient %g)", i,
                                   (double)res[i], (double)g[i]);
     return 0;
 }
 
-static int select_exact(ordo_sparsify_t *sp)
+static int select_exact(ordo__sparsify_t *sp)
 {
     if (!sp->scratch) {
         sp->scratch = malloc(sp->n * sizeof *sp->scratch);
         if (!sp->scratch)
-            return ordo_error_set(ORDO_ERR_NOMEM, "sparsify: no memory for %zu magnitudes", sp->n);
+            return ordo__error_set(ORDO_ERR_NOMEM, "sparsify: no memory for %zu magnitudes", sp->n);
     }
     uint32_t tb;
     int rc = ordo__sparsify_kth_bits(sp->residual, sp->n, sp->k, sp->scratch, &tb);
@@ -104,7 +104,7 @@ static int select_exact(ordo_sparsify_t *sp)
     return 0;
 }
 
-int ordo_sparsify_push(ordo_sparsify_t *sp, const float *grad)
+int ordo__sparsify_push(ordo__sparsify_t *sp, const float *grad)
 {
     int rc = check_acc(sp->residual, grad, sp->n);
     if (rc < 0) return rc;
@@ -114,12 +114,12 @@ int ordo_sparsify_push(ordo_sparsify_t *sp, const float *grad)
     sp->iter++;
     if (sp->k == sp->n) {
         sp->thr = 0.0f;
-        sp->nsel = ordo_sparsify_scan(acc, sp->n, 0.0f, sp->sel, sp->cap);
+        sp->nsel = ordo__sparsify_scan(acc, sp->n, 0.0f, sp->sel, sp->cap);
         sp->last_exact = true;
         return 0;
     }
     if (sp->iter == 1 || sp->reuse_left <= 0) return select_exact(sp);
-    size_t c = ordo_sparsify_scan(acc, sp->n, sp->thr, sp->sel, sp->cap);
+    size_t c = ordo__sparsify_scan(acc, sp->n, sp->thr, sp->sel, sp->cap);
     if (c > sp->cap) return select_exact(sp); /* distribution moved: re-evaluate now */
     sp->nsel = c;
     sp->reuse_left--;
@@ -127,14 +127,14 @@ int ordo_sparsify_push(ordo_sparsify_t *sp, const float *grad)
     return 0;
 }
 
-const ordo_coo_entry_t *ordo_sparsify_selected(const ordo_sparsify_t *sp, size_t *count)
+const ordo__coo_entry_t *ordo__sparsify_selected(const ordo__sparsify_t *sp, size_t *count)
 {
     *count = sp->nsel;
     return sp->sel;
 }
 
 /* First selected position whose index is >= i. */
-static size_t sel_lower_bound(const ordo_sparsify_t *sp, uint32_t i)
+static size_t sel_lower_bound(const ordo__sparsify_t *sp, uint32_t i)
 {
     size_t lo = 0, hi = sp->nsel;
     while (lo < hi) {
@@ -147,35 +147,35 @@ static size_t sel_lower_bound(const ordo_sparsify_t *sp, uint32_t i)
     return lo;
 }
 
-size_t ordo_sparsify_region_count(const ordo_sparsify_t *sp, uint32_t lo, uint32_t hi)
+size_t ordo__sparsify_region_count(const ordo__sparsify_t *sp, uint32_t lo, uint32_t hi)
 {
     if (hi <= lo) return 0;
     return sel_lower_bound(sp, hi) - sel_lower_bound(sp, lo);
 }
 
-int ordo_sparsify_pack_region(const ordo_sparsify_t *sp, uint32_t lo, uint32_t hi, uint8_t *buf,
+int ordo__sparsify_pack_region(const ordo__sparsify_t *sp, uint32_t lo, uint32_t hi, uint8_t *buf,
                               size_t cap, size_t *len)
 {
     if (hi < lo || hi > sp->n)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparsify: region [%u, %u) outside [0, %zu)", lo, hi,
+        return ordo__error_set(ORDO_ERR_INVAL, "sparsify: region [%u, %u) outside [0, %zu)", lo, hi,
                               sp->n);
     size_t first = sel_lower_bound(sp, lo), count = sel_lower_bound(sp, hi) - first;
     if (ordo_coo_size(count) > cap)
-        return ordo_error_set(ORDO_ERR_RANGE, "sparsify: region [%u, %u) needs %zu bytes, have %zu",
+        return ordo__error_set(ORDO_ERR_RANGE, "sparsify: region [%u, %u) needs %zu bytes, have %zu",
                               lo, hi, ordo_coo_size(count), cap);
-    ordo_coo_encode(sp->sel + first, count, buf);
+    ordo__coo_encode(sp->sel + first, count, buf);
     *len = ordo_coo_size(count);
     return 0;
 }
 
-int ordo_sparsify_commit(ordo_sparsify_t *sp, const uint32_t *idx, size_t count)
+int ordo__sparsify_commit(ordo__sparsify_t *sp, const uint32_t *idx, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
         if (idx[i] >= sp->n)
-            return ordo_error_set(ORDO_ERR_INVAL, "sparsify: commit index %u out of range %zu", idx[i],
+            return ordo__error_set(ORDO_ERR_INVAL, "sparsify: commit index %u out of range %zu", idx[i],
                                   sp->n);
         if (i > 0 && idx[i] <= idx[i - 1])
-            return ordo_error_set(ORDO_ERR_INVAL, "sparsify: commit indices not increasing at %zu", i);
+            return ordo__error_set(ORDO_ERR_INVAL, "sparsify: commit indices not increasing at %zu", i);
     }
     if (count == 0) return 0;
     size_t j = sel_lower_bound(sp, idx[0]);
@@ -193,18 +193,18 @@ int ordo_sparsify_commit(ordo_sparsify_t *sp, const uint32_t *idx, size_t count)
     return 0;
 }
 
-int ordo_sparsify_apply_pull(ordo_sparsify_t *sp, const uint8_t *buf, size_t len, uint32_t lo,
+int ordo__sparsify_apply_pull(ordo__sparsify_t *sp, const uint8_t *buf, size_t len, uint32_t lo,
                              uint32_t hi, float *params, size_t *consumed)
 {
     if (hi < lo || hi > sp->n)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparsify: region [%u, %u) outside [0, %zu)", lo, hi,
+        return ordo__error_set(ORDO_ERR_INVAL, "sparsify: region [%u, %u) outside [0, %zu)", lo, hi,
                               sp->n);
     size_t count, used = 0;
-    int rc = ordo_coo_check(buf, len, lo, hi, &count);
+    int rc = ordo__coo_check(buf, len, lo, hi, &count);
     if (rc < 0) return rc;
     size_t j = sel_lower_bound(sp, lo);
     for (size_t i = 0; i < count; i++) {
-        ordo_coo_entry_t e = ordo_coo_get(buf, i);
+        ordo__coo_entry_t e = ordo__coo_get(buf, i);
         if (params) params[e.index] = e.value;
         while (j < sp->nsel && sp->sel[j].index < e.index)
             j++;
@@ -217,41 +217,41 @@ int ordo_sparsify_apply_pull(ordo_sparsify_t *sp, const uint8_t *buf, size_t len
     return 0;
 }
 
-int ordo_sparsify_position_hist(const ordo_sparsify_t *sp, size_t nbins, uint64_t *counts)
+int ordo__sparsify_position_hist(const ordo__sparsify_t *sp, size_t nbins, uint64_t *counts)
 {
     if (nbins < 1 || nbins > ORDO_REGIONS_MAX_BINS)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparsify: %zu histogram bins", nbins);
+        return ordo__error_set(ORDO_ERR_INVAL, "sparsify: %zu histogram bins", nbins);
     for (size_t i = 0; i < sp->nsel; i++)
         counts[ordo_regions_bin_of(sp->sel[i].index, sp->n, nbins)]++;
     return 0;
 }
 
-const float *ordo_sparsify_residual(const ordo_sparsify_t *sp)
+const float *ordo__sparsify_residual(const ordo__sparsify_t *sp)
 {
     return sp->residual;
 }
 
-size_t ordo_sparsify_n(const ordo_sparsify_t *sp)
+size_t ordo__sparsify_n(const ordo__sparsify_t *sp)
 {
     return sp->n;
 }
 
-size_t ordo_sparsify_k(const ordo_sparsify_t *sp)
+size_t ordo__sparsify_k(const ordo__sparsify_t *sp)
 {
     return sp->k;
 }
 
-float ordo_sparsify_threshold(const ordo_sparsify_t *sp)
+float ordo__sparsify_threshold(const ordo__sparsify_t *sp)
 {
     return sp->thr;
 }
 
-bool ordo_sparsify_last_exact(const ordo_sparsify_t *sp)
+bool ordo__sparsify_last_exact(const ordo__sparsify_t *sp)
 {
     return sp->last_exact;
 }
 
-uint64_t ordo_sparsify_iteration(const ordo_sparsify_t *sp)
+uint64_t ordo__sparsify_iteration(const ordo__sparsify_t *sp)
 {
     return sp->iter;
 }
@@ -261,12 +261,12 @@ uint64_t ordo_sparsify_iteration(const ordo_sparsify_t *sp)
 #define STATE_MAGIC "ORDOSPR1"
 #define STATE_HEAD 44 /* magic, n, k, iter, reuse_left, thr, last_exact + 3 pad */
 
-size_t ordo_sparsify_state_size(const ordo_sparsify_t *sp)
+size_t ordo__sparsify_state_size(const ordo__sparsify_t *sp)
 {
     return STATE_HEAD + sp->n * 4;
 }
 
-void ordo_sparsify_state_get(const ordo_sparsify_t *sp, uint8_t *buf)
+void ordo__sparsify_state_get(const ordo__sparsify_t *sp, uint8_t *buf)
 {
     memcpy(buf, STATE_MAGIC, 8);
     ordo_put_le(buf + 8, sp->n, 8);
@@ -280,24 +280,24 @@ void ordo_sparsify_state_get(const ordo_sparsify_t *sp, uint8_t *buf)
         ordo_put_le(buf + STATE_HEAD + 4 * i, ordo__float_bits(sp->residual[i]), 4);
 }
 
-int ordo_sparsify_state_set(ordo_sparsify_t *sp, const uint8_t *buf, size_t len)
+int ordo__sparsify_state_set(ordo__sparsify_t *sp, const uint8_t *buf, size_t len)
 {
     if (len < STATE_HEAD || memcmp(buf, STATE_MAGIC, 8) != 0)
-        return ordo_error_set(ORDO_ERR_FORMAT, "sparsify state: not an %s record", STATE_MAGIC);
+        return ordo__error_set(ORDO_ERR_FORMAT, "sparsify state: not an %s record", STATE_MAGIC);
     uint64_t n = ordo_get_le(buf + 8, 8), k = ordo_get_le(buf + 16, 8);
     if (n != sp->n || k != sp->k || len != STATE_HEAD + n * 4)
-        return ordo_error_set(ORDO_ERR_FORMAT, "sparsify state: %llu entries selecting %llu in %zu "
+        return ordo__error_set(ORDO_ERR_FORMAT, "sparsify state: %llu entries selecting %llu in %zu "
                               "bytes, this run %zu selecting %zu", (unsigned long long)n,
                               (unsigned long long)k, len, sp->n, sp->k);
     int32_t reuse = (int32_t)(uint32_t)ordo_get_le(buf + 32, 4);
     float thr = ordo__bits_float((uint32_t)ordo_get_le(buf + 36, 4));
     if (reuse < 0 || reuse > sp->period || !isfinite(thr) || thr < 0 || buf[40] > 1)
-        return ordo_error_set(ORDO_ERR_FORMAT, "sparsify state: bad threshold state (reuse %d, "
+        return ordo__error_set(ORDO_ERR_FORMAT, "sparsify state: bad threshold state (reuse %d, "
                               "threshold %g)", reuse, (double)thr);
     for (size_t i = 0; i < sp->n; i++) {
         float r = ordo__bits_float((uint32_t)ordo_get_le(buf + STATE_HEAD + 4 * i, 4));
         if (!isfinite(r))
-            return ordo_error_set(ORDO_ERR_FORMAT, "sparsify state: residual %zu is not finite", i);
+            return ordo__error_set(ORDO_ERR_FORMAT, "sparsify state: residual %zu is not finite", i);
     }
     for (size_t i = 0; i < sp->n; i++)
         sp->residual[i] = ordo__bits_float((uint32_t)ordo_get_le(buf + STATE_HEAD + 4 * i, 4));

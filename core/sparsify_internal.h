@@ -28,11 +28,11 @@ int ordo__sparsify_kth_bits(const float *x, size_t n, size_t k, uint32_t *scratc
 /* ordo__sparsify_take_topk writes exactly the top k of x to out (cap >= k entries) given tb,
  * the k-th largest magnitude's bits: the entries above it and the lowest-indexed ties. */
 size_t ordo__sparsify_take_topk(const float *x, size_t n, size_t k, uint32_t tb,
-                                ordo_coo_entry_t *out, size_t cap);
+                                ordo__coo_entry_t *out, size_t cap);
 
-/* ordo__sparsify_scan_with is ordo_sparsify_scan on a given path (3 AVX-512, 2 AVX2,
+/* ordo__sparsify_scan_with is ordo__sparsify_scan on a given path (3 AVX-512, 2 AVX2,
  * 1 SSE2, 0 portable), so tests check every path the CPU has; SIZE_MAX if it has not. */
-size_t ordo__sparsify_scan_with(const float *x, size_t n, float thr, ordo_coo_entry_t *out,
+size_t ordo__sparsify_scan_with(const float *x, size_t n, float thr, ordo__coo_entry_t *out,
                                 size_t cap, int path);
 
 #endif

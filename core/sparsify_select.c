@@ -15,12 +15,12 @@ static int report_nonfinite(const float *x, size_t n, const char *what)
 {
     for (size_t i = 0; i < n; i++)
         if (!isfinite(x[i]))
-            return ordo_error_set(ORDO_ERR_INVAL, "%s entry %zu is %s", what, i,
+            return ordo__error_set(ORDO_ERR_INVAL, "%s entry %zu is %s", what, i,
                                   isnan(x[i]) ? "NaN" : "infinite");
     return 0;
 }
 
-int ordo_sparsify_check_finite(const float *x, size_t n, const char *what)
+int ordo__sparsify_check_finite(const float *x, size_t n, const char *what)
 {
     /* Bit 31 of (|x| bits + 2^23) is set exactly for Inf/NaN: a branch-free OR-reduction. */
     uint32_t bad = 0;
@@ -30,7 +30,7 @@ int ordo_sparsify_check_finite(const float *x, size_t n, const char *what)
     return report_nonfinite(x, n, what);
 }
 
-int ordo_sparsify_magnitudes(const float *x, size_t n, uint32_t *m)
+int ordo__sparsify_magnitudes(const float *x, size_t n, uint32_t *m)
 {
     uint32_t bad = 0;
     for (size_t i = 0; i < n; i++) {
@@ -42,7 +42,7 @@ int ordo_sparsify_magnitudes(const float *x, size_t n, uint32_t *m)
     return report_nonfinite(x, n, "input");
 }
 
-void ordo_sparsify_select_u32(uint32_t *a, size_t n, size_t r)
+void ordo__sparsify_select_u32(uint32_t *a, size_t n, size_t r)
 {
     ordo__select_u32(a, n, r); /* common/select.h: the wire codecs' top-k selects with it too */
 }
@@ -50,20 +50,20 @@ void ordo_sparsify_select_u32(uint32_t *a, size_t n, size_t r)
 int ordo__sparsify_kth_bits(const float *x, size_t n, size_t k, uint32_t *scratch, uint32_t *out)
 {
     uint32_t *m = scratch ? scratch : malloc(n * sizeof *m);
-    if (!m) return ordo_error_set(ORDO_ERR_NOMEM, "sparsify: no memory for %zu magnitudes", n);
-    int rc = ordo_sparsify_magnitudes(x, n, m);
+    if (!m) return ordo__error_set(ORDO_ERR_NOMEM, "sparsify: no memory for %zu magnitudes", n);
+    int rc = ordo__sparsify_magnitudes(x, n, m);
     if (rc == 0) {
-        ordo_sparsify_select_u32(m, n, n - k);
+        ordo__sparsify_select_u32(m, n, n - k);
         *out = m[n - k];
     }
     if (!scratch) free(m);
     return rc;
 }
 
-int ordo_sparsify_kth_magnitude(const float *x, size_t n, size_t k, uint32_t *scratch, float *thr)
+int ordo__sparsify_kth_magnitude(const float *x, size_t n, size_t k, uint32_t *scratch, float *thr)
 {
     if (k < 1 || k > n)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparsify: k = %zu outside [1, %zu]", k, n);
+        return ordo__error_set(ORDO_ERR_INVAL, "sparsify: k = %zu outside [1, %zu]", k, n);
     uint32_t b;
     int rc = ordo__sparsify_kth_bits(x, n, k, scratch, &b);
     if (rc < 0) return rc;
@@ -73,7 +73,7 @@ int ordo_sparsify_kth_magnitude(const float *x, size_t n, size_t k, uint32_t *sc
 
 /* Writes exactly k entries: magnitude bits above tb, then equal ones in index order. Two
  * plain passes; used when ties at the threshold are too many for the scan's buffer. */
-static size_t take_exact(const float *x, size_t n, size_t k, uint32_t tb, ordo_coo_entry_t *out)
+static size_t take_exact(const float *x, size_t n, size_t k, uint32_t tb, ordo__coo_entry_t *out)
 {
     size_t above = 0;
     for (size_t i = 0; i < n; i++)
@@ -96,9 +96,9 @@ static size_t take_exact(const float *x, size_t n, size_t k, uint32_t tb, ordo_c
  * >= k entries): one threshold scan, then, only when several entries tie at tb, a trim that
  * keeps the lowest-indexed ties. */
 size_t ordo__sparsify_take_topk(const float *x, size_t n, size_t k, uint32_t tb,
-                                ordo_coo_entry_t *out, size_t cap)
+                                ordo__coo_entry_t *out, size_t cap)
 {
-    size_t c = ordo_sparsify_scan(x, n, ordo__bits_float(tb), out, cap);
+    size_t c = ordo__sparsify_scan(x, n, ordo__bits_float(tb), out, cap);
     if (c == k) return k;
     if (c > cap) return take_exact(x, n, k, tb, out);
     size_t above = 0, w = 0;
@@ -116,12 +116,12 @@ size_t ordo__sparsify_take_topk(const float *x, size_t n, size_t k, uint32_t tb,
     return w;
 }
 
-int ordo_sparsify_topk(const float *x, size_t n, size_t k, uint32_t *scratch, ordo_coo_entry_t *out,
+int ordo__sparsify_topk(const float *x, size_t n, size_t k, uint32_t *scratch, ordo__coo_entry_t *out,
                        float *thr)
 {
-    if (k > n) return ordo_error_set(ORDO_ERR_INVAL, "sparsify: k = %zu exceeds n = %zu", k, n);
+    if (k > n) return ordo__error_set(ORDO_ERR_INVAL, "sparsify: k = %zu exceeds n = %zu", k, n);
     if (k == 0) {
-        int rc = ordo_sparsify_check_finite(x, n, "input");
+        int rc = ordo__sparsify_check_finite(x, n, "input");
         if (rc == 0) *thr = INFINITY;
         return rc;
     }
@@ -145,13 +145,13 @@ enum { SCAN_BLOCK = 64 };
 enum { SCAN_PREFETCH = 1024 };
 
 /* Writes the entries flagged in mask (bit j = x[i + j]) and returns the new count. */
-static inline size_t emit_mask(const float *x, size_t i, uint64_t m, ordo_coo_entry_t *out,
+static inline size_t emit_mask(const float *x, size_t i, uint64_t m, ordo__coo_entry_t *out,
                                size_t cap, size_t w)
 {
     while (m) {
         size_t j = i + (size_t)__builtin_ctzll(m);
         m &= m - 1;
-        if (w < cap) out[w] = (ordo_coo_entry_t){(uint32_t)j, x[j]};
+        if (w < cap) out[w] = (ordo__coo_entry_t){(uint32_t)j, x[j]};
         w++;
     }
     return w;
@@ -166,7 +166,7 @@ static inline size_t emit_mask(const float *x, size_t i, uint64_t m, ordo_coo_en
  * entries at once; the count advances by the number of hits and the next store overwrites
  * the unused rest. Near the capacity it goes on with 64-entry masks and checked writes. */
 __attribute__((target("avx512f,popcnt"))) static size_t
-scan_avx512(const float *x, size_t n, float thr, ordo_coo_entry_t *out, size_t cap, size_t *done)
+scan_avx512(const float *x, size_t n, float thr, ordo__coo_entry_t *out, size_t cap, size_t *done)
 {
     const __m512 t = _mm512_set1_ps(thr);
     const __m512i abs = _mm512_set1_epi32(0x7fffffff);
@@ -201,7 +201,7 @@ scan_avx512(const float *x, size_t n, float thr, ordo_coo_entry_t *out, size_t c
 }
 
 __attribute__((target("avx2"))) static size_t
-scan_avx2(const float *x, size_t n, float thr, ordo_coo_entry_t *out, size_t cap, size_t *done)
+scan_avx2(const float *x, size_t n, float thr, ordo__coo_entry_t *out, size_t cap, size_t *done)
 {
     const __m256 t = _mm256_set1_ps(thr);
     const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
@@ -219,7 +219,7 @@ scan_avx2(const float *x, size_t n, float thr, ordo_coo_entry_t *out, size_t cap
     return w;
 }
 
-static size_t scan_sse2(const float *x, size_t n, float thr, ordo_coo_entry_t *out, size_t cap,
+static size_t scan_sse2(const float *x, size_t n, float thr, ordo__coo_entry_t *out, size_t cap,
                         size_t *done)
 {
     const __m128 t = _mm_set1_ps(thr), abs = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
@@ -239,7 +239,7 @@ static size_t scan_sse2(const float *x, size_t n, float thr, ordo_coo_entry_t *o
 #endif
 
 static size_t scan_portable(const float *restrict x, size_t n, float thr,
-                            ordo_coo_entry_t *restrict out, size_t cap, size_t *done)
+                            ordo__coo_entry_t *restrict out, size_t cap, size_t *done)
 {
     size_t w = 0, i = 0;
     for (; i + SCAN_BLOCK <= n; i += SCAN_BLOCK) {
@@ -269,7 +269,7 @@ static int scan_best(void)
 #endif
 }
 
-size_t ordo__sparsify_scan_with(const float *x, size_t n, float thr, ordo_coo_entry_t *out,
+size_t ordo__sparsify_scan_with(const float *x, size_t n, float thr, ordo__coo_entry_t *out,
                                 size_t cap, int path)
 {
     size_t i, w;
@@ -292,15 +292,15 @@ size_t ordo__sparsify_scan_with(const float *x, size_t n, float thr, ordo_coo_en
     }
     for (; i < n; i++) {
         if (fabsf(x[i]) >= thr) {
-            if (w < cap) out[w] = (ordo_coo_entry_t){(uint32_t)i, x[i]};
+            if (w < cap) out[w] = (ordo__coo_entry_t){(uint32_t)i, x[i]};
             w++;
         }
     }
     return w;
 }
 
-size_t ordo_sparsify_scan(const float *restrict x, size_t n, float thr,
-                          ordo_coo_entry_t *restrict out, size_t cap)
+size_t ordo__sparsify_scan(const float *restrict x, size_t n, float thr,
+                          ordo__coo_entry_t *restrict out, size_t cap)
 {
     return ordo__sparsify_scan_with(x, n, thr, out, cap, scan_best());
 }

@@ -5,13 +5,13 @@
 #include <string.h>
 
 ORDO_VECTOR_CLONES
-void ordo_vec_add(float *restrict acc, const float *restrict src, int64_t n)
+void ordo__vec_add(float *restrict acc, const float *restrict src, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) acc[i] += src[i];
 }
 
 ORDO_VECTOR_CLONES
-void ordo_vec_sum(float *restrict dst, const float *restrict a, const float *restrict b,
+void ordo__vec_sum(float *restrict dst, const float *restrict a, const float *restrict b,
                   int64_t n)
 {
     for (int64_t i = 0; i < n; i++) dst[i] = a[i] + b[i];
@@ -23,7 +23,7 @@ void ordo_vec_sum(float *restrict dst, const float *restrict a, const float *res
 #if defined(__x86_64__)
 #include <emmintrin.h>
 
-void ordo_vec_sum_rows(float *restrict dst, const float *const *rows, int m, int64_t n)
+void ordo__vec_sum_rows(float *restrict dst, const float *const *rows, int m, int64_t n)
 {
     int64_t i = 0;
     for (; i < n && ((uintptr_t)(dst + i) & 15); i++) { /* up to the first aligned store */
@@ -48,7 +48,7 @@ void ordo_vec_sum_rows(float *restrict dst, const float *const *rows, int m, int
     _mm_sfence();
 }
 
-void ordo_vec_copy_stream(float *restrict dst, const float *restrict src, int64_t n)
+void ordo__vec_copy_stream(float *restrict dst, const float *restrict src, int64_t n)
 {
     int64_t i = 0;
     for (; i < n && ((uintptr_t)(dst + i) & 15); i++) dst[i] = src[i];
@@ -64,17 +64,17 @@ void ordo_vec_copy_stream(float *restrict dst, const float *restrict src, int64_
     _mm_sfence();
 }
 #else
-void ordo_vec_sum_rows(float *restrict dst, const float *const *rows, int m, int64_t n)
+void ordo__vec_sum_rows(float *restrict dst, const float *const *rows, int m, int64_t n)
 {
     if (m == 1) {
         memcpy(dst, rows[0], sizeof(float) * (size_t)n);
         return;
     }
-    ordo_vec_sum(dst, rows[0], rows[1], n);
-    for (int r = 2; r < m; r++) ordo_vec_add(dst, rows[r], n);
+    ordo__vec_sum(dst, rows[0], rows[1], n);
+    for (int r = 2; r < m; r++) ordo__vec_add(dst, rows[r], n);
 }
 
-void ordo_vec_copy_stream(float *restrict dst, const float *restrict src, int64_t n)
+void ordo__vec_copy_stream(float *restrict dst, const float *restrict src, int64_t n)
 {
     memcpy(dst, src, sizeof(float) * (size_t)n);
 }

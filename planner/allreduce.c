@@ -7,7 +7,7 @@
 
 /* ring over n members of bytes per member: each link carries 2 (n - 1) / n of it in 2 (n - 1)
  * steps per bucket, each step paying the latency and the message cost */
-static double ring_us(const ordo_cluster_t *c, int n, double bytes, double *link_bytes)
+static double ring_us(const ordo__cluster_t *c, int n, double bytes, double *link_bytes)
 {
     *link_bytes = n > 1 ? 2.0 * (n - 1) / n * bytes : 0;
     double buckets = ceil(bytes / ORDO_ALLREDUCE_BUCKET_BYTES);
@@ -17,8 +17,8 @@ static double ring_us(const ordo_cluster_t *c, int n, double bytes, double *link
 }
 
 /* fills out from the compute of m and the all-reduce's time */
-static int finish(const ordo_model_t *m, const ordo_cluster_t *c, double extra_us,
-                  double comm_us, double link_bytes, ordo_allreduce_result_t *out)
+static int finish(const ordo__model_t *m, const ordo__cluster_t *c, double extra_us,
+                  double comm_us, double link_bytes, ordo__allreduce_result_t *out)
 {
     double fwd = 0, bwd = 0;
     for (int j = 0; j < m->n_ops; j++) {
@@ -27,7 +27,7 @@ static int finish(const ordo_model_t *m, const ordo_cluster_t *c, double extra_u
     }
     /* a codec's conversions and the host's copies run beside backward, on the same bus */
     bwd += extra_us;
-    *out = (ordo_allreduce_result_t){.bytes = link_bytes,
+    *out = (ordo__allreduce_result_t){.bytes = link_bytes,
                                      .comm_us = comm_us,
                                      .step_us = fwd + fmax(bwd, comm_us),
                                      .bound_us = fmax(fwd + bwd, comm_us)};
@@ -35,19 +35,19 @@ static int finish(const ordo_model_t *m, const ordo_cluster_t *c, double extra_u
 }
 
 /* bytes of m per member on the wire, and the conversions it costs */
-static double wire_bytes(const ordo_model_t *m, const ordo_cluster_t *c, double *conv_us)
+static double wire_bytes(const ordo__model_t *m, const ordo__cluster_t *c, double *conv_us)
 {
-    double values = (double)ordo_model_total_numel(m);
+    double values = (double)ordo__model_total_numel(m);
     int bf16 = c->wire == ORDO_CLUSTER_WIRE_BF16;
-    double conv = c->convert_ns >= 0 ? c->convert_ns : ordo_cluster_wire_convert_ns(c->wire);
+    double conv = c->convert_ns >= 0 ? c->convert_ns : ordo__cluster_wire_convert_ns(c->wire);
     *conv_us = bf16 ? 2 * values * conv / 1e3 : 0;
     return values * (bf16 ? 2.0 : 4.0);
 }
 
-int ordo_allreduce_ring(const ordo_model_t *m, const ordo_cluster_t *c,
-                        ordo_allreduce_result_t *out)
+int ordo__allreduce_ring(const ordo__model_t *m, const ordo__cluster_t *c,
+                        ordo__allreduce_result_t *out)
 {
-    int rc = ordo_cluster_check(c);
+    int rc = ordo__cluster_check(c);
     if (rc) return rc;
     double conv_us, link;
     double bytes = wire_bytes(m, c, &conv_us);
@@ -55,16 +55,16 @@ int ordo_allreduce_ring(const ordo_model_t *m, const ordo_cluster_t *c,
     return finish(m, c, conv_us, comm, link, out);
 }
 
-int ordo_allreduce_hier(const ordo_model_t *m, const ordo_cluster_t *c,
-                        ordo_allreduce_result_t *out)
+int ordo__allreduce_hier(const ordo__model_t *m, const ordo__cluster_t *c,
+                        ordo__allreduce_result_t *out)
 {
-    int rc = ordo_cluster_check(c);
+    int rc = ordo__cluster_check(c);
     if (rc) return rc;
     double conv_us, link;
     double bytes = wire_bytes(m, c, &conv_us);
     int hosts = c->workers / c->workers_per_host;
     double intra_us =
-        c->workers_per_host > 1 ? 2 * (double)ordo_model_total_numel(m) * c->intra_ns / 1e3 : 0;
+        c->workers_per_host > 1 ? 2 * (double)ordo__model_total_numel(m) * c->intra_ns / 1e3 : 0;
     double comm = ring_us(c, hosts, bytes, &link) + intra_us;
     return finish(m, c, conv_us, comm, link, out);
 }

@@ -13,22 +13,22 @@
 #define ORDO_ALLREDUCE_BUCKET_BYTES (25 << 20)
 
 /* One all-reduce's step. */
-typedef struct ordo_allreduce_result {
+typedef struct ordo__allreduce_result {
     double bytes;    /* a worker host's link, each way, per step */
     double comm_us;  /* the all-reduce of one step's gradients */
     double step_us;  /* forward + max(backward, comm) */
     double bound_us; /* max(compute, comm) */
-} ordo_allreduce_result_t;
+} ordo__allreduce_result_t;
 
-/* ordo_allreduce_ring models the ring over c's W workers (c's servers, groups and order are
+/* ordo__allreduce_ring models the ring over c's W workers (c's servers, groups and order are
  * not used; a codec other than bf16 is taken as float32: a ring sums on the wire, which a
  * sign or top-k code cannot); fills *out on success. */
-int ordo_allreduce_ring(const ordo_model_t *m, const ordo_cluster_t *c,
-                        ordo_allreduce_result_t *out);
+int ordo__allreduce_ring(const ordo__model_t *m, const ordo__cluster_t *c,
+                        ordo__allreduce_result_t *out);
 
-/* ordo_allreduce_hier models the hierarchical all-reduce over c's hosts (the host's reduce and
+/* ordo__allreduce_hier models the hierarchical all-reduce over c's hosts (the host's reduce and
  * broadcast cost c->intra_ns per value each); fills *out on success. */
-int ordo_allreduce_hier(const ordo_model_t *m, const ordo_cluster_t *c,
-                        ordo_allreduce_result_t *out);
+int ordo__allreduce_hier(const ordo__model_t *m, const ordo__cluster_t *c,
+                        ordo__allreduce_result_t *out);
 
 #endif

@@ -28,41 +28,41 @@ static const struct {
 static const char *limit_names[] = {"compute", "worker link", "server link", "server cpu",
                                     "scheduler"};
 
-double ordo_cluster_wire_bytes(ordo_cluster_wire_t w, double d, int answer)
+double ordo__cluster_wire_bytes(ordo__cluster_wire_t w, double d, int answer)
 {
     if (w < 0 || w >= ORDO_CLUSTER_WIRE_COUNT) return 4.0;
     if (answer) return wires[w].answer_bytes;
     return w == ORDO_CLUSTER_WIRE_TOPK ? wires[w].push_bytes * d : wires[w].push_bytes;
 }
 
-double ordo_cluster_wire_convert_ns(ordo_cluster_wire_t w)
+double ordo__cluster_wire_convert_ns(ordo__cluster_wire_t w)
 {
     return w >= 0 && w < ORDO_CLUSTER_WIRE_COUNT ? wires[w].convert_ns : 0;
 }
 
-const char *ordo_cluster_wire_name(ordo_cluster_wire_t w)
+const char *ordo__cluster_wire_name(ordo__cluster_wire_t w)
 {
     return w >= 0 && w < ORDO_CLUSTER_WIRE_COUNT ? wires[w].name : "?";
 }
 
-int ordo_cluster_wire_parse(const char *s, ordo_cluster_wire_t *out)
+int ordo__cluster_wire_parse(const char *s, ordo__cluster_wire_t *out)
 {
     for (int w = 0; s && w < ORDO_CLUSTER_WIRE_COUNT; w++)
         if (!strcmp(s, wires[w].name)) {
-            *out = (ordo_cluster_wire_t)w;
+            *out = (ordo__cluster_wire_t)w;
             return 0;
         }
     return ORDO_ERR_INVAL;
 }
 
-const char *ordo_cluster_limit_name(ordo_cluster_limit_t l)
+const char *ordo__cluster_limit_name(ordo__cluster_limit_t l)
 {
     return l >= 0 && l <= ORDO_CLUSTER_LIMIT_SCHEDULER ? limit_names[l] : "?";
 }
 
-void ordo_cluster_defaults(ordo_cluster_t *c)
+void ordo__cluster_defaults(ordo__cluster_t *c)
 {
-    *c = (ordo_cluster_t){.workers = 1,
+    *c = (ordo__cluster_t){.workers = 1,
                           .workers_per_host = 1,
                           .server_hosts = 1,
                           .worker_bps = 10e9,
@@ -82,67 +82,67 @@ void ordo_cluster_defaults(ordo_cluster_t *c)
                           .credit_bytes = -1};
 }
 
-int ordo_cluster_check(const ordo_cluster_t *c)
+int ordo__cluster_check(const ordo__cluster_t *c)
 {
-    if (!c) return ordo_error_set(ORDO_ERR_INVAL, "cluster: no cluster");
+    if (!c) return ordo__error_set(ORDO_ERR_INVAL, "cluster: no cluster");
     if (c->workers < 1)
-        return ordo_error_set(ORDO_ERR_INVAL, "--workers: %d workers (at least 1)", c->workers);
+        return ordo__error_set(ORDO_ERR_INVAL, "--workers: %d workers (at least 1)", c->workers);
     if (c->workers_per_host < 1)
-        return ordo_error_set(ORDO_ERR_INVAL, "--workers-per-host: %d (at least 1)",
+        return ordo__error_set(ORDO_ERR_INVAL, "--workers-per-host: %d (at least 1)",
                               c->workers_per_host);
     if (c->workers_per_host > c->workers)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "--workers-per-host: %d workers per host but only %d workers",
                               c->workers_per_host, c->workers);
     if (c->workers % c->workers_per_host)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "--workers-per-host: %d does not divide the %d workers into whole "
                               "hosts", c->workers_per_host, c->workers);
     if (c->server_hosts < 1)
-        return ordo_error_set(ORDO_ERR_INVAL, "--server-hosts: %d (at least 1)", c->server_hosts);
+        return ordo__error_set(ORDO_ERR_INVAL, "--server-hosts: %d (at least 1)", c->server_hosts);
     if (c->server_hosts > c->workers)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "--server-hosts: %d server hosts for %d workers (more hosts than "
                               "workers)", c->server_hosts, c->workers);
     if (!(c->worker_bps > 0) || !isfinite(c->worker_bps))
-        return ordo_error_set(ORDO_ERR_INVAL, "--worker-link: a link of %g bit/s (must be > 0)",
+        return ordo__error_set(ORDO_ERR_INVAL, "--worker-link: a link of %g bit/s (must be > 0)",
                               c->worker_bps);
     if (!(c->server_bps > 0) || !isfinite(c->server_bps))
-        return ordo_error_set(ORDO_ERR_INVAL, "--server-link: a link of %g bit/s (must be > 0)",
+        return ordo__error_set(ORDO_ERR_INVAL, "--server-link: a link of %g bit/s (must be > 0)",
                               c->server_bps);
     if (!(c->link_efficiency > 0 && c->link_efficiency <= 1))
-        return ordo_error_set(ORDO_ERR_INVAL, "--link-efficiency: %g (must be in (0, 1])",
+        return ordo__error_set(ORDO_ERR_INVAL, "--link-efficiency: %g (must be in (0, 1])",
                               c->link_efficiency);
     if (!(c->latency_us >= 0) || !(c->msg_us >= 0) || !(c->compute_scale > 0) ||
         !(c->intra_ns >= 0) || !(c->server_ns >= 0) || !(c->sched_us >= 0))
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "--latency-us, --msg-us, --compute-scale, --intra-ns, --server-ns, "
                               "--sched-us: must be numbers >= 0 (compute scale > 0)");
     if (c->wire < 0 || c->wire >= ORDO_CLUSTER_WIRE_COUNT)
-        return ordo_error_set(ORDO_ERR_INVAL, "--compression: unknown codec %d", (int)c->wire);
+        return ordo__error_set(ORDO_ERR_INVAL, "--compression: unknown codec %d", (int)c->wire);
     if (c->wire == ORDO_CLUSTER_WIRE_TOPK && !(c->topk_density > 0 && c->topk_density <= 1))
-        return ordo_error_set(ORDO_ERR_INVAL, "--density: %g (must be in (0, 1])",
+        return ordo__error_set(ORDO_ERR_INVAL, "--density: %g (must be in (0, 1])",
                               c->topk_density);
     if (c->groups && c->workers_per_host < 2)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "--groups: host groups need at least 2 workers per host");
     if (c->groups && c->wire == ORDO_CLUSTER_WIRE_TOPK)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "--groups: host groups do not take sparse (topk) pushes");
     if (c->partition_bytes < 1024)
-        return ordo_error_set(ORDO_ERR_INVAL, "--partition-bytes: %lld (at least 1024)",
+        return ordo__error_set(ORDO_ERR_INVAL, "--partition-bytes: %lld (at least 1024)",
                               (long long)c->partition_bytes);
     return 0;
 }
 
 /* the key map of m over the server hosts, as the scheduler cuts it */
-static int key_map(const ordo_model_t *m, const ordo_cluster_t *c, ordo_keys_t **out)
+static int key_map(const ordo__model_t *m, const ordo__cluster_t *c, ordo__keys_t **out)
 {
     int64_t *numel = malloc(sizeof *numel * (size_t)(m->n_params ? m->n_params : 1));
-    if (!numel) return ordo_error_set(ORDO_ERR_NOMEM, "cluster: out of memory");
+    if (!numel) return ordo__error_set(ORDO_ERR_NOMEM, "cluster: out of memory");
     for (int p = 0; p < m->n_params; p++)
         numel[p] = m->params[p].numel;
-    int rc = ordo_keys_partition(numel, m->n_params, m->dtype_size, c->partition_bytes, 0,
+    int rc = ordo__keys_partition(numel, m->n_params, m->dtype_size, c->partition_bytes, 0,
                                  c->server_hosts, out);
     free(numel);
     return rc;
@@ -151,17 +151,17 @@ static int key_map(const ordo_model_t *m, const ordo_cluster_t *c, ordo_keys_t *
 /* the worker CPU a codec and a host group add to each op: an op's gradients are encoded (and
  * reduced inside the host) after its backward, its values decoded (and gathered) before its
  * forward */
-static void add_conversions(const ordo_model_t *m, const ordo_cluster_t *c,
-                            ordo_oracle_times_t *t)
+static void add_conversions(const ordo__model_t *m, const ordo__cluster_t *c,
+                            ordo__oracle_times_t *t)
 {
-    double conv = c->convert_ns >= 0 ? c->convert_ns : ordo_cluster_wire_convert_ns(c->wire);
+    double conv = c->convert_ns >= 0 ? c->convert_ns : ordo__cluster_wire_convert_ns(c->wire);
     double dec = c->wire == ORDO_CLUSTER_WIRE_TOPK ? 0 : conv; /* topk answers are dense */
     double intra = c->groups ? c->intra_ns : 0;
     for (int j = 0; j < m->n_ops; j++) {
         t->fwd_us[j] *= c->compute_scale;
         t->bwd_us[j] *= c->compute_scale;
         for (int k = 0; k < m->ops[j].n_params; k++) {
-            const ordo_model_param_t *p = &m->params[m->ops[j].params[k]];
+            const ordo__model_param_t *p = &m->params[m->ops[j].params[k]];
             if (p->first_op != j) continue;
             t->bwd_us[j] += (double)p->numel * (conv + intra) / 1e3;
             t->fwd_us[j] += (double)p->numel * (dec + intra) / 1e3;
@@ -170,13 +170,13 @@ static void add_conversions(const ordo_model_t *m, const ordo_cluster_t *c,
 }
 
 /* the resources' times and bytes per step; fills everything of r but the step */
-static void resources(const ordo_model_t *m, const ordo_cluster_t *c, const ordo_keys_t *k,
-                      const ordo_oracle_times_t *t, ordo_cluster_result_t *r)
+static void resources(const ordo__model_t *m, const ordo__cluster_t *c, const ordo__keys_t *k,
+                      const ordo__oracle_times_t *t, ordo__cluster_result_t *r)
 {
     int lf = c->groups ? 1 : c->workers_per_host; /* pushers on one host link */
-    double push_b = ordo_cluster_wire_bytes(c->wire, c->topk_density, 0);
-    double ans_b = ordo_cluster_wire_bytes(c->wire, c->topk_density, 1);
-    double values = (double)ordo_model_total_numel(m), share = 0;
+    double push_b = ordo__cluster_wire_bytes(c->wire, c->topk_density, 0);
+    double ans_b = ordo__cluster_wire_bytes(c->wire, c->topk_density, 1);
+    double values = (double)ordo__model_total_numel(m), share = 0;
     for (int s = 0; s < k->n_servers; s++)
         share = fmax(share, (double)k->server_bytes[s] / (double)m->dtype_size);
     r->compute_us = 0;
@@ -191,53 +191,53 @@ static void resources(const ordo_model_t *m, const ordo_cluster_t *c, const ordo
         fmax(r->worker_bytes_out, r->worker_bytes_in) * 8e6 / (c->worker_bps * eff);
     r->server_link_us =
         fmax(r->server_bytes_in, r->server_bytes_out) * 8e6 / (c->server_bps * eff);
-    double conv = c->convert_ns >= 0 ? c->convert_ns : ordo_cluster_wire_convert_ns(c->wire);
+    double conv = c->convert_ns >= 0 ? c->convert_ns : ordo__cluster_wire_convert_ns(c->wire);
     r->server_cpu_us = r->pushers * share * (c->server_ns + 2 * conv) / 1e3;
     r->scheduler_us = c->workers * c->sched_us;
     const double by[] = {r->compute_us, r->worker_link_us, r->server_link_us, r->server_cpu_us,
                          r->scheduler_us};
     r->limit = ORDO_CLUSTER_LIMIT_COMPUTE;
     for (int i = 1; i < 5; i++)
-        if (by[i] > by[r->limit]) r->limit = (ordo_cluster_limit_t)i;
+        if (by[i] > by[r->limit]) r->limit = (ordo__cluster_limit_t)i;
     r->bound_us = by[r->limit];
 }
 
-int ordo_cluster_predict(const ordo_model_t *m, const ordo_cluster_t *c,
-                         ordo_cluster_result_t *out)
+int ordo__cluster_predict(const ordo__model_t *m, const ordo__cluster_t *c,
+                         ordo__cluster_result_t *out)
 {
-    int rc = ordo_cluster_check(c);
+    int rc = ordo__cluster_check(c);
     if (rc) return rc;
-    if (!m || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_cluster_predict: bad arguments");
+    if (!m || !out) return ordo__error_set(ORDO_ERR_INVAL, "ordo__cluster_predict: bad arguments");
     int hosts = c->workers / c->workers_per_host;
     int lf = c->groups ? 1 : c->workers_per_host;
-    ordo_cluster_result_t r = {.pushers = c->groups ? hosts : c->workers};
+    ordo__cluster_result_t r = {.pushers = c->groups ? hosts : c->workers};
     /* the hosts' links as each pusher and each server sees them: a worker host's link is
      * shared by its pushers, the servers' links together take every pusher's pushes, and the
      * worker hosts' links together take every server's answers */
     double wbps = c->worker_bps * c->link_efficiency, sbps = c->server_bps * c->link_efficiency;
     double push_bps = fmin(wbps / lf, c->server_hosts * sbps / r.pushers);
     double srv_bps = fmin(sbps, hosts * wbps / c->server_hosts);
-    ordo_keys_t *keys = NULL;
-    ordo_oracle_times_t *t = NULL;
+    ordo__keys_t *keys = NULL;
+    ordo__oracle_times_t *t = NULL;
     int *channel = calloc((size_t)(m->n_params ? m->n_params : 1), sizeof *channel);
     int *prio = calloc((size_t)(m->n_params ? m->n_params : 1), sizeof *prio);
     if (!channel || !prio) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "cluster: out of memory");
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "cluster: out of memory");
         goto done;
     }
     if ((rc = key_map(m, c, &keys)) != 0) goto done;
-    if ((rc = ordo_oracle_times_new(m, push_bps, c->latency_us, NULL, &t)) != 0) goto done;
+    if ((rc = ordo__oracle_times_new(m, push_bps, c->latency_us, NULL, &t)) != 0) goto done;
     add_conversions(m, c, t);
     for (int p = 0; p < m->n_params; p++)
         channel[p] = keys->slices[keys->first_slice[p]].server;
     if (c->ordered &&
-        (rc = ordo_order_plan(m, channel, c->server_hosts, push_bps, c->latency_us,
+        (rc = ordo__order_plan(m, channel, c->server_hosts, push_bps, c->latency_us,
                               ORDO_POLICY_TAO, prio)) != 0)
         goto done;
     /* as the scheduler: fifo keeps 1 MiB slices and 1 ms of link time as credit (at least
      * 64 KiB); an order tunes both on the model, no credit under that floor */
     int64_t floor = push_bps / 8e3 > 65536 ? (int64_t)(push_bps / 8e3) : 65536;
-    ordo_step_opts_t so = {.n_workers = r.pushers,
+    ordo__step_opts_t so = {.n_workers = r.pushers,
                            .n_channels = c->server_hosts,
                            .bandwidth_bps = push_bps,
                            .server_bandwidth_bps = srv_bps,
@@ -253,14 +253,14 @@ int ordo_cluster_predict(const ordo_model_t *m, const ordo_cluster_t *c,
                             * (fused); flat, an order pulls early and fifo at the start */
                            .early_pulls = c->ordered || c->groups,
                            .credit_floor_bytes = floor,
-                           .push_wire_scale = ordo_cluster_wire_bytes(c->wire, c->topk_density,
+                           .push_wire_scale = ordo__cluster_wire_bytes(c->wire, c->topk_density,
                                                                       0) / 4.0,
                            .answer_wire_scale =
-                               ordo_cluster_wire_bytes(c->wire, c->topk_density, 1) / 4.0,
+                               ordo__cluster_wire_bytes(c->wire, c->topk_density, 1) / 4.0,
                            .keys = keys};
-    if ((rc = ordo_step_tune_auto(m, t, c->ordered ? prio : NULL, &so)) != 0) goto done;
-    ordo_step_result_t st;
-    if ((rc = ordo_step_simulate(m, t, c->ordered ? prio : NULL, &so, &st)) != 0) goto done;
+    if ((rc = ordo__step_tune_auto(m, t, c->ordered ? prio : NULL, &so)) != 0) goto done;
+    ordo__step_result_t st;
+    if ((rc = ordo__step_simulate(m, t, c->ordered ? prio : NULL, &so, &st)) != 0) goto done;
     resources(m, c, keys, t, &r);
     /* the step model has no server CPU and no scheduler. A server receives, sums and answers
      * on one thread, so its CPU adds to the step rather than overlapping its link (measured,
@@ -270,8 +270,8 @@ int ordo_cluster_predict(const ordo_model_t *m, const ordo_cluster_t *c,
     r.credit_bytes = so.credit_bytes;
     *out = r;
 done:
-    ordo_oracle_times_destroy(&t);
-    ordo_keys_destroy(&keys);
+    ordo__oracle_times_destroy(&t);
+    ordo__keys_destroy(&keys);
     free(prio);
     free(channel);
     return rc;

@@ -13,7 +13,7 @@
 #include "core/model.h"
 
 /* What travels on the wire (the codecs of [push] wire, issue 37). */
-typedef enum ordo_cluster_wire {
+typedef enum ordo__cluster_wire {
     ORDO_CLUSTER_WIRE_NONE,   /* float32: 4 bytes a value */
     ORDO_CLUSTER_WIRE_BF16,   /* 2 bytes a value */
     ORDO_CLUSTER_WIRE_ONEBIT, /* a sign bit a value and a scale a tensor; values back the same */
@@ -21,11 +21,11 @@ typedef enum ordo_cluster_wire {
                                  servers' answers are dense float32 (a sum of W top-k is not
                                  sparse) */
     ORDO_CLUSTER_WIRE_COUNT
-} ordo_cluster_wire_t;
+} ordo__cluster_wire_t;
 
 /* One cluster and its settings: every field is fixed here (planner/cluster_plan.h chooses
  * the ones a user leaves auto). */
-typedef struct ordo_cluster {
+typedef struct ordo__cluster {
     int workers;             /* W, at least 1 */
     int workers_per_host;    /* L, divides W */
     int server_hosts;        /* S, one server process each, 1..W */
@@ -34,12 +34,12 @@ typedef struct ordo_cluster {
     double latency_us;       /* one way, per message */
     double msg_us;           /* link time a message costs beyond its bytes */
     double compute_scale;    /* the profile's op times times this */
-    ordo_cluster_wire_t wire;
+    ordo__cluster_wire_t wire;
     double topk_density;     /* topk: k / n, in (0, 1] */
     int groups;              /* 1: the L workers of a host sum inside it first (needs L > 1) */
     int ordered;             /* 1: a TAO order, tuned slices and credit; 0: fifo */
     double convert_ns;       /* worker CPU per value to encode or decode the wire (< 0: the
-                                codec's default, ordo_cluster_wire_convert_ns) */
+                                codec's default, ordo__cluster_wire_convert_ns) */
     double intra_ns;         /* a host group's reduce and gather, per value */
     double server_ns;        /* a server's CPU per value per pusher (decode and sum) */
     double sched_us;         /* the scheduler's CPU per member per step */
@@ -47,19 +47,19 @@ typedef struct ordo_cluster {
     int64_t partition_bytes; /* tensors above this are chunks spread over the servers */
     int64_t slice_bytes;     /* -1: tuned with an order, 1 MiB with fifo (as the scheduler) */
     int64_t credit_bytes;    /* -1: tuned with an order, 1 ms of link with fifo */
-} ordo_cluster_t;
+} ordo__cluster_t;
 
 /* The resources of a step. */
-typedef enum ordo_cluster_limit {
+typedef enum ordo__cluster_limit {
     ORDO_CLUSTER_LIMIT_COMPUTE,
     ORDO_CLUSTER_LIMIT_WORKER_LINK,
     ORDO_CLUSTER_LIMIT_SERVER_LINK,
     ORDO_CLUSTER_LIMIT_SERVER_CPU,
     ORDO_CLUSTER_LIMIT_SCHEDULER
-} ordo_cluster_limit_t;
+} ordo__cluster_limit_t;
 
 /* The predicted step. Link times are of the busier direction; bytes are per step. */
-typedef struct ordo_cluster_result {
+typedef struct ordo__cluster_result {
     double step_us;            /* predicted steady-state step */
     double bound_us;           /* the busiest resource's time: no order gives less */
     double compute_us;         /* a worker's forward + backward (conversions included) */
@@ -71,42 +71,42 @@ typedef struct ordo_cluster_result {
     double worker_bytes_in;    /* a worker host's link in (the values) */
     double server_bytes_in;    /* the busiest server host's link in (pushes) */
     double server_bytes_out;   /* the busiest server host's link out (answers) */
-    ordo_cluster_limit_t limit; /* the busiest resource */
+    ordo__cluster_limit_t limit; /* the busiest resource */
     int pushers;               /* what the servers see: W, or the W / L host groups */
     int64_t slice_bytes;       /* the slice and credit the run would use */
     int64_t credit_bytes;
-} ordo_cluster_result_t;
+} ordo__cluster_result_t;
 
-/* ordo_cluster_defaults fills c with one worker, one server host, 10gbit links, 50 us latency,
+/* ordo__cluster_defaults fills c with one worker, one server host, 10gbit links, 50 us latency,
  * 20 us a message, no codec, no groups, fifo, the codec's conversion cost, a server's CPU of
  * 4 ns per value per pusher and a link efficiency of 0.93 (both measured, docs/planning.md),
  * 4 MiB partitions. */
-void ordo_cluster_defaults(ordo_cluster_t *c);
+void ordo__cluster_defaults(ordo__cluster_t *c);
 
-/* ordo_cluster_check returns 0 when c is a cluster that can exist, else ORDO_ERR_INVAL with
+/* ordo__cluster_check returns 0 when c is a cluster that can exist, else ORDO_ERR_INVAL with
  * a message naming the field (its command-line name: "--workers-per-host: ..."). */
-int ordo_cluster_check(const ordo_cluster_t *c);
+int ordo__cluster_check(const ordo__cluster_t *c);
 
-/* ordo_cluster_predict models one step of m on cluster c and fills *out (written only on
+/* ordo__cluster_predict models one step of m on cluster c and fills *out (written only on
  * success). */
-int ordo_cluster_predict(const ordo_model_t *m, const ordo_cluster_t *c,
-                         ordo_cluster_result_t *out);
+int ordo__cluster_predict(const ordo__model_t *m, const ordo__cluster_t *c,
+                         ordo__cluster_result_t *out);
 
-/* ordo_cluster_wire_bytes returns the bytes a value costs on the wire: pushes (answer 0) or
+/* ordo__cluster_wire_bytes returns the bytes a value costs on the wire: pushes (answer 0) or
  * the servers' answers (answer 1), for topk at density d. */
-double ordo_cluster_wire_bytes(ordo_cluster_wire_t w, double d, int answer);
+double ordo__cluster_wire_bytes(ordo__cluster_wire_t w, double d, int answer);
 
-/* ordo_cluster_wire_convert_ns returns the codec's default CPU cost per value of one encode
+/* ordo__cluster_wire_convert_ns returns the codec's default CPU cost per value of one encode
  * or decode (an assumption, docs/planning.md: not measured). */
-double ordo_cluster_wire_convert_ns(ordo_cluster_wire_t w);
+double ordo__cluster_wire_convert_ns(ordo__cluster_wire_t w);
 
-/* ordo_cluster_wire_name returns "none", "bf16", "onebit" or "topk"; ordo_cluster_wire_parse
+/* ordo__cluster_wire_name returns "none", "bf16", "onebit" or "topk"; ordo__cluster_wire_parse
  * reads one of those (0) or returns ORDO_ERR_INVAL. */
-const char *ordo_cluster_wire_name(ordo_cluster_wire_t w);
-int ordo_cluster_wire_parse(const char *s, ordo_cluster_wire_t *out);
+const char *ordo__cluster_wire_name(ordo__cluster_wire_t w);
+int ordo__cluster_wire_parse(const char *s, ordo__cluster_wire_t *out);
 
-/* ordo_cluster_limit_name returns "compute", "worker link", "server link", "server cpu" or
+/* ordo__cluster_limit_name returns "compute", "worker link", "server link", "server cpu" or
  * "scheduler". */
-const char *ordo_cluster_limit_name(ordo_cluster_limit_t l);
+const char *ordo__cluster_limit_name(ordo__cluster_limit_t l);
 
 #endif

@@ -16,14 +16,14 @@ typedef struct {
     double step[ORDO_CLUSTER_WIRE_COUNT][2][2][MAX_S_CANDIDATES];
 } table_t;
 
-static double gain_needed(ordo_cluster_wire_t w)
+static double gain_needed(ordo__cluster_wire_t w)
 {
     if (w == ORDO_CLUSTER_WIRE_BF16) return ORDO_CLUSTER_GAIN_BF16;
     return w == ORDO_CLUSTER_WIRE_NONE ? 0 : ORDO_CLUSTER_GAIN_LOSSY;
 }
 
 /* the server-host counts to try: the given one, or 1, 2, 4, ... and the worker hosts */
-static void s_candidates(const ordo_cluster_t *c, const ordo_cluster_auto_t *a, table_t *t)
+static void s_candidates(const ordo__cluster_t *c, const ordo__cluster_auto_t *a, table_t *t)
 {
     t->n_s = 0;
     if (!a->server_hosts) {
@@ -45,8 +45,8 @@ static void s_candidates(const ordo_cluster_t *c, const ordo_cluster_auto_t *a, 
     }
 }
 
-static int fill_table(const ordo_model_t *m, const ordo_cluster_t *c,
-                      const ordo_cluster_auto_t *a, table_t *t, int *evaluated)
+static int fill_table(const ordo__model_t *m, const ordo__cluster_t *c,
+                      const ordo__cluster_auto_t *a, table_t *t, int *evaluated)
 {
     s_candidates(c, a, t);
     for (int w = 0; w < ORDO_CLUSTER_WIRE_COUNT; w++)
@@ -54,8 +54,8 @@ static int fill_table(const ordo_model_t *m, const ordo_cluster_t *c,
             for (int o = 0; o < 2; o++)
                 for (int i = 0; i < t->n_s; i++) {
                     t->step[w][g][o][i] = INFINITY;
-                    ordo_cluster_t k = *c;
-                    k.wire = (ordo_cluster_wire_t)w;
+                    ordo__cluster_t k = *c;
+                    k.wire = (ordo__cluster_wire_t)w;
                     k.groups = g;
                     k.ordered = o;
                     k.server_hosts = t->s[i];
@@ -63,10 +63,10 @@ static int fill_table(const ordo_model_t *m, const ordo_cluster_t *c,
                      * fewer modelled steps); the choice is then tuned */
                     if (k.slice_bytes < 0) k.slice_bytes = 1 << 20;
                     if ((!a->wire && w != (int)c->wire) || (!a->groups && g != c->groups) ||
-                        (!a->order && o != c->ordered) || ordo_cluster_check(&k) != 0)
+                        (!a->order && o != c->ordered) || ordo__cluster_check(&k) != 0)
                         continue;
-                    ordo_cluster_result_t r;
-                    int rc = ordo_cluster_predict(m, &k, &r);
+                    ordo__cluster_result_t r;
+                    int rc = ordo__cluster_predict(m, &k, &r);
                     if (rc) return rc;
                     t->step[w][g][o][i] = r.step_us;
                     (*evaluated)++;
@@ -101,8 +101,8 @@ static void alternatives(char *buf, size_t n, const char *const *names, const do
     }
 }
 
-static void explain(const table_t *t, const ordo_cluster_auto_t *a, int w, int g, int o, int si,
-                    ordo_cluster_plan_t *p)
+static void explain(const table_t *t, const ordo__cluster_auto_t *a, int w, int g, int o, int si,
+                    ordo__cluster_plan_t *p)
 {
     double here = t->step[w][g][o][si] / 1e3;
     if (a->server_hosts) {
@@ -122,11 +122,11 @@ static void explain(const table_t *t, const ordo_cluster_auto_t *a, int w, int g
     if (a->wire) {
         char(*b)[ORDO_CLUSTER_WHY_CHARS] = &p->why[p->n_why++];
         snprintf(*b, sizeof *b, "compression %s (%.1f ms): bf16 must gain 3 %%, onebit and topk "
-                 "(lossy) 10 %% over none", ordo_cluster_wire_name(w), here);
+                 "(lossy) 10 %% over none", ordo__cluster_wire_name(w), here);
         const char *np[ORDO_CLUSTER_WIRE_COUNT];
         double steps[ORDO_CLUSTER_WIRE_COUNT];
         for (int i = 0; i < ORDO_CLUSTER_WIRE_COUNT; i++) {
-            np[i] = ordo_cluster_wire_name(i);
+            np[i] = ordo__cluster_wire_name(i);
             best_s(t, i, g, o, &steps[i]);
         }
         alternatives(*b, sizeof *b, np, steps, ORDO_CLUSTER_WIRE_COUNT, w);
@@ -153,20 +153,20 @@ static void explain(const table_t *t, const ordo_cluster_auto_t *a, int w, int g
     }
 }
 
-int ordo_cluster_plan(const ordo_model_t *m, const ordo_cluster_t *c, const ordo_cluster_auto_t *a,
-                      ordo_cluster_plan_t *out)
+int ordo__cluster_plan(const ordo__model_t *m, const ordo__cluster_t *c, const ordo__cluster_auto_t *a,
+                      ordo__cluster_plan_t *out)
 {
     if (!m || !c || !a || !out)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_cluster_plan: bad arguments");
-    ordo_cluster_t base = *c; /* check what is fixed: the auto fields at their simplest */
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__cluster_plan: bad arguments");
+    ordo__cluster_t base = *c; /* check what is fixed: the auto fields at their simplest */
     if (a->server_hosts) base.server_hosts = 1;
     if (a->wire) base.wire = ORDO_CLUSTER_WIRE_NONE;
     if (a->groups) base.groups = 0;
-    int rc = ordo_cluster_check(&base);
+    int rc = ordo__cluster_check(&base);
     if (rc) return rc;
     table_t *t = malloc(sizeof *t);
-    if (!t) return ordo_error_set(ORDO_ERR_NOMEM, "cluster: out of memory");
-    ordo_cluster_plan_t p = {.evaluated = 0};
+    if (!t) return ordo__error_set(ORDO_ERR_NOMEM, "cluster: out of memory");
+    ordo__cluster_plan_t p = {.evaluated = 0};
     if ((rc = fill_table(m, &base, a, t, &p.evaluated)) != 0) goto done;
     /* the best of each (codec, groups, order) at its fewest good server hosts, each codec and
      * the order weighed by what it must gain */
@@ -186,15 +186,15 @@ int ordo_cluster_plan(const ordo_model_t *m, const ordo_cluster_t *c, const ordo
                 }
             }
     if (bw < 0) {
-        rc = ordo_error_set(ORDO_ERR_INVAL, "cluster: no setting of the auto fields can run");
+        rc = ordo__error_set(ORDO_ERR_INVAL, "cluster: no setting of the auto fields can run");
         goto done;
     }
     p.chosen = base;
-    p.chosen.wire = (ordo_cluster_wire_t)bw;
+    p.chosen.wire = (ordo__cluster_wire_t)bw;
     p.chosen.groups = bg;
     p.chosen.ordered = bo;
     p.chosen.server_hosts = t->s[bs];
-    if ((rc = ordo_cluster_predict(m, &p.chosen, &p.result)) != 0) goto done;
+    if ((rc = ordo__cluster_predict(m, &p.chosen, &p.result)) != 0) goto done;
     explain(t, a, bw, bg, bo, bs, &p);
     *out = p;
 done:

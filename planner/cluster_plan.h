@@ -8,13 +8,13 @@
 #include "planner/cluster.h"
 
 /* Which settings to choose (1) rather than keep as given (0). */
-typedef struct ordo_cluster_auto {
+typedef struct ordo__cluster_auto {
     int server_hosts; /* among 1, 2, 4, ... up to max_server_hosts, and the worker hosts */
     int wire;         /* none, bf16, onebit, topk (topk not with groups) */
     int groups;       /* on (where a host has 2 or more workers) or off */
     int order;        /* tao or fifo */
     int max_server_hosts; /* 0: twice the worker hosts, at most the workers */
-} ordo_cluster_auto_t;
+} ordo__cluster_auto_t;
 
 /* What a codec or a setting must gain to be chosen over the simpler one: bf16 3 %, a lossy
  * codec (onebit, topk: the optimizer sees other gradients) 10 %, an order 0.5 %; the fewest
@@ -28,19 +28,19 @@ typedef struct ordo_cluster_auto {
 #define ORDO_CLUSTER_WHY_CHARS    320
 
 /* The recommendation. */
-typedef struct ordo_cluster_plan {
-    ordo_cluster_t chosen;        /* c with the auto settings filled in */
-    ordo_cluster_result_t result; /* its predicted step */
+typedef struct ordo__cluster_plan {
+    ordo__cluster_t chosen;        /* c with the auto settings filled in */
+    ordo__cluster_result_t result; /* its predicted step */
     int n_why;
     char why[ORDO_CLUSTER_PLAN_WHY][ORDO_CLUSTER_WHY_CHARS]; /* one line per chosen setting */
     int evaluated;                /* clusters modelled */
-} ordo_cluster_plan_t;
+} ordo__cluster_plan_t;
 
-/* ordo_cluster_plan chooses the settings a marks auto for m on c (the others as c gives them)
+/* ordo__cluster_plan chooses the settings a marks auto for m on c (the others as c gives them)
  * and fills *out (on success only). c is checked as given, with the auto fields ignored. The
  * candidates are modelled at 1 MiB slices (unless c fixes them); the choice's result has its
  * slice and credit tuned. */
-int ordo_cluster_plan(const ordo_model_t *m, const ordo_cluster_t *c, const ordo_cluster_auto_t *a,
-                      ordo_cluster_plan_t *out);
+int ordo__cluster_plan(const ordo__model_t *m, const ordo__cluster_t *c, const ordo__cluster_auto_t *a,
+                      ordo__cluster_plan_t *out);
 
 #endif

@@ -16,7 +16,7 @@
 static int check_cost(double a, double b)
 {
     if (!isfinite(a) || !isfinite(b) || a < 0 || b < 0)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "cost model a=%g s, b=%g s/byte: both must be finite "
                               "and >= 0",
                               a, b);
@@ -38,13 +38,13 @@ static void calc_comm_start(int L, const double *tc, const double *tb, const dou
     }
 }
 
-int ordo_merge_mgwfbp(int L, const double *tb_s, const int64_t *bytes, double a, double b,
+int ordo__merge_mgwfbp(int L, const double *tb_s, const int64_t *bytes, double a, double b,
                       int *layer_group)
 {
     int rc = check_cost(a, b);
     if (rc) return rc;
     if (L < 0 || (L > 0 && (!tb_s || !bytes || !layer_group)))
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_mgwfbp: bad arguments");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__merge_mgwfbp: bad arguments");
     if (L == 0) return 0;
     /* The paper's arrays, 1-based: layer l of the paper is our layer L - l. */
     size_t n = (size_t)L + 1;
@@ -80,7 +80,7 @@ int ordo_merge_mgwfbp(int L, const double *tb_s, const int64_t *bytes, double a,
     }
     rc = g;
 fail:
-    if (rc == ORDO_ERR_NOMEM) ordo_error_set(rc, "ordo_merge_mgwfbp: out of memory");
+    if (rc == ORDO_ERR_NOMEM) ordo__error_set(rc, "ordo__merge_mgwfbp: out of memory");
     free(tb);
     free(tc);
     free(taub);
@@ -94,13 +94,13 @@ fail:
 /* algorithm names                                                                         */
 /* ======================================================================================= */
 
-int ordo_merge_algo_parse(const char *text, ordo_merge_algo_t *algo, int64_t *bucket_bytes)
+int ordo__merge_algo_parse(const char *text, ordo__merge_algo_t *algo, int64_t *bucket_bytes)
 {
     if (!text || !algo || !bucket_bytes)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_algo_parse: missing argument");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__merge_algo_parse: missing argument");
     static const struct {
         const char *name;
-        ordo_merge_algo_t algo;
+        ordo__merge_algo_t algo;
     } names[] = {{"wfbp", ORDO_MERGE_WFBP},
                  {"none", ORDO_MERGE_WFBP},
                  {"all", ORDO_MERGE_ALL},
@@ -113,15 +113,15 @@ int ordo_merge_algo_parse(const char *text, ordo_merge_algo_t *algo, int64_t *bu
             return 0;
         }
     int64_t n;
-    if (strncmp(text, "bytes:", 6) == 0 && ordo_conf_parse_bytes(text + 6, &n) == 0 && n > 0) {
+    if (strncmp(text, "bytes:", 6) == 0 && ordo__conf_parse_bytes(text + 6, &n) == 0 && n > 0) {
         *algo = ORDO_MERGE_BYTES;
         *bucket_bytes = n;
         return 0;
     }
-    return ordo_error_set(ORDO_ERR_INVAL, "'%s' is not one of optimal|mgwfbp|wfbp|all|bytes:N", text);
+    return ordo__error_set(ORDO_ERR_INVAL, "'%s' is not one of optimal|mgwfbp|wfbp|all|bytes:N", text);
 }
 
-const char *ordo_merge_algo_name(ordo_merge_algo_t algo)
+const char *ordo__merge_algo_name(ordo__merge_algo_t algo)
 {
     switch (algo) {
     case ORDO_MERGE_WFBP:

@@ -4,8 +4,8 @@
  * consecutive layers with the least iteration time by a dynamic program over layer
  * boundaries that keeps, per prefix, the Pareto set of (link free, receiver free) pairs.
  * With early pulls a third stage follows (the group's next values back over the servers'
- * links, ordo_merge_pull) and the states hold three ends (ordo_merge_optimal3).
- * A group is one message, or the messages the run cuts it into (ordo_merge_pieces_t).
+ * links, ordo_merge_pull) and the states hold three ends (ordo__merge_optimal3).
+ * A group is one message, or the messages the run cuts it into (ordo__merge_pieces_t).
  * Among groupings of least time it prefers the one with the least time when communication
  * costs (1 + margin) times more (the same program over both timelines at once), then one
  * with the fewest groups. docs/merging.md §2 has the
@@ -62,8 +62,8 @@ typedef struct ctx {
     double ulimit;                        /* with pulls: the same at the margin (D = 2K) */
     const int64_t *rem;                   /* [(L + 1) * P] bytes of layers i.. on pull resource r */
     const int *rem_values;                /* [(L + 1) * P] and their pulled values */
-    const ordo_merge_pieces_t *pieces;    /* NULL: a group is one message */
-    ordo_merge_packer_t packer;
+    const ordo__merge_pieces_t *pieces;    /* NULL: a group is one message */
+    ordo__merge_packer_t packer;
 } ctx_t;
 
 static int front_grow(front_t *f)
@@ -199,7 +199,7 @@ static void clamp(const ctx_t *x, double *t, int i, int q)
 }
 
 /* extend is the state after sending layers j..i-1 as the messages of g from state p; the
- * arithmetic is ordo_merge_comm_times' so that both give the same bits. */
+ * arithmetic is ordo__merge_comm_times' so that both give the same bits. */
 static state_t extend(const ctx_t *x, const state_t *p, int j, int i, int from, const group_t *g)
 {
     state_t s = *p;
@@ -224,18 +224,18 @@ static void group_of(ctx_t *x, int j, int i, group_t *g)
     g->n = 1;
     g->bytes = x->cum[i] - x->cum[j];
     if (x->pieces) {
-        if (i == j + 1) ordo_merge_packer_reset(&x->packer);
-        ordo_merge_packer_add(&x->packer, i - 1);
+        if (i == j + 1) ordo__merge_packer_reset(&x->packer);
+        ordo__merge_packer_add(&x->packer, i - 1);
         g->n = x->packer.count;
     }
     if (x->P && x->pieces) {
-        ordo_merge_packer_pulls(&x->packer, x->P, g->pulled, g->values);
+        ordo__merge_packer_pulls(&x->packer, x->P, g->pulled, g->values);
     } else {
         g->pulled[0] = g->bytes;
         g->values[0] = i - j;
     }
     for (int q = 0; q < x->D / x->K && x->c[q] > 0; q++)
-        g->phi[q] = x->pieces ? ordo_merge_packer_phi(&x->packer, q)
+        g->phi[q] = x->pieces ? ordo__merge_packer_phi(&x->packer, q)
                               : x->a[q] + x->b[q] * (double)g->bytes;
 }
 
@@ -326,7 +326,7 @@ static void walk(front_t **fronts, int counted, int i, int k, int *layer_group)
 }
 
 static int optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b, double c,
-                   double p, double pm, int P, double margin, const ordo_merge_pieces_t *pieces,
+                   double p, double pm, int P, double margin, const ordo__merge_pieces_t *pieces,
                    int *layer_group);
 
 /* pull_bounds prepares the pull stage's pruning: x->rem and x->rem_values (each resource's
@@ -341,9 +341,9 @@ static int pull_bounds(ctx_t *x, const double *tb_s, const int64_t *bytes, int *
     int *rem_values = (int *)x->rem_values, values[ORDO__MERGE_PULLS_MAX];
     for (int i = L - 1; i >= 0; i--) {
         if (x->pieces) {
-            ordo_merge_packer_reset(&x->packer);
-            ordo_merge_packer_add(&x->packer, i);
-            ordo_merge_packer_pulls(&x->packer, P, on, values);
+            ordo__merge_packer_reset(&x->packer);
+            ordo__merge_packer_add(&x->packer, i);
+            ordo__merge_packer_pulls(&x->packer, P, on, values);
         } else {
             on[0] = bytes[i];
             values[0] = 1;
@@ -362,7 +362,7 @@ static int pull_bounds(ctx_t *x, const double *tb_s, const int64_t *bytes, int *
             rem[i] = 0;
     }
     int *scratch = malloc((size_t)L * sizeof *scratch);
-    if (!scratch) return ordo_error_set(ORDO_ERR_NOMEM, "ordo_merge_optimal: out of memory");
+    if (!scratch) return ordo__error_set(ORDO_ERR_NOMEM, "ordo__merge_optimal: out of memory");
     double best = INFINITY;
     int rc = 0;
     for (int pass = 0; pass < 2 && rc >= 0; pass++) {
@@ -373,9 +373,9 @@ static int pull_bounds(ctx_t *x, const double *tb_s, const int64_t *bytes, int *
                                  scratch)) < 0) {
             break;
         }
-        double t = ordo_merge_times(L, x->ready, bytes, scratch, x->a[0], x->b[0], x->c[0],
+        double t = ordo__merge_times(L, x->ready, bytes, scratch, x->a[0], x->b[0], x->c[0],
                                      x->p[0], x->pm[0], P, x->pieces, NULL, NULL);
-        if (isnan(t)) rc = ordo_error_set(ORDO_ERR_NOMEM, "ordo_merge_optimal: out of memory");
+        if (isnan(t)) rc = ordo__error_set(ORDO_ERR_NOMEM, "ordo__merge_optimal: out of memory");
         if (rc >= 0 &&
             (t < best || (t <= best * (1 + TIE) && scratch[L - 1] < best_group[L - 1]))) {
             best = t;
@@ -398,17 +398,17 @@ static int fall_back(const ctx_t *x, const double *tb_s, const int64_t *bytes, d
     memcpy(layer_group, best_group, (size_t)L * sizeof *layer_group);
     if (x->P > 1) {
         int *one = malloc((size_t)L * sizeof *one);
-        if (!one) return ordo_error_set(ORDO_ERR_NOMEM, "ordo_merge_optimal: out of memory");
+        if (!one) return ordo__error_set(ORDO_ERR_NOMEM, "ordo__merge_optimal: out of memory");
         int rc = optimal(L, tb_s, bytes, x->a[0], x->b[0], x->c[0], x->p[0], x->pm[0], 1, margin,
                          x->pieces, one);
         double t1 = rc < 0 ? NAN
-                           : ordo_merge_times(L, x->ready, bytes, one, x->a[0], x->b[0], x->c[0],
+                           : ordo__merge_times(L, x->ready, bytes, one, x->a[0], x->b[0], x->c[0],
                                                x->p[0], x->pm[0], x->P, x->pieces, NULL, NULL),
-               t0 = ordo_merge_times(L, x->ready, bytes, best_group, x->a[0], x->b[0], x->c[0],
+               t0 = ordo__merge_times(L, x->ready, bytes, best_group, x->a[0], x->b[0], x->c[0],
                                       x->p[0], x->pm[0], x->P, x->pieces, NULL, NULL);
         if (rc < 0 || isnan(t0) || isnan(t1)) {
             free(one);
-            return rc < 0 ? rc : ordo_error_set(ORDO_ERR_NOMEM, "ordo_merge_optimal: out of memory");
+            return rc < 0 ? rc : ordo__error_set(ORDO_ERR_NOMEM, "ordo__merge_optimal: out of memory");
         }
         /* the faster, or of equal time the fewer groups (as optimal's rule) */
         if (t1 < t0 || (t1 <= t0 * (1 + TIE) && one[L - 1] < best_group[L - 1]))
@@ -418,36 +418,36 @@ static int fall_back(const ctx_t *x, const double *tb_s, const int64_t *bytes, d
     return layer_group[L - 1] + 1;
 }
 
-int ordo_merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b,
-                       double c, double margin, const ordo_merge_pieces_t *pieces, int *layer_group)
+int ordo__merge_optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b,
+                       double c, double margin, const ordo__merge_pieces_t *pieces, int *layer_group)
 {
-    return ordo_merge_optimal3(L, tb_s, bytes, a, b, c, 0, 0, margin, pieces, layer_group);
+    return ordo__merge_optimal3(L, tb_s, bytes, a, b, c, 0, 0, margin, pieces, layer_group);
 }
 
-int ordo_merge_optimal3(int L, const double *tb_s, const int64_t *bytes, double a, double b,
+int ordo__merge_optimal3(int L, const double *tb_s, const int64_t *bytes, double a, double b,
                         double c, double p, double pm, double margin,
-                        const ordo_merge_pieces_t *pieces, int *layer_group)
+                        const ordo__merge_pieces_t *pieces, int *layer_group)
 {
     if (!isfinite(a) || !isfinite(b) || !isfinite(c) || !isfinite(p) || !isfinite(pm) || a < 0 ||
         b < 0 || c < 0 || p < 0 || pm < 0)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "cost model a=%g s, b=%g s/byte, c=%g s/byte, pull %g s/byte and "
                               "%g s/value: all must be finite and >= 0",
                               a, b, c, p, pm);
     if (!isfinite(margin) || margin < 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "margin %g: must be finite and >= 0", margin);
+        return ordo__error_set(ORDO_ERR_INVAL, "margin %g: must be finite and >= 0", margin);
     if (L < 0 || (L > 0 && (!tb_s || !bytes || !layer_group)))
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_optimal: bad arguments");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__merge_optimal: bad arguments");
     if (L == 0) return 0;
     int rc;
-    if (pieces && (rc = ordo_merge_pieces_check(pieces, L)) != 0) return rc;
+    if (pieces && (rc = ordo__merge_pieces_check(pieces, L)) != 0) return rc;
     return optimal(L, tb_s, bytes, a, b, c, p, pm,
-                   p > 0 || pm > 0 ? ordo_merge_pull_resources(pieces) : 0, margin, pieces,
+                   p > 0 || pm > 0 ? ordo__merge_pull_resources(pieces) : 0, margin, pieces,
                    layer_group);
 }
 
 static int optimal(int L, const double *tb_s, const int64_t *bytes, double a, double b, double c,
-                   double p, double pm, int P, double margin, const ordo_merge_pieces_t *pieces,
+                   double p, double pm, int P, double margin, const ordo__merge_pieces_t *pieces,
                    int *layer_group)
 {
     size_t n = (size_t)L + 1;
@@ -479,7 +479,7 @@ static int optimal(int L, const double *tb_s, const int64_t *bytes, double a, do
                .pieces = pieces};
     int rc = ORDO_ERR_NOMEM;
     if (!ready || !cum || !free_f || (P && (!rem || !rem_values || !best_group))) goto fail;
-    if (pieces && ordo_merge_packer_init(&x.packer, pieces, 2, x.a, x.b, x.c) != 0) goto fail;
+    if (pieces && ordo__merge_packer_init(&x.packer, pieces, 2, x.a, x.b, x.c) != 0) goto fail;
     double clock = 0;
     cum[0] = 0;
     for (int i = 0; i < L; i++) {
@@ -515,7 +515,7 @@ static int optimal(int L, const double *tb_s, const int64_t *bytes, double a, do
     if (margin > 0) {
         if (P) { /* the margin's time of a grouping of least time bounds the margin's best */
             walk(&free_f, 0, L, best_state(&x, free_f + L), layer_group);
-            double u0 = ordo_merge_times(L, ready, bytes, layer_group, x.a[1], x.b[1], x.c[1],
+            double u0 = ordo__merge_times(L, ready, bytes, layer_group, x.a[1], x.b[1], x.c[1],
                                           x.p[1], x.pm[1], P, pieces, NULL, NULL);
             if (!isnan(u0)) x.ulimit = u0 * (1 + TIE);
         }
@@ -571,12 +571,12 @@ static int optimal(int L, const double *tb_s, const int64_t *bytes, double a, do
     fronts_free(prev, n);
 done:
 fail:
-    if (rc == ORDO_ERR_NOMEM) ordo_error_set(rc, "ordo_merge_optimal: out of memory");
+    if (rc == ORDO_ERR_NOMEM) ordo__error_set(rc, "ordo__merge_optimal: out of memory");
     for (int k = 0; k < n_counted; k++)
         fronts_free(counted[k], n);
     free(counted);
     fronts_free(free_f, n);
-    if (pieces) ordo_merge_packer_free(&x.packer);
+    if (pieces) ordo__merge_packer_free(&x.packer);
     free(ready);
     free(cum);
     free(rem);

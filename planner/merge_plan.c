@@ -16,10 +16,10 @@
 /* plans in memory                                                                         */
 /* ======================================================================================= */
 
-void ordo_merge_plan_destroy(ordo_merge_plan_t **pp)
+void ordo__merge_plan_destroy(ordo__merge_plan_t **pp)
 {
     if (!pp || !*pp) return;
-    ordo_merge_plan_t *p = *pp;
+    ordo__merge_plan_t *p = *pp;
     free(p->model);
     free(p->order);
     free(p->group_start);
@@ -29,9 +29,9 @@ void ordo_merge_plan_destroy(ordo_merge_plan_t **pp)
 }
 
 /* plan_alloc makes an empty plan for m (NULL when out of memory). */
-static ordo_merge_plan_t *plan_alloc(const ordo_model_t *m)
+static ordo__merge_plan_t *plan_alloc(const ordo__model_t *m)
 {
-    ordo_merge_plan_t *p = calloc(1, sizeof *p);
+    ordo__merge_plan_t *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     size_t n = (size_t)m->n_params + 1;
     p->model = strdup(m->name ? m->name : "");
@@ -39,7 +39,7 @@ static ordo_merge_plan_t *plan_alloc(const ordo_model_t *m)
     p->group_start = malloc((n + 1) * sizeof *p->group_start);
     p->group_of_param = malloc(n * sizeof *p->group_of_param);
     if (!p->model || !p->order || !p->group_start || !p->group_of_param)
-        ordo_merge_plan_destroy(&p);
+        ordo__merge_plan_destroy(&p);
     else
         p->n_params = m->n_params;
     return p;
@@ -47,9 +47,9 @@ static ordo_merge_plan_t *plan_alloc(const ordo_model_t *m)
 
 /* plan_finish fills group_start and group_of_param from p->order and item_group (the group
  * of each position of order, a valid grouping). */
-static void plan_finish(ordo_merge_plan_t *p, const int *item_group)
+static void plan_finish(ordo__merge_plan_t *p, const int *item_group)
 {
-    ORDO_ASSERT(ordo_merge_grouping_valid(p->n_params, item_group));
+    ORDO_ASSERT(ordo__merge_grouping_valid(p->n_params, item_group));
     p->n_groups = 0;
     for (int i = 0; i < p->n_params; i++) {
         if (i == 0 || item_group[i] != item_group[i - 1]) p->group_start[p->n_groups++] = i;
@@ -59,16 +59,16 @@ static void plan_finish(ordo_merge_plan_t *p, const int *item_group)
 }
 
 /* check_layout says what is wrong with lay (servers 0: none), or returns 0 */
-static int check_layout(const ordo_merge_layout_t *lay)
+static int check_layout(const ordo__merge_layout_t *lay)
 {
     if (lay->servers == 0) return 0;
     if (lay->servers < 1 || lay->servers > 1024)
-        return ordo_error_set(ORDO_ERR_INVAL, "layout: %d servers is not in [1, 1024]", lay->servers);
+        return ordo__error_set(ORDO_ERR_INVAL, "layout: %d servers is not in [1, 1024]", lay->servers);
     if (lay->partition_bytes < 1024)
-        return ordo_error_set(ORDO_ERR_INVAL, "layout: partition_bytes %lld is below 1024",
+        return ordo__error_set(ORDO_ERR_INVAL, "layout: partition_bytes %lld is below 1024",
                               (long long)lay->partition_bytes);
     if (lay->segment_bytes < 0 || (lay->segment_bytes > 0 && lay->segment_bytes < 1024))
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "layout: segment_bytes %lld is neither 0 nor at least 1024",
                               (long long)lay->segment_bytes);
     return 0;
@@ -77,9 +77,9 @@ static int check_layout(const ordo_merge_layout_t *lay)
 /* layout_pieces describes the messages of t's items (layers when order is NULL, else
  * parameters in order) under lay: *out is NULL when lay has no servers (one message per
  * group), else the caller's. */
-static int layout_pieces(const ordo_merge_layout_t *lay, const ordo_model_t *m,
-                         const ordo_merge_timeline_t *t, const int *order,
-                         ordo_merge_pieces_t **out)
+static int layout_pieces(const ordo__merge_layout_t *lay, const ordo__model_t *m,
+                         const ordo__merge_timeline_t *t, const int *order,
+                         ordo__merge_pieces_t **out)
 {
     *out = NULL;
     if (lay->servers == 0) return 0;
@@ -87,26 +87,26 @@ static int layout_pieces(const ordo_merge_layout_t *lay, const ordo_model_t *m,
     if (!numel) return ORDO_ERR_NOMEM;
     for (int i = 0; i < m->n_params; i++)
         numel[i] = m->params[i].numel;
-    ordo_keys_t *keys = NULL;
-    int rc = ordo_keys_partition(numel, m->n_params, m->dtype_size, lay->partition_bytes,
+    ordo__keys_t *keys = NULL;
+    int rc = ordo__keys_partition(numel, m->n_params, m->dtype_size, lay->partition_bytes,
                                  lay->segment_bytes, lay->servers, &keys);
     free(numel);
     /* messages of at most partition_bytes, as the run's scheduler tells its workers */
-    if (!rc) rc = ordo_merge_pieces_new(t, keys, lay->partition_bytes, order, out);
-    ordo_keys_destroy(&keys);
+    if (!rc) rc = ordo__merge_pieces_new(t, keys, lay->partition_bytes, order, out);
+    ordo__keys_destroy(&keys);
     return rc;
 }
 
 /* plan_time evaluates p's grouping on timeline t under the costs a, b, c, p's pull stage
  * (p->pull, p->pull_msg) and p's layout; NAN on an error (out of memory). */
-static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
-                        const ordo_merge_timeline_t *t, double a, double b, double c)
+static double plan_time(const ordo__merge_plan_t *p, const ordo__model_t *m,
+                        const ordo__merge_timeline_t *t, double a, double b, double c)
 {
     size_t n = (size_t)p->n_params + 1;
     double *ready = malloc(n * sizeof *ready);
     int64_t *bytes = malloc(n * sizeof *bytes);
     int *group = malloc(n * sizeof *group);
-    ordo_merge_pieces_t *pieces = NULL;
+    ordo__merge_pieces_t *pieces = NULL;
     double iter = NAN;
     if (ready && bytes && group && layout_pieces(&p->layout, m, t, p->order, &pieces) == 0) {
         for (int i = 0; i < p->n_params; i++) {
@@ -115,17 +115,17 @@ static double plan_time(const ordo_merge_plan_t *p, const ordo_model_t *m,
             bytes[i] = m->params[q].bytes;
             group[i] = p->group_of_param[q];
         }
-        iter = ordo_merge_comm_times3(p->n_params, ready, bytes, group, a, b, c, p->pull,
+        iter = ordo__merge_comm_times3(p->n_params, ready, bytes, group, a, b, c, p->pull,
                                       p->pull_msg, pieces, NULL, NULL);
     }
-    ordo_merge_pieces_destroy(&pieces);
+    ordo__merge_pieces_destroy(&pieces);
     free(ready);
     free(bytes);
     free(group);
     return iter;
 }
 
-int ordo_merge_plan_isolate(ordo_merge_plan_t *p, const ordo_model_t *m)
+int ordo__merge_plan_isolate(ordo__merge_plan_t *p, const ordo__model_t *m)
 {
     int extra = 0;
     for (int i = 0; i < p->n_params; i++)
@@ -155,87 +155,87 @@ int ordo_merge_plan_isolate(ordo_merge_plan_t *p, const ordo_model_t *m)
     return split;
 }
 
-double ordo_merge_plan_iter_s(const ordo_merge_plan_t *p, const ordo_model_t *m, double a, double b,
+double ordo__merge_plan_iter_s(const ordo__merge_plan_t *p, const ordo__model_t *m, double a, double b,
                               double c)
 {
-    ordo_merge_timeline_t *t = NULL;
-    if (!p || !m || p->n_params != m->n_params || ordo_merge_timeline_new(m, &t) != 0) return NAN;
+    ordo__merge_timeline_t *t = NULL;
+    if (!p || !m || p->n_params != m->n_params || ordo__merge_timeline_new(m, &t) != 0) return NAN;
     double iter = plan_time(p, m, t, a, b, c);
-    ordo_merge_timeline_destroy(&t);
+    ordo__merge_timeline_destroy(&t);
     return iter;
 }
 
-int ordo_merge_plan_messages(const ordo_merge_plan_t *p, const ordo_model_t *m)
+int ordo__merge_plan_messages(const ordo__merge_plan_t *p, const ordo__model_t *m)
 {
     if (!p || !m || p->n_params != m->n_params)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_plan_messages: plan and model differ");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__merge_plan_messages: plan and model differ");
     if (p->layout.servers == 0) return p->n_groups;
-    ordo_merge_timeline_t *t = NULL;
-    ordo_merge_pieces_t *pc = NULL;
-    ordo_merge_packer_t k = {0};
-    int rc = ordo_merge_timeline_new(m, &t);
+    ordo__merge_timeline_t *t = NULL;
+    ordo__merge_pieces_t *pc = NULL;
+    ordo__merge_packer_t k = {0};
+    int rc = ordo__merge_timeline_new(m, &t);
     if (!rc) rc = layout_pieces(&p->layout, m, t, p->order, &pc);
     const double zero = 0;
-    if (!rc) rc = ordo_merge_packer_init(&k, pc, 1, &zero, &zero, &zero);
+    if (!rc) rc = ordo__merge_packer_init(&k, pc, 1, &zero, &zero, &zero);
     if (!rc) {
         int total = 0;
         for (int g = 0; g < p->n_groups; g++) {
-            ordo_merge_packer_reset(&k);
+            ordo__merge_packer_reset(&k);
             for (int i = p->group_start[g]; i < p->group_start[g + 1]; i++)
-                ordo_merge_packer_add(&k, i);
+                ordo__merge_packer_add(&k, i);
             total += k.count;
         }
         rc = total;
     }
-    ordo_merge_packer_free(&k);
-    ordo_merge_pieces_destroy(&pc);
-    ordo_merge_timeline_destroy(&t);
+    ordo__merge_packer_free(&k);
+    ordo__merge_pieces_destroy(&pc);
+    ordo__merge_timeline_destroy(&t);
     return rc;
 }
 
 static int check_cost(double a, double b, double c)
 {
     if (!isfinite(a) || !isfinite(b) || !isfinite(c) || a < 0 || b < 0 || c < 0)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "cost model a=%g s, b=%g s/byte, c=%g s/byte: all must be finite "
                               "and >= 0",
                               a, b, c);
     return 0;
 }
 
-int ordo_merge_plan_compute(const ordo_model_t *m, ordo_merge_algo_t algo, int64_t bucket_bytes,
+int ordo__merge_plan_compute(const ordo__model_t *m, ordo__merge_algo_t algo, int64_t bucket_bytes,
                             double a, double b, double c, double margin,
-                            const ordo_merge_layout_t *layout, ordo_merge_plan_t **out)
+                            const ordo__merge_layout_t *layout, ordo__merge_plan_t **out)
 {
-    return ordo_merge_plan_compute3(m, algo, bucket_bytes, a, b, c, 0, 0, margin, layout, out);
+    return ordo__merge_plan_compute3(m, algo, bucket_bytes, a, b, c, 0, 0, margin, layout, out);
 }
 
-int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int64_t bucket_bytes,
+int ordo__merge_plan_compute3(const ordo__model_t *m, ordo__merge_algo_t algo, int64_t bucket_bytes,
                              double a, double b, double c, double pull, double pull_msg,
-                             double margin, const ordo_merge_layout_t *layout,
-                             ordo_merge_plan_t **out)
+                             double margin, const ordo__merge_layout_t *layout,
+                             ordo__merge_plan_t **out)
 {
-    if (!m || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_plan_compute: no model");
+    if (!m || !out) return ordo__error_set(ORDO_ERR_INVAL, "ordo__merge_plan_compute: no model");
     if (!isfinite(pull) || pull < 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "pull stage %g s/byte: must be finite and >= 0", pull);
+        return ordo__error_set(ORDO_ERR_INVAL, "pull stage %g s/byte: must be finite and >= 0", pull);
     if (!isfinite(pull_msg) || pull_msg < 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "pull stage %g s/value: must be finite and >= 0",
+        return ordo__error_set(ORDO_ERR_INVAL, "pull stage %g s/value: must be finite and >= 0",
                               pull_msg);
-    const ordo_merge_layout_t none = {0, 0, 0};
+    const ordo__merge_layout_t none = {0, 0, 0};
     if (!layout) layout = &none;
     int rc = check_cost(a, b, c);
     if (!rc) rc = check_layout(layout);
     if (!rc && (!isfinite(margin) || margin < 0))
-        rc = ordo_error_set(ORDO_ERR_INVAL, "margin %g: must be finite and >= 0", margin);
+        rc = ordo__error_set(ORDO_ERR_INVAL, "margin %g: must be finite and >= 0", margin);
     if (rc) return rc;
     if (algo == ORDO_MERGE_BYTES && bucket_bytes <= 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "bytes:N needs N > 0 (got %lld)",
+        return ordo__error_set(ORDO_ERR_INVAL, "bytes:N needs N > 0 (got %lld)",
                               (long long)bucket_bytes);
-    ordo_merge_timeline_t *t = NULL;
-    ordo_merge_plan_t *p = NULL;
-    ordo_merge_pieces_t *layer_pieces = NULL;
+    ordo__merge_timeline_t *t = NULL;
+    ordo__merge_plan_t *p = NULL;
+    ordo__merge_pieces_t *layer_pieces = NULL;
     int *layer_group = NULL, *item_group = NULL;
-    rc = ordo_merge_timeline_new(m, &t);
+    rc = ordo__merge_timeline_new(m, &t);
     if (!rc && algo == ORDO_MERGE_OPTIMAL) rc = layout_pieces(layout, m, t, NULL, &layer_pieces);
     if (rc) goto fail;
     int L = t->n_layers, P = t->n_params;
@@ -243,7 +243,7 @@ int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int6
     item_group = malloc(((size_t)P + 1) * sizeof *item_group);
     p = plan_alloc(m);
     if (!layer_group || !item_group || !p) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "model '%s': out of memory", m->name);
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "model '%s': out of memory", m->name);
         goto fail;
     }
     memcpy(p->order, t->order, (size_t)P * sizeof *p->order);
@@ -257,16 +257,16 @@ int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int6
             layer_group[l] = 0;
         break;
     case ORDO_MERGE_MGWFBP:
-        rc = ordo_merge_mgwfbp(L, t->tb_s, t->layer_bytes, a, b, layer_group);
+        rc = ordo__merge_mgwfbp(L, t->tb_s, t->layer_bytes, a, b, layer_group);
         break;
     case ORDO_MERGE_OPTIMAL:
-        rc = ordo_merge_optimal3(L, t->tb_s, t->layer_bytes, a, b, c, pull, pull_msg, margin,
+        rc = ordo__merge_optimal3(L, t->tb_s, t->layer_bytes, a, b, c, pull, pull_msg, margin,
                                  layer_pieces, layer_group);
         break;
     case ORDO_MERGE_BYTES:
         break;
     default:
-        rc = ordo_error_set(ORDO_ERR_INVAL, "unknown merge algorithm %d", (int)algo);
+        rc = ordo__error_set(ORDO_ERR_INVAL, "unknown merge algorithm %d", (int)algo);
     }
     if (rc < 0) goto fail;
     if (algo == ORDO_MERGE_BYTES) {
@@ -296,21 +296,21 @@ int ordo_merge_plan_compute3(const ordo_model_t *m, ordo_merge_algo_t algo, int6
     p->layout = *layout;
     p->predicted_iter_s = plan_time(p, m, t, a, b, c);
     if (isnan(p->predicted_iter_s)) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "model '%s': out of memory", m->name);
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "model '%s': out of memory", m->name);
         goto fail;
     }
     free(layer_group);
     free(item_group);
-    ordo_merge_pieces_destroy(&layer_pieces);
-    ordo_merge_timeline_destroy(&t);
+    ordo__merge_pieces_destroy(&layer_pieces);
+    ordo__merge_timeline_destroy(&t);
     *out = p;
     return 0;
 fail:
     free(layer_group);
     free(item_group);
-    ordo_merge_pieces_destroy(&layer_pieces);
-    ordo_merge_timeline_destroy(&t);
-    ordo_merge_plan_destroy(&p);
+    ordo__merge_pieces_destroy(&layer_pieces);
+    ordo__merge_timeline_destroy(&t);
+    ordo__merge_plan_destroy(&p);
     return rc;
 }
 
@@ -344,14 +344,14 @@ static void put_number(FILE *f, double x)
     fputs(buf, f);
 }
 
-int ordo_merge_plan_to_json(const ordo_merge_plan_t *p, const ordo_model_t *m, char **out)
+int ordo__merge_plan_to_json(const ordo__merge_plan_t *p, const ordo__model_t *m, char **out)
 {
     if (!p || !m || !out || p->n_params != m->n_params)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_plan_to_json: plan and model differ");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__merge_plan_to_json: plan and model differ");
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    if (!f) return ordo_error_set(ORDO_ERR_NOMEM, "ordo_merge_plan_to_json: out of memory");
+    if (!f) return ordo__error_set(ORDO_ERR_NOMEM, "ordo__merge_plan_to_json: out of memory");
     fputs("{\"format\": \"ordo-merge/1\", \"model\": ", f);
     put_string(f, p->model);
     fputs(", \"a\": ", f);
@@ -393,7 +393,7 @@ int ordo_merge_plan_to_json(const ordo_merge_plan_t *p, const ordo_model_t *m, c
     fputs("}\n", f);
     if (fclose(f) != 0 || !buf) {
         free(buf);
-        return ordo_error_set(ORDO_ERR_NOMEM, "ordo_merge_plan_to_json: out of memory");
+        return ordo__error_set(ORDO_ERR_NOMEM, "ordo__merge_plan_to_json: out of memory");
     }
     *out = buf;
     return 0;
@@ -410,16 +410,16 @@ static int get_cost(json_t *root, const char *key, const char *name, double *v)
     *v = 0;
     if (!x) return 0;
     if (!json_is_number(x))
-        return ordo_error_set(ORDO_ERR_FORMAT, "%s: $.%s: not a number", name, key);
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: $.%s: not a number", name, key);
     *v = json_number_value(x);
     if (!isfinite(*v) || *v < 0)
-        return ordo_error_set(ORDO_ERR_FORMAT, "%s: $.%s: %g must be finite and >= 0", name, key, *v);
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: $.%s: %g must be finite and >= 0", name, key, *v);
     return 0;
 }
 
 /* get_layout reads the optional layout (servers, partition_bytes, segment_bytes: all or
  * none) into *lay. */
-static int get_layout(json_t *root, const char *name, ordo_merge_layout_t *lay)
+static int get_layout(json_t *root, const char *name, ordo__merge_layout_t *lay)
 {
     static const char *const keys[] = {"servers", "partition_bytes", "segment_bytes"};
     json_int_t v[3];
@@ -428,22 +428,22 @@ static int get_layout(json_t *root, const char *name, ordo_merge_layout_t *lay)
         json_t *x = json_object_get(root, keys[i]);
         if (!x) continue;
         if (!json_is_integer(x))
-            return ordo_error_set(ORDO_ERR_FORMAT, "%s: $.%s: not an integer", name, keys[i]);
+            return ordo__error_set(ORDO_ERR_FORMAT, "%s: $.%s: not an integer", name, keys[i]);
         v[i] = json_integer_value(x);
         n++;
     }
     if (n == 0) return 0;
     if (n != 3)
-        return ordo_error_set(
+        return ordo__error_set(
             ORDO_ERR_FORMAT, "%s: $: servers, partition_bytes and segment_bytes go together", name);
     if (v[0] < 1 || v[0] > 1024)
-        return ordo_error_set(ORDO_ERR_FORMAT, "%s: $.servers: %lld is not in [1, 1024]", name,
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: $.servers: %lld is not in [1, 1024]", name,
                               (long long)v[0]);
-    ordo_merge_layout_t l = {(int)v[0], (int64_t)v[1], (int64_t)v[2]};
+    ordo__merge_layout_t l = {(int)v[0], (int64_t)v[1], (int64_t)v[2]};
     if (check_layout(&l) != 0) {
         char why[160];
-        snprintf(why, sizeof why, "%s", ordo_error_detail());
-        return ordo_error_set(ORDO_ERR_FORMAT, "%s: $: %s", name, why);
+        snprintf(why, sizeof why, "%s", ordo__error_detail());
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: $: %s", name, why);
     }
     *lay = l;
     return 0;
@@ -451,17 +451,17 @@ static int get_layout(json_t *root, const char *name, ordo_merge_layout_t *lay)
 
 /* parse_root validates a parsed ordo-merge/1 document against model m and builds the plan;
  * it consumes root. */
-static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
-                      ordo_merge_plan_t **out)
+static int parse_root(json_t *root, const char *name, const ordo__model_t *m,
+                      ordo__merge_plan_t **out)
 {
     static const char *const top[] = {"format", "model", "a", "b", "c", "pull", "pull_msg",
                                       "margin", "servers", "partition_bytes", "segment_bytes",
                                       "groups", "predicted_iter_s", NULL};
-    ordo_merge_timeline_t *t = NULL;
-    ordo_merge_plan_t *p = NULL;
+    ordo__merge_timeline_t *t = NULL;
+    ordo__merge_plan_t *p = NULL;
     int *item_group = NULL;
     char **seen_at = NULL; /* per param: where it was first listed ("[g][k]") */
-    int rc = ordo_json_check_head(root, top, "ordo-merge/1", m->name ? m->name : "", name);
+    int rc = ordo__json_check_head(root, top, "ordo-merge/1", m->name ? m->name : "", name);
     if (rc) goto fail;
     double a, b, c, pull, pull_msg, margin, pred;
     if ((rc = get_cost(root, "a", name, &a)) || (rc = get_cost(root, "b", name, &b)) ||
@@ -470,21 +470,21 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
         (rc = get_cost(root, "margin", name, &margin)) ||
         (rc = get_cost(root, "predicted_iter_s", name, &pred)))
         goto fail;
-    ordo_merge_layout_t lay = {0, 0, 0};
+    ordo__merge_layout_t lay = {0, 0, 0};
     if ((rc = get_layout(root, name, &lay)) != 0) goto fail;
     json_t *groups = json_object_get(root, "groups");
     if (!json_is_array(groups)) {
-        rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.groups: %s", name,
+        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: $.groups: %s", name,
                             groups ? "not an array" : "missing");
         goto fail;
     }
 
-    if ((rc = ordo_merge_timeline_new(m, &t))) goto fail;
+    if ((rc = ordo__merge_timeline_new(m, &t))) goto fail;
     p = plan_alloc(m);
     item_group = malloc(((size_t)m->n_params + 1) * sizeof *item_group);
     seen_at = calloc((size_t)m->n_params + 1, sizeof *seen_at);
     if (!p || !item_group || !seen_at) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
         goto fail;
     }
     int n = 0, prev = -1;
@@ -493,29 +493,29 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
     json_array_foreach(groups, g, group)
     {
         if (!json_is_array(group)) {
-            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.groups[%zu]: not an array", name, g);
+            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: $.groups[%zu]: not an array", name, g);
             goto fail;
         }
         if (json_array_size(group) == 0) {
-            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.groups[%zu]: empty group", name, g);
+            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: $.groups[%zu]: empty group", name, g);
             goto fail;
         }
         json_array_foreach(group, k, item)
         {
             if (!json_is_string(item)) {
-                rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.groups[%zu][%zu]: not a string", name, g,
+                rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: $.groups[%zu][%zu]: not a string", name, g,
                                     k);
                 goto fail;
             }
             const char *pname = json_string_value(item);
-            int q = ordo_model_param_index(m, pname);
+            int q = ordo__model_param_index(m, pname);
             if (q < 0) {
-                rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.groups[%zu][%zu]: unknown parameter '%s'",
+                rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: $.groups[%zu][%zu]: unknown parameter '%s'",
                                     name, g, k, pname);
                 goto fail;
             }
             if (seen_at[q]) {
-                rc = ordo_error_set(ORDO_ERR_FORMAT,
+                rc = ordo__error_set(ORDO_ERR_FORMAT,
                                     "%s: $.groups[%zu][%zu]: parameter '%s' is listed again "
                                     "(first at $.groups%s)",
                                     name, g, k, pname, seen_at[q]);
@@ -524,7 +524,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
             int lq = t->layer_of_param[q];
             if (prev >= 0 && lq < t->layer_of_param[prev]) {
                 int lp = t->layer_of_param[prev];
-                rc = ordo_error_set(ORDO_ERR_FORMAT,
+                rc = ordo__error_set(ORDO_ERR_FORMAT,
                                     "%s: $.groups[%zu][%zu]: '%s' (op '%s', layer %d in backward "
                                     "order) comes after '%s' (op '%s', layer %d): groups must "
                                     "follow backward order",
@@ -536,7 +536,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
             snprintf(where, sizeof where, "[%zu][%zu]", g, k);
             seen_at[q] = strdup(where);
             if (!seen_at[q]) {
-                rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
+                rc = ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
                 goto fail;
             }
             p->order[n] = q;
@@ -547,7 +547,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
     }
     for (int i = 0; i < t->n_params; i++)
         if (!seen_at[t->order[i]]) {
-            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.groups: parameter '%s' is missing", name,
+            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: $.groups: parameter '%s' is missing", name,
                                 m->params[t->order[i]].name);
             goto fail;
         }
@@ -562,7 +562,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m,
     p->layout = lay;
     p->predicted_iter_s = plan_time(p, m, t, a, b, c);
     if (isnan(p->predicted_iter_s)) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
         goto fail;
     }
     *out = p;
@@ -573,29 +573,29 @@ fail:
             free(seen_at[i]);
     free(seen_at);
     free(item_group);
-    ordo_merge_plan_destroy(&p);
-    ordo_merge_timeline_destroy(&t);
+    ordo__merge_plan_destroy(&p);
+    ordo__merge_timeline_destroy(&t);
     json_decref(root);
     return rc;
 }
 
-int ordo_merge_plan_load_string(const char *json, const char *name, const ordo_model_t *m,
-                                ordo_merge_plan_t **out)
+int ordo__merge_plan_load_string(const char *json, const char *name, const ordo__model_t *m,
+                                ordo__merge_plan_t **out)
 {
     if (!name) name = "(string)";
     if (!json || !m || !out)
-        return ordo_error_set(ORDO_ERR_INVAL, "%s: ordo_merge_plan_load_string: missing argument",
+        return ordo__error_set(ORDO_ERR_INVAL, "%s: ordo__merge_plan_load_string: missing argument",
                               name);
     json_t *root = NULL;
-    int rc = ordo_json_read_string(json, name, JSON_REJECT_DUPLICATES, &root);
+    int rc = ordo__json_read_string(json, name, JSON_REJECT_DUPLICATES, &root);
     return rc ? rc : parse_root(root, name, m, out);
 }
 
-int ordo_merge_plan_load_file(const char *path, const ordo_model_t *m, ordo_merge_plan_t **out)
+int ordo__merge_plan_load_file(const char *path, const ordo__model_t *m, ordo__merge_plan_t **out)
 {
     if (!path || !m || !out)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_merge_plan_load_file: missing argument");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__merge_plan_load_file: missing argument");
     json_t *root = NULL;
-    int rc = ordo_json_read_file(path, JSON_REJECT_DUPLICATES, &root);
+    int rc = ordo__json_read_file(path, JSON_REJECT_DUPLICATES, &root);
     return rc ? rc : parse_root(root, path, m, out);
 }

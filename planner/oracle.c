@@ -15,7 +15,7 @@
 
 #define ORACLE_FORMAT "ordo-oracle/1"
 
-struct ordo_oracle {
+struct ordo__oracle {
     char *model;
     int n_ops;
     int n_params;
@@ -29,7 +29,7 @@ struct ordo_oracle {
     long *op_samples;
 };
 
-double ordo_oracle_transfer_us(long long bytes, double bandwidth_bps, double latency_us)
+double ordo__oracle_transfer_us(long long bytes, double bandwidth_bps, double latency_us)
 {
     double wire = bandwidth_bps > 0 ? (double)bytes * 8.0 / bandwidth_bps * 1e6 : 0.0;
     return latency_us + wire;
@@ -37,10 +37,10 @@ double ordo_oracle_transfer_us(long long bytes, double bandwidth_bps, double lat
 
 /* ---- times ------------------------------------------------------------------------ */
 
-void ordo_oracle_times_destroy(ordo_oracle_times_t **pt)
+void ordo__oracle_times_destroy(ordo__oracle_times_t **pt)
 {
     if (!pt || !*pt) return;
-    ordo_oracle_times_t *t = *pt;
+    ordo__oracle_times_t *t = *pt;
     free(t->recv_us);
     free(t->send_us);
     free(t->fwd_us);
@@ -50,7 +50,7 @@ void ordo_oracle_times_destroy(ordo_oracle_times_t **pt)
 }
 
 /* same_model reports whether oracle o was built or loaded for a model shaped like m. */
-static int same_model(const ordo_oracle_t *o, const ordo_model_t *m)
+static int same_model(const ordo__oracle_t *o, const ordo__model_t *m)
 {
     if (strcmp(o->model, m->name) != 0 || o->n_ops != m->n_ops || o->n_params != m->n_params)
         return 0;
@@ -61,16 +61,16 @@ static int same_model(const ordo_oracle_t *o, const ordo_model_t *m)
     return 1;
 }
 
-int ordo_oracle_times_new(const ordo_model_t *m, double bandwidth_bps, double latency_us,
-                          const ordo_oracle_t *o, ordo_oracle_times_t **out)
+int ordo__oracle_times_new(const ordo__model_t *m, double bandwidth_bps, double latency_us,
+                          const ordo__oracle_t *o, ordo__oracle_times_t **out)
 {
     if (!m || !out || !(bandwidth_bps >= 0) || !(latency_us >= 0) || !isfinite(latency_us))
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_oracle_times_new: bad model or link");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__oracle_times_new: bad model or link");
     if (o && !same_model(o, m))
-        return ordo_error_set(ORDO_ERR_INVAL, "oracle measured on model '%s' does not fit model '%s'",
+        return ordo__error_set(ORDO_ERR_INVAL, "oracle measured on model '%s' does not fit model '%s'",
                               o->model, m->name);
-    ordo_oracle_times_t *t = calloc(1, sizeof *t);
-    if (!t) return ordo_error_set(ORDO_ERR_NOMEM, "ordo_oracle_times_new: out of memory");
+    ordo__oracle_times_t *t = calloc(1, sizeof *t);
+    if (!t) return ordo__error_set(ORDO_ERR_NOMEM, "ordo__oracle_times_new: out of memory");
     t->n_params = m->n_params;
     t->n_ops = m->n_ops;
     t->recv_us = calloc((size_t)m->n_params + 1, sizeof *t->recv_us);
@@ -78,11 +78,11 @@ int ordo_oracle_times_new(const ordo_model_t *m, double bandwidth_bps, double la
     t->fwd_us = calloc((size_t)m->n_ops + 1, sizeof *t->fwd_us);
     t->bwd_us = calloc((size_t)m->n_ops + 1, sizeof *t->bwd_us);
     if (!t->recv_us || !t->send_us || !t->fwd_us || !t->bwd_us) {
-        ordo_oracle_times_destroy(&t);
-        return ordo_error_set(ORDO_ERR_NOMEM, "ordo_oracle_times_new: out of memory");
+        ordo__oracle_times_destroy(&t);
+        return ordo__error_set(ORDO_ERR_NOMEM, "ordo__oracle_times_new: out of memory");
     }
     for (int p = 0; p < m->n_params; p++) {
-        double x = ordo_oracle_transfer_us(m->params[p].bytes, bandwidth_bps, latency_us);
+        double x = ordo__oracle_transfer_us(m->params[p].bytes, bandwidth_bps, latency_us);
         t->recv_us[p] = (o && !isnan(o->recv_us[p])) ? o->recv_us[p] : x;
         t->send_us[p] = (o && !isnan(o->send_us[p])) ? o->send_us[p] : x;
     }
@@ -96,10 +96,10 @@ int ordo_oracle_times_new(const ordo_model_t *m, double bandwidth_bps, double la
 
 /* ---- building and writing ------------------------------------------------------------- */
 
-void ordo_oracle_destroy(ordo_oracle_t **po)
+void ordo__oracle_destroy(ordo__oracle_t **po)
 {
     if (!po || !*po) return;
-    ordo_oracle_t *o = *po;
+    ordo__oracle_t *o = *po;
     for (int i = 0; o->op_names && i < o->n_ops; i++)
         free(o->op_names[i]);
     for (int i = 0; o->param_names && i < o->n_params; i++)
@@ -116,10 +116,10 @@ void ordo_oracle_destroy(ordo_oracle_t **po)
     *po = NULL;
 }
 
-int ordo_oracle_new(const ordo_model_t *m, ordo_oracle_t **out)
+int ordo__oracle_new(const ordo__model_t *m, ordo__oracle_t **out)
 {
-    if (!m || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_oracle_new: no model");
-    ordo_oracle_t *o = calloc(1, sizeof *o);
+    if (!m || !out) return ordo__error_set(ORDO_ERR_INVAL, "ordo__oracle_new: no model");
+    ordo__oracle_t *o = calloc(1, sizeof *o);
     if (!o) goto oom;
     o->n_ops = m->n_ops;
     o->n_params = m->n_params;
@@ -146,8 +146,8 @@ int ordo_oracle_new(const ordo_model_t *m, ordo_oracle_t **out)
     *out = o;
     return 0;
 oom:
-    ordo_oracle_destroy(&o);
-    return ordo_error_set(ORDO_ERR_NOMEM, "ordo_oracle_new: out of memory");
+    ordo__oracle_destroy(&o);
+    return ordo__error_set(ORDO_ERR_NOMEM, "ordo__oracle_new: out of memory");
 }
 
 /* keep_min folds one measurement into a running minimum (NAN = none yet). */
@@ -157,7 +157,7 @@ static void keep_min(double *slot, double v)
     if (isnan(*slot) || v < *slot) *slot = v;
 }
 
-void ordo_oracle_observe_op(ordo_oracle_t *o, int op, double fwd_us, double bwd_us)
+void ordo__oracle_observe_op(ordo__oracle_t *o, int op, double fwd_us, double bwd_us)
 {
     ORDO_ASSERT(o && op >= 0 && op < o->n_ops);
     keep_min(&o->fwd_us[op], fwd_us);
@@ -165,7 +165,7 @@ void ordo_oracle_observe_op(ordo_oracle_t *o, int op, double fwd_us, double bwd_
     if (++o->op_samples[op] > o->iterations) o->iterations = o->op_samples[op];
 }
 
-void ordo_oracle_observe_transfer(ordo_oracle_t *o, int param, double recv_us, double send_us)
+void ordo__oracle_observe_transfer(ordo__oracle_t *o, int param, double recv_us, double send_us)
 {
     ORDO_ASSERT(o && param >= 0 && param < o->n_params);
     keep_min(&o->recv_us[param], recv_us);
@@ -179,9 +179,9 @@ static int set_time(json_t *obj, const char *key, double v)
     return json_object_set_new(obj, key, json_real(v));
 }
 
-int ordo_oracle_write(const ordo_oracle_t *o, FILE *out)
+int ordo__oracle_write(const ordo__oracle_t *o, FILE *out)
 {
-    if (!o || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_oracle_write: nothing to write");
+    if (!o || !out) return ordo__error_set(ORDO_ERR_INVAL, "ordo__oracle_write: nothing to write");
     int rc = ORDO_ERR_NOMEM;
     json_t *root = json_object(), *ops = json_array(), *params = json_array();
     if (!root || !ops || !params) goto fail;
@@ -215,32 +215,32 @@ fail:
     json_decref(ops);
     json_decref(params);
     json_decref(root);
-    if (rc == ORDO_ERR_NOMEM) return ordo_error_set(rc, "ordo_oracle_write: out of memory");
-    if (rc == ORDO_ERR_IO) return ordo_error_set(rc, "ordo_oracle_write: write failed");
+    if (rc == ORDO_ERR_NOMEM) return ordo__error_set(rc, "ordo__oracle_write: out of memory");
+    if (rc == ORDO_ERR_IO) return ordo__error_set(rc, "ordo__oracle_write: write failed");
     return 0;
 }
 
 /* ---- from traces and into models ----------------------------------------------------- */
 
 /* op_named returns the index of o's op called name, or -1. */
-static int op_named(const ordo_oracle_t *o, const char *name)
+static int op_named(const ordo__oracle_t *o, const char *name)
 {
     for (int i = 0; i < o->n_ops; i++)
         if (strcmp(o->op_names[i], name) == 0) return i;
     return -1;
 }
 
-int ordo_oracle_observe_trace(ordo_oracle_t *o, const char *path, int *n_events)
+int ordo__oracle_observe_trace(ordo__oracle_t *o, const char *path, int *n_events)
 {
     if (n_events) *n_events = 0;
-    if (!o || !path) return ordo_error_set(ORDO_ERR_INVAL, "ordo_oracle_observe_trace: no trace");
+    if (!o || !path) return ordo__error_set(ORDO_ERR_INVAL, "ordo__oracle_observe_trace: no trace");
     json_t *root = NULL;
-    int rc = ordo_json_read_file(path, 0, &root);
+    int rc = ordo__json_read_file(path, 0, &root);
     if (rc) return rc;
     int n = 0;
     json_t *events = json_is_object(root) ? json_object_get(root, "traceEvents") : NULL;
     if (!json_is_array(events)) {
-        rc = ordo_error_set(ORDO_ERR_FORMAT,
+        rc = ordo__error_set(ORDO_ERR_FORMAT,
                             "%s: $.traceEvents: must be an array (a Chrome "
                             "trace-event file)",
                             path);
@@ -251,7 +251,7 @@ int ordo_oracle_observe_trace(ordo_oracle_t *o, const char *path, int *n_events)
     json_array_foreach(events, i, e)
     {
         if (!json_is_object(e)) {
-            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.traceEvents[%zu]: must be an object", path, i);
+            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: $.traceEvents[%zu]: must be an object", path, i);
             goto out;
         }
         const char *ph = json_string_value(json_object_get(e, "ph"));
@@ -263,30 +263,30 @@ int ordo_oracle_observe_trace(ordo_oracle_t *o, const char *path, int *n_events)
         json_t *d = json_object_get(e, "dur");
         double dur = json_is_number(d) ? json_number_value(d) : NAN;
         if (!name) {
-            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.traceEvents[%zu].name: must be a string", path,
+            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: $.traceEvents[%zu].name: must be a string", path,
                                 i);
             goto out;
         }
         if (!(dur >= 0) || !isfinite(dur)) {
-            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: $.traceEvents[%zu].dur: must be a number >= 0",
+            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: $.traceEvents[%zu].dur: must be a number >= 0",
                                 path, i);
             goto out;
         }
         int op = op_named(o, name);
         if (op < 0) {
-            rc = ordo_error_set(ORDO_ERR_FORMAT,
+            rc = ordo__error_set(ORDO_ERR_FORMAT,
                                 "%s: $.traceEvents[%zu].name: '%s' is not an op of model '%s'",
                                 path, i, name, o->model);
             goto out;
         }
         if (fwd)
-            ordo_oracle_observe_op(o, op, dur, -1); /* one forward event per iteration */
+            ordo__oracle_observe_op(o, op, dur, -1); /* one forward event per iteration */
         else
             keep_min(&o->bwd_us[op], dur);
         n++;
     }
     if (n == 0)
-        rc = ordo_error_set(ORDO_ERR_FORMAT,
+        rc = ordo__error_set(ORDO_ERR_FORMAT,
                             "%s: no forward or backward events (a worker's trace, "
                             "output.trace = true, has them)",
                             path);
@@ -296,40 +296,40 @@ out:
     return rc;
 }
 
-int ordo_oracle_timed_model(const ordo_model_t *m, const ordo_oracle_t *o, ordo_model_t **out)
+int ordo__oracle_timed_model(const ordo__model_t *m, const ordo__oracle_t *o, ordo__model_t **out)
 {
-    if (!m || !o || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_oracle_timed_model: nothing");
+    if (!m || !o || !out) return ordo__error_set(ORDO_ERR_INVAL, "ordo__oracle_timed_model: nothing");
     *out = NULL;
     if (!same_model(o, m))
-        return ordo_error_set(ORDO_ERR_INVAL, "oracle measured on model '%s' does not fit model '%s'",
+        return ordo__error_set(ORDO_ERR_INVAL, "oracle measured on model '%s' does not fit model '%s'",
                               o->model, m->name);
     int most = 1;
     for (int i = 0; i < m->n_ops; i++) {
         if (m->ops[i].n_inputs > most) most = m->ops[i].n_inputs;
         if (m->ops[i].n_params > most) most = m->ops[i].n_params;
     }
-    ordo_model_t *c = ordo_model_new(m->name, m->batch, m->dtype);
+    ordo__model_t *c = ordo__model_new(m->name, m->batch, m->dtype);
     const char **inputs = malloc((size_t)most * sizeof *inputs);
     const char **params = malloc((size_t)most * sizeof *params);
     int rc = ORDO_ERR_NOMEM;
     if (!c || !inputs || !params) goto fail;
     for (int p = 0; p < m->n_params; p++) {
-        const ordo_model_param_t *q = &m->params[p];
-        if ((rc = ordo_model_add_param(c, q->name, q->ndim, q->shape)) < 0) goto fail;
+        const ordo__model_param_t *q = &m->params[p];
+        if ((rc = ordo__model_add_param(c, q->name, q->ndim, q->shape)) < 0) goto fail;
     }
     for (int i = 0; i < m->n_ops; i++) {
-        const ordo_model_op_t *op = &m->ops[i];
+        const ordo__model_op_t *op = &m->ops[i];
         for (int k = 0; k < op->n_inputs; k++)
             inputs[k] = m->ops[op->inputs[k]].name;
         for (int k = 0; k < op->n_params; k++)
             params[k] = m->params[op->params[k]].name;
         double fwd = isnan(o->fwd_us[i]) ? op->fwd_us : o->fwd_us[i];
         double bwd = isnan(o->bwd_us[i]) ? op->bwd_us : o->bwd_us[i];
-        if ((rc = ordo_model_add_op(c, op->name, op->n_inputs, inputs, op->n_params, params, fwd,
+        if ((rc = ordo__model_add_op(c, op->name, op->n_inputs, inputs, op->n_params, params, fwd,
                                     bwd)) < 0)
             goto fail;
     }
-    if ((rc = ordo_model_check(c)) != 0) goto fail;
+    if ((rc = ordo__model_check(c)) != 0) goto fail;
     free(inputs);
     free(params);
     *out = c;
@@ -337,24 +337,24 @@ int ordo_oracle_timed_model(const ordo_model_t *m, const ordo_oracle_t *o, ordo_
 fail:
     free(inputs);
     free(params);
-    ordo_model_destroy(&c);
-    if (rc == ORDO_ERR_NOMEM) return ordo_error_set(rc, "ordo_oracle_timed_model: out of memory");
+    ordo__model_destroy(&c);
+    if (rc == ORDO_ERR_NOMEM) return ordo__error_set(rc, "ordo__oracle_timed_model: out of memory");
     return rc;
 }
 
-int ordo_oracle_timed_model_file(const char *path, const ordo_model_t *m, ordo_model_t **out)
+int ordo__oracle_timed_model_file(const char *path, const ordo__model_t *m, ordo__model_t **out)
 {
-    ordo_oracle_t *o = NULL;
-    int rc = ordo_oracle_load_file(path, m, &o);
-    if (!rc) rc = ordo_oracle_timed_model(m, o, out);
-    ordo_oracle_destroy(&o);
+    ordo__oracle_t *o = NULL;
+    int rc = ordo__oracle_load_file(path, m, &o);
+    if (!rc) rc = ordo__oracle_timed_model(m, o, out);
+    ordo__oracle_destroy(&o);
     return rc;
 }
 
 /* ---- loading ---------------------------------------------------------------------------- */
 
 /* bad fails a load with "NAME: PATH: reason". */
-#define bad(...) ordo_error_set(ORDO_ERR_FORMAT, __VA_ARGS__)
+#define bad(...) ordo__error_set(ORDO_ERR_FORMAT, __VA_ARGS__)
 
 /* read_time stores obj[key] into *slot when present: a finite number >= 0. */
 static int read_time(json_t *obj, const char *key, double *slot, const char *name, const char *path,
@@ -377,7 +377,7 @@ static int read_entries(json_t *arr, const char *what, char **names, int n, cons
     if (!json_is_array(arr)) return bad("%s: $.%s: must be an array", name, what);
     const char *allowed[] = {"name", k1, k2, NULL};
     char *seen = calloc((size_t)n + 1, 1);
-    if (!seen) return ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
+    if (!seen) return ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
     int rc = 0;
     size_t i;
     json_t *e;
@@ -389,7 +389,7 @@ static int read_entries(json_t *arr, const char *what, char **names, int n, cons
             rc = bad("%s: %s: must be an object", name, path);
             break;
         }
-        if ((rc = ordo_json_only_keys(e, allowed, name, path))) break;
+        if ((rc = ordo__json_only_keys(e, allowed, name, path))) break;
         const char *nm = json_string_value(json_object_get(e, "name"));
         if (!nm) {
             rc = bad("%s: %s.name: missing or not a string", name, path);
@@ -421,12 +421,12 @@ static int read_entries(json_t *arr, const char *what, char **names, int n, cons
 }
 
 /* parse_root validates a parsed ordo-oracle/1 document; it consumes root. */
-static int parse_root(json_t *root, const char *name, const ordo_model_t *m, ordo_oracle_t **out)
+static int parse_root(json_t *root, const char *name, const ordo__model_t *m, ordo__oracle_t **out)
 {
-    ordo_oracle_t *o = NULL;
+    ordo__oracle_t *o = NULL;
     int rc;
     static const char *const top[] = {"format", "model", "iterations", "ops", "params", NULL};
-    if ((rc = ordo_json_check_head(root, top, ORACLE_FORMAT, m->name, name))) goto fail;
+    if ((rc = ordo__json_check_head(root, top, ORACLE_FORMAT, m->name, name))) goto fail;
     json_t *it = json_object_get(root, "iterations");
     if (it && (!json_is_integer(it) || json_integer_value(it) < 0)) {
         rc = bad("%s: $.iterations: must be an integer >= 0", name);
@@ -437,7 +437,7 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m, ord
         rc = bad("%s: $.ops: missing", name);
         goto fail;
     }
-    if ((rc = ordo_oracle_new(m, &o))) goto fail;
+    if ((rc = ordo__oracle_new(m, &o))) goto fail;
     o->iterations = it ? (long)json_integer_value(it) : 0;
     if ((rc = read_entries(ops, "ops", o->op_names, o->n_ops, "fwd_us", o->fwd_us, "bwd_us",
                            o->bwd_us, name)))
@@ -451,24 +451,24 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m, ord
     return 0;
 fail:
     json_decref(root);
-    ordo_oracle_destroy(&o);
+    ordo__oracle_destroy(&o);
     return rc;
 }
 
-int ordo_oracle_load_string(const char *json, const char *name, const ordo_model_t *m,
-                            ordo_oracle_t **out)
+int ordo__oracle_load_string(const char *json, const char *name, const ordo__model_t *m,
+                            ordo__oracle_t **out)
 {
-    if (!json || !m || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_oracle_load: bad args");
+    if (!json || !m || !out) return ordo__error_set(ORDO_ERR_INVAL, "ordo_oracle_load: bad args");
     if (!name) name = "<oracle>";
     json_t *root = NULL;
-    int rc = ordo_json_read_string(json, name, JSON_REJECT_DUPLICATES, &root);
+    int rc = ordo__json_read_string(json, name, JSON_REJECT_DUPLICATES, &root);
     return rc ? rc : parse_root(root, name, m, out);
 }
 
-int ordo_oracle_load_file(const char *path, const ordo_model_t *m, ordo_oracle_t **out)
+int ordo__oracle_load_file(const char *path, const ordo__model_t *m, ordo__oracle_t **out)
 {
-    if (!path || !m || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_oracle_load_file: bad args");
+    if (!path || !m || !out) return ordo__error_set(ORDO_ERR_INVAL, "ordo__oracle_load_file: bad args");
     json_t *root = NULL;
-    int rc = ordo_json_read_file(path, JSON_REJECT_DUPLICATES, &root);
+    int rc = ordo__json_read_file(path, JSON_REJECT_DUPLICATES, &root);
     return rc ? rc : parse_root(root, path, m, out);
 }

@@ -14,7 +14,7 @@
 
 #define TICK_INF INT64_MAX
 
-struct ordo_order_graph {
+struct ordo__order_graph {
     int n_params;
     int n_ops;
     int n_channels;
@@ -35,10 +35,10 @@ static int64_t to_ticks(double us)
     return ns >= 1e14 ? (int64_t)1e14 : (int64_t)llround(ns);
 }
 
-void ordo_order_graph_destroy(ordo_order_graph_t **pg)
+void ordo__order_graph_destroy(ordo__order_graph_t **pg)
 {
     if (!pg || !*pg) return;
-    ordo_order_graph_t *g = *pg;
+    ordo__order_graph_t *g = *pg;
     free(g->dep);
     free(g->channel);
     free(g->recv_t);
@@ -47,21 +47,21 @@ void ordo_order_graph_destroy(ordo_order_graph_t **pg)
     *pg = NULL;
 }
 
-int ordo_order_graph_new(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *channel,
-                         int n_channels, ordo_order_graph_t **out)
+int ordo__order_graph_new(const ordo__model_t *m, const ordo__oracle_times_t *t, const int *channel,
+                         int n_channels, ordo__order_graph_t **out)
 {
     if (!m || !out || m->n_params < 1 || m->n_ops < 1)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_graph_new: empty model");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__order_graph_new: empty model");
     if (t && (t->n_params != m->n_params || t->n_ops != m->n_ops))
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_graph_new: times of another model");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__order_graph_new: times of another model");
     if (!channel) n_channels = 1;
     if (n_channels < 1)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_graph_new: %d channels", n_channels);
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__order_graph_new: %d channels", n_channels);
     for (int p = 0; channel && p < m->n_params; p++)
         if (channel[p] < 0 || channel[p] >= n_channels)
-            return ordo_error_set(ORDO_ERR_INVAL, "parameter '%s': channel %d not in [0, %d)",
+            return ordo__error_set(ORDO_ERR_INVAL, "parameter '%s': channel %d not in [0, %d)",
                                   m->params[p].name, channel[p], n_channels);
-    ordo_order_graph_t *g = calloc(1, sizeof *g);
+    ordo__order_graph_t *g = calloc(1, sizeof *g);
     if (!g) goto oom;
     g->n_params = m->n_params;
     g->n_ops = m->n_ops;
@@ -79,7 +79,7 @@ int ordo_order_graph_new(const ordo_model_t *m, const ordo_oracle_times_t *t, co
         g->recv_t[p] = t ? to_ticks(t->recv_us[p]) : 1;
     }
     for (int i = 0; i < m->n_ops; i++) {
-        const ordo_model_op_t *op = &m->ops[i];
+        const ordo__model_op_t *op = &m->ops[i];
         uint64_t *d = &g->dep[(size_t)i * g->words];
         g->op_t[i] = t ? to_ticks(t->fwd_us[i]) : 0;
         for (int k = 0; k < op->n_inputs; k++) {
@@ -97,11 +97,11 @@ int ordo_order_graph_new(const ordo_model_t *m, const ordo_oracle_times_t *t, co
     *out = g;
     return 0;
 oom:
-    ordo_order_graph_destroy(&g);
-    return ordo_error_set(ORDO_ERR_NOMEM, "ordo_order_graph_new: out of memory");
+    ordo__order_graph_destroy(&g);
+    return ordo__error_set(ORDO_ERR_NOMEM, "ordo__order_graph_new: out of memory");
 }
 
-int ordo_order_depends(const ordo_order_graph_t *g, int op, int param)
+int ordo__order_depends(const ordo__order_graph_t *g, int op, int param)
 {
     ORDO_ASSERT(g && op >= 0 && op < g->n_ops && param >= 0 && param < g->n_params);
     return (int)((g->dep[(size_t)op * g->words + param / 64] >> (param % 64)) & 1);
@@ -116,7 +116,7 @@ typedef struct {
 
 /* state: the outstanding set R and every per-op quantity that depends on it. */
 typedef struct {
-    const ordo_order_graph_t *g;
+    const ordo__order_graph_t *g;
     const int64_t *rt, *ot; /* times used (the graph's or the unit oracle's) */
     uint64_t *R;            /* outstanding recvs */
     int *cnt;               /* per op: |dep ∩ R| */
@@ -157,7 +157,7 @@ static int64_t op_m(const state_t *s, int op)
 
 /* state_init sets R to the outstanding recvs (NULL: all) and computes the per-op
  * counters from scratch. */
-static int state_init(state_t *s, const ordo_order_graph_t *g, const int64_t *rt, const int64_t *ot,
+static int state_init(state_t *s, const ordo__order_graph_t *g, const int64_t *rt, const int64_t *ot,
                       const unsigned char *outstanding)
 {
     memset(s, 0, sizeof *s);
@@ -178,7 +178,7 @@ static int state_init(state_t *s, const ordo_order_graph_t *g, const int64_t *rt
         !s->mplus) {
         state_free(s);
         memset(s, 0, sizeof *s);
-        return ordo_error_set(ORDO_ERR_NOMEM, "order: out of memory");
+        return ordo__error_set(ORDO_ERR_NOMEM, "order: out of memory");
     }
     for (int r = 0; r < g->n_params; r++)
         if (!outstanding || outstanding[r]) s->R[r / 64] |= UINT64_C(1) << (r % 64);
@@ -211,7 +211,7 @@ static int cmp_key(const void *a, const void *b)
  * increasing M, each recv takes the M of the first op that contains it. */
 static void state_props(state_t *s)
 {
-    const ordo_order_graph_t *g = s->g;
+    const ordo__order_graph_t *g = s->g;
     int remaining = 0;
     for (int r = 0; r < g->n_params; r++) {
         s->p[r] = 0;
@@ -247,10 +247,10 @@ static void state_props(state_t *s)
 /* state_remove takes recv r out of R (its transfer is done). */
 static void state_remove(state_t *s, int r)
 {
-    const ordo_order_graph_t *g = s->g;
+    const ordo__order_graph_t *g = s->g;
     s->R[r / 64] &= ~(UINT64_C(1) << (r % 64));
     for (int op = 0; op < g->n_ops; op++) {
-        if (!ordo_order_depends(g, op, r)) continue;
+        if (!ordo__order_depends(g, op, r)) continue;
         s->cnt[op]--;
         s->idxsum[op] -= r;
         s->chsum[(size_t)op * g->n_channels + g->channel[r]] -= s->rt[r];
@@ -258,10 +258,10 @@ static void state_remove(state_t *s, int r)
     }
 }
 
-int ordo_order_properties(const ordo_order_graph_t *g, const unsigned char *outstanding,
+int ordo__order_properties(const ordo__order_graph_t *g, const unsigned char *outstanding,
                           double *op_mv, double *pv, double *m_plus)
 {
-    if (!g) return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_properties: no graph");
+    if (!g) return ordo__error_set(ORDO_ERR_INVAL, "ordo__order_properties: no graph");
     state_t s;
     int rc = state_init(&s, g, g->recv_t, g->op_t, outstanding);
     if (rc) return rc;
@@ -292,10 +292,10 @@ static int goes_before(const state_t *s, int a, int b)
     return s->mplus[a] < s->mplus[b];
 }
 
-int ordo_order_tao(const ordo_order_graph_t *g, int *priority)
+int ordo__order_tao(const ordo__order_graph_t *g, int *priority)
 {
-    if (!g || !priority) return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_tao: bad args");
-    if (!g->timed) return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_tao: graph has no times");
+    if (!g || !priority) return ordo__error_set(ORDO_ERR_INVAL, "ordo__order_tao: bad args");
+    if (!g->timed) return ordo__error_set(ORDO_ERR_INVAL, "ordo__order_tao: graph has no times");
     state_t s;
     int rc = state_init(&s, g, g->recv_t, g->op_t, NULL);
     if (rc) return rc;
@@ -320,9 +320,9 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int ordo_order_tio(const ordo_order_graph_t *g, int *priority)
+int ordo__order_tio(const ordo__order_graph_t *g, int *priority)
 {
-    if (!g || !priority) return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_tio: bad args");
+    if (!g || !priority) return ordo__error_set(ORDO_ERR_INVAL, "ordo__order_tio: bad args");
     int rc = ORDO_ERR_NOMEM;
     int64_t *unit_r = malloc((size_t)g->n_params * sizeof *unit_r);
     int64_t *unit_o = calloc((size_t)g->n_ops, sizeof *unit_o);
@@ -330,7 +330,7 @@ int ordo_order_tio(const ordo_order_graph_t *g, int *priority)
     state_t s;
     memset(&s, 0, sizeof s);
     if (!unit_r || !unit_o || !sorted) {
-        rc = ordo_error_set(rc, "ordo_order_tio: out of memory");
+        rc = ordo__error_set(rc, "ordo__order_tio: out of memory");
         goto fail;
     }
     for (int r = 0; r < g->n_params; r++)
@@ -377,16 +377,16 @@ static int cmp_bytes_desc(const void *a, const void *b)
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-int ordo_order_assign_channels(const ordo_model_t *m, int n_servers, int *channel)
+int ordo__order_assign_channels(const ordo__model_t *m, int n_servers, int *channel)
 {
     if (!m || !channel || n_servers < 1)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_assign_channels: %d servers", n_servers);
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__order_assign_channels: %d servers", n_servers);
     by_bytes_t *v = malloc(((size_t)m->n_params + 1) * sizeof *v);
     int64_t *load = calloc((size_t)n_servers, sizeof *load);
     if (!v || !load) {
         free(v);
         free(load);
-        return ordo_error_set(ORDO_ERR_NOMEM, "ordo_order_assign_channels: out of memory");
+        return ordo__error_set(ORDO_ERR_NOMEM, "ordo__order_assign_channels: out of memory");
     }
     for (int p = 0; p < m->n_params; p++)
         v[p] = (by_bytes_t){m->params[p].bytes, p};
@@ -403,7 +403,7 @@ int ordo_order_assign_channels(const ordo_model_t *m, int n_servers, int *channe
     return 0;
 }
 
-const char *ordo_order_policy_name(ordo_policy_t policy)
+const char *ordo__order_policy_name(ordo__policy_t policy)
 {
     switch (policy) {
     case ORDO_POLICY_NONE:
@@ -424,28 +424,28 @@ const char *ordo_order_policy_name(ordo_policy_t policy)
     return "?";
 }
 
-void ordo_order_opts_default(ordo_order_opts_t *o)
+void ordo__order_opts_default(ordo__order_opts_t *o)
 {
     memset(o, 0, sizeof *o);
     o->search_budget_ms = ORDO_ORDER_SEARCH_BUDGET_MS;
     o->seed = 1;
 }
 
-int ordo_order_plan(const ordo_model_t *m, const int *channel, int n_channels, double bandwidth_bps,
-                    double latency_us, ordo_policy_t policy, int *priority)
+int ordo__order_plan(const ordo__model_t *m, const int *channel, int n_channels, double bandwidth_bps,
+                    double latency_us, ordo__policy_t policy, int *priority)
 {
-    return ordo_order_plan_ex(m, channel, n_channels, bandwidth_bps, latency_us, policy, NULL,
+    return ordo__order_plan_ex(m, channel, n_channels, bandwidth_bps, latency_us, policy, NULL,
                               priority);
 }
 
-int ordo_order_plan_ex(const ordo_model_t *m, const int *channel, int n_channels,
-                       double bandwidth_bps, double latency_us, ordo_policy_t policy,
-                       const ordo_order_opts_t *opts, int *priority)
+int ordo__order_plan_ex(const ordo__model_t *m, const int *channel, int n_channels,
+                       double bandwidth_bps, double latency_us, ordo__policy_t policy,
+                       const ordo__order_opts_t *opts, int *priority)
 {
-    if (!m || !priority) return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_plan: bad args");
-    ordo_order_opts_t def;
+    if (!m || !priority) return ordo__error_set(ORDO_ERR_INVAL, "ordo__order_plan: bad args");
+    ordo__order_opts_t def;
     if (!opts) {
-        ordo_order_opts_default(&def);
+        ordo__order_opts_default(&def);
         opts = &def;
     }
     if (policy == ORDO_POLICY_NONE || policy == ORDO_POLICY_FIFO) {
@@ -459,37 +459,37 @@ int ordo_order_plan_ex(const ordo_model_t *m, const int *channel, int n_channels
         return 0;
     }
     if (policy != ORDO_POLICY_TIO && policy != ORDO_POLICY_TAO && policy != ORDO_POLICY_SEARCH)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_plan: policy '%s' is not computed",
-                              ordo_order_policy_name(policy));
-    ordo_oracle_times_t *t = NULL;
-    ordo_order_graph_t *g = NULL;
-    ordo_sim_t *sim = NULL;
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__order_plan: policy '%s' is not computed",
+                              ordo__order_policy_name(policy));
+    ordo__oracle_times_t *t = NULL;
+    ordo__order_graph_t *g = NULL;
+    ordo__sim_t *sim = NULL;
     int *out = malloc(((size_t)m->n_params + 1) * sizeof *out);
-    int rc = out ? 0 : ordo_error_set(ORDO_ERR_NOMEM, "ordo_order_plan: out of memory");
+    int rc = out ? 0 : ordo__error_set(ORDO_ERR_NOMEM, "ordo__order_plan: out of memory");
     if (rc) goto fail;
-    if ((rc = ordo_oracle_times_new(m, bandwidth_bps, latency_us, opts->oracle, &t))) goto fail;
-    if ((rc = ordo_order_graph_new(m, t, channel, n_channels, &g))) goto fail;
+    if ((rc = ordo__oracle_times_new(m, bandwidth_bps, latency_us, opts->oracle, &t))) goto fail;
+    if ((rc = ordo__order_graph_new(m, t, channel, n_channels, &g))) goto fail;
     if (policy == ORDO_POLICY_TIO) {
-        rc = ordo_order_tio(g, out);
+        rc = ordo__order_tio(g, out);
     } else {
-        rc = ordo_order_tao(g, out);
+        rc = ordo__order_tao(g, out);
         if (!rc && policy == ORDO_POLICY_SEARCH) {
-            ordo_search_opts_t so;
-            ordo_search_opts_default(&so);
+            ordo__search_opts_t so;
+            ordo__search_opts_default(&so);
             so.budget_ms = opts->search_budget_ms;
             so.max_evals = opts->search_evals;
             so.seed = opts->seed;
             if (so.budget_ms <= 0 && so.max_evals <= 0) so.budget_ms = ORDO_ORDER_SEARCH_BUDGET_MS;
-            if (!(rc = ordo_sim_new(m, t, channel, n_channels, 0, &sim)))
-                rc = ordo_search_run(sim, out, &so, out, NULL);
+            if (!(rc = ordo__sim_new(m, t, channel, n_channels, 0, &sim)))
+                rc = ordo__search_run(sim, out, &so, out, NULL);
         }
     }
     if (rc) goto fail;
     memcpy(priority, out, (size_t)m->n_params * sizeof *out);
 fail:
-    ordo_sim_destroy(&sim);
-    ordo_order_graph_destroy(&g);
-    ordo_oracle_times_destroy(&t);
+    ordo__sim_destroy(&sim);
+    ordo__order_graph_destroy(&g);
+    ordo__oracle_times_destroy(&t);
     free(out);
     return rc;
 }

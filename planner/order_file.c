@@ -14,10 +14,10 @@
 
 #define ORDER_FORMAT "ordo-order/1"
 
-int ordo_order_write(FILE *out, const ordo_model_t *m, const char *policy, const int *priority)
+int ordo__order_write(FILE *out, const ordo__model_t *m, const char *policy, const int *priority)
 {
     if (!out || !m || !policy || !priority)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_write: bad args");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__order_write: bad args");
     /* written by hand so that each entry sits on one line, in listed order */
     fprintf(out, "{\"format\": \"%s\", \"model\": ", ORDER_FORMAT);
     json_t *s = json_string(m->name);
@@ -36,25 +36,25 @@ int ordo_order_write(FILE *out, const ordo_model_t *m, const char *policy, const
         fprintf(out, ", \"priority\": %d}%s\n", priority[p], p + 1 < m->n_params ? "," : "");
     }
     fprintf(out, " ]}\n");
-    if (rc != 0 || ferror(out)) return ordo_error_set(ORDO_ERR_IO, "ordo_order_write: write failed");
+    if (rc != 0 || ferror(out)) return ordo__error_set(ORDO_ERR_IO, "ordo__order_write: write failed");
     return 0;
 }
 
-#define bad(...) ordo_error_set(ORDO_ERR_FORMAT, __VA_ARGS__)
+#define bad(...) ordo__error_set(ORDO_ERR_FORMAT, __VA_ARGS__)
 
 /* parse_root validates a parsed document and fills priority; it consumes root. */
-static int parse_root(json_t *root, const char *name, const ordo_model_t *m, int *priority)
+static int parse_root(json_t *root, const char *name, const ordo__model_t *m, int *priority)
 {
     int rc;
     int *out = malloc(((size_t)m->n_params + 1) * sizeof *out);
     if (!out) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", name);
         goto fail;
     }
     for (int p = 0; p < m->n_params; p++)
         out[p] = -1;
     static const char *const top[] = {"format", "model", "policy", "priorities", NULL};
-    if ((rc = ordo_json_check_head(root, top, ORDER_FORMAT, m->name, name))) goto fail;
+    if ((rc = ordo__json_check_head(root, top, ORDER_FORMAT, m->name, name))) goto fail;
     json_t *pol = json_object_get(root, "policy");
     if (pol && !json_is_string(pol)) {
         rc = bad("%s: $.policy: must be a string", name);
@@ -76,13 +76,13 @@ static int parse_root(json_t *root, const char *name, const ordo_model_t *m, int
             rc = bad("%s: %s: must be an object", name, path);
             goto fail;
         }
-        if ((rc = ordo_json_only_keys(e, entry_keys, name, path))) goto fail;
+        if ((rc = ordo__json_only_keys(e, entry_keys, name, path))) goto fail;
         const char *pn = json_string_value(json_object_get(e, "param"));
         if (!pn) {
             rc = bad("%s: %s.param: missing or not a string", name, path);
             goto fail;
         }
-        int p = ordo_model_param_index(m, pn);
+        int p = ordo__model_param_index(m, pn);
         if (p < 0) {
             rc = bad("%s: %s.param: '%s' is not a parameter of '%s'", name, path, pn, m->name);
             goto fail;
@@ -112,20 +112,20 @@ fail:
     return rc;
 }
 
-int ordo_order_read_string(const char *json, const char *name, const ordo_model_t *m, int *priority)
+int ordo__order_read_string(const char *json, const char *name, const ordo__model_t *m, int *priority)
 {
-    if (!json || !m || !priority) return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_read: bad args");
+    if (!json || !m || !priority) return ordo__error_set(ORDO_ERR_INVAL, "ordo_order_read: bad args");
     if (!name) name = "<order>";
     json_t *root = NULL;
-    int rc = ordo_json_read_string(json, name, JSON_REJECT_DUPLICATES, &root);
+    int rc = ordo__json_read_string(json, name, JSON_REJECT_DUPLICATES, &root);
     return rc ? rc : parse_root(root, name, m, priority);
 }
 
-int ordo_order_read_file(const char *path, const ordo_model_t *m, int *priority)
+int ordo__order_read_file(const char *path, const ordo__model_t *m, int *priority)
 {
     if (!path || !m || !priority)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_order_read_file: bad args");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__order_read_file: bad args");
     json_t *root = NULL;
-    int rc = ordo_json_read_file(path, JSON_REJECT_DUPLICATES, &root);
+    int rc = ordo__json_read_file(path, JSON_REJECT_DUPLICATES, &root);
     return rc ? rc : parse_root(root, path, m, priority);
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* splitmix64: small, fast and good enough to pick moves */
-static inline uint64_t ordo_rng_next(uint64_t *st)
+static inline uint64_t ordo__rng_next(uint64_t *st)
 {
     uint64_t z = (*st += UINT64_C(0x9e3779b97f4a7c15));
     z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
@@ -16,9 +16,9 @@ static inline uint64_t ordo_rng_next(uint64_t *st)
     return z ^ (z >> 31);
 }
 
-static inline int ordo_rng_below(uint64_t *st, int n)
+static inline int ordo__rng_below(uint64_t *st, int n)
 {
-    return (int)(ordo_rng_next(st) % (uint64_t)n);
+    return (int)(ordo__rng_next(st) % (uint64_t)n);
 }
 
 /* ordo_seq_move swaps places i and j of seq (swap), or moves seq[i] to place j, shifting

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct ordo_sim {
+struct ordo__sim {
     int n_params;
     int n_ops;
     int n_channels;
@@ -35,10 +35,10 @@ struct ordo_sim {
 
 /* ---- construction ------------------------------------------------------------------------ */
 
-void ordo_sim_destroy(ordo_sim_t **ps)
+void ordo__sim_destroy(ordo__sim_t **ps)
 {
     if (!ps || !*ps) return;
-    ordo_sim_t *s = *ps;
+    ordo__sim_t *s = *ps;
     void *arrs[] = {s->recv_t,   s->send_t, s->fwd_t,     s->bwd_t, s->channel,  s->n_in,
                     s->succ_off, s->succ,   s->parm_off,  s->parm,  s->grad_off, s->grad,
                     s->arrival,  s->base,   s->in_end,    s->ready, s->start,    s->end,
@@ -51,20 +51,20 @@ void ordo_sim_destroy(ordo_sim_t **ps)
 
 #define ALLOC(ptr, n) (((ptr) = calloc((size_t)(n) + 1, sizeof *(ptr))) == NULL)
 
-int ordo_sim_new(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *channel,
-                 int n_channels, int backward, ordo_sim_t **out)
+int ordo__sim_new(const ordo__model_t *m, const ordo__oracle_times_t *t, const int *channel,
+                 int n_channels, int backward, ordo__sim_t **out)
 {
     if (!m || !t || !out || m->n_params < 1 || m->n_ops < 1 || t->n_params != m->n_params ||
         t->n_ops != m->n_ops)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_sim_new: bad model or times");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__sim_new: bad model or times");
     if (!channel) n_channels = 1;
-    if (n_channels < 1) return ordo_error_set(ORDO_ERR_INVAL, "ordo_sim_new: %d channels", n_channels);
+    if (n_channels < 1) return ordo__error_set(ORDO_ERR_INVAL, "ordo__sim_new: %d channels", n_channels);
     for (int p = 0; channel && p < m->n_params; p++)
         if (channel[p] < 0 || channel[p] >= n_channels)
-            return ordo_error_set(ORDO_ERR_INVAL, "parameter '%s': channel %d not in [0, %d)",
+            return ordo__error_set(ORDO_ERR_INVAL, "parameter '%s': channel %d not in [0, %d)",
                                   m->params[p].name, channel[p], n_channels);
     int np = m->n_params, no = m->n_ops;
-    ordo_sim_t *s = calloc(1, sizeof *s);
+    ordo__sim_t *s = calloc(1, sizeof *s);
     if (!s) goto oom;
     s->n_params = np;
     s->n_ops = no;
@@ -120,8 +120,8 @@ int ordo_sim_new(const ordo_model_t *m, const ordo_oracle_times_t *t, const int 
             if (first[m->ops[i].params[j]] < 0) first[m->ops[i].params[j]] = i;
     for (int p = 0; p < np; p++) {
         if (first[p] < 0) {
-            ordo_sim_destroy(&s);
-            return ordo_error_set(ORDO_ERR_INVAL, "ordo_sim_new: parameter '%s' is read by no op",
+            ordo__sim_destroy(&s);
+            return ordo__error_set(ORDO_ERR_INVAL, "ordo__sim_new: parameter '%s' is read by no op",
                                   m->params[p].name);
         }
         s->grad_off[first[p] + 1]++;
@@ -150,22 +150,22 @@ int ordo_sim_new(const ordo_model_t *m, const ordo_oracle_times_t *t, const int 
     *out = s;
     return 0;
 oom:
-    ordo_sim_destroy(&s);
-    return ordo_error_set(ORDO_ERR_NOMEM, "ordo_sim_new: out of memory");
+    ordo__sim_destroy(&s);
+    return ordo__error_set(ORDO_ERR_NOMEM, "ordo__sim_new: out of memory");
 }
 
-int ordo_sim_n_params(const ordo_sim_t *s)
+int ordo__sim_n_params(const ordo__sim_t *s)
 {
     return s->n_params;
 }
 
-int ordo_sim_channel(const ordo_sim_t *s, int p)
+int ordo__sim_channel(const ordo__sim_t *s, int p)
 {
     ORDO_ASSERT(p >= 0 && p < s->n_params);
     return s->channel[p];
 }
 
-double ordo_sim_efficiency(const ordo_sim_t *s, double t_us)
+double ordo__sim_efficiency(const ordo__sim_t *s, double t_us)
 {
     double span = s->upper - s->lower;
     return span > 0 ? (s->upper - t_us) / span : 1.0;
@@ -174,13 +174,13 @@ double ordo_sim_efficiency(const ordo_sim_t *s, double t_us)
 /* ---- one iteration -------------------------------------------------------------------------- */
 
 /* op a is picked before op b: it became ready first, ties by listed order */
-static int heap_less(const ordo_sim_t *s, int a, int b)
+static int heap_less(const ordo__sim_t *s, int a, int b)
 {
     if (s->ready[a] != s->ready[b]) return s->ready[a] < s->ready[b];
     return a < b;
 }
 
-static void heap_push(ordo_sim_t *s, int *n, int op)
+static void heap_push(ordo__sim_t *s, int *n, int op)
 {
     int i = (*n)++;
     while (i > 0) {
@@ -192,7 +192,7 @@ static void heap_push(ordo_sim_t *s, int *n, int op)
     s->heap[i] = op;
 }
 
-static int heap_pop(ordo_sim_t *s, int *n)
+static int heap_pop(ordo__sim_t *s, int *n)
 {
     int top = s->heap[0];
     int last = s->heap[--(*n)];
@@ -209,7 +209,7 @@ static int heap_pop(ordo_sim_t *s, int *n)
     return top;
 }
 
-double ordo_sim_makespan(ordo_sim_t *s, const int *seq)
+double ordo__sim_makespan(ordo__sim_t *s, const int *seq)
 {
     for (int c = 0; c < s->n_channels; c++)
         s->chan_free[c] = 0;
@@ -273,11 +273,11 @@ static int cmp_prio(const void *a, const void *b)
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-int ordo_sim_seq_from_priority(const ordo_sim_t *s, const int *priority, int *seq)
+int ordo__sim_seq_from_priority(const ordo__sim_t *s, const int *priority, int *seq)
 {
-    if (!s || !priority || !seq) return ordo_error_set(ORDO_ERR_INVAL, "ordo_sim: no priorities");
+    if (!s || !priority || !seq) return ordo__error_set(ORDO_ERR_INVAL, "ordo__sim: no priorities");
     prio_t *v = malloc((size_t)s->n_params * sizeof *v);
-    if (!v) return ordo_error_set(ORDO_ERR_NOMEM, "ordo_sim: out of memory");
+    if (!v) return ordo__error_set(ORDO_ERR_NOMEM, "ordo__sim: out of memory");
     for (int p = 0; p < s->n_params; p++)
         v[p] = (prio_t){priority[p], p};
     qsort(v, (size_t)s->n_params, sizeof *v, cmp_prio);
@@ -287,20 +287,20 @@ int ordo_sim_seq_from_priority(const ordo_sim_t *s, const int *priority, int *se
     return 0;
 }
 
-int ordo_sim_run(ordo_sim_t *s, const int *priority, ordo_sim_result_t *out)
+int ordo__sim_run(ordo__sim_t *s, const int *priority, ordo__sim_result_t *out)
 {
-    if (!s || !out) return ordo_error_set(ORDO_ERR_INVAL, "ordo_sim_run: bad args");
-    int rc = ordo_sim_seq_from_priority(s, priority, s->seq);
+    if (!s || !out) return ordo__error_set(ORDO_ERR_INVAL, "ordo__sim_run: bad args");
+    int rc = ordo__sim_seq_from_priority(s, priority, s->seq);
     if (rc) return rc;
-    double t = ordo_sim_makespan(s, s->seq);
+    double t = ordo__sim_makespan(s, s->seq);
     out->makespan_us = t;
     out->upper_us = s->upper;
     out->lower_us = s->lower;
-    out->efficiency = ordo_sim_efficiency(s, t);
+    out->efficiency = ordo__sim_efficiency(s, t);
     return 0;
 }
 
-void ordo_sim_trace(const ordo_sim_t *s, double *recv_end, double *op_start, double *op_end)
+void ordo__sim_trace(const ordo__sim_t *s, double *recv_end, double *op_start, double *op_end)
 {
     if (recv_end) memcpy(recv_end, s->arrival, (size_t)s->n_params * sizeof *recv_end);
     if (op_start) memcpy(op_start, s->start, (size_t)s->n_ops * sizeof *op_start);
@@ -336,20 +336,20 @@ static void seq_to_priority(const int *seq, int n, int *priority)
         priority[seq[k]] = k;
 }
 
-int ordo_sim_exhaustive(ordo_sim_t *s, double *best_us, int *best_priority, double *worst_us,
+int ordo__sim_exhaustive(ordo__sim_t *s, double *best_us, int *best_priority, double *worst_us,
                         int *worst_priority)
 {
-    if (!s) return ordo_error_set(ORDO_ERR_INVAL, "ordo_sim_exhaustive: no simulator");
+    if (!s) return ordo__error_set(ORDO_ERR_INVAL, "ordo__sim_exhaustive: no simulator");
     int n = s->n_params;
     if (n > ORDO_SIM_EXHAUSTIVE_MAX)
-        return ordo_error_set(ORDO_ERR_RANGE, "ordo_sim_exhaustive: %d recvs, at most %d", n,
+        return ordo__error_set(ORDO_ERR_RANGE, "ordo__sim_exhaustive: %d recvs, at most %d", n,
                               ORDO_SIM_EXHAUSTIVE_MAX);
     int a[ORDO_SIM_EXHAUSTIVE_MAX], bs[ORDO_SIM_EXHAUSTIVE_MAX], ws[ORDO_SIM_EXHAUSTIVE_MAX];
     for (int k = 0; k < n; k++)
         a[k] = bs[k] = ws[k] = k;
     double best = INFINITY, worst = -INFINITY;
     do {
-        double t = ordo_sim_makespan(s, a);
+        double t = ordo__sim_makespan(s, a);
         if (t < best) {
             best = t;
             memcpy(bs, a, (size_t)n * sizeof *a);

@@ -38,9 +38,9 @@ static double scale_or_1(double s)
 }
 
 /* the server of the slice that starts at byte off of parameter p */
-static int slice_channel(const ordo_step_opts_t *o, int p, int64_t off)
+static int slice_channel(const ordo__step_opts_t *o, int p, int64_t off)
 {
-    const ordo_keys_t *k = o->keys;
+    const ordo__keys_t *k = o->keys;
     if (!k) return o->channel ? o->channel[p] : 0;
     int64_t elem = off / (int64_t)k->elem_size;
     int first = k->first_slice[p], n = k->n_chunks[p];
@@ -50,7 +50,7 @@ static int slice_channel(const ordo_step_opts_t *o, int p, int64_t off)
 }
 
 /* cut every parameter into slices of at most o->slice_bytes, in listed order */
-static int make_slices(const ordo_model_t *m, const int *priority, const ordo_step_opts_t *o,
+static int make_slices(const ordo__model_t *m, const int *priority, const ordo__step_opts_t *o,
                        slice_t **out, int *n_out)
 {
     int n = 0;
@@ -59,7 +59,7 @@ static int make_slices(const ordo_model_t *m, const int *priority, const ordo_st
         n += s > 0 && b > s ? (int)((b + s - 1) / s) : 1;
     }
     slice_t *sl = calloc((size_t)n, sizeof *sl);
-    if (!sl) return ordo_error_set(ORDO_ERR_NOMEM, "step: out of memory");
+    if (!sl) return ordo__error_set(ORDO_ERR_NOMEM, "step: out of memory");
     int i = 0;
     double srv_bps = o->server_bandwidth_bps > 0 ? o->server_bandwidth_bps : o->bandwidth_bps;
     for (int p = 0; p < m->n_params; p++) {
@@ -140,12 +140,12 @@ static void run_link(slice_t *sl, const int *idx, char *taken, int n, double ahe
 
 /* the compute of one step: the forward pass (each op once its parameters arrived), then the
  * backward pass; writes each parameter's gradient time and returns when compute is free */
-static double compute_step(const ordo_model_t *m, const ordo_oracle_times_t *t, double start,
+static double compute_step(const ordo__model_t *m, const ordo__oracle_times_t *t, double start,
                            const double *arrived, double *grad)
 {
     double c = start;
     for (int j = 0; j < m->n_ops; j++) {
-        const ordo_model_op_t *op = &m->ops[j];
+        const ordo__model_op_t *op = &m->ops[j];
         for (int k = 0; k < op->n_params; k++)
             if (arrived[op->params[k]] > c) c = arrived[op->params[k]];
         c += t->fwd_us[j];
@@ -160,8 +160,8 @@ static double compute_step(const ordo_model_t *m, const ordo_oracle_times_t *t, 
     return c;
 }
 
-static void bound(const ordo_model_t *m, const ordo_oracle_times_t *t, const slice_t *sl, int n,
-                  const ordo_step_opts_t *o, ordo_step_result_t *r)
+static void bound(const ordo__model_t *m, const ordo__oracle_times_t *t, const slice_t *sl, int n,
+                  const ordo__step_opts_t *o, ordo__step_result_t *r)
 {
     r->compute_us = 0;
     for (int j = 0; j < m->n_ops; j++)
@@ -180,19 +180,19 @@ static void bound(const ordo_model_t *m, const ordo_oracle_times_t *t, const sli
     r->n_messages = n;
 }
 
-int ordo_step_simulate(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
-                       const ordo_step_opts_t *o, ordo_step_result_t *out)
+int ordo__step_simulate(const ordo__model_t *m, const ordo__oracle_times_t *t, const int *priority,
+                       const ordo__step_opts_t *o, ordo__step_result_t *out)
 {
     if (!m || !t || !o || !out || o->n_workers < 1 || o->n_channels < 1 || t->n_ops != m->n_ops ||
         o->slice_bytes < 0 || o->credit_bytes < 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_step_simulate: bad arguments");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__step_simulate: bad arguments");
     if (o->keys && (o->keys->n_keys != m->n_params || o->keys->n_servers != o->n_channels))
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_step_simulate: a key map of %d keys on %d "
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__step_simulate: a key map of %d keys on %d "
                               "servers for %d parameters on %d", o->keys->n_keys,
                               o->keys->n_servers, m->n_params, o->n_channels);
     for (int p = 0; o->channel && p < m->n_params; p++)
         if (o->channel[p] < 0 || o->channel[p] >= o->n_channels)
-            return ordo_error_set(ORDO_ERR_INVAL, "ordo_step_simulate: parameter %d on channel %d",
+            return ordo__error_set(ORDO_ERR_INVAL, "ordo__step_simulate: parameter %d on channel %d",
                                   p, o->channel[p]);
     slice_t *sl = NULL;
     int n = 0, rc = make_slices(m, priority, o, &sl, &n);
@@ -203,7 +203,7 @@ int ordo_step_simulate(const ordo_model_t *m, const ordo_oracle_times_t *t, cons
     int *idx = malloc(sizeof *idx * (size_t)n), *cidx = malloc(sizeof *cidx * (size_t)n);
     char *taken = malloc((size_t)n);
     if (!arrived || !grad || !srv_free || !idx || !cidx || !taken) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "step: out of memory");
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "step: out of memory");
         goto fail;
     }
     for (int i = 0; i < n; i++)
@@ -235,7 +235,7 @@ int ordo_step_simulate(const ordo_model_t *m, const ordo_oracle_times_t *t, cons
         for (int i = 0; i < n; i++)
             if (sl[i].done > arrived[sl[i].param]) arrived[sl[i].param] = sl[i].done;
     }
-    ordo_step_result_t r;
+    ordo__step_result_t r;
     bound(m, t, sl, n, o, &r);
     r.step_us = end[STEP_ITERS - 1] - end[STEP_ITERS - 2];
     *out = r;
@@ -250,9 +250,9 @@ fail:
     return rc;
 }
 
-int ordo_step_tune(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
-                   const ordo_step_opts_t *o, int64_t *slice_bytes, int64_t *credit_bytes,
-                   ordo_step_result_t *out)
+int ordo__step_tune(const ordo__model_t *m, const ordo__oracle_times_t *t, const int *priority,
+                   const ordo__step_opts_t *o, int64_t *slice_bytes, int64_t *credit_bytes,
+                   ordo__step_result_t *out)
 {
     static const int64_t all_slices[] = {4 << 20, 2 << 20, 1 << 20, 512 << 10, 256 << 10};
     static const int64_t all_credits[] = {4 << 20, 1 << 20, 256 << 10, 64 << 10};
@@ -261,8 +261,8 @@ int ordo_step_tune(const ordo_model_t *m, const ordo_oracle_times_t *t, const in
     const int64_t *credits = o->credit_bytes < 0 ? all_credits : &o->credit_bytes;
     size_t n_slices = o->slice_bytes < 0 ? sizeof all_slices / sizeof *all_slices : 1;
     size_t n_credits = o->credit_bytes < 0 ? sizeof all_credits / sizeof *all_credits : 1;
-    ordo_step_opts_t q = *o;
-    ordo_step_result_t best = {.step_us = INFINITY}, r;
+    ordo__step_opts_t q = *o;
+    ordo__step_result_t best = {.step_us = INFINITY}, r;
     int64_t bs = 0, bc = 0;
     for (size_t i = 0; i < n_slices; i++)
         for (size_t j = 0; j < n_credits; j++) {
@@ -270,7 +270,7 @@ int ordo_step_tune(const ordo_model_t *m, const ordo_oracle_times_t *t, const in
             q.credit_bytes = o->credit_bytes >= 0 || credits[j] > o->credit_floor_bytes
                                  ? credits[j]
                                  : o->credit_floor_bytes;
-            int rc = ordo_step_simulate(m, t, priority, &q, &r);
+            int rc = ordo__step_simulate(m, t, priority, &q, &r);
             if (rc) return rc;
             /* a smaller slice or credit must gain 0.5 %: messages cost more than the model says */
             if (r.step_us < best.step_us * 0.995) {
@@ -285,13 +285,13 @@ int ordo_step_tune(const ordo_model_t *m, const ordo_oracle_times_t *t, const in
     return 0;
 }
 
-int ordo_step_tune_auto(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
-                        ordo_step_opts_t *o)
+int ordo__step_tune_auto(const ordo__model_t *m, const ordo__oracle_times_t *t, const int *priority,
+                        ordo__step_opts_t *o)
 {
     if (o->slice_bytes >= 0 && o->credit_bytes >= 0) return 0;
     int64_t slice = 0, credit = 0;
-    ordo_step_result_t r;
-    int rc = ordo_step_tune(m, t, priority, o, &slice, &credit, &r);
+    ordo__step_result_t r;
+    int rc = ordo__step_tune(m, t, priority, o, &slice, &credit, &r);
     if (rc) return rc;
     if (o->slice_bytes < 0) o->slice_bytes = slice;
     if (o->credit_bytes < 0) o->credit_bytes = credit;
@@ -299,7 +299,7 @@ int ordo_step_tune_auto(const ordo_model_t *m, const ordo_oracle_times_t *t, con
 }
 
 /* scaled_times copies t with every op's compute time multiplied by f */
-static int scaled_times(const ordo_oracle_times_t *t, double f, ordo_oracle_times_t *out)
+static int scaled_times(const ordo__oracle_times_t *t, double f, ordo__oracle_times_t *out)
 {
     *out = *t;
     out->fwd_us = malloc(sizeof *out->fwd_us * (size_t)(t->n_ops ? t->n_ops : 1));
@@ -307,7 +307,7 @@ static int scaled_times(const ordo_oracle_times_t *t, double f, ordo_oracle_time
     if (!out->fwd_us || !out->bwd_us) {
         free(out->fwd_us);
         free(out->bwd_us);
-        return ordo_error_set(ORDO_ERR_NOMEM, "step: out of memory");
+        return ordo__error_set(ORDO_ERR_NOMEM, "step: out of memory");
     }
     for (int j = 0; j < t->n_ops; j++) {
         out->fwd_us[j] = t->fwd_us[j] * f;
@@ -316,39 +316,39 @@ static int scaled_times(const ordo_oracle_times_t *t, double f, ordo_oracle_time
     return 0;
 }
 
-int ordo_step_correct(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
-                      const ordo_step_opts_t *o, double measured_step_us,
-                      double measured_compute_us, ordo_step_fit_t *out)
+int ordo__step_correct(const ordo__model_t *m, const ordo__oracle_times_t *t, const int *priority,
+                      const ordo__step_opts_t *o, double measured_step_us,
+                      double measured_compute_us, ordo__step_fit_t *out)
 {
     if (!(measured_step_us > 0) || !isfinite(measured_step_us))
-        return ordo_error_set(ORDO_ERR_INVAL, "step: a measured step of %g us", measured_step_us);
-    ordo_step_result_t r;
-    int rc = ordo_step_simulate(m, t, priority, o, &r);
+        return ordo__error_set(ORDO_ERR_INVAL, "step: a measured step of %g us", measured_step_us);
+    ordo__step_result_t r;
+    int rc = ordo__step_simulate(m, t, priority, o, &r);
     if (rc) return rc;
     /* compute: what the workers measured against what the profile says */
     double f = 1.0;
     if (measured_compute_us > 0 && isfinite(measured_compute_us) && r.compute_us > 0)
         f = fmin(fmax(measured_compute_us / r.compute_us, 0.05), 20.0);
-    ordo_oracle_times_t ts;
+    ordo__oracle_times_t ts;
     if ((rc = scaled_times(t, f, &ts)) != 0) return rc;
     /* the rest of the gap goes to the per-message cost: the modelled step grows with it, so
      * the cost that makes it the measured step is found by bisection (none when the model is
      * already slower with no message cost at all) */
-    ordo_step_opts_t q = *o;
+    ordo__step_opts_t q = *o;
     double lo = 0, hi = fmax(2 * o->msg_us, 1000.0);
     q.msg_us = 0;
-    if ((rc = ordo_step_simulate(m, &ts, priority, &q, &r)) != 0) goto done;
+    if ((rc = ordo__step_simulate(m, &ts, priority, &q, &r)) != 0) goto done;
     if (r.step_us < measured_step_us) {
         for (;;) {
             q.msg_us = hi;
-            if ((rc = ordo_step_simulate(m, &ts, priority, &q, &r)) != 0) goto done;
+            if ((rc = ordo__step_simulate(m, &ts, priority, &q, &r)) != 0) goto done;
             if (r.step_us >= measured_step_us || hi >= 1e6) break;
             lo = hi;
             hi *= 4;
         }
         for (int i = 0; i < 30 && hi - lo > 0.01; i++) {
             q.msg_us = (lo + hi) / 2;
-            if ((rc = ordo_step_simulate(m, &ts, priority, &q, &r)) != 0) goto done;
+            if ((rc = ordo__step_simulate(m, &ts, priority, &q, &r)) != 0) goto done;
             if (r.step_us < measured_step_us)
                 lo = q.msg_us;
             else
@@ -359,7 +359,7 @@ int ordo_step_correct(const ordo_model_t *m, const ordo_oracle_times_t *t, const
     /* the credit again, on the corrected model; the slice stays (the key map is cut) */
     q.credit_bytes = -1;
     int64_t slice, credit;
-    if ((rc = ordo_step_tune(m, &ts, priority, &q, &slice, &credit, &r)) != 0) goto done;
+    if ((rc = ordo__step_tune(m, &ts, priority, &q, &slice, &credit, &r)) != 0) goto done;
     out->compute_factor = f;
     out->msg_us = q.msg_us;
     out->credit_bytes = credit;

@@ -15,7 +15,7 @@
 #include "planner/oracle.h"
 
 /* What the step model is given besides the model and its op times. */
-typedef struct ordo_step_opts {
+typedef struct ordo__step_opts {
     int n_workers;              /* W, at least 1 */
     int n_channels;             /* servers */
     const int *channel;         /* per parameter: its server (NULL: all on 0) */
@@ -33,54 +33,54 @@ typedef struct ordo_step_opts {
     double server_bandwidth_bps; /* the servers' egress rate (0: bandwidth_bps) */
     double push_wire_scale;      /* bytes on the wire per byte of a gradient (0: 1) */
     double answer_wire_scale;    /* bytes on the wire per byte of a value (0: 1) */
-    const ordo_keys_t *keys;     /* the key map (key = parameter index): a slice's server is
+    const ordo__keys_t *keys;     /* the key map (key = parameter index): a slice's server is
                                     its chunk's, overriding channel (NULL: channel) */
-} ordo_step_opts_t;
+} ordo__step_opts_t;
 
 /* The modelled step. */
-typedef struct ordo_step_result {
+typedef struct ordo__step_result {
     double step_us;    /* steady-state time of one step (the last of several simulated) */
     double bound_us;   /* the busiest resource's work per step: no order gives less */
     double compute_us; /* forward + backward compute of one step */
     double push_us;    /* a worker's egress link per step (its pushes) */
     double answer_us;  /* the busiest server's egress link per step (answers to W workers) */
     int n_messages;    /* slices per worker per step */
-} ordo_step_result_t;
+} ordo__step_result_t;
 
-/* ordo_step_simulate models a steady-state step of m with op times t (recv_us/send_us are not
+/* ordo__step_simulate models a steady-state step of m with op times t (recv_us/send_us are not
  * used: transfers follow the link and the slices) under priority (per parameter, 0 first;
  * NULL: all equal, i.e. no order: pushes in order of readiness) and fills *out. */
-int ordo_step_simulate(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
-                       const ordo_step_opts_t *o, ordo_step_result_t *out);
+int ordo__step_simulate(const ordo__model_t *m, const ordo__oracle_times_t *t, const int *priority,
+                       const ordo__step_opts_t *o, ordo__step_result_t *out);
 
-/* ordo_step_tune picks, among a few slice sizes and credits (each credit raised to
+/* ordo__step_tune picks, among a few slice sizes and credits (each credit raised to
  * o->credit_floor_bytes), the pair of the shortest modelled step (ties: the larger slice, then
  * the larger credit) and writes it with its result; *slice_bytes and *credit_bytes are left
  * alone on an error. Only what o leaves negative (auto) is tuned: a slice or credit of 0 or
  * more is kept as given. */
-int ordo_step_tune(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
-                   const ordo_step_opts_t *o, int64_t *slice_bytes, int64_t *credit_bytes,
-                   ordo_step_result_t *out);
+int ordo__step_tune(const ordo__model_t *m, const ordo__oracle_times_t *t, const int *priority,
+                   const ordo__step_opts_t *o, int64_t *slice_bytes, int64_t *credit_bytes,
+                   ordo__step_result_t *out);
 
-/* ordo_step_tune_auto fills in what o leaves auto (a negative slice or credit) with the tuned
- * values for this order (ordo_step_tune); o is left as it was on an error. */
-int ordo_step_tune_auto(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
-                        ordo_step_opts_t *o);
+/* ordo__step_tune_auto fills in what o leaves auto (a negative slice or credit) with the tuned
+ * values for this order (ordo__step_tune); o is left as it was on an error. */
+int ordo__step_tune_auto(const ordo__model_t *m, const ordo__oracle_times_t *t, const int *priority,
+                        ordo__step_opts_t *o);
 
-/* What a check of the model against measured steps found (ordo_step_correct). */
-typedef struct ordo_step_fit {
+/* What a check of the model against measured steps found (ordo__step_correct). */
+typedef struct ordo__step_fit {
     double compute_factor; /* measured compute over the modelled one (0.05 to 20) */
     double msg_us;         /* the per-message cost that makes the modelled step the measured one */
     int64_t credit_bytes;  /* the credit tuned again on the corrected model (slice kept) */
-    ordo_step_result_t r;  /* the corrected model's step at that credit */
-} ordo_step_fit_t;
+    ordo__step_result_t r;  /* the corrected model's step at that credit */
+} ordo__step_fit_t;
 
-/* ordo_step_correct fits the model to a measured step: op times are scaled by the measured
+/* ordo__step_correct fits the model to a measured step: op times are scaled by the measured
  * compute over the modelled one (measured_compute_us <= 0: not scaled), then the per-message
  * cost is set to the one that makes the modelled step measured_step_us (0 when the model is
  * slower even without it), and the credit is tuned again on that model with o's slice. */
-int ordo_step_correct(const ordo_model_t *m, const ordo_oracle_times_t *t, const int *priority,
-                      const ordo_step_opts_t *o, double measured_step_us,
-                      double measured_compute_us, ordo_step_fit_t *out);
+int ordo__step_correct(const ordo__model_t *m, const ordo__oracle_times_t *t, const int *priority,
+                      const ordo__step_opts_t *o, double measured_step_us,
+                      double measured_compute_us, ordo__step_fit_t *out);
 
 #endif

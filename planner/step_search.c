@@ -13,9 +13,9 @@
 #define PERTURB_MOVES 3 /* random moves from the best order at a restart */
 
 typedef struct {
-    const ordo_model_t *m;
-    const ordo_oracle_times_t *t;
-    const ordo_step_opts_t *o;
+    const ordo__model_t *m;
+    const ordo__oracle_times_t *t;
+    const ordo__step_opts_t *o;
     int n;
     int *prio; /* scratch: the priorities of the order being scored */
     uint64_t rng;
@@ -27,8 +27,8 @@ static int score(step_search_t *s, const int *seq, double *step_us)
 {
     for (int r = 0; r < s->n; r++)
         s->prio[seq[r]] = r;
-    ordo_step_result_t res;
-    int rc = ordo_step_simulate(s->m, s->t, s->prio, s->o, &res);
+    ordo__step_result_t res;
+    int rc = ordo__step_simulate(s->m, s->t, s->prio, s->o, &res);
     s->evals++;
     *step_us = res.step_us;
     return rc;
@@ -43,17 +43,17 @@ static int improves(double f, double ref)
 /* random_move swaps two places of seq or moves one parameter to another's place */
 static void random_move(step_search_t *s, int *seq)
 {
-    int i = ordo_rng_below(&s->rng, s->n), j;
+    int i = ordo__rng_below(&s->rng, s->n), j;
     do
-        j = ordo_rng_below(&s->rng, s->n);
+        j = ordo__rng_below(&s->rng, s->n);
     while (j == i);
-    ordo_seq_move(seq, i, j, (int)(ordo_rng_next(&s->rng) & 1));
+    ordo_seq_move(seq, i, j, (int)(ordo__rng_next(&s->rng) & 1));
 }
 
-static int out_of_budget(const step_search_t *s, const ordo_search_opts_t *so, int64_t deadline)
+static int out_of_budget(const step_search_t *s, const ordo__search_opts_t *so, int64_t deadline)
 {
     if (so->max_evals > 0 && s->evals >= so->max_evals) return 1;
-    return so->budget_ms > 0 && ordo_clock_ns() >= deadline;
+    return so->budget_ms > 0 && ordo__clock_ns() >= deadline;
 }
 
 /* start_seq lists the parameters by start priority, ties by index (a stable insertion sort:
@@ -70,24 +70,24 @@ static void start_seq(const int *prio, int n, int *seq)
     }
 }
 
-int ordo_step_search(const ordo_model_t *m, const ordo_oracle_times_t *t,
-                     const int *start_priority, const ordo_step_opts_t *o,
-                     const ordo_search_opts_t *so, int *priority, ordo_step_search_result_t *res)
+int ordo__step_search(const ordo__model_t *m, const ordo__oracle_times_t *t,
+                     const int *start_priority, const ordo__step_opts_t *o,
+                     const ordo__search_opts_t *so, int *priority, ordo__step_search_result_t *res)
 {
     if (!m || !t || !start_priority || !o || !so || !priority)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_step_search: bad args");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__step_search: bad args");
     if (so->budget_ms <= 0 && so->max_evals <= 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_step_search: no budget and no evaluation cap");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__step_search: no budget and no evaluation cap");
     if (o->slice_bytes < 0 || o->credit_bytes < 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_step_search: the slice and credit must be set");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__step_search: the slice and credit must be set");
     int n = m->n_params, rc = 0;
-    int64_t deadline = ordo_clock_ns() + (int64_t)so->budget_ms * 1000000;
+    int64_t deadline = ordo__clock_ns() + (int64_t)so->budget_ms * 1000000;
     step_search_t s = {.m = m, .t = t, .o = o, .n = n, .rng = so->seed};
     int *cur = malloc(sizeof *cur * (size_t)n), *cand = malloc(sizeof *cand * (size_t)n);
     int *best = malloc(sizeof *best * (size_t)n);
     s.prio = malloc(sizeof *s.prio * (size_t)n);
     if (!cur || !cand || !best || !s.prio) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "ordo_step_search: out of memory");
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "ordo__step_search: out of memory");
         goto done;
     }
     start_seq(start_priority, n, cur);
@@ -125,7 +125,7 @@ int ordo_step_search(const ordo_model_t *m, const ordo_oracle_times_t *t,
     }
     for (int r = 0; r < n; r++)
         priority[best[r]] = r;
-    if (res) *res = (ordo_step_search_result_t){.start_us = fstart, .step_us = fbest,
+    if (res) *res = (ordo__step_search_result_t){.start_us = fstart, .step_us = fbest,
                                                  .evals = s.evals};
 done:
     free(cur);
@@ -135,22 +135,22 @@ done:
     return rc;
 }
 
-int ordo_step_search_plan(const ordo_model_t *m, const ordo_oracle_times_t *t, int *priority,
-                          const ordo_step_opts_t *o, const ordo_search_opts_t *so,
-                          ordo_step_search_result_t *res)
+int ordo__step_search_plan(const ordo__model_t *m, const ordo__oracle_times_t *t, int *priority,
+                          const ordo__step_opts_t *o, const ordo__search_opts_t *so,
+                          ordo__step_search_result_t *res)
 {
     if (!m || !t || !priority || !o || !so || !res)
-        return ordo_error_set(ORDO_ERR_INVAL, "ordo_step_search_plan: bad args");
+        return ordo__error_set(ORDO_ERR_INVAL, "ordo__step_search_plan: bad args");
     int n = m->n_params;
     int *listed = malloc(sizeof *listed * (size_t)(n > 0 ? n : 1));
-    if (!listed) return ordo_error_set(ORDO_ERR_NOMEM, "ordo_step_search_plan: out of memory");
+    if (!listed) return ordo__error_set(ORDO_ERR_NOMEM, "ordo__step_search_plan: out of memory");
     for (int p = 0; p < n; p++)
         listed[p] = p;
-    ordo_step_result_t planned, forward;
-    int rc = ordo_step_simulate(m, t, priority, o, &planned);
-    if (!rc) rc = ordo_step_simulate(m, t, listed, o, &forward);
+    ordo__step_result_t planned, forward;
+    int rc = ordo__step_simulate(m, t, priority, o, &planned);
+    if (!rc) rc = ordo__step_simulate(m, t, listed, o, &forward);
     int from_listed = !rc && forward.step_us < planned.step_us;
-    if (!rc) rc = ordo_step_search(m, t, from_listed ? listed : priority, o, so, priority, res);
+    if (!rc) rc = ordo__step_search(m, t, from_listed ? listed : priority, o, so, priority, res);
     if (!rc) {
         res->planned_us = planned.step_us;
         res->listed_us = forward.step_us;

@@ -14,29 +14,29 @@
 #include "scheduler/batches.h"
 #include "scheduler/scheduler_internal.h"
 
-static void refuse(sched_t *s, const member_t *mb, const ordo_msg_t *req, int code,
+static void refuse(sched_t *s, const member_t *mb, const ordo__msg_t *req, int code,
                    const char *why)
 {
     char name[320];
     ORDO_WARN("refused a batch to %s: %s", ordo__sched_member_name(mb, name, sizeof name), why);
     json_t *o = json_pack("{s:s, s:i}", "error", why, "code", code);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    ordo_msg_t m;
+    ordo__msg_t m;
     ordo__sched_msg_to(s, mb->rid, mb->rid_len, ORDO_MSG_BATCH, &m);
     m.hdr.req = req->hdr.req; /* the answer to that request */
     m.hdr.dtype = ORDO_DTYPE_JSON;
-    if (text) ordo_msg_add_text(&m, text);
-    ordo_transport_send(s->tp, &m);
+    if (text) ordo__msg_add_text(&m, text);
+    ordo__transport_send(s->tp, &m);
     free(text);
     json_decref(o);
 }
 
 /* the request's body: {"n", "batch", "samples", "seed", "shuffle"}, every field checked */
-static int parse_spec(ordo_msg_t *m, ordo_batches_spec_t *sp)
+static int parse_spec(ordo__msg_t *m, ordo__batches_spec_t *sp)
 {
     size_t len = 0;
-    const char *d = m->hdr.dtype == ORDO_DTYPE_JSON ? ordo_msg_data(m, 0, &len) : NULL;
-    if (!d || m->nframes != 1) return ordo_error_set(ORDO_ERR_PROTO, "BATCH_REQ needs one JSON frame");
+    const char *d = m->hdr.dtype == ORDO_DTYPE_JSON ? ordo__msg_data(m, 0, &len) : NULL;
+    if (!d || m->nframes != 1) return ordo__error_set(ORDO_ERR_PROTO, "BATCH_REQ needs one JSON frame");
     json_error_t err;
     json_t *o = json_loadb(d, len, 0, &err);
     json_t *n = json_object_get(o, "n"), *b = json_object_get(o, "batch"),
@@ -44,19 +44,19 @@ static int parse_spec(ordo_msg_t *m, ordo_batches_spec_t *sp)
            *sh = json_object_get(o, "shuffle");
     int rc = 0;
     if (!json_is_object(o) || json_object_size(o) != 5)
-        rc = ordo_error_set(ORDO_ERR_PROTO, "BATCH_REQ: not an object of n, batch, samples, seed, "
+        rc = ordo__error_set(ORDO_ERR_PROTO, "BATCH_REQ: not an object of n, batch, samples, seed, "
                             "shuffle");
     else if (!json_is_integer(n) || !json_is_integer(b) || !json_is_integer(smp) ||
              !json_is_integer(seed) || !json_is_boolean(sh))
-        rc = ordo_error_set(ORDO_ERR_PROTO, "BATCH_REQ: n, batch, samples and seed must be "
+        rc = ordo__error_set(ORDO_ERR_PROTO, "BATCH_REQ: n, batch, samples and seed must be "
                             "integers, shuffle a boolean");
     else if (json_integer_value(b) < 1 || json_integer_value(b) > ORDO_BATCH_MAX)
-        rc = ordo_error_set(ORDO_ERR_INVAL, "BATCH_REQ: batch %lld (1 to %d)",
+        rc = ordo__error_set(ORDO_ERR_INVAL, "BATCH_REQ: batch %lld (1 to %d)",
                             (long long)json_integer_value(b), ORDO_BATCH_MAX);
     else if (json_integer_value(seed) < 0)
-        rc = ordo_error_set(ORDO_ERR_INVAL, "BATCH_REQ: a negative seed");
+        rc = ordo__error_set(ORDO_ERR_INVAL, "BATCH_REQ: a negative seed");
     if (!rc)
-        *sp = (ordo_batches_spec_t){.n = json_integer_value(n),
+        *sp = (ordo__batches_spec_t){.n = json_integer_value(n),
                                     .batch = (int)json_integer_value(b),
                                     .samples = json_integer_value(smp),
                                     .seed = (uint64_t)json_integer_value(seed),
@@ -65,30 +65,30 @@ static int parse_spec(ordo_msg_t *m, ordo_batches_spec_t *sp)
     return rc;
 }
 
-void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m)
+void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     if (mb->role != ORDO_ROLE_WORKER || mb->rank < 0) {
         ORDO_WARN("dropped a BATCH_REQ that no worker sent");
         return;
     }
-    if (!ordo_conf_batch_service(&s->conf)) {
+    if (!ordo__conf_batch_service(&s->conf)) {
         refuse(s, mb, m, ORDO_ERR_NOTSUP, "the batch service is off (sync.batches; auto: on under "
                "ssp, asp and backup workers)");
         return;
     }
-    ordo_batches_spec_t sp;
+    ordo__batches_spec_t sp;
     int rc = parse_spec(m, &sp);
     if (!rc && !s->batches) {
         bool gate = s->conf.sync_mode != ORDO_SYNC_ASP; /* bsp and ssp count iterations */
-        rc = ordo_batches_new(&sp, ordo_conf_max_workers(&s->conf), gate, &s->batches);
+        rc = ordo__batches_new(&sp, ordo__conf_max_workers(&s->conf), gate, &s->batches);
         if (!rc)
             ORDO_INFO("batch service: %lld samples in batches of %d, %lld in all%s", (long long)sp.n,
                       sp.batch, (long long)sp.samples, gate ? " (the end is an iteration)" : "");
     } else if (!rc) {
-        rc = ordo_batches_same(s->batches, &sp);
+        rc = ordo__batches_same(s->batches, &sp);
     }
     if (rc) {
-        refuse(s, mb, m, rc, ordo_error_text(rc));
+        refuse(s, mb, m, rc, ordo__error_text(rc));
         return;
     }
     int64_t *idx = malloc(sizeof *idx * (size_t)sp.batch), epoch = 0;
@@ -97,16 +97,16 @@ void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m)
     int64_t want = m->hdr.key == ORDO_BATCH_ANY_EPOCH ? -1 : (int64_t)m->hdr.key;
     /* asked for ahead: the last batch is still being worked on and stays leased */
     rc = m->hdr.flags & ORDO_BATCH_AHEAD
-             ? ordo_batches_prefetch(s->batches, mb->rank, want, m->hdr.iter, idx, sp.batch,
+             ? ordo__batches_prefetch(s->batches, mb->rank, want, m->hdr.iter, idx, sp.batch,
                                      &count, &epoch)
-             : ordo_batches_next(s->batches, mb->rank, want, m->hdr.iter, idx, sp.batch, &count,
+             : ordo__batches_next(s->batches, mb->rank, want, m->hdr.iter, idx, sp.batch, &count,
                                  &epoch);
     if (rc < 0) {
         free(idx);
-        refuse(s, mb, m, rc, ordo_error_text(rc));
+        refuse(s, mb, m, rc, ordo__error_text(rc));
         return;
     }
-    ordo_msg_t a;
+    ordo__msg_t a;
     ordo__sched_msg_to(s, mb->rid, mb->rid_len, ORDO_MSG_BATCH, &a);
     a.hdr.req = m->hdr.req;
     a.hdr.key = m->hdr.key;
@@ -122,19 +122,19 @@ void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m)
             for (int j = 0; j < 8; j++)
                 le[8 * i + j] = (unsigned char)(v >> (8 * j));
         }
-        sent = ordo_msg_add_copy(&a, idx, sizeof *idx * (size_t)count);
+        sent = ordo__msg_add_copy(&a, idx, sizeof *idx * (size_t)count);
     }
     free(idx);
     if (sent) {
-        ordo_msg_close(&a);
+        ordo__msg_close(&a);
         return;
     }
-    ordo_transport_send(s->tp, &a);
+    ordo__transport_send(s->tp, &a);
 }
 
 void ordo__sched_batches_dead(sched_t *s, const member_t *mb)
 {
-    if (s->batches && mb->role == ORDO_ROLE_WORKER) ordo_batches_release(s->batches, mb->rank);
+    if (s->batches && mb->role == ORDO_ROLE_WORKER) ordo__batches_release(s->batches, mb->rank);
 }
 
 void ordo__sched_batches_stats(sched_t *s, int64_t t_start_ns, int64_t t_end_ns)
@@ -148,12 +148,12 @@ void ordo__sched_batches_close(sched_t *s)
 {
     if (!s->log) return;
     if (s->wall_last_ns > s->wall_first_ns && s->wall_first_ns > 0)
-        ordo_runlog_set_section(s->log, "wall_s",
+        ordo__runlog_set_section(s->log, "wall_s",
                                 json_real((double)(s->wall_last_ns - s->wall_first_ns) / 1e9));
     if (!s->batches) return;
     json_t *counts = json_array();
-    for (int w = 0; w < ordo_conf_max_workers(&s->conf); w++)
-        json_array_append_new(counts, json_integer(ordo_batches_count(s->batches, w)));
-    ordo_runlog_set_section(s->log, "samples", json_integer(ordo_batches_samples(s->batches)));
-    ordo_runlog_set_section(s->log, "batches", counts);
+    for (int w = 0; w < ordo__conf_max_workers(&s->conf); w++)
+        json_array_append_new(counts, json_integer(ordo__batches_count(s->batches, w)));
+    ordo__runlog_set_section(s->log, "samples", json_integer(ordo__batches_samples(s->batches)));
+    ordo__runlog_set_section(s->log, "batches", counts);
 }

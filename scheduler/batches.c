@@ -16,15 +16,15 @@ typedef struct batch {
     int64_t *idx; /* spec.batch entries */
 } batch_t;
 
-struct ordo_batches {
-    ordo_batches_spec_t spec;
+struct ordo__batches {
+    ordo__batches_spec_t spec;
     int workers;
     bool gate;
     int64_t pos;        /* the stream's next sample: epoch pos / n, place pos % n */
     int64_t perm_epoch; /* the epoch perm holds (-1: none) */
     int64_t *perm;
     batch_t *lease;     /* per worker two: [2w] the one before the last when the last was
-                           asked for ahead (ordo_batches_prefetch), [2w + 1] the last (count
+                           asked for ahead (ordo__batches_prefetch), [2w + 1] the last (count
                            0: none) */
     batch_t *pool;      /* batches dead workers returned, handed out first */
     int n_pool;
@@ -33,20 +33,20 @@ struct ordo_batches {
     int64_t last_iter;  /* gate: set once the samples are all handed out (-1 before) */
 };
 
-int ordo_batches_new(const ordo_batches_spec_t *spec, int workers, bool gate,
-                     ordo_batches_t **out)
+int ordo__batches_new(const ordo__batches_spec_t *spec, int workers, bool gate,
+                     ordo__batches_t **out)
 {
     if (spec->n < 1 || spec->n > MAX_N)
-        return ordo_error_set(ORDO_ERR_INVAL, "batches: a data set of %lld samples (1 to %lld)",
+        return ordo__error_set(ORDO_ERR_INVAL, "batches: a data set of %lld samples (1 to %lld)",
                               (long long)spec->n, (long long)MAX_N);
     if (spec->batch < 1 || spec->batch > ORDO_BATCH_MAX)
-        return ordo_error_set(ORDO_ERR_INVAL, "batches: batch %d (1 to %d)", spec->batch,
+        return ordo__error_set(ORDO_ERR_INVAL, "batches: batch %d (1 to %d)", spec->batch,
                               ORDO_BATCH_MAX);
     if (spec->samples < 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "batches: samples %lld (0: no end, or more)",
+        return ordo__error_set(ORDO_ERR_INVAL, "batches: samples %lld (0: no end, or more)",
                               (long long)spec->samples);
-    if (workers < 1) return ordo_error_set(ORDO_ERR_INVAL, "batches: %d workers", workers);
-    ordo_batches_t *b = calloc(1, sizeof *b);
+    if (workers < 1) return ordo__error_set(ORDO_ERR_INVAL, "batches: %d workers", workers);
+    ordo__batches_t *b = calloc(1, sizeof *b);
     if (!b) return ORDO_ERR_NOMEM;
     b->spec = *spec;
     b->workers = workers;
@@ -67,42 +67,42 @@ int ordo_batches_new(const ordo_batches_spec_t *spec, int workers, bool gate,
     *out = b;
     return 0;
 nomem:
-    ordo_batches_destroy(&b);
+    ordo__batches_destroy(&b);
     return ORDO_ERR_NOMEM;
 }
 
-int ordo_batches_same(const ordo_batches_t *b, const ordo_batches_spec_t *s)
+int ordo__batches_same(const ordo__batches_t *b, const ordo__batches_spec_t *s)
 {
-    const ordo_batches_spec_t *o = &b->spec;
+    const ordo__batches_spec_t *o = &b->spec;
     if (s->n != o->n)
-        return ordo_error_set(ORDO_ERR_INVAL, "batches: a data set of %lld samples, the run's has "
+        return ordo__error_set(ORDO_ERR_INVAL, "batches: a data set of %lld samples, the run's has "
                               "%lld", (long long)s->n, (long long)o->n);
     if (s->batch != o->batch)
-        return ordo_error_set(ORDO_ERR_INVAL, "batches: batch %d, the run's is %d", s->batch,
+        return ordo__error_set(ORDO_ERR_INVAL, "batches: batch %d, the run's is %d", s->batch,
                               o->batch);
     if (s->samples != o->samples)
-        return ordo_error_set(ORDO_ERR_INVAL, "batches: %lld samples in all, the run's %lld",
+        return ordo__error_set(ORDO_ERR_INVAL, "batches: %lld samples in all, the run's %lld",
                               (long long)s->samples, (long long)o->samples);
     if (s->seed != o->seed || s->shuffle != o->shuffle)
-        return ordo_error_set(ORDO_ERR_INVAL, "batches: another seed or shuffle than the run's");
+        return ordo__error_set(ORDO_ERR_INVAL, "batches: another seed or shuffle than the run's");
     return 0;
 }
 
 /* the permutation of epoch e */
-static void make_perm(ordo_batches_t *b, int64_t e)
+static void make_perm(ordo__batches_t *b, int64_t e)
 {
     if (b->perm_epoch == e) return;
     for (int64_t i = 0; i < b->spec.n; i++)
         b->perm[i] = i;
     if (b->spec.shuffle) {
-        ordo_rng_t r;
-        ordo_rng_seed2(&r, b->spec.seed, (uint64_t)e);
-        ordo_rng_shuffle(&r, b->perm, b->spec.n);
+        ordo__rng_t r;
+        ordo__rng_seed2(&r, b->spec.seed, (uint64_t)e);
+        ordo__rng_shuffle(&r, b->perm, b->spec.n);
     }
     b->perm_epoch = e;
 }
 
-static void take(ordo_batches_t *b, int worker, const batch_t *from, int64_t *idx, int *count,
+static void take(ordo__batches_t *b, int worker, const batch_t *from, int64_t *idx, int *count,
                  int64_t *epoch_out)
 {
     batch_t *l = &b->lease[2 * worker + 1];
@@ -116,13 +116,13 @@ static void take(ordo_batches_t *b, int worker, const batch_t *from, int64_t *id
 }
 
 /* next hands worker its next batch; keep: the last one stays leased (asked for ahead) */
-static int next(ordo_batches_t *b, int worker, int64_t epoch, int64_t iter, bool keep,
+static int next(ordo__batches_t *b, int worker, int64_t epoch, int64_t iter, bool keep,
                 int64_t *idx, int cap, int *count, int64_t *epoch_out)
 {
     if (worker < 0 || worker >= b->workers)
-        return ordo_error_set(ORDO_ERR_INVAL, "batches: no worker %d (%d)", worker, b->workers);
+        return ordo__error_set(ORDO_ERR_INVAL, "batches: no worker %d (%d)", worker, b->workers);
     if (cap < b->spec.batch)
-        return ordo_error_set(ORDO_ERR_INVAL, "batches: room for %d indices, a batch is %d", cap,
+        return ordo__error_set(ORDO_ERR_INVAL, "batches: room for %d indices, a batch is %d", cap,
                               b->spec.batch);
     batch_t *older = &b->lease[2 * worker], *last = &b->lease[2 * worker + 1];
     older->count = 0; /* done: the worker has moved past it */
@@ -165,19 +165,19 @@ static int next(ordo_batches_t *b, int worker, int64_t epoch, int64_t iter, bool
     return 0;
 }
 
-int ordo_batches_next(ordo_batches_t *b, int worker, int64_t epoch, int64_t iter, int64_t *idx,
+int ordo__batches_next(ordo__batches_t *b, int worker, int64_t epoch, int64_t iter, int64_t *idx,
                       int cap, int *count, int64_t *epoch_out)
 {
     return next(b, worker, epoch, iter, false, idx, cap, count, epoch_out);
 }
 
-int ordo_batches_prefetch(ordo_batches_t *b, int worker, int64_t epoch, int64_t iter,
+int ordo__batches_prefetch(ordo__batches_t *b, int worker, int64_t epoch, int64_t iter,
                           int64_t *idx, int cap, int *count, int64_t *epoch_out)
 {
     return next(b, worker, epoch, iter, true, idx, cap, count, epoch_out);
 }
 
-void ordo_batches_release(ordo_batches_t *b, int worker)
+void ordo__batches_release(ordo__batches_t *b, int worker)
 {
     if (worker < 0 || worker >= b->workers) return;
     /* the last one on top: the older goes out again first (the pool is a stack) */
@@ -192,19 +192,19 @@ void ordo_batches_release(ordo_batches_t *b, int worker)
     }
 }
 
-int64_t ordo_batches_samples(const ordo_batches_t *b)
+int64_t ordo__batches_samples(const ordo__batches_t *b)
 {
     return b->pos;
 }
 
-int64_t ordo_batches_count(const ordo_batches_t *b, int worker)
+int64_t ordo__batches_count(const ordo__batches_t *b, int worker)
 {
     return worker < 0 || worker >= b->workers ? -1 : b->handed[worker];
 }
 
-void ordo_batches_destroy(ordo_batches_t **bp)
+void ordo__batches_destroy(ordo__batches_t **bp)
 {
-    ordo_batches_t *b = bp ? *bp : NULL;
+    ordo__batches_t *b = bp ? *bp : NULL;
     if (!b) return;
     for (int w = 0; w < 2 * b->workers; w++) {
         if (b->lease) free(b->lease[w].idx);

@@ -15,7 +15,7 @@
 #include <sys/resource.h>
 #include <zmq.h>
 
-void ordo__sched_cp_count(sched_t *s, ordo_msg_t *m)
+void ordo__sched_cp_count(sched_t *s, ordo__msg_t *m)
 {
     if (m->hdr.type >= ORDO_MSG_TYPE_MAX) return;
     uint64_t bytes = 0;
@@ -36,8 +36,8 @@ void ordo__sched_cp_summary(sched_t *s)
     uint64_t n = 0, b = 0;
     for (int t = 0; t < ORDO_MSG_TYPE_MAX; t++) {
         if (!s->cp_msgs[t]) continue;
-        json_object_set_new(msgs, ordo_wire_type_name(t), json_integer((json_int_t)s->cp_msgs[t]));
-        json_object_set_new(bytes, ordo_wire_type_name(t),
+        json_object_set_new(msgs, ordo__wire_type_name(t), json_integer((json_int_t)s->cp_msgs[t]));
+        json_object_set_new(bytes, ordo__wire_type_name(t),
                             json_integer((json_int_t)s->cp_bytes[t]));
         n += s->cp_msgs[t];
         b += s->cp_bytes[t];
@@ -46,13 +46,13 @@ void ordo__sched_cp_summary(sched_t *s)
     memset(&ru, 0, sizeof ru);
     getrusage(RUSAGE_SELF, &ru);
     double user = tv_s(ru.ru_utime), sys = tv_s(ru.ru_stime);
-    double wall = (double)(ordo_clock_ns() - s->start_ns) / 1e9;
+    double wall = (double)(ordo__clock_ns() - s->start_ns) / 1e9;
     char line[512] = "";
     size_t len = 0;
     for (int t = 0; t < ORDO_MSG_TYPE_MAX && len < sizeof line; t++)
         if (s->cp_msgs[t])
             len += (size_t)snprintf(line + len, sizeof line - len, "%s%s %llu", len ? ", " : "",
-                                    ordo_wire_type_name(t), (unsigned long long)s->cp_msgs[t]);
+                                    ordo__wire_type_name(t), (unsigned long long)s->cp_msgs[t]);
     ORDO_INFO("control plane: %llu messages (%s), %llu payload bytes, %d members, "
               "%.2f s CPU (user %.2f, system %.2f) in %.1f s",
               (unsigned long long)n, line, (unsigned long long)b, s->n_members, user + sys, user,
@@ -62,7 +62,7 @@ void ordo__sched_cp_summary(sched_t *s)
                   "messages_total", (json_int_t)n, "bytes_total", (json_int_t)b, "members",
                   s->n_members, "seconds", wall, "cpu_user_s", user, "cpu_system_s", sys);
     if (s->log && cp)
-        ordo_runlog_set_section(s->log, "control_plane", cp);
+        ordo__runlog_set_section(s->log, "control_plane", cp);
     else
         json_decref(cp);
 }

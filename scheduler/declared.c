@@ -118,7 +118,7 @@ static bool same_tensor(json_t *a, json_t *b, int w, int i, char *why, size_t ws
     return true;
 }
 
-int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo_model_t **model,
+int ordo__declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo__model_t **model,
                         json_t **updates, char *why, size_t wsz)
 {
     json_t *ref = by_rank[0], *up = NULL;
@@ -159,13 +159,13 @@ int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo
         any |= u != NULL;
     }
     if (!rc && any && sparse) rc = check_sparse_rules(up, names, why, wsz);
-    ordo_model_t *m = NULL;
-    if (!rc) rc = ordo_job_model_declared(names, numel, n, &m);
+    ordo__model_t *m = NULL;
+    if (!rc) rc = ordo__job_model_declared(names, numel, n, &m);
     for (int i = 0; !rc && i < n; i++)
         m->params[i].occasional = json_is_true(json_object_get(json_array_get(ref, (size_t)i),
                                                                "occasional"));
     if (rc && rc != ORDO_ERR_NOMEM && !why[0])
-        snprintf(why, wsz, "the declared tensors: %s", ordo_error_text(rc));
+        snprintf(why, wsz, "the declared tensors: %s", ordo__error_text(rc));
     if (!rc) {
         *model = m;
         *updates = any ? json_incref(up) : NULL;

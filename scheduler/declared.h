@@ -11,13 +11,13 @@
 
 #include "core/model.h"
 
-/* ordo_declared_model checks the n_workers declarations (by_rank[w]: worker w's array,
+/* ordo__declared_model checks the n_workers declarations (by_rank[w]: worker w's array,
  * borrowed) and builds *model (named "declared", the caller's) and *updates (a new reference:
  * per key its update rule object or null; NULL when no tensor declared one). sparse says the
  * run pushes sparse, whose servers run one SGD: then the rules must all be the same sgd. On a difference, a malformed
  * declaration or a bad model it returns ORDO_ERR_INVAL with why naming the worker and tensor
  * ("worker 1 declared tensor 3 \"fc.bias\" of 10 elements, worker 0 \"fc.bias\" of 20"). */
-int ordo_declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo_model_t **model,
+int ordo__declared_model(json_t *const *by_rank, int n_workers, bool sparse, ordo__model_t **model,
                         json_t **updates, char *why, size_t wsz);
 
 #endif

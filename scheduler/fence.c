@@ -55,12 +55,12 @@ static void tell_servers(sched_t *s, const fenced_t *f)
     for (int i = 0; text && i < s->n_members; i++) {
         member_t *m = &s->members[i];
         if (m->role != ORDO_ROLE_SERVER || m->dead || m->gone) continue;
-        ordo_msg_t msg;
+        ordo__msg_t msg;
         ordo__sched_msg_to(s, m->rid, m->rid_len, ORDO_MSG_MEMBERS, &msg);
         msg.hdr.iter = f->iter;
         msg.hdr.dtype = ORDO_DTYPE_JSON;
-        ordo_msg_add_text(&msg, text);
-        ordo_transport_send(s->tp, &msg);
+        ordo__msg_add_text(&msg, text);
+        ordo__transport_send(s->tp, &msg);
     }
     free(text);
 }
@@ -88,7 +88,7 @@ static bool same(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
     return alen > 0 && alen == blen && memcmp(a, b, alen) == 0;
 }
 
-bool ordo__sched_fence_refuse(sched_t *s, const ordo_msg_t *m)
+bool ordo__sched_fence_refuse(sched_t *s, const ordo__msg_t *m)
 {
     if (!s->fence) return false;
     for (int i = 0; i < s->fence->n; i++) {

@@ -16,7 +16,7 @@
 #include "common/transport.h"
 #include "scheduler/scheduler_internal.h"
 
-static void refuse(sched_t *s, const ordo_msg_t *msg, int pid, const char *why)
+static void refuse(sched_t *s, const ordo__msg_t *msg, int pid, const char *why)
 {
     ORDO_WARN("refused a worker that asked to join the run (pid %d): %s", pid, why);
     ordo__sched_reply(s, msg->rid, msg->rid_len, ORDO_MSG_REJECT, why);
@@ -25,7 +25,7 @@ static void refuse(sched_t *s, const ordo_msg_t *msg, int pid, const char *why)
 /* why_not: why the worker of rank want (declaring tensors) cannot join now, or NULL */
 static const char *why_not(sched_t *s, int want, json_t *tensors, char *buf, size_t size)
 {
-    int max = ordo_conf_max_workers(&s->conf);
+    int max = ordo__conf_max_workers(&s->conf);
     if (max <= s->conf.workers) {
         snprintf(buf, size, "this run cannot grow: fault.max_workers is cluster.workers (%d); "
                  "set [fault] max_workers above it", s->conf.workers);
@@ -58,7 +58,7 @@ static const char *why_not(sched_t *s, int want, json_t *tensors, char *buf, siz
     return NULL;
 }
 
-void ordo__sched_grow(sched_t *s, const ordo_msg_t *msg, json_t *o)
+void ordo__sched_grow(sched_t *s, const ordo__msg_t *msg, json_t *o)
 {
     char why[400], name[320];
     int want = (int)json_integer_value(json_object_get(o, "rank"));
@@ -84,7 +84,7 @@ void ordo__sched_grow(sched_t *s, const ordo_msg_t *msg, json_t *o)
     m->pid = pid;
     m->next_iter = at;
     if (s->declared) m->tensors = json_incref(tensors);
-    m->last_seen_ns = ordo_clock_ns();
+    m->last_seen_ns = ordo__clock_ns();
     ordo__sched_member_fresh(s, m, o);
     char *text = ordo__sched_welcome_text(s, m, at);
     if (!text) {
@@ -99,5 +99,5 @@ void ordo__sched_grow(sched_t *s, const ordo_msg_t *msg, json_t *o)
     ordo__sched_tell_members(s, "joined", want, at);
     ORDO_INFO("%s joins the run at iteration %lld: %d workers (fault.max_workers %d)",
               ordo__sched_member_name(m, name, sizeof name), (long long)at, s->n_live,
-              ordo_conf_max_workers(&s->conf));
+              ordo__conf_max_workers(&s->conf));
 }

@@ -13,17 +13,17 @@
 const char *ordo__sched_member_name(const member_t *m, char *buf, size_t size)
 {
     if (m->rank >= 0)
-        snprintf(buf, size, "%s %d (pid %d%s%s)", ordo_wire_role_name(m->role), m->rank, m->pid,
+        snprintf(buf, size, "%s %d (pid %d%s%s)", ordo__wire_role_name(m->role), m->rank, m->pid,
                  m->endpoint[0] ? ", " : "", m->endpoint);
     else
-        snprintf(buf, size, "unranked %s (pid %d)", ordo_wire_role_name(m->role), m->pid);
+        snprintf(buf, size, "unranked %s (pid %d)", ordo__wire_role_name(m->role), m->pid);
     return buf;
 }
 
 void ordo__sched_msg_to(const sched_t *s, const uint8_t *rid, size_t rid_len, int type,
-                        ordo_msg_t *m)
+                        ordo__msg_t *m)
 {
-    ordo_msg_init(m, type);
+    ordo__msg_init(m, type);
     m->sock = s->sock;
     memcpy(m->rid, rid, rid_len);
     m->rid_len = rid_len;
@@ -33,13 +33,13 @@ void ordo__sched_msg_to(const sched_t *s, const uint8_t *rid, size_t rid_len, in
 
 void ordo__sched_reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type, const char *text)
 {
-    ordo_msg_t m;
+    ordo__msg_t m;
     ordo__sched_msg_to(s, rid, rid_len, type, &m);
     if (text) {
         m.hdr.dtype = ORDO_DTYPE_JSON;
-        ordo_msg_add_text(&m, text);
+        ordo__msg_add_text(&m, text);
     }
-    ordo_transport_send(s->tp, &m);
+    ordo__transport_send(s->tp, &m);
 }
 
 void ordo__sched_member_fresh(sched_t *s, member_t *m, json_t *o)
@@ -49,6 +49,6 @@ void ordo__sched_member_fresh(sched_t *s, member_t *m, json_t *o)
                   ? (uint64_t)json_integer_value(beat)
                   : 0;
     m->hb_rid_len = 0;
-    ordo_liveness_init(&m->live, ordo_clock_ns(), s->conf.timeout_ms,
-                       ordo_conf_timeout_max_ms(&s->conf), 2 * s->conf.heartbeat_ms);
+    ordo__liveness_init(&m->live, ordo__clock_ns(), s->conf.timeout_ms,
+                       ordo__conf_timeout_max_ms(&s->conf), 2 * s->conf.heartbeat_ms);
 }

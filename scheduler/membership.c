@@ -59,12 +59,12 @@ void ordo__sched_tell_members(sched_t *s, const char *change, int rank, int64_t 
     for (int i = 0; text && i < s->n_members; i++) {
         member_t *m = &s->members[i];
         if (m->dead) continue;
-        ordo_msg_t msg;
+        ordo__msg_t msg;
         ordo__sched_msg_to(s, m->rid, m->rid_len, ORDO_MSG_MEMBERS, &msg);
         msg.hdr.iter = iter;
         msg.hdr.dtype = ORDO_DTYPE_JSON;
-        ordo_msg_add_text(&msg, text);
-        ordo_transport_send(s->tp, &msg);
+        ordo__msg_add_text(&msg, text);
+        ordo__transport_send(s->tp, &msg);
     }
     free(text);
 }
@@ -78,10 +78,10 @@ int ordo__sched_member_silent(sched_t *s, member_t *m, int64_t silent_ms)
     if (mode == ORDO_FAULT_ABORT) {
         snprintf(why, sizeof why,
                  "%s is dead: no heartbeat for %lld ms (timeout %d ms) and no answer to a probe",
-                 name, (long long)silent_ms, ordo_liveness_timeout_ms(&m->live));
+                 name, (long long)silent_ms, ordo__liveness_timeout_ms(&m->live));
         return ordo__sched_abort_run(s, why);
     }
-    int64_t now = ordo_clock_ns();
+    int64_t now = ordo__clock_ns();
     if (mode == ORDO_FAULT_RESTART) {
         if (!m->dead) {
             m->dead = true;
@@ -122,7 +122,7 @@ int ordo__sched_member_silent(sched_t *s, member_t *m, int64_t silent_ms)
     return s->n_done == s->n_live ? 1 : 0;
 }
 
-int ordo__sched_rejoin(sched_t *s, const ordo_msg_t *msg, json_t *o)
+int ordo__sched_rejoin(sched_t *s, const ordo__msg_t *msg, json_t *o)
 {
     char name[320], why[600];
     int want = (int)json_integer_value(json_object_get(o, "rank"));
@@ -142,7 +142,7 @@ int ordo__sched_rejoin(sched_t *s, const ordo_msg_t *msg, json_t *o)
     ordo__sched_member_name(m, name, sizeof name);
     if (!m->dead) { /* the launcher saw the exit before the heartbeats ran out */
         m->dead = true;
-        m->dead_ns = ordo_clock_ns();
+        m->dead_ns = ordo__clock_ns();
         s->worker_deaths++;
         ordo__sched_record(s, "death", m, m->next_iter);
         ORDO_WARN("%s is replaced by a new process (pid %d): counted as dead", name, pid);
@@ -161,7 +161,7 @@ int ordo__sched_rejoin(sched_t *s, const ordo_msg_t *msg, json_t *o)
     m->pid = pid;
     m->dead = false;
     m->recovering = true;
-    m->last_seen_ns = ordo_clock_ns();
+    m->last_seen_ns = ordo__clock_ns();
     char *text = ordo__sched_welcome_text(s, m, m->next_iter);
     if (!text) return ordo__sched_abort_run(s, "out of memory for a WELCOME");
     ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_WELCOME, text);
@@ -169,7 +169,7 @@ int ordo__sched_rejoin(sched_t *s, const ordo_msg_t *msg, json_t *o)
     ordo__sched_record(s, "restart", m, m->next_iter);
     ORDO_INFO("%s rejoined at iteration %lld, %.0f ms after its death was noticed (restart %d/%d)",
               ordo__sched_member_name(m, name, sizeof name), (long long)m->next_iter,
-              (double)(ordo_clock_ns() - m->dead_ns) / 1e6, m->restarts, s->conf.restarts);
+              (double)(ordo__clock_ns() - m->dead_ns) / 1e6, m->restarts, s->conf.restarts);
     return 0;
 }
 
@@ -182,7 +182,7 @@ void ordo__sched_on_stats(sched_t *s, member_t *mb, int64_t iter)
     char name[320];
     ORDO_INFO("%s finished iteration %lld, %.0f ms after its predecessor's death",
               ordo__sched_member_name(mb, name, sizeof name), (long long)iter,
-              (double)(ordo_clock_ns() - mb->dead_ns) / 1e6);
+              (double)(ordo__clock_ns() - mb->dead_ns) / 1e6);
 }
 
 void ordo__sched_membership_close(sched_t *s)
@@ -194,7 +194,7 @@ void ordo__sched_membership_close(sched_t *s)
                                                                       : "abort",
                           "worker_deaths", s->worker_deaths, "restarts", s->n_restarts, "shrinks",
                           s->n_shrinks, "joins", s->n_joins, "workers_left", s->n_live);
-    if (o) ordo_runlog_set_section(s->log, "membership", o);
+    if (o) ordo__runlog_set_section(s->log, "membership", o);
     if (s->worker_deaths || s->n_joins)
         ORDO_INFO("membership: %d worker deaths, %d restarts, %d shrinks, %d joins; %d workers at "
                   "the end", s->worker_deaths, s->n_restarts, s->n_shrinks, s->n_joins, s->n_live);

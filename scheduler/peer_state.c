@@ -23,24 +23,24 @@ static member_t *worker_of_rank(sched_t *s, int rank)
 }
 
 /* answer the asker with an error text */
-static void refuse(sched_t *s, const member_t *asker, const ordo_msg_t *req, const char *why)
+static void refuse(sched_t *s, const member_t *asker, const ordo__msg_t *req, const char *why)
 {
     char name[320];
     ORDO_WARN("no peer state for %s: %s", ordo__sched_member_name(asker, name, sizeof name), why);
     json_t *o = json_pack("{s:s}", "error", why);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    ordo_msg_t m;
+    ordo__msg_t m;
     ordo__sched_msg_to(s, asker->rid, asker->rid_len, ORDO_MSG_STATE, &m);
     m.hdr.req = req->hdr.req;
     m.hdr.key = (uint32_t)asker->rank;
     m.hdr.dtype = ORDO_DTYPE_JSON;
-    if (text) ordo_msg_add_text(&m, text);
-    ordo_transport_send(s->tp, &m);
+    if (text) ordo__msg_add_text(&m, text);
+    ordo__transport_send(s->tp, &m);
     free(text);
     json_decref(o);
 }
 
-void ordo__sched_on_state_req(sched_t *s, member_t *mb, ordo_msg_t *m)
+void ordo__sched_on_state_req(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     char name[320];
     if (mb->role != ORDO_ROLE_WORKER || mb->rank < 0) return;
@@ -58,15 +58,15 @@ void ordo__sched_on_state_req(sched_t *s, member_t *mb, ordo_msg_t *m)
     }
     ORDO_INFO("%s asks worker %d for its state (iteration %lld or later)",
               ordo__sched_member_name(mb, name, sizeof name), peer->rank, (long long)m->hdr.iter);
-    ordo_msg_t f;
+    ordo__msg_t f;
     ordo__sched_msg_to(s, peer->rid, peer->rid_len, ORDO_MSG_STATE_REQ, &f);
     f.hdr.req = m->hdr.req;
     f.hdr.iter = m->hdr.iter;
     f.hdr.key = (uint32_t)mb->rank;
-    ordo_transport_send(s->tp, &f);
+    ordo__transport_send(s->tp, &f);
 }
 
-void ordo__sched_on_state(sched_t *s, member_t *mb, ordo_msg_t *m)
+void ordo__sched_on_state(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     char name[320];
     member_t *asker = worker_of_rank(s, (int)m->hdr.key);
@@ -76,19 +76,19 @@ void ordo__sched_on_state(sched_t *s, member_t *mb, ordo_msg_t *m)
         return;
     }
     size_t len = 0;
-    const void *data = m->nframes == 1 ? ordo_msg_data(m, 0, &len) : NULL;
-    ordo_msg_t f;
+    const void *data = m->nframes == 1 ? ordo__msg_data(m, 0, &len) : NULL;
+    ordo__msg_t f;
     ordo__sched_msg_to(s, asker->rid, asker->rid_len, ORDO_MSG_STATE, &f);
     f.hdr.req = m->hdr.req;
     f.hdr.iter = m->hdr.iter;
     f.hdr.key = m->hdr.key;
     f.hdr.dtype = m->hdr.dtype;
-    if (data && ordo_msg_add_copy(&f, data, len) != 0) {
-        ordo_msg_close(&f);
+    if (data && ordo__msg_add_copy(&f, data, len) != 0) {
+        ordo__msg_close(&f);
         refuse(s, asker, m, "the scheduler ran out of memory relaying the state");
         return;
     }
     ORDO_INFO("relayed worker %d's state of iteration %lld (%zu bytes) to worker %d", mb->rank,
               (long long)m->hdr.iter, len, asker->rank);
-    ordo_transport_send(s->tp, &f);
+    ordo__transport_send(s->tp, &f);
 }

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct ordo_replan {
-    ordo_conf_t conf;
+struct ordo__replan {
+    ordo__conf_t conf;
     char run_dir[ORDO_CONF_PATH + ORDO_CONF_STR + 64];
     ordo_replan_send_fn send;
     void *ctx;
@@ -25,43 +25,43 @@ struct ordo_replan {
     char *plan_text; /* the new plan, while the servers acknowledge it */
     int n_acks;
     int n_done; /* re-plans completed */
-    const ordo_model_t *declared; /* the declared tensors (occasional marks), or NULL */
+    const ordo__model_t *declared; /* the declared tensors (occasional marks), or NULL */
     int64_t slice_bytes;          /* the start-up's slices (the key map is cut with them) */
     json_t *next_plan;            /* the plan being switched to, with its model */
-    ordo_model_t *next_model;
+    ordo__model_t *next_model;
     json_t *last_plan; /* the plan of the last completed re-plan (NULL: none yet) */
-    ordo_model_t *last_model;
+    ordo__model_t *last_model;
 };
 
-void ordo_replan_set_slice(ordo_replan_t *r, int64_t slice_bytes)
+void ordo__replan_set_slice(ordo__replan_t *r, int64_t slice_bytes)
 {
     r->slice_bytes = slice_bytes;
 }
 
-int ordo_replan_count(const ordo_replan_t *r)
+int ordo__replan_count(const ordo__replan_t *r)
 {
     return r->n_done;
 }
 
-json_t *ordo_replan_last_plan(const ordo_replan_t *r)
+json_t *ordo__replan_last_plan(const ordo__replan_t *r)
 {
     return r->last_plan;
 }
 
-const ordo_model_t *ordo_replan_last_model(const ordo_replan_t *r)
+const ordo__model_t *ordo__replan_last_model(const ordo__replan_t *r)
 {
     return r->last_model;
 }
 
-void ordo_replan_set_declared(ordo_replan_t *r, const ordo_model_t *declared)
+void ordo__replan_set_declared(ordo__replan_t *r, const ordo__model_t *declared)
 {
     r->declared = declared;
 }
 
-int ordo_replan_new(const ordo_conf_t *conf, const char *run_dir, ordo_replan_send_fn send,
-                    void *ctx, ordo_replan_t **out)
+int ordo__replan_new(const ordo__conf_t *conf, const char *run_dir, ordo_replan_send_fn send,
+                    void *ctx, ordo__replan_t **out)
 {
-    ordo_replan_t *r = calloc(1, sizeof *r);
+    ordo__replan_t *r = calloc(1, sizeof *r);
     if (!r || !(r->arrived = calloc((size_t)conf->workers, sizeof *r->arrived))) {
         free(r);
         return ORDO_ERR_NOMEM;
@@ -75,7 +75,7 @@ int ordo_replan_new(const ordo_conf_t *conf, const char *run_dir, ordo_replan_se
 }
 
 /* reset ends the round: the next REPLAN starts a new one */
-static void reset(ordo_replan_t *r)
+static void reset(ordo__replan_t *r)
 {
     memset(r->arrived, 0, sizeof *r->arrived * (size_t)r->conf.workers);
     r->n_arrived = 0;
@@ -89,25 +89,25 @@ static void reset(ordo_replan_t *r)
     r->n_acks = 0;
     json_decref(r->next_plan);
     r->next_plan = NULL;
-    ordo_model_destroy(&r->next_model);
+    ordo__model_destroy(&r->next_model);
 }
 
-void ordo_replan_destroy(ordo_replan_t **p)
+void ordo__replan_destroy(ordo__replan_t **p)
 {
-    ordo_replan_t *r = p ? *p : NULL;
+    ordo__replan_t *r = p ? *p : NULL;
     if (!r) return;
     reset(r);
     json_decref(r->last_plan);
-    ordo_model_destroy(&r->last_model);
+    ordo__model_destroy(&r->last_model);
     free(r->arrived);
     free(r);
     *p = NULL;
 }
 
 /* refuse answers every worker with the reason the round failed; the run goes on */
-static void refuse(ordo_replan_t *r, int rc)
+static void refuse(ordo__replan_t *r, int rc)
 {
-    const char *why = ordo_error_text(rc);
+    const char *why = ordo__error_text(rc);
     ORDO_WARN("replan refused: %s", why);
     json_t *o = json_pack("{s:s,s:i}", "error", why, "code", rc);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -118,41 +118,41 @@ static void refuse(ordo_replan_t *r, int rc)
 }
 
 /* plan computes the new plan from worker 0's profile into *out (JSON text) */
-static int plan(ordo_replan_t *r, const ordo_keys_t *keys, char **out)
+static int plan(ordo__replan_t *r, const ordo__keys_t *keys, char **out)
 {
     if (r->conf.push_mode == ORDO_PUSH_SPARSE)
-        return ordo_error_set(ORDO_ERR_NOTSUP,
+        return ordo__error_set(ORDO_ERR_NOTSUP,
                               "[push] mode = sparse: the sparse regions are fixed at "
                               "start-up; re-planning needs [push] mode = dense or merged");
     if (r->conf.push_mode == ORDO_PUSH_MERGED && r->conf.calibrate)
-        return ordo_error_set(ORDO_ERR_NOTSUP,
+        return ordo__error_set(ORDO_ERR_NOTSUP,
                               "[push] calibrate = true: the merge groups come from the "
                               "start-up calibration; re-planning needs calibrate = false");
-    if (!r->profile) return ordo_error_set(ORDO_ERR_INVAL, "worker 0 passed no profile");
+    if (!r->profile) return ordo__error_set(ORDO_ERR_INVAL, "worker 0 passed no profile");
     int n = keys->n_keys, rc = 0;
     if (!json_is_array(r->names) || (int)json_array_size(r->names) != n)
-        return ordo_error_set(ORDO_ERR_PROTO, "worker 0 named %d tensors, the cluster has %d",
+        return ordo__error_set(ORDO_ERR_PROTO, "worker 0 named %d tensors, the cluster has %d",
                               (int)json_array_size(r->names), n);
     const char **names = calloc((size_t)n, sizeof *names);
-    ordo_model_t *m = NULL;
+    ordo__model_t *m = NULL;
     json_t *p = NULL;
     if (!names) return ORDO_ERR_NOMEM;
     for (int i = 0; i < n; i++)
         names[i] = json_string_value(json_array_get(r->names, (size_t)i));
-    rc = ordo_replan_model_match(r->profile, r->profile_len, names, keys->numel, n, "float32", &m);
+    rc = ordo__replan_model_match(r->profile, r->profile_len, names, keys->numel, n, "float32", &m);
     for (int t = 0; !rc && r->declared && t < n && t < r->declared->n_params; t++)
         m->params[t].occasional = r->declared->params[t].occasional;
     /* the profile's measured times are the truth: no oracle file, no compute scaling */
-    ordo_conf_t c = r->conf;
+    ordo__conf_t c = r->conf;
     c.oracle[0] = '\0';
     c.compute_scale = 1.0;
     /* the key map's slices stay those of the start-up; the push credit is tuned again on the
      * profile's measured compute (with the start-up's slices), when it is auto */
-    if (ordo_conf_step_tuned(&c)) {
+    if (ordo__conf_step_tuned(&c)) {
         c.segment_bytes = r->slice_bytes > 0 ? r->slice_bytes : 0;
         if (r->slice_bytes <= 0) c.credit_bytes = 0;
     }
-    if (!rc) rc = ordo_runplan_make(&c, m, keys, &p);
+    if (!rc) rc = ordo__runplan_make(&c, m, keys, &p);
     /* the merge plan's ordo-merge/1 text is for the start-up's run folder only */
     if (!rc) json_object_del(json_object_get(p, "merge"), ORDO_RUNPLAN_MERGE_FILE_MEMBER);
     if (!rc && !(*out = json_dumps(p, JSON_COMPACT))) rc = ORDO_ERR_NOMEM;
@@ -169,19 +169,19 @@ static int plan(ordo_replan_t *r, const ordo_keys_t *keys, char **out)
         ORDO_INFO("replan %d: planned from worker 0's profile '%s' (%d ops), policy %s",
                   r->n_done + 1, m->name, m->n_ops, r->conf.policy);
         json_decref(r->next_plan);
-        ordo_model_destroy(&r->next_model);
+        ordo__model_destroy(&r->next_model);
         r->next_plan = json_incref(p);
         r->next_model = m;
         m = NULL;
     }
     json_decref(p);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
     free(names);
     return rc;
 }
 
 /* on_worker gathers the workers; when all are in, plans and sends the plan to the servers */
-static void on_worker(ordo_replan_t *r, const ordo_keys_t *keys, int rank, ordo_msg_t *m)
+static void on_worker(ordo__replan_t *r, const ordo__keys_t *keys, int rank, ordo__msg_t *m)
 {
     if (rank < 0 || rank >= r->conf.workers || r->arrived[rank] || r->plan_text) {
         ORDO_WARN("dropped REPLAN from worker %d (%s)", rank,
@@ -191,10 +191,10 @@ static void on_worker(ordo_replan_t *r, const ordo_keys_t *keys, int rank, ordo_
     }
     if (rank == 0) {
         size_t len = 0;
-        const char *d = ordo_msg_data(m, 0, &len);
+        const char *d = ordo__msg_data(m, 0, &len);
         json_error_t err;
         r->names = d ? json_loadb(d, len, 0, &err) : NULL;
-        d = ordo_msg_data(m, 1, &len);
+        d = ordo__msg_data(m, 1, &len);
         if (d && (r->profile = malloc(len + 1)) != NULL) {
             memcpy(r->profile, d, len);
             r->profile[len] = '\0';
@@ -215,10 +215,10 @@ static void on_worker(ordo_replan_t *r, const ordo_keys_t *keys, int rank, ordo_
 }
 
 /* on_server counts the acknowledgements; the last one releases the workers */
-static int on_server(ordo_replan_t *r, int rank, ordo_msg_t *m)
+static int on_server(ordo__replan_t *r, int rank, ordo__msg_t *m)
 {
     char body[600];
-    ordo_msg_text(m, 0, body, sizeof body);
+    ordo__msg_text(m, 0, body, sizeof body);
     if (!r->plan_text) {
         ORDO_WARN("dropped an unexpected REPLAN acknowledgement from server %d", rank);
         return 0;
@@ -226,7 +226,7 @@ static int on_server(ordo_replan_t *r, int rank, ordo_msg_t *m)
     json_t *o = json_loads(body, 0, NULL);
     const char *err = json_string_value(json_object_get(o, "error"));
     int rc =
-        err ? ordo_error_set(ORDO_ERR_PROTO, "replan: server %d could not switch: %s", rank, err) : 0;
+        err ? ordo__error_set(ORDO_ERR_PROTO, "replan: server %d could not switch: %s", rank, err) : 0;
     json_decref(o);
     if (rc) {
         reset(r);
@@ -236,7 +236,7 @@ static int on_server(ordo_replan_t *r, int rank, ordo_msg_t *m)
     r->send(r->ctx, ORDO_ROLE_WORKER, r->plan_text);
     r->n_done++;
     json_decref(r->last_plan);
-    ordo_model_destroy(&r->last_model);
+    ordo__model_destroy(&r->last_model);
     r->last_plan = r->next_plan;
     r->last_model = r->next_model;
     r->next_plan = NULL;
@@ -246,7 +246,7 @@ static int on_server(ordo_replan_t *r, int rank, ordo_msg_t *m)
     return 0;
 }
 
-int ordo_replan_on_msg(ordo_replan_t *r, const ordo_keys_t *keys, int role, int rank, ordo_msg_t *m)
+int ordo__replan_on_msg(ordo__replan_t *r, const ordo__keys_t *keys, int role, int rank, ordo__msg_t *m)
 {
     if (role == ORDO_ROLE_SERVER) return on_server(r, rank, m);
     if (role == ORDO_ROLE_WORKER && keys) on_worker(r, keys, rank, m);

@@ -9,13 +9,13 @@
 
 #include "core/model.h"
 
-/* ordo_replan_model_match loads the profile (len bytes of ordo-model/1 text) and matches its
+/* ordo__replan_model_match loads the profile (len bytes of ordo-model/1 text) and matches its
  * parameters to the cluster's tensors: names[i] (n names) is tensor i's name and numel[i]
- * its number of elements. On success *out is a new model (ordo_model_destroy) with the
+ * its number of elements. On success *out is a new model (ordo__model_destroy) with the
  * profile's ops and times and parameter i = tensor i, in dtype. Fails with ORDO_ERR_FORMAT
  * naming "worker 0's profile", the JSON path and the reason: not a valid profile, a
  * parameter that is no tensor of the cluster, a size that differs, a tensor missing. */
-int ordo_replan_model_match(const char *profile, size_t len, const char *const *names,
-                            const int64_t *numel, int n, const char *dtype, ordo_model_t **out);
+int ordo__replan_model_match(const char *profile, size_t len, const char *const *names,
+                            const int64_t *numel, int n, const char *dtype, ordo__model_t **out);
 
 #endif

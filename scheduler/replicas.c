@@ -24,20 +24,20 @@ typedef struct {
     int reported;       /* workers that reported next_iter */
 } promotion_t;
 
-struct ordo_replicas {
+struct ordo__replicas {
     int64_t max_iter; /* the newest iteration any worker reported */
     promotion_t *p;
     int n;
     json_t *joins; /* [{server, pid, iteration, unix_ms}]: replacements that joined */
 };
 
-int ordo_replicas_new(struct ordo_scheduler *s, ordo_replicas_t **out)
+int ordo__replicas_new(struct ordo__scheduler *s, ordo__replicas_t **out)
 {
     *out = NULL;
     if (s->conf.replicas <= 1) return 0;
-    int rc = ordo_keys_set_replicas(s->keys, s->conf.replicas);
-    if (rc) return ordo_error_context(rc, "fault.replicas");
-    ordo_replicas_t *r = calloc(1, sizeof *r);
+    int rc = ordo__keys_set_replicas(s->keys, s->conf.replicas);
+    if (rc) return ordo__error_context(rc, "fault.replicas");
+    ordo__replicas_t *r = calloc(1, sizeof *r);
     if (!r) return ORDO_ERR_NOMEM;
     r->max_iter = -1;
     *out = r;
@@ -46,9 +46,9 @@ int ordo_replicas_new(struct ordo_scheduler *s, ordo_replicas_t **out)
     return 0;
 }
 
-void ordo_replicas_destroy(ordo_replicas_t **rp)
+void ordo__replicas_destroy(ordo__replicas_t **rp)
 {
-    ordo_replicas_t *r = rp ? *rp : NULL;
+    ordo__replicas_t *r = rp ? *rp : NULL;
     if (!r) return;
     free(r->p);
     json_decref(r->joins);
@@ -57,9 +57,9 @@ void ordo_replicas_destroy(ordo_replicas_t **rp)
 }
 
 /* the promotions as summary.json's "promotions" (times in ms from the scheduler's start) */
-static void record(struct ordo_scheduler *s)
+static void record(struct ordo__scheduler *s)
 {
-    ordo_replicas_t *r = s->repl;
+    ordo__replicas_t *r = s->repl;
     json_t *a = json_array();
     for (int i = 0; i < r->n; i++) {
         const promotion_t *p = &r->p[i];
@@ -76,13 +76,13 @@ static void record(struct ordo_scheduler *s)
         }
         json_array_append_new(a, o);
     }
-    if (s->log) ordo_runlog_set_section(s->log, "promotions", json_incref(a));
+    if (s->log) ordo__runlog_set_section(s->log, "promotions", json_incref(a));
     json_decref(a);
 }
 
 /* send every live node but `except` (a member index, or -1) the dead servers, and the one
  * that joined (joined >= 0: its rank, at endpoint) */
-static void send_map(struct ordo_scheduler *s, int except, int joined, const char *endpoint)
+static void send_map(struct ordo__scheduler *s, int except, int joined, const char *endpoint)
 {
     json_t *dead = json_array();
     for (int i = 0; i < s->keys->n_servers; i++)
@@ -97,18 +97,18 @@ static void send_map(struct ordo_scheduler *s, int except, int joined, const cha
     free(text);
 }
 
-int ordo_replicas_server_dead(struct ordo_scheduler *s, int member, int64_t silent_ms)
+int ordo__replicas_server_dead(struct ordo__scheduler *s, int member, int64_t silent_ms)
 {
-    ordo_replicas_t *r = s->repl;
+    ordo__replicas_t *r = s->repl;
     member_t *m = &s->members[member];
     char name[320];
     if (!r || m->role != ORDO_ROLE_SERVER || m->rank < 0)
         return ORDO_ERR_PEERDEAD;
     int moved = 0;
-    int rc = ordo_keys_server_failed(s->keys, m->rank, &moved);
+    int rc = ordo__keys_server_failed(s->keys, m->rank, &moved);
     if (rc) {
         ORDO_ERROR("cannot promote a backup for %s: %s",
-                   ordo__sched_member_name(m, name, sizeof name), ordo_error_text(rc));
+                   ordo__sched_member_name(m, name, sizeof name), ordo__error_text(rc));
         return ORDO_ERR_PEERDEAD;
     }
     promotion_t *p = realloc(r->p, sizeof *p * (size_t)(r->n + 1));
@@ -117,8 +117,8 @@ int ordo_replicas_server_dead(struct ordo_scheduler *s, int member, int64_t sile
     r->p[r->n++] = (promotion_t){.server = m->rank,
                                  .moved = moved,
                                  .last_ns = m->last_seen_ns,
-                                 .dead_ns = ordo_clock_ns(),
-                                 .dead_wall_us = ordo_clock_wall_us(),
+                                 .dead_ns = ordo__clock_ns(),
+                                 .dead_wall_us = ordo__clock_wall_us(),
                                  .next_iter = r->max_iter + 1};
     m->gone = true;
     ORDO_WARN("%s is dead: no heartbeat for %lld ms (timeout %d ms); promoted backups for its "
@@ -131,14 +131,14 @@ int ordo_replicas_server_dead(struct ordo_scheduler *s, int member, int64_t sile
 
 /* the WELCOME of a server joining a running cluster: what every node got at the start, with
  * the key map as it is now */
-static void welcome(struct ordo_scheduler *s, const member_t *m)
+static void welcome(struct ordo__scheduler *s, const member_t *m)
 {
     json_t *servers = json_array();
     for (int r = 0; r < s->conf.servers; r++)
         for (int i = 0; i < s->n_members; i++)
             if (s->members[i].role == ORDO_ROLE_SERVER && s->members[i].rank == r)
                 json_array_append_new(servers, json_string(s->members[i].endpoint));
-    char *keys_text = ordo_keys_to_json(s->keys);
+    char *keys_text = ordo__keys_to_json(s->keys);
     json_t *w = json_pack("{s:i,s:o,s:i,s:o,s:s}", "rank", m->rank, "servers", servers, "workers",
                           s->conf.workers, "keys", json_loads(keys_text, 0, NULL), "run_dir",
                           s->run_dir);
@@ -150,10 +150,10 @@ static void welcome(struct ordo_scheduler *s, const member_t *m)
     free(text);
 }
 
-void ordo_replicas_join(struct ordo_scheduler *s, const ordo_msg_t *m, const char *endpoint,
+void ordo__replicas_join(struct ordo__scheduler *s, const ordo__msg_t *m, const char *endpoint,
                           int pid, int want)
 {
-    ordo_replicas_t *r = s->repl;
+    ordo__replicas_t *r = s->repl;
     const char *why = NULL;
     int at = -1;
     for (int i = 0; r && i < s->n_members; i++) {
@@ -179,9 +179,9 @@ void ordo_replicas_join(struct ordo_scheduler *s, const ordo_msg_t *m, const cha
     mb->rid_len = m->rid_len;
     mb->pid = pid;
     snprintf(mb->endpoint, sizeof mb->endpoint, "%s", endpoint);
-    mb->last_seen_ns = ordo_clock_ns();
+    mb->last_seen_ns = ordo__clock_ns();
     mb->gone = false;
-    ordo_keys_server_joined(s->keys, mb->rank);
+    ordo__keys_server_joined(s->keys, mb->rank);
     welcome(s, mb);
     send_map(s, at, mb->rank, endpoint);
     char name[320];
@@ -190,13 +190,13 @@ void ordo_replicas_join(struct ordo_scheduler *s, const ordo_msg_t *m, const cha
     if (!r->joins) r->joins = json_array();
     json_array_append_new(r->joins, json_pack("{s:i,s:i,s:I,s:I}", "server", mb->rank, "pid", pid,
                                               "iteration", (json_int_t)(r->max_iter + 1),
-                                              "unix_ms", (json_int_t)(ordo_clock_wall_us() / 1000)));
-    if (s->log) ordo_runlog_set_section(s->log, "joins", json_incref(r->joins));
+                                              "unix_ms", (json_int_t)(ordo__clock_wall_us() / 1000)));
+    if (s->log) ordo__runlog_set_section(s->log, "joins", json_incref(r->joins));
 }
 
-void ordo_replicas_on_stats(struct ordo_scheduler *s, int worker, int64_t iter)
+void ordo__replicas_on_stats(struct ordo__scheduler *s, int worker, int64_t iter)
 {
-    ordo_replicas_t *r = s->repl;
+    ordo__replicas_t *r = s->repl;
     (void)worker;
     if (!r) return;
     if (iter > r->max_iter) r->max_iter = iter;
@@ -204,8 +204,8 @@ void ordo_replicas_on_stats(struct ordo_scheduler *s, int worker, int64_t iter)
         promotion_t *p = &r->p[i];
         if (p->done_ns || iter != p->next_iter) continue;
         if (++p->reported < s->conf.workers) continue;
-        p->done_ns = ordo_clock_ns();
-        p->done_wall_us = ordo_clock_wall_us();
+        p->done_ns = ordo__clock_ns();
+        p->done_wall_us = ordo__clock_wall_us();
         ORDO_INFO("recovered from the death of server %d: iteration %lld completed %.0f ms after "
                   "it was last heard from (%.0f ms after the promotion)", p->server,
                   (long long)p->next_iter, (double)(p->done_ns - p->last_ns) / 1e6,

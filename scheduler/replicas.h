@@ -16,33 +16,33 @@
 #include "common/wire.h"
 #include "scheduler/runlog.h"
 
-struct ordo_scheduler;
+struct ordo__scheduler;
 
-typedef struct ordo_replicas ordo_replicas_t;
+typedef struct ordo__replicas ordo__replicas_t;
 
-/* ordo_replicas_new sets the conf's replica count on the scheduler's key map (after the
+/* ordo__replicas_new sets the conf's replica count on the scheduler's key map (after the
  * partition) and makes the promotion record; *out stays NULL with replicas = 1. */
-int ordo_replicas_new(struct ordo_scheduler *s, ordo_replicas_t **out);
+int ordo__replicas_new(struct ordo__scheduler *s, ordo__replicas_t **out);
 
-/* ordo_replicas_destroy frees r; NULL-safe. */
-void ordo_replicas_destroy(ordo_replicas_t **r);
+/* ordo__replicas_destroy frees r; NULL-safe. */
+void ordo__replicas_destroy(ordo__replicas_t **r);
 
-/* ordo_replicas_server_dead handles the death of the server member at index member (silent
+/* ordo__replicas_server_dead handles the death of the server member at index member (silent
  * for silent_ms): 0 when its slices were handed to backups and the new map sent (the run goes
  * on), ORDO_ERR_PEERDEAD when it cannot be (no replicas, or a slice with no live replica left). */
-int ordo_replicas_server_dead(struct ordo_scheduler *s, int member, int64_t silent_ms);
+int ordo__replicas_server_dead(struct ordo__scheduler *s, int member, int64_t silent_ms);
 
-/* ordo_replicas_join takes a server's REGISTER with "join": true (m; endpoint and pid from
+/* ordo__replicas_join takes a server's REGISTER with "join": true (m; endpoint and pid from
  * its body, want its requested rank or -1) while the run goes on: it takes the place of a dead
  * server (the requested rank if that one is dead, else the lowest dead rank), gets a WELCOME
  * with the current map, and every other live node a KEYMAP naming it, upon which the
  * primaries send it the state of each slice it backs up. Refused (REJECT with the reason)
  * without replicas or without a dead server. */
-void ordo_replicas_join(struct ordo_scheduler *s, const ordo_msg_t *m, const char *endpoint,
+void ordo__replicas_join(struct ordo__scheduler *s, const ordo__msg_t *m, const char *endpoint,
                           int pid, int want);
 
-/* ordo_replicas_on_stats notes worker `worker`'s report of iteration iter: the first
+/* ordo__replicas_on_stats notes worker `worker`'s report of iteration iter: the first
  * iteration after a promotion that every worker completed ends its recovery. */
-void ordo_replicas_on_stats(struct ordo_scheduler *s, int worker, int64_t iter);
+void ordo__replicas_on_stats(struct ordo__scheduler *s, int worker, int64_t iter);
 
 #endif

@@ -34,7 +34,7 @@ static int write_state(sched_t *s)
     state_path(s, path, sizeof path);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
-    if (!f) return ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
+    if (!f) return ordo__error_set(ORDO_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
     const char *run = json_string_value(json_object_get(json_object_get(s->plan, "intra"), "run"));
     if (run) snprintf(s->intra_run, sizeof s->intra_run, "%s", run);
     int ok = fprintf(f, "{\"generation\":%lld,\"pid\":%d,\"endpoint\":\"%s\",\"intra_run\":\"%s\"}\n",
@@ -42,7 +42,7 @@ static int write_state(sched_t *s)
     ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok &= fclose(f) == 0;
     if (!ok || rename(tmp, path) != 0)
-        return ordo_error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        return ordo__error_set(ORDO_ERR_IO, "cannot write %s: %s", path, strerror(errno));
     return 0;
 }
 
@@ -51,7 +51,7 @@ int ordo__sched_restart_open(sched_t *s)
     s->generation = 0;
     if (s->conf.fault_scheduler != ORDO_SCHED_RESTART) return 0;
     if (!s->conf.run_name[0])
-        return ordo_error_set(ORDO_ERR_INVAL, "fault.scheduler = restart needs output.run: a new "
+        return ordo__error_set(ORDO_ERR_INVAL, "fault.scheduler = restart needs output.run: a new "
                               "scheduler finds the run's folder by its name (scripts/ordo-launch "
                               "sets one)");
     char path[sizeof s->run_dir + 32];
@@ -59,12 +59,12 @@ int ordo__sched_restart_open(sched_t *s)
     json_error_t jerr;
     json_t *o = json_load_file(path, 0, &jerr);
     if (!o && access(path, F_OK) == 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "%s: %s (a restarted scheduler reads its "
+        return ordo__error_set(ORDO_ERR_INVAL, "%s: %s (a restarted scheduler reads its "
                               "predecessor's generation there)", path, jerr.text);
     json_t *gen = json_object_get(o, "generation");
     if (o && (!json_is_integer(gen) || json_integer_value(gen) < 1)) {
         json_decref(o);
-        return ordo_error_set(ORDO_ERR_INVAL, "%s: generation is not a positive integer", path);
+        return ordo__error_set(ORDO_ERR_INVAL, "%s: generation is not a positive integer", path);
     }
     s->restarted = o != NULL;
     s->generation = o ? json_integer_value(gen) + 1 : 1;
@@ -90,14 +90,14 @@ void ordo__sched_restart_plan(sched_t *s)
         json_object_set_new(intra, "run", json_string(s->intra_run));
     else if (!s->restarted && s->generation > 0 && json_is_object(intra) && s->endpoint[0]) {
         int rc = write_state(s); /* the run id of a plan made from declarations */
-        if (rc) ORDO_WARN("%s", ordo_error_text(rc));
+        if (rc) ORDO_WARN("%s", ordo__error_text(rc));
     }
 }
 
 int ordo__sched_restart_listening(sched_t *s)
 {
     if (s->conf.fault_scheduler != ORDO_SCHED_RESTART) return 0;
-    ordo_runlog_set_section(s->log, "scheduler_restarts", json_integer(s->generation - 1));
+    ordo__runlog_set_section(s->log, "scheduler_restarts", json_integer(s->generation - 1));
     return write_state(s);
 }
 
@@ -109,7 +109,7 @@ void ordo__sched_restart_close(sched_t *s, bool ended)
         unlink(path);
     }
     for (int i = 0; i < s->n_stash; i++)
-        ordo_msg_close(&s->stash[i]);
+        ordo__msg_close(&s->stash[i]);
     free(s->stash);
     s->stash = NULL;
     s->n_stash = s->cap_stash = 0;
@@ -123,18 +123,18 @@ void ordo__sched_restart_close(sched_t *s, bool ended)
     s->reported = NULL;
 }
 
-static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *));
+static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *));
 
 /* server_version takes a welcomed server's answer (a STATS with its current "version") */
-static int server_version(sched_t *s, member_t *mb, ordo_msg_t *m)
+static int server_version(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     size_t len = 0;
-    const char *body = ordo_msg_data(m, 0, &len);
+    const char *body = ordo__msg_data(m, 0, &len);
     json_t *o = body ? json_loadb(body, len, 0, NULL) : NULL;
     json_t *v = json_object_get(o, "version");
     if (!mb->rejoin || !json_is_integer(v) || json_object_get(mb->rejoin, "current")) {
         json_decref(o);
-        ordo_transport_drop(s->tp, m, "a server's version: unexpected or malformed", NULL);
+        ordo__transport_drop(s->tp, m, "a server's version: unexpected or malformed", NULL);
         return 0;
     }
     json_object_update(mb->rejoin, o); /* "version", and "clocks" under asp */
@@ -144,7 +144,7 @@ static int server_version(sched_t *s, member_t *mb, ordo_msg_t *m)
     return finish_rebuild(s, s->rebuild_handle);
 }
 
-int ordo__sched_restart_stash(sched_t *s, ordo_msg_t *m)
+int ordo__sched_restart_stash(sched_t *s, ordo__msg_t *m)
 {
     for (int i = 0; s->generation > 0 && m->hdr.type == ORDO_MSG_STATS && i < s->n_members; i++) {
         member_t *mb = &s->members[i];
@@ -157,19 +157,19 @@ int ordo__sched_restart_stash(sched_t *s, ordo_msg_t *m)
         return -1;
     if (s->n_stash == s->cap_stash) {
         int cap = s->cap_stash ? s->cap_stash * 2 : 64;
-        ordo_msg_t *p = cap <= STASH_MAX ? malloc(sizeof *p * (size_t)cap) : NULL;
+        ordo__msg_t *p = cap <= STASH_MAX ? malloc(sizeof *p * (size_t)cap) : NULL;
         if (!p) {
-            ordo_transport_drop(s->tp, m, "too many messages before the members registered again",
+            ordo__transport_drop(s->tp, m, "too many messages before the members registered again",
                                 NULL);
             return 0;
         }
         for (int i = 0; i < s->n_stash; i++)
-            ordo_msg_move(&p[i], &s->stash[i]);
+            ordo__msg_move(&p[i], &s->stash[i]);
         free(s->stash);
         s->stash = p;
         s->cap_stash = cap;
     }
-    ordo_msg_move(&s->stash[s->n_stash++], m);
+    ordo__msg_move(&s->stash[s->n_stash++], m);
     return 0;
 }
 
@@ -211,7 +211,7 @@ bool ordo__sched_restart_old_stats(sched_t *s, int worker, int64_t iter)
 }
 
 /* refuse answers a registration the rebuild cannot take, naming the field, and logs it */
-static void refuse(sched_t *s, const ordo_msg_t *m, const char *why)
+static void refuse(sched_t *s, const ordo__msg_t *m, const char *why)
 {
     ORDO_WARN("refused a member registering again: %s", why);
     ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, why);
@@ -224,7 +224,7 @@ static void check_one(sched_t *s, int role, int rank, json_t *st, char *why, siz
 {
     json_t *gen = json_object_get(st, "generation"), *plan = json_object_get(st, "plan");
     int limit = role == ORDO_ROLE_SERVER ? s->conf.servers : s->conf.workers;
-    const char *rn = ordo_wire_role_name(role);
+    const char *rn = ordo__wire_role_name(role);
     why[0] = '\0';
     if (rank < 0 || rank >= limit) {
         snprintf(why, wsz, "rank: %s %d registers again, but the run has %d", rn, rank, limit);
@@ -296,7 +296,7 @@ static void take_state(sched_t *s, member_t *m)
     if (json_is_integer(b)) ordo__sched_on_barrier(s, m, json_integer_value(b));
     if (json_is_true(json_object_get(m->rejoin, "done")) && !m->done) {
         char *final = json_dumps(json_object_get(m->rejoin, "final"), JSON_COMPACT);
-        if (final && s->log) ordo_runlog_final(s->log, m->rank, final);
+        if (final && s->log) ordo__runlog_final(s->log, m->rank, final);
         free(final);
         m->done = true;
         s->n_done++;
@@ -332,15 +332,15 @@ static int welcome_one(sched_t *s, member_t *m)
     if (!text) return ordo__sched_abort_run(s, "out of memory for the WELCOME");
     ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_WELCOME, text);
     free(text);
-    m->last_seen_ns = ordo_clock_ns();
-    ordo_liveness_init(&m->live, m->last_seen_ns, s->conf.timeout_ms,
-                       ordo_conf_timeout_max_ms(&s->conf), 2 * s->conf.heartbeat_ms);
+    m->last_seen_ns = ordo__clock_ns();
+    ordo__liveness_init(&m->live, m->last_seen_ns, s->conf.timeout_ms,
+                       ordo__conf_timeout_max_ms(&s->conf), 2 * s->conf.heartbeat_ms);
     return 0;
 }
 
 /* complete: every member is back: the servers are welcomed first and answer with their
  * current versions (server_version), then finish_rebuild goes on */
-static int complete(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *))
+static int complete(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
 {
     if (s->declared) { /* the plan comes from the declarations the workers sent again */
         int rc = ordo__sched_plan_declared(s);
@@ -363,7 +363,7 @@ static int complete(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *))
 
 /* finish_rebuild: the check, the workers' WELCOME, their barriers and DONEs, then what came
  * before; 0 to go on, 1 when every worker was done, or an abort */
-static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *))
+static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
 {
     int rc = check_all(s);
     if (rc) return rc;
@@ -375,7 +375,7 @@ static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *))
     ORDO_INFO("cluster complete: every member registered again %.0f ms after this scheduler "
               "started, and the run goes on under generation %lld (the run log holds every "
               "iteration up to %lld); run folder %s",
-              (double)(ordo_clock_ns() - s->start_ns) / 1e6, (long long)s->generation,
+              (double)(ordo__clock_ns() - s->start_ns) / 1e6, (long long)s->generation,
               (long long)newest, s->run_dir);
     for (int i = 0; i < s->n_members; i++)
         take_state(s, &s->members[i]);
@@ -383,7 +383,7 @@ static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *))
     for (int i = 0; i < s->n_stash && rc == 0; i++)
         rc = handle(s, &s->stash[i]);
     for (int i = 0; i < s->n_stash; i++)
-        ordo_msg_close(&s->stash[i]);
+        ordo__msg_close(&s->stash[i]);
     s->n_stash = 0;
     if (rc) return rc;
     return s->n_done == s->n_live ? 1 : 0;
@@ -392,14 +392,14 @@ static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo_msg_t *))
 /* take_back: a member of this live scheduler's run found it silent (it was paused, or cut
  * off) and registers again: the scheduler is still the run's, so it welcomes the member
  * back under a new generation (newer than any the members obey) */
-static int take_back(sched_t *s, member_t *mb, ordo_msg_t *m, json_t *o)
+static int take_back(sched_t *s, member_t *mb, ordo__msg_t *m, json_t *o)
 {
     if (mb->rejoin && json_equal(mb->rejoin, json_object_get(o, "rejoin")) &&
         mb->rid_len == m->rid_len && !memcmp(mb->rid, m->rid, m->rid_len))
         return 0; /* a copy the member sent again: it was welcomed back */
     s->generation++;
     int rc = write_state(s);
-    if (rc) ORDO_WARN("%s", ordo_error_text(rc));
+    if (rc) ORDO_WARN("%s", ordo__error_text(rc));
     memcpy(mb->rid, m->rid, m->rid_len);
     mb->rid_len = m->rid_len;
     json_decref(mb->rejoin);
@@ -415,8 +415,8 @@ static int take_back(sched_t *s, member_t *mb, ordo_msg_t *m, json_t *o)
     return s->n_done == s->n_live ? 1 : 0;
 }
 
-int ordo__sched_restart_register(sched_t *s, ordo_msg_t *m, json_t *o,
-                                 int (*handle)(sched_t *, ordo_msg_t *))
+int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
+                                 int (*handle)(sched_t *, ordo__msg_t *))
 {
     json_t *st = json_object_get(o, "rejoin");
     const char *role = json_string_value(json_object_get(o, "role"));
@@ -491,7 +491,7 @@ int ordo__sched_restart_register(sched_t *s, ordo_msg_t *m, json_t *o,
     if (s->declared && r == ORDO_ROLE_WORKER && json_is_array(tensors))
         mb->tensors = json_incref(tensors);
     mb->rejoin = json_incref(st);
-    mb->last_seen_ns = ordo_clock_ns();
+    mb->last_seen_ns = ordo__clock_ns();
     ordo__sched_member_fresh(s, mb, o);
     int *count = r == ORDO_ROLE_SERVER ? &s->n_servers : &s->n_workers;
     (*count)++;

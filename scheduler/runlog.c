@@ -32,31 +32,31 @@ typedef struct {
 
 /* the figures of one set of records: all of them, or those after warm-up */
 typedef struct {
-    ordo_histo_t step, compute, wait;
+    ordo__histo_t step, compute, wait;
     int64_t n, eff_n, samples, t0, t1, strag_n, intra_n;
     double eff_sum, bytes_sum, strag_sum, intra_red, intra_gat;
 } totals_t;
 
-struct ordo_runlog {
+struct ordo__runlog {
     char dir[ORDO_CONF_PATH];
-    ordo_conf_t conf;
+    ordo__conf_t conf;
     int n_workers;
     FILE *metrics;
     int64_t max_iter;
     totals_t all, warm; /* warm: iterations >= conf.warmup */
     open_iter_t open[OPEN_ITERS];
-    ordo_runlog_sparse_t *sparse;
-    ordo_runlog_sync_t sync;
+    ordo__runlog_sparse_t *sparse;
+    ordo__runlog_sync_t sync;
     json_t **finals; /* per worker */
-    json_t *sections; /* members the summary carries as given (ordo_runlog_set_section) */
+    json_t *sections; /* members the summary carries as given (ordo__runlog_set_section) */
 };
 
 static void totals_init(totals_t *t)
 {
     memset(t, 0, sizeof *t);
-    ordo_histo_init(&t->step);
-    ordo_histo_init(&t->compute);
-    ordo_histo_init(&t->wait);
+    ordo__histo_init(&t->step);
+    ordo__histo_init(&t->compute);
+    ordo__histo_init(&t->wait);
     t->t0 = INT64_MAX;
 }
 
@@ -73,12 +73,12 @@ static int mkdirs(const char *path)
     return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
 }
 
-static int make(const char *dir, const ordo_conf_t *conf, int n_workers, const char *mode,
-                ordo_runlog_t **out)
+static int make(const char *dir, const ordo__conf_t *conf, int n_workers, const char *mode,
+                ordo__runlog_t **out)
 {
     if (mkdirs(dir) != 0)
-        return ordo_error_set(ORDO_ERR_IO, "cannot create run folder %s: %s", dir, strerror(errno));
-    ordo_runlog_t *r = calloc(1, sizeof *r);
+        return ordo__error_set(ORDO_ERR_IO, "cannot create run folder %s: %s", dir, strerror(errno));
+    ordo__runlog_t *r = calloc(1, sizeof *r);
     if (!r) return ORDO_ERR_NOMEM;
     snprintf(r->dir, sizeof r->dir, "%s", dir);
     r->conf = *conf;
@@ -89,41 +89,41 @@ static int make(const char *dir, const ordo_conf_t *conf, int n_workers, const c
     totals_init(&r->warm);
     for (int i = 0; i < OPEN_ITERS; i++)
         r->open[i].iter = -1;
-    ordo_runlog_sync_init(&r->sync);
+    ordo__runlog_sync_init(&r->sync);
     char path[ORDO_CONF_PATH + 32];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     r->metrics = fopen(path, mode);
-    if (!r->metrics || !r->finals || ordo_runlog_sparse_new(n_workers, &r->sparse) != 0) {
-        int rc = ordo_error_set(ORDO_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-        ordo_runlog_destroy(&r);
+    if (!r->metrics || !r->finals || ordo__runlog_sparse_new(n_workers, &r->sparse) != 0) {
+        int rc = ordo__error_set(ORDO_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        ordo__runlog_destroy(&r);
         return rc;
     }
     *out = r;
     return 0;
 }
 
-int ordo_runlog_new(const char *dir, const ordo_conf_t *conf, int n_workers, ordo_runlog_t **out)
+int ordo__runlog_new(const char *dir, const ordo__conf_t *conf, int n_workers, ordo__runlog_t **out)
 {
     return make(dir, conf, n_workers, "w", out);
 }
 
-static void record(ordo_runlog_t *r, const ordo_iter_stats_t *s);
+static void record(ordo__runlog_t *r, const ordo__iter_stats_t *s);
 
-int ordo_runlog_continue(const char *dir, const ordo_conf_t *conf, int n_workers,
-                         ordo_runlog_seen_fn seen, void *ctx, ordo_runlog_t **out)
+int ordo__runlog_continue(const char *dir, const ordo__conf_t *conf, int n_workers,
+                         ordo_runlog_seen_fn seen, void *ctx, ordo__runlog_t **out)
 {
     char path[ORDO_CONF_PATH + 32];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     FILE *f = fopen(path, "r");
     if (!f)
-        return ordo_error_set(ORDO_ERR_IO, "cannot read the run's %s: %s", path, strerror(errno));
-    ordo_runlog_t *r = NULL;
+        return ordo__error_set(ORDO_ERR_IO, "cannot read the run's %s: %s", path, strerror(errno));
+    ordo__runlog_t *r = NULL;
     int rc = make(dir, conf, n_workers, "a", &r);
     char line[8192];
     int64_t n = 0, skipped = 0;
     while (!rc && fgets(line, sizeof line, f)) {
-        ordo_iter_stats_t st;
-        if (ordo_runlog_parse_stats(line, n_workers, &st) != 0) { /* a torn last line */
+        ordo__iter_stats_t st;
+        if (ordo__runlog_parse_stats(line, n_workers, &st) != 0) { /* a torn last line */
             skipped++;
             continue;
         }
@@ -139,9 +139,9 @@ int ordo_runlog_continue(const char *dir, const ordo_conf_t *conf, int n_workers
     return 0;
 }
 
-void ordo_runlog_destroy(ordo_runlog_t **rp)
+void ordo__runlog_destroy(ordo__runlog_t **rp)
 {
-    ordo_runlog_t *r = *rp;
+    ordo__runlog_t *r = *rp;
     if (!r) return;
     if (r->metrics) fclose(r->metrics);
     json_decref(r->sections);
@@ -149,7 +149,7 @@ void ordo_runlog_destroy(ordo_runlog_t **rp)
         for (int i = 0; i < r->n_workers; i++)
             json_decref(r->finals[i]);
     free(r->finals);
-    ordo_runlog_sparse_destroy(&r->sparse);
+    ordo__runlog_sparse_destroy(&r->sparse);
     free(r);
     *rp = NULL;
 }
@@ -160,20 +160,20 @@ static double num_or_nan(json_t *o, const char *k)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-int ordo_runlog_parse_stats(const char *text, int n_workers, ordo_iter_stats_t *s)
+int ordo__runlog_parse_stats(const char *text, int n_workers, ordo__iter_stats_t *s)
 {
     json_error_t jerr;
     json_t *o = json_loads(text, 0, &jerr);
     if (!o || !json_is_object(o)) {
         json_decref(o);
-        return ordo_error_set(ORDO_ERR_PROTO, "STATS: not a JSON object");
+        return ordo__error_set(ORDO_ERR_PROTO, "STATS: not a JSON object");
     }
     memset(s, 0, sizeof *s);
     json_t *w = json_object_get(o, "worker"), *it = json_object_get(o, "iter");
     int rc = 0;
     if (!json_is_integer(w) || json_integer_value(w) < 0 || json_integer_value(w) >= n_workers ||
         !json_is_integer(it) || json_integer_value(it) < 0) {
-        rc = ordo_error_set(ORDO_ERR_PROTO, "STATS: bad worker or iter");
+        rc = ordo__error_set(ORDO_ERR_PROTO, "STATS: bad worker or iter");
         goto done;
     }
     s->worker = (int)json_integer_value(w);
@@ -189,7 +189,7 @@ int ordo_runlog_parse_stats(const char *text, int n_workers, ordo_iter_stats_t *
     double te = num_or_nan(o, "t_end_ns");
     if (!(s->step_ms >= 0) || !(s->wait_ms >= 0) || !(s->compute_ms >= 0) || !(bp >= 0) ||
         !(bl >= 0) || !(sm >= 0) || !(ts >= 0) || !(tp >= ts) || !(te >= ts)) {
-        rc = ordo_error_set(ORDO_ERR_PROTO, "STATS: missing or negative figures");
+        rc = ordo__error_set(ORDO_ERR_PROTO, "STATS: missing or negative figures");
         goto done;
     }
     s->bytes_push = (int64_t)bp;
@@ -226,7 +226,7 @@ done:
 /* close_iter counts open iteration o's straggler effect (the longest wait of a worker for
  * the last one to finish pushing, over the iteration time) into the totals, when every
  * worker reported it */
-static void close_iter(const ordo_runlog_t *r, const open_iter_t *o, totals_t *all, totals_t *warm)
+static void close_iter(const ordo__runlog_t *r, const open_iter_t *o, totals_t *all, totals_t *warm)
 {
     if (o->iter < 0 || o->n != r->n_workers || o->max_end <= o->min_start) return;
     double e = (double)(o->max_pd - o->min_pd) / (double)(o->max_end - o->min_start);
@@ -240,7 +240,7 @@ static void close_iter(const ordo_runlog_t *r, const open_iter_t *o, totals_t *a
 
 /* the intra-host phases' busy times (client/push_hier.c reports intra_reduce_ms and
  * intra_gather_ms with its stats) */
-static void add_intra(totals_t *t, const ordo_iter_stats_t *s)
+static void add_intra(totals_t *t, const ordo__iter_stats_t *s)
 {
     if (!strstr(s->extra, "intra_reduce_ms")) return;
     char text[sizeof s->extra + 4];
@@ -252,11 +252,11 @@ static void add_intra(totals_t *t, const ordo_iter_stats_t *s)
     json_decref(o);
 }
 
-static void add_totals(totals_t *t, const ordo_iter_stats_t *s)
+static void add_totals(totals_t *t, const ordo__iter_stats_t *s)
 {
-    ordo_histo_add(&t->step, s->step_ms);
-    ordo_histo_add(&t->compute, s->compute_ms);
-    ordo_histo_add(&t->wait, s->wait_ms);
+    ordo__histo_add(&t->step, s->step_ms);
+    ordo__histo_add(&t->compute, s->compute_ms);
+    ordo__histo_add(&t->wait, s->wait_ms);
     t->n++;
     if (!isnan(s->efficiency)) {
         t->eff_sum += s->efficiency;
@@ -270,7 +270,7 @@ static void add_totals(totals_t *t, const ordo_iter_stats_t *s)
 }
 
 /* add_open counts s into its iteration's slot, closing the older iteration it replaces */
-static void add_open(ordo_runlog_t *r, const ordo_iter_stats_t *s)
+static void add_open(ordo__runlog_t *r, const ordo__iter_stats_t *s)
 {
     open_iter_t *o = &r->open[s->iter % OPEN_ITERS];
     if (o->iter > s->iter) return; /* too late: that iteration's slot was reused */
@@ -286,17 +286,17 @@ static void add_open(ordo_runlog_t *r, const ordo_iter_stats_t *s)
 }
 
 /* record counts s into the summary's figures */
-static void record(ordo_runlog_t *r, const ordo_iter_stats_t *s)
+static void record(ordo__runlog_t *r, const ordo__iter_stats_t *s)
 {
     if (s->iter > r->max_iter) r->max_iter = s->iter;
     add_totals(&r->all, s);
     if (s->iter >= r->conf.warmup) add_totals(&r->warm, s);
     add_open(r, s);
-    ordo_runlog_sparse_add(r->sparse, s);
-    ordo_runlog_sync_add(&r->sync, s, &r->conf);
+    ordo__runlog_sparse_add(r->sparse, s);
+    ordo__runlog_sync_add(&r->sync, s, &r->conf);
 }
 
-int ordo_runlog_add(ordo_runlog_t *r, const ordo_iter_stats_t *s)
+int ordo__runlog_add(ordo__runlog_t *r, const ordo__iter_stats_t *s)
 {
     record(r, s);
     fprintf(r->metrics,
@@ -319,13 +319,13 @@ int ordo_runlog_add(ordo_runlog_t *r, const ordo_iter_stats_t *s)
     return 0;
 }
 
-int ordo_runlog_final(ordo_runlog_t *r, int worker, const char *text)
+int ordo__runlog_final(ordo__runlog_t *r, int worker, const char *text)
 {
     if (worker < 0 || worker >= r->n_workers) return ORDO_ERR_INVAL;
     json_t *o = json_loads(text, 0, NULL);
     if (!json_is_object(o)) {
         json_decref(o);
-        return ordo_error_set(ORDO_ERR_PROTO, "DONE: body is not a JSON object");
+        return ordo__error_set(ORDO_ERR_PROTO, "DONE: body is not a JSON object");
     }
     json_decref(r->finals[worker]);
     r->finals[worker] = o;
@@ -338,16 +338,16 @@ static json_t *num(double v)
 }
 
 /* {"mean", "p50", "p95"} of a histogram (the quantiles within ORDO_HISTO_REL_ERR) */
-static json_t *distribution(const ordo_histo_t *h)
+static json_t *distribution(const ordo__histo_t *h)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "mean", num(ordo_histo_mean(h)));
-    json_object_set_new(o, "p50", num(ordo_histo_quantile(h, 0.5)));
-    json_object_set_new(o, "p95", num(ordo_histo_quantile(h, 0.95)));
+    json_object_set_new(o, "mean", num(ordo__histo_mean(h)));
+    json_object_set_new(o, "p50", num(ordo__histo_quantile(h, 0.5)));
+    json_object_set_new(o, "p95", num(ordo__histo_quantile(h, 0.95)));
     return o;
 }
 
-int ordo_runlog_set_section(ordo_runlog_t *r, const char *name, json_t *value)
+int ordo__runlog_set_section(ordo__runlog_t *r, const char *name, json_t *value)
 {
     if (!r->sections && !(r->sections = json_object())) {
         json_decref(value);
@@ -356,7 +356,7 @@ int ordo_runlog_set_section(ordo_runlog_t *r, const char *name, json_t *value)
     return json_object_set_new(r->sections, name, value) == 0 ? 0 : ORDO_ERR_NOMEM;
 }
 
-int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
+int ordo__runlog_write_summary(ordo__runlog_t *r, char **text)
 {
     int64_t max_iter = r->max_iter;
     int warm = r->conf.warmup;
@@ -370,7 +370,7 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
     int64_t ns = t->n;
 
     json_t *root = json_object();
-    char *conf_json = ordo_conf_to_json(&r->conf);
+    char *conf_json = ordo__conf_to_json(&r->conf);
     json_object_set_new(root, "conf", json_loads(conf_json, 0, NULL));
     free(conf_json);
     json_object_set_new(root, "workers", json_integer(r->n_workers));
@@ -393,15 +393,15 @@ int ordo_runlog_write_summary(ordo_runlog_t *r, char **text)
         json_object_set_new(root, "intra_ms",
                             json_pack("{s:f,s:f}", "reduce", t->intra_red / (double)t->intra_n,
                                       "gather", t->intra_gat / (double)t->intra_n));
-    json_t *sparse = ordo_runlog_sparse_section(r->sparse);
+    json_t *sparse = ordo__runlog_sparse_section(r->sparse);
     if (sparse) json_object_set_new(root, "sparse", sparse);
-    ordo_runlog_sync_write(root, &r->sync, &r->conf);
+    ordo__runlog_sync_write(root, &r->sync, &r->conf);
     if (r->sections) json_object_update(root, r->sections);
     /* the step model's prediction (scheduler/runplan_step.h) against the measured median */
     json_t *pred = json_object_get(json_object_get(root, "order_step"), "predicted_step_ms");
     if (json_is_number(pred) && ns > 0) {
         json_t *os = json_object_get(root, "order_step");
-        double p50 = ordo_histo_quantile(&t->step, 0.5);
+        double p50 = ordo__histo_quantile(&t->step, 0.5);
         json_object_set_new(os, "measured_step_ms", num(p50));
         json_object_set_new(os, "measured_over_predicted", num(p50 / json_number_value(pred)));
     }

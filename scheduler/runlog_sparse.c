@@ -23,7 +23,7 @@ typedef struct {
     int n, epoch;
 } slot_t;
 
-struct ordo_runlog_sparse {
+struct ordo__runlog_sparse {
     int n_workers;
     int m, S, epochs;
     int64_t iters;
@@ -43,7 +43,7 @@ static double get(json_t *o, const char *name)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-static int parse(const ordo_iter_stats_t *s, rec_t *r)
+static int parse(const ordo__iter_stats_t *s, rec_t *r)
 {
     if (!strstr(s->extra, "\"sparse_k\"")) return -1;
     char text[sizeof s->extra + 4];
@@ -83,9 +83,9 @@ static double imbalance(const double *load, int S)
     return sum > 0 ? max * S / sum : 1.0;
 }
 
-int ordo_runlog_sparse_new(int n_workers, ordo_runlog_sparse_t **out)
+int ordo__runlog_sparse_new(int n_workers, ordo__runlog_sparse_t **out)
 {
-    ordo_runlog_sparse_t *a = calloc(1, sizeof *a);
+    ordo__runlog_sparse_t *a = calloc(1, sizeof *a);
     if (!a) return -1;
     a->n_workers = n_workers;
     a->iter_after = NAN;
@@ -95,9 +95,9 @@ int ordo_runlog_sparse_new(int n_workers, ordo_runlog_sparse_t **out)
     return 0;
 }
 
-void ordo_runlog_sparse_destroy(ordo_runlog_sparse_t **ap)
+void ordo__runlog_sparse_destroy(ordo__runlog_sparse_t **ap)
 {
-    ordo_runlog_sparse_t *a = *ap;
+    ordo__runlog_sparse_t *a = *ap;
     if (!a) return;
     free(a->by_epoch);
     free(a->load);
@@ -107,7 +107,7 @@ void ordo_runlog_sparse_destroy(ordo_runlog_sparse_t **ap)
 }
 
 /* close_slot counts slot i's iteration when every worker reported it (after epoch 0) */
-static void close_slot(const ordo_runlog_sparse_t *a, double *iter_after, int i)
+static void close_slot(const ordo__runlog_sparse_t *a, double *iter_after, int i)
 {
     const slot_t *sl = &a->slots[i];
     if (sl->iter < 0 || sl->n != a->n_workers || sl->epoch == 0) return;
@@ -116,7 +116,7 @@ static void close_slot(const ordo_runlog_sparse_t *a, double *iter_after, int i)
 }
 
 /* first: the sizes of everything per server come from the first record */
-static int start(ordo_runlog_sparse_t *a, const rec_t *x)
+static int start(ordo__runlog_sparse_t *a, const rec_t *x)
 {
     a->S = x->servers;
     a->k = x->k;
@@ -125,7 +125,7 @@ static int start(ordo_runlog_sparse_t *a, const rec_t *x)
     return a->load && a->slot_load ? 0 : -1;
 }
 
-static int grow_epochs(ordo_runlog_sparse_t *a, int epochs)
+static int grow_epochs(ordo__runlog_sparse_t *a, int epochs)
 {
     if (epochs <= a->cap_epochs) return 0;
     int cap = a->cap_epochs ? a->cap_epochs : 16;
@@ -139,7 +139,7 @@ static int grow_epochs(ordo_runlog_sparse_t *a, int epochs)
     return 0;
 }
 
-void ordo_runlog_sparse_add(ordo_runlog_sparse_t *a, const ordo_iter_stats_t *s)
+void ordo__runlog_sparse_add(ordo__runlog_sparse_t *a, const ordo__iter_stats_t *s)
 {
     rec_t x;
     if (parse(s, &x) != 0) return;
@@ -178,7 +178,7 @@ void ordo_runlog_sparse_add(ordo_runlog_sparse_t *a, const ordo_iter_stats_t *s)
     }
 }
 
-json_t *ordo_runlog_sparse_section(const ordo_runlog_sparse_t *a)
+json_t *ordo__runlog_sparse_section(const ordo__runlog_sparse_t *a)
 {
     if (a->m == 0) return NULL;
     int m = a->m, S = a->S;
@@ -216,13 +216,13 @@ json_t *ordo_runlog_sparse_section(const ordo_runlog_sparse_t *a)
     return out;
 }
 
-json_t *ordo_runlog_sparse_summary(const ordo_iter_stats_t *recs, int n, int n_workers)
+json_t *ordo__runlog_sparse_summary(const ordo__iter_stats_t *recs, int n, int n_workers)
 {
-    ordo_runlog_sparse_t *a;
-    if (ordo_runlog_sparse_new(n_workers, &a) != 0) return NULL;
+    ordo__runlog_sparse_t *a;
+    if (ordo__runlog_sparse_new(n_workers, &a) != 0) return NULL;
     for (int i = 0; i < n; i++)
-        ordo_runlog_sparse_add(a, &recs[i]);
-    json_t *out = ordo_runlog_sparse_section(a);
-    ordo_runlog_sparse_destroy(&a);
+        ordo__runlog_sparse_add(a, &recs[i]);
+    json_t *out = ordo__runlog_sparse_section(a);
+    ordo__runlog_sparse_destroy(&a);
     return out;
 }

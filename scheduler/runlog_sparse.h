@@ -12,23 +12,23 @@
 
 #include "scheduler/runlog.h"
 
-typedef struct ordo_runlog_sparse ordo_runlog_sparse_t;
+typedef struct ordo__runlog_sparse ordo__runlog_sparse_t;
 
-/* ordo_runlog_sparse_new makes an empty accumulator for n_workers workers. */
-int ordo_runlog_sparse_new(int n_workers, ordo_runlog_sparse_t **out);
+/* ordo__runlog_sparse_new makes an empty accumulator for n_workers workers. */
+int ordo__runlog_sparse_new(int n_workers, ordo__runlog_sparse_t **out);
 
-/* ordo_runlog_sparse_add takes one record (records without sparse counters are ignored). */
-void ordo_runlog_sparse_add(ordo_runlog_sparse_t *a, const ordo_iter_stats_t *s);
+/* ordo__runlog_sparse_add takes one record (records without sparse counters are ignored). */
+void ordo__runlog_sparse_add(ordo__runlog_sparse_t *a, const ordo__iter_stats_t *s);
 
-/* ordo_runlog_sparse_section computes the section from the records taken (the caller owns
+/* ordo__runlog_sparse_section computes the section from the records taken (the caller owns
  * it); NULL when none carried sparse counters (dense or merged runs). */
-json_t *ordo_runlog_sparse_section(const ordo_runlog_sparse_t *a);
+json_t *ordo__runlog_sparse_section(const ordo__runlog_sparse_t *a);
 
-/* ordo_runlog_sparse_destroy frees a; NULL-safe, sets *a = NULL. */
-void ordo_runlog_sparse_destroy(ordo_runlog_sparse_t **a);
+/* ordo__runlog_sparse_destroy frees a; NULL-safe, sets *a = NULL. */
+void ordo__runlog_sparse_destroy(ordo__runlog_sparse_t **a);
 
-/* ordo_runlog_sparse_summary computes the section from n records of n_workers workers at
+/* ordo__runlog_sparse_summary computes the section from n records of n_workers workers at
  * once (new, add each, section, destroy); NULL as above. */
-json_t *ordo_runlog_sparse_summary(const ordo_iter_stats_t *recs, int n, int n_workers);
+json_t *ordo__runlog_sparse_summary(const ordo__iter_stats_t *recs, int n, int n_workers);
 
 #endif

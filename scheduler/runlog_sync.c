@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-void ordo_runlog_sync_init(ordo_runlog_sync_t *y)
+void ordo__runlog_sync_init(ordo__runlog_sync_t *y)
 {
     memset(y, 0, sizeof *y);
     y->top = -1;
@@ -14,8 +14,8 @@ void ordo_runlog_sync_init(ordo_runlog_sync_t *y)
     y->hit_ns = -1;
 }
 
-void ordo_runlog_sync_add(ordo_runlog_sync_t *y, const ordo_iter_stats_t *s,
-                          const ordo_conf_t *conf)
+void ordo__runlog_sync_add(ordo__runlog_sync_t *y, const ordo__iter_stats_t *s,
+                          const ordo__conf_t *conf)
 {
     if (s->t_start_ns < y->t0) y->t0 = s->t_start_ns;
     /* most records carry none of these: spare them the parse */
@@ -46,7 +46,7 @@ void ordo_runlog_sync_add(ordo_runlog_sync_t *y, const ordo_iter_stats_t *s,
     json_decref(o);
 }
 
-void ordo_runlog_sync_write(json_t *root, const ordo_runlog_sync_t *y, const ordo_conf_t *conf)
+void ordo__runlog_sync_write(json_t *root, const ordo__runlog_sync_t *y, const ordo__conf_t *conf)
 {
     if (y->any) {
         json_t *sync = json_object();

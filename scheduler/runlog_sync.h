@@ -15,24 +15,24 @@
 #define ORDO_RUNLOG_SYNC_BUCKETS 64
 
 /* What the section needs of the records seen so far (the runlog embeds it). */
-typedef struct ordo_runlog_sync {
+typedef struct ordo__runlog_sync {
     int64_t hist[ORDO_RUNLOG_SYNC_BUCKETS], late, pulls;
     int top;
     bool any;
     int64_t t0, hit_ns;
-} ordo_runlog_sync_t;
+} ordo__runlog_sync_t;
 
-/* ordo_runlog_sync_init empties y. */
-void ordo_runlog_sync_init(ordo_runlog_sync_t *y);
+/* ordo__runlog_sync_init empties y. */
+void ordo__runlog_sync_init(ordo__runlog_sync_t *y);
 
-/* ordo_runlog_sync_add takes record s's further members ("stale", "late_pushes", worker 0's
+/* ordo__runlog_sync_add takes record s's further members ("stale", "late_pushes", worker 0's
  * "test_accuracy") into y. */
-void ordo_runlog_sync_add(ordo_runlog_sync_t *y, const ordo_iter_stats_t *s,
-                          const ordo_conf_t *conf);
+void ordo__runlog_sync_add(ordo__runlog_sync_t *y, const ordo__iter_stats_t *s,
+                          const ordo__conf_t *conf);
 
-/* ordo_runlog_sync_write adds to root "sync" (the mode, the histogram of the pulled slices'
+/* ordo__runlog_sync_write adds to root "sync" (the mode, the histogram of the pulled slices'
  * staleness, its mean and max, the late pushes) when the records carried them, and
  * "time_to_target_s" when conf's model.target_accuracy is set. */
-void ordo_runlog_sync_write(json_t *root, const ordo_runlog_sync_t *y, const ordo_conf_t *conf);
+void ordo__runlog_sync_write(json_t *root, const ordo__runlog_sync_t *y, const ordo__conf_t *conf);
 
 #endif

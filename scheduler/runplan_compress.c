@@ -30,10 +30,10 @@ static double conversion_ns(const ordo__codec_ops_t *ops)
     for (int64_t i = 0; i < n; i++)
         src[i] = (float)(i % 1000) * 1e-3f - 0.5f;
     for (int rep = 0; rep < 5; rep++) {
-        int64_t t0 = ordo_clock_ns();
+        int64_t t0 = ordo__clock_ns();
         int64_t len = ops->encode(&c, src, n, frame, NULL);
         if (len < 0 || ops->decode(frame, (size_t)len, n, dst) != 0) break;
-        double ns = (double)(ordo_clock_ns() - t0) / (double)n;
+        double ns = (double)(ordo__clock_ns() - t0) / (double)n;
         if (ns < best) best = ns;
     }
 done:
@@ -43,25 +43,25 @@ done:
     return best < 1e30 ? best : 1.0; /* 1 ns a value: a conservative guess if it failed */
 }
 
-int ordo_runplan_compress(const ordo_conf_t *conf, const ordo_model_t *m,
-                          const ordo_oracle_t *oracle, const int *channel, int n_channels,
+int ordo__runplan_compress(const ordo__conf_t *conf, const ordo__model_t *m,
+                          const ordo__oracle_t *oracle, const int *channel, int n_channels,
                           const int *priority, json_t *plan)
 {
     if (strncmp(conf->compression, "auto", 4) != 0) return 0;
     const char *name = conf->compression[4] == ':' ? conf->compression + 5 : "bf16";
     ordo__codec_spec_t cand;
     int rc = ordo__codec_parse(name, &cand);
-    if (rc) return ordo_error_context(rc, "push.compression");
+    if (rc) return ordo__error_context(rc, "push.compression");
     const ordo__codec_ops_t *ops = ordo__codec_ops(cand.id);
     int n = m->n_params;
     double *factor = malloc(sizeof *factor * (size_t)n);
-    ordo_oracle_times_t *t = NULL;
+    ordo__oracle_times_t *t = NULL;
     json_t *keys = json_array();
     if (!factor || !keys) {
         rc = ORDO_ERR_NOMEM;
         goto done;
     }
-    double bps = ordo_runplan_bps(conf), conv = conversion_ns(ops);
+    double bps = ordo__runplan_bps(conf), conv = conversion_ns(ops);
     /* a value's link time as a cast sends it, its conversions (one encode and one decode each
      * way, on the sending and the receiving side) counted as link time they hold it up */
     double cast_bytes = ops->max_bytes(&cand, 1 << 20) / (double)(1 << 20) + conv * 1e-9 * bps / 8;
@@ -73,13 +73,13 @@ int ordo_runplan_compress(const ordo_conf_t *conf, const ordo_model_t *m,
         compressed += take;
     }
     /* the step model, float32 against the choice, with the slice and credit float32 tunes */
-    ordo_step_opts_t o = ordo_runplan_step_opts(conf, channel, n_channels);
-    ordo_step_result_t f32, chosen;
-    if ((rc = ordo_oracle_times_new(m, bps, conf->latency_us, oracle, &t)) != 0) goto done;
-    if ((rc = ordo_step_tune_auto(m, t, priority, &o)) != 0) goto done;
-    if ((rc = ordo_step_simulate(m, t, priority, &o, &f32)) != 0) goto done;
+    ordo__step_opts_t o = ordo__runplan_step_opts(conf, channel, n_channels);
+    ordo__step_result_t f32, chosen;
+    if ((rc = ordo__oracle_times_new(m, bps, conf->latency_us, oracle, &t)) != 0) goto done;
+    if ((rc = ordo__step_tune_auto(m, t, priority, &o)) != 0) goto done;
+    if ((rc = ordo__step_simulate(m, t, priority, &o, &f32)) != 0) goto done;
     o.wire_factor = factor;
-    if ((rc = ordo_step_simulate(m, t, priority, &o, &chosen)) != 0) goto done;
+    if ((rc = ordo__step_simulate(m, t, priority, &o, &chosen)) != 0) goto done;
     char why[400];
     if (compressed && chosen.step_us >= f32.step_us) { /* saves bytes, not time: keep float32 */
         snprintf(why, sizeof why,
@@ -115,7 +115,7 @@ int ordo_runplan_compress(const ordo_conf_t *conf, const ordo_model_t *m,
     if (!js || json_object_set_new(plan, "compression", js) != 0) rc = ORDO_ERR_NOMEM;
 done:
     json_decref(keys);
-    ordo_oracle_times_destroy(&t);
+    ordo__oracle_times_destroy(&t);
     free(factor);
     return rc;
 }

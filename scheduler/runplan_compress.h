@@ -11,13 +11,13 @@
 #include "core/model.h"
 #include "planner/oracle.h"
 
-/* ordo_runplan_compress, when conf's [push] compression is auto or auto:CODEC (bf16, the
+/* ordo__runplan_compress, when conf's [push] compression is auto or auto:CODEC (bf16, the
  * default, or fp16), sets plan's "compression" member: {"policy": "auto", "codec",
  * "keys": [codec spec per key], "compressed": N, "conversion_ns_per_value",
  * "link_bps", "float32_step_ms", "chosen_step_ms", "why"}. priority may be NULL (no order);
  * oracle may be NULL (the profile's times). Otherwise a no-op. */
-int ordo_runplan_compress(const ordo_conf_t *conf, const ordo_model_t *m,
-                          const ordo_oracle_t *oracle, const int *channel, int n_channels,
+int ordo__runplan_compress(const ordo__conf_t *conf, const ordo__model_t *m,
+                          const ordo__oracle_t *oracle, const int *channel, int n_channels,
                           const int *priority, json_t *plan);
 
 #endif

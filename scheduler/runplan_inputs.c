@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ordo_runplan_channels(const ordo_keys_t *keys, int *channel)
+void ordo__runplan_channels(const ordo__keys_t *keys, int *channel)
 {
     int64_t *bytes = calloc((size_t)keys->n_servers, sizeof *bytes);
     for (int k = 0; k < keys->n_keys; k++) {
@@ -26,26 +26,26 @@ void ordo_runplan_channels(const ordo_keys_t *keys, int *channel)
     free(bytes);
 }
 
-int ordo_runplan_oracle(const ordo_conf_t *conf, const ordo_model_t *m, ordo_oracle_t **out)
+int ordo__runplan_oracle(const ordo__conf_t *conf, const ordo__model_t *m, ordo__oracle_t **out)
 {
     *out = NULL;
     if (conf->oracle[0]) {
-        int rc = ordo_oracle_load_file(conf->oracle, m, out);
-        if (rc) return ordo_error_context(rc, "order.oracle");
+        int rc = ordo__oracle_load_file(conf->oracle, m, out);
+        if (rc) return ordo__error_context(rc, "order.oracle");
         return 0;
     }
     if (conf->compute != ORDO_COMPUTE_EMULATE || conf->compute_scale == 1.0) return 0;
-    ordo_oracle_t *o = NULL;
-    int rc = ordo_oracle_new(m, &o);
+    ordo__oracle_t *o = NULL;
+    int rc = ordo__oracle_new(m, &o);
     if (rc) return rc;
     for (int op = 0; op < m->n_ops; op++)
-        ordo_oracle_observe_op(o, op, m->ops[op].fwd_us * conf->compute_scale,
+        ordo__oracle_observe_op(o, op, m->ops[op].fwd_us * conf->compute_scale,
                                m->ops[op].bwd_us * conf->compute_scale);
     *out = o;
     return 0;
 }
 
-double ordo_runplan_bps(const ordo_conf_t *conf)
+double ordo__runplan_bps(const ordo__conf_t *conf)
 {
     if (conf->plan_bandwidth_bps > 0) return conf->plan_bandwidth_bps;
     return conf->bandwidth_bps > 0 ? conf->bandwidth_bps : ORDO_RUNPLAN_DEFAULT_BPS;

@@ -12,17 +12,17 @@
 /* The link rate the planners assume when [net] bandwidth is 0 (no emulation): 10gbit. */
 #define ORDO_RUNPLAN_DEFAULT_BPS 10e9
 
-/* ordo_runplan_oracle sets *out to the oracle planning uses: the conf's [order] oracle file,
+/* ordo__runplan_oracle sets *out to the oracle planning uses: the conf's [order] oracle file,
  * or the profile's op times scaled by compute_scale when the run emulates compute at another
  * scale, or NULL (the profile's times). Caller destroys it. */
-int ordo_runplan_oracle(const ordo_conf_t *conf, const ordo_model_t *m, ordo_oracle_t **out);
+int ordo__runplan_oracle(const ordo__conf_t *conf, const ordo__model_t *m, ordo__oracle_t **out);
 
-/* ordo_runplan_bps returns the link rate the planners assume for conf: [order]
+/* ordo__runplan_bps returns the link rate the planners assume for conf: [order]
  * plan_bandwidth, else [net] bandwidth, else ORDO_RUNPLAN_DEFAULT_BPS. */
-double ordo_runplan_bps(const ordo_conf_t *conf);
+double ordo__runplan_bps(const ordo__conf_t *conf);
 
-/* ordo_runplan_channels writes each key's planning channel into channel[n_keys]: the
+/* ordo__runplan_channels writes each key's planning channel into channel[n_keys]: the
  * server holding most of its bytes (ties: the server of its lowest chunk). */
-void ordo_runplan_channels(const ordo_keys_t *keys, int *channel);
+void ordo__runplan_channels(const ordo__keys_t *keys, int *channel);
 
 #endif

@@ -9,14 +9,14 @@
 #include <string.h>
 #include <unistd.h>
 
-int ordo_runplan_pushers(const ordo_conf_t *conf)
+int ordo__runplan_pushers(const ordo__conf_t *conf)
 {
     int L = conf->local_size;
     bool groups = conf->intra_backend != ORDO_INTRA_NONE && L > 1 && conf->workers % L == 0;
     return groups ? conf->workers / L : conf->workers;
 }
 
-int ordo_runplan_intra(const ordo_conf_t *conf, json_t *plan)
+int ordo__runplan_intra(const ordo__conf_t *conf, json_t *plan)
 {
     int L = conf->local_size;
     if (conf->intra_backend == ORDO_INTRA_NONE || L <= 1) {
@@ -26,25 +26,25 @@ int ordo_runplan_intra(const ordo_conf_t *conf, json_t *plan)
         return 0;
     }
     if (conf->workers % L)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "cluster.local_size = %d does not divide cluster.workers = %d", L,
                               conf->workers);
     if (conf->push_mode == ORDO_PUSH_SPARSE)
-        return ordo_error_set(ORDO_ERR_INVAL, "intra.backend needs push.mode = dense or merged "
+        return ordo__error_set(ORDO_ERR_INVAL, "intra.backend needs push.mode = dense or merged "
                                            "(sparse pushes keep the flat path)");
     /* ordo-worker's synthetic job pushes and pulls key by key; a [worker] command program
      * drives its iterations through ordo_bind (key-level calls are refused in groups) */
     if (strcmp(conf->trainer, "synthetic") == 0 && !conf->worker_command[0])
-        return ordo_error_set(ORDO_ERR_INVAL, "intra.backend needs a model run (model.trainer = "
+        return ordo__error_set(ORDO_ERR_INVAL, "intra.backend needs a model run (model.trainer = "
                                            "profile, mlp, cnn or declared, or a [worker] command "
                                            "program); ordo-worker's synthetic job pushes and "
                                            "pulls every key itself");
-    if (ordo_conf_pull_mode(conf) == ORDO_PULL_EARLY)
-        return ordo_error_set(ORDO_ERR_INVAL, "intra.backend needs order.pull = start (a group "
+    if (ordo__conf_pull_mode(conf) == ORDO_PULL_EARLY)
+        return ordo__error_set(ORDO_ERR_INVAL, "intra.backend needs order.pull = start (a group "
                                            "member pulls only its share of the keys)");
     /* unique per run: segment names must never meet a crashed run's */
     char run[64];
-    snprintf(run, sizeof run, "%ld-%llx", (long)getpid(), (unsigned long long)ordo_clock_ns());
+    snprintf(run, sizeof run, "%ld-%llx", (long)getpid(), (unsigned long long)ordo__clock_ns());
     const char *backend = conf->intra_backend == ORDO_INTRA_SHM    ? "shm"
                           : conf->intra_backend == ORDO_INTRA_NCCL ? "nccl"
                                                                    : "auto";
@@ -58,7 +58,7 @@ int ordo_runplan_intra(const ordo_conf_t *conf, json_t *plan)
     return 0;
 }
 
-int ordo_runplan_intra_check(const ordo_conf_t *conf, const json_t *plan,
+int ordo__runplan_intra_check(const ordo__conf_t *conf, const json_t *plan,
                              const char *const *choice, int workers)
 {
     json_t *intra = json_object_get(plan, "intra");
@@ -81,14 +81,14 @@ int ordo_runplan_intra_check(const ordo_conf_t *conf, const json_t *plan,
             len += (size_t)snprintf(who + len, sizeof who - len, "%sworker %d %s", m ? ", " : "",
                                     g * L + m,
                                     choice[g * L + m] ? choice[g * L + m] : "shm");
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "intra.backend = auto: the members of group %d resolved different "
                               "backends (%s); a group needs one: put every member's tensors on "
                               "the same kind of device (intra.device), or set intra.backend",
                               g, who);
     }
     if (n_nccl && conf->replicas > 1)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "fault.replicas = %d with intra.backend = auto, resolved to nccl "
                               "by %d workers, is not supported: replicas with host groups were "
                               "tested with shm only", conf->replicas, n_nccl);

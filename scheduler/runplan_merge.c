@@ -22,11 +22,11 @@ typedef struct {
 
 /* put_member writes merge plan p (planned with costs k at time scale) into plan's "merge"
  * member, with the ordo-merge/1 file the scheduler saves, and logs it */
-static int put_member(const ordo_conf_t *conf, const ordo_model_t *m, ordo_merge_plan_t *p,
+static int put_member(const ordo__conf_t *conf, const ordo__model_t *m, ordo__merge_plan_t *p,
                       const costs_t *k, double scale, json_t *plan)
 {
     double a = k->a, b = k->b, c = k->c, pull = k->pull, pull_msg = k->pull_msg;
-    int messages = ordo_merge_plan_messages(p, m);
+    int messages = ordo__merge_plan_messages(p, m);
     json_t *groups = json_array(), *merge = NULL;
     for (int g = 0; groups && g < p->n_groups; g++) {
         json_t *grp = json_array();
@@ -51,7 +51,7 @@ static int put_member(const ordo_conf_t *conf, const ordo_model_t *m, ordo_merge
     p->pull_msg = pull_msg;
     p->predicted_iter_s *= scale;
     char *text = NULL;
-    if (merge && ordo_merge_plan_to_json(p, m, &text) == 0)
+    if (merge && ordo__merge_plan_to_json(p, m, &text) == 0)
         json_object_set_new(merge, ORDO_RUNPLAN_MERGE_FILE_MEMBER, json_string(text));
     free(text);
     if (!merge || json_object_set_new(plan, "merge", merge) != 0) return ORDO_ERR_NOMEM;
@@ -67,9 +67,9 @@ static int put_member(const ordo_conf_t *conf, const ordo_model_t *m, ordo_merge
     return 0;
 }
 
-static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double scale, json_t *plan);
+static int plan_merge(const ordo__conf_t *conf, const ordo__model_t *m, double scale, json_t *plan);
 
-int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_oracle_t *oracle,
+int ordo__runplan_merge(const ordo__conf_t *conf, const ordo__model_t *m, const ordo__oracle_t *oracle,
                        json_t *plan)
 {
     if (conf->push_mode != ORDO_PUSH_MERGED) return 0;
@@ -92,42 +92,42 @@ int ordo_runplan_merge(const ordo_conf_t *conf, const ordo_model_t *m, const ord
     if (!conf->oracle[0]) return plan_merge(conf, m, scale, plan);
     /* measured op times ([order] oracle, e.g. ordo-plan oracle over an earlier run's traces)
      * replace the profile's; they are the run's own times, not scaled */
-    ordo_model_t *timed = NULL;
-    int rc = oracle ? ordo_oracle_timed_model(m, oracle, &timed)
-                    : ordo_oracle_timed_model_file(conf->oracle, m, &timed);
-    if (rc) return ordo_error_context(rc, "order.oracle");
+    ordo__model_t *timed = NULL;
+    int rc = oracle ? ordo__oracle_timed_model(m, oracle, &timed)
+                    : ordo__oracle_timed_model_file(conf->oracle, m, &timed);
+    if (rc) return ordo__error_context(rc, "order.oracle");
     ORDO_INFO("merge: op times from the oracle %s", conf->oracle);
     rc = plan_merge(conf, timed, 1.0, plan);
-    ordo_model_destroy(&timed);
+    ordo__model_destroy(&timed);
     return rc;
 }
 
-int ordo_runplan_merge_calibrated(const ordo_conf_t *conf, const ordo_model_t *m, double a,
+int ordo__runplan_merge_calibrated(const ordo__conf_t *conf, const ordo__model_t *m, double a,
                                   double b, double c, json_t *plan)
 {
     if (!(a >= 0 && b > 0 && c >= 0 && isfinite(a) && isfinite(b) && isfinite(c)))
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "calibrated a = %g s, b = %g s/byte, c = %g s/byte: "
                               "needs a >= 0, b > 0, c >= 0",
                               a, b, c);
-    ordo_conf_t cc = *conf;
+    ordo__conf_t cc = *conf;
     cc.calibrate = false;
     cc.merge_a_us = a * 1e6;
     cc.merge_b_ns = b * 1e9;
     cc.merge_c_ns = c * 1e9;
-    int rc = ordo_runplan_merge(&cc, m, NULL, plan);
+    int rc = ordo__runplan_merge(&cc, m, NULL, plan);
     if (!rc) json_object_del(plan, "merge_calibrate");
     return rc;
 }
 
-static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double scale, json_t *plan)
+static int plan_merge(const ordo__conf_t *conf, const ordo__model_t *m, double scale, json_t *plan)
 {
-    ordo_merge_algo_t algo = ORDO_MERGE_OPTIMAL;
+    ordo__merge_algo_t algo = ORDO_MERGE_OPTIMAL;
     int64_t bucket = 0;
     const char *file = strncmp(conf->merge, "file:", 5) == 0 ? conf->merge + 5 : NULL;
-    int rc = file ? 0 : ordo_merge_algo_parse(conf->merge, &algo, &bucket);
-    if (rc) return ordo_error_set(rc, "push.merge: '%s' is not a merge algorithm", conf->merge);
-    double bps = ordo_runplan_bps(conf);
+    int rc = file ? 0 : ordo__merge_algo_parse(conf->merge, &algo, &bucket);
+    if (rc) return ordo__error_set(rc, "push.merge: '%s' is not a merge algorithm", conf->merge);
+    double bps = ordo__runplan_bps(conf);
     double a = conf->merge_a_us * 1e-6;
     double b = conf->merge_b_ns > 0 ? conf->merge_b_ns * 1e-9 : 8.0 / bps;
     double c = conf->merge_c_ns * 1e-9;
@@ -135,45 +135,45 @@ static int plan_merge(const ordo_conf_t *conf, const ordo_model_t *m, double sca
      * server sending its share to every worker over its link (the plan's third stage), each
      * value one message per worker: on an emulated link with a per-message cost each holds
      * the link that long too */
-    bool early = ordo_conf_pull_mode(conf) == ORDO_PULL_EARLY;
+    bool early = ordo__conf_pull_mode(conf) == ORDO_PULL_EARLY;
     double pull = early ? (double)conf->workers * 8.0 / bps : 0;
     double pull_msg = early ? (double)conf->workers * conf->msg_us * 1e-6 : 0;
     if (scale < 1e-9) scale = 1e-9;
     /* the planner counts the messages the workers will send: a group's share of each
      * server, cut at partition_bytes (client/merge_buf.c) */
-    const ordo_merge_layout_t layout = {conf->servers, conf->partition_bytes,
-                                        ordo_conf_segment_bytes(conf)};
-    ordo_merge_plan_t *p = NULL;
+    const ordo__merge_layout_t layout = {conf->servers, conf->partition_bytes,
+                                        ordo__conf_segment_bytes(conf)};
+    ordo__merge_plan_t *p = NULL;
     if (file) {
         /* a plan made elsewhere (ordo-plan merge, a script): its groups, timed for this run */
-        if ((rc = ordo_merge_plan_load_file(file, m, &p)) != 0) return rc;
+        if ((rc = ordo__merge_plan_load_file(file, m, &p)) != 0) return rc;
         p->layout = layout;
         p->pull = pull / scale;
         p->pull_msg = pull_msg / scale;
-        p->predicted_iter_s = ordo_merge_plan_iter_s(p, m, a / scale, b / scale, c / scale);
-    } else if ((rc = ordo_merge_plan_compute3(m, algo, bucket, a / scale, b / scale, c / scale,
+        p->predicted_iter_s = ordo__merge_plan_iter_s(p, m, a / scale, b / scale, c / scale);
+    } else if ((rc = ordo__merge_plan_compute3(m, algo, bucket, a / scale, b / scale, c / scale,
                                               pull / scale, pull_msg / scale, conf->merge_margin,
                                               &layout, &p)) != 0) {
         return rc;
     }
     /* a declared tensor the program transfers only now and then travels alone */
-    int split = ordo_merge_plan_isolate(p, m);
+    int split = ordo__merge_plan_isolate(p, m);
     if (split < 0) {
-        ordo_merge_plan_destroy(&p);
+        ordo__merge_plan_destroy(&p);
         return split;
     }
     if (split) {
-        p->predicted_iter_s = ordo_merge_plan_iter_s(p, m, a / scale, b / scale, c / scale);
+        p->predicted_iter_s = ordo__merge_plan_iter_s(p, m, a / scale, b / scale, c / scale);
         ORDO_INFO("merge: %d group%s split so that occasional tensors travel alone", split,
                   split == 1 ? "" : "s");
     }
     const costs_t k = {a, b, c, pull, pull_msg};
     rc = put_member(conf, m, p, &k, scale, plan);
-    ordo_merge_plan_destroy(&p);
+    ordo__merge_plan_destroy(&p);
     return rc;
 }
 
-void ordo_runplan_merge_take_file(json_t *plan, const char *dir)
+void ordo__runplan_merge_take_file(json_t *plan, const char *dir)
 {
     json_t *merge = json_object_get(plan, "merge");
     const char *text = json_string_value(json_object_get(merge, ORDO_RUNPLAN_MERGE_FILE_MEMBER));

@@ -9,24 +9,24 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-int ordo_runplan_sparse(const ordo_conf_t *conf, const ordo_model_t *m, json_t *plan)
+int ordo__runplan_sparse(const ordo__conf_t *conf, const ordo__model_t *m, json_t *plan)
 {
     if (conf->push_mode != ORDO_PUSH_SPARSE) return 0;
-    int64_t n = ordo_model_total_numel(m);
+    int64_t n = ordo__model_total_numel(m);
     int S = conf->servers;
     if (n >= (int64_t)UINT32_MAX || n < S)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "push.mode = sparse: the model has %lld entries; it needs at least "
                               "one per server (%d) and fewer than 2^32 - 1",
                               (long long)n, S);
     uint32_t *bounds = malloc(sizeof *bounds * ((size_t)S + 1));
     if (!bounds) return ORDO_ERR_NOMEM;
-    int rc = ordo_regions_even((uint32_t)n, S, bounds);
+    int rc = ordo__regions_even((uint32_t)n, S, bounds);
     if (rc) {
         free(bounds);
         return rc;
     }
-    size_t k = ordo_sparsify_k_for((size_t)n, conf->density);
+    size_t k = ordo__sparsify_k_for((size_t)n, conf->density);
     int nbins = n < ORDO_SPARSE_DEFAULT_BINS ? (int)n : ORDO_SPARSE_DEFAULT_BINS;
     json_t *b = json_array();
     for (int s = 0; s <= S; s++)

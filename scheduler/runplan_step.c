@@ -17,40 +17,40 @@
 #define STEP_CHECK_AGREES 1.15
 
 /* the step model's inputs for conf's run (the slice and credit: the conf's, maybe auto) */
-ordo_step_opts_t ordo_runplan_step_opts(const ordo_conf_t *conf, const int *channel, int n_channels)
+ordo__step_opts_t ordo__runplan_step_opts(const ordo__conf_t *conf, const int *channel, int n_channels)
 {
     /* a message costs the emulated per-message time and the push cost the merge planner uses */
     /* in host groups the servers see one pusher per group: its owners' sums */
-    return (ordo_step_opts_t){.n_workers = ordo_runplan_pushers(conf),
+    return (ordo__step_opts_t){.n_workers = ordo__runplan_pushers(conf),
                               .n_channels = n_channels,
                               .channel = channel,
-                              .bandwidth_bps = ordo_runplan_bps(conf),
+                              .bandwidth_bps = ordo__runplan_bps(conf),
                               .latency_us = conf->latency_us,
                               .msg_us = conf->msg_us + conf->merge_a_us,
                               .slice_bytes = conf->segment_bytes,
                               .credit_bytes = conf->credit_bytes,
                               /* a host group's owner asks for the next value with its
                                * push (fused), whatever order.pull says */
-                              .early_pulls = ordo_conf_pull_mode(conf) == ORDO_PULL_EARLY ||
-                                             ordo_runplan_pushers(conf) < conf->workers,
+                              .early_pulls = ordo__conf_pull_mode(conf) == ORDO_PULL_EARLY ||
+                                             ordo__runplan_pushers(conf) < conf->workers,
                               /* the worker's pump wakes in whole milliseconds: a credit below
                                * 1 ms of link time leaves the link idle between pushes, which
                                * the model does not see */
-                              .credit_floor_bytes = ordo_conf_credit_bytes(conf)};
+                              .credit_floor_bytes = ordo__conf_credit_bytes(conf)};
 }
 
-int ordo_runplan_step(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_oracle_t *oracle,
+int ordo__runplan_step(const ordo__conf_t *conf, const ordo__model_t *m, const ordo__oracle_t *oracle,
                       const int *channel, int n_channels, const int *priority, json_t *plan)
 {
-    if (!ordo_conf_step_tuned(conf)) return 0;
-    ordo_oracle_times_t *t = NULL;
-    int rc = ordo_oracle_times_new(m, ordo_runplan_bps(conf), conf->latency_us, oracle, &t);
+    if (!ordo__conf_step_tuned(conf)) return 0;
+    ordo__oracle_times_t *t = NULL;
+    int rc = ordo__oracle_times_new(m, ordo__runplan_bps(conf), conf->latency_us, oracle, &t);
     if (rc) return rc;
-    ordo_step_opts_t o = ordo_runplan_step_opts(conf, channel, n_channels);
-    ordo_step_result_t r;
-    rc = ordo_step_tune_auto(m, t, priority, &o);
-    if (!rc) rc = ordo_step_simulate(m, t, priority, &o, &r);
-    ordo_oracle_times_destroy(&t);
+    ordo__step_opts_t o = ordo__runplan_step_opts(conf, channel, n_channels);
+    ordo__step_result_t r;
+    rc = ordo__step_tune_auto(m, t, priority, &o);
+    if (!rc) rc = ordo__step_simulate(m, t, priority, &o, &r);
+    ordo__oracle_times_destroy(&t);
     if (rc) return rc;
     ORDO_INFO("order: slices of %lld bytes, push credit %lld bytes; modelled step %.3f ms, "
               "bound %.3f ms (compute %.3f, a worker's pushes %.3f, a server's answers %.3f)",
@@ -65,25 +65,25 @@ int ordo_runplan_step(const ordo_conf_t *conf, const ordo_model_t *m, const ordo
     return 0;
 }
 
-int ordo_runplan_step_search(const ordo_conf_t *conf, const ordo_model_t *m,
-                             const ordo_oracle_t *oracle, const int *channel, int n_channels,
+int ordo__runplan_step_search(const ordo__conf_t *conf, const ordo__model_t *m,
+                             const ordo__oracle_t *oracle, const int *channel, int n_channels,
                              int *priority, json_t *plan)
 {
-    if (!ordo_conf_step_tuned(conf) || conf->policy_kind != ORDO_POLICY_SEARCH) return 0;
-    ordo_oracle_times_t *t = NULL;
-    int rc = ordo_oracle_times_new(m, ordo_runplan_bps(conf), conf->latency_us, oracle, &t);
-    ordo_step_opts_t o = ordo_runplan_step_opts(conf, channel, n_channels);
+    if (!ordo__conf_step_tuned(conf) || conf->policy_kind != ORDO_POLICY_SEARCH) return 0;
+    ordo__oracle_times_t *t = NULL;
+    int rc = ordo__oracle_times_new(m, ordo__runplan_bps(conf), conf->latency_us, oracle, &t);
+    ordo__step_opts_t o = ordo__runplan_step_opts(conf, channel, n_channels);
     /* the slice and credit searched with: the ones tuned for the planned order (the plan's
      * step member tunes them again for the order found) */
-    if (!rc) rc = ordo_step_tune_auto(m, t, priority, &o);
-    ordo_search_opts_t so;
-    ordo_search_opts_default(&so);
+    if (!rc) rc = ordo__step_tune_auto(m, t, priority, &o);
+    ordo__search_opts_t so;
+    ordo__search_opts_default(&so);
     so.budget_ms = conf->search_budget_ms;
     so.seed = conf->seed ? conf->seed : 1;
-    ordo_step_search_result_t res = {0};
-    if (!rc) rc = ordo_step_search_plan(m, t, priority, &o, &so, &res);
-    ordo_oracle_times_destroy(&t);
-    if (rc) return ordo_error_context(rc, "order: the training search");
+    ordo__step_search_result_t res = {0};
+    if (!rc) rc = ordo__step_search_plan(m, t, priority, &o, &so, &res);
+    ordo__oracle_times_destroy(&t);
+    if (rc) return ordo__error_context(rc, "order: the training search");
     const char *start = res.from_listed ? "listed" : "planned";
     ORDO_INFO("order: training search from the %s order (modelled step: planned %.3f ms, listed "
               "%.3f ms): %.3f ms after %ld modelled steps",
@@ -95,44 +95,44 @@ int ordo_runplan_step_search(const ordo_conf_t *conf, const ordo_model_t *m,
     return 0;
 }
 
-int64_t ordo_runplan_step_slice(const ordo_conf_t *conf, const json_t *plan)
+int64_t ordo__runplan_step_slice(const ordo__conf_t *conf, const json_t *plan)
 {
     json_t *v = json_object_get(json_object_get(plan, "step"), "slice_bytes");
-    return json_is_integer(v) ? (int64_t)json_integer_value(v) : ordo_conf_segment_bytes(conf);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : ordo__conf_segment_bytes(conf);
 }
 
 /* fit fits the step model to the measured step and tunes the credit on it again */
-static int fit(const ordo_conf_t *conf, const ordo_model_t *m, const ordo_keys_t *keys,
+static int fit(const ordo__conf_t *conf, const ordo__model_t *m, const ordo__keys_t *keys,
                const json_t *step, const json_t *prio_js, double step_ms, double compute_ms,
-               ordo_step_fit_t *out)
+               ordo__step_fit_t *out)
 {
     int n = m->n_params, rc = 0;
     if (!json_is_array(prio_js) || (int)json_array_size(prio_js) != n || keys->n_keys != n)
-        return ordo_error_set(ORDO_ERR_INVAL, "step check: the plan has no priority per key");
+        return ordo__error_set(ORDO_ERR_INVAL, "step check: the plan has no priority per key");
     int *prio = malloc(sizeof *prio * (size_t)n), *channel = malloc(sizeof *channel * (size_t)n);
-    ordo_oracle_t *oracle = NULL;
-    ordo_oracle_times_t *t = NULL;
-    if (!prio || !channel) rc = ordo_error_set(ORDO_ERR_NOMEM, "step check: out of memory");
+    ordo__oracle_t *oracle = NULL;
+    ordo__oracle_times_t *t = NULL;
+    if (!prio || !channel) rc = ordo__error_set(ORDO_ERR_NOMEM, "step check: out of memory");
     for (int p = 0; !rc && p < n; p++)
         prio[p] = (int)json_integer_value(json_array_get(prio_js, (size_t)p));
-    if (!rc) ordo_runplan_channels(keys, channel);
-    if (!rc) rc = ordo_runplan_oracle(conf, m, &oracle);
-    if (!rc) rc = ordo_oracle_times_new(m, ordo_runplan_bps(conf), conf->latency_us, oracle, &t);
+    if (!rc) ordo__runplan_channels(keys, channel);
+    if (!rc) rc = ordo__runplan_oracle(conf, m, &oracle);
+    if (!rc) rc = ordo__oracle_times_new(m, ordo__runplan_bps(conf), conf->latency_us, oracle, &t);
     if (!rc) {
-        ordo_step_opts_t o = ordo_runplan_step_opts(conf, channel, keys->n_servers);
+        ordo__step_opts_t o = ordo__runplan_step_opts(conf, channel, keys->n_servers);
         o.slice_bytes = json_integer_value(json_object_get(step, "slice_bytes"));
         o.credit_bytes = json_integer_value(json_object_get(step, "credit_bytes"));
-        rc = ordo_step_correct(m, t, prio, &o, step_ms * 1e3, compute_ms * 1e3, out);
+        rc = ordo__step_correct(m, t, prio, &o, step_ms * 1e3, compute_ms * 1e3, out);
     }
-    ordo_oracle_times_destroy(&t);
-    ordo_oracle_destroy(&oracle);
+    ordo__oracle_times_destroy(&t);
+    ordo__oracle_destroy(&oracle);
     free(prio);
     free(channel);
     return rc;
 }
 
-int ordo_runplan_step_check(const ordo_conf_t *conf, const ordo_model_t *m,
-                            const ordo_keys_t *keys, json_t *plan, const ordo_step_window_t *w,
+int ordo__runplan_step_check(const ordo__conf_t *conf, const ordo__model_t *m,
+                            const ordo__keys_t *keys, json_t *plan, const ordo__step_window_t *w,
                             int64_t *new_credit)
 {
     *new_credit = -1;
@@ -154,7 +154,7 @@ int ordo_runplan_step_check(const ordo_conf_t *conf, const ordo_model_t *m,
                   w->step_ms, (long long)w->from_iter, (long long)w->to_iter - 1, predicted);
         return 0;
     }
-    ordo_step_fit_t f;
+    ordo__step_fit_t f;
     int rc = fit(conf, m, keys, step, json_object_get(plan, "priorities"), w->step_ms,
                  w->compute_ms, &f);
     if (rc) return rc;

@@ -10,27 +10,27 @@
 
 int main(int argc, char **argv)
 {
-    ordo_conf_t conf;
-    ordo_scheduler_t *s = NULL;
-    const ordo_daemon_opts_t dopts = {.prog = "ordo-scheduler",
+    ordo__conf_t conf;
+    ordo__scheduler_t *s = NULL;
+    const ordo__daemon_opts_t dopts = {.prog = "ordo-scheduler",
                                       .role = "scheduler",
                                       .usage = "-c CONF [--section.key=VALUE ...]",
                                       .catch_stop = true,
                                       .keep_buffers = false};
-    int rc = ordo_daemon_init(&conf, argc, argv, &dopts);
+    int rc = ordo__daemon_init(&conf, argc, argv, &dopts);
     if (rc) return rc > 0 ? 0 : 2;
-    if ((rc = ordo_scheduler_new(&conf, &s)) != 0) {
-        fprintf(stderr, "ordo-scheduler: %s\n", ordo_error_text(rc));
+    if ((rc = ordo__scheduler_new(&conf, &s)) != 0) {
+        fprintf(stderr, "ordo-scheduler: %s\n", ordo__error_text(rc));
         return 1;
     }
-    printf("READY %s\n", ordo_scheduler_endpoint(s));
+    printf("READY %s\n", ordo__scheduler_endpoint(s));
     fflush(stdout);
-    rc = ordo_scheduler_run(s);
+    rc = ordo__scheduler_run(s);
     if (rc != ORDO_ERR_ABORT) {
-        const char *summary = ordo_scheduler_summary(s);
+        const char *summary = ordo__scheduler_summary(s);
         printf("SUMMARY %s\n", summary ? summary : "{}");
         fflush(stdout);
     }
-    ordo_scheduler_destroy(&s);
-    return ordo_daemon_exit_code(rc);
+    ordo__scheduler_destroy(&s);
+    return ordo__daemon_exit_code(rc);
 }

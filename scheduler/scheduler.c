@@ -47,7 +47,7 @@ static void broadcast(sched_t *s, int type, const char *text)
             ordo__sched_reply(s, s->members[i].rid, s->members[i].rid_len, type, text);
 }
 
-static member_t *find_member(sched_t *s, const ordo_msg_t *m)
+static member_t *find_member(sched_t *s, const ordo__msg_t *m)
 {
     for (int i = 0; i < s->n_members; i++)
         if (s->members[i].rid_len == m->rid_len &&
@@ -58,7 +58,7 @@ static member_t *find_member(sched_t *s, const ordo_msg_t *m)
 
 /* find_beat: the member whose heartbeat thread sent HEARTBEAT m (by the id its REGISTER
  * announced); its socket is remembered for probes */
-static member_t *find_beat(sched_t *s, const ordo_msg_t *m)
+static member_t *find_beat(sched_t *s, const ordo__msg_t *m)
 {
     if (m->hdr.type != ORDO_MSG_HEARTBEAT || m->hdr.req == 0) return NULL;
     for (int i = 0; i < s->n_members; i++) {
@@ -108,7 +108,7 @@ char *ordo__sched_welcome_text(sched_t *s, const member_t *m, int64_t rejoin)
         for (int i = 0; i < s->n_members; i++)
             if (s->members[i].role == ORDO_ROLE_SERVER && s->members[i].rank == r)
                 json_array_append_new(servers, json_string(s->members[i].endpoint));
-    char *keys_text = ordo_keys_to_json(s->keys);
+    char *keys_text = ordo__keys_to_json(s->keys);
     json_t *keys = keys_text ? json_loads(keys_text, 0, NULL) : NULL;
     free(keys_text);
     json_t *w = json_object();
@@ -138,9 +138,9 @@ static int intra_check(sched_t *s)
         if (m->role == ORDO_ROLE_WORKER && m->rank >= 0 && m->rank < s->conf.workers)
             choice[m->rank] = m->intra[0] ? m->intra : NULL;
     }
-    int rc = ordo_runplan_intra_check(&s->conf, s->plan, choice, s->conf.workers);
+    int rc = ordo__runplan_intra_check(&s->conf, s->plan, choice, s->conf.workers);
     free(choice);
-    return rc ? ordo__sched_abort_run(s, ordo_error_text(rc)) : 0;
+    return rc ? ordo__sched_abort_run(s, ordo__error_text(rc)) : 0;
 }
 
 /* compression_check: every worker pushes with the same [push] compression (the wire types
@@ -171,12 +171,12 @@ static int compression_check(sched_t *s)
 /* plan_digest: the digest of the key map and plan every WELCOME carries */
 static uint64_t plan_digest(const sched_t *s)
 {
-    char *keys_text = ordo_keys_to_json(s->keys);
+    char *keys_text = ordo__keys_to_json(s->keys);
     json_t *w = json_object();
     json_object_set_new(w, "keys", keys_text ? json_loads(keys_text, 0, NULL) : json_null());
     free(keys_text);
     if (s->plan) json_object_set(w, "plan", s->plan);
-    uint64_t d = ordo_node_plan_digest(w);
+    uint64_t d = ordo__node_plan_digest(w);
     json_decref(w);
     return d;
 }
@@ -188,17 +188,17 @@ int ordo__sched_plan_declared(sched_t *s)
     int rc = declared_model(s, why, sizeof why);
     if (!rc && (rc = plan_model(s)) != 0)
         snprintf(why, sizeof why, "cannot plan the run of the declared tensors: %s",
-                 ordo_error_text(rc));
-    if (rc) return ordo__sched_abort_run(s, why[0] ? why : ordo_error_text(rc));
+                 ordo__error_text(rc));
+    if (rc) return ordo__sched_abort_run(s, why[0] ? why : ordo__error_text(rc));
     summarize_step(s);
-    ordo_runplan_merge_take_file(s->plan, s->run_dir);
-    ordo_replan_set_declared(s->replan, s->model);
+    ordo__runplan_merge_take_file(s->plan, s->run_dir);
+    ordo__replan_set_declared(s->replan, s->model);
     if (json_object_get(s->plan, "step"))
-        ordo_replan_set_slice(s->replan, ordo_runplan_step_slice(&s->conf, s->plan));
+        ordo__replan_set_slice(s->replan, ordo__runplan_step_slice(&s->conf, s->plan));
     ordo__sched_restart_plan(s);
     s->plan_digest = plan_digest(s);
     ORDO_INFO("model declared by the workers: %d tensors, %.1f MiB", s->model->n_params,
-              (double)ordo_model_total_bytes(s->model) / 1048576.0);
+              (double)ordo__model_total_bytes(s->model) / 1048576.0);
     return 0;
 }
 
@@ -219,7 +219,7 @@ static int send_welcome(sched_t *s)
         if (!text) return ordo__sched_abort_run(s, "out of memory for the WELCOME");
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_WELCOME, text);
         free(text);
-        m->last_seen_ns = ordo_clock_ns();
+        m->last_seen_ns = ordo__clock_ns();
         char name[320];
         ORDO_DEBUG("welcomed %s", ordo__sched_member_name(m, name, sizeof name));
     }
@@ -229,15 +229,15 @@ static int send_welcome(sched_t *s)
     return 0;
 }
 
-static int handle(sched_t *s, ordo_msg_t *m);
+static int handle(sched_t *s, ordo__msg_t *m);
 
 /* on_register takes a REGISTER: 0, 1 when a restarted run's workers were all done, or
  * ORDO_ERR_ABORT */
-static int on_register(sched_t *s, ordo_msg_t *m)
+static int on_register(sched_t *s, ordo__msg_t *m)
 {
     int out = 0;
     size_t len = 0;
-    const char *body = ordo_msg_data(m, 0, &len);
+    const char *body = ordo__msg_data(m, 0, &len);
     json_t *o = body ? json_loadb(body, len, 0, NULL) : NULL;
     const char *role = json_string_value(json_object_get(o, "role"));
     const char *token = json_string_value(json_object_get(o, "token"));
@@ -249,14 +249,14 @@ static int on_register(sched_t *s, ordo_msg_t *m)
                                       : -1;
     if (!o || r < 0 || !token || !json_is_integer(rank) || !json_is_integer(pid) ||
         (r == ORDO_ROLE_SERVER && (!ep || strncmp(ep, "tcp://", 6) != 0 || strlen(ep) > 255))) {
-        ordo_transport_drop(s->tp, m, "malformed registration", NULL);
+        ordo__transport_drop(s->tp, m, "malformed registration", NULL);
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "malformed registration");
         goto done;
     }
     if (strcmp(token, s->conf.token) != 0) {
         char who[96];
         snprintf(who, sizeof who, "a %s, pid %lld", role, (long long)json_integer_value(pid));
-        ordo_transport_drop(s->tp, m, "wrong cluster token", who);
+        ordo__transport_drop(s->tp, m, "wrong cluster token", who);
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "wrong cluster token");
         goto done;
     }
@@ -265,7 +265,7 @@ static int on_register(sched_t *s, ordo_msg_t *m)
         goto done;
     }
     if (find_member(s, m)) {
-        ordo_transport_drop(s->tp, m, "registered twice", NULL);
+        ordo__transport_drop(s->tp, m, "registered twice", NULL);
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "already registered");
         goto done;
     }
@@ -289,7 +289,7 @@ static int on_register(sched_t *s, ordo_msg_t *m)
     }
     if (s->welcomed && r == ORDO_ROLE_SERVER && json_is_true(json_object_get(o, "join"))) {
         /* a replacement for a dead server (scheduler/replicas.h) */
-        ordo_replicas_join(s, m, ep, (int)json_integer_value(pid), (int)json_integer_value(rank));
+        ordo__replicas_join(s, m, ep, (int)json_integer_value(pid), (int)json_integer_value(rank));
         member_t *back = find_member(s, m);
         if (back) ordo__sched_member_fresh(s, back, o);
         goto done;
@@ -299,7 +299,7 @@ static int on_register(sched_t *s, ordo_msg_t *m)
     if (s->welcomed || *count >= limit) {
         char why[96];
         snprintf(why, sizeof why, "a %s; the cluster already has %d", role, limit);
-        ordo_transport_drop(s->tp, m, "cluster full", why);
+        ordo__transport_drop(s->tp, m, "cluster full", why);
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "cluster is full");
         goto done;
     }
@@ -319,7 +319,7 @@ static int on_register(sched_t *s, ordo_msg_t *m)
     const char *intra = json_string_value(json_object_get(o, "intra"));
     if (intra && (!strcmp(intra, "shm") || !strcmp(intra, "nccl")))
         snprintf(mb->intra, sizeof mb->intra, "%s", intra);
-    mb->last_seen_ns = ordo_clock_ns();
+    mb->last_seen_ns = ordo__clock_ns();
     ordo__sched_member_fresh(s, mb, o);
     (*count)++;
     ORDO_INFO("registered %s pid %d%s%s (%d/%d servers, %d/%d workers)", role, mb->pid,
@@ -328,7 +328,7 @@ static int on_register(sched_t *s, ordo_msg_t *m)
     if (s->n_servers == s->conf.servers && s->n_workers == s->conf.workers) {
         int rc = send_welcome(s);
         if (rc && !s->aborted) {
-            ORDO_ERROR("cannot plan the run: %s", ordo_error_text(rc));
+            ORDO_ERROR("cannot plan the run: %s", ordo__error_text(rc));
             ordo__sched_abort_run(s, "the scheduler cannot plan the run");
         }
     }
@@ -347,8 +347,8 @@ static int partition(sched_t *s, int64_t segment)
     if (!numel) return ORDO_ERR_NOMEM;
     for (int i = 0; i < n; i++)
         numel[i] = s->model->params[i].numel;
-    ordo_keys_destroy(&s->keys);
-    int rc = ordo_keys_partition(numel, n, s->model->dtype_size, s->conf.partition_bytes, segment,
+    ordo__keys_destroy(&s->keys);
+    int rc = ordo__keys_partition(numel, n, s->model->dtype_size, s->conf.partition_bytes, segment,
                                  s->conf.servers, &s->keys);
     free(numel);
     return rc;
@@ -359,32 +359,32 @@ static int partition(sched_t *s, int64_t segment)
 static void summarize_step(sched_t *s)
 {
     json_t *step = json_object_get(s->plan, "step");
-    if (step && s->log) ordo_runlog_set_section(s->log, "order_step", json_deep_copy(step));
+    if (step && s->log) ordo__runlog_set_section(s->log, "order_step", json_deep_copy(step));
     /* compression = auto: what the step model chose and why (scheduler/runplan_compress.h) */
     json_t *comp = json_object_get(s->plan, "compression");
     if (comp && s->log) {
         json_t *c = json_deep_copy(comp);
         json_object_del(c, "keys"); /* one codec per key: the plan's, not the summary's */
-        ordo_runlog_set_section(s->log, "compression", c);
+        ordo__runlog_set_section(s->log, "compression", c);
     }
 }
 
 /* plan_model makes the key map, the plan and the sparse coordinator of s->model. */
 static int plan_model(sched_t *s)
 {
-    int64_t segment = ordo_conf_segment_bytes(&s->conf);
+    int64_t segment = ordo__conf_segment_bytes(&s->conf);
     int rc = partition(s, segment);
     if (rc) return rc;
     /* the plan is made before anyone registers (before the welcome when the workers declare
      * the model), so a bad order or oracle file stops the start-up with its reason */
-    if ((rc = ordo_runplan_make(&s->conf, s->model, s->keys, &s->plan)) != 0)
-        return ordo_error_context(rc, "cannot plan the run");
+    if ((rc = ordo__runplan_make(&s->conf, s->model, s->keys, &s->plan)) != 0)
+        return ordo__error_context(rc, "cannot plan the run");
     /* the step model may choose other slices; a chunk's slices stay on its server, so the
      * channels the plan was made with do not change */
-    if (ordo_runplan_step_slice(&s->conf, s->plan) != segment &&
-        (rc = partition(s, ordo_runplan_step_slice(&s->conf, s->plan))) != 0)
+    if (ordo__runplan_step_slice(&s->conf, s->plan) != segment &&
+        (rc = partition(s, ordo__runplan_step_slice(&s->conf, s->plan))) != 0)
         return rc;
-    if ((rc = ordo_replicas_new(s, &s->repl)) != 0) return rc;
+    if ((rc = ordo__replicas_new(s, &s->repl)) != 0) return rc;
     /* every message must pass the sockets' net.max_message_mb: a slice, in merged mode a
      * group of up to partition_bytes, in sparse mode a slice's (index, value) pairs */
     int64_t biggest = 0, total = 0;
@@ -397,12 +397,12 @@ static int plan_model(sched_t *s)
         biggest = total < s->conf.partition_bytes ? total : s->conf.partition_bytes;
     if (s->conf.push_mode == ORDO_PUSH_SPARSE) biggest *= 2; /* an index beside each value */
     if (biggest + (1 << 16) > ((int64_t)s->conf.max_message_mb << 20))
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "messages of %lld bytes (order.partition_bytes / segment_bytes) "
                               "would not fit in net.max_message_mb (%d MiB): raise it",
                               (long long)biggest, s->conf.max_message_mb);
     if (s->updates) json_object_set(s->plan, "updates", s->updates);
-    rc = ordo_sparse_coord_new(s->plan, s->conf.servers, s->conf.workers, sparse_send, s,
+    rc = ordo__sparse_coord_new(s->plan, s->conf.servers, s->conf.workers, sparse_send, s,
                                &s->sparse);
     if (rc) return rc;
     s->calibrating = json_object_get(s->plan, "merge_calibrate") != NULL;
@@ -418,7 +418,7 @@ static int declared_model(sched_t *s, char *why, size_t wsz)
     for (int i = 0; i < s->n_members; i++)
         if (s->members[i].role == ORDO_ROLE_WORKER)
             by_rank[s->members[i].rank] = s->members[i].tensors;
-    int rc = ordo_declared_model(by_rank, s->conf.workers, s->conf.push_mode == ORDO_PUSH_SPARSE,
+    int rc = ordo__declared_model(by_rank, s->conf.workers, s->conf.push_mode == ORDO_PUSH_SPARSE,
                                  &s->model, &s->updates, why, wsz);
     free(by_rank);
     return rc;
@@ -432,11 +432,11 @@ static void summary_dropped(sched_t *s)
 {
     char reasons[32][ORDO_DROP_REASON_LEN];
     uint64_t counts[32];
-    int n = ordo_transport_dropped(s->tp, reasons, counts, 32);
+    int n = ordo__transport_dropped(s->tp, reasons, counts, 32);
     json_t *mine = json_object();
     for (int i = 0; i < n; i++)
         json_object_set_new(mine, reasons[i], json_integer((json_int_t)counts[i]));
-    ordo_runlog_set_section(s->log, "dropped", json_pack("{s:o}", "scheduler", mine));
+    ordo__runlog_set_section(s->log, "dropped", json_pack("{s:o}", "scheduler", mine));
 }
 
 /* abort_run tells every member why the run ends and writes the summary of what was
@@ -452,8 +452,8 @@ int ordo__sched_abort_run(sched_t *s, const char *why)
     if (s->log) {
         summary_dropped(s);
         ordo__sched_cp_summary(s);
-        ordo_runlog_write_summary(s->log, NULL);
-        ordo_runlog_destroy(&s->log);
+        ordo__runlog_write_summary(s->log, NULL);
+        ordo__runlog_destroy(&s->log);
     }
     s->aborted = true;
     return ORDO_ERR_ABORT;
@@ -465,15 +465,15 @@ static void probe(sched_t *s, member_t *m)
     char name[320];
     ORDO_INFO("%s silent for %lld ms (timeout %d ms): probing",
               ordo__sched_member_name(m, name, sizeof name),
-              (long long)ordo_liveness_silent_ms(&m->live, ordo_clock_ns()),
-              ordo_liveness_timeout_ms(&m->live));
-    ordo_msg_t p;
+              (long long)ordo__liveness_silent_ms(&m->live, ordo__clock_ns()),
+              ordo__liveness_timeout_ms(&m->live));
+    ordo__msg_t p;
     if (m->hb_rid_len)
         ordo__sched_msg_to(s, m->hb_rid, m->hb_rid_len, ORDO_MSG_HEARTBEAT_ACK, &p);
     else
         ordo__sched_msg_to(s, m->rid, m->rid_len, ORDO_MSG_HEARTBEAT_ACK, &p);
     p.hdr.flags = ORDO_FLAG_PING;
-    ordo_transport_send(s->tp, &p);
+    ordo__transport_send(s->tp, &p);
 }
 
 /* check_liveness aborts the run when a member fell silent, or when the cluster did not
@@ -483,7 +483,7 @@ static void probe(sched_t *s, member_t *m)
  * unread), or silent for twice the timeout's ceiling. */
 static int check_liveness(sched_t *s, bool idle)
 {
-    int64_t now = ordo_clock_ns();
+    int64_t now = ordo__clock_ns();
     if (!s->welcomed) {
         if ((now - s->start_ns) / 1000000 <= s->conf.startup_ms) return 0;
         char why[256];
@@ -498,12 +498,12 @@ static int check_liveness(sched_t *s, bool idle)
         if (m->gone) continue; /* a server whose slices went to its backups */
         bool silent = false;
         if (!m->dead) {
-            ordo_live_t v = ordo_liveness_check(&m->live, now);
+            ordo__live_t v = ordo__liveness_check(&m->live, now);
             if (v == ORDO_LIVE_PROBE) probe(s, m);
             silent = v == ORDO_LIVE_DEAD &&
-                     (idle || silent_ms > 2 * (int64_t)ordo_conf_timeout_max_ms(&s->conf));
+                     (idle || silent_ms > 2 * (int64_t)ordo__conf_timeout_max_ms(&s->conf));
         }
-        if (silent && ordo_replicas_server_dead(s, i, silent_ms) == 0) continue;
+        if (silent && ordo__replicas_server_dead(s, i, silent_ms) == 0) continue;
         if (silent || m->dead) {
             int rc = ordo__sched_member_silent(s, m, silent_ms); /* scheduler/membership.c */
             if (rc) return rc;
@@ -518,16 +518,16 @@ static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *
     sched_t *s = ctx;
     for (int i = 0; i < s->n_members; i++) {
         if (s->members[i].role != role) continue;
-        ordo_msg_t m;
+        ordo__msg_t m;
         ordo__sched_msg_to(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_PLAN, &m);
         m.hdr.iter = iter;
         m.hdr.key = ORDO_SPARSE_KEY;
         m.hdr.chunk = (uint32_t)sub;
         m.hdr.dtype = ORDO_DTYPE_BYTES;
-        if (ordo_msg_add_copy(&m, payload, len) == 0)
-            ordo_transport_send(s->tp, &m);
+        if (ordo__msg_add_copy(&m, payload, len) == 0)
+            ordo__transport_send(s->tp, &m);
         else
-            ordo_msg_close(&m);
+            ordo__msg_close(&m);
     }
 }
 
@@ -536,51 +536,51 @@ static void sparse_send(void *ctx, int role, int sub, int64_t iter, const void *
 /* each returns 0 to go on, 1 when every worker is done, or ORDO_ERR_ABORT; mb is the member
  * that sent m (NULL only for a row taken from anyone) */
 
-static int on_register_msg(sched_t *s, member_t *mb, ordo_msg_t *m)
+static int on_register_msg(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     (void)mb;
     return on_register(s, m);
 }
 
 /* answered on the socket it came from: the heartbeat thread's */
-static int on_heartbeat(sched_t *s, member_t *mb, ordo_msg_t *m)
+static int on_heartbeat(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     (void)mb;
     ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_HEARTBEAT_ACK, NULL);
     return 0;
 }
 
-static int on_stats(sched_t *s, member_t *mb, ordo_msg_t *m)
+static int on_stats(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     char name[320], body[4096];
-    ordo_iter_stats_t st;
-    ordo_msg_text(m, 0, body, sizeof body);
-    int rc = ordo_runlog_parse_stats(body, ordo_conf_max_workers(&s->conf), &st);
+    ordo__iter_stats_t st;
+    ordo__msg_text(m, 0, body, sizeof body);
+    int rc = ordo__runlog_parse_stats(body, ordo__conf_max_workers(&s->conf), &st);
     if (rc == 0 && st.worker != mb->rank)
-        rc = ordo_error_set(ORDO_ERR_PROTO, "STATS names worker %d", st.worker);
+        rc = ordo__error_set(ORDO_ERR_PROTO, "STATS names worker %d", st.worker);
     if (rc) {
         ORDO_WARN("dropped stats of %s: %s", ordo__sched_member_name(mb, name, sizeof name),
-                  ordo_error_text(rc));
+                  ordo__error_text(rc));
         return 0;
     }
     if (ordo__sched_restart_old_stats(s, st.worker, st.iter))
         return 0; /* sent again to this restarted scheduler: in the run log already */
     if (s->log && st.worker < s->conf.workers) /* not a joined one's (grow.c) */
-        ordo_runlog_add(s->log, &st);
+        ordo__runlog_add(s->log, &st);
     ordo__sched_on_stats(s, mb, st.iter);
     ordo__sched_batches_stats(s, st.t_start_ns, st.t_end_ns);
-    ordo_replicas_on_stats(s, st.worker, st.iter);
+    ordo__replicas_on_stats(s, st.worker, st.iter);
     ordo__sched_step_check_stats(s, &st);
     return 0;
 }
 
-static int on_done(sched_t *s, member_t *mb, ordo_msg_t *m)
+static int on_done(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     if (mb->role != ORDO_ROLE_WORKER || mb->done) return 0;
     char name[320], body[4096];
-    ordo_msg_text(m, 0, body, sizeof body);
+    ordo__msg_text(m, 0, body, sizeof body);
     if (m->nframes && s->log && mb->rank < s->conf.workers &&
-        ordo_runlog_final(s->log, mb->rank, body) != 0)
+        ordo__runlog_final(s->log, mb->rank, body) != 0)
         ORDO_WARN("bad DONE body from %s", ordo__sched_member_name(mb, name, sizeof name));
     mb->done = true;
     s->n_done++;
@@ -589,25 +589,25 @@ static int on_done(sched_t *s, member_t *mb, ordo_msg_t *m)
     return s->n_done == s->n_live;
 }
 
-static int on_barrier(sched_t *s, member_t *mb, ordo_msg_t *m)
+static int on_barrier(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     ordo__sched_on_barrier(s, mb, m->hdr.iter); /* scheduler_ctl.c */
     return 0;
 }
 
-static int on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m)
+static int on_batch_req(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     ordo__sched_on_batch_req(s, mb, m); /* batch_service.c */
     return 0;
 }
 
-static int on_state_req(sched_t *s, member_t *mb, ordo_msg_t *m)
+static int on_state_req(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     ordo__sched_on_state_req(s, mb, m); /* peer_state.c */
     return 0;
 }
 
-static int on_state(sched_t *s, member_t *mb, ordo_msg_t *m)
+static int on_state(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     ordo__sched_on_state(s, mb, m); /* peer_state.c */
     return 0;
@@ -615,31 +615,31 @@ static int on_state(sched_t *s, member_t *mb, ordo_msg_t *m)
 
 /* worker 0's start-up calibration, or the sparse coordinator's histograms
  * (scheduler/sparse_coord.h) */
-static int on_plan(sched_t *s, member_t *mb, ordo_msg_t *m)
+static int on_plan(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     char name[320];
     if (s->calibrating && mb->role == ORDO_ROLE_WORKER && mb->rank == 0)
         return ordo__sched_on_calibration(s, m); /* the start-up calibration's result */
-    int rc = s->sparse ? ordo_sparse_coord_on_msg(s->sparse, mb->role, mb->rank, m)
-                       : ordo_error_set(ORDO_ERR_PROTO, "no sparse pushes in this run");
+    int rc = s->sparse ? ordo__sparse_coord_on_msg(s->sparse, mb->role, mb->rank, m)
+                       : ordo__error_set(ORDO_ERR_PROTO, "no sparse pushes in this run");
     if (rc)
         ORDO_WARN("dropped a PLAN message from %s: %s",
-                  ordo__sched_member_name(mb, name, sizeof name), ordo_error_text(rc));
+                  ordo__sched_member_name(mb, name, sizeof name), ordo__error_text(rc));
     return 0;
 }
 
-static int on_abort(sched_t *s, member_t *mb, ordo_msg_t *m)
+static int on_abort(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     char why[600], body[400], name[320];
     snprintf(why, sizeof why, "%s gave up: %s", ordo__sched_member_name(mb, name, sizeof name),
-             ordo_msg_text(m, 0, body, sizeof body));
+             ordo__msg_text(m, 0, body, sizeof body));
     return ordo__sched_abort_run(s, why);
 }
 
 /* one row per message type the scheduler takes; a type without a row is dropped with a
  * warning. A new message is one handler and one row. */
 typedef struct {
-    int (*fn)(sched_t *s, member_t *mb, ordo_msg_t *m);
+    int (*fn)(sched_t *s, member_t *mb, ordo__msg_t *m);
     bool anyone; /* taken from a peer not registered yet (mb is NULL), before any check */
 } msg_row_t;
 
@@ -661,7 +661,7 @@ static const msg_row_t handlers[ORDO_MSG_TYPE_MAX] = {
 /* handle: one message from a node; 0 to go on, 1 when every worker is done, ORDO_ERR_ABORT.
  * Its sender is found (a registered member, or a member's heartbeat thread) and its
  * liveness noted before its row's handler runs. */
-static int handle(sched_t *s, ordo_msg_t *m)
+static int handle(sched_t *s, ordo__msg_t *m)
 {
     const msg_row_t *row = m->hdr.type < ORDO_MSG_TYPE_MAX ? &handlers[m->hdr.type] : NULL;
     ordo__sched_cp_count(s, m); /* control_plane.c */
@@ -675,7 +675,7 @@ static int handle(sched_t *s, ordo_msg_t *m)
         /* a heartbeat thread's first beats may come before its process's REGISTER (another
          * socket): nothing to say about them */
         if (m->hdr.type != ORDO_MSG_HEARTBEAT)
-            ordo_transport_drop(s->tp, m, "unregistered peer", NULL);
+            ordo__transport_drop(s->tp, m, "unregistered peer", NULL);
         return 0;
     }
     if (mb->gone) { /* a server declared dead that came back: it is no longer part of the run */
@@ -683,14 +683,14 @@ static int handle(sched_t *s, ordo_msg_t *m)
                           "this server was declared dead and its slices promoted elsewhere");
         return 0;
     }
-    mb->last_seen_ns = ordo_clock_ns();
+    mb->last_seen_ns = ordo__clock_ns();
     if (m->hdr.type == ORDO_MSG_HEARTBEAT)
-        ordo_liveness_beat(&mb->live, mb->last_seen_ns);
+        ordo__liveness_beat(&mb->live, mb->last_seen_ns);
     else
-        ordo_liveness_seen(&mb->live, mb->last_seen_ns);
+        ordo__liveness_seen(&mb->live, mb->last_seen_ns);
     if (!row || !row->fn) {
         char name[320];
-        ORDO_WARN("dropped unexpected %s from %s", ordo_wire_type_name(m->hdr.type),
+        ORDO_WARN("dropped unexpected %s from %s", ordo__wire_type_name(m->hdr.type),
                   ordo__sched_member_name(mb, name, sizeof name));
         return 0;
     }
@@ -714,7 +714,7 @@ static void make_run_dir(sched_t *s)
 
 /* ---- the object ------------------------------------------------------------------------ */
 
-int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
+int ordo__scheduler_new(const ordo__conf_t *conf, ordo__scheduler_t **out)
 {
     sched_t *s = calloc(1, sizeof *s);
     if (!s) return ORDO_ERR_NOMEM;
@@ -724,85 +724,85 @@ int ordo_scheduler_new(const ordo_conf_t *conf, ordo_scheduler_t **out)
     s->declared = !strcmp(s->conf.trainer, "declared");
     int rc;
     if (!s->declared) {
-        if ((rc = ordo_job_model(&s->conf, &s->model)) != 0) goto fail;
+        if ((rc = ordo__job_model(&s->conf, &s->model)) != 0) goto fail;
         if ((rc = plan_model(s)) != 0) goto fail;
     }
     /* the address first: a second scheduler at a live one's stops here, touching nothing */
-    ordo_transport_opts_t opts = {
+    ordo__transport_opts_t opts = {
         .role = ORDO_ROLE_SCHEDULER, .rank = 0, .inline_io = !s->conf.io_thread};
-    ordo_transport_opts_conf(&opts, &s->conf);
-    if ((rc = ordo_transport_new(&opts, &s->tp)) != 0) goto fail;
-    rc = ordo_transport_bind(s->tp, s->conf.scheduler, 0, s->endpoint, sizeof s->endpoint);
+    ordo__transport_opts_conf(&opts, &s->conf);
+    if ((rc = ordo__transport_new(&opts, &s->tp)) != 0) goto fail;
+    rc = ordo__transport_bind(s->tp, s->conf.scheduler, 0, s->endpoint, sizeof s->endpoint);
     if (rc < 0) {
         char what[ORDO_CONF_STR + 32];
         snprintf(what, sizeof what, "cannot listen on %s", s->conf.scheduler);
-        rc = ordo_error_context(rc, what);
+        rc = ordo__error_context(rc, what);
         goto fail;
     }
     s->sock = rc;
     make_run_dir(s);
     if ((rc = ordo__sched_restart_open(s)) != 0) goto fail;
     if (s->restarted)
-        rc = ordo_runlog_continue(s->run_dir, &s->conf, s->conf.workers, ordo__sched_restart_seen,
+        rc = ordo__runlog_continue(s->run_dir, &s->conf, s->conf.workers, ordo__sched_restart_seen,
                                   s, &s->log);
     else
-        rc = ordo_runlog_new(s->run_dir, &s->conf, s->conf.workers, &s->log);
+        rc = ordo__runlog_new(s->run_dir, &s->conf, s->conf.workers, &s->log);
     if (rc) goto fail;
     summarize_step(s);
-    if (s->plan) ordo_runplan_merge_take_file(s->plan, s->run_dir);
-    if ((rc = ordo_replan_new(&s->conf, s->run_dir, ordo__sched_replan_send, s, &s->replan)) != 0) goto fail;
+    if (s->plan) ordo__runplan_merge_take_file(s->plan, s->run_dir);
+    if ((rc = ordo__replan_new(&s->conf, s->run_dir, ordo__sched_replan_send, s, &s->replan)) != 0) goto fail;
     if (s->plan && json_object_get(s->plan, "step"))
-        ordo_replan_set_slice(s->replan, ordo_runplan_step_slice(&s->conf, s->plan));
-    s->members = calloc((size_t)(s->conf.servers + ordo_conf_max_workers(&s->conf)),
+        ordo__replan_set_slice(s->replan, ordo__runplan_step_slice(&s->conf, s->plan));
+    s->members = calloc((size_t)(s->conf.servers + ordo__conf_max_workers(&s->conf)),
                         sizeof *s->members);
     if (!s->members) {
         rc = ORDO_ERR_NOMEM;
         goto fail;
     }
-    s->start_ns = ordo_clock_ns();
+    s->start_ns = ordo__clock_ns();
     if (s->keys) s->plan_digest = plan_digest(s);
     if ((rc = ordo__sched_restart_listening(s)) != 0) goto fail;
     if (s->model)
         ORDO_INFO("listening on %s for %d servers and %d workers (model %s, %d tensors, %.1f MiB)",
                   s->endpoint, s->conf.servers, s->conf.workers, s->model->name,
-                  s->model->n_params, (double)ordo_model_total_bytes(s->model) / 1048576.0);
+                  s->model->n_params, (double)ordo__model_total_bytes(s->model) / 1048576.0);
     else
         ORDO_INFO("listening on %s for %d servers and %d workers (model declared by the workers)",
                   s->endpoint, s->conf.servers, s->conf.workers);
     *out = s;
     return 0;
 fail:
-    ordo_scheduler_destroy(&s);
+    ordo__scheduler_destroy(&s);
     return rc;
 }
 
-const char *ordo_scheduler_endpoint(const ordo_scheduler_t *s)
+const char *ordo__scheduler_endpoint(const ordo__scheduler_t *s)
 {
     return s->endpoint;
 }
 
-const char *ordo_scheduler_run_dir(const ordo_scheduler_t *s)
+const char *ordo__scheduler_run_dir(const ordo__scheduler_t *s)
 {
     return s->run_dir;
 }
 
-const char *ordo_scheduler_summary(const ordo_scheduler_t *s)
+const char *ordo__scheduler_summary(const ordo__scheduler_t *s)
 {
     return s->summary;
 }
 
-ordo_transport_t *ordo_scheduler_transport(ordo_scheduler_t *s)
+ordo__transport_t *ordo__scheduler_transport(ordo__scheduler_t *s)
 {
     return s->tp;
 }
 
-int ordo_scheduler_handle(ordo_scheduler_t *s, ordo_msg_t *m)
+int ordo__scheduler_handle(ordo__scheduler_t *s, ordo__msg_t *m)
 {
     if (s->aborted) return ORDO_ERR_ABORT;
     return handle(s, m);
 }
 
-int ordo_scheduler_check(ordo_scheduler_t *s)
+int ordo__scheduler_check(ordo__scheduler_t *s)
 {
     if (s->aborted) return ORDO_ERR_ABORT;
     return check_liveness(s, true);
@@ -811,25 +811,25 @@ int ordo_scheduler_check(ordo_scheduler_t *s)
 /* messages handled in one turn of the run loop before liveness is checked again */
 #define RUN_DRAIN 1000
 
-int ordo_scheduler_run(ordo_scheduler_t *s)
+int ordo__scheduler_run(ordo__scheduler_t *s)
 {
     int rc = 0;
     while (rc == 0) {
-        if (ordo_daemon_stop_signal()) return ordo__sched_abort_run(s, "the scheduler was interrupted");
-        ordo_msg_t m;
-        bool got = ordo_transport_recv(s->tp, &m, s->conf.heartbeat_ms / 2 + 1) == 0;
+        if (ordo__daemon_stop_signal()) return ordo__sched_abort_run(s, "the scheduler was interrupted");
+        ordo__msg_t m;
+        bool got = ordo__transport_recv(s->tp, &m, s->conf.heartbeat_ms / 2 + 1) == 0;
         /* then everything already here (bounded, so liveness is still checked under a
          * flood): idle means nothing waits unread, not that nothing came for a while, which
          * in a busy cluster's stream of heartbeats would rarely hold */
         bool idle = true;
         for (int n = 1; got && rc == 0; n++) {
             rc = handle(s, &m);
-            ordo_msg_close(&m);
+            ordo__msg_close(&m);
             if (n == RUN_DRAIN) {
                 idle = false; /* more may wait: not idle */
                 break;
             }
-            got = rc == 0 && ordo_transport_recv(s->tp, &m, 0) == 0;
+            got = rc == 0 && ordo__transport_recv(s->tp, &m, 0) == 0;
         }
         if (rc == 0) rc = check_liveness(s, idle);
     }
@@ -840,31 +840,31 @@ int ordo_scheduler_run(ordo_scheduler_t *s)
     ordo__sched_cp_summary(s);
     ordo__sched_batches_close(s);
     ordo__sched_restart_close(s, true);
-    rc = ordo_runlog_write_summary(s->log, &s->summary);
-    if (rc) ORDO_ERROR("%s", ordo_error_text(rc));
+    rc = ordo__runlog_write_summary(s->log, &s->summary);
+    if (rc) ORDO_ERROR("%s", ordo__error_text(rc));
     ORDO_INFO("run complete; summary in %s/summary.json", s->run_dir);
     return rc;
 }
 
-void ordo_scheduler_destroy(ordo_scheduler_t **p)
+void ordo__scheduler_destroy(ordo__scheduler_t **p)
 {
     sched_t *s = p ? *p : NULL;
     if (!s) return;
     ordo__sched_restart_close(s, false);
-    ordo_runlog_destroy(&s->log);
-    ordo_transport_destroy(&s->tp, s->aborted ? 1000 : 2000);
-    ordo_keys_destroy(&s->keys);
-    ordo_replicas_destroy(&s->repl);
-    ordo_batches_destroy(&s->batches);
+    ordo__runlog_destroy(&s->log);
+    ordo__transport_destroy(&s->tp, s->aborted ? 1000 : 2000);
+    ordo__keys_destroy(&s->keys);
+    ordo__replicas_destroy(&s->repl);
+    ordo__batches_destroy(&s->batches);
     ordo__sched_step_check_free(s);
-    ordo_model_destroy(&s->model);
+    ordo__model_destroy(&s->model);
     json_decref(s->plan);
-    ordo_sparse_coord_destroy(&s->sparse);
+    ordo__sparse_coord_destroy(&s->sparse);
     for (int i = 0; s->members && i < s->n_members; i++)
         json_decref(s->members[i].tensors);
     json_decref(s->updates);
-    if (s->have_bcast_data) ordo_msg_close(&s->bcast_data);
-    ordo_replan_destroy(&s->replan);
+    if (s->have_bcast_data) ordo__msg_close(&s->bcast_data);
+    ordo__replan_destroy(&s->replan);
     if (s->members_log) fclose(s->members_log);
     ordo__sched_fence_destroy(s);
     free(s->members);

@@ -40,22 +40,22 @@ void ordo__sched_on_barrier(sched_t *s, member_t *mb, int64_t id)
     for (int i = 0; i < s->n_members; i++) {
         s->members[i].at_barrier = false;
         if (s->members[i].role != ORDO_ROLE_WORKER || s->members[i].dead) continue;
-        ordo_msg_t d;
+        ordo__msg_t d;
         ordo__sched_msg_to(s, s->members[i].rid, s->members[i].rid_len, ORDO_MSG_BARRIER_DONE, &d);
         d.hdr.iter = id;
-        ordo_transport_send(s->tp, &d);
+        ordo__transport_send(s->tp, &d);
     }
 }
 
 /* a broadcast (ordo_broadcast): every worker sends BCAST id with its size and the root, the
  * root its bytes too; once all are in, every worker but the root gets the bytes and the root
  * an empty BCAST. A worker whose id, size or root differs aborts the run, naming it. */
-int ordo__sched_on_bcast(sched_t *s, member_t *mb, ordo_msg_t *m)
+int ordo__sched_on_bcast(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
     char why[600], name[320];
     size_t len = 0, dlen = 0;
-    const unsigned char *sz = ordo_msg_data(m, 0, &len);
-    const void *data = ordo_msg_data(m, 1, &dlen);
+    const unsigned char *sz = ordo__msg_data(m, 0, &len);
+    const void *data = ordo__msg_data(m, 1, &dlen);
     if (mb->role != ORDO_ROLE_WORKER) return 0;
     ordo__sched_member_name(mb, name, sizeof name);
     uint64_t bytes = sz && len == 8 ? ordo_get_le(sz, 8) : UINT64_MAX;
@@ -88,26 +88,26 @@ int ordo__sched_on_bcast(sched_t *s, member_t *mb, ordo_msg_t *m)
         s->bcast_first = mb->rank;
     }
     if (mb->rank == root) {
-        ordo_msg_move(&s->bcast_data, m);
+        ordo__msg_move(&s->bcast_data, m);
         s->have_bcast_data = true;
     }
     if (s->bcast_n < s->conf.workers) return 0;
-    const void *bytes_of_root = ordo_msg_data(&s->bcast_data, 1, &dlen);
+    const void *bytes_of_root = ordo__msg_data(&s->bcast_data, 1, &dlen);
     for (int i = 0; i < s->n_members; i++) {
         member_t *w = &s->members[i];
         if (w->role != ORDO_ROLE_WORKER) continue;
-        ordo_msg_t d;
+        ordo__msg_t d;
         ordo__sched_msg_to(s, w->rid, w->rid_len, ORDO_MSG_BCAST, &d);
         d.hdr.iter = s->bcast_id;
         d.hdr.key = (uint32_t)s->bcast_root;
         d.hdr.dtype = ORDO_DTYPE_BYTES;
-        if (w->rank != s->bcast_root && ordo_msg_add_copy(&d, bytes_of_root, dlen) != 0) {
-            ordo_msg_close(&d);
+        if (w->rank != s->bcast_root && ordo__msg_add_copy(&d, bytes_of_root, dlen) != 0) {
+            ordo__msg_close(&d);
             return ordo__sched_abort_run(s, "the scheduler ran out of memory relaying a broadcast");
         }
-        ordo_transport_send(s->tp, &d);
+        ordo__transport_send(s->tp, &d);
     }
-    ordo_msg_close(&s->bcast_data);
+    ordo__msg_close(&s->bcast_data);
     s->have_bcast_data = false;
     s->bcast_n = 0;
     return 0;
@@ -117,17 +117,17 @@ int ordo__sched_on_bcast(sched_t *s, member_t *mb, ordo_msg_t *m)
  * groups with its a, b, c (and the op times it measured, when it sends them and no [order]
  * oracle is set), send them to every worker and keep the figures in RUN/calibration.json.
  * A malformed calibration aborts the run with the reason (the workers wait for it). */
-int ordo__sched_on_calibration(sched_t *s, ordo_msg_t *m)
+int ordo__sched_on_calibration(sched_t *s, ordo__msg_t *m)
 {
     char why[700];
     size_t len = 0;
-    const char *body = ordo_msg_data(m, 0, &len);
+    const char *body = ordo__msg_data(m, 0, &len);
     json_error_t err;
     json_t *o = body ? json_loadb(body, len, 0, &err) : NULL,
            *cal = json_object_get(o, "calibration");
     json_t *ops = json_object_get(o, "op_times");
-    ordo_model_t *timed = NULL;
-    ordo_oracle_t *orc = NULL;
+    ordo__model_t *timed = NULL;
+    ordo__oracle_t *orc = NULL;
     double v[3];
     const char *names[3] = {"a_s", "b_s", "c_s"};
     why[0] = '\0';
@@ -143,26 +143,26 @@ int ordo__sched_on_calibration(sched_t *s, ordo_msg_t *m)
     int rc = 0;
     if (!why[0] && ops && !s->conf.oracle[0]) { /* measured op times replace the estimates */
         char *text = json_dumps(ops, JSON_COMPACT);
-        rc = text ? ordo_oracle_load_string(text, "worker 0's op times", s->model, &orc)
+        rc = text ? ordo__oracle_load_string(text, "worker 0's op times", s->model, &orc)
                   : ORDO_ERR_NOMEM;
         free(text);
-        if (!rc) rc = ordo_oracle_timed_model(s->model, orc, &timed);
+        if (!rc) rc = ordo__oracle_timed_model(s->model, orc, &timed);
         if (!rc) ORDO_INFO("merge: op times measured by worker 0 at start-up");
     }
     if (!why[0] && !rc)
-        rc = ordo_runplan_merge_calibrated(&s->conf, timed ? timed : s->model, v[0], v[1], v[2],
+        rc = ordo__runplan_merge_calibrated(&s->conf, timed ? timed : s->model, v[0], v[1], v[2],
                                            s->plan);
     if (!why[0] && rc)
         snprintf(why, sizeof why, "cannot plan the merge groups from worker 0's calibration: %s",
-                 ordo_error_text(rc));
-    ordo_oracle_destroy(&orc);
-    ordo_model_destroy(&timed);
+                 ordo__error_text(rc));
+    ordo__oracle_destroy(&orc);
+    ordo__model_destroy(&timed);
     if (why[0]) {
         json_decref(o);
         return ordo__sched_abort_run(s, why);
     }
     s->calibrating = false;
-    ordo_runplan_merge_take_file(s->plan, s->run_dir);
+    ordo__runplan_merge_take_file(s->plan, s->run_dir);
     json_t *merge = json_object_get(s->plan, "merge");
     json_t *msg = json_pack("{s:O}", "merge", merge);
     char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
@@ -194,11 +194,11 @@ void ordo__sched_replan_send(void *ctx, int role, const char *text)
 }
 
 /* a REPLAN from a worker (its request) or a server (its acknowledgement) */
-int ordo__sched_on_replan(sched_t *s, member_t *mb, ordo_msg_t *m)
+int ordo__sched_on_replan(sched_t *s, member_t *mb, ordo__msg_t *m)
 {
-    int done = ordo_replan_count(s->replan);
-    int rc = ordo_replan_on_msg(s->replan, s->welcomed ? s->keys : NULL, mb->role, mb->rank, m);
-    if (rc) return ordo__sched_abort_run(s, ordo_error_text(rc));
-    if (ordo_replan_count(s->replan) != done) ordo__sched_step_check_replanned(s);
+    int done = ordo__replan_count(s->replan);
+    int rc = ordo__replan_on_msg(s->replan, s->welcomed ? s->keys : NULL, mb->role, mb->rank, m);
+    if (rc) return ordo__sched_abort_run(s, ordo__error_text(rc));
+    if (ordo__replan_count(s->replan) != done) ordo__sched_step_check_replanned(s);
     return 0;
 }

@@ -31,7 +31,7 @@ typedef struct {
     uint64_t beat;                       /* the id its heartbeat thread's messages carry */
     uint8_t hb_rid[ORDO_WIRE_MAX_RID];   /* that thread's socket (probes go there) */
     size_t hb_rid_len;
-    ordo_liveness_t live;                /* the verdict on it (common/liveness.h) */
+    ordo__liveness_t live;                /* the verdict on it (common/liveness.h) */
     bool done;
     bool dead;          /* fault.worker = restart | shrink: it died (restart: not back yet) */
     int64_t dead_ns;    /* when it was found dead */
@@ -46,9 +46,9 @@ typedef struct {
     bool at_barrier;  /* counted at the barrier the workers gather at */
 } member_t;
 
-struct ordo_scheduler {
-    ordo_conf_t conf;
-    ordo_transport_t *tp;
+struct ordo__scheduler {
+    ordo__conf_t conf;
+    ordo__transport_t *tp;
     int sock;
     member_t *members;
     int n_members, n_servers, n_workers;
@@ -56,9 +56,9 @@ struct ordo_scheduler {
     bool declared;   /* [model] trainer = declared: the workers' declarations are the model */
     json_t *updates; /* declared: each key's update rule (null: the conf's), for the plan */
     int n_done;
-    ordo_runlog_t *log;
-    ordo_model_t *model;
-    ordo_keys_t *keys;
+    ordo__runlog_t *log;
+    ordo__model_t *model;
+    ordo__keys_t *keys;
     json_t *plan;            /* computed once at start-up, sent in every WELCOME */
     int64_t barrier_id;      /* the barrier workers are gathering at (-1: none) */
     int barrier_n;           /* workers arrived at it */
@@ -66,9 +66,9 @@ struct ordo_scheduler {
     int bcast_n, bcast_root; /* workers arrived at it, and its root */
     uint64_t bcast_bytes;    /* its size (every worker's must match) */
     int bcast_first;         /* the worker that came first (its size and root rule) */
-    ordo_msg_t bcast_data;   /* the root's message, kept until all arrived */
+    ordo__msg_t bcast_data;   /* the root's message, kept until all arrived */
     bool have_bcast_data;
-    ordo_sparse_coord_t *sparse; /* [push] mode = sparse: thresholds and regions */
+    ordo__sparse_coord_t *sparse; /* [push] mode = sparse: thresholds and regions */
     bool calibrating; /* [push] calibrate: the merge groups wait for worker 0's calibration */
     char run_dir[ORDO_CONF_PATH + ORDO_CONF_STR + 64];
     char endpoint[256];    /* where it listens */
@@ -77,14 +77,14 @@ struct ordo_scheduler {
                                                                     (control_plane.c) */
     bool aborted;          /* the run was aborted: ABORT sent, summary written */
     char *summary;         /* the summary's JSON text once the run completed */
-    ordo_replan_t *replan; /* collective re-plans (ordo_replan) */
+    ordo__replan_t *replan; /* collective re-plans (ordo_replan) */
     int n_live;            /* workers in the run (fault.worker = shrink: fewer after deaths) */
     int worker_deaths, n_restarts, n_shrinks, n_joins; /* membership changes (summary.json) */
     FILE *members_log;     /* RUN/membership.jsonl: one line per change */
-    struct ordo_replicas *repl; /* [fault] replicas > 1: promotions (scheduler/replicas.h) */
-    struct ordo_batches *batches;  /* [sync] batches: the shared epoch, made at the first
+    struct ordo__replicas *repl; /* [fault] replicas > 1: promotions (scheduler/replicas.h) */
+    struct ordo__batches *batches;  /* [sync] batches: the shared epoch, made at the first
                                       BATCH_REQ (scheduler/batches.h) */
-    struct ordo_step_check *step_check; /* the step model's check (step_check.c) */
+    struct ordo__step_check *step_check; /* the step model's check (step_check.c) */
     bool step_check_off;                /* no step model in the plan, or checked already */
     int64_t wall_first_ns, wall_last_ns; /* the first iteration's start, the last one's end */
     /* fault.scheduler = restart (scheduler/restart.c) */
@@ -96,17 +96,17 @@ struct ordo_scheduler {
         int64_t cap;   /* bytes */
         int64_t prefix; /* every iteration up to this one is (-1: none) */
     } *reported;       /* per worker */
-    ordo_msg_t *stash;     /* what came before every member registered again */
+    ordo__msg_t *stash;     /* what came before every member registered again */
     int n_stash, cap_stash;
     int versions_due;      /* servers welcomed back that have not said their version yet */
     char cannot_rebuild[512]; /* why a member's state contradicts the run ("": none does) */
     char intra_run[64];       /* the run's id in its host groups' plan (taken over) */
     int n_refused;            /* members refused since */
-    int (*rebuild_handle)(struct ordo_scheduler *, ordo_msg_t *); /* replays the stash */
+    int (*rebuild_handle)(struct ordo__scheduler *, ordo__msg_t *); /* replays the stash */
     struct ordo__sched_fence *fence;     /* fenced processes and the generation (fence.c) */
 };
 
-typedef ordo_scheduler_t sched_t;
+typedef ordo__scheduler_t sched_t;
 
 /* ordo__sched_member_fresh starts m's liveness afresh for a new process: its heartbeat id
  * from the REGISTER body o ("beat"), no heartbeat socket known yet. */
@@ -133,7 +133,7 @@ void ordo__sched_restart_close(sched_t *s, bool ended);
 /* ordo__sched_restart_stash takes m while a restarted run is rebuilt: a server's current
  * version, or anything else kept (moved) until every member is back. -1 when m is to be
  * handled now, else handle's codes. */
-int ordo__sched_restart_stash(sched_t *s, ordo_msg_t *m);
+int ordo__sched_restart_stash(sched_t *s, ordo__msg_t *m);
 
 /* ordo__sched_restart_seen records that the run log holds worker's report of iter
  * (ordo_runlog_seen_fn; ctx the scheduler). */
@@ -147,8 +147,8 @@ bool ordo__sched_restart_old_stats(sched_t *s, int worker, int64_t iter);
  * fault.scheduler = restart that carries "rejoin", or any REGISTER to a restarted one;
  * once every member is back it welcomes them and replays the kept messages through handle.
  * Returns handle's codes: 0, 1 (every worker done), ORDO_ERR_ABORT. */
-int ordo__sched_restart_register(sched_t *s, ordo_msg_t *m, json_t *o,
-                                 int (*handle)(sched_t *, ordo_msg_t *));
+int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
+                                 int (*handle)(sched_t *, ordo__msg_t *));
 
 /* ordo__sched_plan_declared makes the model, key map and plan from the workers' declared
  * tensors ([model] trainer = declared); 0 or the abort's code. */
@@ -168,13 +168,13 @@ void ordo__sched_fence(sched_t *s, const member_t *m, int64_t iter, int64_t gene
 
 /* ordo__sched_fence_refuse answers message m with ABORT ("fenced: ...") and returns true when
  * it comes from a fenced process; the caller then drops it. */
-bool ordo__sched_fence_refuse(sched_t *s, const ordo_msg_t *m);
+bool ordo__sched_fence_refuse(sched_t *s, const ordo__msg_t *m);
 
 /* ordo__sched_fence_destroy frees the fencing state. */
 void ordo__sched_fence_destroy(sched_t *s);
 
 /* ordo__sched_cp_count counts message m, taken by the scheduler, by its type. */
-void ordo__sched_cp_count(sched_t *s, ordo_msg_t *m);
+void ordo__sched_cp_count(sched_t *s, ordo__msg_t *m);
 
 /* ordo__sched_cp_summary puts the counts, the members, the wall time and the scheduler's CPU
  * into the summary ("control_plane") and logs them in one line. */
@@ -183,7 +183,7 @@ void ordo__sched_cp_summary(sched_t *s);
 /* ordo__sched_msg_to initialises *m as a message of type from the scheduler to the node rid
  * (its socket, routing id and header); the caller adds fields and frames and sends it. */
 void ordo__sched_msg_to(const sched_t *s, const uint8_t *rid, size_t rid_len, int type,
-                        ordo_msg_t *m);
+                        ordo__msg_t *m);
 
 /* ordo__sched_reply sends a message of type (JSON text, may be NULL) to the node rid. */
 void ordo__sched_reply(sched_t *s, const uint8_t *rid, size_t rid_len, int type, const char *text);
@@ -208,7 +208,7 @@ int ordo__sched_member_silent(sched_t *s, member_t *m, int64_t silent_ms);
  * cluster formed (fault.worker = restart): it takes the rank of the dead worker it names,
  * gets the WELCOME with the iteration to go on at, or is refused. 0, or ORDO_ERR_ABORT when
  * the rank has no restarts left. */
-int ordo__sched_rejoin(sched_t *s, const ordo_msg_t *m, json_t *o);
+int ordo__sched_rejoin(sched_t *s, const ordo__msg_t *m, json_t *o);
 
 /* ordo__sched_record appends membership event ("death", "restart", "recovered", "shrink",
  * "join") of worker m at iteration iter to RUN/membership.jsonl. */
@@ -225,16 +225,16 @@ void ordo__sched_tell_members(sched_t *s, const char *change, int rank, int64_t 
  * --add-worker): it gets the WELCOME with the iteration it starts at (two past the newest
  * one reported) and the servers and workers are told (MEMBERS "joined"); or it is refused,
  * naming why. */
-void ordo__sched_grow(sched_t *s, const ordo_msg_t *m, json_t *o);
+void ordo__sched_grow(sched_t *s, const ordo__msg_t *m, json_t *o);
 
 /* ---- peer state (scheduler/peer_state.c): ordo_peer_state ---- */
 
 /* ordo__sched_on_state_req forwards worker mb's STATE_REQ m to a live peer that finished an
  * iteration (the lowest rank), or answers mb with an error when there is none. */
-void ordo__sched_on_state_req(sched_t *s, member_t *mb, ordo_msg_t *m);
+void ordo__sched_on_state_req(sched_t *s, member_t *mb, ordo__msg_t *m);
 
 /* ordo__sched_on_state relays the STATE m of worker mb to the worker that asked (its key). */
-void ordo__sched_on_state(sched_t *s, member_t *mb, ordo_msg_t *m);
+void ordo__sched_on_state(sched_t *s, member_t *mb, ordo__msg_t *m);
 
 /* ordo__sched_on_stats notes that worker mb finished iteration iter. */
 void ordo__sched_on_stats(sched_t *s, member_t *mb, int64_t iter);
@@ -248,23 +248,23 @@ void ordo__sched_on_barrier(sched_t *s, member_t *mb, int64_t id);
 
 /* ordo__sched_on_bcast gathers broadcast m from worker mb and relays the root's bytes once
  * every worker came; a size or root that differs aborts the run naming both workers. */
-int ordo__sched_on_bcast(sched_t *s, member_t *mb, ordo_msg_t *m);
+int ordo__sched_on_bcast(sched_t *s, member_t *mb, ordo__msg_t *m);
 
 /* ordo__sched_on_calibration plans the merge groups from worker 0's calibration m. */
-int ordo__sched_on_calibration(sched_t *s, ordo_msg_t *m);
+int ordo__sched_on_calibration(sched_t *s, ordo__msg_t *m);
 
-/* ordo__sched_replan_send sends a re-plan's text to the nodes of role (ordo_replan_new's
+/* ordo__sched_replan_send sends a re-plan's text to the nodes of role (ordo__replan_new's
  * send callback; ctx is the scheduler). */
 void ordo__sched_replan_send(void *ctx, int role, const char *text);
 
 /* ordo__sched_on_replan hands worker mb's REPLAN m to the collective. */
-int ordo__sched_on_replan(sched_t *s, member_t *mb, ordo_msg_t *m);
+int ordo__sched_on_replan(sched_t *s, member_t *mb, ordo__msg_t *m);
 
 /* ---- the batch service (scheduler/batch_service.c): [sync] batches ---- */
 
 /* ordo__sched_on_batch_req answers worker mb's BATCH_REQ m with its next batch, the end of
  * its epoch or of the run, or a refusal (the service off, a spec that differs). */
-void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo_msg_t *m);
+void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo__msg_t *m);
 
 /* ordo__sched_batches_dead returns the batch a dead worker mb was handed to the pool. */
 void ordo__sched_batches_dead(sched_t *s, const member_t *mb);
@@ -274,7 +274,7 @@ void ordo__sched_batches_stats(sched_t *s, int64_t t_start_ns, int64_t t_end_ns)
 
 /* ordo__sched_step_check_stats takes one worker's stats into the check of the plan's step
  * model against the first measured iterations (step_check.c); ..._free frees its state. */
-void ordo__sched_step_check_stats(sched_t *s, const ordo_iter_stats_t *st);
+void ordo__sched_step_check_stats(sched_t *s, const ordo__iter_stats_t *st);
 /* ordo__sched_step_check_replanned starts the check again after a re-plan, on its plan and the
  * profile's model, from a few iterations on. */
 void ordo__sched_step_check_replanned(sched_t *s);

@@ -18,8 +18,8 @@ typedef struct {
     size_t nbins;
 } round_t;
 
-struct ordo_sparse_coord {
-    ordo_sparse_plan_t plan;
+struct ordo__sparse_coord {
+    ordo__sparse_plan_t plan;
     int servers, workers;
     ordo_sparse_coord_send_fn send;
     void *ctx;
@@ -52,19 +52,19 @@ static void round_reset(round_t *r, int senders)
     memset(r->sum, 0, sizeof *r->sum * r->nbins);
 }
 
-int ordo_sparse_coord_new(const json_t *plan, int servers, int workers,
-                          ordo_sparse_coord_send_fn send, void *ctx, ordo_sparse_coord_t **out)
+int ordo__sparse_coord_new(const json_t *plan, int servers, int workers,
+                          ordo_sparse_coord_send_fn send, void *ctx, ordo__sparse_coord_t **out)
 {
     *out = NULL;
     /* the member as the nodes read it (core/sparse_wire.h), not the document printed and
      * parsed again */
-    ordo_sparse_plan_t p;
-    int rc = ordo_sparse_wire_plan_of(json_object_get(plan, "sparse"), servers, &p);
+    ordo__sparse_plan_t p;
+    int rc = ordo__sparse_wire_plan_of(json_object_get(plan, "sparse"), servers, &p);
     if (rc == ORDO_ERR_NOTFOUND) return 0;
     if (rc) return rc;
-    ordo_sparse_coord_t *c = calloc(1, sizeof *c);
+    ordo__sparse_coord_t *c = calloc(1, sizeof *c);
     if (!c) {
-        ordo_sparse_wire_plan_fini(&p);
+        ordo__sparse_wire_plan_fini(&p);
         return ORDO_ERR_NOMEM;
     }
     c->plan = p;
@@ -79,7 +79,7 @@ int ordo_sparse_coord_new(const json_t *plan, int servers, int workers,
     c->buf = malloc(ordo_sparse_wire_regions_size(servers) + 8 * big);
     if (!c->bounds || !c->next || !c->buf || round_init(&c->pos, workers, (size_t)p.nbins) ||
         round_init(&c->mag, servers, ORDO_REGIONS_MAGHIST_BINS)) {
-        ordo_sparse_coord_destroy(&c);
+        ordo__sparse_coord_destroy(&c);
         return ORDO_ERR_NOMEM;
     }
     memcpy(c->bounds, p.bounds, sizeof *c->bounds * ((size_t)servers + 1));
@@ -87,11 +87,11 @@ int ordo_sparse_coord_new(const json_t *plan, int servers, int workers,
     return 0;
 }
 
-void ordo_sparse_coord_destroy(ordo_sparse_coord_t **cp)
+void ordo__sparse_coord_destroy(ordo__sparse_coord_t **cp)
 {
-    ordo_sparse_coord_t *c = *cp;
+    ordo__sparse_coord_t *c = *cp;
     if (!c) return;
-    ordo_sparse_wire_plan_fini(&c->plan);
+    ordo__sparse_wire_plan_fini(&c->plan);
     round_fini(&c->pos);
     round_fini(&c->mag);
     free(c->bounds);
@@ -101,30 +101,30 @@ void ordo_sparse_coord_destroy(ordo_sparse_coord_t **cp)
     *cp = NULL;
 }
 
-uint32_t ordo_sparse_coord_epoch(const ordo_sparse_coord_t *c)
+uint32_t ordo__sparse_coord_epoch(const ordo__sparse_coord_t *c)
 {
     return c->epoch;
 }
 
-const uint32_t *ordo_sparse_coord_bounds(const ordo_sparse_coord_t *c)
+const uint32_t *ordo__sparse_coord_bounds(const ordo__sparse_coord_t *c)
 {
     return c->bounds;
 }
 
 /* add one node's histogram to round r; returns 1 when the round is complete */
-static int gather(round_t *r, int senders, int rank, ordo_msg_t *m, const char *what)
+static int gather(round_t *r, int senders, int rank, ordo__msg_t *m, const char *what)
 {
     size_t len = 0;
-    const void *data = ordo_msg_data(m, 0, &len);
+    const void *data = ordo__msg_data(m, 0, &len);
     if (m->nframes != 1)
-        return ordo_error_set(ORDO_ERR_PROTO, "%s: %d payload frames, expected 1", what, m->nframes);
+        return ordo__error_set(ORDO_ERR_PROTO, "%s: %d payload frames, expected 1", what, m->nframes);
     if (m->hdr.iter < 0 || (r->iter >= 0 && m->hdr.iter != r->iter))
-        return ordo_error_set(ORDO_ERR_PROTO, "%s of iteration %lld while gathering iteration %lld",
+        return ordo__error_set(ORDO_ERR_PROTO, "%s of iteration %lld while gathering iteration %lld",
                               what, (long long)m->hdr.iter, (long long)r->iter);
     if (r->from[rank])
-        return ordo_error_set(ORDO_ERR_PROTO, "%s: a second histogram for iteration %lld", what,
+        return ordo__error_set(ORDO_ERR_PROTO, "%s: a second histogram for iteration %lld", what,
                               (long long)m->hdr.iter);
-    int rc = ordo_sparse_wire_add_counts(data, len, r->nbins, r->sum, what);
+    int rc = ordo__sparse_wire_add_counts(data, len, r->nbins, r->sum, what);
     if (rc) return rc;
     r->iter = m->hdr.iter;
     r->from[rank] = true;
@@ -132,27 +132,27 @@ static int gather(round_t *r, int senders, int rank, ordo_msg_t *m, const char *
 }
 
 /* max over regions of the expected load, relative to the mean */
-static double imbalance(const ordo_sparse_coord_t *c, const uint32_t *bounds)
+static double imbalance(const ordo__sparse_coord_t *c, const uint32_t *bounds)
 {
     double max = 0, total = 0;
     for (int s = 0; s < c->servers; s++) {
-        double l = ordo_regions_load(c->pos.sum, c->pos.nbins, c->plan.n, bounds[s], bounds[s + 1]);
+        double l = ordo__regions_load(c->pos.sum, c->pos.nbins, c->plan.n, bounds[s], bounds[s + 1]);
         total += l;
         if (l > max) max = l;
     }
     return total > 0 ? max * c->servers / total : 1.0;
 }
 
-static int rebalance(ordo_sparse_coord_t *c)
+static int rebalance(ordo__sparse_coord_t *c)
 {
     int S = c->servers;
-    int rc = ordo_regions_balance(c->pos.sum, c->pos.nbins, c->plan.n, S, c->next);
+    int rc = ordo__regions_balance(c->pos.sum, c->pos.nbins, c->plan.n, S, c->next);
     if (rc) return rc;
     double before = imbalance(c, c->bounds), after = imbalance(c, c->next);
     int64_t E = c->pos.iter + 1;
     c->epoch++;
     memcpy(c->bounds, c->next, sizeof *c->bounds * ((size_t)S + 1));
-    ordo_sparse_wire_put_regions(c->epoch, c->bounds, S, c->buf);
+    ordo__sparse_wire_put_regions(c->epoch, c->bounds, S, c->buf);
     size_t len = ordo_sparse_wire_regions_size(S);
     c->send(c->ctx, ORDO_ROLE_SERVER, ORDO_SPARSE_REGIONS, E, c->buf, len);
     c->send(c->ctx, ORDO_ROLE_WORKER, ORDO_SPARSE_REGIONS, E, c->buf, len);
@@ -167,23 +167,23 @@ static int rebalance(ordo_sparse_coord_t *c)
     return 0;
 }
 
-int ordo_sparse_coord_on_msg(ordo_sparse_coord_t *c, int role, int rank, ordo_msg_t *m)
+int ordo__sparse_coord_on_msg(ordo__sparse_coord_t *c, int role, int rank, ordo__msg_t *m)
 {
     int rc;
     switch (m->hdr.chunk) {
     case ORDO_SPARSE_POSHIST:
         if (role != ORDO_ROLE_WORKER || rank < 0 || rank >= c->workers)
-            return ordo_error_set(ORDO_ERR_PROTO, "POSHIST from a node that is not a worker");
+            return ordo__error_set(ORDO_ERR_PROTO, "POSHIST from a node that is not a worker");
         if ((rc = gather(&c->pos, c->workers, rank, m, "POSHIST")) <= 0) return rc;
         rc = rebalance(c);
         round_reset(&c->pos, c->workers);
         return rc;
     case ORDO_SPARSE_MAGHIST: {
         if (role != ORDO_ROLE_SERVER || rank < 0 || rank >= c->servers)
-            return ordo_error_set(ORDO_ERR_PROTO, "MAGHIST from a node that is not a server");
+            return ordo__error_set(ORDO_ERR_PROTO, "MAGHIST from a node that is not a server");
         if ((rc = gather(&c->mag, c->servers, rank, m, "MAGHIST")) <= 0) return rc;
-        float thr = ordo_regions_maghist_threshold(c->mag.sum, c->plan.k);
-        ordo_sparse_wire_put_float(thr, c->buf);
+        float thr = ordo__regions_maghist_threshold(c->mag.sum, c->plan.k);
+        ordo__sparse_wire_put_float(thr, c->buf);
         c->send(c->ctx, ORDO_ROLE_SERVER, ORDO_SPARSE_THRESHOLD, c->mag.iter, c->buf, 4);
         ORDO_DEBUG("sparse: global threshold %g for iteration %lld", (double)thr,
                    (long long)c->mag.iter);
@@ -191,6 +191,6 @@ int ordo_sparse_coord_on_msg(ordo_sparse_coord_t *c, int role, int rank, ordo_ms
         return 0;
     }
     default:
-        return ordo_error_set(ORDO_ERR_PROTO, "sparse message of unknown kind %u", m->hdr.chunk);
+        return ordo__error_set(ORDO_ERR_PROTO, "sparse message of unknown kind %u", m->hdr.chunk);
     }
 }

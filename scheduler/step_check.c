@@ -1,6 +1,6 @@
 /* step_check: the scheduler's check of the step model over the run's first measured
  * iterations after the warm-up (docs/training-order.md). The window's median step goes to
- * ordo_runplan_step_check; a credit it changes goes to every worker in a PLAN
+ * ordo__runplan_step_check; a credit it changes goes to every worker in a PLAN
  * {"step": {"credit_bytes": N}}, and the summary's order_step shows the check. */
 #include <stdlib.h>
 
@@ -12,7 +12,7 @@
 #define STEP_CHECK_ITERS 10 /* iterations measured before the check */
 #define STEP_CHECK_SKIP 2   /* after a re-plan: iterations left out before the window */
 
-struct ordo_step_check {
+struct ordo__step_check {
     int64_t from, to; /* the window [from, to) */
     double *step, *compute;
     int n, cap;
@@ -44,33 +44,33 @@ static void send_credit(sched_t *s, int64_t credit)
     }
 }
 
-static void check(sched_t *s, struct ordo_step_check *c)
+static void check(sched_t *s, struct ordo__step_check *c)
 {
     c->done = true;
-    ordo_step_window_t w = {.from_iter = c->from,
+    ordo__step_window_t w = {.from_iter = c->from,
                             .to_iter = c->to,
                             .step_ms = median(c->step, c->n),
                             .compute_ms = median(c->compute, c->n)};
     int64_t credit = -1;
-    json_t *plan = c->replanned ? ordo_replan_last_plan(s->replan) : s->plan;
-    const ordo_model_t *model = c->replanned ? ordo_replan_last_model(s->replan) : s->model;
+    json_t *plan = c->replanned ? ordo__replan_last_plan(s->replan) : s->plan;
+    const ordo__model_t *model = c->replanned ? ordo__replan_last_model(s->replan) : s->model;
     if (!plan || !model || !json_is_object(json_object_get(plan, "step"))) return;
-    int rc = ordo_runplan_step_check(&s->conf, model, s->keys, plan, &w, &credit);
+    int rc = ordo__runplan_step_check(&s->conf, model, s->keys, plan, &w, &credit);
     if (rc) {
         ORDO_WARN("order: the step model's check failed (%s); the run keeps its plan",
-                  ordo_error_text(rc));
+                  ordo__error_text(rc));
         return;
     }
     if (credit >= 0) send_credit(s, credit);
     json_t *step = json_object_get(plan, "step");
-    if (step && s->log) ordo_runlog_set_section(s->log, "order_step", json_deep_copy(step));
+    if (step && s->log) ordo__runlog_set_section(s->log, "order_step", json_deep_copy(step));
 }
 
 /* the check's state, made at its first use (NULL: no step model, or out of memory) */
-static struct ordo_step_check *state(sched_t *s)
+static struct ordo__step_check *state(sched_t *s)
 {
     if (s->step_check || s->step_check_off) return s->step_check;
-    struct ordo_step_check *c = s->step_check = calloc(1, sizeof *c);
+    struct ordo__step_check *c = s->step_check = calloc(1, sizeof *c);
     int cap = STEP_CHECK_ITERS * s->conf.workers;
     if (c) {
         c->step = malloc(sizeof *c->step * (size_t)cap);
@@ -88,11 +88,11 @@ static struct ordo_step_check *state(sched_t *s)
     return c;
 }
 
-void ordo__sched_step_check_stats(sched_t *s, const ordo_iter_stats_t *st)
+void ordo__sched_step_check_stats(sched_t *s, const ordo__iter_stats_t *st)
 {
     if (!s->step_check && !json_is_object(json_object_get(s->plan, "step")))
         s->step_check_off = true;
-    struct ordo_step_check *c = state(s);
+    struct ordo__step_check *c = state(s);
     if (!c) return;
     if (st->iter > c->newest) c->newest = st->iter;
     if (c->done) return;
@@ -107,14 +107,14 @@ void ordo__sched_step_check_stats(sched_t *s, const ordo_iter_stats_t *st)
 
 void ordo__sched_step_check_replanned(sched_t *s)
 {
-    json_t *plan = ordo_replan_last_plan(s->replan);
+    json_t *plan = ordo__replan_last_plan(s->replan);
     if (!json_is_object(json_object_get(plan, "step"))) return;
     /* the re-plan's step model replaces the start-up's in the summary until its check */
     if (s->log)
-        ordo_runlog_set_section(s->log, "order_step",
+        ordo__runlog_set_section(s->log, "order_step",
                                 json_deep_copy(json_object_get(plan, "step")));
     s->step_check_off = false; /* a start-up plan without a step model may get one now */
-    struct ordo_step_check *c = state(s);
+    struct ordo__step_check *c = state(s);
     if (!c) return;
     c->replanned = true;
     c->done = false;
@@ -125,7 +125,7 @@ void ordo__sched_step_check_replanned(sched_t *s)
 
 void ordo__sched_step_check_free(sched_t *s)
 {
-    struct ordo_step_check *c = s->step_check;
+    struct ordo__step_check *c = s->step_check;
     if (!c) return;
     free(c->step);
     free(c->compute);

@@ -22,9 +22,9 @@ typedef struct {
                       * twice, [fault] replicas: counted once) */
 } gen_t;
 
-struct ordo_srv_ckpt {
-    ordo_store_t *st;
-    const ordo_keys_t *keys;
+struct ordo__srv_ckpt {
+    ordo__store_t *st;
+    const ordo__keys_t *keys;
     int rank, every, n;
     int64_t base;
     int *slices;     /* [n] the slices held here, in key-map order */
@@ -36,7 +36,7 @@ struct ordo_srv_ckpt {
 };
 
 /* the server's slices in key-map order (n of them, floats in *total) */
-static int held_slices(ordo_store_t *st, const ordo_keys_t *keys, int **out, int *n,
+static int held_slices(ordo__store_t *st, const ordo__keys_t *keys, int **out, int *n,
                        int64_t *total)
 {
     *out = malloc(sizeof **out * (size_t)(keys->n_slices + 1));
@@ -44,24 +44,24 @@ static int held_slices(ordo_store_t *st, const ordo_keys_t *keys, int **out, int
     *n = 0;
     *total = 0;
     for (int i = 0; i < keys->n_slices; i++)
-        if (ordo_store_owns(st, i)) {
+        if (ordo__store_owns(st, i)) {
             (*out)[(*n)++] = i;
             *total += keys->slices[i].numel;
         }
     return 0;
 }
 
-int ordo_srv_ckpt_new(ordo_store_t *st, const ordo_keys_t *keys, int rank, int every,
-                      int64_t base, const char *dir, ordo_srv_ckpt_t **out)
+int ordo__srv_ckpt_new(ordo__store_t *st, const ordo__keys_t *keys, int rank, int every,
+                      int64_t base, const char *dir, ordo__srv_ckpt_t **out)
 {
     *out = NULL;
     int first = -1;
     for (int i = 0; i < keys->n_slices && first < 0; i++)
-        if (ordo_store_owns(st, i)) first = i;
-    if (every <= 0 || first < 0 || !ordo_store_momentum(st, first)) return 0;
-    ordo_srv_ckpt_t *c = calloc(1, sizeof *c);
+        if (ordo__store_owns(st, i)) first = i;
+    if (every <= 0 || first < 0 || !ordo__store_momentum(st, first)) return 0;
+    ordo__srv_ckpt_t *c = calloc(1, sizeof *c);
     if (!c) return ORDO_ERR_NOMEM;
-    *c = (ordo_srv_ckpt_t){.st = st, .keys = keys, .rank = rank, .every = every, .base = base};
+    *c = (ordo__srv_ckpt_t){.st = st, .keys = keys, .rank = rank, .every = every, .base = base};
     snprintf(c->dir, sizeof c->dir, "%s", dir);
     int rc = held_slices(st, keys, &c->slices, &c->n, &c->total);
     c->index_of = malloc(sizeof *c->index_of * (size_t)keys->n_slices);
@@ -75,7 +75,7 @@ int ordo_srv_ckpt_new(ordo_store_t *st, const ordo_keys_t *keys, int rank, int e
     }
     if (rc || !c->index_of || !c->offset || !c->gen[0].data || !c->gen[1].data ||
         !c->gen[0].copied || !c->gen[1].copied) {
-        ordo_srv_ckpt_destroy(&c);
+        ordo__srv_ckpt_destroy(&c);
         return rc ? rc : ORDO_ERR_NOMEM;
     }
     for (int i = 0; i < keys->n_slices; i++)
@@ -90,9 +90,9 @@ int ordo_srv_ckpt_new(ordo_store_t *st, const ordo_keys_t *keys, int rank, int e
     return 0;
 }
 
-void ordo_srv_ckpt_destroy(ordo_srv_ckpt_t **cp)
+void ordo__srv_ckpt_destroy(ordo__srv_ckpt_t **cp)
 {
-    ordo_srv_ckpt_t *c = *cp;
+    ordo__srv_ckpt_t *c = *cp;
     if (!c) return;
     free(c->slices);
     free(c->index_of);
@@ -112,7 +112,7 @@ static void file_name(char *buf, size_t size, const char *dir, int rank, const c
 
 /* write gen g as checkpoint-server-R.bin (through a temporary file), the previous one kept
  * as .prev.bin */
-static int write_gen(ordo_srv_ckpt_t *c, const gen_t *g)
+static int write_gen(ordo__srv_ckpt_t *c, const gen_t *g)
 {
     char path[4200], prev[4210];
     file_name(path, sizeof path, c->dir, c->rank, "");
@@ -128,7 +128,7 @@ static int write_gen(ordo_srv_ckpt_t *c, const gen_t *g)
     ordo_put_le(h + 16, (uint64_t)g->iter, 8);
     int bad = fwrite(h, 1, sizeof h, f) != sizeof h;
     for (int j = 0; j < c->n && !bad; j++) {
-        const ordo_slice_t *sl = &c->keys->slices[c->slices[j]];
+        const ordo__slice_t *sl = &c->keys->slices[c->slices[j]];
         unsigned char e[ENTRY_BYTES];
         ordo_put_le(e, sl->key, 4);
         ordo_put_le(e + 4, sl->chunk, 4);
@@ -142,10 +142,10 @@ static int write_gen(ordo_srv_ckpt_t *c, const gen_t *g)
     return 0;
 }
 
-void ordo_srv_ckpt_updated(ordo_srv_ckpt_t *c, int slice)
+void ordo__srv_ckpt_updated(ordo__srv_ckpt_t *c, int slice)
 {
     if (!c || slice < 0 || slice >= c->keys->n_slices || c->index_of[slice] < 0) return;
-    int64_t iter = c->base + ordo_store_version(c->st, slice);
+    int64_t iter = c->base + ordo__store_version(c->st, slice);
     if (iter <= c->base || iter % c->every) return;
     gen_t *g = &c->gen[(iter / c->every) % 2];
     if (g->iter != iter) { /* the first of this checkpoint's slices */
@@ -153,7 +153,7 @@ void ordo_srv_ckpt_updated(ordo_srv_ckpt_t *c, int slice)
         g->left = c->n;
     }
     int j = c->index_of[slice];
-    memcpy(g->data + c->offset[j], ordo_store_momentum(c->st, slice),
+    memcpy(g->data + c->offset[j], ordo__store_momentum(c->st, slice),
            sizeof(float) * (size_t)c->keys->slices[slice].numel);
     if (g->copied[j] == iter) return; /* the same state again: copied, counted before */
     g->copied[j] = iter;
@@ -161,39 +161,39 @@ void ordo_srv_ckpt_updated(ordo_srv_ckpt_t *c, int slice)
     int rc = write_gen(c, g);
     if (rc)
         ORDO_ERROR("checkpoint after %lld updates: %s; the previous checkpoint is kept",
-                   (long long)iter, ordo_error_text(rc));
+                   (long long)iter, ordo__error_text(rc));
 }
 
 /* ---- resuming ------------------------------------------------------------------------ */
 
 /* read one file's header and entries; *iter gets its iteration. 0, or ORDO_ERR_NOTFOUND /
  * ORDO_ERR_FORMAT with the fault; on success f is left at the first float */
-static int read_head(FILE *f, const char *path, int rank, const ordo_keys_t *keys,
+static int read_head(FILE *f, const char *path, int rank, const ordo__keys_t *keys,
                      const int *slices, int n, int64_t *iter)
 {
     unsigned char h[HEADER_BYTES];
     if (fread(h, 1, sizeof h, f) != sizeof h)
-        return ordo_error_set(ORDO_ERR_FORMAT, "%s: offset 0: truncated header", path);
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: offset 0: truncated header", path);
     if (memcmp(h, ORDO_CKPT_MAGIC, 8) != 0)
-        return ordo_error_set(ORDO_ERR_FORMAT, "%s: offset 0: not a server checkpoint (magic)", path);
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: offset 0: not a server checkpoint (magic)", path);
     int file_rank = (int)ordo_get_le(h + 8, 4), file_n = (int)ordo_get_le(h + 12, 4);
     *iter = (int64_t)ordo_get_le(h + 16, 8);
     if (file_rank != rank)
-        return ordo_error_set(ORDO_ERR_FORMAT, "%s: offset 8: server %d's checkpoint, this is server %d",
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: offset 8: server %d's checkpoint, this is server %d",
                               path, file_rank, rank);
     if (file_n != n)
-        return ordo_error_set(ORDO_ERR_FORMAT,
+        return ordo__error_set(ORDO_ERR_FORMAT,
                               "%s: offset 12: %d slices, this server holds %d (another key map)",
                               path, file_n, n);
     for (int j = 0; j < n; j++) {
         unsigned char e[ENTRY_BYTES];
         size_t off = HEADER_BYTES + (size_t)j * ENTRY_BYTES;
         if (fread(e, 1, sizeof e, f) != sizeof e)
-            return ordo_error_set(ORDO_ERR_FORMAT, "%s: offset %zu: truncated slice table", path, off);
-        const ordo_slice_t *sl = &keys->slices[slices[j]];
+            return ordo__error_set(ORDO_ERR_FORMAT, "%s: offset %zu: truncated slice table", path, off);
+        const ordo__slice_t *sl = &keys->slices[slices[j]];
         if (ordo_get_le(e, 4) != sl->key || ordo_get_le(e + 4, 4) != sl->chunk ||
             (int64_t)ordo_get_le(e + 8, 8) != sl->numel)
-            return ordo_error_set(ORDO_ERR_FORMAT,
+            return ordo__error_set(ORDO_ERR_FORMAT,
                                   "%s: offset %zu: slice %d is key %llu chunk %llu of %llu floats, "
                                   "the key map has key %u chunk %u of %lld (another key map)",
                                   path, off, j, (unsigned long long)ordo_get_le(e, 4),
@@ -208,7 +208,7 @@ static int read_head(FILE *f, const char *path, int rank, const ordo_keys_t *key
  * backup): take each slice this server holds from the first file, of any server, written
  * after `iteration` updates (this server's own first), so that a server that died before the
  * checkpoint the run resumes from costs nothing. 0 once every slice was found. */
-static int gather(ordo_store_t *st, const ordo_keys_t *keys, int rank, const char *dir,
+static int gather(ordo__store_t *st, const ordo__keys_t *keys, int rank, const char *dir,
                   int64_t iteration, const int *slices, int n)
 {
     uint8_t *done = calloc((size_t)keys->n_slices + 1, 1);
@@ -220,7 +220,7 @@ static int gather(ordo_store_t *st, const ordo_keys_t *keys, int rank, const cha
         file_name(path, sizeof path, dir, r, k % 2 ? ".prev" : "");
         size_t body;
         int ck = ordo__durable_check_file(path, &body); /* a corrupt file gives nothing */
-        if (ck && ck != ORDO_ERR_NOTFOUND) ORDO_WARN("resume: %s refused", ordo_error_text(ck));
+        if (ck && ck != ORDO_ERR_NOTFOUND) ORDO_WARN("resume: %s refused", ordo__error_text(ck));
         if (ck) continue;
         FILE *f = fopen(path, "rb");
         if (!f) continue;
@@ -243,8 +243,8 @@ static int gather(ordo_store_t *st, const ordo_keys_t *keys, int rank, const cha
         for (int j = 0; j < fn && !rc; j++) { /* entries in the file's order, floats after */
             const unsigned char *e = table + (size_t)j * ENTRY_BYTES;
             int64_t numel = (int64_t)ordo_get_le(e + 8, 8);
-            int sl = ordo_keys_slice(keys, (uint32_t)ordo_get_le(e, 4), (uint32_t)ordo_get_le(e + 4, 4));
-            bool want = sl >= 0 && !done[sl] && ordo_store_owns(st, sl) &&
+            int sl = ordo__keys_slice(keys, (uint32_t)ordo_get_le(e, 4), (uint32_t)ordo_get_le(e + 4, 4));
+            bool want = sl >= 0 && !done[sl] && ordo__store_owns(st, sl) &&
                         keys->slices[sl].numel == numel;
             if (!want) {
                 if (fseek(f, (long)(numel * 4), SEEK_CUR) != 0) break;
@@ -254,7 +254,7 @@ static int gather(ordo_store_t *st, const ordo_keys_t *keys, int rank, const cha
             if (!buf) {
                 rc = ORDO_ERR_NOMEM;
             } else if (fread(buf, 4, (size_t)numel, f) == (size_t)numel) {
-                ordo_get_floats_le(ordo_store_momentum(st, sl), buf, numel);
+                ordo_get_floats_le(ordo__store_momentum(st, sl), buf, numel);
                 done[sl] = 1;
                 left--;
                 used++;
@@ -271,8 +271,8 @@ static int gather(ordo_store_t *st, const ordo_keys_t *keys, int rank, const cha
     }
     for (int j = 0; j < n && !rc && left > 0; j++)
         if (!done[slices[j]]) {
-            const ordo_slice_t *sl = &keys->slices[slices[j]];
-            rc = ordo_error_set(ORDO_ERR_NOTFOUND,
+            const ordo__slice_t *sl = &keys->slices[slices[j]];
+            rc = ordo__error_set(ORDO_ERR_NOTFOUND,
                                 "%s: no checkpoint-server-R.bin of any server holds the momentum "
                                 "of key %u chunk %u after %lld updates (the values in "
                                 "checkpoint.bin): no consistent state to resume from",
@@ -286,7 +286,7 @@ static int gather(ordo_store_t *st, const ordo_keys_t *keys, int rank, const cha
 /* load one file's momentum when it holds the state after `iteration` updates: 0 loaded, 1 a
  * whole file of another iteration (*it), or the error naming the file and the check it failed
  * (the checksum trailer, the header, the table, the momentum's size) */
-static int load_file(ordo_store_t *st, const ordo_keys_t *keys, int rank, const char *name,
+static int load_file(ordo__store_t *st, const ordo__keys_t *keys, int rank, const char *name,
                      int64_t iteration, const int *slices, int n, int64_t total, int64_t *it)
 {
     size_t body = 0;
@@ -294,7 +294,7 @@ static int load_file(ordo_store_t *st, const ordo_keys_t *keys, int rank, const 
     if (r) return r;
     FILE *f = fopen(name, "rb");
     if (!f)
-        return ordo_error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO,
+        return ordo__error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO,
                               "cannot read %s: %s", name, strerror(errno));
     if ((r = read_head(f, name, rank, keys, slices, n, it)) != 0 || *it != iteration) {
         fclose(f);
@@ -306,12 +306,12 @@ static int load_file(ordo_store_t *st, const ordo_keys_t *keys, int rank, const 
     if (!buf)
         r = ORDO_ERR_NOMEM;
     else if (got != want || fread(buf, 1, want, f) != want)
-        r = ordo_error_set(ORDO_ERR_FORMAT, "%s: %zu bytes of momentum, the table announces %zu%s",
+        r = ordo__error_set(ORDO_ERR_FORMAT, "%s: %zu bytes of momentum, the table announces %zu%s",
                            name, got, want, got > want ? " (trailing bytes)" : "");
     int64_t at = 0;
     for (int j = 0; !r && j < n; j++) {
         int64_t numel = keys->slices[slices[j]].numel;
-        ordo_get_floats_le(ordo_store_momentum(st, slices[j]), buf + at * 4, numel);
+        ordo_get_floats_le(ordo__store_momentum(st, slices[j]), buf + at * 4, numel);
         at += numel;
     }
     free(buf);
@@ -322,14 +322,14 @@ static int load_file(ordo_store_t *st, const ordo_keys_t *keys, int rank, const 
     return r;
 }
 
-int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, const char *dir,
+int ordo__srv_ckpt_load(ordo__store_t *st, const ordo__keys_t *keys, int rank, const char *dir,
                        int64_t iteration)
 {
     int *slices = NULL, n;
     int64_t total;
     int rc = held_slices(st, keys, &slices, &n, &total);
     if (rc) return rc;
-    if (n == 0 || !ordo_store_momentum(st, slices[0])) { /* nothing but values to restore */
+    if (n == 0 || !ordo__store_momentum(st, slices[0])) { /* nothing but values to restore */
         free(slices);
         return 0;
     }
@@ -354,18 +354,18 @@ int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, cons
         if (r == 1 || (r == ORDO_ERR_NOTFOUND && k == 1)) continue;
         if (!refused) {
             refused = r;
-            snprintf(why, sizeof why, "%s", ordo_error_text(r));
+            snprintf(why, sizeof why, "%s", ordo__error_text(r));
         }
-        if (r != ORDO_ERR_NOTFOUND) ORDO_WARN("resume: %s refused", ordo_error_text(r));
+        if (r != ORDO_ERR_NOTFOUND) ORDO_WARN("resume: %s refused", ordo__error_text(r));
     }
     free(slices);
-    if (refused && found[1] < 0) return ordo_error_set(refused, "%s", why);
+    if (refused && found[1] < 0) return ordo__error_set(refused, "%s", why);
     if (refused) /* the newest is missing or damaged, the one before is of another checkpoint */
-        return ordo_error_set(refused == ORDO_ERR_NOTFOUND ? refused : ORDO_ERR_FORMAT,
+        return ordo__error_set(refused == ORDO_ERR_NOTFOUND ? refused : ORDO_ERR_FORMAT,
                               "%s; %s holds the momentum after %lld updates, checkpoint.bin the "
                               "values after %lld: no consistent state to resume from",
                               why, other, (long long)found[1], (long long)iteration);
-    return ordo_error_set(ORDO_ERR_FORMAT,
+    return ordo__error_set(ORDO_ERR_FORMAT,
                           "%s holds the momentum after %lld updates%s, checkpoint.bin the values "
                           "after %lld: the run stopped between the two; no consistent state to "
                           "resume from",

@@ -24,30 +24,30 @@
 
 #define ORDO_CKPT_MAGIC "ORDOSRV1"
 
-typedef struct ordo_srv_ckpt ordo_srv_ckpt_t;
+typedef struct ordo__srv_ckpt ordo__srv_ckpt_t;
 
-/* ordo_srv_ckpt_new prepares server `rank`'s checkpoints into folder dir every `every`
+/* ordo__srv_ckpt_new prepares server `rank`'s checkpoints into folder dir every `every`
  * updates, counting from `base` (the updates a resumed run started after). *out stays NULL
  * (and 0 is returned) when there is nothing to do: every = 0 or no momentum. */
-int ordo_srv_ckpt_new(ordo_store_t *st, const ordo_keys_t *keys, int rank, int every,
-                      int64_t base, const char *dir, ordo_srv_ckpt_t **out);
+int ordo__srv_ckpt_new(ordo__store_t *st, const ordo__keys_t *keys, int rank, int every,
+                      int64_t base, const char *dir, ordo__srv_ckpt_t **out);
 
-/* ordo_srv_ckpt_updated tells the checkpoint that slice was just updated (its store version
+/* ordo__srv_ckpt_updated tells the checkpoint that slice was just updated (its store version
  * is the run's update count minus base); it copies the momentum when a checkpoint is due and
  * writes the file once the server's last slice got there. Write errors are logged. */
-void ordo_srv_ckpt_updated(ordo_srv_ckpt_t *c, int slice);
+void ordo__srv_ckpt_updated(ordo__srv_ckpt_t *c, int slice);
 
-/* ordo_srv_ckpt_destroy frees *c and sets it to NULL; NULL-safe. */
-void ordo_srv_ckpt_destroy(ordo_srv_ckpt_t **c);
+/* ordo__srv_ckpt_destroy frees *c and sets it to NULL; NULL-safe. */
+void ordo__srv_ckpt_destroy(ordo__srv_ckpt_t **c);
 
-/* ordo_srv_ckpt_load restores the momentum of server `rank` from dir's
+/* ordo__srv_ckpt_load restores the momentum of server `rank` from dir's
  * checkpoint-server-R.bin (or .prev.bin) holding the state after `iteration` updates. Fails
  * with ORDO_ERR_NOTFOUND or ORDO_ERR_FORMAT, the detail naming the file and the fault (another
  * server's or key map's file, another iteration, truncation, a checksum mismatch; a damaged
  * file is refused and the other one tried). A store without momentum
  * needs no file. With replicas (keys->replicas > 1) each slice is taken from whichever
  * server's file (this one's first) holds it after `iteration` updates. */
-int ordo_srv_ckpt_load(ordo_store_t *st, const ordo_keys_t *keys, int rank, const char *dir,
+int ordo__srv_ckpt_load(ordo__store_t *st, const ordo__keys_t *keys, int rank, const char *dir,
                        int64_t iteration);
 
 #endif

@@ -15,7 +15,7 @@ typedef struct {
     int64_t iter;
     int64_t ready_ns;
     int64_t bytes;
-    ordo_msg_t msg;
+    ordo__msg_t msg;
 } item_t;
 
 #define NEVER (-2) /* a slice's round when it was never handed over (never round - 1) */
@@ -32,7 +32,7 @@ typedef struct {
     int64_t *last_round, *last_iter;
 } wq_t;
 
-struct ordo_enforce {
+struct ordo__enforce {
     int mode;
     int n_workers, n_slices, round;
     int *prio;
@@ -40,26 +40,26 @@ struct ordo_enforce {
     uint64_t seq;
     int pending;
     int rr;    /* where the turn starts among workers with equal claims */
-    int share; /* ordo_share_t */
+    int share; /* ordo__share_t */
 };
 
-int ordo_enforce_set_share(ordo_enforce_t *e, int share)
+int ordo__enforce_set_share(ordo__enforce_t *e, int share)
 {
     if (!e || (share != ORDO_SHARE_FAIR && share != ORDO_SHARE_SERIAL))
-        return ordo_error_set(ORDO_ERR_INVAL, "enforce: bad share %d", share);
+        return ordo__error_set(ORDO_ERR_INVAL, "enforce: bad share %d", share);
     e->share = share;
     return 0;
 }
 
-int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio, int round,
-                     ordo_enforce_t **out)
+int ordo__enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio, int round,
+                     ordo__enforce_t **out)
 {
     if (n_workers < 1 || n_slices < 1 || round < 0 ||
         (mode != ORDO_ENFORCE_MODE_FIFO && mode != ORDO_ENFORCE_STRICT &&
          mode != ORDO_ENFORCE_GREEDY))
-        return ordo_error_set(ORDO_ERR_INVAL, "enforce: bad mode %d, %d workers, %d slices", mode,
+        return ordo__error_set(ORDO_ERR_INVAL, "enforce: bad mode %d, %d workers, %d slices", mode,
                               n_workers, n_slices);
-    ordo_enforce_t *e = calloc(1, sizeof *e);
+    ordo__enforce_t *e = calloc(1, sizeof *e);
     if (!e) return ORDO_ERR_NOMEM;
     e->mode = mode;
     e->n_workers = n_workers;
@@ -68,7 +68,7 @@ int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio
     e->prio = calloc((size_t)n_slices + 1, sizeof *e->prio);
     e->w = calloc((size_t)n_workers, sizeof *e->w);
     if (!e->prio || !e->w) {
-        ordo_enforce_destroy(&e);
+        ordo__enforce_destroy(&e);
         return ORDO_ERR_NOMEM;
     }
     if (norm_prio) memcpy(e->prio, norm_prio, sizeof *e->prio * (size_t)n_slices);
@@ -79,7 +79,7 @@ int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio
         q->last_round = malloc(sizeof *q->last_round * (size_t)n_slices);
         q->last_iter = malloc(sizeof *q->last_iter * (size_t)n_slices);
         if (!q->last_round || !q->last_iter) {
-            ordo_enforce_destroy(&e);
+            ordo__enforce_destroy(&e);
             return ORDO_ERR_NOMEM;
         }
         for (int s = 0; s < n_slices; s++)
@@ -89,14 +89,14 @@ int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio
     return 0;
 }
 
-void ordo_enforce_destroy(ordo_enforce_t **ep)
+void ordo__enforce_destroy(ordo__enforce_t **ep)
 {
-    ordo_enforce_t *e = *ep;
+    ordo__enforce_t *e = *ep;
     if (!e) return;
     if (e->w)
         for (int i = 0; i < e->n_workers; i++) {
             for (int j = 0; j < e->w[i].n; j++)
-                ordo_msg_close(&e->w[i].items[j].msg);
+                ordo__msg_close(&e->w[i].items[j].msg);
             free(e->w[i].items);
             free(e->w[i].last_round);
             free(e->w[i].last_iter);
@@ -107,10 +107,10 @@ void ordo_enforce_destroy(ordo_enforce_t **ep)
     *ep = NULL;
 }
 
-int ordo_enforce_add(ordo_enforce_t *e, int worker, int64_t iter, int slice, ordo_msg_t *m)
+int ordo__enforce_add(ordo__enforce_t *e, int worker, int64_t iter, int slice, ordo__msg_t *m)
 {
     if (worker < 0 || worker >= e->n_workers || slice < 0 || slice >= e->n_slices)
-        return ordo_error_set(ORDO_ERR_INVAL, "enforce: bad worker %d or slice %d", worker, slice);
+        return ordo__error_set(ORDO_ERR_INVAL, "enforce: bad worker %d or slice %d", worker, slice);
     wq_t *q = &e->w[worker];
     if (q->n == q->cap) {
         int cap = q->cap ? q->cap * 2 : 16;
@@ -131,25 +131,25 @@ int ordo_enforce_add(ordo_enforce_t *e, int worker, int64_t iter, int slice, ord
     it->prio = e->prio[slice];
     it->seq = e->seq++;
     it->iter = iter;
-    it->ready_ns = ordo_clock_ns();
+    it->ready_ns = ordo__clock_ns();
     it->bytes = 0;
     for (int i = 0; i < m->nframes; i++)
         it->bytes += (int64_t)zmq_msg_size(&m->frames[i]);
-    ordo_msg_move(&it->msg, m);
+    ordo__msg_move(&it->msg, m);
     e->pending++;
     return 0;
 }
 
-static void take(ordo_enforce_t *e, int worker, int idx, ordo_msg_t *out,
-                 ordo_enforce_release_t *info)
+static void take(ordo__enforce_t *e, int worker, int idx, ordo__msg_t *out,
+                 ordo__enforce_release_t *info)
 {
     wq_t *q = &e->w[worker];
     item_t it = q->items[idx];
-    ordo_msg_move(out, &q->items[idx].msg);
+    ordo__msg_move(out, &q->items[idx].msg);
     q->items[idx] = q->items[--q->n];
     e->pending--;
     if (info)
-        *info = (ordo_enforce_release_t){.worker = worker,
+        *info = (ordo__enforce_release_t){.worker = worker,
                                          .iter = it.iter,
                                          .slice = it.slice,
                                          .norm = it.prio,
@@ -176,7 +176,7 @@ static void take(ordo_enforce_t *e, int worker, int idx, ordo_msg_t *out,
  * round). So a tensor that is not transferred every round (the examples' eval.counts, once
  * an epoch) holds nothing back, and neither does anything in a worker's first round, when
  * the server cannot know yet which transfers a round has. */
-static bool held_back(const ordo_enforce_t *e, const wq_t *q, int prio)
+static bool held_back(const ordo__enforce_t *e, const wq_t *q, int prio)
 {
     for (int s = 0; s < e->n_slices; s++)
         if (e->prio[s] < prio && q->last_round[s] == q->round - 1 &&
@@ -202,8 +202,8 @@ static int best_of(const wq_t *q, bool by_prio)
     return best;
 }
 
-int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out,
-                      ordo_enforce_release_t *info)
+int ordo__enforce_next(ordo__enforce_t *e, bool link_free, ordo__msg_t *out,
+                      ordo__enforce_release_t *info)
 {
     if (e->pending == 0 || !link_free) return ORDO_ERR_AGAIN;
     /* Each worker offers its candidate: greedy its smallest normalized priority, strict the
@@ -237,12 +237,12 @@ int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out,
     return 0;
 }
 
-int ordo_enforce_pending(const ordo_enforce_t *e)
+int ordo__enforce_pending(const ordo__enforce_t *e)
 {
     return e->pending;
 }
 
-void ordo_enforce_normalize(const int *prio_of_slice, const int *server_of_slice, int n_slices,
+void ordo__enforce_normalize(const int *prio_of_slice, const int *server_of_slice, int n_slices,
                             int server, int *out)
 {
     for (int s = 0; s < n_slices; s++) {

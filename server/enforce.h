@@ -19,7 +19,7 @@
  * about to be), and the workers share it byte-fairly (the worker with the fewest bytes
  * handed over in its iteration goes first), as separate connections share a NIC, instead of
  * one worker's whole iteration queueing ahead of the others' in the link's FIFO. With the
- * serial share (ordo_enforce_set_share) the worker with the most bytes handed over in its
+ * serial share (ordo__enforce_set_share) the worker with the most bytes handed over in its
  * iteration goes first instead: workers are served one after another, and the first served
  * start computing while the link still sends to the others.
  * Normalized priority (docs/ordering-live.md, "In the live system"): the number of this
@@ -32,51 +32,51 @@
 
 #include "common/wire.h"
 
-typedef enum { ORDO_ENFORCE_MODE_FIFO = -1 } ordo_enforce_fifo_t;
+typedef enum { ORDO_ENFORCE_MODE_FIFO = -1 } ordo__enforce_fifo_t;
 
-typedef struct ordo_enforce ordo_enforce_t;
+typedef struct ordo__enforce ordo__enforce_t;
 
-/* What ordo_enforce_next tells about a release (for the server's trace). */
-typedef struct ordo_enforce_release {
+/* What ordo__enforce_next tells about a release (for the server's trace). */
+typedef struct ordo__enforce_release {
     int worker;
     int64_t iter;
     int slice;
     int norm;         /* its normalized priority (0 under fifo) */
     int64_t counter;  /* the worker's counter when it was released (before counting it) */
     int held;         /* responses still held after this release, all workers */
-    int64_t ready_ns; /* when it was handed to the module (ordo_clock_ns) */
-} ordo_enforce_release_t;
+    int64_t ready_ns; /* when it was handed to the module (ordo__clock_ns) */
+} ordo__enforce_release_t;
 
-/* ordo_enforce_new: mode is ORDO_ENFORCE_MODE_FIFO, ORDO_ENFORCE_STRICT or
+/* ordo__enforce_new: mode is ORDO_ENFORCE_MODE_FIFO, ORDO_ENFORCE_STRICT or
  * ORDO_ENFORCE_GREEDY (common/conf.h); norm_prio gives each slice's normalized priority
  * (indexed by slice; only this server's slices are used; may be NULL for fifo); round is
  * the number of this server's slices (transfers per worker per iteration; 0 = unknown). */
-int ordo_enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio, int round,
-                     ordo_enforce_t **out);
+int ordo__enforce_new(int mode, int n_workers, int n_slices, const int *norm_prio, int round,
+                     ordo__enforce_t **out);
 
-/* ordo_enforce_set_share chooses how the workers share the link: ORDO_SHARE_FAIR (the
+/* ordo__enforce_set_share chooses how the workers share the link: ORDO_SHARE_FAIR (the
  * default) or ORDO_SHARE_SERIAL (common/conf.h). Returns 0 or ORDO_ERR_INVAL. */
-int ordo_enforce_set_share(ordo_enforce_t *e, int share);
+int ordo__enforce_set_share(ordo__enforce_t *e, int share);
 
-/* ordo_enforce_destroy frees the module and closes messages it still holds. */
-void ordo_enforce_destroy(ordo_enforce_t **e);
+/* ordo__enforce_destroy frees the module and closes messages it still holds. */
+void ordo__enforce_destroy(ordo__enforce_t **e);
 
-/* ordo_enforce_add hands over a ready response of worker for slice in iteration iter; the
+/* ordo__enforce_add hands over a ready response of worker for slice in iteration iter; the
  * module takes m's frames (m is left empty). */
-int ordo_enforce_add(ordo_enforce_t *e, int worker, int64_t iter, int slice, ordo_msg_t *m);
+int ordo__enforce_add(ordo__enforce_t *e, int worker, int64_t iter, int slice, ordo__msg_t *m);
 
-/* ordo_enforce_next releases the next response allowed to go now into out (link_free: the
+/* ordo__enforce_next releases the next response allowed to go now into out (link_free: the
  * egress link can take a message now; without it nothing goes). Returns 0 with a message
  * (and, when info is not NULL, what was released), ORDO_ERR_AGAIN with none. */
-int ordo_enforce_next(ordo_enforce_t *e, bool link_free, ordo_msg_t *out,
-                      ordo_enforce_release_t *info);
+int ordo__enforce_next(ordo__enforce_t *e, bool link_free, ordo__msg_t *out,
+                      ordo__enforce_release_t *info);
 
-/* ordo_enforce_pending counts responses held back. */
-int ordo_enforce_pending(const ordo_enforce_t *e);
+/* ordo__enforce_pending counts responses held back. */
+int ordo__enforce_pending(const ordo__enforce_t *e);
 
-/* ordo_enforce_normalize computes normalized priorities for one server: out[s] = number of
+/* ordo__enforce_normalize computes normalized priorities for one server: out[s] = number of
  * slices on `server` whose priority (prio_of_slice) is strictly smaller than slice s's. */
-void ordo_enforce_normalize(const int *prio_of_slice, const int *server_of_slice, int n_slices,
+void ordo__enforce_normalize(const int *prio_of_slice, const int *server_of_slice, int n_slices,
                             int server, int *out);
 
 #endif

@@ -32,7 +32,7 @@ struct ordo__srv_fence {
 int ordo__srv_fence_new(int n_workers, ordo__srv_fence_t **out)
 {
     ordo__srv_fence_t *f = calloc(1, sizeof *f);
-    if (!f) return ordo_error_set(ORDO_ERR_NOMEM, "out of memory for the fencing table");
+    if (!f) return ordo__error_set(ORDO_ERR_NOMEM, "out of memory for the fencing table");
     f->n_workers = n_workers;
     *out = f;
     return 0;
@@ -102,7 +102,7 @@ static const char *refuse(ordo__srv_fence_t *f, const conn_t *c)
     return f->why;
 }
 
-const char *ordo__srv_fence_check(ordo__srv_fence_t *f, const ordo_msg_t *m)
+const char *ordo__srv_fence_check(ordo__srv_fence_t *f, const ordo__msg_t *m)
 {
     if (m->hdr.type == ORDO_MSG_HELLO) {
         uint64_t beat = m->hdr.req;
@@ -144,13 +144,13 @@ uint64_t ordo__srv_fence_refused(const ordo__srv_fence_t *f)
 
 /* ---- the server's glue ------------------------------------------------------------------ */
 
-const char *ordo__server_fenced(ordo_server_t *s, const ordo_msg_t *m)
+const char *ordo__server_fenced(ordo__server_t *s, const ordo__msg_t *m)
 {
     if (!s->fence && ordo__srv_fence_new(s->node.n_workers, &s->fence) != 0) return NULL;
     return ordo__srv_fence_check(s->fence, m);
 }
 
-bool ordo__server_on_fenced(ordo_server_t *s, struct json_t *o)
+bool ordo__server_on_fenced(ordo__server_t *s, struct json_t *o)
 {
     json_t *rank = json_object_get(o, "fenced"), *beat = json_object_get(o, "beat");
     if (!json_is_integer(rank)) return false;
@@ -160,7 +160,7 @@ bool ordo__server_on_fenced(ordo_server_t *s, struct json_t *o)
         return true;
     }
     if (!s->fence && ordo__srv_fence_new(s->node.n_workers, &s->fence) != 0) {
-        ORDO_ERROR("%s", ordo_error_text(ORDO_ERR_NOMEM));
+        ORDO_ERROR("%s", ordo__error_text(ORDO_ERR_NOMEM));
         return true;
     }
     ordo__srv_fence_add(s->fence, (int)json_integer_value(rank), (uint64_t)json_integer_value(beat),

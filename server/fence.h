@@ -30,7 +30,7 @@ void ordo__srv_fence_add(ordo__srv_fence_t *f, int rank, uint64_t beat, int64_t 
  * remembered as the connection of the process whose heartbeat id it carries (hdr.req). It
  * returns NULL when m may be handled, or the reason it is refused (valid until the next
  * call): a message on a connection of a fenced process. */
-const char *ordo__srv_fence_check(ordo__srv_fence_t *f, const ordo_msg_t *m);
+const char *ordo__srv_fence_check(ordo__srv_fence_t *f, const ordo__msg_t *m);
 
 /* ordo__srv_fence_refused returns how many messages were refused. */
 uint64_t ordo__srv_fence_refused(const ordo__srv_fence_t *f);

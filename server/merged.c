@@ -6,7 +6,7 @@
 #include <string.h>
 
 struct ordo__merged {
-    const ordo_keys_t *keys;
+    const ordo__keys_t *keys;
     int server;
     int n_local;     /* slices on this server: the most one message may carry */
     uint32_t *stamp; /* per slice: the split that last saw it (duplicate check) */
@@ -15,7 +15,7 @@ struct ordo__merged {
     size_t *offset; /* [n_slices] */
 };
 
-int ordo__merged_new(const ordo_keys_t *keys, int server, ordo__merged_t **out)
+int ordo__merged_new(const ordo__keys_t *keys, int server, ordo__merged_t **out)
 {
     ordo__merged_t *g = calloc(1, sizeof *g);
     if (!g) return ORDO_ERR_NOMEM;
@@ -49,9 +49,9 @@ void ordo__merged_destroy(ordo__merged_t **gp)
 int ordo__merged_split(ordo__merged_t *g, const void *index, size_t index_len, size_t payload_len,
                       int *n)
 {
-    const ordo_keys_t *k = g->keys;
+    const ordo__keys_t *k = g->keys;
     if (!index || index_len == 0 || index_len % sizeof(uint32_t) != 0)
-        return ordo_error_set(ORDO_ERR_PROTO,
+        return ordo__error_set(ORDO_ERR_PROTO,
                               "merged push: index of %zu bytes is not a non-empty "
                               "list of uint32 slice ids",
                               index_len);
@@ -62,7 +62,7 @@ int ordo__merged_split(ordo__merged_t *g, const void *index, size_t index_len, s
             if (k->slices[i].server == g->server) g->n_local++;
     }
     if (count > (size_t)g->n_local)
-        return ordo_error_set(ORDO_ERR_PROTO, "merged push: %zu slices, but this server holds only %d",
+        return ordo__error_set(ORDO_ERR_PROTO, "merged push: %zu slices, but this server holds only %d",
                               count, g->n_local);
     if (++g->epoch == 0) { /* wrapped: forget every old stamp */
         memset(g->stamp, 0, sizeof *g->stamp * (size_t)k->n_slices);
@@ -73,15 +73,15 @@ int ordo__merged_split(ordo__merged_t *g, const void *index, size_t index_len, s
         uint32_t id;
         memcpy(&id, (const char *)index + i * sizeof id, sizeof id);
         if (id >= (uint32_t)k->n_slices)
-            return ordo_error_set(ORDO_ERR_PROTO,
+            return ordo__error_set(ORDO_ERR_PROTO,
                                   "merged push: entry %zu: no slice %u (the map has %d)", i, id,
                                   k->n_slices);
         if (k->slices[id].server != g->server)
-            return ordo_error_set(ORDO_ERR_PROTO,
+            return ordo__error_set(ORDO_ERR_PROTO,
                                   "merged push: entry %zu: slice %u lives on server %d", i, id,
                                   k->slices[id].server);
         if (g->stamp[id] == g->epoch)
-            return ordo_error_set(ORDO_ERR_PROTO, "merged push: entry %zu: slice %u is listed twice",
+            return ordo__error_set(ORDO_ERR_PROTO, "merged push: entry %zu: slice %u is listed twice",
                                   i, id);
         g->stamp[id] = g->epoch;
         g->slice[i] = (int)id;
@@ -89,7 +89,7 @@ int ordo__merged_split(ordo__merged_t *g, const void *index, size_t index_len, s
         off += (size_t)k->slices[id].numel * k->elem_size;
     }
     if (off != payload_len)
-        return ordo_error_set(ORDO_ERR_PROTO,
+        return ordo__error_set(ORDO_ERR_PROTO,
                               "merged push: payload of %zu bytes, its %zu slices need %zu",
                               payload_len, count, off);
     *n = (int)count;

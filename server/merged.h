@@ -18,7 +18,7 @@ typedef struct ordo__merged ordo__merged_t;
 
 /* ordo__merged_new prepares the checks for server `server` of the key map keys (borrowed;
  * it must outlive the object). */
-int ordo__merged_new(const ordo_keys_t *keys, int server, ordo__merged_t **out);
+int ordo__merged_new(const ordo__keys_t *keys, int server, ordo__merged_t **out);
 
 /* ordo__merged_destroy frees *g and sets *g = NULL; NULL-safe. */
 void ordo__merged_destroy(ordo__merged_t **g);

@@ -55,7 +55,7 @@ static void aggregate(float *restrict out, const float *restrict acc, const floa
         for (int64_t i = 0; i < n; i++) out[i] = scale * g[i];
 }
 
-void ordo_optim_step(const ordo_optim_t *o, float *out_w, const float *w, float *mom,
+void ordo__optim_step(const ordo__optim_t *o, float *out_w, const float *w, float *mom,
                      const float *g, float scale, int64_t n)
 {
     if (o->average) {
@@ -104,7 +104,7 @@ static void step2_inplace(float *restrict w, float *restrict mom, const float *r
     }
 }
 
-void ordo_optim_step_sum(const ordo_optim_t *o, float *out_w, const float *w, float *mom,
+void ordo__optim_step_sum(const ordo__optim_t *o, float *out_w, const float *w, float *mom,
                          const float *acc, const float *g, float scale, int64_t n)
 {
     if (o->average) {
@@ -112,7 +112,7 @@ void ordo_optim_step_sum(const ordo_optim_t *o, float *out_w, const float *w, fl
         return;
     }
     if (!acc) {
-        ordo_optim_step(o, out_w, w, mom, g, scale, n);
+        ordo__optim_step(o, out_w, w, mom, g, scale, n);
         return;
     }
     float *m = o->momentum > 0 ? mom : 0;

@@ -9,20 +9,20 @@
 
 #include <stdint.h>
 
-typedef struct ordo_optim {
+typedef struct ordo__optim {
     float lr, momentum, weight_decay;
     int average; /* 1: no update rule, the value becomes the aggregate of the pushes */
-} ordo_optim_t;
+} ordo__optim_t;
 
-/* ordo_optim_step updates n weights out_w from w (they may alias) with the summed gradient
+/* ordo__optim_step updates n weights out_w from w (they may alias) with the summed gradient
  * g times scale; mom (n floats, NULL when momentum is 0) holds the velocity. Contiguous,
  * branch-free loops the compiler vectorizes. */
-void ordo_optim_step(const ordo_optim_t *o, float *out_w, const float *w, float *mom,
+void ordo__optim_step(const ordo__optim_t *o, float *out_w, const float *w, float *mom,
                      const float *g, float scale, int64_t n);
 
-/* ordo_optim_step_sum is ordo_optim_step with the gradient acc + g (acc may be NULL for
+/* ordo__optim_step_sum is ordo__optim_step with the gradient acc + g (acc may be NULL for
  * g alone): the last push of an iteration is summed and applied in one pass. */
-void ordo_optim_step_sum(const ordo_optim_t *o, float *out_w, const float *w, float *mom,
+void ordo__optim_step_sum(const ordo__optim_t *o, float *out_w, const float *w, float *mom,
                          const float *acc, const float *g, float scale, int64_t n);
 
 

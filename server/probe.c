@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *ordo__probe_take(ordo__probe_t *p, ordo_msg_t *m, char *why, size_t size)
+const char *ordo__probe_take(ordo__probe_t *p, ordo__msg_t *m, char *why, size_t size)
 {
     size_t len = 0;
-    const char *data = ordo_msg_data(m, 0, &len);
+    const char *data = ordo__msg_data(m, 0, &len);
     if (!data || m->nframes != 1 || m->hdr.dtype != ORDO_DTYPE_F32 || len % sizeof(float) ||
         (m->hdr.flags & (ORDO_FLAG_GROUP | ORDO_FLAG_PULL)))
         return "a probe PUSH needs one float32 payload frame and no group or pull flag";

@@ -18,7 +18,7 @@ typedef struct {
 /* ordo__probe_take sums probe m into p: NULL, or why it was refused (in why, size bytes): not
  * one float32 payload frame, a group or pull flag, larger than ORDO_PROBE_MAX_BYTES, out of
  * memory. */
-const char *ordo__probe_take(ordo__probe_t *p, ordo_msg_t *m, char *why, size_t size);
+const char *ordo__probe_take(ordo__probe_t *p, ordo__msg_t *m, char *why, size_t size);
 
 /* ordo__probe_free frees p's scratch memory (p itself is the caller's). */
 void ordo__probe_free(ordo__probe_t *p);

@@ -70,10 +70,10 @@ void ordo__pull_codec_destroy(ordo__pull_codec_t **pcp)
     *pcp = NULL;
 }
 
-static int attach(ordo_msg_t *r, block_t *b, int dtype, uint32_t flags)
+static int attach(ordo__msg_t *r, block_t *b, int dtype, uint32_t flags)
 {
     atomic_fetch_add(&b->refs, 1);
-    if (ordo_msg_add_ref(r, b->data, b->len, unref_cb, b) != 0) {
+    if (ordo__msg_add_ref(r, b->data, b->len, unref_cb, b) != 0) {
         unref(b);
         return ORDO_ERR_NOMEM;
     }
@@ -92,7 +92,7 @@ static block_t *block_new(size_t len)
 }
 
 int ordo__pull_codec_attach(ordo__pull_codec_t *pc, int slice, int64_t seq, const float *data,
-                            size_t bytes, int dtype, ordo_msg_t *r)
+                            size_t bytes, int dtype, ordo__msg_t *r)
 {
     const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
     if (!ops || (ops->id != ORDO__CODEC_BF16 && ops->id != ORDO__CODEC_FP16) || slice < 0 ||
@@ -176,7 +176,7 @@ static int advance(entry_t *e, const ordo__codec_ops_t *ops, int64_t iter, const
 
 int ordo__pull_codec_attach_delta(ordo__pull_codec_t *pc, int slice, int64_t iter,
                                   const float *data, size_t bytes, int dtype, bool have_prev,
-                                  ordo_msg_t *r)
+                                  ordo__msg_t *r)
 {
     const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
     if (!ops || !ops->lossy || slice < 0 || slice >= pc->n) return ORDO_ERR_INVAL;

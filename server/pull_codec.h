@@ -28,11 +28,11 @@ void ordo__pull_codec_destroy(ordo__pull_codec_t **pc);
 /* ordo__pull_codec_attach adds slice's value (bytes of float32 at data) to answer r as one
  * frame in wire type dtype (ORDO_DTYPE_BF16 or ORDO_DTYPE_F16) and sets r's dtype: the copy
  * encoded for the same (data, seq, dtype) when there is one, else a new one. seq is the
- * slice's update count (server/store.h ordo_store_seq): a value that changed has a new one.
+ * slice's update count (server/store.h ordo__store_seq): a value that changed has a new one.
  * Returns 0, or a negative code when the answer should carry float32 instead (another dtype,
  * fp16 values out of range: reported once, out of memory); r is then untouched. */
 int ordo__pull_codec_attach(ordo__pull_codec_t *pc, int slice, int64_t seq, const float *data,
-                            size_t bytes, int dtype, ordo_msg_t *r);
+                            size_t bytes, int dtype, ordo__msg_t *r);
 
 /* ordo__pull_codec_note_k records that slice's pushes keep `fraction` of its values (an
  * index-value push): its lossy pulls keep as many (the top-k of the change). */
@@ -46,6 +46,6 @@ void ordo__pull_codec_note_k(ordo__pull_codec_t *pc, int slice, double fraction)
  * the copy, out of memory); r is then untouched. */
 int ordo__pull_codec_attach_delta(ordo__pull_codec_t *pc, int slice, int64_t iter,
                                   const float *data, size_t bytes, int dtype, bool have_prev,
-                                  ordo_msg_t *r);
+                                  ordo__msg_t *r);
 
 #endif

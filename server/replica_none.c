@@ -4,12 +4,12 @@
 #include "server/replica.h"
 #include "server/server_internal.h"
 
-static void on_server_msg(ordo_server_t *s, ordo_msg_t *m)
+static void on_server_msg(ordo__server_t *s, ordo__msg_t *m)
 {
     ordo__server_refuse(s, m, "sender is not a worker of this cluster");
 }
 
-static bool park(ordo_server_t *s, ordo_msg_t *m, int slice)
+static bool park(ordo__server_t *s, ordo__msg_t *m, int slice)
 {
     (void)s;
     (void)m;
@@ -18,7 +18,7 @@ static bool park(ordo_server_t *s, ordo_msg_t *m, int slice)
 }
 
 /* resent, forward: no push is in twice, none goes to a backup */
-static bool no_push_hook(ordo_server_t *s, ordo_msg_t *m, int slice, int worker)
+static bool no_push_hook(ordo__server_t *s, ordo__msg_t *m, int slice, int worker)
 {
     (void)s;
     (void)m;
@@ -27,7 +27,7 @@ static bool no_push_hook(ordo_server_t *s, ordo_msg_t *m, int slice, int worker)
     return false;
 }
 
-static bool has(const ordo_server_t *s, int slice, int worker, int64_t iter)
+static bool has(const ordo__server_t *s, int slice, int worker, int64_t iter)
 {
     (void)s;
     (void)slice;
@@ -36,13 +36,13 @@ static bool has(const ordo_server_t *s, int slice, int worker, int64_t iter)
     return false;
 }
 
-static void updated(ordo_server_t *s, int slice)
+static void updated(ordo__server_t *s, int slice)
 {
     (void)s;
     (void)slice;
 }
 
-static bool visible(const ordo_server_t *s, int slice, int64_t need)
+static bool visible(const ordo__server_t *s, int slice, int64_t need)
 {
     (void)s;
     (void)slice;
@@ -50,18 +50,18 @@ static bool visible(const ordo_server_t *s, int slice, int64_t need)
     return true;
 }
 
-static void ack_push(ordo_server_t *s, int slice, int64_t iter, ordo_msg_t *ack)
+static void ack_push(ordo__server_t *s, int slice, int64_t iter, ordo__msg_t *ack)
 {
     (void)slice;
     (void)iter;
-    ordo_transport_send(s->node.tp, ack);
+    ordo__transport_send(s->node.tp, ack);
 }
 
-static void ack_merged(ordo_server_t *s, int n, int64_t iter, ordo_msg_t *ack)
+static void ack_merged(ordo__server_t *s, int n, int64_t iter, ordo__msg_t *ack)
 {
     (void)n;
     (void)iter;
-    ordo_transport_send(s->node.tp, ack);
+    ordo__transport_send(s->node.tp, ack);
 }
 
 const ordo__replication_t ordo__replication_none = {

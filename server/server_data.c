@@ -22,9 +22,9 @@
 
 /* answer_init makes a message of the given type addressed back to m's sender, carrying
  * m's request id, key, chunk and iteration */
-static void answer_init(ordo_server_t *s, const ordo_msg_t *m, int type, ordo_msg_t *a)
+static void answer_init(ordo__server_t *s, const ordo__msg_t *m, int type, ordo__msg_t *a)
 {
-    ordo_msg_init(a, type);
+    ordo__msg_init(a, type);
     a->sock = s->data_sock;
     memcpy(a->rid, m->rid, m->rid_len);
     a->rid_len = m->rid_len;
@@ -37,53 +37,53 @@ static void answer_init(ordo_server_t *s, const ordo_msg_t *m, int type, ordo_ms
 }
 
 /* send_ack acknowledges push m to its sender (the worker frees its buffer on it) */
-static void send_ack(ordo_server_t *s, const ordo_msg_t *m, uint32_t flags)
+static void send_ack(ordo__server_t *s, const ordo__msg_t *m, uint32_t flags)
 {
-    ordo_msg_t ack;
+    ordo__msg_t ack;
     answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
     ack.hdr.flags = flags;
-    ordo_transport_send(s->node.tp, &ack);
+    ordo__transport_send(s->node.tp, &ack);
 }
 
-static bool fused_push(const ordo_msg_t *m)
+static bool fused_push(const ordo__msg_t *m)
 {
     return m->hdr.flags & ORDO_FLAG_PULL;
 }
 
 /* ack_push acknowledges push m of slice: at once, or with replicas once the update it went
  * into is held by every live backup (the worker keeps its gradient until then) */
-static void ack_push(ordo_server_t *s, const ordo_msg_t *m, int slice, uint32_t flags)
+static void ack_push(ordo__server_t *s, const ordo__msg_t *m, int slice, uint32_t flags)
 {
-    ordo_msg_t ack;
+    ordo__msg_t ack;
     answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
     ack.hdr.flags = flags;
     s->replication->ack_push(s, slice, m->hdr.iter, &ack);
 }
 
-void ordo__server_refuse(ordo_server_t *s, const ordo_msg_t *m, const char *why)
+void ordo__server_refuse(ordo__server_t *s, const ordo__msg_t *m, const char *why)
 {
     s->n_refused++;
     char what[160];
     snprintf(what, sizeof what, "key %u chunk %u iter %lld, from %s %d: %s", m->hdr.key,
-             m->hdr.chunk, (long long)m->hdr.iter, ordo_wire_role_name(m->hdr.role), m->hdr.rank,
+             m->hdr.chunk, (long long)m->hdr.iter, ordo__wire_role_name(m->hdr.role), m->hdr.rank,
              why);
-    ordo_transport_drop(s->node.tp, m, m->hdr.role == ORDO_ROLE_WORKER &&
+    ordo__transport_drop(s->node.tp, m, m->hdr.role == ORDO_ROLE_WORKER &&
                                                m->hdr.rank >= 0 && m->hdr.rank < s->node.n_workers
                                            ? "refused request"
                                            : "not a worker of this cluster",
                         what);
-    ordo_msg_t e;
+    ordo__msg_t e;
     answer_init(s, m, ORDO_MSG_ERROR, &e);
-    ordo_msg_add_text(&e, why);
-    ordo_transport_send(s->node.tp, &e);
+    ordo__msg_add_text(&e, why);
+    ordo__transport_send(s->node.tp, &e);
 }
 
 /* a pull that can be answered now becomes a response held by the enforcement module */
-static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
+static void make_ready(ordo__server_t *s, int slice, const ordo__waiter_t *w)
 {
-    const ordo_slice_t *sl = &s->node.keys->slices[slice];
-    ordo_msg_t r;
-    ordo_msg_init(&r, ORDO_MSG_PULL_RESP);
+    const ordo__slice_t *sl = &s->node.keys->slices[slice];
+    ordo__msg_t r;
+    ordo__msg_init(&r, ORDO_MSG_PULL_RESP);
     r.sock = s->data_sock;
     memcpy(r.rid, w->rid, w->rid_len);
     r.rid_len = w->rid_len;
@@ -97,12 +97,12 @@ static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
     r.hdr.dtype = ORDO_DTYPE_F32;
     /* the value's staleness (wire.h), taken with the value itself */
     r.hdr.flags =
-        ORDO_FLAG_STALE(w->iter - ordo_store_pull_version(s->store, slice, w->iter)) | w->flags;
+        ORDO_FLAG_STALE(w->iter - ordo__store_pull_version(s->store, slice, w->iter)) | w->flags;
     void *data, *hint;
     size_t bytes;
-    if (ordo_store_ref_pull(s->store, slice, w->iter, &data, &bytes, &hint) != 0) {
+    if (ordo__store_ref_pull(s->store, slice, w->iter, &data, &bytes, &hint) != 0) {
         ORDO_ERROR("out of memory answering a pull");
-        ordo_msg_close(&r);
+        ordo__msg_close(&r);
         return;
     }
     /* a 16-bit answer carries the value's encoded copy (server/pull_codec.h): the workers'
@@ -112,32 +112,32 @@ static void make_ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
     if (w->dtype != ORDO_DTYPE_F32 &&
         (lossy ? ordo__pull_codec_attach_delta(s->pull_codec, slice, w->iter, data, bytes,
                                                w->dtype, w->have_prev, &r)
-               : ordo__pull_codec_attach(s->pull_codec, slice, ordo_store_seq(s->store, slice),
+               : ordo__pull_codec_attach(s->pull_codec, slice, ordo__store_seq(s->store, slice),
                                          data, bytes, w->dtype, &r)) == 0) {
-        ordo_store_unref_cb(data, hint);
-    } else if (ordo_msg_add_ref(&r, data, bytes, ordo_store_unref_cb, hint) != 0) {
-        ordo_store_unref_cb(data, hint);
+        ordo__store_unref_cb(data, hint);
+    } else if (ordo__msg_add_ref(&r, data, bytes, ordo__store_unref_cb, hint) != 0) {
+        ordo__store_unref_cb(data, hint);
         ORDO_ERROR("out of memory answering a pull");
         return;
     }
     /* one queue per host group: its members pull disjoint keys, together each slice once, so
      * the strict counter (and the fair share) is the group's, as the group's link is one */
-    int rc = ordo_enforce_add(s->enforce, ordo__server_pusher(s, w->worker), w->iter, slice, &r);
+    int rc = ordo__enforce_add(s->enforce, ordo__server_pusher(s, w->worker), w->iter, slice, &r);
     if (rc) {
-        ORDO_ERROR("enforce: %s", ordo_error_text(rc));
-        ordo_msg_close(&r);
+        ORDO_ERROR("enforce: %s", ordo__error_text(rc));
+        ordo__msg_close(&r);
     }
 }
 
 /* waiter w's pull can be answered: the store has the value, and with replicas every live
  * backup holds what it needs (w->need) too */
-static bool ready(ordo_server_t *s, int slice, const ordo__waiter_t *w)
+static bool ready(ordo__server_t *s, int slice, const ordo__waiter_t *w)
 {
-    return ordo_store_ready(s->store, slice, w->iter) &&
+    return ordo__store_ready(s->store, slice, w->iter) &&
            s->replication->visible(s, slice, w->need);
 }
 
-void ordo__server_wake(ordo_server_t *s, int slice)
+void ordo__server_wake(ordo__server_t *s, int slice)
 {
     ordo__waitlist_t *wl = &s->waiting[slice];
     int keep = 0;
@@ -150,14 +150,14 @@ void ordo__server_wake(ordo_server_t *s, int slice)
     wl->n = keep;
 }
 
-static int slice_of(ordo_server_t *s, const ordo_msg_t *m, char *why, size_t size)
+static int slice_of(ordo__server_t *s, const ordo__msg_t *m, char *why, size_t size)
 {
-    int slice = ordo_keys_slice(s->node.keys, m->hdr.key, m->hdr.chunk);
+    int slice = ordo__keys_slice(s->node.keys, m->hdr.key, m->hdr.chunk);
     if (slice < 0) {
         snprintf(why, size, "no key %u chunk %u", m->hdr.key, m->hdr.chunk);
         return -1;
     }
-    if (!ordo_store_owns(s->store, slice) || s->node.keys->slices[slice].server != s->node.rank) {
+    if (!ordo__store_owns(s->store, slice) || s->node.keys->slices[slice].server != s->node.rank) {
         snprintf(why, size, "key %u chunk %u lives on server %d", m->hdr.key, m->hdr.chunk,
                  s->node.keys->slices[slice].server);
         return -1;
@@ -167,7 +167,7 @@ static int slice_of(ordo_server_t *s, const ordo_msg_t *m, char *why, size_t siz
 
 /* with replicas, a merged push whose first slice this server holds as a backup comes from a
  * worker whose KEYMAP arrived before ours: it is kept until ours does (true when it was) */
-static bool park_merged_push(ordo_server_t *s, ordo_msg_t *m, const void *index, size_t ilen)
+static bool park_merged_push(ordo__server_t *s, ordo__msg_t *m, const void *index, size_t ilen)
 {
     uint32_t id;
     if (ilen < sizeof id) return false;
@@ -180,25 +180,25 @@ static bool park_merged_push(ordo_server_t *s, ordo_msg_t *m, const void *index,
  * With replicas, slices a re-sent push (its primary died) already has are left out, each
  * update goes to the backups, and the ack waits until every live backup holds every slice's
  * update (server/replica.h) */
-static void on_merged_push(ordo_server_t *s, ordo_msg_t *m)
+static void on_merged_push(ordo__server_t *s, ordo__msg_t *m)
 {
     size_t len = 0, ilen = 0;
     int n, rc, worker = ordo__server_pusher(s, m->hdr.rank);
-    const void *index = ordo_msg_data(m, 1, &ilen);
+    const void *index = ordo__msg_data(m, 1, &ilen);
     if (m->hdr.flags & ORDO_FLAG_PULL) {
         ordo__server_refuse(s, m, "a merged PUSH cannot carry a pull");
         return;
     }
-    if (!ordo_msg_data(m, 0, &len) || m->nframes != 2 || m->hdr.dtype != ORDO_DTYPE_F32) {
+    if (!ordo__msg_data(m, 0, &len) || m->nframes != 2 || m->hdr.dtype != ORDO_DTYPE_F32) {
         ordo__server_refuse(s, m, "a merged PUSH needs a float32 payload frame and an index frame");
         return;
     }
     if (park_merged_push(s, m, index, ilen)) return;
     if ((rc = ordo__merged_split(s->merged, index, ilen, len, &n)) != 0) {
-        ordo__server_refuse(s, m, ordo_error_text(rc));
+        ordo__server_refuse(s, m, ordo__error_text(rc));
         return;
     }
-    const ordo_slice_t *slices = s->node.keys->slices;
+    const ordo__slice_t *slices = s->node.keys->slices;
     int dup = 0;
     for (int i = 0; i < n; i++) {
         int sl = ordo__merged_slice(s->merged, i);
@@ -206,57 +206,57 @@ static void on_merged_push(ordo_server_t *s, ordo_msg_t *m)
             dup++;
             continue;
         }
-        rc = ordo_store_check_push(s->store, sl, worker, m->hdr.iter,
+        rc = ordo__store_check_push(s->store, sl, worker, m->hdr.iter,
                                    (size_t)slices[sl].numel * sizeof(float));
         if (rc < 0) {
-            ordo__server_refuse(s, m, ordo_error_text(rc));
+            ordo__server_refuse(s, m, ordo__error_text(rc));
             return;
         }
     }
-    if (dup) ordo_replica_count_duplicate(s->repl);
-    ordo_store_frame_t *f = ordo_store_frame_wrap(&m->frames[0]);
+    if (dup) ordo__replica_count_duplicate(s->repl);
+    ordo__store_frame_t *f = ordo__store_frame_wrap(&m->frames[0]);
     if (!f) {
         ORDO_ERROR("out of memory taking a merged push");
         return;
     }
-    const char *base = ordo_store_frame_data(f, &len);
+    const char *base = ordo__store_frame_data(f, &len);
     for (int i = 0; i < n; i++) {
         int sl = ordo__merged_slice(s->merged, i);
         bool updated;
-        if (dup && ordo_store_pushed(s->store, sl, worker, m->hdr.iter)) continue;
-        rc = ordo_store_push_ref(s->store, sl, worker, m->hdr.iter,
+        if (dup && ordo__store_pushed(s->store, sl, worker, m->hdr.iter)) continue;
+        rc = ordo__store_push_ref(s->store, sl, worker, m->hdr.iter,
                                  (const float *)(base + ordo__merged_offset(s->merged, i)),
                                  (size_t)slices[sl].numel * sizeof(float), f, &updated);
-        if (rc < 0) ORDO_ERROR("merged push, slice %d: %s", sl, ordo_error_text(rc));
+        if (rc < 0) ORDO_ERROR("merged push, slice %d: %s", sl, ordo__error_text(rc));
         if (rc == 0 && updated) {
-            ordo_srv_ckpt_updated(s->ckpt, sl);
+            ordo__srv_ckpt_updated(s->ckpt, sl);
             s->replication->updated(s, sl);
         }
     }
-    ordo_store_frame_unref(f);
+    ordo__store_frame_unref(f);
     s->n_push++;
-    ordo_msg_t ack;
+    ordo__msg_t ack;
     answer_init(s, m, ORDO_MSG_PUSH_ACK, &ack);
     ack.hdr.flags = ORDO_FLAG_GROUP;
     s->replication->ack_merged(s, n, m->hdr.iter, &ack);
     for (int i = 0; i < n; i++) { /* the slices this push completed answer their pulls */
         int sl = ordo__merged_slice(s->merged, i);
-        if (ordo_store_version(s->store, sl) == m->hdr.iter + 1) ordo__server_wake(s, sl);
+        if (ordo__store_version(s->store, sl) == m->hdr.iter + 1) ordo__server_wake(s, sl);
     }
 }
 
 /* the number of floats a compressed push's payload stands for: its slice's (dense), or the
  * sum of its index's slices' (merged, checked again by ordo__merged_split); -1 when the
  * message names no slice of the key map */
-static int64_t push_numel(ordo_server_t *s, ordo_msg_t *m)
+static int64_t push_numel(ordo__server_t *s, ordo__msg_t *m)
 {
-    const ordo_keys_t *k = s->node.keys;
+    const ordo__keys_t *k = s->node.keys;
     if (!(m->hdr.flags & ORDO_FLAG_GROUP)) {
-        int slice = ordo_keys_slice(k, m->hdr.key, m->hdr.chunk);
+        int slice = ordo__keys_slice(k, m->hdr.key, m->hdr.chunk);
         return slice < 0 ? -1 : k->slices[slice].numel;
     }
     size_t ilen = 0;
-    const uint8_t *index = ordo_msg_data(m, 1, &ilen);
+    const uint8_t *index = ordo__msg_data(m, 1, &ilen);
     if (!index || ilen == 0 || ilen % sizeof(uint32_t)) return -1;
     int64_t n = 0;
     for (size_t i = 0; i < ilen; i += sizeof(uint32_t)) {
@@ -270,16 +270,16 @@ static int64_t push_numel(ordo_server_t *s, ordo_msg_t *m)
 
 /* note_k tells the pull codec the fraction of its values an index-value push m kept, for
  * each slice it carries */
-static void note_k(ordo_server_t *s, ordo_msg_t *m, double fraction)
+static void note_k(ordo__server_t *s, ordo__msg_t *m, double fraction)
 {
-    const ordo_keys_t *k = s->node.keys;
+    const ordo__keys_t *k = s->node.keys;
     if (!(m->hdr.flags & ORDO_FLAG_GROUP)) {
-        ordo__pull_codec_note_k(s->pull_codec, ordo_keys_slice(k, m->hdr.key, m->hdr.chunk),
+        ordo__pull_codec_note_k(s->pull_codec, ordo__keys_slice(k, m->hdr.key, m->hdr.chunk),
                                 fraction);
         return;
     }
     size_t ilen = 0;
-    const uint8_t *index = ordo_msg_data(m, 1, &ilen);
+    const uint8_t *index = ordo__msg_data(m, 1, &ilen);
     for (size_t i = 0; index && i + sizeof(uint32_t) <= ilen; i += sizeof(uint32_t)) {
         uint32_t id;
         memcpy(&id, index + i, sizeof id);
@@ -291,10 +291,10 @@ static void note_k(ordo_server_t *s, ordo_msg_t *m, double fraction)
  * the float32 push the store sums: frame 0 is replaced by its decoded floats. false (answered
  * with ERROR) when the frame is malformed: a length that disagrees with its dtype, indices
  * out of range. */
-static bool decode_push(ordo_server_t *s, ordo_msg_t *m)
+static bool decode_push(ordo__server_t *s, ordo__msg_t *m)
 {
     size_t len = 0;
-    const void *frame = ordo_msg_data(m, 0, &len);
+    const void *frame = ordo__msg_data(m, 0, &len);
     int64_t n = push_numel(s, m);
     if (!frame || n < 0) {
         ordo__server_refuse(s, m, "a compressed PUSH names no slice held here");
@@ -308,7 +308,7 @@ static bool decode_push(ordo_server_t *s, ordo_msg_t *m)
     int rc = ordo__codec_decode(m->hdr.dtype, frame, len, n, zmq_msg_data(&out));
     if (rc) {
         zmq_msg_close(&out);
-        ordo__server_refuse(s, m, ordo_error_text(rc));
+        ordo__server_refuse(s, m, ordo__error_text(rc));
         return false;
     }
     if (m->hdr.dtype == ORDO_DTYPE_KV) /* the pulls of the slices keep as many (pull_codec.h) */
@@ -322,7 +322,7 @@ static bool decode_push(ordo_server_t *s, ordo_msg_t *m)
 
 /* the wire type a pull's answer goes in: the PULL's dtype, or for a push that carries a pull
  * the push's own (a 16-bit cast; a lossy one when the push asks for it: ORDO_FLAG_PULL_CODED) */
-static uint8_t pull_dtype(const ordo_msg_t *m)
+static uint8_t pull_dtype(const ordo__msg_t *m)
 {
     int d = m->hdr.dtype;
     const ordo__codec_ops_t *ops = ordo__codec_of_dtype(d);
@@ -333,7 +333,7 @@ static uint8_t pull_dtype(const ordo_msg_t *m)
 }
 
 /* a calibration push (server/probe.h): summed into scratch memory and acknowledged */
-static void on_probe(ordo_server_t *s, ordo_msg_t *m)
+static void on_probe(ordo__server_t *s, ordo__msg_t *m)
 {
     char buf[160];
     const char *why = ordo__probe_take(&s->probe, m, buf, sizeof buf);
@@ -346,11 +346,11 @@ static void on_probe(ordo_server_t *s, ordo_msg_t *m)
 /* a pull of slice's value of iteration iter for m's sender: answered now if the value is
  * there, else when the pushes it needs are in (bsp: those of iter - 1); flags go on the
  * answer (ORDO_FLAG_DROPPED for a fused push left out) */
-static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t iter,
+static void add_pull(ordo__server_t *s, const ordo__msg_t *m, int slice, int64_t iter,
                      uint32_t flags, uint8_t dtype)
 {
     char why[128];
-    int64_t v = ordo_store_version(s->store, slice);
+    int64_t v = ordo__store_version(s->store, slice);
     /* bsp and ssp values never get ahead of a worker's pulls; backup workers and asp let
      * the slow ones see newer values */
     const ordo__sync_model_t *model = ordo__store_model(s->store);
@@ -393,11 +393,11 @@ static void add_pull(ordo_server_t *s, const ordo_msg_t *m, int slice, int64_t i
     wl->w[wl->n++] = w;
 }
 
-int ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
+int ordo__server_on_members(ordo__server_t *s, ordo__msg_t *m)
 {
     char body[4096];
     json_error_t jerr;
-    json_t *o = json_loads(ordo_msg_text(m, 0, body, sizeof body), 0, &jerr);
+    json_t *o = json_loads(ordo__msg_text(m, 0, body, sizeof body), 0, &jerr);
     json_t *left = json_object_get(o, "left"), *joined = json_object_get(o, "joined");
     if (ordo__server_on_fenced(s, o)) { /* a worker declared dead: fence its process */
         json_decref(o);
@@ -405,11 +405,11 @@ int ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
     }
     if (json_is_integer(joined)) { /* ordo-launch --add-worker: from iteration "iter" on */
         int64_t at = json_integer_value(json_object_get(o, "iter"));
-        int rc = ordo_store_join(s->store, (int)json_integer_value(joined), at);
+        int rc = ordo__store_join(s->store, (int)json_integer_value(joined), at);
         if (rc) {
             /* the run cannot go on consistently: a slice here would never wait for it */
             ORDO_ERROR("worker %lld cannot join: %s", (long long)json_integer_value(joined),
-                       ordo_error_text(rc));
+                       ordo__error_text(rc));
         } else {
             ORDO_INFO("worker %lld joins the run at iteration %lld (fault.max_workers)",
                       (long long)json_integer_value(joined), (long long)at);
@@ -423,16 +423,16 @@ int ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
         ORDO_WARN("dropped a malformed MEMBERS message from the scheduler");
     } else if (!upd) {
         ORDO_ERROR("out of memory taking a worker out of the run");
-    } else if ((rc = ordo_store_leave(s->store, (int)json_integer_value(left),
+    } else if ((rc = ordo__store_leave(s->store, (int)json_integer_value(left),
                                       s->conf.aggregate == ORDO_AGG_MEAN, upd, &n)) != 0) {
         ORDO_ERROR("worker %lld leaves: %s", (long long)json_integer_value(left),
-                   ordo_error_text(rc));
+                   ordo__error_text(rc));
     } else {
         ORDO_WARN("worker %lld left the run (fault.worker = shrink); %d slices completed without "
                   "it", (long long)json_integer_value(left), n);
         for (int i = 0; i < n; i++) {
-            ordo_srv_ckpt_updated(s->ckpt, upd[i]);
-            ordo_replica_updated(s, upd[i]);
+            ordo__srv_ckpt_updated(s->ckpt, upd[i]);
+            ordo__replica_updated(s, upd[i]);
             ordo__server_wake(s, upd[i]);
         }
     }
@@ -445,10 +445,10 @@ int ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m)
 
 /* primary_slice: the slice a worker's message names when this server is its primary; -1 when
  * the message was answered instead (refused, or kept for a KEYMAP not here yet) */
-static int primary_slice(ordo_server_t *s, ordo_msg_t *m)
+static int primary_slice(ordo__server_t *s, ordo__msg_t *m)
 {
     char why[256];
-    int slice = ordo_keys_slice(s->node.keys, m->hdr.key, m->hdr.chunk);
+    int slice = ordo__keys_slice(s->node.keys, m->hdr.key, m->hdr.chunk);
     /* a slice we back up: the worker has a KEYMAP that has not reached us yet */
     if (slice >= 0 && s->replication->park(s, m, slice)) return -1;
     slice = slice_of(s, m, why, sizeof why);
@@ -460,14 +460,14 @@ static int primary_slice(ordo_server_t *s, ordo_msg_t *m)
  * riding on it (ORDO_FLAG_PULL) is its acknowledgement. With replicas, a re-sent push the store
  * has already (a worker re-sends what was not acknowledged when a primary died; the new
  * primary may hold it, summed or applied) is answered as the first was and not applied again */
-static void on_dense_push(ordo_server_t *s, ordo_msg_t *m, uint8_t want)
+static void on_dense_push(ordo__server_t *s, ordo__msg_t *m, uint8_t want)
 {
     int slice = primary_slice(s, m);
     if (slice < 0) return;
     size_t len = 0;
     bool updated;
     int worker = ordo__server_pusher(s, m->hdr.rank);
-    if (!ordo_msg_data(m, 0, &len) || m->nframes != 1 || m->hdr.dtype != ORDO_DTYPE_F32) {
+    if (!ordo__msg_data(m, 0, &len) || m->nframes != 1 || m->hdr.dtype != ORDO_DTYPE_F32) {
         ordo__server_refuse(s, m, "PUSH needs one float32 payload frame");
         return;
     }
@@ -480,9 +480,9 @@ static void on_dense_push(ordo_server_t *s, ordo_msg_t *m, uint8_t want)
         return;
     }
     bool forwarded = s->replication->forward(s, m, slice, worker);
-    int rc = ordo_store_push_frame(s->store, slice, worker, m->hdr.iter, &m->frames[0], &updated);
+    int rc = ordo__store_push_frame(s->store, slice, worker, m->hdr.iter, &m->frames[0], &updated);
     if (rc < 0) {
-        ordo__server_refuse(s, m, ordo_error_text(rc));
+        ordo__server_refuse(s, m, ordo__error_text(rc));
         return;
     }
     /* a late push (backup workers) or a re-send (a restarted worker) was left out; the
@@ -490,9 +490,9 @@ static void on_dense_push(ordo_server_t *s, ordo_msg_t *m, uint8_t want)
      * so that the worker starts the current iteration (docs/stragglers.md) */
     uint32_t flags = rc > 0 ? ORDO_FLAG_DROPPED : 0;
     if (rc > 0 && !fused)
-        flags |= ORDO_FLAG_STALE(m->hdr.iter - ordo_store_version(s->store, slice));
+        flags |= ORDO_FLAG_STALE(m->hdr.iter - ordo__store_version(s->store, slice));
     s->n_push++;
-    if (updated) ordo_srv_ckpt_updated(s->ckpt, slice);
+    if (updated) ordo__srv_ckpt_updated(s->ckpt, slice);
     if (updated && !forwarded) s->replication->updated(s, slice);
     if (!fused) ack_push(s, m, slice, flags);
     if (updated) ordo__server_wake(s, slice);
@@ -501,7 +501,7 @@ static void on_dense_push(ordo_server_t *s, ordo_msg_t *m, uint8_t want)
 
 /* PUSH: a calibration probe, or a push whose compressed values are decoded first and which
  * carries one slice or several (merged) */
-static void on_push(ordo_server_t *s, ordo_msg_t *m)
+static void on_push(ordo__server_t *s, ordo__msg_t *m)
 {
     if (m->hdr.flags & ORDO_FLAG_PROBE) {
         on_probe(s, m);
@@ -517,20 +517,20 @@ static void on_push(ordo_server_t *s, ordo_msg_t *m)
 }
 
 /* INIT: a slice's first value (a second is ignored) */
-static void on_init(ordo_server_t *s, ordo_msg_t *m)
+static void on_init(ordo__server_t *s, ordo__msg_t *m)
 {
     int slice = primary_slice(s, m);
     if (slice < 0) return;
     size_t len = 0;
     bool ignored;
-    void *data = ordo_msg_data(m, 0, &len);
+    void *data = ordo__msg_data(m, 0, &len);
     if (!data || m->nframes != 1) {
         ordo__server_refuse(s, m, "INIT needs one payload frame");
         return;
     }
-    int rc = ordo_store_init(s->store, slice, data, len, &ignored);
+    int rc = ordo__store_init(s->store, slice, data, len, &ignored);
     if (rc) {
-        ordo__server_refuse(s, m, ordo_error_text(rc));
+        ordo__server_refuse(s, m, ordo__error_text(rc));
     } else if (!ignored) {
         s->replication->updated(s, slice);
         ordo__server_wake(s, slice);
@@ -538,31 +538,31 @@ static void on_init(ordo_server_t *s, ordo_msg_t *m)
 }
 
 /* PULL: answered now or when the consistency model lets it be */
-static void on_pull(ordo_server_t *s, ordo_msg_t *m)
+static void on_pull(ordo__server_t *s, ordo__msg_t *m)
 {
     int slice = primary_slice(s, m);
     if (slice >= 0) add_pull(s, m, slice, m->hdr.iter, 0, pull_dtype(m));
 }
 
 /* HELLO: a worker introduces its connection; nothing to answer */
-static void on_hello(ordo_server_t *s, ordo_msg_t *m)
+static void on_hello(ordo__server_t *s, ordo__msg_t *m)
 {
     (void)s;
     (void)m;
 }
 
 /* a worker's messages on the data port, by type; a type without a row is refused */
-static void (*const ON_DATA[ORDO_MSG_TYPE_MAX])(ordo_server_t *s, ordo_msg_t *m) = {
+static void (*const ON_DATA[ORDO_MSG_TYPE_MAX])(ordo__server_t *s, ordo__msg_t *m) = {
     [ORDO_MSG_HELLO] = on_hello,
     [ORDO_MSG_INIT] = on_init,
     [ORDO_MSG_PUSH] = on_push,
     [ORDO_MSG_PULL] = on_pull,
 };
 
-void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m)
+void ordo__server_on_data(ordo__server_t *s, ordo__msg_t *m)
 {
     if (s->sparse && m->hdr.key == ORDO_SPARSE_KEY) { /* server/sparse_srv.h */
-        ordo_sparse_srv_on_data(s->sparse, m);
+        ordo__sparse_srv_on_data(s->sparse, m);
         return;
     }
     if (m->hdr.role == ORDO_ROLE_SERVER) { /* another server's: server/replica.h */

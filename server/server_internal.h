@@ -40,30 +40,30 @@ typedef struct {
     int n, cap;
 } ordo__waitlist_t;
 
-struct ordo_server {
-    ordo_conf_t conf;
-    ordo_node_t node;
+struct ordo__server {
+    ordo__conf_t conf;
+    ordo__node_t node;
     int data_sock;
-    ordo_store_t *store;
+    ordo__store_t *store;
     int64_t resume_base; /* fault.resume: the updates the run started after */
     ordo__merged_t *merged;    /* checks merged pushes */
-    ordo_sparse_srv_t *sparse; /* [push] mode = sparse: the plan's sparse member */
-    ordo_enforce_t *enforce;
+    ordo__sparse_srv_t *sparse; /* [push] mode = sparse: the plan's sparse member */
+    ordo__enforce_t *enforce;
     ordo__waitlist_t *waiting; /* per slice */
     int *prio;                 /* plan priority per slice (for response headers) */
     uint64_t n_push, n_pull, n_refused; /* n_refused: requests answered with ERROR */
     struct ordo__pull_codec *pull_codec; /* 16-bit pull answers (server/pull_codec.h) */
     int64_t link_end_ns; /* when the emulated link finishes what was released so far */
     uint64_t n_released;
-    ordo_trace_t *trace; /* [output] trace: one event per released response */
+    ordo__trace_t *trace; /* [output] trace: one event per released response */
     char **names;        /* parameter name per key, from the plan (NULL: "key K") */
     ordo__probe_t probe; /* calibration pushes ([push] calibrate; server/probe.h) */
-    ordo_srv_ckpt_t *ckpt; /* [fault] checkpoint_every: the momentum's part (server/ckpt.h) */
+    ordo__srv_ckpt_t *ckpt; /* [fault] checkpoint_every: the momentum's part (server/ckpt.h) */
     int end_rc;            /* how the run ended: 0, or ORDO_ERR_ABORT (sets the linger) */
     int local_size;        /* the plan's intra groups: one pusher per local_size workers */
     bool has_declared_sgd; /* the workers declared sgd rules; the first is declared_sgd */
-    ordo_optim_t declared_sgd;
-    struct ordo_replica *repl; /* [fault] replicas > 1 (server/replica.h), else NULL */
+    ordo__optim_t declared_sgd;
+    struct ordo__replica *repl; /* [fault] replicas > 1 (server/replica.h), else NULL */
     struct ordo__srv_fence *fence; /* workers' processes and the fenced ones (server/fence.h) */
     const ordo__replication_t *replication; /* the data handlers' hooks (server/replica.h) */
 };
@@ -72,15 +72,15 @@ struct json_t;
 
 /* ordo__server_fenced checks a worker's data message against the fencing table (made at its
  * first use): NULL to handle it, or why it is refused (server/fence.h). */
-const char *ordo__server_fenced(ordo_server_t *s, const ordo_msg_t *m);
+const char *ordo__server_fenced(ordo__server_t *s, const ordo__msg_t *m);
 
 /* ordo__server_on_fenced takes a MEMBERS body o: true when it fenced a worker's process
  * ("fenced": rank, "beat", "iter", "generation"), false when it is about something else. */
-bool ordo__server_on_fenced(ordo_server_t *s, struct json_t *o);
+bool ordo__server_on_fenced(ordo__server_t *s, struct json_t *o);
 
 /* ordo__server_pusher maps a pushing worker's rank to its pusher index in the store: its
  * intra-host group (client/push_hier.c) when the plan has groups, else the rank itself. */
-static inline int ordo__server_pusher(const ordo_server_t *s, int rank)
+static inline int ordo__server_pusher(const ordo__server_t *s, int rank)
 {
     return s->local_size > 1 ? rank / s->local_size : rank;
 }
@@ -89,15 +89,15 @@ static inline int ordo__server_pusher(const ordo_server_t *s, int rank)
  * that left no longer holds up an update, and the pulls its absence completes are answered;
  * or, with "joined" (fault.max_workers), the rounds from "iter" on wait for the new worker
  * too. Non-zero: the join came too late here, the server cannot go on (server_data.c). */
-int ordo__server_on_members(ordo_server_t *s, ordo_msg_t *m);
+int ordo__server_on_members(ordo__server_t *s, ordo__msg_t *m);
 
 /* ordo__server_wake answers the pulls of slice that can be answered now (server_data.c). */
-void ordo__server_wake(ordo_server_t *s, int slice);
+void ordo__server_wake(ordo__server_t *s, int slice);
 
 /* ordo__server_refuse answers m with ERROR carrying why, counts and logs it (server_data.c). */
-void ordo__server_refuse(ordo_server_t *s, const ordo_msg_t *m, const char *why);
+void ordo__server_refuse(ordo__server_t *s, const ordo__msg_t *m, const char *why);
 
 /* ordo__server_on_data handles one message from the data port (server_data.c). */
-void ordo__server_on_data(ordo_server_t *s, ordo_msg_t *m);
+void ordo__server_on_data(ordo__server_t *s, ordo__msg_t *m);
 
 #endif

@@ -15,10 +15,10 @@
 
 int main(int argc, char **argv)
 {
-    ordo_conf_t conf;
-    ordo_node_t node = {0};
-    ordo_server_t *s = NULL;
-    const ordo_daemon_opts_t dopts = {.prog = "ordo-server",
+    ordo__conf_t conf;
+    ordo__node_t node = {0};
+    ordo__server_t *s = NULL;
+    const ordo__daemon_opts_t dopts = {.prog = "ordo-server",
                                       .role = "server",
                                       .usage = "-c CONF [--join] [--section.key=VALUE ...]",
                                       .catch_stop = true,
@@ -33,45 +33,45 @@ int main(int argc, char **argv)
     }
     argc = n;
     argv[argc] = NULL;
-    int rc = ordo_daemon_init(&conf, argc, argv, &dopts);
+    int rc = ordo__daemon_init(&conf, argc, argv, &dopts);
     if (rc) return rc > 0 ? 0 : 2;
 
-    ordo_transport_opts_t opts = {.bandwidth_bps = conf.bandwidth_bps,
+    ordo__transport_opts_t opts = {.bandwidth_bps = conf.bandwidth_bps,
                                   .latency_us = conf.latency_us,
                                   .msg_us = conf.msg_us,
                                   .role = ORDO_ROLE_SERVER,
                                   .rank = -1,
                                   .inline_io = !conf.io_thread};
-    ordo_transport_opts_conf(&opts, &conf);
-    if ((rc = ordo_transport_new(&opts, &node.tp)) != 0) goto fail;
+    ordo__transport_opts_conf(&opts, &conf);
+    if ((rc = ordo__transport_new(&opts, &node.tp)) != 0) goto fail;
     char want[300], actual[300];
     snprintf(want, sizeof want, "tcp://%s:%d", conf.host, conf.port);
-    rc = ordo_transport_bind(node.tp, want, 1, actual, sizeof actual);
+    rc = ordo__transport_bind(node.tp, want, 1, actual, sizeof actual);
     if (rc < 0) goto fail;
     int data_sock = rc;
     printf("READY %s\n", actual); /* listening; the WELCOME comes once everyone registered */
     fflush(stdout);
-    if ((rc = ordo_node_join(&node, &conf, ORDO_ROLE_SERVER, actual)) != 0) goto fail;
-    ordo_log_set_role("server", node.rank);
-    if ((rc = ordo_server_new(&conf, &node, data_sock, &s)) != 0) goto fail;
-    ordo_server_stats_t st;
-    ordo_server_get_stats(s, &st);
+    if ((rc = ordo__node_join(&node, &conf, ORDO_ROLE_SERVER, actual)) != 0) goto fail;
+    ordo__log_set_role("server", node.rank);
+    if ((rc = ordo__server_new(&conf, &node, data_sock, &s)) != 0) goto fail;
+    ordo__server_stats_t st;
+    ordo__server_get_stats(s, &st);
     ORDO_INFO("serving %.1f MiB on %s", (double)st.shard_bytes / 1048576.0, actual);
-    rc = ordo_server_run(s);
-    ordo_server_destroy(&s);
-    return ordo_daemon_exit_code(rc);
+    rc = ordo__server_run(s);
+    ordo__server_destroy(&s);
+    return ordo__daemon_exit_code(rc);
 fail:
-    fprintf(stderr, "ordo-server: %s\n", ordo_error_text(rc));
+    fprintf(stderr, "ordo-server: %s\n", ordo__error_text(rc));
     if (node.keys && rc != ORDO_ERR_ABORT && rc != ORDO_ERR_PEERDEAD) {
         /* joined: the scheduler ends the run with the reason instead of waiting for a timeout */
         char why[600];
-        snprintf(why, sizeof why, "server %d: %s", node.rank, ordo_error_text(rc));
-        ordo_msg_t a;
-        ordo_msg_init(&a, ORDO_MSG_ABORT);
-        ordo_msg_add_text(&a, why);
-        ordo_node_send_ctl(&node, &a);
+        snprintf(why, sizeof why, "server %d: %s", node.rank, ordo__error_text(rc));
+        ordo__msg_t a;
+        ordo__msg_init(&a, ORDO_MSG_ABORT);
+        ordo__msg_add_text(&a, why);
+        ordo__node_send_ctl(&node, &a);
     }
-    ordo_transport_destroy(&node.tp, node.keys ? 500 : 0);
-    ordo_node_fini(&node);
+    ordo__transport_destroy(&node.tp, node.keys ? 500 : 0);
+    ordo__node_fini(&node);
     return rc == ORDO_ERR_ABORT || rc == ORDO_ERR_PEERDEAD ? ORDO_EXIT_ABORT : 1;
 }

@@ -12,7 +12,7 @@
 #define HASH_EMPTY   UINT32_MAX
 #define HASH_MIN_CAP 1024
 
-struct ordo_sparse_agg {
+struct ordo__sparse_agg {
     uint32_t lo, hi;
     size_t m; /* hi - lo */
     int workers, kind, period, reuse_left;
@@ -34,24 +34,24 @@ struct ordo_sparse_agg {
     uint32_t *cidx, *tidx, *scratch;
     float *cval, *tval;
     size_t ccap;
-    ordo_coo_entry_t *sel;
+    ordo__coo_entry_t *sel;
     size_t nsel;
 };
 
 /* ==== accumulators ==================================================================== */
 
-static int dense_alloc(ordo_sparse_agg_t *agg)
+static int dense_alloc(ordo__sparse_agg_t *agg)
 {
     free(agg->sum);
     free(agg->bitmap);
     agg->sum = calloc(agg->m, sizeof *agg->sum);
     agg->bitmap = calloc((agg->m + 63) / 64, sizeof *agg->bitmap);
     if (!agg->sum || !agg->bitmap)
-        return ordo_error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory for a region of %zu", agg->m);
+        return ordo__error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory for a region of %zu", agg->m);
     return 0;
 }
 
-static void dense_add(ordo_sparse_agg_t *agg, uint32_t index, float v)
+static void dense_add(ordo__sparse_agg_t *agg, uint32_t index, float v)
 {
     size_t off = index - agg->lo;
     uint64_t bit = 1ull << (off & 63), *word = &agg->bitmap[off >> 6];
@@ -84,7 +84,7 @@ static void hash_put(uint32_t *keys, float *vals, size_t cap, int bits, uint32_t
 }
 
 /* Grows the table so that `more` further keys keep the load factor at most 1/2. */
-static int hash_reserve(ordo_sparse_agg_t *agg, size_t more)
+static int hash_reserve(ordo__sparse_agg_t *agg, size_t more)
 {
     size_t need = 2 * (agg->touched + more), cap = agg->hcap;
     int bits = agg->hbits;
@@ -98,7 +98,7 @@ static int hash_reserve(ordo_sparse_agg_t *agg, size_t more)
     if (!keys || !vals) {
         free(keys);
         free(vals);
-        return ordo_error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory for %zu hash slots", cap);
+        return ordo__error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory for %zu hash slots", cap);
     }
     memset(keys, 0xff, cap * sizeof *keys);
     size_t moved = 0;
@@ -114,7 +114,7 @@ static int hash_reserve(ordo_sparse_agg_t *agg, size_t more)
     return 0;
 }
 
-static int hash_alloc(ordo_sparse_agg_t *agg)
+static int hash_alloc(ordo__sparse_agg_t *agg)
 {
     free(agg->hkey);
     free(agg->hval);
@@ -123,7 +123,7 @@ static int hash_alloc(ordo_sparse_agg_t *agg)
     agg->hkey = malloc(agg->hcap * sizeof *agg->hkey);
     agg->hval = malloc(agg->hcap * sizeof *agg->hval);
     if (!agg->hkey || !agg->hval)
-        return ordo_error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory for the hash table");
+        return ordo__error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory for the hash table");
     memset(agg->hkey, 0xff, agg->hcap * sizeof *agg->hkey);
     return 0;
 }
@@ -164,7 +164,7 @@ static void radix_sort_pairs(uint32_t *k, float *v, uint32_t *tk, float *tv, siz
     }
 }
 
-static int reserve_candidates(ordo_sparse_agg_t *agg, size_t n)
+static int reserve_candidates(ordo__sparse_agg_t *agg, size_t n)
 {
     if (n <= agg->ccap) return 0;
     size_t cap = agg->ccap ? agg->ccap : 1024;
@@ -180,17 +180,17 @@ static int reserve_candidates(ordo_sparse_agg_t *agg, size_t n)
     if (p4) agg->cval = p4;
     float *p5 = realloc(agg->tval, cap * sizeof *p5);
     if (p5) agg->tval = p5;
-    ordo_coo_entry_t *p6 = realloc(agg->sel, cap * sizeof *p6);
+    ordo__coo_entry_t *p6 = realloc(agg->sel, cap * sizeof *p6);
     if (p6) agg->sel = p6;
     if (!p1 || !p2 || !p3 || !p4 || !p5 || !p6)
-        return ordo_error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory for %zu candidates", cap);
+        return ordo__error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory for %zu candidates", cap);
     agg->ccap = cap;
     return 0;
 }
 
 /* Moves this iteration's sums into the candidate arrays in index order and clears the
  * accumulator, so the next iteration starts from zero at O(touched + m/64) cost. */
-static int gather(ordo_sparse_agg_t *agg)
+static int gather(ordo__sparse_agg_t *agg)
 {
     if (agg->gathered) return 0;
     int rc = reserve_candidates(agg, agg->touched);
@@ -228,18 +228,18 @@ static int gather(ordo_sparse_agg_t *agg)
 
 /* ==== lifecycle ======================================================================= */
 
-int ordo_sparse_agg_new(ordo_sparse_agg_t **out, uint32_t lo, uint32_t hi, int workers,
-                        ordo_sparse_agg_kind_t kind, int threshold_period)
+int ordo__sparse_agg_new(ordo__sparse_agg_t **out, uint32_t lo, uint32_t hi, int workers,
+                        ordo__sparse_agg_kind_t kind, int threshold_period)
 {
-    if (lo >= hi) return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: empty region [%u, %u)", lo, hi);
-    if (workers < 1) return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: %d workers", workers);
+    if (lo >= hi) return ordo__error_set(ORDO_ERR_INVAL, "sparse_agg: empty region [%u, %u)", lo, hi);
+    if (workers < 1) return ordo__error_set(ORDO_ERR_INVAL, "sparse_agg: %d workers", workers);
     if (kind != ORDO_SPARSE_AGG_DENSE && kind != ORDO_SPARSE_AGG_HASH)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: unknown kind %d", (int)kind);
+        return ordo__error_set(ORDO_ERR_INVAL, "sparse_agg: unknown kind %d", (int)kind);
     if (threshold_period < 1)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: threshold_period %d < 1", threshold_period);
+        return ordo__error_set(ORDO_ERR_INVAL, "sparse_agg: threshold_period %d < 1", threshold_period);
     int rc = ORDO_ERR_NOMEM;
-    ordo_sparse_agg_t *agg = calloc(1, sizeof *agg);
-    if (!agg) return ordo_error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory");
+    ordo__sparse_agg_t *agg = calloc(1, sizeof *agg);
+    if (!agg) return ordo__error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory");
     agg->lo = lo;
     agg->hi = hi;
     agg->m = hi - lo;
@@ -249,7 +249,7 @@ int ordo_sparse_agg_new(ordo_sparse_agg_t **out, uint32_t lo, uint32_t hi, int w
     agg->thr = NAN;
     agg->pushed = calloc((size_t)workers, 1);
     if (!agg->pushed) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory");
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "sparse_agg: no memory");
         goto fail;
     }
     rc = kind == ORDO_SPARSE_AGG_DENSE ? dense_alloc(agg) : hash_alloc(agg);
@@ -257,14 +257,14 @@ int ordo_sparse_agg_new(ordo_sparse_agg_t **out, uint32_t lo, uint32_t hi, int w
     *out = agg;
     return 0;
 fail:
-    ordo_sparse_agg_destroy(&agg);
+    ordo__sparse_agg_destroy(&agg);
     return rc;
 }
 
-void ordo_sparse_agg_destroy(ordo_sparse_agg_t **p)
+void ordo__sparse_agg_destroy(ordo__sparse_agg_t **p)
 {
     if (!p || !*p) return;
-    ordo_sparse_agg_t *agg = *p;
+    ordo__sparse_agg_t *agg = *p;
     free(agg->pushed);
     free(agg->sum);
     free(agg->bitmap);
@@ -280,11 +280,11 @@ void ordo_sparse_agg_destroy(ordo_sparse_agg_t **p)
     *p = NULL;
 }
 
-int ordo_sparse_agg_set_range(ordo_sparse_agg_t *agg, uint32_t lo, uint32_t hi)
+int ordo__sparse_agg_set_range(ordo__sparse_agg_t *agg, uint32_t lo, uint32_t hi)
 {
-    if (lo >= hi) return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: empty region [%u, %u)", lo, hi);
+    if (lo >= hi) return ordo__error_set(ORDO_ERR_INVAL, "sparse_agg: empty region [%u, %u)", lo, hi);
     if (agg->npushed > 0)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: cannot move region during iteration %llu",
+        return ordo__error_set(ORDO_ERR_INVAL, "sparse_agg: cannot move region during iteration %llu",
                               (unsigned long long)agg->iter);
     agg->lo = lo;
     agg->hi = hi;
@@ -294,43 +294,43 @@ int ordo_sparse_agg_set_range(ordo_sparse_agg_t *agg, uint32_t lo, uint32_t hi)
 
 /* ==== pushes ========================================================================== */
 
-static int push_check(ordo_sparse_agg_t *agg, int worker)
+static int push_check(ordo__sparse_agg_t *agg, int worker)
 {
     if (worker < 0 || worker >= agg->workers)
-        return ordo_error_set(ORDO_ERR_PROTO, "sparse_agg: worker %d outside [0, %d)", worker,
+        return ordo__error_set(ORDO_ERR_PROTO, "sparse_agg: worker %d outside [0, %d)", worker,
                               agg->workers);
     if (agg->pushed[worker])
-        return ordo_error_set(ORDO_ERR_PROTO, "sparse_agg: worker %d already pushed iteration %llu",
+        return ordo__error_set(ORDO_ERR_PROTO, "sparse_agg: worker %d already pushed iteration %llu",
                               worker, (unsigned long long)agg->iter);
     if (agg->gathered)
-        return ordo_error_set(ORDO_ERR_PROTO,
+        return ordo__error_set(ORDO_ERR_PROTO,
                               "sparse_agg: push from worker %d after iteration %llu was selected",
                               worker, (unsigned long long)agg->iter);
     return 0;
 }
 
-static void push_done(ordo_sparse_agg_t *agg, int worker)
+static void push_done(ordo__sparse_agg_t *agg, int worker)
 {
     agg->pushed[worker] = 1;
     agg->npushed++;
 }
 
-int ordo_sparse_agg_push(ordo_sparse_agg_t *agg, int worker, const ordo_coo_entry_t *e,
+int ordo__sparse_agg_push(ordo__sparse_agg_t *agg, int worker, const ordo__coo_entry_t *e,
                          size_t count)
 {
     int rc = push_check(agg, worker);
     if (rc < 0) return rc;
     for (size_t i = 0; i < count; i++) {
         if (e[i].index < agg->lo || e[i].index >= agg->hi)
-            return ordo_error_set(ORDO_ERR_PROTO,
+            return ordo__error_set(ORDO_ERR_PROTO,
                                   "sparse_agg: worker %d entry %zu: index %u outside [%u, %u)",
                                   worker, i, e[i].index, agg->lo, agg->hi);
         if (i > 0 && e[i].index <= e[i - 1].index)
-            return ordo_error_set(ORDO_ERR_PROTO,
+            return ordo__error_set(ORDO_ERR_PROTO,
                                   "sparse_agg: worker %d entry %zu: index %u not increasing",
                                   worker, i, e[i].index);
         if (!isfinite(e[i].value))
-            return ordo_error_set(ORDO_ERR_PROTO, "sparse_agg: worker %d entry %zu: value not finite",
+            return ordo__error_set(ORDO_ERR_PROTO, "sparse_agg: worker %d entry %zu: value not finite",
                                   worker, i);
     }
     if (agg->kind == ORDO_SPARSE_AGG_DENSE) {
@@ -346,21 +346,21 @@ int ordo_sparse_agg_push(ordo_sparse_agg_t *agg, int worker, const ordo_coo_entr
     return 0;
 }
 
-int ordo_sparse_agg_push_coo(ordo_sparse_agg_t *agg, int worker, const uint8_t *buf, size_t len)
+int ordo__sparse_agg_push_coo(ordo__sparse_agg_t *agg, int worker, const uint8_t *buf, size_t len)
 {
     size_t count;
     int rc = push_check(agg, worker);
     if (rc < 0) return rc;
-    if ((rc = ordo_coo_check(buf, len, agg->lo, agg->hi, &count)) < 0) return rc;
+    if ((rc = ordo__coo_check(buf, len, agg->lo, agg->hi, &count)) < 0) return rc;
     if (agg->kind == ORDO_SPARSE_AGG_DENSE) {
         for (size_t i = 0; i < count; i++) {
-            ordo_coo_entry_t e = ordo_coo_get(buf, i);
+            ordo__coo_entry_t e = ordo__coo_get(buf, i);
             dense_add(agg, e.index, e.value);
         }
     } else {
         if ((rc = hash_reserve(agg, count)) < 0) return rc;
         for (size_t i = 0; i < count; i++) {
-            ordo_coo_entry_t e = ordo_coo_get(buf, i);
+            ordo__coo_entry_t e = ordo__coo_get(buf, i);
             hash_put(agg->hkey, agg->hval, agg->hcap, agg->hbits, e.index, e.value, &agg->touched);
         }
     }
@@ -368,47 +368,47 @@ int ordo_sparse_agg_push_coo(ordo_sparse_agg_t *agg, int worker, const uint8_t *
     return 0;
 }
 
-int ordo_sparse_agg_pushed(const ordo_sparse_agg_t *agg)
+int ordo__sparse_agg_pushed(const ordo__sparse_agg_t *agg)
 {
     return agg->npushed;
 }
 
-size_t ordo_sparse_agg_touched(const ordo_sparse_agg_t *agg)
+size_t ordo__sparse_agg_touched(const ordo__sparse_agg_t *agg)
 {
     return agg->touched;
 }
 
 /* ==== selection ======================================================================= */
 
-bool ordo_sparse_agg_threshold_due(const ordo_sparse_agg_t *agg)
+bool ordo__sparse_agg_threshold_due(const ordo__sparse_agg_t *agg)
 {
     return isnan(agg->thr) || agg->reuse_left <= 0;
 }
 
-static int ready(ordo_sparse_agg_t *agg)
+static int ready(ordo__sparse_agg_t *agg)
 {
     if (agg->npushed < agg->workers)
-        return ordo_error_set(ORDO_ERR_AGAIN, "sparse_agg: %d of %d workers pushed iteration %llu",
+        return ordo__error_set(ORDO_ERR_AGAIN, "sparse_agg: %d of %d workers pushed iteration %llu",
                               agg->npushed, agg->workers, (unsigned long long)agg->iter);
     if (agg->selected)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: iteration %llu already selected",
+        return ordo__error_set(ORDO_ERR_INVAL, "sparse_agg: iteration %llu already selected",
                               (unsigned long long)agg->iter);
     return gather(agg);
 }
 
-int ordo_sparse_agg_maghist(ordo_sparse_agg_t *agg, uint64_t *bins)
+int ordo__sparse_agg_maghist(ordo__sparse_agg_t *agg, uint64_t *bins)
 {
     if (agg->npushed < agg->workers)
-        return ordo_error_set(ORDO_ERR_AGAIN, "sparse_agg: %d of %d workers pushed iteration %llu",
+        return ordo__error_set(ORDO_ERR_AGAIN, "sparse_agg: %d of %d workers pushed iteration %llu",
                               agg->npushed, agg->workers, (unsigned long long)agg->iter);
     int rc = gather(agg);
     if (rc < 0) return rc;
-    ordo_regions_maghist_add(bins, agg->cval, agg->touched);
+    ordo__regions_maghist_add(bins, agg->cval, agg->touched);
     return 0;
 }
 
 /* Turns selected candidate positions into (index, sum) entries. */
-static void finish_select(ordo_sparse_agg_t *agg, size_t nsel, bool fresh)
+static void finish_select(ordo__sparse_agg_t *agg, size_t nsel, bool fresh)
 {
     for (size_t j = 0; j < nsel; j++)
         agg->sel[j].index = agg->cidx[agg->sel[j].index];
@@ -420,7 +420,7 @@ static void finish_select(ordo_sparse_agg_t *agg, size_t nsel, bool fresh)
         agg->reuse_left--;
 }
 
-int ordo_sparse_agg_select_topk(ordo_sparse_agg_t *agg, size_t k)
+int ordo__sparse_agg_select_topk(ordo__sparse_agg_t *agg, size_t k)
 {
     int rc = ready(agg);
     if (rc < 0) return rc;
@@ -428,7 +428,7 @@ int ordo_sparse_agg_select_topk(ordo_sparse_agg_t *agg, size_t k)
     if (k >= t) {
         float minmag = INFINITY;
         for (size_t j = 0; j < t; j++) {
-            agg->sel[j] = (ordo_coo_entry_t){(uint32_t)j, agg->cval[j]};
+            agg->sel[j] = (ordo__coo_entry_t){(uint32_t)j, agg->cval[j]};
             minmag = fminf(minmag, fabsf(agg->cval[j]));
         }
         agg->thr = k >= agg->m || t == 0 ? 0.0f : minmag;
@@ -436,39 +436,39 @@ int ordo_sparse_agg_select_topk(ordo_sparse_agg_t *agg, size_t k)
         return 0;
     }
     float thr;
-    rc = ordo_sparsify_topk(agg->cval, t, k, agg->scratch, agg->sel, &thr);
+    rc = ordo__sparsify_topk(agg->cval, t, k, agg->scratch, agg->sel, &thr);
     if (rc < 0) return rc;
     agg->thr = thr;
     finish_select(agg, k, true);
     return 0;
 }
 
-static int select_by(ordo_sparse_agg_t *agg, float thr, bool fresh)
+static int select_by(ordo__sparse_agg_t *agg, float thr, bool fresh)
 {
     int rc = ready(agg);
     if (rc < 0) return rc;
-    size_t c = ordo_sparsify_scan(agg->cval, agg->touched, thr, agg->sel, agg->touched);
+    size_t c = ordo__sparsify_scan(agg->cval, agg->touched, thr, agg->sel, agg->touched);
     agg->thr = thr;
     finish_select(agg, c, fresh);
     return 0;
 }
 
-int ordo_sparse_agg_select_threshold(ordo_sparse_agg_t *agg, float thr)
+int ordo__sparse_agg_select_threshold(ordo__sparse_agg_t *agg, float thr)
 {
     if (!(thr >= 0.0f))
-        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: threshold %g is not >= 0", (double)thr);
+        return ordo__error_set(ORDO_ERR_INVAL, "sparse_agg: threshold %g is not >= 0", (double)thr);
     return select_by(agg, thr, true);
 }
 
-int ordo_sparse_agg_select(ordo_sparse_agg_t *agg)
+int ordo__sparse_agg_select(ordo__sparse_agg_t *agg)
 {
-    if (ordo_sparse_agg_threshold_due(agg))
-        return ordo_error_set(ORDO_ERR_AGAIN, "sparse_agg: threshold due at iteration %llu",
+    if (ordo__sparse_agg_threshold_due(agg))
+        return ordo__error_set(ORDO_ERR_AGAIN, "sparse_agg: threshold due at iteration %llu",
                               (unsigned long long)agg->iter);
     return select_by(agg, agg->thr, false);
 }
 
-const ordo_coo_entry_t *ordo_sparse_agg_selected(const ordo_sparse_agg_t *agg, size_t *count)
+const ordo__coo_entry_t *ordo__sparse_agg_selected(const ordo__sparse_agg_t *agg, size_t *count)
 {
     *count = agg->selected ? agg->nsel : 0;
     return agg->sel;
@@ -476,17 +476,17 @@ const ordo_coo_entry_t *ordo_sparse_agg_selected(const ordo_sparse_agg_t *agg, s
 
 /* ==== optimizer and pull answers ====================================================== */
 
-int ordo_sparse_agg_apply_sgd(ordo_sparse_agg_t *agg, float *params, float *momentum,
-                              const ordo_sparse_sgd_t *opt)
+int ordo__sparse_agg_apply_sgd(ordo__sparse_agg_t *agg, float *params, float *momentum,
+                              const ordo__sparse_sgd_t *opt)
 {
     if (!agg->selected)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: apply before select in iteration %llu",
+        return ordo__error_set(ORDO_ERR_INVAL, "sparse_agg: apply before select in iteration %llu",
                               (unsigned long long)agg->iter);
     if (agg->applied)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: iteration %llu already applied",
+        return ordo__error_set(ORDO_ERR_INVAL, "sparse_agg: iteration %llu already applied",
                               (unsigned long long)agg->iter);
     if (opt->momentum != 0.0f && !momentum)
-        return ordo_error_set(ORDO_ERR_INVAL, "sparse_agg: momentum %g needs a momentum buffer",
+        return ordo__error_set(ORDO_ERR_INVAL, "sparse_agg: momentum %g needs a momentum buffer",
                               (double)opt->momentum);
     float div = opt->mean ? (float)agg->workers : 1.0f;
     for (size_t j = 0; j < agg->nsel; j++) {
@@ -502,28 +502,28 @@ int ordo_sparse_agg_apply_sgd(ordo_sparse_agg_t *agg, float *params, float *mome
     return 0;
 }
 
-size_t ordo_sparse_agg_changed_size(const ordo_sparse_agg_t *agg)
+size_t ordo__sparse_agg_changed_size(const ordo__sparse_agg_t *agg)
 {
     return ordo_coo_size(agg->selected ? agg->nsel : 0);
 }
 
-int ordo_sparse_agg_encode_changed(const ordo_sparse_agg_t *agg, const float *params, uint8_t *buf,
+int ordo__sparse_agg_encode_changed(const ordo__sparse_agg_t *agg, const float *params, uint8_t *buf,
                                    size_t cap, size_t *len)
 {
-    size_t need = ordo_sparse_agg_changed_size(agg);
+    size_t need = ordo__sparse_agg_changed_size(agg);
     if (need > cap)
-        return ordo_error_set(ORDO_ERR_RANGE, "sparse_agg: pull answer needs %zu bytes, have %zu",
+        return ordo__error_set(ORDO_ERR_RANGE, "sparse_agg: pull answer needs %zu bytes, have %zu",
                               need, cap);
     size_t n = need / ORDO_COO_ENTRY_BYTES;
     for (size_t j = 0; j < n; j++) {
-        ordo_coo_entry_t e = {agg->sel[j].index, params[agg->sel[j].index - agg->lo]};
-        ordo_coo_encode(&e, 1, buf + ordo_coo_size(j));
+        ordo__coo_entry_t e = {agg->sel[j].index, params[agg->sel[j].index - agg->lo]};
+        ordo__coo_encode(&e, 1, buf + ordo_coo_size(j));
     }
     *len = need;
     return 0;
 }
 
-void ordo_sparse_agg_next(ordo_sparse_agg_t *agg)
+void ordo__sparse_agg_next(ordo__sparse_agg_t *agg)
 {
     if (!agg->gathered && agg->touched > 0 && gather(agg) < 0) {
         /* No memory to gather: clear the accumulator wholesale instead. */
@@ -542,22 +542,22 @@ void ordo_sparse_agg_next(ordo_sparse_agg_t *agg)
     agg->iter++;
 }
 
-uint64_t ordo_sparse_agg_iteration(const ordo_sparse_agg_t *agg)
+uint64_t ordo__sparse_agg_iteration(const ordo__sparse_agg_t *agg)
 {
     return agg->iter;
 }
 
-float ordo_sparse_agg_threshold(const ordo_sparse_agg_t *agg)
+float ordo__sparse_agg_threshold(const ordo__sparse_agg_t *agg)
 {
     return agg->thr;
 }
 
-uint32_t ordo_sparse_agg_lo(const ordo_sparse_agg_t *agg)
+uint32_t ordo__sparse_agg_lo(const ordo__sparse_agg_t *agg)
 {
     return agg->lo;
 }
 
-uint32_t ordo_sparse_agg_hi(const ordo_sparse_agg_t *agg)
+uint32_t ordo__sparse_agg_hi(const ordo__sparse_agg_t *agg)
 {
     return agg->hi;
 }

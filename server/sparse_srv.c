@@ -13,47 +13,47 @@
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
-int ordo__ssrv_list_add(msglist_t *l, ordo_msg_t *m)
+int ordo__ssrv_list_add(msglist_t *l, ordo__msg_t *m)
 {
     if (l->n == l->cap) {
         int cap = l->cap ? l->cap * 2 : 8;
-        ordo_msg_t *p = realloc(l->m, sizeof *p * (size_t)cap);
+        ordo__msg_t *p = realloc(l->m, sizeof *p * (size_t)cap);
         if (!p) return ORDO_ERR_NOMEM;
         l->m = p;
         l->cap = cap;
     }
-    ordo_msg_move(&l->m[l->n++], m);
+    ordo__msg_move(&l->m[l->n++], m);
     return 0;
 }
 
 void ordo__ssrv_list_remove(msglist_t *l, int i)
 {
-    ordo_msg_close(&l->m[i]);
+    ordo__msg_close(&l->m[i]);
     l->m[i] = l->m[--l->n];
 }
 
 static void list_free(msglist_t *l)
 {
     for (int i = 0; i < l->n; i++)
-        ordo_msg_close(&l->m[i]);
+        ordo__msg_close(&l->m[i]);
     free(l->m);
 }
 
-static int reserve(ordo_sparse_srv_t *srv, size_t bytes)
+static int reserve(ordo__sparse_srv_t *srv, size_t bytes)
 {
     if (bytes <= srv->buf_cap) return 0;
     uint8_t *p = realloc(srv->buf, bytes);
-    if (!p) return ordo_error_set(ORDO_ERR_NOMEM, "sparse: no memory for %zu bytes", bytes);
+    if (!p) return ordo__error_set(ORDO_ERR_NOMEM, "sparse: no memory for %zu bytes", bytes);
     srv->buf = p;
     srv->buf_cap = bytes;
     return 0;
 }
 
 /* a message to worker w on the data socket (its last known connection) */
-static void to_worker(ordo_sparse_srv_t *srv, ordo_msg_t *m, int w, int type, int64_t iter,
+static void to_worker(ordo__sparse_srv_t *srv, ordo__msg_t *m, int w, int type, int64_t iter,
                       uint32_t chunk, uint64_t req, int dtype)
 {
-    ordo_msg_init(m, type);
+    ordo__msg_init(m, type);
     m->sock = srv->data_sock;
     memcpy(m->rid, srv->rid[w], srv->rid_len[w]);
     m->rid_len = srv->rid_len[w];
@@ -67,14 +67,14 @@ static void to_worker(ordo_sparse_srv_t *srv, ordo_msg_t *m, int w, int type, in
 }
 
 /* refuse m: ERROR to a worker (its run then stops with the reason), a log line for others */
-void ordo__ssrv_refuse(ordo_sparse_srv_t *srv, const ordo_msg_t *m, const char *why)
+void ordo__ssrv_refuse(ordo__sparse_srv_t *srv, const ordo__msg_t *m, const char *why)
 {
     ORDO_WARN("sparse: dropped %s (iter %lld chunk %u) from %s %d: %s",
-              ordo_wire_type_name(m->hdr.type), (long long)m->hdr.iter, m->hdr.chunk,
-              ordo_wire_role_name(m->hdr.role), m->hdr.rank, why);
+              ordo__wire_type_name(m->hdr.type), (long long)m->hdr.iter, m->hdr.chunk,
+              ordo__wire_role_name(m->hdr.role), m->hdr.rank, why);
     if (m->hdr.role != ORDO_ROLE_WORKER || m->sock != srv->data_sock) return;
-    ordo_msg_t e;
-    ordo_msg_init(&e, ORDO_MSG_ERROR);
+    ordo__msg_t e;
+    ordo__msg_init(&e, ORDO_MSG_ERROR);
     e.sock = srv->data_sock;
     memcpy(e.rid, m->rid, m->rid_len);
     e.rid_len = m->rid_len;
@@ -84,23 +84,23 @@ void ordo__ssrv_refuse(ordo_sparse_srv_t *srv, const ordo_msg_t *m, const char *
     e.hdr.iter = m->hdr.iter;
     e.hdr.key = ORDO_SPARSE_KEY;
     e.hdr.chunk = m->hdr.chunk;
-    ordo_msg_add_text(&e, why);
-    ordo_transport_send(srv->node->tp, &e);
+    ordo__msg_add_text(&e, why);
+    ordo__transport_send(srv->node->tp, &e);
 }
 
 /* ---- life --------------------------------------------------------------------------- */
 
-int ordo_sparse_srv_new(ordo_node_t *node, const ordo_conf_t *conf, const ordo__plan_t *plan,
-                        int data_sock, ordo_sparse_srv_t **out)
+int ordo__sparse_srv_new(ordo__node_t *node, const ordo__conf_t *conf, const ordo__plan_t *plan,
+                        int data_sock, ordo__sparse_srv_t **out)
 {
     *out = NULL;
     if (!plan->has_sparse) return 0;
-    ordo_sparse_plan_t p;
-    int rc = ordo_sparse_wire_plan_copy(&plan->sparse, &p);
+    ordo__sparse_plan_t p;
+    int rc = ordo__sparse_wire_plan_copy(&plan->sparse, &p);
     if (rc) return rc;
-    ordo_sparse_srv_t *srv = calloc(1, sizeof *srv);
+    ordo__sparse_srv_t *srv = calloc(1, sizeof *srv);
     if (!srv) {
-        ordo_sparse_wire_plan_fini(&p);
+        ordo__sparse_wire_plan_fini(&p);
         return ORDO_ERR_NOMEM;
     }
     srv->plan = p;
@@ -109,7 +109,7 @@ int ordo_sparse_srv_new(ordo_node_t *node, const ordo_conf_t *conf, const ordo__
     srv->rank = node->rank;
     srv->S = node->n_servers;
     srv->W = node->n_workers;
-    srv->sgd = (ordo_sparse_sgd_t){.lr = (float)conf->lr,
+    srv->sgd = (ordo__sparse_sgd_t){.lr = (float)conf->lr,
                                    .momentum = (float)conf->momentum,
                                    .weight_decay = (float)conf->weight_decay,
                                    .mean = conf->aggregate == ORDO_AGG_MEAN};
@@ -130,16 +130,16 @@ int ordo_sparse_srv_new(ordo_node_t *node, const ordo_conf_t *conf, const ordo__
     if (!srv->params || !srv->momentum || !srv->bounds || !srv->next_bounds || !srv->held ||
         !srv->has_held || !srv->rid || !srv->rid_len || !srv->push_req || !srv->moves ||
         !srv->incoming || !srv->peer_sock || !srv->maghist) {
-        ordo_sparse_srv_destroy(&srv);
+        ordo__sparse_srv_destroy(&srv);
         return ORDO_ERR_NOMEM;
     }
     for (size_t s = 0; s < S1; s++)
         srv->peer_sock[s] = -1;
     memcpy(srv->bounds, p.bounds, sizeof *srv->bounds * S1);
-    rc = ordo_sparse_agg_new(&srv->agg, ordo__ssrv_lo(srv), ordo__ssrv_hi(srv), srv->W,
+    rc = ordo__sparse_agg_new(&srv->agg, ordo__ssrv_lo(srv), ordo__ssrv_hi(srv), srv->W,
                              ORDO_SPARSE_AGG_DENSE, p.threshold_period);
     if (rc) {
-        ordo_sparse_srv_destroy(&srv);
+        ordo__sparse_srv_destroy(&srv);
         return rc;
     }
     ORDO_INFO("sparse: this server owns [%u, %u) of %u entries; k = %u per iteration over %d "
@@ -151,9 +151,9 @@ int ordo_sparse_srv_new(ordo_node_t *node, const ordo_conf_t *conf, const ordo__
     return 0;
 }
 
-void ordo_sparse_srv_destroy(ordo_sparse_srv_t **pp)
+void ordo__sparse_srv_destroy(ordo__sparse_srv_t **pp)
 {
-    ordo_sparse_srv_t *srv = *pp;
+    ordo__sparse_srv_t *srv = *pp;
     if (!srv) return;
     if (srv->t > 0)
         ORDO_INFO(
@@ -165,11 +165,11 @@ void ordo_sparse_srv_destroy(ordo_sparse_srv_t **pp)
             (unsigned long long)srv->handed_over, (unsigned long long)srv->received_over);
     if (srv->held)
         for (int w = 0; w < srv->W; w++)
-            if (srv->has_held[w]) ordo_msg_close(&srv->held[w]);
+            if (srv->has_held[w]) ordo__msg_close(&srv->held[w]);
     list_free(&srv->future);
     list_free(&srv->handovers);
-    ordo_sparse_agg_destroy(&srv->agg);
-    ordo_sparse_wire_plan_fini(&srv->plan);
+    ordo__sparse_agg_destroy(&srv->agg);
+    ordo__sparse_wire_plan_fini(&srv->plan);
     free(srv->params);
     free(srv->momentum);
     free(srv->bounds);
@@ -189,7 +189,7 @@ void ordo_sparse_srv_destroy(ordo_sparse_srv_t **pp)
     *pp = NULL;
 }
 
-int64_t ordo_sparse_srv_iteration(const ordo_sparse_srv_t *srv)
+int64_t ordo__sparse_srv_iteration(const ordo__sparse_srv_t *srv)
 {
     return srv->t;
 }
@@ -197,31 +197,31 @@ int64_t ordo_sparse_srv_iteration(const ordo_sparse_srv_t *srv)
 /* ---- pushes ------------------------------------------------------------------------- */
 
 /* a push of the current iteration packed with the regions in force: validate and hold it */
-static void hold_push(ordo_sparse_srv_t *srv, ordo_msg_t *m)
+static void hold_push(ordo__sparse_srv_t *srv, ordo__msg_t *m)
 {
     char why[320];
     int w = m->hdr.rank;
     size_t len = 0, count;
-    const uint8_t *data = ordo_msg_data(m, 0, &len);
+    const uint8_t *data = ordo__msg_data(m, 0, &len);
     if (srv->has_held[w] || srv->summed) {
         snprintf(why, sizeof why, "a second push of iteration %lld", (long long)m->hdr.iter);
         ordo__ssrv_refuse(srv, m, why);
         return;
     }
-    int rc = ordo_coo_check(data, len, ordo__ssrv_lo(srv), ordo__ssrv_hi(srv), &count);
+    int rc = ordo__coo_check(data, len, ordo__ssrv_lo(srv), ordo__ssrv_hi(srv), &count);
     if (rc) {
-        ordo__ssrv_refuse(srv, m, ordo_error_text(rc));
+        ordo__ssrv_refuse(srv, m, ordo__error_text(rc));
         return;
     }
     srv->push_req[w] = m->hdr.req;
-    ordo_msg_move(&srv->held[w], m);
+    ordo__msg_move(&srv->held[w], m);
     srv->has_held[w] = true;
     srv->n_held++;
     srv->entries_in += count;
 }
 
 /* a push from a worker: now, or kept until the regions it was packed with are in force */
-static void on_push(ordo_sparse_srv_t *srv, ordo_msg_t *m)
+static void on_push(ordo__sparse_srv_t *srv, ordo__msg_t *m)
 {
     char why[320];
     if (m->hdr.dtype != ORDO_DTYPE_COO || m->nframes != 1) {
@@ -259,59 +259,59 @@ static void on_push(ordo_sparse_srv_t *srv, ordo_msg_t *m)
 }
 
 /* pushes that waited for the regions now in force */
-static void take_future(ordo_sparse_srv_t *srv)
+static void take_future(ordo__sparse_srv_t *srv)
 {
     for (int i = 0; i < srv->future.n;) {
-        ordo_msg_t *m = &srv->future.m[i];
+        ordo__msg_t *m = &srv->future.m[i];
         if (m->hdr.chunk > srv->epoch) {
             i++;
             continue;
         }
-        ordo_msg_t tmp;
-        ordo_msg_move(&tmp, m);
+        ordo__msg_t tmp;
+        ordo__msg_move(&tmp, m);
         srv->future.m[i] = srv->future.m[--srv->future.n];
         if (tmp.hdr.chunk == srv->epoch && tmp.hdr.iter == srv->t)
             hold_push(srv, &tmp);
         else
             ordo__ssrv_refuse(srv, &tmp, "push packed with regions that never came into force");
-        ordo_msg_close(&tmp);
+        ordo__msg_close(&tmp);
     }
 }
 
 /* ---- the iteration ------------------------------------------------------------------ */
 
-static void send_maghist(ordo_sparse_srv_t *srv)
+static void send_maghist(ordo__sparse_srv_t *srv)
 {
     memset(srv->maghist, 0, sizeof *srv->maghist * ORDO_REGIONS_MAGHIST_BINS);
-    int rc = ordo_sparse_agg_maghist(srv->agg, srv->maghist);
+    int rc = ordo__sparse_agg_maghist(srv->agg, srv->maghist);
     if (!rc) rc = reserve(srv, 8 * (size_t)ORDO_REGIONS_MAGHIST_BINS);
     if (rc) {
-        ORDO_ERROR("sparse: magnitude histogram: %s", ordo_error_text(rc));
+        ORDO_ERROR("sparse: magnitude histogram: %s", ordo__error_text(rc));
         return;
     }
-    ordo_sparse_wire_put_counts(srv->maghist, ORDO_REGIONS_MAGHIST_BINS, srv->buf);
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_PLAN);
+    ordo__sparse_wire_put_counts(srv->maghist, ORDO_REGIONS_MAGHIST_BINS, srv->buf);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_PLAN);
     m.hdr.iter = srv->t;
     m.hdr.key = ORDO_SPARSE_KEY;
     m.hdr.chunk = ORDO_SPARSE_MAGHIST;
     m.hdr.dtype = ORDO_DTYPE_BYTES;
-    if (ordo_msg_add_copy(&m, srv->buf, 8 * (size_t)ORDO_REGIONS_MAGHIST_BINS) == 0)
-        ordo_node_send_ctl(srv->node, &m);
+    if (ordo__msg_add_copy(&m, srv->buf, 8 * (size_t)ORDO_REGIONS_MAGHIST_BINS) == 0)
+        ordo__node_send_ctl(srv->node, &m);
     else
-        ordo_msg_close(&m);
+        ordo__msg_close(&m);
     srv->waiting_thr = true;
 }
 
 /* select with the cached threshold, or, when that would take more than GLOBAL_SLACK times
  * or less than 1/GLOBAL_SLACK of the share of the last agreement (counted on a magnitude
  * histogram of the sums), this server's exact top `share` entries */
-static int select_reuse(ordo_sparse_srv_t *srv)
+static int select_reuse(ordo__sparse_srv_t *srv)
 {
     memset(srv->maghist, 0, sizeof *srv->maghist * ORDO_REGIONS_MAGHIST_BINS);
-    int rc = ordo_sparse_agg_maghist(srv->agg, srv->maghist);
+    int rc = ordo__sparse_agg_maghist(srv->agg, srv->maghist);
     if (rc) return rc;
-    float thr = ordo_sparse_agg_threshold(srv->agg);
+    float thr = ordo__sparse_agg_threshold(srv->agg);
     uint32_t bits;
     memcpy(&bits, &thr, 4);
     /* the selection's size lies between the entries in bins above the threshold's bin and
@@ -322,35 +322,35 @@ static int select_reuse(ordo_sparse_srv_t *srv)
         above += srv->maghist[b];
     double share = (double)srv->share;
     if ((double)(above + at) <= GLOBAL_SLACK * share && (double)above >= share / GLOBAL_SLACK)
-        return ordo_sparse_agg_select(srv->agg);
+        return ordo__sparse_agg_select(srv->agg);
     srv->capped++;
-    return ordo_sparse_agg_select_topk(srv->agg, srv->share);
+    return ordo__sparse_agg_select_topk(srv->agg, srv->share);
 }
 
 /* apply the selection, answer every worker with the changed entries, end the iteration */
-static int finish_iteration(ordo_sparse_srv_t *srv)
+static int finish_iteration(ordo__sparse_srv_t *srv)
 {
     uint32_t lo = ordo__ssrv_lo(srv);
-    int rc = ordo_sparse_agg_apply_sgd(srv->agg, srv->params + lo, srv->momentum + lo, &srv->sgd);
-    size_t len = ordo_sparse_agg_changed_size(srv->agg), nsel;
+    int rc = ordo__sparse_agg_apply_sgd(srv->agg, srv->params + lo, srv->momentum + lo, &srv->sgd);
+    size_t len = ordo__sparse_agg_changed_size(srv->agg), nsel;
     if (!rc) rc = reserve(srv, len + 8);
-    if (!rc) rc = ordo_sparse_agg_encode_changed(srv->agg, srv->params + lo, srv->buf, len, &len);
+    if (!rc) rc = ordo__sparse_agg_encode_changed(srv->agg, srv->params + lo, srv->buf, len, &len);
     if (rc) return rc;
-    ordo_sparse_agg_selected(srv->agg, &nsel);
+    ordo__sparse_agg_selected(srv->agg, &nsel);
     srv->entries_out += nsel;
     for (int w = 0; w < srv->W; w++) {
-        ordo_msg_t r;
+        ordo__msg_t r;
         to_worker(srv, &r, w, ORDO_MSG_PULL_RESP, srv->t, srv->epoch, srv->push_req[w],
                   ORDO_DTYPE_COO);
-        if ((rc = ordo_msg_add_copy(&r, srv->buf, len)) != 0) {
-            ordo_msg_close(&r);
+        if ((rc = ordo__msg_add_copy(&r, srv->buf, len)) != 0) {
+            ordo__msg_close(&r);
             return rc;
         }
-        ordo_transport_send(srv->node->tp, &r);
-        ordo_msg_close(&srv->held[w]);
+        ordo__transport_send(srv->node->tp, &r);
+        ordo__msg_close(&srv->held[w]);
         srv->has_held[w] = false;
     }
-    ordo_sparse_agg_next(srv->agg);
+    ordo__sparse_agg_next(srv->agg);
     srv->n_held = 0;
     srv->summed = srv->selected = srv->waiting_thr = false;
     srv->t++;
@@ -359,7 +359,7 @@ static int finish_iteration(ordo_sparse_srv_t *srv)
 }
 
 /* answer the whole-region pulls whose version is here */
-static void answer_pulls(ordo_sparse_srv_t *srv)
+static void answer_pulls(ordo__sparse_srv_t *srv)
 {
     if (!srv->initialized || srv->n_incoming > 0) return;
     uint32_t lo = ordo__ssrv_lo(srv), hi = ordo__ssrv_hi(srv);
@@ -370,22 +370,22 @@ static void answer_pulls(ordo_sparse_srv_t *srv)
             continue;
         }
         srv->dp[i] = srv->dp[--srv->n_dp];
-        ordo_msg_t r;
+        ordo__msg_t r;
         to_worker(srv, &r, d.worker, ORDO_MSG_PULL_RESP, d.version, lo, d.req, ORDO_DTYPE_F32);
-        if (ordo_msg_add_copy(&r, srv->params + lo, (size_t)(hi - lo) * sizeof(float)) == 0)
-            ordo_transport_send(srv->node->tp, &r);
+        if (ordo__msg_add_copy(&r, srv->params + lo, (size_t)(hi - lo) * sizeof(float)) == 0)
+            ordo__transport_send(srv->node->tp, &r);
         else
-            ordo_msg_close(&r);
+            ordo__msg_close(&r);
     }
 }
 
 /* move the iteration along as far as what has arrived allows */
-static void progress(ordo_sparse_srv_t *srv)
+static void progress(ordo__sparse_srv_t *srv)
 {
     for (;;) {
         if (srv->has_next && srv->next_E == srv->t && !srv->summed && srv->n_held == 0) {
             int rc = ordo__ssrv_switch_regions(srv);
-            if (rc) ORDO_ERROR("sparse: switching regions: %s", ordo_error_text(rc));
+            if (rc) ORDO_ERROR("sparse: switching regions: %s", ordo__error_text(rc));
             take_future(srv);
         }
         ordo__ssrv_take_handovers(srv);
@@ -393,9 +393,9 @@ static void progress(ordo_sparse_srv_t *srv)
         if (!srv->summed && srv->n_held == srv->W) {
             for (int w = 0; w < srv->W; w++) { /* in rank order: the same sums every run */
                 size_t len = 0;
-                const uint8_t *data = ordo_msg_data(&srv->held[w], 0, &len);
-                int rc = ordo_sparse_agg_push_coo(srv->agg, w, data, len);
-                if (rc) ORDO_ERROR("sparse: summing worker %d: %s", w, ordo_error_text(rc));
+                const uint8_t *data = ordo__msg_data(&srv->held[w], 0, &len);
+                int rc = ordo__sparse_agg_push_coo(srv->agg, w, data, len);
+                if (rc) ORDO_ERROR("sparse: summing worker %d: %s", w, ordo__error_text(rc));
             }
             srv->summed = true;
         }
@@ -405,19 +405,19 @@ static void progress(ordo_sparse_srv_t *srv)
             if (srv->t % srv->plan.threshold_period != 0) {
                 rc = select_reuse(srv);
             } else if (srv->S == 1) {
-                rc = ordo_sparse_agg_select_topk(srv->agg, srv->plan.k);
-                ordo_sparse_agg_selected(srv->agg, &srv->share);
+                rc = ordo__sparse_agg_select_topk(srv->agg, srv->plan.k);
+                ordo__sparse_agg_selected(srv->agg, &srv->share);
             } else {
                 send_maghist(srv);
                 return; /* until the scheduler's THRESHOLD */
             }
-            if (rc) ORDO_ERROR("sparse: selection: %s", ordo_error_text(rc));
+            if (rc) ORDO_ERROR("sparse: selection: %s", ordo__error_text(rc));
             srv->selected = rc == 0;
         }
         if (!srv->selected || srv->n_incoming > 0 || !srv->initialized) return;
         int rc = finish_iteration(srv);
         if (rc) {
-            ORDO_ERROR("sparse: iteration %lld: %s", (long long)srv->t, ordo_error_text(rc));
+            ORDO_ERROR("sparse: iteration %lld: %s", (long long)srv->t, ordo__error_text(rc));
             return;
         }
     }
@@ -425,11 +425,11 @@ static void progress(ordo_sparse_srv_t *srv)
 
 /* ---- messages ----------------------------------------------------------------------- */
 
-static void on_init(ordo_sparse_srv_t *srv, ordo_msg_t *m)
+static void on_init(ordo__sparse_srv_t *srv, ordo__msg_t *m)
 {
     char why[320];
     size_t len = 0;
-    const void *data = ordo_msg_data(m, 0, &len);
+    const void *data = ordo__msg_data(m, 0, &len);
     uint32_t lo = ordo__ssrv_lo(srv), hi = ordo__ssrv_hi(srv);
     if (m->hdr.dtype != ORDO_DTYPE_F32 || m->nframes != 1 || srv->epoch != 0 ||
         m->hdr.chunk != lo || len != (size_t)(hi - lo) * 4) {
@@ -441,11 +441,11 @@ static void on_init(ordo_sparse_srv_t *srv, ordo_msg_t *m)
         return;
     }
     if (srv->initialized) return; /* the first init wins, as in dense mode */
-    ordo_sparse_wire_get_f32s(data, len, srv->params + lo);
+    ordo__sparse_wire_get_f32s(data, len, srv->params + lo);
     srv->initialized = true;
 }
 
-static void on_pull(ordo_sparse_srv_t *srv, ordo_msg_t *m)
+static void on_pull(ordo__sparse_srv_t *srv, ordo__msg_t *m)
 {
     char why[320];
     if (m->hdr.iter < srv->t || m->hdr.chunk < srv->epoch) {
@@ -471,7 +471,7 @@ static void on_pull(ordo_sparse_srv_t *srv, ordo_msg_t *m)
         .worker = m->hdr.rank, .version = m->hdr.iter, .epoch = m->hdr.chunk, .req = m->hdr.req};
 }
 
-void ordo_sparse_srv_on_data(ordo_sparse_srv_t *srv, ordo_msg_t *m)
+void ordo__sparse_srv_on_data(ordo__sparse_srv_t *srv, ordo__msg_t *m)
 {
     if (m->hdr.role == ORDO_ROLE_SERVER) {
         ordo__ssrv_on_handover(srv, m);
@@ -502,33 +502,33 @@ void ordo_sparse_srv_on_data(ordo_sparse_srv_t *srv, ordo_msg_t *m)
     progress(srv);
 }
 
-void ordo_sparse_srv_on_ctl(ordo_sparse_srv_t *srv, ordo_msg_t *m)
+void ordo__sparse_srv_on_ctl(ordo__sparse_srv_t *srv, ordo__msg_t *m)
 {
     size_t len = 0;
-    const void *data = ordo_msg_data(m, 0, &len);
+    const void *data = ordo__msg_data(m, 0, &len);
     int rc = 0;
     if (m->hdr.key != ORDO_SPARSE_KEY) {
-        rc = ordo_error_set(ORDO_ERR_PROTO, "a PLAN message that is not sparse");
+        rc = ordo__error_set(ORDO_ERR_PROTO, "a PLAN message that is not sparse");
     } else if (m->hdr.chunk == ORDO_SPARSE_THRESHOLD) {
         float thr;
         if (!srv->waiting_thr || m->hdr.iter != srv->t)
-            rc = ordo_error_set(ORDO_ERR_PROTO, "THRESHOLD for iteration %lld; none is awaited",
+            rc = ordo__error_set(ORDO_ERR_PROTO, "THRESHOLD for iteration %lld; none is awaited",
                                 (long long)m->hdr.iter);
-        else if ((rc = ordo_sparse_wire_get_float(data, len, &thr)) == 0 &&
-                 (rc = ordo_sparse_agg_select_threshold(srv->agg, thr)) == 0) {
+        else if ((rc = ordo__sparse_wire_get_float(data, len, &thr)) == 0 &&
+                 (rc = ordo__sparse_agg_select_threshold(srv->agg, thr)) == 0) {
             srv->waiting_thr = false;
             srv->selected = true;
-            ordo_sparse_agg_selected(srv->agg, &srv->share);
+            ordo__sparse_agg_selected(srv->agg, &srv->share);
         }
     } else if (m->hdr.chunk == ORDO_SPARSE_REGIONS) {
         uint32_t epoch;
         if (srv->has_next || m->hdr.iter < srv->t)
-            rc = ordo_error_set(ORDO_ERR_PROTO, "REGIONS for iteration %lld came too late",
+            rc = ordo__error_set(ORDO_ERR_PROTO, "REGIONS for iteration %lld came too late",
                                 (long long)m->hdr.iter);
-        else if ((rc = ordo_sparse_wire_get_regions(data, len, srv->S, srv->plan.n, &epoch,
+        else if ((rc = ordo__sparse_wire_get_regions(data, len, srv->S, srv->plan.n, &epoch,
                                                     srv->next_bounds)) == 0) {
             if (epoch != srv->epoch + 1) {
-                rc = ordo_error_set(ORDO_ERR_PROTO, "REGIONS of epoch %u after epoch %u", epoch,
+                rc = ordo__error_set(ORDO_ERR_PROTO, "REGIONS of epoch %u after epoch %u", epoch,
                                     srv->epoch);
             } else {
                 srv->next_epoch = epoch;
@@ -537,9 +537,9 @@ void ordo_sparse_srv_on_ctl(ordo_sparse_srv_t *srv, ordo_msg_t *m)
             }
         }
     } else {
-        rc = ordo_error_set(ORDO_ERR_PROTO, "sparse message of kind %u from the scheduler",
+        rc = ordo__error_set(ORDO_ERR_PROTO, "sparse message of kind %u from the scheduler",
                             m->hdr.chunk);
     }
-    if (rc) ORDO_WARN("sparse: dropped a scheduler message: %s", ordo_error_text(rc));
+    if (rc) ORDO_WARN("sparse: dropped a scheduler message: %s", ordo__error_text(rc));
     progress(srv);
 }

@@ -19,35 +19,35 @@
 #include "core/plan.h"
 #include "core/sparse_wire.h"
 
-typedef struct ordo_sparse_srv ordo_sparse_srv_t;
+typedef struct ordo__sparse_srv ordo__sparse_srv_t;
 
-/* ordo_sparse_srv_new makes the sparse side of the server joined as node (borrowed, with
+/* ordo__sparse_srv_new makes the sparse side of the server joined as node (borrowed, with
  * its transport; data_sock is the server's ROUTER data socket) from plan's sparse member
  * (copied) and conf's optimizer. *out is NULL (and 0 returned) when the plan has none. */
-int ordo_sparse_srv_new(ordo_node_t *node, const ordo_conf_t *conf, const ordo__plan_t *plan,
-                        int data_sock, ordo_sparse_srv_t **out);
+int ordo__sparse_srv_new(ordo__node_t *node, const ordo__conf_t *conf, const ordo__plan_t *plan,
+                        int data_sock, ordo__sparse_srv_t **out);
 
-/* ordo_sparse_srv_checkpoints sets up [fault] checkpoint_every (every updates, counted from
+/* ordo__sparse_srv_checkpoints sets up [fault] checkpoint_every (every updates, counted from
  * base, into the run folder dir: RUN/checkpoint-sparse-server-R.bin with the momentum of the
  * region in force) and, with resume_dir (NULL: none), restores the momentum of this server's
  * first region after base updates from the files of every server there (the regions may have
  * moved since). Without momentum there is nothing to save or restore. Errors name the file. */
-int ordo_sparse_srv_checkpoints(ordo_sparse_srv_t *srv, int every, int64_t base, const char *dir,
+int ordo__sparse_srv_checkpoints(ordo__sparse_srv_t *srv, int every, int64_t base, const char *dir,
                                 const char *resume_dir);
 
-/* ordo_sparse_srv_destroy logs the totals, frees and sets *p to NULL; NULL-safe. */
-void ordo_sparse_srv_destroy(ordo_sparse_srv_t **p);
+/* ordo__sparse_srv_destroy logs the totals, frees and sets *p to NULL; NULL-safe. */
+void ordo__sparse_srv_destroy(ordo__sparse_srv_t **p);
 
-/* ordo_sparse_srv_on_data takes a message with key ORDO_SPARSE_KEY from the data socket
+/* ordo__sparse_srv_on_data takes a message with key ORDO_SPARSE_KEY from the data socket
  * (a worker's INIT, PUSH or PULL, another server's handover); it may move the message's
  * frames out of m (the caller still closes m). */
-void ordo_sparse_srv_on_data(ordo_sparse_srv_t *srv, ordo_msg_t *m);
+void ordo__sparse_srv_on_data(ordo__sparse_srv_t *srv, ordo__msg_t *m);
 
-/* ordo_sparse_srv_on_ctl takes a sparse PLAN message from the scheduler (THRESHOLD or
+/* ordo__sparse_srv_on_ctl takes a sparse PLAN message from the scheduler (THRESHOLD or
  * REGIONS). */
-void ordo_sparse_srv_on_ctl(ordo_sparse_srv_t *srv, ordo_msg_t *m);
+void ordo__sparse_srv_on_ctl(ordo__sparse_srv_t *srv, ordo__msg_t *m);
 
-/* ordo_sparse_srv_iteration returns how many iterations the server has completed. */
-int64_t ordo_sparse_srv_iteration(const ordo_sparse_srv_t *srv);
+/* ordo__sparse_srv_iteration returns how many iterations the server has completed. */
+int64_t ordo__sparse_srv_iteration(const ordo__sparse_srv_t *srv);
 
 #endif

@@ -29,7 +29,7 @@ static void path_of(char *buf, size_t size, const char *dir, int rank, bool prev
     snprintf(buf, size, "%s/checkpoint-sparse-server-%d%s.bin", dir, rank, prev ? ".prev" : "");
 }
 
-void ordo__ssrv_ckpt_due(ordo_sparse_srv_t *srv)
+void ordo__ssrv_ckpt_due(ordo__sparse_srv_t *srv)
 {
     int64_t it = srv->ckpt_base + srv->t;
     if (srv->ckpt_every <= 0 || srv->sgd.momentum == 0 || it % srv->ckpt_every != 0) return;
@@ -63,7 +63,7 @@ void ordo__ssrv_ckpt_due(ordo_sparse_srv_t *srv)
     }
     if (rc)
         ORDO_ERROR("checkpoint after %lld updates: %s; the previous checkpoint is kept",
-                   (long long)it, ordo_error_text(rc));
+                   (long long)it, ordo__error_text(rc));
     else
         ORDO_INFO("checkpoint: %s (momentum of [%u, %u)) after %lld updates", path, lo, hi,
                   (long long)it);
@@ -73,7 +73,7 @@ void ordo__ssrv_ckpt_due(ordo_sparse_srv_t *srv)
 /* take_file copies the part of [lo, hi) that the checkpoint file at path (after `iteration`
  * updates) holds into the momentum and adds its length to *covered; 1 when the file is not
  * there or holds another iteration, 0 when taken, or an error naming the file */
-static int take_file(ordo_sparse_srv_t *srv, const char *path, int64_t iteration, uint32_t lo,
+static int take_file(ordo__sparse_srv_t *srv, const char *path, int64_t iteration, uint32_t lo,
                      uint32_t hi, size_t *covered)
 {
     size_t body = 0; /* the bytes before the checksum trailer */
@@ -85,7 +85,7 @@ static int take_file(ordo_sparse_srv_t *srv, const char *path, int64_t iteration
     int rc = 0;
     unsigned char *buf = NULL;
     if (fread(head, 1, HEAD, f) != HEAD || memcmp(head, MAGIC, 8) != 0) {
-        rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: not a sparse server checkpoint", path);
+        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: not a sparse server checkpoint", path);
         goto done;
     }
     uint32_t flo = (uint32_t)ordo_get_le(head + 12, 4), fhi = (uint32_t)ordo_get_le(head + 16, 4);
@@ -95,7 +95,7 @@ static int take_file(ordo_sparse_srv_t *srv, const char *path, int64_t iteration
         goto done;
     }
     if (flo > fhi || fhi > srv->plan.n) {
-        rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: region [%u, %u) outside the model's %u entries",
+        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: region [%u, %u) outside the model's %u entries",
                             path, flo, fhi, srv->plan.n);
         goto done;
     }
@@ -106,7 +106,7 @@ static int take_file(ordo_sparse_srv_t *srv, const char *path, int64_t iteration
         goto done;
     }
     if (body != HEAD + 4 * n || fread(buf, 1, 4 * n, f) != 4 * n) {
-        rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: not %zu momentum values for [%u, %u)", path, n,
+        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: not %zu momentum values for [%u, %u)", path, n,
                             flo, fhi);
         goto done;
     }
@@ -121,7 +121,7 @@ done:
     return rc;
 }
 
-int ordo_sparse_srv_checkpoints(ordo_sparse_srv_t *srv, int every, int64_t base, const char *dir,
+int ordo__sparse_srv_checkpoints(ordo__sparse_srv_t *srv, int every, int64_t base, const char *dir,
                                 const char *resume_dir)
 {
     srv->ckpt_every = every;
@@ -140,12 +140,12 @@ int ordo_sparse_srv_checkpoints(ordo_sparse_srv_t *srv, int every, int64_t base,
             rc = take_file(srv, path, base, lo, hi, &covered);
         }
         if (rc == 1)
-            return ordo_error_set(ORDO_ERR_NOTFOUND, "%s/checkpoint-sparse-server-%d.bin: no "
+            return ordo__error_set(ORDO_ERR_NOTFOUND, "%s/checkpoint-sparse-server-%d.bin: no "
                                   "momentum after %lld updates", resume_dir, r, (long long)base);
         if (rc) return rc;
     }
     if (covered != hi - lo)
-        return ordo_error_set(ORDO_ERR_FORMAT, "%s: the servers' checkpoints cover %zu of the %u "
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: the servers' checkpoints cover %zu of the %u "
                               "entries of [%u, %u)", resume_dir, covered, hi - lo, lo, hi);
     ORDO_INFO("resume: momentum of [%u, %u) after %lld updates from %s", lo, hi, (long long)base,
               resume_dir);

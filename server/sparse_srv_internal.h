@@ -27,18 +27,18 @@ typedef struct {
 
 /* a growable list of kept messages */
 typedef struct {
-    ordo_msg_t *m;
+    ordo__msg_t *m;
     int n, cap;
 } msglist_t;
 
-struct ordo_sparse_srv {
-    ordo_node_t *node;
+struct ordo__sparse_srv {
+    ordo__node_t *node;
     int data_sock, rank, S, W;
-    ordo_sparse_plan_t plan;
-    ordo_sparse_sgd_t sgd;
+    ordo__sparse_plan_t plan;
+    ordo__sparse_sgd_t sgd;
     float *params, *momentum; /* n floats each; only the own region is current */
     bool initialized;
-    ordo_sparse_agg_t *agg;
+    ordo__sparse_agg_t *agg;
     uint32_t *bounds, epoch; /* regions in force */
     int64_t t;               /* iterations completed: the region's values are version t */
     /* regions announced by the scheduler, in force from iteration next_E */
@@ -46,7 +46,7 @@ struct ordo_sparse_srv {
     uint32_t *next_bounds, next_epoch;
     int64_t next_E;
     /* this iteration's pushes, validated, per worker; pushes packed with later regions */
-    ordo_msg_t *held;
+    ordo__msg_t *held;
     bool *has_held;
     int n_held;
     msglist_t future;
@@ -57,7 +57,7 @@ struct ordo_sparse_srv {
     size_t *rid_len;
     uint64_t *push_req;
     /* ranges this server gains at the current switch and still waits for; handovers kept */
-    ordo_regions_move_t *moves, *incoming;
+    ordo__regions_move_t *moves, *incoming;
     int n_incoming;
     msglist_t handovers;
     int *peer_sock; /* per server: DEALER to it (-1 not yet) */
@@ -77,38 +77,38 @@ struct ordo_sparse_srv {
 };
 
 /* the region in force on this server */
-static inline uint32_t ordo__ssrv_lo(const ordo_sparse_srv_t *srv)
+static inline uint32_t ordo__ssrv_lo(const ordo__sparse_srv_t *srv)
 {
     return srv->bounds[srv->rank];
 }
 
-static inline uint32_t ordo__ssrv_hi(const ordo_sparse_srv_t *srv)
+static inline uint32_t ordo__ssrv_hi(const ordo__sparse_srv_t *srv)
 {
     return srv->bounds[srv->rank + 1];
 }
 
 /* ordo__ssrv_list_add moves m into the list (ORDO_ERR_NOMEM when it cannot grow). */
-int ordo__ssrv_list_add(msglist_t *l, ordo_msg_t *m);
+int ordo__ssrv_list_add(msglist_t *l, ordo__msg_t *m);
 
 /* ordo__ssrv_list_remove closes entry i and fills its place with the last one. */
 void ordo__ssrv_list_remove(msglist_t *l, int i);
 
 /* ordo__ssrv_refuse logs and drops m, answering a worker with ERROR (its run then stops). */
-void ordo__ssrv_refuse(ordo_sparse_srv_t *srv, const ordo_msg_t *m, const char *why);
+void ordo__ssrv_refuse(ordo__sparse_srv_t *srv, const ordo__msg_t *m, const char *why);
 
 /* ordo__ssrv_switch_regions puts the announced regions in force at the current iteration:
  * hands the ranges that leave to their new owners, lists the ranges that come, moves the
  * aggregator (sparse_srv_regions.c). */
-int ordo__ssrv_switch_regions(ordo_sparse_srv_t *srv);
+int ordo__ssrv_switch_regions(ordo__sparse_srv_t *srv);
 
 /* ordo__ssrv_take_handovers applies the kept handovers the current switch waits for. */
-void ordo__ssrv_take_handovers(ordo_sparse_srv_t *srv);
+void ordo__ssrv_take_handovers(ordo__sparse_srv_t *srv);
 
 /* ordo__ssrv_on_handover keeps another server's handover (checked when it is applied). */
-void ordo__ssrv_on_handover(ordo_sparse_srv_t *srv, ordo_msg_t *m);
+void ordo__ssrv_on_handover(ordo__sparse_srv_t *srv, ordo__msg_t *m);
 
 /* ordo__ssrv_ckpt_due writes the region's momentum when the iteration just finished ends a
  * checkpoint interval; errors are logged (sparse_srv_ckpt.c). */
-void ordo__ssrv_ckpt_due(ordo_sparse_srv_t *srv);
+void ordo__ssrv_ckpt_due(ordo__sparse_srv_t *srv);
 
 #endif

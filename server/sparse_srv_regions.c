@@ -9,20 +9,20 @@
 
 /* ---- regions: switching and handover ------------------------------------------------- */
 
-static void send_handover(ordo_sparse_srv_t *srv, const ordo_regions_move_t *mv, int64_t E)
+static void send_handover(ordo__sparse_srv_t *srv, const ordo__regions_move_t *mv, int64_t E)
 {
     if (srv->peer_sock[mv->to] < 0) {
-        int sock = ordo_transport_connect(srv->node->tp, srv->node->server_endpoints[mv->to], 1);
+        int sock = ordo__transport_connect(srv->node->tp, srv->node->server_endpoints[mv->to], 1);
         if (sock < 0) {
             ORDO_ERROR("sparse: cannot reach server %d for a handover: %s", mv->to,
-                       ordo_error_text(sock));
+                       ordo__error_text(sock));
             return;
         }
         srv->peer_sock[mv->to] = sock;
     }
     size_t bytes = (size_t)(mv->hi - mv->lo) * sizeof(float);
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_INIT);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_INIT);
     m.sock = srv->peer_sock[mv->to];
     m.hdr.role = ORDO_ROLE_SERVER;
     m.hdr.rank = srv->rank;
@@ -30,22 +30,22 @@ static void send_handover(ordo_sparse_srv_t *srv, const ordo_regions_move_t *mv,
     m.hdr.key = ORDO_SPARSE_KEY;
     m.hdr.chunk = mv->lo;
     m.hdr.dtype = ORDO_DTYPE_F32;
-    if (ordo_msg_add_copy(&m, srv->params + mv->lo, bytes) ||
-        ordo_msg_add_copy(&m, srv->momentum + mv->lo, bytes)) {
-        ordo_msg_close(&m);
+    if (ordo__msg_add_copy(&m, srv->params + mv->lo, bytes) ||
+        ordo__msg_add_copy(&m, srv->momentum + mv->lo, bytes)) {
+        ordo__msg_close(&m);
         ORDO_ERROR("sparse: out of memory handing over [%u, %u)", mv->lo, mv->hi);
         return;
     }
-    ordo_transport_send(srv->node->tp, &m);
+    ordo__transport_send(srv->node->tp, &m);
     srv->handed_over += mv->hi - mv->lo;
 }
 
 /* the regions announced for iteration t take effect: hand over what leaves, expect what
  * comes */
-int ordo__ssrv_switch_regions(ordo_sparse_srv_t *srv)
+int ordo__ssrv_switch_regions(ordo__sparse_srv_t *srv)
 {
     int S = srv->S;
-    size_t nm = ordo_regions_moves(srv->bounds, srv->next_bounds, S, srv->moves, 2 * (size_t)S + 2);
+    size_t nm = ordo__regions_moves(srv->bounds, srv->next_bounds, S, srv->moves, 2 * (size_t)S + 2);
     srv->n_incoming = 0;
     for (size_t i = 0; i < nm; i++) {
         if (srv->moves[i].from == srv->rank) send_handover(srv, &srv->moves[i], srv->t);
@@ -54,7 +54,7 @@ int ordo__ssrv_switch_regions(ordo_sparse_srv_t *srv)
     memcpy(srv->bounds, srv->next_bounds, sizeof *srv->bounds * ((size_t)S + 1));
     srv->epoch = srv->next_epoch;
     srv->has_next = false;
-    int rc = ordo_sparse_agg_set_range(srv->agg, ordo__ssrv_lo(srv), ordo__ssrv_hi(srv));
+    int rc = ordo__sparse_agg_set_range(srv->agg, ordo__ssrv_lo(srv), ordo__ssrv_hi(srv));
     if (rc) return rc;
     ORDO_DEBUG("sparse: iteration %lld: epoch %u, region [%u, %u), %d range%s to take over",
                (long long)srv->t, srv->epoch, ordo__ssrv_lo(srv), ordo__ssrv_hi(srv),
@@ -63,13 +63,13 @@ int ordo__ssrv_switch_regions(ordo_sparse_srv_t *srv)
 }
 
 /* take the handovers kept so far that the current switch waits for */
-void ordo__ssrv_take_handovers(ordo_sparse_srv_t *srv)
+void ordo__ssrv_take_handovers(ordo__sparse_srv_t *srv)
 {
     for (int i = 0; i < srv->handovers.n;) {
-        ordo_msg_t *m = &srv->handovers.m[i];
+        ordo__msg_t *m = &srv->handovers.m[i];
         int match = -1;
         for (int j = 0; j < srv->n_incoming; j++) {
-            const ordo_regions_move_t *mv = &srv->incoming[j];
+            const ordo__regions_move_t *mv = &srv->incoming[j];
             if (m->hdr.iter == srv->t && m->hdr.rank == mv->from && m->hdr.chunk == mv->lo)
                 match = j;
         }
@@ -84,9 +84,9 @@ void ordo__ssrv_take_handovers(ordo_sparse_srv_t *srv)
             i++;
             continue;
         }
-        const ordo_regions_move_t mv = srv->incoming[match];
+        const ordo__regions_move_t mv = srv->incoming[match];
         size_t len = 0, mlen = 0;
-        const void *v = ordo_msg_data(m, 0, &len), *mo = ordo_msg_data(m, 1, &mlen);
+        const void *v = ordo__msg_data(m, 0, &len), *mo = ordo__msg_data(m, 1, &mlen);
         if (len != (size_t)(mv.hi - mv.lo) * 4 || mlen != len) {
             ORDO_WARN("sparse: dropped a handover of [%u, %u) from server %d: %zu bytes, expected "
                       "%zu",
@@ -94,20 +94,20 @@ void ordo__ssrv_take_handovers(ordo_sparse_srv_t *srv)
             ordo__ssrv_list_remove(&srv->handovers, i);
             continue;
         }
-        ordo_sparse_wire_get_f32s(v, len, srv->params + mv.lo);
-        ordo_sparse_wire_get_f32s(mo, mlen, srv->momentum + mv.lo);
+        ordo__sparse_wire_get_f32s(v, len, srv->params + mv.lo);
+        ordo__sparse_wire_get_f32s(mo, mlen, srv->momentum + mv.lo);
         srv->received_over += mv.hi - mv.lo;
         srv->incoming[match] = srv->incoming[--srv->n_incoming];
         ordo__ssrv_list_remove(&srv->handovers, i);
     }
 }
 
-void ordo__ssrv_on_handover(ordo_sparse_srv_t *srv, ordo_msg_t *m)
+void ordo__ssrv_on_handover(ordo__sparse_srv_t *srv, ordo__msg_t *m)
 {
     size_t len = 0;
     if (m->hdr.type != ORDO_MSG_INIT || m->hdr.rank < 0 || m->hdr.rank >= srv->S ||
         m->hdr.rank == srv->rank || m->nframes != 2 || m->hdr.iter < srv->t ||
-        !ordo_msg_data(m, 0, &len)) {
+        !ordo__msg_data(m, 0, &len)) {
         ordo__ssrv_refuse(srv, m, "not a handover this server can take");
         return;
     }

@@ -13,9 +13,9 @@
 #include "server/store_internal.h"
 
 
-ordo_vbuf_t *ordo__store_vbuf_new(int64_t numel)
+ordo__vbuf_t *ordo__store_vbuf_new(int64_t numel)
 {
-    ordo_vbuf_t *b = malloc(sizeof *b);
+    ordo__vbuf_t *b = malloc(sizeof *b);
     if (!b) return NULL;
     size_t bytes = ((size_t)numel * sizeof(float) + 63) & ~(size_t)63;
     b->data = aligned_alloc(64, bytes ? bytes : 64);
@@ -28,7 +28,7 @@ ordo_vbuf_t *ordo__store_vbuf_new(int64_t numel)
     return b;
 }
 
-void ordo__store_vbuf_unref(ordo_vbuf_t *b)
+void ordo__store_vbuf_unref(ordo__vbuf_t *b)
 {
     if (b && atomic_fetch_sub(&b->refs, 1) == 1) {
         free(b->data);
@@ -36,16 +36,16 @@ void ordo__store_vbuf_unref(ordo_vbuf_t *b)
     }
 }
 
-void ordo_store_unref_cb(void *data, void *hint)
+void ordo__store_unref_cb(void *data, void *hint)
 {
     (void)data;
     ordo__store_vbuf_unref(hint);
 }
 
-int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_optim_t *opt,
-                   float scale, ordo_store_t **out)
+int ordo__store_new(const ordo__keys_t *keys, int rank, int n_workers, const ordo__optim_t *opt,
+                   float scale, ordo__store_t **out)
 {
-    ordo_store_t *s = calloc(1, sizeof *s);
+    ordo__store_t *s = calloc(1, sizeof *s);
     if (!s) return ORDO_ERR_NOMEM;
     s->keys = keys;
     s->rank = rank;
@@ -56,7 +56,7 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
     s->slots = calloc((size_t)keys->n_slices + 1, sizeof *s->slots);
     if (!s->slot_of || !s->slots) goto nomem;
     for (int i = 0; i < keys->n_slices; i++) {
-        if (!ordo_keys_holds(keys, i, rank)) { /* its primary or, with replicas, a backup */
+        if (!ordo__keys_holds(keys, i, rank)) { /* its primary or, with replicas, a backup */
             s->slot_of[i] = -1;
             continue;
         }
@@ -70,21 +70,21 @@ int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_
         if (opt->momentum > 0) sl->mom = calloc((size_t)sl->numel, sizeof(float));
         if (!sl->value || (opt->momentum > 0 && !sl->mom)) goto nomem;
     }
-    if (ordo_store_set_sync(s, ORDO_SYNC_BSP, 0, 0) != 0) goto nomem; /* the default model */
+    if (ordo__store_set_sync(s, ORDO_SYNC_BSP, 0, 0) != 0) goto nomem; /* the default model */
     *out = s;
     return 0;
 nomem:
-    ordo_store_destroy(&s);
+    ordo__store_destroy(&s);
     return ORDO_ERR_NOMEM;
 }
 
-static void free_rounds(ordo_store_t *s, slot_t *sl)
+static void free_rounds(ordo__store_t *s, slot_t *sl)
 {
     for (int r = 0; sl->rounds && r < s->n_rounds; r++) {
         round_t *rd = &sl->rounds[r];
-        ordo_store_frame_unref(rd->sum_owner);
+        ordo__store_frame_unref(rd->sum_owner);
         for (int w = 0; rd->held && w < s->n_workers; w++)
-            ordo_store_frame_unref(rd->held[w].owner);
+            ordo__store_frame_unref(rd->held[w].owner);
         free(rd->held);
         free(rd->acc);
         free(rd->pushed);
@@ -95,7 +95,7 @@ static void free_rounds(ordo_store_t *s, slot_t *sl)
     sl->clock = NULL;
 }
 
-int ordo_store_set_update(ordo_store_t *s, int key, const ordo_optim_t *opt)
+int ordo__store_set_update(ordo__store_t *s, int key, const ordo__optim_t *opt)
 {
     for (int i = 0; i < s->keys->n_slices; i++) {
         if ((int)s->keys->slices[i].key != key || s->slot_of[i] < 0) continue;
@@ -111,15 +111,15 @@ int ordo_store_set_update(ordo_store_t *s, int key, const ordo_optim_t *opt)
     return 0;
 }
 
-int ordo_store_set_sync(ordo_store_t *s, int mode, int staleness, int backup)
+int ordo__store_set_sync(ordo__store_t *s, int mode, int staleness, int backup)
 {
     const ordo__sync_model_t *model = ordo__sync_model_of(mode, backup);
     if (!model || staleness < 0 || backup < 0 || backup >= s->n_workers)
-        return ordo_error_set(ORDO_ERR_INVAL, "sync mode %d, staleness %d, backup %d for %d workers",
+        return ordo__error_set(ORDO_ERR_INVAL, "sync mode %d, staleness %d, backup %d for %d workers",
                               mode, staleness, backup, s->n_workers);
     for (int i = 0; i < s->n_slots; i++) {
         if (s->slots[i].version > 0 || (s->model && s->slots[i].rounds[0].next))
-            return ordo_error_set(ORDO_ERR_INVAL, "the sync mode is set before the first push");
+            return ordo__error_set(ORDO_ERR_INVAL, "the sync mode is set before the first push");
         free_rounds(s, &s->slots[i]);
     }
     s->model = model;
@@ -143,9 +143,9 @@ int ordo_store_set_sync(ordo_store_t *s, int mode, int staleness, int backup)
     return 0;
 }
 
-void ordo_store_destroy(ordo_store_t **sp)
+void ordo__store_destroy(ordo__store_t **sp)
 {
-    ordo_store_t *s = *sp;
+    ordo__store_t *s = *sp;
     if (!s) return;
     for (int i = 0; i < s->n_slots; i++) {
         free_rounds(s, &s->slots[i]);
@@ -161,7 +161,7 @@ void ordo_store_destroy(ordo_store_t **sp)
     *sp = NULL;
 }
 
-bool ordo_store_owns(const ordo_store_t *s, int slice)
+bool ordo__store_owns(const ordo__store_t *s, int slice)
 {
     return slice >= 0 && slice < s->keys->n_slices && s->slot_of[slice] >= 0;
 }
@@ -169,14 +169,14 @@ bool ordo_store_owns(const ordo_store_t *s, int slice)
 int ordo__store_check_size(const slot_t *sl, int slice, size_t bytes)
 {
     if (bytes != (size_t)sl->numel * sizeof(float))
-        return ordo_error_set(ORDO_ERR_PROTO, "slice %d: %zu bytes, expected %lld", slice, bytes,
+        return ordo__error_set(ORDO_ERR_PROTO, "slice %d: %zu bytes, expected %lld", slice, bytes,
                               (long long)sl->numel * 4);
     return 0;
 }
 
-int ordo_store_init(ordo_store_t *s, int slice, const void *data, size_t bytes, bool *ignored)
+int ordo__store_init(ordo__store_t *s, int slice, const void *data, size_t bytes, bool *ignored)
 {
-    if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_ERR_INVAL, "slice %d is not here", slice);
+    if (!ordo__store_owns(s, slice)) return ordo__error_set(ORDO_ERR_INVAL, "slice %d is not here", slice);
     slot_t *sl = &s->slots[s->slot_of[slice]];
     int rc = ordo__store_check_size(sl, slice, bytes);
     if (rc) return rc;
@@ -190,22 +190,22 @@ int ordo_store_init(ordo_store_t *s, int slice, const void *data, size_t bytes, 
 /* the checks of a push; *late is set (and 0 returned) for a push that comes after its
  * iteration was applied without it (backup workers: ORDO_STORE_DROPPED) or a re-send of a
  * push the store holds or applied already (ORDO_STORE_DUPLICATE) */
-static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, size_t bytes,
+static int push_checks(ordo__store_t *s, int slice, int worker, int64_t iter, size_t bytes,
                        slot_t **out, int *late)
 {
     *late = 0;
-    if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_ERR_INVAL, "slice %d is not here", slice);
+    if (!ordo__store_owns(s, slice)) return ordo__error_set(ORDO_ERR_INVAL, "slice %d is not here", slice);
     slot_t *sl = &s->slots[s->slot_of[slice]];
     int rc = ordo__store_check_size(sl, slice, bytes);
     if (rc) return rc;
     if (worker < 0 || worker >= s->n_workers)
-        return ordo_error_set(ORDO_ERR_PROTO, "push from unknown worker %d", worker);
+        return ordo__error_set(ORDO_ERR_PROTO, "push from unknown worker %d", worker);
     if (sl->version < 0)
-        return ordo_error_set(ORDO_ERR_PROTO, "push to slice %d before its initial value", slice);
+        return ordo__error_set(ORDO_ERR_PROTO, "push to slice %d before its initial value", slice);
     if (s->gone && s->gone[worker])
-        return ordo_error_set(ORDO_ERR_PROTO, "push from worker %d, which left the run", worker);
+        return ordo__error_set(ORDO_ERR_PROTO, "push from worker %d, which left the run", worker);
     if (s->join_at && iter < s->join_at[worker])
-        return ordo_error_set(ORDO_ERR_PROTO, "push of iteration %lld from worker %d, which %s",
+        return ordo__error_set(ORDO_ERR_PROTO, "push of iteration %lld from worker %d, which %s",
                               (long long)iter, worker,
                               s->join_at[worker] == INT64_MAX ? "has not joined the run"
                                                               : "joined the run later");
@@ -213,19 +213,19 @@ static int push_checks(ordo_store_t *s, int slice, int worker, int64_t iter, siz
     return s->model->check_push(s, sl, slice, worker, iter, late);
 }
 
-int ordo__store_check_round(const ordo_store_t *s, const slot_t *sl, int slice, int worker,
+int ordo__store_check_round(const ordo__store_t *s, const slot_t *sl, int slice, int worker,
                             int64_t iter)
 {
     if (iter < sl->version || iter >= sl->version + s->n_rounds)
-        return ordo_error_set(ORDO_ERR_PROTO, "push of iteration %lld to slice %d which is at %lld",
+        return ordo__error_set(ORDO_ERR_PROTO, "push of iteration %lld to slice %d which is at %lld",
                               (long long)iter, slice, (long long)sl->version);
     if (sl->rounds[iter % s->n_rounds].pushed[worker])
-        return ordo_error_set(ORDO_ERR_PROTO, "worker %d pushed slice %d twice in iteration %lld",
+        return ordo__error_set(ORDO_ERR_PROTO, "worker %d pushed slice %d twice in iteration %lld",
                               worker, slice, (long long)iter);
     return 0;
 }
 
-int ordo_store_check_push(ordo_store_t *s, int slice, int worker, int64_t iter, size_t bytes)
+int ordo__store_check_push(ordo__store_t *s, int slice, int worker, int64_t iter, size_t bytes)
 {
     slot_t *sl = NULL;
     int late;
@@ -235,9 +235,9 @@ int ordo_store_check_push(ordo_store_t *s, int slice, int worker, int64_t iter, 
 
 /* ---- shared frames -------------------------------------------------------------------- */
 
-ordo_store_frame_t *ordo__store_frame_copy(const void *data, size_t len)
+ordo__store_frame_t *ordo__store_frame_copy(const void *data, size_t len)
 {
-    ordo_store_frame_t *f = calloc(1, sizeof *f);
+    ordo__store_frame_t *f = calloc(1, sizeof *f);
     if (!f) return NULL;
     size_t size = (len + 63) & ~(size_t)63;
     f->buf = aligned_alloc(64, size ? size : 64);
@@ -251,19 +251,19 @@ ordo_store_frame_t *ordo__store_frame_copy(const void *data, size_t len)
     return f;
 }
 
-ordo_store_frame_t *ordo_store_frame_wrap(zmq_msg_t *frame)
+ordo__store_frame_t *ordo__store_frame_wrap(zmq_msg_t *frame)
 {
     const void *data = zmq_msg_data(frame);
     if ((uintptr_t)data % _Alignof(float) != 0) {
         /* small frames can sit anywhere in ZeroMQ's receive buffer: keep an aligned copy */
-        ordo_store_frame_t *f = ordo__store_frame_copy(data, zmq_msg_size(frame));
+        ordo__store_frame_t *f = ordo__store_frame_copy(data, zmq_msg_size(frame));
         if (f) {
             zmq_msg_close(frame);
             zmq_msg_init(frame);
         }
         return f;
     }
-    ordo_store_frame_t *f = calloc(1, sizeof *f);
+    ordo__store_frame_t *f = calloc(1, sizeof *f);
     if (!f) return NULL;
     zmq_msg_init(&f->msg);
     zmq_msg_move(&f->msg, frame);
@@ -273,13 +273,13 @@ ordo_store_frame_t *ordo_store_frame_wrap(zmq_msg_t *frame)
     return f;
 }
 
-const void *ordo_store_frame_data(ordo_store_frame_t *f, size_t *len)
+const void *ordo__store_frame_data(ordo__store_frame_t *f, size_t *len)
 {
     *len = f->len;
     return f->is_msg ? zmq_msg_data(&f->msg) : f->buf;
 }
 
-void ordo_store_frame_unref(ordo_store_frame_t *f)
+void ordo__store_frame_unref(ordo__store_frame_t *f)
 {
     if (!f || --f->refs > 0) return;
     if (f->is_msg)
@@ -292,53 +292,53 @@ void ordo_store_frame_unref(ordo_store_frame_t *f)
 /* ---- aggregation ---------------------------------------------------------------------- */
 
 /* value <- step(value, acc + g) (acc NULL: g alone), g's sum scaled by scale */
-static int step_scaled(ordo_store_t *s, slot_t *sl, const float *acc, const float *g, float scale)
+static int step_scaled(ordo__store_t *s, slot_t *sl, const float *acc, const float *g, float scale)
 {
     /* A value still referenced by a send in flight is left to that send; the new value
      * goes into a fresh buffer. */
-    ordo_vbuf_t *cur = sl->value;
+    ordo__vbuf_t *cur = sl->value;
     if (s->resend) {
         /* a restarted worker may ask for the value before this update (the first iteration
          * its predecessor did not finish, which the others may have completed): it is kept,
          * and the update goes into the buffer the one before it had, when nothing reads it */
-        ordo_vbuf_t *nb = sl->prev && atomic_load(&sl->prev->refs) == 1 ? sl->prev : NULL;
+        ordo__vbuf_t *nb = sl->prev && atomic_load(&sl->prev->refs) == 1 ? sl->prev : NULL;
         if (!nb) {
             ordo__store_vbuf_unref(sl->prev);
             sl->prev = NULL;
             if (!(nb = ordo__store_vbuf_new(sl->numel))) return ORDO_ERR_NOMEM;
         }
-        ordo_optim_step_sum(&sl->opt, nb->data, cur->data, sl->mom, acc, g, scale, sl->numel);
+        ordo__optim_step_sum(&sl->opt, nb->data, cur->data, sl->mom, acc, g, scale, sl->numel);
         sl->prev = cur;
         sl->prev_version = sl->version;
         sl->value = nb;
         return 0;
     }
     if (atomic_load(&cur->refs) == 1) {
-        ordo_optim_step_sum(&sl->opt, cur->data, cur->data, sl->mom, acc, g, scale, sl->numel);
+        ordo__optim_step_sum(&sl->opt, cur->data, cur->data, sl->mom, acc, g, scale, sl->numel);
     } else {
-        ordo_vbuf_t *nb = ordo__store_vbuf_new(sl->numel);
+        ordo__vbuf_t *nb = ordo__store_vbuf_new(sl->numel);
         if (!nb) return ORDO_ERR_NOMEM;
-        ordo_optim_step_sum(&sl->opt, nb->data, cur->data, sl->mom, acc, g, scale, sl->numel);
+        ordo__optim_step_sum(&sl->opt, nb->data, cur->data, sl->mom, acc, g, scale, sl->numel);
         sl->value = nb;
         ordo__store_vbuf_unref(cur);
     }
     return 0;
 }
 
-int ordo__store_step(ordo_store_t *s, slot_t *sl, const float *acc, const float *g)
+int ordo__store_step(ordo__store_t *s, slot_t *sl, const float *acc, const float *g)
 {
     return step_scaled(s, sl, acc, g, s->scale);
 }
 
 /* absent: worker takes no part in iteration iter (it left, or joins later) */
-static bool absent(const ordo_store_t *s, int worker, int64_t iter)
+static bool absent(const ordo__store_t *s, int worker, int64_t iter)
 {
     return (s->gone && s->gone[worker]) || (s->join_at && iter < s->join_at[worker]);
 }
 
 /* the worker after `from` whose push is summed next in the round of iteration iter: workers
  * that left without pushing in this round, or join later, are passed over */
-static int next_pusher(const ordo_store_t *s, const round_t *rd, int from, int64_t iter)
+static int next_pusher(const ordo__store_t *s, const round_t *rd, int from, int64_t iter)
 {
     while (from < s->n_workers && absent(s, from, iter) && !rd->pushed[from])
         from++;
@@ -346,9 +346,9 @@ static int next_pusher(const ordo_store_t *s, const round_t *rd, int from, int64
 }
 
 /* round_reset empties rd for iteration iter */
-void ordo__store_round_reset(ordo_store_t *s, round_t *rd, int64_t iter)
+void ordo__store_round_reset(ordo__store_t *s, round_t *rd, int64_t iter)
 {
-    ordo_store_frame_unref(rd->sum_owner);
+    ordo__store_frame_unref(rd->sum_owner);
     rd->sum_owner = NULL;
     rd->sum = NULL;
     rd->taken = 0;
@@ -360,7 +360,7 @@ void ordo__store_round_reset(ordo_store_t *s, round_t *rd, int64_t iter)
 
 /* the last push of the current iteration: value <- step(value, acc + g), then the version
  * advances, over the later iterations (ssp) whose pushes are all summed already */
-int ordo__store_apply(ordo_store_t *s, slot_t *sl, round_t *rd, const float *acc, const float *g)
+int ordo__store_apply(ordo__store_t *s, slot_t *sl, round_t *rd, const float *acc, const float *g)
 {
     /* after a worker left, the mean is over the workers that pushed this round */
     float scale = s->scale;
@@ -382,8 +382,8 @@ int ordo__store_apply(ordo_store_t *s, slot_t *sl, round_t *rd, const float *acc
 /* add the push of worker rd->next (data, kept alive by owner when not NULL) to the round of
  * iteration iter; the last worker's is summed and applied in one pass when iter is the
  * current iteration, else summed and the round left complete (ssp) */
-static int fold(ordo_store_t *s, slot_t *sl, round_t *rd, int64_t iter, const float *data,
-                ordo_store_frame_t *owner, bool *updated)
+static int fold(ordo__store_t *s, slot_t *sl, round_t *rd, int64_t iter, const float *data,
+                ordo__store_frame_t *owner, bool *updated)
 {
     int after = next_pusher(s, rd, rd->next + 1, iter);
     bool last = after == s->n_workers;
@@ -400,7 +400,7 @@ static int fold(ordo_store_t *s, slot_t *sl, round_t *rd, int64_t iter, const fl
         memcpy(rd->acc, data, (size_t)sl->numel * sizeof(float));
         rd->sum = rd->acc;
     } else {
-        ordo_vec_add(rd->sum, data, sl->numel);
+        ordo__vec_add(rd->sum, data, sl->numel);
     }
     rd->next = after;
     rd->count++;
@@ -408,8 +408,8 @@ static int fold(ordo_store_t *s, slot_t *sl, round_t *rd, int64_t iter, const fl
     return 0;
 }
 
-int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, const float *data,
-                        size_t bytes, ordo_store_frame_t *owner, bool *updated)
+int ordo__store_push_ref(ordo__store_t *s, int slice, int worker, int64_t iter, const float *data,
+                        size_t bytes, ordo__store_frame_t *owner, bool *updated)
 {
     slot_t *sl = NULL;
     int late;
@@ -428,12 +428,12 @@ int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, co
     return s->model->take_push(s, sl, worker, iter, data, bytes, owner, updated);
 }
 
-int ordo__store_take_in_order(ordo_store_t *s, slot_t *sl, int worker, int64_t iter,
-                              const float *data, size_t bytes, ordo_store_frame_t *owner,
+int ordo__store_take_in_order(ordo__store_t *s, slot_t *sl, int worker, int64_t iter,
+                              const float *data, size_t bytes, ordo__store_frame_t *owner,
                               bool *updated)
 {
     round_t *rd = &sl->rounds[iter % s->n_rounds];
-    ordo_store_frame_t *copy = NULL;
+    ordo__store_frame_t *copy = NULL;
     bool hold = worker != rd->next;
     if ((uintptr_t)data % _Alignof(float) != 0 || (!owner && hold)) {
         /* keep a copy: the caller's memory is borrowed for this call only, or unaligned */
@@ -447,7 +447,7 @@ int ordo__store_take_in_order(ordo_store_t *s, slot_t *sl, int worker, int64_t i
          * so the model) is the same bit for bit in every run and every push mode */
         owner->refs++;
         rd->held[worker] = (held_t){data, owner};
-        ordo_store_frame_unref(copy);
+        ordo__store_frame_unref(copy);
         return 0;
     }
     int rc = fold(s, sl, rd, iter, data, owner, updated);
@@ -455,53 +455,53 @@ int ordo__store_take_in_order(ordo_store_t *s, slot_t *sl, int worker, int64_t i
         held_t h = rd->held[rd->next];
         rd->held[rd->next] = (held_t){NULL, NULL};
         rc = fold(s, sl, rd, iter, h.data, h.owner, updated);
-        ordo_store_frame_unref(h.owner);
+        ordo__store_frame_unref(h.owner);
     }
-    ordo_store_frame_unref(copy);
+    ordo__store_frame_unref(copy);
     return rc;
 }
 
-int ordo_store_push(ordo_store_t *s, int slice, int worker, int64_t iter, const void *data,
+int ordo__store_push(ordo__store_t *s, int slice, int worker, int64_t iter, const void *data,
                     size_t bytes, bool *updated)
 {
-    return ordo_store_push_ref(s, slice, worker, iter, data, bytes, NULL, updated);
+    return ordo__store_push_ref(s, slice, worker, iter, data, bytes, NULL, updated);
 }
 
-int ordo_store_push_frame(ordo_store_t *s, int slice, int worker, int64_t iter,
+int ordo__store_push_frame(ordo__store_t *s, int slice, int worker, int64_t iter,
                           zmq_msg_t *frame, bool *updated)
 {
     *updated = false;
-    int rc = ordo_store_check_push(s, slice, worker, iter, zmq_msg_size(frame));
+    int rc = ordo__store_check_push(s, slice, worker, iter, zmq_msg_size(frame));
     if (rc < 0) return rc;
-    ordo_store_frame_t *f = ordo_store_frame_wrap(frame);
+    ordo__store_frame_t *f = ordo__store_frame_wrap(frame);
     if (!f) return ORDO_ERR_NOMEM;
     size_t len;
-    const float *data = ordo_store_frame_data(f, &len);
-    rc = ordo_store_push_ref(s, slice, worker, iter, data, len, f, updated);
-    ordo_store_frame_unref(f);
+    const float *data = ordo__store_frame_data(f, &len);
+    rc = ordo__store_push_ref(s, slice, worker, iter, data, len, f, updated);
+    ordo__store_frame_unref(f);
     return rc;
 }
 
-bool ordo_store_ready(const ordo_store_t *s, int slice, int64_t iter)
+bool ordo__store_ready(const ordo__store_t *s, int slice, int64_t iter)
 {
-    int64_t v = ordo_store_version(s, slice);
+    int64_t v = ordo__store_version(s, slice);
     if (v < 0) return false;
     return s->model->pull_ready(s, v, iter);
 }
 
-uint64_t ordo_store_dropped(const ordo_store_t *s)
+uint64_t ordo__store_dropped(const ordo__store_t *s)
 {
     return s->dropped;
 }
 
-int ordo_store_leave(ordo_store_t *s, int worker, bool mean, int *updated_slices, int *n_updated)
+int ordo__store_leave(ordo__store_t *s, int worker, bool mean, int *updated_slices, int *n_updated)
 {
     *n_updated = 0;
     if (!s->model->elastic)
-        return ordo_error_set(ORDO_ERR_INVAL, "a worker can leave a bsp run without backup workers "
+        return ordo__error_set(ORDO_ERR_INVAL, "a worker can leave a bsp run without backup workers "
                               "only");
     if (worker < 0 || worker >= s->n_workers)
-        return ordo_error_set(ORDO_ERR_INVAL, "no worker %d leaves", worker);
+        return ordo__error_set(ORDO_ERR_INVAL, "no worker %d leaves", worker);
     if (!s->gone && !(s->gone = calloc((size_t)s->n_workers, 1))) return ORDO_ERR_NOMEM;
     if (s->gone[worker]) return 0;
     s->gone[worker] = 1;
@@ -520,7 +520,7 @@ int ordo_store_leave(ordo_store_t *s, int worker, bool mean, int *updated_slices
             held_t h = rd->held[rd->next];
             rd->held[rd->next] = (held_t){NULL, NULL};
             rc = fold(s, sl, rd, sl->version, h.data, h.owner, &updated);
-            ordo_store_frame_unref(h.owner);
+            ordo__store_frame_unref(h.owner);
         }
         if (rc == 0 && !updated && rd->next == s->n_workers && rd->count > 0) {
             /* every push was summed and the last to come is gone: apply the sum */
@@ -534,39 +534,39 @@ int ordo_store_leave(ordo_store_t *s, int worker, bool mean, int *updated_slices
     return 0;
 }
 
-int ordo_store_set_resend(ordo_store_t *s, bool on)
+int ordo__store_set_resend(ordo__store_t *s, bool on)
 {
     if (on && !s->model->elastic)
-        return ordo_error_set(ORDO_ERR_INVAL, "re-sent pushes are recognised under bsp without "
+        return ordo__error_set(ORDO_ERR_INVAL, "re-sent pushes are recognised under bsp without "
                               "backup workers only");
     s->resend = on;
     return 0;
 }
 
-uint64_t ordo_store_resent(const ordo_store_t *s)
+uint64_t ordo__store_resent(const ordo__store_t *s)
 {
     return s->resent;
 }
 
-const struct ordo__sync_model *ordo__store_model(const ordo_store_t *s)
+const struct ordo__sync_model *ordo__store_model(const ordo__store_t *s)
 {
     return s->model;
 }
 
-int64_t ordo_store_version(const ordo_store_t *s, int slice)
+int64_t ordo__store_version(const ordo__store_t *s, int slice)
 {
-    if (!ordo_store_owns(s, slice)) return -1;
+    if (!ordo__store_owns(s, slice)) return -1;
     return s->slots[s->slot_of[slice]].version;
 }
 
-int64_t ordo_store_pull_version(const ordo_store_t *s, int slice, int64_t iter)
+int64_t ordo__store_pull_version(const ordo__store_t *s, int slice, int64_t iter)
 {
-    if (!ordo_store_owns(s, slice)) return -1;
+    if (!ordo__store_owns(s, slice)) return -1;
     const slot_t *sl = &s->slots[s->slot_of[slice]];
     return sl->prev && iter == sl->prev_version && iter < sl->version ? iter : sl->version;
 }
 
-void ordo_store_ref(ordo_store_t *s, int slice, void **data, size_t *bytes, void **hint)
+void ordo__store_ref(ordo__store_t *s, int slice, void **data, size_t *bytes, void **hint)
 {
     slot_t *sl = &s->slots[s->slot_of[slice]];
     atomic_fetch_add(&sl->value->refs, 1);
@@ -575,7 +575,7 @@ void ordo_store_ref(ordo_store_t *s, int slice, void **data, size_t *bytes, void
     *hint = sl->value;
 }
 
-int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, size_t *bytes,
+int ordo__store_ref_pull(ordo__store_t *s, int slice, int64_t iter, void **data, size_t *bytes,
                         void **hint)
 {
     slot_t *sl = &s->slots[s->slot_of[slice]];
@@ -589,7 +589,7 @@ int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, s
     return s->model->answer_pull(s, sl, iter, data, bytes, hint);
 }
 
-int ordo__store_answer_value(ordo_store_t *s, slot_t *sl, int64_t iter, void **data,
+int ordo__store_answer_value(ordo__store_t *s, slot_t *sl, int64_t iter, void **data,
                              size_t *bytes, void **hint)
 {
     (void)s;
@@ -601,13 +601,13 @@ int ordo__store_answer_value(ordo_store_t *s, slot_t *sl, int64_t iter, void **d
     return 0;
 }
 
-int ordo_store_set_members(ordo_store_t *s, int present, bool mean)
+int ordo__store_set_members(ordo__store_t *s, int present, bool mean)
 {
     if (present < 1 || present > s->n_workers)
-        return ordo_error_set(ORDO_ERR_INVAL, "%d workers present of %d", present, s->n_workers);
+        return ordo__error_set(ORDO_ERR_INVAL, "%d workers present of %d", present, s->n_workers);
     if (present == s->n_workers) return 0;
     if (!s->model->elastic)
-        return ordo_error_set(ORDO_ERR_INVAL, "workers can join a bsp run without backup workers "
+        return ordo__error_set(ORDO_ERR_INVAL, "workers can join a bsp run without backup workers "
                               "only");
     if (!s->join_at && !(s->join_at = calloc((size_t)s->n_workers, sizeof *s->join_at)))
         return ORDO_ERR_NOMEM;
@@ -617,17 +617,17 @@ int ordo_store_set_members(ordo_store_t *s, int present, bool mean)
     return 0;
 }
 
-int ordo_store_join(ordo_store_t *s, int worker, int64_t iter)
+int ordo__store_join(ordo__store_t *s, int worker, int64_t iter)
 {
     if (worker < 0 || worker >= s->n_workers || !s->join_at || s->join_at[worker] != INT64_MAX ||
         (s->gone && s->gone[worker]))
-        return ordo_error_set(ORDO_ERR_INVAL, "worker %d cannot join: not a free place of the "
+        return ordo__error_set(ORDO_ERR_INVAL, "worker %d cannot join: not a free place of the "
                               "run's %d", worker, s->n_workers);
-    if (iter < 0) return ordo_error_set(ORDO_ERR_INVAL, "worker %d joins at iteration %lld",
+    if (iter < 0) return ordo__error_set(ORDO_ERR_INVAL, "worker %d joins at iteration %lld",
                                         worker, (long long)iter);
     for (int i = 0; i < s->n_slots; i++)
         if (s->slots[i].version > iter)
-            return ordo_error_set(ORDO_ERR_INVAL, "worker %d joins at iteration %lld, but a slice "
+            return ordo__error_set(ORDO_ERR_INVAL, "worker %d joins at iteration %lld, but a slice "
                                   "here is at %lld already", worker, (long long)iter,
                                   (long long)s->slots[i].version);
     s->join_at[worker] = iter;

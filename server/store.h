@@ -20,167 +20,167 @@
 #include "common/keys.h"
 #include "server/optim.h"
 
-typedef struct ordo_store ordo_store_t;
+typedef struct ordo__store ordo__store_t;
 
 /* A value buffer shared with in-flight sends. */
-typedef struct ordo_vbuf ordo_vbuf_t;
+typedef struct ordo__vbuf ordo__vbuf_t;
 
-/* ordo_store_new makes the shard of server `rank` for n_workers workers. */
-int ordo_store_new(const ordo_keys_t *keys, int rank, int n_workers, const ordo_optim_t *opt,
-                   float scale, ordo_store_t **out);
+/* ordo__store_new makes the shard of server `rank` for n_workers workers. */
+int ordo__store_new(const ordo__keys_t *keys, int rank, int n_workers, const ordo__optim_t *opt,
+                   float scale, ordo__store_t **out);
 
-/* ordo_store_set_update gives every slice of key held here its own update rule (copied) in
+/* ordo__store_set_update gives every slice of key held here its own update rule (copied) in
  * place of the store's; an average rule (opt->average) needs no initial value: the slices
  * start at version 0. Before the first push. */
-int ordo_store_set_update(ordo_store_t *s, int key, const ordo_optim_t *opt);
-/* ordo_store_set_sync chooses the consistency model (ORDO_SYNC_BSP with backup workers,
+int ordo__store_set_update(ordo__store_t *s, int key, const ordo__optim_t *opt);
+/* ordo__store_set_sync chooses the consistency model (ORDO_SYNC_BSP with backup workers,
  * ORDO_SYNC_SSP with staleness, ORDO_SYNC_ASP; common/conf.h) before the first push; a new
  * store is bsp. ORDO_ERR_INVAL on values the conf would refuse. */
-int ordo_store_set_sync(ordo_store_t *s, int mode, int staleness, int backup);
+int ordo__store_set_sync(ordo__store_t *s, int mode, int staleness, int backup);
 
 /* ordo__store_model returns the store's consistency model (server/consistency/model.h): the
  * server and its replicas ask it, not the mode, what the model does. */
-const struct ordo__sync_model *ordo__store_model(const ordo_store_t *s);
+const struct ordo__sync_model *ordo__store_model(const ordo__store_t *s);
 
 /* A push returns this (positive) when it came after its iteration was applied without it
- * (backup workers): it was counted (ordo_store_dropped) and left out. */
+ * (backup workers): it was counted (ordo__store_dropped) and left out. */
 #define ORDO_STORE_DROPPED 1
 
 /* A push returns this (positive) when the store already holds or applied the same worker's
- * push of that iteration and re-sends are on (ordo_store_set_resend): it is counted
- * (ordo_store_resent), acknowledged and left out, so a restarted worker that pushes again
+ * push of that iteration and re-sends are on (ordo__store_set_resend): it is counted
+ * (ordo__store_resent), acknowledged and left out, so a restarted worker that pushes again
  * what its dead predecessor pushed applies nothing twice. */
 #define ORDO_STORE_DUPLICATE 2
 
-/* ordo_store_set_resend turns on (bsp without backup workers only; ORDO_ERR_INVAL otherwise)
+/* ordo__store_set_resend turns on (bsp without backup workers only; ORDO_ERR_INVAL otherwise)
  * the recognition of re-sent pushes (ORDO_STORE_DUPLICATE), which are errors by default, and
  * keeps each slice's value before its last update beside the current one (twice the values'
  * memory): a restarted worker goes on at the first iteration its predecessor did not finish,
  * which the others may have completed for some slices with the pushes it had sent, and its
- * pull of that iteration then gets exactly that iteration's values (ordo_store_ref_pull), so
+ * pull of that iteration then gets exactly that iteration's values (ordo__store_ref_pull), so
  * the gradients it computes are its predecessor's. */
-int ordo_store_set_resend(ordo_store_t *s, bool on);
+int ordo__store_set_resend(ordo__store_t *s, bool on);
 
-/* ordo_store_leave takes worker out of the run (fault.worker = shrink; bsp without backup
+/* ordo__store_leave takes worker out of the run (fault.worker = shrink; bsp without backup
  * workers): the rounds stop waiting for it (a push of it already held is summed), its later
  * pushes are refused, and with mean each update is scaled over the pushes it had. The slices
  * whose value advanced because of it go to updated_slices (room for every slice), their
  * count to *n_updated. */
-int ordo_store_leave(ordo_store_t *s, int worker, bool mean, int *updated_slices, int *n_updated);
+int ordo__store_leave(ordo__store_t *s, int worker, bool mean, int *updated_slices, int *n_updated);
 
-/* ordo_store_set_members makes a store for more workers than the run starts with ([fault]
- * max_workers): workers present .. n_workers - 1 are not in the run until ordo_store_join;
+/* ordo__store_set_members makes a store for more workers than the run starts with ([fault]
+ * max_workers): workers present .. n_workers - 1 are not in the run until ordo__store_join;
  * with mean each update is scaled over the pushes it had. bsp without backup workers only. */
-int ordo_store_set_members(ordo_store_t *s, int present, bool mean);
+int ordo__store_set_members(ordo__store_t *s, int present, bool mean);
 
-/* ordo_store_join takes worker (a free place, ordo_store_set_members) into the run from
+/* ordo__store_join takes worker (a free place, ordo__store_set_members) into the run from
  * iteration iter on: the rounds of iter and later wait for its push. ORDO_ERR_INVAL when a
  * slice here is past iter already (the join came too late) or the place is not free. */
-int ordo_store_join(ordo_store_t *s, int worker, int64_t iter);
+int ordo__store_join(ordo__store_t *s, int worker, int64_t iter);
 
-/* ordo_store_resent counts the re-sent pushes left out. */
-uint64_t ordo_store_resent(const ordo_store_t *s);
+/* ordo__store_resent counts the re-sent pushes left out. */
+uint64_t ordo__store_resent(const ordo__store_t *s);
 
-/* ordo_store_destroy frees the store; buffers still held by sends live until released. */
-void ordo_store_destroy(ordo_store_t **s);
+/* ordo__store_destroy frees the store; buffers still held by sends live until released. */
+void ordo__store_destroy(ordo__store_t **s);
 
-/* ordo_store_owns tells whether slice (an index into keys->slices) lives here: this server
+/* ordo__store_owns tells whether slice (an index into keys->slices) lives here: this server
  * is its primary or, with [fault] replicas, one of its backups. */
-bool ordo_store_owns(const ordo_store_t *s, int slice);
+bool ordo__store_owns(const ordo__store_t *s, int slice);
 
-/* ordo_store_init sets the initial value (version 0) of a slice; a second init of an
+/* ordo__store_init sets the initial value (version 0) of a slice; a second init of an
  * initialized slice is ignored (returns 0 and sets *ignored). bytes must equal numel*4. */
-int ordo_store_init(ordo_store_t *s, int slice, const void *data, size_t bytes, bool *ignored);
+int ordo__store_init(ordo__store_t *s, int slice, const void *data, size_t bytes, bool *ignored);
 
-/* ordo_store_push adds one worker's gradient for iteration iter. Rejects (ORDO_ERR_PROTO /
+/* ordo__store_push adds one worker's gradient for iteration iter. Rejects (ORDO_ERR_PROTO /
  * ORDO_ERR_INVAL with a detail) a wrong size, a stale or future iteration, a duplicate push of
  * the same worker, an uninitialized slice. Sets *updated when this push completed the
  * iteration and the value advanced to version iter+1. */
-int ordo_store_push(ordo_store_t *s, int slice, int worker, int64_t iter, const void *data,
+int ordo__store_push(ordo__store_t *s, int slice, int worker, int64_t iter, const void *data,
                     size_t bytes, bool *updated);
 
-/* ordo_store_push_frame is ordo_store_push over a received ZeroMQ frame, which it moves
+/* ordo__store_push_frame is ordo__store_push over a received ZeroMQ frame, which it moves
  * out of *frame (on success and on failures after the checks). Pushes are summed in worker
  * rank order whatever order they arrive in (a push that comes before its turn is held,
  * uncopied, until the ones before it are in), so the sum is the same bit for bit in every
  * run and every push mode: worker 0's frame itself becomes the running sum (no copy), the
  * others add into it in turn, and the last is summed and applied in one pass. */
-int ordo_store_push_frame(ordo_store_t *s, int slice, int worker, int64_t iter,
+int ordo__store_push_frame(ordo__store_t *s, int slice, int worker, int64_t iter,
                           zmq_msg_t *frame, bool *updated);
 
 /* A received payload the store can keep past a call (shared by the slices of a merged push):
  * reference counted, used by the server's main thread only. */
-typedef struct ordo_store_frame ordo_store_frame_t;
+typedef struct ordo__store_frame ordo__store_frame_t;
 
-/* ordo_store_frame_wrap moves frame into a new shared frame (one reference, the caller's);
+/* ordo__store_frame_wrap moves frame into a new shared frame (one reference, the caller's);
  * when its bytes are not float-aligned it keeps an aligned copy instead. NULL when out of
  * memory. */
-ordo_store_frame_t *ordo_store_frame_wrap(zmq_msg_t *frame);
+ordo__store_frame_t *ordo__store_frame_wrap(zmq_msg_t *frame);
 
-/* ordo_store_frame_data returns the frame's (float-aligned) bytes and sets *len. */
-const void *ordo_store_frame_data(ordo_store_frame_t *f, size_t *len);
+/* ordo__store_frame_data returns the frame's (float-aligned) bytes and sets *len. */
+const void *ordo__store_frame_data(ordo__store_frame_t *f, size_t *len);
 
-/* ordo_store_frame_unref drops one reference; the last frees the frame. NULL-safe. */
-void ordo_store_frame_unref(ordo_store_frame_t *f);
+/* ordo__store_frame_unref drops one reference; the last frees the frame. NULL-safe. */
+void ordo__store_frame_unref(ordo__store_frame_t *f);
 
-/* ordo_store_check_push runs ordo_store_push's checks without pushing (a merged push checks
+/* ordo__store_check_push runs ordo__store_push's checks without pushing (a merged push checks
  * all its slices before adding any): 0, a positive ORDO_STORE_* for a push that will be left
  * out, or a negative error. */
-int ordo_store_check_push(ordo_store_t *s, int slice, int worker, int64_t iter, size_t bytes);
+int ordo__store_check_push(ordo__store_t *s, int slice, int worker, int64_t iter, size_t bytes);
 
-/* ordo_store_push_ref is ordo_store_push for data inside owner (NULL: data is borrowed for
+/* ordo__store_push_ref is ordo__store_push for data inside owner (NULL: data is borrowed for
  * the call only); the store takes its own references on owner for what it keeps. */
-int ordo_store_push_ref(ordo_store_t *s, int slice, int worker, int64_t iter, const float *data,
-                        size_t bytes, ordo_store_frame_t *owner, bool *updated);
+int ordo__store_push_ref(ordo__store_t *s, int slice, int worker, int64_t iter, const float *data,
+                        size_t bytes, ordo__store_frame_t *owner, bool *updated);
 
-/* ordo_store_ready tells whether a pull of iteration iter can be answered now: bsp and backup
+/* ordo__store_ready tells whether a pull of iteration iter can be answered now: bsp and backup
  * workers when the version is at least iter, ssp at least iter - staleness, asp once the
  * slice has its initial value. */
-bool ordo_store_ready(const ordo_store_t *s, int slice, int64_t iter);
+bool ordo__store_ready(const ordo__store_t *s, int slice, int64_t iter);
 
-/* ordo_store_pushed tells whether worker's push of iteration iter to slice is already in:
+/* ordo__store_pushed tells whether worker's push of iteration iter to slice is already in:
  * summed into the round (bsp, ssp) or applied (iter below the version; asp: below the
  * worker's push clock). Re-sent pushes after a promotion ([fault] replicas) are recognised by
  * it. */
-bool ordo_store_pushed(const ordo_store_t *s, int slice, int worker, int64_t iter);
+bool ordo__store_pushed(const ordo__store_t *s, int slice, int worker, int64_t iter);
 
-/* ordo_store_install replaces the slice's state with a replica's: its value (bytes), its
+/* ordo__store_install replaces the slice's state with a replica's: its value (bytes), its
  * momentum (mom NULL: zero) and its version; pushes summed so far are dropped (a backup
  * holds none). The primary sends it after each update ([fault] replicas). */
-int ordo_store_install(ordo_store_t *s, int slice, int64_t version, const void *value,
+int ordo__store_install(ordo__store_t *s, int slice, int64_t version, const void *value,
                        size_t bytes, const void *mom, size_t mom_bytes);
 
-/* ordo_store_seq returns the slice's update count, by which replicas tell how new a state is
+/* ordo__store_seq returns the slice's update count, by which replicas tell how new a state is
  * (-1 before init): the version under bsp, under asp the pushes applied (the sum of the
  * workers' push clocks), under ssp the pushes taken into its rounds since its initial value
  * (a backup takes the same pushes, forwarded by the primary). */
-int64_t ordo_store_seq(const ordo_store_t *s, int slice);
+int64_t ordo__store_seq(const ordo__store_t *s, int slice);
 
-/* ordo_store_clocks returns the slice's per-worker push clocks under asp (the iteration of
+/* ordo__store_clocks returns the slice's per-worker push clocks under asp (the iteration of
  * each worker's next push; n_workers of them), NULL otherwise. */
-const int64_t *ordo_store_clocks(const ordo_store_t *s, int slice);
+const int64_t *ordo__store_clocks(const ordo__store_t *s, int slice);
 
-/* ordo_store_install_clocks sets an asp slice's push clocks to a replica's (n entries, one per
- * worker, any alignment) after ordo_store_install, and its version to their smallest. */
-int ordo_store_install_clocks(ordo_store_t *s, int slice, const void *clocks, size_t bytes);
+/* ordo__store_install_clocks sets an asp slice's push clocks to a replica's (n entries, one per
+ * worker, any alignment) after ordo__store_install, and its version to their smallest. */
+int ordo__store_install_clocks(ordo__store_t *s, int slice, const void *clocks, size_t bytes);
 
-/* ordo_store_dropped counts the pushes dropped as late (backup workers). */
-uint64_t ordo_store_dropped(const ordo_store_t *s);
+/* ordo__store_dropped counts the pushes dropped as late (backup workers). */
+uint64_t ordo__store_dropped(const ordo__store_t *s);
 
-/* ordo_store_version returns the version of the slice's value (-1 before init): the number
+/* ordo__store_version returns the version of the slice's value (-1 before init): the number
  * of iterations whose pushes it holds all of (asp: the smallest number of pushes applied of
  * one worker), so a pull of iteration t sees a value t - version iterations stale. */
-int64_t ordo_store_version(const ordo_store_t *s, int slice);
+int64_t ordo__store_version(const ordo__store_t *s, int slice);
 
-/* ordo_store_ref takes a reference on the slice's current value for a zero-copy send:
- * data and bytes describe it; pass ordo_store_unref_cb and *hint to zmq_msg_init_data. */
-void ordo_store_ref(ordo_store_t *s, int slice, void **data, size_t *bytes, void **hint);
+/* ordo__store_ref takes a reference on the slice's current value for a zero-copy send:
+ * data and bytes describe it; pass ordo__store_unref_cb and *hint to zmq_msg_init_data. */
+void ordo__store_ref(ordo__store_t *s, int slice, void **data, size_t *bytes, void **hint);
 
-/* ordo_store_pull_version returns the version of the value a pull of iteration iter gets: the
+/* ordo__store_pull_version returns the version of the value a pull of iteration iter gets: the
  * slice's, or iter when re-sends are on and iter is the version before the last update. */
-int64_t ordo_store_pull_version(const ordo_store_t *s, int slice, int64_t iter);
+int64_t ordo__store_pull_version(const ordo__store_t *s, int slice, int64_t iter);
 
-/* ordo_store_ref_pull is ordo_store_ref for the answer to a pull of iteration iter. With
+/* ordo__store_ref_pull is ordo__store_ref for the answer to a pull of iteration iter. With
  * re-sends on, a pull of the iteration before the last update gets the value kept from then.
  * Under ssp,
  * when the value is behind iter, the answer is a fresh buffer: the value after the updates of
@@ -188,24 +188,24 @@ int64_t ordo_store_pull_version(const ordo_store_t *s, int slice, int64_t iter);
  * copies of the momentum; the stored value and momentum are untouched until each iteration
  * is complete), so a worker ahead reads what the others have pushed (docs/stragglers.md).
  * ORDO_ERR_NOMEM. */
-int ordo_store_ref_pull(ordo_store_t *s, int slice, int64_t iter, void **data, size_t *bytes,
+int ordo__store_ref_pull(ordo__store_t *s, int slice, int64_t iter, void **data, size_t *bytes,
                         void **hint);
 
-/* ordo_store_unref_cb releases a reference taken by ordo_store_ref (ZeroMQ free fn). */
-void ordo_store_unref_cb(void *data, void *hint);
+/* ordo__store_unref_cb releases a reference taken by ordo__store_ref (ZeroMQ free fn). */
+void ordo__store_unref_cb(void *data, void *hint);
 
-/* ordo_store_copy_value copies the slice's current value to dst (tests, checkpoints). */
-void ordo_store_copy_value(const ordo_store_t *s, int slice, float *dst);
+/* ordo__store_copy_value copies the slice's current value to dst (tests, checkpoints). */
+void ordo__store_copy_value(const ordo__store_t *s, int slice, float *dst);
 
-/* ordo_store_momentum returns the slice's momentum buffer (its numel floats; NULL when the
+/* ordo__store_momentum returns the slice's momentum buffer (its numel floats; NULL when the
  * optimizer has no momentum): checkpoints copy it, a resumed run overwrites it before the
  * first update. */
-float *ordo_store_momentum(ordo_store_t *s, int slice);
+float *ordo__store_momentum(ordo__store_t *s, int slice);
 
-/* ordo_store_numel returns the slice's float count (0 when it does not live here). */
-int64_t ordo_store_numel(const ordo_store_t *s, int slice);
+/* ordo__store_numel returns the slice's float count (0 when it does not live here). */
+int64_t ordo__store_numel(const ordo__store_t *s, int slice);
 
-/* ordo_store_bytes returns the bytes of values held (for logs). */
-int64_t ordo_store_bytes(const ordo_store_t *s);
+/* ordo__store_bytes returns the bytes of values held (for logs). */
+int64_t ordo__store_bytes(const ordo__store_t *s);
 
 #endif

@@ -8,61 +8,61 @@
 #include "server/consistency/model.h"
 #include "server/store_internal.h"
 
-void ordo_store_copy_value(const ordo_store_t *s, int slice, float *dst)
+void ordo__store_copy_value(const ordo__store_t *s, int slice, float *dst)
 {
     const slot_t *sl = &s->slots[s->slot_of[slice]];
     memcpy(dst, sl->value->data, (size_t)sl->numel * sizeof(float));
 }
 
-float *ordo_store_momentum(ordo_store_t *s, int slice)
+float *ordo__store_momentum(ordo__store_t *s, int slice)
 {
-    return ordo_store_owns(s, slice) ? s->slots[s->slot_of[slice]].mom : NULL;
+    return ordo__store_owns(s, slice) ? s->slots[s->slot_of[slice]].mom : NULL;
 }
 
-int64_t ordo_store_numel(const ordo_store_t *s, int slice)
+int64_t ordo__store_numel(const ordo__store_t *s, int slice)
 {
-    return ordo_store_owns(s, slice) ? s->slots[s->slot_of[slice]].numel : 0;
+    return ordo__store_owns(s, slice) ? s->slots[s->slot_of[slice]].numel : 0;
 }
 
-int64_t ordo_store_bytes(const ordo_store_t *s)
+int64_t ordo__store_bytes(const ordo__store_t *s)
 {
     int64_t b = 0;
     for (int i = 0; i < s->n_slots; i++) b += s->slots[i].numel * 4;
     return b;
 }
 
-bool ordo_store_pushed(const ordo_store_t *s, int slice, int worker, int64_t iter)
+bool ordo__store_pushed(const ordo__store_t *s, int slice, int worker, int64_t iter)
 {
-    if (!ordo_store_owns(s, slice) || worker < 0 || worker >= s->n_workers) return false;
+    if (!ordo__store_owns(s, slice) || worker < 0 || worker >= s->n_workers) return false;
     const slot_t *sl = &s->slots[s->slot_of[slice]];
     if (iter < sl->version) return true;
     return s->model->pushed(s, sl, worker, iter);
 }
 
-bool ordo__store_round_pushed(const ordo_store_t *s, const slot_t *sl, int worker, int64_t iter)
+bool ordo__store_round_pushed(const ordo__store_t *s, const slot_t *sl, int worker, int64_t iter)
 {
     if (iter >= sl->version + s->n_rounds) return false;
     return sl->rounds[iter % s->n_rounds].pushed[worker] != 0;
 }
 
-int64_t ordo_store_seq(const ordo_store_t *s, int slice)
+int64_t ordo__store_seq(const ordo__store_t *s, int slice)
 {
     const slot_t *sl = &s->slots[s->slot_of[slice]];
     return sl->version < 0 ? sl->version : s->model->seq(s, sl);
 }
 
-const int64_t *ordo_store_clocks(const ordo_store_t *s, int slice)
+const int64_t *ordo__store_clocks(const ordo__store_t *s, int slice)
 {
-    if (!ordo_store_owns(s, slice) || !s->model->clocks) return NULL;
+    if (!ordo__store_owns(s, slice) || !s->model->clocks) return NULL;
     return s->slots[s->slot_of[slice]].clock;
 }
 
-int ordo_store_install_clocks(ordo_store_t *s, int slice, const void *clocks, size_t bytes)
+int ordo__store_install_clocks(ordo__store_t *s, int slice, const void *clocks, size_t bytes)
 {
-    if (!ordo_store_owns(s, slice) || !s->model->clocks)
-        return ordo_error_set(ORDO_ERR_INVAL, "slice %d keeps no push clocks here", slice);
+    if (!ordo__store_owns(s, slice) || !s->model->clocks)
+        return ordo__error_set(ORDO_ERR_INVAL, "slice %d keeps no push clocks here", slice);
     if (bytes != sizeof(int64_t) * (size_t)s->n_workers)
-        return ordo_error_set(ORDO_ERR_PROTO, "slice %d: %zu bytes of push clocks, expected %zu",
+        return ordo__error_set(ORDO_ERR_PROTO, "slice %d: %zu bytes of push clocks, expected %zu",
                               slice, bytes, sizeof(int64_t) * (size_t)s->n_workers);
     slot_t *sl = &s->slots[s->slot_of[slice]];
     memcpy(sl->clock, clocks, bytes);
@@ -73,20 +73,20 @@ int ordo_store_install_clocks(ordo_store_t *s, int slice, const void *clocks, si
     return 0;
 }
 
-int ordo_store_install(ordo_store_t *s, int slice, int64_t version, const void *value,
+int ordo__store_install(ordo__store_t *s, int slice, int64_t version, const void *value,
                        size_t bytes, const void *mom, size_t mom_bytes)
 {
-    if (!ordo_store_owns(s, slice)) return ordo_error_set(ORDO_ERR_INVAL, "slice %d is not here", slice);
+    if (!ordo__store_owns(s, slice)) return ordo__error_set(ORDO_ERR_INVAL, "slice %d is not here", slice);
     slot_t *sl = &s->slots[s->slot_of[slice]];
     int rc = ordo__store_check_size(sl, slice, bytes);
     if (rc) return rc;
-    if (version < 0) return ordo_error_set(ORDO_ERR_PROTO, "slice %d: version %lld", slice, (long long)version);
+    if (version < 0) return ordo__error_set(ORDO_ERR_PROTO, "slice %d: version %lld", slice, (long long)version);
     if (mom && (!sl->mom || mom_bytes != bytes))
-        return ordo_error_set(ORDO_ERR_PROTO, "slice %d: %zu bytes of momentum, expected %s", slice,
+        return ordo__error_set(ORDO_ERR_PROTO, "slice %d: %zu bytes of momentum, expected %s", slice,
                               mom_bytes, sl->mom ? "the value's size" : "none");
     bool keep = s->resend && sl->version >= 0 && version == sl->version + 1;
     if (keep || atomic_load(&sl->value->refs) != 1) { /* a send still reads the old value */
-        ordo_vbuf_t *nb = ordo__store_vbuf_new(sl->numel);
+        ordo__vbuf_t *nb = ordo__store_vbuf_new(sl->numel);
         if (!nb) return ORDO_ERR_NOMEM;
         /* re-sends on and the state is the next update's: the old value is the one before it */
         ordo__store_vbuf_unref(sl->prev);

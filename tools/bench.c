@@ -26,7 +26,7 @@ static void sibling(const char *name, char *out, size_t size)
     snprintf(out, size, "%s/%s", slash ? self : ".", name);
 }
 
-int ordo_bench_spawn(ordo_bench_child_t *c, const char *name, char **args)
+int ordo__bench_spawn(ordo__bench_child_t *c, const char *name, char **args)
 {
     char path[PATH_MAX + 64];
     sibling(name, path, sizeof path);
@@ -53,15 +53,15 @@ int ordo_bench_spawn(ordo_bench_child_t *c, const char *name, char **args)
             return 0;
         }
     }
-    return ordo_error_set(ORDO_ERR_IO, "%s did not start", path);
+    return ordo__error_set(ORDO_ERR_IO, "%s did not start", path);
 }
 
-void ordo_bench_reap(ordo_bench_child_t *c)
+void ordo__bench_reap(ordo__bench_child_t *c)
 {
     int st;
     for (int i = 0; i < 300; i++) {
         if (waitpid(c->pid, &st, WNOHANG) == c->pid) return;
-        ordo_clock_sleep_ns(10000000);
+        ordo__clock_sleep_ns(10000000);
     }
     kill(c->pid, SIGKILL);
     waitpid(c->pid, &st, 0);
@@ -69,7 +69,7 @@ void ordo_bench_reap(ordo_bench_child_t *c)
 
 /* nanoseconds all threads of process pid have run (0 = this process), from the
  * schedstat of each of its tasks; -1 when /proc cannot tell */
-int64_t ordo_bench_cpu_ns(pid_t pid)
+int64_t ordo__bench_cpu_ns(pid_t pid)
 {
     char dir[64];
     snprintf(dir, sizeof dir, "/proc/%d/task", pid ? (int)pid : (int)getpid());
@@ -94,11 +94,11 @@ int64_t ordo_bench_cpu_ns(pid_t pid)
 
 /* not fused: ordo__ps_push, then ordo__ps_pull of the next iteration, requested at
  * once */
-int ordo_bench_once(ordo__ps_t *w, int key, float *val, float *grad, int64_t *iter, bool fused,
-                    ordo_bench_times_t *t)
+int ordo__bench_once(ordo__ps_t *w, int key, float *val, float *grad, int64_t *iter, bool fused,
+                    ordo__bench_times_t *t)
 {
     int rc;
-    int64_t t0 = ordo_clock_ns();
+    int64_t t0 = ordo__clock_ns();
     if (fused) {
         if ((rc = ordo__ps_pushpull(w, key, grad, val, *iter, 0)) != 0) return rc;
     } else {
@@ -122,7 +122,7 @@ int ordo_bench_once(ordo__ps_t *w, int key, float *val, float *grad, int64_t *it
 }
 
 /* keep the best of each time */
-void ordo_bench_keep_best(ordo_bench_times_t *best, const ordo_bench_times_t *t)
+void ordo__bench_keep_best(ordo__bench_times_t *best, const ordo__bench_times_t *t)
 {
     if (t->push_pull_s < best->push_pull_s) best->push_pull_s = t->push_pull_s;
     if (t->push_s < best->push_s) best->push_s = t->push_s;
@@ -130,20 +130,20 @@ void ordo_bench_keep_best(ordo_bench_times_t *best, const ordo_bench_times_t *t)
 }
 
 /* best times of reps round trips after one warm-up */
-int ordo_bench_rtt(ordo__ps_t *w, int key, float *val, float *grad, int64_t *iter, int reps,
-                   bool fused, ordo_bench_times_t *out)
+int ordo__bench_rtt(ordo__ps_t *w, int key, float *val, float *grad, int64_t *iter, int reps,
+                   bool fused, ordo__bench_times_t *out)
 {
     int rc;
     out->push_pull_s = out->push_s = out->pull_s = 1e30;
     for (int r = -1; r < reps; r++) {
-        ordo_bench_times_t t;
-        if ((rc = ordo_bench_once(w, key, val, grad, iter, fused, &t)) != 0) return rc;
-        if (r >= 0) ordo_bench_keep_best(out, &t);
+        ordo__bench_times_t t;
+        if ((rc = ordo__bench_once(w, key, val, grad, iter, fused, &t)) != 0) return rc;
+        if (r >= 0) ordo__bench_keep_best(out, &t);
     }
     return 0;
 }
 
-int ordo_bench_parse_opts(int argc, char **argv, ordo_bench_opts_t *o, const char *usage)
+int ordo__bench_parse_opts(int argc, char **argv, ordo__bench_opts_t *o, const char *usage)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -176,16 +176,16 @@ int ordo_bench_parse_opts(int argc, char **argv, ordo_bench_opts_t *o, const cha
         else if (!strncmp(a, "--min-time", 10))
             ok = (o->min_time_s = atof(v)) >= 0;
         else if (!strncmp(a, "--min", 5))
-            ok = ordo_conf_parse_bytes(v, &o->min_bytes) == 0;
+            ok = ordo__conf_parse_bytes(v, &o->min_bytes) == 0;
         else if (!strncmp(a, "--max", 5))
-            ok = ordo_conf_parse_bytes(v, &o->max_bytes) == 0;
+            ok = ordo__conf_parse_bytes(v, &o->max_bytes) == 0;
         else if (!strncmp(a, "--partition", 11))
-            ok = ordo_conf_parse_bytes(v, &o->partition) == 0;
+            ok = ordo__conf_parse_bytes(v, &o->partition) == 0;
         else if (!strncmp(a, "--segment", 9))
-            ok = ordo_conf_parse_bytes(v, &o->segment) == 0 &&
+            ok = ordo__conf_parse_bytes(v, &o->segment) == 0 &&
                  (o->segment == 0 || o->segment >= 1024);
         else if (!strncmp(a, "--bandwidth", 11))
-            ok = ordo_conf_parse_rate(v, &o->bandwidth_bps) == 0;
+            ok = ordo__conf_parse_rate(v, &o->bandwidth_bps) == 0;
         else if (!strncmp(a, "--latency-us", 12))
             o->latency_us = atof(v);
         else if (!strncmp(a, "--msg-us", 8))
@@ -213,8 +213,8 @@ int ordo_bench_parse_opts(int argc, char **argv, ordo_bench_opts_t *o, const cha
 
 /* start a scheduler and o->servers servers (at least 1; srv[ORDO_BENCH_MAX_SERVERS]) for a job
  * whose tensors are the given sizes and o->workers workers (at least 1) */
-int ordo_bench_start_daemons(const int64_t *sizes, int n, const ordo_bench_opts_t *o,
-                             ordo_bench_child_t *sched, ordo_bench_child_t *srv)
+int ordo__bench_start_daemons(const int64_t *sizes, int n, const ordo__bench_opts_t *o,
+                             ordo__bench_child_t *sched, ordo__bench_child_t *srv)
 {
     char tensors[4096] = "", targ[4200], parg[64], barg[64], larg[64];
     for (int i = 0; i < n; i++)
@@ -245,7 +245,7 @@ int ordo_bench_start_daemons(const int64_t *sizes, int n, const ordo_bench_opts_
         sargs[k] = "--security.curve=true";
         sargs[k + 1] = ckarg;
     }
-    int rc = ordo_bench_spawn(sched, "ordo-scheduler", sargs);
+    int rc = ordo__bench_spawn(sched, "ordo-scheduler", sargs);
     if (rc) return rc;
     char sarg[700];
     snprintf(sarg, sizeof sarg, "--cluster.scheduler=%s", sched->ready);
@@ -265,16 +265,16 @@ int ordo_bench_start_daemons(const int64_t *sizes, int n, const ordo_bench_opts_
                       carg,
                       NULL};
     for (int i = 0; i < (o->servers > 1 ? o->servers : 1); i++)
-        if ((rc = ordo_bench_spawn(&srv[i], "ordo-server", o->curve_keys ? cvargs : vargs)) != 0)
+        if ((rc = ordo__bench_spawn(&srv[i], "ordo-server", o->curve_keys ? cvargs : vargs)) != 0)
             return rc;
     return 0;
 }
 
 /* join the cluster of sched as a worker */
-int ordo_bench_join(const ordo_bench_opts_t *o, const ordo_bench_child_t *sched, ordo__ps_t **w)
+int ordo__bench_join(const ordo__bench_opts_t *o, const ordo__bench_child_t *sched, ordo__ps_t **w)
 {
-    ordo_conf_t conf;
-    ordo_conf_defaults(&conf);
+    ordo__conf_t conf;
+    ordo__conf_defaults(&conf);
     snprintf(conf.scheduler, sizeof conf.scheduler, "%.*s", (int)sizeof conf.scheduler - 1,
              sched->ready);
     conf.bandwidth_bps = o->bandwidth_bps;
@@ -287,25 +287,25 @@ int ordo_bench_join(const ordo_bench_opts_t *o, const ordo_bench_child_t *sched,
         conf.curve = true;
         snprintf(conf.keys_dir, sizeof conf.keys_dir, "%s", o->curve_keys);
     }
-    ordo_log_set_level(ORDO_LOG_WARN);
+    ordo__log_set_level(ORDO_LOG_WARN);
     return ordo__ps_new(&conf, w);
 }
 
 /* start a scheduler and one server, and join as the only worker */
-int ordo_bench_start_cluster(const int64_t *sizes, int n, const ordo_bench_opts_t *o,
-                             ordo_bench_child_t *sched, ordo_bench_child_t *srv, ordo__ps_t **w)
+int ordo__bench_start_cluster(const int64_t *sizes, int n, const ordo__bench_opts_t *o,
+                             ordo__bench_child_t *sched, ordo__bench_child_t *srv, ordo__ps_t **w)
 {
-    int rc = ordo_bench_start_daemons(sizes, n, o, sched, srv);
-    return rc ? rc : ordo_bench_join(o, sched, w);
+    int rc = ordo__bench_start_daemons(sizes, n, o, sched, srv);
+    return rc ? rc : ordo__bench_join(o, sched, w);
 }
 
-void ordo_bench_stop_cluster(ordo_bench_child_t *sched, ordo_bench_child_t *srv, ordo__ps_t **w)
+void ordo__bench_stop_cluster(ordo__bench_child_t *sched, ordo__bench_child_t *srv, ordo__ps_t **w)
 {
     if (*w) {
         ordo__ps_finish(*w, NULL);
         ordo__ps_destroy(w);
     }
-    ordo_bench_reap(sched);
+    ordo__bench_reap(sched);
     for (int i = 0; i < ORDO_BENCH_MAX_SERVERS; i++)
-        if (srv[i].pid > 0) ordo_bench_reap(&srv[i]);
+        if (srv[i].pid > 0) ordo__bench_reap(&srv[i]);
 }

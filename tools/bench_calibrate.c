@@ -25,7 +25,7 @@ static int push_burst(ordo__ps_t *w, const int *keys, int n, float *grad, int64_
                       double *secs)
 {
     int rc;
-    int64_t t0 = ordo_clock_ns(), last = t0;
+    int64_t t0 = ordo__clock_ns(), last = t0;
     for (int i = 0; i < n; i++)
         if ((rc = ordo__ps_push(w, keys[i], grad, iter[keys[i]], 0)) != 0) return rc;
     for (int got = 0; got < n;) {
@@ -72,7 +72,7 @@ static int sync_workers(ordo__ps_t *w, int64_t *id)
 /* what one worker measures; every worker of a calibration runs the same sequence, so they
  * stay in step (each round trip and each burst's pulls wait for all of them) */
 typedef struct {
-    const ordo_bench_opts_t *o;
+    const ordo__bench_opts_t *o;
     const int64_t *sizes;
     int n_keys, n_rt, n_burst;
     const int *burst_of; /* [n_burst] first key of each burst size */
@@ -86,20 +86,20 @@ typedef struct {
 
 static int calibrate_run(ordo__ps_t *w, cal_t *c, bool print)
 {
-    const ordo_bench_opts_t *o = c->o;
+    const ordo__bench_opts_t *o = c->o;
     int rc;
     for (int i = 0; i < c->n_keys; i++) /* the servers keep the first initial value they get */
         if ((rc = ordo__ps_init(w, i, c->val)) != 0) return rc;
     for (int i = 0; i < c->n_rt; i++) {
         /* one round trip: the push, and the pull of the value it makes (the server answers
          * the pull once the push is applied, so both travel in one round trip) */
-        ordo_bench_times_t rt;
+        ordo__bench_times_t rt;
         for (int r = -1; r < o->reps; r++) {
-            if ((rc = ordo_bench_rtt(w, i, c->val, c->grad, &c->iter[i], 1, false, &rt)) != 0)
+            if ((rc = ordo__bench_rtt(w, i, c->val, c->grad, &c->iter[i], 1, false, &rt)) != 0)
                 return rc;
             if (r >= 0) c->t[r] = rt.push_pull_s; /* a warm-up and one measured round trip */
         }
-        c->rt_y[i] = ordo_merge_median(c->t, o->reps);
+        c->rt_y[i] = ordo__merge_median(c->t, o->reps);
         double per_msg = -1;
         if (i % 2 == 0) {
             /* a burst of CAL_BURST pushes in flight against one push: the difference is what
@@ -121,9 +121,9 @@ static int calibrate_run(ordo__ps_t *w, cal_t *c, bool print)
                     c->t1[r] = one;
                 }
             }
-            c->one_y[k] = ordo_merge_median(c->t1, o->reps);
+            c->one_y[k] = ordo__merge_median(c->t1, o->reps);
             /* with per-message costs below the noise the difference can come out negative */
-            c->msg_y[k] = per_msg = fmax(0.0, ordo_merge_median(c->t, o->reps));
+            c->msg_y[k] = per_msg = fmax(0.0, ordo__merge_median(c->t, o->reps));
         }
         if (!print) continue;
         char pm[32] = "null";
@@ -142,10 +142,10 @@ static int calibrate_run(ordo__ps_t *w, cal_t *c, bool print)
 }
 
 /* a worker forked by the calibration: joins, measures the same sequence, and leaves */
-static int calibrate_child(cal_t *c, const ordo_bench_child_t *sched)
+static int calibrate_child(cal_t *c, const ordo__bench_child_t *sched)
 {
     ordo__ps_t *w = NULL;
-    int rc = ordo_bench_join(c->o, sched, &w);
+    int rc = ordo__bench_join(c->o, sched, &w);
     if (!rc) rc = calibrate_run(w, c, false);
     if (!rc) rc = ordo__ps_finish(w, NULL);
     if (rc && w) ordo__ps_abort(w, "a calibration worker failed");
@@ -153,12 +153,12 @@ static int calibrate_child(cal_t *c, const ordo_bench_child_t *sched)
     return rc ? 1 : 0;
 }
 
-int ordo_bench_calibrate(int argc, char **argv)
+int ordo__bench_calibrate(int argc, char **argv)
 {
-    ordo_bench_opts_t o = {
+    ordo__bench_opts_t o = {
         .reps = 9, .min_bytes = 1024, .max_bytes = 4 << 20, .partition = 1 << 30, .segment = 0};
     int rc =
-        ordo_bench_parse_opts(argc, argv, &o,
+        ordo__bench_parse_opts(argc, argv, &o,
                               "[--json] [--reps N] [--min BYTES] [--max BYTES] [--bandwidth RATE] "
                               "[--latency-us US] [--msg-us US] [--workers N] [--servers N] "
                               "[--io-thread]");
@@ -176,7 +176,7 @@ int ordo_bench_calibrate(int argc, char **argv)
         for (int j = 0; j < CAL_BURST; j++)
             sizes[n++] = sizes[i];
     }
-    ordo_bench_child_t sched = {0}, srv[ORDO_BENCH_MAX_SERVERS] = {{0}};
+    ordo__bench_child_t sched = {0}, srv[ORDO_BENCH_MAX_SERVERS] = {{0}};
     pid_t kids[64];
     int n_kids = 0;
     ordo__ps_t *w = NULL;
@@ -192,23 +192,23 @@ int ordo_bench_calibrate(int argc, char **argv)
     c.t = malloc(sizeof *c.t * (size_t)o.reps);
     c.t1 = malloc(sizeof *c.t1 * (size_t)o.reps);
     double rt_x[24], msg_x[12], a_rt, b_rt, a_msg, b_msg, a_one, b_one;
-    ordo_merge_cost_t cost;
+    ordo__merge_cost_t cost;
     if (!c.iter || !c.val || !c.grad || !c.t || !c.t1) {
         rc = ORDO_ERR_NOMEM;
         goto done;
     }
-    if ((rc = ordo_bench_start_daemons(sizes, n, &o, &sched, srv)) != 0) goto done;
+    if ((rc = ordo__bench_start_daemons(sizes, n, &o, &sched, srv)) != 0) goto done;
     /* the other workers: forked before this process starts any ZeroMQ thread */
     fflush(stdout);
     for (; n_kids < o.workers - 1; n_kids++) {
         kids[n_kids] = fork();
         if (kids[n_kids] < 0) {
-            rc = ordo_error_set(ORDO_ERR_IO, "cannot fork a calibration worker");
+            rc = ordo__error_set(ORDO_ERR_IO, "cannot fork a calibration worker");
             goto done;
         }
         if (kids[n_kids] == 0) _exit(calibrate_child(&c, &sched));
     }
-    if ((rc = ordo_bench_join(&o, &sched, &w)) != 0) goto done;
+    if ((rc = ordo__bench_join(&o, &sched, &w)) != 0) goto done;
     if (!o.json)
         printf("ordo push+pull calibration, %d server%s + %d worker%s on loopback, link %s%.3g "
                "gbit/s, latency %g us, %g us per message, median of %d\n%10s %14s %14s\n",
@@ -221,8 +221,8 @@ int ordo_bench_calibrate(int argc, char **argv)
         rt_x[i] = (double)sizes[i];
     for (int k = 0; k < n_burst; k++)
         msg_x[k] = (double)sizes[2 * k];
-    if ((rc = ordo_merge_fit_cost(rt_x, c.rt_y, n_rt, &a_rt, &b_rt)) != 0) goto done;
-    if ((rc = ordo_merge_fit_planner(msg_x, c.msg_y, c.one_y, n_burst, o.bandwidth_bps,
+    if ((rc = ordo__merge_fit_cost(rt_x, c.rt_y, n_rt, &a_rt, &b_rt)) != 0) goto done;
+    if ((rc = ordo__merge_fit_planner(msg_x, c.msg_y, c.one_y, n_burst, o.bandwidth_bps,
                                      &cost)) != 0)
         goto done;
     a_msg = cost.a;
@@ -248,14 +248,14 @@ int ordo_bench_calibrate(int argc, char **argv)
                a_msg * 1e6, b_plan * 1e9, c_plan * 1e9);
     }
 done:
-    if (rc) fprintf(stderr, "ordo-bench calibrate: %s\n", ordo_error_text(rc));
+    if (rc) fprintf(stderr, "ordo-bench calibrate: %s\n", ordo__error_text(rc));
     if (rc && w) ordo__ps_abort(w, "the calibration failed");
-    ordo_bench_stop_cluster(&sched, srv, &w);
+    ordo__bench_stop_cluster(&sched, srv, &w);
     for (int i = 0; i < n_kids; i++) {
         int st;
         if (kids[i] > 0 && waitpid(kids[i], &st, 0) == kids[i] &&
             !(WIFEXITED(st) && WEXITSTATUS(st) == 0) && !rc)
-            rc = ordo_error_set(ORDO_ERR_IO, "calibration worker %d failed", i + 1);
+            rc = ordo__error_set(ORDO_ERR_IO, "calibration worker %d failed", i + 1);
     }
     free(c.iter);
     free(c.val);

@@ -61,7 +61,7 @@ typedef struct {
     double bytes_per_value;
     double enc_ns, enc_ef_ns, dec_ns; /* per value */
     double dec_then_add_ns, dec_add_ns;
-    double f32_add_ns;  /* ordo_vec_add of a float32 push, timed beside this row's sums */
+    double f32_add_ns;  /* ordo__vec_add of a float32 push, timed beside this row's sums */
     double fused_ratio; /* the median over rounds of fused / float32 add */
 } row_t;
 
@@ -74,9 +74,9 @@ typedef struct {
 #define TIME(dst, expr)                                                                            \
     do {                                                                                           \
         for (int r_ = -1; r_ < o->reps; r_++) { /* run -1 warms up */                              \
-            int64_t t0_ = ordo_clock_ns();                                                         \
+            int64_t t0_ = ordo__clock_ns();                                                         \
             if ((rc = (expr)) < 0) goto fail;                                                      \
-            if (r_ >= 0) t[r_] = ordo_clock_ns() - t0_;                                            \
+            if (r_ >= 0) t[r_] = ordo__clock_ns() - t0_;                                            \
         }                                                                                          \
         dst = median_ns(t, o->reps, o->n);                                                         \
     } while (0)
@@ -97,7 +97,7 @@ static int64_t enc_ef(const ordo__codec_spec_t *c, bufs_t *b, int64_t n, uint64_
 static int dec_then_add(int dtype, bufs_t *b, size_t len, int64_t n)
 {
     int rc = ordo__codec_decode(dtype, b->frame, len, n, b->dec);
-    if (rc == 0) ordo_vec_add(b->acc, b->dec, n);
+    if (rc == 0) ordo__vec_add(b->acc, b->dec, n);
     return rc;
 }
 
@@ -111,13 +111,13 @@ static int server_sums(const opts_t *o, int dtype, bufs_t *b, size_t len, int64_
     int64_t *t_f32 = t2, *t_sep = t2 + o->reps, *t_fused = t2 + 2 * o->reps;
     int rc = 0;
     for (int r = -1; r < o->reps && rc == 0; r++) { /* round -1 warms up */
-        int64_t t0 = ordo_clock_ns();
+        int64_t t0 = ordo__clock_ns();
         rc = dec_then_add(dtype, b, len, n);
-        int64_t t1 = ordo_clock_ns();
+        int64_t t1 = ordo__clock_ns();
         if (rc == 0) rc = ordo__codec_decode_add(dtype, b->frame, len, n, b->acc);
-        int64_t t2_ = ordo_clock_ns();
-        ordo_vec_add(b->acc, b->x, n);
-        int64_t t3 = ordo_clock_ns();
+        int64_t t2_ = ordo__clock_ns();
+        ordo__vec_add(b->acc, b->x, n);
+        int64_t t3 = ordo__clock_ns();
         if (r < 0) continue;
         t_sep[r] = t1 - t0, t_fused[r] = t2_ - t1, t_f32[r] = t3 - t2_;
         t[r] = (int64_t)(1e6 * (double)t_fused[r] / (double)(t_f32[r] ? t_f32[r] : 1));
@@ -157,7 +157,7 @@ static int baselines(const opts_t *o, bufs_t *b, int64_t *t, double *memcpy_ns, 
 {
     int rc = 0;
     TIME(*memcpy_ns, (memcpy(b->dec, b->x, (size_t)o->n * sizeof(float)), 0));
-    TIME(*add_ns, (ordo_vec_add(b->acc, b->x, o->n), 0));
+    TIME(*add_ns, (ordo__vec_add(b->acc, b->x, o->n), 0));
     return 0;
 fail:
     return rc;
@@ -173,8 +173,8 @@ static int parse(int argc, char **argv, opts_t *o)
                 "  per codec (%s, %s, %s scaled by 1/4, %s, %s, %s), on N gradient-like floats,\n"
                 "  median of R: encode, encode under error feedback and decode, in ns and\n"
                 "  millions of values per second, and bytes per value on the wire; the server's\n"
-                "  sum of a push per value: decode then ordo_vec_add, and the fused\n"
-                "  ordo__codec_decode_add; beside a float32 memcpy and ordo_vec_add of a float32\n"
+                "  sum of a push per value: decode then ordo__vec_add, and the fused\n"
+                "  ordo__codec_decode_add; beside a float32 memcpy and ordo__vec_add of a float32\n"
                 "  push. --scalar turns the hand-written vector paths (F16C) off.\n",
                 specs[0], specs[1], specs[2], specs[3], specs[4], specs[5]);
             return 1;
@@ -220,7 +220,7 @@ static double mvs(double ns_per_value)
     return 1e3 / ns_per_value; /* millions of values per second */
 }
 
-int ordo_bench_codec(int argc, char **argv)
+int ordo__bench_codec(int argc, char **argv)
 {
     opts_t o = {.n = 4194304, .reps = 7};
     int prc = parse(argc, argv, &o);
@@ -247,7 +247,7 @@ int ordo_bench_codec(int argc, char **argv)
                (long long)o.n, add_ns, 1e9 / add_ns, load1());
     } else {
         printf("n = %lld values, load average %.2f; float32 memcpy %.3f ns/value (%.0f M/s), "
-               "ordo_vec_add %.3f ns/value (%.0f M/s)\n",
+               "ordo__vec_add %.3f ns/value (%.0f M/s)\n",
                (long long)o.n, load1(), cpy_ns, mvs(cpy_ns), add_ns, mvs(add_ns));
         printf("%-13s %8s %9s %10s %9s %10s %8s %8s %9s\n", "codec", "B/value", "enc M/s",
                "enc_ef M/s", "dec M/s", "dec+add ns", "fused ns", "f32add ns", "fused/f32");
@@ -271,7 +271,7 @@ int ordo_bench_codec(int argc, char **argv)
     }
     status = 0;
 done:
-    if (rc < 0) fprintf(stderr, "ordo-bench codec: %s\n", ordo_error_text(rc));
+    if (rc < 0) fprintf(stderr, "ordo-bench codec: %s\n", ordo__error_text(rc));
     free(b.x), free(b.acc), free(b.dec), free(b.res), free(b.scratch), free(b.frame), free(t);
     return status;
 }

@@ -14,7 +14,7 @@
 
 #define MAX_CODECS 8
 
-int ordo_bench_compress(const int64_t *sizes, int n, const ordo_bench_opts_t *o)
+int ordo__bench_compress(const int64_t *sizes, int n, const ordo__bench_opts_t *o)
 {
     char specs[MAX_CODECS][96], list[512];
     int nc = 0, rc = 0;
@@ -24,21 +24,21 @@ int ordo_bench_compress(const int64_t *sizes, int n, const ordo_bench_opts_t *o)
          t = strtok_r(NULL, " /", &save)) {
         ordo__codec_spec_t c;
         if ((rc = ordo__codec_parse(t, &c)) != 0) {
-            fprintf(stderr, "ordo-bench pushpull: --compression: %s\n", ordo_error_text(rc));
+            fprintf(stderr, "ordo-bench pushpull: --compression: %s\n", ordo__error_text(rc));
             return 2;
         }
         if (c.id != ORDO__CODEC_NONE) snprintf(specs[nc++], sizeof specs[0], "%s", t);
     }
-    ordo_bench_opts_t opt[MAX_CODECS];
-    ordo_bench_child_t sched[MAX_CODECS] = {{0}}, srv[MAX_CODECS][ORDO_BENCH_MAX_SERVERS] = {{{0}}};
+    ordo__bench_opts_t opt[MAX_CODECS];
+    ordo__bench_child_t sched[MAX_CODECS] = {{0}}, srv[MAX_CODECS][ORDO_BENCH_MAX_SERVERS] = {{{0}}};
     ordo__ps_t *w[MAX_CODECS] = {NULL};
     for (int c = 0; c < nc && rc == 0; c++) {
         opt[c] = *o;
         opt[c].compression = specs[c];
-        rc = ordo_bench_start_cluster(sizes, n, &opt[c], &sched[c], srv[c], &w[c]);
+        rc = ordo__bench_start_cluster(sizes, n, &opt[c], &sched[c], srv[c], &w[c]);
     }
     if (rc) {
-        fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
+        fprintf(stderr, "ordo-bench pushpull: %s\n", ordo__error_text(rc));
         goto done;
     }
     if (!o->json) {
@@ -61,16 +61,16 @@ int ordo_bench_compress(const int64_t *sizes, int n, const ordo_bench_opts_t *o)
             ordo__ps_init(w[c], i, grad);
         }
         int rounds = 0;
-        int64_t until = ordo_clock_ns() + (int64_t)(o->min_time_s * 1e9);
-        for (int r = -1; (r < o->reps || ordo_clock_ns() < until) && rc == 0; r++) {
+        int64_t until = ordo__clock_ns() + (int64_t)(o->min_time_s * 1e9);
+        for (int r = -1; (r < o->reps || ordo__clock_ns() < until) && rc == 0; r++) {
             for (int c = 0; c < nc && rc == 0; c++) {
-                ordo_bench_times_t t;
+                ordo__bench_times_t t;
                 if (r == 0) ordo__ps_bytes(w[c], &p0[c], &l0[c]);
-                int64_t s0 = ordo_bench_cpu_ns(srv[c][0].pid), c0 = ordo_bench_cpu_ns(0) + s0;
-                if ((rc = ordo_bench_once(w[c], i, val, grad, &iter[c], true, &t)) != 0) break;
+                int64_t s0 = ordo__bench_cpu_ns(srv[c][0].pid), c0 = ordo__bench_cpu_ns(0) + s0;
+                if ((rc = ordo__bench_once(w[c], i, val, grad, &iter[c], true, &t)) != 0) break;
                 if (r < 0) continue;
-                int64_t s1 = ordo_bench_cpu_ns(srv[c][0].pid);
-                cpu[c] += (double)(ordo_bench_cpu_ns(0) + s1 - c0);
+                int64_t s1 = ordo__bench_cpu_ns(srv[c][0].pid);
+                cpu[c] += (double)(ordo__bench_cpu_ns(0) + s1 - c0);
                 scpu[c] += (double)(s1 - s0);
                 if (t.push_pull_s < best[c]) best[c] = t.push_pull_s;
             }
@@ -107,6 +107,6 @@ int ordo_bench_compress(const int64_t *sizes, int n, const ordo_bench_opts_t *o)
                "server's alone); vs f32: speed against float32 (none)\n");
 done:
     for (int c = 0; c < nc; c++)
-        ordo_bench_stop_cluster(&sched[c], srv[c], &w[c]);
+        ordo__bench_stop_cluster(&sched[c], srv[c], &w[c]);
     return rc ? 1 : 0;
 }

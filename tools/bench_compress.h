@@ -9,9 +9,9 @@
 
 #include "tools/bench.h"
 
-/* ordo_bench_compress prints the table for the n tensor sizes (o->compression: a
+/* ordo__bench_compress prints the table for the n tensor sizes (o->compression: a
  * comma-free list of codec specs separated by '/' or spaces, e.g. "bf16 fp16 onebit"); 0, or
  * 1 on a failure (printed). */
-int ordo_bench_compress(const int64_t *sizes, int n, const ordo_bench_opts_t *o);
+int ordo__bench_compress(const int64_t *sizes, int n, const ordo__bench_opts_t *o);
 
 #endif

@@ -29,13 +29,13 @@ static int cmp_i64(const void *a, const void *b)
  * member that left early (a failed one) */
 static int wait_for(ordo__intra_t *it, int slot, int64_t iter, bool reduce)
 {
-    int64_t until = ordo_clock_ns() + (int64_t)TIMEOUT_MS * 1000000;
+    int64_t until = ordo__clock_ns() + (int64_t)TIMEOUT_MS * 1000000;
     for (;;) {
         uint64_t g = it->ops->generation(it);
         if (reduce ? it->ops->reduced(it, slot, iter) : it->ops->published(it, slot, iter))
             return 0;
-        if (ordo_clock_ns() > until)
-            return ordo_error_set(ORDO_ERR_TIMEDOUT, "slot %d of round %lld not %s in %d ms",
+        if (ordo__clock_ns() > until)
+            return ordo__error_set(ORDO_ERR_TIMEDOUT, "slot %d of round %lld not %s in %d ms",
                                   slot, (long long)iter, reduce ? "reduced" : "published",
                                   TIMEOUT_MS);
         int rc = it->ops->wait(it, g, 50);
@@ -70,7 +70,7 @@ static int member(const char *run, int lr, int L, int n_slots, const int64_t *of
         memcpy(it->ops->area(it, s), grad + off[s], sizeof(float) * (size_t)(off[s + 1] - off[s]));
     for (int r = 0; !rc && r <= reps; r++) { /* round 0 warms the pages up */
         if ((rc = it->ops->barrier(it)) != 0) break;
-        int64_t t0 = ordo_clock_ns();
+        int64_t t0 = ordo__clock_ns();
         for (int s = 0; s < n_slots; s++)
             it->ops->put(it, s, inplace ? it->ops->area(it, s) : grad + off[s], r);
         /* pipelined: each owned chunk is summed and published as soon as it is complete */
@@ -85,7 +85,7 @@ static int member(const char *run, int lr, int L, int n_slots, const int64_t *of
             float *to = mode == MODE_SHARED ? it->ops->value_area(it, s) : out + off[s];
             it->ops->fetch(it, s, to); /* shared: nothing copied */
         }
-        int64_t dt = ordo_clock_ns() - t0;
+        int64_t dt = ordo__clock_ns() - t0;
         if (r > 0) { /* the slowest member's time */
             int64_t cur = __atomic_load_n(&times[r - 1], __ATOMIC_ACQUIRE);
             while (dt > cur && !__atomic_compare_exchange_n(&times[r - 1], &cur, dt, false,
@@ -109,7 +109,7 @@ static double median_s(int64_t *t, int n)
     return (double)t[n / 2] / 1e9;
 }
 
-int ordo_bench_intra(int argc, char **argv)
+int ordo__bench_intra(int argc, char **argv)
 {
     int64_t bytes = 64ll << 20, chunk = 4ll << 20;
     int reps = 5;
@@ -139,9 +139,9 @@ int ordo_bench_intra(int argc, char **argv)
     memset(b, 2, (size_t)n * 4);
     int64_t *mt = calloc((size_t)reps, sizeof *mt);
     for (int r = 0; r < reps; r++) {
-        int64_t t0 = ordo_clock_ns();
+        int64_t t0 = ordo__clock_ns();
         memcpy(b, a, (size_t)n * 4);
-        mt[r] = ordo_clock_ns() - t0;
+        mt[r] = ordo__clock_ns() - t0;
     }
     double floor_gbs = (double)bytes / median_s(mt, reps) / 1e9;
     free(a);
@@ -169,7 +169,7 @@ int ordo_bench_intra(int argc, char **argv)
             if (!WIFEXITED(st) || WEXITSTATUS(st)) rc = rc ? rc : ORDO_ERR_IO;
         }
         if (rc) {
-            fprintf(stderr, "ordo-bench intra: L = %d %s: %s\n", L, mode, ordo_error_text(rc));
+            fprintf(stderr, "ordo-bench intra: L = %d %s: %s\n", L, mode, ordo__error_text(rc));
             status = 1;
         } else {
             double gbs = (double)bytes / median_s(times, reps) / 1e9;

@@ -5,9 +5,9 @@
 #ifndef ORDO_BENCH_INTRA_H
 #define ORDO_BENCH_INTRA_H
 
-/* ordo_bench_intra runs `intra` (argv[0] is the subcommand name): options --bytes N (model
+/* ordo__bench_intra runs `intra` (argv[0] is the subcommand name): options --bytes N (model
  * bytes, 64 MiB), --chunk N (4 MiB), --reps R (5, the median is reported), --json. Prints one
  * row per L in 2, 4. Returns the process exit status (2 on a usage error). */
-int ordo_bench_intra(int argc, char **argv);
+int ordo__bench_intra(int argc, char **argv);
 
 #endif

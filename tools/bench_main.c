@@ -16,13 +16,13 @@ typedef struct {
 } cmd_t;
 
 static const cmd_t cmds[] = {
-    {"pushpull", ordo_bench_pushpull, "ordo push+pull goodput and latency vs raw ZeroMQ"},
-    {"calibrate", ordo_bench_calibrate, "fit the cost model a + b*bytes from round trips"},
-    {"topk", ordo_bench_topk, "full sort vs quickselect vs threshold scan on 25M floats"},
-    {"aggregate", ordo_bench_aggregate, "sparse aggregation: dense accumulator vs hash"},
-    {"codec", ordo_bench_codec, "wire codecs: encode/decode throughput, the server's sum per value"},
-    {"intra", ordo_bench_intra, "shm reduce-scatter + all-gather among L processes vs memcpy"},
-    {"echo", ordo_bench_echo, "(used by pushpull) a raw ZeroMQ echo process"},
+    {"pushpull", ordo__bench_pushpull, "ordo push+pull goodput and latency vs raw ZeroMQ"},
+    {"calibrate", ordo__bench_calibrate, "fit the cost model a + b*bytes from round trips"},
+    {"topk", ordo__bench_topk, "full sort vs quickselect vs threshold scan on 25M floats"},
+    {"aggregate", ordo__bench_aggregate, "sparse aggregation: dense accumulator vs hash"},
+    {"codec", ordo__bench_codec, "wire codecs: encode/decode throughput, the server's sum per value"},
+    {"intra", ordo__bench_intra, "shm reduce-scatter + all-gather among L processes vs memcpy"},
+    {"echo", ordo__bench_echo, "(used by pushpull) a raw ZeroMQ echo process"},
 };
 
 static void usage(FILE *f)
@@ -34,7 +34,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    ordo_transport_keep_buffers(); /* for ordo and the raw ZeroMQ runs alike */
+    ordo__transport_keep_buffers(); /* for ordo and the raw ZeroMQ runs alike */
     if (argc < 2) {
         fprintf(stderr, "ordo-bench: missing command\n");
         usage(stderr);

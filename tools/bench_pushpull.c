@@ -74,7 +74,7 @@ static void *echo_main(void *arg)
     return NULL;
 }
 
-int ordo_bench_echo(int argc, char **argv)
+int ordo__bench_echo(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
@@ -96,7 +96,7 @@ int ordo_bench_echo(int argc, char **argv)
 /* seconds of one round trip of a message of n bytes (copied from buf) out and back */
 static double raw_once(void *s, const char *buf, size_t n)
 {
-    int64_t t0 = ordo_clock_ns();
+    int64_t t0 = ordo__clock_ns();
     zmq_msg_t m;
     zmq_msg_init_size(&m, n);
     memcpy(zmq_msg_data(&m), buf, n);
@@ -104,12 +104,12 @@ static double raw_once(void *s, const char *buf, size_t n)
     zmq_msg_init(&m);
     zmq_msg_recv(&m, s, 0);
     zmq_msg_close(&m);
-    return (double)(ordo_clock_ns() - t0) / 1e9;
+    return (double)(ordo__clock_ns() - t0) / 1e9;
 }
 
 /* ---- --curve: the same round trips with and without CURVE --------------------------- */
 
-/* remove_keys deletes what ordo_curve_keygen wrote under dir (server pair, clients/) */
+/* remove_keys deletes what ordo__curve_keygen wrote under dir (server pair, clients/) */
 static void remove_keys(const char *dir)
 {
     char path[1200];
@@ -134,7 +134,7 @@ static void remove_keys(const char *dir)
 /* pushpull_curve: two clusters, one plain and one with CURVE (keys written to a temporary
  * folder), the same fused round trips taking turns per size; prints both goodputs and the
  * ratio */
-static int pushpull_curve(ordo_bench_opts_t *o, const int64_t *sizes, int n)
+static int pushpull_curve(ordo__bench_opts_t *o, const int64_t *sizes, int n)
 {
     char dir[] = "/tmp/ordo-bench-keys.XXXXXX";
     if (!mkdtemp(dir)) {
@@ -142,12 +142,12 @@ static int pushpull_curve(ordo_bench_opts_t *o, const int64_t *sizes, int n)
         return 1;
     }
     const char *names[] = {"worker"};
-    int rc = ordo_curve_keygen(dir, names, 1, false);
-    ordo_bench_child_t sched[2] = {{0}}, srv[2][ORDO_BENCH_MAX_SERVERS] = {{{0}}};
+    int rc = ordo__curve_keygen(dir, names, 1, false);
+    ordo__bench_child_t sched[2] = {{0}}, srv[2][ORDO_BENCH_MAX_SERVERS] = {{{0}}};
     ordo__ps_t *w[2] = {NULL, NULL};
     for (int c = 0; c < 2 && rc == 0; c++) {
         o->curve_keys = c ? dir : NULL;
-        rc = ordo_bench_start_cluster(sizes, n, o, &sched[c], srv[c], &w[c]);
+        rc = ordo__bench_start_cluster(sizes, n, o, &sched[c], srv[c], &w[c]);
     }
     o->curve_keys = NULL;
     if (rc) goto done;
@@ -165,13 +165,13 @@ static int pushpull_curve(ordo_bench_opts_t *o, const int64_t *sizes, int n)
         int64_t iter[2] = {0, 0};
         for (int c = 0; c < 2; c++)
             ordo__ps_init(w[c], i, grad);
-        ordo_bench_times_t best[2] = {{1e30, 1e30, 1e30}, {1e30, 1e30, 1e30}}, t;
+        ordo__bench_times_t best[2] = {{1e30, 1e30, 1e30}, {1e30, 1e30, 1e30}}, t;
         int rounds = 0;
-        int64_t until = ordo_clock_ns() + (int64_t)(o->min_time_s * 1e9);
-        for (int r = -1; (r < o->reps || ordo_clock_ns() < until) && rc == 0; r++) {
+        int64_t until = ordo__clock_ns() + (int64_t)(o->min_time_s * 1e9);
+        for (int r = -1; (r < o->reps || ordo__clock_ns() < until) && rc == 0; r++) {
             for (int c = 0; c < 2 && rc == 0; c++) {
-                if ((rc = ordo_bench_once(w[c], i, val, grad, &iter[c], true, &t)) != 0) break;
-                if (r >= 0) ordo_bench_keep_best(&best[c], &t);
+                if ((rc = ordo__bench_once(w[c], i, val, grad, &iter[c], true, &t)) != 0) break;
+                if (r >= 0) ordo__bench_keep_best(&best[c], &t);
             }
             rounds = r + 1;
         }
@@ -194,24 +194,24 @@ static int pushpull_curve(ordo_bench_opts_t *o, const int64_t *sizes, int n)
         printf("goodput counts the bytes pushed plus the bytes pulled (fused push+pull); "
                "curve/pl = CURVE goodput / plain goodput\n");
 done:
-    if (rc) fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
+    if (rc) fprintf(stderr, "ordo-bench pushpull: %s\n", ordo__error_text(rc));
     for (int c = 0; c < 2; c++)
-        ordo_bench_stop_cluster(&sched[c], srv[c], &w[c]);
+        ordo__bench_stop_cluster(&sched[c], srv[c], &w[c]);
     remove_keys(dir);
     return rc ? 1 : 0;
 }
 
-int ordo_bench_pushpull(int argc, char **argv)
+int ordo__bench_pushpull(int argc, char **argv)
 {
-    ordo_conf_t defaults; /* partition and segment sizes: the conf's defaults */
-    ordo_conf_defaults(&defaults);
-    ordo_bench_opts_t o = {.reps = 10,
+    ordo__conf_t defaults; /* partition and segment sizes: the conf's defaults */
+    ordo__conf_defaults(&defaults);
+    ordo__bench_opts_t o = {.reps = 10,
                            .min_time_s = 1.0,
                            .min_bytes = 4096,
                            .max_bytes = 64 << 20,
                            .partition = defaults.partition_bytes,
-                           .segment = ordo_conf_segment_bytes(&defaults)};
-    int rc = ordo_bench_parse_opts(
+                           .segment = ordo__conf_segment_bytes(&defaults)};
+    int rc = ordo__bench_parse_opts(
         argc, argv, &o,
         "[--json] [--reps N] [--min-time SEC] [--min BYTES] [--max BYTES] [--partition BYTES] "
         "[--segment BYTES] [--io-thread] "
@@ -222,33 +222,33 @@ int ordo_bench_pushpull(int argc, char **argv)
     for (int64_t b = o.min_bytes; b <= o.max_bytes && n < 32; b *= 4)
         sizes[n++] = b;
     if (o.replicas > 1 && o.curve)
-        return ordo_error_set(ORDO_ERR_INVAL, "pushpull: --replicas and --curve are separate "
+        return ordo__error_set(ORDO_ERR_INVAL, "pushpull: --replicas and --curve are separate "
                                               "comparisons; give one");
-    if (o.replicas > 1) return ordo_bench_replicas(sizes, n, &o); /* tools/bench_repl.h */
+    if (o.replicas > 1) return ordo__bench_replicas(sizes, n, &o); /* tools/bench_repl.h */
     if (o.curve) return pushpull_curve(&o, sizes, n);
-    if (o.compression) return ordo_bench_compress(sizes, n, &o); /* tools/bench_compress.h */
-    ordo_bench_child_t sched = {0}, srv[ORDO_BENCH_MAX_SERVERS] = {{0}};
+    if (o.compression) return ordo__bench_compress(sizes, n, &o); /* tools/bench_compress.h */
+    ordo__bench_child_t sched = {0}, srv[ORDO_BENCH_MAX_SERVERS] = {{0}};
     ordo__ps_t *w = NULL;
-    if ((rc = ordo_bench_start_cluster(sizes, n, &o, &sched, srv, &w)) != 0) {
-        fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
-        ordo_bench_stop_cluster(&sched, srv, &w);
+    if ((rc = ordo__bench_start_cluster(sizes, n, &o, &sched, srv, &w)) != 0) {
+        fprintf(stderr, "ordo-bench pushpull: %s\n", ordo__error_text(rc));
+        ordo__bench_stop_cluster(&sched, srv, &w);
         return 1;
     }
     /* the raw echo is a child process, as ordo's server is (--raw-thread: a thread of this
      * process, sharing the DEALER's ZeroMQ I/O thread) */
     echo_t echo = {.ctx = zmq_ctx_new()};
     pthread_t th;
-    ordo_bench_child_t echo_proc = {0};
+    ordo__bench_child_t echo_proc = {0};
     if (o.raw_thread) {
         pthread_create(&th, NULL, echo_main, &echo);
         while (__atomic_load_n(&echo.stop, __ATOMIC_ACQUIRE) != 2)
-            ordo_clock_sleep_ns(1000000);
+            ordo__clock_sleep_ns(1000000);
     } else {
         char *eargs[] = {NULL, "echo", NULL};
-        if ((rc = ordo_bench_spawn(&echo_proc, "ordo-bench", eargs)) != 0) {
-            fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
+        if ((rc = ordo__bench_spawn(&echo_proc, "ordo-bench", eargs)) != 0) {
+            fprintf(stderr, "ordo-bench pushpull: %s\n", ordo__error_text(rc));
             zmq_ctx_term(echo.ctx);
-            ordo_bench_stop_cluster(&sched, srv, &w);
+            ordo__bench_stop_cluster(&sched, srv, &w);
             return 1;
         }
         snprintf(echo.endpoint, sizeof echo.endpoint, "%s", echo_proc.ready);
@@ -272,7 +272,7 @@ int ordo_bench_pushpull(int argc, char **argv)
         iter = 0;
         /* the three round trips take turns, so that the machine's slow moments hit them
          * alike; each keeps its best */
-        ordo_bench_times_t sep = {1e30, 1e30, 1e30}, fused = sep, t;
+        ordo__bench_times_t sep = {1e30, 1e30, 1e30}, fused = sep, t;
         double raw = 1e30, cpu = 0; /* cpu: seconds of CPU of both processes, fused */
         void *rs = zmq_socket(echo.ctx, ZMQ_DEALER);
         zmq_connect(rs, echo.endpoint);
@@ -280,16 +280,16 @@ int ordo_bench_pushpull(int argc, char **argv)
         /* at least reps rounds, and more until min_time_s has passed: a best-of-N of a
          * 100 us round trip needs hundreds of samples to settle, a 20 ms one does not */
         int rounds = 0;
-        int64_t until = ordo_clock_ns() + (int64_t)(o.min_time_s * 1e9);
-        for (int r = -1; (r < o.reps || ordo_clock_ns() < until) && rc == 0; r++) {
+        int64_t until = ordo__clock_ns() + (int64_t)(o.min_time_s * 1e9);
+        for (int r = -1; (r < o.reps || ordo__clock_ns() < until) && rc == 0; r++) {
             /* r = -1 warms up */
-            if ((rc = ordo_bench_once(w, i, val, grad, &iter, false, &t)) != 0) break;
-            if (r >= 0) ordo_bench_keep_best(&sep, &t);
-            int64_t c0 = ordo_bench_cpu_ns(0) + ordo_bench_cpu_ns(srv[0].pid);
-            if ((rc = ordo_bench_once(w, i, val, grad, &iter, true, &t)) != 0) break;
-            if (r >= 0) ordo_bench_keep_best(&fused, &t);
+            if ((rc = ordo__bench_once(w, i, val, grad, &iter, false, &t)) != 0) break;
+            if (r >= 0) ordo__bench_keep_best(&sep, &t);
+            int64_t c0 = ordo__bench_cpu_ns(0) + ordo__bench_cpu_ns(srv[0].pid);
+            if ((rc = ordo__bench_once(w, i, val, grad, &iter, true, &t)) != 0) break;
+            if (r >= 0) ordo__bench_keep_best(&fused, &t);
             if (r >= 0)
-                cpu += (double)(ordo_bench_cpu_ns(0) + ordo_bench_cpu_ns(srv[0].pid) - c0) / 1e9;
+                cpu += (double)(ordo__bench_cpu_ns(0) + ordo__bench_cpu_ns(srv[0].pid) - c0) / 1e9;
             double dt = raw_once(rs, (const char *)val, (size_t)sizes[i]);
             if (r >= 0 && dt < raw) raw = dt;
             rounds = r + 1;
@@ -332,10 +332,10 @@ int ordo_bench_pushpull(int argc, char **argv)
         pthread_join(th, NULL);
     } else {
         kill(echo_proc.pid, SIGTERM);
-        ordo_bench_reap(&echo_proc);
+        ordo__bench_reap(&echo_proc);
     }
     zmq_ctx_term(echo.ctx);
-    if (rc) fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
-    ordo_bench_stop_cluster(&sched, srv, &w);
+    if (rc) fprintf(stderr, "ordo-bench pushpull: %s\n", ordo__error_text(rc));
+    ordo__bench_stop_cluster(&sched, srv, &w);
     return rc ? 1 : 0;
 }

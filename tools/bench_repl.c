@@ -13,21 +13,21 @@
 #include <string.h>
 #include <unistd.h>
 
-int ordo_bench_replicas(const int64_t *sizes, int n, const ordo_bench_opts_t *o)
+int ordo__bench_replicas(const int64_t *sizes, int n, const ordo__bench_opts_t *o)
 {
-    ordo_bench_opts_t opt[2] = {*o, *o};
-    ordo_bench_child_t sched[2] = {{0}}, srv[2][ORDO_BENCH_MAX_SERVERS] = {{{0}}};
+    ordo__bench_opts_t opt[2] = {*o, *o};
+    ordo__bench_child_t sched[2] = {{0}}, srv[2][ORDO_BENCH_MAX_SERVERS] = {{{0}}};
     ordo__ps_t *w[2] = {NULL, NULL};
     int R = o->replicas, rc = 0;
     for (int c = 0; c < 2; c++) {
         opt[c].servers = R;
         opt[c].replicas = c ? R : 1;
-        if (!rc) rc = ordo_bench_start_cluster(sizes, n, &opt[c], &sched[c], srv[c], &w[c]);
+        if (!rc) rc = ordo__bench_start_cluster(sizes, n, &opt[c], &sched[c], srv[c], &w[c]);
     }
     if (rc) {
-        fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
+        fprintf(stderr, "ordo-bench pushpull: %s\n", ordo__error_text(rc));
         for (int c = 0; c < 2; c++)
-            ordo_bench_stop_cluster(&sched[c], srv[c], &w[c]);
+            ordo__bench_stop_cluster(&sched[c], srv[c], &w[c]);
         return 1;
     }
     if (!o->json) {
@@ -45,11 +45,11 @@ int ordo_bench_replicas(const int64_t *sizes, int n, const ordo_bench_opts_t *o)
         for (int c = 0; c < 2; c++)
             ordo__ps_init(w[c], i, grad);
         int rounds = 0;
-        int64_t until = ordo_clock_ns() + (int64_t)(o->min_time_s * 1e9);
-        for (int r = -1; (r < o->reps || ordo_clock_ns() < until) && rc == 0; r++) {
+        int64_t until = ordo__clock_ns() + (int64_t)(o->min_time_s * 1e9);
+        for (int r = -1; (r < o->reps || ordo__clock_ns() < until) && rc == 0; r++) {
             for (int c = 0; c < 2 && rc == 0; c++) {
-                ordo_bench_times_t t;
-                if ((rc = ordo_bench_once(w[c], i, val, grad, &iter[c], true, &t)) != 0) break;
+                ordo__bench_times_t t;
+                if ((rc = ordo__bench_once(w[c], i, val, grad, &iter[c], true, &t)) != 0) break;
                 if (r >= 0 && t.push_pull_s < best[c]) best[c] = t.push_pull_s;
             }
             rounds = r + 1;
@@ -72,8 +72,8 @@ int ordo_bench_replicas(const int64_t *sizes, int n, const ordo_bench_opts_t *o)
         printf("r1: replicas = 1, rN: replicas = %d; GB/s counts the bytes pushed plus the bytes "
                "pulled; rN/r1 is the round trip's time with copies over without; %ld cores online\n",
                R, sysconf(_SC_NPROCESSORS_ONLN));
-    if (rc) fprintf(stderr, "ordo-bench pushpull: %s\n", ordo_error_text(rc));
+    if (rc) fprintf(stderr, "ordo-bench pushpull: %s\n", ordo__error_text(rc));
     for (int c = 0; c < 2; c++)
-        ordo_bench_stop_cluster(&sched[c], srv[c], &w[c]);
+        ordo__bench_stop_cluster(&sched[c], srv[c], &w[c]);
     return rc ? 1 : 0;
 }

@@ -8,8 +8,8 @@
 
 #include "tools/bench.h"
 
-/* ordo_bench_replicas prints the table for the n tensor sizes (o->replicas >= 2 copies; its
+/* ordo__bench_replicas prints the table for the n tensor sizes (o->replicas >= 2 copies; its
  * other options as pushpull's); 0, or 1 on a failure (printed). */
-int ordo_bench_replicas(const int64_t *sizes, int n, const ordo_bench_opts_t *o);
+int ordo__bench_replicas(const int64_t *sizes, int n, const ordo__bench_opts_t *o);
 
 #endif

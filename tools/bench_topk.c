@@ -115,7 +115,7 @@ static double median(double *v, int n)
 
 static double ms_since(int64_t t0)
 {
-    return (double)(ordo_clock_ns() - t0) / 1e6;
+    return (double)(ordo__clock_ns() - t0) / 1e6;
 }
 
 /* ==== the full-sort baseline: introsort specialized for uint32 keys =================== */
@@ -233,16 +233,16 @@ typedef struct {
 
 /* Times the three ways to the top-k entries (COO of the k largest magnitudes):
  *   sort:        magnitude copy, introsort, k-th largest read off, then the take pass
- *   quickselect: ordo_sparsify_topk = magnitude copy, Floyd-Rivest, then the take pass
+ *   quickselect: ordo__sparsify_topk = magnitude copy, Floyd-Rivest, then the take pass
  *   scan:        the take pass alone, with the threshold known (Ok-Topk's reuse)
- * The take pass is ordo_sparsify_scan; *_thr_ms are the parts before it. */
+ * The take pass is ordo__sparsify_scan; *_thr_ms are the parts before it. */
 static int topk_one(const opts_t *o, const char *dist, topk_row_t *row)
 {
     int rc = ORDO_ERR_NOMEM;
-    size_t n = o->n, k = ordo_sparsify_k_for(n, o->density), cap = 2 * k + 1024;
+    size_t n = o->n, k = ordo__sparsify_k_for(n, o->density), cap = 2 * k + 1024;
     float *x = malloc(n * sizeof *x);
     uint32_t *m = malloc(n * sizeof *m);
-    ordo_coo_entry_t *out = malloc(cap * sizeof *out);
+    ordo__coo_entry_t *out = malloc(cap * sizeof *out);
     double *t = calloc(5 * (size_t)o->reps, sizeof(double));
     if (!x || !m || !out || !t) {
         fprintf(stderr, "ordo-bench topk: out of memory for n = %zu\n", n);
@@ -254,28 +254,28 @@ static int topk_one(const opts_t *o, const char *dist, topk_row_t *row)
     memset(out, 0, cap * sizeof *out);
     memset(m, 0, n * sizeof *m);
     for (int r = 0; r < o->reps; r++) {
-        int64_t t0 = ordo_clock_ns();
-        if ((rc = ordo_sparsify_magnitudes(x, n, m)) < 0) goto done;
+        int64_t t0 = ordo__clock_ns();
+        if ((rc = ordo__sparsify_magnitudes(x, n, m)) < 0) goto done;
         introsort_u32(m, n);
         float thr_sort;
         memcpy(&thr_sort, &m[n - k], 4);
         t_sort_thr[r] = ms_since(t0);
-        size_t c_sort = ordo_sparsify_scan(x, n, thr_sort, out, cap);
+        size_t c_sort = ordo__sparsify_scan(x, n, thr_sort, out, cap);
         t_sort[r] = ms_since(t0);
 
-        t0 = ordo_clock_ns();
+        t0 = ordo__clock_ns();
         uint32_t thr_bits;
-        if ((rc = ordo_sparsify_magnitudes(x, n, m)) < 0) goto done;
-        ordo_sparsify_select_u32(m, n, n - k);
+        if ((rc = ordo__sparsify_magnitudes(x, n, m)) < 0) goto done;
+        ordo__sparsify_select_u32(m, n, n - k);
         thr_bits = m[n - k];
         t_qsel_thr[r] = ms_since(t0);
         float thr;
-        t0 = ordo_clock_ns();
-        if ((rc = ordo_sparsify_topk(x, n, k, m, out, &thr)) < 0) goto done;
+        t0 = ordo__clock_ns();
+        if ((rc = ordo__sparsify_topk(x, n, k, m, out, &thr)) < 0) goto done;
         t_qsel[r] = ms_since(t0);
 
-        t0 = ordo_clock_ns();
-        row->selected = ordo_sparsify_scan(x, n, thr, out, cap);
+        t0 = ordo__clock_ns();
+        row->selected = ordo__sparsify_scan(x, n, thr, out, cap);
         t_scan[r] = ms_since(t0);
         if (thr != thr_sort || memcmp(&thr, &thr_bits, 4) != 0 || c_sort != row->selected) {
             fprintf(stderr, "ordo-bench topk: %s: sort and quickselect disagree\n", dist);
@@ -297,7 +297,7 @@ done:
     return rc;
 }
 
-int ordo_bench_topk(int argc, char **argv)
+int ordo__bench_topk(int argc, char **argv)
 {
     opts_t o = {.n = 25000000, .density = 0.01, .reps = 5};
     int prc = parse(argc, argv, &o, false);
@@ -323,7 +323,7 @@ int ordo_bench_topk(int argc, char **argv)
         if (o.dist && strcmp(o.dist, dists[d]) != 0) continue;
         topk_row_t row = {0};
         if (topk_one(&o, dists[d], &row) < 0) return 1;
-        size_t k = ordo_sparsify_k_for(o.n, o.density);
+        size_t k = ordo__sparsify_k_for(o.n, o.density);
         if (o.json)
             printf("{\"dist\":\"%s\",\"n\":%zu,\"k\":%zu,\"sort_ms\":%.3f,"
                    "\"quickselect_ms\":%.3f,\"scan_ms\":%.3f}\n",
@@ -345,7 +345,7 @@ static int make_pushes(const opts_t *o, size_t k, uint8_t **bufs, size_t *lens)
 {
     size_t n = o->n, common = (size_t)(o->overlap * (double)k);
     uint8_t *mark = calloc(n, 1);
-    ordo_coo_entry_t *e = malloc(k * sizeof *e);
+    ordo__coo_entry_t *e = malloc(k * sizeof *e);
     if (!mark || !e) goto fail;
     uint64_t s = 7;
     for (size_t c = 0; c < common;) {
@@ -360,12 +360,12 @@ static int make_pushes(const opts_t *o, size_t k, uint8_t **bufs, size_t *lens)
         size_t c = 0;
         for (size_t i = 0; i < n; i++) {
             if (!mark[i]) continue;
-            e[c++] = (ordo_coo_entry_t){(uint32_t)i, (float)(0.01 * rng_normal(&s))};
+            e[c++] = (ordo__coo_entry_t){(uint32_t)i, (float)(0.01 * rng_normal(&s))};
             if (mark[i] == 2) mark[i] = 0;
         }
         bufs[w] = malloc(ordo_coo_size(c) + 1);
         if (!bufs[w]) goto fail;
-        ordo_coo_encode(e, c, bufs[w]);
+        ordo__coo_encode(e, c, bufs[w]);
         lens[w] = ordo_coo_size(c);
     }
     free(mark);
@@ -377,31 +377,31 @@ fail:
     return ORDO_ERR_NOMEM;
 }
 
-static int agg_time(const opts_t *o, ordo_sparse_agg_kind_t kind, uint8_t **bufs, size_t *lens,
+static int agg_time(const opts_t *o, ordo__sparse_agg_kind_t kind, uint8_t **bufs, size_t *lens,
                     double *ms, size_t *touched)
 {
-    ordo_sparse_agg_t *agg = NULL;
+    ordo__sparse_agg_t *agg = NULL;
     double *t = calloc((size_t)o->reps + 1, sizeof *t);
     int rc =
-        t ? ordo_sparse_agg_new(&agg, 0, (uint32_t)o->n, o->workers, kind, 1000000) : ORDO_ERR_NOMEM;
+        t ? ordo__sparse_agg_new(&agg, 0, (uint32_t)o->n, o->workers, kind, 1000000) : ORDO_ERR_NOMEM;
     if (rc < 0) goto done;
     for (int r = 0; r <= o->reps; r++) { /* run 0 warms the memory up */
-        int64_t t0 = ordo_clock_ns();
+        int64_t t0 = ordo__clock_ns();
         for (int w = 0; w < o->workers; w++)
-            if ((rc = ordo_sparse_agg_push_coo(agg, w, bufs[w], lens[w])) < 0) goto done;
-        *touched = ordo_sparse_agg_touched(agg);
-        if ((rc = ordo_sparse_agg_select_threshold(agg, 0.02f)) < 0) goto done;
-        ordo_sparse_agg_next(agg);
+            if ((rc = ordo__sparse_agg_push_coo(agg, w, bufs[w], lens[w])) < 0) goto done;
+        *touched = ordo__sparse_agg_touched(agg);
+        if ((rc = ordo__sparse_agg_select_threshold(agg, 0.02f)) < 0) goto done;
+        ordo__sparse_agg_next(agg);
         t[r] = ms_since(t0);
     }
     *ms = median(t + 1, o->reps);
 done:
-    ordo_sparse_agg_destroy(&agg);
+    ordo__sparse_agg_destroy(&agg);
     free(t);
     return rc;
 }
 
-int ordo_bench_aggregate(int argc, char **argv)
+int ordo__bench_aggregate(int argc, char **argv)
 {
     opts_t o = {.n = 25000000, .density = 0.01, .reps = 5, .workers = 8, .overlap = 0.5};
     int prc = parse(argc, argv, &o, true);
@@ -416,7 +416,7 @@ int ordo_bench_aggregate(int argc, char **argv)
     }
     if (prc) return prc;
     if (o.n > UINT32_MAX) return usage(argv[0], "--n must be below 2^32");
-    size_t k = ordo_sparsify_k_for(o.n, o.density);
+    size_t k = ordo__sparsify_k_for(o.n, o.density);
     int rc = 1;
     uint8_t **bufs = calloc((size_t)o.workers, sizeof *bufs);
     size_t *lens = calloc((size_t)o.workers, sizeof *lens);
@@ -428,8 +428,8 @@ int ordo_bench_aggregate(int argc, char **argv)
     double ms[2];
     size_t touched = 0;
     for (int v = 0; v < 2; v++) {
-        if (agg_time(&o, (ordo_sparse_agg_kind_t)v, bufs, lens, &ms[v], &touched) < 0) {
-            fprintf(stderr, "ordo-bench aggregate: %s\n", ordo_error_text(ORDO_ERR_INVAL));
+        if (agg_time(&o, (ordo__sparse_agg_kind_t)v, bufs, lens, &ms[v], &touched) < 0) {
+            fprintf(stderr, "ordo-bench aggregate: %s\n", ordo__error_text(ORDO_ERR_INVAL));
             goto done;
         }
     }

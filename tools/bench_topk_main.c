@@ -7,9 +7,9 @@
 
 int main(int argc, char **argv)
 {
-    if (argc >= 2 && strcmp(argv[1], "topk") == 0) return ordo_bench_topk(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "topk") == 0) return ordo__bench_topk(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "aggregate") == 0)
-        return ordo_bench_aggregate(argc - 1, argv + 1);
+        return ordo__bench_aggregate(argc - 1, argv + 1);
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("usage: ordo-bench-topk topk|aggregate [--n N] [--density D] [--reps R] "
                "[--json]\n");

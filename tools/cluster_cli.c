@@ -57,8 +57,8 @@ static const char usage_text[] =
     "cannot be; 1 when the model cannot be loaded.\n";
 
 typedef struct {
-    ordo_cluster_t c;
-    ordo_cluster_auto_t a;
+    ordo__cluster_t c;
+    ordo__cluster_auto_t a;
     const char *model_path;
     int json;
     int have_workers, have_link, have_server_link;
@@ -105,12 +105,12 @@ static int take(args_t *a, const char *opt, const char *val)
             return usage_error(opt, "not a count or auto", val);
     } else if (!strcmp(opt, "--worker-link") || !strcmp(opt, "--server-link")) {
         double *r = opt[2] == 'w' ? &a->c.worker_bps : &a->c.server_bps;
-        if (ordo_conf_parse_rate(val, r)) return usage_error(opt, "not a rate (1gbit)", val);
+        if (ordo__conf_parse_rate(val, r)) return usage_error(opt, "not a rate (1gbit)", val);
         if (opt[2] == 'w') a->have_link = 1;
         else a->have_server_link = 1;
     } else if (!strcmp(opt, "--compression")) {
         a->a.wire = !strcmp(val, "auto");
-        if (!a->a.wire && ordo_cluster_wire_parse(val, &a->c.wire))
+        if (!a->a.wire && ordo__cluster_wire_parse(val, &a->c.wire))
             return usage_error(opt, "none, bf16, onebit, topk or auto", val);
     } else if (!strcmp(opt, "--groups") || !strcmp(opt, "--order")) {
         int g = opt[2] == 'g';
@@ -126,7 +126,7 @@ static int take(args_t *a, const char *opt, const char *val)
     } else if (!strcmp(opt, "--density")) {
         if (parse_num(val, 0, 1, &a->c.topk_density)) return usage_error(opt, "not in (0, 1]", val);
     } else if (!strcmp(opt, "--partition-bytes")) {
-        if (ordo_conf_parse_bytes(val, &a->c.partition_bytes))
+        if (ordo__conf_parse_bytes(val, &a->c.partition_bytes))
             return usage_error(opt, "not a size", val);
     } else {
         static const char *const nums[] = {"--latency-us", "--msg-us",    "--compute-scale",
@@ -178,11 +178,11 @@ static int parse(int argc, char **argv, args_t *a)
 
 /* ---- output ---- */
 
-static json_t *ps_json(const ordo_cluster_t *c, const ordo_cluster_result_t *r)
+static json_t *ps_json(const ordo__cluster_t *c, const ordo__cluster_result_t *r)
 {
     return json_pack("{s:f,s:f,s:s,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:i,s:I,s:I,s:i}",
                      "step_ms", r->step_us / 1e3, "bound_ms", r->bound_us / 1e3, "limit",
-                     ordo_cluster_limit_name(r->limit), "compute_ms", r->compute_us / 1e3,
+                     ordo__cluster_limit_name(r->limit), "compute_ms", r->compute_us / 1e3,
                      "worker_link_ms", r->worker_link_us / 1e3, "server_link_ms",
                      r->server_link_us / 1e3, "server_cpu_ms", r->server_cpu_us / 1e3,
                      "scheduler_ms", r->scheduler_us / 1e3, "worker_link_bytes_out",
@@ -193,17 +193,17 @@ static json_t *ps_json(const ordo_cluster_t *c, const ordo_cluster_result_t *r)
                      "server_hosts", c->server_hosts);
 }
 
-static json_t *ar_json(const ordo_allreduce_result_t *r)
+static json_t *ar_json(const ordo__allreduce_result_t *r)
 {
     return json_pack("{s:f,s:f,s:f,s:f}", "step_ms", r->step_us / 1e3, "bound_ms",
                      r->bound_us / 1e3, "comm_ms", r->comm_us / 1e3, "worker_link_bytes",
                      r->bytes);
 }
 
-static int print_json(const ordo_model_t *m, const args_t *a, const ordo_cluster_plan_t *p,
-                      const ordo_allreduce_result_t *ring, const ordo_allreduce_result_t *hier)
+static int print_json(const ordo__model_t *m, const args_t *a, const ordo__cluster_plan_t *p,
+                      const ordo__allreduce_result_t *ring, const ordo__allreduce_result_t *hier)
 {
-    const ordo_cluster_t *c = &p->chosen;
+    const ordo__cluster_t *c = &p->chosen;
     json_t *why = json_array(), *autos = json_array();
     for (int i = 0; i < p->n_why; i++)
         json_array_append_new(why, json_string(p->why[i]));
@@ -217,7 +217,7 @@ static int print_json(const ordo_model_t *m, const args_t *a, const ordo_cluster
         "workers_per_host", c->workers_per_host, "worker_hosts",
         c->workers / c->workers_per_host, "worker_link_bps", c->worker_bps, "server_link_bps",
         c->server_bps, "compute_scale", c->compute_scale, "settings", "server_hosts",
-        c->server_hosts, "compression", ordo_cluster_wire_name(c->wire), "density",
+        c->server_hosts, "compression", ordo__cluster_wire_name(c->wire), "density",
         c->topk_density, "groups", c->groups ? "on" : "off", "order", c->ordered ? "tao" : "fifo",
         "auto", autos, "ps", ps_json(c, &p->result), "ring", ar_json(ring), "hierarchical",
         ar_json(hier), "why", why);
@@ -233,24 +233,24 @@ static const char *mark(int is_auto)
     return is_auto ? " (auto)" : "";
 }
 
-static void print_table(const ordo_model_t *m, const args_t *a, const ordo_cluster_plan_t *p,
-                        const ordo_allreduce_result_t *ring, const ordo_allreduce_result_t *hier)
+static void print_table(const ordo__model_t *m, const args_t *a, const ordo__cluster_plan_t *p,
+                        const ordo__allreduce_result_t *ring, const ordo__allreduce_result_t *hier)
 {
-    const ordo_cluster_t *c = &p->chosen;
-    const ordo_cluster_result_t *r = &p->result;
+    const ordo__cluster_t *c = &p->chosen;
+    const ordo__cluster_result_t *r = &p->result;
     printf("%s on %d workers (%d per host, %d worker hosts) and %d server hosts; links %.4g "
            "Gbit/s (worker hosts), %.4g Gbit/s (server hosts)\n",
            m->name, c->workers, c->workers_per_host, c->workers / c->workers_per_host,
            c->server_hosts, c->worker_bps / 1e9, c->server_bps / 1e9);
     printf("settings: server hosts %d%s, compression %s%s, groups %s%s, order %s%s; slices %lld "
            "B, credit %lld B\n\n",
-           c->server_hosts, mark(a->a.server_hosts), ordo_cluster_wire_name(c->wire),
+           c->server_hosts, mark(a->a.server_hosts), ordo__cluster_wire_name(c->wire),
            mark(a->a.wire), c->groups ? "on" : "off", mark(a->a.groups),
            c->ordered ? "tao" : "fifo", mark(a->a.order), (long long)r->slice_bytes,
            (long long)r->credit_bytes);
     printf("%-26s %12s %12s  %s\n", "", "step ms", "bound ms", "limited by");
     printf("%-26s %12.1f %12.1f  %s\n", "ordo (parameter servers)", r->step_us / 1e3,
-           r->bound_us / 1e3, ordo_cluster_limit_name(r->limit));
+           r->bound_us / 1e3, ordo__cluster_limit_name(r->limit));
     printf("%-26s %12.1f %12.1f  %s\n", "ring all-reduce", ring->step_us / 1e3,
            ring->bound_us / 1e3, ring->comm_us > ring->bound_us - 1e-9 ? "worker link" : "compute");
     printf("%-26s %12.1f %12.1f  %s\n\n", "hierarchical all-reduce", hier->step_us / 1e3,
@@ -272,7 +272,7 @@ static void print_table(const ordo_model_t *m, const args_t *a, const ordo_clust
         printf("  %s\n", p->why[i]);
 }
 
-int ordo_cluster_cli(int argc, char **argv)
+int ordo__cluster_cli(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -280,26 +280,26 @@ int ordo_cluster_cli(int argc, char **argv)
             return 0;
         }
     args_t a = {.a = {.server_hosts = 1, .wire = 1, .groups = 1, .order = 1}};
-    ordo_cluster_defaults(&a.c);
+    ordo__cluster_defaults(&a.c);
     a.c.workers = 0;
     int rc = parse(argc, argv, &a);
     if (rc) return rc;
     /* groups can be chosen only where a host has two workers or more */
     if (a.a.groups && a.c.workers_per_host < 2) a.a.groups = 0, a.c.groups = 0;
-    ordo_model_t *m = NULL;
-    if ((rc = ordo_model_load_file(a.model_path, &m)) != 0) {
-        fprintf(stderr, "ordo-plan cluster: MODEL.json: %s\n", ordo_error_text(rc));
+    ordo__model_t *m = NULL;
+    if ((rc = ordo__model_load_file(a.model_path, &m)) != 0) {
+        fprintf(stderr, "ordo-plan cluster: MODEL.json: %s\n", ordo__error_text(rc));
         return 1;
     }
-    ordo_cluster_plan_t *p = calloc(1, sizeof *p);
-    ordo_allreduce_result_t ring, hier;
-    if (!p) rc = ordo_error_set(ORDO_ERR_NOMEM, "out of memory");
-    if (!rc) rc = ordo_cluster_plan(m, &a.c, &a.a, p);
-    if (!rc) rc = ordo_allreduce_ring(m, &p->chosen, &ring);
-    if (!rc) rc = ordo_allreduce_hier(m, &p->chosen, &hier);
+    ordo__cluster_plan_t *p = calloc(1, sizeof *p);
+    ordo__allreduce_result_t ring, hier;
+    if (!p) rc = ordo__error_set(ORDO_ERR_NOMEM, "out of memory");
+    if (!rc) rc = ordo__cluster_plan(m, &a.c, &a.a, p);
+    if (!rc) rc = ordo__allreduce_ring(m, &p->chosen, &ring);
+    if (!rc) rc = ordo__allreduce_hier(m, &p->chosen, &hier);
     int status = 0;
     if (rc) {
-        fprintf(stderr, "ordo-plan cluster: %s\n", ordo_error_text(rc));
+        fprintf(stderr, "ordo-plan cluster: %s\n", ordo__error_text(rc));
         status = rc == ORDO_ERR_INVAL ? 2 : 1;
     } else if (a.json) {
         status = print_json(m, &a, p, &ring, &hier);
@@ -307,6 +307,6 @@ int ordo_cluster_cli(int argc, char **argv)
         print_table(m, &a, p, &ring, &hier);
     }
     free(p);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
     return status;
 }

@@ -4,9 +4,9 @@
 #ifndef ORDO_CLUSTER_CLI_H
 #define ORDO_CLUSTER_CLI_H
 
-/* ordo_cluster_cli runs `ordo-plan cluster` with argv[0] == "cluster"; returns the process
+/* ordo__cluster_cli runs `ordo-plan cluster` with argv[0] == "cluster"; returns the process
  * exit status: 0 on success (and for --help), 2 after one line naming the option on a usage
  * error or an impossible cluster, 1 when the model cannot be loaded. */
-int ordo_cluster_cli(int argc, char **argv);
+int ordo__cluster_cli(int argc, char **argv);
 
 #endif

@@ -49,9 +49,9 @@ int main(int argc, char **argv)
         return 2;
     }
     if (n == 0) names[n++] = "worker";
-    int rc = ordo_curve_keygen(dir, names, n, force);
+    int rc = ordo__curve_keygen(dir, names, n, force);
     if (rc) {
-        fprintf(stderr, "ordo-keygen: %s\n", ordo_error_text(rc));
+        fprintf(stderr, "ordo-keygen: %s\n", ordo__error_text(rc));
         return 1;
     }
     printf("ordo-keygen: wrote %s/server.pub%s and %d client pair%s in %s/clients\n", dir,

@@ -65,25 +65,25 @@ static int parse_cost(const char *opt, const char *s, double *out)
 
 /* compare prints the predicted time of every algorithm (bytes:N with the given N, or 25 MB
  * as PyTorch DDP's default when none was asked for). */
-static int compare(const ordo_model_t *m, double a, double b, double c, double pull,
+static int compare(const ordo__model_t *m, double a, double b, double c, double pull,
                    double pull_msg, double margin, int64_t bucket,
-                   const ordo_merge_layout_t *layout)
+                   const ordo__merge_layout_t *layout)
 {
-    static const ordo_merge_algo_t algos[] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL, ORDO_MERGE_BYTES,
+    static const ordo__merge_algo_t algos[] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL, ORDO_MERGE_BYTES,
                                               ORDO_MERGE_MGWFBP, ORDO_MERGE_OPTIMAL};
     if (bucket <= 0) bucket = 25 * 1024 * 1024;
     double wfbp = 0;
     printf("model %s: %d params, %lld bytes, a = %g s, b = %g s/byte, c = %g s/byte%s", m->name,
-           m->n_params, (long long)ordo_model_total_bytes(m), a, b, c,
+           m->n_params, (long long)ordo__model_total_bytes(m), a, b, c,
            pull > 0 || pull_msg > 0 ? "" : "\n");
     if (pull > 0 || pull_msg > 0) printf(", pull = %g s/byte + %g s/value\n", pull, pull_msg);
     printf("%-16s %7s %8s %18s %9s\n", "algo", "groups", "messages", "predicted_iter_s", "vs_wfbp");
     for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
-        ordo_merge_plan_t *p = NULL;
-        int rc = ordo_merge_plan_compute3(m, algos[i], bucket, a, b, c, pull, pull_msg, margin,
+        ordo__merge_plan_t *p = NULL;
+        int rc = ordo__merge_plan_compute3(m, algos[i], bucket, a, b, c, pull, pull_msg, margin,
                                           layout, &p);
         if (rc) {
-            fprintf(stderr, "ordo-plan merge: %s\n", ordo_error_text(rc));
+            fprintf(stderr, "ordo-plan merge: %s\n", ordo__error_text(rc));
             return 1;
         }
         if (algos[i] == ORDO_MERGE_WFBP) wfbp = p->predicted_iter_s;
@@ -91,22 +91,22 @@ static int compare(const ordo_model_t *m, double a, double b, double c, double p
         if (algos[i] == ORDO_MERGE_BYTES)
             snprintf(name, sizeof name, "bytes:%lld", (long long)bucket);
         else
-            snprintf(name, sizeof name, "%s", ordo_merge_algo_name(algos[i]));
-        printf("%-16s %7d %8d %18.6f %8.3fx\n", name, p->n_groups, ordo_merge_plan_messages(p, m),
+            snprintf(name, sizeof name, "%s", ordo__merge_algo_name(algos[i]));
+        printf("%-16s %7d %8d %18.6f %8.3fx\n", name, p->n_groups, ordo__merge_plan_messages(p, m),
                p->predicted_iter_s, p->predicted_iter_s > 0 ? wfbp / p->predicted_iter_s : 1.0);
-        ordo_merge_plan_destroy(&p);
+        ordo__merge_plan_destroy(&p);
     }
     return 0;
 }
 
-int ordo_merge_cli(int argc, char **argv)
+int ordo__merge_cli(int argc, char **argv)
 {
     const char *algo_text = "optimal", *path = NULL, *oracle_path = NULL;
     double a = NAN, b = NAN, c = 0, pull = 0, pull_msg = 0;
     int want_compare = 0;
-    ordo_conf_t defaults;
-    ordo_conf_defaults(&defaults);
-    ordo_merge_layout_t layout = {0, defaults.partition_bytes, ordo_conf_segment_bytes(&defaults)};
+    ordo__conf_t defaults;
+    ordo__conf_defaults(&defaults);
+    ordo__merge_layout_t layout = {0, defaults.partition_bytes, ordo__conf_segment_bytes(&defaults)};
     double margin = defaults.merge_margin;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *val = NULL;
@@ -152,7 +152,7 @@ int ordo_merge_cli(int argc, char **argv)
                 if (parse_cost(keys[which], val, &margin)) return 2;
             } else if (which >= 4) {
                 int64_t v;
-                if (ordo_conf_parse_bytes(val, &v) != 0 || v < 0 ||
+                if (ordo__conf_parse_bytes(val, &v) != 0 || v < 0 ||
                     (which == 4 && (v < 1 || v > 1024))) {
                     fprintf(stderr, "ordo-plan merge: %s '%s' is not %s\n", keys[which], val,
                             which == 4 ? "a number of servers in [1, 1024]" : "a size in bytes");
@@ -174,10 +174,10 @@ int ordo_merge_cli(int argc, char **argv)
         }
         path = arg;
     }
-    ordo_merge_algo_t algo;
+    ordo__merge_algo_t algo;
     int64_t bucket;
-    if (ordo_merge_algo_parse(algo_text, &algo, &bucket)) {
-        fprintf(stderr, "ordo-plan merge: --algo %s\n", ordo_error_detail());
+    if (ordo__merge_algo_parse(algo_text, &algo, &bucket)) {
+        fprintf(stderr, "ordo-plan merge: --algo %s\n", ordo__error_detail());
         return 2;
     }
     if (!path || isnan(a) || isnan(b)) {
@@ -186,21 +186,21 @@ int ordo_merge_cli(int argc, char **argv)
         return 2;
     }
 
-    ordo_model_t *m = NULL;
-    ordo_merge_plan_t *p = NULL;
+    ordo__model_t *m = NULL;
+    ordo__merge_plan_t *p = NULL;
     char *json = NULL;
-    int status = 1, rc = ordo_model_load_file(path, &m);
+    int status = 1, rc = ordo__model_load_file(path, &m);
     if (!rc && oracle_path) {
         /* plan with the measured op times */
-        ordo_model_t *timed = NULL;
-        rc = ordo_oracle_timed_model_file(oracle_path, m, &timed);
+        ordo__model_t *timed = NULL;
+        rc = ordo__oracle_timed_model_file(oracle_path, m, &timed);
         if (!rc) {
-            ordo_model_destroy(&m);
+            ordo__model_destroy(&m);
             m = timed;
         }
     }
     if (rc) {
-        fprintf(stderr, "ordo-plan merge: %s\n", ordo_error_text(rc));
+        fprintf(stderr, "ordo-plan merge: %s\n", ordo__error_text(rc));
         goto done;
     }
     if (want_compare) {
@@ -208,17 +208,17 @@ int ordo_merge_cli(int argc, char **argv)
                          &layout);
         goto done;
     }
-    if ((rc = ordo_merge_plan_compute3(m, algo, bucket, a, b, c, pull, pull_msg, margin, &layout,
+    if ((rc = ordo__merge_plan_compute3(m, algo, bucket, a, b, c, pull, pull_msg, margin, &layout,
                                        &p)) ||
-        (rc = ordo_merge_plan_to_json(p, m, &json))) {
-        fprintf(stderr, "ordo-plan merge: %s: %s\n", path, ordo_error_text(rc));
+        (rc = ordo__merge_plan_to_json(p, m, &json))) {
+        fprintf(stderr, "ordo-plan merge: %s: %s\n", path, ordo__error_text(rc));
         goto done;
     }
     fputs(json, stdout);
     status = fflush(stdout) == 0 ? 0 : 1;
 done:
     free(json);
-    ordo_merge_plan_destroy(&p);
-    ordo_model_destroy(&m);
+    ordo__merge_plan_destroy(&p);
+    ordo__model_destroy(&m);
     return status;
 }

@@ -4,9 +4,9 @@
 #ifndef ORDO_MERGE_CLI_H
 #define ORDO_MERGE_CLI_H
 
-/* ordo_merge_cli runs `ordo-plan merge` with argv[0] == "merge"; returns the process exit
+/* ordo__merge_cli runs `ordo-plan merge` with argv[0] == "merge"; returns the process exit
  * status: 0 on success (and for --help), 2 after one line on a usage error, 1 when the model
  * cannot be loaded or planned. */
-int ordo_merge_cli(int argc, char **argv);
+int ordo__merge_cli(int argc, char **argv);
 
 #endif

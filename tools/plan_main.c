@@ -65,14 +65,14 @@ typedef struct {
     const char *order_path;
     const char *oracle_path;
     const char *policy_name;
-    ordo_policy_t policy;
+    ordo__policy_t policy;
     double bandwidth_bps;
     double latency_us;
     int servers;
     int backward;
     int verbose;
     int budget_given;
-    ordo_order_opts_t opts;
+    ordo__order_opts_t opts;
     double compute_scale;
     int workers;           /* > 0: model a training step too */
     int64_t slice_bytes;   /* -1: tuned */
@@ -98,11 +98,11 @@ static int parse_long(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
-static int parse_policy(const char *s, ordo_policy_t *out)
+static int parse_policy(const char *s, ordo__policy_t *out)
 {
     static const struct {
         const char *name;
-        ordo_policy_t p;
+        ordo__policy_t p;
     } t[] = {{"tio", ORDO_POLICY_TIO},
              {"tao", ORDO_POLICY_TAO},
              {"search", ORDO_POLICY_SEARCH},
@@ -145,7 +145,7 @@ static int parse_args(int argc, char **argv, args_t *a)
             if (parse_policy(val, &a->policy)) return usage_error("unknown policy", val);
             a->policy_name = val;
         } else if (!strcmp(arg, "--bandwidth")) {
-            if (ordo_conf_parse_rate(val, &a->bandwidth_bps))
+            if (ordo__conf_parse_rate(val, &a->bandwidth_bps))
                 return usage_error("not a rate (e.g. 100mbit, 1gbit)", val);
         } else if (!strcmp(arg, "--latency-us")) {
             char *end;
@@ -183,7 +183,7 @@ static int parse_args(int argc, char **argv, args_t *a)
             a->workers = (int)v;
         } else if (!strcmp(arg, "--slice-bytes") || !strcmp(arg, "--credit-bytes")) {
             int64_t b = -1;
-            if (strcmp(val, "auto") && (ordo_conf_parse_bytes(val, &b) || b < 0))
+            if (strcmp(val, "auto") && (ordo__conf_parse_bytes(val, &b) || b < 0))
                 return usage_error("not a size in bytes or auto", val);
             if (arg[2] == 's') a->slice_bytes = b;
             else a->credit_bytes = b;
@@ -211,71 +211,71 @@ static int parse_args(int argc, char **argv, args_t *a)
 
 static int fail(int rc)
 {
-    fprintf(stderr, "ordo-plan: %s\n", ordo_error_text(rc));
+    fprintf(stderr, "ordo-plan: %s\n", ordo__error_text(rc));
     return 1;
 }
 
 /* The loaded inputs of one subcommand. */
 typedef struct {
-    ordo_model_t *m;
-    ordo_oracle_t *oracle;
-    ordo_oracle_times_t *times;
+    ordo__model_t *m;
+    ordo__oracle_t *oracle;
+    ordo__oracle_times_t *times;
     int *channel;
     int *priority;
-    ordo_sim_t *sim;
+    ordo__sim_t *sim;
 } inputs_t;
 
 static void inputs_free(inputs_t *in)
 {
-    ordo_sim_destroy(&in->sim);
-    ordo_oracle_times_destroy(&in->times);
-    ordo_oracle_destroy(&in->oracle);
-    ordo_model_destroy(&in->m);
+    ordo__sim_destroy(&in->sim);
+    ordo__oracle_times_destroy(&in->times);
+    ordo__oracle_destroy(&in->oracle);
+    ordo__model_destroy(&in->m);
     free(in->channel);
     free(in->priority);
 }
 
 static int load_inputs(const args_t *a, inputs_t *in)
 {
-    int rc = ordo_model_load_file(a->model_path, &in->m);
+    int rc = ordo__model_load_file(a->model_path, &in->m);
     if (rc) return rc;
-    if (a->oracle_path && (rc = ordo_oracle_load_file(a->oracle_path, in->m, &in->oracle)))
+    if (a->oracle_path && (rc = ordo__oracle_load_file(a->oracle_path, in->m, &in->oracle)))
         return rc;
     size_t np = (size_t)in->m->n_params;
     in->channel = calloc(np, sizeof *in->channel);
     in->priority = calloc(np, sizeof *in->priority);
-    if (!in->channel || !in->priority) return ordo_error_set(ORDO_ERR_NOMEM, "out of memory");
-    if ((rc = ordo_order_assign_channels(in->m, a->servers, in->channel))) return rc;
+    if (!in->channel || !in->priority) return ordo__error_set(ORDO_ERR_NOMEM, "out of memory");
+    if ((rc = ordo__order_assign_channels(in->m, a->servers, in->channel))) return rc;
     if ((rc =
-             ordo_oracle_times_new(in->m, a->bandwidth_bps, a->latency_us, in->oracle, &in->times)))
+             ordo__oracle_times_new(in->m, a->bandwidth_bps, a->latency_us, in->oracle, &in->times)))
         return rc;
     for (int j = 0; a->compute_scale != 1 && j < in->times->n_ops; j++) {
         in->times->fwd_us[j] *= a->compute_scale;
         in->times->bwd_us[j] *= a->compute_scale;
     }
-    return ordo_sim_new(in->m, in->times, in->channel, a->servers, a->backward, &in->sim);
+    return ordo__sim_new(in->m, in->times, in->channel, a->servers, a->backward, &in->sim);
 }
 
 /* plan runs policy p into in->priority; verbose reports the simulated result (and, for
  * search, TAO's for comparison) on stderr. */
-static int plan(const args_t *a, inputs_t *in, ordo_policy_t p)
+static int plan(const args_t *a, inputs_t *in, ordo__policy_t p)
 {
-    ordo_order_opts_t o = a->opts;
+    ordo__order_opts_t o = a->opts;
     o.oracle = in->oracle;
-    ordo_sim_result_t r;
+    ordo__sim_result_t r;
     int rc;
     if (a->verbose && p == ORDO_POLICY_SEARCH) {
-        rc = ordo_order_plan_ex(in->m, in->channel, a->servers, a->bandwidth_bps, a->latency_us,
+        rc = ordo__order_plan_ex(in->m, in->channel, a->servers, a->bandwidth_bps, a->latency_us,
                                 ORDO_POLICY_TAO, &o, in->priority);
-        if (rc == 0 && ordo_sim_run(in->sim, in->priority, &r) == 0)
+        if (rc == 0 && ordo__sim_run(in->sim, in->priority, &r) == 0)
             fprintf(stderr, "ordo-plan: %s: tao: simulated makespan %.3f us, E %.6f\n", in->m->name,
                     r.makespan_us, r.efficiency);
     }
-    rc = ordo_order_plan_ex(in->m, in->channel, a->servers, a->bandwidth_bps, a->latency_us, p, &o,
+    rc = ordo__order_plan_ex(in->m, in->channel, a->servers, a->bandwidth_bps, a->latency_us, p, &o,
                             in->priority);
-    if (rc == 0 && a->verbose && ordo_sim_run(in->sim, in->priority, &r) == 0)
+    if (rc == 0 && a->verbose && ordo__sim_run(in->sim, in->priority, &r) == 0)
         fprintf(stderr, "ordo-plan: %s: %s: simulated makespan %.3f us, E %.6f\n", in->m->name,
-                ordo_order_policy_name(p), r.makespan_us, r.efficiency);
+                ordo__order_policy_name(p), r.makespan_us, r.efficiency);
     return rc;
 }
 
@@ -294,12 +294,12 @@ static int cmd_order(const args_t *a)
     inputs_t in = {0};
     int rc = load_inputs(a, &in);
     if (!rc) rc = plan(a, &in, a->policy);
-    if (!rc) rc = ordo_order_write(stdout, in.m, ordo_order_policy_name(a->policy), in.priority);
+    if (!rc) rc = ordo__order_write(stdout, in.m, ordo__order_policy_name(a->policy), in.priority);
     inputs_free(&in);
     return rc ? fail(rc) : 0;
 }
 
-static void print_result(const char *key, const ordo_sim_result_t *r, const char *sep)
+static void print_result(const char *key, const ordo__sim_result_t *r, const char *sep)
 {
     printf("\"%s\": {\"makespan_us\": %.3f, \"E\": %.6f}%s", key, r->makespan_us, r->efficiency,
            sep);
@@ -311,14 +311,14 @@ static int cmd_simulate(const args_t *a)
         return usage_error("give either --order or --policy, not both", NULL);
     inputs_t in = {0};
     int rc = load_inputs(a, &in);
-    if (!rc && a->order_path) rc = ordo_order_read_file(a->order_path, in.m, in.priority);
+    if (!rc && a->order_path) rc = ordo__order_read_file(a->order_path, in.m, in.priority);
     if (!rc && !a->order_path) rc = plan(a, &in, a->policy);
-    ordo_sim_result_t r;
-    if (!rc) rc = ordo_sim_run(in.sim, in.priority, &r);
-    ordo_step_result_t st;
+    ordo__sim_result_t r;
+    if (!rc) rc = ordo__sim_run(in.sim, in.priority, &r);
+    ordo__step_result_t st;
     int64_t slice = a->slice_bytes, credit = a->credit_bytes;
     if (!rc && a->workers > 0) {
-        ordo_step_opts_t so = {.n_workers = a->workers, .n_channels = a->servers,
+        ordo__step_opts_t so = {.n_workers = a->workers, .n_channels = a->servers,
                                .channel = in.channel, .bandwidth_bps = a->bandwidth_bps,
                                .latency_us = a->latency_us, .msg_us = a->msg_us,
                                .slice_bytes = slice, .credit_bytes = credit,
@@ -327,17 +327,17 @@ static int cmd_simulate(const args_t *a)
                                .credit_floor_bytes =
                                    a->bandwidth_bps / 8e3 > 65536 ? (int64_t)(a->bandwidth_bps / 8e3)
                                                                   : 65536};
-        rc = ordo_step_tune_auto(in.m, in.times, in.priority, &so);
+        rc = ordo__step_tune_auto(in.m, in.times, in.priority, &so);
         /* the search policy in training: the step model's search from the better of the
          * planned and the listed order (as the scheduler), then the slice and credit again */
         if (!rc && a->policy == ORDO_POLICY_SEARCH && !a->order_path) {
-            ordo_search_opts_t sso;
-            ordo_search_opts_default(&sso);
+            ordo__search_opts_t sso;
+            ordo__search_opts_default(&sso);
             sso.budget_ms = a->opts.search_budget_ms;
             sso.max_evals = a->opts.search_evals;
             sso.seed = a->opts.seed;
-            ordo_step_search_result_t sr;
-            rc = ordo_step_search_plan(in.m, in.times, in.priority, &so, &sso, &sr);
+            ordo__step_search_result_t sr;
+            rc = ordo__step_search_plan(in.m, in.times, in.priority, &so, &sso, &sr);
             if (!rc && a->verbose)
                 fprintf(stderr,
                         "ordo-plan: %s: training search from the %s order (step %.3f us; planned "
@@ -347,18 +347,18 @@ static int cmd_simulate(const args_t *a)
             if (!rc) { /* what was auto is tuned again for the order found */
                 so.slice_bytes = slice;
                 so.credit_bytes = credit;
-                rc = ordo_step_tune_auto(in.m, in.times, in.priority, &so);
+                rc = ordo__step_tune_auto(in.m, in.times, in.priority, &so);
             }
         }
         slice = so.slice_bytes;
         credit = so.credit_bytes;
-        if (!rc) rc = ordo_step_simulate(in.m, in.times, in.priority, &so, &st);
+        if (!rc) rc = ordo__step_simulate(in.m, in.times, in.priority, &so, &st);
     }
     if (!rc) {
         printf("{\"model\": ");
         put_str(in.m->name);
         printf(", \"order\": ");
-        put_str(a->order_path ? a->order_path : ordo_order_policy_name(a->policy));
+        put_str(a->order_path ? a->order_path : ordo__order_policy_name(a->policy));
         printf(", \"servers\": %d, \"backward\": %s, \"makespan_us\": %.3f, \"U_us\": %.3f, "
                "\"L_us\": %.3f, \"E\": %.6f",
                a->servers, a->backward ? "true" : "false", r.makespan_us, r.upper_us, r.lower_us,
@@ -381,19 +381,19 @@ static int cmd_bounds(const args_t *a)
 {
     inputs_t in = {0};
     int rc = load_inputs(a, &in);
-    ordo_sim_result_t tio, tao;
-    ordo_search_bounds_t b;
+    ordo__sim_result_t tio, tao;
+    ordo__search_bounds_t b;
     if (!rc) rc = plan(a, &in, ORDO_POLICY_TIO);
-    if (!rc) rc = ordo_sim_run(in.sim, in.priority, &tio);
+    if (!rc) rc = ordo__sim_run(in.sim, in.priority, &tio);
     if (!rc) rc = plan(a, &in, ORDO_POLICY_TAO);
-    if (!rc) rc = ordo_sim_run(in.sim, in.priority, &tao);
+    if (!rc) rc = ordo__sim_run(in.sim, in.priority, &tao);
     if (!rc) {
-        ordo_search_opts_t so;
-        ordo_search_opts_default(&so);
+        ordo__search_opts_t so;
+        ordo__search_opts_default(&so);
         so.budget_ms = a->opts.search_budget_ms;
         so.max_evals = a->opts.search_evals;
         so.seed = a->opts.seed;
-        rc = ordo_search_bounds(in.sim, in.priority, &so, &b, NULL, NULL);
+        rc = ordo__search_bounds(in.sim, in.priority, &so, &b, NULL, NULL);
     }
     if (!rc) {
         printf("{\"model\": ");
@@ -430,7 +430,7 @@ static int cmd_oracle(int argc, char **argv)
     long batch = 64;
     int n_pos = 0;
     const char **pos = calloc((size_t)argc + 1, sizeof *pos);
-    if (!pos) return fail(ordo_error_set(ORDO_ERR_NOMEM, "out of memory"));
+    if (!pos) return fail(ordo__error_set(ORDO_ERR_NOMEM, "out of memory"));
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
@@ -464,15 +464,15 @@ static int cmd_oracle(int argc, char **argv)
         free(pos);
         return usage_error(trainer || n_pos ? "no TRACE.json given" : "missing MODEL.json", NULL);
     }
-    ordo_model_t *m = NULL;
-    ordo_oracle_t *o = NULL;
-    int rc = trainer ? ordo_nn_model(trainer, (int)batch, &m) : ordo_model_load_file(pos[0], &m);
-    if (!rc) rc = ordo_oracle_new(m, &o);
+    ordo__model_t *m = NULL;
+    ordo__oracle_t *o = NULL;
+    int rc = trainer ? ordo__nn_model(trainer, (int)batch, &m) : ordo__model_load_file(pos[0], &m);
+    if (!rc) rc = ordo__oracle_new(m, &o);
     for (int i = first_trace; !rc && i < n_pos; i++)
-        rc = ordo_oracle_observe_trace(o, pos[i], NULL);
-    if (!rc) rc = ordo_oracle_write(o, stdout);
-    ordo_oracle_destroy(&o);
-    ordo_model_destroy(&m);
+        rc = ordo__oracle_observe_trace(o, pos[i], NULL);
+    if (!rc) rc = ordo__oracle_write(o, stdout);
+    ordo__oracle_destroy(&o);
+    ordo__model_destroy(&m);
     free(pos);
     if (rc) return fail(rc);
     return fflush(stdout) == 0 ? 0 : 1;
@@ -493,10 +493,10 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "merge")) {
-        return ordo_merge_cli(argc - 1, argv + 1);
+        return ordo__merge_cli(argc - 1, argv + 1);
     }
     if (!strcmp(cmd, "oracle")) return cmd_oracle(argc - 1, argv + 1);
-    if (!strcmp(cmd, "cluster")) return ordo_cluster_cli(argc - 1, argv + 1);
+    if (!strcmp(cmd, "cluster")) return ordo__cluster_cli(argc - 1, argv + 1);
     int (*run)(const args_t *) = NULL;
     if (!strcmp(cmd, "order"))
         run = cmd_order;
@@ -520,7 +520,7 @@ int main(int argc, char **argv)
                 .slice_bytes = -1,
                 .credit_bytes = -1,
                 .msg_us = 20};
-    ordo_order_opts_default(&a.opts);
+    ordo__order_opts_default(&a.opts);
     int rc = parse_args(argc - 1, argv + 1, &a);
     if (rc) return rc;
     if (a.order_path && run != cmd_simulate) return usage_error("--order is for simulate", NULL);

@@ -10,20 +10,20 @@
 #include "ordo/ordo.h"
 #include "worker/dataset.h"
 
-typedef struct ordo_batch_feed ordo_batch_feed_t;
+typedef struct ordo__batch_feed ordo__batch_feed_t;
 
-/* ordo_batch_feed_new makes a feed of worker o (borrowed) over train (borrowed; both must
+/* ordo__batch_feed_new makes a feed of worker o (borrowed) over train (borrowed; both must
  * outlive the feed) in batches of batch, samples in all (the run's length), shuffled with
  * seed, and describes it to the batch service (ordo_batches). */
-int ordo_batch_feed_new(ordo_t *o, const ordo_dataset_t *train, int batch, int64_t samples,
-                        uint64_t seed, ordo_batch_feed_t **out);
+int ordo__batch_feed_new(ordo_t *o, const ordo__dataset_t *train, int batch, int64_t samples,
+                        uint64_t seed, ordo__batch_feed_t **out);
 
-/* ordo_batch_feed_next fetches the next batch: 0 with *x, *labels (the feed's, valid until
+/* ordo__batch_feed_next fetches the next batch: 0 with *x, *labels (the feed's, valid until
  * the next call) and *n samples, 1 when the run's samples are all handed out, or an error
  * (the service refused: the scheduler's reason). */
-int ordo_batch_feed_next(ordo_batch_feed_t *f, const float **x, const int **labels, int *n);
+int ordo__batch_feed_next(ordo__batch_feed_t *f, const float **x, const int **labels, int *n);
 
-/* ordo_batch_feed_destroy frees *f and sets it to NULL; NULL-safe. */
-void ordo_batch_feed_destroy(ordo_batch_feed_t **f);
+/* ordo__batch_feed_destroy frees *f and sets it to NULL; NULL-safe. */
+void ordo__batch_feed_destroy(ordo__batch_feed_t **f);
 
 #endif

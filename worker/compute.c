@@ -7,9 +7,9 @@
 
 #include <stdlib.h>
 
-struct ordo_compute_ctx {
+struct ordo__compute_ctx {
     int kind;
-    const ordo_model_t *m;
+    const ordo__model_t *m;
     void *impl;
     const ordo__compute_ops_t *ops;
     bool bound;
@@ -17,7 +17,7 @@ struct ordo_compute_ctx {
     long n_forward, n_backward;
 };
 
-const char *ordo_compute_kind_name(int kind)
+const char *ordo__compute_kind_name(int kind)
 {
     switch (kind) {
     case ORDO_COMPUTE_EMULATE:
@@ -31,7 +31,7 @@ const char *ordo_compute_kind_name(int kind)
     }
 }
 
-bool ordo_compute_cuda_available(const char **why)
+bool ordo__compute_cuda_available(const char **why)
 {
 #ifdef ORDO_HAVE_CUDA
     return ordo__compute_cuda_probe(why) == 1;
@@ -41,14 +41,14 @@ bool ordo_compute_cuda_available(const char **why)
 #endif
 }
 
-int ordo_compute_new(int kind, const ordo_model_t *m, double compute_scale,
-                     ordo_compute_ctx_t **out)
+int ordo__compute_new(int kind, const ordo__model_t *m, double compute_scale,
+                     ordo__compute_ctx_t **out)
 {
     if (!m || !out || !(compute_scale > 0))
-        return ordo_error_set(ORDO_ERR_INVAL, "compute: missing model or compute_scale %g <= 0",
+        return ordo__error_set(ORDO_ERR_INVAL, "compute: missing model or compute_scale %g <= 0",
                               compute_scale);
-    ordo_compute_ctx_t *c = calloc(1, sizeof *c);
-    if (!c) return ordo_error_set(ORDO_ERR_NOMEM, "compute: out of memory");
+    ordo__compute_ctx_t *c = calloc(1, sizeof *c);
+    if (!c) return ordo__error_set(ORDO_ERR_NOMEM, "compute: out of memory");
     c->kind = kind;
     c->m = m;
     int rc;
@@ -63,17 +63,17 @@ int ordo_compute_new(int kind, const ordo_model_t *m, double compute_scale,
 #ifdef ORDO_HAVE_CUDA
         const char *why = NULL;
         if (ordo__compute_cuda_probe(&why) != 1)
-            rc = ordo_error_set(ORDO_ERR_NOTSUP, "compute cuda: %s", why);
+            rc = ordo__error_set(ORDO_ERR_NOTSUP, "compute cuda: %s", why);
         else
             rc = ordo__compute_cuda_new(m, &c->impl, &c->ops);
 #else
-        rc = ordo_error_set(ORDO_ERR_NOTSUP, "compute cuda: not built (no CUDA toolkit when "
+        rc = ordo__error_set(ORDO_ERR_NOTSUP, "compute cuda: not built (no CUDA toolkit when "
                                           "ordo was configured)");
 #endif
         break;
     }
     default:
-        rc = ordo_error_set(ORDO_ERR_INVAL, "compute: unknown backend kind %d", kind);
+        rc = ordo__error_set(ORDO_ERR_INVAL, "compute: unknown backend kind %d", kind);
         break;
     }
     if (rc < 0) {
@@ -84,16 +84,16 @@ int ordo_compute_new(int kind, const ordo_model_t *m, double compute_scale,
     return 0;
 }
 
-int ordo_compute_bind(ordo_compute_ctx_t *c, float *const *params, float *const *grads)
+int ordo__compute_bind(ordo__compute_ctx_t *c, float *const *params, float *const *grads)
 {
     if (c->kind != ORDO_COMPUTE_EMULATE) {
         if (!params || !grads)
-            return ordo_error_set(ORDO_ERR_INVAL, "compute %s: bind needs params and grads",
-                                  ordo_compute_kind_name(c->kind));
+            return ordo__error_set(ORDO_ERR_INVAL, "compute %s: bind needs params and grads",
+                                  ordo__compute_kind_name(c->kind));
         for (int p = 0; p < c->m->n_params; p++)
             if (!params[p] || !grads[p])
-                return ordo_error_set(ORDO_ERR_INVAL, "compute %s: no buffer for parameter '%s'",
-                                      ordo_compute_kind_name(c->kind), c->m->params[p].name);
+                return ordo__error_set(ORDO_ERR_INVAL, "compute %s: no buffer for parameter '%s'",
+                                      ordo__compute_kind_name(c->kind), c->m->params[p].name);
     }
     int rc = c->ops->bind(c->impl, params, grads);
     if (rc < 0) return rc;
@@ -101,17 +101,17 @@ int ordo_compute_bind(ordo_compute_ctx_t *c, float *const *params, float *const 
     return 0;
 }
 
-int ordo_compute_set_batch(ordo_compute_ctx_t *c, const float *x, const int *labels, int n)
+int ordo__compute_set_batch(ordo__compute_ctx_t *c, const float *x, const int *labels, int n)
 {
     if (n < 1 || n > c->m->batch)
-        return ordo_error_set(ORDO_ERR_INVAL, "compute: batch of %d samples, model %s takes 1..%d", n,
+        return ordo__error_set(ORDO_ERR_INVAL, "compute: batch of %d samples, model %s takes 1..%d", n,
                               c->m->name, c->m->batch);
     if (c->kind != ORDO_COMPUTE_EMULATE) {
         if (!x || !labels)
-            return ordo_error_set(ORDO_ERR_INVAL, "compute: set_batch needs x and labels");
+            return ordo__error_set(ORDO_ERR_INVAL, "compute: set_batch needs x and labels");
         for (int i = 0; i < n; i++)
             if (labels[i] < 0 || labels[i] >= 10)
-                return ordo_error_set(ORDO_ERR_INVAL,
+                return ordo__error_set(ORDO_ERR_INVAL,
                                       "compute: label %d of sample %d is not in "
                                       "[0, 10)",
                                       labels[i], i);
@@ -123,19 +123,19 @@ int ordo_compute_set_batch(ordo_compute_ctx_t *c, const float *x, const int *lab
 }
 
 /* ready checks what forward and backward need: a valid op, bound buffers and a batch. */
-static int ready(const ordo_compute_ctx_t *c, int op, const char *what)
+static int ready(const ordo__compute_ctx_t *c, int op, const char *what)
 {
     if (op < 0 || op >= c->m->n_ops)
-        return ordo_error_set(ORDO_ERR_INVAL, "compute: %s of op %d, model %s has %d ops", what, op,
+        return ordo__error_set(ORDO_ERR_INVAL, "compute: %s of op %d, model %s has %d ops", what, op,
                               c->m->name, c->m->n_ops);
     if (c->kind != ORDO_COMPUTE_EMULATE && (!c->bound || !c->have_batch))
-        return ordo_error_set(ORDO_ERR_INVAL, "compute %s: %s of op '%s' before %s",
-                              ordo_compute_kind_name(c->kind), what, c->m->ops[op].name,
+        return ordo__error_set(ORDO_ERR_INVAL, "compute %s: %s of op '%s' before %s",
+                              ordo__compute_kind_name(c->kind), what, c->m->ops[op].name,
                               c->bound ? "set_batch" : "bind");
     return 0;
 }
 
-int ordo_compute_forward(ordo_compute_ctx_t *c, int op)
+int ordo__compute_forward(ordo__compute_ctx_t *c, int op)
 {
     int rc = ready(c, op, "forward");
     if (rc < 0 || (rc = c->ops->forward(c->impl, op)) < 0) return rc;
@@ -143,7 +143,7 @@ int ordo_compute_forward(ordo_compute_ctx_t *c, int op)
     return 0;
 }
 
-int ordo_compute_backward(ordo_compute_ctx_t *c, int op)
+int ordo__compute_backward(ordo__compute_ctx_t *c, int op)
 {
     int rc = ready(c, op, "backward");
     if (rc < 0 || (rc = c->ops->backward(c->impl, op)) < 0) return rc;
@@ -151,7 +151,7 @@ int ordo_compute_backward(ordo_compute_ctx_t *c, int op)
     return 0;
 }
 
-int ordo_compute_loss(ordo_compute_ctx_t *c, double *loss, int *correct)
+int ordo__compute_loss(ordo__compute_ctx_t *c, double *loss, int *correct)
 {
     double l = 0;
     int k = 0;
@@ -162,18 +162,18 @@ int ordo_compute_loss(ordo_compute_ctx_t *c, double *loss, int *correct)
     return 0;
 }
 
-int ordo_compute_kind(const ordo_compute_ctx_t *c)
+int ordo__compute_kind(const ordo__compute_ctx_t *c)
 {
     return c->kind;
 }
 
-void ordo_compute_calls(const ordo_compute_ctx_t *c, long *forward, long *backward)
+void ordo__compute_calls(const ordo__compute_ctx_t *c, long *forward, long *backward)
 {
     *forward = c->n_forward;
     *backward = c->n_backward;
 }
 
-void ordo_compute_destroy(ordo_compute_ctx_t **c)
+void ordo__compute_destroy(ordo__compute_ctx_t **c)
 {
     if (!c || !*c) return;
     if ((*c)->ops) (*c)->ops->destroy((*c)->impl);

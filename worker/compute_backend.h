@@ -20,10 +20,10 @@ typedef struct ordo__compute_ops {
 } ordo__compute_ops_t;
 
 /* Each constructor makes the backend's state for m; compute.c has checked the arguments. */
-int ordo__compute_emulate_new(const ordo_model_t *m, double compute_scale, void **impl,
+int ordo__compute_emulate_new(const ordo__model_t *m, double compute_scale, void **impl,
                               const ordo__compute_ops_t **ops);
-int ordo__compute_cpu_new(const ordo_model_t *m, void **impl, const ordo__compute_ops_t **ops);
-int ordo__compute_cuda_new(const ordo_model_t *m, void **impl, const ordo__compute_ops_t **ops);
+int ordo__compute_cpu_new(const ordo__model_t *m, void **impl, const ordo__compute_ops_t **ops);
+int ordo__compute_cuda_new(const ordo__model_t *m, void **impl, const ordo__compute_ops_t **ops);
 
 /* ordo__compute_cuda_probe returns 1 when a CUDA device is usable, else 0 with *why set. */
 int ordo__compute_cuda_probe(const char **why);

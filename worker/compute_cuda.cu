@@ -24,14 +24,14 @@ extern "C" {
 static int cuda_fail(cudaError_t e, const char *what)
 {
     int rc = e == cudaErrorMemoryAllocation ? ORDO_ERR_NOMEM : ORDO_ERR_IO;
-    return ordo_error_set(rc, "compute cuda: %s: %s (%s)", what, cudaGetErrorString(e),
+    return ordo__error_set(rc, "compute cuda: %s: %s (%s)", what, cudaGetErrorString(e),
                           cudaGetErrorName(e));
 }
 
 static int blas_fail(cublasStatus_t s, const char *what)
 {
     int rc = s == CUBLAS_STATUS_ALLOC_FAILED ? ORDO_ERR_NOMEM : ORDO_ERR_IO;
-    return ordo_error_set(rc, "compute cuda: %s: %s", what, cublasGetStatusString(s));
+    return ordo__error_set(rc, "compute cuda: %s: %s", what, cublasGetStatusString(s));
 }
 
 #define CU(call, what)                                                                             \
@@ -194,8 +194,8 @@ __global__ void k_xent_bwd(const float *prob, const int *labels, float *dz, int 
 /* ---- state -------------------------------------------------------------------------------- */
 
 typedef struct cuda {
-    const ordo_model_t *m;
-    ordo_nn_layer_t *layers;
+    const ordo__model_t *m;
+    ordo__nn_layer_t *layers;
     int *consumer;
     bool *fwd_done, *bwd_done;
     cublasHandle_t blas;
@@ -268,7 +268,7 @@ static int cuda_bind(void *impl, float *const *params, float *const *grads)
 static int cuda_set_batch(void *impl, const float *x, const int *labels, int n)
 {
     cuda_t *c = (cuda_t *)impl;
-    size_t in_len = (size_t)ordo_nn_layer_in_len(&c->layers[0]);
+    size_t in_len = (size_t)ordo__nn_layer_in_len(&c->layers[0]);
     CU(cudaMemcpy(c->d_x, x, sizeof(float) * in_len * (size_t)n, cudaMemcpyHostToDevice),
        "copying the batch to the device");
     CU(cudaMemcpy(c->d_labels, labels, sizeof(int) * (size_t)n, cudaMemcpyHostToDevice),
@@ -279,7 +279,7 @@ static int cuda_set_batch(void *impl, const float *x, const int *labels, int n)
     return 0;
 }
 
-static geom geometry(const cuda_t *c, const ordo_nn_layer_t *l)
+static geom geometry(const cuda_t *c, const ordo__nn_layer_t *l)
 {
     geom g = {c->n, l->in_c, l->in_h, l->in_w, l->out_c, l->k, l->pad, l->out_h, l->out_w};
     return g;
@@ -287,7 +287,7 @@ static geom geometry(const cuda_t *c, const ordo_nn_layer_t *l)
 
 static int upload_params(cuda_t *c, int o)
 {
-    const ordo_model_op_t *op = &c->m->ops[o];
+    const ordo__model_op_t *op = &c->m->ops[o];
     for (int k = 0; k < op->n_params; k++) {
         int p = op->params[k];
         CU(cudaMemcpy(c->d_param[p], c->params[p], sizeof(float) * (size_t)c->m->params[p].numel,
@@ -299,7 +299,7 @@ static int upload_params(cuda_t *c, int o)
 
 static int download_grads(cuda_t *c, int o)
 {
-    const ordo_model_op_t *op = &c->m->ops[o];
+    const ordo__model_op_t *op = &c->m->ops[o];
     for (int k = 0; k < op->n_params; k++) {
         int p = op->params[k];
         CU(cudaMemcpy(c->grads[p], c->d_grad[p], sizeof(float) * (size_t)c->m->params[p].numel,
@@ -312,9 +312,9 @@ static int download_grads(cuda_t *c, int o)
 static int cuda_forward(void *impl, int o)
 {
     cuda_t *c = (cuda_t *)impl;
-    const ordo_nn_layer_t *l = &c->layers[o];
+    const ordo__nn_layer_t *l = &c->layers[o];
     if (l->input >= 0 && !c->fwd_done[l->input])
-        return ordo_error_set(ORDO_ERR_INVAL, "compute cuda: forward of op '%s' before its input '%s'",
+        return ordo__error_set(ORDO_ERR_INVAL, "compute cuda: forward of op '%s' before its input '%s'",
                               c->m->ops[o].name, c->m->ops[l->input].name);
     int rc = upload_params(c, o);
     if (rc < 0) return rc;
@@ -350,7 +350,7 @@ static int cuda_forward(void *impl, int o)
         break;
     }
     case ORDO_NN_RELU: {
-        int64_t len = n * ordo_nn_layer_in_len(l);
+        int64_t len = n * ordo__nn_layer_in_len(l);
         k_relu_fwd<<<blocks_for(len), THREADS>>>(in, y, len);
         LAUNCHED("relu kernel");
         break;
@@ -389,10 +389,10 @@ static int cuda_forward(void *impl, int o)
 static int cuda_backward(void *impl, int o)
 {
     cuda_t *c = (cuda_t *)impl;
-    const ordo_nn_layer_t *l = &c->layers[o];
+    const ordo__nn_layer_t *l = &c->layers[o];
     int next = c->consumer[o];
     if (!c->fwd_done[o] || (next >= 0 && !c->bwd_done[next]))
-        return ordo_error_set(ORDO_ERR_INVAL, "compute cuda: backward of op '%s' before %s",
+        return ordo__error_set(ORDO_ERR_INVAL, "compute cuda: backward of op '%s' before %s",
                               c->m->ops[o].name,
                               !c->fwd_done[o] ? "its forward" : c->m->ops[next].name);
     const float *in = l->input < 0 ? c->d_x : c->d_out[l->input];
@@ -448,7 +448,7 @@ static int cuda_backward(void *impl, int o)
                                          c->d_param[l->weight], ckk, 0, &zero, c->d_col, ohw,
                                          (long long)ckk * ohw, n),
                "conv input-gradient batched sgemm");
-            k_col2im<<<blocks_for((int64_t)n * ordo_nn_layer_in_len(l)), THREADS>>>(c->d_col, dx,
+            k_col2im<<<blocks_for((int64_t)n * ordo__nn_layer_in_len(l)), THREADS>>>(c->d_col, dx,
                                                                                     g);
             LAUNCHED("col2im kernel");
         }
@@ -456,7 +456,7 @@ static int cuda_backward(void *impl, int o)
     }
     case ORDO_NN_RELU:
         if (dx) {
-            int64_t len = n * ordo_nn_layer_in_len(l);
+            int64_t len = n * ordo__nn_layer_in_len(l);
             k_relu_bwd<<<blocks_for(len), THREADS>>>(in, dy, dx, len);
             LAUNCHED("relu backward kernel");
         }
@@ -464,7 +464,7 @@ static int cuda_backward(void *impl, int o)
     case ORDO_NN_POOL:
         if (dx) {
             int64_t planes = (int64_t)n * l->in_c;
-            CU(cudaMemset(dx, 0, sizeof(float) * (size_t)(n * ordo_nn_layer_in_len(l))),
+            CU(cudaMemset(dx, 0, sizeof(float) * (size_t)(n * ordo__nn_layer_in_len(l))),
                "clearing the pooling gradient");
             k_pool_bwd<<<blocks_for(planes * l->out_h * l->out_w), THREADS>>>(
                 dy, c->d_arg[o], dx, planes, l->in_h, l->in_w);
@@ -491,7 +491,7 @@ static int cuda_loss(void *impl, double *loss, int *correct)
 {
     cuda_t *c = (cuda_t *)impl;
     if (!c->fwd_done[c->m->n_ops - 1])
-        return ordo_error_set(ORDO_ERR_INVAL, "compute cuda: no loss before a complete forward pass");
+        return ordo__error_set(ORDO_ERR_INVAL, "compute cuda: no loss before a complete forward pass");
     *loss = c->loss;
     *correct = c->correct;
     return 0;
@@ -528,7 +528,7 @@ static int dev_alloc(void **p, size_t bytes, const char *what)
         if ((rc = dev_alloc((void **)&(ptr), (bytes), (what))) < 0) goto fail;                     \
     } while (0)
 
-extern "C" int ordo__compute_cuda_new(const ordo_model_t *m, void **impl,
+extern "C" int ordo__compute_cuda_new(const ordo__model_t *m, void **impl,
                                       const ordo__compute_ops_t **ops)
 {
     int rc;
@@ -536,9 +536,9 @@ extern "C" int ordo__compute_cuda_new(const ordo_model_t *m, void **impl,
     const size_t B = (size_t)m->batch;
     size_t col_len = 0, wpart_len = 0, tmp_len = 1, ones_len = B;
     cuda_t *c = (cuda_t *)calloc(1, sizeof *c);
-    if (!c) return ordo_error_set(ORDO_ERR_NOMEM, "compute cuda: out of memory");
+    if (!c) return ordo__error_set(ORDO_ERR_NOMEM, "compute cuda: out of memory");
     c->m = m;
-    if ((rc = ordo_nn_layers(m, &c->layers)) < 0) goto fail;
+    if ((rc = ordo__nn_layers(m, &c->layers)) < 0) goto fail;
     c->consumer = (int *)malloc(n_ops * sizeof(int));
     c->fwd_done = (bool *)calloc(n_ops, sizeof(bool));
     c->bwd_done = (bool *)calloc(n_ops, sizeof(bool));
@@ -551,7 +551,7 @@ extern "C" int ordo__compute_cuda_new(const ordo_model_t *m, void **impl,
     c->h_right = (int *)malloc(B * sizeof(int));
     if (!c->consumer || !c->fwd_done || !c->bwd_done || !c->d_param || !c->d_grad || !c->d_out ||
         !c->d_dout || !c->d_arg || !c->h_loss || !c->h_right) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "compute cuda: out of memory");
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "compute cuda: out of memory");
         goto fail;
     }
     {
@@ -568,11 +568,11 @@ extern "C" int ordo__compute_cuda_new(const ordo_model_t *m, void **impl,
         ALLOC(c->d_grad[p], bytes, "allocating gradients");
     }
     for (size_t o = 0; o < n_ops; o++) {
-        const ordo_nn_layer_t *l = &c->layers[o];
+        const ordo__nn_layer_t *l = &c->layers[o];
         c->consumer[o] = -1;
         if (l->input >= 0) c->consumer[l->input] = (int)o;
-        size_t len = B * (size_t)(l->kind == ORDO_NN_XENT ? ordo_nn_layer_in_len(l)
-                                                          : ordo_nn_layer_out_len(l));
+        size_t len = B * (size_t)(l->kind == ORDO_NN_XENT ? ordo__nn_layer_in_len(l)
+                                                          : ordo__nn_layer_out_len(l));
         ALLOC(c->d_out[o], sizeof(float) * len, "allocating activations");
         ALLOC(c->d_dout[o], sizeof(float) * len, "allocating activation gradients");
         if (l->kind == ORDO_NN_POOL)
@@ -585,7 +585,7 @@ extern "C" int ordo__compute_cuda_new(const ordo_model_t *m, void **impl,
             if (ohw > ones_len) ones_len = ohw;
         }
     }
-    ALLOC(c->d_x, sizeof(float) * B * (size_t)ordo_nn_layer_in_len(&c->layers[0]),
+    ALLOC(c->d_x, sizeof(float) * B * (size_t)ordo__nn_layer_in_len(&c->layers[0]),
           "allocating the input batch");
     ALLOC(c->d_labels, sizeof(int) * B, "allocating labels");
     ALLOC(c->d_col, sizeof(float) * col_len, "allocating the im2col workspace");

@@ -1,5 +1,5 @@
 /* compute_emulate: the emulated backend. Each op takes its profiled fwd_us or bwd_us times
- * compute_scale, slept with ordo_clock_sleep_until (kernel sleep, then a short spin). The
+ * compute_scale, slept with ordo__clock_sleep_until (kernel sleep, then a short spin). The
  * emulated device keeps its own timeline: when the OS wakes the thread late (a loaded host
  * can be milliseconds late), the overshoot is taken off the following ops, so the time over
  * a pass, and the compute_ms the executor measures around the ops, matches the profile while
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 typedef struct emulate {
-    const ordo_model_t *m;
+    const ordo__model_t *m;
     double scale;
     int64_t late_ns; /* how much longer than asked the ops so far took (>= 0) */
     int64_t cap_ns;  /* at most one whole pass is owed */
@@ -30,9 +30,9 @@ static int em_set_batch(void *impl, const float *x, const int *labels, int n)
 static void sleep_us(emulate_t *e, double us)
 {
     int64_t want = (int64_t)(us * e->scale * 1e3 + 0.5);
-    int64_t t0 = ordo_clock_ns();
-    if (want - e->late_ns > 0) ordo_clock_sleep_until(t0 + want - e->late_ns);
-    e->late_ns += ordo_clock_ns() - t0 - want;
+    int64_t t0 = ordo__clock_ns();
+    if (want - e->late_ns > 0) ordo__clock_sleep_until(t0 + want - e->late_ns);
+    e->late_ns += ordo__clock_ns() - t0 - want;
     if (e->late_ns < 0) e->late_ns = 0;
     if (e->late_ns > e->cap_ns) e->late_ns = e->cap_ns;
 }
@@ -72,11 +72,11 @@ static const ordo__compute_ops_t emulate_ops = {
     .destroy = em_destroy,
 };
 
-int ordo__compute_emulate_new(const ordo_model_t *m, double compute_scale, void **impl,
+int ordo__compute_emulate_new(const ordo__model_t *m, double compute_scale, void **impl,
                               const ordo__compute_ops_t **ops)
 {
     emulate_t *e = calloc(1, sizeof *e);
-    if (!e) return ordo_error_set(ORDO_ERR_NOMEM, "compute emulate: out of memory");
+    if (!e) return ordo__error_set(ORDO_ERR_NOMEM, "compute emulate: out of memory");
     e->m = m;
     e->scale = compute_scale;
     double pass_us = 0;

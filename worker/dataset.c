@@ -19,7 +19,7 @@
 #define ORDO_DATASET_SEED_SALT 0xda7a5e7da7a5e7ULL
 #define MAX_SIDE               4096
 
-struct ordo_dataset {
+struct ordo__dataset {
     int64_t n;
     int rows, cols;
     uint8_t *pixels; /* n * rows * cols */
@@ -27,8 +27,8 @@ struct ordo_dataset {
     float lut[256];  /* normalized value of each byte */
 };
 
-struct ordo_dataset_iter {
-    const ordo_dataset_t *ds;
+struct ordo__dataset_iter {
+    const ordo__dataset_t *ds;
     int worker;
     int batch;
     uint64_t seed;
@@ -53,13 +53,13 @@ static int read_exact(gzFile f, const char *path, void *buf, size_t len, const c
         if (r < 0) {
             int zerr;
             const char *msg = gzerror(f, &zerr);
-            return ordo_error_set(ORDO_ERR_FORMAT, "%s: reading %s: %s", path, what, msg);
+            return ordo__error_set(ORDO_ERR_FORMAT, "%s: reading %s: %s", path, what, msg);
         }
         if (r == 0) break;
         got += (size_t)r;
     }
     if (got < len)
-        return ordo_error_set(ORDO_ERR_FORMAT, "%s: truncated: %s needs %zu bytes, file has %zu", path,
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: truncated: %s needs %zu bytes, file has %zu", path,
                               what, len, got);
     return 0;
 }
@@ -78,17 +78,17 @@ static int read_idx(const char *path, int ndim, uint32_t *dims, uint8_t **data)
     gzFile f = gzopen(path, "rb");
     if (!f) {
         if (errno == ENOENT)
-            return ordo_error_set(ORDO_ERR_NOTFOUND,
+            return ordo__error_set(ORDO_ERR_NOTFOUND,
                                   "%s: no such file (install the "
                                   "dataset-fashion-mnist package or set model.data_dir)",
                                   path);
-        return ordo_error_set(ORDO_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return ordo__error_set(ORDO_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     }
     uint8_t head[4 + 4 * 3];
     if ((rc = read_exact(f, path, head, 4 + 4 * (size_t)ndim, "the header")) < 0) goto fail;
     uint32_t magic = be32(head);
     if (magic != 0x800u + (uint32_t)ndim) {
-        rc = ordo_error_set(ORDO_ERR_FORMAT,
+        rc = ordo__error_set(ORDO_ERR_FORMAT,
                             "%s: bad magic number 0x%08x (want 0x%08x: IDX unsigned bytes, "
                             "%d dimension%s)",
                             path, magic, 0x800u + ndim, ndim, ndim > 1 ? "s" : "");
@@ -99,7 +99,7 @@ static int read_idx(const char *path, int ndim, uint32_t *dims, uint8_t **data)
         dims[d] = be32(head + 4 + 4 * d);
         uint32_t lim = d == 0 ? (uint32_t)MAX_SAMPLES : MAX_SIDE;
         if (dims[d] == 0 || dims[d] > lim) {
-            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: dimension %d is %u (want 1..%u)", path, d,
+            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: dimension %d is %u (want 1..%u)", path, d,
                                 dims[d], lim);
             goto fail;
         }
@@ -107,7 +107,7 @@ static int read_idx(const char *path, int ndim, uint32_t *dims, uint8_t **data)
     }
     buf = malloc(total);
     if (!buf) {
-        rc = ordo_error_set(ORDO_ERR_NOMEM, "%s: cannot allocate %llu bytes", path,
+        rc = ordo__error_set(ORDO_ERR_NOMEM, "%s: cannot allocate %llu bytes", path,
                             (unsigned long long)total);
         goto fail;
     }
@@ -115,7 +115,7 @@ static int read_idx(const char *path, int ndim, uint32_t *dims, uint8_t **data)
     char extra;
     int r = gzread(f, &extra, 1);
     if (r != 0) {
-        rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: %s after %llu data bytes", path,
+        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: %s after %llu data bytes", path,
                             r > 0 ? "trailing bytes" : "corrupt stream", (unsigned long long)total);
         goto fail;
     }
@@ -130,16 +130,16 @@ fail:
 
 /* ---- data set --------------------------------------------------------------------------- */
 
-int ordo_dataset_load_files(const char *images_path, const char *labels_path, ordo_dataset_t **out)
+int ordo__dataset_load_files(const char *images_path, const char *labels_path, ordo__dataset_t **out)
 {
     int rc;
     uint32_t idims[3] = {0}, ldims[1] = {0};
-    ordo_dataset_t *ds = calloc(1, sizeof(*ds));
-    if (!ds) return ordo_error_set(ORDO_ERR_NOMEM, "dataset: out of memory");
+    ordo__dataset_t *ds = calloc(1, sizeof(*ds));
+    if (!ds) return ordo__error_set(ORDO_ERR_NOMEM, "dataset: out of memory");
     if ((rc = read_idx(images_path, 3, idims, &ds->pixels)) < 0) goto fail;
     if ((rc = read_idx(labels_path, 1, ldims, &ds->labels)) < 0) goto fail;
     if (idims[0] != ldims[0]) {
-        rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: %u labels, but %s holds %u images", labels_path,
+        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: %u labels, but %s holds %u images", labels_path,
                             ldims[0], images_path, idims[0]);
         goto fail;
     }
@@ -148,7 +148,7 @@ int ordo_dataset_load_files(const char *images_path, const char *labels_path, or
     ds->cols = (int)idims[2];
     for (int64_t i = 0; i < ds->n; i++) {
         if (ds->labels[i] >= ORDO_DATASET_CLASSES) {
-            rc = ordo_error_set(ORDO_ERR_FORMAT, "%s: label %u of sample %lld is not in [0, %d)",
+            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: label %u of sample %lld is not in [0, %d)",
                                 labels_path, ds->labels[i], (long long)i, ORDO_DATASET_CLASSES);
             goto fail;
         }
@@ -158,44 +158,44 @@ int ordo_dataset_load_files(const char *images_path, const char *labels_path, or
     *out = ds;
     return 0;
 fail:
-    ordo_dataset_destroy(&ds);
+    ordo__dataset_destroy(&ds);
     return rc;
 }
 
-int ordo_dataset_load(const char *dir, ordo_dataset_split_t split, ordo_dataset_t **out)
+int ordo__dataset_load(const char *dir, ordo__dataset_split_t split, ordo__dataset_t **out)
 {
     const char *prefix = split == ORDO_DATASET_TRAIN ? "train" : "t10k";
     char images[4096], labels[4096];
     int a = snprintf(images, sizeof(images), "%s/%s-images-idx3-ubyte.gz", dir, prefix);
     int b = snprintf(labels, sizeof(labels), "%s/%s-labels-idx1-ubyte.gz", dir, prefix);
     if (a < 0 || b < 0 || (size_t)a >= sizeof(images) || (size_t)b >= sizeof(labels))
-        return ordo_error_set(ORDO_ERR_INVAL, "%s: data set directory name too long", dir);
-    return ordo_dataset_load_files(images, labels, out);
+        return ordo__error_set(ORDO_ERR_INVAL, "%s: data set directory name too long", dir);
+    return ordo__dataset_load_files(images, labels, out);
 }
 
-int64_t ordo_dataset_count(const ordo_dataset_t *ds)
+int64_t ordo__dataset_count(const ordo__dataset_t *ds)
 {
     return ds->n;
 }
 
-int ordo_dataset_rows(const ordo_dataset_t *ds)
+int ordo__dataset_rows(const ordo__dataset_t *ds)
 {
     return ds->rows;
 }
 
-int ordo_dataset_cols(const ordo_dataset_t *ds)
+int ordo__dataset_cols(const ordo__dataset_t *ds)
 {
     return ds->cols;
 }
 
-int ordo_dataset_label(const ordo_dataset_t *ds, int64_t i)
+int ordo__dataset_label(const ordo__dataset_t *ds, int64_t i)
 {
     ORDO_ASSERT(i >= 0 && i < ds->n);
     return ds->labels[i];
 }
 
 /* gather_one writes sample i normalized to x. */
-static void gather_one(const ordo_dataset_t *ds, int64_t i, float *restrict x)
+static void gather_one(const ordo__dataset_t *ds, int64_t i, float *restrict x)
 {
     const int64_t f = (int64_t)ds->rows * ds->cols;
     const uint8_t *restrict p = ds->pixels + i * f;
@@ -203,7 +203,7 @@ static void gather_one(const ordo_dataset_t *ds, int64_t i, float *restrict x)
         x[j] = ds->lut[p[j]];
 }
 
-void ordo_dataset_get(const ordo_dataset_t *ds, int64_t first, int n, float *x, int *labels)
+void ordo__dataset_get(const ordo__dataset_t *ds, int64_t first, int n, float *x, int *labels)
 {
     ORDO_ASSERT(first >= 0 && n >= 0 && first + n <= ds->n);
     const int64_t f = (int64_t)ds->rows * ds->cols;
@@ -213,7 +213,7 @@ void ordo_dataset_get(const ordo_dataset_t *ds, int64_t first, int n, float *x, 
     }
 }
 
-void ordo_dataset_destroy(ordo_dataset_t **ds)
+void ordo__dataset_destroy(ordo__dataset_t **ds)
 {
     if (!ds || !*ds) return;
     free((*ds)->pixels);
@@ -224,29 +224,29 @@ void ordo_dataset_destroy(ordo_dataset_t **ds)
 
 /* ---- shards and batches ----------------------------------------------------------------- */
 
-void ordo_dataset_shard(int64_t n, int worker, int workers, int64_t *begin, int64_t *end)
+void ordo__dataset_shard(int64_t n, int worker, int workers, int64_t *begin, int64_t *end)
 {
     ORDO_ASSERT(workers >= 1 && worker >= 0 && worker < workers && n >= 0);
     *begin = n * worker / workers;
     *end = n * (worker + 1) / workers;
 }
 
-int ordo_dataset_iter_new(const ordo_dataset_t *ds, int worker, int workers, int batch,
-                          uint64_t seed, ordo_dataset_iter_t **out)
+int ordo__dataset_iter_new(const ordo__dataset_t *ds, int worker, int workers, int batch,
+                          uint64_t seed, ordo__dataset_iter_t **out)
 {
     if (workers < 1 || worker < 0 || worker >= workers || batch < 1)
-        return ordo_error_set(ORDO_ERR_INVAL, "dataset: bad worker %d of %d or batch %d", worker,
+        return ordo__error_set(ORDO_ERR_INVAL, "dataset: bad worker %d of %d or batch %d", worker,
                               workers, batch);
     int64_t smallest = ds->n / workers;
     if (smallest < batch)
-        return ordo_error_set(ORDO_ERR_INVAL,
+        return ordo__error_set(ORDO_ERR_INVAL,
                               "dataset: a shard of %lld samples (%lld over %d workers) is "
                               "smaller than the batch %d",
                               (long long)smallest, (long long)ds->n, workers, batch);
-    ordo_dataset_iter_t *it = calloc(1, sizeof(*it));
-    if (!it) return ordo_error_set(ORDO_ERR_NOMEM, "dataset: out of memory");
+    ordo__dataset_iter_t *it = calloc(1, sizeof(*it));
+    if (!it) return ordo__error_set(ORDO_ERR_NOMEM, "dataset: out of memory");
     int64_t end;
-    ordo_dataset_shard(ds->n, worker, workers, &it->begin, &end);
+    ordo__dataset_shard(ds->n, worker, workers, &it->begin, &end);
     it->ds = ds;
     it->worker = worker;
     it->batch = batch;
@@ -259,31 +259,31 @@ int ordo_dataset_iter_new(const ordo_dataset_t *ds, int worker, int workers, int
     it->x = malloc(sizeof(float) * (size_t)batch * (size_t)(ds->rows * ds->cols));
     it->y = malloc(sizeof(int) * (size_t)batch);
     if (!it->order || !it->x || !it->y) {
-        ordo_dataset_iter_destroy(&it);
-        return ordo_error_set(ORDO_ERR_NOMEM, "dataset: out of memory for the batch iterator");
+        ordo__dataset_iter_destroy(&it);
+        return ordo__error_set(ORDO_ERR_NOMEM, "dataset: out of memory for the batch iterator");
     }
     *out = it;
     return 0;
 }
 
-int64_t ordo_dataset_iter_batches_per_epoch(const ordo_dataset_iter_t *it)
+int64_t ordo__dataset_iter_batches_per_epoch(const ordo__dataset_iter_t *it)
 {
     return it->per_epoch;
 }
 
-int ordo_dataset_iter_next(ordo_dataset_iter_t *it, const float **x, const int **labels)
+int ordo__dataset_iter_next(ordo__dataset_iter_t *it, const float **x, const int **labels)
 {
     if (it->next >= it->per_epoch) {
         it->epoch++;
         for (int64_t i = 0; i < it->len; i++)
             it->order[i] = it->begin + i;
-        ordo_rng_t r;
-        ordo_rng_seed2(&r, it->seed ^ ORDO_DATASET_SEED_SALT,
+        ordo__rng_t r;
+        ordo__rng_seed2(&r, it->seed ^ ORDO_DATASET_SEED_SALT,
                        ((uint64_t)it->worker << 32) | (uint32_t)it->epoch);
-        ordo_rng_shuffle(&r, it->order, it->len);
+        ordo__rng_shuffle(&r, it->order, it->len);
         it->next = 0;
     }
-    const ordo_dataset_t *ds = it->ds;
+    const ordo__dataset_t *ds = it->ds;
     const int64_t f = (int64_t)ds->rows * ds->cols;
     const int64_t *idx = it->order + it->next * it->batch;
     for (int i = 0; i < it->batch; i++) {
@@ -296,12 +296,12 @@ int ordo_dataset_iter_next(ordo_dataset_iter_t *it, const float **x, const int *
     return it->batch;
 }
 
-int ordo_dataset_iter_epoch(const ordo_dataset_iter_t *it)
+int ordo__dataset_iter_epoch(const ordo__dataset_iter_t *it)
 {
     return it->epoch;
 }
 
-void ordo_dataset_iter_destroy(ordo_dataset_iter_t **it)
+void ordo__dataset_iter_destroy(ordo__dataset_iter_t **it)
 {
     if (!it || !*it) return;
     free((*it)->order);

@@ -18,12 +18,12 @@
 #include "ordo/ordo.h"
 #include "worker/compute.h"
 
-typedef struct ordo_exec ordo_exec_t;
+typedef struct ordo__exec ordo__exec_t;
 
-typedef struct ordo_exec_opts {
+typedef struct ordo__exec_opts {
     ordo_t *ordo;                 /* the joined worker (borrowed); the executor binds it */
-    const ordo_model_t *model;    /* its parameters are the keys, in order */
-    ordo_compute_ctx_t *compute;  /* bound to params/grads by the executor */
+    const ordo__model_t *model;    /* its parameters are the keys, in order */
+    ordo__compute_ctx_t *compute;  /* bound to params/grads by the executor */
     bool shuffle_pulls;           /* policy none: a seeded random request order per iteration */
     uint64_t seed;
     bool forward_only;            /* no backward, no pushes: every iteration reads version 0;
@@ -33,11 +33,11 @@ typedef struct ordo_exec_opts {
     int64_t iterations;           /* pull_early: no early pulls in iteration iterations - 1 */
     double slowdown;              /* [straggle]: each op's compute is followed by a sleep of
                                      slowdown - 1 times its measured time (<= 1: none) */
-    const ordo_conf_t *straggle;  /* [straggle] transient delays of this worker, slept before
+    const ordo__conf_t *straggle;  /* [straggle] transient delays of this worker, slept before
                                      each forward pass and counted as compute (NULL: none) */
-} ordo_exec_opts_t;
+} ordo__exec_opts_t;
 
-typedef struct ordo_exec_stats {
+typedef struct ordo__exec_stats {
     int64_t t_start_ns, t_forward_end_ns, t_push_done_ns, t_end_ns;
     double step_ms;    /* iteration start to the last push acknowledged (or forward end) */
     double wait_ms;    /* compute thread blocked waiting for parameters */
@@ -46,54 +46,54 @@ typedef struct ordo_exec_stats {
     double loss;
     int correct;
     char extra[512]; /* further STATS members (",\"name\":value..."): sparse counters */
-} ordo_exec_stats_t;
+} ordo__exec_stats_t;
 
-/* ordo_exec_new binds the handle (ordo_bind: the library's value and gradient buffers, its
+/* ordo__exec_new binds the handle (ordo_bind: the library's value and gradient buffers, its
  * thread) and the compute backend to those buffers. */
-int ordo_exec_new(const ordo_exec_opts_t *o, ordo_exec_t **out);
+int ordo__exec_new(const ordo__exec_opts_t *o, ordo__exec_t **out);
 
-/* ordo_exec_params returns the parameter buffers (model order; the library's value buffers,
- * ordo_value_buffer). Between iterations they are consistent only after ordo_exec_pull_all:
+/* ordo__exec_params returns the parameter buffers (model order; the library's value buffers,
+ * ordo_value_buffer). Between iterations they are consistent only after ordo__exec_pull_all:
  * in host groups with shared values a tensor's next value overwrites it as soon as every
  * member pushed its gradient (a snapshot taken inside an iteration is consistent always). */
-float *const *ordo_exec_params(const ordo_exec_t *e);
+float *const *ordo__exec_params(const ordo__exec_t *e);
 
-/* ordo_exec_init sends every parameter's initial value (params[i], copied) to the servers
+/* ordo__exec_init sends every parameter's initial value (params[i], copied) to the servers
  * (ordo_bound_init_from: the parameter buffers may be a host group's shared values, which
  * only the library writes). */
-int ordo_exec_init(ordo_exec_t *e, float *const *params);
+int ordo__exec_init(ordo__exec_t *e, float *const *params);
 
-/* ordo_exec_compute_on binds the compute context to params (model order, borrowed until the
+/* ordo__exec_compute_on binds the compute context to params (model order, borrowed until the
  * next call) for forward passes the caller runs between iterations, such as an evaluation of
  * a snapshot; NULL binds it back to the parameter buffers. */
-int ordo_exec_compute_on(ordo_exec_t *e, float *const *params);
+int ordo__exec_compute_on(ordo__exec_t *e, float *const *params);
 
-/* ordo_exec_iteration runs iteration t on a batch (x, labels, n; NULL for emulation). */
-int ordo_exec_iteration(ordo_exec_t *e, int64_t t, const float *x, const int *labels, int n,
-                        ordo_exec_stats_t *st);
+/* ordo__exec_iteration runs iteration t on a batch (x, labels, n; NULL for emulation). */
+int ordo__exec_iteration(ordo__exec_t *e, int64_t t, const float *x, const int *labels, int n,
+                        ordo__exec_stats_t *st);
 
-/* ordo_exec_pull_all pulls every parameter's value of iteration t into the buffers
+/* ordo__exec_pull_all pulls every parameter's value of iteration t into the buffers
  * (the final model after the last iteration). */
-int ordo_exec_pull_all(ordo_exec_t *e, int64_t t);
+int ordo__exec_pull_all(ordo__exec_t *e, int64_t t);
 
-/* ordo_exec_barrier waits until every worker has called it as many times. */
-int ordo_exec_barrier(ordo_exec_t *e);
+/* ordo__exec_barrier waits until every worker has called it as many times. */
+int ordo__exec_barrier(ordo__exec_t *e);
 
-/* ordo_exec_snapshot makes the next ordo_exec_iteration copy the parameters it computes with
+/* ordo__exec_snapshot makes the next ordo__exec_iteration copy the parameters it computes with
  * (model order, one block of the model's total element count, borrowed) into block when its
  * forward pass ends: the values after as many updates as the iteration's number, before any
  * of its pushes (or early pulls) can change them. */
-void ordo_exec_snapshot(ordo_exec_t *e, float *block);
+void ordo__exec_snapshot(ordo__exec_t *e, float *block);
 
-/* ordo_exec_report sends one iteration's stats (JSON) to the scheduler (ordo_report). */
-int ordo_exec_report(ordo_exec_t *e, const char *json);
+/* ordo__exec_report sends one iteration's stats (JSON) to the scheduler (ordo_report). */
+int ordo__exec_report(ordo__exec_t *e, const char *json);
 
-/* ordo_exec_destroy unbinds the handle and frees; NULL-safe. */
-void ordo_exec_destroy(ordo_exec_t **e);
+/* ordo__exec_destroy unbinds the handle and frees; NULL-safe. */
+void ordo__exec_destroy(ordo__exec_t **e);
 
-/* ordo_exec_path_state saves (save) the push path's own state to the file path between
+/* ordo__exec_path_state saves (save) the push path's own state to the file path between
  * iterations, or restores it before the first (client/push.h, state); 0 without doing
  * anything when the path keeps none (dense, merged). */
-int ordo_exec_path_state(ordo_exec_t *e, const char *path, bool save);
+int ordo__exec_path_state(ordo__exec_t *e, const char *path, bool save);
 
 #endif

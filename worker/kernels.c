@@ -9,12 +9,12 @@
 #include <math.h>
 #include <string.h>
 
-void ordo_kernels_set_threads(int n)
+void ordo__kernels_set_threads(int n)
 {
     openblas_set_num_threads(n < 1 ? 1 : n);
 }
 
-void ordo_kernels_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+void ordo__kernels_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                         const float *a, int lda, const float *b, int ldb, float beta, float *c,
                         int ldc)
 {
@@ -24,10 +24,10 @@ void ordo_kernels_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float a
 
 /* ---- dense ---------------------------------------------------------------------------- */
 
-void ordo_kernels_dense_fwd(int n, int in, int out, const float *restrict x,
+void ordo__kernels_dense_fwd(int n, int in, int out, const float *restrict x,
                             const float *restrict w, const float *restrict b, float *restrict y)
 {
-    ordo_kernels_sgemm(false, true, n, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+    ordo__kernels_sgemm(false, true, n, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
     for (int i = 0; i < n; i++) {
         float *restrict row = y + (int64_t)i * out;
         for (int j = 0; j < out; j++)
@@ -35,23 +35,23 @@ void ordo_kernels_dense_fwd(int n, int in, int out, const float *restrict x,
     }
 }
 
-void ordo_kernels_dense_bwd(int n, int in, int out, const float *restrict x,
+void ordo__kernels_dense_bwd(int n, int in, int out, const float *restrict x,
                             const float *restrict w, const float *restrict dy, float *restrict dx,
                             float *restrict dw, float *restrict db)
 {
-    ordo_kernels_sgemm(true, false, out, in, n, 1.0f, dy, out, x, in, 0.0f, dw, in);
+    ordo__kernels_sgemm(true, false, out, in, n, 1.0f, dy, out, x, in, 0.0f, dw, in);
     memset(db, 0, sizeof(float) * (size_t)out);
     for (int i = 0; i < n; i++) {
         const float *restrict row = dy + (int64_t)i * out;
         for (int j = 0; j < out; j++)
             db[j] += row[j];
     }
-    if (dx) ordo_kernels_sgemm(false, false, n, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
+    if (dx) ordo__kernels_sgemm(false, false, n, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
 }
 
 /* ---- relu ----------------------------------------------------------------------------- */
 
-void ordo_kernels_relu_fwd(int64_t len, const float *restrict x, float *restrict y)
+void ordo__kernels_relu_fwd(int64_t len, const float *restrict x, float *restrict y)
 {
     /* Selects written so the compiler emits masks and max instructions, not branches: on
      * random signs a branch mispredicts half the time. */
@@ -61,7 +61,7 @@ void ordo_kernels_relu_fwd(int64_t len, const float *restrict x, float *restrict
     }
 }
 
-void ordo_kernels_relu_bwd(int64_t len, const float *restrict x, const float *restrict dy,
+void ordo__kernels_relu_bwd(int64_t len, const float *restrict x, const float *restrict dy,
                            float *restrict dx)
 {
     for (int64_t i = 0; i < len; i++) {
@@ -72,7 +72,7 @@ void ordo_kernels_relu_bwd(int64_t len, const float *restrict x, const float *re
 
 /* ---- conv2d --------------------------------------------------------------------------- */
 
-bool ordo_kernels_conv_init(ordo_conv_t *g, int n, int in_c, int in_h, int in_w, int out_c, int k,
+bool ordo__kernels_conv_init(ordo__conv_t *g, int n, int in_c, int in_h, int in_w, int out_c, int k,
                             int pad, int stride)
 {
     if (n < 1 || in_c < 1 || in_h < 1 || in_w < 1 || out_c < 1 || k < 1 || pad < 0 || stride < 1)
@@ -80,7 +80,7 @@ bool ordo_kernels_conv_init(ordo_conv_t *g, int n, int in_c, int in_h, int in_w,
     int out_h = (in_h + 2 * pad - k) / stride + 1;
     int out_w = (in_w + 2 * pad - k) / stride + 1;
     if (in_h + 2 * pad < k || in_w + 2 * pad < k || out_h < 1 || out_w < 1) return false;
-    *g = (ordo_conv_t){.n = n,
+    *g = (ordo__conv_t){.n = n,
                        .in_c = in_c,
                        .in_h = in_h,
                        .in_w = in_w,
@@ -93,14 +93,14 @@ bool ordo_kernels_conv_init(ordo_conv_t *g, int n, int in_c, int in_h, int in_w,
     return true;
 }
 
-int64_t ordo_kernels_conv_col_len(const ordo_conv_t *g)
+int64_t ordo__kernels_conv_col_len(const ordo__conv_t *g)
 {
     return (int64_t)g->in_c * g->k * g->k * g->out_h * g->out_w;
 }
 
 /* valid_range gives the output columns [*lo, *hi) whose input column ow*stride - pad + kj
  * lies inside [0, in_w); the others read zero padding. */
-static void valid_range(const ordo_conv_t *g, int kj, int *lo, int *hi)
+static void valid_range(const ordo__conv_t *g, int kj, int *lo, int *hi)
 {
     int first = g->pad - kj; /* smallest ow*stride that lands on column 0 */
     int l = first <= 0 ? 0 : (first + g->stride - 1) / g->stride;
@@ -114,7 +114,7 @@ static void valid_range(const ordo_conv_t *g, int kj, int *lo, int *hi)
 
 /* im2col writes one sample's receptive fields as rows (c, ki, kj) x columns (oh, ow). The
  * padding bounds are worked out per row, so the inner loops are plain copies. */
-static void im2col(const ordo_conv_t *g, const float *restrict x, float *restrict col)
+static void im2col(const ordo__conv_t *g, const float *restrict x, float *restrict col)
 {
     const int k = g->k, oh_n = g->out_h, ow_n = g->out_w, st = g->stride;
     for (int c = 0; c < g->in_c; c++) {
@@ -148,7 +148,7 @@ static void im2col(const ordo_conv_t *g, const float *restrict x, float *restric
 }
 
 /* col2im adds columns back onto one sample's input gradient (which it zeroes first). */
-static void col2im(const ordo_conv_t *g, const float *restrict col, float *restrict dx)
+static void col2im(const ordo__conv_t *g, const float *restrict col, float *restrict dx)
 {
     const int k = g->k, oh_n = g->out_h, ow_n = g->out_w, st = g->stride;
     memset(dx, 0, sizeof(float) * (size_t)g->in_c * g->in_h * g->in_w);
@@ -176,7 +176,7 @@ static void col2im(const ordo_conv_t *g, const float *restrict col, float *restr
     }
 }
 
-void ordo_kernels_conv2d_fwd(const ordo_conv_t *g, const float *restrict x, const float *restrict w,
+void ordo__kernels_conv2d_fwd(const ordo__conv_t *g, const float *restrict x, const float *restrict w,
                              const float *restrict b, float *restrict y, float *restrict col)
 {
     const int ckk = g->in_c * g->k * g->k;
@@ -186,7 +186,7 @@ void ordo_kernels_conv2d_fwd(const ordo_conv_t *g, const float *restrict x, cons
     for (int s = 0; s < g->n; s++) {
         float *restrict ys = y + s * out_len;
         im2col(g, x + s * in_len, col);
-        ordo_kernels_sgemm(false, false, g->out_c, ohw, ckk, 1.0f, w, ckk, col, ohw, 0.0f, ys, ohw);
+        ordo__kernels_sgemm(false, false, g->out_c, ohw, ckk, 1.0f, w, ckk, col, ohw, 0.0f, ys, ohw);
         for (int c = 0; c < g->out_c; c++) {
             float *restrict plane = ys + (int64_t)c * ohw;
             for (int i = 0; i < ohw; i++)
@@ -195,7 +195,7 @@ void ordo_kernels_conv2d_fwd(const ordo_conv_t *g, const float *restrict x, cons
     }
 }
 
-void ordo_kernels_conv2d_bwd(const ordo_conv_t *g, const float *restrict x, const float *restrict w,
+void ordo__kernels_conv2d_bwd(const ordo__conv_t *g, const float *restrict x, const float *restrict w,
                              const float *restrict dy, float *restrict dx, float *restrict dw,
                              float *restrict db, float *restrict col)
 {
@@ -208,7 +208,7 @@ void ordo_kernels_conv2d_bwd(const ordo_conv_t *g, const float *restrict x, cons
         const float *restrict dys = dy + s * out_len;
         im2col(g, x + s * in_len, col);
         /* dw = sum over samples of dy_s * col_s^T: the first sample overwrites. */
-        ordo_kernels_sgemm(false, true, g->out_c, ckk, ohw, 1.0f, dys, ohw, col, ohw,
+        ordo__kernels_sgemm(false, true, g->out_c, ckk, ohw, 1.0f, dys, ohw, col, ohw,
                            s == 0 ? 0.0f : 1.0f, dw, ckk);
         for (int c = 0; c < g->out_c; c++) {
             const float *restrict plane = dys + (int64_t)c * ohw;
@@ -218,7 +218,7 @@ void ordo_kernels_conv2d_bwd(const ordo_conv_t *g, const float *restrict x, cons
             db[c] += sum;
         }
         if (dx) {
-            ordo_kernels_sgemm(true, false, ckk, ohw, g->out_c, 1.0f, w, ckk, dys, ohw, 0.0f, col,
+            ordo__kernels_sgemm(true, false, ckk, ohw, g->out_c, 1.0f, w, ckk, dys, ohw, 0.0f, col,
                                ohw);
             col2im(g, col, dx + s * in_len);
         }
@@ -227,7 +227,7 @@ void ordo_kernels_conv2d_bwd(const ordo_conv_t *g, const float *restrict x, cons
 
 /* ---- max-pool 2x2 ----------------------------------------------------------------------- */
 
-void ordo_kernels_maxpool_fwd(int64_t planes, int h, int w, const float *restrict x,
+void ordo__kernels_maxpool_fwd(int64_t planes, int h, int w, const float *restrict x,
                               float *restrict y, int32_t *restrict arg)
 {
     const int oh_n = h / 2, ow_n = w / 2;
@@ -251,7 +251,7 @@ void ordo_kernels_maxpool_fwd(int64_t planes, int h, int w, const float *restric
     }
 }
 
-void ordo_kernels_maxpool_bwd(int64_t planes, int h, int w, const float *restrict dy,
+void ordo__kernels_maxpool_bwd(int64_t planes, int h, int w, const float *restrict dy,
                               const int32_t *restrict arg, float *restrict dx)
 {
     const int64_t out_len = (int64_t)(h / 2) * (w / 2);
@@ -265,7 +265,7 @@ void ordo_kernels_maxpool_bwd(int64_t planes, int h, int w, const float *restric
 
 /* ---- softmax cross-entropy -------------------------------------------------------------- */
 
-void ordo_kernels_xent_fwd(int n, int classes, const float *restrict logits,
+void ordo__kernels_xent_fwd(int n, int classes, const float *restrict logits,
                            const int *restrict labels, float *restrict prob, double *loss,
                            int *correct)
 {
@@ -294,7 +294,7 @@ void ordo_kernels_xent_fwd(int n, int classes, const float *restrict logits,
     *correct = right;
 }
 
-void ordo_kernels_xent_bwd(int n, int classes, const float *restrict prob,
+void ordo__kernels_xent_bwd(int n, int classes, const float *restrict prob,
                            const int *restrict labels, float *restrict dlogits)
 {
     const float scale = 1.0f / (float)n;

@@ -11,83 +11,83 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* ordo_kernels_set_threads sets the number of OpenBLAS threads of this process (ordo runs
+/* ordo__kernels_set_threads sets the number of OpenBLAS threads of this process (ordo runs
  * several processes per host, so 1 is the default it applies at backend creation). */
-void ordo_kernels_set_threads(int n);
+void ordo__kernels_set_threads(int n);
 
-/* ordo_kernels_sgemm computes the row-major C[m,n] = alpha * op(A) * op(B) + beta * C,
+/* ordo__kernels_sgemm computes the row-major C[m,n] = alpha * op(A) * op(B) + beta * C,
  * op(X) = X^T when the matching trans flag is set; lda/ldb/ldc are row strides. */
-void ordo_kernels_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+void ordo__kernels_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                         const float *a, int lda, const float *b, int ldb, float beta, float *c,
                         int ldc);
 
-/* ordo_kernels_dense_fwd computes y[n,out] = x[n,in] * w[out,in]^T + b[out]. */
-void ordo_kernels_dense_fwd(int n, int in, int out, const float *restrict x,
+/* ordo__kernels_dense_fwd computes y[n,out] = x[n,in] * w[out,in]^T + b[out]. */
+void ordo__kernels_dense_fwd(int n, int in, int out, const float *restrict x,
                             const float *restrict w, const float *restrict b, float *restrict y);
 
-/* ordo_kernels_dense_bwd computes dw = dy^T x, db = column sums of dy and, unless dx is
+/* ordo__kernels_dense_bwd computes dw = dy^T x, db = column sums of dy and, unless dx is
  * NULL, dx = dy w. */
-void ordo_kernels_dense_bwd(int n, int in, int out, const float *restrict x,
+void ordo__kernels_dense_bwd(int n, int in, int out, const float *restrict x,
                             const float *restrict w, const float *restrict dy, float *restrict dx,
                             float *restrict dw, float *restrict db);
 
-/* ordo_kernels_relu_fwd computes y = max(x, 0) over len elements. */
-void ordo_kernels_relu_fwd(int64_t len, const float *restrict x, float *restrict y);
+/* ordo__kernels_relu_fwd computes y = max(x, 0) over len elements. */
+void ordo__kernels_relu_fwd(int64_t len, const float *restrict x, float *restrict y);
 
-/* ordo_kernels_relu_bwd computes dx = dy where x > 0, else 0. */
-void ordo_kernels_relu_bwd(int64_t len, const float *restrict x, const float *restrict dy,
+/* ordo__kernels_relu_bwd computes dx = dy where x > 0, else 0. */
+void ordo__kernels_relu_bwd(int64_t len, const float *restrict x, const float *restrict dy,
                            float *restrict dx);
 
-/* ordo_conv_t is the geometry of a square-kernel 2-D convolution over an NCHW batch. */
-typedef struct ordo_conv {
+/* ordo__conv_t is the geometry of a square-kernel 2-D convolution over an NCHW batch. */
+typedef struct ordo__conv {
     int n;                /* batch */
     int in_c, in_h, in_w; /* input channels and size */
     int out_c, k;         /* output channels, kernel size (k x k) */
     int pad, stride;      /* zero padding on each side, stride */
-    int out_h, out_w;     /* derived by ordo_kernels_conv_init */
-} ordo_conv_t;
+    int out_h, out_w;     /* derived by ordo__kernels_conv_init */
+} ordo__conv_t;
 
-/* ordo_kernels_conv_init fills g and derives out_h/out_w; returns false when the geometry
+/* ordo__kernels_conv_init fills g and derives out_h/out_w; returns false when the geometry
  * is impossible (non-positive sizes or an output smaller than 1x1). */
-bool ordo_kernels_conv_init(ordo_conv_t *g, int n, int in_c, int in_h, int in_w, int out_c, int k,
+bool ordo__kernels_conv_init(ordo__conv_t *g, int n, int in_c, int in_h, int in_w, int out_c, int k,
                             int pad, int stride);
 
-/* ordo_kernels_conv_col_len returns the floats of the im2col workspace the conv kernels
+/* ordo__kernels_conv_col_len returns the floats of the im2col workspace the conv kernels
  * need: one sample's columns, in_c*k*k x out_h*out_w. */
-int64_t ordo_kernels_conv_col_len(const ordo_conv_t *g);
+int64_t ordo__kernels_conv_col_len(const ordo__conv_t *g);
 
-/* ordo_kernels_conv2d_fwd computes y[n,out_c,out_h,out_w] = w * x + b; col is a workspace
- * of ordo_kernels_conv_col_len floats. */
-void ordo_kernels_conv2d_fwd(const ordo_conv_t *g, const float *restrict x, const float *restrict w,
+/* ordo__kernels_conv2d_fwd computes y[n,out_c,out_h,out_w] = w * x + b; col is a workspace
+ * of ordo__kernels_conv_col_len floats. */
+void ordo__kernels_conv2d_fwd(const ordo__conv_t *g, const float *restrict x, const float *restrict w,
                              const float *restrict b, float *restrict y, float *restrict col);
 
-/* ordo_kernels_conv2d_bwd computes dw, db and, unless dx is NULL, dx from dy and the
+/* ordo__kernels_conv2d_bwd computes dw, db and, unless dx is NULL, dx from dy and the
  * forward input x; col is the same workspace as the forward's. */
-void ordo_kernels_conv2d_bwd(const ordo_conv_t *g, const float *restrict x, const float *restrict w,
+void ordo__kernels_conv2d_bwd(const ordo__conv_t *g, const float *restrict x, const float *restrict w,
                              const float *restrict dy, float *restrict dx, float *restrict dw,
                              float *restrict db, float *restrict col);
 
-/* ordo_kernels_maxpool_fwd pools 2x2 windows with stride 2 over planes planes of h x w
+/* ordo__kernels_maxpool_fwd pools 2x2 windows with stride 2 over planes planes of h x w
  * (h and w even), writing y[planes, h/2, w/2] and, per output, the index within its plane
  * of the maximum (first one on ties) to arg for the backward. */
-void ordo_kernels_maxpool_fwd(int64_t planes, int h, int w, const float *restrict x,
+void ordo__kernels_maxpool_fwd(int64_t planes, int h, int w, const float *restrict x,
                               float *restrict y, int32_t *restrict arg);
 
-/* ordo_kernels_maxpool_bwd routes dy to the forward's maxima: dx[planes, h, w] is zero
+/* ordo__kernels_maxpool_bwd routes dy to the forward's maxima: dx[planes, h, w] is zero
  * except at the recorded positions. */
-void ordo_kernels_maxpool_bwd(int64_t planes, int h, int w, const float *restrict dy,
+void ordo__kernels_maxpool_bwd(int64_t planes, int h, int w, const float *restrict dy,
                               const int32_t *restrict arg, float *restrict dx);
 
-/* ordo_kernels_xent_fwd computes the softmax of logits[n, classes] into prob, and returns
+/* ordo__kernels_xent_fwd computes the softmax of logits[n, classes] into prob, and returns
  * the mean cross-entropy over the n samples in *loss and the number of samples whose
  * arg-max equals the label in *correct. labels must lie in [0, classes). */
-void ordo_kernels_xent_fwd(int n, int classes, const float *restrict logits,
+void ordo__kernels_xent_fwd(int n, int classes, const float *restrict logits,
                            const int *restrict labels, float *restrict prob, double *loss,
                            int *correct);
 
-/* ordo_kernels_xent_bwd computes the gradient of the mean loss w.r.t. the logits:
+/* ordo__kernels_xent_bwd computes the gradient of the mean loss w.r.t. the logits:
  * dlogits = (prob - onehot(labels)) / n. */
-void ordo_kernels_xent_bwd(int n, int classes, const float *restrict prob,
+void ordo__kernels_xent_bwd(int n, int classes, const float *restrict prob,
                            const int *restrict labels, float *restrict dlogits);
 
 #endif

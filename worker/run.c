@@ -34,7 +34,7 @@ static float synth_init(int key, int64_t i)
 
 /* the value every element of the synthetic job holds after v updates:
  * v0 - lr*scale*W(W+1)/2 * sum_{s<v}(s+1) */
-static double synth_value(const ordo_conf_t *conf, int W, int key, int64_t i, int64_t v)
+static double synth_value(const ordo__conf_t *conf, int W, int key, int64_t i, int64_t v)
 {
     double scale = conf->aggregate == ORDO_AGG_MEAN ? 1.0 / W : 1.0;
     return synth_init(key, i) - conf->lr * scale * (W * (W + 1) / 2.0) * (double)(v * (v + 1) / 2);
@@ -56,7 +56,7 @@ static void log_final_hash(ordo_t *o, float **val, int64_t updates)
               (unsigned long long)h);
 }
 
-int ordo_run_synthetic(ordo_t *o, const ordo_conf_t *conf)
+int ordo__run_synthetic(ordo_t *o, const ordo__conf_t *conf)
 {
     int n_keys = ordo_num_tensors(o);
     int rank = ordo_rank(o), W = ordo_size(o);
@@ -101,14 +101,14 @@ int ordo_run_synthetic(ordo_t *o, const ordo_conf_t *conf)
             check = false;
             ORDO_INFO("synthetic job: a worker left; values are not checked from here on");
         }
-        int64_t t0 = ordo_clock_ns();
-        double delay = t < conf->iterations ? ordo_conf_straggle_delay_ms(conf, rank, t) : 0;
-        if (delay > 0) ordo_clock_sleep_ns((int64_t)(delay * 1e6));
-        int64_t tc = ordo_clock_ns();
+        int64_t t0 = ordo__clock_ns();
+        double delay = t < conf->iterations ? ordo__conf_straggle_delay_ms(conf, rank, t) : 0;
+        if (delay > 0) ordo__clock_sleep_ns((int64_t)(delay * 1e6));
+        int64_t tc = ordo__clock_ns();
         for (int key = 0; key < n_keys; key++)
             if ((rc = ordo_pull(o, key, val[key], key, NULL)) != 0) goto done;
         if ((rc = ordo_wait_all(o, -1)) != 0) goto done;
-        int64_t t1 = ordo_clock_ns();
+        int64_t t1 = ordo__clock_ns();
         for (int key = 0; check && key < n_keys; key++)
             for (int64_t i = 0; i < ordo_tensor_numel(o, key); i++) {
                 /* every push of the iterations before t - staleness is in, and none of t or
@@ -136,7 +136,7 @@ int ordo_run_synthetic(ordo_t *o, const ordo_conf_t *conf)
             if ((rc = ordo_push(o, key, grad[key], key, NULL)) != 0) goto done;
         }
         if ((rc = ordo_wait_all(o, -1)) != 0) goto done;
-        int64_t t2 = ordo_clock_ns();
+        int64_t t2 = ordo__clock_ns();
         char js[512];
         snprintf(js, sizeof js,
                  "{\"worker\":%d,\"iter\":%lld,\"step_ms\":%.4f,\"wait_ms\":%.4f,\"compute_ms\":%.4f,"
@@ -155,7 +155,7 @@ int ordo_run_synthetic(ordo_t *o, const ordo_conf_t *conf)
         log_final_hash(o, val, conf->iterations);
     ORDO_INFO("synthetic job: %d iterations, %lld pulled values checked, %lld wrong (the final "
               "values included)", conf->iterations, (long long)checked, (long long)wrong);
-    if (wrong) rc = ordo_error_set(ORDO_ERR_PROTO, "%lld pulled values were wrong", (long long)wrong);
+    if (wrong) rc = ordo__error_set(ORDO_ERR_PROTO, "%lld pulled values were wrong", (long long)wrong);
 done:
     for (int key = 0; val && grad && key < n_keys; key++) {
         free(val[key]);
@@ -175,21 +175,21 @@ done:
  * nothing to measure: emulated compute sleeps the profile's times, which the scheduler has,
  * and an [order] oracle file gives the times the user chose. */
 #define OP_TIME_PASSES 5
-int ordo_run_op_times(void *ctx, char **out)
+int ordo__run_op_times(void *ctx, char **out)
 {
-    const ordo_conf_t *conf = ctx;
+    const ordo__conf_t *conf = ctx;
     *out = NULL;
     bool training = !strcmp(conf->trainer, "mlp") || !strcmp(conf->trainer, "cnn");
     int kind = training && conf->compute == ORDO_COMPUTE_EMULATE ? ORDO_COMPUTE_CPU
                                                                   : conf->compute;
     if (!conf->calibrate || conf->oracle[0] || kind == ORDO_COMPUTE_EMULATE) return 0;
-    ordo_model_t *m = NULL;
-    ordo_compute_ctx_t *cc = NULL;
-    ordo_oracle_t *o = NULL;
+    ordo__model_t *m = NULL;
+    ordo__compute_ctx_t *cc = NULL;
+    ordo__oracle_t *o = NULL;
     float **p = NULL, **g = NULL, *x = NULL;
     int *labels = NULL, rc;
-    if ((rc = ordo_job_model(conf, &m)) != 0) goto done;
-    if ((rc = ordo_compute_new(kind, m, conf->compute_scale, &cc)) != 0) goto done;
+    if ((rc = ordo__job_model(conf, &m)) != 0) goto done;
+    if ((rc = ordo__compute_new(kind, m, conf->compute_scale, &cc)) != 0) goto done;
     p = calloc((size_t)m->n_params, sizeof *p);
     g = calloc((size_t)m->n_params, sizeof *g);
     x = calloc((size_t)m->batch * 28 * 28, sizeof *x);
@@ -200,23 +200,23 @@ int ordo_run_op_times(void *ctx, char **out)
             !(g[i] = calloc((size_t)m->params[i].numel, sizeof(float))))
             rc = ORDO_ERR_NOMEM;
     if (rc) goto done;
-    ordo_nn_init(m, conf->seed, p);
-    if ((rc = ordo_compute_bind(cc, p, g)) != 0) goto done;
-    if ((rc = ordo_compute_set_batch(cc, x, labels, m->batch)) != 0) goto done;
-    if ((rc = ordo_oracle_new(m, &o)) != 0) goto done;
+    ordo__nn_init(m, conf->seed, p);
+    if ((rc = ordo__compute_bind(cc, p, g)) != 0) goto done;
+    if ((rc = ordo__compute_set_batch(cc, x, labels, m->batch)) != 0) goto done;
+    if ((rc = ordo__oracle_new(m, &o)) != 0) goto done;
     double *fwd_us = calloc((size_t)m->n_ops, sizeof *fwd_us);
     if (!fwd_us) rc = ORDO_ERR_NOMEM;
     for (int pass = 0; pass < OP_TIME_PASSES && !rc; pass++) {
         for (int op = 0; op < m->n_ops && !rc; op++) {
-            int64_t t0 = ordo_clock_ns();
-            rc = ordo_compute_forward(cc, op);
-            fwd_us[op] = (double)(ordo_clock_ns() - t0) / 1e3;
+            int64_t t0 = ordo__clock_ns();
+            rc = ordo__compute_forward(cc, op);
+            fwd_us[op] = (double)(ordo__clock_ns() - t0) / 1e3;
         }
         for (int op = m->n_ops - 1; op >= 0 && !rc; op--) {
-            int64_t t0 = ordo_clock_ns();
-            rc = ordo_compute_backward(cc, op);
-            double bwd_us = (double)(ordo_clock_ns() - t0) / 1e3;
-            if (pass > 0) ordo_oracle_observe_op(o, op, fwd_us[op], bwd_us);
+            int64_t t0 = ordo__clock_ns();
+            rc = ordo__compute_backward(cc, op);
+            double bwd_us = (double)(ordo__clock_ns() - t0) / 1e3;
+            if (pass > 0) ordo__oracle_observe_op(o, op, fwd_us[op], bwd_us);
         }
     }
     free(fwd_us);
@@ -227,10 +227,10 @@ int ordo_run_op_times(void *ctx, char **out)
         rc = ORDO_ERR_NOMEM;
         goto done;
     }
-    rc = ordo_oracle_write(o, f);
+    rc = ordo__oracle_write(o, f);
     fclose(f);
     if (!rc) ORDO_INFO("calibration: op times of %s measured on %s (%d passes of batch %d)", m->name,
-                       ordo_compute_kind_name(kind), OP_TIME_PASSES - 1, m->batch);
+                       ordo__compute_kind_name(kind), OP_TIME_PASSES - 1, m->batch);
 done:
     if (rc) {
         free(*out);
@@ -244,9 +244,9 @@ done:
     free(g);
     free(x);
     free(labels);
-    ordo_oracle_destroy(&o);
-    ordo_compute_destroy(&cc);
-    ordo_model_destroy(&m);
-    return rc ? ordo_error_context(rc, "push.calibrate: timing the model's ops") : 0;
+    ordo__oracle_destroy(&o);
+    ordo__compute_destroy(&cc);
+    ordo__model_destroy(&m);
+    return rc ? ordo__error_context(rc, "push.calibrate: timing the model's ops") : 0;
 }
 

@@ -14,13 +14,13 @@
 
 int main(int argc, char **argv)
 {
-    ordo_conf_t conf;
-    const ordo_daemon_opts_t dopts = {.prog = "ordo-worker",
+    ordo__conf_t conf;
+    const ordo__daemon_opts_t dopts = {.prog = "ordo-worker",
                                       .role = "worker",
                                       .usage = "-c CONF [--section.key=VALUE ...]",
                                       .catch_stop = false,
                                       .keep_buffers = true};
-    int rc = ordo_daemon_init(&conf, argc, argv, &dopts);
+    int rc = ordo__daemon_init(&conf, argc, argv, &dopts);
     if (rc) return rc > 0 ? 0 : 2;
 
     /* the library reads the same command line; the network moves on the bound model's
@@ -32,8 +32,8 @@ int main(int argc, char **argv)
         (conf.intra_device == ORDO_DEVICE_AUTO &&
          (rc = ordo_set(o, "intra.device",
                         conf.compute == ORDO_COMPUTE_CUDA ? "cuda" : "cpu")) != 0) ||
-        (rc = ordo_set_op_times(o, ordo_run_op_times, &conf)) != 0 ||
-        (rc = ordo_run_declare(o, &conf)) != 0) {
+        (rc = ordo_set_op_times(o, ordo__run_op_times, &conf)) != 0 ||
+        (rc = ordo__run_declare(o, &conf)) != 0) {
         fprintf(stderr, "ordo-worker: %s\n", ordo_last_error());
         ordo_destroy(&o);
         return 2;
@@ -43,21 +43,21 @@ int main(int argc, char **argv)
         /* a worker restarted after its rank had finished (fault.worker = restart) */
         bool finished = rc == ORDO_ERR_AUTH && strstr(ordo_last_error(), ORDO_REJECT_FINISHED);
         ordo_destroy(&o);
-        return finished ? 0 : ordo_daemon_exit_code(rc);
+        return finished ? 0 : ordo__daemon_exit_code(rc);
     }
     if (!strcmp(conf.trainer, "synthetic")) {
-        rc = ordo_run_synthetic(o, &conf);
+        rc = ordo__run_synthetic(o, &conf);
         if (rc == 0) rc = ordo_leave(o);
     } else {
-        rc = ordo_run_model(o, &conf);
+        rc = ordo__run_model(o, &conf);
     }
     if (rc) {
         char why[600];
-        snprintf(why, sizeof why, "%s", ordo_error_text(rc));
+        snprintf(why, sizeof why, "%s", ordo__error_text(rc));
         ORDO_ERROR("%s", why);
         /* a failure of this worker's own (not the cluster's) is the scheduler's to hear */
         if (rc != ORDO_ERR_ABORT && rc != ORDO_ERR_PEERDEAD) ordo_abort(o, why);
     }
     ordo_destroy(&o);
-    return ordo_daemon_exit_code(rc);
+    return ordo__daemon_exit_code(rc);
 }

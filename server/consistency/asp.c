@@ -7,21 +7,21 @@
 #include "common/conf.h"
 #include "common/error.h"
 
-static int check_push(const ordo_store_t *s, const slot_t *sl, int slice, int worker, int64_t iter,
+static int check_push(const ordo__store_t *s, const slot_t *sl, int slice, int worker, int64_t iter,
                       int *late)
 {
     (void)s;
     (void)late;
     if (iter != sl->clock[worker])
-        return ordo_error_set(ORDO_ERR_PROTO,
+        return ordo__error_set(ORDO_ERR_PROTO,
                               "push of iteration %lld to slice %d from worker %d, "
                               "whose next is %lld",
                               (long long)iter, slice, worker, (long long)sl->clock[worker]);
     return 0;
 }
 
-static int take_push(ordo_store_t *s, slot_t *sl, int worker, int64_t iter, const float *data,
-                     size_t bytes, ordo_store_frame_t *owner, bool *updated)
+static int take_push(ordo__store_t *s, slot_t *sl, int worker, int64_t iter, const float *data,
+                     size_t bytes, ordo__store_frame_t *owner, bool *updated)
 {
     (void)iter;
     (void)bytes;
@@ -37,7 +37,7 @@ static int take_push(ordo_store_t *s, slot_t *sl, int worker, int64_t iter, cons
     return 0;
 }
 
-static bool pull_ready(const ordo_store_t *s, int64_t version, int64_t iter)
+static bool pull_ready(const ordo__store_t *s, int64_t version, int64_t iter)
 {
     (void)s;
     (void)version;
@@ -45,14 +45,14 @@ static bool pull_ready(const ordo_store_t *s, int64_t version, int64_t iter)
     return true;
 }
 
-static bool pushed(const ordo_store_t *s, const slot_t *sl, int worker, int64_t iter)
+static bool pushed(const ordo__store_t *s, const slot_t *sl, int worker, int64_t iter)
 {
     (void)s;
     return iter < sl->clock[worker];
 }
 
 /* the pushes applied: the sum of the workers' push clocks */
-static int64_t seq(const ordo_store_t *s, const slot_t *sl)
+static int64_t seq(const ordo__store_t *s, const slot_t *sl)
 {
     int64_t n = 0;
     for (int w = 0; w < s->n_workers; w++)

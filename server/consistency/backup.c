@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "core/vec.h"
 
-static int check_push(const ordo_store_t *s, const slot_t *sl, int slice, int worker, int64_t iter,
+static int check_push(const ordo__store_t *s, const slot_t *sl, int slice, int worker, int64_t iter,
                       int *late)
 {
     if (iter >= 0 && iter < sl->version) {
@@ -23,7 +23,7 @@ static int check_push(const ordo_store_t *s, const slot_t *sl, int slice, int wo
 
 /* the first workers - backup pushes of the iteration are in (held): their sum, in rank order,
  * is applied */
-static int apply_taken(ordo_store_t *s, slot_t *sl, round_t *rd, bool *updated)
+static int apply_taken(ordo__store_t *s, slot_t *sl, round_t *rd, bool *updated)
 {
     int w, rc, left = rd->taken;
     const float *sum = NULL;
@@ -32,7 +32,7 @@ static int apply_taken(ordo_store_t *s, slot_t *sl, round_t *rd, bool *updated)
         if (!sum)
             memcpy(rd->acc, rd->held[w].data, (size_t)sl->numel * sizeof(float));
         else
-            ordo_vec_add(rd->acc, rd->held[w].data, sl->numel);
+            ordo__vec_add(rd->acc, rd->held[w].data, sl->numel);
         sum = rd->acc;
         left--;
     }
@@ -40,7 +40,7 @@ static int apply_taken(ordo_store_t *s, slot_t *sl, round_t *rd, bool *updated)
         w++;
     rc = ordo__store_apply(s, sl, rd, sum, rd->held[w].data);
     for (w = 0; w < s->n_workers; w++) {
-        ordo_store_frame_unref(rd->held[w].owner);
+        ordo__store_frame_unref(rd->held[w].owner);
         rd->held[w] = (held_t){NULL, NULL};
     }
     *updated = rc == 0;
@@ -49,11 +49,11 @@ static int apply_taken(ordo_store_t *s, slot_t *sl, round_t *rd, bool *updated)
 
 /* every push is held until the iteration has enough, then summed in worker order, so the sum
  * (and so the model) is the same bit for bit in every run */
-static int take_push(ordo_store_t *s, slot_t *sl, int worker, int64_t iter, const float *data,
-                     size_t bytes, ordo_store_frame_t *owner, bool *updated)
+static int take_push(ordo__store_t *s, slot_t *sl, int worker, int64_t iter, const float *data,
+                     size_t bytes, ordo__store_frame_t *owner, bool *updated)
 {
     round_t *rd = &sl->rounds[iter % s->n_rounds];
-    ordo_store_frame_t *copy = NULL;
+    ordo__store_frame_t *copy = NULL;
     if ((uintptr_t)data % _Alignof(float) != 0 || !owner) {
         /* keep a copy: the caller's memory is borrowed for this call only, or unaligned */
         if (!(copy = ordo__store_frame_copy(data, bytes))) return ORDO_ERR_NOMEM;
@@ -63,7 +63,7 @@ static int take_push(ordo_store_t *s, slot_t *sl, int worker, int64_t iter, cons
     rd->pushed[worker] = 1;
     owner->refs++;
     rd->held[worker] = (held_t){data, owner};
-    ordo_store_frame_unref(copy);
+    ordo__store_frame_unref(copy);
     if (++rd->taken == s->n_workers - s->backup) return apply_taken(s, sl, rd, updated);
     return 0;
 }

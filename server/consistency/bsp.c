@@ -8,7 +8,7 @@
 
 /* an iteration before the version was applied with every worker's push, and a push marked in
  * the round is held or summed: with re-sends on, either is a restarted worker's again */
-static int check_push(const ordo_store_t *s, const slot_t *sl, int slice, int worker, int64_t iter,
+static int check_push(const ordo__store_t *s, const slot_t *sl, int slice, int worker, int64_t iter,
                       int *late)
 {
     if (s->resend && iter >= 0 &&

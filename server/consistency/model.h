@@ -18,11 +18,11 @@ struct ordo__slot; /* a slice held here (server/store_internal.h) */
 
 typedef struct ordo__sync_model {
     const char *name; /* as the conf spells it: "bsp", "ssp", "asp"; "bsp+backup" */
-    int mode;         /* the ordo_sync_t ([sync] mode) it implements */
+    int mode;         /* the ordo__sync_t ([sync] mode) it implements */
     bool backup;      /* chosen when [sync] backup > 0: an iteration takes the first pushes */
     bool window;      /* rounds for staleness + 1 iterations at once ([sync] staleness) */
-    bool clocks;      /* each slice keeps a push clock per worker (ordo_store_clocks) */
-    bool elastic;     /* workers may leave, join or be restarted (ordo_store_leave, _join,
+    bool clocks;      /* each slice keeps a push clock per worker (ordo__store_clocks) */
+    bool elastic;     /* workers may leave, join or be restarted (ordo__store_leave, _join,
                        * _set_resend) */
 
     /* ---- the store: accept a push, complete a round, answer a pull ---------------------- */
@@ -30,21 +30,21 @@ typedef struct ordo__sync_model {
     /* check_push: the model's checks of worker's push of iter to sl (the store checked the
      * slice, size, worker and membership already): 0, or 0 with *late set to a positive
      * ORDO_STORE_* for a push that will be left out, or a negative error with a detail */
-    int (*check_push)(const ordo_store_t *s, const struct ordo__slot *sl, int slice, int worker,
+    int (*check_push)(const ordo__store_t *s, const struct ordo__slot *sl, int slice, int worker,
                       int64_t iter, int *late);
     /* take_push: adds a checked push (data, kept alive by owner when not NULL, else borrowed
      * for the call) and applies the update when it completes a round: *updated */
-    int (*take_push)(ordo_store_t *s, struct ordo__slot *sl, int worker, int64_t iter,
-                     const float *data, size_t bytes, ordo_store_frame_t *owner, bool *updated);
+    int (*take_push)(ordo__store_t *s, struct ordo__slot *sl, int worker, int64_t iter,
+                     const float *data, size_t bytes, ordo__store_frame_t *owner, bool *updated);
     /* pull_ready: a pull of iter can be answered from a value at version (>= 0) */
-    bool (*pull_ready)(const ordo_store_t *s, int64_t version, int64_t iter);
-    /* answer_pull: a reference on the value a pull of iter gets (ordo_store_ref_pull) */
-    int (*answer_pull)(ordo_store_t *s, struct ordo__slot *sl, int64_t iter, void **data,
+    bool (*pull_ready)(const ordo__store_t *s, int64_t version, int64_t iter);
+    /* answer_pull: a reference on the value a pull of iter gets (ordo__store_ref_pull) */
+    int (*answer_pull)(ordo__store_t *s, struct ordo__slot *sl, int64_t iter, void **data,
                        size_t *bytes, void **hint);
     /* pushed: worker's push of iter is in (held, summed or applied; iter >= the version) */
-    bool (*pushed)(const ordo_store_t *s, const struct ordo__slot *sl, int worker, int64_t iter);
+    bool (*pushed)(const ordo__store_t *s, const struct ordo__slot *sl, int worker, int64_t iter);
     /* seq: the slice's update count, by which replicas tell how new a state is (version >= 0) */
-    int64_t (*seq)(const ordo_store_t *s, const struct ordo__slot *sl);
+    int64_t (*seq)(const ordo__store_t *s, const struct ordo__slot *sl);
 
     /* ---- the server and its replicas ([fault] replicas) --------------------------------- */
 
@@ -55,10 +55,10 @@ typedef struct ordo__sync_model {
                            * primary so sends no state either */
     /* push_need: the update count every live backup must hold before push of iter to slice
      * is acknowledged (taken already) */
-    int64_t (*push_need)(const ordo_store_t *s, int slice, int64_t iter);
+    int64_t (*push_need)(const ordo__store_t *s, int slice, int64_t iter);
     /* pull_need: the same for a pull of iter (rides_push: the pull comes with a push, whose
      * acknowledgement it is); -1: none */
-    int64_t (*pull_need)(const ordo_store_t *s, int slice, int64_t iter, bool rides_push);
+    int64_t (*pull_need)(const ordo__store_t *s, int slice, int64_t iter, bool rides_push);
 } ordo__sync_model_t;
 
 /* the models (one file each) */
@@ -69,13 +69,13 @@ extern const ordo__sync_model_t ordo__sync_bsp, ordo__sync_backup, ordo__sync_ss
 const ordo__sync_model_t *ordo__sync_model_of(int mode, int backup);
 
 /* shared rows: a value's version is iter - staleness or newer; the version is the seq */
-bool ordo__sync_ready_within_staleness(const ordo_store_t *s, int64_t version, int64_t iter);
-int64_t ordo__sync_seq_is_version(const ordo_store_t *s, const struct ordo__slot *sl);
+bool ordo__sync_ready_within_staleness(const ordo__store_t *s, int64_t version, int64_t iter);
+int64_t ordo__sync_seq_is_version(const ordo__store_t *s, const struct ordo__slot *sl);
 /* shared rows of the replicas' needs: an update per iteration (bsp), an update per push taken
  * (ssp, asp: models.c) */
-int64_t ordo__sync_push_need_iter(const ordo_store_t *s, int slice, int64_t iter);
-int64_t ordo__sync_pull_need_iter(const ordo_store_t *s, int slice, int64_t iter, bool rides_push);
-int64_t ordo__sync_push_need_seq(const ordo_store_t *s, int slice, int64_t iter);
-int64_t ordo__sync_pull_need_seq(const ordo_store_t *s, int slice, int64_t iter, bool rides_push);
+int64_t ordo__sync_push_need_iter(const ordo__store_t *s, int slice, int64_t iter);
+int64_t ordo__sync_pull_need_iter(const ordo__store_t *s, int slice, int64_t iter, bool rides_push);
+int64_t ordo__sync_push_need_seq(const ordo__store_t *s, int slice, int64_t iter);
+int64_t ordo__sync_pull_need_seq(const ordo__store_t *s, int slice, int64_t iter, bool rides_push);
 
 #endif

@@ -19,25 +19,25 @@ const ordo__sync_model_t *ordo__sync_model_of(int mode, int backup)
     return NULL;
 }
 
-bool ordo__sync_ready_within_staleness(const ordo_store_t *s, int64_t version, int64_t iter)
+bool ordo__sync_ready_within_staleness(const ordo__store_t *s, int64_t version, int64_t iter)
 {
     return version >= iter - s->staleness;
 }
 
-int64_t ordo__sync_seq_is_version(const ordo_store_t *s, const slot_t *sl)
+int64_t ordo__sync_seq_is_version(const ordo__store_t *s, const slot_t *sl)
 {
     (void)s;
     return sl->version;
 }
 
-int64_t ordo__sync_push_need_iter(const ordo_store_t *s, int slice, int64_t iter)
+int64_t ordo__sync_push_need_iter(const ordo__store_t *s, int slice, int64_t iter)
 {
     (void)s;
     (void)slice;
     return iter + 1; /* the version the push's iteration completes */
 }
 
-int64_t ordo__sync_pull_need_iter(const ordo_store_t *s, int slice, int64_t iter, bool rides_push)
+int64_t ordo__sync_pull_need_iter(const ordo__store_t *s, int slice, int64_t iter, bool rides_push)
 {
     (void)s;
     (void)slice;
@@ -45,17 +45,17 @@ int64_t ordo__sync_pull_need_iter(const ordo_store_t *s, int slice, int64_t iter
     return iter;
 }
 
-int64_t ordo__sync_push_need_seq(const ordo_store_t *s, int slice, int64_t iter)
+int64_t ordo__sync_push_need_seq(const ordo__store_t *s, int slice, int64_t iter)
 {
     (void)iter;
-    return ordo_store_seq(s, slice); /* the count right after the push was taken */
+    return ordo__store_seq(s, slice); /* the count right after the push was taken */
 }
 
-int64_t ordo__sync_pull_need_seq(const ordo_store_t *s, int slice, int64_t iter, bool rides_push)
+int64_t ordo__sync_pull_need_seq(const ordo__store_t *s, int slice, int64_t iter, bool rides_push)
 {
     /* a plain pull takes the value the model allows at once (its pushes not yet on the
      * backups were not acknowledged: their senders send them again if this server dies); one
      * riding on a push also acknowledges it, so it waits for the backups to hold that push */
     (void)iter;
-    return rides_push ? ordo_store_seq(s, slice) : -1;
+    return rides_push ? ordo__store_seq(s, slice) : -1;
 }

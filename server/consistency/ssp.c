@@ -14,7 +14,7 @@
 #include "common/error.h"
 #include "core/vec.h"
 
-static int check_push(const ordo_store_t *s, const slot_t *sl, int slice, int worker, int64_t iter,
+static int check_push(const ordo__store_t *s, const slot_t *sl, int slice, int worker, int64_t iter,
                       int *late)
 {
     (void)late;
@@ -24,11 +24,11 @@ static int check_push(const ordo_store_t *s, const slot_t *sl, int slice, int wo
 /* a value behind iter is answered with a fresh buffer: the updates of iterations version ..
  * iter - 1 as if their pushes received so far were all, on scratch copies of the gradient sum
  * and the momentum (the stored value and momentum are untouched until each is complete) */
-static int answer_pull(ordo_store_t *s, slot_t *sl, int64_t iter, void **data, size_t *bytes,
+static int answer_pull(ordo__store_t *s, slot_t *sl, int64_t iter, void **data, size_t *bytes,
                        void **hint)
 {
     if (sl->version >= iter) return ordo__store_answer_value(s, sl, iter, data, bytes, hint);
-    ordo_vbuf_t *b = ordo__store_vbuf_new(sl->numel);
+    ordo__vbuf_t *b = ordo__store_vbuf_new(sl->numel);
     if (!b) return ORDO_ERR_NOMEM;
     memcpy(b->data, sl->value->data, (size_t)sl->numel * sizeof(float));
     size_t n = (size_t)sl->numel;
@@ -47,8 +47,8 @@ static int answer_pull(ordo_store_t *s, slot_t *sl, int64_t iter, void **data, s
         else
             memset(g, 0, n * sizeof *g);
         for (int w = 0; w < s->n_workers; w++)
-            if (rd->held[w].owner) ordo_vec_add(g, rd->held[w].data, sl->numel);
-        ordo_optim_step(&sl->opt, b->data, b->data, mom, g, s->scale, sl->numel);
+            if (rd->held[w].owner) ordo__vec_add(g, rd->held[w].data, sl->numel);
+        ordo__optim_step(&sl->opt, b->data, b->data, mom, g, s->scale, sl->numel);
     }
     free(g);
     free(mom);
@@ -60,7 +60,7 @@ static int answer_pull(ordo_store_t *s, slot_t *sl, int64_t iter, void **data, s
 
 /* the pushes taken into its rounds since its initial value (a backup takes the same pushes,
  * forwarded by the primary) */
-static int64_t seq(const ordo_store_t *s, const slot_t *sl)
+static int64_t seq(const ordo__store_t *s, const slot_t *sl)
 {
     (void)s;
     return sl->taken;

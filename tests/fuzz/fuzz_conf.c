@@ -11,10 +11,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *text = malloc(size + 1);
     memcpy(text, data, size);
     text[size] = '\0';
-    ordo_conf_t c;
-    ordo_conf_defaults(&c);
-    int rc = ordo_conf_load_string(&c, text, "fuzz.ini");
-    if (rc != 0 && strncmp(ordo_error_detail(), "fuzz.ini:", 9) != 0) __builtin_trap();
+    ordo__conf_t c;
+    ordo__conf_defaults(&c);
+    int rc = ordo__conf_load_string(&c, text, "fuzz.ini");
+    if (rc != 0 && strncmp(ordo__error_detail(), "fuzz.ini:", 9) != 0) __builtin_trap();
     free(text);
     return 0;
 }

@@ -15,21 +15,21 @@
         if (!(cond)) __builtin_trap();                                                     \
     } while (0)
 
-static ordo_model_t *model(void)
+static ordo__model_t *model(void)
 {
-    static ordo_model_t *m;
-    if (!m && ordo_model_load_file(ORDO_FUZZ_MODEL, &m) != 0) __builtin_trap();
+    static ordo__model_t *m;
+    if (!m && ordo__model_load_file(ORDO_FUZZ_MODEL, &m) != 0) __builtin_trap();
     return m;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const ordo_model_t *m = model();
+    const ordo__model_t *m = model();
     char *text = malloc(size + 1); /* the loader takes a C string */
     memcpy(text, data, size);
     text[size] = '\0';
-    ordo_merge_plan_t *p = NULL;
-    int rc = ordo_merge_plan_load_string(text, "fuzz.json", m, &p);
+    ordo__merge_plan_t *p = NULL;
+    int rc = ordo__merge_plan_load_string(text, "fuzz.json", m, &p);
     if (rc == 0) {
         CHECK(p && p->n_params == m->n_params && p->n_groups >= 1);
         CHECK(p->group_start[0] == 0 && p->group_start[p->n_groups] == p->n_params);
@@ -46,15 +46,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(isfinite(p->a) && p->a >= 0 && isfinite(p->b) && p->b >= 0);
         /* what the writer makes of it loads back into the same groups */
         char *json = NULL;
-        CHECK(ordo_merge_plan_to_json(p, m, &json) == 0);
-        ordo_merge_plan_t *q = NULL;
-        CHECK(ordo_merge_plan_load_string(json, "again.json", m, &q) == 0);
+        CHECK(ordo__merge_plan_to_json(p, m, &json) == 0);
+        ordo__merge_plan_t *q = NULL;
+        CHECK(ordo__merge_plan_load_string(json, "again.json", m, &q) == 0);
         CHECK(q->n_groups == p->n_groups);
         CHECK(memcmp(q->order, p->order, sizeof(int) * (size_t)p->n_params) == 0);
         CHECK(memcmp(q->group_start, p->group_start, sizeof(int) * (size_t)(p->n_groups + 1)) == 0);
-        ordo_merge_plan_destroy(&q);
+        ordo__merge_plan_destroy(&q);
         free(json);
-        ordo_merge_plan_destroy(&p);
+        ordo__merge_plan_destroy(&p);
     } else {
         CHECK(rc < 0 && p == NULL);
     }

@@ -6,11 +6,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    ordo_model_t *m = NULL;
-    int rc = ordo_model_load_buffer((const char *)data, size, "fuzz.json", &m);
+    ordo__model_t *m = NULL;
+    int rc = ordo__model_load_buffer((const char *)data, size, "fuzz.json", &m);
     if (rc == 0) {
         if (!m || m->n_ops < 1) __builtin_trap();
-        ordo_model_destroy(&m);
+        ordo__model_destroy(&m);
     }
     return 0;
 }

@@ -2,7 +2,7 @@
  * daemon as a library, server/server.h) holds two keys for two workers, as in
  * tests/unit/test_server.c, behind its own transport's ROUTER; each input becomes one
  * multipart ZeroMQ message sent from a DEALER over inproc, received by the server's transport
- * (which validates it, as for a TCP peer) and handed to ordo_server_handle. The server must
+ * (which validates it, as for a TCP peer) and handed to ordo__server_handle. The server must
  * neither crash nor stop serving, whatever comes.
  *
  * Input: byte 0 picks the form. Even: a header built from the next 16 bytes (type, role,
@@ -25,21 +25,21 @@
 
 #define W 2
 
-static ordo_server_t *srv;
-static ordo_transport_t *tp; /* the server's (owned by srv) */
+static ordo__server_t *srv;
+static ordo__transport_t *tp; /* the server's (owned by srv) */
 static void *dealer;         /* the fuzzing peer */
 
 static void setup(void)
 {
-    ordo_log_set_level(getenv("ORDO_FUZZ_LOG")
+    ordo__log_set_level(getenv("ORDO_FUZZ_LOG")
                            ? ORDO_LOG_DEBUG
                            : ORDO_LOG_ERROR); /* every refused message is a WARN line */
-    ordo_conf_t conf;
-    ordo_conf_defaults(&conf);
+    ordo__conf_t conf;
+    ordo__conf_defaults(&conf);
     conf.lr = 0.5;
-    ordo_node_t node = {0};
+    ordo__node_t node = {0};
     int64_t numel[2] = {8, 4};
-    if (ordo_keys_partition(numel, 2, sizeof(float), 1 << 20, 0, 1, &node.keys) != 0)
+    if (ordo__keys_partition(numel, 2, sizeof(float), 1 << 20, 0, 1, &node.keys) != 0)
         __builtin_trap();
     node.role = ORDO_ROLE_SERVER;
     node.rank = 0;
@@ -47,14 +47,14 @@ static void setup(void)
     node.n_workers = W;
     node.sched_sock = -1;
     snprintf(node.run_dir, sizeof node.run_dir, "/tmp");
-    ordo_transport_opts_t opts = {.role = ORDO_ROLE_SERVER, .inline_io = true};
-    if (ordo_transport_new(&opts, &node.tp) != 0) __builtin_trap();
+    ordo__transport_opts_t opts = {.role = ORDO_ROLE_SERVER, .inline_io = true};
+    if (ordo__transport_new(&opts, &node.tp) != 0) __builtin_trap();
     char ep[256];
-    int sock = ordo_transport_bind(node.tp, "inproc://fuzz-server", 1, ep, sizeof ep);
+    int sock = ordo__transport_bind(node.tp, "inproc://fuzz-server", 1, ep, sizeof ep);
     if (sock < 0) __builtin_trap();
     tp = node.tp;
-    if (ordo_server_new(&conf, &node, sock, &srv) != 0) __builtin_trap();
-    dealer = zmq_socket(ordo_transport_zmq_ctx(tp), ZMQ_DEALER);
+    if (ordo__server_new(&conf, &node, sock, &srv) != 0) __builtin_trap();
+    dealer = zmq_socket(ordo__transport_zmq_ctx(tp), ZMQ_DEALER);
     int zero = 0;
     zmq_setsockopt(dealer, ZMQ_LINGER, &zero, sizeof zero);
     if (!dealer || zmq_connect(dealer, ep) != 0) __builtin_trap();
@@ -72,7 +72,7 @@ static uint32_t le(const uint8_t *p, int n)
 static bool send_structured(const uint8_t *d, size_t n)
 {
     if (n < 17) return false;
-    ordo_wire_hdr_t h = {0};
+    ordo__wire_hdr_t h = {0};
     h.type = (uint8_t)(1 + d[0] % (ORDO_MSG_TYPE_MAX - 1));
     h.role = d[1] % 3;
     h.rank = (int8_t)d[2];
@@ -93,7 +93,7 @@ static bool send_structured(const uint8_t *d, size_t n)
     if (lie && frames) h.lens[0] += 4;
     uint8_t hb[ORDO_WIRE_MAX_HDR];
     size_t hl;
-    if (ordo_wire_encode_hdr(&h, hb, sizeof hb, &hl) != 0) return false;
+    if (ordo__wire_encode_hdr(&h, hb, sizeof hb, &hl) != 0) return false;
     zmq_send(dealer, hb, hl, frames ? ZMQ_SNDMORE : 0);
     for (int i = 0; i < frames; i++) {
         size_t len = i == frames - 1 ? n - each * (size_t)i : each;
@@ -126,18 +126,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!srv) setup();
     if (size < 1) return 0;
-    ordo_transport_stats_t before, now;
-    ordo_transport_get_stats(tp, &before);
+    ordo__transport_stats_t before, now;
+    ordo__transport_get_stats(tp, &before);
     bool sent = data[0] & 1 ? send_raw(data + 1, size - 1) : send_structured(data + 1, size - 1);
     if (!sent) return 0;
     /* until the server's transport took the message in (accepted or refused as malformed) */
     for (int spins = 0; spins < 2000; spins++) {
-        ordo_transport_get_stats(tp, &now);
+        ordo__transport_get_stats(tp, &now);
         bool in = now.msgs_in + now.malformed > before.msgs_in + before.malformed;
-        ordo_msg_t m;
-        if (ordo_transport_recv(tp, &m, in ? 0 : 1) == 0) {
-            int rc = ordo_server_handle(srv, &m);
-            ordo_msg_close(&m);
+        ordo__msg_t m;
+        if (ordo__transport_recv(tp, &m, in ? 0 : 1) == 0) {
+            int rc = ordo__server_handle(srv, &m);
+            ordo__msg_close(&m);
             if (rc != 0) __builtin_trap(); /* data never ends the server */
         } else if (in) {
             break;

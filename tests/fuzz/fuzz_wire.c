@@ -7,14 +7,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    ordo_wire_hdr_t h;
-    if (ordo_wire_decode_hdr(data, size, &h) == 0) {
+    ordo__wire_hdr_t h;
+    if (ordo__wire_decode_hdr(data, size, &h) == 0) {
         char buf[ORDO_WIRE_MAX_HDR];
         size_t len;
         /* what decodes must encode again to the same fields */
-        if (ordo_wire_encode_hdr(&h, buf, sizeof buf, &len) != 0) __builtin_trap();
-        ordo_wire_hdr_t g;
-        if (ordo_wire_decode_hdr(buf, len, &g) != 0 || g.type != h.type || g.key != h.key ||
+        if (ordo__wire_encode_hdr(&h, buf, sizeof buf, &len) != 0) __builtin_trap();
+        ordo__wire_hdr_t g;
+        if (ordo__wire_decode_hdr(buf, len, &g) != 0 || g.type != h.type || g.key != h.key ||
             g.nframes != h.nframes)
             __builtin_trap();
     }

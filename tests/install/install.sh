@@ -35,7 +35,7 @@ ok "libordo.so needs no CUDA or NCCL library ($needed)"
 if [ -e "$ORDO_BUILD_DIR/client/libordo_nccl.so" ]; then
   [ -f "$LIB/libordo_nccl.so" ] || fail "the build has libordo_nccl.so, $LIB has not: $(ls "$LIB")"
   plugin=$(nm -D --defined-only "$LIB/libordo_nccl.so" | awk '$2 == "T" {print $3}' | tr '\n' ' ')
-  [ "$plugin" = "ordo_intra_nccl_plugin " ] || fail "libordo_nccl.so exports: $plugin"
+  [ "$plugin" = "ordo__intra_nccl_plugin " ] || fail "libordo_nccl.so exports: $plugin"
   ok "the NCCL plugin is installed beside libordo, exporting only its entry point"
 fi
 

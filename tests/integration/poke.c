@@ -21,16 +21,16 @@ static void send_raw(void *s, const void *a, size_t an, const void *b, size_t bn
 static void send_flagged(void *s, int type, uint32_t flags, int role, int rank, uint32_t key,
                          int64_t iter, const void *payload, size_t len)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, type);
+    ordo__msg_t m;
+    ordo__msg_init(&m, type);
     m.hdr.flags = flags;
     m.hdr.role = (uint8_t)role;
     m.hdr.rank = rank;
     m.hdr.key = key;
     m.hdr.iter = iter;
     m.hdr.dtype = ORDO_DTYPE_F32;
-    if (payload) ordo_msg_add_copy(&m, payload, len);
-    ordo_wire_send(s, 0, &m, 0);
+    if (payload) ordo__msg_add_copy(&m, payload, len);
+    ordo__wire_send(s, 0, &m, 0);
 }
 
 static void send_msg(void *s, int type, int role, int rank, uint32_t key, int64_t iter,
@@ -56,13 +56,13 @@ static int oversize(const char *endpoint, int mb)
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     zmq_connect(s, endpoint);
     send_msg(s, ORDO_MSG_PULL, ORDO_ROLE_WORKER, 77, 0, 0, NULL, 0); /* no such worker */
-    ordo_msg_t r;
+    ordo__msg_t r;
     int rc = 1;
-    if (ordo_wire_recv(s, 0, &r, 0) == 0) {
+    if (ordo__wire_recv(s, 0, &r, 0) == 0) {
         char text[512];
-        printf("sent %d MiB; then %s %s\n", mb, ordo_wire_type_name(r.hdr.type),
-               ordo_msg_text(&r, 0, text, sizeof text));
-        ordo_msg_close(&r);
+        printf("sent %d MiB; then %s %s\n", mb, ordo__wire_type_name(r.hdr.type),
+               ordo__msg_text(&r, 0, text, sizeof text));
+        ordo__msg_close(&r);
         rc = 0;
     } else {
         printf("sent %d MiB; then no answer\n", mb);
@@ -92,11 +92,11 @@ int main(int argc, char **argv)
         send_raw(s, junk, 1 + rand_r(&seed) % sizeof junk, i % 2 ? junk : NULL, 17);
     }
     /* a good header that lies about its payload */
-    ordo_wire_hdr_t h = {
+    ordo__wire_hdr_t h = {
         .type = ORDO_MSG_PUSH, .role = ORDO_ROLE_WORKER, .rank = 0, .nframes = 1, .lens = {1000}};
     char hb[ORDO_WIRE_MAX_HDR];
     size_t hl;
-    ordo_wire_encode_hdr(&h, hb, sizeof hb, &hl);
+    ordo__wire_encode_hdr(&h, hb, sizeof hb, &hl);
     send_raw(s, hb, hl, "short", 5);
     float f[16] = {0};
     send_msg(s, ORDO_MSG_PUSH, ORDO_ROLE_WORKER, 0, 999999, 0, f, sizeof f); /* no such key */
@@ -114,14 +114,14 @@ int main(int argc, char **argv)
     send_flagged(s, ORDO_MSG_PUSH, ORDO_FLAG_PROBE, ORDO_ROLE_WORKER, 0, 0, 0, f, 3);
     int errors = 0;
     for (;;) {
-        ordo_msg_t r;
-        if (ordo_wire_recv(s, 0, &r, 0) != 0) break;
+        ordo__msg_t r;
+        if (ordo__wire_recv(s, 0, &r, 0) != 0) break;
         char text[512];
         if (r.hdr.type == ORDO_MSG_ERROR) {
-            printf("ERROR %s\n", ordo_msg_text(&r, 0, text, sizeof text));
+            printf("ERROR %s\n", ordo__msg_text(&r, 0, text, sizeof text));
             errors++;
         }
-        ordo_msg_close(&r);
+        ordo__msg_close(&r);
     }
     printf("poked %s: %d error answers\n", argv[1], errors);
     zmq_close(s);

@@ -70,9 +70,9 @@ static int check_values(int rank, int t, float *const *val)
  * odd keys go through ordo__ps_pushpull. */
 static int worker_body(const char *sched, int fused, int io_thread)
 {
-    ordo_conf_t conf;
-    ordo_conf_defaults(&conf);
-    ordo_log_set_level(ORDO_LOG_WARN);
+    ordo__conf_t conf;
+    ordo__conf_defaults(&conf);
+    ordo__log_set_level(ORDO_LOG_WARN);
     if (strlen(sched) >= sizeof conf.scheduler) return -1;
     memcpy(conf.scheduler, sched, strlen(sched) + 1);
     conf.servers = S;
@@ -82,7 +82,7 @@ static int worker_body(const char *sched, int fused, int io_thread)
     conf.io_thread = io_thread;
     ordo__ps_t *w;
     if (ordo__ps_new(&conf, &w) != 0) return -1;
-    const ordo_keys_t *k = ordo__ps_keys(w);
+    const ordo__keys_t *k = ordo__ps_keys(w);
     int rank = ordo__ps_rank(w), wrong = 0, pulls = 0, pushes = 0;
     if (k->n_keys != NK) return -1;
     float *val[NK], *grad[NK];
@@ -232,9 +232,9 @@ END_TEST
  * r-th with bytes r + 1; 0 when every one arrived intact */
 static int relay_body(const char *sched)
 {
-    ordo_conf_t conf;
-    ordo_conf_defaults(&conf);
-    ordo_log_set_level(ORDO_LOG_WARN);
+    ordo__conf_t conf;
+    ordo__conf_defaults(&conf);
+    ordo__log_set_level(ORDO_LOG_WARN);
     if (strlen(sched) >= sizeof conf.scheduler) return -1;
     memcpy(conf.scheduler, sched, strlen(sched) + 1);
     conf.servers = 1;

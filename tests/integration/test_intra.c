@@ -69,10 +69,10 @@ static double rel_diff(const float *a, const float *b, int64_t n)
 /* the run's params.bin against the reference trainer's parameters */
 static void check_equals_reference(const it_run_t *run)
 {
-    ordo_paramfile_t *pf = NULL;
-    ORDO_CK_OK(ordo_paramfile_read(it_run_path(run, "params.bin"), &pf));
+    ordo__paramfile_t *pf = NULL;
+    ORDO_CK_OK(ordo__paramfile_read(it_run_path(run, "params.bin"), &pf));
     ck_assert_int_eq(pf->iteration, ITERS);
-    ordo_train_opts_t o = {.network = "mlp",
+    ordo__train_opts_t o = {.network = "mlp",
                            .data_dir = ordo_ck_fmnist_dir(),
                            .kind = ORDO_COMPUTE_CPU,
                            .workers = W,
@@ -83,23 +83,23 @@ static void check_equals_reference(const it_run_t *run)
                            .momentum = MOMENTUM,
                            .weight_decay = WD,
                            .local_size = 2}; /* the groups' sums, as the run sums them */
-    ordo_train_t *ref = NULL;
-    ORDO_CK_OK(ordo_train_new(&o, &ref));
-    const ordo_model_t *m = ordo_train_model(ref);
-    ORDO_CK_OK(ordo_paramfile_match(pf, m));
+    ordo__train_t *ref = NULL;
+    ORDO_CK_OK(ordo__train_new(&o, &ref));
+    const ordo__model_t *m = ordo__train_model(ref);
+    ORDO_CK_OK(ordo__paramfile_match(pf, m));
     for (int i = 0; i < ITERS; i++)
-        ORDO_CK_OK(ordo_train_step(ref, NULL));
+        ORDO_CK_OK(ordo__train_step(ref, NULL));
     double worst = 0;
     for (int p = 0; p < m->n_params; p++) {
-        double d = rel_diff(pf->values[p], ordo_train_params(ref)[p], m->params[p].numel);
+        double d = rel_diff(pf->values[p], ordo__train_params(ref)[p], m->params[p].numel);
         ck_assert_msg(d <= TOL, "%s differs from the reference by %.3g relative (limit %g)",
                       m->params[p].name, d, TOL);
         if (d > worst) worst = d;
     }
     printf("groups of 2 vs the reference after %d iterations: worst relative difference %.3g\n",
            ITERS, worst);
-    ordo_train_destroy(&ref);
-    ordo_paramfile_destroy(&pf);
+    ordo__train_destroy(&ref);
+    ordo__paramfile_destroy(&pf);
 }
 
 /* worker 0's test accuracy after each EVERY-th iteration (metrics.jsonl), into acc */
@@ -126,9 +126,9 @@ static void evaluations(const it_run_t *run, double acc[ITERS / EVERY])
 /* the params.bin of two runs, tensor by tensor */
 static double params_diff(const it_run_t *a, const it_run_t *b)
 {
-    ordo_paramfile_t *pa = NULL, *pb = NULL;
-    ORDO_CK_OK(ordo_paramfile_read(it_run_path(a, "params.bin"), &pa));
-    ORDO_CK_OK(ordo_paramfile_read(it_run_path(b, "params.bin"), &pb));
+    ordo__paramfile_t *pa = NULL, *pb = NULL;
+    ORDO_CK_OK(ordo__paramfile_read(it_run_path(a, "params.bin"), &pa));
+    ORDO_CK_OK(ordo__paramfile_read(it_run_path(b, "params.bin"), &pb));
     ck_assert_int_eq(pa->n, pb->n);
     double worst = 0;
     for (int p = 0; p < pa->n; p++) {
@@ -136,8 +136,8 @@ static double params_diff(const it_run_t *a, const it_run_t *b)
         double d = rel_diff(pa->values[p], pb->values[p], pa->numel[p]);
         if (d > worst) worst = d;
     }
-    ordo_paramfile_destroy(&pa);
-    ordo_paramfile_destroy(&pb);
+    ordo__paramfile_destroy(&pa);
+    ordo__paramfile_destroy(&pb);
     return worst;
 }
 

@@ -71,7 +71,7 @@ static void read_counts(const it_run_t *run)
 }
 
 /* run the conf with push overrides; returns the saved parameters (caller destroys) */
-static ordo_paramfile_t *train(const char *mode, const char *merge, const char *expect_log)
+static ordo__paramfile_t *train(const char *mode, const char *merge, const char *expect_log)
 {
     it_run_t run;
     ck_assert_int_eq(
@@ -83,14 +83,14 @@ static ordo_paramfile_t *train(const char *mode, const char *merge, const char *
     if (!expect_log) ck_assert(!it_run_log_has(&run, "merged pushes"));
     ck_assert(!it_run_log_has(&run, "WARN dropped") && !it_run_log_has(&run, "unexpected"));
     read_counts(&run);
-    ordo_paramfile_t *pf = NULL;
-    ORDO_CK_OK(ordo_paramfile_read(it_run_path(&run, "params.bin"), &pf));
+    ordo__paramfile_t *pf = NULL;
+    ORDO_CK_OK(ordo__paramfile_read(it_run_path(&run, "params.bin"), &pf));
     ck_assert_int_eq(pf->iteration, ITERS);
     it_run_destroy(&run);
     return pf;
 }
 
-static void assert_identical(const ordo_paramfile_t *dense, const ordo_paramfile_t *merged,
+static void assert_identical(const ordo__paramfile_t *dense, const ordo__paramfile_t *merged,
                              const char *what)
 {
     ck_assert_int_eq(merged->n, dense->n);
@@ -120,7 +120,7 @@ static void write_temp(char *path, const char *text)
 
 START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
 {
-    ordo_paramfile_t *dense = train("--push.mode=dense", NULL, NULL);
+    ordo__paramfile_t *dense = train("--push.mode=dense", NULL, NULL);
     long dense_pulls = last_pulls;
     /* every slice pulled by 3 workers in ITERS iterations, and by worker 0 once more for the
      * saved parameters */
@@ -140,9 +140,9 @@ START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
         {"--push.merge=optimal", "merged pushes: 6 keys in"},
     };
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
-        ordo_paramfile_t *merged = train("--push.mode=merged", runs[r].merge, runs[r].log);
+        ordo__paramfile_t *merged = train("--push.mode=merged", runs[r].merge, runs[r].log);
         assert_identical(dense, merged, runs[r].merge + 2);
-        ordo_paramfile_destroy(&merged);
+        ordo__paramfile_destroy(&merged);
     }
     /* a plan made elsewhere ([push] merge = file:PATH), splitting fc2 between two groups */
     char path[] = "/tmp/ordo-merge-plan-XXXXXX", opt[64];
@@ -150,10 +150,10 @@ START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
                        "[[\"fc3.w\", \"fc3.b\", \"fc2.w\"], [\"fc2.b\", \"fc1.w\", \"fc1.b\"]]}\n";
     write_temp(path, plan);
     snprintf(opt, sizeof opt, "--push.merge=file:%s", path);
-    ordo_paramfile_t *merged =
+    ordo__paramfile_t *merged =
         train("--push.mode=merged", opt, "merged pushes: 6 keys in 2 groups");
     assert_identical(dense, merged, "--push.merge=file:PLAN" + 2);
-    ordo_paramfile_destroy(&merged);
+    ordo__paramfile_destroy(&merged);
     unlink(path);
     /* measured op times ([order] oracle): with every backward measured at 0 all gradients
      * are ready at once, and one group (fewest messages) is optimal; the profile's times
@@ -169,29 +169,29 @@ START_TEST(merged_pushes_give_the_dense_parameters_bit_for_bit)
     snprintf(oopt, sizeof oopt, "--order.oracle=%s", opath);
     merged = train("--push.mode=merged", oopt, "merged pushes: 6 keys in 1 groups");
     assert_identical(dense, merged, "--order.oracle=FILE" + 2);
-    ordo_paramfile_destroy(&merged);
+    ordo__paramfile_destroy(&merged);
     unlink(opath);
     /* the servers' serial share of their links ([order] share) changes timing only */
     merged = train("--push.mode=merged", "--order.share=serial", "serial share of the link");
     assert_identical(dense, merged, "--order.share=serial" + 2);
-    ordo_paramfile_destroy(&merged);
+    ordo__paramfile_destroy(&merged);
     /* early pulls ([order] pull = early) change timing only, and pull nothing twice */
     merged = train("--push.mode=dense", "--order.pull=early", "pulls: early");
     assert_identical(dense, merged, "--order.pull=early (dense)" + 2);
     ck_assert_int_eq(last_pulls, dense_pulls);
-    ordo_paramfile_destroy(&merged);
+    ordo__paramfile_destroy(&merged);
     /* (planned with the pull stage: 3 workers' copies over 10 Gbit/s, 2.4 ns per byte) */
     merged = train("--push.mode=merged", "--order.pull=early", "early pulls 2.4 ns/byte");
     assert_identical(dense, merged, "--order.pull=early (merged)" + 2);
     ck_assert_int_eq(last_pulls, dense_pulls);
-    ordo_paramfile_destroy(&merged);
+    ordo__paramfile_destroy(&merged);
     /* groups planned from the workers' start-up calibration ([push] calibrate): its probes
      * change no value */
     merged = train("--push.mode=merged", "--push.calibrate=true", "calibration: 5 sizes");
     assert_identical(dense, merged, "--push.calibrate=true" + 2);
     ck_assert_int_eq(last_pulls, dense_pulls);
-    ordo_paramfile_destroy(&merged);
-    ordo_paramfile_destroy(&dense);
+    ordo__paramfile_destroy(&merged);
+    ordo__paramfile_destroy(&dense);
 }
 END_TEST
 

@@ -75,20 +75,20 @@ static void reverse_plan_order(const job_t *j)
 /* one worker process: pulls in req_order, then (training) pushes everything */
 static int worker_body(const job_t *j, const char *sched)
 {
-    ordo_conf_t conf;
-    ordo_conf_defaults(&conf);
-    ordo_log_set_level(ORDO_LOG_WARN);
+    ordo__conf_t conf;
+    ordo__conf_defaults(&conf);
+    ordo__log_set_level(ORDO_LOG_WARN);
     if (strlen(sched) >= sizeof conf.scheduler) return 2;
     memcpy(conf.scheduler, sched, strlen(sched) + 1);
     conf.servers = j->servers;
     conf.workers = j->workers;
     conf.timeout_ms = 5000;
     conf.heartbeat_ms = 200;
-    if (j->bandwidth && ordo_conf_parse_rate(j->bandwidth, &conf.bandwidth_bps) != 0) return 2;
+    if (j->bandwidth && ordo__conf_parse_rate(j->bandwidth, &conf.bandwidth_bps) != 0) return 2;
     conf.latency_us = j->bandwidth ? 50 : 0;
     ordo__ps_t *w;
     if (ordo__ps_new(&conf, &w) != 0) return 2;
-    const ordo_keys_t *k = ordo__ps_keys(w);
+    const ordo__keys_t *k = ordo__ps_keys(w);
     if (k->n_keys != j->n) return 3;
     float *val[MAX_KEYS];
     for (int i = 0; i < j->n; i++) {
@@ -241,14 +241,14 @@ static rel_t *load_releases(const char *dir, int rank, int *count)
     return r;
 }
 
-static ordo_keys_t *key_map(const job_t *j)
+static ordo__keys_t *key_map(const job_t *j)
 {
     int64_t numel[MAX_KEYS];
     for (int i = 0; i < j->n; i++)
         numel[i] = (j->bytes[i] + 3) / 4;
-    ordo_keys_t *k = NULL;
+    ordo__keys_t *k = NULL;
     ck_assert_int_eq(
-        ordo_keys_partition(numel, j->n, 4, j->partition_bytes, j->segment_bytes, j->servers, &k),
+        ordo__keys_partition(numel, j->n, 4, j->partition_bytes, j->segment_bytes, j->servers, &k),
         0);
     return k;
 }
@@ -261,7 +261,7 @@ static ordo_keys_t *key_map(const job_t *j)
  * which transfers a round has). */
 static int check_order(const job_t *j, const char *dir, const int *want_rank, bool strict)
 {
-    ordo_keys_t *k = key_map(j);
+    ordo__keys_t *k = key_map(j);
     int groups = 0;
     for (int s = 0; s < j->servers; s++) {
         int n_mine = 0;
@@ -277,7 +277,7 @@ static int check_order(const job_t *j, const char *dir, const int *want_rank, bo
             unsigned char seen[256] = {0};
             for (int i = 0; i < n; i++) {
                 if (r[i].worker != w) continue;
-                int slice = ordo_keys_slice(k, (uint32_t)r[i].key, (uint32_t)r[i].chunk);
+                int slice = ordo__keys_slice(k, (uint32_t)r[i].key, (uint32_t)r[i].chunk);
                 ck_assert_int_ge(slice, 0);
                 ck_assert_int_eq(k->slices[slice].server, s);
                 ck_assert_msg(!seen[slice], "%s: server %d worker %d: slice %d twice in a group",
@@ -312,7 +312,7 @@ static int check_order(const job_t *j, const char *dir, const int *want_rank, bo
         }
         free(r);
     }
-    ordo_keys_destroy(&k);
+    ordo__keys_destroy(&k);
     return groups;
 }
 

@@ -28,12 +28,12 @@ static void check_distribution(const json_t *sum, const char *key)
 
 /* load_profile loads conf/models/NAME.json (its path in path) and sums its ops' forward and
  * backward times, ms */
-static ordo_model_t *load_profile(const char *name, char *path, size_t size, double *fwd_ms,
+static ordo__model_t *load_profile(const char *name, char *path, size_t size, double *fwd_ms,
                                   double *bwd_ms)
 {
     snprintf(path, size, "%s/conf/models/%s.json", ordo_ck_source_dir(), name);
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_model_load_file(path, &m));
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__model_load_file(path, &m));
     *fwd_ms = *bwd_ms = 0;
     for (int i = 0; i < m->n_ops; i++) {
         *fwd_ms += m->ops[i].fwd_us / 1e3;
@@ -46,9 +46,9 @@ START_TEST(resnet50_emulated_one_server_two_workers)
 {
     char model_path[1024], conf[2048];
     double fwd_ms, bwd_ms;
-    ordo_model_t *m = load_profile("resnet50", model_path, sizeof model_path, &fwd_ms, &bwd_ms);
+    ordo__model_t *m = load_profile("resnet50", model_path, sizeof model_path, &fwd_ms, &bwd_ms);
     double profile_ms = fwd_ms + bwd_ms;
-    int64_t bytes = ordo_model_total_bytes(m);
+    int64_t bytes = ordo__model_total_bytes(m);
     snprintf(conf, sizeof conf,
              "[cluster]\nservers = 1\nworkers = %d\n"
              "[model]\ntrainer = profile\nfile = %s\ncompute = emulate\niterations = %d\n"
@@ -130,7 +130,7 @@ START_TEST(resnet50_emulated_one_server_two_workers)
     ck_assert(it_run_log_has(&run, "iter 20/20  step "));
     ck_assert(!it_run_log_has(&run, "train acc"));
     it_run_destroy(&run);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -192,9 +192,9 @@ START_TEST(scaled_merged_run_logs_its_plans_prediction)
 {
     char model_path[1024], conf[2048];
     double forward_ms, backward_ms;
-    ordo_model_t *m =
+    ordo__model_t *m =
         load_profile("smallmany", model_path, sizeof model_path, &forward_ms, &backward_ms);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
     snprintf(conf, sizeof conf,
              "[cluster]\nservers = 1\nworkers = 2\n"
              "[model]\ntrainer = profile\nfile = %s\ncompute = emulate\ncompute_scale = 4\n"

@@ -59,9 +59,9 @@ static double loss_at(const it_run_t *run, int iter)
  * (template in, name out) */
 static void keep_file(const it_run_t *run, const char *name, char *path)
 {
-    ordo_paramfile_t *pf = NULL;
-    ORDO_CK_OK(ordo_paramfile_read(it_run_path(run, name), &pf));
-    ordo_paramfile_destroy(&pf);
+    ordo__paramfile_t *pf = NULL;
+    ORDO_CK_OK(ordo__paramfile_read(it_run_path(run, name), &pf));
+    ordo__paramfile_destroy(&pf);
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     close(fd);
@@ -75,7 +75,7 @@ static void keep_params(const it_run_t *run, char *path)
     keep_file(run, "params.bin", path);
 }
 
-static void assert_same_values(const ordo_paramfile_t *a, const ordo_paramfile_t *b,
+static void assert_same_values(const ordo__paramfile_t *a, const ordo__paramfile_t *b,
                                const char *what)
 {
     ck_assert_int_eq(a->n, b->n);
@@ -98,8 +98,8 @@ START_TEST(a_run_starts_from_the_values_an_earlier_run_saved)
     char path[] = "/tmp/ordo-resume-XXXXXX", cpath[] = "/tmp/ordo-checkpoint-XXXXXX";
     keep_params(&first, path);
     keep_file(&first, "checkpoint.bin", cpath);
-    ordo_paramfile_t *saved = NULL;
-    ORDO_CK_OK(ordo_paramfile_read(path, &saved));
+    ordo__paramfile_t *saved = NULL;
+    ORDO_CK_OK(ordo__paramfile_read(path, &saved));
     ck_assert_int_eq(saved->iteration, 60);
     json_t *s1 = it_run_summary(&first);
     double acc1 = it_num(s1, "test_accuracy");
@@ -116,13 +116,13 @@ START_TEST(a_run_starts_from_the_values_an_earlier_run_saved)
                      0);
     ck_assert(it_run_log_has(&still, "initial values from "));
     ck_assert(it_run_log_has(&still, "(saved after 60 updates)"));
-    ordo_paramfile_t *again = NULL;
-    ORDO_CK_OK(ordo_paramfile_read(it_run_path(&still, "params.bin"), &again));
+    ordo__paramfile_t *again = NULL;
+    ORDO_CK_OK(ordo__paramfile_read(it_run_path(&still, "params.bin"), &again));
     assert_same_values(saved, again, "values through the servers with lr 0");
     json_t *s2 = it_run_summary(&still);
     ck_assert_double_eq(it_num(s2, "test_accuracy"), acc1);
     json_decref(s2);
-    ordo_paramfile_destroy(&again);
+    ordo__paramfile_destroy(&again);
     it_run_destroy(&still);
 
     /* training again goes on from where the first run ended */
@@ -137,18 +137,18 @@ START_TEST(a_run_starts_from_the_values_an_earlier_run_saved)
     it_run_destroy(&more);
 
     /* the checkpoint after 40 updates is what a run of 40 iterations ends with */
-    ordo_paramfile_t *checkpoint = NULL, *forty = NULL;
-    ORDO_CK_OK(ordo_paramfile_read(cpath, &checkpoint));
+    ordo__paramfile_t *checkpoint = NULL, *forty = NULL;
+    ORDO_CK_OK(ordo__paramfile_read(cpath, &checkpoint));
     ck_assert_int_eq(checkpoint->iteration, 40);
     it_run_t short_run;
     ck_assert_int_eq(it_run_launch(&short_run, conf_text, 240, "--model.iterations=40", NULL), 0);
-    ORDO_CK_OK(ordo_paramfile_read(it_run_path(&short_run, "params.bin"), &forty));
+    ORDO_CK_OK(ordo__paramfile_read(it_run_path(&short_run, "params.bin"), &forty));
     ck_assert_int_eq(forty->iteration, 40);
     assert_same_values(forty, checkpoint, "checkpoint after 40 updates");
     it_run_destroy(&short_run);
-    ordo_paramfile_destroy(&checkpoint);
-    ordo_paramfile_destroy(&forty);
-    ordo_paramfile_destroy(&saved);
+    ordo__paramfile_destroy(&checkpoint);
+    ordo__paramfile_destroy(&forty);
+    ordo__paramfile_destroy(&saved);
     unlink(path);
     unlink(cpath);
 }
@@ -211,16 +211,16 @@ START_TEST(a_resumed_run_ends_with_the_uninterrupted_runs_parameters_bit_for_bit
         ck_assert_int_eq(n, 2 * (40 - runs[r].from));
         ck_assert_int_eq(lo, runs[r].from);
         ck_assert_int_eq(hi, 39);
-        ordo_paramfile_t *a = NULL, *b = NULL;
-        ORDO_CK_OK(ordo_paramfile_read(it_run_path(&first, "params.bin"), &a));
-        ORDO_CK_OK(ordo_paramfile_read(it_run_path(&resumed, "params.bin"), &b));
+        ordo__paramfile_t *a = NULL, *b = NULL;
+        ORDO_CK_OK(ordo__paramfile_read(it_run_path(&first, "params.bin"), &a));
+        ORDO_CK_OK(ordo__paramfile_read(it_run_path(&resumed, "params.bin"), &b));
         ck_assert_int_eq(a->iteration, 40);
         ck_assert_int_eq(b->iteration, 40);
         assert_same_values(a, b, runs[r].mode + 2);
         printf("%s %s: resumed after %d updates, %d iterations run, parameters bit-identical\n",
                runs[r].mode + 2, runs[r].pull + 2, runs[r].from, 40 - runs[r].from);
-        ordo_paramfile_destroy(&a);
-        ordo_paramfile_destroy(&b);
+        ordo__paramfile_destroy(&a);
+        ordo__paramfile_destroy(&b);
         it_run_destroy(&resumed);
         if (r == 0) { /* what resuming refuses, with the reason */
             ck_assert_int_ne(it_run_launch(&resumed, conf_text, 60, "--model.iterations=30", opt,

@@ -51,10 +51,10 @@ static double rel_diff(const float *a, const float *b, int64_t n, int64_t *ident
     return scale > 0 ? diff / scale : diff;
 }
 
-static ordo_paramfile_t *params_of(const it_run_t *r)
+static ordo__paramfile_t *params_of(const it_run_t *r)
 {
-    ordo_paramfile_t *pf = NULL;
-    ORDO_CK_OK(ordo_paramfile_read(it_run_path(r, "params.bin"), &pf));
+    ordo__paramfile_t *pf = NULL;
+    ORDO_CK_OK(ordo__paramfile_read(it_run_path(r, "params.bin"), &pf));
     return pf;
 }
 
@@ -62,7 +62,7 @@ static ordo_paramfile_t *params_of(const it_run_t *r)
 static double compare_params(const it_run_t *a, const it_run_t *b, int64_t *identical,
                              int64_t *total)
 {
-    ordo_paramfile_t *pa = params_of(a), *pb = params_of(b);
+    ordo__paramfile_t *pa = params_of(a), *pb = params_of(b);
     ck_assert_int_eq(pa->n, pb->n);
     ck_assert_int_eq(pa->iteration, pb->iteration);
     double worst = 0;
@@ -76,8 +76,8 @@ static double compare_params(const it_run_t *a, const it_run_t *b, int64_t *iden
                (long long)pa->numel[p], d);
         if (d > worst) worst = d;
     }
-    ordo_paramfile_destroy(&pa);
-    ordo_paramfile_destroy(&pb);
+    ordo__paramfile_destroy(&pa);
+    ordo__paramfile_destroy(&pb);
     return worst;
 }
 

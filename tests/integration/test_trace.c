@@ -7,7 +7,7 @@
  * order, one pull and one push per parameter per iteration, every pull of an iteration
  * requested before its first op starts, each gradient handed to the push engine between the
  * end of its op's backward and the start of the next, and the waits. An oracle read from
- * both traces (ordo_oracle_observe_trace, what `ordo-plan oracle` does) must hold, per op,
+ * both traces (ordo__oracle_observe_trace, what `ordo-plan oracle` does) must hold, per op,
  * the least forward and backward duration of the traced events, and planning merged pushes
  * with it must use those times. */
 #include "run_util.h"
@@ -54,7 +54,7 @@ static int by_tid_ts(const void *a, const void *b)
 }
 
 /* checks one worker's trace; returns its pid */
-static int check_trace(const char *path, const ordo_model_t *m, int rank)
+static int check_trace(const char *path, const ordo__model_t *m, int rank)
 {
     json_error_t err;
     json_t *root = json_load_file(path, 0, &err);
@@ -155,7 +155,7 @@ static int check_trace(const char *path, const ordo_model_t *m, int rank)
                               x[k].name, t);
             if (strcmp(x[k].cat, "push") || x[k].iter != t) continue;
             /* handed over as soon as its op's backward ended, before the next op began */
-            int p = ordo_model_param_index(m, x[k].name);
+            int p = ordo__model_param_index(m, x[k].name);
             ck_assert(p >= 0);
             int b = m->n_ops - 1 - m->params[p].first_op; /* its op's place in backward */
             const xev_t *op = it[m->n_ops + b];
@@ -174,7 +174,7 @@ static int check_trace(const char *path, const ordo_model_t *m, int rank)
 
 /* least_op_times folds the forward and backward events of the trace at path into fwd, bwd
  * (per op, in µs, running minimum; NAN = none yet), read here independently of the oracle */
-static void least_op_times(const char *path, const ordo_model_t *m, double *fwd, double *bwd)
+static void least_op_times(const char *path, const ordo__model_t *m, double *fwd, double *bwd)
 {
     json_error_t err;
     json_t *root = json_load_file(path, 0, &err);
@@ -185,7 +185,7 @@ static void least_op_times(const char *path, const ordo_model_t *m, double *fwd,
     {
         const char *cat = json_string_value(json_object_get(e, "cat"));
         if (!cat || (strcmp(cat, "forward") && strcmp(cat, "backward"))) continue;
-        int op = ordo_model_op_index(m, json_string_value(json_object_get(e, "name")));
+        int op = ordo__model_op_index(m, json_string_value(json_object_get(e, "name")));
         ck_assert(op >= 0);
         double dur = json_number_value(json_object_get(e, "dur"));
         double *slot = !strcmp(cat, "forward") ? &fwd[op] : &bwd[op];
@@ -196,7 +196,7 @@ static void least_op_times(const char *path, const ordo_model_t *m, double *fwd,
 
 /* the oracle of both traces holds every op's least times, and the merge planner plans with
  * them: its predicted time equals the timeline of those backward times */
-static void check_oracle(it_run_t *run, const ordo_model_t *m)
+static void check_oracle(it_run_t *run, const ordo__model_t *m)
 {
     const char *paths[2] = {it_run_path(run, "trace-worker-0.json"),
                             it_run_path(run, "trace-worker-1.json")};
@@ -204,18 +204,18 @@ static void check_oracle(it_run_t *run, const ordo_model_t *m)
     ck_assert_int_le(m->n_ops, 64);
     for (int i = 0; i < m->n_ops; i++)
         fwd[i] = bwd[i] = NAN;
-    ordo_oracle_t *o = NULL;
-    ORDO_CK_OK(ordo_oracle_new(m, &o));
+    ordo__oracle_t *o = NULL;
+    ORDO_CK_OK(ordo__oracle_new(m, &o));
     for (int r = 0; r < 2; r++) {
         char path[4096];
         snprintf(path, sizeof path, "%s", paths[r]); /* it_run_path's buffer is reused */
         int n = 0;
-        ORDO_CK_OK(ordo_oracle_observe_trace(o, path, &n));
+        ORDO_CK_OK(ordo__oracle_observe_trace(o, path, &n));
         ck_assert_int_ge(n, 2 * m->n_ops * ITERS); /* every op, both passes, every iteration */
         least_op_times(path, m, fwd, bwd);
     }
-    ordo_model_t *timed = NULL;
-    ORDO_CK_OK(ordo_oracle_timed_model(m, o, &timed));
+    ordo__model_t *timed = NULL;
+    ORDO_CK_OK(ordo__oracle_timed_model(m, o, &timed));
     double sum_bwd = 0;
     for (int i = 0; i < m->n_ops; i++) {
         ck_assert_msg(!isnan(fwd[i]) && !isnan(bwd[i]), "op %s not traced", m->ops[i].name);
@@ -226,25 +226,25 @@ static void check_oracle(it_run_t *run, const ordo_model_t *m)
         sum_bwd += bwd[i];
     }
     /* one message after backward (all), no start-up, no bytes: backward alone */
-    ordo_merge_plan_t *p = NULL;
-    ORDO_CK_OK(ordo_merge_plan_compute(timed, ORDO_MERGE_ALL, 0, 0, 0, 0, 0, NULL, &p));
+    ordo__merge_plan_t *p = NULL;
+    ORDO_CK_OK(ordo__merge_plan_compute(timed, ORDO_MERGE_ALL, 0, 0, 0, 0, 0, NULL, &p));
     ck_assert_double_eq_tol(p->predicted_iter_s * 1e6, sum_bwd, 1e-6 * sum_bwd + 1e-6);
-    ordo_merge_plan_destroy(&p);
-    ordo_model_destroy(&timed);
-    ordo_oracle_destroy(&o);
+    ordo__merge_plan_destroy(&p);
+    ordo__model_destroy(&timed);
+    ordo__oracle_destroy(&o);
 }
 
 START_TEST(mlp_run_writes_valid_traces)
 {
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_nn_model("mlp", 64, &m));
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__nn_model("mlp", 64, &m));
     it_run_t run;
     ck_assert_int_eq(it_run_launch(&run, conf_text, 240, NULL), 0);
     int pid0 = check_trace(it_run_path(&run, "trace-worker-0.json"), m, 0);
     int pid1 = check_trace(it_run_path(&run, "trace-worker-1.json"), m, 1);
     ck_assert_int_ne(pid0, pid1); /* one process track per worker when traces are merged */
     check_oracle(&run, m);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
     it_run_destroy(&run);
 }
 END_TEST

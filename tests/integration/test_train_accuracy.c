@@ -149,7 +149,7 @@ static const char *probe(const char *need)
         exit(2);
     }
     const char *why = NULL;
-    if (ordo_compute_cuda_available(&why)) return NULL;
+    if (ordo__compute_cuda_available(&why)) return NULL;
     return why ? why : "no CUDA device";
 }
 

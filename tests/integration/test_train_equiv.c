@@ -77,11 +77,11 @@ static void equiv(const char *o1, const char *o2, const char *o3)
 {
     it_run_t run;
     ck_assert_int_eq(it_run_launch(&run, conf_text, 240, o1, o2, o3, NULL), 0);
-    ordo_paramfile_t *pf = NULL;
-    ORDO_CK_OK(ordo_paramfile_read(it_run_path(&run, "params.bin"), &pf));
+    ordo__paramfile_t *pf = NULL;
+    ORDO_CK_OK(ordo__paramfile_read(it_run_path(&run, "params.bin"), &pf));
     ck_assert_int_eq(pf->iteration, ITERS);
 
-    ordo_train_opts_t o = {.network = "mlp",
+    ordo__train_opts_t o = {.network = "mlp",
                            .data_dir = ordo_ck_fmnist_dir(),
                            .kind = ORDO_COMPUTE_CPU,
                            .workers = W,
@@ -91,18 +91,18 @@ static void equiv(const char *o1, const char *o2, const char *o3)
                            .lr = LR,
                            .momentum = MOMENTUM,
                            .weight_decay = WD};
-    ordo_train_t *ref = NULL;
-    ORDO_CK_OK(ordo_train_new(&o, &ref));
-    const ordo_model_t *m = ordo_train_model(ref);
-    ORDO_CK_OK(ordo_paramfile_match(pf, m));
+    ordo__train_t *ref = NULL;
+    ORDO_CK_OK(ordo__train_new(&o, &ref));
+    const ordo__model_t *m = ordo__train_model(ref);
+    ORDO_CK_OK(ordo__paramfile_match(pf, m));
 
     /* the initial values, to show that training moved every tensor */
     float **init = calloc((size_t)m->n_params, sizeof *init);
     for (int p = 0; p < m->n_params; p++)
         init[p] = malloc(sizeof(float) * (size_t)m->params[p].numel);
-    ordo_nn_init(m, SEED, init);
+    ordo__nn_init(m, SEED, init);
     for (int i = 0; i < ITERS; i++)
-        ORDO_CK_OK(ordo_train_step(ref, NULL));
+        ORDO_CK_OK(ordo__train_step(ref, NULL));
 
     int64_t identical = 0, total = 0;
     double worst = 0;
@@ -110,7 +110,7 @@ static void equiv(const char *o1, const char *o2, const char *o3)
         int64_t same_init = 0;
         double moved = rel_diff(pf->values[p], init[p], m->params[p].numel, &same_init);
         double d =
-            rel_diff(pf->values[p], ordo_train_params(ref)[p], m->params[p].numel, &identical);
+            rel_diff(pf->values[p], ordo__train_params(ref)[p], m->params[p].numel, &identical);
         total += m->params[p].numel;
         printf("%-8s %8lld values: relative difference %.3g (moved %.3g from the initial "
                "values)\n",
@@ -136,8 +136,8 @@ static void equiv(const char *o1, const char *o2, const char *o3)
     for (int p = 0; p < m->n_params; p++)
         free(init[p]);
     free(init);
-    ordo_train_destroy(&ref);
-    ordo_paramfile_destroy(&pf);
+    ordo__train_destroy(&ref);
+    ordo__paramfile_destroy(&pf);
     it_run_destroy(&run);
 }
 

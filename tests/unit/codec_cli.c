@@ -29,7 +29,7 @@ int main(int argc, char **argv)
     if (argc < 4) return usage();
     ordo__codec_spec_t c;
     if (ordo__codec_parse(argv[1], &c) < 0) {
-        fprintf(stderr, "codec_cli: %s\n", ordo_error_detail());
+        fprintf(stderr, "codec_cli: %s\n", ordo__error_detail());
         return 2;
     }
     char *end;
@@ -62,7 +62,7 @@ int main(int argc, char **argv)
         int64_t len = ordo__codec_encode_ef(&c, src, n, res, scratch, frame, &io);
         memset(dec, 0, bytes);
         if (len >= 0 && ordo__codec_decode(ops->dtype, frame, (size_t)len, n, dec) < 0) {
-            fprintf(stderr, "codec_cli: step %lld: %s\n", s, ordo_error_detail());
+            fprintf(stderr, "codec_cli: step %lld: %s\n", s, ordo__error_detail());
             goto done;
         }
         fwrite(&len, sizeof len, 1, stdout);

@@ -12,13 +12,13 @@
 #include <string.h>
 
 /* fx_param adds a 1-D float32 parameter of numel elements. */
-static inline void fx_param(ordo_model_t *m, const char *name, int64_t numel)
+static inline void fx_param(ordo__model_t *m, const char *name, int64_t numel)
 {
-    ck_assert_int_ge(ordo_model_add_param(m, name, 1, &numel), 0);
+    ck_assert_int_ge(ordo__model_add_param(m, name, 1, &numel), 0);
 }
 
 /* fx_op adds an op with up to 4 inputs and 4 parameters (NULL-terminated lists). */
-static inline void fx_op(ordo_model_t *m, const char *name, const char *const *inputs,
+static inline void fx_op(ordo__model_t *m, const char *name, const char *const *inputs,
                          const char *const *params, double fwd, double bwd)
 {
     int ni = 0, np = 0;
@@ -26,8 +26,8 @@ static inline void fx_op(ordo_model_t *m, const char *name, const char *const *i
         ni++;
     while (params && params[np])
         np++;
-    int rc = ordo_model_add_op(m, name, ni, inputs, np, params, fwd, bwd);
-    ck_assert_msg(rc >= 0, "add_op %s: %s", name, ordo_error_text(rc));
+    int rc = ordo__model_add_op(m, name, ni, inputs, np, params, fwd, bwd);
+    ck_assert_msg(rc >= 0, "add_op %s: %s", name, ordo__error_text(rc));
 }
 
 #define FX_L(...) ((const char *const[]){__VA_ARGS__, NULL})
@@ -36,22 +36,22 @@ static inline void fx_op(ordo_model_t *m, const char *name, const char *const *i
 #define FX_NUMEL_50US 1250
 
 /* fx_fig2a: the paper's Figure 2a. recv1 (r1) feeds op1; op2 reads op1 and r2. */
-static inline ordo_model_t *fx_fig2a(double op1_us, double op2_us)
+static inline ordo__model_t *fx_fig2a(double op1_us, double op2_us)
 {
-    ordo_model_t *m = ordo_model_new("fig2a", 1, NULL);
+    ordo__model_t *m = ordo__model_new("fig2a", 1, NULL);
     fx_param(m, "r1", FX_NUMEL_50US);
     fx_param(m, "r2", FX_NUMEL_50US);
     fx_op(m, "op1", NULL, FX_L("r1"), op1_us, 0);
     fx_op(m, "op2", FX_L("op1"), FX_L("r2"), op2_us, 0);
-    ORDO_CK_OK(ordo_model_check(m));
+    ORDO_CK_OK(ordo__model_check(m));
     return m;
 }
 
 /* fx_fig4: four recvs listed D, C, B, A; op1 needs A and B together, op2 adds C, op3 adds
  * D. A and B must go first (M+ = T(A) + T(B)), then C, then D. */
-static inline ordo_model_t *fx_fig4(void)
+static inline ordo__model_t *fx_fig4(void)
 {
-    ordo_model_t *m = ordo_model_new("fig4", 1, NULL);
+    ordo__model_t *m = ordo__model_new("fig4", 1, NULL);
     fx_param(m, "D", FX_NUMEL_50US);
     fx_param(m, "C", FX_NUMEL_50US);
     fx_param(m, "B", FX_NUMEL_50US);
@@ -59,15 +59,15 @@ static inline ordo_model_t *fx_fig4(void)
     fx_op(m, "op1", NULL, FX_L("A", "B"), 30, 0);
     fx_op(m, "op2", FX_L("op1"), FX_L("C"), 30, 0);
     fx_op(m, "op3", FX_L("op2"), FX_L("D"), 30, 0);
-    ORDO_CK_OK(ordo_model_check(m));
+    ORDO_CK_OK(ordo__model_check(m));
     return m;
 }
 
 /* fx_par32: 32 parallel layers (each reads one 524288-float parameter) joined by a concat;
  * listed order l0..l31, then concat. */
-static inline ordo_model_t *fx_par32(void)
+static inline ordo__model_t *fx_par32(void)
 {
-    ordo_model_t *m = ordo_model_new("par32", 1, NULL);
+    ordo__model_t *m = ordo__model_new("par32", 1, NULL);
     const char *names[33];
     static char buf[32][16];
     for (int i = 0; i < 32; i++) {
@@ -79,15 +79,15 @@ static inline ordo_model_t *fx_par32(void)
         names[i] = buf[i];
     }
     names[32] = NULL;
-    ck_assert_int_ge(ordo_model_add_op(m, "concat", 32, names, 0, NULL, 10, 10), 0);
-    ORDO_CK_OK(ordo_model_check(m));
+    ck_assert_int_ge(ordo__model_add_op(m, "concat", 32, names, 0, NULL, 10, 10), 0);
+    ORDO_CK_OK(ordo__model_check(m));
     return m;
 }
 
 /* fx_seq32: a chain of 32 layers, layer i reading parameter w_i and layer i-1. */
-static inline ordo_model_t *fx_seq32(void)
+static inline ordo__model_t *fx_seq32(void)
 {
-    ordo_model_t *m = ordo_model_new("seq32", 1, NULL);
+    ordo__model_t *m = ordo__model_new("seq32", 1, NULL);
     for (int i = 0; i < 32; i++) {
         char pn[16], on[16], prev[16];
         snprintf(pn, sizeof pn, "w%d", i);
@@ -99,7 +99,7 @@ static inline ordo_model_t *fx_seq32(void)
         else
             fx_op(m, on, FX_L(prev), FX_L(pn), 1000, 2000);
     }
-    ORDO_CK_OK(ordo_model_check(m));
+    ORDO_CK_OK(ordo__model_check(m));
     return m;
 }
 
@@ -120,10 +120,10 @@ static inline int fx_below(uint64_t *st, int n)
  * reads 0-2 earlier ops and 0-2 parameters; every parameter is read by some op. Op times
  * are 50-5000 us; parameters 2500-250000 floats (80 us - 8 ms at 1gbit), so transfers and
  * compute are of the same order. */
-static inline ordo_model_t *fx_random(uint64_t seed, int n_params, int n_ops)
+static inline ordo__model_t *fx_random(uint64_t seed, int n_params, int n_ops)
 {
     uint64_t st = seed;
-    ordo_model_t *m = ordo_model_new("random", 1, NULL);
+    ordo__model_t *m = ordo__model_new("random", 1, NULL);
     char pn[8][16];
     int owner[8];
     for (int p = 0; p < n_params; p++) {
@@ -151,10 +151,10 @@ static inline ordo_model_t *fx_random(uint64_t seed, int n_params, int n_ops)
             int p = fx_below(&st, n_params);
             pa[na++] = pn[p];
         }
-        int rc = ordo_model_add_op(m, on, ni, in, na, pa, 50 + fx_below(&st, 4951), 100);
-        ck_assert_msg(rc >= 0, "random op: %s", ordo_error_text(rc));
+        int rc = ordo__model_add_op(m, on, ni, in, na, pa, 50 + fx_below(&st, 4951), 100);
+        ck_assert_msg(rc >= 0, "random op: %s", ordo__error_text(rc));
     }
-    ORDO_CK_OK(ordo_model_check(m));
+    ORDO_CK_OK(ordo__model_check(m));
     return m;
 }
 

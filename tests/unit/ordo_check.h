@@ -21,14 +21,14 @@
 #define ORDO_CK_OK(expr)                                                                   \
     do {                                                                                   \
         int ck_rc_ = (expr);                                                               \
-        ck_assert_msg(ck_rc_ == 0, "%s: %s", #expr, ordo_error_text(ck_rc_));              \
+        ck_assert_msg(ck_rc_ == 0, "%s: %s", #expr, ordo__error_text(ck_rc_));              \
     } while (0)
 
 #define ORDO_CK_ERR(expr, code)                                                            \
     do {                                                                                   \
         int ck_rc_ = (expr);                                                               \
         ck_assert_msg(ck_rc_ == (code), "%s: expected %s, got %s (%s)", #expr,             \
-                      ordo_strerror(code), ordo_strerror(ck_rc_), ordo_error_detail());    \
+                      ordo_strerror(code), ordo_strerror(ck_rc_), ordo__error_detail());    \
     } while (0)
 
 /* ordo_ck_probe_fn returns NULL when the capability named need is there, else why it is not;

@@ -8,17 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const ordo_batches_spec_t spec10 = {.n = 10, .batch = 4, .samples = 20, .seed = 3,
+static const ordo__batches_spec_t spec10 = {.n = 10, .batch = 4, .samples = 20, .seed = 3,
                                            .shuffle = true};
 
 START_TEST(epochs_cover_every_sample_once)
 {
-    ordo_batches_t *b;
-    ORDO_CK_OK(ordo_batches_new(&spec10, 2, false, &b));
+    ordo__batches_t *b;
+    ORDO_CK_OK(ordo__batches_new(&spec10, 2, false, &b));
     int seen[2][10] = {{0}}, count, rc, got = 0;
     int64_t idx[8], epoch;
     /* worker 0 asks three times as often as worker 1 */
-    for (int k = 0; (rc = ordo_batches_next(b, k % 4 == 3, -1, -1, idx, 8, &count, &epoch)) == 0;
+    for (int k = 0; (rc = ordo__batches_next(b, k % 4 == 3, -1, -1, idx, 8, &count, &epoch)) == 0;
          k++) {
         ck_assert_int_ge(epoch, 0);
         ck_assert_int_le(epoch, 1);
@@ -36,29 +36,29 @@ START_TEST(epochs_cover_every_sample_once)
         for (int i = 0; i < 10; i++)
             ck_assert_int_eq(seen[e][i], 1);
     /* batches of 4, 4, 2 per epoch (a batch never crosses an epoch): 6, worker 0 took most */
-    ck_assert_int_eq(ordo_batches_count(b, 0) + ordo_batches_count(b, 1), 6);
-    ck_assert_int_gt(ordo_batches_count(b, 0), ordo_batches_count(b, 1));
-    ck_assert_int_eq(ordo_batches_samples(b), 20);
-    ck_assert_int_eq(ordo_batches_count(b, 2), -1);
-    ordo_batches_destroy(&b);
+    ck_assert_int_eq(ordo__batches_count(b, 0) + ordo__batches_count(b, 1), 6);
+    ck_assert_int_gt(ordo__batches_count(b, 0), ordo__batches_count(b, 1));
+    ck_assert_int_eq(ordo__batches_samples(b), 20);
+    ck_assert_int_eq(ordo__batches_count(b, 2), -1);
+    ordo__batches_destroy(&b);
     ck_assert_ptr_null(b);
 }
 END_TEST
 
 START_TEST(shuffle_is_seeded_and_off_means_in_order)
 {
-    ordo_batches_t *a, *b, *c;
-    ordo_batches_spec_t plain = spec10;
+    ordo__batches_t *a, *b, *c;
+    ordo__batches_spec_t plain = spec10;
     plain.shuffle = false;
-    ORDO_CK_OK(ordo_batches_new(&spec10, 1, false, &a));
-    ORDO_CK_OK(ordo_batches_new(&spec10, 1, false, &b));
-    ORDO_CK_OK(ordo_batches_new(&plain, 1, false, &c));
+    ORDO_CK_OK(ordo__batches_new(&spec10, 1, false, &a));
+    ORDO_CK_OK(ordo__batches_new(&spec10, 1, false, &b));
+    ORDO_CK_OK(ordo__batches_new(&plain, 1, false, &c));
     int64_t x[4], y[4], z[4], e;
     int nx, ny, nz, differs = 0;
     for (int k = 0; k < 3; k++) {
-        ORDO_CK_OK(ordo_batches_next(a, 0, -1, -1, x, 4, &nx, &e));
-        ORDO_CK_OK(ordo_batches_next(b, 0, -1, -1, y, 4, &ny, &e));
-        ORDO_CK_OK(ordo_batches_next(c, 0, -1, -1, z, 4, &nz, &e));
+        ORDO_CK_OK(ordo__batches_next(a, 0, -1, -1, x, 4, &nx, &e));
+        ORDO_CK_OK(ordo__batches_next(b, 0, -1, -1, y, 4, &ny, &e));
+        ORDO_CK_OK(ordo__batches_next(c, 0, -1, -1, z, 4, &nz, &e));
         ck_assert_int_eq(nx, ny);
         ck_assert(!memcmp(x, y, sizeof(int64_t) * (size_t)nx));
         for (int i = 0; i < nz; i++) {
@@ -67,32 +67,32 @@ START_TEST(shuffle_is_seeded_and_off_means_in_order)
         }
     }
     ck_assert_int_gt(differs, 0);
-    ORDO_CK_OK(ordo_batches_same(a, &spec10));
-    ORDO_CK_ERR(ordo_batches_same(a, &plain), ORDO_ERR_INVAL);
-    ordo_batches_spec_t other = spec10;
+    ORDO_CK_OK(ordo__batches_same(a, &spec10));
+    ORDO_CK_ERR(ordo__batches_same(a, &plain), ORDO_ERR_INVAL);
+    ordo__batches_spec_t other = spec10;
     other.batch = 5;
-    ORDO_CK_ERR(ordo_batches_same(a, &other), ORDO_ERR_INVAL);
-    ck_assert(strstr(ordo_error_detail(), "batch 5"));
-    ordo_batches_destroy(&a);
-    ordo_batches_destroy(&b);
-    ordo_batches_destroy(&c);
+    ORDO_CK_ERR(ordo__batches_same(a, &other), ORDO_ERR_INVAL);
+    ck_assert(strstr(ordo__error_detail(), "batch 5"));
+    ordo__batches_destroy(&a);
+    ordo__batches_destroy(&b);
+    ordo__batches_destroy(&c);
 }
 END_TEST
 
 START_TEST(end_of_epoch_for_a_reader_of_that_epoch)
 {
-    ordo_batches_spec_t sp = spec10;
+    ordo__batches_spec_t sp = spec10;
     sp.samples = 0; /* epochs without end */
-    ordo_batches_t *b;
-    ORDO_CK_OK(ordo_batches_new(&sp, 2, false, &b));
+    ordo__batches_t *b;
+    ORDO_CK_OK(ordo__batches_new(&sp, 2, false, &b));
     int64_t idx[4], e;
     int n;
-    for (int k = 0; k < 3; k++) ORDO_CK_OK(ordo_batches_next(b, 0, 0, -1, idx, 4, &n, &e));
-    ck_assert_int_eq(ordo_batches_next(b, 1, 0, -1, idx, 4, &n, &e), ORDO_BATCHES_END_EPOCH);
-    ORDO_CK_OK(ordo_batches_next(b, 1, 1, -1, idx, 4, &n, &e));
+    for (int k = 0; k < 3; k++) ORDO_CK_OK(ordo__batches_next(b, 0, 0, -1, idx, 4, &n, &e));
+    ck_assert_int_eq(ordo__batches_next(b, 1, 0, -1, idx, 4, &n, &e), ORDO_BATCHES_END_EPOCH);
+    ORDO_CK_OK(ordo__batches_next(b, 1, 1, -1, idx, 4, &n, &e));
     ck_assert_int_eq(e, 1);
     ck_assert_int_eq(n, 4);
-    ordo_batches_destroy(&b);
+    ordo__batches_destroy(&b);
 }
 END_TEST
 
@@ -100,102 +100,102 @@ END_TEST
  * one; asking ahead again completes the older; a death returns both, the older first */
 START_TEST(asking_ahead_keeps_the_last_batch_leased)
 {
-    ordo_batches_t *b;
-    ORDO_CK_OK(ordo_batches_new(&spec10, 2, false, &b));
+    ordo__batches_t *b;
+    ORDO_CK_OK(ordo__batches_new(&spec10, 2, false, &b));
     int64_t x[4], y[4], z[4], idx[4], e;
     int nx, ny, nz, n;
-    ORDO_CK_OK(ordo_batches_next(b, 1, -1, -1, x, 4, &nx, &e));     /* works on x */
-    ORDO_CK_OK(ordo_batches_prefetch(b, 1, -1, -1, y, 4, &ny, &e)); /* y ahead: x still leased */
-    ordo_batches_release(b, 1);
-    ORDO_CK_OK(ordo_batches_next(b, 0, -1, -1, idx, 4, &n, &e));
+    ORDO_CK_OK(ordo__batches_next(b, 1, -1, -1, x, 4, &nx, &e));     /* works on x */
+    ORDO_CK_OK(ordo__batches_prefetch(b, 1, -1, -1, y, 4, &ny, &e)); /* y ahead: x still leased */
+    ordo__batches_release(b, 1);
+    ORDO_CK_OK(ordo__batches_next(b, 0, -1, -1, idx, 4, &n, &e));
     ck_assert(n == nx && !memcmp(idx, x, sizeof(int64_t) * (size_t)n)); /* x first */
-    ORDO_CK_OK(ordo_batches_next(b, 0, -1, -1, idx, 4, &n, &e));
+    ORDO_CK_OK(ordo__batches_next(b, 0, -1, -1, idx, 4, &n, &e));
     ck_assert(n == ny && !memcmp(idx, y, sizeof(int64_t) * (size_t)n));
     /* worker 1 again (restarted): x2 then y2 ahead, then z ahead: x2 is done, y2 and z leased */
-    ORDO_CK_OK(ordo_batches_next(b, 1, -1, -1, x, 4, &nx, &e));
-    ORDO_CK_OK(ordo_batches_prefetch(b, 1, -1, -1, y, 4, &ny, &e));
-    ORDO_CK_OK(ordo_batches_prefetch(b, 1, -1, -1, z, 4, &nz, &e));
-    ordo_batches_release(b, 1);
-    ORDO_CK_OK(ordo_batches_next(b, 0, -1, -1, idx, 4, &n, &e));
+    ORDO_CK_OK(ordo__batches_next(b, 1, -1, -1, x, 4, &nx, &e));
+    ORDO_CK_OK(ordo__batches_prefetch(b, 1, -1, -1, y, 4, &ny, &e));
+    ORDO_CK_OK(ordo__batches_prefetch(b, 1, -1, -1, z, 4, &nz, &e));
+    ordo__batches_release(b, 1);
+    ORDO_CK_OK(ordo__batches_next(b, 0, -1, -1, idx, 4, &n, &e));
     ck_assert(n == ny && !memcmp(idx, y, sizeof(int64_t) * (size_t)n));
-    ORDO_CK_OK(ordo_batches_next(b, 0, -1, -1, idx, 4, &n, &e));
+    ORDO_CK_OK(ordo__batches_next(b, 0, -1, -1, idx, 4, &n, &e));
     ck_assert(n == nz && !memcmp(idx, z, sizeof(int64_t) * (size_t)n));
     /* five batches drawn (4, 4, then 2 ending epoch 0, 4, 4); the returned ones counted once */
-    ck_assert_int_eq(ordo_batches_samples(b), 18);
-    ordo_batches_destroy(&b);
+    ck_assert_int_eq(ordo__batches_samples(b), 18);
+    ordo__batches_destroy(&b);
 }
 END_TEST
 
 START_TEST(a_dead_workers_lease_comes_back)
 {
-    ordo_batches_t *b;
-    ORDO_CK_OK(ordo_batches_new(&spec10, 2, false, &b));
+    ordo__batches_t *b;
+    ORDO_CK_OK(ordo__batches_new(&spec10, 2, false, &b));
     int64_t lost[4], idx[4], e;
     int nl, n;
-    ORDO_CK_OK(ordo_batches_next(b, 1, -1, -1, lost, 4, &nl, &e));
-    ordo_batches_release(b, 1); /* worker 1 died holding it */
-    ordo_batches_release(b, 1); /* nothing more to return */
-    ORDO_CK_OK(ordo_batches_next(b, 0, -1, -1, idx, 4, &n, &e));
+    ORDO_CK_OK(ordo__batches_next(b, 1, -1, -1, lost, 4, &nl, &e));
+    ordo__batches_release(b, 1); /* worker 1 died holding it */
+    ordo__batches_release(b, 1); /* nothing more to return */
+    ORDO_CK_OK(ordo__batches_next(b, 0, -1, -1, idx, 4, &n, &e));
     ck_assert_int_eq(n, nl);
     ck_assert(!memcmp(idx, lost, sizeof(int64_t) * (size_t)n));
     /* asking again means the previous batch is done: a death now returns nothing */
-    ORDO_CK_OK(ordo_batches_next(b, 0, -1, -1, idx, 4, &n, &e));
-    ORDO_CK_OK(ordo_batches_next(b, 0, -1, -1, idx, 4, &n, &e));
+    ORDO_CK_OK(ordo__batches_next(b, 0, -1, -1, idx, 4, &n, &e));
+    ORDO_CK_OK(ordo__batches_next(b, 0, -1, -1, idx, 4, &n, &e));
     int total = 8 + n, rc;
-    while ((rc = ordo_batches_next(b, 0, -1, -1, idx, 4, &n, &e)) == 0) total += n;
+    while ((rc = ordo__batches_next(b, 0, -1, -1, idx, 4, &n, &e)) == 0) total += n;
     ck_assert_int_eq(rc, ORDO_BATCHES_END_RUN);
     ck_assert_int_eq(total, 20);
-    ck_assert_int_eq(ordo_batches_samples(b), 20); /* the returned batch counted once */
-    ordo_batches_destroy(&b);
+    ck_assert_int_eq(ordo__batches_samples(b), 20); /* the returned batch counted once */
+    ordo__batches_destroy(&b);
 }
 END_TEST
 
 START_TEST(gated_end_is_an_iteration)
 {
-    ordo_batches_spec_t sp = {.n = 100, .batch = 10, .samples = 30, .seed = 1, .shuffle = true};
-    ordo_batches_t *b;
-    ORDO_CK_OK(ordo_batches_new(&sp, 3, true, &b));
+    ordo__batches_spec_t sp = {.n = 100, .batch = 10, .samples = 30, .seed = 1, .shuffle = true};
+    ordo__batches_t *b;
+    ORDO_CK_OK(ordo__batches_new(&sp, 3, true, &b));
     int64_t idx[10], e;
     int n;
-    ORDO_CK_OK(ordo_batches_next(b, 0, -1, 0, idx, 10, &n, &e));
-    ORDO_CK_OK(ordo_batches_next(b, 0, -1, 1, idx, 10, &n, &e));
-    ORDO_CK_OK(ordo_batches_next(b, 1, -1, 0, idx, 10, &n, &e)); /* the 30 samples */
+    ORDO_CK_OK(ordo__batches_next(b, 0, -1, 0, idx, 10, &n, &e));
+    ORDO_CK_OK(ordo__batches_next(b, 0, -1, 1, idx, 10, &n, &e));
+    ORDO_CK_OK(ordo__batches_next(b, 1, -1, 0, idx, 10, &n, &e)); /* the 30 samples */
     /* worker 0 is at iteration 2, the last one handed out is 1: it ends; the others still
      * get iteration 1 (and worker 2 its iteration 0) */
-    ck_assert_int_eq(ordo_batches_next(b, 0, -1, 2, idx, 10, &n, &e), ORDO_BATCHES_END_RUN);
-    ORDO_CK_OK(ordo_batches_next(b, 1, -1, 1, idx, 10, &n, &e));
-    ORDO_CK_OK(ordo_batches_next(b, 2, -1, 0, idx, 10, &n, &e));
-    ORDO_CK_OK(ordo_batches_next(b, 2, -1, 1, idx, 10, &n, &e));
-    ck_assert_int_eq(ordo_batches_next(b, 2, -1, 2, idx, 10, &n, &e), ORDO_BATCHES_END_RUN);
-    ck_assert_int_eq(ordo_batches_next(b, 1, -1, -1, idx, 10, &n, &e), ORDO_BATCHES_END_RUN);
-    ck_assert_int_eq(ordo_batches_samples(b), 60);
-    ordo_batches_destroy(&b);
+    ck_assert_int_eq(ordo__batches_next(b, 0, -1, 2, idx, 10, &n, &e), ORDO_BATCHES_END_RUN);
+    ORDO_CK_OK(ordo__batches_next(b, 1, -1, 1, idx, 10, &n, &e));
+    ORDO_CK_OK(ordo__batches_next(b, 2, -1, 0, idx, 10, &n, &e));
+    ORDO_CK_OK(ordo__batches_next(b, 2, -1, 1, idx, 10, &n, &e));
+    ck_assert_int_eq(ordo__batches_next(b, 2, -1, 2, idx, 10, &n, &e), ORDO_BATCHES_END_RUN);
+    ck_assert_int_eq(ordo__batches_next(b, 1, -1, -1, idx, 10, &n, &e), ORDO_BATCHES_END_RUN);
+    ck_assert_int_eq(ordo__batches_samples(b), 60);
+    ordo__batches_destroy(&b);
 }
 END_TEST
 
 START_TEST(bad_specs_and_requests)
 {
-    ordo_batches_t *b = NULL;
-    ordo_batches_spec_t sp = spec10;
+    ordo__batches_t *b = NULL;
+    ordo__batches_spec_t sp = spec10;
     sp.n = 0;
-    ORDO_CK_ERR(ordo_batches_new(&sp, 2, false, &b), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__batches_new(&sp, 2, false, &b), ORDO_ERR_INVAL);
     sp = spec10;
     sp.batch = ORDO_BATCH_MAX + 1;
-    ORDO_CK_ERR(ordo_batches_new(&sp, 2, false, &b), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__batches_new(&sp, 2, false, &b), ORDO_ERR_INVAL);
     sp = spec10;
     sp.samples = -1;
-    ORDO_CK_ERR(ordo_batches_new(&sp, 2, false, &b), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_batches_new(&spec10, 0, false, &b), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__batches_new(&sp, 2, false, &b), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__batches_new(&spec10, 0, false, &b), ORDO_ERR_INVAL);
     ck_assert_ptr_null(b);
-    ORDO_CK_OK(ordo_batches_new(&spec10, 2, false, &b));
+    ORDO_CK_OK(ordo__batches_new(&spec10, 2, false, &b));
     int64_t idx[4], e;
     int n;
-    ORDO_CK_ERR(ordo_batches_next(b, 2, -1, -1, idx, 4, &n, &e), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_batches_next(b, -1, -1, -1, idx, 4, &n, &e), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_batches_next(b, 0, -1, -1, idx, 3, &n, &e), ORDO_ERR_INVAL);
-    ordo_batches_release(b, 5); /* ignored */
-    ordo_batches_destroy(&b);
-    ordo_batches_destroy(&b);
+    ORDO_CK_ERR(ordo__batches_next(b, 2, -1, -1, idx, 4, &n, &e), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__batches_next(b, -1, -1, -1, idx, 4, &n, &e), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__batches_next(b, 0, -1, -1, idx, 3, &n, &e), ORDO_ERR_INVAL);
+    ordo__batches_release(b, 5); /* ignored */
+    ordo__batches_destroy(&b);
+    ordo__batches_destroy(&b);
 }
 END_TEST
 

@@ -314,7 +314,7 @@ START_TEST(fp16_encode_scales_and_refuses_overflow)
     ck_assert_int_eq(ops->encode(&c, y, 3, frame, &io), ORDO_ERR_RANGE);
     ck_assert_int_eq(io.overflow, 3);
     ck_assert_str_eq(
-        ordo_error_detail(),
+        ordo__error_detail(),
         "fp16: 3 of 3 values do not fit (|x * 1| rounds past 65504, or is inf or NaN)");
     /* scale 1/4 (4 workers): the frame's multiplier is 4, the halves are x / 4 */
     c.scale = 0.25f;
@@ -339,7 +339,7 @@ START_TEST(fp16_encode_scales_and_refuses_overflow)
     /* a scale whose inverse is not finite would make a frame the receiver refuses */
     c.scale = 1e-39f;
     ck_assert_int_eq(ops->encode(&c, x, 4, frame, &io), ORDO_ERR_INVAL);
-    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "no finite inverse"));
+    ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "no finite inverse"));
     /* scale 0 means 1 */
     c.scale = 0;
     ck_assert_int_eq(ops->encode(&c, x + 1, 3, frame, &io), 4 + 6);
@@ -651,11 +651,11 @@ END_TEST
 static void refused(const char *text, const char *words)
 {
     ordo__codec_spec_t c = {.id = 99};
-    ordo_error_clear();
+    ordo__error_clear();
     ORDO_CK_ERR(ordo__codec_parse(text, &c), ORDO_ERR_INVAL);
     ck_assert_int_eq(c.id, 99); /* out is written only on success */
-    ck_assert_msg(strstr(ordo_error_detail(), words), "\"%s\": \"%s\" does not say \"%s\"",
-                  text ? text : "(null)", ordo_error_detail(), words);
+    ck_assert_msg(strstr(ordo__error_detail(), words), "\"%s\": \"%s\" does not say \"%s\"",
+                  text ? text : "(null)", ordo__error_detail(), words);
 }
 
 START_TEST(bad_specs_are_refused_naming_the_problem)
@@ -695,10 +695,10 @@ static void proto(int dtype, const void *frame, size_t len, int64_t n, const cha
     float dst[16], acc[16];
     for (int i = 0; i < 16; i++)
         acc[i] = (float)i;
-    ordo_error_clear();
+    ordo__error_clear();
     ORDO_CK_ERR(ordo__codec_decode(dtype, frame, len, n, dst), ORDO_ERR_PROTO);
-    ck_assert_msg(strstr(ordo_error_detail(), words), "\"%s\" does not say \"%s\"",
-                  ordo_error_detail(), words);
+    ck_assert_msg(strstr(ordo__error_detail(), words), "\"%s\" does not say \"%s\"",
+                  ordo__error_detail(), words);
     ORDO_CK_ERR(ordo__codec_decode_add(dtype, frame, len, n, acc), ORDO_ERR_PROTO);
     for (int i = 0; i < 16; i++)
         ck_assert_float_eq(acc[i], (float)i); /* untouched */
@@ -768,7 +768,7 @@ START_TEST(decode_add_equals_decode_then_add)
             for (int i = 0; i < N; i++)
                 want[i] = acc[i] = (float)i / 7;
             ORDO_CK_OK(ordo__codec_decode(ops->dtype, odd + 1, (size_t)len, N, dec));
-            ordo_vec_add(want, dec, N);
+            ordo__vec_add(want, dec, N);
             ORDO_CK_OK(ordo__codec_decode_add(ops->dtype, odd + 1, (size_t)len, N, acc));
             ck_assert_msg(memcmp(acc, want, N * 4) == 0, "%s, simd %d", ops->name, simd);
         }

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static float **alloc_set(const ordo_model_t *m)
+static float **alloc_set(const ordo__model_t *m)
 {
     float **p = calloc((size_t)m->n_params, sizeof *p);
     for (int i = 0; i < m->n_params; i++)
@@ -22,7 +22,7 @@ static float **alloc_set(const ordo_model_t *m)
     return p;
 }
 
-static void free_set(const ordo_model_t *m, float **p)
+static void free_set(const ordo__model_t *m, float **p)
 {
     for (int i = 0; m && p && i < m->n_params; i++)
         free(p[i]);
@@ -31,70 +31,70 @@ static void free_set(const ordo_model_t *m, float **p)
 
 static void random_batch(uint64_t seed, int n, float *x, int *y)
 {
-    ordo_rng_t r;
-    ordo_rng_seed(&r, seed);
+    ordo__rng_t r;
+    ordo__rng_seed(&r, seed);
     for (int i = 0; i < n * 784; i++)
-        x[i] = (float)(2 * ordo_rng_uniform(&r) - 1);
+        x[i] = (float)(2 * ordo__rng_uniform(&r) - 1);
     for (int i = 0; i < n; i++)
-        y[i] = (int)ordo_rng_below(&r, 10);
+        y[i] = (int)ordo__rng_below(&r, 10);
 }
 
 /* full_pass runs every forward op, then every backward op in reverse. */
-static void full_pass(ordo_compute_ctx_t *c, const ordo_model_t *m, bool backward)
+static void full_pass(ordo__compute_ctx_t *c, const ordo__model_t *m, bool backward)
 {
     for (int o = 0; o < m->n_ops; o++)
-        ORDO_CK_OK(ordo_compute_forward(c, o));
+        ORDO_CK_OK(ordo__compute_forward(c, o));
     for (int o = m->n_ops - 1; backward && o >= 0; o--)
-        ORDO_CK_OK(ordo_compute_backward(c, o));
+        ORDO_CK_OK(ordo__compute_backward(c, o));
 }
 
 /* ---- emulate ----------------------------------------------------------------------------- */
 
 START_TEST(emulate_runs_any_model_and_counts_calls)
 {
-    ordo_model_t *m = ordo_model_new("profile", 16, NULL);
+    ordo__model_t *m = ordo__model_new("profile", 16, NULL);
     int64_t shape[1] = {1000};
-    ck_assert_int_ge(ordo_model_add_param(m, "embed.w", 1, shape), 0);
-    ck_assert_int_ge(ordo_model_add_param(m, "attn.w", 1, shape), 0);
+    ck_assert_int_ge(ordo__model_add_param(m, "embed.w", 1, shape), 0);
+    ck_assert_int_ge(ordo__model_add_param(m, "attn.w", 1, shape), 0);
     const char *p1[] = {"embed.w"}, *p2[] = {"attn.w"}, *in[] = {"embed"};
-    ck_assert_int_ge(ordo_model_add_op(m, "embed", 0, NULL, 1, p1, 200, 400), 0);
-    ck_assert_int_ge(ordo_model_add_op(m, "attention", 1, in, 1, p2, 100, 0), 0);
-    ORDO_CK_OK(ordo_model_check(m));
+    ck_assert_int_ge(ordo__model_add_op(m, "embed", 0, NULL, 1, p1, 200, 400), 0);
+    ck_assert_int_ge(ordo__model_add_op(m, "attention", 1, in, 1, p2, 100, 0), 0);
+    ORDO_CK_OK(ordo__model_check(m));
 
-    ordo_compute_ctx_t *c = NULL;
-    ORDO_CK_OK(ordo_compute_new(ORDO_COMPUTE_EMULATE, m, 0.5, &c));
-    ck_assert_int_eq(ordo_compute_kind(c), ORDO_COMPUTE_EMULATE);
-    ck_assert_str_eq(ordo_compute_kind_name(ordo_compute_kind(c)), "emulate");
-    ORDO_CK_OK(ordo_compute_bind(c, NULL, NULL));
-    ORDO_CK_OK(ordo_compute_set_batch(c, NULL, NULL, 16));
+    ordo__compute_ctx_t *c = NULL;
+    ORDO_CK_OK(ordo__compute_new(ORDO_COMPUTE_EMULATE, m, 0.5, &c));
+    ck_assert_int_eq(ordo__compute_kind(c), ORDO_COMPUTE_EMULATE);
+    ck_assert_str_eq(ordo__compute_kind_name(ordo__compute_kind(c)), "emulate");
+    ORDO_CK_OK(ordo__compute_bind(c, NULL, NULL));
+    ORDO_CK_OK(ordo__compute_set_batch(c, NULL, NULL, 16));
     for (int it = 0; it < 3; it++)
         full_pass(c, m, true);
     long f, b;
-    ordo_compute_calls(c, &f, &b);
+    ordo__compute_calls(c, &f, &b);
     ck_assert_int_eq(f, 6);
     ck_assert_int_eq(b, 6);
     double loss = -1;
     int correct = -1;
-    ORDO_CK_OK(ordo_compute_loss(c, &loss, &correct));
+    ORDO_CK_OK(ordo__compute_loss(c, &loss, &correct));
     ck_assert(loss == 0.0 && correct == 0);
-    ORDO_CK_ERR(ordo_compute_forward(c, 2), ORDO_ERR_INVAL);
-    ck_assert(strstr(ordo_error_detail(), "model profile has 2 ops"));
-    ORDO_CK_ERR(ordo_compute_backward(c, -1), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_compute_set_batch(c, NULL, NULL, 17), ORDO_ERR_INVAL);
-    ordo_compute_calls(c, &f, &b);
+    ORDO_CK_ERR(ordo__compute_forward(c, 2), ORDO_ERR_INVAL);
+    ck_assert(strstr(ordo__error_detail(), "model profile has 2 ops"));
+    ORDO_CK_ERR(ordo__compute_backward(c, -1), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__compute_set_batch(c, NULL, NULL, 17), ORDO_ERR_INVAL);
+    ordo__compute_calls(c, &f, &b);
     ck_assert_int_eq(f, 6); /* refused calls are not counted */
-    ordo_compute_destroy(&c);
+    ordo__compute_destroy(&c);
     ck_assert_ptr_null(c);
-    ordo_compute_destroy(&c); /* NULL-safe */
+    ordo__compute_destroy(&c); /* NULL-safe */
 
-    ORDO_CK_ERR(ordo_compute_new(ORDO_COMPUTE_EMULATE, m, 0.0, &c), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_compute_new(7, m, 1.0, &c), ORDO_ERR_INVAL);
-    ck_assert(strstr(ordo_error_detail(), "unknown backend kind 7"));
+    ORDO_CK_ERR(ordo__compute_new(ORDO_COMPUTE_EMULATE, m, 0.0, &c), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__compute_new(7, m, 1.0, &c), ORDO_ERR_INVAL);
+    ck_assert(strstr(ordo__error_detail(), "unknown backend kind 7"));
     /* cpu cannot run the profile's ops, and says which */
-    ORDO_CK_ERR(ordo_compute_new(ORDO_COMPUTE_CPU, m, 1.0, &c), ORDO_ERR_NOTSUP);
-    ck_assert(strstr(ordo_error_detail(), "op 'embed'"));
+    ORDO_CK_ERR(ordo__compute_new(ORDO_COMPUTE_CPU, m, 1.0, &c), ORDO_ERR_NOTSUP);
+    ck_assert(strstr(ordo__error_detail(), "op 'embed'"));
     ck_assert_ptr_null(c);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -103,43 +103,43 @@ END_TEST
 START_TEST(cpu_mlp_matches_the_kernel_chain)
 {
     enum { B = 8, N = 5 }; /* a partial batch: 5 of 8 */
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_nn_model("mlp", B, &m));
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__nn_model("mlp", B, &m));
     float **p = alloc_set(m), **g = alloc_set(m);
-    ordo_nn_init(m, 3, p);
+    ordo__nn_init(m, 3, p);
     /* non-zero biases so their handling shows */
     for (int i = 0; i < 256; i++)
         p[1][i] = 0.01f * (float)(i % 7 - 3);
     float x[N * 784];
     int y[N];
     random_batch(9, N, x, y);
-    ordo_compute_ctx_t *c = NULL;
-    ORDO_CK_OK(ordo_compute_new(ORDO_COMPUTE_CPU, m, 1.0, &c));
-    ORDO_CK_OK(ordo_compute_bind(c, p, g));
-    ORDO_CK_OK(ordo_compute_set_batch(c, x, y, N));
+    ordo__compute_ctx_t *c = NULL;
+    ORDO_CK_OK(ordo__compute_new(ORDO_COMPUTE_CPU, m, 1.0, &c));
+    ORDO_CK_OK(ordo__compute_bind(c, p, g));
+    ORDO_CK_OK(ordo__compute_set_batch(c, x, y, N));
     full_pass(c, m, true);
     double loss;
     int correct;
-    ORDO_CK_OK(ordo_compute_loss(c, &loss, &correct));
+    ORDO_CK_OK(ordo__compute_loss(c, &loss, &correct));
 
     /* the same network by hand */
     static float h1[N * 256], a1[N * 256], h2[N * 128], a2[N * 128], z[N * 10], pr[N * 10];
     static float dz[N * 10], da2[N * 128], dh2[N * 128], da1[N * 256], dh1[N * 256];
     float **want = alloc_set(m);
-    ordo_kernels_dense_fwd(N, 784, 256, x, p[0], p[1], h1);
-    ordo_kernels_relu_fwd(N * 256, h1, a1);
-    ordo_kernels_dense_fwd(N, 256, 128, a1, p[2], p[3], h2);
-    ordo_kernels_relu_fwd(N * 128, h2, a2);
-    ordo_kernels_dense_fwd(N, 128, 10, a2, p[4], p[5], z);
+    ordo__kernels_dense_fwd(N, 784, 256, x, p[0], p[1], h1);
+    ordo__kernels_relu_fwd(N * 256, h1, a1);
+    ordo__kernels_dense_fwd(N, 256, 128, a1, p[2], p[3], h2);
+    ordo__kernels_relu_fwd(N * 128, h2, a2);
+    ordo__kernels_dense_fwd(N, 128, 10, a2, p[4], p[5], z);
     double want_loss;
     int want_correct;
-    ordo_kernels_xent_fwd(N, 10, z, y, pr, &want_loss, &want_correct);
-    ordo_kernels_xent_bwd(N, 10, pr, y, dz);
-    ordo_kernels_dense_bwd(N, 128, 10, a2, p[4], dz, da2, want[4], want[5]);
-    ordo_kernels_relu_bwd(N * 128, h2, da2, dh2);
-    ordo_kernels_dense_bwd(N, 256, 128, a1, p[2], dh2, da1, want[2], want[3]);
-    ordo_kernels_relu_bwd(N * 256, h1, da1, dh1);
-    ordo_kernels_dense_bwd(N, 784, 256, x, p[0], dh1, NULL, want[0], want[1]);
+    ordo__kernels_xent_fwd(N, 10, z, y, pr, &want_loss, &want_correct);
+    ordo__kernels_xent_bwd(N, 10, pr, y, dz);
+    ordo__kernels_dense_bwd(N, 128, 10, a2, p[4], dz, da2, want[4], want[5]);
+    ordo__kernels_relu_bwd(N * 128, h2, da2, dh2);
+    ordo__kernels_dense_bwd(N, 256, 128, a1, p[2], dh2, da1, want[2], want[3]);
+    ordo__kernels_relu_bwd(N * 256, h1, da1, dh1);
+    ordo__kernels_dense_bwd(N, 784, 256, x, p[0], dh1, NULL, want[0], want[1]);
 
     ck_assert_double_eq(loss, want_loss);
     ck_assert_int_eq(correct, want_correct);
@@ -156,23 +156,23 @@ START_TEST(cpu_mlp_matches_the_kernel_chain)
     free_set(m, want);
     free_set(m, p);
     free_set(m, g);
-    ordo_compute_destroy(&c);
-    ordo_model_destroy(&m);
+    ordo__compute_destroy(&c);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
-static double pass_loss(ordo_compute_ctx_t *c, const ordo_model_t *m)
+static double pass_loss(ordo__compute_ctx_t *c, const ordo__model_t *m)
 {
     full_pass(c, m, false);
     double loss;
     int correct;
-    ORDO_CK_OK(ordo_compute_loss(c, &loss, &correct));
+    ORDO_CK_OK(ordo__compute_loss(c, &loss, &correct));
     return loss;
 }
 
 /* directional_slope returns the central difference of the loss along direction u (unit
  * length) in parameter i: (L(p + eps u) - L(p - eps u)) / 2 eps. */
-static double directional_slope(ordo_compute_ctx_t *c, const ordo_model_t *m, float **p, int i,
+static double directional_slope(ordo__compute_ctx_t *c, const ordo__model_t *m, float **p, int i,
                                 const double *u, double eps)
 {
     const int64_t n = m->params[i].numel;
@@ -197,10 +197,10 @@ static double directional_slope(ordo_compute_ctx_t *c, const ordo_model_t *m, fl
 START_TEST(cpu_cnn_gradients_match_finite_differences)
 {
     enum { B = 3 };
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_nn_model("cnn", B, &m));
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__nn_model("cnn", B, &m));
     float **p = alloc_set(m), **g = alloc_set(m);
-    ordo_nn_init(m, 17, p);
+    ordo__nn_init(m, 17, p);
     for (int i = 0; i < m->n_params; i++)
         if (m->params[i].ndim == 1)
             for (int64_t k = 0; k < m->params[i].numel; k++)
@@ -208,13 +208,13 @@ START_TEST(cpu_cnn_gradients_match_finite_differences)
     float x[B * 784];
     int y[B];
     random_batch(23, B, x, y);
-    ordo_compute_ctx_t *c = NULL;
-    ORDO_CK_OK(ordo_compute_new(ORDO_COMPUTE_CPU, m, 1.0, &c));
-    ORDO_CK_OK(ordo_compute_bind(c, p, g));
-    ORDO_CK_OK(ordo_compute_set_batch(c, x, y, B));
+    ordo__compute_ctx_t *c = NULL;
+    ORDO_CK_OK(ordo__compute_new(ORDO_COMPUTE_CPU, m, 1.0, &c));
+    ORDO_CK_OK(ordo__compute_bind(c, p, g));
+    ORDO_CK_OK(ordo__compute_set_batch(c, x, y, B));
     full_pass(c, m, true);
-    ordo_rng_t r;
-    ordo_rng_seed(&r, 99);
+    ordo__rng_t r;
+    ordo__rng_seed(&r, 99);
     for (int i = 0; i < m->n_params; i++) {
         const int64_t n = m->params[i].numel;
         double *u = malloc(sizeof(double) * (size_t)n), norm = 0, dot = 0;
@@ -228,7 +228,7 @@ START_TEST(cpu_cnn_gradients_match_finite_differences)
         ck_assert_msg(fabs(along - norm) <= 1e-2 * norm, "%s: slope along g %.6g, |g| %.6g",
                       m->params[i].name, along, norm);
         for (int64_t k = 0; k < n; k++)
-            u[k] = (ordo_rng_below(&r, 2) ? 1.0 : -1.0) / sqrt((double)n);
+            u[k] = (ordo__rng_below(&r, 2) ? 1.0 : -1.0) / sqrt((double)n);
         for (int64_t k = 0; k < n; k++)
             dot += u[k] * g[i][k];
         double random = directional_slope(c, m, p, i, u, 1e-3);
@@ -238,54 +238,54 @@ START_TEST(cpu_cnn_gradients_match_finite_differences)
     }
     free_set(m, p);
     free_set(m, g);
-    ordo_compute_destroy(&c);
-    ordo_model_destroy(&m);
+    ordo__compute_destroy(&c);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 START_TEST(cpu_refuses_misuse)
 {
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_nn_model("mlp", 4, &m));
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__nn_model("mlp", 4, &m));
     float **p = alloc_set(m), **g = alloc_set(m);
     float x[4 * 784] = {0};
     int y[4] = {1, 2, 3, 4};
-    ordo_compute_ctx_t *c = NULL;
-    ORDO_CK_OK(ordo_compute_new(ORDO_COMPUTE_CPU, m, 1.0, &c));
-    ORDO_CK_ERR(ordo_compute_forward(c, 0), ORDO_ERR_INVAL);
-    ck_assert(strstr(ordo_error_detail(), "before bind"));
-    ORDO_CK_ERR(ordo_compute_bind(c, NULL, g), ORDO_ERR_INVAL);
+    ordo__compute_ctx_t *c = NULL;
+    ORDO_CK_OK(ordo__compute_new(ORDO_COMPUTE_CPU, m, 1.0, &c));
+    ORDO_CK_ERR(ordo__compute_forward(c, 0), ORDO_ERR_INVAL);
+    ck_assert(strstr(ordo__error_detail(), "before bind"));
+    ORDO_CK_ERR(ordo__compute_bind(c, NULL, g), ORDO_ERR_INVAL);
     float *keep = p[3];
     p[3] = NULL;
-    ORDO_CK_ERR(ordo_compute_bind(c, p, g), ORDO_ERR_INVAL);
-    ck_assert(strstr(ordo_error_detail(), "fc2.b"));
+    ORDO_CK_ERR(ordo__compute_bind(c, p, g), ORDO_ERR_INVAL);
+    ck_assert(strstr(ordo__error_detail(), "fc2.b"));
     p[3] = keep;
-    ORDO_CK_OK(ordo_compute_bind(c, p, g));
-    ORDO_CK_ERR(ordo_compute_forward(c, 0), ORDO_ERR_INVAL);
-    ck_assert(strstr(ordo_error_detail(), "before set_batch"));
-    ORDO_CK_ERR(ordo_compute_set_batch(c, x, y, 5), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_compute_set_batch(c, x, y, 0), ORDO_ERR_INVAL);
+    ORDO_CK_OK(ordo__compute_bind(c, p, g));
+    ORDO_CK_ERR(ordo__compute_forward(c, 0), ORDO_ERR_INVAL);
+    ck_assert(strstr(ordo__error_detail(), "before set_batch"));
+    ORDO_CK_ERR(ordo__compute_set_batch(c, x, y, 5), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__compute_set_batch(c, x, y, 0), ORDO_ERR_INVAL);
     y[2] = 10;
-    ORDO_CK_ERR(ordo_compute_set_batch(c, x, y, 4), ORDO_ERR_INVAL);
-    ck_assert(strstr(ordo_error_detail(), "label 10 of sample 2"));
+    ORDO_CK_ERR(ordo__compute_set_batch(c, x, y, 4), ORDO_ERR_INVAL);
+    ck_assert(strstr(ordo__error_detail(), "label 10 of sample 2"));
     y[2] = 3;
-    ORDO_CK_OK(ordo_compute_set_batch(c, x, y, 4));
-    ORDO_CK_ERR(ordo_compute_forward(c, 2), ORDO_ERR_INVAL);
-    ck_assert(strstr(ordo_error_detail(), "before its input 'relu1'"));
-    ORDO_CK_ERR(ordo_compute_backward(c, 5), ORDO_ERR_INVAL);
-    ck_assert(strstr(ordo_error_detail(), "before its forward"));
+    ORDO_CK_OK(ordo__compute_set_batch(c, x, y, 4));
+    ORDO_CK_ERR(ordo__compute_forward(c, 2), ORDO_ERR_INVAL);
+    ck_assert(strstr(ordo__error_detail(), "before its input 'relu1'"));
+    ORDO_CK_ERR(ordo__compute_backward(c, 5), ORDO_ERR_INVAL);
+    ck_assert(strstr(ordo__error_detail(), "before its forward"));
     double loss;
     int correct;
-    ORDO_CK_ERR(ordo_compute_loss(c, &loss, &correct), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__compute_loss(c, &loss, &correct), ORDO_ERR_INVAL);
     full_pass(c, m, false);
-    ORDO_CK_ERR(ordo_compute_backward(c, 3), ORDO_ERR_INVAL); /* fc3 and loss not done yet */
-    ck_assert(strstr(ordo_error_detail(), "backward of op 'relu2' before fc3"));
-    ORDO_CK_OK(ordo_compute_loss(c, &loss, &correct));
+    ORDO_CK_ERR(ordo__compute_backward(c, 3), ORDO_ERR_INVAL); /* fc3 and loss not done yet */
+    ck_assert(strstr(ordo__error_detail(), "backward of op 'relu2' before fc3"));
+    ORDO_CK_OK(ordo__compute_loss(c, &loss, &correct));
     ck_assert_double_eq_tol(loss, log(10.0), 1e-6); /* zero parameters: uniform softmax */
     free_set(m, p);
     free_set(m, g);
-    ordo_compute_destroy(&c);
-    ordo_model_destroy(&m);
+    ordo__compute_destroy(&c);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -294,26 +294,26 @@ END_TEST
 static void compare_cuda_with_cpu(const char *net)
 {
     enum { B = 16, N = 13 };
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_nn_model(net, B, &m));
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__nn_model(net, B, &m));
     float **p = alloc_set(m), **g_cpu = alloc_set(m), **g_gpu = alloc_set(m);
-    ordo_nn_init(m, 31, p);
+    ordo__nn_init(m, 31, p);
     float *x = malloc(sizeof(float) * N * 784);
     int y[N];
     random_batch(37, N, x, y);
-    ordo_compute_ctx_t *cpu = NULL, *gpu = NULL;
-    ORDO_CK_OK(ordo_compute_new(ORDO_COMPUTE_CPU, m, 1.0, &cpu));
-    ORDO_CK_OK(ordo_compute_new(ORDO_COMPUTE_CUDA, m, 1.0, &gpu));
-    ORDO_CK_OK(ordo_compute_bind(cpu, p, g_cpu));
-    ORDO_CK_OK(ordo_compute_bind(gpu, p, g_gpu));
-    ORDO_CK_OK(ordo_compute_set_batch(cpu, x, y, N));
-    ORDO_CK_OK(ordo_compute_set_batch(gpu, x, y, N));
+    ordo__compute_ctx_t *cpu = NULL, *gpu = NULL;
+    ORDO_CK_OK(ordo__compute_new(ORDO_COMPUTE_CPU, m, 1.0, &cpu));
+    ORDO_CK_OK(ordo__compute_new(ORDO_COMPUTE_CUDA, m, 1.0, &gpu));
+    ORDO_CK_OK(ordo__compute_bind(cpu, p, g_cpu));
+    ORDO_CK_OK(ordo__compute_bind(gpu, p, g_gpu));
+    ORDO_CK_OK(ordo__compute_set_batch(cpu, x, y, N));
+    ORDO_CK_OK(ordo__compute_set_batch(gpu, x, y, N));
     full_pass(cpu, m, true);
     full_pass(gpu, m, true);
     double l1, l2;
     int c1, c2;
-    ORDO_CK_OK(ordo_compute_loss(cpu, &l1, &c1));
-    ORDO_CK_OK(ordo_compute_loss(gpu, &l2, &c2));
+    ORDO_CK_OK(ordo__compute_loss(cpu, &l1, &c1));
+    ORDO_CK_OK(ordo__compute_loss(gpu, &l2, &c2));
     ck_assert_double_eq_tol(l1, l2, 1e-4 * fabs(l1));
     ck_assert_int_eq(c1, c2);
     for (int i = 0; i < m->n_params; i++) {
@@ -325,33 +325,33 @@ static void compare_cuda_with_cpu(const char *net)
                           "%s %s[%lld]: cpu %g, cuda %g", net, m->params[i].name, (long long)k,
                           g_cpu[i][k], g_gpu[i][k]);
     }
-    ordo_compute_destroy(&cpu);
-    ordo_compute_destroy(&gpu);
+    ordo__compute_destroy(&cpu);
+    ordo__compute_destroy(&gpu);
     free(x);
     free_set(m, p);
     free_set(m, g_cpu);
     free_set(m, g_gpu);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 
 START_TEST(cuda_is_refused_exactly_without_a_device)
 {
     const char *why = NULL;
-    bool available = ordo_compute_cuda_available(&why);
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_nn_model("mlp", 4, &m));
-    ordo_compute_ctx_t *c = NULL;
+    bool available = ordo__compute_cuda_available(&why);
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__nn_model("mlp", 4, &m));
+    ordo__compute_ctx_t *c = NULL;
     if (available) {
-        ORDO_CK_OK(ordo_compute_new(ORDO_COMPUTE_CUDA, m, 1.0, &c));
+        ORDO_CK_OK(ordo__compute_new(ORDO_COMPUTE_CUDA, m, 1.0, &c));
         ck_assert_ptr_nonnull(c);
-        ordo_compute_destroy(&c);
+        ordo__compute_destroy(&c);
     } else {
         ck_assert_ptr_nonnull(why);
-        ORDO_CK_ERR(ordo_compute_new(ORDO_COMPUTE_CUDA, m, 1.0, &c), ORDO_ERR_NOTSUP);
-        ck_assert(strstr(ordo_error_detail(), "compute cuda: "));
+        ORDO_CK_ERR(ordo__compute_new(ORDO_COMPUTE_CUDA, m, 1.0, &c), ORDO_ERR_NOTSUP);
+        ck_assert(strstr(ordo__error_detail(), "compute cuda: "));
     }
     ck_assert_ptr_null(c);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -370,7 +370,7 @@ static const char *probe(const char *need)
         exit(2);
     }
     const char *why = NULL;
-    if (ordo_compute_cuda_available(&why)) return NULL;
+    if (ordo__compute_cuda_available(&why)) return NULL;
     return why ? why : "no CUDA device";
 }
 

@@ -83,22 +83,22 @@ static int index_of(const float *x)
 
 static void expect_detail(const char *a, const char *b)
 {
-    ck_assert_msg(strstr(ordo_error_detail(), a) && (!b || strstr(ordo_error_detail(), b)),
-                  "detail '%s' lacks '%s' / '%s'", ordo_error_detail(), a, b ? b : "");
+    ck_assert_msg(strstr(ordo__error_detail(), a) && (!b || strstr(ordo__error_detail(), b)),
+                  "detail '%s' lacks '%s' / '%s'", ordo__error_detail(), a, b ? b : "");
 }
 
 /* ---- the installed data set ----------------------------------------------------------- */
 
-static void check_split(ordo_dataset_split_t split, int64_t want_n)
+static void check_split(ordo__dataset_split_t split, int64_t want_n)
 {
-    ordo_dataset_t *ds = NULL;
-    ORDO_CK_OK(ordo_dataset_load(ordo_ck_fmnist_dir(), split, &ds));
-    ck_assert_int_eq(ordo_dataset_count(ds), want_n);
-    ck_assert_int_eq(ordo_dataset_rows(ds), 28);
-    ck_assert_int_eq(ordo_dataset_cols(ds), 28);
+    ordo__dataset_t *ds = NULL;
+    ORDO_CK_OK(ordo__dataset_load(ordo_ck_fmnist_dir(), split, &ds));
+    ck_assert_int_eq(ordo__dataset_count(ds), want_n);
+    ck_assert_int_eq(ordo__dataset_rows(ds), 28);
+    ck_assert_int_eq(ordo__dataset_cols(ds), 28);
     int64_t per_class[ORDO_DATASET_CLASSES] = {0};
     for (int64_t i = 0; i < want_n; i++) {
-        int l = ordo_dataset_label(ds, i);
+        int l = ordo__dataset_label(ds, i);
         ck_assert(l >= 0 && l < ORDO_DATASET_CLASSES);
         per_class[l]++;
     }
@@ -107,7 +107,7 @@ static void check_split(ordo_dataset_split_t split, int64_t want_n)
     /* normalized pixels: mean near 0 and unit deviation over the first 1000 images */
     float *x = malloc(sizeof(float) * 1000 * 784);
     int y[1000];
-    ordo_dataset_get(ds, 0, 1000, x, y);
+    ordo__dataset_get(ds, 0, 1000, x, y);
     double s = 0, s2 = 0;
     const float lo = -ORDO_DATASET_MEAN / ORDO_DATASET_STD;
     const float hi = (1.0f - ORDO_DATASET_MEAN) / ORDO_DATASET_STD;
@@ -118,10 +118,10 @@ static void check_split(ordo_dataset_split_t split, int64_t want_n)
     }
     ck_assert_double_lt(fabs(s / 784000), 0.05);
     ck_assert_double_lt(fabs(sqrt(s2 / 784000) - 1.0), 0.05);
-    ck_assert_int_eq(y[0], ordo_dataset_label(ds, 0));
-    ck_assert_int_eq(y[999], ordo_dataset_label(ds, 999));
+    ck_assert_int_eq(y[0], ordo__dataset_label(ds, 0));
+    ck_assert_int_eq(y[999], ordo__dataset_label(ds, 999));
     free(x);
-    ordo_dataset_destroy(&ds);
+    ordo__dataset_destroy(&ds);
     ck_assert_ptr_null(ds);
 }
 
@@ -139,10 +139,10 @@ START_TEST(bad_files_are_rejected_naming_the_file)
     make_tmpdir();
     char images[300], labels[300], other[300];
     write_set(20, images, labels);
-    ordo_dataset_t *ds = NULL;
-    ORDO_CK_OK(ordo_dataset_load_files(images, labels, &ds));
-    ck_assert_int_eq(ordo_dataset_count(ds), 20);
-    ordo_dataset_destroy(&ds);
+    ordo__dataset_t *ds = NULL;
+    ORDO_CK_OK(ordo__dataset_load_files(images, labels, &ds));
+    ck_assert_int_eq(ordo__dataset_count(ds), 20);
+    ordo__dataset_destroy(&ds);
 
     uint8_t px[80] = {0}, lb[20] = {0};
     uint32_t idims[3] = {20, 2, 2}, ldims[1] = {20};
@@ -150,48 +150,48 @@ START_TEST(bad_files_are_rejected_naming_the_file)
 
     /* truncated pixel data: 20 images announced, 10 present */
     write_idx(other, 0x803, idims, 3, px, 40);
-    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_ERR_FORMAT);
+    ORDO_CK_ERR(ordo__dataset_load_files(other, labels, &ds), ORDO_ERR_FORMAT);
     expect_detail(other, "truncated");
     /* truncated header */
     write_idx(other, 0x803, idims, 0, NULL, 0);
-    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_ERR_FORMAT);
+    ORDO_CK_ERR(ordo__dataset_load_files(other, labels, &ds), ORDO_ERR_FORMAT);
     expect_detail(other, "truncated");
     /* bad magic: a label file where images belong, and a float IDX */
-    ORDO_CK_ERR(ordo_dataset_load_files(labels, labels, &ds), ORDO_ERR_FORMAT);
+    ORDO_CK_ERR(ordo__dataset_load_files(labels, labels, &ds), ORDO_ERR_FORMAT);
     expect_detail(labels, "bad magic number 0x00000801");
     write_idx(other, 0xd03, idims, 3, px, 80);
-    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_ERR_FORMAT);
+    ORDO_CK_ERR(ordo__dataset_load_files(other, labels, &ds), ORDO_ERR_FORMAT);
     expect_detail(other, "bad magic number 0x00000d03");
     /* label out of range */
     lb[7] = 10;
     write_idx(other, 0x801, ldims, 1, lb, 20);
-    ORDO_CK_ERR(ordo_dataset_load_files(images, other, &ds), ORDO_ERR_FORMAT);
+    ORDO_CK_ERR(ordo__dataset_load_files(images, other, &ds), ORDO_ERR_FORMAT);
     expect_detail(other, "label 10 of sample 7");
     /* counts disagree */
     ldims[0] = 19;
     lb[7] = 0;
     write_idx(other, 0x801, ldims, 1, lb, 19);
-    ORDO_CK_ERR(ordo_dataset_load_files(images, other, &ds), ORDO_ERR_FORMAT);
+    ORDO_CK_ERR(ordo__dataset_load_files(images, other, &ds), ORDO_ERR_FORMAT);
     expect_detail(other, "19 labels");
     /* trailing bytes */
     ldims[0] = 20;
     write_idx(other, 0x801, ldims, 1, lb, 20);
-    ORDO_CK_OK(ordo_dataset_load_files(images, other, &ds));
-    ordo_dataset_destroy(&ds);
+    ORDO_CK_OK(ordo__dataset_load_files(images, other, &ds));
+    ordo__dataset_destroy(&ds);
     uint8_t more[21] = {0};
     write_idx(other, 0x801, ldims, 1, more, 21);
-    ORDO_CK_ERR(ordo_dataset_load_files(images, other, &ds), ORDO_ERR_FORMAT);
+    ORDO_CK_ERR(ordo__dataset_load_files(images, other, &ds), ORDO_ERR_FORMAT);
     expect_detail(other, "trailing bytes");
     /* zero dimension */
     idims[1] = 0;
     write_idx(other, 0x803, idims, 3, NULL, 0);
-    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_ERR_FORMAT);
+    ORDO_CK_ERR(ordo__dataset_load_files(other, labels, &ds), ORDO_ERR_FORMAT);
     expect_detail(other, "dimension 1 is 0");
     /* missing file, and a directory without the data set */
     sprintf(other, "%s/missing.gz", tmpdir);
-    ORDO_CK_ERR(ordo_dataset_load_files(other, labels, &ds), ORDO_ERR_NOTFOUND);
+    ORDO_CK_ERR(ordo__dataset_load_files(other, labels, &ds), ORDO_ERR_NOTFOUND);
     expect_detail(other, "no such file");
-    ORDO_CK_ERR(ordo_dataset_load(tmpdir, ORDO_DATASET_TEST, &ds), ORDO_ERR_NOTFOUND);
+    ORDO_CK_ERR(ordo__dataset_load(tmpdir, ORDO_DATASET_TEST, &ds), ORDO_ERR_NOTFOUND);
     expect_detail("t10k-images-idx3-ubyte.gz", NULL);
     ck_assert_ptr_null(ds);
     remove_tmpdir();
@@ -208,7 +208,7 @@ START_TEST(shards_partition_the_set)
             int64_t expect = 0, smallest = INT64_MAX, largest = 0;
             for (int w = 0; w < W; w++) {
                 int64_t b, e;
-                ordo_dataset_shard(sizes[s], w, W, &b, &e);
+                ordo__dataset_shard(sizes[s], w, W, &b, &e);
                 ck_assert_int_eq(b, expect); /* contiguous, in worker order */
                 ck_assert(e >= b);
                 smallest = e - b < smallest ? e - b : smallest;
@@ -228,27 +228,27 @@ START_TEST(iterator_is_deterministic_and_stays_in_its_shard)
     char images[300], labels[300];
     const int N = 1000, W = 3, B = 50;
     write_set(N, images, labels);
-    ordo_dataset_t *ds = NULL;
-    ORDO_CK_OK(ordo_dataset_load_files(images, labels, &ds));
+    ordo__dataset_t *ds = NULL;
+    ORDO_CK_OK(ordo__dataset_load_files(images, labels, &ds));
     int *seen = calloc((size_t)N, sizeof(int));
     int first_epoch[3][300];
     for (int w = 0; w < W; w++) {
-        ordo_dataset_iter_t *it = NULL, *twin = NULL, *other = NULL;
-        ORDO_CK_OK(ordo_dataset_iter_new(ds, w, W, B, 42, &it));
-        ORDO_CK_OK(ordo_dataset_iter_new(ds, w, W, B, 42, &twin));
-        ORDO_CK_OK(ordo_dataset_iter_new(ds, w, W, B, 43, &other));
-        ck_assert_int_eq(ordo_dataset_iter_batches_per_epoch(it), (N / W) / B); /* 6 */
+        ordo__dataset_iter_t *it = NULL, *twin = NULL, *other = NULL;
+        ORDO_CK_OK(ordo__dataset_iter_new(ds, w, W, B, 42, &it));
+        ORDO_CK_OK(ordo__dataset_iter_new(ds, w, W, B, 42, &twin));
+        ORDO_CK_OK(ordo__dataset_iter_new(ds, w, W, B, 43, &other));
+        ck_assert_int_eq(ordo__dataset_iter_batches_per_epoch(it), (N / W) / B); /* 6 */
         int64_t begin, end;
-        ordo_dataset_shard(N, w, W, &begin, &end);
+        ordo__dataset_shard(N, w, W, &begin, &end);
         int differs_from_other_seed = 0, differs_from_epoch0 = 0;
         for (int e = 0; e < 2; e++) {
             for (int b = 0; b < 6; b++) {
                 const float *x, *x2, *x3;
                 const int *y, *y2, *y3;
-                ck_assert_int_eq(ordo_dataset_iter_next(it, &x, &y), B);
-                ck_assert_int_eq(ordo_dataset_iter_epoch(it), e);
-                ordo_dataset_iter_next(twin, &x2, &y2);
-                ordo_dataset_iter_next(other, &x3, &y3);
+                ck_assert_int_eq(ordo__dataset_iter_next(it, &x, &y), B);
+                ck_assert_int_eq(ordo__dataset_iter_epoch(it), e);
+                ordo__dataset_iter_next(twin, &x2, &y2);
+                ordo__dataset_iter_next(other, &x3, &y3);
                 ck_assert_mem_eq(x, x2, sizeof(float) * 4 * B);
                 ck_assert_mem_eq(y, y2, sizeof(int) * B);
                 for (int i = 0; i < B; i++) {
@@ -268,9 +268,9 @@ START_TEST(iterator_is_deterministic_and_stays_in_its_shard)
         }
         ck_assert_int_gt(differs_from_other_seed, 0);
         ck_assert_int_gt(differs_from_epoch0, 0);
-        ordo_dataset_iter_destroy(&it);
-        ordo_dataset_iter_destroy(&twin);
-        ordo_dataset_iter_destroy(&other);
+        ordo__dataset_iter_destroy(&it);
+        ordo__dataset_iter_destroy(&twin);
+        ordo__dataset_iter_destroy(&other);
         ck_assert_ptr_null(it);
     }
     int total = 0;
@@ -278,12 +278,12 @@ START_TEST(iterator_is_deterministic_and_stays_in_its_shard)
         total += seen[i];
     ck_assert_int_eq(total, W * 6 * B);
     /* a shard smaller than the batch is refused */
-    ordo_dataset_iter_t *it = NULL;
-    ORDO_CK_ERR(ordo_dataset_iter_new(ds, 0, 30, 50, 1, &it), ORDO_ERR_INVAL);
+    ordo__dataset_iter_t *it = NULL;
+    ORDO_CK_ERR(ordo__dataset_iter_new(ds, 0, 30, 50, 1, &it), ORDO_ERR_INVAL);
     expect_detail("smaller than the batch 50", NULL);
-    ORDO_CK_ERR(ordo_dataset_iter_new(ds, 3, 3, 50, 1, &it), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__dataset_iter_new(ds, 3, 3, 50, 1, &it), ORDO_ERR_INVAL);
     free(seen);
-    ordo_dataset_destroy(&ds);
+    ordo__dataset_destroy(&ds);
     remove_tmpdir();
 }
 END_TEST

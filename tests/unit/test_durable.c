@@ -87,10 +87,10 @@ START_TEST(a_failed_write_leaves_the_old_files_whole)
     struct rlimit lim = {.rlim_cur = 4096, .rlim_max = RLIM_INFINITY};
     ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
     ORDO_CK_ERR(write_text(path, prev, "0123456789abcdef", 1024), ORDO_ERR_IO);
-    ck_assert_msg(strstr(ordo_error_detail(), "cannot write ") &&
-                      strstr(ordo_error_detail(), path) &&
-                      strstr(ordo_error_detail(), "File too large"),
-                  "detail '%s'", ordo_error_detail());
+    ck_assert_msg(strstr(ordo__error_detail(), "cannot write ") &&
+                      strstr(ordo__error_detail(), path) &&
+                      strstr(ordo__error_detail(), "File too large"),
+                  "detail '%s'", ordo__error_detail());
     char buf[256];
     ck_assert_uint_eq(slurp(path, buf, sizeof buf), 7 + ORDO_DURABLE_TRAILER);
     ck_assert_mem_eq(buf, "current", 7);
@@ -105,7 +105,7 @@ START_TEST(an_unwritable_folder_is_named)
     ordo__durable_t *d = (ordo__durable_t *)1;
     ORDO_CK_ERR(ordo__durable_open(path_of("no/such/f.bin"), &d), ORDO_ERR_IO);
     ck_assert_ptr_null(d);
-    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "/no/such/f.bin.tmp: No such file"));
+    ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "/no/such/f.bin.tmp: No such file"));
     ORDO_CK_OK(ordo__durable_open(path_of("g.bin"), &d));
     fputs("never", ordo__durable_file(d));
     ordo__durable_abort(&d);
@@ -129,7 +129,7 @@ START_TEST(a_flipped_byte_fails_the_checksum)
     fclose(f);
     size_t len = 0;
     ORDO_CK_ERR(ordo__durable_check_file(path, &len), ORDO_ERR_FORMAT);
-    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "f.bin: offset 13: checksum mismatch"));
+    ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "f.bin: offset 13: checksum mismatch"));
     /* no trailer at all: the bytes as they are */
     bool had = true;
     len = 13;

@@ -9,27 +9,27 @@
 #include <string.h>
 
 /* a response for slice of `bytes` payload bytes */
-static void add(ordo_enforce_t *e, int worker, int64_t iter, int slice, size_t bytes)
+static void add(ordo__enforce_t *e, int worker, int64_t iter, int slice, size_t bytes)
 {
     static char buf[4096];
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_PULL_RESP);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_PULL_RESP);
     m.hdr.key = (uint32_t)slice;
-    ck_assert_int_eq(ordo_msg_add_copy(&m, buf, bytes), 0);
-    ORDO_CK_OK(ordo_enforce_add(e, worker, iter, slice, &m));
+    ck_assert_int_eq(ordo__msg_add_copy(&m, buf, bytes), 0);
+    ORDO_CK_OK(ordo__enforce_add(e, worker, iter, slice, &m));
     ck_assert_int_eq(m.nframes, 0);
 }
 
 /* releases the next response; returns its slice (and fills info), or -1 when none may go */
-static int next(ordo_enforce_t *e, bool link_free, ordo_enforce_release_t *info)
+static int next(ordo__enforce_t *e, bool link_free, ordo__enforce_release_t *info)
 {
-    ordo_msg_t m;
-    ordo_enforce_release_t dummy;
-    int rc = ordo_enforce_next(e, link_free, &m, info ? info : &dummy);
+    ordo__msg_t m;
+    ordo__enforce_release_t dummy;
+    int rc = ordo__enforce_next(e, link_free, &m, info ? info : &dummy);
     if (rc == ORDO_ERR_AGAIN) return -1;
     ck_assert_int_eq(rc, 0);
     int slice = (int)m.hdr.key;
-    ordo_msg_close(&m);
+    ordo__msg_close(&m);
     return slice;
 }
 
@@ -38,7 +38,7 @@ START_TEST(normalize_counts_smaller_priorities_on_this_server)
     /* slices 0-2 are one key's chunks (priority 1), slice 3 priority 0, slice 4 priority 2,
      * slice 5 priority 0 but on server 1 */
     int prio[] = {1, 1, 1, 0, 2, 0}, server[] = {0, 0, 0, 0, 0, 1}, out[6];
-    ordo_enforce_normalize(prio, server, 6, 0, out);
+    ordo__enforce_normalize(prio, server, 6, 0, out);
     int want[] = {1, 1, 1, 0, 4, 0};
     for (int i = 0; i < 5; i++)
         ck_assert_int_eq(out[i], want[i]);
@@ -46,7 +46,7 @@ START_TEST(normalize_counts_smaller_priorities_on_this_server)
 END_TEST
 
 /* one round of worker 0 in iteration iter: slices added and released one at a time */
-static void plain_round(ordo_enforce_t *e, int64_t iter, const int *slices, int n)
+static void plain_round(ordo__enforce_t *e, int64_t iter, const int *slices, int n)
 {
     for (int i = 0; i < n; i++) {
         add(e, 0, iter, slices[i], 10);
@@ -57,16 +57,16 @@ static void plain_round(ordo_enforce_t *e, int64_t iter, const int *slices, int 
 START_TEST(strict_releases_in_normalized_order)
 {
     int norm[] = {2, 0, 1}, all[] = {1, 2, 0};
-    ordo_enforce_t *e;
-    ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_STRICT, 1, 3, norm, 3, &e));
+    ordo__enforce_t *e;
+    ORDO_CK_OK(ordo__enforce_new(ORDO_ENFORCE_STRICT, 1, 3, norm, 3, &e));
     plain_round(e, 0, all, 3); /* the first round tells the server what a round has */
     add(e, 0, 1, 0, 10); /* norm 2 arrives first: must wait */
     ck_assert_int_eq(next(e, true, NULL), -1);
     add(e, 0, 1, 2, 10); /* norm 1: still waits for norm 0 */
     ck_assert_int_eq(next(e, true, NULL), -1);
-    ck_assert_int_eq(ordo_enforce_pending(e), 2);
+    ck_assert_int_eq(ordo__enforce_pending(e), 2);
     add(e, 0, 1, 1, 10);
-    ordo_enforce_release_t r;
+    ordo__enforce_release_t r;
     ck_assert_int_eq(next(e, false, NULL), -1); /* the link is busy: nothing goes */
     ck_assert_int_eq(next(e, true, &r), 1);
     ck_assert_int_eq(r.norm, 0);
@@ -78,7 +78,7 @@ START_TEST(strict_releases_in_normalized_order)
     ck_assert_int_eq(r.counter, 2);
     ck_assert_int_eq(r.held, 0);
     ck_assert_int_eq(next(e, true, NULL), -1);
-    ordo_enforce_destroy(&e);
+    ordo__enforce_destroy(&e);
     ck_assert_ptr_null(e);
 }
 END_TEST
@@ -87,13 +87,13 @@ START_TEST(strict_first_round_goes_by_priority_without_waiting)
 {
     /* the server cannot know yet which slices the worker's rounds have */
     int norm[] = {2, 0, 1};
-    ordo_enforce_t *e;
-    ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_STRICT, 1, 3, norm, 3, &e));
+    ordo__enforce_t *e;
+    ORDO_CK_OK(ordo__enforce_new(ORDO_ENFORCE_STRICT, 1, 3, norm, 3, &e));
     add(e, 0, 0, 0, 10);
     add(e, 0, 0, 2, 10);
     ck_assert_int_eq(next(e, true, NULL), 2); /* the smallest held, without waiting for 1 */
     ck_assert_int_eq(next(e, true, NULL), 0);
-    ordo_enforce_destroy(&e);
+    ordo__enforce_destroy(&e);
 }
 END_TEST
 
@@ -102,8 +102,8 @@ START_TEST(strict_counter_restarts_each_round)
     /* forward-only runs pull version 0 every iteration: after a full round (2 slices) the
      * counter starts again, so norm 1 waits for norm 0 of the new round too */
     int norm[] = {0, 1}, all[] = {0, 1};
-    ordo_enforce_t *e;
-    ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_STRICT, 1, 2, norm, 2, &e));
+    ordo__enforce_t *e;
+    ORDO_CK_OK(ordo__enforce_new(ORDO_ENFORCE_STRICT, 1, 2, norm, 2, &e));
     plain_round(e, 0, all, 2);
     for (int round = 0; round < 3; round++) {
         add(e, 0, 0, 1, 10);
@@ -117,7 +117,7 @@ START_TEST(strict_counter_restarts_each_round)
     ck_assert_int_eq(next(e, true, NULL), 0);
     add(e, 0, 2, 1, 10);
     ck_assert_int_eq(next(e, true, NULL), -1);
-    ordo_enforce_destroy(&e);
+    ordo__enforce_destroy(&e);
 }
 END_TEST
 
@@ -127,8 +127,8 @@ START_TEST(strict_skips_a_tensor_not_transferred_every_round)
      * its own, older version (an evaluation's counts, once an epoch): it never holds slices
      * 1 and 2 back, which still go in their order */
     int norm[] = {0, 1, 2}, two[] = {1, 2};
-    ordo_enforce_t *e;
-    ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_STRICT, 1, 3, norm, 3, &e));
+    ordo__enforce_t *e;
+    ORDO_CK_OK(ordo__enforce_new(ORDO_ENFORCE_STRICT, 1, 3, norm, 3, &e));
     plain_round(e, 1, two, 2);
     for (int64_t it = 2; it < 5; it++) {
         add(e, 0, it, 2, 10);
@@ -150,20 +150,20 @@ START_TEST(strict_skips_a_tensor_not_transferred_every_round)
         ck_assert_int_eq(next(e, true, NULL), 1);
         ck_assert_int_eq(next(e, true, NULL), 2);
     }
-    ordo_enforce_destroy(&e);
+    ordo__enforce_destroy(&e);
 }
 END_TEST
 
 START_TEST(greedy_takes_the_smallest_ready_priority_over_workers)
 {
     int norm[] = {0, 1, 2, 3};
-    ordo_enforce_t *e;
-    ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_GREEDY, 2, 4, norm, 4, &e));
+    ordo__enforce_t *e;
+    ORDO_CK_OK(ordo__enforce_new(ORDO_ENFORCE_GREEDY, 2, 4, norm, 4, &e));
     add(e, 0, 0, 3, 10);
     add(e, 1, 0, 2, 10);
     add(e, 0, 0, 1, 10);
     ck_assert_int_eq(next(e, false, NULL), -1);
-    ordo_enforce_release_t r;
+    ordo__enforce_release_t r;
     ck_assert_int_eq(next(e, true, &r), 1); /* worker 0's norm 1: no counter to wait for */
     ck_assert_int_eq(r.worker, 0);
     ck_assert_int_eq(next(e, true, &r), 2);
@@ -171,8 +171,8 @@ START_TEST(greedy_takes_the_smallest_ready_priority_over_workers)
     add(e, 1, 0, 0, 10); /* a higher priority arriving later overtakes what is held */
     ck_assert_int_eq(next(e, true, &r), 0);
     ck_assert_int_eq(next(e, true, &r), 3);
-    ck_assert_int_eq(ordo_enforce_pending(e), 0);
-    ordo_enforce_destroy(&e);
+    ck_assert_int_eq(ordo__enforce_pending(e), 0);
+    ordo__enforce_destroy(&e);
 }
 END_TEST
 
@@ -180,15 +180,15 @@ START_TEST(workers_share_the_link_byte_fairly)
 {
     /* fifo: worker 0 has four 100-byte responses, worker 1 one of 250 bytes and then two of
      * 100: the worker with fewer bytes handed over goes next */
-    ordo_enforce_t *e;
-    ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_MODE_FIFO, 2, 8, NULL, 0, &e));
+    ordo__enforce_t *e;
+    ORDO_CK_OK(ordo__enforce_new(ORDO_ENFORCE_MODE_FIFO, 2, 8, NULL, 0, &e));
     for (int s = 0; s < 4; s++)
         add(e, 0, 0, s, 100);
     add(e, 1, 0, 4, 250);
     add(e, 1, 0, 5, 100);
     add(e, 1, 0, 6, 100);
     int order[7];
-    ordo_enforce_release_t r;
+    ordo__enforce_release_t r;
     for (int i = 0; i < 7; i++)
         order[i] = next(e, true, &r);
     /* bytes handed over (w0, w1) before each choice: (0,0) w0 by turn; (100,0) w1;
@@ -196,7 +196,7 @@ START_TEST(workers_share_the_link_byte_fairly)
     int want2[] = {0, 4, 1, 2, 5, 3, 6};
     for (int i = 0; i < 7; i++)
         ck_assert_int_eq(order[i], want2[i]);
-    ordo_enforce_destroy(&e);
+    ordo__enforce_destroy(&e);
 }
 END_TEST
 
@@ -204,15 +204,15 @@ START_TEST(serial_share_serves_one_worker_to_the_end)
 {
     /* the same responses with the serial share: the worker with the most bytes handed over
      * goes on, so worker 0 (first by the turn) gets all four before worker 1 starts */
-    ordo_enforce_t *e;
-    ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_MODE_FIFO, 2, 8, NULL, 0, &e));
-    ORDO_CK_OK(ordo_enforce_set_share(e, ORDO_SHARE_SERIAL));
+    ordo__enforce_t *e;
+    ORDO_CK_OK(ordo__enforce_new(ORDO_ENFORCE_MODE_FIFO, 2, 8, NULL, 0, &e));
+    ORDO_CK_OK(ordo__enforce_set_share(e, ORDO_SHARE_SERIAL));
     for (int s = 0; s < 4; s++)
         add(e, 0, 0, s, 100);
     add(e, 1, 0, 4, 250);
     add(e, 1, 0, 5, 100);
     add(e, 1, 0, 6, 100);
-    ordo_enforce_release_t r;
+    ordo__enforce_release_t r;
     int want[] = {0, 1, 2, 3, 4, 5, 6};
     for (int i = 0; i < 7; i++)
         ck_assert_int_eq(next(e, true, &r), want[i]);
@@ -225,10 +225,10 @@ START_TEST(serial_share_serves_one_worker_to_the_end)
     ck_assert_int_eq(next(e, true, &r), 0);
     ck_assert_int_eq(r.worker, 0);
     /* strict still gates each worker by its counter, serial or not */
-    ordo_enforce_destroy(&e);
+    ordo__enforce_destroy(&e);
     int norm[] = {0, 1};
-    ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_STRICT, 2, 2, norm, 2, &e));
-    ORDO_CK_OK(ordo_enforce_set_share(e, ORDO_SHARE_SERIAL));
+    ORDO_CK_OK(ordo__enforce_new(ORDO_ENFORCE_STRICT, 2, 2, norm, 2, &e));
+    ORDO_CK_OK(ordo__enforce_set_share(e, ORDO_SHARE_SERIAL));
     for (int w = 0; w < 2; w++) /* the first rounds, which strict does not hold */
         for (int s = 0; s < 2; s++) {
             add(e, w, 0, s, 100);
@@ -244,25 +244,25 @@ START_TEST(serial_share_serves_one_worker_to_the_end)
     ck_assert_int_eq(r.worker, 1);
     ck_assert_int_eq(next(e, true, &r), 1);
     ck_assert_int_eq(r.worker, 1);
-    ORDO_CK_ERR(ordo_enforce_set_share(e, 7), ORDO_ERR_INVAL);
-    ordo_enforce_destroy(&e);
+    ORDO_CK_ERR(ordo__enforce_set_share(e, 7), ORDO_ERR_INVAL);
+    ordo__enforce_destroy(&e);
 }
 END_TEST
 
 START_TEST(bad_arguments_are_refused)
 {
-    ordo_enforce_t *e = NULL;
-    ORDO_CK_ERR(ordo_enforce_new(7, 1, 1, NULL, 0, &e), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_enforce_new(ORDO_ENFORCE_STRICT, 0, 1, NULL, 0, &e), ORDO_ERR_INVAL);
-    ORDO_CK_OK(ordo_enforce_new(ORDO_ENFORCE_STRICT, 1, 2, NULL, 2, &e));
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_PULL_RESP);
-    ORDO_CK_ERR(ordo_enforce_add(e, 1, 0, 0, &m), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_enforce_add(e, 0, 0, 2, &m), ORDO_ERR_INVAL);
-    ordo_msg_close(&m);
+    ordo__enforce_t *e = NULL;
+    ORDO_CK_ERR(ordo__enforce_new(7, 1, 1, NULL, 0, &e), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__enforce_new(ORDO_ENFORCE_STRICT, 0, 1, NULL, 0, &e), ORDO_ERR_INVAL);
+    ORDO_CK_OK(ordo__enforce_new(ORDO_ENFORCE_STRICT, 1, 2, NULL, 2, &e));
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_PULL_RESP);
+    ORDO_CK_ERR(ordo__enforce_add(e, 1, 0, 0, &m), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__enforce_add(e, 0, 0, 2, &m), ORDO_ERR_INVAL);
+    ordo__msg_close(&m);
     add(e, 0, 0, 1, 10); /* held when destroyed: the module frees it */
-    ordo_enforce_destroy(&e);
-    ordo_enforce_destroy(&e); /* NULL-safe */
+    ordo__enforce_destroy(&e);
+    ordo__enforce_destroy(&e); /* NULL-safe */
 }
 END_TEST
 

@@ -206,7 +206,7 @@ START_TEST(a_dead_member_is_named_within_the_timeout)
     ck_assert_int_eq(rc, ORDO_ERR_PEERDEAD);
     char want[64];
     snprintf(want, sizeof want, "worker 1 (pid %d) died", (int)kid);
-    ck_assert_msg(strstr(ordo_error_text(rc), want), "%s", ordo_error_text(rc));
+    ck_assert_msg(strstr(ordo__error_text(rc), want), "%s", ordo__error_text(rc));
     ordo__intra_destroy(&it);
 }
 END_TEST
@@ -230,7 +230,7 @@ START_TEST(sum_matches_a_plain_loop)
         b[i] = (float)(1031 - i) * 0.5f;
         c[i] += b[i];
     }
-    ordo_vec_add(a, b, 1031);
+    ordo__vec_add(a, b, 1031);
     ck_assert_mem_eq(a, c, sizeof a);
 }
 END_TEST
@@ -253,13 +253,13 @@ START_TEST(streamed_sums_and_copies_match_plain_loops)
         for (int shift = 0; shift < 4; shift++) { /* dst 4-byte aligned only, up to 16 */
             int64_t n = N - shift;
             memcpy(want, rows[0], sizeof(float) * (size_t)n);
-            if (m > 1) ordo_vec_sum(want, rows[0], rows[1], n);
-            for (int r = 2; r < m; r++) ordo_vec_add(want, rows[r], n);
+            if (m > 1) ordo__vec_sum(want, rows[0], rows[1], n);
+            for (int r = 2; r < m; r++) ordo__vec_add(want, rows[r], n);
             got[shift + n] = -7.0f; /* a sentinel past the end */
-            ordo_vec_sum_rows(got + shift, rows, m, n);
+            ordo__vec_sum_rows(got + shift, rows, m, n);
             ck_assert_mem_eq(got + shift, want, sizeof(float) * (size_t)n);
             ck_assert(got[shift + n] == -7.0f);
-            ordo_vec_copy_stream(got + shift, rows[m - 1], n);
+            ordo__vec_copy_stream(got + shift, rows[m - 1], n);
             ck_assert_mem_eq(got + shift, rows[m - 1], sizeof(float) * (size_t)n);
             ck_assert(got[shift + n] == -7.0f);
         }
@@ -292,7 +292,7 @@ static const char *nccl_missing(void)
         ordo__intra_destroy(&it);
         return NULL;
     }
-    snprintf(why, sizeof why, "%s", ordo_error_text(rc));
+    snprintf(why, sizeof why, "%s", ordo__error_text(rc));
     return why;
 }
 

@@ -61,7 +61,7 @@ START_TEST(no_plugin_beside_the_program_says_the_build_has_no_nccl)
     ordo__intra_t *it = NULL;
     int rc = ordo__intra_new("nccl", &o, &it);
     ck_assert_int_eq(rc, ORDO_ERR_NOTSUP);
-    const char *why = ordo_error_text(rc);
+    const char *why = ordo__error_text(rc);
     /* this test program's folder (build/bin) holds no libordo_nccl.so */
     ck_assert_msg(strstr(why, "intra.backend nccl: this libordo was built without NCCL (no ") &&
                       strstr(why, "/libordo_nccl.so;"),
@@ -78,7 +78,7 @@ START_TEST(a_plugin_that_does_not_load_is_named)
     ordo__intra_t *it = NULL;
     int rc = ordo__intra_new("nccl", &o, &it);
     ck_assert_int_eq(rc, ORDO_ERR_NOTSUP);
-    const char *why = ordo_error_text(rc);
+    const char *why = ordo__error_text(rc);
     ck_assert_msg(strstr(why, "intra.backend nccl: cannot load /nonexistent/libordo_nccl.so "
                               "(ORDO_NCCL_PLUGIN): "),
                   "%s", why);
@@ -97,13 +97,13 @@ END_TEST
 START_TEST(the_plugin_backend_runs_or_says_there_is_no_device)
 {
     setenv("ORDO_NCCL_PLUGIN", the_plugin(), 1);
-    ordo_error_clear();
+    ordo__error_clear();
     ordo__intra_opts_t o = opts();
     ordo__intra_t *it = NULL;
     int rc = ordo__intra_new("nccl", &o, &it);
     if (rc) {
-        /* set by the plugin's ordo_error_set, read from this program's error state */
-        const char *why = ordo_error_text(rc);
+        /* set by the plugin's ordo__error_set, read from this program's error state */
+        const char *why = ordo__error_text(rc);
         ck_assert_int_eq(rc, ORDO_ERR_NOTSUP);
         ck_assert_msg(strstr(why, "intra.backend nccl: no CUDA device ("), "%s", why);
         ck_assert_ptr_null(it);

@@ -11,12 +11,12 @@
 
 START_TEST(timeline_layers_follow_backward_order)
 {
-    ordo_model_t *m = toy_model();
-    ordo_merge_timeline_t *t = NULL;
-    ORDO_CK_OK(ordo_merge_timeline_new(m, &t));
+    ordo__model_t *m = toy_model();
+    ordo__merge_timeline_t *t = NULL;
+    ORDO_CK_OK(ordo__merge_timeline_new(m, &t));
     ck_assert_int_eq(t->n_layers, 2);
-    ck_assert_int_eq(t->layer_op[0], ordo_model_op_index(m, "fc"));
-    ck_assert_int_eq(t->layer_op[1], ordo_model_op_index(m, "conv1"));
+    ck_assert_int_eq(t->layer_op[0], ordo__model_op_index(m, "fc"));
+    ck_assert_int_eq(t->layer_op[1], ordo__model_op_index(m, "conv1"));
     /* the loss runs first in backward and delays fc; relu delays conv1; input is dropped */
     close_to(t->tb_s[0], 70e-6);
     close_to(t->tb_s[1], 110e-6);
@@ -30,11 +30,11 @@ START_TEST(timeline_layers_follow_backward_order)
     ck_assert_int_eq(t->layer_first[0], 0);
     ck_assert_int_eq(t->layer_first[1], 2);
     ck_assert_int_eq(t->layer_first[2], 4);
-    ck_assert_int_eq(t->layer_of_param[ordo_model_param_index(m, "conv1.b")], 1);
-    ordo_merge_timeline_destroy(&t);
+    ck_assert_int_eq(t->layer_of_param[ordo__model_param_index(m, "conv1.b")], 1);
+    ordo__merge_timeline_destroy(&t);
     ck_assert_ptr_null(t);
-    ordo_merge_timeline_destroy(&t);
-    ordo_model_destroy(&m);
+    ordo__merge_timeline_destroy(&t);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -42,17 +42,17 @@ START_TEST(timeline_shared_param_belongs_to_its_first_reader)
 {
     /* emb{E} -> mid -> proj{E, P}: E's gradient is complete only after emb's backward, so
      * emb owns E; proj is a layer for P alone. */
-    ordo_model_t *m = ordo_model_new("tied", 1, NULL);
+    ordo__model_t *m = ordo__model_new("tied", 1, NULL);
     int64_t n = 100;
-    ck_assert_int_ge(ordo_model_add_param(m, "E", 1, &n), 0);
-    ck_assert_int_ge(ordo_model_add_param(m, "P", 1, &n), 0);
+    ck_assert_int_ge(ordo__model_add_param(m, "E", 1, &n), 0);
+    ck_assert_int_ge(ordo__model_add_param(m, "P", 1, &n), 0);
     const char *e[1] = {"E"}, *ep[2] = {"E", "P"}, *in1[1] = {"emb"}, *in2[1] = {"mid"};
-    ck_assert_int_ge(ordo_model_add_op(m, "emb", 0, NULL, 1, e, 1, 30), 0);
-    ck_assert_int_ge(ordo_model_add_op(m, "mid", 1, in1, 0, NULL, 1, 5), 0);
-    ck_assert_int_ge(ordo_model_add_op(m, "proj", 1, in2, 2, ep, 1, 40), 0);
-    ORDO_CK_OK(ordo_model_check(m));
-    ordo_merge_timeline_t *t = NULL;
-    ORDO_CK_OK(ordo_merge_timeline_new(m, &t));
+    ck_assert_int_ge(ordo__model_add_op(m, "emb", 0, NULL, 1, e, 1, 30), 0);
+    ck_assert_int_ge(ordo__model_add_op(m, "mid", 1, in1, 0, NULL, 1, 5), 0);
+    ck_assert_int_ge(ordo__model_add_op(m, "proj", 1, in2, 2, ep, 1, 40), 0);
+    ORDO_CK_OK(ordo__model_check(m));
+    ordo__merge_timeline_t *t = NULL;
+    ORDO_CK_OK(ordo__merge_timeline_new(m, &t));
     ck_assert_int_eq(t->n_layers, 2);
     ck_assert_str_eq(m->ops[t->layer_op[0]].name, "proj");
     ck_assert_str_eq(m->ops[t->layer_op[1]].name, "emb");
@@ -60,8 +60,8 @@ START_TEST(timeline_shared_param_belongs_to_its_first_reader)
     ck_assert_str_eq(m->params[t->order[1]].name, "E");
     close_to(t->ready_s[0], 40e-6);
     close_to(t->ready_s[1], 75e-6);
-    ordo_merge_timeline_destroy(&t);
-    ordo_model_destroy(&m);
+    ordo__merge_timeline_destroy(&t);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -72,23 +72,23 @@ START_TEST(comm_times_by_hand)
     double ready[3] = {1, 2, 3}, start[3], end[3];
     int64_t bytes[3] = {10, 10, 10};
     int wfbp[3] = {0, 1, 2}, all[3] = {0, 0, 0}, mid[3] = {0, 0, 1};
-    close_to(ordo_merge_comm_times(3, ready, bytes, wfbp, 0.5, 0.1, 0, NULL, start, end), 5.5);
+    close_to(ordo__merge_comm_times(3, ready, bytes, wfbp, 0.5, 0.1, 0, NULL, start, end), 5.5);
     close_to(start[0], 1.0);
     close_to(end[0], 2.5);
     close_to(start[1], 2.5);
     close_to(end[1], 4.0);
     close_to(start[2], 4.0);
-    close_to(ordo_merge_comm_times(3, ready, bytes, all, 0.5, 0.1, 0, NULL, start, NULL), 6.5);
+    close_to(ordo__merge_comm_times(3, ready, bytes, all, 0.5, 0.1, 0, NULL, start, NULL), 6.5);
     close_to(start[0], 3.0);
-    close_to(ordo_merge_comm_times(3, ready, bytes, mid, 0.5, 0.1, 0, NULL, NULL, end), 6.0);
+    close_to(ordo__merge_comm_times(3, ready, bytes, mid, 0.5, 0.1, 0, NULL, NULL, end), 6.0);
     close_to(end[0], 4.5);
     close_to(end[1], 6.0);
-    close_to(ordo_merge_comm_times(0, NULL, NULL, NULL, 0.5, 0.1, 0, NULL, NULL, NULL), 0.0);
+    close_to(ordo__merge_comm_times(0, NULL, NULL, NULL, 0.5, 0.1, 0, NULL, NULL, NULL), 0.0);
     int bad1[3] = {1, 1, 2}, bad2[3] = {0, 2, 2}, bad3[3] = {0, 1, 0};
-    ck_assert_int_eq(ordo_merge_grouping_valid(3, wfbp), 1);
-    ck_assert_int_eq(ordo_merge_grouping_valid(3, bad1), 0);
-    ck_assert_int_eq(ordo_merge_grouping_valid(3, bad2), 0);
-    ck_assert_int_eq(ordo_merge_grouping_valid(3, bad3), 0);
+    ck_assert_int_eq(ordo__merge_grouping_valid(3, wfbp), 1);
+    ck_assert_int_eq(ordo__merge_grouping_valid(3, bad1), 0);
+    ck_assert_int_eq(ordo__merge_grouping_valid(3, bad2), 0);
+    ck_assert_int_eq(ordo__merge_grouping_valid(3, bad3), 0);
 }
 END_TEST
 
@@ -101,12 +101,12 @@ START_TEST(mgwfbp_follows_the_papers_cases)
     /* layer 2's message starts at 1.0; layer 1 is ready at 2.0: waiting 1.0 >= a = 0.5
      * (Case 3), so no merge */
     double slow[2] = {1.0, 1.0};
-    ck_assert_int_eq(ordo_merge_mgwfbp(2, slow, bytes, 0.5, 0.1, g), 2);
+    ck_assert_int_eq(ordo__merge_mgwfbp(2, slow, bytes, 0.5, 0.1, g), 2);
     ck_assert_int_eq(g[0], 0);
     ck_assert_int_eq(g[1], 1);
     /* layer 1 ready at 1.2: waiting 0.2 < a (Case 2): merge */
     double quick[2] = {1.0, 0.2};
-    ck_assert_int_eq(ordo_merge_mgwfbp(2, quick, bytes, 0.5, 0.1, g), 1);
+    ck_assert_int_eq(ordo__merge_mgwfbp(2, quick, bytes, 0.5, 0.1, g), 1);
     ck_assert_int_eq(g[0], 0);
     ck_assert_int_eq(g[1], 0);
     /* Case 4: layer 3's message (1.0 to 11.5) outlasts the compute of layers 2 and 1, so
@@ -114,18 +114,18 @@ START_TEST(mgwfbp_follows_the_papers_cases)
     double backlog[3] = {1.0, 0.5, 0.5};
     int64_t big[3] = {100, 10, 10};
     int g3[3];
-    ck_assert_int_eq(ordo_merge_mgwfbp(3, backlog, big, 0.5, 0.1, g3), 2);
+    ck_assert_int_eq(ordo__merge_mgwfbp(3, backlog, big, 0.5, 0.1, g3), 2);
     ck_assert_int_eq(g3[0], 0);
     ck_assert_int_eq(g3[1], 1);
     ck_assert_int_eq(g3[2], 1);
     /* merging exactly at the threshold is not done: the paper's test is strict */
     double edge[2] = {1.0, 0.5};
-    ck_assert_int_eq(ordo_merge_mgwfbp(2, edge, bytes, 0.5, 0.1, g), 2);
-    ORDO_CK_ERR(ordo_merge_mgwfbp(2, edge, bytes, -1, 0.1, g), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_merge_optimal(2, edge, bytes, 0.5, NAN, 0, 0, NULL, g), ORDO_ERR_INVAL);
+    ck_assert_int_eq(ordo__merge_mgwfbp(2, edge, bytes, 0.5, 0.1, g), 2);
+    ORDO_CK_ERR(ordo__merge_mgwfbp(2, edge, bytes, -1, 0.1, g), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__merge_optimal(2, edge, bytes, 0.5, NAN, 0, 0, NULL, g), ORDO_ERR_INVAL);
     expect_detail("finite and >= 0");
-    ck_assert_int_eq(ordo_merge_mgwfbp(0, NULL, NULL, 0.5, 0.1, NULL), 0);
-    ck_assert_int_eq(ordo_merge_optimal(0, NULL, NULL, 0.5, 0.1, 0, 0, NULL, NULL), 0);
+    ck_assert_int_eq(ordo__merge_mgwfbp(0, NULL, NULL, 0.5, 0.1, NULL), 0);
+    ck_assert_int_eq(ordo__merge_optimal(0, NULL, NULL, 0.5, 0.1, 0, 0, NULL, NULL), 0);
 }
 END_TEST
 
@@ -141,18 +141,18 @@ START_TEST(optimal_beats_mgwfbp_on_a_fixed_case)
     int64_t bytes[3] = {6, 4, 2};
     double ready[3] = {1.0, 2.5, 5.0};
     int gm[3], go[3], wfbp[3] = {0, 1, 2}, all[3] = {0, 0, 0};
-    ck_assert_int_eq(ordo_merge_mgwfbp(3, tb, bytes, 2.0, 0.5, gm), 2);
-    ck_assert_int_eq(ordo_merge_optimal(3, tb, bytes, 2.0, 0.5, 0, 0, NULL, go), 2);
+    ck_assert_int_eq(ordo__merge_mgwfbp(3, tb, bytes, 2.0, 0.5, gm), 2);
+    ck_assert_int_eq(ordo__merge_optimal(3, tb, bytes, 2.0, 0.5, 0, 0, NULL, go), 2);
     ck_assert_int_eq(gm[0], 0);
     ck_assert_int_eq(gm[1], 0);
     ck_assert_int_eq(gm[2], 1);
     ck_assert_int_eq(go[0], 0);
     ck_assert_int_eq(go[1], 1);
     ck_assert_int_eq(go[2], 1);
-    close_to(ordo_merge_comm_times(3, ready, bytes, gm, 2.0, 0.5, 0, NULL, NULL, NULL), 12.5);
-    close_to(ordo_merge_comm_times(3, ready, bytes, go, 2.0, 0.5, 0, NULL, NULL, NULL), 11.0);
-    close_to(ordo_merge_comm_times(3, ready, bytes, wfbp, 2.0, 0.5, 0, NULL, NULL, NULL), 13.0);
-    close_to(ordo_merge_comm_times(3, ready, bytes, all, 2.0, 0.5, 0, NULL, NULL, NULL), 13.0);
+    close_to(ordo__merge_comm_times(3, ready, bytes, gm, 2.0, 0.5, 0, NULL, NULL, NULL), 12.5);
+    close_to(ordo__merge_comm_times(3, ready, bytes, go, 2.0, 0.5, 0, NULL, NULL, NULL), 11.0);
+    close_to(ordo__merge_comm_times(3, ready, bytes, wfbp, 2.0, 0.5, 0, NULL, NULL, NULL), 13.0);
+    close_to(ordo__merge_comm_times(3, ready, bytes, all, 2.0, 0.5, 0, NULL, NULL, NULL), 13.0);
 }
 END_TEST
 
@@ -181,7 +181,7 @@ static double rng_log(double lo, double hi)
 /* A random model of 1..12 layers and its reference timeline, derived here independently of
  * the library: ready[] and bytes[] per layer in backward order. */
 typedef struct {
-    ordo_model_t *m;
+    ordo__model_t *m;
     int L;
     double ready[12];
     int64_t bytes[12];
@@ -189,7 +189,7 @@ typedef struct {
 
 static void random_model(rmodel_t *r)
 {
-    r->m = ordo_model_new("random", 1, NULL);
+    r->m = ordo__model_new("random", 1, NULL);
     ck_assert_ptr_nonnull(r->m);
     r->L = 1 + (int)(rng_next() % 12);
     double bwd[64];
@@ -222,7 +222,7 @@ static void random_model(rmodel_t *r)
         add_plain_op(r->m, "loss", prev, bwd[nops]);
         nops++;
     }
-    ORDO_CK_OK(ordo_model_check(r->m));
+    ORDO_CK_OK(ordo__model_check(r->m));
     double clock_us = 0;
     int l = 0;
     for (int o = nops - 1; o >= 0; o--) {
@@ -304,8 +304,8 @@ START_TEST(random_models_match_brute_force)
         for (int n = 0; n < models; n++) {
             rmodel_t r;
             random_model(&r);
-            ordo_merge_timeline_t *t = NULL;
-            ORDO_CK_OK(ordo_merge_timeline_new(r.m, &t));
+            ordo__merge_timeline_t *t = NULL;
+            ORDO_CK_OK(ordo__merge_timeline_new(r.m, &t));
             ck_assert_int_eq(t->n_layers, r.L);
             for (int i = 0; i < r.L; i++) {
                 ck_assert(rel_close(t->ready_s[i], r.ready[i]));
@@ -323,7 +323,7 @@ START_TEST(random_models_match_brute_force)
                     if ((mask >> i) & 1u) g++;
                 }
                 double want = brute_time(&r, mask, a, b, c);
-                double got = ordo_merge_comm_times(r.L, t->ready_s, t->layer_bytes, group, a, b, c,
+                double got = ordo__merge_comm_times(r.L, t->ready_s, t->layer_bytes, group, a, b, c,
                                                    NULL, NULL, NULL);
                 ck_assert_msg(rel_close(got, want), "model %d mask %u: %.17g vs %.17g", n, mask,
                               got, want);
@@ -340,25 +340,25 @@ START_TEST(random_models_match_brute_force)
                 if (times[mask] <= best * (1 + 1e-13) && counts[mask] < fewest)
                     fewest = counts[mask];
             if (r.L > 1 && times[wfbp_mask] <= best * (1 + 1e-13)) as_wfbp++;
-            int og = ordo_merge_optimal(r.L, t->tb_s, t->layer_bytes, a, b, c, 0, NULL, group);
+            int og = ordo__merge_optimal(r.L, t->tb_s, t->layer_bytes, a, b, c, 0, NULL, group);
             ck_assert_int_eq(og, fewest);
             /* with no start-up cost splitting a group never hurts: wfbp has the least time */
             if (a == 0) ck_assert(times[wfbp_mask] <= best * (1 + 1e-13));
-            ck_assert(ordo_merge_grouping_valid(r.L, group));
+            ck_assert(ordo__merge_grouping_valid(r.L, group));
             ck_assert_int_eq(group[r.L - 1], og - 1);
-            ck_assert(rel_close(ordo_merge_comm_times(r.L, t->ready_s, t->layer_bytes, group, a, b,
+            ck_assert(rel_close(ordo__merge_comm_times(r.L, t->ready_s, t->layer_bytes, group, a, b,
                                                       c, NULL, NULL, NULL),
                                 best));
             /* the algorithms through the plan API */
             double tm[5];
-            static const ordo_merge_algo_t algos[5] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL,
+            static const ordo__merge_algo_t algos[5] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL,
                                                        ORDO_MERGE_MGWFBP, ORDO_MERGE_OPTIMAL,
                                                        ORDO_MERGE_BYTES};
             for (int i = 0; i < 5; i++) {
-                ordo_merge_plan_t *p = NULL;
-                ORDO_CK_OK(ordo_merge_plan_compute(r.m, algos[i], 1 << 20, a, b, c, 0, NULL, &p));
+                ordo__merge_plan_t *p = NULL;
+                ORDO_CK_OK(ordo__merge_plan_compute(r.m, algos[i], 1 << 20, a, b, c, 0, NULL, &p));
                 tm[i] = p->predicted_iter_s;
-                ordo_merge_plan_destroy(&p);
+                ordo__merge_plan_destroy(&p);
             }
             ck_assert_msg(rel_close(tm[3], best), "model %d: optimal %.17g, brute force %.17g", n,
                           tm[3], best);
@@ -380,8 +380,8 @@ START_TEST(random_models_match_brute_force)
                 if (gap > gap_max) gap_max = gap;
             }
             speed_sum += tm[3] / tm[0];
-            ordo_merge_timeline_destroy(&t);
-            ordo_model_destroy(&r.m);
+            ordo__merge_timeline_destroy(&t);
+            ordo__model_destroy(&r.m);
         }
         printf("%-36s %5d (%4.1f%%) %9.3f%% %9.3f%% %12d %12.3f %8d\n", regimes[k].name, beaten,
                100.0 * beaten / models, beaten ? 100.0 * gap_sum / beaten : 0.0, 100.0 * gap_max,
@@ -418,8 +418,8 @@ START_TEST(random_models_with_pulls_match_brute_force)
         for (int n = 0; n < models; n++) {
             rmodel_t r;
             random_model(&r);
-            ordo_merge_timeline_t *t = NULL;
-            ORDO_CK_OK(ordo_merge_timeline_new(r.m, &t));
+            ordo__merge_timeline_t *t = NULL;
+            ORDO_CK_OK(ordo__merge_timeline_new(r.m, &t));
             double best = INFINITY, times[2048];
             int counts[2048], group[12];
             for (unsigned mask = 0; mask < (1u << (r.L - 1)); mask++) {
@@ -429,14 +429,14 @@ START_TEST(random_models_with_pulls_match_brute_force)
                     if ((mask >> i) & 1u) g++;
                 }
                 double want = brute_time3(&r, mask, a, b, c, pp);
-                double got = ordo_merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a, b, c,
+                double got = ordo__merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a, b, c,
                                                     pp, 0, NULL, NULL, NULL);
                 ck_assert_msg(rel_close(got, want), "model %d mask %u: %.17g vs %.17g", n, mask,
                               got, want);
                 /* p = 0 is the two-stage model, bit for bit */
-                ck_assert(ordo_merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a, b, c, 0,
+                ck_assert(ordo__merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a, b, c, 0,
                                                  0, NULL, NULL, NULL) ==
-                          ordo_merge_comm_times(r.L, t->ready_s, t->layer_bytes, group, a, b, c,
+                          ordo__merge_comm_times(r.L, t->ready_s, t->layer_bytes, group, a, b, c,
                                                 NULL, NULL, NULL));
                 if (want < best) best = want;
                 times[mask] = want;
@@ -448,28 +448,28 @@ START_TEST(random_models_with_pulls_match_brute_force)
                 if (times[mask] <= best * (1 + 1e-13) && counts[mask] < fewest)
                     fewest = counts[mask];
             int og =
-                ordo_merge_optimal3(r.L, t->tb_s, t->layer_bytes, a, b, c, pp, 0, 0, NULL, group);
+                ordo__merge_optimal3(r.L, t->tb_s, t->layer_bytes, a, b, c, pp, 0, 0, NULL, group);
             ck_assert_int_eq(og, fewest);
-            ck_assert(rel_close(ordo_merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a, b,
+            ck_assert(rel_close(ordo__merge_comm_times3(r.L, t->ready_s, t->layer_bytes, group, a, b,
                                                        c, pp, 0, NULL, NULL, NULL),
                                 best));
             /* the plan API counts the stage too, and with the margin the least time stays */
-            ordo_merge_plan_t *pl = NULL;
-            ORDO_CK_OK(ordo_merge_plan_compute3(r.m, ORDO_MERGE_OPTIMAL, 0, a, b, c, pp, 0, 0.5,
+            ordo__merge_plan_t *pl = NULL;
+            ORDO_CK_OK(ordo__merge_plan_compute3(r.m, ORDO_MERGE_OPTIMAL, 0, a, b, c, pp, 0, 0.5,
                                                 NULL, &pl));
             ck_assert_msg(rel_close(pl->predicted_iter_s, best), "model %d: plan %.17g, best %.17g",
                           n, pl->predicted_iter_s, best);
-            ordo_merge_plan_destroy(&pl);
+            ordo__merge_plan_destroy(&pl);
             /* does the pull stage change the plan? */
             int g2[12];
-            ordo_merge_optimal(r.L, t->tb_s, t->layer_bytes, a, b, c, 0, NULL, g2);
+            ordo__merge_optimal(r.L, t->tb_s, t->layer_bytes, a, b, c, 0, NULL, g2);
             for (int i = 0; i < r.L; i++)
                 if (g2[i] != group[i]) {
                     differs++;
                     break;
                 }
-            ordo_merge_timeline_destroy(&t);
-            ordo_model_destroy(&r.m);
+            ordo__merge_timeline_destroy(&t);
+            ordo__model_destroy(&r.m);
         }
         printf("%-28s the pull stage changed the optimal grouping of %d of %d models\n",
                regimes[k].name, differs, models);
@@ -493,22 +493,22 @@ START_TEST(fit_recovers_a_and_b)
             n++;
         }
     double fa, fb;
-    ORDO_CK_OK(ordo_merge_fit_cost(x, y, n, &fa, &fb));
+    ORDO_CK_OK(ordo__merge_fit_cost(x, y, n, &fa, &fb));
     ck_assert_msg(fabs(fa - a) < 0.02 * a, "a = %g", fa);
     ck_assert_msg(fabs(fb - b) < 0.001 * b, "b = %g", fb);
     /* exact data gives exact values */
     double x2[3] = {0, 1000, 2000}, y2[3] = {1, 3, 5};
-    ORDO_CK_OK(ordo_merge_fit_cost(x2, y2, 3, &fa, &fb));
+    ORDO_CK_OK(ordo__merge_fit_cost(x2, y2, 3, &fa, &fb));
     close_to(fa, 1);
     close_to(fb, 0.002);
     /* times falling with size: b = 0, a = the mean */
     double y3[3] = {3, 2, 1};
-    ORDO_CK_OK(ordo_merge_fit_cost(x2, y3, 3, &fa, &fb));
+    ORDO_CK_OK(ordo__merge_fit_cost(x2, y3, 3, &fa, &fb));
     close_to(fa, 2);
     close_to(fb, 0);
     /* a negative intercept: refitted through the origin */
     double x4[3] = {1000, 2000, 3000}, y4[3] = {0.5, 2, 3.5};
-    ORDO_CK_OK(ordo_merge_fit_cost(x4, y4, 3, &fa, &fb));
+    ORDO_CK_OK(ordo__merge_fit_cost(x4, y4, 3, &fa, &fb));
     close_to(fa, 0);
     close_to(fb, (1000 * 0.5 + 2000 * 2 + 3000 * 3.5) / (1e6 + 4e6 + 9e6));
 }
@@ -526,40 +526,40 @@ START_TEST(fit_planner_takes_a_from_the_small_sizes_and_b_at_least_the_link)
         msg[i] = a + b * x[i] * (i == 6 ? 1.03 : 1.0); /* 3 % high at 4 MiB */
         one[i] = 400e-6 + (b + c) * x[i];
     }
-    ordo_merge_cost_t k;
-    ORDO_CK_OK(ordo_merge_fit_planner(x, msg, one, 7, 10e9, &k));
+    ordo__merge_cost_t k;
+    ORDO_CK_OK(ordo__merge_fit_planner(x, msg, one, 7, 10e9, &k));
     ck_assert_msg(fabs(k.a - a) < 0.05 * a, "a = %g", k.a);
     double fa, fb; /* a plain least-squares fit is 24 % off */
-    ORDO_CK_OK(ordo_merge_fit_cost(x, msg, 7, &fa, &fb));
+    ORDO_CK_OK(ordo__merge_fit_cost(x, msg, 7, &fa, &fb));
     ck_assert_msg(fabs(fa - a) > 0.2 * a, "plain fit a = %g", fa);
     close_to(k.b, k.b_msg); /* slower than the 10 Gbit/s link: the pipelined slope */
     ck_assert_msg(fabs(k.b_one - (b + c)) < 1e-3 * (b + c), "b_one = %g", k.b_one);
     close_to(k.c, k.b_one - k.b);
     ck_assert_msg(fabs(k.a_one - 400e-6) < 0.01 * 400e-6, "a_one = %g", k.a_one);
     /* on a 1 Gbit/s link (8 ns/B) the link's b is the floor and c cannot go below 0 */
-    ORDO_CK_OK(ordo_merge_fit_planner(x, msg, one, 7, 1e9, &k));
+    ORDO_CK_OK(ordo__merge_fit_planner(x, msg, one, 7, 1e9, &k));
     close_to(k.b, 8e-9);
     close_to(k.c, 0);
     /* no link: the slope as measured */
-    ORDO_CK_OK(ordo_merge_fit_planner(x, msg, one, 7, 0, &k));
+    ORDO_CK_OK(ordo__merge_fit_planner(x, msg, one, 7, 0, &k));
     close_to(k.b, k.b_msg);
-    ORDO_CK_ERR(ordo_merge_fit_planner(x, msg, one, 1, 0, &k), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__merge_fit_planner(x, msg, one, 1, 0, &k), ORDO_ERR_INVAL);
 }
 END_TEST
 
 START_TEST(fit_rejects_bad_input)
 {
     double x[3] = {1000, 1000, 1000}, y[3] = {1, 2, 3}, fa = -7, fb = -7;
-    ORDO_CK_ERR(ordo_merge_fit_cost(x, y, 1, &fa, &fb), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__merge_fit_cost(x, y, 1, &fa, &fb), ORDO_ERR_INVAL);
     expect_detail("at least 2 measurements, got 1");
-    ORDO_CK_ERR(ordo_merge_fit_cost(x, y, 3, &fa, &fb), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__merge_fit_cost(x, y, 3, &fa, &fb), ORDO_ERR_INVAL);
     expect_detail("at least 2 distinct sizes");
     double xn[2] = {1, NAN}, yn[2] = {1, 2};
-    ORDO_CK_ERR(ordo_merge_fit_cost(xn, yn, 2, &fa, &fb), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__merge_fit_cost(xn, yn, 2, &fa, &fb), ORDO_ERR_INVAL);
     expect_detail("measurement 1");
     double xm[2] = {1, 2}, ym[2] = {1, -2};
-    ORDO_CK_ERR(ordo_merge_fit_cost(xm, ym, 2, &fa, &fb), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_merge_fit_cost(NULL, ym, 2, &fa, &fb), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__merge_fit_cost(xm, ym, 2, &fa, &fb), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__merge_fit_cost(NULL, ym, 2, &fa, &fb), ORDO_ERR_INVAL);
     ck_assert(fa == -7 && fb == -7); /* untouched on failure */
 }
 END_TEST

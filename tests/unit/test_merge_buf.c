@@ -22,10 +22,10 @@ static const int order[] = {4, 3, 2, 1, 0};
 static const int group_start[] = {0, 2, 4, 5};
 #define NG 3
 
-static ordo_keys_t *make_keys(void)
+static ordo__keys_t *make_keys(void)
 {
-    ordo_keys_t *k;
-    ORDO_CK_OK(ordo_keys_partition(numel, NK, 4, 1024, 0, NS, &k));
+    ordo__keys_t *k;
+    ORDO_CK_OK(ordo__keys_partition(numel, NK, 4, 1024, 0, NS, &k));
     ck_assert_int_eq(k->n_chunks[1], 2);
     ck_assert_int_eq(k->n_chunks[3], 4);
     return k;
@@ -52,7 +52,7 @@ static void free_grads(float **g)
 
 START_TEST(parts_cover_each_group_in_server_order)
 {
-    ordo_keys_t *k = make_keys();
+    ordo__keys_t *k = make_keys();
     ordo__merge_buf_t *mb;
     ORDO_CK_OK(ordo__merge_buf_new(k, NG, group_start, order, 0, &mb));
     ck_assert_int_eq(ordo__merge_buf_n_groups(mb), NG);
@@ -67,14 +67,14 @@ START_TEST(parts_cover_each_group_in_server_order)
         }
         int prev_server = -1;
         for (int p = 0; p < ordo__merge_buf_n_parts(mb, g); p++) {
-            const ordo_merge_part_t *pt = ordo__merge_buf_part(mb, g, p);
+            const ordo__merge_part_t *pt = ordo__merge_buf_part(mb, g, p);
             ck_assert_int_ge(pt->server, prev_server); /* in server order */
             prev_server = pt->server;
             int64_t off = 0;
-            const ordo_slice_t *first = &k->slices[pt->slices[0]];
+            const ordo__slice_t *first = &k->slices[pt->slices[0]];
             bool chunked = k->n_chunks[first->key] > 1;
             for (int j = 0; j < pt->n_slices; j++) {
-                const ordo_slice_t *sl = &k->slices[pt->slices[j]];
+                const ordo__slice_t *sl = &k->slices[pt->slices[j]];
                 ck_assert_int_eq(sl->server, pt->server);
                 ck_assert_int_eq(ordo__merge_buf_group_of(mb, (int)sl->key), g);
                 ck_assert_int_eq(pt->offset[j], off);
@@ -104,7 +104,7 @@ START_TEST(parts_cover_each_group_in_server_order)
     ck_assert_int_eq(ordo__merge_buf_group_of(mb, NK), -1);
     ordo__merge_buf_destroy(&mb);
     ck_assert_ptr_null(mb);
-    ordo_keys_destroy(&k);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
@@ -113,7 +113,7 @@ static const int64_t caps[] = {0, 1200};
 
 START_TEST(pack_then_split_gives_back_every_gradient)
 {
-    ordo_keys_t *k = make_keys();
+    ordo__keys_t *k = make_keys();
     ordo__merge_buf_t *mb;
     ORDO_CK_OK(ordo__merge_buf_new(k, NG, group_start, order, caps[_i], &mb));
     ordo__merged_t *srv[NS];
@@ -135,7 +135,7 @@ START_TEST(pack_then_split_gives_back_every_gradient)
             if (rc != 1) continue;
             completed++;
             for (int p = 0; p < ordo__merge_buf_n_parts(mb, g); p++) {
-                const ordo_merge_part_t *pt = ordo__merge_buf_part(mb, g, p);
+                const ordo__merge_part_t *pt = ordo__merge_buf_part(mb, g, p);
                 const float *payload = ordo__merge_buf_payload(mb, g, p);
                 int n;
                 ORDO_CK_OK(ordo__merged_split(srv[pt->server], pt->slices,
@@ -148,17 +148,17 @@ START_TEST(pack_then_split_gives_back_every_gradient)
                     ck_assert_int_eq(sl, (int)pt->slices[j]);
                     size_t off = ordo__merged_offset(srv[pt->server], j);
                     ck_assert_int_eq(off, (size_t)pt->offset[j] * sizeof(float));
-                    const ordo_slice_t *s = &k->slices[sl];
+                    const ordo__slice_t *s = &k->slices[sl];
                     memcpy(back[s->key] + s->offset, (const char *)payload + off,
                            (size_t)s->numel * sizeof(float));
                 }
                 bool run = true; /* consecutive slices of one key */
                 for (int j = 1; j < pt->n_slices; j++) {
-                    const ordo_slice_t *a = &k->slices[pt->slices[j - 1]],
+                    const ordo__slice_t *a = &k->slices[pt->slices[j - 1]],
                                        *b = &k->slices[pt->slices[j]];
                     run = run && a->key == b->key && b->offset == a->offset + a->numel;
                 }
-                const ordo_slice_t *s0 = &k->slices[pt->slices[0]];
+                const ordo__slice_t *s0 = &k->slices[pt->slices[0]];
                 if (run) /* sent from the gradient itself */
                     ck_assert_ptr_eq(payload, grad[s0->key] + s0->offset);
                 else
@@ -184,7 +184,7 @@ START_TEST(pack_then_split_gives_back_every_gradient)
     for (int s = 0; s < NS; s++)
         ordo__merged_destroy(&srv[s]);
     ordo__merge_buf_destroy(&mb);
-    ordo_keys_destroy(&k);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
@@ -193,8 +193,8 @@ END_TEST
 START_TEST(segments_of_a_chunk_are_sent_without_a_copy)
 {
     const int64_t n2[] = {2048, 10}; /* key 0: 2 chunks of 4 KiB, 4 segments of 1 KiB each */
-    ordo_keys_t *k;
-    ORDO_CK_OK(ordo_keys_partition(n2, 2, 4, 4096, 1024, 2, &k));
+    ordo__keys_t *k;
+    ORDO_CK_OK(ordo__keys_partition(n2, 2, 4, 4096, 1024, 2, &k));
     ck_assert_int_eq(k->n_chunks[0], 8);
     int srv1 = k->slices[4].server; /* chunk 1's server; key 1 joins chunk 0's */
     ck_assert_int_ne(srv1, k->slices[0].server);
@@ -209,7 +209,7 @@ START_TEST(segments_of_a_chunk_are_sent_without_a_copy)
         ck_assert_int_eq(ordo__merge_buf_put(mb, 1, g1, &g), 1);
         int direct = 0, alone = 0;
         for (int p = 0; p < ordo__merge_buf_n_parts(mb, 0); p++) {
-            const ordo_merge_part_t *pt = ordo__merge_buf_part(mb, 0, p);
+            const ordo__merge_part_t *pt = ordo__merge_buf_part(mb, 0, p);
             const float *payload = ordo__merge_buf_payload(mb, 0, p);
             if (pt->slices[0] == (uint32_t)k->first_slice[1]) {
                 ck_assert_int_eq(pt->n_slices, 1);
@@ -230,7 +230,7 @@ START_TEST(segments_of_a_chunk_are_sent_without_a_copy)
         free(g0);
         ordo__merge_buf_destroy(&mb);
     }
-    ordo_keys_destroy(&k);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
@@ -239,13 +239,13 @@ END_TEST
 START_TEST(gradients_computed_in_their_home_are_not_copied)
 {
     const int64_t n3[] = {16, 8, 4}; /* one server, three small keys: one part */
-    ordo_keys_t *k;
-    ORDO_CK_OK(ordo_keys_partition(n3, 3, 4, 4096, 0, 1, &k));
+    ordo__keys_t *k;
+    ORDO_CK_OK(ordo__keys_partition(n3, 3, 4, 4096, 0, 1, &k));
     const int ord[] = {2, 1, 0}, start[] = {0, 3};
     ordo__merge_buf_t *mb;
     ORDO_CK_OK(ordo__merge_buf_new(k, 1, start, ord, 0, &mb));
     ck_assert_int_eq(ordo__merge_buf_n_parts(mb, 0), 1);
-    const ordo_merge_part_t *pt = ordo__merge_buf_part(mb, 0, 0);
+    const ordo__merge_part_t *pt = ordo__merge_buf_part(mb, 0, 0);
     float *h[3];
     for (int key = 0; key < 3; key++) {
         h[key] = ordo__merge_buf_home(mb, key);
@@ -279,20 +279,20 @@ START_TEST(gradients_computed_in_their_home_are_not_copied)
         ordo__merge_buf_reset(mb, 0);
     }
     ordo__merge_buf_destroy(&mb);
-    ordo_keys_destroy(&k);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
 START_TEST(put_rejects_repeats_and_unknown_keys)
 {
-    ordo_keys_t *k = make_keys();
+    ordo__keys_t *k = make_keys();
     ordo__merge_buf_t *mb;
     ORDO_CK_OK(ordo__merge_buf_new(k, NG, group_start, order, 0, &mb));
     float **grad = make_grads();
     int g;
     ck_assert_int_eq(ordo__merge_buf_put(mb, 4, grad[4], &g), 0);
     ORDO_CK_ERR(ordo__merge_buf_put(mb, 4, grad[4], &g), ORDO_ERR_INVAL);
-    ck_assert(strstr(ordo_error_detail(), "key 4 was put twice into group 0"));
+    ck_assert(strstr(ordo__error_detail(), "key 4 was put twice into group 0"));
     ORDO_CK_ERR(ordo__merge_buf_put(mb, 5, grad[4], &g), ORDO_ERR_INVAL);
     ORDO_CK_ERR(ordo__merge_buf_put(mb, -1, grad[4], &g), ORDO_ERR_INVAL);
     free_grads(grad);
@@ -301,16 +301,16 @@ START_TEST(put_rejects_repeats_and_unknown_keys)
     const int dup[] = {4, 3, 2, 1, 1}, gs_bad[] = {0, 2, 2, 5};
     ORDO_CK_ERR(ordo__merge_buf_new(k, NG, group_start, dup, 0, &mb), ORDO_ERR_INVAL);
     ORDO_CK_ERR(ordo__merge_buf_new(k, NG, gs_bad, order, 0, &mb), ORDO_ERR_INVAL);
-    ck_assert(strstr(ordo_error_detail(), "group 1 is empty"));
+    ck_assert(strstr(ordo__error_detail(), "group 1 is empty"));
     const int gs_short[] = {0, 2, 4};
     ORDO_CK_ERR(ordo__merge_buf_new(k, 2, gs_short, order, 0, &mb), ORDO_ERR_INVAL);
-    ordo_keys_destroy(&k);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
 START_TEST(split_rejects_bad_indexes)
 {
-    ordo_keys_t *k = make_keys();
+    ordo__keys_t *k = make_keys();
     ordo__merged_t *g;
     ORDO_CK_OK(ordo__merged_new(k, 0, &g));
     uint32_t mine[8], n_mine = 0, other = 0;
@@ -329,22 +329,22 @@ START_TEST(split_rejects_bad_indexes)
     ck_assert_int_eq(n, (int)n_mine);
     ORDO_CK_ERR(ordo__merged_split(g, mine, 0, 0, &n), ORDO_ERR_PROTO);
     ORDO_CK_ERR(ordo__merged_split(g, mine, 6, 40, &n), ORDO_ERR_PROTO);
-    ck_assert(strstr(ordo_error_detail(), "index of 6 bytes"));
+    ck_assert(strstr(ordo__error_detail(), "index of 6 bytes"));
     ORDO_CK_ERR(ordo__merged_split(g, mine, n_mine * 4, (size_t)bytes_mine + 4, &n), ORDO_ERR_PROTO);
-    ck_assert(strstr(ordo_error_detail(), "payload of"));
+    ck_assert(strstr(ordo__error_detail(), "payload of"));
     uint32_t bad[2] = {mine[0], other};
     ORDO_CK_ERR(ordo__merged_split(g, bad, 8, 8, &n), ORDO_ERR_PROTO);
-    ck_assert(strstr(ordo_error_detail(), "entry 1: slice") &&
-              strstr(ordo_error_detail(), "lives on server"));
+    ck_assert(strstr(ordo__error_detail(), "entry 1: slice") &&
+              strstr(ordo__error_detail(), "lives on server"));
     bad[1] = mine[0];
     ORDO_CK_ERR(ordo__merged_split(g, bad, 8, 8, &n), ORDO_ERR_PROTO);
-    ck_assert(strstr(ordo_error_detail(), "is listed twice"));
+    ck_assert(strstr(ordo__error_detail(), "is listed twice"));
     bad[1] = (uint32_t)k->n_slices;
     ORDO_CK_ERR(ordo__merged_split(g, bad, 8, 8, &n), ORDO_ERR_PROTO);
-    ck_assert(strstr(ordo_error_detail(), "entry 1: no slice"));
+    ck_assert(strstr(ordo__error_detail(), "entry 1: no slice"));
     uint32_t many[64] = {0};
     ORDO_CK_ERR(ordo__merged_split(g, many, sizeof many, 0, &n), ORDO_ERR_PROTO);
-    ck_assert(strstr(ordo_error_detail(), "this server holds only"));
+    ck_assert(strstr(ordo__error_detail(), "this server holds only"));
     /* an unaligned index is read as well as an aligned one */
     char raw[4 * 8 + 1];
     memcpy(raw + 1, mine, n_mine * 4);
@@ -352,7 +352,7 @@ START_TEST(split_rejects_bad_indexes)
     ck_assert_int_eq(ordo__merged_slice(g, (int)n_mine - 1), (int)mine[n_mine - 1]);
     ordo__merged_destroy(&g);
     ck_assert_ptr_null(g);
-    ordo_keys_destroy(&k);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 

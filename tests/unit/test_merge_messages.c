@@ -35,9 +35,9 @@ static int rel_close(double x, double y)
 
 /* A model of n layers whose weights range from 1 KiB to 12 MiB, so that with 4 MiB
  * partitions some are chunked over several servers. */
-static ordo_model_t *chunky_model(int n)
+static ordo__model_t *chunky_model(int n)
 {
-    ordo_model_t *m = ordo_model_new("chunky", 1, NULL);
+    ordo__model_t *m = ordo__model_new("chunky", 1, NULL);
     ck_assert_ptr_nonnull(m);
     char name[32], prev[32] = "";
     for (int l = 0; l < n; l++) {
@@ -46,7 +46,7 @@ static ordo_model_t *chunky_model(int n)
                      rng_next() % 2 ? (int64_t)rng_log(1, 4096) : 0, rng_log(10, 1000));
         snprintf(prev, sizeof prev, "%s", name);
     }
-    ORDO_CK_OK(ordo_model_check(m));
+    ORDO_CK_OK(ordo__model_check(m));
     return m;
 }
 
@@ -57,49 +57,49 @@ START_TEST(messages_are_the_workers_parts)
      * message sizes in the same order */
     rng_state = 7;
     for (int trial = 0; trial < 60; trial++) {
-        ordo_model_t *m = chunky_model(1 + (int)(rng_next() % 30));
+        ordo__model_t *m = chunky_model(1 + (int)(rng_next() % 30));
         int servers = 1 + (int)(rng_next() % 4);
         int64_t partition = (int64_t)1 << (18 + rng_next() % 5); /* 256 KiB .. 4 MiB */
         int64_t segment = rng_next() % 2 ? 0 : partition / 4;
-        ordo_merge_layout_t lay = {servers, partition, segment};
-        ordo_merge_plan_t *p = NULL;
+        ordo__merge_layout_t lay = {servers, partition, segment};
+        ordo__merge_plan_t *p = NULL;
         /* bytes:N cuts groups anywhere, even inside a layer */
         int64_t bucket = (int64_t)rng_log(1024, 64 << 20);
         ORDO_CK_OK(
-            ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, bucket, 1e-5, 1e-9, 0, 0, &lay, &p));
+            ordo__merge_plan_compute(m, ORDO_MERGE_BYTES, bucket, 1e-5, 1e-9, 0, 0, &lay, &p));
 
         int64_t *numel = malloc(sizeof *numel * (size_t)m->n_params);
         for (int i = 0; i < m->n_params; i++)
             numel[i] = m->params[i].numel;
-        ordo_keys_t *keys = NULL;
-        ORDO_CK_OK(ordo_keys_partition(numel, m->n_params, 4, partition, segment, servers, &keys));
+        ordo__keys_t *keys = NULL;
+        ORDO_CK_OK(ordo__keys_partition(numel, m->n_params, 4, partition, segment, servers, &keys));
         ordo__merge_buf_t *mb = NULL;
         ORDO_CK_OK(ordo__merge_buf_new(keys, p->n_groups, p->group_start, p->order, partition, &mb));
         int parts = 0;
         for (int g = 0; g < p->n_groups; g++)
             parts += ordo__merge_buf_n_parts(mb, g);
-        ck_assert_int_eq(ordo_merge_plan_messages(p, m), parts);
+        ck_assert_int_eq(ordo__merge_plan_messages(p, m), parts);
 
         /* message by message: the packer over the plan's parameters, group by group */
-        ordo_merge_timeline_t *t = NULL;
-        ordo_merge_pieces_t *pc = NULL;
-        ORDO_CK_OK(ordo_merge_timeline_new(m, &t));
-        ORDO_CK_OK(ordo_merge_pieces_new(t, keys, partition, p->order, &pc));
-        ORDO_CK_OK(ordo_merge_pieces_check(pc, m->n_params));
+        ordo__merge_timeline_t *t = NULL;
+        ordo__merge_pieces_t *pc = NULL;
+        ORDO_CK_OK(ordo__merge_timeline_new(m, &t));
+        ORDO_CK_OK(ordo__merge_pieces_new(t, keys, partition, p->order, &pc));
+        ORDO_CK_OK(ordo__merge_pieces_check(pc, m->n_params));
         const double zero = 0;
-        ordo_merge_packer_t k;
-        ORDO_CK_OK(ordo_merge_packer_init(&k, pc, 1, &zero, &zero, &zero));
+        ordo__merge_packer_t k;
+        ORDO_CK_OK(ordo__merge_packer_init(&k, pc, 1, &zero, &zero, &zero));
         for (int g = 0; g < p->n_groups; g++) {
-            ordo_merge_packer_reset(&k);
+            ordo__merge_packer_reset(&k);
             for (int i = p->group_start[g]; i < p->group_start[g + 1]; i++)
-                ordo_merge_packer_add(&k, i);
+                ordo__merge_packer_add(&k, i);
             ck_assert_int_eq(k.count, ordo__merge_buf_n_parts(mb, g));
             /* per server in server order: as many messages, as many bytes, the same last one */
             int q = 0;
             for (int v = 0; v < servers; v++) {
                 int64_t sum = 0, last = 0;
                 for (int j = 0; j < k.n[v]; j++, q++) {
-                    const ordo_merge_part_t *part = ordo__merge_buf_part(mb, g, q);
+                    const ordo__merge_part_t *part = ordo__merge_buf_part(mb, g, q);
                     ck_assert_int_eq(part->server, v);
                     sum += part->numel * 4;
                     last = part->numel * 4;
@@ -108,14 +108,14 @@ START_TEST(messages_are_the_workers_parts)
                 ck_assert_int_eq(last, k.open[v]);
             }
         }
-        ordo_merge_packer_free(&k);
-        ordo_merge_pieces_destroy(&pc);
-        ordo_merge_timeline_destroy(&t);
+        ordo__merge_packer_free(&k);
+        ordo__merge_pieces_destroy(&pc);
+        ordo__merge_timeline_destroy(&t);
         ordo__merge_buf_destroy(&mb);
-        ordo_keys_destroy(&keys);
+        ordo__keys_destroy(&keys);
         free(numel);
-        ordo_merge_plan_destroy(&p);
-        ordo_model_destroy(&m);
+        ordo__merge_plan_destroy(&p);
+        ordo__model_destroy(&m);
     }
 }
 END_TEST
@@ -125,46 +125,46 @@ START_TEST(layout_counts_messages_of_a_known_model)
     /* toy: fc{w 500, b 5} then conv1{w 1000, b 10} in push order, 4-byte floats; two servers
      * balance by bytes, largest first: conv1.w (4000 B) on 0, fc.w (2000) on 1, conv1.b (40)
      * on 1, fc.b (20) on 1 */
-    ordo_model_t *m = toy_model();
-    ordo_merge_layout_t two = {2, 1 << 20, 0};
-    ordo_merge_plan_t *p = NULL;
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_ALL, 0, 1e-3, 1e-9, 0, 0, &two, &p));
-    ck_assert_int_eq(ordo_merge_plan_messages(p, m), 2); /* one per server */
-    ordo_merge_plan_destroy(&p);
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 1e-3, 1e-9, 0, 0, &two, &p));
-    ck_assert_int_eq(ordo_merge_plan_messages(p, m), 3); /* fc: server 1; conv1: 0 and 1 */
+    ordo__model_t *m = toy_model();
+    ordo__merge_layout_t two = {2, 1 << 20, 0};
+    ordo__merge_plan_t *p = NULL;
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_ALL, 0, 1e-3, 1e-9, 0, 0, &two, &p));
+    ck_assert_int_eq(ordo__merge_plan_messages(p, m), 2); /* one per server */
+    ordo__merge_plan_destroy(&p);
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 1e-3, 1e-9, 0, 0, &two, &p));
+    ck_assert_int_eq(ordo__merge_plan_messages(p, m), 3); /* fc: server 1; conv1: 0 and 1 */
     /* wfbp, a = 1 ms: fc's one message, then conv1's two, each paying a */
     ck_assert(p->predicted_iter_s > 3e-3);
-    ordo_merge_plan_destroy(&p);
+    ordo__merge_plan_destroy(&p);
     /* one server, messages of at most 2 KiB: conv1.w is cut into two chunks of 2000 B, each a
      * message of its own (a chunked key's slices travel apart from other keys, and two do not
      * fit in 2 KiB); fc.w and fc.b (2020 B) fit in one, and conv1.b goes alone */
-    ordo_merge_layout_t small = {1, 2048, 0};
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_ALL, 0, 1e-3, 1e-9, 0, 0, &small, &p));
-    ck_assert_int_eq(ordo_merge_plan_messages(p, m), 4);
-    ordo_merge_plan_destroy(&p);
+    ordo__merge_layout_t small = {1, 2048, 0};
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_ALL, 0, 1e-3, 1e-9, 0, 0, &small, &p));
+    ck_assert_int_eq(ordo__merge_plan_messages(p, m), 4);
+    ordo__merge_plan_destroy(&p);
     /* messages of at most 2020 B: fc.w + fc.b is exactly 2020 B, which still fits; then
      * conv1.w's two chunks of 2000 B and conv1.b: 4 messages */
-    ordo_merge_layout_t exact = {1, 2020, 0};
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_ALL, 0, 1e-3, 1e-9, 0, 0, &exact, &p));
-    ck_assert_int_eq(ordo_merge_plan_messages(p, m), 4);
-    ordo_merge_plan_destroy(&p);
+    ordo__merge_layout_t exact = {1, 2020, 0};
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_ALL, 0, 1e-3, 1e-9, 0, 0, &exact, &p));
+    ck_assert_int_eq(ordo__merge_plan_messages(p, m), 4);
+    ordo__merge_plan_destroy(&p);
     /* without a layout a group is one message */
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 1e-3, 1e-9, 0, 0, NULL, &p));
-    ck_assert_int_eq(ordo_merge_plan_messages(p, m), 2);
-    ordo_merge_plan_destroy(&p);
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 1e-3, 1e-9, 0, 0, NULL, &p));
+    ck_assert_int_eq(ordo__merge_plan_messages(p, m), 2);
+    ordo__merge_plan_destroy(&p);
     /* layouts the run would refuse */
-    ordo_merge_layout_t bad[3] = {{-1, 1 << 20, 0}, {2, 100, 0}, {2, 1 << 20, 10}};
+    ordo__merge_layout_t bad[3] = {{-1, 1 << 20, 0}, {2, 100, 0}, {2, 1 << 20, 10}};
     const char *why[3] = {"servers", "partition_bytes", "segment_bytes"};
     for (int i = 0; i < 3; i++) {
-        ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 1e-3, 1e-9, 0, 0, &bad[i], &p),
+        ORDO_CK_ERR(ordo__merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 1e-3, 1e-9, 0, 0, &bad[i], &p),
                     ORDO_ERR_INVAL);
         expect_detail(why[i]);
     }
-    ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, 1e-3, 1e-9, 0, -1, NULL, &p),
+    ORDO_CK_ERR(ordo__merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, 1e-3, 1e-9, 0, -1, NULL, &p),
                 ORDO_ERR_INVAL);
     expect_detail("margin");
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -179,7 +179,7 @@ typedef struct {
     int64_t bytes[10];
     int first[11], server[40], run_key[40];
     int64_t sl[40], run_off[40];
-    ordo_merge_pieces_t pc;
+    ordo__merge_pieces_t pc;
 } rlayers_t;
 
 static void random_layers(rlayers_t *r)
@@ -205,7 +205,7 @@ static void random_layers(rlayers_t *r)
         }
     }
     r->first[r->L] = s;
-    r->pc = (ordo_merge_pieces_t){.n_servers = r->S,
+    r->pc = (ordo__merge_pieces_t){.n_servers = r->S,
                                   .max_bytes = rng_next() % 3 ? (int64_t)rng_log(1e5, 1e7) : 0,
                                   .n_items = r->L,
                                   .first = r->first,
@@ -323,14 +323,14 @@ START_TEST(messages_match_a_plain_evaluation)
         for (int n = 0; n < 600; n++) {
             rlayers_t r;
             random_layers(&r);
-            ORDO_CK_OK(ordo_merge_pieces_check(&r.pc, r.L));
+            ORDO_CK_OK(ordo__merge_pieces_check(&r.pc, r.L));
             unsigned all = 1u << (r.L - 1);
             double t1[512], t2[512], best = INFINITY;
             int group[10];
             for (unsigned mask = 0; mask < all; mask++) {
                 groups_of(r.L, mask, group);
                 t1[mask] = plain_time(&r, mask, a, b, c, pp, pm);
-                double got = ordo_merge_comm_times3(r.L, r.ready, r.bytes, group, a, b, c, pp, pm,
+                double got = ordo__merge_comm_times3(r.L, r.ready, r.bytes, group, a, b, c, pp, pm,
                                                     &r.pc, NULL, NULL);
                 ck_assert_msg(rel_close(got, t1[mask]),
                               "regime %zu model %d mask %u: %.17g vs %.17g", k, n, mask, got,
@@ -353,15 +353,15 @@ START_TEST(messages_match_a_plain_evaluation)
                 if (g < fewest) fewest = g;
             }
             int want = fewest;
-            int og = ordo_merge_optimal3(r.L, r.tb, r.bytes, a, b, c, pp, pm, mg, &r.pc, group);
+            int og = ordo__merge_optimal3(r.L, r.tb, r.bytes, a, b, c, pp, pm, mg, &r.pc, group);
             ck_assert_msg(og == want, "regime %zu model %d: %d groups, want %d", k, n, og, want);
-            ck_assert(ordo_merge_grouping_valid(r.L, group));
-            double got = ordo_merge_comm_times3(r.L, r.ready, r.bytes, group, a, b, c, pp, pm,
+            ck_assert(ordo__merge_grouping_valid(r.L, group));
+            double got = ordo__merge_comm_times3(r.L, r.ready, r.bytes, group, a, b, c, pp, pm,
                                                 &r.pc, NULL, NULL);
             ck_assert_msg(rel_close(got, best), "regime %zu model %d: %.17g vs least %.17g", k, n,
                           got, best);
             if (mg > 0) {
-                double got2 = ordo_merge_comm_times3(r.L, r.ready, r.bytes, group, l * a, l * b,
+                double got2 = ordo__merge_comm_times3(r.L, r.ready, r.bytes, group, l * a, l * b,
                                                      l * c, l * pp, l * pm, &r.pc, NULL, NULL);
                 ck_assert_msg(rel_close(got2, best2),
                               "regime %zu model %d: at the margin %.17g vs %.17g", k, n, got2,
@@ -388,16 +388,16 @@ START_TEST(margin_keeps_slack_on_a_fixed_case)
     int64_t bytes[3] = {5, 5, 1};
     double ready[3] = {1, 6, 17};
     int g[3];
-    ck_assert_int_eq(ordo_merge_optimal(3, tb, bytes, 1, 1, 0, 0, NULL, g), 2);
+    ck_assert_int_eq(ordo__merge_optimal(3, tb, bytes, 1, 1, 0, 0, NULL, g), 2);
     ck_assert_int_eq(g[0], 0);
     ck_assert_int_eq(g[1], 0);
     ck_assert_int_eq(g[2], 1);
-    close_to(ordo_merge_comm_times(3, ready, bytes, g, 1, 1, 0, NULL, NULL, NULL), 19);
-    close_to(ordo_merge_comm_times(3, ready, bytes, g, 1.5, 1.5, 0, NULL, NULL, NULL), 25.5);
-    ck_assert_int_eq(ordo_merge_optimal(3, tb, bytes, 1, 1, 0, 0.5, NULL, g), 3);
-    close_to(ordo_merge_comm_times(3, ready, bytes, g, 1, 1, 0, NULL, NULL, NULL), 19);
-    close_to(ordo_merge_comm_times(3, ready, bytes, g, 1.5, 1.5, 0, NULL, NULL, NULL), 22);
-    ORDO_CK_ERR(ordo_merge_optimal(3, tb, bytes, 1, 1, 0, NAN, NULL, g), ORDO_ERR_INVAL);
+    close_to(ordo__merge_comm_times(3, ready, bytes, g, 1, 1, 0, NULL, NULL, NULL), 19);
+    close_to(ordo__merge_comm_times(3, ready, bytes, g, 1.5, 1.5, 0, NULL, NULL, NULL), 25.5);
+    ck_assert_int_eq(ordo__merge_optimal(3, tb, bytes, 1, 1, 0, 0.5, NULL, g), 3);
+    close_to(ordo__merge_comm_times(3, ready, bytes, g, 1, 1, 0, NULL, NULL, NULL), 19);
+    close_to(ordo__merge_comm_times(3, ready, bytes, g, 1.5, 1.5, 0, NULL, NULL, NULL), 22);
+    ORDO_CK_ERR(ordo__merge_optimal(3, tb, bytes, 1, 1, 0, NAN, NULL, g), ORDO_ERR_INVAL);
     expect_detail("margin");
 }
 END_TEST

@@ -14,66 +14,66 @@
  * (4040 bytes). wfbp: fc 70..290.2, conv1 290.2..530.6; all: 180..440.6. */
 START_TEST(plan_compute_on_toy)
 {
-    ordo_model_t *m = toy_model();
-    ordo_merge_plan_t *p = NULL;
+    ordo__model_t *m = toy_model();
+    ordo__merge_plan_t *p = NULL;
     const double a = 200e-6, b = 1e-8;
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, a, b, 0, 0, NULL, &p));
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_WFBP, 0, a, b, 0, 0, NULL, &p));
     ck_assert_int_eq(p->n_groups, 2);
     ck_assert_int_eq(p->n_params, 4);
     close_to(p->predicted_iter_s, 530.6e-6);
     ck_assert_str_eq(m->params[p->order[0]].name, "fc.w");
-    ck_assert_int_eq(p->group_of_param[ordo_model_param_index(m, "fc.b")], 0);
-    ck_assert_int_eq(p->group_of_param[ordo_model_param_index(m, "conv1.w")], 1);
+    ck_assert_int_eq(p->group_of_param[ordo__model_param_index(m, "fc.b")], 0);
+    ck_assert_int_eq(p->group_of_param[ordo__model_param_index(m, "conv1.w")], 1);
     ck_assert_int_eq(p->group_start[1], 2);
-    ordo_merge_plan_destroy(&p);
+    ordo__merge_plan_destroy(&p);
     ck_assert_ptr_null(p);
-    ordo_merge_plan_destroy(&p);
+    ordo__merge_plan_destroy(&p);
 
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_ALL, 0, a, b, 0, 0, NULL, &p));
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_ALL, 0, a, b, 0, 0, NULL, &p));
     ck_assert_int_eq(p->n_groups, 1);
     close_to(p->predicted_iter_s, 440.6e-6);
-    ordo_merge_plan_destroy(&p);
+    ordo__merge_plan_destroy(&p);
     /* waiting 180 - 70 = 110 us < a: Algorithm 1 merges, and so does the optimum */
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_MGWFBP, 0, a, b, 0, 0, NULL, &p));
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_MGWFBP, 0, a, b, 0, 0, NULL, &p));
     ck_assert_int_eq(p->n_groups, 1);
     close_to(p->predicted_iter_s, 440.6e-6);
-    ordo_merge_plan_destroy(&p);
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, a, b, 0, 0, NULL, &p));
+    ordo__merge_plan_destroy(&p);
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, a, b, 0, 0, NULL, &p));
     ck_assert_int_eq(p->n_groups, 1);
     close_to(p->predicted_iter_s, 440.6e-6);
-    close_to(ordo_merge_plan_iter_s(p, m, 50e-6, b, 0), 290.6e-6);
-    ordo_merge_plan_destroy(&p);
+    close_to(ordo__merge_plan_iter_s(p, m, 50e-6, b, 0), 290.6e-6);
+    ordo__merge_plan_destroy(&p);
     /* bytes:2500 fills fc.w, fc.b, conv1.w (6020 bytes >= 2500), then conv1.b alone */
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, 2500, a, b, 0, 0, NULL, &p));
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_BYTES, 2500, a, b, 0, 0, NULL, &p));
     ck_assert_int_eq(p->n_groups, 2);
     ck_assert_int_eq(p->group_start[1], 3);
-    ck_assert_int_eq(p->group_of_param[ordo_model_param_index(m, "conv1.b")], 1);
+    ck_assert_int_eq(p->group_of_param[ordo__model_param_index(m, "conv1.b")], 1);
     close_to(p->predicted_iter_s, 640.6e-6);
-    ordo_merge_plan_destroy(&p);
+    ordo__merge_plan_destroy(&p);
 
-    ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_BYTES, 0, a, b, 0, 0, NULL, &p), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, INFINITY, b, 0, 0, NULL, &p),
+    ORDO_CK_ERR(ordo__merge_plan_compute(m, ORDO_MERGE_BYTES, 0, a, b, 0, 0, NULL, &p), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, INFINITY, b, 0, 0, NULL, &p),
                 ORDO_ERR_INVAL);
     expect_detail("must be finite and >= 0");
     ck_assert_ptr_null(p);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 /* an occasional parameter (a declared metric) is cut out of its group, alone; the order stays */
 START_TEST(occasional_params_travel_alone)
 {
-    ordo_model_t *m = toy_model();
-    ordo_merge_plan_t *p = NULL;
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_ALL, 0, 100e-6, 1e-9, 0, 0, NULL, &p));
+    ordo__model_t *m = toy_model();
+    ordo__merge_plan_t *p = NULL;
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_ALL, 0, 100e-6, 1e-9, 0, 0, NULL, &p));
     ck_assert_int_eq(p->n_groups, 1);
-    ck_assert_int_eq(ordo_merge_plan_isolate(p, m), 0); /* nothing marked: as it was */
+    ck_assert_int_eq(ordo__merge_plan_isolate(p, m), 0); /* nothing marked: as it was */
     ck_assert_int_eq(p->n_groups, 1);
     int order[4];
     for (int i = 0; i < 4; i++)
         order[i] = p->order[i];
     m->params[order[1]].occasional = true; /* the second in push order */
-    ck_assert_int_eq(ordo_merge_plan_isolate(p, m), 1);
+    ck_assert_int_eq(ordo__merge_plan_isolate(p, m), 1);
     ck_assert_int_eq(p->n_groups, 3);
     ck_assert_int_eq(p->group_start[0], 0);
     ck_assert_int_eq(p->group_start[1], 1);
@@ -83,48 +83,48 @@ START_TEST(occasional_params_travel_alone)
         ck_assert_int_eq(p->order[i], order[i]);
         ck_assert_int_eq(p->group_of_param[order[i]], i < 2 ? i : 2);
     }
-    ck_assert_int_eq(ordo_merge_plan_isolate(p, m), 0); /* already alone */
+    ck_assert_int_eq(ordo__merge_plan_isolate(p, m), 0); /* already alone */
     ck_assert_int_eq(p->n_groups, 3);
-    ordo_merge_plan_destroy(&p);
-    ordo_model_destroy(&m);
+    ordo__merge_plan_destroy(&p);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 START_TEST(algo_names_parse)
 {
-    ordo_merge_algo_t al;
+    ordo__merge_algo_t al;
     int64_t n;
-    ORDO_CK_OK(ordo_merge_algo_parse("optimal", &al, &n));
+    ORDO_CK_OK(ordo__merge_algo_parse("optimal", &al, &n));
     ck_assert_int_eq(al, ORDO_MERGE_OPTIMAL);
     ck_assert_int_eq(n, 0);
-    ORDO_CK_OK(ordo_merge_algo_parse("none", &al, &n));
+    ORDO_CK_OK(ordo__merge_algo_parse("none", &al, &n));
     ck_assert_int_eq(al, ORDO_MERGE_WFBP);
-    ORDO_CK_OK(ordo_merge_algo_parse("mgwfbp", &al, &n));
-    ck_assert_str_eq(ordo_merge_algo_name(al), "mgwfbp");
-    ORDO_CK_OK(ordo_merge_algo_parse("bytes:25MB", &al, &n));
+    ORDO_CK_OK(ordo__merge_algo_parse("mgwfbp", &al, &n));
+    ck_assert_str_eq(ordo__merge_algo_name(al), "mgwfbp");
+    ORDO_CK_OK(ordo__merge_algo_parse("bytes:25MB", &al, &n));
     ck_assert_int_eq(al, ORDO_MERGE_BYTES);
     ck_assert_int_eq(n, 25000000);
-    ORDO_CK_OK(ordo_merge_algo_parse("bytes:64k", &al, &n));
+    ORDO_CK_OK(ordo__merge_algo_parse("bytes:64k", &al, &n));
     ck_assert_int_eq(n, 65536);
-    ORDO_CK_ERR(ordo_merge_algo_parse("bytes:0", &al, &n), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_merge_algo_parse("bytes:lots", &al, &n), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_merge_algo_parse("greedy", &al, &n), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__merge_algo_parse("bytes:0", &al, &n), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__merge_algo_parse("bytes:lots", &al, &n), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__merge_algo_parse("greedy", &al, &n), ORDO_ERR_INVAL);
     expect_detail("'greedy' is not one of optimal|mgwfbp|wfbp|all|bytes:N");
 }
 END_TEST
 
 START_TEST(plan_json_round_trip)
 {
-    ordo_model_t *m = toy_model();
-    ordo_merge_plan_t *p = NULL, *q = NULL;
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 0.0002, 4e-10, 0, 0, NULL, &p));
+    ordo__model_t *m = toy_model();
+    ordo__merge_plan_t *p = NULL, *q = NULL;
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 0.0002, 4e-10, 0, 0, NULL, &p));
     char *json = NULL;
-    ORDO_CK_OK(ordo_merge_plan_to_json(p, m, &json));
+    ORDO_CK_OK(ordo__merge_plan_to_json(p, m, &json));
     const char *head = "{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"a\": 0.0002, \"b\": "
                        "4e-10,\n \"groups\": [\n  [\"fc.w\", \"fc.b\"],\n  [\"conv1.w\", "
                        "\"conv1.b\"]\n ],\n \"predicted_iter_s\": ";
     ck_assert_msg(strncmp(json, head, strlen(head)) == 0, "got:\n%s", json);
-    ORDO_CK_OK(ordo_merge_plan_load_string(json, "plan.json", m, &q));
+    ORDO_CK_OK(ordo__merge_plan_load_string(json, "plan.json", m, &q));
     ck_assert_int_eq(q->n_groups, 2);
     ck_assert(q->a == p->a && q->b == p->b);
     close_to(q->predicted_iter_s, p->predicted_iter_s);
@@ -132,32 +132,32 @@ START_TEST(plan_json_round_trip)
         ck_assert_int_eq(q->order[i], p->order[i]);
         ck_assert_int_eq(q->group_of_param[i], p->group_of_param[i]);
     }
-    ordo_merge_plan_destroy(&q);
+    ordo__merge_plan_destroy(&q);
     free(json);
-    ordo_merge_plan_destroy(&p);
+    ordo__merge_plan_destroy(&p);
 
     /* a layer's parameters may be split between adjacent groups and listed in any order */
     const char *split = "{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"a\": 0.0002, "
                         "\"b\": 4e-10, \"groups\": [[\"fc.b\"], [\"fc.w\", \"conv1.b\", "
                         "\"conv1.w\"]], \"predicted_iter_s\": 1}";
-    ORDO_CK_OK(ordo_merge_plan_load_string(split, "split.json", m, &q));
+    ORDO_CK_OK(ordo__merge_plan_load_string(split, "split.json", m, &q));
     ck_assert_int_eq(q->n_groups, 2);
-    ck_assert_int_eq(q->group_of_param[ordo_model_param_index(m, "fc.b")], 0);
-    ck_assert_int_eq(q->group_of_param[ordo_model_param_index(m, "fc.w")], 1);
+    ck_assert_int_eq(q->group_of_param[ordo__model_param_index(m, "fc.b")], 0);
+    ck_assert_int_eq(q->group_of_param[ordo__model_param_index(m, "fc.w")], 1);
     ck_assert_str_eq(m->params[q->order[2]].name, "conv1.b");
     /* recomputed: fc.b 70..270.08 us, the rest from 270.08 us + 200 us + 8060 * 0.4 ns */
     close_to(q->predicted_iter_s, 70e-6 + 2 * 200e-6 + 4e-10 * 6060);
-    ordo_merge_plan_destroy(&q);
+    ordo__merge_plan_destroy(&q);
 
     /* a and b may be left out (0) */
-    ORDO_CK_OK(ordo_merge_plan_load_string(
+    ORDO_CK_OK(ordo__merge_plan_load_string(
         "{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"groups\": [[\"fc.w\", "
         "\"fc.b\", \"conv1.w\", \"conv1.b\"]]}",
         "min.json", m, &q));
     ck_assert_int_eq(q->n_groups, 1);
     close_to(q->predicted_iter_s, 180e-6);
-    ordo_merge_plan_destroy(&q);
-    ordo_model_destroy(&m);
+    ordo__merge_plan_destroy(&q);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -165,54 +165,54 @@ START_TEST(plan_json_keeps_layout_and_margin)
 {
     /* a plan made for a run's key layout and with a margin writes both, and a plan read back
      * is timed with its layout: the same predicted time */
-    ordo_model_t *m = toy_model();
-    ordo_merge_layout_t lay = {2, 1 << 20, 0};
-    ordo_merge_plan_t *p = NULL, *q = NULL;
+    ordo__model_t *m = toy_model();
+    ordo__merge_layout_t lay = {2, 1 << 20, 0};
+    ordo__merge_plan_t *p = NULL, *q = NULL;
     ORDO_CK_OK(
-        ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, 2e-4, 4e-10, 1e-10, 0.5, &lay, &p));
+        ordo__merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, 2e-4, 4e-10, 1e-10, 0.5, &lay, &p));
     ck_assert(p->margin == 0.5);
     char *json = NULL;
-    ORDO_CK_OK(ordo_merge_plan_to_json(p, m, &json));
+    ORDO_CK_OK(ordo__merge_plan_to_json(p, m, &json));
     ck_assert_msg(strstr(json, "\"c\": 1e-10, \"margin\": 0.5,\n \"servers\": 2, "
                                "\"partition_bytes\": 1048576, \"segment_bytes\": 0") != NULL,
                   "got:\n%s", json);
-    ORDO_CK_OK(ordo_merge_plan_load_string(json, "plan.json", m, &q));
+    ORDO_CK_OK(ordo__merge_plan_load_string(json, "plan.json", m, &q));
     ck_assert_int_eq(q->layout.servers, 2);
     ck_assert_int_eq(q->layout.partition_bytes, 1 << 20);
     ck_assert_int_eq(q->layout.segment_bytes, 0);
     ck_assert(q->margin == 0.5);
     ck_assert(q->predicted_iter_s == p->predicted_iter_s);
-    ck_assert_int_eq(ordo_merge_plan_messages(q, m), ordo_merge_plan_messages(p, m));
+    ck_assert_int_eq(ordo__merge_plan_messages(q, m), ordo__merge_plan_messages(p, m));
     /* the same groups timed as one message each differ: wfbp's conv1 is two messages */
-    ordo_merge_plan_destroy(&q);
+    ordo__merge_plan_destroy(&q);
     free(json);
-    ordo_merge_plan_destroy(&p);
+    ordo__merge_plan_destroy(&p);
     /* the early pulls' stage, per byte and per pulled value, is written, read and timed back;
      * each pulled value adds to the prediction */
-    ORDO_CK_OK(ordo_merge_plan_compute3(m, ORDO_MERGE_WFBP, 0, 2e-4, 4e-10, 1e-10, 3.2e-9, 0, 0,
+    ORDO_CK_OK(ordo__merge_plan_compute3(m, ORDO_MERGE_WFBP, 0, 2e-4, 4e-10, 1e-10, 3.2e-9, 0, 0,
                                         &lay, &p));
     double bytes_only = p->predicted_iter_s;
-    ordo_merge_plan_destroy(&p);
-    ORDO_CK_OK(ordo_merge_plan_compute3(m, ORDO_MERGE_WFBP, 0, 2e-4, 4e-10, 1e-10, 3.2e-9, 1e-3, 0,
+    ordo__merge_plan_destroy(&p);
+    ORDO_CK_OK(ordo__merge_plan_compute3(m, ORDO_MERGE_WFBP, 0, 2e-4, 4e-10, 1e-10, 3.2e-9, 1e-3, 0,
                                         &lay, &p));
     ck_assert_msg(p->predicted_iter_s > bytes_only + 1e-3, "%g vs %g", p->predicted_iter_s,
                   bytes_only);
-    ORDO_CK_OK(ordo_merge_plan_to_json(p, m, &json));
+    ORDO_CK_OK(ordo__merge_plan_to_json(p, m, &json));
     ck_assert_msg(strstr(json, "\"pull\": 3.2e-09, \"pull_msg\": 0.001") != NULL, "got:\n%s", json);
-    ORDO_CK_OK(ordo_merge_plan_load_string(json, "plan.json", m, &q));
+    ORDO_CK_OK(ordo__merge_plan_load_string(json, "plan.json", m, &q));
     ck_assert(q->pull == p->pull && q->pull_msg == p->pull_msg);
     ck_assert(q->predicted_iter_s == p->predicted_iter_s);
-    ordo_merge_plan_destroy(&q);
+    ordo__merge_plan_destroy(&q);
     free(json);
-    ordo_merge_plan_destroy(&p);
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 2e-4, 4e-10, 0, 0, &lay, &p));
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 2e-4, 4e-10, 0, 0, NULL, &q));
+    ordo__merge_plan_destroy(&p);
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 2e-4, 4e-10, 0, 0, &lay, &p));
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_WFBP, 0, 2e-4, 4e-10, 0, 0, NULL, &q));
     /* fc at 70 us (one message), then conv1, ready at 180 us but behind fc's message, as one
      * or as two messages of a = 200 us */
     close_to(q->predicted_iter_s, 70e-6 + 2 * 200e-6 + 4e-10 * 6060);
     close_to(p->predicted_iter_s, 70e-6 + 3 * 200e-6 + 4e-10 * 6060);
-    ordo_merge_plan_destroy(&q);
-    ordo_merge_plan_destroy(&p);
+    ordo__merge_plan_destroy(&q);
+    ordo__merge_plan_destroy(&p);
     /* a layout is all three keys or none, in the ranges a run accepts */
     static const struct {
         const char *json, *want;
@@ -233,12 +233,12 @@ START_TEST(plan_json_keeps_layout_and_margin)
          "plan.json: $.margin: -1 must be finite and >= 0"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ORDO_CK_ERR(ordo_merge_plan_load_string(bad[i].json, "plan.json", m, &q), ORDO_ERR_FORMAT);
+        ORDO_CK_ERR(ordo__merge_plan_load_string(bad[i].json, "plan.json", m, &q), ORDO_ERR_FORMAT);
         ck_assert_ptr_null(q);
-        ck_assert_msg(strstr(ordo_error_detail(), bad[i].want) != NULL,
-                      "case %zu: detail '%s' lacks '%s'", i, ordo_error_detail(), bad[i].want);
+        ck_assert_msg(strstr(ordo__error_detail(), bad[i].want) != NULL,
+                      "case %zu: detail '%s' lacks '%s'", i, ordo__error_detail(), bad[i].want);
     }
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -282,35 +282,35 @@ START_TEST(plan_load_rejects_bad_plans)
          "'conv1.b' (op 'conv1', layer 1): groups must follow backward order"},
         {"{\"format\": \"ordo-merge/1\", \"format\": \"ordo-merge/1\"}", "plan.json:1:"},
     };
-    ordo_model_t *m = toy_model();
+    ordo__model_t *m = toy_model();
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        ordo_merge_plan_t *p = NULL;
-        int rc = ordo_merge_plan_load_string(cases[i].json, "plan.json", m, &p);
+        ordo__merge_plan_t *p = NULL;
+        int rc = ordo__merge_plan_load_string(cases[i].json, "plan.json", m, &p);
         ck_assert_msg(rc == ORDO_ERR_FORMAT, "case %zu: rc %d", i, rc);
         ck_assert_ptr_null(p);
-        ck_assert_msg(strstr(ordo_error_detail(), cases[i].want) != NULL,
-                      "case %zu: detail '%s' lacks '%s'", i, ordo_error_detail(), cases[i].want);
+        ck_assert_msg(strstr(ordo__error_detail(), cases[i].want) != NULL,
+                      "case %zu: detail '%s' lacks '%s'", i, ordo__error_detail(), cases[i].want);
     }
-    ordo_merge_plan_t *p = NULL;
-    ORDO_CK_ERR(ordo_merge_plan_load_file("/nonexistent/plan.json", m, &p), ORDO_ERR_NOTFOUND);
+    ordo__merge_plan_t *p = NULL;
+    ORDO_CK_ERR(ordo__merge_plan_load_file("/nonexistent/plan.json", m, &p), ORDO_ERR_NOTFOUND);
     expect_detail("/nonexistent/plan.json: cannot open");
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 START_TEST(plan_load_file_reads_what_was_written)
 {
-    ordo_model_t *m = toy_model();
-    ordo_merge_plan_t *p = NULL, *q = NULL;
-    ORDO_CK_OK(ordo_merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, 1e-5, 1e-9, 0, 0, NULL, &p));
+    ordo__model_t *m = toy_model();
+    ordo__merge_plan_t *p = NULL, *q = NULL;
+    ORDO_CK_OK(ordo__merge_plan_compute(m, ORDO_MERGE_OPTIMAL, 0, 1e-5, 1e-9, 0, 0, NULL, &p));
     char *json = NULL;
-    ORDO_CK_OK(ordo_merge_plan_to_json(p, m, &json));
+    ORDO_CK_OK(ordo__merge_plan_to_json(p, m, &json));
     char path[] = "/tmp/ordo-merge-test-XXXXXX";
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(write(fd, json, strlen(json)), (ssize_t)strlen(json));
     close(fd);
-    ORDO_CK_OK(ordo_merge_plan_load_file(path, m, &q));
+    ORDO_CK_OK(ordo__merge_plan_load_file(path, m, &q));
     ck_assert_int_eq(q->n_groups, p->n_groups);
     close_to(q->predicted_iter_s, p->predicted_iter_s);
     /* a wrong plan read from a file names the file */
@@ -319,15 +319,15 @@ START_TEST(plan_load_file_reads_what_was_written)
     const char *bad = "{\"format\": \"ordo-merge/1\", \"model\": \"toy\", \"groups\": [[]]}";
     ck_assert_int_eq(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
     close(fd);
-    ordo_merge_plan_t *r = NULL;
-    ORDO_CK_ERR(ordo_merge_plan_load_file(path, m, &r), ORDO_ERR_FORMAT);
-    ck_assert_msg(strncmp(ordo_error_detail(), path, strlen(path)) == 0, "%s", ordo_error_detail());
+    ordo__merge_plan_t *r = NULL;
+    ORDO_CK_ERR(ordo__merge_plan_load_file(path, m, &r), ORDO_ERR_FORMAT);
+    ck_assert_msg(strncmp(ordo__error_detail(), path, strlen(path)) == 0, "%s", ordo__error_detail());
     expect_detail(": $.groups[0]: empty group");
     unlink(path);
     free(json);
-    ordo_merge_plan_destroy(&q);
-    ordo_merge_plan_destroy(&p);
-    ordo_model_destroy(&m);
+    ordo__merge_plan_destroy(&q);
+    ordo__merge_plan_destroy(&p);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -340,29 +340,29 @@ START_TEST(profiles_keep_the_order_of_algorithms)
         char path[1024];
         snprintf(path, sizeof path, "%s/conf/models/%s.json", ordo_ck_source_dir(), names[i]);
         ck_assert_msg(access(path, R_OK) == 0, "%s: the committed profile is missing", path);
-        ordo_model_t *m = NULL;
-        ORDO_CK_OK(ordo_model_load_file(path, &m));
+        ordo__model_t *m = NULL;
+        ORDO_CK_OK(ordo__model_load_file(path, &m));
         double t[4];
-        static const ordo_merge_algo_t algos[4] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL,
+        static const ordo__merge_algo_t algos[4] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL,
                                                    ORDO_MERGE_MGWFBP, ORDO_MERGE_OPTIMAL};
         for (int k = 0; k < 4; k++) {
-            ordo_merge_plan_t *p = NULL, *q = NULL;
-            ORDO_CK_OK(ordo_merge_plan_compute(m, algos[k], 0, 2e-4, 4e-10, 0, 0, NULL, &p));
+            ordo__merge_plan_t *p = NULL, *q = NULL;
+            ORDO_CK_OK(ordo__merge_plan_compute(m, algos[k], 0, 2e-4, 4e-10, 0, 0, NULL, &p));
             t[k] = p->predicted_iter_s;
             char *json = NULL;
-            ORDO_CK_OK(ordo_merge_plan_to_json(p, m, &json));
-            ORDO_CK_OK(ordo_merge_plan_load_string(json, path, m, &q));
+            ORDO_CK_OK(ordo__merge_plan_to_json(p, m, &json));
+            ORDO_CK_OK(ordo__merge_plan_load_string(json, path, m, &q));
             ck_assert_int_eq(q->n_groups, p->n_groups);
             close_to(q->predicted_iter_s, p->predicted_iter_s);
             free(json);
-            ordo_merge_plan_destroy(&q);
-            ordo_merge_plan_destroy(&p);
+            ordo__merge_plan_destroy(&q);
+            ordo__merge_plan_destroy(&p);
         }
         ck_assert_msg(t[3] <= t[2] * (1 + 1e-12), "%s: optimal %g > mgwfbp %g", names[i], t[3],
                       t[2]);
         ck_assert_msg(t[2] <= fmin(t[0], t[1]) * (1 + 1e-12), "%s: mgwfbp %g > min(%g, %g)",
                       names[i], t[2], t[0], t[1]);
-        ordo_model_destroy(&m);
+        ordo__model_destroy(&m);
     }
 }
 END_TEST
@@ -377,35 +377,35 @@ START_TEST(early_pull_plans_keep_optimal_first)
     static const struct {
         double a, b, c, p;
     } costs[] = {{19.58e-6, 8e-9, 1.141e-9, 32e-9}, {36.68e-6, 1.01e-9, 0.6774e-9, 3.2e-9}};
-    static const ordo_merge_algo_t algos[5] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL, ORDO_MERGE_MGWFBP,
+    static const ordo__merge_algo_t algos[5] = {ORDO_MERGE_WFBP, ORDO_MERGE_ALL, ORDO_MERGE_MGWFBP,
                                                ORDO_MERGE_BYTES, ORDO_MERGE_OPTIMAL};
-    const ordo_merge_layout_t layout = {2, 4 << 20, 0};
+    const ordo__merge_layout_t layout = {2, 4 << 20, 0};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/conf/models/%s.json", ordo_ck_source_dir(), names[i]);
-        ordo_model_t *m = NULL;
-        ORDO_CK_OK(ordo_model_load_file(path, &m));
+        ordo__model_t *m = NULL;
+        ORDO_CK_OK(ordo__model_load_file(path, &m));
         for (size_t k = 0; k < sizeof costs / sizeof costs[0]; k++) {
             double t[5];
             for (int q = 0; q < 5; q++) {
-                ordo_merge_plan_t *p = NULL;
-                ORDO_CK_OK(ordo_merge_plan_compute3(m, algos[q], 25 << 20, costs[k].a, costs[k].b,
+                ordo__merge_plan_t *p = NULL;
+                ORDO_CK_OK(ordo__merge_plan_compute3(m, algos[q], 25 << 20, costs[k].a, costs[k].b,
                                                     costs[k].c, costs[k].p, 0, 0.5, &layout, &p));
                 t[q] = p->predicted_iter_s;
-                ordo_merge_plan_destroy(&p);
+                ordo__merge_plan_destroy(&p);
             }
             for (int q = 0; q < 4; q++)
                 ck_assert_msg(t[4] <= t[q] * (1 + 1e-12), "%s, costs %zu: optimal %.9g > %s %.9g",
-                              names[i], k, t[4], ordo_merge_algo_name(algos[q]), t[q]);
+                              names[i], k, t[4], ordo__merge_algo_name(algos[q]), t[q]);
         }
-        ordo_model_destroy(&m);
+        ordo__model_destroy(&m);
     }
 }
 END_TEST
 
 /* ---------------------------------------------------------------- command line */
 
-/* run_cli runs ordo_merge_cli with stdout and stderr captured into out and err. */
+/* run_cli runs ordo__merge_cli with stdout and stderr captured into out and err. */
 static int run_cli(int argc, const char *const *argv, char *out, size_t outsz, char *err,
                    size_t errsz)
 {
@@ -417,7 +417,7 @@ static int run_cli(int argc, const char *const *argv, char *out, size_t outsz, c
     int so = dup(1), se = dup(2);
     dup2(fo, 1);
     dup2(fe, 2);
-    int rc = ordo_merge_cli(argc, (char **)argv);
+    int rc = ordo__merge_cli(argc, (char **)argv);
     fflush(stdout);
     fflush(stderr);
     dup2(so, 1);
@@ -463,13 +463,13 @@ START_TEST(cli_writes_plans_and_rejects_misuse)
     const char *ok[] = {"merge", "--algo", "mgwfbp", "--a", "2e-4", "--b=1e-8", path};
     ck_assert_int_eq(run_cli(7, ok, out, sizeof out, err, sizeof err), 0);
     ck_assert_str_eq(err, "");
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_model_load_file(path, &m));
-    ordo_merge_plan_t *p = NULL;
-    ORDO_CK_OK(ordo_merge_plan_load_string(out, "stdout", m, &p));
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__model_load_file(path, &m));
+    ordo__merge_plan_t *p = NULL;
+    ORDO_CK_OK(ordo__merge_plan_load_string(out, "stdout", m, &p));
     ck_assert_int_eq(p->n_groups, 1);
     close_to(p->predicted_iter_s, 440.6e-6);
-    ordo_merge_plan_destroy(&p);
+    ordo__merge_plan_destroy(&p);
     ck_assert_ptr_nonnull(strstr(out, "\"predicted_iter_s\": 0.0004406"));
 
     const char *cmp[] = {"merge", "--compare", "--a", "2e-4", "--b", "1e-8", path};
@@ -503,9 +503,9 @@ START_TEST(cli_writes_plans_and_rejects_misuse)
     close(fd);
     const char *orc[] = {"merge", "--a", "2e-4", "--b", "1e-8", "--oracle", opath, path};
     ck_assert_int_eq(run_cli(8, orc, out, sizeof out, err, sizeof err), 0);
-    ORDO_CK_OK(ordo_merge_plan_load_string(out, "stdout", m, &p));
+    ORDO_CK_OK(ordo__merge_plan_load_string(out, "stdout", m, &p));
     ck_assert_int_eq(p->n_groups, 2);
-    ordo_merge_plan_destroy(&p);
+    ordo__merge_plan_destroy(&p);
     /* the file's prediction is the oracle's (loading re-times it with the model's own) */
     ck_assert_msg(strstr(out, "\"predicted_iter_s\": 0.0013204") != NULL, "%s", out);
     const char *orc_missing[] = {"merge", "--a", "0", "--b", "0", "--oracle", "/nonexistent/o.json",
@@ -560,7 +560,7 @@ START_TEST(cli_writes_plans_and_rejects_misuse)
     const char *missing[] = {"merge", "--a", "0", "--b", "0", "/nonexistent/m.json"};
     ck_assert_int_eq(run_cli(6, missing, out, sizeof out, err, sizeof err), 1);
     ck_assert_ptr_nonnull(strstr(err, "/nonexistent/m.json"));
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
     unlink(path);
 }
 END_TEST

@@ -11,26 +11,26 @@
 
 static void expect_detail(const char *want)
 {
-    ck_assert_msg(strstr(ordo_error_detail(), want) != NULL, "detail '%s' lacks '%s'",
-                  ordo_error_detail(), want);
+    ck_assert_msg(strstr(ordo__error_detail(), want) != NULL, "detail '%s' lacks '%s'",
+                  ordo__error_detail(), want);
 }
 
 /* ---------------------------------------------------------------- builder */
 
 START_TEST(builder_builds_a_small_graph)
 {
-    ordo_model_t *m = ordo_model_new("toy", 32, NULL);
+    ordo__model_t *m = ordo__model_new("toy", 32, NULL);
     ck_assert_ptr_nonnull(m);
     ck_assert_str_eq(m->dtype, "float32");
     ck_assert_int_eq(m->dtype_size, 4);
     int64_t w[2] = {256, 784}, b[1] = {256};
-    ck_assert_int_eq(ordo_model_add_param(m, "fc1.w", 2, w), 0);
-    ck_assert_int_eq(ordo_model_add_param(m, "fc1.b", 1, b), 1);
+    ck_assert_int_eq(ordo__model_add_param(m, "fc1.w", 2, w), 0);
+    ck_assert_int_eq(ordo__model_add_param(m, "fc1.b", 1, b), 1);
     const char *ps[2] = {"fc1.w", "fc1.b"};
     const char *in[1] = {"fc1"};
-    ck_assert_int_eq(ordo_model_add_op(m, "fc1", 0, NULL, 2, ps, 120, 240), 0);
-    ck_assert_int_eq(ordo_model_add_op(m, "relu", 1, in, 0, NULL, 5, 5), 1);
-    ORDO_CK_OK(ordo_model_check(m));
+    ck_assert_int_eq(ordo__model_add_op(m, "fc1", 0, NULL, 2, ps, 120, 240), 0);
+    ck_assert_int_eq(ordo__model_add_op(m, "relu", 1, in, 0, NULL, 5, 5), 1);
+    ORDO_CK_OK(ordo__model_check(m));
     ck_assert_int_eq(m->n_params, 2);
     ck_assert_int_eq(m->n_ops, 2);
     ck_assert_int_eq(m->params[0].numel, 256 * 784);
@@ -38,22 +38,22 @@ START_TEST(builder_builds_a_small_graph)
     ck_assert_int_eq(m->params[1].first_op, 0);
     ck_assert_int_eq(m->ops[1].n_inputs, 1);
     ck_assert_int_eq(m->ops[1].inputs[0], 0);
-    ck_assert_int_eq(ordo_model_total_numel(m), 256 * 784 + 256);
-    ck_assert_int_eq(ordo_model_total_bytes(m), (256 * 784 + 256) * 4);
-    ck_assert_double_eq(ordo_model_total_us(m, 0), 125);
-    ck_assert_double_eq(ordo_model_total_us(m, 1), 370);
-    ck_assert_int_eq(ordo_model_param_index(m, "fc1.b"), 1);
-    ck_assert_int_eq(ordo_model_op_index(m, "relu"), 1);
-    ck_assert_int_eq(ordo_model_op_index(m, "nope"), -1);
-    ordo_model_destroy(&m);
+    ck_assert_int_eq(ordo__model_total_numel(m), 256 * 784 + 256);
+    ck_assert_int_eq(ordo__model_total_bytes(m), (256 * 784 + 256) * 4);
+    ck_assert_double_eq(ordo__model_total_us(m, 0), 125);
+    ck_assert_double_eq(ordo__model_total_us(m, 1), 370);
+    ck_assert_int_eq(ordo__model_param_index(m, "fc1.b"), 1);
+    ck_assert_int_eq(ordo__model_op_index(m, "relu"), 1);
+    ck_assert_int_eq(ordo__model_op_index(m, "nope"), -1);
+    ordo__model_destroy(&m);
     ck_assert_ptr_null(m);
-    ordo_model_destroy(&m); /* NULL-safe */
+    ordo__model_destroy(&m); /* NULL-safe */
 }
 END_TEST
 
 START_TEST(builder_many_entries_grow)
 {
-    ordo_model_t *m = ordo_model_new("big", 1, "float16");
+    ordo__model_t *m = ordo__model_new("big", 1, "float16");
     ck_assert_ptr_nonnull(m);
     for (int i = 0; i < 1000; i++) {
         char pn[16], on[16], prev[16];
@@ -61,70 +61,70 @@ START_TEST(builder_many_entries_grow)
         snprintf(on, sizeof on, "o%d", i);
         snprintf(prev, sizeof prev, "o%d", i - 1);
         int64_t s[1] = {i + 1};
-        ck_assert_int_eq(ordo_model_add_param(m, pn, 1, s), i);
+        ck_assert_int_eq(ordo__model_add_param(m, pn, 1, s), i);
         const char *ps[1] = {pn}, *in[1] = {prev};
-        ck_assert_int_eq(ordo_model_add_op(m, on, i > 0, in, 1, ps, 1, 2), i);
+        ck_assert_int_eq(ordo__model_add_op(m, on, i > 0, in, 1, ps, 1, 2), i);
     }
-    ORDO_CK_OK(ordo_model_check(m));
-    ck_assert_int_eq(ordo_model_total_numel(m), 1000 * 1001 / 2);
-    ck_assert_int_eq(ordo_model_total_bytes(m), 1000 * 1001);
+    ORDO_CK_OK(ordo__model_check(m));
+    ck_assert_int_eq(ordo__model_total_numel(m), 1000 * 1001 / 2);
+    ck_assert_int_eq(ordo__model_total_bytes(m), 1000 * 1001);
     ck_assert_int_eq(m->params[999].first_op, 999);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 START_TEST(builder_rejects_bad_calls)
 {
-    ck_assert_ptr_null(ordo_model_new("x", 0, NULL));
-    ck_assert_ptr_null(ordo_model_new("x", 1, "int8"));
-    ck_assert_ptr_null(ordo_model_new(NULL, 1, NULL));
-    ordo_model_t *m = ordo_model_new("x", 1, NULL);
+    ck_assert_ptr_null(ordo__model_new("x", 0, NULL));
+    ck_assert_ptr_null(ordo__model_new("x", 1, "int8"));
+    ck_assert_ptr_null(ordo__model_new(NULL, 1, NULL));
+    ordo__model_t *m = ordo__model_new("x", 1, NULL);
     int64_t s[2] = {3, 4}, zero[1] = {0}, nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
-    ck_assert_int_eq(ordo_model_add_param(m, "a", 2, s), 0);
-    ORDO_CK_ERR(ordo_model_add_param(m, "a", 2, s), ORDO_ERR_INVAL);
+    ck_assert_int_eq(ordo__model_add_param(m, "a", 2, s), 0);
+    ORDO_CK_ERR(ordo__model_add_param(m, "a", 2, s), ORDO_ERR_INVAL);
     expect_detail("duplicate parameter name 'a'");
-    ORDO_CK_ERR(ordo_model_add_param(m, "z", 1, zero), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__model_add_param(m, "z", 1, zero), ORDO_ERR_INVAL);
     expect_detail("parameter 'z': dim 0 is 0, must be > 0");
-    ORDO_CK_ERR(ordo_model_add_param(m, "n", 9, nine), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__model_add_param(m, "n", 9, nine), ORDO_ERR_INVAL);
     expect_detail("parameter 'n': 9 dims, must be 1 to 8");
-    ORDO_CK_ERR(ordo_model_add_param(m, "", 1, s), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__model_add_param(m, "", 1, s), ORDO_ERR_INVAL);
     int64_t huge[2] = {INT64_MAX / 2, 3};
-    ORDO_CK_ERR(ordo_model_add_param(m, "h", 2, huge), ORDO_ERR_RANGE);
+    ORDO_CK_ERR(ordo__model_add_param(m, "h", 2, huge), ORDO_ERR_RANGE);
     expect_detail("parameter 'h': shape too large");
 
     /* check before any op: no ops */
-    ORDO_CK_ERR(ordo_model_check(m), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__model_check(m), ORDO_ERR_INVAL);
     expect_detail("model 'x': has no ops");
 
     const char *pa[1] = {"a"}, *pq[1] = {"q"}, *in_self[1] = {"o1"}, *in0[1] = {"o0"};
     const char *twice[2] = {"a", "a"};
-    ORDO_CK_ERR(ordo_model_add_op(m, "o0", 0, NULL, 1, pq, 1, 1), ORDO_ERR_NOTFOUND);
+    ORDO_CK_ERR(ordo__model_add_op(m, "o0", 0, NULL, 1, pq, 1, 1), ORDO_ERR_NOTFOUND);
     expect_detail("op 'o0': unknown parameter 'q'");
-    ORDO_CK_ERR(ordo_model_add_op(m, "o0", 0, NULL, 1, pa, -1, 1), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__model_add_op(m, "o0", 0, NULL, 1, pa, -1, 1), ORDO_ERR_INVAL);
     expect_detail("op 'o0': times must be >= 0");
-    ORDO_CK_ERR(ordo_model_add_op(m, "o0", 0, NULL, 2, twice, 1, 1), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__model_add_op(m, "o0", 0, NULL, 2, twice, 1, 1), ORDO_ERR_INVAL);
     expect_detail("listed twice");
-    ck_assert_int_eq(ordo_model_add_op(m, "o0", 0, NULL, 0, NULL, 1, 1), 0);
-    ORDO_CK_ERR(ordo_model_add_op(m, "o0", 0, NULL, 0, NULL, 1, 1), ORDO_ERR_INVAL);
+    ck_assert_int_eq(ordo__model_add_op(m, "o0", 0, NULL, 0, NULL, 1, 1), 0);
+    ORDO_CK_ERR(ordo__model_add_op(m, "o0", 0, NULL, 0, NULL, 1, 1), ORDO_ERR_INVAL);
     expect_detail("duplicate op name 'o0'");
-    ORDO_CK_ERR(ordo_model_add_op(m, "o1", 1, in_self, 0, NULL, 1, 1), ORDO_ERR_NOTFOUND);
+    ORDO_CK_ERR(ordo__model_add_op(m, "o1", 1, in_self, 0, NULL, 1, 1), ORDO_ERR_NOTFOUND);
     expect_detail("op 'o1': input 'o1' is not an earlier op");
 
     /* a parameter nobody reads */
-    ORDO_CK_ERR(ordo_model_check(m), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__model_check(m), ORDO_ERR_INVAL);
     expect_detail("model 'x': parameter 'a' is read by no op");
-    ck_assert_int_eq(ordo_model_add_op(m, "o1", 1, in0, 1, pa, 1, 1), 1);
-    ORDO_CK_OK(ordo_model_check(m));
+    ck_assert_int_eq(ordo__model_add_op(m, "o1", 1, in0, 1, pa, 1, 1), 1);
+    ORDO_CK_OK(ordo__model_check(m));
     ck_assert_int_eq(m->params[0].first_op, 1);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 START_TEST(from_sizes_builds_a_chain)
 {
     int64_t sizes[3] = {4, 10, 1 << 20};
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_model_from_sizes(sizes, 3, &m));
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__model_from_sizes(sizes, 3, &m));
     ck_assert_int_eq(m->n_params, 3);
     ck_assert_int_eq(m->n_ops, 3);
     ck_assert_int_eq(m->params[0].numel, 1);
@@ -139,15 +139,15 @@ START_TEST(from_sizes_builds_a_chain)
     ck_assert_int_eq(m->ops[2].n_params, 1);
     ck_assert_int_eq(m->ops[2].params[0], 2);
     ck_assert_int_eq(m->params[2].first_op, 2);
-    ck_assert_double_eq(ordo_model_total_us(m, 1), 0);
-    ck_assert_int_eq(ordo_model_total_bytes(m), 4 + 12 + (1 << 20));
-    ordo_model_destroy(&m);
+    ck_assert_double_eq(ordo__model_total_us(m, 1), 0);
+    ck_assert_int_eq(ordo__model_total_bytes(m), 4 + 12 + (1 << 20));
+    ordo__model_destroy(&m);
 
     int64_t bad[2] = {8, 0};
     m = NULL;
-    ORDO_CK_ERR(ordo_model_from_sizes(bad, 2, &m), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__model_from_sizes(bad, 2, &m), ORDO_ERR_INVAL);
     ck_assert_ptr_null(m);
-    ORDO_CK_ERR(ordo_model_from_sizes(bad, 0, &m), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__model_from_sizes(bad, 0, &m), ORDO_ERR_INVAL);
 }
 END_TEST
 
@@ -169,8 +169,8 @@ static const char toy[] =
 
 START_TEST(loader_reads_a_valid_file)
 {
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_model_load_string(toy, "toy.json", &m));
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__model_load_string(toy, "toy.json", &m));
     ck_assert_str_eq(m->name, "toy");
     ck_assert_int_eq(m->batch, 32);
     ck_assert_str_eq(m->dtype, "float32");
@@ -183,9 +183,9 @@ START_TEST(loader_reads_a_valid_file)
     ck_assert_int_eq(m->ops[0].n_params, 2);
     ck_assert_int_eq(m->ops[0].params[1], 1);
     ck_assert_double_eq(m->ops[0].bwd_us, 240);
-    ck_assert_int_eq(ordo_model_total_numel(m), 256 * 784 + 256 + 2560);
-    ck_assert_double_eq(ordo_model_total_us(m, 1), 400);
-    ordo_model_destroy(&m);
+    ck_assert_int_eq(ordo__model_total_numel(m), 256 * 784 + 256 + 2560);
+    ck_assert_double_eq(ordo__model_total_us(m, 1), 400);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -204,8 +204,8 @@ static char *replace(const char *from, const char *to)
 static void expect_bad(const char *from, const char *to, const char *want)
 {
     char *text = replace(from, to);
-    ordo_model_t *m = NULL;
-    ORDO_CK_ERR(ordo_model_load_string(text, "bad.json", &m), ORDO_ERR_FORMAT);
+    ordo__model_t *m = NULL;
+    ORDO_CK_ERR(ordo__model_load_string(text, "bad.json", &m), ORDO_ERR_FORMAT);
     ck_assert_ptr_null(m);
     expect_detail(want);
     free(text);
@@ -217,10 +217,10 @@ START_TEST(loader_rejects_invalid_json)
     expect_bad("\"batch\": 32,", "\"batch\": 32,,", "invalid JSON");
     expect_bad("\"fwd_us\": 5,", "\"fwd_us\": 5 \"x\": 1,", "bad.json:6:");
     expect_bad("\"batch\": 32,", "\"batch\": 32, \"batch\": 2,", "duplicate object key");
-    ordo_model_t *m = NULL;
-    ORDO_CK_ERR(ordo_model_load_string("", "empty.json", &m), ORDO_ERR_FORMAT);
+    ordo__model_t *m = NULL;
+    ORDO_CK_ERR(ordo__model_load_string("", "empty.json", &m), ORDO_ERR_FORMAT);
     expect_detail("empty.json:");
-    ORDO_CK_ERR(ordo_model_load_string("[1, 2]", "arr.json", &m), ORDO_ERR_FORMAT);
+    ORDO_CK_ERR(ordo__model_load_string("[1, 2]", "arr.json", &m), ORDO_ERR_FORMAT);
     expect_detail("arr.json: $: must be an object");
 }
 END_TEST
@@ -252,11 +252,11 @@ START_TEST(loader_rejects_missing_and_mistyped_fields)
     expect_bad("{\"name\": \"fc1.w\", \"shape\": [256, 784]}", "[]",
                "bad.json: $.params[0]: must be an object");
     expect_bad("{\"name\": \"fc1.w\", ", "{", "bad.json: $.params[0]: missing 'name'");
-    ordo_model_t *m = NULL;
-    ORDO_CK_ERR(ordo_model_load_string(HEAD_JSON "\"params\": {}, \"ops\": []}", "bad.json", &m),
+    ordo__model_t *m = NULL;
+    ORDO_CK_ERR(ordo__model_load_string(HEAD_JSON "\"params\": {}, \"ops\": []}", "bad.json", &m),
                 ORDO_ERR_FORMAT);
     expect_detail("bad.json: $.params: must be an array");
-    ORDO_CK_ERR(ordo_model_load_string(HEAD_JSON "\"params\": []}", "bad.json", &m), ORDO_ERR_FORMAT);
+    ORDO_CK_ERR(ordo__model_load_string(HEAD_JSON "\"params\": []}", "bad.json", &m), ORDO_ERR_FORMAT);
     expect_detail("bad.json: $: missing 'ops'");
     ck_assert_ptr_null(m);
     expect_bad("\"shape\": [256]", "\"shape\": 256",
@@ -309,8 +309,8 @@ START_TEST(loader_rejects_unused_parameters)
 {
     expect_bad("\"params\": [\"fc2.w\"]", "\"params\": []",
                "bad.json: $.params[2]: parameter 'fc2.w' is read by no op");
-    ordo_model_t *m = NULL;
-    ORDO_CK_ERR(ordo_model_load_string(HEAD_JSON "\"params\": [], \"ops\": []}", "bad.json", &m),
+    ordo__model_t *m = NULL;
+    ORDO_CK_ERR(ordo__model_load_string(HEAD_JSON "\"params\": [], \"ops\": []}", "bad.json", &m),
                 ORDO_ERR_FORMAT);
     expect_detail("bad.json: $.ops: no ops");
 }
@@ -345,8 +345,8 @@ END_TEST
 
 START_TEST(loader_reads_files)
 {
-    ordo_model_t *m = NULL;
-    ORDO_CK_ERR(ordo_model_load_file("/nonexistent/dir/m.json", &m), ORDO_ERR_NOTFOUND);
+    ordo__model_t *m = NULL;
+    ORDO_CK_ERR(ordo__model_load_file("/nonexistent/dir/m.json", &m), ORDO_ERR_NOTFOUND);
     expect_detail("/nonexistent/dir/m.json");
     ck_assert_ptr_null(m);
     char path[] = "/tmp/ordo_test_model_XXXXXX";
@@ -355,13 +355,13 @@ START_TEST(loader_reads_files)
     FILE *f = fdopen(fd, "w");
     fputs(toy, f);
     fclose(f);
-    ORDO_CK_OK(ordo_model_load_file(path, &m));
+    ORDO_CK_OK(ordo__model_load_file(path, &m));
     ck_assert_int_eq(m->n_ops, 3);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
     f = fopen(path, "w");
     fputs("{\"format\": \"ordo-model/1\",\n \"name\": 3}", f);
     fclose(f);
-    ORDO_CK_ERR(ordo_model_load_file(path, &m), ORDO_ERR_FORMAT);
+    ORDO_CK_ERR(ordo__model_load_file(path, &m), ORDO_ERR_FORMAT);
     char want[128];
     snprintf(want, sizeof want, "%s: $.name: must be a string", path);
     expect_detail(want);
@@ -379,8 +379,8 @@ START_TEST(loader_survives_mangled_input)
     static const char mangles[] = {'\0', '"', '[', '}', '-', '9', ',', 'x', ':', '\\', '\xff'};
     int loaded = 0, rejected = 0;
     for (size_t cut = 0; cut < n - 1; cut++) /* the last byte is a newline */ {
-        ordo_model_t *m = NULL;
-        int rc = ordo_model_load_buffer(toy, cut, "cut.json", &m);
+        ordo__model_t *m = NULL;
+        int rc = ordo__model_load_buffer(toy, cut, "cut.json", &m);
         ck_assert_int_eq(rc, ORDO_ERR_FORMAT);
         ck_assert_ptr_null(m);
         rejected++;
@@ -389,19 +389,19 @@ START_TEST(loader_survives_mangled_input)
         for (size_t k = 0; k < sizeof mangles; k++) {
             memcpy(buf, toy, n + 1);
             buf[at] = mangles[k];
-            ordo_model_t *m = NULL;
-            int rc = ordo_model_load_buffer(buf, n, "mangled.json", &m);
+            ordo__model_t *m = NULL;
+            int rc = ordo__model_load_buffer(buf, n, "mangled.json", &m);
             ck_assert_msg(rc == 0 || rc == ORDO_ERR_FORMAT, "rc %d at %zu", rc, at);
             ck_assert_msg((rc == 0) == (m != NULL), "out set on failure");
             if (rc == 0) {
-                ORDO_CK_OK(ordo_model_check(m));
+                ORDO_CK_OK(ordo__model_check(m));
                 loaded++;
             } else {
-                ck_assert_msg(strstr(ordo_error_detail(), "mangled.json") != NULL, "%s",
-                              ordo_error_detail());
+                ck_assert_msg(strstr(ordo__error_detail(), "mangled.json") != NULL, "%s",
+                              ordo__error_detail());
                 rejected++;
             }
-            ordo_model_destroy(&m);
+            ordo__model_destroy(&m);
         }
     ck_assert_int_gt(loaded, 0);   /* e.g. a digit inside a shape */
     ck_assert_int_gt(rejected, n); /* every truncation and most mangles */
@@ -412,12 +412,12 @@ END_TEST
 /* ---------------------------------------------------------------- profiles */
 
 /* load_profile loads conf/models/NAME.json from the source tree. */
-static ordo_model_t *load_profile(const char *name)
+static ordo__model_t *load_profile(const char *name)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/conf/models/%s.json", ordo_ck_source_dir(), name);
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_model_load_file(path, &m));
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__model_load_file(path, &m));
     ck_assert_str_eq(m->name, name);
     return m;
 }
@@ -435,13 +435,13 @@ START_TEST(every_profile_loads)
         if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
         char path[8192];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        ordo_model_t *m = NULL;
-        ORDO_CK_OK(ordo_model_load_file(path, &m));
+        ordo__model_t *m = NULL;
+        ORDO_CK_OK(ordo__model_load_file(path, &m));
         ck_assert_int_gt(m->n_params, 0);
-        ck_assert_int_gt(ordo_model_total_us(m, 1), 0);
+        ck_assert_int_gt(ordo__model_total_us(m, 1), 0);
         for (int o = 0; o < m->n_ops; o++) /* the format says bwd = 2 x fwd for profiles */
             ck_assert_msg(m->ops[o].bwd_us >= m->ops[o].fwd_us, "%s: op %s", path, m->ops[o].name);
-        ordo_model_destroy(&m);
+        ordo__model_destroy(&m);
         n++;
     }
     closedir(d);
@@ -467,21 +467,21 @@ static const struct {
 
 START_TEST(profile_counts_match_published)
 {
-    ordo_model_t *m = load_profile(published[_i].name);
+    ordo__model_t *m = load_profile(published[_i].name);
     ck_assert_int_eq(m->n_params, published[_i].tensors);
-    ck_assert_int_eq(ordo_model_total_numel(m), published[_i].numel);
-    ck_assert_int_eq(ordo_model_total_bytes(m), published[_i].numel * 4);
+    ck_assert_int_eq(ordo__model_total_numel(m), published[_i].numel);
+    ck_assert_int_eq(ordo__model_total_bytes(m), published[_i].numel * 4);
     ck_assert_int_eq(m->n_ops, published[_i].ops);
     ck_assert_int_eq(m->batch, published[_i].batch);
     ck_assert_str_eq(m->dtype, "float32");
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 /* op_input asserts that op `op` of m reads exactly the listed earlier ops. */
-static void expect_inputs(const ordo_model_t *m, const char *op, int n, const char *const *in)
+static void expect_inputs(const ordo__model_t *m, const char *op, int n, const char *const *in)
 {
-    int o = ordo_model_op_index(m, op);
+    int o = ordo__model_op_index(m, op);
     ck_assert_msg(o >= 0, "no op %s", op);
     ck_assert_int_eq(m->ops[o].n_inputs, n);
     for (int i = 0; i < n; i++)
@@ -490,40 +490,40 @@ static void expect_inputs(const ordo_model_t *m, const char *op, int n, const ch
 
 START_TEST(profiles_are_real_dags)
 {
-    ordo_model_t *m = load_profile("resnet50");
+    ordo__model_t *m = load_profile("resnet50");
     const char *add[2] = {"layer1.0.bn3", "layer1.0.downsample.1"};
     const char *add2[2] = {"layer1.1.bn3", "layer1.0.relu3"};
     expect_inputs(m, "layer1.0.add", 2, add);
     expect_inputs(m, "layer1.1.add", 2, add2);
     ck_assert_int_eq(m->ops[0].n_inputs, 0);
-    ck_assert_int_eq(m->params[ordo_model_param_index(m, "fc.weight")].shape[1], 2048);
-    ordo_model_destroy(&m);
+    ck_assert_int_eq(m->params[ordo__model_param_index(m, "fc.weight")].shape[1], 2048);
+    ordo__model_destroy(&m);
 
     m = load_profile("googlenet");
     const char *cat[4] = {"inception3a.branch1.relu", "inception3a.branch2.1.relu",
                           "inception3a.branch3.1.relu", "inception3a.branch4.1.relu"};
     expect_inputs(m, "inception3a.concat", 4, cat);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 
     m = load_profile("inception_v2");
     const char *cat3c[3] = {"inception_3c_3x3_relu", "inception_3c_double_3x3_2_relu",
                             "inception_3c_pool"};
     expect_inputs(m, "inception_3c_output", 3, cat3c);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 
     m = load_profile("densenet121");
-    int o = ordo_model_op_index(m, "features.denseblock4.concat");
+    int o = ordo__model_op_index(m, "features.denseblock4.concat");
     ck_assert_int_eq(m->ops[o].n_inputs, 17); /* the transition output and 16 layers */
     const char *l3[3] = {"features.pool0", "features.denseblock1.denselayer1.conv2",
                          "features.denseblock1.denselayer2.conv2"};
     expect_inputs(m, "features.denseblock1.denselayer3.concat", 3, l3);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 START_TEST(par32_and_seq32_structure)
 {
-    ordo_model_t *par = load_profile("par32"), *seq = load_profile("seq32");
+    ordo__model_t *par = load_profile("par32"), *seq = load_profile("seq32");
     for (int i = 0; i < 32; i++) {
         char name[16];
         snprintf(name, sizeof name, "p%d", i);
@@ -546,28 +546,28 @@ START_TEST(par32_and_seq32_structure)
         if (i > 0) ck_assert_int_eq(seq->ops[i].inputs[0], i - 1);
         ck_assert_double_eq(seq->ops[i].bwd_us, 2000);
     }
-    ordo_model_op_t *sum = &par->ops[32];
+    ordo__model_op_t *sum = &par->ops[32];
     ck_assert_str_eq(sum->name, "sum");
     ck_assert_int_eq(sum->n_params, 0);
     ck_assert_int_eq(sum->n_inputs, 32);
     for (int i = 0; i < 32; i++)
         ck_assert_int_eq(sum->inputs[i], i);
-    ck_assert_double_eq(ordo_model_total_us(seq, 0), 32000);
-    ordo_model_destroy(&par);
-    ordo_model_destroy(&seq);
+    ck_assert_double_eq(ordo__model_total_us(seq, 0), 32000);
+    ordo__model_destroy(&par);
+    ordo__model_destroy(&seq);
 }
 END_TEST
 
 START_TEST(smallmany_has_small_tensors)
 {
-    ordo_model_t *m = load_profile("smallmany");
+    ordo__model_t *m = load_profile("smallmany");
     for (int i = 0; i < m->n_params; i++) {
         ck_assert_int_ge(m->params[i].numel, 10000);
         ck_assert_int_le(m->params[i].numel, 50000);
         ck_assert_int_eq(m->ops[i].n_inputs, i > 0);
     }
-    ck_assert_double_eq(ordo_model_total_us(m, 1), 160 * 150);
-    ordo_model_destroy(&m);
+    ck_assert_double_eq(ordo__model_total_us(m, 1), 160 * 150);
+    ordo__model_destroy(&m);
 }
 END_TEST
 

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void expect_param(const ordo_model_t *m, const char *name, int ndim, int64_t d0, int64_t d1,
+static void expect_param(const ordo__model_t *m, const char *name, int ndim, int64_t d0, int64_t d1,
                          int64_t d2, int64_t d3)
 {
-    int p = ordo_model_param_index(m, name);
+    int p = ordo__model_param_index(m, name);
     ck_assert_msg(p >= 0, "no parameter %s", name);
     const int64_t want[4] = {d0, d1, d2, d3};
     ck_assert_int_eq(m->params[p].ndim, ndim);
@@ -20,8 +20,8 @@ static void expect_param(const ordo_model_t *m, const char *name, int ndim, int6
 
 START_TEST(mlp_is_784_256_128_10)
 {
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_nn_model("mlp", 64, &m));
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__nn_model("mlp", 64, &m));
     ck_assert_str_eq(m->name, "mlp");
     ck_assert_int_eq(m->batch, 64);
     ck_assert_int_eq(m->n_params, 6);
@@ -31,7 +31,7 @@ START_TEST(mlp_is_784_256_128_10)
     expect_param(m, "fc2.w", 2, 128, 256, 0, 0);
     expect_param(m, "fc3.w", 2, 10, 128, 0, 0);
     expect_param(m, "fc3.b", 1, 10, 0, 0, 0);
-    ck_assert_int_eq(ordo_model_total_numel(m), 784 * 256 + 256 + 256 * 128 + 128 + 1280 + 10);
+    ck_assert_int_eq(ordo__model_total_numel(m), 784 * 256 + 256 + 256 * 128 + 128 + 1280 + 10);
     const char *ops[] = {"fc1", "relu1", "fc2", "relu2", "fc3", "loss"};
     for (int o = 0; o < 6; o++) {
         ck_assert_str_eq(m->ops[o].name, ops[o]);
@@ -42,28 +42,28 @@ START_TEST(mlp_is_784_256_128_10)
     ck_assert_double_eq_tol(m->ops[0].fwd_us, 2.0 * 64 * 784 * 256 / 2e4, 1e-6);
     ck_assert_double_eq_tol(m->ops[0].bwd_us, 2 * m->ops[0].fwd_us, 1e-6);
 
-    ordo_nn_layer_t *l = NULL;
-    ORDO_CK_OK(ordo_nn_layers(m, &l));
+    ordo__nn_layer_t *l = NULL;
+    ORDO_CK_OK(ordo__nn_layers(m, &l));
     ck_assert_int_eq(l[0].kind, ORDO_NN_DENSE);
     ck_assert_int_eq(l[0].input, -1);
     ck_assert_int_eq(l[0].in_c, 784); /* flattened image */
     ck_assert_int_eq(l[0].out_c, 256);
-    ck_assert_int_eq(l[0].weight, ordo_model_param_index(m, "fc1.w"));
-    ck_assert_int_eq(l[0].bias, ordo_model_param_index(m, "fc1.b"));
+    ck_assert_int_eq(l[0].weight, ordo__model_param_index(m, "fc1.w"));
+    ck_assert_int_eq(l[0].bias, ordo__model_param_index(m, "fc1.b"));
     ck_assert_int_eq(l[1].kind, ORDO_NN_RELU);
-    ck_assert_int_eq(ordo_nn_layer_in_len(&l[1]), 256);
+    ck_assert_int_eq(ordo__nn_layer_in_len(&l[1]), 256);
     ck_assert_int_eq(l[5].kind, ORDO_NN_XENT);
     ck_assert_int_eq(l[5].input, 4);
     free(l);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
     ck_assert_ptr_null(m);
 }
 END_TEST
 
 START_TEST(cnn_has_two_conv_blocks_and_two_dense_layers)
 {
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_nn_model("cnn", 32, &m));
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__nn_model("cnn", 32, &m));
     ck_assert_int_eq(m->n_ops, 10);
     ck_assert_int_eq(m->n_params, 8);
     expect_param(m, "conv1.w", 4, 16, 1, 5, 5);
@@ -71,9 +71,9 @@ START_TEST(cnn_has_two_conv_blocks_and_two_dense_layers)
     expect_param(m, "conv2.b", 1, 32, 0, 0, 0);
     expect_param(m, "fc1.w", 2, 128, 32 * 7 * 7, 0, 0);
     expect_param(m, "fc2.w", 2, 10, 128, 0, 0);
-    ordo_nn_layer_t *l = NULL;
-    ORDO_CK_OK(ordo_nn_layers(m, &l));
-    const ordo_nn_kind_t kinds[] = {ORDO_NN_CONV,  ORDO_NN_RELU, ORDO_NN_POOL,  ORDO_NN_CONV,
+    ordo__nn_layer_t *l = NULL;
+    ORDO_CK_OK(ordo__nn_layers(m, &l));
+    const ordo__nn_kind_t kinds[] = {ORDO_NN_CONV,  ORDO_NN_RELU, ORDO_NN_POOL,  ORDO_NN_CONV,
                                     ORDO_NN_RELU,  ORDO_NN_POOL, ORDO_NN_DENSE, ORDO_NN_RELU,
                                     ORDO_NN_DENSE, ORDO_NN_XENT};
     for (int o = 0; o < 10; o++)
@@ -88,58 +88,58 @@ START_TEST(cnn_has_two_conv_blocks_and_two_dense_layers)
     ck_assert_int_eq(l[5].out_w, 7);
     ck_assert_int_eq(l[6].in_c, 1568);
     free(l);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 START_TEST(unknown_networks_and_unrunnable_models_are_rejected)
 {
-    ordo_model_t *m = NULL;
-    ORDO_CK_ERR(ordo_nn_model("resnet", 8, &m), ORDO_ERR_NOTFOUND);
-    ck_assert(strstr(ordo_error_detail(), "resnet"));
-    ORDO_CK_ERR(ordo_nn_model("mlp", 0, &m), ORDO_ERR_INVAL);
+    ordo__model_t *m = NULL;
+    ORDO_CK_ERR(ordo__nn_model("resnet", 8, &m), ORDO_ERR_NOTFOUND);
+    ck_assert(strstr(ordo__error_detail(), "resnet"));
+    ORDO_CK_ERR(ordo__nn_model("mlp", 0, &m), ORDO_ERR_INVAL);
     ck_assert_ptr_null(m);
 
     /* an op kind no backend runs */
-    m = ordo_model_new("prof", 8, NULL);
+    m = ordo__model_new("prof", 8, NULL);
     int64_t shape[2] = {10, 784};
-    ck_assert_int_ge(ordo_model_add_param(m, "attn.w", 2, shape), 0);
+    ck_assert_int_ge(ordo__model_add_param(m, "attn.w", 2, shape), 0);
     const char *pw[] = {"attn.w"};
-    ck_assert_int_ge(ordo_model_add_op(m, "attention", 0, NULL, 1, pw, 1, 1), 0);
-    ORDO_CK_OK(ordo_model_check(m));
-    ordo_nn_layer_t *l = NULL;
-    ORDO_CK_ERR(ordo_nn_layers(m, &l), ORDO_ERR_NOTSUP);
-    ck_assert(strstr(ordo_error_detail(), "op 'attention'"));
-    ordo_model_destroy(&m);
+    ck_assert_int_ge(ordo__model_add_op(m, "attention", 0, NULL, 1, pw, 1, 1), 0);
+    ORDO_CK_OK(ordo__model_check(m));
+    ordo__nn_layer_t *l = NULL;
+    ORDO_CK_ERR(ordo__nn_layers(m, &l), ORDO_ERR_NOTSUP);
+    ck_assert(strstr(ordo__error_detail(), "op 'attention'"));
+    ordo__model_destroy(&m);
 
     /* a dense layer whose weight does not fit its input */
-    m = ordo_model_new("bad", 8, NULL);
+    m = ordo__model_new("bad", 8, NULL);
     int64_t w[2] = {10, 100}, b[1] = {10};
-    ck_assert_int_ge(ordo_model_add_param(m, "fc.w", 2, w), 0);
-    ck_assert_int_ge(ordo_model_add_param(m, "fc.b", 1, b), 0);
+    ck_assert_int_ge(ordo__model_add_param(m, "fc.w", 2, w), 0);
+    ck_assert_int_ge(ordo__model_add_param(m, "fc.b", 1, b), 0);
     const char *pp[] = {"fc.w", "fc.b"};
     const char *in[] = {"fc"};
-    ck_assert_int_ge(ordo_model_add_op(m, "fc", 0, NULL, 2, pp, 1, 1), 0);
-    ck_assert_int_ge(ordo_model_add_op(m, "loss", 1, in, 0, NULL, 1, 1), 0);
-    ORDO_CK_ERR(ordo_nn_layers(m, &l), ORDO_ERR_NOTSUP);
-    ck_assert(strstr(ordo_error_detail(), "op 'fc'") && strstr(ordo_error_detail(), "784"));
-    ordo_model_destroy(&m);
+    ck_assert_int_ge(ordo__model_add_op(m, "fc", 0, NULL, 2, pp, 1, 1), 0);
+    ck_assert_int_ge(ordo__model_add_op(m, "loss", 1, in, 0, NULL, 1, 1), 0);
+    ORDO_CK_ERR(ordo__nn_layers(m, &l), ORDO_ERR_NOTSUP);
+    ck_assert(strstr(ordo__error_detail(), "op 'fc'") && strstr(ordo__error_detail(), "784"));
+    ordo__model_destroy(&m);
 
     /* no loss at the end */
-    m = ordo_model_new("noloss", 8, NULL);
+    m = ordo__model_new("noloss", 8, NULL);
     w[1] = 784;
-    ck_assert_int_ge(ordo_model_add_param(m, "fc.w", 2, w), 0);
-    ck_assert_int_ge(ordo_model_add_param(m, "fc.b", 1, b), 0);
-    ck_assert_int_ge(ordo_model_add_op(m, "fc", 0, NULL, 2, pp, 1, 1), 0);
-    ck_assert_int_ge(ordo_model_add_op(m, "relu", 1, in, 0, NULL, 1, 1), 0);
-    ORDO_CK_ERR(ordo_nn_layers(m, &l), ORDO_ERR_NOTSUP);
-    ck_assert(strstr(ordo_error_detail(), "must be the loss"));
-    ordo_model_destroy(&m);
+    ck_assert_int_ge(ordo__model_add_param(m, "fc.w", 2, w), 0);
+    ck_assert_int_ge(ordo__model_add_param(m, "fc.b", 1, b), 0);
+    ck_assert_int_ge(ordo__model_add_op(m, "fc", 0, NULL, 2, pp, 1, 1), 0);
+    ck_assert_int_ge(ordo__model_add_op(m, "relu", 1, in, 0, NULL, 1, 1), 0);
+    ORDO_CK_ERR(ordo__nn_layers(m, &l), ORDO_ERR_NOTSUP);
+    ck_assert(strstr(ordo__error_detail(), "must be the loss"));
+    ordo__model_destroy(&m);
     ck_assert_ptr_null(l);
 }
 END_TEST
 
-static float **alloc_params(const ordo_model_t *m)
+static float **alloc_params(const ordo__model_t *m)
 {
     float **p = calloc((size_t)m->n_params, sizeof *p);
     for (int i = 0; i < m->n_params; i++)
@@ -147,7 +147,7 @@ static float **alloc_params(const ordo_model_t *m)
     return p;
 }
 
-static void free_params(const ordo_model_t *m, float **p)
+static void free_params(const ordo__model_t *m, float **p)
 {
     for (int i = 0; i < m->n_params; i++)
         free(p[i]);
@@ -156,14 +156,14 @@ static void free_params(const ordo_model_t *m, float **p)
 
 START_TEST(init_is_deterministic_he_uniform)
 {
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_nn_model("cnn", 4, &m));
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__nn_model("cnn", 4, &m));
     float **a = alloc_params(m), **b = alloc_params(m), **c = alloc_params(m);
-    ordo_nn_init(m, 5, a);
-    ordo_nn_init(m, 5, b);
-    ordo_nn_init(m, 6, c);
+    ordo__nn_init(m, 5, a);
+    ordo__nn_init(m, 5, b);
+    ordo__nn_init(m, 6, c);
     for (int p = 0; p < m->n_params; p++) {
-        const ordo_model_param_t *mp = &m->params[p];
+        const ordo__model_param_t *mp = &m->params[p];
         size_t bytes = sizeof(float) * (size_t)mp->numel;
         ck_assert_mem_eq(a[p], b[p], bytes);
         if (mp->ndim == 1) {
@@ -187,7 +187,7 @@ START_TEST(init_is_deterministic_he_uniform)
     free_params(m, a);
     free_params(m, b);
     free_params(m, c);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -196,19 +196,19 @@ START_TEST(sgd_update_follows_the_documented_formula)
     float w[2] = {1.0f, -2.0f}, v[2] = {0, 0};
     const float g[2] = {0.5f, 0.25f};
     /* step 1: d = g + 0.1 w = (0.6, 0.05); v = d; w -= 0.1 v */
-    ordo_nn_sgd_update(2, w, v, g, 0.1f, 0.9f, 0.1f);
+    ordo__nn_sgd_update(2, w, v, g, 0.1f, 0.9f, 0.1f);
     ck_assert_float_eq_tol(v[0], 0.6f, 1e-7f);
     ck_assert_float_eq_tol(v[1], 0.05f, 1e-7f);
     ck_assert_float_eq_tol(w[0], 0.94f, 1e-7f);
     ck_assert_float_eq_tol(w[1], -2.005f, 1e-6f);
     /* step 2: d = g + 0.1 w; v = 0.9 v + d; w -= 0.1 v */
-    ordo_nn_sgd_update(2, w, v, g, 0.1f, 0.9f, 0.1f);
+    ordo__nn_sgd_update(2, w, v, g, 0.1f, 0.9f, 0.1f);
     float v0 = 0.9f * 0.6f + (0.5f + 0.1f * 0.94f);
     ck_assert_float_eq_tol(v[0], v0, 1e-6f);
     ck_assert_float_eq_tol(w[0], 0.94f - 0.1f * v0, 1e-6f);
     /* plain SGD: momentum and decay zero */
     float w2 = 3, v2 = 0, g2 = 2;
-    ordo_nn_sgd_update(1, &w2, &v2, &g2, 0.5f, 0, 0);
+    ordo__nn_sgd_update(1, &w2, &v2, &g2, 0.5f, 0, 0);
     ck_assert_float_eq(w2, 2.0f);
 }
 END_TEST

@@ -11,18 +11,18 @@
 
 static void expect_detail(const char *want)
 {
-    ck_assert_msg(strstr(ordo_error_detail(), want) != NULL, "detail '%s' lacks '%s'",
-                  ordo_error_detail(), want);
+    ck_assert_msg(strstr(ordo__error_detail(), want) != NULL, "detail '%s' lacks '%s'",
+                  ordo__error_detail(), want);
 }
 
 /* graph builds the order graph of m at 1gbit, 10 us latency (a 1250-float recv = 50 us). */
-static ordo_order_graph_t *graph(const ordo_model_t *m, const int *channel, int n_channels)
+static ordo__order_graph_t *graph(const ordo__model_t *m, const int *channel, int n_channels)
 {
-    ordo_oracle_times_t *t = NULL;
-    ordo_order_graph_t *g = NULL;
-    ORDO_CK_OK(ordo_oracle_times_new(m, 1e9, 10, NULL, &t));
-    ORDO_CK_OK(ordo_order_graph_new(m, t, channel, n_channels, &g));
-    ordo_oracle_times_destroy(&t);
+    ordo__oracle_times_t *t = NULL;
+    ordo__order_graph_t *g = NULL;
+    ORDO_CK_OK(ordo__oracle_times_new(m, 1e9, 10, NULL, &t));
+    ORDO_CK_OK(ordo__order_graph_new(m, t, channel, n_channels, &g));
+    ordo__oracle_times_destroy(&t);
     return g;
 }
 
@@ -30,15 +30,15 @@ static ordo_order_graph_t *graph(const ordo_model_t *m, const int *channel, int 
 
 START_TEST(fig2a_dependencies_and_properties)
 {
-    ordo_model_t *m = fx_fig2a(100, 70);
-    ordo_order_graph_t *g = graph(m, NULL, 1);
+    ordo__model_t *m = fx_fig2a(100, 70);
+    ordo__order_graph_t *g = graph(m, NULL, 1);
     /* op1.dep = {r1}, op2.dep = {r1, r2} (transitively through op1) */
-    ck_assert_int_eq(ordo_order_depends(g, 0, 0), 1);
-    ck_assert_int_eq(ordo_order_depends(g, 0, 1), 0);
-    ck_assert_int_eq(ordo_order_depends(g, 1, 0), 1);
-    ck_assert_int_eq(ordo_order_depends(g, 1, 1), 1);
+    ck_assert_int_eq(ordo__order_depends(g, 0, 0), 1);
+    ck_assert_int_eq(ordo__order_depends(g, 0, 1), 0);
+    ck_assert_int_eq(ordo__order_depends(g, 1, 0), 1);
+    ck_assert_int_eq(ordo__order_depends(g, 1, 1), 1);
     double M[2], P[2], Mp[2];
-    ORDO_CK_OK(ordo_order_properties(g, NULL, M, P, Mp));
+    ORDO_CK_OK(ordo__order_properties(g, NULL, M, P, Mp));
     ck_assert_double_eq(M[0], 50);   /* Time(r1) */
     ck_assert_double_eq(M[1], 100);  /* Time(r1) + Time(r2) */
     ck_assert_double_eq(P[0], 100);  /* P(recv1) = Time(op1) */
@@ -47,28 +47,28 @@ START_TEST(fig2a_dependencies_and_properties)
     ck_assert_double_eq(Mp[1], 100);
     /* once r1 has arrived, op2 needs r2 alone: P(r2) = Time(op2), M+ becomes infinite */
     unsigned char out[2] = {0, 1};
-    ORDO_CK_OK(ordo_order_properties(g, out, M, P, Mp));
+    ORDO_CK_OK(ordo__order_properties(g, out, M, P, Mp));
     ck_assert_double_eq(M[0], 0);
     ck_assert_double_eq(M[1], 50);
     ck_assert_double_eq(P[1], 70);
     ck_assert(isinf(Mp[1]));
     ck_assert(isinf(Mp[0])); /* not outstanding */
     int prio[2];
-    ORDO_CK_OK(ordo_order_tao(g, prio));
+    ORDO_CK_OK(ordo__order_tao(g, prio));
     ck_assert_int_eq(prio[0], 0);
     ck_assert_int_eq(prio[1], 1);
-    ordo_order_graph_destroy(&g);
+    ordo__order_graph_destroy(&g);
     ck_assert_ptr_null(g);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 START_TEST(fig4_joint_recvs_go_first)
 {
-    ordo_model_t *m = fx_fig4(); /* listed D, C, B, A */
-    ordo_order_graph_t *g = graph(m, NULL, 1);
+    ordo__model_t *m = fx_fig4(); /* listed D, C, B, A */
+    ordo__order_graph_t *g = graph(m, NULL, 1);
     double M[3], P[4], Mp[4];
-    ORDO_CK_OK(ordo_order_properties(g, NULL, M, P, Mp));
+    ORDO_CK_OK(ordo__order_properties(g, NULL, M, P, Mp));
     for (int r = 0; r < 4; r++)
         ck_assert_double_eq(P[r], 0); /* no op is unlocked by one recv alone */
     ck_assert_double_eq(Mp[3], 100);  /* A: op1 needs A and B */
@@ -78,38 +78,38 @@ START_TEST(fig4_joint_recvs_go_first)
     ck_assert_double_eq(M[0], 100);
     ck_assert_double_eq(M[2], 200);
     int prio[4];
-    ORDO_CK_OK(ordo_order_tao(g, prio));
+    ORDO_CK_OK(ordo__order_tao(g, prio));
     /* all P are 0, so M+ decides: B (listed before A) then A, whose P is then op1's time */
     ck_assert_int_eq(prio[2], 0);
     ck_assert_int_eq(prio[3], 1);
     ck_assert_int_eq(prio[1], 2);
     ck_assert_int_eq(prio[0], 3);
-    ORDO_CK_OK(ordo_order_tio(g, prio));
+    ORDO_CK_OK(ordo__order_tio(g, prio));
     ck_assert_int_eq(prio[2], 0); /* M+ = 2 */
     ck_assert_int_eq(prio[3], 0);
     ck_assert_int_eq(prio[1], 1); /* M+ = 3 */
     ck_assert_int_eq(prio[0], 2); /* M+ = 4 */
-    ordo_order_graph_destroy(&g);
-    ordo_model_destroy(&m);
+    ordo__order_graph_destroy(&g);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 START_TEST(m_is_the_max_over_channels)
 {
-    ordo_model_t *m = ordo_model_new("chan", 1, NULL);
+    ordo__model_t *m = ordo__model_new("chan", 1, NULL);
     fx_param(m, "a", FX_NUMEL_50US);     /* 50 us on channel 0 */
     fx_param(m, "b", FX_NUMEL_50US);     /* 50 us on channel 1 */
     fx_param(m, "c", FX_NUMEL_50US / 5); /* 10 + 8 = 18 us on channel 0 */
     fx_op(m, "x", NULL, FX_L("a", "b", "c"), 5, 0);
-    ORDO_CK_OK(ordo_model_check(m));
+    ORDO_CK_OK(ordo__model_check(m));
     int ch[3] = {0, 1, 0};
-    ordo_order_graph_t *g = graph(m, ch, 2);
+    ordo__order_graph_t *g = graph(m, ch, 2);
     double M[1], Mp[3];
-    ORDO_CK_OK(ordo_order_properties(g, NULL, M, NULL, Mp));
+    ORDO_CK_OK(ordo__order_properties(g, NULL, M, NULL, Mp));
     ck_assert_double_eq(M[0], 68); /* max(50 + 18, 50), not 118 */
     ck_assert_double_eq(Mp[1], 68);
-    ordo_order_graph_destroy(&g);
-    ordo_model_destroy(&m);
+    ordo__order_graph_destroy(&g);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -117,30 +117,30 @@ END_TEST
 
 START_TEST(tio_on_par32_gives_one_priority)
 {
-    ordo_model_t *m = fx_par32();
+    ordo__model_t *m = fx_par32();
     int prio[32];
-    ORDO_CK_OK(ordo_order_plan(m, NULL, 1, 1e9, 50, ORDO_POLICY_TIO, prio));
+    ORDO_CK_OK(ordo__order_plan(m, NULL, 1, 1e9, 50, ORDO_POLICY_TIO, prio));
     for (int i = 0; i < 32; i++)
         ck_assert_int_eq(prio[i], 0);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 START_TEST(seq32_tao_is_the_chain_and_tio_never_decreases)
 {
-    ordo_model_t *m = fx_seq32();
+    ordo__model_t *m = fx_seq32();
     int prio[32];
-    ORDO_CK_OK(ordo_order_plan(m, NULL, 1, 1e9, 50, ORDO_POLICY_TAO, prio));
+    ORDO_CK_OK(ordo__order_plan(m, NULL, 1, 1e9, 50, ORDO_POLICY_TAO, prio));
     for (int i = 0; i < 32; i++)
         ck_assert_int_eq(prio[i], i);
-    ordo_order_graph_t *g = NULL;
-    ORDO_CK_OK(ordo_order_graph_new(m, NULL, NULL, 1, &g)); /* the unit oracle */
+    ordo__order_graph_t *g = NULL;
+    ORDO_CK_OK(ordo__order_graph_new(m, NULL, NULL, 1, &g)); /* the unit oracle */
     double Mp[32];
-    ORDO_CK_OK(ordo_order_properties(g, NULL, NULL, NULL, Mp));
+    ORDO_CK_OK(ordo__order_properties(g, NULL, NULL, NULL, Mp));
     ck_assert_double_eq(Mp[0], 2);
     ck_assert_double_eq(Mp[1], 2);
     ck_assert_double_eq(Mp[31], 32);
-    ORDO_CK_OK(ordo_order_tio(g, prio));
+    ORDO_CK_OK(ordo__order_tio(g, prio));
     ck_assert_int_eq(prio[0], 0);
     ck_assert_int_eq(prio[1], 0); /* the first two tie */
     for (int i = 2; i < 32; i++) {
@@ -148,9 +148,9 @@ START_TEST(seq32_tao_is_the_chain_and_tio_never_decreases)
         ck_assert_int_eq(prio[i], i - 1);
     }
     /* a timing-independent graph cannot run TAO */
-    ORDO_CK_ERR(ordo_order_tao(g, prio), ORDO_ERR_INVAL);
-    ordo_order_graph_destroy(&g);
-    ordo_model_destroy(&m);
+    ORDO_CK_ERR(ordo__order_tao(g, prio), ORDO_ERR_INVAL);
+    ordo__order_graph_destroy(&g);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -158,7 +158,7 @@ END_TEST
 
 START_TEST(channels_largest_first_to_least_loaded)
 {
-    ordo_model_t *m = ordo_model_new("ch", 1, NULL);
+    ordo__model_t *m = ordo__model_new("ch", 1, NULL);
     int64_t sizes[5] = {10, 40, 30, 20, 40};
     for (int i = 0; i < 5; i++) {
         char n[8];
@@ -167,49 +167,49 @@ START_TEST(channels_largest_first_to_least_loaded)
     }
     fx_op(m, "x", NULL, FX_L("p0", "p1", "p2", "p3"), 1, 1);
     fx_op(m, "y", FX_L("x"), FX_L("p4"), 1, 1);
-    ORDO_CK_OK(ordo_model_check(m));
+    ORDO_CK_OK(ordo__model_check(m));
     int ch[5];
     /* p1 -> 0, p4 -> 1 (tie on size: listed order), p2 -> 0 (tie on load: lowest index),
      * p3 -> 1, p0 -> 1 (loads 70 / 60 before it) */
-    ORDO_CK_OK(ordo_order_assign_channels(m, 2, ch));
+    ORDO_CK_OK(ordo__order_assign_channels(m, 2, ch));
     int want[5] = {1, 0, 0, 1, 1};
     for (int i = 0; i < 5; i++)
         ck_assert_int_eq(ch[i], want[i]);
-    ORDO_CK_OK(ordo_order_assign_channels(m, 1, ch));
+    ORDO_CK_OK(ordo__order_assign_channels(m, 1, ch));
     for (int i = 0; i < 5; i++)
         ck_assert_int_eq(ch[i], 0);
-    ORDO_CK_ERR(ordo_order_assign_channels(m, 0, ch), ORDO_ERR_INVAL);
-    ordo_model_destroy(&m);
+    ORDO_CK_ERR(ordo__order_assign_channels(m, 0, ch), ORDO_ERR_INVAL);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 START_TEST(plan_policies)
 {
-    ordo_model_t *m = fx_fig4();
+    ordo__model_t *m = fx_fig4();
     int prio[4];
-    ORDO_CK_OK(ordo_order_plan(m, NULL, 1, 1e9, 10, ORDO_POLICY_FIFO, prio));
+    ORDO_CK_OK(ordo__order_plan(m, NULL, 1, 1e9, 10, ORDO_POLICY_FIFO, prio));
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(prio[i], 0);
-    ORDO_CK_ERR(ordo_order_plan(m, NULL, 1, 1e9, 10, ORDO_POLICY_FILE, prio), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__order_plan(m, NULL, 1, 1e9, 10, ORDO_POLICY_FILE, prio), ORDO_ERR_INVAL);
     /* layer: ByteScheduler's rule, each parameter's listed place */
-    ORDO_CK_OK(ordo_order_plan(m, NULL, 1, 1e9, 10, ORDO_POLICY_LAYER, prio));
+    ORDO_CK_OK(ordo__order_plan(m, NULL, 1, 1e9, 10, ORDO_POLICY_LAYER, prio));
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(prio[i], i);
-    ck_assert_str_eq(ordo_order_policy_name(ORDO_POLICY_LAYER), "layer");
-    ordo_order_opts_t o;
-    ordo_order_opts_default(&o);
+    ck_assert_str_eq(ordo__order_policy_name(ORDO_POLICY_LAYER), "layer");
+    ordo__order_opts_t o;
+    ordo__order_opts_default(&o);
     ck_assert_int_eq(o.search_budget_ms, 2000);
     o.search_budget_ms = 0;
     o.search_evals = 200;
-    ORDO_CK_OK(ordo_order_plan_ex(m, NULL, 1, 1e9, 10, ORDO_POLICY_SEARCH, &o, prio));
+    ORDO_CK_OK(ordo__order_plan_ex(m, NULL, 1, 1e9, 10, ORDO_POLICY_SEARCH, &o, prio));
     /* a total order with A and B first */
     ck_assert_int_eq(prio[2] + prio[3], 1);
     ck_assert_int_eq(prio[1], 2);
     ck_assert_int_eq(prio[0], 3);
     int ch[4] = {0, 1, 2, 3};
-    ck_assert_int_eq(ordo_order_plan(m, ch, 2, 1e9, 10, ORDO_POLICY_TAO, prio), ORDO_ERR_INVAL);
+    ck_assert_int_eq(ordo__order_plan(m, ch, 2, 1e9, 10, ORDO_POLICY_TAO, prio), ORDO_ERR_INVAL);
     expect_detail("channel 2 not in [0, 2)");
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -217,7 +217,7 @@ START_TEST(tao_scales_to_large_graphs)
 {
     /* 400 parameters, 1200 ops: every op reads the previous op, a skip connection and a
      * parameter every third op; checks the result is a permutation (no timing) */
-    ordo_model_t *m = ordo_model_new("big", 1, NULL);
+    ordo__model_t *m = ordo__model_new("big", 1, NULL);
     int np = 0;
     for (int i = 0; i < 1200; i++) {
         char on[16], a[16], b[16], pn[16];
@@ -232,51 +232,51 @@ START_TEST(tao_scales_to_large_graphs)
             np++;
         }
         ck_assert_int_ge(
-            ordo_model_add_op(m, on, i == 0 ? 0 : (i >= 7 ? 2 : 1), in, has_p, pa, 10 + i % 97, 0),
+            ordo__model_add_op(m, on, i == 0 ? 0 : (i >= 7 ? 2 : 1), in, has_p, pa, 10 + i % 97, 0),
             0);
     }
-    ORDO_CK_OK(ordo_model_check(m));
+    ORDO_CK_OK(ordo__model_check(m));
     int *prio = malloc((size_t)np * sizeof *prio), *seen = calloc((size_t)np, sizeof *seen);
     int ch[400];
-    ORDO_CK_OK(ordo_order_assign_channels(m, 3, ch));
-    ORDO_CK_OK(ordo_order_plan(m, ch, 3, 1e9, 50, ORDO_POLICY_TAO, prio));
+    ORDO_CK_OK(ordo__order_assign_channels(m, 3, ch));
+    ORDO_CK_OK(ordo__order_plan(m, ch, 3, 1e9, 50, ORDO_POLICY_TAO, prio));
     for (int p = 0; p < np; p++) {
         ck_assert(prio[p] >= 0 && prio[p] < np);
         seen[prio[p]]++;
     }
     for (int p = 0; p < np; p++)
         ck_assert_int_eq(seen[p], 1);
-    ORDO_CK_OK(ordo_order_plan(m, ch, 3, 1e9, 50, ORDO_POLICY_TIO, prio));
+    ORDO_CK_OK(ordo__order_plan(m, ch, 3, 1e9, 50, ORDO_POLICY_TIO, prio));
     free(prio);
     free(seen);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 /* ---------------------------------------------------------------- ordo-order/1 files */
 
-static void expect_order_error(const ordo_model_t *m, const char *json, const char *want)
+static void expect_order_error(const ordo__model_t *m, const char *json, const char *want)
 {
     int prio[4];
-    ORDO_CK_ERR(ordo_order_read_string(json, "o.json", m, prio), ORDO_ERR_FORMAT);
+    ORDO_CK_ERR(ordo__order_read_string(json, "o.json", m, prio), ORDO_ERR_FORMAT);
     expect_detail(want);
 }
 
 START_TEST(order_file_roundtrip_and_rejections)
 {
-    ordo_model_t *m = fx_fig4();
+    ordo__model_t *m = fx_fig4();
     int prio[4] = {3, 2, 0, 0}, back[4];
     char path[] = "/tmp/ordo-order-test-XXXXXX";
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     FILE *f = fdopen(fd, "w");
-    ORDO_CK_OK(ordo_order_write(f, m, "tio", prio));
+    ORDO_CK_OK(ordo__order_write(f, m, "tio", prio));
     fclose(f);
-    ORDO_CK_OK(ordo_order_read_file(path, m, back));
+    ORDO_CK_OK(ordo__order_read_file(path, m, back));
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(back[i], prio[i]);
     unlink(path);
-    ORDO_CK_ERR(ordo_order_read_file(path, m, back), ORDO_ERR_NOTFOUND);
+    ORDO_CK_ERR(ordo__order_read_file(path, m, back), ORDO_ERR_NOTFOUND);
     expect_detail(path);
 
 #define HEAD "{\"format\": \"ordo-order/1\", \"model\": \"fig4\", \"policy\": \"tao\", "
@@ -285,7 +285,7 @@ START_TEST(order_file_roundtrip_and_rejections)
                             "\"priority\": 1}, {\"param\": \"D\", \"priority\": 7}]}";
     char buf[512];
     snprintf(buf, sizeof buf, HEAD "%s", good_tail);
-    ORDO_CK_OK(ordo_order_read_string(buf, "o.json", m, back));
+    ORDO_CK_OK(ordo__order_read_string(buf, "o.json", m, back));
     ck_assert_int_eq(back[0], 7); /* D */
     ck_assert_int_eq(back[3], 0); /* A */
 
@@ -310,42 +310,42 @@ START_TEST(order_file_roundtrip_and_rejections)
     expect_order_error(m, HEAD "\"priorities\": 3}", "o.json: $.priorities: missing or not");
     expect_order_error(m, "{\"format\": ", "o.json:1:");
 #undef HEAD
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 /* ---------------------------------------------------------------- ordo-oracle/1 */
 
-static void expect_oracle_error(const ordo_model_t *m, const char *json, const char *want)
+static void expect_oracle_error(const ordo__model_t *m, const char *json, const char *want)
 {
-    ordo_oracle_t *o = NULL;
-    ORDO_CK_ERR(ordo_oracle_load_string(json, "t.json", m, &o), ORDO_ERR_FORMAT);
+    ordo__oracle_t *o = NULL;
+    ORDO_CK_ERR(ordo__oracle_load_string(json, "t.json", m, &o), ORDO_ERR_FORMAT);
     ck_assert_ptr_null(o);
     expect_detail(want);
 }
 
 START_TEST(oracle_load_apply_and_reject)
 {
-    ordo_model_t *m = fx_fig2a(100, 70);
-    ordo_oracle_t *o = NULL;
+    ordo__model_t *m = fx_fig2a(100, 70);
+    ordo__oracle_t *o = NULL;
     const char *json = "{\"format\": \"ordo-oracle/1\", \"model\": \"fig2a\", \"iterations\": 5,"
                        " \"ops\": [{\"name\": \"op2\", \"fwd_us\": 12.5}],"
                        " \"params\": [{\"name\": \"r2\", \"recv_us\": 7}]}";
-    ORDO_CK_OK(ordo_oracle_load_string(json, "t.json", m, &o));
-    ordo_oracle_times_t *t = NULL;
-    ORDO_CK_OK(ordo_oracle_times_new(m, 1e9, 10, o, &t));
+    ORDO_CK_OK(ordo__oracle_load_string(json, "t.json", m, &o));
+    ordo__oracle_times_t *t = NULL;
+    ORDO_CK_OK(ordo__oracle_times_new(m, 1e9, 10, o, &t));
     ck_assert_double_eq(t->fwd_us[0], 100);  /* not measured: the profile's */
     ck_assert_double_eq(t->fwd_us[1], 12.5); /* measured */
     ck_assert_double_eq(t->bwd_us[1], 0);
     ck_assert_double_eq(t->recv_us[0], 50); /* the link: 10 + 5000 * 8 / 1e9 s */
     ck_assert_double_eq(t->recv_us[1], 7);
     ck_assert_double_eq(t->send_us[1], 50);
-    ordo_oracle_times_destroy(&t);
+    ordo__oracle_times_destroy(&t);
     ck_assert_ptr_null(t);
-    ordo_oracle_destroy(&o);
+    ordo__oracle_destroy(&o);
     ck_assert_ptr_null(o);
-    ck_assert_double_eq(ordo_oracle_transfer_us(125000, 1e9, 0), 1000);
-    ck_assert_double_eq(ordo_oracle_transfer_us(125000, 0, 3), 3); /* unlimited link */
+    ck_assert_double_eq(ordo__oracle_transfer_us(125000, 1e9, 0), 1000);
+    ck_assert_double_eq(ordo__oracle_transfer_us(125000, 0, 3), 3); /* unlimited link */
 
 #define HEAD "{\"format\": \"ordo-oracle/1\", \"model\": \"fig2a\", "
     expect_oracle_error(m, "{\"format\": \"x\"}", "t.json: $.format: must be \"ordo-oracle/1\"");
@@ -369,46 +369,46 @@ START_TEST(oracle_load_apply_and_reject)
     expect_oracle_error(m, HEAD "\"ops\": [], \"iterations\": -2}",
                         "t.json: $.iterations: must be an integer >= 0");
 #undef HEAD
-    ORDO_CK_ERR(ordo_oracle_load_file("/nonexistent/t.json", m, &o), ORDO_ERR_NOTFOUND);
-    ordo_model_destroy(&m);
+    ORDO_CK_ERR(ordo__oracle_load_file("/nonexistent/t.json", m, &o), ORDO_ERR_NOTFOUND);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 START_TEST(oracle_keeps_the_minimum_and_roundtrips)
 {
-    ordo_model_t *m = fx_fig2a(100, 70);
-    ordo_oracle_t *o = NULL, *back = NULL;
-    ORDO_CK_OK(ordo_oracle_new(m, &o));
-    ordo_oracle_observe_op(o, 0, 90, 200);
-    ordo_oracle_observe_op(o, 0, 80, 210); /* fwd 80, bwd 200 */
-    ordo_oracle_observe_op(o, 0, 85, -1);  /* bwd not measured */
-    ordo_oracle_observe_transfer(o, 1, 40, -1);
-    ordo_oracle_observe_transfer(o, 1, 45, 60);
+    ordo__model_t *m = fx_fig2a(100, 70);
+    ordo__oracle_t *o = NULL, *back = NULL;
+    ORDO_CK_OK(ordo__oracle_new(m, &o));
+    ordo__oracle_observe_op(o, 0, 90, 200);
+    ordo__oracle_observe_op(o, 0, 80, 210); /* fwd 80, bwd 200 */
+    ordo__oracle_observe_op(o, 0, 85, -1);  /* bwd not measured */
+    ordo__oracle_observe_transfer(o, 1, 40, -1);
+    ordo__oracle_observe_transfer(o, 1, 45, 60);
     char path[] = "/tmp/ordo-oracle-test-XXXXXX";
     int fd = mkstemp(path);
     ck_assert_int_ge(fd, 0);
     FILE *f = fdopen(fd, "w");
-    ORDO_CK_OK(ordo_oracle_write(o, f));
+    ORDO_CK_OK(ordo__oracle_write(o, f));
     fclose(f);
-    ORDO_CK_OK(ordo_oracle_load_file(path, m, &back));
+    ORDO_CK_OK(ordo__oracle_load_file(path, m, &back));
     unlink(path);
-    ordo_oracle_times_t *t = NULL;
-    ORDO_CK_OK(ordo_oracle_times_new(m, 1e9, 10, back, &t));
+    ordo__oracle_times_t *t = NULL;
+    ORDO_CK_OK(ordo__oracle_times_new(m, 1e9, 10, back, &t));
     ck_assert_double_eq(t->fwd_us[0], 80);
     ck_assert_double_eq(t->bwd_us[0], 200);
     ck_assert_double_eq(t->fwd_us[1], 70); /* op2 never observed */
     ck_assert_double_eq(t->recv_us[1], 40);
     ck_assert_double_eq(t->send_us[1], 60);
     ck_assert_double_eq(t->recv_us[0], 50);
-    ordo_oracle_times_destroy(&t);
+    ordo__oracle_times_destroy(&t);
     /* an oracle of another model is refused when applied */
-    ordo_model_t *other = fx_fig4();
-    ORDO_CK_ERR(ordo_oracle_times_new(other, 1e9, 10, back, &t), ORDO_ERR_INVAL);
+    ordo__model_t *other = fx_fig4();
+    ORDO_CK_ERR(ordo__oracle_times_new(other, 1e9, 10, back, &t), ORDO_ERR_INVAL);
     expect_detail("does not fit model 'fig4'");
-    ordo_model_destroy(&other);
-    ordo_oracle_destroy(&o);
-    ordo_oracle_destroy(&back);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&other);
+    ordo__oracle_destroy(&o);
+    ordo__oracle_destroy(&back);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -425,25 +425,25 @@ static void write_file(char *path, const char *text)
 
 /* expect_trace_error: reading text as a trace fails with ORDO_ERR_FORMAT and the detail
  * (after the file's name) want */
-static void expect_trace_error(const ordo_model_t *m, const char *text, const char *want)
+static void expect_trace_error(const ordo__model_t *m, const char *text, const char *want)
 {
     char path[] = "/tmp/ordo-trace-test-XXXXXX";
     write_file(path, text);
-    ordo_oracle_t *o = NULL;
-    ORDO_CK_OK(ordo_oracle_new(m, &o));
+    ordo__oracle_t *o = NULL;
+    ORDO_CK_OK(ordo__oracle_new(m, &o));
     int n = -1;
-    ORDO_CK_ERR(ordo_oracle_observe_trace(o, path, &n), ORDO_ERR_FORMAT);
+    ORDO_CK_ERR(ordo__oracle_observe_trace(o, path, &n), ORDO_ERR_FORMAT);
     ck_assert_int_eq(n, 0);
-    const char *d = ordo_error_detail();
+    const char *d = ordo__error_detail();
     ck_assert_msg(strncmp(d, path, strlen(path)) == 0 && strstr(d, want), "detail '%s' lacks '%s'",
                   d, want);
     unlink(path);
-    ordo_oracle_destroy(&o);
+    ordo__oracle_destroy(&o);
 }
 
 START_TEST(oracle_from_traces_and_into_a_model)
 {
-    ordo_model_t *m = fx_fig2a(100, 70);
+    ordo__model_t *m = fx_fig2a(100, 70);
     /* two iterations of a worker's trace: forward and backward events of both ops, with
      * pulls, pushes, waits and metadata that must be skipped */
     const char *trace =
@@ -470,14 +470,14 @@ START_TEST(oracle_from_traces_and_into_a_model)
         "\"dur\":170}]}";
     char path[] = "/tmp/ordo-trace-test-XXXXXX";
     write_file(path, trace);
-    ordo_oracle_t *o = NULL;
-    ORDO_CK_OK(ordo_oracle_new(m, &o));
+    ordo__oracle_t *o = NULL;
+    ORDO_CK_OK(ordo__oracle_new(m, &o));
     int n = 0;
-    ORDO_CK_OK(ordo_oracle_observe_trace(o, path, &n));
+    ORDO_CK_OK(ordo__oracle_observe_trace(o, path, &n));
     unlink(path);
     ck_assert_int_eq(n, 8); /* the compute events only */
-    ordo_model_t *timed = NULL;
-    ORDO_CK_OK(ordo_oracle_timed_model(m, o, &timed));
+    ordo__model_t *timed = NULL;
+    ORDO_CK_OK(ordo__oracle_timed_model(m, o, &timed));
     ck_assert_str_eq(timed->name, "fig2a");
     ck_assert_int_eq(timed->n_ops, 2);
     ck_assert_int_eq(timed->n_params, 2);
@@ -491,24 +491,24 @@ START_TEST(oracle_from_traces_and_into_a_model)
     ck_assert_int_eq(timed->ops[1].params[0], 1);
     ck_assert_int_eq(timed->params[1].bytes, m->params[1].bytes);
     ck_assert_int_eq(timed->params[1].first_op, 1);
-    ordo_model_destroy(&timed);
+    ordo__model_destroy(&timed);
     /* an op never traced keeps the model's times */
-    ordo_oracle_t *part = NULL;
-    ORDO_CK_OK(ordo_oracle_new(m, &part));
-    ordo_oracle_observe_op(part, 1, 5, -1);
-    ORDO_CK_OK(ordo_oracle_timed_model(m, part, &timed));
+    ordo__oracle_t *part = NULL;
+    ORDO_CK_OK(ordo__oracle_new(m, &part));
+    ordo__oracle_observe_op(part, 1, 5, -1);
+    ORDO_CK_OK(ordo__oracle_timed_model(m, part, &timed));
     ck_assert_double_eq(timed->ops[0].fwd_us, 100);
     ck_assert_double_eq(timed->ops[1].fwd_us, 5);
     ck_assert_double_eq(timed->ops[1].bwd_us, 0);
-    ordo_model_destroy(&timed);
-    ordo_oracle_destroy(&part);
+    ordo__model_destroy(&timed);
+    ordo__oracle_destroy(&part);
     /* an oracle of another model is refused */
-    ordo_model_t *other = fx_fig4();
-    ORDO_CK_ERR(ordo_oracle_timed_model(other, o, &timed), ORDO_ERR_INVAL);
+    ordo__model_t *other = fx_fig4();
+    ORDO_CK_ERR(ordo__oracle_timed_model(other, o, &timed), ORDO_ERR_INVAL);
     ck_assert_ptr_null(timed);
     expect_detail("does not fit model 'fig4'");
-    ordo_model_destroy(&other);
-    ordo_oracle_destroy(&o);
+    ordo__model_destroy(&other);
+    ordo__oracle_destroy(&o);
 
     /* rejections name the file, the JSON path and the reason */
     expect_trace_error(m, "[1, 2]", "$.traceEvents: must be an array");
@@ -528,10 +528,10 @@ START_TEST(oracle_from_traces_and_into_a_model)
                        "\"dur\":1}]}",
                        "no forward or backward events");
     expect_trace_error(m, "{\"traceEvents\": [", "");
-    ordo_oracle_new(m, &o);
-    ORDO_CK_ERR(ordo_oracle_observe_trace(o, "/nonexistent/trace.json", NULL), ORDO_ERR_NOTFOUND);
-    ordo_oracle_destroy(&o);
-    ordo_model_destroy(&m);
+    ordo__oracle_new(m, &o);
+    ORDO_CK_ERR(ordo__oracle_observe_trace(o, "/nonexistent/trace.json", NULL), ORDO_ERR_NOTFOUND);
+    ordo__oracle_destroy(&o);
+    ordo__model_destroy(&m);
 }
 END_TEST
 

@@ -34,22 +34,22 @@ static const char *path_of(const char *name)
 }
 
 /* a two-op model: w [3, 4] and b [3] read by op "fc", a second op "out" reading v [5] */
-static ordo_model_t *small_model(const char *wname)
+static ordo__model_t *small_model(const char *wname)
 {
-    ordo_model_t *m = ordo_model_new("small", 8, NULL);
+    ordo__model_t *m = ordo__model_new("small", 8, NULL);
     ck_assert_ptr_nonnull(m);
     const int64_t s34[] = {3, 4}, s3[] = {3}, s5[] = {5};
-    ck_assert_int_ge(ordo_model_add_param(m, wname, 2, s34), 0);
-    ck_assert_int_ge(ordo_model_add_param(m, "b", 1, s3), 0);
-    ck_assert_int_ge(ordo_model_add_param(m, "v", 1, s5), 0);
+    ck_assert_int_ge(ordo__model_add_param(m, wname, 2, s34), 0);
+    ck_assert_int_ge(ordo__model_add_param(m, "b", 1, s3), 0);
+    ck_assert_int_ge(ordo__model_add_param(m, "v", 1, s5), 0);
     const char *fc_params[] = {wname, "b"}, *out_in[] = {"fc"}, *out_params[] = {"v"};
-    ck_assert_int_ge(ordo_model_add_op(m, "fc", 0, NULL, 2, fc_params, 1, 2), 0);
-    ck_assert_int_ge(ordo_model_add_op(m, "out", 1, out_in, 1, out_params, 1, 2), 0);
-    ORDO_CK_OK(ordo_model_check(m));
+    ck_assert_int_ge(ordo__model_add_op(m, "fc", 0, NULL, 2, fc_params, 1, 2), 0);
+    ck_assert_int_ge(ordo__model_add_op(m, "out", 1, out_in, 1, out_params, 1, 2), 0);
+    ORDO_CK_OK(ordo__model_check(m));
     return m;
 }
 
-static void fill(const ordo_model_t *m, float **v)
+static void fill(const ordo__model_t *m, float **v)
 {
     for (int p = 0; p < m->n_params; p++) {
         v[p] = malloc(sizeof(float) * (size_t)m->params[p].numel);
@@ -79,11 +79,11 @@ static unsigned char *read_bytes(const char *path, size_t *n)
 START_TEST(round_trip_is_bit_exact)
 {
     make_dir();
-    ordo_model_t *m = small_model("w");
+    ordo__model_t *m = small_model("w");
     float *v[3];
     fill(m, v);
     v[1][2] = -0.0f;
-    ORDO_CK_OK(ordo_paramfile_write(path_of("params.bin"), m, v, 42));
+    ORDO_CK_OK(ordo__paramfile_write(path_of("params.bin"), m, v, 42));
     ck_assert_int_ne(access(path_of("params.bin.tmp"), F_OK), 0); /* replaced atomically */
     size_t n;
     unsigned char *raw = read_bytes(path_of("params.bin"), &n);
@@ -93,22 +93,22 @@ START_TEST(round_trip_is_bit_exact)
     ck_assert_mem_eq(raw + n - 16, "ORDOSUM1", 8);
     ck_assert_mem_eq(raw + n - 4, "\0\0\0\0", 4);
     free(raw);
-    ordo_paramfile_t *pf = NULL;
-    ORDO_CK_OK(ordo_paramfile_read(path_of("params.bin"), &pf));
+    ordo__paramfile_t *pf = NULL;
+    ORDO_CK_OK(ordo__paramfile_read(path_of("params.bin"), &pf));
     ck_assert_int_eq(pf->n, 3);
     ck_assert_int_eq(pf->iteration, 42);
-    ORDO_CK_OK(ordo_paramfile_match(pf, m));
+    ORDO_CK_OK(ordo__paramfile_match(pf, m));
     for (int p = 0; p < 3; p++) {
         ck_assert_str_eq(pf->names[p], m->params[p].name);
         ck_assert_int_eq(pf->numel[p], m->params[p].numel);
         ck_assert_mem_eq(pf->values[p], v[p], sizeof(float) * (size_t)m->params[p].numel);
     }
-    ordo_paramfile_destroy(&pf);
+    ordo__paramfile_destroy(&pf);
     ck_assert_ptr_null(pf);
-    ordo_paramfile_destroy(&pf); /* NULL-safe */
+    ordo__paramfile_destroy(&pf); /* NULL-safe */
     for (int p = 0; p < 3; p++)
         free(v[p]);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
     remove_dir();
 }
 END_TEST
@@ -116,19 +116,19 @@ END_TEST
 START_TEST(match_names_the_first_difference)
 {
     make_dir();
-    ordo_model_t *m = small_model("w"), *other = small_model("w2");
+    ordo__model_t *m = small_model("w"), *other = small_model("w2");
     float *v[3];
     fill(m, v);
-    ORDO_CK_OK(ordo_paramfile_write(path_of("p.bin"), m, v, 1));
-    ordo_paramfile_t *pf = NULL;
-    ORDO_CK_OK(ordo_paramfile_read(path_of("p.bin"), &pf));
-    ORDO_CK_ERR(ordo_paramfile_match(pf, other), ORDO_ERR_FORMAT);
-    ck_assert_str_eq(ordo_error_detail(), "parameter 0 is w in the file, w2 in model small");
-    ordo_paramfile_destroy(&pf);
+    ORDO_CK_OK(ordo__paramfile_write(path_of("p.bin"), m, v, 1));
+    ordo__paramfile_t *pf = NULL;
+    ORDO_CK_OK(ordo__paramfile_read(path_of("p.bin"), &pf));
+    ORDO_CK_ERR(ordo__paramfile_match(pf, other), ORDO_ERR_FORMAT);
+    ck_assert_str_eq(ordo__error_detail(), "parameter 0 is w in the file, w2 in model small");
+    ordo__paramfile_destroy(&pf);
     for (int p = 0; p < 3; p++)
         free(v[p]);
-    ordo_model_destroy(&m);
-    ordo_model_destroy(&other);
+    ordo__model_destroy(&m);
+    ordo__model_destroy(&other);
     remove_dir();
 }
 END_TEST
@@ -138,26 +138,26 @@ END_TEST
  * which readers accept), so the fields' own checks are what refuse it */
 static void expect_bad_file(void (*edit)(unsigned char *, size_t *), const char *text, bool plain)
 {
-    ordo_model_t *m = small_model("w");
+    ordo__model_t *m = small_model("w");
     float *v[3];
     fill(m, v);
-    ORDO_CK_OK(ordo_paramfile_write(path_of("good.bin"), m, v, 7));
+    ORDO_CK_OK(ordo__paramfile_write(path_of("good.bin"), m, v, 7));
     size_t n;
     unsigned char *raw = read_bytes(path_of("good.bin"), &n);
     raw = realloc(raw, n + 16);
     if (plain) n -= 16;
     edit(raw, &n);
     write_bytes(path_of("bad.bin"), raw, n);
-    ordo_paramfile_t *pf = NULL;
-    ORDO_CK_ERR(ordo_paramfile_read(path_of("bad.bin"), &pf), ORDO_ERR_FORMAT);
+    ordo__paramfile_t *pf = NULL;
+    ORDO_CK_ERR(ordo__paramfile_read(path_of("bad.bin"), &pf), ORDO_ERR_FORMAT);
     ck_assert_ptr_null(pf);
-    ck_assert_msg(strstr(ordo_error_detail(), path_of("bad.bin")) &&
-                      strstr(ordo_error_detail(), text),
-                  "detail '%s' lacks '%s'", ordo_error_detail(), text);
+    ck_assert_msg(strstr(ordo__error_detail(), path_of("bad.bin")) &&
+                      strstr(ordo__error_detail(), text),
+                  "detail '%s' lacks '%s'", ordo__error_detail(), text);
     free(raw);
     for (int p = 0; p < 3; p++)
         free(v[p]);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 
 static void expect_bad(void (*edit)(unsigned char *, size_t *), const char *text)
@@ -242,9 +242,9 @@ START_TEST(damaged_files_are_refused)
     expect_bad(huge_numel, "more than the file holds");
     expect_bad(cut_values, "76 bytes of values, the header announces 80");
     expect_bad(trailing, "81 bytes of values, the header announces 80");
-    ordo_paramfile_t *pf = NULL;
-    ORDO_CK_ERR(ordo_paramfile_read(path_of("missing.bin"), &pf), ORDO_ERR_NOTFOUND);
-    ck_assert(strstr(ordo_error_detail(), "missing.bin") != NULL);
+    ordo__paramfile_t *pf = NULL;
+    ORDO_CK_ERR(ordo__paramfile_read(path_of("missing.bin"), &pf), ORDO_ERR_NOTFOUND);
+    ck_assert(strstr(ordo__error_detail(), "missing.bin") != NULL);
     remove_dir();
 }
 END_TEST
@@ -252,22 +252,22 @@ END_TEST
 START_TEST(a_file_without_the_trailer_is_read)
 {
     make_dir();
-    ordo_model_t *m = small_model("w");
+    ordo__model_t *m = small_model("w");
     float *v[3];
     fill(m, v);
-    ORDO_CK_OK(ordo_paramfile_write(path_of("good.bin"), m, v, 9));
+    ORDO_CK_OK(ordo__paramfile_write(path_of("good.bin"), m, v, 9));
     size_t n;
     unsigned char *raw = read_bytes(path_of("good.bin"), &n);
     write_bytes(path_of("plain.bin"), raw, n - 16);
-    ordo_paramfile_t *pf = NULL;
-    ORDO_CK_OK(ordo_paramfile_read(path_of("plain.bin"), &pf));
+    ordo__paramfile_t *pf = NULL;
+    ORDO_CK_OK(ordo__paramfile_read(path_of("plain.bin"), &pf));
     ck_assert_int_eq(pf->iteration, 9);
     ck_assert_mem_eq(pf->values[2], v[2], sizeof(float) * 5);
-    ordo_paramfile_destroy(&pf);
+    ordo__paramfile_destroy(&pf);
     free(raw);
     for (int p = 0; p < 3; p++)
         free(v[p]);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
     remove_dir();
 }
 END_TEST
@@ -279,14 +279,14 @@ static int64_t newest(char *detail, size_t size, int want_rc)
     int64_t it = -1;
     int rc = ordo__paramfile_newest(dir, path, sizeof path, &it);
     ck_assert_int_eq(rc, want_rc);
-    snprintf(detail, size, "%s", rc ? ordo_error_detail() : path);
+    snprintf(detail, size, "%s", rc ? ordo__error_detail() : path);
     return it;
 }
 
 START_TEST(a_resume_takes_the_newest_whole_checkpoint)
 {
     make_dir();
-    ordo_model_t *m = small_model("w");
+    ordo__model_t *m = small_model("w");
     float *v[3];
     fill(m, v);
     char got[1024];
@@ -322,7 +322,7 @@ START_TEST(a_resume_takes_the_newest_whole_checkpoint)
     free(raw);
     for (int p = 0; p < 3; p++)
         free(v[p]);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
     remove_dir();
 }
 END_TEST

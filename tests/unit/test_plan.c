@@ -20,7 +20,7 @@ static const char *refused(const char *text)
     ordo__plan_t *p = NULL;
     ORDO_CK_ERR(parse(text, &p), ORDO_ERR_PROTO);
     ck_assert_ptr_null(p);
-    return ordo_error_detail();
+    return ordo__error_detail();
 }
 
 START_TEST(an_empty_plan_has_no_members)

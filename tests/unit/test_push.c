@@ -105,7 +105,7 @@ START_TEST(bad_mode_rejected)
     const ordo__push_ops_t *ops = NULL;
     ORDO_CK_ERR(ordo__push_ops_for(-1, &ops), ORDO_ERR_INVAL);
     ck_assert_ptr_null(ops);
-    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "push.mode -1"));
+    ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "push.mode -1"));
     ORDO_CK_ERR(ordo__push_ops_for(ORDO_PUSH_SPARSE + 1, &ops), ORDO_ERR_INVAL);
     ordo__push_t *p = NULL;
     ordo__push_destroy(&p); /* NULL-safe */

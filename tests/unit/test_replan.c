@@ -25,14 +25,14 @@ static const int64_t numel[] = {65536, 256, 2560};
     "{\"name\":\"op_a\",\"inputs\":[\"op_b\"],\"params\":[\"" PA "\"],\"fwd_us\":1,"               \
     "\"bwd_us\":2}]}"
 
-static int match(const char *text, ordo_model_t **m)
+static int match(const char *text, ordo__model_t **m)
 {
-    return ordo_replan_model_match(text, strlen(text), names, numel, 3, "float32", m);
+    return ordo__replan_model_match(text, strlen(text), names, numel, 3, "float32", m);
 }
 
 START_TEST(profile_is_rebuilt_in_tensor_order)
 {
-    ordo_model_t *m = NULL;
+    ordo__model_t *m = NULL;
     ORDO_CK_OK(match(PROFILE("a", "256"), &m));
     ck_assert_int_eq(m->n_params, 3);
     for (int i = 0; i < 3; i++) {
@@ -45,27 +45,27 @@ START_TEST(profile_is_rebuilt_in_tensor_order)
     ck_assert_int_eq(m->ops[2].params[0], 0);
     ck_assert_int_eq(m->ops[1].inputs[0], 0);
     ck_assert_double_eq(m->ops[1].bwd_us, 4);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 START_TEST(bad_profiles_are_refused_naming_the_problem)
 {
-    ordo_model_t *m = NULL;
+    ordo__model_t *m = NULL;
     ORDO_CK_ERR(match(PROFILE("z", "256"), &m), ORDO_ERR_FORMAT);
-    ck_assert_str_eq(ordo_error_detail(), "worker 0's profile: $.params[1]: 'z' is not one of "
+    ck_assert_str_eq(ordo__error_detail(), "worker 0's profile: $.params[1]: 'z' is not one of "
                                           "the cluster's 3 tensors");
     ORDO_CK_ERR(match(PROFILE("a", "255"), &m), ORDO_ERR_FORMAT);
-    ck_assert_str_eq(ordo_error_detail(), "worker 0's profile: $.params[2]: 'b' has 255 "
+    ck_assert_str_eq(ordo__error_detail(), "worker 0's profile: $.params[2]: 'b' has 255 "
                                           "elements, the cluster's tensor 1 has 256");
     ORDO_CK_ERR(match("{nope", &m), ORDO_ERR_FORMAT);
-    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "worker 0's profile:1:"));
+    ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "worker 0's profile:1:"));
     const char *two[] = {"a", "b", "c", "d"};
     const int64_t four[] = {65536, 256, 2560, 7};
     const char *text = PROFILE("a", "256");
-    ORDO_CK_ERR(ordo_replan_model_match(text, strlen(text), two, four, 4, "float32", &m),
+    ORDO_CK_ERR(ordo__replan_model_match(text, strlen(text), two, four, 4, "float32", &m),
                 ORDO_ERR_FORMAT);
-    ck_assert_str_eq(ordo_error_detail(),
+    ck_assert_str_eq(ordo__error_detail(),
                      "worker 0's profile: $.params: the cluster's tensor 3 'd' is missing");
     ck_assert_ptr_null(m);
 }
@@ -89,48 +89,48 @@ static void capture(void *ctx, int role, const char *text)
     n_sent++;
 }
 
-static ordo_replan_t *make(ordo_conf_t *conf, ordo_keys_t **keys)
+static ordo__replan_t *make(ordo__conf_t *conf, ordo__keys_t **keys)
 {
-    ordo_conf_defaults(conf);
+    ordo__conf_defaults(conf);
     conf->servers = 2;
     conf->workers = 2;
-    ORDO_CK_OK(ordo_conf_set(conf, "order.policy", "tao", "test"));
-    ORDO_CK_OK(ordo_conf_validate(conf));
+    ORDO_CK_OK(ordo__conf_set(conf, "order.policy", "tao", "test"));
+    ORDO_CK_OK(ordo__conf_validate(conf));
     ORDO_CK_OK(
-        ordo_keys_partition(numel, 3, 4, conf->partition_bytes, ordo_conf_segment_bytes(conf), 2, keys));
-    ordo_replan_t *r = NULL;
+        ordo__keys_partition(numel, 3, 4, conf->partition_bytes, ordo__conf_segment_bytes(conf), 2, keys));
+    ordo__replan_t *r = NULL;
     n_sent = 0;
-    ORDO_CK_OK(ordo_replan_new(conf, "/nonexistent-dir", capture, NULL, &r));
+    ORDO_CK_OK(ordo__replan_new(conf, "/nonexistent-dir", capture, NULL, &r));
     return r;
 }
 
-static void request(ordo_replan_t *r, const ordo_keys_t *k, int rank, const char *profile)
+static void request(ordo__replan_t *r, const ordo__keys_t *k, int rank, const char *profile)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_REPLAN);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_REPLAN);
     if (profile) {
-        ck_assert_int_eq(ordo_msg_add_text(&m, "[\"a\",\"b\",\"c\"]"), 0);
-        ck_assert_int_eq(ordo_msg_add_text(&m, profile), 0);
+        ck_assert_int_eq(ordo__msg_add_text(&m, "[\"a\",\"b\",\"c\"]"), 0);
+        ck_assert_int_eq(ordo__msg_add_text(&m, profile), 0);
     }
-    ORDO_CK_OK(ordo_replan_on_msg(r, k, ORDO_ROLE_WORKER, rank, &m));
-    ordo_msg_close(&m);
+    ORDO_CK_OK(ordo__replan_on_msg(r, k, ORDO_ROLE_WORKER, rank, &m));
+    ordo__msg_close(&m);
 }
 
-static int ack(ordo_replan_t *r, int rank, const char *body)
+static int ack(ordo__replan_t *r, int rank, const char *body)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_REPLAN);
-    ck_assert_int_eq(ordo_msg_add_text(&m, body), 0);
-    int rc = ordo_replan_on_msg(r, NULL, ORDO_ROLE_SERVER, rank, &m);
-    ordo_msg_close(&m);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_REPLAN);
+    ck_assert_int_eq(ordo__msg_add_text(&m, body), 0);
+    int rc = ordo__replan_on_msg(r, NULL, ORDO_ROLE_SERVER, rank, &m);
+    ordo__msg_close(&m);
     return rc;
 }
 
 START_TEST(workers_are_released_after_every_server_switched)
 {
-    ordo_conf_t conf;
-    ordo_keys_t *k = NULL;
-    ordo_replan_t *r = make(&conf, &k);
+    ordo__conf_t conf;
+    ordo__keys_t *k = NULL;
+    ordo__replan_t *r = make(&conf, &k);
     request(r, k, 1, NULL);
     ck_assert_int_eq(n_sent, 0); /* worker 0 is not in yet */
     request(r, k, 0, PROFILE("a", "256"));
@@ -152,17 +152,17 @@ START_TEST(workers_are_released_after_every_server_switched)
     request(r, k, 0, PROFILE("a", "256"));
     request(r, k, 1, NULL);
     ORDO_CK_ERR(ack(r, 1, "{\"error\":\"out of memory\"}"), ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "replan: server 1 could not switch: out of memory");
-    ordo_replan_destroy(&r);
-    ordo_keys_destroy(&k);
+    ck_assert_str_eq(ordo__error_detail(), "replan: server 1 could not switch: out of memory");
+    ordo__replan_destroy(&r);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
 START_TEST(a_bad_profile_is_answered_to_every_worker)
 {
-    ordo_conf_t conf;
-    ordo_keys_t *k = NULL;
-    ordo_replan_t *r = make(&conf, &k);
+    ordo__conf_t conf;
+    ordo__keys_t *k = NULL;
+    ordo__replan_t *r = make(&conf, &k);
     request(r, k, 0, PROFILE("a", "255"));
     request(r, k, 1, NULL);
     ck_assert_int_eq(n_sent, 1);
@@ -174,8 +174,8 @@ START_TEST(a_bad_profile_is_answered_to_every_worker)
     request(r, k, 0, NULL);
     ck_assert_int_eq(n_sent, 2);
     ck_assert_ptr_nonnull(strstr(sent[1].text, "worker 0 passed no profile"));
-    ordo_replan_destroy(&r);
-    ordo_keys_destroy(&k);
+    ordo__replan_destroy(&r);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
@@ -183,31 +183,31 @@ END_TEST
  * run of `workers` workers in groups of local_size (shm), 1 server, tao at 1 Gbit/s */
 static json_t *plan_step(int workers, int local_size)
 {
-    ordo_model_t *m = NULL;
+    ordo__model_t *m = NULL;
     ORDO_CK_OK(match(PROFILE("a", "256"), &m));
-    ordo_conf_t conf;
-    ordo_conf_defaults(&conf);
+    ordo__conf_t conf;
+    ordo__conf_defaults(&conf);
     char w[16], l[16];
     snprintf(w, sizeof w, "%d", workers);
     snprintf(l, sizeof l, "%d", local_size);
-    ORDO_CK_OK(ordo_conf_set(&conf, "cluster.workers", w, "test"));
-    ORDO_CK_OK(ordo_conf_set(&conf, "cluster.servers", "1", "test"));
-    ORDO_CK_OK(ordo_conf_set(&conf, "cluster.local_size", l, "test"));
-    ORDO_CK_OK(ordo_conf_set(&conf, "intra.backend", local_size > 1 ? "shm" : "none", "test"));
-    ORDO_CK_OK(ordo_conf_set(&conf, "model.trainer", "declared", "test"));
-    ORDO_CK_OK(ordo_conf_set(&conf, "order.policy", "tao", "test"));
-    ORDO_CK_OK(ordo_conf_set(&conf, "order.pull", "start", "test"));
-    ORDO_CK_OK(ordo_conf_set(&conf, "order.plan_bandwidth", "1gbit", "test"));
-    ordo_conf_resolve(&conf);
-    ordo_keys_t *keys = NULL;
-    ORDO_CK_OK(ordo_keys_partition(numel, 3, 4, conf.partition_bytes, 65536, 1, &keys));
+    ORDO_CK_OK(ordo__conf_set(&conf, "cluster.workers", w, "test"));
+    ORDO_CK_OK(ordo__conf_set(&conf, "cluster.servers", "1", "test"));
+    ORDO_CK_OK(ordo__conf_set(&conf, "cluster.local_size", l, "test"));
+    ORDO_CK_OK(ordo__conf_set(&conf, "intra.backend", local_size > 1 ? "shm" : "none", "test"));
+    ORDO_CK_OK(ordo__conf_set(&conf, "model.trainer", "declared", "test"));
+    ORDO_CK_OK(ordo__conf_set(&conf, "order.policy", "tao", "test"));
+    ORDO_CK_OK(ordo__conf_set(&conf, "order.pull", "start", "test"));
+    ORDO_CK_OK(ordo__conf_set(&conf, "order.plan_bandwidth", "1gbit", "test"));
+    ordo__conf_resolve(&conf);
+    ordo__keys_t *keys = NULL;
+    ORDO_CK_OK(ordo__keys_partition(numel, 3, 4, conf.partition_bytes, 65536, 1, &keys));
     json_t *plan = NULL;
-    ORDO_CK_OK(ordo_runplan_make(&conf, m, keys, &plan));
+    ORDO_CK_OK(ordo__runplan_make(&conf, m, keys, &plan));
     json_t *step = json_incref(json_object_get(plan, "step"));
     ck_assert_ptr_nonnull(step);
     json_decref(plan);
-    ordo_keys_destroy(&keys);
-    ordo_model_destroy(&m);
+    ordo__keys_destroy(&keys);
+    ordo__model_destroy(&m);
     return step;
 }
 

@@ -16,9 +16,9 @@ static double get(json_t *o, const char *k)
 }
 
 /* one record: worker w, iteration it, epoch e, loads l0/l1 (local = l0 + l1), global g */
-static ordo_iter_stats_t rec(int w, int it, int e, int l0, int l1, int g)
+static ordo__iter_stats_t rec(int w, int it, int e, int l0, int l1, int g)
 {
-    ordo_iter_stats_t s;
+    ordo__iter_stats_t s;
     memset(&s, 0, sizeof s);
     s.worker = w;
     s.iter = it;
@@ -35,14 +35,14 @@ static ordo_iter_stats_t rec(int w, int it, int e, int l0, int l1, int g)
 START_TEST(section_from_records)
 {
     /* 2 workers, 4 iterations; epoch 0 (iterations 0-1) loads 3:1, epoch 1 even-ish */
-    ordo_iter_stats_t r[8];
+    ordo__iter_stats_t r[8];
     int n = 0;
     for (int it = 0; it < 4; it++)
         for (int w = 0; w < 2; w++) {
             int e = it < 2 ? 0 : 1;
             r[n++] = e == 0 ? rec(w, it, e, 75, 25, 100 + it) : rec(w, it, e, 55, 45, 110);
         }
-    json_t *s = ordo_runlog_sparse_summary(r, n, 2);
+    json_t *s = ordo__runlog_sparse_summary(r, n, 2);
     ck_assert_ptr_nonnull(s);
     ck_assert_int_eq((int)get(s, "k"), 100);
     ck_assert_int_eq((int)get(s, "servers"), 2);
@@ -69,12 +69,12 @@ END_TEST
 
 START_TEST(no_section_without_sparse_counters)
 {
-    ordo_iter_stats_t r[2];
+    ordo__iter_stats_t r[2];
     memset(r, 0, sizeof r);
     snprintf(r[0].extra, sizeof r[0].extra, "\"forward_ms\":1.5");
     r[1].iter = 1;
-    ck_assert_ptr_null(ordo_runlog_sparse_summary(r, 2, 1));
-    ck_assert_ptr_null(ordo_runlog_sparse_summary(r, 0, 1));
+    ck_assert_ptr_null(ordo__runlog_sparse_summary(r, 2, 1));
+    ck_assert_ptr_null(ordo__runlog_sparse_summary(r, 0, 1));
 }
 END_TEST
 

@@ -24,26 +24,26 @@
  * planned link rate bw */
 static json_t *plan_of(const char *compression, const char *bw)
 {
-    ordo_model_t *m = NULL;
-    ORDO_CK_OK(ordo_model_load_string(PROFILE, "profile", &m));
-    ordo_conf_t conf;
-    ordo_conf_defaults(&conf);
-    ORDO_CK_OK(ordo_conf_set(&conf, "cluster.workers", "2", "test"));
-    ORDO_CK_OK(ordo_conf_set(&conf, "cluster.servers", "1", "test"));
-    ORDO_CK_OK(ordo_conf_set(&conf, "order.policy", "tao", "test"));
-    ORDO_CK_OK(ordo_conf_set(&conf, "order.plan_bandwidth", bw, "test"));
-    ORDO_CK_OK(ordo_conf_set(&conf, "push.compression", compression, "test"));
-    ordo_conf_resolve(&conf);
-    ORDO_CK_OK(ordo_conf_validate(&conf));
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__model_load_string(PROFILE, "profile", &m));
+    ordo__conf_t conf;
+    ordo__conf_defaults(&conf);
+    ORDO_CK_OK(ordo__conf_set(&conf, "cluster.workers", "2", "test"));
+    ORDO_CK_OK(ordo__conf_set(&conf, "cluster.servers", "1", "test"));
+    ORDO_CK_OK(ordo__conf_set(&conf, "order.policy", "tao", "test"));
+    ORDO_CK_OK(ordo__conf_set(&conf, "order.plan_bandwidth", bw, "test"));
+    ORDO_CK_OK(ordo__conf_set(&conf, "push.compression", compression, "test"));
+    ordo__conf_resolve(&conf);
+    ORDO_CK_OK(ordo__conf_validate(&conf));
     int64_t numel[3];
     for (int p = 0; p < 3; p++)
         numel[p] = m->params[p].numel;
-    ordo_keys_t *keys = NULL;
-    ORDO_CK_OK(ordo_keys_partition(numel, 3, 4, conf.partition_bytes, 0, 1, &keys));
+    ordo__keys_t *keys = NULL;
+    ORDO_CK_OK(ordo__keys_partition(numel, 3, 4, conf.partition_bytes, 0, 1, &keys));
     json_t *plan = NULL;
-    ORDO_CK_OK(ordo_runplan_make(&conf, m, keys, &plan));
-    ordo_keys_destroy(&keys);
-    ordo_model_destroy(&m);
+    ORDO_CK_OK(ordo__runplan_make(&conf, m, keys, &plan));
+    ordo__keys_destroy(&keys);
+    ordo__model_destroy(&m);
     return plan;
 }
 
@@ -104,12 +104,12 @@ END_TEST
 
 START_TEST(auto_takes_only_a_cast)
 {
-    ordo_conf_t conf;
-    ordo_conf_defaults(&conf);
-    ORDO_CK_OK(ordo_conf_set(&conf, "push.compression", "auto:onebit", "test"));
-    ordo_conf_resolve(&conf);
-    ck_assert_int_eq(ordo_conf_validate(&conf), ORDO_ERR_INVAL);
-    ck_assert_ptr_nonnull(strstr(ordo_error_detail(), "auto chooses between float32 and a 16-bit"));
+    ordo__conf_t conf;
+    ordo__conf_defaults(&conf);
+    ORDO_CK_OK(ordo__conf_set(&conf, "push.compression", "auto:onebit", "test"));
+    ordo__conf_resolve(&conf);
+    ck_assert_int_eq(ordo__conf_validate(&conf), ORDO_ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "auto chooses between float32 and a 16-bit"));
 }
 END_TEST
 

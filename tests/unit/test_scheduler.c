@@ -1,7 +1,7 @@
 /* Tests of scheduler/scheduler: the scheduler object driven with messages, without
  * processes. The test's own transport plays the nodes (one DEALER each, so each has its own
  * routing id) and every message the scheduler's transport receives is fed to
- * ordo_scheduler_handle. Checks the rendezvous (rank assignment, the WELCOME's cluster and
+ * ordo__scheduler_handle. Checks the rendezvous (rank assignment, the WELCOME's cluster and
  * key maps), refused registrations, a barrier, the end of the run when every worker is done,
  * an abort relayed to every node, a model declared by the workers ([model] trainer =
  * declared: equal declarations make the key map and the plan's update rules, different ones
@@ -26,13 +26,13 @@
 enum { SRV, WA, WB, STRANGER, N_NODES }; /* the test's nodes: a server, two workers, a stray */
 
 typedef struct {
-    ordo_scheduler_t *sch;
-    ordo_transport_t *tp; /* the nodes' */
+    ordo__scheduler_t *sch;
+    ordo__transport_t *tp; /* the nodes' */
     int sock[N_NODES];
     char dir[64];
     /* messages received while waiting for another node's: ZeroMQ keeps the order of one
      * connection, not across the nodes' connections */
-    ordo_msg_t held[16];
+    ordo__msg_t held[16];
     int n_held;
 } rig_t;
 
@@ -47,8 +47,8 @@ static void rig_new(rig_t *r)
 
 static void rig_new_trainer(rig_t *r, const char *trainer)
 {
-    ordo_conf_t conf;
-    ordo_conf_defaults(&conf);
+    ordo__conf_t conf;
+    ordo__conf_defaults(&conf);
     r->n_held = 0;
     snprintf(r->dir, sizeof r->dir, "/tmp/ordo-test-sched-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(r->dir));
@@ -63,10 +63,10 @@ static void rig_new_trainer(rig_t *r, const char *trainer)
     conf.fault_worker = rig_fault_worker;
     conf.batches = rig_batches;
     conf.restarts = 1;
-    ORDO_CK_OK(ordo_scheduler_new(&conf, &r->sch));
-    ORDO_CK_OK(ordo_transport_new(NULL, &r->tp));
+    ORDO_CK_OK(ordo__scheduler_new(&conf, &r->sch));
+    ORDO_CK_OK(ordo__transport_new(NULL, &r->tp));
     for (int i = 0; i < N_NODES; i++) {
-        r->sock[i] = ordo_transport_connect(r->tp, ordo_scheduler_endpoint(r->sch), 0);
+        r->sock[i] = ordo__transport_connect(r->tp, ordo__scheduler_endpoint(r->sch), 0);
         ck_assert_int_ge(r->sock[i], 0);
     }
 }
@@ -74,10 +74,10 @@ static void rig_new_trainer(rig_t *r, const char *trainer)
 static void rig_destroy(rig_t *r)
 {
     for (int k = 0; k < r->n_held; k++)
-        ordo_msg_close(&r->held[k]);
+        ordo__msg_close(&r->held[k]);
     r->n_held = 0;
-    ordo_transport_destroy(&r->tp, 0);
-    ordo_scheduler_destroy(&r->sch);
+    ordo__transport_destroy(&r->tp, 0);
+    ordo__scheduler_destroy(&r->sch);
     ck_assert_ptr_null(r->sch);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", r->dir);
@@ -87,32 +87,32 @@ static void rig_destroy(rig_t *r)
 /* send: node i sends a message of type with an optional text body */
 static void send_msg(rig_t *r, int i, int type, int role, int64_t iter, const char *text)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, type);
+    ordo__msg_t m;
+    ordo__msg_init(&m, type);
     m.sock = r->sock[i];
     m.hdr.role = (uint8_t)role;
     m.hdr.rank = -1;
     m.hdr.iter = iter;
     if (text) {
         m.hdr.dtype = ORDO_DTYPE_JSON;
-        ORDO_CK_OK(ordo_msg_add_text(&m, text));
+        ORDO_CK_OK(ordo__msg_add_text(&m, text));
     }
-    ORDO_CK_OK(ordo_transport_send(r->tp, &m));
+    ORDO_CK_OK(ordo__transport_send(r->tp, &m));
 }
 
-/* feed hands the next message the scheduler receives to ordo_scheduler_handle and returns
+/* feed hands the next message the scheduler receives to ordo__scheduler_handle and returns
  * what it returned */
 static int feed(rig_t *r)
 {
-    ordo_msg_t m;
-    ORDO_CK_OK(ordo_transport_recv(ordo_scheduler_transport(r->sch), &m, 5000));
-    int rc = ordo_scheduler_handle(r->sch, &m);
-    ordo_msg_close(&m);
+    ordo__msg_t m;
+    ORDO_CK_OK(ordo__transport_recv(ordo__scheduler_transport(r->sch), &m, 5000));
+    int rc = ordo__scheduler_handle(r->sch, &m);
+    ordo__msg_close(&m);
     return rc;
 }
 
 /* reg_declaring: node i registers with role, rank and token; a worker's "tensors" (JSON
- * array text, or NULL for none); returns what ordo_scheduler_handle returned */
+ * array text, or NULL for none); returns what ordo__scheduler_handle returned */
 static int reg_declaring(rig_t *r, int i, const char *role, int rank, const char *token,
                          const char *tensors)
 {
@@ -131,24 +131,24 @@ static void reg(rig_t *r, int i, const char *role, int rank, const char *token)
 }
 
 /* take_held moves held message k into m, the later ones up */
-static void take_held(rig_t *r, int k, ordo_msg_t *m)
+static void take_held(rig_t *r, int k, ordo__msg_t *m)
 {
-    ordo_msg_move(m, &r->held[k]);
+    ordo__msg_move(m, &r->held[k]);
     for (k++; k < r->n_held; k++)
-        ordo_msg_move(&r->held[k - 1], &r->held[k]);
+        ordo__msg_move(&r->held[k - 1], &r->held[k]);
     r->n_held--;
 }
 
 /* next_msg: the next message for the nodes, held ones first */
-static int next_msg(rig_t *r, ordo_msg_t *m, int timeout_ms)
+static int next_msg(rig_t *r, ordo__msg_t *m, int timeout_ms)
 {
-    if (r->n_held == 0) return ordo_transport_recv(r->tp, m, timeout_ms);
+    if (r->n_held == 0) return ordo__transport_recv(r->tp, m, timeout_ms);
     take_held(r, 0, m);
     return 0;
 }
 
 /* expect receives the next message for node i (others' are held for later): its type */
-static void expect(rig_t *r, int i, int type, ordo_msg_t *m)
+static void expect(rig_t *r, int i, int type, ordo__msg_t *m)
 {
     int k = 0;
     while (k < r->n_held && r->held[k].sock != r->sock[i])
@@ -157,32 +157,32 @@ static void expect(rig_t *r, int i, int type, ordo_msg_t *m)
         take_held(r, k, m);
     } else {
         for (;;) {
-            ORDO_CK_OK(ordo_transport_recv(r->tp, m, 5000));
+            ORDO_CK_OK(ordo__transport_recv(r->tp, m, 5000));
             if (m->sock == r->sock[i]) break;
             ck_assert_int_lt(r->n_held, 16);
-            ordo_msg_move(&r->held[r->n_held++], m);
+            ordo__msg_move(&r->held[r->n_held++], m);
         }
     }
-    ck_assert_msg(m->hdr.type == type, "got %s, expected %s", ordo_wire_type_name(m->hdr.type),
-                  ordo_wire_type_name(type));
+    ck_assert_msg(m->hdr.type == type, "got %s, expected %s", ordo__wire_type_name(m->hdr.type),
+                  ordo__wire_type_name(type));
     ck_assert_int_eq(m->sock, r->sock[i]);
 }
 
 static void expect_text(rig_t *r, int i, int type, const char *what)
 {
-    ordo_msg_t m;
+    ordo__msg_t m;
     char body[256];
     expect(r, i, type, &m);
-    ordo_msg_text(&m, 0, body, sizeof body);
+    ordo__msg_text(&m, 0, body, sizeof body);
     ck_assert_msg(strstr(body, what), "body '%s', expected '%s'", body, what);
-    ordo_msg_close(&m);
+    ordo__msg_close(&m);
 }
 
 static void nothing_more(rig_t *r)
 {
-    ordo_msg_t m;
+    ordo__msg_t m;
     ck_assert_msg(r->n_held == 0, "%d messages not taken", r->n_held);
-    ck_assert_int_eq(ordo_transport_recv(r->tp, &m, 100), ORDO_ERR_TIMEDOUT);
+    ck_assert_int_eq(ordo__transport_recv(r->tp, &m, 100), ORDO_ERR_TIMEDOUT);
 }
 
 static json_t *last_plan; /* the plan of the last WELCOME take_welcomes saw */
@@ -196,7 +196,7 @@ static void take_welcomes(rig_t *r, int rank[N_NODES])
     for (int i = 0; i < N_NODES; i++)
         rank[i] = -1;
     for (int n = 0; n < 3; n++) {
-        ordo_msg_t m;
+        ordo__msg_t m;
         ORDO_CK_OK(next_msg(r, &m, 5000));
         ck_assert_int_eq(m.hdr.type, ORDO_MSG_WELCOME);
         int i = 0;
@@ -205,7 +205,7 @@ static void take_welcomes(rig_t *r, int rank[N_NODES])
         ck_assert_int_lt(i, STRANGER);
         ck_assert_int_eq(rank[i], -1); /* one each */
         size_t len = 0;
-        const char *body = ordo_msg_data(&m, 0, &len);
+        const char *body = ordo__msg_data(&m, 0, &len);
         json_t *o = json_loadb(body, len, 0, NULL);
         ck_assert_ptr_nonnull(o);
         rank[i] = (int)json_integer_value(json_object_get(o, "rank"));
@@ -214,19 +214,19 @@ static void take_welcomes(rig_t *r, int rank[N_NODES])
         ck_assert_int_eq(json_array_size(servers), 1);
         ck_assert_str_eq(json_string_value(json_array_get(servers, 0)), SRV_EP);
         ck_assert_str_eq(json_string_value(json_object_get(o, "run_dir")),
-                         ordo_scheduler_run_dir(r->sch));
+                         ordo__scheduler_run_dir(r->sch));
         char *kt = json_dumps(json_object_get(o, "keys"), JSON_COMPACT);
-        ordo_keys_t *k = NULL;
-        ORDO_CK_OK(ordo_keys_from_json(kt, &k));
+        ordo__keys_t *k = NULL;
+        ORDO_CK_OK(ordo__keys_from_json(kt, &k));
         ck_assert_int_eq(k->n_keys, 2);
         ck_assert_int_eq(k->numel[0], 1024);
         ck_assert_int_eq(k->numel[1], 2048);
-        ordo_keys_destroy(&k);
+        ordo__keys_destroy(&k);
         free(kt);
         json_decref(last_plan);
         last_plan = json_incref(json_object_get(o, "plan"));
         json_decref(o);
-        ordo_msg_close(&m);
+        ordo__msg_close(&m);
     }
 }
 
@@ -294,12 +294,12 @@ START_TEST(barrier_waits_for_every_worker)
     ck_assert_int_eq(feed(&r), 0);
     bool done[N_NODES] = {false};
     for (int n = 0; n < 2; n++) {
-        ordo_msg_t m;
+        ordo__msg_t m;
         ORDO_CK_OK(next_msg(&r, &m, 5000));
         ck_assert_int_eq(m.hdr.type, ORDO_MSG_BARRIER_DONE);
         ck_assert_int_eq(m.hdr.iter, 3);
         done[m.sock == r.sock[WA] ? WA : m.sock == r.sock[WB] ? WB : SRV] = true;
-        ordo_msg_close(&m);
+        ordo__msg_close(&m);
     }
     ck_assert(done[WA] && done[WB] && !done[SRV]);
     nothing_more(&r);
@@ -311,7 +311,7 @@ START_TEST(barrier_waits_for_every_worker)
     ck_assert_int_eq(feed(&r), 0);
     send_msg(&r, WB, ORDO_MSG_DONE, ORDO_ROLE_WORKER, 0, NULL);
     ck_assert_int_eq(feed(&r), 1);
-    ORDO_CK_OK(ordo_scheduler_check(r.sch));
+    ORDO_CK_OK(ordo__scheduler_check(r.sch));
     rig_destroy(&r);
 }
 END_TEST
@@ -324,17 +324,17 @@ START_TEST(an_abort_reaches_every_node)
     send_msg(&r, WB, ORDO_MSG_ABORT, ORDO_ROLE_WORKER, 0, "out of disk");
     ck_assert_int_eq(feed(&r), ORDO_ERR_ABORT);
     for (int n = 0; n < 3; n++) {
-        ordo_msg_t m;
+        ordo__msg_t m;
         char body[256];
         ORDO_CK_OK(next_msg(&r, &m, 5000));
         ck_assert_int_eq(m.hdr.type, ORDO_MSG_ABORT);
-        ordo_msg_text(&m, 0, body, sizeof body);
+        ordo__msg_text(&m, 0, body, sizeof body);
         ck_assert_msg(strstr(body, "worker 0") && strstr(body, "out of disk"), "%s", body);
-        ordo_msg_close(&m);
+        ordo__msg_close(&m);
     }
-    ck_assert_int_eq(ordo_scheduler_check(r.sch), ORDO_ERR_ABORT);
+    ck_assert_int_eq(ordo__scheduler_check(r.sch), ORDO_ERR_ABORT);
     char path[128];
-    snprintf(path, sizeof path, "%s/summary.json", ordo_scheduler_run_dir(r.sch));
+    snprintf(path, sizeof path, "%s/summary.json", ordo__scheduler_run_dir(r.sch));
     ck_assert_int_eq(access(path, R_OK), 0); /* what was recorded is kept */
     /* and what the scheduler took, by type: three registrations, one abort of 11 bytes */
     json_t *sum = json_load_file(path, 0, NULL);
@@ -391,13 +391,13 @@ static void differ(const char *a_tensors, const char *b_tensors, const char *why
     ck_assert_int_eq(reg_declaring(&r, WA, "worker", 1, "secret", a_tensors), 0);
     ck_assert_int_eq(reg_declaring(&r, WB, "worker", -1, "secret", b_tensors), ORDO_ERR_ABORT);
     for (int n = 0; n < 3; n++) {
-        ordo_msg_t m;
+        ordo__msg_t m;
         char body[512];
         ORDO_CK_OK(next_msg(&r, &m, 5000));
         ck_assert_int_eq(m.hdr.type, ORDO_MSG_ABORT);
-        ordo_msg_text(&m, 0, body, sizeof body);
+        ordo__msg_text(&m, 0, body, sizeof body);
         ck_assert_msg(strstr(body, why), "ABORT says '%s', expected '%s'", body, why);
-        ordo_msg_close(&m);
+        ordo__msg_close(&m);
     }
     rig_destroy(&r);
 }
@@ -425,11 +425,11 @@ static int sparse(const char *text, char *why, size_t wsz)
     json_t *d = json_loads(text, 0, NULL);
     ck_assert_ptr_nonnull(d);
     json_t *by_rank[2] = {d, d};
-    ordo_model_t *m = NULL;
+    ordo__model_t *m = NULL;
     json_t *updates = NULL;
-    int rc = ordo_declared_model(by_rank, 2, true, &m, &updates, why, wsz);
+    int rc = ordo__declared_model(by_rank, 2, true, &m, &updates, why, wsz);
     ck_assert_int_eq(rc == 0, m != NULL);
-    ordo_model_destroy(&m);
+    ordo__model_destroy(&m);
     json_decref(updates);
     json_decref(d);
     return rc;
@@ -458,8 +458,8 @@ END_TEST
 /* bcast: node i joins broadcast id of `bytes` from root; data (root only) or NULL */
 static void bcast(rig_t *r, int i, int64_t id, int root, uint64_t bytes, const char *data)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_BCAST);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_BCAST);
     m.sock = r->sock[i];
     m.hdr.role = ORDO_ROLE_WORKER;
     m.hdr.iter = id;
@@ -467,9 +467,9 @@ static void bcast(rig_t *r, int i, int64_t id, int root, uint64_t bytes, const c
     m.hdr.dtype = ORDO_DTYPE_BYTES;
     unsigned char size[8];
     ordo_put_le(size, bytes, 8);
-    ORDO_CK_OK(ordo_msg_add_copy(&m, size, 8));
-    if (data) ORDO_CK_OK(ordo_msg_add_copy(&m, data, strlen(data)));
-    ORDO_CK_OK(ordo_transport_send(r->tp, &m));
+    ORDO_CK_OK(ordo__msg_add_copy(&m, size, 8));
+    if (data) ORDO_CK_OK(ordo__msg_add_copy(&m, data, strlen(data)));
+    ORDO_CK_OK(ordo__transport_send(r->tp, &m));
 }
 
 START_TEST(a_broadcast_relays_the_roots_bytes)
@@ -483,12 +483,12 @@ START_TEST(a_broadcast_relays_the_roots_bytes)
     bcast(&r, WA, 1, 1, 5, "hello");
     ck_assert_int_eq(feed(&r), 0);
     for (int n = 0; n < 2; n++) {
-        ordo_msg_t m;
+        ordo__msg_t m;
         ORDO_CK_OK(next_msg(&r, &m, 5000));
         ck_assert_int_eq(m.hdr.type, ORDO_MSG_BCAST);
         ck_assert_int_eq(m.hdr.iter, 1);
         size_t len = 0;
-        const char *data = ordo_msg_data(&m, 0, &len);
+        const char *data = ordo__msg_data(&m, 0, &len);
         if (m.sock == r.sock[WB]) {
             ck_assert_uint_eq(len, 5);
             ck_assert_int_eq(memcmp(data, "hello", 5), 0);
@@ -496,7 +496,7 @@ START_TEST(a_broadcast_relays_the_roots_bytes)
             ck_assert_int_eq(m.sock, r.sock[WA]);
             ck_assert_ptr_null(data); /* the root has its bytes */
         }
-        ordo_msg_close(&m);
+        ordo__msg_close(&m);
     }
     nothing_more(&r);
     /* a size that differs aborts the run naming both */
@@ -529,15 +529,15 @@ START_TEST(a_restarted_worker_takes_the_dead_ones_rank)
              "\"t_push_done_ns\":2,\"t_end_ns\":2}");
     ck_assert_int_eq(feed(&r), 0);
     reg(&r, STRANGER, "worker", 1, "secret"); /* WA's replacement */
-    ordo_msg_t m;
+    ordo__msg_t m;
     expect(&r, STRANGER, ORDO_MSG_WELCOME, &m);
     size_t len = 0;
-    const char *body = ordo_msg_data(&m, 0, &len);
+    const char *body = ordo__msg_data(&m, 0, &len);
     json_t *o = json_loadb(body, len, 0, NULL);
     ck_assert_int_eq(json_integer_value(json_object_get(o, "rank")), 1);
     ck_assert_int_eq(json_integer_value(json_object_get(o, "rejoin")), 7);
     json_decref(o);
-    ordo_msg_close(&m);
+    ordo__msg_close(&m);
     /* the old worker 1's process is fenced: the server is told to refuse it */
     expect_text(&r, SRV, ORDO_MSG_MEMBERS, "{\"fenced\":1,");
     nothing_more(&r);
@@ -550,7 +550,7 @@ START_TEST(a_restarted_worker_takes_the_dead_ones_rank)
     /* a second restart of rank 1 is one too many (fault.restarts = 1) */
     ck_assert_int_eq(reg_declaring(&r, WA, "worker", 1, "secret", NULL), ORDO_ERR_ABORT);
     char path[128];
-    snprintf(path, sizeof path, "%s/summary.json", ordo_scheduler_run_dir(r.sch));
+    snprintf(path, sizeof path, "%s/summary.json", ordo__scheduler_run_dir(r.sch));
     json_t *sum = json_load_file(path, 0, NULL);
     json_t *mem = json_object_get(sum, "membership");
     ck_assert_int_eq(json_integer_value(json_object_get(mem, "restarts")), 1);
@@ -566,16 +566,16 @@ END_TEST
 /* batch_req: worker node i asks for a batch at iteration iter with request id req */
 static void batch_req(rig_t *r, int i, int64_t iter, uint64_t req, const char *spec)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, ORDO_MSG_BATCH_REQ);
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_BATCH_REQ);
     m.sock = r->sock[i];
     m.hdr.role = ORDO_ROLE_WORKER;
     m.hdr.iter = iter;
     m.hdr.req = req;
     m.hdr.key = ORDO_BATCH_ANY_EPOCH;
     m.hdr.dtype = ORDO_DTYPE_JSON;
-    ORDO_CK_OK(ordo_msg_add_text(&m, spec));
-    ORDO_CK_OK(ordo_transport_send(r->tp, &m));
+    ORDO_CK_OK(ordo__msg_add_text(&m, spec));
+    ORDO_CK_OK(ordo__transport_send(r->tp, &m));
     ck_assert_int_eq(feed(r), 0);
 }
 
@@ -583,29 +583,29 @@ static void batch_req(rig_t *r, int i, int64_t iter, uint64_t req, const char *s
  * or the flags of an end (n 0) */
 static void expect_batch(rig_t *r, int i, uint64_t req, int64_t first, int n, uint32_t flags)
 {
-    ordo_msg_t m;
+    ordo__msg_t m;
     expect(r, i, ORDO_MSG_BATCH, &m);
     ck_assert_uint_eq(m.hdr.req, req);
     ck_assert_uint_eq(m.hdr.flags, flags);
     size_t len = 0;
-    const unsigned char *d = ordo_msg_data(&m, 0, &len);
+    const unsigned char *d = ordo__msg_data(&m, 0, &len);
     ck_assert_uint_eq(len, (size_t)n * 8);
     for (int k = 0; k < n; k++)
         ck_assert_int_eq(d[8 * k], first + k); /* little-endian, small values */
-    ordo_msg_close(&m);
+    ordo__msg_close(&m);
 }
 
 static void expect_refusal(rig_t *r, int i, uint64_t req, const char *what)
 {
-    ordo_msg_t m;
+    ordo__msg_t m;
     char body[512];
     expect(r, i, ORDO_MSG_BATCH, &m);
     ck_assert_uint_eq(m.hdr.req, req);
     ck_assert_int_eq(m.hdr.dtype, ORDO_DTYPE_JSON);
-    ordo_msg_text(&m, 0, body, sizeof body);
+    ordo__msg_text(&m, 0, body, sizeof body);
     ck_assert_msg(strstr(body, what) && strstr(body, "\"error\""), "body '%s', expected '%s'",
                   body, what);
-    ordo_msg_close(&m);
+    ordo__msg_close(&m);
 }
 
 #define SPEC "{\"n\":10,\"batch\":4,\"samples\":8,\"seed\":1,\"shuffle\":false}"
@@ -658,27 +658,27 @@ END_TEST
 /* intra.backend = auto: one backend per group, any per group; the detail names the members */
 START_TEST(auto_groups_must_agree_inside_each_group)
 {
-    ordo_conf_t conf;
-    ordo_conf_defaults(&conf);
+    ordo__conf_t conf;
+    ordo__conf_defaults(&conf);
     json_t *plan = json_pack("{s:{s:s,s:i}}", "intra", "backend", "auto", "local_size", 2);
     const char *same[] = {"nccl", "nccl", "shm", NULL}; /* NULL: said nothing, shm */
-    ORDO_CK_OK(ordo_runplan_intra_check(&conf, plan, same, 4));
+    ORDO_CK_OK(ordo__runplan_intra_check(&conf, plan, same, 4));
     const char *split[] = {"shm", "shm", "shm", "nccl"};
-    ORDO_CK_ERR(ordo_runplan_intra_check(&conf, plan, split, 4), ORDO_ERR_INVAL);
-    ck_assert_str_eq(ordo_error_detail(),
+    ORDO_CK_ERR(ordo__runplan_intra_check(&conf, plan, split, 4), ORDO_ERR_INVAL);
+    ck_assert_str_eq(ordo__error_detail(),
                      "intra.backend = auto: the members of group 1 resolved different backends "
                      "(worker 2 shm, worker 3 nccl); a group needs one: put every member's "
                      "tensors on the same kind of device (intra.device), or set intra.backend");
     conf.replicas = 2;
-    ORDO_CK_ERR(ordo_runplan_intra_check(&conf, plan, same, 4), ORDO_ERR_INVAL);
-    ck_assert_msg(strstr(ordo_error_detail(), "fault.replicas = 2 with intra.backend = auto, "
+    ORDO_CK_ERR(ordo__runplan_intra_check(&conf, plan, same, 4), ORDO_ERR_INVAL);
+    ck_assert_msg(strstr(ordo__error_detail(), "fault.replicas = 2 with intra.backend = auto, "
                                               "resolved to nccl by 2 workers"),
-                  "%s", ordo_error_detail());
+                  "%s", ordo__error_detail());
     const char *cpu[] = {"shm", "shm", "shm", "shm"};
-    ORDO_CK_OK(ordo_runplan_intra_check(&conf, plan, cpu, 4));
+    ORDO_CK_OK(ordo__runplan_intra_check(&conf, plan, cpu, 4));
     /* a plan that names its backend is not checked */
     json_object_set_new(json_object_get(plan, "intra"), "backend", json_string("shm"));
-    ORDO_CK_OK(ordo_runplan_intra_check(&conf, plan, split, 4));
+    ORDO_CK_OK(ordo__runplan_intra_check(&conf, plan, split, 4));
     json_decref(plan);
 }
 END_TEST

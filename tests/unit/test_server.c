@@ -1,7 +1,7 @@
 /* Tests of server/server: the server object driven with messages, without processes. A
  * hand-made node (two keys on one server, two workers) stands in for the rendezvous; the
  * test's own transport plays the workers, one DEALER each, and every message the server's
- * transport receives is fed to ordo_server_handle. Checks the values answered to pulls
+ * transport receives is fed to ordo__server_handle. Checks the values answered to pulls
  * (initial, then summed and updated), pulls parked until the pushes are in, and that bad
  * messages are answered with ERROR, counted and dropped while the server goes on. */
 #include "common/keys.h"
@@ -19,47 +19,47 @@
 #define LR 0.5f
 
 typedef struct {
-    ordo_server_t *srv;
-    ordo_transport_t *stp; /* the server's (owned by srv) */
-    ordo_transport_t *ctp; /* the workers' */
+    ordo__server_t *srv;
+    ordo__transport_t *stp; /* the server's (owned by srv) */
+    ordo__transport_t *ctp; /* the workers' */
     int wsock[W];          /* worker w's DEALER on ctp */
 } rig_t;
 
 /* rig_make builds the rig with the scheduler's plan (JSON text or NULL) and aggregate;
- * returns ordo_server_new's code (the rig is usable only when it is 0) */
+ * returns ordo__server_new's code (the rig is usable only when it is 0) */
 static int rig_make(rig_t *r, const char *plan, int aggregate)
 {
-    ordo_conf_t conf;
-    ordo_conf_defaults(&conf);
+    ordo__conf_t conf;
+    ordo__conf_defaults(&conf);
     conf.lr = LR;
     conf.momentum = 0;
     conf.weight_decay = 0;
     conf.aggregate = aggregate;
-    ordo_node_t node = {0};
+    ordo__node_t node = {0};
     if (plan) node.plan_json = strdup(plan);
     int64_t numel[2] = {N0, N1};
-    ORDO_CK_OK(ordo_keys_partition(numel, 2, sizeof(float), 1 << 20, 0, 1, &node.keys));
+    ORDO_CK_OK(ordo__keys_partition(numel, 2, sizeof(float), 1 << 20, 0, 1, &node.keys));
     node.role = ORDO_ROLE_SERVER;
     node.rank = 0;
     node.n_servers = 1;
     node.n_workers = W;
     node.sched_sock = -1;
     snprintf(node.run_dir, sizeof node.run_dir, "/tmp");
-    ORDO_CK_OK(ordo_transport_new(NULL, &node.tp));
+    ORDO_CK_OK(ordo__transport_new(NULL, &node.tp));
     char ep[256];
-    int sock = ordo_transport_bind(node.tp, "tcp://127.0.0.1:0", 1, ep, sizeof ep);
+    int sock = ordo__transport_bind(node.tp, "tcp://127.0.0.1:0", 1, ep, sizeof ep);
     ck_assert_int_ge(sock, 0);
     r->stp = node.tp;
-    int rc = ordo_server_new(&conf, &node, sock, &r->srv);
+    int rc = ordo__server_new(&conf, &node, sock, &r->srv);
     if (rc) {
-        ordo_transport_destroy(&node.tp, 0);
-        ordo_node_fini(&node);
+        ordo__transport_destroy(&node.tp, 0);
+        ordo__node_fini(&node);
         return rc;
     }
     ck_assert_ptr_null(node.tp); /* the server took the node */
-    ORDO_CK_OK(ordo_transport_new(NULL, &r->ctp));
+    ORDO_CK_OK(ordo__transport_new(NULL, &r->ctp));
     for (int w = 0; w < W; w++) {
-        r->wsock[w] = ordo_transport_connect(r->ctp, ep, 1);
+        r->wsock[w] = ordo__transport_connect(r->ctp, ep, 1);
         ck_assert_int_ge(r->wsock[w], 0);
     }
     return 0;
@@ -72,8 +72,8 @@ static void rig_new(rig_t *r)
 
 static void rig_destroy(rig_t *r)
 {
-    ordo_transport_destroy(&r->ctp, 0);
-    ordo_server_destroy(&r->srv);
+    ordo__transport_destroy(&r->ctp, 0);
+    ordo__server_destroy(&r->srv);
     ck_assert_ptr_null(r->srv);
 }
 
@@ -81,8 +81,8 @@ static void rig_destroy(rig_t *r)
 static void send_msg(rig_t *r, int w, int type, uint32_t key, int64_t iter, const float *data,
                      size_t n, uint32_t flags)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, type);
+    ordo__msg_t m;
+    ordo__msg_init(&m, type);
     m.sock = r->wsock[w];
     m.hdr.role = ORDO_ROLE_WORKER;
     m.hdr.rank = w;
@@ -92,49 +92,49 @@ static void send_msg(rig_t *r, int w, int type, uint32_t key, int64_t iter, cons
     m.hdr.flags = flags;
     if (data) {
         m.hdr.dtype = ORDO_DTYPE_F32;
-        ORDO_CK_OK(ordo_msg_add_copy(&m, data, n * sizeof(float)));
+        ORDO_CK_OK(ordo__msg_add_copy(&m, data, n * sizeof(float)));
     }
-    ORDO_CK_OK(ordo_transport_send(r->ctp, &m));
+    ORDO_CK_OK(ordo__transport_send(r->ctp, &m));
 }
 
-/* feed hands the next n messages the server receives to ordo_server_handle */
+/* feed hands the next n messages the server receives to ordo__server_handle */
 static void feed(rig_t *r, int n)
 {
     for (int i = 0; i < n; i++) {
-        ordo_msg_t m;
-        ORDO_CK_OK(ordo_transport_recv(r->stp, &m, 5000));
-        ck_assert_int_eq(ordo_server_handle(r->srv, &m), 0);
-        ordo_msg_close(&m);
+        ordo__msg_t m;
+        ORDO_CK_OK(ordo__transport_recv(r->stp, &m, 5000));
+        ck_assert_int_eq(ordo__server_handle(r->srv, &m), 0);
+        ordo__msg_close(&m);
     }
 }
 
 /* expect receives the next answer for the workers; it must have the given type and come on
  * worker w's socket */
-static void expect(rig_t *r, int w, int type, ordo_msg_t *m)
+static void expect(rig_t *r, int w, int type, ordo__msg_t *m)
 {
-    ORDO_CK_OK(ordo_transport_recv(r->ctp, m, 5000));
-    ck_assert_msg(m->hdr.type == type, "got %s, expected %s", ordo_wire_type_name(m->hdr.type),
-                  ordo_wire_type_name(type));
+    ORDO_CK_OK(ordo__transport_recv(r->ctp, m, 5000));
+    ck_assert_msg(m->hdr.type == type, "got %s, expected %s", ordo__wire_type_name(m->hdr.type),
+                  ordo__wire_type_name(type));
     ck_assert_int_eq(m->sock, r->wsock[w]);
     ck_assert_int_eq(m->hdr.role, ORDO_ROLE_SERVER);
 }
 
 static void nothing_more(rig_t *r)
 {
-    ordo_msg_t m;
-    ck_assert_int_eq(ordo_transport_recv(r->ctp, &m, 100), ORDO_ERR_TIMEDOUT);
+    ordo__msg_t m;
+    ck_assert_int_eq(ordo__transport_recv(r->ctp, &m, 100), ORDO_ERR_TIMEDOUT);
 }
 
 /* expect_value receives worker w's PULL_RESP for key at iter and compares it with want */
 static void expect_value(rig_t *r, int w, uint32_t key, int64_t iter, const float *want, size_t n)
 {
-    ordo_msg_t m;
+    ordo__msg_t m;
     expect(r, w, ORDO_MSG_PULL_RESP, &m);
     ck_assert_uint_eq(m.hdr.key, key);
     ck_assert_int_eq(m.hdr.iter, iter);
     ck_assert_uint_eq(m.hdr.req, 100 * w + key);
     size_t len = 0;
-    const float *v = ordo_msg_data(&m, 0, &len);
+    const float *v = ordo__msg_data(&m, 0, &len);
     ck_assert_uint_eq(len, n * sizeof(float));
     for (size_t i = 0; i < n; i++) {
         float got;
@@ -142,7 +142,7 @@ static void expect_value(rig_t *r, int w, uint32_t key, int64_t iter, const floa
         ck_assert_msg(fabsf(got - want[i]) <= 1e-6f, "key %u [%zu]: %g, expected %g", key, i,
                       (double)got, (double)want[i]);
     }
-    ordo_msg_close(&m);
+    ordo__msg_close(&m);
 }
 
 /* init_keys: worker 0 gives both keys their first values v0[i] = i, v1[i] = 10 + i */
@@ -179,10 +179,10 @@ START_TEST(pulls_answer_the_summed_update)
             g[w][i] = (float)(w + 1) * (0.25f + (float)i);
         send_msg(&r, w, ORDO_MSG_PUSH, 0, 0, g[w], N0, 0);
         feed(&r, 1);
-        ordo_msg_t ack;
+        ordo__msg_t ack;
         expect(&r, w, ORDO_MSG_PUSH_ACK, &ack);
         ck_assert_uint_eq(ack.hdr.key, 0);
-        ordo_msg_close(&ack);
+        ordo__msg_close(&ack);
         if (w == 0) nothing_more(&r); /* one push is not the sum */
     }
     for (int i = 0; i < N0; i++)
@@ -193,15 +193,15 @@ START_TEST(pulls_answer_the_summed_update)
     send_msg(&r, 0, ORDO_MSG_PUSH, 1, 0, g1, N1, 0);
     send_msg(&r, 1, ORDO_MSG_PUSH, 1, 0, g1, N1, ORDO_FLAG_PULL);
     feed(&r, 2);
-    ordo_msg_t ack;
+    ordo__msg_t ack;
     expect(&r, 0, ORDO_MSG_PUSH_ACK, &ack);
-    ordo_msg_close(&ack);
+    ordo__msg_close(&ack);
     for (int i = 0; i < N1; i++)
         want1[i] = v1[i] - LR * 2 * g1[i];
     expect_value(&r, 1, 1, 1, want1, N1);
     nothing_more(&r);
-    ordo_server_stats_t st;
-    ordo_server_get_stats(r.srv, &st);
+    ordo__server_stats_t st;
+    ordo__server_get_stats(r.srv, &st);
     ck_assert_uint_eq(st.pushes, 4);
     ck_assert_uint_eq(st.pulls, 4);
     ck_assert_uint_eq(st.dropped, 0);
@@ -214,12 +214,12 @@ END_TEST
 /* expect_error receives worker w's ERROR answer and checks that its reason contains what */
 static void expect_error(rig_t *r, int w, const char *what)
 {
-    ordo_msg_t m;
+    ordo__msg_t m;
     char why[256];
     expect(r, w, ORDO_MSG_ERROR, &m);
-    ordo_msg_text(&m, 0, why, sizeof why);
+    ordo__msg_text(&m, 0, why, sizeof why);
     ck_assert_msg(strstr(why, what), "ERROR says '%s', expected '%s'", why, what);
-    ordo_msg_close(&m);
+    ordo__msg_close(&m);
 }
 
 START_TEST(bad_messages_are_answered_counted_and_dropped)
@@ -246,16 +246,16 @@ START_TEST(bad_messages_are_answered_counted_and_dropped)
     send_msg(&r, 0, ORDO_MSG_STATS, 0, 0, NULL, 0, 0); /* not a data message */
     feed(&r, 1);
     expect_error(&r, 0, "unexpected message type");
-    ordo_msg_t m; /* a sender that is no worker of the cluster */
-    ordo_msg_init(&m, ORDO_MSG_PULL);
+    ordo__msg_t m; /* a sender that is no worker of the cluster */
+    ordo__msg_init(&m, ORDO_MSG_PULL);
     m.sock = r.wsock[1];
     m.hdr.role = ORDO_ROLE_WORKER;
     m.hdr.rank = W;
-    ORDO_CK_OK(ordo_transport_send(r.ctp, &m));
+    ORDO_CK_OK(ordo__transport_send(r.ctp, &m));
     feed(&r, 1);
     expect_error(&r, 1, "not a worker of this cluster");
-    ordo_server_stats_t st;
-    ordo_server_get_stats(r.srv, &st);
+    ordo__server_stats_t st;
+    ordo__server_get_stats(r.srv, &st);
     ck_assert_uint_eq(st.dropped, 7);
     ck_assert_uint_eq(st.pushes, 0);
     /* and the server goes on: the value is untouched and a good pull is answered */
@@ -274,9 +274,9 @@ static void push_all(rig_t *r, uint32_t key, int64_t iter, float g[W][N0], size_
     for (int w = 0; w < W; w++) {
         send_msg(r, w, ORDO_MSG_PUSH, key, iter, g[w], n, 0);
         feed(r, 1);
-        ordo_msg_t ack;
+        ordo__msg_t ack;
         expect(r, w, ORDO_MSG_PUSH_ACK, &ack);
-        ordo_msg_close(&ack);
+        ordo__msg_close(&ack);
     }
 }
 
@@ -327,7 +327,7 @@ START_TEST(a_malformed_update_rule_fails_the_start)
     rig_t r;
     ck_assert_int_eq(rig_make(&r, "{\"updates\": [null, {\"kind\": \"adam\"}]}", ORDO_AGG_SUM),
                      ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "plan: $.updates[1].kind: not \"sgd\" or \"average\"");
+    ck_assert_str_eq(ordo__error_detail(), "plan: $.updates[1].kind: not \"sgd\" or \"average\"");
     ck_assert_int_eq(rig_make(&r, "{\"updates\": [null]}", ORDO_AGG_SUM), ORDO_ERR_PROTO);
 }
 END_TEST
@@ -335,13 +335,13 @@ END_TEST
 /* ctl: a message from the scheduler's socket (any socket but the data port) */
 static int ctl(rig_t *r, int type)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, type);
+    ordo__msg_t m;
+    ordo__msg_init(&m, type);
     m.sock = 99;
     m.hdr.role = ORDO_ROLE_SCHEDULER;
-    if (type == ORDO_MSG_ABORT) ORDO_CK_OK(ordo_msg_add_text(&m, "a test"));
-    int rc = ordo_server_handle(r->srv, &m);
-    ordo_msg_close(&m);
+    if (type == ORDO_MSG_ABORT) ORDO_CK_OK(ordo__msg_add_text(&m, "a test"));
+    int rc = ordo__server_handle(r->srv, &m);
+    ordo__msg_close(&m);
     return rc;
 }
 
@@ -362,27 +362,27 @@ END_TEST
 /* ---- [fault] replicas: two servers in this process, one key on both ------------------- */
 
 typedef struct {
-    ordo_server_t *srv[2];
-    ordo_transport_t *stp[2];
-    ordo_transport_t *ctp;
+    ordo__server_t *srv[2];
+    ordo__transport_t *stp[2];
+    ordo__transport_t *ctp;
     int wsock[2][W]; /* worker w's DEALER to server s */
 } rrig_t;
 
 static void rrig_new(rrig_t *r)
 {
     char ep[2][256];
-    ordo_node_t node[2];
+    ordo__node_t node[2];
     int sock[2];
     int64_t numel[1] = {N0};
     for (int s = 0; s < 2; s++) {
         memset(&node[s], 0, sizeof node[s]);
-        ORDO_CK_OK(ordo_transport_new(NULL, &node[s].tp));
-        sock[s] = ordo_transport_bind(node[s].tp, "tcp://127.0.0.1:0", 1, ep[s], sizeof ep[s]);
+        ORDO_CK_OK(ordo__transport_new(NULL, &node[s].tp));
+        sock[s] = ordo__transport_bind(node[s].tp, "tcp://127.0.0.1:0", 1, ep[s], sizeof ep[s]);
         ck_assert_int_ge(sock[s], 0);
     }
     for (int s = 0; s < 2; s++) {
-        ORDO_CK_OK(ordo_keys_partition(numel, 1, sizeof(float), 1 << 20, 0, 2, &node[s].keys));
-        ORDO_CK_OK(ordo_keys_set_replicas(node[s].keys, 2));
+        ORDO_CK_OK(ordo__keys_partition(numel, 1, sizeof(float), 1 << 20, 0, 2, &node[s].keys));
+        ORDO_CK_OK(ordo__keys_set_replicas(node[s].keys, 2));
         ck_assert_int_eq(node[s].keys->slices[0].server, 0); /* primary 0, backup 1 */
         node[s].role = ORDO_ROLE_SERVER;
         node[s].rank = s;
@@ -394,32 +394,32 @@ static void rrig_new(rrig_t *r)
             node[s].server_endpoints[i] = strdup(ep[i]);
         snprintf(node[s].run_dir, sizeof node[s].run_dir, "/tmp");
         r->stp[s] = node[s].tp;
-        ordo_conf_t conf;
-        ordo_conf_defaults(&conf);
+        ordo__conf_t conf;
+        ordo__conf_defaults(&conf);
         conf.lr = LR;
         conf.momentum = 0;
         conf.aggregate = ORDO_AGG_SUM;
-        ORDO_CK_OK(ordo_server_new(&conf, &node[s], sock[s], &r->srv[s]));
+        ORDO_CK_OK(ordo__server_new(&conf, &node[s], sock[s], &r->srv[s]));
     }
-    ORDO_CK_OK(ordo_transport_new(NULL, &r->ctp));
+    ORDO_CK_OK(ordo__transport_new(NULL, &r->ctp));
     for (int s = 0; s < 2; s++)
         for (int w = 0; w < W; w++)
-            ck_assert_int_ge(r->wsock[s][w] = ordo_transport_connect(r->ctp, ep[s], 1), 0);
+            ck_assert_int_ge(r->wsock[s][w] = ordo__transport_connect(r->ctp, ep[s], 1), 0);
 }
 
 static void rrig_destroy(rrig_t *r)
 {
-    ordo_transport_destroy(&r->ctp, 0);
+    ordo__transport_destroy(&r->ctp, 0);
     for (int s = 0; s < 2; s++)
-        ordo_server_destroy(&r->srv[s]);
+        ordo__server_destroy(&r->srv[s]);
 }
 
 /* rsend: worker w sends server s a message (as send_msg) */
 static void rsend(rrig_t *r, int s, int w, int type, int64_t iter, const float *data,
                   uint32_t flags)
 {
-    ordo_msg_t m;
-    ordo_msg_init(&m, type);
+    ordo__msg_t m;
+    ordo__msg_init(&m, type);
     m.sock = r->wsock[s][w];
     m.hdr.role = ORDO_ROLE_WORKER;
     m.hdr.rank = w;
@@ -428,46 +428,46 @@ static void rsend(rrig_t *r, int s, int w, int type, int64_t iter, const float *
     m.hdr.flags = flags;
     if (data) {
         m.hdr.dtype = ORDO_DTYPE_F32;
-        ORDO_CK_OK(ordo_msg_add_copy(&m, data, N0 * sizeof(float)));
+        ORDO_CK_OK(ordo__msg_add_copy(&m, data, N0 * sizeof(float)));
     }
-    ORDO_CK_OK(ordo_transport_send(r->ctp, &m));
+    ORDO_CK_OK(ordo__transport_send(r->ctp, &m));
 }
 
 /* rfeed: server s handles the next message it receives, which must be of type */
 static void rfeed(rrig_t *r, int s, int type)
 {
-    ordo_msg_t m;
-    ORDO_CK_OK(ordo_transport_recv(r->stp[s], &m, 5000));
+    ordo__msg_t m;
+    ORDO_CK_OK(ordo__transport_recv(r->stp[s], &m, 5000));
     ck_assert_msg(m.hdr.type == type, "server %d got %s, expected %s", s,
-                  ordo_wire_type_name(m.hdr.type), ordo_wire_type_name(type));
-    ck_assert_int_eq(ordo_server_handle(r->srv[s], &m), 0);
-    ordo_msg_close(&m);
+                  ordo__wire_type_name(m.hdr.type), ordo__wire_type_name(type));
+    ck_assert_int_eq(ordo__server_handle(r->srv[s], &m), 0);
+    ordo__msg_close(&m);
 }
 
 /* rexpect: the workers' next message is of type, from server s, for iteration iter */
 static void rexpect(rrig_t *r, int s, int type, int64_t iter, const float *want)
 {
-    ordo_msg_t m;
-    ORDO_CK_OK(ordo_transport_recv(r->ctp, &m, 5000));
-    ck_assert_msg(m.hdr.type == type, "got %s, expected %s", ordo_wire_type_name(m.hdr.type),
-                  ordo_wire_type_name(type));
+    ordo__msg_t m;
+    ORDO_CK_OK(ordo__transport_recv(r->ctp, &m, 5000));
+    ck_assert_msg(m.hdr.type == type, "got %s, expected %s", ordo__wire_type_name(m.hdr.type),
+                  ordo__wire_type_name(type));
     ck_assert_int_eq(m.hdr.rank, s);
     ck_assert_int_eq(m.hdr.iter, iter);
     size_t len = 0;
-    const float *d = want ? ordo_msg_data(&m, 0, &len) : NULL;
+    const float *d = want ? ordo__msg_data(&m, 0, &len) : NULL;
     if (want) ck_assert_uint_eq(len, N0 * sizeof(float));
     for (int i = 0; want && i < N0; i++) {
         float got;
         memcpy(&got, d + i, sizeof got);
         ck_assert_msg(got == want[i], "[%d]: %g, expected %g", i, (double)got, (double)want[i]);
     }
-    ordo_msg_close(&m);
+    ordo__msg_close(&m);
 }
 
 static void rnothing(rrig_t *r)
 {
-    ordo_msg_t m;
-    ck_assert_int_eq(ordo_transport_recv(r->ctp, &m, 100), ORDO_ERR_TIMEDOUT);
+    ordo__msg_t m;
+    ck_assert_int_eq(ordo__transport_recv(r->ctp, &m, 100), ORDO_ERR_TIMEDOUT);
 }
 
 START_TEST(replicas_answer_after_the_backup_and_survive_the_primary)
@@ -499,13 +499,13 @@ START_TEST(replicas_answer_after_the_backup_and_survive_the_primary)
     rfeed(&r, 1, ORDO_MSG_REPL);
     /* the primary dies before the REPL_ACK arrives: the scheduler's KEYMAP makes server 1
      * the primary; the workers re-send the pushes and the pull of iteration 1 there */
-    ordo_msg_t km;
-    ordo_msg_init(&km, ORDO_MSG_KEYMAP);
+    ordo__msg_t km;
+    ordo__msg_init(&km, ORDO_MSG_KEYMAP);
     km.sock = 99; /* neither the data port nor a peer: the scheduler's */
     km.hdr.dtype = ORDO_DTYPE_JSON;
-    ORDO_CK_OK(ordo_msg_add_text(&km, "{\"dead\":[0],\"promoted\":1}"));
-    ck_assert_int_eq(ordo_server_handle(r.srv[1], &km), 0);
-    ordo_msg_close(&km);
+    ORDO_CK_OK(ordo__msg_add_text(&km, "{\"dead\":[0],\"promoted\":1}"));
+    ck_assert_int_eq(ordo__server_handle(r.srv[1], &km), 0);
+    ordo__msg_close(&km);
     for (int w = 0; w < W; w++) {
         rsend(&r, 1, w, ORDO_MSG_PUSH, 0, g[w], 0);
         rfeed(&r, 1, ORDO_MSG_PUSH); /* already in: acknowledged, not applied again */

@@ -20,59 +20,59 @@ static uint32_t rnd(void)
 
 static void expect_detail(const char *want)
 {
-    ck_assert_msg(strstr(ordo_error_detail(), want) != NULL, "detail '%s' lacks '%s'",
-                  ordo_error_detail(), want);
+    ck_assert_msg(strstr(ordo__error_detail(), want) != NULL, "detail '%s' lacks '%s'",
+                  ordo__error_detail(), want);
 }
 
 START_TEST(pushes_are_validated)
 {
     for (int kind = 0; kind < 2; kind++) {
-        ordo_sparse_agg_t *agg;
-        ORDO_CK_OK(ordo_sparse_agg_new(&agg, 10, 20, 2, (ordo_sparse_agg_kind_t)kind, 4));
-        ordo_coo_entry_t out_of_range[2] = {{10, 1.0f}, {20, 2.0f}};
-        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 0, out_of_range, 2), ORDO_ERR_PROTO);
+        ordo__sparse_agg_t *agg;
+        ORDO_CK_OK(ordo__sparse_agg_new(&agg, 10, 20, 2, (ordo__sparse_agg_kind_t)kind, 4));
+        ordo__coo_entry_t out_of_range[2] = {{10, 1.0f}, {20, 2.0f}};
+        ORDO_CK_ERR(ordo__sparse_agg_push(agg, 0, out_of_range, 2), ORDO_ERR_PROTO);
         expect_detail("worker 0 entry 1: index 20 outside [10, 20)");
-        ordo_coo_entry_t dup[2] = {{12, 1.0f}, {12, 2.0f}};
-        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 0, dup, 2), ORDO_ERR_PROTO);
+        ordo__coo_entry_t dup[2] = {{12, 1.0f}, {12, 2.0f}};
+        ORDO_CK_ERR(ordo__sparse_agg_push(agg, 0, dup, 2), ORDO_ERR_PROTO);
         expect_detail("index 12 not increasing");
-        ordo_coo_entry_t nan[1] = {{12, NAN}};
-        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 1, nan, 1), ORDO_ERR_PROTO);
+        ordo__coo_entry_t nan[1] = {{12, NAN}};
+        ORDO_CK_ERR(ordo__sparse_agg_push(agg, 1, nan, 1), ORDO_ERR_PROTO);
         expect_detail("value not finite");
-        ordo_coo_entry_t ok[2] = {{11, 1.0f}, {15, 2.0f}};
-        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 2, ok, 2), ORDO_ERR_PROTO);
+        ordo__coo_entry_t ok[2] = {{11, 1.0f}, {15, 2.0f}};
+        ORDO_CK_ERR(ordo__sparse_agg_push(agg, 2, ok, 2), ORDO_ERR_PROTO);
         expect_detail("worker 2 outside [0, 2)");
-        ck_assert_int_eq(ordo_sparse_agg_pushed(agg), 0); /* rejected pushes left no trace */
-        ck_assert_uint_eq(ordo_sparse_agg_touched(agg), 0);
+        ck_assert_int_eq(ordo__sparse_agg_pushed(agg), 0); /* rejected pushes left no trace */
+        ck_assert_uint_eq(ordo__sparse_agg_touched(agg), 0);
 
-        ORDO_CK_OK(ordo_sparse_agg_push(agg, 0, ok, 2));
-        ORDO_CK_ERR(ordo_sparse_agg_push(agg, 0, ok, 2), ORDO_ERR_PROTO);
+        ORDO_CK_OK(ordo__sparse_agg_push(agg, 0, ok, 2));
+        ORDO_CK_ERR(ordo__sparse_agg_push(agg, 0, ok, 2), ORDO_ERR_PROTO);
         expect_detail("worker 0 already pushed iteration 0");
-        ORDO_CK_ERR(ordo_sparse_agg_select_topk(agg, 1), ORDO_ERR_AGAIN);
+        ORDO_CK_ERR(ordo__sparse_agg_select_topk(agg, 1), ORDO_ERR_AGAIN);
         expect_detail("1 of 2 workers pushed iteration 0");
         uint8_t bad[12] = {0};
-        ORDO_CK_ERR(ordo_sparse_agg_push_coo(agg, 1, bad, sizeof bad), ORDO_ERR_PROTO);
+        ORDO_CK_ERR(ordo__sparse_agg_push_coo(agg, 1, bad, sizeof bad), ORDO_ERR_PROTO);
         expect_detail("not a multiple of 8");
         uint8_t buf[16];
-        ordo_coo_encode(ok, 2, buf);
-        ORDO_CK_OK(ordo_sparse_agg_push_coo(agg, 1, buf, sizeof buf));
-        ck_assert_uint_eq(ordo_sparse_agg_touched(agg), 2);
-        ORDO_CK_OK(ordo_sparse_agg_select_topk(agg, 1));
-        ORDO_CK_ERR(ordo_sparse_agg_select_topk(agg, 1), ORDO_ERR_INVAL);
+        ordo__coo_encode(ok, 2, buf);
+        ORDO_CK_OK(ordo__sparse_agg_push_coo(agg, 1, buf, sizeof buf));
+        ck_assert_uint_eq(ordo__sparse_agg_touched(agg), 2);
+        ORDO_CK_OK(ordo__sparse_agg_select_topk(agg, 1));
+        ORDO_CK_ERR(ordo__sparse_agg_select_topk(agg, 1), ORDO_ERR_INVAL);
         size_t c;
-        const ordo_coo_entry_t *sel = ordo_sparse_agg_selected(agg, &c);
+        const ordo__coo_entry_t *sel = ordo__sparse_agg_selected(agg, &c);
         ck_assert_uint_eq(c, 1);
         ck_assert_uint_eq(sel[0].index, 15);
         ck_assert_float_eq(sel[0].value, 4.0f);
-        ordo_sparse_agg_next(agg);
-        ck_assert_uint_eq(ordo_sparse_agg_iteration(agg), 1);
-        ck_assert_int_eq(ordo_sparse_agg_pushed(agg), 0);
-        ordo_sparse_agg_destroy(&agg);
+        ordo__sparse_agg_next(agg);
+        ck_assert_uint_eq(ordo__sparse_agg_iteration(agg), 1);
+        ck_assert_int_eq(ordo__sparse_agg_pushed(agg), 0);
+        ordo__sparse_agg_destroy(&agg);
         ck_assert_ptr_null(agg);
     }
-    ordo_sparse_agg_t *agg = NULL;
-    ORDO_CK_ERR(ordo_sparse_agg_new(&agg, 5, 5, 1, ORDO_SPARSE_AGG_DENSE, 1), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_sparse_agg_new(&agg, 0, 5, 0, ORDO_SPARSE_AGG_DENSE, 1), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_sparse_agg_new(&agg, 0, 5, 1, (ordo_sparse_agg_kind_t)7, 1), ORDO_ERR_INVAL);
+    ordo__sparse_agg_t *agg = NULL;
+    ORDO_CK_ERR(ordo__sparse_agg_new(&agg, 5, 5, 1, ORDO_SPARSE_AGG_DENSE, 1), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__sparse_agg_new(&agg, 0, 5, 0, ORDO_SPARSE_AGG_DENSE, 1), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__sparse_agg_new(&agg, 0, 5, 1, (ordo__sparse_agg_kind_t)7, 1), ORDO_ERR_INVAL);
     ck_assert_ptr_null(agg);
 }
 END_TEST
@@ -82,11 +82,11 @@ END_TEST
 START_TEST(dense_and_hash_select_the_true_topk)
 {
     enum { LO = 1000, M = 300, W = 3 };
-    ordo_sparse_agg_t *agg[2];
+    ordo__sparse_agg_t *agg[2];
     for (int kind = 0; kind < 2; kind++)
-        ORDO_CK_OK(ordo_sparse_agg_new(&agg[kind], LO, LO + M, W, (ordo_sparse_agg_kind_t)kind, 1));
+        ORDO_CK_OK(ordo__sparse_agg_new(&agg[kind], LO, LO + M, W, (ordo__sparse_agg_kind_t)kind, 1));
     rng_state = 5;
-    ordo_coo_entry_t push[M];
+    ordo__coo_entry_t push[M];
     for (int it = 0; it < 20; it++) {
         float sum[M] = {0};
         unsigned char touched[M] = {0};
@@ -95,12 +95,12 @@ START_TEST(dense_and_hash_select_the_true_topk)
             for (uint32_t i = 0; i < M; i++) {
                 if (rnd() % 100 >= (uint32_t)(10 + 20 * w)) continue;
                 float v = (float)((int)(rnd() % 9) - 4); /* small integers: many ties */
-                push[c++] = (ordo_coo_entry_t){LO + i, v};
+                push[c++] = (ordo__coo_entry_t){LO + i, v};
                 sum[i] += v;
                 touched[i] = 1;
             }
             for (int kind = 0; kind < 2; kind++)
-                ORDO_CK_OK(ordo_sparse_agg_push(agg[kind], w, push, c));
+                ORDO_CK_OK(ordo__sparse_agg_push(agg[kind], w, push, c));
         }
         size_t k = 5 + (size_t)it * 7, ntouched = 0;
         for (int i = 0; i < M; i++)
@@ -115,10 +115,10 @@ START_TEST(dense_and_hash_select_the_true_topk)
             want[best] = 1;
         }
         for (int kind = 0; kind < 2; kind++) {
-            ck_assert_uint_eq(ordo_sparse_agg_touched(agg[kind]), ntouched);
-            ORDO_CK_OK(ordo_sparse_agg_select_topk(agg[kind], k));
+            ck_assert_uint_eq(ordo__sparse_agg_touched(agg[kind]), ntouched);
+            ORDO_CK_OK(ordo__sparse_agg_select_topk(agg[kind], k));
             size_t c;
-            const ordo_coo_entry_t *sel = ordo_sparse_agg_selected(agg[kind], &c);
+            const ordo__coo_entry_t *sel = ordo__sparse_agg_selected(agg[kind], &c);
             ck_assert_uint_eq(c, k < ntouched ? k : ntouched);
             size_t j = 0;
             for (int i = 0; i < M; i++) {
@@ -127,62 +127,62 @@ START_TEST(dense_and_hash_select_the_true_topk)
                 ck_assert_float_eq(sel[j].value, sum[i]);
                 j++;
             }
-            ordo_sparse_agg_next(agg[kind]);
+            ordo__sparse_agg_next(agg[kind]);
         }
     }
     for (int kind = 0; kind < 2; kind++)
-        ordo_sparse_agg_destroy(&agg[kind]);
+        ordo__sparse_agg_destroy(&agg[kind]);
 }
 END_TEST
 
 START_TEST(threshold_is_due_every_period)
 {
-    ordo_sparse_agg_t *agg;
-    ORDO_CK_OK(ordo_sparse_agg_new(&agg, 0, 10, 1, ORDO_SPARSE_AGG_DENSE, 3));
-    ordo_coo_entry_t e[3] = {{1, 1.0f}, {2, -5.0f}, {3, 3.0f}};
+    ordo__sparse_agg_t *agg;
+    ORDO_CK_OK(ordo__sparse_agg_new(&agg, 0, 10, 1, ORDO_SPARSE_AGG_DENSE, 3));
+    ordo__coo_entry_t e[3] = {{1, 1.0f}, {2, -5.0f}, {3, 3.0f}};
     bool due[7];
     for (int it = 0; it < 7; it++) {
-        ORDO_CK_OK(ordo_sparse_agg_push(agg, 0, e, 3));
-        due[it] = ordo_sparse_agg_threshold_due(agg);
+        ORDO_CK_OK(ordo__sparse_agg_push(agg, 0, e, 3));
+        due[it] = ordo__sparse_agg_threshold_due(agg);
         if (due[it]) {
-            ORDO_CK_ERR(ordo_sparse_agg_select(agg), ORDO_ERR_AGAIN);
+            ORDO_CK_ERR(ordo__sparse_agg_select(agg), ORDO_ERR_AGAIN);
             expect_detail("threshold due");
-            ORDO_CK_OK(ordo_sparse_agg_select_topk(agg, 2));
-            ck_assert_float_eq(ordo_sparse_agg_threshold(agg), 3.0f);
+            ORDO_CK_OK(ordo__sparse_agg_select_topk(agg, 2));
+            ck_assert_float_eq(ordo__sparse_agg_threshold(agg), 3.0f);
         } else {
-            ORDO_CK_OK(ordo_sparse_agg_select(agg));
+            ORDO_CK_OK(ordo__sparse_agg_select(agg));
         }
         size_t c;
-        ordo_sparse_agg_selected(agg, &c);
+        ordo__sparse_agg_selected(agg, &c);
         ck_assert_uint_eq(c, 2);
-        ordo_sparse_agg_next(agg);
+        ordo__sparse_agg_next(agg);
     }
     ck_assert(due[0] && !due[1] && !due[2] && due[3] && !due[4] && !due[5] && due[6]);
-    ORDO_CK_OK(ordo_sparse_agg_push(agg, 0, e, 3));
-    ORDO_CK_ERR(ordo_sparse_agg_select_threshold(agg, -1.0f), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_sparse_agg_select_threshold(agg, NAN), ORDO_ERR_INVAL);
-    ORDO_CK_OK(ordo_sparse_agg_select_threshold(agg, 1.0f)); /* e.g. from the scheduler */
+    ORDO_CK_OK(ordo__sparse_agg_push(agg, 0, e, 3));
+    ORDO_CK_ERR(ordo__sparse_agg_select_threshold(agg, -1.0f), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__sparse_agg_select_threshold(agg, NAN), ORDO_ERR_INVAL);
+    ORDO_CK_OK(ordo__sparse_agg_select_threshold(agg, 1.0f)); /* e.g. from the scheduler */
     size_t c;
-    ordo_sparse_agg_selected(agg, &c);
+    ordo__sparse_agg_selected(agg, &c);
     ck_assert_uint_eq(c, 3);
-    ordo_sparse_agg_destroy(&agg);
+    ordo__sparse_agg_destroy(&agg);
 }
 END_TEST
 
 START_TEST(sgd_touches_selected_entries_only)
 {
-    ordo_sparse_agg_t *agg;
-    ORDO_CK_OK(ordo_sparse_agg_new(&agg, 100, 104, 2, ORDO_SPARSE_AGG_HASH, 1));
+    ordo__sparse_agg_t *agg;
+    ORDO_CK_OK(ordo__sparse_agg_new(&agg, 100, 104, 2, ORDO_SPARSE_AGG_HASH, 1));
     float w[4] = {1.0f, 2.0f, 3.0f, 4.0f}, m[4] = {0.5f, 0.5f, 0.5f, 0.5f};
-    ordo_coo_entry_t a[2] = {{100, 4.0f}, {102, 1.0f}}, b[2] = {{100, 2.0f}, {103, -8.0f}};
-    ORDO_CK_OK(ordo_sparse_agg_push(agg, 0, a, 2));
-    ORDO_CK_OK(ordo_sparse_agg_push(agg, 1, b, 2));
-    ORDO_CK_ERR(ordo_sparse_agg_apply_sgd(agg, w, m, &(ordo_sparse_sgd_t){0.1f, 0, 0, true}),
+    ordo__coo_entry_t a[2] = {{100, 4.0f}, {102, 1.0f}}, b[2] = {{100, 2.0f}, {103, -8.0f}};
+    ORDO_CK_OK(ordo__sparse_agg_push(agg, 0, a, 2));
+    ORDO_CK_OK(ordo__sparse_agg_push(agg, 1, b, 2));
+    ORDO_CK_ERR(ordo__sparse_agg_apply_sgd(agg, w, m, &(ordo__sparse_sgd_t){0.1f, 0, 0, true}),
                 ORDO_ERR_INVAL);
-    ORDO_CK_OK(ordo_sparse_agg_select_topk(agg, 2)); /* sums 6 (100), 1 (102), -8 (103) */
-    ordo_sparse_sgd_t opt = {.lr = 0.5f, .momentum = 0.9f, .weight_decay = 0.1f, .mean = true};
-    ORDO_CK_ERR(ordo_sparse_agg_apply_sgd(agg, w, NULL, &opt), ORDO_ERR_INVAL);
-    ORDO_CK_OK(ordo_sparse_agg_apply_sgd(agg, w, m, &opt));
+    ORDO_CK_OK(ordo__sparse_agg_select_topk(agg, 2)); /* sums 6 (100), 1 (102), -8 (103) */
+    ordo__sparse_sgd_t opt = {.lr = 0.5f, .momentum = 0.9f, .weight_decay = 0.1f, .mean = true};
+    ORDO_CK_ERR(ordo__sparse_agg_apply_sgd(agg, w, NULL, &opt), ORDO_ERR_INVAL);
+    ORDO_CK_OK(ordo__sparse_agg_apply_sgd(agg, w, m, &opt));
     /* index 100: d = 6/2 + 0.1*1 = 3.1; m = 0.45 + 3.1 = 3.55; w = 1 - 1.775 = -0.775 */
     ck_assert_float_eq_tol(m[0], 3.55f, 1e-6f);
     ck_assert_float_eq_tol(w[0], -0.775f, 1e-6f);
@@ -193,23 +193,23 @@ START_TEST(sgd_touches_selected_entries_only)
     ck_assert_float_eq(m[1], 0.5f); /* momentum of unselected entries is frozen */
     ck_assert_float_eq(w[2], 3.0f); /* pushed but not selected: no decay, no step */
     ck_assert_float_eq(m[2], 0.5f);
-    ORDO_CK_ERR(ordo_sparse_agg_apply_sgd(agg, w, m, &opt), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__sparse_agg_apply_sgd(agg, w, m, &opt), ORDO_ERR_INVAL);
     expect_detail("already applied");
 
-    ck_assert_uint_eq(ordo_sparse_agg_changed_size(agg), 16);
+    ck_assert_uint_eq(ordo__sparse_agg_changed_size(agg), 16);
     uint8_t buf[16];
     size_t len;
-    ORDO_CK_ERR(ordo_sparse_agg_encode_changed(agg, w, buf, 15, &len), ORDO_ERR_RANGE);
-    ORDO_CK_OK(ordo_sparse_agg_encode_changed(agg, w, buf, sizeof buf, &len));
-    ordo_coo_entry_t got[2];
+    ORDO_CK_ERR(ordo__sparse_agg_encode_changed(agg, w, buf, 15, &len), ORDO_ERR_RANGE);
+    ORDO_CK_OK(ordo__sparse_agg_encode_changed(agg, w, buf, sizeof buf, &len));
+    ordo__coo_entry_t got[2];
     size_t c;
-    ORDO_CK_OK(ordo_coo_decode(buf, len, 100, 104, got, 2, &c));
+    ORDO_CK_OK(ordo__coo_decode(buf, len, 100, 104, got, 2, &c));
     ck_assert_uint_eq(c, 2);
     ck_assert_uint_eq(got[0].index, 100);
     ck_assert_float_eq(got[0].value, w[0]);
     ck_assert_uint_eq(got[1].index, 103);
     ck_assert_float_eq(got[1].value, w[3]);
-    ordo_sparse_agg_destroy(&agg);
+    ordo__sparse_agg_destroy(&agg);
 }
 END_TEST
 
@@ -218,8 +218,8 @@ END_TEST
 enum { N = 64, W = 3, S = 2 };
 
 typedef struct {
-    ordo_sparsify_t *sp[W];
-    ordo_sparse_agg_t *agg[S];
+    ordo__sparsify_t *sp[W];
+    ordo__sparse_agg_t *agg[S];
     uint32_t bounds[S + 1];
     float server_w[N], server_m[N], local_w[W][N];
 } cluster_t;
@@ -230,69 +230,69 @@ static void cluster_new(cluster_t *c, size_t k_local, int period, uint32_t split
     c->bounds[0] = 0;
     c->bounds[1] = split;
     c->bounds[2] = N;
-    ORDO_CK_OK(ordo_regions_check(c->bounds, S, N));
+    ORDO_CK_OK(ordo__regions_check(c->bounds, S, N));
     for (int w = 0; w < W; w++)
-        ORDO_CK_OK(ordo_sparsify_new(&c->sp[w], N, k_local, period));
+        ORDO_CK_OK(ordo__sparsify_new(&c->sp[w], N, k_local, period));
     for (int s = 0; s < S; s++)
-        ORDO_CK_OK(ordo_sparse_agg_new(&c->agg[s], c->bounds[s], c->bounds[s + 1], W,
+        ORDO_CK_OK(ordo__sparse_agg_new(&c->agg[s], c->bounds[s], c->bounds[s + 1], W,
                                        s ? ORDO_SPARSE_AGG_HASH : ORDO_SPARSE_AGG_DENSE, period));
 }
 
 static void cluster_destroy(cluster_t *c)
 {
     for (int w = 0; w < W; w++)
-        ordo_sparsify_destroy(&c->sp[w]);
+        ordo__sparsify_destroy(&c->sp[w]);
     for (int s = 0; s < S; s++)
-        ordo_sparse_agg_destroy(&c->agg[s]);
+        ordo__sparse_agg_destroy(&c->agg[s]);
 }
 
 /* One iteration: pushes over the wire format, global selection (exact on due iterations:
  * per server select_topk(k_server), or the scheduler's threshold when k_server is 0), SGD,
  * pull answers applied by every worker. U receives the applied sums per index. */
 static void cluster_step(cluster_t *c, float g[W][N], size_t k_global, size_t k_server,
-                         const ordo_sparse_sgd_t *opt, float *U)
+                         const ordo__sparse_sgd_t *opt, float *U)
 {
     uint8_t buf[N * 8];
     size_t len;
     for (int w = 0; w < W; w++) {
-        ORDO_CK_OK(ordo_sparsify_push(c->sp[w], g[w]));
+        ORDO_CK_OK(ordo__sparsify_push(c->sp[w], g[w]));
         for (int s = 0; s < S; s++) {
-            ORDO_CK_OK(ordo_sparsify_pack_region(c->sp[w], c->bounds[s], c->bounds[s + 1], buf,
+            ORDO_CK_OK(ordo__sparsify_pack_region(c->sp[w], c->bounds[s], c->bounds[s + 1], buf,
                                                  sizeof buf, &len));
-            ORDO_CK_OK(ordo_sparse_agg_push_coo(c->agg[s], w, buf, len));
+            ORDO_CK_OK(ordo__sparse_agg_push_coo(c->agg[s], w, buf, len));
         }
     }
-    if (ordo_sparse_agg_threshold_due(c->agg[0])) {
+    if (ordo__sparse_agg_threshold_due(c->agg[0])) {
         if (k_server) {
             for (int s = 0; s < S; s++)
-                ORDO_CK_OK(ordo_sparse_agg_select_topk(c->agg[s], k_server));
+                ORDO_CK_OK(ordo__sparse_agg_select_topk(c->agg[s], k_server));
         } else {
             uint64_t *bins = calloc(ORDO_REGIONS_MAGHIST_BINS, sizeof *bins);
             for (int s = 0; s < S; s++)
-                ORDO_CK_OK(ordo_sparse_agg_maghist(c->agg[s], bins));
-            float thr = ordo_regions_maghist_threshold(bins, k_global);
+                ORDO_CK_OK(ordo__sparse_agg_maghist(c->agg[s], bins));
+            float thr = ordo__regions_maghist_threshold(bins, k_global);
             free(bins);
             for (int s = 0; s < S; s++)
-                ORDO_CK_OK(ordo_sparse_agg_select_threshold(c->agg[s], thr));
+                ORDO_CK_OK(ordo__sparse_agg_select_threshold(c->agg[s], thr));
         }
     } else {
         for (int s = 0; s < S; s++)
-            ORDO_CK_OK(ordo_sparse_agg_select(c->agg[s]));
+            ORDO_CK_OK(ordo__sparse_agg_select(c->agg[s]));
     }
     memset(U, 0, N * sizeof *U);
     for (int s = 0; s < S; s++) {
         size_t cnt;
-        const ordo_coo_entry_t *sel = ordo_sparse_agg_selected(c->agg[s], &cnt);
+        const ordo__coo_entry_t *sel = ordo__sparse_agg_selected(c->agg[s], &cnt);
         for (size_t j = 0; j < cnt; j++)
             U[sel[j].index] = sel[j].value;
         uint32_t lo = c->bounds[s];
-        ORDO_CK_OK(ordo_sparse_agg_apply_sgd(c->agg[s], c->server_w + lo, c->server_m + lo, opt));
+        ORDO_CK_OK(ordo__sparse_agg_apply_sgd(c->agg[s], c->server_w + lo, c->server_m + lo, opt));
         ORDO_CK_OK(
-            ordo_sparse_agg_encode_changed(c->agg[s], c->server_w + lo, buf, sizeof buf, &len));
+            ordo__sparse_agg_encode_changed(c->agg[s], c->server_w + lo, buf, sizeof buf, &len));
         for (int w = 0; w < W; w++)
-            ORDO_CK_OK(ordo_sparsify_apply_pull(c->sp[w], buf, len, lo, c->bounds[s + 1],
+            ORDO_CK_OK(ordo__sparsify_apply_pull(c->sp[w], buf, len, lo, c->bounds[s + 1],
                                                 c->local_w[w], NULL));
-        ordo_sparse_agg_next(c->agg[s]);
+        ordo__sparse_agg_next(c->agg[s]);
     }
 }
 
@@ -300,7 +300,7 @@ START_TEST(residual_accounting_loses_nothing)
 {
     cluster_t c;
     cluster_new(&c, 6, 3, 24);
-    ordo_sparse_sgd_t opt = {.lr = 0.01f, .momentum = 0.9f, .weight_decay = 0.0f, .mean = true};
+    ordo__sparse_sgd_t opt = {.lr = 0.01f, .momentum = 0.9f, .weight_decay = 0.0f, .mean = true};
     static float g[W][N];
     float U[N];
     double total_g[N] = {0}, total_u[N] = {0};
@@ -312,17 +312,17 @@ START_TEST(residual_accounting_loses_nothing)
             for (int i = 0; i < N; i++) {
                 /* Integers (exact in float); a few hot indices shared by all workers. */
                 g[w][i] = (float)((int)(rnd() % 7) - 3) + (i % 9 == 0 ? 6.0f : 0.0f);
-                before[i] += ordo_sparsify_residual(c.sp[w])[i] + g[w][i];
+                before[i] += ordo__sparsify_residual(c.sp[w])[i] + g[w][i];
                 total_g[i] += g[w][i];
             }
         /* Remember what each worker pushed, to see the residual rule at work. */
         cluster_step(&c, g, 8, 0, &opt, U);
         for (int w = 0; w < W; w++) {
-            reused += !ordo_sparsify_last_exact(c.sp[w]);
+            reused += !ordo__sparsify_last_exact(c.sp[w]);
             size_t cnt;
-            const ordo_coo_entry_t *sel = ordo_sparsify_selected(c.sp[w], &cnt);
+            const ordo__coo_entry_t *sel = ordo__sparsify_selected(c.sp[w], &cnt);
             for (size_t j = 0; j < cnt; j++) {
-                float r = ordo_sparsify_residual(c.sp[w])[sel[j].index];
+                float r = ordo__sparsify_residual(c.sp[w])[sel[j].index];
                 if (U[sel[j].index] == 0.0f) {
                     ck_assert_float_eq(r, sel[j].value); /* pushed, not selected: kept */
                     kept_pushed++;
@@ -335,8 +335,8 @@ START_TEST(residual_accounting_loses_nothing)
             float after = U[i];
             int pushers = 0;
             for (int w = 0; w < W; w++) {
-                after += ordo_sparsify_residual(c.sp[w])[i];
-                pushers += ordo_sparsify_region_count(c.sp[w], (uint32_t)i, (uint32_t)i + 1) > 0;
+                after += ordo__sparsify_residual(c.sp[w])[i];
+                pushers += ordo__sparsify_region_count(c.sp[w], (uint32_t)i, (uint32_t)i + 1) > 0;
             }
             partial += U[i] != 0.0f && pushers < W;
             /* Σ_w (applied + residual) = Σ_w (previous residual + gradient), exactly. */
@@ -348,7 +348,7 @@ START_TEST(residual_accounting_loses_nothing)
     for (int i = 0; i < N; i++) {
         double res = 0;
         for (int w = 0; w < W; w++)
-            res += ordo_sparsify_residual(c.sp[w])[i];
+            res += ordo__sparsify_residual(c.sp[w])[i];
         ck_assert_msg(total_u[i] + res == total_g[i], "index %d: %g + %g != %g", i, total_u[i], res,
                       total_g[i]);
     }
@@ -368,7 +368,7 @@ START_TEST(density_one_equals_dense_sgd)
 {
     cluster_t c;
     cluster_new(&c, N, 2, 17);
-    ordo_sparse_sgd_t opt = {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.01f, .mean = true};
+    ordo__sparse_sgd_t opt = {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.01f, .mean = true};
     float ref_w[N], ref_m[N] = {0}, U[N];
     static float g[W][N];
     rng_state = 21;
@@ -405,17 +405,17 @@ START_TEST(density_one_equals_dense_sgd)
 END_TEST
 
 /* Pushes the same skewed values (exponential, scales differing by server) every time. */
-static void push_skewed(ordo_sparse_agg_t *agg[2])
+static void push_skewed(ordo__sparse_agg_t *agg[2])
 {
-    static ordo_coo_entry_t e[5000];
+    static ordo__coo_entry_t e[5000];
     rng_state = 4;
     for (int s = 0; s < 2; s++) {
         size_t c = 0;
-        for (uint32_t i = ordo_sparse_agg_lo(agg[s]); i < ordo_sparse_agg_hi(agg[s]); i += 2) {
+        for (uint32_t i = ordo__sparse_agg_lo(agg[s]); i < ordo__sparse_agg_hi(agg[s]); i += 2) {
             double u = ((double)rnd() + 0.5) / 4294967296.0;
-            e[c++] = (ordo_coo_entry_t){i, (float)((s ? 2e-3 : 1e-3) * -log(u))};
+            e[c++] = (ordo__coo_entry_t){i, (float)((s ? 2e-3 : 1e-3) * -log(u))};
         }
-        ORDO_CK_OK(ordo_sparse_agg_push(agg[s], 0, e, c));
+        ORDO_CK_OK(ordo__sparse_agg_push(agg[s], 0, e, c));
     }
 }
 
@@ -423,50 +423,50 @@ static void push_skewed(ordo_sparse_agg_t *agg[2])
  * add up to about k. */
 START_TEST(servers_selections_add_up_to_k)
 {
-    ordo_sparse_agg_t *agg[2];
-    ORDO_CK_OK(ordo_sparse_agg_new(&agg[0], 0, 4000, 1, ORDO_SPARSE_AGG_DENSE, 8));
-    ORDO_CK_OK(ordo_sparse_agg_new(&agg[1], 4000, 10000, 1, ORDO_SPARSE_AGG_HASH, 8));
+    ordo__sparse_agg_t *agg[2];
+    ORDO_CK_OK(ordo__sparse_agg_new(&agg[0], 0, 4000, 1, ORDO_SPARSE_AGG_DENSE, 8));
+    ORDO_CK_OK(ordo__sparse_agg_new(&agg[1], 4000, 10000, 1, ORDO_SPARSE_AGG_HASH, 8));
     size_t ks[] = {50, 300, 2000};
     for (size_t j = 0; j < 3; j++) {
         push_skewed(agg);
         uint64_t *bins = calloc(ORDO_REGIONS_MAGHIST_BINS, sizeof *bins);
         for (int s = 0; s < 2; s++)
-            ORDO_CK_OK(ordo_sparse_agg_maghist(agg[s], bins));
-        float thr = ordo_regions_maghist_threshold(bins, ks[j]);
+            ORDO_CK_OK(ordo__sparse_agg_maghist(agg[s], bins));
+        float thr = ordo__regions_maghist_threshold(bins, ks[j]);
         free(bins);
         size_t total = 0, c;
         for (int s = 0; s < 2; s++) {
-            ORDO_CK_OK(ordo_sparse_agg_select_threshold(agg[s], thr));
-            ordo_sparse_agg_selected(agg[s], &c);
+            ORDO_CK_OK(ordo__sparse_agg_select_threshold(agg[s], thr));
+            ordo__sparse_agg_selected(agg[s], &c);
             total += c;
-            ordo_sparse_agg_next(agg[s]);
+            ordo__sparse_agg_next(agg[s]);
         }
         ck_assert_msg(total >= ks[j] * 95 / 100 && total <= ks[j] * 105 / 100,
                       "k = %zu: selections add up to %zu", ks[j], total);
     }
-    ordo_sparse_agg_destroy(&agg[0]);
-    ordo_sparse_agg_destroy(&agg[1]);
+    ordo__sparse_agg_destroy(&agg[0]);
+    ordo__sparse_agg_destroy(&agg[1]);
 }
 END_TEST
 
 START_TEST(region_can_move_between_iterations)
 {
-    ordo_sparse_agg_t *agg;
-    ORDO_CK_OK(ordo_sparse_agg_new(&agg, 0, 10, 1, ORDO_SPARSE_AGG_DENSE, 1));
-    ordo_coo_entry_t e[1] = {{5, 1.0f}};
-    ORDO_CK_OK(ordo_sparse_agg_push(agg, 0, e, 1));
-    ORDO_CK_ERR(ordo_sparse_agg_set_range(agg, 5, 30), ORDO_ERR_INVAL);
-    ordo_sparse_agg_next(agg); /* discards the unselected iteration */
-    ORDO_CK_OK(ordo_sparse_agg_set_range(agg, 5, 30));
-    ordo_coo_entry_t f[2] = {{5, 1.0f}, {29, 2.0f}};
-    ORDO_CK_OK(ordo_sparse_agg_push(agg, 0, f, 2));
-    ck_assert_uint_eq(ordo_sparse_agg_touched(agg), 2);
-    ORDO_CK_OK(ordo_sparse_agg_select_topk(agg, 5));
+    ordo__sparse_agg_t *agg;
+    ORDO_CK_OK(ordo__sparse_agg_new(&agg, 0, 10, 1, ORDO_SPARSE_AGG_DENSE, 1));
+    ordo__coo_entry_t e[1] = {{5, 1.0f}};
+    ORDO_CK_OK(ordo__sparse_agg_push(agg, 0, e, 1));
+    ORDO_CK_ERR(ordo__sparse_agg_set_range(agg, 5, 30), ORDO_ERR_INVAL);
+    ordo__sparse_agg_next(agg); /* discards the unselected iteration */
+    ORDO_CK_OK(ordo__sparse_agg_set_range(agg, 5, 30));
+    ordo__coo_entry_t f[2] = {{5, 1.0f}, {29, 2.0f}};
+    ORDO_CK_OK(ordo__sparse_agg_push(agg, 0, f, 2));
+    ck_assert_uint_eq(ordo__sparse_agg_touched(agg), 2);
+    ORDO_CK_OK(ordo__sparse_agg_select_topk(agg, 5));
     size_t c;
-    const ordo_coo_entry_t *sel = ordo_sparse_agg_selected(agg, &c);
+    const ordo__coo_entry_t *sel = ordo__sparse_agg_selected(agg, &c);
     ck_assert_uint_eq(c, 2);
     ck_assert_float_eq(sel[0].value, 1.0f); /* the discarded push did not leak in */
-    ordo_sparse_agg_destroy(&agg);
+    ordo__sparse_agg_destroy(&agg);
 }
 END_TEST
 

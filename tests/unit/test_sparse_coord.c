@@ -33,49 +33,49 @@ static void capture(void *ctx, int role, int sub, int64_t iter, const void *payl
     n_sent++;
 }
 
-static ordo_sparse_coord_t *make(void)
+static ordo__sparse_coord_t *make(void)
 {
     json_t *plan = json_pack("{s:s,s:{s:i,s:i,s:f,s:i,s:i,s:i,s:[i,i,i]}}", "policy", "fifo",
                              "sparse", "n", N, "k", 100, "density", 0.0625, "nbins", NBINS,
                              "threshold_period", 4, "repartition_period", 8, "bounds", 0, 800, N);
-    ordo_sparse_coord_t *c = NULL;
+    ordo__sparse_coord_t *c = NULL;
     n_sent = 0;
-    ORDO_CK_OK(ordo_sparse_coord_new(plan, 2, 3, capture, NULL, &c));
+    ORDO_CK_OK(ordo__sparse_coord_new(plan, 2, 3, capture, NULL, &c));
     json_decref(plan);
     ck_assert_ptr_nonnull(c);
     return c;
 }
 
 /* a PLAN message carrying n uint64 counts */
-static void hist_msg(ordo_msg_t *m, int sub, int64_t iter, const uint64_t *counts, size_t n)
+static void hist_msg(ordo__msg_t *m, int sub, int64_t iter, const uint64_t *counts, size_t n)
 {
     static uint8_t buf[8 * ORDO_REGIONS_MAGHIST_BINS];
-    ordo_sparse_wire_put_counts(counts, n, buf);
-    ordo_msg_init(m, ORDO_MSG_PLAN);
+    ordo__sparse_wire_put_counts(counts, n, buf);
+    ordo__msg_init(m, ORDO_MSG_PLAN);
     m->hdr.key = ORDO_SPARSE_KEY;
     m->hdr.chunk = (uint32_t)sub;
     m->hdr.iter = iter;
-    ck_assert_int_eq(ordo_msg_add_copy(m, buf, 8 * n), 0);
+    ck_assert_int_eq(ordo__msg_add_copy(m, buf, 8 * n), 0);
 }
 
-static int send_hist(ordo_sparse_coord_t *c, int role, int rank, int sub, int64_t iter,
+static int send_hist(ordo__sparse_coord_t *c, int role, int rank, int sub, int64_t iter,
                      const uint64_t *counts, size_t n)
 {
-    ordo_msg_t m;
+    ordo__msg_t m;
     hist_msg(&m, sub, iter, counts, n);
-    int rc = ordo_sparse_coord_on_msg(c, role, rank, &m);
-    ordo_msg_close(&m);
+    int rc = ordo__sparse_coord_on_msg(c, role, rank, &m);
+    ordo__msg_close(&m);
     return rc;
 }
 
 START_TEST(no_sparse_member_no_coordinator)
 {
     json_t *plan = json_pack("{s:s}", "policy", "tao");
-    ordo_sparse_coord_t *c = (ordo_sparse_coord_t *)1;
-    ORDO_CK_OK(ordo_sparse_coord_new(plan, 2, 3, capture, NULL, &c));
+    ordo__sparse_coord_t *c = (ordo__sparse_coord_t *)1;
+    ORDO_CK_OK(ordo__sparse_coord_new(plan, 2, 3, capture, NULL, &c));
     ck_assert_ptr_null(c);
     json_decref(plan);
-    ordo_sparse_coord_destroy(&c);
+    ordo__sparse_coord_destroy(&c);
 }
 END_TEST
 
@@ -90,11 +90,11 @@ START_TEST(servers_get_one_global_threshold)
         xa[i] = 0.001f * (float)(i + 1);
     for (int i = 0; i < 200; i++)
         xb[i] = 0.01f * (float)(i + 1);
-    ordo_regions_maghist_add(a, xa, 300);
-    ordo_regions_maghist_add(b, xb, 200);
+    ordo__regions_maghist_add(a, xa, 300);
+    ordo__regions_maghist_add(b, xb, 200);
     for (size_t i = 0; i < ORDO_REGIONS_MAGHIST_BINS; i++)
         sum[i] = a[i] + b[i];
-    ordo_sparse_coord_t *c = make();
+    ordo__sparse_coord_t *c = make();
     ORDO_CK_OK(
         send_hist(c, ORDO_ROLE_SERVER, 1, ORDO_SPARSE_MAGHIST, 8, b, ORDO_REGIONS_MAGHIST_BINS));
     ck_assert_int_eq(n_sent, 0);
@@ -102,17 +102,17 @@ START_TEST(servers_get_one_global_threshold)
     ORDO_CK_ERR(
         send_hist(c, ORDO_ROLE_SERVER, 1, ORDO_SPARSE_MAGHIST, 8, b, ORDO_REGIONS_MAGHIST_BINS),
         ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "MAGHIST: a second histogram for iteration 8");
+    ck_assert_str_eq(ordo__error_detail(), "MAGHIST: a second histogram for iteration 8");
     ORDO_CK_ERR(
         send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_MAGHIST, 9, a, ORDO_REGIONS_MAGHIST_BINS),
         ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "MAGHIST of iteration 9 while gathering iteration 8");
+    ck_assert_str_eq(ordo__error_detail(), "MAGHIST of iteration 9 while gathering iteration 8");
     ORDO_CK_ERR(
         send_hist(c, ORDO_ROLE_WORKER, 0, ORDO_SPARSE_MAGHIST, 8, a, ORDO_REGIONS_MAGHIST_BINS),
         ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "MAGHIST from a node that is not a server");
+    ck_assert_str_eq(ordo__error_detail(), "MAGHIST from a node that is not a server");
     ORDO_CK_ERR(send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_MAGHIST, 8, a, 100), ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "MAGHIST: 800 bytes, expected 65536");
+    ck_assert_str_eq(ordo__error_detail(), "MAGHIST: 800 bytes, expected 65536");
     ck_assert_int_eq(n_sent, 0);
     ORDO_CK_OK(
         send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_MAGHIST, 8, a, ORDO_REGIONS_MAGHIST_BINS));
@@ -121,14 +121,14 @@ START_TEST(servers_get_one_global_threshold)
     ck_assert_int_eq(sent[0].sub, ORDO_SPARSE_THRESHOLD);
     ck_assert_int_eq(sent[0].iter, 8);
     float thr;
-    ORDO_CK_OK(ordo_sparse_wire_get_float(sent[0].payload, sent[0].len, &thr));
-    ck_assert_float_eq(thr, ordo_regions_maghist_threshold(sum, 100));
+    ORDO_CK_OK(ordo__sparse_wire_get_float(sent[0].payload, sent[0].len, &thr));
+    ck_assert_float_eq(thr, ordo__regions_maghist_threshold(sum, 100));
     ck_assert(thr > 0.95f && thr < 1.1f); /* about 100 of the 500 values lie above it */
     /* the next round starts clean */
     ORDO_CK_OK(
         send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_MAGHIST, 12, a, ORDO_REGIONS_MAGHIST_BINS));
     ck_assert_int_eq(n_sent, 1);
-    ordo_sparse_coord_destroy(&c);
+    ordo__sparse_coord_destroy(&c);
     ck_assert_ptr_null(c);
 }
 END_TEST
@@ -141,13 +141,13 @@ START_TEST(workers_positions_give_balanced_regions)
             h[w][b] = b < 4 ? 30 + (uint64_t)w : 2; /* most entries in the first quarter */
             sum[b] += h[w][b];
         }
-    ordo_sparse_coord_t *c = make();
-    ck_assert_uint_eq(ordo_sparse_coord_epoch(c), 0);
-    ck_assert_uint_eq(ordo_sparse_coord_bounds(c)[1], 800);
+    ordo__sparse_coord_t *c = make();
+    ck_assert_uint_eq(ordo__sparse_coord_epoch(c), 0);
+    ck_assert_uint_eq(ordo__sparse_coord_bounds(c)[1], 800);
     ORDO_CK_OK(send_hist(c, ORDO_ROLE_WORKER, 2, ORDO_SPARSE_POSHIST, 7, h[2], NBINS));
     ORDO_CK_ERR(send_hist(c, ORDO_ROLE_SERVER, 0, ORDO_SPARSE_POSHIST, 7, h[0], NBINS),
                 ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "POSHIST from a node that is not a worker");
+    ck_assert_str_eq(ordo__error_detail(), "POSHIST from a node that is not a worker");
     ORDO_CK_ERR(send_hist(c, ORDO_ROLE_WORKER, 3, ORDO_SPARSE_POSHIST, 7, h[0], NBINS),
                 ORDO_ERR_PROTO);
     ORDO_CK_ERR(send_hist(c, ORDO_ROLE_WORKER, 0, ORDO_SPARSE_POSHIST, 7, h[0], NBINS - 1),
@@ -160,28 +160,28 @@ START_TEST(workers_positions_give_balanced_regions)
     ck_assert_int_eq(sent[0].role, ORDO_ROLE_SERVER);
     ck_assert_int_eq(sent[1].role, ORDO_ROLE_WORKER);
     uint32_t want[3], got[3], epoch;
-    ORDO_CK_OK(ordo_regions_balance(sum, NBINS, N, 2, want));
+    ORDO_CK_OK(ordo__regions_balance(sum, NBINS, N, 2, want));
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(sent[i].sub, ORDO_SPARSE_REGIONS);
         ck_assert_int_eq(sent[i].iter, 8);
-        ORDO_CK_OK(ordo_sparse_wire_get_regions(sent[i].payload, sent[i].len, 2, N, &epoch, got));
+        ORDO_CK_OK(ordo__sparse_wire_get_regions(sent[i].payload, sent[i].len, 2, N, &epoch, got));
         ck_assert_uint_eq(epoch, 1);
         ck_assert_uint_eq(got[1], want[1]);
     }
     ck_assert_uint_lt(want[1], 400); /* the dense first quarter is split off */
-    ck_assert_uint_eq(ordo_sparse_coord_epoch(c), 1);
-    ck_assert_uint_eq(ordo_sparse_coord_bounds(c)[1], want[1]);
+    ck_assert_uint_eq(ordo__sparse_coord_epoch(c), 1);
+    ck_assert_uint_eq(ordo__sparse_coord_bounds(c)[1], want[1]);
     /* the next period: epoch 2 */
     for (int w = 0; w < 3; w++)
         ORDO_CK_OK(send_hist(c, ORDO_ROLE_WORKER, w, ORDO_SPARSE_POSHIST, 15, h[w], NBINS));
     ck_assert_int_eq(n_sent, 4);
-    ORDO_CK_OK(ordo_sparse_wire_get_regions(sent[3].payload, sent[3].len, 2, N, &epoch, got));
+    ORDO_CK_OK(ordo__sparse_wire_get_regions(sent[3].payload, sent[3].len, 2, N, &epoch, got));
     ck_assert_uint_eq(epoch, 2);
     ck_assert_int_eq(sent[3].iter, 16);
     /* unknown kinds are refused */
     ORDO_CK_ERR(send_hist(c, ORDO_ROLE_WORKER, 0, 9, 15, h[0], NBINS), ORDO_ERR_PROTO);
-    ck_assert_str_eq(ordo_error_detail(), "sparse message of unknown kind 9");
-    ordo_sparse_coord_destroy(&c);
+    ck_assert_str_eq(ordo__error_detail(), "sparse message of unknown kind 9");
+    ordo__sparse_coord_destroy(&c);
 }
 END_TEST
 

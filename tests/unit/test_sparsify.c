@@ -43,10 +43,10 @@ static void ref_topk(const float *x, size_t n, size_t k, unsigned char *sel)
 
 static void check_topk(const float *x, size_t n, size_t k)
 {
-    ordo_coo_entry_t *out = malloc((k + 1) * sizeof *out);
+    ordo__coo_entry_t *out = malloc((k + 1) * sizeof *out);
     unsigned char *want = malloc(n);
     float thr;
-    ORDO_CK_OK(ordo_sparsify_topk(x, n, k, NULL, out, &thr));
+    ORDO_CK_OK(ordo__sparsify_topk(x, n, k, NULL, out, &thr));
     ref_topk(x, n, k, want);
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
@@ -123,21 +123,21 @@ START_TEST(topk_all_equal_and_edges)
     float x[100];
     for (int i = 0; i < 100; i++)
         x[i] = i % 2 ? 3.0f : -3.0f;
-    ordo_coo_entry_t out[100];
+    ordo__coo_entry_t out[100];
     float thr;
-    ORDO_CK_OK(ordo_sparsify_topk(x, 100, 10, NULL, out, &thr));
+    ORDO_CK_OK(ordo__sparsify_topk(x, 100, 10, NULL, out, &thr));
     ck_assert_float_eq(thr, 3.0f);
     for (uint32_t i = 0; i < 10; i++)
         ck_assert_uint_eq(out[i].index, i);
-    ORDO_CK_OK(ordo_sparsify_topk(x, 100, 0, NULL, out, &thr)); /* k = 0: nothing */
+    ORDO_CK_OK(ordo__sparsify_topk(x, 100, 0, NULL, out, &thr)); /* k = 0: nothing */
     ck_assert(isinf(thr));
-    ORDO_CK_OK(ordo_sparsify_topk(x, 100, 100, NULL, out, &thr)); /* k = n: everything */
+    ORDO_CK_OK(ordo__sparsify_topk(x, 100, 100, NULL, out, &thr)); /* k = n: everything */
     for (uint32_t i = 0; i < 100; i++)
         ck_assert_uint_eq(out[i].index, i);
-    ORDO_CK_ERR(ordo_sparsify_topk(x, 100, 101, NULL, out, &thr), ORDO_ERR_INVAL);
-    ck_assert(strstr(ordo_error_detail(), "k = 101 exceeds n = 100"));
-    ORDO_CK_ERR(ordo_sparsify_kth_magnitude(x, 100, 0, NULL, &thr), ORDO_ERR_INVAL);
-    ORDO_CK_OK(ordo_sparsify_kth_magnitude(x, 100, 100, NULL, &thr));
+    ORDO_CK_ERR(ordo__sparsify_topk(x, 100, 101, NULL, out, &thr), ORDO_ERR_INVAL);
+    ck_assert(strstr(ordo__error_detail(), "k = 101 exceeds n = 100"));
+    ORDO_CK_ERR(ordo__sparsify_kth_magnitude(x, 100, 0, NULL, &thr), ORDO_ERR_INVAL);
+    ORDO_CK_OK(ordo__sparsify_kth_magnitude(x, 100, 100, NULL, &thr));
     ck_assert_float_eq(thr, 3.0f);
 }
 END_TEST
@@ -147,22 +147,22 @@ START_TEST(nan_and_inf_are_rejected)
     float x[40];
     for (int i = 0; i < 40; i++)
         x[i] = (float)i;
-    ordo_coo_entry_t out[40];
+    ordo__coo_entry_t out[40];
     float thr = 42.0f;
     x[5] = NAN;
-    ORDO_CK_ERR(ordo_sparsify_topk(x, 40, 3, NULL, out, &thr), ORDO_ERR_INVAL);
-    ck_assert_str_eq(ordo_error_detail(), "input entry 5 is NaN");
-    ORDO_CK_ERR(ordo_sparsify_topk(x, 40, 0, NULL, out, &thr), ORDO_ERR_INVAL); /* even k = 0 */
-    ORDO_CK_ERR(ordo_sparsify_kth_magnitude(x, 40, 3, NULL, &thr), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__sparsify_topk(x, 40, 3, NULL, out, &thr), ORDO_ERR_INVAL);
+    ck_assert_str_eq(ordo__error_detail(), "input entry 5 is NaN");
+    ORDO_CK_ERR(ordo__sparsify_topk(x, 40, 0, NULL, out, &thr), ORDO_ERR_INVAL); /* even k = 0 */
+    ORDO_CK_ERR(ordo__sparsify_kth_magnitude(x, 40, 3, NULL, &thr), ORDO_ERR_INVAL);
     ck_assert_float_eq(thr, 42.0f);
     x[5] = 5.0f;
     x[39] = -INFINITY;
-    ORDO_CK_ERR(ordo_sparsify_topk(x, 40, 3, NULL, out, &thr), ORDO_ERR_INVAL);
-    ck_assert_str_eq(ordo_error_detail(), "input entry 39 is infinite");
-    ORDO_CK_ERR(ordo_sparsify_check_finite(x, 40, "gradient"), ORDO_ERR_INVAL);
-    ck_assert_str_eq(ordo_error_detail(), "gradient entry 39 is infinite");
+    ORDO_CK_ERR(ordo__sparsify_topk(x, 40, 3, NULL, out, &thr), ORDO_ERR_INVAL);
+    ck_assert_str_eq(ordo__error_detail(), "input entry 39 is infinite");
+    ORDO_CK_ERR(ordo__sparsify_check_finite(x, 40, "gradient"), ORDO_ERR_INVAL);
+    ck_assert_str_eq(ordo__error_detail(), "gradient entry 39 is infinite");
     x[39] = 39.0f;
-    ORDO_CK_OK(ordo_sparsify_check_finite(x, 40, "gradient"));
+    ORDO_CK_OK(ordo__sparsify_check_finite(x, 40, "gradient"));
 }
 END_TEST
 
@@ -179,7 +179,7 @@ START_TEST(select_u32_places_the_rank)
                        : pattern == 2 ? 7u
                                       : (uint32_t)(i % 17);
             memcpy(b, a, n * sizeof *a);
-            ordo_sparsify_select_u32(a, n, r);
+            ordo__sparsify_select_u32(a, n, r);
             size_t less = 0, leq = 0; /* a[r] must have rank r among the originals */
             for (size_t i = 0; i < n; i++) {
                 less += b[i] < a[r];
@@ -201,7 +201,7 @@ START_TEST(scan_selects_by_threshold)
 {
     size_t n = 1000; /* not a multiple of the block size */
     float *x = malloc(n * sizeof *x);
-    ordo_coo_entry_t *out = malloc(n * sizeof *out);
+    ordo__coo_entry_t *out = malloc(n * sizeof *out);
     rng_state = 11;
     for (size_t i = 0; i < n; i++)
         x[i] = ((float)(rnd() % 2001) - 1000.0f) / 100.0f;
@@ -209,7 +209,7 @@ START_TEST(scan_selects_by_threshold)
     size_t want = 0;
     for (size_t i = 0; i < n; i++)
         want += fabsf(x[i]) >= 9.0f;
-    size_t c = ordo_sparsify_scan(x, n, 9.0f, out, n);
+    size_t c = ordo__sparsify_scan(x, n, 9.0f, out, n);
     ck_assert_uint_eq(c, want);
     for (size_t j = 0; j < c; j++) {
         ck_assert(fabsf(x[out[j].index]) >= 9.0f);
@@ -218,11 +218,11 @@ START_TEST(scan_selects_by_threshold)
     }
     ck_assert_uint_eq(out[c - 1].index, 999);
     /* A small buffer gets the first entries and the true count comes back. */
-    ordo_coo_entry_t few[3];
-    ck_assert_uint_eq(ordo_sparsify_scan(x, n, 9.0f, few, 3), want);
+    ordo__coo_entry_t few[3];
+    ck_assert_uint_eq(ordo__sparsify_scan(x, n, 9.0f, few, 3), want);
     ck_assert_mem_eq(few, out, sizeof few);
     /* Every vector path this CPU has, and the portable loop, agree, capacities included. */
-    ordo_coo_entry_t *alt = malloc(n * sizeof *alt), *ref = malloc(n * sizeof *ref);
+    ordo__coo_entry_t *alt = malloc(n * sizeof *alt), *ref = malloc(n * sizeof *ref);
     size_t caps[] = {0, 1, 5, 17, want, n};
     float thrs[] = {7.5f, 0.0f, 0.5f};
     int paths = 0;
@@ -238,7 +238,7 @@ START_TEST(scan_selects_by_threshold)
                     ck_assert_mem_eq(ref, alt, (a < caps[j] ? a : caps[j]) * sizeof *out);
                 }
             }
-    ck_assert_uint_eq(ordo_sparsify_scan(x, n, 7.5f, alt, n),
+    ck_assert_uint_eq(ordo__sparsify_scan(x, n, 7.5f, alt, n),
                       ordo__sparsify_scan_with(x, n, 7.5f, ref, n, 0));
     free(alt);
     free(ref);
@@ -247,8 +247,8 @@ START_TEST(scan_selects_by_threshold)
 #endif
     /* Threshold 0 selects everything, zeros included; +inf selects nothing. */
     x[0] = -0.0f;
-    ck_assert_uint_eq(ordo_sparsify_scan(x, n, 0.0f, out, n), n);
-    ck_assert_uint_eq(ordo_sparsify_scan(x, n, INFINITY, out, n), 0);
+    ck_assert_uint_eq(ordo__sparsify_scan(x, n, 0.0f, out, n), n);
+    ck_assert_uint_eq(ordo__sparsify_scan(x, n, INFINITY, out, n), 0);
     free(x);
     free(out);
 }
@@ -256,25 +256,25 @@ END_TEST
 
 START_TEST(state_validation_and_k)
 {
-    ordo_sparsify_t *sp = NULL;
-    ORDO_CK_ERR(ordo_sparsify_new(&sp, 0, 1, 4), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_sparsify_new(&sp, 10, 11, 4), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_sparsify_new(&sp, 10, 0, 4), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_sparsify_new(&sp, 10, 2, 0), ORDO_ERR_INVAL);
+    ordo__sparsify_t *sp = NULL;
+    ORDO_CK_ERR(ordo__sparsify_new(&sp, 0, 1, 4), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__sparsify_new(&sp, 10, 11, 4), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__sparsify_new(&sp, 10, 0, 4), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__sparsify_new(&sp, 10, 2, 0), ORDO_ERR_INVAL);
     ck_assert_ptr_null(sp);
-    ck_assert_uint_eq(ordo_sparsify_k_for(1000, 0.01), 10);
-    ck_assert_uint_eq(ordo_sparsify_k_for(10, 0.01), 1);
-    ck_assert_uint_eq(ordo_sparsify_k_for(10, 1.0), 10);
-    ck_assert_uint_eq(ordo_sparsify_k_for(0, 0.5), 0);
-    ordo_sparsify_destroy(&sp); /* NULL-safe */
+    ck_assert_uint_eq(ordo__sparsify_k_for(1000, 0.01), 10);
+    ck_assert_uint_eq(ordo__sparsify_k_for(10, 0.01), 1);
+    ck_assert_uint_eq(ordo__sparsify_k_for(10, 1.0), 10);
+    ck_assert_uint_eq(ordo__sparsify_k_for(0, 0.5), 0);
+    ordo__sparsify_destroy(&sp); /* NULL-safe */
 }
 END_TEST
 
 START_TEST(threshold_is_reused_between_exact_evaluations)
 {
     size_t n = 64, k = 4;
-    ordo_sparsify_t *sp;
-    ORDO_CK_OK(ordo_sparsify_new(&sp, n, k, 3));
+    ordo__sparsify_t *sp;
+    ORDO_CK_OK(ordo__sparsify_new(&sp, n, k, 3));
     float g[64];
     for (size_t i = 0; i < n; i++)
         g[i] = i < 4 ? 10.0f + (float)i : 1e-3f;
@@ -282,168 +282,168 @@ START_TEST(threshold_is_reused_between_exact_evaluations)
     size_t counts[7];
     for (int t = 0; t < 7; t++) {
         if (t == 4) g[10] = g[11] = 20.0f; /* two more large entries appear */
-        ORDO_CK_OK(ordo_sparsify_push(sp, g));
-        exact[t] = ordo_sparsify_last_exact(sp);
+        ORDO_CK_OK(ordo__sparsify_push(sp, g));
+        exact[t] = ordo__sparsify_last_exact(sp);
         size_t c;
-        const ordo_coo_entry_t *sel = ordo_sparsify_selected(sp, &c);
+        const ordo__coo_entry_t *sel = ordo__sparsify_selected(sp, &c);
         counts[t] = c;
         uint32_t idx[8];
         for (size_t j = 0; j < c; j++)
             idx[j] = sel[j].index;
-        ORDO_CK_OK(ordo_sparsify_commit(sp, idx, c)); /* all pushed entries applied */
-        if (t < 3) ck_assert_float_eq(ordo_sparsify_threshold(sp), 10.0f);
+        ORDO_CK_OK(ordo__sparsify_commit(sp, idx, c)); /* all pushed entries applied */
+        if (t < 3) ck_assert_float_eq(ordo__sparsify_threshold(sp), 10.0f);
     }
-    ck_assert_uint_eq(ordo_sparsify_iteration(sp), 7);
+    ck_assert_uint_eq(ordo__sparsify_iteration(sp), 7);
     ck_assert(exact[0] && !exact[1] && !exact[2] && exact[3] && !exact[4] && !exact[5] && exact[6]);
     ck_assert_uint_eq(counts[0], k);
     ck_assert_uint_eq(counts[1], k); /* reused threshold 10 */
     ck_assert_uint_eq(counts[3], k);
     ck_assert_uint_eq(counts[4], 6); /* reuse is not exactly k: 6 entries reach 10 */
     ck_assert_uint_eq(counts[6], k); /* re-evaluated: exactly k again */
-    ck_assert_float_eq(ordo_sparsify_threshold(sp), 12.0f); /* 20 20 13 12 */
-    ordo_sparsify_destroy(&sp);
+    ck_assert_float_eq(ordo__sparsify_threshold(sp), 12.0f); /* 20 20 13 12 */
+    ordo__sparsify_destroy(&sp);
 }
 END_TEST
 
 START_TEST(overshoot_forces_reevaluation)
 {
     size_t n = 100, k = 5;
-    ordo_sparsify_t *sp;
-    ORDO_CK_OK(ordo_sparsify_new(&sp, n, k, 10));
+    ordo__sparsify_t *sp;
+    ORDO_CK_OK(ordo__sparsify_new(&sp, n, k, 10));
     float g[100];
     for (size_t i = 0; i < n; i++)
         g[i] = (float)i / 100.0f;
-    ORDO_CK_OK(ordo_sparsify_push(sp, g)); /* exact: 95..99, threshold 0.95 */
-    ck_assert(ordo_sparsify_last_exact(sp));
-    ck_assert_float_eq(ordo_sparsify_threshold(sp), 0.95f);
+    ORDO_CK_OK(ordo__sparsify_push(sp, g)); /* exact: 95..99, threshold 0.95 */
+    ck_assert(ordo__sparsify_last_exact(sp));
+    ck_assert_float_eq(ordo__sparsify_threshold(sp), 0.95f);
     uint32_t all[100];
     for (uint32_t i = 0; i < 100; i++)
         all[i] = i;
-    ORDO_CK_OK(ordo_sparsify_commit(sp, all, n));
+    ORDO_CK_OK(ordo__sparsify_commit(sp, all, n));
     /* Small gradients: reuse selects nothing, everything stays in the residual. */
     for (size_t i = 0; i < n; i++)
         g[i] = 0.001f;
-    ORDO_CK_OK(ordo_sparsify_push(sp, g));
+    ORDO_CK_OK(ordo__sparsify_push(sp, g));
     size_t c;
-    ordo_sparsify_selected(sp, &c);
-    ck_assert(!ordo_sparsify_last_exact(sp));
+    ordo__sparsify_selected(sp, &c);
+    ck_assert(!ordo__sparsify_last_exact(sp));
     ck_assert_uint_eq(c, 0);
     /* A jump: the reused threshold would pick 100 > 2k, so it is re-evaluated now. */
     for (size_t i = 0; i < n; i++)
         g[i] = 10.0f + (float)i;
-    ORDO_CK_OK(ordo_sparsify_push(sp, g));
-    ordo_sparsify_selected(sp, &c);
-    ck_assert(ordo_sparsify_last_exact(sp));
+    ORDO_CK_OK(ordo__sparsify_push(sp, g));
+    ordo__sparsify_selected(sp, &c);
+    ck_assert(ordo__sparsify_last_exact(sp));
     ck_assert_uint_eq(c, k);
-    ordo_sparsify_destroy(&sp);
+    ordo__sparsify_destroy(&sp);
 }
 END_TEST
 
 START_TEST(bad_gradient_leaves_state_unchanged)
 {
     size_t n = 50;
-    ordo_sparsify_t *sp;
-    ORDO_CK_OK(ordo_sparsify_new(&sp, n, 5, 4));
+    ordo__sparsify_t *sp;
+    ORDO_CK_OK(ordo__sparsify_new(&sp, n, 5, 4));
     float g[50], before[50];
     for (size_t i = 0; i < n; i++)
         g[i] = (float)i;
     g[7] = 3e38f;
-    ORDO_CK_OK(ordo_sparsify_push(sp, g));
-    ORDO_CK_OK(ordo_sparsify_commit(sp, NULL, 0)); /* nothing applied: residual = acc */
-    memcpy(before, ordo_sparsify_residual(sp), sizeof before);
+    ORDO_CK_OK(ordo__sparsify_push(sp, g));
+    ORDO_CK_OK(ordo__sparsify_commit(sp, NULL, 0)); /* nothing applied: residual = acc */
+    memcpy(before, ordo__sparsify_residual(sp), sizeof before);
     g[3] = NAN;
-    ORDO_CK_ERR(ordo_sparsify_push(sp, g), ORDO_ERR_INVAL);
-    ck_assert_str_eq(ordo_error_detail(), "gradient entry 3 is NaN");
-    ck_assert_mem_eq(ordo_sparsify_residual(sp), before, sizeof before);
+    ORDO_CK_ERR(ordo__sparsify_push(sp, g), ORDO_ERR_INVAL);
+    ck_assert_str_eq(ordo__error_detail(), "gradient entry 3 is NaN");
+    ck_assert_mem_eq(ordo__sparsify_residual(sp), before, sizeof before);
     g[3] = 3.0f;
-    ORDO_CK_ERR(ordo_sparsify_push(sp, g), ORDO_ERR_RANGE); /* 3e38 + 3e38 overflows */
-    ck_assert(strstr(ordo_error_detail(), "entry 7 overflows"));
-    ck_assert_mem_eq(ordo_sparsify_residual(sp), before, sizeof before);
-    ck_assert_uint_eq(ordo_sparsify_iteration(sp), 1);
-    ordo_sparsify_destroy(&sp);
+    ORDO_CK_ERR(ordo__sparsify_push(sp, g), ORDO_ERR_RANGE); /* 3e38 + 3e38 overflows */
+    ck_assert(strstr(ordo__error_detail(), "entry 7 overflows"));
+    ck_assert_mem_eq(ordo__sparsify_residual(sp), before, sizeof before);
+    ck_assert_uint_eq(ordo__sparsify_iteration(sp), 1);
+    ordo__sparsify_destroy(&sp);
 }
 END_TEST
 
 START_TEST(density_one_selects_everything)
 {
-    ordo_sparsify_t *sp;
-    ORDO_CK_OK(ordo_sparsify_new(&sp, 40, 40, 2));
+    ordo__sparsify_t *sp;
+    ORDO_CK_OK(ordo__sparsify_new(&sp, 40, 40, 2));
     float g[40];
     for (int t = 0; t < 4; t++) {
         for (int i = 0; i < 40; i++)
             g[i] = (float)((i * 7 + t) % 11) - 5.0f; /* zeros too */
-        ORDO_CK_OK(ordo_sparsify_push(sp, g));
+        ORDO_CK_OK(ordo__sparsify_push(sp, g));
         size_t c;
-        ordo_sparsify_selected(sp, &c);
+        ordo__sparsify_selected(sp, &c);
         ck_assert_uint_eq(c, 40);
-        ck_assert_float_eq(ordo_sparsify_threshold(sp), 0.0f);
+        ck_assert_float_eq(ordo__sparsify_threshold(sp), 0.0f);
         uint32_t all[40];
         for (uint32_t i = 0; i < 40; i++)
             all[i] = i;
-        ORDO_CK_OK(ordo_sparsify_commit(sp, all, 40));
+        ORDO_CK_OK(ordo__sparsify_commit(sp, all, 40));
         for (int i = 0; i < 40; i++)
-            ck_assert_float_eq(ordo_sparsify_residual(sp)[i], 0.0f);
+            ck_assert_float_eq(ordo__sparsify_residual(sp)[i], 0.0f);
     }
-    ordo_sparsify_destroy(&sp);
+    ordo__sparsify_destroy(&sp);
 }
 END_TEST
 
 START_TEST(pack_regions_and_apply_pulls)
 {
     size_t n = 32, k = 6;
-    ordo_sparsify_t *sp;
-    ORDO_CK_OK(ordo_sparsify_new(&sp, n, k, 4));
+    ordo__sparsify_t *sp;
+    ORDO_CK_OK(ordo__sparsify_new(&sp, n, k, 4));
     float g[32], params[32];
     for (size_t i = 0; i < n; i++) {
         g[i] = (i % 5 == 0) ? 10.0f + (float)i : 1.0f; /* 0 5 10 15 20 25 30 are large */
         params[i] = 100.0f;
     }
-    ORDO_CK_OK(ordo_sparsify_push(sp, g)); /* top 6: 5 10 15 20 25 30 */
+    ORDO_CK_OK(ordo__sparsify_push(sp, g)); /* top 6: 5 10 15 20 25 30 */
     uint32_t bounds[3] = {0, 12, 32};
-    ck_assert_uint_eq(ordo_sparsify_region_count(sp, 0, 12), 2);
-    ck_assert_uint_eq(ordo_sparsify_region_count(sp, 12, 32), 4);
+    ck_assert_uint_eq(ordo__sparsify_region_count(sp, 0, 12), 2);
+    ck_assert_uint_eq(ordo__sparsify_region_count(sp, 12, 32), 4);
     uint8_t buf[64];
     size_t len;
-    ORDO_CK_ERR(ordo_sparsify_pack_region(sp, 12, 32, buf, 31, &len), ORDO_ERR_RANGE);
-    ORDO_CK_OK(ordo_sparsify_pack_region(sp, bounds[1], bounds[2], buf, sizeof buf, &len));
+    ORDO_CK_ERR(ordo__sparsify_pack_region(sp, 12, 32, buf, 31, &len), ORDO_ERR_RANGE);
+    ORDO_CK_OK(ordo__sparsify_pack_region(sp, bounds[1], bounds[2], buf, sizeof buf, &len));
     ck_assert_uint_eq(len, 32);
-    ordo_coo_entry_t e[4];
+    ordo__coo_entry_t e[4];
     size_t c;
-    ORDO_CK_OK(ordo_coo_decode(buf, len, 12, 32, e, 4, &c));
+    ORDO_CK_OK(ordo__coo_decode(buf, len, 12, 32, e, 4, &c));
     ck_assert_uint_eq(e[0].index, 15);
     ck_assert_float_eq(e[0].value, 25.0f);
     ck_assert_uint_eq(e[3].index, 30);
 
     /* The server of region 1 selected 15 and 25 (pushed) and 13 (not pushed by us). */
-    ordo_coo_entry_t ans[3] = {{13, -1.0f}, {15, -2.0f}, {25, -3.0f}};
-    ordo_coo_encode(ans, 3, buf);
+    ordo__coo_entry_t ans[3] = {{13, -1.0f}, {15, -2.0f}, {25, -3.0f}};
+    ordo__coo_encode(ans, 3, buf);
     size_t consumed = 0;
-    ORDO_CK_ERR(ordo_sparsify_apply_pull(sp, buf, 24, 0, 12, params, &consumed), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo__sparsify_apply_pull(sp, buf, 24, 0, 12, params, &consumed), ORDO_ERR_PROTO);
     ck_assert_float_eq(params[13], 100.0f); /* rejected: nothing changed */
-    ORDO_CK_OK(ordo_sparsify_apply_pull(sp, buf, 24, 12, 32, params, &consumed));
+    ORDO_CK_OK(ordo__sparsify_apply_pull(sp, buf, 24, 12, 32, params, &consumed));
     ck_assert_uint_eq(consumed, 2);
     ck_assert_float_eq(params[13], -1.0f);
     ck_assert_float_eq(params[25], -3.0f);
-    const float *res = ordo_sparsify_residual(sp);
+    const float *res = ordo__sparsify_residual(sp);
     ck_assert_float_eq(res[15], 0.0f); /* pushed and selected: applied */
     ck_assert_float_eq(res[25], 0.0f);
     ck_assert_float_eq(res[20], 30.0f); /* pushed, not selected: stays */
     ck_assert_float_eq(res[13], 1.0f);  /* not pushed: stays although selected elsewhere */
     ck_assert_float_eq(res[5], 15.0f);  /* region 0's pull has not come: stays */
     uint32_t idx[2] = {5, 6};
-    ORDO_CK_OK(ordo_sparsify_commit(sp, idx, 2));
+    ORDO_CK_OK(ordo__sparsify_commit(sp, idx, 2));
     ck_assert_float_eq(res[5], 0.0f);
     ck_assert_float_eq(res[6], 1.0f);
     uint32_t bad[2] = {6, 5};
-    ORDO_CK_ERR(ordo_sparsify_commit(sp, bad, 2), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__sparsify_commit(sp, bad, 2), ORDO_ERR_INVAL);
 
     uint64_t hist[4] = {0};
-    ORDO_CK_OK(ordo_sparsify_position_hist(sp, 4, hist)); /* bins of 8: 5 | 10 15 | 20 | 25 30 */
+    ORDO_CK_OK(ordo__sparsify_position_hist(sp, 4, hist)); /* bins of 8: 5 | 10 15 | 20 | 25 30 */
     ck_assert_uint_eq(hist[0], 1);
     ck_assert_uint_eq(hist[1], 2);
     ck_assert_uint_eq(hist[2], 1);
     ck_assert_uint_eq(hist[3], 2);
-    ordo_sparsify_destroy(&sp);
+    ordo__sparsify_destroy(&sp);
 }
 END_TEST
 
@@ -454,52 +454,52 @@ END_TEST
 START_TEST(state_record_round_trip)
 {
     size_t n = 200, k = 7;
-    ordo_sparsify_t *a, *b, *c;
-    ORDO_CK_OK(ordo_sparsify_new(&a, n, k, 4));
-    ORDO_CK_OK(ordo_sparsify_new(&b, n, k, 4));
-    ORDO_CK_OK(ordo_sparsify_new(&c, n + 1, k, 4));
+    ordo__sparsify_t *a, *b, *c;
+    ORDO_CK_OK(ordo__sparsify_new(&a, n, k, 4));
+    ORDO_CK_OK(ordo__sparsify_new(&b, n, k, 4));
+    ORDO_CK_OK(ordo__sparsify_new(&c, n + 1, k, 4));
     float g[200];
     uint32_t idx[200];
     for (int t = 0; t < 12; t++) {
         if (t == 6) { /* checkpoint */
-            size_t size = ordo_sparsify_state_size(a);
+            size_t size = ordo__sparsify_state_size(a);
             uint8_t *rec = malloc(size);
-            ordo_sparsify_state_get(a, rec);
-            ORDO_CK_OK(ordo_sparsify_state_set(b, rec, size));
-            ck_assert_int_eq(ordo_sparsify_state_set(c, rec, size), ORDO_ERR_FORMAT);
-            ck_assert_int_eq(ordo_sparsify_state_set(b, rec, size - 4), ORDO_ERR_FORMAT);
+            ordo__sparsify_state_get(a, rec);
+            ORDO_CK_OK(ordo__sparsify_state_set(b, rec, size));
+            ck_assert_int_eq(ordo__sparsify_state_set(c, rec, size), ORDO_ERR_FORMAT);
+            ck_assert_int_eq(ordo__sparsify_state_set(b, rec, size - 4), ORDO_ERR_FORMAT);
             float nan = NAN;
             memcpy(rec + size - 4, &nan, 4);
-            ck_assert_int_eq(ordo_sparsify_state_set(b, rec, size), ORDO_ERR_FORMAT);
+            ck_assert_int_eq(ordo__sparsify_state_set(b, rec, size), ORDO_ERR_FORMAT);
             free(rec);
         }
         for (size_t i = 0; i < n; i++)
             g[i] = (float)sin((double)(i * 7 + (size_t)t * 13)) * (1.0f + (float)(i % 5));
-        ordo_sparsify_t *run[2] = {a, b};
+        ordo__sparsify_t *run[2] = {a, b};
         for (int r = 0; r < (t >= 6 ? 2 : 1); r++) {
-            ORDO_CK_OK(ordo_sparsify_push(run[r], g));
+            ORDO_CK_OK(ordo__sparsify_push(run[r], g));
             size_t cnt;
-            const ordo_coo_entry_t *sel = ordo_sparsify_selected(run[r], &cnt);
+            const ordo__coo_entry_t *sel = ordo__sparsify_selected(run[r], &cnt);
             for (size_t j = 0; j < cnt && j < 3; j++) /* the servers took a few of them */
                 idx[j] = sel[j].index;
-            ORDO_CK_OK(ordo_sparsify_commit(run[r], idx, cnt < 3 ? cnt : 3));
+            ORDO_CK_OK(ordo__sparsify_commit(run[r], idx, cnt < 3 ? cnt : 3));
         }
         if (t >= 6) {
             size_t ca, cb;
-            const ordo_coo_entry_t *sa = ordo_sparsify_selected(a, &ca);
-            const ordo_coo_entry_t *sb = ordo_sparsify_selected(b, &cb);
+            const ordo__coo_entry_t *sa = ordo__sparsify_selected(a, &ca);
+            const ordo__coo_entry_t *sb = ordo__sparsify_selected(b, &cb);
             ck_assert_uint_eq(ca, cb);
             for (size_t j = 0; j < ca; j++) {
                 ck_assert_uint_eq(sa[j].index, sb[j].index);
                 ck_assert(memcmp(&sa[j].value, &sb[j].value, 4) == 0);
             }
-            ck_assert(ordo_sparsify_last_exact(a) == ordo_sparsify_last_exact(b));
-            ck_assert(memcmp(ordo_sparsify_residual(a), ordo_sparsify_residual(b), n * 4) == 0);
+            ck_assert(ordo__sparsify_last_exact(a) == ordo__sparsify_last_exact(b));
+            ck_assert(memcmp(ordo__sparsify_residual(a), ordo__sparsify_residual(b), n * 4) == 0);
         }
     }
-    ordo_sparsify_destroy(&a);
-    ordo_sparsify_destroy(&b);
-    ordo_sparsify_destroy(&c);
+    ordo__sparsify_destroy(&a);
+    ordo__sparsify_destroy(&b);
+    ordo__sparsify_destroy(&c);
 }
 END_TEST
 

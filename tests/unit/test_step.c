@@ -5,16 +5,16 @@
 
 #include <math.h>
 
-static ordo_oracle_times_t *times_of(const ordo_model_t *m)
+static ordo__oracle_times_t *times_of(const ordo__model_t *m)
 {
-    ordo_oracle_times_t *t;
-    ORDO_CK_OK(ordo_oracle_times_new(m, 1e9, 0, NULL, &t));
+    ordo__oracle_times_t *t;
+    ORDO_CK_OK(ordo__oracle_times_new(m, 1e9, 0, NULL, &t));
     return t;
 }
 
-static ordo_step_opts_t opts(int workers)
+static ordo__step_opts_t opts(int workers)
 {
-    return (ordo_step_opts_t){.n_workers = workers,
+    return (ordo__step_opts_t){.n_workers = workers,
                               .n_channels = 1,
                               .bandwidth_bps = 1e9,
                               .latency_us = 0,
@@ -27,11 +27,11 @@ static ordo_step_opts_t opts(int workers)
 /* the bound is the busiest resource: compute, a worker's pushes, or W answers per slice */
 START_TEST(bound_is_the_busiest_resource)
 {
-    ordo_model_t *m = fx_seq32();
-    ordo_oracle_times_t *t = times_of(m);
-    ordo_step_opts_t o = opts(3);
-    ordo_step_result_t r;
-    ORDO_CK_OK(ordo_step_simulate(m, t, NULL, &o, &r));
+    ordo__model_t *m = fx_seq32();
+    ordo__oracle_times_t *t = times_of(m);
+    ordo__step_opts_t o = opts(3);
+    ordo__step_result_t r;
+    ORDO_CK_OK(ordo__step_simulate(m, t, NULL, &o, &r));
     double compute = 0, push = 0;
     for (int j = 0; j < m->n_ops; j++)
         compute += t->fwd_us[j] + t->bwd_us[j];
@@ -43,28 +43,28 @@ START_TEST(bound_is_the_busiest_resource)
     ck_assert_double_eq_tol(r.bound_us, fmax(compute, 3 * push), 1e-6);
     ck_assert_double_ge(r.step_us, r.bound_us - 1e-6);
     ck_assert_int_eq(r.n_messages, m->n_params);
-    ordo_oracle_times_destroy(&t);
-    ordo_model_destroy(&m);
+    ordo__oracle_times_destroy(&t);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 /* slices: a tensor of 8 KiB in slices of at most 3000 bytes is three messages */
 START_TEST(slices_cut_tensors)
 {
-    ordo_model_t *m = ordo_model_new("one", 1, NULL);
+    ordo__model_t *m = ordo__model_new("one", 1, NULL);
     fx_param(m, "w", 2048);
     fx_op(m, "op", NULL, FX_L("w"), 10, 10);
-    ORDO_CK_OK(ordo_model_check(m));
-    ordo_oracle_times_t *t = times_of(m);
-    ordo_step_opts_t o = opts(1);
+    ORDO_CK_OK(ordo__model_check(m));
+    ordo__oracle_times_t *t = times_of(m);
+    ordo__step_opts_t o = opts(1);
     o.slice_bytes = 3000;
-    ordo_step_result_t r;
-    ORDO_CK_OK(ordo_step_simulate(m, t, NULL, &o, &r));
+    ordo__step_result_t r;
+    ORDO_CK_OK(ordo__step_simulate(m, t, NULL, &o, &r));
     ck_assert_int_eq(r.n_messages, 3);
     o.slice_bytes = -1;
-    ORDO_CK_ERR(ordo_step_simulate(m, t, NULL, &o, &r), ORDO_ERR_INVAL);
-    ordo_oracle_times_destroy(&t);
-    ordo_model_destroy(&m);
+    ORDO_CK_ERR(ordo__step_simulate(m, t, NULL, &o, &r), ORDO_ERR_INVAL);
+    ordo__oracle_times_destroy(&t);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -72,91 +72,91 @@ END_TEST
  * later. With S first in priority and a small credit, S overtakes the queued slices of B and
  * the next forward pass starts its first op while B still travels; with a credit that lets
  * all of B onto the link, or with no order, S waits behind B. */
-static ordo_model_t *late_first_layer(void)
+static ordo__model_t *late_first_layer(void)
 {
-    ordo_model_t *m = ordo_model_new("late", 1, NULL);
+    ordo__model_t *m = ordo__model_new("late", 1, NULL);
     fx_param(m, "S", 1000);
     fx_param(m, "B", 4 << 20); /* 16 MiB: 134 ms at 1gbit */
     fx_op(m, "op1", NULL, FX_L("S"), 50000, 1000);
     fx_op(m, "op2", FX_L("op1"), FX_L("B"), 1000, 1000);
-    ORDO_CK_OK(ordo_model_check(m));
+    ORDO_CK_OK(ordo__model_check(m));
     return m;
 }
 
 START_TEST(credit_lets_a_late_high_priority_gradient_overtake)
 {
-    ordo_model_t *m = late_first_layer();
-    ordo_oracle_times_t *t = times_of(m);
-    ordo_step_opts_t o = opts(1);
+    ordo__model_t *m = late_first_layer();
+    ordo__oracle_times_t *t = times_of(m);
+    ordo__step_opts_t o = opts(1);
     o.slice_bytes = 256 << 10;
     int prio[] = {0, 1};
-    ordo_step_result_t small, big, none;
+    ordo__step_result_t small, big, none;
     o.credit_bytes = 64 << 10;
-    ORDO_CK_OK(ordo_step_simulate(m, t, prio, &o, &small));
+    ORDO_CK_OK(ordo__step_simulate(m, t, prio, &o, &small));
     o.credit_bytes = 64 << 20;
-    ORDO_CK_OK(ordo_step_simulate(m, t, prio, &o, &big));
+    ORDO_CK_OK(ordo__step_simulate(m, t, prio, &o, &big));
     o.credit_bytes = 64 << 10;
-    ORDO_CK_OK(ordo_step_simulate(m, t, NULL, &o, &none));
+    ORDO_CK_OK(ordo__step_simulate(m, t, NULL, &o, &none));
     /* op1's 50 ms forward hides behind B's transfer only when S overtakes */
     ck_assert_double_lt(small.step_us + 40000, big.step_us);
     ck_assert_double_lt(small.step_us + 40000, none.step_us);
     ck_assert_double_ge(small.step_us, small.bound_us - 1e-6);
-    ordo_oracle_times_destroy(&t);
-    ordo_model_destroy(&m);
+    ordo__oracle_times_destroy(&t);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 /* tuning returns one of its candidates and a step no longer than any other candidate's */
 START_TEST(tune_picks_the_shortest_modelled_step)
 {
-    ordo_model_t *m = late_first_layer();
-    ordo_oracle_times_t *t = times_of(m);
-    ordo_step_opts_t o = opts(2);
+    ordo__model_t *m = late_first_layer();
+    ordo__oracle_times_t *t = times_of(m);
+    ordo__step_opts_t o = opts(2);
     int prio[] = {0, 1};
     int64_t slice = 0, credit = 0;
-    ordo_step_result_t best, r;
+    ordo__step_result_t best, r;
     o.slice_bytes = -1; /* both auto: tuned */
     o.credit_bytes = -1;
-    ORDO_CK_OK(ordo_step_tune(m, t, prio, &o, &slice, &credit, &best));
+    ORDO_CK_OK(ordo__step_tune(m, t, prio, &o, &slice, &credit, &best));
     ck_assert_int_gt(slice, 0);
     ck_assert_int_gt(credit, 0);
     o.slice_bytes = slice;
     o.credit_bytes = credit;
-    ORDO_CK_OK(ordo_step_simulate(m, t, prio, &o, &r));
+    ORDO_CK_OK(ordo__step_simulate(m, t, prio, &o, &r));
     ck_assert_double_eq_tol(r.step_us, best.step_us, 1e-6);
     o.slice_bytes = 4 << 20;
     o.credit_bytes = 4 << 20;
-    ORDO_CK_OK(ordo_step_simulate(m, t, prio, &o, &r));
+    ORDO_CK_OK(ordo__step_simulate(m, t, prio, &o, &r));
     ck_assert_double_le(best.step_us, r.step_us + 1e-6);
-    ordo_oracle_times_destroy(&t);
-    ordo_model_destroy(&m);
+    ordo__oracle_times_destroy(&t);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 /* a value the caller fixed is kept: only the auto (negative) one is tuned */
 START_TEST(tune_keeps_a_fixed_slice)
 {
-    ordo_model_t *m = late_first_layer();
-    ordo_oracle_times_t *t = times_of(m);
-    ordo_step_opts_t o = opts(2);
+    ordo__model_t *m = late_first_layer();
+    ordo__oracle_times_t *t = times_of(m);
+    ordo__step_opts_t o = opts(2);
     int prio[] = {0, 1};
     int64_t slice = 0, credit = 0;
-    ordo_step_result_t best;
+    ordo__step_result_t best;
     o.slice_bytes = 3 << 20;
     o.credit_bytes = -1;
-    ORDO_CK_OK(ordo_step_tune(m, t, prio, &o, &slice, &credit, &best));
+    ORDO_CK_OK(ordo__step_tune(m, t, prio, &o, &slice, &credit, &best));
     ck_assert_int_eq(slice, 3 << 20);
     ck_assert_int_gt(credit, 0);
     /* tune_auto fills in the auto credit with the same value and keeps the slice */
-    ORDO_CK_OK(ordo_step_tune_auto(m, t, prio, &o));
+    ORDO_CK_OK(ordo__step_tune_auto(m, t, prio, &o));
     ck_assert_int_eq(o.slice_bytes, 3 << 20);
     ck_assert_int_eq(o.credit_bytes, credit);
     o.credit_bytes = 123456; /* nothing auto: nothing changes */
-    ORDO_CK_OK(ordo_step_tune_auto(m, t, prio, &o));
+    ORDO_CK_OK(ordo__step_tune_auto(m, t, prio, &o));
     ck_assert_int_eq(o.slice_bytes, 3 << 20);
     ck_assert_int_eq(o.credit_bytes, 123456);
-    ordo_oracle_times_destroy(&t);
-    ordo_model_destroy(&m);
+    ordo__oracle_times_destroy(&t);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -165,72 +165,72 @@ END_TEST
  * tuning on that model picks */
 START_TEST(correct_fits_compute_and_message_cost)
 {
-    ordo_model_t *m = late_first_layer();
-    ordo_oracle_times_t *t = times_of(m), *t2 = times_of(m);
+    ordo__model_t *m = late_first_layer();
+    ordo__oracle_times_t *t = times_of(m), *t2 = times_of(m);
     for (int j = 0; j < m->n_ops; j++) {
         t2->fwd_us[j] *= 2;
         t2->bwd_us[j] *= 2;
     }
-    ordo_step_opts_t o = opts(2);
+    ordo__step_opts_t o = opts(2);
     o.slice_bytes = 256 << 10;
     o.credit_bytes = 4 << 20;
     int prio[] = {0, 1};
-    ordo_step_opts_t real = o;
+    ordo__step_opts_t real = o;
     real.msg_us = 3000;
-    ordo_step_result_t measured, r;
-    ORDO_CK_OK(ordo_step_simulate(m, t2, prio, &real, &measured));
-    ordo_step_fit_t fit;
-    ORDO_CK_OK(ordo_step_correct(m, t, prio, &o, measured.step_us, measured.compute_us, &fit));
+    ordo__step_result_t measured, r;
+    ORDO_CK_OK(ordo__step_simulate(m, t2, prio, &real, &measured));
+    ordo__step_fit_t fit;
+    ORDO_CK_OK(ordo__step_correct(m, t, prio, &o, measured.step_us, measured.compute_us, &fit));
     ck_assert_double_eq_tol(fit.compute_factor, 2.0, 1e-9);
     ck_assert_double_gt(fit.msg_us, 0);
-    ordo_step_opts_t q = o;
+    ordo__step_opts_t q = o;
     q.msg_us = fit.msg_us;
-    ORDO_CK_OK(ordo_step_simulate(m, t2, prio, &q, &r));
+    ORDO_CK_OK(ordo__step_simulate(m, t2, prio, &q, &r));
     ck_assert_double_eq_tol(r.step_us, measured.step_us, measured.step_us * 1e-3);
     /* the credit: what tuning the real model (slice kept) chooses */
     int64_t slice, credit;
-    ordo_step_result_t best;
+    ordo__step_result_t best;
     real.credit_bytes = -1;
-    ORDO_CK_OK(ordo_step_tune(m, t2, prio, &real, &slice, &credit, &best));
+    ORDO_CK_OK(ordo__step_tune(m, t2, prio, &real, &slice, &credit, &best));
     ck_assert_int_eq(slice, 256 << 10);
     ck_assert_int_eq(fit.credit_bytes, credit);
     /* a measured step shorter than the model gives even without message costs: no cost */
-    ORDO_CK_OK(ordo_step_correct(m, t, prio, &o, measured.step_us / 10, 0, &fit));
+    ORDO_CK_OK(ordo__step_correct(m, t, prio, &o, measured.step_us / 10, 0, &fit));
     ck_assert_double_eq(fit.msg_us, 0);
     ck_assert_double_eq(fit.compute_factor, 1.0);
-    ORDO_CK_ERR(ordo_step_correct(m, t, prio, &o, 0, 0, &fit), ORDO_ERR_INVAL);
-    ordo_oracle_times_destroy(&t);
-    ordo_oracle_times_destroy(&t2);
-    ordo_model_destroy(&m);
+    ORDO_CK_ERR(ordo__step_correct(m, t, prio, &o, 0, 0, &fit), ORDO_ERR_INVAL);
+    ordo__oracle_times_destroy(&t);
+    ordo__oracle_times_destroy(&t2);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
 /* the training search turns B-first into S-first on the late first layer: S overtakes */
 START_TEST(step_search_finds_the_overtaking_order)
 {
-    ordo_model_t *m = late_first_layer();
-    ordo_oracle_times_t *t = times_of(m);
-    ordo_step_opts_t o = opts(1);
+    ordo__model_t *m = late_first_layer();
+    ordo__oracle_times_t *t = times_of(m);
+    ordo__step_opts_t o = opts(1);
     o.slice_bytes = 256 << 10;
     o.credit_bytes = 64 << 10;
     int start[] = {1, 0}, want[] = {0, 1}, got[2];
-    ordo_search_opts_t so;
-    ordo_search_opts_default(&so);
+    ordo__search_opts_t so;
+    ordo__search_opts_default(&so);
     so.budget_ms = 0;
     so.max_evals = 50;
-    ordo_step_search_result_t res;
-    ORDO_CK_OK(ordo_step_search(m, t, start, &o, &so, got, &res));
-    ordo_step_result_t r;
-    ORDO_CK_OK(ordo_step_simulate(m, t, want, &o, &r));
+    ordo__step_search_result_t res;
+    ORDO_CK_OK(ordo__step_search(m, t, start, &o, &so, got, &res));
+    ordo__step_result_t r;
+    ORDO_CK_OK(ordo__step_simulate(m, t, want, &o, &r));
     ck_assert_int_eq(got[0], 0);
     ck_assert_int_eq(got[1], 1);
     ck_assert_double_eq_tol(res.step_us, r.step_us, 1e-6);
     ck_assert_double_lt(res.step_us + 40000, res.start_us);
     ck_assert_int_eq(res.evals, 50);
     o.credit_bytes = -1;
-    ORDO_CK_ERR(ordo_step_search(m, t, start, &o, &so, got, &res), ORDO_ERR_INVAL);
-    ordo_oracle_times_destroy(&t);
-    ordo_model_destroy(&m);
+    ORDO_CK_ERR(ordo__step_search(m, t, start, &o, &so, got, &res), ORDO_ERR_INVAL);
+    ordo__oracle_times_destroy(&t);
+    ordo__model_destroy(&m);
 }
 END_TEST
 
@@ -238,36 +238,36 @@ END_TEST
  * start (and faster here), the same for the same seed and cap */
 START_TEST(step_search_improves_and_repeats)
 {
-    ordo_model_t *m = fx_seq32();
-    ordo_oracle_times_t *t = times_of(m);
-    ordo_step_opts_t o = opts(2);
+    ordo__model_t *m = fx_seq32();
+    ordo__oracle_times_t *t = times_of(m);
+    ordo__step_opts_t o = opts(2);
     o.bandwidth_bps = 1e10; /* the links' 107 ms of answers against 96 ms of compute */
     o.slice_bytes = 1 << 20;
     o.credit_bytes = 1 << 20;
     int n = m->n_params, start[64], a[64], b[64], seen[64] = {0};
     for (int p = 0; p < n; p++)
         start[p] = n - 1 - p;
-    ordo_search_opts_t so;
-    ordo_search_opts_default(&so);
+    ordo__search_opts_t so;
+    ordo__search_opts_default(&so);
     so.budget_ms = 0;
     so.max_evals = 300;
     so.seed = 7;
-    ordo_step_search_result_t ra, rb;
-    ORDO_CK_OK(ordo_step_search(m, t, start, &o, &so, a, &ra));
-    ORDO_CK_OK(ordo_step_search(m, t, start, &o, &so, b, &rb));
+    ordo__step_search_result_t ra, rb;
+    ORDO_CK_OK(ordo__step_search(m, t, start, &o, &so, a, &ra));
+    ORDO_CK_OK(ordo__step_search(m, t, start, &o, &so, b, &rb));
     for (int p = 0; p < n; p++) {
         ck_assert_int_ge(a[p], 0);
         ck_assert_int_lt(a[p], n);
         ck_assert_int_eq(seen[a[p]]++, 0);
         ck_assert_int_eq(a[p], b[p]);
     }
-    ordo_step_result_t r;
-    ORDO_CK_OK(ordo_step_simulate(m, t, a, &o, &r));
+    ordo__step_result_t r;
+    ORDO_CK_OK(ordo__step_simulate(m, t, a, &o, &r));
     ck_assert_double_eq_tol(r.step_us, ra.step_us, 1e-6);
     ck_assert_double_eq_tol(ra.step_us, rb.step_us, 1e-9);
     ck_assert_double_lt(ra.step_us, ra.start_us);
-    ordo_oracle_times_destroy(&t);
-    ordo_model_destroy(&m);
+    ordo__oracle_times_destroy(&t);
+    ordo__model_destroy(&m);
 }
 END_TEST
 

@@ -29,17 +29,17 @@ static void grads(float g[W][N])
     }
 }
 
-static ordo_store_t *make_store(ordo_keys_t **k, int n_keys)
+static ordo__store_t *make_store(ordo__keys_t **k, int n_keys)
 {
     int64_t numel[4] = {N, N, N, N};
-    ORDO_CK_OK(ordo_keys_partition(numel, n_keys, 4, 1 << 20, 0, 1, k));
-    ordo_optim_t opt = {.lr = 1.0f, .momentum = 0.0f, .weight_decay = 0.0f};
-    ordo_store_t *s;
-    ORDO_CK_OK(ordo_store_new(*k, 0, W, &opt, 1.0f, &s));
+    ORDO_CK_OK(ordo__keys_partition(numel, n_keys, 4, 1 << 20, 0, 1, k));
+    ordo__optim_t opt = {.lr = 1.0f, .momentum = 0.0f, .weight_decay = 0.0f};
+    ordo__store_t *s;
+    ORDO_CK_OK(ordo__store_new(*k, 0, W, &opt, 1.0f, &s));
     float zero[N] = {0};
     bool ignored;
     for (int i = 0; i < n_keys; i++)
-        ORDO_CK_OK(ordo_store_init(s, i, zero, sizeof zero, &ignored));
+        ORDO_CK_OK(ordo__store_init(s, i, zero, sizeof zero, &ignored));
     return s;
 }
 
@@ -50,21 +50,21 @@ START_TEST(every_arrival_order_gives_the_same_bits)
     float g[W][N], first[N], v[N];
     grads(g);
     for (int p = 0; p < 6; p++) {
-        ordo_keys_t *k;
-        ordo_store_t *s = make_store(&k, 1);
+        ordo__keys_t *k;
+        ordo__store_t *s = make_store(&k, 1);
         for (int j = 0; j < W; j++) {
             bool updated;
             int w = perms[p][j];
-            ORDO_CK_OK(ordo_store_push(s, 0, w, 0, g[w], sizeof g[w], &updated));
+            ORDO_CK_OK(ordo__store_push(s, 0, w, 0, g[w], sizeof g[w], &updated));
             ck_assert(updated == (j == W - 1)); /* the last arrival completes the iteration */
         }
-        ck_assert_int_eq(ordo_store_version(s, 0), 1);
-        ordo_store_copy_value(s, 0, v);
+        ck_assert_int_eq(ordo__store_version(s, 0), 1);
+        ordo__store_copy_value(s, 0, v);
         if (p == 0) memcpy(first, v, sizeof v);
         ck_assert_msg(memcmp(first, v, sizeof v) == 0, "arrival order %d%d%d differs", perms[p][0],
                       perms[p][1], perms[p][2]);
-        ordo_store_destroy(&s);
-        ordo_keys_destroy(&k);
+        ordo__store_destroy(&s);
+        ordo__keys_destroy(&k);
     }
     /* and it is the rank-order sum, not the one arrival order (0, 2, 1) would give */
     for (int i = 0; i < N; i++) {
@@ -76,13 +76,13 @@ START_TEST(every_arrival_order_gives_the_same_bits)
 END_TEST
 
 /* a received frame holding n slices of N floats each (as a merged push carries them) */
-static ordo_store_frame_t *frame_of(const float *const *parts, int n)
+static ordo__store_frame_t *frame_of(const float *const *parts, int n)
 {
     zmq_msg_t m;
     ck_assert_int_eq(zmq_msg_init_size(&m, sizeof(float) * N * (size_t)n), 0);
     for (int i = 0; i < n; i++)
         memcpy((float *)zmq_msg_data(&m) + (size_t)i * N, parts[i], sizeof(float) * N);
-    ordo_store_frame_t *f = ordo_store_frame_wrap(&m);
+    ordo__store_frame_t *f = ordo__store_frame_wrap(&m);
     ck_assert_ptr_nonnull(f);
     zmq_msg_close(&m);
     return f;
@@ -97,40 +97,40 @@ START_TEST(shared_frames_held_until_their_turn)
     for (int w = 0; w < W; w++)
         for (int i = 0; i < N; i++)
             h[w][i] = g[w][i] * 0.5f;
-    ordo_keys_t *k;
-    ordo_store_t *s = make_store(&k, 2);
+    ordo__keys_t *k;
+    ordo__store_t *s = make_store(&k, 2);
     const int arrival[W] = {2, 0, 1};
     for (int j = 0; j < W; j++) {
         int w = arrival[j];
         const float *parts[2] = {g[w], h[w]};
-        ordo_store_frame_t *f = frame_of(parts, 2);
+        ordo__store_frame_t *f = frame_of(parts, 2);
         size_t len;
-        const float *data = ordo_store_frame_data(f, &len);
+        const float *data = ordo__store_frame_data(f, &len);
         ck_assert_uint_eq(len, sizeof(float) * 2 * N);
         bool u0, u1;
-        ORDO_CK_OK(ordo_store_check_push(s, 0, w, 0, sizeof(float) * N));
-        ORDO_CK_OK(ordo_store_push_ref(s, 0, w, 0, data, sizeof(float) * N, f, &u0));
-        ORDO_CK_OK(ordo_store_push_ref(s, 1, w, 0, data + N, sizeof(float) * N, f, &u1));
-        ordo_store_frame_unref(f); /* the store keeps what it still needs */
+        ORDO_CK_OK(ordo__store_check_push(s, 0, w, 0, sizeof(float) * N));
+        ORDO_CK_OK(ordo__store_push_ref(s, 0, w, 0, data, sizeof(float) * N, f, &u0));
+        ORDO_CK_OK(ordo__store_push_ref(s, 1, w, 0, data + N, sizeof(float) * N, f, &u1));
+        ordo__store_frame_unref(f); /* the store keeps what it still needs */
         ck_assert(u0 == (j == W - 1) && u1 == (j == W - 1));
     }
-    ordo_store_copy_value(s, 0, v0);
-    ordo_store_copy_value(s, 1, v1);
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
+    ordo__store_copy_value(s, 0, v0);
+    ordo__store_copy_value(s, 1, v1);
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
     /* the same pushes one slice at a time from plain buffers, in rank order */
     s = make_store(&k, 2);
     for (int w = 0; w < W; w++) {
         bool u;
-        ORDO_CK_OK(ordo_store_push(s, 0, w, 0, g[w], sizeof g[w], &u));
-        ORDO_CK_OK(ordo_store_push(s, 1, w, 0, h[w], sizeof h[w], &u));
+        ORDO_CK_OK(ordo__store_push(s, 0, w, 0, g[w], sizeof g[w], &u));
+        ORDO_CK_OK(ordo__store_push(s, 1, w, 0, h[w], sizeof h[w], &u));
     }
-    ordo_store_copy_value(s, 0, ref0);
-    ordo_store_copy_value(s, 1, ref1);
+    ordo__store_copy_value(s, 0, ref0);
+    ordo__store_copy_value(s, 1, ref1);
     ck_assert(memcmp(v0, ref0, sizeof v0) == 0);
     ck_assert(memcmp(v1, ref1, sizeof v1) == 0);
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
@@ -139,22 +139,22 @@ START_TEST(held_pushes_are_freed_with_the_store)
     /* an iteration left incomplete: worker 0 never pushes; destroying frees what is held */
     float g[W][N];
     grads(g);
-    ordo_keys_t *k;
-    ordo_store_t *s = make_store(&k, 1);
+    ordo__keys_t *k;
+    ordo__store_t *s = make_store(&k, 1);
     bool u;
     const float *parts[1] = {g[2]};
-    ordo_store_frame_t *f = frame_of(parts, 1);
+    ordo__store_frame_t *f = frame_of(parts, 1);
     size_t len;
-    const float *data = ordo_store_frame_data(f, &len);
-    ORDO_CK_OK(ordo_store_push_ref(s, 0, 2, 0, data, len, f, &u));
-    ordo_store_frame_unref(f);
-    ORDO_CK_OK(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u));
+    const float *data = ordo__store_frame_data(f, &len);
+    ORDO_CK_OK(ordo__store_push_ref(s, 0, 2, 0, data, len, f, &u));
+    ordo__store_frame_unref(f);
+    ORDO_CK_OK(ordo__store_push(s, 0, 1, 0, g[1], sizeof g[1], &u));
     ck_assert(!u);
-    ORDO_CK_ERR(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u), ORDO_ERR_PROTO);
-    ck_assert(strstr(ordo_error_detail(), "worker 1 pushed slice 0 twice"));
-    ck_assert_int_eq(ordo_store_version(s, 0), 0);
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
+    ORDO_CK_ERR(ordo__store_push(s, 0, 1, 0, g[1], sizeof g[1], &u), ORDO_ERR_PROTO);
+    ck_assert(strstr(ordo__error_detail(), "worker 1 pushed slice 0 twice"));
+    ck_assert_int_eq(ordo__store_version(s, 0), 0);
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
@@ -162,18 +162,18 @@ END_TEST
 /* ---- consistency models ([sync]) ------------------------------------------------------ */
 
 /* a store of one slice of N floats (value 0) for nw workers, plain SGD lr 1 and momentum mu */
-static ordo_store_t *sync_store(ordo_keys_t **k, int nw, float mu, float scale, int mode,
+static ordo__store_t *sync_store(ordo__keys_t **k, int nw, float mu, float scale, int mode,
                                 int staleness, int backup)
 {
     int64_t numel[1] = {N};
-    ORDO_CK_OK(ordo_keys_partition(numel, 1, 1, 1 << 20, 0, 1, k));
-    ordo_optim_t opt = {.lr = 1.0f, .momentum = mu, .weight_decay = 0.0f};
-    ordo_store_t *s;
-    ORDO_CK_OK(ordo_store_new(*k, 0, nw, &opt, scale, &s));
-    ORDO_CK_OK(ordo_store_set_sync(s, mode, staleness, backup));
+    ORDO_CK_OK(ordo__keys_partition(numel, 1, 1, 1 << 20, 0, 1, k));
+    ordo__optim_t opt = {.lr = 1.0f, .momentum = mu, .weight_decay = 0.0f};
+    ordo__store_t *s;
+    ORDO_CK_OK(ordo__store_new(*k, 0, nw, &opt, scale, &s));
+    ORDO_CK_OK(ordo__store_set_sync(s, mode, staleness, backup));
     float zero[N] = {0};
     bool ignored;
-    ORDO_CK_OK(ordo_store_init(s, 0, zero, sizeof zero, &ignored));
+    ORDO_CK_OK(ordo__store_init(s, 0, zero, sizeof zero, &ignored));
     return s;
 }
 
@@ -185,88 +185,88 @@ static void grad_of(int w, int64_t t, float *g)
 
 START_TEST(ssp_sums_iterations_ahead_and_applies_them_in_order)
 {
-    ordo_keys_t *k, *kb;
-    ordo_store_t *s = sync_store(&k, W, 0.9f, 1.0f / W, ORDO_SYNC_SSP, 2, 0);
-    ordo_store_t *b = sync_store(&kb, W, 0.9f, 1.0f / W, ORDO_SYNC_BSP, 0, 0);
+    ordo__keys_t *k, *kb;
+    ordo__store_t *s = sync_store(&k, W, 0.9f, 1.0f / W, ORDO_SYNC_SSP, 2, 0);
+    ordo__store_t *b = sync_store(&kb, W, 0.9f, 1.0f / W, ORDO_SYNC_BSP, 0, 0);
     float g[N], v[N], vb[N];
     bool u;
     /* workers 1 and 2 run two iterations ahead of worker 0 */
     for (int64_t t = 0; t < 3; t++)
         for (int w = 2; w >= 1; w--) {
             grad_of(w, t, g);
-            ORDO_CK_OK(ordo_store_push(s, 0, w, t, g, sizeof g, &u));
+            ORDO_CK_OK(ordo__store_push(s, 0, w, t, g, sizeof g, &u));
             ck_assert(!u);
         }
-    ck_assert_int_eq(ordo_store_version(s, 0), 0);
-    ck_assert(ordo_store_ready(s, 0, 2));  /* 2 - staleness <= version */
-    ck_assert(!ordo_store_ready(s, 0, 3)); /* would need iteration 0 */
+    ck_assert_int_eq(ordo__store_version(s, 0), 0);
+    ck_assert(ordo__store_ready(s, 0, 2));  /* 2 - staleness <= version */
+    ck_assert(!ordo__store_ready(s, 0, 3)); /* would need iteration 0 */
     grad_of(1, 3, g);                      /* beyond the window */
-    ORDO_CK_ERR(ordo_store_push(s, 0, 1, 3, g, sizeof g, &u), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo__store_push(s, 0, 1, 3, g, sizeof g, &u), ORDO_ERR_PROTO);
     grad_of(0, 0, g);
-    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g, sizeof g, &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 0, 0, g, sizeof g, &u));
     ck_assert(u);
-    ck_assert_int_eq(ordo_store_version(s, 0), 1);
+    ck_assert_int_eq(ordo__store_version(s, 0), 1);
     grad_of(0, 1, g);
-    ORDO_CK_OK(ordo_store_push(s, 0, 0, 1, g, sizeof g, &u));
-    ck_assert_int_eq(ordo_store_version(s, 0), 2);
+    ORDO_CK_OK(ordo__store_push(s, 0, 0, 1, g, sizeof g, &u));
+    ck_assert_int_eq(ordo__store_version(s, 0), 2);
     /* the same bits as bsp fed iteration by iteration */
     for (int64_t t = 0; t < 2; t++)
         for (int w = 0; w < W; w++) {
             grad_of(w, t, g);
-            ORDO_CK_OK(ordo_store_push(b, 0, w, t, g, sizeof g, &u));
+            ORDO_CK_OK(ordo__store_push(b, 0, w, t, g, sizeof g, &u));
         }
-    ordo_store_copy_value(s, 0, v);
-    ordo_store_copy_value(b, 0, vb);
+    ordo__store_copy_value(s, 0, v);
+    ordo__store_copy_value(b, 0, vb);
     ck_assert(memcmp(v, vb, sizeof v) == 0);
-    ordo_store_destroy(&s);
-    ordo_store_destroy(&b);
-    ordo_keys_destroy(&k);
-    ordo_keys_destroy(&kb);
+    ordo__store_destroy(&s);
+    ordo__store_destroy(&b);
+    ordo__keys_destroy(&k);
+    ordo__keys_destroy(&kb);
 }
 END_TEST
 
 START_TEST(ssp_pull_ahead_reads_the_pushes_received)
 {
-    ordo_keys_t *k;
-    ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f / W, ORDO_SYNC_SSP, 1, 0);
+    ordo__keys_t *k;
+    ordo__store_t *s = sync_store(&k, W, 0.0f, 1.0f / W, ORDO_SYNC_SSP, 1, 0);
     float g1[N], g2[N], v[N];
     bool u;
     grad_of(1, 0, g1);
     grad_of(2, 0, g2);
-    ORDO_CK_OK(ordo_store_push(s, 0, 2, 0, g2, sizeof g2, &u)); /* held: worker 0 first */
-    ORDO_CK_OK(ordo_store_push(s, 0, 1, 0, g1, sizeof g1, &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 2, 0, g2, sizeof g2, &u)); /* held: worker 0 first */
+    ORDO_CK_OK(ordo__store_push(s, 0, 1, 0, g1, sizeof g1, &u));
     void *data, *hint;
     size_t bytes;
-    ORDO_CK_OK(ordo_store_ref_pull(s, 0, 0, &data, &bytes, &hint)); /* at the value: itself */
-    ordo_store_copy_value(s, 0, v);
+    ORDO_CK_OK(ordo__store_ref_pull(s, 0, 0, &data, &bytes, &hint)); /* at the value: itself */
+    ordo__store_copy_value(s, 0, v);
     ck_assert(memcmp(data, v, sizeof v) == 0);
-    ordo_store_unref_cb(data, hint);
-    ORDO_CK_OK(ordo_store_ref_pull(s, 0, 1, &data, &bytes, &hint)); /* ahead: with 1 and 2's */
+    ordo__store_unref_cb(data, hint);
+    ORDO_CK_OK(ordo__store_ref_pull(s, 0, 1, &data, &bytes, &hint)); /* ahead: with 1 and 2's */
     ck_assert_int_eq((int)bytes, (int)sizeof v);
     const float *a = data;
     for (int i = 0; i < N; i++)
         ck_assert_float_eq_tol(a[i], -(1.0f / W) * (g1[i] + g2[i]), 1e-5f);
-    ordo_store_unref_cb(data, hint);
-    ordo_store_copy_value(s, 0, v); /* the stored value is untouched */
+    ordo__store_unref_cb(data, hint);
+    ordo__store_copy_value(s, 0, v); /* the stored value is untouched */
     for (int i = 0; i < N; i++) ck_assert_float_eq(v[i], 0.0f);
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
 START_TEST(ssp_zero_staleness_is_bsp)
 {
-    ordo_keys_t *k;
-    ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f, ORDO_SYNC_SSP, 0, 0);
+    ordo__keys_t *k;
+    ordo__store_t *s = sync_store(&k, W, 0.0f, 1.0f, ORDO_SYNC_SSP, 0, 0);
     float g[N];
     bool u;
     grad_of(0, 0, g);
-    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g, sizeof g, &u));
-    ORDO_CK_ERR(ordo_store_push(s, 0, 0, 1, g, sizeof g, &u), ORDO_ERR_PROTO);
-    ck_assert(ordo_store_ready(s, 0, 0));
-    ck_assert(!ordo_store_ready(s, 0, 1));
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
+    ORDO_CK_OK(ordo__store_push(s, 0, 0, 0, g, sizeof g, &u));
+    ORDO_CK_ERR(ordo__store_push(s, 0, 0, 1, g, sizeof g, &u), ORDO_ERR_PROTO);
+    ck_assert(ordo__store_ready(s, 0, 0));
+    ck_assert(!ordo__store_ready(s, 0, 1));
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
@@ -275,114 +275,114 @@ END_TEST
  * value and push clocks knows the version and which re-sent pushes it already has */
 START_TEST(replica_update_count_and_asp_clocks)
 {
-    ordo_keys_t *k, *kb, *ks;
-    ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f, ORDO_SYNC_ASP, 0, 0);
-    ordo_store_t *b = sync_store(&kb, W, 0.0f, 1.0f, ORDO_SYNC_ASP, 0, 0);
+    ordo__keys_t *k, *kb, *ks;
+    ordo__store_t *s = sync_store(&k, W, 0.0f, 1.0f, ORDO_SYNC_ASP, 0, 0);
+    ordo__store_t *b = sync_store(&kb, W, 0.0f, 1.0f, ORDO_SYNC_ASP, 0, 0);
     float g[N], v[N];
     bool u;
-    ck_assert_int_eq(ordo_store_seq(s, 0), 0);
+    ck_assert_int_eq(ordo__store_seq(s, 0), 0);
     grad_of(0, 0, g);
-    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g, sizeof g, &u));
-    ORDO_CK_OK(ordo_store_push(s, 0, 0, 1, g, sizeof g, &u));
-    ORDO_CK_OK(ordo_store_push(s, 0, 2, 0, g, sizeof g, &u));
-    ck_assert_int_eq(ordo_store_seq(s, 0), 3); /* three pushes applied */
-    ck_assert_int_eq(ordo_store_version(s, 0), 0); /* worker 1 has pushed nothing */
-    const int64_t *clocks = ordo_store_clocks(s, 0);
+    ORDO_CK_OK(ordo__store_push(s, 0, 0, 0, g, sizeof g, &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 0, 1, g, sizeof g, &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 2, 0, g, sizeof g, &u));
+    ck_assert_int_eq(ordo__store_seq(s, 0), 3); /* three pushes applied */
+    ck_assert_int_eq(ordo__store_version(s, 0), 0); /* worker 1 has pushed nothing */
+    const int64_t *clocks = ordo__store_clocks(s, 0);
     ck_assert_ptr_nonnull(clocks);
-    ordo_store_copy_value(s, 0, v);
-    ORDO_CK_OK(ordo_store_install(b, 0, 0, v, sizeof v, NULL, 0));
-    ORDO_CK_OK(ordo_store_install_clocks(b, 0, clocks, sizeof(int64_t) * W));
-    ck_assert_int_eq(ordo_store_seq(b, 0), 3);
-    ck_assert(ordo_store_pushed(b, 0, 0, 1));  /* worker 0's push of 1: applied */
-    ck_assert(!ordo_store_pushed(b, 0, 0, 2)); /* its next */
-    ck_assert(!ordo_store_pushed(b, 0, 1, 0));
-    ORDO_CK_ERR(ordo_store_install_clocks(b, 0, clocks, sizeof(int64_t)), ORDO_ERR_PROTO);
+    ordo__store_copy_value(s, 0, v);
+    ORDO_CK_OK(ordo__store_install(b, 0, 0, v, sizeof v, NULL, 0));
+    ORDO_CK_OK(ordo__store_install_clocks(b, 0, clocks, sizeof(int64_t) * W));
+    ck_assert_int_eq(ordo__store_seq(b, 0), 3);
+    ck_assert(ordo__store_pushed(b, 0, 0, 1));  /* worker 0's push of 1: applied */
+    ck_assert(!ordo__store_pushed(b, 0, 0, 2)); /* its next */
+    ck_assert(!ordo__store_pushed(b, 0, 1, 0));
+    ORDO_CK_ERR(ordo__store_install_clocks(b, 0, clocks, sizeof(int64_t)), ORDO_ERR_PROTO);
     grad_of(1, 0, g);
-    ORDO_CK_OK(ordo_store_push(b, 0, 1, 0, g, sizeof g, &u)); /* the backup goes on from there */
-    ck_assert_int_eq(ordo_store_version(b, 0), 1);
-    ck_assert_int_eq(ordo_store_seq(b, 0), 4);
-    ordo_store_destroy(&s);
-    ordo_store_destroy(&b);
+    ORDO_CK_OK(ordo__store_push(b, 0, 1, 0, g, sizeof g, &u)); /* the backup goes on from there */
+    ck_assert_int_eq(ordo__store_version(b, 0), 1);
+    ck_assert_int_eq(ordo__store_seq(b, 0), 4);
+    ordo__store_destroy(&s);
+    ordo__store_destroy(&b);
     /* ssp counts the pushes taken, completed or not; no clocks */
     s = sync_store(&ks, W, 0.0f, 1.0f, ORDO_SYNC_SSP, 2, 0);
-    ORDO_CK_OK(ordo_store_push(s, 0, 1, 1, g, sizeof g, &u));
-    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g, sizeof g, &u));
-    ck_assert_int_eq(ordo_store_seq(s, 0), 2);
-    ck_assert_int_eq(ordo_store_version(s, 0), 0);
-    ck_assert_ptr_null(ordo_store_clocks(s, 0));
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
-    ordo_keys_destroy(&kb);
-    ordo_keys_destroy(&ks);
+    ORDO_CK_OK(ordo__store_push(s, 0, 1, 1, g, sizeof g, &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 0, 0, g, sizeof g, &u));
+    ck_assert_int_eq(ordo__store_seq(s, 0), 2);
+    ck_assert_int_eq(ordo__store_version(s, 0), 0);
+    ck_assert_ptr_null(ordo__store_clocks(s, 0));
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
+    ordo__keys_destroy(&kb);
+    ordo__keys_destroy(&ks);
 }
 END_TEST
 
 START_TEST(asp_applies_every_push_at_once)
 {
-    ordo_keys_t *k;
-    ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f / W, ORDO_SYNC_ASP, 0, 0);
+    ordo__keys_t *k;
+    ordo__store_t *s = sync_store(&k, W, 0.0f, 1.0f / W, ORDO_SYNC_ASP, 0, 0);
     float g[N], v[N];
     bool u;
-    ck_assert(ordo_store_ready(s, 0, 5)); /* answered at once */
+    ck_assert(ordo__store_ready(s, 0, 5)); /* answered at once */
     grad_of(1, 0, g);
-    ORDO_CK_OK(ordo_store_push(s, 0, 1, 0, g, sizeof g, &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 1, 0, g, sizeof g, &u));
     ck_assert(u);
-    ordo_store_copy_value(s, 0, v);
+    ordo__store_copy_value(s, 0, v);
     for (int i = 0; i < N; i++) ck_assert_float_eq(v[i], 0.0f - (1.0f / W) * g[i]);
-    ck_assert_int_eq(ordo_store_version(s, 0), 0); /* workers 0 and 2 miss iteration 0 */
+    ck_assert_int_eq(ordo__store_version(s, 0), 0); /* workers 0 and 2 miss iteration 0 */
     grad_of(1, 1, g);
-    ORDO_CK_OK(ordo_store_push(s, 0, 1, 1, g, sizeof g, &u)); /* worker 1 runs on */
-    ORDO_CK_ERR(ordo_store_push(s, 0, 0, 1, g, sizeof g, &u), ORDO_ERR_PROTO);
+    ORDO_CK_OK(ordo__store_push(s, 0, 1, 1, g, sizeof g, &u)); /* worker 1 runs on */
+    ORDO_CK_ERR(ordo__store_push(s, 0, 0, 1, g, sizeof g, &u), ORDO_ERR_PROTO);
     for (int w = 0; w < W; w += 2) {
         grad_of(w, 0, g);
-        ORDO_CK_OK(ordo_store_push(s, 0, w, 0, g, sizeof g, &u));
+        ORDO_CK_OK(ordo__store_push(s, 0, w, 0, g, sizeof g, &u));
     }
-    ck_assert_int_eq(ordo_store_version(s, 0), 1);
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
+    ck_assert_int_eq(ordo__store_version(s, 0), 1);
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
 START_TEST(backup_takes_the_first_pushes_and_drops_the_rest)
 {
     /* 4 workers, 1 backup: the mean of the first 3 pushes, worker 1's late push dropped */
-    ordo_keys_t *k;
-    ordo_store_t *s = sync_store(&k, 4, 0.0f, 1.0f / 3, ORDO_SYNC_BSP, 0, 1);
+    ordo__keys_t *k;
+    ordo__store_t *s = sync_store(&k, 4, 0.0f, 1.0f / 3, ORDO_SYNC_BSP, 0, 1);
     float g[4][N], v[N];
     bool u;
     for (int w = 0; w < 4; w++) grad_of(w, 0, g[w]);
-    ORDO_CK_OK(ordo_store_push(s, 0, 2, 0, g[2], sizeof g[2], &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 2, 0, g[2], sizeof g[2], &u));
     ck_assert(!u);
-    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
     ck_assert(!u);
-    ck_assert(!ordo_store_ready(s, 0, 1));
-    ORDO_CK_OK(ordo_store_push(s, 0, 3, 0, g[3], sizeof g[3], &u));
+    ck_assert(!ordo__store_ready(s, 0, 1));
+    ORDO_CK_OK(ordo__store_push(s, 0, 3, 0, g[3], sizeof g[3], &u));
     ck_assert(u);
-    ck_assert_int_eq(ordo_store_version(s, 0), 1);
-    ordo_store_copy_value(s, 0, v);
+    ck_assert_int_eq(ordo__store_version(s, 0), 1);
+    ordo__store_copy_value(s, 0, v);
     for (int i = 0; i < N; i++) /* by hand: in rank order, scaled by 1/(W - b) */
         ck_assert_float_eq(v[i], 0.0f - 1.0f * ((1.0f / 3) * ((g[0][i] + g[2][i]) + g[3][i])));
-    ck_assert_int_eq(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u), ORDO_STORE_DROPPED);
+    ck_assert_int_eq(ordo__store_push(s, 0, 1, 0, g[1], sizeof g[1], &u), ORDO_STORE_DROPPED);
     ck_assert(!u);
-    ck_assert_int_eq((int)ordo_store_dropped(s), 1);
+    ck_assert_int_eq((int)ordo__store_dropped(s), 1);
     float v2[N];
-    ordo_store_copy_value(s, 0, v2);
+    ordo__store_copy_value(s, 0, v2);
     ck_assert(memcmp(v, v2, sizeof v) == 0);
-    ck_assert(ordo_store_ready(s, 0, 0)); /* the late worker reads the newer value */
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
+    ck_assert(ordo__store_ready(s, 0, 0)); /* the late worker reads the newer value */
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
 START_TEST(set_sync_refuses_what_the_conf_refuses)
 {
-    ordo_keys_t *k;
-    ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f, ORDO_SYNC_BSP, 0, 0);
-    ORDO_CK_ERR(ordo_store_set_sync(s, ORDO_SYNC_BSP, 0, W), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_store_set_sync(s, ORDO_SYNC_SSP, -1, 0), ORDO_ERR_INVAL);
-    ORDO_CK_ERR(ordo_store_set_sync(s, ORDO_SYNC_ASP, 0, 1), ORDO_ERR_INVAL);
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
+    ordo__keys_t *k;
+    ordo__store_t *s = sync_store(&k, W, 0.0f, 1.0f, ORDO_SYNC_BSP, 0, 0);
+    ORDO_CK_ERR(ordo__store_set_sync(s, ORDO_SYNC_BSP, 0, W), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__store_set_sync(s, ORDO_SYNC_SSP, -1, 0), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__store_set_sync(s, ORDO_SYNC_ASP, 0, 1), ORDO_ERR_INVAL);
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
@@ -402,8 +402,8 @@ START_TEST(the_conf_picks_one_model_row)
         {ORDO_SYNC_ASP, 0, "asp", true, false, false, true},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
-        ordo_keys_t *k;
-        ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f, rows[i].mode, 2, rows[i].backup);
+        ordo__keys_t *k;
+        ordo__store_t *s = sync_store(&k, W, 0.0f, 1.0f, rows[i].mode, 2, rows[i].backup);
         const ordo__sync_model_t *m = ordo__store_model(s);
         ck_assert_ptr_eq(m, ordo__sync_model_of(rows[i].mode, rows[i].backup));
         ck_assert_str_eq(m->name, rows[i].name);
@@ -411,18 +411,18 @@ START_TEST(the_conf_picks_one_model_row)
         ck_assert_int_eq(m->elastic, rows[i].elastic);
         ck_assert_int_eq(m->forwards_pushes, rows[i].forwards);
         ck_assert_int_eq(m->newer_pulls, rows[i].newer);
-        ck_assert_int_eq(ordo_store_clocks(s, 0) != NULL, rows[i].clocks);
-        ordo_store_destroy(&s);
-        ordo_keys_destroy(&k);
+        ck_assert_int_eq(ordo__store_clocks(s, 0) != NULL, rows[i].clocks);
+        ordo__store_destroy(&s);
+        ordo__keys_destroy(&k);
     }
     ck_assert_ptr_null(ordo__sync_model_of(ORDO_SYNC_SSP, 1));
     ck_assert_ptr_null(ordo__sync_model_of(ORDO_SYNC_ASP + 1, 0));
-    ordo_keys_t *k;
-    ordo_store_t *s = sync_store(&k, W, 0.0f, 1.0f, ORDO_SYNC_BSP, 0, 0);
-    ORDO_CK_ERR(ordo_store_set_sync(s, ORDO_SYNC_ASP + 1, 0, 0), ORDO_ERR_INVAL);
+    ordo__keys_t *k;
+    ordo__store_t *s = sync_store(&k, W, 0.0f, 1.0f, ORDO_SYNC_BSP, 0, 0);
+    ORDO_CK_ERR(ordo__store_set_sync(s, ORDO_SYNC_ASP + 1, 0, 0), ORDO_ERR_INVAL);
     ck_assert_str_eq(ordo__store_model(s)->name, "bsp"); /* a refused pair changes nothing */
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
@@ -431,54 +431,54 @@ END_TEST
  * re-sends on it is an error; ssp cannot turn them on */
 START_TEST(resent_pushes_are_left_out)
 {
-    ordo_keys_t *k;
-    ordo_store_t *s = sync_store(&k, 3, 0.0f, 1.0f / 3, ORDO_SYNC_BSP, 0, 0);
+    ordo__keys_t *k;
+    ordo__store_t *s = sync_store(&k, 3, 0.0f, 1.0f / 3, ORDO_SYNC_BSP, 0, 0);
     float g[3][N], v[N], v2[N];
     bool u;
     for (int w = 0; w < 3; w++) grad_of(w, 0, g[w]);
-    ORDO_CK_OK(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u));
-    ck_assert(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u) < 0); /* off: an error */
-    ORDO_CK_OK(ordo_store_set_resend(s, true));
-    ck_assert_int_eq(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u), ORDO_STORE_DUPLICATE);
-    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
-    ORDO_CK_OK(ordo_store_push(s, 0, 2, 0, g[2], sizeof g[2], &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 1, 0, g[1], sizeof g[1], &u));
+    ck_assert(ordo__store_push(s, 0, 1, 0, g[1], sizeof g[1], &u) < 0); /* off: an error */
+    ORDO_CK_OK(ordo__store_set_resend(s, true));
+    ck_assert_int_eq(ordo__store_push(s, 0, 1, 0, g[1], sizeof g[1], &u), ORDO_STORE_DUPLICATE);
+    ORDO_CK_OK(ordo__store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 2, 0, g[2], sizeof g[2], &u));
     ck_assert(u);
-    ordo_store_copy_value(s, 0, v);
+    ordo__store_copy_value(s, 0, v);
     for (int i = 0; i < N; i++)
         ck_assert_float_eq(v[i], 0.0f - (1.0f / 3) * ((g[0][i] + g[1][i]) + g[2][i]));
     /* iteration 0 is applied: worker 0's push of it again is left out too */
-    ck_assert_int_eq(ordo_store_push(s, 0, 0, 0, g[0], sizeof g[0], &u), ORDO_STORE_DUPLICATE);
+    ck_assert_int_eq(ordo__store_push(s, 0, 0, 0, g[0], sizeof g[0], &u), ORDO_STORE_DUPLICATE);
     ck_assert(!u);
-    ordo_store_copy_value(s, 0, v2);
+    ordo__store_copy_value(s, 0, v2);
     ck_assert(memcmp(v, v2, sizeof v) == 0);
-    ck_assert_int_eq((int)ordo_store_resent(s), 2);
+    ck_assert_int_eq((int)ordo__store_resent(s), 2);
     /* a pull of iteration 0 (a restarted worker whose predecessor did not finish it) gets the
      * value before the update, the slice at version 1 (0, the initial value of sync_store);
      * a pull of 1 the current one */
     void *data, *hint;
     size_t bytes;
-    ck_assert_int_eq((int)ordo_store_pull_version(s, 0, 0), 0);
-    ck_assert_int_eq((int)ordo_store_pull_version(s, 0, 1), 1);
-    ORDO_CK_OK(ordo_store_ref_pull(s, 0, 0, &data, &bytes, &hint));
+    ck_assert_int_eq((int)ordo__store_pull_version(s, 0, 0), 0);
+    ck_assert_int_eq((int)ordo__store_pull_version(s, 0, 1), 1);
+    ORDO_CK_OK(ordo__store_ref_pull(s, 0, 0, &data, &bytes, &hint));
     for (int i = 0; i < N; i++)
         ck_assert_float_eq(((float *)data)[i], 0.0f);
-    ordo_store_unref_cb(data, hint);
-    ORDO_CK_OK(ordo_store_ref_pull(s, 0, 1, &data, &bytes, &hint));
+    ordo__store_unref_cb(data, hint);
+    ORDO_CK_OK(ordo__store_ref_pull(s, 0, 1, &data, &bytes, &hint));
     ck_assert(memcmp(data, v, sizeof v) == 0);
     /* held by a send in flight, the current value is not written over by the next update */
     for (int w = 0; w < 3; w++)
-        ORDO_CK_OK(ordo_store_push(s, 0, w, 1, g[w], sizeof g[w], &u));
+        ORDO_CK_OK(ordo__store_push(s, 0, w, 1, g[w], sizeof g[w], &u));
     ck_assert(memcmp(data, v, sizeof v) == 0);
-    ordo_store_unref_cb(data, hint);
-    ORDO_CK_OK(ordo_store_ref_pull(s, 0, 1, &data, &bytes, &hint)); /* kept from before */
+    ordo__store_unref_cb(data, hint);
+    ORDO_CK_OK(ordo__store_ref_pull(s, 0, 1, &data, &bytes, &hint)); /* kept from before */
     ck_assert(memcmp(data, v, sizeof v) == 0);
-    ordo_store_unref_cb(data, hint);
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
+    ordo__store_unref_cb(data, hint);
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
     s = sync_store(&k, 3, 0.0f, 1.0f, ORDO_SYNC_SSP, 1, 0);
-    ORDO_CK_ERR(ordo_store_set_resend(s, true), ORDO_ERR_INVAL);
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
+    ORDO_CK_ERR(ordo__store_set_resend(s, true), ORDO_ERR_INVAL);
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
@@ -487,37 +487,37 @@ END_TEST
  * it are refused and later rounds are the others' mean */
 START_TEST(a_worker_that_left_no_longer_holds_up_updates)
 {
-    ordo_keys_t *k;
-    ordo_store_t *s = sync_store(&k, 3, 0.0f, 1.0f / 3, ORDO_SYNC_BSP, 0, 0);
+    ordo__keys_t *k;
+    ordo__store_t *s = sync_store(&k, 3, 0.0f, 1.0f / 3, ORDO_SYNC_BSP, 0, 0);
     float g[3][N], v[N];
     bool u;
     int upd[2], n;
     for (int w = 0; w < 3; w++) grad_of(w, 0, g[w]);
     /* round 0: worker 2 pushed (held, waiting for 1), worker 0 too; worker 1 leaves */
-    ORDO_CK_OK(ordo_store_push(s, 0, 2, 0, g[2], sizeof g[2], &u));
-    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 2, 0, g[2], sizeof g[2], &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
     ck_assert(!u);
-    ORDO_CK_OK(ordo_store_leave(s, 1, true, upd, &n));
+    ORDO_CK_OK(ordo__store_leave(s, 1, true, upd, &n));
     ck_assert_int_eq(n, 1);
     ck_assert_int_eq(upd[0], 0);
-    ck_assert_int_eq(ordo_store_version(s, 0), 1);
-    ordo_store_copy_value(s, 0, v);
+    ck_assert_int_eq(ordo__store_version(s, 0), 1);
+    ordo__store_copy_value(s, 0, v);
     for (int i = 0; i < N; i++) /* the mean of the 2 pushes: scale 1/3 * 3/2 */
         ck_assert_float_eq(v[i], 0.0f - (1.0f / 3 * 3.0f / 2.0f) * (g[0][i] + g[2][i]));
-    ck_assert(ordo_store_push(s, 0, 1, 1, g[1], sizeof g[1], &u) < 0);
+    ck_assert(ordo__store_push(s, 0, 1, 1, g[1], sizeof g[1], &u) < 0);
     /* round 1: the two left complete it */
     float before[N];
     memcpy(before, v, sizeof v);
     for (int w = 0; w < 3; w++) grad_of(w, 1, g[w]);
-    ORDO_CK_OK(ordo_store_push(s, 0, 2, 1, g[2], sizeof g[2], &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 2, 1, g[2], sizeof g[2], &u));
     ck_assert(!u);
-    ORDO_CK_OK(ordo_store_push(s, 0, 0, 1, g[0], sizeof g[0], &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 0, 1, g[0], sizeof g[0], &u));
     ck_assert(u);
-    ordo_store_copy_value(s, 0, v);
+    ordo__store_copy_value(s, 0, v);
     for (int i = 0; i < N; i++)
         ck_assert_float_eq(v[i], before[i] - (1.0f / 3 * 3.0f / 2.0f) * (g[0][i] + g[2][i]));
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
@@ -526,93 +526,93 @@ END_TEST
  * wait for it and are the three's mean; a join behind a slice's version is refused */
 START_TEST(a_worker_joins_at_an_iteration)
 {
-    ordo_keys_t *k;
-    ordo_store_t *s = sync_store(&k, 3, 0.0f, 1.0f / 3, ORDO_SYNC_BSP, 0, 0);
-    ORDO_CK_OK(ordo_store_set_members(s, 2, true));
+    ordo__keys_t *k;
+    ordo__store_t *s = sync_store(&k, 3, 0.0f, 1.0f / 3, ORDO_SYNC_BSP, 0, 0);
+    ORDO_CK_OK(ordo__store_set_members(s, 2, true));
     float g[3][N], v[N], before[N];
     bool u;
     for (int w = 0; w < 3; w++) grad_of(w, 0, g[w]);
-    ck_assert(ordo_store_push(s, 0, 2, 0, g[2], sizeof g[2], &u) < 0); /* not in the run */
-    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
+    ck_assert(ordo__store_push(s, 0, 2, 0, g[2], sizeof g[2], &u) < 0); /* not in the run */
+    ORDO_CK_OK(ordo__store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
     ck_assert(!u);
-    ORDO_CK_OK(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 1, 0, g[1], sizeof g[1], &u));
     ck_assert(u); /* round 0: the two's */
-    ordo_store_copy_value(s, 0, v);
+    ordo__store_copy_value(s, 0, v);
     for (int i = 0; i < N; i++)
         ck_assert_float_eq(v[i], 0.0f - (1.0f / 3 * 3.0f / 2.0f) * (g[0][i] + g[1][i]));
-    ORDO_CK_OK(ordo_store_join(s, 2, 2));
-    ck_assert(ordo_store_join(s, 2, 2) < 0); /* its place is taken */
+    ORDO_CK_OK(ordo__store_join(s, 2, 2));
+    ck_assert(ordo__store_join(s, 2, 2) < 0); /* its place is taken */
     /* round 1: still the two's; worker 2's push of 1 comes before its join iteration */
     for (int w = 0; w < 3; w++) grad_of(w, 1, g[w]);
-    ck_assert(ordo_store_push(s, 0, 2, 1, g[2], sizeof g[2], &u) < 0);
-    ORDO_CK_OK(ordo_store_push(s, 0, 1, 1, g[1], sizeof g[1], &u));
-    ORDO_CK_OK(ordo_store_push(s, 0, 0, 1, g[0], sizeof g[0], &u));
+    ck_assert(ordo__store_push(s, 0, 2, 1, g[2], sizeof g[2], &u) < 0);
+    ORDO_CK_OK(ordo__store_push(s, 0, 1, 1, g[1], sizeof g[1], &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 0, 1, g[0], sizeof g[0], &u));
     ck_assert(u);
-    ck_assert_int_eq(ordo_store_version(s, 0), 2);
+    ck_assert_int_eq(ordo__store_version(s, 0), 2);
     /* round 2: waits for worker 2 */
-    ordo_store_copy_value(s, 0, before);
+    ordo__store_copy_value(s, 0, before);
     for (int w = 0; w < 3; w++) grad_of(w, 2, g[w]);
-    ORDO_CK_OK(ordo_store_push(s, 0, 0, 2, g[0], sizeof g[0], &u));
-    ORDO_CK_OK(ordo_store_push(s, 0, 1, 2, g[1], sizeof g[1], &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 0, 2, g[0], sizeof g[0], &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 1, 2, g[1], sizeof g[1], &u));
     ck_assert(!u);
-    ORDO_CK_OK(ordo_store_push(s, 0, 2, 2, g[2], sizeof g[2], &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 2, 2, g[2], sizeof g[2], &u));
     ck_assert(u);
-    ordo_store_copy_value(s, 0, v);
+    ordo__store_copy_value(s, 0, v);
     for (int i = 0; i < N; i++) /* the mean of the 3 pushes */
         ck_assert_float_eq(v[i], before[i] - (1.0f / 3 * 3.0f / 3.0f) *
                                                  (g[0][i] + g[1][i] + g[2][i]));
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
     /* a join at an iteration a slice has passed */
     s = sync_store(&k, 3, 0.0f, 1.0f / 3, ORDO_SYNC_BSP, 0, 0);
-    ORDO_CK_OK(ordo_store_set_members(s, 2, true));
-    ORDO_CK_OK(ordo_store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
-    ORDO_CK_OK(ordo_store_push(s, 0, 1, 0, g[1], sizeof g[1], &u));
-    ORDO_CK_ERR(ordo_store_join(s, 2, 0), ORDO_ERR_INVAL);
-    ordo_store_destroy(&s);
-    ordo_keys_destroy(&k);
+    ORDO_CK_OK(ordo__store_set_members(s, 2, true));
+    ORDO_CK_OK(ordo__store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
+    ORDO_CK_OK(ordo__store_push(s, 0, 1, 0, g[1], sizeof g[1], &u));
+    ORDO_CK_ERR(ordo__store_join(s, 2, 0), ORDO_ERR_INVAL);
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 
 START_TEST(install_replaces_the_state_and_pushed_spots_resends)
 {
-    ordo_keys_t *k;
+    ordo__keys_t *k;
     int64_t numel[1] = {N};
-    ORDO_CK_OK(ordo_keys_partition(numel, 1, 4, 1 << 20, 0, 2, &k));
-    ORDO_CK_OK(ordo_keys_set_replicas(k, 2));
-    ordo_optim_t opt = {.lr = 1.0f, .momentum = 0.5f, .weight_decay = 0.0f};
-    ordo_store_t *s[2];
+    ORDO_CK_OK(ordo__keys_partition(numel, 1, 4, 1 << 20, 0, 2, &k));
+    ORDO_CK_OK(ordo__keys_set_replicas(k, 2));
+    ordo__optim_t opt = {.lr = 1.0f, .momentum = 0.5f, .weight_decay = 0.0f};
+    ordo__store_t *s[2];
     for (int r = 0; r < 2; r++) /* the primary and its backup both hold the slice */
-        ORDO_CK_OK(ordo_store_new(k, r, W, &opt, 1.0f, &s[r]));
-    ck_assert(ordo_store_owns(s[0], 0) && ordo_store_owns(s[1], 0));
+        ORDO_CK_OK(ordo__store_new(k, r, W, &opt, 1.0f, &s[r]));
+    ck_assert(ordo__store_owns(s[0], 0) && ordo__store_owns(s[1], 0));
     int p = k->slices[0].server, b = 1 - p;
     float g[W][N], v[N], w[N], zero[N] = {0};
     grads(g);
     bool ignored, updated;
-    ORDO_CK_OK(ordo_store_init(s[p], 0, zero, sizeof zero, &ignored));
-    ck_assert(!ordo_store_pushed(s[p], 0, 1, 0));
-    ORDO_CK_OK(ordo_store_push(s[p], 0, 1, 0, g[1], sizeof g[1], &updated));
-    ck_assert(ordo_store_pushed(s[p], 0, 1, 0) && !ordo_store_pushed(s[p], 0, 0, 0));
-    ORDO_CK_OK(ordo_store_push(s[p], 0, 0, 0, g[0], sizeof g[0], &updated));
-    ORDO_CK_OK(ordo_store_push(s[p], 0, 2, 0, g[2], sizeof g[2], &updated));
-    ck_assert(updated && ordo_store_pushed(s[p], 0, 0, 0)); /* applied: below the version */
+    ORDO_CK_OK(ordo__store_init(s[p], 0, zero, sizeof zero, &ignored));
+    ck_assert(!ordo__store_pushed(s[p], 0, 1, 0));
+    ORDO_CK_OK(ordo__store_push(s[p], 0, 1, 0, g[1], sizeof g[1], &updated));
+    ck_assert(ordo__store_pushed(s[p], 0, 1, 0) && !ordo__store_pushed(s[p], 0, 0, 0));
+    ORDO_CK_OK(ordo__store_push(s[p], 0, 0, 0, g[0], sizeof g[0], &updated));
+    ORDO_CK_OK(ordo__store_push(s[p], 0, 2, 0, g[2], sizeof g[2], &updated));
+    ck_assert(updated && ordo__store_pushed(s[p], 0, 0, 0)); /* applied: below the version */
     /* the backup takes the primary's state and goes on from it with the same bits */
-    ordo_store_copy_value(s[p], 0, v);
-    ORDO_CK_OK(ordo_store_install(s[b], 0, ordo_store_version(s[p], 0), v, sizeof v,
-                                  ordo_store_momentum(s[p], 0), sizeof v));
-    ck_assert_int_eq(ordo_store_version(s[b], 0), 1);
+    ordo__store_copy_value(s[p], 0, v);
+    ORDO_CK_OK(ordo__store_install(s[b], 0, ordo__store_version(s[p], 0), v, sizeof v,
+                                  ordo__store_momentum(s[p], 0), sizeof v));
+    ck_assert_int_eq(ordo__store_version(s[b], 0), 1);
     for (int r = 0; r < 2; r++)
         for (int j = 0; j < W; j++)
-            ORDO_CK_OK(ordo_store_push(s[r], 0, j, 1, g[j], sizeof g[j], &updated));
-    ordo_store_copy_value(s[p], 0, v);
-    ordo_store_copy_value(s[b], 0, w);
+            ORDO_CK_OK(ordo__store_push(s[r], 0, j, 1, g[j], sizeof g[j], &updated));
+    ordo__store_copy_value(s[p], 0, v);
+    ordo__store_copy_value(s[b], 0, w);
     ck_assert(memcmp(v, w, sizeof v) == 0);
     /* a wrong size or momentum is refused */
-    ORDO_CK_ERR(ordo_store_install(s[b], 0, 2, v, sizeof v - 4, NULL, 0), ORDO_ERR_PROTO);
-    ORDO_CK_ERR(ordo_store_install(s[b], 0, 2, v, sizeof v, v, 8), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo__store_install(s[b], 0, 2, v, sizeof v - 4, NULL, 0), ORDO_ERR_PROTO);
+    ORDO_CK_ERR(ordo__store_install(s[b], 0, 2, v, sizeof v, v, 8), ORDO_ERR_PROTO);
     for (int r = 0; r < 2; r++)
-        ordo_store_destroy(&s[r]);
-    ordo_keys_destroy(&k);
+        ordo__store_destroy(&s[r]);
+    ordo__keys_destroy(&k);
 }
 END_TEST
 

@@ -10,9 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-static ordo_train_opts_t opts(const char *net, int workers, int epochs, long iterations)
+static ordo__train_opts_t opts(const char *net, int workers, int epochs, long iterations)
 {
-    return (ordo_train_opts_t){.network = net,
+    return (ordo__train_opts_t){.network = net,
                                .data_dir = ordo_ck_fmnist_dir(),
                                .kind = ORDO_COMPUTE_CPU,
                                .workers = workers,
@@ -25,7 +25,7 @@ static ordo_train_opts_t opts(const char *net, int workers, int epochs, long ite
                                .weight_decay = 0.0};
 }
 
-static void report(const char *what, const ordo_train_opts_t *o, const ordo_train_result_t *r)
+static void report(const char *what, const ordo__train_opts_t *o, const ordo__train_result_t *r)
 {
     printf("%s: %s, %d worker(s) x batch %d, %ld iterations: last loss %.4f, test loss %.4f, "
            "test accuracy %.4f, %.1f s, %.0f samples/s\n",
@@ -35,9 +35,9 @@ static void report(const char *what, const ordo_train_opts_t *o, const ordo_trai
 
 START_TEST(mlp_learns_in_300_iterations)
 {
-    ordo_train_opts_t o = opts("mlp", 1, 0, 300);
-    ordo_train_result_t r;
-    ORDO_CK_OK(ordo_train_local(&o, &r));
+    ordo__train_opts_t o = opts("mlp", 1, 0, 300);
+    ordo__train_result_t r;
+    ORDO_CK_OK(ordo__train_local(&o, &r));
     report("short", &o, &r);
     ck_assert_int_eq(r.iterations, 300);
     ck_assert_double_ge(r.test_accuracy, 0.75);
@@ -47,9 +47,9 @@ END_TEST
 
 START_TEST(mlp_reaches_84_percent_in_one_epoch_with_two_workers)
 {
-    ordo_train_opts_t o = opts("mlp", 2, 1, 0);
-    ordo_train_result_t r;
-    ORDO_CK_OK(ordo_train_local(&o, &r));
+    ordo__train_opts_t o = opts("mlp", 2, 1, 0);
+    ordo__train_result_t r;
+    ORDO_CK_OK(ordo__train_local(&o, &r));
     report("one epoch", &o, &r);
     ck_assert_int_eq(r.iterations, (60000 / 2) / 64); /* 468 global iterations */
     ck_assert_double_ge(r.test_accuracy, 0.84);
@@ -58,59 +58,59 @@ END_TEST
 
 START_TEST(training_is_deterministic_for_a_seed)
 {
-    ordo_train_opts_t o = opts("mlp", 2, 0, 3);
-    ordo_train_t *a = NULL, *b = NULL, *c = NULL;
-    ORDO_CK_OK(ordo_train_new(&o, &a));
-    ORDO_CK_OK(ordo_train_new(&o, &b));
+    ordo__train_opts_t o = opts("mlp", 2, 0, 3);
+    ordo__train_t *a = NULL, *b = NULL, *c = NULL;
+    ORDO_CK_OK(ordo__train_new(&o, &a));
+    ORDO_CK_OK(ordo__train_new(&o, &b));
     o.seed = 2;
-    ORDO_CK_OK(ordo_train_new(&o, &c));
-    ck_assert_int_eq(ordo_train_iterations_per_epoch(a), 468);
+    ORDO_CK_OK(ordo__train_new(&o, &c));
+    ck_assert_int_eq(ordo__train_iterations_per_epoch(a), 468);
     for (int i = 0; i < 3; i++) {
         double la, lb, lc;
-        ORDO_CK_OK(ordo_train_step(a, &la));
-        ORDO_CK_OK(ordo_train_step(b, &lb));
-        ORDO_CK_OK(ordo_train_step(c, &lc));
+        ORDO_CK_OK(ordo__train_step(a, &la));
+        ORDO_CK_OK(ordo__train_step(b, &lb));
+        ORDO_CK_OK(ordo__train_step(c, &lc));
         ck_assert_double_eq(la, lb);
         ck_assert(la > 0.1 && la < 5);
     }
-    const ordo_model_t *m = ordo_train_model(a);
+    const ordo__model_t *m = ordo__train_model(a);
     int differ = 0;
     for (int p = 0; p < m->n_params; p++) {
         size_t bytes = sizeof(float) * (size_t)m->params[p].numel;
-        ck_assert_mem_eq(ordo_train_params(a)[p], ordo_train_params(b)[p], bytes);
-        differ += memcmp(ordo_train_params(a)[p], ordo_train_params(c)[p], bytes) != 0;
+        ck_assert_mem_eq(ordo__train_params(a)[p], ordo__train_params(b)[p], bytes);
+        differ += memcmp(ordo__train_params(a)[p], ordo__train_params(c)[p], bytes) != 0;
     }
     ck_assert_int_eq(differ, m->n_params);
-    ordo_train_destroy(&a);
-    ordo_train_destroy(&b);
-    ordo_train_destroy(&c);
+    ordo__train_destroy(&a);
+    ordo__train_destroy(&b);
+    ordo__train_destroy(&c);
     ck_assert_ptr_null(a);
 }
 END_TEST
 
 START_TEST(bad_options_are_refused)
 {
-    ordo_train_t *t = NULL;
-    ordo_train_opts_t o = opts("mlp", 0, 1, 0);
-    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_ERR_INVAL);
+    ordo__train_t *t = NULL;
+    ordo__train_opts_t o = opts("mlp", 0, 1, 0);
+    ORDO_CK_ERR(ordo__train_new(&o, &t), ORDO_ERR_INVAL);
     o = opts("mlp", 1, 0, 0);
-    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_ERR_INVAL);
+    ORDO_CK_ERR(ordo__train_new(&o, &t), ORDO_ERR_INVAL);
     o = opts("vgg", 1, 1, 0);
-    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_ERR_NOTFOUND);
+    ORDO_CK_ERR(ordo__train_new(&o, &t), ORDO_ERR_NOTFOUND);
     o = opts("mlp", 1, 1, 0);
     o.data_dir = "/nonexistent";
-    ORDO_CK_ERR(ordo_train_new(&o, &t), ORDO_ERR_NOTFOUND);
-    ck_assert(strstr(ordo_error_detail(), "/nonexistent/train-images-idx3-ubyte.gz"));
+    ORDO_CK_ERR(ordo__train_new(&o, &t), ORDO_ERR_NOTFOUND);
+    ck_assert(strstr(ordo__error_detail(), "/nonexistent/train-images-idx3-ubyte.gz"));
     ck_assert_ptr_null(t);
 }
 END_TEST
 
 START_TEST(cnn_reaches_86_percent_in_two_epochs_with_two_workers)
 {
-    ordo_train_opts_t o = opts("cnn", 2, 2, 0);
+    ordo__train_opts_t o = opts("cnn", 2, 2, 0);
     o.lr = 0.02;
-    ordo_train_result_t r;
-    ORDO_CK_OK(ordo_train_local(&o, &r));
+    ordo__train_result_t r;
+    ORDO_CK_OK(ordo__train_local(&o, &r));
     report("two epochs", &o, &r);
     ck_assert_int_eq(r.iterations, 2 * 468);
     ck_assert_double_ge(r.test_accuracy, 0.86);

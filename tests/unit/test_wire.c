@@ -28,12 +28,12 @@ static void teardown(void)
 
 START_TEST(local_types_are_refused)
 {
-    ordo_wire_hdr_t h = {.type = ORDO_MSG_INTRA, .role = ORDO_ROLE_SCHEDULER, .rank = 0};
+    ordo__wire_hdr_t h = {.type = ORDO_MSG_INTRA, .role = ORDO_ROLE_SCHEDULER, .rank = 0};
     char buf[ORDO_WIRE_MAX_HDR];
     size_t len;
-    ORDO_CK_OK(ordo_wire_encode_hdr(&h, buf, sizeof buf, &len));
-    ordo_wire_hdr_t g;
-    ORDO_CK_ERR(ordo_wire_decode_hdr(buf, len, &g), ORDO_ERR_PROTO);
+    ORDO_CK_OK(ordo__wire_encode_hdr(&h, buf, sizeof buf, &len));
+    ordo__wire_hdr_t g;
+    ORDO_CK_ERR(ordo__wire_decode_hdr(buf, len, &g), ORDO_ERR_PROTO);
 }
 END_TEST
 
@@ -41,15 +41,15 @@ START_TEST(header_round_trip_every_type)
 {
     for (int type = ORDO_MSG_REGISTER; type < ORDO_MSG_PEER_DEAD; type++) {
         if (type == ORDO_MSG_INTRA) continue; /* local only: local_types_are_refused */
-        ordo_wire_hdr_t h = {.type = (uint8_t)type, .role = ORDO_ROLE_WORKER, .rank = 7,
+        ordo__wire_hdr_t h = {.type = (uint8_t)type, .role = ORDO_ROLE_WORKER, .rank = 7,
                              .req = 0xfedcba9876543210ull, .iter = 123456789012ll, .key = 4000000000u,
                              .chunk = 17, .priority = -3, .flags = ORDO_FLAG_LAST_CHUNK,
                              .dtype = ORDO_DTYPE_F32, .nframes = 2, .lens = {12, 1ull << 31}};
         char buf[ORDO_WIRE_MAX_HDR];
         size_t len;
-        ORDO_CK_OK(ordo_wire_encode_hdr(&h, buf, sizeof buf, &len));
-        ordo_wire_hdr_t g;
-        ORDO_CK_OK(ordo_wire_decode_hdr(buf, len, &g));
+        ORDO_CK_OK(ordo__wire_encode_hdr(&h, buf, sizeof buf, &len));
+        ordo__wire_hdr_t g;
+        ORDO_CK_OK(ordo__wire_decode_hdr(buf, len, &g));
         ck_assert_int_eq(g.type, type);
         ck_assert_int_eq(g.role, ORDO_ROLE_WORKER);
         ck_assert_int_eq(g.rank, 7);
@@ -62,7 +62,7 @@ START_TEST(header_round_trip_every_type)
         ck_assert_int_eq(g.dtype, ORDO_DTYPE_F32);
         ck_assert_int_eq(g.nframes, 2);
         ck_assert(g.lens[0] == 12 && g.lens[1] == 1ull << 31);
-        ck_assert_str_ne(ordo_wire_type_name(type), "?");
+        ck_assert_str_ne(ordo__wire_type_name(type), "?");
     }
 }
 END_TEST
@@ -71,36 +71,36 @@ START_TEST(messages_cross_a_socket)
 {
     float payload[1000];
     for (int i = 0; i < 1000; i++) payload[i] = (float)i * 0.5f;
-    ordo_msg_t m, r;
-    ordo_msg_init(&m, ORDO_MSG_PUSH);
+    ordo__msg_t m, r;
+    ordo__msg_init(&m, ORDO_MSG_PUSH);
     m.hdr.key = 3;
     m.hdr.iter = 9;
-    ORDO_CK_OK(ordo_msg_add_copy(&m, payload, sizeof payload));
-    ORDO_CK_OK(ordo_msg_add_text(&m, "{\"x\":1}"));
-    ORDO_CK_OK(ordo_wire_send(a, 0, &m, 0));
+    ORDO_CK_OK(ordo__msg_add_copy(&m, payload, sizeof payload));
+    ORDO_CK_OK(ordo__msg_add_text(&m, "{\"x\":1}"));
+    ORDO_CK_OK(ordo__wire_send(a, 0, &m, 0));
     ck_assert_int_eq(m.nframes, 0);
-    ORDO_CK_OK(ordo_wire_recv(b, 1, &r, 0));
+    ORDO_CK_OK(ordo__wire_recv(b, 1, &r, 0));
     ck_assert_int_eq(r.hdr.type, ORDO_MSG_PUSH);
     ck_assert_int_eq(r.hdr.key, 3);
     ck_assert_int_eq(r.nframes, 2);
     size_t len;
-    float *got = ordo_msg_data(&r, 0, &len);
+    float *got = ordo__msg_data(&r, 0, &len);
     ck_assert_uint_eq(len, sizeof payload);
     ck_assert(memcmp(got, payload, len) == 0);
     char text[64];
-    ck_assert_str_eq(ordo_msg_text(&r, 1, text, sizeof text), "{\"x\":1}");
+    ck_assert_str_eq(ordo__msg_text(&r, 1, text, sizeof text), "{\"x\":1}");
     ck_assert_uint_gt(r.rid_len, 0);
     /* answer through the router with the routing id */
-    ordo_msg_t back;
-    ordo_msg_init(&back, ORDO_MSG_PUSH_ACK);
+    ordo__msg_t back;
+    ordo__msg_init(&back, ORDO_MSG_PUSH_ACK);
     memcpy(back.rid, r.rid, r.rid_len);
     back.rid_len = r.rid_len;
-    ORDO_CK_OK(ordo_wire_send(b, 1, &back, 0));
-    ordo_msg_close(&r);
-    ORDO_CK_OK(ordo_wire_recv(a, 0, &r, 0));
+    ORDO_CK_OK(ordo__wire_send(b, 1, &back, 0));
+    ordo__msg_close(&r);
+    ORDO_CK_OK(ordo__wire_recv(a, 0, &r, 0));
     ck_assert_int_eq(r.hdr.type, ORDO_MSG_PUSH_ACK);
     ck_assert_int_eq(r.nframes, 0);
-    ordo_msg_close(&r);
+    ordo__msg_close(&r);
 }
 END_TEST
 
@@ -108,18 +108,18 @@ END_TEST
 static void expect_reject(zmq_msg_t *frames, int n, const char *why)
 {
     for (int i = 0; i < n; i++) zmq_msg_send(&frames[i], a, i + 1 < n ? ZMQ_SNDMORE : 0);
-    ordo_msg_t r;
-    int rc = ordo_wire_recv(b, 1, &r, 0);
+    ordo__msg_t r;
+    int rc = ordo__wire_recv(b, 1, &r, 0);
     ck_assert_msg(rc == ORDO_ERR_PROTO, "expected EPROTO for '%s', got %d", why, rc);
-    ck_assert_msg(strstr(ordo_error_detail(), why) != NULL, "detail '%s' lacks '%s'",
-                  ordo_error_detail(), why);
+    ck_assert_msg(strstr(ordo__error_detail(), why) != NULL, "detail '%s' lacks '%s'",
+                  ordo__error_detail(), why);
     /* the socket is still usable: nothing of the bad message is left behind */
-    ordo_msg_t ok;
-    ordo_msg_init(&ok, ORDO_MSG_HEARTBEAT);
-    ORDO_CK_OK(ordo_wire_send(a, 0, &ok, 0));
-    ORDO_CK_OK(ordo_wire_recv(b, 1, &r, 0));
+    ordo__msg_t ok;
+    ordo__msg_init(&ok, ORDO_MSG_HEARTBEAT);
+    ORDO_CK_OK(ordo__wire_send(a, 0, &ok, 0));
+    ORDO_CK_OK(ordo__wire_recv(b, 1, &r, 0));
     ck_assert_int_eq(r.hdr.type, ORDO_MSG_HEARTBEAT);
-    ordo_msg_close(&r);
+    ordo__msg_close(&r);
 }
 
 static void frame_of(zmq_msg_t *f, const void *d, size_t n)
@@ -130,9 +130,9 @@ static void frame_of(zmq_msg_t *f, const void *d, size_t n)
 
 static size_t good_header(char *buf, uint32_t nframes, uint64_t len0)
 {
-    ordo_wire_hdr_t h = {.type = ORDO_MSG_PUSH, .rank = 1, .nframes = nframes, .lens = {len0}};
+    ordo__wire_hdr_t h = {.type = ORDO_MSG_PUSH, .rank = 1, .nframes = nframes, .lens = {len0}};
     size_t len;
-    ck_assert_int_eq(ordo_wire_encode_hdr(&h, buf, ORDO_WIRE_MAX_HDR, &len), 0);
+    ck_assert_int_eq(ordo__wire_encode_hdr(&h, buf, ORDO_WIRE_MAX_HDR, &len), 0);
     return len;
 }
 
@@ -218,8 +218,8 @@ START_TEST(random_bytes_never_crash)
         memcpy(m, buf, n);
         size_t len = 1 + rand_r(&seed) % n;
         for (int k = 0; k < 3; k++) m[rand_r(&seed) % len] = (char)rand_r(&seed);
-        ordo_wire_hdr_t h;
-        int rc = ordo_wire_decode_hdr(m, len, &h);
+        ordo__wire_hdr_t h;
+        int rc = ordo__wire_decode_hdr(m, len, &h);
         if (rc != 0) {
             ck_assert_int_eq(rc, ORDO_ERR_PROTO);
             rejected++;
