@@ -162,12 +162,12 @@ int ordo__durable_check(const char *path, const unsigned char *data, size_t *len
     return 0;
 }
 
-int ordo__durable_check_file(const char *path, size_t *len)
+int ordo__durable_read_file(const char *path, unsigned char **data, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         return ordo__error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO,
-                              "cannot read %s: %s", path, strerror(errno));
+                               "cannot read %s: %s", path, strerror(errno));
     size_t cap = 1 << 16, n = 0;
     unsigned char *buf = malloc(cap);
     while (buf) {
@@ -185,9 +185,23 @@ int ordo__durable_check_file(const char *path, size_t *len)
     int err = ferror(f);
     fclose(f);
     if (!buf) return ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
+    if (err) {
+        free(buf);
+        return ordo__error_set(ORDO_ERR_IO, "cannot read %s", path);
+    }
+    *data = buf;
+    *len = n;
+    return 0;
+}
+
+int ordo__durable_check_file(const char *path, size_t *len)
+{
+    unsigned char *buf = NULL;
+    size_t n = 0;
+    int rc = ordo__durable_read_file(path, &buf, &n);
+    if (rc) return rc;
     bool had;
-    int rc = err ? ordo__error_set(ORDO_ERR_IO, "cannot read %s", path)
-                 : ordo__durable_check(path, buf, &n, &had);
+    rc = ordo__durable_check(path, buf, &n, &had);
     free(buf);
     if (!rc) *len = n;
     return rc;

@@ -53,6 +53,10 @@ int ordo__durable_verify(const char *path, const unsigned char *data, size_t bod
  * differs from the bytes before it, ORDO_ERR_FORMAT naming path, the check and both values. */
 int ordo__durable_check(const char *path, const unsigned char *data, size_t *len, bool *had);
 
+/* ordo__durable_read_file reads path whole into *data (malloc'd; the caller frees it): 0, or
+ * ORDO_ERR_NOTFOUND, ORDO_ERR_IO or ORDO_ERR_NOMEM naming path. */
+int ordo__durable_read_file(const char *path, unsigned char **data, size_t *len);
+
 /* ordo__durable_check_file reads path whole and checks it as ordo__durable_check does;
  * *len gets the bytes before the trailer (the whole file without one). */
 int ordo__durable_check_file(const char *path, size_t *len);

@@ -87,43 +87,11 @@ void ordo__paramfile_destroy(ordo__paramfile_t **pp)
     *pp = NULL;
 }
 
-static int slurp(const char *path, unsigned char **data, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ordo__error_set(errno == ENOENT ? ORDO_ERR_NOTFOUND : ORDO_ERR_IO, "cannot read %s: %s",
-                              path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        unsigned char *p = realloc(buf, cap * 2);
-        if (!p) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = p;
-        cap *= 2;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (!buf) return ordo__error_set(ORDO_ERR_NOMEM, "%s: out of memory", path);
-    if (err) {
-        free(buf);
-        return ordo__error_set(ORDO_ERR_IO, "cannot read %s", path);
-    }
-    *data = buf;
-    *len = n;
-    return 0;
-}
-
 int ordo__paramfile_read(const char *path, ordo__paramfile_t **out)
 {
     unsigned char *d = NULL;
     size_t len = 0;
-    int rc = slurp(path, &d, &len);
+    int rc = ordo__durable_read_file(path, &d, &len);
     if (rc) return rc;
     bool sum = ordo__durable_trailer(d, &len); /* its CRC is checked after the fields */
     ordo__paramfile_t *p = calloc(1, sizeof *p);
