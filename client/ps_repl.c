@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "common/node_rejoin.h"
 #include "client/ps_internal.h"
 
 #include <jansson.h>
@@ -63,6 +64,7 @@ int ordo__ps_on_keymap(ordo__ps_t *w, ordo__msg_t *m)
         json_t *v = json_array_get(dead, i);
         rc = ordo__keys_server_failed(k, json_is_integer(v) ? (int)json_integer_value(v) : -1, NULL);
     }
+    if (!rc) ordo__node_keymap_seen(&w->node, o);
     json_decref(o);
     if (rc) {
         free(was);

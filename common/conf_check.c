@@ -184,9 +184,6 @@ static int fault_scheduler_check(const ordo__conf_t *conf)
     } else if (conf->max_workers > conf->workers) {
         with = "fault.max_workers above cluster.workers";
         why = "which workers joined, and at which iteration, only the scheduler knew";
-    } else if (conf->replicas > 1) {
-        with = "fault.replicas > 1";
-        why = "a promotion in flight when the scheduler dies cannot be finished by a new one";
     } else if (conf->push_mode == ORDO_PUSH_SPARSE) {
         with = "push.mode = sparse";
         why = "the sparse coordinator's global threshold and histograms live in the scheduler";

@@ -209,6 +209,19 @@ static int replicas_from_json(ordo__keys_t *k, json_t *root)
     return 0;
 }
 
+int ordo__keys_take_map(ordo__keys_t *k, const json_t *map)
+{
+    json_t *root = json_object();
+    if (!root) return ORDO_ERR_NOMEM;
+    json_object_set_new(root, "replicas", json_integer(k->replicas));
+    if (json_object_get(map, "dead")) json_object_set(root, "dead", json_object_get(map, "dead"));
+    if (json_object_get(map, "primary"))
+        json_object_set(root, "primary", json_object_get(map, "primary"));
+    int rc = replicas_from_json(k, root);
+    json_decref(root);
+    return rc;
+}
+
 int ordo__keys_from_json(const char *text, ordo__keys_t **out)
 {
     json_error_t jerr;

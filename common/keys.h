@@ -8,6 +8,7 @@
 #ifndef ORDO_KEYS_H
 #define ORDO_KEYS_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -70,6 +71,12 @@ int ordo__keys_replica(const ordo__keys_t *k, int slice, int j);
 
 /* ordo__keys_holds tells whether server is one of slice's live replicas. */
 bool ordo__keys_holds(const ordo__keys_t *k, int slice, int server);
+
+/* ordo__keys_take_map applies a replica map ({"dead": [ranks], "primary": [each slice's
+ * primary]}, as ordo__keys_to_json writes them) to k, a map with replicas set and no server
+ * dead yet: a restarted scheduler takes the members' map so. ORDO_ERR_PROTO naming the
+ * member that does not fit. */
+int ordo__keys_take_map(ordo__keys_t *k, const json_t *map);
 
 /* ordo__keys_server_failed marks server dead and makes the first live replica of each of its
  * slices the primary (slices[i].server); *moved (may be NULL) counts those slices. Marking

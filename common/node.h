@@ -35,6 +35,7 @@ typedef struct ordo__node {
     char *reg_body;         /* the REGISTER's JSON, sent again to a new scheduler */
     uint64_t plan_digest;   /* of the WELCOME's key map and plan: a new scheduler compares */
     int64_t generation;     /* the newest scheduler generation this node obeyed (0: none) */
+    int64_t map_seq;        /* [fault] replicas: the newest KEYMAP's "seq" applied (0: none) */
     int64_t lost_ns;        /* when the scheduler was found dead (0: it answers) */
     char *lost_body;        /* the REGISTER sent since, sent again now and then */
     int64_t sent_ns;        /* when it was last sent */

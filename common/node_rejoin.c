@@ -34,12 +34,38 @@ uint64_t ordo__node_plan_digest(const json_t *welcome)
     uint64_t h = 14695981039346656037ull;
     const char *part[] = {"keys", "plan"};
     for (int i = 0; i < 2; i++) {
-        json_t *v = json_object_get(welcome, part[i]);
+        json_t *v = json_deep_copy(json_object_get(welcome, part[i]));
+        if (i == 0 && json_is_object(v)) { /* membership, not plan */
+            json_object_del(v, "dead");
+            json_object_del(v, "primary");
+        }
         char *text = v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        json_decref(v);
         h = fnv(fnv(h, part[i]), text ? text : "null");
         free(text);
     }
     return h >> 1; /* a JSON integer stays positive */
+}
+
+void ordo__node_keymap_seen(ordo__node_t *node, const json_t *keymap)
+{
+    json_t *seq = json_object_get(keymap, "seq");
+    if (json_is_integer(seq) && json_integer_value(seq) > node->map_seq)
+        node->map_seq = json_integer_value(seq);
+}
+
+/* replica_map: the node's replica map for a new scheduler ({"seq", "dead", "primary"}), or
+ * NULL without replicas */
+static json_t *replica_map(const ordo__node_t *node)
+{
+    if (!node->keys || node->keys->replicas <= 1) return NULL;
+    char *text = ordo__keys_to_json(node->keys);
+    json_t *k = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    json_t *map = json_pack("{s:I,s:O?,s:O?}", "seq", (json_int_t)node->map_seq, "dead",
+                            json_object_get(k, "dead"), "primary", json_object_get(k, "primary"));
+    json_decref(k);
+    return map;
 }
 
 bool ordo__node_sched_waiting(const ordo__node_t *node)
@@ -51,7 +77,7 @@ bool ordo__node_sched_waiting(const ordo__node_t *node)
  * connection, which ZeroMQ re-opens once a scheduler listens again. It goes again every
  * RESEND_MS: a new scheduler that died before it welcomed anyone took the first copy with
  * it, and one that lives takes a second copy as the same registration. */
-#define RESEND_MS 2000
+#define RESEND_MS ORDO_NODE_REJOIN_RESEND_MS
 static int send_again(ordo__node_t *node)
 {
     ordo__msg_t m;
@@ -88,6 +114,8 @@ int ordo__node_sched_lost(ordo__node_t *node, int64_t silent_ms, json_t *state)
     if (rejoin != state) json_decref(state);
     json_object_set_new(rejoin, "generation", json_integer(node->generation));
     json_object_set_new(rejoin, "plan", json_integer((json_int_t)node->plan_digest));
+    json_t *map = replica_map(node);
+    if (map) json_object_set_new(rejoin, "map", map);
     json_object_set_new(reg, "rank", json_integer(node->rank)); /* the rank it was given */
     json_object_set_new(reg, "rejoin", rejoin);
     char *text = json_dumps(reg, JSON_COMPACT);

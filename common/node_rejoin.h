@@ -20,15 +20,25 @@
 void ordo__node_rejoin_init(ordo__node_t *node, const ordo__conf_t *conf, char *reg_body);
 
 /* ordo__node_plan_digest returns a digest of a WELCOME's "keys" and "plan" members (their
- * JSON with sorted keys): nodes and a new scheduler compare plans by it. */
+ * JSON with sorted keys): nodes and a new scheduler compare plans by it. The key map's
+ * "dead" and "primary" ([fault] replicas) are membership, not plan, and left out: a server
+ * that joined in mid-run was welcomed with a map in which primaries had moved. */
 uint64_t ordo__node_plan_digest(const json_t *welcome);
 
 /* ordo__node_sched_lost takes the heartbeats' verdict that the scheduler has been silent for
  * silent_ms. Under fault.scheduler = restart it logs, sends the REGISTER again with state
- * (the role's JSON object, whose reference it takes; NULL: none) and returns 0: the caller
+ * (the role's JSON object, whose reference it takes; NULL: none; with replicas the node adds
+ * its replica map, "map": {"seq", "dead", "primary"}) and returns 0: the caller
  * goes on. Otherwise ORDO_ERR_PEERDEAD with the message. A second verdict while waiting
  * returns 0 and sends nothing. */
 int ordo__node_sched_lost(ordo__node_t *node, int64_t silent_ms, json_t *state);
+
+/* a node waiting for a new scheduler sends its REGISTER again this often (ms) */
+#define ORDO_NODE_REJOIN_RESEND_MS 2000
+
+/* ordo__node_keymap_seen notes the "seq" of a KEYMAP the node applied ([fault] replicas):
+ * a new scheduler takes the replica map of the member that saw the newest one. */
+void ordo__node_keymap_seen(ordo__node_t *node, const json_t *keymap);
 
 /* ordo__node_sched_waiting reports whether the node waits for a new scheduler. */
 bool ordo__node_sched_waiting(const ordo__node_t *node);

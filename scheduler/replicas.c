@@ -26,6 +26,8 @@ typedef struct {
 
 struct ordo__replicas {
     int64_t max_iter; /* the newest iteration any worker reported */
+    int64_t seq;      /* the map's changes (promotions, joins), counted on across restarts */
+    json_t *newest;   /* a restarted scheduler: the newest map a member reported, or NULL */
     promotion_t *p;
     int n;
     json_t *joins; /* [{server, pid, iteration, unix_ms}]: replacements that joined */
@@ -52,6 +54,7 @@ void ordo__replicas_destroy(ordo__replicas_t **rp)
     if (!r) return;
     free(r->p);
     json_decref(r->joins);
+    json_decref(r->newest);
     free(r);
     *rp = NULL;
 }
@@ -87,7 +90,8 @@ static void send_map(struct ordo__scheduler *s, int except, int joined, const ch
     json_t *dead = json_array();
     for (int i = 0; i < s->keys->n_servers; i++)
         if (s->keys->dead[i]) json_array_append_new(dead, json_integer(i));
-    json_t *o = json_pack("{s:o,s:i}", "dead", dead, "promoted", s->repl->n);
+    json_t *o = json_pack("{s:o,s:i,s:I}", "dead", dead, "promoted", s->repl->n, "seq",
+                          (json_int_t)s->repl->seq);
     if (o && joined >= 0) json_object_set_new(o, "joined", json_pack("[i,s]", joined, endpoint));
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
@@ -121,6 +125,7 @@ int ordo__replicas_server_dead(struct ordo__scheduler *s, int member, int64_t si
                                  .dead_wall_us = ordo__clock_wall_us(),
                                  .next_iter = r->max_iter + 1};
     m->gone = true;
+    r->seq++;
     ORDO_WARN("%s is dead: no heartbeat for %lld ms (timeout %d ms); promoted backups for its "
               "%d slices, the run goes on", ordo__sched_member_name(m, name, sizeof name),
               (long long)silent_ms, s->conf.timeout_ms, moved);
@@ -139,9 +144,9 @@ static void welcome(struct ordo__scheduler *s, const member_t *m)
             if (s->members[i].role == ORDO_ROLE_SERVER && s->members[i].rank == r)
                 json_array_append_new(servers, json_string(s->members[i].endpoint));
     char *keys_text = ordo__keys_to_json(s->keys);
-    json_t *w = json_pack("{s:i,s:o,s:i,s:o,s:s}", "rank", m->rank, "servers", servers, "workers",
-                          s->conf.workers, "keys", json_loads(keys_text, 0, NULL), "run_dir",
-                          s->run_dir);
+    json_t *w = json_pack("{s:i,s:o,s:i,s:o,s:s,s:I}", "rank", m->rank, "servers", servers,
+                          "workers", s->conf.workers, "keys", json_loads(keys_text, 0, NULL),
+                          "run_dir", s->run_dir, "generation", (json_int_t)s->generation);
     free(keys_text);
     if (w && s->plan) json_object_set(w, "plan", s->plan);
     char *text = w ? json_dumps(w, JSON_COMPACT) : NULL;
@@ -182,6 +187,7 @@ void ordo__replicas_join(struct ordo__scheduler *s, const ordo__msg_t *m, const 
     mb->last_seen_ns = ordo__clock_ns();
     mb->gone = false;
     ordo__keys_server_joined(s->keys, mb->rank);
+    r->seq++;
     welcome(s, mb);
     send_map(s, at, mb->rank, endpoint);
     char name[320];
@@ -212,4 +218,119 @@ void ordo__replicas_on_stats(struct ordo__scheduler *s, int worker, int64_t iter
                   (double)(p->done_ns - p->dead_ns) / 1e6);
         record(s);
     }
+}
+
+/* ---- a restarted scheduler (fault.scheduler = restart): the map from the members ---- */
+
+void ordo__replicas_rejoin_map(struct ordo__scheduler *s, const json_t *map)
+{
+    ordo__replicas_t *r = s->repl;
+    json_t *seq = json_object_get(map, "seq");
+    if (!r || !json_is_object(map) || !json_is_integer(seq)) return;
+    if (r->newest && json_integer_value(seq) <= r->seq) return;
+    json_decref(r->newest);
+    r->newest = json_deep_copy(map);
+    r->seq = json_integer_value(seq);
+}
+
+/* in_list: whether rank is in the JSON array list */
+static bool in_list(const json_t *list, int rank)
+{
+    for (size_t i = 0; i < json_array_size(list); i++)
+        if (json_integer_value(json_array_get(list, i)) == rank) return true;
+    return false;
+}
+
+bool ordo__replicas_listed_dead(const struct ordo__scheduler *s, int rank)
+{
+    return s->repl && in_list(json_object_get(s->repl->newest, "dead"), rank);
+}
+
+int ordo__replicas_rebuild(struct ordo__scheduler *s, char *why, size_t wsz)
+{
+    ordo__replicas_t *r = s->repl;
+    if (!r) return 0;
+    int rc = r->newest ? ordo__keys_take_map(s->keys, r->newest) : 0;
+    if (rc) {
+        snprintf(why, wsz, "map: the members' replica map does not fit this scheduler's key "
+                 "map: %s", ordo__error_text(rc));
+        return rc;
+    }
+    for (int i = 0; i < s->n_members; i++) { /* the newest iteration the workers reported */
+        json_t *it = json_object_get(s->members[i].rejoin, "iter");
+        if (s->members[i].role == ORDO_ROLE_WORKER && json_is_integer(it) &&
+            json_integer_value(it) > r->max_iter)
+            r->max_iter = json_integer_value(it);
+    }
+    for (int rank = 0; rank < s->conf.servers; rank++) {
+        bool live = false;
+        for (int i = 0; i < s->n_members; i++)
+            live |= s->members[i].role == ORDO_ROLE_SERVER && s->members[i].rank == rank &&
+                    !s->members[i].gone;
+        if (live) continue;
+        member_t *m = NULL; /* a fenced server keeps its slot; else a place for a replacement */
+        for (int i = 0; i < s->n_members && !m; i++)
+            if (s->members[i].role == ORDO_ROLE_SERVER && s->members[i].rank == rank)
+                m = &s->members[i];
+        if (!m) {
+            m = &s->members[s->n_members++];
+            memset(m, 0, sizeof *m);
+            m->role = ORDO_ROLE_SERVER;
+            m->rank = m->want_rank = rank;
+        }
+        m->gone = true;
+        if (ordo__replicas_listed_dead(s, rank)) continue; /* promoted before the restart */
+        int moved = 0;
+        if ((rc = ordo__keys_server_failed(s->keys, rank, &moved)) != 0) {
+            snprintf(why, wsz, "server %d did not register again, and %s", rank,
+                     ordo__error_text(rc));
+            return rc;
+        }
+        promotion_t *p = realloc(r->p, sizeof *p * (size_t)(r->n + 1));
+        if (!p) return ORDO_ERR_NOMEM;
+        r->p = p;
+        r->p[r->n++] = (promotion_t){.server = rank,
+                                     .moved = moved,
+                                     .last_ns = s->start_ns,
+                                     .dead_ns = ordo__clock_ns(),
+                                     .dead_wall_us = ordo__clock_wall_us(),
+                                     .next_iter = r->max_iter + 1};
+        r->seq++;
+        ORDO_WARN("server %d did not register again with this scheduler: declared dead; promoted "
+                  "backups for its %d slices, the run goes on", rank, moved);
+    }
+    record(s);
+    return 0;
+}
+
+void ordo__replicas_resend(struct ordo__scheduler *s)
+{
+    ordo__replicas_t *r = s->repl;
+    if (!r) return;
+    /* a member whose map missed a replacement's join (the old scheduler died while it sent
+     * the KEYMAP) learns it as it would have then */
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *m = &s->members[i];
+        json_t *seen = json_object_get(json_object_get(m->rejoin, "map"), "dead");
+        if (m->gone || !m->rejoin) continue;
+        for (int j = 0; j < s->n_members; j++) {
+            member_t *srv = &s->members[j];
+            if (srv->role != ORDO_ROLE_SERVER || srv->gone || j == i || !in_list(seen, srv->rank))
+                continue;
+            json_t *o = json_pack("{s:[],s:i,s:I,s:[i,s]}", "dead", "promoted", r->n, "seq",
+                                  (json_int_t)r->seq, "joined", srv->rank, srv->endpoint);
+            char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+            json_decref(o);
+            if (text) ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_KEYMAP, text);
+            free(text);
+        }
+    }
+    /* every member the map: a promotion the old scheduler died in the middle of sending, or
+     * one this scheduler made, reaches everyone (a member that has it changes nothing) */
+    send_map(s, -1, -1, NULL);
+    int dead = 0;
+    for (int i = 0; i < s->keys->n_servers; i++)
+        dead += s->keys->dead[i] != 0;
+    ORDO_INFO("replicas: sent every member the replica map (seq %lld, %d server%s dead)",
+              (long long)r->seq, dead, dead == 1 ? "" : "s");
 }

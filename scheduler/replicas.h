@@ -11,6 +11,8 @@
 #ifndef ORDO_SCHED_REPLICAS_H
 #define ORDO_SCHED_REPLICAS_H
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/wire.h"
@@ -44,5 +46,25 @@ void ordo__replicas_join(struct ordo__scheduler *s, const ordo__msg_t *m, const 
 /* ordo__replicas_on_stats notes worker `worker`'s report of iteration iter: the first
  * iteration after a promotion that every worker completed ends its recovery. */
 void ordo__replicas_on_stats(struct ordo__scheduler *s, int worker, int64_t iter);
+
+/* ordo__replicas_rejoin_map notes the replica map ({"seq", "dead", "primary"}) of a member
+ * registering with a restarted scheduler; the one with the newest seq is the run's. */
+void ordo__replicas_rejoin_map(struct ordo__scheduler *s, const json_t *map);
+
+/* ordo__replicas_listed_dead tells whether the newest map the members reported lists server
+ * rank as dead (a server that registers again so was declared dead: it is fenced). */
+bool ordo__replicas_listed_dead(const struct ordo__scheduler *s, int rank);
+
+/* ordo__replicas_rebuild ends a restarted scheduler's rebuild: it takes the members' newest
+ * map into its key map, gives every server rank with no live member a member slot marked
+ * gone (a replacement may join there), and declares dead (promoting their backups) those
+ * the map does not list dead already: the servers that died while no scheduler ran. An
+ * error (a slice left with no live replica) with why filled. */
+int ordo__replicas_rebuild(struct ordo__scheduler *s, char *why, size_t wsz);
+
+/* ordo__replicas_resend sends, once the rebuilt run's members are welcomed, every member the
+ * map (KEYMAP: a promotion the old scheduler did not finish sending completes), and a member
+ * whose map missed a replacement's join a KEYMAP "joined" for it. */
+void ordo__replicas_resend(struct ordo__scheduler *s);
 
 #endif

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/node_rejoin.h"
+#include "scheduler/replicas.h"
 #include "scheduler/scheduler_internal.h"
 
 #include <errno.h>
@@ -144,6 +145,8 @@ static int server_version(sched_t *s, member_t *mb, ordo__msg_t *m)
     return finish_rebuild(s, s->rebuild_handle);
 }
 
+static int stash(sched_t *s, ordo__msg_t *m);
+
 int ordo__sched_restart_stash(sched_t *s, ordo__msg_t *m)
 {
     for (int i = 0; s->generation > 0 && m->hdr.type == ORDO_MSG_STATS && i < s->n_members; i++) {
@@ -155,6 +158,12 @@ int ordo__sched_restart_stash(sched_t *s, ordo__msg_t *m)
     if (!s->restarted || s->welcomed || m->hdr.type == ORDO_MSG_REGISTER ||
         m->hdr.type == ORDO_MSG_HEARTBEAT)
         return -1;
+    return stash(s, m);
+}
+
+/* stash keeps m (taking it) for the end of the rebuild */
+static int stash(sched_t *s, ordo__msg_t *m)
+{
     if (s->n_stash == s->cap_stash) {
         int cap = s->cap_stash ? s->cap_stash * 2 : 64;
         ordo__msg_t *p = cap <= STASH_MAX ? malloc(sizeof *p * (size_t)cap) : NULL;
@@ -309,7 +318,7 @@ static int welcome_one(sched_t *s, member_t *m);
 static int welcome(sched_t *s, int role)
 {
     for (int i = 0; i < s->n_members; i++) {
-        if (s->members[i].role != role) continue;
+        if (s->members[i].role != role || s->members[i].gone) continue;
         int rc = welcome_one(s, &s->members[i]);
         if (rc) return rc;
     }
@@ -338,6 +347,32 @@ static int welcome_one(sched_t *s, member_t *m)
     return 0;
 }
 
+/* fence_server refuses a server the members' replica map lists dead: it was declared dead
+ * (paused, or cut off, past the timeout) and its slices went to its backups */
+static void fence_server(sched_t *s, const uint8_t *rid, size_t rid_len, int rank)
+{
+    char why[300];
+    snprintf(why, sizeof why, "fenced: server %d was declared dead and its slices promoted to "
+             "its backups (the members' replica map); this process is no longer part of the run",
+             rank);
+    ORDO_WARN("refused a member registering again: %s", why);
+    ordo__sched_reply(s, rid, rid_len, ORDO_MSG_REJECT, why);
+}
+
+/* servers_in: the servers are all accounted for: registered again, or listed dead in the
+ * members' replica map */
+static bool servers_in(const sched_t *s)
+{
+    int n = s->n_servers;
+    for (int rank = 0; rank < s->conf.servers; rank++) {
+        bool registered = false;
+        for (int i = 0; i < s->n_members; i++)
+            registered |= s->members[i].role == ORDO_ROLE_SERVER && s->members[i].rank == rank;
+        if (!registered && ordo__replicas_listed_dead(s, rank)) n++;
+    }
+    return n >= s->conf.servers;
+}
+
 /* complete: every member is back: the servers are welcomed first and answer with their
  * current versions (server_version), then finish_rebuild goes on */
 static int complete(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
@@ -356,8 +391,23 @@ static int complete(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
             return ordo__sched_abort_run(s, why);
         }
     }
+    /* [fault] replicas: a server the members' map lists dead is fenced; the servers that did
+     * not come back are declared dead now, their backups promoted */
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *m = &s->members[i];
+        if (m->role != ORDO_ROLE_SERVER || m->gone || !ordo__replicas_listed_dead(s, m->rank))
+            continue;
+        fence_server(s, m->rid, m->rid_len, m->rank);
+        m->gone = true;
+        json_decref(m->rejoin);
+        m->rejoin = NULL;
+        s->n_servers--;
+    }
+    char why[600];
+    int rc = ordo__replicas_rebuild(s, why, sizeof why);
+    if (rc) return ordo__sched_abort_run(s, why);
     s->rebuild_handle = handle;
-    s->versions_due = s->conf.servers;
+    s->versions_due = s->n_servers;
     return welcome(s, ORDO_ROLE_SERVER);
 }
 
@@ -369,6 +419,7 @@ static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
     if (rc) return rc;
     s->welcomed = true;
     if ((rc = welcome(s, ORDO_ROLE_WORKER)) != 0) return rc;
+    ordo__replicas_resend(s);
     int64_t newest = -1;
     for (int w = 0; w < s->conf.workers; w++)
         if (s->reported[w].prefix > newest) newest = s->reported[w].prefix;
@@ -431,13 +482,20 @@ int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
                 back = &s->members[i];
         if (back) return take_back(s, back, m, o);
     }
+    if (s->restarted && !s->welcomed && json_is_true(json_object_get(o, "join"))) {
+        /* a replacement server while the run is rebuilt: taken once it is (replicas.c) */
+        ORDO_INFO("a server joining (pid %lld) waits for the end of the rebuild",
+                  (long long)json_integer_value(json_object_get(o, "pid")));
+        return stash(s, m);
+    }
     if (!s->restarted) {
         snprintf(why, sizeof why, "this scheduler (generation %lld) started a new run; it takes "
                  "no member of an earlier one", (long long)s->generation);
         refuse(s, m, why);
         return 0;
     }
-    if (s->welcomed) { /* the rebuild is over: a late copy, or a member it did not wait for */
+    if (s->welcomed || s->rebuild_handle) { /* the rebuild is over or under way: a late
+                                              * copy, or a member it did not wait for */
         for (int i = 0; i < s->n_members; i++)
             if (s->members[i].role == r && s->members[i].rank == rank &&
                 s->members[i].rid_len == m->rid_len &&
@@ -457,6 +515,10 @@ int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
         if (s->members[i].role == r && s->members[i].rank == rank &&
             s->members[i].rid_len == m->rid_len && !memcmp(s->members[i].rid, m->rid, m->rid_len))
             return 0;
+    if (r == ORDO_ROLE_SERVER && ordo__replicas_listed_dead(s, rank)) {
+        fence_server(s, m->rid, m->rid_len, rank);
+        return 0;
+    }
     bool contradicts = false;
     check_one(s, r, rank, st, why, sizeof why, &contradicts);
     if (!why[0] && s->cannot_rebuild[0])
@@ -492,6 +554,9 @@ int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
         mb->tensors = json_incref(tensors);
     mb->rejoin = json_incref(st);
     mb->last_seen_ns = ordo__clock_ns();
+    if (!s->first_rejoin_ns) s->first_rejoin_ns = mb->last_seen_ns;
+    s->last_rejoin_ns = mb->last_seen_ns;
+    ordo__replicas_rejoin_map(s, json_object_get(st, "map"));
     ordo__sched_member_fresh(s, mb, o);
     int *count = r == ORDO_ROLE_SERVER ? &s->n_servers : &s->n_workers;
     (*count)++;
@@ -499,7 +564,26 @@ int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
     ORDO_INFO("%s registered again (%d/%d servers, %d/%d workers)",
               ordo__sched_member_name(mb, name, sizeof name), s->n_servers, s->conf.servers,
               s->n_workers, s->conf.workers);
-    if (s->n_servers < s->conf.servers || s->n_workers < s->conf.workers) return 0;
+    if (!servers_in(s) || s->n_workers < s->conf.workers) return 0;
     if (s->cannot_rebuild[0]) return ordo__sched_abort_run(s, s->cannot_rebuild);
+    return complete(s, handle);
+}
+
+int ordo__sched_restart_tick(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
+{
+    if (!s->restarted || s->welcomed || s->versions_due > 0 || !s->repl || !s->first_rejoin_ns ||
+        s->n_workers < s->conf.workers || s->n_servers == 0 || s->cannot_rebuild[0])
+        return 0;
+    /* every live member finds the old scheduler silent within the timeout's ceiling and two
+     * heartbeats of its death, and sends its registration again every RESEND_MS: one not
+     * here well past that, since the first and the last that came, died meanwhile */
+    int64_t now = ordo__clock_ns(), resend = ORDO_NODE_REJOIN_RESEND_MS;
+    int64_t first = ordo__conf_timeout_max_ms(&s->conf) + 2 * s->conf.heartbeat_ms + 2 * resend;
+    if ((now - s->first_rejoin_ns) / 1000000 < first ||
+        (now - s->last_rejoin_ns) / 1000000 < resend + s->conf.timeout_ms)
+        return 0;
+    ORDO_WARN("%d of %d servers registered again within %lld ms of the first member: the others "
+              "are taken as dead ([fault] replicas = %d)", s->n_servers, s->conf.servers,
+              (long long)(now - s->first_rejoin_ns) / 1000000, s->conf.replicas);
     return complete(s, handle);
 }

@@ -260,6 +260,13 @@ static int on_register(sched_t *s, ordo__msg_t *m)
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "wrong cluster token");
         goto done;
     }
+    if (s->restarted && s->welcomed && r == ORDO_ROLE_SERVER &&
+        json_is_true(json_object_get(o, "join"))) { /* a replacement, in a rebuilt run */
+        ordo__replicas_join(s, m, ep, (int)json_integer_value(pid), (int)json_integer_value(rank));
+        member_t *back = find_member(s, m);
+        if (back) ordo__sched_member_fresh(s, back, o);
+        goto done;
+    }
     if (s->restarted || json_object_get(o, "rejoin")) { /* fault.scheduler = restart */
         out = ordo__sched_restart_register(s, m, o, handle);
         goto done;
@@ -485,7 +492,9 @@ static int check_liveness(sched_t *s, bool idle)
 {
     int64_t now = ordo__clock_ns();
     if (!s->welcomed) {
-        if ((now - s->start_ns) / 1000000 <= s->conf.startup_ms) return 0;
+        int rc = ordo__sched_restart_tick(s, handle);
+        if (rc) return rc;
+        if (s->welcomed || (now - s->start_ns) / 1000000 <= s->conf.startup_ms) return 0;
         char why[256];
         snprintf(why, sizeof why, "only %d/%d servers and %d/%d workers registered within %d ms",
                  s->n_servers, s->conf.servers, s->n_workers, s->conf.workers,

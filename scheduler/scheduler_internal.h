@@ -102,6 +102,7 @@ struct ordo__scheduler {
     char cannot_rebuild[512]; /* why a member's state contradicts the run ("": none does) */
     char intra_run[64];       /* the run's id in its host groups' plan (taken over) */
     int n_refused;            /* members refused since */
+    int64_t first_rejoin_ns, last_rejoin_ns; /* when the first and the newest member came back */
     int (*rebuild_handle)(struct ordo__scheduler *, ordo__msg_t *); /* replays the stash */
     struct ordo__sched_fence *fence;     /* fenced processes and the generation (fence.c) */
 };
@@ -149,6 +150,13 @@ bool ordo__sched_restart_old_stats(sched_t *s, int worker, int64_t iter);
  * Returns handle's codes: 0, 1 (every worker done), ORDO_ERR_ABORT. */
 int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
                                  int (*handle)(sched_t *, ordo__msg_t *));
+
+/* ordo__sched_restart_tick, called while a restarted run waits for its members: with
+ * [fault] replicas, once every worker and some servers are back and the others stayed away
+ * well past the time a live member takes to find the old scheduler dead and register again,
+ * it rebuilds the run without them (they are declared dead, their backups promoted;
+ * scheduler/replicas.h). Returns handle's codes. */
+int ordo__sched_restart_tick(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *));
 
 /* ordo__sched_plan_declared makes the model, key map and plan from the workers' declared
  * tensors ([model] trainer = declared); 0 or the abort's code. */

@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "common/node_rejoin.h"
 #include "common/transport.h"
 #include "server/consistency/model.h"
 #include "server/server_internal.h"
@@ -505,6 +506,7 @@ int ordo__replica_on_keymap(ordo__server_t *s, ordo__msg_t *m)
             ORDO_ERROR("KEYMAP: server %d: %s", srv, ordo__error_text(rc));
         }
     }
+    if (!rc) ordo__node_keymap_seen(&s->node, o);
     json_decref(o);
     if (rc) {
         free(was);

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# fault.scheduler = restart with [fault] replicas = 2 (docs/fault.md): the mlp (Fashion-MNIST;
+# skips without it), 2 servers, 2 workers, bsp, each slice on both servers. Three runs against
+# a fault-free one, each ending with every surviving process at status 0 and params.bin byte
+# for byte the fault-free run's:
+#   kill:        the scheduler SIGKILLed in mid-run and a new one started at its address;
+#   server-down: the scheduler SIGKILLed, then server 1 while no scheduler runs; the new
+#                scheduler rebuilds the run without it (server 1 did not register again: it
+#                is declared dead and its backups promoted) and the run goes on;
+#   server-after: the scheduler SIGKILLed and restarted, and server 1 SIGKILLed once the new
+#                scheduler rebuilt the run: the new scheduler promotes its backups as the old
+#                one would have.
+# Each run's summary.json counts "scheduler_restarts": 1; the server runs' "promotions" name
+# server 1 (the promotion the new scheduler made).
+source "$(dirname "$0")/lib.sh"
+need_fmnist
+root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+iters=${ITERS:-300}
+common=(-c "$root/conf/mlp.ini" --model.epochs=0 --model.iterations=$iters --sync.mode=bsp
+        --sync.batches=off --fault.timeout_ms=1000 --fault.timeout_max_ms=1000
+        --fault.heartbeat_ms=100 --output.dir="$T" --output.progress_every=0
+        --output.save_params=true --fault.replicas=2 --fault.scheduler=restart "$@")
+
+# wait_lines RUN N: until metrics.jsonl has N lines
+wait_lines() {
+  for _ in $(seq 1 2400); do
+    [ -f "$T/$1/metrics.jsonl" ] && [ "$(wc -l < "$T/$1/metrics.jsonl")" -ge "$2" ] && return
+    sleep 0.05
+  done
+  fail "$1: metrics.jsonl never reached $2 lines"
+}
+# wait_log NAME PATTERN: until NAME's log holds PATTERN
+wait_log() {
+  for _ in $(seq 1 1200); do
+    grep -q "$2" "$T/$1.log" 2>/dev/null && return
+    sleep 0.05
+  done
+  fail "$1's log never said '$2'"
+}
+# summary RUN: scheduler_restarts and the promoted servers, from summary.json
+summary() {
+  python3 - "$T/$1/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print(s.get("scheduler_restarts"), ",".join(str(p["server"]) for p in s.get("promotions", [])) or "-")
+PY
+}
+
+start_cluster ref 2 2
+for n in scheduler server0 server1 worker0 worker1; do
+  finish $n 150
+  [ "$st" = 0 ] || fail "fault-free run: $n ended with '$st'"
+done
+mv "$T"/*.log "$T/ref/"
+
+for run in kill server-down server-after; do
+  start_cluster $run 2 2
+  ep=$(ready scheduler)
+  wait_lines $run $((iters / 2))
+  kill -KILL "${PID[scheduler]}"
+  wait "${PID[scheduler]}" 2>/dev/null
+  mv "$T/scheduler.log" "$T/scheduler-old.log"
+  survivors=(server0 server1 worker0 worker1)
+  if [ $run = server-down ]; then
+    kill -KILL "${PID[server1]}"
+    wait "${PID[server1]}" 2>/dev/null
+    survivors=(server0 worker0 worker1)
+  fi
+  start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run=$run --cluster.scheduler="$ep"
+  if [ $run = server-after ]; then
+    wait_log scheduler "cluster complete: every member registered again"
+    kill -KILL "${PID[server1]}"
+    wait "${PID[server1]}" 2>/dev/null
+    survivors=(server0 worker0 worker1)
+  fi
+  for n in scheduler "${survivors[@]}"; do
+    finish $n 150
+    [ "$st" = 0 ] || fail "$run: $n ended with '$st', expected 0: $(tail -n 3 "$T/$n.log")"
+  done
+  cmp -s "$T/ref/params.bin" "$T/$run/params.bin" || fail "$run: params.bin differs from the fault-free run's"
+  read -r restarts promoted < <(summary $run)
+  want=1; [ $run = kill ] && want=-
+  [ "$restarts" = 1 ] && [ "$promoted" = "$want" ] ||
+    fail "$run: summary.json: scheduler_restarts $restarts, promotions of servers '$promoted' (want 1, '$want')"
+  case $run in
+    kill) ok "$run: scheduler killed in mid-run with replicas = 2: params.bin identical to the fault-free run's" ;;
+    server-down)
+      line=$(grep -o "server 1 did not register again with this scheduler: declared dead.*" "$T/scheduler.log") ||
+        fail "$run: the new scheduler did not declare server 1 dead"
+      ok "$run: scheduler and then server 1 killed; the new scheduler logged '$line'; params.bin identical" ;;
+    server-after)
+      grep -q "server 1 (pid .*) is dead: no heartbeat" "$T/scheduler.log" ||
+        fail "$run: the new scheduler did not declare server 1 dead"
+      ok "$run: server 1 killed after the new scheduler's rebuild: promoted by it; params.bin identical" ;;
+  esac
+  mkdir -p "$T/$run/logs"; mv "$T"/*.log "$T/$run/logs/"
+done
+exit 0
