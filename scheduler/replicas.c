@@ -31,6 +31,7 @@ struct ordo__replicas {
     promotion_t *p;
     int n;
     json_t *joins; /* [{server, pid, iteration, unix_ms}]: replacements that joined */
+    json_t *promotions, *all_joins; /* summary.json's, the predecessors' too (record) */
 };
 
 int ordo__replicas_new(struct ordo__scheduler *s, ordo__replicas_t **out)
@@ -54,12 +55,28 @@ void ordo__replicas_destroy(ordo__replicas_t **rp)
     if (!r) return;
     free(r->p);
     json_decref(r->joins);
+    json_decref(r->promotions);
+    json_decref(r->all_joins);
     json_decref(r->newest);
     free(r);
     *rp = NULL;
 }
 
-/* the promotions as summary.json's "promotions" (times in ms from the scheduler's start) */
+/* history: the promotions and joins as summary.json has them, a restarted scheduler's
+ * predecessors' first (RUN/scheduler.json); a new reference */
+static json_t *history(struct ordo__scheduler *s, const char *which, json_t *own)
+{
+    json_t *a = json_deep_copy(json_object_get(s->prior, which));
+    if (!json_is_array(a)) {
+        json_decref(a);
+        a = json_array();
+    }
+    json_array_extend(a, own);
+    return a;
+}
+
+/* record puts the promotions and joins into summary.json and RUN/scheduler.json (times in ms
+ * from this scheduler's start) */
 static void record(struct ordo__scheduler *s)
 {
     ordo__replicas_t *r = s->repl;
@@ -79,8 +96,25 @@ static void record(struct ordo__scheduler *s)
         }
         json_array_append_new(a, o);
     }
-    if (s->log) ordo__runlog_set_section(s->log, "promotions", json_incref(a));
+    json_decref(r->promotions);
+    r->promotions = history(s, "promotions", a);
     json_decref(a);
+    json_t *own = r->joins ? json_incref(r->joins) : json_array();
+    json_t *joins = history(s, "joins", own);
+    json_decref(own);
+    if (s->log && json_array_size(r->promotions))
+        ordo__runlog_set_section(s->log, "promotions", json_incref(r->promotions));
+    if (s->log && json_array_size(joins)) ordo__runlog_set_section(s->log, "joins", json_incref(joins));
+    json_decref(r->all_joins);
+    r->all_joins = joins;
+    ordo__sched_restart_save(s);
+}
+
+json_t *ordo__replicas_history(const struct ordo__scheduler *s, const char *which)
+{
+    const ordo__replicas_t *r = s->repl;
+    json_t *a = !r ? NULL : !strcmp(which, "promotions") ? r->promotions : r->all_joins;
+    return a ? json_incref(a) : NULL;
 }
 
 /* send every live node but `except` (a member index, or -1) the dead servers, and the one
@@ -197,7 +231,7 @@ void ordo__replicas_join(struct ordo__scheduler *s, const ordo__msg_t *m, const 
     json_array_append_new(r->joins, json_pack("{s:i,s:i,s:I,s:I}", "server", mb->rank, "pid", pid,
                                               "iteration", (json_int_t)(r->max_iter + 1),
                                               "unix_ms", (json_int_t)(ordo__clock_wall_us() / 1000)));
-    if (s->log) ordo__runlog_set_section(s->log, "joins", json_incref(r->joins));
+    record(s);
 }
 
 void ordo__replicas_on_stats(struct ordo__scheduler *s, int worker, int64_t iter)

@@ -47,6 +47,11 @@ void ordo__replicas_join(struct ordo__scheduler *s, const ordo__msg_t *m, const 
  * iteration after a promotion that every worker completed ends its recovery. */
 void ordo__replicas_on_stats(struct ordo__scheduler *s, int worker, int64_t iter);
 
+/* ordo__replicas_history returns summary.json's "promotions" or "joins" (which) as far as
+ * this scheduler knows them, its predecessors' included (a new reference; NULL when none),
+ * for RUN/scheduler.json. */
+json_t *ordo__replicas_history(const struct ordo__scheduler *s, const char *which);
+
 /* ordo__replicas_rejoin_map notes the replica map ({"seq", "dead", "primary"}) of a member
  * registering with a restarted scheduler; the one with the newest seq is the run's. */
 void ordo__replicas_rejoin_map(struct ordo__scheduler *s, const json_t *map);

@@ -38,8 +38,15 @@ static int write_state(sched_t *s)
     if (!f) return ordo__error_set(ORDO_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
     const char *run = json_string_value(json_object_get(json_object_get(s->plan, "intra"), "run"));
     if (run) snprintf(s->intra_run, sizeof s->intra_run, "%s", run);
-    int ok = fprintf(f, "{\"generation\":%lld,\"pid\":%d,\"endpoint\":\"%s\",\"intra_run\":\"%s\"}\n",
-                     (long long)s->generation, (int)getpid(), s->endpoint, s->intra_run) > 0;
+    json_t *o = json_pack("{s:I,s:i,s:s,s:s}", "generation", (json_int_t)s->generation, "pid",
+                          (int)getpid(), "endpoint", s->endpoint, "intra_run", s->intra_run);
+    const char *kept[] = {"promotions", "joins"}; /* summary.json's, past a restart */
+    for (int i = 0; o && i < 2; i++) {
+        json_t *a = ordo__replicas_history(s, kept[i]);
+        if (a) json_object_set_new(o, kept[i], a);
+    }
+    int ok = o && json_dumpf(o, f, JSON_COMPACT) == 0 && fputc('\n', f) != EOF;
+    json_decref(o);
     ok &= fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok &= fclose(f) == 0;
     if (!ok || rename(tmp, path) != 0)
@@ -68,6 +75,8 @@ int ordo__sched_restart_open(sched_t *s)
         return ordo__error_set(ORDO_ERR_INVAL, "%s: generation is not a positive integer", path);
     }
     s->restarted = o != NULL;
+    json_decref(s->prior);
+    s->prior = json_incref(o);
     s->generation = o ? json_integer_value(gen) + 1 : 1;
     const char *run = json_string_value(json_object_get(o, "intra_run"));
     if (run) snprintf(s->intra_run, sizeof s->intra_run, "%s", run);
@@ -95,6 +104,13 @@ void ordo__sched_restart_plan(sched_t *s)
     }
 }
 
+void ordo__sched_restart_save(sched_t *s)
+{
+    if (s->conf.fault_scheduler != ORDO_SCHED_RESTART || !s->endpoint[0]) return;
+    int rc = write_state(s);
+    if (rc) ORDO_WARN("%s", ordo__error_text(rc));
+}
+
 int ordo__sched_restart_listening(sched_t *s)
 {
     if (s->conf.fault_scheduler != ORDO_SCHED_RESTART) return 0;
@@ -109,6 +125,8 @@ void ordo__sched_restart_close(sched_t *s, bool ended)
         state_path(s, path, sizeof path);
         unlink(path);
     }
+    json_decref(s->prior);
+    s->prior = NULL;
     for (int i = 0; i < s->n_stash; i++)
         ordo__msg_close(&s->stash[i]);
     free(s->stash);
@@ -359,16 +377,16 @@ static void fence_server(sched_t *s, const uint8_t *rid, size_t rid_len, int ran
     ordo__sched_reply(s, rid, rid_len, ORDO_MSG_REJECT, why);
 }
 
-/* servers_in: the servers are all accounted for: registered again, or listed dead in the
- * members' replica map */
+/* servers_in: the servers are all accounted for: registered again, taken as dead since, or
+ * listed dead in the members' replica map */
 static bool servers_in(const sched_t *s)
 {
-    int n = s->n_servers;
+    int n = 0;
     for (int rank = 0; rank < s->conf.servers; rank++) {
-        bool registered = false;
+        bool in = ordo__replicas_listed_dead(s, rank);
         for (int i = 0; i < s->n_members; i++)
-            registered |= s->members[i].role == ORDO_ROLE_SERVER && s->members[i].rank == rank;
-        if (!registered && ordo__replicas_listed_dead(s, rank)) n++;
+            in |= s->members[i].role == ORDO_ROLE_SERVER && s->members[i].rank == rank;
+        n += in;
     }
     return n >= s->conf.servers;
 }
@@ -569,11 +587,48 @@ int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
     return complete(s, handle);
 }
 
+/* silent_servers: [fault] replicas: a server that registered again and fell silent before
+ * the rebuild ended died meanwhile. Before the servers are welcomed its registration is
+ * dropped (the rebuild declares it dead); after, it is declared dead now. Returns handle's
+ * codes. */
+static int silent_servers(sched_t *s)
+{
+    int64_t now = ordo__clock_ns();
+    int64_t limit = ordo__conf_timeout_max_ms(&s->conf) + 2 * (int64_t)s->conf.heartbeat_ms;
+    for (int i = 0; i < s->n_members; i++) {
+        member_t *m = &s->members[i];
+        int64_t silent_ms = (now - m->last_seen_ns) / 1000000;
+        if (m->role != ORDO_ROLE_SERVER || m->gone || !m->rejoin || silent_ms <= limit) continue;
+        char name[320];
+        ORDO_WARN("%s registered again and then fell silent for %lld ms: taken as dead",
+                  ordo__sched_member_name(m, name, sizeof name), (long long)silent_ms);
+        if (!s->rebuild_handle) {
+            m->gone = true;
+            json_decref(m->rejoin);
+            m->rejoin = NULL;
+            s->n_servers--;
+            continue;
+        }
+        bool due = !json_object_get(m->rejoin, "current");
+        if (ordo__replicas_server_dead(s, i, silent_ms) != 0) {
+            char why[400];
+            snprintf(why, sizeof why, "%s died while the run was rebuilt, and a slice of it has "
+                     "no live replica left", name);
+            return ordo__sched_abort_run(s, why);
+        }
+        s->n_servers--;
+        if (due && --s->versions_due == 0) return finish_rebuild(s, s->rebuild_handle);
+    }
+    return 0;
+}
+
 int ordo__sched_restart_tick(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
 {
-    if (!s->restarted || s->welcomed || s->versions_due > 0 || !s->repl || !s->first_rejoin_ns ||
-        s->n_workers < s->conf.workers || s->n_servers == 0 || s->cannot_rebuild[0])
-        return 0;
+    if (!s->restarted || s->welcomed || !s->repl || s->cannot_rebuild[0]) return 0;
+    int rc = silent_servers(s);
+    if (rc || s->welcomed || s->rebuild_handle) return rc;
+    if (!s->first_rejoin_ns || s->n_workers < s->conf.workers || s->n_servers == 0) return 0;
+    if (servers_in(s)) return complete(s, handle); /* one registered and then died */
     /* every live member finds the old scheduler silent within the timeout's ceiling and two
      * heartbeats of its death, and sends its registration again every RESEND_MS: one not
      * here well past that, since the first and the last that came, died meanwhile */

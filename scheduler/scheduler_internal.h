@@ -103,6 +103,7 @@ struct ordo__scheduler {
     char intra_run[64];       /* the run's id in its host groups' plan (taken over) */
     int n_refused;            /* members refused since */
     int64_t first_rejoin_ns, last_rejoin_ns; /* when the first and the newest member came back */
+    json_t *prior; /* a restarted scheduler: its predecessor's RUN/scheduler.json, or NULL */
     int (*rebuild_handle)(struct ordo__scheduler *, ordo__msg_t *); /* replays the stash */
     struct ordo__sched_fence *fence;     /* fenced processes and the generation (fence.c) */
 };
@@ -130,6 +131,11 @@ int ordo__sched_restart_listening(sched_t *s);
 /* ordo__sched_restart_close frees the rebuild's state; ended: the run is over (completed or
  * aborted), so RUN/scheduler.json goes. */
 void ordo__sched_restart_close(sched_t *s, bool ended);
+
+/* ordo__sched_restart_save writes RUN/scheduler.json again (under fault.scheduler =
+ * restart): the generation, the address, and what summary.json must carry on past a restart
+ * (the replicas' promotions and joins). */
+void ordo__sched_restart_save(sched_t *s);
 
 /* ordo__sched_restart_stash takes m while a restarted run is rebuilt: a server's current
  * version, or anything else kept (moved) until every member is back. -1 when m is to be

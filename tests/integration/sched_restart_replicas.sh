@@ -7,11 +7,19 @@
 #   server-down: the scheduler SIGKILLed, then server 1 while no scheduler runs; the new
 #                scheduler rebuilds the run without it (server 1 did not register again: it
 #                is declared dead and its backups promoted) and the run goes on;
+#   server-rebuild: worker 1 paused (SIGSTOP) and the scheduler SIGKILLed; server 1, once it
+#                registered with the new scheduler, SIGKILLed, and worker 1 resumed 2.5 s later:
+#                the new scheduler finds server 1 silent before the rebuild ends, and rebuilds
+#                the run without it;
 #   server-after: the scheduler SIGKILLed and restarted, and server 1 SIGKILLed once the new
 #                scheduler rebuilt the run: the new scheduler promotes its backups as the old
-#                one would have.
+#                one would have;
+#   server-before: server 1 SIGKILLed, and the scheduler once it promoted server 1's backups:
+#                the new scheduler takes the promotion from the members' replica map and does
+#                not wait for server 1.
 # Each run's summary.json counts "scheduler_restarts": 1; the server runs' "promotions" name
-# server 1 (the promotion the new scheduler made).
+# server 1 once (made by the new scheduler, or by the old one and carried over in
+# RUN/scheduler.json).
 source "$(dirname "$0")/lib.sh"
 need_fmnist
 root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -53,10 +61,17 @@ for n in scheduler server0 server1 worker0 worker1; do
 done
 mv "$T"/*.log "$T/ref/"
 
-for run in kill server-down server-after; do
+for run in kill server-down server-rebuild server-after server-before; do
   start_cluster $run 2 2
   ep=$(ready scheduler)
   wait_lines $run $((iters / 2))
+  [ $run = server-rebuild ] && kill -STOP "${PID[worker1]}"
+  if [ $run = server-before ]; then
+    kill -KILL "${PID[server1]}"
+    wait "${PID[server1]}" 2>/dev/null
+    wait_log scheduler "server 1 (pid .*) is dead: no heartbeat"
+    wait_lines $run $((iters / 2 + 20))
+  fi
   kill -KILL "${PID[scheduler]}"
   wait "${PID[scheduler]}" 2>/dev/null
   mv "$T/scheduler.log" "$T/scheduler-old.log"
@@ -66,7 +81,16 @@ for run in kill server-down server-after; do
     wait "${PID[server1]}" 2>/dev/null
     survivors=(server0 worker0 worker1)
   fi
+  [ $run = server-before ] && survivors=(server0 worker0 worker1)
   start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run=$run --cluster.scheduler="$ep"
+  if [ $run = server-rebuild ]; then
+    wait_log scheduler "server 1 (pid .*) registered again"
+    kill -KILL "${PID[server1]}"
+    wait "${PID[server1]}" 2>/dev/null
+    sleep 2.5
+    kill -CONT "${PID[worker1]}"
+    survivors=(server0 worker0 worker1)
+  fi
   if [ $run = server-after ]; then
     wait_log scheduler "cluster complete: every member registered again"
     kill -KILL "${PID[server1]}"
@@ -88,6 +112,14 @@ for run in kill server-down server-after; do
       line=$(grep -o "server 1 did not register again with this scheduler: declared dead.*" "$T/scheduler.log") ||
         fail "$run: the new scheduler did not declare server 1 dead"
       ok "$run: scheduler and then server 1 killed; the new scheduler logged '$line'; params.bin identical" ;;
+    server-rebuild)
+      grep -q "server 1 (pid .*) registered again and then fell silent" "$T/scheduler.log" ||
+        fail "$run: the new scheduler did not find server 1 silent in the rebuild"
+      ok "$run: server 1 killed after it registered with the new scheduler: rebuilt without it; params.bin identical" ;;
+    server-before)
+      grep -q "replica map (seq 1, 1 server dead)" "$T/scheduler.log" ||
+        fail "$run: the new scheduler did not take the members' map"
+      ok "$run: server 1 killed and promoted, then the scheduler: the new one took the map without waiting; params.bin identical" ;;
     server-after)
       grep -q "server 1 (pid .*) is dead: no heartbeat" "$T/scheduler.log" ||
         fail "$run: the new scheduler did not declare server 1 dead"
