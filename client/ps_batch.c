@@ -30,8 +30,94 @@ static int send_request(ordo__ps_t *w, const char *spec_json, int64_t epoch, int
     if ((rc = ordo__node_send_ctl(&w->node, &m)) != 0) return rc;
     w->batch_out = true;
     w->batch_req = m.hdr.req;
+    w->batch_req_key = m.hdr.key;
+    w->batch_req_iter = m.hdr.iter;
+    w->batch_req_flags = flags;
     w->outstanding++; /* until its ORDO__EV_BATCH */
     return 0;
+}
+
+int ordo__ps_batch_resend(ordo__ps_t *w)
+{
+    if (!w->batch_out || !w->batch_spec) return 0;
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_BATCH_REQ);
+    m.hdr.dtype = ORDO_DTYPE_JSON;
+    m.hdr.iter = w->batch_req_iter;
+    m.hdr.key = w->batch_req_key;
+    m.hdr.flags = w->batch_req_flags;
+    m.hdr.req = w->batch_req;
+    int rc = ordo__msg_add_text(&m, w->batch_spec);
+    if (rc) {
+        ordo__msg_close(&m);
+        return rc;
+    }
+    return ordo__node_send_ctl(&w->node, &m);
+}
+
+/* ---- the service's state of this worker (fault.scheduler = restart) ---- */
+
+static int keep(struct ordo__ps_lease *l, int64_t epoch, const int64_t *idx, int n)
+{
+    if (n > l->cap) {
+        int64_t *p = realloc(l->idx, sizeof *p * (size_t)n);
+        if (!p) return ORDO_ERR_NOMEM;
+        l->idx = p;
+        l->cap = n;
+    }
+    memcpy(l->idx, idx, sizeof *idx * (size_t)n);
+    l->n = n;
+    l->epoch = epoch;
+    return 0;
+}
+
+/* track: an answer (status 0: a batch, 1 and 2 the ends) changes the leases as the scheduler's
+ * ordo__batches_next and _prefetch do */
+static void track(ordo__ps_t *w, int status, bool ahead, int64_t epoch)
+{
+    struct ordo__ps_lease *older = &w->batch_lease[0], *last = &w->batch_lease[1];
+    older->n = 0;
+    if (ahead) { /* the last one is still worked on: it becomes the older lease */
+        struct ordo__ps_lease t = *older;
+        *older = *last;
+        *last = t;
+    }
+    last->n = 0;
+    if (status != 0) return;
+    if (keep(last, epoch, w->batch_idx, w->batch_n) || keep(&w->batch_newest, epoch, w->batch_idx,
+                                                           w->batch_n))
+        ORDO_WARN("out of memory for the batch service's state: a new scheduler may hand out "
+                  "a batch of this worker's again");
+    w->batch_handed++;
+    if (w->batch_req_iter > w->batch_top_iter) w->batch_top_iter = w->batch_req_iter;
+}
+
+static json_t *lease_json(const struct ordo__ps_lease *l)
+{
+    if (l->n == 0) return json_null();
+    json_t *idx = json_array();
+    for (int i = 0; i < l->n; i++)
+        json_array_append_new(idx, json_integer(l->idx[i]));
+    return json_pack("[I,o]", (json_int_t)l->epoch, idx);
+}
+
+json_t *ordo__ps_batch_state(const ordo__ps_t *w)
+{
+    if (!w->batch_spec) return NULL;
+    return json_pack("{s:s,s:I,s:I,s:I,s:[o,o],s:o}", "spec", w->batch_spec, "req",
+                     (json_int_t)w->batch_answered, "handed", (json_int_t)w->batch_handed,
+                     "iter", (json_int_t)w->batch_top_iter, "leases",
+                     lease_json(&w->batch_lease[0]), lease_json(&w->batch_lease[1]), "newest",
+                     lease_json(&w->batch_newest));
+}
+
+void ordo__ps_batch_free(ordo__ps_t *w)
+{
+    free(w->batch_lease[0].idx);
+    free(w->batch_lease[1].idx);
+    free(w->batch_newest.idx);
+    memset(w->batch_lease, 0, sizeof w->batch_lease);
+    memset(&w->batch_newest, 0, sizeof w->batch_newest);
 }
 
 int ordo__ps_batch_request(ordo__ps_t *w, const char *spec_json, int64_t epoch, int64_t iter)
@@ -108,6 +194,8 @@ int ordo__ps_on_batch(ordo__ps_t *w, ordo__msg_t *m)
     const unsigned char *d = ordo__msg_data(m, 0, &len);
     uint32_t ends = ORDO_BATCH_END_EPOCH | ORDO_BATCH_END_RUN;
     const char *bad = NULL;
+    if (m->hdr.req && m->hdr.req == w->batch_answered)
+        return 0; /* the answer again: a new scheduler got the request twice (sent again) */
     if (!w->batch_out || m->hdr.req != w->batch_req)
         bad = "no request of this worker's";
     else if (m->hdr.dtype == ORDO_DTYPE_JSON)
@@ -146,6 +234,9 @@ int ordo__ps_on_batch(ordo__ps_t *w, ordo__msg_t *m)
         w->batch_status = m->hdr.flags & ORDO_BATCH_END_EPOCH ? 1 : m->hdr.flags ? 2 : 0;
     w->batch_out = false;
     w->batch_in = true;
+    w->batch_answered = m->hdr.req;
+    if (w->batch_status >= 0 && w->conf.fault_scheduler == ORDO_SCHED_RESTART)
+        track(w, w->batch_status, w->batch_req_flags & ORDO_BATCH_AHEAD, m->hdr.iter);
     ordo__ps_add_event(w, ORDO__EV_BATCH, -1, m->hdr.iter);
     return 0;
 }

@@ -94,6 +94,19 @@ struct ordo__ps {
     bool batch_any;          /* the request in flight (or its answer) is for any epoch */
     char *batch_spec;        /* the last request's spec (the request ahead sends it again) */
     int64_t batch_last_iter; /* the last request's iteration */
+    /* fault.scheduler = restart: the service's state of this worker, kept by the scheduler's
+     * rules (client/ps_batch.c), for a new scheduler to rebuild the service from */
+    struct ordo__ps_lease {
+        int64_t epoch;
+        int n, cap;
+        int64_t *idx;
+    } batch_lease[2], batch_newest; /* the older lease (asked ahead) and the last; the newest
+                                     * batch received */
+    int64_t batch_handed;     /* batches received */
+    int64_t batch_top_iter;   /* the highest iteration a batch was received for (-1: none) */
+    uint64_t batch_answered;  /* the request id of the newest answer taken in */
+    uint32_t batch_req_key, batch_req_flags; /* the request in flight, to send it again */
+    int64_t batch_req_iter;
     /* the newest value version a server reported (a DROPPED push's acknowledgement, a newer
      * pull): backup workers start the current iteration from it */
     _Atomic long long newest_version;
@@ -148,6 +161,18 @@ int ordo__ps_sched_lost(ordo__ps_t *w, const ordo__msg_t *m);
 
 /* ordo__ps_rejoined takes a new scheduler's WELCOME and sends it the reports it lacks. */
 int ordo__ps_rejoined(ordo__ps_t *w, ordo__msg_t *m);
+
+/* ordo__ps_batch_state returns what the batch service holds of this worker (a new
+ * reference: {"spec", "req", "handed", "iter", "leases": [older, last], "newest"}, each batch
+ * [epoch, [indices]] or null), or NULL when the program never asked for a batch. */
+json_t *ordo__ps_batch_state(const ordo__ps_t *w);
+
+/* ordo__ps_batch_resend sends the BATCH_REQ in flight again (the same request id) to a new
+ * scheduler: the old one may have died with it or with its answer. */
+int ordo__ps_batch_resend(ordo__ps_t *w);
+
+/* ordo__ps_batch_free frees what ps_batch.c keeps. */
+void ordo__ps_batch_free(ordo__ps_t *w);
 
 /* ordo__ps_rejoin_free frees what ps_rejoin.c keeps. */
 void ordo__ps_rejoin_free(ordo__ps_t *w);

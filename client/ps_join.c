@@ -82,6 +82,7 @@ int ordo__ps_join(const ordo__conf_t *conf, const char *tensors, ordo__ps_op_tim
     w->conf = *conf;
     w->msgs = ordo__ps_msgs; /* ps_msgs.c: the messages it takes */
     w->state_iter = -1;
+    w->batch_top_iter = -1;
     ordo__credit_init(&w->credit, ordo__conf_credit_bytes(conf), conf->bandwidth_bps);
     ordo__transport_opts_t opts = {.bandwidth_bps = conf->bandwidth_bps,
                                   .latency_us = conf->latency_us,
@@ -173,6 +174,7 @@ void ordo__ps_destroy(ordo__ps_t **wp)
     ordo__plan_destroy(&w->plan);
     free(w->replan_reply);
     free(w->batch_idx);
+    ordo__ps_batch_free(w);
     free(w->batch_spec);
     free(w->state);
     free(w->state_got);

@@ -62,6 +62,9 @@ int ordo__ps_sched_lost(ordo__ps_t *w, const ordo__msg_t *m)
     int64_t newest = w->n_reports ? w->reports[w->n_reports - 1].iter : -1;
     json_t *st = json_pack("{s:I}", "iter", (json_int_t)newest);
     if (st && w->barrier_out) json_object_set_new(st, "barrier", json_integer(w->barrier_id));
+    json_t *batches = ordo__ps_batch_state(w); /* the batch service's state of this worker */
+    if (st && batches) json_object_set_new(st, "batches", batches);
+    else json_decref(batches);
     if (st && w->done_body) {
         json_t *final = json_loads(w->done_body, 0, NULL);
         json_object_set_new(st, "done", json_true());
@@ -90,7 +93,7 @@ int ordo__ps_rejoined(ordo__ps_t *w, ordo__msg_t *m)
         ordo__msg_add_text(&s, w->reports[i].text);
         if ((rc = ordo__node_send_ctl(&w->node, &s)) != 0) return rc;
     }
-    return 0;
+    return ordo__ps_batch_resend(w); /* the old scheduler may have died with it */
 }
 
 void ordo__ps_rejoin_free(ordo__ps_t *w)

@@ -190,10 +190,6 @@ static int fault_scheduler_check(const ordo__conf_t *conf)
     } else if (conf->calibrate) {
         with = "push.calibrate = true";
         why = "the merge groups measured at start-up are not in the plan a new scheduler makes";
-    } else if (ordo__conf_batch_service(conf)) {
-        with = "the batch service (sync.batches on; the default under ssp, asp and backup "
-               "workers)";
-        why = "the leases and the epoch position live in the scheduler; set sync.batches = off";
     } else if (conf->backup > 0) {
         with = "sync.backup > 0";
         why = "not built: which pushes made each update is decided with the scheduler's batches";

@@ -31,12 +31,35 @@ static void refuse(sched_t *s, const member_t *mb, const ordo__msg_t *req, int c
     json_decref(o);
 }
 
+static int parse_text(const char *d, size_t len, ordo__batches_spec_t *sp);
+
+static void send_answer(sched_t *s, const member_t *mb, const ordo__msg_t *m, int rc,
+                        int64_t want, int64_t *idx, int count, int64_t epoch);
+
+/* answer_again: a worker sent its request again to a new scheduler (fault.scheduler =
+ * restart) that had it already: the same answer, its last lease (an end when it holds none) */
+static void answer_again(sched_t *s, const member_t *mb, const ordo__msg_t *m)
+{
+    int cap = ORDO_BATCH_MAX, count = 0;
+    int64_t *idx = s->batches ? malloc(sizeof *idx * (size_t)cap) : NULL, epoch = 0;
+    if (!idx) return;
+    int64_t want = m->hdr.key == ORDO_BATCH_ANY_EPOCH ? -1 : (int64_t)m->hdr.key;
+    int rc = ordo__batches_last(s->batches, mb->rank, idx, cap, &count, &epoch);
+    send_answer(s, mb, m, rc, want, idx, count, epoch);
+    free(idx);
+}
+
 /* the request's body: {"n", "batch", "samples", "seed", "shuffle"}, every field checked */
 static int parse_spec(ordo__msg_t *m, ordo__batches_spec_t *sp)
 {
     size_t len = 0;
     const char *d = m->hdr.dtype == ORDO_DTYPE_JSON ? ordo__msg_data(m, 0, &len) : NULL;
     if (!d || m->nframes != 1) return ordo__error_set(ORDO_ERR_PROTO, "BATCH_REQ needs one JSON frame");
+    return parse_text(d, len, sp);
+}
+
+static int parse_text(const char *d, size_t len, ordo__batches_spec_t *sp)
+{
     json_error_t err;
     json_t *o = json_loadb(d, len, 0, &err);
     json_t *n = json_object_get(o, "n"), *b = json_object_get(o, "batch"),
@@ -76,6 +99,10 @@ void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo__msg_t *m)
                "ssp, asp and backup workers)");
         return;
     }
+    if (mb->batch_req && m->hdr.req <= mb->batch_req) { /* a request sent again */
+        if (m->hdr.req == mb->batch_req) answer_again(s, mb, m);
+        return;
+    }
     ordo__batches_spec_t sp;
     int rc = parse_spec(m, &sp);
     if (!rc && !s->batches) {
@@ -106,6 +133,15 @@ void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo__msg_t *m)
         refuse(s, mb, m, rc, ordo__error_text(rc));
         return;
     }
+    mb->batch_req = m->hdr.req;
+    send_answer(s, mb, m, rc, want, idx, count, epoch);
+    free(idx);
+}
+
+/* send_answer answers request m: rc 0 with count indices of epoch, or an end */
+static void send_answer(sched_t *s, const member_t *mb, const ordo__msg_t *m, int rc,
+                        int64_t want, int64_t *idx, int count, int64_t epoch)
+{
     ordo__msg_t a;
     ordo__sched_msg_to(s, mb->rid, mb->rid_len, ORDO_MSG_BATCH, &a);
     a.hdr.req = m->hdr.req;
@@ -124,7 +160,6 @@ void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo__msg_t *m)
         }
         sent = ordo__msg_add_copy(&a, idx, sizeof *idx * (size_t)count);
     }
-    free(idx);
     if (sent) {
         ordo__msg_close(&a);
         return;
@@ -156,4 +191,69 @@ void ordo__sched_batches_close(sched_t *s)
         json_array_append_new(counts, json_integer(ordo__batches_count(s->batches, w)));
     ordo__runlog_set_section(s->log, "samples", json_integer(ordo__batches_samples(s->batches)));
     ordo__runlog_set_section(s->log, "batches", counts);
+}
+
+/* restore_worker: one worker's part of the service, from what it holds (ps_batch.c's
+ * ordo__ps_batch_state); 0 or an error naming what does not fit */
+static int restore_worker(sched_t *s, member_t *mb, json_t *st, int64_t *idx)
+{
+    json_t *leases = json_object_get(st, "leases"), *req = json_object_get(st, "req");
+    json_t *handed = json_object_get(st, "handed"), *iter = json_object_get(st, "iter");
+    if (!json_is_integer(req) || !json_is_integer(handed) || !json_is_integer(iter) ||
+        !json_is_array(leases) || json_array_size(leases) != 2)
+        return ordo__error_set(ORDO_ERR_PROTO, "batches: worker %d's state lacks req, handed, "
+                              "iter or its two leases", mb->rank);
+    for (int slot = 0; slot < 3; slot++) {
+        json_t *l = slot < 2 ? json_array_get(leases, (size_t)slot) : json_object_get(st, "newest");
+        if (json_is_null(l) || !l) continue;
+        json_t *e = json_array_get(l, 0), *a = json_array_get(l, 1);
+        size_t n = json_array_size(a);
+        if (!json_is_integer(e) || !json_is_array(a) || n < 1 || n > ORDO_BATCH_MAX)
+            return ordo__error_set(ORDO_ERR_PROTO, "batches: worker %d's lease %d is not "
+                                  "[epoch, [indices]]", mb->rank, slot);
+        for (size_t i = 0; i < n; i++)
+            idx[i] = json_integer_value(json_array_get(a, i));
+        int rc = slot < 2 ? ordo__batches_restore(s->batches, mb->rank, slot,
+                                                 json_integer_value(e), idx, (int)n)
+                          : 0;
+        if (!rc) rc = ordo__batches_seen(s->batches, json_integer_value(e), idx, (int)n);
+        if (rc) return rc;
+    }
+    ordo__batches_set_count(s->batches, mb->rank, json_integer_value(handed), json_integer_value(iter));
+    mb->batch_req = (uint64_t)json_integer_value(req);
+    return 0;
+}
+
+int ordo__sched_batches_rejoin(sched_t *s, char *why, size_t wsz)
+{
+    int rc = 0;
+    int64_t *idx = NULL;
+    for (int i = 0; i < s->n_members && !rc; i++) {
+        member_t *mb = &s->members[i];
+        json_t *st = json_object_get(mb->rejoin, "batches");
+        const char *text = json_string_value(json_object_get(st, "spec"));
+        if (mb->role != ORDO_ROLE_WORKER || mb->gone || !st) continue;
+        ordo__batches_spec_t sp;
+        rc = text ? parse_text(text, strlen(text), &sp)
+                  : ordo__error_set(ORDO_ERR_PROTO, "batches: worker %d's state has no spec",
+                                   mb->rank);
+        if (!rc && !s->batches) {
+            rc = ordo__batches_new(&sp, ordo__conf_max_workers(&s->conf),
+                                   s->conf.sync_mode != ORDO_SYNC_ASP, &s->batches);
+        } else if (!rc) {
+            rc = ordo__batches_same(s->batches, &sp);
+        }
+        if (!rc && !idx && !(idx = malloc(sizeof *idx * ORDO_BATCH_MAX))) rc = ORDO_ERR_NOMEM;
+        if (!rc) rc = restore_worker(s, mb, st, idx);
+    }
+    free(idx);
+    if (rc) {
+        snprintf(why, wsz, "%s (the batch service cannot be rebuilt from the workers' leases)",
+                 ordo__error_text(rc));
+        return rc;
+    }
+    if (s->batches)
+        ORDO_INFO("batch service rebuilt from the workers' leases: %lld samples handed out so far",
+                  (long long)ordo__batches_samples(s->batches));
+    return 0;
 }

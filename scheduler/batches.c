@@ -1,6 +1,7 @@
 /* batches: the scheduler's batch service (a shared epoch); see batches.h. */
 #include "scheduler/batches.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,6 +191,61 @@ void ordo__batches_release(ordo__batches_t *b, int worker)
         l->idx = spare;
         l->count = 0;
     }
+}
+
+/* ---- a restarted scheduler's service, rebuilt from what the workers hold ---- */
+
+int ordo__batches_restore(ordo__batches_t *b, int worker, int slot, int64_t epoch,
+                         const int64_t *idx, int count)
+{
+    if (worker < 0 || worker >= b->workers || slot < 0 || slot > 1 || count < 1 ||
+        count > b->spec.batch || epoch < 0)
+        return ordo__error_set(ORDO_ERR_INVAL, "batches: worker %d's lease of %d samples of epoch "
+                              "%lld does not fit the service", worker, count, (long long)epoch);
+    batch_t *l = &b->lease[2 * worker + slot];
+    memcpy(l->idx, idx, sizeof *idx * (size_t)count);
+    l->count = count;
+    l->epoch = epoch;
+    return 0;
+}
+
+int ordo__batches_seen(ordo__batches_t *b, int64_t epoch, const int64_t *idx, int count)
+{
+    int64_t n = b->spec.n;
+    if (epoch < 0 || count < 1 || count > b->spec.batch || epoch > INT64_MAX / n - 1)
+        return ordo__error_set(ORDO_ERR_INVAL, "batches: a batch of %d samples of epoch %lld",
+                              count, (long long)epoch);
+    make_perm(b, epoch);
+    int64_t at = -1;
+    for (int64_t i = 0; i < n && at < 0; i++)
+        if (b->perm[i] == idx[0]) at = i;
+    bool whole = at >= 0 && at + count <= n;
+    for (int i = 1; whole && i < count; i++)
+        whole = b->perm[at + i] == idx[i];
+    if (!whole)
+        return ordo__error_set(ORDO_ERR_INVAL, "batches: a batch of epoch %lld (starting at "
+                              "sample %lld) that is not a run of that epoch's stream",
+                              (long long)epoch, (long long)idx[0]);
+    if (epoch * n + at + count > b->pos) b->pos = epoch * n + at + count;
+    return 0;
+}
+
+void ordo__batches_set_count(ordo__batches_t *b, int worker, int64_t handed, int64_t iter)
+{
+    if (worker < 0 || worker >= b->workers) return;
+    b->handed[worker] = handed;
+    if (iter > b->max_iter) b->max_iter = iter;
+}
+
+int ordo__batches_last(const ordo__batches_t *b, int worker, int64_t *idx, int cap, int *count,
+                      int64_t *epoch)
+{
+    const batch_t *l = worker >= 0 && worker < b->workers ? &b->lease[2 * worker + 1] : NULL;
+    if (!l || l->count == 0 || cap < l->count) return ORDO_BATCHES_END_RUN;
+    memcpy(idx, l->idx, sizeof *idx * (size_t)l->count);
+    *count = l->count;
+    *epoch = l->epoch;
+    return 0;
 }
 
 int64_t ordo__batches_samples(const ordo__batches_t *b)

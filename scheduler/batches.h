@@ -58,6 +58,23 @@ int ordo__batches_prefetch(ordo__batches_t *b, int worker, int64_t epoch, int64_
 /* ordo__batches_release returns worker's leased batches to the pool (the worker died). */
 void ordo__batches_release(ordo__batches_t *b, int worker);
 
+/* A restarted scheduler (fault.scheduler = restart) rebuilds the service from what each
+ * worker holds: ordo__batches_restore sets worker's lease in slot (0 the older, asked ahead;
+ * 1 the last) to count indices of epoch; ordo__batches_seen moves the stream's position past
+ * a batch some worker received (the newest one each holds: the position is the end of the
+ * furthest; a batch whose answer died with the old scheduler is handed out again), and
+ * ORDO_ERR_INVAL when the batch is no run of its epoch's stream; ordo__batches_set_count
+ * sets how many batches worker received and the iteration of its newest one. */
+int ordo__batches_restore(ordo__batches_t *b, int worker, int slot, int64_t epoch,
+                         const int64_t *idx, int count);
+int ordo__batches_seen(ordo__batches_t *b, int64_t epoch, const int64_t *idx, int count);
+void ordo__batches_set_count(ordo__batches_t *b, int worker, int64_t handed, int64_t iter);
+
+/* ordo__batches_last copies worker's last lease into idx (room for cap): 0, or
+ * ORDO_BATCHES_END_RUN when it holds none (a request answered twice gets it again). */
+int ordo__batches_last(const ordo__batches_t *b, int worker, int64_t *idx, int cap, int *count,
+                      int64_t *epoch);
+
 /* ordo__batches_samples returns the samples handed out so far (returned ones counted once). */
 int64_t ordo__batches_samples(const ordo__batches_t *b);
 

@@ -49,6 +49,7 @@ void ordo__sched_member_fresh(sched_t *s, member_t *m, json_t *o)
                   ? (uint64_t)json_integer_value(beat)
                   : 0;
     m->hb_rid_len = 0;
+    m->batch_req = 0; /* a new process numbers its requests afresh */
     ordo__liveness_init(&m->live, ordo__clock_ns(), s->conf.timeout_ms,
                        ordo__conf_timeout_max_ms(&s->conf), 2 * s->conf.heartbeat_ms);
 }

@@ -436,6 +436,9 @@ static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
     int rc = check_all(s);
     if (rc) return rc;
     s->welcomed = true;
+    char why[700];
+    if ((rc = ordo__sched_batches_rejoin(s, why, sizeof why)) != 0)
+        return ordo__sched_abort_run(s, why);
     if ((rc = welcome(s, ORDO_ROLE_WORKER)) != 0) return rc;
     ordo__replicas_resend(s);
     int64_t newest = -1;
@@ -474,7 +477,9 @@ static int take_back(sched_t *s, member_t *mb, ordo__msg_t *m, json_t *o)
     json_decref(mb->rejoin);
     mb->rejoin = json_incref(json_object_get(o, "rejoin"));
     mb->pid = (int)json_integer_value(json_object_get(o, "pid"));
+    uint64_t batch_req = mb->batch_req; /* the same process: its requests go on */
     ordo__sched_member_fresh(s, mb, o);
+    mb->batch_req = batch_req;
     char name[320];
     ORDO_WARN("%s found this scheduler silent and registered again: welcomed back under "
               "generation %lld", ordo__sched_member_name(mb, name, sizeof name),

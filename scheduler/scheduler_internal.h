@@ -44,6 +44,7 @@ typedef struct {
     char compression[96]; /* a worker's [push] compression, as it registered ("": none said) */
     json_t *rejoin;   /* what it held when it registered with a restarted scheduler, or NULL */
     bool at_barrier;  /* counted at the barrier the workers gather at */
+    uint64_t batch_req; /* the request id of its last BATCH_REQ answered (0: none) */
 } member_t;
 
 struct ordo__scheduler {
@@ -279,6 +280,11 @@ int ordo__sched_on_replan(sched_t *s, member_t *mb, ordo__msg_t *m);
 /* ordo__sched_on_batch_req answers worker mb's BATCH_REQ m with its next batch, the end of
  * its epoch or of the run, or a refusal (the service off, a spec that differs). */
 void ordo__sched_on_batch_req(sched_t *s, member_t *mb, ordo__msg_t *m);
+
+/* ordo__sched_batches_rejoin rebuilds a restarted scheduler's batch service from what the
+ * workers registered again with (their leases, newest batches, counts and the last request
+ * answered): 0, or an error with why filled. */
+int ordo__sched_batches_rejoin(sched_t *s, char *why, size_t wsz);
 
 /* ordo__sched_batches_dead returns the batch a dead worker mb was handed to the pool. */
 void ordo__sched_batches_dead(sched_t *s, const member_t *mb);
