@@ -176,6 +176,12 @@ static int fault_scheduler_check(const ordo__conf_t *conf)
 {
     if (conf->fault_scheduler != ORDO_SCHED_RESTART) return 0;
     const char *with = NULL, *why = NULL;
+    if (conf->fault_worker != ORDO_FAULT_ABORT && ordo__conf_batch_service(conf))
+        return ordo__error_set(ORDO_ERR_INVAL,
+                              "fault.scheduler = restart cannot be combined with fault.worker = %s "
+                              "and the batch service (sync.batches): the batches a dead worker "
+                              "leased go back to a pool only the scheduler holds",
+                              conf->fault_worker == ORDO_FAULT_RESTART ? "restart" : "shrink");
     if (conf->fault_worker != ORDO_FAULT_ABORT) {
         with = conf->fault_worker == ORDO_FAULT_RESTART ? "fault.worker = restart"
                                                         : "fault.worker = shrink";
@@ -190,9 +196,6 @@ static int fault_scheduler_check(const ordo__conf_t *conf)
     } else if (conf->calibrate) {
         with = "push.calibrate = true";
         why = "the merge groups measured at start-up are not in the plan a new scheduler makes";
-    } else if (conf->backup > 0) {
-        with = "sync.backup > 0";
-        why = "not built: which pushes made each update is decided with the scheduler's batches";
     } else if (conf->curve) {
         with = "security.curve = true";
         why = "not built: a new scheduler's handshake with the running members is untested";

@@ -103,13 +103,24 @@ START_TEST(fault_scheduler_modes_are_checked)
     ORDO_CK_ERR(ordo__conf_validate(&c), ORDO_ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "fault.scheduler = restart cannot be "
                                                       "combined with fault.worker = shrink"));
-    ORDO_CK_OK(ordo__conf_set(&c, "fault.worker", "abort", "test"));
-    ORDO_CK_OK(ordo__conf_set(&c, "sync.mode", "asp", "test")); /* the batch service by default */
+    ORDO_CK_OK(ordo__conf_set(&c, "sync.batches", "on", "test"));
     ORDO_CK_ERR(ordo__conf_validate(&c), ORDO_ERR_INVAL);
-    ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "set sync.batches = off"));
-    ORDO_CK_OK(ordo__conf_set(&c, "sync.batches", "off", "test"));
+    ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "fault.worker = shrink and the batch "
+                                                      "service (sync.batches): the batches a dead "
+                                                      "worker leased"));
+    ORDO_CK_OK(ordo__conf_set(&c, "sync.batches", "auto", "test"));
+    ORDO_CK_OK(ordo__conf_set(&c, "fault.worker", "abort", "test"));
+    /* rebuilt from the members: the batch service, backup workers, replicated servers */
+    ORDO_CK_OK(ordo__conf_set(&c, "sync.mode", "asp", "test")); /* the batch service by default */
     ORDO_CK_OK(ordo__conf_validate(&c));
     ORDO_CK_OK(ordo__conf_set(&c, "sync.mode", "bsp", "test"));
+    ORDO_CK_OK(ordo__conf_set(&c, "sync.backup", "1", "test"));
+    ORDO_CK_OK(ordo__conf_validate(&c));
+    ORDO_CK_OK(ordo__conf_set(&c, "sync.backup", "0", "test"));
+    ORDO_CK_OK(ordo__conf_set(&c, "cluster.servers", "2", "test"));
+    ORDO_CK_OK(ordo__conf_set(&c, "fault.replicas", "2", "test"));
+    ORDO_CK_OK(ordo__conf_validate(&c));
+    ORDO_CK_OK(ordo__conf_set(&c, "fault.replicas", "1", "test"));
     ORDO_CK_OK(ordo__conf_set(&c, "push.mode", "sparse", "test"));
     ORDO_CK_OK(ordo__conf_set(&c, "model.trainer", "mlp", "test"));
     ORDO_CK_OK(ordo__conf_set(&c, "model.compute", "cpu", "test"));
