@@ -12,6 +12,8 @@
 # 3, as before), and a new scheduler whose plan differs, which refuses the members naming the
 # field, and a scheduler paused past the timeout, which welcomes its members back. SYNC=asp
 # runs the first part under asp (params.bin then differs by timing; the push counts not).
+# PART=restart-only runs the first part without the ordo-launch one (integration.
+# sched_restart_merged: merged pushes, one merge group of all tensors).
 # Arguments go to every process (integration.sched_restart_groups: host groups).
 source "$(dirname "$0")/lib.sh"
 need_fmnist
@@ -36,7 +38,7 @@ wait_lines() {
 }
 
 part=${PART:-restart}
-if [ "$part" = restart ]; then
+if [ "$part" = restart ] || [ "$part" = restart-only ]; then
 start_cluster ref 2 2 --fault.scheduler=restart
 for n in scheduler "${names[@]}"; do
   finish $n 150
@@ -112,7 +114,7 @@ PY
 mv "$T"/*.log "$T/kill/"
 ok "$sync: scheduler killed after $at of $((2 * iters)) worker-iterations and restarted: $([ "$sync" = bsp ] && echo "params.bin identical, ") server pushes ${ref_pushes[server0]}/${ref_pushes[server1]} as fault-free, every member registered again ${rebuilt} ms after the new scheduler started, ${since_kill} ms after the kill (fault.timeout_ms 1000)"
 
-if [ "$sync" = bsp ]; then
+if [ "$sync" = bsp ] && [ "$part" = restart ]; then
 
 # the same kill under scripts/ordo-launch: it starts the new scheduler itself
 LAUNCH=$root/scripts/ordo-launch
