@@ -501,6 +501,8 @@ static int check_liveness(sched_t *s, bool idle)
                  s->conf.startup_ms);
         return ordo__sched_abort_run(s, why);
     }
+    int cut = ordo__sched_restart_isolated(s, now); /* every member silent: cut off? */
+    if (cut) return cut < 0 ? cut : 0;
     for (int i = 0; i < s->n_members; i++) {
         member_t *m = &s->members[i];
         int64_t silent_ms = (now - m->last_seen_ns) / 1000000;

@@ -105,6 +105,7 @@ struct ordo__scheduler {
     int n_refused;            /* members refused since */
     int64_t first_rejoin_ns, last_rejoin_ns; /* when the first and the newest member came back */
     json_t *prior; /* a restarted scheduler: its predecessor's RUN/scheduler.json, or NULL */
+    int64_t isolated_ns; /* when every member was found silent at once (0: some are heard) */
     int (*rebuild_handle)(struct ordo__scheduler *, ordo__msg_t *); /* replays the stash */
     struct ordo__sched_fence *fence;     /* fenced processes and the generation (fence.c) */
 };
@@ -164,6 +165,14 @@ int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
  * it rebuilds the run without them (they are declared dead, their backups promoted;
  * scheduler/replicas.h). Returns handle's codes. */
 int ordo__sched_restart_tick(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *));
+
+/* ordo__sched_restart_isolated, under fault.scheduler = restart, takes a scheduler that hears
+ * none of its members within fault.timeout_ms as the one cut off (its host partitioned, or
+ * the process paused): nobody is declared dead, and it waits up to fault.scheduler_wait_ms
+ * for them to register again (they found it silent too). 1 while it is so, and on the turn
+ * it hears one again (every member's timeout starts afresh then); 0 otherwise; the abort's
+ * code once the wait is over. */
+int ordo__sched_restart_isolated(sched_t *s, int64_t now);
 
 /* ordo__sched_plan_declared makes the model, key map and plan from the workers' declared
  * tensors ([model] trainer = declared); 0 or the abort's code. */

@@ -10,7 +10,13 @@
 #      as fault-free);
 #   3. server 1 on B with fault.replicas = 2, cut for longer than the timeout: its slices are
 #      promoted to server 0 and the run ends with every value and the hash as fault-free; the
-#      cut-off server ends.
+#      cut-off server ends;
+#   4. the scheduler alone on B (fault.scheduler = restart), cut for 1 s: nobody is found
+#      silent, every value and the hash as fault-free;
+#   5. the same cut for 5 s: the members find the scheduler silent and train on, the scheduler
+#      hears none of them and declares nobody dead (it takes itself as the one cut off), and
+#      once the link is back all 4 register again with it: every value, the hash and
+#      metrics.jsonl as fault-free.
 # Namespaces are deleted on every exit path. Needs root; skips where namespaces do not work.
 source "$(dirname "$0")/lib.sh"
 A=ordo-part-$$-a B=ordo-part-$$-b VA=opt$$a VB=opt$$b NET=10.213.71
@@ -127,4 +133,45 @@ old_st=$st
 ended worker0 worker1 server0 scheduler
 exact srv worker0 worker1
 ok "server host cut past the timeout (replicas = 2): its slices promoted, the run ended with every value and the hash as fault-free; the old server ended (status $old_st)"
-echo "3 passed, 0 failed"
+for n in worker0 worker1 server0 server1 scheduler; do mv "$T/$n.log" "$T/srv-$n.log"; done
+
+# 4 and 5. the scheduler's host (B; everyone else on A) under fault.scheduler = restart, cut
+# shorter and longer than the timeout
+sched_on_b() {
+  local run=$1 i; shift
+  start scheduler ip netns exec "$B" "$BIN/ordo-scheduler" "${common[@]}" "$@" --output.run="$run" \
+    "--cluster.scheduler=tcp://$NET.2:0"
+  EP=$(ready scheduler)
+  for i in 0 1; do
+    start server$i ip netns exec "$A" "$BIN/ordo-server" "${common[@]}" "$@" --output.run="$run" \
+      "--cluster.scheduler=$EP" --cluster.rank=$i "--cluster.host=$NET.1"
+    start worker$i ip netns exec "$A" "$BIN/ordo-worker" "${common[@]}" "$@" --output.run="$run" \
+      "--cluster.scheduler=$EP" --cluster.rank=$i "--cluster.host=$NET.1"
+  done
+}
+sched_on_b schedshort --fault.scheduler=restart
+wait_iters schedshort 200
+cut_link; sleep 1; heal_link
+ended worker0 worker1 server0 server1 scheduler
+grep -q "is dead\|silent for" "$T"/{scheduler,server0,server1,worker0,worker1}.log &&
+  fail "a 1 s cut of the scheduler's host was taken for a death: $(grep -h "is dead\|silent for" "$T"/*.log | head -2)"
+exact schedshort worker0 worker1
+ok "the scheduler's host cut for 1 s (timeout 3 s): nobody found silent, every value and the hash as fault-free"
+for n in worker0 worker1 server0 server1 scheduler; do mv "$T/$n.log" "$T/schedshort-$n.log"; done
+
+# longer than the timeout: the members find the scheduler silent and train on; the scheduler
+# hears none of them and takes itself as the one cut off (nobody declared dead); once the
+# link is back the members register again with it and the run ends as fault-free
+sched_on_b schedlong --fault.scheduler=restart
+wait_iters schedlong 200
+cut_link; sleep 5; heal_link
+ended worker0 worker1 server0 server1 scheduler
+grep -q "every member has been silent for [0-9]* ms: this scheduler takes itself as the one cut off" \
+  "$T/scheduler.log" || fail "the cut-off scheduler did not take itself as the one cut off"
+back=$(grep -c "found this scheduler silent and registered again: welcomed back" "$T/scheduler.log")
+[ "$back" = 4 ] || fail "$back of the 4 members registered again with the scheduler after the cut"
+grep -q "is dead" "$T/scheduler.log" && fail "a member was declared dead behind the scheduler's cut"
+exact schedlong worker0 worker1
+[ "$(wc -l < "$T/schedlong/metrics.jsonl")" = $((2 * ITERS)) ] || fail "metrics.jsonl lacks records after the cut"
+ok "the scheduler's host cut for 5 s (timeout 3 s): it declared nobody dead, the 4 members registered again with it once the link was back, every value and the hash as fault-free"
+echo "5 passed, 0 failed"
