@@ -38,6 +38,20 @@
 #                     replacement that joins (ordo-server --join), and the next fault waits
 #                     for it; a server's recovery is from the SIGKILL to the next iteration
 #                     every worker finished (summary.json "promotions")
+#   --sched-kills K   a third run per trainer, NAME-sched, under fault.scheduler = restart
+#                     (and fault.worker = abort, which it needs): K scheduler SIGKILLs
+#                     (scripts/ordo-launch starts a new scheduler at the address), with the
+#                     --pauses, --disk-full and (--kill-servers) as many server kills as
+#                     scheduler kills; a scheduler kill's recovery is from the SIGKILL to the
+#                     next iteration every worker finished (metrics.jsonl, the workers'
+#                     clock), and its rebuild from the SIGKILL to the new scheduler's
+#                     "cluster complete" (the next fault waits for it)
+#   --partitions      (root, synthetic and mlp) two runs per trainer with the scheduler alone
+#                     on a network namespace of its own, its link cut (ip link set down) once
+#                     for a third of fault.timeout_ms (NAME-cut-short: nobody may be found
+#                     dead) and once for 2.5 times it (NAME-cut-long: the members register
+#                     again with it once the link is back); recovery: from the link's return
+#                     to the last member welcomed back
 #   --servers S --workers W   (default 2 and 3)
 #   --iterations N    per run (default: synthetic 6000, mlp 3000, torch 600)
 #   --timeout-ms T    fault.timeout_ms (default 2000; heartbeats every T/10)
@@ -55,6 +69,8 @@ long_pauses=0
 disk_full=0
 joins=0
 kill_servers=0
+sched_kills=0
+partitions=0
 servers=2
 workers=3
 iterations=""
@@ -65,7 +81,7 @@ out=""
 bin="$here/build/bin"
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,61p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --trainers) trainers=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --kills) kills=$2; shift 2 ;;
@@ -74,6 +90,8 @@ while [ $# -gt 0 ]; do
     --long-pauses) long_pauses=$2; shift 2 ;;
     --disk-full) disk_full=$2; shift 2 ;;
     --kill-servers) kill_servers=1; shift ;;
+    --sched-kills) sched_kills=$2; shift 2 ;;
+    --partitions) partitions=1; shift ;;
     --servers) servers=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
     --iterations) iterations=$2; shift 2 ;;
@@ -85,7 +103,7 @@ while [ $# -gt 0 ]; do
     *) echo "chaos.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-for v in seed kills pauses long_pauses disk_full joins servers workers timeout_ms; do
+for v in seed kills pauses long_pauses disk_full joins sched_kills servers workers timeout_ms; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "chaos.sh: --${v//_/-} takes a number, not '${!v}'" >&2; exit 2; }
 done
 [ -n "$out" ] || out="runs/chaos-$(date +%Y%m%d-%H%M%S)"
@@ -240,6 +258,148 @@ faultfree() {
   echo $? > "$out/$1.rc"
 }
 
+# draw N fault iterations of a run of ITERS (between 5 % and 85 %), sorted, into at[]
+draw_at() {
+  local n=$1 iters=$2 k
+  at=()
+  for ((k = 0; k < n; k++)); do at+=($(( iters * 5 / 100 + RANDOM % (iters * 80 / 100) ))); done
+  mapfile -t at < <(printf '%s\n' "${at[@]}" | sort -n)
+}
+# wait_iter DIR ITER PID: until DIR's metrics.jsonl holds ITER iterations of every worker, or
+# PID ended (status 1)
+wait_iter() {
+  while kill -0 "$3" 2>/dev/null; do
+    local lines=0
+    [ -f "$1/metrics.jsonl" ] && lines=$(wc -l < "$1/metrics.jsonl")
+    [ $((lines / workers)) -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+mono_ns() { python3 -c 'import time; print(time.monotonic_ns())'; }
+
+# sched_chaos NAME ITERS: the run under fault.scheduler = restart (fault.worker = abort):
+# scheduler SIGKILLs, pauses, full disks and (--kill-servers) server SIGKILLs, in a seeded
+# order; appends its faults to faults.raw
+sched_chaos() {
+  local name=$1 iters=$2
+  local dir="$runs_dir/$name" pids="$out/$name.pids"
+  rm -f "$pids"
+  "$here/scripts/ordo-launch" "$conf" --bin "$bin" --pids "$pids" "${common[@]}" "${wcmd[@]/RUN/$name}" \
+    --output.run="$name" --fault.scheduler=restart --fault.worker=abort \
+    --fault.restarts=$((sched_kills + 1)) > "$out/$name.log" 2>&1 &
+  local launcher=$! k i sk=0
+  [ $kill_servers = 1 ] && sk=$sched_kills
+  RANDOM=$((seed + 7))
+  local n=$((sched_kills + sk + pauses + disk_full)) kind=()
+  for ((k = 0; k < n; k++)); do
+    if [ $k -lt $sched_kills ]; then kind+=(schedkill)
+    elif [ $k -lt $((sched_kills + sk)) ]; then kind+=(serverkill)
+    elif [ $k -lt $((sched_kills + sk + pauses)) ]; then kind+=(pause); else kind+=(diskfull); fi
+  done
+  for ((k = n - 1; k > 0; k--)); do
+    i=$((RANDOM % (k + 1))); local t=${kind[$k]}; kind[$k]=${kind[$i]}; kind[$i]=$t
+  done
+  draw_at $n "$iters"
+  for ((k = 0; k < n; k++)); do
+    wait_iter "$dir" "${at[$k]}" $launcher || break
+    local iter=$(( $(wc -l < "$dir/metrics.jsonl") / workers )) t0 pid before mono deadline
+    case ${kind[$k]} in
+      schedkill) # the launcher starts a new scheduler; the next fault waits for its rebuild
+        pid=$(awk '$1=="scheduler" {p=$2} END {print p}' "$pids")
+        before=$(grep -c "cluster complete: every member registered again" "$out/$name.log")
+        mono=$(mono_ns); t0=$(now_s)
+        kill -KILL "$pid" 2>/dev/null || continue
+        echo "$name,schedkill,scheduler,0,$iter,$t0,$before,$mono" >> "$out/faults.raw"
+        deadline=$(( $(date +%s) + 4 * timeout_ms / 1000 + 30 ))
+        while kill -0 $launcher 2>/dev/null && [ "$(date +%s)" -lt $deadline ]; do
+          [ "$(grep -c "cluster complete: every member registered again" "$out/$name.log")" -gt "$before" ] && break
+          sleep 0.05
+        done ;;
+      serverkill) # the backups take over; a replacement joins (the next fault waits for it)
+        local rank=$((RANDOM % servers))
+        pid=$(awk -v n="$rank" '$1=="server" && $2==n {p=$3} END {print p}' "$pids")
+        before=$(grep -c "joined in place of the dead server" "$out/$name.log")
+        t0=$(now_s)
+        kill -KILL "$pid" 2>/dev/null || continue
+        echo "$name,kill,server,$rank,$iter,$t0,$before" >> "$out/faults.raw"
+        deadline=$(( $(date +%s) + 4 * timeout_ms / 1000 + 30 ))
+        while kill -0 $launcher 2>/dev/null && [ "$(date +%s)" -lt $deadline ]; do
+          [ "$(grep -c "joined in place of the dead server" "$out/$name.log")" -gt "$before" ] && break
+          sleep 0.05
+        done ;;
+      pause) # a worker or a server, below half the timeout
+        local role=worker rank ms=$(( timeout_ms / 10 + RANDOM % (timeout_ms * 4 / 10) ))
+        [ $((RANDOM % 2)) = 0 ] && role=server
+        if [ $role = server ]; then rank=$((RANDOM % servers)); else rank=$((RANDOM % workers)); fi
+        pid=$(awk -v r="$role" -v n="$rank" '$1==r && $2==n {p=$3} END {print p}' "$pids")
+        t0=$(now_s)
+        kill -STOP "$pid" 2>/dev/null || continue
+        sleep "$(awk -v m=$ms 'BEGIN{printf "%.3f", m/1000}')"
+        kill -CONT "$pid" 2>/dev/null
+        echo "$name,pause,$role,$rank,$iter,$t0,$ms" >> "$out/faults.raw" ;;
+      diskfull)
+        local ms=$(( 1000 + RANDOM % 2000 ))
+        t0=$(now_s)
+        dd if=/dev/zero of="$runs_dir/filler" bs=64k 2> /dev/null
+        sleep "$(awk -v m=$ms 'BEGIN{printf "%.3f", m/1000}')"
+        rm -f "$runs_dir/filler"
+        echo "$name,diskfull,disk,-1,$iter,$t0,$ms" >> "$out/faults.raw" ;;
+    esac
+  done
+  wait $launcher
+  echo $? > "$out/$name.rc"
+}
+
+# cut_run NAME ITERS MS: the scheduler alone on a network namespace (host B), the servers and
+# workers on another (A), B's end of the link cut (ip link set down) for MS ms once at a drawn
+# iteration; every process's output in NAME-ROLE.log, all of it in NAME.log
+cut_run() {
+  local name=$1 iters=$2 ms=$3 i ep
+  local A=ordo-chaos-$$-a B=ordo-chaos-$$-b VA=och$$a VB=och$$b NET=10.213.72
+  local dir="$runs_dir/$name" names=() cpids=()
+  ip netns add $A && ip netns add $B && ip link add $VA type veth peer name $VB &&
+    ip link set $VA netns $A && ip link set $VB netns $B &&
+    ip -n $A addr add $NET.1/24 dev $VA && ip -n $B addr add $NET.2/24 dev $VB &&
+    ip -n $A link set lo up && ip -n $B link set lo up && ip -n $A link set $VA up &&
+    ip -n $B link set $VB up || {
+    echo "chaos.sh: --partitions needs network namespaces (root): $name left out" >&2
+    ip netns del $A 2>/dev/null; ip netns del $B 2>/dev/null; return; }
+  ip netns exec $B "$bin/ordo-scheduler" -c "$conf" "${common[@]}" --output.run="$name" \
+    --fault.scheduler=restart "--cluster.scheduler=tcp://$NET.2:0" > "$out/$name-scheduler.log" 2>&1 &
+  names+=(scheduler); cpids+=($!)
+  for _ in $(seq 1 1200); do grep -q '^READY ' "$out/$name-scheduler.log" && break; sleep 0.05; done
+  ep=$(sed -n 's/^READY //p' "$out/$name-scheduler.log" | head -1)
+  for ((i = 0; i < servers; i++)); do
+    ip netns exec $A "$bin/ordo-server" -c "$conf" "${common[@]}" --output.run="$name" \
+      --fault.scheduler=restart "--cluster.scheduler=$ep" --cluster.rank=$i "--cluster.host=$NET.1" \
+      > "$out/$name-server$i.log" 2>&1 &
+    names+=(server$i); cpids+=($!)
+  done
+  for ((i = 0; i < workers; i++)); do
+    ip netns exec $A "$bin/ordo-worker" -c "$conf" "${common[@]}" --output.run="$name" \
+      --fault.scheduler=restart "--cluster.scheduler=$ep" --cluster.rank=$i "--cluster.host=$NET.1" \
+      > "$out/$name-worker$i.log" 2>&1 &
+    names+=(worker$i); cpids+=($!)
+  done
+  RANDOM=$((seed + 11))
+  draw_at 1 "$iters"
+  if wait_iter "$dir" "${at[0]}" "${cpids[0]}"; then
+    local iter=$(( $(wc -l < "$dir/metrics.jsonl") / workers )) t0 t1
+    t0=$(now_s)
+    ip -n $B link set $VB down
+    sleep "$(awk -v m=$ms 'BEGIN{printf "%.3f", m/1000}')"
+    ip -n $B link set $VB up
+    t1=$(now_s)
+    echo "$name,cut,scheduler,0,$iter,$t0,$ms,$t1" >> "$out/faults.raw"
+  fi
+  local rc=0 st
+  for i in "${!cpids[@]}"; do wait "${cpids[$i]}"; st=$?; [ $st = 0 ] || rc=$st; done
+  echo $rc > "$out/$name.rc"
+  for i in "${names[@]}"; do cat "$out/$name-$i.log"; done > "$out/$name.log"
+  ip netns del $A 2>/dev/null; ip netns del $B 2>/dev/null
+}
+
 rm -f "$out/faults.raw"
 IFS=, read -ra tlist <<<"$trainers"
 for trainer in "${tlist[@]}"; do
@@ -284,6 +444,15 @@ for trainer in "${tlist[@]}"; do
   echo "chaos.sh: $trainer: fault-free run, then $kills kills, $pauses pauses, $long_pauses long pauses, $disk_full full disks and $run_joins joins (seed $seed)" >&2
   faultfree "$trainer-faultfree"
   chaos "$trainer-chaos" "$trainer" "$iters"
+  if [ "$sched_kills" -gt 0 ]; then
+    echo "chaos.sh: $trainer: $sched_kills scheduler kills (fault.scheduler = restart)" >&2
+    sched_chaos "$trainer-sched" "$iters"
+  fi
+  if [ $partitions = 1 ] && [ "$trainer" != torch ]; then
+    echo "chaos.sh: $trainer: the scheduler's host cut for $((timeout_ms / 3)) ms and $((timeout_ms * 5 / 2)) ms" >&2
+    cut_run "$trainer-cut-short" "$iters" $((timeout_ms / 3))
+    cut_run "$trainer-cut-long" "$iters" $((timeout_ms * 5 / 2))
+  fi
 done
 
 # the PyTorch runs' final parameters against the fault-free run's (the venv's torch)
@@ -297,9 +466,10 @@ EOF
 fi
 
 # the mlp's final parameters (params.bin) against the fault-free run's: the largest absolute
-# difference
-if [ -f "$runs_dir/mlp-chaos/params.bin" ] && [ -f "$runs_dir/mlp-faultfree/params.bin" ]; then
-  python3 - "$runs_dir/mlp-faultfree/params.bin" "$runs_dir/mlp-chaos/params.bin" > "$out/mlp-params.txt" <<'EOF'
+# difference, for each run with faults
+for run in mlp-chaos mlp-sched mlp-cut-short mlp-cut-long; do
+  [ -f "$runs_dir/$run/params.bin" ] && [ -f "$runs_dir/mlp-faultfree/params.bin" ] || continue
+  python3 - "$runs_dir/mlp-faultfree/params.bin" "$runs_dir/$run/params.bin" > "$out/$run-params.txt" <<'EOF'
 import struct, sys
 def values(p):
     b = open(p, "rb").read()
@@ -314,17 +484,19 @@ def values(p):
 a, b = values(sys.argv[1]), values(sys.argv[2])
 print(max(abs(x - y) for x, y in zip(a, b)))
 EOF
-fi
+done
 
 python3 - "$out" "$runs_dir" "$timeout_ms" "$max_drop" "${tlist[@]}" <<'EOF'
-import csv, json, os, re, statistics, sys
+import csv, datetime, json, os, re, statistics, sys
 out, runs, timeout_ms, max_drop = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 trainers = sys.argv[5:]
 faults = []
 if os.path.exists(f"{out}/faults.raw"):
     for row in csv.reader(open(f"{out}/faults.raw")):
         faults.append(dict(run=row[0], kind=row[1], role=row[2], rank=int(row[3]),
-                           iter=int(row[4]), t=float(row[5]), extra=int(row[6])))
+                           iter=int(row[4]), t=float(row[5]), extra=int(row[6]),
+                           more=int(float(row[7])) if len(row) > 7 and row[1] == "schedkill"
+                           else float(row[7]) if len(row) > 7 else None))
 def events(run):
     p = f"{runs}/{run}/membership.jsonl"
     return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
@@ -337,18 +509,43 @@ def rc_of(run):
 def summary(run):
     p = f"{runs}/{run}/summary.json"
     return json.load(open(p)) if os.path.exists(p) else {}
+def metrics(run):
+    p = f"{runs}/{run}/metrics.jsonl"
+    return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
+def logged_at(line, near):
+    """the wall time of a log line's HH:MM:SS.mmm, on the day of the time `near`"""
+    m = re.search(r"(\d\d):(\d\d):(\d\d\.\d+) ", line)
+    if not m:
+        return None
+    day = datetime.datetime.fromtimestamp(near).replace(hour=0, minute=0, second=0, microsecond=0)
+    t = day.timestamp() + int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
+    return t - 86400 if t - near > 43200 else t + 86400 if near - t > 43200 else t
+def next_iteration_ms(run, mono_ns):
+    """from mono_ns (the workers' monotonic clock) to the first time every worker had finished
+    an iteration after it"""
+    firsts = {}
+    for d in metrics(run):
+        if d.get("t_end_ns", 0) > mono_ns:
+            w = d["worker"]
+            firsts[w] = min(firsts.get(w, d["t_end_ns"]), d["t_end_ns"])
+    workers = {d["worker"] for d in metrics(run)}
+    return round((max(firsts.values()) - mono_ns) / 1e6, 1) if workers and set(firsts) == workers else ""
 rows, bad = [], []
 with open(f"{out}/faults.csv", "w", newline="") as f:
     w = csv.writer(f)
-    w.writerow(["run", "fault", "role", "rank", "iteration", "pause_ms", "recovery_ms"])
+    w.writerow(["run", "fault", "role", "rank", "iteration", "pause_ms", "recovery_ms", "rebuilt_ms"])
     for t in trainers:
-        run = f"{t}-chaos"
-        ev = events(run)
-        rec, joins_ms = [], []
+      for kind_of_run in ("chaos", "sched", "cut-short", "cut-long"):
+        run = f"{t}-{kind_of_run}"
+        if rc_of(run) is None:
+            continue
+        ev, lg = events(run), log_of(run)
+        rec, rebuilt, joins_ms = [], [], []
+        built = re.findall(r".*cluster complete: every member registered again.*", lg)
         for x in faults:
             if x["run"] != run:
                 continue
-            r = ""
+            r, b = "", ""
             if x["kind"] in ("kill", "longpause") and x["role"] == "worker":
                 back = [e for e in ev if e["event"] == "recovered" and e["worker"] == x["rank"]]
                 if len(back) > x["extra"]:
@@ -365,15 +562,33 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
                 if len(promos) > x["extra"] and "next_iteration_unix_ms" in promos[x["extra"]]:
                     r = round(promos[x["extra"]]["next_iteration_unix_ms"] - x["t"] * 1000, 1)
                     rec.append(r)
+            if x["kind"] == "schedkill":
+                # the next iteration every worker finished (they train on without a scheduler)
+                # and the new scheduler's rebuild (the extra-th "cluster complete" line)
+                r = next_iteration_ms(run, x["more"])
+                if r != "":
+                    rec.append(r)
+                if len(built) > x["extra"]:
+                    at = logged_at(built[x["extra"]], x["t"])
+                    if at is not None:
+                        b = round((at - x["t"]) * 1000, 1)
+                        rebuilt.append(b)
+            if x["kind"] == "cut" and x["more"] is not None:
+                # a long cut: from the link's return to the last member welcomed back
+                back = [logged_at(l, x["more"]) for l in
+                        re.findall(r".*registered again: welcomed back.*", lg)]
+                back = [a for a in back if a is not None and a >= x["t"]]
+                if back:
+                    r = round((max(back) - x["more"]) * 1000, 1)
+                    rec.append(r)
             w.writerow([run, x["kind"], x["role"], x["rank"], x["iter"],
-                        x["extra"] if x["kind"] in ("pause", "diskfull") else "", r])
-        kills = sum(1 for x in faults if x["run"] == run and x["kind"] == "kill")
-        pauses = sum(1 for x in faults if x["run"] == run and x["kind"] == "pause")
-        joins = sum(1 for x in faults if x["run"] == run and x["kind"] == "join")
-        long_pauses = sum(1 for x in faults if x["run"] == run and x["kind"] == "longpause")
-        disks = sum(1 for x in faults if x["run"] == run and x["kind"] == "diskfull")
-        disk_errors = len(re.findall(r"ERROR checkpoint after \d+ updates: cannot write", log_of(run)))
-        lg = log_of(run)
+                        x["extra"] if x["kind"] in ("pause", "diskfull", "cut") else "", r, b])
+        mine = [x for x in faults if x["run"] == run]
+        count = lambda k: sum(1 for x in mine if x["kind"] == k)
+        kills, pauses, joins = count("kill"), count("pause"), count("join")
+        long_pauses, disks, sched_kills, cuts = count("longpause"), count("diskfull"), count("schedkill"), count("cut")
+        disk_errors = len(re.findall(r"ERROR checkpoint after \d+ updates: cannot write", lg))
+        deaths = len(re.findall(r"is dead: no heartbeat", lg))
         wrong = sum(int(m) for m in re.findall(r"pulled values checked.*?, (\d+) wrong", lg))
         acc = summary(run).get("test_accuracy")
         acc0 = summary(f"{t}-faultfree").get("test_accuracy")
@@ -383,12 +598,13 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
                 m = re.findall(r"test accuracy ([0-9.]+)%", log_of(r))
                 return float(m[-1]) / 100 if m else None
             acc, acc0 = printed(run), printed(f"{t}-faultfree")
-            if os.path.exists(f"{out}/torch-params.txt"):
+            if os.path.exists(f"{out}/torch-params.txt") and kind_of_run == "chaos":
                 params_diff = float(open(f"{out}/torch-params.txt").read())
-        if t == "mlp" and os.path.exists(f"{out}/mlp-params.txt"):
-            params_diff = float(open(f"{out}/mlp-params.txt").read())
+        if t == "mlp" and os.path.exists(f"{out}/{run}-params.txt"):
+            params_diff = float(open(f"{out}/{run}-params.txt").read())
         mem = summary(run).get("membership", {})
-        row = dict(trainer=t, kills=kills, pauses=pauses, long_pauses=long_pauses,
+        row = dict(run=run, kills=kills, pauses=pauses, long_pauses=long_pauses,
+                   sched_kills=sched_kills, scheduler_cuts=cuts, deaths_logged=deaths,
                    disk_full=disks, failed_checkpoints=disk_errors, joins=joins,
                    joined=len(joins_ms), join_median_ms=round(statistics.median(joins_ms), 1)
                    if joins_ms else "", exit=rc_of(run),
@@ -396,37 +612,47 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
                    recovered=len(rec),
                    recovery_median_ms=round(statistics.median(rec), 1) if rec else "",
                    recovery_worst_ms=max(rec) if rec else "",
+                   rebuilt_median_ms=round(statistics.median(rebuilt), 1) if rebuilt else "",
+                   rebuilt_worst_ms=max(rebuilt) if rebuilt else "",
                    wrong_values=wrong if t == "synthetic" else "",
                    accuracy=acc if acc is not None else "",
                    accuracy_faultfree=acc0 if acc0 is not None else "",
                    params_max_rel_diff=params_diff)
         rows.append(row)
         if row["exit"] != 0 or row["exit_faultfree"] != 0:
-            bad.append(f"{t}: exit {row['exit']} (fault-free {row['exit_faultfree']})")
+            bad.append(f"{run}: exit {row['exit']} (fault-free {row['exit_faultfree']})")
         if t == "synthetic" and (wrong or "pulled values checked" not in lg):
-            bad.append(f"synthetic: {wrong} wrong values")
-        if len(rec) != sum(1 for x in faults if x["run"] == run and x["kind"] in ("kill", "longpause")):
-            bad.append(f"{t}: {len(rec)} of the killed processes recovered (a worker back, or a "
-                       "server's slices served again)")
+            bad.append(f"{run}: {wrong} wrong values")
+        want = sum(1 for x in mine if x["kind"] in ("kill", "longpause", "schedkill")
+                   or (x["kind"] == "cut" and kind_of_run == "cut-long"))
+        if len(rec) != want:
+            bad.append(f"{run}: {len(rec)} of the {want} faults recovered from (a worker back, a "
+                       "server's slices served again, every worker past the scheduler's death, "
+                       "the members back with a cut-off scheduler)")
+        if len(rebuilt) != sched_kills:
+            bad.append(f"{run}: {len(rebuilt)} of {sched_kills} killed schedulers rebuilt the run")
+        if kind_of_run == "cut-short" and deaths:
+            bad.append(f"{run}: a cut shorter than the timeout was taken for {deaths} deaths")
         if len(joins_ms) != joins:
-            bad.append(f"{t}: {len(joins_ms)} of {joins} added workers joined")
+            bad.append(f"{run}: {len(joins_ms)} of {joins} added workers joined")
         if t in ("mlp", "torch") and (acc is None or acc0 is None or (acc0 - acc) * 100 > max_drop):
-            bad.append(f"{t}: accuracy {acc} against {acc0} fault-free")
+            bad.append(f"{run}: accuracy {acc} against {acc0} fault-free")
 with open(f"{out}/chaos.csv", "w", newline="") as f:
-    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["trainer"])
+    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["run"])
     w.writeheader()
     w.writerows(rows)
-print(f"| trainer | kills | pauses | long pauses | full disks (failed checkpoints) | joins | exit | recovery median (ms) | recovery worst (ms) | join median (ms) | wrong values | accuracy (fault-free) | params vs fault-free |")
-print(f"|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print(f"| run | kills | pauses | long pauses | scheduler kills | scheduler cuts | full disks (failed checkpoints) | joins | exit | deaths logged | recovery median (ms) | recovery worst (ms) | scheduler rebuilt, median (ms) | join median (ms) | wrong values | accuracy (fault-free) | params vs fault-free |")
+print(f"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     acc = (f"{100 * r['accuracy']:.2f} % ({100 * r['accuracy_faultfree']:.2f} %)"
            if r["accuracy"] != "" and r["accuracy_faultfree"] != "" else "")
-    print(f"| {r['trainer']} | {r['kills']} | {r['pauses']} | {r['long_pauses']} | "
-          f"{r['disk_full']} ({r['failed_checkpoints']}) | {r['joined']}/{r['joins']} | {r['exit']} | "
-          f"{r['recovery_median_ms']} | {r['recovery_worst_ms']} | {r['join_median_ms']} | "
-          f"{r['wrong_values']} | {acc} | "
+    print(f"| {r['run']} | {r['kills']} | {r['pauses']} | {r['long_pauses']} | {r['sched_kills']} | "
+          f"{r['scheduler_cuts']} | {r['disk_full']} ({r['failed_checkpoints']}) | "
+          f"{r['joined']}/{r['joins']} | {r['exit']} | {r['deaths_logged']} | "
+          f"{r['recovery_median_ms']} | {r['recovery_worst_ms']} | {r['rebuilt_median_ms']} | "
+          f"{r['join_median_ms']} | {r['wrong_values']} | {acc} | "
           f"{'' if r['params_max_rel_diff'] == '' else format(r['params_max_rel_diff'], '.1e')} |")
-print(f"(fault.timeout_ms {timeout_ms}; recovery: from the SIGKILL (a long pause: the SIGSTOP) to the restarted worker's first finished iteration, or for a server to the next iteration every worker finished; params: the largest relative (torch) or absolute (mlp) difference of the final parameters; {out}/faults.csv)")
+print(f"(fault.timeout_ms {timeout_ms}; recovery: from the SIGKILL (a long pause: the SIGSTOP) to the restarted worker's first finished iteration, for a server to the next iteration every worker finished, for the scheduler to the next iteration every worker finished after its death, for a long cut of the scheduler's link from its return to the last member welcomed back; scheduler rebuilt: from its SIGKILL to the new scheduler's rebuild; params: the largest relative (torch) or absolute (mlp) difference of the final parameters; {out}/faults.csv)")
 for b in bad:
     print("FAILED:", b)
 sys.exit(1 if bad else 0)
