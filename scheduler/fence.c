@@ -5,7 +5,8 @@
  * later is answered with ABORT saying why (the process stops, and none of its STATS, barriers
  * or aborts count), and the servers are told (MEMBERS "fenced") so they refuse its pushes and
  * pulls from then on (server/fence.h). Every membership change starts a new generation,
- * written in membership.jsonl. */
+ * written in membership.jsonl: one counter with the scheduler's (restart.c), so a member
+ * that obeys generation G knows of every change up to G. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,6 @@ typedef struct {
 struct ordo__sched_fence {
     fenced_t f[MAX_FENCED];
     int n, next;
-    int64_t generation;
 };
 
 void ordo__sched_fence_destroy(sched_t *s)
@@ -41,8 +41,9 @@ void ordo__sched_fence_destroy(sched_t *s)
 
 int64_t ordo__sched_generation_next(sched_t *s)
 {
-    if (!s->fence && !(s->fence = calloc(1, sizeof *s->fence))) return -1;
-    return ++s->fence->generation;
+    s->generation++;
+    ordo__sched_restart_save(s); /* a new scheduler goes on after it (restart.c) */
+    return s->generation;
 }
 
 /* tell the live servers that worker rank's process with heartbeat id beat is fenced */

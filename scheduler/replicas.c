@@ -26,7 +26,7 @@ typedef struct {
 
 struct ordo__replicas {
     int64_t max_iter; /* the newest iteration any worker reported */
-    int64_t seq;      /* the map's changes (promotions, joins), counted on across restarts */
+    int64_t seq;      /* a restarted scheduler: the newest map's seq a member reported */
     json_t *newest;   /* a restarted scheduler: the newest map a member reported, or NULL */
     promotion_t *p;
     int n;
@@ -125,7 +125,7 @@ static void send_map(struct ordo__scheduler *s, int except, int joined, const ch
     for (int i = 0; i < s->keys->n_servers; i++)
         if (s->keys->dead[i]) json_array_append_new(dead, json_integer(i));
     json_t *o = json_pack("{s:o,s:i,s:I}", "dead", dead, "promoted", s->repl->n, "seq",
-                          (json_int_t)s->repl->seq);
+                          (json_int_t)s->generation);
     if (o && joined >= 0) json_object_set_new(o, "joined", json_pack("[i,s]", joined, endpoint));
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
@@ -159,7 +159,7 @@ int ordo__replicas_server_dead(struct ordo__scheduler *s, int member, int64_t si
                                  .dead_wall_us = ordo__clock_wall_us(),
                                  .next_iter = r->max_iter + 1};
     m->gone = true;
-    r->seq++;
+    ordo__sched_generation_next(s); /* the map's seq (send_map) */
     ORDO_WARN("%s is dead: no heartbeat for %lld ms (timeout %d ms); promoted backups for its "
               "%d slices, the run goes on", ordo__sched_member_name(m, name, sizeof name),
               (long long)silent_ms, s->conf.timeout_ms, moved);
@@ -221,7 +221,7 @@ void ordo__replicas_join(struct ordo__scheduler *s, const ordo__msg_t *m, const 
     mb->last_seen_ns = ordo__clock_ns();
     mb->gone = false;
     ordo__keys_server_joined(s->keys, mb->rank);
-    r->seq++;
+    ordo__sched_generation_next(s);
     welcome(s, mb);
     send_map(s, at, mb->rank, endpoint);
     char name[320];
@@ -329,7 +329,7 @@ int ordo__replicas_rebuild(struct ordo__scheduler *s, char *why, size_t wsz)
                                      .dead_ns = ordo__clock_ns(),
                                      .dead_wall_us = ordo__clock_wall_us(),
                                      .next_iter = r->max_iter + 1};
-        r->seq++;
+        ordo__sched_generation_next(s);
         ORDO_WARN("server %d did not register again with this scheduler: declared dead; promoted "
                   "backups for its %d slices, the run goes on", rank, moved);
     }
@@ -352,7 +352,7 @@ void ordo__replicas_resend(struct ordo__scheduler *s)
             if (srv->role != ORDO_ROLE_SERVER || srv->gone || j == i || !in_list(seen, srv->rank))
                 continue;
             json_t *o = json_pack("{s:[],s:i,s:I,s:[i,s]}", "dead", "promoted", r->n, "seq",
-                                  (json_int_t)r->seq, "joined", srv->rank, srv->endpoint);
+                                  (json_int_t)s->generation, "joined", srv->rank, srv->endpoint);
             char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
             json_decref(o);
             if (text) ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_KEYMAP, text);
@@ -365,6 +365,6 @@ void ordo__replicas_resend(struct ordo__scheduler *s)
     int dead = 0;
     for (int i = 0; i < s->keys->n_servers; i++)
         dead += s->keys->dead[i] != 0;
-    ORDO_INFO("replicas: sent every member the replica map (seq %lld, %d server%s dead)",
-              (long long)r->seq, dead, dead == 1 ? "" : "s");
+    ORDO_INFO("replicas: sent every member the replica map (generation %lld, %d server%s dead)",
+              (long long)s->generation, dead, dead == 1 ? "" : "s");
 }

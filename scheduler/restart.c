@@ -38,8 +38,9 @@ static int write_state(sched_t *s)
     if (!f) return ordo__error_set(ORDO_ERR_IO, "cannot write %s: %s", tmp, strerror(errno));
     const char *run = json_string_value(json_object_get(json_object_get(s->plan, "intra"), "run"));
     if (run) snprintf(s->intra_run, sizeof s->intra_run, "%s", run);
-    json_t *o = json_pack("{s:I,s:i,s:s,s:s}", "generation", (json_int_t)s->generation, "pid",
-                          (int)getpid(), "endpoint", s->endpoint, "intra_run", s->intra_run);
+    json_t *o = json_pack("{s:I,s:i,s:i,s:s,s:s}", "generation", (json_int_t)s->generation,
+                          "restarts", s->restarts, "pid", (int)getpid(), "endpoint", s->endpoint,
+                          "intra_run", s->intra_run);
     const char *kept[] = {"promotions", "joins"}; /* summary.json's, past a restart */
     for (int i = 0; o && i < 2; i++) {
         json_t *a = ordo__replicas_history(s, kept[i]);
@@ -56,7 +57,7 @@ static int write_state(sched_t *s)
 
 int ordo__sched_restart_open(sched_t *s)
 {
-    s->generation = 0;
+    s->generation = 1; /* the run's start; every membership change starts the next one */
     if (s->conf.fault_scheduler != ORDO_SCHED_RESTART) return 0;
     if (!s->conf.run_name[0])
         return ordo__error_set(ORDO_ERR_INVAL, "fault.scheduler = restart needs output.run: a new "
@@ -75,6 +76,8 @@ int ordo__sched_restart_open(sched_t *s)
         return ordo__error_set(ORDO_ERR_INVAL, "%s: generation is not a positive integer", path);
     }
     s->restarted = o != NULL;
+    json_t *restarts = json_object_get(o, "restarts");
+    s->restarts = o ? (json_is_integer(restarts) ? (int)json_integer_value(restarts) : 0) + 1 : 0;
     json_decref(s->prior);
     s->prior = json_incref(o);
     s->generation = o ? json_integer_value(gen) + 1 : 1;
@@ -98,7 +101,8 @@ void ordo__sched_restart_plan(sched_t *s)
     json_t *intra = json_object_get(s->plan, "intra");
     if (s->restarted && s->intra_run[0] && json_is_object(intra))
         json_object_set_new(intra, "run", json_string(s->intra_run));
-    else if (!s->restarted && s->generation > 0 && json_is_object(intra) && s->endpoint[0]) {
+    else if (!s->restarted && s->conf.fault_scheduler == ORDO_SCHED_RESTART &&
+             json_is_object(intra) && s->endpoint[0]) {
         int rc = write_state(s); /* the run id of a plan made from declarations */
         if (rc) ORDO_WARN("%s", ordo__error_text(rc));
     }
@@ -114,7 +118,7 @@ void ordo__sched_restart_save(sched_t *s)
 int ordo__sched_restart_listening(sched_t *s)
 {
     if (s->conf.fault_scheduler != ORDO_SCHED_RESTART) return 0;
-    ordo__runlog_set_section(s->log, "scheduler_restarts", json_integer(s->generation - 1));
+    ordo__runlog_set_section(s->log, "scheduler_restarts", json_integer(s->restarts));
     return write_state(s);
 }
 
@@ -167,7 +171,8 @@ static int stash(sched_t *s, ordo__msg_t *m);
 
 int ordo__sched_restart_stash(sched_t *s, ordo__msg_t *m)
 {
-    for (int i = 0; s->generation > 0 && m->hdr.type == ORDO_MSG_STATS && i < s->n_members; i++) {
+    bool restart = s->conf.fault_scheduler == ORDO_SCHED_RESTART;
+    for (int i = 0; restart && m->hdr.type == ORDO_MSG_STATS && i < s->n_members; i++) {
         member_t *mb = &s->members[i];
         if (mb->role == ORDO_ROLE_SERVER && mb->rid_len == m->rid_len &&
             !memcmp(mb->rid, m->rid, m->rid_len)) /* a server's version, due in a rebuild */
@@ -469,9 +474,7 @@ static int take_back(sched_t *s, member_t *mb, ordo__msg_t *m, json_t *o)
     if (mb->rejoin && json_equal(mb->rejoin, json_object_get(o, "rejoin")) &&
         mb->rid_len == m->rid_len && !memcmp(mb->rid, m->rid, m->rid_len))
         return 0; /* a copy the member sent again: it was welcomed back */
-    s->generation++;
-    int rc = write_state(s);
-    if (rc) ORDO_WARN("%s", ordo__error_text(rc));
+    ordo__sched_generation_next(s); /* a membership change: the member is back */
     memcpy(mb->rid, m->rid, m->rid_len);
     mb->rid_len = m->rid_len;
     json_decref(mb->rejoin);
@@ -484,7 +487,8 @@ static int take_back(sched_t *s, member_t *mb, ordo__msg_t *m, json_t *o)
     ORDO_WARN("%s found this scheduler silent and registered again: welcomed back under "
               "generation %lld", ordo__sched_member_name(mb, name, sizeof name),
               (long long)s->generation);
-    if ((rc = welcome_one(s, mb)) != 0) return rc;
+    int rc = welcome_one(s, mb);
+    if (rc) return rc;
     if (mb->role == ORDO_ROLE_WORKER) take_state(s, mb);
     return s->n_done == s->n_live ? 1 : 0;
 }

@@ -106,6 +106,7 @@ struct ordo__scheduler {
     int64_t first_rejoin_ns, last_rejoin_ns; /* when the first and the newest member came back */
     json_t *prior; /* a restarted scheduler: its predecessor's RUN/scheduler.json, or NULL */
     int64_t isolated_ns; /* when every member was found silent at once (0: some are heard) */
+    int restarts;        /* how many schedulers ran this run before this one */
     int (*rebuild_handle)(struct ordo__scheduler *, ordo__msg_t *); /* replays the stash */
     struct ordo__sched_fence *fence;     /* fenced processes and the generation (fence.c) */
 };
@@ -181,8 +182,11 @@ int ordo__sched_plan_declared(sched_t *s);
 /* ordo__sched_member_name writes m's role, rank, pid and endpoint into buf and returns it. */
 const char *ordo__sched_member_name(const member_t *m, char *buf, size_t size);
 
-/* ordo__sched_generation_next starts a new membership generation and returns its number
- * (1, 2, ...; fence.c). */
+/* ordo__sched_generation_next starts a new generation and returns its number (fence.c): every
+ * membership change does (a worker's death, restart, recovery, shrink or join; a server's
+ * promotion or join; a member back with a scheduler it found silent), and so does a
+ * scheduler's restart (restart.c: its predecessor's + 1). The run starts as generation 1;
+ * under fault.scheduler = restart the number is kept in RUN/scheduler.json at once. */
 int64_t ordo__sched_generation_next(sched_t *s);
 
 /* ordo__sched_fence fences the process of member m, a worker declared dead at iteration iter

@@ -27,7 +27,8 @@ need_fmnist() {
 }
 
 # start NAME CMD...: run in the background, output in $T/NAME.log
-start() { local name=$1; shift; "$@" > "$T/$name.log" 2>&1 & PID[$name]=$!; }
+# (the old log of that name goes first: `ready` must not read a READY line of the last one)
+start() { local name=$1; shift; : > "$T/$name.log"; "$@" > "$T/$name.log" 2>&1 & PID[$name]=$!; }
 
 # ready NAME: wait (up to 60 s: a loaded machine, a sanitizer build) for the READY line and
 # print its endpoint
