@@ -70,6 +70,8 @@ for run in kill server-down server-rebuild server-after server-before; do
     kill -KILL "${PID[server1]}"
     wait "${PID[server1]}" 2>/dev/null
     wait_log scheduler "server 1 (pid .*) is dead: no heartbeat"
+    # the promotion's record on disk (fsynced: slow on a loaded machine) before the kill
+    for _ in $(seq 1 600); do grep -q '"promotions"' "$T/$run/scheduler.json" 2>/dev/null && break; sleep 0.05; done
     wait_lines $run $((iters / 2 + 20))
   fi
   kill -KILL "${PID[scheduler]}"
