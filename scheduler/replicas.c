@@ -26,8 +26,6 @@ typedef struct {
 
 struct ordo__replicas {
     int64_t max_iter; /* the newest iteration any worker reported */
-    int64_t seq;      /* a restarted scheduler: the newest map's seq a member reported */
-    json_t *newest;   /* a restarted scheduler: the newest map a member reported, or NULL */
     promotion_t *p;
     int n;
     json_t *joins; /* [{server, pid, iteration, unix_ms}]: replacements that joined */
@@ -57,7 +55,6 @@ void ordo__replicas_destroy(ordo__replicas_t **rp)
     json_decref(r->joins);
     json_decref(r->promotions);
     json_decref(r->all_joins);
-    json_decref(r->newest);
     free(r);
     *rp = NULL;
 }
@@ -258,13 +255,12 @@ void ordo__replicas_on_stats(struct ordo__scheduler *s, int worker, int64_t iter
 
 void ordo__replicas_rejoin_map(struct ordo__scheduler *s, const json_t *map)
 {
-    ordo__replicas_t *r = s->repl;
     json_t *seq = json_object_get(map, "seq");
-    if (!r || !json_is_object(map) || !json_is_integer(seq)) return;
-    if (r->newest && json_integer_value(seq) <= r->seq) return;
-    json_decref(r->newest);
-    r->newest = json_deep_copy(map);
-    r->seq = json_integer_value(seq);
+    if (s->conf.replicas <= 1 || !json_is_object(map) || !json_is_integer(seq)) return;
+    if (s->rejoin_map && json_integer_value(seq) <= s->rejoin_seq) return;
+    json_decref(s->rejoin_map);
+    s->rejoin_map = json_deep_copy(map);
+    s->rejoin_seq = json_integer_value(seq);
 }
 
 /* in_list: whether rank is in the JSON array list */
@@ -277,14 +273,14 @@ static bool in_list(const json_t *list, int rank)
 
 bool ordo__replicas_listed_dead(const struct ordo__scheduler *s, int rank)
 {
-    return s->repl && in_list(json_object_get(s->repl->newest, "dead"), rank);
+    return in_list(json_object_get(s->rejoin_map, "dead"), rank);
 }
 
 int ordo__replicas_rebuild(struct ordo__scheduler *s, char *why, size_t wsz)
 {
     ordo__replicas_t *r = s->repl;
     if (!r) return 0;
-    int rc = r->newest ? ordo__keys_take_map(s->keys, r->newest) : 0;
+    int rc = s->rejoin_map ? ordo__keys_take_map(s->keys, s->rejoin_map) : 0;
     if (rc) {
         snprintf(why, wsz, "map: the members' replica map does not fit this scheduler's key "
                  "map: %s", ordo__error_text(rc));

@@ -53,7 +53,8 @@ void ordo__replicas_on_stats(struct ordo__scheduler *s, int worker, int64_t iter
 json_t *ordo__replicas_history(const struct ordo__scheduler *s, const char *which);
 
 /* ordo__replicas_rejoin_map notes the replica map ({"seq", "dead", "primary"}) of a member
- * registering with a restarted scheduler; the one with the newest seq is the run's. */
+ * registering with a restarted scheduler; the one with the newest seq is the run's (kept in
+ * the scheduler: with declared tensors the key map is made only once all are back). */
 void ordo__replicas_rejoin_map(struct ordo__scheduler *s, const json_t *map);
 
 /* ordo__replicas_listed_dead tells whether the newest map the members reported lists server

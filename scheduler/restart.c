@@ -131,6 +131,8 @@ void ordo__sched_restart_close(sched_t *s, bool ended)
     }
     json_decref(s->prior);
     s->prior = NULL;
+    json_decref(s->rejoin_map);
+    s->rejoin_map = NULL;
     for (int i = 0; i < s->n_stash; i++)
         ordo__msg_close(&s->stash[i]);
     free(s->stash);
@@ -633,7 +635,7 @@ static int silent_servers(sched_t *s)
 
 int ordo__sched_restart_tick(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
 {
-    if (!s->restarted || s->welcomed || !s->repl || s->cannot_rebuild[0]) return 0;
+    if (!s->restarted || s->welcomed || s->conf.replicas <= 1 || s->cannot_rebuild[0]) return 0;
     int rc = silent_servers(s);
     if (rc || s->welcomed || s->rebuild_handle) return rc;
     if (!s->first_rejoin_ns || s->n_workers < s->conf.workers || s->n_servers == 0) return 0;

@@ -107,6 +107,9 @@ struct ordo__scheduler {
     json_t *prior; /* a restarted scheduler: its predecessor's RUN/scheduler.json, or NULL */
     int64_t isolated_ns; /* when every member was found silent at once (0: some are heard) */
     int restarts;        /* how many schedulers ran this run before this one */
+    json_t *rejoin_map;  /* [fault] replicas: the newest replica map a member registered
+                          * again with (scheduler/replicas.h), or NULL */
+    int64_t rejoin_seq;  /* its seq */
     int (*rebuild_handle)(struct ordo__scheduler *, ordo__msg_t *); /* replays the stash */
     struct ordo__sched_fence *fence;     /* fenced processes and the generation (fence.c) */
 };

@@ -9,7 +9,10 @@
 # batches 200 in all, scheduler_restarts 1. Then a second run kills the scheduler twice.
 # SYNC=bsp BACKUP=1 (integration.sched_restart_backup): backup workers, whose end is an
 # iteration: the samples handed out past the end (summary.json counts them) are the only ones
-# read twice, and no sample of the two epochs is lost.
+# read twice, and no sample of the two epochs is lost. REPLICAS=2
+# (integration.sched_restart_batches_replicas): each slice on both servers, and in the first
+# run server 1 is SIGKILLed with the scheduler: the new scheduler (its key map made from the
+# workers' declarations once they are back) declares it dead and promotes its backups.
 source "$(dirname "$0")/lib.sh"
 root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=$(cd "$BIN/.." && pwd)
@@ -26,6 +29,7 @@ trainer = declared
 mode = ${SYNC:-asp}
 backup = ${BACKUP:-0}
 [fault]
+replicas = ${REPLICAS:-1}
 scheduler = restart
 timeout_ms = 1000
 timeout_max_ms = 1000
@@ -44,7 +48,7 @@ wait_read() {
 }
 # restart_scheduler RUN: SIGKILL the scheduler and start a new one at its address
 restart_scheduler() {
-  kill -KILL "${PID[scheduler]}"
+  kill -KILL "${PID[scheduler]}" 2>/dev/null # (killed already when server 1 went with it)
   wait "${PID[scheduler]}" 2>/dev/null
   mv "$T/scheduler.log" "$T/scheduler-old-$2.log"
   start scheduler "$BIN/ordo-scheduler" -c "$T/conf.ini" --output.run="$1" --cluster.scheduler="$ep"
@@ -61,6 +65,11 @@ for run in kill kill2; do
     start worker$i "$T/batch_reader" "$T/conf.ini" "$T/read-$i.txt" output.run=$run cluster.scheduler="$ep"
   done
   wait_read 700 # in epoch 0, asked for by number
+  if [ "${REPLICAS:-1}" -gt 1 ] && [ $run = kill ]; then
+    # server 1 as well, while no scheduler runs: the new one declares it dead
+    kill -KILL "${PID[scheduler]}" "${PID[server1]}"
+    wait "${PID[server1]}" 2>/dev/null
+  fi
   restart_scheduler $run 1
   if [ $run = kill2 ]; then
     wait_log() { for _ in $(seq 1 1200); do grep -q "$1" "$T/scheduler.log" && return; sleep 0.05; done; fail "no '$1'"; }
@@ -68,7 +77,9 @@ for run in kill kill2; do
     wait_read 1400 # in epoch 1, asked for ahead
     restart_scheduler $run 2
   fi
-  for n in scheduler server0 server1 worker0 worker1; do
+  alive=(scheduler server0 server1 worker0 worker1)
+  [ "${REPLICAS:-1}" -gt 1 ] && [ $run = kill ] && alive=(scheduler server0 worker0 worker1)
+  for n in "${alive[@]}"; do
     finish $n 150
     [ "$st" = 0 ] || fail "$run: $n ended with '$st', expected 0: $(tail -n 3 "$T/$n.log")"
   done
@@ -104,7 +115,12 @@ print(f"{run}: {2000 + extra} samples ({extra} past the end), each of the 2 epoc
 PY
   grep -q "batch service rebuilt from the workers' leases" "$T/scheduler.log" ||
     fail "$run: the new scheduler did not rebuild the batch service"
-  ok "$run: the scheduler killed $([ $run = kill ] && echo once || echo "twice (in epoch 0 and in epoch 1)") while 2 workers read 2 epochs from the batch service: every sample read exactly once per epoch"
+  if [ "${REPLICAS:-1}" -gt 1 ] && [ $run = kill ]; then
+    grep -q "server 1 did not register again with this scheduler: declared dead" \
+      "$T/scheduler-old-1.log" "$T/scheduler.log" || fail "$run: server 1 was not declared dead"
+  fi
+  with=""; [ "${REPLICAS:-1}" -gt 1 ] && [ $run = kill ] && with=" with server 1 (replicas = 2, its backups promoted by the new scheduler)"
+  ok "$run: the scheduler killed $([ $run = kill ] && echo once || echo "twice (in epoch 0 and in epoch 1)")$with while 2 workers read 2 epochs from the batch service: every sample read exactly once per epoch"
   mkdir -p "$T/$run/logs"; mv "$T"/*.log "$T/$run/logs/"
 done
 exit 0
