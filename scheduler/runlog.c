@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* an iteration whose workers are still reporting: what its straggler effect needs */
 typedef struct {
@@ -42,6 +43,12 @@ struct ordo__runlog {
     ordo__conf_t conf;
     int n_workers;
     FILE *metrics;
+    /* metrics.jsonl's lines not written yet (a full disk, a failed write): written first at the
+     * next record, so none is lost and none torn (flush_metrics) */
+    char *pending;
+    size_t n_pending, cap_pending;
+    int64_t lines_pending, lines_dropped;
+    bool failing;
     int64_t max_iter;
     totals_t all, warm; /* warm: iterations >= conf.warmup */
     open_iter_t open[OPEN_ITERS];
@@ -108,6 +115,7 @@ int ordo__runlog_new(const char *dir, const ordo__conf_t *conf, int n_workers, o
 }
 
 static void record(ordo__runlog_t *r, const ordo__iter_stats_t *s);
+static void flush_metrics(ordo__runlog_t *r);
 
 int ordo__runlog_continue(const char *dir, const ordo__conf_t *conf, int n_workers,
                          ordo_runlog_seen_fn seen, void *ctx, ordo__runlog_t **out)
@@ -143,6 +151,11 @@ void ordo__runlog_destroy(ordo__runlog_t **rp)
 {
     ordo__runlog_t *r = *rp;
     if (!r) return;
+    if (r->metrics) flush_metrics(r);
+    if (r->lines_pending || r->lines_dropped)
+        ORDO_ERROR("%s/metrics.jsonl: %lld records could not be written (the disk stayed full)",
+                   r->dir, (long long)(r->lines_pending + r->lines_dropped));
+    free(r->pending);
     if (r->metrics) fclose(r->metrics);
     json_decref(r->sections);
     if (r->finals)
@@ -296,26 +309,77 @@ static void record(ordo__runlog_t *r, const ordo__iter_stats_t *s)
     ordo__runlog_sync_add(&r->sync, s, &r->conf);
 }
 
+/* the most metrics.jsonl bytes kept in memory while the file cannot be written */
+#define PENDING_MAX ((size_t)64 << 20)
+
+/* flush_metrics appends the pending lines to metrics.jsonl in one write; a write that fails
+ * or stops short is cut back off the file (no torn line) and the lines stay pending */
+static void flush_metrics(ordo__runlog_t *r)
+{
+    if (!r->n_pending) return;
+    int fd = fileno(r->metrics);
+    off_t end = lseek(fd, 0, SEEK_END);
+    ssize_t n = end < 0 ? -1 : write(fd, r->pending, r->n_pending);
+    if (n == (ssize_t)r->n_pending) {
+        if (r->failing)
+            ORDO_INFO("%s/metrics.jsonl: wrote the %lld records kept back while it could not be "
+                      "written", r->dir, (long long)r->lines_pending);
+        r->failing = false;
+        r->n_pending = 0;
+        r->lines_pending = 0;
+        return;
+    }
+    const char *why = n < 0 ? strerror(errno) : "the write stopped short (a full disk?)";
+    if (n > 0 && ftruncate(fd, end) != 0)
+        ORDO_ERROR("%s/metrics.jsonl: cannot cut a torn line off: %s", r->dir, strerror(errno));
+    if (!r->failing)
+        ORDO_WARN("cannot write %s/metrics.jsonl: %s; its records are kept in memory (up to %zu "
+                  "MiB) and written once it can be", r->dir, why, PENDING_MAX >> 20);
+    r->failing = true;
+}
+
 int ordo__runlog_add(ordo__runlog_t *r, const ordo__iter_stats_t *s)
 {
     record(r, s);
-    fprintf(r->metrics,
-            "{\"worker\":%d,\"iter\":%lld,\"step_ms\":%.4f,\"wait_ms\":%.4f,\"compute_ms\":%.4f,"
-            "\"bytes_push\":%lld,\"bytes_pull\":%lld,\"efficiency\":",
-            s->worker, (long long)s->iter, s->step_ms, s->wait_ms, s->compute_ms,
-            (long long)s->bytes_push, (long long)s->bytes_pull);
+    char line[2048];
+    int len = snprintf(line, sizeof line,
+                       "{\"worker\":%d,\"iter\":%lld,\"step_ms\":%.4f,\"wait_ms\":%.4f,"
+                       "\"compute_ms\":%.4f,\"bytes_push\":%lld,\"bytes_pull\":%lld,"
+                       "\"efficiency\":",
+                       s->worker, (long long)s->iter, s->step_ms, s->wait_ms, s->compute_ms,
+                       (long long)s->bytes_push, (long long)s->bytes_pull);
+#define PUT(...) len += snprintf(line + len, sizeof line - (size_t)len, __VA_ARGS__)
     if (isnan(s->efficiency))
-        fputs("null", r->metrics);
+        PUT("null");
     else
-        fprintf(r->metrics, "%.4f", s->efficiency);
-    if (!isnan(s->loss)) fprintf(r->metrics, ",\"loss\":%.6f", s->loss);
-    if (s->extra[0]) fprintf(r->metrics, ",%s", s->extra);
+        PUT("%.4f", s->efficiency);
+    if (!isnan(s->loss)) PUT(",\"loss\":%.6f", s->loss);
+    if (s->extra[0]) PUT(",%s", s->extra);
     if (r->conf.fault_scheduler == ORDO_SCHED_RESTART) /* what a new scheduler takes up */
-        fprintf(r->metrics, ",\"samples\":%d,\"t_start_ns\":%lld,\"t_push_done_ns\":%lld,"
-                "\"t_end_ns\":%lld", s->samples, (long long)s->t_start_ns,
-                (long long)s->t_push_done_ns, (long long)s->t_end_ns);
-    fputs("}\n", r->metrics);
-    fflush(r->metrics);
+        PUT(",\"samples\":%d,\"t_start_ns\":%lld,\"t_push_done_ns\":%lld,\"t_end_ns\":%lld",
+            s->samples, (long long)s->t_start_ns, (long long)s->t_push_done_ns,
+            (long long)s->t_end_ns);
+    PUT("}\n");
+#undef PUT
+    if (len >= (int)sizeof line) return ordo__error_set(ORDO_ERR_RANGE, "a metrics record "
+                                                        "longer than %zu bytes", sizeof line);
+    if (r->n_pending + (size_t)len > r->cap_pending) {
+        size_t cap = r->cap_pending ? 2 * r->cap_pending : 4096;
+        while (cap < r->n_pending + (size_t)len)
+            cap *= 2;
+        char *p = cap <= PENDING_MAX ? realloc(r->pending, cap) : NULL;
+        if (!p) { /* past the bound: this record is lost, said once at the end */
+            r->lines_dropped++;
+            flush_metrics(r);
+            return 0;
+        }
+        r->pending = p;
+        r->cap_pending = cap;
+    }
+    memcpy(r->pending + r->n_pending, line, (size_t)len);
+    r->n_pending += (size_t)len;
+    r->lines_pending++;
+    flush_metrics(r);
     return 0;
 }
 

@@ -199,6 +199,62 @@ START_TEST(bad_specs_and_requests)
 }
 END_TEST
 
+/* a restarted scheduler's service, rebuilt from what the workers hold (each one's leases and
+ * newest batch, fault.scheduler = restart), hands out what the old one would have: the same
+ * batches in the same order, none again; and the last lease answers a request sent twice */
+START_TEST(a_service_rebuilt_from_the_leases_goes_on)
+{
+    ordo__batches_t *old, *b;
+    ORDO_CK_OK(ordo__batches_new(&spec10, 2, false, &old));
+    ORDO_CK_OK(ordo__batches_new(&spec10, 2, false, &b));
+    int64_t idx[2][8], e[2], more[8], again[8], ee, ea;
+    int n[2], nm, na;
+    /* worker 0 took two batches (the second asked ahead: both leased), worker 1 one */
+    ORDO_CK_OK(ordo__batches_next(old, 0, -1, -1, idx[0], 8, &n[0], &e[0]));
+    ORDO_CK_OK(ordo__batches_next(old, 1, -1, -1, idx[1], 8, &n[1], &e[1]));
+    int64_t ahead[8], ea2;
+    int nah;
+    ORDO_CK_OK(ordo__batches_prefetch(old, 0, -1, -1, ahead, 8, &nah, &ea2));
+    /* the workers' state, as they report it */
+    ORDO_CK_OK(ordo__batches_restore(b, 0, 0, e[0], idx[0], n[0]));
+    ORDO_CK_OK(ordo__batches_restore(b, 0, 1, ea2, ahead, nah));
+    ORDO_CK_OK(ordo__batches_restore(b, 1, 1, e[1], idx[1], n[1]));
+    ORDO_CK_OK(ordo__batches_seen(b, ea2, ahead, nah));
+    ORDO_CK_OK(ordo__batches_seen(b, e[1], idx[1], n[1]));
+    ordo__batches_set_count(b, 0, 2, -1);
+    ordo__batches_set_count(b, 1, 1, -1);
+    ck_assert_int_eq(ordo__batches_samples(b), ordo__batches_samples(old));
+    ck_assert_int_eq(ordo__batches_count(b, 0), 2);
+    /* a request answered already gets worker 0's last lease again */
+    ORDO_CK_OK(ordo__batches_last(b, 0, again, 8, &na, &ea));
+    ck_assert_int_eq(na, nah);
+    ck_assert_mem_eq(again, ahead, sizeof *ahead * (size_t)nah);
+    /* from here both hand out the same batches until the run's end */
+    int rc;
+    while ((rc = ordo__batches_next(old, 1, -1, -1, more, 8, &nm, &ee)) == 0) {
+        ORDO_CK_OK(ordo__batches_next(b, 1, -1, -1, again, 8, &na, &ea));
+        ck_assert_int_eq(na, nm);
+        ck_assert_int_eq(ea, ee);
+        ck_assert_mem_eq(again, more, sizeof *more * (size_t)nm);
+    }
+    ck_assert_int_eq(rc, ORDO_BATCHES_END_RUN);
+    ck_assert_int_eq(ordo__batches_next(b, 1, -1, -1, again, 8, &na, &ea), ORDO_BATCHES_END_RUN);
+    /* worker 0 dies: its two leases come back, in the old service and the rebuilt one */
+    ordo__batches_release(old, 0);
+    ordo__batches_release(b, 0);
+    ORDO_CK_OK(ordo__batches_next(old, 1, -1, -1, more, 8, &nm, &ee));
+    ORDO_CK_OK(ordo__batches_next(b, 1, -1, -1, again, 8, &na, &ea));
+    ck_assert_int_eq(na, nm);
+    ck_assert_mem_eq(again, more, sizeof *more * (size_t)nm);
+    /* a batch that is no run of its epoch's stream is refused */
+    int64_t wrong[2] = {idx[1][1], idx[1][0]};
+    ORDO_CK_ERR(ordo__batches_seen(b, e[1], wrong, 2), ORDO_ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "not a run of that epoch's stream"));
+    ordo__batches_destroy(&old);
+    ordo__batches_destroy(&b);
+}
+END_TEST
+
 static Suite *batches_suite(void)
 {
     Suite *s = suite_create("batches");
@@ -210,6 +266,7 @@ static Suite *batches_suite(void)
     tc = tcase_create("leases");
     tcase_add_test(tc, a_dead_workers_lease_comes_back);
     tcase_add_test(tc, asking_ahead_keeps_the_last_batch_leased);
+    tcase_add_test(tc, a_service_rebuilt_from_the_leases_goes_on);
     suite_add_tcase(s, tc);
     tc = tcase_create("end");
     tcase_add_test(tc, gated_end_is_an_iteration);
