@@ -509,9 +509,17 @@ def rc_of(run):
 def summary(run):
     p = f"{runs}/{run}/summary.json"
     return json.load(open(p)) if os.path.exists(p) else {}
+torn = {}
 def metrics(run):
+    """metrics.jsonl's records; a line that is no JSON (torn) is counted in torn[run]"""
     p = f"{runs}/{run}/metrics.jsonl"
-    return [json.loads(l) for l in open(p)] if os.path.exists(p) else []
+    out_ = []
+    for l in open(p) if os.path.exists(p) else []:
+        try:
+            out_.append(json.loads(l))
+        except ValueError:
+            torn[run] = torn.get(run, 0) + 1
+    return out_
 def logged_at(line, near):
     """the wall time of a log line's HH:MM:SS.mmm, on the day of the time `near`"""
     m = re.search(r"(\d\d):(\d\d):(\d\d\.\d+) ", line)
@@ -635,6 +643,9 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
             bad.append(f"{run}: a cut shorter than the timeout was taken for {deaths} deaths")
         if len(joins_ms) != joins:
             bad.append(f"{run}: {len(joins_ms)} of {joins} added workers joined")
+        metrics(run)
+        if torn.get(run):
+            bad.append(f"{run}: {torn[run]} lines of metrics.jsonl are no JSON (torn)")
         if t in ("mlp", "torch") and (acc is None or acc0 is None or (acc0 - acc) * 100 > max_drop):
             bad.append(f"{run}: accuracy {acc} against {acc0} fault-free")
 with open(f"{out}/chaos.csv", "w", newline="") as f:
