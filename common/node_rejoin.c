@@ -117,6 +117,7 @@ int ordo__node_sched_lost(ordo__node_t *node, int64_t silent_ms, json_t *state)
     json_t *map = replica_map(node);
     if (map) json_object_set_new(rejoin, "map", map);
     json_object_set_new(reg, "rank", json_integer(node->rank)); /* the rank it was given */
+    json_object_del(reg, "join"); /* a replacement that joined is a member like the others */
     json_object_set_new(reg, "rejoin", rejoin);
     char *text = json_dumps(reg, JSON_COMPACT);
     json_decref(reg);

@@ -511,7 +511,8 @@ int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
                 back = &s->members[i];
         if (back) return take_back(s, back, m, o);
     }
-    if (s->restarted && !s->welcomed && json_is_true(json_object_get(o, "join"))) {
+    if (s->restarted && !s->welcomed && json_is_true(json_object_get(o, "join")) &&
+        !json_is_object(st)) {
         /* a replacement server while the run is rebuilt: taken once it is (replicas.c) */
         ORDO_INFO("a server joining (pid %lld) waits for the end of the rebuild",
                   (long long)json_integer_value(json_object_get(o, "pid")));

@@ -260,7 +260,7 @@ static int on_register(sched_t *s, ordo__msg_t *m)
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "wrong cluster token");
         goto done;
     }
-    if (s->restarted && s->welcomed && r == ORDO_ROLE_SERVER &&
+    if (s->restarted && s->welcomed && r == ORDO_ROLE_SERVER && !json_object_get(o, "rejoin") &&
         json_is_true(json_object_get(o, "join"))) { /* a replacement, in a rebuilt run */
         ordo__replicas_join(s, m, ep, (int)json_integer_value(pid), (int)json_integer_value(rank));
         member_t *back = find_member(s, m);

@@ -16,7 +16,9 @@
 #                one would have;
 #   server-before: server 1 SIGKILLed, and the scheduler once it promoted server 1's backups:
 #                the new scheduler takes the promotion from the members' replica map and does
-#                not wait for server 1.
+#                not wait for server 1;
+#   joined:      the same, and a replacement (ordo-server --join) joins in server 1's place
+#                before the scheduler's kill: it registers again as server 1 like the others.
 # Each run's summary.json counts "scheduler_restarts": 1; the server runs' "promotions" name
 # server 1 once (made by the new scheduler, or by the old one and carried over in
 # RUN/scheduler.json).
@@ -61,18 +63,25 @@ for n in scheduler server0 server1 worker0 worker1; do
 done
 mv "$T"/*.log "$T/ref/"
 
-for run in kill server-down server-rebuild server-after server-before; do
+for run in kill server-down server-rebuild server-after server-before joined; do
   start_cluster $run 2 2
   ep=$(ready scheduler)
   wait_lines $run $((iters / 2))
   [ $run = server-rebuild ] && kill -STOP "${PID[worker1]}"
-  if [ $run = server-before ]; then
+  if [ $run = server-before ] || [ $run = joined ]; then
     kill -KILL "${PID[server1]}"
     wait "${PID[server1]}" 2>/dev/null
     wait_log scheduler "server 1 (pid .*) is dead: no heartbeat"
     # the promotion's record on disk (fsynced: slow on a loaded machine) before the kill
     for _ in $(seq 1 600); do grep -q '"promotions"' "$T/$run/scheduler.json" 2>/dev/null && break; sleep 0.05; done
     wait_lines $run $((iters / 2 + 20))
+  fi
+  if [ $run = joined ]; then # a replacement joins in server 1's place before the kill
+    start server1 "$BIN/ordo-server" "${common[@]}" --output.run=$run --cluster.scheduler="$ep" \
+      --cluster.rank=1 --join
+    wait_log scheduler "server 1 (pid .*) joined in place of the dead server 1"
+    for _ in $(seq 1 600); do grep -q '"joins"' "$T/$run/scheduler.json" 2>/dev/null && break; sleep 0.05; done
+    wait_lines $run $((iters / 2 + 40))
   fi
   kill -KILL "${PID[scheduler]}"
   wait "${PID[scheduler]}" 2>/dev/null
@@ -84,6 +93,7 @@ for run in kill server-down server-rebuild server-after server-before; do
     survivors=(server0 worker0 worker1)
   fi
   [ $run = server-before ] && survivors=(server0 worker0 worker1)
+  [ $run = joined ] && survivors=(server0 server1 worker0 worker1)
   start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run=$run --cluster.scheduler="$ep"
   if [ $run = server-rebuild ]; then
     wait_log scheduler "server 1 (pid .*) registered again"
@@ -122,6 +132,11 @@ for run in kill server-down server-rebuild server-after server-before; do
       grep -q "replica map (generation [0-9]*, 1 server dead)" "$T/scheduler.log" ||
         fail "$run: the new scheduler did not take the members' map"
       ok "$run: server 1 killed and promoted, then the scheduler: the new one took the map without waiting; params.bin identical" ;;
+    joined)
+      grep -q "server 1 (pid .*) registered again" "$T/scheduler.log" ||
+        fail "$run: the replacement did not register again as server 1"
+      grep -q "did not register again" "$T/scheduler.log" && fail "$run: the new scheduler waited for a server"
+      ok "$run: server 1 killed and replaced (ordo-server --join), then the scheduler: the replacement registered again as server 1; params.bin identical" ;;
     server-after)
       grep -q "server 1 (pid .*) is dead: no heartbeat" "$T/scheduler.log" ||
         fail "$run: the new scheduler did not declare server 1 dead"
