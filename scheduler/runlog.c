@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* an iteration whose workers are still reporting: what its straggler effect needs */
@@ -420,6 +421,24 @@ int ordo__runlog_set_section(ordo__runlog_t *r, const char *name, json_t *value)
     return json_object_set_new(r->sections, name, value) == 0 ? 0 : ORDO_ERR_NOMEM;
 }
 
+/* how long the end of a run waits for room on a full disk (fault.disk_full = retry) */
+#define SUMMARY_WAIT_MS 60000
+
+/* write_summary writes root as RUN/summary.json, durably: a full disk leaves no half-written
+ * summary (common/durable.h); a failed write is reported naming the path */
+static int write_summary(ordo__runlog_t *r, json_t *root)
+{
+    char path[ORDO_CONF_PATH + 32];
+    snprintf(path, sizeof path, "%s/summary.json", r->dir);
+    ordo__durable_t *d;
+    int rc = ordo__durable_open(path, &d);
+    if (!rc) {
+        (void)json_dumpf(root, ordo__durable_file(d), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        rc = ordo__durable_commit(&d, false, NULL);
+    }
+    return rc;
+}
+
 int ordo__runlog_write_summary(ordo__runlog_t *r, char **text)
 {
     int64_t max_iter = r->max_iter;
@@ -483,14 +502,20 @@ int ordo__runlog_write_summary(ordo__runlog_t *r, char **text)
         }
         if (cnt) json_object_set_new(root, finals[f], json_real(sum / cnt));
     }
-    char path[ORDO_CONF_PATH + 32];
-    snprintf(path, sizeof path, "%s/summary.json", r->dir);
-    /* durably: a full disk leaves no half-written summary (common/durable.h) */
-    ordo__durable_t *d;
-    int rc = ordo__durable_open(path, &d);
-    if (!rc) {
-        (void)json_dumpf(root, ordo__durable_file(d), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        rc = ordo__durable_commit(&d, false, NULL); /* reports a failed write, naming path */
+    int rc = write_summary(r, root);
+    /* [fault] disk_full = retry: the end of the run waits a while for room (a disk that filled
+     * up for a moment), for the summary and the metrics records kept back */
+    for (int waited = 0; (rc || r->n_pending) && r->conf.disk_full == ORDO_DISK_FULL_RETRY &&
+                         waited < SUMMARY_WAIT_MS;
+         waited += 250) {
+        if (waited == 0)
+            ORDO_WARN("%s: waiting up to %d s for room for summary.json and %lld metrics records "
+                      "(fault.disk_full = retry)", r->dir, SUMMARY_WAIT_MS / 1000,
+                      (long long)r->lines_pending);
+        struct timespec nap = {.tv_sec = 0, .tv_nsec = 250000000};
+        nanosleep(&nap, NULL);
+        flush_metrics(r);
+        if (rc) rc = write_summary(r, root);
     }
     if (text) *text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(root);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -499,8 +500,19 @@ static int finish(job_t *j)
             char path[ORDO_CONF_PATH + 64];
             snprintf(path, sizeof path, "%s/params.bin", ordo_run_dir(j->o));
             int64_t updates = j->eo.forward_only ? 0 : j->iterations;
-            if ((rc = ordo__paramfile_write(path, j->m, ordo__exec_params(j->ex), updates)) != 0)
-                return rc;
+            rc = ordo__paramfile_write(path, j->m, ordo__exec_params(j->ex), updates);
+            /* fault.disk_full = retry: a disk full for a moment is waited for (a minute) */
+            for (int waited = 0; rc == ORDO_ERR_IO && conf->disk_full == ORDO_DISK_FULL_RETRY &&
+                                 waited < 60000;
+                 waited += 250) {
+                if (waited == 0)
+                    ORDO_WARN("%s; trying again for up to 60 s (fault.disk_full = retry)",
+                              ordo__error_text(rc));
+                struct timespec nap = {.tv_sec = 0, .tv_nsec = 250000000};
+                nanosleep(&nap, NULL);
+                rc = ordo__paramfile_write(path, j->m, ordo__exec_params(j->ex), updates);
+            }
+            if (rc) return rc;
             ORDO_INFO("wrote the parameters after %lld updates to %s", (long long)updates, path);
         }
     }
