@@ -368,7 +368,7 @@ cut_run() {
   ip netns exec $B "$bin/ordo-scheduler" -c "$conf" "${common[@]}" --output.run="$name" \
     --fault.scheduler=restart "--cluster.scheduler=tcp://$NET.2:0" > "$out/$name-scheduler.log" 2>&1 &
   names+=(scheduler); cpids+=($!)
-  for _ in $(seq 1 1200); do grep -q '^READY ' "$out/$name-scheduler.log" && break; sleep 0.05; done
+  for _ in $(seq 1 1200); do grep -q '^READY ' "$out/$name-scheduler.log" 2>/dev/null && break; sleep 0.05; done
   ep=$(sed -n 's/^READY //p' "$out/$name-scheduler.log" | head -1)
   for ((i = 0; i < servers; i++)); do
     ip netns exec $A "$bin/ordo-server" -c "$conf" "${common[@]}" --output.run="$name" \
