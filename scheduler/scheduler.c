@@ -501,7 +501,7 @@ static int check_liveness(sched_t *s, bool idle)
                  s->conf.startup_ms);
         return ordo__sched_abort_run(s, why);
     }
-    int cut = ordo__sched_restart_isolated(s, now); /* every member silent: cut off? */
+    int cut = ordo__sched_isolated(s, now); /* every member silent: cut off? */
     if (cut) return cut < 0 ? cut : 0;
     for (int i = 0; i < s->n_members; i++) {
         member_t *m = &s->members[i];

@@ -170,13 +170,13 @@ int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
  * scheduler/replicas.h). Returns handle's codes. */
 int ordo__sched_restart_tick(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *));
 
-/* ordo__sched_restart_isolated, under fault.scheduler = restart, takes a scheduler that hears
+/* ordo__sched_isolated (isolated.c), under fault.scheduler = restart, takes a scheduler that hears
  * none of its members within fault.timeout_ms as the one cut off (its host partitioned, or
  * the process paused): nobody is declared dead, and it waits up to fault.scheduler_wait_ms
  * for them to register again (they found it silent too). 1 while it is so, and on the turn
  * it hears one again (every member's timeout starts afresh then); 0 otherwise; the abort's
  * code once the wait is over. */
-int ordo__sched_restart_isolated(sched_t *s, int64_t now);
+int ordo__sched_isolated(sched_t *s, int64_t now);
 
 /* ordo__sched_plan_declared makes the model, key map and plan from the workers' declared
  * tensors ([model] trainer = declared); 0 or the abort's code. */
