@@ -456,14 +456,15 @@ for trainer in "${tlist[@]}"; do
 done
 
 # the PyTorch runs' final parameters against the fault-free run's (the venv's torch)
-if [ -f "$out/torch-chaos/params.pt" ] && [ -f "$out/torch-faultfree/params.pt" ]; then
-  "${ORDO_PYTHON:-$here/.venv/bin/python}" - "$out" > "$out/torch-params.txt" <<'EOF'
+for run in torch-chaos torch-sched; do
+  [ -f "$out/$run/params.pt" ] && [ -f "$out/torch-faultfree/params.pt" ] || continue
+  "${ORDO_PYTHON:-$here/.venv/bin/python}" - "$out" "$run" > "$out/$run-params.txt" <<'EOF'
 import sys, torch
 a = torch.load(f"{sys.argv[1]}/torch-faultfree/params.pt")
-b = torch.load(f"{sys.argv[1]}/torch-chaos/params.pt")
+b = torch.load(f"{sys.argv[1]}/{sys.argv[2]}/params.pt")
 print(max(float(((b[k] - v).abs() / v.abs().clamp_min(1e-6)).max()) for k, v in a.items()))
 EOF
-fi
+done
 
 # the mlp's final parameters (params.bin) against the fault-free run's: the largest absolute
 # difference, for each run with faults
@@ -606,9 +607,7 @@ with open(f"{out}/faults.csv", "w", newline="") as f:
                 m = re.findall(r"test accuracy ([0-9.]+)%", log_of(r))
                 return float(m[-1]) / 100 if m else None
             acc, acc0 = printed(run), printed(f"{t}-faultfree")
-            if os.path.exists(f"{out}/torch-params.txt") and kind_of_run == "chaos":
-                params_diff = float(open(f"{out}/torch-params.txt").read())
-        if t == "mlp" and os.path.exists(f"{out}/{run}-params.txt"):
+        if t in ("mlp", "torch") and os.path.exists(f"{out}/{run}-params.txt"):
             params_diff = float(open(f"{out}/{run}-params.txt").read())
         mem = summary(run).get("membership", {})
         row = dict(run=run, kills=kills, pauses=pauses, long_pauses=long_pauses,
