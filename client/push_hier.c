@@ -579,8 +579,13 @@ static int local(ordo__push_t *p, const ordo__msg_t *m)
     /* CODE_REDUCED: the group's sum leaves; its answer brings the next value (fused) */
     h->asked[k] = m->hdr.iter + 1;
     h->own_pull[k] = true;
-    return h->inner->ops->pushpull(h->inner, k, h->sum + h->off[k], val_of(h, k), m->hdr.iter,
-                                   h->prio[k]);
+    int rc = h->inner->ops->pushpull(h->inner, k, h->sum + h->off[k], val_of(h, k), m->hdr.iter,
+                                     h->prio[k]);
+    /* the members' gradients are summed: only h->sum is read from now on, until the push's
+     * PUSH_DONE (the owner's next push of k, whose sum overwrites it, waits for that one:
+     * client/bound.c holds it) */
+    if (!rc) ordo__ps_grad_free(p->ps, k, m->hdr.iter);
+    return rc;
 }
 
 static bool have(const ordo__push_t *p, int64_t iter)
