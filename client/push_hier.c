@@ -18,7 +18,10 @@
  * (copies) every value into its own buffer. A key's value t + 1 is written into the shared
  * value only once every member put its gradient t: the owner asks for it with the push of the
  * group's sum, which needs every member's put. The servers count one pusher per
- * group and divide by every worker for the mean (server/server.c). Sparse pushes keep the flat
+ * group and divide by every worker for the mean (server/server.c). Once the owner summed a key
+ * the members' memory of it is free (ORDO__EV_GRAD_FREE: a bound model's iteration ends
+ * without waiting for the servers; the owner's next push of the key, whose sum overwrites
+ * h->sum, is held by client/bound.c until this one's PUSH_DONE). Sparse pushes keep the flat
  * path (the scheduler refuses the mix). */
 #include "client/push.h"
 #include "common/clock.h"
