@@ -183,6 +183,7 @@ static int hand_push(ordo__bound_t *b, int key, int64_t iter)
 {
     if (b->path->ops->key_pushes && b->handed[key] > b->pushed[key]) {
         b->held[key] = iter;
+        b->held_n++;
         return 0;
     }
     b->handed[key] = iter;
@@ -463,6 +464,9 @@ void ordo__bound_destroy(ordo__bound_t **bp)
     if (b->started) {
         post(b, CMD_STOP, 0, 0);
         pthread_join(b->thread, NULL);
+        if (b->held_n)
+            ORDO_INFO("bound: %lld pushes waited for their tensor's previous push to complete",
+                      (long long)b->held_n);
     }
     if (b->path) b->path->ops->unbind(b->path);
     for (int i = 0; i < b->q_n; i++) {

@@ -89,6 +89,7 @@ struct ordo__bound {
      * while that one is still outstanding (-1: none), which waits for its PUSH_DONE: one push
      * per key in flight (a host group's owner pushes from one sum buffer per key) */
     int64_t *handed, *held;
+    int64_t held_n; /* pushes that were held (logged at the end) */
     int64_t *pull_start_ns;
     /* [2 * n]: per key and iteration parity (a push of t may complete after the program
      * handed over t + 1), written by the program's thread before it posts the push */

@@ -8,8 +8,10 @@ With "gate", DistributedOptimizer gets model= (each module's forward waits for i
 and the parameters last layer first (so the profile's re-plan changes the join's order).
 With "cuda", the model and the batches are on GPU rank % 2 (a group's members on two GPUs).
 With "bf16", every parameter's tensor goes in bf16 on the wire (compression=).
-With "spare", the optimizer also has SPARE, a parameter outside the model (no gradient, no
-module's forward waits for it: every step pushes zeros for it from step()), saved as "spare".
+With "spare", the optimizer also has spare(), a parameter outside the model (no gradient, no
+module's forward waits for it: every step pushes zeros for it from step(); SPARE_N floats, so
+that on a slow link its push is still on the wire when the next step pushes it again), saved
+as "spare".
 With "slow", rank 1 sleeps SLOW_S before each backward (its group's other member ends each
 step first and zeroes its gradients while the group still waits for rank 1's).
 With kill:RANK:ITER, worker RANK SIGKILLs itself at the start of step ITER (the others must
@@ -30,12 +32,18 @@ import torch
 import torch_mlp
 
 
-SPARE = [0.5, -1.0, 2.0, 0.25, 1.5]
+SPARE_N = 100_000
+
+
+def spare() -> torch.Tensor:
+    """spare is the spare parameter's initial value."""
+    return torch.linspace(-1.0, 1.0, SPARE_N)
+
 SLOW_S = 0.03
 
 
 def main(mode: str, out: str, gate: bool, cuda: bool, kill: tuple[int, int] | None,
-         bf16: bool = False, spare: bool = False, slow: bool = False) -> int:
+         bf16: bool = False, with_spare: bool = False, slow: bool = False) -> int:
     torch.set_num_threads(1)
     hvd.init()
     device = torch.device("cuda", hvd.rank() % 2) if cuda else torch.device("cpu")
@@ -49,7 +57,7 @@ def main(mode: str, out: str, gate: bool, cuda: bool, kill: tuple[int, int] | No
     # with model=, the tensors are declared last layer first: the join's plan (no op times)
     # orders them so, the re-plan from the profile in forward order
     named = list(net.named_parameters())
-    extra = torch.nn.Parameter(torch.tensor(SPARE)) if spare else None
+    extra = torch.nn.Parameter(spare()) if with_spare else None
     if extra is not None:
         named.append(("spare", extra))
     opt = hvd.DistributedOptimizer(torch_mlp.optimizer(mode, [p for _, p in named]),
