@@ -31,7 +31,6 @@ import ordo.torch as hvd
 import torch
 import torch_mlp
 
-
 SPARE_N = 100_000
 
 
