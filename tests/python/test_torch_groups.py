@@ -2,7 +2,9 @@
 backend = shm, or auto resolved to shm) against real clusters of the C daemons on loopback:
 4 workers in 2 groups equal one process training on the whole batches, in both
 DistributedOptimizer modes, with each CPU gradient produced in the group's shared memory; a
-SIGKILLed member ends the run naming it and leaves nothing of ordo in /dev/shm. The CUDA
+SIGKILLed member ends the run naming it and leaves nothing of ordo in /dev/shm; on a slow link
+the next step runs while the owners' pushes are still on the wire, and a tensor's push held
+behind its outstanding one, with the replay's results. The CUDA
 case (backend nccl or auto, through libordo's NCCL plugin) needs 2 GPUs and has never run.
 Needs torch (skipped without it)."""
 from __future__ import annotations
