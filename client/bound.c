@@ -199,6 +199,7 @@ static int push_done(ordo__bound_t *b, int key, int64_t iter)
     } else {
         if (iter > b->pushed[key]) b->pushed[key] = iter;
         grad_freed(b, key, iter);
+        if (--b->pushes_out == 0) pthread_cond_broadcast(&b->cv);
     }
     pthread_mutex_unlock(&b->mu);
     int64_t next = b->held[key];
@@ -285,6 +286,11 @@ static bool run_command(ordo__bound_t *b, cmd_t c)
         break;
     }
     case CMD_PUSH:
+        if (b->path->ops->key_pushes) {
+            pthread_mutex_lock(&b->mu);
+            b->pushes_out++;
+            pthread_mutex_unlock(&b->mu);
+        }
         rc = hand_push(b, c.key, c.iter);
         break;
     }
@@ -657,6 +663,22 @@ int ordo__bound_grad_ready(ordo__bound_t *b, int key, int64_t iter)
      * took the command, under mu) */
     b->push_start_ns[2 * key + (iter & 1)] = ordo__clock_ns();
     return post(b, CMD_PUSH, key, iter);
+}
+
+static bool pushes_answered(const ordo__bound_t *b)
+{
+    return b->pushes_out <= 0;
+}
+
+int ordo__bound_drain(ordo__bound_t *b, int timeout_ms)
+{
+    pthread_mutex_lock(&b->mu);
+    int rc = ordo__bound_wait_for(b, pushes_answered, timeout_ms);
+    int out = b->pushes_out;
+    pthread_mutex_unlock(&b->mu);
+    if (rc == ORDO_ERR_TIMEDOUT)
+        ORDO_WARN("unbinding with %d pushes not answered after %d ms", out, timeout_ms);
+    return rc;
 }
 
 static bool iter_done(const ordo__bound_t *b)

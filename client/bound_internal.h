@@ -69,6 +69,7 @@ struct ordo__bound {
     int64_t *pushed, *freed;
     int64_t free_iter;
     int frees_left, pushes_left;
+    int pushes_out; /* key-by-key pushes handed over and not yet completed (held ones too) */
     int fatal;
     char fatal_msg[512]; /* its detail, taken on the thread that failed (the detail is per thread) */
     bool init_done;
