@@ -409,8 +409,11 @@ ORDO_API int ordo_iter_bytes(ordo_t *o, int64_t *pushed, int64_t *pulled, char *
  * them between iterations iter - 1 and iter (evaluation) or after the last one. */
 ORDO_API int ordo_pull_values(ordo_t *o, int64_t iter, int timeout_ms);
 
-/* ordo_unbind stops the library's thread and frees the buffers; the key-level calls work
- * again. ordo_leave and ordo_destroy unbind first. */
+/* ordo_unbind waits until every push handed over was answered (the last iteration's may
+ * still be on the wire after ordo_iter_end, and in host groups their answers are the values
+ * the other members read), then stops the library's thread and frees the buffers; the
+ * key-level calls work again. ordo_leave unbinds the same way first, ordo_destroy without
+ * waiting. */
 ORDO_API int ordo_unbind(ordo_t *o);
 
 /* ordo_interrupt makes a call of another thread blocked in ordo_wait, ordo_wait_all or
