@@ -26,9 +26,9 @@ Time to accuracy (--target-acc A, train and ddp): every --eval-every steps each 
 evaluates its parameters (the same on every worker: bsp) on the first --eval-samples
 Fashion-MNIST test images, and every worker stops at the first evaluation at or above A (or
 after --warmup + --iterations steps), a decision every worker takes alike. DIR/ttaRANK.json
-then holds {"target", "reached", "steps", "wall_s" (the loop's start to that evaluation's end,
-evaluations included), "train_s" (evaluations left out), "accuracy", "evals": [[step, acc],
-...]}.
+then holds {"target", "reached", "steps", "wall_s" (the first step's start to that
+evaluation's end, evaluations included), "train_s" (evaluations left out), "accuracy",
+"evals": [[step, acc, its wall s, this process's CPU s], ...]}.
 
 train: hvd.DistributedOptimizer (--mode gradients or server, --plan: model= so the order is
 planned from the model after 6 profiled steps); ddp: the same loop under DDP. The step is one
@@ -343,10 +343,11 @@ class Target:
         a = self.a
         if steps % a.eval_every and not last:
             return False
-        t = now_ns()
+        t, c = now_ns(), time.process_time()
         acc = self.accuracy(net)
         self.eval_ns += now_ns() - t
-        self.evals.append([steps, round(acc, 4)])
+        self.evals.append([steps, round(acc, 4), round((now_ns() - t) / 1e9, 3),
+                           round(time.process_time() - c, 3)])
         hit = acc >= a.target_acc
         if hit or last:
             wall = (now_ns() - self.t0) / 1e9
@@ -375,6 +376,8 @@ def loop(a: argparse.Namespace, net: nn.Module, opt: torch.optim.Optimizer, rank
     ran = 0
     for it in range(a.warmup + a.iterations):
         x, y = next(data)
+        if it == 0 and target is not None:  # the clock starts with the first step, the data
+            target.t0 = now_ns()              # set read (tens of MB, seconds on a busy host)
         ran = it + 1 - a.warmup
         if it == a.warmup:
             c0 = net_counters()

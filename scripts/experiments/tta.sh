@@ -87,6 +87,9 @@ def record(v):
         if q["iterations"] > 0:
             tx.append(q["tx_bytes"] / q["iterations"] / q["model_bytes"])
             rx.append(q["rx_bytes"] / q["iterations"] / q["model_bytes"])
+    ev = [e for e in r["evals"] if len(e) >= 4]  # [step, acc, wall s, CPU s]
+    r["eval_wall"] = statistics.mean(e[2] for e in ev) if ev else float("nan")
+    r["eval_cpu"] = statistics.mean(e[3] for e in ev) if ev else float("nan")
     r["tx"] = statistics.mean(tx) if tx else float("nan")
     r["rx"] = statistics.mean(rx) if rx else float("nan")
     return r
@@ -96,25 +99,27 @@ rows = [(v, record(v)) for v in variants.split(",")]
 load = open("/proc/loadavg").read().split()[:3]
 with open(os.path.join(out, "tta.csv"), "w") as f:
     f.write("variant,reached,steps,wall_s,train_s,accuracy,step_ms,host_tx_models,"
-            "host_rx_models\n")
+            "host_rx_models,eval_wall_s,eval_cpu_s\n")
     for v, d in rows:
         if d:
             f.write(f"{v},{int(d['reached'])},{d['steps']},{d['wall_s']},{d['train_s']},"
-                    f"{d['accuracy']},{d['step_ms']},{d['tx']:.4f},{d['rx']:.4f}\n")
+                    f"{d['accuracy']},{d['step_ms']},{d['tx']:.4f},{d['rx']:.4f},"
+                    f"{d['eval_wall']:.3f},{d['eval_cpu']:.3f}\n")
 lines = [f"Time to {float(target):.0%} test accuracy: VGG-style net, width {width}, batch {batch} "
          f"per worker, SGD lr {lr} momentum 0.9 in every setting, evaluated every {every} "
          f"steps, 2 worker hosts x 2, 2 server hosts, {bw} links; load average at the end "
          f"{' '.join(load)}.", "",
          "| setting | reached | steps | wall s | s without evaluations | final accuracy | "
-         "median step ms | host models/step out / in |",
-         "|---|---|---:|---:|---:|---:|---:|---|"]
+         "median step ms | host models/step out / in | an evaluation: wall s / CPU s |",
+         "|---|---|---:|---:|---:|---:|---:|---|---|"]
 for v, d in rows:
     if d is None:
-        lines.append(f"| {v} | no record | | | | | | |")
+        lines.append(f"| {v} | no record | | | | | | | |")
     else:
         lines.append(f"| {v} | {'yes' if d['reached'] else 'no'} | {d['steps']} | "
                      f"{d['wall_s']:.1f} | {d['train_s']:.1f} | {d['accuracy']:.4f} | "
-                     f"{d['step_ms']:.0f} | {d['tx']:.3f} / {d['rx']:.3f} |")
+                     f"{d['step_ms']:.0f} | {d['tx']:.3f} / {d['rx']:.3f} | "
+                     f"{d['eval_wall']:.2f} / {d['eval_cpu']:.2f} |")
 lines.append("")
 for key, what in (("wall_s", "wall time"), ("train_s", "time without evaluations")):
     best = {}
