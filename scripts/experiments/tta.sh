@@ -13,10 +13,10 @@
 # At the defaults (width 0.25: 0.61 M parameters, 2.4 MB; 100 Mbit/s) DDP's float32
 # all-reduce moves 1.5 models per worker host each way, about 0.3 s a step on the link, most
 # of its step. The default sweep: DDP float32, with its bf16 hook and with PowerSGD; ordo in
-# host groups with bf16 (gradients and server mode: 0.5 models each way), in server mode with
-# onebit pushes and onebit pulls of the change (pull=delta: 1/32 each way), and Ok-Topk's
-# sparse path at 1 % (flat workers). A run takes 1 to 4 minutes, the sweep about 15 on a quiet
-# 2-core machine.
+# host groups with bf16 (0.5 models each way; gradients mode, and server mode with the order
+# planned from the model, tao, greedy), in server mode with onebit pushes and onebit pulls of
+# the change (pull=delta: 1/32 each way), and Ok-Topk's sparse path at 1 % (flat workers).
+# A run takes 1 to 4 minutes, the sweep about 12 on a quiet 2-core machine.
 #
 # usage: scripts/experiments/tta.sh [OPTIONS]   (needs root, iproute2, tbf; torch.sh's needs)
 #   --variants LIST   torch.sh's ddp variants (default: the sweep above)
@@ -31,7 +31,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 variants=ddp,ddp-bf16,ddp-powersgd,ordo-gradients-none-groups-cbf16
-variants+=,ordo-server-none-groups-cbf16,ordo-server-none-groups-conebit+pull=delta
+variants+=,ordo-server-tao-greedy-groups-cbf16,ordo-server-none-groups-conebit+pull=delta
 variants+=,ordo-server-none-coktopk_0.01
 target=0.75
 steps=400
