@@ -153,3 +153,9 @@ def test_oktopk_needs_server_mode_and_the_sparse_conf():
                                          r"the run's conf"):
         opt_mod.horovod_options(dense, "server", hvd.Compression.oktopk(), *args)
     dense.client.close()
+
+
+def test_the_ddp_hook_refuses_oktopk():
+    with pytest.raises(ValueError, match=r"ddp_comm_hook: Compression.oktopk is the sparse path "
+                                         r"of DistributedOptimizer\(mode='server'\)"):
+        hvd.ddp_comm_hook(hvd.Compression.oktopk(), None)
