@@ -95,6 +95,27 @@ def test_oktopk_run_equals_the_numpy_replay(tmp_path: Path, servers: int, period
     assert np.abs(dense[-1] - want[-1]).max() > 1e-3
 
 
+def test_a_worker_whose_conf_alone_says_sparse_is_refused_at_the_join(tmp_path: Path):
+    """The plan is the scheduler's: a worker whose own conf says [push] mode = sparse (here
+    from init()'s settings) while the scheduler's does not would push dense without a word;
+    its join fails naming both."""
+    path = tmp_path / "dense.ini"
+    path.write_text("[cluster]\nservers = 1\nworkers = 2\n\n[model]\ntrainer = declared\n\n"
+                    "[fault]\ntimeout_ms = 30000\n")
+    c = Cluster(tmp_path, conf=path, servers=1)
+    try:
+        for r in range(2):
+            c.start_worker(r, [sys.executable, str(WORKER), str(tmp_path / f"w{r}.pt"),
+                               str(DENSITY), "SPARSE"])
+        codes = [c.finish(f"worker{r}") for r in range(2)]
+    finally:
+        c.stop()
+    for r in range(2):
+        assert codes[r] != 0
+        assert "this worker's conf has push.mode = sparse, but the scheduler's plan has no " \
+            "sparse path" in c.log(f"worker{r}"), c.log(f"worker{r}")
+
+
 def _replay_dense() -> tuple[np.ndarray, None]:
     """the same training with every entry selected every step (density 1: dense SGD)"""
     net = torch_mlp.model()

@@ -3,7 +3,8 @@ DistributedOptimizer(SGD, mode="server", compression=ordo.torch.Compression.okto
 on a run whose conf says [push] mode = sparse; after every step it records its parameters
 (flat, in named_parameters order) and at the end writes them, one row per step, to OUT.
 
-    python torch_oktopk_worker.py OUT DENSITY       (DENSITY "conf": Compression.oktopk())
+    python torch_oktopk_worker.py OUT DENSITY [SPARSE]   (DENSITY "conf": Compression.oktopk();
+                                                          SPARSE: init() sets push.mode = sparse)
 """
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ import torch
 import torch_mlp
 
 
-def main(out: str, density: str) -> int:
+def main(out: str, density: str, sparse: bool) -> int:
     torch.set_num_threads(1)
-    hvd.init()
+    hvd.init(settings={"push.mode": "sparse", "push.density": density} if sparse else None)
     net = torch_mlp.model()
     comp = hvd.Compression.oktopk() if density == "conf" else \
         hvd.Compression.oktopk(float(density))
@@ -40,4 +41,4 @@ def main(out: str, density: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3:] == ["SPARSE"]))
