@@ -216,6 +216,10 @@ const key_t_ ordo__conf_keys[] = {
      "debug | info | warn | error"},
     {"output", "progress_every", T_INT, OFF(progress_every), 0, "50", 0, 1000000, NULL,
      "iterations between progress lines (0 = none)"},
+    {"output", "stats_every", T_INT, OFF(stats_every), 0, "0", 0, 100000, NULL,
+     "iterations whose records a worker sends the scheduler in one STATS message (0 = auto: 1 "
+     "up to 500 workers, then workers / 500 rounded up, so the scheduler's STATS messages stay "
+     "near 500 a step at any size)"},
     {"fault", "timeout_ms", T_INT, OFF(timeout_ms), 0, "5000", 50, 3600000, NULL,
      "a peer silent this long is probed, and declared dead when it does not answer within 2 x "
      "heartbeat_ms: the floor of the adaptive timeout"},

@@ -54,6 +54,14 @@ bool ordo__conf_is_straggler(const ordo__conf_t *conf, int rank)
     return false;
 }
 
+int ordo__conf_stats_every(const ordo__conf_t *conf)
+{
+    if (conf->stats_every > 0) return conf->stats_every;
+    return conf->workers > ORDO_STATS_AUTO_WORKERS
+               ? (conf->workers + ORDO_STATS_AUTO_WORKERS - 1) / ORDO_STATS_AUTO_WORKERS
+               : 1;
+}
+
 int ordo__conf_timeout_max_ms(const ordo__conf_t *conf)
 {
     int64_t m = conf->timeout_max_ms ? conf->timeout_max_ms : 4 * (int64_t)conf->timeout_ms;

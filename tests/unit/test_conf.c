@@ -24,6 +24,26 @@ START_TEST(defaults_are_documented_values)
 END_TEST
 
 /* [push] calibrate plans merge groups, so it needs merged pushes and no plan from a file */
+/* [output] stats_every: 0 (the default) is 1 up to 500 workers, then workers / 500 rounded
+ * up; a number set is taken as it is; out of range is refused naming the key */
+START_TEST(stats_every_auto_grows_with_the_workers)
+{
+    ordo__conf_t c;
+    ordo__conf_defaults(&c);
+    ck_assert_int_eq(c.stats_every, 0);
+    const int workers[] = {1, 256, 500, 501, 1000, 1001, 10000};
+    const int every[] = {1, 1, 1, 2, 2, 3, 20};
+    for (int i = 0; i < 7; i++) {
+        c.workers = workers[i];
+        ck_assert_int_eq(ordo__conf_stats_every(&c), every[i]);
+    }
+    ORDO_CK_OK(ordo__conf_set(&c, "output.stats_every", "7", "test"));
+    ck_assert_int_eq(ordo__conf_stats_every(&c), 7);
+    ORDO_CK_ERR(ordo__conf_set(&c, "output.stats_every", "-1", "test"), ORDO_ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "stats_every"));
+}
+END_TEST
+
 START_TEST(calibrate_needs_merged_pushes_planned_here)
 {
     ordo__conf_t c;
@@ -495,6 +515,7 @@ static Suite *conf_suite(void)
     tcase_add_test(tc, sync_and_straggle_keys_are_checked);
     tcase_add_test(tc, replicas_within_the_servers_and_dense_bsp);
     tcase_add_test(tc, compression_specs_and_their_pairs_are_checked);
+    tcase_add_test(tc, stats_every_auto_grows_with_the_workers);
     suite_add_tcase(s, tc);
     return s;
 }
