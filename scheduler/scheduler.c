@@ -585,10 +585,12 @@ static int on_stats(sched_t *s, member_t *mb, ordo__msg_t *m)
         const char *nl = len ? memchr(data, '\n', len) : NULL;
         size_t n = nl ? (size_t)(nl - data) : len;
         on_record(s, mb, data ? data : "", n);
-        if (!nl) return 0;
+        if (!nl) break;
         data = nl + 1;
         len -= n + 1;
     }
+    if (s->log) ordo__runlog_flush(s->log); /* one write a message, not a record */
+    return 0;
 }
 
 static int on_done(sched_t *s, member_t *mb, ordo__msg_t *m)
