@@ -43,7 +43,7 @@ kb() { awk -v f="$2:" '$1 == f { print $2; found = 1 } END { if (!found) print 0
 # sample W: until killed, every 2 s, the largest fd count and memory of the server and the
 # scheduler and the workers' mean memory so far; prints them (one line, replaced each time)
 sample() {
-  local w=$1 spid vfd=0 sfd=0 vrss=0 vanon=0 srss=0 sanon=0 wrss=0 wanon=0 n i p r a
+  local w=$1 spid vfd=0 sfd=0 vrss=0 vanon=0 srss=0 sanon=0 wrss=0 wanon=0 n i r a files
   spid=$(pgrep -P "${PID[scheduler]}" | head -n 1)
   while :; do
     n=$(ls "/proc/${PID[server0]}/fd" 2>/dev/null | wc -l); [ "$n" -gt "$vfd" ] && vfd=$n
@@ -52,12 +52,10 @@ sample() {
     a=$(kb "${PID[server0]}" RssAnon); [ "$a" -gt "$vanon" ] && vanon=$a
     r=$(kb "$spid" VmRSS); [ "$r" -gt "$srss" ] && srss=$r
     a=$(kb "$spid" RssAnon); [ "$a" -gt "$sanon" ] && sanon=$a
-    r=0; a=0; n=0
-    for ((i = 0; i < w; i++)); do
-      p=${PID[worker$i]}
-      [ -r "/proc/$p/status" ] || continue
-      r=$((r + $(kb "$p" VmRSS))); a=$((a + $(kb "$p" RssAnon))); n=$((n + 1))
-    done
+    files=()
+    for ((i = 0; i < w; i++)); do files+=("/proc/${PID[worker$i]}/status"); done
+    read -r r a n < <(awk '$1 == "VmRSS:" { r += $2 } $1 == "RssAnon:" { a += $2 }
+      FNR == 1 { n++ } END { print r + 0, a + 0, n + 0 }' "${files[@]}" 2>/dev/null)
     if [ "$n" = "$w" ]; then [ "$r" -gt "$wrss" ] && wrss=$r; [ "$a" -gt "$wanon" ] && wanon=$a; fi
     echo "$vfd $vrss $vanon $sfd $srss $sanon $wrss $wanon" > "$T/sample-now"
     sleep 2
