@@ -87,6 +87,13 @@ for W in $workers; do
     if [ -s "$T/cp-$W-$N/membership.jsonl" ] || grep -qi "dead" "$T/scheduler.log"; then
       fail "W=$W N=$N: a member was declared dead: $(grep -i dead "$T/scheduler.log" | head -3)"
     fi
+    python3 -c "
+import json
+cp = json.load(open('$T/cp-$W-$N/summary.json'))['control_plane']
+records = sum(1 for _ in open('$T/cp-$W-$N/metrics.jsonl'))
+print('W=$W N=$N: scheduler CPU %.2f s, %d messages (STATS %d) for %d records in %.1f s'
+      % (cp['cpu_user_s'] + cp['cpu_system_s'], cp['messages_total'],
+         cp['messages'].get('STATS', 0), records, cp['seconds']))"
     echo "W=$W N=$N: done, $(uptime)"
   done
   python3 -c "
