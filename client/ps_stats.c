@@ -10,19 +10,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* send_stats sends text, one record or several a line, in one STATS message */
+static int send_stats(ordo__ps_t *w, const char *text)
+{
+    ordo__msg_t m;
+    ordo__msg_init(&m, ORDO_MSG_STATS);
+    m.hdr.dtype = ORDO_DTYPE_JSON;
+    ordo__msg_add_text(&m, text);
+    return ordo__node_send_ctl(&w->node, &m);
+}
+
 int ordo__ps_stats_flush(ordo__ps_t *w)
 {
     if (w->stats_n == 0) return 0;
     w->stats_held[w->stats_len] = '\0';
     w->stats_len = 0;
     w->stats_n = 0;
-    return ordo__ps_send_ctl(w, ORDO_MSG_STATS, w->stats_held);
+    return send_stats(w, w->stats_held);
 }
 
 int ordo__ps_stats_report(ordo__ps_t *w, const char *json)
 {
     int every = ordo__conf_stats_every(&w->conf);
-    if (every <= 1 && w->stats_n == 0) return ordo__ps_send_ctl(w, ORDO_MSG_STATS, json);
+    if (every <= 1 && w->stats_n == 0) return send_stats(w, json);
     size_t n = strlen(json);
     if (w->stats_len + n + 2 > w->stats_cap) {
         size_t cap = (w->stats_len + n + 2) * 2;
