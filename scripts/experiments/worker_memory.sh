@@ -4,10 +4,17 @@
 # /proc/PID/status (VmSize, VmRSS, RssAnon, RssFile, Threads), and which CUDA libraries the
 # worker has mapped (/proc/PID/maps: cublas, cudart, nccl), 4 s after it started.
 #
-# usage: scripts/experiments/worker_memory.sh [BINDIR]   (default build/bin)
+# usage: scripts/experiments/worker_memory.sh [--bin DIR]   (default build/bin)
 set -uo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
-B=${1:-$here/build/bin}
+B=$here/build/bin
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --bin) B=$2; shift 2 ;;
+    *) echo "worker_memory.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
 T=$(mktemp -d)
 trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 pids=()
