@@ -229,7 +229,8 @@ const key_t_ ordo__conf_keys[] = {
      "this + 2 x heartbeat_ms after the last sign of life (0 = 4 x timeout_ms; = timeout_ms: "
      "a fixed timeout)"},
     {"fault", "heartbeat_ms", T_INT, OFF(heartbeat_ms), 0, "500", 10, 600000, NULL,
-     "interval between heartbeats"},
+     "interval between heartbeats; above 1,000 members (workers and servers) it widens to "
+     "heartbeat_ms x members / 1,000 rounded up, at most timeout_ms / 2"},
     {"fault", "startup_ms", T_INT, OFF(startup_ms), 0, "60000", 100, 3600000, NULL,
      "how long the scheduler waits for every node to register (and nodes for WELCOME)"},
     {"fault", "replicas", T_INT, OFF(replicas), 0, "1", 1, 3, NULL,

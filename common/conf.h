@@ -24,6 +24,9 @@ typedef enum { ORDO_PULL_START, ORDO_PULL_EARLY, ORDO_PULL_AUTO } ordo__pull_t;
 /* [output] stats_every = 0 (auto): one STATS message a worker covers ceil(workers / this)
  * iterations (ordo__conf_stats_every) */
 #define ORDO_STATS_AUTO_WORKERS 500
+/* above this many members (workers and servers) a member's heartbeats widen with the count
+ * (ordo__conf_heartbeat_ms) */
+#define ORDO_HEARTBEAT_AUTO_MEMBERS 1000
 typedef enum { ORDO_PUSH_DENSE, ORDO_PUSH_MERGED, ORDO_PUSH_SPARSE } ordo__push_mode_t;
 typedef enum { ORDO_COMPUTE_EMULATE, ORDO_COMPUTE_CPU, ORDO_COMPUTE_CUDA } ordo__compute_t;
 typedef enum { ORDO_AGG_MEAN, ORDO_AGG_SUM } ordo__aggregate_t;
@@ -222,6 +225,12 @@ bool ordo__conf_is_straggler(const ordo__conf_t *conf, int rank);
 /* ordo__conf_max_workers is the most workers the run may have: [fault] max_workers, or
  * cluster.workers when it is 0 (a run that cannot grow). */
 int ordo__conf_max_workers(const ordo__conf_t *conf);
+
+/* ordo__conf_heartbeat_ms is the interval at which a member heartbeats the scheduler:
+ * [fault] heartbeat_ms up to 1,000 members (the workers the run may have and the servers),
+ * above that heartbeat_ms x ceil(members / 1,000), at most timeout_ms / 2 (docs/planning.md,
+ * "The scheduler at scale"). */
+int ordo__conf_heartbeat_ms(const ordo__conf_t *conf);
 
 /* ordo__conf_timeout_max_ms is the ceiling of the adaptive heartbeat timeout: [fault]
  * timeout_max_ms, or 4 x timeout_ms when it is 0, never below timeout_ms. */

@@ -62,6 +62,17 @@ int ordo__conf_stats_every(const ordo__conf_t *conf)
                : 1;
 }
 
+int ordo__conf_heartbeat_ms(const ordo__conf_t *conf)
+{
+    int64_t members = (int64_t)ordo__conf_max_workers(conf) + conf->servers;
+    if (members <= ORDO_HEARTBEAT_AUTO_MEMBERS) return conf->heartbeat_ms;
+    int64_t widened = (int64_t)conf->heartbeat_ms *
+                      ((members + ORDO_HEARTBEAT_AUTO_MEMBERS - 1) / ORDO_HEARTBEAT_AUTO_MEMBERS);
+    int64_t cap = conf->timeout_ms / 2; /* what ordo__conf_validate allows heartbeat_ms */
+    if (widened > cap) widened = cap;
+    return widened > conf->heartbeat_ms ? (int)widened : conf->heartbeat_ms;
+}
+
 int ordo__conf_timeout_max_ms(const ordo__conf_t *conf)
 {
     int64_t m = conf->timeout_max_ms ? conf->timeout_max_ms : 4 * (int64_t)conf->timeout_ms;

@@ -44,6 +44,26 @@ START_TEST(stats_every_auto_grows_with_the_workers)
 }
 END_TEST
 
+/* fault.heartbeat_ms widens above 1,000 members (workers and servers), by members / 1,000
+ * rounded up, never past half of fault.timeout_ms */
+START_TEST(heartbeats_widen_above_a_thousand_members)
+{
+    ordo__conf_t c;
+    ordo__conf_defaults(&c); /* 500 ms, timeout 5000 ms, 1 server */
+    const int workers[] = {2, 999, 1000, 2000, 4000, 10000};
+    const int beat[] = {500, 500, 1000, 1500, 2500, 2500};
+    for (int i = 0; i < 6; i++) {
+        c.workers = workers[i];
+        ck_assert_int_eq(ordo__conf_heartbeat_ms(&c), beat[i]);
+    }
+    c.timeout_ms = 60000; /* a longer timeout lets them widen further */
+    ck_assert_int_eq(ordo__conf_heartbeat_ms(&c), 500 * 11);
+    c.workers = 999;
+    c.max_workers = 3000; /* a run that may grow counts the workers it may have */
+    ck_assert_int_eq(ordo__conf_heartbeat_ms(&c), 2000);
+}
+END_TEST
+
 START_TEST(calibrate_needs_merged_pushes_planned_here)
 {
     ordo__conf_t c;
@@ -516,6 +536,7 @@ static Suite *conf_suite(void)
     tcase_add_test(tc, replicas_within_the_servers_and_dense_bsp);
     tcase_add_test(tc, compression_specs_and_their_pairs_are_checked);
     tcase_add_test(tc, stats_every_auto_grows_with_the_workers);
+    tcase_add_test(tc, heartbeats_widen_above_a_thousand_members);
     suite_add_tcase(s, tc);
     return s;
 }
