@@ -26,9 +26,11 @@ static const struct {
     [ORDO_CLUSTER_WIRE_TOPK] = {"topk", 8.0, 4.0, 4.0},
 };
 
-/* the part of the scheduler's CPU a member a step that is per record (parsing it, its run-log
- * line) rather than per STATS message: a fit of control_plane.sh runs at 256 workers with
- * [output] stats_every 1, 8 and 32 (docs/results/cluster.md): ~12 of 35 us */
+/* the part of the scheduler's CPU a member a step that fewer STATS messages do not remove
+ * (the records, the heartbeats): a first fit of control_plane.sh runs at 256 workers with
+ * [output] stats_every 1, 8 and 32 (docs/results/cluster.md), ~12 of 35 us. A later fit puts
+ * a record at 4.6 us and a heartbeat at 83 us, time-based, which this per-step term does not
+ * separate: it overstates the scheduler of a large cluster. */
 #define SCHED_RECORD_SHARE 0.35
 
 /* scheduler_us: sched_us a member a step at one STATS message an iteration; above
