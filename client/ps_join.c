@@ -186,6 +186,7 @@ void ordo__ps_destroy(ordo__ps_t **wp)
     free(w->state);
     free(w->state_got);
     ordo__ps_rejoin_free(w);
+    ordo__ps_stats_free(w);
     free(w);
     *wp = NULL;
 }

@@ -315,8 +315,12 @@ int ordo__runlog_add(ordo__runlog_t *r, const ordo__iter_stats_t *s)
                 "\"t_end_ns\":%lld", s->samples, (long long)s->t_start_ns,
                 (long long)s->t_push_done_ns, (long long)s->t_end_ns);
     fputs("}\n", r->metrics);
-    fflush(r->metrics);
     return 0;
+}
+
+void ordo__runlog_flush(ordo__runlog_t *r)
+{
+    if (r && r->metrics) fflush(r->metrics);
 }
 
 int ordo__runlog_final(ordo__runlog_t *r, int worker, const char *text)

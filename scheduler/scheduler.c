@@ -550,27 +550,46 @@ static int on_heartbeat(sched_t *s, member_t *mb, ordo__msg_t *m)
     return 0;
 }
 
-static int on_stats(sched_t *s, member_t *mb, ordo__msg_t *m)
+/* on_record takes one iteration's record of a STATS message (text, n bytes) */
+static void on_record(sched_t *s, member_t *mb, const char *text, size_t n)
 {
     char name[320], body[4096];
     ordo__iter_stats_t st;
-    ordo__msg_text(m, 0, body, sizeof body);
+    snprintf(body, sizeof body, "%.*s", (int)(n < sizeof body ? n : sizeof body - 1), text);
     int rc = ordo__runlog_parse_stats(body, ordo__conf_max_workers(&s->conf), &st);
     if (rc == 0 && st.worker != mb->rank)
         rc = ordo__error_set(ORDO_ERR_PROTO, "STATS names worker %d", st.worker);
     if (rc) {
         ORDO_WARN("dropped stats of %s: %s", ordo__sched_member_name(mb, name, sizeof name),
                   ordo__error_text(rc));
-        return 0;
+        return;
     }
     if (ordo__sched_restart_old_stats(s, st.worker, st.iter))
-        return 0; /* sent again to this restarted scheduler: in the run log already */
+        return; /* sent again to this restarted scheduler: in the run log already */
     if (s->log && st.worker < s->conf.workers) /* not a joined one's (grow.c) */
         ordo__runlog_add(s->log, &st);
     ordo__sched_on_stats(s, mb, st.iter);
     ordo__sched_batches_stats(s, st.t_start_ns, st.t_end_ns);
     ordo__replicas_on_stats(s, st.worker, st.iter);
     ordo__sched_step_check_stats(s, &st);
+}
+
+/* on_stats: a worker's record of one iteration, or of [output] stats_every iterations one a
+ * line (client/ps_stats.c), each taken in order */
+static int on_stats(sched_t *s, member_t *mb, ordo__msg_t *m)
+{
+    size_t len = 0;
+    const char *data = ordo__msg_data(m, 0, &len);
+    if (!data) len = 0;
+    for (;;) {
+        const char *nl = len ? memchr(data, '\n', len) : NULL;
+        size_t n = nl ? (size_t)(nl - data) : len;
+        on_record(s, mb, data ? data : "", n);
+        if (!nl) break;
+        data = nl + 1;
+        len -= n + 1;
+    }
+    if (s->log) ordo__runlog_flush(s->log); /* one write a message, not a record */
     return 0;
 }
 

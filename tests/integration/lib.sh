@@ -26,8 +26,9 @@ need_fmnist() {
   done
 }
 
-# start NAME CMD...: run in the background, output in $T/NAME.log
-start() { local name=$1; shift; "$@" > "$T/$name.log" 2>&1 & PID[$name]=$!; }
+# start NAME CMD...: run in the background, output in $T/NAME.log (emptied here first, so a
+# `ready` right after never reads an earlier process's READY line from a log of that name)
+start() { local name=$1; shift; : > "$T/$name.log"; "$@" > "$T/$name.log" 2>&1 & PID[$name]=$!; }
 
 # ready NAME: wait (up to 60 s: a loaded machine, a sanitizer build) for the READY line and
 # print its endpoint
