@@ -261,8 +261,8 @@ static void check_one(sched_t *s, int role, int rank, json_t *st, char *why, siz
 }
 
 /* newest: how far the servers got for worker w: under asp the newest push clock (the
- * iteration of its next push) any server holds of it, else the newest value version; a
- * worker that finished iteration t saw t + 1 or more (-1: nothing said) */
+ * iteration of its next push) any server holds of it, else the newest value version (-1:
+ * nothing said) */
 static int64_t newest(const sched_t *s, int w)
 {
     int64_t v = -1;
@@ -284,8 +284,11 @@ static int check_all(sched_t *s)
         json_t *it = json_object_get(m->rejoin, "iter");
         if (m->role != ORDO_ROLE_WORKER || !json_is_integer(it) || json_integer_value(it) < 0)
             continue;
+        /* finished iteration t: it pulled t's values (every slice at t or later; t + 1 once
+         * the others' pushes of t are in, which a worker that died may hold back), and under
+         * asp its push clock is past t */
         int64_t v = newest(s, m->rank);
-        if (json_integer_value(it) >= v) {
+        if (json_integer_value(it) >= v + (s->conf.sync_mode != ORDO_SYNC_ASP)) {
             char why[400];
             snprintf(why, sizeof why, "iter: worker %d says it finished iteration %lld, ahead of "
                      "every server (the newest %s %lld); its state contradicts theirs", m->rank,

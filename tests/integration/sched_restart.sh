@@ -16,7 +16,9 @@
 source "$(dirname "$0")/lib.sh"
 need_fmnist
 root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-iters=${ITERS:-400}
+part=${PART:-restart}
+# the parts that kill a worker too run longer: the workers train on while no scheduler runs
+iters=${ITERS:-$(case $part in worker | shrink) echo 600 ;; *) echo 400 ;; esac)}
 sync=${SYNC:-bsp}
 common=(-c "$root/conf/mlp.ini" --model.epochs=0 --model.iterations=$iters --sync.mode=$sync
         --sync.batches=off --fault.timeout_ms=1000 --fault.timeout_max_ms=1000
@@ -35,7 +37,6 @@ wait_lines() {
   fail "$1: metrics.jsonl never reached $2 lines"
 }
 
-part=${PART:-restart}
 if [ "$part" = restart ]; then
 start_cluster ref 2 2 --fault.scheduler=restart
 for n in scheduler "${names[@]}"; do
@@ -132,6 +133,205 @@ grep -q "ordo-launch: the scheduler exited with status 137; starting it again at
 cmp -s "$T/ref/params.bin" "$T/launch/params.bin" || fail "ordo-launch: params.bin differs from the fault-free run's"
 ok "ordo-launch started the killed scheduler again; the job exited 0 with the fault-free params.bin"
 fi
+exit 0
+fi
+
+# kill_scheduler: SIGKILL the scheduler (its log kept as scheduler-old.log); $kill_ns the time
+kill_scheduler() {
+  kill -KILL "${PID[scheduler]}"
+  kill_ns=$(python3 -c 'import time; print(time.monotonic_ns())')
+  wait "${PID[scheduler]}" 2>/dev/null
+  mv "$T/scheduler.log" "$T/scheduler-old.log"
+}
+# new_scheduler RUN EP ARGS...: a new scheduler at the old one's address
+new_scheduler() {
+  local run=$1 ep=$2; shift 2
+  start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run="$run" "$@" --cluster.scheduler="$ep"
+}
+# new_worker NAME RANK RUN EP ARGS...: a new process for a worker's rank (what ordo-launch does)
+new_worker() {
+  local name=$1 rank=$2 run=$3 ep=$4; shift 4
+  start "$name" "$BIN/ordo-worker" "${common[@]}" --output.run="$run" "$@" --cluster.scheduler="$ep" \
+    --cluster.rank="$rank"
+}
+# wait_log NAME PATTERN: until $T/NAME.log has a line matching PATTERN (60 s)
+wait_log() {
+  for _ in $(seq 1 1200); do grep -q "$2" "$T/$1.log" 2>/dev/null && return; sleep 0.05; done
+  fail "$1 never logged '$2'"
+}
+# ended NAMES...: each process exited 0
+ended() {
+  local n
+  for n in "$@"; do
+    finish "$n" 150
+    [ "$st" = 0 ] || fail "$run_now: $n ended with '$st', expected 0"
+  done
+}
+# applied NAME: the pushes a server applied (its pushes less the re-sent ones it left out)
+applied() {
+  sed -n 's/.*shutdown: \([0-9]*\) pushes.* \([0-9]*\) re-sent pushes left out.*/\1 \2/p' "$T/$1.log" |
+    awk '{print $1 - $2}'
+}
+# summary_is RUN KEY... = VALUE ...: checks of summary.json, e.g. membership.restarts=1
+summary_is() {
+  python3 - "$T/$1/summary.json" "${@:2}" <<'PY' || fail "$1: summary.json"
+import json, sys
+s = json.load(open(sys.argv[1]))
+for check in sys.argv[2:]:
+    key, want = check.split("=")
+    v = s
+    for k in key.split("."):
+        v = v.get(k) if isinstance(v, dict) else None
+    if str(v) != want:
+        sys.exit(f"summary.json: {key} is {v}, expected {want}")
+PY
+}
+# once RUN WORKERS: no worker-iteration twice in metrics.jsonl; prints how many there are
+once() {
+  python3 - "$T/$1/metrics.jsonl" <<'PY' || fail "$1: metrics.jsonl"
+import json, sys
+seen = [(d["worker"], d["iter"]) for d in map(json.loads, open(sys.argv[1]))]
+if len(seen) != len(set(seen)):
+    sys.exit(f"metrics.jsonl: {len(seen) - len(set(seen))} worker-iterations twice")
+print(len(seen))
+PY
+}
+# since_kill NAME PATTERN: ms from $kill_ns to the first line of NAME's log matching PATTERN
+since_kill() {
+  python3 - "$kill_ns" "$(grep -m1 "$2" "$T/$1.log" | cut -d' ' -f1)" <<'PY'
+import datetime, sys, time
+now = datetime.datetime.now()
+h, m, s = sys.argv[2].split(":")
+at = now.replace(hour=int(h), minute=int(m), second=0, microsecond=0) + datetime.timedelta(seconds=float(s))
+ago = (now - at).total_seconds()  # the line was written this long ago
+print(f"{(time.monotonic_ns() - ago * 1e9 - int(sys.argv[1])) / 1e6:.0f}")
+PY
+}
+
+# PART=worker: fault.scheduler = restart with fault.worker = restart. (a) the scheduler is
+# killed and restarted, then worker 1 (its successor rejoins under the new scheduler); (b)
+# worker 1 is killed while no scheduler runs and its successor starts only after the new
+# scheduler's wait window: the new scheduler counts it dead and its rank waits for it; (c)
+# the same under ordo-launch, which starts both again itself at once. Each ends with the
+# fault-free params.bin and every server applied the fault-free number of pushes.
+if [ "$part" = worker ]; then
+wf=(--fault.scheduler=restart --fault.worker=restart)
+run_now=ref
+start_cluster ref 2 2 "${wf[@]}"
+ended scheduler "${names[@]}"
+declare -A ref_pushes
+for n in server0 server1; do ref_pushes[$n]=$(applied $n); done
+mv "$T"/*.log "$T/ref/"
+# same_run RUN: params.bin and the servers' applied pushes are the fault-free run's
+same_run() {
+  cmp -s "$T/ref/params.bin" "$T/$1/params.bin" || fail "$1: params.bin differs from the fault-free run's"
+  for n in server0 server1; do
+    [ "$(applied $n)" = "${ref_pushes[$n]}" ] ||
+      fail "$1: $n applied $(applied $n) pushes, the fault-free run ${ref_pushes[$n]}"
+  done
+}
+
+run_now=a
+start_cluster a 2 2 "${wf[@]}"
+ep=$(ready scheduler)
+wait_lines a 100
+kill_scheduler
+new_scheduler a "$ep" "${wf[@]}"
+wait_log scheduler "cluster complete: every member registered again"
+rebuilt=$(since_kill scheduler "cluster complete: every member registered again")
+wait_lines a $(( $(wc -l < "$T/a/metrics.jsonl") + 20 ))
+kill -KILL "${PID[worker1]}"
+kill_ns=$(python3 -c 'import time; print(time.monotonic_ns())')
+wait "${PID[worker1]}" 2>/dev/null
+new_worker worker1b 1 a "$ep" "${wf[@]}"
+ended scheduler server0 server1 worker0 worker1b
+same_run a
+grep -q "worker 1 .* rejoined at iteration" "$T/scheduler.log" || fail "a: worker 1 did not rejoin"
+recovered=$(since_kill scheduler "worker 1 .* finished iteration [0-9]*, [0-9]* ms after its predecessor")
+summary_is a scheduler_restarts=1 membership.worker_deaths=1 membership.restarts=1
+mv "$T"/*.log "$T/a/"
+ok "worker = restart, (a): scheduler killed and restarted (run rebuilt ${rebuilt} ms after the kill), then worker 1 killed and restarted (its successor finished an iteration ${recovered} ms after the kill): params.bin and the servers' applied pushes (${ref_pushes[server0]}/${ref_pushes[server1]}) the fault-free run's; $(once a) of $((2 * iters)) worker-iterations in metrics.jsonl, none twice"
+
+run_now=b
+start_cluster b 2 2 "${wf[@]}"
+ep=$(ready scheduler)
+wait_lines b 100
+kill -KILL "${PID[worker1]}"
+wait "${PID[worker1]}" 2>/dev/null
+kill_scheduler
+new_scheduler b "$ep" "${wf[@]}"
+wait_log scheduler "worker 1 did not register again: it died while no scheduler ran"
+new_worker worker1b 1 b "$ep" "${wf[@]}"
+ended scheduler server0 server1 worker0 worker1b
+same_run b
+recovered=$(since_kill scheduler "worker 1 .* finished iteration [0-9]*, [0-9]* ms after its predecessor")
+summary_is b scheduler_restarts=1 membership.worker_deaths=1 membership.restarts=1
+grep -q '"event":"death","worker":1,' "$T/b/membership.jsonl" || fail "b: membership.jsonl lacks worker 1's death"
+mv "$T"/*.log "$T/b/"
+ok "worker = restart, (b): worker 1 and the scheduler killed; the new scheduler counted worker 1 dead after its wait window ($((2 * (1000 + 2 * 100) + 2000)) ms) and its successor, started after it, went on at the servers' oldest version (first iteration ${recovered} ms after the kill): params.bin and applied pushes the fault-free run's; $(once b) worker-iterations in metrics.jsonl, none twice (the dead one's last reports died with it)"
+
+LAUNCH=$root/scripts/ordo-launch
+"$LAUNCH" "$root/conf/mlp.ini" --bin "$BIN" --pids "$T/launch.pids" "${common[@]:2}" \
+  "${wf[@]}" --output.run=launch > "$T/launch.log" 2>&1 &
+lpid=$!
+wait_lines launch 100
+kill -KILL "$(awk '$1=="scheduler" {print $2; exit}' "$T/launch.pids")"
+sleep 0.3
+kill -KILL "$(awk '$1=="worker" && $2==1 {print $3; exit}' "$T/launch.pids")"
+st=timeout
+for _ in $(seq 1 2400); do
+  if ! kill -0 $lpid 2>/dev/null; then wait $lpid; st=$?; break; fi
+  sleep 0.05
+done
+[ "$st" = 0 ] || fail "ordo-launch: the job ended with '$st': $(tail -n 5 "$T/launch.log")"
+grep -q "starting it again (restart 1/3, fault.worker = restart)" "$T/launch.log" ||
+  fail "ordo-launch did not start worker 1 again"
+cmp -s "$T/ref/params.bin" "$T/launch/params.bin" || fail "ordo-launch: params.bin differs from the fault-free run's"
+summary_is launch scheduler_restarts=1 membership.restarts=1
+ok "worker = restart, (c): under ordo-launch the scheduler and then worker 1 killed, both started again: exit 0, the fault-free params.bin"
+exit 0
+fi
+
+# PART=shrink: fault.scheduler = restart with fault.worker = shrink, 3 workers. (a) the
+# scheduler is killed and restarted, then worker 2; (b) worker 2 is killed while no scheduler
+# runs: the new scheduler takes it out of the run after its wait window. Each run exits 0 with
+# the two others, and summary.json counts 1 shrink, 2 workers left and the scheduler's restart.
+if [ "$part" = shrink ]; then
+wf=(--fault.scheduler=restart --fault.worker=shrink --cluster.workers=3)
+names=(server0 server1 worker0 worker1)
+for run_now in a b; do
+  start_cluster $run_now 2 3 "${wf[@]}"
+  ep=$(ready scheduler)
+  wait_lines $run_now 150
+  if [ $run_now = a ]; then
+    kill_scheduler
+    new_scheduler a "$ep" "${wf[@]}"
+    wait_log scheduler "cluster complete: every member registered again"
+    wait_lines a $(( $(wc -l < "$T/a/metrics.jsonl") + 60 ))
+    kill -KILL "${PID[worker2]}"
+    kill_ns=$(python3 -c 'import time; print(time.monotonic_ns())')
+    what="the scheduler killed and restarted, then worker 2"
+    said="the run goes on with 2 workers from iteration"
+  else
+    kill -KILL "${PID[worker2]}"
+    kill_scheduler
+    new_scheduler b "$ep" "${wf[@]}"
+    what="worker 2 killed while no scheduler ran"
+    said="worker 2 did not register again: it died while no scheduler ran; the run goes on with 2 workers"
+  fi
+  wait "${PID[worker2]}" 2>/dev/null
+  ended scheduler "${names[@]}"
+  grep -q "$said" "$T/scheduler.log" || fail "$run_now: the new scheduler did not log the shrink ('$said')"
+  gone=$(since_kill scheduler "$said")
+  summary_is $run_now scheduler_restarts=1 membership.shrinks=1 membership.workers_left=2 \
+    membership.worker_deaths=1
+  for w in 0 1; do
+    n=$(grep -c "\"worker\": *$w," "$T/$run_now/metrics.jsonl")
+    [ "$n" = "$iters" ] || fail "$run_now: worker $w reported $n of $iters iterations"
+  done
+  mv "$T"/*.log "$T/$run_now/"
+  ok "worker = shrink, ($run_now): $what: worker 2 taken out ${gone} ms after the kill; exit 0, workers 0 and 1 every iteration, summary 1 shrink, 2 workers left, 1 scheduler restart; $(once $run_now) worker-iterations in metrics.jsonl, none twice"
+done
 exit 0
 fi
 
