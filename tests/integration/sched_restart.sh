@@ -14,7 +14,7 @@
 # runs the first part under asp (params.bin then differs by timing; the push counts not).
 # Arguments go to every process (integration.sched_restart_groups: host groups).
 source "$(dirname "$0")/lib.sh"
-need_fmnist
+[ "${PART:-}" = grow ] || need_fmnist
 root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 part=${PART:-restart}
 # the parts that kill a worker too run longer: the workers train on while no scheduler runs
@@ -198,7 +198,7 @@ PY
 }
 # since_kill NAME PATTERN: ms from $kill_ns to the first line of NAME's log matching PATTERN
 since_kill() {
-  python3 - "$kill_ns" "$(grep -m1 "$2" "$T/$1.log" | cut -d' ' -f1)" <<'PY'
+  python3 - "$kill_ns" "$(grep -m1 "$2" "$T/$1.log" | grep -o '[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\.[0-9]*' | head -n 1)" <<'PY'
 import datetime, sys, time
 now = datetime.datetime.now()
 h, m, s = sys.argv[2].split(":")
@@ -332,6 +332,96 @@ for run_now in a b; do
   mv "$T"/*.log "$T/$run_now/"
   ok "worker = shrink, ($run_now): $what: worker 2 taken out ${gone} ms after the kill; exit 0, workers 0 and 1 every iteration, summary 1 shrink, 2 workers left, 1 scheduler restart; $(once $run_now) worker-iterations in metrics.jsonl, none twice"
 done
+exit 0
+fi
+
+# PART=grow: fault.scheduler = restart with fault.max_workers = 4, a [worker] command program
+# (tests/integration/grow_values.c, built here against libordo) under ordo-launch: worker 2
+# joins (ordo-launch --add-worker), the scheduler is killed and started again, worker 2
+# registers again with the others, then worker 3 joins the rebuilt run. Every worker pushes
+# rank + 1 each iteration (aggregate = sum, lr = 1), so the final value is minus the sum over
+# the iterations of the joined workers' ranks + 1: each worker's final value must be exactly
+# that for the iterations membership.jsonl says they joined at (none lost, none twice).
+if [ "$part" = grow ]; then
+build=$(cd "$BIN/.." && pwd)
+cc -std=c11 -O1 -I"$root/include" -I"$build/include" "$root/tests/integration/grow_values.c" \
+  -L"$build/client" -l:libordo.so.0 -Wl,-rpath,"$build/client" -lm -o "$T/grow_values" \
+  > "$T/cc.log" 2>&1 || fail "cannot build grow_values.c: $(cat "$T/cc.log")"
+giters=${ITERS:-2000}
+cat > "$T/grow.ini" <<INI
+[cluster]
+servers = 2
+workers = 2
+[model]
+trainer = declared
+[optimizer]
+lr = 1
+momentum = 0
+weight_decay = 0
+aggregate = sum
+[sync]
+batches = off
+[fault]
+scheduler = restart
+max_workers = 4
+timeout_ms = 1000
+timeout_max_ms = 1000
+heartbeat_ms = 100
+[output]
+progress_every = 0
+[worker]
+command = $T/grow_values $giters 3
+INI
+LAUNCH=$root/scripts/ordo-launch
+"$LAUNCH" "$T/grow.ini" --bin "$BIN" --pids "$T/launch.pids" --output.dir="$T" --output.run=grow \
+  > "$T/launch.log" 2>&1 &
+lpid=$!
+run=$T/grow
+wait_lines grow 100
+"$LAUNCH" --add-worker "$run" > "$T/add2.log" 2>&1 &
+add2=$!
+wait_log add2 "grow_values: worker 2 starts at iteration"
+wait_lines grow $(( $(wc -l < "$run/metrics.jsonl") + 40 ))
+kill -KILL "$(awk '$1=="scheduler" {print $2; exit}' "$T/launch.pids")"
+kill_ns=$(python3 -c 'import time; print(time.monotonic_ns())')
+for _ in $(seq 1 1200); do
+  [ "$(grep -c "cluster complete: every member registered again" "$T/launch.log")" -ge 1 ] && break
+  sleep 0.05
+done
+grep -q "\[scheduler\] .*worker 2 (pid [0-9]*) registered again" "$T/launch.log" ||
+  fail "worker 2, which joined, did not register again with the new scheduler"
+rebuilt=$(since_kill launch "cluster complete: every member registered again" | tail -n 1)
+"$LAUNCH" --add-worker "$run" > "$T/add3.log" 2>&1 &
+add3=$!
+for p in $lpid $add2 $add3; do
+  st=timeout
+  for _ in $(seq 1 2400); do
+    if ! kill -0 "$p" 2>/dev/null; then wait "$p"; st=$?; break; fi
+    sleep 0.05
+  done
+  [ "$st" = 0 ] || fail "grow: process $p (the launcher $lpid, the added workers $add2 $add3) ended with '$st'"
+done
+res=$(python3 - "$run" "$giters" "$T" <<'PY'
+
+import json, re, sys
+run, iters, t = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+joins = {d["worker"]: d["iter"] for d in map(json.loads, open(f"{run}/membership.jsonl")) if d["event"] == "join"}
+if sorted(joins) != [2, 3]:
+    sys.exit(f"membership.jsonl: joins {joins}, expected workers 2 and 3")
+want = -sum(sum(r + 1 for r in range(4) if r < 2 or joins[r] <= i) for i in range(iters))
+finals = {}
+for log in ("launch", "add2", "add3"):
+    for m in re.finditer(r"grow_values: worker (\d): final value (-?[0-9.]+)", open(f"{t}/{log}.log").read()):
+        finals[int(m.group(1))] = float(m.group(2))
+if sorted(finals) != [0, 1, 2, 3] or any(v != want for v in finals.values()):
+    sys.exit(f"final values {finals}, expected {want} for each of the 4 workers (joins at {joins})")
+s = json.load(open(f"{run}/summary.json"))
+if s.get("scheduler_restarts") != 1 or s["membership"]["joins"] != 2 or s["membership"]["workers_left"] != 4:
+    sys.exit(f"summary.json: scheduler_restarts {s.get('scheduler_restarts')}, membership {s['membership']}")
+print(f"joins at {joins[2]} (before the scheduler's death) and {joins[3]} (after its restart); every worker's final value {want:.0f}")
+PY
+) || fail "grow: $res"
+ok "grow: $res; run rebuilt ${rebuilt} ms after the kill with worker 2, which had joined; worker 3 joined the rebuilt run; exit 0, summary 2 joins, 4 workers, 1 scheduler restart"
 exit 0
 fi
 
