@@ -169,12 +169,25 @@ static void tell_left(sched_t *s, int r, int64_t iter)
     ORDO_WARN("worker %d had left the run on some servers only: the others are told now", r);
 }
 
+/* beat_of: the heartbeat id of worker r's newest connection a server saw (0: none); the
+ * process is fenced by it, should it only have been paused */
+static uint64_t beat_of(const sched_t *s, int r)
+{
+    for (int i = 0; i < s->n_members; i++) {
+        json_t *b = json_array_get(json_object_get(s->members[i].rejoin, "beats"), (size_t)r);
+        if (s->members[i].role == ORDO_ROLE_SERVER && json_integer_value(b) > 0)
+            return (uint64_t)json_integer_value(b);
+    }
+    return 0;
+}
+
 /* absent: a worker of the run that did not register again: it died while no scheduler ran,
- * and the run's policy takes it; 0 or the abort's code */
+ * and the run's policy takes it (its process fenced); 0 or the abort's code */
 static int absent(sched_t *s, int r, int64_t at)
 {
     member_t *m = &s->members[s->n_members++]; /* room for max_workers (scheduler.c) */
     memset(m, 0, sizeof *m);
+    m->beat = beat_of(s, r);
     m->role = ORDO_ROLE_WORKER;
     m->want_rank = m->rank = r;
     m->next_iter = at;

@@ -452,11 +452,13 @@ static int on_abort(ordo__server_t *s, ordo__msg_t *m)
 }
 
 /* members: the workers that left the run ("left", fault.worker = shrink) and those that
- * joined it ("joined": [rank, iteration] pairs, fault.max_workers), as this store has them */
+ * joined it ("joined": [rank, iteration] pairs, fault.max_workers), as this store has them,
+ * and the heartbeat id of each worker's newest connection ("beats", 0: none) */
 static void members(const ordo__server_t *s, json_t *o)
 {
-    json_t *left = json_array(), *joined = json_array();
+    json_t *left = json_array(), *joined = json_array(), *beats = json_array();
     for (int w = 0; w < s->node.n_workers; w++) {
+        json_array_append_new(beats, json_integer((json_int_t)ordo__srv_fence_beat(s->fence, w)));
         int64_t at = 0;
         int st = ordo__store_member(s->store, w, &at);
         if (st == ORDO_STORE_MEMBER_LEFT) json_array_append_new(left, json_integer(w));
@@ -465,6 +467,7 @@ static void members(const ordo__server_t *s, json_t *o)
     }
     json_object_set_new(o, "left", left);
     json_object_set_new(o, "joined", joined);
+    json_object_set_new(o, "beats", beats);
 }
 
 /* rejoin_state: what this server tells a new scheduler (common/node_rejoin.h): the newest
