@@ -537,8 +537,10 @@ int ordo__sched_restart_wait(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *)
                                         "within fault.startup_ms");
     }
     bool policy = s->conf.fault_worker != ORDO_FAULT_ABORT;
-    if (policy && s->n_servers == s->conf.servers && !s->cannot_rebuild[0] &&
-        waited_ms > ordo__sched_restart_window_ms(s)) {
+    bool window = waited_ms > ordo__sched_restart_window_ms(s);
+    if (window && s->cannot_rebuild[0]) /* a member contradicts the run; the rest came */
+        return ordo__sched_abort_run(s, s->cannot_rebuild);
+    if (policy && window && s->n_servers == s->conf.servers) {
         ORDO_WARN("%d workers registered again within %lld ms of this scheduler's start (every "
                   "server did): the others died while no scheduler ran, and the run's policy "
                   "takes them (fault.worker = %s)", s->n_workers,
