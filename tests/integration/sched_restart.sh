@@ -210,10 +210,11 @@ PY
 
 # PART=worker: fault.scheduler = restart with fault.worker = restart. (a) the scheduler is
 # killed and restarted, then worker 1 (its successor rejoins under the new scheduler); (b)
-# worker 1 is killed while no scheduler runs and its successor starts only after the new
-# scheduler's wait window: the new scheduler counts it dead and its rank waits for it; (c)
-# the same under ordo-launch, which starts both again itself at once. Each ends with the
-# fault-free params.bin and every server applied the fault-free number of pushes.
+# worker 1 is paused (SIGSTOP) and the scheduler killed: the new scheduler counts worker 1
+# dead after its wait window, its successor (started only then) takes its rank, and the
+# paused process, resumed, is fenced and stops; (c) worker 1 killed while no scheduler runs,
+# under ordo-launch, which starts both again itself at once. Each ends with the fault-free
+# params.bin and every server applied the fault-free number of pushes.
 if [ "$part" = worker ]; then
 wf=(--fault.scheduler=restart --fault.worker=restart)
 run_now=ref
@@ -256,19 +257,24 @@ run_now=b
 start_cluster b 2 2 "${wf[@]}"
 ep=$(ready scheduler)
 wait_lines b 100
-kill -KILL "${PID[worker1]}"
-wait "${PID[worker1]}" 2>/dev/null
+kill -STOP "${PID[worker1]}"  # to the new scheduler it is dead; to the servers it is not yet
 kill_scheduler
 new_scheduler b "$ep" "${wf[@]}"
 wait_log scheduler "worker 1 did not register again: it died while no scheduler ran"
 new_worker worker1b 1 b "$ep" "${wf[@]}"
+wait_log scheduler "worker 1 .* finished iteration [0-9]*, [0-9]* ms after its predecessor"
+kill -CONT "${PID[worker1]}"  # back: fenced, it must stop without changing a value
+finish worker1 60
+[ "$st" != 0 ] && [ "$st" != timeout ] || fail "b: the paused worker 1, resumed after its successor took its rank, ended with '$st'"
+old_st=$st
 ended scheduler server0 server1 worker0 worker1b
 same_run b
 recovered=$(since_kill scheduler "worker 1 .* finished iteration [0-9]*, [0-9]* ms after its predecessor")
 summary_is b scheduler_restarts=1 membership.worker_deaths=1 membership.restarts=1
 grep -q '"event":"death","worker":1,' "$T/b/membership.jsonl" || fail "b: membership.jsonl lacks worker 1's death"
+fenced=$(grep -h -o "fenced.*\|refused this node.*" "$T/worker1.log" | head -n 1)
 mv "$T"/*.log "$T/b/"
-ok "worker = restart, (b): worker 1 and the scheduler killed; the new scheduler counted worker 1 dead after its wait window ($((2 * (1000 + 2 * 100) + 2000)) ms) and its successor, started after it, went on at the servers' oldest version (first iteration ${recovered} ms after the kill): params.bin and applied pushes the fault-free run's; $(once b) worker-iterations in metrics.jsonl, none twice (the dead one's last reports died with it)"
+ok "worker = restart, (b): worker 1 paused, the scheduler killed; the new scheduler counted worker 1 dead after its wait window ($((2 * (1000 + 2 * 100) + 2000)) ms) and its successor, started after it, went on at the servers' oldest version (first iteration ${recovered} ms after the kill); the paused process, resumed, stopped (status $old_st: ${fenced:-no message}): params.bin and applied pushes the fault-free run's; $(once b) worker-iterations in metrics.jsonl, none twice"
 
 LAUNCH=$root/scripts/ordo-launch
 "$LAUNCH" "$root/conf/mlp.ini" --bin "$BIN" --pids "$T/launch.pids" "${common[@]:2}" \
