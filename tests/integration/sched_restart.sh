@@ -303,12 +303,13 @@ fi
 
 # PART=shrink: fault.scheduler = restart with fault.worker = shrink, 3 workers. (a) the
 # scheduler is killed and restarted, then worker 2; (b) worker 2 is killed while no scheduler
-# runs: the new scheduler takes it out of the run after its wait window. Each run exits 0 with
+# runs: the new scheduler takes it out of the run after its wait window; (c) the same with
+# worker 2 only paused, resumed once out of the run: it is fenced and stops. Each run exits 0 with
 # the two others, and summary.json counts 1 shrink, 2 workers left and the scheduler's restart.
 if [ "$part" = shrink ]; then
 wf=(--fault.scheduler=restart --fault.worker=shrink --cluster.workers=3)
 names=(server0 server1 worker0 worker1)
-for run_now in a b; do
+for run_now in a b c; do
   start_cluster $run_now 2 3 "${wf[@]}"
   ep=$(ready scheduler)
   wait_lines $run_now 150
@@ -322,11 +323,19 @@ for run_now in a b; do
     what="the scheduler killed and restarted, then worker 2"
     said="the run goes on with 2 workers from iteration"
   else
-    kill -KILL "${PID[worker2]}"
+    kill -"$([ $run_now = b ] && echo KILL || echo STOP)" "${PID[worker2]}"
     kill_scheduler
-    new_scheduler b "$ep" "${wf[@]}"
+    new_scheduler $run_now "$ep" "${wf[@]}"
     what="worker 2 killed while no scheduler ran"
     said="worker 2 did not register again: it died while no scheduler ran; the run goes on with 2 workers"
+  fi
+  if [ $run_now = c ]; then # only paused: once out of the run it is fenced and stops
+    wait_log scheduler "$said"
+    wait_lines c $(( $(wc -l < "$T/c/metrics.jsonl") + 20 ))
+    kill -CONT "${PID[worker2]}"
+    finish worker2 60
+    [ "$st" != 0 ] && [ "$st" != timeout ] || fail "c: the paused worker 2, resumed after it was taken out of the run, ended with '$st'"
+    what="worker 2 paused while no scheduler ran, resumed once out of the run (it stopped, status $st: $(grep -h -o "fenced.*\|refused this node.*" "$T/worker2.log" | head -n 1))"
   fi
   wait "${PID[worker2]}" 2>/dev/null
   ended scheduler "${names[@]}"
