@@ -359,7 +359,8 @@ fi
 # registers again with the others, then worker 3 joins the rebuilt run. Every worker pushes
 # rank + 1 each iteration (aggregate = sum, lr = 1), so the final value is minus the sum over
 # the iterations of the joined workers' ranks + 1: each worker's final value must be exactly
-# that for the iterations membership.jsonl says they joined at (none lost, none twice).
+# that for the iterations membership.jsonl says they joined at (none lost, none twice). Then
+# the same program under fault.worker = restart, the scheduler and worker 1 killed.
 if [ "$part" = grow ]; then
 build=$(cd "$BIN/.." && pwd)
 cc -std=c11 -O1 -I"$root/include" -I"$build/include" "$root/tests/integration/grow_values.c" \
@@ -440,6 +441,30 @@ print(f"joins at {joins[2]} (before the scheduler's death) and {joins[3]} (after
 PY
 ) || fail "grow: $res"
 ok "grow: $res; run rebuilt ${rebuilt} ms after the kill with worker 2, which had joined; worker 3 joined the rebuilt run; exit 0, summary 2 joins, 4 workers, 1 scheduler restart"
+
+# the same program under fault.worker = restart: the scheduler and then worker 1 killed,
+# ordo-launch starts both again; every worker's final value is exactly -3 per iteration
+sed -e 's/^max_workers = 4$/worker = restart/' "$T/grow.ini" > "$T/crestart.ini"
+"$LAUNCH" "$T/crestart.ini" --bin "$BIN" --pids "$T/crestart.pids" --output.dir="$T" \
+  --output.run=crestart > "$T/crestart.log" 2>&1 &
+lpid=$!
+wait_lines crestart 100
+kill -KILL "$(awk '$1=="scheduler" {print $2; exit}' "$T/crestart.pids")"
+sleep 0.3
+kill -KILL "$(awk '$1=="worker" && $2==1 {print $3; exit}' "$T/crestart.pids")"
+st=timeout
+for _ in $(seq 1 2400); do
+  if ! kill -0 $lpid 2>/dev/null; then wait $lpid; st=$?; break; fi
+  sleep 0.05
+done
+[ "$st" = 0 ] || fail "command, worker = restart: the job ended with '$st': $(tail -n 5 "$T/crestart.log")"
+grep -q "worker 1 exited with status 137; starting it again" "$T/crestart.log" ||
+  fail "command, worker = restart: ordo-launch did not start worker 1 again"
+finals=$(grep -o "grow_values: worker [01]: final value [-0-9.]*" "$T/crestart.log" | sort | uniq)
+[ "$(grep -c "final value -$((3 * giters)).0$" <<< "$finals")" = 2 ] && [ "$(wc -l <<< "$finals")" = 2 ] ||
+  fail "command, worker = restart: final values '$finals', expected -$((3 * giters)).0 for workers 0 and 1"
+summary_is crestart scheduler_restarts=1 membership.restarts=1
+ok "command, worker = restart: the scheduler and worker 1 (a [worker] command program) killed, ordo-launch started both again: exit 0, both workers' final value exactly -$((3 * giters)) (no push lost or applied twice)"
 exit 0
 fi
 
