@@ -127,6 +127,9 @@ void ordo__sched_restart_close(sched_t *s, bool ended)
     s->past_restarts = NULL;
     free(s->fresh);
     s->fresh = NULL;
+    free(s->beats);
+    s->beats = NULL;
+    s->n_beats = 0;
 }
 
 static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *));
@@ -540,11 +543,13 @@ int ordo__sched_restart_wait(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *)
     bool window = waited_ms > ordo__sched_restart_window_ms(s);
     if (window && s->cannot_rebuild[0]) /* a member contradicts the run; the rest came */
         return ordo__sched_abort_run(s, s->cannot_rebuild);
-    if (policy && window && s->n_servers == s->conf.servers) {
+    bool quiet = !s->cannot_rebuild[0] && ordo__sched_restart_quiet(s); /* restart_members.c */
+    if (policy && (window || quiet) && s->n_servers == s->conf.servers) {
         ORDO_WARN("%d workers registered again within %lld ms of this scheduler's start (every "
-                  "server did): the others died while no scheduler ran, and the run's policy "
-                  "takes them (fault.worker = %s)", s->n_workers,
-                  (long long)ordo__sched_restart_window_ms(s),
+                  "server did); the others %s: they died while no scheduler ran, and the run's "
+                  "policy takes them (fault.worker = %s)", s->n_workers, (long long)waited_ms,
+                  quiet ? "sent no heartbeat for the timeout and a probe's time"
+                        : "did not come within the wait window",
                   s->conf.fault_worker == ORDO_FAULT_RESTART ? "restart" : "shrink");
         return complete(s, handle);
     }

@@ -108,6 +108,42 @@ bool ordo__sched_restart_all_in(sched_t *s)
     return true;
 }
 
+/* the heartbeat ids remembered in a rebuild (servers, workers, a few strangers) */
+#define BEATS_MAX 256
+
+void ordo__sched_restart_beat(sched_t *s, uint64_t beat)
+{
+    if (!beat || !s->restarted || s->welcomed) return;
+    int64_t now = ordo__clock_ns();
+    for (int i = 0; s->beats && i < s->n_beats; i++)
+        if (s->beats[i].beat == beat) {
+            s->beats[i].ns = now;
+            return;
+        }
+    if (!s->beats && !(s->beats = calloc(BEATS_MAX, sizeof *s->beats))) return;
+    int at = s->n_beats < BEATS_MAX ? s->n_beats++ : (int)(beat % BEATS_MAX);
+    s->beats[at] = (struct ordo__sched_beat){beat, now};
+}
+
+static uint64_t beat_of(const sched_t *s, int r);
+
+bool ordo__sched_restart_quiet(const sched_t *s)
+{
+    int64_t now = ordo__clock_ns();
+    int64_t quiet_ns = ((int64_t)ordo__conf_timeout_max_ms(&s->conf) + 2 * s->conf.heartbeat_ms) *
+                       1000000;
+    if (s->n_servers < s->conf.servers || now - s->start_ns <= quiet_ns) return false;
+    for (int r = 0; r < ordo__conf_max_workers(&s->conf); r++) {
+        if (!ordo__sched_restart_expected(s, r) || worker_of((sched_t *)s, r) || s->fresh[r])
+            continue;
+        uint64_t beat = beat_of(s, r);
+        if (!beat) return false; /* not known: the window decides */
+        for (int i = 0; s->beats && i < s->n_beats; i++)
+            if (s->beats[i].beat == beat && now - s->beats[i].ns <= quiet_ns) return false;
+    }
+    return true;
+}
+
 int64_t ordo__sched_restart_window_ms(const sched_t *s)
 {
     /* a live member finds the old scheduler silent within the timeout's ceiling and two

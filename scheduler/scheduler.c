@@ -683,6 +683,8 @@ static int handle(sched_t *s, ordo__msg_t *m)
          * socket): nothing to say about them */
         if (m->hdr.type != ORDO_MSG_HEARTBEAT)
             ordo__transport_drop(s->tp, m, "unregistered peer", NULL);
+        else
+            ordo__sched_restart_beat(s, m->hdr.req); /* alive, not registered again yet */
         return 0;
     }
     if (mb->gone) { /* a server declared dead that came back: it is no longer part of the run */

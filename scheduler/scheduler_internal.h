@@ -106,6 +106,11 @@ struct ordo__scheduler {
     int64_t rebuild_ns;       /* when the servers were welcomed back */
     int *past_restarts;       /* restarts of each rank before this scheduler (membership.jsonl) */
     uint8_t *fresh;           /* a new process of the rank registered in the rebuild (kept) */
+    struct ordo__sched_beat {
+        uint64_t beat;
+        int64_t ns;
+    } *beats;                 /* heartbeats of members not registered yet in the rebuild */
+    int n_beats;
     struct ordo__sched_fence *fence;     /* fenced processes and the generation (fence.c) */
 };
 
@@ -176,6 +181,15 @@ bool ordo__sched_restart_expected(const sched_t *s, int r);
 /* ordo__sched_restart_all_in: every server registered again, and every expected worker did,
  * or a new process of its rank is kept (fault.worker = restart). */
 bool ordo__sched_restart_all_in(sched_t *s);
+
+/* ordo__sched_restart_beat notes a heartbeat with id beat from a process that has not
+ * registered again (a restarted run being rebuilt): the worker it is from is alive. */
+void ordo__sched_restart_beat(sched_t *s, uint64_t beat);
+
+/* ordo__sched_restart_quiet: every server is back, and each expected worker that did not
+ * register again is known by its heartbeat id (the servers') and sent no heartbeat for the
+ * timeout and a probe's time (fault.timeout_max_ms + 2 x heartbeat_ms): it is dead. */
+bool ordo__sched_restart_quiet(const sched_t *s);
 
 /* ordo__sched_restart_window_ms: how long a rebuild waits for the workers before the run's
  * policy takes those that did not register again. */
