@@ -544,13 +544,17 @@ int ordo__sched_restart_wait(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *)
     if (window && s->cannot_rebuild[0]) /* a member contradicts the run; the rest came */
         return ordo__sched_abort_run(s, s->cannot_rebuild);
     bool quiet = !s->cannot_rebuild[0] && ordo__sched_restart_quiet(s); /* restart_members.c */
-    if (policy && (window || quiet) && s->n_servers == s->conf.servers) {
+    /* under fault.worker = abort the heartbeats' evidence aborts the run at once, naming the
+     * worker, rather than after fault.startup_ms */
+    if (((policy && window) || quiet) && s->n_servers == s->conf.servers) {
         ORDO_WARN("%d workers registered again within %lld ms of this scheduler's start (every "
                   "server did); the others %s: they died while no scheduler ran, and the run's "
                   "policy takes them (fault.worker = %s)", s->n_workers, (long long)waited_ms,
                   quiet ? "sent no heartbeat for the timeout and a probe's time"
                         : "did not come within the wait window",
-                  s->conf.fault_worker == ORDO_FAULT_RESTART ? "restart" : "shrink");
+                  s->conf.fault_worker == ORDO_FAULT_RESTART  ? "restart"
+                  : s->conf.fault_worker == ORDO_FAULT_SHRINK ? "shrink"
+                                                              : "abort");
         return complete(s, handle);
     }
     if (waited_ms <= s->conf.startup_ms) return 0;

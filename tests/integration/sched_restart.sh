@@ -9,10 +9,13 @@
 # rebuild, and the longest pause between two iterations of a worker around it. Then the same
 # kill under scripts/ordo-launch, which starts the scheduler again itself (bsp). PART=refuse
 # runs the rest instead: the kill under fault.scheduler = stop (the servers and workers exit
-# 3, as before), and a new scheduler whose plan differs, which refuses the members naming the
-# field, and a scheduler paused past the timeout, which welcomes its members back. SYNC=asp
-# runs the first part under asp (params.bin then differs by timing; the push counts not).
-# Arguments go to every process (integration.sched_restart_groups: host groups).
+# 3, as before), a worker killed while no scheduler runs under fault.worker = abort (the new
+# scheduler aborts the run naming it), a new scheduler whose plan differs, which refuses the
+# members naming the field, and a scheduler paused past the timeout, which welcomes its
+# members back. SYNC=asp runs the first part under asp (params.bin then differs by timing;
+# the push counts not). PART=worker, shrink and grow: with fault.worker = restart, shrink and
+# fault.max_workers (each described where it starts). Arguments go to every process
+# (integration.sched_restart_groups: host groups).
 source "$(dirname "$0")/lib.sh"
 [ "${PART:-}" = grow ] || need_fmnist
 root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -477,6 +480,26 @@ for n in "${names[@]}"; do
   [ "$st" = 3 ] || fail "fault.scheduler = stop: $n ended with '$st', expected 3"
 done
 ok "$sync: fault.scheduler = stop: every server and worker exited 3 when the scheduler was killed"
+
+# worker 1 killed while no scheduler runs under fault.worker = abort: the new scheduler finds
+# no heartbeat of it and aborts the run naming it (status 3), not after fault.startup_ms
+start_cluster wabort 2 2 --fault.scheduler=restart --fault.startup_ms=100000
+ep=$(ready scheduler)
+wait_lines wabort $((iters / 2))
+kill -KILL "${PID[worker1]}"
+kill -KILL "${PID[scheduler]}"
+wait "${PID[scheduler]}" "${PID[worker1]}" 2>/dev/null
+start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run=wabort --fault.scheduler=restart \
+  --fault.startup_ms=100000 --cluster.scheduler="$ep"
+finish scheduler 60
+[ "$st" = 3 ] || fail "worker 1 dead while no scheduler ran (fault.worker = abort): the new scheduler ended with '$st', expected 3"
+grep -q "aborting the run: worker 1 did not register again with the new scheduler: it died while no scheduler ran (fault.worker = abort)" \
+  "$T/scheduler.log" || fail "the new scheduler did not name worker 1"
+for n in server0 server1 worker0; do
+  finish $n 60
+  [ "$st" != 0 ] && [ "$st" != timeout ] || fail "worker 1 dead while no scheduler ran: $n ended with '$st'"
+done
+ok "$sync: worker 1 killed while no scheduler ran (fault.worker = abort): the new scheduler aborted the run naming it, $(grep -o "within [0-9]* ms of this scheduler's start" "$T/scheduler.log" | head -n 1)"
 
 # a new scheduler whose plan differs from the one the members run with (another order
 # policy): it refuses them, naming the field, and the run ends (status 3) without a hang
