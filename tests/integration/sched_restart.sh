@@ -276,8 +276,9 @@ recovered=$(since_kill scheduler "worker 1 .* finished iteration [0-9]*, [0-9]* 
 summary_is b scheduler_restarts=1 membership.worker_deaths=1 membership.restarts=1
 grep -q '"event":"death","worker":1,' "$T/b/membership.jsonl" || fail "b: membership.jsonl lacks worker 1's death"
 fenced=$(grep -h -o "fenced.*\|refused this node.*" "$T/worker1.log" | head -n 1)
+within=$(grep -o "registered again within [0-9]* ms" "$T/scheduler.log" | head -n 1)
 mv "$T"/*.log "$T/b/"
-ok "worker = restart, (b): worker 1 paused, the scheduler killed; the new scheduler counted worker 1 dead (no heartbeat from it, $(grep -o "registered again within [0-9]* ms" "$T/scheduler.log" | head -n 1) of its start) and its successor, started after it, went on at the servers' oldest version (first iteration ${recovered} ms after the kill); the paused process, resumed, stopped (status $old_st: ${fenced:-no message}): params.bin and applied pushes the fault-free run's; $(once b) worker-iterations in metrics.jsonl, none twice"
+ok "worker = restart, (b): worker 1 paused, the scheduler killed; the new scheduler counted worker 1 dead (no heartbeat from it; the others $within of its start) and its successor, started after it, went on at the servers' oldest version (first iteration ${recovered} ms after the kill); the paused process, resumed, stopped (status $old_st: ${fenced:-no message}): params.bin and applied pushes the fault-free run's; $(once b) worker-iterations in metrics.jsonl, none twice"
 
 LAUNCH=$root/scripts/ordo-launch
 "$LAUNCH" "$root/conf/mlp.ini" --bin "$BIN" --pids "$T/launch.pids" "${common[@]:2}" \
