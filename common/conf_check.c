@@ -195,15 +195,7 @@ static int fault_scheduler_check(const ordo__conf_t *conf)
 {
     if (conf->fault_scheduler != ORDO_SCHED_RESTART) return 0;
     const char *with = NULL, *why = NULL;
-    if (conf->fault_worker != ORDO_FAULT_ABORT) {
-        with = conf->fault_worker == ORDO_FAULT_RESTART ? "fault.worker = restart"
-                                                        : "fault.worker = shrink";
-        why = "a worker's death and rejoin iteration are decided from the scheduler's record of "
-              "deaths and reports, which a new scheduler does not have";
-    } else if (conf->max_workers > conf->workers) {
-        with = "fault.max_workers above cluster.workers";
-        why = "which workers joined, and at which iteration, only the scheduler knew";
-    } else if (conf->replicas > 1) {
+    if (conf->replicas > 1) {
         with = "fault.replicas > 1";
         why = "a promotion in flight when the scheduler dies cannot be finished by a new one";
     } else if (conf->push_mode == ORDO_PUSH_SPARSE) {

@@ -260,7 +260,9 @@ static int on_register(sched_t *s, ordo__msg_t *m)
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "wrong cluster token");
         goto done;
     }
-    if (s->restarted || json_object_get(o, "rejoin")) { /* fault.scheduler = restart */
+    if (json_object_get(o, "rejoin") || (s->restarted && !s->welcomed)) {
+        /* fault.scheduler = restart; once a restarted run is rebuilt, a new process (a
+         * restarted worker, one that joins) takes the ways below */
         out = ordo__sched_restart_register(s, m, o, handle);
         goto done;
     }
@@ -415,9 +417,13 @@ static int declared_model(sched_t *s, char *why, size_t wsz)
 {
     json_t **by_rank = calloc((size_t)s->conf.workers, sizeof *by_rank);
     if (!by_rank) return ORDO_ERR_NOMEM;
+    json_t *any = NULL; /* a worker that died while no scheduler ran declared these too */
     for (int i = 0; i < s->n_members; i++)
-        if (s->members[i].role == ORDO_ROLE_WORKER)
-            by_rank[s->members[i].rank] = s->members[i].tensors;
+        if (s->members[i].role == ORDO_ROLE_WORKER && s->members[i].rank < s->conf.workers &&
+            s->members[i].tensors)
+            any = by_rank[s->members[i].rank] = s->members[i].tensors;
+    for (int w = 0; w < s->conf.workers; w++)
+        if (!by_rank[w]) by_rank[w] = any;
     int rc = ordo__declared_model(by_rank, s->conf.workers, s->conf.push_mode == ORDO_PUSH_SPARSE,
                                  &s->model, &s->updates, why, wsz);
     free(by_rank);
@@ -484,6 +490,7 @@ static void probe(sched_t *s, member_t *m)
 static int check_liveness(sched_t *s, bool idle)
 {
     int64_t now = ordo__clock_ns();
+    if (!s->welcomed && s->restarted) return ordo__sched_restart_wait(s, handle);
     if (!s->welcomed) {
         if ((now - s->start_ns) / 1000000 <= s->conf.startup_ms) return 0;
         char why[256];
@@ -695,6 +702,8 @@ static int handle(sched_t *s, ordo__msg_t *m)
          * socket): nothing to say about them */
         if (m->hdr.type != ORDO_MSG_HEARTBEAT)
             ordo__transport_drop(s->tp, m, "unregistered peer", NULL);
+        else
+            ordo__sched_restart_beat(s, m->hdr.req); /* alive, not registered again yet */
         return 0;
     }
     if (mb->gone) { /* a server declared dead that came back: it is no longer part of the run */

@@ -103,6 +103,14 @@ struct ordo__scheduler {
     char intra_run[64];       /* the run's id in its host groups' plan (taken over) */
     int n_refused;            /* members refused since */
     int (*rebuild_handle)(struct ordo__scheduler *, ordo__msg_t *); /* replays the stash */
+    int64_t rebuild_ns;       /* when the servers were welcomed back */
+    int *past_restarts;       /* restarts of each rank before this scheduler (membership.jsonl) */
+    uint8_t *fresh;           /* a new process of the rank registered in the rebuild (kept) */
+    struct ordo__sched_beat {
+        uint64_t beat;
+        int64_t ns;
+    } *beats;                 /* heartbeats of members not registered yet in the rebuild */
+    int n_beats;
     struct ordo__sched_fence *fence;     /* fenced processes and the generation (fence.c) */
 };
 
@@ -149,6 +157,61 @@ bool ordo__sched_restart_old_stats(sched_t *s, int worker, int64_t iter);
  * Returns handle's codes: 0, 1 (every worker done), ORDO_ERR_ABORT. */
 int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
                                  int (*handle)(sched_t *, ordo__msg_t *));
+
+/* ordo__sched_restart_wait bounds a restarted run's rebuild (the scheduler's liveness
+ * check before the WELCOME): under fault.worker = restart | shrink, once every server is back
+ * and the wait window passed, the run is rebuilt without the workers that did not register
+ * again (they died while no scheduler ran); otherwise fault.startup_ms aborts it. */
+int ordo__sched_restart_wait(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *));
+
+/* ordo__sched_restart_keep keeps message m (moved) until the rebuild is over; ORDO_ERR_NOMEM
+ * when too many wait (m is dropped, counted). */
+int ordo__sched_restart_keep(sched_t *s, ordo__msg_t *m);
+
+/* ---- the membership a restarted run rebuilds (scheduler/restart_members.c) ---- */
+
+/* ordo__sched_restart_history reads RUN/membership.jsonl of a restarted run: the counts of
+ * its changes (summary.json), each rank's restarts (fault.restarts) and the generation. */
+int ordo__sched_restart_history(sched_t *s);
+
+/* ordo__sched_restart_expected: whether worker r is in the run as the servers that registered
+ * again say (r < cluster.workers and it did not leave; a higher r joined). */
+bool ordo__sched_restart_expected(const sched_t *s, int r);
+
+/* ordo__sched_restart_all_in: every server registered again, and every expected worker did,
+ * or a new process of its rank is kept (fault.worker = restart). */
+bool ordo__sched_restart_all_in(sched_t *s);
+
+/* ordo__sched_restart_beat notes a heartbeat with id beat from a process that has not
+ * registered again (a restarted run being rebuilt): the worker it is from is alive. */
+void ordo__sched_restart_beat(sched_t *s, uint64_t beat);
+
+/* ordo__sched_restart_quiet: every server is back, and each expected worker that did not
+ * register again is known by its heartbeat id (the servers') and sent no heartbeat for the
+ * timeout and a probe's time (fault.timeout_max_ms + 2 x heartbeat_ms): it is dead. */
+bool ordo__sched_restart_quiet(const sched_t *s);
+
+/* ordo__sched_restart_window_ms: how long a rebuild waits for the workers before the run's
+ * policy takes those that did not register again. */
+int64_t ordo__sched_restart_window_ms(const sched_t *s);
+
+/* ordo__sched_restart_fresh keeps the REGISTER m (body o) of a new worker process that comes
+ * while the run is rebuilt (a restarted worker under fault.worker = restart, or one that
+ * joins under fault.max_workers); false when it is neither (the caller refuses it). */
+bool ordo__sched_restart_fresh(sched_t *s, ordo__msg_t *m, json_t *o);
+
+/* ordo__sched_restart_refuse_left refuses the workers that registered again although the
+ * servers took them out of the run (fault.worker = shrink), and drops them from the rebuild. */
+int ordo__sched_restart_refuse_left(sched_t *s);
+
+/* ordo__sched_restart_adopt sets up the workers of a rebuilt run once they were welcomed:
+ * each one's next iteration and restarts; a worker that did not register again is dead and
+ * the run's policy takes it; 0 or the abort's code. */
+int ordo__sched_restart_adopt(sched_t *s);
+
+/* ordo__sched_generation_set makes the membership generation go on from generation (a
+ * restarted scheduler's, read from membership.jsonl). */
+void ordo__sched_generation_set(sched_t *s, int64_t generation);
 
 /* ordo__sched_plan_declared makes the model, key map and plan from the workers' declared
  * tensors ([model] trainer = declared); 0 or the abort's code. */

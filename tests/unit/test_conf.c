@@ -139,10 +139,16 @@ START_TEST(fault_scheduler_modes_are_checked)
     ORDO_CK_OK(ordo__conf_set(&c, "cluster.workers", "2", "test"));
     ORDO_CK_OK(ordo__conf_validate(&c));
     ck_assert_int_eq(c.scheduler_wait_ms, 60000);
+    /* the worker policies and growth are rebuilt from the members (scheduler/restart_members.c) */
     ORDO_CK_OK(ordo__conf_set(&c, "fault.worker", "shrink", "test"));
-    ORDO_CK_ERR(ordo__conf_validate(&c), ORDO_ERR_INVAL);
-    ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "fault.scheduler = restart cannot be "
-                                                      "combined with fault.worker = shrink"));
+    ORDO_CK_OK(ordo__conf_validate(&c));
+    ORDO_CK_OK(ordo__conf_set(&c, "fault.worker", "restart", "test"));
+    ORDO_CK_OK(ordo__conf_validate(&c));
+    ORDO_CK_OK(ordo__conf_set(&c, "fault.max_workers", "3", "test"));
+    ORDO_CK_OK(ordo__conf_set(&c, "model.trainer", "declared", "test"));
+    ORDO_CK_OK(ordo__conf_validate(&c));
+    ORDO_CK_OK(ordo__conf_set(&c, "fault.max_workers", "0", "test"));
+    ORDO_CK_OK(ordo__conf_set(&c, "model.trainer", "synthetic", "test"));
     ORDO_CK_OK(ordo__conf_set(&c, "fault.worker", "abort", "test"));
     ORDO_CK_OK(ordo__conf_set(&c, "sync.mode", "asp", "test")); /* the batch service by default */
     ORDO_CK_ERR(ordo__conf_validate(&c), ORDO_ERR_INVAL);
