@@ -284,7 +284,9 @@ int ordo_leave_with(ordo_t *o, const char *final_json)
 {
     int rc = ordo__api_usable(o, "ordo_leave");
     if (rc) return rc;
-    ordo__api_unbind(o); /* a bound model ends with the run (ordo_unbind's work) */
+    /* a bound model ends with the run (ordo_unbind's work), its last pushes answered */
+    if (o->bound) ordo__bound_drain(o->bound, ORDO__BOUND_DRAIN_MS);
+    ordo__api_unbind(o);
     if ((rc = ordo_wait_all(o, -1)) != 0) return rc;
     if (o->trace) {
         char path[4200];

@@ -78,6 +78,8 @@ int ordo_unbind(ordo_t *o)
 {
     int rc = bound_usable(o, "ordo_unbind");
     if (rc) return rc;
+    /* the last iteration's pushes may still be on the wire (ordo_iter_end): answered first */
+    ordo__bound_drain(o->bound, ORDO__BOUND_DRAIN_MS);
     ordo__api_unbind(o);
     return 0;
 }

@@ -166,6 +166,48 @@ static int push_then_pull(ordo__bound_t *b, int key, int64_t iter)
     return ordo__ps_pull(b->o.ps, key, b->values[key], iter + 1, b->o.priority[key]);
 }
 
+/* under mu: key's gradient buffer of iter is free (its push completed, or the path moved on to
+ * its own copy of it) */
+static void grad_freed(ordo__bound_t *b, int key, int64_t iter)
+{
+    if (iter <= b->freed[key]) return;
+    bool counted = b->freed[key] < b->free_iter;
+    b->freed[key] = iter;
+    if (counted && iter >= b->free_iter && --b->frees_left == 0) pthread_cond_broadcast(&b->cv);
+}
+
+/* the program handed over key's gradient of iter: to the path now, or, while the key's
+ * previous push is still outstanding (ordo_iter_end returned once the gradient buffers were
+ * free, and a host group's owner pushes from one sum buffer per key), held until its PUSH_DONE */
+static int hand_push(ordo__bound_t *b, int key, int64_t iter)
+{
+    if (b->path->ops->key_pushes && b->handed[key] > b->pushed[key]) {
+        b->held[key] = iter;
+        b->held_n++;
+        return 0;
+    }
+    b->handed[key] = iter;
+    return push_then_pull(b, key, iter);
+}
+
+/* a PUSH_DONE of key's push of iter; a push held behind it leaves now */
+static int push_done(ordo__bound_t *b, int key, int64_t iter)
+{
+    pthread_mutex_lock(&b->mu);
+    if (!b->path->ops->key_pushes) {
+        if (--b->pushes_left == 0) pthread_cond_broadcast(&b->cv);
+    } else {
+        if (iter > b->pushed[key]) b->pushed[key] = iter;
+        grad_freed(b, key, iter);
+        if (--b->pushes_out == 0) pthread_cond_broadcast(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+    int64_t next = b->held[key];
+    if (next < 0 || b->pushed[key] < b->handed[key]) return 0;
+    b->held[key] = -1;
+    return hand_push(b, key, next);
+}
+
 /* an event of the path's own (ORDO__EV_HOOK): it may have brought every value of ev->iter,
  * or finished the iteration's pushes */
 static void path_event(ordo__bound_t *b, const ordo__ps_event_t *ev)
@@ -244,7 +286,12 @@ static bool run_command(ordo__bound_t *b, cmd_t c)
         break;
     }
     case CMD_PUSH:
-        rc = push_then_pull(b, c.key, c.iter);
+        if (b->path->ops->key_pushes) {
+            pthread_mutex_lock(&b->mu);
+            b->pushes_out++;
+            pthread_mutex_unlock(&b->mu);
+        }
+        rc = hand_push(b, c.key, c.iter);
         break;
     }
     if (rc) fail(b, rc);
@@ -269,9 +316,13 @@ static void *thread_main(void *arg)
             pthread_cond_broadcast(&b->cv);
             pthread_mutex_unlock(&b->mu);
         } else if (ev.kind == ORDO__EV_PUSH_DONE) {
-            trace_span(b, ev.key, "push", 3, b->push_start_ns[ev.key], ev.t_ns, ev.iter);
+            trace_span(b, ev.key, "push", 3, b->push_start_ns[2 * ev.key + (ev.iter & 1)],
+                       ev.t_ns, ev.iter);
+            rc = push_done(b, ev.key, ev.iter);
+            if (rc) fail(b, rc);
+        } else if (ev.kind == ORDO__EV_GRAD_FREE) {
             pthread_mutex_lock(&b->mu);
-            if (--b->pushes_left == 0) pthread_cond_broadcast(&b->cv);
+            grad_freed(b, ev.key, ev.iter);
             pthread_mutex_unlock(&b->mu);
         } else if (ev.kind == ORDO__EV_HOOK) {
             path_event(b, &ev);
@@ -350,8 +401,12 @@ int ordo__bound_new(const ordo__bound_opts_t *o, ordo__bound_t **out)
     b->pull_prio = calloc((size_t)n + 1, sizeof *b->pull_prio);
     b->ready_iter = calloc((size_t)n + 1, sizeof *b->ready_iter);
     b->want_iter = calloc((size_t)n + 1, sizeof *b->want_iter);
+    b->pushed = calloc((size_t)n + 1, sizeof *b->pushed);
+    b->freed = calloc((size_t)n + 1, sizeof *b->freed);
+    b->handed = calloc((size_t)n + 1, sizeof *b->handed);
+    b->held = calloc((size_t)n + 1, sizeof *b->held);
     b->pull_start_ns = calloc((size_t)n + 1, sizeof *b->pull_start_ns);
-    b->push_start_ns = calloc((size_t)n + 1, sizeof *b->push_start_ns);
+    b->push_start_ns = calloc(2 * (size_t)n + 1, sizeof *b->push_start_ns);
     b->a_cap = 4 * n + 16;
     b->arr = malloc(sizeof *b->arr * (size_t)b->a_cap);
     int64_t total = 0, at = 0;
@@ -361,7 +416,7 @@ int ordo__bound_new(const ordo__bound_opts_t *o, ordo__bound_t **out)
     b->grad_block = calloc((size_t)total + 1, sizeof(float));
     if (!b->values || !b->grads || !b->own || !b->order || !b->pull_keys || !b->pull_prio ||
         !b->ready_iter || !b->want_iter || !b->pull_start_ns || !b->push_start_ns || !b->arr ||
-        !b->value_block || !b->grad_block) {
+        !b->pushed || !b->freed || !b->handed || !b->held || !b->value_block || !b->grad_block) {
         ordo__bound_destroy(&b);
         return ordo__error_set(ORDO_ERR_NOMEM, "out of memory for the bound model's buffers");
     }
@@ -373,14 +428,15 @@ int ordo__bound_new(const ordo__bound_opts_t *o, ordo__bound_t **out)
         b->values[i] = shared ? shared : b->own[i];
         b->shared |= shared != NULL;
         /* merged pushes: a gradient computed in its merge buffer is not copied there; the
-         * iteration ends only when every push was acknowledged, so the next backward cannot
-         * overwrite one still being sent */
+         * iteration ends only when every gradient buffer is free again (its push acknowledged,
+         * or a host group's sum made), so the next backward cannot overwrite one still read */
         float *home = ordo__ps_grad_home(o->ps, i);
         b->grads[i] = home ? home : b->grad_block + at;
         at += o->numel[i];
         b->order[i] = i;
         b->ready_iter[i] = -1;
         b->want_iter[i] = -1;
+        b->pushed[i] = b->freed[i] = b->handed[i] = b->held[i] = -1;
     }
     ordo__bound_sort_ctx = b;
     qsort(b->order, (size_t)n, sizeof *b->order, ordo__bound_by_priority);
@@ -414,6 +470,9 @@ void ordo__bound_destroy(ordo__bound_t **bp)
     if (b->started) {
         post(b, CMD_STOP, 0, 0);
         pthread_join(b->thread, NULL);
+        if (b->held_n)
+            ORDO_INFO("bound: %lld pushes waited for their tensor's previous push to complete",
+                      (long long)b->held_n);
     }
     if (b->path) b->path->ops->unbind(b->path);
     for (int i = 0; i < b->q_n; i++) {
@@ -434,6 +493,10 @@ void ordo__bound_destroy(ordo__bound_t **bp)
     free(b->pull_prio);
     free(b->ready_iter);
     free(b->want_iter);
+    free(b->pushed);
+    free(b->freed);
+    free(b->handed);
+    free(b->held);
     free(b->pull_start_ns);
     free(b->push_start_ns);
     free(b->batch_idx);
@@ -536,7 +599,15 @@ int ordo__bound_iter_begin(ordo__bound_t *b, int64_t iter)
         pthread_mutex_unlock(&b->mu);
         return rc;
     }
-    b->pushes_left = b->o.run.forward_only ? 0 : b->path->ops->key_pushes ? b->n : 1;
+    /* pushes are counted per key, so that those of iter - 1 may still complete now (the
+     * gradient buffers were free when ordo_iter_end returned); a whole-iteration path counts
+     * this iteration's one */
+    bool keys = b->path->ops->key_pushes;
+    b->pushes_left = b->o.run.forward_only || keys ? 0 : 1;
+    b->free_iter = iter;
+    b->frees_left = 0;
+    for (int i = 0; keys && !b->o.run.forward_only && i < b->n; i++)
+        b->frees_left += b->freed[i] < iter;
     /* arrivals of earlier iterations the program did not take are of no use now: drop them,
      * so that the queue stays within two iterations' worth over a long run */
     int kept = 0;
@@ -590,13 +661,29 @@ int ordo__bound_grad_ready(ordo__bound_t *b, int key, int64_t iter)
 {
     /* the trace's push starts when the program hands it over (the thread reads it after it
      * took the command, under mu) */
-    b->push_start_ns[key] = ordo__clock_ns();
+    b->push_start_ns[2 * key + (iter & 1)] = ordo__clock_ns();
     return post(b, CMD_PUSH, key, iter);
+}
+
+static bool pushes_answered(const ordo__bound_t *b)
+{
+    return b->pushes_out <= 0;
+}
+
+int ordo__bound_drain(ordo__bound_t *b, int timeout_ms)
+{
+    pthread_mutex_lock(&b->mu);
+    int rc = ordo__bound_wait_for(b, pushes_answered, timeout_ms);
+    int out = b->pushes_out;
+    pthread_mutex_unlock(&b->mu);
+    if (rc == ORDO_ERR_TIMEDOUT)
+        ORDO_WARN("unbinding with %d pushes not answered after %d ms", out, timeout_ms);
+    return rc;
 }
 
 static bool iter_done(const ordo__bound_t *b)
 {
-    return b->pushes_left <= 0 && b->pulls_left <= 0;
+    return b->pushes_left <= 0 && b->frees_left <= 0 && b->pulls_left <= 0;
 }
 
 int ordo__bound_iter_end(ordo__bound_t *b, int64_t iter, int timeout_ms)
@@ -657,9 +744,13 @@ int ordo__bound_pull_values(ordo__bound_t *b, int64_t iter, int timeout_ms)
 
 int ordo__bound_state(ordo__bound_t *b, const char *path, bool save)
 {
-    if (!b->path->ops->state) return 0;
+    /* the path's own state (sparse: residuals, thresholds), or the codecs' error-feedback
+     * residuals (a sparse path takes no codec: push.compression is refused with it) */
+    ordo__compress_t *c = ordo__ps_compress(b->path->ps);
+    if (!b->path->ops->state && !ordo__compress_has_state(c)) return 0;
     pthread_mutex_lock(&b->mu);
-    int rc = b->path->ops->state(b->path, path, save);
+    int rc = b->path->ops->state ? b->path->ops->state(b->path, path, save)
+                                 : ordo__compress_state(c, path, save);
     pthread_mutex_unlock(&b->mu);
     return rc;
 }

@@ -50,6 +50,12 @@ int ordo__bound_iter_begin(ordo__bound_t *b, int64_t iter);
 int ordo__bound_next_arrival(ordo__bound_t *b, ordo_arrival_t *a, int timeout_ms);
 int ordo__bound_grad_ready(ordo__bound_t *b, int key, int64_t iter);
 int ordo__bound_iter_end(ordo__bound_t *b, int64_t iter, int timeout_ms);
+/* ordo__bound_drain waits up to timeout_ms until every push handed over was answered (after
+ * ordo_iter_end the last ones may still be on the wire: a host group's owner must not leave
+ * before the values they bring are in the group's memory); 0, ORDO_ERR_TIMEDOUT (logged) or
+ * the binding's fatal error. ordo_unbind and ordo_leave call it before unbinding. */
+int ordo__bound_drain(ordo__bound_t *b, int timeout_ms);
+#define ORDO__BOUND_DRAIN_MS 600000 /* a bound on it: a dead peer fails the binding sooner */
 void ordo__bound_iter_bytes(ordo__bound_t *b, int64_t *pushed, int64_t *pulled, char *extra,
                             size_t size);
 int ordo__bound_pull_values(ordo__bound_t *b, int64_t iter, int timeout_ms);

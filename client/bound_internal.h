@@ -60,7 +60,16 @@ struct ordo__bound {
     int a_head, a_n, a_cap;
     int64_t *ready_iter; /* per key: the iteration whose value is in (-1: none) */
     int64_t cur_pull;    /* the iteration pulls_left counts */
-    int pulls_left, pushes_left;
+    int pulls_left;
+    /* pushes: a path of key-by-key pushes (ops->key_pushes) counts per key the newest
+     * iteration whose push completed (PUSH_DONE) and whose gradient buffer the path no longer
+     * reads (freed: PUSH_DONE, or ORDO__EV_GRAD_FREE before it: a host group's sum left the
+     * members' memory); frees_left counts the keys whose buffer of free_iter is not free yet.
+     * A path of whole iterations counts one PUSHED per iteration (pushes_left). */
+    int64_t *pushed, *freed;
+    int64_t free_iter;
+    int frees_left, pushes_left;
+    int pushes_out; /* key-by-key pushes handed over and not yet completed (held ones too) */
     int fatal;
     char fatal_msg[512]; /* its detail, taken on the thread that failed (the detail is per thread) */
     bool init_done;
@@ -77,8 +86,15 @@ struct ordo__bound {
     int64_t *batch_idx;
     /* the thread's */
     int64_t *want_iter; /* per key: the last iteration asked for */
+    /* per key: the newest iteration handed to the path, and a push handed over by the program
+     * while that one is still outstanding (-1: none), which waits for its PUSH_DONE: one push
+     * per key in flight (a host group's owner pushes from one sum buffer per key) */
+    int64_t *handed, *held;
+    int64_t held_n; /* pushes that were held (logged at the end) */
     int64_t *pull_start_ns;
-    int64_t *push_start_ns; /* written by the program's thread before it posts the push */
+    /* [2 * n]: per key and iteration parity (a push of t may complete after the program
+     * handed over t + 1), written by the program's thread before it posts the push */
+    int64_t *push_start_ns;
 };
 
 /* ordo__bound_post_cmd queues c for the thread (c.text is the queue's, freed on failure). */

@@ -445,7 +445,9 @@ void ordo__ps_add_event(ordo__ps_t *w, int kind, int key, int64_t iter)
     }
     w->ev[(w->ev_head + w->ev_n++) % w->ev_cap] =
         (ordo__ps_event_t){.kind = kind, .key = key, .iter = iter, .t_ns = ordo__clock_ns()};
-    if (kind != ORDO__EV_WAKE && kind != ORDO__EV_HOOK && kind != ORDO__EV_PLAN) w->outstanding--;
+    if (kind != ORDO__EV_WAKE && kind != ORDO__EV_HOOK && kind != ORDO__EV_PLAN &&
+        kind != ORDO__EV_GRAD_FREE)
+        w->outstanding--;
 }
 
 void ordo__ps_push_done(ordo__ps_t *w, int key, int64_t iter)
@@ -454,6 +456,11 @@ void ordo__ps_push_done(ordo__ps_t *w, int key, int64_t iter)
     ordo__ps_add_event(w, ORDO__EV_PUSH_DONE, key, iter);
     int rc = send_held_pulls(w, key);
     if (rc) ORDO_ERROR("key %d: sending its pull again: %s", key, ordo__error_text(rc));
+}
+
+void ordo__ps_grad_free(ordo__ps_t *w, int key, int64_t iter)
+{
+    ordo__ps_add_event(w, ORDO__EV_GRAD_FREE, key, iter);
 }
 
 /* ---- the data path's answers ------------------------------------------------------- */

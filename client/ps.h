@@ -29,7 +29,9 @@ typedef enum {
     ORDO__EV_BCAST = 8,      /* broadcast ev.iter completed: the root's bytes are in place */
     ORDO__EV_REPLAN = 9,     /* the scheduler answered this worker's REPLAN */
     ORDO__EV_BATCH = 10,     /* the scheduler answered this worker's BATCH_REQ */
-    ORDO__EV_STATE = 11      /* a peer's state (or a refusal) answered this worker's STATE_REQ */
+    ORDO__EV_STATE = 11,     /* a peer's state (or a refusal) answered this worker's STATE_REQ */
+    ORDO__EV_GRAD_FREE = 12  /* the path no longer reads key ev.key's gradient of ev.iter: its
+                                push goes on from the path's own memory (ordo__ps_grad_free) */
 } ordo__ps_ev_kind_t;
 
 typedef struct ordo__ps_event {
@@ -229,6 +231,11 @@ void ordo__ps_push_begin(ordo__ps_t *w, int key, int64_t iter);
 
 /* ordo__ps_push_done completes key's push of iter: its PUSH_DONE event. */
 void ordo__ps_push_done(ordo__ps_t *w, int key, int64_t iter);
+
+/* ordo__ps_grad_free says, before its PUSH_DONE, that key's push of iter no longer reads the
+ * caller's gradient (a host group's owner pushes the group's sum from its own memory): an
+ * ORDO__EV_GRAD_FREE event, not a transfer (nothing outstanding changes). */
+void ordo__ps_grad_free(ordo__ps_t *w, int key, int64_t iter);
 
 /* ordo__ps_reserve makes room for `more` queued messages (ORDO_ERR_NOMEM). */
 int ordo__ps_reserve(ordo__ps_t *w, int more);

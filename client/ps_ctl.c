@@ -103,7 +103,7 @@ int ordo__ps_report(ordo__ps_t *w, const char *json)
     if ((w->conf.sync_mode == ORDO_SYNC_BSP && w->conf.backup == 0) || n < 2 || json[n - 1] != '}')
     {
         ordo__ps_keep_report(w, json);
-        return ordo__ps_send_ctl(w, ORDO_MSG_STATS, json);
+        return ordo__ps_stats_report(w, json);
     }
     /* [sync]: what the pulls and pushes since the last report saw */
     char *text = malloc(n + 24 * ORDO_STALE_BUCKETS + 64);
@@ -120,7 +120,7 @@ int ordo__ps_report(ordo__ps_t *w, const char *json)
     sprintf(text + at, "],\"late_pushes\":%lld}", (long long)(w->late - w->late_sent));
     w->late_sent = w->late;
     ordo__ps_keep_report(w, text);
-    int rc = ordo__ps_send_ctl(w, ORDO_MSG_STATS, text);
+    int rc = ordo__ps_stats_report(w, text);
     free(text);
     return rc;
 }
@@ -249,7 +249,8 @@ int ordo__ps_on_members(ordo__ps_t *w, ordo__msg_t *m)
 
 int ordo__ps_finish(ordo__ps_t *w, const char *final_json)
 {
-    int rc = ordo__ps_send_ctl(w, ORDO_MSG_DONE, final_json ? final_json : "{}");
+    int rc = ordo__ps_stats_flush(w); /* the last records before DONE */
+    if (rc == 0) rc = ordo__ps_send_ctl(w, ORDO_MSG_DONE, final_json ? final_json : "{}");
     if (rc) return rc;
     free(w->done_body); /* told to a new scheduler (ps_rejoin.c) */
     w->done_body = strdup(final_json ? final_json : "{}");

@@ -145,6 +145,11 @@ struct ordo__ps {
         char *text;
     } *reports;
     int n_reports, cap_reports;
+    /* the records held for the next STATS message ([output] stats_every, ps_stats.c): one
+     * line each, stats_n of them in stats_held[0, stats_len) */
+    char *stats_held;
+    size_t stats_len, stats_cap;
+    int stats_n;
     bool barrier_out;        /* a BARRIER is waiting for its BARRIER_DONE */
     int64_t barrier_id;
     char *done_body;         /* the DONE sent (NULL: none yet) */
@@ -173,6 +178,19 @@ int ordo__ps_batch_resend(ordo__ps_t *w);
 
 /* ordo__ps_batch_free frees what ps_batch.c keeps. */
 void ordo__ps_batch_free(ordo__ps_t *w);
+
+/* ordo__ps_stats_report sends the report json (one iteration's record) to the scheduler:
+ * at once when [output] stats_every resolves to 1, else it holds it and sends every
+ * stats_every records in one STATS message, one record a line (ps_stats.c). */
+int ordo__ps_stats_report(ordo__ps_t *w, const char *json);
+
+/* ordo__ps_stats_flush sends the records held, if any, in one STATS message (before DONE). */
+int ordo__ps_stats_flush(ordo__ps_t *w);
+
+/* ordo__ps_stats_drop forgets the records held (a new scheduler is sent the kept reports
+ * instead: ps_rejoin.c) and ordo__ps_stats_free frees the buffer. */
+void ordo__ps_stats_drop(ordo__ps_t *w);
+void ordo__ps_stats_free(ordo__ps_t *w);
 
 /* ordo__ps_rejoin_free frees what ps_rejoin.c keeps. */
 void ordo__ps_rejoin_free(ordo__ps_t *w);

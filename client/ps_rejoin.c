@@ -84,7 +84,8 @@ int ordo__ps_rejoined(ordo__ps_t *w, ordo__msg_t *m)
         return rc;
     }
     /* the reports after the run log's unbroken part, oldest first: the scheduler leaves out
-     * those it holds */
+     * those it holds. The records held for the next STATS message are among them. */
+    ordo__ps_stats_drop(w);
     for (int i = 0; i < w->n_reports; i++) {
         if (w->reports[i].iter <= reported) continue;
         ordo__msg_t s;

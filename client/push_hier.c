@@ -18,7 +18,10 @@
  * (copies) every value into its own buffer. A key's value t + 1 is written into the shared
  * value only once every member put its gradient t: the owner asks for it with the push of the
  * group's sum, which needs every member's put. The servers count one pusher per
- * group and divide by every worker for the mean (server/server.c). Sparse pushes keep the flat
+ * group and divide by every worker for the mean (server/server.c). Once the owner summed a key
+ * the members' memory of it is free (ORDO__EV_GRAD_FREE: a bound model's iteration ends
+ * without waiting for the servers; the owner's next push of the key, whose sum overwrites
+ * h->sum, is held by client/bound.c until this one's PUSH_DONE). Sparse pushes keep the flat
  * path (the scheduler refuses the mix). */
 #include "client/push.h"
 #include "common/clock.h"
@@ -579,8 +582,13 @@ static int local(ordo__push_t *p, const ordo__msg_t *m)
     /* CODE_REDUCED: the group's sum leaves; its answer brings the next value (fused) */
     h->asked[k] = m->hdr.iter + 1;
     h->own_pull[k] = true;
-    return h->inner->ops->pushpull(h->inner, k, h->sum + h->off[k], val_of(h, k), m->hdr.iter,
-                                   h->prio[k]);
+    int rc = h->inner->ops->pushpull(h->inner, k, h->sum + h->off[k], val_of(h, k), m->hdr.iter,
+                                     h->prio[k]);
+    /* the members' gradients are summed: only h->sum is read from now on, until the push's
+     * PUSH_DONE (the owner's next push of k, whose sum overwrites it, waits for that one:
+     * client/bound.c holds it) */
+    if (!rc) ordo__ps_grad_free(p->ps, k, m->hdr.iter);
+    return rc;
 }
 
 static bool have(const ordo__push_t *p, int64_t iter)

@@ -216,6 +216,10 @@ const key_t_ ordo__conf_keys[] = {
      "debug | info | warn | error"},
     {"output", "progress_every", T_INT, OFF(progress_every), 0, "50", 0, 1000000, NULL,
      "iterations between progress lines (0 = none)"},
+    {"output", "stats_every", T_INT, OFF(stats_every), 0, "0", 0, 100000, NULL,
+     "iterations whose records a worker sends the scheduler in one STATS message (0 = auto: 1 "
+     "up to 500 workers, then workers / 500 rounded up, so the scheduler's STATS messages stay "
+     "near 500 a step at any size)"},
     {"fault", "timeout_ms", T_INT, OFF(timeout_ms), 0, "5000", 50, 3600000, NULL,
      "a peer silent this long is probed, and declared dead when it does not answer within 2 x "
      "heartbeat_ms: the floor of the adaptive timeout"},
@@ -225,7 +229,8 @@ const key_t_ ordo__conf_keys[] = {
      "this + 2 x heartbeat_ms after the last sign of life (0 = 4 x timeout_ms; = timeout_ms: "
      "a fixed timeout)"},
     {"fault", "heartbeat_ms", T_INT, OFF(heartbeat_ms), 0, "500", 10, 600000, NULL,
-     "interval between heartbeats"},
+     "interval between heartbeats; above 1,000 members (workers and servers) it widens to "
+     "heartbeat_ms x members / 1,000 rounded up, at most timeout_ms / 2"},
     {"fault", "startup_ms", T_INT, OFF(startup_ms), 0, "60000", 100, 3600000, NULL,
      "how long the scheduler waits for every node to register (and nodes for WELCOME)"},
     {"fault", "replicas", T_INT, OFF(replicas), 0, "1", 1, 3, NULL,

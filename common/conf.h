@@ -21,6 +21,12 @@ typedef enum { ORDO_SHARE_FAIR, ORDO_SHARE_SERIAL } ordo__share_t;
 typedef enum { ORDO_PULL_START, ORDO_PULL_EARLY, ORDO_PULL_AUTO } ordo__pull_t;
 /* a bytes key written "auto" holds this until ordo__conf_resolve */
 #define ORDO_CONF_AUTO_BYTES (-1)
+/* [output] stats_every = 0 (auto): one STATS message a worker covers ceil(workers / this)
+ * iterations (ordo__conf_stats_every) */
+#define ORDO_STATS_AUTO_WORKERS 500
+/* above this many members (workers and servers) a member's heartbeats widen with the count
+ * (ordo__conf_heartbeat_ms) */
+#define ORDO_HEARTBEAT_AUTO_MEMBERS 1000
 typedef enum { ORDO_PUSH_DENSE, ORDO_PUSH_MERGED, ORDO_PUSH_SPARSE } ordo__push_mode_t;
 typedef enum { ORDO_COMPUTE_EMULATE, ORDO_COMPUTE_CPU, ORDO_COMPUTE_CUDA } ordo__compute_t;
 typedef enum { ORDO_AGG_MEAN, ORDO_AGG_SUM } ordo__aggregate_t;
@@ -129,6 +135,7 @@ typedef struct ordo__conf {
     bool save_params; /* worker 0 writes the final parameters to RUN/params.bin */
     char log_level[16];
     int progress_every;
+    int stats_every; /* 0: auto; ordo__conf_stats_every */
     /* [fault] */
     int timeout_ms;     /* the adaptive timeout's floor */
     int timeout_max_ms; /* its ceiling (0: 4 x timeout_ms); ordo__conf_timeout_max_ms */
@@ -219,9 +226,20 @@ bool ordo__conf_is_straggler(const ordo__conf_t *conf, int rank);
  * cluster.workers when it is 0 (a run that cannot grow). */
 int ordo__conf_max_workers(const ordo__conf_t *conf);
 
+/* ordo__conf_heartbeat_ms is the interval at which a member heartbeats the scheduler:
+ * [fault] heartbeat_ms up to 1,000 members (the workers the run may have and the servers),
+ * above that heartbeat_ms x ceil(members / 1,000), at most timeout_ms / 2 (docs/planning.md,
+ * "The scheduler at scale"). */
+int ordo__conf_heartbeat_ms(const ordo__conf_t *conf);
+
 /* ordo__conf_timeout_max_ms is the ceiling of the adaptive heartbeat timeout: [fault]
  * timeout_max_ms, or 4 x timeout_ms when it is 0, never below timeout_ms. */
 int ordo__conf_timeout_max_ms(const ordo__conf_t *conf);
+
+/* ordo__conf_stats_every is how many iterations' records a worker sends in one STATS
+ * message: [output] stats_every, or when it is 0, 1 up to 500 workers (cluster.workers) and
+ * workers / 500 rounded up above (docs/planning.md, "The scheduler at scale"). */
+int ordo__conf_stats_every(const ordo__conf_t *conf);
 
 /* ordo__conf_straggle_delay_ms is the transient delay of rank in iteration iter: [straggle]
  * delay_ms with [straggle] probability, drawn from a hash of (seed, rank, iter) so every run

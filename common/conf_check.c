@@ -54,6 +54,25 @@ bool ordo__conf_is_straggler(const ordo__conf_t *conf, int rank)
     return false;
 }
 
+int ordo__conf_stats_every(const ordo__conf_t *conf)
+{
+    if (conf->stats_every > 0) return conf->stats_every;
+    return conf->workers > ORDO_STATS_AUTO_WORKERS
+               ? (conf->workers + ORDO_STATS_AUTO_WORKERS - 1) / ORDO_STATS_AUTO_WORKERS
+               : 1;
+}
+
+int ordo__conf_heartbeat_ms(const ordo__conf_t *conf)
+{
+    int64_t members = (int64_t)ordo__conf_max_workers(conf) + conf->servers;
+    if (members <= ORDO_HEARTBEAT_AUTO_MEMBERS) return conf->heartbeat_ms;
+    int64_t widened = (int64_t)conf->heartbeat_ms *
+                      ((members + ORDO_HEARTBEAT_AUTO_MEMBERS - 1) / ORDO_HEARTBEAT_AUTO_MEMBERS);
+    int64_t cap = conf->timeout_ms / 2; /* what ordo__conf_validate allows heartbeat_ms */
+    if (widened > cap) widened = cap;
+    return widened > conf->heartbeat_ms ? (int)widened : conf->heartbeat_ms;
+}
+
 int ordo__conf_timeout_max_ms(const ordo__conf_t *conf)
 {
     int64_t m = conf->timeout_max_ms ? conf->timeout_max_ms : 4 * (int64_t)conf->timeout_ms;
@@ -182,15 +201,7 @@ static int fault_scheduler_check(const ordo__conf_t *conf)
                               "and the batch service (sync.batches): the batches a dead worker "
                               "leased go back to a pool only the scheduler holds",
                               conf->fault_worker == ORDO_FAULT_RESTART ? "restart" : "shrink");
-    if (conf->fault_worker != ORDO_FAULT_ABORT) {
-        with = conf->fault_worker == ORDO_FAULT_RESTART ? "fault.worker = restart"
-                                                        : "fault.worker = shrink";
-        why = "a worker's death and rejoin iteration are decided from the scheduler's record of "
-              "deaths and reports, which a new scheduler does not have";
-    } else if (conf->max_workers > conf->workers) {
-        with = "fault.max_workers above cluster.workers";
-        why = "which workers joined, and at which iteration, only the scheduler knew";
-    } else if (conf->push_mode == ORDO_PUSH_SPARSE) {
+    if (conf->push_mode == ORDO_PUSH_SPARSE) {
         with = "push.mode = sparse";
         why = "the sparse coordinator's global threshold and histograms live in the scheduler";
     } else if (conf->calibrate) {

@@ -153,7 +153,7 @@ int ordo__node_join(ordo__node_t *node, const ordo__conf_t *conf, int role, cons
     ordo__msg_add_text(&m, text);
     if ((rc = ordo__node_send_ctl(node, &m)) != 0) return rc;
     /* heartbeats start now, so a scheduler that vanishes during start-up is noticed */
-    rc = ordo__transport_heartbeat(node->tp, node->sched_sock, conf->heartbeat_ms,
+    rc = ordo__transport_heartbeat(node->tp, node->sched_sock, ordo__conf_heartbeat_ms(conf),
                                   conf->startup_ms, conf->startup_ms);
     if (rc < 0) return rc;
 
@@ -176,10 +176,10 @@ int ordo__node_join(ordo__node_t *node, const ordo__conf_t *conf, int role, cons
             free(js);
             if (rc) return rc;
             /* from now on the scheduler must answer within the run's timeout */
-            return ordo__transport_heartbeat(node->tp, node->sched_sock, conf->heartbeat_ms,
-                                            conf->timeout_ms, ordo__conf_timeout_max_ms(conf)) < 0
-                       ? ORDO_ERR_IO
-                       : 0;
+            rc = ordo__transport_heartbeat(node->tp, node->sched_sock,
+                                          ordo__conf_heartbeat_ms(conf), conf->timeout_ms,
+                                          ordo__conf_timeout_max_ms(conf));
+            return rc < 0 ? ORDO_ERR_IO : 0;
         }
         case ORDO_MSG_REJECT:
             ordo__msg_text(&m, 0, buf, sizeof buf);

@@ -13,7 +13,7 @@ void ordo__node_rejoin_init(ordo__node_t *node, const ordo__conf_t *conf, char *
     node->reg_body = reg_body;
     node->restart_sched = conf->fault_scheduler;
     node->wait_ms = conf->scheduler_wait_ms;
-    node->heartbeat_ms = conf->heartbeat_ms;
+    node->heartbeat_ms = ordo__conf_heartbeat_ms(conf);
     node->timeout_ms = conf->timeout_ms;
     node->timeout_max_ms = ordo__conf_timeout_max_ms(conf);
     snprintf(node->sched_addr, sizeof node->sched_addr, "%s", conf->scheduler);

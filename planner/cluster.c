@@ -2,6 +2,7 @@
  * its bound, the bytes on each kind of link and the resource that limits it. */
 #include "planner/cluster.h"
 
+#include "common/conf.h"
 #include "common/error.h"
 #include "common/keys.h"
 #include "planner/oracle.h"
@@ -24,6 +25,24 @@ static const struct {
     [ORDO_CLUSTER_WIRE_ONEBIT] = {"onebit", 0.125, 0.125, 1.5},
     [ORDO_CLUSTER_WIRE_TOPK] = {"topk", 8.0, 4.0, 4.0},
 };
+
+/* the part of the scheduler's CPU a member a step that fewer STATS messages do not remove
+ * (the records, the heartbeats): a first fit of control_plane.sh runs at 256 workers with
+ * [output] stats_every 1, 8 and 32 (docs/results/cluster.md), ~12 of 35 us. A later fit puts
+ * a record at 4.6 us and a heartbeat at 83 us, time-based, which this per-step term does not
+ * separate: it overstates the scheduler of a large cluster. */
+#define SCHED_RECORD_SHARE 0.35
+
+/* scheduler_us: sched_us a member a step at one STATS message an iteration; above
+ * ORDO_STATS_AUTO_WORKERS workers the workers' auto [output] stats_every puts ceil(W / 500)
+ * iterations in one message, which divides the per-message part */
+static double scheduler_us(const ordo__cluster_t *c)
+{
+    int every = c->workers > ORDO_STATS_AUTO_WORKERS
+                    ? (c->workers + ORDO_STATS_AUTO_WORKERS - 1) / ORDO_STATS_AUTO_WORKERS
+                    : 1;
+    return c->workers * c->sched_us * (SCHED_RECORD_SHARE + (1 - SCHED_RECORD_SHARE) / every);
+}
 
 static const char *limit_names[] = {"compute", "worker link", "server link", "server cpu",
                                     "scheduler"};
@@ -193,7 +212,7 @@ static void resources(const ordo__model_t *m, const ordo__cluster_t *c, const or
         fmax(r->server_bytes_in, r->server_bytes_out) * 8e6 / (c->server_bps * eff);
     double conv = c->convert_ns >= 0 ? c->convert_ns : ordo__cluster_wire_convert_ns(c->wire);
     r->server_cpu_us = r->pushers * share * (c->server_ns + 2 * conv) / 1e3;
-    r->scheduler_us = c->workers * c->sched_us;
+    r->scheduler_us = scheduler_us(c);
     const double by[] = {r->compute_us, r->worker_link_us, r->server_link_us, r->server_cpu_us,
                          r->scheduler_us};
     r->limit = ORDO_CLUSTER_LIMIT_COMPUTE;

@@ -66,8 +66,16 @@ static void tell_servers(sched_t *s, const fenced_t *f)
     free(text);
 }
 
+void ordo__sched_generation_set(sched_t *s, int64_t generation)
+{
+    /* RUN/scheduler.json is written at every change, so its generation (+ 1, restart.c) is at
+     * least this one; a file from before that rule is made up for here */
+    if (generation >= s->generation) s->generation = generation + 1;
+}
+
 void ordo__sched_fence(sched_t *s, const member_t *m, int64_t iter, int64_t generation)
 {
+    if (!m->rid_len && !m->beat) return; /* died while no scheduler ran: no process known */
     if (!s->fence && !(s->fence = calloc(1, sizeof *s->fence))) return;
     fenced_t *f = &s->fence->f[s->fence->next];
     s->fence->next = (s->fence->next + 1) % MAX_FENCED;

@@ -12,7 +12,10 @@
 
 const char *ordo__sched_member_name(const member_t *m, char *buf, size_t size)
 {
-    if (m->rank >= 0)
+    if (m->rank >= 0 && m->pid == 0) /* died while no scheduler ran: no process of it known */
+        snprintf(buf, size, "%s %d (its process died while no scheduler ran)",
+                 ordo__wire_role_name(m->role), m->rank);
+    else if (m->rank >= 0)
         snprintf(buf, size, "%s %d (pid %d%s%s)", ordo__wire_role_name(m->role), m->rank, m->pid,
                  m->endpoint[0] ? ", " : "", m->endpoint);
     else

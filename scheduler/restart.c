@@ -85,6 +85,8 @@ int ordo__sched_restart_open(sched_t *s)
     if (run) snprintf(s->intra_run, sizeof s->intra_run, "%s", run);
     json_decref(o);
     ordo__sched_restart_plan(s);
+    int rc = ordo__sched_restart_history(s); /* restart_members.c */
+    if (rc) return rc;
     s->reported = calloc((size_t)s->conf.workers, sizeof *s->reported);
     if (!s->reported) return ORDO_ERR_NOMEM;
     for (int i = 0; i < s->conf.workers; i++)
@@ -133,6 +135,13 @@ void ordo__sched_restart_close(sched_t *s, bool ended)
     s->prior = NULL;
     json_decref(s->rejoin_map);
     s->rejoin_map = NULL;
+    free(s->past_restarts);
+    s->past_restarts = NULL;
+    free(s->fresh);
+    s->fresh = NULL;
+    free(s->beats);
+    s->beats = NULL;
+    s->n_beats = 0;
     for (int i = 0; i < s->n_stash; i++)
         ordo__msg_close(&s->stash[i]);
     free(s->stash);
@@ -169,8 +178,6 @@ static int server_version(sched_t *s, member_t *mb, ordo__msg_t *m)
     return finish_rebuild(s, s->rebuild_handle);
 }
 
-static int stash(sched_t *s, ordo__msg_t *m);
-
 int ordo__sched_restart_stash(sched_t *s, ordo__msg_t *m)
 {
     bool restart = s->conf.fault_scheduler == ORDO_SCHED_RESTART;
@@ -183,11 +190,11 @@ int ordo__sched_restart_stash(sched_t *s, ordo__msg_t *m)
     if (!s->restarted || s->welcomed || m->hdr.type == ORDO_MSG_REGISTER ||
         m->hdr.type == ORDO_MSG_HEARTBEAT)
         return -1;
-    return stash(s, m);
+    ordo__sched_restart_keep(s, m);
+    return 0;
 }
 
-/* stash keeps m (taking it) for the end of the rebuild */
-static int stash(sched_t *s, ordo__msg_t *m)
+int ordo__sched_restart_keep(sched_t *s, ordo__msg_t *m)
 {
     if (s->n_stash == s->cap_stash) {
         int cap = s->cap_stash ? s->cap_stash * 2 : 64;
@@ -195,7 +202,7 @@ static int stash(sched_t *s, ordo__msg_t *m)
         if (!p) {
             ordo__transport_drop(s->tp, m, "too many messages before the members registered again",
                                 NULL);
-            return 0;
+            return ORDO_ERR_NOMEM;
         }
         for (int i = 0; i < s->n_stash; i++)
             ordo__msg_move(&p[i], &s->stash[i]);
@@ -257,7 +264,7 @@ static void check_one(sched_t *s, int role, int rank, json_t *st, char *why, siz
                       bool *contradicts)
 {
     json_t *gen = json_object_get(st, "generation"), *plan = json_object_get(st, "plan");
-    int limit = role == ORDO_ROLE_SERVER ? s->conf.servers : s->conf.workers;
+    int limit = role == ORDO_ROLE_SERVER ? s->conf.servers : ordo__conf_max_workers(&s->conf);
     const char *rn = ordo__wire_role_name(role);
     why[0] = '\0';
     if (rank < 0 || rank >= limit) {
@@ -283,8 +290,8 @@ static void check_one(sched_t *s, int role, int rank, json_t *st, char *why, siz
 }
 
 /* newest: how far the servers got for worker w: under asp the newest push clock (the
- * iteration of its next push) any server holds of it, else the newest value version; a
- * worker that finished iteration t saw t + 1 or more (-1: nothing said) */
+ * iteration of its next push) any server holds of it, else the newest value version (-1:
+ * nothing said) */
 static int64_t newest(const sched_t *s, int w)
 {
     int64_t v = -1;
@@ -307,7 +314,10 @@ static int check_all(sched_t *s)
         if (m->role != ORDO_ROLE_WORKER || !json_is_integer(it) || json_integer_value(it) < 0)
             continue;
         int64_t v = newest(s, m->rank);
-        if (json_integer_value(it) >= v) {
+        /* finished iteration t: it pulled t's values (every slice at t or later; t + 1 once
+         * the others' pushes of t are in, which a worker that died may hold back), and under
+         * asp its push clock is past t */
+        if (json_integer_value(it) >= v + (s->conf.sync_mode != ORDO_SYNC_ASP)) {
             char why[400];
             snprintf(why, sizeof why, "iter: worker %d says it finished iteration %lld, ahead of "
                      "every server (the newest %s %lld); its state contradicts theirs", m->rank,
@@ -343,7 +353,7 @@ static int welcome_one(sched_t *s, member_t *m);
 static int welcome(sched_t *s, int role)
 {
     for (int i = 0; i < s->n_members; i++) {
-        if (s->members[i].role != role || s->members[i].gone) continue;
+        if (s->members[i].role != role || s->members[i].gone || s->members[i].dead) continue;
         int rc = welcome_one(s, &s->members[i]);
         if (rc) return rc;
     }
@@ -359,8 +369,10 @@ static int welcome_one(sched_t *s, member_t *m)
     free(text);
     if (!o) return ordo__sched_abort_run(s, "out of memory for the WELCOME");
     json_object_set_new(o, "rejoined", json_true());
-    if (m->role == ORDO_ROLE_WORKER)
-        json_object_set_new(o, "reported", json_integer(s->reported[m->rank].prefix));
+    if (m->role == ORDO_ROLE_WORKER) /* a joined worker's reports are not in the run log */
+        json_object_set_new(o, "reported", json_integer(m->rank < s->conf.workers
+                                                            ? s->reported[m->rank].prefix
+                                                            : -1));
     text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     if (!text) return ordo__sched_abort_run(s, "out of memory for the WELCOME");
@@ -384,10 +396,9 @@ static void fence_server(sched_t *s, const uint8_t *rid, size_t rid_len, int ran
     ordo__sched_reply(s, rid, rid_len, ORDO_MSG_REJECT, why);
 }
 
-/* servers_in: the servers are all accounted for: registered again, taken as dead since, or
- * listed dead in the members' replica map */
-static bool servers_in(const sched_t *s)
+bool ordo__sched_restart_servers_in(const sched_t *s)
 {
+    if (s->servers_given_up) return true; /* the others are taken as dead ([fault] replicas) */
     int n = 0;
     for (int rank = 0; rank < s->conf.servers; rank++) {
         bool in = ordo__replicas_listed_dead(s, rank);
@@ -402,6 +413,8 @@ static bool servers_in(const sched_t *s)
  * current versions (server_version), then finish_rebuild goes on */
 static int complete(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
 {
+    if (s->rebuild_handle) return 0; /* under way: a member that came meanwhile is welcomed too */
+    ordo__sched_restart_refuse_left(s); /* restart_members.c */
     if (s->declared) { /* the plan comes from the declarations the workers sent again */
         int rc = ordo__sched_plan_declared(s);
         if (rc) return rc;
@@ -433,6 +446,7 @@ static int complete(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
     if (rc) return ordo__sched_abort_run(s, why);
     s->rebuild_handle = handle;
     s->versions_due = s->n_servers;
+    s->rebuild_ns = ordo__clock_ns();
     return welcome(s, ORDO_ROLE_SERVER);
 }
 
@@ -447,6 +461,8 @@ static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
     if ((rc = ordo__sched_batches_rejoin(s, why, sizeof why)) != 0)
         return ordo__sched_abort_run(s, why);
     if ((rc = welcome(s, ORDO_ROLE_WORKER)) != 0) return rc;
+    /* the workers that died while no scheduler ran, and the run's policy for them */
+    if ((rc = ordo__sched_restart_adopt(s)) != 0) return rc; /* restart_members.c */
     ordo__replicas_resend(s);
     int64_t newest = -1;
     for (int w = 0; w < s->conf.workers; w++)
@@ -457,7 +473,7 @@ static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
               (double)(ordo__clock_ns() - s->start_ns) / 1e6, (long long)s->generation,
               (long long)newest, s->run_dir);
     for (int i = 0; i < s->n_members; i++)
-        take_state(s, &s->members[i]);
+        if (!s->members[i].dead) take_state(s, &s->members[i]);
     /* what the members sent before they registered again, in the order it came */
     for (int i = 0; i < s->n_stash && rc == 0; i++)
         rc = handle(s, &s->stash[i]);
@@ -516,7 +532,8 @@ int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
         /* a replacement server while the run is rebuilt: taken once it is (replicas.c) */
         ORDO_INFO("a server joining (pid %lld) waits for the end of the rebuild",
                   (long long)json_integer_value(json_object_get(o, "pid")));
-        return stash(s, m);
+        ordo__sched_restart_keep(s, m);
+        return 0;
     }
     if (!s->restarted) {
         snprintf(why, sizeof why, "this scheduler (generation %lld) started a new run; it takes "
@@ -524,8 +541,7 @@ int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
         refuse(s, m, why);
         return 0;
     }
-    if (s->welcomed || s->rebuild_handle) { /* the rebuild is over or under way: a late
-                                              * copy, or a member it did not wait for */
+    if (s->welcomed) { /* the rebuild is over: a late copy, or a member it did not wait for */
         for (int i = 0; i < s->n_members; i++)
             if (s->members[i].role == r && s->members[i].rank == rank &&
                 s->members[i].rid_len == m->rid_len &&
@@ -535,6 +551,8 @@ int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
         refuse(s, m, why);
         return 0;
     }
+    if (!json_is_object(st) && ordo__sched_restart_fresh(s, m, o)) /* restart_members.c */
+        return ordo__sched_restart_all_in(s) ? complete(s, handle) : 0;
     if (!json_is_object(st)) {
         refuse(s, m, "this scheduler restarts a run (it found RUN/scheduler.json) and takes only "
                      "its members registering again; a new run needs another output.run, or "
@@ -594,7 +612,7 @@ int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
     ORDO_INFO("%s registered again (%d/%d servers, %d/%d workers)",
               ordo__sched_member_name(mb, name, sizeof name), s->n_servers, s->conf.servers,
               s->n_workers, s->conf.workers);
-    if (!servers_in(s) || s->n_workers < s->conf.workers) return 0;
+    if (!ordo__sched_restart_all_in(s)) return 0; /* restart_members.c */
     if (s->cannot_rebuild[0]) return ordo__sched_abort_run(s, s->cannot_rebuild);
     return complete(s, handle);
 }
@@ -634,13 +652,15 @@ static int silent_servers(sched_t *s)
     return 0;
 }
 
-int ordo__sched_restart_tick(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
+/* replicas_wait: [fault] replicas: servers that registered and fell silent, and the servers
+ * that did not come back: once the window for them is over, the others are taken as dead
+ * (ordo__replicas_rebuild promotes their backups). Returns handle's codes. */
+static int replicas_wait(sched_t *s)
 {
-    if (!s->restarted || s->welcomed || s->conf.replicas <= 1 || s->cannot_rebuild[0]) return 0;
+    if (s->conf.replicas <= 1 || s->cannot_rebuild[0]) return 0;
     int rc = silent_servers(s);
-    if (rc || s->welcomed || s->rebuild_handle) return rc;
-    if (!s->first_rejoin_ns || s->n_workers < s->conf.workers || s->n_servers == 0) return 0;
-    if (servers_in(s)) return complete(s, handle); /* one registered and then died */
+    if (rc || s->welcomed || s->rebuild_handle || s->servers_given_up) return rc;
+    if (!s->first_rejoin_ns || s->n_servers == 0 || ordo__sched_restart_servers_in(s)) return 0;
     /* every live member finds the old scheduler silent within the timeout's ceiling and two
      * heartbeats of its death, and sends its registration again every RESEND_MS: one not
      * here well past that, since the first and the last that came, died meanwhile */
@@ -652,5 +672,44 @@ int ordo__sched_restart_tick(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *)
     ORDO_WARN("%d of %d servers registered again within %lld ms of the first member: the others "
               "are taken as dead ([fault] replicas = %d)", s->n_servers, s->conf.servers,
               (long long)(now - s->first_rejoin_ns) / 1000000, s->conf.replicas);
-    return complete(s, handle);
+    s->servers_given_up = true;
+    return 0;
+}
+
+int ordo__sched_restart_wait(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
+{
+    int rc = replicas_wait(s);
+    if (rc || s->welcomed) return rc;
+    int64_t now = ordo__clock_ns(), waited_ms = (now - s->start_ns) / 1000000;
+    if (s->rebuild_handle) { /* the servers were welcomed and say their versions */
+        if ((now - s->rebuild_ns) / 1000000 <= s->conf.startup_ms) return 0;
+        return ordo__sched_abort_run(s, "the servers welcomed back did not say their versions "
+                                        "within fault.startup_ms");
+    }
+    /* a server taken as dead (silent, or not back in time) may complete the membership */
+    if (s->conf.replicas > 1 && s->first_rejoin_ns && ordo__sched_restart_all_in(s))
+        return complete(s, handle);
+    bool policy = s->conf.fault_worker != ORDO_FAULT_ABORT;
+    bool window = waited_ms > ordo__sched_restart_window_ms(s);
+    if (window && s->cannot_rebuild[0]) /* a member contradicts the run; the rest came */
+        return ordo__sched_abort_run(s, s->cannot_rebuild);
+    bool quiet = !s->cannot_rebuild[0] && ordo__sched_restart_quiet(s); /* restart_members.c */
+    /* under fault.worker = abort the heartbeats' evidence aborts the run at once, naming the
+     * worker, rather than after fault.startup_ms */
+    if (((policy && window) || quiet) && ordo__sched_restart_servers_in(s)) {
+        ORDO_WARN("%d workers registered again within %lld ms of this scheduler's start (every "
+                  "server did); the others %s: they died while no scheduler ran, and the run's "
+                  "policy takes them (fault.worker = %s)", s->n_workers, (long long)waited_ms,
+                  quiet ? "sent no heartbeat for the timeout and a probe's time"
+                        : "did not come within the wait window",
+                  s->conf.fault_worker == ORDO_FAULT_RESTART  ? "restart"
+                  : s->conf.fault_worker == ORDO_FAULT_SHRINK ? "shrink"
+                                                              : "abort");
+        return complete(s, handle);
+    }
+    if (waited_ms <= s->conf.startup_ms) return 0;
+    char why[256];
+    snprintf(why, sizeof why, "only %d/%d servers and %d workers registered again within %d ms",
+             s->n_servers, s->conf.servers, s->n_workers, s->conf.startup_ms);
+    return ordo__sched_abort_run(s, why);
 }

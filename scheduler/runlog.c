@@ -380,8 +380,12 @@ int ordo__runlog_add(ordo__runlog_t *r, const ordo__iter_stats_t *s)
     memcpy(r->pending + r->n_pending, line, (size_t)len);
     r->n_pending += (size_t)len;
     r->lines_pending++;
-    flush_metrics(r);
     return 0;
+}
+
+void ordo__runlog_flush(ordo__runlog_t *r)
+{
+    if (r && r->metrics) flush_metrics(r);
 }
 
 int ordo__runlog_final(ordo__runlog_t *r, int worker, const char *text)
@@ -502,6 +506,7 @@ int ordo__runlog_write_summary(ordo__runlog_t *r, char **text)
         }
         if (cnt) json_object_set_new(root, finals[f], json_real(sum / cnt));
     }
+    flush_metrics(r);
     int rc = write_summary(r, root);
     /* [fault] disk_full = retry: the end of the run waits a while for room (a disk that filled
      * up for a moment), for the summary and the metrics records kept back */

@@ -44,8 +44,13 @@ int ordo__runlog_continue(const char *dir, const ordo__conf_t *conf, int n_worke
 /* ordo__runlog_parse_stats validates a STATS JSON body into s. */
 int ordo__runlog_parse_stats(const char *json, int n_workers, ordo__iter_stats_t *s);
 
-/* ordo__runlog_add records one worker-iteration and appends its metrics line. */
+/* ordo__runlog_add records one worker-iteration and appends its metrics line; the line
+ * reaches the file at the next ordo__runlog_flush (the scheduler flushes once a STATS
+ * message, whose records may be several: [output] stats_every). */
 int ordo__runlog_add(ordo__runlog_t *r, const ordo__iter_stats_t *s);
+
+/* ordo__runlog_flush writes the metrics lines added so far to metrics.jsonl. */
+void ordo__runlog_flush(ordo__runlog_t *r);
 
 /* ordo__runlog_final records a worker's DONE body (JSON: final_loss, test_accuracy ...). */
 int ordo__runlog_final(ordo__runlog_t *r, int worker, const char *json);

@@ -260,14 +260,9 @@ static int on_register(sched_t *s, ordo__msg_t *m)
         ordo__sched_reply(s, m->rid, m->rid_len, ORDO_MSG_REJECT, "wrong cluster token");
         goto done;
     }
-    if (s->restarted && s->welcomed && r == ORDO_ROLE_SERVER && !json_object_get(o, "rejoin") &&
-        json_is_true(json_object_get(o, "join"))) { /* a replacement, in a rebuilt run */
-        ordo__replicas_join(s, m, ep, (int)json_integer_value(pid), (int)json_integer_value(rank));
-        member_t *back = find_member(s, m);
-        if (back) ordo__sched_member_fresh(s, back, o);
-        goto done;
-    }
-    if (s->restarted || json_object_get(o, "rejoin")) { /* fault.scheduler = restart */
+    if (json_object_get(o, "rejoin") || (s->restarted && !s->welcomed)) {
+        /* fault.scheduler = restart; once a restarted run is rebuilt, a new process (a
+         * restarted worker, one that joins) takes the ways below */
         out = ordo__sched_restart_register(s, m, o, handle);
         goto done;
     }
@@ -422,9 +417,13 @@ static int declared_model(sched_t *s, char *why, size_t wsz)
 {
     json_t **by_rank = calloc((size_t)s->conf.workers, sizeof *by_rank);
     if (!by_rank) return ORDO_ERR_NOMEM;
+    json_t *any = NULL; /* a worker that died while no scheduler ran declared these too */
     for (int i = 0; i < s->n_members; i++)
-        if (s->members[i].role == ORDO_ROLE_WORKER)
-            by_rank[s->members[i].rank] = s->members[i].tensors;
+        if (s->members[i].role == ORDO_ROLE_WORKER && s->members[i].rank < s->conf.workers &&
+            s->members[i].tensors)
+            any = by_rank[s->members[i].rank] = s->members[i].tensors;
+    for (int w = 0; w < s->conf.workers; w++)
+        if (!by_rank[w]) by_rank[w] = any;
     int rc = ordo__declared_model(by_rank, s->conf.workers, s->conf.push_mode == ORDO_PUSH_SPARSE,
                                  &s->model, &s->updates, why, wsz);
     free(by_rank);
@@ -491,10 +490,9 @@ static void probe(sched_t *s, member_t *m)
 static int check_liveness(sched_t *s, bool idle)
 {
     int64_t now = ordo__clock_ns();
+    if (!s->welcomed && s->restarted) return ordo__sched_restart_wait(s, handle);
     if (!s->welcomed) {
-        int rc = ordo__sched_restart_tick(s, handle);
-        if (rc) return rc;
-        if (s->welcomed || (now - s->start_ns) / 1000000 <= s->conf.startup_ms) return 0;
+        if ((now - s->start_ns) / 1000000 <= s->conf.startup_ms) return 0;
         char why[256];
         snprintf(why, sizeof why, "only %d/%d servers and %d/%d workers registered within %d ms",
                  s->n_servers, s->conf.servers, s->n_workers, s->conf.workers,
@@ -561,27 +559,46 @@ static int on_heartbeat(sched_t *s, member_t *mb, ordo__msg_t *m)
     return 0;
 }
 
-static int on_stats(sched_t *s, member_t *mb, ordo__msg_t *m)
+/* on_record takes one iteration's record of a STATS message (text, n bytes) */
+static void on_record(sched_t *s, member_t *mb, const char *text, size_t n)
 {
     char name[320], body[4096];
     ordo__iter_stats_t st;
-    ordo__msg_text(m, 0, body, sizeof body);
+    snprintf(body, sizeof body, "%.*s", (int)(n < sizeof body ? n : sizeof body - 1), text);
     int rc = ordo__runlog_parse_stats(body, ordo__conf_max_workers(&s->conf), &st);
     if (rc == 0 && st.worker != mb->rank)
         rc = ordo__error_set(ORDO_ERR_PROTO, "STATS names worker %d", st.worker);
     if (rc) {
         ORDO_WARN("dropped stats of %s: %s", ordo__sched_member_name(mb, name, sizeof name),
                   ordo__error_text(rc));
-        return 0;
+        return;
     }
     if (ordo__sched_restart_old_stats(s, st.worker, st.iter))
-        return 0; /* sent again to this restarted scheduler: in the run log already */
+        return; /* sent again to this restarted scheduler: in the run log already */
     if (s->log && st.worker < s->conf.workers) /* not a joined one's (grow.c) */
         ordo__runlog_add(s->log, &st);
     ordo__sched_on_stats(s, mb, st.iter);
     ordo__sched_batches_stats(s, st.t_start_ns, st.t_end_ns);
     ordo__replicas_on_stats(s, st.worker, st.iter);
     ordo__sched_step_check_stats(s, &st);
+}
+
+/* on_stats: a worker's record of one iteration, or of [output] stats_every iterations one a
+ * line (client/ps_stats.c), each taken in order */
+static int on_stats(sched_t *s, member_t *mb, ordo__msg_t *m)
+{
+    size_t len = 0;
+    const char *data = ordo__msg_data(m, 0, &len);
+    if (!data) len = 0;
+    for (;;) {
+        const char *nl = len ? memchr(data, '\n', len) : NULL;
+        size_t n = nl ? (size_t)(nl - data) : len;
+        on_record(s, mb, data ? data : "", n);
+        if (!nl) break;
+        data = nl + 1;
+        len -= n + 1;
+    }
+    if (s->log) ordo__runlog_flush(s->log); /* one write a message, not a record */
     return 0;
 }
 
@@ -687,6 +704,8 @@ static int handle(sched_t *s, ordo__msg_t *m)
          * socket): nothing to say about them */
         if (m->hdr.type != ORDO_MSG_HEARTBEAT)
             ordo__transport_drop(s->tp, m, "unregistered peer", NULL);
+        else
+            ordo__sched_restart_beat(s, m->hdr.req); /* alive, not registered again yet */
         return 0;
     }
     if (mb->gone) { /* a server declared dead that came back: it is no longer part of the run */

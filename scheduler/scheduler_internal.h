@@ -104,6 +104,7 @@ struct ordo__scheduler {
     char intra_run[64];       /* the run's id in its host groups' plan (taken over) */
     int n_refused;            /* members refused since */
     int64_t first_rejoin_ns, last_rejoin_ns; /* when the first and the newest member came back */
+    bool servers_given_up; /* [fault] replicas: the servers not back are taken as dead */
     json_t *prior; /* a restarted scheduler: its predecessor's RUN/scheduler.json, or NULL */
     int64_t isolated_ns; /* when every member was found silent at once (0: some are heard) */
     int restarts;        /* how many schedulers ran this run before this one */
@@ -111,6 +112,14 @@ struct ordo__scheduler {
                           * again with (scheduler/replicas.h), or NULL */
     int64_t rejoin_seq;  /* its seq */
     int (*rebuild_handle)(struct ordo__scheduler *, ordo__msg_t *); /* replays the stash */
+    int64_t rebuild_ns;       /* when the servers were welcomed back */
+    int *past_restarts;       /* restarts of each rank before this scheduler (membership.jsonl) */
+    uint8_t *fresh;           /* a new process of the rank registered in the rebuild (kept) */
+    struct ordo__sched_beat {
+        uint64_t beat;
+        int64_t ns;
+    } *beats;                 /* heartbeats of members not registered yet in the rebuild */
+    int n_beats;
     struct ordo__sched_fence *fence;     /* fenced processes and the generation (fence.c) */
 };
 
@@ -163,13 +172,6 @@ bool ordo__sched_restart_old_stats(sched_t *s, int worker, int64_t iter);
 int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,
                                  int (*handle)(sched_t *, ordo__msg_t *));
 
-/* ordo__sched_restart_tick, called while a restarted run waits for its members: with
- * [fault] replicas, once every worker and some servers are back and the others stayed away
- * well past the time a live member takes to find the old scheduler dead and register again,
- * it rebuilds the run without them (they are declared dead, their backups promoted;
- * scheduler/replicas.h). Returns handle's codes. */
-int ordo__sched_restart_tick(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *));
-
 /* ordo__sched_isolated (isolated.c), under fault.scheduler = restart, takes a scheduler that hears
  * none of its members within fault.timeout_ms as the one cut off (its host partitioned, or
  * the process paused): nobody is declared dead, and it waits up to fault.scheduler_wait_ms
@@ -177,6 +179,69 @@ int ordo__sched_restart_tick(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *)
  * it hears one again (every member's timeout starts afresh then); 0 otherwise; the abort's
  * code once the wait is over. */
 int ordo__sched_isolated(sched_t *s, int64_t now);
+
+/* ordo__sched_restart_wait bounds a restarted run's rebuild (the scheduler's liveness
+ * check before the WELCOME): under fault.worker = restart | shrink, once every server is back
+ * and the wait window passed, the run is rebuilt without the workers that did not register
+ * again (they died while no scheduler ran); with [fault] replicas, a server that registered
+ * and fell silent, or that stayed away well past the time a live member takes to find the
+ * old scheduler dead and register again, is taken as dead (scheduler/replicas.h);
+ * otherwise fault.startup_ms aborts it. */
+int ordo__sched_restart_wait(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *));
+
+/* ordo__sched_restart_keep keeps message m (moved) until the rebuild is over; ORDO_ERR_NOMEM
+ * when too many wait (m is dropped, counted). */
+int ordo__sched_restart_keep(sched_t *s, ordo__msg_t *m);
+
+/* ---- the membership a restarted run rebuilds (scheduler/restart_members.c) ---- */
+
+/* ordo__sched_restart_history reads RUN/membership.jsonl of a restarted run: the counts of
+ * its changes (summary.json), each rank's restarts (fault.restarts) and the generation. */
+int ordo__sched_restart_history(sched_t *s);
+
+/* ordo__sched_restart_expected: whether worker r is in the run as the servers that registered
+ * again say (r < cluster.workers and it did not leave; a higher r joined). */
+bool ordo__sched_restart_expected(const sched_t *s, int r);
+
+/* ordo__sched_restart_servers_in (restart.c): every server registered again, or is listed
+ * dead in the members' replica map, or was taken as dead in the rebuild. */
+bool ordo__sched_restart_servers_in(const sched_t *s);
+
+/* ordo__sched_restart_all_in: every server is in (ordo__sched_restart_servers_in), and every
+ * expected worker registered again, or a new process of its rank is kept (fault.worker =
+ * restart). */
+bool ordo__sched_restart_all_in(sched_t *s);
+
+/* ordo__sched_restart_beat notes a heartbeat with id beat from a process that has not
+ * registered again (a restarted run being rebuilt): the worker it is from is alive. */
+void ordo__sched_restart_beat(sched_t *s, uint64_t beat);
+
+/* ordo__sched_restart_quiet: every server is back, and each expected worker that did not
+ * register again is known by its heartbeat id (the servers') and sent no heartbeat for the
+ * timeout and a probe's time (fault.timeout_max_ms + 2 x heartbeat_ms): it is dead. */
+bool ordo__sched_restart_quiet(const sched_t *s);
+
+/* ordo__sched_restart_window_ms: how long a rebuild waits for the workers before the run's
+ * policy takes those that did not register again. */
+int64_t ordo__sched_restart_window_ms(const sched_t *s);
+
+/* ordo__sched_restart_fresh keeps the REGISTER m (body o) of a new worker process that comes
+ * while the run is rebuilt (a restarted worker under fault.worker = restart, or one that
+ * joins under fault.max_workers); false when it is neither (the caller refuses it). */
+bool ordo__sched_restart_fresh(sched_t *s, ordo__msg_t *m, json_t *o);
+
+/* ordo__sched_restart_refuse_left refuses the workers that registered again although the
+ * servers took them out of the run (fault.worker = shrink), and drops them from the rebuild. */
+int ordo__sched_restart_refuse_left(sched_t *s);
+
+/* ordo__sched_restart_adopt sets up the workers of a rebuilt run once they were welcomed:
+ * each one's next iteration and restarts; a worker that did not register again is dead and
+ * the run's policy takes it; 0 or the abort's code. */
+int ordo__sched_restart_adopt(sched_t *s);
+
+/* ordo__sched_generation_set makes the generation go on after generation (the newest in
+ * membership.jsonl, read by a restarted scheduler), if its own is not past it already. */
+void ordo__sched_generation_set(sched_t *s, int64_t generation);
 
 /* ordo__sched_plan_declared makes the model, key map and plan from the workers' declared
  * tensors ([model] trainer = declared); 0 or the abort's code. */

@@ -137,6 +137,14 @@ const char *ordo__srv_fence_check(ordo__srv_fence_t *f, const ordo__msg_t *m)
     return NULL;
 }
 
+uint64_t ordo__srv_fence_beat(const ordo__srv_fence_t *f, int rank)
+{
+    uint64_t beat = 0;
+    for (int i = 0; f && i < f->n; i++)
+        if (f->c[i].rank == rank && !f->c[i].fenced && f->c[i].beat) beat = f->c[i].beat;
+    return beat;
+}
+
 uint64_t ordo__srv_fence_refused(const ordo__srv_fence_t *f)
 {
     return f ? f->refused : 0;

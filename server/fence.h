@@ -32,6 +32,11 @@ void ordo__srv_fence_add(ordo__srv_fence_t *f, int rank, uint64_t beat, int64_t 
  * call): a message on a connection of a fenced process. */
 const char *ordo__srv_fence_check(ordo__srv_fence_t *f, const ordo__msg_t *m);
 
+/* ordo__srv_fence_beat returns the heartbeat id of the newest connection of worker rank that
+ * is not fenced (0: none seen): a new scheduler fences with it a worker that died while no
+ * scheduler ran (fault.scheduler = restart). */
+uint64_t ordo__srv_fence_beat(const ordo__srv_fence_t *f, int rank);
+
 /* ordo__srv_fence_refused returns how many messages were refused. */
 uint64_t ordo__srv_fence_refused(const ordo__srv_fence_t *f);
 

@@ -451,17 +451,38 @@ static int on_abort(ordo__server_t *s, ordo__msg_t *m)
     return ORDO_ERR_ABORT;
 }
 
+/* members: the workers that left the run ("left", fault.worker = shrink) and those that
+ * joined it ("joined": [rank, iteration] pairs, fault.max_workers), as this store has them,
+ * and the heartbeat id of each worker's newest connection ("beats", 0: none) */
+static void members(const ordo__server_t *s, json_t *o)
+{
+    json_t *left = json_array(), *joined = json_array(), *beats = json_array();
+    for (int w = 0; w < s->node.n_workers; w++) {
+        json_array_append_new(beats, json_integer((json_int_t)ordo__srv_fence_beat(s->fence, w)));
+        int64_t at = 0;
+        int st = ordo__store_member(s->store, w, &at);
+        if (st == ORDO_STORE_MEMBER_LEFT) json_array_append_new(left, json_integer(w));
+        if (st == ORDO_STORE_MEMBER_JOINED)
+            json_array_append_new(joined, json_pack("[i,I]", w, (json_int_t)at));
+    }
+    json_object_set_new(o, "left", left);
+    json_object_set_new(o, "joined", joined);
+    json_object_set_new(o, "beats", beats);
+}
+
 /* rejoin_state: what this server tells a new scheduler (common/node_rejoin.h): the newest
- * version of its slices, counted from the start of the run, and under asp each worker's
- * push clock (the iteration of its next push, the newest over the slices) */
+ * and the oldest version of its slices, counted from the start of the run, under asp each
+ * worker's push clock (the iteration of its next push, the newest over the slices), and
+ * the workers that left or joined the run */
 static json_t *rejoin_state(const ordo__server_t *s)
 {
     const ordo__keys_t *k = s->node.keys;
-    int64_t newest = -1;
+    int64_t newest = -1, oldest = INT64_MAX;
     json_t *clocks = NULL;
     for (int i = 0; i < k->n_slices; i++) {
         if (!ordo__store_owns(s->store, i)) continue;
         if (ordo__store_version(s->store, i) > newest) newest = ordo__store_version(s->store, i);
+        if (ordo__store_version(s->store, i) < oldest) oldest = ordo__store_version(s->store, i);
         const int64_t *c = ordo__store_clocks(s->store, i);
         if (!c) continue;
         if (!clocks) {
@@ -475,9 +496,12 @@ static json_t *rejoin_state(const ordo__server_t *s)
                 json_array_set_new(clocks, (size_t)w, json_integer(v));
         }
     }
-    json_t *o = json_pack("{s:I}", "version", (json_int_t)(newest < 0 ? -1 : s->resume_base + newest));
+    json_t *o = json_pack("{s:I,s:I}", "version",
+                          (json_int_t)(newest < 0 ? -1 : s->resume_base + newest), "oldest",
+                          (json_int_t)(newest < 0 || oldest < 0 ? -1 : s->resume_base + oldest));
     if (o && clocks) json_object_set_new(o, "clocks", clocks);
     else json_decref(clocks);
+    if (o) members(s, o);
     return o;
 }
 

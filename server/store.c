@@ -617,6 +617,16 @@ int ordo__store_set_members(ordo__store_t *s, int present, bool mean)
     return 0;
 }
 
+int ordo__store_member(const ordo__store_t *s, int worker, int64_t *join_at)
+{
+    if (worker < 0 || worker >= s->n_workers) return ORDO_STORE_MEMBER_IN;
+    if (s->gone && s->gone[worker]) return ORDO_STORE_MEMBER_LEFT;
+    if (!s->join_at || s->join_at[worker] == 0) return ORDO_STORE_MEMBER_IN;
+    if (s->join_at[worker] == INT64_MAX) return ORDO_STORE_MEMBER_FREE;
+    *join_at = s->join_at[worker];
+    return ORDO_STORE_MEMBER_JOINED;
+}
+
 int ordo__store_join(ordo__store_t *s, int worker, int64_t iter)
 {
     if (worker < 0 || worker >= s->n_workers || !s->join_at || s->join_at[worker] != INT64_MAX ||

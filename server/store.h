@@ -78,6 +78,18 @@ int ordo__store_set_members(ordo__store_t *s, int present, bool mean);
  * slice here is past iter already (the join came too late) or the place is not free. */
 int ordo__store_join(ordo__store_t *s, int worker, int64_t iter);
 
+/* ordo__store_member says where worker stands in the run: ORDO_STORE_MEMBER_IN (from the
+ * start), ORDO_STORE_MEMBER_LEFT (ordo__store_leave), ORDO_STORE_MEMBER_JOINED
+ * (ordo__store_join; *join_at its iteration) or ORDO_STORE_MEMBER_FREE (a place no worker
+ * took yet). A new scheduler rebuilds the membership from it (fault.scheduler = restart). */
+enum {
+    ORDO_STORE_MEMBER_IN,
+    ORDO_STORE_MEMBER_LEFT,
+    ORDO_STORE_MEMBER_JOINED,
+    ORDO_STORE_MEMBER_FREE
+};
+int ordo__store_member(const ordo__store_t *s, int worker, int64_t *join_at);
+
 /* ordo__store_resent counts the re-sent pushes left out. */
 uint64_t ordo__store_resent(const ordo__store_t *s);
 

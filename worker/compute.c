@@ -33,12 +33,8 @@ const char *ordo__compute_kind_name(int kind)
 
 bool ordo__compute_cuda_available(const char **why)
 {
-#ifdef ORDO_HAVE_CUDA
-    return ordo__compute_cuda_probe(why) == 1;
-#else
-    if (why) *why = "the cuda backend is not built (no CUDA toolkit at configure time)";
-    return false;
-#endif
+    const ordo__compute_cuda_backend_t *b = ordo__compute_cuda(why);
+    return b && b->probe(why) == 1;
 }
 
 int ordo__compute_new(int kind, const ordo__model_t *m, double compute_scale,
@@ -60,16 +56,12 @@ int ordo__compute_new(int kind, const ordo__model_t *m, double compute_scale,
         rc = ordo__compute_cpu_new(m, &c->impl, &c->ops);
         break;
     case ORDO_COMPUTE_CUDA: {
-#ifdef ORDO_HAVE_CUDA
         const char *why = NULL;
-        if (ordo__compute_cuda_probe(&why) != 1)
+        const ordo__compute_cuda_backend_t *b = ordo__compute_cuda(&why);
+        if (!b || b->probe(&why) != 1)
             rc = ordo__error_set(ORDO_ERR_NOTSUP, "compute cuda: %s", why);
         else
-            rc = ordo__compute_cuda_new(m, &c->impl, &c->ops);
-#else
-        rc = ordo__error_set(ORDO_ERR_NOTSUP, "compute cuda: not built (no CUDA toolkit when "
-                                          "ordo was configured)");
-#endif
+            rc = b->create(m, &c->impl, &c->ops);
         break;
     }
     default:

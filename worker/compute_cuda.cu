@@ -5,7 +5,9 @@
  * bound host buffers when their op's forward starts, gradients back to the host before the
  * op's backward returns; activations and workspaces live on the device from creation on.
  * Every CUDA and cuBLAS return code is checked and mapped to an ORDO_E* code with a detail
- * naming the call. Built only when CMake finds the CUDA toolkit (ORDO_HAVE_CUDA). */
+ * naming the call. Built only when CMake finds the CUDA toolkit (ORDO_HAVE_CUDA), and only
+ * into the plugin libordo_compute_cuda.so (compute_backend.h), which the program loads when
+ * it asks for cuda. */
 extern "C" {
 #include "common/error.h"
 #include "worker/compute_backend.h"
@@ -501,7 +503,7 @@ static const ordo__compute_ops_t cuda_ops = {
     cuda_bind, cuda_set_batch, cuda_forward, cuda_backward, cuda_loss, cuda_destroy,
 };
 
-extern "C" int ordo__compute_cuda_probe(const char **why)
+static int cuda_probe(const char **why)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -528,8 +530,7 @@ static int dev_alloc(void **p, size_t bytes, const char *what)
         if ((rc = dev_alloc((void **)&(ptr), (bytes), (what))) < 0) goto fail;                     \
     } while (0)
 
-extern "C" int ordo__compute_cuda_new(const ordo__model_t *m, void **impl,
-                                      const ordo__compute_ops_t **ops)
+static int cuda_new(const ordo__model_t *m, void **impl, const ordo__compute_ops_t **ops)
 {
     int rc;
     const size_t n_ops = (size_t)m->n_ops, n_params = (size_t)m->n_params;
@@ -610,3 +611,6 @@ fail:
     cuda_destroy(c);
     return rc;
 }
+
+/* what the plugin's entry point (compute_cuda_host.c) hands the program */
+extern "C" const ordo__compute_cuda_backend_t ordo__compute_cuda_backend = {cuda_probe, cuda_new};

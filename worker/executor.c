@@ -269,8 +269,9 @@ int ordo__exec_iteration(ordo__exec_t *e, int64_t t, const float *x, const int *
     double loss = 0;
     int correct = 0;
     ordo__compute_loss(e->o.compute, &loss, &correct);
-    /* the iteration ends when every push is acknowledged (the gradient buffers are free
-     * again) and every value of it arrived */
+    /* the iteration ends when the gradient buffers are free again (every push acknowledged;
+     * in host groups summed in the group, the owners' pushes going on during the next
+     * iteration, whose ops wait for their own values) and every value of it arrived */
     int64_t w0 = ordo__clock_ns();
     if ((rc = ordo_iter_end(o, t, -1)) != 0) return rc;
     st->t_push_done_ns = st->t_end_ns = ordo__clock_ns();

@@ -301,9 +301,10 @@ ORDO_API void ordo_trace_span(ordo_t *o, const char *name, const char *cat, int 
 ORDO_API void ordo_trace_track(ordo_t *o, int track, const char *name);
 
 /* ordo_save_state writes the push path's own state between iterations to the file path
- * (sparse pushes: residuals and thresholds), for a checkpoint; ordo_load_state reads it back
- * before the first iteration ([fault] resume). Both return 0 without touching the file when
- * the path keeps none (dense, merged). */
+ * (sparse pushes: residuals and thresholds; a codec with error feedback: its residuals), for
+ * a checkpoint; ordo_load_state reads it back before the first iteration ([fault] resume).
+ * Both return 0 without touching the file when the path keeps none (dense or merged float32
+ * or 16-bit pushes). */
 ORDO_API int ordo_save_state(ordo_t *o, const char *path);
 ORDO_API int ordo_load_state(ordo_t *o, const char *path);
 
@@ -388,8 +389,12 @@ ORDO_API int ordo_grad_ready(ordo_t *o, int tensor, int64_t iter);
 
 /* ordo_iter_end ends iteration iter: the backward pass is over (with merged or host-group
  * paths the last groups leave now), then it waits up to timeout_ms (-1: no limit) until
- * every push of iter was acknowledged and every value of iter arrived. The gradient buffers
- * are free again when it returns 0. */
+ * every gradient buffer is free again and every value of iter arrived. A gradient buffer is
+ * free once its push of iter was acknowledged; in host groups once the group summed it (the
+ * owner pushes the sum from the library's own memory, and those pushes may still be on
+ * their way to the servers while iteration iter + 1 runs: a tensor's push of iter + 1 leaves
+ * only after its push of iter completed, and its value of iter + 1 arrives only after that
+ * push was applied). The gradient buffers are free again when it returns 0. */
 ORDO_API int ordo_iter_end(ordo_t *o, int64_t iter, int timeout_ms);
 
 /* ordo_iter_bytes gives the payload bytes the last ended iteration pushed and pulled as its
@@ -405,8 +410,11 @@ ORDO_API int ordo_iter_bytes(ordo_t *o, int64_t *pushed, int64_t *pulled, char *
  * them between iterations iter - 1 and iter (evaluation) or after the last one. */
 ORDO_API int ordo_pull_values(ordo_t *o, int64_t iter, int timeout_ms);
 
-/* ordo_unbind stops the library's thread and frees the buffers; the key-level calls work
- * again. ordo_leave and ordo_destroy unbind first. */
+/* ordo_unbind waits until every push handed over was answered (the last iteration's may
+ * still be on the wire after ordo_iter_end, and in host groups their answers are the values
+ * the other members read), then stops the library's thread and frees the buffers; the
+ * key-level calls work again. ordo_leave unbinds the same way first, ordo_destroy without
+ * waiting. */
 ORDO_API int ordo_unbind(ordo_t *o);
 
 /* ordo_interrupt makes a call of another thread blocked in ordo_wait, ordo_wait_all or

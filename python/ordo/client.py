@@ -718,7 +718,8 @@ class Client:
         _check(lib.ordo_grad_ready(self._ptr(), tensor, iteration))
 
     def iter_end(self, iteration: int, timeout_ms: int = -1) -> None:
-        """iter_end ends iteration: pushes acknowledged and its values in."""
+        """iter_end ends iteration: its gradient buffers free again (pushes acknowledged; in
+        host groups summed in the group, the owners' pushes may go on) and its values in."""
         _check(lib.ordo_iter_end(self._ptr(), iteration, timeout_ms))
 
     def pull_values(self, iteration: int, timeout_ms: int = -1) -> None:

@@ -38,6 +38,17 @@ if [ -e "$ORDO_BUILD_DIR/client/libordo_nccl.so" ]; then
   [ "$plugin" = "ordo__intra_nccl_plugin " ] || fail "libordo_nccl.so exports: $plugin"
   ok "the NCCL plugin is installed beside libordo, exporting only its entry point"
 fi
+# ordo-worker maps no cuBLAS or cudart of its own: its cuda compute backend is a plugin
+# beside libordo (worker/compute_backend.h), which the installed ordo-worker finds there
+needed=$(readelf -d "$P/bin/ordo-worker" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+case "$needed" in *cublas*) fail "ordo-worker needs cuBLAS: $needed";; esac
+ok "ordo-worker needs no cuBLAS ($needed)"
+if [ -e "$ORDO_BUILD_DIR/bin/libordo_compute_cuda.so" ]; then
+  [ -f "$LIB/libordo_compute_cuda.so" ] || fail "the build has libordo_compute_cuda.so, $LIB has not"
+  plugin=$(nm -D --defined-only "$LIB/libordo_compute_cuda.so" | awk '$2 == "T" {print $3}' | tr '\n' ' ')
+  [ "$plugin" = "ordo__compute_cuda_plugin " ] || fail "libordo_compute_cuda.so exports: $plugin"
+  ok "the cuda compute plugin is installed beside libordo, exporting only its entry point"
+fi
 
 # build against the installed files only
 export PKG_CONFIG_PATH=$LIB/pkgconfig

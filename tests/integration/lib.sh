@@ -26,8 +26,8 @@ need_fmnist() {
   done
 }
 
-# start NAME CMD...: run in the background, output in $T/NAME.log
-# (the old log of that name goes first: `ready` must not read a READY line of the last one)
+# start NAME CMD...: run in the background, output in $T/NAME.log (emptied here first, so a
+# `ready` right after never reads an earlier process's READY line from a log of that name)
 start() { local name=$1; shift; : > "$T/$name.log"; "$@" > "$T/$name.log" 2>&1 & PID[$name]=$!; }
 
 # ready NAME: wait (up to 60 s: a loaded machine, a sanitizer build) for the READY line and

@@ -6,7 +6,9 @@
  * intra.backend = auto, which ordo-worker computing on the CPU resolves to shm). With dense
  * pushes the members read the values where the group shares them ([intra] values = shared,
  * the default): worker 0's evaluations between iterations (model.eval_every) and its final
- * parameters must equal those of the same groups with values = copy, bit for bit; merged
+ * parameters must equal those of the same groups with values = copy, bit for bit, and so must
+ * the final parameters of the same groups on a slow link (the next iteration's forward pass
+ * running while the owners' pushes are still on the wire); merged
  * pushes run with values = copy. The reference sums as the groups do (each group's members,
  * then the groups' sums), since on some CPUs training amplifies the 1e-7 of another order
  * past 1e-3 within 20 iterations. The bytes
@@ -178,6 +180,15 @@ START_TEST(dense_groups_equal_the_reference_and_halve_the_bytes)
     double pd = params_diff(&run, &copy);
     printf("final parameters, shared values vs copied: worst relative difference %.3g\n", pd);
     ck_assert_msg(pd == 0, "the final parameters differ from the copied run's by %.3g", pd);
+    /* on a slow link each iteration ends once the group summed its gradients, and the next
+     * forward pass runs while the owners' pushes are still on the wire: the same bits */
+    it_run_t slow;
+    ck_assert_int_eq(it_run_launch(&slow, conf_text, 200, "--net.bandwidth=100mbit",
+                                   "--net.latency_us=5000", NULL), 0);
+    pd = params_diff(&run, &slow);
+    printf("final parameters, slow link vs none: worst relative difference %.3g\n", pd);
+    ck_assert_msg(pd == 0, "the final parameters on a slow link differ by %.3g", pd);
+    it_run_destroy(&slow);
     double hb = network_bytes(&run), fb = network_bytes(&flat);
     printf("network bytes per iteration: %.0f with groups of 2, %.0f flat (%.3f x)\n", hb, fb,
            hb / fb);

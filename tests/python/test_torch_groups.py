@@ -2,7 +2,9 @@
 backend = shm, or auto resolved to shm) against real clusters of the C daemons on loopback:
 4 workers in 2 groups equal one process training on the whole batches, in both
 DistributedOptimizer modes, with each CPU gradient produced in the group's shared memory; a
-SIGKILLed member ends the run naming it and leaves nothing of ordo in /dev/shm. The CUDA
+SIGKILLed member ends the run naming it and leaves nothing of ordo in /dev/shm; on a slow link
+the next step runs while the owners' pushes are still on the wire, and a tensor's push held
+behind its outstanding one, with the replay's results. The CUDA
 case (backend nccl or auto, through libordo's NCCL plugin) needs 2 GPUs and has never run.
 Needs torch (skipped without it)."""
 from __future__ import annotations
@@ -188,22 +190,26 @@ def test_cuda_workers_in_groups_equal_one_process(tmp_path: Path, backend: str):
             torch.testing.assert_close(got[k], v, rtol=1e-4, atol=1e-6, msg=f"rank {r} {k}")
 
 
-def bf16_replay(mode: str, pulled_init: bool) -> dict[str, torch.Tensor]:
+def bf16_replay(mode: str, pulled_init: bool, spare: bool = False) -> dict[str, torch.Tensor]:
     """bf16_replay runs the 4 workers' training in one process, rounding where a bf16 run
     in 2 groups of 2 rounds (wire_ref): each group's float32 sum of its members' gradients
     goes out in bf16, the servers sum the groups' decoded values in float32 and take the
     mean; gradients mode: the pulled mean is rounded once, and every worker runs Adam on it;
     server mode: the servers run SGD with momentum and weight decay in float32 and a pull is
-    the value rounded once (pulled_init: the first step's parameters too). Returns the
-    parameters every worker ends with."""
+    the value rounded once (pulled_init: the first step's parameters too). spare: the
+    workers' optimizer also has torch_groups_worker's SPARE, which no gradient reaches (zeros
+    pushed every step). Returns the parameters every worker ends with."""
     import numpy as np
     import wire_ref
 
     f32 = np.float32
     torch.set_num_threads(1)
     net = torch_mlp.model()
-    names = [n for n, _ in net.named_parameters()]
     params = dict(net.named_parameters())
+    if spare:
+        import torch_groups_worker
+        params["spare"] = torch.nn.Parameter(torch_groups_worker.spare())
+    names = list(params)
     opt = torch_mlp.optimizer(mode, net.parameters()) if mode == "gradients" else None
     w = {n: p.detach().numpy().copy() for n, p in params.items()}  # server mode: the servers'
     mom = {n: np.zeros_like(v) for n, v in w.items()}
@@ -226,7 +232,9 @@ def bf16_replay(mode: str, pulled_init: bool) -> dict[str, torch.Tensor]:
             x = xs[t, r * part:(r + 1) * part]
             y = ys[t, r * part:(r + 1) * part]
             torch.nn.functional.mse_loss(net(x), y).backward()
-            grads.append({n: params[n].grad.detach().numpy().ravel().copy() for n in names})
+            grads.append({n: params[n].grad.detach().numpy().ravel().copy()
+                          if params[n].grad is not None else np.zeros(w[n].size, dtype=f32)
+                          for n in names})
         mean = {}
         for n in names:
             total = np.zeros(w[n].size, dtype=f32)
@@ -245,7 +253,10 @@ def bf16_replay(mode: str, pulled_init: bool) -> dict[str, torch.Tensor]:
                 mom[n] = f32(0.9) * mom[n].ravel() + (mean[n] + f32(0.01) * v)
                 w[n] = v - f32(0.05) * mom[n]
             load({n: pull[n].pull(w[n], t + 1) for n in names})
-    return {n: p.detach().clone() for n, p in net.state_dict().items()}
+    final = {n: p.detach().clone() for n, p in net.state_dict().items()}
+    if spare:
+        final["spare"] = params["spare"].detach().clone()
+    return final
 
 
 @pytest.mark.parametrize("mode", ["gradients", "server"])
@@ -267,3 +278,31 @@ def test_bf16_in_groups_equals_a_replay_that_rounds_the_same_values(tmp_path: Pa
     # the rounding shows: float32 training ends elsewhere
     assert not torch.allclose(want["0.weight"], plain.state_dict()["0.weight"], rtol=1e-6,
                               atol=1e-9)
+
+
+def test_the_next_step_overlaps_the_pushes_in_flight_and_equals_the_replay(tmp_path: Path):
+    """step() returns once the group summed every gradient, before the owners' pushes reach
+    the servers (the next forward runs while they are on the wire: every link emulated at
+    20 Mbit/s with 30 ms latency). Server mode, gated, bf16 (the owner encodes its sum as it
+    leaves), with rank 1 sleeping before each backward (its partner's step() must still wait
+    for rank 1's gradients before zero_grad() may touch its own) and a parameter no module
+    uses (its zeros are pushed from step(), while its last push, 200 KB, is still on the wire:
+    the library holds the new one behind it). Every worker ends with the replay's parameters
+    within 1e-6 relative."""
+    pytest.importorskip("numpy")
+    path = conf(tmp_path, policy="tio")
+    path.write_text(path.read_text() + "\n[net]\nbandwidth = 20mbit\nlatency_us = 30000\n")
+    c = Cluster(tmp_path, conf=path, servers=2)
+    for r in range(WORKERS):
+        c.start_worker(r, [sys.executable, str(WORKER), "server", str(tmp_path / f"out{r}.pt"),
+                           "gate", "bf16", "spare", "slow"])
+    finish_all(c)
+    want = bf16_replay("server", pulled_init=True, spare=True)
+    for r in range(WORKERS):
+        got = torch.load(tmp_path / f"out{r}.pt")
+        assert set(got) == set(want), (set(got), set(want))
+        for k, v in want.items():
+            torch.testing.assert_close(got[k], v, rtol=1e-6, atol=1e-9, msg=f"rank {r} {k}")
+    # the spare parameter moved (weight decay through momentum), as the replay's did
+    import torch_groups_worker
+    assert not torch.allclose(want["spare"], torch_groups_worker.spare())

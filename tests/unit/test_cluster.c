@@ -110,6 +110,16 @@ START_TEST(limit_is_the_busiest_resource)
     ORDO_CK_OK(ordo__cluster_predict(m, &c, &r));
     ck_assert_int_eq(r.limit, ORDO_CLUSTER_LIMIT_SCHEDULER);
     ck_assert_double_eq_tol(r.step_us, 4e6, 1);
+    /* 10,000 workers send a STATS message every 20 iterations ([output] stats_every auto):
+     * the per-record share (0.35) stays, the rest is divided by 20 */
+    c = cluster(10000, 8, 4, 100e9);
+    c.sched_us = 100;
+    ORDO_CK_OK(ordo__cluster_predict(m, &c, &r));
+    ck_assert_double_eq_tol(r.scheduler_us, 10000 * 100 * (0.35 + 0.65 / 20), 1);
+    c = cluster(500, 4, 4, 100e9);
+    c.sched_us = 100;
+    ORDO_CK_OK(ordo__cluster_predict(m, &c, &r));
+    ck_assert_double_eq_tol(r.scheduler_us, 500 * 100, 1e-6);
     ordo__model_destroy(&m);
 }
 END_TEST

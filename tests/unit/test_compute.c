@@ -1,7 +1,8 @@
 /* Tests of worker/compute: the emulate backend runs any model and counts its calls; the cpu
  * backend on the built-in networks gives the gradients of the kernel-level computation and
  * of finite differences; misuse is refused with clear errors; asking for cuda succeeds exactly
- * when a device is reported. The cuda backend matching the cpu one is tagged "cuda": ctest's
+ * when a device is reported; the cuda plugin, missing or foreign, is named; emulate and cpu
+ * map no CUDA library. The cuda backend matching the cpu one is tagged "cuda": ctest's
  * unit.compute.cuda runs it and skips (exit 77) without a device. */
 #include "ordo_check.h"
 #include "worker/compute.h"
@@ -355,6 +356,73 @@ START_TEST(cuda_is_refused_exactly_without_a_device)
 }
 END_TEST
 
+/* the cuda backend is a plugin (worker/compute_backend.h): each case runs in its own forked
+ * process, so each loads (or fails to load) it afresh */
+START_TEST(a_missing_cuda_plugin_is_named)
+{
+    setenv("ORDO_CUDA_PLUGIN", "/nonexistent/ordo/libordo_compute_cuda.so", 1);
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__nn_model("mlp", 4, &m));
+    ordo__compute_ctx_t *c = NULL;
+    ORDO_CK_ERR(ordo__compute_new(ORDO_COMPUTE_CUDA, m, 1.0, &c), ORDO_ERR_NOTSUP);
+    const char *detail = ordo__error_detail();
+    ck_assert_msg(strstr(detail, "compute cuda: cannot load /nonexistent/ordo/"
+                                 "libordo_compute_cuda.so (ORDO_CUDA_PLUGIN): ") &&
+                      strstr(detail, "No such file"),
+                  "%s", detail);
+    const char *why = NULL;
+    ck_assert(!ordo__compute_cuda_available(&why));
+    ck_assert_ptr_nonnull(strstr(why, "cannot load /nonexistent/ordo/libordo_compute_cuda.so"));
+    ck_assert_ptr_null(c);
+    ordo__model_destroy(&m);
+}
+END_TEST
+
+START_TEST(a_library_that_is_not_the_cuda_plugin_is_named)
+{
+    setenv("ORDO_CUDA_PLUGIN", "libz.so.1", 1); /* loads (ordo links zlib), no entry point */
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__nn_model("mlp", 4, &m));
+    ordo__compute_ctx_t *c = NULL;
+    ORDO_CK_ERR(ordo__compute_new(ORDO_COMPUTE_CUDA, m, 1.0, &c), ORDO_ERR_NOTSUP);
+    ck_assert_str_eq(ordo__error_detail(),
+                     "compute cuda: libz.so.1: no ordo__compute_cuda_plugin in it");
+    ordo__model_destroy(&m);
+}
+END_TEST
+
+/* emulate and cpu never load the cuda plugin: the process maps no cuBLAS and no cudart */
+START_TEST(emulate_and_cpu_map_no_cuda_library)
+{
+    ordo__model_t *m = NULL;
+    ORDO_CK_OK(ordo__nn_model("mlp", 4, &m));
+    float **p = alloc_set(m), **g = alloc_set(m);
+    float x[4 * 784];
+    int y[4];
+    random_batch(7, 4, x, y);
+    ordo__compute_ctx_t *c = NULL;
+    ORDO_CK_OK(ordo__compute_new(ORDO_COMPUTE_EMULATE, m, 0.001, &c));
+    ordo__compute_destroy(&c);
+    ORDO_CK_OK(ordo__compute_new(ORDO_COMPUTE_CPU, m, 1.0, &c));
+    ORDO_CK_OK(ordo__compute_bind(c, p, g));
+    ORDO_CK_OK(ordo__compute_set_batch(c, x, y, 4));
+    for (int o = 0; o < m->n_ops; o++)
+        ORDO_CK_OK(ordo__compute_forward(c, o));
+    ordo__compute_destroy(&c);
+    FILE *f = fopen("/proc/self/maps", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[1024];
+    while (fgets(line, sizeof line, f))
+        ck_assert_msg(!strstr(line, "libcublas") && !strstr(line, "libcudart") &&
+                          !strstr(line, "libordo_compute_cuda"),
+                      "mapped: %s", line);
+    fclose(f);
+    free_set(m, p);
+    free_set(m, g);
+    ordo__model_destroy(&m);
+}
+END_TEST
+
 START_TEST(cuda_matches_cpu)
 {
     compare_cuda_with_cpu("mlp");
@@ -386,6 +454,9 @@ static Suite *compute_suite(void)
     tcase_add_test(t, cpu_cnn_gradients_match_finite_differences);
     tcase_add_test(t, cpu_refuses_misuse);
     tcase_add_test(t, cuda_is_refused_exactly_without_a_device);
+    tcase_add_test(t, a_missing_cuda_plugin_is_named);
+    tcase_add_test(t, a_library_that_is_not_the_cuda_plugin_is_named);
+    tcase_add_test(t, emulate_and_cpu_map_no_cuda_library);
     suite_add_tcase(s, t);
     /* Tagged "cuda": ctest's unit.compute.cuda runs it alone and skips without a device. */
     t = tcase_create("cuda");

@@ -24,6 +24,46 @@ START_TEST(defaults_are_documented_values)
 END_TEST
 
 /* [push] calibrate plans merge groups, so it needs merged pushes and no plan from a file */
+/* [output] stats_every: 0 (the default) is 1 up to 500 workers, then workers / 500 rounded
+ * up; a number set is taken as it is; out of range is refused naming the key */
+START_TEST(stats_every_auto_grows_with_the_workers)
+{
+    ordo__conf_t c;
+    ordo__conf_defaults(&c);
+    ck_assert_int_eq(c.stats_every, 0);
+    const int workers[] = {1, 256, 500, 501, 1000, 1001, 10000};
+    const int every[] = {1, 1, 1, 2, 2, 3, 20};
+    for (int i = 0; i < 7; i++) {
+        c.workers = workers[i];
+        ck_assert_int_eq(ordo__conf_stats_every(&c), every[i]);
+    }
+    ORDO_CK_OK(ordo__conf_set(&c, "output.stats_every", "7", "test"));
+    ck_assert_int_eq(ordo__conf_stats_every(&c), 7);
+    ORDO_CK_ERR(ordo__conf_set(&c, "output.stats_every", "-1", "test"), ORDO_ERR_INVAL);
+    ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "stats_every"));
+}
+END_TEST
+
+/* fault.heartbeat_ms widens above 1,000 members (workers and servers), by members / 1,000
+ * rounded up, never past half of fault.timeout_ms */
+START_TEST(heartbeats_widen_above_a_thousand_members)
+{
+    ordo__conf_t c;
+    ordo__conf_defaults(&c); /* 500 ms, timeout 5000 ms, 1 server */
+    const int workers[] = {2, 999, 1000, 2000, 4000, 10000};
+    const int beat[] = {500, 500, 1000, 1500, 2500, 2500};
+    for (int i = 0; i < 6; i++) {
+        c.workers = workers[i];
+        ck_assert_int_eq(ordo__conf_heartbeat_ms(&c), beat[i]);
+    }
+    c.timeout_ms = 60000; /* a longer timeout lets them widen further */
+    ck_assert_int_eq(ordo__conf_heartbeat_ms(&c), 500 * 11);
+    c.workers = 999;
+    c.max_workers = 3000; /* a run that may grow counts the workers it may have */
+    ck_assert_int_eq(ordo__conf_heartbeat_ms(&c), 2000);
+}
+END_TEST
+
 START_TEST(calibrate_needs_merged_pushes_planned_here)
 {
     ordo__conf_t c;
@@ -99,10 +139,17 @@ START_TEST(fault_scheduler_modes_are_checked)
     ORDO_CK_OK(ordo__conf_set(&c, "cluster.workers", "2", "test"));
     ORDO_CK_OK(ordo__conf_validate(&c));
     ck_assert_int_eq(c.scheduler_wait_ms, 60000);
+    /* the worker policies and growth are rebuilt from the members (scheduler/restart_members.c) */
     ORDO_CK_OK(ordo__conf_set(&c, "fault.worker", "shrink", "test"));
-    ORDO_CK_ERR(ordo__conf_validate(&c), ORDO_ERR_INVAL);
-    ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "fault.scheduler = restart cannot be "
-                                                      "combined with fault.worker = shrink"));
+    ORDO_CK_OK(ordo__conf_validate(&c));
+    ORDO_CK_OK(ordo__conf_set(&c, "fault.worker", "restart", "test"));
+    ORDO_CK_OK(ordo__conf_validate(&c));
+    ORDO_CK_OK(ordo__conf_set(&c, "fault.max_workers", "3", "test"));
+    ORDO_CK_OK(ordo__conf_set(&c, "model.trainer", "declared", "test"));
+    ORDO_CK_OK(ordo__conf_validate(&c));
+    ORDO_CK_OK(ordo__conf_set(&c, "fault.max_workers", "0", "test"));
+    ORDO_CK_OK(ordo__conf_set(&c, "model.trainer", "synthetic", "test"));
+    ORDO_CK_OK(ordo__conf_set(&c, "fault.worker", "shrink", "test"));
     ORDO_CK_OK(ordo__conf_set(&c, "sync.batches", "on", "test"));
     ORDO_CK_ERR(ordo__conf_validate(&c), ORDO_ERR_INVAL);
     ck_assert_ptr_nonnull(strstr(ordo__error_detail(), "fault.worker = shrink and the batch "
@@ -506,6 +553,8 @@ static Suite *conf_suite(void)
     tcase_add_test(tc, sync_and_straggle_keys_are_checked);
     tcase_add_test(tc, replicas_within_the_servers_and_dense_bsp);
     tcase_add_test(tc, compression_specs_and_their_pairs_are_checked);
+    tcase_add_test(tc, stats_every_auto_grows_with_the_workers);
+    tcase_add_test(tc, heartbeats_widen_above_a_thousand_members);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -25,7 +25,9 @@ static int add(ordo__runlog_t *r, int64_t iter)
     s.step_ms = 1.5;
     s.efficiency = NAN;
     s.loss = NAN;
-    return ordo__runlog_add(r, &s);
+    int rc = ordo__runlog_add(r, &s);
+    ordo__runlog_flush(r); /* as the scheduler does after each STATS message */
+    return rc;
 }
 
 static off_t size_of(const char *path)

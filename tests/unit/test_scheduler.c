@@ -682,6 +682,42 @@ START_TEST(auto_groups_must_agree_inside_each_group)
     json_decref(plan);
 }
 END_TEST
+/* a STATS message of several records, one a line ([output] stats_every): each is taken in
+ * order, a bad line is dropped alone, and the run log holds the good ones once the message
+ * is in */
+START_TEST(stats_lines_are_taken_one_by_one)
+{
+    rig_t r;
+    rig_new(&r);
+    join(&r); /* WA is worker 1 */
+#define REC(i)                                                                                     \
+    "{\"worker\":1,\"iter\":" #i ",\"step_ms\":1,\"wait_ms\":0,\"compute_ms\":0,"                  \
+    "\"bytes_push\":0,\"bytes_pull\":0,\"samples\":0,\"t_start_ns\":1,\"t_push_done_ns\":2,"         \
+    "\"t_end_ns\":2}"
+    send_msg(&r, WA, ORDO_MSG_STATS, ORDO_ROLE_WORKER, 0,
+             REC(0) "\n{\"worker\":0,\"iter\":1}\n" REC(2) "\n" REC(3));
+#undef REC
+    ck_assert_int_eq(feed(&r), 0);
+    char path[128];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", ordo__scheduler_run_dir(r.sch));
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[1024];
+    int iters[8], n = 0;
+    while (n < 8 && fgets(line, sizeof line, f)) {
+        json_t *o = json_loads(line, 0, NULL);
+        ck_assert_int_eq(json_integer_value(json_object_get(o, "worker")), 1);
+        iters[n++] = (int)json_integer_value(json_object_get(o, "iter"));
+        json_decref(o);
+    }
+    fclose(f);
+    ck_assert_int_eq(n, 3); /* the second line names worker 0 and misses figures: dropped */
+    ck_assert_int_eq(iters[0], 0);
+    ck_assert_int_eq(iters[1], 2);
+    ck_assert_int_eq(iters[2], 3);
+    rig_destroy(&r);
+}
+END_TEST
 
 static Suite *scheduler_suite(void)
 {
@@ -695,6 +731,7 @@ static Suite *scheduler_suite(void)
     tcase_add_test(tc, barrier_waits_for_every_worker);
     tcase_add_test(tc, an_abort_reaches_every_node);
     tcase_add_test(tc, a_broadcast_relays_the_roots_bytes);
+    tcase_add_test(tc, stats_lines_are_taken_one_by_one);
     suite_add_tcase(s, tc);
     tc = tcase_create("declared");
     tcase_set_timeout(tc, 60);

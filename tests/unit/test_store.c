@@ -497,8 +497,13 @@ START_TEST(a_worker_that_left_no_longer_holds_up_updates)
     ORDO_CK_OK(ordo__store_push(s, 0, 2, 0, g[2], sizeof g[2], &u));
     ORDO_CK_OK(ordo__store_push(s, 0, 0, 0, g[0], sizeof g[0], &u));
     ck_assert(!u);
+    int64_t at = -1;
+    ck_assert_int_eq(ordo__store_member(s, 1, &at), ORDO_STORE_MEMBER_IN);
     ORDO_CK_OK(ordo__store_leave(s, 1, true, upd, &n));
     ck_assert_int_eq(n, 1);
+    /* what a new scheduler is told (fault.scheduler = restart) */
+    ck_assert_int_eq(ordo__store_member(s, 1, &at), ORDO_STORE_MEMBER_LEFT);
+    ck_assert_int_eq(ordo__store_member(s, 0, &at), ORDO_STORE_MEMBER_IN);
     ck_assert_int_eq(upd[0], 0);
     ck_assert_int_eq(ordo__store_version(s, 0), 1);
     ordo__store_copy_value(s, 0, v);
@@ -540,8 +545,14 @@ START_TEST(a_worker_joins_at_an_iteration)
     ordo__store_copy_value(s, 0, v);
     for (int i = 0; i < N; i++)
         ck_assert_float_eq(v[i], 0.0f - (1.0f / 3 * 3.0f / 2.0f) * (g[0][i] + g[1][i]));
+    int64_t at = -1;
+    ck_assert_int_eq(ordo__store_member(s, 2, &at), ORDO_STORE_MEMBER_FREE);
     ORDO_CK_OK(ordo__store_join(s, 2, 2));
     ck_assert(ordo__store_join(s, 2, 2) < 0); /* its place is taken */
+    /* what a new scheduler is told (fault.scheduler = restart) */
+    ck_assert_int_eq(ordo__store_member(s, 2, &at), ORDO_STORE_MEMBER_JOINED);
+    ck_assert_int_eq(at, 2);
+    ck_assert_int_eq(ordo__store_member(s, 1, &at), ORDO_STORE_MEMBER_IN);
     /* round 1: still the two's; worker 2's push of 1 comes before its join iteration */
     for (int w = 0; w < 3; w++) grad_of(w, 1, g[w]);
     ck_assert(ordo__store_push(s, 0, 2, 1, g[2], sizeof g[2], &u) < 0);

@@ -1,4 +1,6 @@
-"""groups: DistributedOptimizer in host groups ([cluster] local_size > 1 with an [intra] backend).
+"""groups: DistributedOptimizer in host groups ([cluster] local_size > 1 with an [intra] backend),
+and on the sparse path ([push] mode = sparse, Compression.oktopk: the library's bound model
+pushes the whole gradient block's top-k after iter_end, as ordo-worker's does).
 
 In a host group the members sum their gradients inside the host and one owner per tensor (or
 merge group) pushes and pulls, so a group moves whole iterations: the key-level calls
@@ -26,7 +28,9 @@ merge group) pushes and pulls, so a group moves whole iterations: the key-level 
              handed over the tensor's gradient (each member takes a value before that).
 
 Iteration t of the binding is the t-th step: backward hands each gradient over (grad_ready)
-from its hook, step() ends the iteration (iter_end) and starts the next (iter_begin), whose
+from its hook, step() ends the iteration (iter_end: it returns once the group summed every
+gradient, so the buffers are free for zero_grad() and the next backward, while the owners'
+pushes of the sums may still be on the wire) and starts the next (iter_begin), whose
 values are the servers' parameters after t + 1 updates (server mode) or the mean of the
 t-th gradients (gradients mode: a pull of version t + 1 of an "average" tensor). Arrivals
 are taken in the order the library reports them (the plan's priorities); with model= each
@@ -144,8 +148,10 @@ class BoundSteps:
 
     def end_iteration(self, between: Callable[[], None] | None = None) -> None:
         """end_iteration pushes what no hook pushed (zeros without a gradient), ends this
-        iteration, calls between() (the re-plan's place: no transfer of the binding in
-        flight) and asks for the next one's values."""
+        iteration (the gradient buffers summed, this iteration's values in; the owners' pushes
+        may still be on the wire: the next forward overlaps them), calls between() (the
+        re-plan's place: a host group's path stays, transfers in flight included) and asks for
+        the next one's values."""
         for q in self.opt._ordo_params:
             if not q.pushed:
                 self.grad_ready(q, q.param.grad)
