@@ -7,10 +7,6 @@
 #   server-down: the scheduler SIGKILLed, then server 1 while no scheduler runs; the new
 #                scheduler rebuilds the run without it (server 1 did not register again: it
 #                is declared dead and its backups promoted) and the run goes on;
-#   server-rebuild: worker 1 paused (SIGSTOP) and the scheduler SIGKILLed; server 1, once it
-#                registered with the new scheduler, SIGKILLed, and worker 1 resumed 2.5 s later:
-#                the new scheduler finds server 1 silent before the rebuild ends, and rebuilds
-#                the run without it;
 #   server-after: the scheduler SIGKILLed and restarted, and server 1 SIGKILLed once the new
 #                scheduler rebuilt the run: the new scheduler promotes its backups as the old
 #                one would have;
@@ -63,11 +59,10 @@ for n in scheduler server0 server1 worker0 worker1; do
 done
 mv "$T"/*.log "$T/ref/"
 
-for run in kill server-down server-rebuild server-after server-before joined; do
+for run in kill server-down server-after server-before joined; do
   start_cluster $run 2 2
   ep=$(ready scheduler)
   wait_lines $run $((iters / 2))
-  [ $run = server-rebuild ] && kill -STOP "${PID[worker1]}"
   if [ $run = server-before ] || [ $run = joined ]; then
     kill -KILL "${PID[server1]}"
     wait "${PID[server1]}" 2>/dev/null
@@ -95,14 +90,6 @@ for run in kill server-down server-rebuild server-after server-before joined; do
   [ $run = server-before ] && survivors=(server0 worker0 worker1)
   [ $run = joined ] && survivors=(server0 server1 worker0 worker1)
   start scheduler "$BIN/ordo-scheduler" "${common[@]}" --output.run=$run --cluster.scheduler="$ep"
-  if [ $run = server-rebuild ]; then
-    wait_log scheduler "server 1 (pid .*) registered again"
-    kill -KILL "${PID[server1]}"
-    wait "${PID[server1]}" 2>/dev/null
-    sleep 2.5
-    kill -CONT "${PID[worker1]}"
-    survivors=(server0 worker0 worker1)
-  fi
   if [ $run = server-after ]; then
     wait_log scheduler "cluster complete: every member registered again"
     kill -KILL "${PID[server1]}"
@@ -124,10 +111,6 @@ for run in kill server-down server-rebuild server-after server-before joined; do
       line=$(grep -o "server 1 did not register again with this scheduler: declared dead.*" "$T/scheduler.log") ||
         fail "$run: the new scheduler did not declare server 1 dead"
       ok "$run: scheduler and then server 1 killed; the new scheduler logged '$line'; params.bin identical" ;;
-    server-rebuild)
-      grep -q "server 1 (pid .*) registered again and then fell silent" "$T/scheduler.log" ||
-        fail "$run: the new scheduler did not find server 1 silent in the rebuild"
-      ok "$run: server 1 killed after it registered with the new scheduler: rebuilt without it; params.bin identical" ;;
     server-before)
       grep -q "replica map (generation [0-9]*, 1 server dead)" "$T/scheduler.log" ||
         fail "$run: the new scheduler did not take the members' map"
