@@ -15,8 +15,8 @@
 #      silent, every value and the hash as fault-free;
 #   5. the same cut for 5 s: the members find the scheduler silent and train on, the scheduler
 #      hears none of them and declares nobody dead (it takes itself as the one cut off), and
-#      once the link is back all 4 register again with it: every value, the hash and
-#      metrics.jsonl as fault-free.
+#      once the link is back the members register again with it (both servers, and the
+#      workers still training): every value, the hash and metrics.jsonl as fault-free.
 # Namespaces are deleted on every exit path. Needs root; skips where namespaces do not work.
 source "$(dirname "$0")/lib.sh"
 A=ordo-part-$$-a B=ordo-part-$$-b VA=opt$$a VB=opt$$b NET=10.213.71
@@ -168,10 +168,13 @@ cut_link; sleep 5; heal_link
 ended worker0 worker1 server0 server1 scheduler
 grep -q "every member has been silent for [0-9]* ms: this scheduler takes itself as the one cut off" \
   "$T/scheduler.log" || fail "the cut-off scheduler did not take itself as the one cut off"
+# the servers wait for the SHUTDOWN and always find the scheduler silent; a worker that
+# finished its iterations during the cut may not have yet when its DONE gets through
 back=$(grep -c "found this scheduler silent and registered again: welcomed back" "$T/scheduler.log")
-[ "$back" = 4 ] || fail "$back of the 4 members registered again with the scheduler after the cut"
+servers_back=$(grep -c "server [01] (pid .*) found this scheduler silent and registered again" "$T/scheduler.log")
+[ "$servers_back" = 2 ] || fail "$servers_back of the 2 servers registered again with the scheduler after the cut"
 grep -q "is dead" "$T/scheduler.log" && fail "a member was declared dead behind the scheduler's cut"
 exact schedlong worker0 worker1
 [ "$(wc -l < "$T/schedlong/metrics.jsonl")" = $((2 * ITERS)) ] || fail "metrics.jsonl lacks records after the cut"
-ok "the scheduler's host cut for 5 s (timeout 3 s): it declared nobody dead, the 4 members registered again with it once the link was back, every value and the hash as fault-free"
+ok "the scheduler's host cut for 5 s (timeout 3 s): it declared nobody dead, $back of the 4 members (both servers) registered again with it once the link was back, every value and the hash as fault-free"
 echo "5 passed, 0 failed"
