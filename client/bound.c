@@ -744,9 +744,13 @@ int ordo__bound_pull_values(ordo__bound_t *b, int64_t iter, int timeout_ms)
 
 int ordo__bound_state(ordo__bound_t *b, const char *path, bool save)
 {
-    if (!b->path->ops->state) return 0;
+    /* the path's own state (sparse: residuals, thresholds), or the codecs' error-feedback
+     * residuals (a sparse path takes no codec: push.compression is refused with it) */
+    ordo__compress_t *c = ordo__ps_compress(b->path->ps);
+    if (!b->path->ops->state && !ordo__compress_has_state(c)) return 0;
     pthread_mutex_lock(&b->mu);
-    int rc = b->path->ops->state(b->path, path, save);
+    int rc = b->path->ops->state ? b->path->ops->state(b->path, path, save)
+                                 : ordo__compress_state(c, path, save);
     pthread_mutex_unlock(&b->mu);
     return rc;
 }

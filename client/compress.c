@@ -1,6 +1,7 @@
 /* compress: a worker's per-key codecs, their residuals and the encoding of pushes. */
 #include "client/compress.h"
 
+#include "common/durable.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/wire.h"
@@ -27,9 +28,11 @@ typedef struct {
 
 /* a kept unit's file (ordo__compress_keep): this header, then KEPT_SLOTS residuals of n
  * floats; slot s holds the residual after the push of iteration tag[s] (-1: none, or being
- * written) */
+ * written; KEPT_LOADED: the one a resumed run read from its checkpoint, older than any push
+ * of the run, which counts its iterations from 0 again) */
 #define KEPT_SLOTS 3
 #define KEPT_MAGIC "ORDORES1"
+#define KEPT_LOADED (-2)
 typedef struct {
     char magic[8];
     int64_t n;
@@ -330,7 +333,7 @@ static int kept_begin(residual_t *r, int64_t iter)
 {
     int src = -1, dst = -1;
     for (int s = 0; s < KEPT_SLOTS; s++)
-        if (r->map->tag[s] >= 0 && r->map->tag[s] < iter &&
+        if (r->map->tag[s] != -1 && r->map->tag[s] < iter &&
             (src < 0 || r->map->tag[s] > r->map->tag[src]))
             src = s;
     for (int s = 0; s < KEPT_SLOTS; s++)
@@ -442,4 +445,109 @@ void ordo__compress_key_bytes(const ordo__compress_t *c, const ordo__keys_t *key
         *push += (int64_t)ops->max_bytes(spec, n);
         *pull += (int64_t)pops->max_bytes(&plain, n);
     }
+}
+
+/* ---- the residuals in a checkpoint ------------------------------------------------------ */
+
+/* the file: magic "ORDOEF01", int32 units, int32 0, then per unit int64 n (0: no residual
+ * yet) and n float32, all little-endian as the machine writes them; a CRC-32 trailer */
+#define STATE_MAGIC "ORDOEF01"
+
+bool ordo__compress_has_state(const ordo__compress_t *c)
+{
+    for (int k = 0; c && k < c->n_keys; k++)
+        if (c->spec[k].ef) return true;
+    return false;
+}
+
+static int state_save(const ordo__compress_t *c, const char *path)
+{
+    ordo__durable_t *d = NULL;
+    int rc = ordo__durable_open(path, &d);
+    if (rc) return rc;
+    FILE *f = ordo__durable_file(d);
+    int32_t head[2] = {c->n_units, 0};
+    fwrite(STATE_MAGIC, 1, 8, f);
+    fwrite(head, sizeof head, 1, f);
+    for (int u = 0; u < c->n_units; u++) {
+        const residual_t *r = &c->res[u];
+        int64_t n = r->v ? r->n : 0;
+        fwrite(&n, sizeof n, 1, f);
+        if (n > 0) fwrite(r->v, sizeof(float), (size_t)n, f);
+    }
+    return ordo__durable_commit(&d, true, NULL);
+}
+
+/* state_put makes unit's residual the n floats at v: its own buffer, or in a kept unit the
+ * newest slot of its file (tagged KEPT_LOADED) */
+static int state_put(ordo__compress_t *c, int unit, const float *v, int64_t n)
+{
+    residual_t *r = &c->res[unit];
+    if (c->keep_dir) {
+        int rc = r->map ? 0 : kept_map(c, unit, n);
+        if (rc) return rc;
+        for (int s = 1; s < KEPT_SLOTS; s++) r->map->tag[s] = -1;
+        r->v = kept_slot(r, 0);
+        memcpy(r->v, v, (size_t)n * sizeof(float));
+        r->map->tag[0] = KEPT_LOADED;
+        return 0;
+    }
+    if (!r->v && !(r->v = malloc((size_t)n * sizeof *r->v))) return ORDO_ERR_NOMEM;
+    r->n = n;
+    memcpy(r->v, v, (size_t)n * sizeof(float));
+    return 0;
+}
+
+static int state_load(ordo__compress_t *c, const char *path)
+{
+    unsigned char *data = NULL;
+    size_t len = 0;
+    int rc = ordo__durable_read_file(path, &data, &len);
+    if (rc) return rc;
+    bool had = false;
+    if ((rc = ordo__durable_check(path, data, &len, &had)) != 0) goto done;
+    int32_t head[2];
+    if (len < 8 + sizeof head || memcmp(data, STATE_MAGIC, 8) != 0) {
+        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: not a file of error-feedback residuals "
+                            "(no \"" STATE_MAGIC "\" at offset 0)", path);
+        goto done;
+    }
+    memcpy(head, data + 8, sizeof head);
+    if (head[0] != c->n_units) {
+        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: residuals of %d units; this worker has %d "
+                            "(another model, plan or codec)", path, head[0], c->n_units);
+        goto done;
+    }
+    size_t at = 8 + sizeof head;
+    for (int u = 0; u < c->n_units; u++) {
+        int64_t n;
+        if (len - at < sizeof n) {
+            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: ends at offset %zu in unit %d's size",
+                                path, at, u);
+            goto done;
+        }
+        memcpy(&n, data + at, sizeof n);
+        at += sizeof n;
+        if (n < 0 || (uint64_t)n > (len - at) / sizeof(float) ||
+            (c->res[u].n > 0 && n > 0 && n != c->res[u].n)) {
+            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: unit %d: %lld values at offset %zu do not "
+                                "fit the file or the unit", path, u, (long long)n, at - sizeof n);
+            goto done;
+        }
+        if (n > 0 && (rc = state_put(c, u, (const float *)(data + at), n)) != 0) goto done;
+        at += (size_t)n * sizeof(float);
+    }
+    if (at != len)
+        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: %zu bytes after the last unit", path, len - at);
+    if (!rc && !had)
+        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: no checksum trailer (a file this version "
+                            "writes always has one)", path);
+done:
+    free(data);
+    return rc;
+}
+
+int ordo__compress_state(ordo__compress_t *c, const char *path, bool save)
+{
+    return save ? state_save(c, path) : state_load(c, path);
 }

@@ -6,6 +6,7 @@
 #ifndef ORDO_COMPRESS_H
 #define ORDO_COMPRESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,6 +86,18 @@ void ordo__compress_key_bytes(const ordo__compress_t *c, const ordo__keys_t *key
  * up (a missing one is warned about once, and its unit starts from zeros); else they are
  * started afresh. ORDO_ERR_IO naming dir when it cannot be made. */
 int ordo__compress_keep(ordo__compress_t *c, const char *dir, int64_t rejoin);
+
+/* ordo__compress_has_state says whether some key's codec keeps error-feedback residuals: a
+ * worker's state a checkpoint must hold for a resumed run to go on exactly. */
+bool ordo__compress_has_state(const ordo__compress_t *c);
+
+/* ordo__compress_state saves (save) every unit's residual as of the last push into the file
+ * path (written durably: temporary file, fsync, rename, CRC-32 trailer; docs/formats.md), or
+ * loads them back from it before the first push of a resumed run (kept units get them as
+ * their newest slot). A file that is not whole, of another format or of other units is
+ * refused (ORDO_ERR_FORMAT naming the file and what differs); ORDO_ERR_IO naming it when it
+ * cannot be read or written. */
+int ordo__compress_state(ordo__compress_t *c, const char *path, bool save);
 
 /* ordo__compress_residual returns unit's residual (n floats) or NULL when it has none yet
  * (kept: the one of the newest push). */

@@ -138,6 +138,15 @@ int ordo__ps_join(const ordo__conf_t *conf, const char *tensors, ordo__ps_op_tim
         goto fail;
     if ((rc = calibrate_at_start(w, op_times, ctx)) != 0) goto fail;
     ordo__ps_credit_from_plan(w);
+    /* the path is the scheduler's plan's; a worker whose own conf asks for sparse pushes
+     * (ordo.torch's Compression.oktopk reads it) would otherwise push dense without a word */
+    if (w->conf.push_mode == ORDO_PUSH_SPARSE && !w->plan->has_sparse) {
+        rc = ordo__error_set(ORDO_ERR_INVAL,
+                             "this worker's conf has push.mode = sparse, but the scheduler's plan "
+                             "has no sparse path (the scheduler's push.mode differs): start every "
+                             "process with the same [push] mode");
+        goto fail;
+    }
     ordo__push_ops_of_plan(w->plan, &ops);
     ordo__push_destroy(&w->path);
     if ((rc = ordo__push_new(ops, w, &w->path)) != 0) goto fail;

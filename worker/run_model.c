@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/codec.h"
 #include "common/conf.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -51,6 +52,13 @@ typedef struct job {
     float **snap_of; /* per parameter, where it starts in snap */
     double last_loss;
 } job_t;
+
+/* ef_codec: [push] compression names a codec with error feedback (its residuals are state) */
+static bool ef_codec(const ordo__conf_t *conf)
+{
+    ordo__codec_spec_t spec;
+    return conf->compression[0] && ordo__codec_parse(conf->compression, &spec) == 0 && spec.ef;
+}
 
 /* load_init reads the parameter file path ([model] init, or [fault] resume's checkpoint,
  * named by key) into init, after checking that it holds exactly m's parameters; errors name
@@ -254,16 +262,20 @@ static int resume(job_t *j)
               j->m->name, (long long)j->iterations, j->batch, j->m->n_params,
               (double)ordo__model_total_bytes(j->m) / 1048576.0, ordo__compute_kind_name(j->kind));
     j->every = j->rank == 0 && !j->eo.forward_only ? conf->checkpoint_every : 0;
-    /* sparse pushes: every worker's residuals and thresholds are part of a checkpoint */
-    j->path_every = conf->push_mode == ORDO_PUSH_SPARSE && !j->eo.forward_only
-                        ? conf->checkpoint_every : 0;
-    if (conf->resume[0] && conf->push_mode == ORDO_PUSH_SPARSE) {
+    /* sparse pushes, and codecs with error feedback: every worker's residuals (and sparse
+     * thresholds) are part of a checkpoint */
+    bool sparse = conf->push_mode == ORDO_PUSH_SPARSE;
+    bool has_state = (sparse || ef_codec(conf)) && !j->eo.forward_only;
+    j->path_every = has_state ? conf->checkpoint_every : 0;
+    if (conf->resume[0] && has_state && ordo_resume_iter(j->o) < 0) {
         char path[ORDO_CONF_PATH + 96];
         snprintf(path, sizeof path, "%s/checkpoint-worker-%d-%lld.bin", conf->resume, j->rank,
                  (long long)j->t0);
         if ((rc = ordo__exec_path_state(j->ex, path, false)) != 0)
             return ordo__error_context(rc, "fault.resume");
-        ORDO_INFO("resume: residuals and threshold from %s", path);
+        ORDO_INFO(sparse ? "resume: residuals and threshold from %s"
+                         : "resume: error-feedback residuals from %s",
+                  path);
     }
     if (j->every > 0 || (j->training && j->rank == 0 && conf->eval_every > 0)) {
         j->snap = malloc(sizeof(float) * (size_t)(ordo__model_total_numel(j->m) + 1));

@@ -301,9 +301,10 @@ ORDO_API void ordo_trace_span(ordo_t *o, const char *name, const char *cat, int 
 ORDO_API void ordo_trace_track(ordo_t *o, int track, const char *name);
 
 /* ordo_save_state writes the push path's own state between iterations to the file path
- * (sparse pushes: residuals and thresholds), for a checkpoint; ordo_load_state reads it back
- * before the first iteration ([fault] resume). Both return 0 without touching the file when
- * the path keeps none (dense, merged). */
+ * (sparse pushes: residuals and thresholds; a codec with error feedback: its residuals), for
+ * a checkpoint; ordo_load_state reads it back before the first iteration ([fault] resume).
+ * Both return 0 without touching the file when the path keeps none (dense or merged float32
+ * or 16-bit pushes). */
 ORDO_API int ordo_save_state(ordo_t *o, const char *path);
 ORDO_API int ordo_load_state(ordo_t *o, const char *path);
 

@@ -33,7 +33,9 @@
 #   --ddp-bandwidth RATE  ddp part: each host's link each way (default 1gbit)
 #   --variants LIST       ddp part: ordo-MODE-POLICY[-ENFORCE][-groups[-nooverlap]][-cCODEC] (CODEC:
 #                         [push] compression, ':' written '_' and ',' '+': -cbf16, -conebit,
-#                         -conebit+pull=delta, -ctopk_0.01) and
+#                         -conebit+pull=delta, -ctopk_0.01; -coktopk_D: Ok-Topk's sparse path,
+#                         [push] mode = sparse at density D, Compression.oktopk(), server mode
+#                         and flat workers only) and
 #                         ddp[-bMB][-bf16|-fp16|-powersgd] (DDP with MB-megabyte buckets, default
 #                         25, and a compression comm hook: PowerSGD rank 4 from step 10, error
 #                         feedback and warm start), comma-separated
@@ -47,6 +49,9 @@
 #                         (torch_worker.py; scripts/experiments/tta.sh sums them up)
 #   --optimizer sgd|adam  ddp part: the workers' optimizer (default sgd; adam: gradients mode
 #                         and DDP only)
+#   --lr X                ddp part: SGD's learning rate (default 0.01; momentum 0.9)
+#   --init default|he     ddp part: the model's initialisation (he: He's rule, which SGD
+#                         needs to train the VGG-style net from the start)
 #   --width X             vgg's width factor (default 1)
 #   --image PX            image side, Fashion-MNIST resized (default 28)
 #   --smoke               a minute-long check that everything runs (tiny vgg, 2 iterations,
@@ -92,6 +97,8 @@ while [ $# -gt 0 ]; do
     --target-acc) tta+=(--target-acc "$2"); shift 2 ;;
     --eval-every) tta+=(--eval-every "$2"); shift 2 ;;
     --optimizer) tta+=(--optimizer "$2"); shift 2 ;;
+    --lr) tta+=(--lr "$2"); shift 2 ;;
+    --init) tta+=(--init "$2"); shift 2 ;;
     --width) width=$2; shift 2 ;;
     --image) image=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
@@ -259,7 +266,12 @@ ddp_part() {
         done
       else
         local mode pol enf groups=1 backend=none overlap=true vv=$v codec=none
+        local pmode=dense density=0.01 wcomp=none
         case $vv in *-c*) codec=${vv##*-c}; vv=${vv%-c*}; codec=${codec//_/:}; codec=${codec//+/,} ;; esac
+        case $codec in # Ok-Topk: the sparse path compresses; the tensors are declared plain
+          oktopk*) pmode=sparse; wcomp=oktopk; [ "$codec" = oktopk ] || density=${codec#oktopk:}
+                   codec=none ;;
+        esac
         case $vv in *-groups-nooverlap) overlap=false; vv=${vv%-nooverlap} ;; esac
         case $vv in *-groups) groups=$per_host; backend=shm; vv=${vv%-groups} ;; esac
         mode=$(echo "$vv" | cut -d- -f2)
@@ -271,7 +283,7 @@ ddp_part() {
                       "--order.enforce=$enf" "--order.plan_bandwidth=$ddp_bw"
                       "--cluster.local_size=$groups"
                       "--intra.backend=$backend" "--intra.overlap=$overlap"
-                      "--push.compression=$codec"
+                      "--push.compression=$codec" "--push.mode=$pmode" "--push.density=$density"
                       "--output.dir=$dir" --output.run=cluster)
         ip netns exec "$tag-s0" "$bin/ordo-scheduler" "${common[@]}" \
           "--cluster.scheduler=tcp://${addr[s0]}:0" > "$dir/scheduler.log" 2>&1 &
@@ -296,9 +308,10 @@ ddp_part() {
             ORDO_CLUSTER_SERVERS=2 ORDO_CLUSTER_WORKERS=$nworkers ORDO_NET_BANDWIDTH=0 \
             ORDO_NET_LATENCY_US=0 ORDO_ORDER_POLICY="$pol" ORDO_ORDER_ENFORCE="$enf" ORDO_ORDER_PLAN_BANDWIDTH="$ddp_bw" \
             ORDO_CLUSTER_LOCAL_SIZE=$groups ORDO_INTRA_BACKEND=$backend ORDO_INTRA_OVERLAP=$overlap \
-            ORDO_PUSH_COMPRESSION="$codec" \
+            ORDO_PUSH_COMPRESSION="$codec" ORDO_PUSH_MODE=$pmode ORDO_PUSH_DENSITY=$density \
             ORDO_LOCAL_RANK=$((w % per_host)) \
             ORDO_LOCAL_SIZE=$per_host "$py" "$worker" train --mode "$mode" "${plan[@]}" "${wargs[@]}" \
+            --compression $wcomp \
             > "$dir/worker$w.log" 2>&1 &
           pids+=($!)
         done

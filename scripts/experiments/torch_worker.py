@@ -26,9 +26,9 @@ Time to accuracy (--target-acc A, train and ddp): every --eval-every steps each 
 evaluates its parameters (the same on every worker: bsp) on the first --eval-samples
 Fashion-MNIST test images, and every worker stops at the first evaluation at or above A (or
 after --warmup + --iterations steps), a decision every worker takes alike. DIR/ttaRANK.json
-then holds {"target", "reached", "steps", "wall_s" (the loop's start to that evaluation's end,
-evaluations included), "train_s" (evaluations left out), "accuracy", "evals": [[step, acc],
-...]}.
+then holds {"target", "reached", "steps", "wall_s" (the first step's start to that
+evaluation's end, evaluations included), "train_s" (evaluations left out), "accuracy",
+"evals": [[step, acc, its wall s, this process's CPU s], ...]}.
 
 train: hvd.DistributedOptimizer (--mode gradients or server, --plan: model= so the order is
 planned from the model after 6 profiled steps); ddp: the same loop under DDP. The step is one
@@ -58,8 +58,20 @@ def now_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
 
 
-def make_model(name: str, width: float) -> nn.Module:
-    """make_model builds the experiment's model (seeded: every worker starts alike)."""
+def make_model(name: str, width: float, init: str = "default") -> nn.Module:
+    """make_model builds the experiment's model (seeded: every worker starts alike); init "he"
+    re-draws every conv and linear weight by He's rule for ReLU (normal, fan in) with zero
+    biases, which lets SGD train the VGG-style net, having no batch norm, from the start."""
+    net = _make_model(name, width)
+    if init == "he":
+        for m in net.modules():
+            if isinstance(m, (nn.Conv2d, nn.Linear)):
+                nn.init.kaiming_normal_(m.weight, nonlinearity="relu")
+                nn.init.zeros_(m.bias)
+    return net
+
+
+def _make_model(name: str, width: float) -> nn.Module:
     torch.manual_seed(1)
     if name == "resnet18":
         import torchvision
@@ -230,25 +242,27 @@ def forward(a: argparse.Namespace) -> int:
 
 
 def make_optimizer(a: argparse.Namespace, net: nn.Module) -> torch.optim.Optimizer:
-    """make_optimizer: SGD (lr 0.01, momentum 0.9), or with --optimizer adam Adam (lr 1e-3;
-    gradients mode and DDP only: the servers run SGD), which trains the VGG-style net, having
-    no batch norm, from the start where SGD stays at chance for hundreds of steps."""
+    """make_optimizer: SGD (lr --lr, momentum 0.9), the one update every setting can run
+    (ordo's server mode and sparse path run it on the servers), or with --optimizer adam Adam
+    (lr 1e-3; gradients mode and DDP only). With the default initialisation the VGG-style net,
+    having no batch norm, stays at chance under SGD for hundreds of steps: --init he."""
     if a.optimizer == "adam":
         return torch.optim.Adam(net.parameters(), lr=1e-3)
-    return torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    return torch.optim.SGD(net.parameters(), lr=a.lr, momentum=0.9)
 
 
 def train(a: argparse.Namespace) -> int:
     import ordo.torch as hvd
     hvd.init()
-    net = make_model(a.model, a.width)
+    net = make_model(a.model, a.width, a.init)
+    compression = hvd.Compression.oktopk() if a.compression == "oktopk" else None
     opt = hvd.DistributedOptimizer(make_optimizer(a, net), named_parameters=net.named_parameters(),
                                    mode=a.mode,
-                                   model=net if a.plan else None)
+                                   model=net if a.plan else None, compression=compression)
     hvd.broadcast_parameters(net.state_dict(), root_rank=0)
     rank, size = hvd.rank(), hvd.size()
     rt = hvd._rt_or_raise()
-    client = rt.client if rt.in_groups() else None
+    client = rt.client if rt.bound_model() else None
     return loop(a, net, opt, rank, size, hvd.shutdown,
                 client.iter_bytes if client is not None else None)
 
@@ -279,7 +293,8 @@ def ddp(a: argparse.Namespace) -> int:
     from torch.nn.parallel import DistributedDataParallel
     rank, size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     dist.init_process_group("gloo", rank=rank, world_size=size)
-    net = DistributedDataParallel(make_model(a.model, a.width), bucket_cap_mb=a.bucket_mb)
+    net = DistributedDataParallel(make_model(a.model, a.width, a.init),
+                                  bucket_cap_mb=a.bucket_mb)
     register_hook(net, a.hook)
     opt = make_optimizer(a, net)
     return loop(a, net, opt, rank, size, dist.destroy_process_group)
@@ -328,10 +343,11 @@ class Target:
         a = self.a
         if steps % a.eval_every and not last:
             return False
-        t = now_ns()
+        t, c = now_ns(), time.process_time()
         acc = self.accuracy(net)
         self.eval_ns += now_ns() - t
-        self.evals.append([steps, round(acc, 4)])
+        self.evals.append([steps, round(acc, 4), round((now_ns() - t) / 1e9, 3),
+                           round(time.process_time() - c, 3)])
         hit = acc >= a.target_acc
         if hit or last:
             wall = (now_ns() - self.t0) / 1e9
@@ -360,6 +376,8 @@ def loop(a: argparse.Namespace, net: nn.Module, opt: torch.optim.Optimizer, rank
     ran = 0
     for it in range(a.warmup + a.iterations):
         x, y = next(data)
+        if it == 0 and target is not None:  # the clock starts with the first step, the data
+            target.t0 = now_ns()              # set read (tens of MB, seconds on a busy host)
         ran = it + 1 - a.warmup
         if it == a.warmup:
             c0 = net_counters()
@@ -420,6 +438,12 @@ def main() -> int:
                     help="train, ddp: stop at this test accuracy (time to accuracy)")
     ap.add_argument("--optimizer", choices=["sgd", "adam"], default="sgd",
                     help="train, ddp: SGD lr 0.01 momentum 0.9, or Adam lr 1e-3")
+    ap.add_argument("--lr", type=float, default=0.01, help="train, ddp: SGD's learning rate")
+    ap.add_argument("--init", choices=["default", "he"], default="default",
+                    help="train, ddp: the model's initialisation (he: He's, for SGD)")
+    ap.add_argument("--compression", choices=["none", "oktopk"], default="none",
+                    help="train: DistributedOptimizer(compression=Compression.oktopk()) (the "
+                         "conf's [push] mode = sparse; server mode)")
     ap.add_argument("--eval-every", type=int, default=25, help="--target-acc: steps")
     ap.add_argument("--eval-samples", type=int, default=2000, help="--target-acc: images")
     ap.add_argument("--out", default=".")

@@ -3,7 +3,10 @@
 # run of 2 workers pushing onebit (then topk; then onebit in merged pushes) with residuals has
 # a worker SIGKILLed mid-run; ordo-launch starts it again, it takes up its predecessor's
 # residuals (RUN/residuals-worker-R) and the run's params.bin equals, byte for byte, the same
-# conf's run without the kill.
+# conf's run without the kill. Then the residuals in a checkpoint: the same onebit run with a
+# checkpoint every 200 updates under `ordo-launch --restart 2` has its scheduler SIGKILLed
+# after the first one; the job resumed from it (fault.resume) reads every worker's residuals
+# back from checkpoint-worker-R-T.bin and ends equal, byte for byte, to the fault-free run.
 source "$(dirname "$0")/lib.sh"
 need_fmnist
 LAUNCH=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}/scripts/ordo-launch
@@ -62,4 +65,23 @@ for case in "onebit 1 dense" "topk:0.01 0 dense" "onebit 1 merged"; do
     fail "$codec: params.bin of the run with worker $victim killed differs from the fault-free run's"
   ok "$codec with error feedback, $mode pushes: worker $victim killed, rejoined at iteration $(grep -o "rejoined at iteration [0-9]*" "$T/$name-kill.log" | head -1 | awk '{print $4}'), restarted; params.bin equals the fault-free run's byte for byte"
 done
+# the residuals in a checkpoint: a whole job resumed from it goes on exactly
+"$LAUNCH" "$conf" --bin "$BIN" --restart 2 --pids "$T/ckpt.pids" "${common[@]}" \
+  --push.compression=onebit --push.mode=dense --fault.checkpoint_every=200 \
+  --output.run=ckpt > "$T/ckpt.log" 2>&1 &
+lpid=$!
+for _ in $(seq 1 2400); do
+  grep -q "checkpoint: .*/ckpt/checkpoint.bin after [1-9]00 updates" "$T/ckpt.log" && break
+  kill -0 $lpid 2>/dev/null || fail "the checkpointed run ended before its first checkpoint"
+  sleep 0.05
+done
+kill -KILL "$(awk '$1=="scheduler" {print $2; exit}' "$T/ckpt.pids")"
+finished ckpt
+grep -q "restart 1/2: run ckpt-r1 from $T/ckpt" "$T/ckpt.log" ||
+  fail "the launcher did not resume the job from its checkpoint"
+[ "$(grep -c "resume: error-feedback residuals from $T/ckpt/checkpoint-worker-" "$T/ckpt.log")" = 2 ] ||
+  fail "the resumed workers did not read their residuals from the checkpoint"
+cmp -s "$T/onebit-dense-ref/params.bin" "$T/ckpt-r1/params.bin" ||
+  fail "onebit: the job resumed from a checkpoint ends with other values than the fault-free run"
+ok "onebit with error feedback: scheduler killed after a checkpoint; the job resumed from it with every worker's residuals, and params.bin equals the fault-free run's byte for byte"
 echo "all passed"

@@ -361,7 +361,9 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,  # noqa: N802 (Horovo
         per_parameter: in gradients mode with model=, update each parameter as its mean
             arrives (None: when the optimizer updates each parameter alone; True: an error
             for one that may couple parameters; False: the whole step at once)
-        compression: the wire codec of every parameter's tensor (ordo.torch.Compression)
+        compression: the wire codec of every parameter's tensor (ordo.torch.Compression), or
+            Compression.oktopk(density): the sparse path of the whole model (server mode, the
+            conf's [push] mode = sparse; docs/torch.md, "Compression")
         op: Average (default) or Sum of the workers' gradients (gradients mode)
         gradient_predivide_factor: Horovod's: each push divided by it, the mean multiplied
             back (op=Average, gradients mode)
@@ -378,7 +380,8 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer,  # noqa: N802 (Horovo
         ValueError: a parameter missing from named_parameters, a mode that is not known, in
             server mode an optimizer other than plain SGD, per_parameter=True with an
             optimizer that may couple parameters, op=Adasum (or Min, Max, Product), a
-            process set of some workers, or a codec this libordo lacks
+            process set of some workers, a codec this libordo lacks, or Compression.oktopk
+            without server mode, the conf's [push] mode = sparse or its push.density
         RuntimeError: init() was not called
     """
     # Horovod's positional order (optimizer, named_parameters, compression,

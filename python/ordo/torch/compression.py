@@ -52,7 +52,8 @@ def _count(k: float) -> str:
 class Compression:
     """Compression holds the codecs DistributedOptimizer(compression=) takes: Horovod's
     none and fp16, and ordo's bf16, onebit, topk(k) and randomk(k) (k a count >= 1 or a
-    fraction < 1; error_feedback=False turns the residual off)."""
+    fraction < 1; error_feedback=False turns the residual off), and oktopk(density), the
+    sparse path of the whole model."""
 
     none = Compressor("none")
     fp16 = Compressor("fp16")
@@ -68,6 +69,42 @@ class Compression:
     def randomk(k: float, error_feedback: bool = True) -> Compressor:
         """randomk keeps k values of each push chosen at random (a count or a fraction)."""
         return Compressor(f"randomk:{_count(k)}" + ("" if error_feedback else ",ef=none"))
+
+    @staticmethod
+    def oktopk(density: float | None = None) -> Compressor:
+        """oktopk is Ok-Topk's sparse path, libordo's [push] mode = sparse (docs/sparse-live.md):
+        each worker pushes the largest `density` fraction of its whole accumulated gradient
+        (error feedback), the servers select a global top-k of the sums by a threshold the
+        scheduler agrees, run SGD on it and answer with the entries that changed. The run's
+        conf says [push] mode = sparse (the scheduler coordinates the selection); density
+        None takes its push.density, a number must equal it. Server mode only."""
+        if density is None:
+            return Compressor(OKTOPK)
+        if isinstance(density, bool) or not isinstance(density, (int, float)) or \
+                not 0 < density <= 1:
+            raise ValueError(f"ordo.torch.Compression.oktopk: density={density!r}; a fraction "
+                             "of the model in (0, 1] (push.density)")
+        return Compressor(f"{OKTOPK}:{float(density)!r}")
+
+
+OKTOPK = "oktopk"
+
+
+def oktopk_density(codec: str) -> float | None | bool:
+    """oktopk_density tells whether codec is Compression.oktopk: False when it is not, else
+    the density it names (None: the conf's push.density)."""
+    if codec != OKTOPK and not codec.startswith(OKTOPK + ":"):
+        return False
+    if codec == OKTOPK:
+        return None
+    try:
+        d = float(codec[len(OKTOPK) + 1:])
+    except ValueError:
+        d = -1.0
+    if not 0 < d <= 1:
+        raise ValueError(f"ordo.torch: compression={codec!r}: the density after 'oktopk:' is a "
+                         "fraction of the model in (0, 1] (push.density)")
+    return d
 
 
 def codec_of(compression: Any) -> str:
@@ -87,4 +124,4 @@ def codec_of(compression: Any) -> str:
         return codec
     raise ValueError(f"ordo.torch: compression={compression!r} is not one of ordo's codecs; "
                      "ordo compresses on the wire: pass ordo.torch.Compression.none, .fp16, "
-                     ".bf16, .onebit, .topk(k) or .randomk(k)")
+                     ".bf16, .onebit, .topk(k), .randomk(k) or .oktopk(density)")

@@ -224,8 +224,12 @@ def ddp_comm_hook(state: Any,
     global _hook, _at_exit
     with _lock:
         if _hook is None:
-            r = _runtime()
             codec = cp.codec_of(state)
+            if cp.oktopk_density(codec) is not False:
+                raise ValueError("ordo.torch.ddp_comm_hook: Compression.oktopk is the sparse path "
+                                 "of DistributedOptimizer(mode='server'); the hook averages "
+                                 "gradients (pass none, fp16, bf16, onebit, topk or randomk)")
+            r = _runtime()
             if codec != "none" and not hasattr(r.client, "declare_compression"):
                 raise ValueError(f"ordo.torch.ddp_comm_hook: state {codec!r} needs libordo's "
                                  "wire codecs (Client.declare_compression)")

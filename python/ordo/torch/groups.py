@@ -1,4 +1,6 @@
-"""groups: DistributedOptimizer in host groups ([cluster] local_size > 1 with an [intra] backend).
+"""groups: DistributedOptimizer in host groups ([cluster] local_size > 1 with an [intra] backend),
+and on the sparse path ([push] mode = sparse, Compression.oktopk: the library's bound model
+pushes the whole gradient block's top-k after iter_end, as ordo-worker's does).
 
 In a host group the members sum their gradients inside the host and one owner per tensor (or
 merge group) pushes and pulls, so a group moves whole iterations: the key-level calls

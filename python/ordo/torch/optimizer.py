@@ -12,7 +12,10 @@ gradient the moment autograd has it, in backward order; step() waits for the res
                     param group); the new parameter is pulled straight into the parameter's data.
 In host groups ([cluster] local_size > 1 with an [intra] backend) both modes run through the
 library's bound model instead (ordo.torch.groups): the gradients are produced in the group's
-memory, and the values come back per tensor in the plan's order.
+memory, and the values come back per tensor in the plan's order. So does server mode on the
+sparse path (the conf's [push] mode = sparse, compression=Compression.oktopk): the library
+sparsifies the whole gradient block once per step and patches the parameters the servers
+changed.
 """
 from __future__ import annotations
 
@@ -148,7 +151,7 @@ class _Distributed:
         self._ordo_gated = False
         self._ordo_synced = False
         # host groups: whole iterations through the bound model, bound at the join
-        self._ordo_bound = gr.BoundSteps(self) if runtime.in_groups() else None
+        self._ordo_bound = gr.BoundSteps(self) if runtime.bound_model() else None
         if self._ordo_bound is not None:
             self._ordo_groups_seam(model)
         else:
@@ -525,11 +528,37 @@ def horovod_options(runtime: rt.Runtime, mode: str, compression: Any, op: int | 
         raise ValueError(f"ordo.torch.{call}: groups={groups!r}: a number of groups or a "
                          "list of lists of parameters")
     codec = cp.codec_of(compression)
+    density = cp.oktopk_density(codec)
+    if density is not False:
+        check_oktopk(runtime, mode, density, call)
+        return Options("none", op, float(gradient_predivide_factor))  # the path compresses
+    if codec != "none" and runtime.sparse():
+        raise ValueError(f"ordo.torch.{call}: compression={codec!r} with the conf's [push] mode "
+                         "= sparse: the sparse path is a compressor of its own "
+                         "(Compression.oktopk); pass that, or none")
     if codec != "none" and not hasattr(runtime.client, "declare_compression"):
         raise ValueError(f"ordo.torch.{call}: compression={codec!r} needs libordo's wire "
                          "codecs (Client.declare_compression), which this build lacks; use "
                          "Compression.none")
     return Options(codec, op, float(gradient_predivide_factor))
+
+
+def check_oktopk(runtime: rt.Runtime, mode: str, density: float | None, call: str) -> None:
+    """check_oktopk raises ValueError unless the run can take Compression.oktopk: server mode,
+    the conf's [push] mode = sparse and, for a density given, the conf's push.density."""
+    if mode != "server":
+        raise ValueError(f"ordo.torch.{call}: Compression.oktopk needs mode='server': the "
+                         "servers run SGD on the entries they select (docs/sparse.md)")
+    if not runtime.sparse():
+        raise ValueError(f"ordo.torch.{call}: Compression.oktopk needs [push] mode = sparse in "
+                         "the run's conf (the scheduler agrees the global threshold for every "
+                         "process of the run): add it to the conf ordo-launch starts")
+    conf = runtime.density()
+    conf = rt.SPARSE_DENSITY if conf is None else conf
+    if density is not None and abs(density - conf) > 1e-12 * max(1.0, conf):
+        raise ValueError(f"ordo.torch.{call}: Compression.oktopk({density!r}) but the run's "
+                         f"conf has push.density = {conf!r} (the scheduler's k comes from it): "
+                         "set [push] density, or pass Compression.oktopk()")
 
 
 def horovod_names(optimizer: torch.optim.Optimizer) -> list[tuple[str, torch.Tensor]]:
@@ -559,6 +588,9 @@ def make(optimizer: torch.optim.Optimizer, runtime: rt.Runtime,
         raise ValueError("ordo.torch: backward_passes_per_step must be at least 1")
     if mode == "server":
         _check_sgd(optimizer)
+    elif runtime.sparse():
+        raise ValueError("ordo.torch: the conf's [push] mode = sparse (Compression.oktopk) "
+                         "needs mode='server': the servers run SGD on the entries they select")
     if named_parameters is None:
         named_parameters = model.named_parameters() if model is not None else \
             horovod_names(optimizer)

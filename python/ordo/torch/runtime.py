@@ -26,6 +26,7 @@ SGD = "sgd"          # server-side SGD with the tensor's own lr, momentum and we
 CONF = "conf"        # the conf's [optimizer] (the cluster's default)
 
 BROADCAST_TIMEOUT_MS = 600_000
+SPARSE_DENSITY = 0.01  # libordo's push.density when the conf sets none
 
 
 @dataclass
@@ -115,6 +116,26 @@ class Runtime:
             size = _launcher_int("local_size", self.conf)
         size = int(size or 0) or int(os.environ.get("ORDO_LOCAL_SIZE", "1"))
         return size > 1
+
+    def sparse(self) -> bool:
+        """sparse tells whether the conf's [push] mode is sparse (Ok-Topk's path,
+        Compression.oktopk): the library then pushes the whole model's top-k once per
+        iteration, so DistributedOptimizer trains through the bound model as in groups."""
+        mode = self.settings.get("push.mode") or launcher_value("push", "mode", self.conf)
+        return str(mode or "dense").strip() == "sparse"
+
+    def density(self) -> float | None:
+        """density is the conf's [push] density (None: not set, libordo's default)."""
+        d = self.settings.get("push.density") or launcher_value("push", "density", self.conf)
+        try:
+            return float(d) if d is not None else None
+        except ValueError:
+            return None  # ordo_new has the conf's errors to say
+
+    def bound_model(self) -> bool:
+        """bound_model tells whether DistributedOptimizer moves whole iterations through the
+        library's bound model (ordo.torch.groups): in host groups, and on the sparse path."""
+        return self.in_groups() or self.sparse()
 
     def refuse_in_groups(self, what: str) -> None:
         """refuse_in_groups raises RuntimeError for a key-level call in host groups."""
