@@ -748,6 +748,12 @@ int ordo__bound_state(ordo__bound_t *b, const char *path, bool save)
      * residuals (a sparse path takes no codec: push.compression is refused with it) */
     ordo__compress_t *c = ordo__ps_compress(b->path->ps);
     if (!b->path->ops->state && !ordo__compress_has_state(c)) return 0;
+    /* a residual changes when its push is encoded, as it leaves: after ordo_iter_end a host
+     * group's owner may still have pushes of the last iteration queued */
+    if (save) {
+        int rc = ordo__bound_drain(b, ORDO__BOUND_DRAIN_MS);
+        if (rc) return rc;
+    }
     pthread_mutex_lock(&b->mu);
     int rc = b->path->ops->state ? b->path->ops->state(b->path, path, save)
                                  : ordo__compress_state(c, path, save);
