@@ -119,7 +119,7 @@ int ordo__sched_member_silent(sched_t *s, member_t *m, int64_t silent_ms)
     ordo__sched_tell_members(s, "left", m->rank, m->next_iter);
     /* the workers left may be waiting for the dead one only */
     if (s->barrier_n > 0) ordo__sched_on_barrier(s, NULL, s->barrier_id);
-    return s->n_done == s->n_live ? 1 : 0;
+    return ordo__sched_all_done(s);
 }
 
 int ordo__sched_rejoin(sched_t *s, const ordo__msg_t *msg, json_t *o)

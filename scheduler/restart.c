@@ -245,6 +245,27 @@ void ordo__sched_restart_seen(void *ctx, int worker, int64_t iter)
         mark(s, worker, iter);
 }
 
+int ordo__sched_all_done(sched_t *s)
+{
+    if (s->n_live <= 0 || s->n_done != s->n_live) return 0;
+    for (int i = 0; s->reported && i < s->n_members; i++) {
+        member_t *m = &s->members[i];
+        json_t *it = json_object_get(m->rejoin, "iter");
+        if (m->role != ORDO_ROLE_WORKER || m->dead || m->rank >= s->conf.workers ||
+            !json_is_integer(it) || s->reported[m->rank].prefix >= json_integer_value(it))
+            continue;
+        int64_t now = ordo__clock_ns();
+        if (!s->reports_wait_ns) s->reports_wait_ns = now;
+        if ((now - s->reports_wait_ns) / 1000000 <= ordo__conf_timeout_max_ms(&s->conf)) return 0;
+        ORDO_WARN("the run ends without worker %d's reports after iteration %lld (it registered "
+                  "again with %lld): they did not come within %d ms (fault.timeout_max_ms), and "
+                  "metrics.jsonl misses them", m->rank, (long long)s->reported[m->rank].prefix,
+                  (long long)json_integer_value(it), ordo__conf_timeout_max_ms(&s->conf));
+        return 1;
+    }
+    return 1;
+}
+
 bool ordo__sched_restart_old_stats(sched_t *s, int worker, int64_t iter)
 {
     if (!s->reported || worker < 0 || worker >= s->conf.workers || iter < 0) return false;
@@ -481,7 +502,7 @@ static int finish_rebuild(sched_t *s, int (*handle)(sched_t *, ordo__msg_t *))
         ordo__msg_close(&s->stash[i]);
     s->n_stash = 0;
     if (rc) return rc;
-    return s->n_done == s->n_live ? 1 : 0;
+    return ordo__sched_all_done(s);
 }
 
 /* take_back: a member of this live scheduler's run found it silent (it was paused, or cut
@@ -508,7 +529,7 @@ static int take_back(sched_t *s, member_t *mb, ordo__msg_t *m, json_t *o)
     int rc = welcome_one(s, mb);
     if (rc) return rc;
     if (mb->role == ORDO_ROLE_WORKER) take_state(s, mb);
-    return s->n_done == s->n_live ? 1 : 0;
+    return ordo__sched_all_done(s);
 }
 
 int ordo__sched_restart_register(sched_t *s, ordo__msg_t *m, json_t *o,

@@ -599,7 +599,7 @@ static int on_stats(sched_t *s, member_t *mb, ordo__msg_t *m)
         len -= n + 1;
     }
     if (s->log) ordo__runlog_flush(s->log); /* one write a message, not a record */
-    return 0;
+    return s->reports_wait_ns ? ordo__sched_all_done(s) : 0; /* the end held for these */
 }
 
 static int on_done(sched_t *s, member_t *mb, ordo__msg_t *m)
@@ -614,7 +614,7 @@ static int on_done(sched_t *s, member_t *mb, ordo__msg_t *m)
     s->n_done++;
     ORDO_INFO("%s finished (%d/%d)", ordo__sched_member_name(mb, name, sizeof name), s->n_done,
               s->n_live);
-    return s->n_done == s->n_live;
+    return ordo__sched_all_done(s);
 }
 
 static int on_barrier(sched_t *s, member_t *mb, ordo__msg_t *m)
@@ -862,6 +862,7 @@ int ordo__scheduler_run(ordo__scheduler_t *s)
             got = rc == 0 && ordo__transport_recv(s->tp, &m, 0) == 0;
         }
         if (rc == 0) rc = check_liveness(s, idle);
+        if (rc == 0 && s->reports_wait_ns) rc = ordo__sched_all_done(s); /* held for reports */
     }
     if (rc < 0) return rc;
     broadcast(s, ORDO_MSG_SHUTDOWN, NULL);

@@ -113,6 +113,7 @@ struct ordo__scheduler {
     int64_t rejoin_seq;  /* its seq */
     int (*rebuild_handle)(struct ordo__scheduler *, ordo__msg_t *); /* replays the stash */
     int64_t rebuild_ns;       /* when the servers were welcomed back */
+    int64_t reports_wait_ns;  /* every worker done, the end held for reports sent again (0: not) */
     int *past_restarts;       /* restarts of each rank before this scheduler (membership.jsonl) */
     uint8_t *fresh;           /* a new process of the rank registered in the rebuild (kept) */
     struct ordo__sched_beat {
@@ -160,6 +161,12 @@ int ordo__sched_restart_stash(sched_t *s, ordo__msg_t *m);
 /* ordo__sched_restart_seen records that the run log holds worker's report of iter
  * (ordo_runlog_seen_fn; ctx the scheduler). */
 void ordo__sched_restart_seen(void *ctx, int worker, int64_t iter);
+
+/* ordo__sched_all_done: 1 when every live worker is done and the run log holds each
+ * worker's reports up to the newest it registered again with (a worker done while no
+ * scheduler ran sends again after the WELCOME the reports the old scheduler died with),
+ * or they did not come within fault.timeout_max_ms (a warning names them); else 0. */
+int ordo__sched_all_done(sched_t *s);
 
 /* ordo__sched_restart_old_stats reports whether worker's report of iter is in the run log
  * already (a report sent again to a new scheduler), and records iter otherwise. */
