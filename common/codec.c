@@ -153,6 +153,24 @@ int ordo__codec_decode_add(int dtype, const void *frame, size_t len, int64_t n, 
     return ops->decode_add(frame, len, n, acc);
 }
 
+bool ordo__codec_ranged(int dtype)
+{
+    const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
+    return ops && ops->decode_range;
+}
+
+int ordo__codec_decode_range(int dtype, const void *frame, size_t len, int64_t n, int64_t off,
+                             int64_t count, float *dst)
+{
+    const ordo__codec_ops_t *ops = ordo__codec_of_dtype(dtype);
+    if (!ops || !ops->decode_range)
+        return ordo__error_set(ORDO_ERR_PROTO, "dtype %d has no values at fixed places", dtype);
+    if (n < 0 || (uint64_t)n > SIZE_MAX / 8 || off < 0 || count < 0 || off > n - count)
+        return ordo__error_set(ORDO_ERR_PROTO, "values %lld to %lld of a frame of %lld",
+                              (long long)off, (long long)(off + count), (long long)n);
+    return ops->decode_range(frame, len, n, off, count, dst);
+}
+
 /* the decorator's two passes, in the compiler's vector clones */
 ORDO_VECTOR_CLONES
 static void sum(float *restrict dst, const float *restrict a, const float *restrict b, int64_t n)

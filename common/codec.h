@@ -59,6 +59,11 @@ typedef struct ordo__codec_ops {
     /* decode_add adds the n floats a frame stands for into acc, in one pass (see
      * ordo__codec_decode_add); acc is untouched when the frame is malformed. */
     int (*decode_add)(const void *frame, size_t len, int64_t n, float *acc);
+    /* decode_range writes values [off, off + count) of a frame of n values into dst, checking
+     * the frame as decode does; NULL for a codec whose values have no fixed place in its
+     * frame (see ordo__codec_decode_range). */
+    int (*decode_range)(const void *frame, size_t len, int64_t n, int64_t off, int64_t count,
+                        float *dst);
 } ordo__codec_ops_t;
 
 /* ordo__codec_ops returns the codec of id, or NULL when there is none. */
@@ -99,6 +104,18 @@ int ordo__codec_decode(int dtype, const void *frame, size_t len, int64_t n, floa
  * a sparse frame does not carry is left as it is (a -0 stays -0). A malformed frame is
  * refused as by ordo__codec_decode, and acc is then untouched. */
 int ordo__codec_decode_add(int dtype, const void *frame, size_t len, int64_t n, float *acc);
+
+/* ordo__codec_ranged says whether dtype's frames keep each value at a fixed place (float32
+ * and the 16-bit casts), so that ordo__codec_decode_range can read a part of one. */
+bool ordo__codec_ranged(int dtype);
+
+/* ordo__codec_decode_range writes values [off, off + count) of a frame of n values (len bytes
+ * of a ranged dtype) into dst: the server sums and applies a 16-bit push straight from its
+ * frame, a cache-sized part at a time, instead of decoding it whole into float32 first. The
+ * frame is checked as ordo__codec_decode checks it (count 0: the check alone), and a range
+ * outside [0, n) or a dtype that is not ranged is refused with ORDO_ERR_PROTO. */
+int ordo__codec_decode_range(int dtype, const void *frame, size_t len, int64_t n, int64_t off,
+                             int64_t count, float *dst);
 
 /* ordo__codec_encode_ef is encode under error feedback: residual (n floats, zero at first) is
  * added to src, that is encoded, and what the frame does not carry becomes the new residual.

@@ -81,6 +81,16 @@ static int decode_add(const void *frame, size_t len, int64_t n, float *acc)
     return 0;
 }
 
+static int decode_range(const void *frame, size_t len, int64_t n, int64_t off, int64_t count,
+                        float *dst)
+{
+    if (len != (size_t)n * 2)
+        return ordo__error_set(ORDO_ERR_PROTO, "a bf16 frame of %zu bytes for %lld values", len,
+                              (long long)n);
+    ordo__codec_from_bf16((const uint16_t *)((const char *)frame + 2 * off), count, dst);
+    return 0;
+}
+
 const ordo__codec_ops_t ordo__codec_bf16_ops = {
     .name = "bf16",
     .id = ORDO__CODEC_BF16,
@@ -89,4 +99,5 @@ const ordo__codec_ops_t ordo__codec_bf16_ops = {
     .encode = encode,
     .decode = decode,
     .decode_add = decode_add,
+    .decode_range = decode_range,
 };

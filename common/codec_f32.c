@@ -49,6 +49,16 @@ static int decode_add(const void *frame, size_t len, int64_t n, float *acc)
     return 0;
 }
 
+static int decode_range(const void *frame, size_t len, int64_t n, int64_t off, int64_t count,
+                        float *dst)
+{
+    if (len != (size_t)n * sizeof(float))
+        return ordo__error_set(ORDO_ERR_PROTO, "a float32 frame of %zu bytes for %lld values", len,
+                              (long long)n);
+    memcpy(dst, (const float_any_t *)frame + off, (size_t)count * sizeof(float));
+    return 0;
+}
+
 const ordo__codec_ops_t ordo__codec_f32_ops = {
     .name = "none",
     .id = ORDO__CODEC_NONE,
@@ -57,4 +67,5 @@ const ordo__codec_ops_t ordo__codec_f32_ops = {
     .encode = encode,
     .decode = decode,
     .decode_add = decode_add,
+    .decode_range = decode_range,
 };

@@ -261,6 +261,17 @@ static int decode_add(const void *frame, size_t len, int64_t n, float *acc)
     return 0;
 }
 
+static int decode_range(const void *frame, size_t len, int64_t n, int64_t off, int64_t count,
+                        float *dst)
+{
+    float mult;
+    int rc = check_frame(frame, len, n, &mult);
+    if (rc) return rc;
+    const char *halves = (const char *)frame + sizeof mult + 2 * off;
+    ordo__codec_from_fp16((const uint16_t *)halves, count, mult, dst);
+    return 0;
+}
+
 const ordo__codec_ops_t ordo__codec_fp16_ops = {
     .name = "fp16",
     .id = ORDO__CODEC_FP16,
@@ -269,4 +280,5 @@ const ordo__codec_ops_t ordo__codec_fp16_ops = {
     .encode = encode,
     .decode = decode,
     .decode_add = decode_add,
+    .decode_range = decode_range,
 };

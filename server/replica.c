@@ -180,8 +180,8 @@ static void send_state(ordo__server_t *s, int slice, int b)
     ordo__transport_send(s->node.tp, &m);
 }
 
-void ordo__replica_forward(ordo__server_t *s, int slice, int worker, int64_t iter, const void *data,
-                          size_t bytes, int64_t seq)
+void ordo__replica_forward(ordo__server_t *s, int slice, int worker, int64_t iter,
+                          const ordo__grad_t *g, int64_t seq)
 {
     ordo__replica_t *r = s->repl;
     const ordo__keys_t *k = s->node.keys;
@@ -200,8 +200,8 @@ void ordo__replica_forward(ordo__server_t *s, int slice, int worker, int64_t ite
         m.hdr.priority = worker;
         m.hdr.req = (uint64_t)seq;
         m.hdr.flags = ORDO_FLAG_FORWARD;
-        m.hdr.dtype = ORDO_DTYPE_F32;
-        if (ordo__msg_add_copy(&m, data, bytes) != 0) {
+        m.hdr.dtype = g->dtype;
+        if (ordo__msg_add_copy(&m, g->data, g->len) != 0) {
             ORDO_ERROR("replicas: cannot forward a push of key %u chunk %u to server %d",
                        m.hdr.key, m.hdr.chunk, b);
             ordo__msg_close(&m);
@@ -365,7 +365,8 @@ static void on_forward(ordo__server_t *s, ordo__msg_t *m, int slice)
     int pusher = ordo__server_pusher(s, worker);
     if (!ordo__store_pushed(s->store, slice, pusher, m->hdr.iter)) {
         bool updated;
-        int rc = ordo__store_push_frame(s->store, slice, pusher, m->hdr.iter, &m->frames[0], &updated);
+        int rc = ordo__store_push_frame(s->store, slice, pusher, m->hdr.iter, m->hdr.dtype,
+                                        &m->frames[0], &updated);
         if (rc < 0) {
             ORDO_WARN("replicas: forwarded push of key %u chunk %u iteration %lld from worker %d: %s",
                       m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter, worker, ordo__error_text(rc));
@@ -578,11 +579,10 @@ static bool pb_resent(ordo__server_t *s, ordo__msg_t *m, int slice, int worker)
     ordo__replica_count_duplicate(s->repl);
     ORDO_DEBUG("re-sent push of key %u chunk %u iteration %lld from worker %d: already in",
                m->hdr.key, m->hdr.chunk, (long long)m->hdr.iter, m->hdr.rank);
-    size_t len = 0;
-    const void *data = ordo__msg_data(m, 0, &len);
-    if (model->forwards_pushes && data) /* a backup may miss it */
-        ordo__replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,
-                             ordo__store_seq(s->store, slice));
+    ordo__grad_t g = {NULL, 0, m->hdr.dtype};
+    g.data = ordo__msg_data(m, 0, &g.len);
+    if (model->forwards_pushes && g.data) /* a backup may miss it */
+        ordo__replica_forward(s, slice, m->hdr.rank, m->hdr.iter, &g, ordo__store_seq(s->store, slice));
     return true;
 }
 
@@ -594,10 +594,10 @@ static bool pb_has(const ordo__server_t *s, int slice, int worker, int64_t iter)
 static bool pb_forward(ordo__server_t *s, ordo__msg_t *m, int slice, int worker)
 {
     if (!ordo__store_model(s->store)->forwards_pushes) return false;
-    size_t len = 0;
-    const void *data = ordo__msg_data(m, 0, &len);
-    if (ordo__store_check_push(s->store, slice, worker, m->hdr.iter, len) == 0)
-        ordo__replica_forward(s, slice, m->hdr.rank, m->hdr.iter, data, len,
+    ordo__grad_t g = {NULL, 0, m->hdr.dtype};
+    g.data = ordo__msg_data(m, 0, &g.len);
+    if (g.data && ordo__store_check_push(s->store, slice, worker, m->hdr.iter, &g) == 0)
+        ordo__replica_forward(s, slice, m->hdr.rank, m->hdr.iter, &g,
                              ordo__store_seq(s->store, slice) + 1);
     return true;
 }

@@ -25,6 +25,7 @@
 
 #include "common/wire.h"
 #include "server/server.h"
+#include "server/store.h"
 
 typedef struct ordo__replica ordo__replica_t;
 
@@ -51,12 +52,12 @@ int ordo__replica_park(ordo__server_t *s, ordo__msg_t *m);
  * one (true without replicas). */
 bool ordo__replica_visible(const ordo__server_t *s, int slice, int64_t seq);
 
-/* ordo__replica_forward sends worker's push of iteration iter to slice (bytes of data, copied)
- * to slice's live backups, with the update count seq it makes here (sync.mode = ssp: the
+/* ordo__replica_forward sends worker's push of iteration iter to slice (g, copied, in its wire
+ * dtype) to slice's live backups, with the update count seq it makes here (sync.mode = ssp: the
  * backups take the pushes themselves, since the state after an update would not carry the
  * pushes of later iterations the primary holds). */
-void ordo__replica_forward(ordo__server_t *s, int slice, int worker, int64_t iter, const void *data,
-                          size_t bytes, int64_t seq);
+void ordo__replica_forward(ordo__server_t *s, int slice, int worker, int64_t iter,
+                          const ordo__grad_t *g, int64_t seq);
 
 /* ordo__replica_updated sends slice's new state to its live backups (after an update or its
  * initial value). */

@@ -206,8 +206,8 @@ static void on_merged_push(ordo__server_t *s, ordo__msg_t *m)
             dup++;
             continue;
         }
-        rc = ordo__store_check_push(s->store, sl, worker, m->hdr.iter,
-                                   (size_t)slices[sl].numel * sizeof(float));
+        ordo__grad_t g = {NULL, (size_t)slices[sl].numel * sizeof(float), ORDO_DTYPE_F32};
+        rc = ordo__store_check_push(s->store, sl, worker, m->hdr.iter, &g);
         if (rc < 0) {
             ordo__server_refuse(s, m, ordo__error_text(rc));
             return;
@@ -290,7 +290,8 @@ static void note_k(ordo__server_t *s, ordo__msg_t *m, double fraction)
 /* decode_push turns a push whose values come in a compressed wire type (common/codec.h) into
  * the float32 push the store sums: frame 0 is replaced by its decoded floats. false (answered
  * with ERROR) when the frame is malformed: a length that disagrees with its dtype, indices
- * out of range. */
+ * out of range. A 16-bit cast of one slice is not decoded: the store sums it from its frame
+ * (ordo__grad_t); merged pushes and the codecs whose values have no fixed place are. */
 static bool decode_push(ordo__server_t *s, ordo__msg_t *m)
 {
     size_t len = 0;
@@ -467,8 +468,8 @@ static void on_dense_push(ordo__server_t *s, ordo__msg_t *m, uint8_t want)
     size_t len = 0;
     bool updated;
     int worker = ordo__server_pusher(s, m->hdr.rank);
-    if (!ordo__msg_data(m, 0, &len) || m->nframes != 1 || m->hdr.dtype != ORDO_DTYPE_F32) {
-        ordo__server_refuse(s, m, "PUSH needs one float32 payload frame");
+    if (!ordo__msg_data(m, 0, &len) || m->nframes != 1 || !ordo__codec_ranged(m->hdr.dtype)) {
+        ordo__server_refuse(s, m, "PUSH needs one payload frame of float32 or a 16-bit cast");
         return;
     }
     bool fused = fused_push(m); /* the answer to its pull acknowledges it */
@@ -480,7 +481,8 @@ static void on_dense_push(ordo__server_t *s, ordo__msg_t *m, uint8_t want)
         return;
     }
     bool forwarded = s->replication->forward(s, m, slice, worker);
-    int rc = ordo__store_push_frame(s->store, slice, worker, m->hdr.iter, &m->frames[0], &updated);
+    int rc = ordo__store_push_frame(s->store, slice, worker, m->hdr.iter, m->hdr.dtype,
+                                    &m->frames[0], &updated);
     if (rc < 0) {
         ordo__server_refuse(s, m, ordo__error_text(rc));
         return;
@@ -508,7 +510,9 @@ static void on_push(ordo__server_t *s, ordo__msg_t *m)
         return;
     }
     uint8_t want = pull_dtype(m); /* before a compressed push is decoded */
-    if (m->hdr.dtype != ORDO_DTYPE_F32 && ordo__codec_of_dtype(m->hdr.dtype) && !decode_push(s, m))
+    bool in_place = ordo__codec_ranged(m->hdr.dtype) && !(m->hdr.flags & ORDO_FLAG_GROUP);
+    if (m->hdr.dtype != ORDO_DTYPE_F32 && !in_place && ordo__codec_of_dtype(m->hdr.dtype) &&
+        !decode_push(s, m))
         return;
     if (m->hdr.flags & ORDO_FLAG_GROUP)
         on_merged_push(s, m);

@@ -2,10 +2,13 @@
  * and install: store_state.c). */
 #include "server/store.h"
 #include "core/vec.h"
+#include "common/codec.h"
 #include "common/error.h"
+#include "common/wire.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,13 +193,22 @@ int ordo__store_init(ordo__store_t *s, int slice, const void *data, size_t bytes
 /* the checks of a push; *late is set (and 0 returned) for a push that comes after its
  * iteration was applied without it (backup workers: ORDO_STORE_DROPPED) or a re-send of a
  * push the store holds or applied already (ORDO_STORE_DUPLICATE) */
-static int push_checks(ordo__store_t *s, int slice, int worker, int64_t iter, size_t bytes,
-                       slot_t **out, int *late)
+static int push_checks(ordo__store_t *s, int slice, int worker, int64_t iter,
+                       const ordo__grad_t *g, slot_t **out, int *late)
 {
     *late = 0;
     if (!ordo__store_owns(s, slice)) return ordo__error_set(ORDO_ERR_INVAL, "slice %d is not here", slice);
     slot_t *sl = &s->slots[s->slot_of[slice]];
-    int rc = ordo__store_check_size(sl, slice, bytes);
+    int rc = g->dtype == ORDO_DTYPE_F32 ? ordo__store_check_size(sl, slice, g->len)
+             : !ordo__codec_ranged(g->dtype)
+                 ? ordo__error_set(ORDO_ERR_PROTO, "slice %d: a push of dtype %d is not summed "
+                                   "from its frame", slice, g->dtype)
+                 : ordo__codec_decode_range(g->dtype, g->data, g->len, sl->numel, 0, 0, NULL);
+    if (rc && g->dtype != ORDO_DTYPE_F32 && ordo__codec_ranged(g->dtype)) {
+        char why[256]; /* the detail is rewritten with the slice's name */
+        snprintf(why, sizeof why, "%s", ordo__error_text(rc));
+        return ordo__error_set(ORDO_ERR_PROTO, "slice %d: %s", slice, why);
+    }
     if (rc) return rc;
     if (worker < 0 || worker >= s->n_workers)
         return ordo__error_set(ORDO_ERR_PROTO, "push from unknown worker %d", worker);
@@ -225,11 +237,12 @@ int ordo__store_check_round(const ordo__store_t *s, const slot_t *sl, int slice,
     return 0;
 }
 
-int ordo__store_check_push(ordo__store_t *s, int slice, int worker, int64_t iter, size_t bytes)
+int ordo__store_check_push(ordo__store_t *s, int slice, int worker, int64_t iter,
+                           const ordo__grad_t *g)
 {
     slot_t *sl = NULL;
     int late;
-    int rc = push_checks(s, slice, worker, iter, bytes, &sl, &late);
+    int rc = push_checks(s, slice, worker, iter, g, &sl, &late);
     return rc ? rc : late;
 }
 
@@ -291,8 +304,52 @@ void ordo__store_frame_unref(ordo__store_frame_t *f)
 
 /* ---- aggregation ---------------------------------------------------------------------- */
 
+ordo__grad_t ordo__grad_f32(const float *p, int64_t n)
+{
+    return (ordo__grad_t){p, (size_t)n * sizeof(float), ORDO_DTYPE_F32};
+}
+
+void ordo__grad_copy(float *dst, const ordo__grad_t *g, int64_t n)
+{
+    if (g->dtype == ORDO_DTYPE_F32)
+        memcpy(dst, g->data, (size_t)n * sizeof(float));
+    else
+        (void)ordo__codec_decode(g->dtype, g->data, g->len, n, dst); /* checked at the push */
+}
+
+void ordo__grad_add(float *acc, const ordo__grad_t *g, int64_t n)
+{
+    if (g->dtype == ORDO_DTYPE_F32)
+        ordo__vec_add(acc, g->data, n);
+    else
+        (void)ordo__codec_decode_add(g->dtype, g->data, g->len, n, acc);
+}
+
+/* the values of a cast read into a buffer this long at a time (16 KiB: in the L1 or L2 cache
+ * while the update reads it) */
+#define STEP_PART 4096
+
+/* out <- step(w, acc + g) over sl; a cast's values are read from its frame a part at a time,
+ * so that a 16-bit push costs no more memory traffic than a float32 one */
+static void step_grad(slot_t *sl, float *out, const float *w, const float *acc,
+                      const ordo__grad_t *g, float scale)
+{
+    if (g->dtype == ORDO_DTYPE_F32) {
+        ordo__optim_step_sum(&sl->opt, out, w, sl->mom, acc, g->data, scale, sl->numel);
+        return;
+    }
+    float part[STEP_PART];
+    for (int64_t off = 0; off < sl->numel; off += STEP_PART) {
+        int64_t n = sl->numel - off < STEP_PART ? sl->numel - off : STEP_PART;
+        (void)ordo__codec_decode_range(g->dtype, g->data, g->len, sl->numel, off, n, part);
+        ordo__optim_step_sum(&sl->opt, out + off, w + off, sl->mom ? sl->mom + off : NULL,
+                             acc ? acc + off : NULL, part, scale, n);
+    }
+}
+
 /* value <- step(value, acc + g) (acc NULL: g alone), g's sum scaled by scale */
-static int step_scaled(ordo__store_t *s, slot_t *sl, const float *acc, const float *g, float scale)
+static int step_scaled(ordo__store_t *s, slot_t *sl, const float *acc, const ordo__grad_t *g,
+                       float scale)
 {
     /* A value still referenced by a send in flight is left to that send; the new value
      * goes into a fresh buffer. */
@@ -307,25 +364,25 @@ static int step_scaled(ordo__store_t *s, slot_t *sl, const float *acc, const flo
             sl->prev = NULL;
             if (!(nb = ordo__store_vbuf_new(sl->numel))) return ORDO_ERR_NOMEM;
         }
-        ordo__optim_step_sum(&sl->opt, nb->data, cur->data, sl->mom, acc, g, scale, sl->numel);
+        step_grad(sl, nb->data, cur->data, acc, g, scale);
         sl->prev = cur;
         sl->prev_version = sl->version;
         sl->value = nb;
         return 0;
     }
     if (atomic_load(&cur->refs) == 1) {
-        ordo__optim_step_sum(&sl->opt, cur->data, cur->data, sl->mom, acc, g, scale, sl->numel);
+        step_grad(sl, cur->data, cur->data, acc, g, scale);
     } else {
         ordo__vbuf_t *nb = ordo__store_vbuf_new(sl->numel);
         if (!nb) return ORDO_ERR_NOMEM;
-        ordo__optim_step_sum(&sl->opt, nb->data, cur->data, sl->mom, acc, g, scale, sl->numel);
+        step_grad(sl, nb->data, cur->data, acc, g, scale);
         sl->value = nb;
         ordo__store_vbuf_unref(cur);
     }
     return 0;
 }
 
-int ordo__store_step(ordo__store_t *s, slot_t *sl, const float *acc, const float *g)
+int ordo__store_step(ordo__store_t *s, slot_t *sl, const float *acc, const ordo__grad_t *g)
 {
     return step_scaled(s, sl, acc, g, s->scale);
 }
@@ -360,7 +417,8 @@ void ordo__store_round_reset(ordo__store_t *s, round_t *rd, int64_t iter)
 
 /* the last push of the current iteration: value <- step(value, acc + g), then the version
  * advances, over the later iterations (ssp) whose pushes are all summed already */
-int ordo__store_apply(ordo__store_t *s, slot_t *sl, round_t *rd, const float *acc, const float *g)
+int ordo__store_apply(ordo__store_t *s, slot_t *sl, round_t *rd, const float *acc,
+                      const ordo__grad_t *g)
 {
     /* after a worker left, the mean is over the workers that pushed this round */
     float scale = s->scale;
@@ -372,35 +430,37 @@ int ordo__store_apply(ordo__store_t *s, slot_t *sl, round_t *rd, const float *ac
     sl->version++;
     for (rd = &sl->rounds[sl->version % s->n_rounds]; rd->complete;
          rd = &sl->rounds[sl->version % s->n_rounds]) {
-        if ((rc = ordo__store_step(s, sl, NULL, rd->sum)) != 0) return rc;
+        ordo__grad_t sum = ordo__grad_f32(rd->sum, sl->numel);
+        if ((rc = ordo__store_step(s, sl, NULL, &sum)) != 0) return rc;
         ordo__store_round_reset(s, rd, sl->version + s->n_rounds);
         sl->version++;
     }
     return 0;
 }
 
-/* add the push of worker rd->next (data, kept alive by owner when not NULL) to the round of
+/* add the push of worker rd->next (g, kept alive by owner when not NULL) to the round of
  * iteration iter; the last worker's is summed and applied in one pass when iter is the
  * current iteration, else summed and the round left complete (ssp) */
-static int fold(ordo__store_t *s, slot_t *sl, round_t *rd, int64_t iter, const float *data,
+static int fold(ordo__store_t *s, slot_t *sl, round_t *rd, int64_t iter, const ordo__grad_t *g,
                 ordo__store_frame_t *owner, bool *updated)
 {
     int after = next_pusher(s, rd, rd->next + 1, iter);
     bool last = after == s->n_workers;
     if (last && iter == sl->version) {
-        int rc = ordo__store_apply(s, sl, rd, rd->sum, data);
+        int rc = ordo__store_apply(s, sl, rd, rd->sum, g);
         *updated = rc == 0;
         return rc;
     }
-    if (rd->count == 0 && owner) { /* the frame itself becomes the running sum: no copy */
+    if (rd->count == 0 && owner && g->dtype == ORDO_DTYPE_F32) {
+        /* the frame itself becomes the running sum: no copy */
         owner->refs++;
         rd->sum_owner = owner;
-        rd->sum = (float *)data;
+        rd->sum = (float *)g->data;
     } else if (rd->count == 0) {
-        memcpy(rd->acc, data, (size_t)sl->numel * sizeof(float));
+        ordo__grad_copy(rd->acc, g, sl->numel);
         rd->sum = rd->acc;
     } else {
-        ordo__vec_add(rd->sum, data, sl->numel);
+        ordo__grad_add(rd->sum, g, sl->numel);
     }
     rd->next = after;
     rd->count++;
@@ -411,10 +471,17 @@ static int fold(ordo__store_t *s, slot_t *sl, round_t *rd, int64_t iter, const f
 int ordo__store_push_ref(ordo__store_t *s, int slice, int worker, int64_t iter, const float *data,
                         size_t bytes, ordo__store_frame_t *owner, bool *updated)
 {
+    ordo__grad_t g = {data, bytes, ORDO_DTYPE_F32};
+    return ordo__store_push_grad(s, slice, worker, iter, &g, owner, updated);
+}
+
+int ordo__store_push_grad(ordo__store_t *s, int slice, int worker, int64_t iter,
+                          const ordo__grad_t *g, ordo__store_frame_t *owner, bool *updated)
+{
     slot_t *sl = NULL;
     int late;
     *updated = false;
-    int rc = push_checks(s, slice, worker, iter, bytes, &sl, &late);
+    int rc = push_checks(s, slice, worker, iter, g, &sl, &late);
     if (rc) return rc;
     if (late == ORDO_STORE_DUPLICATE) {
         s->resent++;
@@ -425,36 +492,45 @@ int ordo__store_push_ref(ordo__store_t *s, int slice, int worker, int64_t iter, 
         return ORDO_STORE_DROPPED;
     }
     sl->taken++;
-    return s->model->take_push(s, sl, worker, iter, data, bytes, owner, updated);
+    return s->model->take_push(s, sl, worker, iter, g, owner, updated);
+}
+
+int ordo__store_keep(ordo__grad_t *g, ordo__store_frame_t **owner, ordo__store_frame_t **copy)
+{
+    *copy = NULL;
+    if (*owner && (g->dtype != ORDO_DTYPE_F32 || (uintptr_t)g->data % _Alignof(float) == 0))
+        return 0;
+    /* the caller's memory is borrowed for its call only, or unaligned float32 */
+    if (!(*copy = ordo__store_frame_copy(g->data, g->len))) return ORDO_ERR_NOMEM;
+    *owner = *copy;
+    g->data = (*copy)->buf;
+    return 0;
 }
 
 int ordo__store_take_in_order(ordo__store_t *s, slot_t *sl, int worker, int64_t iter,
-                              const float *data, size_t bytes, ordo__store_frame_t *owner,
-                              bool *updated)
+                              const ordo__grad_t *g, ordo__store_frame_t *owner, bool *updated)
 {
     round_t *rd = &sl->rounds[iter % s->n_rounds];
     ordo__store_frame_t *copy = NULL;
+    ordo__grad_t mine = *g;
     bool hold = worker != rd->next;
-    if ((uintptr_t)data % _Alignof(float) != 0 || (!owner && hold)) {
-        /* keep a copy: the caller's memory is borrowed for this call only, or unaligned */
-        if (!(copy = ordo__store_frame_copy(data, bytes))) return ORDO_ERR_NOMEM;
-        owner = copy;
-        data = copy->buf;
-    }
+    if ((hold || (uintptr_t)g->data % _Alignof(float) != 0) &&
+        ordo__store_keep(&mine, &owner, &copy) != 0)
+        return ORDO_ERR_NOMEM;
     rd->pushed[worker] = 1;
     if (hold) {
         /* pushes are summed in worker order, whatever order they arrive in, so the sum (and
          * so the model) is the same bit for bit in every run and every push mode */
         owner->refs++;
-        rd->held[worker] = (held_t){data, owner};
+        rd->held[worker] = (held_t){mine, owner};
         ordo__store_frame_unref(copy);
         return 0;
     }
-    int rc = fold(s, sl, rd, iter, data, owner, updated);
+    int rc = fold(s, sl, rd, iter, &mine, owner, updated);
     while (rc == 0 && !*updated && rd->next < s->n_workers && rd->held[rd->next].owner) {
         held_t h = rd->held[rd->next];
-        rd->held[rd->next] = (held_t){NULL, NULL};
-        rc = fold(s, sl, rd, iter, h.data, h.owner, updated);
+        rd->held[rd->next] = (held_t){{0}, NULL};
+        rc = fold(s, sl, rd, iter, &h.g, h.owner, updated);
         ordo__store_frame_unref(h.owner);
     }
     ordo__store_frame_unref(copy);
@@ -467,17 +543,17 @@ int ordo__store_push(ordo__store_t *s, int slice, int worker, int64_t iter, cons
     return ordo__store_push_ref(s, slice, worker, iter, data, bytes, NULL, updated);
 }
 
-int ordo__store_push_frame(ordo__store_t *s, int slice, int worker, int64_t iter,
+int ordo__store_push_frame(ordo__store_t *s, int slice, int worker, int64_t iter, int dtype,
                           zmq_msg_t *frame, bool *updated)
 {
     *updated = false;
-    int rc = ordo__store_check_push(s, slice, worker, iter, zmq_msg_size(frame));
+    ordo__grad_t g = {zmq_msg_data(frame), zmq_msg_size(frame), (uint8_t)dtype};
+    int rc = ordo__store_check_push(s, slice, worker, iter, &g);
     if (rc < 0) return rc;
     ordo__store_frame_t *f = ordo__store_frame_wrap(frame);
     if (!f) return ORDO_ERR_NOMEM;
-    size_t len;
-    const float *data = ordo__store_frame_data(f, &len);
-    rc = ordo__store_push_ref(s, slice, worker, iter, data, len, f, updated);
+    g.data = ordo__store_frame_data(f, &g.len);
+    rc = ordo__store_push_grad(s, slice, worker, iter, &g, f, updated);
     ordo__store_frame_unref(f);
     return rc;
 }
@@ -518,14 +594,15 @@ int ordo__store_leave(ordo__store_t *s, int worker, bool mean, int *updated_slic
         int rc = 0;
         while (rc == 0 && !updated && rd->next < s->n_workers && rd->held[rd->next].owner) {
             held_t h = rd->held[rd->next];
-            rd->held[rd->next] = (held_t){NULL, NULL};
-            rc = fold(s, sl, rd, sl->version, h.data, h.owner, &updated);
+            rd->held[rd->next] = (held_t){{0}, NULL};
+            rc = fold(s, sl, rd, sl->version, &h.g, h.owner, &updated);
             ordo__store_frame_unref(h.owner);
         }
         if (rc == 0 && !updated && rd->next == s->n_workers && rd->count > 0) {
             /* every push was summed and the last to come is gone: apply the sum */
             rd->count--; /* apply counts the push it is given as one more */
-            rc = ordo__store_apply(s, sl, rd, NULL, rd->sum);
+            ordo__grad_t sum = ordo__grad_f32(rd->sum, sl->numel);
+            rc = ordo__store_apply(s, sl, rd, NULL, &sum);
             updated = rc == 0;
         }
         if (rc) return rc;

@@ -18,6 +18,7 @@
 
 #include "common/conf.h"
 #include "common/keys.h"
+#include "common/wire.h" /* ORDO_DTYPE_*: an ordo__grad_t's dtype */
 #include "server/optim.h"
 
 typedef struct ordo__store ordo__store_t;
@@ -104,6 +105,16 @@ bool ordo__store_owns(const ordo__store_t *s, int slice);
  * initialized slice is ignored (returns 0 and sets *ignored). bytes must equal numel*4. */
 int ordo__store_init(ordo__store_t *s, int slice, const void *data, size_t bytes, bool *ignored);
 
+/* a push's values as they came on the wire: float32, or a 16-bit cast whose values sit at
+ * fixed places in its frame (common/codec.h, ordo__codec_ranged). The store sums and applies
+ * a cast straight from its frame, never decoding it whole into float32; the sums are the same
+ * bits as decoding first, and the value and its sums stay float32. */
+typedef struct ordo__grad {
+    const void *data; /* len bytes; float-aligned for float32 */
+    size_t len;
+    uint8_t dtype;    /* ORDO_DTYPE_F32, or a ranged cast (ORDO_DTYPE_BF16, ORDO_DTYPE_F16) */
+} ordo__grad_t;
+
 /* ordo__store_push adds one worker's gradient for iteration iter. Rejects (ORDO_ERR_PROTO /
  * ORDO_ERR_INVAL with a detail) a wrong size, a stale or future iteration, a duplicate push of
  * the same worker, an uninitialized slice. Sets *updated when this push completed the
@@ -111,13 +122,14 @@ int ordo__store_init(ordo__store_t *s, int slice, const void *data, size_t bytes
 int ordo__store_push(ordo__store_t *s, int slice, int worker, int64_t iter, const void *data,
                     size_t bytes, bool *updated);
 
-/* ordo__store_push_frame is ordo__store_push over a received ZeroMQ frame, which it moves
+/* ordo__store_push_frame is ordo__store_push over a received ZeroMQ frame of wire dtype
+ * (float32 or a ranged cast: see ordo__grad_t; a malformed frame is refused), which it moves
  * out of *frame (on success and on failures after the checks). Pushes are summed in worker
  * rank order whatever order they arrive in (a push that comes before its turn is held,
  * uncopied, until the ones before it are in), so the sum is the same bit for bit in every
  * run and every push mode: worker 0's frame itself becomes the running sum (no copy), the
  * others add into it in turn, and the last is summed and applied in one pass. */
-int ordo__store_push_frame(ordo__store_t *s, int slice, int worker, int64_t iter,
+int ordo__store_push_frame(ordo__store_t *s, int slice, int worker, int64_t iter, int dtype,
                           zmq_msg_t *frame, bool *updated);
 
 /* A received payload the store can keep past a call (shared by the slices of a merged push):
@@ -137,13 +149,20 @@ void ordo__store_frame_unref(ordo__store_frame_t *f);
 
 /* ordo__store_check_push runs ordo__store_push's checks without pushing (a merged push checks
  * all its slices before adding any): 0, a positive ORDO_STORE_* for a push that will be left
- * out, or a negative error. */
-int ordo__store_check_push(ordo__store_t *s, int slice, int worker, int64_t iter, size_t bytes);
+ * out, or a negative error. g is checked: a float32 one's size (its data is not read), a
+ * cast's frame whole. */
+int ordo__store_check_push(ordo__store_t *s, int slice, int worker, int64_t iter,
+                           const ordo__grad_t *g);
 
 /* ordo__store_push_ref is ordo__store_push for data inside owner (NULL: data is borrowed for
  * the call only); the store takes its own references on owner for what it keeps. */
 int ordo__store_push_ref(ordo__store_t *s, int slice, int worker, int64_t iter, const float *data,
                         size_t bytes, ordo__store_frame_t *owner, bool *updated);
+
+/* ordo__store_push_grad is ordo__store_push_ref for values in any wire dtype ordo__grad_t
+ * takes. */
+int ordo__store_push_grad(ordo__store_t *s, int slice, int worker, int64_t iter,
+                          const ordo__grad_t *g, ordo__store_frame_t *owner, bool *updated);
 
 /* ordo__store_ready tells whether a pull of iteration iter can be answered now: bsp and backup
  * workers when the version is at least iter, ssp at least iter - staleness, asp once the

@@ -30,7 +30,7 @@ struct ordo__store_frame {
 };
 
 typedef struct {
-    const float *data;
+    ordo__grad_t g;
     ordo__store_frame_t *owner; /* NULL: no push held for this worker */
 } held_t;
 
@@ -100,18 +100,28 @@ int ordo__store_check_round(const ordo__store_t *s, const slot_t *sl, int slice,
 /* ordo__store_take_in_order: pushes summed in worker rank order, held when they come early;
  * the last of an iteration applies it (bsp, ssp) */
 int ordo__store_take_in_order(ordo__store_t *s, slot_t *sl, int worker, int64_t iter,
-                              const float *data, size_t bytes, ordo__store_frame_t *owner,
-                              bool *updated);
+                              const ordo__grad_t *g, ordo__store_frame_t *owner, bool *updated);
+/* ordo__store_keep: g itself when owner keeps it alive, else (borrowed, or unaligned float32)
+ * a copy in a new shared frame *copy (the caller unrefs it once it took what it keeps);
+ * ORDO_ERR_NOMEM */
+int ordo__store_keep(ordo__grad_t *g, ordo__store_frame_t **owner, ordo__store_frame_t **copy);
 /* ordo__store_round_pushed: worker's push of iter is marked in its round */
 bool ordo__store_round_pushed(const ordo__store_t *s, const slot_t *sl, int worker, int64_t iter);
 /* ordo__store_answer_value: a reference on sl's current value */
 int ordo__store_answer_value(ordo__store_t *s, slot_t *sl, int64_t iter, void **data,
                              size_t *bytes, void **hint);
+/* ordo__grad_f32: the grad of n floats at p */
+ordo__grad_t ordo__grad_f32(const float *p, int64_t n);
+/* ordo__grad_copy: dst <- g's n values; ordo__grad_add: acc += them (the same bits as
+ * decoding a cast, then adding). g was checked (ordo__store_check_push). */
+void ordo__grad_copy(float *dst, const ordo__grad_t *g, int64_t n);
+void ordo__grad_add(float *acc, const ordo__grad_t *g, int64_t n);
 /* ordo__store_step: value <- step(value, acc + g) at the store's scale */
-int ordo__store_step(ordo__store_t *s, slot_t *sl, const float *acc, const float *g);
+int ordo__store_step(ordo__store_t *s, slot_t *sl, const float *acc, const ordo__grad_t *g);
 /* ordo__store_apply: the last push g of rd's iteration (acc: the rest's sum, or NULL) is
  * applied and the version advances, over later rounds already complete */
-int ordo__store_apply(ordo__store_t *s, slot_t *sl, round_t *rd, const float *acc, const float *g);
+int ordo__store_apply(ordo__store_t *s, slot_t *sl, round_t *rd, const float *acc,
+                      const ordo__grad_t *g);
 /* ordo__store_frame_copy: a shared frame holding a 64-byte aligned copy of data; NULL when
  * out of memory */
 ordo__store_frame_t *ordo__store_frame_copy(const void *data, size_t len);

@@ -20,13 +20,12 @@ static int check_push(const ordo__store_t *s, const slot_t *sl, int slice, int w
     return 0;
 }
 
-static int take_push(ordo__store_t *s, slot_t *sl, int worker, int64_t iter, const float *data,
-                     size_t bytes, ordo__store_frame_t *owner, bool *updated)
+static int take_push(ordo__store_t *s, slot_t *sl, int worker, int64_t iter,
+                     const ordo__grad_t *g, ordo__store_frame_t *owner, bool *updated)
 {
     (void)iter;
-    (void)bytes;
     (void)owner;
-    int rc = ordo__store_step(s, sl, NULL, data);
+    int rc = ordo__store_step(s, sl, NULL, g);
     if (rc) return rc;
     sl->clock[worker]++;
     int64_t v = sl->clock[0];

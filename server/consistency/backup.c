@@ -30,18 +30,18 @@ static int apply_taken(ordo__store_t *s, slot_t *sl, round_t *rd, bool *updated)
     for (w = 0; w < s->n_workers && left > 1; w++) {
         if (!rd->held[w].owner) continue;
         if (!sum)
-            memcpy(rd->acc, rd->held[w].data, (size_t)sl->numel * sizeof(float));
+            ordo__grad_copy(rd->acc, &rd->held[w].g, sl->numel);
         else
-            ordo__vec_add(rd->acc, rd->held[w].data, sl->numel);
+            ordo__grad_add(rd->acc, &rd->held[w].g, sl->numel);
         sum = rd->acc;
         left--;
     }
     while (!rd->held[w].owner)
         w++;
-    rc = ordo__store_apply(s, sl, rd, sum, rd->held[w].data);
+    rc = ordo__store_apply(s, sl, rd, sum, &rd->held[w].g);
     for (w = 0; w < s->n_workers; w++) {
         ordo__store_frame_unref(rd->held[w].owner);
-        rd->held[w] = (held_t){NULL, NULL};
+        rd->held[w] = (held_t){{0}, NULL};
     }
     *updated = rc == 0;
     return rc;
@@ -49,20 +49,16 @@ static int apply_taken(ordo__store_t *s, slot_t *sl, round_t *rd, bool *updated)
 
 /* every push is held until the iteration has enough, then summed in worker order, so the sum
  * (and so the model) is the same bit for bit in every run */
-static int take_push(ordo__store_t *s, slot_t *sl, int worker, int64_t iter, const float *data,
-                     size_t bytes, ordo__store_frame_t *owner, bool *updated)
+static int take_push(ordo__store_t *s, slot_t *sl, int worker, int64_t iter,
+                     const ordo__grad_t *g, ordo__store_frame_t *owner, bool *updated)
 {
     round_t *rd = &sl->rounds[iter % s->n_rounds];
     ordo__store_frame_t *copy = NULL;
-    if ((uintptr_t)data % _Alignof(float) != 0 || !owner) {
-        /* keep a copy: the caller's memory is borrowed for this call only, or unaligned */
-        if (!(copy = ordo__store_frame_copy(data, bytes))) return ORDO_ERR_NOMEM;
-        owner = copy;
-        data = copy->buf;
-    }
+    ordo__grad_t mine = *g;
+    if (ordo__store_keep(&mine, &owner, &copy) != 0) return ORDO_ERR_NOMEM;
     rd->pushed[worker] = 1;
     owner->refs++;
-    rd->held[worker] = (held_t){data, owner};
+    rd->held[worker] = (held_t){mine, owner};
     ordo__store_frame_unref(copy);
     if (++rd->taken == s->n_workers - s->backup) return apply_taken(s, sl, rd, updated);
     return 0;

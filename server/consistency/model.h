@@ -32,10 +32,10 @@ typedef struct ordo__sync_model {
      * ORDO_STORE_* for a push that will be left out, or a negative error with a detail */
     int (*check_push)(const ordo__store_t *s, const struct ordo__slot *sl, int slice, int worker,
                       int64_t iter, int *late);
-    /* take_push: adds a checked push (data, kept alive by owner when not NULL, else borrowed
+    /* take_push: adds a checked push (g, kept alive by owner when not NULL, else borrowed
      * for the call) and applies the update when it completes a round: *updated */
     int (*take_push)(ordo__store_t *s, struct ordo__slot *sl, int worker, int64_t iter,
-                     const float *data, size_t bytes, ordo__store_frame_t *owner, bool *updated);
+                     const ordo__grad_t *g, ordo__store_frame_t *owner, bool *updated);
     /* pull_ready: a pull of iter can be answered from a value at version (>= 0) */
     bool (*pull_ready)(const ordo__store_t *s, int64_t version, int64_t iter);
     /* answer_pull: a reference on the value a pull of iter gets (ordo__store_ref_pull) */

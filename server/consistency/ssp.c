@@ -47,7 +47,7 @@ static int answer_pull(ordo__store_t *s, slot_t *sl, int64_t iter, void **data, 
         else
             memset(g, 0, n * sizeof *g);
         for (int w = 0; w < s->n_workers; w++)
-            if (rd->held[w].owner) ordo__vec_add(g, rd->held[w].data, sl->numel);
+            if (rd->held[w].owner) ordo__grad_add(g, &rd->held[w].g, sl->numel);
         ordo__optim_step(&sl->opt, b->data, b->data, mom, g, s->scale, sl->numel);
     }
     free(g);

@@ -8,14 +8,15 @@
 # nondeterministic whatever happens: fault-free asp runs differ by up to 1 point here): every
 # survivor exits 0, the test accuracy is within 2 points of a fault-free run of the same mode,
 # and the surviving server took exactly one push per push made (its slices x the
-# worker-iterations recorded): none lost, none twice.
+# worker-iterations recorded): none lost, none twice. Arguments go to every process
+# (integration.replicas_mlp.bf16: --push.compression=bf16).
 source "$(dirname "$0")/lib.sh"
 need_fmnist
 root=${ORDO_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 iters=120
 common=(-c "$root/conf/mlp.ini" --model.epochs=0 --model.iterations=$iters --fault.replicas=2
         --fault.timeout_ms=2000 --fault.heartbeat_ms=200 --output.dir="$T" --output.progress_every=0
-        --output.save_params=true)
+        --output.save_params=true "$@")
 
 cluster() { local run=$1; shift; start_cluster "$run" 2 2 "$@"; }
 acc() { python3 -c "import json; print(json.load(open('$T/$1/summary.json'))['test_accuracy'])"; }

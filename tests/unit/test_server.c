@@ -239,7 +239,7 @@ START_TEST(bad_messages_are_answered_counted_and_dropped)
     expect_error(&r, 0, "");
     send_msg(&r, 0, ORDO_MSG_PUSH, 0, 0, NULL, 0, 0); /* no payload */
     feed(&r, 1);
-    expect_error(&r, 0, "PUSH needs one float32 payload frame");
+    expect_error(&r, 0, "PUSH needs one payload frame of float32 or a 16-bit cast");
     send_msg(&r, 1, ORDO_MSG_PULL, 0, -1, NULL, 0, 0); /* a negative iteration */
     feed(&r, 1);
     expect_error(&r, 1, "pull of iteration -1");

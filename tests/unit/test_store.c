@@ -6,6 +6,8 @@
  * updates, backup workers' first pushes taken and late ones dropped; a restarted worker's
  * re-sent pushes left out, a worker that left (shrink) no longer waited for, and one that
  * joins (fault.max_workers) waited for from its join iteration on. */
+#include "common/codec.h"
+#include "common/error.h"
 #include "common/keys.h"
 #include "server/consistency/model.h"
 #include "server/store.h"
@@ -108,7 +110,8 @@ START_TEST(shared_frames_held_until_their_turn)
         const float *data = ordo__store_frame_data(f, &len);
         ck_assert_uint_eq(len, sizeof(float) * 2 * N);
         bool u0, u1;
-        ORDO_CK_OK(ordo__store_check_push(s, 0, w, 0, sizeof(float) * N));
+        ordo__grad_t g0 = {data, sizeof(float) * N, ORDO_DTYPE_F32};
+        ORDO_CK_OK(ordo__store_check_push(s, 0, w, 0, &g0));
         ORDO_CK_OK(ordo__store_push_ref(s, 0, w, 0, data, sizeof(float) * N, f, &u0));
         ORDO_CK_OK(ordo__store_push_ref(s, 1, w, 0, data + N, sizeof(float) * N, f, &u1));
         ordo__store_frame_unref(f); /* the store keeps what it still needs */
@@ -627,6 +630,120 @@ START_TEST(install_replaces_the_state_and_pushed_spots_resends)
 }
 END_TEST
 
+/* ---- 16-bit pushes summed from their frames (ordo__grad_t) ---- */
+
+#define NC 9000 /* values of the slice: more than one part of the update's decoding */
+
+/* a store of one slice of NC values (momentum and weight decay on) under a model */
+static ordo__store_t *cast_store(ordo__keys_t **k, int mode, int staleness, int backup)
+{
+    int64_t numel[1] = {NC};
+    ORDO_CK_OK(ordo__keys_partition(numel, 1, 1, 1 << 20, 0, 1, k));
+    ordo__optim_t opt = {.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.01f};
+    ordo__store_t *s;
+    ORDO_CK_OK(ordo__store_new(*k, 0, W, &opt, 1.0f / W, &s));
+    ORDO_CK_OK(ordo__store_set_sync(s, mode, staleness, backup));
+    static float init[NC];
+    for (int i = 0; i < NC; i++)
+        init[i] = 0.01f * (float)(i % 97);
+    bool ignored;
+    ORDO_CK_OK(ordo__store_init(s, 0, init, sizeof init, &ignored));
+    return s;
+}
+
+/* a received frame of len bytes at data */
+static int push_bytes(ordo__store_t *s, int w, int64_t iter, int dtype, const void *data,
+                      size_t len)
+{
+    zmq_msg_t m;
+    ck_assert_int_eq(zmq_msg_init_size(&m, len), 0);
+    memcpy(zmq_msg_data(&m), data, len);
+    bool updated;
+    int rc = ordo__store_push_frame(s, 0, w, iter, dtype, &m, &updated);
+    zmq_msg_close(&m);
+    return rc;
+}
+
+START_TEST(casts_are_summed_from_their_frames_as_if_decoded_first)
+{
+    /* each model's order of pushes (worker, iteration): held pushes, ssp's rounds ahead,
+     * backup's late push */
+    static const struct {
+        int mode, staleness, backup, n;
+        int ev[9][2];
+    } runs[] = {
+        {ORDO_SYNC_BSP, 0, 0, 9, {{2, 0}, {0, 0}, {1, 0}, {1, 1}, {0, 1}, {2, 1}, {0, 2}, {2, 2}, {1, 2}}},
+        {ORDO_SYNC_SSP, 1, 0, 9, {{2, 0}, {2, 1}, {0, 0}, {1, 0}, {0, 1}, {1, 1}, {2, 2}, {0, 2}, {1, 2}}},
+        {ORDO_SYNC_ASP, 0, 0, 9, {{2, 0}, {0, 0}, {2, 1}, {1, 0}, {0, 1}, {1, 1}, {0, 2}, {2, 2}, {1, 2}}},
+        {ORDO_SYNC_BSP, 0, 1, 9, {{2, 0}, {0, 0}, {1, 0}, {1, 1}, {0, 1}, {2, 1}, {0, 2}, {2, 2}, {1, 2}}},
+    };
+    static const char *codecs[] = {"bf16", "fp16"};
+    static float g[NC], dec[NC], a[NC], b[NC], init[NC];
+    static uint16_t frame[NC + 2];
+    for (int c = 0; c < 2; c++) {
+        ordo__codec_spec_t spec;
+        ORDO_CK_OK(ordo__codec_parse(codecs[c], &spec));
+        spec.scale = 1.0f / W;
+        const ordo__codec_ops_t *ops = ordo__codec_ops(spec.id);
+        for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+            ordo__keys_t *k, *k2;
+            ordo__store_t *f32 = cast_store(&k, runs[r].mode, runs[r].staleness, runs[r].backup);
+            ordo__store_t *cast = cast_store(&k2, runs[r].mode, runs[r].staleness, runs[r].backup);
+            ordo__store_copy_value(f32, 0, init);
+            for (int e = 0; e < runs[r].n; e++) {
+                int w = runs[r].ev[e][0], it = runs[r].ev[e][1];
+                for (int i = 0; i < NC; i++) /* values that round differently in each cast */
+                    g[i] = (float)((i * 7919 + w * 31 + it * 17) % 2001 - 1000) * 1.37e-3f;
+                int64_t len = ops->encode(&spec, g, NC, frame, NULL);
+                ck_assert_int_gt(len, 0);
+                ORDO_CK_OK(ordo__codec_decode(ops->dtype, frame, (size_t)len, NC, dec));
+                int ra = push_bytes(f32, w, it, ORDO_DTYPE_F32, dec, sizeof dec);
+                int rb = push_bytes(cast, w, it, ops->dtype, frame, (size_t)len);
+                ck_assert_msg(ra >= 0 && ra == rb, "%s, run %zu, push %d: %d and %d", codecs[c],
+                              r, e, ra, rb);
+            }
+            ordo__store_copy_value(f32, 0, a);
+            ordo__store_copy_value(cast, 0, b);
+            ck_assert_int_eq(ordo__store_version(f32, 0), ordo__store_version(cast, 0));
+            ck_assert_msg(memcmp(a, b, sizeof a) == 0, "%s, run %zu: the values differ", codecs[c],
+                          r);
+            ck_assert_msg(memcmp(a, init, sizeof a) != 0, "%s, run %zu: nothing applied",
+                          codecs[c], r);
+            ck_assert(!memcmp(ordo__store_momentum(f32, 0), ordo__store_momentum(cast, 0),
+                              sizeof(float) * NC));
+            ordo__store_destroy(&f32);
+            ordo__store_destroy(&cast);
+            ordo__keys_destroy(&k);
+            ordo__keys_destroy(&k2);
+        }
+    }
+}
+END_TEST
+
+START_TEST(malformed_cast_frames_are_refused_naming_the_slice)
+{
+    ordo__keys_t *k;
+    ordo__store_t *s = cast_store(&k, ORDO_SYNC_BSP, 0, 0);
+    static uint16_t frame[NC + 2];
+    memset(frame, 0, sizeof frame);
+    /* a bf16 frame a value short */
+    ck_assert_int_eq(push_bytes(s, 0, 0, ORDO_DTYPE_BF16, frame, 2 * (NC - 1)), ORDO_ERR_PROTO);
+    ck_assert_msg(strstr(ordo__error_text(ORDO_ERR_PROTO), "slice 0: a bf16 frame of 17998 bytes"),
+                  "%s", ordo__error_text(ORDO_ERR_PROTO));
+    /* an fp16 frame whose multiplier is 0 */
+    ck_assert_int_eq(push_bytes(s, 0, 0, ORDO_DTYPE_F16, frame, 4 + 2 * NC), ORDO_ERR_PROTO);
+    ck_assert_msg(strstr(ordo__error_text(ORDO_ERR_PROTO), "multiplier is 0"), "%s",
+                  ordo__error_text(ORDO_ERR_PROTO));
+    /* a codec whose values have no fixed place is decoded by the server first, not here */
+    ck_assert_int_eq(push_bytes(s, 0, 0, ORDO_DTYPE_ONEBIT, frame, 64), ORDO_ERR_PROTO);
+    /* nothing was taken: worker 0 can still push iteration 0 */
+    float g[NC] = {0};
+    ORDO_CK_OK(push_bytes(s, 0, 0, ORDO_DTYPE_F32, g, sizeof g));
+    ordo__store_destroy(&s);
+    ordo__keys_destroy(&k);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
     Suite *s = suite_create("store");
@@ -645,6 +762,10 @@ static Suite *store_suite(void)
     tcase_add_test(tc, set_sync_refuses_what_the_conf_refuses);
     tcase_add_test(tc, the_conf_picks_one_model_row);
     tcase_add_test(tc, install_replaces_the_state_and_pushed_spots_resends);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("casts");
+    tcase_add_test(tc, casts_are_summed_from_their_frames_as_if_decoded_first);
+    tcase_add_test(tc, malformed_cast_frames_are_refused_naming_the_slice);
     suite_add_tcase(s, tc);
     tc = tcase_create("membership");
     tcase_add_test(tc, resent_pushes_are_left_out);
