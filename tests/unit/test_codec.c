@@ -778,6 +778,48 @@ START_TEST(decode_add_equals_decode_then_add)
 }
 END_TEST
 
+START_TEST(decode_range_equals_a_part_of_decode)
+{
+    enum { N = 4099 };
+    float *x = malloc(N * 4), *whole = malloc(N * 4), *part = malloc(N * 4);
+    uint8_t *frame = malloc(N * 8 + 8), *odd = malloc(N * 8 + 9);
+    uint64_t s = 7;
+    for (int i = 0; i < N; i++)
+        x[i] = (float)((int64_t)(rng_next(&s) % 20001) - 10000) / 3001;
+    for (int id = 0; id < ORDO__CODEC_MAX; id++) {
+        const ordo__codec_ops_t *ops = ordo__codec_ops(id);
+        ordo__codec_spec_t c = {.id = id, .k = 0.1, .scale = 0.5f};
+        ordo__codec_io_t io = {.seed = 9};
+        int64_t len = ops->encode(&c, x, N, frame, &io);
+        ck_assert_int_gt(len, 0);
+        memcpy(odd + 1, frame, (size_t)len); /* frames may sit at odd addresses */
+        bool ranged = id == ORDO__CODEC_NONE || id == ORDO__CODEC_BF16 || id == ORDO__CODEC_FP16;
+        ck_assert_msg(ordo__codec_ranged(ops->dtype) == ranged, "%s", ops->name);
+        if (!ranged) { /* values with no fixed place: refused, never misread */
+            ck_assert_int_eq(ordo__codec_decode_range(ops->dtype, odd + 1, (size_t)len, N, 0, 1,
+                                                      part), ORDO_ERR_PROTO);
+            continue;
+        }
+        ORDO_CK_OK(ordo__codec_decode(ops->dtype, odd + 1, (size_t)len, N, whole));
+        const int64_t cuts[][2] = {{0, N}, {0, 1}, {1, 7}, {4095, 4}, {N - 1, 1}, {17, 0}};
+        for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
+            int64_t off = cuts[k][0], n = cuts[k][1];
+            ORDO_CK_OK(ordo__codec_decode_range(ops->dtype, odd + 1, (size_t)len, N, off, n, part));
+            ck_assert_msg(memcmp(part, whole + off, (size_t)n * 4) == 0, "%s [%lld, +%lld)",
+                          ops->name, (long long)off, (long long)n);
+        }
+        /* a range past the end, a negative one, and a frame a value short are refused */
+        ck_assert_int_eq(ordo__codec_decode_range(ops->dtype, odd + 1, (size_t)len, N, N - 1, 2,
+                                                  part), ORDO_ERR_PROTO);
+        ck_assert_int_eq(ordo__codec_decode_range(ops->dtype, odd + 1, (size_t)len, N, -1, 1,
+                                                  part), ORDO_ERR_PROTO);
+        ck_assert_int_eq(ordo__codec_decode_range(ops->dtype, odd + 1, (size_t)len - 2, N, 0, 0,
+                                                  part), ORDO_ERR_PROTO);
+    }
+    free(x), free(whole), free(part), free(frame), free(odd);
+}
+END_TEST
+
 START_TEST(table_and_dtypes_agree)
 {
     for (int id = 0; id < ORDO__CODEC_MAX; id++) {
@@ -823,6 +865,7 @@ static Suite *codec_suite(void)
         {"spec_refused", bad_specs_are_refused_naming_the_problem},
         {"malformed", malformed_frames_are_refused},
         {"decode_add", decode_add_equals_decode_then_add},
+        {"decode_range", decode_range_equals_a_part_of_decode},
         {"table", table_and_dtypes_agree},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
