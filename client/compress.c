@@ -498,51 +498,57 @@ static int state_put(ordo__compress_t *c, int unit, const float *v, int64_t n)
     return 0;
 }
 
+/* state_units walks the units of a residual file's body data[0..len) (its trailer cut
+ * off): every field is checked, and each unit's residual handed to state_put when put */
+static int state_units(ordo__compress_t *c, const char *path, const unsigned char *data,
+                       size_t len, bool put)
+{
+    int32_t head[2];
+    if (len < 8 + sizeof head || memcmp(data, STATE_MAGIC, 8) != 0)
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: not a file of error-feedback residuals "
+                              "(no \"" STATE_MAGIC "\" at offset 0)", path);
+    memcpy(head, data + 8, sizeof head);
+    if (head[0] != c->n_units)
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: residuals of %d units; this worker has %d "
+                              "(another model, plan or codec)", path, head[0], c->n_units);
+    size_t at = 8 + sizeof head;
+    for (int u = 0; u < c->n_units; u++) {
+        int64_t n;
+        if (len - at < sizeof n)
+            return ordo__error_set(ORDO_ERR_FORMAT, "%s: ends at offset %zu in unit %d's size",
+                                  path, at, u);
+        memcpy(&n, data + at, sizeof n);
+        at += sizeof n;
+        if (n < 0 || (uint64_t)n > (len - at) / sizeof(float) ||
+            (c->res[u].n > 0 && n > 0 && n != c->res[u].n))
+            return ordo__error_set(ORDO_ERR_FORMAT, "%s: unit %d: %lld values at offset %zu do "
+                                  "not fit the file or the unit", path, u, (long long)n,
+                                  at - sizeof n);
+        int rc = put && n > 0 ? state_put(c, u, (const float *)(data + at), n) : 0;
+        if (rc) return rc;
+        at += (size_t)n * sizeof(float);
+    }
+    if (at != len)
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: %zu bytes after the last unit", path,
+                              len - at);
+    return 0;
+}
+
+/* state_load takes a residual file up only once it is whole: its fields first (their faults
+ * say more), then its checksum; a refused file leaves every unit as it was */
 static int state_load(ordo__compress_t *c, const char *path)
 {
     unsigned char *data = NULL;
     size_t len = 0;
     int rc = ordo__durable_read_file(path, &data, &len);
     if (rc) return rc;
-    bool had = false;
-    if ((rc = ordo__durable_check(path, data, &len, &had)) != 0) goto done;
-    int32_t head[2];
-    if (len < 8 + sizeof head || memcmp(data, STATE_MAGIC, 8) != 0) {
-        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: not a file of error-feedback residuals "
-                            "(no \"" STATE_MAGIC "\" at offset 0)", path);
-        goto done;
-    }
-    memcpy(head, data + 8, sizeof head);
-    if (head[0] != c->n_units) {
-        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: residuals of %d units; this worker has %d "
-                            "(another model, plan or codec)", path, head[0], c->n_units);
-        goto done;
-    }
-    size_t at = 8 + sizeof head;
-    for (int u = 0; u < c->n_units; u++) {
-        int64_t n;
-        if (len - at < sizeof n) {
-            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: ends at offset %zu in unit %d's size",
-                                path, at, u);
-            goto done;
-        }
-        memcpy(&n, data + at, sizeof n);
-        at += sizeof n;
-        if (n < 0 || (uint64_t)n > (len - at) / sizeof(float) ||
-            (c->res[u].n > 0 && n > 0 && n != c->res[u].n)) {
-            rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: unit %d: %lld values at offset %zu do not "
-                                "fit the file or the unit", path, u, (long long)n, at - sizeof n);
-            goto done;
-        }
-        if (n > 0 && (rc = state_put(c, u, (const float *)(data + at), n)) != 0) goto done;
-        at += (size_t)n * sizeof(float);
-    }
-    if (at != len)
-        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: %zu bytes after the last unit", path, len - at);
-    if (!rc && !had)
-        rc = ordo__error_set(ORDO_ERR_FORMAT, "%s: no checksum trailer (a file this version "
-                            "writes always has one)", path);
-done:
+    size_t body = len;
+    bool had = ordo__durable_trailer(data, &body);
+    if ((rc = state_units(c, path, data, body, false)) == 0)
+        rc = had ? ordo__durable_verify(path, data, body)
+                 : ordo__error_set(ORDO_ERR_FORMAT, "%s: no checksum trailer (a file this "
+                                   "version writes always has one)", path);
+    if (rc == 0) rc = state_units(c, path, data, body, true);
     free(data);
     return rc;
 }

@@ -3,7 +3,8 @@
  * fresh worker state, whose next push then encodes exactly the frame the first one's does; in
  * a kept unit (fault.worker = restart) the loaded residual is the one the resumed run's first
  * push (iteration 0 again) starts from. A file of other units, a truncated one, one with a
- * flipped byte and a missing one are refused, naming the file and the check. */
+ * flipped byte and a missing one are refused, naming the file and the check, and leave the
+ * residuals as they were. */
 #include "client/compress.h"
 #include "common/conf.h"
 #include "common/error.h"
@@ -176,6 +177,12 @@ START_TEST(a_bad_file_is_refused_naming_it)
     fwrite(data, 1, 40, f); /* truncated, its trailer gone */
     fclose(f);
     refused(&b, path, ORDO_ERR_FORMAT, "do not fit");
+    f = fopen(path, "wb");
+    fwrite(data, 1, 8 + 8 + 8 + N * 4 + 4, f); /* unit 0 whole, unit 1's size cut */
+    fclose(f);
+    refused(&b, path, ORDO_ERR_FORMAT, "in unit 1's size");
+    int64_t n = -1; /* a refused file leaves every unit as it was: unit 0 took nothing */
+    ck_assert_ptr_null(ordo__compress_residual(b.c, 0, &n));
     unlink(path);
     ck_assert_int_ne(ordo__compress_state(b.c, path, false), 0);
     ck_assert(strstr(ordo__error_text(ORDO_ERR_NOTFOUND), path) ||
