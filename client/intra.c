@@ -5,14 +5,11 @@
 #include "common/conf.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/plugin.h"
 
-#include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define PLUGIN_FILE "libordo_nccl.so"
 #define PLUGIN_ENV  "ORDO_NCCL_PLUGIN"
@@ -34,57 +31,33 @@ static const ordo__intra_host_t host = {
 
 static pthread_once_t plugin_once = PTHREAD_ONCE_INIT;
 static const ordo__intra_ops_t *plugin_ops;
-static char plugin_why[1024]; /* why it did not load (plugin_ops NULL) */
+static char plugin_why[2048]; /* why it did not load (plugin_ops NULL) */
 
-/* plugin_path: $ORDO_NCCL_PLUGIN, else libordo_nccl.so in the folder of the object this
- * function is in (libordo.so; a program that links libordo statically: its own folder) */
-static void plugin_path(char *path, size_t size, bool *from_env)
-{
-    const char *env = getenv(PLUGIN_ENV);
-    *from_env = env && env[0];
-    if (*from_env) {
-        snprintf(path, size, "%s", env);
-        return;
-    }
-    Dl_info info;
-    const char *self = dladdr((void *)plugin_path, &info) && info.dli_fname ? info.dli_fname : "";
-    const char *slash = strrchr(self, '/');
-    if (slash)
-        snprintf(path, size, "%.*s/%s", (int)(slash - self), self, PLUGIN_FILE);
-    else
-        snprintf(path, size, "%s", PLUGIN_FILE); /* the loader's search path */
-}
+static const ordo__plugin_t plugin = {
+    .file = PLUGIN_FILE,
+    .env = PLUGIN_ENV,
+    .entry = ORDO_INTRA_PLUGIN_ENTRY,
+    .missing = "this libordo was built without NCCL",
+    .hint = "the NCCL backend needs the CUDA toolkit and NCCL at build time",
+};
 
+/* plugin_load: from $ORDO_NCCL_PLUGIN, else the folder of the object this function is in
+ * (libordo.so; a program that links libordo statically: its own folder) */
 static void plugin_load(void)
 {
-    char path[512];
-    bool from_env;
-    plugin_path(path, sizeof path, &from_env);
-    struct stat st;
-    if (!from_env && strchr(path, '/') && stat(path, &st) != 0 && errno == ENOENT) {
-        snprintf(plugin_why, sizeof plugin_why,
-                 "this libordo was built without NCCL (no %s; the NCCL backend needs the CUDA "
-                 "toolkit and NCCL at build time, or set " PLUGIN_ENV " to the plugin)",
-                 path);
-        return;
-    }
-    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!dl) {
-        snprintf(plugin_why, sizeof plugin_why, "cannot load %s%s: %s", path,
-                 from_env ? " (" PLUGIN_ENV ")" : "", dlerror());
-        return;
-    }
-    ordo__intra_plugin_fn entry = (ordo__intra_plugin_fn)dlsym(dl, ORDO_INTRA_PLUGIN_ENTRY);
-    const ordo__intra_ops_t *ops = entry ? entry(&host) : NULL;
+    char dir[1024];
+    ordo__plugin_dir_of((const void *)plugin_load, dir, sizeof dir);
+    const char *dirs[] = {dir};
+    ordo__plugin_found_t f;
+    if (!ordo__plugin_load(&plugin, dirs, 1, &f, plugin_why, sizeof plugin_why)) return;
+    const ordo__intra_ops_t *ops = ((ordo__intra_plugin_fn)f.entry)(&host);
     if (!ops) {
-        snprintf(plugin_why, sizeof plugin_why, "%s: %s", path,
-                 entry ? "built for another version of libordo (plugin ABI differs)"
-                       : "no " ORDO_INTRA_PLUGIN_ENTRY " in it");
-        dlclose(dl);
+        snprintf(plugin_why, sizeof plugin_why, "%s: built for another version of libordo "
+                 "(plugin ABI differs)", f.path);
+        ordo__plugin_unload(&f);
         return;
     }
-    /* kept loaded: CUDA and NCCL do not survive being unloaded */
-    ORDO_DEBUG("intra: the NCCL backend from %s", path);
+    ORDO_DEBUG("intra: the NCCL backend from %s", f.path);
     plugin_ops = ops;
 }
 

@@ -3,16 +3,12 @@
  * survive being unloaded). A process that never asks for cuda never maps cuBLAS or cudart. */
 #include "common/error.h"
 #include "common/log.h"
+#include "common/plugin.h"
 #include "worker/compute_backend.h"
 
-#include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* ORDO_PLUGIN_LIBDIR: the library folder relative to the programs' (CMake: "../lib") */
 #ifndef ORDO_PLUGIN_LIBDIR
@@ -31,71 +27,35 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const ordo__compute_cuda_backend_t *backend;
 static char why_not[4096]; /* why it did not load (backend NULL) */
 
-/* find fills path with where the plugin is: $ORDO_CUDA_PLUGIN; else the first of the
- * program's folder and its library folder that holds it. Returns false, why_not filled,
- * when neither does. */
-static bool find(char *path, size_t size, bool *from_env)
-{
-    const char *env = getenv(ORDO_COMPUTE_CUDA_PLUGIN_ENV);
-    *from_env = env && env[0];
-    if (*from_env) {
-        snprintf(path, size, "%s", env);
-        return true;
-    }
-    char exe[1024];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0 || n == (ssize_t)sizeof exe - 1) {
-        snprintf(why_not, sizeof why_not,
-                 "cannot find " ORDO_COMPUTE_CUDA_PLUGIN_FILE ": /proc/self/exe: %s (set "
-                 ORDO_COMPUTE_CUDA_PLUGIN_ENV " to the plugin's path)",
-                 n <= 0 ? strerror(errno) : "a path too long");
-        return false;
-    }
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = '\0';
-    char beside[1100], libdir[1200];
-    snprintf(beside, sizeof beside, "%s/%s", exe, ORDO_COMPUTE_CUDA_PLUGIN_FILE);
-    snprintf(libdir, sizeof libdir, "%s/%s/%s", exe, ORDO_PLUGIN_LIBDIR,
-             ORDO_COMPUTE_CUDA_PLUGIN_FILE);
-    struct stat st;
-    if (stat(beside, &st) == 0) {
-        snprintf(path, size, "%s", beside);
-        return true;
-    }
-    if (stat(libdir, &st) == 0) {
-        snprintf(path, size, "%s", libdir);
-        return true;
-    }
-    snprintf(why_not, sizeof why_not,
-             "the cuda backend is not installed: no %s and no %s (it is built where CMake finds "
-             "the CUDA toolkit; or set " ORDO_COMPUTE_CUDA_PLUGIN_ENV " to the plugin's path)",
-             beside, libdir);
-    return false;
-}
+static const ordo__plugin_t plugin = {
+    .file = ORDO_COMPUTE_CUDA_PLUGIN_FILE,
+    .env = ORDO_COMPUTE_CUDA_PLUGIN_ENV,
+    .entry = ORDO_COMPUTE_CUDA_PLUGIN_ENTRY,
+    .missing = "the cuda backend is not installed",
+    .hint = "it is built where CMake finds the CUDA toolkit",
+};
 
+/* load: from $ORDO_CUDA_PLUGIN, else the program's folder, else its library folder */
 static void load(void)
 {
-    char path[1200];
-    bool from_env;
-    if (!find(path, sizeof path, &from_env)) return;
-    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!dl) {
-        snprintf(why_not, sizeof why_not, "cannot load %s%s: %s", path,
-                 from_env ? " (" ORDO_COMPUTE_CUDA_PLUGIN_ENV ")" : "", dlerror());
+    char exe[1024], libdir[1100], why[512];
+    if (!ordo__plugin_exe_dir(exe, sizeof exe, why, sizeof why) && !getenv(plugin.env)) {
+        snprintf(why_not, sizeof why_not, "cannot find %s: %s (set %s to the plugin's path)",
+                 plugin.file, why, plugin.env);
         return;
     }
-    ordo__compute_cuda_plugin_fn entry =
-        (ordo__compute_cuda_plugin_fn)dlsym(dl, ORDO_COMPUTE_CUDA_PLUGIN_ENTRY);
-    const ordo__compute_cuda_backend_t *b = entry ? entry(&host) : NULL;
+    snprintf(libdir, sizeof libdir, "%s/%s", exe, ORDO_PLUGIN_LIBDIR);
+    const char *dirs[] = {exe, libdir};
+    ordo__plugin_found_t f;
+    if (!ordo__plugin_load(&plugin, dirs, 2, &f, why_not, sizeof why_not)) return;
+    const ordo__compute_cuda_backend_t *b = ((ordo__compute_cuda_plugin_fn)f.entry)(&host);
     if (!b) {
-        snprintf(why_not, sizeof why_not, "%s: %s", path,
-                 entry ? "built for another version of ordo (plugin ABI differs)"
-                       : "no " ORDO_COMPUTE_CUDA_PLUGIN_ENTRY " in it");
-        dlclose(dl);
+        snprintf(why_not, sizeof why_not, "%s: built for another version of ordo (plugin ABI "
+                 "differs)", f.path);
+        ordo__plugin_unload(&f);
         return;
     }
-    ORDO_DEBUG("compute: the cuda backend from %s", path);
+    ORDO_DEBUG("compute: the cuda backend from %s", f.path);
     backend = b;
 }
 
