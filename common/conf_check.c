@@ -207,9 +207,6 @@ static int fault_scheduler_check(const ordo__conf_t *conf)
     } else if (conf->calibrate) {
         with = "push.calibrate = true";
         why = "the merge groups measured at start-up are not in the plan a new scheduler makes";
-    } else if (conf->curve) {
-        with = "security.curve = true";
-        why = "not built: a new scheduler's handshake with the running members is untested";
     }
     if (!with) return 0;
     return ordo__error_set(ORDO_ERR_INVAL, "fault.scheduler = restart cannot be combined with %s: %s",

@@ -8,6 +8,7 @@
  * holds of it, and then takes the barriers, DONEs and reports they were waiting on. What
  * the members sent before they registered again waits in a queue until then. */
 #include "common/clock.h"
+#include "common/daemon.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/node_rejoin.h"
@@ -243,6 +244,25 @@ void ordo__sched_restart_seen(void *ctx, int worker, int64_t iter)
     sched_t *s = ctx;
     if (s->reported && worker >= 0 && worker < s->conf.workers && iter >= 0)
         mark(s, worker, iter);
+}
+
+void ordo__sched_restart_linger(sched_t *s)
+{
+    if (!s->restarted || s->welcomed || !s->abort_why[0]) return;
+    int64_t window_ms = 2 * ((int64_t)ordo__conf_timeout_max_ms(&s->conf) + 2 * s->conf.heartbeat_ms);
+    int64_t end = ordo__clock_ns() + window_ms * 1000000;
+    int told = 0;
+    while (ordo__clock_ns() < end && !ordo__daemon_stop_signal()) {
+        ordo__msg_t m;
+        if (ordo__transport_recv(s->tp, &m, s->conf.heartbeat_ms / 2 + 1) != 0) continue;
+        if (m.hdr.type == ORDO_MSG_REGISTER) { /* a member that found its scheduler silent late */
+            ordo__sched_reply(s, m.rid, m.rid_len, ORDO_MSG_ABORT, s->abort_why);
+            told++;
+        }
+        ordo__msg_close(&m);
+    }
+    if (told)
+        ORDO_INFO("answered %d members that registered again after the abort with it", told);
 }
 
 int ordo__sched_all_done(sched_t *s)

@@ -451,6 +451,7 @@ int ordo__sched_abort_run(sched_t *s, const char *why)
 {
     if (s->aborted) return ORDO_ERR_ABORT;
     ORDO_ERROR("aborting the run: %s", why);
+    snprintf(s->abort_why, sizeof s->abort_why, "%s", why);
     broadcast(s, ORDO_MSG_ABORT, why);
     ordo__sched_membership_close(s);
     ordo__sched_batches_close(s);
@@ -864,6 +865,7 @@ int ordo__scheduler_run(ordo__scheduler_t *s)
         if (rc == 0) rc = check_liveness(s, idle);
         if (rc == 0 && s->reports_wait_ns) rc = ordo__sched_all_done(s); /* held for reports */
     }
+    if (rc == ORDO_ERR_ABORT) ordo__sched_restart_linger(s);
     if (rc < 0) return rc;
     broadcast(s, ORDO_MSG_SHUTDOWN, NULL);
     ordo__sched_membership_close(s);

@@ -114,6 +114,7 @@ struct ordo__scheduler {
     int (*rebuild_handle)(struct ordo__scheduler *, ordo__msg_t *); /* replays the stash */
     int64_t rebuild_ns;       /* when the servers were welcomed back */
     int64_t reports_wait_ns;  /* every worker done, the end held for reports sent again (0: not) */
+    char abort_why[600];      /* why the run was aborted ("" while it runs) */
     int *past_restarts;       /* restarts of each rank before this scheduler (membership.jsonl) */
     uint8_t *fresh;           /* a new process of the rank registered in the rebuild (kept) */
     struct ordo__sched_beat {
@@ -161,6 +162,12 @@ int ordo__sched_restart_stash(sched_t *s, ordo__msg_t *m);
 /* ordo__sched_restart_seen records that the run log holds worker's report of iter
  * (ordo_runlog_seen_fn; ctx the scheduler). */
 void ordo__sched_restart_seen(void *ctx, int worker, int64_t iter);
+
+/* ordo__sched_restart_linger: a restarted scheduler that aborted the run before every member
+ * registered again stays for twice the time a member takes to find its predecessor silent,
+ * answering each member that registers late with the ABORT, so that none waits
+ * fault.scheduler_wait_ms for a scheduler that is gone. */
+void ordo__sched_restart_linger(sched_t *s);
 
 /* ordo__sched_all_done: 1 when every live worker is done and the run log holds each
  * worker's reports up to the newest it registered again with (a worker done while no

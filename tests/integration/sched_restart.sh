@@ -16,7 +16,7 @@
 # the push counts not). PART=worker, shrink and grow: with fault.worker = restart, shrink and
 # fault.max_workers (each described where it starts). PART=restart-only runs the first part
 # without the ordo-launch one (integration.sched_restart_merged: merged pushes, one merge
-# group of all tensors). Arguments go to every process (integration.sched_restart_groups:
+# group of all tensors; integration.sched_restart_curve with CURVE=1: under security.curve). Arguments go to every process (integration.sched_restart_groups:
 # host groups).
 source "$(dirname "$0")/lib.sh"
 [ "${PART:-}" = grow ] || need_fmnist
@@ -30,6 +30,13 @@ common=(-c "$root/conf/mlp.ini" --model.epochs=0 --model.iterations=$iters --syn
         --fault.heartbeat_ms=100 --output.dir="$T" --output.progress_every=0
         --output.save_params=true "$@")
 names=(server0 server1 worker0 worker1)
+# CURVE=1 (integration.sched_restart_curve): every process under security.curve; the new
+# scheduler takes the same key pair from the keys folder, and the members' encrypted
+# connections to it are made afresh
+if [ "${CURVE:-}" = 1 ]; then
+  "$BIN/ordo-keygen" "$T/keys" worker > /dev/null || fail "ordo-keygen failed"
+  common+=(--security.curve=true --security.keys="$T/keys")
+fi
 
 # pushes NAME: the pushes a server took, from its shutdown line
 pushes() { sed -n 's/.*shutdown: \([0-9]*\) pushes.*/\1/p' "$T/$1.log"; }
