@@ -1,11 +1,11 @@
 """test_torch_residuals: error-feedback residuals in ordo.torch's checkpoints (docs/torch.md,
-"Checkpoints"). Two workers train torch_mlp's model in gradients mode with
+"Checkpoints with error feedback"). Two workers train torch_mlp's model in gradients mode with
 Compression.topk(0.1) for 8 steps and save each rank's state_dict; a fresh cluster (new
 processes) loads them and trains steps 8 .. 15. The parameters equal those of an
 uninterrupted 16-step run bit for bit; the same resume with the residuals left out differs.
 Residuals of another codec, of other parameters or of another rank are not loaded (the first
 two refused naming what differs, the third with a warning), and a load after this worker's
-first push is refused."""
+first push is refused; a state_dict taken after shutdown() holds none, with a warning."""
 from __future__ import annotations
 
 import sys
@@ -52,6 +52,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         # 2 weights of 16 x 8 and 4 x 16 and 2 biases, and the join flag (no codec, no
         # residual), one slice each: a header, 5 sizes, 212 floats and the trailer
         assert f"rank {r}: residuals of rank {r}, {16 + 5 * 8 + 212 * 4 + 16} bytes" in log, log
+        assert "after shutdown: residuals False, ['ordo.torch: optimizer.state_dict() after " \
+               "shutdown() holds no error-feedback residuals" in log, log
     return tmp
 
 

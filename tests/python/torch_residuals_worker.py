@@ -4,13 +4,14 @@ its half of each step's batch, then writes OUT/ckpt-RANK.pt (the model's and the
 state_dict) and OUT/params-RANK.pt. HOW says where the first step starts from: "fresh"
 (torch_mlp's model), "resume" (IN/ckpt-RANK.pt, residuals included: after the run a second
 load is refused, this worker pushed already) or "zeros" (IN/ckpt-RANK.pt without its
-residuals).
+residuals). A state_dict after shutdown holds none, with a warning.
 
     python torch_residuals_worker.py IN OUT FIRST LAST HOW
 """
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import ordo
@@ -58,6 +59,11 @@ def main(argv: list[str]) -> int:
         except ordo.OrdoError as e:
             print(f"torch_residuals_worker: a second load: {e}", flush=True)
     hvd.shutdown()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        late = opt.state_dict()
+    print(f"torch_residuals_worker: after shutdown: residuals {RESIDUALS in late}, "
+          f"{[str(w.message) for w in caught]}", flush=True)
     return 0
 
 

@@ -7,7 +7,8 @@ uninterrupted run would. DistributedOptimizer.state_dict() carries them under RE
 library's file (ORDOEF01, docs/formats.md) with the rank it belongs to, the codec and the
 optimizer's parameters; load_state_dict() hands it back to the library before this worker's
 first push (at the join, when that is still to come). A state of another rank is not loaded
-(a warning says so): each rank saves and loads its own. docs/torch.md, "Checkpoints".
+(a warning says so): each rank saves and loads its own. docs/torch.md, "Checkpoints with
+error feedback".
 """
 from __future__ import annotations
 
@@ -53,10 +54,16 @@ class Residuals:
 
     def save(self) -> dict | None:
         """save returns this worker's residuals as of its last push (its transfers in flight
-        waited for), or None when the run keeps none (or nothing was joined yet)."""
+        waited for), or None when the run keeps none (or it was not joined, or has left)."""
         if self._pending is not None:
             return self._pending
         if not self._rt.joined:
+            return None
+        import ordo.torch as ot
+        if ot._runtime is not self._rt:  # shut down: the residuals left with the library
+            warnings.warn("ordo.torch: optimizer.state_dict() after shutdown() holds no "
+                          "error-feedback residuals: take it before shutdown() for an exact "
+                          "resume", stacklevel=3)
             return None
         self._settle()
         with tempfile.TemporaryDirectory(prefix="ordo-residuals-", dir=_TMP) as d:
