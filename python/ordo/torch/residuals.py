@@ -27,6 +27,19 @@ RESIDUALS = "ordo_residuals"  # the state_dict's key
 _TMP = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
 
 
+def error_feedback(codec: str) -> bool | None:
+    """error_feedback tells whether a codec spec keeps residuals (a lossy codec unless
+    ef=none; a cast only with ef=vanilla), None for auto (the plan chooses)."""
+    name, _, rest = codec.partition(",")
+    name = name.split(":")[0].strip()
+    options = {o.strip() for o in rest.split(",")}
+    if name == "auto":
+        return None
+    if "ef=none" in options or "ef=vanilla" in options:
+        return "ef=vanilla" in options
+    return name not in ("", "none", "fp16", "bf16")
+
+
 def without(state: dict) -> dict:
     """without returns an optimizer state_dict without its residuals (a copy when it had
     them): what another rank may take."""
@@ -47,6 +60,7 @@ class Residuals:
             codec = str(runtime.settings.get("push.compression") or
                         rt.launcher_value("push", "compression", runtime.conf) or "none")
         self._codec = codec
+        self._keeps = error_feedback(codec)  # False: no residuals, nothing to wait for
         self._params = [[n, k] for n, k in params]
         self._settle = settle
         self._pending: dict | None = None  # loaded before the join, handed over at it
@@ -57,7 +71,7 @@ class Residuals:
         waited for), or None when the run keeps none (or it was not joined, or has left)."""
         if self._pending is not None:
             return self._pending
-        if not self._rt.joined:
+        if not self._rt.joined or self._keeps is False:
             return None
         import ordo.torch as ot
         if ot._runtime is not self._rt:  # shut down: the residuals left with the library
