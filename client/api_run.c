@@ -14,6 +14,7 @@
 #include "common/keys.h"
 #include "common/trace.h"
 #include "client/api_internal.h"
+#include "client/compress.h"
 #include "client/ps.h"
 
 /* ---- making a handle ------------------------------------------------------------------- */
@@ -154,9 +155,18 @@ static int path_state(ordo_t *o, const char *path, bool save, const char *fn)
     int rc = ordo__api_usable(o, fn);
     if (rc) return rc;
     if (!path) return ordo__error_set(ORDO_ERR_INVAL, "%s: NULL path", fn);
-    if (!o->bound) /* the path keeps state only for a bound model's buffers */
-        return ordo__error_set(ORDO_ERR_INVAL, "%s: call ordo_bind first", fn);
-    return ordo__api_fail(ordo__bound_state(o->bound, path, save));
+    if (o->bound) return ordo__api_fail(ordo__bound_state(o->bound, path, save));
+    /* unbound: the codecs' error-feedback residuals, updated as each push is encoded */
+    ordo__compress_t *c = ordo__ps_compress(o->w);
+    if (!ordo__compress_has_state(c)) return 0;
+    int queued = ordo__ps_queued(o->w);
+    if (queued > 0)
+        return ordo__error_set(ORDO_ERR_INVAL, "%s: %d pushes are still queued, their "
+                              "residuals not updated yet: call it between iterations, once "
+                              "the pushes completed", fn, queued);
+    rc = ordo__compress_state(c, path, save);
+    if (rc) rc = ordo__error_context(rc, fn);
+    return ordo__api_fail(rc);
 }
 
 int ordo_save_state(ordo_t *o, const char *path)

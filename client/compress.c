@@ -68,6 +68,11 @@ struct ordo__compress {
     char *keep_dir;
     bool keep_rejoin;
     bool keep_lost; /* a file to take up was missing (reported once) */
+    /* units 0 .. n_slices - 1 are the keys' slices: each one's key and size, which a loaded
+     * file's residuals must fit; pushed: a residual was used (no load after it) */
+    int *slice_key;
+    int64_t *slice_n;
+    bool pushed;
 };
 
 static const char *key_name(const ordo__compress_t *c, int key, char *buf, size_t size)
@@ -93,11 +98,14 @@ int ordo__compress_new(const ordo__conf_t *conf, const ordo__keys_t *keys, const
     c->n_slices = keys->n_slices;
     c->copy = calloc((size_t)keys->n_slices + 1, sizeof *c->copy);
     c->copy_iter = malloc(((size_t)keys->n_slices + 1) * sizeof *c->copy_iter);
+    c->slice_key = malloc(((size_t)keys->n_slices + 1) * sizeof *c->slice_key);
+    c->slice_n = malloc(((size_t)keys->n_slices + 1) * sizeof *c->slice_n);
     /* the servers keep one copy per slice for every worker (server/pull_codec.h): every
      * worker must take every version's answer, in order */
     c->lossy_pulls = conf->sync_mode == ORDO_SYNC_BSP &&
                      conf->fault_worker != ORDO_FAULT_RESTART && conf->replicas <= 1;
-    if (!c->spec || !c->name || !c->warned || !c->res || !c->copy || !c->copy_iter) {
+    if (!c->spec || !c->name || !c->warned || !c->res || !c->copy || !c->copy_iter ||
+        !c->slice_key || !c->slice_n) {
         rc = ORDO_ERR_NOMEM;
         goto fail;
     }
@@ -138,7 +146,11 @@ int ordo__compress_new(const ordo__conf_t *conf, const ordo__keys_t *keys, const
             c->spec[k].scale = 1.0f / (float)(n_workers > 0 ? n_workers : 1);
         if (c->spec[k].id != ORDO__CODEC_NONE) c->any = 1;
     }
-    for (int i = 0; i < keys->n_slices; i++) c->copy_iter[i] = -1;
+    for (int i = 0; i < keys->n_slices; i++) {
+        c->copy_iter[i] = -1;
+        c->slice_key[i] = (int)keys->slices[i].key;
+        c->slice_n[i] = keys->slices[i].numel;
+    }
     json_decref(decl);
     *out = c;
     return 0;
@@ -168,6 +180,8 @@ void ordo__compress_destroy(ordo__compress_t **cp)
     for (int i = 0; c->copy && i < c->n_slices; i++) free(c->copy[i]);
     free(c->copy);
     free(c->copy_iter);
+    free(c->slice_key);
+    free(c->slice_n);
     free(c->spec);
     free(c->name);
     free(c->warned);
@@ -408,6 +422,7 @@ int ordo__compress_encode(ordo__compress_t *c, int key, int unit, const float *s
         }
         if (r->map) slot = kept_begin(r, (int64_t)seed);
         res = r->v;
+        c->pushed = true;
     }
     void *buf = frame_for(c, unit, ops->max_bytes(spec, n), hint);
     if (!buf) return ORDO_ERR_NOMEM;
@@ -498,6 +513,25 @@ static int state_put(ordo__compress_t *c, int unit, const float *v, int64_t n)
     return 0;
 }
 
+/* slice_fits checks that a file's residual of n values (n > 0) for unit u, one of the keys'
+ * slices, fits this worker's: its tensor keeps residuals and has that many values there */
+static int slice_fits(const ordo__compress_t *c, const char *path, int u, int64_t n)
+{
+    int key = c->slice_key[u];
+    char nb[32], cb[64];
+    if (!c->spec[key].ef)
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: unit %d holds %lld residuals of tensor "
+                              "\"%s\", whose codec here (%s) keeps none", path, u, (long long)n,
+                              key_name(c, key, nb, sizeof nb),
+                              ordo__codec_format(&c->spec[key], cb, sizeof cb));
+    if (n != c->slice_n[u])
+        return ordo__error_set(ORDO_ERR_FORMAT, "%s: unit %d holds %lld residuals; tensor "
+                              "\"%s\" has %lld values there (another model or partition)",
+                              path, u, (long long)n, key_name(c, key, nb, sizeof nb),
+                              (long long)c->slice_n[u]);
+    return 0;
+}
+
 /* state_units walks the units of a residual file's body data[0..len) (its trailer cut
  * off): every field is checked, and each unit's residual handed to state_put when put */
 static int state_units(ordo__compress_t *c, const char *path, const unsigned char *data,
@@ -524,7 +558,8 @@ static int state_units(ordo__compress_t *c, const char *path, const unsigned cha
             return ordo__error_set(ORDO_ERR_FORMAT, "%s: unit %d: %lld values at offset %zu do "
                                   "not fit the file or the unit", path, u, (long long)n,
                                   at - sizeof n);
-        int rc = put && n > 0 ? state_put(c, u, (const float *)(data + at), n) : 0;
+        int rc = n > 0 && u < c->n_slices ? slice_fits(c, path, u, n) : 0;
+        if (rc == 0 && put && n > 0) rc = state_put(c, u, (const float *)(data + at), n);
         if (rc) return rc;
         at += (size_t)n * sizeof(float);
     }
@@ -538,6 +573,10 @@ static int state_units(ordo__compress_t *c, const char *path, const unsigned cha
  * say more), then its checksum; a refused file leaves every unit as it was */
 static int state_load(ordo__compress_t *c, const char *path)
 {
+    if (c->pushed)
+        return ordo__error_set(ORDO_ERR_INVAL, "%s: error-feedback residuals are loaded before "
+                              "the first push, and this worker pushed already (load them "
+                              "right after the join)", path);
     unsigned char *data = NULL;
     size_t len = 0;
     int rc = ordo__durable_read_file(path, &data, &len);

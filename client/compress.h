@@ -94,9 +94,10 @@ bool ordo__compress_has_state(const ordo__compress_t *c);
 /* ordo__compress_state saves (save) every unit's residual as of the last push into the file
  * path (written durably: temporary file, fsync, rename, CRC-32 trailer; docs/formats.md), or
  * loads them back from it before the first push of a resumed run (kept units get them as
- * their newest slot). A file that is not whole, of another format or of other units is
- * refused (ORDO_ERR_FORMAT naming the file and what differs); ORDO_ERR_IO naming it when it
- * cannot be read or written. */
+ * their newest slot; after a push: ORDO_ERR_INVAL). A file that is not whole, of another
+ * format or of other units, or whose residuals for a slice do not fit its tensor (another
+ * size, or a codec here that keeps none) is refused (ORDO_ERR_FORMAT naming the file and
+ * what differs); ORDO_ERR_IO naming it when it cannot be read or written. */
 int ordo__compress_state(ordo__compress_t *c, const char *path, bool save);
 
 /* ordo__compress_residual returns unit's residual (n floats) or NULL when it has none yet

@@ -85,6 +85,12 @@ int ordo__ps_outstanding(const ordo__ps_t *w)
 {
     return w->outstanding;
 }
+
+int ordo__ps_queued(const ordo__ps_t *w)
+{
+    return w->pq_n;
+}
+
 static void data_msg(ordo__ps_t *w, ordo__msg_t *m, int type, int slice, int64_t iter, int prio)
 {
     const ordo__slice_t *sl = &w->node.keys->slices[slice];

@@ -138,6 +138,10 @@ void ordo__ps_wake(ordo__ps_t *w);
 /* ordo__ps_outstanding counts pulls and pushes not yet complete. */
 int ordo__ps_outstanding(const ordo__ps_t *w);
 
+/* ordo__ps_queued counts the pushes queued and not yet handed to the transport: not yet
+ * encoded, so their residuals (client/compress.h) are not yet updated. */
+int ordo__ps_queued(const ordo__ps_t *w);
+
 /* ordo__ps_wait_all polls until nothing is outstanding, discarding the events. */
 int ordo__ps_wait_all(ordo__ps_t *w, int timeout_ms);
 

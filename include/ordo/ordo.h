@@ -300,11 +300,14 @@ ORDO_API void ordo_trace_span(ordo_t *o, const char *name, const char *cat, int 
 /* ordo_trace_track names track of the library's trace ("compute"); a no-op without one. */
 ORDO_API void ordo_trace_track(ordo_t *o, int track, const char *name);
 
-/* ordo_save_state writes the push path's own state between iterations to the file path
- * (sparse pushes: residuals and thresholds; a codec with error feedback: its residuals), for
- * a checkpoint; ordo_load_state reads it back before the first iteration ([fault] resume).
- * Both return 0 without touching the file when the path keeps none (dense or merged float32
- * or 16-bit pushes). */
+/* ordo_save_state writes this worker's push-path state between iterations to the file path
+ * (sparse pushes: residuals and thresholds; a codec with error feedback: its residuals, bound
+ * or not: unbound, once every push of the iteration completed), for a checkpoint;
+ * ordo_load_state reads it back after ordo_join and before the first push ([fault] resume,
+ * a program's own checkpoint); a load after a push fails with ORDO_ERR_INVAL, a file of other
+ * tensors or codecs with ORDO_ERR_FORMAT naming the file and what differs. Both return 0
+ * without touching the file when the path keeps none (dense or merged float32 or 16-bit
+ * pushes). The residuals are one worker's: each rank saves and loads its own. */
 ORDO_API int ordo_save_state(ordo_t *o, const char *path);
 ORDO_API int ordo_load_state(ordo_t *o, const char *path);
 

@@ -11,6 +11,7 @@ exception).
 from __future__ import annotations
 
 import ctypes
+import os
 from typing import Any
 
 from ordo import _capi
@@ -640,6 +641,17 @@ class Client:
         _check(lib.ordo_peer_state(self._ptr(), buf, n.value, ctypes.byref(n), ctypes.byref(it),
                                    timeout_ms))
         return buf.raw[:n.value], it.value
+
+    def save_state(self, path: str) -> None:
+        """save_state writes this worker's push-path state (a codec's error-feedback residuals,
+        a sparse path's) to the file path between iterations, once its pushes completed; no file
+        when the path keeps none (ordo_save_state)."""
+        _check(lib.ordo_save_state(self._ptr(), os.fsencode(path)))
+
+    def load_state(self, path: str) -> None:
+        """load_state reads save_state's file back after join and before the first push
+        (ordo_load_state); OrdoError names the file and what differs when it does not fit."""
+        _check(lib.ordo_load_state(self._ptr(), os.fsencode(path)))
 
     def report(self, stats_json: str) -> None:
         """report sends one iteration's stats (a JSON object) to the scheduler's metrics."""

@@ -4,7 +4,8 @@
  * a kept unit (fault.worker = restart) the loaded residual is the one the resumed run's first
  * push (iteration 0 again) starts from. A file of other units, a truncated one, one with a
  * flipped byte and a missing one are refused, naming the file and the check, and leave the
- * residuals as they were. */
+ * residuals as they were; so are residuals of a tensor of another size or for a codec that
+ * keeps none, and a load after a push. */
 #include "client/compress.h"
 #include "common/conf.h"
 #include "common/error.h"
@@ -24,14 +25,20 @@ typedef struct {
     ordo__compress_t *c;
 } fixture_t;
 
-static void make(fixture_t *f, const char *codec, int n_units)
+/* make_n makes a worker's state of two tensors, of n0 and N values, one slice each */
+static void make_n(fixture_t *f, const char *codec, int n_units, int64_t n0)
 {
     memset(f, 0, sizeof *f);
     ordo__conf_defaults(&f->conf);
     snprintf(f->conf.compression, sizeof f->conf.compression, "%s", codec);
-    int64_t numel[2] = {N, N};
+    int64_t numel[2] = {n0, N};
     ORDO_CK_OK(ordo__keys_partition(numel, 2, sizeof(float), 1 << 20, 0, 1, &f->keys));
     ORDO_CK_OK(ordo__compress_new(&f->conf, f->keys, NULL, NULL, 2, n_units, &f->c));
+}
+
+static void make(fixture_t *f, const char *codec, int n_units)
+{
+    make_n(f, codec, n_units, N);
 }
 
 static void drop(fixture_t *f)
@@ -194,6 +201,33 @@ START_TEST(a_bad_file_is_refused_naming_it)
 }
 END_TEST
 
+START_TEST(residuals_that_do_not_fit_the_tensors_or_come_too_late_are_refused)
+{
+    fixture_t a, b;
+    make(&a, "onebit", 2);
+    float g[N];
+    unsigned char fa[N * 4];
+    gradient(g, 0);
+    push(a.c, 0, g, 0, fa);
+    char *path = temp_path();
+    ORDO_CK_OK(ordo__compress_state(a.c, path, true));
+    make_n(&b, "onebit", 2, N / 2); /* another model: tensor 0 is half as large */
+    refused(&b, path, ORDO_ERR_FORMAT, "unit 0 holds 1000 residuals; tensor \"tensor0\" has "
+                                       "500 values there");
+    drop(&b);
+    make(&b, "bf16", 2); /* a codec without error feedback */
+    refused(&b, path, ORDO_ERR_FORMAT, "whose codec here (bf16) keeps none");
+    drop(&b);
+    make(&b, "onebit", 2); /* the right file, but after a push */
+    push(b.c, 0, g, 0, fa);
+    refused(&b, path, ORDO_ERR_INVAL, "this worker pushed already");
+    drop(&b);
+    drop(&a);
+    unlink(path);
+    free(path);
+}
+END_TEST
+
 START_TEST(casts_keep_no_state)
 {
     fixture_t a;
@@ -213,6 +247,7 @@ static Suite *compress_state_suite(void)
     tcase_add_test(tc, a_loaded_residual_gives_the_same_next_frame);
     tcase_add_test(tc, a_kept_unit_starts_its_first_push_from_the_loaded_residual);
     tcase_add_test(tc, a_bad_file_is_refused_naming_it);
+    tcase_add_test(tc, residuals_that_do_not_fit_the_tensors_or_come_too_late_are_refused);
     tcase_add_test(tc, casts_keep_no_state);
     suite_add_tcase(s, tc);
     return s;

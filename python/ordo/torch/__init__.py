@@ -26,6 +26,7 @@ from ordo.torch import collectives as _co
 from ordo.torch import ddp as _ddp
 from ordo.torch import horovod as _hvd
 from ordo.torch import optimizer as _optimizer
+from ordo.torch import residuals as _residuals
 from ordo.torch import runtime as _rt
 from ordo.torch.compression import Compressor as _Compressor
 from ordo.torch.ddp import ddp_comm_hook
@@ -311,7 +312,9 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int =
     r = _rt_or_raise()
 
     def run() -> None:
-        optimizer.load_state_dict(r.broadcast_object(optimizer.state_dict(), root_rank))
+        # error-feedback residuals are each rank's own: root's stay on root
+        state = _residuals.without(optimizer.state_dict())
+        optimizer.load_state_dict(r.broadcast_object(state, root_rank))
 
     r.when_joined(run)
 

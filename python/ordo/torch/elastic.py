@@ -35,13 +35,15 @@ from typing import Any
 
 import torch
 
+from ordo.torch import residuals
 from ordo.torch.sampler import ElasticSampler  # noqa: F401 (hvd.elastic.ElasticSampler)
 
 
 class TorchState:
     """TorchState(model, optimizer, **kwargs) is the state elastic training keeps: the model
-    and optimizer, and the kwargs as attributes (state.step, state.epoch ...). commit() keeps
-    a copy in memory, restore() goes back to it. After a restart, sync() sets the kwarg
+    and optimizer (with this worker's error-feedback residuals, ordo.torch.residuals), and the
+    kwargs as attributes (state.step, state.epoch ...). commit() keeps a copy in memory,
+    restore() goes back to it. After a restart, sync() sets the kwarg
     `step` (when given) to the iteration the cluster goes on at."""
 
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
@@ -65,8 +67,10 @@ class TorchState:
                        "kwargs": {k: copy.deepcopy(getattr(self, k)) for k in self._keys}}
         rt = self._peer_runtime()
         if rt is not None:
+            # a peer is another rank: it has residuals of its own (the run folder's, restarted)
+            peer = dict(self._saved, optimizer=residuals.without(self._saved["optimizer"]))
             out = io.BytesIO()
-            torch.save(self._saved, out)
+            torch.save(peer, out)
             rt.client.commit_state(out.getvalue())
 
     def _gradients_mode(self) -> bool:
@@ -91,10 +95,12 @@ class TorchState:
         return rt if self._elastic else None
 
     def restore(self) -> None:
-        """restore goes back to the last commit."""
+        """restore goes back to the last commit, but for the error-feedback residuals: they
+        stay as this worker's last pushes left them (those pushes reached the servers, and the
+        library takes residuals only before the first push)."""
         assert self._saved is not None
         self.model.load_state_dict(self._saved["model"])
-        self.optimizer.load_state_dict(self._saved["optimizer"])
+        self.optimizer.load_state_dict(residuals.without(self._saved["optimizer"]))
         for k, v in self._saved["kwargs"].items():
             setattr(self, k, copy.deepcopy(v))
 
@@ -126,7 +132,7 @@ class TorchState:
             blob, at = rt.client.peer_state(self._peer_timeout_ms(rt))
             saved = torch.load(io.BytesIO(blob), weights_only=False)
             self.model.load_state_dict(saved["model"])
-            self.optimizer.load_state_dict(saved["optimizer"])
+            self.optimizer.load_state_dict(residuals.without(saved["optimizer"]))
             for k, v in saved["kwargs"].items():
                 setattr(self, k, v)
             print(f"ordo.torch.elastic: rank {rt.rank()} took a peer's state of iteration {at} "
@@ -139,7 +145,8 @@ class TorchState:
     def _from_root(self, ot: Any) -> None:
         """_from_root gives every worker of the run's start rank 0's model, optimizer state
         and kwargs, as Horovod's first sync does (a collective of those workers)."""
-        mine = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+        mine = {"model": self.model.state_dict(),
+                "optimizer": residuals.without(self.optimizer.state_dict()),
                 "kwargs": {k: getattr(self, k) for k in self._keys}}
         got = ot.broadcast_object(mine, root_rank=0)
         if ot.rank() != 0:

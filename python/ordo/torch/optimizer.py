@@ -28,6 +28,7 @@ from ordo.torch import collectives as co
 from ordo.torch import compression as cp
 from ordo.torch import groups as gr
 from ordo.torch import per_param as pp
+from ordo.torch import residuals as res
 from ordo.torch import runtime as rt
 from ordo.torch.staging import CudaStaging
 
@@ -134,6 +135,10 @@ class _Distributed:
                                     codec=opts.codec)
             params.append(_Param(name, p, t))
         self._ordo_params = params
+        # error feedback: this worker's residuals go in state_dict (ordo.torch.residuals)
+        self._ordo_residuals = res.Residuals(runtime, opts.codec,
+                                             [(q.name, q.param.numel()) for q in params],
+                                             self._ordo_settle)
         # join(): a rank out of data pushes zeros with this flag at 1 until every rank has
         # (flat gradients mode; the flag is one more value per step)
         self._ordo_join_flag = None
@@ -379,6 +384,39 @@ class _Distributed:
                                  f"weight_decay) changed from {q.tensor.hyper} to {now}; the "
                                  "servers keep those of the join (use mode='gradients' with "
                                  "an LR schedule)")
+
+    def state_dict(self) -> dict[str, Any]:
+        """state_dict is the wrapped optimizer's, plus this worker's error-feedback residuals
+        under "ordo_residuals" when the run's compression keeps them (ordo.torch.residuals):
+        take it between steps; each rank's is its own."""
+        state = super().state_dict()  # type: ignore[misc]
+        blob = self._ordo_residuals.save()
+        if blob is not None:
+            state[res.RESIDUALS] = blob
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """load_state_dict is the wrapped optimizer's; the residuals of this rank's
+        state_dict go back to the library before this worker's first push (another rank's
+        are left out, with a warning)."""
+        blob = state_dict.get(res.RESIDUALS)
+        if blob is not None:
+            self._ordo_residuals.check(blob)  # refused before anything is loaded
+        super().load_state_dict(res.without(state_dict))  # type: ignore[misc]
+        if blob is not None:
+            self._ordo_residuals.load(blob)
+
+    def _ordo_settle(self) -> None:
+        """_ordo_settle waits for this optimizer's transfers still in flight (gated steps
+        leave them so): a residual is updated as its push leaves. The bound model drains its
+        own."""
+        if self._ordo_bound is not None:
+            return
+        self._ordo_push_staged(block=True)
+        self._ordo_wait_all()
+        f = self._ordo_join_flag
+        if f is not None and f.handle is not None:
+            f.handle.wait()  # kept: _ordo_joined_count reads it
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """zero_grad is the optimizer's; in host groups the gradient buffers are zeroed in
