@@ -190,6 +190,21 @@ int ordo__store_init(ordo__store_t *s, int slice, const void *data, size_t bytes
     return 0;
 }
 
+/* check_grad: a float32 push's size, or a cast's frame whole (its length, fp16's multiplier),
+ * named by the slice */
+static int check_grad(const slot_t *sl, int slice, const ordo__grad_t *g)
+{
+    if (g->dtype == ORDO_DTYPE_F32) return ordo__store_check_size(sl, slice, g->len);
+    if (!ordo__codec_ranged(g->dtype))
+        return ordo__error_set(ORDO_ERR_PROTO, "slice %d: a push of dtype %d is not summed from "
+                              "its frame", slice, g->dtype);
+    int rc = ordo__codec_decode_range(g->dtype, g->data, g->len, sl->numel, 0, 0, NULL);
+    if (!rc) return 0;
+    char why[256]; /* the codec's detail, named by the slice */
+    snprintf(why, sizeof why, "%s", ordo__error_text(rc));
+    return ordo__error_set(ORDO_ERR_PROTO, "slice %d: %s", slice, why);
+}
+
 /* the checks of a push; *late is set (and 0 returned) for a push that comes after its
  * iteration was applied without it (backup workers: ORDO_STORE_DROPPED) or a re-send of a
  * push the store holds or applied already (ORDO_STORE_DUPLICATE) */
@@ -199,16 +214,7 @@ static int push_checks(ordo__store_t *s, int slice, int worker, int64_t iter,
     *late = 0;
     if (!ordo__store_owns(s, slice)) return ordo__error_set(ORDO_ERR_INVAL, "slice %d is not here", slice);
     slot_t *sl = &s->slots[s->slot_of[slice]];
-    int rc = g->dtype == ORDO_DTYPE_F32 ? ordo__store_check_size(sl, slice, g->len)
-             : !ordo__codec_ranged(g->dtype)
-                 ? ordo__error_set(ORDO_ERR_PROTO, "slice %d: a push of dtype %d is not summed "
-                                   "from its frame", slice, g->dtype)
-                 : ordo__codec_decode_range(g->dtype, g->data, g->len, sl->numel, 0, 0, NULL);
-    if (rc && g->dtype != ORDO_DTYPE_F32 && ordo__codec_ranged(g->dtype)) {
-        char why[256]; /* the detail is rewritten with the slice's name */
-        snprintf(why, sizeof why, "%s", ordo__error_text(rc));
-        return ordo__error_set(ORDO_ERR_PROTO, "slice %d: %s", slice, why);
-    }
+    int rc = check_grad(sl, slice, g);
     if (rc) return rc;
     if (worker < 0 || worker >= s->n_workers)
         return ordo__error_set(ORDO_ERR_PROTO, "push from unknown worker %d", worker);
