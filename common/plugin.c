@@ -69,6 +69,7 @@ bool ordo__plugin_exe_dir(char *dir, size_t size, char *why, size_t why_size)
 {
     ssize_t n = readlink("/proc/self/exe", dir, size - 1);
     if (n <= 0 || (size_t)n == size - 1) {
+        dir[0] = '\0';
         snprintf(why, why_size, "/proc/self/exe: %s", n <= 0 ? strerror(errno) : "a path too long");
         return false;
     }

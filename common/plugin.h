@@ -37,7 +37,7 @@ bool ordo__plugin_load(const ordo__plugin_t *p, const char *const *dirs, int n,
 void ordo__plugin_unload(ordo__plugin_found_t *f);
 
 /* ordo__plugin_exe_dir writes the folder of the running program into dir (size bytes);
- * false, with why, when /proc/self/exe cannot be read. */
+ * false, with why and dir "", when /proc/self/exe cannot be read. */
 bool ordo__plugin_exe_dir(char *dir, size_t size, char *why, size_t why_size);
 
 /* ordo__plugin_dir_of writes the folder of the loaded object that holds addr (a shared

@@ -47,6 +47,16 @@ void ordo__sched_record(sched_t *s, const char *event, const member_t *m, int64_
     fflush(s->members_log);
 }
 
+void ordo__sched_send_members(sched_t *s, const member_t *m, int64_t iter, const char *text)
+{
+    ordo__msg_t msg;
+    ordo__sched_msg_to(s, m->rid, m->rid_len, ORDO_MSG_MEMBERS, &msg);
+    msg.hdr.iter = iter;
+    msg.hdr.dtype = ORDO_DTYPE_JSON;
+    ordo__msg_add_text(&msg, text);
+    ordo__transport_send(s->tp, &msg);
+}
+
 void ordo__sched_tell_members(sched_t *s, const char *change, int rank, int64_t iter)
 {
     json_t *live = json_array();
@@ -58,13 +68,7 @@ void ordo__sched_tell_members(sched_t *s, const char *change, int rank, int64_t 
     json_decref(o);
     for (int i = 0; text && i < s->n_members; i++) {
         member_t *m = &s->members[i];
-        if (m->dead) continue;
-        ordo__msg_t msg;
-        ordo__sched_msg_to(s, m->rid, m->rid_len, ORDO_MSG_MEMBERS, &msg);
-        msg.hdr.iter = iter;
-        msg.hdr.dtype = ORDO_DTYPE_JSON;
-        ordo__msg_add_text(&msg, text);
-        ordo__transport_send(s->tp, &msg);
+        if (!m->dead) ordo__sched_send_members(s, m, iter, text);
     }
     free(text);
 }

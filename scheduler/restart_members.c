@@ -194,13 +194,7 @@ static void tell_left(sched_t *s, int r, int64_t iter)
     snprintf(text, sizeof text, "{\"left\":%d}", r);
     for (int i = 0; i < s->n_members; i++) {
         member_t *m = &s->members[i];
-        if (m->role != ORDO_ROLE_SERVER) continue;
-        ordo__msg_t msg;
-        ordo__sched_msg_to(s, m->rid, m->rid_len, ORDO_MSG_MEMBERS, &msg);
-        msg.hdr.iter = iter;
-        msg.hdr.dtype = ORDO_DTYPE_JSON;
-        ordo__msg_add_text(&msg, text);
-        ordo__transport_send(s->tp, &msg);
+        if (m->role == ORDO_ROLE_SERVER) ordo__sched_send_members(s, m, iter, text);
     }
     ORDO_WARN("worker %d had left the run on some servers only: the others are told now", r);
 }

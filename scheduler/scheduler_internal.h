@@ -324,6 +324,9 @@ int ordo__sched_rejoin(sched_t *s, const ordo__msg_t *m, json_t *o);
  * "join") of worker m at iteration iter to RUN/membership.jsonl. */
 void ordo__sched_record(sched_t *s, const char *event, const member_t *m, int64_t iter);
 
+/* ordo__sched_send_members sends member m a MEMBERS message of iteration iter (JSON text). */
+void ordo__sched_send_members(sched_t *s, const member_t *m, int64_t iter, const char *text);
+
 /* ordo__sched_tell_members sends MEMBERS (the live workers, and change = "left" or "joined"
  * with rank, from iteration iter on) to every live server and worker. */
 void ordo__sched_tell_members(sched_t *s, const char *change, int rank, int64_t iter);

@@ -39,7 +39,8 @@ static const ordo__plugin_t plugin = {
 static void load(void)
 {
     char exe[1024], libdir[1100], why[512];
-    if (!ordo__plugin_exe_dir(exe, sizeof exe, why, sizeof why) && !getenv(plugin.env)) {
+    const char *env = getenv(plugin.env); /* named, the folders are not looked at */
+    if (!ordo__plugin_exe_dir(exe, sizeof exe, why, sizeof why) && !(env && env[0])) {
         snprintf(why_not, sizeof why_not, "cannot find %s: %s (set %s to the plugin's path)",
                  plugin.file, why, plugin.env);
         return;
