@@ -748,6 +748,19 @@ END_TEST
 
 /* ==== decode_add ===================================================================== */
 
+/* encode_at_odd encodes x[0..n) with codec id (k 0.1, fp16 scale 0.5, randomk seed 9) into
+ * frame (n * 8 + 8 bytes) and copies it to odd + 1: frames may sit at odd addresses in
+ * ZeroMQ's buffers. Returns the frame's length. */
+static int64_t encode_at_odd(int id, const float *x, int64_t n, uint8_t *frame, uint8_t *odd)
+{
+    ordo__codec_spec_t c = {.id = id, .k = 0.1, .scale = 0.5f};
+    ordo__codec_io_t io = {.seed = 9};
+    int64_t len = ordo__codec_ops(id)->encode(&c, x, n, frame, &io);
+    ck_assert_int_gt(len, 0);
+    memcpy(odd + 1, frame, (size_t)len);
+    return len;
+}
+
 START_TEST(decode_add_equals_decode_then_add)
 {
     enum { N = 4099 };
@@ -758,11 +771,7 @@ START_TEST(decode_add_equals_decode_then_add)
         x[i] = (float)((int64_t)(rng_next(&s) % 20001) - 10000) / 3001;
     for (int id = 0; id < ORDO__CODEC_MAX; id++) {
         const ordo__codec_ops_t *ops = ordo__codec_ops(id);
-        ordo__codec_spec_t c = {.id = id, .k = 0.1, .scale = 0.5f};
-        ordo__codec_io_t io = {.seed = 9};
-        int64_t len = ops->encode(&c, x, N, frame, &io);
-        ck_assert_int_gt(len, 0);
-        memcpy(odd + 1, frame, (size_t)len); /* frames may sit at odd addresses */
+        int64_t len = encode_at_odd(id, x, N, frame, odd);
         for (int simd = 0; simd < 2; simd++) {
             ordo__codec_set_simd(simd);
             for (int i = 0; i < N; i++)
@@ -788,11 +797,7 @@ START_TEST(decode_range_equals_a_part_of_decode)
         x[i] = (float)((int64_t)(rng_next(&s) % 20001) - 10000) / 3001;
     for (int id = 0; id < ORDO__CODEC_MAX; id++) {
         const ordo__codec_ops_t *ops = ordo__codec_ops(id);
-        ordo__codec_spec_t c = {.id = id, .k = 0.1, .scale = 0.5f};
-        ordo__codec_io_t io = {.seed = 9};
-        int64_t len = ops->encode(&c, x, N, frame, &io);
-        ck_assert_int_gt(len, 0);
-        memcpy(odd + 1, frame, (size_t)len); /* frames may sit at odd addresses */
+        int64_t len = encode_at_odd(id, x, N, frame, odd);
         bool ranged = id == ORDO__CODEC_NONE || id == ORDO__CODEC_BF16 || id == ORDO__CODEC_FP16;
         ck_assert_msg(ordo__codec_ranged(ops->dtype) == ranged, "%s", ops->name);
         if (!ranged) { /* values with no fixed place: refused, never misread */

@@ -156,16 +156,24 @@ static void refused(fixture_t *f, const char *path, int code, const char *what)
                   what);
 }
 
+/* saved_after_one_push: a worker of 2 onebit units pushes unit 0 once and saves its
+ * residuals; returns the file's path (the caller unlinks and frees it) */
+static char *saved_after_one_push(fixture_t *a)
+{
+    make(a, "onebit", 2);
+    float g[N];
+    unsigned char frame[N * 4];
+    gradient(g, 0);
+    push(a->c, 0, g, 0, frame);
+    char *path = temp_path();
+    ORDO_CK_OK(ordo__compress_state(a->c, path, true));
+    return path;
+}
+
 START_TEST(a_bad_file_is_refused_naming_it)
 {
     fixture_t a, b;
-    make(&a, "onebit", 2);
-    float g[N];
-    unsigned char fa[N * 4];
-    gradient(g, 0);
-    push(a.c, 0, g, 0, fa);
-    char *path = temp_path();
-    ORDO_CK_OK(ordo__compress_state(a.c, path, true));
+    char *path = saved_after_one_push(&a);
     FILE *f = fopen(path, "rb");
     unsigned char data[N * 8];
     size_t len = fread(data, 1, sizeof data, f);
@@ -204,13 +212,10 @@ END_TEST
 START_TEST(residuals_that_do_not_fit_the_tensors_or_come_too_late_are_refused)
 {
     fixture_t a, b;
-    make(&a, "onebit", 2);
+    char *path = saved_after_one_push(&a);
     float g[N];
     unsigned char fa[N * 4];
     gradient(g, 0);
-    push(a.c, 0, g, 0, fa);
-    char *path = temp_path();
-    ORDO_CK_OK(ordo__compress_state(a.c, path, true));
     make_n(&b, "onebit", 2, N / 2); /* another model: tensor 0 is half as large */
     refused(&b, path, ORDO_ERR_FORMAT, "unit 0 holds 1000 residuals; tensor \"tensor0\" has "
                                        "500 values there");
